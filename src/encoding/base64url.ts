@@ -1,0 +1,108 @@
+/**
+ * base64url without padding (RFC 4648 §5), strict: padding, `+`, `/`, white space and
+ * non-canonical trailing bits are refused (PROTOCOL.md §1). Standard base64 is here too, for the
+ * one place the spec asks for it (the HTTP presentation, PROTOCOL.md §6).
+ */
+import { CtlError } from '../errors.js';
+
+const URL_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+const STD_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+const URL_LOOKUP = lookup(URL_ALPHABET);
+const STD_LOOKUP = lookup(STD_ALPHABET);
+
+function lookup(alphabet: string): Int16Array {
+  const t = new Int16Array(128).fill(-1);
+  for (let i = 0; i < alphabet.length; i++) t[alphabet.charCodeAt(i)] = i;
+  return t;
+}
+
+function encode(bytes: Uint8Array, alphabet: string, pad: boolean): string {
+  let out = '';
+  let i = 0;
+  for (; i + 2 < bytes.length; i += 3) {
+    const n = (bytes[i]! << 16) | (bytes[i + 1]! << 8) | bytes[i + 2]!;
+    out += alphabet[n >> 18]! + alphabet[(n >> 12) & 63]! + alphabet[(n >> 6) & 63]! + alphabet[n & 63]!;
+  }
+  const rest = bytes.length - i;
+  if (rest === 1) {
+    const n = bytes[i]! << 16;
+    out += alphabet[n >> 18]! + alphabet[(n >> 12) & 63]! + (pad ? '==' : '');
+  } else if (rest === 2) {
+    const n = (bytes[i]! << 16) | (bytes[i + 1]! << 8);
+    out += alphabet[n >> 18]! + alphabet[(n >> 12) & 63]! + alphabet[(n >> 6) & 63]! + (pad ? '=' : '');
+  }
+  return out;
+}
+
+function decode(text: string, table: Int16Array, what: string): Uint8Array {
+  if (typeof text !== 'string') throw new CtlError('malformed', `${what}: not a string`);
+  if (text.length % 4 === 1) throw new CtlError('malformed', `${what}: bad length`);
+  const out = new Uint8Array(Math.floor((text.length * 3) / 4));
+  let bits = 0;
+  let acc = 0;
+  let o = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    const v = c < 128 ? table[c]! : -1;
+    if (v < 0) throw new CtlError('malformed', `${what}: invalid character`);
+    acc = (acc << 6) | v;
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out[o++] = (acc >> bits) & 0xff;
+      acc &= (1 << bits) - 1;
+    }
+  }
+  if (acc !== 0) throw new CtlError('malformed', `${what}: non-canonical trailing bits`);
+  return out.subarray(0, o);
+}
+
+/** @example base64urlEncode(new Uint8Array([251, 255])) // '-_8' */
+export function base64urlEncode(bytes: Uint8Array): string {
+  return encode(bytes, URL_ALPHABET, false);
+}
+
+/** Strict decoder; throws `CtlError('malformed')`. @example base64urlDecode('-_8') // Uint8Array [251, 255] */
+export function base64urlDecode(text: string): Uint8Array {
+  return decode(text, URL_LOOKUP, 'base64url');
+}
+
+/** Standard padded base64 (RFC 4648 §4). @example base64Encode(new Uint8Array([1])) // 'AQ==' */
+export function base64Encode(bytes: Uint8Array): string {
+  return encode(bytes, STD_ALPHABET, true);
+}
+
+/**
+ * Decodes standard base64 (padding optional but, when present, exact) or base64url, as the
+ * HTTP presentation allows both (PROTOCOL.md §6). @example base64DecodeLenient('AQ==')
+ */
+export function base64DecodeLenient(text: string): Uint8Array {
+  if (typeof text !== 'string') throw new CtlError('malformed', 'base64: not a string');
+  let body = text;
+  const padAt = text.indexOf('=');
+  if (padAt >= 0) {
+    body = text.slice(0, padAt);
+    const pad = text.slice(padAt);
+    if (!/^={1,2}$/.test(pad) || text.length % 4 !== 0) throw new CtlError('malformed', 'base64: bad padding');
+  }
+  const urlSafe = /[-_]/.test(body);
+  if (urlSafe && /[+/]/.test(body)) throw new CtlError('malformed', 'base64: mixed alphabets');
+  return decode(body, urlSafe ? URL_LOOKUP : STD_LOOKUP, 'base64');
+}
+
+/** Lowercase hex. @example hexEncode(new Uint8Array([0xab])) // 'ab' */
+export function hexEncode(bytes: Uint8Array): string {
+  let out = '';
+  for (let i = 0; i < bytes.length; i++) out += (bytes[i]! < 16 ? '0' : '') + bytes[i]!.toString(16);
+  return out;
+}
+
+/** Strict hex (even length, [0-9a-fA-F]). @example hexDecode('ab') // Uint8Array [0xab] */
+export function hexDecode(text: string): Uint8Array {
+  if (typeof text !== 'string' || text.length % 2 !== 0 || !/^[0-9a-fA-F]*$/.test(text)) {
+    throw new CtlError('malformed', 'hex: invalid');
+  }
+  const out = new Uint8Array(text.length / 2);
+  for (let i = 0; i < out.length; i++) out[i] = parseInt(text.slice(i * 2, i * 2 + 2), 16);
+  return out;
+}

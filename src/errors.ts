@@ -1,0 +1,95 @@
+/**
+ * Error codes are API (PROTOCOL.md §9): add, never rename.
+ */
+export const ERROR_CODES = [
+  'malformed',
+  'unsupported_version',
+  'grant_signature_invalid',
+  'grant_expired',
+  'grant_revoked',
+  'sba_signature_invalid',
+  'sba_expired',
+  'not_yet_valid',
+  'unknown_key',
+  'key_purpose_mismatch',
+  'issuer_not_trusted',
+  'policy_hash_mismatch',
+  'currency_mismatch',
+  'amount_exceeds_authorization',
+  'budget_exceeded',
+  'rail_not_allowed',
+  'asset_not_allowed',
+  'purpose_not_allowed',
+  'destination_not_allowed',
+  'replay',
+  'velocity_exceeded',
+  'offline_limit_exceeded',
+  'revocation_unavailable',
+  'trust_bundle_invalid',
+  'trust_bundle_expired',
+  'trust_bundle_rollback',
+  'session_paused',
+  'session_revoked',
+  'session_expired',
+  'continuation_invalid',
+  'target_not_allowed',
+  'payment_terms_refused',
+  'receipt_signature_invalid',
+] as const;
+
+export type CtlErrorCode = (typeof ERROR_CODES)[number];
+
+/** The failure half of every verification result: `{ valid: false, error }`. */
+export interface CtlErrorInfo {
+  code: CtlErrorCode;
+  message: string;
+}
+
+/**
+ * An error with a stable code from PROTOCOL.md §9.
+ * @example
+ *   try { parseGrant(text) } catch (e) { if (e instanceof CtlError) console.log(e.code) }
+ */
+export class CtlError extends Error {
+  readonly code: CtlErrorCode;
+  constructor(code: CtlErrorCode, message: string) {
+    super(message);
+    this.name = 'CtlError';
+    this.code = code;
+  }
+  toJSON(): CtlErrorInfo {
+    return { code: this.code, message: this.message };
+  }
+}
+
+/** Thrown by `session.createSba` when the payment would pass the ceiling (spec §7). */
+export class CtlBudgetExceededError extends CtlError {
+  constructor(message = 'amount would exceed the budget ceiling') {
+    super('budget_exceeded', message);
+    this.name = 'CtlBudgetExceededError';
+  }
+}
+
+/** Thrown by `session.createSba` once the grant is revoked; terminal for the session (spec §7). */
+export class CtlGrantRevokedError extends CtlError {
+  constructor(message = 'the grant has been revoked') {
+    super('grant_revoked', message);
+    this.name = 'CtlGrantRevokedError';
+  }
+}
+
+/** True when `value` is one of the codes of PROTOCOL.md §9. */
+export function isCtlErrorCode(value: unknown): value is CtlErrorCode {
+  return typeof value === 'string' && (ERROR_CODES as readonly string[]).includes(value);
+}
+
+/** Shorthand used by parsers: throw a `malformed` CtlError. */
+export function malformed(message: string): never {
+  throw new CtlError('malformed', message);
+}
+
+/** Turns anything thrown into the `{ code, message }` of a refusal, never leaking a stack. */
+export function toErrorInfo(e: unknown, fallback: CtlErrorCode = 'malformed'): CtlErrorInfo {
+  if (e instanceof CtlError) return { code: e.code, message: e.message };
+  return { code: fallback, message: e instanceof Error ? e.message : String(e) };
+}
