@@ -1,0 +1,244 @@
+/**
+ * One small SQL surface over SQLite (better-sqlite3, WAL) and PostgreSQL (pg Pool), opened from a
+ * database URL (`sqlite:./data/x.db`, `sqlite::memory:`, `postgres://…`). SQL is written once with
+ * `?` placeholders (rewritten to `$n` for PostgreSQL; never put a literal `?` in SQL text).
+ * Both back ends support `INSERT … ON CONFLICT … RETURNING`, so counters and idempotent writes
+ * are single statements (no check-then-set).
+ */
+import Database from 'better-sqlite3';
+import pg from 'pg';
+import { mkdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+
+export type Row = Record<string, unknown>;
+export type Dialect = 'sqlite' | 'postgres';
+
+/** Statements, inside or outside a transaction. */
+export interface SqlExecutor {
+  readonly dialect: Dialect;
+  /** All rows of a query (or of a statement with RETURNING). */
+  all<T = Row>(sql: string, params?: unknown[]): Promise<T[]>;
+  /** The first row, or undefined. */
+  get<T = Row>(sql: string, params?: unknown[]): Promise<T | undefined>;
+  /** A statement without rows; `changes` counts affected rows. */
+  run(sql: string, params?: unknown[]): Promise<{ changes: number }>;
+  /** Several statements without parameters (migrations). */
+  exec(script: string): Promise<void>;
+}
+
+export interface SqlDatabase extends SqlExecutor {
+  /**
+   * Runs `fn` in a transaction, committed when it resolves and rolled back when it throws.
+   * `lock` names a critical section held until commit across processes too (PostgreSQL
+   * advisory lock; SQLite `BEGIN IMMEDIATE` holds the single writer lock anyway).
+   */
+  tx<T>(fn: (q: SqlExecutor) => Promise<T>, options?: { lock?: string }): Promise<T>;
+  /** true when a trivial query succeeds (readiness). */
+  ping(): Promise<boolean>;
+  close(): Promise<void>;
+  /** The URL without credentials, for logs. */
+  readonly description: string;
+}
+
+export interface OpenOptions {
+  /** PostgreSQL: the schema to use (created if missing) via search_path. Tests use one each. */
+  schema?: string;
+  /** PostgreSQL pool size (default 10). */
+  poolSize?: number;
+}
+
+/**
+ * @example const db = await openDatabase(process.env.DATABASE_URL ?? 'sqlite:./data/authority.db')
+ */
+export async function openDatabase(url: string, options: OpenOptions = {}): Promise<SqlDatabase> {
+  if (url.startsWith('sqlite:')) return openSqlite(url.slice('sqlite:'.length));
+  if (url.startsWith('postgres://') || url.startsWith('postgresql://')) return openPostgres(url, options);
+  throw new RangeError(`DATABASE_URL: expected sqlite:<path> or postgres://…, got '${redact(url)}'`);
+}
+
+function redact(url: string): string {
+  return url.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@');
+}
+
+function sqliteParam(v: unknown): unknown {
+  if (v === undefined) return null;
+  if (typeof v === 'boolean') return v ? 1 : 0;
+  return v;
+}
+
+function openSqlite(path: string): SqlDatabase {
+  const memory = path === ':memory:' || path === '';
+  if (!memory) mkdirSync(dirname(resolve(path)), { recursive: true });
+  const db = new Database(memory ? ':memory:' : path);
+  db.pragma('journal_mode = WAL');
+  db.pragma('busy_timeout = 5000');
+  db.pragma('foreign_keys = ON');
+  db.pragma('synchronous = NORMAL');
+  const cache = new Map<string, Database.Statement>();
+  const prepare = (sql: string) => {
+    let s = cache.get(sql);
+    if (!s) {
+      s = db.prepare(sql);
+      cache.set(sql, s);
+    }
+    return s;
+  };
+  // better-sqlite3 is synchronous and has one connection: while a transaction is open (its
+  // callback may await), statements from other requests must wait, or they would run inside it.
+  // Each wait loop re-checks `txOpen` and then acts in the same synchronous step.
+  let txTail: Promise<void> = Promise.resolve();
+  let txOpen = false;
+  const direct: SqlExecutor = {
+    dialect: 'sqlite',
+    async all<T>(sql: string, params: unknown[] = []) {
+      return prepare(sql).all(...params.map(sqliteParam)) as T[];
+    },
+    async get<T>(sql: string, params: unknown[] = []) {
+      const s = prepare(sql);
+      return (s.reader ? s.get(...params.map(sqliteParam)) : (s.run(...params.map(sqliteParam)), undefined)) as T | undefined;
+    },
+    async run(sql: string, params: unknown[] = []) {
+      const s = prepare(sql);
+      if (s.reader) return { changes: s.all(...params.map(sqliteParam)).length };
+      return { changes: s.run(...params.map(sqliteParam)).changes };
+    },
+    async exec(script: string) {
+      db.exec(script);
+    },
+  };
+  const guarded = <K extends 'all' | 'get' | 'run' | 'exec'>(k: K) =>
+    (async (...args: unknown[]) => {
+      while (txOpen) await txTail;
+      return (direct[k] as (...a: unknown[]) => unknown)(...args);
+    }) as SqlExecutor[K];
+  return {
+    dialect: 'sqlite',
+    all: guarded('all'),
+    get: guarded('get'),
+    run: guarded('run'),
+    exec: guarded('exec'),
+    async tx(fn) {
+      // Claim the connection in the same step as the check, so two waiters cannot both enter.
+      while (txOpen) await txTail;
+      txOpen = true;
+      let release!: () => void;
+      txTail = new Promise<void>((r) => (release = r));
+      try {
+        db.exec('BEGIN IMMEDIATE');
+        try {
+          const out = await fn(direct);
+          db.exec('COMMIT');
+          return out;
+        } catch (e) {
+          if (db.inTransaction) db.exec('ROLLBACK');
+          throw e;
+        }
+      } finally {
+        txOpen = false;
+        release();
+      }
+    },
+    async ping() {
+      try {
+        while (txOpen) await txTail;
+        return prepare('SELECT 1 AS ok').get() !== undefined;
+      } catch {
+        return false;
+      }
+    },
+    async close() {
+      while (txOpen) await txTail;
+      db.close();
+    },
+    description: memory ? 'sqlite::memory:' : `sqlite:${path}`,
+  };
+}
+
+/** `?` → `$1, $2, …` */
+function numbered(sql: string): string {
+  let n = 0;
+  return sql.replace(/\?/g, () => `$${++n}`);
+}
+
+function pgParam(v: unknown): unknown {
+  if (v === undefined) return null;
+  if (typeof v === 'bigint') return v.toString();
+  return v;
+}
+
+const SCHEMA_PATTERN = /^[a-z_][a-z0-9_]{0,62}$/;
+
+async function openPostgres(url: string, options: OpenOptions): Promise<SqlDatabase> {
+  const schema = options.schema;
+  if (schema !== undefined && !SCHEMA_PATTERN.test(schema)) throw new RangeError(`schema: expected ${SCHEMA_PATTERN}, got '${schema}'`);
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.poolSize ?? 10,
+    ...(schema ? { options: `-c search_path=${schema}` } : {}),
+  });
+  // An idle client's error (server restart) must not crash the process; the next query reconnects.
+  pool.on('error', () => {});
+  if (schema) {
+    // Two processes creating the same schema at once: the loser's unique violation is harmless.
+    await pool.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`).catch((e: { code?: string }) => {
+      if (e.code !== '23505' && e.code !== '42P06') throw e;
+    });
+  }
+  const on = (q: pg.Pool | pg.PoolClient): SqlExecutor => {
+    const cache = new Map<string, string>();
+    const text = (sql: string) => {
+      let t = cache.get(sql);
+      if (t === undefined) {
+        t = numbered(sql);
+        cache.set(sql, t);
+      }
+      return t;
+    };
+    return {
+      dialect: 'postgres',
+      async all<T>(sql: string, params: unknown[] = []) {
+        return (await q.query(text(sql), params.map(pgParam))).rows as T[];
+      },
+      async get<T>(sql: string, params: unknown[] = []) {
+        return (await q.query(text(sql), params.map(pgParam))).rows[0] as T | undefined;
+      },
+      async run(sql: string, params: unknown[] = []) {
+        return { changes: (await q.query(text(sql), params.map(pgParam))).rowCount ?? 0 };
+      },
+      async exec(script: string) {
+        await q.query(script);
+      },
+    };
+  };
+  const base = on(pool);
+  return {
+    ...base,
+    async tx(fn, txOptions = {}) {
+      const client = await pool.connect();
+      try {
+        await client.query('BEGIN');
+        if (txOptions.lock) await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [txOptions.lock]);
+        const out = await fn(on(client));
+        await client.query('COMMIT');
+        return out;
+      } catch (e) {
+        await client.query('ROLLBACK').catch(() => {});
+        throw e;
+      } finally {
+        client.release();
+      }
+    },
+    async ping() {
+      try {
+        await pool.query('SELECT 1');
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    async close() {
+      await pool.end();
+    },
+    description: redact(url) + (schema ? ` (schema ${schema})` : ''),
+  };
+}

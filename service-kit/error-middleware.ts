@@ -1,0 +1,122 @@
+/**
+ * The one place that turns anything thrown into `{ error: { code, message } }` (ARCHITECTURE.md
+ * rule 7). Stacks and internal messages never reach the client; they go to the log.
+ */
+import type { Middleware } from 'koa';
+import { HttpError } from './http-error.js';
+
+/** The protocol codes of PROTOCOL.md §9 mapped to HTTP status. A service may override entries. */
+export const DEFAULT_STATUS_BY_CODE: Readonly<Record<string, number>> = {
+  malformed: 400,
+  unsupported_version: 400,
+  policy_hash_mismatch: 400,
+  currency_mismatch: 400,
+  grant_signature_invalid: 401,
+  sba_signature_invalid: 401,
+  receipt_signature_invalid: 401,
+  unknown_key: 401,
+  key_purpose_mismatch: 401,
+  issuer_not_trusted: 401,
+  trust_bundle_invalid: 401,
+  trust_bundle_expired: 401,
+  trust_bundle_rollback: 409,
+  not_yet_valid: 401,
+  grant_expired: 402,
+  grant_revoked: 402,
+  sba_expired: 402,
+  amount_exceeds_authorization: 402,
+  budget_exceeded: 402,
+  velocity_exceeded: 402,
+  offline_limit_exceeded: 402,
+  rail_not_allowed: 402,
+  asset_not_allowed: 402,
+  purpose_not_allowed: 402,
+  destination_not_allowed: 402,
+  replay: 409,
+  session_paused: 402,
+  session_revoked: 410,
+  session_expired: 410,
+  continuation_invalid: 403,
+  target_not_allowed: 403,
+  payment_terms_refused: 502,
+  revocation_unavailable: 503,
+};
+
+const CODE_BY_STATUS: Record<number, string> = {
+  400: 'malformed',
+  401: 'unauthorized',
+  403: 'forbidden',
+  404: 'not_found',
+  405: 'method_not_allowed',
+  409: 'conflict',
+  413: 'payload_too_large',
+  415: 'unsupported_media_type',
+  503: 'unavailable',
+};
+
+export interface ErrorLogger {
+  error(obj: object, msg?: string): void;
+  warn?(obj: object, msg?: string): void;
+}
+
+export interface ErrorMiddlewareOptions {
+  /** Where unexpected errors (5xx) are logged with their stack. */
+  logger?: ErrorLogger;
+  /** Overrides of DEFAULT_STATUS_BY_CODE for this service. */
+  statusByCode?: Record<string, number>;
+}
+
+export interface ErrorBody {
+  error: { code: string; message: string };
+}
+
+/** A CtlError from the SDK, recognised by shape so this module needs nothing from src/. */
+function isProtocolError(e: unknown, table: Record<string, number>): e is Error & { code: string } {
+  return e instanceof Error && typeof (e as { code?: unknown }).code === 'string' && (e as unknown as { code: string }).code in table;
+}
+
+/** Maps any thrown value to `{ status, code, message }`; exported for tests and non-Koa callers. */
+export function describeError(e: unknown, statusByCode: Record<string, number> = DEFAULT_STATUS_BY_CODE) {
+  if (e instanceof HttpError) return { status: e.status, code: e.code, message: e.message, expected: e.status < 500 };
+  if (isProtocolError(e, statusByCode)) {
+    const status = statusByCode[e.code];
+    return { status, code: e.code, message: e.message, expected: status < 500 };
+  }
+  // http-errors from Koa, the router or the body parser: `status` + `expose` for 4xx.
+  const any = e as { status?: unknown; statusCode?: unknown; expose?: unknown; message?: unknown; type?: unknown };
+  const status = typeof any?.status === 'number' ? any.status : typeof any?.statusCode === 'number' ? any.statusCode : 500;
+  if (status >= 400 && status < 500) {
+    const code = CODE_BY_STATUS[status] ?? 'malformed';
+    let message = any.expose && typeof any.message === 'string' ? any.message : code.replace(/_/g, ' ');
+    if (status === 400 && any.type === 'entity.parse.failed') message = 'the body is not valid JSON';
+    return { status, code, message, expected: true };
+  }
+  if (status === 503) return { status, code: 'unavailable', message: 'a dependency is unavailable', expected: false };
+  return { status: 500, code: 'internal', message: 'internal error', expected: false };
+}
+
+/**
+ * Koa middleware; mount it first. Unknown routes (nothing set a body) become `404 not_found`.
+ * @example app.use(errorMiddleware({ logger }))
+ */
+export function errorMiddleware(options: ErrorMiddlewareOptions = {}): Middleware {
+  const table = { ...DEFAULT_STATUS_BY_CODE, ...options.statusByCode };
+  return async (ctx, next) => {
+    try {
+      await next();
+      // Nothing answered (unknown route), or the router set 405/501 without a body.
+      if (ctx.status === 404 && ctx.body == null) throw new HttpError(404, 'not_found', `no route ${ctx.method} ${ctx.path}`);
+      if (ctx.status >= 400 && ctx.body == null) {
+        throw new HttpError(ctx.status, CODE_BY_STATUS[ctx.status] ?? 'malformed', `${ctx.method} ${ctx.path} refused`);
+      }
+    } catch (e) {
+      const d = describeError(e, table);
+      if (!d.expected) options.logger?.error({ err: e, method: ctx.method, path: ctx.path }, 'request failed');
+      ctx.status = d.status;
+      ctx.set('Cache-Control', 'no-store');
+      if (d.status === 401) ctx.set('WWW-Authenticate', 'Bearer');
+      const body: ErrorBody = { error: { code: d.code, message: d.message } };
+      ctx.body = body;
+    }
+  };
+}
