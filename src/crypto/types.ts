@@ -32,6 +32,11 @@ export type PublicKeyInput = string | JsonWebKey | PublicJwk | Uint8Array | Cryp
 export interface ImportOptions {
   /** Needed only for raw bytes, where the encoding does not say; defaults to `EdDSA`. */
   alg?: Alg;
+  /**
+   * The public half of a non-extractable private CryptoKey, on hosts that cannot derive it
+   * (browsers: WebCrypto cannot read a public key out of a private one). Checked by signing once.
+   */
+  publicKey?: PublicKeyInput;
 }
 
 /** A private key ready to sign. Ed25519 signatures are 64 bytes; ES256 ones are raw r‖s, 64 bytes, low-S. */

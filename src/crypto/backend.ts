@@ -1,0 +1,56 @@
+/**
+ * What every backend shares: the strict wrapper that makes a backend's verify obey PROTOCOL.md §3
+ * whatever the backend itself accepts, and the signer wrapper that makes ES256 emit low-S. Each
+ * backend builds its keys through these, so no backend is ever used without them.
+ */
+import { lowS, signatureShapeOk } from './strict.js';
+import type { Alg, CryptoBackend, PublicJwk, SigningKey, VerifyingKey } from './types.js';
+
+/** A backend as the facades use it: `CryptoBackend` plus deriving a public key from a raw private one. */
+export interface Backend extends CryptoBackend {
+  /** The public JWK of a 32-byte Ed25519 seed or P-256 scalar (already range-checked). */
+  publicJwkFromRaw(alg: Alg, d: Uint8Array): Promise<PublicJwk>;
+}
+
+type RawVerify = (message: Uint8Array, signature: Uint8Array) => boolean | Promise<boolean>;
+type RawSign = (message: Uint8Array) => Uint8Array | Promise<Uint8Array>;
+
+/**
+ * A verifying key whose `verify` checks §3 first and never throws. The key itself was checked
+ * (`checkPublicJwk`) before `raw` was built.
+ * @example strictVerifier('EdDSA', jwk, (m, s) => backendVerify(m, s))
+ */
+export function strictVerifier(alg: Alg, publicJwk: PublicJwk, raw: RawVerify): VerifyingKey {
+  return {
+    kind: 'verifying',
+    alg,
+    publicJwk,
+    async verify(message, signature) {
+      try {
+        if (!(message instanceof Uint8Array) || !signatureShapeOk(alg, signature)) return false;
+        return (await raw(message, signature)) === true;
+      } catch {
+        return false; // any defect is a refusal (§3), never an exception
+      }
+    },
+  };
+}
+
+/**
+ * A signing key that emits 64-byte signatures, low-S for ES256 (§3).
+ * @example signer('ES256', jwk, (m) => backendSign(m))
+ */
+export function signer(alg: Alg, publicJwk: PublicJwk, raw: RawSign): SigningKey {
+  return {
+    kind: 'signing',
+    alg,
+    publicJwk,
+    async sign(message) {
+      if (!(message instanceof Uint8Array)) throw new TypeError('sign(message): message must be a Uint8Array');
+      const sig = await raw(message);
+      if (sig.length !== 64) throw new Error(`${alg} backend produced a ${sig.length}-byte signature`);
+      return alg === 'ES256' ? lowS(sig) : sig;
+    },
+  };
+}
+
