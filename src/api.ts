@@ -1,0 +1,88 @@
+/**
+ * The public functions, bound to the default crypto facade (native where the host has it, noble
+ * otherwise). `edge.ts` binds the same code to WebCrypto only.
+ */
+import { defaultCrypto } from './crypto/index.js';
+import { createGrantWith, type GrantFields, type SignGrantOptions } from './artifacts/grant.js';
+import { createSbaWith, intentHashWith, type PaymentIntent, type SbaFields, type SignSbaOptions } from './artifacts/sba.js';
+import { createBundleWith, verifyBundleWith, type BundleFields, type SignBundleOptions, type VerifyBundleOptions } from './artifacts/bundle.js';
+import { signReceiptWith, verifyReceiptWith, type ReceiptFields, type VerifyReceiptOptions } from './artifacts/receipt.js';
+import { createSessionWith, type SessionOptions, type WalletSession } from './wallet/session.js';
+import { createVerifier, type VerifyCtlOptions, type VerifyCtlResult } from './verifier/verify.js';
+import { createExpressMiddleware, createKoaMiddleware, type MiddlewareOptions } from './verifier/middleware.js';
+import { verifyDecisionWith, type DecisionOptions, type DecisionResult } from './verifier/decision.js';
+import type { PolicyGrant, Receipt, SignedBudgetAuthorization, TrustBundle, Verified } from './artifacts/types.js';
+import type { PublicKeyInput } from './crypto/types.js';
+
+/**
+ * Signs a PolicyGrant (spec §4.4). `grantId` and `issuedAt` are generated when absent.
+ * @example const grant = await createSignedPolicyGrant({ policyHash, actorKey, allowedRails: ['x402'], allowedAssets: [{ standard: 'iso4217', code: 'USD' }], maxAmountMinor: '5000', currency: 'USD', expiresAt }, { issuer: 'authority.example', signingKey: pem })
+ */
+export function createSignedPolicyGrant(fields: GrantFields, options: SignGrantOptions = {}): Promise<PolicyGrant> {
+  return createGrantWith(defaultCrypto, fields, options);
+}
+
+/**
+ * Signs an SBA drawn from `fields.grant` with the wallet key (spec §4.4); the grant's fields are copied.
+ * @example const sba = await createSignedSessionBudgetAuthorization({ grant, sessionId, actorId: 'agent-1', maxAmountMinor: '30' }, { signingKey })
+ */
+export function createSignedSessionBudgetAuthorization(fields: SbaFields, options: SignSbaOptions = {}): Promise<SignedBudgetAuthorization> {
+  return createSbaWith(defaultCrypto, fields, options);
+}
+
+/** hex SHA-256 of JCS of one payment (PROTOCOL.md §4). @example await computeIntentHash({ amount: '30', currency: 'USD', merchantId: 'm-1', rail: 'x402' }) */
+export function computeIntentHash(intent: PaymentIntent): Promise<string> {
+  return intentHashWith(defaultCrypto, intent);
+}
+
+/** Signs a Trust Bundle with the root key. @example await createTrustBundle({ sequence: 1, scope: { region: 'eu' }, issuers, revokedGrants: [], expiresAt }, { signingKey: rootPem, issuer: 'fleet.example' }) */
+export function createTrustBundle(fields: BundleFields, options: SignBundleOptions): Promise<TrustBundle> {
+  return createBundleWith(defaultCrypto, fields, options);
+}
+
+/** Checks a bundle against the pinned root key (PROTOCOL.md §4). @example const r = await verifyTrustBundle(bundle, rootPem, { minSequence: 3 }) */
+export function verifyTrustBundle(bundle: unknown, rootPublicKeyPem: PublicKeyInput, options?: VerifyBundleOptions): Promise<Verified<{ bundle: TrustBundle }>> {
+  return verifyBundleWith(defaultCrypto, bundle, rootPublicKeyPem, options);
+}
+
+/** Signs a gateway receipt (spec §2.4). @example await signReceipt({ receiptId, sessionId, … }, { signingKey }) */
+export function signReceipt(fields: ReceiptFields, options: { signingKey: Parameters<typeof signReceiptWith>[2]['signingKey']; keyId?: string }): Promise<Receipt> {
+  return signReceiptWith(defaultCrypto, fields, options);
+}
+
+/** Verifies a receipt with the gateway's key or JWKS. @example await verifyReceipt(receipt, { jwks }) */
+export function verifyReceipt(receipt: unknown, options: VerifyReceiptOptions): Promise<Verified<{ receipt: Receipt }>> {
+  return verifyReceiptWith(defaultCrypto, receipt, options);
+}
+
+/**
+ * A wallet session under a grant (spec §2.8).
+ * @example const s = createSession(grant, { actorId: 'vehicle-42', signingKey: pem, ceiling: { amount: '5000', currency: 'USD' } }); const sba = await s.createSba({ amount: '30', currency: 'USD', rail: 'x402' })
+ */
+export function createSession(grant: PolicyGrant | string, options: SessionOptions): WalletSession {
+  return createSessionWith(defaultCrypto, grant, options);
+}
+
+/**
+ * The merchant verifier (spec §4.4, PROTOCOL.md §5). Never throws.
+ * @example const r = await verifyCtl(sba, { amount: '30', currency: 'USD', merchantId: 'm-1', jwksUrl }); if (!r.valid) console.log(r.error.code)
+ */
+export const verifyCtl: (sba: unknown, options: VerifyCtlOptions) => Promise<VerifyCtlResult> = createVerifier(defaultCrypto);
+
+/** Express/Connect middleware. @example app.post('/pay', ctl({ amount: '30', currency: 'USD', jwksUrl }), (req, res) => res.json(req.ctl)) */
+export function ctl(options: MiddlewareOptions<any>) {
+  return createExpressMiddleware(verifyCtl, options);
+}
+
+/** Koa middleware. @example router.post('/pay', ctlKoa({ amount: '30', currency: 'USD', jwksUrl }), (ctx) => { ctx.body = ctx.state.ctl }) */
+export function ctlKoa(options: MiddlewareOptions<any>) {
+  return createKoaMiddleware(verifyCtl, options);
+}
+
+/**
+ * The spec's decision-bound check: the SBA verifies and agrees with an ALLOW decision.
+ * @example const r = await verifySignedSessionBudgetAuthorizationForDecision(sba, { sessionId, decision, trustBundles, rootPublicKeyPem, cumulativeSpentMinor: '0' })
+ */
+export function verifySignedSessionBudgetAuthorizationForDecision(sba: unknown, options: DecisionOptions): Promise<DecisionResult> {
+  return verifyDecisionWith(verifyCtl, sba, options);
+}

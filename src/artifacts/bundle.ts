@@ -1,0 +1,137 @@
+/**
+ * Trust Bundle (`ctl-bundle/1`, PROTOCOL.md §4): the authority's keys and revoked grants for
+ * offline verifiers, signed by a root key installed on the device beforehand (spec §5: the root
+ * never comes from a bundle).
+ */
+import type { CtlCrypto, PrivateKeyInput, PublicKeyInput, SigningKey } from '../crypto/types.js';
+import type { BundleScope, TrustBundle, TrustedIssuer, Verified } from './types.js';
+import {
+  arrayOf, bad, checkShape, checkVersion, counter, identifier, issuer, object, printable, publishedJwk,
+  signature, timestamp, version, type Shape,
+} from './schema.js';
+import { signArtifact, verifyArtifactSignature } from './signing.js';
+import { CtlError, toErrorInfo } from '../errors.js';
+import { parseStrictJson } from '../encoding/jcs.js';
+import { formatTimestamp, parseTimestamp } from '../values.js';
+import { hostNow } from '../host.js';
+import { newId } from '../ids.js';
+
+const scopeShape: Shape = {
+  category: [false, printable(128)],
+  merchant: [false, printable(256)],
+  region: [false, printable(128)],
+};
+
+const issuerShape: Shape = {
+  issuer: [true, issuer],
+  keys: [true, arrayOf(publishedJwk, { min: 1, max: 64 })],
+};
+
+const bundleShape: Shape = {
+  version: [true, version],
+  bundleId: [true, identifier],
+  sequence: [true, counter],
+  issuer: [true, issuer],
+  keyId: [true, identifier],
+  issuedAt: [true, timestamp],
+  expiresAt: [true, timestamp],
+  scope: [true, object(scopeShape)],
+  issuers: [true, arrayOf(object(issuerShape), { max: 256 })],
+  revokedGrants: [true, arrayOf(identifier, { max: 1_000_000 })],
+  signature: [true, signature],
+};
+
+/** Structure and value rules; throws `CtlError`. */
+export function checkBundle(value: unknown): asserts value is TrustBundle {
+  checkVersion(value, 'bundle');
+  checkShape(value, 'bundle', bundleShape);
+  if (parseTimestamp(value['expiresAt'], 'bundle.expiresAt') <= parseTimestamp(value['issuedAt'], 'bundle.issuedAt')) {
+    bad('bundle.expiresAt', 'must be after issuedAt');
+  }
+}
+
+export interface BundleFields {
+  bundleId?: string;
+  sequence: number;
+  scope: BundleScope;
+  issuers: TrustedIssuer[];
+  revokedGrants: string[];
+  issuedAt?: string;
+  expiresAt: string;
+}
+
+export interface SignBundleOptions {
+  /** The root private key. */
+  signingKey: PrivateKeyInput | SigningKey;
+  /** Defaults to the root key's RFC 7638 thumbprint. */
+  keyId?: string;
+  issuer: string;
+  now?: () => number;
+}
+
+export async function createBundleWith(c: CtlCrypto, fields: BundleFields, options: SignBundleOptions): Promise<TrustBundle> {
+  if (!options || !options.signingKey) throw new TypeError('createTrustBundle: options.signingKey (the root key) is required');
+  if (!options.issuer) throw new TypeError('createTrustBundle: options.issuer is required');
+  const signer = await c.importSigningKey(options.signingKey);
+  const unsigned: Record<string, unknown> = {
+    version: 1,
+    bundleId: fields.bundleId ?? newId('bndl_'),
+    sequence: fields.sequence,
+    issuer: options.issuer,
+    keyId: options.keyId ?? (await c.jwkThumbprint(signer.publicJwk)),
+    issuedAt: fields.issuedAt ?? formatTimestamp((options.now ?? hostNow)()),
+    expiresAt: fields.expiresAt,
+    scope: fields.scope ?? {},
+    issuers: fields.issuers,
+    revokedGrants: fields.revokedGrants ?? [],
+  };
+  checkBundle({ ...unsigned, signature: 'A'.repeat(86) });
+  return (await signArtifact(c, 'bundle', unsigned, signer)) as unknown as TrustBundle;
+}
+
+export interface VerifyBundleOptions {
+  now?: () => number;
+  clockToleranceMs?: number;
+  /** Refuse `sequence < minSequence` (`trust_bundle_rollback`); equal is the same bundle again. */
+  minSequence?: number;
+}
+
+/**
+ * Checks a bundle against the pinned root key, in this order: shape → root signature
+ * (`trust_bundle_invalid`) → expiry (`trust_bundle_expired`, fail closed) → `issuedAt`
+ * (`not_yet_valid`) → rollback (`trust_bundle_rollback`). Never throws.
+ */
+export async function verifyBundleWith(
+  c: CtlCrypto,
+  input: unknown,
+  rootPublicKey: PublicKeyInput,
+  options: VerifyBundleOptions = {},
+): Promise<Verified<{ bundle: TrustBundle }>> {
+  try {
+    const bundle = typeof input === 'string' ? parseStrictJson(input) : input;
+    checkBundle(bundle);
+    let root;
+    try {
+      root = await c.importVerifyingKey(rootPublicKey);
+    } catch {
+      throw new CtlError('malformed', 'rootPublicKeyPem is not a usable public key');
+    }
+    if (!(await verifyArtifactSignature(c, 'bundle', bundle as unknown as Record<string, unknown>, root))) {
+      throw new CtlError('trust_bundle_invalid', 'the bundle is not signed by the pinned root key');
+    }
+    const now = (options.now ?? hostNow)();
+    const tolerance = options.clockToleranceMs ?? 0;
+    if (now >= parseTimestamp(bundle.expiresAt, 'bundle.expiresAt') + tolerance) {
+      throw new CtlError('trust_bundle_expired', `the bundle expired at ${bundle.expiresAt}`);
+    }
+    if (parseTimestamp(bundle.issuedAt, 'bundle.issuedAt') > now + tolerance) {
+      throw new CtlError('not_yet_valid', `the bundle is issued in the future (${bundle.issuedAt})`);
+    }
+    if (options.minSequence !== undefined && bundle.sequence < options.minSequence) {
+      throw new CtlError('trust_bundle_rollback', `bundle sequence ${bundle.sequence} is older than ${options.minSequence}`);
+    }
+    return { valid: true, bundle };
+  } catch (e) {
+    return { valid: false, error: toErrorInfo(e) };
+  }
+}

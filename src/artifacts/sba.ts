@@ -1,0 +1,170 @@
+/**
+ * SignedBudgetAuthorization (`ctl-sba/1`, PROTOCOL.md §4): one per payment, signed by the wallet's
+ * `actorKey`, carrying the full signed grant so one value verifies end to end.
+ */
+import type { CtlCrypto, PrivateKeyInput, SigningKey } from '../crypto/types.js';
+import type { Authorization, BudgetScope, PolicyGrant, SignedBudgetAuthorization } from './types.js';
+import {
+  amount, arrayOf, asset, bad, checkShape, checkVersion, currency, hash, identifier, issuer, printable, purpose,
+  rail, signature, str, timestamp, version, type Shape,
+} from './schema.js';
+import { checkGrant } from './grant.js';
+import { signArtifact } from './signing.js';
+import { CtlError } from '../errors.js';
+import { canonicalize } from '../encoding/jcs.js';
+import { utf8Encode } from '../encoding/utf8.js';
+import { hexEncode } from '../encoding/base64url.js';
+import { formatTimestamp, parseTimestamp } from '../values.js';
+import { hostEnv, hostNow } from '../host.js';
+import { newId } from '../ids.js';
+
+const authorizationShape: Shape = {
+  budgetId: [true, identifier],
+  sessionId: [true, identifier],
+  actorId: [true, printable(256)],
+  grantId: [true, identifier],
+  policyHash: [true, hash],
+  currency: [true, currency],
+  maxAmountMinor: [true, amount],
+  allowedRails: [true, arrayOf(rail, { max: 64, unique: true })],
+  allowedAssets: [true, arrayOf(asset, { max: 64 })],
+  destinationAllowlist: [true, arrayOf(printable(256), { max: 1024, unique: true })],
+  budgetScope: [true, str(/^(SESSION|TRIP)$/, '"SESSION" or "TRIP"')],
+  issuedAt: [true, timestamp],
+  expiresAt: [true, timestamp],
+  rail: [false, rail],
+  merchantId: [false, printable(256)],
+  purpose: [false, purpose],
+  intentHash: [false, hash],
+};
+
+const sbaShape: Shape = {
+  version: [true, version],
+  authorization: [true, (v, f) => checkShape(v, f, authorizationShape)],
+  grant: [true, (v, f) => checkGrant(v, f)],
+  issuer: [false, issuer],
+  keyId: [true, identifier],
+  signature: [true, signature],
+};
+
+const same = (a: unknown, b: unknown) => canonicalize(a) === canonicalize(b);
+
+/**
+ * Structure, value rules and consistency with the embedded grant (PROTOCOL.md §4, §5 step 0).
+ * Throws `CtlError` with `malformed`, `unsupported_version`, `policy_hash_mismatch`,
+ * `currency_mismatch` or `budget_exceeded`.
+ */
+export function checkSba(value: unknown): asserts value is SignedBudgetAuthorization {
+  checkVersion(value, 'sba');
+  if (typeof value === 'object' && value !== null) checkVersion((value as Record<string, unknown>)['grant'], 'sba.grant');
+  checkShape(value, 'sba', sbaShape);
+  const a = value['authorization'] as Authorization;
+  const g = value['grant'] as PolicyGrant;
+  if (a.grantId !== g.grantId) bad('sba.authorization.grantId', 'differs from the grant it is drawn from');
+  if (a.policyHash !== g.policyHash) throw new CtlError('policy_hash_mismatch', 'the authorization carries a policyHash other than its grant');
+  if (a.currency !== g.currency) throw new CtlError('currency_mismatch', 'the authorization currency differs from the grant currency');
+  if (!same(a.allowedRails, g.allowedRails)) bad('sba.authorization.allowedRails', 'differs from the grant');
+  if (!same(a.allowedAssets, g.allowedAssets)) bad('sba.authorization.allowedAssets', 'differs from the grant');
+  if (!same(a.destinationAllowlist, g.destinationAllowlist ?? [])) bad('sba.authorization.destinationAllowlist', 'differs from the grant');
+  if (value['issuer'] !== undefined && value['issuer'] !== g.issuer) bad('sba.issuer', 'differs from grant.issuer');
+  const issuedAt = parseTimestamp(a.issuedAt, 'sba.authorization.issuedAt');
+  const expiresAt = parseTimestamp(a.expiresAt, 'sba.authorization.expiresAt');
+  if (expiresAt <= issuedAt) bad('sba.authorization.expiresAt', 'must be after issuedAt');
+  if (expiresAt > parseTimestamp(g.expiresAt, 'sba.grant.expiresAt')) bad('sba.authorization.expiresAt', 'is later than the grant expiry');
+  if (BigInt(a.maxAmountMinor) > BigInt(g.maxAmountMinor)) {
+    throw new CtlError('budget_exceeded', 'the authorization is for more than the grant allows');
+  }
+}
+
+/** The one payment an SBA authorizes, hashed (PROTOCOL.md §4 `intentHash`). */
+export interface PaymentIntent {
+  amount: string;
+  currency: string;
+  merchantId: string;
+  rail: string;
+  purpose?: string;
+}
+
+/** hex SHA-256 of JCS of the payment intent. @example await intentHashWith(c, { amount: '30', currency: 'USD', merchantId: 'm', rail: 'x402' }) */
+export async function intentHashWith(c: CtlCrypto, intent: PaymentIntent): Promise<string> {
+  const doc: Record<string, string> = {
+    amount: intent.amount, currency: intent.currency, merchantId: intent.merchantId, rail: intent.rail,
+  };
+  if (intent.purpose !== undefined) doc['purpose'] = intent.purpose;
+  return hexEncode(await c.sha256(utf8Encode(canonicalize(doc))));
+}
+
+export interface SbaFields {
+  grant: PolicyGrant;
+  sessionId: string;
+  actorId: string;
+  /** For a gateway SBA, the payment amount (spec §8). */
+  maxAmountMinor: string;
+  budgetScope?: BudgetScope;
+  budgetId?: string;
+  issuedAt?: string;
+  /** Defaults to five minutes from now, never past the grant. */
+  expiresAt?: string;
+  rail?: string;
+  merchantId?: string;
+  purpose?: string;
+  /** Computed when `merchantId` and `rail` are both known, unless given. */
+  intentHash?: string;
+  issuer?: string;
+}
+
+export interface SignSbaOptions {
+  /** Defaults to `CTL_SBA_SIGNING_PRIVATE_KEY_PEM`. Must be the private half of `grant.actorKey`. */
+  signingKey?: PrivateKeyInput | SigningKey;
+  /** Defaults to `CTL_SBA_SIGNING_KEY_ID`, else the key's thumbprint. */
+  keyId?: string;
+  now?: () => number;
+}
+
+const DEFAULT_SBA_TTL_MS = 5 * 60_000;
+
+export async function createSbaWith(c: CtlCrypto, fields: SbaFields, options: SignSbaOptions = {}): Promise<SignedBudgetAuthorization> {
+  if (!fields || typeof fields !== 'object') throw new TypeError('createSignedSessionBudgetAuthorization: fields must be an object');
+  const grant = fields.grant;
+  checkGrant(grant);
+  const key = options.signingKey ?? hostEnv('CTL_SBA_SIGNING_PRIVATE_KEY_PEM');
+  if (!key) throw new TypeError('createSignedSessionBudgetAuthorization: options.signingKey is required (or CTL_SBA_SIGNING_PRIVATE_KEY_PEM)');
+  const signer = await c.importSigningKey(key);
+  if (!same(signer.publicJwk, grant.actorKey)) {
+    throw new RangeError('createSignedSessionBudgetAuthorization: signingKey is not the key recorded in grant.actorKey');
+  }
+  const keyId = options.keyId ?? hostEnv('CTL_SBA_SIGNING_KEY_ID') ?? (await c.jwkThumbprint(signer.publicJwk));
+  const now = (options.now ?? hostNow)();
+  const grantExpiry = parseTimestamp(grant.expiresAt, 'grant.expiresAt');
+  const expiresAt = fields.expiresAt ?? formatTimestamp(Math.min(now + DEFAULT_SBA_TTL_MS, grantExpiry));
+  let intentHash = fields.intentHash;
+  if (intentHash === undefined && fields.merchantId !== undefined && fields.rail !== undefined) {
+    intentHash = await intentHashWith(c, {
+      amount: fields.maxAmountMinor, currency: grant.currency, merchantId: fields.merchantId, rail: fields.rail, purpose: fields.purpose,
+    });
+  }
+  const authorization: Record<string, unknown> = {
+    budgetId: fields.budgetId ?? newId('bud_'),
+    sessionId: fields.sessionId,
+    actorId: fields.actorId,
+    grantId: grant.grantId,
+    policyHash: grant.policyHash,
+    currency: grant.currency,
+    maxAmountMinor: fields.maxAmountMinor,
+    allowedRails: grant.allowedRails,
+    allowedAssets: grant.allowedAssets,
+    destinationAllowlist: grant.destinationAllowlist ?? [],
+    budgetScope: fields.budgetScope ?? 'SESSION',
+    issuedAt: fields.issuedAt ?? formatTimestamp(now),
+    expiresAt,
+    rail: fields.rail,
+    merchantId: fields.merchantId,
+    purpose: fields.purpose,
+    intentHash,
+  };
+  for (const k of Object.keys(authorization)) if (authorization[k] === undefined) delete authorization[k];
+  const unsigned: Record<string, unknown> = { version: 1, authorization, grant, keyId };
+  if (fields.issuer !== undefined) unsigned['issuer'] = fields.issuer;
+  checkSba({ ...unsigned, signature: 'A'.repeat(86) });
+  return (await signArtifact(c, 'sba', unsigned, signer)) as unknown as SignedBudgetAuthorization;
+}

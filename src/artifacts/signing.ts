@@ -1,0 +1,47 @@
+/**
+ * The signed bytes of every artifact (PROTOCOL.md §3):
+ *   UTF-8("ctl-<type>/1\n") || JCS(artifact without its "signature" member)
+ * The type prefix keeps a signature of one type from being replayed as another.
+ */
+import type { CtlCrypto, PrivateKeyInput, PublicJwk, SigningKey, VerifyingKey } from '../crypto/types.js';
+import { canonicalize } from '../encoding/jcs.js';
+import { utf8Encode } from '../encoding/utf8.js';
+import { base64urlDecode, base64urlEncode } from '../encoding/base64url.js';
+
+export type ArtifactType = 'grant' | 'sba' | 'bundle' | 'receipt';
+
+/** The exact bytes a signature of `type` covers. @example signedBytes('grant', grant) */
+export function signedBytes(type: ArtifactType, artifact: Record<string, unknown>): Uint8Array {
+  const { signature: _omit, ...rest } = artifact;
+  return utf8Encode(`ctl-${type}/1\n` + canonicalize(rest));
+}
+
+/** Signs `unsigned` (which must already carry its keyId) and returns it with `signature`. */
+export async function signArtifact<T extends Record<string, unknown>>(
+  c: CtlCrypto,
+  type: ArtifactType,
+  unsigned: T,
+  key: PrivateKeyInput | SigningKey,
+): Promise<T & { signature: string }> {
+  const signer = await c.importSigningKey(key);
+  const sig = await signer.sign(signedBytes(type, unsigned));
+  return { ...unsigned, signature: base64urlEncode(sig) };
+}
+
+/** Verifies an artifact's signature with a JWK or an imported key. Never throws. */
+export async function verifyArtifactSignature(
+  c: CtlCrypto,
+  type: ArtifactType,
+  artifact: Record<string, unknown>,
+  key: PublicJwk | VerifyingKey,
+): Promise<boolean> {
+  try {
+    const sig = base64urlDecode(artifact['signature'] as string);
+    const msg = signedBytes(type, artifact);
+    return 'kind' in key && key.kind === 'verifying'
+      ? await key.verify(msg, sig)
+      : await c.verifyWithJwk(key as PublicJwk, msg, sig);
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,119 @@
+/** The artifacts of PROTOCOL.md §4, as JSON values. Money is a decimal string on the wire. */
+import type { PublicJwk, PublishedJwk } from '../crypto/types.js';
+
+export interface Asset {
+  standard: string;
+  code: string;
+}
+
+export interface Velocity {
+  maxPaymentsPerHour?: number;
+  maxAmountPerMerchantPerDay?: string;
+}
+
+/** How much an offline verifier may accept on a grant before it must go online (PROTOCOL.md §8). */
+export interface OfflineAllowance {
+  maxAmountMinor?: string;
+  maxPayments?: number;
+  maxBundleAgeMs?: number;
+}
+
+export interface PolicyGrant {
+  version: 1;
+  grantId: string;
+  policyHash: string;
+  issuer: string;
+  keyId: string;
+  issuedAt: string;
+  expiresAt: string;
+  allowedRails: string[];
+  allowedAssets: Asset[];
+  allowedPurposes?: string[];
+  maxAmountMinor: string;
+  currency: string;
+  destinationAllowlist?: string[];
+  revocationUrl: string;
+  actorKey: PublicJwk;
+  velocity?: Velocity;
+  offline?: OfflineAllowance;
+  signature: string;
+}
+
+export type BudgetScope = 'SESSION' | 'TRIP';
+
+export interface Authorization {
+  budgetId: string;
+  sessionId: string;
+  actorId: string;
+  grantId: string;
+  policyHash: string;
+  currency: string;
+  maxAmountMinor: string;
+  allowedRails: string[];
+  allowedAssets: Asset[];
+  destinationAllowlist: string[];
+  budgetScope: BudgetScope;
+  issuedAt: string;
+  expiresAt: string;
+  rail?: string;
+  merchantId?: string;
+  purpose?: string;
+  intentHash?: string;
+}
+
+export interface SignedBudgetAuthorization {
+  version: 1;
+  authorization: Authorization;
+  grant: PolicyGrant;
+  issuer?: string;
+  keyId: string;
+  signature: string;
+}
+
+export interface BundleScope {
+  category?: string;
+  merchant?: string;
+  region?: string;
+}
+
+export interface TrustedIssuer {
+  issuer: string;
+  keys: PublishedJwk[];
+}
+
+export interface TrustBundle {
+  version: 1;
+  bundleId: string;
+  sequence: number;
+  issuer: string;
+  keyId: string;
+  issuedAt: string;
+  expiresAt: string;
+  scope: BundleScope;
+  issuers: TrustedIssuer[];
+  revokedGrants: string[];
+  signature: string;
+}
+
+export interface Receipt {
+  version: 1;
+  receiptId: string;
+  sessionId: string;
+  grantId: string;
+  purpose: string;
+  amount: { amountMinor: string; currency: string };
+  merchant: string;
+  paidAt: string;
+  txRef: string;
+  rail: string;
+  sba?: SignedBudgetAuthorization;
+  keyId: string;
+  signature: string;
+}
+
+export interface Jwks {
+  keys: PublishedJwk[];
+}
+
+/** The result shape of every verifier (ARCHITECTURE.md rule 6). */
+export type Verified<T> = ({ valid: true } & T) | { valid: false; error: { code: import('../errors.js').CtlErrorCode; message: string } };

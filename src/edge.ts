@@ -1,0 +1,23 @@
+/**
+ * `dist/edge.js`: the merchant verifier for edge runtimes (Workers, Deno Deploy, Vercel Edge),
+ * WebCrypto only, no noble inside. Ed25519 and P-256 (spec §4.4 `verifyCtlEdge`).
+ */
+import { edgeCrypto } from './crypto/edge.js';
+import { createVerifier, type VerifyCtlOptions, type VerifyCtlResult } from './verifier/verify.js';
+import { decodeSbaHeader } from './verifier/presentation.js';
+import { verifyBundleWith, type VerifyBundleOptions } from './artifacts/bundle.js';
+import type { PublicKeyInput } from './crypto/types.js';
+
+export type { VerifyCtlOptions, VerifyCtlResult };
+export { decodeSbaHeader };
+
+/**
+ * As `verifyCtl`, on WebCrypto. On failure answer HTTP 402 `{ error }` (spec §7).
+ * @example const r = await verifyCtlEdge(decodeSbaHeader(req.headers.get('authorization')), { amount: '30', currency: 'USD', jwksUrl })
+ */
+export const verifyCtlEdge: (sba: unknown, options: VerifyCtlOptions) => Promise<VerifyCtlResult> = createVerifier(edgeCrypto);
+
+/** As `verifyTrustBundle`, on WebCrypto. */
+export function verifyTrustBundleEdge(bundle: unknown, rootPublicKeyPem: PublicKeyInput, options?: VerifyBundleOptions) {
+  return verifyBundleWith(edgeCrypto, bundle, rootPublicKeyPem, options);
+}

@@ -1,0 +1,32 @@
+/**
+ * CTL SDK: named re-exports only (ARCHITECTURE.md). See docs/sdk-api.md for the map.
+ */
+export * from './errors.js';
+export * from './api.js';
+export type * from './artifacts/types.js';
+export type { GrantFields, SignGrantOptions } from './artifacts/grant.js';
+export type { SbaFields, SignSbaOptions, PaymentIntent } from './artifacts/sba.js';
+export type { BundleFields, SignBundleOptions, VerifyBundleOptions } from './artifacts/bundle.js';
+export type { ReceiptFields, VerifyReceiptOptions } from './artifacts/receipt.js';
+export type { SessionOptions, PaymentRequest, WalletSession } from './wallet/session.js';
+export type { VerifyCtlOptions, VerifyCtlResult } from './verifier/verify.js';
+export type { MiddlewareOptions, CtlRequestState } from './verifier/middleware.js';
+export type { Decision, DecisionOptions, DecisionResult } from './verifier/decision.js';
+export { parseGrant } from './artifacts/grant.js';
+export { signedBytes } from './artifacts/signing.js';
+export { canonicalize, parseStrictJson } from './encoding/jcs.js';
+export { policyHash } from './encoding/policy-hash.js';
+export { base64urlEncode, base64urlDecode, base64Encode, base64DecodeLenient, hexEncode, hexDecode } from './encoding/base64url.js';
+export { utf8Encode, utf8Decode } from './encoding/utf8.js';
+export {
+  isAmount, parseAmount, parsePaymentAmount, isCurrency, isPurpose, isPurposePattern, purposeAllowed,
+  parseTimestamp, isTimestamp, formatTimestamp, isIdentifier,
+} from './values.js';
+export { newId } from './ids.js';
+export {
+  generateKeyPair, importSigningKey, importVerifyingKey, verifyWithJwk, toPublicJwk, jwkThumbprint,
+  publicKeyPemFromJwk, sha256, sha256Hex, randomBytes, setRandomSource, setCryptoBackend, getCryptoBackendName,
+} from './crypto/index.js';
+export type * from './crypto/types.js';
+export { createMemorySpendStorage, type SpendStorage, type ReserveResult } from './wallet/spend-storage.js';
+export { encodeSbaHeader, encodeSbaBase64, decodeSbaHeader } from './verifier/presentation.js';

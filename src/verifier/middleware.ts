@@ -1,0 +1,80 @@
+/**
+ * Merchant middleware (spec §4.4): reads the SBA from `Authorization: CTL <base64>` or
+ * `body.sba`, verifies it, and either sets `req.ctl` / `ctx.state.ctl` or answers
+ * 402 `{ error: { code, message } }` (spec §7). Amount and currency may depend on the request.
+ */
+import type { VerifyCtl, VerifyCtlOptions } from './verify.js';
+import type { PolicyGrant, SignedBudgetAuthorization } from '../artifacts/types.js';
+import { decodeSbaHeader } from './presentation.js';
+import { toErrorInfo, type CtlErrorInfo } from '../errors.js';
+
+type Dyn<T, R> = T | ((req: R) => T | Promise<T>);
+
+export interface MiddlewareOptions<R> extends Omit<VerifyCtlOptions, 'amount' | 'currency' | 'merchantId'> {
+  amount: Dyn<string, R>;
+  currency: Dyn<string, R>;
+  merchantId?: Dyn<string | undefined, R>;
+}
+
+export interface CtlRequestState {
+  valid: true;
+  grant: PolicyGrant;
+  sba: SignedBudgetAuthorization;
+  amount: string;
+  currency: string;
+}
+
+const resolve = async <T, R>(v: Dyn<T, R>, req: R): Promise<T> => (typeof v === 'function' ? (v as (r: R) => T)(req) : v);
+
+async function verifyRequest<R>(
+  verify: VerifyCtl, options: MiddlewareOptions<R>, req: R, header: unknown, body: unknown,
+): Promise<{ ok: true; state: CtlRequestState } | { ok: false; error: CtlErrorInfo }> {
+  let sba: unknown;
+  try {
+    const fromBody = body && typeof body === 'object' ? (body as Record<string, unknown>)['sba'] : undefined;
+    sba = fromBody !== undefined ? fromBody : decodeSbaHeader(header);
+  } catch (e) {
+    return { ok: false, error: toErrorInfo(e) };
+  }
+  const { amount, currency, merchantId, ...rest } = options;
+  const r = await verify(sba, {
+    ...rest,
+    amount: await resolve(amount, req),
+    currency: await resolve(currency, req),
+    merchantId: merchantId === undefined ? undefined : await resolve(merchantId, req),
+  });
+  if (!r.valid) return { ok: false, error: r.error };
+  return { ok: true, state: { valid: true, grant: r.grant, sba: r.sba, amount: r.amount, currency: r.currency } };
+}
+
+/** Express/Connect middleware. @example app.post('/charge', ctl({ amount: '500', currency: 'USD', jwksUrl }), handler) */
+export function createExpressMiddleware(verify: VerifyCtl, options: MiddlewareOptions<any>) {
+  return async (req: any, res: any, next: (err?: unknown) => void) => {
+    try {
+      const r = await verifyRequest(verify, options, req, req.headers?.['authorization'], req.body);
+      if (r.ok) {
+        req.ctl = r.state;
+        return next();
+      }
+      res.statusCode = 402;
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({ error: r.error }));
+    } catch (e) {
+      next(e);
+    }
+  };
+}
+
+/** Koa middleware. @example app.use(ctlKoa({ amount: (ctx) => price(ctx), currency: 'USD', jwksUrl })) */
+export function createKoaMiddleware(verify: VerifyCtl, options: MiddlewareOptions<any>) {
+  return async (ctx: any, next: () => Promise<unknown>) => {
+    const r = await verifyRequest(verify, options, ctx, ctx.get?.('authorization') || undefined, ctx.request?.body);
+    if (!r.ok) {
+      ctx.status = 402;
+      ctx.body = { error: r.error };
+      return;
+    }
+    ctx.state.ctl = r.state;
+    await next();
+  };
+}

@@ -1,0 +1,300 @@
+/**
+ * The merchant verifier (spec §4.4, PROTOCOL.md §5): parse → grant signature → SBA signature →
+ * revocation → amounts → destination, failing closed, the first failing check giving the code.
+ * It never throws: hostile input is `{ valid: false, error }`.
+ *
+ * Built by `createVerifier(crypto)` so `dist/edge.js` can carry a WebCrypto-only copy.
+ */
+import type { CtlCrypto, PublicJwk, PublicKeyInput } from '../crypto/types.js';
+import type { Asset, Jwks, PolicyGrant, SignedBudgetAuthorization, TrustBundle } from '../artifacts/types.js';
+import { checkSba, intentHashWith } from '../artifacts/sba.js';
+import { checkBundle } from '../artifacts/bundle.js';
+import { verifyArtifactSignature } from '../artifacts/signing.js';
+import { findKey } from '../artifacts/keys.js';
+import { CtlError, toErrorInfo, type CtlErrorInfo } from '../errors.js';
+import { canonicalize, parseStrictJson } from '../encoding/jcs.js';
+import { parseCurrency, parsePaymentAmount, parseTimestamp, purposeAllowed } from '../values.js';
+import { hostEnv, hostFetch, hostNow } from '../host.js';
+import { createRevocationChecker } from '../revocation.js';
+import { fetchJson, type FetchLike } from '../net/fetch-json.js';
+import { createMemorySpendStorage, type SpendStorage } from '../wallet/spend-storage.js';
+
+export interface VerifyCtlOptions {
+  /** The payment in front of the merchant, minor units. */
+  amount: string;
+  currency: string;
+  /** This merchant, checked against the grant's destinationAllowlist. */
+  merchantId?: string;
+  rail?: string;
+  purpose?: string;
+  asset?: Asset;
+  /** Trust Bundles to resolve the authority's key from, checked against `rootPublicKeyPem`. */
+  trustBundles?: unknown[];
+  rootPublicKeyPem?: PublicKeyInput;
+  /** The authority's JWKS, given or fetched from `jwksUrl` (cached for `jwksTtl` ms, default 300 000). */
+  jwks?: Jwks;
+  jwksUrl?: string;
+  jwksTtl?: number;
+  /** The authority's grant key (spec §4.4 key fallback; `CTL_SBA_SIGNING_PUBLIC_KEY_PEM` where the host has an environment). */
+  signingKeyPem?: PublicKeyInput;
+  /** No network at all: revocation comes from the bundles' `revokedGrants` only, and `grant.offline` limits apply. */
+  offline?: boolean;
+  /** Milliseconds a revocation answer is cached (default 60 000, the spec's merchant example). */
+  revocationTtl?: number;
+  revocationTimeoutMs?: number;
+  /** Record each `budgetId` once and keep cumulative spend per grant within `maxAmountMinor`. */
+  trackSpend?: boolean;
+  spendStorage?: SpendStorage;
+  /** Recompute `intentHash` from this payment and refuse without it (spec's Full profile). */
+  requireIntentHash?: boolean;
+  fetch?: FetchLike;
+  now?: () => number;
+  clockToleranceMs?: number;
+}
+
+export type VerifyCtlResult =
+  | { valid: true; grant: PolicyGrant; sba: SignedBudgetAuthorization; amount: string; currency: string; merchantId?: string }
+  | { valid: false; error: CtlErrorInfo };
+
+const fail = (code: CtlErrorInfo['code'], message: string): never => {
+  throw new CtlError(code, message);
+};
+
+/** Bounded insertion-order cache. */
+function remember<V>(map: Map<string, V>, key: string, value: V, max = 1024): V {
+  if (map.size >= max) map.delete(map.keys().next().value as string);
+  map.set(key, value);
+  return value;
+}
+
+export type VerifyCtl = (sba: unknown, options: VerifyCtlOptions) => Promise<VerifyCtlResult>;
+
+/** A verifier with its own caches (grant signatures, bundles, JWKS, revocation, spend). */
+export function createVerifier(c: CtlCrypto): VerifyCtl {
+  const grantChecked = new Map<string, boolean>();
+  const bundleChecked = new Map<string, boolean>();
+  const jwksCache = new Map<string, { at: number; jwks: Jwks }>();
+  const revocation = createRevocationChecker();
+  const defaultSpend = createMemorySpendStorage();
+
+  async function bundleSignatureOk(bundle: TrustBundle, root: PublicKeyInput): Promise<boolean> {
+    const rootId = typeof root === 'string' ? root : canonicalize(await c.toPublicJwk(root));
+    const key = canonicalize(bundle) + '\n' + rootId;
+    const hit = bundleChecked.get(key);
+    if (hit !== undefined) return hit;
+    let ok = false;
+    try {
+      ok = await verifyArtifactSignature(c, 'bundle', bundle as unknown as Record<string, unknown>, await c.importVerifyingKey(root));
+    } catch {
+      ok = false;
+    }
+    return remember(bundleChecked, key, ok);
+  }
+
+  /** PROTOCOL.md §5 step 1 through Trust Bundles. */
+  async function keyFromBundles(grant: PolicyGrant, o: VerifyCtlOptions, now: number, tol: number) {
+    if (!o.rootPublicKeyPem) fail('malformed', 'rootPublicKeyPem is required with trustBundles (the root never comes from a bundle)');
+    const valid: TrustBundle[] = [];
+    let expiredLists = false;
+    let invalidLists = false;
+    for (const b of o.trustBundles!) {
+      const bundle = typeof b === 'string' ? safeParse(b) : b;
+      try {
+        checkBundle(bundle);
+      } catch {
+        continue; // unreadable: it cannot vouch for anyone
+      }
+      const lists = bundle.issuers.some((i) => i.issuer === grant.issuer);
+      if (!(await bundleSignatureOk(bundle, o.rootPublicKeyPem!))) {
+        invalidLists ||= lists;
+        continue;
+      }
+      const expired = now >= parseTimestamp(bundle.expiresAt, 'bundle.expiresAt') + tol;
+      const future = parseTimestamp(bundle.issuedAt, 'bundle.issuedAt') > now + tol;
+      if (expired || future) {
+        expiredLists ||= lists && expired;
+        continue;
+      }
+      valid.push(bundle);
+    }
+    const vouching = valid.filter((b) => b.issuers.some((i) => i.issuer === grant.issuer));
+    if (vouching.length === 0) {
+      if (expiredLists) fail('trust_bundle_expired', `the only bundles listing ${grant.issuer} have expired`);
+      if (invalidLists) fail('trust_bundle_invalid', `the bundle listing ${grant.issuer} is not signed by the pinned root`);
+      fail('issuer_not_trusted', `no trust bundle lists issuer ${grant.issuer}`);
+    }
+    const keys = vouching.flatMap((b) => b.issuers.filter((i) => i.issuer === grant.issuer).flatMap((i) => i.keys));
+    const jwk = findKey(keys, grant.keyId, 'grant');
+    const revoked = new Set(valid.flatMap((b) => b.revokedGrants));
+    const newestIssuedAt = Math.max(...vouching.map((b) => parseTimestamp(b.issuedAt, 'bundle.issuedAt')));
+    return { jwk, revoked, newestIssuedAt };
+  }
+
+  async function keyFromJwks(grant: PolicyGrant, o: VerifyCtlOptions, fetchFn: FetchLike | undefined, now: number): Promise<PublicJwk> {
+    if (o.jwks) return findKey(o.jwks.keys, grant.keyId, 'grant');
+    const url = o.jwksUrl!;
+    let entry = jwksCache.get(url);
+    const stale = !entry || now - entry.at >= (o.jwksTtl ?? 300_000);
+    const missing = entry && !entry.jwks.keys.some((k) => k.kid === grant.keyId) && now - entry.at > 5_000;
+    if (stale || missing) {
+      if (o.offline) fail('unknown_key', 'offline, and the JWKS is not cached');
+      let body: unknown;
+      try {
+        body = await fetchJson(fetchFn, url, { timeoutMs: o.revocationTimeoutMs ?? 3000 });
+      } catch (e) {
+        fail('unknown_key', `the JWKS could not be fetched: ${(e as Error).message}`);
+      }
+      if (typeof body !== 'object' || body === null || !Array.isArray((body as Jwks).keys)) fail('unknown_key', 'the JWKS has no keys array');
+      entry = remember(jwksCache, url, { at: now, jwks: body as Jwks }, 64);
+    }
+    return findKey(entry!.jwks.keys, grant.keyId, 'grant');
+  }
+
+  async function grantSignatureOk(grant: PolicyGrant, jwk: PublicJwk): Promise<boolean> {
+    const key = canonicalize(grant) + '\n' + canonicalize(jwk);
+    const hit = grantChecked.get(key);
+    if (hit !== undefined) return hit;
+    return remember(grantChecked, key, await verifyArtifactSignature(c, 'grant', grant as unknown as Record<string, unknown>, jwk));
+  }
+
+  return async function verifyCtl(input, options) {
+    try {
+      const o = options ?? ({} as VerifyCtlOptions);
+      const now = (o.now ?? hostNow)();
+      const tol = o.clockToleranceMs ?? 0;
+      const fetchFn = o.fetch ?? (hostFetch() as FetchLike | undefined);
+
+      // Step 0: parse (closed objects, value rules, consistency with the grant).
+      const amount = parsePaymentAmount(o.amount, 'options.amount');
+      const currency = parseCurrency(o.currency, 'options.currency');
+      const sba = typeof input === 'string' ? parseStrictJson(input) : input;
+      checkSba(sba);
+      const a = sba.authorization;
+      const grant = sba.grant;
+
+      // Step 1: the grant's signature, with the key resolved by issuer + keyId.
+      let jwk: PublicJwk | undefined;
+      let bundleRevoked: Set<string> | undefined;
+      let bundleIssuedAt: number | undefined;
+      if (o.trustBundles && o.trustBundles.length > 0) {
+        const r = await keyFromBundles(grant, o, now, tol);
+        jwk = r.jwk;
+        bundleRevoked = r.revoked;
+        bundleIssuedAt = r.newestIssuedAt;
+      } else if (o.jwks || o.jwksUrl) {
+        jwk = await keyFromJwks(grant, o, fetchFn, now);
+      } else {
+        const pem = o.signingKeyPem ?? hostEnv('CTL_SBA_SIGNING_PUBLIC_KEY_PEM');
+        if (pem) {
+          try {
+            const k = await c.importVerifyingKey(pem);
+            jwk = k.publicJwk;
+          } catch {
+            fail('grant_signature_invalid', 'signingKeyPem is not a usable public key');
+          }
+        }
+      }
+      if (!jwk) fail('grant_signature_invalid', 'no key to verify the grant: pass trustBundles, jwks/jwksUrl or signingKeyPem');
+      if (!(await grantSignatureOk(grant, jwk!))) fail('grant_signature_invalid', 'the grant signature does not verify');
+      if (now >= parseTimestamp(grant.expiresAt, 'grant.expiresAt') + tol) fail('grant_expired', `the grant expired at ${grant.expiresAt}`);
+      if (parseTimestamp(grant.issuedAt, 'grant.issuedAt') > now + tol) fail('not_yet_valid', `the grant is issued in the future (${grant.issuedAt})`);
+
+      // Step 2: the SBA's signature, always against the key recorded in the grant.
+      if (!(await verifyArtifactSignature(c, 'sba', sba as unknown as Record<string, unknown>, grant.actorKey))) {
+        fail('sba_signature_invalid', 'the SBA is not signed by the grant actorKey');
+      }
+      if (now >= parseTimestamp(a.expiresAt, 'authorization.expiresAt') + tol) fail('sba_expired', `the SBA expired at ${a.expiresAt}`);
+      if (parseTimestamp(a.issuedAt, 'authorization.issuedAt') > now + tol) fail('not_yet_valid', `the SBA is issued in the future (${a.issuedAt})`);
+
+      // Step 3: revocation — the bundles' list always, the grant's URL unless offline.
+      if (bundleRevoked?.has(grant.grantId)) fail('grant_revoked', 'the grant is revoked (trust bundle)');
+      if (!o.offline) {
+        const status = await revocation.check(grant.revocationUrl, grant.grantId, {
+          ttlMs: o.revocationTtl ?? 60_000, now, fetch: fetchFn, timeoutMs: o.revocationTimeoutMs,
+        });
+        if (status.revoked) fail('grant_revoked', 'the grant is revoked');
+      }
+
+      // Step 4: amounts.
+      if (amount > BigInt(a.maxAmountMinor)) fail('amount_exceeds_authorization', `${o.amount} is more than the ${a.maxAmountMinor} authorized`);
+      if (currency !== a.currency) fail('currency_mismatch', `the SBA is in ${a.currency}, the payment in ${currency}`);
+      const merchantId = o.merchantId ?? a.merchantId;
+      const rail = o.rail ?? a.rail;
+      const purpose = o.purpose ?? a.purpose;
+      if (o.requireIntentHash) {
+        if (!a.intentHash) fail('malformed', 'intentHash is required (Full profile) and absent');
+        if (merchantId === undefined || rail === undefined) fail('malformed', 'intentHash needs the merchantId and rail of the payment');
+        const expected = await intentHashWith(c, { amount: o.amount, currency, merchantId: merchantId!, rail: rail!, purpose });
+        if (expected !== a.intentHash) fail('malformed', 'intentHash does not match the payment in front of the verifier');
+      }
+
+      // Step 5: destination, rail, asset, purpose.
+      if (o.merchantId !== undefined && a.merchantId !== undefined && o.merchantId !== a.merchantId) {
+        fail('destination_not_allowed', `the SBA is for merchant ${a.merchantId}, not ${o.merchantId}`);
+      }
+      if (merchantId !== undefined && grant.destinationAllowlist && !grant.destinationAllowlist.includes(merchantId)) {
+        fail('destination_not_allowed', `merchant ${merchantId} is not in the grant's destination allowlist`);
+      }
+      if ((o.rail !== undefined && a.rail !== undefined && o.rail !== a.rail) || (rail !== undefined && !grant.allowedRails.includes(rail))) {
+        fail('rail_not_allowed', `rail ${rail} is not allowed`);
+      }
+      if (o.asset && !grant.allowedAssets.some((x) => x.standard === o.asset!.standard && x.code === o.asset!.code)) {
+        fail('asset_not_allowed', `asset ${o.asset.standard}:${o.asset.code} is not allowed`);
+      }
+      if ((o.purpose !== undefined && a.purpose !== undefined && o.purpose !== a.purpose)
+        || (purpose !== undefined && grant.allowedPurposes && !purposeAllowed(purpose, grant.allowedPurposes))) {
+        fail('purpose_not_allowed', `purpose ${purpose} is not allowed`);
+      }
+
+      // Stateful last, so a payment refused for any other reason consumes nothing (PROTOCOL.md §7).
+      const offlineAllowance = o.offline ? grant.offline : undefined;
+      if (offlineAllowance?.maxBundleAgeMs !== undefined && bundleIssuedAt !== undefined && now - bundleIssuedAt > offlineAllowance.maxBundleAgeMs) {
+        fail('offline_limit_exceeded', 'the trust bundle is older than this grant allows offline');
+      }
+      if (o.trackSpend || offlineAllowance) {
+        await recordSpend(o.spendStorage ?? defaultSpend, grant, a.budgetId, amount, !!o.trackSpend, offlineAllowance);
+      }
+      return { valid: true, grant, sba, amount: o.amount, currency, ...(merchantId !== undefined ? { merchantId } : {}) };
+    } catch (e) {
+      return { valid: false, error: toErrorInfo(e) };
+    }
+  };
+}
+
+/**
+ * Reserves the payment in every ledger it counts against, all or nothing: the grant's cumulative
+ * budget (`trackSpend`) and the offline allowance (PROTOCOL.md §8). A later refusal releases the
+ * earlier reservations, so no ledger keeps a payment that was not accepted.
+ */
+async function recordSpend(
+  storage: SpendStorage,
+  grant: PolicyGrant,
+  budgetId: string,
+  amount: bigint,
+  trackSpend: boolean,
+  offline: PolicyGrant['offline'],
+): Promise<void> {
+  const ledgers: Array<[key: string, amount: bigint, ceiling: bigint, code: CtlErrorInfo['code'], what: string]> = [];
+  if (trackSpend) ledgers.push([`grant:${grant.grantId}`, amount, BigInt(grant.maxAmountMinor), 'budget_exceeded', 'the grant budget']);
+  if (offline?.maxPayments !== undefined) ledgers.push([`offline-count:${grant.grantId}`, 1n, BigInt(offline.maxPayments), 'offline_limit_exceeded', 'the offline payment count']);
+  if (offline?.maxAmountMinor !== undefined) ledgers.push([`offline-amount:${grant.grantId}`, amount, BigInt(offline.maxAmountMinor), 'offline_limit_exceeded', 'the offline amount']);
+  const done: string[] = [];
+  for (const [key, amt, ceiling, code, what] of ledgers) {
+    const r = await storage.reserve(key, budgetId, amt, ceiling);
+    if (r !== 'reserved') {
+      for (const k of done) await storage.release(k, budgetId);
+      if (r === 'duplicate') fail('replay', `budgetId ${budgetId} was already accepted`);
+      fail(code, `this payment would exceed ${what}`);
+    }
+    done.push(key);
+  }
+  for (const k of done) await storage.commit(k, budgetId);
+}
+
+function safeParse(text: string): unknown {
+  try {
+    return parseStrictJson(text);
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,141 @@
+/**
+ * The wallet (spec §2.8): signs one SBA per payment under a PolicyGrant, never past the ceiling.
+ * Order per payment: local policy checks → revocation (spec §3 rule 1: checked before each SBA is
+ * signed) → atomic reserve → sign → commit. A failed signature releases the reservation.
+ */
+import type { CtlCrypto, PrivateKeyInput, SigningKey } from '../crypto/types.js';
+import type { BudgetScope, PolicyGrant, SignedBudgetAuthorization } from '../artifacts/types.js';
+import { checkGrant } from '../artifacts/grant.js';
+import { createSbaWith } from '../artifacts/sba.js';
+import { CtlBudgetExceededError, CtlError, CtlGrantRevokedError } from '../errors.js';
+import { parseStrictJson } from '../encoding/jcs.js';
+import { formatTimestamp, isIdentifier, parseAmount, parseCurrency, parsePaymentAmount, parseTimestamp, purposeAllowed } from '../values.js';
+import { hostFetch, hostNow } from '../host.js';
+import { newId } from '../ids.js';
+import { createMemorySpendStorage, type SpendStorage } from './spend-storage.js';
+import { createRevocationChecker, type RevocationChecker } from '../revocation.js';
+import type { FetchLike } from '../net/fetch-json.js';
+
+export interface SessionOptions {
+  /** Agent or wallet identity, copied into every SBA. */
+  actorId: string;
+  /** The private half of `grant.actorKey`: PEM, JWK, raw bytes or a CryptoKey. */
+  signingKey: PrivateKeyInput | SigningKey;
+  signingKeyId?: string;
+  scope?: BudgetScope;
+  /** The session's ceiling; at most the grant's `maxAmountMinor`, same currency. Defaults to the grant's. */
+  ceiling?: { amount: string; currency: string };
+  /** Milliseconds a revocation answer is cached (default 30 000). */
+  revocationTtl?: number;
+  /** Timeout of one revocation request (default 3000 ms). */
+  revocationTimeoutMs?: number;
+  issuer?: string;
+  /** Stable id to resume a persisted session; generated when absent. */
+  sessionId?: string;
+  /** Where spend is kept; in memory by default (spec §2.8). */
+  spendStorage?: SpendStorage;
+  fetch?: FetchLike;
+  now?: () => number;
+  /** Lifetime of each SBA in ms (default 5 minutes, never past the grant). */
+  sbaTtlMs?: number;
+}
+
+export interface PaymentRequest {
+  amount: string;
+  currency: string;
+  rail: string;
+  merchantId?: string;
+  purpose?: string;
+}
+
+export interface WalletSession {
+  readonly sessionId: string;
+  readonly grant: PolicyGrant;
+  /** Signs the SBA for one payment, or throws `CtlBudgetExceededError` / `CtlGrantRevokedError` / `CtlError`. */
+  createSba(payment: PaymentRequest): Promise<SignedBudgetAuthorization>;
+  remaining(): Promise<{ remainingMinor: string }>;
+}
+
+/** One checker per process: wallets of one grant share its cached answer. */
+const sharedRevocation: RevocationChecker = createRevocationChecker();
+
+export function createSessionWith(c: CtlCrypto, grantInput: PolicyGrant | string, options: SessionOptions): WalletSession {
+  const grant = (typeof grantInput === 'string' ? parseStrictJson(grantInput) : grantInput) as PolicyGrant;
+  checkGrant(grant);
+  if (!options || typeof options !== 'object') throw new TypeError('createSession: options are required');
+  if (typeof options.actorId !== 'string' || options.actorId.length === 0) throw new TypeError('createSession: options.actorId is required');
+  if (!options.signingKey) throw new TypeError('createSession: options.signingKey is required');
+  const sessionId = options.sessionId ?? newId('sess_');
+  if (!isIdentifier(sessionId)) throw new TypeError('createSession: options.sessionId must be an identifier');
+  const grantMax = BigInt(grant.maxAmountMinor);
+  let ceiling = grantMax;
+  if (options.ceiling) {
+    ceiling = parseAmount(options.ceiling.amount, 'ceiling.amount');
+    if (parseCurrency(options.ceiling.currency, 'ceiling.currency') !== grant.currency) {
+      throw new RangeError(`createSession: ceiling currency ${options.ceiling.currency} differs from the grant's ${grant.currency}`);
+    }
+    if (ceiling > grantMax) throw new RangeError('createSession: ceiling exceeds the grant maxAmountMinor');
+  }
+  const storage = options.spendStorage ?? createMemorySpendStorage();
+  const spendKey = `${grant.grantId}/${sessionId}`;
+  const now = options.now ?? hostNow;
+  const fetchFn = options.fetch ?? (hostFetch() as FetchLike | undefined);
+  const ttl = options.revocationTtl ?? 30_000;
+  const grantExpiry = parseTimestamp(grant.expiresAt, 'grant.expiresAt');
+  let revoked = false;
+  let signer: Promise<SigningKey> | undefined;
+
+  async function createSba(p: PaymentRequest): Promise<SignedBudgetAuthorization> {
+    if (revoked) throw new CtlGrantRevokedError();
+    if (!p || typeof p !== 'object') throw new TypeError('createSba: payment must be an object');
+    const amount = parsePaymentAmount(p.amount, 'amount');
+    if (parseCurrency(p.currency, 'currency') !== grant.currency) {
+      throw new CtlError('currency_mismatch', `the grant is in ${grant.currency}, not ${p.currency}`);
+    }
+    if (typeof p.rail !== 'string' || !grant.allowedRails.includes(p.rail)) {
+      throw new CtlError('rail_not_allowed', `rail "${String(p.rail)}" is not allowed by the grant`);
+    }
+    if (p.merchantId !== undefined && grant.destinationAllowlist && !grant.destinationAllowlist.includes(p.merchantId)) {
+      throw new CtlError('destination_not_allowed', `merchant "${p.merchantId}" is not in the grant's destination allowlist`);
+    }
+    if (p.purpose !== undefined && grant.allowedPurposes && !purposeAllowed(p.purpose, grant.allowedPurposes)) {
+      throw new CtlError('purpose_not_allowed', `purpose "${p.purpose}" is not allowed by the grant`);
+    }
+    const t = now();
+    if (t >= grantExpiry) throw new CtlError('grant_expired', `the grant expired at ${grant.expiresAt}`);
+    const status = await sharedRevocation.check(grant.revocationUrl, grant.grantId, {
+      ttlMs: ttl, now: t, fetch: fetchFn, timeoutMs: options.revocationTimeoutMs,
+    });
+    if (status.revoked) {
+      revoked = true; // terminal (spec §7): no further attempt reaches the network
+      throw new CtlGrantRevokedError();
+    }
+    const budgetId = newId('bud_');
+    const r = await storage.reserve(spendKey, budgetId, amount, ceiling);
+    if (r !== 'reserved') throw new CtlBudgetExceededError(`${p.amount} ${p.currency} would exceed the ceiling of ${ceiling}`);
+    try {
+      signer ??= c.importSigningKey(options.signingKey);
+      const sba = await createSbaWith(c, {
+        grant, sessionId, actorId: options.actorId, maxAmountMinor: p.amount, budgetScope: options.scope ?? 'SESSION',
+        budgetId, rail: p.rail, merchantId: p.merchantId, purpose: p.purpose, issuer: options.issuer,
+        expiresAt: options.sbaTtlMs === undefined ? undefined : formatTimestamp(Math.min(t + options.sbaTtlMs, grantExpiry)),
+      }, { signingKey: await signer, keyId: options.signingKeyId, now });
+      await storage.commit(spendKey, budgetId);
+      return sba;
+    } catch (e) {
+      await storage.release(spendKey, budgetId);
+      throw e;
+    }
+  }
+
+  return {
+    sessionId,
+    grant,
+    createSba,
+    async remaining() {
+      const left = ceiling - (await storage.total(spendKey));
+      return { remainingMinor: (left > 0n ? left : 0n).toString() };
+    },
+  };
+}
+
