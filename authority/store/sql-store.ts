@@ -1,0 +1,226 @@
+/**
+ * AuthorityStore over service-kit's SqlDatabase. The SQL is portable between SQLite (≥ 3.35)
+ * and PostgreSQL: upserts and counters use `INSERT … ON CONFLICT … RETURNING`, so each is one
+ * atomic statement; multi-statement changes run in `db.tx` under a named lock.
+ */
+import { createAuditLog, createSqlDispatchLog, type SqlDatabase, type SqlExecutor } from '../../service-kit/index.js';
+import type {
+  ApiKeyRow, AuthorityStore, BundleRecord, BundleScopeFields, GrantRecord, KeyPurposeName, PublishedKeyRow, SigningKeyRow, StoredGrant,
+} from './types.js';
+
+type GrantRow = {
+  grant_id: string; policy_hash: string; key_id: string; grant_json: string; issued_at: string; expires_at_ms: number | string;
+  created_by: string; revoked_at: string | null; revoked_by: string | null; revoke_reason: string | null; deleted_at: string | null;
+};
+type KeyRow = {
+  kid: string; purpose: KeyPurposeName; alg: 'EdDSA' | 'ES256'; status: 'active' | 'retired'; public_jwk: string; public_pem: string;
+  private_pem: string | null; source: 'generated' | 'env'; created_at: string; retired_at: string | null; last_expiry?: number | string | null;
+};
+type ApiRow = { key_id: string; hash: string; scopes: string; label: string; created_at: string; created_by: string; revoked_at: string | null };
+type BundleRow = {
+  bundle_id: string; scope_key: string; category: string | null; merchant: string | null; region: string | null;
+  sequence: number | string; issued_at: string; expires_at_ms: number | string; bundle_json: string;
+};
+
+const grantFrom = (r: GrantRow): StoredGrant => ({
+  grantId: r.grant_id, policyHash: r.policy_hash, keyId: r.key_id, grant: r.grant_json, issuedAt: r.issued_at,
+  expiresAtMs: Number(r.expires_at_ms), createdBy: r.created_by, revokedAt: r.revoked_at, revokedBy: r.revoked_by,
+  revokeReason: r.revoke_reason, deletedAt: r.deleted_at,
+});
+const keyFrom = (r: KeyRow): SigningKeyRow => ({
+  kid: r.kid, purpose: r.purpose, alg: r.alg, status: r.status, publicJwk: r.public_jwk, publicPem: r.public_pem,
+  privatePem: r.private_pem, source: r.source, createdAt: r.created_at, retiredAt: r.retired_at,
+});
+const apiFrom = (r: ApiRow): ApiKeyRow => ({
+  keyId: r.key_id, hash: r.hash, scopes: JSON.parse(r.scopes) as string[], label: r.label, createdAt: r.created_at,
+  createdBy: r.created_by, revokedAt: r.revoked_at,
+});
+const bundleFrom = (r: BundleRow): BundleRecord => {
+  const scope: BundleScopeFields = {};
+  if (r.category !== null) scope.category = r.category;
+  if (r.merchant !== null) scope.merchant = r.merchant;
+  if (r.region !== null) scope.region = r.region;
+  return {
+    bundleId: r.bundle_id, scopeKey: r.scope_key, scope, sequence: Number(r.sequence), issuedAt: r.issued_at,
+    expiresAtMs: Number(r.expires_at_ms), bundle: r.bundle_json,
+  };
+};
+
+const KEY_LOCK = 'ctl_authority_signing_keys';
+
+async function insertKey(q: SqlExecutor, k: SigningKeyRow): Promise<boolean> {
+  const rows = await q.all(
+    `INSERT INTO signing_keys (kid, purpose, alg, status, public_jwk, public_pem, private_pem, source, created_at, retired_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (kid) DO NOTHING RETURNING kid`,
+    [k.kid, k.purpose, k.alg, k.status, k.publicJwk, k.publicPem, k.privatePem, k.source, k.createdAt, k.retiredAt],
+  );
+  return rows.length === 1;
+}
+
+async function activate(q: SqlExecutor, kid: string, purpose: KeyPurposeName, at: string): Promise<void> {
+  await q.run(`UPDATE signing_keys SET status = 'retired', retired_at = ? WHERE purpose = ? AND status = 'active' AND kid <> ?`, [at, purpose, kid]);
+  const { changes } = await q.run(`UPDATE signing_keys SET status = 'active', retired_at = NULL WHERE kid = ? AND purpose = ?`, [kid, purpose]);
+  if (changes !== 1) throw new RangeError(`no ${purpose} key '${kid}'`);
+}
+
+/**
+ * @example const store = createSqlAuthorityStore(await openDatabase(url)); (after migrate(db, AUTHORITY_MIGRATIONS))
+ */
+export function createSqlAuthorityStore(db: SqlDatabase): AuthorityStore {
+  return {
+    dialect: db.dialect,
+    description: db.description,
+    ping: () => db.ping(),
+    close: () => db.close(),
+    audit: createAuditLog(db, 'audit_log'),
+    dispatchLog: createSqlDispatchLog(db, 'webhook_dispatches'),
+
+    async putPolicy(policyHash, document, at) {
+      const inserted = await db.all<{ stored_at: string }>(
+        'INSERT INTO policies (policy_hash, document, stored_at) VALUES (?, ?, ?) ON CONFLICT (policy_hash) DO NOTHING RETURNING stored_at',
+        [policyHash, document, at],
+      );
+      if (inserted.length === 1) return { policyHash, storedAt: inserted[0].stored_at, created: true };
+      const row = await db.get<{ stored_at: string }>('SELECT stored_at FROM policies WHERE policy_hash = ?', [policyHash]);
+      return { policyHash, storedAt: row!.stored_at, created: false };
+    },
+    async getPolicy(policyHash) {
+      const r = await db.get<{ policy_hash: string; document: string; stored_at: string }>('SELECT * FROM policies WHERE policy_hash = ?', [policyHash]);
+      return r && { policyHash: r.policy_hash, document: r.document, storedAt: r.stored_at };
+    },
+
+    async putGrant(g: GrantRecord) {
+      await db.run(
+        `INSERT INTO grants (grant_id, policy_hash, key_id, grant_json, issued_at, expires_at_ms, created_by) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+        [g.grantId, g.policyHash, g.keyId, g.grant, g.issuedAt, g.expiresAtMs, g.createdBy],
+      );
+    },
+    async getGrant(grantId, options = {}) {
+      const r = await db.get<GrantRow>('SELECT * FROM grants WHERE grant_id = ?', [grantId]);
+      if (!r || (r.deleted_at !== null && !options.includeDeleted)) return undefined;
+      return grantFrom(r);
+    },
+    async listGrants(options = {}) {
+      const limit = Math.min(Math.max(1, options.limit ?? 100), 1000);
+      const rows = await db.all<GrantRow>(
+        `SELECT * FROM grants WHERE grant_id > ? ${options.includeDeleted ? '' : 'AND deleted_at IS NULL'} ORDER BY grant_id LIMIT ?`,
+        [options.afterGrantId ?? '', limit],
+      );
+      return rows.map(grantFrom);
+    },
+    async revokeGrant(grantId, by) {
+      // One conditional UPDATE: the first revocation wins and later ones change nothing.
+      const { changes } = await db.run(
+        'UPDATE grants SET revoked_at = ?, revoked_by = ?, revoke_reason = ? WHERE grant_id = ? AND revoked_at IS NULL',
+        [by.at, by.actor, by.reason ?? null, grantId],
+      );
+      const r = await db.get<{ revoked_at: string | null }>('SELECT revoked_at FROM grants WHERE grant_id = ?', [grantId]);
+      if (!r || r.revoked_at === null) return undefined;
+      return { revokedAt: r.revoked_at, changed: changes === 1 };
+    },
+    async revocationStatus(grantId) {
+      const r = await db.get<{ revoked_at: string | null }>('SELECT revoked_at FROM grants WHERE grant_id = ?', [grantId]);
+      if (!r) return undefined;
+      return r.revoked_at === null ? { revoked: false } : { revoked: true, revokedAt: r.revoked_at };
+    },
+    async listRevokedGrantIds(nowMs) {
+      const rows = await db.all<{ grant_id: string }>(
+        'SELECT grant_id FROM grants WHERE revoked_at IS NOT NULL AND expires_at_ms > ? ORDER BY grant_id',
+        [nowMs],
+      );
+      return rows.map((r) => r.grant_id);
+    },
+    async softDeleteGrant(grantId, at) {
+      const { changes } = await db.run('UPDATE grants SET deleted_at = ? WHERE grant_id = ? AND deleted_at IS NULL', [at, grantId]);
+      return changes === 1;
+    },
+
+    async putApiKey(k) {
+      await db.run(
+        'INSERT INTO api_keys (key_id, hash, scopes, label, created_at, created_by, revoked_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+        [k.keyId, k.hash, JSON.stringify(k.scopes), k.label, k.createdAt, k.createdBy, k.revokedAt],
+      );
+    },
+    async getApiKey(keyId) {
+      const r = await db.get<ApiRow>('SELECT * FROM api_keys WHERE key_id = ?', [keyId]);
+      return r && apiFrom(r);
+    },
+    async listApiKeys() {
+      return (await db.all<ApiRow>('SELECT * FROM api_keys ORDER BY created_at, key_id')).map(apiFrom);
+    },
+    async revokeApiKey(keyId, at) {
+      await db.run('UPDATE api_keys SET revoked_at = ? WHERE key_id = ? AND revoked_at IS NULL', [at, keyId]);
+      const r = await db.get<{ revoked_at: string | null }>('SELECT revoked_at FROM api_keys WHERE key_id = ?', [keyId]);
+      return r && r.revoked_at !== null ? { revokedAt: r.revoked_at } : undefined;
+    },
+
+    putSigningKey: (row) => insertKey(db, row),
+    async getSigningKey(kid) {
+      const r = await db.get<KeyRow>('SELECT * FROM signing_keys WHERE kid = ?', [kid]);
+      return r && keyFrom(r);
+    },
+    async activeSigningKey(purpose) {
+      const r = await db.get<KeyRow>(`SELECT * FROM signing_keys WHERE purpose = ? AND status = 'active' ORDER BY created_at DESC LIMIT 1`, [purpose]);
+      return r && keyFrom(r);
+    },
+    async listSigningKeys() {
+      const rows = await db.all<KeyRow>(
+        `SELECT k.*, (SELECT MAX(g.expires_at_ms) FROM grants g WHERE g.key_id = k.kid) AS last_expiry
+         FROM signing_keys k ORDER BY k.created_at, k.kid`,
+      );
+      return rows.map((r): PublishedKeyRow => ({ ...keyFrom(r), lastGrantExpiryMs: r.last_expiry == null ? null : Number(r.last_expiry) }));
+    },
+    activateSigningKey(kid, purpose, at) {
+      return db.tx((q) => activate(q, kid, purpose, at), { lock: KEY_LOCK });
+    },
+    ensureActiveSigningKey(purpose, create) {
+      return db.tx(
+        async (q) => {
+          const r = await q.get<KeyRow>(`SELECT * FROM signing_keys WHERE purpose = ? AND status = 'active' ORDER BY created_at DESC LIMIT 1`, [purpose]);
+          if (r) return { row: keyFrom(r), created: false };
+          const row = await create();
+          await insertKey(q, row);
+          await activate(q, row.kid, purpose, row.createdAt);
+          return { row: { ...row, status: 'active' as const }, created: true };
+        },
+        { lock: KEY_LOCK },
+      );
+    },
+
+    async nextBundleSequence(scopeKey) {
+      const r = await db.get<{ seq: number | string }>(
+        `INSERT INTO bundle_sequences (scope_key, seq) VALUES (?, 1)
+         ON CONFLICT (scope_key) DO UPDATE SET seq = bundle_sequences.seq + 1 RETURNING seq`,
+        [scopeKey],
+      );
+      return Number(r!.seq);
+    },
+    async putBundle(b) {
+      await db.run(
+        `INSERT INTO bundles (bundle_id, scope_key, category, merchant, region, sequence, issued_at, expires_at_ms, bundle_json)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        [b.bundleId, b.scopeKey, b.scope.category ?? null, b.scope.merchant ?? null, b.scope.region ?? null, b.sequence, b.issuedAt, b.expiresAtMs, b.bundle],
+      );
+    },
+    async latestBundles(filter, nowMs) {
+      const where: string[] = [];
+      const params: unknown[] = [];
+      for (const f of ['category', 'merchant', 'region'] as const) {
+        if (filter[f] !== undefined) {
+          where.push(`(b.${f} IS NULL OR b.${f} = ?)`);
+          params.push(filter[f]);
+        }
+      }
+      params.push(nowMs);
+      const rows = await db.all<BundleRow>(
+        `SELECT b.* FROM bundles b
+         JOIN (SELECT scope_key, MAX(sequence) AS seq FROM bundles GROUP BY scope_key) newest
+           ON newest.scope_key = b.scope_key AND newest.seq = b.sequence
+         WHERE ${where.length ? where.join(' AND ') + ' AND ' : ''}b.expires_at_ms > ?
+         ORDER BY b.scope_key`,
+        params,
+      );
+      return rows.map(bundleFrom);
+    },
+  };
+}

@@ -1,0 +1,147 @@
+/**
+ * The authority's persistence, one interface for SQLite and PostgreSQL (issue 3 §3). Every
+ * write that must not race is one SQL statement or one transaction inside the implementation:
+ * callers never read-then-write.
+ */
+import type { AuditLog, DispatchLog } from '../../service-kit/index.js';
+
+export interface StoredPolicy {
+  policyHash: string;
+  /** The policy document as received (JSON text). */
+  document: string;
+  storedAt: string;
+}
+
+export interface GrantRecord {
+  grantId: string;
+  policyHash: string;
+  /** kid of the key that signed it: keeps a retired key published while this grant lives. */
+  keyId: string;
+  /** The signed PolicyGrant (JSON text). */
+  grant: string;
+  issuedAt: string;
+  expiresAtMs: number;
+  createdBy: string;
+}
+
+export interface StoredGrant extends GrantRecord {
+  revokedAt: string | null;
+  revokedBy: string | null;
+  revokeReason: string | null;
+  /** Soft delete: the record is kept (custody, audit), hidden from listings. */
+  deletedAt: string | null;
+}
+
+export interface RevocationStatus {
+  revoked: boolean;
+  revokedAt?: string;
+}
+
+export interface ApiKeyRow {
+  keyId: string;
+  hash: string;
+  scopes: string[];
+  label: string;
+  createdAt: string;
+  createdBy: string;
+  revokedAt: string | null;
+}
+
+export type KeyPurposeName = 'grant' | 'bundle';
+
+export interface SigningKeyRow {
+  kid: string;
+  purpose: KeyPurposeName;
+  alg: 'EdDSA' | 'ES256';
+  status: 'active' | 'retired';
+  /** Public JWK (thumbprint members) as JSON text. */
+  publicJwk: string;
+  publicPem: string;
+  /** Only for keys this authority generated; keys from the environment are never stored. */
+  privatePem: string | null;
+  source: 'generated' | 'env';
+  createdAt: string;
+  retiredAt: string | null;
+}
+
+export interface PublishedKeyRow extends SigningKeyRow {
+  /** Latest expiry (ms) of the grants this key signed, or null when none. */
+  lastGrantExpiryMs: number | null;
+}
+
+export interface BundleScopeFields {
+  category?: string;
+  merchant?: string;
+  region?: string;
+}
+
+export interface BundleRecord {
+  bundleId: string;
+  scopeKey: string;
+  scope: BundleScopeFields;
+  sequence: number;
+  issuedAt: string;
+  expiresAtMs: number;
+  /** The signed TrustBundle (JSON text). */
+  bundle: string;
+}
+
+export interface AuthorityStore {
+  readonly dialect: 'sqlite' | 'postgres';
+  readonly description: string;
+  ping(): Promise<boolean>;
+  close(): Promise<void>;
+
+  /** Stores a policy once; the same hash again returns the first `storedAt` and `created: false`. */
+  putPolicy(policyHash: string, document: string, at: string): Promise<{ policyHash: string; storedAt: string; created: boolean }>;
+  getPolicy(policyHash: string): Promise<StoredPolicy | undefined>;
+
+  putGrant(record: GrantRecord): Promise<void>;
+  /** Soft-deleted grants are returned only with `includeDeleted`. */
+  getGrant(grantId: string, options?: { includeDeleted?: boolean }): Promise<StoredGrant | undefined>;
+  listGrants(options?: { afterGrantId?: string; limit?: number; includeDeleted?: boolean }): Promise<StoredGrant[]>;
+  /** Revokes at once; idempotent (the first `revokedAt` stays). undefined when the grant is unknown. */
+  revokeGrant(grantId: string, by: { at: string; actor: string; reason?: string }): Promise<{ revokedAt: string; changed: boolean } | undefined>;
+  /** The hot path of every wallet and merchant (spec §4.3 GET /revoke): one indexed read. Deleted grants still answer. */
+  revocationStatus(grantId: string): Promise<RevocationStatus | undefined>;
+  /** Ids of revoked grants that have not expired at `nowMs`, for Trust Bundles (PROTOCOL.md §4 revokedGrants). */
+  listRevokedGrantIds(nowMs: number): Promise<string[]>;
+  /** Marks a grant deleted (kept for custody and audit); false when unknown or already deleted. */
+  softDeleteGrant(grantId: string, at: string): Promise<boolean>;
+
+  putApiKey(row: ApiKeyRow): Promise<void>;
+  getApiKey(keyId: string): Promise<ApiKeyRow | undefined>;
+  listApiKeys(): Promise<ApiKeyRow[]>;
+  /** Idempotent; undefined when unknown. */
+  revokeApiKey(keyId: string, at: string): Promise<{ revokedAt: string } | undefined>;
+
+  /** Inserts a key unless its kid exists (two processes generating at once keep one). */
+  putSigningKey(row: SigningKeyRow): Promise<boolean>;
+  getSigningKey(kid: string): Promise<SigningKeyRow | undefined>;
+  activeSigningKey(purpose: KeyPurposeName): Promise<SigningKeyRow | undefined>;
+  /** Every key with the latest expiry of what it signed, for JWKS and bundles. */
+  listSigningKeys(): Promise<PublishedKeyRow[]>;
+  /**
+   * Makes `kid` the only active key of its purpose, retiring the others, in one transaction
+   * under a lock (so concurrent rotations leave exactly one active key).
+   */
+  activateSigningKey(kid: string, purpose: KeyPurposeName, at: string): Promise<void>;
+  /**
+   * The active key of `purpose`; when there is none, `create()` makes one and it is stored and
+   * activated, all under one lock (several processes starting at once on one database end up
+   * with one key, not several). `created` says whether this call made it.
+   */
+  ensureActiveSigningKey(purpose: KeyPurposeName, create: () => Promise<SigningKeyRow>): Promise<{ row: SigningKeyRow; created: boolean }>;
+
+  /** The next sequence of a bundle scope: one atomic statement, strictly increasing (PROTOCOL.md §4). */
+  nextBundleSequence(scopeKey: string): Promise<number>;
+  putBundle(record: BundleRecord): Promise<void>;
+  /**
+   * The newest bundle of each scope that matches: a given filter matches a bundle whose field
+   * equals it or is unset; an absent filter matches anything. Expired bundles are left out.
+   */
+  latestBundles(filter: BundleScopeFields, nowMs: number): Promise<BundleRecord[]>;
+
+  readonly audit: AuditLog;
+  readonly dispatchLog: DispatchLog;
+}

@@ -1,0 +1,38 @@
+/**
+ * PostgreSQL for tests: each run gets its own schema (test files run in parallel), dropped after.
+ * When the server is unreachable the caller prints a line starting with SKIPPED (CI starts it).
+ */
+import pg from 'pg';
+import { randomBytes } from 'node:crypto';
+
+export const PG_URL = process.env.CTL_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+/** true when a connection succeeds within two seconds. */
+export async function pgAvailable(): Promise<boolean> {
+  const c = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 2000 });
+  try {
+    await c.connect();
+    await c.query('SELECT 1');
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await c.end().catch(() => {});
+  }
+}
+
+/** A schema name nobody else uses: `ctl_t_<random>`. */
+export function freshSchema(): string {
+  return `ctl_t_${randomBytes(8).toString('hex')}`;
+}
+
+export async function dropSchema(schema: string): Promise<void> {
+  if (!/^ctl_t_[0-9a-f]{16}$/.test(schema)) throw new RangeError(`refusing to drop '${schema}'`);
+  const c = new pg.Client({ connectionString: PG_URL });
+  await c.connect();
+  try {
+    await c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+  } finally {
+    await c.end();
+  }
+}
