@@ -3,6 +3,8 @@
  * whatever the backend itself accepts, and the signer wrapper that makes ES256 emit low-S. Each
  * backend builds its keys through these, so no backend is ever used without them.
  */
+import { CtlError } from '../errors.js';
+import { checkPublicJwk, jwkKey } from './jwk.js';
 import { lowS, signatureShapeOk } from './strict.js';
 import type { Alg, CryptoBackend, PublicJwk, SigningKey, VerifyingKey } from './types.js';
 
@@ -10,6 +12,20 @@ import type { Alg, CryptoBackend, PublicJwk, SigningKey, VerifyingKey } from './
 export interface Backend extends CryptoBackend {
   /** The public JWK of a 32-byte Ed25519 seed or P-256 scalar (already range-checked). */
   publicJwkFromRaw(alg: Alg, d: Uint8Array): Promise<PublicJwk>;
+  /** A signer for `d`, its public key derived once; a `claimed` public key must be that one (`malformed` otherwise). */
+  signerFor(alg: Alg, d: Uint8Array, claimed?: PublicJwk): Promise<SigningKey>;
+}
+
+/**
+ * The public key a signer announces: the derived one, after checking the claimed one (from a
+ * PKCS#8 v2 / SEC1 field, a private JWK's x/y, or a `signerFromRaw` caller) is the same key.
+ * @example ownPublicKey(derived, claimed) // derived, or throws CtlError('malformed')
+ */
+export function ownPublicKey(derived: PublicJwk, claimed?: PublicJwk): PublicJwk {
+  if (claimed && jwkKey(checkPublicJwk(claimed, false).jwk) !== jwkKey(derived)) {
+    throw new CtlError('malformed', 'key: the public key does not belong to the private key');
+  }
+  return Object.freeze(derived);
 }
 
 type RawVerify = (message: Uint8Array, signature: Uint8Array) => boolean | Promise<boolean>;

@@ -5,7 +5,7 @@
  */
 import { CtlError } from '../errors.js';
 import { base64urlDecode, base64urlEncode } from '../encoding/base64url.js';
-import { ed25519KeyOk, p256Point, beBytes } from './strict.js';
+import { ed25519KeyOk, ed25519ShapeOk, p256Point, beBytes } from './strict.js';
 import { concat } from './der.js';
 import type { Alg, PublicJwk } from './types.js';
 
@@ -33,22 +33,25 @@ export function jwkAlg(jwk: unknown): Alg {
   const j = (jwk && typeof jwk === 'object' ? jwk : bad('JWK is not an object')) as Record<string, unknown>;
   const alg: Alg =
     j['kty'] === 'OKP' && j['crv'] === 'Ed25519' ? 'EdDSA' : j['kty'] === 'EC' && j['crv'] === 'P-256' ? 'ES256' : bad('JWK is not Ed25519 or P-256');
-  if (j['alg'] !== undefined && j['alg'] !== alg) bad('JWK alg does not match its curve');
+  // RFC 9864 names Ed25519 "Ed25519" (WebCrypto exports it so); "EdDSA" is the name §3 uses.
+  if (j['alg'] !== undefined && j['alg'] !== alg && !(alg === 'EdDSA' && j['alg'] === 'Ed25519')) bad('JWK alg does not match its curve');
   return alg;
 }
 
 /**
  * Reads a public JWK (extra members such as `kid`, `alg`, `purposes`, `d` are ignored) and checks
  * it under §3: canonical, on the curve, not of small order. Throws `CtlError('malformed')`.
+ * `onCurve = false` skips the one costly step (an exponentiation) for keys a backend derived
+ * itself from a private key, which are on the curve by construction.
  * @example checkPublicJwk({ kty: 'OKP', crv: 'Ed25519', x: '11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo' }).alg // 'EdDSA'
  */
-export function checkPublicJwk(input: unknown): CheckedPublicKey {
+export function checkPublicJwk(input: unknown, onCurve = true): CheckedPublicKey {
   const alg = jwkAlg(input);
   const j = input as Record<string, unknown>;
   const x = coord(j['x'], 'x');
   if (alg === 'EdDSA') {
     if (j['y'] !== undefined) bad('OKP JWK has y');
-    if (!ed25519KeyOk(x)) bad('Ed25519 public key is non-canonical, of small order or not on the curve');
+    if (onCurve ? !ed25519KeyOk(x) : !ed25519ShapeOk(x)) bad('Ed25519 public key is non-canonical, of small order or not on the curve');
     return { alg, jwk: { kty: 'OKP', crv: 'Ed25519', x: j['x'] as string }, raw: x };
   }
   const raw = concat(new Uint8Array([4]), x, coord(j['y'], 'y'));

@@ -115,10 +115,8 @@ export function createKeyImporter(backend: () => Backend | Promise<Backend>, opt
       if (!input.extractable) return cryptoKeySigner(input, options);
     }
     const { alg, d, claimed } = await privateParts(input, options);
-    const b = await backend();
-    const pub = claimed?.jwk ?? (await b.publicJwkFromRaw(alg, d));
     if (claimed && claimed.alg !== alg) bad('public key of another algorithm');
-    return b.signerFromRaw(alg, d, Object.freeze(pub));
+    return (await backend()).signerFor(alg, d, claimed?.jwk);
   }
 
   async function verifierFor(c: CheckedPublicKey, pemText?: string): Promise<VerifyingKey> {

@@ -4,10 +4,9 @@
  * Strictness (PROTOCOL.md §3) comes from `strictVerifier`, not from OpenSSL, which alone accepts
  * some small-order Ed25519 keys.
  */
-import { CtlError } from '../errors.js';
-import { checkPublicJwk, jwkKey } from './jwk.js';
+import { checkPublicJwk } from './jwk.js';
 import { pkcs8 } from './der.js';
-import { signer, strictVerifier, type Backend } from './backend.js';
+import { ownPublicKey, signer, strictVerifier, type Backend } from './backend.js';
 import type { Alg, PublicJwk } from './types.js';
 
 const P1363 = 'ieee-p1363';
@@ -17,20 +16,21 @@ const u8 = (b: Uint8Array): Uint8Array => new Uint8Array(b); // a plain copy, ne
 export function createNodeBackend(nc: any): Backend {
   const privateKeyObject = (alg: Alg, d: Uint8Array) =>
     nc.createPrivateKey({ key: pkcs8(alg, d), format: 'der', type: 'pkcs8' });
-  const publicOf = (priv: any): PublicJwk => checkPublicJwk(nc.createPublicKey(priv).export({ format: 'jwk' })).jwk;
+  const publicOf = (priv: any): PublicJwk => checkPublicJwk(nc.createPublicKey(priv).export({ format: 'jwk' }), false).jwk;
   return {
     name: 'native',
     async publicJwkFromRaw(alg, d) {
       return publicOf(privateKeyObject(alg, d));
     },
-    async signerFromRaw(alg, d, publicJwk) {
+    signerFromRaw(alg, d, publicJwk) {
+      return this.signerFor(alg, d, publicJwk);
+    },
+    async signerFor(alg, d, claimed) {
       const key = privateKeyObject(alg, d);
-      if (jwkKey(publicOf(key)) !== jwkKey(checkPublicJwk(publicJwk).jwk)) {
-        throw new CtlError('malformed', 'key: the public key does not belong to the private key');
-      }
+      const pub = ownPublicKey(publicOf(key), claimed);
       return alg === 'EdDSA'
-        ? signer(alg, publicJwk, (m) => u8(nc.sign(null, m, key)))
-        : signer(alg, publicJwk, (m) => u8(nc.sign('sha256', m, { key, dsaEncoding: P1363 })));
+        ? signer(alg, pub, (m) => u8(nc.sign(null, m, key)))
+        : signer(alg, pub, (m) => u8(nc.sign('sha256', m, { key, dsaEncoding: P1363 })));
     },
     async verifierFromJwk(jwk) {
       const c = checkPublicJwk(jwk);

@@ -3,10 +3,9 @@
  * backend of the edge build: no noble anywhere in this file's imports. Strictness (PROTOCOL.md §3)
  * comes from `strictVerifier`, and ES256 low-S from `signer`, since WebCrypto does neither.
  */
-import { CtlError } from '../errors.js';
-import { checkPublicJwk, jwkKey } from './jwk.js';
+import { checkPublicJwk } from './jwk.js';
 import { pkcs8 } from './der.js';
-import { signer, strictVerifier, type Backend } from './backend.js';
+import { ownPublicKey, signer, strictVerifier, type Backend } from './backend.js';
 import type { Alg, PublicJwk } from './types.js';
 
 /** WebCrypto's name for an algorithm: `Ed25519`, or ECDSA on P-256 with SHA-256. @example webAlg('ES256').name // 'ECDSA' */
@@ -19,19 +18,19 @@ const buf = (b: Uint8Array) => b as Uint8Array<ArrayBuffer>;
 
 /** The WebCrypto backend over the given SubtleCrypto (from `hostSubtle()`). @example createSubtleBackend(hostSubtle()!) */
 export function createSubtleBackend(subtle: SubtleCrypto): Backend {
-  const importPrivate = (alg: Alg, d: Uint8Array, extractable: boolean) =>
-    subtle.importKey('pkcs8', buf(pkcs8(alg, d)), webAlg(alg), extractable, ['sign']);
-  const publicJwkFromRaw = async (alg: Alg, d: Uint8Array): Promise<PublicJwk> =>
-    checkPublicJwk(await subtle.exportKey('jwk', await importPrivate(alg, d, true))).jwk;
+  // Extractable, to read the public half: the private bytes are in this process's memory already.
+  const importPrivate = (alg: Alg, d: Uint8Array) => subtle.importKey('pkcs8', buf(pkcs8(alg, d)), webAlg(alg), true, ['sign']);
+  const publicOf = async (key: CryptoKey): Promise<PublicJwk> => checkPublicJwk(await subtle.exportKey('jwk', key), false).jwk;
+  const publicJwkFromRaw = async (alg: Alg, d: Uint8Array): Promise<PublicJwk> => publicOf(await importPrivate(alg, d));
   return {
     name: 'native',
     publicJwkFromRaw,
-    async signerFromRaw(alg, d, publicJwk) {
-      if (jwkKey(await publicJwkFromRaw(alg, d)) !== jwkKey(checkPublicJwk(publicJwk).jwk)) {
-        throw new CtlError('malformed', 'key: the public key does not belong to the private key');
-      }
-      const key = await importPrivate(alg, d, false);
-      return subtleSigner(subtle, alg, publicJwk, key);
+    signerFromRaw(alg, d, publicJwk) {
+      return this.signerFor(alg, d, publicJwk);
+    },
+    async signerFor(alg, d, claimed) {
+      const key = await importPrivate(alg, d);
+      return subtleSigner(subtle, alg, ownPublicKey(await publicOf(key), claimed), key);
     },
     async verifierFromJwk(jwk) {
       const c = checkPublicJwk(jwk);

@@ -1,0 +1,43 @@
+// Shared by the crypto tests: where the vectors are (never copied into the repo), the counts
+// SOURCES.md promises, and the facades every vector runs against.
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createCtlCrypto } from '../../src/crypto/index.js';
+import { edgeCrypto } from '../../src/crypto/edge.js';
+import type { CtlCrypto } from '../../src/crypto/types.js';
+
+// build/test/crypto/helpers.js -> repo root
+const root = resolve(fileURLToPath(new URL('.', import.meta.url)), '../../..');
+export const vectorsDir = resolve(root, process.env['CTL_VECTORS_DIR'] ?? '../shared/vectors');
+
+export function readVector(path: string): string {
+  return readFileSync(resolve(vectorsDir, path), 'utf8');
+}
+
+export function readJson<T = any>(path: string): T {
+  return JSON.parse(readVector(path)) as T;
+}
+
+/** The case count SOURCES.md gives for a vector file: tests assert they read at least that many. */
+export function sourcesCount(path: string): number {
+  const row = readVector('SOURCES.md').split('\n').find((l) => l.startsWith(`| ${path} |`));
+  const n = Number(row?.split('|').at(-2)?.trim());
+  if (!Number.isInteger(n) || n <= 0) throw new Error(`SOURCES.md has no count for ${path}`);
+  return n;
+}
+
+export function hex(text: string): Uint8Array {
+  return new Uint8Array(Buffer.from(text, 'hex'));
+}
+
+export function toHex(b: Uint8Array): string {
+  return Buffer.from(b).toString('hex');
+}
+
+/** native (node:crypto here), noble, and the WebCrypto-only edge facade. */
+export const facades: [string, CtlCrypto][] = [
+  ['native', createCtlCrypto('native')],
+  ['noble', createCtlCrypto('noble')],
+  ['edge', edgeCrypto],
+];
