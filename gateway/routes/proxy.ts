@@ -1,0 +1,81 @@
+/**
+ * Agent side (spec §4.2): `ANY /proxy` with `Authorization: Bearer gw_sess_…`, `X-Target-Url`,
+ * optional `X-Target-Method` and `X-Ctl-Purpose`. The agent never sees the payment exchange:
+ * it gets the merchant's final response, or the gateway's refusal `{ error: { code, message } }`
+ * (marked `X-Ctl-Gateway-Error`, app.ts).
+ */
+import Router from '@koa/router';
+import { CtlError, base64Encode, utf8Encode } from '../../src/index.js';
+import { HttpError, unauthorized, badRequest } from '../../service-kit/index.js';
+import { effectiveState } from '../store/sessions.js';
+import type { SessionService } from '../services/sessions.js';
+import type { PaymentService } from '../services/payments.js';
+import { parsePaymentTerms } from '../services/payments.js';
+import { cleanRequestHeaders, cleanResponseHeaders, type Forwarder } from '../services/forwarder.js';
+import { bareHost } from '../services/address-guard.js';
+import type { IncomingMessage } from 'node:http';
+
+const METHOD = /^(GET|HEAD|POST|PUT|PATCH|DELETE|OPTIONS)$/;
+
+/** The agent's body, at most `limit` bytes (413 beyond). */
+function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const declared = Number(req.headers['content-length'] ?? 0);
+    if (declared > limit) return reject(new HttpError(413, 'payload_too_large', `the body is larger than ${limit} bytes`));
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > limit) {
+        req.pause();
+        reject(new HttpError(413, 'payload_too_large', `the body is larger than ${limit} bytes`));
+      } else chunks.push(c);
+    });
+    req.on('end', () => resolve(Buffer.concat(chunks)));
+    req.on('error', reject);
+  });
+}
+
+export function proxyRoutes(o: { sessions: SessionService; payments: PaymentService; forwarder: Forwarder; now: () => number; maxBodyBytes: number }) {
+  const r = new Router();
+  r.all('/proxy', async (ctx) => {
+    const token = /^Bearer (gw_sess_[A-Za-z0-9_-]{1,128})$/.exec(ctx.get('authorization'))?.[1];
+    if (!token) throw unauthorized('a session token is required (Authorization: Bearer gw_sess_…)');
+    const session = await o.sessions.byToken(token);
+    if (!session) throw unauthorized('the session token is not valid');
+    // spec §3: refused before anything is forwarded.
+    const state = effectiveState(session, o.now());
+    if (state === 'revoked') throw new CtlError('session_revoked', 'the session has been revoked');
+    if (state === 'expired') throw new CtlError('session_expired', 'the session has expired');
+
+    const target = ctx.get('x-target-url');
+    if (!target) throw badRequest('X-Target-Url: required');
+    let url: URL;
+    try {
+      url = new URL(target);
+    } catch {
+      throw new CtlError('target_not_allowed', 'X-Target-Url: not an absolute URL');
+    }
+    const method = (ctx.get('x-target-method') || ctx.method).toUpperCase();
+    if (!METHOD.test(method)) throw badRequest('X-Target-Method: not a supported method');
+    const purpose = ctx.get('x-ctl-purpose') || undefined;
+    const body = await readBody(ctx.req, o.maxBodyBytes);
+    const headers = cleanRequestHeaders(ctx.req.headers);
+    const payload = body.length ? body : undefined;
+
+    let res = await o.forwarder.send({ url, method, headers, body: payload });
+    if (res.status === 402 && res.headers['x-payment'] !== undefined) {
+      const terms = parsePaymentTerms(res.headers['x-payment']);
+      const paid = await o.payments.pay(session, terms, bareHost(res.url), purpose);
+      const retryHeaders: Record<string, string | string[]> = { ...headers, 'x-payment-receipt': paid.txRef };
+      // spec §1 trust level 1: the SBA rides along for merchants that can check it.
+      if ((session.config as { trustLevel?: number }).trustLevel === 1) retryHeaders['x-ctl-sba'] = base64Encode(utf8Encode(JSON.stringify(paid.sba)));
+      res = await o.forwarder.send({ url: res.url, method, headers: retryHeaders, body: payload });
+      ctx.set('X-Ctl-Receipt-Id', String(paid.receipt.receiptId));
+    }
+    ctx.status = res.status;
+    for (const [k, v] of Object.entries(cleanResponseHeaders(res.headers))) ctx.set(k, v as string | string[]);
+    ctx.body = res.body;
+  });
+  return r;
+}

@@ -1,0 +1,171 @@
+/**
+ * The outbound half of /proxy (spec §4.2): sends the agent's request to the merchant with
+ * node:http(s), the address guard inside the socket's lookup, redirects followed by hand so
+ * each hop is checked again (issue 4 §7), and limits on time and response size.
+ */
+import http from 'node:http';
+import https from 'node:https';
+import { lookup as dnsLookup } from 'node:dns';
+import { HttpError } from '../../service-kit/http-error.js';
+import { checkTargetUrl, guardedLookup, isExcepted, TargetRefused, type LookupFn, type TargetPolicy } from './address-guard.js';
+
+export interface ForwardRequest {
+  url: URL;
+  method: string;
+  headers: Record<string, string | string[]>;
+  body?: Buffer;
+}
+
+export interface ForwardResponse {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: Buffer;
+  /** The URL that gave this response, after redirects. */
+  url: URL;
+}
+
+export interface ForwarderOptions {
+  policy: TargetPolicy;
+  /** Whole exchange with the merchant, per hop. */
+  timeoutMs?: number;
+  maxResponseBytes?: number;
+  maxRedirects?: number;
+  /** DNS, injectable so tests can play a rebinding resolver. */
+  resolve?: LookupFn;
+}
+
+// RFC 9110 §7.6.1 hop-by-hop headers, plus the ones that must be recomputed per hop.
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host', 'content-length']);
+
+/**
+ * The agent's headers minus everything the merchant must never see (issue 4 §7): its
+ * Authorization (the session token), cookies, the gateway's own X-Ctl-* / X-Target-* headers,
+ * hop-by-hop headers and any header the Connection header names.
+ */
+export function cleanRequestHeaders(incoming: http.IncomingHttpHeaders): Record<string, string | string[]> {
+  const named = new Set(String(incoming.connection ?? '').toLowerCase().split(',').map((s) => s.trim()).filter(Boolean));
+  const out: Record<string, string | string[]> = {};
+  for (const [k, v] of Object.entries(incoming)) {
+    const name = k.toLowerCase();
+    if (v === undefined || HOP_BY_HOP.has(name) || named.has(name)) continue;
+    if (name === 'authorization' || name === 'cookie' || name.startsWith('x-ctl-') || name.startsWith('x-target-')) continue;
+    if (name.startsWith('x-payment')) continue; // payment headers are the gateway's to write
+    if (name === 'x-forwarded-for' || name === 'forwarded' || name === 'x-real-ip') continue;
+    out[name] = v;
+  }
+  return out;
+}
+
+/** The merchant's response headers minus hop-by-hop ones, for the agent. */
+export function cleanResponseHeaders(incoming: http.IncomingHttpHeaders): Record<string, string | string[]> {
+  const named = new Set(String(incoming.connection ?? '').toLowerCase().split(',').map((s) => s.trim()).filter(Boolean));
+  const out: Record<string, string | string[]> = {};
+  for (const [k, v] of Object.entries(incoming)) {
+    if (v === undefined || HOP_BY_HOP.has(k) || named.has(k)) continue;
+    out[k] = v;
+  }
+  return out;
+}
+
+export const upstreamTimeout = (ms: number) => new HttpError(504, 'upstream_timeout', `the merchant did not answer within ${ms} ms`);
+export const upstreamError = (message: string) => new HttpError(502, 'upstream_error', message);
+
+export interface Forwarder {
+  send(req: ForwardRequest): Promise<ForwardResponse>;
+  close(): void;
+}
+
+export function createForwarder(options: ForwarderOptions): Forwarder {
+  const policy = options.policy;
+  const timeoutMs = options.timeoutMs ?? 30_000;
+  const maxBytes = options.maxResponseBytes ?? 10 * 1024 * 1024;
+  const maxRedirects = options.maxRedirects ?? 5;
+  const guarded = guardedLookup(policy, options.resolve);
+  const open = options.resolve ?? (dnsLookup as unknown as LookupFn);
+  const openLookup = (h: string, o: any, cb: any) => open(h, { all: true }, (e, a) => (e ? cb(e) : o?.all ? cb(null, a) : cb(null, a[0]!.address, a[0]!.family)));
+  const agents = {
+    http: new http.Agent({ keepAlive: true, maxSockets: 512 }),
+    https: new https.Agent({ keepAlive: true, maxSockets: 512 }),
+  };
+
+  function once(req: ForwardRequest): Promise<ForwardResponse> {
+    const url = req.url;
+    const isHttps = url.protocol === 'https:';
+    const lookup = policy.allowPrivate || isExcepted(url, policy) ? openLookup : guarded;
+    return new Promise((resolve, reject) => {
+      let settled = false;
+      const fail = (e: unknown) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        r.destroy();
+        if (e instanceof TargetRefused || e instanceof HttpError) reject(e);
+        else reject(upstreamError(`the merchant could not be reached: ${(e as NodeJS.ErrnoException)?.code ?? (e as Error)?.message ?? 'error'}`));
+      };
+      const headers: Record<string, string | string[]> = { ...req.headers, host: url.host };
+      if (req.body && req.body.length > 0) headers['content-length'] = String(req.body.length);
+      const r = (isHttps ? https : http).request(
+        {
+          protocol: url.protocol,
+          hostname: url.hostname.replace(/^\[|\]$/g, ''),
+          port: url.port || (isHttps ? 443 : 80),
+          path: url.pathname + url.search,
+          method: req.method,
+          headers,
+          agent: isHttps ? agents.https : agents.http,
+          lookup: lookup as any,
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          let size = 0;
+          res.on('data', (c: Buffer) => {
+            size += c.length;
+            if (size > maxBytes) fail(upstreamError(`the merchant's response is larger than ${maxBytes} bytes`));
+            else chunks.push(c);
+          });
+          res.on('end', () => {
+            if (settled) return;
+            settled = true;
+            clearTimeout(timer);
+            resolve({ status: res.statusCode ?? 502, headers: res.headers, body: Buffer.concat(chunks), url });
+          });
+          res.on('error', fail);
+          res.on('aborted', () => fail(upstreamError('the merchant aborted the response')));
+        },
+      );
+      const timer = setTimeout(() => fail(upstreamTimeout(timeoutMs)), timeoutMs);
+      r.on('error', fail);
+      r.end(req.body && req.body.length > 0 ? req.body : undefined);
+    });
+  }
+
+  return {
+    async send(first) {
+      let req = { ...first, url: checkTargetUrl(first.url, policy) };
+      for (let hop = 0; ; hop++) {
+        const res = await once(req);
+        const location = res.headers.location;
+        if (![301, 302, 303, 307, 308].includes(res.status) || !location) return res;
+        if (hop >= maxRedirects) throw upstreamError(`more than ${maxRedirects} redirects`);
+        let next: URL;
+        try {
+          next = new URL(location, req.url);
+        } catch {
+          throw upstreamError('the merchant redirected to an invalid URL');
+        }
+        next = checkTargetUrl(next, policy); // every hop is checked again
+        const toGet = res.status === 303 || ((res.status === 301 || res.status === 302) && req.method === 'POST');
+        const headers = { ...req.headers };
+        if (toGet) {
+          delete headers['content-type'];
+          delete headers['content-encoding'];
+        }
+        req = { url: next, method: toGet ? 'GET' : req.method, headers, body: toGet ? undefined : req.body };
+      }
+    },
+    close() {
+      agents.http.destroy();
+      agents.https.destroy();
+    },
+  };
+}

@@ -1,0 +1,259 @@
+/**
+ * One payment, from a merchant's 402 to a signed receipt (spec §3 second row, §4.2 steps 2–3):
+ * checks that never change during a session (purpose, merchant globs, currency) in memory, then
+ * one atomic reservation in the store (state, expiry, velocity, budget), an SBA signed under
+ * the session's internal grant, `paying` written, the rail paid (idempotent by payment id), the
+ * receipt signed and committed with the spend. A failure after `paying` is settled with the
+ * rail, never guessed: reconcile() does the same for payments a crash left open.
+ */
+import { randomBytes } from 'node:crypto';
+import {
+  CtlError,
+  createSignedSessionBudgetAuthorization,
+  signReceipt,
+  formatTimestamp,
+  importSigningKey,
+  jwkThumbprint,
+  parseStrictJson,
+  isAmount,
+  isCurrency,
+  type SigningKey,
+} from '../../src/index.js';
+import { HttpError, type SqlDatabase } from '../../service-kit/index.js';
+import { reserve, markPaying, commit, release, openPayments, type PaymentRecord } from '../store/payments.js';
+import { sessionById, type SessionRecord } from '../store/sessions.js';
+import type { Rail } from '../rails/rail.js';
+import type { KeyRing } from './keys.js';
+import type { GatewayEvents } from './events.js';
+import { createMerchantMatcher, purposeIsAllowed, MAX_AMOUNT, type SessionConfig } from './session-config.js';
+import { continuationToken } from './continuation.js';
+
+export interface PaymentTerms {
+  amount: string;
+  currency: string;
+  address: string;
+}
+
+/**
+ * The merchant's X-Payment header (spec §2.6): exactly `{ amount, currency, address }`.
+ * Anything else is `payment_terms_refused` (PROTOCOL.md §9): the gateway signs nothing it does
+ * not fully understand.
+ */
+export function parsePaymentTerms(header: string | string[] | undefined): PaymentTerms {
+  const refuse = (why: string) => new CtlError('payment_terms_refused', `X-Payment: ${why}`);
+  if (typeof header !== 'string' || header.length > 4096) throw refuse('missing, repeated or too long');
+  let v: unknown;
+  try {
+    v = parseStrictJson(header);
+  } catch {
+    throw refuse('not a JSON object');
+  }
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw refuse('not a JSON object');
+  const t = v as Record<string, unknown>;
+  for (const k of Object.keys(t)) if (!['amount', 'currency', 'address'].includes(k)) throw refuse(`unknown field '${k}'`);
+  if (!isAmount(t.amount) || t.amount === '0') throw refuse('amount must be a positive decimal string of minor units');
+  if (BigInt(t.amount) > MAX_AMOUNT) throw refuse('amount is too large');
+  if (!isCurrency(t.currency)) throw refuse('currency must be a currency code');
+  if (typeof t.address !== 'string' || !/^[\x21-\x7e]{1,256}$/.test(t.address)) throw refuse('address must be printable ASCII, 1–256 characters');
+  return { amount: t.amount, currency: t.currency, address: t.address };
+}
+
+export interface PaymentServiceDeps {
+  db: SqlDatabase;
+  rail: Rail;
+  keys: KeyRing;
+  events: GatewayEvents;
+  continuationSecret: Buffer;
+  issuer: string;
+  now: () => number;
+  /** Counts for /metrics. */
+  onPaid?: (ms: number) => void;
+  onRefused?: (code: string) => void;
+}
+
+export interface PaidResult {
+  paymentId: string;
+  txRef: string;
+  sba: Record<string, unknown>;
+  receipt: Record<string, unknown>;
+}
+
+const SBA_LIFETIME_MS = 5 * 60_000;
+
+export function createPaymentService(deps: PaymentServiceDeps) {
+  const { db, rail, keys, events, now } = deps;
+  const actorKeys = new Map<string, Promise<{ key: SigningKey; kid: string }>>();
+  const matchers = new Map<string, (host: string) => boolean>();
+
+  function actorKey(session: SessionRecord) {
+    let k = actorKeys.get(session.id);
+    if (!k) {
+      if (actorKeys.size > 10_000) actorKeys.clear(); // bounded: re-imported on demand
+      k = importSigningKey(session.actorKeyPem).then(async (key) => ({ key, kid: await jwkThumbprint(key.publicJwk) }));
+      actorKeys.set(session.id, k);
+    }
+    return k;
+  }
+
+  function merchantAllowed(session: SessionRecord, host: string): boolean {
+    let m = matchers.get(session.id);
+    if (!m) {
+      if (matchers.size > 10_000) matchers.clear();
+      m = createMerchantMatcher(session.config as unknown as SessionConfig);
+      matchers.set(session.id, m);
+    }
+    return m(host);
+  }
+
+  function refuse(session: SessionRecord, code: CtlError['code'], message: string, details: Record<string, unknown>): never {
+    deps.onRefused?.(code);
+    events.emit(session, 'payment.denied', { code, message, ...details });
+    throw new CtlError(code, message);
+  }
+
+  /** Commit + receipt for a payment the rail has made; safe to call from any path, commits once. */
+  async function settlePaid(session: SessionRecord, p: PaymentRecord | { id: string; amount: bigint; currency: string; merchant: string; purpose: string; rail: string }, txRef: string, sba: Record<string, unknown> | undefined) {
+    const paidAt = now();
+    const receiptId = `rcpt_${randomBytes(16).toString('base64url')}`;
+    const rk = await keys.active('receipt');
+    const fields: Record<string, unknown> = {
+      receiptId,
+      sessionId: session.id,
+      grantId: session.grantId,
+      purpose: p.purpose,
+      amount: { amountMinor: p.amount.toString(), currency: p.currency },
+      merchant: p.merchant,
+      paidAt: formatTimestamp(paidAt),
+      txRef,
+      rail: p.rail,
+    };
+    if (sba) fields.sba = sba;
+    const receipt = (await signReceipt(fields as any, { signingKey: rk.signingKey, keyId: rk.kid })) as unknown as Record<string, unknown>;
+    const c = await commit(db, { paymentId: p.id, sessionId: session.id, amount: p.amount, txRef, receiptId, receipt: JSON.stringify(receipt), paidAt });
+    if (c.committed) {
+      events.emit(session, 'payment.completed', {
+        paymentId: p.id, receiptId, amountMinor: p.amount.toString(), currency: p.currency, merchant: p.merchant, purpose: p.purpose, txRef,
+      });
+      for (const pct of session.thresholds) {
+        const mark = (c.ceiling * BigInt(pct)) / 100n;
+        if (c.spentBefore < mark && c.spentAfter >= mark) {
+          events.emit(session, 'session.threshold_crossed', { threshold: pct, spentMinor: c.spentAfter.toString(), ceilingMinor: c.ceiling.toString() });
+        }
+      }
+    }
+    return { committed: c.committed, receipt };
+  }
+
+  return {
+    /**
+     * Pays `terms` for `session` to the merchant at `host`. Throws CtlError with the refusal code
+     * (spec §3 third and fourth rows) having paid nothing, or resolves once paid and committed.
+     */
+    async pay(session: SessionRecord, terms: PaymentTerms, host: string, purpose: string | undefined): Promise<PaidResult> {
+      const started = performance.now();
+      const amount = BigInt(terms.amount);
+      const details = { merchant: host, amountMinor: terms.amount, currency: terms.currency, purpose: purpose ?? null };
+      if (!purpose || !purposeIsAllowed(purpose, session.config.purposes as string[])) {
+        refuse(session, 'purpose_not_allowed', purpose ? `the purpose '${purpose}' is not allowed for this session` : 'X-Ctl-Purpose is required for a paid request', details);
+      }
+      if (!merchantAllowed(session, host)) refuse(session, 'destination_not_allowed', `the merchant '${host}' is not allowed for this session`, details);
+      if (terms.currency !== session.currency) refuse(session, 'currency_mismatch', `the merchant asks for ${terms.currency}; the session budget is in ${session.currency}`, details);
+
+      const paymentId = `pay_${randomBytes(16).toString('base64url')}`;
+      const r = await reserve(db, {
+        paymentId, sessionId: session.id, amount, currency: terms.currency, merchant: host, address: terms.address, purpose, rail: rail.name, now: now(),
+      });
+      if (!r.ok) {
+        if (r.code === 'session_paused' && r.pausedNow) {
+          const s = await sessionById(db, session.id);
+          events.emit(session, 'session.paused', {
+            spentMinor: s?.spent.toString(), ceilingMinor: s?.ceiling.toString(),
+            continuationToken: s?.continuationNonce ? continuationToken(deps.continuationSecret, session.id, s.continuationNonce) : undefined,
+          });
+        }
+        refuse(session, r.code, r.message, details);
+      }
+
+      // Signed only now: the reservation above re-read the revocation state (spec §3 rule 1).
+      let sba: Record<string, unknown>;
+      try {
+        const ak = await actorKey(session);
+        sba = (await createSignedSessionBudgetAuthorization(
+          {
+            grant: session.grant as any,
+            sessionId: session.id,
+            actorId: `gateway:${session.id}`,
+            maxAmountMinor: terms.amount,
+            budgetScope: 'SESSION',
+            budgetId: paymentId,
+            expiresAt: formatTimestamp(Math.min(session.expiresAt, now() + SBA_LIFETIME_MS)),
+            rail: rail.name,
+            merchantId: host,
+            purpose,
+            issuer: session.grant.issuer as string,
+          },
+          { signingKey: ak.key, keyId: ak.kid, now },
+        )) as unknown as Record<string, unknown>;
+      } catch (e) {
+        await release(db, paymentId, now());
+        throw e;
+      }
+      if (!(await markPaying(db, paymentId, JSON.stringify(sba), now()))) {
+        throw new HttpError(409, 'conflict', 'the payment was settled by reconciliation before it was made');
+      }
+
+      let txRef: string;
+      try {
+        txRef = (await rail.pay({ paymentId, amount, currency: terms.currency, address: terms.address, merchant: host })).txRef;
+      } catch (e) {
+        // Paid or not? Ask the rail, which also voids the id if it was not (rail.ts).
+        const found = await rail.settle(paymentId).catch(() => undefined);
+        if (!found) {
+          await release(db, paymentId, now());
+          deps.onRefused?.('rail_failed');
+          throw new HttpError(502, 'payment_failed', `the ${rail.name} rail did not make the payment: ${(e as Error)?.message ?? 'error'}`);
+        }
+        txRef = found.txRef;
+      }
+      const { receipt } = await settlePaid(
+        session,
+        { id: paymentId, amount, currency: terms.currency, merchant: host, purpose, rail: rail.name },
+        txRef,
+        sba,
+      );
+      deps.onPaid?.(performance.now() - started);
+      return { paymentId, txRef, sba, receipt };
+    },
+
+    /**
+     * Settles payments left open longer than `staleMs` (a crash between reserve and commit):
+     * `reserved` never reached the rail and is released; `paying` is settled with the rail,
+     * committed with its receipt when it was paid, released (and voided at the rail) when not.
+     */
+    async reconcile(staleMs: number): Promise<{ committed: number; released: number }> {
+      let committed = 0;
+      let released = 0;
+      for (const p of await openPayments(db, now() - staleMs)) {
+        if (p.state === 'reserved') {
+          // A 'reserved' row is only ever followed by 'paying' before the rail is called, but
+          // another instance may be between those two steps: void at the rail first.
+          const found = await rail.settle(p.id);
+          if (!found) {
+            if (await release(db, p.id, now())) released++;
+            continue;
+          }
+        }
+        const found = await rail.settle(p.id);
+        const session = await sessionById(db, p.sessionId);
+        if (!session) continue;
+        if (found) {
+          const r = await settlePaid(session, p, found.txRef, p.sba ? JSON.parse(p.sba) : undefined);
+          if (r.committed) committed++;
+        } else if (await release(db, p.id, now())) released++;
+      }
+      return { committed, released };
+    },
+  };
+}
+
+export type PaymentService = ReturnType<typeof createPaymentService>;

@@ -1,0 +1,159 @@
+/**
+ * Validation of POST /sessions (spec §2.1 plus PROTOCOL.md §8 controls). The accepted
+ * configuration, with defaults filled in, is the session's policy document: its policyHash goes
+ * into the internal grant and every SBA (spec §2.3, PROTOCOL.md §2). Unknown fields are refused
+ * so nothing the owner meant as a limit is silently ignored.
+ */
+import picomatch from 'picomatch';
+import { isAmount, isCurrency, isPurposePattern, isPurpose, purposeAllowed, parseTimestamp } from '../../src/index.js';
+import { badRequest } from '../../service-kit/index.js';
+
+export interface SessionConfig {
+  budget: { amount: string; currency: string };
+  purposes: string[];
+  expiresAt: string;
+  label: string;
+  merchantAllowlist: string[];
+  merchantBlocklist: string[];
+  velocity?: { maxPaymentsPerHour?: number; maxAmountPerMerchantPerDay?: string };
+  softLimit?: { amount: string };
+  webhookUrl?: string;
+  /** Percentages of the ceiling whose crossing emits session.threshold_crossed (spec §6). */
+  thresholds: number[];
+  trustLevel: 0 | 1;
+}
+
+/** SQLite returns integers as JS numbers, so every stored amount stays a safe integer. */
+export const MAX_AMOUNT = BigInt(Number.MAX_SAFE_INTEGER);
+
+const FIELDS = new Set(['budget', 'purposes', 'expiresAt', 'label', 'merchantAllowlist', 'merchantBlocklist', 'velocity', 'softLimit', 'webhookUrl', 'thresholds', 'trustLevel']);
+const GLOB = /^[a-z0-9.*?\-[\]{},!]{1,253}$/;
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+function closed(v: Record<string, unknown>, field: string, allowed: string[]) {
+  for (const k of Object.keys(v)) if (!allowed.includes(k)) throw badRequest(`${field}.${k}: unknown field`);
+}
+
+function amountField(v: unknown, field: string, positive = true): string {
+  if (!isAmount(v)) throw badRequest(`${field}: must be a decimal string of minor units, e.g. "1500"`);
+  const n = BigInt(v);
+  if (positive && n === 0n) throw badRequest(`${field}: must be greater than zero`);
+  if (n > MAX_AMOUNT) throw badRequest(`${field}: at most ${MAX_AMOUNT}`);
+  return v;
+}
+
+function globs(v: unknown, field: string): string[] {
+  if (v === undefined) return [];
+  if (!Array.isArray(v) || v.length > 100) throw badRequest(`${field}: must be an array of at most 100 host globs`);
+  return v.map((g, i) => {
+    if (typeof g !== 'string' || !GLOB.test(g.toLowerCase())) throw badRequest(`${field}[${i}]: must be a host glob such as "*.example.com"`);
+    return g.toLowerCase();
+  });
+}
+
+/**
+ * Parses the body of POST /sessions; throws 400 `malformed` naming the field.
+ * @example parseSessionConfig({ budget: { amount: '1000', currency: 'USD' }, purposes: ['api:search'], expiresAt: '2030-01-01T00:00:00Z' }, Date.now())
+ */
+export function parseSessionConfig(body: unknown, now: number): SessionConfig {
+  if (!isObject(body)) throw badRequest('body: must be a JSON object');
+  for (const k of Object.keys(body)) if (!FIELDS.has(k)) throw badRequest(`${k}: unknown field`);
+
+  const budget = body.budget;
+  if (!isObject(budget)) throw badRequest('budget: required, { amount, currency }');
+  closed(budget, 'budget', ['amount', 'currency']);
+  const amount = amountField(budget.amount, 'budget.amount');
+  if (!isCurrency(budget.currency)) throw badRequest('budget.currency: must be a currency or asset code such as "USD"');
+
+  const purposes = body.purposes;
+  if (!Array.isArray(purposes) || purposes.length === 0) throw badRequest('purposes: required, a non-empty array of "<domain>:<kind>"');
+  if (purposes.length > 100) throw badRequest('purposes: at most 100');
+  purposes.forEach((p, i) => {
+    if (!isPurposePattern(p)) throw badRequest(`purposes[${i}]: must be "<domain>:<kind>" or "<domain>:*"`);
+  });
+  if (new Set(purposes).size !== purposes.length) throw badRequest('purposes: duplicate entries');
+
+  let expires: number;
+  try {
+    expires = parseTimestamp(body.expiresAt, 'expiresAt');
+  } catch {
+    throw badRequest('expiresAt: required, an RFC 3339 UTC timestamp such as "2030-01-01T00:00:00Z"');
+  }
+  if (expires <= now) throw badRequest('expiresAt: must be in the future');
+
+  const label = body.label ?? '';
+  if (typeof label !== 'string' || label.length > 200) throw badRequest('label: must be a string of at most 200 characters');
+
+  const config: SessionConfig = {
+    budget: { amount, currency: budget.currency as string },
+    purposes: purposes as string[],
+    expiresAt: body.expiresAt as string,
+    label,
+    merchantAllowlist: globs(body.merchantAllowlist, 'merchantAllowlist'),
+    merchantBlocklist: globs(body.merchantBlocklist, 'merchantBlocklist'),
+    thresholds: [],
+    trustLevel: 0,
+  };
+
+  if (body.velocity !== undefined) {
+    const v = body.velocity;
+    if (!isObject(v)) throw badRequest('velocity: must be { maxPaymentsPerHour?, maxAmountPerMerchantPerDay? }');
+    closed(v, 'velocity', ['maxPaymentsPerHour', 'maxAmountPerMerchantPerDay']);
+    config.velocity = {};
+    if (v.maxPaymentsPerHour !== undefined) {
+      const n = v.maxPaymentsPerHour;
+      if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 1) throw badRequest('velocity.maxPaymentsPerHour: must be an integer ≥ 1');
+      config.velocity.maxPaymentsPerHour = n;
+    }
+    if (v.maxAmountPerMerchantPerDay !== undefined) {
+      config.velocity.maxAmountPerMerchantPerDay = amountField(v.maxAmountPerMerchantPerDay, 'velocity.maxAmountPerMerchantPerDay');
+    }
+  }
+  if (body.softLimit !== undefined) {
+    const s = body.softLimit;
+    if (!isObject(s)) throw badRequest('softLimit: must be { amount }');
+    closed(s, 'softLimit', ['amount']);
+    config.softLimit = { amount: amountField(s.amount, 'softLimit.amount') };
+  }
+  if (body.webhookUrl !== undefined) {
+    const u = body.webhookUrl;
+    let ok = false;
+    try {
+      ok = typeof u === 'string' && u.length <= 2048 && ['http:', 'https:'].includes(new URL(u).protocol);
+    } catch {}
+    if (!ok) throw badRequest('webhookUrl: must be an http(s) URL');
+    config.webhookUrl = u as string;
+  }
+  if (body.thresholds !== undefined) {
+    const t = body.thresholds;
+    if (!Array.isArray(t) || t.length > 10 || !t.every((x) => Number.isInteger(x) && x >= 1 && x <= 100)) {
+      throw badRequest('thresholds: must be at most 10 integer percentages 1–100');
+    }
+    config.thresholds = [...new Set(t as number[])].sort((a, b) => a - b);
+  }
+  if (body.trustLevel !== undefined) {
+    if (body.trustLevel !== 0 && body.trustLevel !== 1) throw badRequest('trustLevel: must be 0 or 1');
+    config.trustLevel = body.trustLevel;
+  }
+  return config;
+}
+
+/** True when a concrete purpose is allowed by the session (PROTOCOL.md §1: `<domain>:*` allows a domain). */
+export function purposeIsAllowed(purpose: string, allowed: string[]): boolean {
+  return isPurpose(purpose) && purposeAllowed(purpose, allowed);
+}
+
+/**
+ * The merchant check over the target host (PROTOCOL.md §8): the blocklist wins; a non-empty
+ * allowlist admits only the hosts it matches.
+ */
+export function createMerchantMatcher(config: Pick<SessionConfig, 'merchantAllowlist' | 'merchantBlocklist'>): (host: string) => boolean {
+  const opts = { nocase: true, dot: true };
+  const blocked = config.merchantBlocklist.length ? picomatch(config.merchantBlocklist, opts) : () => false;
+  const allowed = config.merchantAllowlist.length ? picomatch(config.merchantAllowlist, opts) : () => true;
+  return (host) => {
+    const h = host.toLowerCase().replace(/\.$/, '');
+    return !blocked(h) && allowed(h);
+  };
+}

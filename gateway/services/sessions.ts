@@ -1,0 +1,179 @@
+/**
+ * Session lifecycle (spec §3, §4.1): creation mints the internal PolicyGrant (spec §2.3) and a
+ * per-session actor key (the "wallet session per gateway session" of spec §1), revocation and
+ * continuation are single conditional UPDATEs in the store, and the view hides secrets.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { createSignedPolicyGrant, generateKeyPair, policyHash, formatTimestamp, CtlError } from '../../src/index.js';
+import { generateWebhookSecret, notFound, type SqlDatabase } from '../../service-kit/index.js';
+import { insertSession, sessionById, sessionByTokenHash, revokeSession, continueSession, effectiveState, type SessionRecord } from '../store/sessions.js';
+import { parseSessionConfig, MAX_AMOUNT, type SessionConfig } from './session-config.js';
+import { continuationToken, continuationNonce } from './continuation.js';
+import { checkTargetUrl, type TargetPolicy } from './address-guard.js';
+import type { KeyRing } from './keys.js';
+import type { GatewayEvents } from './events.js';
+
+export const hashToken = (token: string) => createHash('sha256').update(token, 'utf8').digest('hex');
+
+export interface SessionServiceDeps {
+  db: SqlDatabase;
+  keys: KeyRing;
+  events: GatewayEvents;
+  issuer: string;
+  railName: string;
+  continuationSecret: Buffer;
+  targets: TargetPolicy;
+  now: () => number;
+  onCreated?: (expiresAt: number) => void;
+}
+
+function assetOf(currency: string) {
+  // ISO 4217 codes are three letters; anything else (USDC, …) is a token asset code.
+  return { standard: /^[A-Z]{3}$/.test(currency) ? 'iso4217' : 'token', code: currency };
+}
+
+export function createSessionService(deps: SessionServiceDeps) {
+  const { db, keys, now } = deps;
+
+  async function mintGrant(s: { grantId: string; policyHash: string; config: SessionConfig; ceiling: bigint; actorJwk: unknown }, baseUrl: string) {
+    const gk = await keys.active('grant');
+    return (await createSignedPolicyGrant(
+      {
+        grantId: s.grantId,
+        policyHash: s.policyHash,
+        expiresAt: s.config.expiresAt,
+        allowedRails: [deps.railName],
+        allowedAssets: [assetOf(s.config.budget.currency)],
+        allowedPurposes: s.config.purposes,
+        maxAmountMinor: s.ceiling.toString(),
+        currency: s.config.budget.currency,
+        actorKey: s.actorJwk as any,
+        ...(s.config.velocity && Object.keys(s.config.velocity).length ? { velocity: s.config.velocity } : {}),
+      },
+      { issuer: deps.issuer, keyId: gk.kid, signingKey: gk.signingKey, revocationBaseUrl: baseUrl, now },
+    )) as unknown as Record<string, unknown>;
+  }
+
+  /** The owner's view (issue 4 §2); the continuation token only while paused. */
+  function view(s: SessionRecord) {
+    const state = effectiveState(s, now());
+    const c = s.config as unknown as SessionConfig;
+    const remaining = s.ceiling - s.spent - s.reserved;
+    return {
+      sessionId: s.id,
+      label: s.label,
+      state,
+      budget: { amount: s.ceiling.toString(), currency: s.currency },
+      purposes: c.purposes,
+      expiresAt: c.expiresAt,
+      createdAt: formatTimestamp(s.createdAt),
+      spentMinor: s.spent.toString(),
+      reservedMinor: s.reserved.toString(),
+      remainingMinor: (remaining > 0n ? remaining : 0n).toString(),
+      merchantAllowlist: c.merchantAllowlist,
+      merchantBlocklist: c.merchantBlocklist,
+      ...(c.velocity ? { velocity: c.velocity } : {}),
+      ...(c.softLimit ? { softLimit: c.softLimit } : {}),
+      ...(c.webhookUrl ? { webhookUrl: c.webhookUrl } : {}),
+      thresholds: c.thresholds,
+      trustLevel: c.trustLevel,
+      policyHash: s.policyHash,
+      grantId: s.grantId,
+      ...(state === 'paused' && s.continuationNonce ? { continuationToken: continuationToken(deps.continuationSecret, s.id, s.continuationNonce) } : {}),
+    };
+  }
+
+  return {
+    view,
+
+    async create(ownerId: string, body: unknown, baseUrl: string) {
+      const config = parseSessionConfig(body, now());
+      if (config.webhookUrl) {
+        try {
+          checkTargetUrl(config.webhookUrl, deps.targets);
+        } catch (e) {
+          throw new CtlError('target_not_allowed', `webhookUrl: ${(e as Error).message}`);
+        }
+      }
+      const id = `sess_${randomBytes(16).toString('base64url')}`;
+      const grantId = `grant_${randomBytes(16).toString('base64url')}`;
+      const token = `gw_sess_${randomBytes(32).toString('base64url')}`;
+      const hash = policyHash(config);
+      const actor = await generateKeyPair({ alg: 'EdDSA' });
+      const ceiling = BigInt(config.budget.amount);
+      const grant = await mintGrant({ grantId, policyHash: hash, config, ceiling, actorJwk: actor.publicJwk }, baseUrl);
+      const expiresAt = Date.parse(config.expiresAt);
+      await insertSession(db, {
+        id,
+        ownerId,
+        tokenHash: hashToken(token),
+        label: config.label,
+        currency: config.budget.currency,
+        ceiling,
+        expiresAt,
+        createdAt: now(),
+        config: config as unknown as Record<string, unknown>,
+        policyHash: hash,
+        grantId,
+        grant,
+        actorKeyPem: actor.privateKeyPem,
+        softLimit: config.softLimit ? BigInt(config.softLimit.amount) : null,
+        maxPerHour: config.velocity?.maxPaymentsPerHour ?? null,
+        maxPerMerchantDay: config.velocity?.maxAmountPerMerchantPerDay ? BigInt(config.velocity.maxAmountPerMerchantPerDay) : null,
+        webhookUrl: config.webhookUrl ?? null,
+        webhookSecret: config.webhookUrl ? generateWebhookSecret() : null,
+        thresholds: config.thresholds,
+      });
+      deps.onCreated?.(expiresAt);
+      const created = (await sessionById(db, id))!;
+      return {
+        sessionToken: token,
+        sessionId: id,
+        revocationUrl: `${baseUrl}/sessions/${id}`,
+        policyHash: hash,
+        grantId,
+        expiresAt: config.expiresAt,
+        ...(created.webhookSecret ? { webhookSecret: created.webhookSecret } : {}),
+      };
+    },
+
+    /** The session of an owner, or 404 as if it did not exist (issue 4 §1). */
+    async owned(ownerId: string, id: string): Promise<SessionRecord> {
+      const s = await sessionById(db, id);
+      if (!s || s.ownerId !== ownerId) throw notFound(`no session '${id}'`);
+      return s;
+    },
+
+    byToken: (token: string) => sessionByTokenHash(db, hashToken(token)),
+
+    /** spec §3 DELETE row: revoked at once; repeated calls answer the same. */
+    async revoke(s: SessionRecord) {
+      if (await revokeSession(db, s.id, now())) deps.events.emit(s, 'session.revoked', { revokedAt: formatTimestamp(now()) });
+      return view((await sessionById(db, s.id))!);
+    },
+
+    /** spec §3 paused row: a valid unused token raises the ceiling by at most softLimit.amount. */
+    async continue(s: SessionRecord, body: unknown, baseUrl: string) {
+      const b = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
+      for (const k of Object.keys(b)) if (k !== 'continuationToken' && k !== 'amount') throw new CtlError('malformed', `${k}: unknown field`);
+      const nonce = continuationNonce(deps.continuationSecret, s.id, b.continuationToken);
+      if (!nonce || s.softLimit === null) throw new CtlError('continuation_invalid', 'the continuation token is not valid for this session');
+      let raise = s.softLimit;
+      if (b.amount !== undefined) {
+        if (typeof b.amount !== 'string' || !/^[1-9][0-9]{0,17}$/.test(b.amount)) throw new CtlError('malformed', 'amount: must be a positive decimal string');
+        if (BigInt(b.amount) > s.softLimit) throw new CtlError('malformed', `amount: at most softLimit.amount (${s.softLimit})`);
+        raise = BigInt(b.amount);
+      }
+      const newCeiling = s.ceiling + raise;
+      if (newCeiling > MAX_AMOUNT) throw new CtlError('malformed', 'the raised ceiling would be too large');
+      const config = s.config as unknown as SessionConfig;
+      const actorJwk = s.grant.actorKey;
+      const grant = await mintGrant({ grantId: s.grantId, policyHash: s.policyHash, config, ceiling: newCeiling, actorJwk }, baseUrl);
+      const ok = await continueSession(db, { id: s.id, nonce, oldCeiling: s.ceiling, newCeiling, grant, now: now() });
+      if (!ok) throw new CtlError('continuation_invalid', 'the continuation token has been used, or the session is not paused');
+      return view((await sessionById(db, s.id))!);
+    },
+  };
+}
+
+export type SessionService = ReturnType<typeof createSessionService>;

@@ -1,0 +1,197 @@
+/**
+ * Money moves here. The budget check and the reservation are one transaction in which the
+ * session row is locked (FOR UPDATE on PostgreSQL, BEGIN IMMEDIATE on SQLite), and the final
+ * UPDATE repeats the ceiling test in its WHERE clause: no check-then-set (PROTOCOL.md §7), so 50
+ * parallel payments on a budget for 10 reserve exactly 10, across processes too.
+ */
+import { randomBytes } from 'node:crypto';
+import type { SqlDatabase, SqlExecutor, Row } from '../../service-kit/index.js';
+import { forUpdate } from './lock.js';
+
+export type PaymentState = 'reserved' | 'paying' | 'paid' | 'released';
+
+export interface PaymentRecord {
+  id: string;
+  sessionId: string;
+  state: PaymentState;
+  amount: bigint;
+  currency: string;
+  merchant: string;
+  address: string;
+  purpose: string;
+  rail: string;
+  txRef: string | null;
+  sba: string | null;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export function toPayment(r: Row): PaymentRecord {
+  return {
+    id: r.id as string,
+    sessionId: r.session_id as string,
+    state: r.state as PaymentState,
+    amount: BigInt(r.amount as string),
+    currency: r.currency as string,
+    merchant: r.merchant as string,
+    address: r.address as string,
+    purpose: r.purpose as string,
+    rail: r.rail as string,
+    txRef: (r.tx_ref as string | null) ?? null,
+    sba: (r.sba as string | null) ?? null,
+    createdAt: Number(r.created_at),
+    updatedAt: Number(r.updated_at),
+  };
+}
+
+export type ReserveRefusal = 'session_revoked' | 'session_expired' | 'session_paused' | 'velocity_exceeded' | 'budget_exceeded';
+
+export type ReserveResult =
+  | { ok: true; spentBefore: bigint; ceiling: bigint }
+  | { ok: false; code: ReserveRefusal; message: string; pausedNow?: boolean };
+
+const HOUR = 3_600_000;
+const DAY = 86_400_000;
+
+/**
+ * Checks state, expiry, velocity and remaining budget and reserves `amount`, all in one
+ * transaction (issue 4 §3). With a soft limit, the payment that would cross the ceiling pauses
+ * the session instead (spec §3 "budget exhausted" row) and is not made.
+ */
+export async function reserve(
+  q: SqlDatabase,
+  p: { paymentId: string; sessionId: string; amount: bigint; currency: string; merchant: string; address: string; purpose: string; rail: string; now: number },
+): Promise<ReserveResult> {
+  return q.tx(async (t) => {
+    const s = await t.get(
+      `SELECT state, expires_at, ceiling, spent, reserved, soft_limit, max_per_hour, max_per_merchant_day
+       FROM gw_sessions WHERE id = ?${forUpdate(t)}`,
+      [p.sessionId],
+    );
+    if (!s) return { ok: false, code: 'session_revoked', message: 'no such session' } as const;
+    const state = s.state as string;
+    if (state === 'revoked') return { ok: false, code: 'session_revoked', message: 'the session has been revoked' } as const;
+    if (state === 'expired' || Number(s.expires_at) <= p.now) return { ok: false, code: 'session_expired', message: 'the session has expired' } as const;
+    if (state === 'paused') return { ok: false, code: 'session_paused', message: 'the session is paused at its soft ceiling; continue it with the continuation token' } as const;
+    if (s.max_per_hour != null) {
+      const c = await t.get<{ n: unknown }>(
+        `SELECT COUNT(*) AS n FROM gw_payments WHERE session_id = ? AND created_at > ? AND state <> 'released'`,
+        [p.sessionId, p.now - HOUR],
+      );
+      if (Number(c?.n ?? 0) >= Number(s.max_per_hour)) {
+        return { ok: false, code: 'velocity_exceeded', message: `at most ${s.max_per_hour} payments per hour` } as const;
+      }
+    }
+    if (s.max_per_merchant_day != null) {
+      const c = await t.get<{ total: unknown }>(
+        `SELECT COALESCE(SUM(amount), 0) AS total FROM gw_payments WHERE session_id = ? AND merchant = ? AND created_at > ? AND state <> 'released'`,
+        [p.sessionId, p.merchant, p.now - DAY],
+      );
+      if (BigInt(String(c?.total ?? 0)) + p.amount > BigInt(s.max_per_merchant_day as string)) {
+        return { ok: false, code: 'velocity_exceeded', message: `at most ${s.max_per_merchant_day} per merchant per day` } as const;
+      }
+    }
+    const ceiling = BigInt(s.ceiling as string);
+    const spent = BigInt(s.spent as string);
+    const reserved = BigInt(s.reserved as string);
+    if (spent + reserved + p.amount > ceiling) {
+      if (s.soft_limit != null) {
+        const r = await t.run(`UPDATE gw_sessions SET state = 'paused', continuation_nonce = ? WHERE id = ? AND state = 'active'`, [
+          randomBytes(16).toString('base64url'),
+          p.sessionId,
+        ]);
+        return { ok: false, code: 'session_paused', message: 'the payment would cross the soft ceiling: the session is paused', pausedNow: r.changes === 1 } as const;
+      }
+      return { ok: false, code: 'budget_exceeded', message: `the payment of ${p.amount} exceeds the remaining budget of ${ceiling - spent - reserved}` } as const;
+    }
+    await t.run(
+      `INSERT INTO gw_payments (id, session_id, state, amount, currency, merchant, address, purpose, rail, created_at, updated_at)
+       VALUES (?, ?, 'reserved', ?, ?, ?, ?, ?, ?, ?, ?)`,
+      [p.paymentId, p.sessionId, p.amount, p.currency, p.merchant, p.address, p.purpose, p.rail, p.now, p.now],
+    );
+    // The guard is repeated in the WHERE clause: the reservation can never pass the ceiling,
+    // whatever happened above.
+    const u = await t.run(
+      `UPDATE gw_sessions SET reserved = reserved + ? WHERE id = ? AND state = 'active' AND expires_at > ? AND spent + reserved + ? <= ceiling`,
+      [p.amount, p.sessionId, p.now, p.amount],
+    );
+    if (u.changes !== 1) throw new Error('reservation guard failed inside the transaction');
+    return { ok: true, spentBefore: spent, ceiling } as const;
+  });
+}
+
+/** reserved → paying, with the SBA the payment is made under; written before the rail is called. */
+export async function markPaying(q: SqlExecutor, paymentId: string, sba: string, now: number): Promise<boolean> {
+  const r = await q.run(`UPDATE gw_payments SET state = 'paying', sba = ?, updated_at = ? WHERE id = ? AND state = 'reserved'`, [sba, now, paymentId]);
+  return r.changes === 1;
+}
+
+export interface CommitResult {
+  /** False when another path (reconcile on another instance) already settled it. */
+  committed: boolean;
+  spentBefore: bigint;
+  spentAfter: bigint;
+  ceiling: bigint;
+}
+
+/**
+ * paying → paid: moves the amount from reserved to spent and stores the signed receipt, in one
+ * transaction; conditional on the payment state, so it happens once whoever calls it.
+ */
+export async function commit(
+  q: SqlDatabase,
+  p: { paymentId: string; sessionId: string; amount: bigint; txRef: string; receiptId: string; receipt: string; paidAt: number },
+): Promise<CommitResult> {
+  return q.tx(async (t) => {
+    const u = await t.run(`UPDATE gw_payments SET state = 'paid', tx_ref = ?, updated_at = ? WHERE id = ? AND state IN ('reserved', 'paying')`, [
+      p.txRef,
+      p.paidAt,
+      p.paymentId,
+    ]);
+    if (u.changes !== 1) return { committed: false, spentBefore: 0n, spentAfter: 0n, ceiling: 0n };
+    const s = await t.get(`SELECT spent, ceiling FROM gw_sessions WHERE id = ?${forUpdate(t)}`, [p.sessionId]);
+    await t.run(`UPDATE gw_sessions SET spent = spent + ?, reserved = reserved - ? WHERE id = ?`, [p.amount, p.amount, p.sessionId]);
+    await t.run(`INSERT INTO gw_receipts (id, session_id, payment_id, paid_at, body) VALUES (?, ?, ?, ?, ?)`, [
+      p.receiptId,
+      p.sessionId,
+      p.paymentId,
+      p.paidAt,
+      p.receipt,
+    ]);
+    const before = BigInt(s!.spent as string);
+    return { committed: true, spentBefore: before, spentAfter: before + p.amount, ceiling: BigInt(s!.ceiling as string) };
+  });
+}
+
+/** reserved|paying → released: gives the reservation back; only for payments the rail never made. */
+export async function release(q: SqlDatabase, paymentId: string, now: number): Promise<boolean> {
+  return q.tx(async (t) => {
+    const p = await t.get(`SELECT session_id, amount FROM gw_payments WHERE id = ? AND state IN ('reserved', 'paying')${forUpdate(t)}`, [paymentId]);
+    if (!p) return false;
+    const u = await t.run(`UPDATE gw_payments SET state = 'released', updated_at = ? WHERE id = ? AND state IN ('reserved', 'paying')`, [now, paymentId]);
+    if (u.changes !== 1) return false;
+    await t.run(`UPDATE gw_sessions SET reserved = reserved - ? WHERE id = ?`, [BigInt(p.amount as string), p.session_id as string]);
+    return true;
+  });
+}
+
+export async function paymentById(q: SqlExecutor, id: string): Promise<PaymentRecord | undefined> {
+  const r = await q.get(`SELECT * FROM gw_payments WHERE id = ?`, [id]);
+  return r ? toPayment(r) : undefined;
+}
+
+/** Payments left open (reserved or paying) and untouched since `before`: what reconcile() settles. */
+export async function openPayments(q: SqlExecutor, before: number, limit = 200): Promise<PaymentRecord[]> {
+  const rows = await q.all(`SELECT * FROM gw_payments WHERE state IN ('reserved', 'paying') AND updated_at <= ? ORDER BY updated_at LIMIT ?`, [before, limit]);
+  return rows.map(toPayment);
+}
+
+export async function receiptsOf(q: SqlExecutor, sessionId: string): Promise<unknown[]> {
+  const rows = await q.all<{ body: string }>(`SELECT body FROM gw_receipts WHERE session_id = ? ORDER BY paid_at, id`, [sessionId]);
+  return rows.map((r) => JSON.parse(r.body));
+}
+
+export async function receiptByPayment(q: SqlExecutor, paymentId: string): Promise<unknown | undefined> {
+  const r = await q.get<{ body: string }>(`SELECT body FROM gw_receipts WHERE payment_id = ?`, [paymentId]);
+  return r ? JSON.parse(r.body) : undefined;
+}

@@ -1,0 +1,170 @@
+/**
+ * Sessions in the store. State changes are single conditional UPDATEs (revoke, expire,
+ * continue), so two gateway instances on one database agree without any in-memory state.
+ */
+import type { SqlDatabase, SqlExecutor, Row } from '../../service-kit/index.js';
+import { forUpdate } from './lock.js';
+
+export type SessionState = 'active' | 'paused' | 'revoked' | 'expired';
+
+export interface SessionRecord {
+  id: string;
+  ownerId: string;
+  tokenHash: string;
+  label: string;
+  currency: string;
+  ceiling: bigint;
+  spent: bigint;
+  reserved: bigint;
+  state: SessionState;
+  expiresAt: number;
+  createdAt: number;
+  endedAt: number | null;
+  config: Record<string, unknown>;
+  policyHash: string;
+  grantId: string;
+  grant: Record<string, unknown>;
+  actorKeyPem: string;
+  softLimit: bigint | null;
+  continuationNonce: string | null;
+  maxPerHour: number | null;
+  maxPerMerchantDay: bigint | null;
+  webhookUrl: string | null;
+  webhookSecret: string | null;
+  /** Percent thresholds of the ceiling that emit session.threshold_crossed (spec §6). */
+  thresholds: number[];
+}
+
+const big = (v: unknown) => BigInt(v as string | number | bigint);
+const bigOrNull = (v: unknown) => (v == null ? null : big(v));
+const num = (v: unknown) => Number(v as number | bigint | string);
+
+export function toSession(r: Row): SessionRecord {
+  return {
+    id: r.id as string,
+    ownerId: r.owner_id as string,
+    tokenHash: r.token_hash as string,
+    label: r.label as string,
+    currency: r.currency as string,
+    ceiling: big(r.ceiling),
+    spent: big(r.spent),
+    reserved: big(r.reserved),
+    state: r.state as SessionState,
+    expiresAt: num(r.expires_at),
+    createdAt: num(r.created_at),
+    endedAt: r.ended_at == null ? null : num(r.ended_at),
+    config: JSON.parse(r.config as string),
+    policyHash: r.policy_hash as string,
+    grantId: r.grant_id as string,
+    grant: JSON.parse(r.grant_json as string),
+    actorKeyPem: r.actor_key_pem as string,
+    softLimit: bigOrNull(r.soft_limit),
+    continuationNonce: (r.continuation_nonce as string | null) ?? null,
+    maxPerHour: r.max_per_hour == null ? null : num(r.max_per_hour),
+    maxPerMerchantDay: bigOrNull(r.max_per_merchant_day),
+    webhookUrl: (r.webhook_url as string | null) ?? null,
+    webhookSecret: (r.webhook_secret as string | null) ?? null,
+    thresholds: JSON.parse((r.thresholds as string) || '[]'),
+  };
+}
+
+/** The state a reader should see: an active or paused session past `expiresAt` is expired. */
+export function effectiveState(s: Pick<SessionRecord, 'state' | 'expiresAt'>, now: number): SessionState {
+  if ((s.state === 'active' || s.state === 'paused') && now >= s.expiresAt) return 'expired';
+  return s.state;
+}
+
+export async function insertSession(q: SqlExecutor, s: Omit<SessionRecord, 'spent' | 'reserved' | 'endedAt' | 'continuationNonce' | 'state'>): Promise<void> {
+  await q.run(
+    `INSERT INTO gw_sessions (id, owner_id, token_hash, label, currency, ceiling, spent, reserved, state, expires_at,
+       created_at, config, policy_hash, grant_id, grant_json, actor_key_pem, soft_limit, max_per_hour,
+       max_per_merchant_day, webhook_url, webhook_secret, thresholds)
+     VALUES (?, ?, ?, ?, ?, ?, 0, 0, 'active', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    [
+      s.id, s.ownerId, s.tokenHash, s.label, s.currency, s.ceiling, s.expiresAt, s.createdAt,
+      JSON.stringify(s.config), s.policyHash, s.grantId, JSON.stringify(s.grant), s.actorKeyPem,
+      s.softLimit, s.maxPerHour, s.maxPerMerchantDay, s.webhookUrl, s.webhookSecret, JSON.stringify(s.thresholds),
+    ],
+  );
+}
+
+export async function sessionById(q: SqlExecutor, id: string): Promise<SessionRecord | undefined> {
+  const r = await q.get(`SELECT * FROM gw_sessions WHERE id = ?`, [id]);
+  return r ? toSession(r) : undefined;
+}
+
+export async function sessionByTokenHash(q: SqlExecutor, tokenHash: string): Promise<SessionRecord | undefined> {
+  const r = await q.get(`SELECT * FROM gw_sessions WHERE token_hash = ?`, [tokenHash]);
+  return r ? toSession(r) : undefined;
+}
+
+export async function sessionByGrantId(q: SqlExecutor, grantId: string): Promise<SessionRecord | undefined> {
+  const r = await q.get(`SELECT * FROM gw_sessions WHERE grant_id = ?`, [grantId]);
+  return r ? toSession(r) : undefined;
+}
+
+/** One page of an owner's sessions, newest first; `before` is the cursor (createdAt, id) of the last row seen. */
+export async function listSessions(q: SqlExecutor, ownerId: string, limit: number, before?: { createdAt: number; id: string }): Promise<SessionRecord[]> {
+  const rows = before
+    ? await q.all(
+        `SELECT * FROM gw_sessions WHERE owner_id = ? AND (created_at < ? OR (created_at = ? AND id < ?))
+         ORDER BY created_at DESC, id DESC LIMIT ?`,
+        [ownerId, before.createdAt, before.createdAt, before.id, limit],
+      )
+    : await q.all(`SELECT * FROM gw_sessions WHERE owner_id = ? ORDER BY created_at DESC, id DESC LIMIT ?`, [ownerId, limit]);
+  return rows.map(toSession);
+}
+
+/**
+ * Revokes at once (spec §3 DELETE row): one conditional UPDATE, so the next reservation on any
+ * instance sees it. Returns true when this call did the revoking.
+ */
+export async function revokeSession(q: SqlExecutor, id: string, now: number): Promise<boolean> {
+  const r = await q.run(
+    `UPDATE gw_sessions SET state = 'revoked', ended_at = ?, continuation_nonce = NULL
+     WHERE id = ? AND state IN ('active', 'paused') AND expires_at > ?`,
+    [now, id, now],
+  );
+  return r.changes === 1;
+}
+
+/**
+ * Marks every session past `expiresAt` expired (spec §3 last row) and returns those this call
+ * ended, so exactly one instance emits session.expired for each.
+ */
+export async function expireDue(q: SqlDatabase, now: number): Promise<string[]> {
+  return q.tx(async (t) => {
+    const due = await t.all<{ id: string }>(
+      `SELECT id FROM gw_sessions WHERE state IN ('active', 'paused') AND expires_at <= ? ORDER BY expires_at LIMIT 500${forUpdate(t)}`,
+      [now],
+    );
+    const ended: string[] = [];
+    for (const { id } of due) {
+      const r = await t.run(`UPDATE gw_sessions SET state = 'expired', ended_at = ?, continuation_nonce = NULL WHERE id = ? AND state IN ('active', 'paused')`, [now, id]);
+      if (r.changes === 1) ended.push(id);
+    }
+    return ended;
+  });
+}
+
+/** The earliest expiry of a live session, for the expiry timer. */
+export async function nextExpiry(q: SqlExecutor): Promise<number | undefined> {
+  const r = await q.get<{ e: unknown }>(`SELECT MIN(expires_at) AS e FROM gw_sessions WHERE state IN ('active', 'paused')`);
+  return r?.e == null ? undefined : Number(r.e);
+}
+
+/**
+ * Single-use continuation (spec §3 paused row, §5): the UPDATE matches only while the session is
+ * paused with this nonce, and clears the nonce, so a token used twice succeeds once.
+ */
+export async function continueSession(
+  q: SqlExecutor,
+  p: { id: string; nonce: string; oldCeiling: bigint; newCeiling: bigint; grant: Record<string, unknown>; now: number },
+): Promise<boolean> {
+  const r = await q.run(
+    `UPDATE gw_sessions SET state = 'active', ceiling = ?, continuation_nonce = NULL, grant_json = ?
+     WHERE id = ? AND state = 'paused' AND continuation_nonce = ? AND ceiling = ? AND expires_at > ?`,
+    [p.newCeiling, JSON.stringify(p.grant), p.id, p.nonce, p.oldCeiling, p.now],
+  );
+  return r.changes === 1;
+}
