@@ -1,0 +1,21 @@
+/**
+ * GET /.well-known/ctl-keys.json (spec §4.3, PROTOCOL.md §4 JWKS) and POST /admin/keys/rotate.
+ * Retired keys stay published while a grant they signed has not expired, and never sign again.
+ */
+import type Router from '@koa/router';
+import { requireScope } from '../../service-kit/index.js';
+import { actorOf, type RouteDeps } from './context.js';
+
+export function keyRoutes(router: Router, d: RouteDeps): void {
+  router.get('/.well-known/ctl-keys.json', async (ctx) => {
+    ctx.set('Cache-Control', 'public, max-age=60');
+    ctx.body = { keys: await d.keys.publishedGrantKeys(d.now()) };
+  });
+
+  router.post('/admin/keys/rotate', requireScope(d.authenticate, 'admin'), async (ctx) => {
+    const r = await d.keys.rotateGrantKey();
+    await d.audit.record(actorOf(ctx.state), 'key.rotate', r.kid, { retired: r.retired });
+    ctx.status = 201;
+    ctx.body = r;
+  });
+}

@@ -1,0 +1,46 @@
+/**
+ * Revocation (spec §4.3, §3): GET /revoke?grantId= is on every wallet's and merchant's path, so it
+ * is one indexed read and may be cached briefly; POST /revoke and POST /grants/{id}/revoke revoke
+ * at once and are idempotent (the first revokedAt stays).
+ */
+import type Router from '@koa/router';
+import type { Context } from 'koa';
+import { notFound, requireScope } from '../../service-kit/index.js';
+import { closedObject, identifier, optional, required, text } from '../validate.js';
+import { actorOf, type RouteDeps } from './context.js';
+
+/** Seconds a "not revoked" answer may be cached: the staleness an online verifier accepts. */
+export const REVOCATION_MAX_AGE_S = 5;
+
+export function revocationRoutes(router: Router, d: RouteDeps): void {
+  router.get('/revoke', async (ctx) => {
+    const id = identifier(ctx.query['grantId'], 'grantId');
+    const status = await d.store.revocationStatus(id);
+    if (!status) throw notFound(`no grant '${id}'`);
+    // Revocation is final, so a "revoked" answer can be cached much longer than a "not revoked" one.
+    ctx.set('Cache-Control', status.revoked ? 'public, max-age=3600' : `public, max-age=${REVOCATION_MAX_AGE_S}`);
+    ctx.body = status.revoked ? { grantId: id, revoked: true, revokedAt: status.revokedAt } : { grantId: id, revoked: false };
+  });
+
+  const revoke = async (ctx: Context, id: string, reason: string | undefined) => {
+    const actor = actorOf(ctx.state);
+    const r = await d.store.revokeGrant(id, { at: new Date(d.now()).toISOString(), actor, reason });
+    if (!r) throw notFound(`no grant '${id}'`);
+    if (r.changed) await d.audit.record(actor, 'grant.revoke', id, reason ? { reason } : {});
+    ctx.body = { grantId: id, revoked: true, revokedAt: r.revokedAt };
+  };
+
+  router.post('/revoke', requireScope(d.authenticate, 'grants:revoke'), d.body, async (ctx) => {
+    const body = closedObject(ctx.request.body, 'body', ['grantId', 'reason']);
+    const id = identifier(required(body, 'grantId'), 'grantId');
+    const reason = optional(body, 'reason');
+    await revoke(ctx, id, reason === undefined ? undefined : text(reason, 'reason', 500));
+  });
+
+  router.post('/grants/:grantId/revoke', requireScope(d.authenticate, 'grants:revoke'), d.body, async (ctx) => {
+    const id = identifier(ctx.params['grantId'], 'grantId');
+    const body = ctx.request.body === undefined ? {} : closedObject(ctx.request.body, 'body', ['reason']);
+    const reason = optional(body, 'reason');
+    await revoke(ctx, id, reason === undefined ? undefined : text(reason, 'reason', 500));
+  });
+}
