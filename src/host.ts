@@ -49,3 +49,11 @@ export function hostFetch(): typeof fetch | undefined {
 export function hostNow(): number {
   return Date.now();
 }
+
+/** The host's TextEncoder.encode, where it has one (QuickJS does not: src/encoding/utf8.ts falls back). */
+export function hostTextEncode(): ((s: string) => Uint8Array) | undefined {
+  const TE = g['TextEncoder'];
+  if (typeof TE !== 'function') return undefined;
+  const enc = new TE();
+  return (s) => enc.encode(s);
+}

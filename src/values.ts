@@ -67,6 +67,18 @@ export function purposeAllowed(purpose: string, allowList: readonly string[]): b
 
 /** RFC 3339 UTC with `Z` → milliseconds (with sub-ms fraction kept). @example parseTimestamp('2026-11-22T10:00:00Z', 'expiresAt') */
 export function parseTimestamp(value: unknown, field: string): number {
+  // Artifacts repeat the same few timestamps on every verification: remember recent ones.
+  const hit = typeof value === 'string' ? recentTimestamps.get(value) : undefined;
+  if (hit !== undefined) return hit;
+  const ms = parseTimestampUncached(value, field);
+  if (recentTimestamps.size >= 256) recentTimestamps.clear();
+  recentTimestamps.set(value as string, ms);
+  return ms;
+}
+
+const recentTimestamps = new Map<string, number>();
+
+function parseTimestampUncached(value: unknown, field: string): number {
   const m = typeof value === 'string' ? TIMESTAMP.exec(value) : null;
   if (!m) bad(field, 'must be an RFC 3339 UTC timestamp such as "2026-11-22T10:00:00Z"');
   const [y, mo, d, h, mi, s] = [m[1], m[2], m[3], m[4], m[5], m[6]].map(Number) as [number, number, number, number, number, number];

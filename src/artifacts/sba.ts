@@ -11,7 +11,7 @@ import {
 import { checkGrant } from './grant.js';
 import { signArtifact } from './signing.js';
 import { CtlError } from '../errors.js';
-import { canonicalize } from '../encoding/jcs.js';
+import { canonicalize, quoteJson } from '../encoding/jcs.js';
 import { utf8Encode } from '../encoding/utf8.js';
 import { hexEncode } from '../encoding/base64url.js';
 import { formatTimestamp, parseTimestamp } from '../values.js';
@@ -74,6 +74,18 @@ export function checkSba(value: unknown): asserts value is SignedBudgetAuthoriza
   if (BigInt(a.maxAmountMinor) > BigInt(g.maxAmountMinor)) {
     throw new CtlError('budget_exceeded', 'the authorization is for more than the grant allows');
   }
+}
+
+/**
+ * The signed bytes of a checked SBA when its grant's canonical text is already at hand: the same
+ * bytes as `signedBytes('sba', sba)` (PROTOCOL.md §3; members in JCS order), without
+ * canonicalizing the embedded grant a second time on the verifier's hot path.
+ */
+export function sbaSignedBytes(sba: SignedBudgetAuthorization, grantJcs: string): Uint8Array {
+  let text = 'ctl-sba/1\n{"authorization":' + canonicalize(sba.authorization) + ',"grant":' + grantJcs;
+  if (sba.issuer !== undefined) text += ',"issuer":' + quoteJson(sba.issuer);
+  text += ',"keyId":' + quoteJson(sba.keyId) + ',"version":' + canonicalize(sba.version) + '}';
+  return utf8Encode(text);
 }
 
 /** The one payment an SBA authorizes, hashed (PROTOCOL.md §4 `intentHash`). */

@@ -124,7 +124,7 @@ export function createKeyImporter(backend: () => Backend | Promise<Backend>, opt
     const k = `${b.name}|${jwkKey(c.jwk)}`;
     let v = cache.get(k);
     if (!v) {
-      v = await b.verifierFromJwk(Object.freeze(c.jwk));
+      v = await b.verifierFromJwk(c.jwk);
       cache.set(k, v);
     }
     if (pemText !== undefined) cache.set(`${b.name}|${pemText}`, v);
@@ -161,6 +161,14 @@ export function createKeyImporter(backend: () => Backend | Promise<Backend>, opt
       const hit = cache.get(`${b.name}|${input}`);
       if (hit) return hit;
       return verifierFor(await checkedPublic(input, options), input);
+    }
+    // A JWK seen before is found by its members, without re-running the on-curve check:
+    // verifiers resolve the same actorKey for every SBA of a grant.
+    const j = input as Partial<PublicJwk> | null;
+    if (j && typeof j === 'object' && typeof j.x === 'string' && !(input instanceof Uint8Array) && !isCryptoKey(input)) {
+      const b = await backend();
+      const hit = cache.get(`${b.name}|${jwkKey(j as PublicJwk)}`);
+      if (hit) return hit;
     }
     return verifierFor(await checkedPublic(input, options));
   }

@@ -26,7 +26,7 @@ function write(value: unknown, depth: number): string {
       // ECMAScript Number-to-String is exactly RFC 8785's number form; -0 prints as 0.
       return String(value);
     case 'string':
-      return quote(value);
+      return quoteJson(value);
     case 'object': {
       if (depth >= MAX_DEPTH) throw new CtlError('malformed', 'nesting too deep');
       if (Array.isArray(value)) {
@@ -42,7 +42,7 @@ function write(value: unknown, depth: number): string {
       for (const k of keys) {
         const v = (value as Record<string, unknown>)[k];
         if (v === undefined) continue; // as JSON.stringify: an absent optional member
-        out += (first ? '' : ',') + quote(k) + ':' + write(v, depth + 1);
+        out += (first ? '' : ',') + quoteJson(k) + ':' + write(v, depth + 1);
         first = false;
       }
       return out + '}';
@@ -52,15 +52,20 @@ function write(value: unknown, depth: number): string {
   }
 }
 
-function quote(s: string): string {
-  // JSON.stringify escapes exactly as RFC 8785 §3.2.2.2 asks, but would escape a lone
-  // surrogate instead of refusing it: I-JSON forbids them.
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c >= 0xd800 && c <= 0xdfff) {
-      const d = s.charCodeAt(i + 1);
-      if (c > 0xdbff || !(d >= 0xdc00 && d <= 0xdfff)) throw new CtlError('malformed', 'lone surrogate');
-      i++;
+const SURROGATE = /[\ud800-\udfff]/;
+
+/** A JSON string literal as RFC 8785 §3.2.2.2 writes it. @example quoteJson('a"b') // '"a\\"b"' */
+export function quoteJson(s: string): string {
+  // JSON.stringify escapes exactly as RFC 8785 asks, but would escape a lone surrogate instead
+  // of refusing it: I-JSON forbids them. The regex keeps the common case native-fast.
+  if (SURROGATE.test(s)) {
+    for (let i = 0; i < s.length; i++) {
+      const c = s.charCodeAt(i);
+      if (c >= 0xd800 && c <= 0xdfff) {
+        const d = s.charCodeAt(i + 1);
+        if (c > 0xdbff || !(d >= 0xdc00 && d <= 0xdfff)) throw new CtlError('malformed', 'lone surrogate');
+        i++;
+      }
     }
   }
   return JSON.stringify(s);

@@ -3,9 +3,16 @@
  * cannot be encoded (it is not Unicode text, PROTOCOL.md §2) and invalid UTF-8 is refused.
  */
 import { CtlError } from '../errors.js';
+import { hostTextEncode } from '../host.js';
+
+const nativeEncode = hostTextEncode();
+const SURROGATE = /[\ud800-\udfff]/;
 
 /** Encodes a well-formed string as UTF-8. @example utf8Encode('é') // Uint8Array [0xc3, 0xa9] */
 export function utf8Encode(text: string): Uint8Array {
+  // The host's encoder is much faster, but silently replaces lone surrogates: only text
+  // without any surrogate takes it (a paired one goes the careful way below).
+  if (nativeEncode && !SURROGATE.test(text)) return nativeEncode(text);
   // Fast path for ASCII, by far the common case in artifacts.
   let ascii = true;
   for (let i = 0; i < text.length; i++) if (text.charCodeAt(i) > 0x7f) { ascii = false; break; }

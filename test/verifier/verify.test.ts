@@ -178,4 +178,13 @@ test('verifyTrustBundle: rollback and JSON text input', async () => {
   assert.is(!w.valid && w.error.code, 'trust_bundle_invalid');
 });
 
+test('the hot-path SBA bytes equal signedBytes("sba") with and without issuer', async () => {
+  const { sbaSignedBytes } = await import('../../src/artifacts/sba.js');
+  const { signedBytes, canonicalize } = await import('../../src/index.js');
+  const sba = await signedSba();
+  assert.equal(sbaSignedBytes(sba, canonicalize(sba.grant)), signedBytes('sba', sba as never));
+  const withIssuer = { ...sba, issuer: sba.grant.issuer };
+  assert.equal(sbaSignedBytes(withIssuer, canonicalize(sba.grant)), signedBytes('sba', withIssuer as never));
+});
+
 test.run();
