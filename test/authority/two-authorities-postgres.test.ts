@@ -1,0 +1,84 @@
+/**
+ * Two authority instances (separate pools, separate key rings, separate ports: two processes in
+ * all but pid) on one PostgreSQL schema serve the same grants, revocations, keys and bundle
+ * sequences (issue 3 §6).
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { createSession, generateKeyPair, verifyCtl } from '../../src/index.js';
+import { grantRequest, startTestAuthority, type TestAuthority } from './harness.js';
+import { PG_URL, dropSchema, freshSchema, pgAvailable } from '../service-kit/pg-fixture.js';
+
+const available = await pgAvailable();
+const schema = freshSchema();
+let a: TestAuthority;
+let b: TestAuthority;
+
+if (!available) {
+  console.log(`SKIPPED two authorities on one PostgreSQL: ${PG_URL} is unreachable`);
+  test.skip('two authorities on one PostgreSQL database', () => {});
+} else {
+  test.before(async () => {
+    // Started together: the first start of both must generate one grant key and one root key.
+    [a, b] = await Promise.all([
+      startTestAuthority({ databaseUrl: PG_URL, schema }),
+      startTestAuthority({ databaseUrl: PG_URL, schema }),
+    ]);
+  });
+  test.after(async () => {
+    await a?.close();
+    await b?.close();
+    await dropSchema(schema);
+  });
+
+  test('one set of keys: both publish the same JWKS and the same root', async () => {
+    const ja = (await a.call('GET', '/.well-known/ctl-keys.json', undefined, null)).body;
+    const jb = (await b.call('GET', '/.well-known/ctl-keys.json', undefined, null)).body;
+    assert.is(ja.keys.length, 1);
+    assert.equal(ja, jb);
+    assert.is((await a.authority.keys.rootSigner()).publicKeyPem, (await b.authority.keys.rootSigner()).publicKeyPem);
+  });
+
+  test('a grant issued by A is served and revoked through B; A sees the revocation at once', async () => {
+    const wallet = await generateKeyPair({ alg: 'EdDSA' });
+    const grant = (await a.call('POST', '/grants', await grantRequest(a, wallet.publicJwk))).body;
+    assert.equal((await b.call('GET', `/grants/${grant.grantId}`)).body.grant, grant);
+    // The wallet and merchant use B's JWKS for a grant A signed (its revocation URL points at A).
+    const sba = await createSession(grant, { actorId: 'v1', signingKey: wallet.privateKeyPem, revocationTtl: 0 })
+      .createSba({ amount: '7', currency: 'USD', rail: 'x402' });
+    const jwksUrl = `${b.url}/.well-known/ctl-keys.json`;
+    assert.is((await verifyCtl(sba, { amount: '7', currency: 'USD', jwksUrl, revocationTtl: 0 })).valid, true);
+    const rb = await b.call('POST', `/grants/${grant.grantId}/revoke`, { reason: 'via B' });
+    assert.is(rb.status, 200);
+    assert.equal((await a.call('GET', `/revoke?grantId=${grant.grantId}`, undefined, null)).body, { grantId: grant.grantId, revoked: true, revokedAt: rb.body.revokedAt });
+    const again = await a.call('POST', '/revoke', { grantId: grant.grantId });
+    assert.is(again.body.revokedAt, rb.body.revokedAt);
+    const r = await verifyCtl(sba, { amount: '7', currency: 'USD', jwksUrl, revocationTtl: 0 });
+    assert.equal(r.valid ? 'valid' : r.error.code, 'grant_revoked');
+  });
+
+  test('bundle sequences interleave across both and only grow; rotation on A is used by B', async () => {
+    const expiresAt = new Date(Date.now() + 86_400_000).toISOString();
+    const made = await Promise.all(Array.from({ length: 8 }, (_, i) => (i % 2 ? a : b).call('POST', '/trust-bundles', { scope: { region: 'eu' }, expiresAt })));
+    assert.equal(made.map((m) => m.status), Array(8).fill(201));
+    assert.equal(made.map((m) => m.body.sequence).sort((x, y) => x - y), [1, 2, 3, 4, 5, 6, 7, 8]);
+    const newest = (await a.call('GET', '/trust-bundles?region=eu', undefined, null)).body.bundles;
+    assert.is(newest.length, 1);
+    assert.is(newest[0].sequence, 8);
+
+    const rot = (await a.call('POST', '/admin/keys/rotate')).body;
+    const wallet = await generateKeyPair({ alg: 'EdDSA' });
+    const viaB = (await b.call('POST', '/grants', await grantRequest(b, wallet.publicJwk))).body;
+    assert.is(viaB.keyId, rot.kid);
+  });
+
+  test('one audit chain across both processes', async () => {
+    const v = (await b.call('GET', '/audit/verify')).body;
+    assert.is(v.ok, true);
+    const entries = (await a.call('GET', '/audit?limit=1000')).body.entries;
+    assert.is(v.count, entries.length);
+    assert.ok(entries.length >= 14);
+  });
+}
+
+test.run();
