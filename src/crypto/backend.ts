@@ -25,7 +25,7 @@ export function ownPublicKey(derived: PublicJwk, claimed?: PublicJwk): PublicJwk
   if (claimed && jwkKey(checkPublicJwk(claimed, false).jwk) !== jwkKey(derived)) {
     throw new CtlError('malformed', 'key: the public key does not belong to the private key');
   }
-  return Object.freeze(derived);
+  return derived;
 }
 
 type RawVerify = (message: Uint8Array, signature: Uint8Array) => boolean | Promise<boolean>;
@@ -37,10 +37,11 @@ type RawSign = (message: Uint8Array) => Uint8Array | Promise<Uint8Array>;
  * @example strictVerifier('EdDSA', jwk, (m, s) => backendVerify(m, s))
  */
 export function strictVerifier(alg: Alg, publicJwk: PublicJwk, raw: RawVerify): VerifyingKey {
-  return {
+  // Frozen: cached keys are shared by every caller of the facade.
+  const key: VerifyingKey = {
     kind: 'verifying',
     alg,
-    publicJwk,
+    publicJwk: Object.freeze({ ...publicJwk }),
     async verify(message, signature) {
       try {
         if (!(message instanceof Uint8Array) || !signatureShapeOk(alg, signature)) return false;
@@ -50,6 +51,7 @@ export function strictVerifier(alg: Alg, publicJwk: PublicJwk, raw: RawVerify): 
       }
     },
   };
+  return Object.freeze(key);
 }
 
 /**
@@ -57,10 +59,10 @@ export function strictVerifier(alg: Alg, publicJwk: PublicJwk, raw: RawVerify): 
  * @example signer('ES256', jwk, (m) => backendSign(m))
  */
 export function signer(alg: Alg, publicJwk: PublicJwk, raw: RawSign): SigningKey {
-  return {
+  const key: SigningKey = {
     kind: 'signing',
     alg,
-    publicJwk,
+    publicJwk: Object.freeze({ ...publicJwk }),
     async sign(message) {
       if (!(message instanceof Uint8Array)) throw new TypeError('sign(message): message must be a Uint8Array');
       const sig = await raw(message);
@@ -68,5 +70,6 @@ export function signer(alg: Alg, publicJwk: PublicJwk, raw: RawSign): SigningKey
       return alg === 'ES256' ? lowS(sig) : sig;
     },
   };
+  return Object.freeze(key);
 }
 

@@ -163,9 +163,10 @@ export function createKeyImporter(backend: () => Backend | Promise<Backend>, opt
       return verifierFor(await checkedPublic(input, options), input);
     }
     // A JWK seen before is found by its members, without re-running the on-curve check:
-    // verifiers resolve the same actorKey for every SBA of a grant.
+    // verifiers resolve the same actorKey for every SBA of a grant. The cheap member rules
+    // (kty/crv/alg agree, y exactly where it belongs) still run, so a hit is never looser.
     const j = input as Partial<PublicJwk> | null;
-    if (j && typeof j === 'object' && typeof j.x === 'string' && !(input instanceof Uint8Array) && !isCryptoKey(input)) {
+    if (j && typeof j === 'object' && typeof j.x === 'string' && !(input instanceof Uint8Array) && !isCryptoKey(input) && (jwkAlg(j) === 'EdDSA' ? j.y === undefined : typeof j.y === 'string')) {
       const b = await backend();
       const hit = cache.get(`${b.name}|${jwkKey(j as PublicJwk)}`);
       if (hit) return hit;
