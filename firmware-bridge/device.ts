@@ -1,0 +1,247 @@
+/**
+ * The device operations (README.md § Operations): an offline terminal that verifies SBAs against
+ * installed Trust Bundles within each grant's offline allowance (PROTOCOL.md §8 `offline`), and
+ * a vehicle wallet that signs SBAs under a grant, with every counter, the rollback floor and the
+ * pinned root key kept in the host ABI's storage so a reboot forgets nothing.
+ *
+ * Written as a function of the library (`createDevice(CTL, abi)`): on Node it takes `src/`, in
+ * QuickJS the global `CTL` of `dist/ctl.iife.js`, so one code path is tested everywhere.
+ */
+import type * as Sdk from '../src/index.js';
+import type { PolicyGrant, TrustBundle } from '../src/artifacts/types.js';
+import type { HostAbi } from './abi.js';
+import { checkHostAbi } from './abi.js';
+import { createKvSpendStorage } from './kv-spend-storage.js';
+import { createSequenceStore } from './sequence-store.js';
+import { cborDecode } from '../src/encoding/cbor.js';
+import { utf8Decode, utf8Encode } from '../src/encoding/utf8.js';
+
+/** The part of the SDK the device uses (the IIFE's global `CTL` has all of it). */
+export type DeviceSdk = Pick<typeof Sdk,
+  'verifyCtl' | 'verifyTrustBundle' | 'createSession' | 'generateKeyPair' | 'canonicalize' | 'parseStrictJson' | 'newId' | 'parseTimestamp'>;
+
+/**
+ * Bridge-level refusals, in addition to the CTL codes of PROTOCOL.md §9 (stable; add, never rename).
+ * `not_provisioned`: no root key (or no wallet key/grant) yet; `already_provisioned`: a different
+ * root is pinned; `bad_request`: arguments of the wrong shape; `unknown_op`; `bad_frame`: the
+ * frame itself is unreadable; `host_failure`: a host ABI call threw; `internal`: a bug.
+ */
+export const BRIDGE_ERROR_CODES = ['not_provisioned', 'already_provisioned', 'bad_request', 'unknown_op', 'bad_frame', 'host_failure', 'internal'] as const;
+
+export class DeviceError extends Error {
+  readonly code: string;
+  constructor(code: string, message: string) {
+    super(message);
+    this.name = 'DeviceError';
+    this.code = code;
+  }
+}
+
+const KEY_ROOT = 'ctl/root';
+const KEY_BUNDLES = 'ctl/bundles';
+const KEY_WALLET = 'ctl/wallet';
+
+export interface VerifyRequest {
+  sba: unknown;
+  amount: string;
+  currency: string;
+  merchantId?: string;
+  rail?: string;
+  purpose?: string;
+}
+
+export interface BundleInfo {
+  scope: Record<string, string>;
+  bundleId: string;
+  sequence: number;
+  issuedAt: string;
+  expiresAt: string;
+  expired: boolean;
+}
+
+export interface Device {
+  /** Pins the root public key (PEM) at manufacture. Idempotent for the same key; a different one is `already_provisioned`. */
+  provisionRoot(args: { rootPublicKeyPem: string }): { provisioned: true };
+  /** Verifies a bundle against the pinned root and the persisted floor of its scope, then keeps it (the old one stays until a new one verifies). */
+  installBundle(args: { bundle: unknown }): Promise<BundleInfo>;
+  /** Verifies one offline payment (spec §4.4, offline, spend tracked and counted against `grant.offline`). Never throws on hostile input. */
+  verify(args: VerifyRequest): Promise<{ valid: true; grantId: string; budgetId: string; amount: string; currency: string } | { valid: false; error: { code: string; message: string } }>;
+  /** Vehicle wallet: creates (once) the signing key and installs the grant to draw on. */
+  provisionWallet(args: { actorId: string }): Promise<{ actorId: string; publicJwk: unknown }>;
+  installGrant(args: { grant: unknown }): { grantId: string };
+  /** Vehicle wallet: signs the SBA for one payment (spend persisted, revocation from the installed bundles). */
+  createSba(args: { amount: string; currency: string; rail: string; merchantId?: string; purpose?: string }): Promise<unknown>;
+  /** Root, bundles with their floors, and for `grantId` the spend and offline counters. */
+  status(args?: { grantId?: string }): Promise<Record<string, unknown>>;
+}
+
+/** Parses an artifact given as an object, JSON text, or bytes (compact CBOR or JSON text). */
+function artifactValue(sdk: DeviceSdk, v: unknown, what: string): unknown {
+  if (typeof v === 'string') return sdk.parseStrictJson(v);
+  if (v instanceof Uint8Array) return v[0] === 0x7b /* '{' */ ? sdk.parseStrictJson(utf8Decode(v)) : cborDecode(v);
+  if (typeof v === 'object' && v !== null) return v;
+  throw new DeviceError('bad_request', `${what}: expected an object, JSON text or compact bytes`);
+}
+
+/**
+ * @example const device = createDevice(CTL, abi); device.provisionRoot({ rootPublicKeyPem }); await device.installBundle({ bundle }); await device.verify({ sba, amount: '1200', currency: 'EUR' })
+ */
+export function createDevice(sdk: DeviceSdk, abi: HostAbi): Device {
+  checkHostAbi(abi);
+  const storage = abi.storage;
+  const spend = createKvSpendStorage(storage);
+  const floors = createSequenceStore(storage);
+  const k = (s: string) => utf8Encode(s);
+
+  const readJson = (key: string): any => {
+    const raw = storage.get(k(key));
+    return raw === null ? undefined : JSON.parse(utf8Decode(raw));
+  };
+  /** CAS update of a JSON record. */
+  const updateJson = (key: string, change: (cur: any) => any): void => {
+    for (let i = 0; i < 64; i++) {
+      const raw = storage.get(k(key));
+      const next = change(raw === null ? undefined : JSON.parse(utf8Decode(raw)));
+      if (storage.compareAndSet(k(key), raw, utf8Encode(JSON.stringify(next)))) return;
+    }
+    throw new DeviceError('host_failure', `compare-and-set on ${key} lost 64 times`);
+  };
+
+  const root = (): string => {
+    const raw = storage.get(k(KEY_ROOT));
+    if (raw === null) throw new DeviceError('not_provisioned', 'no root key is provisioned on this device');
+    return utf8Decode(raw);
+  };
+  const bundles = (): TrustBundle[] => Object.values((readJson(KEY_BUNDLES) ?? {}) as Record<string, TrustBundle>);
+  const scopeKey = (scope: unknown) => sdk.canonicalize(scope ?? {});
+  const info = (b: TrustBundle): BundleInfo => ({
+    scope: b.scope as Record<string, string>, bundleId: b.bundleId, sequence: b.sequence, issuedAt: b.issuedAt, expiresAt: b.expiresAt,
+    expired: abi.now() >= Date.parse(b.expiresAt),
+  });
+
+  /** The wallet's revocation source offline: the installed bundles' `revokedGrants` (fail closed without a live one). */
+  const bundleRevocationFetch = async (url: string) => {
+    const grant = readJson(KEY_WALLET)?.grant as PolicyGrant | undefined;
+    const now = abi.now();
+    const live = bundles().filter((b) => now < Date.parse(b.expiresAt));
+    if (!grant || url !== grant.revocationUrl || live.length === 0) return { ok: false, status: 503, text: async () => '' };
+    const revoked = live.some((b) => b.revokedGrants.includes(grant.grantId));
+    return { ok: true, status: 200, text: async () => JSON.stringify({ grantId: grant.grantId, revoked }) };
+  };
+
+  return {
+    provisionRoot({ rootPublicKeyPem }) {
+      if (typeof rootPublicKeyPem !== 'string' || !rootPublicKeyPem.includes('PUBLIC KEY')) {
+        throw new DeviceError('bad_request', 'rootPublicKeyPem must be an SPKI PEM public key');
+      }
+      const pem = utf8Encode(rootPublicKeyPem.trim() + '\n');
+      if (storage.compareAndSet(k(KEY_ROOT), null, pem)) {
+        abi.log('info', 'root key provisioned');
+        return { provisioned: true };
+      }
+      if (root() === rootPublicKeyPem.trim() + '\n') return { provisioned: true };
+      throw new DeviceError('already_provisioned', 'a different root key is already pinned (spec §5: the root is installed once)');
+    },
+
+    async installBundle({ bundle: input }) {
+      const pem = root();
+      const bundle = artifactValue(sdk, input, 'bundle') as TrustBundle;
+      let key: string;
+      try {
+        key = scopeKey((bundle as { scope?: unknown }).scope);
+      } catch {
+        throw new DeviceError('malformed', 'bundle.scope is not JSON');
+      }
+      const r = await sdk.verifyTrustBundle(bundle, pem, { now: abi.now, minSequence: floors.min(key) });
+      if (!r.valid) throw new DeviceError(r.error.code, r.error.message);
+      // Floor first: a crash after it leaves the old bundle in place and the floor raised, which
+      // refuses nothing that should pass (the new bundle, sent again, has sequence = floor).
+      if (!floors.raise(key, r.bundle.sequence)) throw new DeviceError('trust_bundle_rollback', 'a newer bundle of this scope was accepted meanwhile');
+      updateJson(KEY_BUNDLES, (cur = {}) => {
+        const old = cur[key] as TrustBundle | undefined;
+        return old && old.sequence > r.bundle.sequence ? cur : { ...cur, [key]: r.bundle };
+      });
+      abi.log('info', `bundle ${r.bundle.bundleId} sequence ${r.bundle.sequence} installed for scope ${key}`);
+      return info(r.bundle);
+    },
+
+    async verify(req) {
+      try {
+        if (typeof req !== 'object' || req === null) throw new DeviceError('bad_request', 'verify: expected { sba, amount, currency }');
+        const pem = root();
+        const installed = bundles();
+        if (installed.length === 0) return { valid: false, error: { code: 'issuer_not_trusted', message: 'no Trust Bundle is installed' } };
+        const sba = artifactValue(sdk, req.sba, 'sba');
+        const r = await sdk.verifyCtl(sba, {
+          amount: req.amount, currency: req.currency, merchantId: req.merchantId, rail: req.rail, purpose: req.purpose,
+          offline: true, trackSpend: true, spendStorage: spend,
+          trustBundles: installed, rootPublicKeyPem: pem, now: abi.now,
+        });
+        if (!r.valid) {
+          abi.log('warn', `refused: ${r.error.code}`);
+          return { valid: false, error: { code: r.error.code, message: r.error.message } };
+        }
+        return { valid: true, grantId: r.grant.grantId, budgetId: r.sba.authorization.budgetId, amount: r.amount, currency: r.currency };
+      } catch (e) {
+        const err = e as { code?: string; message?: string };
+        return { valid: false, error: { code: typeof err?.code === 'string' ? err.code : 'malformed', message: String(err?.message ?? e) } };
+      }
+    },
+
+    async provisionWallet({ actorId }) {
+      if (typeof actorId !== 'string' || !/^[A-Za-z0-9._:-]{1,128}$/.test(actorId)) throw new DeviceError('bad_request', 'actorId must be an identifier');
+      const cur = readJson(KEY_WALLET);
+      if (cur?.privateKeyPem) return { actorId: cur.actorId, publicJwk: cur.publicJwk };
+      const pair = await sdk.generateKeyPair({ alg: 'EdDSA' });
+      const wallet = { actorId, privateKeyPem: pair.privateKeyPem, publicJwk: pair.publicJwk, sessionId: sdk.newId('sess_') };
+      if (!storage.compareAndSet(k(KEY_WALLET), null, utf8Encode(JSON.stringify(wallet)))) {
+        const now = readJson(KEY_WALLET);
+        return { actorId: now.actorId, publicJwk: now.publicJwk };
+      }
+      abi.log('info', `wallet key created for ${actorId}`);
+      return { actorId, publicJwk: pair.publicJwk };
+    },
+
+    installGrant({ grant: input }) {
+      const grant = artifactValue(sdk, input, 'grant') as PolicyGrant;
+      if (!readJson(KEY_WALLET)?.privateKeyPem) throw new DeviceError('not_provisioned', 'provision the wallet before installing a grant');
+      // The grant is checked fully when the session is built (createSession parses it).
+      sdk.createSession(grant, { actorId: 'check', signingKey: readJson(KEY_WALLET).privateKeyPem });
+      updateJson(KEY_WALLET, (cur) => ({ ...cur, grant }));
+      return { grantId: grant.grantId };
+    },
+
+    async createSba(payment) {
+      const w = readJson(KEY_WALLET);
+      if (!w?.privateKeyPem || !w.grant) throw new DeviceError('not_provisioned', 'the wallet has no key or no grant');
+      const session = sdk.createSession(w.grant, {
+        actorId: w.actorId, signingKey: w.privateKeyPem, sessionId: w.sessionId, spendStorage: spend,
+        revocationTtl: 0, fetch: bundleRevocationFetch as never, now: abi.now, scope: 'TRIP',
+      });
+      return session.createSba(payment);
+    },
+
+    async status(args = {}) {
+      const provisioned = storage.get(k(KEY_ROOT)) !== null;
+      const list = bundles().map((b) => ({ ...info(b), minSequence: floors.min(scopeKey(b.scope)) }));
+      const out: Record<string, unknown> = { provisioned, bundles: list };
+      const w = readJson(KEY_WALLET);
+      if (w) out['wallet'] = { actorId: w.actorId, grantId: w.grant?.grantId ?? null, publicJwk: w.publicJwk };
+      const grantId = args.grantId ?? w?.grant?.grantId;
+      if (typeof grantId === 'string') {
+        const c: Record<string, string> = {
+          acceptedMinor: (await spend.total(`grant:${grantId}`)).toString(),
+          offlinePayments: (await spend.total(`offline-count:${grantId}`)).toString(),
+          offlineAmountMinor: (await spend.total(`offline-amount:${grantId}`)).toString(),
+        };
+        if (w?.grant?.grantId === grantId) {
+          const spent = await spend.total(`${grantId}/${w.sessionId}`);
+          c['walletSpentMinor'] = spent.toString();
+          c['walletRemainingMinor'] = (BigInt(w.grant.maxAmountMinor) - spent).toString();
+        }
+        out['grant'] = { grantId, ...c };
+      }
+      return out;
+    },
+  };
+}

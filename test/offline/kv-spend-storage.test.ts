@@ -1,0 +1,85 @@
+/** The device SpendStorage passes the SDK's SpendStorage conformance, and keeps its word under CAS contention. */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { spendStorageConformance } from '../../src/testing/spend-storage-conformance.js';
+import { createKvSpendStorage } from '../../firmware-bridge/kv-spend-storage.js';
+import { createSequenceStore } from '../../firmware-bridge/sequence-store.js';
+import { createMemoryByteStorage, type ByteStorage } from '../../firmware-bridge/abi.js';
+import { createFileByteStorage } from '../../firmware-bridge/node/file-storage.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+for (const c of spendStorageConformance(() => createKvSpendStorage(createMemoryByteStorage()))) test(`memory flash: ${c.name}`, c.run);
+
+const dir = mkdtempSync(join(tmpdir(), 'ctl-flash-'));
+let n = 0;
+for (const c of spendStorageConformance(() => createKvSpendStorage(createFileByteStorage(join(dir, `f${n++}.json`))))) test(`file flash: ${c.name}`, c.run);
+
+/** A storage whose CAS loses (as to another writer) every other time, after writing that writer's value. */
+function contended(inner: ByteStorage): ByteStorage & { lost: number } {
+  let flip = false;
+  const s = {
+    lost: 0,
+    get: (k: Uint8Array) => inner.get(k),
+    put: (k: Uint8Array, v: Uint8Array) => inner.put(k, v),
+    compareAndSet(k: Uint8Array, expected: Uint8Array | null, v: Uint8Array) {
+      flip = !flip;
+      if (flip) {
+        s.lost++;
+        return false;
+      }
+      return inner.compareAndSet(k, expected, v);
+    },
+  };
+  return s;
+}
+
+test('reservations are exact when compare-and-set keeps losing', async () => {
+  const storage = contended(createMemoryByteStorage());
+  const spend = createKvSpendStorage(storage);
+  const results = [];
+  for (let i = 0; i < 15; i++) results.push(await spend.reserve('k', `id${i}`, 1n, 10n));
+  assert.is(results.filter((r) => r === 'reserved').length, 10);
+  assert.is(await spend.total('k'), 10n);
+  assert.ok(storage.lost >= 10, 'the CAS really lost');
+});
+
+test('state survives reopening the file (a reboot)', async () => {
+  const path = join(dir, 'reboot.json');
+  const a = createKvSpendStorage(createFileByteStorage(path));
+  await a.reserve('offline-count:g', 'b1', 1n, 2n);
+  await a.commit('offline-count:g', 'b1');
+  const b = createKvSpendStorage(createFileByteStorage(path));
+  assert.is(await b.total('offline-count:g'), 1n);
+  assert.is(await b.reserve('offline-count:g', 'b1', 1n, 2n), 'duplicate');
+  assert.is(await b.reserve('offline-count:g', 'b2', 1n, 2n), 'reserved');
+  assert.is(await b.reserve('offline-count:g', 'b3', 1n, 2n), 'exceeded');
+});
+
+test('a full ledger refuses rather than forgetting ids (fail closed)', async () => {
+  const spend = createKvSpendStorage(createMemoryByteStorage(), { maxEntriesPerKey: 3 });
+  for (const id of ['a', 'b', 'c']) assert.is(await spend.reserve('k', id, 0n, 100n), 'reserved');
+  assert.is(await spend.reserve('k', 'd', 0n, 100n), 'exceeded');
+  assert.is(await spend.reserve('k', 'a', 0n, 100n), 'duplicate');
+});
+
+test('a corrupt ledger record is an error, never "nothing spent"', async () => {
+  const flash = createMemoryByteStorage();
+  const spend = createKvSpendStorage(flash);
+  flash.put(new TextEncoder().encode('spend/k'), new TextEncoder().encode('{"v":1,"total":"-5","entries":[]}'));
+  assert.throws(() => spend.reserve('k', 'x', 1n, 10n), /corrupt/);
+});
+
+test('the sequence floor only rises', () => {
+  const seq = createSequenceStore(createMemoryByteStorage());
+  assert.is(seq.min('s'), 0);
+  assert.ok(seq.raise('s', 5));
+  assert.not.ok(seq.raise('s', 4));
+  assert.ok(seq.raise('s', 5));
+  assert.is(seq.min('s'), 5);
+  assert.is(seq.min('other'), 0);
+});
+
+test.after(() => rmSync(dir, { recursive: true, force: true }));
+test.run();
