@@ -6,11 +6,11 @@
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 
-export interface WebhookHeaders {
+export type WebhookHeaders = {
   'webhook-id': string;
   'webhook-timestamp': string;
   'webhook-signature': string;
-}
+};
 
 /** A fresh `whsec_` secret of 32 random bytes. */
 export function generateWebhookSecret(): string {
