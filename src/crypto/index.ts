@@ -25,6 +25,9 @@ export { publicKeyPemFromJwk, randomBytes, setRandomSource };
 export type BackendChoice = 'auto' | 'native' | 'noble';
 
 let choice: BackendChoice = 'auto';
+let nodeCryptoMemo: { nc: any } | undefined;
+/** node:crypto, looked up once (sha256Sync is on the policyHash hot path). */
+const nodeCrypto = (): any => (nodeCryptoMemo ??= { nc: hostNodeCrypto() }).nc;
 let nobleBackend: Backend | undefined;
 let nativeBackend: Backend | undefined;
 let autoBackend: Promise<Backend> | undefined;
@@ -36,7 +39,7 @@ function noble(): Backend {
 
 function native(): Backend | undefined {
   if (nativeBackend) return nativeBackend;
-  const nc = hostNodeCrypto();
+  const nc = nodeCrypto();
   const subtle = hostSubtle();
   return (nativeBackend = nc ? createNodeBackend(nc) : subtle ? createSubtleBackend(subtle) : undefined);
 }
@@ -47,7 +50,7 @@ const PROBE_KEY = new Uint8Array([
 ]);
 
 async function probeAuto(): Promise<Backend> {
-  if (hostNodeCrypto()) return native()!;
+  if (nodeCrypto()) return native()!;
   const subtle = hostSubtle();
   if (subtle) {
     try {
@@ -68,11 +71,16 @@ function currentBackend(): Backend | Promise<Backend> {
 }
 
 /**
- * Chooses the backend: `auto` (default), `native` or `noble`. Throws if `native` is not available here.
+ * Chooses the backend: `auto` (default), `native` or `noble`, probing the host afresh. Throws if `native` is not available here.
  * @example setCryptoBackend('noble') // pure JS everywhere, e.g. to match the firmware
  */
 export function setCryptoBackend(name: BackendChoice): void {
   if (name !== 'auto' && name !== 'native' && name !== 'noble') throw new RangeError('setCryptoBackend(name): auto, native or noble');
+  // Forget what was probed: a host can change under us (tests, polyfills installed late).
+  nodeCryptoMemo = undefined;
+  nativeBackend = undefined;
+  autoBackend = undefined;
+  autoName = undefined;
   if (name === 'native' && !native()) throw new Error('crypto backend "native": this host has neither node:crypto nor WebCrypto');
   choice = name;
 }
@@ -84,7 +92,7 @@ export function setCryptoBackend(name: BackendChoice): void {
 export function getCryptoBackendName(): 'native' | 'noble' | 'auto' {
   if (choice !== 'auto') return choice;
   if (autoName) return autoName;
-  if (hostNodeCrypto()) return 'native';
+  if (nodeCrypto()) return 'native';
   return hostSubtle() ? 'auto' : 'noble';
 }
 
@@ -102,7 +110,7 @@ export function cryptoBackend(name: 'native' | 'noble'): CryptoBackend {
 
 const publicOfCryptoKey = (key: CryptoKey): unknown => {
   // node:crypto can read the public half of a non-extractable private CryptoKey without exporting the private one.
-  const nc = hostNodeCrypto();
+  const nc = nodeCrypto();
   return nc ? nc.createPublicKey(nc.KeyObject.from(key)).export({ format: 'jwk' }) : undefined;
 };
 
@@ -128,13 +136,13 @@ export const toPublicJwk: CtlCrypto['toPublicJwk'] = importer.toPublicJwk;
 
 /** SHA-256, synchronous: node:crypto where present, else noble. @example sha256Sync(utf8Encode('abc')).length // 32 */
 export function sha256Sync(data: Uint8Array): Uint8Array {
-  const nc = hostNodeCrypto();
+  const nc = nodeCrypto();
   return nc ? new Uint8Array(nc.createHash('sha256').update(data).digest()) : nobleSha256(data);
 }
 
 /** SHA-256. @example await sha256(new Uint8Array()) // e3b0c442... as bytes */
 export async function sha256(data: Uint8Array): Promise<Uint8Array> {
-  return hostNodeCrypto() ? sha256Sync(data) : (await currentBackend()).sha256(data);
+  return nodeCrypto() ? sha256Sync(data) : (await currentBackend()).sha256(data);
 }
 
 /** Lowercase hex SHA-256, synchronous (PROTOCOL.md §1 hash). @example sha256HexSync(utf8Encode('abc')) // 'ba7816bf...' */
@@ -149,7 +157,7 @@ export async function sha256Hex(data: Uint8Array): Promise<string> {
 
 /** HMAC-SHA-256, synchronous (webhooks, continuation tokens). @example hmacSha256(key, data).length // 32 */
 export function hmacSha256(key: Uint8Array, data: Uint8Array): Uint8Array {
-  const nc = hostNodeCrypto();
+  const nc = nodeCrypto();
   return nc ? new Uint8Array(nc.createHmac('sha256', key).update(data).digest()) : hmac(nobleSha256, key, data);
 }
 

@@ -11,7 +11,7 @@
  * Both equations are RFC 8032; one rule for every backend is what §3 needs.
  */
 import * as ed from '@noble/ed25519';
-import { p256 } from '@noble/curves/nist.js';
+import { ecdsa, weierstrass } from '@noble/curves/abstract/weierstrass.js';
 import { sha256, sha512 } from '@noble/hashes/sha2.js';
 import { base64urlEncode } from '../encoding/base64url.js';
 import { checkPublicJwk, checkRawPublic } from './jwk.js';
@@ -20,15 +20,36 @@ import { L, le } from './strict.js';
 import { concat } from './der.js';
 import type { Alg, PublicJwk } from './types.js';
 
-/** Cofactorless RFC 8032 §5.1.7 check; the caller has already applied the §3 shape rules (S < L, R canonical). */
-function ed25519Verify(sig: Uint8Array, msg: Uint8Array, pub: Uint8Array): boolean {
+// P-256 (SEC 2 v2 §2.4.2) built from the abstract curve rather than imported from
+// '@noble/curves/nist.js': that module also builds FROST/OPRF suites at load, which call
+// TextEncoder, and QuickJS has none. These are the same parameters nist.js uses.
+const p256 = ecdsa(
+  weierstrass({
+    p: 0xffffffff00000001000000000000000000000000ffffffffffffffffffffffffn,
+    n: 0xffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551n,
+    h: 1n,
+    a: 0xffffffff00000001000000000000000000000000fffffffffffffffffffffffcn,
+    b: 0x5ac635d8aa3a93e7b3ebbd55769886bc651d06b0cc53b0f63bce3c3e27d2604bn,
+    Gx: 0x6b17d1f2e12c4247f8bce6e563a440f277037d812deb33a0f4a13945d898c296n,
+    Gy: 0x4fe342e2fe1a7f9b8ee7eb4a7c0f9e162bce33576b315ececbb6406837bf51f5n,
+  }),
+  sha256,
+);
+
+/**
+ * Cofactorless RFC 8032 §5.1.7 check for one public key, its point decoded once (a square root)
+ * rather than per signature; the caller has already applied the §3 shape rules (S < L, R canonical).
+ */
+function ed25519Verifier(pub: Uint8Array): (msg: Uint8Array, sig: Uint8Array) => boolean {
   const A = ed.Point.fromBytes(pub, false);
-  const R = sig.subarray(0, 32);
-  const k = le(sha512(concat(R, pub, msg))) % L;
-  const check = ed.Point.BASE.multiply(le(sig.subarray(32)), false).subtract(A.multiply(k, false)).toBytes();
-  let diff = 0;
-  for (let i = 0; i < 32; i++) diff |= check[i]! ^ R[i]!;
-  return diff === 0;
+  return (msg, sig) => {
+    const R = sig.subarray(0, 32);
+    const k = le(sha512(concat(R, pub, msg))) % L;
+    const check = ed.Point.BASE.multiply(le(sig.subarray(32)), false).subtract(A.multiply(k, false)).toBytes();
+    let diff = 0;
+    for (let i = 0; i < 32; i++) diff |= check[i]! ^ R[i]!;
+    return diff === 0;
+  };
 }
 
 /** The noble backend. @example const b = createNobleBackend(); await b.sha256(bytes) */
@@ -57,7 +78,7 @@ export function createNobleBackend(): Backend {
     async verifierFromJwk(jwk) {
       const c = checkPublicJwk(jwk);
       return c.alg === 'EdDSA'
-        ? strictVerifier(c.alg, c.jwk, (m, s) => ed25519Verify(s, m, c.raw))
+        ? strictVerifier(c.alg, c.jwk, ed25519Verifier(c.raw))
         : strictVerifier(c.alg, c.jwk, (m, s) => p256.verify(s, m, c.raw, { prehash: true, lowS: false }));
     },
     async sha256(data) {
