@@ -77,7 +77,10 @@ export function createAuthorityApp(deps: AuthorityDeps): Koa {
   app.proxy = false;
   app.silent = true; // errors are answered and logged by errorMiddleware, never printed by Koa
   app.use(metrics.middleware);
-  if (deps.logRequests !== false) app.use(requestLogger(logger));
+  // The revocation check, JWKS and probes are high-volume reads: logged at debug (issue 3 §2: cheap).
+  if (deps.logRequests !== false) {
+    app.use(requestLogger(logger, { quietPaths: ['/revoke', '/.well-known/ctl-keys.json', '/trust-bundles', '/healthz', '/readyz', '/metrics'] }));
+  }
   app.use(errorMiddleware({ logger }));
   app.use(router.routes());
   app.use(router.allowedMethods());

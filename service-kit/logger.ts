@@ -26,15 +26,21 @@ export function silentLogger(): Logger {
   return pino({ level: 'silent' });
 }
 
-/** One line per request at `info`: method, route, status, milliseconds. */
-export function requestLogger(logger: Logger): Middleware {
+/**
+ * One line per request at `info`: method, path, status, milliseconds. Paths in `quietPaths`
+ * (high-volume reads such as a revocation check) are logged at `debug`, so the access log of a
+ * busy authority is about changes, and the hot path does not pay for serialising a line.
+ */
+export function requestLogger(logger: Logger, options: { quietPaths?: string[] } = {}): Middleware {
+  const quiet = new Set(options.quietPaths ?? []);
   return async (ctx, next) => {
     const started = performance.now();
     try {
       await next();
     } finally {
-      if (logger.isLevelEnabled('info')) {
-        logger.info({ method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round((performance.now() - started) * 10) / 10 }, 'request');
+      const level = quiet.has(ctx.path) ? 'debug' : 'info';
+      if (logger.isLevelEnabled(level)) {
+        logger[level]({ method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round((performance.now() - started) * 10) / 10 }, 'request');
       }
     }
   };
