@@ -88,8 +88,23 @@ export function malformed(message: string): never {
   throw new CtlError('malformed', message);
 }
 
-/** Turns anything thrown into the `{ code, message }` of a refusal, never leaking a stack. */
+/**
+ * Turns anything thrown into the `{ code, message }` of a refusal, never leaking a stack and
+ * never throwing itself: hostile input can throw revoked Proxies, objects without a prototype,
+ * or errors whose `message` getter throws.
+ */
 export function toErrorInfo(e: unknown, fallback: CtlErrorCode = 'malformed'): CtlErrorInfo {
-  if (e instanceof CtlError) return { code: e.code, message: e.message };
-  return { code: fallback, message: e instanceof Error ? e.message : String(e) };
+  try {
+    if (e instanceof CtlError) return { code: e.code, message: e.message };
+  } catch {
+    // `instanceof` on a revoked Proxy throws: not ours, then.
+  }
+  let message = 'invalid input';
+  try {
+    if (typeof e === 'string') message = e;
+    else if (e instanceof Error && typeof e.message === 'string') message = e.message;
+  } catch {
+    // a throwing getter or trap: keep the generic message
+  }
+  return { code: fallback, message: message.slice(0, 512) };
 }
