@@ -9,9 +9,11 @@ import { ed25519KeyOk, ed25519ShapeOk, p256Point, beBytes } from './strict.js';
 import { concat } from './der.js';
 import type { Alg, PublicJwk } from './types.js';
 
-const bad = (what: string): never => {
+/** Throws `CtlError('malformed')` about a key. @example badKey('not a PEM') */
+export const badKey = (what: string): never => {
   throw new CtlError('malformed', `key: ${what}`);
 };
+const bad = badKey;
 
 /** A checked public key: its algorithm, thumbprint members, and raw bytes (Ed25519 32, P-256 65 uncompressed). */
 export interface CheckedPublicKey {

@@ -125,8 +125,10 @@ for (const [name, c] of facades) {
       await malformed(c.importSigningKey({ ...jwk, x: other.x, y: other.y }), `${type}: d with another key's x`);
       await malformed(c.importSigningKey({ ...jwk, d: jwk.d + 'AA' }), `${type}: d of 34 bytes`);
       await malformed(c.importSigningKey(pub), `${type}: no d`);
-      // Without x/y the public half is derived.
-      assert.equal({ ...(await c.importSigningKey({ kty: jwk.kty, crv: jwk.crv, d: jwk.d } as JsonWebKey)).publicJwk }, pub);
+      // Without x/y the public half is derived (not on edge, where WebCrypto parses private JWKs and needs them).
+      const dOnly = c.importSigningKey({ kty: jwk.kty, crv: jwk.crv, d: jwk.d } as JsonWebKey);
+      if (name === 'edge') await malformed(dOnly, 'edge: d without x');
+      else assert.equal({ ...(await dOnly).publicJwk }, pub);
     }
   });
 
@@ -145,7 +147,8 @@ for (const [name, c] of facades) {
     }
   });
 
-  test(`PKCS#8 variants on ${name}: v2 Ed25519 with public key, P-256 with [0] parameters, literal \\n`, async () => {
+  // der.ts's PKCS#8 reader; the edge facade leaves private keys to WebCrypto (edge.ts).
+  if (name !== 'edge') test(`PKCS#8 variants on ${name}: v2 Ed25519 with public key, P-256 with [0] parameters, literal \\n`, async () => {
     const a = ctl.keys.actor;
     const seed = hex(a.seedHex);
     const pub = new Uint8Array(Buffer.from(a.publicJwk.x, 'base64url'));
@@ -270,12 +273,18 @@ for (const [name, c] of facades) {
       ['P-256 scalar 0', new Uint8Array(32), { alg: 'ES256' }],
       ['P-256 scalar n', hex('ffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551'), { alg: 'ES256' }],
       ['P-256 scalar 2^256 - 1', new Uint8Array(32).fill(0xff), { alg: 'ES256' }],
-      ['PKCS#8 with a long-form length that is not minimal', pemOf('PRIVATE KEY', hex('30812e020100300506032b657004220420' + ctl.keys.actor.seedHex))],
-      ['PKCS#8 version 2', pemOf('PRIVATE KEY', hex('302e020102300506032b657004220420' + ctl.keys.actor.seedHex))],
-      ['PKCS#8 with a trailing byte', pemOf('PRIVATE KEY', hex('302e020100300506032b657004220420' + ctl.keys.actor.seedHex + '00'))],
       ['an array', [1, 2, 3]],
       ['undefined', undefined],
     ];
+    // der.ts's DER strictness; the edge facade leaves private keys to WebCrypto (edge.ts), which may be laxer.
+    if (name !== 'edge') {
+      const seed = ctl.keys.actor.seedHex;
+      privateCases.push(
+        ['PKCS#8 with a long-form length that is not minimal', pemOf('PRIVATE KEY', hex('30812e020100300506032b657004220420' + seed))],
+        ['PKCS#8 version 2', pemOf('PRIVATE KEY', hex('302e020102300506032b657004220420' + seed))],
+        ['PKCS#8 with a trailing byte', pemOf('PRIVATE KEY', hex('302e020100300506032b657004220420' + seed + '00'))],
+      );
+    }
     for (const [what, input, options] of privateCases) await malformed(c.importSigningKey(input as never, options), what);
   });
 
