@@ -88,7 +88,22 @@ function artifactValue(sdk: DeviceSdk, v: unknown, what: string): unknown {
  */
 export function createDevice(sdk: DeviceSdk, abi: HostAbi): Device {
   checkHostAbi(abi);
-  const storage = abi.storage;
+  // Host failures inside the SDK (e.g. a flash read in the middle of verifyCtl) come back as a
+  // generic refusal; remembering them lets the device report `host_failure` (README § Errors).
+  let hostFailure: string | undefined;
+  const guard = <T>(what: string, f: () => T): T => {
+    try {
+      return f();
+    } catch (e) {
+      hostFailure = `${what}: ${e instanceof Error ? e.message : String(e)}`;
+      throw new DeviceError('host_failure', hostFailure);
+    }
+  };
+  const storage: HostAbi['storage'] = {
+    get: (key) => guard('storage.get', () => abi.storage.get(key)),
+    put: (key, value) => guard('storage.put', () => abi.storage.put(key, value)),
+    compareAndSet: (key, e, v) => guard('storage.compareAndSet', () => abi.storage.compareAndSet(key, e, v)),
+  };
   const spend = createKvSpendStorage(storage);
   const floors = createSequenceStore(storage);
   const k = (s: string) => utf8Encode(s);
@@ -166,6 +181,7 @@ export function createDevice(sdk: DeviceSdk, abi: HostAbi): Device {
     },
 
     async verify(req) {
+      hostFailure = undefined;
       try {
         if (typeof req !== 'object' || req === null) throw new DeviceError('bad_request', 'verify: expected { sba, amount, currency }');
         const pem = root();
@@ -177,6 +193,7 @@ export function createDevice(sdk: DeviceSdk, abi: HostAbi): Device {
           offline: true, trackSpend: true, spendStorage: spend,
           trustBundles: installed, rootPublicKeyPem: pem, now: abi.now,
         });
+        if (!r.valid && hostFailure !== undefined) return { valid: false, error: { code: 'host_failure', message: hostFailure } };
         if (!r.valid) {
           abi.log('warn', `refused: ${r.error.code}`);
           return { valid: false, error: { code: r.error.code, message: r.error.message } };

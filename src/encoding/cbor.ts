@@ -22,6 +22,7 @@ export type CborValue = null | boolean | number | string | Uint8Array | CborValu
 /** Largest input `cborDecode` accepts (a Trust Bundle with many keys still fits well). */
 export const MAX_CBOR_BYTES = 1 << 20;
 const MAX_DEPTH = 32;
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 // Every option that changes the bytes, fixed (cbor-x 1.6 names).
 const codec = new Encoder({
@@ -51,7 +52,12 @@ const byteLengthOrder = (a: [Uint8Array, string], b: [Uint8Array, string]): numb
 /** Plain objects → Maps in deterministic key order; validates the model on the way. */
 function toEncodable(value: unknown, depth: number): unknown {
   if (depth > MAX_DEPTH) throw new CtlError('malformed', 'CBOR: nesting deeper than 32');
-  if (value === null || typeof value === 'boolean' || typeof value === 'string') return value;
+  if (value === null || typeof value === 'boolean') return value;
+  if (typeof value === 'string') {
+    // cbor-x's fallback encoder (no TextEncoder, e.g. QuickJS) would write a lone surrogate as-is.
+    if (LONE_SURROGATE.test(value)) throw new CtlError('malformed', 'CBOR: lone surrogate in text');
+    return value;
+  }
   if (typeof value === 'number') {
     if (!Number.isSafeInteger(value)) throw new CtlError('malformed', 'CBOR: only safe integers are encoded (money is a string)');
     return value;
@@ -101,7 +107,9 @@ function fromDecoded(value: unknown, depth: number): CborValue {
 export function cborEncode(value: unknown): Uint8Array {
   const encodable = toEncodable(value, 0);
   const out = codec.encode(encodable) as Uint8Array;
-  return Uint8Array.prototype.slice.call(out) as Uint8Array; // own copy: cbor-x reuses its buffer
+  // A plain Uint8Array copy: cbor-x reuses its buffer, and in Node it is a Buffer (whose slice
+  // would be a Buffer again, and a view).
+  return new Uint8Array(out);
 }
 
 /**

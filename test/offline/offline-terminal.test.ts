@@ -171,4 +171,27 @@ test('property: over any sequence of payments and reboots, exactly the greedy mo
   );
 });
 
+test('a flash failure mid-verification refuses the payment as host_failure and counts nothing', async () => {
+  const fleet = await makeFleet(CTL, { offline: { maxPayments: 3 } });
+  const flash = createMemoryByteStorage();
+  let broken = false;
+  const flaky: ByteStorage = {
+    get: (k) => flash.get(k),
+    put: (k, v) => flash.put(k, v),
+    compareAndSet: (k, e, v) => {
+      if (broken) throw new Error('flash write failed');
+      return flash.compareAndSet(k, e, v);
+    },
+  };
+  const { device } = await terminal(fleet, flaky);
+  await device.installBundle({ bundle: await fleet.bundle(1) });
+  broken = true;
+  const r = await pay(device, await fleet.sba('100'), '100');
+  assert.is(!r.valid && r.error.code, 'host_failure');
+  broken = false;
+  const s = (await device.status({ grantId: fleet.grant.grantId }))['grant'] as any;
+  assert.is(s.offlinePayments, '0');
+  assert.ok((await pay(device, await fleet.sba('100'), '100')).valid);
+});
+
 test.run();

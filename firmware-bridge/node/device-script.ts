@@ -1,0 +1,62 @@
+/**
+ * The device script for QuickJS: firmware-bridge/device-entry.ts bundled as one classic script
+ * (IIFE) that runs after dist/ctl.iife.js and takes the SDK from its global `CTL`, so the SDK is
+ * not carried twice. Built with esbuild from the repository's TypeScript (a dev tool, like this
+ * reference host); cached next to the compiled bridge.
+ */
+import { existsSync, readFileSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** The repository root: the nearest ancestor with package.json (from build/… or from the sources). */
+export const root = (() => {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  while (!existsSync(join(dir, 'package.json')) && dirname(dir) !== dir) dir = dirname(dir);
+  return dir;
+})();
+
+/** dist/ctl.iife.js, or a clear error telling to build it. */
+export function readIife(): string {
+  const path = join(root, 'dist', 'ctl.iife.js');
+  if (!existsSync(path)) throw new Error(`${path} is missing: run \`npm run build\` first`);
+  return readFileSync(path, 'utf8');
+}
+
+/**
+ * Fails loudly when the IIFE defined no global: a minifier run in module mode drops the
+ * top-level `var CTL = …` as unused (terser `module: true`), leaving `!function(t){…}({})`.
+ */
+export function assertGlobalCtl(engine: { evalSync(expression: string): unknown }): void {
+  if (engine.evalSync('typeof CTL') !== 'object') {
+    throw new Error('dist/ctl.iife.js defines no global CTL (was it minified with terser `module: true`? the IIFE build needs `module: false`)');
+  }
+}
+
+/** The bundled device script (built on first use, rebuilt when device sources are newer). */
+export async function deviceScript(): Promise<string> {
+  const out = join(root, 'build', 'firmware-bridge', 'device.iife.js');
+  const srcDir = join(root, 'firmware-bridge');
+  const newest = ['device-entry.ts', 'device.ts', 'protocol.ts', 'kv-spend-storage.ts', 'sequence-store.ts', 'abi.ts']
+    .map((f) => statSync(join(srcDir, f)).mtimeMs)
+    .concat(statSync(join(root, 'src', 'encoding', 'cbor.ts')).mtimeMs)
+    .reduce((a, b) => Math.max(a, b), 0);
+  if (existsSync(out) && statSync(out).mtimeMs >= newest) return readFileSync(out, 'utf8');
+  const { build } = await import('esbuild');
+  const r = await build({
+    absWorkingDir: root,
+    entryPoints: [join(srcDir, 'device-entry.ts')],
+    bundle: true,
+    format: 'iife',
+    platform: 'neutral',
+    mainFields: ['module', 'main'],
+    conditions: ['default'],
+    target: 'es2020',
+    minify: true,
+    write: false,
+    logLevel: 'error',
+  });
+  const code = r.outputFiles[0]!.text;
+  mkdirSync(dirname(out), { recursive: true });
+  writeFileSync(out, code);
+  return code;
+}
