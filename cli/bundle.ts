@@ -1,0 +1,161 @@
+/**
+ * `ctl bundle verify` checks a Trust Bundle against the pinned root (PROTOCOL.md §4);
+ * `ctl bundle refresh` is the job a device runs (spec §8: "devices must reject expired bundles
+ * and should begin refreshing before expiry"): it starts in the last quarter of the bundle's
+ * life (or `--refresh-before` ms before expiry), fetches the scope's bundles from the authority,
+ * and replaces the stored bundle only with one that verifies against the root and is not older
+ * than the persisted floor; on any failure the old bundle stays.
+ */
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { canonicalize, parseStrictJson, parseTimestamp, verifyTrustBundle } from '../src/index.js';
+import type { TrustBundle } from '../src/index.js';
+import { clock, guard, one, parseArgs, readText, required, UsageError, writeAtomic } from './device/args.js';
+
+const USAGE = `usage: ctl bundle verify FILE --root PEM [--min-sequence N] [--now ISO]
+       ctl bundle refresh --authority URL [--category C] [--region R] [--merchant M] --root PEM --store DIR
+                          [--refresh-before MS] [--force] [--now ISO]
+
+  verify   exit 0 if the bundle verifies against the root key, 1 if not (the reason is printed)
+  refresh  keep DIR/bundle.json current: exit 0 when it is (fresh or just replaced), 1 when the
+           refresh failed but the old bundle is still valid, 3 when there is no valid bundle`;
+
+export interface RefreshOptions {
+  authority: string;
+  scope: { category?: string; region?: string; merchant?: string };
+  rootPublicKeyPem: string;
+  storeDir: string;
+  now?: () => number;
+  /** Start refreshing this long before expiry (default: the last quarter of the bundle's life). */
+  refreshBeforeMs?: number;
+  force?: boolean;
+  fetch?: typeof fetch;
+}
+
+export interface RefreshResult {
+  action: 'fresh' | 'updated' | 'failed';
+  /** The bundle in force after the run (undefined: none valid). */
+  bundle?: TrustBundle;
+  reason?: string;
+  /** When the next refresh should start. */
+  refreshAt?: string;
+}
+
+const bundlePath = (dir: string) => join(dir, 'bundle.json');
+const floorPath = (dir: string) => join(dir, 'floor.json');
+
+function refreshAt(b: TrustBundle, before?: number): number {
+  const issued = parseTimestamp(b.issuedAt, 'issuedAt');
+  const expires = parseTimestamp(b.expiresAt, 'expiresAt');
+  return before !== undefined ? expires - before : issued + Math.floor(((expires - issued) * 3) / 4);
+}
+
+/**
+ * One run of the refresh job. Never throws for network or authority failures: they are a
+ * `failed` result with the old bundle kept.
+ * @example const r = await refreshTrustBundle({ authority, scope: { region: 'eu' }, rootPublicKeyPem, storeDir: '/var/lib/ctl' })
+ */
+export async function refreshTrustBundle(o: RefreshOptions): Promise<RefreshResult> {
+  const now = o.now ?? Date.now;
+  const scopeKey = canonicalize(o.scope);
+  mkdirSync(o.storeDir, { recursive: true });
+  const floors: Record<string, number> = existsSync(floorPath(o.storeDir)) ? JSON.parse(readFileSync(floorPath(o.storeDir), 'utf8')) : {};
+  const floor = floors[scopeKey] ?? 0;
+  let current: TrustBundle | undefined;
+  let storedSequence = 0;
+  if (existsSync(bundlePath(o.storeDir))) {
+    const text = readFileSync(bundlePath(o.storeDir), 'utf8');
+    const r = await verifyTrustBundle(text, o.rootPublicKeyPem, { now, minSequence: floor });
+    if (r.valid) current = r.bundle;
+    // Even expired, a root-signed stored bundle is a floor: nothing older may replace it.
+    const signed = await verifyTrustBundle(text, o.rootPublicKeyPem, { now: () => Date.parse((JSON.parse(text) as TrustBundle).issuedAt) }).catch(() => undefined);
+    if (signed?.valid) storedSequence = signed.bundle.sequence;
+  }
+  const iso = (t: number) => new Date(t).toISOString();
+  if (current && !o.force && now() < refreshAt(current, o.refreshBeforeMs)) {
+    return { action: 'fresh', bundle: current, refreshAt: iso(refreshAt(current, o.refreshBeforeMs)) };
+  }
+  const failed = (reason: string): RefreshResult => ({ action: 'failed', bundle: current, reason, ...(current ? { refreshAt: iso(now()) } : {}) });
+  const url = new URL('/trust-bundles', o.authority);
+  for (const [k, v] of Object.entries(o.scope)) if (v !== undefined) url.searchParams.set(k, v);
+  let body: unknown;
+  try {
+    const res = await (o.fetch ?? fetch)(url, { headers: { accept: 'application/json' }, signal: AbortSignal.timeout(10_000), redirect: 'error' });
+    if (!res.ok) return failed(`${url} answered ${res.status}`);
+    body = parseStrictJson(await res.text());
+  } catch (e) {
+    return failed(`${url}: ${(e as Error).message}`);
+  }
+  const list = (body as { bundles?: unknown })?.bundles;
+  if (!Array.isArray(list)) return failed(`${url} did not answer { bundles: [...] }`);
+  // The newest bundle of exactly this scope that verifies and is not below the floor.
+  let best: TrustBundle | undefined;
+  const reasons: string[] = [];
+  for (const candidate of list) {
+    const r = await verifyTrustBundle(candidate, o.rootPublicKeyPem, { now, minSequence: Math.max(floor, storedSequence) });
+    if (!r.valid) {
+      reasons.push(`${(candidate as { bundleId?: string })?.bundleId ?? '?'}: ${r.error.code}`);
+      continue;
+    }
+    if (canonicalize(r.bundle.scope) !== scopeKey) continue;
+    if (!best || r.bundle.sequence > best.sequence) best = r.bundle;
+  }
+  if (!best) return failed(list.length ? `no acceptable bundle (${reasons.join(', ') || 'none for this scope'})` : 'the authority has no bundle for this scope');
+  if (current && best.sequence === current.sequence && canonicalize(best) === canonicalize(current)) {
+    return { action: 'fresh', bundle: current, refreshAt: iso(Math.max(now(), refreshAt(current, o.refreshBeforeMs))) };
+  }
+  // Bundle, then floor: a crash in between leaves the new bundle with the old floor, and the
+  // effective floor is max(floor, stored bundle's sequence) anyway, so nothing older gets in.
+  writeAtomic(bundlePath(o.storeDir), JSON.stringify(best, null, 2) + '\n');
+  writeAtomic(floorPath(o.storeDir), JSON.stringify({ ...floors, [scopeKey]: best.sequence }) + '\n');
+  return { action: 'updated', bundle: best, refreshAt: iso(refreshAt(best, o.refreshBeforeMs)) };
+}
+
+async function verifyCommand(args: string[]): Promise<number> {
+  const p = parseArgs(args, { values: ['root', 'min-sequence', 'now'] });
+  if (p.positionals.length !== 1) throw new UsageError('bundle verify takes one FILE');
+  const file = p.positionals[0]!;
+  const root = readText(required(p, 'root'), 'root key');
+  const min = one(p, 'min-sequence');
+  if (min !== undefined && !/^\d+$/.test(min)) throw new UsageError('--min-sequence must be an integer');
+  const r = await verifyTrustBundle(readText(file, 'bundle'), root, { now: clock(p), minSequence: min === undefined ? undefined : Number(min) });
+  if (!r.valid) {
+    console.log(`✗ ${file}: ${r.error.code}: ${r.error.message}`);
+    return 1;
+  }
+  const b = r.bundle;
+  console.log(`✓ ${file}: bundle ${b.bundleId} sequence ${b.sequence}, signed by root ${b.keyId} (${b.issuer})`);
+  console.log(`  scope ${canonicalize(b.scope)}; valid ${b.issuedAt} → ${b.expiresAt}`);
+  for (const i of b.issuers) console.log(`  trusts ${i.issuer}: ${i.keys.map((k) => `${k.kid} [${k.purposes.join(',')}]`).join(', ')}`);
+  console.log(`  revoked grants: ${b.revokedGrants.length}`);
+  return 0;
+}
+
+async function refreshCommand(args: string[]): Promise<number> {
+  const p = parseArgs(args, { values: ['authority', 'category', 'region', 'merchant', 'root', 'store', 'refresh-before', 'now'], flags: ['force'] });
+  if (p.positionals.length) throw new UsageError('bundle refresh takes no positional argument');
+  const before = one(p, 'refresh-before');
+  if (before !== undefined && !/^\d+$/.test(before)) throw new UsageError('--refresh-before must be milliseconds');
+  const scope: RefreshOptions['scope'] = {};
+  for (const k of ['category', 'region', 'merchant'] as const) if (one(p, k) !== undefined) scope[k] = one(p, k);
+  const r = await refreshTrustBundle({
+    authority: required(p, 'authority'), scope, rootPublicKeyPem: readText(required(p, 'root'), 'root key'),
+    storeDir: required(p, 'store'), now: clock(p), refreshBeforeMs: before === undefined ? undefined : Number(before), force: p.flags.has('force'),
+  });
+  const b = r.bundle;
+  const held = b ? `bundle ${b.bundleId} sequence ${b.sequence}, expires ${b.expiresAt}` : 'no valid bundle';
+  if (r.action === 'fresh') console.log(`✓ fresh: ${held}; next refresh from ${r.refreshAt}`);
+  else if (r.action === 'updated') console.log(`✓ updated: ${held}; next refresh from ${r.refreshAt}`);
+  else console.log(`✗ refresh failed: ${r.reason}; kept ${held}`);
+  return r.action === 'failed' ? (b ? 1 : 3) : 0;
+}
+
+export async function main(args: string[]): Promise<number> {
+  return guard(USAGE, async () => {
+    const [sub, ...rest] = args;
+    if (!sub || sub === '--help' || sub === '-h') return console.log(USAGE), sub ? 0 : 2;
+    if (sub === 'verify') return verifyCommand(rest);
+    if (sub === 'refresh') return refreshCommand(rest);
+    throw new UsageError(`unknown subcommand ${sub}`);
+  });
+}
