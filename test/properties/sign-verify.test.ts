@@ -57,7 +57,7 @@ const scenario = fc.record({
   url: printable(60).map((s) => `https://${s}`),
 });
 
-async function chain(c: CtlCrypto, s: fc.ArbitraryValue<typeof scenario>) {
+async function chain(c: CtlCrypto, s: typeof scenario extends fc.Arbitrary<infer T> ? T : never) {
   const nowMs = T0 + s.t0 + s.age;
   const gExp = nowMs + s.left;
   const sbaIss = nowMs - s.sbaAge;
