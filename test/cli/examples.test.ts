@@ -1,0 +1,24 @@
+/** Every example in examples/ runs to its end (exit 0, its closing OK line) and tells its story. */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { root } from '../../firmware-bridge/node/device-script.js';
+
+const expected: Record<string, RegExp[]> = {
+  'provision-root': [/provisioned charger-001/, /a different root is refused \(already_provisioned\)/, /another root is refused \(trust_bundle_invalid\)/],
+  'ev-charger-offline': [/session 3: .* accepted/, /session 4: .* refused \(offline_limit_exceeded\)/, /refused \(replay\)/, /counters in flash: 3 payments, 58\.00 EUR/],
+  'fleet-wallet': [/remaining 25\.00 EUR/, /CtlBudgetExceededError \(budget_exceeded\)/, /after revocation: CtlGrantRevokedError \(grant_revoked\)/],
+  'bundle-refresh': [/t\+0h: updated, holding sequence 1/, /t\+2h: fresh/, /t\+6\.5h: updated, holding sequence 2/, /unreachable\): failed, holding sequence 2/, /no valid bundle/],
+};
+
+for (const [name, lines] of Object.entries(expected)) {
+  test(`examples/${name}`, () => {
+    const r = spawnSync(process.execPath, [join(root, 'build', 'examples', name, 'main.js')], { cwd: root, encoding: 'utf8', timeout: 60_000 });
+    assert.is(r.status, 0, `${name} exited ${r.status}\n${r.stdout}\n${r.stderr}`);
+    assert.match(r.stdout, new RegExp(`^OK ${name}$`, 'm'));
+    for (const l of lines) assert.match(r.stdout, l, `${name}: ${l}`);
+  });
+}
+
+test.run();
