@@ -3,7 +3,7 @@
  * otherwise). `edge.ts` binds the same code to WebCrypto only.
  */
 import { defaultCrypto } from './crypto/index.js';
-import { createGrantWith, type GrantFields, type SignGrantOptions } from './artifacts/grant.js';
+import { createGrantWith, verifyGrantWith, type GrantFields, type SignGrantOptions, type VerifyGrantOptions } from './artifacts/grant.js';
 import { createSbaWith, intentHashWith, type PaymentIntent, type SbaFields, type SignSbaOptions } from './artifacts/sba.js';
 import { createBundleWith, verifyBundleWith, type BundleFields, type SignBundleOptions, type VerifyBundleOptions } from './artifacts/bundle.js';
 import { signReceiptWith, verifyReceiptWith, type ReceiptFields, type VerifyReceiptOptions } from './artifacts/receipt.js';
@@ -20,6 +20,11 @@ import type { PublicKeyInput } from './crypto/types.js';
  */
 export function createSignedPolicyGrant(fields: GrantFields, options: SignGrantOptions = {}): Promise<PolicyGrant> {
   return createGrantWith(defaultCrypto, fields, options);
+}
+
+/** Checks a grant on its own: shape, signature, expiry (PROTOCOL.md §5 steps 0–1). @example const r = await verifyPolicyGrant(grant, { jwks }) */
+export function verifyPolicyGrant(grant: unknown, options: VerifyGrantOptions): Promise<Verified<{ grant: PolicyGrant }>> {
+  return verifyGrantWith(defaultCrypto, grant, options);
 }
 
 /**

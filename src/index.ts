@@ -4,7 +4,7 @@
 export * from './errors.js';
 export * from './api.js';
 export type * from './artifacts/types.js';
-export type { GrantFields, SignGrantOptions } from './artifacts/grant.js';
+export type { GrantFields, SignGrantOptions, VerifyGrantOptions } from './artifacts/grant.js';
 export type { SbaFields, SignSbaOptions, PaymentIntent } from './artifacts/sba.js';
 export type { BundleFields, SignBundleOptions, VerifyBundleOptions } from './artifacts/bundle.js';
 export type { ReceiptFields, VerifyReceiptOptions } from './artifacts/receipt.js';

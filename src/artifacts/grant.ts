@@ -2,13 +2,15 @@
  * PolicyGrant (`ctl-grant/1`, PROTOCOL.md §4): build, sign, parse. Key resolution and the
  * verification order live in the verifier; this module knows the grant's shape and bytes.
  */
-import type { CtlCrypto, PrivateKeyInput, PublicKeyInput, SigningKey } from '../crypto/types.js';
-import type { Asset, OfflineAllowance, PolicyGrant, Velocity } from './types.js';
+import type { CtlCrypto, PrivateKeyInput, PublicJwk, PublicKeyInput, SigningKey } from '../crypto/types.js';
+import type { Asset, Jwks, OfflineAllowance, PolicyGrant, Velocity, Verified } from './types.js';
 import {
   amount, arrayOf, asset, bad, checkShape, checkVersion, counter, currency, hash, identifier, issuer, object,
   printable, purposePattern, rail, signature, thumbprintJwk, timestamp, url, version, type Shape,
 } from './schema.js';
-import { signArtifact } from './signing.js';
+import { signArtifact, verifyArtifactSignature } from './signing.js';
+import { findKey } from './keys.js';
+import { CtlError, toErrorInfo } from '../errors.js';
 import { parseStrictJson } from '../encoding/jcs.js';
 import { formatTimestamp, parseTimestamp } from '../values.js';
 import { hostEnv, hostNow } from '../host.js';
@@ -60,7 +62,7 @@ export function checkGrant(value: unknown, field = 'grant'): asserts value is Po
 
 /**
  * Parses a PolicyGrant from an object or JSON text; throws `CtlError('malformed')`. The signature
- * is not checked here (that needs the issuer's key): use `verifyCtl` or `verifyPolicyGrant`.
+ * is not checked here (that needs the issuer's key): use `verifyPolicyGrant` or `verifyCtl`.
  * @example const grant = parseGrant(await res.text())
  */
 export function parseGrant(input: unknown): PolicyGrant {
@@ -144,4 +146,42 @@ export async function createGrantWith(c: CtlCrypto, fields: GrantFields, options
   // Refuse to sign anything a verifier would refuse to read.
   checkGrant({ ...unsigned, signature: 'A'.repeat(86) }, 'grant');
   return (await signArtifact(c, 'grant', unsigned, signer)) as unknown as PolicyGrant;
+}
+
+export interface VerifyGrantOptions {
+  /** The authority's grant key (PEM or JWK)… */
+  publicKey?: PublicKeyInput;
+  /** …or its JWKS, the key picked by `grant.keyId` with the `grant` purpose. */
+  jwks?: Jwks;
+  now?: () => number;
+  clockToleranceMs?: number;
+}
+
+/**
+ * A grant on its own (PROTOCOL.md §5 steps 0–1): shape, signature, expiry, `issuedAt`. For a wallet
+ * that wants to check what it was handed before using it. Never throws.
+ */
+export async function verifyGrantWith(c: CtlCrypto, input: unknown, options: VerifyGrantOptions): Promise<Verified<{ grant: PolicyGrant }>> {
+  try {
+    const grant = parseGrant(input);
+    let key: PublicJwk;
+    if (options?.jwks) key = findKey(options.jwks.keys, grant.keyId, 'grant');
+    else if (options?.publicKey) {
+      try {
+        key = (await c.importVerifyingKey(options.publicKey)).publicJwk;
+      } catch {
+        throw new CtlError('malformed', 'publicKey is not a usable public key');
+      }
+    } else throw new CtlError('grant_signature_invalid', 'no key to verify the grant: pass publicKey or jwks');
+    if (!(await verifyArtifactSignature(c, 'grant', grant as unknown as Record<string, unknown>, key))) {
+      throw new CtlError('grant_signature_invalid', 'the grant signature does not verify');
+    }
+    const now = (options.now ?? hostNow)();
+    const tol = options.clockToleranceMs ?? 0;
+    if (now >= parseTimestamp(grant.expiresAt, 'grant.expiresAt') + tol) throw new CtlError('grant_expired', `the grant expired at ${grant.expiresAt}`);
+    if (parseTimestamp(grant.issuedAt, 'grant.issuedAt') > now + tol) throw new CtlError('not_yet_valid', 'the grant is issued in the future');
+    return { valid: true, grant };
+  } catch (e) {
+    return { valid: false, error: toErrorInfo(e) };
+  }
 }

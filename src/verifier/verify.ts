@@ -19,6 +19,7 @@ import { hostEnv, hostFetch, hostNow } from '../host.js';
 import { createRevocationChecker } from '../revocation.js';
 import { fetchJson, type FetchLike } from '../net/fetch-json.js';
 import { createMemorySpendStorage, type SpendStorage } from '../wallet/spend-storage.js';
+import { commitAll, reserveAll, velocityLedgers, type Ledger } from '../wallet/ledgers.js';
 
 export interface VerifyCtlOptions {
   /** The payment in front of the merchant, minor units. */
@@ -43,7 +44,7 @@ export interface VerifyCtlOptions {
   /** Milliseconds a revocation answer is cached (default 60 000, the spec's merchant example). */
   revocationTtl?: number;
   revocationTimeoutMs?: number;
-  /** Record each `budgetId` once and keep cumulative spend per grant within `maxAmountMinor`. */
+  /** Record each `budgetId` once, keep cumulative spend per grant within `maxAmountMinor`, and enforce the grant's `velocity` (also enforced whenever an offline allowance is counted). */
   trackSpend?: boolean;
   spendStorage?: SpendStorage;
   /** Recompute `intentHash` from this payment and refuse without it (spec's Full profile). */
@@ -77,6 +78,20 @@ export function createVerifier(c: CtlCrypto): VerifyCtl {
   const jwksCache = new Map<string, { at: number; jwks: Jwks }>();
   const revocation = createRevocationChecker();
   const defaultSpend = createMemorySpendStorage();
+  const turns = new Map<string, Promise<unknown>>();
+
+  /** Runs `fn` after every earlier call with the same key has settled. */
+  async function oneAtATime<T>(key: string, fn: () => Promise<T>): Promise<T> {
+    const prev = turns.get(key) ?? Promise.resolve();
+    const run = prev.then(fn, fn);
+    const tail = run.catch(() => undefined);
+    turns.set(key, tail);
+    try {
+      return await run;
+    } finally {
+      if (turns.get(key) === tail) turns.delete(key);
+    }
+  }
 
   async function bundleSignatureOk(bundle: TrustBundle, root: PublicKeyInput): Promise<boolean> {
     const rootId = typeof root === 'string' ? root : canonicalize(await c.toPublicJwk(root));
@@ -262,7 +277,19 @@ export function createVerifier(c: CtlCrypto): VerifyCtl {
         fail('offline_limit_exceeded', 'the trust bundle is older than this grant allows offline');
       }
       if (o.trackSpend || offlineAllowance) {
-        await recordSpend(o.spendStorage ?? defaultSpend, grant, a.budgetId, amount, !!o.trackSpend, offlineAllowance);
+        const storage = o.spendStorage ?? defaultSpend;
+        const ledgers = spendLedgers(grant, amount, merchantId, now, !!o.trackSpend, offlineAllowance);
+        // Presentations of one SBA take turns here: while one holds a reservation that may still
+        // be given back, another must not read it as an accepted payment (`replay`).
+        const r = await oneAtATime(`${grant.grantId}/${a.budgetId}`, async () => {
+          const res = await reserveAll(storage, ledgers, a.budgetId);
+          if (res.ok) await commitAll(storage, ledgers, a.budgetId);
+          return res;
+        });
+        if (!r.ok) {
+          if (r.result === 'duplicate') fail('replay', `budgetId ${a.budgetId} was already accepted`);
+          fail(r.ledger.code, `this payment would exceed ${r.ledger.what}`);
+        }
       }
       return { valid: true, grant, sba, amount: o.amount, currency, ...(merchantId !== undefined ? { merchantId } : {}) };
     } catch (e) {
@@ -272,33 +299,22 @@ export function createVerifier(c: CtlCrypto): VerifyCtl {
 }
 
 /**
- * Reserves the payment in every ledger it counts against, all or nothing: the grant's cumulative
- * budget (`trackSpend`) and the offline allowance (PROTOCOL.md §8). A later refusal releases the
- * earlier reservations, so no ledger keeps a payment that was not accepted.
+ * The ledgers a payment the merchant accepts counts against: the grant's cumulative budget
+ * (`trackSpend`), its velocity windows (recorded whenever spend is), and the offline allowance.
  */
-async function recordSpend(
-  storage: SpendStorage,
-  grant: PolicyGrant,
-  budgetId: string,
-  amount: bigint,
-  trackSpend: boolean,
-  offline: PolicyGrant['offline'],
-): Promise<void> {
-  const ledgers: Array<[key: string, amount: bigint, ceiling: bigint, code: CtlErrorInfo['code'], what: string]> = [];
-  if (trackSpend) ledgers.push([`grant:${grant.grantId}`, amount, BigInt(grant.maxAmountMinor), 'budget_exceeded', 'the grant budget']);
-  if (offline?.maxPayments !== undefined) ledgers.push([`offline-count:${grant.grantId}`, 1n, BigInt(offline.maxPayments), 'offline_limit_exceeded', 'the offline payment count']);
-  if (offline?.maxAmountMinor !== undefined) ledgers.push([`offline-amount:${grant.grantId}`, amount, BigInt(offline.maxAmountMinor), 'offline_limit_exceeded', 'the offline amount']);
-  const done: string[] = [];
-  for (const [key, amt, ceiling, code, what] of ledgers) {
-    const r = await storage.reserve(key, budgetId, amt, ceiling);
-    if (r !== 'reserved') {
-      for (const k of done) await storage.release(k, budgetId);
-      if (r === 'duplicate') fail('replay', `budgetId ${budgetId} was already accepted`);
-      fail(code, `this payment would exceed ${what}`);
-    }
-    done.push(key);
+function spendLedgers(grant: PolicyGrant, amount: bigint, merchantId: string | undefined, now: number, trackSpend: boolean, offline: PolicyGrant['offline']): Ledger[] {
+  const ledgers: Ledger[] = [];
+  if (trackSpend) {
+    ledgers.push({ key: `grant:${grant.grantId}`, amount, ceiling: BigInt(grant.maxAmountMinor), code: 'budget_exceeded', what: 'the grant budget' });
   }
-  for (const k of done) await storage.commit(k, budgetId);
+  ledgers.push(...velocityLedgers(grant, amount, merchantId, now));
+  if (offline?.maxPayments !== undefined) {
+    ledgers.push({ key: `offline-count:${grant.grantId}`, amount: 1n, ceiling: BigInt(offline.maxPayments), code: 'offline_limit_exceeded', what: 'the offline payment count' });
+  }
+  if (offline?.maxAmountMinor !== undefined) {
+    ledgers.push({ key: `offline-amount:${grant.grantId}`, amount, ceiling: BigInt(offline.maxAmountMinor), code: 'offline_limit_exceeded', what: 'the offline amount' });
+  }
+  return ledgers;
 }
 
 function safeParse(text: string): unknown {

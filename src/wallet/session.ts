@@ -13,6 +13,7 @@ import { formatTimestamp, isIdentifier, parseAmount, parseCurrency, parsePayment
 import { hostFetch, hostNow } from '../host.js';
 import { newId } from '../ids.js';
 import { createMemorySpendStorage, type SpendStorage } from './spend-storage.js';
+import { commitAll, releaseAll, reserveAll, velocityLedgers, type Ledger } from './ledgers.js';
 import { createRevocationChecker, type RevocationChecker } from '../revocation.js';
 import type { FetchLike } from '../net/fetch-json.js';
 
@@ -111,8 +112,16 @@ export function createSessionWith(c: CtlCrypto, grantInput: PolicyGrant | string
       throw new CtlGrantRevokedError();
     }
     const budgetId = newId('bud_');
-    const r = await storage.reserve(spendKey, budgetId, amount, ceiling);
-    if (r !== 'reserved') throw new CtlBudgetExceededError(`${p.amount} ${p.currency} would exceed the ceiling of ${ceiling}`);
+    // The session ceiling and the grant's velocity windows (PROTOCOL.md §8), all or nothing.
+    const ledgers: Ledger[] = [
+      { key: spendKey, amount, ceiling, code: 'budget_exceeded', what: `the ceiling of ${ceiling}` },
+      ...velocityLedgers(grant, amount, p.merchantId, t),
+    ];
+    const r = await reserveAll(storage, ledgers, budgetId);
+    if (!r.ok) {
+      if (r.ledger.code === 'budget_exceeded') throw new CtlBudgetExceededError(`${p.amount} ${p.currency} would exceed ${r.ledger.what}`);
+      throw new CtlError(r.ledger.code, `this payment would exceed ${r.ledger.what}`);
+    }
     try {
       signer ??= c.importSigningKey(options.signingKey);
       const sba = await createSbaWith(c, {
@@ -120,10 +129,10 @@ export function createSessionWith(c: CtlCrypto, grantInput: PolicyGrant | string
         budgetId, rail: p.rail, merchantId: p.merchantId, purpose: p.purpose, issuer: options.issuer,
         expiresAt: options.sbaTtlMs === undefined ? undefined : formatTimestamp(Math.min(t + options.sbaTtlMs, grantExpiry)),
       }, { signingKey: await signer, keyId: options.signingKeyId, now });
-      await storage.commit(spendKey, budgetId);
+      await commitAll(storage, ledgers, budgetId);
       return sba;
     } catch (e) {
-      await storage.release(spendKey, budgetId);
+      await releaseAll(storage, ledgers, budgetId);
       throw e;
     }
   }

@@ -50,7 +50,8 @@ const scenario = fc.record({
   sbaAge: fc.integer({ min: 0, max: DAY }), sbaLeftFrac: fc.double({ min: 0, max: 1, noNaN: true }),
   scope: fc.constantFrom('SESSION', 'TRIP') as fc.Arbitrary<'SESSION' | 'TRIP'>,
   withIssuer: fc.boolean(),
-  velocity: fc.option(fc.record({ maxPaymentsPerHour: fc.nat(), maxAmountPerMerchantPerDay: fc.bigInt({ min: 0n, max: 10n ** 20n }).map(String) }, { requiredKeys: [] }), { nil: undefined }),
+  // Velocity is enforced (PROTOCOL.md §8) wherever spend is recorded: windows that admit one payment of any size.
+  velocity: fc.option(fc.record({ maxPaymentsPerHour: fc.integer({ min: 1, max: 1000 }), maxAmountPerMerchantPerDay: fc.constant('9'.repeat(38)) }, { requiredKeys: [] }), { nil: undefined }),
   offline: fc.option(fc.record({ maxBundleAgeMs: fc.constant(365 * DAY) }, { requiredKeys: [] }), { nil: undefined }),
   trust: fc.constantFrom('pem', 'bundle', 'jwks'),
   authority: anyKey, actor: anyKey,

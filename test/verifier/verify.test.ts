@@ -187,4 +187,25 @@ test('the hot-path SBA bytes equal signedBytes("sba") with and without issuer', 
   assert.equal(sbaSignedBytes(withIssuer, canonicalize(sba.grant)), signedBytes('sba', withIssuer as never));
 });
 
+test('merchant-side velocity with trackSpend; verifyPolicyGrant on its own', async () => {
+  const { verifyPolicyGrant } = await import('../../src/index.js');
+  const g = await grant(k, { velocity: { maxPaymentsPerHour: 2 } });
+  const s = createSession(g, { actorId: 'v', signingKey: k.actor.privateKeyPem, fetch: fakeAuthority(k).fetch, now: () => T0 });
+  const opts = { ...base, offline: true, signingKeyPem: k.authority.publicKeyPem, trackSpend: true, spendStorage: createMemorySpendStorage() };
+  const sbas = [];
+  for (let i = 0; i < 2; i++) sbas.push(await s.createSba({ amount: '30', currency: 'USD', rail: 'x402', merchantId: 'merchant-a' }));
+  // A second wallet on the same grant (its own storage) can sign a third; the merchant refuses it.
+  const other = createSession(g, { actorId: 'v2', signingKey: k.actor.privateKeyPem, fetch: fakeAuthority(k).fetch, now: () => T0 });
+  sbas.push(await other.createSba({ amount: '30', currency: 'USD', rail: 'x402', merchantId: 'merchant-a' }));
+  const results = [];
+  for (const x of sbas) results.push(await verifyCtl(x, opts));
+  assert.equal(results.map((r) => (r.valid ? 'ok' : r.error.code)), ['ok', 'ok', 'velocity_exceeded']);
+  assert.ok((await verifyPolicyGrant(g, { publicKey: k.authority.publicKeyPem, now: () => T0 })).valid);
+  assert.ok((await verifyPolicyGrant(JSON.stringify(g), { jwks: authorityJwks(k), now: () => T0 })).valid);
+  const wrong = await verifyPolicyGrant(g, { publicKey: k.root.publicKeyPem, now: () => T0 });
+  assert.is(!wrong.valid && wrong.error.code, 'grant_signature_invalid');
+  const late = await verifyPolicyGrant(g, { publicKey: k.authority.publicKeyPem, now: () => T0 + 25 * HOUR });
+  assert.is(!late.valid && late.error.code, 'grant_expired');
+});
+
 test.run();

@@ -138,4 +138,19 @@ test('ES256 actor keys sign SBAs too', async () => {
   assert.ok(r.valid, JSON.stringify(r));
 });
 
+test('grant velocity (PROTOCOL.md §8): payments per hour and amount per merchant per day', async () => {
+  const g = await grant(k, { velocity: { maxPaymentsPerHour: 3, maxAmountPerMerchantPerDay: '50' } });
+  const a = fakeAuthority(k);
+  let now = T0;
+  const s = createSession(g, { actorId: 'v', signingKey: k.actor.privateKeyPem, fetch: a.fetch, now: () => now, revocationTtl: 10 * HOUR });
+  await s.createSba({ amount: '30', currency: 'USD', rail: 'card', merchantId: 'merchant-a' });
+  await rejects(s.createSba({ amount: '21', currency: 'USD', rail: 'card', merchantId: 'merchant-a' }), codeOf('velocity_exceeded'), 'per merchant per day');
+  await s.createSba({ amount: '21', currency: 'USD', rail: 'card', merchantId: 'merchant-b' });
+  await s.createSba({ amount: '1', currency: 'USD', rail: 'card', merchantId: 'merchant-b' });
+  await rejects(s.createSba({ amount: '1', currency: 'USD', rail: 'card', merchantId: 'merchant-b' }), codeOf('velocity_exceeded'), '4th payment in the hour');
+  assert.equal(await s.remaining(), { remainingMinor: String(5000 - 52) }, 'refused payments reserve nothing');
+  now += HOUR;
+  await s.createSba({ amount: '1', currency: 'USD', rail: 'card', merchantId: 'merchant-b' });
+});
+
 test.run();

@@ -1,0 +1,68 @@
+/**
+ * One payment often counts against several running totals at once: the grant's budget, the
+ * offline allowance (PROTOCOL.md §8 `offline`), velocity windows (§8 `velocity`). Each total is a
+ * SpendStorage key reserved atomically; `reserveAll` takes them in order and gives back the ones
+ * it took when a later one refuses, so no ledger keeps a payment that was not made.
+ */
+import type { CtlErrorCode } from '../errors.js';
+import type { PolicyGrant } from '../artifacts/types.js';
+import type { ReserveResult, SpendStorage } from './spend-storage.js';
+
+export interface Ledger {
+  key: string;
+  amount: bigint;
+  ceiling: bigint;
+  /** The refusal when this ledger is full. */
+  code: CtlErrorCode;
+  what: string;
+}
+
+export type ReserveAllResult = { ok: true } | { ok: false; result: Exclude<ReserveResult, 'reserved'>; ledger: Ledger };
+
+/** Reserves `id` in every ledger or in none. */
+export async function reserveAll(storage: SpendStorage, ledgers: readonly Ledger[], id: string): Promise<ReserveAllResult> {
+  const taken: Ledger[] = [];
+  for (const ledger of ledgers) {
+    const r = await storage.reserve(ledger.key, id, ledger.amount, ledger.ceiling);
+    if (r !== 'reserved') {
+      for (const t of taken) await storage.release(t.key, id);
+      return { ok: false, result: r, ledger };
+    }
+    taken.push(ledger);
+  }
+  return { ok: true };
+}
+
+export async function commitAll(storage: SpendStorage, ledgers: readonly Ledger[], id: string): Promise<void> {
+  for (const l of ledgers) await storage.commit(l.key, id);
+}
+
+export async function releaseAll(storage: SpendStorage, ledgers: readonly Ledger[], id: string): Promise<void> {
+  for (const l of ledgers) await storage.release(l.key, id);
+}
+
+const HOUR = 3_600_000;
+const DAY = 86_400_000;
+
+/**
+ * The velocity windows of a grant (PROTOCOL.md §8): payments per hour and amount per merchant per
+ * day, as fixed UTC windows (the hour and the day the payment falls in), each its own ledger.
+ */
+export function velocityLedgers(grant: PolicyGrant, amount: bigint, merchantId: string | undefined, now: number): Ledger[] {
+  const v = grant.velocity;
+  const out: Ledger[] = [];
+  if (!v) return out;
+  if (v.maxPaymentsPerHour !== undefined) {
+    out.push({
+      key: `velocity-hour:${grant.grantId}:${Math.floor(now / HOUR)}`, amount: 1n, ceiling: BigInt(v.maxPaymentsPerHour),
+      code: 'velocity_exceeded', what: `${v.maxPaymentsPerHour} payments per hour`,
+    });
+  }
+  if (v.maxAmountPerMerchantPerDay !== undefined) {
+    out.push({
+      key: `velocity-day:${grant.grantId}:${merchantId ?? '*'}:${Math.floor(now / DAY)}`, amount, ceiling: BigInt(v.maxAmountPerMerchantPerDay),
+      code: 'velocity_exceeded', what: `${v.maxAmountPerMerchantPerDay} per merchant per day`,
+    });
+  }
+  return out;
+}
