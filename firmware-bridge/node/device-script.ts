@@ -4,7 +4,7 @@
  * not carried twice. Built with esbuild from the repository's TypeScript (a dev tool, like this
  * reference host); cached next to the compiled bridge.
  */
-import { existsSync, readFileSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -57,6 +57,9 @@ export async function deviceScript(): Promise<string> {
   });
   const code = r.outputFiles[0]!.text;
   mkdirSync(dirname(out), { recursive: true });
-  writeFileSync(out, code);
+  // Temp file + rename: test files running in parallel may read it while another writes it.
+  const tmp = `${out}.${process.pid}.tmp`;
+  writeFileSync(tmp, code);
+  renameSync(tmp, out);
   return code;
 }
