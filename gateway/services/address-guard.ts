@@ -8,19 +8,21 @@
 import { BlockList, isIP } from 'node:net';
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 
-const blocked = new BlockList();
+// Two lists: one BlockList would also match IPv4 addresses against the IPv6 mapped ranges.
+const blocked4 = new BlockList();
+const blocked6 = new BlockList();
 for (const [net, bits] of [
   ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16],
   ['172.16.0.0', 12], ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.88.99.0', 24], ['192.168.0.0', 16],
   ['198.18.0.0', 15], ['198.51.100.0', 24], ['203.0.113.0', 24], ['224.0.0.0', 4], ['240.0.0.0', 4],
-] as const) blocked.addSubnet(net, bits, 'ipv4');
+] as const) blocked4.addSubnet(net, bits, 'ipv4');
 for (const [net, bits] of [
   ['::', 96], // unspecified, loopback, IPv4-compatible
   ['::ffff:0:0', 96], // IPv4-mapped: would reach the v4 address inside
   ['64:ff9b::', 96], ['64:ff9b:1::', 48], // NAT64
   ['100::', 64], ['2001:db8::', 32], ['2002::', 16], ['2001::', 32], // discard, docs, 6to4, Teredo
   ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8],
-] as const) blocked.addSubnet(net, bits, 'ipv6');
+] as const) blocked6.addSubnet(net, bits, 'ipv6');
 
 /** Options of the guard: everything private refused unless `allowPrivate`; `allowHosts` lists exact `host:port` exceptions. */
 export interface TargetPolicy {
@@ -31,12 +33,12 @@ export interface TargetPolicy {
 /** True when `address` (an IP literal) is a public unicast address. */
 export function isPublicAddress(address: string): boolean {
   const fam = isIP(address);
-  if (fam === 4) return !blocked.check(address, 'ipv4');
+  if (fam === 4) return !blocked4.check(address, 'ipv4');
   if (fam === 6) {
     const a = address.toLowerCase().split('%')[0]!;
     // BlockList does not always match mapped forms written with dotted quads.
     if (/^(::ffff:|::)(\d+\.){3}\d+$/.test(a) || a.startsWith('::ffff:')) return false;
-    return !blocked.check(a, 'ipv6');
+    return !blocked6.check(a, 'ipv6');
   }
   return false;
 }
