@@ -35,8 +35,7 @@ async function crashDuringPayment(db: TestDb, payFirst: boolean) {
   abort.abort();
   await pending;
   const owner = a.ownerKey;
-  await a.gw.close();
-  await a.db.close();
+  await a.close();
   return { m, s, owner };
 }
 
