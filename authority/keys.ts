@@ -6,7 +6,7 @@
  * in the database, so every process on that database signs with the same key.
  */
 import { createPublicKey } from 'node:crypto';
-import { generateKeyPair, importSigningKey, jwkThumbprint, toPublicJwk, type PublishedJwk, type SigningKey } from '../src/index.js';
+import { generateKeyPair, importSigningKey, jwkThumbprint, type PublishedJwk, type SigningKey } from '../src/index.js';
 import { HttpError, type Logger } from '../service-kit/index.js';
 import type { AuthorityStore, KeyPurposeName, SigningKeyRow } from './store/types.js';
 
@@ -39,7 +39,7 @@ export interface KeyRingOptions {
 
 async function rowFor(purpose: KeyPurposeName, privateKeyPem: string, source: 'generated' | 'env', at: string, kid?: string): Promise<SigningKeyRow> {
   const signer = await importSigningKey(privateKeyPem);
-  const publicJwk = await toPublicJwk(signer.publicJwk);
+  const publicJwk = signer.publicJwk;
   const publicKeyPem = createPublicKey(privateKeyPem).export({ type: 'spki', format: 'pem' }).toString();
   return {
     kid: kid ?? (await jwkThumbprint(publicJwk)),

@@ -43,10 +43,9 @@ export function adminRoutes(router: Router, d: RouteDeps): void {
 
   router.delete('/admin/keys/:keyId', admin, async (ctx) => {
     const keyId = identifier(ctx.params['keyId'], 'keyId');
-    const before = await d.store.getApiKey(keyId);
     const r = await d.store.revokeApiKey(keyId, new Date(d.now()).toISOString());
     if (!r) throw notFound(`no API key '${keyId}'`);
-    if (before && before.revokedAt === null) await d.audit.record(actorOf(ctx.state), 'apikey.revoke', keyId);
+    if (r.changed) await d.audit.record(actorOf(ctx.state), 'apikey.revoke', keyId);
     ctx.body = { keyId, revokedAt: r.revokedAt };
   });
 

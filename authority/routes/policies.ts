@@ -1,10 +1,9 @@
 /** POST /policies (spec §4.3): `{ policy }` → `{ policyHash, storedAt }`; the same document twice is one policy. */
 import type Router from '@koa/router';
-import { requireScope } from '../../service-kit/index.js';
+import { badRequest, requireScope } from '../../service-kit/index.js';
 import { canonicalize, policyHash } from '../../src/index.js';
 import { closedObject, required } from '../validate.js';
 import { actorOf, type RouteDeps } from './context.js';
-import { badRequest } from '../../service-kit/index.js';
 
 export function policyRoutes(router: Router, d: RouteDeps): void {
   router.post('/policies', requireScope(d.authenticate, 'policies:write'), d.body, async (ctx) => {

@@ -149,9 +149,9 @@ export function createSqlAuthorityStore(db: SqlDatabase): AuthorityStore {
       return (await db.all<ApiRow>('SELECT * FROM api_keys ORDER BY created_at, key_id')).map(apiFrom);
     },
     async revokeApiKey(keyId, at) {
-      await db.run('UPDATE api_keys SET revoked_at = ? WHERE key_id = ? AND revoked_at IS NULL', [at, keyId]);
+      const { changes } = await db.run('UPDATE api_keys SET revoked_at = ? WHERE key_id = ? AND revoked_at IS NULL', [at, keyId]);
       const r = await db.get<{ revoked_at: string | null }>('SELECT revoked_at FROM api_keys WHERE key_id = ?', [keyId]);
-      return r && r.revoked_at !== null ? { revokedAt: r.revoked_at } : undefined;
+      return r && r.revoked_at !== null ? { revokedAt: r.revoked_at, changed: changes === 1 } : undefined;
     },
 
     putSigningKey: (row) => insertKey(db, row),

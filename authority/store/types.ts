@@ -112,8 +112,8 @@ export interface AuthorityStore {
   putApiKey(row: ApiKeyRow): Promise<void>;
   getApiKey(keyId: string): Promise<ApiKeyRow | undefined>;
   listApiKeys(): Promise<ApiKeyRow[]>;
-  /** Idempotent; undefined when unknown. */
-  revokeApiKey(keyId: string, at: string): Promise<{ revokedAt: string } | undefined>;
+  /** Idempotent (the first revokedAt stays; `changed` only for the call that revoked); undefined when unknown. */
+  revokeApiKey(keyId: string, at: string): Promise<{ revokedAt: string; changed: boolean } | undefined>;
 
   /** Inserts a key unless its kid exists (two processes generating at once keep one). */
   putSigningKey(row: SigningKeyRow): Promise<boolean>;

@@ -127,8 +127,8 @@ export function storeConformance(name: string, open: () => Promise<Harness>): vo
     await h.store.putApiKey(row);
     assert.equal(await h.store.getApiKey('k1'), row);
     assert.equal(await h.store.listApiKeys(), [row]);
-    assert.equal(await h.store.revokeApiKey('k1', iso(NOW + 5)), { revokedAt: iso(NOW + 5) });
-    assert.equal(await h.store.revokeApiKey('k1', iso(NOW + 9)), { revokedAt: iso(NOW + 5) });
+    assert.equal(await h.store.revokeApiKey('k1', iso(NOW + 5)), { revokedAt: iso(NOW + 5), changed: true });
+    assert.equal(await h.store.revokeApiKey('k1', iso(NOW + 9)), { revokedAt: iso(NOW + 5), changed: false });
     assert.is(await h.store.revokeApiKey('nope', iso(NOW)), undefined);
     assert.is(await h.store.getApiKey('nope'), undefined);
   });
