@@ -43,6 +43,7 @@ export function proxyRoutes(o: { sessions: SessionService; payments: PaymentServ
     if (!token) throw unauthorized('a session token is required (Authorization: Bearer gw_sess_…)');
     const session = await o.sessions.byToken(token);
     if (!session) throw unauthorized('the session token is not valid');
+    ctx.set('X-Ctl-Session-Id', session.id);
     // spec §3: refused before anything is forwarded.
     const state = effectiveState(session, o.now());
     if (state === 'revoked') throw new CtlError('session_revoked', 'the session has been revoked');
