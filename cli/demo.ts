@@ -1,0 +1,139 @@
+/**
+ * `npm run demo` / `ctl demo` (issue 4 §9): the whole story in one command, against a demo x402
+ * merchant on this machine. A budget owner opens a session; an agent pays through the gateway;
+ * a purpose outside the policy and a metadata address are refused; the soft ceiling pauses the
+ * session and the owner's continuation resumes it; revocation stops the agent; the receipts
+ * verify against the gateway's keys and the merchant checks a txid. Exits 1 if any step does
+ * not behave as told.
+ */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { verifyReceipt } from '../src/index.js';
+import { createGatewayClient } from '../src/client/index.js';
+import { openDatabase, listen, silentLogger } from '../service-kit/index.js';
+import { createGatewayApp } from '../gateway/app.js';
+
+export async function main(args: string[]): Promise<number | void> {
+  if (args.includes('--help') || args.includes('-h')) {
+    console.log('usage: ctl demo   (runs a gateway and a demo merchant on 127.0.0.1, temporary SQLite)');
+    return 0;
+  }
+  let failures = 0;
+  const step = (n: number, text: string) => console.log(`\n${n}. ${text}`);
+  const show = (text: string) => console.log(`   ${text}`);
+  const expect = (ok: boolean, what: string) => {
+    console.log(`   ${ok ? '✓' : '✗'} ${what}`);
+    if (!ok) failures++;
+  };
+
+  // The demo merchant: a search API priced at 1.00 USD per call, paid with x402.
+  const merchant = createServer((req, res) => {
+    const receipt = req.headers['x-payment-receipt'];
+    if (typeof receipt !== 'string') {
+      res.writeHead(402, { 'x-payment': JSON.stringify({ amount: '100', currency: 'USD', address: 'acct_demo_merchant' }) });
+      return res.end('payment required');
+    }
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ results: ['a', 'b', 'c'], paidWith: receipt }));
+  });
+  await new Promise<void>((r) => merchant.listen(0, '127.0.0.1', r));
+  const merchantPort = (merchant.address() as AddressInfo).port;
+  const shop = `http://127.0.0.1:${merchantPort}`;
+
+  const dir = mkdtempSync(join(tmpdir(), 'ctl-demo-'));
+  const db = await openDatabase(`sqlite:${join(dir, 'gateway.db')}`);
+  const adminKey = 'demo-admin-key-0123456789';
+  // Private targets stay refused; only the demo merchant's exact host:port is let through.
+  const gateway = await createGatewayApp({ db, adminKey, logger: silentLogger(), targets: { allowPrivate: false, allowHosts: [`127.0.0.1:${merchantPort}`] } });
+  const server = await listen(gateway.app, { port: 0 });
+  try {
+    console.log(`gateway ${server.url}, demo merchant ${shop} (1.00 USD per search)`);
+    const ownerKey = ((await (await fetch(`${server.url}/admin/owners`, {
+      method: 'POST', headers: { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json' }, body: '{"label":"demo owner"}',
+    })).json()) as { apiKey: string }).apiKey;
+    const owner = createGatewayClient({ baseUrl: server.url, ownerKey });
+
+    step(1, 'The budget owner opens a session: 3.00 USD, purpose api:search, soft ceiling +1.00, one hour');
+    const expiresAt = new Date(Date.now() + 3600_000).toISOString().replace(/\.\d+Z$/, 'Z');
+    const created = await owner.createSession({
+      budget: { amount: '300', currency: 'USD' }, purposes: ['api:search'], expiresAt, label: 'research agent', softLimit: { amount: '100' }, trustLevel: 1,
+    });
+    show(`sessionId ${created.sessionId}, token ${created.sessionToken.slice(0, 16)}…`);
+
+    let softLimitCalls = 0;
+    const agent = createGatewayClient({ baseUrl: server.url }).session(created.sessionToken, {
+      sessionId: created.sessionId,
+      onSoftLimit: async (info) => {
+        softLimitCalls++;
+        show(`onSoftLimit: ${info.message}`);
+        const token = (await owner.getSession(created.sessionId)).continuationToken;
+        show(`the owner approves with continuation token ${token?.slice(0, 14)}…`);
+        return token;
+      },
+    });
+
+    step(2, 'The agent makes three paid searches through the gateway (it never sees the 402)');
+    for (let i = 1; i <= 3; i++) {
+      const res = await agent.fetch(`${shop}/search?q=${i}`, { purpose: 'api:search' });
+      const body = (await res.json()) as { paidWith: string };
+      show(`search ${i}: HTTP ${res.status}, paid with ${body.paidWith}`);
+      expect(res.status === 200, `search ${i} paid`);
+    }
+
+    step(3, 'A purchase outside the policy is refused before any payment');
+    try {
+      await agent.fetch(`${shop}/checkout`, { purpose: 'shopping:checkout' });
+      expect(false, 'refused');
+    } catch (e) {
+      expect((e as { code?: string }).code === 'purpose_not_allowed', `refused: ${(e as Error).message}`);
+    }
+
+    step(4, 'The agent is tricked into calling the cloud metadata address');
+    try {
+      await agent.fetch('http://169.254.169.254/latest/meta-data/', { purpose: 'api:search' });
+      expect(false, 'refused');
+    } catch (e) {
+      expect((e as { code?: string }).code === 'target_not_allowed', `refused: ${(e as Error).message}`);
+    }
+
+    step(5, 'A fourth search would cross the ceiling: the session pauses, the owner continues it');
+    const res4 = await agent.fetch(`${shop}/search?q=4`, { purpose: 'api:search' });
+    expect(res4.status === 200 && softLimitCalls === 1, `search 4 paid after continuation (HTTP ${res4.status})`);
+    const afterContinue = await owner.getSession(created.sessionId);
+    show(`ceiling now ${afterContinue.budget.amount}, spent ${afterContinue.spentMinor}, state ${afterContinue.state}`);
+
+    step(6, 'The owner revokes the session; the agent is stopped at once');
+    await owner.revokeSession(created.sessionId);
+    try {
+      await agent.fetch(`${shop}/search?q=5`, { purpose: 'api:search' });
+      expect(false, 'refused');
+    } catch (e) {
+      expect((e as { code?: string }).code === 'session_revoked', `refused: ${(e as Error).message}`);
+    }
+
+    step(7, 'The receipts: signed by the gateway, verified with its published keys; the merchant checks a txid');
+    const { receipts } = await owner.receipts(created.sessionId);
+    const jwks = await (await fetch(`${server.url}/.well-known/ctl-keys.json`)).json();
+    for (const r of receipts) {
+      const v = await verifyReceipt(r, { jwks: jwks as any });
+      const amount = r.amount as { amountMinor: string; currency: string };
+      show(`${r.receiptId}  ${amount.amountMinor} ${amount.currency}  ${r.merchant}  ${r.txRef}  signature ${v.valid ? 'valid' : 'INVALID'}`);
+      if (!v.valid) failures++;
+    }
+    expect(receipts.length === 4, `${receipts.length} receipts, total ${afterContinue.spentMinor} minor units`);
+    const check = (await (await fetch(`${server.url}/charge/${encodeURIComponent(String(receipts[0]!.txRef))}/verify`)).json()) as { paid: boolean; address: string };
+    expect(check.paid && check.address === 'acct_demo_merchant', `merchant verification of ${receipts[0]!.txRef}: paid to ${check.address}`);
+  } finally {
+    await server.close();
+    await gateway.close();
+    await db.close();
+    merchant.closeAllConnections();
+    await new Promise((r) => merchant.close(r));
+    rmSync(dir, { recursive: true, force: true });
+  }
+  console.log(failures ? `\n${failures} step(s) did not behave as expected` : '\nEvery step behaved as expected.');
+  return failures ? 1 : 0;
+}
