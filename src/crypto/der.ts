@@ -81,8 +81,9 @@ function whole(t: Tlv): string {
   return hex(new Uint8Array([t.tag, t.body.length])) + hex(t.body);
 }
 
-/** Unwraps PEM of the given label(s); tolerates `\n` written literally, as env files often hold it. */
+/** Unwraps PEM; tolerates `\n` written literally, as env files often hold it. @example pemBody(pem).label // 'PUBLIC KEY' */
 export function pemBody(text: string): { label: string; der: Uint8Array } {
+  if (typeof text !== 'string' || text.length > 16384) return bad('not a PEM');
   const m = /^\s*-----BEGIN ([A-Z ]+)-----([A-Za-z0-9+/=\s]*)-----END \1-----\s*$/.exec(text.replace(/\\n/g, '\n'));
   if (!m) return bad('not a PEM');
   return { label: m[1]!, der: base64DecodeLenient(m[2]!.replace(/\s+/g, '')) };
