@@ -184,26 +184,29 @@ async function openPostgres(url: string, options: OpenOptions): Promise<SqlDatab
       if (e.code !== '23505' && e.code !== '42P06') throw e;
     });
   }
+  // Named statements: each connection parses and plans a statement once, then only binds
+  // (the revocation check is one such statement on every wallet's and merchant's path).
+  const statements = new Map<string, { name: string; text: string }>();
+  const statement = (sql: string) => {
+    let st = statements.get(sql);
+    if (st === undefined) {
+      st = { name: `ctl_${statements.size}`, text: numbered(sql) };
+      statements.set(sql, st);
+    }
+    return st;
+  };
   const on = (q: pg.Pool | pg.PoolClient): SqlExecutor => {
-    const cache = new Map<string, string>();
-    const text = (sql: string) => {
-      let t = cache.get(sql);
-      if (t === undefined) {
-        t = numbered(sql);
-        cache.set(sql, t);
-      }
-      return t;
-    };
+    const query = (sql: string, params: unknown[]) => q.query({ ...statement(sql), values: params.map(pgParam) });
     return {
       dialect: 'postgres',
       async all<T>(sql: string, params: unknown[] = []) {
-        return (await q.query(text(sql), params.map(pgParam))).rows as T[];
+        return (await query(sql, params)).rows as T[];
       },
       async get<T>(sql: string, params: unknown[] = []) {
-        return (await q.query(text(sql), params.map(pgParam))).rows[0] as T | undefined;
+        return (await query(sql, params)).rows[0] as T | undefined;
       },
       async run(sql: string, params: unknown[] = []) {
-        return { changes: (await q.query(text(sql), params.map(pgParam))).rowCount ?? 0 };
+        return { changes: (await query(sql, params)).rowCount ?? 0 };
       },
       async exec(script: string) {
         await q.query(script);
