@@ -36,16 +36,65 @@ const p256 = ecdsa(
   sha256,
 );
 
+/** Width-5 NAF digits of a scalar, least significant first: odd digits in (-16, 16), mostly zeros. */
+function naf5(k: bigint): Int8Array {
+  const out = new Int8Array(258);
+  for (let i = 0; k > 0n; i++, k >>= 1n) {
+    if (k & 1n) {
+      let d = Number(k & 31n);
+      if (d >= 16) d -= 32;
+      out[i] = d;
+      k -= BigInt(d);
+    }
+  }
+  return out;
+}
+
+type EdPoint = InstanceType<typeof ed.Point>;
+
+/** P, 3P, 5P, …, 15P: the table a width-5 NAF digit indexes. */
+function oddMultiples(p: EdPoint): EdPoint[] {
+  const twice = p.double();
+  const t = [p];
+  for (let i = 1; i < 8; i++) t.push(t[i - 1]!.add(twice));
+  return t;
+}
+
+let baseTable: EdPoint[] | undefined;
+
 /**
- * Cofactorless RFC 8032 §5.1.7 check for one public key, its point decoded once (a square root)
- * rather than per signature; the caller has already applied the §3 shape rules (S < L, R canonical).
+ * s·B + k·Q in one pass (Straus–Shamir, width-5 NAF): about 254 doublings and 85 additions, with
+ * a base table of 8 points instead of noble's 4,224-point one, whose construction dominated a
+ * QuickJS device's first verification. Variable time: inputs are public in verification.
+ */
+function doubleScalarMul(s: bigint, k: bigint, qTable: EdPoint[]): EdPoint {
+  const bt = (baseTable ??= oddMultiples(ed.Point.BASE));
+  const ds = naf5(s);
+  const dk = naf5(k);
+  let top = ds.length - 1;
+  while (top >= 0 && ds[top] === 0 && dk[top] === 0) top--;
+  let acc = ed.Point.ZERO;
+  for (let i = top; i >= 0; i--) {
+    acc = acc.double();
+    const a = ds[i]!;
+    const b = dk[i]!;
+    if (a) acc = a > 0 ? acc.add(bt[a >> 1]!) : acc.subtract(bt[-a >> 1]!);
+    if (b) acc = b > 0 ? acc.add(qTable[b >> 1]!) : acc.subtract(qTable[-b >> 1]!);
+  }
+  return acc;
+}
+
+/**
+ * Cofactorless RFC 8032 §5.1.7 check for one public key: [S]B − [k]A must encode to R exactly.
+ * The key's point is decoded (a square root) and its table built once, not per signature; the
+ * caller has already applied the §3 shape rules (S < L, R canonical, A not of small order).
  */
 function ed25519Verifier(pub: Uint8Array): (msg: Uint8Array, sig: Uint8Array) => boolean {
-  const A = ed.Point.fromBytes(pub, false);
+  const minusA = oddMultiples(ed.Point.fromBytes(pub, false).negate());
   return (msg, sig) => {
     const R = sig.subarray(0, 32);
     const k = le(sha512(concat(R, pub, msg))) % L;
-    const check = ed.Point.BASE.multiply(le(sig.subarray(32)), false).subtract(A.multiply(k, false)).toBytes();
+    const check = doubleScalarMul(le(sig.subarray(32)), k, minusA).toBytes();
     let diff = 0;
     for (let i = 0; i < 32; i++) diff |= check[i]! ^ R[i]!;
     return diff === 0;
