@@ -32,12 +32,14 @@ export function createLedgerRail(q: SqlExecutor, now: () => number = Date.now): 
     name: 'ledger',
     async pay(order) {
       const txRef = `txid:${randomBytes(16).toString('base64url')}`;
-      await q.run(
+      // One statement: inserts, or returns the row already there (same id paid or voided before).
+      const row = await q.get(
         `INSERT INTO gw_ledger (payment_id, status, tx_ref, address, amount, currency, created_at)
-         VALUES (?, 'paid', ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+         VALUES (?, 'paid', ?, ?, ?, ?, ?)
+         ON CONFLICT (payment_id) DO UPDATE SET payment_id = excluded.payment_id
+         RETURNING status, tx_ref, amount, currency, address`,
         [order.paymentId, txRef, order.address, order.amount, order.currency, now()],
       );
-      const row = await q.get(`SELECT status, tx_ref, amount, currency, address FROM gw_ledger WHERE payment_id = ?`, [order.paymentId]);
       if (!row || row.status !== 'paid') throw new RailError(`payment ${order.paymentId} was voided`);
       if (BigInt(row.amount as string) !== order.amount || row.currency !== order.currency || row.address !== order.address) {
         throw new RailError(`payment ${order.paymentId} already exists with other terms`);

@@ -34,6 +34,7 @@ function assetOf(currency: string) {
 
 export function createSessionService(deps: SessionServiceDeps) {
   const { db, keys, now } = deps;
+  const byTokenCache = new Map<string, { version: string; record: SessionRecord }>();
 
   async function mintGrant(s: { grantId: string; policyHash: string; config: SessionConfig; ceiling: bigint; actorJwk: unknown }, baseUrl: string) {
     const gk = await keys.active('grant');
@@ -144,7 +145,30 @@ export function createSessionService(deps: SessionServiceDeps) {
       return s;
     },
 
-    byToken: (token: string) => sessionByTokenHash(db, hashToken(token)),
+    /**
+     * The session of an agent's token. Every call reads the live state, expiry and ceiling; the
+     * large immutable parts (config, grant, keys) come from a cache keyed by id and ceiling, the
+     * only mutable input of the grant (re-minted at continuation). `spent`/`reserved` of the
+     * result may be stale: money decisions are made in the store (store/payments.ts).
+     */
+    async byToken(token: string): Promise<SessionRecord | undefined> {
+      const hash = hashToken(token);
+      const live = await db.get<{ id: string; state: string; expires_at: unknown; ceiling: unknown }>(
+        `SELECT id, state, expires_at, ceiling FROM gw_sessions WHERE token_hash = ?`,
+        [hash],
+      );
+      if (!live) return undefined;
+      const version = `${live.id}:${live.ceiling}`;
+      let hit = byTokenCache.get(hash);
+      if (!hit || hit.version !== version) {
+        const full = await sessionByTokenHash(db, hash);
+        if (!full) return undefined;
+        if (byTokenCache.size >= 10_000) byTokenCache.clear();
+        hit = { version, record: full };
+        byTokenCache.set(hash, hit);
+      }
+      return { ...hit.record, state: live.state as SessionRecord['state'], expiresAt: Number(live.expires_at), ceiling: BigInt(live.ceiling as string) };
+    },
 
     /** spec §3 DELETE row: revoked at once; repeated calls answer the same. */
     async revoke(s: SessionRecord) {

@@ -149,8 +149,11 @@ export async function commit(
       p.paymentId,
     ]);
     if (u.changes !== 1) return { committed: false, spentBefore: 0n, spentAfter: 0n, ceiling: 0n };
-    const s = await t.get(`SELECT spent, ceiling FROM gw_sessions WHERE id = ?${forUpdate(t)}`, [p.sessionId]);
-    await t.run(`UPDATE gw_sessions SET spent = spent + ?, reserved = reserved - ? WHERE id = ?`, [p.amount, p.amount, p.sessionId]);
+    const s = await t.get(`UPDATE gw_sessions SET spent = spent + ?, reserved = reserved - ? WHERE id = ? RETURNING spent, ceiling`, [
+      p.amount,
+      p.amount,
+      p.sessionId,
+    ]);
     await t.run(`INSERT INTO gw_receipts (id, session_id, payment_id, paid_at, body) VALUES (?, ?, ?, ?, ?)`, [
       p.receiptId,
       p.sessionId,
@@ -158,8 +161,8 @@ export async function commit(
       p.paidAt,
       p.receipt,
     ]);
-    const before = BigInt(s!.spent as string);
-    return { committed: true, spentBefore: before, spentAfter: before + p.amount, ceiling: BigInt(s!.ceiling as string) };
+    const after = BigInt(s!.spent as string);
+    return { committed: true, spentBefore: after - p.amount, spentAfter: after, ceiling: BigInt(s!.ceiling as string) };
   });
 }
 
