@@ -23,18 +23,22 @@ import type { Alg, PublicJwk } from './types.js';
 // P-256 (SEC 2 v2 §2.4.2) built from the abstract curve rather than imported from
 // '@noble/curves/nist.js': that module also builds FROST/OPRF suites at load, which call
 // TextEncoder, and QuickJS has none. These are the same parameters nist.js uses.
-const p256 = ecdsa(
-  weierstrass({
-    p: 0xffffffff00000001000000000000000000000000ffffffffffffffffffffffffn,
-    n: 0xffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551n,
-    h: 1n,
-    a: 0xffffffff00000001000000000000000000000000fffffffffffffffffffffffcn,
-    b: 0x5ac635d8aa3a93e7b3ebbd55769886bc651d06b0cc53b0f63bce3c3e27d2604bn,
-    Gx: 0x6b17d1f2e12c4247f8bce6e563a440f277037d812deb33a0f4a13945d898c296n,
-    Gy: 0x4fe342e2fe1a7f9b8ee7eb4a7c0f9e162bce33576b315ececbb6406837bf51f5n,
-  }),
-  sha256,
-);
+// Built on first use: an Ed25519-only device (the common case) never pays for the curve setup
+// while it evaluates the bundle (QuickJS cold start).
+let p256Curve: ReturnType<typeof ecdsa> | undefined;
+const p256 = () =>
+  (p256Curve ??= ecdsa(
+    weierstrass({
+      p: 0xffffffff00000001000000000000000000000000ffffffffffffffffffffffffn,
+      n: 0xffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551n,
+      h: 1n,
+      a: 0xffffffff00000001000000000000000000000000fffffffffffffffffffffffcn,
+      b: 0x5ac635d8aa3a93e7b3ebbd55769886bc651d06b0cc53b0f63bce3c3e27d2604bn,
+      Gx: 0x6b17d1f2e12c4247f8bce6e563a440f277037d812deb33a0f4a13945d898c296n,
+      Gy: 0x4fe342e2fe1a7f9b8ee7eb4a7c0f9e162bce33576b315ececbb6406837bf51f5n,
+    }),
+    sha256,
+  ));
 
 /** Width-5 NAF digits of a scalar, least significant first: odd digits in (-16, 16), mostly zeros. */
 function naf5(k: bigint): Int8Array {
@@ -108,7 +112,7 @@ export function createNobleBackend(): Backend {
   const publicOf = (alg: Alg, d: Uint8Array): PublicJwk =>
     alg === 'EdDSA'
       ? checkPublicJwk({ kty: 'OKP', crv: 'Ed25519', x: base64urlEncode(ed.getPublicKey(d)) }, false).jwk
-      : checkRawPublic(alg, p256.getPublicKey(d, false)).jwk;
+      : checkRawPublic(alg, p256().getPublicKey(d, false)).jwk;
   return {
     name: 'noble',
     async publicJwkFromRaw(alg, d) {
@@ -122,13 +126,13 @@ export function createNobleBackend(): Backend {
       const secret = d.slice();
       return alg === 'EdDSA'
         ? signer(alg, pub, (m) => ed.sign(m, secret))
-        : signer(alg, pub, (m) => p256.sign(m, secret, { prehash: true, lowS: true }));
+        : signer(alg, pub, (m) => p256().sign(m, secret, { prehash: true, lowS: true }));
     },
     async verifierFromJwk(jwk) {
       const c = checkPublicJwk(jwk);
       return c.alg === 'EdDSA'
         ? strictVerifier(c.alg, c.jwk, ed25519Verifier(c.raw))
-        : strictVerifier(c.alg, c.jwk, (m, s) => p256.verify(s, m, c.raw, { prehash: true, lowS: false }));
+        : strictVerifier(c.alg, c.jwk, (m, s) => p256().verify(s, m, c.raw, { prehash: true, lowS: false }));
     },
     async sha256(data) {
       return sha256(data);
