@@ -10,7 +10,7 @@ import { ownPublicKey, signer, strictVerifier, type Backend } from './backend.js
 import type { Alg, PublicJwk } from './types.js';
 
 const P1363 = 'ieee-p1363';
-const u8 = (b: Uint8Array): Uint8Array => new Uint8Array(b); // a plain copy, never a Buffer
+const u8 = (b: Uint8Array): Uint8Array => new Uint8Array(b); // a plain copy, never a Node buffer
 
 /** The node:crypto backend over the given module (from `hostNodeCrypto()`). @example createNodeBackend(hostNodeCrypto()) */
 export function createNodeBackend(nc: any): Backend {

@@ -4,7 +4,7 @@
  * imports cbor-x (ARCHITECTURE.md rule 4).
  *
  * cbor-x is pinned down rather than trusted with defaults, because it changes behaviour with the
- * host: where `Buffer` exists it tags Uint8Array (tag 64) and returns Buffers, and its encoder
+ * host: where Node buffers exist it tags Uint8Array (tag 64) and returns Node buffers, and its encoder
  * hands back a view into a buffer it reuses. So: every option that changes bytes is set here,
  * map keys are sorted here (length first, then bytewise: the order of the encoded keys that
  * §4.2.1 asks for; JS objects would put "0".."9" keys first), and outputs are copied into plain
@@ -30,7 +30,7 @@ const codec = new Encoder({
   mapsAsObjects: false, // decode maps as Map: keys are checked here, `__proto__` is just a key
   useTag259ForMaps: false,
   variableMapSize: true,
-  tagUint8Array: false, // no tag 64 for bytes where Buffer exists
+  tagUint8Array: false, // no tag 64 for bytes where Node buffers exist
   copyBuffers: true, // decoded bytes never alias the input
   useFloat32: 0, // NEVER: floats are refused anyway
   alwaysUseFloat: false,
@@ -86,7 +86,7 @@ function fromDecoded(value: unknown, depth: number): CborValue {
     if (!Number.isSafeInteger(value)) throw new CtlError('malformed', 'CBOR: only safe integers are allowed');
     return value;
   }
-  if (value instanceof Uint8Array) return new Uint8Array(value); // a Buffer in Node: a plain copy
+  if (value instanceof Uint8Array) return new Uint8Array(value); // a Node buffer in Node: a plain copy
   if (Array.isArray(value)) return value.map((v) => fromDecoded(v, depth + 1));
   if (value instanceof Map) {
     const out: Record<string, CborValue> = {};
@@ -107,8 +107,8 @@ function fromDecoded(value: unknown, depth: number): CborValue {
 export function cborEncode(value: unknown): Uint8Array {
   const encodable = toEncodable(value, 0);
   const out = codec.encode(encodable) as Uint8Array;
-  // A plain Uint8Array copy: cbor-x reuses its buffer, and in Node it is a Buffer (whose slice
-  // would be a Buffer again, and a view).
+  // A plain Uint8Array copy: cbor-x reuses its buffer, and in Node it is a Node buffer (whose slice
+  // would be a Node buffer again, and a view).
   return new Uint8Array(out);
 }
 
