@@ -162,6 +162,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
       const paymentId = `pay_${randomBytes(16).toString('base64url')}`;
       const r = await reserve(db, {
         paymentId, sessionId: session.id, amount, currency: terms.currency, merchant: host, address: terms.address, purpose, rail: rail.name, now: now(),
+        velocity: session.maxPerHour !== null || session.maxPerMerchantDay !== null,
       });
       if (!r.ok) {
         if (r.code === 'session_paused' && r.pausedNow) {

@@ -47,7 +47,7 @@ export function toPayment(r: Row): PaymentRecord {
 export type ReserveRefusal = 'session_revoked' | 'session_expired' | 'session_paused' | 'velocity_exceeded' | 'budget_exceeded';
 
 export type ReserveResult =
-  | { ok: true; spentBefore: bigint; ceiling: bigint }
+  | { ok: true }
   | { ok: false; code: ReserveRefusal; message: string; pausedNow?: boolean };
 
 const HOUR = 3_600_000;
@@ -58,10 +58,68 @@ const DAY = 86_400_000;
  * transaction (issue 4 §3). With a soft limit, the payment that would cross the ceiling pauses
  * the session instead (spec §3 "budget exhausted" row) and is not made.
  */
-export async function reserve(
-  q: SqlDatabase,
-  p: { paymentId: string; sessionId: string; amount: bigint; currency: string; merchant: string; address: string; purpose: string; rail: string; now: number },
-): Promise<ReserveResult> {
+export interface ReserveInput {
+  paymentId: string;
+  sessionId: string;
+  amount: bigint;
+  currency: string;
+  merchant: string;
+  address: string;
+  purpose: string;
+  rail: string;
+  now: number;
+  /** The session has velocity limits: they need the transaction path. */
+  velocity: boolean;
+}
+
+export async function reserve(q: SqlDatabase, p: ReserveInput): Promise<ReserveResult> {
+  if (q.dialect === 'postgres' && !p.velocity) {
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const r = await reserveOneStatement(q, p);
+      if (r) return r;
+    }
+    return { ok: false, code: 'budget_exceeded', message: 'the payment does not fit in the remaining budget' };
+  }
+  return reserveInTx(q, p);
+}
+
+/**
+ * PostgreSQL without velocity limits: the guard, the reservation and the payment row are one
+ * statement (a data-modifying CTE), so the session row is locked for one statement, not for a
+ * transaction of round trips. Concurrent updates re-check the WHERE on the newest row version
+ * (READ COMMITTED), so the ceiling holds. On a miss the reason is read afterwards; the only
+ * write it may make (pausing) is itself conditional. Undefined: nothing was wrong on re-read
+ * (a reservation was released meanwhile), try again.
+ */
+async function reserveOneStatement(q: SqlDatabase, p: ReserveInput): Promise<ReserveResult | undefined> {
+  const row = await q.get(
+    `WITH s AS (
+       UPDATE gw_sessions SET reserved = reserved + ?::bigint
+       WHERE id = ? AND state = 'active' AND expires_at > ?::bigint AND spent + reserved + ?::bigint <= ceiling
+       RETURNING id)
+     INSERT INTO gw_payments (id, session_id, state, amount, currency, merchant, address, purpose, rail, created_at, updated_at)
+     SELECT ?, s.id, 'reserved', ?::bigint, ?, ?, ?, ?, ?, ?::bigint, ?::bigint FROM s RETURNING id`,
+    [p.amount, p.sessionId, p.now, p.amount, p.paymentId, p.amount, p.currency, p.merchant, p.address, p.purpose, p.rail, p.now, p.now],
+  );
+  if (row) return { ok: true };
+  const s = await q.get(`SELECT state, expires_at, ceiling, spent, reserved, soft_limit FROM gw_sessions WHERE id = ?`, [p.sessionId]);
+  if (!s || s.state === 'revoked') return { ok: false, code: 'session_revoked', message: 'the session has been revoked' };
+  if (s.state === 'expired' || Number(s.expires_at) <= p.now) return { ok: false, code: 'session_expired', message: 'the session has expired' };
+  if (s.state === 'paused') return { ok: false, code: 'session_paused', message: 'the session is paused at its soft ceiling; continue it with the continuation token' };
+  const remaining = BigInt(s.ceiling as string) - BigInt(s.spent as string) - BigInt(s.reserved as string);
+  if (p.amount <= remaining) return undefined;
+  if (s.soft_limit != null) {
+    const r = await q.run(
+      `UPDATE gw_sessions SET state = 'paused', continuation_nonce = ? WHERE id = ? AND state = 'active' AND spent + reserved + ?::bigint > ceiling`,
+      [randomBytes(16).toString('base64url'), p.sessionId, p.amount],
+    );
+    if (r.changes === 1) return { ok: false, code: 'session_paused', message: 'the payment would cross the soft ceiling: the session is paused', pausedNow: true };
+    return undefined;
+  }
+  return { ok: false, code: 'budget_exceeded', message: `the payment of ${p.amount} exceeds the remaining budget of ${remaining}` };
+}
+
+async function reserveInTx(q: SqlDatabase, p: ReserveInput): Promise<ReserveResult> {
   return q.tx(async (t) => {
     const s = await t.get(
       `SELECT state, expires_at, ceiling, spent, reserved, soft_limit, max_per_hour, max_per_merchant_day
@@ -116,7 +174,7 @@ export async function reserve(
       [p.amount, p.sessionId, p.now, p.amount],
     );
     if (u.changes !== 1) throw new Error('reservation guard failed inside the transaction');
-    return { ok: true, spentBefore: spent, ceiling } as const;
+    return { ok: true } as const;
   });
 }
 
@@ -142,6 +200,24 @@ export async function commit(
   q: SqlDatabase,
   p: { paymentId: string; sessionId: string; amount: bigint; txRef: string; receiptId: string; receipt: string; paidAt: number },
 ): Promise<CommitResult> {
+  if (q.dialect === 'postgres') {
+    // One statement on PostgreSQL: payment state, spend and receipt change together or not at all.
+    const row = await q.get(
+      `WITH pay AS (
+         UPDATE gw_payments SET state = 'paid', tx_ref = ?, updated_at = ?::bigint WHERE id = ? AND state IN ('reserved', 'paying')
+         RETURNING session_id, amount),
+       ses AS (
+         UPDATE gw_sessions SET spent = spent + pay.amount, reserved = reserved - pay.amount FROM pay
+         WHERE gw_sessions.id = pay.session_id RETURNING gw_sessions.spent, gw_sessions.ceiling),
+       rc AS (
+         INSERT INTO gw_receipts (id, session_id, payment_id, paid_at, body) SELECT ?, pay.session_id, ?, ?::bigint, ? FROM pay)
+       SELECT spent, ceiling FROM ses`,
+      [p.txRef, p.paidAt, p.paymentId, p.receiptId, p.paymentId, p.paidAt, p.receipt],
+    );
+    if (!row) return { committed: false, spentBefore: 0n, spentAfter: 0n, ceiling: 0n };
+    const after = BigInt(row.spent as string);
+    return { committed: true, spentBefore: after - p.amount, spentAfter: after, ceiling: BigInt(row.ceiling as string) };
+  }
   return q.tx(async (t) => {
     const u = await t.run(`UPDATE gw_payments SET state = 'paid', tx_ref = ?, updated_at = ? WHERE id = ? AND state IN ('reserved', 'paying')`, [
       p.txRef,

@@ -4,7 +4,7 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { sqliteDb, startTestGateway, startMerchant, createSession, proxy, call, inOneHour, type TestGateway, type Merchant, type TestDb } from './helpers.js';
+import { sqliteDb, postgresDb, startTestGateway, startMerchant, createSession, proxy, call, inOneHour, type TestGateway, type Merchant, type TestDb } from './helpers.js';
 
 let db: TestDb;
 let gw: TestGateway;
@@ -12,7 +12,8 @@ let merchant: Merchant;
 const ledgerRows = async () => Number((await gw.db.get<{ n: unknown }>(`SELECT COUNT(*) AS n FROM gw_ledger WHERE status = 'paid'`))!.n);
 
 test.before(async () => {
-  db = sqliteDb();
+  // states-pg.test.ts runs this same file on PostgreSQL (its one-statement reservation path).
+  db = (process.env.CTL_GATEWAY_TEST_PG === '1' ? await postgresDb('the spec §3 table on PostgreSQL (ran on SQLite instead)') : undefined) ?? sqliteDb();
   gw = await startTestGateway(db, { expiryMaxSleepMs: 200 });
   merchant = await startMerchant({ amount: '100' });
 });
