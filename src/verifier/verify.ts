@@ -75,6 +75,7 @@ export type VerifyCtl = (sba: unknown, options: VerifyCtlOptions) => Promise<Ver
 export function createVerifier(c: CtlCrypto): VerifyCtl {
   const grantChecked = new Map<string, boolean>();
   const bundleChecked = new Map<string, boolean>();
+  const bundleObjects = new WeakMap<object, { rootId: string; signature: string; ok: boolean }>();
   const jwksCache = new Map<string, { at: number; jwks: Jwks }>();
   const revocation = createRevocationChecker();
   const defaultSpend = createMemorySpendStorage();
@@ -95,15 +96,23 @@ export function createVerifier(c: CtlCrypto): VerifyCtl {
 
   async function bundleSignatureOk(bundle: TrustBundle, root: PublicKeyInput): Promise<boolean> {
     const rootId = typeof root === 'string' ? root : canonicalize(await c.toPublicJwk(root));
+    // A terminal passes the same bundle object on every payment, and a bundle with thousands of
+    // revoked grants is costly to canonicalize: remember the answer per object first.
+    const seen = bundleObjects.get(bundle);
+    if (seen && seen.rootId === rootId && seen.signature === bundle.signature) return seen.ok;
     const key = canonicalize(bundle) + '\n' + rootId;
     const hit = bundleChecked.get(key);
-    if (hit !== undefined) return hit;
+    if (hit !== undefined) {
+      bundleObjects.set(bundle, { rootId, signature: bundle.signature, ok: hit });
+      return hit;
+    }
     let ok = false;
     try {
       ok = await verifyArtifactSignature(c, 'bundle', bundle as unknown as Record<string, unknown>, await c.importVerifyingKey(root));
     } catch {
       ok = false;
     }
+    bundleObjects.set(bundle, { rootId, signature: bundle.signature, ok });
     return remember(bundleChecked, key, ok);
   }
 
