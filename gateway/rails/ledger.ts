@@ -17,6 +17,7 @@ export interface LedgerEntry {
 }
 
 export function createLedgerRail(q: SqlExecutor, now: () => number = Date.now): Rail & {
+  local: true;
   lookup(txRef: string): Promise<LedgerEntry | undefined>;
   paidTo(address: string): Promise<LedgerEntry[]>;
 } {
@@ -30,6 +31,8 @@ export function createLedgerRail(q: SqlExecutor, now: () => number = Date.now): 
   });
   return {
     name: 'ledger',
+    // In the gateway's own database: services/payments.ts pays and commits it in one change.
+    local: true,
     async pay(order) {
       const txRef = `txid:${randomBytes(16).toString('base64url')}`;
       // One statement: inserts, or returns the row already there (same id paid or voided before).

@@ -20,7 +20,7 @@ import {
   type SigningKey,
 } from '../../src/index.js';
 import { HttpError, type SqlDatabase } from '../../service-kit/index.js';
-import { reserve, markPaying, commit, release, openPayments, type PaymentRecord } from '../store/payments.js';
+import { reserve, markPaying, commit, release, openPayments, payLedgerAndCommit, type PaymentRecord, type CommitResult } from '../store/payments.js';
 import { sessionById, type SessionRecord } from '../store/sessions.js';
 import type { Rail } from '../rails/rail.js';
 import type { KeyRing } from './keys.js';
@@ -111,9 +111,9 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     throw new CtlError(code, message);
   }
 
-  /** Commit + receipt for a payment the rail has made; safe to call from any path, commits once. */
-  async function settlePaid(session: SessionRecord, p: PaymentRecord | { id: string; amount: bigint; currency: string; merchant: string; purpose: string; rail: string }, txRef: string, sba: Record<string, unknown> | undefined) {
-    const paidAt = now();
+  type Paid = { id: string; amount: bigint; currency: string; merchant: string; purpose: string; rail: string };
+
+  async function signReceiptFor(session: SessionRecord, p: Paid, txRef: string, paidAt: number, sba: Record<string, unknown> | undefined) {
     const receiptId = `rcpt_${randomBytes(16).toString('base64url')}`;
     const rk = await keys.active('receipt');
     const fields: Record<string, unknown> = {
@@ -129,20 +129,34 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     };
     if (sba) fields.sba = sba;
     const receipt = (await signReceipt(fields as any, { signingKey: rk.signingKey, keyId: rk.kid })) as unknown as Record<string, unknown>;
-    const c = await commit(db, { paymentId: p.id, sessionId: session.id, amount: p.amount, txRef, receiptId, receipt: JSON.stringify(receipt), paidAt });
-    if (c.committed) {
-      events.emit(session, 'payment.completed', {
-        paymentId: p.id, receiptId, amountMinor: p.amount.toString(), currency: p.currency, merchant: p.merchant, purpose: p.purpose, txRef,
-      });
-      for (const pct of session.thresholds) {
-        const mark = (c.ceiling * BigInt(pct)) / 100n;
-        if (c.spentBefore < mark && c.spentAfter >= mark) {
-          events.emit(session, 'session.threshold_crossed', { threshold: pct, spentMinor: c.spentAfter.toString(), ceilingMinor: c.ceiling.toString() });
-        }
+    return { receiptId, receipt };
+  }
+
+  /** Events of a committed payment (spec §6); only the caller whose commit changed the books emits. */
+  function afterCommit(session: SessionRecord, p: Paid, receiptId: string, txRef: string, c: CommitResult) {
+    if (!c.committed) return;
+    events.emit(session, 'payment.completed', {
+      paymentId: p.id, receiptId, amountMinor: p.amount.toString(), currency: p.currency, merchant: p.merchant, purpose: p.purpose, txRef,
+    });
+    for (const pct of session.thresholds) {
+      const mark = (c.ceiling * BigInt(pct)) / 100n;
+      if (c.spentBefore < mark && c.spentAfter >= mark) {
+        events.emit(session, 'session.threshold_crossed', { threshold: pct, spentMinor: c.spentAfter.toString(), ceilingMinor: c.ceiling.toString() });
       }
     }
+  }
+
+  /** Commit + receipt for a payment the rail has made; safe to call from any path, commits once. */
+  async function settlePaid(session: SessionRecord, p: PaymentRecord | Paid, txRef: string, sba: Record<string, unknown> | undefined) {
+    const paidAt = now();
+    const { receiptId, receipt } = await signReceiptFor(session, p, txRef, paidAt, sba);
+    const c = await commit(db, { paymentId: p.id, sessionId: session.id, amount: p.amount, txRef, receiptId, receipt: JSON.stringify(receipt), paidAt });
+    afterCommit(session, p, receiptId, txRef, c);
     return { committed: c.committed, receipt };
   }
+
+  /** The ledger rail in this database: pay and commit as one change (store/payments.ts). */
+  const localLedger = (rail as { local?: boolean }).local === true;
 
   return {
     /**
@@ -199,6 +213,19 @@ export function createPaymentService(deps: PaymentServiceDeps) {
         await release(db, paymentId, now());
         throw e;
       }
+      const paid: Paid = { id: paymentId, amount, currency: terms.currency, merchant: host, purpose, rail: rail.name };
+      if (localLedger) {
+        const txRef = `txid:${randomBytes(16).toString('base64url')}`;
+        const paidAt = now();
+        const { receiptId, receipt } = await signReceiptFor(session, paid, txRef, paidAt, sba);
+        const c = await payLedgerAndCommit(db, {
+          paymentId, sessionId: session.id, amount, currency: terms.currency, address: terms.address, txRef, sba: JSON.stringify(sba), receiptId, receipt: JSON.stringify(receipt), paidAt,
+        });
+        if (!c.committed) throw new HttpError(409, 'conflict', 'the payment was settled by reconciliation before it was made');
+        afterCommit(session, paid, receiptId, txRef, c);
+        deps.onPaid?.(performance.now() - started);
+        return { paymentId, txRef, sba, receipt };
+      }
       if (!(await markPaying(db, paymentId, JSON.stringify(sba), now()))) {
         throw new HttpError(409, 'conflict', 'the payment was settled by reconciliation before it was made');
       }
@@ -216,12 +243,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
         }
         txRef = found.txRef;
       }
-      const { receipt } = await settlePaid(
-        session,
-        { id: paymentId, amount, currency: terms.currency, merchant: host, purpose, rail: rail.name },
-        txRef,
-        sba,
-      );
+      const { receipt } = await settlePaid(session, paid, txRef, sba);
       deps.onPaid?.(performance.now() - started);
       return { paymentId, txRef, sba, receipt };
     },

@@ -274,3 +274,52 @@ export async function receiptByPayment(q: SqlExecutor, paymentId: string): Promi
   const r = await q.get<{ body: string }>(`SELECT body FROM gw_receipts WHERE payment_id = ?`, [paymentId]);
   return r ? JSON.parse(r.body) : undefined;
 }
+
+/**
+ * The ledger rail lives in this database, so paying it and committing the payment can be one
+ * atomic change (one statement on PostgreSQL, one transaction on SQLite): there is no moment
+ * where the money moved and the books do not say so. The ledger row is inserted only if the
+ * id was never paid or voided (reconcile voids before it releases), and everything else hangs
+ * on that insert. `committed: false` means reconcile settled this payment first.
+ */
+export async function payLedgerAndCommit(
+  q: SqlDatabase,
+  p: { paymentId: string; sessionId: string; amount: bigint; currency: string; address: string; txRef: string; sba: string; receiptId: string; receipt: string; paidAt: number },
+): Promise<CommitResult> {
+  const none = { committed: false, spentBefore: 0n, spentAfter: 0n, ceiling: 0n };
+  if (q.dialect === 'postgres') {
+    const row = await q.get(
+      `WITH led AS (
+         INSERT INTO gw_ledger (payment_id, status, tx_ref, address, amount, currency, created_at)
+         VALUES (?, 'paid', ?, ?, ?::bigint, ?, ?::bigint) ON CONFLICT DO NOTHING RETURNING payment_id),
+       pay AS (
+         UPDATE gw_payments SET state = 'paid', tx_ref = ?, sba = ?, updated_at = ?::bigint FROM led
+         WHERE gw_payments.id = led.payment_id AND gw_payments.state = 'reserved' RETURNING gw_payments.session_id, gw_payments.amount),
+       ses AS (
+         UPDATE gw_sessions SET spent = spent + pay.amount, reserved = reserved - pay.amount FROM pay
+         WHERE gw_sessions.id = pay.session_id RETURNING gw_sessions.spent, gw_sessions.ceiling),
+       rc AS (
+         INSERT INTO gw_receipts (id, session_id, payment_id, paid_at, body) SELECT ?, pay.session_id, ?, ?::bigint, ? FROM pay)
+       SELECT spent, ceiling FROM ses`,
+      [p.paymentId, p.txRef, p.address, p.amount, p.currency, p.paidAt, p.txRef, p.sba, p.paidAt, p.receiptId, p.paymentId, p.paidAt, p.receipt],
+    );
+    if (!row) return none;
+    const after = BigInt(row.spent as string);
+    return { committed: true, spentBefore: after - p.amount, spentAfter: after, ceiling: BigInt(row.ceiling as string) };
+  }
+  return q.tx(async (t) => {
+    const u = await t.run(`UPDATE gw_payments SET state = 'paid', tx_ref = ?, sba = ?, updated_at = ? WHERE id = ? AND state = 'reserved'`, [
+      p.txRef, p.sba, p.paidAt, p.paymentId,
+    ]);
+    if (u.changes !== 1) return none;
+    const l = await t.run(
+      `INSERT INTO gw_ledger (payment_id, status, tx_ref, address, amount, currency, created_at) VALUES (?, 'paid', ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+      [p.paymentId, p.txRef, p.address, p.amount, p.currency, p.paidAt],
+    );
+    if (l.changes !== 1) throw new Error(`ledger id ${p.paymentId} already settled`); // rolls the payment back
+    const s = await t.get(`UPDATE gw_sessions SET spent = spent + ?, reserved = reserved - ? WHERE id = ? RETURNING spent, ceiling`, [p.amount, p.amount, p.sessionId]);
+    await t.run(`INSERT INTO gw_receipts (id, session_id, payment_id, paid_at, body) VALUES (?, ?, ?, ?, ?)`, [p.receiptId, p.sessionId, p.paymentId, p.paidAt, p.receipt]);
+    const after = BigInt(s!.spent as string);
+    return { committed: true, spentBefore: after - p.amount, spentAfter: after, ceiling: BigInt(s!.ceiling as string) };
+  });
+}

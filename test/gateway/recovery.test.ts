@@ -8,6 +8,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createLedgerRail } from '../../gateway/rails/ledger.js';
 import type { Rail } from '../../gateway/rails/rail.js';
+import { reserve, payLedgerAndCommit } from '../../gateway/store/payments.js';
 import { sqliteDb, startTestGateway, startMerchant, createSession, call, type TestDb } from './helpers.js';
 
 const never = () => new Promise<never>(() => {});
@@ -102,6 +103,33 @@ test('reconcile leaves fresh in-flight payments alone', async () => {
   } finally {
     await b.close();
     await m.close();
+    await db.drop();
+  }
+});
+
+test('ledger rail: a crash after the reservation is released; the late payment cannot commit', async () => {
+  const db = sqliteDb();
+  const g = await startTestGateway(db);
+  try {
+    const s = await createSession(g);
+    // The state a crash right after reserve() leaves behind (the local ledger pays and commits atomically after it).
+    const r = await reserve(g.db, { paymentId: 'pay_crashed', sessionId: s.sessionId, amount: 100n, currency: 'USD', merchant: 'm', address: 'a', purpose: 'api:search', rail: 'ledger', now: Date.now(), velocity: false });
+    assert.ok(r.ok);
+    assert.equal(await g.gw.reconcile(0), { committed: 0, released: 1 });
+    let late: unknown;
+    try {
+      late = await payLedgerAndCommit(g.db, { paymentId: 'pay_crashed', sessionId: s.sessionId, amount: 100n, currency: 'USD', address: 'a', txRef: 'txid:late', sba: '{}', receiptId: 'rcpt_late', receipt: '{}', paidAt: Date.now() });
+    } catch (e) {
+      late = e;
+    }
+    assert.ok(late instanceof Error || (late as { committed: boolean }).committed === false, 'the late payment is refused');
+    const paid = await g.db.get<{ n: unknown }>(`SELECT COUNT(*) AS n FROM gw_ledger WHERE status = 'paid'`);
+    assert.is(Number(paid!.n), 0);
+    const v = await call(g.url, 'GET', `/sessions/${s.sessionId}`, { key: g.ownerKey });
+    assert.is(v.body.reservedMinor, '0');
+    assert.is(v.body.spentMinor, '0');
+  } finally {
+    await g.close();
     await db.drop();
   }
 });
