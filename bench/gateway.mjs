@@ -131,7 +131,7 @@ async function runBench() {
     stores.push({ name: 'PostgreSQL', env: { BENCH_DB: pgUrl, BENCH_SCHEMA: schema } });
   } else console.log(`SKIPPED PostgreSQL: ${pgUrl} is unreachable`);
 
-  console.log(`gateway bench: ${seconds} s per measurement, Node ${process.version}, merchant and gateway in their own processes`);
+  console.log(`gateway bench: ${seconds} s per measurement, Node ${process.version}, merchant and ${process.env.BENCH_INSTANCES ?? 1} gateway process(es) in their own processes`);
   console.log('store       conns  kind                     req/s     p50 ms   p99 ms   vs direct (req/s, +p50)');
   const rows = [];
   try {
@@ -147,10 +147,16 @@ async function runBench() {
           budget: { amount: '9000000000000000', currency: 'USD' }, purposes: ['api:search'], expiresAt: new Date(Date.now() + 3600_000).toISOString().replace(/\.\d+Z$/, 'Z'),
         });
         const token = session.sessionToken;
+        // BENCH_INSTANCES=2: a second gateway process on the same database, connections split between them.
+        const extraGws = [];
+        for (let i = 1; i < Number(process.env.BENCH_INSTANCES ?? 1); i++) extraGws.push(await child(['--role=gateway'], store.env));
+        const gwUrls = [gw.info.url, ...extraGws.map((g) => g.info.url)];
+        let rr = 0;
+        const pick = () => gwUrls[rr++ % gwUrls.length];
         for (const conns of [1, 50]) {
           const direct = await measure(conns, seconds, (a) => request(a, `${shop}/free`, {}));
-          const proxied = await measure(conns, seconds, (a) => request(a, `${gw.info.url}/proxy`, { authorization: `Bearer ${token}`, 'x-target-url': `${shop}/free`, 'x-target-method': 'GET' }, 'POST'));
-          const paid = await measure(conns, seconds, (a) => request(a, `${gw.info.url}/proxy`, { authorization: `Bearer ${token}`, 'x-target-url': `${shop}/search`, 'x-target-method': 'GET', 'x-ctl-purpose': 'api:search' }, 'POST'));
+          const proxied = await measure(conns, seconds, (a) => request(a, `${pick()}/proxy`, { authorization: `Bearer ${token}`, 'x-target-url': `${shop}/free`, 'x-target-method': 'GET' }, 'POST'));
+          const paid = await measure(conns, seconds, (a) => request(a, `${pick()}/proxy`, { authorization: `Bearer ${token}`, 'x-target-url': `${shop}/search`, 'x-target-method': 'GET', 'x-ctl-purpose': 'api:search' }, 'POST'));
           for (const [kind, r] of [['direct (unpaid)', direct], ['via gateway, unpaid', proxied], ['via gateway, PAID', paid]]) {
             const ratio = kind.startsWith('direct') ? '' : `${(r.rps / direct.rps).toFixed(2)}×, +${(r.p50 - direct.p50).toFixed(2)} ms`;
             console.log(`${store.name.padEnd(11)} ${String(conns).padStart(5)}  ${kind.padEnd(22)} ${r.rps.toFixed(0).padStart(7)}  ${r.p50.toFixed(2).padStart(8)} ${r.p99.toFixed(2).padStart(8)}   ${ratio}${r.bad ? `  (${r.bad} non-200!)` : ''}`);
@@ -160,6 +166,7 @@ async function runBench() {
         // Every paid request must be in the books: spent = number of paid 200s (1 minor unit each).
         const view = await (await fetch(`${gw.info.url}/sessions/${session.sessionId}`, { headers: { authorization: `Bearer ${owner}` } })).json();
         const paidCount = rows.filter((r) => r.store === store.name && r.kind.includes('PAID')).reduce((a, r) => a + r.n, 0);
+        for (const g of extraGws) await stop(g.child);
         console.log(`${store.name}: session spent ${view.spentMinor} minor units for ${paidCount} measured + warm-up paid requests (reserved ${view.reservedMinor})`);
       } finally {
         await stop(gw.child);

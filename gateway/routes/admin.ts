@@ -4,7 +4,7 @@
  */
 import Router from '@koa/router';
 import { parseStrictJson } from '../../src/index.js';
-import { jsonBody, requireScope, generateApiKey, badRequest, ADMIN_SCOPE, type Authenticate, type SqlDatabase } from '../../service-kit/index.js';
+import { jsonBody, requireScope, generateApiKey, badRequest, notFound, ADMIN_SCOPE, type Authenticate, type SqlDatabase } from '../../service-kit/index.js';
 import { KEY_PURPOSES, type GatewayKeyPurpose, type KeyRing } from '../services/keys.js';
 import { OWNER_SCOPE } from './sessions.js';
 
@@ -23,6 +23,13 @@ export function adminRoutes(o: { db: SqlDatabase; auth: Authenticate; keys: KeyR
     ]);
     ctx.status = 201;
     ctx.body = { ownerId: keyId, label, apiKey };
+  });
+
+  r.delete('/admin/owners/:id', admin, async (ctx) => {
+    const r = await o.db.run(`UPDATE gw_owners SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`, [o.now(), ctx.params.id!]);
+    const exists = r.changes === 1 || (await o.db.get(`SELECT id FROM gw_owners WHERE id = ?`, [ctx.params.id!]));
+    if (!exists) throw notFound(`no owner '${ctx.params.id}'`);
+    ctx.body = { ownerId: ctx.params.id, revoked: true };
   });
 
   r.post('/admin/keys/rotate', admin, body, async (ctx) => {

@@ -156,6 +156,11 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
         next = checkTargetUrl(next, policy); // every hop is checked again
         const toGet = res.status === 303 || ((res.status === 301 || res.status === 302) && req.method === 'POST');
         const headers = { ...req.headers };
+        if (next.origin !== req.url.origin) {
+          // The payment proof is for the merchant that asked for it, not for whoever it redirects to.
+          delete headers['x-payment-receipt'];
+          delete headers['x-ctl-sba'];
+        }
         if (toGet) {
           delete headers['content-type'];
           delete headers['content-encoding'];

@@ -100,6 +100,35 @@ test('a redirect to a forbidden address is refused at that hop', async () => {
   assert.is(ok.status, 200);
 });
 
+test('a paid retry redirected to another origin does not carry the payment proof', async () => {
+  const sink = await startMerchant();
+  // Pays-then-redirects: 402 first, then answers the paid retry with a redirect to `sink`.
+  const payer = createServer((req, res) => {
+    if (!req.headers['x-payment-receipt']) {
+      res.writeHead(402, { 'x-payment': JSON.stringify({ amount: '100', currency: 'USD', address: 'm' }) });
+      return res.end();
+    }
+    res.writeHead(307, { location: `${sink.url}/free` });
+    res.end();
+  });
+  await new Promise<void>((r) => payer.listen(0, '127.0.0.1', r));
+  const db2 = sqliteDb();
+  const open = await startTestGateway(db2);
+  try {
+    const s = await createSession(open, { trustLevel: 1 });
+    const res = await proxy(open, s.sessionToken, `http://127.0.0.1:${(payer.address() as AddressInfo).port}/pay`, { purpose: 'api:search' });
+    assert.is(res.status, 200, res.text);
+    const seen = sink.seen.at(-1)!.headers;
+    assert.is(seen['x-payment-receipt'], undefined);
+    assert.is(seen['x-ctl-sba'], undefined);
+  } finally {
+    await open.close();
+    await sink.close();
+    await new Promise((r) => payer.close(r));
+    await db2.drop();
+  }
+});
+
 test('isPublicAddress: unit table', () => {
   for (const a of ['8.8.8.8', '93.184.216.34', '2606:4700:4700::1111']) assert.ok(isPublicAddress(a), a);
   for (const a of ['127.0.0.1', '10.1.2.3', '172.31.255.255', '192.168.0.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '224.0.0.1', '255.255.255.255',

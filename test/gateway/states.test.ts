@@ -82,8 +82,12 @@ test('POST /sessions: bad fields → 400 naming the field; auth and ownership', 
   }
   const list = await call(gw.url, 'GET', '/sessions', { key: other });
   assert.equal(list.body.sessions, []);
-  // Owner keys cannot create owners.
+  // Owner keys cannot create owners; a revoked owner key stops working at once.
   assert.is((await call(gw.url, 'POST', '/admin/owners', { key: other, body: { label: 'x' } })).status, 403);
+  const otherId = other.split('_')[1];
+  assert.is((await call(gw.url, 'DELETE', `/admin/owners/${otherId}`, { key: 'test-admin-key-0123456789' })).status, 200);
+  assert.is((await call(gw.url, 'GET', '/sessions', { key: other })).status, 401);
+  assert.is((await call(gw.url, 'DELETE', '/admin/owners/nosuchowner', { key: 'test-admin-key-0123456789' })).status, 404);
 });
 
 test('GET /sessions pages with a cursor', async () => {
