@@ -20,7 +20,7 @@ import { createKeyRing, sharedSecret } from './services/keys.js';
 import { createGatewayEvents, type GatewayEventType } from './services/events.js';
 import { createPaymentService } from './services/payments.js';
 import { createSessionService } from './services/sessions.js';
-import { createForwarder } from './services/forwarder.js';
+import { createForwarder, guardedFetch } from './services/forwarder.js';
 import type { LookupFn, TargetPolicy } from './services/address-guard.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { proxyRoutes } from './routes/proxy.js';
@@ -91,14 +91,17 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
     name: 'ctl_gateway_payment_duration_seconds', help: 'From the merchant 402 to the committed receipt', registers: [metrics.registry],
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
   });
+  const forwarder = createForwarder({
+    policy: targets, timeoutMs: deps.forwardTimeoutMs, maxResponseBytes: deps.maxResponseBytes, resolve: deps.resolve,
+  });
+  // Webhook URLs are the owner's, but they are still outbound requests from inside: same guard.
+  const hookForwarder = createForwarder({ policy: targets, timeoutMs: 5000, maxResponseBytes: 64 * 1024, maxRedirects: 0, resolve: deps.resolve });
   const events = createGatewayEvents({
     log: createSqlDispatchLog(db, 'gw_webhook_dispatches'),
+    fetch: guardedFetch(hookForwarder),
     ...deps.webhooks,
     onError: (e) => logger.warn({ err: e }, 'webhook delivery failed'),
     onEvent: deps.onEvent,
-  });
-  const forwarder = createForwarder({
-    policy: targets, timeoutMs: deps.forwardTimeoutMs, maxResponseBytes: deps.maxResponseBytes, resolve: deps.resolve,
   });
   const baseUrl = (ctx: Koa.Context) => (deps.publicUrl ?? `${ctx.protocol}://${ctx.host}`).replace(/\/+$/, '');
 
@@ -204,6 +207,7 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
       clearInterval(reconcileTimer);
       events.close();
       forwarder.close();
+      hookForwarder.close();
     },
   };
 }

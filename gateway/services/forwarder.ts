@@ -174,3 +174,21 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     },
   };
 }
+
+/**
+ * A `fetch` over the guarded forwarder, for outbound calls the gateway makes on an owner's
+ * behalf (webhook deliveries): the same address guard, checked at connect time and on redirects.
+ */
+export function guardedFetch(forwarder: Forwarder): typeof fetch {
+  return (async (input: string | URL | Request, init: RequestInit = {}) => {
+    const url = new URL(typeof input === 'string' || input instanceof URL ? input : input.url);
+    const headers: Record<string, string> = {};
+    new Headers(init.headers).forEach((v, k) => (headers[k] = v));
+    const body = typeof init.body === 'string' ? Buffer.from(init.body) : init.body instanceof Uint8Array ? Buffer.from(init.body) : undefined;
+    const res = await forwarder.send({ url, method: init.method ?? 'GET', headers, body });
+    const out = new Headers();
+    for (const [k, v] of Object.entries(cleanResponseHeaders(res.headers))) out.set(k, Array.isArray(v) ? v.join(', ') : v);
+    const nullBody = [101, 204, 205, 304].includes(res.status);
+    return new Response(nullBody ? null : new Uint8Array(res.body), { status: res.status, headers: out });
+  }) as typeof fetch;
+}

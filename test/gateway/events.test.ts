@@ -90,4 +90,29 @@ test('a webhookUrl on a private address is refused unless private targets are al
   }
 });
 
+test('webhook deliveries go through the address guard at connect time (DNS rebinding)', async () => {
+  const db2 = sqliteDb();
+  const hookPort = Number(new URL(hookUrl).port);
+  const before = received.length;
+  failFirst = 0;
+  const strict = await startTestGateway(db2, {
+    targets: { allowPrivate: false, allowHosts: [`127.0.0.1:${merchant.port}`] },
+    webhooks: { baseDelayMs: 10, maxAttempts: 2 },
+    // A name that looks public at creation and resolves to loopback at delivery.
+    resolve: (host, _o, cb) => (host === 'hooks.example' ? cb(null, [{ address: '127.0.0.1', family: 4 }]) : cb(Object.assign(new Error('ENOTFOUND'), { code: 'ENOTFOUND' }), [])),
+  });
+  try {
+    const s = await createSession(strict, { webhookUrl: `http://hooks.example:${hookPort}/hook` });
+    assert.is((await proxy(strict, s.sessionToken, `${merchant.url}/w`, { purpose: 'api:search' })).status, 200);
+    await strict.gw.idle();
+    assert.is(received.length, before, 'nothing delivered to the loopback receiver');
+    const log = await strict.db.all<{ status: string; last_error: string }>(`SELECT status, last_error FROM gw_webhook_dispatches`);
+    assert.ok(log.length >= 1);
+    assert.ok(log.every((r) => r.status === 'failed'), JSON.stringify(log));
+  } finally {
+    await strict.close();
+    await db2.drop();
+  }
+});
+
 test.run();
