@@ -219,7 +219,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
         const paidAt = now();
         const { receiptId, receipt } = await signReceiptFor(session, paid, txRef, paidAt, sba);
         const c = await payLedgerAndCommit(db, {
-          paymentId, sessionId: session.id, amount, currency: terms.currency, address: terms.address, txRef, sba: JSON.stringify(sba), receiptId, receipt: JSON.stringify(receipt), paidAt,
+          paymentId, sessionId: session.id, amount, currency: terms.currency, address: terms.address, txRef, receiptId, receipt: JSON.stringify(receipt), paidAt,
         });
         if (!c.committed) throw new HttpError(409, 'conflict', 'the payment was settled by reconciliation before it was made');
         afterCommit(session, paid, receiptId, txRef, c);

@@ -284,8 +284,9 @@ export async function receiptByPayment(q: SqlExecutor, paymentId: string): Promi
  */
 export async function payLedgerAndCommit(
   q: SqlDatabase,
-  p: { paymentId: string; sessionId: string; amount: bigint; currency: string; address: string; txRef: string; sba: string; receiptId: string; receipt: string; paidAt: number },
+  p: { paymentId: string; sessionId: string; amount: bigint; currency: string; address: string; txRef: string; receiptId: string; receipt: string; paidAt: number },
 ): Promise<CommitResult> {
+  // The SBA is not stored on the payment row here: the receipt, written in the same change, carries it.
   const none = { committed: false, spentBefore: 0n, spentAfter: 0n, ceiling: 0n };
   if (q.dialect === 'postgres') {
     const row = await q.get(
@@ -293,7 +294,7 @@ export async function payLedgerAndCommit(
          INSERT INTO gw_ledger (payment_id, status, tx_ref, address, amount, currency, created_at)
          VALUES (?, 'paid', ?, ?, ?::bigint, ?, ?::bigint) ON CONFLICT DO NOTHING RETURNING payment_id),
        pay AS (
-         UPDATE gw_payments SET state = 'paid', tx_ref = ?, sba = ?, updated_at = ?::bigint FROM led
+         UPDATE gw_payments SET state = 'paid', tx_ref = ?, updated_at = ?::bigint FROM led
          WHERE gw_payments.id = led.payment_id AND gw_payments.state = 'reserved' RETURNING gw_payments.session_id, gw_payments.amount),
        ses AS (
          UPDATE gw_sessions SET spent = spent + pay.amount, reserved = reserved - pay.amount FROM pay
@@ -301,15 +302,15 @@ export async function payLedgerAndCommit(
        rc AS (
          INSERT INTO gw_receipts (id, session_id, payment_id, paid_at, body) SELECT ?, pay.session_id, ?, ?::bigint, ? FROM pay)
        SELECT spent, ceiling FROM ses`,
-      [p.paymentId, p.txRef, p.address, p.amount, p.currency, p.paidAt, p.txRef, p.sba, p.paidAt, p.receiptId, p.paymentId, p.paidAt, p.receipt],
+      [p.paymentId, p.txRef, p.address, p.amount, p.currency, p.paidAt, p.txRef, p.paidAt, p.receiptId, p.paymentId, p.paidAt, p.receipt],
     );
     if (!row) return none;
     const after = BigInt(row.spent as string);
     return { committed: true, spentBefore: after - p.amount, spentAfter: after, ceiling: BigInt(row.ceiling as string) };
   }
   return q.tx(async (t) => {
-    const u = await t.run(`UPDATE gw_payments SET state = 'paid', tx_ref = ?, sba = ?, updated_at = ? WHERE id = ? AND state = 'reserved'`, [
-      p.txRef, p.sba, p.paidAt, p.paymentId,
+    const u = await t.run(`UPDATE gw_payments SET state = 'paid', tx_ref = ?, updated_at = ? WHERE id = ? AND state = 'reserved'`, [
+      p.txRef, p.paidAt, p.paymentId,
     ]);
     if (u.changes !== 1) return none;
     const l = await t.run(

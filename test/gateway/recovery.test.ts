@@ -118,7 +118,7 @@ test('ledger rail: a crash after the reservation is released; the late payment c
     assert.equal(await g.gw.reconcile(0), { committed: 0, released: 1 });
     let late: unknown;
     try {
-      late = await payLedgerAndCommit(g.db, { paymentId: 'pay_crashed', sessionId: s.sessionId, amount: 100n, currency: 'USD', address: 'a', txRef: 'txid:late', sba: '{}', receiptId: 'rcpt_late', receipt: '{}', paidAt: Date.now() });
+      late = await payLedgerAndCommit(g.db, { paymentId: 'pay_crashed', sessionId: s.sessionId, amount: 100n, currency: 'USD', address: 'a', txRef: 'txid:late', receiptId: 'rcpt_late', receipt: '{}', paidAt: Date.now() });
     } catch (e) {
       late = e;
     }
