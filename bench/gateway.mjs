@@ -84,7 +84,8 @@ function request(agent, url, headers, method = 'GET') {
 async function measure(conns, seconds, send) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: conns });
   const warmUntil = performance.now() + 500;
-  while (performance.now() < warmUntil) await Promise.all(Array.from({ length: conns }, () => send(agent)));
+  let warm200 = 0;
+  while (performance.now() < warmUntil) warm200 += (await Promise.all(Array.from({ length: conns }, () => send(agent)))).filter((s) => s === 200).length;
   const lat = [];
   let bad = 0;
   const end = performance.now() + seconds * 1000;
@@ -103,7 +104,7 @@ async function measure(conns, seconds, send) {
   agent.destroy();
   lat.sort((a, b) => a - b);
   const q = (p) => lat[Math.min(lat.length - 1, Math.floor(p * lat.length))];
-  return { rps: lat.length / elapsed, p50: q(0.5), p99: q(0.99), n: lat.length, bad };
+  return { rps: lat.length / elapsed, p50: q(0.5), p99: q(0.99), n: lat.length, bad, ok200: lat.length - bad + warm200 };
 }
 
 async function pgReachable(url) {
@@ -165,9 +166,9 @@ async function runBench() {
         }
         // Every paid request must be in the books: spent = number of paid 200s (1 minor unit each).
         const view = await (await fetch(`${gw.info.url}/sessions/${session.sessionId}`, { headers: { authorization: `Bearer ${owner}` } })).json();
-        const paidCount = rows.filter((r) => r.store === store.name && r.kind.includes('PAID')).reduce((a, r) => a + r.n, 0);
+        const paidCount = rows.filter((r) => r.store === store.name && r.kind.includes('PAID')).reduce((a, r) => a + r.ok200, 0);
         for (const g of extraGws) await stop(g.child);
-        console.log(`${store.name}: session spent ${view.spentMinor} minor units for ${paidCount} measured + warm-up paid requests (reserved ${view.reservedMinor})`);
+        console.log(`${store.name}: ${paidCount} paid answers, session spent ${view.spentMinor} minor units, reserved ${view.reservedMinor}: ${String(paidCount) === view.spentMinor && view.reservedMinor === '0' ? 'the books match' : 'MISMATCH'}`);
       } finally {
         await stop(gw.child);
       }
