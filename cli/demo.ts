@@ -12,7 +12,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { verifyReceipt } from '../src/index.js';
-import { createGatewayClient } from '../src/client/index.js';
+import { createGatewayClient } from '../src/index.js';
 import { openDatabase, listen, silentLogger } from '../service-kit/index.js';
 import { createGatewayApp } from '../gateway/app.js';
 

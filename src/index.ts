@@ -30,3 +30,4 @@ export {
 export type * from './crypto/types.js';
 export { createMemorySpendStorage, type SpendStorage, type ReserveResult } from './wallet/spend-storage.js';
 export { encodeSbaHeader, encodeSbaBase64, decodeSbaHeader } from './verifier/presentation.js';
+export * from './client/index.js';
