@@ -9,6 +9,7 @@ const expected: Record<string, RegExp[]> = {
   'provision-root': [/provisioned charger-001/, /a different root is refused \(already_provisioned\)/, /another root is refused \(trust_bundle_invalid\)/],
   'ev-charger-offline': [/session 3: .* accepted/, /session 4: .* refused \(offline_limit_exceeded\)/, /refused \(replay\)/, /counters in flash: 3 payments, 58\.00 EUR/],
   'fleet-wallet': [/remaining 25\.00 EUR/, /CtlBudgetExceededError \(budget_exceeded\)/, /after revocation: CtlGrantRevokedError \(grant_revoked\)/],
+  'ai-agent': [/doc 4 → .*HTTP 200/, /owner approves/, /doc 6 → .*HTTP 200/, /owner declines/, /doc 7 not paid: session_paused/, /6 calls paid, spent 150/],
   'bundle-refresh': [/t\+0h: updated, holding sequence 1/, /t\+2h: fresh/, /t\+6\.5h: updated, holding sequence 2/, /unreachable\): failed, holding sequence 2/, /no valid bundle/],
 };
 
