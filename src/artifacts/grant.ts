@@ -53,12 +53,19 @@ const grantShape: Shape = {
 
 /** Structure and value rules of a grant, in place; throws `CtlError` (`malformed`, `unsupported_version`). */
 export function checkGrant(value: unknown, field = 'grant'): asserts value is PolicyGrant {
+  // A grant object is checked once: a wallet or gateway signs many SBAs (and receipts) with it.
+  // Skipping a re-check is safe because nothing trusts the object's content without its
+  // signature, which covers every member and is checked on fresh canonical bytes.
+  if (typeof value === 'object' && value !== null && checkedGrants.has(value)) return;
   checkVersion(value, field);
   checkShape(value, field, grantShape);
   if (parseTimestamp(value['expiresAt'], `${field}.expiresAt`) <= parseTimestamp(value['issuedAt'], `${field}.issuedAt`)) {
     bad(`${field}.expiresAt`, 'must be after issuedAt');
   }
+  checkedGrants.add(value);
 }
+
+const checkedGrants = new WeakSet<object>();
 
 /**
  * Parses a PolicyGrant from an object or JSON text; throws `CtlError('malformed')`. The signature

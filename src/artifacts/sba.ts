@@ -9,11 +9,10 @@ import {
   rail, signature, str, timestamp, version, type Shape,
 } from './schema.js';
 import { checkGrant } from './grant.js';
-import { signArtifact } from './signing.js';
 import { CtlError } from '../errors.js';
 import { canonicalize, quoteJson } from '../encoding/jcs.js';
 import { utf8Encode } from '../encoding/utf8.js';
-import { hexEncode } from '../encoding/base64url.js';
+import { base64urlEncode, hexEncode } from '../encoding/base64url.js';
 import { formatTimestamp, parseTimestamp } from '../values.js';
 import { hostEnv, hostNow } from '../host.js';
 import { newId } from '../ids.js';
@@ -135,6 +134,13 @@ export interface SignSbaOptions {
 
 const DEFAULT_SBA_TTL_MS = 5 * 60_000;
 
+/**
+ * Canonical text per grant object, for signing only (never for verifying, which canonicalizes
+ * what it is given): a grant is immutable once signed, and a caller who mutated one would only
+ * produce SBAs that fail verification.
+ */
+const grantJcsCache = new WeakMap<object, string>();
+
 export async function createSbaWith(c: CtlCrypto, fields: SbaFields, options: SignSbaOptions = {}): Promise<SignedBudgetAuthorization> {
   if (!fields || typeof fields !== 'object') throw new TypeError('createSignedSessionBudgetAuthorization: fields must be an object');
   const grant = fields.grant;
@@ -142,7 +148,9 @@ export async function createSbaWith(c: CtlCrypto, fields: SbaFields, options: Si
   const key = options.signingKey ?? hostEnv('CTL_SBA_SIGNING_PRIVATE_KEY_PEM');
   if (!key) throw new TypeError('createSignedSessionBudgetAuthorization: options.signingKey is required (or CTL_SBA_SIGNING_PRIVATE_KEY_PEM)');
   const signer = await c.importSigningKey(key);
-  if (!same(signer.publicJwk, grant.actorKey)) {
+  const k = signer.publicJwk;
+  const a = grant.actorKey;
+  if (k.kty !== a.kty || k.crv !== a.crv || k.x !== a.x || k.y !== a.y) {
     throw new RangeError('createSignedSessionBudgetAuthorization: signingKey is not the key recorded in grant.actorKey');
   }
   const keyId = options.keyId ?? hostEnv('CTL_SBA_SIGNING_KEY_ID') ?? (await c.jwkThumbprint(signer.publicJwk));
@@ -177,6 +185,11 @@ export async function createSbaWith(c: CtlCrypto, fields: SbaFields, options: Si
   for (const k of Object.keys(authorization)) if (authorization[k] === undefined) delete authorization[k];
   const unsigned: Record<string, unknown> = { version: 1, authorization, grant, keyId };
   if (fields.issuer !== undefined) unsigned['issuer'] = fields.issuer;
-  checkSba({ ...unsigned, signature: 'A'.repeat(86) });
-  return (await signArtifact(c, 'sba', unsigned, signer)) as unknown as SignedBudgetAuthorization;
+  const sba = { ...unsigned, signature: 'A'.repeat(86) } as unknown as SignedBudgetAuthorization;
+  checkSba(sba);
+  // The grant's canonical text is the bulk of the signed bytes and the same for every SBA.
+  let grantJcs = grantJcsCache.get(grant);
+  if (grantJcs === undefined) grantJcsCache.set(grant, (grantJcs = canonicalize(grant)));
+  sba.signature = base64urlEncode(await signer.sign(sbaSignedBytes(sba, grantJcs)));
+  return sba;
 }
