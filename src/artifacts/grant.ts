@@ -3,7 +3,7 @@
  * verification order live in the verifier; this module knows the grant's shape and bytes.
  */
 import type { CtlCrypto, PrivateKeyInput, PublicJwk, PublicKeyInput, SigningKey } from '../crypto/types.js';
-import type { Asset, Jwks, OfflineAllowance, PolicyGrant, Velocity, Verified } from './types.js';
+import type { Jwks, PolicyGrant, Verified } from './types.js';
 import {
   amount, arrayOf, asset, bad, checkShape, checkVersion, counter, currency, hash, identifier, issuer, object,
   printable, purposePattern, rail, signature, thumbprintJwk, timestamp, url, version, type Shape,
@@ -78,24 +78,17 @@ export function parseGrant(input: unknown): PolicyGrant {
   return value;
 }
 
-/** Every grant field but `version`, `issuer`, `keyId` and `signature` (spec §2.3, PROTOCOL.md §4). */
-export interface GrantFields {
+/**
+ * Every grant field but `version`, `issuer`, `keyId` and `signature` (spec §2.3, PROTOCOL.md §4);
+ * `grantId`, `issuedAt` and `revocationUrl` may be left to the signer, and `actorKey` may be any
+ * public JWK or PEM (stored as its thumbprint members).
+ */
+export type GrantFields = Omit<PolicyGrant, 'version' | 'issuer' | 'keyId' | 'signature' | 'grantId' | 'issuedAt' | 'revocationUrl' | 'actorKey'> & {
   grantId?: string;
-  policyHash: string;
   issuedAt?: string;
-  expiresAt: string;
-  allowedRails: string[];
-  allowedAssets: Asset[];
-  allowedPurposes?: string[];
-  maxAmountMinor: string;
-  currency: string;
-  destinationAllowlist?: string[];
   revocationUrl?: string;
-  /** The wallet's or agent's public key, as any public JWK or PEM; stored as its thumbprint members. */
   actorKey: PublicKeyInput;
-  velocity?: Velocity;
-  offline?: OfflineAllowance;
-}
+};
 
 export interface SignGrantOptions {
   /** Defaults to `CTL_ISSUER_DOMAIN` where the host has an environment. */
