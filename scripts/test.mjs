@@ -2,7 +2,7 @@
 // that crashes cannot hide the others, and prints the one closing line CI reads:
 // `N passed, N failed` (uvu's own per-file summary is parsed, not trusted to be last).
 // Usage: node scripts/test.mjs [substring filter ...]   CTL_TEST_JOBS=N (default 2)
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { readdirSync, statSync, existsSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,6 +20,27 @@ function collect(dir, out) {
     else if (name.endsWith('.test.js')) out.push(path);
   }
   return out;
+}
+
+// The runtime and firmware-bridge tests run the built bundles: build them when missing or older
+// than the source, so `npm install && npm test` works on a fresh machine.
+function newest(dir) {
+  let t = 0;
+  for (const name of readdirSync(dir)) {
+    const path = join(dir, name);
+    const st = statSync(path);
+    t = Math.max(t, st.isDirectory() ? newest(path) : st.mtimeMs);
+  }
+  return t;
+}
+const distFile = join(root, 'dist', 'ctl.iife.js');
+if (!existsSync(distFile) || statSync(distFile).mtimeMs < newest(join(root, 'src'))) {
+  console.log('dist/ is missing or older than src/: building it (rollup -c)');
+  const r = spawnSync(process.execPath, [join(root, 'node_modules', 'rollup', 'dist', 'bin', 'rollup'), '-c', '--silent'], { cwd: root, stdio: 'inherit' });
+  if (r.status !== 0) {
+    console.log('0 passed, 1 failed');
+    process.exit(1);
+  }
 }
 
 const files = collect(testRoot, []).filter((f) => filters.length === 0 || filters.some((s) => f.includes(s)));
