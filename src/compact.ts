@@ -39,7 +39,7 @@ function jsonOnly(value: CborValue): void {
 /**
  * Deterministic CBOR of an SBA or a Trust Bundle (checked first, so only well-formed artifacts
  * are encoded). Throws `CtlError` (`malformed`, or the artifact check's code).
- * @example const bytes = encodeCompact(sba) // ~35% smaller than its JSON
+ * @example const bytes = encodeCompact(sba) // about 12% smaller than its JSON (keys and signatures stay text)
  */
 export function encodeCompact(artifact: SignedBudgetAuthorization | TrustBundle): Uint8Array {
   check(kindOf(artifact), artifact);
