@@ -16,6 +16,11 @@ import { GATEWAY_MIGRATIONS } from './store/schema.js';
 import { expireDue, nextExpiry, sessionById } from './store/sessions.js';
 import { createLedgerRail } from './rails/ledger.js';
 import type { Rail } from './rails/rail.js';
+import { createCtlDialect } from './rails/ctl-dialect.js';
+import { createX402Rail, createX402Dialect, X402_RAIL } from './rails/x402/rail.js';
+import { X402_MIGRATIONS } from './rails/x402/store.js';
+import { DEFAULT_MAX_TIMEOUT_SECONDS, type X402AssetMap } from './rails/x402/assets.js';
+import { generatePrivateKey } from 'viem/accounts';
 import { createKeyRing, sharedSecret } from './services/keys.js';
 import { createGatewayEvents, type GatewayEventType } from './services/events.js';
 import { createPaymentService } from './services/payments.js';
@@ -43,6 +48,12 @@ export interface GatewayDeps {
   resolve?: LookupFn;
   /** Pays merchants; default the ledger rail on this database. */
   rail?: Rail;
+  /**
+   * The x402 rail (issue 6): `CTL_X402_ASSETS` (session currency → assets it may pay with; empty:
+   * every x402 402 is `asset_not_allowed`), `CTL_X402_MAX_TIMEOUT_SECONDS` (600) and
+   * `CTL_GATEWAY_EVM_PRIVATE_KEY` (default: made on first start and kept in the database).
+   */
+  x402?: { assets?: X402AssetMap; maxTimeoutSeconds?: number; privateKey?: `0x${string}` };
   now?: () => number;
   forwardTimeoutMs?: number;
   maxBodyBytes?: number;
@@ -59,6 +70,8 @@ export interface GatewayDeps {
 
 export interface GatewayApp {
   app: Koa;
+  /** The address the gateway pays x402 merchants from (fund it with the mapped assets). */
+  evmAddress: `0x${string}`;
   /** Settles payments left open by a crash (run at start and on a timer). */
   reconcile(staleMs?: number): Promise<{ committed: number; released: number }>;
   /** Expires due sessions now (the timer calls it). */
@@ -77,7 +90,7 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
   const logger = deps.logger ?? silentLogger();
   const issuer = deps.issuer ?? 'ctl-gateway';
   const targets = deps.targets ?? { allowPrivate: false };
-  await migrate(db, [...GATEWAY_MIGRATIONS, dispatchLogMigration('gw_webhook_dispatches')]);
+  await migrate(db, [...GATEWAY_MIGRATIONS, dispatchLogMigration('gw_webhook_dispatches'), ...X402_MIGRATIONS]);
   // Each payment writes a few pages (its receipt carries the SBA and grant): checkpoint the WAL
   // less often, so its fsync is paid once per ~40 MB rather than every ~200 payments.
   if (db.dialect === 'sqlite') await db.exec('PRAGMA wal_autocheckpoint = 10000');
@@ -141,17 +154,24 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
     expiryTimer.unref?.();
   }
 
+  const x402Rail = createX402Rail(db, now);
   const sessions = createSessionService({
-    db, keys, events, issuer, railName: rail.name, continuationSecret, targets, now, onCreated: (at) => scheduleExpiry(at),
+    db, keys, events, issuer, railName: rail.name, extraRails: [X402_RAIL], continuationSecret, targets, now, onCreated: (at) => scheduleExpiry(at),
   });
   const payments = createPaymentService({
-    db, rail, keys, events, continuationSecret, issuer, now,
+    db, rail, otherRails: [x402Rail], keys, events, continuationSecret, issuer, now,
     onPaid: (ms) => {
       payments_total.inc();
       payLatency.observe(ms / 1000);
     },
     onRefused: (code) => refusals.inc({ code }),
   });
+  // The gateway's EVM account, like its other keys: configured, or made once and kept (issue 6 §4).
+  const evmKey = deps.x402?.privateKey ?? ((await sharedSecret(db, 'evm-private-key', () => generatePrivateKey())) as `0x${string}`);
+  const x402 = createX402Dialect({
+    db, payments, privateKey: evmKey, assets: deps.x402?.assets ?? new Map(), maxTimeoutSeconds: deps.x402?.maxTimeoutSeconds ?? DEFAULT_MAX_TIMEOUT_SECONDS, now,
+  });
+  const dialects = [x402, createCtlDialect(payments)];
   const auth = createApiKeyAuth({ findKey: findOwnerKey(db), bootstrapKey: deps.adminKey });
 
   const app = new Koa();
@@ -180,7 +200,7 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
     health,
     adminRoutes({ db, auth, keys, now }),
     sessionRoutes({ db, auth, sessions, baseUrl }),
-    proxyRoutes({ sessions, payments, forwarder, now, maxBodyBytes: deps.maxBodyBytes ?? 1024 * 1024 }),
+    proxyRoutes({ sessions, dialects, forwarder, now, maxBodyBytes: deps.maxBodyBytes ?? 1024 * 1024 }),
     merchantRoutes({ db, ledger, now, baseUrl }),
     keyRoutes({ db, keys, issuer, now }),
   ]) {
@@ -201,6 +221,7 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
 
   return {
     app,
+    evmAddress: x402.address,
     reconcile,
     expireNow,
     idle: () => events.idle(),

@@ -18,8 +18,42 @@ export interface Rail {
   readonly name: string;
   /** Pays once per paymentId and returns `txid:<reference>`; throws RailError when refused. */
   pay(order: PaymentOrder): Promise<{ txRef: string }>;
-  /** After a crash: the txRef if the payment was made, else undefined and the id is voided. */
-  settle(paymentId: string): Promise<{ txRef: string } | undefined>;
+  /**
+   * After a crash or an unknown outcome: the txRef if the payment was made; undefined when it
+   * provably never will be (the id is voided); `'pending'` when it may still happen (an x402
+   * authorization signed and sent, not yet expired), so the reservation stays.
+   */
+  settle(paymentId: string): Promise<{ txRef: string } | undefined | 'pending'>;
+}
+
+/**
+ * One 402 dialect the gateway can pay (spec §4.2 "payment rails are pluggable", issue 6 §1):
+ * `detect` reads a merchant's 402 into terms (undefined when the 402 is not this dialect; throws
+ * `payment_terms_refused` when it is but cannot be read), `pay` runs the whole paid exchange
+ * (policy and reservation before any signature, the retry, the confirmation) and answers the
+ * merchant's final response. The spec's `X-Payment` dialect pays through a `Rail`; x402 pays
+ * through the merchant's own facilitator (rails/x402/).
+ */
+export interface PaymentDialect<Terms = unknown> {
+  readonly name: string;
+  detect(res: { status: number; headers: import('node:http').IncomingHttpHeaders; body: Buffer }): Terms | undefined;
+  pay(terms: Terms, exchange: PaidExchangeContext): Promise<PaidExchange>;
+}
+
+export interface PaidExchangeContext {
+  /** The session paying (store/sessions.ts SessionRecord). */
+  session: import('../store/sessions.js').SessionRecord;
+  /** The merchant host (what merchant globs and receipts name). */
+  host: string;
+  purpose: string | undefined;
+  /** Sends the agent's request again to the URL that asked for payment, with these headers added. */
+  retry(headers: Record<string, string>): Promise<import('../services/forwarder.js').ForwardResponse>;
+}
+
+export interface PaidExchange {
+  response: import('../services/forwarder.js').ForwardResponse;
+  /** Set when the payment is committed with a signed receipt. */
+  receiptId?: string;
 }
 
 export class RailError extends Error {

@@ -5,12 +5,11 @@
  * (marked `X-Ctl-Gateway-Error`, app.ts).
  */
 import Router from '@koa/router';
-import { CtlError, base64Encode, utf8Encode } from '../../src/index.js';
+import { CtlError } from '../../src/index.js';
 import { HttpError, unauthorized, badRequest } from '../../service-kit/index.js';
 import { effectiveState } from '../store/sessions.js';
 import type { SessionService } from '../services/sessions.js';
-import type { PaymentService } from '../services/payments.js';
-import { parsePaymentTerms } from '../services/payments.js';
+import type { PaymentDialect } from '../rails/rail.js';
 import { cleanRequestHeaders, cleanResponseHeaders, type Forwarder } from '../services/forwarder.js';
 import { bareHost } from '../services/address-guard.js';
 import type { IncomingMessage } from 'node:http';
@@ -36,7 +35,7 @@ function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   });
 }
 
-export function proxyRoutes(o: { sessions: SessionService; payments: PaymentService; forwarder: Forwarder; now: () => number; maxBodyBytes: number }) {
+export function proxyRoutes(o: { sessions: SessionService; dialects: PaymentDialect<any>[]; forwarder: Forwarder; now: () => number; maxBodyBytes: number }) {
   const r = new Router();
   r.all('/proxy', async (ctx) => {
     const token = /^Bearer (gw_sess_[A-Za-z0-9_-]{1,128})$/.exec(ctx.get('authorization'))?.[1];
@@ -65,14 +64,20 @@ export function proxyRoutes(o: { sessions: SessionService; payments: PaymentServ
     const payload = body.length ? body : undefined;
 
     let res = await o.forwarder.send({ url, method, headers, body: payload });
-    if (res.status === 402 && res.headers['x-payment'] !== undefined) {
-      const terms = parsePaymentTerms(res.headers['x-payment']);
-      const paid = await o.payments.pay(session, terms, bareHost(res.url), purpose);
-      const retryHeaders: Record<string, string | string[]> = { ...headers, 'x-payment-receipt': paid.txRef };
-      // spec §1 trust level 1: the SBA rides along for merchants that can check it.
-      if ((session.config as { trustLevel?: number }).trustLevel === 1) retryHeaders['x-ctl-sba'] = base64Encode(utf8Encode(JSON.stringify(paid.sba)));
-      res = await o.forwarder.send({ url: res.url, method, headers: retryHeaders, body: payload });
-      ctx.set('X-Ctl-Receipt-Id', String(paid.receipt.receiptId));
+    if (res.status === 402) {
+      // The first dialect that recognises the 402 pays it (issue 6 §2); an unknown 402 passes through.
+      for (const dialect of o.dialects) {
+        const terms = dialect.detect(res);
+        if (terms === undefined) continue;
+        const asked = res.url;
+        const paid = await dialect.pay(terms, {
+          session, host: bareHost(asked), purpose,
+          retry: (extra) => o.forwarder.send({ url: asked, method, headers: { ...headers, ...extra }, body: payload }),
+        });
+        res = paid.response;
+        if (paid.receiptId) ctx.set('X-Ctl-Receipt-Id', paid.receiptId);
+        break;
+      }
     }
     ctx.status = res.status;
     for (const [k, v] of Object.entries(cleanResponseHeaders(res.headers))) ctx.set(k, v as string | string[]);

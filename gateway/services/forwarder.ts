@@ -49,7 +49,7 @@ export function cleanRequestHeaders(incoming: http.IncomingHttpHeaders): Record<
     const name = k.toLowerCase();
     if (v === undefined || HOP_BY_HOP.has(name) || named.has(name)) continue;
     if (name === 'authorization' || name === 'cookie' || name.startsWith('x-ctl-') || name.startsWith('x-target-')) continue;
-    if (name.startsWith('x-payment')) continue; // payment headers are the gateway's to write
+    if (name.startsWith('x-payment') || name === 'payment-signature') continue; // payment headers are the gateway's to write
     if (name === 'x-forwarded-for' || name === 'forwarded' || name === 'x-real-ip') continue;
     out[name] = v;
   }
@@ -160,6 +160,8 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
           // The payment proof is for the merchant that asked for it, not for whoever it redirects to.
           delete headers['x-payment-receipt'];
           delete headers['x-ctl-sba'];
+          delete headers['payment-signature']; // x402 v2 (issue 6)
+          delete headers['x-payment']; // x402 v1
         }
         if (toGet) {
           delete headers['content-type'];

@@ -61,6 +61,8 @@ export function parsePaymentTerms(header: string | string[] | undefined): Paymen
 export interface PaymentServiceDeps {
   db: SqlDatabase;
   rail: Rail;
+  /** Other rails whose payments reconcile() settles, by name (issue 6: the x402 rail). */
+  otherRails?: Rail[];
   keys: KeyRing;
   events: GatewayEvents;
   continuationSecret: Buffer;
@@ -69,6 +71,16 @@ export interface PaymentServiceDeps {
   /** Counts for /metrics. */
   onPaid?: (ms: number) => void;
   onRefused?: (code: string) => void;
+}
+
+/** A payment reserved and signed for, not yet paid (issue 6: the x402 rail pays it on the merchant's retry). */
+export interface Authorization {
+  paymentId: string;
+  sba: Record<string, unknown>;
+  amount: bigint;
+  currency: string;
+  merchant: string;
+  purpose: string;
 }
 
 export interface PaidResult {
@@ -158,62 +170,94 @@ export function createPaymentService(deps: PaymentServiceDeps) {
   /** The ledger rail in this database: pay and commit as one change (store/payments.ts). */
   const localLedger = (rail as { local?: boolean }).local === true;
 
+  /**
+   * Everything before money moves (spec §3 rows 2–4): the session's fixed checks in memory, one
+   * atomic reservation in the store, then the SBA. Throws CtlError with the refusal code having
+   * reserved nothing; on success the amount is reserved under the returned payment id.
+   */
+  async function authorize(session: SessionRecord, terms: PaymentTerms, host: string, purpose: string | undefined, railName: string): Promise<Authorization> {
+    const amount = BigInt(terms.amount);
+    const details = { merchant: host, amountMinor: terms.amount, currency: terms.currency, purpose: purpose ?? null };
+    if (!purpose || !purposeIsAllowed(purpose, session.config.purposes as string[])) {
+      refuse(session, 'purpose_not_allowed', purpose ? `the purpose '${purpose}' is not allowed for this session` : 'X-Ctl-Purpose is required for a paid request', details);
+    }
+    if (!merchantAllowed(session, host)) refuse(session, 'destination_not_allowed', `the merchant '${host}' is not allowed for this session`, details);
+    if (terms.currency !== session.currency) refuse(session, 'currency_mismatch', `the merchant asks for ${terms.currency}; the session budget is in ${session.currency}`, details);
+
+    const paymentId = `pay_${randomBytes(16).toString('base64url')}`;
+    const r = await reserve(db, {
+      paymentId, sessionId: session.id, amount, currency: terms.currency, merchant: host, address: terms.address, purpose, rail: railName, now: now(),
+      velocity: session.maxPerHour !== null || session.maxPerMerchantDay !== null,
+    });
+    if (!r.ok) {
+      if (r.code === 'session_paused' && r.pausedNow) {
+        const s = await sessionById(db, session.id);
+        events.emit(session, 'session.paused', {
+          spentMinor: s?.spent.toString(), ceilingMinor: s?.ceiling.toString(),
+          continuationToken: s?.continuationNonce ? continuationToken(deps.continuationSecret, session.id, s.continuationNonce) : undefined,
+        });
+      }
+      refuse(session, r.code, r.message, details);
+    }
+
+    // Signed only now: the reservation above re-read the revocation state (spec §3 rule 1).
+    let sba: Record<string, unknown>;
+    try {
+      const ak = await actorKey(session);
+      sba = (await createSignedSessionBudgetAuthorization(
+        {
+          grant: session.grant as any,
+          sessionId: session.id,
+          actorId: `gateway:${session.id}`,
+          maxAmountMinor: terms.amount,
+          budgetScope: 'SESSION',
+          budgetId: paymentId,
+          expiresAt: formatTimestamp(Math.min(session.expiresAt, now() + SBA_LIFETIME_MS)),
+          rail: railName,
+          merchantId: host,
+          purpose,
+          issuer: session.grant.issuer as string,
+        },
+        { signingKey: ak.key, keyId: ak.kid, now },
+      )) as unknown as Record<string, unknown>;
+    } catch (e) {
+      await release(db, paymentId, now());
+      throw e;
+    }
+    return { paymentId, sba, amount, currency: terms.currency, merchant: host, purpose };
+  }
+
+  const railsByName = new Map<string, Rail>([rail, ...(deps.otherRails ?? [])].map((r) => [r.name, r]));
+
   return {
+    authorize,
+
+    /** reserved → paying: from here the payment may happen, so only the rail's answer releases it. */
+    async markPaying(a: Authorization): Promise<boolean> {
+      return markPaying(db, a.paymentId, JSON.stringify(a.sba), now());
+    },
+
+    /** Commits an authorized payment that was paid (`txRef` = `txid:<reference>`) with its signed receipt. */
+    async complete(session: SessionRecord, a: Authorization, txRef: string, receiptRail: string, startedAt?: number) {
+      const r = await settlePaid(session, { id: a.paymentId, amount: a.amount, currency: a.currency, merchant: a.merchant, purpose: a.purpose, rail: receiptRail }, txRef, a.sba);
+      if (startedAt !== undefined) deps.onPaid?.(performance.now() - startedAt);
+      return r;
+    },
+
+    /** Gives an authorized payment's reservation back: only when it provably never happened. */
+    async abandon(paymentId: string, code = 'payment_failed'): Promise<boolean> {
+      deps.onRefused?.(code);
+      return release(db, paymentId, now());
+    },
+
     /**
      * Pays `terms` for `session` to the merchant at `host`. Throws CtlError with the refusal code
      * (spec §3 third and fourth rows) having paid nothing, or resolves once paid and committed.
      */
     async pay(session: SessionRecord, terms: PaymentTerms, host: string, purpose: string | undefined): Promise<PaidResult> {
       const started = performance.now();
-      const amount = BigInt(terms.amount);
-      const details = { merchant: host, amountMinor: terms.amount, currency: terms.currency, purpose: purpose ?? null };
-      if (!purpose || !purposeIsAllowed(purpose, session.config.purposes as string[])) {
-        refuse(session, 'purpose_not_allowed', purpose ? `the purpose '${purpose}' is not allowed for this session` : 'X-Ctl-Purpose is required for a paid request', details);
-      }
-      if (!merchantAllowed(session, host)) refuse(session, 'destination_not_allowed', `the merchant '${host}' is not allowed for this session`, details);
-      if (terms.currency !== session.currency) refuse(session, 'currency_mismatch', `the merchant asks for ${terms.currency}; the session budget is in ${session.currency}`, details);
-
-      const paymentId = `pay_${randomBytes(16).toString('base64url')}`;
-      const r = await reserve(db, {
-        paymentId, sessionId: session.id, amount, currency: terms.currency, merchant: host, address: terms.address, purpose, rail: rail.name, now: now(),
-        velocity: session.maxPerHour !== null || session.maxPerMerchantDay !== null,
-      });
-      if (!r.ok) {
-        if (r.code === 'session_paused' && r.pausedNow) {
-          const s = await sessionById(db, session.id);
-          events.emit(session, 'session.paused', {
-            spentMinor: s?.spent.toString(), ceilingMinor: s?.ceiling.toString(),
-            continuationToken: s?.continuationNonce ? continuationToken(deps.continuationSecret, session.id, s.continuationNonce) : undefined,
-          });
-        }
-        refuse(session, r.code, r.message, details);
-      }
-
-      // Signed only now: the reservation above re-read the revocation state (spec §3 rule 1).
-      let sba: Record<string, unknown>;
-      try {
-        const ak = await actorKey(session);
-        sba = (await createSignedSessionBudgetAuthorization(
-          {
-            grant: session.grant as any,
-            sessionId: session.id,
-            actorId: `gateway:${session.id}`,
-            maxAmountMinor: terms.amount,
-            budgetScope: 'SESSION',
-            budgetId: paymentId,
-            expiresAt: formatTimestamp(Math.min(session.expiresAt, now() + SBA_LIFETIME_MS)),
-            rail: rail.name,
-            merchantId: host,
-            purpose,
-            issuer: session.grant.issuer as string,
-          },
-          { signingKey: ak.key, keyId: ak.kid, now },
-        )) as unknown as Record<string, unknown>;
-      } catch (e) {
-        await release(db, paymentId, now());
-        throw e;
-      }
-      const paid: Paid = { id: paymentId, amount, currency: terms.currency, merchant: host, purpose, rail: rail.name };
+      const { paymentId, sba, amount } = await authorize(session, terms, host, purpose, rail.name);
+      const paid: Paid = { id: paymentId, amount, currency: terms.currency, merchant: host, purpose: purpose!, rail: rail.name };
       if (localLedger) {
         const txRef = `txid:${randomBytes(16).toString('base64url')}`;
         const paidAt = now();
@@ -241,6 +285,8 @@ export function createPaymentService(deps: PaymentServiceDeps) {
           deps.onRefused?.('rail_failed');
           throw new HttpError(502, 'payment_failed', `the ${rail.name} rail did not make the payment: ${(e as Error)?.message ?? 'error'}`);
         }
+        // Neither paid nor void: the reservation stays for reconcile() to settle.
+        if (found === 'pending') throw new HttpError(502, 'payment_unconfirmed', `the ${rail.name} rail has not confirmed the payment yet`);
         txRef = found.txRef;
       }
       const { receipt } = await settlePaid(session, paid, txRef, sba);
@@ -257,6 +303,8 @@ export function createPaymentService(deps: PaymentServiceDeps) {
       let committed = 0;
       let released = 0;
       for (const p of await openPayments(db, now() - staleMs)) {
+        const rail = railsByName.get(p.rail);
+        if (!rail) continue; // a rail this instance does not run: left to one that does
         if (p.state === 'reserved') {
           // A 'reserved' row is only ever followed by 'paying' before the rail is called, but
           // another instance may be between those two steps: void at the rail first.
@@ -267,6 +315,8 @@ export function createPaymentService(deps: PaymentServiceDeps) {
           }
         }
         const found = await rail.settle(p.id);
+        // Still cashable and not yet seen paid (a signed x402 authorization before its expiry): keep it reserved.
+        if (found === 'pending') continue;
         const session = await sessionById(db, p.sessionId);
         if (!session) continue;
         if (found) {

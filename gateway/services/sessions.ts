@@ -21,6 +21,8 @@ export interface SessionServiceDeps {
   events: GatewayEvents;
   issuer: string;
   railName: string;
+  /** Further rails payments of a session may use (issue 6: x402), named in its grant's allowedRails. */
+  extraRails?: string[];
   continuationSecret: Buffer;
   targets: TargetPolicy;
   now: () => number;
@@ -43,7 +45,7 @@ export function createSessionService(deps: SessionServiceDeps) {
         grantId: s.grantId,
         policyHash: s.policyHash,
         expiresAt: s.config.expiresAt,
-        allowedRails: [deps.railName],
+        allowedRails: [deps.railName, ...(deps.extraRails ?? [])],
         allowedAssets: [assetOf(s.config.budget.currency)],
         allowedPurposes: s.config.purposes,
         maxAmountMinor: s.ceiling.toString(),

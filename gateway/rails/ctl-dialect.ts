@@ -1,0 +1,29 @@
+/**
+ * The spec's own 402 dialect as a PaymentDialect (spec §2.6, §4.2 steps 2–3): terms in
+ * `X-Payment`, paid through the configured Rail (the ledger by default), the retry carries
+ * `X-Payment-Receipt` (and `X-Ctl-Sba` at trust level 1).
+ */
+import { base64Encode, utf8Encode } from '../../src/index.js';
+import { parsePaymentTerms, type PaymentService, type PaymentTerms } from '../services/payments.js';
+import type { SessionRecord } from '../store/sessions.js';
+import type { PaymentDialect } from './rail.js';
+
+/** spec §1 trust level 1: the SBA rides along on the paid retry for merchants that can check it. */
+export function sbaHeaders(session: SessionRecord, sba: Record<string, unknown>): Record<string, string> {
+  return (session.config as { trustLevel?: number }).trustLevel === 1 ? { 'x-ctl-sba': base64Encode(utf8Encode(JSON.stringify(sba))) } : {};
+}
+
+export function createCtlDialect(payments: PaymentService): PaymentDialect<PaymentTerms> {
+  return {
+    name: 'ctl',
+    detect(res) {
+      if (res.status !== 402 || res.headers['x-payment'] === undefined) return undefined;
+      return parsePaymentTerms(res.headers['x-payment']);
+    },
+    async pay(terms, x) {
+      const paid = await payments.pay(x.session, terms, x.host, x.purpose);
+      const response = await x.retry({ 'x-payment-receipt': paid.txRef, ...sbaHeaders(x.session, paid.sba) });
+      return { response, receiptId: String(paid.receipt.receiptId) };
+    },
+  };
+}
