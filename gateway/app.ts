@@ -17,7 +17,7 @@ import { expireDue, nextExpiry, sessionById } from './store/sessions.js';
 import { createLedgerRail } from './rails/ledger.js';
 import type { Rail } from './rails/rail.js';
 import { createCtlDialect } from './rails/ctl-dialect.js';
-import { createX402Rail, createX402Dialect, X402_RAIL } from './rails/x402/rail.js';
+import { createX402Rail, createX402Dialect, X402_RAIL, type X402ChainReader } from './rails/x402/rail.js';
 import { X402_MIGRATIONS } from './rails/x402/store.js';
 import { DEFAULT_MAX_TIMEOUT_SECONDS, type X402AssetMap } from './rails/x402/assets.js';
 import { generatePrivateKey } from 'viem/accounts';
@@ -53,7 +53,7 @@ export interface GatewayDeps {
    * every x402 402 is `asset_not_allowed`), `CTL_X402_MAX_TIMEOUT_SECONDS` (600) and
    * `CTL_GATEWAY_EVM_PRIVATE_KEY` (default: made on first start and kept in the database).
    */
-  x402?: { assets?: X402AssetMap; maxTimeoutSeconds?: number; privateKey?: `0x${string}` };
+  x402?: { assets?: X402AssetMap; maxTimeoutSeconds?: number; privateKey?: `0x${string}`; chain?: (network: string) => X402ChainReader | undefined };
   now?: () => number;
   forwardTimeoutMs?: number;
   maxBodyBytes?: number;
@@ -154,7 +154,7 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
     expiryTimer.unref?.();
   }
 
-  const x402Rail = createX402Rail(db, now);
+  const x402Rail = createX402Rail(db, now, deps.x402?.chain);
   const sessions = createSessionService({
     db, keys, events, issuer, railName: rail.name, extraRails: [X402_RAIL], continuationSecret, targets, now, onCreated: (at) => scheduleExpiry(at),
   });

@@ -39,13 +39,29 @@ export const X402_RAIL = 'x402';
  */
 const EXPIRY_MARGIN_MS = 60_000;
 
+/** Read access to the chains the gateway pays on (optional): a viem PublicClient fits. */
+export interface X402ChainReader {
+  readContract(args: { address: `0x${string}`; abi: readonly unknown[]; functionName: string; args?: readonly unknown[] }): Promise<unknown>;
+}
+
+const AUTHORIZATION_STATE_ABI = [
+  {
+    type: 'function', name: 'authorizationState', stateMutability: 'view',
+    inputs: [{ name: 'authorizer', type: 'address' }, { name: 'nonce', type: 'bytes32' }],
+    outputs: [{ name: '', type: 'bool' }],
+  },
+] as const;
+
 /**
  * The settling half (services/payments.ts reconcile): an x402 payment that never got its
  * signature recorded was never sent (void); one with a transaction named but unconfirmed stays
- * reserved (no chain to ask, and counting it spent is the side that never overspends); any other
- * is alive until its authorization expires.
+ * reserved (counting it spent is the side that never overspends); any other is alive until its
+ * authorization expires. At expiry, with a chain reader, EIP-3009 `authorizationState` says
+ * whether it was cashed (then it is committed, `txid:<network>/<asset>/<nonce>` naming the
+ * authorization since no transaction hash reached the gateway); without one, expiry is taken as
+ * death (issue 6 §3) — a merchant that settled and never said so is then not counted.
  */
-export function createX402Rail(db: SqlDatabase, now: () => number): Rail {
+export function createX402Rail(db: SqlDatabase, now: () => number, chain?: (network: string) => X402ChainReader | undefined): Rail {
   return {
     name: X402_RAIL,
     async pay() {
@@ -55,7 +71,15 @@ export function createX402Rail(db: SqlDatabase, now: () => number): Rail {
       const r = await x402ById(db, paymentId);
       if (!r) return undefined;
       if (r.tx) return 'pending';
-      return now() >= r.validBefore + EXPIRY_MARGIN_MS ? undefined : 'pending';
+      if (now() < r.validBefore + EXPIRY_MARGIN_MS) return 'pending';
+      const reader = chain?.(r.network);
+      if (!reader) return undefined;
+      const used = await reader.readContract({
+        address: r.asset as `0x${string}`, abi: AUTHORIZATION_STATE_ABI, functionName: 'authorizationState', args: [r.payer, r.nonce],
+      });
+      if (used !== true) return undefined;
+      await recordOutcome(db, paymentId, 'paid');
+      return { txRef: `txid:${r.network}/${r.asset}/${r.nonce}` };
     },
   };
 }

@@ -1,0 +1,186 @@
+/**
+ * An in-memory EVM ledger behind the public `FacilitatorEvmSigner` interface of @x402/evm (issue 6
+ * §5): the stock facilitator's only way to the "chain" in these tests. It is an honest EIP-3009
+ * token: `transferWithAuthorization` recovers the signer of the EIP-712 message in the token's own
+ * domain (name, version, chain id, contract), checks the validity window against its clock,
+ * refuses a nonce used before, checks the balance, moves it and emits Transfer and
+ * AuthorizationUsed logs. Reads (balanceOf, name, version, authorizationState, a simulated
+ * transfer) also arrive through Multicall3 `tryAggregate`, which it decodes and answers.
+ */
+import {
+  parseAbi, decodeFunctionData, encodeFunctionResult, encodeEventTopics, encodeAbiParameters, keccak256, toHex, getAddress,
+  verifyTypedData, serializeSignature, type Hex, type Log,
+} from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import type { FacilitatorEvmSigner } from '@x402/evm';
+
+export const TOKEN_ABI = parseAbi([
+  'function balanceOf(address account) view returns (uint256)',
+  'function name() view returns (string)',
+  'function version() view returns (string)',
+  'function decimals() view returns (uint8)',
+  'function authorizationState(address authorizer, bytes32 nonce) view returns (bool)',
+  'function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, uint8 v, bytes32 r, bytes32 s)',
+  'function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, bytes signature)',
+  'event Transfer(address indexed from, address indexed to, uint256 value)',
+  'event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)',
+]);
+
+const MULTICALL3 = '0xca11bde05977b3631167028862be2a173976ca11';
+const MULTICALL_ABI = parseAbi(['function tryAggregate(bool requireSuccess, (address target, bytes callData)[] calls) payable returns ((bool success, bytes returnData)[] returnData)']);
+
+const TRANSFER_TYPES = {
+  TransferWithAuthorization: [
+    { name: 'from', type: 'address' },
+    { name: 'to', type: 'address' },
+    { name: 'value', type: 'uint256' },
+    { name: 'validAfter', type: 'uint256' },
+    { name: 'validBefore', type: 'uint256' },
+    { name: 'nonce', type: 'bytes32' },
+  ],
+} as const;
+
+export interface TokenConfig {
+  address: `0x${string}`;
+  name: string;
+  version: string;
+  chainId: number;
+}
+
+/** Base Sepolia USDC, the stock server's default asset for eip155:84532 ("$0.01" prices resolve to it). */
+export const BASE_SEPOLIA_USDC: TokenConfig = { address: '0x036CbD53842c5426634e7929541eC2318f3dCF7e', name: 'USDC', version: '2', chainId: 84532 };
+
+export interface EvmLedger {
+  signer: FacilitatorEvmSigner;
+  token: TokenConfig;
+  mint(to: string, amount: bigint): void;
+  balanceOf(who: string): bigint;
+  /** Every successful transferWithAuthorization, in order. */
+  transfers: { tx: Hex; from: string; to: string; value: bigint; nonce: Hex }[];
+  /** Calls that reverted, with the revert message. */
+  reverts: string[];
+  /** Seconds on the ledger's clock (default: the wall clock). */
+  setClock(seconds: () => number): void;
+}
+
+class Revert extends Error {}
+
+export function createEvmLedger(token: TokenConfig = BASE_SEPOLIA_USDC): EvmLedger {
+  const tokenAddr = token.address.toLowerCase();
+  const balances = new Map<string, bigint>();
+  const used = new Set<string>();
+  const receipts = new Map<Hex, { status: 'success'; logs: Log[] }>();
+  const transfers: EvmLedger['transfers'] = [];
+  const reverts: string[] = [];
+  const facilitator = privateKeyToAccount(generatePrivateKey()).address;
+  let clock = () => Math.floor(Date.now() / 1000);
+  let txCount = 0;
+  const bal = (a: string) => balances.get(a.toLowerCase()) ?? 0n;
+  const domain = { name: token.name, version: token.version, chainId: token.chainId, verifyingContract: getAddress(token.address) };
+
+  /** The checks of FiatTokenV2 `transferWithAuthorization`, in its order; `write` applies it. */
+  async function transferWithAuthorization(args: readonly unknown[], write: boolean): Promise<Hex | undefined> {
+    const [from, to, value, validAfter, validBefore, nonce] = args as [Hex, Hex, bigint, bigint, bigint, Hex];
+    let signature: Hex;
+    if (args.length === 9) {
+      const [v, r, s] = args.slice(6) as [number | bigint, Hex, Hex];
+      signature = serializeSignature({ r, s, v: BigInt(v) });
+    } else signature = args[6] as Hex;
+    const now = BigInt(clock());
+    const fail = (m: string) => {
+      reverts.push(m);
+      throw new Revert(m);
+    };
+    if (now <= validAfter) fail('FiatTokenV2: authorization is not yet valid');
+    if (now >= validBefore) fail('FiatTokenV2: authorization is expired');
+    if (used.has(`${from.toLowerCase()}:${nonce.toLowerCase()}`)) fail('FiatTokenV2: authorization is used or canceled');
+    let ok = false;
+    try {
+      ok = await verifyTypedData({
+        address: from, domain, types: TRANSFER_TYPES, primaryType: 'TransferWithAuthorization',
+        message: { from, to, value, validAfter, validBefore, nonce }, signature,
+      });
+    } catch {
+      ok = false;
+    }
+    if (!ok) fail('FiatTokenV2: invalid signature');
+    if (bal(from) < value) fail('ERC20: transfer amount exceeds balance');
+    if (!write) return undefined;
+    used.add(`${from.toLowerCase()}:${nonce.toLowerCase()}`);
+    balances.set(from.toLowerCase(), bal(from) - value);
+    balances.set(to.toLowerCase(), bal(to) + value);
+    const tx = keccak256(toHex(`tx:${++txCount}:${nonce}`));
+    const base = { address: getAddress(token.address), blockHash: keccak256(toHex(`block:${txCount}`)), blockNumber: BigInt(txCount), transactionHash: tx, transactionIndex: 0, removed: false };
+    const logs = [
+      { ...base, logIndex: 0, topics: encodeEventTopics({ abi: TOKEN_ABI, eventName: 'AuthorizationUsed', args: { authorizer: from, nonce } }), data: '0x' },
+      { ...base, logIndex: 1, topics: encodeEventTopics({ abi: TOKEN_ABI, eventName: 'Transfer', args: { from, to } }), data: encodeAbiParameters([{ type: 'uint256' }], [value]) },
+    ] as unknown as Log[];
+    receipts.set(tx, { status: 'success', logs });
+    transfers.push({ tx, from: from.toLowerCase(), to: to.toLowerCase(), value, nonce });
+    return tx;
+  }
+
+  async function read(address: string, functionName: string, args: readonly unknown[] = []): Promise<unknown> {
+    if (address.toLowerCase() !== tokenAddr) throw new Revert(`no contract at ${address}`);
+    switch (functionName) {
+      case 'balanceOf': return bal(args[0] as string);
+      case 'name': return token.name;
+      case 'version': return token.version;
+      case 'decimals': return 6;
+      case 'authorizationState': return used.has(`${(args[0] as string).toLowerCase()}:${(args[1] as string).toLowerCase()}`);
+      case 'transferWithAuthorization': return transferWithAuthorization(args, false); // eth_call: simulate
+      default: throw new Revert(`unknown function ${functionName}`);
+    }
+  }
+
+  const signer: FacilitatorEvmSigner = {
+    getAddresses: () => [facilitator],
+    async getCode({ address }) {
+      // The token is a contract; payers are EOAs (so signatures are checked with ECDSA, not ERC-1271).
+      return address.toLowerCase() === tokenAddr || address.toLowerCase() === MULTICALL3 ? '0x6080604052' : '0x';
+    },
+    async readContract({ address, functionName, args }) {
+      if (address.toLowerCase() === MULTICALL3 && functionName === 'tryAggregate') {
+        const calls = (args?.[1] ?? []) as { target: Hex; callData: Hex }[];
+        const out = [];
+        for (const c of calls) {
+          try {
+            const d = decodeFunctionData({ abi: TOKEN_ABI, data: c.callData });
+            const result = await read(c.target, d.functionName, (d.args ?? []) as readonly unknown[]);
+            const returnData = d.functionName === 'transferWithAuthorization' ? '0x' : encodeFunctionResult({ abi: TOKEN_ABI, functionName: d.functionName as any, result: result as any });
+            out.push({ success: true, returnData });
+          } catch {
+            out.push({ success: false, returnData: '0x' as Hex });
+          }
+        }
+        return out;
+      }
+      return read(address, functionName, args ?? []);
+    },
+    async verifyTypedData(a) {
+      return verifyTypedData(a as Parameters<typeof verifyTypedData>[0]);
+    },
+    async writeContract({ address, functionName, args }) {
+      if (address.toLowerCase() !== tokenAddr || functionName !== 'transferWithAuthorization') throw new Revert(`cannot write ${functionName} at ${address}`);
+      return (await transferWithAuthorization(args, true))!;
+    },
+    async sendTransaction() {
+      throw new Revert('this ledger runs no arbitrary transactions');
+    },
+    async waitForTransactionReceipt({ hash }) {
+      const r = receipts.get(hash);
+      if (!r) throw new Error(`no transaction ${hash}`);
+      return r;
+    },
+  };
+
+  return {
+    signer,
+    token,
+    mint: (to, amount) => balances.set(to.toLowerCase(), bal(to) + amount),
+    balanceOf: bal,
+    transfers,
+    reverts,
+    setClock: (s) => (clock = s),
+  };
+}
