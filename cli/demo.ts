@@ -15,6 +15,7 @@ import { verifyReceipt } from '../src/index.js';
 import { createGatewayClient } from '../src/index.js';
 import { openDatabase, listen, silentLogger } from '../service-kit/index.js';
 import { createGatewayApp } from '../gateway/app.js';
+import { startX402Demo } from './x402-demo.js';
 
 export async function main(args: string[]): Promise<number | void> {
   if (args.includes('--help') || args.includes('-h')) {
@@ -46,8 +47,14 @@ export async function main(args: string[]): Promise<number | void> {
   const dir = mkdtempSync(join(tmpdir(), 'ctl-demo-'));
   const db = await openDatabase(`sqlite:${join(dir, 'gateway.db')}`);
   const adminKey = 'demo-admin-key-0123456789';
-  // Private targets stay refused; only the demo merchant's exact host:port is let through.
-  const gateway = await createGatewayApp({ db, adminKey, logger: silentLogger(), targets: { allowPrivate: false, allowHosts: [`127.0.0.1:${merchantPort}`] } });
+  // A second merchant that only knows the official x402 packages (issue 6).
+  const x402 = await startX402Demo();
+  // Private targets stay refused; only the demo merchants' exact host:port are let through.
+  const gateway = await createGatewayApp({
+    db, adminKey, logger: silentLogger(),
+    targets: { allowPrivate: false, allowHosts: [`127.0.0.1:${merchantPort}`, ...(x402 ? [x402.merchantHost] : [])] },
+    ...(x402 ? { x402: { assets: new Map([['USDC', [{ network: 'eip155:84532', asset: x402.usdc }]]]) } } : {}),
+  });
   const server = await listen(gateway.app, { port: 0 });
   try {
     console.log(`gateway ${server.url}, demo merchant ${shop} (1.00 USD per search)`);
@@ -126,7 +133,27 @@ export async function main(args: string[]): Promise<number | void> {
     expect(receipts.length === 4, `${receipts.length} receipts, total ${afterContinue.spentMinor} minor units`);
     const check = (await (await fetch(`${server.url}/charge/${encodeURIComponent(String(receipts[0]!.txRef))}/verify`)).json()) as { paid: boolean; address: string };
     expect(check.paid && check.address === 'acct_demo_merchant', `merchant verification of ${receipts[0]!.txRef}: paid to ${check.address}`);
+
+    step(8, 'An unmodified x402 merchant (stock @x402/express, stock facilitator, in-memory chain): the agent pays it in USDC');
+    if (!x402) show('skipped: the x402 development dependencies are not installed');
+    else {
+      x402.fund(gateway.evmAddress, 1_000_000n);
+      const usdc = await owner.createSession({ budget: { amount: '15000', currency: 'USDC' }, purposes: ['api:search'], expiresAt, label: 'x402 agent' });
+      const x402Agent = createGatewayClient({ baseUrl: server.url }).session(usdc.sessionToken, { sessionId: usdc.sessionId });
+      const paid = await x402Agent.fetch(`${x402.merchantUrl}/data?q=x402`, { purpose: 'api:search', method: 'GET' });
+      const body = await paid.text();
+      show(`HTTP ${paid.status} ${body}; the merchant now holds ${x402.balanceOf(x402.payTo)} atomic USDC`);
+      const [rc] = (await owner.receipts(usdc.sessionId)).receipts;
+      expect(paid.status === 200 && !!rc && String(rc.txRef).startsWith('txid:0x'), `receipt ${rc?.receiptId}: ${rc?.txRef} on ${rc?.rail}`);
+      try {
+        await x402Agent.fetch(`${x402.merchantUrl}/data?q=again`, { purpose: 'api:search', method: 'GET' });
+        expect(false, 'refused');
+      } catch (e) {
+        expect((e as { code?: string }).code === 'budget_exceeded', `a second $0.01 does not fit the 0.015 USDC budget: refused before anything was signed`);
+      }
+    }
   } finally {
+    await x402?.close();
     await server.close();
     await gateway.close();
     await db.close();
