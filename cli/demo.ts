@@ -15,7 +15,7 @@ import { verifyReceipt } from '../src/index.js';
 import { createGatewayClient } from '../src/index.js';
 import { openDatabase, listen, silentLogger } from '../service-kit/index.js';
 import { createGatewayApp } from '../gateway/app.js';
-import { startX402Demo } from './x402-demo.js';
+import { startX402Demo } from './demo/x402-step.js';
 
 export async function main(args: string[]): Promise<number | void> {
   if (args.includes('--help') || args.includes('-h')) {

@@ -6,8 +6,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { sqliteDb, startTestGateway, createSession, proxy, call, type TestGateway, type TestDb } from '../helpers.js';
-import { createEvmLedger, BASE_SEPOLIA_USDC, type EvmLedger } from './evm-ledger.js';
-import { startFacilitator, startStockMerchant, type Listening, type StockMerchant } from './merchants.js';
+import { createEvmLedger, BASE_SEPOLIA_USDC, type EvmLedger } from '../../../gateway/dev/evm-ledger.js';
+import { startFacilitator, startStockMerchant, type Listening, type StockMerchant } from '../../../gateway/dev/x402-merchants.js';
 
 const PAYEE = '0x4444444444444444444444444444444444444444';
 const USDC = BASE_SEPOLIA_USDC.address.toLowerCase();

@@ -6,8 +6,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { verifyReceipt } from '../../../src/index.js';
 import { sqliteDb, startTestGateway, createSession, proxy, call, type TestGateway, type TestDb } from '../helpers.js';
-import { createEvmLedger, BASE_SEPOLIA_USDC, type EvmLedger } from './evm-ledger.js';
-import { startFacilitator, startStockMerchant, startV1Merchant, type Listening, type StockMerchant } from './merchants.js';
+import { createEvmLedger, BASE_SEPOLIA_USDC, type EvmLedger } from '../../../gateway/dev/evm-ledger.js';
+import { startFacilitator, startStockMerchant, startV1Merchant, type Listening, type StockMerchant } from '../../../gateway/dev/x402-merchants.js';
 
 const PAYEE = '0x2222222222222222222222222222222222222222';
 const USDC = BASE_SEPOLIA_USDC.address.toLowerCase();

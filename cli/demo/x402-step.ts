@@ -15,8 +15,8 @@ export interface X402Demo {
 
 export async function startX402Demo(): Promise<X402Demo | undefined> {
   try {
-    const { createEvmLedger, BASE_SEPOLIA_USDC } = await import('../test/gateway/x402/evm-ledger.js');
-    const { startFacilitator, startStockMerchant } = await import('../test/gateway/x402/merchants.js');
+    const { createEvmLedger, BASE_SEPOLIA_USDC } = await import('../../gateway/dev/evm-ledger.js');
+    const { startFacilitator, startStockMerchant } = await import('../../gateway/dev/x402-merchants.js');
     const ledger = createEvmLedger();
     const payTo = '0x5eA1e5000000000000000000000000000000dEa1';
     const facilitator = await startFacilitator(ledger);
