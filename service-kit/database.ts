@@ -38,6 +38,22 @@ export interface SqlDatabase extends SqlExecutor {
   close(): Promise<void>;
   /** The URL without credentials, for logs. */
   readonly description: string;
+  /**
+   * PostgreSQL only (absent on SQLite): LISTEN on `channel`. See `ListenHandlers`; `close()`
+   * ends this subscription (and the connection with the last one).
+   */
+  listen?(channel: string, handlers: ListenHandlers): { close(): Promise<void> };
+}
+
+/** One LISTEN subscription (PostgreSQL). */
+export interface ListenHandlers {
+  /** A NOTIFY on the channel, with its payload. */
+  notify(payload: string): void;
+  /**
+   * `true` once LISTEN is in effect (first, and again after each reconnection); `false` when the
+   * listening connection is lost or stops answering: notifications may be missed from then on.
+   */
+  state(listening: boolean): void;
 }
 
 export interface OpenOptions {
@@ -243,5 +259,116 @@ async function openPostgres(url: string, options: OpenOptions): Promise<SqlDatab
       await pool.end();
     },
     description: redact(url) + (schema ? ` (schema ${schema})` : ''),
+    listen: (channel, handlers) => sharedListener(url).subscribe(channel, handlers),
   };
+}
+
+/**
+ * LISTEN connections, one per database URL per process (notifications are database-wide, so
+ * every SqlDatabase of that URL shares it, whatever its schema): a process holds one listening
+ * connection however many databases it opens, outside the pool (a pooled connection would be
+ * lent to queries and its LISTEN lost), and hands each notification to all its subscribers in
+ * one synchronous step.
+ */
+const listeners = new Map<string, { subscribe(channel: string, h: ListenHandlers): { close(): Promise<void> } }>();
+
+/** How often the listening connection is probed, and how long a probe may take. */
+const LISTEN_PROBE_MS = 5000;
+
+function sharedListener(url: string) {
+  const existing = listeners.get(url);
+  if (existing) return existing;
+  const subs = new Map<string, Set<ListenHandlers>>();
+  const quote = (ch: string) => `"${ch.replace(/"/g, '""')}"`;
+  let client: pg.Client | undefined;
+  let live = false;
+  let retry: NodeJS.Timeout | undefined;
+  let probe: NodeJS.Timeout | undefined;
+  let backoffMs = 100;
+  const each = (f: (h: ListenHandlers) => void) => {
+    for (const set of subs.values()) for (const h of set) f(h);
+  };
+  // Any error, end or failed probe of the current connection: subscribers hear `false` (they
+  // must stop trusting what they cached), then it reconnects with backoff.
+  const fail = (c: pg.Client) => {
+    if (client !== c) return;
+    client = undefined;
+    clearInterval(probe);
+    c.end().catch(() => {});
+    if (live) each((h) => h.state(false));
+    live = false;
+    if (subs.size) {
+      retry = setTimeout(connect, backoffMs);
+      retry.unref();
+      backoffMs = Math.min(backoffMs * 2, 5000);
+    }
+  };
+  const connect = async () => {
+    retry = undefined;
+    // query_timeout bounds the probe: a silently dead TCP connection would otherwise keep
+    // `live` true while notifications are lost.
+    const c = new pg.Client({ connectionString: url, query_timeout: LISTEN_PROBE_MS, keepAlive: true, application_name: `ctl-listen-${process.pid}` });
+    client = c;
+    c.on('error', () => fail(c));
+    c.on('end', () => fail(c));
+    c.on('notification', (n) => {
+      if (client === c && live) for (const h of subs.get(n.channel) ?? []) h.notify(n.payload ?? '');
+    });
+    try {
+      await c.connect();
+      // Channels subscribed while this runs are picked up by the next pass.
+      const done = new Set<string>();
+      for (let todo = [...subs.keys()]; todo.length; todo = [...subs.keys()].filter((ch) => !done.has(ch))) {
+        for (const ch of todo) {
+          await c.query(`LISTEN ${quote(ch)}`);
+          done.add(ch);
+        }
+      }
+      if (client !== c) return;
+      live = true;
+      backoffMs = 100;
+      probe = setInterval(() => c.query('SELECT 1').catch(() => fail(c)), LISTEN_PROBE_MS);
+      probe.unref();
+      each((h) => h.state(true));
+    } catch {
+      fail(c);
+    }
+  };
+  const self = {
+    subscribe(channel: string, h: ListenHandlers) {
+      let set = subs.get(channel);
+      const fresh = !set;
+      if (!set) subs.set(channel, (set = new Set()));
+      set.add(h);
+      if (!client && !retry) void connect();
+      else if (client && live) {
+        const c = client;
+        // Already listening: LISTEN this channel too (when new), then this subscriber is live.
+        void (fresh ? c.query(`LISTEN ${quote(channel)}`) : Promise.resolve()).then(
+          () => client === c && live && set.has(h) && h.state(true),
+          () => fail(c),
+        );
+      } // else connecting: `connect` LISTENs every channel, then tells every subscriber.
+      return {
+        async close() {
+          if (!set.delete(h)) return;
+          if (set.size === 0) subs.delete(channel);
+          if (subs.size > 0) {
+            if (set.size === 0 && client && live) await client.query(`UNLISTEN ${quote(channel)}`).catch(() => {});
+            return;
+          }
+          // The last subscriber: no connection, no timers; a later subscribe starts afresh.
+          listeners.delete(url);
+          clearTimeout(retry);
+          clearInterval(probe);
+          const c = client;
+          client = undefined;
+          live = false;
+          await c?.end().catch(() => {});
+        },
+      };
+    },
+  };
+  listeners.set(url, self);
+  return self;
 }

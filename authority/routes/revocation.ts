@@ -1,7 +1,9 @@
 /**
- * Revocation (spec §4.3, §3): GET /revoke?grantId= is on every wallet's and merchant's path, so it
- * is one indexed read and may be cached briefly; POST /revoke and POST /grants/{id}/revoke revoke
- * at once and are idempotent (the first revokedAt stays).
+ * Revocation (spec §4.3, §3): GET /revoke?grantId= is on every wallet's and merchant's path, so
+ * the store answers it from an in-process cache that every process's revocation invalidates
+ * (store/revocation-cache.ts), and clients may cache it briefly; POST /revoke and
+ * POST /grants/{id}/revoke revoke at once (answered once every authority process has been told)
+ * and are idempotent (the first revokedAt stays).
  */
 import type Router from '@koa/router';
 import type { Context } from 'koa';

@@ -3,7 +3,9 @@
  * and PostgreSQL: upserts and counters use `INSERT … ON CONFLICT … RETURNING`, so each is one
  * atomic statement; multi-statement changes run in `db.tx` under a named lock.
  */
+import { randomUUID } from 'node:crypto';
 import { createAuditLog, createSqlDispatchLog, type SqlDatabase, type SqlExecutor } from '../../service-kit/index.js';
+import { createRevocationCache, type CachedStatus, type RevocationCache } from './revocation-cache.js';
 import type {
   ApiKeyRow, AuthorityStore, BundleRecord, BundleScopeFields, GrantRecord, KeyPurposeName, PublishedKeyRow, SigningKeyRow, StoredGrant,
 } from './types.js';
@@ -48,6 +50,41 @@ const bundleFrom = (r: BundleRow): BundleRecord => {
 
 const KEY_LOCK = 'ctl_authority_signing_keys';
 
+/**
+ * PostgreSQL channel of grant changes (revocation, insert), payload `{"g": grantId, "t": token}`.
+ * Notifications are database-wide: another schema's authority on the same database only causes
+ * harmless extra invalidations.
+ */
+export const GRANT_CHANNEL = 'ctl_authority_grants';
+/** Longest wait for a revocation's own notification to come back before answering (then the cache is cleared). */
+const ECHO_TIMEOUT_MS = 2000;
+
+export interface SqlAuthorityStoreOptions {
+  /** Most grants whose revocation status is cached in this process (default 10 000; 0 turns the cache off). */
+  revocationCacheSize?: number;
+}
+
+/**
+ * Keeps `cache` in step with every process's writes through LISTEN. Returns the subscription,
+ * or undefined when the database cannot listen (the cache then never holds a negative answer).
+ */
+function followGrantChanges(db: SqlDatabase, cache: RevocationCache) {
+  return db.listen?.(GRANT_CHANNEL, {
+    notify(payload) {
+      let n: { g?: unknown; t?: unknown };
+      try {
+        n = JSON.parse(payload) as typeof n;
+      } catch {
+        n = {};
+      }
+      if (typeof n.g !== 'string') return cache.setLive(cache.live); // unreadable: drop everything
+      cache.invalidate(n.g);
+      if (typeof n.t === 'string') cache.echo(n.t);
+    },
+    state: (live) => cache.setLive(live),
+  });
+}
+
 async function insertKey(q: SqlExecutor, k: SigningKeyRow): Promise<boolean> {
   const rows = await q.all(
     `INSERT INTO signing_keys (kid, purpose, alg, status, public_jwk, public_pem, private_pem, source, created_at, retired_at)
@@ -66,12 +103,30 @@ async function activate(q: SqlExecutor, kid: string, purpose: KeyPurposeName, at
 /**
  * @example const store = createSqlAuthorityStore(await openDatabase(url)); (after migrate(db, AUTHORITY_MIGRATIONS))
  */
-export function createSqlAuthorityStore(db: SqlDatabase): AuthorityStore {
+export function createSqlAuthorityStore(db: SqlDatabase, options: SqlAuthorityStoreOptions = {}): AuthorityStore {
+  const postgres = db.dialect === 'postgres';
+  // SQLite: one process per database file, so the store's own writes are every write (live from
+  // the start). PostgreSQL: live only while the LISTEN connection is (until then, reads go through).
+  const cache = createRevocationCache({ maxEntries: options.revocationCacheSize ?? 10_000, live: !postgres });
+  const subscription = postgres ? followGrantChanges(db, cache) : undefined;
+  /** NOTIFY statement, sent inside the writing transaction: delivered at its commit, never without it. */
+  const notify = (q: SqlExecutor, grantId: string, token: string) =>
+    q.get('SELECT pg_notify(?, ?) AS sent', [GRANT_CHANNEL, JSON.stringify({ g: grantId, t: token })]);
+  const loadStatus = async (grantId: string): Promise<CachedStatus> => {
+    const r = await db.get<{ revoked_at: string | null }>('SELECT revoked_at FROM grants WHERE grant_id = ?', [grantId]);
+    if (!r) return null;
+    return r.revoked_at === null ? { revoked: false } : { revoked: true, revokedAt: r.revoked_at };
+  };
+
   return {
     dialect: db.dialect,
     description: db.description,
+    revocationCache: cache,
     ping: () => db.ping(),
-    close: () => db.close(),
+    async close() {
+      await subscription?.close();
+      await db.close();
+    },
     audit: createAuditLog(db, 'audit_log'),
     dispatchLog: createSqlDispatchLog(db, 'webhook_dispatches'),
 
@@ -90,10 +145,19 @@ export function createSqlAuthorityStore(db: SqlDatabase): AuthorityStore {
     },
 
     async putGrant(g: GrantRecord) {
-      await db.run(
-        `INSERT INTO grants (grant_id, policy_hash, key_id, grant_json, issued_at, expires_at_ms, created_by) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-        [g.grantId, g.policyHash, g.keyId, g.grant, g.issuedAt, g.expiresAtMs, g.createdBy],
-      );
+      const insert = `INSERT INTO grants (grant_id, policy_hash, key_id, grant_json, issued_at, expires_at_ms, created_by) VALUES (?, ?, ?, ?, ?, ?, ?)`;
+      const values = [g.grantId, g.policyHash, g.keyId, g.grant, g.issuedAt, g.expiresAtMs, g.createdBy];
+      // A process may hold "unknown grant" for this id: the insert tells every process, in the
+      // same statement (one round trip, notification at its commit). Not waited for: a stale
+      // "unknown" refuses a good grant for a moment, it never accepts a revoked one.
+      if (postgres) {
+        await db.get(`WITH g AS (${insert} RETURNING grant_id) SELECT pg_notify(?, ?) AS sent FROM g`, [
+          ...values, GRANT_CHANNEL, JSON.stringify({ g: g.grantId }),
+        ]);
+      } else {
+        await db.run(insert, values);
+      }
+      cache.invalidate(g.grantId);
     },
     async getGrant(grantId, options = {}) {
       const r = await db.get<GrantRow>('SELECT * FROM grants WHERE grant_id = ?', [grantId]);
@@ -109,19 +173,40 @@ export function createSqlAuthorityStore(db: SqlDatabase): AuthorityStore {
       return rows.map(grantFrom);
     },
     async revokeGrant(grantId, by) {
-      // One conditional UPDATE: the first revocation wins and later ones change nothing.
-      const { changes } = await db.run(
-        'UPDATE grants SET revoked_at = ?, revoked_by = ?, revoke_reason = ? WHERE grant_id = ? AND revoked_at IS NULL',
-        [by.at, by.actor, by.reason ?? null, grantId],
-      );
-      const r = await db.get<{ revoked_at: string | null }>('SELECT revoked_at FROM grants WHERE grant_id = ?', [grantId]);
-      if (!r || r.revoked_at === null) return undefined;
-      return { revokedAt: r.revoked_at, changed: changes === 1 };
+      // Registered before the commit, so the echo cannot be missed.
+      const token = randomUUID();
+      const echo = cache.expectEcho(token);
+      let result: { revokedAt: string; changed: boolean } | undefined;
+      try {
+        result = await db.tx(async (q) => {
+          // One conditional UPDATE: the first revocation wins and later ones change nothing.
+          const { changes } = await q.run(
+            'UPDATE grants SET revoked_at = ?, revoked_by = ?, revoke_reason = ? WHERE grant_id = ? AND revoked_at IS NULL',
+            [by.at, by.actor, by.reason ?? null, grantId],
+          );
+          const r = await q.get<{ revoked_at: string | null }>('SELECT revoked_at FROM grants WHERE grant_id = ?', [grantId]);
+          if (!r || r.revoked_at === null) return undefined;
+          // Also when unchanged: this caller is told "revoked", so every process must know it.
+          if (postgres) await notify(q, grantId, token);
+          return { revokedAt: r.revoked_at, changed: changes === 1 };
+        });
+      } catch (e) {
+        echo.cancel();
+        throw e;
+      }
+      cache.invalidate(grantId);
+      // Answer only once the notification has come back through this process's listener: every
+      // store of this process has dropped the entry by then, and PostgreSQL has signalled every
+      // other listener (they are a socket read away from dropping it).
+      if (result && postgres) await echo.wait(ECHO_TIMEOUT_MS);
+      else echo.cancel();
+      return result;
     },
     async revocationStatus(grantId) {
-      const r = await db.get<{ revoked_at: string | null }>('SELECT revoked_at FROM grants WHERE grant_id = ?', [grantId]);
-      if (!r) return undefined;
-      return r.revoked_at === null ? { revoked: false } : { revoked: true, revokedAt: r.revoked_at };
+      // The hot path: a cache hit answers without touching the database (revocation-cache.ts).
+      const hit = cache.get(grantId);
+      if (hit !== undefined) return hit ?? undefined;
+      return (await cache.read(grantId, () => loadStatus(grantId))) ?? undefined;
     },
     async listRevokedGrantIds(nowMs) {
       const rows = await db.all<{ grant_id: string }>(

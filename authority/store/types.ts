@@ -100,10 +100,20 @@ export interface AuthorityStore {
   /** Soft-deleted grants are returned only with `includeDeleted`. */
   getGrant(grantId: string, options?: { includeDeleted?: boolean }): Promise<StoredGrant | undefined>;
   listGrants(options?: { afterGrantId?: string; limit?: number; includeDeleted?: boolean }): Promise<StoredGrant[]>;
-  /** Revokes at once; idempotent (the first `revokedAt` stays). undefined when the grant is unknown. */
+  /**
+   * Revokes at once; idempotent (the first `revokedAt` stays). undefined when the grant is
+   * unknown. Resolves once every process's revocation cache has been told (PostgreSQL: NOTIFY in
+   * the same transaction, answered after it came back to this process's listener).
+   */
   revokeGrant(grantId: string, by: { at: string; actor: string; reason?: string }): Promise<{ revokedAt: string; changed: boolean } | undefined>;
-  /** The hot path of every wallet and merchant (spec §4.3 GET /revoke): one indexed read. Deleted grants still answer. */
+  /**
+   * The hot path of every wallet and merchant (spec §4.3 GET /revoke), answered from an
+   * in-process cache kept in step with every process's writes (store/revocation-cache.ts), else
+   * one indexed read. Deleted grants still answer.
+   */
   revocationStatus(grantId: string): Promise<RevocationStatus | undefined>;
+  /** State of that cache (tests, diagnostics): `live` while negative answers may be cached. */
+  readonly revocationCache: { readonly live: boolean; readonly size: number };
   /** Ids of revoked grants that have not expired at `nowMs`, for Trust Bundles (PROTOCOL.md §4 revokedGrants). */
   listRevokedGrantIds(nowMs: number): Promise<string[]>;
   /** Marks a grant deleted (kept for custody and audit); false when unknown or already deleted. */

@@ -34,6 +34,14 @@ function keyRow(kid: string, purpose: 'grant' | 'bundle' = 'grant', createdAt = 
   };
 }
 
+/** Polls `ok` every 5 ms, for up to 5 s. */
+async function until(ok: () => boolean | Promise<boolean>): Promise<void> {
+  for (const end = Date.now() + 5000; !(await ok()); ) {
+    if (Date.now() > end) throw new Error('timed out waiting');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
 export function storeConformance(name: string, open: () => Promise<Harness>): void {
   const t = suite<{ h: Harness }>(`store conformance: ${name}`, {} as { h: Harness });
   t.before.each(async (ctx) => {
@@ -89,6 +97,37 @@ export function storeConformance(name: string, open: () => Promise<Harness>): vo
     assert.is(results.filter((r) => r?.changed).length, 1);
     assert.is(new Set(results.map((r) => r?.revokedAt)).size, 1);
   });
+
+  t('revocation status is cached, and a revocation through another process is answered at once', async ({ h }) => {
+    const twin = h.openTwin ? await h.openTwin() : h.store;
+    try {
+      await cachedAndFollowed(h, twin);
+    } finally {
+      if (twin !== h.store) await twin.close();
+    }
+  });
+
+  async function cachedAndFollowed(h: Harness, twin: AuthorityStore) {
+    await until(() => h.store.revocationCache.live && twin.revocationCache.live);
+    await h.store.putPolicy(H, '{}', iso(NOW));
+    for (let i = 0; i < 20; i++) {
+      const id = `r${i}`;
+      await twin.putGrant(grantRecord(id));
+      await until(async () => (await h.store.revocationStatus(id)) !== undefined);
+      assert.equal(await h.store.revocationStatus(id), { revoked: false });
+      const before = h.store.revocationCache.size;
+      assert.equal(await h.store.revocationStatus(id), { revoked: false }, 'a cache hit');
+      assert.is(h.store.revocationCache.size, before);
+      const r = await twin.revokeGrant(id, { at: iso(NOW + i), actor: 'a' });
+      assert.equal(await h.store.revocationStatus(id), { revoked: true, revokedAt: r!.revokedAt });
+    }
+    assert.ok(h.store.revocationCache.size >= 20);
+    // "Unknown grant" is cached too, until the grant is inserted (by whichever process).
+    assert.is(await h.store.revocationStatus('later'), undefined);
+    await twin.putGrant(grantRecord('later'));
+    await until(async () => (await h.store.revocationStatus('later')) !== undefined);
+    assert.equal(await h.store.revocationStatus('later'), { revoked: false });
+  }
 
   t('revoked ids for bundles leave out expired grants', async ({ h }) => {
     await h.store.putPolicy(H, '{}', iso(NOW));

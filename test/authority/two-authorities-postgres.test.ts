@@ -8,6 +8,25 @@ import * as assert from 'uvu/assert';
 import { createSession, generateKeyPair, verifyCtl } from '../../src/index.js';
 import { grantRequest, startTestAuthority, type TestAuthority } from './harness.js';
 import { PG_URL, dropSchema, freshSchema, pgAvailable } from '../service-kit/pg-fixture.js';
+import pg from 'pg';
+
+/** Polls `ok` every 5 ms, for up to 5 s. */
+async function until(ok: () => boolean | Promise<boolean>): Promise<void> {
+  for (const end = Date.now() + 5000; !(await ok()); ) {
+    if (Date.now() > end) throw new Error('timed out waiting');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+async function pgQuery(sql: string, params: unknown[] = []): Promise<Record<string, unknown>[]> {
+  const c = new pg.Client({ connectionString: PG_URL });
+  await c.connect();
+  try {
+    return (await c.query(sql, params)).rows;
+  } finally {
+    await c.end();
+  }
+}
 
 const available = await pgAvailable();
 const schema = freshSchema();
@@ -54,6 +73,73 @@ if (!available) {
     assert.is(again.body.revokedAt, rb.body.revokedAt);
     const r = await verifyCtl(sba, { amount: '7', currency: 'USD', jwksUrl, revocationTtl: 0 });
     assert.equal(r.valid ? 'valid' : r.error.code, 'grant_revoked');
+  });
+
+  /** A grant issued by `t` (an API call); its id. */
+  const issue = async (t: TestAuthority) => {
+    const wallet = await generateKeyPair({ alg: 'EdDSA' });
+    return (await t.call('POST', '/grants', await grantRequest(t, wallet.publicJwk))).body.grantId as string;
+  };
+  const status = async (t: TestAuthority, id: string) => (await t.call('GET', `/revoke?grantId=${id}`, undefined, null)).body.revoked;
+
+  test('revoked on A, answered as revoked by B at the very next check, again and again (B answering from its cache)', async () => {
+    await until(() => a.authority.store.revocationCache.live && b.authority.store.revocationCache.live);
+    for (let i = 0; i < 30; i++) {
+      const id = await issue(i % 2 ? a : b);
+      await until(async () => (await b.call('GET', `/revoke?grantId=${id}`, undefined, null)).status === 200);
+      assert.is(await status(b, id), false);
+      assert.is(await status(b, id), false); // now a cache hit on B
+      const [from, to] = i % 3 ? [a, b] : [b, a];
+      if (from === b) assert.is(await status(a, id), false);
+      assert.is((await from.call('POST', '/revoke', { grantId: id })).status, 200);
+      assert.is(await status(to, id), true, `check ${i}`);
+    }
+    assert.ok(b.authority.store.revocationCache.size >= 20);
+  });
+
+  test('under a stream of checks on B, every check that starts after A answered the revocation says revoked', async () => {
+    const id = await issue(a);
+    await until(async () => (await status(b, id)) === false);
+    let revokedAnswered = false;
+    let stop = false;
+    const late: boolean[] = [];
+    const loops = Array.from({ length: 8 }, async () => {
+      while (!stop) {
+        const after = revokedAnswered;
+        const revoked = await status(b, id);
+        if (after) late.push(revoked);
+      }
+    });
+    await new Promise((r) => setTimeout(r, 50));
+    assert.is((await a.call('POST', '/revoke', { grantId: id })).status, 200);
+    revokedAnswered = true;
+    await new Promise((r) => setTimeout(r, 100));
+    stop = true;
+    await Promise.all(loops);
+    assert.ok(late.length > 8);
+    assert.ok(late.every((x) => x === true), `${late.filter((x) => !x).length} of ${late.length} late checks said not revoked`);
+  });
+
+  test('listener lost: caches are dropped and not trusted until it is back, then revocations flow again', async () => {
+    const id = await issue(a);
+    await until(async () => (await status(b, id)) === false);
+    const listener = `ctl-listen-${process.pid}`;
+    const pids = async () => (await pgQuery('SELECT pid FROM pg_stat_activity WHERE application_name = $1', [listener])).map((r) => r.pid as number);
+    const [old] = await pids();
+    assert.ok(old, 'one listening connection for this process');
+    assert.is((await pids()).length, 1, 'shared by both authorities of this process');
+    await pgQuery('SELECT pg_terminate_backend($1)', [old]);
+    await until(() => !b.authority.store.revocationCache.live);
+    assert.is(b.authority.store.revocationCache.size, 0);
+    // While it is down, checks read the database.
+    assert.is((await a.call('POST', '/revoke', { grantId: id })).status, 200);
+    assert.is(await status(b, id), true);
+    await until(async () => b.authority.store.revocationCache.live && (await pids()).some((p) => p !== old));
+    const next = await issue(b);
+    await until(async () => (await status(b, next)) === false);
+    assert.is(await status(b, next), false);
+    assert.is((await a.call('POST', '/revoke', { grantId: next })).status, 200);
+    assert.is(await status(b, next), true);
   });
 
   test('bundle sequences interleave across both and only grow; rotation on A is used by B', async () => {
