@@ -142,7 +142,16 @@ export function createVerifier(c: CtlCrypto): VerifyCtl {
       }
       valid.push(bundle);
     }
-    const vouching = valid.filter((b) => b.issuers.some((i) => i.issuer === grant.issuer));
+    // Per scope only the newest bundle counts: an older one passed beside it must not keep a key
+    // alive that the newer one dropped (PROTOCOL.md §4 `sequence`). Revocations are unioned, which
+    // can only refuse more.
+    const newest = new Map<string, TrustBundle>();
+    for (const b of valid) {
+      const scope = canonicalize(b.scope);
+      const seen = newest.get(scope);
+      if (!seen || b.sequence > seen.sequence) newest.set(scope, b);
+    }
+    const vouching = [...newest.values()].filter((b) => b.issuers.some((i) => i.issuer === grant.issuer));
     if (vouching.length === 0) {
       if (expiredLists) fail('trust_bundle_expired', `the only bundles listing ${grant.issuer} have expired`);
       if (invalidLists) fail('trust_bundle_invalid', `the bundle listing ${grant.issuer} is not signed by the pinned root`);

@@ -208,4 +208,28 @@ test('merchant-side velocity with trackSpend; verifyPolicyGrant on its own', asy
   assert.is(!late.valid && late.error.code, 'grant_expired');
 });
 
+test('Trust Bundles: per scope only the newest counts, so an old bundle cannot keep a dropped key alive', async () => {
+  const { createTrustBundle, generateKeyPair, jwkThumbprint } = await import('../../src/index.js');
+  const sba = await signedSba();
+  const old = await bundle(k, { sequence: 1 });
+  const rotated = await generateKeyPair({ alg: 'EdDSA' });
+  const newer = await createTrustBundle({
+    sequence: 2, scope: { category: 'ev-charging' }, revokedGrants: [],
+    issuers: [{ issuer: 'authority.test', keys: [{ ...rotated.publicJwk, kid: await jwkThumbprint(rotated.publicJwk), alg: 'EdDSA', purposes: ['grant'] }] }],
+    issuedAt: formatTimestamp(T0 - 1000), expiresAt: formatTimestamp(T0 + 24 * HOUR),
+  }, { signingKey: k.root.privateKeyPem, issuer: 'root.test' });
+  const opts = { ...base, offline: true, rootPublicKeyPem: k.root.publicKeyPem };
+  assert.ok((await verifyCtl(sba, { ...opts, trustBundles: [old] })).valid);
+  for (const order of [[old, newer], [newer, old]]) {
+    const r = await verifyCtl(sba, { ...opts, trustBundles: order });
+    assert.is(!r.valid && r.error.code, 'unknown_key');
+  }
+  // Another scope's bundle still vouches on its own.
+  const otherScope = await createTrustBundle({
+    sequence: 1, scope: { region: 'eu' }, revokedGrants: [], issuers: [{ issuer: 'authority.test', keys: authorityJwks(k).keys }],
+    issuedAt: formatTimestamp(T0 - 1000), expiresAt: formatTimestamp(T0 + 24 * HOUR),
+  }, { signingKey: k.root.privateKeyPem, issuer: 'root.test' });
+  assert.ok((await verifyCtl(sba, { ...opts, trustBundles: [newer, otherScope] })).valid);
+});
+
 test.run();
