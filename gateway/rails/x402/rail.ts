@@ -12,9 +12,11 @@
  *   3. the signed authorization is recorded (store.ts) and the payment marked `paying` before the
  *      header leaves; the retry carries `PAYMENT-SIGNATURE` (v2) or `X-PAYMENT` (v1);
  *   4. `PAYMENT-RESPONSE` / `X-PAYMENT-RESPONSE` with a transaction commits the spend and a receipt
- *      `txRef: txid:<transaction>`. A signed authorization can be cashed until it expires, so
- *      the reservation is released only when the payment is provably dead: a refusal (402 again,
- *      or a settlement failure with no transaction), or its `validBefore` passed (reconcile).
+ *      `txRef: txid:<transaction>`. A signed authorization can be cashed until it expires,
+ *      whatever the merchant says, so once the header has left the reservation is released only
+ *      when the payment is provably dead: after `validBefore` (+ margin) a chain read says the
+ *      nonce is unused (reconcile). A refusal (402 again, a settlement failure with no
+ *      transaction) is recorded, not believed: the reservation stays.
  */
 import { x402Client } from '@x402/core/client';
 import { x402HTTPClient, decodePaymentResponseHeader } from '@x402/core/http';
@@ -190,20 +192,20 @@ export function createX402Dialect(o: X402DialectOptions): PaymentDialect<X402Ter
         return { response: res, receiptId: String(receipt.receiptId) };
       }
       if (settle && settle.success !== true && !settle.transaction) {
-        // A settlement failure with no transaction: the facilitator did not move the money.
+        // A settlement failure with no transaction is only the merchant's word: it holds the
+        // signed authorization and can still cash it until `validBefore`. Held; reconcile decides.
         await recordOutcome(o.db, auth.paymentId, 'refused');
-        await o.payments.abandon(auth.paymentId);
-        throw new HttpError(502, 'payment_failed', `the merchant's facilitator did not settle the payment: ${settle.errorReason ?? 'no reason given'}`);
+        throw new HttpError(502, 'payment_unconfirmed', `the merchant's facilitator did not settle the payment (${settle.errorReason ?? 'no reason given'}); ${held}`);
       }
       if (settle && isTransaction(settle.transaction)) {
         await recordOutcome(o.db, auth.paymentId, 'pending', settle.transaction);
         throw new HttpError(502, 'payment_unconfirmed', `settlement of transaction ${settle.transaction} is not confirmed (${settle.errorReason ?? 'pending'}); the reservation is held`);
       }
       if (res.status === 402) {
-        // A terminal refusal of the paid retry: the merchant asks again instead of serving.
+        // The merchant asks again instead of serving: it may still have cashed (or cash later)
+        // the authorization it was sent, so this is no proof of death. Held; reconcile decides.
         await recordOutcome(o.db, auth.paymentId, 'refused');
-        await o.payments.abandon(auth.paymentId);
-        throw new HttpError(502, 'payment_failed', `the merchant refused the payment: ${refusalReason(res)}`);
+        throw new HttpError(502, 'payment_unconfirmed', `the merchant refused the payment (${refusalReason(res)}); ${held}`);
       }
       await recordOutcome(o.db, auth.paymentId, 'unknown');
       // Served without a settlement answer: the agent gets what it paid for, the money stays reserved.

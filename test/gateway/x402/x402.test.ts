@@ -222,16 +222,16 @@ test('N parallel paid calls against a budget for fewer: exactly the budget is pa
   assert.equal([v.spentMinor, v.reservedMinor], [(PRICE * BigInt(fits)).toString(), '0']);
 });
 
-test('a payer without funds: the facilitator refuses, the agent gets payment_failed, the reservation is released', async () => {
+test('a payer without funds: the facilitator refuses, the agent gets payment_unconfirmed, the reservation is held (the sent authorization stays cashable)', async () => {
   const poor = await startTestGateway(sqliteDb(), { x402: { assets: new Map([['USDC', [{ network: 'eip155:84532', asset: USDC }]]]) } });
   try {
     const s = await createSession(poor, { budget: { amount: '100000', currency: 'USDC' } });
     const res = await proxy(poor, s.sessionToken, `${merchant.url}/data`, { purpose: 'api:search', method: 'GET' });
     assert.is(res.status, 502, res.text);
-    assert.is(res.body.error.code, 'payment_failed');
+    assert.is(res.body.error.code, 'payment_unconfirmed');
     assert.match(res.body.error.message, /insufficient|balance/i);
     const v = (await call(poor.url, 'GET', `/sessions/${s.sessionId}`, { key: poor.ownerKey })).body;
-    assert.equal([v.spentMinor, v.reservedMinor], ['0', '0']);
+    assert.equal([v.spentMinor, v.reservedMinor], ['0', PRICE.toString()]);
   } finally {
     await poor.close();
   }

@@ -1,0 +1,109 @@
+/**
+ * Reviewer findings on the x402 money path: an EIP-3009 authorization, once sent, stays cashable
+ * until its `validBefore` whatever the merchant says, so the reservation is released only when
+ * the payment is provably dead; in doubt it is counted spent. A hostile merchant here cashes the
+ * authorization through the stock facilitator and then lies about it (402 again, or 200 with no
+ * settlement), or names a transaction that never lands. No chain reader is configured, like a
+ * gateway started from the environment without `CTL_X402_RPC_URL`.
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { sqliteDb, startTestGateway, createSession, proxy, call, type TestGateway, type TestDb } from '../helpers.js';
+import { createEvmLedger, BASE_SEPOLIA_USDC, type EvmLedger } from '../../../gateway/dev/evm-ledger.js';
+import { startFacilitator, startStockMerchant, type Listening, type StockMerchant } from '../../../gateway/dev/x402-merchants.js';
+
+const PAYEE = '0x4444444444444444444444444444444444444444';
+const USDC = BASE_SEPOLIA_USDC.address.toLowerCase();
+const PRICE = 10000n;
+
+type Mode = '402' | '200' | 'stuck';
+
+let db: TestDb;
+let gw: TestGateway;
+let ledger: EvmLedger;
+let facilitator: Listening;
+let stock: StockMerchant;
+let hostile: Server;
+let mode: Mode = '402';
+let skewMs = 0;
+
+test.before(async () => {
+  ledger = createEvmLedger();
+  facilitator = await startFacilitator(ledger);
+  stock = await startStockMerchant({ facilitatorUrl: facilitator.url, payTo: PAYEE });
+  const pr = (await fetch(`${stock.url}/data`)).headers.get('payment-required')!;
+  hostile = createServer(async (req, res) => {
+    const sig = req.headers['payment-signature'];
+    if (typeof sig !== 'string') {
+      res.writeHead(402, { 'payment-required': pr });
+      return res.end('{}');
+    }
+    if (mode === 'stuck') {
+      // A transaction named but never confirmed (reverted): nothing was cashed.
+      const h = Buffer.from(JSON.stringify({ success: false, transaction: '0x' + 'ab'.repeat(32), network: 'eip155:84532', errorReason: 'reverted' })).toString('base64');
+      res.writeHead(502, { 'payment-response': h });
+      return res.end('{}');
+    }
+    // Cash the authorization through the facilitator, then lie about it.
+    const payload = JSON.parse(Buffer.from(sig, 'base64').toString('utf8'));
+    const r = await fetch(`${facilitator.url}/settle`, {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ paymentPayload: payload, paymentRequirements: payload.accepted }),
+    });
+    await r.json();
+    if (mode === '402') {
+      res.writeHead(402, { 'payment-required': pr });
+      return res.end('{"error":"nope"}');
+    }
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end('{"ok":true}');
+  });
+  await new Promise<void>((r) => hostile.listen(0, '127.0.0.1', r));
+  db = sqliteDb();
+  gw = await startTestGateway(db, { now: () => Date.now() + skewMs, x402: { assets: new Map([['USDC', [{ network: 'eip155:84532', asset: USDC }]]]) } });
+  ledger.mint(gw.gw.evmAddress, 1_000_000n);
+});
+test.after(async () => {
+  await gw.close();
+  await stock.close();
+  await facilitator.close();
+  hostile.closeAllConnections();
+  await new Promise((r) => hostile.close(r));
+  await db.drop();
+});
+
+const hostileUrl = () => `http://127.0.0.1:${(hostile.address() as AddressInfo).port}/data`;
+const oneCallSession = () =>
+  createSession(gw, { budget: { amount: PRICE.toString(), currency: 'USDC' }, purposes: ['api:search'], expiresAt: new Date(Date.now() + 86400_000).toISOString().replace(/\.\d+Z$/, 'Z') });
+const view = async (id: string) => (await call(gw.url, 'GET', `/sessions/${id}`, { key: gw.ownerKey })).body;
+const received = () => ledger.balanceOf(PAYEE);
+
+/** Five tries against a budget for one payment: the merchant never receives more than the budget. */
+async function drain(m: Mode, reconcileBetween: boolean) {
+  mode = m;
+  const s = await oneCallSession();
+  const before = received();
+  const codes: string[] = [];
+  for (let i = 0; i < 5; i++) {
+    const res = await proxy(gw, s.sessionToken, hostileUrl(), { purpose: 'api:search', method: 'GET' });
+    codes.push(res.status === 200 ? '200' : res.body?.error?.code);
+    if (reconcileBetween) {
+      skewMs += 15 * 60_000; // past validBefore + margin
+      await gw.gw.reconcile(0);
+    }
+  }
+  return { s, codes, paid: received() - before };
+}
+
+test('finding 1: a merchant that cashes the authorization and answers 402 again cannot drain the budget', async () => {
+  const { s, codes, paid } = await drain('402', false);
+  assert.is(codes[0], 'payment_unconfirmed', 'the refusal is not believed');
+  assert.equal(codes.slice(1), ['budget_exceeded', 'budget_exceeded', 'budget_exceeded', 'budget_exceeded']);
+  assert.is(paid, PRICE, 'the merchant received exactly the budget');
+  const v = await view(s.sessionId);
+  assert.equal([v.spentMinor, v.reservedMinor], ['0', PRICE.toString()], 'held until reconcile decides');
+});
+
+test.run();
