@@ -3,11 +3,12 @@
  * DATABASE_URL (sqlite:./data/gateway.db or postgres://…), CTL_GATEWAY_ADMIN_KEY,
  * CTL_GATEWAY_PUBLIC_URL, CTL_GATEWAY_ISSUER, CTL_GATEWAY_ALLOW_PRIVATE_TARGETS=1,
  * CTL_GATEWAY_ALLOW_TARGETS=host:port,…, LOG_LEVEL; x402 (issue 6): CTL_X402_ASSETS,
- * CTL_X402_MAX_TIMEOUT_SECONDS, CTL_GATEWAY_EVM_PRIVATE_KEY.
+ * CTL_X402_MAX_TIMEOUT_SECONDS, CTL_GATEWAY_EVM_PRIVATE_KEY, CTL_X402_RPC_URL.
  */
 import { openDatabase, createLogger, listen, requestLogger, type Listening, type Logger } from '../service-kit/index.js';
 import { createGatewayApp, type GatewayApp, type GatewayDeps } from './app.js';
 import { parseAssetMap, parseMaxTimeoutSeconds } from './rails/x402/assets.js';
+import { chainReaders, parseRpcUrls } from './rails/x402/chain.js';
 
 export interface RunningGateway {
   gateway: GatewayApp;
@@ -31,6 +32,7 @@ export function gatewayOptionsFromEnv(env: Record<string, string | undefined>): 
       assets: parseAssetMap(env.CTL_X402_ASSETS),
       maxTimeoutSeconds: parseMaxTimeoutSeconds(env.CTL_X402_MAX_TIMEOUT_SECONDS),
       privateKey: evmPrivateKey(env.CTL_GATEWAY_EVM_PRIVATE_KEY),
+      chain: chainReaders(parseRpcUrls(env.CTL_X402_RPC_URL)),
     },
   };
 }

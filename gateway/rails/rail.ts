@@ -21,9 +21,10 @@ export interface Rail {
   /**
    * After a crash or an unknown outcome: the txRef if the payment was made; undefined when it
    * provably never will be (the id is voided); `'pending'` when it may still happen (an x402
-   * authorization signed and sent, not yet expired), so the reservation stays.
+   * authorization signed and sent, not yet expired), so the reservation stays. `rail` is the
+   * receipt's `rail` when it is not the rail's name (x402: network and asset).
    */
-  settle(paymentId: string): Promise<{ txRef: string } | undefined | 'pending'>;
+  settle(paymentId: string): Promise<{ txRef: string; rail?: string } | undefined | 'pending'>;
 }
 
 /**

@@ -320,7 +320,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
         const session = await sessionById(db, p.sessionId);
         if (!session) continue;
         if (found) {
-          const r = await settlePaid(session, p, found.txRef, p.sba ? JSON.parse(p.sba) : undefined);
+          const r = await settlePaid(session, { ...p, rail: found.rail ?? p.rail }, found.txRef, p.sba ? JSON.parse(p.sba) : undefined);
           if (r.committed) committed++;
         } else if (await release(db, p.id, now())) released++;
       }

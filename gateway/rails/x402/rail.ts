@@ -56,12 +56,14 @@ const AUTHORIZATION_STATE_ABI = [
 
 /**
  * The settling half (services/payments.ts reconcile): an x402 payment that never got its
- * signature recorded was never sent (void); one with a transaction named but unconfirmed stays
- * reserved (counting it spent is the side that never overspends); any other is alive until its
- * authorization expires. At expiry, with a chain reader, EIP-3009 `authorizationState` says
- * whether it was cashed (then it is committed, `txid:<network>/<asset>/<nonce>` naming the
- * authorization since no transaction hash reached the gateway); without one, expiry is taken as
- * death (issue 6 §3) — a merchant that settled and never said so is then not counted.
+ * signature recorded was never sent (void: the record is written before `paying`, and the header
+ * only leaves after `paying`). One the merchant confirmed with a transaction is paid (a crash
+ * between that answer and the commit is completed here). Any other was sent and is alive until
+ * its authorization expires, whatever the merchant said (a 402, a failure, a transaction that
+ * never confirmed). After `validBefore` + margin, with a chain reader, EIP-3009
+ * `authorizationState` says whether it was cashed: unused is the only proof of death (released);
+ * used is committed. Without a reader (no `CTL_X402_RPC_URL` for that network) it is counted
+ * spent: the side that never overspends.
  */
 export function createX402Rail(db: SqlDatabase, now: () => number, chain?: (network: string) => X402ChainReader | undefined): Rail {
   return {
@@ -72,16 +74,23 @@ export function createX402Rail(db: SqlDatabase, now: () => number, chain?: (netw
     async settle(paymentId) {
       const r = await x402ById(db, paymentId);
       if (!r) return undefined;
-      if (r.tx) return 'pending';
+      const rail = receiptRail(r);
+      if (r.outcome === 'paid' && r.tx) return { txRef: `txid:${r.tx}`, rail };
       if (now() < r.validBefore + EXPIRY_MARGIN_MS) return 'pending';
+      // A transaction hash names the payment when the merchant gave one; else the authorization.
+      const txRef = r.tx ? `txid:${r.tx}` : `txid:${r.network}/${r.asset}/${r.nonce}`;
       const reader = chain?.(r.network);
-      if (!reader) return undefined;
+      if (!reader) {
+        await recordOutcome(db, paymentId, 'expired-unverified');
+        return { txRef, rail };
+      }
       const used = await reader.readContract({
         address: r.asset as `0x${string}`, abi: AUTHORIZATION_STATE_ABI, functionName: 'authorizationState', args: [r.payer, r.nonce],
       });
-      if (used !== true) return undefined;
+      if (used === false) return undefined;
+      if (used !== true) throw new Error(`x402: authorizationState answered ${String(used)}`);
       await recordOutcome(db, paymentId, 'paid');
-      return { txRef: `txid:${r.network}/${r.asset}/${r.nonce}` };
+      return { txRef, rail };
     },
   };
 }

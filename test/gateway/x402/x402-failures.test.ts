@@ -8,6 +8,7 @@ import * as assert from 'uvu/assert';
 import { sqliteDb, startTestGateway, createSession, proxy, call, type TestGateway, type TestDb } from '../helpers.js';
 import { createEvmLedger, BASE_SEPOLIA_USDC, type EvmLedger } from '../../../gateway/dev/evm-ledger.js';
 import { startFacilitator, startStockMerchant, type Listening, type StockMerchant } from '../../../gateway/dev/x402-merchants.js';
+import { insertX402, recordOutcome } from '../../../gateway/rails/x402/store.js';
 
 const PAYEE = '0x4444444444444444444444444444444444444444';
 const USDC = BASE_SEPOLIA_USDC.address.toLowerCase();
@@ -129,6 +130,29 @@ test('a reservation whose signature was never recorded is void at once (crash be
   await gw.db.run(`UPDATE gw_sessions SET reserved = reserved + 500 WHERE id = ?`, [s.sessionId]);
   await gw.gw.reconcile(0);
   assert.is((await view(s.sessionId)).reservedMinor, '0');
+});
+
+test('a named transaction that never confirmed: held until expiry, then the chain says the nonce is unused and it is released', async () => {
+  const s = await usdcSession();
+  const at = Date.now();
+  await gw.db.run(`INSERT INTO gw_payments (id, session_id, state, amount, currency, merchant, address, purpose, rail, created_at, updated_at)
+    VALUES ('pay_stuck', ?, 'paying', 500, 'USDC', 'm', ?, 'api:search', 'x402', ?, ?)`, [s.sessionId, PAYEE, at, at]);
+  await gw.db.run(`UPDATE gw_sessions SET reserved = reserved + 500 WHERE id = ?`, [s.sessionId]);
+  await insertX402(gw.db, {
+    paymentId: 'pay_stuck', dialect: 'v2', network: 'eip155:84532', asset: USDC, payTo: PAYEE.toLowerCase(),
+    payer: gw.gw.evmAddress.toLowerCase(), nonce: `0x${'02'.repeat(32)}`, validBefore: at + 300_000,
+  }, at);
+  await recordOutcome(gw.db, 'pay_stuck', 'pending', `0x${'ab'.repeat(32)}`);
+  await gw.gw.reconcile(0);
+  assert.is((await view(s.sessionId)).reservedMinor, '500', 'held before expiry');
+  skewMs = 2 * 3600_000;
+  try {
+    await gw.gw.reconcile(0);
+  } finally {
+    skewMs = 0;
+  }
+  const v = await view(s.sessionId);
+  assert.equal([v.spentMinor, v.reservedMinor], ['0', '0']);
 });
 
 test.run();

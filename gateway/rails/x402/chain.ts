@@ -1,0 +1,43 @@
+/**
+ * `CTL_X402_RPC_URL`: the chains the gateway can read, so reconcile can tell an expired x402
+ * authorization that was cashed (committed) from one that was not (released). JSON, CAIP-2
+ * network → JSON-RPC URL, e.g. `{"eip155:84532":"https://sepolia.base.org"}`. A network with no
+ * URL has no reader: its expired sent authorizations are counted spent (rail.ts settle).
+ */
+import { createPublicClient, http } from 'viem';
+import { CAIP2_EVM } from './assets.js';
+import type { X402ChainReader } from './rail.js';
+
+export function parseRpcUrls(json: string | undefined): ReadonlyMap<string, string> {
+  const map = new Map<string, string>();
+  if (!json) return map;
+  let v: unknown;
+  try {
+    v = JSON.parse(json);
+  } catch {
+    throw new Error('CTL_X402_RPC_URL: not JSON');
+  }
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new Error('CTL_X402_RPC_URL: must be an object of network → URL');
+  for (const [network, url] of Object.entries(v)) {
+    if (!CAIP2_EVM.test(network)) throw new Error(`CTL_X402_RPC_URL: '${network}' is not CAIP-2 'eip155:<chain id>'`);
+    if (typeof url !== 'string' || !/^https?:\/\/\S+$/.test(url)) throw new Error(`CTL_X402_RPC_URL.${network}: must be an http(s) URL`);
+    map.set(network, url);
+  }
+  return map;
+}
+
+/** One viem PublicClient per configured network (made on first use); undefined for the others. */
+export function chainReaders(urls: ReadonlyMap<string, string>): ((network: string) => X402ChainReader | undefined) | undefined {
+  if (urls.size === 0) return undefined;
+  const clients = new Map<string, X402ChainReader>();
+  return (network) => {
+    const url = urls.get(network);
+    if (!url) return undefined;
+    let c = clients.get(network);
+    if (!c) {
+      c = createPublicClient({ transport: http(url, { timeout: 10_000 }) }) as unknown as X402ChainReader;
+      clients.set(network, c);
+    }
+    return c;
+  };
+}
