@@ -278,8 +278,10 @@ export function createPaymentService(deps: PaymentServiceDeps) {
       try {
         txRef = (await rail.pay({ paymentId, amount, currency: terms.currency, address: terms.address, merchant: host })).txRef;
       } catch (e) {
-        // Paid or not? Ask the rail, which also voids the id if it was not (rail.ts).
-        const found = await rail.settle(paymentId).catch(() => undefined);
+        // Paid or not? Ask the rail, which also voids the id if it was not (rail.ts). A settle
+        // that throws answers nothing: the payment may have been made, so it is held as pending
+        // (reconcile asks again), never taken as void.
+        const found = await rail.settle(paymentId).catch(() => 'pending' as const);
         if (!found) {
           await release(db, paymentId, now());
           deps.onRefused?.('rail_failed');
