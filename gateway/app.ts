@@ -165,6 +165,7 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
       payLatency.observe(ms / 1000);
     },
     onRefused: (code) => refusals.inc({ code }),
+    onReconcileError: (paymentId, err) => logger.warn({ err, paymentId }, 'reconcile: payment left open, retried next pass'),
   });
   // The gateway's EVM account, like its other keys: configured, or made once and kept (issue 6 §4).
   const evmKey = deps.x402?.privateKey ?? ((await sharedSecret(db, 'evm-private-key', () => generatePrivateKey())) as `0x${string}`);

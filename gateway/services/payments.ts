@@ -20,7 +20,7 @@ import {
   type SigningKey,
 } from '../../src/index.js';
 import { HttpError, type SqlDatabase } from '../../service-kit/index.js';
-import { reserve, markPaying, commit, release, openPayments, payLedgerAndCommit, type PaymentRecord, type CommitResult } from '../store/payments.js';
+import { reserve, markPaying, commit, release, openPayments, touchOpen, payLedgerAndCommit, type PaymentRecord, type CommitResult } from '../store/payments.js';
 import { sessionById, type SessionRecord } from '../store/sessions.js';
 import type { Rail } from '../rails/rail.js';
 import type { KeyRing } from './keys.js';
@@ -71,6 +71,8 @@ export interface PaymentServiceDeps {
   /** Counts for /metrics. */
   onPaid?: (ms: number) => void;
   onRefused?: (code: string) => void;
+  /** A payment reconcile could not settle this pass (logged; the pass goes on). */
+  onReconcileError?: (paymentId: string, error: unknown) => void;
 }
 
 /** A payment reserved and signed for, not yet paid (issue 6: the x402 rail pays it on the merchant's retry). */
@@ -91,6 +93,9 @@ export interface PaidResult {
 }
 
 const SBA_LIFETIME_MS = 5 * 60_000;
+/** Reconcile reads open payments 200 at a time, up to 10 000 a pass (the rest rotate to later passes). */
+const RECONCILE_PAGE = 200;
+const RECONCILE_MAX_PAGES = 50;
 
 export function createPaymentService(deps: PaymentServiceDeps) {
   const { db, rail, keys, events, now } = deps;
@@ -298,37 +303,59 @@ export function createPaymentService(deps: PaymentServiceDeps) {
 
     /**
      * Settles payments left open longer than `staleMs` (a crash between reserve and commit):
-     * `reserved` never reached the rail and is released; `paying` is settled with the rail,
-     * committed with its receipt when it was paid, released (and voided at the rail) when not.
+     * `reserved` never reached the rail and is released (only while still `reserved`); `paying`
+     * is settled with the rail, committed with its receipt when it was paid, released (and voided
+     * at the rail) when not. Every open row is visited, a page at a time; one still pending goes
+     * to the back of the queue, and one whose rail throws is logged and left for the next pass.
      */
     async reconcile(staleMs: number): Promise<{ committed: number; released: number }> {
       let committed = 0;
       let released = 0;
-      for (const p of await openPayments(db, now() - staleMs)) {
-        const rail = railsByName.get(p.rail);
-        if (!rail) continue; // a rail this instance does not run: left to one that does
-        if (p.state === 'reserved') {
-          // A 'reserved' row is only ever followed by 'paying' before the rail is called, but
-          // another instance may be between those two steps: void at the rail first.
-          const found = await rail.settle(p.id);
-          if (!found) {
-            if (await release(db, p.id, now())) released++;
-            continue;
+      const before = now() - staleMs;
+      let after: { updatedAt: number; id: string } | undefined;
+      for (let page = 0; page < RECONCILE_MAX_PAGES; page++) {
+        const open = await openPayments(db, before, RECONCILE_PAGE, after);
+        for (const p of open) {
+          try {
+            const r = await reconcileOne(p);
+            if (r === 'committed') committed++;
+            else if (r === 'released') released++;
+          } catch (e) {
+            deps.onReconcileError?.(p.id, e);
           }
         }
-        const found = await rail.settle(p.id);
-        // Still cashable and not yet seen paid (a signed x402 authorization before its expiry): keep it reserved.
-        if (found === 'pending') continue;
-        const session = await sessionById(db, p.sessionId);
-        if (!session) continue;
-        if (found) {
-          const r = await settlePaid(session, { ...p, rail: found.rail ?? p.rail }, found.txRef, p.sba ? JSON.parse(p.sba) : undefined);
-          if (r.committed) committed++;
-        } else if (await release(db, p.id, now())) released++;
+        if (open.length < RECONCILE_PAGE) break;
+        const last = open[open.length - 1]!;
+        after = { updatedAt: last.updatedAt, id: last.id };
       }
       return { committed, released };
     },
   };
+
+  async function reconcileOne(p: PaymentRecord): Promise<'committed' | 'released' | undefined> {
+    const rail = railsByName.get(p.rail);
+    if (!rail) return undefined; // a rail this instance does not run: left to one that does
+    if (p.state === 'reserved') {
+      // Nothing reaches a rail before `paying` is written, and markPaying is itself conditional
+      // on `reserved`: a release conditional on `reserved` and markPaying cannot both win. If
+      // another instance marked it `paying` meanwhile, the release does nothing and that
+      // instance settles it (or a later pass, once it is stale).
+      return (await release(db, p.id, now(), ['reserved'])) ? 'released' : undefined;
+    }
+    const found = await rail.settle(p.id);
+    // Still cashable and not yet seen paid (a signed x402 authorization before its expiry): keep it reserved.
+    if (found === 'pending') {
+      await touchOpen(db, p.id, now());
+      return undefined;
+    }
+    const session = await sessionById(db, p.sessionId);
+    if (!session) return undefined;
+    if (found) {
+      const r = await settlePaid(session, { ...p, rail: found.rail ?? p.rail }, found.txRef, p.sba ? JSON.parse(p.sba) : undefined);
+      return r.committed ? 'committed' : undefined;
+    }
+    return (await release(db, p.id, now())) ? 'released' : undefined;
+  }
 }
 
 export type PaymentService = ReturnType<typeof createPaymentService>;

@@ -242,12 +242,17 @@ export async function commit(
   });
 }
 
-/** reserved|paying → released: gives the reservation back; only for payments the rail never made. */
-export async function release(q: SqlDatabase, paymentId: string, now: number): Promise<boolean> {
+/**
+ * reserved|paying → released: gives the reservation back; only for payments the rail never made.
+ * `states` narrows it: reconcile releases a stale row only while it is still `reserved` (nothing
+ * reaches a rail before `paying`), so a row another instance has just marked `paying` stays.
+ */
+export async function release(q: SqlDatabase, paymentId: string, now: number, states: readonly ('reserved' | 'paying')[] = ['reserved', 'paying']): Promise<boolean> {
+  const inStates = `state IN (${states.map(() => '?').join(', ')})`;
   return q.tx(async (t) => {
-    const p = await t.get(`SELECT session_id, amount FROM gw_payments WHERE id = ? AND state IN ('reserved', 'paying')${forUpdate(t)}`, [paymentId]);
+    const p = await t.get(`SELECT session_id, amount FROM gw_payments WHERE id = ? AND ${inStates}${forUpdate(t)}`, [paymentId, ...states]);
     if (!p) return false;
-    const u = await t.run(`UPDATE gw_payments SET state = 'released', updated_at = ? WHERE id = ? AND state IN ('reserved', 'paying')`, [now, paymentId]);
+    const u = await t.run(`UPDATE gw_payments SET state = 'released', updated_at = ? WHERE id = ? AND ${inStates}`, [now, paymentId, ...states]);
     if (u.changes !== 1) return false;
     await t.run(`UPDATE gw_sessions SET reserved = reserved - ? WHERE id = ?`, [BigInt(p.amount as string), p.session_id as string]);
     return true;
@@ -259,10 +264,23 @@ export async function paymentById(q: SqlExecutor, id: string): Promise<PaymentRe
   return r ? toPayment(r) : undefined;
 }
 
-/** Payments left open (reserved or paying) and untouched since `before`: what reconcile() settles. */
-export async function openPayments(q: SqlExecutor, before: number, limit = 200): Promise<PaymentRecord[]> {
-  const rows = await q.all(`SELECT * FROM gw_payments WHERE state IN ('reserved', 'paying') AND updated_at <= ? ORDER BY updated_at LIMIT ?`, [before, limit]);
+/**
+ * Payments left open (reserved or paying) and untouched since `before`: what reconcile() settles,
+ * a page at a time in (updated_at, id) order after `after`, so one pass reaches every row.
+ */
+export async function openPayments(q: SqlExecutor, before: number, limit = 200, after?: { updatedAt: number; id: string }): Promise<PaymentRecord[]> {
+  const a = after ?? { updatedAt: -1, id: '' };
+  const rows = await q.all(
+    `SELECT * FROM gw_payments WHERE state IN ('reserved', 'paying') AND updated_at <= ? AND (updated_at > ? OR (updated_at = ? AND id > ?))
+     ORDER BY updated_at, id LIMIT ?`,
+    [before, a.updatedAt, a.updatedAt, a.id, limit],
+  );
   return rows.map(toPayment);
+}
+
+/** A row reconcile left open (still pending at the rail) goes to the back of the queue. */
+export async function touchOpen(q: SqlExecutor, paymentId: string, now: number): Promise<void> {
+  await q.run(`UPDATE gw_payments SET updated_at = ? WHERE id = ? AND state IN ('reserved', 'paying')`, [now, paymentId]);
 }
 
 export async function receiptsOf(q: SqlExecutor, sessionId: string): Promise<unknown[]> {
