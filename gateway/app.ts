@@ -38,7 +38,7 @@ export interface GatewayDeps {
   logger?: Logger;
   /** `CTL_GATEWAY_ADMIN_KEY`: bootstraps budget-owner keys (≥ 16 characters). */
   adminKey?: string;
-  /** Base URL put in grants and responses; default: the origin of each request. */
+  /** Base URL put in grants and responses; default: the listen address (pinListenUrl), never a request's Host. */
   publicUrl?: string;
   /** Issuer of the internal grants, receipts and bundle; default `ctl-gateway`. */
   issuer?: string;
@@ -76,6 +76,8 @@ export interface GatewayApp {
   reconcile(staleMs?: number): Promise<{ committed: number; released: number }>;
   /** Expires due sessions now (the timer calls it). */
   expireNow(): Promise<string[]>;
+  /** Pins the base URL to the listen address when no public URL is configured (server.ts, once listening). */
+  pinListenUrl(url: string): void;
   /** Resolves when queued webhook deliveries are done. */
   idle(): Promise<void>;
   close(): Promise<void>;
@@ -119,7 +121,12 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
     onError: (e) => logger.warn({ err: e }, 'webhook delivery failed'),
     onEvent: deps.onEvent,
   });
-  const baseUrl = (ctx: Koa.Context) => (deps.publicUrl ?? `${ctx.protocol}://${ctx.host}`).replace(/\/+$/, '');
+  // The base URL written into grants (revocationUrl) and responses never comes from a request
+  // (a Host header would let a caller point a grant's revocation check at its own server): the
+  // configured public URL, else the listen address pinned by server.ts, else the address the
+  // connection was accepted on.
+  let pinnedBase = deps.publicUrl?.replace(/\/+$/, '');
+  const baseUrl = (ctx: Koa.Context) => pinnedBase ?? localOrigin(ctx);
 
   let expiryTimer: ReturnType<typeof setTimeout> | undefined;
   let expiryAt = Infinity;
@@ -225,6 +232,9 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
     evmAddress: x402.address,
     reconcile,
     expireNow,
+    pinListenUrl(url) {
+      if (!deps.publicUrl) pinnedBase = url.replace(/\/+$/, '');
+    },
     idle: () => events.idle(),
     async close() {
       closed = true;
@@ -235,4 +245,10 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
       hookForwarder.close();
     },
   };
+}
+
+/** `http://<local address>:<port>` of the accepted connection: the listen address, whatever the Host header says. */
+function localOrigin(ctx: Koa.Context): string {
+  const a = (ctx.socket.localAddress ?? '127.0.0.1').replace(/^::ffff:(?=\d+\.)/, '');
+  return `http://${a.includes(':') ? `[${a}]` : a}:${ctx.socket.localPort}`;
 }

@@ -50,6 +50,7 @@ export async function startGateway(opts: Partial<GatewayDeps> & { port: number; 
   const gateway = await createGatewayApp({ ...opts, db, logger });
   gateway.app.middleware.unshift(requestLogger(logger));
   const server = await listen(gateway.app, { port: opts.port, host: opts.host });
+  gateway.pinListenUrl(server.url);
   logger.info({ url: server.url, database: db.description }, 'gateway listening');
   return {
     gateway,
