@@ -45,11 +45,35 @@ function pow(b: bigint, e: bigint, m: bigint): bigint {
   return r;
 }
 
+// The same bounds as little-endian bytes: every signature is checked against them, and comparing
+// 32 bytes is much cheaper than building BigInts on the verifier's hot path.
+const leBytes = (n: bigint) => beBytes(n, 32).reverse();
+const P_LE = leBytes(P);
+const L_LE = leBytes(L);
+const SMALL_LE = SMALL_Y.map(leBytes);
+
+/** Byte `i` of a little-endian number, with the sign bit of an Ed25519 encoding cleared when asked. */
+const at = (b: Uint8Array, i: number, masked: boolean) => (masked && i === 31 ? b[i]! & 0x7f : b[i]!);
+
+/** a < b for two 32-byte little-endian numbers. */
+function lessLE(a: Uint8Array, b: Uint8Array, masked = false): boolean {
+  for (let i = 31; i >= 0; i--) {
+    const x = at(a, i, masked);
+    if (x !== b[i]) return x < b[i]!;
+  }
+  return false;
+}
+
+function equalLE(a: Uint8Array, b: Uint8Array, masked: boolean): boolean {
+  for (let i = 0; i < 32; i++) if (at(a, i, masked) !== b[i]) return false;
+  return true;
+}
+
 /** An encoded Ed25519 point that is canonical (y < p) and not one of the 8 small-order points. @example ed25519ShapeOk(pub32) // true */
 export function ed25519ShapeOk(b: Uint8Array): boolean {
-  if (b.length !== 32) return false;
-  const y = le(b) & ((1n << 255n) - 1n);
-  return y < P && !SMALL_Y.includes(y);
+  if (b.length !== 32 || !lessLE(b, P_LE, true)) return false;
+  for (const small of SMALL_LE) if (equalLE(b, small, true)) return false;
+  return true;
 }
 
 /**
@@ -105,7 +129,7 @@ export function p256Point(b: Uint8Array): { x: bigint; y: bigint } | undefined {
  */
 export function signatureShapeOk(alg: Alg, sig: Uint8Array): boolean {
   if (!(sig instanceof Uint8Array) || sig.length !== 64) return false;
-  if (alg === 'EdDSA') return ed25519ShapeOk(sig.subarray(0, 32)) && le(sig.subarray(32)) < L;
+  if (alg === 'EdDSA') return ed25519ShapeOk(sig.subarray(0, 32)) && lessLE(sig.subarray(32), L_LE);
   const r = be(sig.subarray(0, 32));
   const s = be(sig.subarray(32));
   return r > 0n && r < N && s > 0n && s < N;
