@@ -73,7 +73,7 @@ export type VerifyCtl = (sba: unknown, options: VerifyCtlOptions) => Promise<Ver
 
 /** A verifier with its own caches (grant signatures, bundles, JWKS, revocation, spend). */
 export function createVerifier(c: CtlCrypto): VerifyCtl {
-  const grantChecked = new Map<string, boolean>();
+  const grantChecked = new Map<string, { jcs: string; keyId: string; ok: boolean }>();
   const bundleChecked = new Map<string, boolean>();
   const bundleObjects = new WeakMap<object, { rootId: string; signature: string; ok: boolean }>();
   const jwksCache = new Map<string, { at: number; jwks: Jwks }>();
@@ -184,11 +184,18 @@ export function createVerifier(c: CtlCrypto): VerifyCtl {
     return findKey(entry!.jwks.keys, grant.keyId, 'grant');
   }
 
+  /**
+   * One signature check per grant and key. Looked up by the grant's signature, then confirmed on
+   * the full canonical text and the key (a forged grant reusing a signature is a different entry),
+   * so no long string is hashed per payment.
+   */
   async function grantSignatureOk(grant: PolicyGrant, grantJcs: string, jwk: PublicJwk): Promise<boolean> {
-    const key = grantJcs + '\n' + canonicalize(jwk);
-    const hit = grantChecked.get(key);
-    if (hit !== undefined) return hit;
-    return remember(grantChecked, key, await verifyArtifactSignature(c, 'grant', grant as unknown as Record<string, unknown>, jwk));
+    const keyId = `${jwk.kty}:${jwk.crv}:${jwk.x}:${jwk.y ?? ''}`;
+    const hit = grantChecked.get(grant.signature);
+    if (hit && hit.jcs === grantJcs && hit.keyId === keyId) return hit.ok;
+    const ok = await verifyArtifactSignature(c, 'grant', grant as unknown as Record<string, unknown>, jwk);
+    remember(grantChecked, grant.signature, { jcs: grantJcs, keyId, ok });
+    return ok;
   }
 
   async function sbaSignatureOk(sba: SignedBudgetAuthorization, grantJcs: string): Promise<boolean> {

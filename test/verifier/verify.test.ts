@@ -232,4 +232,17 @@ test('Trust Bundles: per scope only the newest counts, so an old bundle cannot k
   assert.ok((await verifyCtl(sba, { ...opts, trustBundles: [newer, otherScope] })).valid);
 });
 
+test('the grant signature cache never vouches for a tampered grant carrying a cached signature', async () => {
+  const sba = await signedSba();
+  const opts = { ...base, offline: true, signingKeyPem: k.authority.publicKeyPem };
+  assert.ok((await verifyCtl(sba, opts)).valid);
+  const tampered = structuredClone(sba);
+  tampered.grant.maxAmountMinor = '9999999';
+  const r = await verifyCtl(tampered, opts);
+  assert.is(!r.valid && r.error.code, 'grant_signature_invalid');
+  assert.ok((await verifyCtl(sba, opts)).valid, 'the genuine grant still verifies');
+  const other = await verifyCtl(sba, { ...opts, signingKeyPem: k.root.publicKeyPem });
+  assert.is(!other.valid && other.error.code, 'grant_signature_invalid', 'cached under one key, not under another');
+});
+
 test.run();
