@@ -8,7 +8,7 @@
 import { createPublicKey } from 'node:crypto';
 import { generateKeyPair, importSigningKey, jwkThumbprint, type PublishedJwk, type SigningKey } from '../src/index.js';
 import { HttpError, type Logger } from '../service-kit/index.js';
-import type { AuthorityStore, KeyPurposeName, SigningKeyRow } from './store/types.js';
+import type { AuthorityStore, KeyPurposeName, PublishedKeyRow, SigningKeyRow } from './store/types.js';
 
 export interface ActiveSigner {
   kid: string;
@@ -35,6 +35,13 @@ export interface KeyRingOptions {
   grantSigningKeyPem?: string;
   grantSigningKeyId?: string;
   rootSigningKeyPem?: string;
+}
+
+/** The published grant keys among `rows` (store.listSigningKeys()) at `nowMs`: what publishedGrantKeys answers. */
+export function grantKeysFrom(rows: PublishedKeyRow[], nowMs: number): PublishedJwk[] {
+  return rows
+    .filter((k) => k.purpose === 'grant' && (k.status === 'active' || (k.lastGrantExpiryMs !== null && k.lastGrantExpiryMs > nowMs)))
+    .map((k) => ({ ...(JSON.parse(k.publicJwk) as object), kid: k.kid, alg: k.alg, purposes: ['grant'], status: k.status }) as PublishedJwk);
 }
 
 async function rowFor(purpose: KeyPurposeName, privateKeyPem: string, source: 'generated' | 'env', at: string, kid?: string): Promise<SigningKeyRow> {
@@ -127,10 +134,7 @@ export function createKeyRing(options: KeyRingOptions): KeyRing {
       return { kid: row.kid, retired: before };
     },
     async publishedGrantKeys(nowMs) {
-      const rows = await store.listSigningKeys();
-      return rows
-        .filter((k) => k.purpose === 'grant' && (k.status === 'active' || (k.lastGrantExpiryMs !== null && k.lastGrantExpiryMs > nowMs)))
-        .map((k) => ({ ...(JSON.parse(k.publicJwk) as object), kid: k.kid, alg: k.alg, purposes: ['grant'], status: k.status }) as PublishedJwk);
+      return grantKeysFrom(await store.listSigningKeys(), nowMs);
     },
   };
 }

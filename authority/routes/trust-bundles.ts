@@ -7,6 +7,7 @@ import { badRequest, requireScope } from '../../service-kit/index.js';
 import { canonicalize, createTrustBundle } from '../../src/index.js';
 import { closedObject, futureTimestamp, optional, required, scopeValue } from '../validate.js';
 import { actorOf, type RouteDeps } from './context.js';
+import { grantKeysFrom } from '../keys.js';
 import type { BundleScopeFields } from '../store/types.js';
 
 const SCOPE_LIMITS = { category: 128, merchant: 256, region: 128 } as const;
@@ -28,20 +29,24 @@ export function trustBundleRoutes(router: Router, d: RouteDeps): void {
     const scope = readScope(required(body, 'scope'), 'scope');
     const expiresAtMs = futureTimestamp(required(body, 'expiresAt'), 'expiresAt', now);
     if (expiresAtMs - now > d.maxBundleTtlMs) throw badRequest(`expiresAt: at most ${Math.round(d.maxBundleTtlMs / 86_400_000)} days ahead`);
-    const issuerKeys = await d.keys.publishedGrantKeys(now);
-    const revokedGrants = await d.store.listRevokedGrantIds(now);
     const root = await d.keys.rootSigner();
     const scopeKey = canonicalize(scope);
-    // Taken last, right before signing: a failure after this leaves a gap, never a repeat.
-    const sequence = await d.store.nextBundleSequence(scopeKey);
-    const bundle = await createTrustBundle(
-      { sequence, scope, issuers: [{ issuer: d.issuer, keys: issuerKeys }], revokedGrants, expiresAt: body['expiresAt'] as string },
-      { signingKey: root.signer, keyId: root.kid, issuer: d.issuer, now: d.now },
-    );
-    await d.store.putBundle({
-      bundleId: bundle.bundleId, scopeKey, scope, sequence, issuedAt: bundle.issuedAt, expiresAtMs, bundle: JSON.stringify(bundle),
+    // One unit per scope (store.issueBundle): sequence, then keys and revocations, signed and
+    // stored before the next bundle of this scope may take its sequence. A higher sequence
+    // therefore never carries fewer revocations or older keys. A failure leaves a gap, never a repeat.
+    let revokedCount = 0;
+    const record = await d.store.issueBundle(scopeKey, now, async ({ sequence, revokedGrantIds, signingKeys }) => {
+      revokedCount = revokedGrantIds.length;
+      const issuerKeys = grantKeysFrom(signingKeys, now);
+      const signed = await createTrustBundle(
+        { sequence, scope, issuers: [{ issuer: d.issuer, keys: issuerKeys }], revokedGrants: revokedGrantIds, expiresAt: body['expiresAt'] as string },
+        { signingKey: root.signer, keyId: root.kid, issuer: d.issuer, now: d.now },
+      );
+      return { bundleId: signed.bundleId, scope, issuedAt: signed.issuedAt, expiresAtMs, bundle: JSON.stringify(signed) };
     });
-    await d.audit.record(actorOf(ctx.state), 'bundle.issue', bundle.bundleId, { scope, sequence, revoked: revokedGrants.length });
+    const bundle = JSON.parse(record.bundle) as { bundleId: string };
+    const sequence = record.sequence;
+    await d.audit.record(actorOf(ctx.state), 'bundle.issue', bundle.bundleId, { scope, sequence, revoked: revokedCount });
     ctx.status = 201;
     ctx.body = bundle;
   });

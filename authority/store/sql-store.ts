@@ -100,6 +100,39 @@ async function activate(q: SqlExecutor, kid: string, purpose: KeyPurposeName, at
   if (changes !== 1) throw new RangeError(`no ${purpose} key '${kid}'`);
 }
 
+async function revokedGrantIds(q: SqlExecutor, nowMs: number): Promise<string[]> {
+  const rows = await q.all<{ grant_id: string }>(
+    'SELECT grant_id FROM grants WHERE revoked_at IS NOT NULL AND expires_at_ms > ? ORDER BY grant_id',
+    [nowMs],
+  );
+  return rows.map((r) => r.grant_id);
+}
+
+async function signingKeys(q: SqlExecutor): Promise<PublishedKeyRow[]> {
+  const rows = await q.all<KeyRow>(
+    `SELECT k.*, (SELECT MAX(g.expires_at_ms) FROM grants g WHERE g.key_id = k.kid) AS last_expiry
+     FROM signing_keys k ORDER BY k.created_at, k.kid`,
+  );
+  return rows.map((r): PublishedKeyRow => ({ ...keyFrom(r), lastGrantExpiryMs: r.last_expiry == null ? null : Number(r.last_expiry) }));
+}
+
+async function nextSequence(q: SqlExecutor, scopeKey: string): Promise<number> {
+  const r = await q.get<{ seq: number | string }>(
+    `INSERT INTO bundle_sequences (scope_key, seq) VALUES (?, 1)
+     ON CONFLICT (scope_key) DO UPDATE SET seq = bundle_sequences.seq + 1 RETURNING seq`,
+    [scopeKey],
+  );
+  return Number(r!.seq);
+}
+
+async function insertBundle(q: SqlExecutor, b: BundleRecord): Promise<void> {
+  await q.run(
+    `INSERT INTO bundles (bundle_id, scope_key, category, merchant, region, sequence, issued_at, expires_at_ms, bundle_json)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    [b.bundleId, b.scopeKey, b.scope.category ?? null, b.scope.merchant ?? null, b.scope.region ?? null, b.sequence, b.issuedAt, b.expiresAtMs, b.bundle],
+  );
+}
+
 /**
  * @example const store = createSqlAuthorityStore(await openDatabase(url)); (after migrate(db, AUTHORITY_MIGRATIONS))
  */
@@ -208,13 +241,7 @@ export function createSqlAuthorityStore(db: SqlDatabase, options: SqlAuthoritySt
       if (hit !== undefined) return hit ?? undefined;
       return (await cache.read(grantId, () => loadStatus(grantId))) ?? undefined;
     },
-    async listRevokedGrantIds(nowMs) {
-      const rows = await db.all<{ grant_id: string }>(
-        'SELECT grant_id FROM grants WHERE revoked_at IS NOT NULL AND expires_at_ms > ? ORDER BY grant_id',
-        [nowMs],
-      );
-      return rows.map((r) => r.grant_id);
-    },
+    listRevokedGrantIds: (nowMs) => revokedGrantIds(db, nowMs),
     async softDeleteGrant(grantId, at) {
       const { changes } = await db.run('UPDATE grants SET deleted_at = ? WHERE grant_id = ? AND deleted_at IS NULL', [at, grantId]);
       return changes === 1;
@@ -248,13 +275,7 @@ export function createSqlAuthorityStore(db: SqlDatabase, options: SqlAuthoritySt
       const r = await db.get<KeyRow>(`SELECT * FROM signing_keys WHERE purpose = ? AND status = 'active' ORDER BY created_at DESC LIMIT 1`, [purpose]);
       return r && keyFrom(r);
     },
-    async listSigningKeys() {
-      const rows = await db.all<KeyRow>(
-        `SELECT k.*, (SELECT MAX(g.expires_at_ms) FROM grants g WHERE g.key_id = k.kid) AS last_expiry
-         FROM signing_keys k ORDER BY k.created_at, k.kid`,
-      );
-      return rows.map((r): PublishedKeyRow => ({ ...keyFrom(r), lastGrantExpiryMs: r.last_expiry == null ? null : Number(r.last_expiry) }));
-    },
+    listSigningKeys: () => signingKeys(db),
     activateSigningKey(kid, purpose, at) {
       return db.tx((q) => activate(q, kid, purpose, at), { lock: KEY_LOCK });
     },
@@ -272,19 +293,25 @@ export function createSqlAuthorityStore(db: SqlDatabase, options: SqlAuthoritySt
       );
     },
 
-    async nextBundleSequence(scopeKey) {
-      const r = await db.get<{ seq: number | string }>(
-        `INSERT INTO bundle_sequences (scope_key, seq) VALUES (?, 1)
-         ON CONFLICT (scope_key) DO UPDATE SET seq = bundle_sequences.seq + 1 RETURNING seq`,
-        [scopeKey],
-      );
-      return Number(r!.seq);
-    },
-    async putBundle(b) {
-      await db.run(
-        `INSERT INTO bundles (bundle_id, scope_key, category, merchant, region, sequence, issued_at, expires_at_ms, bundle_json)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-        [b.bundleId, b.scopeKey, b.scope.category ?? null, b.scope.merchant ?? null, b.scope.region ?? null, b.sequence, b.issuedAt, b.expiresAtMs, b.bundle],
+    nextBundleSequence: (scopeKey) => nextSequence(db, scopeKey),
+    putBundle: (b) => insertBundle(db, b),
+    issueBundle(scopeKey, nowMs, sign) {
+      // PostgreSQL: an advisory lock per scope, held to commit, so the reads below see every
+      // change committed before the previous bundle of this scope was stored. SQLite: BEGIN
+      // IMMEDIATE holds the only writer lock, and this process's other statements wait for the
+      // transaction (service-kit/database.ts). `sign` is pure (no store access): an Ed25519 or
+      // P-256 signature, so the lock is held for a few statements and one signature.
+      return db.tx(
+        async (q) => {
+          const sequence = await nextSequence(q, scopeKey);
+          const revoked = await revokedGrantIds(q, nowMs);
+          const keys = await signingKeys(q);
+          const signed = await sign({ sequence, revokedGrantIds: revoked, signingKeys: keys });
+          const record: BundleRecord = { ...signed, scopeKey, sequence };
+          await insertBundle(q, record);
+          return record;
+        },
+        { lock: `ctl_bundle:${scopeKey}` },
       );
     },
     async latestBundles(filter, nowMs) {

@@ -86,6 +86,18 @@ export interface BundleRecord {
   bundle: string;
 }
 
+/** What `issueBundle` reads inside its transaction, for the bundle it signs. */
+export interface BundleIssueInput {
+  sequence: number;
+  /** As listRevokedGrantIds(nowMs). */
+  revokedGrantIds: string[];
+  /** As listSigningKeys(). */
+  signingKeys: PublishedKeyRow[];
+}
+
+/** What `issueBundle`'s `sign` returns: the record to store, less what the store decided. */
+export type SignedBundle = Omit<BundleRecord, 'scopeKey' | 'sequence'>;
+
 export interface AuthorityStore {
   readonly dialect: 'sqlite' | 'postgres';
   readonly description: string;
@@ -146,6 +158,14 @@ export interface AuthorityStore {
   /** The next sequence of a bundle scope: one atomic statement, strictly increasing (PROTOCOL.md §4). */
   nextBundleSequence(scopeKey: string): Promise<number>;
   putBundle(record: BundleRecord): Promise<void>;
+  /**
+   * Issues the next bundle of a scope as one unit, serialized per scope across processes: in one
+   * transaction under the lock `ctl_bundle:<scopeKey>` it takes the sequence, reads the signing
+   * keys and the revoked grants, calls `sign` and stores what it returns. So a higher sequence
+   * always carries every revocation and key an older one of that scope carried. `sign` must not
+   * use the store (SQLite: the connection is held by this transaction until it returns).
+   */
+  issueBundle(scopeKey: string, nowMs: number, sign: (input: BundleIssueInput) => Promise<SignedBundle>): Promise<BundleRecord>;
   /**
    * The newest bundle of each scope that matches: a given filter matches a bundle whose field
    * equals it or is unset; an absent filter matches anything. Expired bundles are left out.
