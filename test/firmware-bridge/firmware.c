@@ -25,7 +25,8 @@
 typedef struct { uint8_t *p; size_t len, cap; } buf_t;
 
 static void put(buf_t *b, const void *src, size_t n) {
-  if (b->len + n > b->cap) {
+  if (n > b->cap - b->len) {
+    if (n > (SIZE_MAX - 64) / 2 - b->len) { fprintf(stderr, "buffer too large\n"); exit(3); }
     b->cap = (b->len + n) * 2 + 64;
     b->p = realloc(b->p, b->cap);
     if (!b->p) { perror("realloc"); exit(3); }
@@ -49,7 +50,10 @@ static void bytes(buf_t *b, const uint8_t *p, size_t n) { head(b, 2, n); put(b, 
 
 /* Keys below are written in deterministic order by hand: shorter first, then bytewise. */
 
-/* ---- a minimal CBOR reader: enough to walk a response and pick out members ---- */
+/* ---- a minimal CBOR reader: enough to walk a response and pick out members ----
+ * Lengths and counts come from the peer and may be anything up to 2^64-1: a bounds check never
+ * adds one to a position (`at + n > len` wraps around); it compares with what is left
+ * (`n > len - at`, with at <= len always). */
 
 typedef struct { const uint8_t *p; size_t len, at; int bad; } rd_t;
 
@@ -59,7 +63,7 @@ static uint64_t rd_head(rd_t *r, int *major, int *info) {
   *major = b >> 5; *info = b & 31;
   if (*info < 24) return (uint64_t)*info;
   int n = *info == 24 ? 1 : *info == 25 ? 2 : *info == 26 ? 4 : *info == 27 ? 8 : -1;
-  if (n < 0 || r->at + (size_t)n > r->len) { r->bad = 1; return 0; }
+  if (n < 0 || (size_t)n > r->len - r->at) { r->bad = 1; return 0; }
   uint64_t v = 0;
   for (int i = 0; i < n; i++) v = v << 8 | r->p[r->at++];
   return v;
@@ -72,9 +76,9 @@ static void rd_skip(rd_t *r, int depth) {
   if (r->bad) return;
   switch (major) {
     case 0: case 1: case 7: return;
-    case 2: case 3: if (r->at + n > r->len) r->bad = 1; else r->at += n; return;
+    case 2: case 3: if (n > r->len - r->at) r->bad = 1; else r->at += (size_t)n; return;
     case 4: for (uint64_t i = 0; i < n && !r->bad; i++) rd_skip(r, depth + 1); return;
-    case 5: for (uint64_t i = 0; i < 2 * n && !r->bad; i++) rd_skip(r, depth + 1); return;
+    case 5: for (uint64_t i = 0; i < n && !r->bad; i++) { rd_skip(r, depth + 1); if (!r->bad) rd_skip(r, depth + 1); } return; /* not 2*n: it wraps */
     default: r->bad = 1; return; /* tags never appear in responses */
   }
 }
@@ -86,9 +90,9 @@ static int rd_find(rd_t *r, const char *key) {
   if (r->bad || major != 5) return 0;
   for (uint64_t i = 0; i < n; i++) {
     uint64_t kl = rd_head(r, &major, &info);
-    if (r->bad || major != 3 || r->at + kl > r->len) return 0;
+    if (r->bad || major != 3 || kl > r->len - r->at) return 0;
     int match = kl == strlen(key) && memcmp(r->p + r->at, key, kl) == 0;
-    r->at += kl;
+    r->at += (size_t)kl;
     if (match) return 1;
     rd_skip(r, 0);
     if (r->bad) return 0;
@@ -115,7 +119,7 @@ static int get_text(const uint8_t *p, size_t len, const char *k1, const char *k2
   if (k3 && !rd_find(&r, k3)) return 0;
   int major, info;
   uint64_t n = rd_head(&r, &major, &info);
-  if (r.bad || major != 3 || r.at + n > len || n + 1 > cap) return 0;
+  if (r.bad || major != 3 || r.at > len || n > len - r.at || n >= cap) return 0;
   memcpy(out, p + r.at, n);
   out[n] = 0;
   return 1;
@@ -165,6 +169,7 @@ static uint8_t *read_file(const char *path, size_t *n) {
   if (!f) { perror(path); exit(3); }
   fseek(f, 0, SEEK_END);
   long sz = ftell(f);
+  if (sz < 0) { perror(path); exit(3); }
   fseek(f, 0, SEEK_SET);
   uint8_t *p = malloc((size_t)sz + 1);
   if (!p || fread(p, 1, (size_t)sz, f) != (size_t)sz) { perror(path); exit(3); }
