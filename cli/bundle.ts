@@ -18,7 +18,10 @@ const USAGE = `usage: ctl bundle verify FILE --root PEM [--min-sequence N] [--no
 
   verify   exit 0 if the bundle verifies against the root key, 1 if not (the reason is printed)
   refresh  keep DIR/bundle.json current: exit 0 when it is (fresh or just replaced), 1 when the
-           refresh failed but the old bundle is still valid, 3 when there is no valid bundle`;
+           refresh failed but the old bundle is still valid, 3 when there is no valid bundle.
+           One bundle per DIR: a stored bundle of another scope (category/region/merchant) is
+           neither fresh nor a rollback floor for this one, and is replaced; the anti-rollback
+           floors are kept per scope in DIR/floor.json. Use one DIR per scope to hold several.`;
 
 export interface RefreshOptions {
   authority: string;
@@ -64,12 +67,15 @@ export async function refreshTrustBundle(o: RefreshOptions): Promise<RefreshResu
   let current: TrustBundle | undefined;
   let storedSequence = 0;
   if (existsSync(bundlePath(o.storeDir))) {
+    // DIR holds one bundle. Only a stored bundle of exactly the requested scope is current, or
+    // a floor: another scope's sequence says nothing about this scope's (floors are per scope).
     const text = readFileSync(bundlePath(o.storeDir), 'utf8');
+    const sameScope = (b: TrustBundle) => canonicalize(b.scope) === scopeKey;
     const r = await verifyTrustBundle(text, o.rootPublicKeyPem, { now, minSequence: floor });
-    if (r.valid) current = r.bundle;
-    // Even expired, a root-signed stored bundle is a floor: nothing older may replace it.
+    if (r.valid && sameScope(r.bundle)) current = r.bundle;
+    // Even expired, a root-signed stored bundle of this scope is a floor: nothing older may replace it.
     const signed = await verifyTrustBundle(text, o.rootPublicKeyPem, { now: () => Date.parse((JSON.parse(text) as TrustBundle).issuedAt) }).catch(() => undefined);
-    if (signed?.valid) storedSequence = signed.bundle.sequence;
+    if (signed?.valid && sameScope(signed.bundle)) storedSequence = signed.bundle.sequence;
   }
   const iso = (t: number) => new Date(t).toISOString();
   if (current && !o.force && now() < refreshAt(current, o.refreshBeforeMs)) {

@@ -183,6 +183,41 @@ test('ctl bundle refresh: fetch, keep while fresh, refresh before expiry, never 
   assert.ok(existsSync(f('device/bundle.json')), 'the old file stays (it is just no longer valid)');
 });
 
+test('ctl bundle refresh: a stored bundle of another scope is neither fresh nor a rollback floor', async () => {
+  const eu = ['--category', scope.category, '--region', scope.region];
+  const us = ['--region', 'us'];
+  const run = (at: number, args: string[], ...extra: string[]) =>
+    ctl('bundle', 'refresh', '--authority', authority, ...args, '--root', f('root.pub.pem'), '--store', f('shared'), '--now', iso(at), ...extra);
+  served = [await fleet.bundle(9), await fleet.bundle(2, { scope: { region: 'us' } })];
+  const a = await run(T0, eu);
+  assert.is(a.code, 0, a.out + a.err);
+  assert.match(a.out, /updated: .*sequence 9/);
+  // The stored bundle is for category=ev-charging,region=eu: for region=us it is not current,
+  // and its sequence 9 does not make region=us's sequence 2 a rollback.
+  const b = await run(T0 + HOUR, us);
+  assert.is(b.code, 0, b.out + b.err);
+  assert.match(b.out, /updated: .*sequence 2/);
+  assert.equal(JSON.parse(readFileSync(f('shared/bundle.json'), 'utf8')).scope, { region: 'us' });
+  // Back to the first scope: replaced again (its own floor is 9, not 2), and still no rollback below 9.
+  served = [await fleet.bundle(8), await fleet.bundle(2, { scope: { region: 'us' } })];
+  const rolled = await run(T0 + HOUR, eu);
+  assert.is(rolled.code, 3, rolled.out);
+  assert.match(rolled.out, /✗ refresh failed: .*trust_bundle_rollback.*kept no valid bundle/);
+  served = [await fleet.bundle(9), await fleet.bundle(1, { scope: { region: 'us' } })];
+  const back = await run(T0 + HOUR, eu);
+  assert.is(back.code, 0, back.out);
+  assert.match(back.out, /updated: .*sequence 9/);
+  assert.equal(JSON.parse(readFileSync(f('shared/floor.json'), 'utf8')), {
+    [CTL.canonicalize({ category: scope.category, region: scope.region })]: 9, [CTL.canonicalize({ region: 'us' })]: 2,
+  });
+  // region=us's own floor (2) still holds against its rollback to 1.
+  const usRolled = await run(T0 + HOUR, us, '--force');
+  assert.is(usRolled.code, 3, usRolled.out);
+  assert.match(usRolled.out, /trust_bundle_rollback/);
+  const help = await ctl('bundle', '--help');
+  assert.match(help.out, /one bundle per DIR.*\n.*neither fresh nor a rollback floor/i);
+});
+
 test.after(() => {
   server.close();
   rmSync(dir, { recursive: true, force: true });
