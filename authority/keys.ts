@@ -6,7 +6,7 @@
  * in the database, so every process on that database signs with the same key.
  */
 import { createPublicKey } from 'node:crypto';
-import { generateKeyPair, importSigningKey, jwkThumbprint, type PublishedJwk, type SigningKey } from '../src/index.js';
+import { canonicalize, generateKeyPair, importSigningKey, jwkThumbprint, type PublishedJwk, type SigningKey } from '../src/index.js';
 import { HttpError, type Logger } from '../service-kit/index.js';
 import type { AuthorityStore, KeyPurposeName, PublishedKeyRow, SigningKeyRow } from './store/types.js';
 
@@ -42,6 +42,11 @@ export function grantKeysFrom(rows: PublishedKeyRow[], nowMs: number): Published
   return rows
     .filter((k) => k.purpose === 'grant' && (k.status === 'active' || (k.lastGrantExpiryMs !== null && k.lastGrantExpiryMs > nowMs)))
     .map((k) => ({ ...(JSON.parse(k.publicJwk) as object), kid: k.kid, alg: k.alg, purposes: ['grant'], status: k.status }) as PublishedJwk);
+}
+
+/** Two public JWKs (JSON text) are the same key: same members, whatever their order. */
+function samePublicKey(a: string, b: string): boolean {
+  return canonicalize(JSON.parse(a)) === canonicalize(JSON.parse(b));
 }
 
 async function rowFor(purpose: KeyPurposeName, privateKeyPem: string, source: 'generated' | 'env', at: string, kid?: string): Promise<SigningKeyRow> {
@@ -85,11 +90,24 @@ export function createKeyRing(options: KeyRingOptions): KeyRing {
     return s;
   };
 
-  async function setUp(purpose: KeyPurposeName, pem: string | undefined, kid: string | undefined, what: string, variable: string) {
+  async function setUp(purpose: KeyPurposeName, pem: string | undefined, kid: string | undefined, what: string, variable: string, kidVariable?: string) {
     if (pem) {
       const row = await rowFor(purpose, pem, 'env', iso(), kid);
+      if (!(await store.putSigningKey(row))) {
+        // The kid is already stored: it must name this very key, or grants signed now would be
+        // checked against the old public key (a kid never changes its key).
+        const stored = await store.getSigningKey(row.kid);
+        if (stored && (stored.purpose !== purpose || !samePublicKey(stored.publicJwk, row.publicJwk))) {
+          const named = kidVariable && kid !== undefined ? `${kidVariable}='${row.kid}'` : `kid '${row.kid}'`;
+          throw new Error(
+            `${variable} does not match the ${stored.purpose} key already stored as ${named}: a kid must never change its key. ` +
+              (kidVariable
+                ? `Either restore the previous ${variable}, or give the new key a new ${kidVariable} (the old key stays published while grants it signed live).`
+                : `Restore the previous ${variable}.`),
+          );
+        }
+      }
       envPem[purpose] = { kid: row.kid, pem };
-      await store.putSigningKey(row);
       await store.activateSigningKey(row.kid, purpose, iso());
       logger.info({ kid: row.kid, purpose }, `${what} from ${variable}`);
       return;
@@ -111,7 +129,7 @@ export function createKeyRing(options: KeyRingOptions): KeyRing {
 
   return {
     async init() {
-      await setUp('grant', options.grantSigningKeyPem, options.grantSigningKeyId, 'grant signing key', 'CTL_POLICY_GRANT_SIGNING_PRIVATE_KEY_PEM');
+      await setUp('grant', options.grantSigningKeyPem, options.grantSigningKeyId, 'grant signing key', 'CTL_POLICY_GRANT_SIGNING_PRIVATE_KEY_PEM', 'CTL_POLICY_GRANT_SIGNING_KEY_ID');
       await setUp('bundle', options.rootSigningKeyPem, undefined, 'Trust Bundle root key', 'CTL_TRUST_BUNDLE_ROOT_PRIVATE_KEY_PEM');
     },
     async grantSigner() {

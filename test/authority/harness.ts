@@ -38,7 +38,15 @@ export async function startTestAuthority(
     CTL_ADMIN_API_KEY: ADMIN_KEY,
     ...options.env,
   });
-  const authority = await createAuthority(config, { logger: silentLogger(), env: {}, ...options });
+  let authority: Authority;
+  try {
+    authority = await createAuthority(config, { logger: silentLogger(), env: {}, ...options });
+  } catch (e) {
+    // A refused start must not leave the listening server (and the test process) running.
+    await new Promise<void>((r) => server.close(() => r()));
+    if (!options.keepDir && !options.dir) rmSync(dir, { recursive: true, force: true });
+    throw e;
+  }
   server.on('request', authority.app.callback());
   return {
     url,
