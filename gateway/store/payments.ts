@@ -58,19 +58,12 @@ const DAY = 86_400_000;
  * transaction (issue 4 §3). With a soft limit, the payment that would cross the ceiling pauses
  * the session instead (spec §3 "budget exhausted" row) and is not made.
  */
-export interface ReserveInput {
+export type ReserveInput = Pick<PaymentRecord, 'sessionId' | 'amount' | 'currency' | 'merchant' | 'address' | 'purpose' | 'rail'> & {
   paymentId: string;
-  sessionId: string;
-  amount: bigint;
-  currency: string;
-  merchant: string;
-  address: string;
-  purpose: string;
-  rail: string;
   now: number;
   /** The session has velocity limits: they need the transaction path. */
   velocity: boolean;
-}
+};
 
 export async function reserve(q: SqlDatabase, p: ReserveInput): Promise<ReserveResult> {
   if (q.dialect === 'postgres' && !p.velocity) {
