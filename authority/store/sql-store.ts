@@ -100,10 +100,17 @@ async function activate(q: SqlExecutor, kid: string, purpose: KeyPurposeName, at
   if (changes !== 1) throw new RangeError(`no ${purpose} key '${kid}'`);
 }
 
+/**
+ * How long a revoked grant stays in bundles after it expires: a verifier may run with a clock
+ * tolerance (PROTOCOL.md §1 `clockToleranceMs`) or a slow clock, and would accept an expired grant
+ * inside it; a day covers any sane tolerance while keeping bundles from growing without bound.
+ */
+export const REVOKED_AFTER_EXPIRY_MS = 86_400_000;
+
 async function revokedGrantIds(q: SqlExecutor, nowMs: number): Promise<string[]> {
   const rows = await q.all<{ grant_id: string }>(
     'SELECT grant_id FROM grants WHERE revoked_at IS NOT NULL AND expires_at_ms > ? ORDER BY grant_id',
-    [nowMs],
+    [nowMs - REVOKED_AFTER_EXPIRY_MS],
   );
   return rows.map((r) => r.grant_id);
 }

@@ -129,15 +129,17 @@ export function storeConformance(name: string, open: () => Promise<Harness>): vo
     assert.equal(await h.store.revocationStatus('later'), { revoked: false });
   }
 
-  t('revoked ids for bundles leave out expired grants', async ({ h }) => {
+  t('revoked ids for bundles keep a revoked grant a day past its expiry (clock tolerance), then leave it out', async ({ h }) => {
+    const DAY = 86_400_000;
     await h.store.putPolicy(H, '{}', iso(NOW));
     await h.store.putGrant(grantRecord('live', { expiresAtMs: NOW + 1000 }));
-    await h.store.putGrant(grantRecord('dead', { expiresAtMs: NOW - 1000 }));
+    await h.store.putGrant(grantRecord('recent', { expiresAtMs: NOW - 1000 }));
+    await h.store.putGrant(grantRecord('dead', { expiresAtMs: NOW - DAY - 1000 }));
     await h.store.putGrant(grantRecord('fine', { expiresAtMs: NOW + 1000 }));
-    await h.store.revokeGrant('live', { at: iso(NOW), actor: 'a' });
-    await h.store.revokeGrant('dead', { at: iso(NOW), actor: 'a' });
-    assert.equal(await h.store.listRevokedGrantIds(NOW), ['live']);
-    assert.equal(await h.store.listRevokedGrantIds(NOW + 5000), []);
+    for (const id of ['live', 'recent', 'dead']) await h.store.revokeGrant(id, { at: iso(NOW), actor: 'a' });
+    assert.equal(await h.store.listRevokedGrantIds(NOW), ['live', 'recent']);
+    assert.equal(await h.store.listRevokedGrantIds(NOW + 5000), ['live', 'recent'], 'expired seconds ago: still listed');
+    assert.equal(await h.store.listRevokedGrantIds(NOW + DAY + 5000), [], 'a day past every expiry: gone');
   });
 
   t('soft delete: hidden from reads and listings, kept in custody, revocation still answers', async ({ h }) => {
