@@ -185,6 +185,24 @@ export interface CommitResult {
   ceiling: bigint;
 }
 
+const NOT_COMMITTED: CommitResult = { committed: false, spentBefore: 0n, spentAfter: 0n, ceiling: 0n };
+
+/** The result of a commit from the session row it updated (`spent`, `ceiling`). */
+function committed(row: Record<string, unknown>, amount: bigint): CommitResult {
+  const after = BigInt(row['spent'] as string);
+  return { committed: true, spentBefore: after - amount, spentAfter: after, ceiling: BigInt(row['ceiling'] as string) };
+}
+
+/** SQLite, inside the commit's transaction: the session's spend and the receipt, once the payment row moved to paid. */
+async function bookSpendAndReceipt(
+  t: SqlExecutor,
+  p: { amount: bigint; sessionId: string; receiptId: string; paymentId: string; paidAt: number; receipt: string },
+): Promise<CommitResult> {
+  const s = await t.get(`UPDATE gw_sessions SET spent = spent + ?, reserved = reserved - ? WHERE id = ? RETURNING spent, ceiling`, [p.amount, p.amount, p.sessionId]);
+  await t.run(`INSERT INTO gw_receipts (id, session_id, payment_id, paid_at, body) VALUES (?, ?, ?, ?, ?)`, [p.receiptId, p.sessionId, p.paymentId, p.paidAt, p.receipt]);
+  return committed(s!, p.amount);
+}
+
 /**
  * paying → paid: moves the amount from reserved to spent and stores the signed receipt, in one
  * transaction; conditional on the payment state, so it happens once whoever calls it.
@@ -207,9 +225,7 @@ export async function commit(
        SELECT spent, ceiling FROM ses`,
       [p.txRef, p.paidAt, p.paymentId, p.receiptId, p.paymentId, p.paidAt, p.receipt],
     );
-    if (!row) return { committed: false, spentBefore: 0n, spentAfter: 0n, ceiling: 0n };
-    const after = BigInt(row.spent as string);
-    return { committed: true, spentBefore: after - p.amount, spentAfter: after, ceiling: BigInt(row.ceiling as string) };
+    return row ? committed(row, p.amount) : NOT_COMMITTED;
   }
   return q.tx(async (t) => {
     const u = await t.run(`UPDATE gw_payments SET state = 'paid', tx_ref = ?, updated_at = ? WHERE id = ? AND state IN ('reserved', 'paying')`, [
@@ -217,21 +233,8 @@ export async function commit(
       p.paidAt,
       p.paymentId,
     ]);
-    if (u.changes !== 1) return { committed: false, spentBefore: 0n, spentAfter: 0n, ceiling: 0n };
-    const s = await t.get(`UPDATE gw_sessions SET spent = spent + ?, reserved = reserved - ? WHERE id = ? RETURNING spent, ceiling`, [
-      p.amount,
-      p.amount,
-      p.sessionId,
-    ]);
-    await t.run(`INSERT INTO gw_receipts (id, session_id, payment_id, paid_at, body) VALUES (?, ?, ?, ?, ?)`, [
-      p.receiptId,
-      p.sessionId,
-      p.paymentId,
-      p.paidAt,
-      p.receipt,
-    ]);
-    const after = BigInt(s!.spent as string);
-    return { committed: true, spentBefore: after - p.amount, spentAfter: after, ceiling: BigInt(s!.ceiling as string) };
+    if (u.changes !== 1) return NOT_COMMITTED;
+    return bookSpendAndReceipt(t, p);
   });
 }
 
@@ -298,7 +301,6 @@ export async function payLedgerAndCommit(
   p: { paymentId: string; sessionId: string; amount: bigint; currency: string; address: string; txRef: string; receiptId: string; receipt: string; paidAt: number },
 ): Promise<CommitResult> {
   // The SBA is not stored on the payment row here: the receipt, written in the same change, carries it.
-  const none = { committed: false, spentBefore: 0n, spentAfter: 0n, ceiling: 0n };
   if (q.dialect === 'postgres') {
     const row = await q.get(
       `WITH led AS (
@@ -315,23 +317,18 @@ export async function payLedgerAndCommit(
        SELECT spent, ceiling FROM ses`,
       [p.paymentId, p.txRef, p.address, p.amount, p.currency, p.paidAt, p.txRef, p.paidAt, p.receiptId, p.paymentId, p.paidAt, p.receipt],
     );
-    if (!row) return none;
-    const after = BigInt(row.spent as string);
-    return { committed: true, spentBefore: after - p.amount, spentAfter: after, ceiling: BigInt(row.ceiling as string) };
+    return row ? committed(row, p.amount) : NOT_COMMITTED;
   }
   return q.tx(async (t) => {
     const u = await t.run(`UPDATE gw_payments SET state = 'paid', tx_ref = ?, updated_at = ? WHERE id = ? AND state = 'reserved'`, [
       p.txRef, p.paidAt, p.paymentId,
     ]);
-    if (u.changes !== 1) return none;
+    if (u.changes !== 1) return NOT_COMMITTED;
     const l = await t.run(
       `INSERT INTO gw_ledger (payment_id, status, tx_ref, address, amount, currency, created_at) VALUES (?, 'paid', ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
       [p.paymentId, p.txRef, p.address, p.amount, p.currency, p.paidAt],
     );
     if (l.changes !== 1) throw new Error(`ledger id ${p.paymentId} already settled`); // rolls the payment back
-    const s = await t.get(`UPDATE gw_sessions SET spent = spent + ?, reserved = reserved - ? WHERE id = ? RETURNING spent, ceiling`, [p.amount, p.amount, p.sessionId]);
-    await t.run(`INSERT INTO gw_receipts (id, session_id, payment_id, paid_at, body) VALUES (?, ?, ?, ?, ?)`, [p.receiptId, p.sessionId, p.paymentId, p.paidAt, p.receipt]);
-    const after = BigInt(s!.spent as string);
-    return { committed: true, spentBefore: after - p.amount, spentAfter: after, ceiling: BigInt(s!.ceiling as string) };
+    return bookSpendAndReceipt(t, p);
   });
 }

@@ -22,6 +22,16 @@ let slowMerchant: StockMerchant;
 let merchant: StockMerchant;
 let skewMs = 0;
 
+/** One reconcile pass two hours on, past every authorization's validBefore + margin. */
+async function reconcileAfterExpiry() {
+  skewMs = 2 * 3600_000;
+  try {
+    return await gw.gw.reconcile(0);
+  } finally {
+    skewMs = 0;
+  }
+}
+
 test.before(async () => {
   ledger = createEvmLedger();
   // Settles, but only after the merchant's facilitator client has given up (timeoutMs 300).
@@ -66,13 +76,8 @@ test('facilitator timeout: payment_unconfirmed, the reservation held; at expiry 
   assert.equal(await gw.gw.reconcile(0), { committed: 0, released: 0 });
   assert.is((await view(s.sessionId)).reservedMinor, '10000');
   // After expiry (validBefore + margin), the chain says the nonce was used: spent, with a receipt.
-  skewMs = 2 * 3600_000;
-  try {
-    const r = await gw.gw.reconcile(0);
-    assert.ok(r.committed >= 1, JSON.stringify(r));
-  } finally {
-    skewMs = 0;
-  }
+  const r = await reconcileAfterExpiry();
+  assert.ok(r.committed >= 1, JSON.stringify(r));
   v = await view(s.sessionId);
   assert.equal([v.spentMinor, v.reservedMinor], ['10000', '0']);
   const { receipts } = (await call(gw.url, 'GET', `/sessions/${s.sessionId}/receipts`, { key: gw.ownerKey })).body;
@@ -89,12 +94,7 @@ test('merchant error after verification: payment_unconfirmed, held; at expiry th
   assert.match(res.body.error.message, /HTTP 500/);
   assert.is(ledger.transfers.length, transfers, 'the stock middleware does not settle when the handler fails');
   assert.is((await view(s.sessionId)).reservedMinor, '10000');
-  skewMs = 2 * 3600_000;
-  try {
-    await gw.gw.reconcile(0);
-  } finally {
-    skewMs = 0;
-  }
+  await reconcileAfterExpiry();
   const v = await view(s.sessionId);
   assert.equal([v.spentMinor, v.reservedMinor], ['0', '0']);
   assert.equal(await paymentRow(s.sessionId), { state: 'released', rail: 'x402' });
@@ -145,12 +145,7 @@ test('a named transaction that never confirmed: held until expiry, then the chai
   await recordOutcome(gw.db, 'pay_stuck', 'pending', `0x${'ab'.repeat(32)}`);
   await gw.gw.reconcile(0);
   assert.is((await view(s.sessionId)).reservedMinor, '500', 'held before expiry');
-  skewMs = 2 * 3600_000;
-  try {
-    await gw.gw.reconcile(0);
-  } finally {
-    skewMs = 0;
-  }
+  await reconcileAfterExpiry();
   const v = await view(s.sessionId);
   assert.equal([v.spentMinor, v.reservedMinor], ['0', '0']);
 });
