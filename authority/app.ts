@@ -5,11 +5,11 @@
 import Koa from 'koa';
 import Router from '@koa/router';
 import {
-  createApiKeyAuth, createMetrics, errorMiddleware, jsonBody, requestLogger, silentLogger,
-  type Logger, type Metrics, type WebhookDispatcher,
+  createApiKeyAuth, createMetrics, errorMiddleware, jsonBody, requestGuard, requestLogger, silentLogger,
+  type Logger, type Metrics,
 } from '../service-kit/index.js';
 import { parseStrictJson } from '../src/index.js';
-import { createAuditTrail } from './audit-trail.js';
+import { createAuditTrail, type AuditWebhooks } from './audit-trail.js';
 import type { AnchorQueue } from './anchor.js';
 import type { KeyRing } from './keys.js';
 import type { AuthorityStore } from './store/types.js';
@@ -19,13 +19,22 @@ import { grantRoutes } from './routes/grants.js';
 import { revocationRoutes } from './routes/revocation.js';
 import { keyRoutes } from './routes/keys.js';
 import { trustBundleRoutes } from './routes/trust-bundles.js';
+import { humanRoutes } from './routes/humans.js';
 import { adminRoutes } from './routes/admin.js';
 import { healthRoutes } from './routes/health.js';
+import { trustRootRoutes } from './routes/trust-root.js';
+import { createTrustRoot, type TrustRoot } from './trust-root.js';
+import { authorityRateLimits, DEFAULT_AUTHORITY_RATE_LIMITS, type AuthorityRateLimits } from './rate-limits.js';
+import { authorityMetrics } from './business-metrics.js';
+import { AUTHORITY_OPENAPI } from './openapi.js';
+import { serveOpenApi } from '../service-kit/openapi.js';
 
 export interface AuthorityDeps {
   store: AuthorityStore;
   /** Initialised (`await keys.init()`). */
   keys: KeyRing;
+  /** Initialised (`await trustRoot.init()`); default: one without a bundle key (the root signs until a rotation). */
+  trustRoot?: TrustRoot;
   issuer: string;
   revocationBaseUrl: string;
   /** CTL_ADMIN_API_KEY */
@@ -38,9 +47,12 @@ export interface AuthorityDeps {
   bodyLimit?: string | number;
   /** Longest Trust Bundle lifetime (default 30 days). */
   maxBundleTtlMs?: number;
-  webhooks?: WebhookDispatcher;
+  /** The outbox every audit entry is delivered through, and its endpoints. */
+  webhooks?: AuditWebhooks;
   anchors?: AnchorQueue;
   metrics?: Metrics;
+  /** Per API key and per client address (rate-limits.ts); default DEFAULT_AUTHORITY_RATE_LIMITS, a missing entry is no limit. */
+  rateLimits?: AuthorityRateLimits;
 }
 
 /**
@@ -50,18 +62,25 @@ export function createAuthorityApp(deps: AuthorityDeps): Koa {
   const logger = deps.logger ?? silentLogger();
   const now = deps.now ?? Date.now;
   const metrics = deps.metrics ?? createMetrics({ prefix: 'ctl_authority_' });
+  const limits = authorityRateLimits(
+    deps.store, deps.rateLimits ?? DEFAULT_AUTHORITY_RATE_LIMITS,
+    createApiKeyAuth({ findKey: (id) => deps.store.getApiKey(id), bootstrapKey: deps.adminApiKey }),
+  );
   const routeDeps: RouteDeps = {
     store: deps.store,
     keys: deps.keys,
+    trustRoot: deps.trustRoot ?? createTrustRoot({ store: deps.store, keys: deps.keys, logger, now }),
     audit: createAuditTrail({ store: deps.store, webhooks: deps.webhooks, anchors: deps.anchors, logger, now }),
+    outbox: deps.webhooks?.outbox,
     issuer: deps.issuer,
     revocationBaseUrl: deps.revocationBaseUrl.replace(/\/+$/, ''),
     now,
-    authenticate: createApiKeyAuth({ findKey: (id) => deps.store.getApiKey(id), bootstrapKey: deps.adminApiKey }),
+    authenticate: limits.authenticate,
     // PROTOCOL.md §2: untrusted JSON goes through the strict I-JSON parser (duplicate keys refused).
     body: jsonBody({ limit: deps.bodyLimit ?? '64kb', parse: (t) => parseStrictJson(t) }),
     logger,
     maxBundleTtlMs: deps.maxBundleTtlMs ?? 30 * 86_400_000,
+    counters: authorityMetrics(metrics.registry),
   };
 
   const router = new Router();
@@ -71,17 +90,22 @@ export function createAuthorityApp(deps: AuthorityDeps): Koa {
   revocationRoutes(router, routeDeps);
   keyRoutes(router, routeDeps);
   trustBundleRoutes(router, routeDeps);
+  trustRootRoutes(router, routeDeps);
   adminRoutes(router, routeDeps);
+  humanRoutes(router, routeDeps);
+  serveOpenApi(router, AUTHORITY_OPENAPI);
 
   const app = new Koa();
   app.proxy = false;
   app.silent = true; // errors are answered and logged by errorMiddleware, never printed by Koa
   app.use(metrics.middleware);
-  // The revocation check, JWKS and probes are high-volume reads: logged at debug (issue 3 §2: cheap).
+  // The revocation check, JWKS and probes are high-volume reads: logged at debug (cheap).
   if (deps.logRequests !== false) {
-    app.use(requestLogger(logger, { quietPaths: ['/revoke', '/.well-known/ctl-keys.json', '/trust-bundles', '/healthz', '/readyz', '/metrics'] }));
+    app.use(requestLogger(logger, { quietPaths: ['/revoke', '/.well-known/ctl-keys.json', '/trust-bundles', '/trust-root', '/healthz', '/readyz', '/metrics'] }));
   }
   app.use(errorMiddleware({ logger }));
+  app.use(requestGuard([router]));
+  app.use(limits.addresses);
   app.use(router.routes());
   app.use(router.allowedMethods());
   return app;

@@ -1,22 +1,52 @@
 /**
- * Every state-changing call lands here once it has happened (issue 3 §3): one audit entry in the
- * hash chain, then, off the request path, a signed webhook per configured endpoint and an anchor
- * of the new chain head.
+ * Every state-changing call is recorded inside its own transaction: `entry(…)` is the effect a
+ * store change runs before it commits (store/types.ts), which appends one entry to the hash
+ * chain and writes one webhook delivery per configured endpoint to the outbox. So a change that
+ * commits has its entry and its deliveries, and one that rolls back has neither. After the
+ * commit the outbox is woken and the new chain head is anchored (off the request path).
  */
-import type { AuditEntry, Logger, WebhookDispatcher } from '../service-kit/index.js';
+import type { AuditEntry, Logger, OutboxEndpoint, SqlExecutor, TxEffect, WebhookOutbox } from '../service-kit/index.js';
 import type { AnchorQueue } from './anchor.js';
 import type { AuthorityStore } from './store/types.js';
 
+/** The audit webhooks: the outbox and the endpoints every entry is delivered to (`target` = URL). */
+export interface AuditWebhooks {
+  outbox: WebhookOutbox;
+  endpoints: OutboxEndpoint[];
+}
+
 export interface AuditTrail {
+  /**
+   * The effect that records a change in its transaction: the entry when `when(result)` (default
+   * always), with `data` given or computed from the result.
+   * @example await d.store.revokeGrant(id, by, d.audit.entry(actor, 'grant.revoke', id, {}, (r) => r.changed))
+   */
+  entry<R>(actor: string, action: string, subject: string, data?: unknown | ((result: R) => unknown), when?: (result: R) => boolean): TxEffect<R>;
+  /** An entry (and its deliveries) in a transaction of its own: for an action whose change is not a store call here (prefer `entry`). */
   record(actor: string, action: string, subject: string, data?: unknown): Promise<AuditEntry>;
 }
 
-export function createAuditTrail(deps: { store: AuthorityStore; webhooks?: WebhookDispatcher; anchors?: AnchorQueue; logger?: Logger; now: () => number }): AuditTrail {
+export function createAuditTrail(deps: { store: AuthorityStore; webhooks?: AuditWebhooks; anchors?: AnchorQueue; logger?: Logger; now: () => number }): AuditTrail {
+  const deliver = async (q: SqlExecutor, entry: AuditEntry) => {
+    if (!deps.webhooks) return;
+    await deps.webhooks.outbox.enqueue(q, { type: 'audit.appended', data: { ...entry, data: JSON.parse(entry.data) }, at: Date.parse(entry.at) }, deps.webhooks.endpoints);
+  };
+  const committed = (entry: AuditEntry) => () => {
+    deps.webhooks?.outbox.kick();
+    deps.anchors?.submit({ seq: entry.seq, hash: entry.hash, at: entry.at });
+  };
   return {
+    entry(actor, action, subject, data, when) {
+      return async (q, result) => {
+        if (when && !when(result)) return undefined;
+        const value = typeof data === 'function' ? (data as (r: typeof result) => unknown)(result) : data;
+        const entry = await deps.store.audit.append({ actor, action, subject, data: value, at: new Date(deps.now()).toISOString() }, q, deliver);
+        return committed(entry);
+      };
+    },
     async record(actor, action, subject, data) {
-      const entry = await deps.store.audit.append({ actor, action, subject, data, at: new Date(deps.now()).toISOString() });
-      deps.webhooks?.dispatch('audit.appended', { ...entry, data: JSON.parse(entry.data) });
-      deps.anchors?.submit({ seq: entry.seq, hash: entry.hash, at: entry.at });
+      const entry = await deps.store.audit.append({ actor, action, subject, data, at: new Date(deps.now()).toISOString() }, undefined, deliver);
+      committed(entry)();
       return entry;
     },
   };

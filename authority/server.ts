@@ -4,24 +4,28 @@
  */
 import type Koa from 'koa';
 import {
-  createLogger, createWebhookDispatcher, listen, type Listening, type Logger, type WebhookDispatcher,
+  createLogger, formatRateLimit, listen, webhookRetryFromEnv, type Listening, type Logger, type WebhookOutbox, type WebhookRetrySettings,
 } from '../service-kit/index.js';
 import { createAuthorityApp } from './app.js';
 import { anchorsFromEnv, createAnchorQueue, type Anchor, type AnchorQueue } from './anchor.js';
 import { readAuthorityConfig, type AuthorityConfig } from './config.js';
-import { createKeyRing, type KeyRing } from './keys.js';
+import { GRANT_KEY_RENEW_MS, createKeyRing, type KeyRing } from './keys.js';
+import { openAuthorityKek, openAuthoritySigners } from './signers.js';
 import { openAuthorityStore } from './store/open.js';
+import { createTrustRoot, type TrustRoot } from './trust-root.js';
 import type { AuthorityStore } from './store/types.js';
 
 export interface Authority {
   app: Koa;
   store: AuthorityStore;
   keys: KeyRing;
+  trustRoot: TrustRoot;
   config: AuthorityConfig;
   logger: Logger;
-  webhooks?: WebhookDispatcher;
+  /** The audit webhooks' outbox (drained by every instance on the database). */
+  outbox: WebhookOutbox;
   anchors: AnchorQueue;
-  /** Waits for queued webhooks and anchors (tests, shutdown). */
+  /** Waits until no webhook delivery is pending (each delivered or dead-lettered) and anchors are written (tests). */
   settle(): Promise<void>;
   close(): Promise<void>;
 }
@@ -35,7 +39,8 @@ export interface CreateAuthorityOptions {
   /** PostgreSQL schema (tests). */
   schema?: string;
   fetch?: typeof fetch;
-  webhookRetry?: { maxAttempts?: number; baseDelayMs?: number };
+  /** Over `CTL_WEBHOOK_*` (service-kit webhookRetryFromEnv). */
+  webhookRetry?: WebhookRetrySettings;
   env?: Record<string, string | undefined>;
 }
 
@@ -44,42 +49,85 @@ export async function createAuthority(config: AuthorityConfig, options: CreateAu
   const logger = options.logger ?? createLogger({ name: 'ctl-authority', level: config.logLevel });
   const now = options.now ?? Date.now;
   if (config.defaulted.length) logger.warn({ defaulted: config.defaulted }, 'development defaults in use');
-  const store = await openAuthorityStore(config.databaseUrl, { schema: options.schema });
+  // Signers first: an HSM that cannot be reached stops the start before anything is opened.
+  const signers = await openAuthoritySigners(config);
+  let store: AuthorityStore;
+  let kek: Awaited<ReturnType<typeof openAuthorityKek>> | undefined;
+  try {
+    kek = await openAuthorityKek(config);
+    store = await openAuthorityStore(config.databaseUrl, { schema: options.schema });
+  } catch (e) {
+    await signers.close();
+    await kek?.close();
+    throw e;
+  }
+  const sealer = kek.sealer;
+  const closeKek = kek.close;
+  if (kek.source === 'dev-file') {
+    logger.warn({ kek: kek.devFile }, 'no CTL_AUTHORITY_KEK: stored private keys are sealed under a development KEK kept in a 0600 file beside the database (set CTL_AUTHORITY_KEK or CTL_AUTHORITY_KEK_PKCS11_URI in production)');
+  }
+  let lease: ReturnType<typeof setInterval> | undefined;
   try {
     const keys = createKeyRing({
       store, logger, now,
-      grantSigningKeyPem: config.grantSigningKeyPem, grantSigningKeyId: config.grantSigningKeyId, rootSigningKeyPem: config.rootSigningKeyPem,
+      grantSigner: signers.grant, grantSigningKeyId: config.grantSigningKeyId, rootSigner: signers.root, sealer,
+      // Once the root is rotated its private keys stay offline: the authority signs bundles with a bundle key.
+      rootPrivateKeyOptional: (await store.listRootStatements()).length > 0,
     });
     await keys.init();
-    const webhooks = config.webhookUrls.length
-      ? createWebhookDispatcher({
-          endpoints: config.webhookUrls.map((url) => ({ url, secret: config.webhookSecret! })),
-          log: store.dispatchLog,
-          fetch: options.fetch,
-          now,
-          ...options.webhookRetry,
-          onError: (e) => logger.error({ err: e }, 'webhook dispatch failed'),
-        })
-      : undefined;
+    const trustRoot = createTrustRoot({
+      store, keys, logger, now,
+      ...(signers.bundle
+        ? { bundleSigningKey: signers.bundle.signer, bundleKeyVariable: signers.bundle.variable }
+        : { bundleSigningKey: config.bundleSigningKeyPem }),
+    });
+    await trustRoot.init();
+    // Keeps this instance's grant key from the environment published while it runs (keys.ts).
+    let renewing: Promise<void> = Promise.resolve();
+    lease = setInterval(() => {
+      renewing = keys.renewLease().catch((e) => logger.warn({ err: e }, 'grant key lease not renewed'));
+    }, GRANT_KEY_RENEW_MS);
+    lease.unref();
+    // Durable deliveries: written with each audit entry, drained by every instance (also rows
+    // left pending by an instance that stopped). A row whose URL is no longer configured is
+    // dead-lettered rather than sent without a secret.
+    const endpoints = new Set(config.webhookUrls);
+    const outbox = store.webhookOutbox({
+      resolve: (url) => (endpoints.has(url) && config.webhookSecret ? { secret: config.webhookSecret } : undefined),
+      fetch: options.fetch,
+      now,
+      ...webhookRetryFromEnv(options.env ?? process.env),
+      ...options.webhookRetry,
+      onError: (e) => logger.error({ err: e }, 'webhook delivery failed'),
+    });
+    outbox.start();
+    const webhooks = { outbox, endpoints: config.webhookUrls.map((url) => ({ url, target: url })) };
     const anchors = createAnchorQueue([...anchorsFromEnv(options.env ?? process.env, logger), ...(options.anchors ?? [])], logger);
     const app = createAuthorityApp({
-      store, keys, issuer: config.issuer, revocationBaseUrl: config.revocationBaseUrl, adminApiKey: config.adminApiKey,
-      logger, logRequests: options.logRequests, now, webhooks, anchors,
+      store, keys, trustRoot, issuer: config.issuer, revocationBaseUrl: config.revocationBaseUrl, adminApiKey: config.adminApiKey,
+      logger, logRequests: options.logRequests, now, webhooks, anchors, rateLimits: config.rateLimits,
     });
     const settle = async () => {
-      await webhooks?.idle();
+      await outbox.idle();
       await anchors.idle();
     };
     return {
-      app, store, keys, config, logger, webhooks, anchors, settle,
+      app, store, keys, trustRoot, config, logger, outbox, anchors, settle,
       async close() {
-        webhooks?.close();
-        await settle();
+        clearInterval(lease);
+        await renewing;
+        await outbox.close();
+        await anchors.idle();
         await store.close();
+        await signers.close();
+        await closeKek();
       },
     };
   } catch (e) {
+    clearInterval(lease);
     await store.close();
+    await signers.close();
+    await closeKek();
     throw e;
   }
 }
@@ -94,7 +142,10 @@ export async function startAuthority(config: AuthorityConfig = readAuthorityConf
     await authority.close();
     throw e;
   }
-  authority.logger.info({ url: listening.url, database: authority.store.description, issuer: config.issuer }, 'policy authority listening');
+  authority.logger.info({
+    url: listening.url, database: authority.store.description, issuer: config.issuer,
+    rateLimitKey: formatRateLimit(config.rateLimits.key), rateLimitAddress: formatRateLimit(config.rateLimits.address),
+  }, 'policy authority listening');
   return {
     ...authority,
     listening,

@@ -1,5 +1,5 @@
 /**
- * Request validation: every bad input is `400 malformed` naming the field (issue 3 §2). Request
+ * Request validation: every bad input is `400 malformed` naming the field. Request
  * objects are closed like the artifacts (PROTOCOL.md §3): an unknown member is refused, not ignored.
  */
 import { badRequest } from '../service-kit/index.js';

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Policy authority throughput through HTTP (issue 3 §7): revocation checks and grant issuance
+// Policy authority throughput through HTTP: revocation checks and grant issuance
 // per second, each as a ratio of a bare Koa JSON route measured in the same run, same process,
 // same client. Target: revocation check ≥ 0.5 of the bare route.
 //
@@ -46,7 +46,10 @@ async function serve() {
   const dir = mkdtempSync(join(tmpdir(), 'ctl-bench-'));
   const db = process.argv[3] === 'postgres' ? 'postgres://postgres@127.0.0.1:5432/test' : `sqlite:${join(dir, 'authority.db')}`;
   const schema = process.argv[3] === 'postgres' ? `ctl_bench_${process.pid}` : undefined;
-  const config = readAuthorityConfig({ PORT: '0', DATABASE_URL: db, CTL_ADMIN_API_KEY: ADMIN, CTL_ISSUER_DOMAIN: 'bench.local', CTL_REVOCATION_BASE_URL: 'http://127.0.0.1:1' });
+  // One client address sends everything here: the rate limits count every request (their cost is
+  // measured) but are set too high to refuse any, unless the environment sets them.
+  const limits = { CTL_AUTHORITY_RATE_LIMIT_KEY: process.env.CTL_AUTHORITY_RATE_LIMIT_KEY ?? '1000000000/60s', CTL_AUTHORITY_RATE_LIMIT_ADDRESS: process.env.CTL_AUTHORITY_RATE_LIMIT_ADDRESS ?? '1000000000/60s' };
+  const config = readAuthorityConfig({ PORT: '0', DATABASE_URL: db, CTL_ADMIN_API_KEY: ADMIN, CTL_ISSUER_DOMAIN: 'bench.local', CTL_REVOCATION_BASE_URL: 'http://127.0.0.1:1', ...limits });
   const logger = kit.createLogger({ name: 'bench', level: 'info', destination: pino.destination({ dest: '/dev/null', sync: false }) });
   const authority = await createAuthority(config, { logger, schema, env: {} });
   const authSrv = await kit.listen(authority.app);

@@ -1,84 +1,18 @@
 #!/usr/bin/env node
-// Gateway throughput and latency (issue 4 §11): paid requests per second through the gateway
-// and p50/p99 latency, each beside a direct unpaid request to the same merchant measured in the
-// same run, at 1 and 50 connections, on SQLite and PostgreSQL. The gateway and the merchant run
-// in their own processes; this process is the load generator (closed loop, keep-alive).
+// Gateway throughput and latency: paid requests per second through the gateway and p50/p99
+// latency, each beside a direct unpaid request to the same merchant measured in the same run, at
+// 1 and 50 connections, on SQLite and PostgreSQL, with each target printed beside its figure.
+// The gateway and the merchant run in their own processes; this process is the load generator
+// (closed loop, keep-alive).
 //
 //   npm run compile && node bench/gateway.mjs            BENCH_SECONDS=5 (per measurement)
 //   BENCH_PG_URL=postgres://postgres@127.0.0.1:5432/test (unreachable → SKIPPED line)
-import { spawn } from 'node:child_process';
 import http from 'node:http';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { randomBytes } from 'node:crypto';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { startMerchant, startGateway, stop, request, benchStores, createOwner, createSession, sessionView } from './lib/gateway-procs.mjs';
 
-const root = fileURLToPath(new URL('..', import.meta.url));
-const build = (p) => pathToFileURL(join(root, 'build', p)).href;
-const role = process.argv.find((a) => a.startsWith('--role='))?.slice(7);
-
-if (role === 'merchant') {
-  // 402 with X-Payment unless paid; /free always 200. Same small JSON body either way.
-  const body = JSON.stringify({ results: [1, 2, 3] });
-  const server = http.createServer((req, res) => {
-    if (req.url === '/free' || req.headers['x-payment-receipt']) {
-      res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
-      return res.end(body);
-    }
-    res.writeHead(402, { 'x-payment': '{"amount":"1","currency":"USD","address":"bench-merchant"}', 'content-length': 0 });
-    res.end();
-  });
-  server.keepAliveTimeout = 60_000;
-  server.listen(0, '127.0.0.1', () => console.log(JSON.stringify({ port: server.address().port })));
-} else if (role === 'gateway') {
-  const { openDatabase, listen, silentLogger } = await import(build('service-kit/index.js'));
-  const { createGatewayApp } = await import(build('gateway/app.js'));
-  const db = await openDatabase(process.env.BENCH_DB, { schema: process.env.BENCH_SCHEMA || undefined, poolSize: 20 });
-  const gw = await createGatewayApp({ db, adminKey: 'bench-admin-key-0123456789', logger: silentLogger(), targets: { allowPrivate: true } });
-  const srv = await listen(gw.app, { port: 0 });
-  srv.server.keepAliveTimeout = 60_000;
-  console.log(JSON.stringify({ url: srv.url }));
-  process.on('SIGTERM', async () => {
-    await srv.close().catch(() => {});
-    await gw.close();
-    await db.close();
-    process.exit(0);
-  });
-}
-
-function child(args, env = {}) {
-  // BENCH_NODE_ARGS (e.g. --cpu-prof) goes to the gateway process only, for profiling.
-  const extra = args.includes('--role=gateway') && process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(' ') : [];
-  const c = spawn(process.execPath, [...extra, fileURLToPath(import.meta.url), ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
-  return new Promise((resolve, reject) => {
-    let out = '';
-    c.stdout.on('data', (d) => {
-      out += d;
-      const line = out.split('\n').find((l) => l.startsWith('{'));
-      if (line) resolve({ child: c, info: JSON.parse(line) });
-    });
-    c.on('exit', (code) => reject(new Error(`${args.join(' ')} exited ${code}`)));
-  });
-}
-function stop(c) {
-  return new Promise((r) => {
-    c.once('exit', r);
-    c.kill('SIGTERM');
-  });
-}
-
-function request(agent, url, headers, method = 'GET') {
-  return new Promise((resolve, reject) => {
-    const u = new URL(url);
-    const req = http.request({ hostname: u.hostname, port: u.port, path: u.pathname + u.search, method, headers, agent }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode));
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
+// BENCH_NODE_ARGS (e.g. --cpu-prof) goes to the gateway process only, for profiling.
+const gatewayNodeArgs = process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(' ') : [];
 
 /** Closed loop: `conns` workers, each one request at a time, for `seconds`. */
 async function measure(conns, seconds, send) {
@@ -107,50 +41,78 @@ async function measure(conns, seconds, send) {
   return { rps: lat.length / elapsed, p50: q(0.5), p99: q(0.99), n: lat.length, bad, ok200: lat.length - bad + warm200 };
 }
 
-async function pgReachable(url) {
-  const pg = (await import('pg')).default;
-  const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
-  try {
-    await c.connect();
-    await c.end();
-    return true;
-  } catch {
-    return false;
+/**
+ * The throughput targets, each beside its figure from this run: paid ÷ unpaid through the same
+ * gateway at 50 connections (one session, and spread over many) ≥ 0.35; the p50 a paid request
+ * adds over the direct unpaid request at one connection ≤ 1 ms (SQLite) / 1.5 ms (PostgreSQL).
+ */
+const TARGETS = { ratio: 0.35, addedP50: { SQLite: 1, PostgreSQL: 1.5 } };
+
+function printTargets(store, rows) {
+  const at = (conns, kind) => rows.find((r) => r.conns === conns && r.kind.startsWith(kind));
+  const verdict = (ok) => (ok ? 'met' : 'MISSED');
+  const lines = [];
+  for (const r of rows.filter((x) => x.conns > 1 && x.kind.includes('PAID'))) {
+    const ratio = r.rps / at(r.conns, 'via gateway, unpaid').rps;
+    lines.push(`${r.kind} at ${r.conns} conns: paid ÷ unpaid ${ratio.toFixed(2)}  (target ≥ ${TARGETS.ratio}: ${verdict(ratio >= TARGETS.ratio)})`);
   }
+  const paid1 = at(1, 'via gateway, PAID');
+  if (paid1) {
+    const added = paid1.p50 - at(1, 'direct').p50;
+    const limit = TARGETS.addedP50[store];
+    lines.push(`added p50 at 1 conn: +${added.toFixed(2)} ms over direct, +${(paid1.p50 - at(1, 'via gateway, unpaid').p50).toFixed(2)} ms over unpaid via gateway  (target ≤ ${limit} ms over direct: ${verdict(added <= limit)})`);
+  }
+  for (const l of lines) console.log(`${store.padEnd(11)} target  ${l}`);
+}
+
+/**
+ * The disk's latency for one durable commit (SQLite, WAL, synchronous = FULL: one fsync), median
+ * of 100, measured in this run: the floor under a paid request's added latency at one connection,
+ * and on a shared machine what moves most between runs.
+ */
+async function commitLatencyMs(dir) {
+  const Database = (await import('better-sqlite3')).default;
+  const db = new Database(join(dir, 'probe.db'));
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = FULL');
+  db.exec('CREATE TABLE t (v TEXT)');
+  const insert = db.prepare('INSERT INTO t (v) VALUES (?)');
+  const times = [];
+  for (let i = 0; i < 100; i++) {
+    const t = performance.now();
+    insert.run('x'.repeat(500));
+    times.push(performance.now() - t);
+  }
+  db.close();
+  return times.sort((a, b) => a - b)[50];
 }
 
 async function runBench() {
   const seconds = Number(process.env.BENCH_SECONDS ?? 5);
   const pgUrl = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
-  const merchant = await child(['--role=merchant']);
+  const merchant = await startMerchant();
   const shop = `http://127.0.0.1:${merchant.info.port}`;
-  const dir = mkdtempSync(join(tmpdir(), 'ctl-bench-'));
-  const stores = [{ name: 'SQLite', env: { BENCH_DB: `sqlite:${join(dir, 'gateway.db')}` } }];
-  let schema;
-  if (await pgReachable(pgUrl)) {
-    schema = `ctl_bench_${randomBytes(4).toString('hex')}`;
-    stores.push({ name: 'PostgreSQL', env: { BENCH_DB: pgUrl, BENCH_SCHEMA: schema } });
-  } else console.log(`SKIPPED PostgreSQL: ${pgUrl} is unreachable`);
+  const { dir, stores, cleanup } = await benchStores(pgUrl, 'ctl-bench-');
 
   console.log(`gateway bench: ${seconds} s per measurement, Node ${process.version}, merchant and ${process.env.BENCH_INSTANCES ?? 1} gateway process(es) in their own processes`);
+  console.log(`one durable SQLite commit (fsync) on this disk now: ${(await commitLatencyMs(dir)).toFixed(2)} ms at p50`);
   console.log('store       conns  kind                     req/s     p50 ms   p99 ms   vs direct (req/s, +p50)');
   const rows = [];
   try {
     for (const store of stores) {
-      const gw = await child(['--role=gateway'], store.env);
+      const gw = await startGateway(store.env, gatewayNodeArgs);
       try {
-        const post = async (path, key, body) => {
-          const res = await fetch(gw.info.url + path, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
-          return res.json();
-        };
-        const owner = (await post('/admin/owners', 'bench-admin-key-0123456789', { label: 'bench' })).apiKey;
-        const session = await post('/sessions', owner, {
-          budget: { amount: '9000000000000000', currency: 'USD' }, purposes: ['api:search'], expiresAt: new Date(Date.now() + 3600_000).toISOString().replace(/\.\d+Z$/, 'Z'),
-        });
+        const owner = await createOwner(gw.info.url);
+        const session = await createSession(gw.info.url, owner);
         const token = session.sessionToken;
+        // BENCH_SESSIONS (default 50): at 50 connections, paid traffic spread over that many
+        // sessions as well, so one hot session row is not the whole story.
+        const spread = [];
+        for (let i = 0; i < Number(process.env.BENCH_SESSIONS ?? 50); i++) spread.push(await createSession(gw.info.url, owner));
+        let sr = 0;
         // BENCH_INSTANCES=2: a second gateway process on the same database, connections split between them.
         const extraGws = [];
-        for (let i = 1; i < Number(process.env.BENCH_INSTANCES ?? 1); i++) extraGws.push(await child(['--role=gateway'], store.env));
+        for (let i = 1; i < Number(process.env.BENCH_INSTANCES ?? 1); i++) extraGws.push(await startGateway(store.env, gatewayNodeArgs));
         const gwUrls = [gw.info.url, ...extraGws.map((g) => g.info.url)];
         let rr = 0;
         const pick = () => gwUrls[rr++ % gwUrls.length];
@@ -158,32 +120,33 @@ async function runBench() {
           const direct = await measure(conns, seconds, (a) => request(a, `${shop}/free`, {}));
           const proxied = await measure(conns, seconds, (a) => request(a, `${pick()}/proxy`, { authorization: `Bearer ${token}`, 'x-target-url': `${shop}/free`, 'x-target-method': 'GET' }, 'POST'));
           const paid = await measure(conns, seconds, (a) => request(a, `${pick()}/proxy`, { authorization: `Bearer ${token}`, 'x-target-url': `${shop}/search`, 'x-target-method': 'GET', 'x-ctl-purpose': 'api:search' }, 'POST'));
-          for (const [kind, r] of [['direct (unpaid)', direct], ['via gateway, unpaid', proxied], ['via gateway, PAID', paid]]) {
-            const ratio = kind.startsWith('direct') ? '' : `${(r.rps / direct.rps).toFixed(2)}×, +${(r.p50 - direct.p50).toFixed(2)} ms`;
+          const kinds = [['direct (unpaid)', direct], ['via gateway, unpaid', proxied], ['via gateway, PAID', paid]];
+          if (conns > 1 && spread.length) {
+            const paidSpread = await measure(conns, seconds, (a) => request(a, `${pick()}/proxy`, { authorization: `Bearer ${spread[sr++ % spread.length].sessionToken}`, 'x-target-url': `${shop}/search`, 'x-target-method': 'GET', 'x-ctl-purpose': 'api:search' }, 'POST'));
+            kinds.push([`PAID, ${spread.length} sessions`, paidSpread]);
+          }
+          for (const [kind, r] of kinds) {
+            // Paid rows also as a fraction of the unpaid request through the same gateway.
+            const ratio = kind.startsWith('direct') ? '' : `${(r.rps / direct.rps).toFixed(2)}×, +${(r.p50 - direct.p50).toFixed(2)} ms${kind.includes('PAID') ? `; ${(r.rps / proxied.rps).toFixed(2)}× unpaid via gateway` : ''}`;
             console.log(`${store.name.padEnd(11)} ${String(conns).padStart(5)}  ${kind.padEnd(22)} ${r.rps.toFixed(0).padStart(7)}  ${r.p50.toFixed(2).padStart(8)} ${r.p99.toFixed(2).padStart(8)}   ${ratio}${r.bad ? `  (${r.bad} non-200!)` : ''}`);
             rows.push({ store: store.name, conns, kind, ...r });
           }
         }
+        printTargets(store.name, rows.filter((r) => r.store === store.name));
         // Every paid request must be in the books: spent = number of paid 200s (1 minor unit each).
-        const view = await (await fetch(`${gw.info.url}/sessions/${session.sessionId}`, { headers: { authorization: `Bearer ${owner}` } })).json();
+        const views = await Promise.all([session, ...spread].map((x) => sessionView(gw.info.url, owner, x.sessionId)));
+        const view = { spentMinor: String(views.reduce((a, v) => a + BigInt(v.spentMinor), 0n)), reservedMinor: String(views.reduce((a, v) => a + BigInt(v.reservedMinor), 0n)) };
         const paidCount = rows.filter((r) => r.store === store.name && r.kind.includes('PAID')).reduce((a, r) => a + r.ok200, 0);
         for (const g of extraGws) await stop(g.child);
-        console.log(`${store.name}: ${paidCount} paid answers, session spent ${view.spentMinor} minor units, reserved ${view.reservedMinor}: ${String(paidCount) === view.spentMinor && view.reservedMinor === '0' ? 'the books match' : 'MISMATCH'}`);
+        console.log(`${store.name}: ${paidCount} paid answers, sessions spent ${view.spentMinor} minor units, reserved ${view.reservedMinor}: ${String(paidCount) === view.spentMinor && view.reservedMinor === '0' ? 'the books match' : 'MISMATCH'}`);
       } finally {
         await stop(gw.child);
       }
     }
   } finally {
     await stop(merchant.child);
-    rmSync(dir, { recursive: true, force: true });
-    if (schema) {
-      const pg = (await import('pg')).default;
-      const c = new pg.Client({ connectionString: pgUrl });
-      await c.connect();
-      await c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-      await c.end();
-    }
+    await cleanup();
   }
 }
 
-if (!role) await runBench();
+await runBench();

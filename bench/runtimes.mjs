@@ -3,6 +3,20 @@
 // first verification done) and its peak heap; the gzip size of dist/ctl.iife.js.
 // Issue 5 targets: QuickJS ≥ 50 verifications/s, cold start ≤ 250 ms, dist/ctl.iife.js ≤ 16 KB gzip.
 //
+// Device-class targets, on the verifier bundle dist/ctl-verify.iife.js in QuickJS (all in this run):
+// heap footprint (memory_used_size after the bundle + 100 offline verifications, minus an empty
+// runtime + context) ≤ 160 KiB; cold start (new runtime → bundle evaluated → first offline
+// verification valid), best of 5, ≤ 25 ms; verifications/s ≥ 0.9 × a bare noble Ed25519 verify
+// in QuickJS.
+//
+// Where the verifier bundle's QuickJS heap goes (computeMemoryUsage after evaluating
+// dist/ctl-verify.iife.js alone, 271 KiB over an empty context): functions 140 KiB (338 of them;
+// bytecode 38 KiB, line tables 18 KiB, the rest their metadata and, apparently, source text kept
+// for Function.prototype.toString: a 20 KB comment inside a function adds 20 KB, and neither
+// "use strip" nor evalCode's `strip` option changes it in quickjs-emscripten 0.32), atoms 32 KiB,
+// objects, properties and shapes 34 KiB. Less code is the lever; precompiled bytecode without
+// source may be another, on the firmware side.
+//
 //   npm run build && npm run compile && node bench/runtimes.mjs [--seconds 2]
 //
 // The verification is the offline terminal's: spec §4.4 against a Trust Bundle and root key,
@@ -129,5 +143,81 @@ console.log(`\nQuickJS cold start: ${coldMs.toFixed(0)} ms (new runtime → dist
 console.log(`QuickJS peak heap: ${(mem.peakBytes / 1024).toFixed(0)} KiB (sampled at every job drain), ${(mem.usedBytes / 1024).toFixed(0)} KiB at the end`);
 console.log(`dist/ctl.iife.js: ${(gz / 1024).toFixed(1)} KiB gzip`);
 const verdict = (ok) => (ok ? 'met' : 'MISSED');
+
+// --- the device-class SDK: dist/ctl-verify.iife.js in QuickJS ---
+const OPTS = "{ amount: '1200', currency: 'EUR', offline: true, trustBundles: [fx.bundle], rootPublicKeyPem: fx.rootPem, now: function () { return fx.now; } }";
+const setup = `CTL.setRandomSource(function (n) { return new Uint8Array(ctlHost.randomBytes(n)); });${BODY}; var fx = ${JSON.stringify(fixture)};`;
+const engineMemory = (e) => e.memory().usedBytes;
+const footprint = async (file) => {
+  const empty = await createQuickJsEngine({ abi: createNodeAbi({ now: T0 }) });
+  const base = engineMemory(empty);
+  empty.dispose();
+  const e = await createQuickJsEngine({ abi: createNodeAbi({ now: T0 }) });
+  e.evalScript(readFileSync(join(root, 'dist', file), 'utf8'), file);
+  const loaded = engineMemory(e) - base;
+  e.evalScript(setup, 'bench.js');
+  const r = e.evalSync('bench(CTL, fx, 0, 100)');
+  if (r.count !== 100) throw new Error('100 verifications expected');
+  const used = engineMemory(e);
+  e.dispose();
+  footprintLoaded[file] = loaded;
+  return used - base;
+};
+const footprintLoaded = {};
+const coldStartBest = async (file, tries = 5) => {
+  const code = readFileSync(join(root, 'dist', file), 'utf8');
+  let best = Infinity;
+  for (let i = 0; i < tries; i++) {
+    const t = performance.now();
+    const e = await createQuickJsEngine({ abi: createNodeAbi({ now: T0 }) });
+    e.evalScript(code, file);
+    e.evalScript(setup, 'bench.js');
+    e.evalSync(`CTL.verifyCtl(fx.sba, ${OPTS}).then(function (r) { if (!r.valid) throw new Error(r.error.code); return true; })`);
+    best = Math.min(best, performance.now() - t);
+    e.dispose();
+  }
+  return best;
+};
+// A bare noble Ed25519 verify of the same SBA bytes, bundled for QuickJS here (the baseline).
+const { build } = await import('esbuild');
+const nobleIife = (await build({
+  stdin: { contents: "import * as ed from '@noble/ed25519'; import { sha512 } from '@noble/hashes/sha2.js'; ed.hashes.sha512 = sha512; globalThis.NOBLE = { verify: (s, m, p) => ed.verify(s, m, p, { zip215: false }) };", resolveDir: root },
+  bundle: true, format: 'iife', platform: 'neutral', mainFields: ['module', 'main'], write: false, minify: true, logLevel: 'error',
+})).outputFiles[0].text;
+const sbaMsg = Array.from(CTL.signedBytes('sba', sba));
+const sbaSig = Array.from(CTL.base64urlDecode(sba.signature));
+const actorPub = Array.from(CTL.base64urlDecode(wallet.publicJwk.x));
+const qjsRate = async (prepare, loop) => {
+  const e = await createQuickJsEngine({ abi: createNodeAbi({ now: T0 }) });
+  try {
+    prepare(e);
+    const r = e.evalSync(loop);
+    return (r.count * 1000) / r.ms;
+  } finally {
+    e.dispose();
+  }
+};
+const rates = { sdk: [], bare: [] };
+for (let round = 0; round < 3; round++) { // interleaved, median: the same drift hits both
+  rates.bare.push(await qjsRate((e) => {
+    e.evalScript(nobleIife, 'noble.js');
+    e.evalScript(`var m = new Uint8Array(${JSON.stringify(sbaMsg)}), s = new Uint8Array(${JSON.stringify(sbaSig)}), p = new Uint8Array(${JSON.stringify(actorPub)});`, 'fx.js');
+  }, `(function () { if (!NOBLE.verify(s, m, p)) throw new Error('bare verify'); var n = 0, t = Date.now(); while (Date.now() - t < ${seconds * 500}) { NOBLE.verify(s, m, p); n++; } return { count: n, ms: Date.now() - t }; })()`));
+  rates.sdk.push(await qjsRate((e) => {
+    e.evalScript(readFileSync(join(root, 'dist/ctl-verify.iife.js'), 'utf8'), 'ctl-verify.iife.js');
+    e.evalScript(setup, 'bench.js');
+  }, `bench(CTL, fx, ${seconds * 500}, 0)`));
+}
+const med = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const fpVerify = await footprint('ctl-verify.iife.js');
+const fpFull = await footprint('ctl.iife.js');
+const coldVerify = await coldStartBest('ctl-verify.iife.js');
+const coldFull = await coldStartBest('ctl.iife.js');
+const qRatio = med(rates.sdk) / med(rates.bare);
+console.log(`\nDevice-class SDK in QuickJS (dist/ctl-verify.iife.js; dist/ctl.iife.js beside it):`);
+console.log(`  heap footprint (bundle + 100 offline verifications − empty runtime + context): ${(fpVerify / 1024).toFixed(0)} KiB, of which the bundle evaluated alone ${(footprintLoaded['ctl-verify.iife.js'] / 1024).toFixed(0)} KiB (ctl.iife.js: ${(fpFull / 1024).toFixed(0)} / ${(footprintLoaded['ctl.iife.js'] / 1024).toFixed(0)} KiB)`);
+console.log(`  cold start, best of 5 (new runtime → bundle evaluated → first offline verification valid): ${coldVerify.toFixed(1)} ms (ctl.iife.js: ${coldFull.toFixed(1)} ms)`);
+console.log(`  verifications/s: ${med(rates.sdk).toFixed(0)} vs bare noble verify ${med(rates.bare).toFixed(0)}/s: ratio ${qRatio.toFixed(2)} (medians of 3 interleaved rounds)`);
+console.log(`Device-class targets: footprint ≤ 160 KiB: ${verdict(fpVerify <= 160 * 1024)} (${(fpVerify / 1024).toFixed(0)} KiB); cold start ≤ 25 ms: ${verdict(coldVerify <= 25)} (${coldVerify.toFixed(1)} ms); verif/s ≥ 0.9 × bare noble: ${verdict(qRatio >= 0.9)} (${qRatio.toFixed(2)})`);
 console.log(`\nTargets: QuickJS ≥ 50 verif/s: ${verdict(qps >= 50)} (${qps.toFixed(0)}); cold start ≤ 250 ms: ${verdict(coldMs <= 250)} (${coldMs.toFixed(0)} ms); iife ≤ 16 KiB gzip: ${verdict(gz <= 16 * 1024)} (${(gz / 1024).toFixed(1)} KiB)`);
 rmSync(tmp, { recursive: true, force: true });

@@ -1,5 +1,5 @@
 /**
- * `npm run demo` / `ctl demo` (issue 4 §9): the whole story in one command, against a demo x402
+ * `npm run demo` / `ctl demo`: the whole story in one command, against a demo x402
  * merchant on this machine. A budget owner opens a session; an agent pays through the gateway;
  * a purpose outside the policy and a metadata address are refused; the soft ceiling pauses the
  * session and the owner's continuation resumes it; revocation stops the agent; the receipts
@@ -16,12 +16,13 @@ import { createGatewayClient } from '../src/index.js';
 import { openDatabase, listen, silentLogger } from '../service-kit/index.js';
 import { createGatewayApp } from '../gateway/app.js';
 import { startX402Demo } from './demo/x402-step.js';
+import { formatMinor as money } from './demo/money.js';
+
+const USAGE = 'usage: ctl demo   (runs a gateway and a demo merchant on 127.0.0.1, temporary SQLite)';
 
 export async function main(args: string[]): Promise<number | void> {
-  if (args.includes('--help') || args.includes('-h')) {
-    console.log('usage: ctl demo   (runs a gateway and a demo merchant on 127.0.0.1, temporary SQLite)');
-    return 0;
-  }
+  if (args.includes('--help') || args.includes('-h')) return console.log(USAGE), 0;
+  if (args.length) return console.error(`${args[0]!.startsWith('-') ? 'unknown option' : 'unexpected argument'} ${args[0]}\n\n${USAGE}`), 2;
   let failures = 0;
   const step = (n: number, text: string) => console.log(`\n${n}. ${text}`);
   const show = (text: string) => console.log(`   ${text}`);
@@ -47,7 +48,7 @@ export async function main(args: string[]): Promise<number | void> {
   const dir = mkdtempSync(join(tmpdir(), 'ctl-demo-'));
   const db = await openDatabase(`sqlite:${join(dir, 'gateway.db')}`);
   const adminKey = 'demo-admin-key-0123456789';
-  // A second merchant that only knows the official x402 packages (issue 6).
+  // A second merchant that only knows the official x402 packages.
   const x402 = await startX402Demo();
   // Private targets stay refused; only the demo merchants' exact host:port are let through.
   const gateway = await createGatewayApp({
@@ -57,13 +58,13 @@ export async function main(args: string[]): Promise<number | void> {
   });
   const server = await listen(gateway.app, { port: 0 });
   try {
-    console.log(`gateway ${server.url}, demo merchant ${shop} (1.00 USD per search)`);
+    console.log(`gateway ${server.url}, demo merchant ${shop} (${money('100', 'USD')} per search)`);
     const ownerKey = ((await (await fetch(`${server.url}/admin/owners`, {
       method: 'POST', headers: { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json' }, body: '{"label":"demo owner"}',
     })).json()) as { apiKey: string }).apiKey;
     const owner = createGatewayClient({ baseUrl: server.url, ownerKey });
 
-    step(1, 'The budget owner opens a session: 3.00 USD, purpose api:search, soft ceiling +1.00, one hour');
+    step(1, `The budget owner opens a session: ${money('300', 'USD')}, purpose api:search, soft ceiling +${money('100', 'USD')}, one hour`);
     const expiresAt = new Date(Date.now() + 3600_000).toISOString().replace(/\.\d+Z$/, 'Z');
     const created = await owner.createSession({
       budget: { amount: '300', currency: 'USD' }, purposes: ['api:search'], expiresAt, label: 'research agent', softLimit: { amount: '100' }, trustLevel: 1,
@@ -110,7 +111,8 @@ export async function main(args: string[]): Promise<number | void> {
     const res4 = await agent.fetch(`${shop}/search?q=4`, { purpose: 'api:search' });
     expect(res4.status === 200 && softLimitCalls === 1, `search 4 paid after continuation (HTTP ${res4.status})`);
     const afterContinue = await owner.getSession(created.sessionId);
-    show(`ceiling now ${afterContinue.budget.amount}, spent ${afterContinue.spentMinor}, state ${afterContinue.state}`);
+    const usd = (minor: string) => money(minor, afterContinue.budget.currency);
+    show(`ceiling now ${usd(afterContinue.budget.amount)}, spent ${usd(afterContinue.spentMinor)}, state ${afterContinue.state}`);
 
     step(6, 'The owner revokes the session; the agent is stopped at once');
     await owner.revokeSession(created.sessionId);
@@ -127,10 +129,10 @@ export async function main(args: string[]): Promise<number | void> {
     for (const r of receipts) {
       const v = await verifyReceipt(r, { jwks: jwks as any });
       const amount = r.amount as { amountMinor: string; currency: string };
-      show(`${r.receiptId}  ${amount.amountMinor} ${amount.currency}  ${r.merchant}  ${r.txRef}  signature ${v.valid ? 'valid' : 'INVALID'}`);
+      show(`${r.receiptId}  ${money(amount.amountMinor, amount.currency)}  ${r.merchant}  ${r.txRef}  signature ${v.valid ? 'valid' : 'INVALID'}`);
       if (!v.valid) failures++;
     }
-    expect(receipts.length === 4, `${receipts.length} receipts, total ${afterContinue.spentMinor} minor units`);
+    expect(receipts.length === 4, `${receipts.length} receipts, total ${usd(afterContinue.spentMinor)}`);
     const check = (await (await fetch(`${server.url}/charge/${encodeURIComponent(String(receipts[0]!.txRef))}/verify`)).json()) as { paid: boolean; address: string };
     expect(check.paid && check.address === 'acct_demo_merchant', `merchant verification of ${receipts[0]!.txRef}: paid to ${check.address}`);
 
@@ -142,14 +144,14 @@ export async function main(args: string[]): Promise<number | void> {
       const x402Agent = createGatewayClient({ baseUrl: server.url }).session(usdc.sessionToken, { sessionId: usdc.sessionId });
       const paid = await x402Agent.fetch(`${x402.merchantUrl}/data?q=x402`, { purpose: 'api:search', method: 'GET' });
       const body = await paid.text();
-      show(`HTTP ${paid.status} ${body}; the merchant now holds ${x402.balanceOf(x402.payTo)} atomic USDC`);
+      show(`HTTP ${paid.status} ${body}; the merchant now holds ${money(x402.balanceOf(x402.payTo), 'USDC')}`);
       const [rc] = (await owner.receipts(usdc.sessionId)).receipts;
       expect(paid.status === 200 && !!rc && String(rc.txRef).startsWith('txid:0x'), `receipt ${rc?.receiptId}: ${rc?.txRef} on ${rc?.rail}`);
       try {
         await x402Agent.fetch(`${x402.merchantUrl}/data?q=again`, { purpose: 'api:search', method: 'GET' });
         expect(false, 'refused');
       } catch (e) {
-        expect((e as { code?: string }).code === 'budget_exceeded', `a second $0.01 does not fit the 0.015 USDC budget: refused before anything was signed`);
+        expect((e as { code?: string }).code === 'budget_exceeded', `a second ${money('10000', 'USDC')} does not fit the ${money('15000', 'USDC')} budget: refused before anything was signed`);
       }
     }
   } finally {

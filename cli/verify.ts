@@ -7,14 +7,20 @@
  */
 import { decodeSbaHeader, parseStrictJson, verifyCtl, type VerifyCtlOptions } from '../src/index.js';
 import type { SignedBudgetAuthorization } from '../src/index.js';
+import { decodeCompact } from '../src/compact.js';
+import { isCompact, readBundle, readBytes } from './device/artifact-files.js';
 import { clock, guard, one, parseArgs, readText, UsageError } from './device/args.js';
+import { readChainFile } from './device/root-rotate.js';
 
-const USAGE = `usage: ctl verify SBA.json [--bundle FILE]... [--root PEM] [--signing-key PEM]
+const USAGE = `usage: ctl verify SBA.json [--bundle FILE]... [--root PEM] [--chain FILE] [--signing-key PEM] [--trusted-human DID]...
                   [--amount N] [--currency C] [--merchant M] [--rail R] [--purpose P] [--online] [--now ISO] [--explain]
 
-  SBA.json        the SBA as JSON, or an "Authorization: CTL <base64>" value in a file
-  --bundle/--root resolve the authority's key from Trust Bundles checked against the root key (PEM)
+  SBA.json        the SBA as JSON, an "Authorization: CTL <base64>" value, or compact CBOR (ctl/compact)
+  --bundle/--root resolve the authority's key from Trust Bundles (JSON or compact CBOR) checked
+                  against the root key (PEM)
+  --chain         the root chain (PROTOCOL.md §11, ctl root rotate): bundles must be signed by its newest bundle keys
   --signing-key   or take the authority's grant key directly (spec §4.4 key fallback)
+  --trusted-human a person's did:key whose human-agent grants are accepted (PROTOCOL.md §10)
   --amount        the payment (default: the SBA's maxAmountMinor); --currency (default: the SBA's)
   --online        also call the grant's revocation URL (default: offline, bundles only)
   --explain       print every step of spec §4.4 with ✓/✗ and the reason
@@ -28,6 +34,10 @@ const STEPS = [
   '4. budget bounds: amount ≤ maxAmountMinor, currency',
   '5. destination, rail, asset and purpose',
 ] as const;
+
+function parseSbaText(text: string): SignedBudgetAuthorization {
+  return (text.startsWith('{') ? parseStrictJson(text) : decodeSbaHeader(text.replace(/^Authorization:\s*/i, ''))) as SignedBudgetAuthorization;
+}
 
 /** The step (index into STEPS) that raises `code` (PROTOCOL.md §5). */
 function stepOf(code: string, message: string): number {
@@ -48,6 +58,7 @@ function stepOf(code: string, message: string): number {
     case 'issuer_not_trusted':
     case 'trust_bundle_invalid':
     case 'trust_bundle_expired':
+    case 'unsupported_algorithm':
       return 1;
     case 'not_yet_valid':
       return /grant/.test(message) ? 1 : 2;
@@ -73,7 +84,7 @@ function passedDetail(step: number, sba: SignedBudgetAuthorization, o: VerifyCtl
   const g = sba.grant;
   switch (step) {
     case 0: return `SBA ${a.budgetId} drawn from grant ${g.grantId} (${g.issuer})`;
-    case 1: return `grant signed by key ${g.keyId} of ${g.issuer}, ${bundles ? `trusted through ${bundles} bundle(s) under the root` : 'the given signing key'}; valid ${g.issuedAt} → ${g.expiresAt}`;
+    case 1: return `grant signed by key ${g.keyId} of ${g.issuer}, ${bundles ? `trusted through ${bundles} bundle(s) under the root` : g.profile === 'human-agent' ? 'a person trusted by --trusted-human' : 'the given signing key'}; valid ${g.issuedAt} → ${g.expiresAt}`;
     case 2: return `signed by the grant's actorKey (${g.actorKey.crv}); valid ${a.issuedAt} → ${a.expiresAt}`;
     case 3: return o.offline ? `not in the bundles' revokedGrants (offline${bundles ? '' : '; no bundle: not checked'})` : `not revoked at ${g.revocationUrl}`;
     case 4: return `${o.amount} ${o.currency} ≤ ${a.maxAmountMinor} ${a.currency} authorized (grant ceiling ${g.maxAmountMinor})`;
@@ -91,23 +102,24 @@ export async function main(args: string[]): Promise<number> {
   return guard(USAGE, async () => {
     if (args.includes('--help') || args.includes('-h')) return void console.log(USAGE);
     const p = parseArgs(args, {
-      values: ['bundle', 'root', 'signing-key', 'amount', 'currency', 'merchant', 'rail', 'purpose', 'now'],
+      values: ['bundle', 'root', 'chain', 'signing-key', 'trusted-human', 'amount', 'currency', 'merchant', 'rail', 'purpose', 'now'],
       flags: ['explain', 'online'],
     });
     if (p.positionals.length !== 1) throw new UsageError('verify takes one SBA file');
-    const text = readText(p.positionals[0]!, 'SBA').trim();
+    const bytes = readBytes(p.positionals[0]!, 'SBA');
     let sba: SignedBudgetAuthorization;
     try {
-      sba = (text.startsWith('{') ? parseStrictJson(text) : decodeSbaHeader(text.replace(/^Authorization:\s*/i, ''))) as SignedBudgetAuthorization;
+      sba = isCompact(bytes) ? (decodeCompact(bytes, 'sba') as SignedBudgetAuthorization) : parseSbaText(new TextDecoder().decode(bytes).trim());
     } catch (e) {
       console.log(`✗ ${STEPS[0]}\n    malformed: ${(e as Error).message}`);
       return 1;
     }
-    const bundles = (p.options.get('bundle') ?? []).map((f) => readText(f, 'bundle'));
+    const bundles = (p.options.get('bundle') ?? []).map((f) => readBundle(f));
     const rootFile = one(p, 'root');
     const keyFile = one(p, 'signing-key');
     if (bundles.length && !rootFile) throw new UsageError('--bundle needs --root (the root never comes from a bundle, spec §5)');
-    if (!bundles.length && !keyFile) throw new UsageError('give --bundle FILE --root PEM, or --signing-key PEM');
+    const humans = p.options.get('trusted-human') ?? [];
+    if (!bundles.length && !keyFile && !humans.length) throw new UsageError('give --bundle FILE --root PEM, --signing-key PEM or --trusted-human DID');
     const a = (sba as Partial<SignedBudgetAuthorization>)?.authorization;
     const options: VerifyCtlOptions = {
       amount: one(p, 'amount') ?? (typeof a?.maxAmountMinor === 'string' ? a.maxAmountMinor : ''),
@@ -115,7 +127,9 @@ export async function main(args: string[]): Promise<number> {
       merchantId: one(p, 'merchant'), rail: one(p, 'rail'), purpose: one(p, 'purpose'),
       offline: !p.flags.has('online'), now: clock(p),
       ...(bundles.length ? { trustBundles: bundles, rootPublicKeyPem: readText(rootFile!, 'root key') } : {}),
+      ...(one(p, 'chain') !== undefined ? { rootChain: readChainFile(one(p, 'chain')!).statements } : {}),
       ...(keyFile ? { signingKeyPem: readText(keyFile, 'signing key') } : {}),
+      ...(humans.length ? { trustedHumans: humans } : {}),
     };
     const r = await verifyCtl(sba, options);
     if (p.flags.has('explain')) {

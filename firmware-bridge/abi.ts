@@ -22,6 +22,17 @@ export interface ByteStorage {
   compareAndSet(key: Uint8Array, expected: Uint8Array | null, value: Uint8Array): boolean;
 }
 
+/**
+ * A hardware monotonic counter (TPM NV counter, secure element, eMMC RPMB write counter): a value
+ * that survives power loss and that no flash write, snapshot restore or reflash can lower.
+ */
+export interface MonotonicCounter {
+  /** The current value, a safe integer ≥ 0. */
+  read(): number;
+  /** Adds one, durably, and returns the new value. */
+  increment(): number;
+}
+
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
 export interface HostAbi {
@@ -32,6 +43,8 @@ export interface HostAbi {
   storage: ByteStorage;
   /** One line for the device log; must not throw (drop it instead). */
   log(level: LogLevel, message: string): void;
+  /** Optional: when present, the spend ledgers bind their writes to it (README.md § The offline exposure bound). */
+  monotonicCounter?: MonotonicCounter;
 }
 
 /** Refuses an ABI object that lacks a function, before anything relies on it. */
@@ -44,6 +57,8 @@ export function checkHostAbi(abi: unknown): asserts abi is HostAbi {
     typeof a?.['storage']?.get === 'function' ? '' : 'storage.get',
     typeof a?.['storage']?.put === 'function' ? '' : 'storage.put',
     typeof a?.['storage']?.compareAndSet === 'function' ? '' : 'storage.compareAndSet',
+    a?.['monotonicCounter'] === undefined || (typeof a['monotonicCounter']?.read === 'function' && typeof a['monotonicCounter']?.increment === 'function')
+      ? '' : 'monotonicCounter.read/increment',
   ].filter(Boolean);
   if (missing.length) throw new TypeError(`host ABI: missing ${missing.join(', ')}`);
 }

@@ -1,6 +1,7 @@
 /**
- * The synchronous entry for QuickJS-class engines (README.md § QuickJS). Evaluated after
- * `dist/ctl.iife.js` (global `CTL`) in an engine whose only host object is `ctlHost`, the raw
+ * The synchronous entry for QuickJS-class engines (README.md § QuickJS). Evaluated after an SDK
+ * bundle with global `CTL` (`dist/ctl-verify.iife.js` for a terminal, `dist/ctl-wallet.iife.js`
+ * for a vehicle, `dist/ctl.iife.js` for both) in an engine whose only host object is `ctlHost`, the raw
  * host ABI: no WebCrypto, no TextEncoder, no getRandomValues, no timers. It installs the host's
  * randomness into the SDK (`setRandomSource`) and defines `CTLDevice.handle(payload)`, which
  * returns a Promise: the host drains the engine's job queue (`executePendingJobs`) until it
@@ -21,12 +22,15 @@ export interface RawHost {
   storagePut(key: ArrayBuffer, value: ArrayBuffer): void;
   storageCas(key: ArrayBuffer, expected: ArrayBuffer | null, value: ArrayBuffer): boolean;
   log(level: string, message: string): void;
+  /** Optional, together: the hardware monotonic counter (README.md § Host ABI). */
+  counterRead?(): number;
+  counterIncrement?(): number;
 }
 
 const g = globalThis as Record<string, any>;
 const raw = g['ctlHost'] as RawHost;
 const sdk = g['CTL'] as DeviceSdk & { setRandomSource(fn: (n: number) => Uint8Array): void };
-if (!raw || !sdk) throw new Error('device-entry: evaluate dist/ctl.iife.js first and inject ctlHost');
+if (!raw || !sdk) throw new Error('device-entry: evaluate an SDK bundle (dist/ctl-verify.iife.js, ctl-wallet.iife.js or ctl.iife.js) first and inject ctlHost');
 
 const toAb = (u: Uint8Array): ArrayBuffer => u.slice().buffer as ArrayBuffer;
 /** Host calls that throw become `host_failure` (README.md § Errors). */
@@ -52,6 +56,9 @@ const abi: HostAbi = {
   log: (level: LogLevel, message: string) => {
     try { raw.log(level, message); } catch { /* a log line is never worth a failure */ }
   },
+  ...(typeof raw.counterRead === 'function' && typeof raw.counterIncrement === 'function'
+    ? { monotonicCounter: { read: () => hostCall('counterRead', () => raw.counterRead!()), increment: () => hostCall('counterIncrement', () => raw.counterIncrement!()) } }
+    : {}),
 };
 
 sdk.setRandomSource(abi.randomBytes);

@@ -4,21 +4,36 @@
  * a vehicle wallet that signs SBAs under a grant, with every counter, the rollback floor and the
  * pinned root key kept in the host ABI's storage so a reboot forgets nothing.
  *
- * Written as a function of the library (`createDevice(CTL, abi)`): on Node it takes `src/`, in
- * QuickJS the global `CTL` of `dist/ctl.iife.js`, so one code path is tested everywhere.
+ * Written as a function of the library (`createDevice(CTL, abi)`): on Node it takes `src/` (or a
+ * role entry), in QuickJS the global `CTL` of a role bundle, so one code path is tested everywhere.
+ * A terminal that only verifies runs `dist/ctl-verify.iife.js`, a vehicle that only pays
+ * `dist/ctl-wallet.iife.js`; an op the loaded bundle has no part for is `unknown_op`.
  */
 import type * as Sdk from '../src/index.js';
 import type { PolicyGrant, TrustBundle } from '../src/artifacts/types.js';
 import type { HostAbi } from './abi.js';
 import { checkHostAbi } from './abi.js';
-import { createKvSpendStorage } from './kv-spend-storage.js';
+import { bindCounterHead, createKvSpendStorage } from './kv-spend-storage.js';
 import { createSequenceStore } from './sequence-store.js';
+import { createTimeFloorStore } from './time-floor-store.js';
 import { cborDecode } from '../src/encoding/cbor.js';
 import { utf8Decode, utf8Encode } from '../src/encoding/utf8.js';
 
-/** The part of the SDK the device uses (the IIFE's global `CTL` has all of it). */
-export type DeviceSdk = Pick<typeof Sdk,
-  'verifyCtl' | 'verifyTrustBundle' | 'createSession' | 'generateKeyPair' | 'canonicalize' | 'parseStrictJson' | 'newId' | 'parseTimestamp'>;
+/**
+ * The part of the SDK the device uses: every role bundle has the common part and
+ * `verifyTrustBundle` (the wallet reads revocation from installed bundles); the verifier bundle
+ * adds `verifyCtl`, the wallet bundle the signing side. `dist/ctl.iife.js` has all of it.
+ */
+export type DeviceSdk = Pick<typeof Sdk, 'verifyTrustBundle' | 'verifyRootChain' | 'canonicalize' | 'parseStrictJson' | 'parseTimestamp'>
+  & Partial<Pick<typeof Sdk, 'verifyCtl' | 'createSession' | 'generateKeyPair' | 'newId'>>;
+
+/** The roles a loaded SDK can play. @example deviceRoles(CTL) // ['verify', 'wallet'] */
+export function deviceRoles(sdk: DeviceSdk): Array<'verify' | 'wallet'> {
+  const roles: Array<'verify' | 'wallet'> = [];
+  if (typeof sdk.verifyCtl === 'function') roles.push('verify');
+  if (typeof sdk.createSession === 'function' && typeof sdk.generateKeyPair === 'function' && typeof sdk.newId === 'function') roles.push('wallet');
+  return roles;
+}
 
 /**
  * Bridge-level refusals, in addition to the CTL codes of PROTOCOL.md §9 (stable; add, never rename).
@@ -40,6 +55,8 @@ export class DeviceError extends Error {
 const KEY_ROOT = 'ctl/root';
 const KEY_BUNDLES = 'ctl/bundles';
 const KEY_WALLET = 'ctl/wallet';
+/** `{ rootVersion, statements }`: the highest root version accepted and the chain that reaches it (PROTOCOL.md §11); only ever raised, by CAS. */
+const KEY_ROOT_CHAIN = 'ctl/root-chain';
 
 export interface VerifyRequest {
   sba: unknown;
@@ -62,8 +79,14 @@ export interface BundleInfo {
 export interface Device {
   /** Pins the root public key (PEM) at manufacture. Idempotent for the same key; a different one is `already_provisioned`. */
   provisionRoot(args: { rootPublicKeyPem: string }): { provisioned: true };
-  /** Verifies a bundle against the pinned root and the persisted floor of its scope, then keeps it (the old one stays until a new one verifies). */
-  installBundle(args: { bundle: unknown }): Promise<BundleInfo>;
+  /**
+   * Verifies a bundle against the pinned root and the persisted floor of its scope, then keeps it (the old one stays until a new one verifies).
+   * With `rootChain` (PROTOCOL.md §11), the chain is walked from the pinned root first and must not end below the stored root version;
+   * when the bundle then verifies against the newest version's bundle keys, the chain's version is stored before the bundle.
+   */
+  installBundle(args: { bundle: unknown; rootChain?: unknown }): Promise<BundleInfo & { rootVersion: number }>;
+  /** Follows a root chain without a bundle (PROTOCOL.md §11): walked from the pinned root, refused below the stored version, stored when higher. */
+  updateRoot(args: { rootChain: unknown }): Promise<{ rootVersion: number; changed: boolean }>;
   /** Verifies one offline payment (spec §4.4, offline, spend tracked and counted against `grant.offline`). Never throws on hostile input. */
   verify(args: VerifyRequest): Promise<{ valid: true; grantId: string; budgetId: string; amount: string; currency: string } | { valid: false; error: { code: string; message: string } }>;
   /** Vehicle wallet: creates (once) the signing key and installs the grant to draw on. */
@@ -88,6 +111,13 @@ function artifactValue(sdk: DeviceSdk, v: unknown, what: string): unknown {
  */
 export function createDevice(sdk: DeviceSdk, abi: HostAbi): Device {
   checkHostAbi(abi);
+  const roles = deviceRoles(sdk);
+  /** The SDK part an op needs, or `unknown_op`: the loaded bundle has no such role. */
+  const part = <K extends 'verifyCtl' | 'createSession' | 'generateKeyPair' | 'newId'>(name: K, op: string): NonNullable<DeviceSdk[K]> => {
+    const f = sdk[name];
+    if (typeof f !== 'function') throw new DeviceError('unknown_op', `${op}: this device runs the ${roles.join('+') || 'no'} bundle, without ${name}`);
+    return f as NonNullable<DeviceSdk[K]>;
+  };
   // Host failures inside the SDK (e.g. a flash read in the middle of verifyCtl) come back as a
   // generic refusal; remembering them lets the device report `host_failure` (README § Errors).
   let hostFailure: string | undefined;
@@ -104,8 +134,26 @@ export function createDevice(sdk: DeviceSdk, abi: HostAbi): Device {
     put: (key, value) => guard('storage.put', () => abi.storage.put(key, value)),
     compareAndSet: (key, e, v) => guard('storage.compareAndSet', () => abi.storage.compareAndSet(key, e, v)),
   };
-  const spend = createKvSpendStorage(storage);
+  const hw = abi.monotonicCounter;
+  const counter = hw ? {
+    read: () => guard('monotonicCounter.read', () => hw.read()),
+    increment: () => guard('monotonicCounter.increment', () => hw.increment()),
+  } : undefined;
+  // With a counter, the ledger head is bound at provisioning: afterwards a missing head is a
+  // deleted one, refused like an old one (README.md § What the bound does not cover).
+  const ledgers = createKvSpendStorage(storage, counter ? { counter, onMissingHead: 'refuse' } : {});
+  // A ledger that cannot answer (corrupt record, flash older than the counter) is a host failure.
+  const spend: typeof ledgers = {
+    reserve: (key, id, amount, ceiling, o) => guard('spend storage', () => ledgers.reserve(key, id, amount, ceiling, o)),
+    commit: (key, id) => guard('spend storage', () => ledgers.commit(key, id)),
+    release: (key, id) => guard('spend storage', () => ledgers.release(key, id)),
+    total: (key) => guard('spend storage', () => ledgers.total(key)),
+  };
+  const bindHead = () => { if (counter) bindCounterHead(storage, counter); };
   const floors = createSequenceStore(storage);
+  // PROTOCOL.md §12: every time check of the device uses max(clock, floor); the floor survives reboots.
+  const timeFloor = createTimeFloorStore(storage);
+  const flooredNow = () => Math.max(abi.now(), timeFloor.get());
   const k = (s: string) => utf8Encode(s);
 
   const readJson = (key: string): any => {
@@ -127,17 +175,44 @@ export function createDevice(sdk: DeviceSdk, abi: HostAbi): Device {
     if (raw === null) throw new DeviceError('not_provisioned', 'no root key is provisioned on this device');
     return utf8Decode(raw);
   };
+  /** The stored root chain: version 1 (the pinned key alone) until a rotation was accepted. */
+  const rootChain = (): { rootVersion: number; statements: unknown[] } => {
+    const rec = readJson(KEY_ROOT_CHAIN);
+    if (rec === undefined) return { rootVersion: 1, statements: [] };
+    if (!Number.isSafeInteger(rec?.rootVersion) || !Array.isArray(rec?.statements)) throw new DeviceError('host_failure', 'root chain record is corrupt'); // fail closed
+    return rec;
+  };
+  const chainValue = (v: unknown): unknown[] => {
+    const list = artifactValue(sdk, v, 'rootChain');
+    if (!Array.isArray(list)) throw new DeviceError('bad_request', 'rootChain: expected an array of ctl-root/1 statements');
+    return list;
+  };
+  /**
+   * Raises the stored root chain to `statements` (already verified to reach `rootVersion`), never
+   * lowering it: a concurrent or earlier higher version wins, and `root_rollback` is answered.
+   */
+  const storeRootChain = (rootVersion: number, statements: unknown[]): boolean => {
+    let changed = false;
+    updateJson(KEY_ROOT_CHAIN, (cur) => {
+      const stored = cur?.rootVersion ?? 1;
+      if (stored > rootVersion) throw new DeviceError('root_rollback', `root version ${stored} was accepted meanwhile`);
+      changed = stored < rootVersion;
+      return changed ? { rootVersion, statements } : cur;
+    });
+    if (changed) abi.log('info', `root version ${rootVersion} accepted`);
+    return changed;
+  };
   const bundles = (): TrustBundle[] => Object.values((readJson(KEY_BUNDLES) ?? {}) as Record<string, TrustBundle>);
   const scopeKey = (scope: unknown) => sdk.canonicalize(scope ?? {});
   const info = (b: TrustBundle): BundleInfo => ({
     scope: b.scope as Record<string, string>, bundleId: b.bundleId, sequence: b.sequence, issuedAt: b.issuedAt, expiresAt: b.expiresAt,
-    expired: abi.now() >= Date.parse(b.expiresAt),
+    expired: flooredNow() >= Date.parse(b.expiresAt),
   });
 
   /** The wallet's revocation source offline: the installed bundles' `revokedGrants` (fail closed without a live one). */
   const bundleRevocationFetch = async (url: string) => {
     const grant = readJson(KEY_WALLET)?.grant as PolicyGrant | undefined;
-    const now = abi.now();
+    const now = flooredNow();
     const live = bundles().filter((b) => now < Date.parse(b.expiresAt));
     if (!grant || url !== grant.revocationUrl || live.length === 0) return { ok: false, status: 503, text: async () => '' };
     const revoked = live.some((b) => b.revokedGrants.includes(grant.grantId));
@@ -150,6 +225,7 @@ export function createDevice(sdk: DeviceSdk, abi: HostAbi): Device {
         throw new DeviceError('bad_request', 'rootPublicKeyPem must be an SPKI PEM public key');
       }
       const pem = utf8Encode(rootPublicKeyPem.trim() + '\n');
+      bindHead(); // also binds a device provisioned before it had a counter, when provisioned again
       if (storage.compareAndSet(k(KEY_ROOT), null, pem)) {
         abi.log('info', 'root key provisioned');
         return { provisioned: true };
@@ -158,17 +234,45 @@ export function createDevice(sdk: DeviceSdk, abi: HostAbi): Device {
       throw new DeviceError('already_provisioned', 'a different root key is already pinned (spec §5: the root is installed once)');
     },
 
-    async installBundle({ bundle: input }) {
+    async updateRoot({ rootChain: input }) {
+      const pem = root();
+      const statements = chainValue(input);
+      const stored = rootChain();
+      // `accepted`: the chain must extend the stored one (a leaked retired root key cannot fork it).
+      const r = await sdk.verifyRootChain(pem, statements, { minVersion: stored.rootVersion, accepted: stored.statements });
+      if (!r.valid) throw new DeviceError(r.error.code, r.error.message);
+      const changed = r.rootVersion > stored.rootVersion && storeRootChain(r.rootVersion, statements);
+      return { rootVersion: r.rootVersion, changed };
+    },
+
+    async installBundle({ bundle: input, rootChain: chainInput }) {
       const pem = root();
       const bundle = artifactValue(sdk, input, 'bundle') as TrustBundle;
+      const stored = rootChain();
+      const statements = chainInput === undefined ? stored.statements : chainValue(chainInput);
+      if (chainInput !== undefined) {
+        // A chain given with the bundle must extend the stored one (a leaked retired root key cannot fork it).
+        const walk = await sdk.verifyRootChain(pem, statements, { minVersion: stored.rootVersion, accepted: stored.statements });
+        if (!walk.valid) throw new DeviceError(walk.error.code, walk.error.message);
+      }
       let key: string;
       try {
         key = scopeKey((bundle as { scope?: unknown }).scope);
       } catch {
         throw new DeviceError('malformed', 'bundle.scope is not JSON');
       }
-      const r = await sdk.verifyTrustBundle(bundle, pem, { now: abi.now, minSequence: floors.min(key) });
-      if (!r.valid) throw new DeviceError(r.error.code, r.error.message);
+      const clock = abi.now();
+      const r = await sdk.verifyTrustBundle(bundle, pem, {
+        now: () => Math.max(clock, timeFloor.get()), minSequence: floors.min(key), rootChain: statements, minRootVersion: stored.rootVersion,
+      });
+      if (!r.valid) {
+        if (r.error.code === 'trust_bundle_expired') timeFloor.raise(clock); // seen expired: keep it so
+        throw new DeviceError(r.error.code, r.error.message);
+      }
+      timeFloor.raise(Math.max(clock, Date.parse(r.bundle.issuedAt)));
+      // The root version before the bundle: a crash in between leaves the new root with the old
+      // bundle, which verify() then refuses (an older root's bundle) until the bundle is sent again.
+      if (r.rootVersion > stored.rootVersion) storeRootChain(r.rootVersion, statements);
       // Floor first: a crash after it leaves the old bundle in place and the floor raised, which
       // refuses nothing that should pass (the new bundle, sent again, has sequence = floor).
       if (!floors.raise(key, r.bundle.sequence)) throw new DeviceError('trust_bundle_rollback', 'a newer bundle of this scope was accepted meanwhile');
@@ -177,21 +281,23 @@ export function createDevice(sdk: DeviceSdk, abi: HostAbi): Device {
         return old && old.sequence > r.bundle.sequence ? cur : { ...cur, [key]: r.bundle };
       });
       abi.log('info', `bundle ${r.bundle.bundleId} sequence ${r.bundle.sequence} installed for scope ${key}`);
-      return info(r.bundle);
+      return { ...info(r.bundle), rootVersion: r.rootVersion };
     },
 
     async verify(req) {
       hostFailure = undefined;
+      const verifyCtl = part('verifyCtl', 'verify');
       try {
         if (typeof req !== 'object' || req === null) throw new DeviceError('bad_request', 'verify: expected { sba, amount, currency }');
         const pem = root();
+        const chain = rootChain();
         const installed = bundles();
         if (installed.length === 0) return { valid: false, error: { code: 'issuer_not_trusted', message: 'no Trust Bundle is installed' } };
         const sba = artifactValue(sdk, req.sba, 'sba');
-        const r = await sdk.verifyCtl(sba, {
+        const r = await verifyCtl(sba, {
           amount: req.amount, currency: req.currency, merchantId: req.merchantId, rail: req.rail, purpose: req.purpose,
           offline: true, trackSpend: true, spendStorage: spend,
-          trustBundles: installed, rootPublicKeyPem: pem, now: abi.now,
+          trustBundles: installed, rootPublicKeyPem: pem, rootChain: chain.statements, minRootVersion: chain.rootVersion, now: abi.now, timeFloor,
         });
         if (!r.valid && hostFailure !== undefined) return { valid: false, error: { code: 'host_failure', message: hostFailure } };
         if (!r.valid) {
@@ -206,11 +312,14 @@ export function createDevice(sdk: DeviceSdk, abi: HostAbi): Device {
     },
 
     async provisionWallet({ actorId }) {
+      const generateKeyPair = part('generateKeyPair', 'provisionWallet');
+      const newId = part('newId', 'provisionWallet');
       if (typeof actorId !== 'string' || !/^[A-Za-z0-9._:-]{1,128}$/.test(actorId)) throw new DeviceError('bad_request', 'actorId must be an identifier');
+      bindHead();
       const cur = readJson(KEY_WALLET);
       if (cur?.privateKeyPem) return { actorId: cur.actorId, publicJwk: cur.publicJwk };
-      const pair = await sdk.generateKeyPair({ alg: 'EdDSA' });
-      const wallet = { actorId, privateKeyPem: pair.privateKeyPem, publicJwk: pair.publicJwk, sessionId: sdk.newId('sess_') };
+      const pair = await generateKeyPair({ alg: 'EdDSA' });
+      const wallet = { actorId, privateKeyPem: pair.privateKeyPem, publicJwk: pair.publicJwk, sessionId: newId('sess_') };
       if (!storage.compareAndSet(k(KEY_WALLET), null, utf8Encode(JSON.stringify(wallet)))) {
         const now = readJson(KEY_WALLET);
         return { actorId: now.actorId, publicJwk: now.publicJwk };
@@ -220,20 +329,22 @@ export function createDevice(sdk: DeviceSdk, abi: HostAbi): Device {
     },
 
     installGrant({ grant: input }) {
+      const createSession = part('createSession', 'installGrant');
       const grant = artifactValue(sdk, input, 'grant') as PolicyGrant;
       if (!readJson(KEY_WALLET)?.privateKeyPem) throw new DeviceError('not_provisioned', 'provision the wallet before installing a grant');
       // The grant is checked fully when the session is built (createSession parses it).
-      sdk.createSession(grant, { actorId: 'check', signingKey: readJson(KEY_WALLET).privateKeyPem });
+      createSession(grant, { actorId: 'check', signingKey: readJson(KEY_WALLET).privateKeyPem });
       updateJson(KEY_WALLET, (cur) => ({ ...cur, grant }));
       return { grantId: grant.grantId };
     },
 
     async createSba(payment) {
+      const createSession = part('createSession', 'createSba');
       const w = readJson(KEY_WALLET);
       if (!w?.privateKeyPem || !w.grant) throw new DeviceError('not_provisioned', 'the wallet has no key or no grant');
-      const session = sdk.createSession(w.grant, {
+      const session = createSession(w.grant, {
         actorId: w.actorId, signingKey: w.privateKeyPem, sessionId: w.sessionId, spendStorage: spend,
-        revocationTtl: 0, fetch: bundleRevocationFetch as never, now: abi.now, scope: 'TRIP',
+        revocationTtl: 0, fetch: bundleRevocationFetch as never, now: flooredNow, scope: 'TRIP',
       });
       return session.createSba(payment);
     },
@@ -241,7 +352,11 @@ export function createDevice(sdk: DeviceSdk, abi: HostAbi): Device {
     async status(args = {}) {
       const provisioned = storage.get(k(KEY_ROOT)) !== null;
       const list = bundles().map((b) => ({ ...info(b), minSequence: floors.min(scopeKey(b.scope)) }));
-      const out: Record<string, unknown> = { provisioned, bundles: list };
+      // A clock below the floor is reported, not an error (PROTOCOL.md §12): checks use the floor.
+      const clock = abi.now();
+      const floor = timeFloor.get();
+      const time = { clock, floor, clockBehindFloorMs: Math.max(0, floor - clock) };
+      const out: Record<string, unknown> = { provisioned, roles, rootVersion: provisioned ? rootChain().rootVersion : null, bundles: list, time };
       const w = readJson(KEY_WALLET);
       if (w) out['wallet'] = { actorId: w.actorId, grantId: w.grant?.grantId ?? null, publicJwk: w.publicJwk };
       const grantId = args.grantId ?? w?.grant?.grantId;

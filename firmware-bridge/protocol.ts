@@ -59,7 +59,8 @@ type Op = (device: Device, args: Record<string, any>) => unknown;
 /** The operations a firmware may call (README.md § Operations). */
 export const OPS: Record<string, Op> = {
   provisionRoot: (d, a) => d.provisionRoot({ rootPublicKeyPem: a['rootPublicKeyPem'] }),
-  installBundle: (d, a) => d.installBundle({ bundle: a['bundle'] }),
+  installBundle: (d, a) => d.installBundle({ bundle: a['bundle'], rootChain: a['rootChain'] }),
+  updateRoot: (d, a) => d.updateRoot({ rootChain: a['rootChain'] }),
   verify: (d, a) => d.verify({ sba: a['sba'], amount: a['amount'], currency: a['currency'], merchantId: a['merchantId'], rail: a['rail'], purpose: a['purpose'] }),
   provisionWallet: (d, a) => d.provisionWallet({ actorId: a['actorId'] }),
   installGrant: (d, a) => d.installGrant({ grant: a['grant'] }),
@@ -106,43 +107,66 @@ export async function handlePayload(device: Device, payload: Uint8Array): Promis
  * Splits a byte stream into frames. `push` returns the complete payloads and, for a frame whose
  * declared length is over the limit, a marker: its bytes are skipped as they arrive, so the stream
  * stays in step and the peer gets an error frame instead of a hang.
+ *
+ * Linear in the bytes pushed, however they are cut (a UART delivers a few bytes at a time): each
+ * byte is copied once into the frame being assembled, whose buffer grows by doubling up to the
+ * declared length (never allocated up front: a peer's length prefix alone costs no memory).
  */
 export function createFrameReader(maxBytes = MAX_FRAME_BYTES) {
-  let buf = new Uint8Array(0);
+  const head = new Uint8Array(4);
+  let headLen = 0;
+  let body: Uint8Array | null = null; // the payload being assembled, when a header has been read
+  let want = 0; // its declared length
+  let have = 0; // bytes of it received
   let skipping = 0;
   return {
     push(chunk: Uint8Array): Array<Uint8Array | { oversized: number }> {
       const out: Array<Uint8Array | { oversized: number }> = [];
-      const joined = new Uint8Array(buf.length + chunk.length);
-      joined.set(buf);
-      joined.set(chunk, buf.length);
       let at = 0;
-      for (;;) {
+      while (at < chunk.length) {
         if (skipping > 0) {
-          const n = Math.min(skipping, joined.length - at);
+          const n = Math.min(skipping, chunk.length - at);
           skipping -= n;
           at += n;
-          if (skipping > 0) break;
           continue;
         }
-        if (joined.length - at < 4) break;
-        const len = new DataView(joined.buffer, joined.byteOffset + at, 4).getUint32(0);
-        if (len > maxBytes) {
-          out.push({ oversized: len });
-          skipping = len;
-          at += 4;
+        if (body === null) {
+          head[headLen++] = chunk[at++]!;
+          if (headLen < 4) continue;
+          headLen = 0;
+          const len = ((head[0]! << 24) | (head[1]! << 16) | (head[2]! << 8) | head[3]!) >>> 0;
+          if (len > maxBytes) {
+            out.push({ oversized: len });
+            skipping = len;
+          } else if (chunk.length - at >= len) {
+            out.push(chunk.slice(at, at + len)); // whole payload in this chunk: one copy
+            at += len;
+          } else {
+            want = len;
+            have = 0;
+            body = new Uint8Array(Math.min(len, Math.max(256, chunk.length - at)));
+          }
           continue;
         }
-        if (joined.length - at - 4 < len) break;
-        out.push(joined.slice(at + 4, at + 4 + len));
-        at += 4 + len;
+        const n = Math.min(want - have, chunk.length - at);
+        if (have + n > body.length) {
+          const grown = new Uint8Array(Math.min(want, Math.max(have + n, body.length * 2)));
+          grown.set(body.subarray(0, have));
+          body = grown;
+        }
+        body.set(chunk.subarray(at, at + n), have);
+        have += n;
+        at += n;
+        if (have === want) {
+          out.push(body.length === want ? body : body.slice(0, want));
+          body = null;
+        }
       }
-      buf = joined.slice(at);
       return out;
     },
-    /** Bytes of an incomplete frame still buffered. */
+    /** Bytes of an incomplete frame still buffered (its length prefix included). */
     pending(): number {
-      return buf.length;
+      return body === null ? headLen : 4 + have;
     },
   };
 }

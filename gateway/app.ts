@@ -1,5 +1,5 @@
 /**
- * The transparent payment gateway (spec §1 part 1, issue 4): `createGatewayApp(deps)` builds the
+ * The transparent payment gateway (spec §1 part 1): `createGatewayApp(deps)` builds the
  * Koa app and its background work (expiry timer, reconciliation) without listening; server.ts
  * listens. Everything shared between instances lives in the database, so any number of
  * instances can serve one PostgreSQL database.
@@ -7,11 +7,13 @@
 import Koa from 'koa';
 import Router from '@koa/router';
 import { randomBytes } from 'node:crypto';
-import { Counter, Histogram } from 'prom-client';
 import {
-  errorMiddleware, createMetrics, createApiKeyAuth, migrate, dispatchLogMigration, createSqlDispatchLog, silentLogger,
-  type SqlDatabase, type Logger,
+  errorMiddleware, requestGuard, createMetrics, migrate, dispatchLogMigration, webhookOutboxMigration, auditLogMigration, auditStagingMigration, silentLogger,
+  type SqlDatabase, type Logger, type WebhookRetrySettings,
 } from '../service-kit/index.js';
+import { readinessHandler } from '../service-kit/readiness.js';
+import { serveOpenApi } from '../service-kit/openapi.js';
+import { GATEWAY_OPENAPI } from './openapi.js';
 import { GATEWAY_MIGRATIONS } from './store/schema.js';
 import { expireDue, nextExpiry, sessionById } from './store/sessions.js';
 import { createLedgerRail } from './rails/ledger.js';
@@ -21,17 +23,28 @@ import { createX402Rail, createX402Dialect, X402_RAIL, type X402ChainReader } fr
 import { X402_MIGRATIONS } from './rails/x402/store.js';
 import { DEFAULT_MAX_TIMEOUT_SECONDS, type X402AssetMap } from './rails/x402/assets.js';
 import { generatePrivateKey } from 'viem/accounts';
-import { createKeyRing, sharedSecret } from './services/keys.js';
+import { createKeyRing, sharedSecret, type ExternalKey } from './services/keys.js';
+import { createSessionKeys } from './services/session-keys.js';
+import { gatewayKek } from './services/custody.js';
+import type { SecretSealer } from '../service-kit/secrets/index.js';
 import { createGatewayEvents, type GatewayEventType } from './services/events.js';
 import { createPaymentService } from './services/payments.js';
+import { gatewayMetrics } from './services/business-metrics.js';
 import { createSessionService } from './services/sessions.js';
 import { createForwarder, guardedFetch } from './services/forwarder.js';
 import type { LookupFn, TargetPolicy } from './services/address-guard.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { proxyRoutes } from './routes/proxy.js';
-import { adminRoutes, findOwnerKey } from './routes/admin.js';
+import { agentSessionRoutes } from './routes/agent-session.js';
+import { adminRoutes } from './routes/admin.js';
+import { createOwnerAuth } from './services/owner-auth.js';
 import { merchantRoutes } from './routes/merchant.js';
 import { keyRoutes } from './routes/keys.js';
+import { consoleRoutes, observeSessionWrites } from './routes/console.js';
+import { createConsoleStreams } from './services/console-stream.js';
+import { createIdempotencyService, type IdempotencyOptions } from './services/idempotency.js';
+import { eventAdminRoutes } from './routes/events-admin.js';
+import { gatewayRateLimits, DEFAULT_GATEWAY_RATE_LIMITS, DEFAULT_MAX_SESSION_SECONDS, type GatewayRateLimits } from './services/rate-limits.js';
 
 export interface GatewayDeps {
   db: SqlDatabase;
@@ -42,18 +55,22 @@ export interface GatewayDeps {
   publicUrl?: string;
   /** Issuer of the internal grants, receipts and bundle; default `ctl-gateway`. */
   issuer?: string;
-  /** The forwarder's address guard (issue 4 §7); private targets refused unless allowed. */
+  /** The forwarder's address guard; private targets refused unless allowed. */
   targets?: TargetPolicy;
   /** DNS for the forwarder (tests). */
   resolve?: LookupFn;
   /** Pays merchants; default the ledger rail on this database. */
   rail?: Rail;
   /**
-   * The x402 rail (issue 6): `CTL_X402_ASSETS` (session currency → assets it may pay with; empty:
+   * The x402 rail: `CTL_X402_ASSETS` (session currency → assets it may pay with; empty:
    * every x402 402 is `asset_not_allowed`), `CTL_X402_MAX_TIMEOUT_SECONDS` (600) and
    * `CTL_GATEWAY_EVM_PRIVATE_KEY` (default: made on first start and kept in the database).
    */
-  x402?: { assets?: X402AssetMap; maxTimeoutSeconds?: number; privateKey?: `0x${string}`; chain?: (network: string) => X402ChainReader | undefined };
+  x402?: {
+    assets?: X402AssetMap; maxTimeoutSeconds?: number; privateKey?: `0x${string}`; chain?: (network: string) => X402ChainReader | undefined;
+    /** Clock skew allowed past an authorization's `validBefore` before the chain is asked (default 60 s; rails/x402/rail.ts). */
+    expiryMarginMs?: number;
+  };
   now?: () => number;
   forwardTimeoutMs?: number;
   maxBodyBytes?: number;
@@ -63,9 +80,27 @@ export interface GatewayDeps {
   reconcileIntervalMs?: number;
   /** Upper bound on the expiry timer's sleep (default 30 s; a new session reschedules it). */
   expiryMaxSleepMs?: number;
-  webhooks?: { fetch?: typeof fetch; maxAttempts?: number; baseDelayMs?: number };
+  /** Webhook delivery (`CTL_WEBHOOK_*`, service-kit webhookRetryFromEnv) and a fetch for tests. */
+  webhooks?: WebhookRetrySettings & { fetch?: typeof fetch };
+  /**
+   * Seals the private keys and secrets the gateway stores (services/custody.ts); default: the
+   * development KEK file beside the SQLite database (./data/gateway.kek otherwise).
+   */
+  sealer?: SecretSealer;
+  /** The receipt key when held outside the database (CTL_GATEWAY_RECEIPT_KEY_PKCS11_URI, …). */
+  receiptKey?: ExternalKey;
+  /** Keys held outside the database by purpose (CTL_GATEWAY_<PURPOSE>_KEY_PKCS11_URI, …); `receiptKey` is `externalKeys.receipt`. */
+  externalKeys?: Partial<Record<'grant' | 'receipt' | 'bundle', ExternalKey>>;
+  /** `Idempotency-Key` on /proxy (README "Idempotency-Key"): lease (default reconcileStaleMs), 24 h ttl, stored body bound. */
+  idempotency?: IdempotencyOptions;
+  /** Per budget owner and per session (services/rate-limits.ts); default DEFAULT_GATEWAY_RATE_LIMITS, a missing entry is no limit. */
+  rateLimits?: GatewayRateLimits;
+  /** `CTL_GATEWAY_MAX_SESSION_SECONDS`: how far ahead `expiresAt` may be (default 30 days). */
+  maxSessionSeconds?: number;
   /** Told of every event (tests, logs). */
   onEvent?: (type: GatewayEventType, data: Record<string, unknown>) => void;
+  /** The console (/console): its built files (default build/console/) and live-stream bounds. */
+  console?: { dir?: string; maxStreamsPerOwner?: number; maxStreams?: number; heartbeatMs?: number };
 }
 
 export interface GatewayApp {
@@ -83,7 +118,7 @@ export interface GatewayApp {
   close(): Promise<void>;
 }
 
-// Gateway statuses where they differ from service-kit's defaults (issue 4 §3).
+// Gateway statuses where they differ from service-kit's defaults.
 const STATUS_BY_CODE = { session_paused: 409, currency_mismatch: 402, payment_failed: 502 };
 
 export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
@@ -92,34 +127,50 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
   const logger = deps.logger ?? silentLogger();
   const issuer = deps.issuer ?? 'ctl-gateway';
   const targets = deps.targets ?? { allowPrivate: false };
-  await migrate(db, [...GATEWAY_MIGRATIONS, dispatchLogMigration('gw_webhook_dispatches'), ...X402_MIGRATIONS]);
+  await migrate(db, [
+    ...GATEWAY_MIGRATIONS, dispatchLogMigration('gw_webhook_dispatches'), ...X402_MIGRATIONS,
+    // Durable events: the audit chain and the webhook outbox, written in each change's transaction (services/events.ts).
+    auditLogMigration('gw_audit_log'), auditStagingMigration('gw_audit_log'), webhookOutboxMigration('gw_webhook_dispatches'),
+  ]);
   // Each payment writes a few pages (its receipt carries the SBA and grant): checkpoint the WAL
   // less often, so its fsync is paid once per ~40 MB rather than every ~200 payments.
   if (db.dialect === 'sqlite') await db.exec('PRAGMA wal_autocheckpoint = 10000');
 
   const ledger = createLedgerRail(db, now);
   const rail = deps.rail ?? ledger;
-  const keys = createKeyRing(db, now);
-  await keys.all(); // makes the key set on first start
-  const continuationSecret = Buffer.from(await sharedSecret(db, 'continuation-hmac', () => randomBytes(32).toString('base64url')), 'base64url');
+  let sealer = deps.sealer;
+  if (!sealer) {
+    const kek = await gatewayKek({}, db.description);
+    logger.warn({ kek: kek.sealer.description }, 'no CTL_GATEWAY_KEK: stored keys and secrets are sealed under a development KEK (set CTL_GATEWAY_KEK or CTL_GATEWAY_KEK_PKCS11_URI in production)');
+    sealer = kek.sealer;
+  }
+  const keys = createKeyRing(db, now, { sealer, external: { ...deps.externalKeys, ...(deps.receiptKey ? { receipt: deps.receiptKey } : {}) } });
+  await keys.init(); // seals keys found in the clear, holds the external key, makes the key set on first start
+  const sessionKeys = await createSessionKeys(db, sealer);
+  const continuationSecret = Buffer.from(await sharedSecret(db, 'continuation-hmac', () => randomBytes(32).toString('base64url'), sealer), 'base64url');
   const metrics = createMetrics({ prefix: 'ctl_gateway_' });
-  const payments_total = new Counter({ name: 'ctl_gateway_payments_total', help: 'Payments made', registers: [metrics.registry] });
-  const refusals = new Counter({ name: 'ctl_gateway_refusals_total', help: 'Payments refused, by code', labelNames: ['code'] as const, registers: [metrics.registry] });
-  const payLatency = new Histogram({
-    name: 'ctl_gateway_payment_duration_seconds', help: 'From the merchant 402 to the committed receipt', registers: [metrics.registry],
-    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
-  });
+  const business = gatewayMetrics(metrics.registry, db);
   const forwarder = createForwarder({
     policy: targets, timeoutMs: deps.forwardTimeoutMs, maxResponseBytes: deps.maxResponseBytes, resolve: deps.resolve,
   });
   // Webhook URLs are the owner's, but they are still outbound requests from inside: same guard.
   const hookForwarder = createForwarder({ policy: targets, timeoutMs: 5000, maxResponseBytes: 64 * 1024, maxRedirects: 0, resolve: deps.resolve });
+  const consoleStreams = createConsoleStreams({
+    db, now, maxPerOwner: deps.console?.maxStreamsPerOwner, maxTotal: deps.console?.maxStreams, heartbeatMs: deps.console?.heartbeatMs,
+    ownerOfKey: async (key) => (await auth(key))?.ownerId,
+    onError: (e) => logger.warn({ err: e }, 'console stream'),
+  });
   const events = createGatewayEvents({
-    log: createSqlDispatchLog(db, 'gw_webhook_dispatches'),
+    db,
+    now,
     fetch: guardedFetch(hookForwarder),
     ...deps.webhooks,
     onError: (e) => logger.warn({ err: e }, 'webhook delivery failed'),
-    onEvent: deps.onEvent,
+    onDelivery: business.delivery,
+    onEvent: (type, data) => {
+      consoleStreams.publish(type, data);
+      deps.onEvent?.(type, data);
+    },
   });
   // The base URL written into grants (revocationUrl) and responses never comes from a request
   // (a Host header would let a caller point a grant's revocation check at its own server): the
@@ -134,12 +185,10 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
   const maxSleep = deps.expiryMaxSleepMs ?? 30_000;
 
   async function expireNow(): Promise<string[]> {
-    const ended = await expireDue(db, now());
-    for (const id of ended) {
-      const s = await sessionById(db, id);
-      if (s) events.emit(s, 'session.expired', { expiredAt: new Date(s.expiresAt).toISOString() });
-    }
-    return ended;
+    return expireDue(db, now(), events.effect(async (ended, q) => {
+      const sessions = await Promise.all(ended.map((id) => sessionById(q, id)));
+      return sessions.flatMap((s) => (s ? [{ session: s, type: 'session.expired' as const, data: { expiredAt: new Date(s.expiresAt).toISOString() }, actor: 'system' }] : []));
+    }));
   }
   // spec §3 last row: `expiresAt` revokes the session on time, with or without traffic.
   function scheduleExpiry(at: number) {
@@ -161,26 +210,29 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
     expiryTimer.unref?.();
   }
 
-  const x402Rail = createX402Rail(db, now, deps.x402?.chain);
-  const sessions = createSessionService({
-    db, keys, events, issuer, railName: rail.name, extraRails: [X402_RAIL], continuationSecret, targets, now, onCreated: (at) => scheduleExpiry(at),
+  const x402Rail = createX402Rail(db, now, deps.x402?.chain, deps.x402?.expiryMarginMs);
+  const limits = gatewayRateLimits(db, deps.rateLimits ?? DEFAULT_GATEWAY_RATE_LIMITS, createOwnerAuth(db, deps.adminKey));
+  const sessions = limits.sessions(createSessionService({
+    db, keys, sessionKeys, events, issuer, railName: rail.name, extraRails: [X402_RAIL], continuationSecret, targets, now, onCreated: (at) => scheduleExpiry(at),
+    maxSessionSeconds: deps.maxSessionSeconds ?? DEFAULT_MAX_SESSION_SECONDS,
+  }));
+  const idempotency = createIdempotencyService({
+    db, now, statusByCode: STATUS_BY_CODE, logger, leaseMs: deps.reconcileStaleMs, ...deps.idempotency,
   });
   const payments = createPaymentService({
-    db, rail, otherRails: [x402Rail], keys, events, continuationSecret, issuer, now,
-    onPaid: (ms) => {
-      payments_total.inc();
-      payLatency.observe(ms / 1000);
-    },
-    onRefused: (code) => refusals.inc({ code }),
+    db, rail, otherRails: [x402Rail], keys, sessionKeys, events, continuationSecret, issuer, now, paymentId: idempotency.paymentId,
+    onPaid: business.paid,
+    onRefused: business.refused,
+    onReconciled: business.reconciled,
     onReconcileError: (paymentId, err) => logger.warn({ err, paymentId }, 'reconcile: payment left open, retried next pass'),
   });
-  // The gateway's EVM account, like its other keys: configured, or made once and kept (issue 6 §4).
-  const evmKey = deps.x402?.privateKey ?? ((await sharedSecret(db, 'evm-private-key', () => generatePrivateKey())) as `0x${string}`);
+  // The gateway's EVM account, like its other keys: configured, or made once and kept.
+  const evmKey = deps.x402?.privateKey ?? ((await sharedSecret(db, 'evm-private-key', () => generatePrivateKey(), sealer)) as `0x${string}`);
   const x402 = createX402Dialect({
     db, payments, privateKey: evmKey, assets: deps.x402?.assets ?? new Map(), maxTimeoutSeconds: deps.x402?.maxTimeoutSeconds ?? DEFAULT_MAX_TIMEOUT_SECONDS, now,
   });
   const dialects = [x402, createCtlDialect(payments)];
-  const auth = createApiKeyAuth({ findKey: findOwnerKey(db), bootstrapKey: deps.adminKey });
+  const auth = limits.auth;
 
   const app = new Koa();
   app.proxy = false;
@@ -192,26 +244,33 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
     if (b && typeof b === 'object' && !Buffer.isBuffer(b) && typeof b.error?.code === 'string') ctx.set('X-Ctl-Gateway-Error', b.error.code);
   });
   app.use(errorMiddleware({ logger, statusByCode: STATUS_BY_CODE }));
+  app.use(observeSessionWrites(consoleStreams));
 
   const health = new Router();
   health.get('/healthz', (ctx) => {
     ctx.body = { ok: true };
   });
-  health.get('/readyz', async (ctx) => {
-    const ok = await db.ping();
-    ctx.status = ok ? 200 : 503;
-    ctx.body = ok ? { ok: true } : { error: { code: 'unavailable', message: 'the database is not reachable' } };
-  });
+  // The same shape as the authority's: { status, checks: { database, keys } }.
+  health.get('/readyz', readinessHandler({
+    database: () => db.ping(),
+    keys: async () => Boolean((await keys.active('grant')) && (await keys.active('receipt'))),
+  }));
   health.get('/metrics', metrics.handler);
+  serveOpenApi(health, GATEWAY_OPENAPI);
 
-  for (const r of [
+  const routers = [
     health,
-    adminRoutes({ db, auth, keys, now }),
+    adminRoutes({ db, auth, keys, sessions, events, now }),
     sessionRoutes({ db, auth, sessions, baseUrl }),
-    proxyRoutes({ sessions, dialects, forwarder, now, maxBodyBytes: deps.maxBodyBytes ?? 1024 * 1024 }),
+    proxyRoutes({ sessions, dialects, forwarder, now, maxBodyBytes: deps.maxBodyBytes ?? 1024 * 1024, idempotency }),
+    agentSessionRoutes({ db, sessions }),
     merchantRoutes({ db, ledger, now, baseUrl }),
     keyRoutes({ db, keys, issuer, now }),
-  ]) {
+    consoleRoutes({ db, auth, sessions, streams: consoleStreams, dir: deps.console?.dir }),
+    eventAdminRoutes({ auth, events }),
+  ];
+  app.use(requestGuard(routers));
+  for (const r of routers) {
     app.use(r.routes());
     app.use(r.allowedMethods());
   }
@@ -221,6 +280,7 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
   await reconcile().catch((e) => logger.error({ err: e }, 'reconcile failed'));
   const reconcileTimer = setInterval(() => {
     reconcile().catch((e) => logger.error({ err: e }, 'reconcile failed'));
+    idempotency.prune().catch((e) => logger.error({ err: e }, 'pruning idempotency keys failed'));
   }, deps.reconcileIntervalMs ?? 30_000);
   reconcileTimer.unref?.();
   await expireNow();
@@ -240,7 +300,8 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
       closed = true;
       if (expiryTimer) clearTimeout(expiryTimer);
       clearInterval(reconcileTimer);
-      events.close();
+      await events.close();
+      await consoleStreams.close();
       forwarder.close();
       hookForwarder.close();
     },

@@ -10,16 +10,19 @@
 // ES256 signatures are deterministic (RFC 6979), so the files regenerate byte for byte.
 // The private keys here are test-only.
 import { createHash, createPrivateKey, createPublicKey } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { checkOnly, writeGenerated } from './lib/generated-file.mjs';
 import * as ctl from '../build/src/index.js';
+import { nobleP256 } from '../build/src/entries/p256.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const outDir = join(root, 'test', 'vectors', 'own');
-const check = process.argv.includes('--check');
+const check = checkOnly;
 
 ctl.setCryptoBackend('noble');
+// The noble backend does P-256 only with the opt-in pure-JS stack (ctl/p256).
+ctl.registerP256(nobleP256);
 
 // ---------------------------------------------------------------------------------------------
 // Keys
@@ -507,7 +510,6 @@ const DESCRIPTIONS = {
   receipt: 'Receipt cases for verifyReceipt(receipt, { publicKey | jwks }).',
 };
 
-mkdirSync(outDir, { recursive: true });
 let changed = 0;
 for (const [name, cases] of Object.entries(out)) {
   const text = JSON.stringify({
@@ -516,14 +518,7 @@ for (const [name, cases] of Object.entries(out)) {
     keys,
     cases,
   }, null, 1) + '\n';
-  const path = join(outDir, `${name}.json`);
-  if (check) {
-    const old = existsSync(path) ? readFileSync(path, 'utf8') : '';
-    if (old !== text) {
-      changed++;
-      console.error(`${path}: would change`);
-    }
-  } else writeFileSync(path, text);
+  if (writeGenerated(join(outDir, `${name}.json`), text)) changed++;
   console.log(`${name}.json: ${cases.length} cases`);
 }
 if (check && changed) process.exit(1);

@@ -33,8 +33,10 @@ function newest(dir) {
   }
   return t;
 }
-const distFile = join(root, 'dist', 'ctl.iife.js');
-if (!existsSync(distFile) || statSync(distFile).mtimeMs < newest(join(root, 'src'))) {
+// Every bundle the tests load (the role bundles too): one missing or stale rebuilds them all.
+const distFiles = ['ctl.iife.js', 'ctl-verify.iife.js', 'ctl-wallet.iife.js', 'ctl-p256.iife.js', 'verify.js', 'wallet.js', 'p256.js'].map((f) => join(root, 'dist', f));
+const srcTime = newest(join(root, 'src'));
+if (distFiles.some((f) => !existsSync(f) || statSync(f).mtimeMs < srcTime)) {
   console.log('dist/ is missing or older than src/: building it (rollup -c)');
   const r = spawnSync(process.execPath, [join(root, 'node_modules', 'rollup', 'dist', 'bin', 'rollup'), '-c', '--silent'], { cwd: root, stdio: 'inherit' });
   if (r.status !== 0) {
@@ -46,18 +48,32 @@ if (!existsSync(distFile) || statSync(distFile).mtimeMs < newest(join(root, 'src
 const files = collect(testRoot, []).filter((f) => filters.length === 0 || filters.some((s) => f.includes(s)));
 const strip = (s) => s.replace(/\x1b\[[0-9;]*m/g, '');
 
+// A test file still running after this long has hung (the longest, the tarball install, takes
+// about 5 minutes on a loaded machine): it is killed and counted as failed, never waited on forever.
+const FILE_TIMEOUT_MS = Number(process.env.CTL_TEST_FILE_TIMEOUT_MS) || 480_000;
+
 function runFile(file) {
   return new Promise((resolve) => {
     const started = Date.now();
     const child = spawn(process.execPath, ['--enable-source-maps', file], {
       cwd: root,
-      env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' },
+      env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0', CTL_TEST_RUNNER: '1' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
+    let hung = false;
+    const timer = setTimeout(() => {
+      hung = true;
+      child.kill('SIGKILL');
+    }, FILE_TIMEOUT_MS);
     child.stdout.on('data', (d) => (out += d));
     child.stderr.on('data', (d) => (out += d));
     child.on('close', (code) => {
+      clearTimeout(timer);
+      if (hung) {
+        out += `\nHUNG: killed after ${FILE_TIMEOUT_MS / 1000} s without finishing\n`;
+        return resolve({ file: relative(root, file), code, text: strip(out), ms: Date.now() - started, passed: 0, failed: 1, skipped: 0, hung: true });
+      }
       const text = strip(out);
       const total = Number(/Total:\s+(\d+)/.exec(text)?.[1] ?? NaN);
       const passed = Number(/Passed:\s+(\d+)/.exec(text)?.[1] ?? NaN);
@@ -80,12 +96,20 @@ let next = 0;
 async function worker() {
   while (next < files.length) {
     const file = files[next++];
-    const r = await runFile(file);
+    let r = await runFile(file);
+    // A hang (not a failed assertion) is run once more and reported either way: a rare hang
+    // seen once in CI (a pure crypto test idle in epoll, not reproduced in 12 runs) must not
+    // hide behind a green line, nor hold the whole run.
+    if (r.hung) {
+      console.log(`HUNG ${r.file}: killed after ${FILE_TIMEOUT_MS / 1000} s; running it once more`);
+      r = await runFile(file);
+    }
     results.push(r);
     const mark = r.failed ? 'FAIL' : 'ok  ';
     console.log(`${mark} ${r.file}  (${r.passed} passed, ${r.failed} failed${r.skipped ? `, ${r.skipped} skipped` : ''}, ${r.ms} ms)`);
     if (r.failed) console.log(r.text.split('\n').map((l) => '     ' + l).join('\n'));
-    const skipLines = r.text.split('\n').filter((l) => l.startsWith('SKIPPED'));
+    // SKIPPED: what did not run; ARTIFACTS: where a passing test left files to look at (screenshots).
+    const skipLines = r.text.split('\n').filter((l) => l.startsWith('SKIPPED') || l.startsWith('ARTIFACTS'));
     for (const l of skipLines) console.log('     ' + l);
   }
 }

@@ -1,5 +1,5 @@
 /**
- * API keys (issue 3: `Authorization: Bearer <key>`, stored only as hashes, compared in constant
+ * API keys (`Authorization: Bearer <key>`, stored only as hashes, compared in constant
  * time, scoped). A key reads `ctlk_<keyId>_<secret>`: the key id finds the stored record, then the
  * SHA-256 of the whole presented key is compared with the stored hash in constant time, so
  * neither a lookup nor a comparison leaks how much of a guess was right.
@@ -85,9 +85,13 @@ export function createApiKeyAuth(options: ApiKeyAuthOptions): Authenticate {
   };
 }
 
-/** The bearer token of a request, or undefined. */
+/**
+ * The bearer token of an Authorization header, or undefined. The scheme is case-insensitive and
+ * followed by one or more spaces (RFC 9110 §11.1, §11.4); the token is taken as sent.
+ * @example bearerToken('bearer ctlk_ab_cd') // 'ctlk_ab_cd'
+ */
 export function bearerToken(header: string | undefined): string | undefined {
-  const m = header ? /^Bearer ([\x21-\x7e]{1,512})$/.exec(header) : null;
+  const m = header ? /^bearer +([\x21-\x7e]{1,512})$/i.exec(header) : null;
   return m?.[1];
 }
 

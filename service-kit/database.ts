@@ -33,6 +33,13 @@ export interface SqlDatabase extends SqlExecutor {
    * advisory lock; SQLite `BEGIN IMMEDIATE` holds the single writer lock anyway).
    */
   tx<T>(fn: (q: SqlExecutor) => Promise<T>, options?: { lock?: string }): Promise<T>;
+  /**
+   * One statement (its first row, as `get`) whose commit may be shared with concurrent ones:
+   * group commit, so a hot row is locked and the log flushed once for many callers. It resolves
+   * only once that commit is durable. `key` orders a group (its rows are locked in key order, so
+   * two groups cannot deadlock on them): the id of the main row the statement locks.
+   */
+  getGrouped<T = Row>(key: string, sql: string, params?: unknown[]): Promise<T | undefined>;
   /** true when a trivial query succeeds (readiness). */
   ping(): Promise<boolean>;
   close(): Promise<void>;
@@ -43,6 +50,8 @@ export interface SqlDatabase extends SqlExecutor {
    * ends this subscription (and the connection with the last one).
    */
   listen?(channel: string, handlers: ListenHandlers): { close(): Promise<void> };
+  /** PostgreSQL only: the pool itself, for libraries that take one (rate-limit.ts). */
+  readonly pgPool?: pg.Pool;
 }
 
 /** One LISTEN subscription (PostgreSQL). */
@@ -89,7 +98,8 @@ function openSqlite(path: string): SqlDatabase {
   db.pragma('journal_mode = WAL');
   db.pragma('busy_timeout = 5000');
   db.pragma('foreign_keys = ON');
-  db.pragma('synchronous = NORMAL');
+  // FULL: a committed payment survives a power loss too (WAL + NORMAL may lose the last commits).
+  db.pragma('synchronous = FULL');
   const cache = new Map<string, Database.Statement>();
   const prepare = (sql: string) => {
     let s = cache.get(sql);
@@ -127,33 +137,27 @@ function openSqlite(path: string): SqlDatabase {
       while (txOpen) await txTail;
       return (direct[k] as (...a: unknown[]) => unknown)(...args);
     }) as SqlExecutor[K];
+  const group = sqliteGroupCommit(db, direct, {
+    async claim() {
+      // Claim the connection in the same step as the check, so two waiters cannot both enter.
+      while (txOpen) await txTail;
+      txOpen = true;
+      let release!: () => void;
+      txTail = new Promise<void>((r) => (release = r));
+      return () => {
+        txOpen = false;
+        release();
+      };
+    },
+  });
   return {
     dialect: 'sqlite',
     all: guarded('all'),
     get: guarded('get'),
     run: guarded('run'),
     exec: guarded('exec'),
-    async tx(fn) {
-      // Claim the connection in the same step as the check, so two waiters cannot both enter.
-      while (txOpen) await txTail;
-      txOpen = true;
-      let release!: () => void;
-      txTail = new Promise<void>((r) => (release = r));
-      try {
-        db.exec('BEGIN IMMEDIATE');
-        try {
-          const out = await fn(direct);
-          db.exec('COMMIT');
-          return out;
-        } catch (e) {
-          if (db.inTransaction) db.exec('ROLLBACK');
-          throw e;
-        }
-      } finally {
-        txOpen = false;
-        release();
-      }
-    },
+    tx: (fn) => group.tx(fn),
+    getGrouped: (_key, sql, params) => group.tx((q) => q.get(sql, params)),
     async ping() {
       try {
         while (txOpen) await txTail;
@@ -167,6 +171,90 @@ function openSqlite(path: string): SqlDatabase {
       db.close();
     },
     description: memory ? 'sqlite::memory:' : `sqlite:${path}`,
+  };
+}
+
+/** One transaction's callback waiting for the next group commit, and how to answer it. */
+interface PendingTx {
+  fn: (q: SqlExecutor) => Promise<unknown>;
+  resolve(v: unknown): void;
+  reject(e: unknown): void;
+}
+
+/**
+ * Group commit for SQLite: the transactions requested while the connection is busy, or in the
+ * same event-loop turn, run one after another inside one `BEGIN IMMEDIATE … COMMIT`, each in its
+ * own SAVEPOINT (a callback that throws rolls back only its own writes). One COMMIT, so one WAL
+ * fsync under `synchronous = FULL`, covers them all, and every caller is answered only after that
+ * COMMIT returned: what a caller was told is committed is durable. A later transaction of the
+ * group sees the earlier ones' writes, exactly as if they had committed one by one before it.
+ */
+function sqliteGroupCommit(db: Database.Database, direct: SqlExecutor, conn: { claim(): Promise<() => void> }) {
+  let queue: PendingTx[] = [];
+  let scheduled = false;
+  const MAX_GROUP = 256;
+
+  async function flush() {
+    const unclaim = await conn.claim();
+    const group = queue.slice(0, MAX_GROUP);
+    queue = queue.slice(group.length);
+    scheduled = false;
+    const done: Array<{ p: PendingTx; ok: boolean; v: unknown }> = [];
+    try {
+      db.exec('BEGIN IMMEDIATE');
+    } catch (e) {
+      for (const p of group) p.reject(e);
+      unclaim();
+      return schedule();
+    }
+    for (const p of group) {
+      if (!db.inTransaction) {
+        // A failure SQLite answers by rolling back the whole transaction (I/O, disk full): the
+        // group so far is lost, so nothing of it may be reported committed.
+        done.push({ p, ok: false, v: new Error('the group transaction was rolled back') });
+        continue;
+      }
+      db.exec('SAVEPOINT ctl_tx');
+      try {
+        const v = await p.fn(direct);
+        db.exec('RELEASE ctl_tx');
+        done.push({ p, ok: true, v });
+      } catch (e) {
+        if (db.inTransaction) db.exec('ROLLBACK TO ctl_tx; RELEASE ctl_tx');
+        done.push({ p, ok: false, v: e });
+      }
+    }
+    let commitError: unknown;
+    try {
+      if (!db.inTransaction) throw new Error('the group transaction was rolled back');
+      db.exec('COMMIT');
+    } catch (e) {
+      commitError = e;
+      if (db.inTransaction) db.exec('ROLLBACK');
+    }
+    unclaim();
+    for (const d of done) {
+      if (!d.ok) d.p.reject(d.v);
+      else if (commitError !== undefined) d.p.reject(commitError);
+      else d.p.resolve(d.v);
+    }
+    schedule();
+  }
+
+  function schedule() {
+    if (scheduled || queue.length === 0) return;
+    scheduled = true;
+    // After the I/O callbacks of this turn: concurrent requests join the same group.
+    setImmediate(() => void flush());
+  }
+
+  return {
+    tx<T>(fn: (q: SqlExecutor) => Promise<T>): Promise<T> {
+      return new Promise<T>((resolve, reject) => {
+        queue.push({ fn, resolve: resolve as (v: unknown) => void, reject });
+        schedule();
+      });
+    },
   };
 }
 
@@ -230,10 +318,20 @@ async function openPostgres(url: string, options: OpenOptions): Promise<SqlDatab
     };
   };
   const base = on(pool);
+  const grouped = pgGroupCommit(pool, on, base);
   return {
     ...base,
+    getGrouped: grouped.get,
     async tx(fn, txOptions = {}) {
       const client = await pool.connect();
+      // A checked-out client is outside the pool's error listener: a connection the server ends
+      // between two queries (a restart) would be an unhandled 'error' and end the process. Heard
+      // here, it fails this transaction (its next query throws) and the client is discarded.
+      let lost: Error | undefined;
+      const onError = (e: Error) => {
+        lost = e;
+      };
+      client.on('error', onError);
       try {
         await client.query('BEGIN');
         if (txOptions.lock) await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [txOptions.lock]);
@@ -244,7 +342,8 @@ async function openPostgres(url: string, options: OpenOptions): Promise<SqlDatab
         await client.query('ROLLBACK').catch(() => {});
         throw e;
       } finally {
-        client.release();
+        client.off('error', onError);
+        client.release(lost);
       }
     },
     async ping() {
@@ -260,6 +359,97 @@ async function openPostgres(url: string, options: OpenOptions): Promise<SqlDatab
     },
     description: redact(url) + (schema ? ` (schema ${schema})` : ''),
     listen: (channel, handlers) => sharedListener(url).subscribe(channel, handlers),
+    pgPool: pool,
+  };
+}
+
+/** One statement waiting for the next PostgreSQL group. */
+interface PendingStatement {
+  key: string;
+  sql: string;
+  params: unknown[];
+  resolve(row: unknown): void;
+  reject(e: unknown): void;
+}
+
+/**
+ * Group commit for PostgreSQL: statements that arrive while groups are in flight (or in the same
+ * event-loop turn) run in one transaction on one connection, ordered by key, and are answered
+ * after its COMMIT: one WAL flush, and a hot session row locked once, for many payments. When a
+ * statement fails the group is rolled back and each statement runs again on its own (an error
+ * is then its own, and nothing of the group was committed). A COMMIT that fails rejects the group,
+ * as the failed COMMIT of a single statement would.
+ */
+function pgGroupCommit(pool: pg.Pool, on: (c: pg.PoolClient) => SqlExecutor, alone: SqlExecutor) {
+  const MAX_IN_FLIGHT = 2;
+  const MAX_GROUP = 128;
+  let queue: PendingStatement[] = [];
+  let inFlight = 0;
+  let scheduled = false;
+
+  async function runGroup(group: PendingStatement[]) {
+    if (group.length === 1) {
+      // Alone: its own autocommit, without the round trips of BEGIN and COMMIT.
+      const s = group[0]!;
+      return alone.get(s.sql, s.params).then(s.resolve, s.reject);
+    }
+    group.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    let rows: unknown[] | undefined;
+    let client: pg.PoolClient | undefined;
+    try {
+      client = await pool.connect();
+      const q = on(client);
+      await client.query('BEGIN');
+      const out: unknown[] = [];
+      try {
+        for (const s of group) out.push(await q.get(s.sql, s.params));
+      } catch {
+        await client.query('ROLLBACK').catch(() => {});
+      }
+      if (out.length === group.length) {
+        await client.query('COMMIT');
+        rows = out;
+      }
+    } catch (e) {
+      // Connection lost or COMMIT refused: the outcome of the group is that of a failed commit.
+      client?.release(true);
+      client = undefined;
+      for (const s of group) s.reject(e);
+      return;
+    } finally {
+      client?.release();
+    }
+    if (rows) group.forEach((s, i) => s.resolve(rows![i]));
+    else for (const s of group) alone.get(s.sql, s.params).then(s.resolve, s.reject);
+  }
+
+  function pump() {
+    scheduled = false;
+    while (inFlight < MAX_IN_FLIGHT && queue.length) {
+      const group = queue.slice(0, MAX_GROUP);
+      queue = queue.slice(group.length);
+      inFlight++;
+      void runGroup(group).finally(() => {
+        inFlight--;
+        schedule();
+      });
+    }
+  }
+
+  function schedule() {
+    if (scheduled || queue.length === 0 || inFlight >= MAX_IN_FLIGHT) return;
+    scheduled = true;
+    // After the I/O callbacks of this turn: concurrent requests join the same group.
+    setImmediate(pump);
+  }
+
+  return {
+    get<T>(key: string, sql: string, params: unknown[] = []): Promise<T | undefined> {
+      return new Promise<T | undefined>((resolve, reject) => {
+        queue.push({ key, sql, params, resolve: resolve as (row: unknown) => void, reject });
+        schedule();
+      });
+    },
   };
 }
 

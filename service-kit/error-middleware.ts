@@ -40,6 +40,7 @@ export const DEFAULT_STATUS_BY_CODE: Readonly<Record<string, number>> = {
   target_not_allowed: 403,
   payment_terms_refused: 502,
   revocation_unavailable: 503,
+  rate_limited: 429,
 };
 
 const CODE_BY_STATUS: Record<number, string> = {
@@ -51,6 +52,7 @@ const CODE_BY_STATUS: Record<number, string> = {
   409: 'conflict',
   413: 'payload_too_large',
   415: 'unsupported_media_type',
+  429: 'rate_limited',
   503: 'unavailable',
 };
 
@@ -75,9 +77,23 @@ function isProtocolError(e: unknown, table: Record<string, number>): e is Error 
   return e instanceof Error && typeof (e as { code?: unknown }).code === 'string' && (e as unknown as { code: string }).code in table;
 }
 
+/**
+ * PostgreSQL refusing a character of a request value (SQLSTATE 22021: NUL in TEXT, or invalid
+ * UTF-8; 22P05: untranslatable). Only the input can cause these, so they are the client's
+ * `malformed`, but a guard missed them: they are logged at warn so the gap gets closed.
+ * Recognised by pg's DatabaseError shape (`severity` + SQLSTATE `code`).
+ */
+function isUnstorableCharacter(e: unknown): boolean {
+  const any = e as { code?: unknown; severity?: unknown };
+  return e instanceof Error && typeof any.severity === 'string' && (any.code === '22021' || any.code === '22P05');
+}
+
 /** Maps any thrown value to `{ status, code, message }`; exported for tests and non-Koa callers. */
 export function describeError(e: unknown, statusByCode: Record<string, number> = DEFAULT_STATUS_BY_CODE) {
   if (e instanceof HttpError) return { status: e.status, code: e.code, message: e.message, expected: e.status < 500 };
+  if (isUnstorableCharacter(e)) {
+    return { status: 400, code: 'malformed', message: 'a value contains a character that cannot be stored (such as U+0000)', expected: true, warn: true };
+  }
   if (isProtocolError(e, statusByCode)) {
     const status = statusByCode[e.code];
     return { status, code: e.code, message: e.message, expected: status < 500 };
@@ -96,6 +112,17 @@ export function describeError(e: unknown, statusByCode: Record<string, number> =
 }
 
 /**
+ * A dependency that failed (502–504 raised on purpose: an upstream merchant, a rail, the
+ * database) is the world, not a bug here: `warn` with its code and message, no stack. Anything
+ * else unexpected is `error` with the stack.
+ */
+function logFailure(logger: ErrorLogger | undefined, e: unknown, d: { status: number; code: string; message: string }, method: string, path: string): void {
+  if (e instanceof HttpError && d.status >= 502 && d.status <= 504 && logger?.warn) {
+    logger.warn({ status: d.status, code: d.code, detail: d.message, method, path }, 'upstream failed');
+  } else logger?.error({ err: e, method, path }, 'request failed');
+}
+
+/**
  * Koa middleware; mount it first. Unknown routes (nothing set a body) become `404 not_found`.
  * @example app.use(errorMiddleware({ logger }))
  */
@@ -111,10 +138,12 @@ export function errorMiddleware(options: ErrorMiddlewareOptions = {}): Middlewar
       }
     } catch (e) {
       const d = describeError(e, table);
-      if (!d.expected) options.logger?.error({ err: e, method: ctx.method, path: ctx.path }, 'request failed');
+      if (!d.expected) logFailure(options.logger, e, d, ctx.method, ctx.path);
+      else if ('warn' in d) options.logger?.warn?.({ err: e, method: ctx.method, path: ctx.path }, 'a request value reached the database unchecked');
       ctx.status = d.status;
       ctx.set('Cache-Control', 'no-store');
       if (d.status === 401) ctx.set('WWW-Authenticate', 'Bearer');
+      if (e instanceof HttpError && e.headers) ctx.set(e.headers);
       const body: ErrorBody = { error: { code: d.code, message: d.message } };
       ctx.body = body;
     }

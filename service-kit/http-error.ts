@@ -24,11 +24,14 @@ export type HttpErrorCode = (typeof HTTP_ERROR_CODES)[number];
 export class HttpError extends Error {
   readonly status: number;
   readonly code: string;
-  constructor(status: number, code: HttpErrorCode | string, message: string) {
+  /** Response headers the refusal carries (e.g. `Retry-After` on a 429). */
+  readonly headers?: Readonly<Record<string, string>>;
+  constructor(status: number, code: HttpErrorCode | string, message: string, headers?: Record<string, string>) {
     super(message);
     this.name = 'HttpError';
     this.status = status;
     this.code = code;
+    if (headers) this.headers = headers;
   }
 }
 

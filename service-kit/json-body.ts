@@ -6,7 +6,8 @@
  */
 import { bodyParser } from '@koa/bodyparser';
 import type { Middleware } from 'koa';
-import { HttpError } from './http-error.js';
+import { HttpError, badRequest } from './http-error.js';
+import { hasBody, readsBody } from './request-guard.js';
 
 export interface JsonBodyOptions {
   /** Largest accepted body, bytes or a string like '64kb'. Default '64kb'. */
@@ -19,7 +20,8 @@ const JSON_TYPES = ['application/json', 'application/*+json'];
 
 /**
  * Sets `ctx.request.body` to the parsed JSON value, or `undefined` when there is no body.
- * A body that is not JSON is `415 unsupported_media_type`; bad JSON is `400 malformed`.
+ * A body that is not JSON is `415 unsupported_media_type`; bad JSON, or a NUL in any string or
+ * member name, is `400 malformed`.
  * @example router.post('/grants', jsonBody({ limit: '64kb', parse: parseStrictJson }), handler)
  */
 export function jsonBody(options: JsonBodyOptions): Middleware {
@@ -31,9 +33,8 @@ export function jsonBody(options: JsonBodyOptions): Middleware {
     textLimit: options.limit ?? '64kb',
     parsedMethods: ['POST', 'PUT', 'PATCH', 'DELETE'],
   });
-  return async (ctx, next) => {
-    const hasBody = ctx.request.length > 0 || ctx.get('transfer-encoding') !== '';
-    if (!hasBody) {
+  return readsBody(async (ctx, next) => {
+    if (!hasBody(ctx)) {
       ctx.request.body = undefined;
       return next();
     }
@@ -48,6 +49,33 @@ export function jsonBody(options: JsonBodyOptions): Middleware {
       const message = e instanceof Error ? e.message : 'the body is not valid JSON';
       throw new HttpError(400, typeof code === 'string' ? code : 'malformed', `body: ${message}`);
     }
+    const nul = nulPath(ctx.request.body, '');
+    if (nul !== undefined) throw badRequest(`${nul || 'body'}: must not contain U+0000 (NUL)`);
     return next();
-  };
+  });
+}
+
+/**
+ * The field (`label`, `budget.currency`, `purposes[2]`; '' for the body itself) holding the first
+ * NUL of a parsed JSON value, in a string or a member name, or undefined. No field of either
+ * service may hold one, and PostgreSQL cannot store it in TEXT (22021).
+ */
+function nulPath(value: unknown, at: string): string | undefined {
+  if (typeof value === 'string') return value.includes('\0') ? at : undefined;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const found = nulPath(value[i], `${at}[${i}]`);
+      if (found !== undefined) return found;
+    }
+    return undefined;
+  }
+  if (value !== null && typeof value === 'object') {
+    for (const [k, v] of Object.entries(value)) {
+      const name = `${at ? `${at}.` : ''}${k.slice(0, 64).replace(/\0/g, '\\u0000')}`;
+      if (k.includes('\0')) return name;
+      const found = nulPath(v, name);
+      if (found !== undefined) return found;
+    }
+  }
+  return undefined;
 }

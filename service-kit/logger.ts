@@ -6,6 +6,16 @@ import type { Middleware } from 'koa';
 
 export type { Logger };
 
+let stdout: pino.DestinationStream | undefined;
+
+/**
+ * One stdout stream for every logger of the process: with one buffer each, the authority's and
+ * the gateway's lines under `ctl start` came out of time order. Flushed at exit by pino.
+ */
+function sharedStdout(): pino.DestinationStream {
+  return (stdout ??= pino.destination({ dest: 1, sync: false }));
+}
+
 /** @example const logger = createLogger({ name: 'authority', level: process.env.LOG_LEVEL }) */
 export function createLogger(options: { name: string; level?: string; destination?: pino.DestinationStream } & LoggerOptions): Logger {
   const { destination, ...rest } = options;
@@ -18,7 +28,7 @@ export function createLogger(options: { name: string; level?: string; destinatio
     ...rest,
   };
   if (!options.level) opts.level = 'info';
-  return destination ? pino(opts, destination) : pino(opts);
+  return pino(opts, destination ?? sharedStdout());
 }
 
 /** A logger that drops everything, for tests and benches. */

@@ -1,7 +1,9 @@
 /**
  * prom-client metrics on a registry of the app's own (two apps in one process, as in tests,
  * must not collide on the global registry): a request counter and a latency histogram labelled
- * by route pattern (never the raw path, whose cardinality a client controls).
+ * by route pattern (never the raw path, whose cardinality a client controls), and prom-client's
+ * process and Node.js defaults (process_cpu_seconds_total, nodejs_heap_size_used_bytes, …) without
+ * a prefix, as every exporter names them.
  */
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Middleware } from 'koa';
@@ -14,12 +16,21 @@ export interface Metrics {
   handler: Middleware;
 }
 
+const withDefaults = new WeakSet<Registry>();
+
+/** Process and Node.js metrics on `registry`, once (prom-client throws on a second registration). */
+export function defaultMetricsOn(registry: Registry): void {
+  if (withDefaults.has(registry)) return;
+  withDefaults.add(registry);
+  collectDefaultMetrics({ register: registry });
+}
+
 /**
  * @example const metrics = createMetrics({ prefix: 'ctl_authority_' }); app.use(metrics.middleware)
  */
 export function createMetrics(options: { prefix: string; defaultMetrics?: boolean }): Metrics {
   const registry = new Registry();
-  if (options.defaultMetrics) collectDefaultMetrics({ register: registry, prefix: options.prefix });
+  if (options.defaultMetrics !== false) defaultMetricsOn(registry);
   const requests = new Counter({
     name: `${options.prefix}http_requests_total`,
     help: 'HTTP requests by method, route pattern and status',

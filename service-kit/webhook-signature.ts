@@ -17,7 +17,12 @@ export function generateWebhookSecret(): string {
   return `whsec_${randomBytes(32).toString('base64')}`;
 }
 
-function secretBytes(secret: string): Buffer {
+/**
+ * The key bytes of a `whsec_<base64>` secret (at least 16); throws a RangeError otherwise, so a
+ * service can refuse a malformed secret at start rather than at its first delivery.
+ * @example secretBytes(process.env.CTL_AUDIT_WEBHOOK_SECRET!)
+ */
+export function secretBytes(secret: string): Buffer {
   const b64 = secret.startsWith('whsec_') ? secret.slice(6) : secret;
   if (!/^[A-Za-z0-9+/]+={0,2}$/.test(b64)) throw new RangeError('webhook secret: expected whsec_<base64>');
   const key = Buffer.from(b64, 'base64');

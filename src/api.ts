@@ -3,7 +3,7 @@
  * otherwise). `edge.ts` binds the same code to WebCrypto only.
  */
 import { defaultCrypto } from './crypto/index.js';
-import { createGrantWith, verifyGrantWith, type GrantFields, type SignGrantOptions, type VerifyGrantOptions } from './artifacts/grant.js';
+import { createGrantWith, signPreparedGrantWith, verifyGrantWith, type GrantFields, type SignGrantOptions, type VerifyGrantOptions } from './artifacts/grant.js';
 import { createSbaWith, intentHashWith, type PaymentIntent, type SbaFields, type SignSbaOptions } from './artifacts/sba.js';
 import { createBundleWith, verifyBundleWith, type BundleFields, type SignBundleOptions, type VerifyBundleOptions } from './artifacts/bundle.js';
 import { signReceiptWith, verifyReceiptWith, type ReceiptFields, type VerifyReceiptOptions } from './artifacts/receipt.js';
@@ -11,8 +11,9 @@ import { createSessionWith, type SessionOptions, type WalletSession } from './wa
 import { createVerifier, type VerifyCtlOptions, type VerifyCtlResult } from './verifier/verify.js';
 import { createExpressMiddleware, createKoaMiddleware, type MiddlewareOptions } from './verifier/middleware.js';
 import { verifyDecisionWith, type DecisionOptions, type DecisionResult } from './verifier/decision.js';
-import type { PolicyGrant, Receipt, SignedBudgetAuthorization, TrustBundle, Verified } from './artifacts/types.js';
-import type { PublicKeyInput } from './crypto/types.js';
+import { createRevocationWith, verifyRevocationWith, type VerifyRevocationOptions } from './artifacts/revocation.js';
+import type { PolicyGrant, Receipt, SignedBudgetAuthorization, SignedRevocation, TrustBundle, Verified } from './artifacts/types.js';
+import type { PrivateKeyInput, PublicKeyInput, SigningKey } from './crypto/types.js';
 
 /**
  * Signs a PolicyGrant (spec §4.4). `grantId` and `issuedAt` are generated when absent.
@@ -20,6 +21,29 @@ import type { PublicKeyInput } from './crypto/types.js';
  */
 export function createSignedPolicyGrant(fields: GrantFields, options: SignGrantOptions = {}): Promise<PolicyGrant> {
   return createGrantWith(defaultCrypto, fields, options);
+}
+
+/**
+ * Signs a grant prepared by an authority (the Human-Agent two-step, PROTOCOL.md §10): the object
+ * is signed exactly as given, after checking it as a verifier would and that a human-agent grant
+ * names this key's did:key.
+ * @example const grant = await signPreparedGrant(prepared, humanKeyPem) // then POST /grants
+ */
+export function signPreparedGrant(prepared: unknown, signingKey: PrivateKeyInput | SigningKey): Promise<PolicyGrant> {
+  return signPreparedGrantWith(defaultCrypto, prepared, signingKey);
+}
+
+/**
+ * A human's signed revocation of a grant they issued (`ctl-revocation/1`, PROTOCOL.md §10), for `POST /revoke` without an API key.
+ * @example const revocation = await createSignedRevocation({ grantId }, { signingKey: humanKeyPem })
+ */
+export function createSignedRevocation(fields: { grantId: string; issuedAt?: string }, options: { signingKey: PrivateKeyInput | SigningKey; now?: () => number }): Promise<SignedRevocation> {
+  return createRevocationWith(defaultCrypto, fields, options);
+}
+
+/** Checks a human's revocation: shape, its DID's signature, freshness (default five minutes). Never throws. @example const r = await verifySignedRevocation(body, { maxAgeMs: 300_000 }) */
+export function verifySignedRevocation(revocation: unknown, options?: VerifyRevocationOptions): Promise<Verified<{ revocation: SignedRevocation }>> {
+  return verifyRevocationWith(defaultCrypto, revocation, options);
 }
 
 /** Checks a grant on its own: shape, signature, expiry (PROTOCOL.md §5 steps 0–1). @example const r = await verifyPolicyGrant(grant, { jwks }) */
@@ -45,8 +69,12 @@ export function createTrustBundle(fields: BundleFields, options: SignBundleOptio
   return createBundleWith(defaultCrypto, fields, options);
 }
 
-/** Checks a bundle against the pinned root key (PROTOCOL.md §4). @example const r = await verifyTrustBundle(bundle, rootPem, { minSequence: 3 }) */
-export function verifyTrustBundle(bundle: unknown, rootPublicKeyPem: PublicKeyInput, options?: VerifyBundleOptions): Promise<Verified<{ bundle: TrustBundle }>> {
+/**
+ * Checks a bundle against the pinned root key (PROTOCOL.md §4), or, with `rootChain`, against the
+ * bundle keys of the newest root version the chain reaches from it (§11).
+ * @example const r = await verifyTrustBundle(bundle, rootPem, { minSequence: 3, rootChain: statements, minRootVersion: 2 })
+ */
+export function verifyTrustBundle(bundle: unknown, rootPublicKeyPem: PublicKeyInput, options?: VerifyBundleOptions): Promise<Verified<{ bundle: TrustBundle; rootVersion: number }>> {
   return verifyBundleWith(defaultCrypto, bundle, rootPublicKeyPem, options);
 }
 
@@ -72,14 +100,24 @@ export function createSession(grant: PolicyGrant | string, options: SessionOptio
  * The merchant verifier (spec §4.4, PROTOCOL.md §5). Never throws.
  * @example const r = await verifyCtl(sba, { amount: '30', currency: 'USD', merchantId: 'm-1', jwksUrl }); if (!r.valid) console.log(r.error.code)
  */
-export const verifyCtl: (sba: unknown, options: VerifyCtlOptions) => Promise<VerifyCtlResult> = createVerifier(defaultCrypto);
+export const verifyCtl: (sba: unknown, options: VerifyCtlOptions) => Promise<VerifyCtlResult> = /* @__PURE__ */ createVerifier(defaultCrypto);
 
-/** Express/Connect middleware. @example app.post('/pay', ctl({ amount: '30', currency: 'USD', jwksUrl }), (req, res) => res.json(req.ctl)) */
+/**
+ * Express/Connect middleware: verifies the SBA of `Authorization: CTL …` or `body.sba`, sets
+ * `req.ctl` (typed on Express's `Request`) or answers 402 `{ error }`. Defaults: `trackSpend`
+ * off (turn it on to refuse replays and keep cumulative spend), revocation answers cached
+ * `revocationTtl` = 60 000 ms, JWKS cached `jwksTtl` = 300 000 ms.
+ * @example app.post('/pay', ctl({ amount: '30', currency: 'USD', jwksUrl, trackSpend: true }), (req, res) => res.json({ grantId: req.ctl?.grant.grantId }))
+ */
 export function ctl(options: MiddlewareOptions<any>) {
   return createExpressMiddleware(verifyCtl, options);
 }
 
-/** Koa middleware. @example router.post('/pay', ctlKoa({ amount: '30', currency: 'USD', jwksUrl }), (ctx) => { ctx.body = ctx.state.ctl }) */
+/**
+ * Koa middleware: as `ctl()`, setting `ctx.state.ctl`; the same defaults (`trackSpend` off,
+ * `revocationTtl` 60 000 ms, `jwksTtl` 300 000 ms).
+ * @example router.post('/pay', ctlKoa({ amount: '30', currency: 'USD', jwksUrl, trackSpend: true }), (ctx) => { ctx.body = ctx.state.ctl })
+ */
 export function ctlKoa(options: MiddlewareOptions<any>) {
   return createKoaMiddleware(verifyCtl, options);
 }

@@ -9,7 +9,7 @@ import type { SignedBudgetAuthorization, TrustBundle } from './artifacts/types.j
 import { checkSba } from './artifacts/sba.js';
 import { checkBundle } from './artifacts/bundle.js';
 import { cborDecode, cborEncode, type CborValue } from './encoding/cbor.js';
-import { CtlError } from './errors.js';
+import { CtlError, malformed } from './errors.js';
 
 export type CompactKind = 'sba' | 'bundle';
 export type { CborValue };
@@ -21,7 +21,7 @@ function kindOf(value: unknown): CompactKind {
     if ('authorization' in value) return 'sba';
     if ('bundleId' in value) return 'bundle';
   }
-  throw new CtlError('malformed', 'compact: not an SBA or a Trust Bundle');
+  malformed('compact: not an SBA or a Trust Bundle');
 }
 
 function check(kind: CompactKind, value: unknown): void {
@@ -31,7 +31,7 @@ function check(kind: CompactKind, value: unknown): void {
 
 /** Refuses byte strings: the JSON model has none, so a compact artifact never holds one. */
 function jsonOnly(value: CborValue): void {
-  if (value instanceof Uint8Array) throw new CtlError('malformed', 'compact: byte strings are not part of the JSON model');
+  if (value instanceof Uint8Array) malformed('compact: byte strings are not part of the JSON model');
   if (Array.isArray(value)) value.forEach(jsonOnly);
   else if (value !== null && typeof value === 'object') Object.values(value).forEach(jsonOnly);
 }
@@ -56,7 +56,7 @@ export function decodeCompact(bytes: Uint8Array, expect?: CompactKind): SignedBu
   const value = cborDecode(bytes);
   jsonOnly(value);
   const kind = kindOf(value);
-  if (expect !== undefined && kind !== expect) throw new CtlError('malformed', `compact: expected ${expect === 'sba' ? 'an SBA' : 'a Trust Bundle'}`);
+  if (expect !== undefined && kind !== expect) malformed(`compact: expected ${expect === 'sba' ? 'an SBA' : 'a Trust Bundle'}`);
   check(kind, value);
   return value as unknown as SignedBudgetAuthorization | TrustBundle;
 }

@@ -1,6 +1,26 @@
 /**
  * Error codes are API (PROTOCOL.md §9): add, never rename.
  */
+/**
+ * The service codes the gateway and authority answer with (PROTOCOL.md §9, second list): they
+ * refuse a request (auth, routing, the upstream merchant), not an artifact.
+ */
+export const SERVICE_ERROR_CODES = [
+  'unauthorized',
+  'forbidden',
+  'not_found',
+  'method_not_allowed',
+  'conflict',
+  'payload_too_large',
+  'unsupported_media_type',
+  'unavailable',
+  'internal',
+  'upstream_error',
+  'upstream_timeout',
+  'payment_failed',
+  'payment_unconfirmed',
+] as const;
+
 export const ERROR_CODES = [
   'malformed',
   'unsupported_version',
@@ -35,6 +55,11 @@ export const ERROR_CODES = [
   'target_not_allowed',
   'payment_terms_refused',
   'receipt_signature_invalid',
+  'unsupported_algorithm',
+  'root_rotation_invalid',
+  'root_rollback',
+  'rate_limited',
+  ...SERVICE_ERROR_CODES,
 ] as const;
 
 export type CtlErrorCode = (typeof ERROR_CODES)[number];
@@ -76,6 +101,11 @@ export class CtlGrantRevokedError extends CtlError {
     super('grant_revoked', message);
     this.name = 'CtlGrantRevokedError';
   }
+}
+
+/** True when `value` is one of the service codes of PROTOCOL.md §9 (a refused request, not an artifact). */
+export function isServiceErrorCode(value: unknown): boolean {
+  return typeof value === 'string' && (SERVICE_ERROR_CODES as readonly string[]).includes(value);
 }
 
 /** True when `value` is one of the codes of PROTOCOL.md §9. */

@@ -45,6 +45,12 @@ export function hostFetch(): typeof fetch | undefined {
   return typeof g['fetch'] === 'function' ? (g['fetch'] as typeof fetch).bind(globalThis) : undefined;
 }
 
+/** A promise-returning sleep over the host's `setTimeout`, where it has one. */
+export function hostSleep(): ((ms: number) => Promise<void>) | undefined {
+  const st = g['setTimeout'];
+  return typeof st === 'function' ? (ms) => new Promise<void>((resolve) => st(resolve, ms)) : undefined;
+}
+
 /** The host's wall clock in ms, the default `now` of every option bag. */
 export function hostNow(): number {
   return Date.now();

@@ -5,6 +5,7 @@ export * from './errors.js';
 export * from './api.js';
 export type * from './artifacts/types.js';
 export type { GrantFields, SignGrantOptions, VerifyGrantOptions } from './artifacts/grant.js';
+export type { VerifyRevocationOptions } from './artifacts/revocation.js';
 export type { SbaFields, SignSbaOptions, PaymentIntent } from './artifacts/sba.js';
 export type { BundleFields, SignBundleOptions, VerifyBundleOptions } from './artifacts/bundle.js';
 export type { ReceiptFields, VerifyReceiptOptions } from './artifacts/receipt.js';
@@ -18,6 +19,7 @@ export { canonicalize, parseStrictJson } from './encoding/jcs.js';
 export { policyHash } from './encoding/policy-hash.js';
 export { base64urlEncode, base64urlDecode, base64Encode, base64DecodeLenient, hexEncode, hexDecode } from './encoding/base64url.js';
 export { utf8Encode, utf8Decode } from './encoding/utf8.js';
+export { didKeyToJwk, didKeyFromJwk, didKeyUrl, isDidKey } from './encoding/did-key.js';
 export {
   isAmount, parseAmount, parsePaymentAmount, isCurrency, isPurpose, isPurposePattern, purposeAllowed,
   parseTimestamp, isTimestamp, formatTimestamp, isIdentifier,
@@ -28,6 +30,11 @@ export {
   publicKeyPemFromJwk, sha256, sha256Hex, randomBytes, setRandomSource, setCryptoBackend, getCryptoBackendName,
 } from './crypto/index.js';
 export type * from './crypto/types.js';
-export { createMemorySpendStorage, type SpendStorage, type ReserveResult } from './wallet/spend-storage.js';
+export { registerP256, type P256Provider } from './crypto/algorithm-support.js';
+export { createMemorySpendStorage, type SpendStorage, type ReserveResult, type ReserveOptions } from './wallet/spend-storage.js';
+export { createMemoryTimeFloor, type TimeFloor } from './verifier/time-floor.js';
 export { encodeSbaHeader, encodeSbaBase64, decodeSbaHeader } from './verifier/presentation.js';
 export * from './client/index.js';
+export { verifyRootChain, createRootStatement } from './root.js';
+export { checkRootStatement, rootSignedBytes, type RootStatementFields, type SignRootOptions } from './artifacts/root.js';
+export type { RootChainResult, VerifyRootChainOptions } from './verifier/root-chain.js';

@@ -2,7 +2,7 @@
  * The value rules of PROTOCOL.md §1. Every parser throws `CtlError('malformed')` naming the field,
  * so a refusal always says what was wrong.
  */
-import { CtlError } from './errors.js';
+import { CtlError, malformed } from './errors.js';
 
 const AMOUNT = /^(0|[1-9][0-9]{0,37})$/;
 const CURRENCY = /^[A-Z0-9]{3,12}$/;
@@ -13,7 +13,7 @@ const IDENTIFIER = /^[A-Za-z0-9._:-]{1,128}$/;
 const HASH = /^[0-9a-f]{64}$/;
 
 function bad(field: string, why: string): never {
-  throw new CtlError('malformed', `${field}: ${why}`);
+  malformed(`${field}: ${why}`);
 }
 
 /** True for a decimal string of a non-negative integer in minor units. @example isAmount('100') // true */

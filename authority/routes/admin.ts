@@ -1,6 +1,7 @@
 /**
  * The multi-key admin API (spec §4.3): POST /admin/keys (the key is shown once),
- * DELETE /admin/keys/{keyId}, GET /admin/keys; GET /audit and /audit/verify; the webhook dispatch log.
+ * DELETE /admin/keys/{keyId}, GET /admin/keys; GET /audit and /audit/verify; the webhook dispatch log
+ * (the outbox: pending, delivered, failed = dead letter) and the redelivery of a dead letter.
  */
 import type Router from '@koa/router';
 import { badRequest, generateApiKey, notFound, requireScope } from '../../service-kit/index.js';
@@ -29,8 +30,7 @@ export function adminRoutes(router: Router, d: RouteDeps): void {
     const label = text(required(body, 'label'), 'label', 200);
     const { keyId, apiKey, record } = generateApiKey(scopes);
     const createdAt = new Date(d.now()).toISOString();
-    await d.store.putApiKey({ ...record, label, createdAt, createdBy: actorOf(ctx.state), revokedAt: null });
-    await d.audit.record(actorOf(ctx.state), 'apikey.create', keyId, { scopes, label });
+    await d.store.putApiKey({ ...record, label, createdAt, createdBy: actorOf(ctx.state), revokedAt: null }, d.audit.entry(actorOf(ctx.state), 'apikey.create', keyId, { scopes, label }));
     ctx.status = 201;
     ctx.set('Cache-Control', 'no-store');
     ctx.body = { keyId, apiKey, scopes, label, createdAt };
@@ -43,9 +43,8 @@ export function adminRoutes(router: Router, d: RouteDeps): void {
 
   router.delete('/admin/keys/:keyId', admin, async (ctx) => {
     const keyId = identifier(ctx.params['keyId'], 'keyId');
-    const r = await d.store.revokeApiKey(keyId, new Date(d.now()).toISOString());
+    const r = await d.store.revokeApiKey(keyId, new Date(d.now()).toISOString(), d.audit.entry(actorOf(ctx.state), 'apikey.revoke', keyId, {}, (x) => x.changed));
     if (!r) throw notFound(`no API key '${keyId}'`);
-    if (r.changed) await d.audit.record(actorOf(ctx.state), 'apikey.revoke', keyId);
     ctx.body = { keyId, revokedAt: r.revokedAt };
   });
 
@@ -64,5 +63,13 @@ export function adminRoutes(router: Router, d: RouteDeps): void {
       throw badRequest('status: pending, delivered or failed');
     }
     ctx.body = { dispatches: await d.store.dispatchLog.list({ status, limit: count(ctx.query['limit'], 'limit', 100) }) };
+  });
+
+  // A dead letter (`failed`: attempts exhausted) sent again, with its webhook-id.
+  router.post('/admin/webhooks/dispatches/:id/redeliver', admin, async (ctx) => {
+    const id = identifier(ctx.params['id'], 'id');
+    if (!d.outbox || !(await d.outbox.redeliver(id))) throw notFound(`no dead-lettered delivery '${id}'`);
+    ctx.status = 202;
+    ctx.body = { id, status: 'pending' };
   });
 }

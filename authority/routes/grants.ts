@@ -9,6 +9,7 @@ import { CtlError, createSignedPolicyGrant, type GrantFields } from '../../src/i
 import { closedObject, futureTimestamp, identifier, optional, required } from '../validate.js';
 import { actorOf, type RouteDeps } from './context.js';
 import type { StoredGrant } from '../store/types.js';
+import { humanGrantGate } from './humans.js';
 
 const GRANT_REQUEST = [
   'policyHash', 'actorKey', 'allowedRails', 'allowedAssets', 'maxAmountMinor', 'currency', 'expiresAt',
@@ -26,7 +27,8 @@ export function grantView(g: StoredGrant) {
 }
 
 export function grantRoutes(router: Router, d: RouteDeps): void {
-  router.post('/grants', requireScope(d.authenticate, 'grants:write'), d.body, async (ctx) => {
+  // A grant signed by an enrolled human is taken by humanGrantGate (PROTOCOL.md §10); the rest needs an API key.
+  router.post('/grants', d.body, humanGrantGate(d), requireScope(d.authenticate, 'grants:write'), async (ctx) => {
     const now = d.now();
     const body = closedObject(ctx.request.body, 'body', GRANT_REQUEST);
     const hash = required(body, 'policyHash');
@@ -50,8 +52,8 @@ export function grantRoutes(router: Router, d: RouteDeps): void {
     await d.store.putGrant({
       grantId: grant.grantId, policyHash: grant.policyHash, keyId: kid, grant: JSON.stringify(grant),
       issuedAt: grant.issuedAt, expiresAtMs, createdBy: actorOf(ctx.state),
-    });
-    await d.audit.record(actorOf(ctx.state), 'grant.issue', grant.grantId, { policyHash: grant.policyHash, keyId: kid, expiresAt: grant.expiresAt });
+    }, d.audit.entry(actorOf(ctx.state), 'grant.issue', grant.grantId, { policyHash: grant.policyHash, keyId: kid, expiresAt: grant.expiresAt }));
+    d.counters.grantIssued('authority');
     ctx.status = 201;
     ctx.body = grant;
   });
@@ -68,10 +70,10 @@ export function grantRoutes(router: Router, d: RouteDeps): void {
   router.delete('/grants/:grantId', requireScope(d.authenticate, 'admin'), async (ctx) => {
     const id = identifier(ctx.params['grantId'], 'grantId');
     const at = new Date(d.now()).toISOString();
-    const revoked = await d.store.revokeGrant(id, { at, actor: actorOf(ctx.state), reason: 'deleted' });
+    const actor = actorOf(ctx.state);
+    const revoked = await d.store.revokeGrant(id, { at, actor, reason: 'deleted' }, d.audit.entry(actor, 'grant.revoke', id, { reason: 'deleted' }, (r) => r.changed));
     if (!revoked) throw notFound(`no grant '${id}'`);
-    if (revoked.changed) await d.audit.record(actorOf(ctx.state), 'grant.revoke', id, { reason: 'deleted' });
-    if (await d.store.softDeleteGrant(id, at)) await d.audit.record(actorOf(ctx.state), 'grant.delete', id);
+    await d.store.softDeleteGrant(id, at, d.audit.entry(actor, 'grant.delete', id, {}, (deleted) => deleted));
     const g = await d.store.getGrant(id, { includeDeleted: true });
     ctx.body = grantView(g!);
   });

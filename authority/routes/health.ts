@@ -1,15 +1,18 @@
-/** GET /healthz (the process answers), GET /readyz (the database answers), GET /metrics. */
+/** GET /healthz (the process answers), GET /readyz (database and signing keys usable), GET /metrics. */
 import type Router from '@koa/router';
-import { HttpError, type Metrics } from '../../service-kit/index.js';
+import type { Metrics } from '../../service-kit/index.js';
+import { readinessHandler } from '../../service-kit/readiness.js';
 import type { RouteDeps } from './context.js';
 
 export function healthRoutes(router: Router, d: RouteDeps, metrics: Metrics): void {
   router.get('/healthz', (ctx) => {
     ctx.body = { ok: true };
   });
-  router.get('/readyz', async (ctx) => {
-    if (!(await d.store.ping())) throw new HttpError(503, 'unavailable', 'the database does not answer');
-    ctx.body = { ready: true };
-  });
+  // The same shape as the gateway's: { status, checks: { database, keys } }.
+  router.get('/readyz', readinessHandler({
+    database: () => d.store.ping(),
+    // Both keys the authority signs with: grants, and the Trust Bundle root.
+    keys: async () => Boolean((await d.keys.grantSigner()) && (await d.keys.rootSigner())),
+  }));
   router.get('/metrics', metrics.handler);
 }

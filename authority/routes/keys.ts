@@ -13,8 +13,8 @@ export function keyRoutes(router: Router, d: RouteDeps): void {
   });
 
   router.post('/admin/keys/rotate', requireScope(d.authenticate, 'admin'), async (ctx) => {
-    const r = await d.keys.rotateGrantKey();
-    await d.audit.record(actorOf(ctx.state), 'key.rotate', r.kid, { retired: r.retired });
+    const actor = actorOf(ctx.state);
+    const r = await d.keys.rotateGrantKey((q, rotated) => d.audit.entry(actor, 'key.rotate', rotated.kid, { retired: rotated.retired })(q, rotated));
     ctx.status = 201;
     ctx.body = r;
   });

@@ -10,6 +10,7 @@ import type { Context } from 'koa';
 import { notFound, requireScope } from '../../service-kit/index.js';
 import { closedObject, identifier, optional, required, text } from '../validate.js';
 import { actorOf, type RouteDeps } from './context.js';
+import { humanRevocationGate } from './humans.js';
 
 /** Seconds a "not revoked" answer may be cached: the staleness an online verifier accepts. */
 export const REVOCATION_MAX_AGE_S = 5;
@@ -18,6 +19,7 @@ export function revocationRoutes(router: Router, d: RouteDeps): void {
   router.get('/revoke', async (ctx) => {
     const id = identifier(ctx.query['grantId'], 'grantId');
     const status = await d.store.revocationStatus(id);
+    d.counters.revocationCheck(!status ? 'unknown' : status.revoked ? 'revoked' : 'not_revoked');
     if (!status) throw notFound(`no grant '${id}'`);
     // Revocation is final, so a "revoked" answer can be cached much longer than a "not revoked" one.
     ctx.set('Cache-Control', status.revoked ? 'public, max-age=3600' : `public, max-age=${REVOCATION_MAX_AGE_S}`);
@@ -26,13 +28,14 @@ export function revocationRoutes(router: Router, d: RouteDeps): void {
 
   const revoke = async (ctx: Context, id: string, reason: string | undefined) => {
     const actor = actorOf(ctx.state);
-    const r = await d.store.revokeGrant(id, { at: new Date(d.now()).toISOString(), actor, reason });
+    const r = await d.store.revokeGrant(id, { at: new Date(d.now()).toISOString(), actor, reason }, d.audit.entry(actor, 'grant.revoke', id, reason ? { reason } : {}, (x) => x.changed));
     if (!r) throw notFound(`no grant '${id}'`);
-    if (r.changed) await d.audit.record(actor, 'grant.revoke', id, reason ? { reason } : {});
+    if (r.changed) d.counters.grantRevoked('api');
     ctx.body = { grantId: id, revoked: true, revokedAt: r.revokedAt };
   };
 
-  router.post('/revoke', requireScope(d.authenticate, 'grants:revoke'), d.body, async (ctx) => {
+  // A ctl-revocation/1 signed by the grant's DID needs no API key (PROTOCOL.md §10): humanRevocationGate.
+  router.post('/revoke', d.body, humanRevocationGate(d), requireScope(d.authenticate, 'grants:revoke'), async (ctx) => {
     const body = closedObject(ctx.request.body, 'body', ['grantId', 'reason']);
     const id = identifier(required(body, 'grantId'), 'grantId');
     const reason = optional(body, 'reason');

@@ -9,10 +9,11 @@ import { closedObject, futureTimestamp, optional, required, scopeValue } from '.
 import { actorOf, type RouteDeps } from './context.js';
 import { grantKeysFrom } from '../keys.js';
 import type { BundleScopeFields } from '../store/types.js';
+import { humanIssuers } from './humans.js';
 
 const SCOPE_LIMITS = { category: 128, merchant: 256, region: 128 } as const;
 
-function readScope(value: unknown, field: string): BundleScopeFields {
+export function readScope(value: unknown, field: string): BundleScopeFields {
   const o = closedObject(value, field, Object.keys(SCOPE_LIMITS));
   const scope: BundleScopeFields = {};
   for (const [k, max] of Object.entries(SCOPE_LIMITS) as Array<[keyof BundleScopeFields, number]>) {
@@ -29,24 +30,24 @@ export function trustBundleRoutes(router: Router, d: RouteDeps): void {
     const scope = readScope(required(body, 'scope'), 'scope');
     const expiresAtMs = futureTimestamp(required(body, 'expiresAt'), 'expiresAt', now);
     if (expiresAtMs - now > d.maxBundleTtlMs) throw badRequest(`expiresAt: at most ${Math.round(d.maxBundleTtlMs / 86_400_000)} days ahead`);
-    const root = await d.keys.rootSigner();
+    // The root at version 1, else a bundle key of the newest published root version (PROTOCOL.md §11).
+    const root = await d.trustRoot.bundleSigner();
     const scopeKey = canonicalize(scope);
     // One unit per scope (store.issueBundle): sequence, then keys and revocations, signed and
     // stored before the next bundle of this scope may take its sequence. A higher sequence
     // therefore never carries fewer revocations or older keys. A failure leaves a gap, never a repeat.
     let revokedCount = 0;
-    const record = await d.store.issueBundle(scopeKey, now, async ({ sequence, revokedGrantIds, signingKeys }) => {
+    const record = await d.store.issueBundle(scopeKey, now, async ({ sequence, revokedGrantIds, signingKeys, humans }) => {
       revokedCount = revokedGrantIds.length;
       const issuerKeys = grantKeysFrom(signingKeys, now);
       const signed = await createTrustBundle(
-        { sequence, scope, issuers: [{ issuer: d.issuer, keys: issuerKeys }], revokedGrants: revokedGrantIds, expiresAt: body['expiresAt'] as string },
+        { sequence, scope, issuers: [{ issuer: d.issuer, keys: issuerKeys }, ...humanIssuers(humans, scope)], revokedGrants: revokedGrantIds, expiresAt: body['expiresAt'] as string },
         { signingKey: root.signer, keyId: root.kid, issuer: d.issuer, now: d.now },
       );
       return { bundleId: signed.bundleId, scope, issuedAt: signed.issuedAt, expiresAtMs, bundle: JSON.stringify(signed) };
-    });
+    }, (q, r) => d.audit.entry(actorOf(ctx.state), 'bundle.issue', r.bundleId, { scope, sequence: r.sequence, revoked: revokedCount })(q, r));
     const bundle = JSON.parse(record.bundle) as { bundleId: string };
-    const sequence = record.sequence;
-    await d.audit.record(actorOf(ctx.state), 'bundle.issue', bundle.bundleId, { scope, sequence, revoked: revokedCount });
+    d.counters.bundleIssued();
     ctx.status = 201;
     ctx.body = bundle;
   });

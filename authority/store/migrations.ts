@@ -2,7 +2,8 @@
  * The authority's schema. The same SQL runs on SQLite and PostgreSQL: times that are compared
  * are BIGINT milliseconds (ISO text with varying fractions does not sort), JSON is TEXT.
  */
-import { auditLogMigration, dispatchLogMigration, type Migration } from '../../service-kit/index.js';
+import { auditLogMigration, dispatchLogMigration, webhookOutboxMigration, type Migration } from '../../service-kit/index.js';
+import { HUMAN_MIGRATION } from './humans.js';
 
 export const AUTHORITY_MIGRATIONS: readonly Migration[] = [
   {
@@ -69,4 +70,27 @@ export const AUTHORITY_MIGRATIONS: readonly Migration[] = [
   },
   auditLogMigration('audit_log'),
   dispatchLogMigration('webhook_dispatches'),
+  {
+    // The lease of a grant key from an instance's environment: last time an instance holding it
+    // said so (ms). Published while held or while a grant it signed lives (keys.ts).
+    id: 'authority-002-signing-key-lease',
+    sql: 'ALTER TABLE signing_keys ADD COLUMN last_seen_ms BIGINT;',
+  },
+  {
+    // The published root chain (PROTOCOL.md §11): one row per version from 2 up (version 1 is the
+    // root key devices pin). Never updated or deleted: the chain only grows.
+    id: 'authority-003-trust-root',
+    sql: `
+      CREATE TABLE trust_root_statements (
+        root_version BIGINT PRIMARY KEY,
+        statement_json TEXT NOT NULL,
+        published_at TEXT NOT NULL,
+        published_by TEXT NOT NULL
+      );
+    `,
+  },
+  // Webhook deliveries become a durable outbox, drained by every instance (service-kit webhook-outbox.ts).
+  webhookOutboxMigration('webhook_dispatches'),
+  // Enrolled human DIDs and their grant drafts (PROTOCOL.md §10).
+  HUMAN_MIGRATION,
 ];

@@ -1,6 +1,6 @@
 /**
  * In-process cache of grant revocation status, so `GET /revoke` (on every wallet's and merchant's
- * path, issue 3 §2) is answered without a database round trip, without weakening revocation:
+ * path) is answered without a database round trip, without weakening revocation:
  *
  * - "revoked" is final (a revocation is never undone), so a "revoked" answer is kept for good.
  * - "not revoked" and "unknown grant" are kept only while the cache is *live*, and only until the

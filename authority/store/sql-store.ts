@@ -4,8 +4,12 @@
  * atomic statement; multi-statement changes run in `db.tx` under a named lock.
  */
 import { randomUUID } from 'node:crypto';
-import { createAuditLog, createSqlDispatchLog, type SqlDatabase, type SqlExecutor } from '../../service-kit/index.js';
+import {
+  changeWith, createAuditLog, createSqlDispatchLog, createWebhookOutbox, type SqlDatabase, type SqlExecutor, type TxEffect,
+} from '../../service-kit/index.js';
+import { createTrustRootStore } from './trust-root-store.js';
 import { createRevocationCache, type CachedStatus, type RevocationCache } from './revocation-cache.js';
+import { activeHumans, createHumanStore } from './humans.js';
 import type {
   ApiKeyRow, AuthorityStore, BundleRecord, BundleScopeFields, GrantRecord, KeyPurposeName, PublishedKeyRow, SigningKeyRow, StoredGrant,
 } from './types.js';
@@ -17,6 +21,7 @@ type GrantRow = {
 type KeyRow = {
   kid: string; purpose: KeyPurposeName; alg: 'EdDSA' | 'ES256'; status: 'active' | 'retired'; public_jwk: string; public_pem: string;
   private_pem: string | null; source: 'generated' | 'env'; created_at: string; retired_at: string | null; last_expiry?: number | string | null;
+  last_seen_ms?: number | string | null;
 };
 type ApiRow = { key_id: string; hash: string; scopes: string; label: string; created_at: string; created_by: string; revoked_at: string | null };
 type BundleRow = {
@@ -95,9 +100,22 @@ async function insertKey(q: SqlExecutor, k: SigningKeyRow): Promise<boolean> {
 }
 
 async function activate(q: SqlExecutor, kid: string, purpose: KeyPurposeName, at: string): Promise<void> {
-  await q.run(`UPDATE signing_keys SET status = 'retired', retired_at = ? WHERE purpose = ? AND status = 'active' AND kid <> ?`, [at, purpose, kid]);
   const { changes } = await q.run(`UPDATE signing_keys SET status = 'active', retired_at = NULL WHERE kid = ? AND purpose = ?`, [kid, purpose]);
   if (changes !== 1) throw new RangeError(`no ${purpose} key '${kid}'`);
+  // Only keys of the same source: a key an instance holds from its environment is never retired
+  // by another instance (it keeps signing with it).
+  await q.run(
+    `UPDATE signing_keys SET status = 'retired', retired_at = ?
+     WHERE purpose = ? AND status = 'active' AND kid <> ? AND source = (SELECT source FROM signing_keys WHERE kid = ?)`,
+    [at, purpose, kid, kid],
+  );
+}
+
+async function activeKey(q: SqlExecutor, purpose: KeyPurposeName, source?: SigningKeyRow['source']): Promise<KeyRow | undefined> {
+  return q.get<KeyRow>(
+    `SELECT * FROM signing_keys WHERE purpose = ? AND status = 'active' ${source ? 'AND source = ?' : ''} ORDER BY created_at DESC, kid DESC LIMIT 1`,
+    source ? [purpose, source] : [purpose],
+  );
 }
 
 /**
@@ -120,7 +138,11 @@ async function signingKeys(q: SqlExecutor): Promise<PublishedKeyRow[]> {
     `SELECT k.*, (SELECT MAX(g.expires_at_ms) FROM grants g WHERE g.key_id = k.kid) AS last_expiry
      FROM signing_keys k ORDER BY k.created_at, k.kid`,
   );
-  return rows.map((r): PublishedKeyRow => ({ ...keyFrom(r), lastGrantExpiryMs: r.last_expiry == null ? null : Number(r.last_expiry) }));
+  return rows.map((r): PublishedKeyRow => ({
+    ...keyFrom(r),
+    lastGrantExpiryMs: r.last_expiry == null ? null : Number(r.last_expiry),
+    lastSeenMs: r.last_seen_ms == null ? null : Number(r.last_seen_ms),
+  }));
 }
 
 async function nextSequence(q: SqlExecutor, scopeKey: string): Promise<number> {
@@ -161,42 +183,50 @@ export function createSqlAuthorityStore(db: SqlDatabase, options: SqlAuthoritySt
   return {
     dialect: db.dialect,
     description: db.description,
+    pgPool: db.pgPool,
     revocationCache: cache,
     ping: () => db.ping(),
+    ...createHumanStore(db),
     async close() {
       await subscription?.close();
       await db.close();
     },
     audit: createAuditLog(db, 'audit_log'),
     dispatchLog: createSqlDispatchLog(db, 'webhook_dispatches'),
+    ...createTrustRootStore(db),
+    webhookOutbox: (options) => createWebhookOutbox({ ...options, db, table: 'webhook_dispatches' }),
 
-    async putPolicy(policyHash, document, at) {
-      const inserted = await db.all<{ stored_at: string }>(
-        'INSERT INTO policies (policy_hash, document, stored_at) VALUES (?, ?, ?) ON CONFLICT (policy_hash) DO NOTHING RETURNING stored_at',
-        [policyHash, document, at],
-      );
-      if (inserted.length === 1) return { policyHash, storedAt: inserted[0].stored_at, created: true };
-      const row = await db.get<{ stored_at: string }>('SELECT stored_at FROM policies WHERE policy_hash = ?', [policyHash]);
-      return { policyHash, storedAt: row!.stored_at, created: false };
+    putPolicy(policyHash, document, at, effect) {
+      return changeWith(db, async (q) => {
+        const inserted = await q.all<{ stored_at: string }>(
+          'INSERT INTO policies (policy_hash, document, stored_at) VALUES (?, ?, ?) ON CONFLICT (policy_hash) DO NOTHING RETURNING stored_at',
+          [policyHash, document, at],
+        );
+        if (inserted.length === 1) return { policyHash, storedAt: inserted[0].stored_at, created: true };
+        const row = await q.get<{ stored_at: string }>('SELECT stored_at FROM policies WHERE policy_hash = ?', [policyHash]);
+        return { policyHash, storedAt: row!.stored_at, created: false };
+      }, effect);
     },
     async getPolicy(policyHash) {
       const r = await db.get<{ policy_hash: string; document: string; stored_at: string }>('SELECT * FROM policies WHERE policy_hash = ?', [policyHash]);
       return r && { policyHash: r.policy_hash, document: r.document, storedAt: r.stored_at };
     },
 
-    async putGrant(g: GrantRecord) {
+    async putGrant(g: GrantRecord, effect) {
       const insert = `INSERT INTO grants (grant_id, policy_hash, key_id, grant_json, issued_at, expires_at_ms, created_by) VALUES (?, ?, ?, ?, ?, ?, ?)`;
       const values = [g.grantId, g.policyHash, g.keyId, g.grant, g.issuedAt, g.expiresAtMs, g.createdBy];
       // A process may hold "unknown grant" for this id: the insert tells every process, in the
       // same statement (one round trip, notification at its commit). Not waited for: a stale
       // "unknown" refuses a good grant for a moment, it never accepts a revoked one.
-      if (postgres) {
-        await db.get(`WITH g AS (${insert} RETURNING grant_id) SELECT pg_notify(?, ?) AS sent FROM g`, [
-          ...values, GRANT_CHANNEL, JSON.stringify({ g: g.grantId }),
-        ]);
-      } else {
-        await db.run(insert, values);
-      }
+      await changeWith(db, async (q) => {
+        if (postgres) {
+          await q.get(`WITH g AS (${insert} RETURNING grant_id) SELECT pg_notify(?, ?) AS sent FROM g`, [
+            ...values, GRANT_CHANNEL, JSON.stringify({ g: g.grantId }),
+          ]);
+        } else {
+          await q.run(insert, values);
+        }
+      }, effect);
       cache.invalidate(g.grantId);
     },
     async getGrant(grantId, options = {}) {
@@ -212,11 +242,12 @@ export function createSqlAuthorityStore(db: SqlDatabase, options: SqlAuthoritySt
       );
       return rows.map(grantFrom);
     },
-    async revokeGrant(grantId, by) {
+    async revokeGrant(grantId, by, effect) {
       // Registered before the commit, so the echo cannot be missed.
       const token = randomUUID();
       const echo = cache.expectEcho(token);
       let result: { revokedAt: string; changed: boolean } | undefined;
+      let after = undefined as (() => void) | undefined;
       try {
         result = await db.tx(async (q) => {
           // One conditional UPDATE: the first revocation wins and later ones change nothing.
@@ -228,13 +259,16 @@ export function createSqlAuthorityStore(db: SqlDatabase, options: SqlAuthoritySt
           if (!r || r.revoked_at === null) return undefined;
           // Also when unchanged: this caller is told "revoked", so every process must know it.
           if (postgres) await notify(q, grantId, token);
-          return { revokedAt: r.revoked_at, changed: changes === 1 };
+          const out = { revokedAt: r.revoked_at, changed: changes === 1 };
+          after = (effect && (await effect(q, out))) || undefined;
+          return out;
         });
       } catch (e) {
         echo.cancel();
         throw e;
       }
       cache.invalidate(grantId);
+      if (after) after();
       // Answer only once the notification has come back through this process's listener: every
       // store of this process has dropped the entry by then, and PostgreSQL has signalled every
       // other listener (they are a socket read away from dropping it).
@@ -249,16 +283,20 @@ export function createSqlAuthorityStore(db: SqlDatabase, options: SqlAuthoritySt
       return (await cache.read(grantId, () => loadStatus(grantId))) ?? undefined;
     },
     listRevokedGrantIds: (nowMs) => revokedGrantIds(db, nowMs),
-    async softDeleteGrant(grantId, at) {
-      const { changes } = await db.run('UPDATE grants SET deleted_at = ? WHERE grant_id = ? AND deleted_at IS NULL', [at, grantId]);
-      return changes === 1;
+    softDeleteGrant(grantId, at, effect) {
+      return changeWith(db, async (q) => {
+        const { changes } = await q.run('UPDATE grants SET deleted_at = ? WHERE grant_id = ? AND deleted_at IS NULL', [at, grantId]);
+        return changes === 1;
+      }, effect);
     },
 
-    async putApiKey(k) {
-      await db.run(
-        'INSERT INTO api_keys (key_id, hash, scopes, label, created_at, created_by, revoked_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
-        [k.keyId, k.hash, JSON.stringify(k.scopes), k.label, k.createdAt, k.createdBy, k.revokedAt],
-      );
+    async putApiKey(k, effect) {
+      await changeWith(db, async (q) => {
+        await q.run(
+          'INSERT INTO api_keys (key_id, hash, scopes, label, created_at, created_by, revoked_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+          [k.keyId, k.hash, JSON.stringify(k.scopes), k.label, k.createdAt, k.createdBy, k.revokedAt],
+        );
+      }, effect);
     },
     async getApiKey(keyId) {
       const r = await db.get<ApiRow>('SELECT * FROM api_keys WHERE key_id = ?', [keyId]);
@@ -267,29 +305,44 @@ export function createSqlAuthorityStore(db: SqlDatabase, options: SqlAuthoritySt
     async listApiKeys() {
       return (await db.all<ApiRow>('SELECT * FROM api_keys ORDER BY created_at, key_id')).map(apiFrom);
     },
-    async revokeApiKey(keyId, at) {
-      const { changes } = await db.run('UPDATE api_keys SET revoked_at = ? WHERE key_id = ? AND revoked_at IS NULL', [at, keyId]);
-      const r = await db.get<{ revoked_at: string | null }>('SELECT revoked_at FROM api_keys WHERE key_id = ?', [keyId]);
-      return r && r.revoked_at !== null ? { revokedAt: r.revoked_at, changed: changes === 1 } : undefined;
+    revokeApiKey(keyId, at, effect) {
+      return changeWith(db, async (q) => {
+        const { changes } = await q.run('UPDATE api_keys SET revoked_at = ? WHERE key_id = ? AND revoked_at IS NULL', [at, keyId]);
+        const r = await q.get<{ revoked_at: string | null }>('SELECT revoked_at FROM api_keys WHERE key_id = ?', [keyId]);
+        return r && r.revoked_at !== null ? { revokedAt: r.revoked_at, changed: changes === 1 } : undefined;
+      }, effect && (async (q, r) => (r ? effect(q, r) : undefined)));
     },
 
     putSigningKey: (row) => insertKey(db, row),
+    async replacePrivatePem(kid, from, to) {
+      return (await db.run('UPDATE signing_keys SET private_pem = ? WHERE kid = ? AND private_pem = ?', [to, kid, from])).changes === 1;
+    },
     async getSigningKey(kid) {
       const r = await db.get<KeyRow>('SELECT * FROM signing_keys WHERE kid = ?', [kid]);
       return r && keyFrom(r);
     },
-    async activeSigningKey(purpose) {
-      const r = await db.get<KeyRow>(`SELECT * FROM signing_keys WHERE purpose = ? AND status = 'active' ORDER BY created_at DESC LIMIT 1`, [purpose]);
+    async activeSigningKey(purpose, source) {
+      const r = await activeKey(db, purpose, source);
       return r && keyFrom(r);
     },
     listSigningKeys: () => signingKeys(db),
-    activateSigningKey(kid, purpose, at) {
-      return db.tx((q) => activate(q, kid, purpose, at), { lock: KEY_LOCK });
+    activateSigningKey(kid, purpose, at, effect) {
+      return changeWith(db, (q) => activate(q, kid, purpose, at), effect, { lock: KEY_LOCK });
     },
-    ensureActiveSigningKey(purpose, create) {
+    async holdSigningKey(kid, atMs) {
+      // One statement; the lease never moves back (instances' clocks differ a little).
+      const { changes } = await db.run(
+        `UPDATE signing_keys SET status = 'active', retired_at = NULL,
+           last_seen_ms = CASE WHEN last_seen_ms IS NULL OR last_seen_ms < ? THEN ? ELSE last_seen_ms END
+         WHERE kid = ? AND source = 'env'`,
+        [atMs, atMs, kid],
+      );
+      return changes === 1;
+    },
+    ensureActiveSigningKey(purpose, create, source) {
       return db.tx(
         async (q) => {
-          const r = await q.get<KeyRow>(`SELECT * FROM signing_keys WHERE purpose = ? AND status = 'active' ORDER BY created_at DESC LIMIT 1`, [purpose]);
+          const r = await activeKey(q, purpose, source);
           if (r) return { row: keyFrom(r), created: false };
           const row = await create();
           await insertKey(q, row);
@@ -302,22 +355,25 @@ export function createSqlAuthorityStore(db: SqlDatabase, options: SqlAuthoritySt
 
     nextBundleSequence: (scopeKey) => nextSequence(db, scopeKey),
     putBundle: (b) => insertBundle(db, b),
-    issueBundle(scopeKey, nowMs, sign) {
+    issueBundle(scopeKey, nowMs, sign, effect) {
       // PostgreSQL: an advisory lock per scope, held to commit, so the reads below see every
       // change committed before the previous bundle of this scope was stored. SQLite: BEGIN
       // IMMEDIATE holds the only writer lock, and this process's other statements wait for the
       // transaction (service-kit/database.ts). `sign` is pure (no store access): an Ed25519 or
       // P-256 signature, so the lock is held for a few statements and one signature.
-      return db.tx(
+      return changeWith(
+        db,
         async (q) => {
           const sequence = await nextSequence(q, scopeKey);
           const revoked = await revokedGrantIds(q, nowMs);
           const keys = await signingKeys(q);
-          const signed = await sign({ sequence, revokedGrantIds: revoked, signingKeys: keys });
+          const humans = await activeHumans(q);
+          const signed = await sign({ sequence, revokedGrantIds: revoked, signingKeys: keys, humans });
           const record: BundleRecord = { ...signed, scopeKey, sequence };
           await insertBundle(q, record);
           return record;
         },
+        effect,
         { lock: `ctl_bundle:${scopeKey}` },
       );
     },

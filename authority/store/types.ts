@@ -1,9 +1,12 @@
 /**
- * The authority's persistence, one interface for SQLite and PostgreSQL (issue 3 §3). Every
+ * The authority's persistence, one interface for SQLite and PostgreSQL. Every
  * write that must not race is one SQL statement or one transaction inside the implementation:
- * callers never read-then-write.
+ * callers never read-then-write. Each change takes an optional `effect` (service-kit tx-effect.ts)
+ * run inside its transaction: the audit entry that records the change, and its webhook
+ * deliveries, commit with it or not at all.
  */
-import type { AuditLog, DispatchLog } from '../../service-kit/index.js';
+import type { AuditLog, DispatchLog, SqlDatabase, TxEffect, WebhookOutbox, WebhookOutboxOptions } from '../../service-kit/index.js';
+import type { TrustRootStore } from './trust-root-store.js';
 
 export interface StoredPolicy {
   policyHash: string;
@@ -67,6 +70,8 @@ export interface SigningKeyRow {
 export interface PublishedKeyRow extends SigningKeyRow {
   /** Latest expiry (ms) of the grants this key signed, or null when none. */
   lastGrantExpiryMs: number | null;
+  /** A key from an instance's environment: last time an instance holding it renewed its lease (ms). */
+  lastSeenMs: number | null;
 }
 
 export interface BundleScopeFields {
@@ -93,22 +98,26 @@ export interface BundleIssueInput {
   revokedGrantIds: string[];
   /** As listSigningKeys(). */
   signingKeys: PublishedKeyRow[];
+  /** The enrolled humans (PROTOCOL.md §10), listed as issuers where their scope matches. */
+  humans: import('./humans.js').EnrolledHuman[];
 }
 
 /** What `issueBundle`'s `sign` returns: the record to store, less what the store decided. */
 export type SignedBundle = Omit<BundleRecord, 'scopeKey' | 'sequence'>;
 
-export interface AuthorityStore {
+export interface AuthorityStore extends TrustRootStore {
   readonly dialect: 'sqlite' | 'postgres';
   readonly description: string;
+  /** PostgreSQL only: the store's pool, for the rate limits' counters (rate-limits.ts). */
+  readonly pgPool?: SqlDatabase['pgPool'];
   ping(): Promise<boolean>;
   close(): Promise<void>;
 
   /** Stores a policy once; the same hash again returns the first `storedAt` and `created: false`. */
-  putPolicy(policyHash: string, document: string, at: string): Promise<{ policyHash: string; storedAt: string; created: boolean }>;
+  putPolicy(policyHash: string, document: string, at: string, effect?: TxEffect<{ policyHash: string; storedAt: string; created: boolean }>): Promise<{ policyHash: string; storedAt: string; created: boolean }>;
   getPolicy(policyHash: string): Promise<StoredPolicy | undefined>;
 
-  putGrant(record: GrantRecord): Promise<void>;
+  putGrant(record: GrantRecord, effect?: TxEffect<void>): Promise<void>;
   /** Soft-deleted grants are returned only with `includeDeleted`. */
   getGrant(grantId: string, options?: { includeDeleted?: boolean }): Promise<StoredGrant | undefined>;
   listGrants(options?: { afterGrantId?: string; limit?: number; includeDeleted?: boolean }): Promise<StoredGrant[]>;
@@ -117,7 +126,9 @@ export interface AuthorityStore {
    * unknown. Resolves once every process's revocation cache has been told (PostgreSQL: NOTIFY in
    * the same transaction, answered after it came back to this process's listener).
    */
-  revokeGrant(grantId: string, by: { at: string; actor: string; reason?: string }): Promise<{ revokedAt: string; changed: boolean } | undefined>;
+  revokeGrant(
+    grantId: string, by: { at: string; actor: string; reason?: string }, effect?: TxEffect<{ revokedAt: string; changed: boolean }>,
+  ): Promise<{ revokedAt: string; changed: boolean } | undefined>;
   /**
    * The hot path of every wallet and merchant (spec §4.3 GET /revoke), answered from an
    * in-process cache kept in step with every process's writes (store/revocation-cache.ts), else
@@ -129,31 +140,40 @@ export interface AuthorityStore {
   /** Ids of revoked grants that have not expired at `nowMs`, for Trust Bundles (PROTOCOL.md §4 revokedGrants). */
   listRevokedGrantIds(nowMs: number): Promise<string[]>;
   /** Marks a grant deleted (kept for custody and audit); false when unknown or already deleted. */
-  softDeleteGrant(grantId: string, at: string): Promise<boolean>;
+  softDeleteGrant(grantId: string, at: string, effect?: TxEffect<boolean>): Promise<boolean>;
 
-  putApiKey(row: ApiKeyRow): Promise<void>;
+  putApiKey(row: ApiKeyRow, effect?: TxEffect<void>): Promise<void>;
   getApiKey(keyId: string): Promise<ApiKeyRow | undefined>;
   listApiKeys(): Promise<ApiKeyRow[]>;
   /** Idempotent (the first revokedAt stays; `changed` only for the call that revoked); undefined when unknown. */
-  revokeApiKey(keyId: string, at: string): Promise<{ revokedAt: string; changed: boolean } | undefined>;
+  revokeApiKey(keyId: string, at: string, effect?: TxEffect<{ revokedAt: string; changed: boolean }>): Promise<{ revokedAt: string; changed: boolean } | undefined>;
 
   /** Inserts a key unless its kid exists (two processes generating at once keep one). */
   putSigningKey(row: SigningKeyRow): Promise<boolean>;
+  /** Replaces a stored private key's text (sealing one stored in the clear) only if it is still `from`: false otherwise. */
+  replacePrivatePem(kid: string, from: string, to: string): Promise<boolean>;
   getSigningKey(kid: string): Promise<SigningKeyRow | undefined>;
-  activeSigningKey(purpose: KeyPurposeName): Promise<SigningKeyRow | undefined>;
-  /** Every key with the latest expiry of what it signed, for JWKS and bundles. */
+  /** The newest active key of `purpose` (of that `source` when given). */
+  activeSigningKey(purpose: KeyPurposeName, source?: SigningKeyRow['source']): Promise<SigningKeyRow | undefined>;
+  /** Every key with the latest expiry of what it signed and its lease, for JWKS and bundles. */
   listSigningKeys(): Promise<PublishedKeyRow[]>;
   /**
-   * Makes `kid` the only active key of its purpose, retiring the others, in one transaction
-   * under a lock (so concurrent rotations leave exactly one active key).
+   * Makes `kid` the only active key of its purpose and source, retiring the others of that source,
+   * in one transaction under a lock (so concurrent rotations leave exactly one active stored key,
+   * and never touch a key an instance holds from its environment).
    */
-  activateSigningKey(kid: string, purpose: KeyPurposeName, at: string): Promise<void>;
+  activateSigningKey(kid: string, purpose: KeyPurposeName, at: string, effect?: TxEffect<void>): Promise<void>;
   /**
-   * The active key of `purpose`; when there is none, `create()` makes one and it is stored and
-   * activated, all under one lock (several processes starting at once on one database end up
-   * with one key, not several). `created` says whether this call made it.
+   * An instance signs with `kid`, a key from its environment: the key is active and its lease
+   * (`lastSeenMs`) is at least `atMs`. Other keys are untouched. false when no such env key.
    */
-  ensureActiveSigningKey(purpose: KeyPurposeName, create: () => Promise<SigningKeyRow>): Promise<{ row: SigningKeyRow; created: boolean }>;
+  holdSigningKey(kid: string, atMs: number): Promise<boolean>;
+  /**
+   * The active key of `purpose` (of that `source` when given); when there is none, `create()`
+   * makes one and it is stored and activated, all under one lock (several processes starting at
+   * once on one database end up with one key, not several). `created` says whether this call made it.
+   */
+  ensureActiveSigningKey(purpose: KeyPurposeName, create: () => Promise<SigningKeyRow>, source?: SigningKeyRow['source']): Promise<{ row: SigningKeyRow; created: boolean }>;
 
   /** The next sequence of a bundle scope: one atomic statement, strictly increasing (PROTOCOL.md §4). */
   nextBundleSequence(scopeKey: string): Promise<number>;
@@ -165,7 +185,7 @@ export interface AuthorityStore {
    * always carries every revocation and key an older one of that scope carried. `sign` must not
    * use the store (SQLite: the connection is held by this transaction until it returns).
    */
-  issueBundle(scopeKey: string, nowMs: number, sign: (input: BundleIssueInput) => Promise<SignedBundle>): Promise<BundleRecord>;
+  issueBundle(scopeKey: string, nowMs: number, sign: (input: BundleIssueInput) => Promise<SignedBundle>, effect?: TxEffect<BundleRecord>): Promise<BundleRecord>;
   /**
    * The newest bundle of each scope that matches: a given filter matches a bundle whose field
    * equals it or is unset; an absent filter matches anything. Expired bundles are left out.
@@ -173,5 +193,8 @@ export interface AuthorityStore {
   latestBundles(filter: BundleScopeFields, nowMs: number): Promise<BundleRecord[]>;
 
   readonly audit: AuditLog;
+  /** The webhook outbox read back (status, attempts, dead letters). */
   readonly dispatchLog: DispatchLog;
+  /** The webhook outbox on this store's database (table `webhook_dispatches`). */
+  webhookOutbox(options: Omit<WebhookOutboxOptions, 'db' | 'table'>): WebhookOutbox;
 }

@@ -1,5 +1,5 @@
 /**
- * The x402 part of `ctl demo` (issue 6 §6): a merchant built only with the stock @x402/express,
+ * The x402 part of `ctl demo`: a merchant built only with the stock @x402/express,
  * whose facilitator is the stock x402Facilitator on an in-memory EIP-3009 ledger (no chain, loopback
  * only). Those are development dependencies, loaded on demand: without them the step is skipped.
  */

@@ -18,6 +18,8 @@ export function parseArgs(args: string[], spec: { values?: string[]; flags?: str
   const out: Parsed = { positionals: [], options: new Map(), flags: new Set() };
   for (let i = 0; i < args.length; i++) {
     const a = args[i]!;
+    // Single-dash flags are not part of this CLI: name them rather than take them as a file.
+    if (/^-[^-]/.test(a)) throw new UsageError(`unknown option ${a}`);
     if (!a.startsWith('--')) {
       out.positionals.push(a);
       continue;

@@ -1,5 +1,5 @@
 /**
- * An AI agent paying for an API through the gateway (issue 5 story, spec §4.4 agent-side client):
+ * An AI agent paying for an API through the gateway (spec §4.4 agent-side client):
  * the agent holds only a session token, never a key; it calls the merchant through
  * `session.fetch` and never sees the 402. When a call would cross the soft ceiling, its
  * `onSoftLimit` asks the budget owner, who approves once; the next time the owner says no,

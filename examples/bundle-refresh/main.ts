@@ -19,28 +19,33 @@ const root = await CTL.generateKeyPair({ alg: 'EdDSA' });
 const authority = await startLocalAuthority(root.privateKeyPem);
 const scope = { category: 'ev-charging', region: 'eu' };
 const job = (at: number): ReturnType<typeof refreshTrustBundle> => refreshTrustBundle({ authority: authority.url, scope, rootPublicKeyPem: root.publicKeyPem, storeDir: work, now: () => at });
+let t0 = 0;
+/** A time on the example's own clock, as the labels read it (t+6.5h). */
+const offset = (iso: string) => `t+${Math.round(((Date.parse(iso) - t0) / HOUR) * 100) / 100}h`;
 const show = (label: string, r: Awaited<ReturnType<typeof refreshTrustBundle>>) =>
-  console.log(`${label}: ${r.action}${r.bundle ? `, holding sequence ${r.bundle.sequence}` : ', no valid bundle'}${r.reason ? ` (${r.reason})` : ''}${r.refreshAt ? `, next refresh from ${r.refreshAt}` : ''}`);
+  console.log(`${label}: ${r.action}${r.bundle ? `, holding sequence ${r.bundle.sequence}` : ', no valid bundle'}${r.reason ? ` (${r.reason})` : ''}${r.refreshAt ? `, next refresh from ${offset(r.refreshAt)} (${r.refreshAt})` : ''}`);
 try {
-  const issue = () => authority.call('POST', '/trust-bundles', { scope, expiresAt: new Date(Date.now() + 8 * HOUR).toISOString() });
-  await issue();
-  const t0 = Date.now();
+  // The authority signs at its own (wall) clock; the device's clock is simulated: a bundle issued
+  // "at t+6.5h" is one that expires 8 h after that.
+  const issue = (atHours: number) => authority.call('POST', '/trust-bundles', { scope, expiresAt: new Date(Date.now() + (atHours + 8) * HOUR).toISOString() });
+  await issue(0);
+  t0 = Date.now();
   const first = await job(t0);
   show('t+0h', first);
   expect(first.action === 'updated' && first.bundle?.sequence === 1, 'first fetch');
   const fresh = await job(t0 + 2 * HOUR);
   show('t+2h', fresh);
   expect(fresh.action === 'fresh', 'fresh: no fetch');
-  await issue(); // the authority publishes sequence 2
+  await issue(6.5); // the authority publishes sequence 2, valid until t+14.5h
   const refreshed = await job(t0 + 6.5 * HOUR); // last quarter of an 8 h life
   show('t+6.5h', refreshed);
   expect(refreshed.action === 'updated' && refreshed.bundle?.sequence === 2, 'refreshed before expiry');
   await authority.close();
-  const down = await job(t0 + 7 * HOUR);
-  show('t+7h (authority unreachable)', down);
+  const down = await job(t0 + 12 * HOUR); // the last quarter of sequence 2's life
+  show('t+12h (authority unreachable)', down);
   expect(down.action === 'failed' && down.bundle?.sequence === 2, 'old bundle kept');
-  const expired = await job(t0 + 9 * HOUR);
-  show('t+9h (still unreachable)', expired);
+  const expired = await job(t0 + 15 * HOUR);
+  show('t+15h (still unreachable)', expired);
   expect(expired.action === 'failed' && !expired.bundle, 'no valid bundle after expiry: offline payments are refused');
   console.log('OK bundle-refresh');
 } finally {

@@ -1,5 +1,5 @@
 /**
- * An EV charger that takes payments with no network (issue 5 story): it verifies each vehicle's
+ * An EV charger that takes payments with no network: it verifies each vehicle's
  * SBA against its installed Trust Bundle, counts every accepted payment in flash against the
  * grant's offline allowance (PROTOCOL.md §8), and so bounds what a lost or revoked grant can cost.
  *
@@ -9,6 +9,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as CTL from '../../src/index.js';
+// What each box carries (docs/sdk-api.md): the charger only verifies (ctl/verify, in QuickJS
+// dist/ctl-verify.iife.js), the vehicle only signs (ctl/wallet); the fleet back office has it all.
+import * as Verifier from '../../src/entries/verify.js';
+import * as Wallet from '../../src/entries/wallet.js';
 import { createDevice } from '../../firmware-bridge/device.js';
 import { createFileByteStorage } from '../../firmware-bridge/node/file-storage.js';
 import { createNodeAbi } from '../../firmware-bridge/node/test-abi.js';
@@ -16,7 +20,7 @@ import { expect, startLocalAuthority } from '../shared/local-authority.js';
 
 const work = mkdtempSync(join(tmpdir(), 'ctl-charger-'));
 const flash = join(work, 'charger.flash.json');
-const charger = () => createDevice(CTL, createNodeAbi({ storage: createFileByteStorage(flash) }));
+const charger = () => createDevice(Verifier, createNodeAbi({ storage: createFileByteStorage(flash) }));
 try {
   // Fleet side, while everything is online: root, authority, the vehicle's grant.
   const root = await CTL.generateKeyPair({ alg: 'EdDSA' });
@@ -36,7 +40,7 @@ try {
   device.provisionRoot({ rootPublicKeyPem: root.publicKeyPem });
   await device.installBundle({ bundle });
   // The vehicle signs while the authority still answers revocation checks.
-  const wallet = CTL.createSession(grant, { actorId: 'vehicle-42', signingKey: vehicleKey.privateKeyPem, scope: 'TRIP' });
+  const wallet = Wallet.createSession(grant, { actorId: 'vehicle-42', signingKey: vehicleKey.privateKeyPem, scope: 'TRIP' });
   const sbas = [];
   for (const amount of ['2500', '1800', '1500', '900']) sbas.push([amount, await wallet.createSba({ amount, currency: 'EUR', rail: 'card' })] as const);
   await authority.close();

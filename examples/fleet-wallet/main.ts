@@ -1,5 +1,5 @@
 /**
- * A vehicle wallet on the device (issue 5 story): the key is made on the vehicle and never leaves
+ * A vehicle wallet on the device: the key is made on the vehicle and never leaves
  * it, the fleet authority grants that key a budget, and the wallet signs one SBA per payment with
  * its spend kept in flash, so a reboot cannot reset the ceiling. A merchant verifies the SBAs
  * online against the authority's JWKS.
@@ -10,6 +10,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as CTL from '../../src/index.js';
+// What each side carries (docs/sdk-api.md): the vehicle only signs (ctl/wallet, in QuickJS
+// dist/ctl-wallet.iife.js), the merchant only verifies (ctl/verify); the back office has it all.
+import * as Wallet from '../../src/entries/wallet.js';
+import * as Verifier from '../../src/entries/verify.js';
 import { createDevice } from '../../firmware-bridge/device.js';
 import { createFileByteStorage } from '../../firmware-bridge/node/file-storage.js';
 import { createNodeAbi } from '../../firmware-bridge/node/test-abi.js';
@@ -17,7 +21,7 @@ import { expect, startLocalAuthority } from '../shared/local-authority.js';
 
 const work = mkdtempSync(join(tmpdir(), 'ctl-wallet-'));
 const flash = join(work, 'vehicle.flash.json');
-const vehicle = () => createDevice(CTL, createNodeAbi({ storage: createFileByteStorage(flash) }));
+const vehicle = () => createDevice(Wallet, createNodeAbi({ storage: createFileByteStorage(flash) }));
 const root = await CTL.generateKeyPair({ alg: 'EdDSA' });
 const authority = await startLocalAuthority(root.privateKeyPem);
 try {
@@ -36,7 +40,7 @@ try {
   console.log(`grant ${grant.grantId}: 100.00 EUR for the trip`);
 
   const merchant = (sba: unknown, amount: string) =>
-    CTL.verifyCtl(sba, { amount, currency: 'EUR', jwksUrl: `${authority.url}/.well-known/ctl-keys.json`, trackSpend: true });
+    Verifier.verifyCtl(sba, { amount, currency: 'EUR', jwksUrl: `${authority.url}/.well-known/ctl-keys.json`, trackSpend: true });
   for (const amount of ['4000', '3500']) {
     const sba = await device.createSba({ amount, currency: 'EUR', rail: 'card' });
     const r = await merchant(sba, amount);

@@ -3,7 +3,10 @@
  * running inside QuickJS with the firmware ABI backed by a file (flash) and node:crypto (TRNG).
  * Logs go to stderr; stdout carries frames only.
  *
- *   node build/firmware-bridge/node/bridge-main.js --flash FILE [--engine quickjs|node] [--now ISO]
+ *   node build/firmware-bridge/node/bridge-main.js --flash FILE [--engine quickjs|node] [--bundle verify|wallet|full] [--p256] [--now ISO]
+ *
+ * `--bundle` picks the SDK a device carries: `verify` (dist/ctl-verify.iife.js) for a terminal
+ * that only verifies, `wallet` (dist/ctl-wallet.iife.js) for one that only signs, `full` (default).
  */
 import { createFileByteStorage } from './file-storage.js';
 import { createNodeAbi } from './test-abi.js';
@@ -16,10 +19,15 @@ function arg(name: string): string | undefined {
 
 const flash = arg('--flash');
 if (!flash) {
-  process.stderr.write('usage: bridge-main --flash FILE [--engine quickjs|node] [--now ISO]\n');
+  process.stderr.write('usage: bridge-main --flash FILE [--engine quickjs|node] [--bundle verify|wallet|full] [--p256] [--now ISO]\n');
   process.exit(2);
 }
 const engine = arg('--engine') ?? 'quickjs';
+const bundle = arg('--bundle') ?? 'full';
+if (bundle !== 'verify' && bundle !== 'wallet' && bundle !== 'full') {
+  process.stderr.write(`unknown bundle ${bundle}: verify, wallet or full\n`);
+  process.exit(2);
+}
 const nowArg = arg('--now');
 const abi = createNodeAbi({ storage: createFileByteStorage(flash), ...(nowArg ? { now: Date.parse(nowArg) } : {}) });
 abi.log = (level, message) => void process.stderr.write(`[bridge ${level}] ${message}\n`);
@@ -27,10 +35,11 @@ abi.log = (level, message) => void process.stderr.write(`[bridge ${level}] ${mes
 let handle: (payload: Uint8Array) => Promise<Uint8Array>;
 if (engine === 'quickjs') {
   const { createQuickJsDevice } = await import('./quickjs-device.js');
-  const dev = await createQuickJsDevice(abi);
+  const dev = await createQuickJsDevice(abi, { bundle, p256: process.argv.includes('--p256') });
   handle = async (p) => dev.request(p);
 } else if (engine === 'node') {
-  const CTL = await import('../../src/index.js');
+  const CTL = bundle === 'verify' ? await import('../../src/entries/verify.js')
+    : bundle === 'wallet' ? await import('../../src/entries/wallet.js') : await import('../../src/index.js');
   const { createDevice } = await import('../device.js');
   const device = createDevice(CTL, abi);
   handle = (p) => handlePayload(device, p);
@@ -59,4 +68,4 @@ process.stdin.on('data', (chunk: Buffer) => {
   }
 });
 process.stdin.on('end', () => void queue.then(() => process.exit(0)));
-process.stderr.write(`[bridge info] ready (engine ${engine})\n`);
+process.stderr.write(`[bridge info] ready (engine ${engine}, bundle ${bundle})\n`);

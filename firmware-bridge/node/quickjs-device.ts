@@ -1,10 +1,18 @@
 /**
- * The device inside QuickJS: dist/ctl.iife.js + the device script, with only `ctlHost` (the
- * firmware ABI) as host object. `request(payload)` is synchronous, as a firmware calls it.
+ * The device inside QuickJS: an SDK bundle (the verifier's, the wallet's, or dist/ctl.iife.js)
+ * + the device script, with only `ctlHost` (the firmware ABI) as host object. `request(payload)`
+ * is synchronous, as a firmware calls it.
  */
 import type { HostAbi } from '../abi.js';
 import { createQuickJsEngine, type QuickJsEngine } from './quickjs.js';
-import { assertGlobalCtl, deviceScript, readIife } from './device-script.js';
+import { assertGlobalCtl, deviceScript, IIFE_FILES, readIife, type DeviceBundle } from './device-script.js';
+
+export interface QuickJsDeviceOptions {
+  /** The SDK bundle: `verify` for a terminal, `wallet` for a vehicle, `full` (default) for both. */
+  bundle?: DeviceBundle;
+  /** Also load dist/ctl-p256.iife.js and register it: for P-256 keys on a host without native P-256. */
+  p256?: boolean;
+}
 
 export interface QuickJsDevice {
   /** One CBOR request payload in, one CBOR response payload out; synchronous. */
@@ -13,11 +21,16 @@ export interface QuickJsDevice {
   dispose(): void;
 }
 
-/** @example const dev = await createQuickJsDevice(abi); const res = dev.request(cborEncode({ id: 1, op: 'status' })) */
-export async function createQuickJsDevice(abi: HostAbi): Promise<QuickJsDevice> {
+/** @example const dev = await createQuickJsDevice(abi, { bundle: 'verify' }); const res = dev.request(cborEncode({ id: 1, op: 'status' })) */
+export async function createQuickJsDevice(abi: HostAbi, o: QuickJsDeviceOptions = {}): Promise<QuickJsDevice> {
+  const bundle = o.bundle ?? 'full';
   const engine = await createQuickJsEngine({ abi });
-  engine.evalScript(readIife(), 'ctl.iife.js');
+  engine.evalScript(readIife(bundle), IIFE_FILES[bundle]);
   assertGlobalCtl(engine);
+  if (o.p256) {
+    engine.evalScript(readIife('p256'), IIFE_FILES.p256);
+    engine.evalScript('CTL.registerP256(CTLP256.nobleP256);', 'register-p256.js');
+  }
   engine.evalScript(await deviceScript(), 'device.iife.js');
   return {
     engine,

@@ -104,6 +104,11 @@ export async function createQuickJsEngine(o: QuickJsOptions = {}): Promise<Quick
       abi.log(vm.getString(level!) as never, vm.getString(message!));
       return vm.undefined;
     });
+    const counter = abi.monotonicCounter;
+    if (counter) {
+      fn('counterRead', () => vm.newNumber(counter.read()));
+      fn('counterIncrement', () => vm.newNumber(counter.increment()));
+    }
     vm.setProp(vm.global, 'ctlHost', host);
     host.dispose();
   }

@@ -1,6 +1,6 @@
 /**
- * An in-memory EVM ledger behind the public `FacilitatorEvmSigner` interface of @x402/evm (issue 6
- * §5): the stock facilitator's only way to the "chain" in the tests and the demo. It is an honest EIP-3009
+ * An in-memory EVM ledger behind the public `FacilitatorEvmSigner` interface of @x402/evm: the
+ * stock facilitator's only way to the "chain" in the tests and the demo. It is an honest EIP-3009
  * token: `transferWithAuthorization` recovers the signer of the EIP-712 message in the token's own
  * domain (name, version, chain id, contract), checks the validity window against its clock,
  * refuses a nonce used before, checks the balance, moves it and emits Transfer and

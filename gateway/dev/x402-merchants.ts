@@ -1,5 +1,5 @@
 /**
- * x402 merchants that know nothing of CTL (issue 6 §5), on loopback: the stock x402Facilitator
+ * x402 merchants that know nothing of CTL, on loopback: the stock x402Facilitator
  * with the stock `exact` EVM scheme served over HTTP (its chain is the in-memory ledger), a stock
  * @x402/express merchant using it through the stock HTTPFacilitatorClient, and a small
  * hand-written x402 v1 merchant (a 402 JSON body with `accepts`, `X-PAYMENT`, `X-PAYMENT-RESPONSE`).
@@ -67,8 +67,8 @@ export async function startFacilitator(ledger: EvmLedger, o: { settleDelayMs?: n
 }
 
 export interface StockMerchant extends Listening {
-  /** Headers of every request that reached the merchant. */
-  seen: { path: string; headers: IncomingHttpHeaders }[];
+  /** Path (and full URL, with its query) and headers of every request that reached the merchant. */
+  seen: { path: string; url?: string; headers: IncomingHttpHeaders }[];
 }
 
 /**
@@ -76,16 +76,20 @@ export interface StockMerchant extends Listening {
  * USDC on Base Sepolia), `GET /boom` is paid but its handler fails, `GET /long` asks for an hour
  * of validity, `GET /other` is priced in a token outside the gateway's asset map.
  */
-export async function startStockMerchant(o: { facilitatorUrl: string; payTo: string; facilitatorTimeoutMs?: number; otherAsset?: string }): Promise<StockMerchant> {
+export async function startStockMerchant(o: {
+  facilitatorUrl: string; payTo: string; facilitatorTimeoutMs?: number; otherAsset?: string;
+  /** The validity `GET /data` asks for (the stock default otherwise): short, so a held authorization dies soon. */
+  maxTimeoutSeconds?: number;
+}): Promise<StockMerchant> {
   const resourceServer = new x402ResourceServer(new HTTPFacilitatorClient({ url: o.facilitatorUrl, timeoutMs: o.facilitatorTimeoutMs })).register(
     'eip155:84532',
     new ExactEvmScheme(),
   );
-  const accepts = { scheme: 'exact', price: '$0.01', network: 'eip155:84532' as const, payTo: o.payTo };
+  const accepts = { scheme: 'exact', price: '$0.01', network: 'eip155:84532' as const, payTo: o.payTo, ...(o.maxTimeoutSeconds ? { maxTimeoutSeconds: o.maxTimeoutSeconds } : {}) };
   const app = express();
   const seen: StockMerchant['seen'] = [];
   app.use((req, _res, next) => {
-    seen.push({ path: req.path, headers: req.headers });
+    seen.push({ path: req.path, url: req.originalUrl, headers: req.headers });
     next();
   });
   app.use(

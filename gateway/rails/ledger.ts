@@ -1,5 +1,5 @@
 /**
- * The `ledger` rail (issue 4 §4): a real local rail backed by the gateway's own store. A payment
+ * The `ledger` rail: a real local rail backed by the gateway's own store. A payment
  * is one row keyed by the payment id, so pay() is idempotent and settle() can void an id that
  * never got paid. Merchants check a `txid` with GET /charge/{id}/verify (routes/merchant.ts).
  */

@@ -28,7 +28,7 @@ export interface Rail {
 }
 
 /**
- * One 402 dialect the gateway can pay (spec §4.2 "payment rails are pluggable", issue 6 §1):
+ * One 402 dialect the gateway can pay (spec §4.2 "payment rails are pluggable"):
  * `detect` reads a merchant's 402 into terms (undefined when the 402 is not this dialect; throws
  * `payment_terms_refused` when it is but cannot be read), `pay` runs the whole paid exchange
  * (policy and reservation before any signature, the retry, the confirmation) and answers the

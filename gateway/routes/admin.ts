@@ -1,35 +1,102 @@
 /**
- * Bootstrap and administration (issue 4 §1, §5): `CTL_GATEWAY_ADMIN_KEY` creates budget-owner
- * keys (shown once, stored hashed by service-kit's API-key helpers) and rotates signing keys.
+ * Bootstrap and administration: `CTL_GATEWAY_ADMIN_KEY` creates budget owners
+ * and their API keys (shown once, stored hashed by service-kit's API-key helpers), disables an
+ * owner (its keys and live sessions stop in one transaction), stops any session, and rotates
+ * signing keys.
  */
 import Router from '@koa/router';
-import { parseStrictJson } from '../../src/index.js';
-import { jsonBody, requireScope, generateApiKey, badRequest, notFound, ADMIN_SCOPE, type Authenticate, type SqlDatabase } from '../../service-kit/index.js';
+import { randomBytes } from 'node:crypto';
+import { parseStrictJson, formatTimestamp } from '../../src/index.js';
+import { jsonBody, requireScope, generateApiKey, badRequest, notFound, closedBody, optionalText, HttpError, ADMIN_SCOPE, allEffects, type Authenticate, type SqlDatabase } from '../../service-kit/index.js';
 import { KEY_PURPOSES, type GatewayKeyPurpose, type KeyRing } from '../services/keys.js';
-import { OWNER_SCOPE } from './sessions.js';
+import type { SessionService } from '../services/sessions.js';
+import type { GatewayEvents } from '../services/events.js';
+import { insertOwner, addOwnerKey, revokeOwnerKey, disableOwner, ownerWithKeys } from '../store/owners.js';
+import { OWNER_SCOPE, sessionsPage } from './sessions.js';
 
-export function adminRoutes(o: { db: SqlDatabase; auth: Authenticate; keys: KeyRing; now: () => number }) {
+/** Owner and key ids this gateway gives (legacy owner ids are key ids): anything else is unknown. */
+const ID = /^[A-Za-z0-9_-]{1,80}$/;
+
+export function adminRoutes(o: { db: SqlDatabase; auth: Authenticate; keys: KeyRing; sessions: SessionService; events: GatewayEvents; now: () => number }) {
   const r = new Router();
   const admin = requireScope(o.auth, ADMIN_SCOPE);
   const body = jsonBody({ limit: '16kb', parse: parseStrictJson });
+  const param = (ctx: any, name: string, what: string) => {
+    const v = ctx.params[name] as string;
+    if (!ID.test(v)) throw notFound(`no ${what} '${v.slice(0, 80)}'`);
+    return v;
+  };
+  const newKey = () => {
+    const { keyId, apiKey, record } = generateApiKey([OWNER_SCOPE]);
+    return { keyId, apiKey, key: { keyId, record } };
+  };
 
   r.post('/admin/owners', admin, body, async (ctx) => {
-    const b = (ctx.request.body ?? {}) as Record<string, unknown>;
-    const label = b.label ?? '';
-    if (typeof label !== 'string' || label.length > 200) throw badRequest('label: a string of at most 200 characters');
-    const { keyId, apiKey, record } = generateApiKey([OWNER_SCOPE]);
-    await o.db.run(`INSERT INTO gw_owners (id, label, key_hash, scopes, created_at) VALUES (?, ?, ?, ?, ?)`, [
-      keyId, label, record.hash, JSON.stringify(record.scopes), o.now(),
-    ]);
+    // Owner keys carry the one scope OWNER_SCOPE: a `scopes` member (or any other) is refused.
+    const label = optionalText(closedBody(ctx.request.body, ['label']), 'label', 200);
+    const ownerId = `own_${randomBytes(12).toString('base64url')}`;
+    const { keyId, apiKey, key } = newKey();
+    await insertOwner(o.db, { ownerId, label, key, now: o.now() }, o.events.entry('admin', 'owner.create', ownerId, { label, keyId }));
     ctx.status = 201;
-    ctx.body = { ownerId: keyId, label, apiKey };
+    ctx.body = { ownerId, keyId, apiKey, label };
   });
 
-  r.delete('/admin/owners/:id', admin, async (ctx) => {
-    const r = await o.db.run(`UPDATE gw_owners SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`, [o.now(), ctx.params.id!]);
-    const exists = r.changes === 1 || (await o.db.get(`SELECT id FROM gw_owners WHERE id = ?`, [ctx.params.id!]));
-    if (!exists) throw notFound(`no owner '${ctx.params.id}'`);
-    ctx.body = { ownerId: ctx.params.id, revoked: true };
+  // Which keys an owner has (ids and dates only), to see what a rotation still has to revoke.
+  r.get('/admin/owners/:ownerId', admin, async (ctx) => {
+    const ownerId = param(ctx, 'ownerId', 'owner');
+    const owner = await ownerWithKeys(o.db, ownerId);
+    if (!owner) throw notFound(`no owner '${ownerId}'`);
+    ctx.body = {
+      ownerId,
+      label: owner.label,
+      createdAt: formatTimestamp(owner.createdAt),
+      disabled: owner.disabledAt != null,
+      ...(owner.disabledAt != null ? { disabledAt: formatTimestamp(owner.disabledAt) } : {}),
+      keys: owner.keys.map((k) => ({ keyId: k.keyId, createdAt: formatTimestamp(k.createdAt), revoked: k.revokedAt != null, ...(k.revokedAt != null ? { revokedAt: formatTimestamp(k.revokedAt) } : {}) })),
+    };
+  });
+
+  // What an owner's agents hold, for the admin's stop button (DELETE /admin/sessions/{id}).
+  r.get('/admin/owners/:ownerId/sessions', admin, async (ctx) => {
+    const ownerId = param(ctx, 'ownerId', 'owner');
+    if (!(await ownerWithKeys(o.db, ownerId))) throw notFound(`no owner '${ownerId}'`);
+    ctx.body = { ownerId, ...(await sessionsPage(o.db, o.sessions, ownerId, ctx.query)) };
+  });
+
+  // Key rotation: add a key, move the agents over, revoke the old one; the sessions stay the owner's.
+  r.post('/admin/owners/:ownerId/keys', admin, async (ctx) => {
+    const ownerId = param(ctx, 'ownerId', 'owner');
+    const { keyId, apiKey, key } = newKey();
+    const added = await addOwnerKey(o.db, ownerId, key, o.now(), o.events.entry('admin', 'owner.key_add', ownerId, { keyId }, (r) => r === 'ok'));
+    if (added === 'not_found') throw notFound(`no owner '${ownerId}'`);
+    if (added === 'disabled') throw new HttpError(409, 'conflict', `the owner '${ownerId}' is disabled`);
+    ctx.status = 201;
+    ctx.body = { ownerId, keyId, apiKey };
+  });
+
+  r.delete('/admin/owners/:ownerId/keys/:keyId', admin, async (ctx) => {
+    const ownerId = param(ctx, 'ownerId', 'owner');
+    const keyId = param(ctx, 'keyId', 'key');
+    if (!(await revokeOwnerKey(o.db, ownerId, keyId, o.now(), o.events.entry('admin', 'owner.key_revoke', ownerId, { keyId }, (r) => r.changed)))) throw notFound(`no key '${keyId}' of owner '${ownerId}'`);
+    ctx.body = { ownerId, keyId, revoked: true };
+  });
+
+  // Disabling an owner stops every key and every live session it owns, in one transaction.
+  r.delete('/admin/owners/:ownerId', admin, async (ctx) => {
+    const ownerId = param(ctx, 'ownerId', 'owner');
+    const at = o.now();
+    const revoked = await disableOwner(o.db, ownerId, at, allEffects(
+      o.events.entry('admin', 'owner.disable', ownerId, {}, (r) => r !== undefined),
+      o.sessions.revokedEvents(at, 'admin', 'owner_disabled'),
+    ));
+    if (!revoked) throw notFound(`no owner '${ownerId}'`);
+    ctx.body = { ownerId, disabled: true, revoked: true, revokedSessions: revoked.length };
+  });
+
+  // The admin's stop button: any session, recorded as the admin's (revokedBy, session.revoked).
+  r.delete('/admin/sessions/:id', admin, async (ctx) => {
+    const id = param(ctx, 'id', 'session');
+    ctx.body = await o.sessions.revoke(await o.sessions.byId(id), 'admin');
   });
 
   r.post('/admin/keys/rotate', admin, body, async (ctx) => {
@@ -38,12 +105,4 @@ export function adminRoutes(o: { db: SqlDatabase; auth: Authenticate; keys: KeyR
     ctx.body = { purpose, kid: await o.keys.rotate(purpose as GatewayKeyPurpose) };
   });
   return r;
-}
-
-/** service-kit's key lookup over gw_owners. */
-export function findOwnerKey(db: SqlDatabase) {
-  return async (keyId: string) => {
-    const row = await db.get(`SELECT id, key_hash, scopes, revoked_at FROM gw_owners WHERE id = ?`, [keyId]);
-    return row ? { keyId: row.id as string, hash: row.key_hash as string, scopes: JSON.parse(row.scopes as string), revokedAt: row.revoked_at == null ? null : String(row.revoked_at) } : undefined;
-  };
 }

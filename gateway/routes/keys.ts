@@ -1,20 +1,18 @@
 /**
- * What verifiers fetch (issue 4 §5, spec §4.1): the JWKS (grant and receipt keys, active and
+ * What verifiers fetch (spec §4.1): the JWKS (grant and receipt keys, active and
  * retired), the Trust Bundle signed by the gateway's bundle root, and the revocation check
  * every internal grant names (PROTOCOL.md §5 step 3: `{ grantId, revoked, revokedAt? }`).
  */
 import Router from '@koa/router';
-import { createTrustBundle, formatTimestamp } from '../../src/index.js';
+import { formatTimestamp } from '../../src/index.js';
 import { notFound, badRequest, type SqlDatabase } from '../../service-kit/index.js';
 import { sessionByGrantId } from '../store/sessions.js';
 import type { KeyRing } from '../services/keys.js';
-
-const BUNDLE_LIFETIME_MS = 24 * 3600_000;
-const BUNDLE_REFRESH_MS = 60_000;
+import { createTrustBundlePublisher } from '../services/trust-bundle.js';
 
 export function keyRoutes(o: { db: SqlDatabase; keys: KeyRing; issuer: string; now: () => number }) {
   const r = new Router();
-  let bundle: { at: number; kids: string; value: unknown } | undefined;
+  const bundles = createTrustBundlePublisher({ db: o.db, issuer: o.issuer, now: o.now, signerOf: o.keys.signerOf });
 
   const published = async () =>
     (await o.keys.all())
@@ -26,33 +24,11 @@ export function keyRoutes(o: { db: SqlDatabase; keys: KeyRing; issuer: string; n
     ctx.body = { keys: await published() };
   });
 
+  // Served at the database's current sequence (services/trust-bundle.ts): a revocation shows
+  // here at once on every instance, so a client should not cache it long.
   r.get('/.well-known/ctl-trust-bundle.json', async (ctx) => {
-    const keys = await published();
-    const kids = keys.map((k) => `${k.kid}:${k.status}`).join(',');
-    if (!bundle || bundle.kids !== kids || o.now() - bundle.at > BUNDLE_REFRESH_MS) {
-      const root = await o.keys.active('bundle');
-      const revoked = await o.db.all<{ grant_id: string }>(
-        `SELECT grant_id FROM gw_sessions WHERE state = 'revoked' AND expires_at > ? ORDER BY ended_at DESC LIMIT 1000`,
-        [o.now()],
-      );
-      const at = o.now();
-      bundle = {
-        at,
-        kids,
-        value: await createTrustBundle(
-          {
-            sequence: Math.floor(at / 1000), // only grows, as PROTOCOL.md §4 asks
-            scope: {},
-            issuers: [{ issuer: o.issuer, keys: keys.map(({ status: _s, ...k }) => k) as any }],
-            revokedGrants: revoked.map((x) => x.grant_id),
-            expiresAt: formatTimestamp(at + BUNDLE_LIFETIME_MS),
-          },
-          { signingKey: root.signingKey, keyId: root.kid, issuer: o.issuer, now: o.now },
-        ),
-      };
-    }
-    ctx.set('Cache-Control', 'max-age=60');
-    ctx.body = bundle.value;
+    ctx.set('Cache-Control', 'max-age=1');
+    ctx.body = await bundles.current();
   });
 
   r.get('/.well-known/ctl-bundle-root.json', async (ctx) => {

@@ -1,12 +1,12 @@
 /**
- * Gateway merchant mode (spec §4.1, issue 4 §4): a merchant asks for payment terms on the ledger
+ * Gateway merchant mode (spec §4.1): a merchant asks for payment terms on the ledger
  * rail (`POST /charge`), puts them in its 402 `X-Payment`, and checks the `X-Payment-Receipt`
  * it gets (`GET /charge/{id}/verify`, `{id}` a charge id or a `txid:` reference).
  */
 import Router from '@koa/router';
 import { randomBytes } from 'node:crypto';
 import { parseStrictJson, isAmount, isCurrency } from '../../src/index.js';
-import { jsonBody, badRequest, notFound, type SqlDatabase } from '../../service-kit/index.js';
+import { jsonBody, badRequest, notFound, closedBody, optionalText, type SqlDatabase } from '../../service-kit/index.js';
 import type { createLedgerRail } from '../rails/ledger.js';
 import { MAX_AMOUNT } from '../services/session-config.js';
 
@@ -17,12 +17,10 @@ export function merchantRoutes(o: { db: SqlDatabase; ledger: Ledger; now: () => 
   const body = jsonBody({ limit: '16kb', parse: parseStrictJson });
 
   r.post('/charge', body, async (ctx) => {
-    const b = (ctx.request.body ?? {}) as Record<string, unknown>;
-    for (const k of Object.keys(b)) if (!['amount', 'currency', 'description'].includes(k)) throw badRequest(`${k}: unknown field`);
+    const b = closedBody(ctx.request.body, ['amount', 'currency', 'description']);
     if (!isAmount(b.amount) || b.amount === '0' || BigInt(b.amount) > MAX_AMOUNT) throw badRequest('amount: a positive decimal string of minor units');
     if (!isCurrency(b.currency)) throw badRequest('currency: a currency code such as "USD"');
-    const description = b.description ?? '';
-    if (typeof description !== 'string' || description.length > 500) throw badRequest('description: a string of at most 500 characters');
+    const description = optionalText(b, 'description', 500);
     const chargeId = `ch_${randomBytes(16).toString('base64url')}`;
     await o.db.run(`INSERT INTO gw_charges (id, amount, currency, description, created_at) VALUES (?, ?, ?, ?, ?)`, [
       chargeId, BigInt(b.amount), b.currency, description, o.now(),

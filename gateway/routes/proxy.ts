@@ -6,15 +6,18 @@
  */
 import Router from '@koa/router';
 import { CtlError } from '../../src/index.js';
-import { HttpError, unauthorized, badRequest } from '../../service-kit/index.js';
+import { HttpError, unauthorized, badRequest, readsBody } from '../../service-kit/index.js';
 import { effectiveState } from '../store/sessions.js';
-import type { SessionService } from '../services/sessions.js';
+import { sessionTokenOf, type SessionService } from '../services/sessions.js';
 import type { PaymentDialect } from '../rails/rail.js';
 import { cleanRequestHeaders, cleanResponseHeaders, type Forwarder } from '../services/forwarder.js';
 import { bareHost } from '../services/address-guard.js';
+import { idempotencyKeyOf, type IdempotencyService } from '../services/idempotency.js';
 import type { IncomingMessage } from 'node:http';
 
-const METHOD = /^(GET|HEAD|POST|PUT|PATCH|DELETE|OPTIONS)$/;
+/** The methods the proxy forwards (X-Target-Method, or the request's own). */
+export const PROXY_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
+const METHOD = new RegExp(`^(${PROXY_METHODS.join('|')})$`);
 
 /** The agent's body, at most `limit` bytes (413 beyond). */
 function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
@@ -35,10 +38,13 @@ function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   });
 }
 
-export function proxyRoutes(o: { sessions: SessionService; dialects: PaymentDialect<any>[]; forwarder: Forwarder; now: () => number; maxBodyBytes: number }) {
+export function proxyRoutes(o: {
+  sessions: SessionService; dialects: PaymentDialect<any>[]; forwarder: Forwarder; now: () => number; maxBodyBytes: number; idempotency: IdempotencyService;
+}) {
   const r = new Router();
-  r.all('/proxy', async (ctx) => {
-    const token = /^Bearer (gw_sess_[A-Za-z0-9_-]{1,128})$/.exec(ctx.get('authorization'))?.[1];
+  // The agent's body is the merchant's, forwarded as bytes: this route reads a body of any type.
+  r.all('/proxy', readsBody(async (ctx) => {
+    const token = sessionTokenOf(ctx.get('authorization'));
     if (!token) throw unauthorized('a session token is required (Authorization: Bearer gw_sess_…)');
     const session = await o.sessions.byToken(token);
     if (!session) throw unauthorized('the session token is not valid');
@@ -47,6 +53,7 @@ export function proxyRoutes(o: { sessions: SessionService; dialects: PaymentDial
     const state = effectiveState(session, o.now());
     if (state === 'revoked') throw new CtlError('session_revoked', 'the session has been revoked');
     if (state === 'expired') throw new CtlError('session_expired', 'the session has expired');
+    const key = idempotencyKeyOf(ctx.req);
 
     const target = ctx.get('x-target-url');
     if (!target) throw badRequest('X-Target-Url: required');
@@ -61,27 +68,37 @@ export function proxyRoutes(o: { sessions: SessionService; dialects: PaymentDial
     const purpose = ctx.get('x-ctl-purpose') || undefined;
     const body = await readBody(ctx.req, o.maxBodyBytes);
     const headers = cleanRequestHeaders(ctx.req.headers);
+    // The key is the gateway's: a merchant that honours keys would replay its 402 to the paid retry.
+    delete headers['idempotency-key'];
     const payload = body.length ? body : undefined;
 
-    let res = await o.forwarder.send({ url, method, headers, body: payload });
-    if (res.status === 402) {
-      // The first dialect that recognises the 402 pays it (issue 6 §2); an unknown 402 passes through.
-      for (const dialect of o.dialects) {
-        const terms = dialect.detect(res);
-        if (terms === undefined) continue;
-        const asked = res.url;
-        const paid = await dialect.pay(terms, {
-          session, host: bareHost(asked), purpose,
-          retry: (extra) => o.forwarder.send({ url: asked, method, headers: { ...headers, ...extra }, body: payload }),
-        });
-        res = paid.response;
-        if (paid.receiptId) ctx.set('X-Ctl-Receipt-Id', paid.receiptId);
-        break;
+    // With a key, this runs at most once per (session, key); a retry gets its stored answer.
+    const keyed = key === undefined ? undefined : { sessionId: session.id, key, method, target: url.href, purpose, body };
+    await o.idempotency.around(ctx, keyed, async () => {
+      let res = await o.forwarder.send({ url, method, headers, body: payload });
+      let receiptId: string | undefined;
+      if (res.status === 402) {
+        // The first dialect that recognises the 402 pays it; an unknown 402 passes through.
+        for (const dialect of o.dialects) {
+          const terms = dialect.detect(res);
+          if (terms === undefined) continue;
+          const asked = res.url;
+          const paid = await dialect.pay(terms, {
+            session, host: bareHost(asked), purpose,
+            retry: (extra) => o.forwarder.send({ url: asked, method, headers: { ...headers, ...extra }, body: payload }),
+          });
+          res = paid.response;
+          receiptId = paid.receiptId;
+          break;
+        }
       }
-    }
-    ctx.status = res.status;
-    for (const [k, v] of Object.entries(cleanResponseHeaders(res.headers))) ctx.set(k, v as string | string[]);
-    ctx.body = res.body;
-  });
+      ctx.status = res.status;
+      // The merchant's headers first (its X-Ctl-* dropped), then the gateway's own on top.
+      for (const [k, v] of Object.entries(cleanResponseHeaders(res.headers))) ctx.set(k, v as string | string[]);
+      ctx.set('X-Ctl-Session-Id', session.id);
+      if (receiptId) ctx.set('X-Ctl-Receipt-Id', receiptId);
+      ctx.body = res.body;
+    });
+  }));
   return r;
 }

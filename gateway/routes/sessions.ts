@@ -1,43 +1,65 @@
 /**
- * Budget-owner side (spec §4.1): the session API, behind owner API keys (issue 4 §1).
+ * Budget-owner side (spec §4.1): the session API, behind owner API keys.
  */
 import Router from '@koa/router';
 import { parseStrictJson } from '../../src/index.js';
-import { jsonBody, requireScope, badRequest, type Authenticate, type SqlDatabase } from '../../service-kit/index.js';
+import { jsonBody, requireScope, badRequest, forbidden, type Authenticate, type SqlDatabase } from '../../service-kit/index.js';
 import { listSessions } from '../store/sessions.js';
 import { receiptsOf } from '../store/payments.js';
 import type { SessionService } from '../services/sessions.js';
-import { hashToken } from '../services/sessions.js';
+import { hashToken, sessionTokenOf } from '../services/sessions.js';
+import type { OwnerPrincipal } from '../services/owner-auth.js';
 
 export const OWNER_SCOPE = 'sessions';
+
+/**
+ * One page of an owner's sessions, newest first (`?limit` 1–200, default 50; `?cursor` the
+ * `nextCursor` of the previous page): for the owner at GET /sessions and the admin at
+ * GET /admin/owners/{ownerId}/sessions.
+ */
+export async function sessionsPage(db: SqlDatabase, sessions: SessionService, ownerId: string, query: Record<string, unknown>) {
+  const limit = query.limit === undefined ? 50 : Number(query.limit);
+  if (!Number.isInteger(limit) || limit < 1 || limit > 200) throw badRequest('limit: an integer 1–200');
+  let before: { createdAt: number; id: string } | undefined;
+  if (typeof query.cursor === 'string') {
+    const m = /^(\d{1,16})\.(sess_[A-Za-z0-9_-]{1,64})$/.exec(Buffer.from(query.cursor, 'base64url').toString('utf8'));
+    if (!m) throw badRequest('cursor: not a cursor this API gave');
+    before = { createdAt: Number(m[1]), id: m[2]! };
+  }
+  const rows = await listSessions(db, ownerId, limit + 1, before);
+  const page = rows.slice(0, limit);
+  const last = page[page.length - 1];
+  return {
+    sessions: page.map(sessions.view),
+    ...(rows.length > limit && last ? { nextCursor: Buffer.from(`${last.createdAt}.${last.id}`).toString('base64url') } : {}),
+  };
+}
 
 export function sessionRoutes(o: { db: SqlDatabase; auth: Authenticate; sessions: SessionService; baseUrl: (ctx: any) => string }) {
   const r = new Router();
   const owner = requireScope(o.auth, OWNER_SCOPE);
   const body = jsonBody({ limit: '64kb', parse: parseStrictJson });
-  const ownerId = (ctx: any) => ctx.state.principal.keyId as string;
+  // Sessions belong to the owner, not to the key that made them (any of its keys reaches them).
+  const ownerId = (ctx: any) => {
+    const id = (ctx.state.principal as OwnerPrincipal).ownerId;
+    if (!id) throw forbidden('sessions belong to budget owners: use an owner key (the admin stops sessions at DELETE /admin/sessions/{id})');
+    return id;
+  };
 
   r.post('/sessions', owner, body, async (ctx) => {
     ctx.status = 201;
     ctx.body = await o.sessions.create(ownerId(ctx), ctx.request.body, o.baseUrl(ctx));
   });
 
+  // The Human-Agent profile: a session key for a person to sign a grant for (services/human-sessions.ts).
+  r.post('/sessions/human/keys', owner, async (ctx) => {
+    ctx.status = 201;
+    ctx.set('Cache-Control', 'no-store');
+    ctx.body = await o.sessions.prepareHumanKey(ownerId(ctx));
+  });
+
   r.get('/sessions', owner, async (ctx) => {
-    const limit = ctx.query.limit === undefined ? 50 : Number(ctx.query.limit);
-    if (!Number.isInteger(limit) || limit < 1 || limit > 200) throw badRequest('limit: an integer 1–200');
-    let before: { createdAt: number; id: string } | undefined;
-    if (typeof ctx.query.cursor === 'string') {
-      const m = /^(\d{1,16})\.(sess_[A-Za-z0-9_-]{1,64})$/.exec(Buffer.from(ctx.query.cursor, 'base64url').toString('utf8'));
-      if (!m) throw badRequest('cursor: not a cursor this API gave');
-      before = { createdAt: Number(m[1]), id: m[2]! };
-    }
-    const rows = await listSessions(o.db, ownerId(ctx), limit + 1, before);
-    const page = rows.slice(0, limit);
-    const last = page[page.length - 1];
-    ctx.body = {
-      sessions: page.map(o.sessions.view),
-      ...(rows.length > limit && last ? { nextCursor: Buffer.from(`${last.createdAt}.${last.id}`).toString('base64url') } : {}),
-    };
+    ctx.body = await sessionsPage(o.db, o.sessions, ownerId(ctx), ctx.query);
   });
 
   r.get('/sessions/:id', owner, async (ctx) => {
@@ -45,13 +67,13 @@ export function sessionRoutes(o: { db: SqlDatabase; auth: Authenticate; sessions
   });
 
   r.delete('/sessions/:id', owner, async (ctx) => {
-    ctx.body = await o.sessions.revoke(await o.sessions.owned(ownerId(ctx), ctx.params.id!));
+    ctx.body = await o.sessions.revoke(await o.sessions.owned(ownerId(ctx), ctx.params.id!), 'owner');
   });
 
   // The continuation token is the credential of its own (spec §5); the caller is the owner, or
   // the agent holding this session's token (the client's continueSession).
   r.patch('/sessions/:id', body, async (ctx) => {
-    const bearer = /^Bearer (gw_sess_[A-Za-z0-9_-]{1,128})$/.exec(ctx.get('authorization'))?.[1];
+    const bearer = sessionTokenOf(ctx.get('authorization'));
     if (bearer) {
       const s = await o.sessions.byToken(bearer);
       if (!s || s.id !== ctx.params.id || s.tokenHash !== hashToken(bearer)) {

@@ -1,5 +1,5 @@
 /**
- * Where the forwarder may connect (issue 4 §7). Public unicast only: loopback, private,
+ * Where the forwarder may connect. Public unicast only: loopback, private,
  * carrier-grade NAT, link-local (cloud metadata at 169.254.169.254 / fd00:ec2::254), multicast,
  * documentation, IPv4-mapped/compatible IPv6 and NAT64 ranges are refused. The check runs on
  * the literal host before anything else and on every address DNS returns, inside the socket's

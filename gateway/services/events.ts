@@ -1,13 +1,24 @@
 /**
- * Session events (spec §6, issue 4 §6), delivered to the session's `webhookUrl` with the
- * service-kit Standard Webhooks dispatcher (signed, retried with backoff, every delivery in the
- * dispatch log `gw_webhook_dispatches`). Emitters call these after the store change that caused
- * the event has committed, and only the caller whose conditional UPDATE made the change emits,
- * so two instances never send one event twice.
+ * Session events (spec §6) and the gateway's audit trail, written in the transaction of the
+ * change they record: each session or payment change writes one audit entry and, for the event
+ * types a session's `webhookUrl` receives, one row to the webhook outbox `gw_webhook_dispatches`
+ * (service-kit webhook-outbox.ts: signed the Standard Webhooks way, retried with backoff by any
+ * instance, dead-lettered after the last attempt, the same `webhook-id` throughout). Only the
+ * transaction whose conditional UPDATE made the change writes them, so two instances never
+ * record one change twice.
+ *
+ * Every payment is audited, so entries are staged (`gw_audit_log_staged`, no lock) in the
+ * change's transaction and sealed into the hash chain `gw_audit_log` right after the commit, a
+ * batch per transaction under the chain's lock in the database (any instance; one at a time):
+ * appending under the lock inside each payment's transaction would make payments commit one at
+ * a time across all instances.
  */
-import { createWebhookDispatcher, type DispatchLog, type WebhookDispatcher } from '../../service-kit/index.js';
+import {
+  createAuditLog, createWebhookOutbox, insertRow, type AuditLog, type RowInsert, type SqlDatabase, type SqlExecutor, type TxEffect, type WebhookOutbox, type WebhookOutboxOptions, type WebhookRetrySettings,
+} from '../../service-kit/index.js';
 import type { SessionRecord } from '../store/sessions.js';
 
+/** The event types delivered to a session's webhookUrl. */
 export type GatewayEventType =
   | 'payment.completed'
   | 'payment.denied'
@@ -16,49 +27,178 @@ export type GatewayEventType =
   | 'session.revoked'
   | 'session.expired';
 
-export interface GatewayEvents {
-  emit(session: Pick<SessionRecord, 'id' | 'webhookUrl' | 'webhookSecret'>, type: GatewayEventType, data: Record<string, unknown>): void;
-  /** Resolves when every queued delivery has been delivered or given up. */
-  idle(): Promise<void>;
-  close(): void;
+/** Changes recorded in the audit trail only. */
+export type GatewayAuditOnly = 'session.created' | 'session.continued';
+
+const WEBHOOK_TYPES = new Set<string>(['payment.completed', 'payment.denied', 'session.threshold_crossed', 'session.paused', 'session.revoked', 'session.expired']);
+
+/** Bearer secrets an event may carry to the owner's webhook, never into the audit log. */
+const NOT_AUDITED = ['continuationToken'];
+
+export type EventSession = Pick<SessionRecord, 'id' | 'webhookUrl'>;
+
+export interface GatewayEvent {
+  session: EventSession;
+  type: GatewayEventType | GatewayAuditOnly;
+  data: Record<string, unknown>;
+  /** Who made the change: 'owner', 'admin', 'agent', 'system'. */
+  actor: string;
 }
 
-export interface EventOptions {
-  log: DispatchLog;
+export interface GatewayEvents {
+  /**
+   * The effect that records a store change in its transaction: the events `of(result, q)` (none:
+   * nothing recorded). After the commit the outbox is woken and `onEvent` told.
+   */
+  effect<R>(of: (result: R, q: SqlExecutor) => GatewayEvent[] | Promise<GatewayEvent[]>): TxEffect<R>;
+  /**
+   * The rows that record `events` (outbox deliveries, staged audit entries), to fold into the
+   * change's own statement (PostgreSQL payments), and what to run once it committed.
+   */
+  rows(events: GatewayEvent[]): { rows: RowInsert[]; after: () => void };
+  /** The effect that records an admin change (owners, their keys) in its transaction: an audit entry, no webhook. */
+  entry<R>(actor: string, action: string, subject: string, data: Record<string, unknown>, when?: (result: R) => boolean): TxEffect<R>;
+  /** An event that records no change (payment.denied): its delivery alone, in a transaction of its own. */
+  emit(session: EventSession, type: GatewayEventType, data: Record<string, unknown>): Promise<void>;
+  readonly audit: AuditLog;
+  readonly outbox: WebhookOutbox;
+  /** Resolves when every staged entry is sealed and no delivery is pending (each delivered or dead-lettered). */
+  idle(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface EventOptions extends WebhookRetrySettings {
+  db: SqlDatabase;
   fetch?: typeof fetch;
-  maxAttempts?: number;
-  baseDelayMs?: number;
+  now: () => number;
   onError?: (e: unknown) => void;
-  /** Also told of every event (metrics, tests). */
+  /** Told each webhook attempt's recorded outcome (metrics). */
+  onDelivery?: WebhookOutboxOptions['onDelivery'];
+  /** Also told of every event once committed (metrics, tests). */
   onEvent?: (type: GatewayEventType, data: Record<string, unknown>) => void;
 }
 
+export const GATEWAY_AUDIT_TABLE = 'gw_audit_log';
+/** How long after a commit its staged audit entries are sealed (the batching window). */
+const SEAL_DELAY_MS = 20;
+export const GATEWAY_DISPATCH_TABLE = 'gw_webhook_dispatches';
+
 export function createGatewayEvents(options: EventOptions): GatewayEvents {
-  const live = new Set<WebhookDispatcher>();
+  const { db, now } = options;
+  const audit = createAuditLog(db, GATEWAY_AUDIT_TABLE);
+  const outbox = createWebhookOutbox({
+    ...options,
+    db,
+    table: GATEWAY_DISPATCH_TABLE,
+    // The target is the session id: its secret is read at each attempt (never copied into the outbox).
+    resolve: async (sessionId) => {
+      const r = await db.get<{ webhook_secret: string | null }>(`SELECT webhook_secret FROM gw_sessions WHERE id = ?`, [sessionId]);
+      return r?.webhook_secret ? { secret: r.webhook_secret } : undefined;
+    },
+  });
+  outbox.start();
+
+  // The sealer: after each commit that staged entries, and every second for other instances'.
+  let sealing: Promise<void> | undefined;
+  let sealAgain = false;
   let closed = false;
-  return {
-    emit(session, type, data) {
+  const sealNow = (): Promise<void> => {
+    if (sealing) {
+      sealAgain = true;
+      return sealing;
+    }
+    sealing = (async () => {
+      try {
+        do {
+          sealAgain = false;
+          if ((await audit.seal()) === 500) sealAgain = true;
+        } while (sealAgain && !closed);
+      } catch (e) {
+        options.onError?.(e);
+      } finally {
+        sealing = undefined;
+      }
+    })();
+    return sealing;
+  };
+  const sealTimer = setInterval(() => void sealNow(), options.pollMs ?? 1000);
+  sealTimer.unref?.();
+  // After a commit: a seal soon, one for all the commits of the next few milliseconds (a batch
+  // per transaction, not a transaction per payment).
+  let sealSoon: ReturnType<typeof setTimeout> | undefined;
+  const kickSeal = () => {
+    if (sealSoon || closed) return;
+    sealSoon = setTimeout(() => {
+      sealSoon = undefined;
+      void sealNow();
+    }, SEAL_DELAY_MS);
+    sealSoon.unref?.();
+  };
+
+  const deliver = (q: SqlExecutor, e: Pick<GatewayEvent, 'session' | 'type'>, payload: Record<string, unknown>, at: number) =>
+    e.session.webhookUrl && WEBHOOK_TYPES.has(e.type)
+      ? outbox.enqueue(q, { type: e.type, data: payload, at }, [{ url: e.session.webhookUrl, target: e.session.id }])
+      : Promise.resolve(undefined);
+
+  const told = (list: Array<{ type: string; payload: Record<string, unknown> }>, delivered: boolean) => () => {
+    kickSeal();
+    if (delivered) outbox.kick();
+    for (const { type, payload } of list) if (WEBHOOK_TYPES.has(type)) options.onEvent?.(type as GatewayEventType, payload);
+  };
+
+  const self: GatewayEvents = {
+    audit,
+    outbox,
+    effect(of) {
+      return async (q, result) => {
+        const events = await of(result, q);
+        if (events.length === 0) return undefined;
+        const { rows, after } = self.rows(events);
+        for (const r of rows) await insertRow(q, r);
+        return after;
+      };
+    },
+    rows(events) {
+      const at = now();
+      const rows: RowInsert[] = [];
+      const done: Array<{ type: string; payload: Record<string, unknown> }> = [];
+      let delivered = false;
+      for (const e of events) {
+        const payload = { sessionId: e.session.id, ...e.data };
+        if (e.session.webhookUrl && WEBHOOK_TYPES.has(e.type)) {
+          rows.push(...outbox.rows({ type: e.type, data: payload, at }, [{ url: e.session.webhookUrl, target: e.session.id }]).rows);
+          delivered = true;
+        }
+        const audited: Record<string, unknown> = { ...payload };
+        for (const k of NOT_AUDITED) delete audited[k];
+        rows.push(audit.stagedRow({ actor: e.actor, action: e.type, subject: e.session.id, data: audited, at: new Date(at).toISOString() }));
+        done.push({ type: e.type, payload });
+      }
+      return { rows, after: told(done, delivered) };
+    },
+    entry(actor, action, subject, data, when) {
+      return async (q, result) => {
+        if (when && !when(result)) return undefined;
+        await audit.stage({ actor, action, subject, data, at: new Date(now()).toISOString() }, q);
+        return kickSeal;
+      };
+    },
+    async emit(session, type, data) {
       const payload = { sessionId: session.id, ...data };
-      options.onEvent?.(type, payload);
-      if (closed || !session.webhookUrl || !session.webhookSecret) return;
-      const d = createWebhookDispatcher({
-        endpoints: [{ url: session.webhookUrl, secret: session.webhookSecret }],
-        log: options.log,
-        fetch: options.fetch,
-        maxAttempts: options.maxAttempts,
-        baseDelayMs: options.baseDelayMs,
-        onError: options.onError,
-      });
-      live.add(d);
-      d.dispatch(type, payload);
-      void d.idle().finally(() => live.delete(d));
+      if (session.webhookUrl) await db.tx((q) => deliver(q, { session, type }, payload, now()));
+      told([{ type, payload }], !!session.webhookUrl)();
     },
     async idle() {
-      while (live.size) await Promise.all([...live].map((d) => d.idle()));
+      await sealNow();
+      await outbox.idle();
     },
-    close() {
+    async close() {
       closed = true;
-      for (const d of live) d.close();
+      clearInterval(sealTimer);
+      clearTimeout(sealSoon);
+      await sealing;
+      await outbox.close();
     },
   };
+  return self;
 }

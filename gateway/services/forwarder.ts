@@ -1,7 +1,7 @@
 /**
  * The outbound half of /proxy (spec §4.2): sends the agent's request to the merchant with
  * node:http(s), the address guard inside the socket's lookup, redirects followed by hand so
- * each hop is checked again (issue 4 §7), and limits on time and response size.
+ * each hop is checked again, and limits on time and response size.
  */
 import http from 'node:http';
 import https from 'node:https';
@@ -38,7 +38,7 @@ export interface ForwarderOptions {
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host', 'content-length']);
 
 /**
- * The agent's headers minus everything the merchant must never see (issue 4 §7): its
+ * The agent's headers minus everything the merchant must never see: its
  * Authorization (the session token), cookies, the gateway's own X-Ctl-* / X-Target-* headers,
  * hop-by-hop headers and any header the Connection header names.
  */
@@ -56,12 +56,17 @@ export function cleanRequestHeaders(incoming: http.IncomingHttpHeaders): Record<
   return out;
 }
 
-/** The merchant's response headers minus hop-by-hop ones, for the agent. */
+/**
+ * The merchant's response headers for the agent: minus hop-by-hop ones, and minus every
+ * `X-Ctl-*`, the gateway's own namespace (receipt id, session id, refusal code), so a merchant
+ * cannot speak with the gateway's voice.
+ */
 export function cleanResponseHeaders(incoming: http.IncomingHttpHeaders): Record<string, string | string[]> {
   const named = new Set(String(incoming.connection ?? '').toLowerCase().split(',').map((s) => s.trim()).filter(Boolean));
   const out: Record<string, string | string[]> = {};
   for (const [k, v] of Object.entries(incoming)) {
-    if (v === undefined || HOP_BY_HOP.has(k) || named.has(k)) continue;
+    const name = k.toLowerCase();
+    if (v === undefined || HOP_BY_HOP.has(name) || named.has(name) || name.startsWith('x-ctl-')) continue;
     out[k] = v;
   }
   return out;
@@ -160,7 +165,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
           // The payment proof is for the merchant that asked for it, not for whoever it redirects to.
           delete headers['x-payment-receipt'];
           delete headers['x-ctl-sba'];
-          delete headers['payment-signature']; // x402 v2 (issue 6)
+          delete headers['payment-signature']; // x402 v2
           delete headers['x-payment']; // x402 v1
         }
         if (toGet) {

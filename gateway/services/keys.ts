@@ -1,12 +1,21 @@
 /**
- * The gateway's own key set (issue 4 §5): one active Ed25519 key per purpose (`grant` signs the
+ * The gateway's own key set: one active Ed25519 key per purpose (`grant` signs the
  * internal PolicyGrants, `receipt` signs receipts, `bundle` is the root of its Trust Bundle),
  * kept in the store so every instance on one database signs with the same keys. Rotation
  * retires the active key (it keeps verifying, never signs again) and makes a new one.
  * Instances re-read the set every few seconds, so a rotation reaches them all shortly.
+ *
+ * Custody: a stored private key is sealed under the gateway's KEK (service-kit/secrets, bound to
+ * its kid; keys found in the clear are sealed at start). A key held outside the database (the
+ * receipt key from CTL_GATEWAY_RECEIPT_KEY_PKCS11_URI, a file or a PEM) is recorded by its public
+ * half only (`custody` 'pkcs11' or 'file', `private_pem` empty) and made the active key of its
+ * purpose at start; every instance on the database must then hold it (one HSM key, one URI).
  */
 import { generateKeyPair, importSigningKey, jwkThumbprint, type SigningKey } from '../../src/index.js';
-import type { SqlDatabase } from '../../service-kit/index.js';
+import { HttpError, type SqlDatabase } from '../../service-kit/index.js';
+import { isSealed, type SecretSealer } from '../../service-kit/secrets/index.js';
+import type { Signer } from '../../service-kit/signers/index.js';
+import { raiseBundleSequence } from '../store/bundle-sequence.js';
 
 export type GatewayKeyPurpose = 'grant' | 'receipt' | 'bundle';
 export const KEY_PURPOSES: GatewayKeyPurpose[] = ['grant', 'receipt', 'bundle'];
@@ -16,9 +25,26 @@ export interface GatewayKey {
   purpose: GatewayKeyPurpose;
   status: 'active' | 'retired';
   publicJwk: { kty: string; crv: string; x: string; y?: string };
+  /** Sealed (or, before start-up sealing, in the clear); '' for a key held outside the database. */
   privatePem: string;
+  custody: 'database' | 'pkcs11' | 'file';
   createdAt: number;
 }
+
+/** A key this instance holds outside the database, with the variable it came from. */
+export interface ExternalKey {
+  signer: Signer;
+  variable: string;
+}
+
+export interface KeyRingOptions {
+  /** Seals stored private keys; required for keys the gateway generates. */
+  sealer: SecretSealer;
+  /** Keys held outside the database, by purpose (today: `receipt`). */
+  external?: Partial<Record<GatewayKeyPurpose, ExternalKey>>;
+}
+
+const sealContext = (kid: string) => `gw_keys:${kid}`;
 
 export interface KeyRing {
   /** The active key of a purpose, imported and ready to sign. */
@@ -27,17 +53,39 @@ export interface KeyRing {
   all(): Promise<GatewayKey[]>;
   /** Retires the active key of `purpose` and makes a new one; returns the new kid. */
   rotate(purpose: GatewayKeyPurpose): Promise<string>;
+  /** The signer of a stored key row (its sealed private key, or this instance's external key of that kid). */
+  signerOf(kid: string, privatePem: string): Promise<SigningKey>;
+  /** Seals stored keys still in the clear, records and activates external keys, checks every active key can sign here. */
+  init(): Promise<void>;
 }
 
-async function newKey(purpose: GatewayKeyPurpose) {
-  const pair = await generateKeyPair({ alg: 'EdDSA' });
-  const kid = await jwkThumbprint(pair.publicJwk);
-  return { kid, purpose, privatePem: pair.privateKeyPem, publicJwk: pair.publicJwk };
-}
-
-export function createKeyRing(db: SqlDatabase, now: () => number = Date.now, refreshMs = 5000): KeyRing {
+export function createKeyRing(db: SqlDatabase, now: () => number, options: KeyRingOptions, refreshMs = 5000): KeyRing {
   let cache: { at: number; keys: GatewayKey[] } | undefined;
   const imported = new Map<string, Promise<SigningKey>>();
+  const { sealer } = options;
+  const external = new Map<string, ExternalKey & { purpose: GatewayKeyPurpose }>();
+
+  async function newKey(purpose: GatewayKeyPurpose) {
+    const pair = await generateKeyPair({ alg: 'EdDSA' });
+    const kid = await jwkThumbprint(pair.publicJwk);
+    return { kid, purpose, privatePem: await sealer.seal(pair.privateKeyPem, sealContext(kid)), publicJwk: pair.publicJwk };
+  }
+
+  function signerOf(kid: string, privatePem: string): Promise<SigningKey> {
+    const ext = external.get(kid);
+    if (ext) return Promise.resolve(ext.signer);
+    let sk = imported.get(kid);
+    if (!sk) {
+      if (!privatePem) {
+        const purpose = cache?.keys.find((k) => k.kid === kid)?.purpose ?? 'receipt';
+        return Promise.reject(new Error(`the ${purpose} key '${kid}' is held outside the database and not by this instance: set CTL_GATEWAY_${purpose.toUpperCase()}_KEY_PKCS11_URI (or _PRIVATE_KEY_FILE) here too`));
+      }
+      sk = (async () => importSigningKey(isSealed(privatePem) ? await sealer.open(privatePem, sealContext(kid)) : privatePem))();
+      sk.catch(() => imported.delete(kid));
+      imported.set(kid, sk);
+    }
+    return sk;
+  }
 
   async function load(force = false): Promise<GatewayKey[]> {
     if (!force && cache && now() - cache.at < refreshMs) return cache.keys;
@@ -45,12 +93,16 @@ export function createKeyRing(db: SqlDatabase, now: () => number = Date.now, ref
     const missing = KEY_PURPOSES.filter((p) => !rows.some((r) => r.purpose === p && r.status === 'active'));
     if (missing.length) {
       // Two instances may race here: the partial unique index keeps one active key per purpose.
+      // A key the bundle publishes is a change it reflects: the sequence rises with it (PROTOCOL.md §12).
       for (const p of missing) {
         const k = await newKey(p);
-        await db.run(
-          `INSERT INTO gw_keys (kid, purpose, alg, private_pem, public_jwk, status, created_at) VALUES (?, ?, 'EdDSA', ?, ?, 'active', ?) ON CONFLICT DO NOTHING`,
-          [k.kid, p, k.privatePem, JSON.stringify(k.publicJwk), now()],
-        );
+        await db.tx(async (t) => {
+          const r = await t.run(
+            `INSERT INTO gw_keys (kid, purpose, alg, private_pem, public_jwk, status, created_at) VALUES (?, ?, 'EdDSA', ?, ?, 'active', ?) ON CONFLICT DO NOTHING`,
+            [k.kid, p, k.privatePem, JSON.stringify(k.publicJwk), now()],
+          );
+          if (r.changes === 1) await raiseBundleSequence(t);
+        });
       }
       rows = await db.all(`SELECT * FROM gw_keys ORDER BY created_at`);
     }
@@ -60,25 +112,69 @@ export function createKeyRing(db: SqlDatabase, now: () => number = Date.now, ref
       status: r.status as 'active' | 'retired',
       publicJwk: JSON.parse(r.public_jwk as string),
       privatePem: r.private_pem as string,
+      custody: ((r.custody as string | undefined) ?? 'database') as GatewayKey['custody'],
       createdAt: Number(r.created_at),
     }));
     cache = { at: now(), keys };
     return keys;
   }
 
+  /** Private keys in the clear (a database from before sealing): sealed, one conditional UPDATE each. */
+  async function sealStoredKeys(): Promise<void> {
+    const rows = await db.all<{ kid: string; private_pem: string }>(`SELECT kid, private_pem FROM gw_keys`);
+    for (const r of rows) {
+      if (r.private_pem === '' || isSealed(r.private_pem)) continue;
+      await db.run(`UPDATE gw_keys SET private_pem = ? WHERE kid = ? AND private_pem = ?`, [await sealer.seal(r.private_pem, sealContext(r.kid)), r.kid, r.private_pem]);
+    }
+    cache = undefined;
+  }
+
+  /**
+   * This instance's key of `purpose` from outside the database: recorded by its public half and
+   * made the active key of its purpose (the previous one retired: it keeps verifying), with the
+   * bundle sequence raised as for any key change (PROTOCOL.md §12).
+   */
+  async function holdExternal(purpose: GatewayKeyPurpose, ext: ExternalKey): Promise<void> {
+    const kid = await jwkThumbprint(ext.signer.publicJwk);
+    external.set(kid, { ...ext, purpose });
+    await db.tx(async (t) => {
+      const row = await t.get<{ purpose: string; status: string }>(`SELECT purpose, status FROM gw_keys WHERE kid = ?`, [kid]);
+      if (row && row.purpose !== purpose) throw new Error(`${ext.variable}: this key is already the gateway's ${row.purpose} key; a key has one purpose`);
+      if (row?.status === 'active') return;
+      await t.run(`UPDATE gw_keys SET status = 'retired' WHERE purpose = ? AND status = 'active'`, [purpose]);
+      if (row) await t.run(`UPDATE gw_keys SET status = 'active' WHERE kid = ?`, [kid]);
+      else {
+        await t.run(
+          `INSERT INTO gw_keys (kid, purpose, alg, private_pem, public_jwk, status, created_at, custody) VALUES (?, ?, ?, '', ?, 'active', ?, ?)`,
+          [kid, purpose, ext.signer.alg, JSON.stringify(ext.signer.publicJwk), now(), ext.signer.custody],
+        );
+      }
+      await raiseBundleSequence(t);
+    }, { lock: 'gw_keys' });
+    cache = undefined;
+  }
+
   return {
     async active(purpose) {
       const key = (await load()).find((k) => k.purpose === purpose && k.status === 'active');
       if (!key) throw new Error(`no active ${purpose} key`);
-      let sk = imported.get(key.kid);
-      if (!sk) {
-        sk = importSigningKey(key.privatePem);
-        imported.set(key.kid, sk);
-      }
-      return { kid: key.kid, signingKey: await sk, publicJwk: key.publicJwk };
+      return { kid: key.kid, signingKey: await signerOf(key.kid, key.privatePem), publicJwk: key.publicJwk };
     },
     all: () => load(),
+    signerOf,
+    async init() {
+      await sealStoredKeys();
+      // External keys first, so a first start does not generate a stored key only to retire it.
+      for (const [purpose, ext] of Object.entries(options.external ?? {}) as [GatewayKeyPurpose, ExternalKey][]) await holdExternal(purpose, ext);
+      // Every active key must sign here: a KEK other than the database's, or an external key this
+      // instance lacks, stops the start rather than the first payment.
+      for (const k of (await load(true)).filter((k) => k.status === 'active')) await signerOf(k.kid, k.privatePem);
+    },
     async rotate(purpose) {
+      const held = [...external.values()].find((e) => e.purpose === purpose);
+      if (held) {
+        throw new HttpError(409, 'conflict', `the ${purpose} key is held outside the database (${held.variable}): rotate it by giving every instance the new key's ${held.variable}`);
+      }
       const k = await newKey(purpose);
       await db.tx(async (t) => {
         await t.run(`UPDATE gw_keys SET status = 'retired' WHERE purpose = ? AND status = 'active'`, [purpose]);
@@ -89,6 +185,7 @@ export function createKeyRing(db: SqlDatabase, now: () => number = Date.now, ref
           JSON.stringify(k.publicJwk),
           now(),
         ]);
+        await raiseBundleSequence(t);
       });
       await load(true);
       return k.kid;
@@ -96,9 +193,15 @@ export function createKeyRing(db: SqlDatabase, now: () => number = Date.now, ref
   };
 }
 
-/** A shared secret (continuation HMAC), made once per database whoever starts first. */
-export async function sharedSecret(db: SqlDatabase, name: string, make: () => string): Promise<string> {
-  await db.run(`INSERT INTO gw_secrets (name, value) VALUES (?, ?) ON CONFLICT DO NOTHING`, [name, make()]);
+/**
+ * A shared secret (continuation HMAC, the session-key master, the EVM key), made once per database
+ * whoever starts first, stored sealed under the KEK; one stored in the clear is sealed here.
+ */
+export async function sharedSecret(db: SqlDatabase, name: string, make: () => string, sealer: SecretSealer): Promise<string> {
+  const context = `gw_secrets:${name}`;
+  await db.run(`INSERT INTO gw_secrets (name, value) VALUES (?, ?) ON CONFLICT DO NOTHING`, [name, await sealer.seal(make(), context)]);
   const r = await db.get<{ value: string }>(`SELECT value FROM gw_secrets WHERE name = ?`, [name]);
+  if (isSealed(r!.value)) return sealer.open(r!.value, context);
+  await db.run(`UPDATE gw_secrets SET value = ? WHERE name = ? AND value = ?`, [await sealer.seal(r!.value, context), name, r!.value]);
   return r!.value;
 }

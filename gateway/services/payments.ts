@@ -9,24 +9,24 @@
 import { randomBytes } from 'node:crypto';
 import {
   CtlError,
-  createSignedSessionBudgetAuthorization,
   signReceipt,
   formatTimestamp,
-  importSigningKey,
-  jwkThumbprint,
   parseStrictJson,
   isAmount,
   isCurrency,
-  type SigningKey,
 } from '../../src/index.js';
+// Prepared signing, as a signing service imports it (ctl/wallet): the grant checked and canonicalised once per session.
+import { createSbaSigner, type SbaSigner } from '../../src/entries/wallet.js';
 import { HttpError, type SqlDatabase } from '../../service-kit/index.js';
-import { reserve, markPaying, commit, release, openPayments, touchOpen, payLedgerAndCommit, type PaymentRecord, type CommitResult } from '../store/payments.js';
+import { reserve, markPaying, commit, release, openPayments, touchOpen, payLedgerAndCommit, reserveAndPayLedger, type PaymentRecord, type CommitResult, type CommitRecord } from '../store/payments.js';
 import { sessionById, type SessionRecord } from '../store/sessions.js';
 import type { Rail } from '../rails/rail.js';
 import type { KeyRing } from './keys.js';
+import type { SessionKeys } from './session-keys.js';
 import type { GatewayEvents } from './events.js';
 import { createMerchantMatcher, purposeIsAllowed, MAX_AMOUNT, type SessionConfig } from './session-config.js';
 import { continuationToken } from './continuation.js';
+import { humanChainRefusal } from './human-sessions.js';
 
 export interface PaymentTerms {
   amount: string;
@@ -61,21 +61,32 @@ export function parsePaymentTerms(header: string | string[] | undefined): Paymen
 export interface PaymentServiceDeps {
   db: SqlDatabase;
   rail: Rail;
-  /** Other rails whose payments reconcile() settles, by name (issue 6: the x402 rail). */
+  /** Other rails whose payments reconcile() settles, by name (the x402 rail). */
   otherRails?: Rail[];
   keys: KeyRing;
+  /** Each session's actor key (derived, services/session-keys.ts). */
+  sessionKeys: SessionKeys;
   events: GatewayEvents;
   continuationSecret: Buffer;
   issuer: string;
   now: () => number;
+  /**
+   * The id the payment of the running request must carry, when it has one (an Idempotency-Key's,
+   * services/idempotency.ts): the payment table's primary key then refuses a second reservation.
+   */
+  paymentId?: () => string | undefined;
   /** Counts for /metrics. */
-  onPaid?: (ms: number) => void;
-  onRefused?: (code: string) => void;
+  /** A payment committed after `ms`, on the rail named `rail` (metrics). */
+  onPaid?: (ms: number, rail: string) => void;
+  /** A payment refused with a PROTOCOL.md §9 code, on the rail named `rail` (metrics). */
+  onRefused?: (code: string, rail: string) => void;
+  /** A reconcile pass ended, with the payments it settled (metrics). */
+  onReconciled?: (settled: { committed: number; released: number }) => void;
   /** A payment reconcile could not settle this pass (logged; the pass goes on). */
   onReconcileError?: (paymentId: string, error: unknown) => void;
 }
 
-/** A payment reserved and signed for, not yet paid (issue 6: the x402 rail pays it on the merchant's retry). */
+/** A payment reserved and signed for, not yet paid (the x402 rail pays it on the merchant's retry). */
 export interface Authorization {
   paymentId: string;
   sba: Record<string, unknown>;
@@ -99,17 +110,25 @@ const RECONCILE_MAX_PAGES = 50;
 
 export function createPaymentService(deps: PaymentServiceDeps) {
   const { db, rail, keys, events, now } = deps;
-  const actorKeys = new Map<string, Promise<{ key: SigningKey; kid: string }>>();
+  const prepared = new Map<string, Promise<SbaSigner>>();
   const matchers = new Map<string, (host: string) => boolean>();
 
-  function actorKey(session: SessionRecord) {
-    let k = actorKeys.get(session.id);
-    if (!k) {
-      if (actorKeys.size > 10_000) actorKeys.clear(); // bounded: re-imported on demand
-      k = importSigningKey(session.actorKeyPem).then(async (key) => ({ key, kid: await jwkThumbprint(key.publicJwk) }));
-      actorKeys.set(session.id, k);
+  /**
+   * What signing an SBA under the session's grant computes once (the grant checked and
+   * canonicalised, the actor key imported and matched to it), cached by session id and the
+   * grant's signature: a grant minted anew (a continued session's raised ceiling) is another key,
+   * so no SBA is ever signed over stale grant bytes.
+   */
+  function sbaSigning(session: SessionRecord) {
+    const id = `${session.id} ${session.grant.signature as string}`;
+    let p = prepared.get(id);
+    if (!p) {
+      if (prepared.size > 10_000) prepared.clear(); // bounded: prepared again on demand
+      p = deps.sessionKeys.signingKey(session).then((ak) => createSbaSigner(session.grant as any, { signingKey: ak.key, keyId: ak.kid, now }));
+      p.catch(() => prepared.delete(id));
+      prepared.set(id, p);
     }
-    return k;
+    return p;
   }
 
   function merchantAllowed(session: SessionRecord, host: string): boolean {
@@ -122,9 +141,9 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     return m(host);
   }
 
-  function refuse(session: SessionRecord, code: CtlError['code'], message: string, details: Record<string, unknown>): never {
-    deps.onRefused?.(code);
-    events.emit(session, 'payment.denied', { code, message, ...details });
+  async function refuse(railName: string, session: SessionRecord, code: CtlError['code'], message: string, details: Record<string, unknown>): Promise<never> {
+    deps.onRefused?.(code, railName);
+    await events.emit(session, 'payment.denied', { code, message, ...details });
     throw new CtlError(code, message);
   }
 
@@ -149,31 +168,84 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     return { receiptId, receipt };
   }
 
-  /** Events of a committed payment (spec §6); only the caller whose commit changed the books emits. */
-  function afterCommit(session: SessionRecord, p: Paid, receiptId: string, txRef: string, c: CommitResult) {
-    if (!c.committed) return;
-    events.emit(session, 'payment.completed', {
-      paymentId: p.id, receiptId, amountMinor: p.amount.toString(), currency: p.currency, merchant: p.merchant, purpose: p.purpose, txRef,
-    });
-    for (const pct of session.thresholds) {
-      const mark = (c.ceiling * BigInt(pct)) / 100n;
-      if (c.spentBefore < mark && c.spentAfter >= mark) {
-        events.emit(session, 'session.threshold_crossed', { threshold: pct, spentMinor: c.spentAfter.toString(), ceilingMinor: c.ceiling.toString() });
-      }
+  /**
+   * How a commit records its events (spec §6), in its own transaction; only the caller whose
+   * commit changed the books records them. On PostgreSQL, for a session without thresholds
+   * (the event rows are all known beforehand), the rows ride in the commit statement itself;
+   * otherwise `first` (payment.completed) is written before the session row is locked and rolled
+   * back with a commit that did not happen, and `effect` (thresholds crossed, known only from the
+   * new total) after. `after` runs once committed.
+   */
+  function committedEvents(session: SessionRecord, p: Paid, receiptId: string, txRef: string): { record: CommitRecord; after: () => void } {
+    const completed = [{
+      session, type: 'payment.completed' as const, actor: 'agent',
+      data: { paymentId: p.id, receiptId, amountMinor: p.amount.toString(), currency: p.currency, merchant: p.merchant, purpose: p.purpose, txRef },
+    }];
+    if (db.dialect === 'postgres' && session.thresholds.length === 0) {
+      const { rows, after } = events.rows(completed);
+      return { record: { rows }, after };
     }
+    const first = events.effect(() => completed);
+    const effect = events.effect((c: CommitResult) => {
+      if (!c.committed) return [];
+      return session.thresholds
+        .filter((pct) => {
+          const mark = (c.ceiling * BigInt(pct)) / 100n;
+          return c.spentBefore < mark && c.spentAfter >= mark;
+        })
+        .map((pct) => ({
+          session, type: 'session.threshold_crossed' as const, actor: 'agent',
+          data: { threshold: pct, spentMinor: c.spentAfter.toString(), ceilingMinor: c.ceiling.toString() },
+        }));
+    });
+    return { record: { first, effect }, after: () => {} };
   }
 
   /** Commit + receipt for a payment the rail has made; safe to call from any path, commits once. */
   async function settlePaid(session: SessionRecord, p: PaymentRecord | Paid, txRef: string, sba: Record<string, unknown> | undefined) {
     const paidAt = now();
     const { receiptId, receipt } = await signReceiptFor(session, p, txRef, paidAt, sba);
-    const c = await commit(db, { paymentId: p.id, sessionId: session.id, amount: p.amount, txRef, receiptId, receipt: JSON.stringify(receipt), paidAt });
-    afterCommit(session, p, receiptId, txRef, c);
+    const recorded = committedEvents(session, p, receiptId, txRef);
+    const c = await commit(db, { paymentId: p.id, sessionId: session.id, amount: p.amount, txRef, receiptId, receipt: JSON.stringify(receipt), paidAt }, recorded.record);
+    if (c.committed) recorded.after();
     return { committed: c.committed, receipt };
   }
 
   /** The ledger rail in this database: pay and commit as one change (store/payments.ts). */
   const localLedger = (rail as { local?: boolean }).local === true;
+
+  /** The session's checks that never change while it lives (spec §3 row 3), in memory. */
+  async function checkFixed(session: SessionRecord, terms: PaymentTerms, host: string, purpose: string | undefined, railName: string, details: Record<string, unknown>) {
+    if (!purpose || !purposeIsAllowed(purpose, session.config.purposes as string[])) {
+      await refuse(railName, session, 'purpose_not_allowed', purpose ? `the purpose '${purpose}' is not allowed for this session` : 'X-Ctl-Purpose is required for a paid request', details);
+    }
+    if (!merchantAllowed(session, host)) await refuse(railName, session, 'destination_not_allowed', `the merchant '${host}' is not allowed for this session`, details);
+    if (terms.currency !== session.currency) await refuse(railName, session, 'currency_mismatch', `the merchant asks for ${terms.currency}; the session budget is in ${session.currency}`, details);
+  }
+
+  const detailsOf = (terms: PaymentTerms, host: string, purpose: string | undefined) => ({ merchant: host, amountMinor: terms.amount, currency: terms.currency, purpose: purpose ?? null });
+
+  /** The SBA of one payment, signed under the session's internal grant with its actor key. */
+  async function signSba(session: SessionRecord, terms: PaymentTerms, host: string, purpose: string, paymentId: string, railName: string) {
+    const t = now();
+    return (await (await sbaSigning(session)).sign({
+      sessionId: session.id,
+      actorId: `gateway:${session.id}`,
+      maxAmountMinor: terms.amount,
+      budgetScope: 'SESSION',
+      budgetId: paymentId,
+      expiresAt: formatTimestamp(Math.min(session.expiresAt, t + SBA_LIFETIME_MS)),
+      rail: railName,
+      merchantId: host,
+      purpose,
+      issuer: session.grant.issuer as string,
+    })) as unknown as Record<string, unknown>;
+  }
+
+  /** Under a person's grant, nothing is paid that a merchant would refuse (PROTOCOL.md §10). */
+  function personRefusal(session: SessionRecord, sba: Record<string, unknown>, terms: PaymentTerms, host: string, purpose: string, railName: string) {
+    return humanChainRefusal(session, sba, { amount: terms.amount, currency: terms.currency, merchantId: host, rail: railName, purpose }, now);
+  }
 
   /**
    * Everything before money moves (spec §3 rows 2–4): the session's fixed checks in memory, one
@@ -182,54 +254,71 @@ export function createPaymentService(deps: PaymentServiceDeps) {
    */
   async function authorize(session: SessionRecord, terms: PaymentTerms, host: string, purpose: string | undefined, railName: string): Promise<Authorization> {
     const amount = BigInt(terms.amount);
-    const details = { merchant: host, amountMinor: terms.amount, currency: terms.currency, purpose: purpose ?? null };
-    if (!purpose || !purposeIsAllowed(purpose, session.config.purposes as string[])) {
-      refuse(session, 'purpose_not_allowed', purpose ? `the purpose '${purpose}' is not allowed for this session` : 'X-Ctl-Purpose is required for a paid request', details);
-    }
-    if (!merchantAllowed(session, host)) refuse(session, 'destination_not_allowed', `the merchant '${host}' is not allowed for this session`, details);
-    if (terms.currency !== session.currency) refuse(session, 'currency_mismatch', `the merchant asks for ${terms.currency}; the session budget is in ${session.currency}`, details);
+    const details = detailsOf(terms, host, purpose);
+    await checkFixed(session, terms, host, purpose, railName, details);
 
-    const paymentId = `pay_${randomBytes(16).toString('base64url')}`;
+    const paymentId = deps.paymentId?.() ?? `pay_${randomBytes(16).toString('base64url')}`;
     const r = await reserve(db, {
-      paymentId, sessionId: session.id, amount, currency: terms.currency, merchant: host, address: terms.address, purpose, rail: railName, now: now(),
+      paymentId, sessionId: session.id, amount, currency: terms.currency, merchant: host, address: terms.address, purpose: purpose!, rail: railName, now: now(),
       velocity: session.maxPerHour !== null || session.maxPerMerchantDay !== null,
-    });
-    if (!r.ok) {
-      if (r.code === 'session_paused' && r.pausedNow) {
-        const s = await sessionById(db, session.id);
-        events.emit(session, 'session.paused', {
+    }, events.effect(async (_: void, q) => {
+      // Recorded in the transaction that paused the session, from the row it wrote.
+      const s = await sessionById(q, session.id);
+      return [{
+        session, type: 'session.paused', actor: 'agent',
+        data: {
           spentMinor: s?.spent.toString(), ceilingMinor: s?.ceiling.toString(),
           continuationToken: s?.continuationNonce ? continuationToken(deps.continuationSecret, session.id, s.continuationNonce) : undefined,
-        });
-      }
-      refuse(session, r.code, r.message, details);
-    }
+        },
+      }];
+    }));
+    if (!r.ok) await refuse(railName, session, r.code, r.message, details);
 
     // Signed only now: the reservation above re-read the revocation state (spec §3 rule 1).
     let sba: Record<string, unknown>;
     try {
-      const ak = await actorKey(session);
-      sba = (await createSignedSessionBudgetAuthorization(
-        {
-          grant: session.grant as any,
-          sessionId: session.id,
-          actorId: `gateway:${session.id}`,
-          maxAmountMinor: terms.amount,
-          budgetScope: 'SESSION',
-          budgetId: paymentId,
-          expiresAt: formatTimestamp(Math.min(session.expiresAt, now() + SBA_LIFETIME_MS)),
-          rail: railName,
-          merchantId: host,
-          purpose,
-          issuer: session.grant.issuer as string,
-        },
-        { signingKey: ak.key, keyId: ak.kid, now },
-      )) as unknown as Record<string, unknown>;
+      sba = await signSba(session, terms, host, purpose!, paymentId, railName);
     } catch (e) {
       await release(db, paymentId, now());
       throw e;
     }
-    return { paymentId, sba, amount, currency: terms.currency, merchant: host, purpose };
+    const denied = await personRefusal(session, sba, terms, host, purpose!, railName);
+    if (denied) {
+      await release(db, paymentId, now());
+      await refuse(railName, session, denied.code, `the person's grant refuses this payment: ${denied.message}`, details);
+    }
+    return { paymentId, sba, amount, currency: terms.currency, merchant: host, purpose: purpose! };
+  }
+
+  /**
+   * The ledger rail in this database, for a session without velocity limits: SBA and receipt
+   * signed first, then reservation, payment, spend and receipt as one change (store/payments.ts
+   * reserveAndPayLedger), whose guard re-reads the revocation state, expiry and budget. The
+   * revocation state was also read from the database for this request (routes/proxy.ts) before
+   * the SBA was signed (spec §3 rule 1); a revocation committed after that read makes the guard
+   * refuse, and the SBA and receipt signed for it are dropped unseen. Undefined when the guard
+   * refused: nothing was written, and the reservation path says why.
+   */
+  async function payLedgerInOneChange(session: SessionRecord, terms: PaymentTerms, host: string, purpose: string | undefined): Promise<PaidResult | undefined> {
+    const details = detailsOf(terms, host, purpose);
+    await checkFixed(session, terms, host, purpose, rail.name, details);
+    const paymentId = deps.paymentId?.() ?? `pay_${randomBytes(16).toString('base64url')}`;
+    const sba = await signSba(session, terms, host, purpose!, paymentId, rail.name);
+    const denied = await personRefusal(session, sba, terms, host, purpose!, rail.name);
+    if (denied) await refuse(rail.name, session, denied.code, `the person's grant refuses this payment: ${denied.message}`, details);
+    const amount = BigInt(terms.amount);
+    const paid: Paid = { id: paymentId, amount, currency: terms.currency, merchant: host, purpose: purpose!, rail: rail.name };
+    const txRef = `txid:${randomBytes(16).toString('base64url')}`;
+    const paidAt = now();
+    const { receiptId, receipt } = await signReceiptFor(session, paid, txRef, paidAt, sba);
+    const recorded = committedEvents(session, paid, receiptId, txRef);
+    const c = await reserveAndPayLedger(db, {
+      paymentId, sessionId: session.id, amount, currency: terms.currency, merchant: host, address: terms.address, purpose: purpose!, rail: rail.name,
+      now: paidAt, txRef, receiptId, receipt: JSON.stringify(receipt), paidAt,
+    }, recorded.record);
+    if (!c.committed) return undefined;
+    recorded.after();
+    return { paymentId, txRef, sba, receipt };
   }
 
   const railsByName = new Map<string, Rail>([rail, ...(deps.otherRails ?? [])].map((r) => [r.name, r]));
@@ -245,13 +334,13 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     /** Commits an authorized payment that was paid (`txRef` = `txid:<reference>`) with its signed receipt. */
     async complete(session: SessionRecord, a: Authorization, txRef: string, receiptRail: string, startedAt?: number) {
       const r = await settlePaid(session, { id: a.paymentId, amount: a.amount, currency: a.currency, merchant: a.merchant, purpose: a.purpose, rail: receiptRail }, txRef, a.sba);
-      if (startedAt !== undefined) deps.onPaid?.(performance.now() - startedAt);
+      if (startedAt !== undefined) deps.onPaid?.(performance.now() - startedAt, receiptRail.split(':')[0]!);
       return r;
     },
 
     /** Gives an authorized payment's reservation back: only when it provably never happened. */
-    async abandon(paymentId: string, code = 'payment_failed'): Promise<boolean> {
-      deps.onRefused?.(code);
+    async abandon(paymentId: string, railName: string, code = 'payment_failed'): Promise<boolean> {
+      deps.onRefused?.(code, railName);
       return release(db, paymentId, now());
     },
 
@@ -261,18 +350,28 @@ export function createPaymentService(deps: PaymentServiceDeps) {
      */
     async pay(session: SessionRecord, terms: PaymentTerms, host: string, purpose: string | undefined): Promise<PaidResult> {
       const started = performance.now();
+      if (localLedger && session.maxPerHour === null && session.maxPerMerchantDay === null) {
+        const once = await payLedgerInOneChange(session, terms, host, purpose);
+        if (once) {
+          deps.onPaid?.(performance.now() - started, rail.name);
+          return once;
+        }
+        // Refused by the guard: the reservation below says why (pausing at a soft ceiling), or
+        // pays after all when a reservation was given back meanwhile.
+      }
       const { paymentId, sba, amount } = await authorize(session, terms, host, purpose, rail.name);
       const paid: Paid = { id: paymentId, amount, currency: terms.currency, merchant: host, purpose: purpose!, rail: rail.name };
       if (localLedger) {
         const txRef = `txid:${randomBytes(16).toString('base64url')}`;
         const paidAt = now();
         const { receiptId, receipt } = await signReceiptFor(session, paid, txRef, paidAt, sba);
+        const recorded = committedEvents(session, paid, receiptId, txRef);
         const c = await payLedgerAndCommit(db, {
           paymentId, sessionId: session.id, amount, currency: terms.currency, address: terms.address, txRef, receiptId, receipt: JSON.stringify(receipt), paidAt,
-        });
+        }, recorded.record);
+        if (c.committed) recorded.after();
         if (!c.committed) throw new HttpError(409, 'conflict', 'the payment was settled by reconciliation before it was made');
-        afterCommit(session, paid, receiptId, txRef, c);
-        deps.onPaid?.(performance.now() - started);
+        deps.onPaid?.(performance.now() - started, rail.name);
         return { paymentId, txRef, sba, receipt };
       }
       if (!(await markPaying(db, paymentId, JSON.stringify(sba), now()))) {
@@ -289,7 +388,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
         const found = await rail.settle(paymentId).catch(() => 'pending' as const);
         if (!found) {
           await release(db, paymentId, now());
-          deps.onRefused?.('rail_failed');
+          deps.onRefused?.('rail_failed', rail.name);
           throw new HttpError(502, 'payment_failed', `the ${rail.name} rail did not make the payment: ${(e as Error)?.message ?? 'error'}`);
         }
         // Neither paid nor void: the reservation stays for reconcile() to settle.
@@ -297,7 +396,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
         txRef = found.txRef;
       }
       const { receipt } = await settlePaid(session, paid, txRef, sba);
-      deps.onPaid?.(performance.now() - started);
+      deps.onPaid?.(performance.now() - started, rail.name);
       return { paymentId, txRef, sba, receipt };
     },
 
@@ -328,6 +427,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
         const last = open[open.length - 1]!;
         after = { updatedAt: last.updatedAt, id: last.id };
       }
+      deps.onReconciled?.({ committed, released });
       return { committed, released };
     },
   };

@@ -5,8 +5,8 @@
  * so nothing the owner meant as a limit is silently ignored.
  */
 import picomatch from 'picomatch';
-import { isAmount, isCurrency, isPurposePattern, isPurpose, purposeAllowed, parseTimestamp } from '../../src/index.js';
-import { badRequest } from '../../service-kit/index.js';
+import { isAmount, isCurrency, isPurposePattern, isPurpose, purposeAllowed, parseTimestamp, formatTimestamp } from '../../src/index.js';
+import { badRequest, optionalText } from '../../service-kit/index.js';
 
 export interface SessionConfig {
   budget: { amount: string; currency: string };
@@ -53,10 +53,12 @@ function globs(v: unknown, field: string): string[] {
 }
 
 /**
- * Parses the body of POST /sessions; throws 400 `malformed` naming the field.
+ * Parses the body of POST /sessions; throws 400 `malformed` naming the field. `maxSessionSeconds`
+ * bounds how far ahead `expiresAt` may be (a session's token and grant must not outlive what the
+ * operator reviews; CTL_GATEWAY_MAX_SESSION_SECONDS).
  * @example parseSessionConfig({ budget: { amount: '1000', currency: 'USD' }, purposes: ['api:search'], expiresAt: '2030-01-01T00:00:00Z' }, Date.now())
  */
-export function parseSessionConfig(body: unknown, now: number): SessionConfig {
+export function parseSessionConfig(body: unknown, now: number, options: { maxSessionSeconds?: number } = {}): SessionConfig {
   if (!isObject(body)) throw badRequest('body: must be a JSON object');
   for (const k of Object.keys(body)) if (!FIELDS.has(k)) throw badRequest(`${k}: unknown field`);
 
@@ -81,9 +83,12 @@ export function parseSessionConfig(body: unknown, now: number): SessionConfig {
     throw badRequest('expiresAt: required, an RFC 3339 UTC timestamp such as "2030-01-01T00:00:00Z"');
   }
   if (expires <= now) throw badRequest('expiresAt: must be in the future');
+  const max = options.maxSessionSeconds;
+  if (max !== undefined && expires > now + max * 1000) {
+    throw badRequest(`expiresAt: at most ${max} s (${formatTimestamp(now + max * 1000)}) ahead; this gateway's longest session is CTL_GATEWAY_MAX_SESSION_SECONDS=${max}`);
+  }
 
-  const label = body.label ?? '';
-  if (typeof label !== 'string' || label.length > 200) throw badRequest('label: must be a string of at most 200 characters');
+  const label = optionalText(body, 'label', 200);
 
   const config: SessionConfig = {
     budget: { amount, currency: budget.currency as string },
@@ -120,7 +125,9 @@ export function parseSessionConfig(body: unknown, now: number): SessionConfig {
     const u = body.webhookUrl;
     let ok = false;
     try {
-      ok = typeof u === 'string' && u.length <= 2048 && ['http:', 'https:'].includes(new URL(u).protocol);
+      // The URL parser drops tabs and newlines and encodes other controls: refuse them instead,
+      // so the stored URL is the one called.
+      ok = typeof u === 'string' && u.length <= 2048 && !/[\x00-\x20\x7f]/.test(u) && ['http:', 'https:'].includes(new URL(u).protocol);
     } catch {}
     if (!ok) throw badRequest('webhookUrl: must be an http(s) URL');
     config.webhookUrl = u as string;

@@ -4,29 +4,47 @@
  * continuation are single conditional UPDATEs in the store, and the view hides secrets.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { createSignedPolicyGrant, generateKeyPair, policyHash, formatTimestamp, CtlError } from '../../src/index.js';
-import { generateWebhookSecret, notFound, type SqlDatabase } from '../../service-kit/index.js';
-import { insertSession, sessionById, sessionByTokenHash, revokeSession, continueSession, effectiveState, type SessionRecord } from '../store/sessions.js';
+import { createSignedPolicyGrant, policyHash, formatTimestamp, CtlError } from '../../src/index.js';
+import { bearerToken, changeWith, closedBody, generateWebhookSecret, notFound, unauthorized, type SqlDatabase } from '../../service-kit/index.js';
+import {
+  insertOwnedSession, sessionById, sessionByTokenHash, revokeSession, continueSession, effectiveState, type SessionRecord, type RevokedBy,
+} from '../store/sessions.js';
 import { parseSessionConfig, MAX_AMOUNT, type SessionConfig } from './session-config.js';
 import { continuationToken, continuationNonce } from './continuation.js';
 import { checkTargetUrl, type TargetPolicy } from './address-guard.js';
 import type { KeyRing } from './keys.js';
+import { DERIVED_MARKER, type SessionKeys } from './session-keys.js';
 import type { GatewayEvents } from './events.js';
+import { createHumanSession, isHumanSessionRequest, prepareHumanSessionKey } from './human-sessions.js';
 
 export const hashToken = (token: string) => createHash('sha256').update(token, 'utf8').digest('hex');
+
+/**
+ * The session token of an Authorization header, or undefined: `Bearer gw_sess_…`, the scheme in
+ * any case (RFC 9110 §11.1), the token exactly as issued.
+ * @example sessionTokenOf('bearer gw_sess_abc') // 'gw_sess_abc'
+ */
+export function sessionTokenOf(header: string | undefined): string | undefined {
+  const token = bearerToken(header);
+  return token && /^gw_sess_[A-Za-z0-9_-]{1,128}$/.test(token) ? token : undefined;
+}
 
 export interface SessionServiceDeps {
   db: SqlDatabase;
   keys: KeyRing;
+  /** Derives each session's actor key (nothing stored). */
+  sessionKeys: SessionKeys;
   events: GatewayEvents;
   issuer: string;
   railName: string;
-  /** Further rails payments of a session may use (issue 6: x402), named in its grant's allowedRails. */
+  /** Further rails payments of a session may use (x402), named in its grant's allowedRails. */
   extraRails?: string[];
   continuationSecret: Buffer;
   targets: TargetPolicy;
   now: () => number;
   onCreated?: (expiresAt: number) => void;
+  /** How far ahead `expiresAt` may be, in seconds (session-config.ts; default none). */
+  maxSessionSeconds?: number;
 }
 
 function assetOf(currency: string) {
@@ -57,7 +75,7 @@ export function createSessionService(deps: SessionServiceDeps) {
     )) as unknown as Record<string, unknown>;
   }
 
-  /** The owner's view (issue 4 §2); the continuation token only while paused. */
+  /** The owner's view; the continuation token only while paused. */
   function view(s: SessionRecord) {
     const state = effectiveState(s, now());
     const c = s.config as unknown as SessionConfig;
@@ -82,15 +100,42 @@ export function createSessionService(deps: SessionServiceDeps) {
       trustLevel: c.trustLevel,
       policyHash: s.policyHash,
       grantId: s.grantId,
+      ...(state === 'revoked' && s.revokedBy ? { revokedBy: s.revokedBy } : {}),
       ...(state === 'paused' && s.continuationNonce ? { continuationToken: continuationToken(deps.continuationSecret, s.id, s.continuationNonce) } : {}),
     };
   }
 
+  /**
+   * The agent's view of its own session (GET /session): the owner's view without what is the
+   * owner's to hold: the continuation token (the owner's approval, spec §3 paused row) and the
+   * webhook address.
+   */
+  function agentView(s: SessionRecord) {
+    const { continuationToken: _approval, webhookUrl: _hook, ...rest } = view(s) as ReturnType<typeof view> & { continuationToken?: string; webhookUrl?: string };
+    return rest;
+  }
+
+  /** Records the revocation of the sessions a change revoked, in its transaction. */
+  const revokedEvents = (at: number, by: RevokedBy, reason?: string) =>
+    deps.events.effect((revoked: SessionRecord[] | undefined) =>
+      (revoked ?? []).map((s) => ({ session: s, type: 'session.revoked' as const, data: { revokedAt: formatTimestamp(at), revokedBy: by, ...(reason ? { reason } : {}) }, actor: by })),
+    );
+
+  // A person's grant names a key this gateway derives from the reserved session id, as it does for
+  // every session: nothing private is stored for it (README "Secrets at rest").
+  const humanDeps = {
+    db, targets: deps.targets, now, onCreated: deps.onCreated, maxSessionSeconds: deps.maxSessionSeconds, events: deps.events,
+    keySource: async (id: string) => ({ publicJwk: (await deps.sessionKeys.derive(id)).publicJwk, stored: DERIVED_MARKER }),
+  };
+
   return {
     view,
+    agentView,
 
     async create(ownerId: string, body: unknown, baseUrl: string) {
-      const config = parseSessionConfig(body, now());
+      // A person's signed grant backs the session instead of a budget (PROTOCOL.md §10).
+      if (isHumanSessionRequest(body)) return createHumanSession(humanDeps, ownerId, body, baseUrl);
+      const config = parseSessionConfig(body, now(), { maxSessionSeconds: deps.maxSessionSeconds });
       if (config.webhookUrl) {
         try {
           checkTargetUrl(config.webhookUrl, deps.targets);
@@ -102,11 +147,11 @@ export function createSessionService(deps: SessionServiceDeps) {
       const grantId = `grant_${randomBytes(16).toString('base64url')}`;
       const token = `gw_sess_${randomBytes(32).toString('base64url')}`;
       const hash = policyHash(config);
-      const actor = await generateKeyPair({ alg: 'EdDSA' });
+      const actor = await deps.sessionKeys.derive(id);
       const ceiling = BigInt(config.budget.amount);
       const grant = await mintGrant({ grantId, policyHash: hash, config, ceiling, actorJwk: actor.publicJwk }, baseUrl);
       const expiresAt = Date.parse(config.expiresAt);
-      await insertSession(db, {
+      const inserted = await insertOwnedSession(db, {
         id,
         ownerId,
         tokenHash: hashToken(token),
@@ -119,14 +164,15 @@ export function createSessionService(deps: SessionServiceDeps) {
         policyHash: hash,
         grantId,
         grant,
-        actorKeyPem: actor.privateKeyPem,
+        actorKeyPem: DERIVED_MARKER,
         softLimit: config.softLimit ? BigInt(config.softLimit.amount) : null,
         maxPerHour: config.velocity?.maxPaymentsPerHour ?? null,
         maxPerMerchantDay: config.velocity?.maxAmountPerMerchantPerDay ? BigInt(config.velocity.maxAmountPerMerchantPerDay) : null,
         webhookUrl: config.webhookUrl ?? null,
         webhookSecret: config.webhookUrl ? generateWebhookSecret() : null,
         thresholds: config.thresholds,
-      });
+      }, deps.events.effect((ok: boolean) => (ok ? [{ session: { id, webhookUrl: null }, type: 'session.created', data: { ownerId, policyHash: hash, grantId, expiresAt: config.expiresAt, budget: config.budget }, actor: 'owner' }] : [])));
+      if (!inserted) throw unauthorized('the owner of this API key has been disabled');
       deps.onCreated?.(expiresAt);
       const created = (await sessionById(db, id))!;
       return {
@@ -140,10 +186,20 @@ export function createSessionService(deps: SessionServiceDeps) {
       };
     },
 
-    /** The session of an owner, or 404 as if it did not exist (issue 4 §1). */
+    /** A session key for a person to delegate to (POST /sessions/human/keys). */
+    prepareHumanKey: (ownerId: string) => prepareHumanSessionKey(humanDeps, ownerId),
+
+    /** The session of an owner, or 404 as if it did not exist. */
     async owned(ownerId: string, id: string): Promise<SessionRecord> {
       const s = await sessionById(db, id);
       if (!s || s.ownerId !== ownerId) throw notFound(`no session '${id}'`);
+      return s;
+    },
+
+    /** Any session, for the admin; 404 when unknown. */
+    async byId(id: string): Promise<SessionRecord> {
+      const s = await sessionById(db, id);
+      if (!s) throw notFound(`no session '${id}'`);
       return s;
     },
 
@@ -172,16 +228,23 @@ export function createSessionService(deps: SessionServiceDeps) {
       return { ...hit.record, state: live.state as SessionRecord['state'], expiresAt: Number(live.expires_at), ceiling: BigInt(live.ceiling as string) };
     },
 
-    /** spec §3 DELETE row: revoked at once; repeated calls answer the same. */
-    async revoke(s: SessionRecord) {
-      if (await revokeSession(db, s.id, now())) deps.events.emit(s, 'session.revoked', { revokedAt: formatTimestamp(now()) });
+    /**
+     * spec §3 DELETE row: revoked at once; repeated calls answer the same. The owner's and the
+     * admin's stop are recorded alike: `revoked_by` on the session and the session.revoked event.
+     */
+    async revoke(s: SessionRecord, by: RevokedBy) {
+      const at = now();
+      await revokeSession(db, s.id, at, by, revokedEvents(at, by));
       return view((await sessionById(db, s.id))!);
     },
 
+    /** The effect recording sessions revoked by another change (an owner disabled), in its transaction. */
+    revokedEvents,
+
     /** spec §3 paused row: a valid unused token raises the ceiling by at most softLimit.amount. */
     async continue(s: SessionRecord, body: unknown, baseUrl: string) {
-      const b = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
-      for (const k of Object.keys(b)) if (k !== 'continuationToken' && k !== 'amount') throw new CtlError('malformed', `${k}: unknown field`);
+      const b = closedBody(body, ['continuationToken', 'amount']);
+      for (const k of Object.keys(b)) if (b[k] === null) throw new CtlError('malformed', `${k}: must not be null (omit it instead)`);
       const nonce = continuationNonce(deps.continuationSecret, s.id, b.continuationToken);
       if (!nonce || s.softLimit === null) throw new CtlError('continuation_invalid', 'the continuation token is not valid for this session');
       let raise = s.softLimit;
@@ -195,7 +258,8 @@ export function createSessionService(deps: SessionServiceDeps) {
       const config = s.config as unknown as SessionConfig;
       const actorJwk = s.grant.actorKey;
       const grant = await mintGrant({ grantId: s.grantId, policyHash: s.policyHash, config, ceiling: newCeiling, actorJwk }, baseUrl);
-      const ok = await continueSession(db, { id: s.id, nonce, oldCeiling: s.ceiling, newCeiling, grant, now: now() });
+      const ok = await changeWith(db, (q) => continueSession(q, { id: s.id, nonce, oldCeiling: s.ceiling, newCeiling, grant, now: now() }), deps.events.effect((done: boolean) =>
+        done ? [{ session: s, type: 'session.continued', data: { ceilingMinor: newCeiling.toString(), raisedMinor: raise.toString() }, actor: 'agent' }] : []));
       if (!ok) throw new CtlError('continuation_invalid', 'the continuation token has been used, or the session is not paused');
       return view((await sessionById(db, s.id))!);
     },

@@ -5,7 +5,7 @@
  * parallel payments on a budget for 10 reserve exactly 10, across processes too.
  */
 import { randomBytes } from 'node:crypto';
-import type { SqlDatabase, SqlExecutor, Row } from '../../service-kit/index.js';
+import { Rollback, changeWith, insertSelectSql, type RowInsert, type SqlDatabase, type SqlExecutor, type Row, type TxEffect } from '../../service-kit/index.js';
 import { forUpdate } from './lock.js';
 
 export type PaymentState = 'reserved' | 'paying' | 'paid' | 'released';
@@ -55,7 +55,7 @@ const DAY = 86_400_000;
 
 /**
  * Checks state, expiry, velocity and remaining budget and reserves `amount`, all in one
- * transaction (issue 4 §3). With a soft limit, the payment that would cross the ceiling pauses
+ * transaction. With a soft limit, the payment that would cross the ceiling pauses
  * the session instead (spec §3 "budget exhausted" row) and is not made.
  */
 export type ReserveInput = Pick<PaymentRecord, 'sessionId' | 'amount' | 'currency' | 'merchant' | 'address' | 'purpose' | 'rail'> & {
@@ -65,15 +65,16 @@ export type ReserveInput = Pick<PaymentRecord, 'sessionId' | 'amount' | 'currenc
   velocity: boolean;
 };
 
-export async function reserve(q: SqlDatabase, p: ReserveInput): Promise<ReserveResult> {
+/** `paused`: recorded in the transaction that pauses the session (its audit entry and event). */
+export async function reserve(q: SqlDatabase, p: ReserveInput, paused?: TxEffect<void>): Promise<ReserveResult> {
   if (q.dialect === 'postgres' && !p.velocity) {
     for (let attempt = 0; attempt < 2; attempt++) {
-      const r = await reserveOneStatement(q, p);
+      const r = await reserveOneStatement(q, p, paused);
       if (r) return r;
     }
     return { ok: false, code: 'budget_exceeded', message: 'the payment does not fit in the remaining budget' };
   }
-  return reserveInTx(q, p);
+  return reserveInTx(q, p, paused);
 }
 
 /**
@@ -84,8 +85,10 @@ export async function reserve(q: SqlDatabase, p: ReserveInput): Promise<ReserveR
  * write it may make (pausing) is itself conditional. Undefined: nothing was wrong on re-read
  * (a reservation was released meanwhile), try again.
  */
-async function reserveOneStatement(q: SqlDatabase, p: ReserveInput): Promise<ReserveResult | undefined> {
-  const row = await q.get(
+async function reserveOneStatement(q: SqlDatabase, p: ReserveInput, paused?: TxEffect<void>): Promise<ReserveResult | undefined> {
+  // Group commit (database.ts): concurrent reservations share one transaction and WAL flush.
+  const row = await q.getGrouped(
+    p.sessionId,
     `WITH s AS (
        UPDATE gw_sessions SET reserved = reserved + ?::bigint
        WHERE id = ? AND state = 'active' AND expires_at > ?::bigint AND spent + reserved + ?::bigint <= ceiling
@@ -102,18 +105,19 @@ async function reserveOneStatement(q: SqlDatabase, p: ReserveInput): Promise<Res
   const remaining = BigInt(s.ceiling as string) - BigInt(s.spent as string) - BigInt(s.reserved as string);
   if (p.amount <= remaining) return undefined;
   if (s.soft_limit != null) {
-    const r = await q.run(
+    const update = (t: SqlExecutor) => t.run(
       `UPDATE gw_sessions SET state = 'paused', continuation_nonce = ? WHERE id = ? AND state = 'active' AND spent + reserved + ?::bigint > ceiling`,
       [randomBytes(16).toString('base64url'), p.sessionId, p.amount],
     );
+    const r = paused ? await changeWith(q, update, async (t, u) => (u.changes === 1 ? paused(t) : undefined)) : await update(q);
     if (r.changes === 1) return { ok: false, code: 'session_paused', message: 'the payment would cross the soft ceiling: the session is paused', pausedNow: true };
     return undefined;
   }
   return { ok: false, code: 'budget_exceeded', message: `the payment of ${p.amount} exceeds the remaining budget of ${remaining}` };
 }
 
-async function reserveInTx(q: SqlDatabase, p: ReserveInput): Promise<ReserveResult> {
-  return q.tx(async (t) => {
+async function reserveInTx(q: SqlDatabase, p: ReserveInput, paused?: TxEffect<void>): Promise<ReserveResult> {
+  return changeWith(q, async (t): Promise<ReserveResult> => {
     const s = await t.get(
       `SELECT state, expires_at, ceiling, spent, reserved, soft_limit, max_per_hour, max_per_merchant_day
        FROM gw_sessions WHERE id = ?${forUpdate(t)}`,
@@ -168,7 +172,7 @@ async function reserveInTx(q: SqlDatabase, p: ReserveInput): Promise<ReserveResu
     );
     if (u.changes !== 1) throw new Error('reservation guard failed inside the transaction');
     return { ok: true } as const;
-  });
+  }, paused && (async (t, r) => (!r.ok && r.pausedNow ? paused(t) : undefined)));
 }
 
 /** reserved → paying, with the SBA the payment is made under; written before the rail is called. */
@@ -187,6 +191,91 @@ export interface CommitResult {
 
 const NOT_COMMITTED: CommitResult = { committed: false, spentBefore: 0n, spentAfter: 0n, ceiling: 0n };
 
+/**
+ * How a commit records itself: effects in a transaction (`first` before the session row is
+ * locked, `effect` after, from the result), or, on PostgreSQL, `rows` folded into the commit's
+ * own statement (written only if it commits), which keeps the hot session row locked for one
+ * statement instead of a transaction of round trips.
+ */
+export type CommitRecord = { effect?: TxEffect<CommitResult>; first?: TxEffect<void> } | { rows: RowInsert[] };
+
+/** The CTE members inserting `rows` when `pay` has a row. */
+function recordingCtes(rows: RowInsert[]): { sql: string; params: unknown[] } {
+  const parts = rows.map((r) => insertSelectSql(r, 'pay'));
+  return { sql: parts.map((p, i) => `,\n       rec${i} AS (${p.sql})`).join(''), params: parts.flatMap((p) => p.params) };
+}
+
+const NO_CTES = { sql: '', params: [] as unknown[] };
+
+/**
+ * PostgreSQL, one statement: the open payment paid, its spend moved and its receipt stored, then
+ * `extra` CTEs (what is recorded with it); no row when the payment was no longer open.
+ */
+function commitStatement(
+  p: { paymentId: string; txRef: string; receiptId: string; receipt: string; paidAt: number },
+  extra = NO_CTES,
+): { sql: string; params: unknown[] } {
+  return {
+    sql: `WITH pay AS (
+         UPDATE gw_payments SET state = 'paid', tx_ref = ?, updated_at = ?::bigint WHERE id = ? AND state IN ('reserved', 'paying')
+         RETURNING session_id, amount),
+       ses AS (
+         UPDATE gw_sessions SET spent = spent + pay.amount, reserved = reserved - pay.amount FROM pay
+         WHERE gw_sessions.id = pay.session_id RETURNING gw_sessions.spent, gw_sessions.ceiling),
+       rc AS (
+         INSERT INTO gw_receipts (id, session_id, payment_id, paid_at, body) SELECT ?, pay.session_id, ?, ?::bigint, ? FROM pay)${extra.sql}
+       SELECT spent, ceiling FROM ses`,
+    params: [p.txRef, p.paidAt, p.paymentId, p.receiptId, p.paymentId, p.paidAt, p.receipt, ...extra.params],
+  };
+}
+
+/** As commitStatement, with the ledger rail's row first: nothing at all when that row already exists. */
+function ledgerCommitStatement(
+  p: { paymentId: string; amount: bigint; currency: string; address: string; txRef: string; receiptId: string; receipt: string; paidAt: number },
+  extra = NO_CTES,
+): { sql: string; params: unknown[] } {
+  return {
+    sql: `WITH led AS (
+         INSERT INTO gw_ledger (payment_id, status, tx_ref, address, amount, currency, created_at)
+         VALUES (?, 'paid', ?, ?, ?::bigint, ?, ?::bigint) ON CONFLICT DO NOTHING RETURNING payment_id),
+       pay AS (
+         UPDATE gw_payments SET state = 'paid', tx_ref = ?, updated_at = ?::bigint FROM led
+         WHERE gw_payments.id = led.payment_id AND gw_payments.state = 'reserved' RETURNING gw_payments.session_id, gw_payments.amount),
+       ses AS (
+         UPDATE gw_sessions SET spent = spent + pay.amount, reserved = reserved - pay.amount FROM pay
+         WHERE gw_sessions.id = pay.session_id RETURNING gw_sessions.spent, gw_sessions.ceiling),
+       rc AS (
+         INSERT INTO gw_receipts (id, session_id, payment_id, paid_at, body) SELECT ?, pay.session_id, ?, ?::bigint, ? FROM pay)${extra.sql}
+       SELECT spent, ceiling FROM ses`,
+    params: [p.paymentId, p.txRef, p.address, p.amount, p.currency, p.paidAt, p.txRef, p.paidAt, p.receiptId, p.paymentId, p.paidAt, p.receipt, ...extra.params],
+  };
+}
+
+/**
+ * A commit statement on PostgreSQL: with rows to record it is one statement (they ride in it as
+ * CTEs); otherwise its transaction carries the effect (audit entry, events) and rolls back when
+ * the payment was no longer open. Payment state, spend and receipt change together or not at all.
+ */
+async function commitOnPostgres(
+  q: SqlDatabase,
+  sessionId: string,
+  statement: (extra?: { sql: string; params: unknown[] }) => { sql: string; params: unknown[] },
+  amount: bigint,
+  record: CommitRecord,
+): Promise<CommitResult> {
+  if ('rows' in record) {
+    const st = statement(recordingCtes(record.rows));
+    const row = await q.getGrouped(sessionId, st.sql, st.params);
+    return row ? committed(row, amount) : NOT_COMMITTED;
+  }
+  return changeWith(q, async (t) => {
+    const st = statement();
+    const row = await t.get(st.sql, st.params);
+    if (!row) throw new Rollback(NOT_COMMITTED);
+    return committed(row, amount);
+  }, record.effect, { first: record.first });
+}
+
 /** The result of a commit from the session row it updated (`spent`, `ceiling`). */
 function committed(row: Record<string, unknown>, amount: bigint): CommitResult {
   const after = BigInt(row['spent'] as string);
@@ -199,8 +288,13 @@ async function bookSpendAndReceipt(
   p: { amount: bigint; sessionId: string; receiptId: string; paymentId: string; paidAt: number; receipt: string },
 ): Promise<CommitResult> {
   const s = await t.get(`UPDATE gw_sessions SET spent = spent + ?, reserved = reserved - ? WHERE id = ? RETURNING spent, ceiling`, [p.amount, p.amount, p.sessionId]);
-  await t.run(`INSERT INTO gw_receipts (id, session_id, payment_id, paid_at, body) VALUES (?, ?, ?, ?, ?)`, [p.receiptId, p.sessionId, p.paymentId, p.paidAt, p.receipt]);
+  await insertReceipt(t, p);
   return committed(s!, p.amount);
+}
+
+/** SQLite: the signed receipt of a payment. */
+function insertReceipt(t: SqlExecutor, p: { sessionId: string; receiptId: string; paymentId: string; paidAt: number; receipt: string }) {
+  return t.run(`INSERT INTO gw_receipts (id, session_id, payment_id, paid_at, body) VALUES (?, ?, ?, ?, ?)`, [p.receiptId, p.sessionId, p.paymentId, p.paidAt, p.receipt]);
 }
 
 /**
@@ -210,32 +304,19 @@ async function bookSpendAndReceipt(
 export async function commit(
   q: SqlDatabase,
   p: { paymentId: string; sessionId: string; amount: bigint; txRef: string; receiptId: string; receipt: string; paidAt: number },
+  record: CommitRecord = {},
 ): Promise<CommitResult> {
-  if (q.dialect === 'postgres') {
-    // One statement on PostgreSQL: payment state, spend and receipt change together or not at all.
-    const row = await q.get(
-      `WITH pay AS (
-         UPDATE gw_payments SET state = 'paid', tx_ref = ?, updated_at = ?::bigint WHERE id = ? AND state IN ('reserved', 'paying')
-         RETURNING session_id, amount),
-       ses AS (
-         UPDATE gw_sessions SET spent = spent + pay.amount, reserved = reserved - pay.amount FROM pay
-         WHERE gw_sessions.id = pay.session_id RETURNING gw_sessions.spent, gw_sessions.ceiling),
-       rc AS (
-         INSERT INTO gw_receipts (id, session_id, payment_id, paid_at, body) SELECT ?, pay.session_id, ?, ?::bigint, ? FROM pay)
-       SELECT spent, ceiling FROM ses`,
-      [p.txRef, p.paidAt, p.paymentId, p.receiptId, p.paymentId, p.paidAt, p.receipt],
-    );
-    return row ? committed(row, p.amount) : NOT_COMMITTED;
-  }
-  return q.tx(async (t) => {
+  const { effect, first } = 'rows' in record ? ({} as { effect?: undefined; first?: undefined }) : record;
+  if (q.dialect === 'postgres') return commitOnPostgres(q, p.sessionId, (extra) => commitStatement(p, extra), p.amount, record);
+  return changeWith(q, async (t) => {
     const u = await t.run(`UPDATE gw_payments SET state = 'paid', tx_ref = ?, updated_at = ? WHERE id = ? AND state IN ('reserved', 'paying')`, [
       p.txRef,
       p.paidAt,
       p.paymentId,
     ]);
-    if (u.changes !== 1) return NOT_COMMITTED;
+    if (u.changes !== 1) throw new Rollback(NOT_COMMITTED);
     return bookSpendAndReceipt(t, p);
-  });
+  }, effect, { first });
 }
 
 /**
@@ -284,6 +365,12 @@ export async function receiptsOf(q: SqlExecutor, sessionId: string): Promise<unk
   return rows.map((r) => JSON.parse(r.body));
 }
 
+/** One receipt of a session by its id, or undefined (another session's receipt is not found either). */
+export async function receiptOf(q: SqlExecutor, sessionId: string, receiptId: string): Promise<unknown | undefined> {
+  const r = await q.get<{ body: string }>(`SELECT body FROM gw_receipts WHERE id = ? AND session_id = ?`, [receiptId, sessionId]);
+  return r ? JSON.parse(r.body) : undefined;
+}
+
 export async function receiptByPayment(q: SqlExecutor, paymentId: string): Promise<unknown | undefined> {
   const r = await q.get<{ body: string }>(`SELECT body FROM gw_receipts WHERE payment_id = ?`, [paymentId]);
   return r ? JSON.parse(r.body) : undefined;
@@ -299,36 +386,84 @@ export async function receiptByPayment(q: SqlExecutor, paymentId: string): Promi
 export async function payLedgerAndCommit(
   q: SqlDatabase,
   p: { paymentId: string; sessionId: string; amount: bigint; currency: string; address: string; txRef: string; receiptId: string; receipt: string; paidAt: number },
+  record: CommitRecord = {},
 ): Promise<CommitResult> {
   // The SBA is not stored on the payment row here: the receipt, written in the same change, carries it.
-  if (q.dialect === 'postgres') {
-    const row = await q.get(
-      `WITH led AS (
-         INSERT INTO gw_ledger (payment_id, status, tx_ref, address, amount, currency, created_at)
-         VALUES (?, 'paid', ?, ?, ?::bigint, ?, ?::bigint) ON CONFLICT DO NOTHING RETURNING payment_id),
-       pay AS (
-         UPDATE gw_payments SET state = 'paid', tx_ref = ?, updated_at = ?::bigint FROM led
-         WHERE gw_payments.id = led.payment_id AND gw_payments.state = 'reserved' RETURNING gw_payments.session_id, gw_payments.amount),
-       ses AS (
-         UPDATE gw_sessions SET spent = spent + pay.amount, reserved = reserved - pay.amount FROM pay
-         WHERE gw_sessions.id = pay.session_id RETURNING gw_sessions.spent, gw_sessions.ceiling),
-       rc AS (
-         INSERT INTO gw_receipts (id, session_id, payment_id, paid_at, body) SELECT ?, pay.session_id, ?, ?::bigint, ? FROM pay)
-       SELECT spent, ceiling FROM ses`,
-      [p.paymentId, p.txRef, p.address, p.amount, p.currency, p.paidAt, p.txRef, p.paidAt, p.receiptId, p.paymentId, p.paidAt, p.receipt],
-    );
-    return row ? committed(row, p.amount) : NOT_COMMITTED;
-  }
-  return q.tx(async (t) => {
+  const { effect, first } = 'rows' in record ? ({} as { effect?: undefined; first?: undefined }) : record;
+  if (q.dialect === 'postgres') return commitOnPostgres(q, p.sessionId, (extra) => ledgerCommitStatement(p, extra), p.amount, record);
+  return changeWith(q, async (t) => {
     const u = await t.run(`UPDATE gw_payments SET state = 'paid', tx_ref = ?, updated_at = ? WHERE id = ? AND state = 'reserved'`, [
       p.txRef, p.paidAt, p.paymentId,
     ]);
-    if (u.changes !== 1) return NOT_COMMITTED;
+    if (u.changes !== 1) throw new Rollback(NOT_COMMITTED);
     const l = await t.run(
       `INSERT INTO gw_ledger (payment_id, status, tx_ref, address, amount, currency, created_at) VALUES (?, 'paid', ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
       [p.paymentId, p.txRef, p.address, p.amount, p.currency, p.paidAt],
     );
     if (l.changes !== 1) throw new Error(`ledger id ${p.paymentId} already settled`); // rolls the payment back
     return bookSpendAndReceipt(t, p);
-  });
+  }, effect, { first });
+}
+
+/** A ledger payment made in the same change as its reservation (reserveAndPayLedger). */
+export type LedgerPaymentInput = Omit<ReserveInput, 'velocity'> & { txRef: string; receiptId: string; receipt: string; paidAt: number };
+
+/**
+ * PostgreSQL, one statement: the budget guard of reserveOneStatement moving `amount` straight to
+ * spent, the payment row written as paid, the ledger row (a second payment of the same id is a
+ * unique violation: nothing at all is written) and the receipt, then `extra` CTEs.
+ */
+function reserveAndPayStatement(p: LedgerPaymentInput, extra = NO_CTES): { sql: string; params: unknown[] } {
+  return {
+    sql: `WITH ses AS (
+         UPDATE gw_sessions SET spent = spent + ?::bigint
+         WHERE id = ? AND state = 'active' AND expires_at > ?::bigint AND spent + reserved + ?::bigint <= ceiling
+         RETURNING id, spent, ceiling),
+       pay AS (
+         INSERT INTO gw_payments (id, session_id, state, amount, currency, merchant, address, purpose, rail, tx_ref, created_at, updated_at)
+         SELECT ?, ses.id, 'paid', ?::bigint, ?, ?, ?, ?, ?, ?, ?::bigint, ?::bigint FROM ses RETURNING session_id, amount),
+       led AS (
+         INSERT INTO gw_ledger (payment_id, status, tx_ref, address, amount, currency, created_at)
+         SELECT ?, 'paid', ?, ?, ?::bigint, ?, ?::bigint FROM pay),
+       rc AS (
+         INSERT INTO gw_receipts (id, session_id, payment_id, paid_at, body) SELECT ?, pay.session_id, ?, ?::bigint, ? FROM pay)${extra.sql}
+       SELECT spent, ceiling FROM ses`,
+    params: [
+      p.amount, p.sessionId, p.now, p.amount,
+      p.paymentId, p.amount, p.currency, p.merchant, p.address, p.purpose, p.rail, p.txRef, p.now, p.paidAt,
+      p.paymentId, p.txRef, p.address, p.amount, p.currency, p.paidAt,
+      p.receiptId, p.paymentId, p.paidAt, p.receipt,
+      ...extra.params,
+    ],
+  };
+}
+
+/**
+ * The ledger rail for a session without velocity limits: reservation, payment, spend and receipt
+ * as one change (one statement on PostgreSQL, one transaction on SQLite), with the same guard as
+ * reserve() (state, expiry, ceiling) in the session row's UPDATE, so no check-then-set. One
+ * change per payment instead of two: one commit, and the hot session row locked once.
+ * `committed: false` means the guard refused and nothing was written: reserve() then tells why
+ * (and pauses the session at a soft ceiling).
+ */
+export async function reserveAndPayLedger(q: SqlDatabase, p: LedgerPaymentInput, record: CommitRecord = {}): Promise<CommitResult> {
+  if (q.dialect === 'postgres') return commitOnPostgres(q, p.sessionId, (extra) => reserveAndPayStatement(p, extra), p.amount, record);
+  const { effect, first } = 'rows' in record ? ({} as { effect?: undefined; first?: undefined }) : record;
+  return changeWith(q, async (t) => {
+    const s = await t.get(
+      `UPDATE gw_sessions SET spent = spent + ? WHERE id = ? AND state = 'active' AND expires_at > ? AND spent + reserved + ? <= ceiling RETURNING spent, ceiling`,
+      [p.amount, p.sessionId, p.now, p.amount],
+    );
+    if (!s) throw new Rollback(NOT_COMMITTED);
+    await t.run(
+      `INSERT INTO gw_payments (id, session_id, state, amount, currency, merchant, address, purpose, rail, tx_ref, created_at, updated_at)
+       VALUES (?, ?, 'paid', ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      [p.paymentId, p.sessionId, p.amount, p.currency, p.merchant, p.address, p.purpose, p.rail, p.txRef, p.now, p.paidAt],
+    );
+    await t.run(`INSERT INTO gw_ledger (payment_id, status, tx_ref, address, amount, currency, created_at) VALUES (?, 'paid', ?, ?, ?, ?, ?)`, [
+      p.paymentId, p.txRef, p.address, p.amount, p.currency, p.paidAt,
+    ]);
+    await insertReceipt(t, p);
+    return committed(s, p.amount);
+  }, effect, { first });
 }

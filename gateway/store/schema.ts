@@ -3,9 +3,11 @@
  * times in epoch milliseconds, money in minor units as BIGINT. SQLite hands integers back as JS numbers, so
  * the gateway caps every amount at Number.MAX_SAFE_INTEGER (services/session-config.ts).
  * Payment states: reserved → paying → paid | released. 'paying' is written before the rail is
- * called, so a crash leaves a record that reconcile() settles with the rail (issue 4 §3).
+ * called, so a crash leaves a record that reconcile() settles with the rail.
  */
+import { HUMAN_SESSION_MIGRATION } from '../services/human-sessions.js';
 import type { Migration } from '../../service-kit/index.js';
+import { IDEMPOTENCY_MIGRATION } from './idempotency.js';
 
 const initial = [
   `CREATE TABLE IF NOT EXISTS gw_owners (
@@ -31,7 +33,7 @@ const initial = [
         id TEXT PRIMARY KEY, session_id TEXT NOT NULL, payment_id TEXT NOT NULL UNIQUE,
         paid_at BIGINT NOT NULL, body TEXT NOT NULL)`,
   `CREATE INDEX IF NOT EXISTS gw_receipts_session ON gw_receipts (session_id, paid_at)`,
-      // The ledger rail (issue 4 §4): one row per payment id, 'paid' or 'void'; the primary key
+      // The ledger rail: one row per payment id, 'paid' or 'void'; the primary key
       // is what makes pay() idempotent and lets reconcile() void a payment that never reached it.
   `CREATE TABLE IF NOT EXISTS gw_ledger (
         payment_id TEXT PRIMARY KEY, status TEXT NOT NULL, tx_ref TEXT UNIQUE, address TEXT,
@@ -48,4 +50,62 @@ const initial = [
   `CREATE TABLE IF NOT EXISTS gw_secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL)`,
 ];
 
-export const GATEWAY_MIGRATIONS: Migration[] = [{ id: 'gateway-001-initial', sql: initial.join(';\n') }];
+// Epoch milliseconds / seconds of the migration's own transaction, per dialect.
+const NOW_MS = { sqlite: `CAST(unixepoch('subsec') * 1000 AS INTEGER)`, postgres: `CAST(EXTRACT(EPOCH FROM now()) * 1000 AS BIGINT)` };
+const NOW_S = { sqlite: `unixepoch()`, postgres: `CAST(EXTRACT(EPOCH FROM now()) AS BIGINT)` };
+const perDialect = (f: (d: 'sqlite' | 'postgres') => string[]) => ({ sqlite: f('sqlite').join(';\n'), postgres: f('postgres').join(';\n') });
+
+/**
+ * The Trust Bundle's sequence comes from the database (PROTOCOL.md §12): `gw_counters.bundle` is
+ * raised in the transaction of every change a bundle reflects (a revocation, a key), and
+ * `gw_bundles` keeps the one signed bundle of each sequence, so every instance serves the same.
+ * The counter starts a day above the clock in seconds: bundles used to carry `floor(ms/1000)`,
+ * and a verifier that stored one of those must not see the new sequences as a rollback (an
+ * upgrade that keeps old instances serving for under a day stays ordered).
+ */
+const bundleSequence = (d: 'sqlite' | 'postgres') => [
+  `CREATE TABLE gw_counters (name TEXT PRIMARY KEY, value BIGINT NOT NULL)`,
+  `INSERT INTO gw_counters (name, value) VALUES ('bundle', ${NOW_S[d]} + 86400)`,
+  `CREATE TABLE gw_bundles (sequence BIGINT PRIMARY KEY, issued_at BIGINT NOT NULL, body TEXT NOT NULL)`,
+];
+
+/**
+ * Owners and their API keys apart: an owner has any number of keys, sessions belong to the
+ * owner. Today's rows move over keyed as before (the owner id is its first key's id), and
+ * `gw_owners.revoked_at` becomes `disabled_at`. An owner disabled before this migration gets
+ * what disabling now means: its live sessions are revoked (and the bundle sequence raised).
+ */
+const ownerKeys = (d: 'sqlite' | 'postgres') => [
+  `CREATE TABLE gw_owner_keys (
+        key_id TEXT PRIMARY KEY, owner_id TEXT NOT NULL, key_hash TEXT NOT NULL, scopes TEXT NOT NULL,
+        created_at BIGINT NOT NULL, revoked_at BIGINT)`,
+  `CREATE INDEX gw_owner_keys_owner ON gw_owner_keys (owner_id)`,
+  `INSERT INTO gw_owner_keys (key_id, owner_id, key_hash, scopes, created_at, revoked_at)
+        SELECT id, id, key_hash, scopes, created_at, revoked_at FROM gw_owners`,
+  `ALTER TABLE gw_owners DROP COLUMN key_hash`,
+  `ALTER TABLE gw_owners DROP COLUMN scopes`,
+  `ALTER TABLE gw_owners RENAME COLUMN revoked_at TO disabled_at`,
+  `ALTER TABLE gw_sessions ADD COLUMN revoked_by TEXT`,
+  `UPDATE gw_counters SET value = value + 1 WHERE name = 'bundle' AND EXISTS (
+        SELECT 1 FROM gw_sessions s JOIN gw_owners o ON o.id = s.owner_id
+        WHERE o.disabled_at IS NOT NULL AND s.state IN ('active', 'paused') AND s.expires_at > ${NOW_MS[d]})`,
+  `UPDATE gw_sessions SET state = 'revoked', ended_at = ${NOW_MS[d]}, continuation_nonce = NULL, revoked_by = 'admin'
+        WHERE state IN ('active', 'paused') AND expires_at > ${NOW_MS[d]}
+          AND owner_id IN (SELECT id FROM gw_owners WHERE disabled_at IS NOT NULL)`,
+];
+
+/**
+ * Where a key's private half lives: 'database' (sealed in `private_pem`), or outside it
+ * ('pkcs11', 'file': `private_pem` is empty, services/keys.ts).
+ */
+const keyCustody = [`ALTER TABLE gw_keys ADD COLUMN custody TEXT NOT NULL DEFAULT 'database'`];
+
+export const GATEWAY_MIGRATIONS: Migration[] = [
+  { id: 'gateway-001-initial', sql: initial.join(';\n') },
+  { id: 'gateway-002-bundle-sequence', ...perDialect(bundleSequence) },
+  { id: 'gateway-003-owner-keys', ...perDialect(ownerKeys) },
+  { id: 'gateway-keys-custody', sql: keyCustody.join(';\n') },
+  IDEMPOTENCY_MIGRATION,
+  // Session keys prepared for a person's grant (PROTOCOL.md §10).
+  HUMAN_SESSION_MIGRATION,
+];

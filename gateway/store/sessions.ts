@@ -2,10 +2,13 @@
  * Sessions in the store. State changes are single conditional UPDATEs (revoke, expire,
  * continue), so two gateway instances on one database agree without any in-memory state.
  */
-import type { SqlDatabase, SqlExecutor, Row } from '../../service-kit/index.js';
+import { changeWith, type SqlDatabase, type SqlExecutor, type Row, type TxEffect } from '../../service-kit/index.js';
 import { forUpdate } from './lock.js';
+import { raiseBundleSequence } from './bundle-sequence.js';
 
 export type SessionState = 'active' | 'paused' | 'revoked' | 'expired';
+/** Who stopped a session: its owner (DELETE /sessions/:id) or the admin (a session or the whole owner). */
+export type RevokedBy = 'owner' | 'admin';
 
 export interface SessionRecord {
   id: string;
@@ -20,6 +23,7 @@ export interface SessionRecord {
   expiresAt: number;
   createdAt: number;
   endedAt: number | null;
+  revokedBy: RevokedBy | null;
   config: Record<string, unknown>;
   policyHash: string;
   grantId: string;
@@ -53,6 +57,7 @@ export function toSession(r: Row): SessionRecord {
     expiresAt: num(r.expires_at),
     createdAt: num(r.created_at),
     endedAt: r.ended_at == null ? null : num(r.ended_at),
+    revokedBy: (r.revoked_by as RevokedBy | null) ?? null,
     config: JSON.parse(r.config as string),
     policyHash: r.policy_hash as string,
     grantId: r.grant_id as string,
@@ -74,7 +79,23 @@ export function effectiveState(s: Pick<SessionRecord, 'state' | 'expiresAt'>, no
   return s.state;
 }
 
-export async function insertSession(q: SqlExecutor, s: Omit<SessionRecord, 'spent' | 'reserved' | 'endedAt' | 'continuationNonce' | 'state'>): Promise<void> {
+export type NewSession = Omit<SessionRecord, 'spent' | 'reserved' | 'endedAt' | 'revokedBy' | 'continuationNonce' | 'state'>;
+
+/**
+ * Inserts a session for an owner that is not disabled; false when it is. The owner row is
+ * share-locked until commit, so disabling the owner (which updates that row, then revokes its
+ * live sessions) either waits for this session and revokes it, or makes this insert refuse.
+ */
+export async function insertOwnedSession(db: SqlDatabase, s: NewSession, effect?: TxEffect<boolean>): Promise<boolean> {
+  return changeWith(db, async (t) => {
+    const owner = await t.get(`SELECT id FROM gw_owners WHERE id = ? AND disabled_at IS NULL${t.dialect === 'postgres' ? ' FOR SHARE' : ''}`, [s.ownerId]);
+    if (!owner) return false;
+    await insertSession(t, s);
+    return true;
+  }, effect);
+}
+
+export async function insertSession(q: SqlExecutor, s: NewSession): Promise<void> {
   await q.run(
     `INSERT INTO gw_sessions (id, owner_id, token_hash, label, currency, ceiling, spent, reserved, state, expires_at,
        created_at, config, policy_hash, grant_id, grant_json, actor_key_pem, soft_limit, max_per_hour,
@@ -117,23 +138,34 @@ export async function listSessions(q: SqlExecutor, ownerId: string, limit: numbe
 
 /**
  * Revokes at once (spec §3 DELETE row): one conditional UPDATE, so the next reservation on any
- * instance sees it. Returns true when this call did the revoking.
+ * instance sees it, in one transaction with the bundle sequence (PROTOCOL.md §12). Returns true
+ * when this call did the revoking.
  */
-export async function revokeSession(q: SqlExecutor, id: string, now: number): Promise<boolean> {
-  const r = await q.run(
-    `UPDATE gw_sessions SET state = 'revoked', ended_at = ?, continuation_nonce = NULL
-     WHERE id = ? AND state IN ('active', 'paused') AND expires_at > ?`,
-    [now, id, now],
+export async function revokeSession(db: SqlDatabase, id: string, now: number, by: RevokedBy, effect?: TxEffect<SessionRecord[]>): Promise<boolean> {
+  return (await changeWith(db, (t) => revokeLive(t, { id }, now, by), effect)).length === 1;
+}
+
+/**
+ * Revokes the live sessions of one id or of one owner inside the caller's transaction, raising
+ * the bundle sequence when any changed; returns those this call revoked (for their events).
+ */
+export async function revokeLive(t: SqlExecutor, which: { id: string } | { ownerId: string }, now: number, by: RevokedBy): Promise<SessionRecord[]> {
+  const [column, value] = 'id' in which ? ['id', which.id] : ['owner_id', which.ownerId];
+  const rows = await t.all(
+    `UPDATE gw_sessions SET state = 'revoked', ended_at = ?, continuation_nonce = NULL, revoked_by = ?
+     WHERE ${column} = ? AND state IN ('active', 'paused') AND expires_at > ? RETURNING *`,
+    [now, by, value, now],
   );
-  return r.changes === 1;
+  if (rows.length) await raiseBundleSequence(t);
+  return rows.map(toSession);
 }
 
 /**
  * Marks every session past `expiresAt` expired (spec §3 last row) and returns those this call
  * ended, so exactly one instance emits session.expired for each.
  */
-export async function expireDue(q: SqlDatabase, now: number): Promise<string[]> {
-  return q.tx(async (t) => {
+export async function expireDue(q: SqlDatabase, now: number, effect?: TxEffect<string[]>): Promise<string[]> {
+  return changeWith(q, async (t) => {
     const due = await t.all<{ id: string }>(
       `SELECT id FROM gw_sessions WHERE state IN ('active', 'paused') AND expires_at <= ? ORDER BY expires_at LIMIT 500${forUpdate(t)}`,
       [now],
@@ -144,7 +176,7 @@ export async function expireDue(q: SqlDatabase, now: number): Promise<string[]> 
       if (r.changes === 1) ended.push(id);
     }
     return ended;
-  });
+  }, effect);
 }
 
 /** The earliest expiry of a live session, for the expiry timer. */

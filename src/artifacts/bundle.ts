@@ -9,12 +9,14 @@ import {
   arrayOf, bad, checkShape, checkVersion, counter, identifier, issuer, object, printable, publishedJwk,
   signature, timestamp, version, type Shape,
 } from './schema.js';
-import { signArtifact, verifyArtifactSignature } from './signing.js';
+import { signArtifact } from './signing.js';
+import { bundleSignersWith, signedByBundleKey } from '../verifier/root-chain.js';
 import { CtlError, toErrorInfo } from '../errors.js';
 import { parseStrictJson } from '../encoding/jcs.js';
 import { formatTimestamp, parseTimestamp } from '../values.js';
 import { hostNow } from '../host.js';
 import { newId } from '../ids.js';
+import { passUnsupported } from '../crypto/algorithm-support.js';
 
 const scopeShape: Shape = {
   category: [false, printable(128)],
@@ -61,9 +63,9 @@ export interface BundleFields {
 }
 
 export interface SignBundleOptions {
-  /** The root private key. */
+  /** The root private key, or after a root rotation a bundle key of the newest root version (PROTOCOL.md §11). */
   signingKey: PrivateKeyInput | SigningKey;
-  /** Defaults to the root key's RFC 7638 thumbprint. */
+  /** Defaults to the key's RFC 7638 thumbprint (the kid `ctl root rotate` gives bundle keys). */
   keyId?: string;
   issuer: string;
   now?: () => number;
@@ -94,30 +96,32 @@ export interface VerifyBundleOptions {
   clockToleranceMs?: number;
   /** Refuse `sequence < minSequence` (`trust_bundle_rollback`); equal is the same bundle again. */
   minSequence?: number;
+  /** The root chain (PROTOCOL.md §11): the bundle must then be signed by a `bundleKeys` key of the newest version. */
+  rootChain?: unknown[];
+  /** The highest root version accepted before: a chain ending below it is `root_rollback`. */
+  minRootVersion?: number;
 }
 
 /**
- * Checks a bundle against the pinned root key, in this order: shape → root signature
- * (`trust_bundle_invalid`) → expiry (`trust_bundle_expired`, fail closed) → `issuedAt`
- * (`not_yet_valid`) → rollback (`trust_bundle_rollback`). Never throws.
+ * Checks a bundle against the pinned root key, in this order: shape → root chain, when given
+ * (`root_rotation_invalid`, `root_rollback`) → signature by the root, or by a bundle key of the
+ * newest root version (`trust_bundle_invalid`) → expiry (`trust_bundle_expired`, fail closed) →
+ * `issuedAt` (`not_yet_valid`) → rollback (`trust_bundle_rollback`). Never throws.
  */
 export async function verifyBundleWith(
   c: CtlCrypto,
   input: unknown,
   rootPublicKey: PublicKeyInput,
   options: VerifyBundleOptions = {},
-): Promise<Verified<{ bundle: TrustBundle }>> {
+): Promise<Verified<{ bundle: TrustBundle; rootVersion: number }>> {
   try {
     const bundle = typeof input === 'string' ? parseStrictJson(input) : input;
     checkBundle(bundle);
-    let root;
-    try {
-      root = await c.importVerifyingKey(rootPublicKey);
-    } catch {
-      throw new CtlError('malformed', 'rootPublicKeyPem is not a usable public key');
-    }
-    if (!(await verifyArtifactSignature(c, 'bundle', bundle as unknown as Record<string, unknown>, root))) {
-      throw new CtlError('trust_bundle_invalid', 'the bundle is not signed by the pinned root key');
+    const signers = await bundleSignersWith(c, rootPublicKey, options.rootChain, options.minRootVersion);
+    if (!(await signedByBundleKey(c, bundle, signers))) {
+      throw new CtlError('trust_bundle_invalid', signers.rootVersion > 1
+        ? `the bundle is not signed by a bundle key of root version ${signers.rootVersion}`
+        : 'the bundle is not signed by the pinned root key');
     }
     const now = (options.now ?? hostNow)();
     const tolerance = options.clockToleranceMs ?? 0;
@@ -130,7 +134,7 @@ export async function verifyBundleWith(
     if (options.minSequence !== undefined && bundle.sequence < options.minSequence) {
       throw new CtlError('trust_bundle_rollback', `bundle sequence ${bundle.sequence} is older than ${options.minSequence}`);
     }
-    return { valid: true, bundle };
+    return { valid: true, bundle, rootVersion: signers.rootVersion };
   } catch (e) {
     return { valid: false, error: toErrorInfo(e) };
   }

@@ -5,16 +5,19 @@
 import type { CtlCrypto, PrivateKeyInput, PublicJwk, PublicKeyInput, SigningKey } from '../crypto/types.js';
 import type { Jwks, PolicyGrant, Verified } from './types.js';
 import {
-  amount, arrayOf, asset, bad, checkShape, checkVersion, counter, currency, hash, identifier, issuer, object,
-  printable, purposePattern, rail, signature, thumbprintJwk, timestamp, url, version, type Shape,
+  amount, arrayOf, asset, bad, checkShape, checkVersion, counter, currency, hash, identifier, issuer, keyIdentifier, object,
+  printable, purposePattern, rail, signature, str, thumbprintJwk, timestamp, url, version, type Shape,
 } from './schema.js';
+import { didKeyFromJwk, didKeyToJwk, didKeyUrl, isDidKey } from '../encoding/did-key.js';
+import { isIdentifier } from '../values.js';
 import { signArtifact, verifyArtifactSignature } from './signing.js';
 import { findKey } from './keys.js';
-import { CtlError, toErrorInfo } from '../errors.js';
+import { CtlError, toErrorInfo, malformed } from '../errors.js';
 import { parseStrictJson } from '../encoding/jcs.js';
 import { formatTimestamp, parseTimestamp } from '../values.js';
 import { hostEnv, hostNow } from '../host.js';
 import { newId } from '../ids.js';
+import { passUnsupported } from '../crypto/algorithm-support.js';
 
 export const velocityShape: Shape = {
   maxPaymentsPerHour: [false, counter],
@@ -34,7 +37,7 @@ const grantShape: Shape = {
   grantId: [true, identifier],
   policyHash: [true, hash],
   issuer: [true, issuer],
-  keyId: [true, identifier],
+  keyId: [true, keyIdentifier],
   issuedAt: [true, timestamp],
   expiresAt: [true, timestamp],
   allowedRails: [true, arrayOf(rail, { max: 64, unique: true })],
@@ -48,24 +51,25 @@ const grantShape: Shape = {
   actorKey: [true, thumbprintJwk],
   velocity: [false, object(velocityShape)],
   offline: [false, object(offlineShape)],
+  profile: [false, str(/^human-agent$/, '"human-agent"')],
   signature: [true, signature],
 };
 
 /** Structure and value rules of a grant, in place; throws `CtlError` (`malformed`, `unsupported_version`). */
 export function checkGrant(value: unknown, field = 'grant'): asserts value is PolicyGrant {
-  // A grant object is checked once: a wallet or gateway signs many SBAs (and receipts) with it.
-  // Skipping a re-check is safe because nothing trusts the object's content without its
-  // signature, which covers every member and is checked on fresh canonical bytes.
-  if (typeof value === 'object' && value !== null && checkedGrants.has(value)) return;
+  // Checked every time, never remembered per object: an object checked once can be edited in
+  // place afterwards (PROTOCOL.md §12). The check costs a few microseconds.
   checkVersion(value, field);
   checkShape(value, field, grantShape);
+  // PROTOCOL.md §10: a human-issued grant names its key by the DID itself; any other grant by a plain kid.
+  if (value['profile'] === 'human-agent') {
+    if (!isDidKey(value['issuer'])) bad(`${field}.issuer`, 'must be the did:key of the human under profile "human-agent"');
+    if (value['keyId'] !== didKeyUrl(value['issuer'] as string)) bad(`${field}.keyId`, 'must be the did:key URL <did>#<multibase> of the issuer');
+  } else if (!isIdentifier(value['keyId'])) bad(`${field}.keyId`, 'must be an identifier [A-Za-z0-9._:-]{1,128}');
   if (parseTimestamp(value['expiresAt'], `${field}.expiresAt`) <= parseTimestamp(value['issuedAt'], `${field}.issuedAt`)) {
     bad(`${field}.expiresAt`, 'must be after issuedAt');
   }
-  checkedGrants.add(value);
 }
-
-const checkedGrants = new WeakSet<object>();
 
 /**
  * Parses a PolicyGrant from an object or JSON text; throws `CtlError('malformed')`. The signature
@@ -104,12 +108,25 @@ export interface SignGrantOptions {
 
 export async function createGrantWith(c: CtlCrypto, fields: GrantFields, options: SignGrantOptions = {}): Promise<PolicyGrant> {
   if (!fields || typeof fields !== 'object') throw new TypeError('createSignedPolicyGrant: fields must be an object');
-  const signingKey = options.signingKey ?? hostEnv('CTL_POLICY_GRANT_SIGNING_PRIVATE_KEY_PEM');
+  const human = fields.profile === 'human-agent';
+  // A human's key never comes from the authority's environment (PROTOCOL.md §10).
+  const signingKey = options.signingKey ?? (human ? undefined : hostEnv('CTL_POLICY_GRANT_SIGNING_PRIVATE_KEY_PEM'));
   if (!signingKey) throw new TypeError('createSignedPolicyGrant: options.signingKey is required (or CTL_POLICY_GRANT_SIGNING_PRIVATE_KEY_PEM)');
-  const iss = options.issuer ?? hostEnv('CTL_ISSUER_DOMAIN');
-  if (!iss) throw new TypeError('createSignedPolicyGrant: options.issuer is required (or CTL_ISSUER_DOMAIN)');
   const signer = await c.importSigningKey(signingKey);
-  const keyId = options.keyId ?? hostEnv('CTL_POLICY_GRANT_SIGNING_KEY_ID') ?? (await c.jwkThumbprint(signer.publicJwk));
+  let iss: string | undefined;
+  let keyId: string;
+  if (human) {
+    // The issuer is the signing key's own did:key, and its keyId the DID URL: nothing to configure.
+    iss = didKeyFromJwk(signer.publicJwk);
+    keyId = didKeyUrl(iss);
+    if ((options.issuer !== undefined && options.issuer !== iss) || (options.keyId !== undefined && options.keyId !== keyId)) {
+      throw new RangeError(`createSignedPolicyGrant: a human-agent grant is issued by the signing key's DID ${iss}`);
+    }
+  } else {
+    iss = options.issuer ?? hostEnv('CTL_ISSUER_DOMAIN');
+    if (!iss) throw new TypeError('createSignedPolicyGrant: options.issuer is required (or CTL_ISSUER_DOMAIN)');
+    keyId = options.keyId ?? hostEnv('CTL_POLICY_GRANT_SIGNING_KEY_ID') ?? (await c.jwkThumbprint(signer.publicJwk));
+  }
   const grantId = fields.grantId ?? newId('grant_');
   let revocationUrl = fields.revocationUrl;
   if (revocationUrl === undefined) {
@@ -141,10 +158,28 @@ export async function createGrantWith(c: CtlCrypto, fields: GrantFields, options
     actorKey,
     velocity: fields.velocity,
     offline: fields.offline,
+    profile: fields.profile,
   };
   for (const k of Object.keys(unsigned)) if (unsigned[k] === undefined) delete unsigned[k];
   // Refuse to sign anything a verifier would refuse to read.
   checkGrant({ ...unsigned, signature: 'A'.repeat(86) }, 'grant');
+  return (await signArtifact(c, 'grant', unsigned, signer)) as unknown as PolicyGrant;
+}
+
+/**
+ * Signs a grant exactly as prepared by someone else (the authority's two-step human grant:
+ * it fixes `grantId`, `revocationUrl` and `issuedAt`, the human signs the final object). Every
+ * member is checked as a verifier would read it; a human-agent grant must name the signing
+ * key's own DID. Throws `CtlError('malformed')` or `RangeError` (wrong key).
+ */
+export async function signPreparedGrantWith(c: CtlCrypto, prepared: unknown, signingKey: PrivateKeyInput | SigningKey): Promise<PolicyGrant> {
+  if (!prepared || typeof prepared !== 'object') throw new TypeError('signPreparedGrant: prepared must be a grant without its signature');
+  const { signature: _drop, ...unsigned } = prepared as Record<string, unknown>;
+  checkGrant({ ...unsigned, signature: 'A'.repeat(86) }, 'grant');
+  const signer = await c.importSigningKey(signingKey);
+  if (unsigned['profile'] === 'human-agent' && unsigned['issuer'] !== didKeyFromJwk(signer.publicJwk)) {
+    throw new RangeError(`signPreparedGrant: the grant is issued by ${String(unsigned['issuer'])}, not by this key's DID`);
+  }
   return (await signArtifact(c, 'grant', unsigned, signer)) as unknown as PolicyGrant;
 }
 
@@ -165,12 +200,16 @@ export async function verifyGrantWith(c: CtlCrypto, input: unknown, options: Ver
   try {
     const grant = parseGrant(input);
     let key: PublicJwk;
-    if (options?.jwks) key = findKey(options.jwks.keys, grant.keyId, 'grant');
+    // A human's grant is self-certifying (PROTOCOL.md §10): its key is its DID. Whether to trust
+    // that human is the verifier's question (`trustedHumans`, bundles), not this check's.
+    if (grant.profile === 'human-agent') key = didKeyToJwk(grant.issuer);
+    else if (options?.jwks) key = findKey(options.jwks.keys, grant.keyId, 'grant');
     else if (options?.publicKey) {
       try {
         key = (await c.importVerifyingKey(options.publicKey)).publicJwk;
-      } catch {
-        throw new CtlError('malformed', 'publicKey is not a usable public key');
+      } catch (e) {
+        passUnsupported(e);
+        malformed('publicKey is not a usable public key');
       }
     } else throw new CtlError('grant_signature_invalid', 'no key to verify the grant: pass publicKey or jwks');
     if (!(await verifyArtifactSignature(c, 'grant', grant as unknown as Record<string, unknown>, key))) {

@@ -10,9 +10,10 @@ import {
 } from './schema.js';
 import { checkSba } from './sba.js';
 import { signArtifact, verifyArtifactSignature } from './signing.js';
-import { CtlError, toErrorInfo } from '../errors.js';
+import { CtlError, toErrorInfo, malformed } from '../errors.js';
 import { parseStrictJson } from '../encoding/jcs.js';
 import { findKey } from './keys.js';
+import { passUnsupported } from '../crypto/algorithm-support.js';
 
 const receiptShape: Shape = {
   version: [true, version],
@@ -72,8 +73,9 @@ export async function verifyReceiptWith(c: CtlCrypto, input: unknown, options: V
     } else if (options?.publicKey) {
       try {
         key = await c.importVerifyingKey(options.publicKey);
-      } catch {
-        throw new CtlError('malformed', 'publicKey is not a usable public key');
+      } catch (e) {
+        passUnsupported(e);
+        malformed('publicKey is not a usable public key');
       }
     } else {
       throw new CtlError('unknown_key', 'no receipt key: pass publicKey or jwks');

@@ -46,17 +46,31 @@ const sbaShape: Shape = {
   signature: [true, signature],
 };
 
-const same = (a: unknown, b: unknown) => canonicalize(a) === canonicalize(b);
+// What a signer builds before the signature exists; the grant was checked when prepared.
+const sbaUnsignedShape: Shape = { ...sbaShape, grant: [true, () => undefined], signature: [false, signature] };
+
+// A signer passes the grant's own (frozen) arrays: one value needs no canonical comparison.
+const same = (a: unknown, b: unknown) => a === b || canonicalize(a) === canonicalize(b);
+
+// For a grant whose canonical text already passed `checkGrant` (the check is a function of the
+// JSON value alone, so the same text passes again): remembered by bytes, never by object (PROTOCOL.md §12).
+const sbaOfKnownGrantShape: Shape = { ...sbaShape, grant: [true, () => undefined] };
 
 /**
  * Structure, value rules and consistency with the embedded grant (PROTOCOL.md §4, §5 step 0).
  * Throws `CtlError` with `malformed`, `unsupported_version`, `policy_hash_mismatch`,
- * `currency_mismatch` or `budget_exceeded`.
+ * `currency_mismatch` or `budget_exceeded`. `grantTextChecked`: the caller holds the embedded
+ * grant's canonical text and has seen that text pass `checkGrant` (the verifier's hot path).
  */
-export function checkSba(value: unknown): asserts value is SignedBudgetAuthorization {
+export function checkSba(value: unknown, grantTextChecked = false): asserts value is SignedBudgetAuthorization {
   checkVersion(value, 'sba');
   if (typeof value === 'object' && value !== null) checkVersion((value as Record<string, unknown>)['grant'], 'sba.grant');
-  checkShape(value, 'sba', sbaShape);
+  checkShape(value, 'sba', grantTextChecked ? sbaOfKnownGrantShape : sbaShape);
+  checkConsistency(value);
+}
+
+/** PROTOCOL.md §4: the authorization agrees with its grant (both already of the right shape). */
+function checkConsistency(value: Record<string, unknown>): void {
   const a = value['authorization'] as Authorization;
   const g = value['grant'] as PolicyGrant;
   if (a.grantId !== g.grantId) bad('sba.authorization.grantId', 'differs from the grant it is drawn from');
@@ -66,6 +80,8 @@ export function checkSba(value: unknown): asserts value is SignedBudgetAuthoriza
   if (!same(a.allowedAssets, g.allowedAssets)) bad('sba.authorization.allowedAssets', 'differs from the grant');
   if (!same(a.destinationAllowlist, g.destinationAllowlist ?? [])) bad('sba.authorization.destinationAllowlist', 'differs from the grant');
   if (value['issuer'] !== undefined && value['issuer'] !== g.issuer) bad('sba.issuer', 'differs from grant.issuer');
+  // PROTOCOL.md §10: a person's agent authorizes one named payment at a time, never a blank amount.
+  if (g.profile === 'human-agent' && a.intentHash === undefined) bad('sba.authorization.intentHash', 'is required under a human-agent grant');
   const issuedAt = parseTimestamp(a.issuedAt, 'sba.authorization.issuedAt');
   const expiresAt = parseTimestamp(a.expiresAt, 'sba.authorization.expiresAt');
   if (expiresAt <= issuedAt) bad('sba.authorization.expiresAt', 'must be after issuedAt');
@@ -132,18 +148,24 @@ export interface SignSbaOptions {
   now?: () => number;
 }
 
-const DEFAULT_SBA_TTL_MS = 5 * 60_000;
+/** An SBA's lifetime when none is given, never past its grant's. */
+export const DEFAULT_SBA_TTL_MS = 5 * 60_000;
 
 /**
- * Canonical text per grant object, for signing only (never for verifying, which canonicalizes
- * what it is given): a grant is immutable once signed, and a caller who mutated one would only
- * produce SBAs that fail verification.
+ * What signing many SBAs under one grant computes once: the checked grant, its canonical text,
+ * the signer (checked to be `grant.actorKey`) and the keyId. A wallet session prepares its own
+ * frozen copy of the grant once, so the text cannot go stale (PROTOCOL.md §12).
  */
-const grantJcsCache = new WeakMap<object, string>();
+export interface PreparedSbaSigning {
+  grant: PolicyGrant;
+  grantJcs: string;
+  grantExpiry: number;
+  signer: SigningKey;
+  keyId: string;
+}
 
-export async function createSbaWith(c: CtlCrypto, fields: SbaFields, options: SignSbaOptions = {}): Promise<SignedBudgetAuthorization> {
-  if (!fields || typeof fields !== 'object') throw new TypeError('createSignedSessionBudgetAuthorization: fields must be an object');
-  const grant = fields.grant;
+/** @example const p = await prepareSbaSigning(c, frozenGrant, { signingKey }); await signPreparedSba(c, p, fields, Date.now()) */
+export async function prepareSbaSigning(c: CtlCrypto, grant: PolicyGrant, options: SignSbaOptions = {}): Promise<PreparedSbaSigning> {
   checkGrant(grant);
   const key = options.signingKey ?? hostEnv('CTL_SBA_SIGNING_PRIVATE_KEY_PEM');
   if (!key) throw new TypeError('createSignedSessionBudgetAuthorization: options.signingKey is required (or CTL_SBA_SIGNING_PRIVATE_KEY_PEM)');
@@ -154,8 +176,22 @@ export async function createSbaWith(c: CtlCrypto, fields: SbaFields, options: Si
     throw new RangeError('createSignedSessionBudgetAuthorization: signingKey is not the key recorded in grant.actorKey');
   }
   const keyId = options.keyId ?? hostEnv('CTL_SBA_SIGNING_KEY_ID') ?? (await c.jwkThumbprint(signer.publicJwk));
-  const now = (options.now ?? hostNow)();
-  const grantExpiry = parseTimestamp(grant.expiresAt, 'grant.expiresAt');
+  return { grant, grantJcs: canonicalize(grant), grantExpiry: parseTimestamp(grant.expiresAt, 'grant.expiresAt'), signer, keyId };
+}
+
+export async function createSbaWith(c: CtlCrypto, fields: SbaFields, options: SignSbaOptions = {}): Promise<SignedBudgetAuthorization> {
+  if (!fields || typeof fields !== 'object') throw new TypeError('createSignedSessionBudgetAuthorization: fields must be an object');
+  // The grant's bytes are taken now, from the object as it is (PROTOCOL.md §12): a cache per
+  // grant object would sign stale bytes for a grant replaced in place by a renewed one.
+  return signPreparedSba(c, await prepareSbaSigning(c, fields.grant, options), fields, (options.now ?? hostNow)());
+}
+
+/**
+ * Signs one SBA under a prepared grant: the authorization is built from the grant's fields and
+ * checked (shape and consistency, PROTOCOL.md §4); the grant itself was checked when prepared.
+ */
+export async function signPreparedSba(c: CtlCrypto, p: PreparedSbaSigning, fields: Omit<SbaFields, 'grant'>, now: number): Promise<SignedBudgetAuthorization> {
+  const { grant, grantExpiry, signer, keyId } = p;
   const expiresAt = fields.expiresAt ?? formatTimestamp(Math.min(now + DEFAULT_SBA_TTL_MS, grantExpiry));
   let intentHash = fields.intentHash;
   if (intentHash === undefined && fields.merchantId !== undefined && fields.rail !== undefined) {
@@ -185,11 +221,9 @@ export async function createSbaWith(c: CtlCrypto, fields: SbaFields, options: Si
   for (const k of Object.keys(authorization)) if (authorization[k] === undefined) delete authorization[k];
   const unsigned: Record<string, unknown> = { version: 1, authorization, grant, keyId };
   if (fields.issuer !== undefined) unsigned['issuer'] = fields.issuer;
-  const sba = { ...unsigned, signature: 'A'.repeat(86) } as unknown as SignedBudgetAuthorization;
-  checkSba(sba);
-  // The grant's canonical text is the bulk of the signed bytes and the same for every SBA.
-  let grantJcs = grantJcsCache.get(grant);
-  if (grantJcs === undefined) grantJcsCache.set(grant, (grantJcs = canonicalize(grant)));
-  sba.signature = base64urlEncode(await signer.sign(sbaSignedBytes(sba, grantJcs)));
+  checkShape(unsigned, 'sba', sbaUnsignedShape);
+  checkConsistency(unsigned);
+  const sba = unsigned as unknown as SignedBudgetAuthorization;
+  sba.signature = base64urlEncode(await signer.sign(sbaSignedBytes(sba, p.grantJcs)));
   return sba;
 }

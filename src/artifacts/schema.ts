@@ -2,7 +2,7 @@
  * Closed-object parsing (PROTOCOL.md §3: unknown members are rejected, `null` is malformed,
  * optional members are omitted). Each check throws `CtlError('malformed')` naming the field path.
  */
-import { CtlError } from '../errors.js';
+import { CtlError, malformed } from '../errors.js';
 import {
   isAmount, isCounter, isCurrency, isHash, isIdentifier, isIssuer, isPurpose, isPurposePattern, parseTimestamp,
 } from '../values.js';
@@ -13,7 +13,7 @@ export type Check = (value: unknown, field: string) => void;
 export type Shape = Record<string, readonly [boolean, Check]>;
 
 export function bad(field: string, why: string): never {
-  throw new CtlError('malformed', `${field}: ${why}`);
+  malformed(`${field}: ${why}`);
 }
 
 export function isPlainObject(v: unknown): v is Record<string, unknown> {
@@ -47,6 +47,14 @@ export const amount: Check = (v, f) => { if (!isAmount(v)) bad(f, 'must be a dec
 export const currency: Check = (v, f) => { if (!isCurrency(v)) bad(f, 'must be a currency code'); };
 export const hash: Check = (v, f) => { if (!isHash(v)) bad(f, 'must be 64 lowercase hex characters'); };
 export const identifier: Check = (v, f) => { if (!isIdentifier(v)) bad(f, 'must be an identifier [A-Za-z0-9._:-]{1,128}'); };
+/** A did:key URL naming the DID's own key, `<did>#<multibase>` (PROTOCOL.md §10). */
+const DID_KEY_URL = /^did:key:(z[1-9A-HJ-NP-Za-km-z]{1,128})#\1$/;
+/** @example isDidKeyUrl('did:key:z6Mk…#z6Mk…') // true */
+export const isDidKeyUrl = (v: unknown): v is string => typeof v === 'string' && DID_KEY_URL.test(v);
+/** A key id: an identifier, or the did:key URL of a human's key (PROTOCOL.md §10). */
+export const keyIdentifier: Check = (v, f) => {
+  if (!isIdentifier(v) && !isDidKeyUrl(v)) bad(f, 'must be an identifier [A-Za-z0-9._:-]{1,128} or a did:key URL');
+};
 export const issuer: Check = (v, f) => { if (!isIssuer(v)) bad(f, 'must be printable ASCII without spaces, 1–256 characters'); };
 export const timestamp: Check = (v, f) => { parseTimestamp(v, f); };
 export const counter: Check = (v, f) => { if (!isCounter(v)) bad(f, 'must be a safe integer ≥ 0'); };
@@ -101,7 +109,7 @@ export const publishedJwk: Check = (v, f) => {
   if (!isPlainObject(v)) bad(f, 'must be a JWK object');
   const { kid, alg, purposes, status, ...core } = v;
   thumbprintJwk(core, f);
-  identifier(kid, `${f}.kid`);
+  keyIdentifier(kid, `${f}.kid`);
   if (!(alg === 'EdDSA' && core['kty'] === 'OKP') && !(alg === 'ES256' && core['kty'] === 'EC')) {
     bad(`${f}.alg`, 'must be "EdDSA" for OKP keys or "ES256" for EC keys');
   }

@@ -7,8 +7,10 @@ import type { CtlCrypto, PrivateKeyInput, PublicJwk, SigningKey, VerifyingKey } 
 import { canonicalize } from '../encoding/jcs.js';
 import { utf8Encode } from '../encoding/utf8.js';
 import { base64urlDecode, base64urlEncode } from '../encoding/base64url.js';
+import { passUnsupported } from '../crypto/algorithm-support.js';
 
-export type ArtifactType = 'grant' | 'sba' | 'bundle' | 'receipt';
+/** `revocation`: a human's signed revocation of a grant they issued (PROTOCOL.md §10). */
+export type ArtifactType = 'grant' | 'sba' | 'bundle' | 'receipt' | 'revocation';
 
 /** The exact bytes a signature of `type` covers. @example signedBytes('grant', grant) */
 export function signedBytes(type: ArtifactType, artifact: Record<string, unknown>): Uint8Array {
@@ -28,7 +30,7 @@ export async function signArtifact<T extends Record<string, unknown>>(
   return { ...unsigned, signature: base64urlEncode(sig) };
 }
 
-/** Verifies an artifact's signature with a JWK or an imported key. Never throws. */
+/** Verifies an artifact's signature with a JWK or an imported key. Throws only `unsupported_algorithm`. */
 export async function verifyArtifactSignature(
   c: CtlCrypto,
   type: ArtifactType,
@@ -41,7 +43,8 @@ export async function verifyArtifactSignature(
     return 'kind' in key && key.kind === 'verifying'
       ? await key.verify(msg, sig)
       : await c.verifyWithJwk(key as PublicJwk, msg, sig);
-  } catch {
+  } catch (e) {
+    passUnsupported(e);
     return false;
   }
 }

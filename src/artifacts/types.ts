@@ -36,6 +36,20 @@ export interface PolicyGrant {
   actorKey: PublicJwk;
   velocity?: Velocity;
   offline?: OfflineAllowance;
+  /** `human-agent`: issued by a person's did:key (PROTOCOL.md §10); absent for the other profiles. */
+  profile?: 'human-agent';
+  signature: string;
+}
+
+/** A human's signed revocation of a grant they issued (`ctl-revocation/1`, PROTOCOL.md §10). */
+export interface SignedRevocation {
+  version: 1;
+  grantId: string;
+  /** The human's did:key, the grant's issuer. */
+  issuer: string;
+  /** `<did>#<multibase>`. */
+  keyId: string;
+  issuedAt: string;
   signature: string;
 }
 
@@ -109,6 +123,20 @@ export interface Receipt {
   sba?: SignedBudgetAuthorization;
   keyId: string;
   signature: string;
+}
+
+/** A key of a root set or a bundle key set (PROTOCOL.md §11: JWK + kid + alg). */
+export type RootKey = PublicJwk & { kid: string; alg: 'EdDSA' | 'ES256' };
+
+/** A `ctl-root/1` statement (PROTOCOL.md §11): root version n+1, signed by thresholds of versions n and n+1. */
+export interface RootStatement {
+  version: 1;
+  rootVersion: number;
+  keys: RootKey[];
+  threshold: number;
+  bundleKeys: RootKey[];
+  issuedAt: string;
+  signatures: Array<{ keyId: string; signature: string }>;
 }
 
 export interface Jwks {

@@ -1,11 +1,12 @@
 /**
- * The agent-side gateway client (spec §4.4 "Agent-side client", issue 4 §8): the budget owner's
+ * The agent-side gateway client (spec §4.4 "Agent-side client"): the budget owner's
  * session API (create, get, list, revoke, receipts, continue) and, for the agent, a
  * `session.fetch()` that goes through the gateway's `/proxy`, so the agent never sees the
  * payment exchange. Portable: no host objects beyond an injectable `fetch` (the host's by default).
  */
-import { CtlError, CtlBudgetExceededError, isCtlErrorCode } from '../errors.js';
-import { hostFetch } from '../host.js';
+import { CtlError, CtlBudgetExceededError, isCtlErrorCode, isServiceErrorCode } from '../errors.js';
+import { hostFetch, hostSleep } from '../host.js';
+import { newId } from '../ids.js';
 
 type Fetch = typeof fetch;
 
@@ -42,6 +43,8 @@ export interface GatewayClientOptions {
   /** The budget owner's API key, for the session API. The agent needs only its session token. */
   ownerKey?: string;
   fetch?: Fetch;
+  /** Waits between `session.fetch` retries (default the host's timer; without one, retries at once). */
+  sleep?: (ms: number) => Promise<void>;
 }
 
 export interface SessionConfig {
@@ -68,7 +71,8 @@ export interface CreatedSession {
   webhookSecret?: string;
 }
 
-export interface SessionView {
+/** What an agent's token may read of its session (GET /session): the owner's view without the continuation token or webhook. */
+export interface AgentSessionView {
   sessionId: string;
   label: string;
   state: 'active' | 'paused' | 'revoked' | 'expired';
@@ -80,11 +84,30 @@ export interface SessionView {
   remainingMinor: string;
   policyHash: string;
   grantId: string;
-  continuationToken?: string;
   [more: string]: unknown;
 }
 
-export type ProxyInit = RequestInit & { purpose?: string };
+/** The owner's view of a session (GET /sessions/{id}); the continuation token only while paused. */
+export interface SessionView extends AgentSessionView {
+  continuationToken?: string;
+}
+
+export type ProxyInit = RequestInit & {
+  purpose?: string;
+  /**
+   * The request's `Idempotency-Key` (printable ASCII, 1–255 characters); default: a fresh random
+   * one (128 bits) per call, also taken from an `Idempotency-Key` in `headers`. Every retry of the
+   * call carries the same key, so the gateway pays it at most once.
+   */
+  idempotencyKey?: string;
+  /**
+   * Retries with the same key after a network error, a gateway 5xx (`upstream_error`,
+   * `upstream_timeout`, `unavailable`, `internal`) or a 409 while the first attempt is still in
+   * flight (default 2; 0 turns them off). Never after an abort, a replayed answer or a merchant's
+   * own answer; a stream body is sent once.
+   */
+  retries?: number;
+};
 
 export interface AgentSession {
   readonly token: string;
@@ -93,12 +116,50 @@ export interface AgentSession {
   /**
    * Fetches `url` through the gateway. Merchant responses come back as they are; the gateway's
    * own refusals throw (`CtlBudgetExceededError` for `budget_exceeded`, else `GatewayError`
-   * with `code` and `status`).
+   * with `code` and `status`; a `rate_limited` refusal (429) also has `retryAfterSeconds`). Each call sends one `Idempotency-Key` (random, or `idempotencyKey`)
+   * and reuses it on its own retries (network error, gateway 5xx, 409 in flight, the soft-limit
+   * continuation), so a retried call is paid at most once; a replayed answer has `Idempotent-Replayed: true`.
    * @example const res = await session.fetch('https://api.example/search?q=x', { purpose: 'api:search' })
+   * @example await session.fetch(url, { purpose: 'api:search', method: 'POST', body, idempotencyKey: orderId })
    */
   fetch(url: string | URL, init?: ProxyInit): Promise<Response>;
   /** Resumes a paused session with a continuation token (PATCH /sessions/{id}). */
   continueSession(continuationToken: string, amount?: string): Promise<SessionView>;
+  /**
+   * The session as its token sees it (GET /session): state, spend, remaining, expiry; never the
+   * continuation token, which is the owner's approval to give.
+   * @example const { state, remainingMinor } = await session.status()
+   */
+  status(): Promise<AgentSessionView>;
+  /** The session's signed receipts, oldest first (GET /session/receipts). */
+  receipts(): Promise<{ sessionId: string; receipts: Record<string, unknown>[] }>;
+  /** One signed receipt of this session, e.g. the `X-Ctl-Receipt-Id` of a paid call (GET /session/receipts/{id}). */
+  receipt(receiptId: string): Promise<Record<string, unknown>>;
+}
+
+const IDEMPOTENCY_KEY = /^[\x20-\x7e]{1,255}$/;
+// Gateway failures where nothing was paid under the key (the gateway freed it) or the key is held: a retry is safe.
+const RETRYABLE_5XX = new Set(['upstream_error', 'upstream_timeout', 'unavailable', 'internal']);
+const MAX_WAIT_MS = 5000;
+
+/** How long to wait before retrying this answer with the same key, or undefined not to retry it. */
+function retryDelay(res: Response, attempt: number): number | undefined {
+  const code = res.headers.get('x-ctl-gateway-error');
+  if (code === null || res.headers.get('idempotent-replayed') !== null) return undefined;
+  if (res.status === 409 && code === 'conflict') {
+    // In flight: the gateway says when to ask again (the other 409, another request under this key, has no Retry-After).
+    const after = Number(res.headers.get('retry-after'));
+    return res.headers.get('retry-after') !== null && Number.isFinite(after) ? Math.min(after * 1000, MAX_WAIT_MS) : undefined;
+  }
+  if (res.status >= 500 && RETRYABLE_5XX.has(code)) return backoff(attempt);
+  return undefined;
+}
+
+const backoff = (attempt: number) => Math.min(200 * 2 ** attempt, MAX_WAIT_MS);
+
+/** A body that can be sent again (not a one-shot stream). */
+function resendable(body: unknown): boolean {
+  return body == null || typeof (body as { getReader?: unknown }).getReader !== 'function';
 }
 
 async function errorOf(res: Response): Promise<Error> {
@@ -111,8 +172,13 @@ async function errorOf(res: Response): Promise<Error> {
   } catch {
     // not JSON: keep the status line
   }
-  if (code === 'budget_exceeded') return Object.assign(new CtlBudgetExceededError(message), { status: res.status });
-  if (isCtlErrorCode(code)) return Object.assign(new CtlError(code, message), { status: res.status });
+  // 429 `rate_limited`: `retryAfterSeconds` (from Retry-After) is when to try again.
+  const retry = res.status === 429 ? Number(res.headers.get('retry-after') ?? NaN) : NaN;
+  const extra = Number.isSafeInteger(retry) && retry >= 0 ? { status: res.status, retryAfterSeconds: retry } : { status: res.status };
+  if (code === 'budget_exceeded') return Object.assign(new CtlBudgetExceededError(message), extra);
+  // A protocol refusal (budget, session state, policy) is a CtlError the agent can act on; a
+  // service code (auth, not found, upstream) stays a GatewayError with the HTTP status.
+  if (isCtlErrorCode(code) && !isServiceErrorCode(code)) return Object.assign(new CtlError(code, message), extra);
   return new GatewayError(res.status, code, message);
 }
 
@@ -129,7 +195,7 @@ function headerRecord(h: HeadersInit | undefined): Record<string, string> {
  * @example
  *   const owner = createGatewayClient({ baseUrl, ownerKey })
  *   const { sessionToken, sessionId } = await owner.createSession({ budget: { amount: '5000', currency: 'USD' },
- *     purposes: ['api:search'], expiresAt: '2030-01-01T00:00:00Z' })
+ *     purposes: ['api:search'], expiresAt: formatTimestamp(Date.now() + 86_400_000) }) // ≤ 30 days ahead by default
  *   const agent = createGatewayClient({ baseUrl }).session(sessionToken, { sessionId })
  *   const res = await agent.fetch('https://merchant.example/data', { purpose: 'api:search' })
  */
@@ -138,6 +204,7 @@ export function createGatewayClient(options: GatewayClientOptions) {
   const base = options.baseUrl.replace(/\/+$/, '');
   const doFetch: Fetch | undefined = options.fetch ?? hostFetch();
   if (!doFetch) throw new TypeError('createGatewayClient: this host has no fetch; pass options.fetch');
+  const sleep = options.sleep ?? hostSleep() ?? (async () => {});
 
   async function owner<T>(method: string, path: string, body?: unknown, key = options.ownerKey): Promise<T> {
     if (!key) throw new TypeError('createGatewayClient: options.ownerKey is required for the session API');
@@ -175,17 +242,47 @@ export function createGatewayClient(options: GatewayClientOptions) {
           if (!sessionId) throw new TypeError('continueSession: the session id is not known yet; pass options.sessionId');
           return owner<SessionView>('PATCH', `/sessions/${id(sessionId)}`, amount ? { continuationToken, amount } : { continuationToken }, token);
         },
+        async status() {
+          const v = await owner<AgentSessionView>('GET', '/session', undefined, token);
+          sessionId = v.sessionId;
+          return v;
+        },
+        receipts: () => owner<{ sessionId: string; receipts: Record<string, unknown>[] }>('GET', '/session/receipts', undefined, token),
+        receipt: (receiptId) => owner<Record<string, unknown>>('GET', `/session/receipts/${encodeURIComponent(receiptId)}`, undefined, token),
         async fetch(url, init = {}) {
-          const { purpose, method, headers, ...rest } = init;
-          const send = async () => {
+          const { purpose, method, headers, idempotencyKey, retries, ...rest } = init;
+          // One key per logical request, reused by every retry below (gateway/README.md "Idempotency-Key").
+          const key = idempotencyKey ?? headerRecord(headers)['idempotency-key'] ?? newId();
+          if (typeof key !== 'string' || !IDEMPOTENCY_KEY.test(key)) throw new RangeError('session.fetch: idempotencyKey must be printable ASCII, 1–255 characters');
+          if (retries !== undefined && !(Number.isSafeInteger(retries) && retries >= 0 && retries <= 10)) throw new RangeError('session.fetch: retries must be an integer from 0 to 10');
+          const maxRetries = resendable(rest.body) ? retries ?? 2 : 0;
+          const sendOnce = async () => {
             const h = headerRecord(headers);
             h.authorization = `Bearer ${token}`;
+            h['idempotency-key'] = key;
             h['x-target-url'] = String(url);
             h['x-target-method'] = (method ?? 'GET').toUpperCase();
             if (purpose) h['x-ctl-purpose'] = purpose;
             const res = await doFetch!(`${base}/proxy`, { ...rest, method: 'POST', headers: h });
             sessionId = res.headers.get('x-ctl-session-id') ?? sessionId;
             return res;
+          };
+          const send = async () => {
+            for (let attempt = 0; ; attempt++) {
+              let res: Response;
+              try {
+                res = await sendOnce();
+              } catch (e) {
+                // No answer (the connection failed): the gateway may have run it; the same key makes asking again safe.
+                if (attempt >= maxRetries || rest.signal?.aborted) throw e;
+                await sleep(backoff(attempt));
+                continue;
+              }
+              const wait = retryDelay(res, attempt);
+              if (wait === undefined || attempt >= maxRetries || rest.signal?.aborted) return res;
+              await res.body?.cancel().catch(() => {});
+              await sleep(wait);
+            }
           };
           let res = await send();
           if (res.headers.get('x-ctl-gateway-error') === null) return res;

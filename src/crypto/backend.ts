@@ -3,7 +3,7 @@
  * whatever the backend itself accepts, and the signer wrapper that makes ES256 emit low-S. Each
  * backend builds its keys through these, so no backend is ever used without them.
  */
-import { CtlError } from '../errors.js';
+import { CtlError, malformed } from '../errors.js';
 import { checkPublicJwk, jwkKey } from './jwk.js';
 import { lowS, signatureShapeOk } from './strict.js';
 import type { Alg, CryptoBackend, PublicJwk, SigningKey, VerifyingKey } from './types.js';
@@ -23,7 +23,7 @@ export interface Backend extends CryptoBackend {
  */
 export function ownPublicKey(derived: PublicJwk, claimed?: PublicJwk): PublicJwk {
   if (claimed && jwkKey(checkPublicJwk(claimed, false).jwk) !== jwkKey(derived)) {
-    throw new CtlError('malformed', 'key: the public key does not belong to the private key');
+    malformed('key: the public key does not belong to the private key');
   }
   return derived;
 }

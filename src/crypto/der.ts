@@ -4,12 +4,12 @@
  * attributes, BER lengths, trailing bytes) is `malformed`: keys are configuration, and a key we
  * half understand is worse than no key (PROTOCOL.md §3). No noble here: the edge build uses it.
  */
-import { CtlError } from '../errors.js';
-import { base64DecodeLenient, base64Encode, hexDecode } from '../encoding/base64url.js';
+import { malformed } from '../errors.js';
+import { base64DecodeLenient, base64Encode, hexDecode, hexEncode as hex } from '../encoding/base64url.js';
 import type { Alg } from './types.js';
 
 const bad = (what: string): never => {
-  throw new CtlError('malformed', `key: ${what}`);
+  malformed(`key: ${what}`);
 };
 
 const OID_ED25519 = '06032b6570';
@@ -68,12 +68,6 @@ function children(body: Uint8Array): Tlv[] {
     at = t.next;
   }
   return out;
-}
-
-function hex(b: Uint8Array): string {
-  let s = '';
-  for (const x of b) s += (x < 16 ? '0' : '') + x.toString(16);
-  return s;
 }
 
 function whole(t: Tlv): string {

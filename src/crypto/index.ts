@@ -3,13 +3,13 @@
  * has node:crypto, or WebCrypto with Ed25519 (probed once, lazily), and `noble` otherwise; every
  * backend verifies under the strict rules of PROTOCOL.md §3.
  */
-import { sha256 as nobleSha256 } from '@noble/hashes/sha2.js';
-import { hmac } from '@noble/hashes/hmac.js';
+import { hmacSha256 as jsHmacSha256, sha256 as jsSha256 } from './sha2.js';
 import { hostNodeCrypto, hostSubtle } from '../host.js';
 import { base64urlEncode, hexEncode } from '../encoding/base64url.js';
 import { utf8Encode } from '../encoding/utf8.js';
 import { pem, pkcs8, spki } from './der.js';
-import { checkPublicJwk, thumbprintInput, thumbprintMembers } from './jwk.js';
+import { badKey, checkPublicJwk, thumbprintInput, thumbprintMembers } from './jwk.js';
+import { createPublicKeyImporter } from './public-keys.js';
 import { createKeyImporter, publicKeyPemFromJwk } from './keys.js';
 import { createNodeBackend } from './node-backend.js';
 import { createNobleBackend } from './noble-backend.js';
@@ -114,7 +114,7 @@ const publicOfCryptoKey = (key: CryptoKey): unknown => {
   return nc ? nc.createPublicKey(nc.KeyObject.from(key)).export({ format: 'jwk' }) : undefined;
 };
 
-const importer = createKeyImporter(currentBackend, { publicOfCryptoKey });
+const importer = /* @__PURE__ */ createKeyImporter(currentBackend, { publicOfCryptoKey });
 
 /**
  * Imports a private key: PKCS#8 PEM, private JWK, raw 32 bytes (`alg` option), CryptoKey, or a SigningKey.
@@ -134,10 +134,10 @@ export const verifyWithJwk: CtlCrypto['verifyWithJwk'] = importer.verifyWithJwk;
 /** The thumbprint members of any key input. @example await toPublicJwk(pem) // { kty: 'OKP', crv: 'Ed25519', x: '...' } */
 export const toPublicJwk: CtlCrypto['toPublicJwk'] = importer.toPublicJwk;
 
-/** SHA-256, synchronous: node:crypto where present, else noble. @example sha256Sync(utf8Encode('abc')).length // 32 */
+/** SHA-256, synchronous: node:crypto where present, else our own (sha2.ts). @example sha256Sync(utf8Encode('abc')).length // 32 */
 export function sha256Sync(data: Uint8Array): Uint8Array {
   const nc = nodeCrypto();
-  return nc ? new Uint8Array(nc.createHash('sha256').update(data).digest()) : nobleSha256(data);
+  return nc ? new Uint8Array(nc.createHash('sha256').update(data).digest()) : jsSha256(data);
 }
 
 /** SHA-256. @example await sha256(new Uint8Array()) // e3b0c442... as bytes */
@@ -158,7 +158,7 @@ export async function sha256Hex(data: Uint8Array): Promise<string> {
 /** HMAC-SHA-256, synchronous (webhooks, continuation tokens). @example hmacSha256(key, data).length // 32 */
 export function hmacSha256(key: Uint8Array, data: Uint8Array): Uint8Array {
   const nc = nodeCrypto();
-  return nc ? new Uint8Array(nc.createHmac('sha256', key).update(data).digest()) : hmac(nobleSha256, key, data);
+  return nc ? new Uint8Array(nc.createHmac('sha256', key).update(data).digest()) : jsHmacSha256(key, data);
 }
 
 /** RFC 7638 thumbprint, base64url (the `kid` of CTL keys). @example await jwkThumbprint(jwk) // 'kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k' */
@@ -209,3 +209,14 @@ export const defaultCrypto: CtlCrypto = {
   toPublicJwk,
   randomBytes,
 };
+
+/**
+ * The default facade (same backend choice) without private keys: what `ctl/verify` carries, so a
+ * terminal's bundle holds no PKCS#8 or private-JWK reader. A private key given to it is refused.
+ * @example const c = createVerifyOnlyCrypto(); await c.verifyWithJwk(jwk, msg, sig)
+ */
+export function createVerifyOnlyCrypto(): CtlCrypto {
+  const importSigningKey = async (): Promise<never> => badKey('this build verifies only (ctl/verify): private keys belong in ctl/wallet or ctl');
+  const k = createPublicKeyImporter({ backend: currentBackend, importSigningKey, publicOfCryptoKey });
+  return { importSigningKey, importVerifyingKey: k.importVerifyingKey, verifyWithJwk: k.verifyWithJwk, toPublicJwk: k.toPublicJwk, sha256, jwkThumbprint, randomBytes };
+}

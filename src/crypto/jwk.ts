@@ -3,7 +3,7 @@
  * conversion to and from raw bytes. The algorithm comes from `kty`/`crv`, never from an artifact
  * (PROTOCOL.md §3). No noble here: the edge build uses this file too.
  */
-import { CtlError } from '../errors.js';
+import { CtlError, malformed } from '../errors.js';
 import { base64urlDecode, base64urlEncode } from '../encoding/base64url.js';
 import { ed25519KeyOk, ed25519ShapeOk, p256Point, beBytes } from './strict.js';
 import { concat } from './der.js';
@@ -11,7 +11,7 @@ import type { Alg, PublicJwk } from './types.js';
 
 /** Throws `CtlError('malformed')` about a key. @example badKey('not a PEM') */
 export const badKey = (what: string): never => {
-  throw new CtlError('malformed', `key: ${what}`);
+  malformed(`key: ${what}`);
 };
 const bad = badKey;
 

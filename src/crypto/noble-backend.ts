@@ -1,9 +1,9 @@
 /**
  * The `noble` backend: pure JavaScript, synchronous inside, so it runs where there is no
  * WebCrypto, no TextEncoder and no getRandomValues (QuickJS on the firmware). RFC 8032 strict
- * decoding plus our own §3 checks in `strictVerifier`; ES256 accepts high-S on
- * verify (`lowS: false`, PROTOCOL.md §3) and emits low-S. `prehash: true`: noble hashes the
- * message with SHA-256 itself, so callers pass the message, not a digest.
+ * decoding plus our own §3 checks in `strictVerifier`. Ed25519 only, unless the host registered
+ * a P-256 (`registerP256(nobleP256)` from `ctl/p256`): without one, a P-256 key is
+ * `unsupported_algorithm` (algorithm-support.ts), so an Ed25519 device never carries that stack.
  *
  * Ed25519 verification is cofactorless ([S]B - [k]A must encode to R exactly), as OpenSSL and
  * libsodium do: noble's own verify is cofactored even with `zip215: false`, and would accept
@@ -11,34 +11,14 @@
  * Both equations are RFC 8032; one rule for every backend is what §3 needs.
  */
 import * as ed from '@noble/ed25519';
-import { ecdsa, weierstrass } from '@noble/curves/abstract/weierstrass.js';
-import { sha256, sha512 } from '@noble/hashes/sha2.js';
+import { sha256, sha512 } from './sha2.js';
 import { base64urlEncode } from '../encoding/base64url.js';
 import { checkPublicJwk, checkRawPublic } from './jwk.js';
 import { ownPublicKey, signer, strictVerifier, type Backend } from './backend.js';
+import { registeredP256 } from './algorithm-support.js';
 import { L, le } from './strict.js';
 import { concat } from './der.js';
 import type { Alg, PublicJwk } from './types.js';
-
-// P-256 (SEC 2 v2 §2.4.2) built from the abstract curve rather than imported from
-// '@noble/curves/nist.js': that module also builds FROST/OPRF suites at load, which call
-// TextEncoder, and QuickJS has none. These are the same parameters nist.js uses.
-// Built on first use: an Ed25519-only device (the common case) never pays for the curve setup
-// while it evaluates the bundle (QuickJS cold start).
-let p256Curve: ReturnType<typeof ecdsa> | undefined;
-const p256 = () =>
-  (p256Curve ??= ecdsa(
-    weierstrass({
-      p: 0xffffffff00000001000000000000000000000000ffffffffffffffffffffffffn,
-      n: 0xffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551n,
-      h: 1n,
-      a: 0xffffffff00000001000000000000000000000000fffffffffffffffffffffffcn,
-      b: 0x5ac635d8aa3a93e7b3ebbd55769886bc651d06b0cc53b0f63bce3c3e27d2604bn,
-      Gx: 0x6b17d1f2e12c4247f8bce6e563a440f277037d812deb33a0f4a13945d898c296n,
-      Gy: 0x4fe342e2fe1a7f9b8ee7eb4a7c0f9e162bce33576b315ececbb6406837bf51f5n,
-    }),
-    sha256,
-  ));
 
 /** Width-5 NAF digits of a scalar, least significant first: odd digits in (-16, 16), mostly zeros. */
 function naf5(k: bigint): Int8Array {
@@ -108,11 +88,11 @@ function ed25519Verifier(pub: Uint8Array): (msg: Uint8Array, sig: Uint8Array) =>
 /** The noble backend. @example const b = createNobleBackend(); await b.sha256(bytes) */
 export function createNobleBackend(): Backend {
   // @noble/ed25519 v3 needs a synchronous SHA-512 for its sync API; set here, not at import, to keep the module side-effect free.
-  if (!ed.hashes.sha512) ed.hashes.sha512 = sha512;
+  if (!ed.hashes.sha512) ed.hashes.sha512 = sha512 as NonNullable<typeof ed.hashes.sha512>;
   const publicOf = (alg: Alg, d: Uint8Array): PublicJwk =>
     alg === 'EdDSA'
       ? checkPublicJwk({ kty: 'OKP', crv: 'Ed25519', x: base64urlEncode(ed.getPublicKey(d)) }, false).jwk
-      : checkRawPublic(alg, p256().getPublicKey(d, false)).jwk;
+      : checkRawPublic(alg, registeredP256().publicKey(d)).jwk;
   return {
     name: 'noble',
     async publicJwkFromRaw(alg, d) {
@@ -126,13 +106,13 @@ export function createNobleBackend(): Backend {
       const secret = d.slice();
       return alg === 'EdDSA'
         ? signer(alg, pub, (m) => ed.sign(m, secret))
-        : signer(alg, pub, (m) => p256().sign(m, secret, { prehash: true, lowS: true }));
+        : signer(alg, pub, (m) => registeredP256().sign(m, secret));
     },
     async verifierFromJwk(jwk) {
       const c = checkPublicJwk(jwk);
-      return c.alg === 'EdDSA'
-        ? strictVerifier(c.alg, c.jwk, ed25519Verifier(c.raw))
-        : strictVerifier(c.alg, c.jwk, (m, s) => p256().verify(s, m, c.raw, { prehash: true, lowS: false }));
+      if (c.alg === 'EdDSA') return strictVerifier(c.alg, c.jwk, ed25519Verifier(c.raw));
+      const p = registeredP256(); // unsupported_algorithm at import, before any signature is read
+      return strictVerifier(c.alg, c.jwk, (m, s) => p.verify(s, m, c.raw));
     },
     async sha256(data) {
       return sha256(data);

@@ -11,6 +11,7 @@ import { badKey as bad, checkPublicJwk, checkRawPublic, jwkAlg, jwkKey, type Che
 import { subtleSigner } from './subtle-backend.js';
 import type { Backend } from './backend.js';
 import type { Alg, CtlCrypto, ImportOptions, PrivateKeyInput, PublicJwk, PublicKeyInput, SigningKey, VerifyingKey } from './types.js';
+import { passUnsupported } from './algorithm-support.js';
 
 /** Duck-typed: the global CryptoKey class is a host object (ARCHITECTURE.md rule 2). @example isCryptoKey(pair.privateKey) // true */
 export function isCryptoKey(v: unknown): v is CryptoKey {
@@ -123,11 +124,12 @@ export function createPublicKeyImporter(o: PublicImporterOptions) {
     async toPublicJwk(input: PublicKeyInput | PrivateKeyInput, options?: ImportOptions): Promise<PublicJwk> {
       return { ...(await checkedPublic(input, options)).jwk };
     },
-    /** `false` for any defect of key or signature; never throws (types.ts CtlCrypto). */
+    /** `false` for any defect of key or signature; throws only `unsupported_algorithm` (types.ts CtlCrypto). */
     async verifyWithJwk(jwk: PublicJwk, message: Uint8Array, signature: Uint8Array): Promise<boolean> {
       try {
         return await (await importVerifyingKey(jwk)).verify(message, signature);
-      } catch {
+      } catch (e) {
+        passUnsupported(e);
         return false;
       }
     },

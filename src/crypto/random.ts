@@ -26,7 +26,27 @@ export function randomBytes(n: number): Uint8Array {
   }
   const get = hostGetRandomValues();
   if (!get) throw new Error('randomBytes: this host has no crypto.getRandomValues; install a source with setRandomSource(fn)');
+  if (n <= 64) return fromPool(get, n);
   const out = new Uint8Array(n);
   for (let i = 0; i < n; i += 65536) get(out.subarray(i, Math.min(n, i + 65536))); // getRandomValues caps at 64 KiB
+  return out;
+}
+
+// Small draws (ids, nonces: 16–32 bytes, one per SBA) come from a pool filled 4 KiB at a time:
+// one getRandomValues call per draw cost the wallet about a tenth of its signing time. Every
+// byte is handed out once and wiped from the pool as it goes.
+const POOL_BYTES = 4096;
+let pool: Uint8Array | undefined;
+let used = POOL_BYTES;
+
+function fromPool(get: (a: Uint8Array) => Uint8Array, n: number): Uint8Array {
+  if (!pool || used + n > POOL_BYTES) {
+    pool ??= new Uint8Array(POOL_BYTES);
+    get(pool);
+    used = 0;
+  }
+  const out = pool.slice(used, used + n);
+  pool.fill(0, used, used + n);
+  used += n;
   return out;
 }

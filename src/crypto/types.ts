@@ -80,7 +80,7 @@ export interface CtlCrypto {
   importSigningKey(input: PrivateKeyInput, options?: ImportOptions): Promise<SigningKey>;
   /** Throws `CtlError('malformed')` for a key that is not a valid public key under PROTOCOL.md §3's strict rules. */
   importVerifyingKey(input: PublicKeyInput, options?: ImportOptions): Promise<VerifyingKey>;
-  /** Verifies with a JWK, importing it once (cached). `false` for any defect of key or signature; never throws. */
+  /** Verifies with a JWK, importing it once (cached). `false` for any defect of key or signature; throws only `unsupported_algorithm` (no backend for the key's algorithm). */
   verifyWithJwk(jwk: PublicJwk, message: Uint8Array, signature: Uint8Array): Promise<boolean>;
   sha256(data: Uint8Array): Promise<Uint8Array>;
   /** RFC 7638 thumbprint, base64url without padding. */

@@ -3,7 +3,7 @@
  * non-canonical trailing bits are refused (PROTOCOL.md §1). Standard base64 is here too, for the
  * one place the spec asks for it (the HTTP presentation, PROTOCOL.md §6).
  */
-import { CtlError } from '../errors.js';
+import { CtlError, malformed } from '../errors.js';
 
 const URL_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
 const STD_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
@@ -35,8 +35,8 @@ function encode(bytes: Uint8Array, alphabet: string, pad: boolean): string {
 }
 
 function decode(text: string, table: Int16Array, what: string): Uint8Array {
-  if (typeof text !== 'string') throw new CtlError('malformed', `${what}: not a string`);
-  if (text.length % 4 === 1) throw new CtlError('malformed', `${what}: bad length`);
+  if (typeof text !== 'string') malformed(`${what}: not a string`);
+  if (text.length % 4 === 1) malformed(`${what}: bad length`);
   const out = new Uint8Array(Math.floor((text.length * 3) / 4));
   let bits = 0;
   let acc = 0;
@@ -44,7 +44,7 @@ function decode(text: string, table: Int16Array, what: string): Uint8Array {
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     const v = c < 128 ? table[c]! : -1;
-    if (v < 0) throw new CtlError('malformed', `${what}: invalid character`);
+    if (v < 0) malformed(`${what}: invalid character`);
     acc = (acc << 6) | v;
     bits += 6;
     if (bits >= 8) {
@@ -53,7 +53,7 @@ function decode(text: string, table: Int16Array, what: string): Uint8Array {
       acc &= (1 << bits) - 1;
     }
   }
-  if (acc !== 0) throw new CtlError('malformed', `${what}: non-canonical trailing bits`);
+  if (acc !== 0) malformed(`${what}: non-canonical trailing bits`);
   return out.subarray(0, o);
 }
 
@@ -77,16 +77,16 @@ export function base64Encode(bytes: Uint8Array): string {
  * HTTP presentation allows both (PROTOCOL.md §6). @example base64DecodeLenient('AQ==')
  */
 export function base64DecodeLenient(text: string): Uint8Array {
-  if (typeof text !== 'string') throw new CtlError('malformed', 'base64: not a string');
+  if (typeof text !== 'string') malformed('base64: not a string');
   let body = text;
   const padAt = text.indexOf('=');
   if (padAt >= 0) {
     body = text.slice(0, padAt);
     const pad = text.slice(padAt);
-    if (!/^={1,2}$/.test(pad) || text.length % 4 !== 0) throw new CtlError('malformed', 'base64: bad padding');
+    if (!/^={1,2}$/.test(pad) || text.length % 4 !== 0) malformed('base64: bad padding');
   }
   const urlSafe = /[-_]/.test(body);
-  if (urlSafe && /[+/]/.test(body)) throw new CtlError('malformed', 'base64: mixed alphabets');
+  if (urlSafe && /[+/]/.test(body)) malformed('base64: mixed alphabets');
   return decode(body, urlSafe ? URL_LOOKUP : STD_LOOKUP, 'base64');
 }
 
@@ -100,7 +100,7 @@ export function hexEncode(bytes: Uint8Array): string {
 /** Strict hex (even length, [0-9a-fA-F]). @example hexDecode('ab') // Uint8Array [0xab] */
 export function hexDecode(text: string): Uint8Array {
   if (typeof text !== 'string' || text.length % 2 !== 0 || !/^[0-9a-fA-F]*$/.test(text)) {
-    throw new CtlError('malformed', 'hex: invalid');
+    malformed('hex: invalid');
   }
   const out = new Uint8Array(text.length / 2);
   for (let i = 0; i < out.length; i++) out[i] = parseInt(text.slice(i * 2, i * 2 + 2), 16);

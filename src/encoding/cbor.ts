@@ -13,7 +13,7 @@
  * unsorted or duplicate keys, floats, tags, trailing bytes) with one rule.
  */
 import { Encoder } from 'cbor-x/encode';
-import { CtlError } from '../errors.js';
+import { CtlError, malformed } from '../errors.js';
 import { utf8Encode } from './utf8.js';
 
 /** The values a CBOR item may hold here: JSON without floats, plus byte strings. */
@@ -51,15 +51,15 @@ const byteLengthOrder = (a: [Uint8Array, string], b: [Uint8Array, string]): numb
 
 /** Plain objects → Maps in deterministic key order; validates the model on the way. */
 function toEncodable(value: unknown, depth: number): unknown {
-  if (depth > MAX_DEPTH) throw new CtlError('malformed', 'CBOR: nesting deeper than 32');
+  if (depth > MAX_DEPTH) malformed('CBOR: nesting deeper than 32');
   if (value === null || typeof value === 'boolean') return value;
   if (typeof value === 'string') {
     // cbor-x's fallback encoder (no TextEncoder, e.g. QuickJS) would write a lone surrogate as-is.
-    if (LONE_SURROGATE.test(value)) throw new CtlError('malformed', 'CBOR: lone surrogate in text');
+    if (LONE_SURROGATE.test(value)) malformed('CBOR: lone surrogate in text');
     return value;
   }
   if (typeof value === 'number') {
-    if (!Number.isSafeInteger(value)) throw new CtlError('malformed', 'CBOR: only safe integers are encoded (money is a string)');
+    if (!Number.isSafeInteger(value)) malformed('CBOR: only safe integers are encoded (money is a string)');
     return value;
   }
   if (value instanceof Uint8Array) return value;
@@ -70,20 +70,20 @@ function toEncodable(value: unknown, depth: number): unknown {
     const map = new Map<string, unknown>();
     for (const [, k] of keys) {
       const v = (value as Record<string, unknown>)[k];
-      if (v === undefined) throw new CtlError('malformed', `CBOR: member ${k} is undefined`);
+      if (v === undefined) malformed(`CBOR: member ${k} is undefined`);
       map.set(k, toEncodable(v, depth + 1));
     }
     return map;
   }
-  throw new CtlError('malformed', `CBOR: a ${typeof value} cannot be encoded`);
+  malformed(`CBOR: a ${typeof value} cannot be encoded`);
 }
 
 /** Decoded cbor-x values → the model, or throw. */
 function fromDecoded(value: unknown, depth: number): CborValue {
-  if (depth > MAX_DEPTH) throw new CtlError('malformed', 'CBOR: nesting deeper than 32');
+  if (depth > MAX_DEPTH) malformed('CBOR: nesting deeper than 32');
   if (value === null || typeof value === 'boolean' || typeof value === 'string') return value;
   if (typeof value === 'number') {
-    if (!Number.isSafeInteger(value)) throw new CtlError('malformed', 'CBOR: only safe integers are allowed');
+    if (!Number.isSafeInteger(value)) malformed('CBOR: only safe integers are allowed');
     return value;
   }
   if (value instanceof Uint8Array) return new Uint8Array(value); // a Node buffer in Node: a plain copy
@@ -91,13 +91,13 @@ function fromDecoded(value: unknown, depth: number): CborValue {
   if (value instanceof Map) {
     const out: Record<string, CborValue> = {};
     for (const [k, v] of value) {
-      if (typeof k !== 'string') throw new CtlError('malformed', 'CBOR: map keys must be text strings');
+      if (typeof k !== 'string') malformed('CBOR: map keys must be text strings');
       // defineProperty: a "__proto__" key stays a plain member.
       Object.defineProperty(out, k, { value: fromDecoded(v, depth + 1), enumerable: true, writable: true, configurable: true });
     }
     return out;
   }
-  throw new CtlError('malformed', 'CBOR: tags, floats, undefined and simple values are not allowed');
+  malformed('CBOR: tags, floats, undefined and simple values are not allowed');
 }
 
 /**
@@ -118,18 +118,18 @@ export function cborEncode(value: unknown): Uint8Array {
  */
 export function cborDecode(bytes: Uint8Array): CborValue {
   if (!(bytes instanceof Uint8Array)) throw new TypeError('cborDecode(bytes): bytes must be a Uint8Array');
-  if (bytes.length === 0) throw new CtlError('malformed', 'CBOR: empty input');
-  if (bytes.length > MAX_CBOR_BYTES) throw new CtlError('malformed', `CBOR: more than ${MAX_CBOR_BYTES} bytes`);
+  if (bytes.length === 0) malformed('CBOR: empty input');
+  if (bytes.length > MAX_CBOR_BYTES) malformed(`CBOR: more than ${MAX_CBOR_BYTES} bytes`);
   let decoded: unknown;
   try {
     decoded = codec.decode(bytes);
   } catch (e) {
-    throw new CtlError('malformed', `CBOR: ${e instanceof Error ? e.message : 'undecodable'}`);
+    malformed(`CBOR: ${e instanceof Error ? e.message : 'undecodable'}`);
   }
   const value = fromDecoded(decoded, 0);
   const again = cborEncode(value);
   if (again.length !== bytes.length || again.some((b, i) => b !== bytes[i])) {
-    throw new CtlError('malformed', 'CBOR: not in deterministic encoding (RFC 8949 §4.2.1)');
+    malformed('CBOR: not in deterministic encoding (RFC 8949 §4.2.1)');
   }
   return value;
 }

@@ -3,7 +3,7 @@
  * `JSON.parse` silently keeps the last of duplicate keys and accepts lone surrogates, which would
  * let two parties hash different documents from the same bytes; this parser refuses both.
  */
-import { CtlError } from '../errors.js';
+import { CtlError, malformed } from '../errors.js';
 
 const MAX_DEPTH = 64;
 
@@ -12,50 +12,62 @@ const MAX_DEPTH = 64;
  * ECMAScript form (RFC 8785 §3.2.2.3). Throws `CtlError('malformed')` for what JSON cannot carry.
  * @example canonicalize({ b: 1, a: [true, 'x'] }) // '{"a":[true,"x"],"b":1}'
  */
-export function canonicalize(value: unknown): string {
-  return write(value, 0);
+export function canonicalize(value: unknown, maxLength = Infinity): string {
+  return write(value, 0, maxLength);
 }
 
-function write(value: unknown, depth: number): string {
+/**
+ * `max` bounds the text as it grows, so an object graph that shares one child many times (a few
+ * objects, an exponential text) is refused instead of exhausting memory.
+ */
+function write(value: unknown, depth: number, max: number): string {
   if (value === null) return 'null';
   switch (typeof value) {
     case 'boolean':
       return value ? 'true' : 'false';
     case 'number':
-      if (!Number.isFinite(value)) throw new CtlError('malformed', 'non-finite number');
+      if (!Number.isFinite(value)) malformed('non-finite number');
       // ECMAScript Number-to-String is exactly RFC 8785's number form; -0 prints as 0.
       return String(value);
     case 'string':
+      if (value.length > max) malformed('text too long');
       return quoteJson(value);
     case 'object': {
-      if (depth >= MAX_DEPTH) throw new CtlError('malformed', 'nesting too deep');
+      if (depth >= MAX_DEPTH) malformed('nesting too deep');
       if (Array.isArray(value)) {
         let out = '[';
-        for (let i = 0; i < value.length; i++) out += (i ? ',' : '') + write(value[i], depth + 1);
+        for (let i = 0; i < value.length; i++) {
+          out += (i ? ',' : '') + write(value[i], depth + 1, max);
+          if (out.length > max) malformed('text too long');
+        }
         return out + ']';
       }
       const proto = Object.getPrototypeOf(value);
-      if (proto !== Object.prototype && proto !== null) throw new CtlError('malformed', 'not a plain JSON object');
+      if (proto !== Object.prototype && proto !== null) malformed('not a plain JSON object');
       const keys = Object.keys(value as object).sort();
       let out = '{';
       let first = true;
       for (const k of keys) {
         const v = (value as Record<string, unknown>)[k];
         if (v === undefined) continue; // as JSON.stringify: an absent optional member
-        out += (first ? '' : ',') + quoteJson(k) + ':' + write(v, depth + 1);
+        out += (first ? '' : ',') + quoteJson(k) + ':' + write(v, depth + 1, max);
+        if (out.length > max) malformed('text too long');
         first = false;
       }
       return out + '}';
     }
     default:
-      throw new CtlError('malformed', `cannot canonicalize a ${typeof value}`);
+      malformed(`cannot canonicalize a ${typeof value}`);
   }
 }
 
 const SURROGATE = /[\ud800-\udfff]/;
+// Printable ASCII but `"` and `\`: written as is (ids, amounts, timestamps, base64url: nearly every string of an artifact).
+const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
 
 /** A JSON string literal as RFC 8785 §3.2.2.2 writes it. @example quoteJson('a"b') // '"a\\"b"' */
 export function quoteJson(s: string): string {
+  if (PLAIN.test(s)) return '"' + s + '"'; // what JSON.stringify gives, twice as fast (the verifier's hot path)
   // JSON.stringify escapes exactly as RFC 8785 asks, but would escape a lone surrogate instead
   // of refusing it: I-JSON forbids them. The regex keeps the common case native-fast.
   if (SURROGATE.test(s)) {
@@ -63,7 +75,7 @@ export function quoteJson(s: string): string {
       const c = s.charCodeAt(i);
       if (c >= 0xd800 && c <= 0xdfff) {
         const d = s.charCodeAt(i + 1);
-        if (c > 0xdbff || !(d >= 0xdc00 && d <= 0xdfff)) throw new CtlError('malformed', 'lone surrogate');
+        if (c > 0xdbff || !(d >= 0xdc00 && d <= 0xdfff)) malformed('lone surrogate');
         i++;
       }
     }
@@ -84,8 +96,8 @@ export interface StrictJsonOptions {
  * @example parseStrictJson('{"a":1,"a":2}') // throws CtlError malformed
  */
 export function parseStrictJson(text: string, options: StrictJsonOptions = {}): unknown {
-  if (typeof text !== 'string') throw new CtlError('malformed', 'JSON text must be a string');
-  if (text.length > (options.maxLength ?? 1 << 20)) throw new CtlError('malformed', 'JSON text too long');
+  if (typeof text !== 'string') malformed('JSON text must be a string');
+  if (text.length > (options.maxLength ?? 1 << 20)) malformed('JSON text too long');
   const p = new Parser(text, options.numbers ?? 'safe-integers');
   p.ws();
   const value = p.value(0);
@@ -99,7 +111,7 @@ class Parser {
   constructor(readonly s: string, readonly numbers: 'safe-integers' | 'finite') {}
 
   fail(why: string): never {
-    throw new CtlError('malformed', `invalid JSON at ${this.i}: ${why}`);
+    malformed(`invalid JSON at ${this.i}: ${why}`);
   }
 
   ws(): void {

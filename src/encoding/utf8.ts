@@ -2,7 +2,7 @@
  * UTF-8 without TextEncoder/TextDecoder, which QuickJS lacks. Strict both ways: a lone surrogate
  * cannot be encoded (it is not Unicode text, PROTOCOL.md §2) and invalid UTF-8 is refused.
  */
-import { CtlError } from '../errors.js';
+import { malformed } from '../errors.js';
 import { hostTextEncode } from '../host.js';
 
 const nativeEncode = hostTextEncode();
@@ -26,7 +26,7 @@ export function utf8Encode(text: string): Uint8Array {
     let c = text.charCodeAt(i);
     if (c >= 0xd800 && c <= 0xdfff) {
       const d = text.charCodeAt(i + 1);
-      if (c > 0xdbff || !(d >= 0xdc00 && d <= 0xdfff)) throw new CtlError('malformed', 'lone surrogate in text');
+      if (c > 0xdbff || !(d >= 0xdc00 && d <= 0xdfff)) malformed('lone surrogate in text');
       c = 0x10000 + ((c - 0xd800) << 10) + (d - 0xdc00);
       i++;
     }
@@ -49,17 +49,17 @@ export function utf8Decode(bytes: Uint8Array): string {
     else if (b >= 0xc2 && b <= 0xdf) { c = b & 0x1f; n = 1; }
     else if (b >= 0xe0 && b <= 0xef) { c = b & 0x0f; n = 2; }
     else if (b >= 0xf0 && b <= 0xf4) { c = b & 0x07; n = 3; }
-    else throw new CtlError('malformed', 'invalid UTF-8');
+    else malformed('invalid UTF-8');
     if (n > 0 && i + n >= bytes.length) {
-      throw new CtlError('malformed', 'truncated UTF-8');
+      malformed('truncated UTF-8');
     }
     for (let k = 1; k <= n; k++) {
       const cb = bytes[i + k]!;
-      if ((cb & 0xc0) !== 0x80) throw new CtlError('malformed', 'invalid UTF-8');
+      if ((cb & 0xc0) !== 0x80) malformed('invalid UTF-8');
       c = (c << 6) | (cb & 0x3f);
     }
     if ((n === 2 && c < 0x800) || (n === 3 && (c < 0x10000 || c > 0x10ffff)) || (c >= 0xd800 && c <= 0xdfff)) {
-      throw new CtlError('malformed', 'invalid UTF-8');
+      malformed('invalid UTF-8');
     }
     out += c < 0x10000 ? String.fromCharCode(c) : String.fromCharCode(0xd800 + ((c - 0x10000) >> 10), 0xdc00 + ((c - 0x10000) & 0x3ff));
     i += n + 1;

@@ -59,6 +59,18 @@ export function spendStorageConformance(factory: () => SpendStorage | Promise<Sp
       },
     },
     {
+      name: 'an id is never forgotten before its expiry, and totals are never forgotten (PROTOCOL.md §12)',
+      async run() {
+        const s = await factory();
+        const key = k();
+        expect((await s.reserve(key, 'a', 2n, 10n, { expiresAt: 1000, now: 0 })) === 'reserved', 'first');
+        await s.commit(key, 'a');
+        expect((await s.reserve(key, 'a', 2n, 10n, { expiresAt: 1000, now: 999 })) === 'duplicate', 'a live id is still known');
+        expect((await s.reserve(key, 'b', 2n, 10n, { expiresAt: 3000, now: 2000 })) === 'reserved', 'after the expiry');
+        expect((await s.total(key)) === 4n, 'forgetting an id keeps its amount in the total');
+      },
+    },
+    {
       name: 'keys are independent',
       async run() {
         const s = await factory();

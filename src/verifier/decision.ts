@@ -6,7 +6,7 @@
  */
 import type { VerifyCtl, VerifyCtlOptions } from './verify.js';
 import type { PolicyGrant, SignedBudgetAuthorization } from '../artifacts/types.js';
-import { CtlError, toErrorInfo, type CtlErrorInfo } from '../errors.js';
+import { CtlError, toErrorInfo, type CtlErrorInfo, malformed } from '../errors.js';
 import { parseAmount, parseTimestamp } from '../values.js';
 import { hostNow } from '../host.js';
 
@@ -34,15 +34,15 @@ export type DecisionResult =
 export async function verifyDecisionWith(verify: VerifyCtl, sba: unknown, options: DecisionOptions): Promise<DecisionResult> {
   try {
     const { sessionId, decision, cumulativeSpentMinor = '0', ...rest } = options ?? ({} as DecisionOptions);
-    if (!decision || typeof decision !== 'object') throw new CtlError('malformed', 'decision is required');
-    if (decision.action !== 'ALLOW') throw new CtlError('malformed', `decision ${String(decision.decisionId)} is not ALLOW`);
+    if (!decision || typeof decision !== 'object') malformed('decision is required');
+    if (decision.action !== 'ALLOW') malformed(`decision ${String(decision.decisionId)} is not ALLOW`);
     const price = decision.priceFiat;
     const spent = parseAmount(cumulativeSpentMinor, 'cumulativeSpentMinor');
     const r = await verify(sba, { ...rest, amount: price?.amountMinor, currency: price?.currency });
     if (!r.valid) return { ok: false, error: r.error };
     const a = r.sba.authorization;
-    if (a.sessionId !== sessionId) throw new CtlError('malformed', 'the SBA belongs to another session');
-    if (decision.sessionGrantId !== a.grantId) throw new CtlError('malformed', 'the decision is for another grant');
+    if (a.sessionId !== sessionId) malformed('the SBA belongs to another session');
+    if (decision.sessionGrantId !== a.grantId) malformed('the decision is for another grant');
     if (decision.policyHash !== a.policyHash) throw new CtlError('policy_hash_mismatch', 'the decision was taken under another policy');
     const now = (options.now ?? hostNow)();
     if (now >= parseTimestamp(decision.expiresAtISO, 'decision.expiresAtISO') + (options.clockToleranceMs ?? 0)) {

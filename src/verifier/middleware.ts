@@ -10,6 +10,15 @@ import { toErrorInfo, type CtlErrorInfo } from '../errors.js';
 
 type Dyn<T, R> = T | ((req: R) => T | Promise<T>);
 
+/**
+ * The options of `verifyCtl`, with amount, currency and merchant optionally computed per request.
+ * Defaults worth knowing: `trackSpend` is off (each SBA is checked on its own, so the same SBA
+ * presented twice passes twice; turn it on to refuse `replay` and keep cumulative spend per grant
+ * in `spendStorage`, memory by default); revocation answers are cached `revocationTtl` = 60 000 ms
+ * (spec §8 merchant example) per grant, so a revocation takes up to a minute to be seen online;
+ * JWKS fetched from `jwksUrl` are cached `jwksTtl` = 300 000 ms.
+ * @example ctl({ amount: (req) => priceOf(req), currency: 'USD', jwksUrl, trackSpend: true, revocationTtl: 10_000 })
+ */
 export interface MiddlewareOptions<R> extends Omit<VerifyCtlOptions, 'amount' | 'currency' | 'merchantId'> {
   amount: Dyn<string, R>;
   currency: Dyn<string, R>;
@@ -22,6 +31,17 @@ export interface CtlRequestState {
   sba: SignedBudgetAuthorization;
   amount: string;
   currency: string;
+}
+
+// Express users get `req.ctl` typed: Express declares the global `Express.Request` interface for
+// such augmentation, and this lives in the shipped declarations without importing Express's types.
+declare global {
+  namespace Express {
+    interface Request {
+      /** Set by `ctl()` when the SBA verified; absent on routes without the middleware. */
+      ctl?: CtlRequestState;
+    }
+  }
 }
 
 const resolve = async <T, R>(v: Dyn<T, R>, req: R): Promise<T> => (typeof v === 'function' ? (v as (r: R) => T)(req) : v);

@@ -3,7 +3,7 @@
  * base64 as the spec says; base64url accepted), or a body `{ sba }`. Header values over 16 KiB are refused.
  */
 import type { SignedBudgetAuthorization } from '../artifacts/types.js';
-import { CtlError } from '../errors.js';
+import { CtlError, malformed } from '../errors.js';
 import { canonicalize, parseStrictJson } from '../encoding/jcs.js';
 import { base64DecodeLenient, base64Encode } from '../encoding/base64url.js';
 import { utf8Decode, utf8Encode } from '../encoding/utf8.js';
@@ -26,9 +26,9 @@ export function encodeSbaBase64(sba: SignedBudgetAuthorization): string {
  * @example const sba = decodeSbaHeader(req.headers.authorization)
  */
 export function decodeSbaHeader(value: unknown): unknown {
-  if (typeof value !== 'string') throw new CtlError('malformed', 'no SBA presented');
-  if (value.length > MAX_HEADER_BYTES) throw new CtlError('malformed', 'the SBA header is larger than 16 KiB');
+  if (typeof value !== 'string') malformed('no SBA presented');
+  if (value.length > MAX_HEADER_BYTES) malformed('the SBA header is larger than 16 KiB');
   const m = /^\s*(?:CTL\s+)?([A-Za-z0-9+/_=-]+)\s*$/i.exec(value);
-  if (!m) throw new CtlError('malformed', 'expected "CTL <base64(JSON of the SBA)>"');
+  if (!m) malformed('expected "CTL <base64(JSON of the SBA)>"');
   return parseStrictJson(utf8Decode(base64DecodeLenient(m[1]!)));
 }

@@ -8,7 +8,8 @@
 import type { CtlCrypto, PublicJwk, PublicKeyInput } from '../crypto/types.js';
 import type { Asset, Jwks, PolicyGrant, SignedBudgetAuthorization, TrustBundle } from '../artifacts/types.js';
 import { checkSba, intentHashWith, sbaSignedBytes } from '../artifacts/sba.js';
-import { checkBundle } from '../artifacts/bundle.js';
+import { createBundleCache } from './bundle-cache.js';
+import { bundleSignersWith, type BundleSigners } from './root-chain.js';
 import { verifyArtifactSignature } from '../artifacts/signing.js';
 import { findKey } from '../artifacts/keys.js';
 import { CtlError, toErrorInfo, type CtlErrorInfo } from '../errors.js';
@@ -20,6 +21,9 @@ import { createRevocationChecker } from '../revocation.js';
 import { fetchJson, type FetchLike } from '../net/fetch-json.js';
 import { createMemorySpendStorage, type SpendStorage } from '../wallet/spend-storage.js';
 import { commitAll, reserveAll, velocityLedgers, type Ledger } from '../wallet/ledgers.js';
+import { readFlooredTime, type TimeFloor } from './time-floor.js';
+import { didKeyToJwk } from '../encoding/did-key.js';
+import { passUnsupported } from '../crypto/algorithm-support.js';
 
 export interface VerifyCtlOptions {
   /** The payment in front of the merchant, minor units. */
@@ -33,6 +37,15 @@ export interface VerifyCtlOptions {
   /** Trust Bundles to resolve the authority's key from, checked against `rootPublicKeyPem`. */
   trustBundles?: unknown[];
   rootPublicKeyPem?: PublicKeyInput;
+  /**
+   * The root chain (PROTOCOL.md §11: `ctl-root/1` statements from version 2 up), walked from
+   * `rootPublicKeyPem`: bundles are then accepted only when signed by a `bundleKeys` key of the
+   * newest version (a bundle of an older root is `trust_bundle_invalid`); a broken chain is
+   * `root_rotation_invalid`.
+   */
+  rootChain?: unknown[];
+  /** The highest root version accepted before (persisted by the caller): a chain ending below it is `root_rollback`. */
+  minRootVersion?: number;
   /** The authority's JWKS, given or fetched from `jwksUrl` (cached for `jwksTtl` ms, default 300 000). */
   jwks?: Jwks;
   jwksUrl?: string;
@@ -44,14 +57,26 @@ export interface VerifyCtlOptions {
   /** Milliseconds a revocation answer is cached (default 60 000, the spec's merchant example). */
   revocationTtl?: number;
   revocationTimeoutMs?: number;
-  /** Record each `budgetId` once, keep cumulative spend per grant within `maxAmountMinor`, and enforce the grant's `velocity` (also enforced whenever an offline allowance is counted). */
+  /** Record each `budgetId` once, keep cumulative spend per grant within `maxAmountMinor`, and enforce the grant's `velocity` (also enforced whenever an offline allowance is counted). Default `false`: without it the same SBA verifies every time it is presented. */
   trackSpend?: boolean;
   spendStorage?: SpendStorage;
-  /** Recompute `intentHash` from this payment and refuse without it (spec's Full profile). */
+  /** Recompute `intentHash` from this payment and refuse without it (spec's Full profile; always on under a human-agent grant). */
   requireIntentHash?: boolean;
+  /**
+   * did:key DIDs of the people whose human-agent grants this merchant accepts (PROTOCOL.md §10), besides
+   * those a Trust Bundle lists as issuers. A DID is self-certifying, never self-trusting: without
+   * either, a human-issued grant is `issuer_not_trusted`.
+   */
+  trustedHumans?: readonly string[];
   fetch?: FetchLike;
   now?: () => number;
   clockToleranceMs?: number;
+  /**
+   * The persisted time floor (PROTOCOL.md §12): every time check uses max(clock, floor); the floor
+   * is raised to clock readings (at most once a minute) and, for each accepted payment, to the
+   * clock and the `issuedAt` of the artifacts accepted. An offline terminal should always pass one.
+   */
+  timeFloor?: TimeFloor;
 }
 
 export type VerifyCtlResult =
@@ -73,13 +98,39 @@ export type VerifyCtl = (sba: unknown, options: VerifyCtlOptions) => Promise<Ver
 
 /** A verifier with its own caches (grant signatures, bundles, JWKS, revocation, spend). */
 export function createVerifier(c: CtlCrypto): VerifyCtl {
+  /** By grant signature; only grants that passed `checkSba` get here, so `jcs` is a checked text. */
   const grantChecked = new Map<string, { jcs: string; keyId: string; ok: boolean }>();
-  const bundleChecked = new Map<string, boolean>();
-  const bundleObjects = new WeakMap<object, { rootId: string; signature: string; ok: boolean }>();
+  const bundles = createBundleCache(c);
   const jwksCache = new Map<string, { at: number; jwks: Jwks }>();
+  const didKeys = new Map<string, PublicJwk>();
   const revocation = createRevocationChecker();
   const defaultSpend = createMemorySpendStorage();
   const turns = new Map<string, Promise<unknown>>();
+  /** Walked chains, keyed by the bytes of root + chain (never by object): a payment does not re-verify the chain. */
+  const signersCache = new Map<string, Promise<BundleSigners>>();
+
+  async function signersFor(o: VerifyCtlOptions): Promise<BundleSigners> {
+    const root = o.rootPublicKeyPem!;
+    let rootId: string;
+    let chainId: string;
+    try {
+      rootId = typeof root === 'string' ? root : canonicalize(await c.toPublicJwk(root));
+      // JSON text of the chain as the caller holds it now (native, so cheap per payment); what is
+      // walked is parsed back from this very text, so the cached verdict belongs to these bytes.
+      chainId = o.rootChain === undefined ? '-' : JSON.stringify(o.rootChain);
+      if (typeof chainId !== 'string') throw new Error('not JSON');
+    } catch {
+      return fail('malformed', 'rootPublicKeyPem or rootChain is not usable');
+    }
+    const key = `${rootId}\u0000${chainId}\u0000${o.minRootVersion ?? ''}`;
+    let p = signersCache.get(key);
+    if (!p) {
+      // The canonical text of the chain is what gets walked, so the verdict belongs to those bytes.
+      p = bundleSignersWith(c, root, o.rootChain === undefined ? undefined : parseStrictJson(chainId), o.minRootVersion);
+      remember(signersCache, key, p, 64);
+    }
+    return p;
+  }
 
   /** Runs `fn` after every earlier call with the same key has settled. */
   async function oneAtATime<T>(key: string, fn: () => Promise<T>): Promise<T> {
@@ -94,43 +145,26 @@ export function createVerifier(c: CtlCrypto): VerifyCtl {
     }
   }
 
-  async function bundleSignatureOk(bundle: TrustBundle, root: PublicKeyInput): Promise<boolean> {
-    const rootId = typeof root === 'string' ? root : canonicalize(await c.toPublicJwk(root));
-    // A terminal passes the same bundle object on every payment, and a bundle with thousands of
-    // revoked grants is costly to canonicalize: remember the answer per object first.
-    const seen = bundleObjects.get(bundle);
-    if (seen && seen.rootId === rootId && seen.signature === bundle.signature) return seen.ok;
-    const key = canonicalize(bundle) + '\n' + rootId;
-    const hit = bundleChecked.get(key);
-    if (hit !== undefined) {
-      bundleObjects.set(bundle, { rootId, signature: bundle.signature, ok: hit });
-      return hit;
-    }
-    let ok = false;
-    try {
-      ok = await verifyArtifactSignature(c, 'bundle', bundle as unknown as Record<string, unknown>, await c.importVerifyingKey(root));
-    } catch {
-      ok = false;
-    }
-    bundleObjects.set(bundle, { rootId, signature: bundle.signature, ok });
-    return remember(bundleChecked, key, ok);
-  }
-
-  /** PROTOCOL.md §5 step 1 through Trust Bundles. */
-  async function keyFromBundles(grant: PolicyGrant, o: VerifyCtlOptions, now: number, tol: number) {
+  /**
+   * PROTOCOL.md §5 step 1 through Trust Bundles. For a human-agent grant, `human` carries the DID's
+   * key (the bundle entry must be that key) and whether `trustedHumans` already trusts the DID
+   * (then the bundles only add their revocations).
+   */
+  async function keyFromBundles(grant: PolicyGrant, o: VerifyCtlOptions, now: number, tol: number, human?: { jwk: PublicJwk; listed: boolean }) {
     if (!o.rootPublicKeyPem) fail('malformed', 'rootPublicKeyPem is required with trustBundles (the root never comes from a bundle)');
+    const signers = await signersFor(o);
     const valid: TrustBundle[] = [];
+    const revokedOf = new Map<TrustBundle, ReadonlySet<string>>();
     let expiredLists = false;
     let invalidLists = false;
     for (const b of o.trustBundles!) {
-      const bundle = typeof b === 'string' ? safeParse(b) : b;
-      try {
-        checkBundle(bundle);
-      } catch {
-        continue; // unreadable: it cannot vouch for anyone
-      }
+      // The verifier's own frozen copy of what the root signed, never the caller's object (PROTOCOL.md §12).
+      const checked = await bundles.check(b, signers);
+      if (!checked) continue; // unreadable: it cannot vouch for anyone
+      const bundle = checked.bundle;
+      revokedOf.set(bundle, checked.revoked);
       const lists = bundle.issuers.some((i) => i.issuer === grant.issuer);
-      if (!(await bundleSignatureOk(bundle, o.rootPublicKeyPem!))) {
+      if (!checked.signatureOk) {
         invalidLists ||= lists;
         continue;
       }
@@ -152,14 +186,17 @@ export function createVerifier(c: CtlCrypto): VerifyCtl {
       if (!seen || b.sequence > seen.sequence) newest.set(scope, b);
     }
     const vouching = [...newest.values()].filter((b) => b.issuers.some((i) => i.issuer === grant.issuer));
+    // Sets built once per bundle: a union per payment would cost O(revoked grants) every time.
+    const revoked = { has: (id: string) => valid.some((b) => revokedOf.get(b)!.has(id)) };
+    if (vouching.length === 0 && human?.listed) return { jwk: human.jwk, revoked, newestIssuedAt: undefined };
     if (vouching.length === 0) {
       if (expiredLists) fail('trust_bundle_expired', `the only bundles listing ${grant.issuer} have expired`);
-      if (invalidLists) fail('trust_bundle_invalid', `the bundle listing ${grant.issuer} is not signed by the pinned root`);
+      if (invalidLists) fail('trust_bundle_invalid', `the bundle listing ${grant.issuer} is not signed by the pinned root${signers.rootVersion > 1 ? ` (root version ${signers.rootVersion}: one of its bundle keys)` : ''}`);
       fail('issuer_not_trusted', `no trust bundle lists issuer ${grant.issuer}`);
     }
     const keys = vouching.flatMap((b) => b.issuers.filter((i) => i.issuer === grant.issuer).flatMap((i) => i.keys));
     const jwk = findKey(keys, grant.keyId, 'grant');
-    const revoked = new Set(valid.flatMap((b) => b.revokedGrants));
+    if (human && canonicalize(jwk) !== canonicalize(human.jwk)) fail('unknown_key', `the bundle lists another key than the DID's for ${grant.issuer}`);
     const newestIssuedAt = Math.max(...vouching.map((b) => parseTimestamp(b.issuedAt, 'bundle.issuedAt')));
     return { jwk, revoked, newestIssuedAt };
   }
@@ -201,15 +238,19 @@ export function createVerifier(c: CtlCrypto): VerifyCtl {
   async function sbaSignatureOk(sba: SignedBudgetAuthorization, grantJcs: string): Promise<boolean> {
     try {
       return await c.verifyWithJwk(sba.grant.actorKey, sbaSignedBytes(sba, grantJcs), base64urlDecode(sba.signature));
-    } catch {
+    } catch (e) {
+      passUnsupported(e);
       return false;
     }
   }
 
   return async function verifyCtl(input, options) {
+    let clockSeen: number | undefined;
     try {
       const o = options ?? ({} as VerifyCtlOptions);
-      const now = (o.now ?? hostNow)();
+      const time = await readFlooredTime(o.now ?? hostNow, o.timeFloor);
+      const now = time.now;
+      clockSeen = time.clock;
       const tol = o.clockToleranceMs ?? 0;
       const fetchFn = o.fetch ?? (hostFetch() as FetchLike | undefined);
 
@@ -217,15 +258,42 @@ export function createVerifier(c: CtlCrypto): VerifyCtl {
       const amount = parsePaymentAmount(o.amount, 'options.amount');
       const currency = parseCurrency(o.currency, 'options.currency');
       const sba = typeof input === 'string' ? parseStrictJson(input) : input;
-      checkSba(sba);
+      // A grant whose signature this verifier checked before: its canonical text first (needed
+      // below anyway), bounded by the length of the text it matched, as the grant is not yet
+      // checked (a shared-child object graph would otherwise expand without bound). The same
+      // text passed `checkGrant` then, so only the authorization is re-checked; any other grant
+      // gets the full check before any JCS.
+      const g = (sba as { grant?: { signature?: unknown } } | null)?.grant;
+      const seen = typeof g?.signature === 'string' ? grantChecked.get(g.signature) : undefined;
+      let grantJcs: string | undefined;
+      if (seen) {
+        try {
+          grantJcs = canonicalize(g, seen.jcs.length);
+        } catch {
+          // not JSON: checkSba names the defect
+        }
+      }
+      checkSba(sba, grantJcs !== undefined && grantJcs === seen!.jcs);
       const a = sba.authorization;
       const grant = sba.grant;
+      grantJcs ??= canonicalize(grant);
 
       // Step 1: the grant's signature, with the key resolved by issuer + keyId.
       let jwk: PublicJwk | undefined;
-      let bundleRevoked: Set<string> | undefined;
+      let bundleRevoked: { has(grantId: string): boolean } | undefined;
       let bundleIssuedAt: number | undefined;
-      if (o.trustBundles && o.trustBundles.length > 0) {
+      const human = grant.profile === 'human-agent';
+      if (human) {
+        // PROTOCOL.md §10: the key is the DID's own (no JWKS, no PEM); trust is trustedHumans or a bundle.
+        const didJwk = didKeys.get(grant.issuer) ?? remember(didKeys, grant.issuer, didKeyToJwk(grant.issuer), 256);
+        const listed = Array.isArray(o.trustedHumans) && o.trustedHumans.includes(grant.issuer);
+        if (o.trustBundles && o.trustBundles.length > 0) {
+          const r = await keyFromBundles(grant, o, now, tol, { jwk: didJwk, listed });
+          bundleRevoked = r.revoked;
+          bundleIssuedAt = r.newestIssuedAt;
+        } else if (!listed) fail('issuer_not_trusted', `${grant.issuer} is neither in trustedHumans nor listed by a trust bundle`);
+        jwk = didJwk;
+      } else if (o.trustBundles && o.trustBundles.length > 0) {
         const r = await keyFromBundles(grant, o, now, tol);
         jwk = r.jwk;
         bundleRevoked = r.revoked;
@@ -238,13 +306,13 @@ export function createVerifier(c: CtlCrypto): VerifyCtl {
           try {
             const k = await c.importVerifyingKey(pem);
             jwk = k.publicJwk;
-          } catch {
+          } catch (e) {
+            passUnsupported(e);
             fail('grant_signature_invalid', 'signingKeyPem is not a usable public key');
           }
         }
       }
       if (!jwk) fail('grant_signature_invalid', 'no key to verify the grant: pass trustBundles, jwks/jwksUrl or signingKeyPem');
-      const grantJcs = canonicalize(grant);
       if (!(await grantSignatureOk(grant, grantJcs, jwk!))) fail('grant_signature_invalid', 'the grant signature does not verify');
       if (now >= parseTimestamp(grant.expiresAt, 'grant.expiresAt') + tol) fail('grant_expired', `the grant expired at ${grant.expiresAt}`);
       if (parseTimestamp(grant.issuedAt, 'grant.issuedAt') > now + tol) fail('not_yet_valid', `the grant is issued in the future (${grant.issuedAt})`);
@@ -271,8 +339,8 @@ export function createVerifier(c: CtlCrypto): VerifyCtl {
       const merchantId = o.merchantId ?? a.merchantId;
       const rail = o.rail ?? a.rail;
       const purpose = o.purpose ?? a.purpose;
-      if (o.requireIntentHash) {
-        if (!a.intentHash) fail('malformed', 'intentHash is required (Full profile) and absent');
+      if (o.requireIntentHash || human) {
+        if (!a.intentHash) fail('malformed', 'intentHash is required (Full and Human-Agent profiles) and absent');
         if (merchantId === undefined || rail === undefined) fail('malformed', 'intentHash needs the merchantId and rail of the payment');
         const expected = await intentHashWith(c, { amount: o.amount, currency, merchantId: merchantId!, rail: rail!, purpose });
         if (expected !== a.intentHash) fail('malformed', 'intentHash does not match the payment in front of the verifier');
@@ -301,13 +369,23 @@ export function createVerifier(c: CtlCrypto): VerifyCtl {
       if (offlineAllowance?.maxBundleAgeMs !== undefined && bundleIssuedAt !== undefined && now - bundleIssuedAt > offlineAllowance.maxBundleAgeMs) {
         fail('offline_limit_exceeded', 'the trust bundle is older than this grant allows offline');
       }
+      // Every stateless check passed: record the time this payment proves (PROTOCOL.md §12) before
+      // any ledger forgets an id by it.
+      if (o.timeFloor) {
+        await o.timeFloor.raise(Math.max(time.clock, bundleIssuedAt ?? 0,
+          parseTimestamp(grant.issuedAt, 'grant.issuedAt'), parseTimestamp(a.issuedAt, 'authorization.issuedAt')));
+      }
       if (o.trackSpend || offlineAllowance) {
         const storage = o.spendStorage ?? defaultSpend;
         const ledgers = spendLedgers(grant, amount, merchantId, now, !!o.trackSpend, offlineAllowance);
+        // The id may be forgotten once the SBA is refused as expired whatever the clock says: at
+        // its expiry under a time floor, a day later without one (a clock stepped back less than
+        // that cannot revive it).
+        const forget = { expiresAt: parseTimestamp(a.expiresAt, 'authorization.expiresAt') + tol + (o.timeFloor ? 0 : UNFLOORED_ID_RETENTION_MS), now };
         // Presentations of one SBA take turns here: while one holds a reservation that may still
         // be given back, another must not read it as an accepted payment (`replay`).
         const r = await oneAtATime(`${grant.grantId}/${a.budgetId}`, async () => {
-          const res = await reserveAll(storage, ledgers, a.budgetId);
+          const res = await reserveAll(storage, ledgers, a.budgetId, forget);
           if (res.ok) await commitAll(storage, ledgers, a.budgetId);
           return res;
         });
@@ -318,10 +396,23 @@ export function createVerifier(c: CtlCrypto): VerifyCtl {
       }
       return { valid: true, grant, sba, amount: o.amount, currency, ...(merchantId !== undefined ? { merchantId } : {}) };
     } catch (e) {
-      return { valid: false, error: toErrorInfo(e) };
+      const error = toErrorInfo(e);
+      // A refusal by time is a reading to keep at once (not within the minute): a clock set back
+      // must not revive what was just seen expired or too old (PROTOCOL.md §12).
+      if (options?.timeFloor && clockSeen !== undefined && TIME_REFUSALS.has(error.code)) {
+        try {
+          await options.timeFloor.raise(clockSeen);
+        } catch {
+          // the refusal stands either way
+        }
+      }
+      return { valid: false, error };
     }
   };
 }
+
+const UNFLOORED_ID_RETENTION_MS = 86_400_000;
+const TIME_REFUSALS = new Set<string>(['trust_bundle_expired', 'grant_expired', 'sba_expired', 'offline_limit_exceeded']);
 
 /**
  * The ledgers a payment the merchant accepts counts against: the grant's cumulative budget
@@ -340,12 +431,4 @@ function spendLedgers(grant: PolicyGrant, amount: bigint, merchantId: string | u
     ledgers.push({ key: `offline-amount:${grant.grantId}`, amount, ceiling: BigInt(offline.maxAmountMinor), code: 'offline_limit_exceeded', what: 'the offline amount' });
   }
   return ledgers;
-}
-
-function safeParse(text: string): unknown {
-  try {
-    return parseStrictJson(text);
-  } catch {
-    return undefined;
-  }
 }

@@ -6,7 +6,7 @@
  */
 import type { CtlErrorCode } from '../errors.js';
 import type { PolicyGrant } from '../artifacts/types.js';
-import type { ReserveResult, SpendStorage } from './spend-storage.js';
+import type { ReserveOptions, ReserveResult, SpendStorage } from './spend-storage.js';
 
 export interface Ledger {
   key: string;
@@ -15,15 +15,18 @@ export interface Ledger {
   /** The refusal when this ledger is full. */
   code: CtlErrorCode;
   what: string;
+  /** For a window: when its ledger may be dropped (PROTOCOL.md §12). */
+  endsAt?: number;
 }
 
 export type ReserveAllResult = { ok: true } | { ok: false; result: Exclude<ReserveResult, 'reserved'>; ledger: Ledger };
 
-/** Reserves `id` in every ledger or in none. */
-export async function reserveAll(storage: SpendStorage, ledgers: readonly Ledger[], id: string): Promise<ReserveAllResult> {
+/** Reserves `id` in every ledger or in none; `options` say when the id may be forgotten (PROTOCOL.md §12). */
+export async function reserveAll(storage: SpendStorage, ledgers: readonly Ledger[], id: string, options?: ReserveOptions): Promise<ReserveAllResult> {
   const taken: Ledger[] = [];
   for (const ledger of ledgers) {
-    const r = await storage.reserve(ledger.key, id, ledger.amount, ledger.ceiling);
+    const o = ledger.endsAt === undefined ? options : { ...options, ledgerExpiresAt: ledger.endsAt };
+    const r = await storage.reserve(ledger.key, id, ledger.amount, ledger.ceiling, o);
     if (r !== 'reserved') {
       for (const t of taken) await storage.release(t.key, id);
       return { ok: false, result: r, ledger };
@@ -43,6 +46,8 @@ export async function releaseAll(storage: SpendStorage, ledgers: readonly Ledger
 
 const HOUR = 3_600_000;
 const DAY = 86_400_000;
+/** A window's ledger is dropped a day after the window ends: a clock stepped back less than that still finds it. */
+const WINDOW_RETENTION_MS = DAY;
 
 /**
  * The velocity windows of a grant (PROTOCOL.md §8): payments per hour and amount per merchant per
@@ -55,13 +60,13 @@ export function velocityLedgers(grant: PolicyGrant, amount: bigint, merchantId: 
   if (v.maxPaymentsPerHour !== undefined) {
     out.push({
       key: `velocity-hour:${grant.grantId}:${Math.floor(now / HOUR)}`, amount: 1n, ceiling: BigInt(v.maxPaymentsPerHour),
-      code: 'velocity_exceeded', what: `${v.maxPaymentsPerHour} payments per hour`,
+      code: 'velocity_exceeded', what: `${v.maxPaymentsPerHour} payments per hour`, endsAt: (Math.floor(now / HOUR) + 1) * HOUR + WINDOW_RETENTION_MS,
     });
   }
   if (v.maxAmountPerMerchantPerDay !== undefined) {
     out.push({
       key: `velocity-day:${grant.grantId}:${merchantId ?? '*'}:${Math.floor(now / DAY)}`, amount, ceiling: BigInt(v.maxAmountPerMerchantPerDay),
-      code: 'velocity_exceeded', what: `${v.maxAmountPerMerchantPerDay} per merchant per day`,
+      code: 'velocity_exceeded', what: `${v.maxAmountPerMerchantPerDay} per merchant per day`, endsAt: (Math.floor(now / DAY) + 1) * DAY + WINDOW_RETENTION_MS,
     });
   }
   return out;

@@ -6,7 +6,8 @@
 import type { CtlCrypto, PrivateKeyInput, SigningKey } from '../crypto/types.js';
 import type { BudgetScope, PolicyGrant, SignedBudgetAuthorization } from '../artifacts/types.js';
 import { checkGrant } from '../artifacts/grant.js';
-import { createSbaWith } from '../artifacts/sba.js';
+import { DEFAULT_SBA_TTL_MS, prepareSbaSigning, signPreparedSba, type PreparedSbaSigning } from '../artifacts/sba.js';
+import { frozenJsonCopy } from '../encoding/frozen-copy.js';
 import { CtlBudgetExceededError, CtlError, CtlGrantRevokedError } from '../errors.js';
 import { parseStrictJson } from '../encoding/jcs.js';
 import { formatTimestamp, isIdentifier, parseAmount, parseCurrency, parsePaymentAmount, parseTimestamp, purposeAllowed } from '../values.js';
@@ -61,8 +62,10 @@ export interface WalletSession {
 const sharedRevocation: RevocationChecker = createRevocationChecker();
 
 export function createSessionWith(c: CtlCrypto, grantInput: PolicyGrant | string, options: SessionOptions): WalletSession {
-  const grant = (typeof grantInput === 'string' ? parseStrictJson(grantInput) : grantInput) as PolicyGrant;
-  checkGrant(grant);
+  const given = (typeof grantInput === 'string' ? parseStrictJson(grantInput) : grantInput) as PolicyGrant;
+  checkGrant(given);
+  // The session's own frozen copy: every SBA embeds it and signs its canonical text, taken once.
+  const grant = frozenJsonCopy(given);
   if (!options || typeof options !== 'object') throw new TypeError('createSession: options are required');
   if (typeof options.actorId !== 'string' || options.actorId.length === 0) throw new TypeError('createSession: options.actorId is required');
   if (!options.signingKey) throw new TypeError('createSession: options.signingKey is required');
@@ -84,7 +87,7 @@ export function createSessionWith(c: CtlCrypto, grantInput: PolicyGrant | string
   const ttl = options.revocationTtl ?? 30_000;
   const grantExpiry = parseTimestamp(grant.expiresAt, 'grant.expiresAt');
   let revoked = false;
-  let signer: Promise<SigningKey> | undefined;
+  let prepared: Promise<PreparedSbaSigning> | undefined;
 
   async function createSba(p: PaymentRequest): Promise<SignedBudgetAuthorization> {
     if (revoked) throw new CtlGrantRevokedError();
@@ -117,18 +120,24 @@ export function createSessionWith(c: CtlCrypto, grantInput: PolicyGrant | string
       { key: spendKey, amount, ceiling, code: 'budget_exceeded', what: `the ceiling of ${ceiling}` },
       ...velocityLedgers(grant, amount, p.merchantId, t),
     ];
-    const r = await reserveAll(storage, ledgers, budgetId);
+    // The wallet needs the id only until commit; it may forget it once the SBA has expired.
+    const sbaExpiry = Math.min(t + (options.sbaTtlMs ?? DEFAULT_SBA_TTL_MS), grantExpiry);
+    const r = await reserveAll(storage, ledgers, budgetId, { expiresAt: sbaExpiry, now: t });
     if (!r.ok) {
       if (r.ledger.code === 'budget_exceeded') throw new CtlBudgetExceededError(`${p.amount} ${p.currency} would exceed ${r.ledger.what}`);
       throw new CtlError(r.ledger.code, `this payment would exceed ${r.ledger.what}`);
     }
     try {
-      signer ??= c.importSigningKey(options.signingKey);
-      const sba = await createSbaWith(c, {
-        grant, sessionId, actorId: options.actorId, maxAmountMinor: p.amount, budgetScope: options.scope ?? 'SESSION',
+      prepared ??= prepareSbaSigning(c, grant, { signingKey: options.signingKey, keyId: options.signingKeyId });
+      const ready = await prepared.catch((e) => {
+        prepared = undefined; // a key that failed to import is not kept as the answer
+        throw e;
+      });
+      const sba = await signPreparedSba(c, ready, {
+        sessionId, actorId: options.actorId, maxAmountMinor: p.amount, budgetScope: options.scope ?? 'SESSION',
         budgetId, rail: p.rail, merchantId: p.merchantId, purpose: p.purpose, issuer: options.issuer,
-        expiresAt: options.sbaTtlMs === undefined ? undefined : formatTimestamp(Math.min(t + options.sbaTtlMs, grantExpiry)),
-      }, { signingKey: await signer, keyId: options.signingKeyId, now });
+        expiresAt: formatTimestamp(sbaExpiry),
+      }, t);
       await commitAll(storage, ledgers, budgetId);
       return sba;
     } catch (e) {

@@ -4,6 +4,19 @@
  * id, then `commit` or `release`. There is no "read the total, then write it" anywhere.
  */
 
+/**
+ * When a reserved id may be forgotten (PROTOCOL.md §12): once `now` reaches `expiresAt` the SBA
+ * it came from is expired, so a replay is refused by its expiry and the ledger need not remember
+ * the id. The total is kept forever. Both in ms since the epoch; `now` is the caller's time
+ * read against its time floor, so a clock set back does not make a forgotten id acceptable.
+ */
+export interface ReserveOptions {
+  expiresAt?: number;
+  now?: number;
+  /** The whole ledger (a velocity window) means nothing once `now` reaches this: it may be dropped. */
+  ledgerExpiresAt?: number;
+}
+
 /** `reserved`: added; `duplicate`: this id is already recorded (nothing added); `exceeded`: would pass the ceiling. */
 export type ReserveResult = 'reserved' | 'duplicate' | 'exceeded';
 
@@ -12,8 +25,12 @@ export type ReserveResult = 'reserved' | 'duplicate' | 'exceeded';
  * `spendStorageConformance` (entry `ctl/testing`) against it.
  */
 export interface SpendStorage {
-  /** Atomic: adds `amount` to `key`'s total iff total + amount ≤ ceiling. The same `id` twice is one reservation. */
-  reserve(key: string, id: string, amount: bigint, ceiling: bigint): Promise<ReserveResult> | ReserveResult;
+  /**
+   * Atomic: adds `amount` to `key`'s total iff total + amount ≤ ceiling. The same `id` twice is one
+   * reservation. With `options`, an implementation may drop ids whose `expiresAt` ≤ `options.now`
+   * (never earlier: a remembered id is what refuses a replay).
+   */
+  reserve(key: string, id: string, amount: bigint, ceiling: bigint, options?: ReserveOptions): Promise<ReserveResult> | ReserveResult;
   /** Makes a reservation final. Unknown ids are ignored (idempotent). */
   commit(key: string, id: string): Promise<void> | void;
   /** Gives a reservation back. Committed or unknown ids are left as they are (idempotent). */
@@ -24,7 +41,26 @@ export interface SpendStorage {
 
 interface Ledger {
   total: bigint;
-  entries: Map<string, { amount: bigint; committed: boolean }>;
+  entries: Map<string, { amount: bigint; committed: boolean; expiresAt?: number }>;
+  /** Its size after the last full pass over it. */
+  swept: number;
+}
+
+/**
+ * Forgets the ids that can no longer be replayed, in amortized O(1) per call: ids mostly expire in
+ * the order they came (one TTL per wallet or verifier), so expired ones are dropped from the front
+ * until a live one; a full pass, whenever the ledger has doubled since the last, catches those out
+ * of order (kept a little longer meanwhile, which only refuses a replay that expiry refuses anyway).
+ */
+function forgetExpired(l: Ledger, now: number): void {
+  for (const [k, e] of l.entries) {
+    if (e.expiresAt === undefined || e.expiresAt > now) break;
+    l.entries.delete(k);
+  }
+  if (l.entries.size > 2 * l.swept + 64) {
+    for (const [k, e] of l.entries) if (e.expiresAt !== undefined && e.expiresAt <= now) l.entries.delete(k);
+    l.swept = l.entries.size;
+  }
 }
 
 /**
@@ -33,19 +69,26 @@ interface Ledger {
  */
 export function createMemorySpendStorage(): SpendStorage {
   const ledgers = new Map<string, Ledger>();
+  const windows = new Map<string, number>(); // ledgers that end (velocity windows) → their end
   const ledger = (key: string) => {
     let l = ledgers.get(key);
-    if (!l) ledgers.set(key, (l = { total: 0n, entries: new Map() }));
+    if (!l) ledgers.set(key, (l = { total: 0n, entries: new Map(), swept: 0 }));
     return l;
   };
   return {
-    reserve(key, id, amount, ceiling) {
+    reserve(key, id, amount, ceiling, options) {
       if (typeof amount !== 'bigint' || amount < 0n) throw new RangeError('reserve: amount must be a bigint ≥ 0');
+      const now = options?.now;
+      // Windows that have ended are dropped whole: their totals no longer limit anything.
+      if (now !== undefined) for (const [k, end] of windows) if (end <= now) { windows.delete(k); ledgers.delete(k); }
+      if (options?.ledgerExpiresAt !== undefined && !(now !== undefined && options.ledgerExpiresAt <= now)) windows.set(key, options.ledgerExpiresAt);
       const l = ledger(key);
+      // Forget ids that can no longer be replayed, so the ledger holds the live SBAs, not the history.
+      if (now !== undefined) forgetExpired(l, now);
       if (l.entries.has(id)) return 'duplicate';
       if (l.total + amount > ceiling) return 'exceeded';
       l.total += amount;
-      l.entries.set(id, { amount, committed: false });
+      l.entries.set(id, { amount, committed: false, ...(options?.expiresAt !== undefined ? { expiresAt: options.expiresAt } : {}) });
       return 'reserved';
     },
     commit(key, id) {

@@ -1,5 +1,5 @@
 /**
- * The authority's HTTP surface (spec §4.3, issue 3 §2 and §5) against the real app on a
+ * The authority's HTTP surface (spec §4.3) against the real app on a
  * temporary SQLite file.
  */
 import { test } from 'uvu';
@@ -27,7 +27,7 @@ const isError = (r: { body: any }, code: string) => {
 
 test('health, readiness and metrics answer without a key', async () => {
   assert.equal((await t.call('GET', '/healthz', undefined, null)).body, { ok: true });
-  assert.equal((await t.call('GET', '/readyz', undefined, null)).body, { ready: true });
+  assert.equal((await t.call('GET', '/readyz', undefined, null)).body, { status: 'ok', checks: { database: 'ok', keys: 'ok' } });
   await t.call('GET', '/revoke?grantId=nope', undefined, null);
   const m = await t.call('GET', '/metrics', undefined, null);
   assert.is(m.status, 200);

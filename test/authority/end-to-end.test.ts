@@ -1,5 +1,5 @@
 /**
- * The issue's end-to-end flows (issue 3 §6, spec §3): the authority issues a grant, a wallet
+ * End-to-end flows (spec §3): the authority issues a grant, a wallet
  * signs an SBA with the SDK, a merchant verifies it online (JWKS + revocation URL) and offline
  * (Trust Bundle + pinned root key from `ctl authority root-key`); after revocation the online
  * verifier refuses at its next check and the offline one after its next bundle refresh.

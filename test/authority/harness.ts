@@ -10,7 +10,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readAuthorityConfig } from '../../authority/config.js';
 import { createAuthority, type Authority, type CreateAuthorityOptions } from '../../authority/server.js';
-import { silentLogger } from '../../service-kit/index.js';
+import { answerClientError, silentLogger } from '../../service-kit/index.js';
+import { AUTHORITY_OPENAPI } from '../../authority/openapi.js';
+import { compileOpenApi, expectMatchesOpenApi } from '../helpers/openapi.js';
+
+compileOpenApi(AUTHORITY_OPENAPI);
 
 export const ADMIN_KEY = 'test-admin-key-0123456789';
 
@@ -18,7 +22,7 @@ export interface TestAuthority {
   url: string;
   authority: Authority;
   dir: string;
-  /** fetch + JSON: `{ status, body, headers }`; `key` defaults to the admin key (`null` sends none). */
+  /** fetch + JSON: `{ status, body, headers }`, checked against authority/openapi.json; `key` defaults to the admin key (`null` sends none). */
   call(method: string, path: string, body?: unknown, key?: string | null, headers?: Record<string, string>): Promise<{ status: number; body: any; headers: Headers }>;
   close(): Promise<void>;
 }
@@ -30,24 +34,25 @@ export async function startTestAuthority(
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const dir = options.dir ?? mkdtempSync(join(tmpdir(), 'ctl-authority-'));
-  const config = readAuthorityConfig({
-    PORT: '0',
-    DATABASE_URL: options.databaseUrl ?? `sqlite:${join(dir, 'authority.db')}`,
-    CTL_ISSUER_DOMAIN: 'authority.test',
-    CTL_REVOCATION_BASE_URL: url,
-    CTL_ADMIN_API_KEY: ADMIN_KEY,
-    ...options.env,
-  });
   let authority: Authority;
   try {
+    const config = readAuthorityConfig({
+      PORT: '0',
+      DATABASE_URL: options.databaseUrl ?? `sqlite:${join(dir, 'authority.db')}`,
+      CTL_ISSUER_DOMAIN: 'authority.test',
+      CTL_REVOCATION_BASE_URL: url,
+      CTL_ADMIN_API_KEY: ADMIN_KEY,
+      ...options.env,
+    });
     authority = await createAuthority(config, { logger: silentLogger(), env: {}, ...options });
   } catch (e) {
-    // A refused start must not leave the listening server (and the test process) running.
+    // A refused start (its configuration included) must not leave the listening server (and the test process) running.
     await new Promise<void>((r) => server.close(() => r()));
     if (!options.keepDir && !options.dir) rmSync(dir, { recursive: true, force: true });
     throw e;
   }
   server.on('request', authority.app.callback());
+  server.on('clientError', answerClientError); // as listen() does in production
   return {
     url,
     authority,
@@ -68,6 +73,8 @@ export async function startTestAuthority(
       } catch {
         /* not JSON: keep the text */
       }
+      // Every answer a test receives is checked against the published document.
+      expectMatchesOpenApi(AUTHORITY_OPENAPI, method, path, res.status, parsed, res.headers.get('content-type'), typeof body === 'object' && body !== null ? { body } : undefined);
       return { status: res.status, body: parsed, headers: res.headers };
     },
     async close() {

@@ -1,5 +1,5 @@
 /**
- * One conformance suite for every AuthorityStore implementation (issue 3 §3). `open` gives a
+ * One conformance suite for every AuthorityStore implementation. `open` gives a
  * fresh, migrated store and its raw database (to tamper with the audit log); `openTwin`, when
  * given, opens a second store on the same database, standing in for a second process.
  */
@@ -196,6 +196,28 @@ export function storeConformance(name: string, open: () => Promise<Harness>): vo
     if (stores.length > 1) await stores[1].close();
   });
 
+  t('signing keys: a stored key\'s activation leaves keys held from an environment alone; a hold touches no other key and its lease only grows', async ({ h }) => {
+    const env = (kid: string): SigningKeyRow => ({ ...keyRow(kid), privatePem: null, source: 'env', status: 'active' });
+    await h.store.ensureActiveSigningKey('grant', async () => keyRow('stored-1'), 'generated');
+    assert.is(await h.store.putSigningKey(env('env-1')), true);
+    assert.is(await h.store.holdSigningKey('env-1', NOW + 10), true);
+    assert.is(await h.store.holdSigningKey('env-1', NOW + 5), true);
+    assert.is(await h.store.putSigningKey(env('env-2')), true);
+    assert.is(await h.store.holdSigningKey('env-2', NOW + 7), true);
+    assert.is(await h.store.holdSigningKey('stored-1', NOW + 7), false, 'only keys from an environment are held');
+    assert.is(await h.store.holdSigningKey('nope', NOW), false);
+
+    await h.store.putSigningKey(keyRow('stored-2', 'grant', iso(NOW + 1)));
+    await h.store.activateSigningKey('stored-2', 'grant', iso(NOW + 2));
+    const byKid = Object.fromEntries((await h.store.listSigningKeys()).map((k) => [k.kid, `${k.status}:${k.lastSeenMs}`]));
+    assert.equal(byKid, { 'stored-1': 'retired:null', 'stored-2': 'active:null', 'env-1': `active:${NOW + 10}`, 'env-2': `active:${NOW + 7}` });
+    assert.is((await h.store.activeSigningKey('grant', 'generated'))?.kid, 'stored-2');
+    assert.is((await h.store.activeSigningKey('grant', 'env'))?.source, 'env');
+    // An existing stored key answers ensure for 'generated' even though keys from environments are active.
+    const again = await h.store.ensureActiveSigningKey('grant', async () => keyRow('never'), 'generated');
+    assert.equal([again.row.kid, again.created], ['stored-2', false]);
+  });
+
   t('signing keys: the latest expiry of what a key signed is reported', async ({ h }) => {
     await h.store.putSigningKey(keyRow('k1'));
     await h.store.putSigningKey(keyRow('k2'));
@@ -263,15 +285,24 @@ export function storeConformance(name: string, open: () => Promise<Harness>): vo
     if (stores.length > 1) await stores[1].close();
   });
 
-  t('webhook dispatch log: recorded, updated, listed by status', async ({ h }) => {
-    const rec = {
-      id: 'd1', messageId: 'msg_1', endpoint: 'http://x/hook', eventType: 'audit.appended', body: '{}', status: 'pending' as const,
-      attempts: 0, lastStatus: null, lastError: null, createdAt: iso(NOW), updatedAt: iso(NOW),
-    };
-    await h.store.dispatchLog.record(rec);
-    await h.store.dispatchLog.update('d1', { status: 'delivered', attempts: 2, lastStatus: 204, lastError: null, updatedAt: iso(NOW + 1) });
-    assert.equal(await h.store.dispatchLog.list({ status: 'delivered' }), [{ ...rec, status: 'delivered', attempts: 2, lastStatus: 204, updatedAt: iso(NOW + 1) }]);
+  t('webhook outbox: written in a transaction (gone with its rollback), read back as the dispatch log by status', async ({ h }) => {
+    const outbox = h.store.webhookOutbox({ resolve: () => undefined, now: () => NOW });
+    const id = await h.db.tx((q) => outbox.enqueue(q, { type: 'audit.appended', data: { seq: 1 }, at: NOW }, [{ url: 'http://x/hook', target: 'http://x/hook' }]));
+    await h.db
+      .tx(async (q) => {
+        await outbox.enqueue(q, { type: 'audit.appended', data: { seq: 2 } }, [{ url: 'http://x/hook', target: 'http://x/hook' }]);
+        throw new Error('rolled back');
+      })
+      .catch(() => {});
+    const pending = await h.store.dispatchLog.list({ status: 'pending' });
+    assert.equal(pending.map((d) => [d.messageId, d.endpoint, d.eventType, d.attempts, d.nextAttemptAt]), [[id, 'http://x/hook', 'audit.appended', 0, iso(NOW)]]);
+    assert.equal(JSON.parse(pending[0].body), { type: 'audit.appended', timestamp: iso(NOW), data: { seq: 1 } });
+    // No secret for the target: dead-lettered at once, kept in the log with the reason.
+    assert.is(await outbox.runOnce(), 1);
+    const [dead] = await h.store.dispatchLog.list({ status: 'failed' });
+    assert.equal([dead.messageId, dead.attempts, dead.lastError, dead.nextAttemptAt], [id, 1, 'the endpoint is no longer configured', null]);
     assert.equal(await h.store.dispatchLog.list({ status: 'pending' }), []);
+    await outbox.close();
   });
 
   t.run();

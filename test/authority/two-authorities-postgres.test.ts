@@ -1,7 +1,7 @@
 /**
  * Two authority instances (separate pools, separate key rings, separate ports: two processes in
  * all but pid) on one PostgreSQL schema serve the same grants, revocations, keys and bundle
- * sequences (issue 3 §6).
+ * sequences.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';

@@ -5,28 +5,18 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as CTL from '../../src/index.js';
 import { makeFleet, iso, T0, HOUR } from '../offline/fleet.js';
-import { root as repo } from '../../firmware-bridge/node/device-script.js';
+import { runCtl } from '../helpers/run-ctl.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'ctl-cli-'));
 const f = (name: string) => join(dir, name);
 
-function ctl(...args: string[]): Promise<{ code: number | null; out: string; err: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [join(repo, 'bin', 'ctl.mjs'), ...args], { cwd: dir });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (err += d));
-    child.on('close', (code) => resolve({ code, out, err }));
-  });
-}
+const ctl = (...args: string[]) => runCtl({ cwd: dir }, ...args);
 
 const fleet = await makeFleet(CTL, { offline: { maxPayments: 5 } });
 writeFileSync(f('root.pub.pem'), fleet.root.publicKeyPem);

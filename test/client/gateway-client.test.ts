@@ -1,5 +1,5 @@
 /**
- * createGatewayClient against the real gateway (issue 4 §8): the owner's session API, the
+ * createGatewayClient against the real gateway: the owner's session API, the
  * agent's session.fetch through /proxy, typed refusals, and onSoftLimit + continueSession.
  */
 import { test } from 'uvu';
@@ -130,6 +130,30 @@ test('portable: an injected fetch is used', async () => {
   await client.listSessions();
   assert.is(n, 1);
   assert.throws(() => createGatewayClient({} as any), TypeError);
+});
+
+test('the agent reads its own session with its token alone: status, receipts, one receipt', async () => {
+  const owner = createGatewayClient({ baseUrl: gw.url, ownerKey: gw.ownerKey });
+  const s = await owner.createSession({ budget: { amount: '300', currency: 'USD' }, purposes: ['api:search'], expiresAt: inOneHour() });
+  const agent = createGatewayClient({ baseUrl: gw.url }).session(s.sessionToken);
+  assert.is(agent.sessionId, undefined);
+  const before = await agent.status();
+  assert.is(before.sessionId, s.sessionId);
+  assert.is(agent.sessionId, s.sessionId, 'learned from the status');
+  assert.is(before.remainingMinor, '300');
+  const res = await agent.fetch(`${merchant.url}/data`, { purpose: 'api:search' });
+  const receiptId = res.headers.get('x-ctl-receipt-id')!;
+  assert.is((await agent.status()).spentMinor, '100');
+  const all = await agent.receipts();
+  assert.equal(all.receipts.map((r) => r.receiptId), [receiptId]);
+  assert.equal(await agent.receipt(receiptId), all.receipts[0]);
+  try {
+    await agent.receipt('rcpt_nope');
+    assert.unreachable('unknown receipt');
+  } catch (e) {
+    assert.instance(e, GatewayError);
+    assert.is((e as GatewayError).status, 404);
+  }
 });
 
 test.run();

@@ -6,6 +6,11 @@ import { fileURLToPath } from 'node:url';
 import { createCtlCrypto } from '../../src/crypto/index.js';
 import { edgeCrypto } from '../../src/crypto/edge.js';
 import type { CtlCrypto } from '../../src/crypto/types.js';
+import { registerP256 } from '../../src/crypto/algorithm-support.js';
+import { nobleP256 } from '../../src/entries/p256.js';
+
+// The noble facade as a QuickJS host builds it: Ed25519 built in, P-256 registered from ctl/p256.
+registerP256(nobleP256);
 
 // build/test/crypto/helpers.js -> repo root
 const root = resolve(fileURLToPath(new URL('.', import.meta.url)), '../../..');

@@ -1,5 +1,5 @@
 /*
- * A stand-in firmware (issue 5 item 2): speaks the bridge's framed protocol
+ * A stand-in firmware: speaks the bridge's framed protocol
  * (firmware-bridge/README.md § Frames) to the bridge running as a child process on a pipe, as
  * it would over a UART. It provisions the root key, installs a Trust Bundle (compact CBOR),
  * asks for a verification (compact SBA) and reads the answer; then sends hostile frames and
@@ -7,8 +7,11 @@
  *
  *   firmware ROOT.pem BUNDLE.cbor SBA.cbor AMOUNT CURRENCY -- bridge-command [args...]
  *
+ * It only verifies, so its bridge runs the verifier bundle alone (`--bundle verify`).
+ *
  * Prints one line per step ("step <name> ok|FAIL ...") and exits 0 only if every step went as
- * expected. Only libc: a device has no more.
+ * expected. Only libc: a device has no more. Everything it allocates is freed on every way out
+ * of main (CI runs it under LeakSanitizer); exit() from a helper leaves only file-scope buffers.
  */
 #include <errno.h>
 #include <signal.h>
@@ -106,9 +109,9 @@ static int get_bool(const uint8_t *p, size_t len, const char *k1, const char *k2
   if (!rd_find(&r, k1)) return 0;
   if (k2 && !rd_find(&r, k2)) return 0;
   if (r.at >= len) return 0;
-  uint8_t b = p[r.at];
-  if (b != 0xf4 && b != 0xf5) return 0;
-  *out = b == 0xf5;
+  uint8_t v = p[r.at];
+  if (v != 0xf4 && v != 0xf5) return 0;
+  *out = v == 0xf5;
   return 1;
 }
 
@@ -179,6 +182,16 @@ static uint8_t *read_file(const char *path, size_t *n) {
   return p;
 }
 
+/* The inputs and the request buffer live at file scope, so one function frees them on every exit. */
+static uint8_t *pem, *bundle, *sba;
+static buf_t b;
+
+static int finish(int rc) {
+  free(b.p); free(pem); free(bundle); free(sba);
+  b.p = pem = bundle = sba = NULL;
+  return rc;
+}
+
 static int failures = 0;
 static void report(const char *step, int ok, const char *detail) {
   printf("step %s %s%s%s\n", step, ok ? "ok" : "FAIL", detail && *detail ? " " : "", detail ? detail : "");
@@ -218,15 +231,14 @@ int main(int argc, char **argv) {
   to_bridge = in[1]; from_bridge = out[0];
 
   size_t pem_len, bundle_len, sba_len, n;
-  uint8_t *pem = read_file(argv[1], &pem_len);
-  uint8_t *bundle = read_file(argv[2], &bundle_len);
-  uint8_t *sba = read_file(argv[3], &sba_len);
+  pem = read_file(argv[1], &pem_len);
+  bundle = read_file(argv[2], &bundle_len);
+  sba = read_file(argv[3], &sba_len);
   const char *amount = argv[4], *currency = argv[5];
   uint8_t *resp;
   char code[128], detail[256];
 
   /* 1. provision the root key: {"id":1,"op":"provisionRoot","args":{"rootPublicKeyPem":…}} */
-  buf_t b = { 0 };
   head(&b, 5, 3);
   text(&b, "id"); head(&b, 0, 1);
   text(&b, "op"); text(&b, "provisionRoot");
@@ -278,9 +290,9 @@ int main(int argc, char **argv) {
     { "empty", RAW(""), "bad_frame" },
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-    if (send_frame(bad[i].p, bad[i].n)) { fprintf(stderr, "write failed\n"); return 4; }
+    if (send_frame(bad[i].p, bad[i].n)) { fprintf(stderr, "write failed\n"); return finish(4); }
     resp = recv_frame(&n);
-    if (!resp) { report(bad[i].name, 0, "the bridge closed the link"); return 1; }
+    if (!resp) { report(bad[i].name, 0, "the bridge closed the link"); return finish(1); }
     code[0] = 0;
     get_text(resp, n, "error", "code", NULL, code, sizeof code);
     int okv = 1;
@@ -292,8 +304,10 @@ int main(int argc, char **argv) {
   {
     size_t big = (256u * 1024u) + 1u;
     uint8_t *zeros = calloc(big, 1);
-    if (send_frame(zeros, big)) { fprintf(stderr, "write failed\n"); return 4; }
+    if (!zeros) { perror("calloc"); return finish(3); }
+    int failed = send_frame(zeros, big);
     free(zeros);
+    if (failed) { fprintf(stderr, "write failed\n"); return finish(4); }
     resp = recv_frame(&n);
     code[0] = 0;
     if (resp) get_text(resp, n, "error", "code", NULL, code, sizeof code);
@@ -317,5 +331,5 @@ int main(int argc, char **argv) {
   snprintf(detail, sizeof detail, "exit=%d", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
   report("bridge-exit", WIFEXITED(status) && WEXITSTATUS(status) == 0, detail);
   printf("firmware: %s\n", failures ? "FAILED" : "all steps passed");
-  return failures ? 1 : 0;
+  return finish(failures ? 1 : 0);
 }

@@ -80,7 +80,7 @@ function run(mode: string, payload: string) {
   return spawnSync(exe, [join(dir, 'root.pem'), join(dir, 'bundle.cbor'), join(dir, 'sba.cbor'), '1200', 'EUR', '--', process.execPath, fake, mode, payload], {
     encoding: 'utf8',
     timeout: 20_000,
-    env: { ...process.env, ASAN_OPTIONS: 'abort_on_error=1:detect_leaks=0', UBSAN_OPTIONS: 'halt_on_error=1:abort_on_error=1:print_stacktrace=1' },
+    env: { ...process.env, ASAN_OPTIONS: 'abort_on_error=1:detect_leaks=1', UBSAN_OPTIONS: 'halt_on_error=1:abort_on_error=1:print_stacktrace=1' },
   });
 }
 

@@ -1,5 +1,5 @@
 /**
- * Money under concurrency (issue 4 §10): 50 parallel paid requests on a budget for 10 pay
+ * Money under concurrency: 50 parallel paid requests on a budget for 10 pay
  * exactly 10, on SQLite and with two gateway processes on one PostgreSQL database; revocation
  * on one instance refuses on the other; a continuation token raced across instances works once.
  */

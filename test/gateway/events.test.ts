@@ -1,5 +1,5 @@
 /**
- * Spend webhooks (spec §6, issue 4 §6): Standard-Webhooks-signed deliveries of the session's
+ * Spend webhooks (spec §6): Standard-Webhooks-signed deliveries of the session's
  * events to its webhookUrl, retried after a failure, every delivery in the dispatch log.
  */
 import { test } from 'uvu';
@@ -7,7 +7,7 @@ import * as assert from 'uvu/assert';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { verifyWebhook } from '../../service-kit/index.js';
-import { sqliteDb, startTestGateway, startMerchant, createSession, proxy, call, type TestGateway, type Merchant, type TestDb } from './helpers.js';
+import { sqliteDb, startTestGateway, startMerchant, createSession, proxy, call, inOneHour, type TestGateway, type Merchant, type TestDb } from './helpers.js';
 
 let db: TestDb;
 let gw: TestGateway;
@@ -80,7 +80,7 @@ test('a webhookUrl on a private address is refused unless private targets are al
   try {
     const res = await call(strict.url, 'POST', '/sessions', {
       key: strict.ownerKey,
-      body: { budget: { amount: '1', currency: 'USD' }, purposes: ['a:b'], expiresAt: '2099-01-01T00:00:00Z', webhookUrl: 'http://169.254.169.254/hook' },
+      body: { budget: { amount: '1', currency: 'USD' }, purposes: ['a:b'], expiresAt: inOneHour(), webhookUrl: 'http://169.254.169.254/hook' },
     });
     assert.is(res.status, 403);
     assert.is(res.body.error.code, 'target_not_allowed');

@@ -11,6 +11,10 @@ import type { AddressInfo } from 'node:net';
 import pg from 'pg';
 import { openDatabase, listen, createLogger, silentLogger, type SqlDatabase } from '../../service-kit/index.js';
 import { createGatewayApp, type GatewayApp, type GatewayDeps } from '../../gateway/app.js';
+import { GATEWAY_OPENAPI } from '../../gateway/openapi.js';
+import { compileOpenApi, expectErrorEnvelope, expectMatchesOpenApi } from '../helpers/openapi.js';
+
+compileOpenApi(GATEWAY_OPENAPI);
 
 export const ADMIN_KEY = 'test-admin-key-0123456789';
 export const PG_URL = process.env.CTL_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -100,6 +104,7 @@ export interface CallResult {
   text: string;
 }
 
+/** fetch + JSON against a gateway; the answer is checked against gateway/openapi.json. */
 export async function call(base: string, method: string, path: string, o: { key?: string; body?: unknown; headers?: Record<string, string>; raw?: string } = {}): Promise<CallResult> {
   const headers: Record<string, string> = { ...o.headers };
   if (o.key) headers.authorization = `Bearer ${o.key}`;
@@ -114,6 +119,15 @@ export async function call(base: string, method: string, path: string, o: { key?
   try {
     parsed = JSON.parse(text);
   } catch {}
+  // Every answer a gateway test receives is checked against the published document.
+  const sent = o.body !== undefined ? { body: o.body } : undefined;
+  expectMatchesOpenApi(GATEWAY_OPENAPI, method, path, res.status, parsed ?? text, res.headers.get('content-type'), sent);
+  // A refusal of the gateway's own, on /proxy too (where other answers are the merchant's), is the envelope it names.
+  const refusal = res.headers.get('x-ctl-gateway-error');
+  if (refusal) {
+    expectErrorEnvelope(GATEWAY_OPENAPI, parsed, `${method} ${path} → ${res.status}`);
+    if ((parsed as { error: { code: string } }).error.code !== refusal) throw new Error(`X-Ctl-Gateway-Error ${refusal} names another code than the body`);
+  }
   return { status: res.status, headers: res.headers, body: parsed, text };
 }
 
@@ -190,6 +204,27 @@ export async function startMerchant(o: { amount?: string | ((path: string) => st
       server.closeAllConnections();
     });
   return m;
+}
+
+/**
+ * The usual fixture of a test file: registers `suite`'s before/after hooks that start a gateway on
+ * a fresh SQLite file and a 402 merchant, and close both; their handles are on the result once
+ * the suite runs.
+ * @example const env = useGatewayAndMerchant(test, { amount: '100' }); test('…', () => proxy(env.gw, …))
+ */
+export function useGatewayAndMerchant(suite: { before(fn: () => Promise<void>): void; after(fn: () => Promise<void>): void }, merchant: Parameters<typeof startMerchant>[0] = {}) {
+  const env = {} as { db: TestDb; gw: TestGateway; merchant: Merchant };
+  suite.before(async () => {
+    env.db = sqliteDb();
+    env.gw = await startTestGateway(env.db);
+    env.merchant = await startMerchant(merchant);
+  });
+  suite.after(async () => {
+    await env.gw.close();
+    await env.merchant.close();
+    await env.db.drop();
+  });
+  return env;
 }
 
 /** A request with node:http, for headers fetch will not send (Connection, Proxy-Authorization). */

@@ -1,5 +1,5 @@
 /**
- * Time and size limits on both sides of the forwarder (issue 4 §3, §7): a silent merchant is 504,
+ * Time and size limits on both sides of the forwarder: a silent merchant is 504,
  * an unreachable or oversized one 502, an oversized agent body 413; the Trust Bundle verifies
  * against the gateway's bundle root; `ctl demo` tells the whole story and succeeds.
  */

@@ -40,7 +40,7 @@ test('spec §3 row 2: a 402 is paid, retried with X-Payment-Receipt, and a signe
   assert.is(receipt.merchant, '127.0.0.1');
   assert.is(receipt.purpose, 'api:search');
   assert.is(res.headers.get('x-ctl-receipt-id'), receipt.receiptId);
-  // The receipt verifies with the gateway's published keys (issue 4 §5) and carries the SBA.
+  // The receipt verifies with the gateway's published keys and carries the SBA.
   const jwks = (await call(gw.url, 'GET', '/.well-known/ctl-keys.json')).body;
   const v = await verifyReceipt(receipt, { jwks });
   assert.ok(v.valid, JSON.stringify(v));

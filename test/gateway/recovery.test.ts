@@ -1,5 +1,5 @@
 /**
- * A crash between pay and commit (issue 4 §3): the payment record is left 'paying'; a restart
+ * A crash between pay and commit: the payment record is left 'paying'; a restart
  * reconciles it with the rail (idempotent by payment id): paid → committed once with a receipt;
  * not paid → released and voided at the rail, so a late pay cannot happen. Nothing paid twice,
  * nothing paid and forgotten.

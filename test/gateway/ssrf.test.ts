@@ -1,5 +1,5 @@
 /**
- * The forwarder's address guard (issue 4 §7, §10): every address form of this machine, private
+ * The forwarder's address guard: every address form of this machine, private
  * and metadata ranges, names that resolve to them (DNS rebinding) and redirects to them are
  * refused 403 target_not_allowed, and the victim server never sees a connection.
  */

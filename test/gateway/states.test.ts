@@ -1,5 +1,5 @@
 /**
- * Every row of spec §3's table, and the refusals of issue 4 §3 with their codes and statuses.
+ * Every row of spec §3's table, and the gateway's refusals with their codes and statuses.
  * A refusal must make no payment: the merchant's paid count and the ledger stay unchanged.
  */
 import { test } from 'uvu';
@@ -74,7 +74,8 @@ test('POST /sessions: bad fields → 400 naming the field; auth and ownership', 
   assert.is((await call(gw.url, 'POST', '/sessions', { body: base })).status, 401);
   assert.is((await call(gw.url, 'POST', '/sessions', { key: 'ctlk_nosuchkey_' + 'a'.repeat(43), body: base })).status, 401);
   // Another owner's session answers 404 as if it did not exist.
-  const other = (await call(gw.url, 'POST', '/admin/owners', { key: 'test-admin-key-0123456789', body: { label: 'other' } })).body.apiKey;
+  const created = (await call(gw.url, 'POST', '/admin/owners', { key: 'test-admin-key-0123456789', body: { label: 'other' } })).body;
+  const other = created.apiKey;
   const s = await createSession(gw);
   for (const [m, p] of [['GET', `/sessions/${s.sessionId}`], ['DELETE', `/sessions/${s.sessionId}`], ['GET', `/sessions/${s.sessionId}/receipts`]]) {
     const res = await call(gw.url, m!, p!, { key: other });
@@ -84,7 +85,7 @@ test('POST /sessions: bad fields → 400 naming the field; auth and ownership', 
   assert.equal(list.body.sessions, []);
   // Owner keys cannot create owners; a revoked owner key stops working at once.
   assert.is((await call(gw.url, 'POST', '/admin/owners', { key: other, body: { label: 'x' } })).status, 403);
-  const otherId = other.split('_')[1];
+  const otherId = created.ownerId;
   assert.is((await call(gw.url, 'DELETE', `/admin/owners/${otherId}`, { key: 'test-admin-key-0123456789' })).status, 200);
   assert.is((await call(gw.url, 'GET', '/sessions', { key: other })).status, 401);
   assert.is((await call(gw.url, 'DELETE', '/admin/owners/nosuchowner', { key: 'test-admin-key-0123456789' })).status, 404);
@@ -256,8 +257,8 @@ test('health, readiness, metrics, JWKS and key rotation', async () => {
   assert.is((await call(gw.url, 'GET', '/healthz')).status, 200);
   assert.is((await call(gw.url, 'GET', '/readyz')).status, 200);
   const m = await call(gw.url, 'GET', '/metrics');
-  assert.match(m.text, /ctl_gateway_payments_total \d+/);
-  assert.match(m.text, /ctl_gateway_refusals_total\{code="budget_exceeded"\} \d+/);
+  assert.match(m.text, /ctl_gateway_payments_total\{rail="ledger"\} \d+/);
+  assert.match(m.text, /ctl_gateway_refusals_total\{code="budget_exceeded",rail="ledger"\} \d+/);
   const before = (await call(gw.url, 'GET', '/.well-known/ctl-keys.json')).body.keys;
   const oldReceiptKid = before.find((k: any) => k.purposes[0] === 'receipt' && k.status === 'active').kid;
   const r = await call(gw.url, 'POST', '/admin/keys/rotate', { key: 'test-admin-key-0123456789', body: { purpose: 'receipt' } });

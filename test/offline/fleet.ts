@@ -22,14 +22,15 @@ export async function makeFleet(CTL: typeof Sdk, o: FleetOptions = {}) {
   const issuer = 'authority.fleet.example';
   const kid = await CTL.jwkThumbprint(authority.publicJwk);
   const now = () => T0;
-  const bundle = (sequence: number, fields: { revokedGrants?: string[]; issuedAt?: number; ttlMs?: number; scope?: Record<string, string> } = {}) =>
+  /** `signer`: a bundle key of a rotated root (PROTOCOL.md §11); the version-1 root by default. */
+  const bundle = (sequence: number, fields: { revokedGrants?: string[]; issuedAt?: number; ttlMs?: number; scope?: Record<string, string>; signer?: { privateKeyPem: string } } = {}) =>
     CTL.createTrustBundle({
       sequence, scope: fields.scope ?? { category: 'ev-charging', region: 'eu' },
       issuers: [{ issuer, keys: [{ ...authority.publicJwk, kid, alg: 'EdDSA', purposes: ['grant'] }] }],
       revokedGrants: fields.revokedGrants ?? [],
       issuedAt: iso(fields.issuedAt ?? T0 - HOUR),
       expiresAt: iso((fields.issuedAt ?? T0 - HOUR) + (fields.ttlMs ?? o.bundleTtlMs ?? 24 * HOUR)),
-    }, { signingKey: root.privateKeyPem, issuer: 'root.fleet.example' });
+    }, { signingKey: (fields.signer ?? root).privateKeyPem, issuer: 'root.fleet.example' });
   const grant = await CTL.createSignedPolicyGrant({
     policyHash: CTL.policyHash({ purpose: 'charging', fleet: 'demo' }),
     actorKey: wallet.publicJwk,

@@ -1,5 +1,5 @@
 /**
- * The offline exposure bound (issue 5 item 3, PROTOCOL.md §8 `offline`): an offline terminal
+ * The offline exposure bound (PROTOCOL.md §8 `offline`): an offline terminal
  * accepts a grant only within its allowance, counted in storage that survives a restart, so a
  * lost or revoked grant costs at most min(maxAmountMinor, maxPayments × per-payment maximum).
  * "Restart" = a new device object over the same storage (what a reboot keeps is the flash).

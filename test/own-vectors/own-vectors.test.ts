@@ -12,8 +12,11 @@ import { ERROR_CODES, parseTimestamp } from '../../src/index.js';
 import { createVerifier, type VerifyCtlOptions } from '../../src/verifier/verify.js';
 import { verifyBundleWith } from '../../src/artifacts/bundle.js';
 import { verifyReceiptWith } from '../../src/artifacts/receipt.js';
+import { verifyRevocationWith } from '../../src/artifacts/revocation.js';
 import { createCtlCrypto } from '../../src/crypto/index.js';
 import type { FetchLike } from '../../src/net/fetch-json.js';
+import { registerP256 } from '../../src/crypto/algorithm-support.js';
+import { nobleP256 } from '../../src/entries/p256.js';
 
 const dir = join(repoRoot, 'test', 'vectors', 'own');
 const files = readdirSync(dir).filter((f) => f.endsWith('.json')).sort();
@@ -45,9 +48,9 @@ function chainTrust(trust: string, input: any, keys: Keys): Partial<VerifyCtlOpt
 }
 
 test('the committed files are there and hold cases of every kind', () => {
-  assert.equal(files, ['bundle.json', 'grant.json', 'receipt.json', 'sba.json']);
+  assert.equal(files, ['bundle.json', 'grant.json', 'human-agent.json', 'receipt.json', 'sba.json']);
   const kinds = new Set(loaded.flatMap((l) => l.file.cases.map((k: any) => k.kind)));
-  assert.equal([...kinds].sort(), ['bundle', 'chain', 'receipt']);
+  assert.equal([...kinds].sort(), ['bundle', 'chain', 'receipt', 'revocation']);
   for (const { name, file } of loaded) {
     const valid = file.cases.filter((k: any) => k.expected.valid).length;
     assert.ok(valid >= 1, `${name} has a valid case`);
@@ -58,6 +61,8 @@ test('the committed files are there and hold cases of every kind', () => {
   assert.is(new Set(ids).size, ids.length, 'case ids are unique');
 });
 
+// The noble side as a QuickJS host builds it: P-256 registered from ctl/p256.
+registerP256(nobleP256);
 for (const backend of ['native', 'noble'] as const) {
   const c = createCtlCrypto(backend);
   for (const { file } of loaded) {
@@ -72,7 +77,7 @@ for (const backend of ['native', 'noble'] as const) {
           const o = k.options;
           const options: VerifyCtlOptions = {
             amount: o.amount, currency: o.currency, merchantId: o.merchantId, rail: o.rail, purpose: o.purpose, asset: o.asset,
-            requireIntentHash: o.requireIntentHash, clockToleranceMs: o.clockToleranceMs, trackSpend: o.trackSpend,
+            requireIntentHash: o.requireIntentHash, clockToleranceMs: o.clockToleranceMs, trackSpend: o.trackSpend, trustedHumans: o.trustedHumans,
             offline: o.offline !== false, now, fetch: fakeFetch(o.revocation, calls), ...chainTrust(o.trust, k.input, keys),
           };
           for (const [i, p] of (k.input.prior ?? []).entries()) {
@@ -88,6 +93,8 @@ for (const backend of ['native', 'noble'] as const) {
           const [form, name] = k.options.trust.split(':');
           const opts = form === 'jwks' ? { jwks: k.input.jwks } : form === 'none' ? {} : { publicKey: keys[name]!.publicKeyPem };
           result = await verifyReceiptWith(c, k.input.receipt, opts);
+        } else if (k.kind === 'revocation') {
+          result = await verifyRevocationWith(c, k.input.revocation, { now, maxAgeMs: k.options.maxAgeMs });
         } else throw new Error('unknown kind ' + k.kind);
         assert.is(result.valid, k.expected.valid, `${k.id}: ${JSON.stringify(result)}`);
         if (!result.valid) {

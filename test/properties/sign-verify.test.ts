@@ -14,6 +14,11 @@ import { createBundleWith, verifyBundleWith } from '../../src/artifacts/bundle.j
 import { signReceiptWith, verifyReceiptWith } from '../../src/artifacts/receipt.js';
 import { createVerifier } from '../../src/verifier/verify.js';
 import { makeKey, material, now as fixedNow, params, type TestKey } from './fixtures.js';
+import { registerP256 } from '../../src/crypto/algorithm-support.js';
+import { nobleP256 } from '../../src/entries/p256.js';
+
+// The noble backend as a QuickJS host builds it: P-256 registered from ctl/p256.
+registerP256(nobleP256);
 
 const backends = { native: createCtlCrypto('native'), noble: createCtlCrypto('noble') };
 const names = ['native', 'noble'] as const;

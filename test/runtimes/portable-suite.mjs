@@ -1,10 +1,16 @@
 /**
  * The portable suite (ARCHITECTURE.md rule 10): one set of checks written as a function of the
  * library, run unchanged against the source on Node, dist/index.js on Node, Bun and Deno, and
- * dist/ctl.iife.js inside QuickJS (test/runtimes/runtimes.test.ts drives them).
+ * dist/ctl.iife.js inside QuickJS and a bare `vm` (test/runtimes/runtimes.test.ts drives them),
+ * and against each role bundle (`ctl/verify`, `ctl/wallet`) on the same targets.
  *
- *   const out = await run(CTL, report, fixtures)
+ *   const out = await run(CTL, report, fixtures, role)   // role: 'full' (default), 'verify', 'wallet'
  *   // report(name, ok, detail) is called once per check; out = { passed, failed, outcomes }
+ *
+ * A role runs every check its bundle is for: `verify` the shared chain and bundle vectors and a
+ * terminal's accept / replay / wrong merchant; `wallet` the bundle vectors and SBA signing under
+ * the vectors' grants with their actor keys (Ed25519 and P-256), checked by signature. A check
+ * whose function the bundle lacks fails ('threw'), never skips.
  *
  * Plain ES2020 with no imports and no host objects: no TextEncoder, fetch, timers, crypto or
  * process (QuickJS has none); every byte goes through the library. `fixtures` is the shared
@@ -12,7 +18,9 @@
  * every target and the outcomes must agree exactly. The QuickJS driver evaluates this file as a
  * classic script with the leading `export` removed, so keep it free of imports and other exports.
  */
-export async function run(CTL, report, fixtures) {
+export async function run(CTL, report, fixtures, role) {
+  role = role || 'full';
+  const verifies = role !== 'wallet';
   const outcomes = [];
   let passed = 0;
   let failed = 0;
@@ -66,7 +74,10 @@ export async function run(CTL, report, fixtures) {
 
   // 2. Every shared vector: the same signed artifacts, the same verdicts, on every target.
   const keys = fixtures.keys;
+  // Which vectors a role verifies: the wallet has no merchant verifier; receipts are the agent's (full).
+  const roleVerifies = (kind) => kind === 'bundle' || kind === 'jcs-policy-hash' || (kind === 'chain' && verifies) || (kind === 'receipt' && role === 'full');
   for (const k of fixtures.cases) {
+    if (!roleVerifies(k.kind)) continue;
     await attempt(`vector ${k.id}`, async () => {
       const now = () => CTL.parseTimestamp(k.options.now, 'now');
       let r;
@@ -74,11 +85,16 @@ export async function run(CTL, report, fixtures) {
         const [form, name] = k.options.trust.split(':');
         const trust = form === 'signingKeyPem'
           ? { signingKeyPem: keys[name].publicKeyPem }
-          : { trustBundles: k.input.trustBundles, rootPublicKeyPem: keys[name].publicKeyPem };
+          : form === 'none' ? {} : { trustBundles: k.input.trustBundles, rootPublicKeyPem: keys[name].publicKeyPem };
+        // Human-Agent cases (PROTOCOL.md §10) name the trusted DIDs and the payment's rail and purpose.
+        const human = k.options.trustedHumans ? { trustedHumans: k.options.trustedHumans } : {};
+        for (const f of ['rail', 'purpose', 'requireIntentHash']) if (k.options[f] !== undefined) human[f] = k.options[f];
         r = await CTL.verifyCtl(k.input.sba, {
           amount: k.options.amount, currency: k.options.currency, merchantId: k.options.merchantId,
-          offline: true, now, spendStorage: CTL.createMemorySpendStorage(), ...trust,
+          offline: true, now, spendStorage: CTL.createMemorySpendStorage(), ...trust, ...human,
         });
+      } else if (k.kind === 'revocation') {
+        r = await CTL.verifySignedRevocation(k.input.revocation, { now });
       } else if (k.kind === 'bundle') {
         r = await CTL.verifyTrustBundle(k.input.bundle, keys[k.options.trust.split(':')[1]].publicKeyPem, { now, minSequence: k.options.minSequence });
       } else if (k.kind === 'receipt') {
@@ -102,7 +118,7 @@ export async function run(CTL, report, fixtures) {
 
   // 3. Keys made here, the whole chain signed and verified here (randomness from the host, or
   //    from the firmware ABI through setRandomSource in QuickJS).
-  for (const alg of ['EdDSA', 'ES256']) {
+  for (const alg of role === 'full' ? ['EdDSA', 'ES256'] : []) {
     await attempt(`${alg}: grant → wallet → SBA → verify`, async () => {
       const authority = await CTL.generateKeyPair({ alg });
       const wallet = await CTL.generateKeyPair({ alg });
@@ -133,8 +149,47 @@ export async function run(CTL, report, fixtures) {
     });
   }
 
+  // 3b. The terminal (verify role): the vectors' signed SBA accepted once, then replay, then the wrong merchant.
+  if (role === 'verify') {
+    await attempt('terminal: accept, replay, wrong merchant', async () => {
+      const k = fixtures.cases.find((c) => c.id === '01-chain-valid-ed25519');
+      const now = () => CTL.parseTimestamp(k.options.now, 'now');
+      const options = { amount: k.options.amount, currency: k.options.currency, merchantId: 'merchant-a', signingKeyPem: keys.authority.publicKeyPem, offline: true, now, trackSpend: true, spendStorage: CTL.createMemorySpendStorage() };
+      const code = (r) => (r.valid ? 'valid' : r.error.code);
+      const outcome = [
+        code(await CTL.verifyCtl(k.input.sba, options)),
+        code(await CTL.verifyCtl(k.input.sba, options)),
+        code(await CTL.verifyCtl(k.input.sba, { ...options, merchantId: 'merchant-z', spendStorage: CTL.createMemorySpendStorage() })),
+      ].join(' ');
+      check('terminal: accept, replay, wrong merchant', outcome === 'valid replay destination_not_allowed', outcome);
+    });
+  }
+
+  // 3c. The wallet (wallet role): SBAs signed under the vectors' grants with their actor keys, checked by signature.
+  for (const [id, actor] of role === 'wallet' ? [['01-chain-valid-ed25519', 'actor'], ['02-chain-valid-es256-actor', 'actorP256']] : []) {
+    await attempt(`wallet: ${actor} signs under ${id}`, async () => {
+      const grant = fixtures.cases.find((c) => c.id === id).input.sba.grant;
+      const now = () => CTL.parseTimestamp('2026-06-01T00:00:00Z', 'now');
+      const fetch = async () => ({ ok: true, status: 200, text: async () => JSON.stringify({ grantId: grant.grantId, revoked: false }) });
+      const session = CTL.createSession(grant, { actorId: 'vehicle-42', signingKey: keys[actor].privateKeyPem, signingKeyId: 'w1', fetch, now, spendStorage: CTL.createMemorySpendStorage() });
+      const sba = await session.createSba({ amount: '3000', currency: 'USD', rail: 'card', merchantId: 'merchant-a' });
+      const signed = await CTL.verifyWithJwk(grant.actorKey, CTL.signedBytes('sba', sba), CTL.base64urlDecode(sba.signature));
+      const forged = await CTL.verifyWithJwk(grant.actorKey, CTL.signedBytes('sba', { ...sba, authorization: { ...sba.authorization, maxAmountMinor: '3001' } }), CTL.base64urlDecode(sba.signature));
+      let over = 'signed';
+      try {
+        await session.createSba({ amount: '2001', currency: 'USD', rail: 'card' });
+      } catch (e) {
+        over = `${e.name}/${e.code}`;
+      }
+      const header = CTL.encodeSbaHeader(sba) === 'CTL ' + CTL.base64Encode(CTL.utf8Encode(CTL.canonicalize(sba)));
+      const left = (await session.remaining()).remainingMinor;
+      const outcome = [signed, forged, sba.grant.grantId === grant.grantId, over, left, header].join(' ');
+      check(`wallet: ${actor} signs under ${id}`, outcome === 'true false true CtlBudgetExceededError/budget_exceeded 2000 true', outcome);
+    });
+  }
+
   // 4. Trust Bundles: root-signed, expiry, rollback floor.
-  await attempt('trust bundle: verify, expiry, rollback', async () => {
+  if (role === 'full') await attempt('trust bundle: verify, expiry, rollback', async () => {
     const root = await CTL.generateKeyPair({ alg: 'EdDSA' });
     const authority = await CTL.generateKeyPair({ alg: 'EdDSA' });
     const kid = await CTL.jwkThumbprint(authority.publicJwk);
@@ -154,11 +209,38 @@ export async function run(CTL, report, fixtures) {
     check('trust bundle: verify, expiry, rollback', outcome === 'valid trust_bundle_rollback trust_bundle_expired trust_bundle_invalid', outcome);
   });
 
-  // 5. The presentation header round trip.
-  await attempt('Authorization: CTL header round trip', async () => {
+  // 5. The presentation header round trip (the verifier decodes what a wallet encodes).
+  if (verifies) await attempt('Authorization: CTL header round trip', async () => {
     const k = fixtures.cases.find((c) => c.kind === 'chain' && c.expected.valid);
-    const back = CTL.decodeSbaHeader(CTL.encodeSbaHeader(k.input.sba));
+    const encoded = role === 'full' ? CTL.encodeSbaHeader(k.input.sba) : 'CTL ' + CTL.base64Encode(CTL.utf8Encode(JSON.stringify(k.input.sba)));
+    const back = CTL.decodeSbaHeader(encoded);
     check('Authorization: CTL header round trip', CTL.canonicalize(back) === CTL.canonicalize(k.input.sba), 'same');
+  });
+
+  // 6. Root rotation (PROTOCOL.md §11): 1 → 2 → 3 with a 2-of-3 set, the newest bundle key only.
+  // Signing root statements is the full build's (the role bundles only verify a chain).
+  if (role === 'full') await attempt('root rotation: chain, bundle keys, rollback', async () => {
+    const k = {};
+    for (const n of ['root', 'r2', 'a', 'b', 'c', 'bk2', 'bk3']) k[n] = await CTL.generateKeyPair({ alg: 'EdDSA' });
+    const by = (...names) => ({ signers: names.map((n) => ({ key: k[n].privateKeyPem })), now: () => CTL.parseTimestamp('2026-11-01T00:00:00Z', 'now') });
+    const s2 = await CTL.createRootStatement({ rootVersion: 2, keys: [k.r2.publicJwk], threshold: 1, bundleKeys: [k.bk2.publicJwk] }, by('root', 'r2'));
+    const v3 = { rootVersion: 3, keys: [k.a.publicJwk, k.b.publicJwk, k.c.publicJwk], threshold: 2, bundleKeys: [k.bk3.publicJwk] };
+    const s3 = await CTL.createRootStatement(v3, by('r2', 'a', 'c'));
+    const s3short = await CTL.createRootStatement(v3, by('r2', 'a'));
+    const bundle = (n) => CTL.createTrustBundle({ sequence: 1, scope: {}, issuers: [], revokedGrants: [], issuedAt: '2026-11-22T00:00:00Z', expiresAt: '2026-11-23T00:00:00Z' },
+      { signingKey: k[n].privateKeyPem, issuer: 'root.example' });
+    const now = () => CTL.parseTimestamp('2026-11-22T12:00:00Z', 'now');
+    const code = (r) => (r.valid ? `valid:${r.rootVersion}` : r.error.code);
+    const pin = k.root.publicKeyPem;
+    const outcome = [
+      code(await CTL.verifyRootChain(pin, [s2, s3])),
+      code(await CTL.verifyRootChain(pin, [s2, s3short])),
+      code(await CTL.verifyRootChain(pin, [s3])),
+      code(await CTL.verifyRootChain(pin, [s2], { minVersion: 3 })),
+      code(await CTL.verifyTrustBundle(await bundle('bk3'), pin, { now, rootChain: [s2, s3] })),
+      code(await CTL.verifyTrustBundle(await bundle('root'), pin, { now, rootChain: [s2, s3] })),
+    ].join(' ');
+    check('root rotation: chain, bundle keys, rollback', outcome === 'valid:3 root_rotation_invalid root_rotation_invalid root_rollback valid:3 trust_bundle_invalid', outcome);
   });
 
   return { passed, failed, outcomes };

@@ -4,6 +4,7 @@ import * as assert from 'uvu/assert';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { migrate, openDatabase, type SqlDatabase } from '../../service-kit/index.js';
 import { PG_URL, dropSchema, freshSchema, pgAvailable } from './pg-fixture.js';
 
@@ -67,6 +68,21 @@ function dbSuite(name: string, open: () => Promise<{ db: SqlDatabase; cleanup():
     assert.is(Number((await db.get<{ n: number | string }>('SELECT n FROM t WHERE k = ?', ['c']))!.n), 25);
   });
 
+  s('grouped statements: concurrent ones share a commit; a failing one is refused alone, the others commit', async ({ db }) => {
+    const put = (k: string) => db.getGrouped<{ k: string }>(k, 'INSERT INTO t (k, n) VALUES (?, ?) RETURNING k', [k, 1]);
+    const rows = await Promise.all(Array.from({ length: 10 }, (_, i) => put(`g${i}`)));
+    assert.equal(rows.map((r) => r?.k), Array.from({ length: 10 }, (_, i) => `g${i}`));
+    if (db.dialect === 'postgres') {
+      // Rows written by one transaction carry its id.
+      const tx = await db.get<{ n: string }>(`SELECT COUNT(DISTINCT xmin::text) AS n FROM t WHERE k LIKE 'g%'`);
+      assert.ok(Number(tx!.n) < 10, `10 statements in ${tx!.n} transactions`);
+    }
+    const outcomes = await Promise.allSettled([put('h1'), put('g3'), put('h2')]);
+    assert.equal(outcomes.map((o) => o.status), ['fulfilled', 'rejected', 'fulfilled']);
+    const n = await db.get<{ n: number | string }>(`SELECT COUNT(*) AS n FROM t WHERE k IN ('h1', 'h2')`);
+    assert.is(Number(n!.n), 2);
+  });
+
   s('migrations run once each, in order; a duplicate id is refused', async ({ db }) => {
     const ms = [
       { id: 'm1', sql: 'CREATE TABLE m1 (x TEXT)' },
@@ -92,6 +108,37 @@ dbSuite('sqlite file', async () => {
       rmSync(dir, { recursive: true, force: true });
     },
   };
+});
+
+test('sqlite: concurrent transactions share one commit, each rolled back alone, each answered once durable', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'ctl-db-'));
+  const file = join(dir, 'db.sqlite');
+  const db = await openDatabase(`sqlite:${file}`);
+  // A second connection sees only what was committed.
+  const other = new Database(file, { readonly: true });
+  try {
+    await db.exec('CREATE TABLE g (k TEXT PRIMARY KEY)');
+    const seenByOther: number[] = [];
+    const answered: string[] = [];
+    const txs = Array.from({ length: 10 }, (_, i) =>
+      db.tx(async (q) => {
+        await q.run('INSERT INTO g (k) VALUES (?)', [`k${i}`]);
+        // Inside the group: the writes of the transactions before this one are not committed yet.
+        seenByOther.push((other.prepare('SELECT COUNT(*) AS n FROM g').get() as { n: number }).n);
+        if (i === 4) throw new Error('abort 4');
+        return i;
+      }).then((v) => answered.push(`ok${v}`), (e: Error) => answered.push(e.message)),
+    );
+    await Promise.all(txs);
+    assert.equal(seenByOther, Array(10).fill(0), 'one commit for the whole group');
+    assert.equal(answered.sort(), ['abort 4', 'ok0', 'ok1', 'ok2', 'ok3', 'ok5', 'ok6', 'ok7', 'ok8', 'ok9']);
+    const keys = (other.prepare('SELECT k FROM g ORDER BY k').all() as { k: string }[]).map((r) => r.k);
+    assert.equal(keys, ['k0', 'k1', 'k2', 'k3', 'k5', 'k6', 'k7', 'k8', 'k9'], 'the failed one alone rolled back');
+  } finally {
+    other.close();
+    await db.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test('openDatabase refuses unknown URLs without echoing passwords', async () => {

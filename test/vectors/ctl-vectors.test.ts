@@ -10,6 +10,11 @@ import { createVerifier } from '../../src/verifier/verify.js';
 import { verifyBundleWith } from '../../src/artifacts/bundle.js';
 import { verifyReceiptWith } from '../../src/artifacts/receipt.js';
 import { createCtlCrypto } from '../../src/crypto/index.js';
+import { registerP256 } from '../../src/crypto/algorithm-support.js';
+import { nobleP256 } from '../../src/entries/p256.js';
+
+// The noble backend as a QuickJS host builds it: P-256 registered from ctl/p256.
+registerP256(nobleP256);
 
 const file = readVectorJson('ctl/vectors.json');
 const keys = file.keys as Record<string, { publicKeyPem: string }>;

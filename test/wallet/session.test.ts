@@ -85,9 +85,8 @@ test('revocation check fails closed: unreachable or slow authority → revocatio
   const b = fakeAuthority(k);
   b.state.stallMs = 300;
   const s2 = createSession(g2, { actorId: 'agent', signingKey: k.actor.privateKeyPem, fetch: b.fetch, now: () => T0, revocationTimeoutMs: 50 });
-  const t = Date.now();
   await rejects(s2.createSba({ amount: '5', currency: 'USD', rail: 'card' }), codeOf('revocation_unavailable'), 'timeout');
-  assert.ok(Date.now() - t < 290, 'the timeout fired before the stalled answer');
+  assert.is(b.state.calls, 0, 'refused by the timeout, before the stalled answer came');
   assert.equal(await s.remaining(), { remainingMinor: '5000' });
 });
 

@@ -1,5 +1,5 @@
 /**
- * The x402 asset map (issue 6 §3): which on-chain assets, on which networks, the gateway may pay
+ * The x402 asset map: which on-chain assets, on which networks, the gateway may pay
  * with for a session budgeted in a given currency. `CTL_X402_ASSETS` is JSON such as
  * `{"USDC":[{"network":"eip155:84532","asset":"0x036C…"}]}`. A requirement outside the map is
  * `asset_not_allowed`: the session's budget is in minor units of its currency, and PROTOCOL.md §1
@@ -20,7 +20,7 @@ export type X402AssetMap = ReadonlyMap<string, readonly X402Asset[]>;
 export const CAIP2_EVM = /^eip155:[1-9][0-9]{0,18}$/;
 export const EVM_ADDRESS = /^0x[0-9a-fA-F]{40}$/;
 
-/** Default of `CTL_X402_MAX_TIMEOUT_SECONDS` (issue 6 §3): how long a signed authorization may stay cashable. */
+/** Default of `CTL_X402_MAX_TIMEOUT_SECONDS`: how long a signed authorization may stay cashable. */
 export const DEFAULT_MAX_TIMEOUT_SECONDS = 600;
 
 /**

@@ -1,5 +1,5 @@
 /**
- * Which 402 is this (issue 6 §2)? x402 v2 puts its terms in a `PAYMENT-REQUIRED` header (base64
+ * Which 402 is this? x402 v2 puts its terms in a `PAYMENT-REQUIRED` header (base64
  * JSON, `accepts[].amount`); x402 v1 in a JSON body `{ x402Version: 1, accepts }` (`accepts[]
  * .maxAmountRequired`, network names such as `base-sepolia`); the spec's own dialect in
  * `X-Payment` (spec §2.6, services/payments.ts). Every x402 requirement is normalised to one shape
@@ -134,7 +134,7 @@ function normaliseV1(a: unknown): NormalisedRequirement | string {
 }
 
 /**
- * The gateway's terms policy (issue 6 §3), run before any budget check or signature: the exact
+ * The gateway's terms policy, run before any budget check or signature: the exact
  * EVM scheme with an EIP-3009 transfer, an asset the map allows for the session's currency, a
  * validity no longer than `maxTimeoutSeconds`. Of what is left, the cheapest. Throws
  * `asset_not_allowed` or `payment_terms_refused`.

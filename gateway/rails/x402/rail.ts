@@ -1,5 +1,5 @@
 /**
- * The x402 rail (issue 6): the gateway pays merchants built with the official x402 packages, v2
+ * The x402 rail: the gateway pays merchants built with the official x402 packages, v2
  * and v1, with the official client (`@x402/core` + the `exact` EVM scheme of `@x402/evm`) and a
  * viem local account. The money moves when the merchant's facilitator settles the signed
  * EIP-3009 authorization, so the order of things is what keeps the budget:
@@ -8,7 +8,7 @@
  *      (asset map, validity, scheme) — nothing reserved, nothing signed;
  *   2. inside the client's `onBeforePaymentCreation` hook, the session's checks and the atomic
  *      reservation run (services/payments.ts authorize); a refusal aborts the hook, so no
- *      signature and no header ever exist (issue 6 §3);
+ *      signature and no header ever exist;
  *   3. the signed authorization is recorded (store.ts) and the payment marked `paying` before the
  *      header leaves; the retry carries `PAYMENT-SIGNATURE` (v2) or `X-PAYMENT` (v1);
  *   4. `PAYMENT-RESPONSE` / `X-PAYMENT-RESPONSE` with a transaction commits the spend and a receipt
@@ -38,8 +38,9 @@ export const X402_RAIL = 'x402';
 /**
  * Clock skew allowed between the gateway and the chain before an authorization past its
  * `validBefore` counts as dead (a block at `validBefore - 1` may carry a timestamp ahead of ours).
+ * A chain on the gateway's own clock (a local ledger) may be given a smaller one.
  */
-const EXPIRY_MARGIN_MS = 60_000;
+export const DEFAULT_EXPIRY_MARGIN_MS = 60_000;
 
 /** Read access to the chains the gateway pays on (optional): a viem PublicClient fits. */
 export interface X402ChainReader {
@@ -65,7 +66,9 @@ const AUTHORIZATION_STATE_ABI = [
  * used is committed. Without a reader (no `CTL_X402_RPC_URL` for that network) it is counted
  * spent: the side that never overspends.
  */
-export function createX402Rail(db: SqlDatabase, now: () => number, chain?: (network: string) => X402ChainReader | undefined): Rail {
+export function createX402Rail(
+  db: SqlDatabase, now: () => number, chain?: (network: string) => X402ChainReader | undefined, expiryMarginMs = DEFAULT_EXPIRY_MARGIN_MS,
+): Rail {
   return {
     name: X402_RAIL,
     async pay() {
@@ -76,7 +79,7 @@ export function createX402Rail(db: SqlDatabase, now: () => number, chain?: (netw
       if (!r) return undefined;
       const rail = receiptRail(r);
       if (r.outcome === 'paid' && r.tx) return { txRef: `txid:${r.tx}`, rail };
-      if (now() < r.validBefore + EXPIRY_MARGIN_MS) return 'pending';
+      if (now() < r.validBefore + expiryMarginMs) return 'pending';
       // A transaction hash names the payment when the merchant gave one; else the authorization.
       const txRef = r.tx ? `txid:${r.tx}` : `txid:${r.network}/${r.asset}/${r.nonce}`;
       const reader = chain?.(r.network);
@@ -148,7 +151,7 @@ export function createX402Dialect(o: X402DialectOptions): PaymentDialect<X402Ter
       const job: Job = {
         run: async (selected) => {
           if (selected !== chosen.raw) throw new CtlError('payment_terms_refused', 'the x402 client selected a requirement the gateway did not choose');
-          // issue 6 §3: the session's checks and the reservation, before any signature exists.
+          // the session's checks and the reservation, before any signature exists.
           auth = await o.payments.authorize(x.session, { amount: chosen.amount.toString(), currency: x.session.currency, address: chosen.payTo }, x.host, x.purpose, X402_RAIL);
         },
       };
@@ -160,14 +163,14 @@ export function createX402Dialect(o: X402DialectOptions): PaymentDialect<X402Ter
       } catch (e) {
         if (job.error) throw job.error; // the refusal, with its own code; nothing was reserved
         // Reserved but the scheme failed to sign: nothing left the gateway, the payment is dead.
-        if (auth) await o.payments.abandon(auth.paymentId);
+        if (auth) await o.payments.abandon(auth.paymentId, X402_RAIL);
         throw new CtlError('payment_terms_refused', `x402: the payment could not be signed: ${(e as Error)?.message ?? 'error'}`);
       }
       if (!auth) throw new Error('x402: a payload was created without the gateway\'s authorization hook');
 
       const signed = signedAuthorization(payload);
       if (!signed || signed.to.toLowerCase() !== chosen.payTo || BigInt(signed.value) !== chosen.amount || signed.from.toLowerCase() !== account.address.toLowerCase()) {
-        await o.payments.abandon(auth.paymentId);
+        await o.payments.abandon(auth.paymentId, X402_RAIL);
         throw new CtlError('payment_terms_refused', 'x402: the signed authorization does not match the chosen terms');
       }
       const validBefore = Number(signed.validBefore) * 1000;

@@ -1,5 +1,5 @@
 /**
- * What the gateway remembers of each x402 authorization it signed (issue 6 §3): enough to know
+ * What the gateway remembers of each x402 authorization it signed: enough to know
  * when it stops being cashable (`valid_before`) and whether a transaction was ever named for it.
  * Written before the payment header leaves the gateway, so reconcile() never forgets a signature
  * that is out in the world.

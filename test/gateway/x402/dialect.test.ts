@@ -1,4 +1,4 @@
-/** issue 6 §2/§3: 402 detection, normalisation to one shape, the terms policy, the asset map. */
+/** 402 detection, normalisation to one shape, the terms policy, the asset map. */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { detectX402, chooseRequirement } from '../../../gateway/rails/x402/dialect.js';

@@ -1,17 +1,17 @@
 /**
- * issue 6 §3/§5: when the paid retry goes wrong. A signed authorization can be cashed until it
+ * When the paid retry goes wrong. A signed authorization can be cashed until it
  * expires, so an unknown outcome keeps the reservation; only a provably dead payment releases it,
  * and reconcile() settles the rest at expiry by asking the chain (here: the in-memory ledger).
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { sqliteDb, startTestGateway, createSession, proxy, call, type TestGateway, type TestDb } from '../helpers.js';
-import { createEvmLedger, BASE_SEPOLIA_USDC, type EvmLedger } from '../../../gateway/dev/evm-ledger.js';
+import { createEvmLedger, type EvmLedger } from '../../../gateway/dev/evm-ledger.js';
+import { USDC, USDC_ASSETS } from './stand.js';
 import { startFacilitator, startStockMerchant, type Listening, type StockMerchant } from '../../../gateway/dev/x402-merchants.js';
 import { insertX402, recordOutcome } from '../../../gateway/rails/x402/store.js';
 
 const PAYEE = '0x4444444444444444444444444444444444444444';
-const USDC = BASE_SEPOLIA_USDC.address.toLowerCase();
 
 let db: TestDb;
 let gw: TestGateway;
@@ -42,7 +42,7 @@ test.before(async () => {
   db = sqliteDb();
   gw = await startTestGateway(db, {
     now: () => Date.now() + skewMs,
-    x402: { assets: new Map([['USDC', [{ network: 'eip155:84532', asset: USDC }]]]), chain: (network) => (network === 'eip155:84532' ? ledger.signer : undefined) },
+    x402: { assets: USDC_ASSETS, chain: (network) => (network === 'eip155:84532' ? ledger.signer : undefined) },
   });
   ledger.mint(gw.gw.evmAddress, 1_000_000n);
 });

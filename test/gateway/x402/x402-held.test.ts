@@ -11,14 +11,14 @@ import * as assert from 'uvu/assert';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { sqliteDb, startTestGateway, createSession, proxy, call, type TestGateway, type TestDb } from '../helpers.js';
-import { createEvmLedger, BASE_SEPOLIA_USDC, type EvmLedger } from '../../../gateway/dev/evm-ledger.js';
+import { createEvmLedger, type EvmLedger } from '../../../gateway/dev/evm-ledger.js';
+import { USDC, USDC_ASSETS } from './stand.js';
 import { startFacilitator, startStockMerchant, type Listening, type StockMerchant } from '../../../gateway/dev/x402-merchants.js';
 import { insertX402, recordOutcome } from '../../../gateway/rails/x402/store.js';
 import { parseRpcUrls, chainReaders } from '../../../gateway/rails/x402/chain.js';
 import { gatewayOptionsFromEnv } from '../../../gateway/server.js';
 
 const PAYEE = '0x4444444444444444444444444444444444444444';
-const USDC = BASE_SEPOLIA_USDC.address.toLowerCase();
 const PRICE = 10000n;
 
 type Mode = '402' | '200' | 'stuck';
@@ -65,7 +65,7 @@ test.before(async () => {
   });
   await new Promise<void>((r) => hostile.listen(0, '127.0.0.1', r));
   db = sqliteDb();
-  gw = await startTestGateway(db, { now: () => Date.now() + skewMs, x402: { assets: new Map([['USDC', [{ network: 'eip155:84532', asset: USDC }]]]) } });
+  gw = await startTestGateway(db, { now: () => Date.now() + skewMs, x402: { assets: USDC_ASSETS } });
   ledger.mint(gw.gw.evmAddress, 1_000_000n);
 });
 test.after(async () => {

@@ -1,40 +1,32 @@
 /**
- * issue 6 §5: the gateway pays merchants that only know the official x402 packages, through
+ * The gateway pays merchants that only know the official x402 packages, through
  * /proxy, on loopback, with the stock facilitator on an in-memory EIP-3009 ledger.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { verifyReceipt } from '../../../src/index.js';
-import { sqliteDb, startTestGateway, createSession, proxy, call, type TestGateway, type TestDb } from '../helpers.js';
-import { createEvmLedger, BASE_SEPOLIA_USDC, type EvmLedger } from '../../../gateway/dev/evm-ledger.js';
-import { startFacilitator, startStockMerchant, startV1Merchant, type Listening, type StockMerchant } from '../../../gateway/dev/x402-merchants.js';
+import { createSession, proxy, call, sqliteDb, startTestGateway, type TestGateway } from '../helpers.js';
+import { BASE_SEPOLIA_USDC, type EvmLedger } from '../../../gateway/dev/evm-ledger.js';
+import { startV1Merchant, type StockMerchant } from '../../../gateway/dev/x402-merchants.js';
+import { startX402Stand, USDC, USDC_ASSETS, type X402Stand } from './stand.js';
 
 const PAYEE = '0x2222222222222222222222222222222222222222';
-const USDC = BASE_SEPOLIA_USDC.address.toLowerCase();
 const PRICE = 10000n; // "$0.01" in atomic USDC
 
-let db: TestDb;
+let stand: X402Stand;
 let gw: TestGateway;
 let ledger: EvmLedger;
-let facilitator: Listening;
 let merchant: StockMerchant;
 let v1: StockMerchant;
 
 test.before(async () => {
-  ledger = createEvmLedger();
-  facilitator = await startFacilitator(ledger);
-  merchant = await startStockMerchant({ facilitatorUrl: facilitator.url, payTo: PAYEE });
-  v1 = await startV1Merchant({ facilitatorUrl: facilitator.url, payTo: PAYEE, asset: BASE_SEPOLIA_USDC.address });
-  db = sqliteDb();
-  gw = await startTestGateway(db, { x402: { assets: new Map([['USDC', [{ network: 'eip155:84532', asset: USDC }]]]) } });
-  ledger.mint(gw.gw.evmAddress, 1_000_000n);
+  stand = await startX402Stand({ payTo: PAYEE });
+  ({ gw, ledger, merchant } = stand);
+  v1 = await startV1Merchant({ facilitatorUrl: stand.facilitator.url, payTo: PAYEE, asset: BASE_SEPOLIA_USDC.address });
 });
 test.after(async () => {
-  await gw.close();
-  await merchant.close();
   await v1.close();
-  await facilitator.close();
-  await db.drop();
+  await stand.close();
 });
 
 const usdcSession = (config: Record<string, unknown> = {}) =>
@@ -223,7 +215,7 @@ test('N parallel paid calls against a budget for fewer: exactly the budget is pa
 });
 
 test('a payer without funds: the facilitator refuses, the agent gets payment_unconfirmed, the reservation is held (the sent authorization stays cashable)', async () => {
-  const poor = await startTestGateway(sqliteDb(), { x402: { assets: new Map([['USDC', [{ network: 'eip155:84532', asset: USDC }]]]) } });
+  const poor = await startTestGateway(sqliteDb(), { x402: { assets: USDC_ASSETS } });
   try {
     const s = await createSession(poor, { budget: { amount: '100000', currency: 'USDC' } });
     const res = await proxy(poor, s.sessionToken, `${merchant.url}/data`, { purpose: 'api:search', method: 'GET' });

@@ -1,0 +1,80 @@
+/**
+ * The owner API from the browser (gateway/routes/sessions.ts, as is): the owner key from this
+ * tab's session storage as the bearer, errors as `ApiError { status, code, message }`.
+ */
+import type { createSessionService } from '../services/sessions.js';
+import type { SessionDispatch } from '../store/session-dispatches.js';
+
+const KEY = 'ctl.console.ownerKey';
+
+export class ApiError extends Error {
+  constructor(readonly status: number, readonly code: string, message: string) {
+    super(message);
+  }
+}
+
+export const ownerKey = {
+  get: () => sessionStorage.getItem(KEY) ?? undefined,
+  set: (k: string) => sessionStorage.setItem(KEY, k),
+  clear: () => sessionStorage.removeItem(KEY),
+};
+
+/** What `GET /sessions/:id` answers: the gateway's own view, so the two cannot drift (type-only: erased from the bundle). */
+export type SessionView = ReturnType<ReturnType<typeof createSessionService>['view']>;
+
+export interface Receipt {
+  receiptId: string;
+  sessionId: string;
+  purpose: string;
+  amount: { amountMinor: string; currency: string };
+  merchant: string;
+  paidAt: string;
+  txRef: string;
+  rail: string;
+  keyId: string;
+  signature: string;
+  [k: string]: unknown;
+}
+
+/** One webhook delivery of a session, as `GET /sessions/:id/dispatches` answers. */
+export type Dispatch = SessionDispatch;
+
+/** Called when the key stops working mid-session (revoked, owner disabled). */
+let onUnauthorized: (message: string) => void = () => {};
+export const setUnauthorizedHandler = (f: (message: string) => void) => (onUnauthorized = f);
+
+export async function api<T>(method: string, path: string, body?: unknown, key = ownerKey.get()): Promise<T> {
+  const headers: Record<string, string> = { accept: 'application/json' };
+  if (key) headers.authorization = `Bearer ${key}`;
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  let res: Response;
+  try {
+    res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), cache: 'no-store' });
+  } catch {
+    throw new ApiError(0, 'unavailable', 'The gateway could not be reached. Check your connection and try again.');
+  }
+  const text = await res.text();
+  let parsed: any;
+  try {
+    parsed = text ? JSON.parse(text) : undefined;
+  } catch {
+    parsed = undefined;
+  }
+  if (!res.ok) {
+    const e = new ApiError(res.status, parsed?.error?.code ?? 'internal', parsed?.error?.message ?? `HTTP ${res.status}`);
+    if (res.status === 401 && key && key === ownerKey.get()) onUnauthorized('Your API key is no longer accepted (revoked, or the owner was disabled). Sign in again.');
+    throw e;
+  }
+  return parsed as T;
+}
+
+export const listSessions = (cursor?: string) =>
+  api<{ sessions: SessionView[]; nextCursor?: string }>('GET', `/sessions?limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+export const getSession = (id: string) => api<SessionView>('GET', `/sessions/${encodeURIComponent(id)}`);
+export const receiptsOf = (id: string) => api<{ receipts: Receipt[] }>('GET', `/sessions/${encodeURIComponent(id)}/receipts`);
+export const dispatchesOf = (id: string) => api<{ dispatches: Dispatch[]; webhookUrl?: string }>('GET', `/sessions/${encodeURIComponent(id)}/webhooks`);
+export const revokeSession = (id: string) => api<SessionView>('DELETE', `/sessions/${encodeURIComponent(id)}`);
+export const continueSession = (id: string, continuationToken: string, amount?: string) =>
+  api<SessionView>('PATCH', `/sessions/${encodeURIComponent(id)}`, { continuationToken, ...(amount ? { amount } : {}) });
+export const createSession = (config: Record<string, unknown>) =>
+  api<{ sessionToken: string; sessionId: string; expiresAt: string; policyHash: string; grantId: string; webhookSecret?: string }>('POST', '/sessions', config);

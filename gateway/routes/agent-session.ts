@@ -1,0 +1,47 @@
+/**
+ * Agent side, read only (spec §4.2 "Gateway, agent side"): what the holder of a session token may
+ * know about its own session without the owner's key, so an agent (or the MCP server in mcp/) can
+ * check its state and spend before paying and show the receipts of what it paid. The session is
+ * the token's: there is no id in the path to guess, and another session's receipt is 404.
+ */
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import { notFound, unauthorized, type SqlDatabase } from '../../service-kit/index.js';
+import { receiptOf, receiptsOf } from '../store/payments.js';
+import { sessionById } from '../store/sessions.js';
+import { sessionTokenOf, type SessionService } from '../services/sessions.js';
+
+export function agentSessionRoutes(o: { db: SqlDatabase; sessions: SessionService }) {
+  const r = new Router();
+
+  // Any state answers (a revoked or expired session says so): the agent learns why it cannot pay.
+  async function tokenSession(ctx: Context) {
+    const token = sessionTokenOf(ctx.get('authorization'));
+    if (!token) throw unauthorized('a session token is required (Authorization: Bearer gw_sess_…)');
+    const session = await o.sessions.byToken(token);
+    if (!session) throw unauthorized('the session token is not valid');
+    ctx.set('X-Ctl-Session-Id', session.id);
+    ctx.set('Cache-Control', 'no-store');
+    return session;
+  }
+
+  r.get('/session', async (ctx) => {
+    // byToken's spend may be stale (it caches); the view reads the row as it is now.
+    const s = await tokenSession(ctx);
+    ctx.body = o.sessions.agentView((await sessionById(o.db, s.id)) ?? s);
+  });
+
+  r.get('/session/receipts', async (ctx) => {
+    const s = await tokenSession(ctx);
+    ctx.body = { sessionId: s.id, receipts: await receiptsOf(o.db, s.id) };
+  });
+
+  r.get('/session/receipts/:receiptId', async (ctx) => {
+    const s = await tokenSession(ctx);
+    const receipt = await receiptOf(o.db, s.id, ctx.params.receiptId!);
+    if (!receipt) throw notFound(`no receipt '${ctx.params.receiptId}' in this session`);
+    ctx.body = receipt;
+  });
+
+  return r;
+}

@@ -1,0 +1,162 @@
+/**
+ * Gateway sessions backed by a person's grant (spec §1 Human-Agent profile, PROTOCOL.md §10).
+ * The agent still holds only a session token; the session's key is one the gateway made:
+ *   1. POST /sessions/human/keys (owner): the gateway reserves the id of the session to come and
+ *      returns the public half of that session's key (JWK and did:key) for the person to delegate to;
+ *   2. the person signs a human-agent grant for that key (at their authority: `ctl human grant`);
+ *   3. POST /sessions { humanGrant, …stricter controls } (owner): the grant's ceiling, purposes and
+ *      expiry become the session's; the key is claimed once, a grant backs one session only.
+ * Before each payment is made, the SBA the gateway signed is verified as a merchant would verify
+ * it (verifyCtl): the person's signature, intentHash, destination list, and the grant's revocation
+ * URL online, so the person's revocation stops the next payment.
+ */
+import { randomBytes } from 'node:crypto';
+import {
+  CtlError, didKeyFromJwk, formatTimestamp, generateKeyPair, jwkThumbprint, verifyCtl, verifyPolicyGrant,
+  type PolicyGrant, type PublicJwk, type VerifyCtlResult,
+} from '../../src/index.js';
+import { HttpError, badRequest, generateWebhookSecret, unauthorized, type SqlDatabase } from '../../service-kit/index.js';
+import { insertOwnedSession, sessionById, type SessionRecord } from '../store/sessions.js';
+import { parseSessionConfig } from './session-config.js';
+import { checkTargetUrl, type TargetPolicy } from './address-guard.js';
+import { hashToken } from './sessions.js';
+import type { GatewayEvents } from './events.js';
+
+/** How long a prepared session key waits for the person's grant. */
+export const HUMAN_KEY_TTL_MS = 24 * 3600_000;
+/** A person's revocation is seen within this long (the grant's revocation URL answer is cached). */
+export const HUMAN_REVOCATION_TTL_MS = 5_000;
+
+export const HUMAN_SESSION_MIGRATION = {
+  id: 'gateway-human-001',
+  sql: `CREATE TABLE gw_human_session_reservations (
+        session_id TEXT PRIMARY KEY, owner_id TEXT NOT NULL, kid TEXT NOT NULL UNIQUE, actor_key TEXT NOT NULL,
+        created_at BIGINT NOT NULL, expires_at BIGINT NOT NULL, used_at BIGINT)`,
+};
+
+/**
+ * The key of a session to be created with `sessionId`, and what its `actor_key_pem` will hold.
+ * The session id is reserved first, so a gateway that derives session keys from their id stores
+ * no private key here (`derive(id)` and its marker); the default makes a key pair and keeps its
+ * PEM, as every session of this gateway does.
+ */
+export type SessionKeySource = (sessionId: string) => Promise<{ publicJwk: PublicJwk; stored: string }>;
+
+const generatedKey: SessionKeySource = async () => {
+  const pair = await generateKeyPair({ alg: 'EdDSA' });
+  return { publicJwk: pair.publicJwk, stored: pair.privateKeyPem };
+};
+
+/** The controls an owner may add on top of the person's grant: only ones that restrict. */
+const EXTRA_FIELDS = ['humanGrant', 'label', 'merchantAllowlist', 'merchantBlocklist', 'velocity', 'webhookUrl', 'thresholds', 'trustLevel'];
+
+export const isHumanSessionRequest = (body: unknown): body is Record<string, unknown> =>
+  typeof body === 'object' && body !== null && !Array.isArray(body) && 'humanGrant' in body;
+
+export interface HumanSessionDeps {
+  db: SqlDatabase;
+  targets: TargetPolicy;
+  now: () => number;
+  onCreated?: (expiresAt: number) => void;
+  keySource?: SessionKeySource;
+  /** The gateway's longest session (CTL_GATEWAY_MAX_SESSION_SECONDS) applies to a person's grant too. */
+  maxSessionSeconds?: number;
+  /** Records `session.created` in the session's insert transaction, as for every session. */
+  events?: Pick<GatewayEvents, 'effect'>;
+}
+
+/** Step 1: the id of this owner's next session reserved, and the public half of its key. */
+export async function prepareHumanSessionKey(d: HumanSessionDeps, ownerId: string) {
+  const sessionId = `sess_${randomBytes(16).toString('base64url')}`;
+  const { publicJwk, stored } = await (d.keySource ?? generatedKey)(sessionId);
+  const kid = await jwkThumbprint(publicJwk);
+  const now = d.now();
+  await d.db.run(
+    'INSERT INTO gw_human_session_reservations (session_id, owner_id, kid, actor_key, created_at, expires_at, used_at) VALUES (?, ?, ?, ?, ?, ?, NULL)',
+    [sessionId, ownerId, kid, stored, now, now + HUMAN_KEY_TTL_MS],
+  );
+  return { actorKey: publicJwk, actorDid: didKeyFromJwk(publicJwk), keyId: kid, expiresAt: formatTimestamp(now + HUMAN_KEY_TTL_MS) };
+}
+
+/** Step 3: POST /sessions with `humanGrant`. The response has the shape of any session's (spec §2.2). */
+export async function createHumanSession(d: HumanSessionDeps, ownerId: string, body: Record<string, unknown>, baseUrl: string) {
+  for (const k of Object.keys(body)) {
+    if (!EXTRA_FIELDS.includes(k)) throw badRequest(`${k}: not allowed with humanGrant (the budget, purposes and expiry are the person's grant's)`);
+  }
+  const now = d.now();
+  const checked = await verifyPolicyGrant(body['humanGrant'], { now: () => now });
+  if (!checked.valid) throw new CtlError(checked.error.code, `humanGrant: ${checked.error.message}`);
+  const grant = checked.grant;
+  if (grant.profile !== 'human-agent') throw badRequest('humanGrant: must be a grant with profile "human-agent", signed by the person\'s did:key');
+  if (!grant.allowedPurposes) throw badRequest('humanGrant: must name allowedPurposes (a session always restricts purposes)');
+  try {
+    checkTargetUrl(grant.revocationUrl, d.targets);
+  } catch (e) {
+    throw new CtlError('target_not_allowed', `humanGrant.revocationUrl: ${(e as Error).message}`);
+  }
+  const { humanGrant: _g, ...extra } = body;
+  // The person's bounds are the session's; the owner's extra controls are parsed as any session's.
+  const config = parseSessionConfig({ ...extra, budget: { amount: grant.maxAmountMinor, currency: grant.currency }, purposes: grant.allowedPurposes, expiresAt: grant.expiresAt }, now, { maxSessionSeconds: d.maxSessionSeconds });
+  if (config.webhookUrl) {
+    try {
+      checkTargetUrl(config.webhookUrl, d.targets);
+    } catch (e) {
+      throw new CtlError('target_not_allowed', `webhookUrl: ${(e as Error).message}`);
+    }
+  }
+  const kid = await jwkThumbprint(grant.actorKey as PublicJwk);
+  // Claimed once, by its owner, while fresh: one statement, so two requests cannot both claim it.
+  const { changes } = await d.db.run(
+    'UPDATE gw_human_session_reservations SET used_at = ? WHERE kid = ? AND owner_id = ? AND used_at IS NULL AND expires_at > ?',
+    [now, kid, ownerId, now],
+  );
+  if (changes !== 1) {
+    throw new HttpError(409, 'conflict', 'humanGrant.actorKey: not a session key this owner prepared (POST /sessions/human/keys), or already used or lapsed');
+  }
+  const reserved = (await d.db.get<{ session_id: string; actor_key: string }>('SELECT session_id, actor_key FROM gw_human_session_reservations WHERE kid = ?', [kid]))!;
+  const id = reserved.session_id;
+  const token = `gw_sess_${randomBytes(32).toString('base64url')}`;
+  const expiresAt = Date.parse(grant.expiresAt);
+  let inserted: boolean;
+  try {
+    inserted = await insertOwnedSession(d.db, {
+      id, ownerId, tokenHash: hashToken(token), label: config.label, currency: grant.currency, ceiling: BigInt(grant.maxAmountMinor),
+      expiresAt, createdAt: now, config: config as unknown as Record<string, unknown>, policyHash: grant.policyHash, grantId: grant.grantId,
+      grant: grant as unknown as Record<string, unknown>, actorKeyPem: reserved.actor_key, softLimit: null,
+      maxPerHour: config.velocity?.maxPaymentsPerHour ?? null,
+      maxPerMerchantDay: config.velocity?.maxAmountPerMerchantPerDay ? BigInt(config.velocity.maxAmountPerMerchantPerDay) : null,
+      webhookUrl: config.webhookUrl ?? null, webhookSecret: config.webhookUrl ? generateWebhookSecret() : null, thresholds: config.thresholds,
+    }, d.events?.effect((ok: boolean) => (ok ? [{
+      session: { id, webhookUrl: null }, type: 'session.created', actor: 'owner',
+      data: { ownerId, policyHash: grant.policyHash, grantId: grant.grantId, expiresAt: grant.expiresAt, budget: config.budget, issuer: grant.issuer },
+    }] : [])));
+  } catch (e) {
+    // gw_sessions.grant_id is unique: one grant, one ceiling, one session.
+    if (await d.db.get('SELECT 1 AS x FROM gw_sessions WHERE grant_id = ?', [grant.grantId])) {
+      throw new HttpError(409, 'conflict', `grant '${grant.grantId}' already backs a session`);
+    }
+    throw e;
+  }
+  if (!inserted) throw unauthorized('the owner of this API key has been disabled');
+  d.onCreated?.(expiresAt);
+  const created = (await sessionById(d.db, id))!;
+  return {
+    sessionToken: token, sessionId: id, revocationUrl: `${baseUrl}/sessions/${id}`, policyHash: created.policyHash,
+    grantId: grant.grantId, expiresAt: grant.expiresAt, issuer: grant.issuer,
+    ...(created.webhookSecret ? { webhookSecret: created.webhookSecret } : {}),
+  };
+}
+
+/**
+ * For a session under a person's grant: the SBA about to be paid, verified as a merchant would
+ * (the person's DID, intentHash, destination list, revocation online). undefined when it passes
+ * or when the session is not a human one.
+ */
+export async function humanChainRefusal(
+  session: SessionRecord, sba: Record<string, unknown>, payment: { amount: string; currency: string; merchantId: string; rail: string; purpose: string }, now: () => number,
+): Promise<{ code: CtlError['code']; message: string } | undefined> {
+  const grant = session.grant as unknown as PolicyGrant;
+  if (grant.profile !== 'human-agent') return undefined;
+  const r: VerifyCtlResult = await verifyCtl(sba, { ...payment, trustedHumans: [grant.issuer], revocationTtl: HUMAN_REVOCATION_TTL_MS, now });
+  return r.valid ? undefined : r.error;
+}

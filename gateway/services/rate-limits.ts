@@ -1,0 +1,73 @@
+/**
+ * The gateway's rate limits (spec §8 "a per-owner rate limit is planned"): per budget owner on
+ * the owner API, whichever of its keys is used (an owner's keys share one budget, so adding a
+ * key never raises the limit; the operator's bootstrap admin key is not limited), and per
+ * session on everything an agent calls with its token (`/proxy`, its continuation). Both count
+ * only once the credential is known to be real, so a forged one never writes a counter nor
+ * spends anyone's budget. Counted in the gateway's database on PostgreSQL, so instances sharing
+ * it share each budget; in memory on SQLite (one instance).
+ */
+import { createLimiter, formatRateLimit, limitAuthenticate, parseRateLimit, type RateLimit, type RateLimitBackend } from '../../service-kit/index.js';
+import type { OwnerPrincipal } from './owner-auth.js';
+
+export interface GatewayRateLimits {
+  /** Owner API requests per owner (undefined: no limit). */
+  owner?: RateLimit;
+  /** Agent requests per session, counted once its token is found (undefined: no limit). */
+  session?: RateLimit;
+}
+
+/**
+ * A busy owner's automation (creating sessions for a fleet, polling receipts) stays well under
+ * 100 requests a second; an agent paying per request under 20.
+ */
+export const DEFAULT_GATEWAY_RATE_LIMITS: Readonly<Required<GatewayRateLimits>> = {
+  owner: { points: 6000, seconds: 60 },
+  session: { points: 1200, seconds: 60 },
+};
+
+/** Longest a session may run (`expiresAt` at most this far ahead): 30 days. */
+export const DEFAULT_MAX_SESSION_SECONDS = 30 * 86_400;
+
+/** `CTL_GATEWAY_RATE_LIMIT_OWNER`, `CTL_GATEWAY_RATE_LIMIT_SESSION`: `N/Ss`, or `0` for none. */
+export function gatewayRateLimitsFromEnv(env: Record<string, string | undefined>): GatewayRateLimits {
+  return {
+    owner: parseRateLimit(env.CTL_GATEWAY_RATE_LIMIT_OWNER, 'CTL_GATEWAY_RATE_LIMIT_OWNER', DEFAULT_GATEWAY_RATE_LIMITS.owner),
+    session: parseRateLimit(env.CTL_GATEWAY_RATE_LIMIT_SESSION, 'CTL_GATEWAY_RATE_LIMIT_SESSION', DEFAULT_GATEWAY_RATE_LIMITS.session),
+  };
+}
+
+/** `CTL_GATEWAY_MAX_SESSION_SECONDS`: a positive integer (default 30 days). */
+export function maxSessionSecondsFromEnv(env: Record<string, string | undefined>): number {
+  const v = env.CTL_GATEWAY_MAX_SESSION_SECONDS?.trim();
+  if (!v) return DEFAULT_MAX_SESSION_SECONDS;
+  if (!/^[1-9][0-9]{0,9}$/.test(v)) throw new RangeError(`CTL_GATEWAY_MAX_SESSION_SECONDS: a positive integer of seconds, got '${v.slice(0, 40)}'`);
+  return Number(v);
+}
+
+/** The effective limits, for the start-up log line. */
+export function describeLimits(o: { rateLimits?: GatewayRateLimits; maxSessionSeconds?: number }) {
+  const l = o.rateLimits ?? DEFAULT_GATEWAY_RATE_LIMITS;
+  return { rateLimitOwner: formatRateLimit(l.owner), rateLimitSession: formatRateLimit(l.session), maxSessionSeconds: o.maxSessionSeconds ?? DEFAULT_MAX_SESSION_SECONDS };
+}
+
+/** The owner check that spends the owner's budget, and the session lookup that spends a session's. */
+export function gatewayRateLimits(db: RateLimitBackend, limits: GatewayRateLimits, auth: (apiKey: string) => Promise<OwnerPrincipal | undefined>) {
+  const owners = createLimiter(db, limits.owner, { name: 'gw_owner', what: 'budget owner' });
+  const perSession = createLimiter(db, limits.session, { name: 'gw_session', what: 'session' });
+  return {
+    // The bootstrap admin key (no owner) is the operator's own and never limited: an incident
+    // (disabling owners, stopping sessions in bulk) must not wait for a window to end.
+    auth: limitAuthenticate(auth, owners, (p) => p.ownerId),
+    /** The session service whose `byToken` (how every agent request finds its session) spends that session's budget. */
+    sessions<S extends { byToken(token: string): Promise<{ id: string } | undefined> }>(service: S): S {
+      if (!perSession) return service;
+      const byToken = async (token: string) => {
+        const s = await service.byToken(token);
+        if (s) await perSession.consume(s.id);
+        return s;
+      };
+      return { ...service, byToken };
+    },
+  };
+}

@@ -1,0 +1,56 @@
+/**
+ * `ctl/verify` (`dist/verify.js`, `dist/ctl-verify.iife.js`): the merchant / terminal verifier
+ * alone, for a charger, a kiosk or a POS that only accepts payments. No wallet, no gateway
+ * client, no P-256 stack (P-256 through node:crypto or WebCrypto; elsewhere `registerP256` with
+ * `ctl/p256`). See docs/sdk-api.md for which entry fits which device.
+ */
+export { CtlError, ERROR_CODES, isCtlErrorCode, type CtlErrorCode, type CtlErrorInfo } from '../errors.js';
+export type { VerifyCtlOptions, VerifyCtlResult } from '../verifier/verify.js';
+export type { VerifyBundleOptions } from '../artifacts/bundle.js';
+export type { PolicyGrant, SignedBudgetAuthorization, TrustBundle, Jwks, Asset, Verified } from '../artifacts/types.js';
+export { decodeSbaHeader } from '../verifier/presentation.js';
+export { createMemorySpendStorage, type SpendStorage, type ReserveResult, type ReserveOptions } from '../wallet/spend-storage.js';
+export { createMemoryTimeFloor, type TimeFloor } from '../verifier/time-floor.js';
+export { canonicalize, parseStrictJson } from '../encoding/jcs.js';
+export { policyHash } from '../encoding/policy-hash.js';
+export { base64urlEncode, base64urlDecode, base64Encode, hexEncode } from '../encoding/base64url.js';
+export { utf8Encode, utf8Decode } from '../encoding/utf8.js';
+export { parseAmount, parseTimestamp, formatTimestamp } from '../values.js';
+export { jwkThumbprint, sha256Hex, setRandomSource, setCryptoBackend, getCryptoBackendName } from '../crypto/index.js';
+export { registerP256, type P256Provider } from '../crypto/algorithm-support.js';
+export type { Alg, PublicJwk, PublishedJwk, PublicKeyInput, VerifyingKey } from '../crypto/types.js';
+
+// Bound here to the verify-only facade (no private-key readers in this bundle); the same code as `ctl`'s.
+import { createVerifyOnlyCrypto } from '../crypto/index.js';
+import { createVerifier, type VerifyCtlOptions, type VerifyCtlResult } from '../verifier/verify.js';
+import { verifyBundleWith, type VerifyBundleOptions } from '../artifacts/bundle.js';
+import { verifyRootChainWith, type RootChainResult, type VerifyRootChainOptions } from '../verifier/root-chain.js';
+import type { TrustBundle, Verified } from '../artifacts/types.js';
+import type { PublicKeyInput } from '../crypto/types.js';
+
+const crypto = createVerifyOnlyCrypto();
+
+/**
+ * The merchant verifier (spec §4.4, PROTOCOL.md §5), as `verifyCtl` of `ctl`. Never throws.
+ * @example const r = await verifyCtl(sba, { amount: '1250', currency: 'EUR', trustBundles: [bundle], rootPublicKeyPem, offline: true, trackSpend: true, timeFloor })
+ */
+export const verifyCtl: (sba: unknown, options: VerifyCtlOptions) => Promise<VerifyCtlResult> = createVerifier(crypto);
+
+/** Checks a bundle against the pinned root key, or the newest bundle keys of `rootChain` (PROTOCOL.md §4, §11). @example const r = await verifyTrustBundle(bundle, rootPem, { minSequence: 3, rootChain }) */
+export function verifyTrustBundle(bundle: unknown, rootPublicKeyPem: PublicKeyInput, options?: VerifyBundleOptions): Promise<Verified<{ bundle: TrustBundle; rootVersion: number }>> {
+  return verifyBundleWith(crypto, bundle, rootPublicKeyPem, options);
+}
+
+/**
+ * Walks a root chain from the pinned version-1 root (PROTOCOL.md §11), as `verifyRootChain` of `ctl`. Never throws.
+ * @example const r = await verifyRootChain(rootPem, statements, { minVersion: stored.rootVersion, accepted: stored.statements })
+ */
+export function verifyRootChain(pinnedRootPem: PublicKeyInput, statements: unknown, options?: VerifyRootChainOptions): Promise<RootChainResult> {
+  return verifyRootChainWith(crypto, pinnedRootPem, statements, options);
+}
+
+/** A public key (SPKI PEM, JWK, raw, CryptoKey), checked under §3. @example const k = await importVerifyingKey(rootPem) */
+export const importVerifyingKey = crypto.importVerifyingKey;
+
+/** The thumbprint members of a public key. @example await toPublicJwk(rootPem) // { kty: 'OKP', crv: 'Ed25519', x } */
+export const toPublicJwk = crypto.toPublicJwk;
