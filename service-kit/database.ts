@@ -272,10 +272,52 @@ function pgParam(v: unknown): unknown {
 
 const SCHEMA_PATTERN = /^[a-z_][a-z0-9_]{0,62}$/;
 
+/**
+ * Refusals of a new connection that mean "not now" rather than "never": the server is at
+ * max_connections (53300) or is starting up or shutting down (57P03). Nothing ran, so the
+ * attempt can simply be made again.
+ */
+const BUSY_SERVER = new Set(['53300', '57P03']);
+/** How long a checkout keeps trying a busy server before its error reaches the caller. */
+const BUSY_PATIENCE_MS = 10_000;
+
+/**
+ * A pool whose checkouts wait out a busy server (BUSY_SERVER) with jittered backoff, instead of
+ * failing the query at once: a burst of connections elsewhere on a shared server would otherwise
+ * fail requests that a moment later would have run (and send rate limits to their per-instance
+ * stand-in). `query` checks out through `connect`, so both paths wait.
+ */
+class PatientPool extends pg.Pool {
+  // pg-pool calls connect(callback) from query(); callers call connect() for a promise.
+  override connect(): Promise<pg.PoolClient>;
+  override connect(callback: (err: Error | undefined, client: pg.PoolClient | undefined, done: (release?: unknown) => void) => void): void;
+  override connect(callback?: (err: Error | undefined, client: pg.PoolClient | undefined, done: (release?: unknown) => void) => void): Promise<pg.PoolClient> | void {
+    const checkout = this.checkoutPatiently();
+    if (!callback) return checkout;
+    checkout.then(
+      (client) => callback(undefined, client, (release?: unknown) => client.release(release as Error | boolean | undefined)),
+      (err: Error) => callback(err, undefined, () => {}),
+    );
+  }
+
+  private async checkoutPatiently(): Promise<pg.PoolClient> {
+    const giveUpAt = Date.now() + BUSY_PATIENCE_MS;
+    for (let delayMs = 20; ; delayMs = Math.min(delayMs * 2, 500)) {
+      try {
+        return await super.connect();
+      } catch (e) {
+        const code = (e as { code?: string }).code;
+        if (code === undefined || !BUSY_SERVER.has(code) || Date.now() + delayMs > giveUpAt) throw e;
+        await new Promise((r) => setTimeout(r, delayMs / 2 + Math.random() * delayMs));
+      }
+    }
+  }
+}
+
 async function openPostgres(url: string, options: OpenOptions): Promise<SqlDatabase> {
   const schema = options.schema;
   if (schema !== undefined && !SCHEMA_PATTERN.test(schema)) throw new RangeError(`schema: expected ${SCHEMA_PATTERN}, got '${schema}'`);
-  const pool = new pg.Pool({
+  const pool = new PatientPool({
     connectionString: url,
     max: options.poolSize ?? 10,
     ...(schema ? { options: `-c search_path=${schema}` } : {}),

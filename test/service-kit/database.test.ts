@@ -5,6 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
+import pg from 'pg';
 import { migrate, openDatabase, type SqlDatabase } from '../../service-kit/index.js';
 import { PG_URL, dropSchema, freshSchema, pgAvailable } from './pg-fixture.js';
 
@@ -144,6 +145,40 @@ test('sqlite: concurrent transactions share one commit, each rolled back alone, 
 test('openDatabase refuses unknown URLs without echoing passwords', async () => {
   await rejects(openDatabase('mysql://u:hunter2@h/db'), (e: Error) => e instanceof RangeError && !e.message.includes('hunter2'));
   await rejects(openDatabase('postgres://u@h/db', { schema: 'Bad-Name' }), /schema/);
+});
+
+test('postgres: a query waits out a server at its connection limit (53300) instead of failing', async () => {
+  if (!pgUp) return;
+  // A role allowed one connection stands in for a server at max_connections: the refusal is the
+  // same 53300, without taking a slot from the tests running beside this one.
+  const role = 'ctl_t_one_connection';
+  const admin = new pg.Client({ connectionString: PG_URL });
+  await admin.connect();
+  await admin.query(`DO $$ BEGIN CREATE ROLE ${role} LOGIN CONNECTION LIMIT 1; EXCEPTION WHEN duplicate_object THEN NULL; END $$`);
+  await admin.end();
+  const url = new URL(PG_URL);
+  url.username = role;
+  url.password = '';
+  const hog = new pg.Client({ connectionString: url.href });
+  await hog.connect();
+  const db = await openDatabase(url.href, { poolSize: 2 });
+  try {
+    // Control: a second connection of this role is refused at once, so the wait below is real.
+    const plain = new pg.Client({ connectionString: url.href });
+    const refused = await plain.connect().then(() => undefined, (e: { code?: string }) => e.code);
+    await plain.end().catch(() => {});
+    assert.is(refused, '53300');
+    const answered = db.get<{ one: number }>('SELECT 1 AS one');
+    let settled = false;
+    void answered.then(() => (settled = true), () => (settled = true));
+    await new Promise((r) => setTimeout(r, 300));
+    assert.is(settled, false, 'the query waited while the limit was reached');
+    await hog.end();
+    assert.equal(await answered, { one: 1 });
+  } finally {
+    await hog.end().catch(() => {});
+    await db.close();
+  }
 });
 
 if (pgUp) {
