@@ -132,12 +132,15 @@ export function createLimiter(backend: RateLimitBackend | undefined, limit: Rate
  * on every request. It is emptied by a PostgreSQL crash and not copied to replicas; limits then
  * start afresh, which is all a lost window costs.
  */
-async function createCounterTable(pool: pg.Pool): Promise<void> {
+export async function createCounterTable(pool: Pick<pg.Pool, 'query'>): Promise<void> {
   try {
     await pool.query(`CREATE UNLOGGED TABLE IF NOT EXISTS ${RATE_LIMIT_TABLE} (key varchar(255) PRIMARY KEY, points integer NOT NULL DEFAULT 0, expire bigint)`);
   } catch (e) {
-    // Two instances creating it at once: the loser's unique violation means it exists.
-    if ((e as { code?: string }).code !== '23505' && (e as { code?: string }).code !== '42P07') throw e;
+    // Instances creating it at once: IF NOT EXISTS does not serialise them, and the loser fails
+    // with 23505 (pg_type's index), 42710 (type exists) or 42P07 (relation exists) depending on
+    // where it lost. Whichever it was, the table being there now is what counts.
+    const found = await pool.query(`SELECT to_regclass('${RATE_LIMIT_TABLE}') IS NOT NULL AS found`).catch(() => undefined);
+    if (found?.rows[0]?.found !== true) throw e;
   }
 }
 

@@ -6,6 +6,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createLimiter, parseRateLimit, HttpError, openDatabase, type Limiter } from '../../service-kit/index.js';
+import { createCounterTable } from '../../service-kit/rate-limit.js';
 import { PG_URL, dropSchema, freshSchema, pgAvailable } from './pg-fixture.js';
 
 /** How many of `n` concurrent consumes pass; every refusal must be a proper 429. */
@@ -43,6 +44,21 @@ test('in memory: N pass, then 429 rate_limited with Retry-After; keys are indepe
   assert.match(e!.message, /3 requests per 60 s for this thing/);
   assert.is(createLimiter(undefined, undefined, { name: 'm', what: 'thing' }), undefined);
   assert.throws(() => createLimiter(undefined, { points: 0, seconds: 1 }, { name: 'm', what: 'x' }), /positive/);
+});
+
+test('counter table: a creator that loses the race (42710, 23505, 42P07) goes on when the table is there, fails when it is not', async () => {
+  for (const code of ['42710', '23505', '42P07']) {
+    const lost = Object.assign(new Error('lost the race'), { code });
+    const fake = (exists: boolean) => ({
+      async query(sql: string) {
+        if (sql.startsWith('CREATE')) throw lost;
+        return { rows: [{ found: exists }] };
+      },
+    }) as unknown as Parameters<typeof createCounterTable>[0];
+    await createCounterTable(fake(true));
+    const e = await createCounterTable(fake(false)).then(() => undefined, (x) => x);
+    assert.is(e, lost, code);
+  }
 });
 
 const pgUp = await pgAvailable();
