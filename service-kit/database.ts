@@ -325,9 +325,11 @@ async function openPostgres(url: string, options: OpenOptions): Promise<SqlDatab
   // An idle client's error (server restart) must not crash the process; the next query reconnects.
   pool.on('error', () => {});
   if (schema) {
-    // Two processes creating the same schema at once: the loser's unique violation is harmless.
-    await pool.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`).catch((e: { code?: string }) => {
-      if (e.code !== '23505' && e.code !== '42P06') throw e;
+    // Two processes creating the same schema at once: IF NOT EXISTS does not serialise them, and
+    // the loser's error code depends on where it lost; the schema being there is what counts.
+    await pool.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`).catch(async (e: unknown) => {
+      const found = await pool.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [schema]).catch(() => undefined);
+      if (!found?.rowCount) throw e;
     });
   }
   // Named statements: each connection parses and plans a statement once, then only binds
