@@ -34,13 +34,17 @@ const iife = (file, input, name = 'CTL') => ({
 });
 
 export default [
-  // Role entries (docs/sdk-api.md): a terminal that only verifies, a device that only signs, and the opt-in pure-JS P-256.
+  // Role entries (docs/sdk-api.md): a terminal that only verifies, a device that only signs, and the opt-in modules.
   pair('verify'),
   pair('wallet'),
   pair('p256'),
+  // Opt-in verifier modules (src/verifier/features.ts) the role verifiers do not carry by default.
+  pair('human-agent'),
+  pair('online'),
   iife('ctl-verify.iife.js', 'src/entries/verify.ts'),
   iife('ctl-wallet.iife.js', 'src/entries/wallet.ts'),
   iife('ctl-p256.iife.js', 'src/entries/p256.ts', 'CTLP256'),
+  iife('ctl-human-agent.iife.js', 'src/entries/human-agent.ts', 'CTLHumanAgent'),
   {
     input: 'src/index.ts',
     output: [

@@ -4,8 +4,11 @@
  * dist/ctl.iife.js inside QuickJS and a bare `vm` (test/runtimes/runtimes.test.ts drives them),
  * and against each role bundle (`ctl/verify`, `ctl/wallet`) on the same targets.
  *
- *   const out = await run(CTL, report, fixtures, role)   // role: 'full' (default), 'verify', 'wallet'
+ *   const out = await run(CTL, report, fixtures, role, humanAgent)   // role: 'full' (default), 'verify', 'wallet'
  *   // report(name, ok, detail) is called once per check; out = { passed, failed, outcomes }
+ *   // humanAgent: the `ctl/human-agent` module of the same form (ESM, CJS, IIFE's CTLHumanAgent),
+ *   // which the verify role registers (opt-in there, src/verifier/features.ts) after checking
+ *   // that a Human-Agent grant is refused without it.
  *
  * A role runs every check its bundle is for: `verify` the shared chain and bundle vectors and a
  * terminal's accept / replay / wrong merchant; `wallet` the bundle vectors and SBA signing under
@@ -18,7 +21,7 @@
  * every target and the outcomes must agree exactly. The QuickJS driver evaluates this file as a
  * classic script with the leading `export` removed, so keep it free of imports and other exports.
  */
-export async function run(CTL, report, fixtures, role) {
+export async function run(CTL, report, fixtures, role, humanAgent) {
   role = role || 'full';
   const verifies = role !== 'wallet';
   const outcomes = [];
@@ -76,6 +79,18 @@ export async function run(CTL, report, fixtures, role) {
   const keys = fixtures.keys;
   // Which vectors a role verifies: the wallet has no merchant verifier; receipts are the agent's (full).
   const roleVerifies = (kind) => kind === 'bundle' || kind === 'jcs-policy-hash' || (kind === 'chain' && verifies) || (kind === 'receipt' && role === 'full');
+  // The verifier's Human-Agent profile is opt-in (ctl/human-agent): refused without it, never passed.
+  if (role === 'verify') await attempt('human-agent: unsupported_algorithm until registered, then registered', async () => {
+    const k = fixtures.cases.find((c) => c.kind === 'chain' && c.expected.valid && c.options.trustedHumans);
+    CTL.registerHumanAgent(undefined);
+    const r = await CTL.verifyCtl(k.input.sba, {
+      amount: k.options.amount, currency: k.options.currency, merchantId: k.options.merchantId, rail: k.options.rail, purpose: k.options.purpose,
+      trustedHumans: k.options.trustedHumans, offline: true, now: () => CTL.parseTimestamp(k.options.now, 'now'), spendStorage: CTL.createMemorySpendStorage(),
+    });
+    CTL.registerHumanAgent(humanAgent.humanAgentProfile);
+    const outcome = r.valid ? 'valid' : r.error.code;
+    check('human-agent: unsupported_algorithm until registered, then registered', outcome === 'unsupported_algorithm', outcome, outcome);
+  });
   for (const k of fixtures.cases) {
     if (!roleVerifies(k.kind)) continue;
     await attempt(`vector ${k.id}`, async () => {
