@@ -3,12 +3,26 @@
 import esbuild from 'rollup-plugin-esbuild';
 import { nodeResolve } from '@rollup/plugin-node-resolve';
 import terser from '@rollup/plugin-terser';
+import { fileURLToPath } from 'node:url';
 
 // `module: false` for the IIFE: as an ES module terser would drop its unused top-level `var CTL`.
 // ES2022 as written (class fields, `??=`): every runtime of the portable suite has it (QuickJS
 // too), and lowering to ES2020 cost ~100–220 bytes gzip per bundle in helpers and temporaries.
 // A third terser pass is worth a few dozen bytes more and costs nothing at run time.
-const plugins = (minify = false, module = true) => [
+// The role IIFEs are for embedded engines: no node:crypto, WebCrypto or environment there, so
+// src/host-embedded.ts stands in for src/host.ts and src/crypto/native-none.ts for native.ts,
+// and the native backends drop out (ctl.iife.js, which a browser page may load, keeps them).
+const swaps = [[/(^|\/)host\.js$/, 'src/host-embedded.ts'], [/^\.\/native\.js$/, 'src/crypto/native-none.ts']]
+  .map(([re, file]) => [re, fileURLToPath(new URL(file, import.meta.url))]);
+const embedded = {
+  name: 'ctl-embedded-host',
+  resolveId(source, importer) {
+    if (!importer || !importer.includes('/src/') || importer.endsWith('host-embedded.ts')) return null;
+    return swaps.find(([re]) => re.test(source))?.[1] ?? null;
+  },
+};
+const plugins = (minify = false, module = true, embeddedHost = false) => [
+  ...(embeddedHost ? [embedded] : []),
   nodeResolve({ browser: false, preferBuiltins: false }),
   esbuild({ target: 'es2022', minify: false, tsconfig: 'tsconfig.json' }),
   ...(minify ? [terser({ ecma: 2020, module, compress: { passes: 3 } })] : []),
@@ -26,10 +40,10 @@ const pair = (name, input = `src/entries/${name}.ts`) => ({
   plugins: plugins(true),
   treeshake,
 });
-const iife = (file, input, name = 'CTL') => ({
+const iife = (file, input, name = 'CTL', embeddedHost = true) => ({
   input,
   output: { file: `dist/${file}`, format: 'iife', name, sourcemap: true },
-  plugins: plugins(true, false),
+  plugins: plugins(true, false, embeddedHost),
   treeshake,
 });
 
