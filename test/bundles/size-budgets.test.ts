@@ -16,11 +16,11 @@ const KiB = 1024;
 // Ceilings: the sizes (this test's zlib gzip -9) once the Human-Agent profile and online checks
 // became opt-in modules of the role verifiers, the role IIFEs dropped the native backends, and
 // PKCS#8 and the strict JSON parser were written for size, and ctl/verify verified Ed25519 in
-// its own BigInt arithmetic without noble (verify 18,969, wallet 20,809, edge 16,990, index
-// 29,963 bytes; before: 23,417 / 22,082 / 17,233 / 30,380), plus about a hundred bytes of room. Every budget is still missed (1.5–3.3x): lower the ceilings as bytes go.
+// its own BigInt arithmetic without noble (verify 18,870, wallet 20,707, edge 16,985, index
+// 29,971 bytes; before: 23,417 / 22,082 / 17,233 / 30,380), plus about a hundred bytes of room. Every budget is still missed (1.5–3.3x): lower the ceilings as bytes go.
 export const BUDGETS: Array<{ file: string; budget: number; ceiling?: number }> = [
-  { file: 'ctl-verify.iife.js', budget: 12 * KiB, ceiling: 19_070 },
-  { file: 'ctl-wallet.iife.js', budget: 12 * KiB, ceiling: 20_900 },
+  { file: 'ctl-verify.iife.js', budget: 12 * KiB, ceiling: 18_970 },
+  { file: 'ctl-wallet.iife.js', budget: 12 * KiB, ceiling: 20_800 },
   { file: 'edge.js', budget: 5 * KiB, ceiling: 17_090 },
   { file: 'index.js', budget: 20 * KiB, ceiling: 30_060 },
 ];
