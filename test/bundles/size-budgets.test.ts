@@ -57,4 +57,17 @@ test('the role bundles carry only their role: no P-256 stack, and the verifier h
   }
 });
 
+test('the module swaps hold: the role IIFEs probe no host crypto, ctl/verify carries no noble', () => {
+  const read = (f: string) => readFileSync(join(repoRoot, 'dist', f), 'utf8');
+  // rollup.config.mjs: host-embedded.ts / native-none.ts in the role IIFEs, noble-verify-backend.ts in ctl/verify.
+  for (const f of ['ctl-verify.iife.js', 'ctl-wallet.iife.js']) {
+    assert.not.ok(read(f).includes('getBuiltinModule'), `dist/${f} probes node:crypto (the embedded host swap did not apply)`);
+  }
+  assert.ok(read('ctl.iife.js').includes('getBuiltinModule'), 'dist/ctl.iife.js keeps the host probes');
+  for (const f of ['ctl-verify.iife.js', 'verify.js', 'verify.cjs']) {
+    assert.not.ok(read(f).includes('noble-ed25519'), `dist/${f} carries @noble/ed25519 (the verify-only backend swap did not apply)`);
+  }
+  assert.ok(read('ctl-wallet.iife.js').includes('noble-ed25519'), 'the wallet signs with noble');
+});
+
 test.run();
