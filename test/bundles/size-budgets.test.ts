@@ -14,15 +14,16 @@ import { repoRoot } from '../helpers/vectors.js';
 
 const KiB = 1024;
 // Ceilings: the sizes (this test's zlib gzip -9) once the Human-Agent profile and online checks
-// became opt-in modules of the role verifiers, the role IIFEs dropped the native backends, and
-// PKCS#8 and the strict JSON parser were written for size, and ctl/verify verified Ed25519 in
-// its own BigInt arithmetic without noble (verify 18,870, wallet 20,707, edge 16,985, index
-// 29,971 bytes; before: 23,417 / 22,082 / 17,233 / 30,380), plus about a hundred bytes of room. Every budget is still missed (1.5–3.3x): lower the ceilings as bytes go.
+// became opt-in modules of the role verifiers, the role IIFEs dropped the native backends,
+// PKCS#8, the strict JSON parser and UTF-8 were written for size, and ctl/verify verified
+// Ed25519 in its own BigInt arithmetic without noble (verify 18,599, wallet 20,452, edge 16,715,
+// index 29,703 bytes; before: 23,417 / 22,082 / 17,233 / 30,380), plus about a hundred bytes of
+// room. Every budget is still missed (1.5–3.3x): lower the ceilings as bytes go.
 export const BUDGETS: Array<{ file: string; budget: number; ceiling?: number }> = [
-  { file: 'ctl-verify.iife.js', budget: 12 * KiB, ceiling: 18_970 },
-  { file: 'ctl-wallet.iife.js', budget: 12 * KiB, ceiling: 20_800 },
-  { file: 'edge.js', budget: 5 * KiB, ceiling: 17_090 },
-  { file: 'index.js', budget: 20 * KiB, ceiling: 30_060 },
+  { file: 'ctl-verify.iife.js', budget: 12 * KiB, ceiling: 18_700 },
+  { file: 'ctl-wallet.iife.js', budget: 12 * KiB, ceiling: 20_550 },
+  { file: 'edge.js', budget: 5 * KiB, ceiling: 16_815 },
+  { file: 'index.js', budget: 20 * KiB, ceiling: 29_800 },
 ];
 
 /** gzip -9 size of a dist file. */

@@ -64,6 +64,26 @@ export async function run(CTL, report, fixtures, role, humanAgent) {
     const back = CTL.utf8Decode(CTL.base64urlDecode(CTL.base64urlEncode(bytes)));
     check('base64url and UTF-8 round trip', back === 'CTL ✓ 𝄞' && bytes.length === 12, `${bytes.length} bytes`);
   });
+  // UTF-8 is ours where the host has no TextEncoder, and every engine's decodeURIComponent is its
+  // decoder: each must refuse an overlong form, a surrogate, a code point past U+10FFFF, a truncation.
+  await attempt('invalid UTF-8 refused', async () => {
+    const codes = [[0xc0, 0x80], [0xed, 0xa0, 0x80], [0xf4, 0x90, 0x80, 0x80], [0xe2, 0x82], [0x80], [0xff]].map((b) => {
+      try {
+        CTL.utf8Decode(new Uint8Array(b));
+        return 'accepted';
+      } catch (e) {
+        return e.code;
+      }
+    });
+    let lone = 'accepted';
+    try {
+      CTL.utf8Encode('a\ud800');
+    } catch (e) {
+      lone = e.code;
+    }
+    const all = codes.concat([lone]);
+    check('invalid UTF-8 refused', all.every((c) => c === 'malformed'), all.join(','));
+  });
   await attempt('amounts are BigInt-exact', async () => {
     const a = CTL.parseAmount('123456789012345678901234567890', 'a');
     let bad = 'accepted';
