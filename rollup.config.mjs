@@ -3,12 +3,35 @@
 import esbuild from 'rollup-plugin-esbuild';
 import { nodeResolve } from '@rollup/plugin-node-resolve';
 import terser from '@rollup/plugin-terser';
+import { fileURLToPath } from 'node:url';
 
 // `module: false` for the IIFE: as an ES module terser would drop its unused top-level `var CTL`.
 // ES2022 as written (class fields, `??=`): every runtime of the portable suite has it (QuickJS
 // too), and lowering to ES2020 cost ~100–220 bytes gzip per bundle in helpers and temporaries.
 // A third terser pass is worth a few dozen bytes more and costs nothing at run time.
-const plugins = (minify = false, module = true) => [
+// Module swaps, by build (each a file with the same exports, chosen where a role cannot reach the other):
+// - embedded (the role IIFEs): no node:crypto, WebCrypto or environment in such an engine, so
+//   src/host-embedded.ts stands in for src/host.ts and src/crypto/native-none.ts for native.ts,
+//   and the native backends drop out (ctl.iife.js, which a browser page may load, keeps them);
+// - verifyOnly (ctl/verify): its facade refuses private keys, so the noble backend is
+//   src/crypto/noble-verify-backend.ts (our BigInt Ed25519 verify) and @noble/ed25519 drops out.
+const here = (file) => fileURLToPath(new URL(file, import.meta.url));
+const SWAPS = {
+  embedded: [[/(^|\/)host\.js$/, here('src/host-embedded.ts')], [/^\.\/native\.js$/, here('src/crypto/native-none.ts')]],
+  verifyOnly: [[/^\.\/noble-backend\.js$/, here('src/crypto/noble-verify-backend.ts')]],
+};
+const swap = (kinds) => {
+  const rules = kinds.flatMap((k) => SWAPS[k]);
+  return {
+    name: 'ctl-swap',
+    resolveId(source, importer) {
+      if (!importer || !importer.includes('/src/') || rules.some(([, file]) => importer === file)) return null;
+      return rules.find(([re]) => re.test(source))?.[1] ?? null;
+    },
+  };
+};
+const plugins = (minify = false, module = true, swaps = []) => [
+  ...(swaps.length ? [swap(swaps)] : []),
   nodeResolve({ browser: false, preferBuiltins: false }),
   esbuild({ target: 'es2022', minify: false, tsconfig: 'tsconfig.json' }),
   ...(minify ? [terser({ ecma: 2020, module, compress: { passes: 3 } })] : []),
@@ -17,30 +40,34 @@ const plugins = (minify = false, module = true) => [
 const treeshake = { moduleSideEffects: (id) => !id.includes('/src/') ? true : false };
 
 // One ESM + CJS pair per `exports` entry; role entries also as IIFEs (global `CTL`, `CTLP256`) for embedded engines.
-const pair = (name, input = `src/entries/${name}.ts`) => ({
+const pair = (name, input = `src/entries/${name}.ts`, swaps = []) => ({
   input,
   output: [
     { file: `dist/${name}.js`, format: 'esm', sourcemap: true },
     { file: `dist/${name}.cjs`, format: 'cjs', sourcemap: true, exports: 'named' },
   ],
-  plugins: plugins(true),
+  plugins: plugins(true, true, swaps),
   treeshake,
 });
-const iife = (file, input, name = 'CTL') => ({
+const iife = (file, input, name = 'CTL', swaps = ['embedded']) => ({
   input,
   output: { file: `dist/${file}`, format: 'iife', name, sourcemap: true },
-  plugins: plugins(true, false),
+  plugins: plugins(true, false, swaps),
   treeshake,
 });
 
 export default [
-  // Role entries (docs/sdk-api.md): a terminal that only verifies, a device that only signs, and the opt-in pure-JS P-256.
-  pair('verify'),
+  // Role entries (docs/sdk-api.md): a terminal that only verifies, a device that only signs, and the opt-in modules.
+  pair('verify', undefined, ['verifyOnly']),
   pair('wallet'),
   pair('p256'),
-  iife('ctl-verify.iife.js', 'src/entries/verify.ts'),
+  // Opt-in verifier modules (src/verifier/features.ts) the role verifiers do not carry by default.
+  pair('human-agent'),
+  pair('online'),
+  iife('ctl-verify.iife.js', 'src/entries/verify.ts', 'CTL', ['embedded', 'verifyOnly']),
   iife('ctl-wallet.iife.js', 'src/entries/wallet.ts'),
   iife('ctl-p256.iife.js', 'src/entries/p256.ts', 'CTLP256'),
+  iife('ctl-human-agent.iife.js', 'src/entries/human-agent.ts', 'CTLHumanAgent'),
   {
     input: 'src/index.ts',
     output: [

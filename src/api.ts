@@ -9,6 +9,8 @@ import { createBundleWith, verifyBundleWith, type BundleFields, type SignBundleO
 import { signReceiptWith, verifyReceiptWith, type ReceiptFields, type VerifyReceiptOptions } from './artifacts/receipt.js';
 import { createSessionWith, type SessionOptions, type WalletSession } from './wallet/session.js';
 import { createVerifier, type VerifyCtlOptions, type VerifyCtlResult } from './verifier/verify.js';
+import { humanAgentProfile } from './entries/human-agent.js';
+import { onlineChecks } from './entries/online.js';
 import { createExpressMiddleware, createKoaMiddleware, type MiddlewareOptions } from './verifier/middleware.js';
 import { verifyDecisionWith, type DecisionOptions, type DecisionResult } from './verifier/decision.js';
 import { createRevocationWith, verifyRevocationWith, type VerifyRevocationOptions } from './artifacts/revocation.js';
@@ -100,7 +102,7 @@ export function createSession(grant: PolicyGrant | string, options: SessionOptio
  * The merchant verifier (spec §4.4, PROTOCOL.md §5). Never throws.
  * @example const r = await verifyCtl(sba, { amount: '30', currency: 'USD', merchantId: 'm-1', jwksUrl }); if (!r.valid) console.log(r.error.code)
  */
-export const verifyCtl: (sba: unknown, options: VerifyCtlOptions) => Promise<VerifyCtlResult> = /* @__PURE__ */ createVerifier(defaultCrypto);
+export const verifyCtl: (sba: unknown, options: VerifyCtlOptions) => Promise<VerifyCtlResult> = /* @__PURE__ */ createVerifier(defaultCrypto, { humanAgent: humanAgentProfile, online: onlineChecks });
 
 /**
  * Express/Connect middleware: verifies the SBA of `Authorization: CTL …` or `body.sba`, sets

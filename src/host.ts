@@ -63,3 +63,9 @@ export function hostTextEncode(): ((s: string) => Uint8Array) | undefined {
   const enc = new TE();
   return (s) => enc.encode(s);
 }
+
+/** Duck-typed: the global CryptoKey class is a host object (ARCHITECTURE.md rule 2). @example isCryptoKey(pair.privateKey) // true */
+export function isCryptoKey(v: unknown): v is CryptoKey {
+  const k = v as CryptoKey;
+  return !!k && typeof k === 'object' && typeof k.type === 'string' && typeof k.extractable === 'boolean' && !!k.algorithm && Array.isArray(k.usages);
+}

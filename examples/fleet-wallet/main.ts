@@ -11,14 +11,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as CTL from '../../src/index.js';
 // What each side carries (docs/sdk-api.md): the vehicle only signs (ctl/wallet, in QuickJS
-// dist/ctl-wallet.iife.js), the merchant only verifies (ctl/verify); the back office has it all.
+// dist/ctl-wallet.iife.js), the merchant only verifies (ctl/verify, plus ctl/online: it fetches
+// the authority's JWKS and checks revocation URLs); the back office has it all.
 import * as Wallet from '../../src/entries/wallet.js';
 import * as Verifier from '../../src/entries/verify.js';
+import { onlineChecks } from '../../src/entries/online.js';
 import { createDevice } from '../../firmware-bridge/device.js';
 import { createFileByteStorage } from '../../firmware-bridge/node/file-storage.js';
 import { createNodeAbi } from '../../firmware-bridge/node/test-abi.js';
 import { expect, startLocalAuthority } from '../shared/local-authority.js';
 
+Verifier.registerOnlineChecks(onlineChecks);
 const work = mkdtempSync(join(tmpdir(), 'ctl-wallet-'));
 const flash = join(work, 'vehicle.flash.json');
 const vehicle = () => createDevice(Wallet, createNodeAbi({ storage: createFileByteStorage(flash) }));

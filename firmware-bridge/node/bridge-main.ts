@@ -3,7 +3,7 @@
  * running inside QuickJS with the firmware ABI backed by a file (flash) and node:crypto (TRNG).
  * Logs go to stderr; stdout carries frames only.
  *
- *   node build/firmware-bridge/node/bridge-main.js --flash FILE [--engine quickjs|node] [--bundle verify|wallet|full] [--p256] [--now ISO]
+ *   node build/firmware-bridge/node/bridge-main.js --flash FILE [--engine quickjs|node] [--bundle verify|wallet|full] [--p256] [--human-agent] [--now ISO]
  *
  * `--bundle` picks the SDK a device carries: `verify` (dist/ctl-verify.iife.js) for a terminal
  * that only verifies, `wallet` (dist/ctl-wallet.iife.js) for one that only signs, `full` (default).
@@ -19,7 +19,7 @@ function arg(name: string): string | undefined {
 
 const flash = arg('--flash');
 if (!flash) {
-  process.stderr.write('usage: bridge-main --flash FILE [--engine quickjs|node] [--bundle verify|wallet|full] [--p256] [--now ISO]\n');
+  process.stderr.write('usage: bridge-main --flash FILE [--engine quickjs|node] [--bundle verify|wallet|full] [--p256] [--human-agent] [--now ISO]\n');
   process.exit(2);
 }
 const engine = arg('--engine') ?? 'quickjs';
@@ -35,7 +35,7 @@ abi.log = (level, message) => void process.stderr.write(`[bridge ${level}] ${mes
 let handle: (payload: Uint8Array) => Promise<Uint8Array>;
 if (engine === 'quickjs') {
   const { createQuickJsDevice } = await import('./quickjs-device.js');
-  const dev = await createQuickJsDevice(abi, { bundle, p256: process.argv.includes('--p256') });
+  const dev = await createQuickJsDevice(abi, { bundle, p256: process.argv.includes('--p256'), humanAgent: process.argv.includes('--human-agent') });
   handle = async (p) => dev.request(p);
 } else if (engine === 'node') {
   const CTL = bundle === 'verify' ? await import('../../src/entries/verify.js')

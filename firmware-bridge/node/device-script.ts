@@ -18,13 +18,13 @@ export const root = (() => {
 /** Which SDK bundle a device loads: the verifier alone, the wallet alone, or everything. */
 export type DeviceBundle = 'verify' | 'wallet' | 'full';
 
-/** The IIFE of each role (global `CTL`), and the opt-in pure-JS P-256 (global `CTLP256`). */
-export const IIFE_FILES: Record<DeviceBundle | 'p256', string> = {
-  verify: 'ctl-verify.iife.js', wallet: 'ctl-wallet.iife.js', full: 'ctl.iife.js', p256: 'ctl-p256.iife.js',
+/** The IIFE of each role (global `CTL`), and the opt-in modules: pure-JS P-256 (`CTLP256`), the Human-Agent profile (`CTLHumanAgent`). */
+export const IIFE_FILES: Record<DeviceBundle | 'p256' | 'human-agent', string> = {
+  verify: 'ctl-verify.iife.js', wallet: 'ctl-wallet.iife.js', full: 'ctl.iife.js', p256: 'ctl-p256.iife.js', 'human-agent': 'ctl-human-agent.iife.js',
 };
 
 /** dist/ctl.iife.js (or a role's bundle), or a clear error telling to build it. */
-export function readIife(bundle: DeviceBundle | 'p256' = 'full'): string {
+export function readIife(bundle: DeviceBundle | 'p256' | 'human-agent' = 'full'): string {
   const path = join(root, 'dist', IIFE_FILES[bundle]);
   if (!existsSync(path)) throw new Error(`${path} is missing: run \`npm run build\` first`);
   return readFileSync(path, 'utf8');

@@ -12,6 +12,8 @@ export interface QuickJsDeviceOptions {
   bundle?: DeviceBundle;
   /** Also load dist/ctl-p256.iife.js and register it: for P-256 keys on a host without native P-256. */
   p256?: boolean;
+  /** Also load dist/ctl-human-agent.iife.js and register it: for grants issued by a person's did:key (PROTOCOL.md §10), opt-in in the role bundles. */
+  humanAgent?: boolean;
 }
 
 export interface QuickJsDevice {
@@ -30,6 +32,10 @@ export async function createQuickJsDevice(abi: HostAbi, o: QuickJsDeviceOptions 
   if (o.p256) {
     engine.evalScript(readIife('p256'), IIFE_FILES.p256);
     engine.evalScript('CTL.registerP256(CTLP256.nobleP256);', 'register-p256.js');
+  }
+  if (o.humanAgent && bundle === 'verify') {
+    engine.evalScript(readIife('human-agent'), IIFE_FILES['human-agent']);
+    engine.evalScript('CTL.registerHumanAgent(CTLHumanAgent.humanAgentProfile);', 'register-human-agent.js');
   }
   engine.evalScript(await deviceScript(), 'device.iife.js');
   return {

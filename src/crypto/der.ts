@@ -36,45 +36,6 @@ export interface RawPublicKey {
   key: Uint8Array;
 }
 
-interface Tlv {
-  tag: number;
-  body: Uint8Array;
-  next: number;
-}
-
-/** One DER TLV at `at`, minimal definite lengths only. */
-function tlv(b: Uint8Array, at: number): Tlv {
-  const tag = b[at];
-  let len = b[at + 1];
-  if (tag === undefined || len === undefined) return bad('truncated DER');
-  let p = at + 2;
-  if (len & 0x80) {
-    const n = len & 0x7f;
-    if (n < 1 || n > 2) return bad('DER length');
-    len = 0;
-    for (let i = 0; i < n; i++) len = (len << 8) | (b[p++] ?? bad('truncated DER'));
-    if (len < 0x80 || (n === 2 && len < 0x100)) return bad('non-minimal DER length');
-  }
-  if (p + len > b.length) return bad('truncated DER');
-  return { tag, body: b.subarray(p, p + len), next: p + len };
-}
-
-/** The children of a constructed value, which must fill it exactly. */
-function children(body: Uint8Array): Tlv[] {
-  const out: Tlv[] = [];
-  for (let at = 0; at < body.length; ) {
-    const t = tlv(body, at);
-    out.push(t);
-    at = t.next;
-  }
-  return out;
-}
-
-function whole(t: Tlv): string {
-  // Re-encode the header to compare a whole TLV against a hex constant (all ours are short).
-  return hex(new Uint8Array([t.tag, t.body.length])) + hex(t.body);
-}
-
 /** Unwraps PEM; tolerates `\n` written literally, as env files often hold it. @example pemBody(pem).label // 'PUBLIC KEY' */
 export function pemBody(text: string): { label: string; der: Uint8Array } {
   if (typeof text !== 'string' || text.length > 16384) return bad('not a PEM');
@@ -100,48 +61,32 @@ export function parseSpki(der: Uint8Array): RawPublicKey {
   return bad('not an Ed25519 or P-256 SubjectPublicKeyInfo');
 }
 
+// PKCS#8 as a pattern over its hex with every length left open; what matched is then written back
+// with minimal lengths and must be the very bytes given. DER is unique, so this is as strict as a
+// TLV parser, and smaller. Ed25519: v1, or v2 with its [1] public key. P-256 (no attributes): an
+// RFC 5915 ECPrivateKey (version 1, the scalar, optional [0] curve, optional [1] public key).
+const L = '(?:81)?[0-9a-f]{2}';
+// Both with the groups version, key, [0] curve (P-256 only: `()` for Ed25519), public key.
+const ED = new RegExp(`^30${L}02010([01])3005${OID_ED25519}04${L}0420([0-9a-f]{64})()(?:812100([0-9a-f]{64}))?$`);
+const EC = new RegExp(`^30${L}02010([01])3013${OID_EC}${OID_P256}04${L}30${L}0201010420([0-9a-f]{64})(a00a${OID_P256})?(?:a1${L}03${L}00([0-9a-f]+))?$`);
+
+/** A DER TLV in hex with a minimal definite length (bodies here are under 256 bytes). */
+const tlvHex = (tag: string, body: string): string => {
+  const n = body.length / 2;
+  return tag + (n < 128 ? '' : '81') + (n < 16 ? '0' : '') + n.toString(16) + body;
+};
+
 /** Reads a PKCS#8 (v1, or v2 with the public key) DER. @example parsePkcs8(der).alg // 'EdDSA' */
 export function parsePkcs8(der: Uint8Array): RawPrivateKey {
-  const top = tlv(der, 0);
-  if (top.tag !== 0x30 || top.next !== der.length) return bad('PKCS#8 is not one SEQUENCE');
-  const [ver, algId, key, pub, ...rest] = children(top.body);
-  if (!ver || !algId || !key || rest.length) return bad('PKCS#8 shape');
-  const v = whole(ver);
-  if (v !== '020100' && v !== '020101') return bad('PKCS#8 version');
-  if (key.tag !== 0x04) return bad('PKCS#8 privateKey');
-  if (pub && (v !== '020101' || pub.tag !== 0x81)) return bad('PKCS#8 attributes are not supported');
-  const a = hex(algId.body);
-  if (algId.tag === 0x30 && a === OID_ED25519) {
-    const seed = tlv(key.body, 0);
-    if (seed.tag !== 0x04 || seed.body.length !== 32 || seed.next !== key.body.length) return bad('Ed25519 seed');
-    let pk: Uint8Array | undefined;
-    if (pub) {
-      if (pub.body.length !== 33 || pub.body[0] !== 0) return bad('Ed25519 public key');
-      pk = pub.body.slice(1);
-    }
-    return { alg: 'EdDSA', d: seed.body.slice(), ...(pk ? { pub: pk } : {}) };
-  }
-  if (algId.tag === 0x30 && a === OID_EC + OID_P256) {
-    if (pub) return bad('PKCS#8 attributes are not supported');
-    // RFC 5915 ECPrivateKey: version 1, 32-byte scalar, optional [0] curve, optional [1] public key.
-    const ec = tlv(key.body, 0);
-    if (ec.tag !== 0x30 || ec.next !== key.body.length) return bad('ECPrivateKey');
-    const [ev, d, ...opt] = children(ec.body);
-    if (!ev || !d || whole(ev) !== '020101' || d.tag !== 0x04 || d.body.length !== 32) return bad('ECPrivateKey');
-    let pk: Uint8Array | undefined;
-    let last = 0;
-    for (const o of opt) {
-      if (o.tag === 0xa0 && last < 1 && hex(o.body) === OID_P256) last = 1;
-      else if (o.tag === 0xa1 && last < 2) {
-        const bits = tlv(o.body, 0);
-        if (bits.tag !== 0x03 || bits.next !== o.body.length || bits.body[0] !== 0) return bad('ECPrivateKey public key');
-        pk = bits.body.slice(1);
-        last = 2;
-      } else return bad('ECPrivateKey');
-    }
-    return { alg: 'ES256', d: d.body.slice(), ...(pk ? { pub: pk } : {}) };
-  }
-  return bad('not an Ed25519 or P-256 PKCS#8 key');
+  const h = hex(der);
+  const ed = ED.exec(h);
+  const [, v, d, params = '', pub] = ed ?? EC.exec(h) ?? bad('not an Ed25519 or P-256 PKCS#8 key');
+  if (ed && pub && v !== '1') bad('PKCS#8 attributes need version 2');
+  const key = ed
+    ? tlvHex('04', '0420' + d) + (pub ? '812100' + pub : '')
+    : tlvHex('04', tlvHex('30', '0201010420' + d + params + (pub === undefined ? '' : tlvHex('a1', tlvHex('03', '00' + pub)))));
+  if (tlvHex('30', '02010' + v + (ed ? '3005' + OID_ED25519 : '3013' + OID_EC + OID_P256) + key) !== h) bad('not DER (non-minimal or wrong lengths)');
+  return { alg: ed ? 'EdDSA' : 'ES256', d: hexDecode(d!), ...(pub ? { pub: hexDecode(pub) } : {}) };
 }
 
 /** SPKI DER of a raw public key. @example spki('EdDSA', pub32) // Uint8Array(44) */

@@ -11,9 +11,8 @@ import { pem, pkcs8, spki } from './der.js';
 import { badKey, checkPublicJwk, thumbprintInput, thumbprintMembers } from './jwk.js';
 import { createPublicKeyImporter } from './public-keys.js';
 import { createKeyImporter, publicKeyPemFromJwk } from './keys.js';
-import { createNodeBackend } from './node-backend.js';
+import { createNativeBackend } from './native.js';
 import { createNobleBackend } from './noble-backend.js';
-import { createSubtleBackend } from './subtle-backend.js';
 import { randomBytes, setRandomSource } from './random.js';
 import { p256ScalarOk } from './strict.js';
 import type { Backend } from './backend.js';
@@ -38,10 +37,7 @@ function noble(): Backend {
 }
 
 function native(): Backend | undefined {
-  if (nativeBackend) return nativeBackend;
-  const nc = nodeCrypto();
-  const subtle = hostSubtle();
-  return (nativeBackend = nc ? createNodeBackend(nc) : subtle ? createSubtleBackend(subtle) : undefined);
+  return (nativeBackend ??= createNativeBackend(nodeCrypto()));
 }
 
 // A valid Ed25519 public key (RFC 8032 test 1): WebCrypto without Ed25519 refuses to import it.

@@ -9,6 +9,10 @@
  * libsodium do: noble's own verify is cofactored even with `zip215: false`, and would accept
  * signatures under mixed-order keys (speccheck cases 4 and 5) that the native backend refuses.
  * Both equations are RFC 8032; one rule for every backend is what §3 needs.
+ *
+ * `ctl/verify` builds noble-verify-backend.ts instead (rollup.config.mjs): the same check in our
+ * own BigInt arithmetic (ed25519-verify.ts), without noble, as a terminal never signs; where noble
+ * is in the bundle anyway for signing, its point arithmetic serves verification too.
  */
 import * as ed from '@noble/ed25519';
 import { sha256, sha512 } from './sha2.js';

@@ -4,7 +4,7 @@
  * PROTOCOL.md §3 and cached, so a verifier checking many SBAs under one key imports it once.
  * Also the CryptoKey signer both facades use. No noble here.
  */
-import { hostSubtle } from '../host.js';
+import { hostSubtle, isCryptoKey } from '../host.js';
 import { createLru } from './cache.js';
 import { parseSpki, pemBody } from './der.js';
 import { badKey as bad, checkPublicJwk, checkRawPublic, jwkAlg, jwkKey, type CheckedPublicKey } from './jwk.js';
@@ -13,11 +13,7 @@ import type { Backend } from './backend.js';
 import type { Alg, CtlCrypto, ImportOptions, PrivateKeyInput, PublicJwk, PublicKeyInput, SigningKey, VerifyingKey } from './types.js';
 import { passUnsupported } from './algorithm-support.js';
 
-/** Duck-typed: the global CryptoKey class is a host object (ARCHITECTURE.md rule 2). @example isCryptoKey(pair.privateKey) // true */
-export function isCryptoKey(v: unknown): v is CryptoKey {
-  const k = v as CryptoKey;
-  return !!k && typeof k === 'object' && typeof k.type === 'string' && typeof k.extractable === 'boolean' && !!k.algorithm && Array.isArray(k.usages);
-}
+export { isCryptoKey };
 
 /** An imported SigningKey / VerifyingKey (pass-through inputs). @example isKey(key, 'signing') */
 export function isKey(v: unknown, kind: 'signing' | 'verifying'): boolean {

@@ -22,7 +22,10 @@ let constants: Constants | undefined;
 function rootFraction(p: number, root: number): bigint {
   const r = BigInt(root);
   const n = BigInt(p) << (64n * r);
-  let x = 1n << BigInt(Math.ceil(n.toString(2).length / root));
+  // Start just above the root: the float root is good to ~2^-50, so 2^20 units of 2^-64 above it
+  // is above the true one, and Newton (which must start above) ends in two or three steps instead
+  // of seven or so from a power of two: a device's first hash builds these tables (cold start).
+  let x = (BigInt(Math.floor(p ** (1 / root) * 2 ** 52)) << 12n) + (1n << 20n);
   for (;;) {
     const y = ((r - 1n) * x + n / x ** (r - 1n)) / r;
     if (y >= x) return x & 0xffffffffffffffffn;

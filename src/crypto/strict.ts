@@ -8,10 +8,12 @@
  */
 import type { Alg } from './types.js';
 
-const P = 2n ** 255n - 19n;
+/** The field prime of Ed25519. */
+export const P = 2n ** 255n - 19n;
 /** The order of the Ed25519 base point (S must be below it, §3). @example le(sBytes) < L */
 export const L = 2n ** 252n + 27742317777372353535851937790883648493n;
-const D = 37095705934669439343138083508754565189542113879843219016388785533085940283555n;
+/** The Edwards d of Ed25519. */
+export const D = 37095705934669439343138083508754565189542113879843219016388785533085940283555n;
 // y of the 8 small-order points (identity, order 2, order 4 twice, order 8 four times): x = ±...
 // for each, so comparing y alone catches every sign bit too.
 const C8 = 2707385501144840649318225287225658788936804267575313519463743609750303402022n;

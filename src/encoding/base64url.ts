@@ -6,7 +6,7 @@
 import { CtlError, malformed } from '../errors.js';
 
 const URL_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
-const STD_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+const STD_ALPHABET = URL_ALPHABET.slice(0, 62) + '+/';
 const URL_LOOKUP = lookup(URL_ALPHABET);
 const STD_LOOKUP = lookup(STD_ALPHABET);
 
@@ -16,22 +16,17 @@ function lookup(alphabet: string): Int16Array {
   return t;
 }
 
+/** Six bits at a time, as `decode` reads them back; the last group is zero-filled on the right. */
 function encode(bytes: Uint8Array, alphabet: string, pad: boolean): string {
   let out = '';
-  let i = 0;
-  for (; i + 2 < bytes.length; i += 3) {
-    const n = (bytes[i]! << 16) | (bytes[i + 1]! << 8) | bytes[i + 2]!;
-    out += alphabet[n >> 18]! + alphabet[(n >> 12) & 63]! + alphabet[(n >> 6) & 63]! + alphabet[n & 63]!;
+  let acc = 0;
+  let bits = 0;
+  for (let i = 0; i < bytes.length; i++) {
+    acc = ((acc << 8) | bytes[i]!) & 0xfff;
+    for (bits += 8; bits >= 6; ) out += alphabet[(acc >> (bits -= 6)) & 63]!;
   }
-  const rest = bytes.length - i;
-  if (rest === 1) {
-    const n = bytes[i]! << 16;
-    out += alphabet[n >> 18]! + alphabet[(n >> 12) & 63]! + (pad ? '==' : '');
-  } else if (rest === 2) {
-    const n = (bytes[i]! << 16) | (bytes[i + 1]! << 8);
-    out += alphabet[n >> 18]! + alphabet[(n >> 12) & 63]! + alphabet[(n >> 6) & 63]! + (pad ? '=' : '');
-  }
-  return out;
+  if (bits) out += alphabet[(acc << (6 - bits)) & 63]!;
+  return pad ? out + '=='.slice(0, (4 - (out.length % 4)) % 4) : out;
 }
 
 function decode(text: string, table: Int16Array, what: string): Uint8Array {

@@ -61,7 +61,8 @@ function write(value: unknown, depth: number, max: number): string {
   }
 }
 
-const SURROGATE = /[\ud800-\udfff]/;
+// A high surrogate not followed by a low one, or a low one not preceded by a high one (I-JSON, RFC 7493 §2.1).
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 // Printable ASCII but `"` and `\`: written as is (ids, amounts, timestamps, base64url: nearly every string of an artifact).
 const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
 
@@ -69,17 +70,8 @@ const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
 export function quoteJson(s: string): string {
   if (PLAIN.test(s)) return '"' + s + '"'; // what JSON.stringify gives, twice as fast (the verifier's hot path)
   // JSON.stringify escapes exactly as RFC 8785 asks, but would escape a lone surrogate instead
-  // of refusing it: I-JSON forbids them. The regex keeps the common case native-fast.
-  if (SURROGATE.test(s)) {
-    for (let i = 0; i < s.length; i++) {
-      const c = s.charCodeAt(i);
-      if (c >= 0xd800 && c <= 0xdfff) {
-        const d = s.charCodeAt(i + 1);
-        if (c > 0xdbff || !(d >= 0xdc00 && d <= 0xdfff)) malformed('lone surrogate');
-        i++;
-      }
-    }
-  }
+  // of refusing it: I-JSON forbids them.
+  if (LONE_SURROGATE.test(s)) malformed('lone surrogate');
   return JSON.stringify(s);
 }
 
@@ -90,6 +82,12 @@ export interface StrictJsonOptions {
   maxLength?: number;
 }
 
+// One token, after JSON white space: a string (JSON's escapes, no raw control character), a
+// number (JSON's grammar), a literal or a punctuator. JSON.parse and Number then read string and
+// number tokens, so their values are exactly JSON's; this parser adds what JSON.parse lets pass.
+const TOKEN = /[ \t\n\r]*("[^"\\\x00-\x1f]*(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*)*"|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false|null|[{}[\]:,])/y;
+const WS = /^[ \t\n\r]*$/;
+
 /**
  * Parses untrusted JSON text as I-JSON: duplicate keys, lone surrogates, unsafe or non-finite
  * numbers, nesting over 64 levels and trailing text are refused with `CtlError('malformed')`.
@@ -98,159 +96,55 @@ export interface StrictJsonOptions {
 export function parseStrictJson(text: string, options: StrictJsonOptions = {}): unknown {
   if (typeof text !== 'string') malformed('JSON text must be a string');
   if (text.length > (options.maxLength ?? 1 << 20)) malformed('JSON text too long');
-  const p = new Parser(text, options.numbers ?? 'safe-integers');
-  p.ws();
-  const value = p.value(0);
-  p.ws();
-  if (p.i !== text.length) p.fail('unexpected trailing text');
-  return value;
-}
-
-class Parser {
-  i = 0;
-  constructor(readonly s: string, readonly numbers: 'safe-integers' | 'finite') {}
-
-  fail(why: string): never {
-    malformed(`invalid JSON at ${this.i}: ${why}`);
-  }
-
-  ws(): void {
-    const s = this.s;
-    while (this.i < s.length) {
-      const c = s.charCodeAt(this.i);
-      if (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) this.i++;
-      else break;
-    }
-  }
-
-  value(depth: number): unknown {
-    if (depth > MAX_DEPTH) this.fail('nesting too deep');
-    const c = this.s[this.i];
-    if (c === '{') return this.object(depth);
-    if (c === '[') return this.array(depth);
-    if (c === '"') return this.string();
-    if (c === 't') return this.literal('true', true);
-    if (c === 'f') return this.literal('false', false);
-    if (c === 'n') return this.literal('null', null);
-    if (c === '-' || (c !== undefined && c >= '0' && c <= '9')) return this.number();
-    return this.fail(c === undefined ? 'unexpected end' : `unexpected '${c}'`);
-  }
-
-  literal<T>(word: string, v: T): T {
-    if (this.s.startsWith(word, this.i)) {
-      this.i += word.length;
-      return v;
-    }
-    return this.fail('invalid literal');
-  }
-
-  object(depth: number): Record<string, unknown> {
-    this.i++;
-    const out: Record<string, unknown> = {};
-    const seen = new Set<string>();
-    this.ws();
-    if (this.s[this.i] === '}') {
-      this.i++;
-      return out;
-    }
-    for (;;) {
-      this.ws();
-      if (this.s[this.i] !== '"') this.fail('expected a key');
-      const key = this.string();
-      if (seen.has(key)) this.fail(`duplicate key ${JSON.stringify(key)}`);
-      seen.add(key);
-      this.ws();
-      if (this.s[this.i] !== ':') this.fail("expected ':'");
-      this.i++;
-      this.ws();
-      const v = this.value(depth + 1);
-      // An own data property even for "__proto__": never touch the prototype chain.
-      Object.defineProperty(out, key, { value: v, enumerable: true, writable: true, configurable: true });
-      this.ws();
-      const c = this.s[this.i++];
-      if (c === '}') return out;
-      if (c !== ',') this.fail("expected ',' or '}'");
-    }
-  }
-
-  array(depth: number): unknown[] {
-    this.i++;
-    const out: unknown[] = [];
-    this.ws();
-    if (this.s[this.i] === ']') {
-      this.i++;
-      return out;
-    }
-    for (;;) {
-      this.ws();
-      out.push(this.value(depth + 1));
-      this.ws();
-      const c = this.s[this.i++];
-      if (c === ']') return out;
-      if (c !== ',') this.fail("expected ',' or ']'");
-    }
-  }
-
-  string(): string {
-    const s = this.s;
-    let i = ++this.i;
-    let out = '';
-    let start = i;
-    for (;;) {
-      if (i >= s.length) { this.i = i; this.fail('unterminated string'); }
-      const c = s.charCodeAt(i);
-      if (c === 0x22) break;
-      if (c < 0x20) { this.i = i; this.fail('control character in string'); }
-      if (c === 0x5c) {
-        out += s.slice(start, i);
-        const e = s[i + 1];
-        i += 2;
-        switch (e) {
-          case '"': out += '"'; break;
-          case '\\': out += '\\'; break;
-          case '/': out += '/'; break;
-          case 'b': out += '\b'; break;
-          case 'f': out += '\f'; break;
-          case 'n': out += '\n'; break;
-          case 'r': out += '\r'; break;
-          case 't': out += '\t'; break;
-          case 'u': {
-            const hex = s.slice(i, i + 4);
-            if (!/^[0-9a-fA-F]{4}$/.test(hex)) { this.i = i; this.fail('bad \\u escape'); }
-            out += String.fromCharCode(parseInt(hex, 16));
-            i += 4;
-            break;
-          }
-          default:
-            this.i = i;
-            this.fail('bad escape');
-        }
-        start = i;
-        continue;
-      }
-      i++;
-    }
-    out += s.slice(start, i);
-    this.i = i + 1;
-    // Surrogates may arrive raw or as escapes; either way they must pair up (I-JSON, RFC 7493 §2.1).
-    for (let k = 0; k < out.length; k++) {
-      const c = out.charCodeAt(k);
-      if (c >= 0xd800 && c <= 0xdfff) {
-        const d = out.charCodeAt(k + 1);
-        if (c > 0xdbff || !(d >= 0xdc00 && d <= 0xdfff)) this.fail('lone surrogate');
-        k++;
+  const safe = options.numbers !== 'finite';
+  let at = 0;
+  const fail = (why: string): never => malformed(`invalid JSON at ${at}: ${why}`);
+  const next = (): string => {
+    TOKEN.lastIndex = at;
+    const m = TOKEN.exec(text) ?? fail(WS.test(text.slice(at)) ? 'unexpected end' : 'unexpected character');
+    at = TOKEN.lastIndex;
+    return m[1]!;
+  };
+  const string = (t: string): string => {
+    const v = t.includes('\\') ? (JSON.parse(t) as string) : t.slice(1, -1);
+    // Surrogates may arrive raw or as escapes; either way they must pair up.
+    return LONE_SURROGATE.test(v) ? fail('lone surrogate') : v;
+  };
+  const value = (t: string, depth: number): unknown => {
+    if (depth > MAX_DEPTH) fail('nesting too deep');
+    if (t === '{' || t === '[') {
+      const object = t === '{';
+      const out: Record<string, unknown> | unknown[] = object ? {} : [];
+      const close = object ? '}' : ']';
+      let u = next();
+      if (u === close) return out;
+      for (;;) {
+        if (object) {
+          if (u[0] !== '"') fail('expected a key');
+          const key = string(u);
+          if (Object.prototype.hasOwnProperty.call(out, key)) fail(`duplicate key ${JSON.stringify(key)}`);
+          if (next() !== ':') fail("expected ':'");
+          // An own data property even for "__proto__": never touch the prototype chain.
+          Object.defineProperty(out, key, { value: value(next(), depth + 1), enumerable: true, writable: true, configurable: true });
+        } else (out as unknown[]).push(value(u, depth + 1));
+        u = next();
+        if (u === close) return out;
+        if (u !== ',') fail(`expected ',' or '${close}'`);
+        u = next();
       }
     }
-    return out;
-  }
-
-  number(): number {
-    const m = /^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?/.exec(this.s.slice(this.i, this.i + 400));
-    if (!m) return this.fail('invalid number');
-    this.i += m[0].length;
-    const n = Number(m[0]);
-    if (!Number.isFinite(n)) this.fail('number out of range');
-    if (this.numbers === 'safe-integers' && !Number.isSafeInteger(n)) this.fail('number is not a safe integer');
-    return n;
-  }
+    if (t[0] === '"') return string(t);
+    if (t === 'true' || t === 'false') return t === 'true';
+    if (t === 'null') return null;
+    if (/^[-0-9]/.test(t)) {
+      const n = Number(t);
+      if (!Number.isFinite(n)) fail('number out of range');
+      if (safe && !Number.isSafeInteger(n)) fail('number is not a safe integer');
+      return n;
+    }
+    return fail(`unexpected '${t}'`);
+  };
+  const v = value(next(), 0);
+  if (!WS.test(text.slice(at))) fail('unexpected trailing text');
+  return v;
 }

@@ -2,7 +2,9 @@
  * `ctl/verify` (`dist/verify.js`, `dist/ctl-verify.iife.js`): the merchant / terminal verifier
  * alone, for a charger, a kiosk or a POS that only accepts payments. No wallet, no gateway
  * client, no P-256 stack (P-256 through node:crypto or WebCrypto; elsewhere `registerP256` with
- * `ctl/p256`). See docs/sdk-api.md for which entry fits which device.
+ * `ctl/p256`); the Human-Agent profile and online checks (revocation URL, JWKS URL) are opt-in
+ * (`registerHumanAgent`, `registerOnlineChecks`): offline with bundles or a pinned key is the
+ * default. See docs/sdk-api.md for which entry fits which device.
  */
 export { CtlError, ERROR_CODES, isCtlErrorCode, type CtlErrorCode, type CtlErrorInfo } from '../errors.js';
 export type { VerifyCtlOptions, VerifyCtlResult } from '../verifier/verify.js';
@@ -18,6 +20,8 @@ export { utf8Encode, utf8Decode } from '../encoding/utf8.js';
 export { parseAmount, parseTimestamp, formatTimestamp } from '../values.js';
 export { jwkThumbprint, sha256Hex, setRandomSource, setCryptoBackend, getCryptoBackendName } from '../crypto/index.js';
 export { registerP256, type P256Provider } from '../crypto/algorithm-support.js';
+// Opt-in modules (features.ts): the Human-Agent profile from ctl/human-agent, online checks from ctl/online.
+export { registerHumanAgent, registerOnlineChecks, type HumanAgentSupport, type OnlineChecks } from '../verifier/features.js';
 export type { Alg, PublicJwk, PublishedJwk, PublicKeyInput, VerifyingKey } from '../crypto/types.js';
 
 // Bound here to the verify-only facade (no private-key readers in this bundle); the same code as `ctl`'s.

@@ -16,13 +16,13 @@ import { CtlError, toErrorInfo, type CtlErrorInfo } from '../errors.js';
 import { canonicalize, parseStrictJson } from '../encoding/jcs.js';
 import { base64urlDecode } from '../encoding/base64url.js';
 import { parseCurrency, parsePaymentAmount, parseTimestamp, purposeAllowed } from '../values.js';
-import { hostEnv, hostFetch, hostNow } from '../host.js';
-import { createRevocationChecker } from '../revocation.js';
-import { fetchJson, type FetchLike } from '../net/fetch-json.js';
+import { hostEnv, hostNow } from '../host.js';
+import type { RevocationChecker } from '../revocation.js';
+import type { FetchLike } from '../net/fetch-json.js';
 import { createMemorySpendStorage, type SpendStorage } from '../wallet/spend-storage.js';
 import { commitAll, reserveAll, velocityLedgers, type Ledger } from '../wallet/ledgers.js';
 import { readFlooredTime, type TimeFloor } from './time-floor.js';
-import { didKeyToJwk } from '../encoding/did-key.js';
+import { featureOf, viaModule, type VerifierFeatures } from './features.js';
 import { passUnsupported } from '../crypto/algorithm-support.js';
 
 export interface VerifyCtlOptions {
@@ -96,14 +96,17 @@ function remember<V>(map: Map<string, V>, key: string, value: V, max = 1024): V 
 
 export type VerifyCtl = (sba: unknown, options: VerifyCtlOptions) => Promise<VerifyCtlResult>;
 
-/** A verifier with its own caches (grant signatures, bundles, JWKS, revocation, spend). */
-export function createVerifier(c: CtlCrypto): VerifyCtl {
+/**
+ * A verifier with its own caches (grant signatures, bundles, JWKS, revocation, spend). `builtIn`:
+ * the optional modules this build carries (features.ts); the others come from registration.
+ */
+export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): VerifyCtl {
   /** By grant signature; only grants that passed `checkSba` get here, so `jcs` is a checked text. */
   const grantChecked = new Map<string, { jcs: string; keyId: string; ok: boolean }>();
   const bundles = createBundleCache(c);
   const jwksCache = new Map<string, { at: number; jwks: Jwks }>();
   const didKeys = new Map<string, PublicJwk>();
-  const revocation = createRevocationChecker();
+  let revocation: RevocationChecker | undefined;
   const defaultSpend = createMemorySpendStorage();
   const turns = new Map<string, Promise<unknown>>();
   /** Walked chains, keyed by the bytes of root + chain (never by object): a payment does not re-verify the chain. */
@@ -201,7 +204,7 @@ export function createVerifier(c: CtlCrypto): VerifyCtl {
     return { jwk, revoked, newestIssuedAt };
   }
 
-  async function keyFromJwks(grant: PolicyGrant, o: VerifyCtlOptions, fetchFn: FetchLike | undefined, now: number): Promise<PublicJwk> {
+  async function keyFromJwks(grant: PolicyGrant, o: VerifyCtlOptions, now: number): Promise<PublicJwk> {
     if (o.jwks) return findKey(o.jwks.keys, grant.keyId, 'grant');
     const url = o.jwksUrl!;
     let entry = jwksCache.get(url);
@@ -209,9 +212,10 @@ export function createVerifier(c: CtlCrypto): VerifyCtl {
     const missing = entry && !entry.jwks.keys.some((k) => k.kid === grant.keyId) && now - entry.at > 5_000;
     if (stale || missing) {
       if (o.offline) fail('unknown_key', 'offline, and the JWKS is not cached');
+      const online = featureOf(builtIn, 'online', 'unknown_key', 'jwksUrl needs the JWKS fetched');
       let body: unknown;
       try {
-        body = await fetchJson(fetchFn, url, { timeoutMs: o.revocationTimeoutMs ?? 3000 });
+        body = await viaModule(() => online.fetchJson(o.fetch ?? online.hostFetch(), url, { timeoutMs: o.revocationTimeoutMs ?? 3000 }));
       } catch (e) {
         fail('unknown_key', `the JWKS could not be fetched: ${(e as Error).message}`);
       }
@@ -252,7 +256,6 @@ export function createVerifier(c: CtlCrypto): VerifyCtl {
       const now = time.now;
       clockSeen = time.clock;
       const tol = o.clockToleranceMs ?? 0;
-      const fetchFn = o.fetch ?? (hostFetch() as FetchLike | undefined);
 
       // Step 0: parse (closed objects, value rules, consistency with the grant).
       const amount = parsePaymentAmount(o.amount, 'options.amount');
@@ -285,7 +288,8 @@ export function createVerifier(c: CtlCrypto): VerifyCtl {
       const human = grant.profile === 'human-agent';
       if (human) {
         // PROTOCOL.md §10: the key is the DID's own (no JWKS, no PEM); trust is trustedHumans or a bundle.
-        const didJwk = didKeys.get(grant.issuer) ?? remember(didKeys, grant.issuer, didKeyToJwk(grant.issuer), 256);
+        const humanAgent = featureOf(builtIn, 'humanAgent', 'unsupported_algorithm', 'a human-agent grant needs its did:key resolved (PROTOCOL.md §10)');
+        const didJwk = didKeys.get(grant.issuer) ?? remember(didKeys, grant.issuer, await viaModule(() => humanAgent.didKeyToJwk(grant.issuer)), 256);
         const listed = Array.isArray(o.trustedHumans) && o.trustedHumans.includes(grant.issuer);
         if (o.trustBundles && o.trustBundles.length > 0) {
           const r = await keyFromBundles(grant, o, now, tol, { jwk: didJwk, listed });
@@ -299,7 +303,7 @@ export function createVerifier(c: CtlCrypto): VerifyCtl {
         bundleRevoked = r.revoked;
         bundleIssuedAt = r.newestIssuedAt;
       } else if (o.jwks || o.jwksUrl) {
-        jwk = await keyFromJwks(grant, o, fetchFn, now);
+        jwk = await keyFromJwks(grant, o, now);
       } else {
         const pem = o.signingKeyPem ?? hostEnv('CTL_SBA_SIGNING_PUBLIC_KEY_PEM');
         if (pem) {
@@ -327,9 +331,11 @@ export function createVerifier(c: CtlCrypto): VerifyCtl {
       // Step 3: revocation — the bundles' list always, the grant's URL unless offline.
       if (bundleRevoked?.has(grant.grantId)) fail('grant_revoked', 'the grant is revoked (trust bundle)');
       if (!o.offline) {
-        const status = await revocation.check(grant.revocationUrl, grant.grantId, {
-          ttlMs: o.revocationTtl ?? 60_000, now, fetch: fetchFn, timeoutMs: o.revocationTimeoutMs,
-        });
+        const online = featureOf(builtIn, 'online', 'revocation_unavailable', 'revocation is checked online unless offline: true');
+        revocation ??= online.createRevocationChecker();
+        const status = await viaModule(() => revocation!.check(grant.revocationUrl, grant.grantId, {
+          ttlMs: o.revocationTtl ?? 60_000, now, fetch: o.fetch ?? online.hostFetch(), timeoutMs: o.revocationTimeoutMs,
+        }));
         if (status.revoked) fail('grant_revoked', 'the grant is revoked');
       }
 

@@ -3,7 +3,7 @@
 // PROTOCOL.md §3) and the "Taming the many EdDSAs" edge cases, on every backend.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { facades, hex, readJson, readVector, sourcesCount, toHex } from './helpers.js';
+import { facades, hex, nobleVerifyOnly, readJson, readVector, sourcesCount, toHex, verifiers } from './helpers.js';
 
 const RFC = 'ed25519/rfc8032-ed25519.json';
 const SIGN = 'ed25519/sign.input.txt';
@@ -43,6 +43,22 @@ for (const [name, crypto] of facades) {
     }
   });
 
+}
+
+// ctl/verify's own verify (no signing there): the same signatures accepted, published keys.
+test(`${RFC} and ${SIGN} on noble-verify (ctl/verify): every signature accepted, any flipped bit refused`, async () => {
+  const cases = [...rfc.map((v: any) => [v.pub, v.msg, v.sig]), ...lines.map((l) => l.split(':')).map(([, pk, msg, sigmsg]) => [pk, msg, sigmsg!.slice(0, 128)])];
+  assert.ok(cases.length >= sourcesCount(RFC) + sourcesCount(SIGN));
+  for (const [i, [pk, msg, sig]] of cases.entries()) {
+    const jwk = { kty: 'OKP' as const, crv: 'Ed25519' as const, x: Buffer.from(pk!, 'hex').toString('base64url') };
+    assert.ok(await nobleVerifyOnly.verifyWithJwk(jwk, hex(msg!), hex(sig!)), `case ${i}`);
+    const bad = hex(sig!);
+    bad[i % 64]! ^= 1 << (i % 8);
+    assert.not.ok(await nobleVerifyOnly.verifyWithJwk(jwk, hex(msg!), bad), `case ${i}, bit flipped`);
+  }
+});
+
+for (const [name, crypto] of verifiers) {
   test(`${ZIP} on ${name}: every case refused`, async () => {
     assert.ok(zip.length >= sourcesCount(ZIP), `read ${zip.length}`);
     const message = new TextEncoder().encode('Zcash');

@@ -8,6 +8,8 @@ import { edgeCrypto } from '../../src/crypto/edge.js';
 import type { CtlCrypto } from '../../src/crypto/types.js';
 import { registerP256 } from '../../src/crypto/algorithm-support.js';
 import { nobleP256 } from '../../src/entries/p256.js';
+import { createNobleBackend as createNobleVerifyBackend } from '../../src/crypto/noble-verify-backend.js';
+import { createKeyImporter } from '../../src/crypto/keys.js';
 
 // The noble facade as a QuickJS host builds it: Ed25519 built in, P-256 registered from ctl/p256.
 registerP256(nobleP256);
@@ -46,3 +48,9 @@ export const facades: [string, CtlCrypto][] = [
   ['noble', createCtlCrypto('noble')],
   ['edge', edgeCrypto],
 ];
+
+/** ctl/verify's noble backend (our BigInt Ed25519 verify, no noble: what the verifier bundles run on an engine without native crypto); it verifies only. */
+const verifyOnly = createNobleVerifyBackend();
+export const nobleVerifyOnly = { ...createKeyImporter(() => verifyOnly), sha256: (d: Uint8Array) => verifyOnly.sha256(d) } as unknown as CtlCrypto;
+/** Every facade that verifies: the three above and ctl/verify's noble backend. */
+export const verifiers: [string, CtlCrypto][] = [...facades, ['noble-verify (ctl/verify)', nobleVerifyOnly]];

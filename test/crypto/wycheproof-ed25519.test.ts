@@ -2,12 +2,12 @@
 // accepts exactly the `valid` cases and refuses every `invalid` one.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { facades, hex, readJson, sourcesCount } from './helpers.js';
+import { hex, readJson, sourcesCount, verifiers } from './helpers.js';
 
 const FILE = 'wycheproof/ed25519_test.json';
 const data = readJson(FILE);
 
-for (const [name, crypto] of facades) {
+for (const [name, crypto] of verifiers) {
   test(`${FILE}: every case on ${name}`, async () => {
     let read = 0;
     let accepted = 0;

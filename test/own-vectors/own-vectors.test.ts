@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { repoRoot } from '../helpers/vectors.js';
 import { ERROR_CODES, parseTimestamp } from '../../src/index.js';
 import { createVerifier, type VerifyCtlOptions } from '../../src/verifier/verify.js';
+import { ALL_FEATURES } from '../helpers/features.js';
 import { verifyBundleWith } from '../../src/artifacts/bundle.js';
 import { verifyReceiptWith } from '../../src/artifacts/receipt.js';
 import { verifyRevocationWith } from '../../src/artifacts/revocation.js';
@@ -73,7 +74,7 @@ for (const backend of ['native', 'noble'] as const) {
         const calls = { n: 0 };
         let result: { valid: boolean; error?: { code: string; message: string } };
         if (k.kind === 'chain') {
-          const verify = createVerifier(c); // fresh caches and spend per case
+          const verify = createVerifier(c, ALL_FEATURES); // fresh caches and spend per case, every module
           const o = k.options;
           const options: VerifyCtlOptions = {
             amount: o.amount, currency: o.currency, merchantId: o.merchantId, rail: o.rail, purpose: o.purpose, asset: o.asset,

@@ -12,6 +12,7 @@ import { createGrantWith } from '../../src/artifacts/grant.js';
 import { createSbaWith } from '../../src/artifacts/sba.js';
 import { createSessionWith } from '../../src/wallet/session.js';
 import { createVerifier } from '../../src/verifier/verify.js';
+import { ALL_FEATURES } from '../helpers/features.js';
 import { createMemorySpendStorage, type SpendStorage } from '../../src/wallet/spend-storage.js';
 import type { SignedBudgetAuthorization } from '../../src/artifacts/types.js';
 import { baseGrantFields, ISSUER, makeKey, now, params } from './fixtures.js';
@@ -138,7 +139,7 @@ test(`verifier: the same SBA presented N times concurrently is accepted exactly 
     const sba = onlinePool[pick]!;
     const { storage } = scheduledStorage(s);
     const revocation = scheduledFetch(s, verifierGrant.grantId);
-    const verify = createVerifier(c);
+    const verify = createVerifier(c, ALL_FEATURES);
     const amount = sba.authorization.maxAmountMinor;
     const rs = await s.waitFor(Promise.all(Array.from({ length: n }, () => verify(sba, { ...baseOptions, amount, spendStorage: storage, fetch: revocation.fetch as any }))));
     const accepted = rs.filter((r) => r.valid).length;
@@ -196,7 +197,7 @@ test(`verifier: distinct and repeated SBAs presented concurrently never exceed t
   await fc.assert(fc.asyncProperty(scheduler(), presentations(onlinePool), async (s, ps) => {
     const { storage } = scheduledStorage(s);
     const revocation = scheduledFetch(s, verifierGrant.grantId);
-    const verify = createVerifier(c);
+    const verify = createVerifier(c, ALL_FEATURES);
     const rs = await s.waitFor(Promise.all(ps.map((p) => verify(p.sba, { ...baseOptions, amount: String(p.amount), spendStorage: storage, fetch: revocation.fetch as any }))));
     checkRun(ps, rs, 100n);
   }), params(DISTINCT_RUNS));
@@ -205,7 +206,7 @@ test(`verifier: distinct and repeated SBAs presented concurrently never exceed t
 test(`verifier offline: trackSpend + grant.offline ledgers stay within every bound, all or nothing (${OFFLINE_RUNS} scheduled runs)`, async () => {
   await fc.assert(fc.asyncProperty(scheduler(), presentations(offlinePool), async (s, ps) => {
     const { storage, inner } = scheduledStorage(s);
-    const verify = createVerifier(c);
+    const verify = createVerifier(c, ALL_FEATURES);
     const rs = await s.waitFor(Promise.all(ps.map((p) => verify(p.sba, { ...baseOptions, amount: String(p.amount), spendStorage: storage, offline: true }))));
     checkRun(ps, rs, 100n, { count: 3, amount: 80n }, false);
     // All or nothing: every ledger holds exactly the accepted payments.
@@ -229,7 +230,7 @@ test(`verifier offline: one SBA presented for 100 (over the offline allowance of
   // decides who goes first; every storage step inside a turn is ordered by the scheduler.
   await fc.assert(fc.asyncProperty(scheduler(), fc.boolean(), async (s, bigFirst) => {
     const { storage } = scheduledStorage(s);
-    const verify = createVerifier(c);
+    const verify = createVerifier(c, ALL_FEATURES);
     const amounts = bigFirst ? ['100', '10'] : ['10', '100'];
     const rs = await s.waitFor(Promise.all(amounts.map((amount) => verify(sba, { ...baseOptions, amount, spendStorage: storage, offline: true }))));
     const codes = rs.map((r) => (r.valid ? 'ok' : r.error.code));

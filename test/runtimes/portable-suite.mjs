@@ -4,8 +4,11 @@
  * dist/ctl.iife.js inside QuickJS and a bare `vm` (test/runtimes/runtimes.test.ts drives them),
  * and against each role bundle (`ctl/verify`, `ctl/wallet`) on the same targets.
  *
- *   const out = await run(CTL, report, fixtures, role)   // role: 'full' (default), 'verify', 'wallet'
+ *   const out = await run(CTL, report, fixtures, role, humanAgent)   // role: 'full' (default), 'verify', 'wallet'
  *   // report(name, ok, detail) is called once per check; out = { passed, failed, outcomes }
+ *   // humanAgent: the `ctl/human-agent` module of the same form (ESM, CJS, IIFE's CTLHumanAgent),
+ *   // which the verify role registers (opt-in there, src/verifier/features.ts) after checking
+ *   // that a Human-Agent grant is refused without it.
  *
  * A role runs every check its bundle is for: `verify` the shared chain and bundle vectors and a
  * terminal's accept / replay / wrong merchant; `wallet` the bundle vectors and SBA signing under
@@ -18,7 +21,7 @@
  * every target and the outcomes must agree exactly. The QuickJS driver evaluates this file as a
  * classic script with the leading `export` removed, so keep it free of imports and other exports.
  */
-export async function run(CTL, report, fixtures, role) {
+export async function run(CTL, report, fixtures, role, humanAgent) {
   role = role || 'full';
   const verifies = role !== 'wallet';
   const outcomes = [];
@@ -61,6 +64,26 @@ export async function run(CTL, report, fixtures, role) {
     const back = CTL.utf8Decode(CTL.base64urlDecode(CTL.base64urlEncode(bytes)));
     check('base64url and UTF-8 round trip', back === 'CTL ✓ 𝄞' && bytes.length === 12, `${bytes.length} bytes`);
   });
+  // UTF-8 is ours where the host has no TextEncoder, and every engine's decodeURIComponent is its
+  // decoder: each must refuse an overlong form, a surrogate, a code point past U+10FFFF, a truncation.
+  await attempt('invalid UTF-8 refused', async () => {
+    const codes = [[0xc0, 0x80], [0xed, 0xa0, 0x80], [0xf4, 0x90, 0x80, 0x80], [0xe2, 0x82], [0x80], [0xff]].map((b) => {
+      try {
+        CTL.utf8Decode(new Uint8Array(b));
+        return 'accepted';
+      } catch (e) {
+        return e.code;
+      }
+    });
+    let lone = 'accepted';
+    try {
+      CTL.utf8Encode('a\ud800');
+    } catch (e) {
+      lone = e.code;
+    }
+    const all = codes.concat([lone]);
+    check('invalid UTF-8 refused', all.every((c) => c === 'malformed'), all.join(','));
+  });
   await attempt('amounts are BigInt-exact', async () => {
     const a = CTL.parseAmount('123456789012345678901234567890', 'a');
     let bad = 'accepted';
@@ -76,6 +99,18 @@ export async function run(CTL, report, fixtures, role) {
   const keys = fixtures.keys;
   // Which vectors a role verifies: the wallet has no merchant verifier; receipts are the agent's (full).
   const roleVerifies = (kind) => kind === 'bundle' || kind === 'jcs-policy-hash' || (kind === 'chain' && verifies) || (kind === 'receipt' && role === 'full');
+  // The verifier's Human-Agent profile is opt-in (ctl/human-agent): refused without it, never passed.
+  if (role === 'verify') await attempt('human-agent: unsupported_algorithm until registered, then registered', async () => {
+    const k = fixtures.cases.find((c) => c.kind === 'chain' && c.expected.valid && c.options.trustedHumans);
+    CTL.registerHumanAgent(undefined);
+    const r = await CTL.verifyCtl(k.input.sba, {
+      amount: k.options.amount, currency: k.options.currency, merchantId: k.options.merchantId, rail: k.options.rail, purpose: k.options.purpose,
+      trustedHumans: k.options.trustedHumans, offline: true, now: () => CTL.parseTimestamp(k.options.now, 'now'), spendStorage: CTL.createMemorySpendStorage(),
+    });
+    CTL.registerHumanAgent(humanAgent.humanAgentProfile);
+    const outcome = r.valid ? 'valid' : r.error.code;
+    check('human-agent: unsupported_algorithm until registered, then registered', outcome === 'unsupported_algorithm', outcome, outcome);
+  });
   for (const k of fixtures.cases) {
     if (!roleVerifies(k.kind)) continue;
     await attempt(`vector ${k.id}`, async () => {

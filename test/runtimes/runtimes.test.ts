@@ -57,10 +57,10 @@ function judge(role: SuiteRole, target: string, r: SuiteResult) {
   console.log(`${target}: ${r.passed} checks passed`);
 }
 
-async function runHere(lib: unknown, role: SuiteRole): Promise<SuiteResult> {
+async function runHere(lib: unknown, role: SuiteRole, humanAgent?: unknown): Promise<SuiteResult> {
   const { run } = await import(pathToFileURL(suitePath).href);
   const failures: string[] = [];
-  const r = await run(lib, (name: string, ok: boolean, detail: string) => { if (!ok) failures.push(`${name}: ${detail}`); }, fixtures, role);
+  const r = await run(lib, (name: string, ok: boolean, detail: string) => { if (!ok) failures.push(`${name}: ${detail}`); }, fixtures, role, humanAgent);
   if (failures.length) console.log(failures.join('\n'));
   return r;
 }
@@ -70,10 +70,11 @@ function entryFor(libPath: string, role: SuiteRole): string {
   const file = join(tmp, `entry-${Math.random().toString(36).slice(2)}.mjs`);
   writeFileSync(file, [
     `import * as CTL from ${JSON.stringify(pathToFileURL(libPath).href)};`,
+    `import * as humanAgent from ${JSON.stringify(pathToFileURL(dist('human-agent.js')).href)};`,
     `import { run } from ${JSON.stringify(pathToFileURL(suitePath).href)};`,
     `const fixtures = ${JSON.stringify(fixtures)};`,
     `const failures = [];`,
-    `const r = await run(CTL, (n, ok, d) => { if (!ok) failures.push(n + ': ' + d); }, fixtures, ${JSON.stringify(role)});`,
+    `const r = await run(CTL, (n, ok, d) => { if (!ok) failures.push(n + ': ' + d); }, fixtures, ${JSON.stringify(role)}, humanAgent);`,
     `for (const f of failures) console.log('FAILED ' + f);`,
     `console.log('RESULT ' + JSON.stringify(r));`,
   ].join('\n'));
@@ -95,18 +96,19 @@ const runtimes = (['bun', 'deno'] as const).map((name) => {
 for (const role of ['full', 'verify', 'wallet'] as const) {
   const { src, esm, cjs, iife } = ROLES[role];
   test(`${role}: node, the source (build/src)`, async () => {
-    const r = await runHere(await import(src), role);
+    const r = await runHere(await import(src), role, await import('../../src/entries/human-agent.js'));
     reference[role] = undefined;
     judge(role, `${role}: node source`, r);
     reference[role] = r.outcomes;
   });
 
   test(`${role}: node, dist/${esm}`, async () => {
-    judge(role, `${role}: node dist/${esm}`, await runHere(await import(pathToFileURL(requireDist(esm)).href), role));
+    judge(role, `${role}: node dist/${esm}`, await runHere(await import(pathToFileURL(requireDist(esm)).href), role, await import(pathToFileURL(requireDist('human-agent.js')).href)));
   });
 
   test(`${role}: node, dist/${cjs}`, async () => {
-    judge(role, `${role}: node dist/${cjs}`, await runHere(createRequire(import.meta.url)(requireDist(cjs)), role));
+    const req = createRequire(import.meta.url);
+    judge(role, `${role}: node dist/${cjs}`, await runHere(req(requireDist(cjs)), role, req(requireDist('human-agent.cjs'))));
   });
 
   for (const { name, exe } of runtimes) {
@@ -123,18 +125,18 @@ for (const role of ['full', 'verify', 'wallet'] as const) {
     });
   }
 
-  test(`${role}: quickjs, dist/${iife} (+ ctl-p256) with only the firmware ABI`, async () => {
+  test(`${role}: quickjs, dist/${iife} (+ ctl-p256, ctl-human-agent) with only the firmware ABI`, async () => {
     const r = await runInQuickJs(readFileSync(requireDist(iife), 'utf8'), readFileSync(suitePath, 'utf8'), fixtures, {
-      role, p256Iife: readFileSync(requireDist('ctl-p256.iife.js'), 'utf8'),
+      role, p256Iife: readFileSync(requireDist('ctl-p256.iife.js'), 'utf8'), humanAgentIife: readFileSync(requireDist('ctl-human-agent.iife.js'), 'utf8'),
     });
     assert.equal(r.hostObjects, { crypto: 'undefined', TextEncoder: 'undefined', fetch: 'undefined', setTimeout: 'undefined', process: 'undefined', ctlHost: 'object' });
     assert.is(r.backend, 'noble');
     judge(role, `${role}: quickjs dist/${iife}`, r.result);
   });
 
-  test(`${role}: bare vm, dist/${iife} (+ ctl-p256) with no host object at all`, async () => {
+  test(`${role}: bare vm, dist/${iife} (+ ctl-p256, ctl-human-agent) with no host object at all`, async () => {
     const r = await runInBareVm(readFileSync(requireDist(iife), 'utf8'), readFileSync(suitePath, 'utf8'), fixtures, {
-      role, p256Iife: readFileSync(requireDist('ctl-p256.iife.js'), 'utf8'),
+      role, p256Iife: readFileSync(requireDist('ctl-p256.iife.js'), 'utf8'), humanAgentIife: readFileSync(requireDist('ctl-human-agent.iife.js'), 'utf8'),
     });
     assert.equal(r.hostObjects, { crypto: 'undefined', TextEncoder: 'undefined', fetch: 'undefined', setTimeout: 'undefined', process: 'undefined' });
     assert.is(r.backend, 'noble');
