@@ -10,6 +10,7 @@ import pg from 'pg';
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { createWalFlusher, type FlushFile, type WalFlusher } from './wal-flush.js';
+import { startWalCheckpointer } from './wal-checkpointer.js';
 
 export type Row = Record<string, unknown>;
 export type Dialect = 'sqlite' | 'postgres';
@@ -156,18 +157,23 @@ function openSqlite(path: string, options: OpenOptions = {}): SqlDatabase {
       await durableNow();
       return out;
     }) as SqlExecutor[K];
-  const group = sqliteGroupCommit(db, direct, wal, {
-    async claim() {
-      // Claim the connection in the same step as the check, so two waiters cannot both enter.
-      while (txOpen) await txTail;
-      txOpen = true;
-      let release!: () => void;
-      txTail = new Promise<void>((r) => (release = r));
-      return () => {
-        txOpen = false;
-        release();
-      };
-    },
+  /** The connection to oneself until the returned release is called (a group, a checkpoint's restart). */
+  async function claim() {
+    // Claim the connection in the same step as the check, so two waiters cannot both enter.
+    while (txOpen) await txTail;
+    txOpen = true;
+    let release!: () => void;
+    txTail = new Promise<void>((r) => (release = r));
+    return () => {
+      txOpen = false;
+      release();
+    };
+  }
+  const group = sqliteGroupCommit(db, direct, wal, { claim });
+  // Checkpoints on a worker thread, not inside a COMMIT on the event loop (wal-checkpointer.ts).
+  const checkpointer = memory ? undefined : startWalCheckpointer(resolve(path), {
+    selfCheckpoint: (on) => db.pragma(`wal_autocheckpoint = ${on ? 1000 : 0}`),
+    claim,
   });
   return {
     dialect: 'sqlite',
@@ -188,6 +194,7 @@ function openSqlite(path: string, options: OpenOptions = {}): SqlDatabase {
     },
     async close() {
       while (txOpen) await txTail;
+      await checkpointer?.close();
       await wal?.close();
       db.close();
     },

@@ -1,13 +1,14 @@
 /** The SQL surface on SQLite and PostgreSQL: placeholders, transactions, serialisation, migrations. */
 import { suite, test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { migrate, openDatabase, type SqlDatabase } from '../../service-kit/index.js';
 import { PG_URL, dropSchema, freshSchema, pgAvailable } from './pg-fixture.js';
+import { startWalCheckpointer } from '../../service-kit/wal-checkpointer.js';
 
 // Decided before any suite is queued: uvu starts running on the first tick after run().
 const pgUp = await pgAvailable();
@@ -275,5 +276,50 @@ if (pgUp) {
 } else {
   console.log(`SKIPPED database suite on PostgreSQL: ${PG_URL} is unreachable`);
 }
+
+test('sqlite: WAL checkpoints run on a worker, and under steady writes the WAL still starts again from the top', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'ctl-db-'));
+  const file = join(dir, 'db.sqlite');
+  const db = new Database(file);
+  db.pragma('journal_mode = WAL');
+  db.exec('CREATE TABLE g (k INTEGER PRIMARY KEY, v TEXT)');
+  let busy = false;
+  const claim = async () => {
+    while (busy) await new Promise((r) => setImmediate(r));
+    busy = true;
+    return () => void (busy = false);
+  };
+  const windows: number[] = [];
+  const cp = startWalCheckpointer(file, {
+    selfCheckpoint: (on) => db.pragma(`wal_autocheckpoint = ${on ? 1000 : 0}`),
+    claim: async () => {
+      const release = await claim();
+      windows.push(Date.now());
+      return release;
+    },
+    intervalMs: 1,
+    restartPages: 100,
+  });
+  try {
+    assert.equal(db.pragma('wal_autocheckpoint', { simple: true }), 0, 'the writer no longer checkpoints inside COMMIT');
+    const insert = db.prepare('INSERT INTO g (v) VALUES (?)');
+    const page = 'x'.repeat(4000);
+    // Steady writes, 50 pages a transaction, 20 MB in all: a WAL that never starts again ends past 20 MB.
+    for (let i = 0; i < 100; i++) {
+      const release = await claim();
+      db.transaction(() => { for (let j = 0; j < 50; j++) insert.run(page); })();
+      release();
+      await new Promise((r) => setTimeout(r, 1));
+    }
+    await until(() => windows.length > 0);
+    const walBytes = statSync(`${file}-wal`).size;
+    assert.ok(walBytes < 10_000_000, `the WAL started again (it is ${walBytes} bytes after 20 MB written)`);
+    assert.equal((db.prepare('SELECT COUNT(*) AS n FROM g').get() as { n: number }).n, 5000);
+  } finally {
+    await cp.close();
+    db.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
 
 test.run();
