@@ -4,9 +4,9 @@
  * without an fsync. Nobody hears of that commit until `durable(mark)` has resolved, which happens
  * only after an fdatasync of the WAL file that began after the commit's frames were written, run
  * on libuv's thread pool. The promise a caller waits for is therefore exactly what
- * `synchronous = FULL` gives (the commit is on disk before anyone is told), but the flush no
- * longer blocks the one JavaScript thread, and one flush covers every commit written before it
- * began (group commit across transactions and across groups).
+ * `synchronous = FULL` gives (the commit is on disk before anyone is told), but while the loop is
+ * busy the flush no longer blocks the one JavaScript thread, and one flush covers every commit
+ * written before it began (group commit across transactions and across groups).
  *
  * Why fdatasync on our own descriptor suffices: fsync/fdatasync flush the file (the inode), not
  * the descriptor, and SQLite keeps the `-wal` file (never deletes or replaces it) while a
@@ -19,12 +19,27 @@
  * later `durable` rejects with that error (as PostgreSQL stops at a failed fsync). Restarting the
  * process recovers what the disk holds.
  */
-import { open, fdatasync, close } from 'node:fs';
+import { open, fdatasync, fdatasyncSync, close } from 'node:fs';
+import { loopIsBusy } from './loop-busy.js';
 
 /** Flushes a file's data to disk, by descriptor (fs.fdatasync on the thread pool by default). */
 export type FlushFile = (fd: number) => Promise<void>;
 
-const fdatasyncAsync: FlushFile = (fd) => new Promise((resolve, reject) => fdatasync(fd, (e) => (e ? reject(e) : resolve())));
+/**
+ * fdatasync on the thread pool while the loop is busy; inline when it is mostly idle (a lone
+ * caller would only wait longer for the hop to a pool thread and back: loop-busy.ts).
+ */
+const fdatasyncAsync: FlushFile = (fd) => {
+  if (!loopIsBusy()) {
+    try {
+      fdatasyncSync(fd);
+      return Promise.resolve();
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+  return new Promise((resolve, reject) => fdatasync(fd, (e) => (e ? reject(e) : resolve())));
+};
 
 export interface WalFlusher {
   /** A commit's frames were written: its mark, to wait on. */

@@ -1,12 +1,14 @@
 /**
- * Ed25519 signatures on libuv's thread pool instead of the event loop: a paid request signs twice
- * (its SBA and its receipt), about 55 µs each in OpenSSL, during which a synchronous signer holds
- * the one JavaScript thread. `crypto.sign` with a callback computes the same signature on a pool
- * thread (Ed25519 is deterministic: same bytes either way), so the loop serves other requests
- * meanwhile. The key object never leaves this process.
+ * Ed25519 signatures on libuv's thread pool instead of the event loop when the loop is busy: a
+ * paid request signs twice (its SBA and its receipt), about 55 µs each in OpenSSL, during which a
+ * synchronous signer holds the one JavaScript thread. `crypto.sign` with a callback computes the
+ * same signature on a pool thread (Ed25519 is deterministic: same bytes either way), so the loop
+ * serves other requests meanwhile. On an idle loop the signature is made inline (loop-busy.ts):
+ * the hop to the pool and back would only add latency. The key object never leaves this process.
  */
 import { createPrivateKey, createPublicKey, sign, type KeyObject } from 'node:crypto';
 import type { SigningKey } from '../../src/index.js';
+import { loopIsBusy } from '../loop-busy.js';
 
 /** PKCS#8 DER of an Ed25519 seed (RFC 8410 §7). */
 const ED25519_PKCS8_PREFIX = Buffer.from('302e020100300506032b657004220420', 'hex');
@@ -37,6 +39,13 @@ export function signingOffThread(imported: SigningKey, privateKey: KeyObject): S
     publicJwk: imported.publicJwk,
     sign(message: Uint8Array): Promise<Uint8Array> {
       if (!(message instanceof Uint8Array)) return Promise.reject(new TypeError('sign(message): message must be a Uint8Array'));
+      if (!loopIsBusy()) {
+        try {
+          return Promise.resolve(new Uint8Array(sign(null, message, privateKey)));
+        } catch (e) {
+          return Promise.reject(e);
+        }
+      }
       return new Promise((resolve, reject) =>
         // A plain Uint8Array copy, never a Node Buffer (the SDK's own backends hand back the same).
         sign(null, message, privateKey, (e, sig) => (e ? reject(e) : resolve(new Uint8Array(sig)))),
