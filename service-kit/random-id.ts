@@ -26,3 +26,24 @@ export function randomId(bytes = 16): string {
   offset += bytes;
   return id;
 }
+
+/** Base 62 in ASCII order: fixed-width strings of it sort as the numbers they encode. */
+const ORDERED = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+
+/**
+ * An id that sorts by creation time: the wall clock in milliseconds (8 characters of base 62,
+ * ASCII order, good until the year 8800) then 96 random bits. Rows keyed by it are appended at
+ * the right edge of their indexes instead of landing on a random page: the payments, receipts
+ * and ledger rows of one group commit share their index pages (fewer pages written to the WAL,
+ * fewer full-page images on PostgreSQL) and pages fill up instead of splitting half empty.
+ * @example const receiptId = `rcpt_${timeOrderedId()}`
+ */
+export function timeOrderedId(nowMs = Date.now()): string {
+  let t = Math.max(0, Math.floor(nowMs));
+  let head = '';
+  for (let i = 0; i < 8; i++) {
+    head = ORDERED[t % 62]! + head;
+    t = Math.floor(t / 62);
+  }
+  return head + randomId(12);
+}

@@ -10,7 +10,7 @@ import {
   signingOffThread, ed25519KeyObject,
 } from '../../service-kit/signers/index.js';
 import { createSignedPolicyGrant, formatTimestamp, generateKeyPair, importSigningKey, policyHash, verifyWithJwk } from '../../src/index.js';
-import { randomId } from '../../service-kit/index.js';
+import { randomId, timeOrderedId } from '../../service-kit/index.js';
 
 const hsm = createHsm();
 const nodeVerifies = (jwk: object, msg: Uint8Array, sig: Uint8Array) =>
@@ -224,6 +224,15 @@ test('randomId: base64url of the asked length, never the same twice across pool 
   assert.equal(seen.size, 2000);
   assert.match(randomId(12), /^[A-Za-z0-9_-]{16}$/);
   assert.throws(() => randomId(0), RangeError);
+});
+
+test('timeOrderedId: sorts as its creation time (byte order = ASCII order), unique within one millisecond', () => {
+  const t0 = Date.UTC(2026, 10, 24, 12, 0, 0);
+  const ids = [t0, t0 + 1, t0 + 61, t0 + 62, t0 + 3_600_000, Date.UTC(2100, 0, 1)].map((t) => timeOrderedId(t));
+  assert.equal([...ids].sort(), ids, 'sorted by time');
+  for (const id of ids) assert.match(id, /^[0-9A-Za-z]{8}[A-Za-z0-9_-]{16}$/);
+  const same = new Set(Array.from({ length: 1000 }, () => timeOrderedId(t0)));
+  assert.equal(same.size, 1000);
 });
 
 test.run();
