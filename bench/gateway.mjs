@@ -5,7 +5,7 @@
 // The gateway and the merchant run in their own processes; this process is the load generator
 // (closed loop, keep-alive).
 //
-//   npm run compile && node bench/gateway.mjs            BENCH_SECONDS=5 (per measurement)
+//   npm run compile && node bench/gateway.mjs            BENCH_SECONDS=5 (per measurement), BENCH_CONNS=1,50
 //   BENCH_PG_URL=postgres://postgres@127.0.0.1:5432/test (unreachable → SKIPPED line)
 import http from 'node:http';
 import { readFileSync } from 'node:fs';
@@ -144,7 +144,8 @@ async function runBench() {
         const gwUrls = [gw.info.url, ...extraGws.map((g) => g.info.url)];
         let rr = 0;
         const pick = () => gwUrls[rr++ % gwUrls.length];
-        for (const conns of [1, 50]) {
+        // BENCH_CONNS=1 (or 50): only those measurements, e.g. to alternate two builds on one of them.
+        for (const conns of (process.env.BENCH_CONNS ?? '1,50').split(',').map(Number)) {
           const direct = await measure(conns, seconds, (a) => request(a, `${shop}/free`, {}));
           const pid = extraGws.length ? undefined : gw.info.pid;
           const proxied = await measure(conns, seconds, (a) => request(a, `${pick()}/proxy`, { authorization: `Bearer ${token}`, 'x-target-url': `${shop}/free`, 'x-target-method': 'GET' }, 'POST'), pid);

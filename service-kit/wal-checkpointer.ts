@@ -3,8 +3,8 @@
  * COMMIT on the event loop. Left to SQLite, the COMMIT that takes the WAL past 1,000 pages copies
  * the WAL into the database and fsyncs both while every request of the process waits (the soak's
  * p99 rising with the WAL). Here the writer's connection has `wal_autocheckpoint = 0` and the
- * worker runs `wal_checkpoint(PASSIVE)` every few milliseconds: PASSIVE never takes the writer's
- * lock, so commits go on while it copies.
+ * worker runs `wal_checkpoint(PASSIVE)` once 1,000 frames wait to be copied (as SQLite would):
+ * PASSIVE never takes the writer's lock, so commits go on while it copies.
  *
  * Under steady writes a PASSIVE pass never catches up with the end of the WAL, and SQLite starts
  * the WAL again from the top only once all of it has been copied, so the file would grow without
@@ -23,11 +23,30 @@ import { createRequire } from 'node:module';
 /** The worker's body (eval'd, CommonJS): better-sqlite3 is loaded from the path the main thread resolved. */
 const WORKER = `
 const { parentPort, workerData } = require('node:worker_threads');
+const { openSync, readSync } = require('node:fs');
 const Database = require(workerData.driver);
 const db = new Database(workerData.path);
 db.pragma('busy_timeout = 1000');
 let stopped = false;
 let waiting = false;
+let shm;
+const header = Buffer.alloc(104);
+// Frames in the WAL not yet copied into the database, from the wal-index header in the -shm file
+// (SQLite file format §4.3: mxFrame at byte 16, nBackfill at byte 96, native byte order), so a
+// pass runs only once there is something worth copying: a checkpoint costs two fsyncs, which
+// would otherwise compete with the commits' own flushes. Unknown: a pass every 100 ms.
+const pending = () => {
+  try {
+    shm ??= openSync(workerData.path + '-shm', 'r');
+    if (readSync(shm, header, 0, 104, 0) < 104) return undefined;
+    // iVersion 3007000 tells the byte order; any other value: a format this does not know.
+    const le = header.readUInt32LE(0) === 3007000;
+    if (!le && header.readUInt32BE(0) !== 3007000) return undefined;
+    const mx = le ? header.readUInt32LE(16) : header.readUInt32BE(16);
+    const done = le ? header.readUInt32LE(96) : header.readUInt32BE(96);
+    return mx >= done ? mx - done : undefined;
+  } catch { return undefined; }
+};
 const checkpoint = (mode) => {
   try { return db.pragma('wal_checkpoint(' + mode + ')')[0]; } catch (e) { if (e && e.code === 'SQLITE_BUSY') return undefined; throw e; }
 };
@@ -40,9 +59,12 @@ parentPort.on('message', (m) => {
     parentPort.postMessage({ restarted: r });
   }
 });
+let lastPass = 0;
 const tick = () => {
   if (stopped) { db.close(); parentPort.postMessage('stopped'); return; }
-  if (!waiting) {
+  const n = waiting ? 0 : pending();
+  if (!waiting && (n === undefined ? Date.now() - lastPass >= 100 : n >= workerData.checkpointPages)) {
+    lastPass = Date.now();
     const r = checkpoint('PASSIVE');
     if (r && r.log >= workerData.restartPages) { waiting = true; parentPort.postMessage('window?'); }
   }
@@ -60,7 +82,10 @@ export interface WalCheckpointerOptions {
   selfCheckpoint(on: boolean): void;
   /** Takes the writer connection (no transaction open) until the returned release is called. */
   claim(): Promise<() => void>;
+  /** How often the worker looks at the WAL (default 10 ms). */
   intervalMs?: number;
+  /** Frames not yet copied that make a pass worth its two fsyncs (default 1,000, SQLite's own). */
+  checkpointPages?: number;
   /** WAL pages past which a restart window is asked for (default 4,000: 16 MB of 4 KB pages). */
   restartPages?: number;
 }
@@ -75,7 +100,7 @@ export function startWalCheckpointer(path: string, o: WalCheckpointerOptions): W
   let worker: Worker;
   try {
     const driver = createRequire(import.meta.url).resolve('better-sqlite3');
-    worker = new Worker(WORKER, { eval: true, workerData: { path, driver, intervalMs: o.intervalMs ?? 20, restartPages: o.restartPages ?? 4000 } });
+    worker = new Worker(WORKER, { eval: true, workerData: { path, driver, intervalMs: o.intervalMs ?? 10, checkpointPages: o.checkpointPages ?? 1000, restartPages: o.restartPages ?? 4000 } });
   } catch {
     return { close: async () => {} };
   }

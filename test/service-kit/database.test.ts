@@ -298,6 +298,7 @@ test('sqlite: WAL checkpoints run on a worker, and under steady writes the WAL s
       return release;
     },
     intervalMs: 1,
+    checkpointPages: 50,
     restartPages: 100,
   });
   try {
