@@ -14,6 +14,11 @@
  * by SQLite itself under NORMAL. Frames of a later commit that reach the disk before an earlier
  * commit's do not matter: WAL recovery stops at the first frame whose cumulative checksum fails.
  *
+ * What is held back is this connection's answers: a commit is visible to other connections as
+ * soon as COMMIT returns, so a second process on the same file could act on it before the flush.
+ * Both services run one process per SQLite file (authority/README.md, gateway/README.md: several
+ * instances share PostgreSQL, not SQLite); the checkpoint worker's connection only copies pages.
+ *
  * A failed flush may have dropped the dirty pages it could not write (Linux marks them clean), so
  * commits may be visible that will never reach the disk: the flusher then stays failed, and every
  * later `durable` rejects with that error (as PostgreSQL stops at a failed fsync). Restarting the
