@@ -99,14 +99,16 @@ function openSqlite(path: string, options: OpenOptions = {}): SqlDatabase {
   const memory = path === ':memory:' || path === '';
   if (!memory) mkdirSync(dirname(resolve(path)), { recursive: true });
   const db = new Database(memory ? ':memory:' : path);
-  db.pragma('journal_mode = WAL');
+  // A file system without shared memory (some network mounts) refuses WAL: then no WAL to flush
+  // or checkpoint, and SQLite's own FULL fsyncs each commit.
+  const inWal = db.pragma('journal_mode = WAL', { simple: true }) === 'wal';
   db.pragma('busy_timeout = 5000');
   db.pragma('foreign_keys = ON');
   // A commit is on disk before anyone hears of it (a payment survives a power loss too), as with
   // `synchronous = FULL`; the flush that makes it so runs off the event loop (wal-flush.ts), so
-  // SQLite itself does not fsync at COMMIT. In memory there is nothing to flush.
-  db.pragma(memory ? 'synchronous = FULL' : 'synchronous = NORMAL');
-  const wal = memory ? undefined : createWalFlusher(`${resolve(path)}-wal`, options.flushWal);
+  // SQLite itself does not fsync at COMMIT. In memory (journal mode 'memory') there is nothing to flush.
+  db.pragma(inWal ? 'synchronous = NORMAL' : 'synchronous = FULL');
+  const wal = inWal ? createWalFlusher(`${resolve(path)}-wal`, options.flushWal) : undefined;
   /** Waits until what the connection has written so far (all a caller may have seen) is durable. */
   const durableNow = (): Promise<void> | undefined => {
     if (!wal) return undefined;
@@ -171,7 +173,7 @@ function openSqlite(path: string, options: OpenOptions = {}): SqlDatabase {
   }
   const group = sqliteGroupCommit(db, direct, wal, { claim });
   // Checkpoints on a worker thread, not inside a COMMIT on the event loop (wal-checkpointer.ts).
-  const checkpointer = memory ? undefined : startWalCheckpointer(resolve(path), {
+  const checkpointer = !inWal ? undefined : startWalCheckpointer(resolve(path), {
     selfCheckpoint: (on) => db.pragma(`wal_autocheckpoint = ${on ? 1000 : 0}`),
     claim,
   });
