@@ -154,7 +154,14 @@ function openSqlite(path: string, options: OpenOptions = {}): SqlDatabase {
     (async (...args: unknown[]) => {
       while (txOpen) await txTail;
       if (wal?.failed !== undefined) throw wal.failed;
-      const out = await (direct[k] as (...a: unknown[]) => unknown)(...args);
+      let out: unknown;
+      try {
+        out = await (direct[k] as (...a: unknown[]) => unknown)(...args);
+      } catch (e) {
+        // A refusal (a unique key taken) may rest on an unflushed commit as well.
+        await durableNow()?.catch(() => {});
+        throw e;
+      }
       if (wal && (k === 'exec' || !prepare(args[0] as string).readonly)) wal.written();
       await durableNow();
       return out;

@@ -90,6 +90,8 @@ export interface WalCheckpointerOptions {
   restartPages?: number;
 }
 
+/** How long close() waits for the worker to close its connection before terminating it. */
+const STOP_WAIT_MS = 500;
 /** How long a restart window may hold the writer's queue before it is given back regardless. */
 const WINDOW_LIMIT_MS = 2000;
 
@@ -144,6 +146,10 @@ export function startWalCheckpointer(path: string, o: WalCheckpointerOptions): W
         worker.once('exit', () => resolve());
         worker.on('message', (m) => m === 'stopped' && void worker.terminate());
         worker.postMessage('stop');
+        // A worker still starting (loading the driver on a busy machine) is not waited for:
+        // terminate() takes effect between statements (a checkpoint under way finishes) and the
+        // driver closes the worker's connection with its environment. Closing stays prompt.
+        setTimeout(() => void worker.terminate(), STOP_WAIT_MS).unref();
       });
     },
   };
