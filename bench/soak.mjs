@@ -10,7 +10,7 @@
 //
 //   npm run compile && npm run soak -- --seconds 180 [--db postgres] [--conns 50] [--interval 10]
 import http from 'node:http';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -127,6 +127,13 @@ try {
   const booksOk = mismatched.length === 0;
   ok &&= booksOk;
   console.log(`books: ${sessions.length} sessions, ${paid} paid answers, spent ${spent} minor units, reserved ${reserved}: ${booksOk ? 'the books match' : `MISMATCH in ${mismatched.length} sessions\n  ${mismatched.slice(0, 10).join('\n  ')}`}`);
+  // SQLite: what the database file (and its WAL) hold per paid answer, sessions and all.
+  if (dbKind !== 'postgres') {
+    const size = (f) => (existsSync(f) ? statSync(f).size : 0);
+    const db = size(join(dir, 'gateway.db'));
+    const wal = size(join(dir, 'gateway.db-wal'));
+    console.log(`storage: database ${(db / 1e6).toFixed(1)} MB (${(db / Math.max(1, paid) / 1e3).toFixed(2)} KB per paid answer), WAL ${(wal / 1e6).toFixed(1)} MB`);
+  }
 
   // Memory: first interval is warm-up; compare the means of the first and last thirds of the rest.
   const steady = samples.slice(1).filter((s) => s.rss);

@@ -9,7 +9,8 @@
  * cycles); on SQLite BEGIN IMMEDIATE holds the only writer lock. `seq` is the primary key, so a
  * fork could not even be stored.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
+import { randomId } from './random-id.js';
 import type { SqlDatabase, SqlExecutor } from './database.js';
 import type { Migration } from './migrate.js';
 import { insertRow, type RowInsert } from './row-insert.js';
@@ -156,7 +157,7 @@ export function createAuditLog(db: SqlDatabase, table = 'audit_log'): AuditLog {
     return full;
   };
   // Staged entries sort by (staged_ms, id); the id's random part only breaks ties.
-  const stagedId = () => randomBytes(12).toString('base64url');
+  const stagedId = () => randomId(12);
   type StagedRow = { id: string; at: string; actor: string; action: string; subject: string; data: string };
   return {
     lockName,

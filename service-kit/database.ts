@@ -9,6 +9,8 @@ import Database from 'better-sqlite3';
 import pg from 'pg';
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
+import { createWalFlusher, type FlushFile, type WalFlusher } from './wal-flush.js';
+import { startWalCheckpointer } from './wal-checkpointer.js';
 
 export type Row = Record<string, unknown>;
 export type Dialect = 'sqlite' | 'postgres';
@@ -70,13 +72,15 @@ export interface OpenOptions {
   schema?: string;
   /** PostgreSQL pool size (default 10). */
   poolSize?: number;
+  /** SQLite file: how the WAL is flushed to disk (fdatasync on the thread pool); tests hold or fail it. */
+  flushWal?: FlushFile;
 }
 
 /**
  * @example const db = await openDatabase(process.env.DATABASE_URL ?? 'sqlite:./data/authority.db')
  */
 export async function openDatabase(url: string, options: OpenOptions = {}): Promise<SqlDatabase> {
-  if (url.startsWith('sqlite:')) return openSqlite(url.slice('sqlite:'.length));
+  if (url.startsWith('sqlite:')) return openSqlite(url.slice('sqlite:'.length), options);
   if (url.startsWith('postgres://') || url.startsWith('postgresql://')) return openPostgres(url, options);
   throw new RangeError(`DATABASE_URL: expected sqlite:<path> or postgres://…, got '${redact(url)}'`);
 }
@@ -91,15 +95,26 @@ function sqliteParam(v: unknown): unknown {
   return v;
 }
 
-function openSqlite(path: string): SqlDatabase {
+function openSqlite(path: string, options: OpenOptions = {}): SqlDatabase {
   const memory = path === ':memory:' || path === '';
   if (!memory) mkdirSync(dirname(resolve(path)), { recursive: true });
   const db = new Database(memory ? ':memory:' : path);
-  db.pragma('journal_mode = WAL');
+  // A file system without shared memory (some network mounts) refuses WAL: then no WAL to flush
+  // or checkpoint, and SQLite's own FULL fsyncs each commit.
+  const inWal = db.pragma('journal_mode = WAL', { simple: true }) === 'wal';
   db.pragma('busy_timeout = 5000');
   db.pragma('foreign_keys = ON');
-  // FULL: a committed payment survives a power loss too (WAL + NORMAL may lose the last commits).
-  db.pragma('synchronous = FULL');
+  // A commit is on disk before anyone hears of it (a payment survives a power loss too), as with
+  // `synchronous = FULL`; the flush that makes it so runs off the event loop (wal-flush.ts), so
+  // SQLite itself does not fsync at COMMIT. In memory (journal mode 'memory') there is nothing to flush.
+  db.pragma(inWal ? 'synchronous = NORMAL' : 'synchronous = FULL');
+  const wal = inWal ? createWalFlusher(`${resolve(path)}-wal`, options.flushWal) : undefined;
+  /** Waits until what the connection has written so far (all a caller may have seen) is durable. */
+  const durableNow = (): Promise<void> | undefined => {
+    if (!wal) return undefined;
+    if (wal.failed !== undefined) return Promise.reject(wal.failed);
+    return wal.latest > 0 ? wal.durable(wal.latest) : undefined;
+  };
   const cache = new Map<string, Database.Statement>();
   const prepare = (sql: string) => {
     let s = cache.get(sql);
@@ -132,23 +147,42 @@ function openSqlite(path: string): SqlDatabase {
       db.exec(script);
     },
   };
+  // A statement outside a transaction autocommits when it writes; a read may see commits not yet
+  // flushed. Either way the answer waits until what the connection has written is durable, so no
+  // caller ever acts on a change a power loss could undo.
   const guarded = <K extends 'all' | 'get' | 'run' | 'exec'>(k: K) =>
     (async (...args: unknown[]) => {
       while (txOpen) await txTail;
-      return (direct[k] as (...a: unknown[]) => unknown)(...args);
+      if (wal?.failed !== undefined) throw wal.failed;
+      let out: unknown;
+      try {
+        out = await (direct[k] as (...a: unknown[]) => unknown)(...args);
+      } catch (e) {
+        // A refusal (a unique key taken) may rest on an unflushed commit as well.
+        await durableNow()?.catch(() => {});
+        throw e;
+      }
+      if (wal && (k === 'exec' || !prepare(args[0] as string).readonly)) wal.written();
+      await durableNow();
+      return out;
     }) as SqlExecutor[K];
-  const group = sqliteGroupCommit(db, direct, {
-    async claim() {
-      // Claim the connection in the same step as the check, so two waiters cannot both enter.
-      while (txOpen) await txTail;
-      txOpen = true;
-      let release!: () => void;
-      txTail = new Promise<void>((r) => (release = r));
-      return () => {
-        txOpen = false;
-        release();
-      };
-    },
+  /** The connection to oneself until the returned release is called (a group, a checkpoint's restart). */
+  async function claim() {
+    // Claim the connection in the same step as the check, so two waiters cannot both enter.
+    while (txOpen) await txTail;
+    txOpen = true;
+    let release!: () => void;
+    txTail = new Promise<void>((r) => (release = r));
+    return () => {
+      txOpen = false;
+      release();
+    };
+  }
+  const group = sqliteGroupCommit(db, direct, wal, { claim });
+  // Checkpoints on a worker thread, not inside a COMMIT on the event loop (wal-checkpointer.ts).
+  const checkpointer = !inWal ? undefined : startWalCheckpointer(resolve(path), {
+    selfCheckpoint: (on) => db.pragma(`wal_autocheckpoint = ${on ? 1000 : 0}`),
+    claim,
   });
   return {
     dialect: 'sqlite',
@@ -161,6 +195,7 @@ function openSqlite(path: string): SqlDatabase {
     async ping() {
       try {
         while (txOpen) await txTail;
+        if (wal?.failed !== undefined) return false;
         return prepare('SELECT 1 AS ok').get() !== undefined;
       } catch {
         return false;
@@ -168,6 +203,8 @@ function openSqlite(path: string): SqlDatabase {
     },
     async close() {
       while (txOpen) await txTail;
+      await checkpointer?.close();
+      await wal?.close();
       db.close();
     },
     description: memory ? 'sqlite::memory:' : `sqlite:${path}`,
@@ -184,12 +221,13 @@ interface PendingTx {
 /**
  * Group commit for SQLite: the transactions requested while the connection is busy, or in the
  * same event-loop turn, run one after another inside one `BEGIN IMMEDIATE … COMMIT`, each in its
- * own SAVEPOINT (a callback that throws rolls back only its own writes). One COMMIT, so one WAL
- * fsync under `synchronous = FULL`, covers them all, and every caller is answered only after that
- * COMMIT returned: what a caller was told is committed is durable. A later transaction of the
+ * own SAVEPOINT (a callback that throws rolls back only its own writes). One COMMIT covers them
+ * all, and every caller is answered only after the WAL flush that covers that COMMIT
+ * (wal-flush.ts, on the thread pool: the next group runs meanwhile, and one flush often covers
+ * several groups): what a caller was told is committed is durable. A later transaction of the
  * group sees the earlier ones' writes, exactly as if they had committed one by one before it.
  */
-function sqliteGroupCommit(db: Database.Database, direct: SqlExecutor, conn: { claim(): Promise<() => void> }) {
+function sqliteGroupCommit(db: Database.Database, direct: SqlExecutor, wal: WalFlusher | undefined, conn: { claim(): Promise<() => void> }) {
   let queue: PendingTx[] = [];
   let scheduled = false;
   const MAX_GROUP = 256;
@@ -201,6 +239,7 @@ function sqliteGroupCommit(db: Database.Database, direct: SqlExecutor, conn: { c
     scheduled = false;
     const done: Array<{ p: PendingTx; ok: boolean; v: unknown }> = [];
     try {
+      if (wal?.failed !== undefined) throw wal.failed;
       db.exec('BEGIN IMMEDIATE');
     } catch (e) {
       for (const p of group) p.reject(e);
@@ -225,20 +264,30 @@ function sqliteGroupCommit(db: Database.Database, direct: SqlExecutor, conn: { c
       }
     }
     let commitError: unknown;
+    let mark = 0;
     try {
       if (!db.inTransaction) throw new Error('the group transaction was rolled back');
       db.exec('COMMIT');
+      mark = wal?.written() ?? 0;
     } catch (e) {
       commitError = e;
       if (db.inTransaction) db.exec('ROLLBACK');
     }
     unclaim();
+    // The next group may run while this one's flush is on the thread pool.
+    schedule();
+    // Nobody is answered, not even a refusal (it may rest on a commit of this group or an earlier
+    // one), before what the connection has written is durable (wal-flush.ts).
+    if (commitError === undefined && wal) {
+      await wal.durable(Math.max(mark, wal.latest)).catch((e) => {
+        commitError = e;
+      });
+    }
     for (const d of done) {
       if (!d.ok) d.p.reject(d.v);
       else if (commitError !== undefined) d.p.reject(commitError);
       else d.p.resolve(d.v);
     }
-    schedule();
   }
 
   function schedule() {

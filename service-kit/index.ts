@@ -13,6 +13,8 @@ export {
 export { createLogger, silentLogger, requestLogger, type Logger } from './logger.js';
 export { createMetrics, defaultMetricsOn, type Metrics } from './metrics.js';
 export { openDatabase, type SqlDatabase, type SqlExecutor, type Dialect, type Row, type OpenOptions } from './database.js';
+export type { FlushFile } from './wal-flush.js';
+export { randomId, timeOrderedId } from './random-id.js';
 export { migrate, type Migration } from './migrate.js';
 export {
   createAuditLog, auditLogMigration, auditStagingMigration, auditEntryHash, checkTableName, AUDIT_GENESIS_HASH,

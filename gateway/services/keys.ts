@@ -14,7 +14,7 @@
 import { generateKeyPair, importSigningKey, jwkThumbprint, type SigningKey } from '../../src/index.js';
 import { HttpError, type SqlDatabase } from '../../service-kit/index.js';
 import { isSealed, type SecretSealer } from '../../service-kit/secrets/index.js';
-import type { Signer } from '../../service-kit/signers/index.js';
+import { signingOffThread, ed25519KeyObject, type Signer } from '../../service-kit/signers/index.js';
 import { raiseBundleSequence } from '../store/bundle-sequence.js';
 
 export type GatewayKeyPurpose = 'grant' | 'receipt' | 'bundle';
@@ -80,7 +80,17 @@ export function createKeyRing(db: SqlDatabase, now: () => number, options: KeyRi
         const purpose = cache?.keys.find((k) => k.kid === kid)?.purpose ?? 'receipt';
         return Promise.reject(new Error(`the ${purpose} key '${kid}' is held outside the database and not by this instance: set CTL_GATEWAY_${purpose.toUpperCase()}_KEY_PKCS11_URI (or _PRIVATE_KEY_FILE) here too`));
       }
-      sk = (async () => importSigningKey(isSealed(privatePem) ? await sealer.open(privatePem, sealContext(kid)) : privatePem))();
+      sk = (async () => {
+        const pem = isSealed(privatePem) ? await sealer.open(privatePem, sealContext(kid)) : privatePem;
+        // Signs on the thread pool (service-kit/signers/off-thread.ts): one receipt per paid request.
+        const key = await importSigningKey(pem);
+        if (key.alg !== 'EdDSA') return key;
+        try {
+          return signingOffThread(key, ed25519KeyObject(pem));
+        } catch {
+          return key; // a stored form node:crypto does not read: signed on the loop as before
+        }
+      })();
       sk.catch(() => imported.delete(kid));
       imported.set(kid, sk);
     }

@@ -6,7 +6,6 @@
  * receipt signed and committed with the spend. A failure after `paying` is settled with the
  * rail, never guessed: reconcile() does the same for payments a crash left open.
  */
-import { randomBytes } from 'node:crypto';
 import {
   CtlError,
   signReceipt,
@@ -17,7 +16,7 @@ import {
 } from '../../src/index.js';
 // Prepared signing, as a signing service imports it (ctl/wallet): the grant checked and canonicalised once per session.
 import { createSbaSigner, type SbaSigner } from '../../src/entries/wallet.js';
-import { HttpError, type SqlDatabase } from '../../service-kit/index.js';
+import { HttpError, timeOrderedId, type SqlDatabase } from '../../service-kit/index.js';
 import { reserve, markPaying, commit, release, openPayments, touchOpen, payLedgerAndCommit, reserveAndPayLedger, type PaymentRecord, type CommitResult, type CommitRecord } from '../store/payments.js';
 import { sessionById, type SessionRecord } from '../store/sessions.js';
 import type { Rail } from '../rails/rail.js';
@@ -150,7 +149,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
   type Paid = { id: string; amount: bigint; currency: string; merchant: string; purpose: string; rail: string };
 
   async function signReceiptFor(session: SessionRecord, p: Paid, txRef: string, paidAt: number, sba: Record<string, unknown> | undefined) {
-    const receiptId = `rcpt_${randomBytes(16).toString('base64url')}`;
+    const receiptId = `rcpt_${timeOrderedId()}`;
     const rk = await keys.active('receipt');
     const fields: Record<string, unknown> = {
       receiptId,
@@ -257,7 +256,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     const details = detailsOf(terms, host, purpose);
     await checkFixed(session, terms, host, purpose, railName, details);
 
-    const paymentId = deps.paymentId?.() ?? `pay_${randomBytes(16).toString('base64url')}`;
+    const paymentId = deps.paymentId?.() ?? `pay_${timeOrderedId()}`;
     const r = await reserve(db, {
       paymentId, sessionId: session.id, amount, currency: terms.currency, merchant: host, address: terms.address, purpose: purpose!, rail: railName, now: now(),
       velocity: session.maxPerHour !== null || session.maxPerMerchantDay !== null,
@@ -302,13 +301,13 @@ export function createPaymentService(deps: PaymentServiceDeps) {
   async function payLedgerInOneChange(session: SessionRecord, terms: PaymentTerms, host: string, purpose: string | undefined): Promise<PaidResult | undefined> {
     const details = detailsOf(terms, host, purpose);
     await checkFixed(session, terms, host, purpose, rail.name, details);
-    const paymentId = deps.paymentId?.() ?? `pay_${randomBytes(16).toString('base64url')}`;
+    const paymentId = deps.paymentId?.() ?? `pay_${timeOrderedId()}`;
     const sba = await signSba(session, terms, host, purpose!, paymentId, rail.name);
     const denied = await personRefusal(session, sba, terms, host, purpose!, rail.name);
     if (denied) await refuse(rail.name, session, denied.code, `the person's grant refuses this payment: ${denied.message}`, details);
     const amount = BigInt(terms.amount);
     const paid: Paid = { id: paymentId, amount, currency: terms.currency, merchant: host, purpose: purpose!, rail: rail.name };
-    const txRef = `txid:${randomBytes(16).toString('base64url')}`;
+    const txRef = `txid:${timeOrderedId()}`;
     const paidAt = now();
     const { receiptId, receipt } = await signReceiptFor(session, paid, txRef, paidAt, sba);
     const recorded = committedEvents(session, paid, receiptId, txRef);
@@ -362,7 +361,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
       const { paymentId, sba, amount } = await authorize(session, terms, host, purpose, rail.name);
       const paid: Paid = { id: paymentId, amount, currency: terms.currency, merchant: host, purpose: purpose!, rail: rail.name };
       if (localLedger) {
-        const txRef = `txid:${randomBytes(16).toString('base64url')}`;
+        const txRef = `txid:${timeOrderedId()}`;
         const paidAt = now();
         const { receiptId, receipt } = await signReceiptFor(session, paid, txRef, paidAt, sba);
         const recorded = committedEvents(session, paid, receiptId, txRef);

@@ -10,6 +10,7 @@ import { hkdfSync, randomBytes } from 'node:crypto';
 import { importSigningKey, jwkThumbprint, type SigningKey } from '../../src/index.js';
 import type { SqlDatabase } from '../../service-kit/index.js';
 import { isSealed, type SecretSealer } from '../../service-kit/secrets/index.js';
+import { signingOffThread, ed25519KeyObject } from '../../service-kit/signers/index.js';
 import { sharedSecret } from './keys.js';
 
 /** What `actor_key_pem` holds for a derived key (versioned: a change of derivation is a new marker). */
@@ -39,7 +40,11 @@ export async function createSessionKeys(db: SqlDatabase, sealer: SecretSealer): 
   if (master.length !== 32) throw new Error('the stored session-key master is not 32 bytes');
   await sealStoredSessionKeys(db, sealer);
   const cache = new Map<string, Promise<{ key: SigningKey; kid: string }>>();
-  const derive = (sessionId: string) => importSigningKey(deriveSessionSeed(master, sessionId), { alg: 'EdDSA' });
+  // Signs on the thread pool (service-kit/signers/off-thread.ts): one SBA per paid request.
+  const derive = async (sessionId: string) => {
+    const seed = deriveSessionSeed(master, sessionId);
+    return signingOffThread(await importSigningKey(seed, { alg: 'EdDSA' }), ed25519KeyObject(seed));
+  };
   return {
     derive,
     signingKey(session) {

@@ -7,8 +7,10 @@ import { join } from 'node:path';
 import { createHsm } from './signers-fixture.js';
 import {
   closePkcs11Modules, fileSigner, generatePkcs11Ed25519Key, generatePkcs11Key, openPkcs11Signer, parsePkcs11Uri, signerFromEnv,
+  signingOffThread, ed25519KeyObject,
 } from '../../service-kit/signers/index.js';
-import { createSignedPolicyGrant, formatTimestamp, generateKeyPair, policyHash, verifyWithJwk } from '../../src/index.js';
+import { createSignedPolicyGrant, formatTimestamp, generateKeyPair, importSigningKey, policyHash, verifyWithJwk } from '../../src/index.js';
+import { randomId, timeOrderedId } from '../../service-kit/index.js';
 
 const hsm = createHsm();
 const nodeVerifies = (jwk: object, msg: Uint8Array, sig: Uint8Array) =>
@@ -185,6 +187,52 @@ test('file signer: same signatures as the PEM, refused when others may read the 
   assert.match(await refused(fileSigner(path)), /accessible by others \(mode 644\)/);
   const viaEnv = await refused(signerFromEnv({ CTL_GATEWAY_RECEIPT_PRIVATE_KEY_FILE: path }, 'CTL_GATEWAY_RECEIPT'));
   assert.ok(viaEnv.startsWith('CTL_GATEWAY_RECEIPT_PRIVATE_KEY_FILE: '), viaEnv);
+});
+
+test('signingOffThread: the same Ed25519 signature as the key signing on the loop, from a seed or a PEM; another key is refused', async () => {
+  const pair = await generateKeyPair({ alg: 'EdDSA' });
+  const onLoop = await importSigningKey(pair.privateKeyPem);
+  const fromPem = signingOffThread(onLoop, ed25519KeyObject(pair.privateKeyPem));
+  const seed = new Uint8Array(32).fill(7);
+  const seedKey = await importSigningKey(seed, { alg: 'EdDSA' });
+  const fromSeed = signingOffThread(seedKey, ed25519KeyObject(seed));
+  const msg = new TextEncoder().encode('{"a":1}');
+  const sig = await fromPem.sign(msg);
+  assert.ok(!Buffer.isBuffer(sig) && sig instanceof Uint8Array);
+  assert.equal(Array.from(sig), Array.from(await onLoop.sign(msg)), 'deterministic: the same bytes');
+  assert.equal(Array.from(await fromSeed.sign(msg)), Array.from(await seedKey.sign(msg)));
+  assert.ok(await verifyWithJwk(pair.publicJwk, msg, sig));
+  assert.equal(fromPem.publicJwk, onLoop.publicJwk);
+  assert.match(await refused((async () => signingOffThread(onLoop, ed25519KeyObject(seed)))()), /not the signing key/);
+  // An artifact signed through it verifies like any other.
+  const g = await createSignedPolicyGrant({
+    policyHash: policyHash({ a: 1 }), actorKey: pair.publicJwk, allowedRails: ['ledger'], allowedAssets: [{ standard: 'iso4217', code: 'USD' }],
+    maxAmountMinor: '100', currency: 'USD', expiresAt: formatTimestamp(Date.now() + 3600_000),
+  }, { issuer: 'off-thread.test', keyId: 'k1', signingKey: fromSeed, revocationBaseUrl: 'https://off-thread.test' });
+  const { signature, ...body } = g as unknown as Record<string, unknown>;
+  const { canonicalize } = await import('../../src/index.js');
+  assert.ok(nodeVerifies(seedKey.publicJwk, new TextEncoder().encode(`ctl-grant/1\n${canonicalize(body)}`), Buffer.from(signature as string, 'base64url')));
+});
+
+test('randomId: base64url of the asked length, never the same twice across pool refills', () => {
+  const seen = new Set<string>();
+  for (let i = 0; i < 2000; i++) {
+    const id = randomId(16);
+    assert.match(id, /^[A-Za-z0-9_-]{22}$/);
+    seen.add(id);
+  }
+  assert.equal(seen.size, 2000);
+  assert.match(randomId(12), /^[A-Za-z0-9_-]{16}$/);
+  assert.throws(() => randomId(0), RangeError);
+});
+
+test('timeOrderedId: sorts as its creation time (byte order = ASCII order), unique within one millisecond', () => {
+  const t0 = Date.UTC(2026, 10, 24, 12, 0, 0);
+  const ids = [t0, t0 + 1, t0 + 61, t0 + 62, t0 + 3_600_000, Date.UTC(2100, 0, 1)].map((t) => timeOrderedId(t));
+  assert.equal([...ids].sort(), ids, 'sorted by time');
+  for (const id of ids) assert.match(id, /^[0-9A-Za-z]{8}[A-Za-z0-9_-]{16}$/);
+  const same = new Set(Array.from({ length: 1000 }, () => timeOrderedId(t0)));
+  assert.equal(same.size, 1000);
 });
 
 test.run();
