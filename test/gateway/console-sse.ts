@@ -11,8 +11,8 @@ export interface SseStream {
   events: SseEvent[];
   /** Resolves with the first event (seen or to come) matching, or rejects after `ms`. */
   waitFor(match: (e: SseEvent) => boolean, ms?: number): Promise<SseEvent>;
-  /** Resolves when the server ended the stream. */
-  ended: Promise<void>;
+  /** Resolves when the stream ended: `clean` when the server ended the body, `cut` when the connection was cut. */
+  ended: Promise<'clean' | 'cut'>;
   close(): void;
 }
 
@@ -21,13 +21,14 @@ export async function openStream(base: string, key: string | undefined): Promise
   const res = await fetch(`${base}/console/events`, { headers: key ? { authorization: `Bearer ${key}` } : {}, signal: abort.signal });
   const events: SseEvent[] = [];
   const waiters = new Set<() => void>();
-  let ended: Promise<void> = Promise.resolve();
+  let ended: Promise<'clean' | 'cut'> = Promise.resolve('clean');
   let body: any;
   if (res.ok && res.body) {
     ended = (async () => {
       const reader = res.body!.getReader();
       const dec = new TextDecoder();
       let buf = '';
+      let how: 'clean' | 'cut' = 'clean';
       try {
         for (;;) {
           const { value, done } = await reader.read();
@@ -46,9 +47,10 @@ export async function openStream(base: string, key: string | undefined): Promise
           }
         }
       } catch {
-        /* aborted */
+        how = 'cut';
       }
       for (const w of waiters) w();
+      return how;
     })();
   } else {
     body = JSON.parse(await res.text());

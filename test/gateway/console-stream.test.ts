@@ -155,10 +155,9 @@ test("the session's webhook dispatch log: the owner's deliveries, 404 for anothe
 test('closing the server is not held open by a console tab', async () => {
   const s = await openStream(gw.url, gw.ownerKey);
   await s.waitFor((e) => e.event === 'ready');
-  const t0 = Date.now();
   await gw.close();
-  await s.ended;
-  assert.ok(Date.now() - t0 < 3000, `closed in ${Date.now() - t0} ms`);
+  // A stream that held close() open would be cut when the grace period ran out, not ended by the server.
+  assert.is(await s.ended, 'clean');
   assert.ok(s.events.some((e) => e.event === 'end' && e.data.reason === 'shutdown'));
   gw.close = async () => {};
 });
