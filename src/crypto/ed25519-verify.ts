@@ -12,6 +12,7 @@
 import { sha512 } from './sha2.js';
 import { concat } from './der.js';
 import { D, L, P, le } from './strict.js';
+import { naf5 } from './naf.js';
 
 /** Extended twisted Edwards coordinates: x = X/Z, y = Y/Z, x·y = T/Z. */
 type Point = readonly [bigint, bigint, bigint, bigint];
@@ -95,20 +96,6 @@ function decode(b: Uint8Array): Point | undefined {
   if (x === 0n && sign) return undefined;
   if ((x & 1n) !== sign) x = P - x;
   return [x, y, 1n, m(x * y)];
-}
-
-/** Width-5 NAF digits of a scalar, least significant first: odd digits in (-16, 16), mostly zeros. */
-function naf5(k: bigint): Int8Array {
-  const out = new Int8Array(258);
-  for (let i = 0; k > 0n; i++, k >>= 1n) {
-    if (k & 1n) {
-      let d = Number(k & 31n);
-      if (d >= 16) d -= 32;
-      out[i] = d;
-      k -= BigInt(d);
-    }
-  }
-  return out;
 }
 
 /** P, 3P, 5P, …, 15P: the table a width-5 NAF digit indexes. */

@@ -23,20 +23,7 @@ import { registeredP256 } from './algorithm-support.js';
 import { L, le } from './strict.js';
 import { concat } from './der.js';
 import type { Alg, PublicJwk } from './types.js';
-
-/** Width-5 NAF digits of a scalar, least significant first: odd digits in (-16, 16), mostly zeros. */
-function naf5(k: bigint): Int8Array {
-  const out = new Int8Array(258);
-  for (let i = 0; k > 0n; i++, k >>= 1n) {
-    if (k & 1n) {
-      let d = Number(k & 31n);
-      if (d >= 16) d -= 32;
-      out[i] = d;
-      k -= BigInt(d);
-    }
-  }
-  return out;
-}
+import { naf5 } from './naf.js';
 
 type EdPoint = InstanceType<typeof ed.Point>;
 
