@@ -4,6 +4,7 @@
  */
 import type { createSessionService } from '../services/sessions.js';
 import type { SessionDispatch } from '../store/session-dispatches.js';
+import type { Receipt } from '../../src/index.js';
 
 const KEY = 'ctl.console.ownerKey';
 
@@ -22,19 +23,8 @@ export const ownerKey = {
 /** What `GET /sessions/:id` answers: the gateway's own view, so the two cannot drift (type-only: erased from the bundle). */
 export type SessionView = ReturnType<ReturnType<typeof createSessionService>['view']>;
 
-export interface Receipt {
-  receiptId: string;
-  sessionId: string;
-  purpose: string;
-  amount: { amountMinor: string; currency: string };
-  merchant: string;
-  paidAt: string;
-  txRef: string;
-  rail: string;
-  keyId: string;
-  signature: string;
-  [k: string]: unknown;
-}
+/** A receipt as the gateway signs it (the SDK's own type: erased from the bundle). */
+export type { Receipt };
 
 /** One webhook delivery of a session, as `GET /sessions/:id/dispatches` answers. */
 export type Dispatch = SessionDispatch;

@@ -208,6 +208,18 @@ function recordingCtes(rows: RowInsert[]): { sql: string; params: unknown[] } {
 const NO_CTES = { sql: '', params: [] as unknown[] };
 
 /**
+ * The tail both commit statements share, after a `pay` CTE that returned the paid row: the
+ * session's spend moved and the receipt stored, then `extra`; its parameters are receiptParams.
+ */
+const spendAndReceiptCtes = (extra: { sql: string }) => `ses AS (
+         UPDATE gw_sessions SET spent = spent + pay.amount, reserved = reserved - pay.amount FROM pay
+         WHERE gw_sessions.id = pay.session_id RETURNING gw_sessions.spent, gw_sessions.ceiling),
+       rc AS (
+         INSERT INTO gw_receipts (id, session_id, payment_id, paid_at, body) SELECT ?, pay.session_id, ?, ?::bigint, ? FROM pay)${extra.sql}
+       SELECT spent, ceiling FROM ses`;
+const receiptParams = (p: { paymentId: string; receiptId: string; receipt: string; paidAt: number }) => [p.receiptId, p.paymentId, p.paidAt, p.receipt];
+
+/**
  * PostgreSQL, one statement: the open payment paid, its spend moved and its receipt stored, then
  * `extra` CTEs (what is recorded with it); no row when the payment was no longer open.
  */
@@ -219,13 +231,8 @@ function commitStatement(
     sql: `WITH pay AS (
          UPDATE gw_payments SET state = 'paid', tx_ref = ?, updated_at = ?::bigint WHERE id = ? AND state IN ('reserved', 'paying')
          RETURNING session_id, amount),
-       ses AS (
-         UPDATE gw_sessions SET spent = spent + pay.amount, reserved = reserved - pay.amount FROM pay
-         WHERE gw_sessions.id = pay.session_id RETURNING gw_sessions.spent, gw_sessions.ceiling),
-       rc AS (
-         INSERT INTO gw_receipts (id, session_id, payment_id, paid_at, body) SELECT ?, pay.session_id, ?, ?::bigint, ? FROM pay)${extra.sql}
-       SELECT spent, ceiling FROM ses`,
-    params: [p.txRef, p.paidAt, p.paymentId, p.receiptId, p.paymentId, p.paidAt, p.receipt, ...extra.params],
+       ${spendAndReceiptCtes(extra)}`,
+    params: [p.txRef, p.paidAt, p.paymentId, ...receiptParams(p), ...extra.params],
   };
 }
 
@@ -241,13 +248,8 @@ function ledgerCommitStatement(
        pay AS (
          UPDATE gw_payments SET state = 'paid', tx_ref = ?, updated_at = ?::bigint FROM led
          WHERE gw_payments.id = led.payment_id AND gw_payments.state = 'reserved' RETURNING gw_payments.session_id, gw_payments.amount),
-       ses AS (
-         UPDATE gw_sessions SET spent = spent + pay.amount, reserved = reserved - pay.amount FROM pay
-         WHERE gw_sessions.id = pay.session_id RETURNING gw_sessions.spent, gw_sessions.ceiling),
-       rc AS (
-         INSERT INTO gw_receipts (id, session_id, payment_id, paid_at, body) SELECT ?, pay.session_id, ?, ?::bigint, ? FROM pay)${extra.sql}
-       SELECT spent, ceiling FROM ses`,
-    params: [p.paymentId, p.txRef, p.address, p.amount, p.currency, p.paidAt, p.txRef, p.paidAt, p.receiptId, p.paymentId, p.paidAt, p.receipt, ...extra.params],
+       ${spendAndReceiptCtes(extra)}`,
+    params: [p.paymentId, p.txRef, p.address, p.amount, p.currency, p.paidAt, p.txRef, p.paidAt, ...receiptParams(p), ...extra.params],
   };
 }
 
