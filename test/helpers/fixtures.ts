@@ -50,6 +50,16 @@ export async function bundle(k: Keys, over: { revokedGrants?: string[]; sequence
   }, { signingKey: k.root.privateKeyPem, issuer: 'root.test' });
 }
 
+/** A newer bundle (sequence 2, same scope) in which the authority's grant key was rotated to a fresh one: the current key is dropped. */
+export async function rotatedKeyBundle(k: Keys, now = T0) {
+  const rotated = await generateKeyPair({ alg: 'EdDSA' });
+  return createTrustBundle({
+    sequence: 2, scope: { category: 'ev-charging' }, revokedGrants: [],
+    issuers: [{ issuer: 'authority.test', keys: [{ ...rotated.publicJwk, kid: await jwkThumbprint(rotated.publicJwk), alg: 'EdDSA', purposes: ['grant'] }] }],
+    issuedAt: formatTimestamp(now - 1000), expiresAt: formatTimestamp(now + 24 * HOUR),
+  }, { signingKey: k.root.privateKeyPem, issuer: 'root.test' });
+}
+
 /** A fake authority behind an injected fetch: counts calls, can revoke, fail or stall. */
 export function fakeAuthority(k: Keys) {
   const revoked = new Set<string>();

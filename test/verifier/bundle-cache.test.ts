@@ -4,14 +4,14 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import {
-  createSession, createTrustBundle, generateKeyPair, jwkThumbprint, verifyCtl, formatTimestamp, type SignedBudgetAuthorization, type TrustBundle,
+  createSession, generateKeyPair, verifyCtl, formatTimestamp, type SignedBudgetAuthorization, type TrustBundle,
 } from '../../src/index.js';
 import { verifyCtlEdge } from '../../src/edge.js';
 import { createBundleCache } from '../../src/verifier/bundle-cache.js';
 import { bundleSignersWith } from '../../src/verifier/root-chain.js';
 import { defaultCrypto } from '../../src/crypto/index.js';
 import type { CtlCrypto } from '../../src/crypto/types.js';
-import { keys, grant, bundle, fakeAuthority, T0, HOUR, type Keys } from '../helpers/fixtures.js';
+import { keys, grant, bundle, rotatedKeyBundle, fakeAuthority, T0, HOUR, type Keys } from '../helpers/fixtures.js';
 
 let k: Keys;
 test.before(async () => {
@@ -74,12 +74,7 @@ for (const [name, verify] of [['verifyCtl', verifyCtl], ['verifyCtlEdge', verify
   test(`${name}: moving a verified bundle to another scope in place does not revive a dropped key`, async () => {
     const sba = await signedSba();
     const old = await bundle(k, { sequence: 1 });
-    const rotated = await generateKeyPair({ alg: 'EdDSA' });
-    const newer = await createTrustBundle({
-      sequence: 2, scope: { category: 'ev-charging' }, revokedGrants: [],
-      issuers: [{ issuer: 'authority.test', keys: [{ ...rotated.publicJwk, kid: await jwkThumbprint(rotated.publicJwk), alg: 'EdDSA', purposes: ['grant'] }] }],
-      issuedAt: formatTimestamp(T0 - 1000), expiresAt: formatTimestamp(T0 + 24 * HOUR),
-    }, { signingKey: k.root.privateKeyPem, issuer: 'root.test' });
+    const newer = await rotatedKeyBundle(k);
     assert.is(code(await verify(sba, { ...offline(), trustBundles: [old, newer] })), 'unknown_key');
     old.scope.category = 'somewhere-else';
     assert.is.not(code(await verify(sba, { ...offline(), trustBundles: [old, newer] })), 'valid');

@@ -5,7 +5,7 @@ import {
   verifyTrustBundle, formatTimestamp, type SignedBudgetAuthorization,
 } from '../../src/index.js';
 import { verifyCtlEdge } from '../../src/edge.js';
-import { keys, grant, bundle, fakeAuthority, authorityJwks, T0, HOUR, type Keys } from '../helpers/fixtures.js';
+import { keys, grant, bundle, rotatedKeyBundle, fakeAuthority, authorityJwks, T0, HOUR, type Keys } from '../helpers/fixtures.js';
 
 let k: Keys;
 test.before(async () => {
@@ -209,15 +209,10 @@ test('merchant-side velocity with trackSpend; verifyPolicyGrant on its own', asy
 });
 
 test('Trust Bundles: per scope only the newest counts, so an old bundle cannot keep a dropped key alive', async () => {
-  const { createTrustBundle, generateKeyPair, jwkThumbprint } = await import('../../src/index.js');
+  const { createTrustBundle } = await import('../../src/index.js');
   const sba = await signedSba();
   const old = await bundle(k, { sequence: 1 });
-  const rotated = await generateKeyPair({ alg: 'EdDSA' });
-  const newer = await createTrustBundle({
-    sequence: 2, scope: { category: 'ev-charging' }, revokedGrants: [],
-    issuers: [{ issuer: 'authority.test', keys: [{ ...rotated.publicJwk, kid: await jwkThumbprint(rotated.publicJwk), alg: 'EdDSA', purposes: ['grant'] }] }],
-    issuedAt: formatTimestamp(T0 - 1000), expiresAt: formatTimestamp(T0 + 24 * HOUR),
-  }, { signingKey: k.root.privateKeyPem, issuer: 'root.test' });
+  const newer = await rotatedKeyBundle(k);
   const opts = { ...base, offline: true, rootPublicKeyPem: k.root.publicKeyPem };
   assert.ok((await verifyCtl(sba, { ...opts, trustBundles: [old] })).valid);
   for (const order of [[old, newer], [newer, old]]) {
