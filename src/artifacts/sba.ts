@@ -96,11 +96,24 @@ function checkConsistency(value: Record<string, unknown>): void {
  * bytes as `signedBytes('sba', sba)` (PROTOCOL.md §3; members in JCS order), without
  * canonicalizing the embedded grant a second time on the verifier's hot path.
  */
-export function sbaSignedBytes(sba: SignedBudgetAuthorization, grantJcs: string): Uint8Array {
-  let text = 'ctl-sba/1\n{"authorization":' + canonicalize(sba.authorization) + ',"grant":' + grantJcs;
-  if (sba.issuer !== undefined) text += ',"issuer":' + quoteJson(sba.issuer);
-  text += ',"keyId":' + quoteJson(sba.keyId) + ',"version":' + canonicalize(sba.version) + '}';
-  return utf8Encode(text);
+export function sbaSignedBytes(sba: SignedBudgetAuthorization, grant: string | Uint8Array): Uint8Array {
+  const head = utf8Encode('ctl-sba/1\n{"authorization":' + canonicalize(sba.authorization));
+  const middle = typeof grant === 'string' ? grantMemberBytes(grant) : grant;
+  const tail = utf8Encode((sba.issuer === undefined ? '' : ',"issuer":' + quoteJson(sba.issuer)) +
+    ',"keyId":' + quoteJson(sba.keyId) + ',"version":' + canonicalize(sba.version) + '}');
+  const out = new Uint8Array(head.length + middle.length + tail.length);
+  out.set(head);
+  out.set(middle, head.length);
+  out.set(tail, head.length + middle.length);
+  return out;
+}
+
+/**
+ * `,"grant":` and the grant's canonical text as UTF-8: the middle of every signed SBA under that
+ * grant (about 2 KB), encoded once per canonical text by a signer or a verifier that holds it.
+ */
+export function grantMemberBytes(grantJcs: string): Uint8Array {
+  return utf8Encode(',"grant":' + grantJcs);
 }
 
 /** The one payment an SBA authorizes, hashed (PROTOCOL.md §4 `intentHash`). */
@@ -118,8 +131,19 @@ export async function intentHashWith(c: CtlCrypto, intent: PaymentIntent): Promi
     amount: intent.amount, currency: intent.currency, merchantId: intent.merchantId, rail: intent.rail,
   };
   if (intent.purpose !== undefined) doc['purpose'] = intent.purpose;
-  return hexEncode(await c.sha256(utf8Encode(canonicalize(doc))));
+  const text = canonicalize(doc);
+  let hash = intentHashes.get(text);
+  if (hash === undefined) {
+    hash = hexEncode(await c.sha256(utf8Encode(text)));
+    if (intentHashes.size >= 256) intentHashes.clear();
+    intentHashes.set(text, hash);
+  }
+  return hash;
 }
+
+// A wallet pays the same few intents again and again (the same price at the same merchant): their
+// hashes, remembered by canonical text (a function of the text alone, so never stale).
+const intentHashes = new Map<string, string>();
 
 export interface SbaFields {
   grant: PolicyGrant;
@@ -159,6 +183,8 @@ export const DEFAULT_SBA_TTL_MS = 5 * 60_000;
 export interface PreparedSbaSigning {
   grant: PolicyGrant;
   grantJcs: string;
+  /** `grantMemberBytes(grantJcs)`. */
+  grantBytes: Uint8Array;
   grantExpiry: number;
   signer: SigningKey;
   keyId: string;
@@ -176,7 +202,8 @@ export async function prepareSbaSigning(c: CtlCrypto, grant: PolicyGrant, option
     throw new RangeError('createSignedSessionBudgetAuthorization: signingKey is not the key recorded in grant.actorKey');
   }
   const keyId = options.keyId ?? hostEnv('CTL_SBA_SIGNING_KEY_ID') ?? (await c.jwkThumbprint(signer.publicJwk));
-  return { grant, grantJcs: canonicalize(grant), grantExpiry: parseTimestamp(grant.expiresAt, 'grant.expiresAt'), signer, keyId };
+  const grantJcs = canonicalize(grant);
+  return { grant, grantJcs, grantBytes: grantMemberBytes(grantJcs), grantExpiry: parseTimestamp(grant.expiresAt, 'grant.expiresAt'), signer, keyId };
 }
 
 export async function createSbaWith(c: CtlCrypto, fields: SbaFields, options: SignSbaOptions = {}): Promise<SignedBudgetAuthorization> {
@@ -224,6 +251,6 @@ export async function signPreparedSba(c: CtlCrypto, p: PreparedSbaSigning, field
   checkShape(unsigned, 'sba', sbaUnsignedShape);
   checkConsistency(unsigned);
   const sba = unsigned as unknown as SignedBudgetAuthorization;
-  sba.signature = base64urlEncode(await signer.sign(sbaSignedBytes(sba, p.grantJcs)));
+  sba.signature = base64urlEncode(await signer.sign(sbaSignedBytes(sba, p.grantBytes)));
   return sba;
 }

@@ -7,7 +7,7 @@
  */
 import type { CtlCrypto, PublicJwk, PublicKeyInput } from '../crypto/types.js';
 import type { Asset, Jwks, PolicyGrant, SignedBudgetAuthorization, TrustBundle } from '../artifacts/types.js';
-import { checkSba, intentHashWith, sbaSignedBytes } from '../artifacts/sba.js';
+import { checkSba, grantMemberBytes, intentHashWith, sbaSignedBytes } from '../artifacts/sba.js';
 import { createBundleCache } from './bundle-cache.js';
 import { bundleSignersWith, type BundleSigners } from './root-chain.js';
 import { verifyArtifactSignature } from '../artifacts/signing.js';
@@ -239,9 +239,12 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
     return ok;
   }
 
+  // The last grant's member bytes, by its canonical text: a terminal sees one grant per session.
+  let lastGrant: { jcs: string; bytes: Uint8Array } = { jcs: '', bytes: new Uint8Array(0) };
   async function sbaSignatureOk(sba: SignedBudgetAuthorization, grantJcs: string): Promise<boolean> {
     try {
-      return await c.verifyWithJwk(sba.grant.actorKey, sbaSignedBytes(sba, grantJcs), base64urlDecode(sba.signature));
+      if (lastGrant.jcs !== grantJcs) lastGrant = { jcs: grantJcs, bytes: grantMemberBytes(grantJcs) };
+      return await c.verifyWithJwk(sba.grant.actorKey, sbaSignedBytes(sba, lastGrant.bytes), base64urlDecode(sba.signature));
     } catch (e) {
       passUnsupported(e);
       return false;
