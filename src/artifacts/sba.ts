@@ -12,6 +12,7 @@ import { checkGrant } from './grant.js';
 import { CtlError } from '../errors.js';
 import { canonicalize, quoteJson } from '../encoding/jcs.js';
 import { utf8Encode } from '../encoding/utf8.js';
+import { concat } from '../crypto/der.js';
 import { base64urlEncode, hexEncode } from '../encoding/base64url.js';
 import { formatTimestamp, parseTimestamp } from '../values.js';
 import { hostEnv, hostNow } from '../host.js';
@@ -97,15 +98,12 @@ function checkConsistency(value: Record<string, unknown>): void {
  * canonicalizing the embedded grant a second time on the verifier's hot path.
  */
 export function sbaSignedBytes(sba: SignedBudgetAuthorization, grant: string | Uint8Array): Uint8Array {
-  const head = utf8Encode('ctl-sba/1\n{"authorization":' + canonicalize(sba.authorization));
-  const middle = typeof grant === 'string' ? grantMemberBytes(grant) : grant;
-  const tail = utf8Encode((sba.issuer === undefined ? '' : ',"issuer":' + quoteJson(sba.issuer)) +
-    ',"keyId":' + quoteJson(sba.keyId) + ',"version":' + canonicalize(sba.version) + '}');
-  const out = new Uint8Array(head.length + middle.length + tail.length);
-  out.set(head);
-  out.set(middle, head.length);
-  out.set(tail, head.length + middle.length);
-  return out;
+  return concat(
+    utf8Encode('ctl-sba/1\n{"authorization":' + canonicalize(sba.authorization)),
+    typeof grant === 'string' ? grantMemberBytes(grant) : grant,
+    utf8Encode((sba.issuer === undefined ? '' : ',"issuer":' + quoteJson(sba.issuer)) +
+      ',"keyId":' + quoteJson(sba.keyId) + ',"version":' + canonicalize(sba.version) + '}'),
+  );
 }
 
 /**
