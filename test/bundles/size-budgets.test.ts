@@ -20,9 +20,9 @@ const KiB = 1024;
 // index 29,703 bytes; before: 23,417 / 22,082 / 17,233 / 30,380), plus about a hundred bytes of
 // room. Every budget is still missed (1.5–3.3x): lower the ceilings as bytes go.
 export const BUDGETS: Array<{ file: string; budget: number; ceiling?: number }> = [
-  { file: 'ctl-verify.iife.js', budget: 12 * KiB, ceiling: 18_700 },
-  { file: 'ctl-wallet.iife.js', budget: 12 * KiB, ceiling: 20_550 },
-  { file: 'edge.js', budget: 5 * KiB, ceiling: 16_815 },
+  { file: 'ctl-verify.iife.js', budget: 12 * KiB, ceiling: 18_263 },
+  { file: 'ctl-wallet.iife.js', budget: 12 * KiB, ceiling: 20_251 },
+  { file: 'edge.js', budget: 5 * KiB, ceiling: 16_482 },
   { file: 'index.js', budget: 20 * KiB, ceiling: 29_800 },
 ];
 
