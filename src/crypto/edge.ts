@@ -13,9 +13,9 @@ import { utf8Encode } from '../encoding/utf8.js';
 import { pemBody, pkcs8 } from './der.js';
 import { badKey as bad, jwkAlg, thumbprintInput, thumbprintMembers } from './jwk.js';
 import { createPublicKeyImporter, isCryptoKey, isKey, signerFromCryptoKey } from './public-keys.js';
-import { createSubtleBackend, webAlg } from './subtle-backend.js';
+import { createSubtleBackend, createSubtleVerifyBackend, webAlg } from './subtle-backend.js';
 import { randomBytes } from './random.js';
-import type { Backend } from './backend.js';
+import type { Backend, VerifyBackend } from './backend.js';
 import type { CtlCrypto, ImportOptions, PrivateKeyInput, SigningKey } from './types.js';
 
 const subtle = (): SubtleCrypto => hostSubtle() ?? (() => { throw new Error('edge crypto needs WebCrypto (crypto.subtle)'); })();
@@ -50,7 +50,9 @@ const keys = /* @__PURE__ */ createPublicKeyImporter({ backend: subtleBackend, i
 /** WebCrypto SHA-256. @example await edgeCrypto.sha256(bytes) */
 const sha256 = (data: Uint8Array) => subtleBackend().sha256(data);
 
-const jwkThumbprint: CtlCrypto['jwkThumbprint'] = async (jwk) => base64urlEncode(await sha256(utf8Encode(thumbprintInput(thumbprintMembers(jwk)))));
+/** RFC 7638 thumbprint over a facade's SHA-256. */
+const thumbprintWith = (sha: (d: Uint8Array) => Promise<Uint8Array>): CtlCrypto['jwkThumbprint'] => async (jwk) =>
+  base64urlEncode(await sha(utf8Encode(thumbprintInput(thumbprintMembers(jwk)))));
 
 /**
  * The WebCrypto-only facade. @example const key = await edgeCrypto.importVerifyingKey(jwk); await key.verify(msg, sig)
@@ -61,7 +63,7 @@ export const edgeCrypto: CtlCrypto = {
   verifyWithJwk: keys.verifyWithJwk,
   toPublicJwk: keys.toPublicJwk,
   sha256,
-  jwkThumbprint,
+  jwkThumbprint: thumbprintWith(sha256),
   randomBytes,
 };
 
@@ -72,7 +74,15 @@ export const edgeCrypto: CtlCrypto = {
  */
 export function createEdgeVerifyCrypto(): CtlCrypto {
   const refuse = async (): Promise<never> => bad('this build verifies only (ctl/edge): private keys belong in ctl/wallet or ctl');
-  const k = createPublicKeyImporter({ backend: subtleBackend, importSigningKey: refuse });
-  return { importSigningKey: refuse, importVerifyingKey: k.importVerifyingKey, verifyWithJwk: k.verifyWithJwk, toPublicJwk: k.toPublicJwk, sha256, jwkThumbprint, randomBytes };
+  let b: VerifyBackend | undefined;
+  const backend = () => (b ??= createSubtleVerifyBackend(subtle()));
+  const k = createPublicKeyImporter({ backend, importSigningKey: refuse });
+  const sha256 = (data: Uint8Array) => backend().sha256(data);
+  return {
+    importSigningKey: refuse, importVerifyingKey: k.importVerifyingKey, verifyWithJwk: k.verifyWithJwk, toPublicJwk: k.toPublicJwk, sha256,
+    jwkThumbprint: thumbprintWith(sha256),
+    // Nothing a verifier does draws randomness; the edge build has no source to offer.
+    randomBytes: () => bad('this build verifies only (ctl/edge): no randomness'),
+  };
 }
 

@@ -9,7 +9,7 @@ import { createLru } from './cache.js';
 import { parseSpki, pemBody } from './der.js';
 import { badKey as bad, checkPublicJwk, checkRawPublic, jwkAlg, jwkKey, type CheckedPublicKey } from './jwk.js';
 import { subtleSigner } from './subtle-backend.js';
-import type { Backend } from './backend.js';
+import type { VerifyBackend } from './backend.js';
 import type { Alg, CtlCrypto, ImportOptions, PrivateKeyInput, PublicJwk, PublicKeyInput, SigningKey, VerifyingKey } from './types.js';
 import { passUnsupported } from './algorithm-support.js';
 
@@ -31,7 +31,7 @@ export function subtle(): SubtleCrypto {
 }
 
 export interface PublicImporterOptions {
-  backend: () => Backend | Promise<Backend>;
+  backend: () => VerifyBackend | Promise<VerifyBackend>;
   /** The facade's private import: a private input's public half is its signer's. */
   importSigningKey: CtlCrypto['importSigningKey'];
   /** The public JWK of a non-extractable CryptoKey, where the host can tell (node:crypto's KeyObject.from). */

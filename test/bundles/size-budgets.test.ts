@@ -22,7 +22,7 @@ const KiB = 1024;
 export const BUDGETS: Array<{ file: string; budget: number; ceiling?: number }> = [
   { file: 'ctl-verify.iife.js', budget: 12 * KiB, ceiling: 18_263 },
   { file: 'ctl-wallet.iife.js', budget: 12 * KiB, ceiling: 20_251 },
-  { file: 'edge.js', budget: 5 * KiB, ceiling: 16_482 },
+  { file: 'edge.js', budget: 5 * KiB, ceiling: 15_871 },
   { file: 'index.js', budget: 20 * KiB, ceiling: 29_800 },
 ];
 
