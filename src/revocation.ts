@@ -3,7 +3,7 @@
  * cached for a TTL, concurrent checks of one URL coalesced into one request, fail closed.
  * A "revoked" answer is cached for good: revocation is permanent.
  */
-import { CtlError } from './errors.js';
+import { CtlError, fail } from './errors.js';
 import { fetchJson, type FetchLike } from './net/fetch-json.js';
 
 export interface RevocationStatus {
@@ -32,7 +32,7 @@ export function createRevocationChecker(maxEntries = 4096): RevocationChecker {
     const body = await fetchJson(fetchFn, url, { timeoutMs });
     const b = body as Record<string, unknown>;
     if (typeof b !== 'object' || b === null || b['grantId'] !== grantId || typeof b['revoked'] !== 'boolean') {
-      throw new CtlError('revocation_unavailable', `${url} did not answer { grantId, revoked } for this grant`);
+      fail('revocation_unavailable', `${url} did not answer { grantId, revoked } for this grant`);
     }
     const status: RevocationStatus = { revoked: b['revoked'] };
     if (typeof b['revokedAt'] === 'string') status.revokedAt = b['revokedAt'];

@@ -11,7 +11,7 @@ import {
 } from './schema.js';
 import { signArtifact } from './signing.js';
 import { bundleSignersWith, signedByBundleKey } from '../verifier/root-chain.js';
-import { CtlError, toErrorInfo } from '../errors.js';
+import { CtlError, toErrorInfo, fail } from '../errors.js';
 import { parseStrictJson } from '../encoding/jcs.js';
 import { formatTimestamp, parseTimestamp } from '../values.js';
 import { hostNow } from '../host.js';
@@ -119,20 +119,20 @@ export async function verifyBundleWith(
     checkBundle(bundle);
     const signers = await bundleSignersWith(c, rootPublicKey, options.rootChain, options.minRootVersion);
     if (!(await signedByBundleKey(c, bundle, signers))) {
-      throw new CtlError('trust_bundle_invalid', signers.rootVersion > 1
+      fail('trust_bundle_invalid', signers.rootVersion > 1
         ? `the bundle is not signed by a bundle key of root version ${signers.rootVersion}`
         : 'the bundle is not signed by the pinned root key');
     }
     const now = (options.now ?? hostNow)();
     const tolerance = options.clockToleranceMs ?? 0;
     if (now >= parseTimestamp(bundle.expiresAt, 'bundle.expiresAt') + tolerance) {
-      throw new CtlError('trust_bundle_expired', `the bundle expired at ${bundle.expiresAt}`);
+      fail('trust_bundle_expired', `the bundle expired at ${bundle.expiresAt}`);
     }
     if (parseTimestamp(bundle.issuedAt, 'bundle.issuedAt') > now + tolerance) {
-      throw new CtlError('not_yet_valid', `the bundle is issued in the future (${bundle.issuedAt})`);
+      fail('not_yet_valid', `the bundle is issued in the future (${bundle.issuedAt})`);
     }
     if (options.minSequence !== undefined && bundle.sequence < options.minSequence) {
-      throw new CtlError('trust_bundle_rollback', `bundle sequence ${bundle.sequence} is older than ${options.minSequence}`);
+      fail('trust_bundle_rollback', `bundle sequence ${bundle.sequence} is older than ${options.minSequence}`);
     }
     return { valid: true, bundle, rootVersion: signers.rootVersion };
   } catch (e) {

@@ -12,7 +12,7 @@ import { didKeyFromJwk, didKeyToJwk, didKeyUrl, isDidKey } from '../encoding/did
 import { isIdentifier } from '../values.js';
 import { signArtifact, verifyArtifactSignature } from './signing.js';
 import { findKey } from './keys.js';
-import { CtlError, toErrorInfo, malformed } from '../errors.js';
+import { CtlError, toErrorInfo, malformed, fail } from '../errors.js';
 import { parseStrictJson } from '../encoding/jcs.js';
 import { formatTimestamp, parseTimestamp } from '../values.js';
 import { hostEnv, hostNow } from '../host.js';
@@ -211,14 +211,14 @@ export async function verifyGrantWith(c: CtlCrypto, input: unknown, options: Ver
         passUnsupported(e);
         malformed('publicKey is not a usable public key');
       }
-    } else throw new CtlError('grant_signature_invalid', 'no key to verify the grant: pass publicKey or jwks');
+    } else fail('grant_signature_invalid', 'no key to verify the grant: pass publicKey or jwks');
     if (!(await verifyArtifactSignature(c, 'grant', grant as unknown as Record<string, unknown>, key))) {
-      throw new CtlError('grant_signature_invalid', 'the grant signature does not verify');
+      fail('grant_signature_invalid', 'the grant signature does not verify');
     }
     const now = (options.now ?? hostNow)();
     const tol = options.clockToleranceMs ?? 0;
-    if (now >= parseTimestamp(grant.expiresAt, 'grant.expiresAt') + tol) throw new CtlError('grant_expired', `the grant expired at ${grant.expiresAt}`);
-    if (parseTimestamp(grant.issuedAt, 'grant.issuedAt') > now + tol) throw new CtlError('not_yet_valid', 'the grant is issued in the future');
+    if (now >= parseTimestamp(grant.expiresAt, 'grant.expiresAt') + tol) fail('grant_expired', `the grant expired at ${grant.expiresAt}`);
+    if (parseTimestamp(grant.issuedAt, 'grant.issuedAt') > now + tol) fail('not_yet_valid', 'the grant is issued in the future');
     return { valid: true, grant };
   } catch (e) {
     return { valid: false, error: toErrorInfo(e) };

@@ -9,7 +9,7 @@ import {
   rail, signature, str, timestamp, version, type Shape,
 } from './schema.js';
 import { checkGrant } from './grant.js';
-import { CtlError } from '../errors.js';
+import { CtlError, fail } from '../errors.js';
 import { canonicalize, quoteJson } from '../encoding/jcs.js';
 import { utf8Encode } from '../encoding/utf8.js';
 import { base64urlEncode, hexEncode } from '../encoding/base64url.js';
@@ -74,8 +74,8 @@ function checkConsistency(value: Record<string, unknown>): void {
   const a = value['authorization'] as Authorization;
   const g = value['grant'] as PolicyGrant;
   if (a.grantId !== g.grantId) bad('sba.authorization.grantId', 'differs from the grant it is drawn from');
-  if (a.policyHash !== g.policyHash) throw new CtlError('policy_hash_mismatch', 'the authorization carries a policyHash other than its grant');
-  if (a.currency !== g.currency) throw new CtlError('currency_mismatch', 'the authorization currency differs from the grant currency');
+  if (a.policyHash !== g.policyHash) fail('policy_hash_mismatch', 'the authorization carries a policyHash other than its grant');
+  if (a.currency !== g.currency) fail('currency_mismatch', 'the authorization currency differs from the grant currency');
   if (!same(a.allowedRails, g.allowedRails)) bad('sba.authorization.allowedRails', 'differs from the grant');
   if (!same(a.allowedAssets, g.allowedAssets)) bad('sba.authorization.allowedAssets', 'differs from the grant');
   if (!same(a.destinationAllowlist, g.destinationAllowlist ?? [])) bad('sba.authorization.destinationAllowlist', 'differs from the grant');
@@ -87,7 +87,7 @@ function checkConsistency(value: Record<string, unknown>): void {
   if (expiresAt <= issuedAt) bad('sba.authorization.expiresAt', 'must be after issuedAt');
   if (expiresAt > parseTimestamp(g.expiresAt, 'sba.grant.expiresAt')) bad('sba.authorization.expiresAt', 'is later than the grant expiry');
   if (BigInt(a.maxAmountMinor) > BigInt(g.maxAmountMinor)) {
-    throw new CtlError('budget_exceeded', 'the authorization is for more than the grant allows');
+    fail('budget_exceeded', 'the authorization is for more than the grant allows');
   }
 }
 

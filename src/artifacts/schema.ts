@@ -2,7 +2,7 @@
  * Closed-object parsing (PROTOCOL.md §3: unknown members are rejected, `null` is malformed,
  * optional members are omitted). Each check throws `CtlError('malformed')` naming the field path.
  */
-import { CtlError, malformed } from '../errors.js';
+import { CtlError, malformed, fail } from '../errors.js';
 import {
   isAmount, isCounter, isCurrency, isHash, isIdentifier, isIssuer, isPurpose, isPurposePattern, parseTimestamp,
 } from '../values.js';
@@ -123,6 +123,6 @@ export function checkVersion(value: unknown, field: string): void {
   if (!isPlainObject(value)) bad(field, 'must be an object');
   const v = value['version'];
   if (typeof v === 'number' && Number.isSafeInteger(v) && v !== 1) {
-    throw new CtlError('unsupported_version', `${field}.version ${v} is not supported (this library speaks version 1)`);
+    fail('unsupported_version', `${field}.version ${v} is not supported (this library speaks version 1)`);
   }
 }

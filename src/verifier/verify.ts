@@ -12,7 +12,7 @@ import { createBundleCache } from './bundle-cache.js';
 import { bundleSignersWith, type BundleSigners } from './root-chain.js';
 import { verifyArtifactSignature } from '../artifacts/signing.js';
 import { findKey } from '../artifacts/keys.js';
-import { CtlError, toErrorInfo, type CtlErrorInfo } from '../errors.js';
+import { toErrorInfo, type CtlErrorInfo, fail } from '../errors.js';
 import { canonicalize, parseStrictJson } from '../encoding/jcs.js';
 import { base64urlDecode } from '../encoding/base64url.js';
 import { parseCurrency, parsePaymentAmount, parseTimestamp, purposeAllowed } from '../values.js';
@@ -82,10 +82,6 @@ export interface VerifyCtlOptions {
 export type VerifyCtlResult =
   | { valid: true; grant: PolicyGrant; sba: SignedBudgetAuthorization; amount: string; currency: string; merchantId?: string }
   | { valid: false; error: CtlErrorInfo };
-
-const fail = (code: CtlErrorInfo['code'], message: string): never => {
-  throw new CtlError(code, message);
-};
 
 /** Bounded insertion-order cache. */
 function remember<V>(map: Map<string, V>, key: string, value: V, max = 1024): V {
