@@ -3,7 +3,7 @@
  * cached for a TTL, concurrent checks of one URL coalesced into one request, fail closed.
  * A "revoked" answer is cached for good: revocation is permanent.
  */
-import { CtlError, fail } from './errors.js';
+import { fail } from './errors.js';
 import { fetchJson, type FetchLike } from './net/fetch-json.js';
 
 export interface RevocationStatus {

@@ -2,7 +2,7 @@
  * The value rules of PROTOCOL.md §1. Every parser throws `CtlError('malformed')` naming the field,
  * so a refusal always says what was wrong.
  */
-import { CtlError, malformed } from './errors.js';
+import { malformed } from './errors.js';
 
 const AMOUNT = /^(0|[1-9][0-9]{0,37})$/;
 const CURRENCY = /^[A-Z0-9]{3,12}$/;
@@ -12,7 +12,8 @@ const ISSUER = /^[\x21-\x7e]{1,256}$/;
 const IDENTIFIER = /^[A-Za-z0-9._:-]{1,128}$/;
 const HASH = /^[0-9a-f]{64}$/;
 
-function bad(field: string, why: string): never {
+/** A `malformed` refusal naming the field. @example bad('grant.currency', 'must be a currency code') */
+export function bad(field: string, why: string): never {
   malformed(`${field}: ${why}`);
 }
 

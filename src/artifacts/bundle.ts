@@ -11,7 +11,7 @@ import {
 } from './schema.js';
 import { signArtifact } from './signing.js';
 import { bundleSignersWith, signedByBundleKey } from '../verifier/root-chain.js';
-import { CtlError, toErrorInfo, fail } from '../errors.js';
+import { toErrorInfo, fail } from '../errors.js';
 import { parseStrictJson } from '../encoding/jcs.js';
 import { formatTimestamp, parseTimestamp } from '../values.js';
 import { hostNow } from '../host.js';

@@ -12,7 +12,7 @@ import { didKeyFromJwk, didKeyToJwk, didKeyUrl, isDidKey } from '../encoding/did
 import { isIdentifier } from '../values.js';
 import { signArtifact, verifyArtifactSignature } from './signing.js';
 import { findKey } from './keys.js';
-import { CtlError, toErrorInfo, malformed, fail } from '../errors.js';
+import { toErrorInfo, malformed, fail } from '../errors.js';
 import { parseStrictJson } from '../encoding/jcs.js';
 import { formatTimestamp, parseTimestamp } from '../values.js';
 import { hostEnv, hostNow } from '../host.js';

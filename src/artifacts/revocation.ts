@@ -9,7 +9,7 @@ import type { SignedRevocation, Verified } from './types.js';
 import { bad, checkShape, checkVersion, identifier, issuer, keyIdentifier, signature, timestamp, version, type Shape } from './schema.js';
 import { signArtifact, verifyArtifactSignature } from './signing.js';
 import { didKeyFromJwk, didKeyToJwk, didKeyUrl, isDidKey } from '../encoding/did-key.js';
-import { CtlError, toErrorInfo, fail } from '../errors.js';
+import { toErrorInfo, fail } from '../errors.js';
 import { parseStrictJson } from '../encoding/jcs.js';
 import { formatTimestamp, parseTimestamp } from '../values.js';
 import { hostNow } from '../host.js';

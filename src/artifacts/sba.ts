@@ -9,7 +9,7 @@ import {
   rail, signature, str, timestamp, version, type Shape,
 } from './schema.js';
 import { checkGrant } from './grant.js';
-import { CtlError, fail } from '../errors.js';
+import { fail } from '../errors.js';
 import { canonicalize, quoteJson } from '../encoding/jcs.js';
 import { utf8Encode } from '../encoding/utf8.js';
 import { base64urlEncode, hexEncode } from '../encoding/base64url.js';

@@ -2,9 +2,9 @@
  * Closed-object parsing (PROTOCOL.md §3: unknown members are rejected, `null` is malformed,
  * optional members are omitted). Each check throws `CtlError('malformed')` naming the field path.
  */
-import { CtlError, malformed, fail } from '../errors.js';
+import { fail } from '../errors.js';
 import {
-  isAmount, isCounter, isCurrency, isHash, isIdentifier, isIssuer, isPurpose, isPurposePattern, parseTimestamp,
+  bad, isAmount, isCounter, isCurrency, isHash, isIdentifier, isIssuer, isPurpose, isPurposePattern, parseTimestamp,
 } from '../values.js';
 import { base64urlDecode } from '../encoding/base64url.js';
 
@@ -12,9 +12,7 @@ export type Check = (value: unknown, field: string) => void;
 /** `[required, check]` per member. */
 export type Shape = Record<string, readonly [boolean, Check]>;
 
-export function bad(field: string, why: string): never {
-  malformed(`${field}: ${why}`);
-}
+export { bad };
 
 export function isPlainObject(v: unknown): v is Record<string, unknown> {
   if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;

@@ -4,7 +4,7 @@
  * point), multibase base58btc. The point maths is the crypto layer's strict checks (no noble):
  * the key a DID names is checked exactly as a JWK would be.
  */
-import { CtlError, fail } from '../errors.js';
+import { fail } from '../errors.js';
 import { base58Decode, base58Encode } from './base58.js';
 import { checkPublicJwk, checkRawPublic } from '../crypto/jwk.js';
 import type { PublicJwk } from '../crypto/types.js';

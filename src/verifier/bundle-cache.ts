@@ -24,6 +24,7 @@ import { checkBundle } from '../artifacts/bundle.js';
 import { isPlainObject } from '../artifacts/schema.js';
 import { signedByBundleKey, type BundleSigners } from './root-chain.js';
 import { parseStrictJson } from '../encoding/jcs.js';
+import { deepFreeze } from '../encoding/frozen-copy.js';
 import { malformed } from '../errors.js';
 import { passUnsupported } from '../crypto/algorithm-support.js';
 
@@ -122,15 +123,6 @@ function frozenCopy(v: unknown, depth: number): unknown {
     const out: Record<string, unknown> = {};
     for (const key of Object.keys(v)) out[key] = frozenCopy(v[key], depth + 1);
     return Object.freeze(out);
-  }
-  return v;
-}
-
-/** Freezes what `parseStrictJson` returned: fresh, so no copy is needed. */
-function deepFreeze(v: unknown): unknown {
-  if (typeof v === 'object' && v !== null) {
-    for (const x of Object.values(v)) deepFreeze(x);
-    Object.freeze(v);
   }
   return v;
 }

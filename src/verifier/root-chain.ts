@@ -14,7 +14,7 @@ import type { RootKey, RootStatement, TrustBundle } from '../artifacts/types.js'
 import { checkRootStatement, coreOf, rootSignedBytes } from '../artifacts/root.js';
 import { verifyArtifactSignature } from '../artifacts/signing.js';
 import { passUnsupported } from '../crypto/algorithm-support.js';
-import { CtlError, toErrorInfo, type CtlErrorInfo, malformed, fail } from '../errors.js';
+import { toErrorInfo, type CtlErrorInfo, malformed, fail } from '../errors.js';
 import { canonicalize, parseStrictJson } from '../encoding/jcs.js';
 import { base64urlDecode } from '../encoding/base64url.js';
 
