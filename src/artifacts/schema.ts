@@ -116,6 +116,13 @@ export const publishedJwk: Check = (v, f) => {
   if (status !== undefined && status !== 'active' && status !== 'retired') bad(`${f}.status`, 'must be "active" or "retired"');
 };
 
+/** `expiresAt` after `issuedAt` (both already timestamps); gives `expiresAt` in ms. @example checkTimeOrder(grant, 'grant') */
+export function checkTimeOrder(value: Record<string, unknown>, field: string): number {
+  const expires = parseTimestamp(value['expiresAt'], `${field}.expiresAt`);
+  if (expires <= parseTimestamp(value['issuedAt'], `${field}.issuedAt`)) bad(`${field}.expiresAt`, 'must be after issuedAt');
+  return expires;
+}
+
 /** `version` first: an integer other than 1 is `unsupported_version`, not `malformed` (PROTOCOL.md §5 step 0). */
 export function checkVersion(value: unknown, field: string): void {
   if (!isPlainObject(value)) bad(field, 'must be an object');

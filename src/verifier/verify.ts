@@ -15,7 +15,7 @@ import { findKey } from '../artifacts/keys.js';
 import { toErrorInfo, type CtlErrorInfo, fail } from '../errors.js';
 import { canonicalize, parseStrictJson } from '../encoding/jcs.js';
 import { base64urlDecode } from '../encoding/base64url.js';
-import { parseCurrency, parsePaymentAmount, parseTimestamp, purposeAllowed } from '../values.js';
+import { checkWindow, parseCurrency, parsePaymentAmount, parseTimestamp, purposeAllowed } from '../values.js';
 import { hostEnv, hostNow } from '../host.js';
 import type { RevocationChecker } from '../revocation.js';
 import type { FetchLike } from '../net/fetch-json.js';
@@ -314,15 +314,13 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
       }
       if (!jwk) fail('grant_signature_invalid', 'no key to verify the grant: pass trustBundles, jwks/jwksUrl or signingKeyPem');
       if (!(await grantSignatureOk(grant, grantJcs, jwk!))) fail('grant_signature_invalid', 'the grant signature does not verify');
-      if (now >= parseTimestamp(grant.expiresAt, 'grant.expiresAt') + tol) fail('grant_expired', `the grant expired at ${grant.expiresAt}`);
-      if (parseTimestamp(grant.issuedAt, 'grant.issuedAt') > now + tol) fail('not_yet_valid', `the grant is issued in the future (${grant.issuedAt})`);
+      checkWindow(grant, 'grant', 'grant', 'grant_expired', now, tol);
 
       // Step 2: the SBA's signature, always against the key recorded in the grant.
       if (!(await sbaSignatureOk(sba, grantJcs))) {
         fail('sba_signature_invalid', 'the SBA is not signed by the grant actorKey');
       }
-      if (now >= parseTimestamp(a.expiresAt, 'authorization.expiresAt') + tol) fail('sba_expired', `the SBA expired at ${a.expiresAt}`);
-      if (parseTimestamp(a.issuedAt, 'authorization.issuedAt') > now + tol) fail('not_yet_valid', `the SBA is issued in the future (${a.issuedAt})`);
+      checkWindow(a, 'SBA', 'authorization', 'sba_expired', now, tol);
 
       // Step 3: revocation — the bundles' list always, the grant's URL unless offline.
       if (bundleRevoked?.has(grant.grantId)) fail('grant_revoked', 'the grant is revoked (trust bundle)');
