@@ -128,6 +128,6 @@ export function checkVersion(value: unknown, field: string): void {
   if (!isPlainObject(value)) bad(field, 'must be an object');
   const v = value['version'];
   if (typeof v === 'number' && Number.isSafeInteger(v) && v !== 1) {
-    fail('unsupported_version', `${field}.version ${v} is not supported (this library speaks version 1)`);
+    fail('unsupported_version', `${field}.version ${v} is not supported (only 1 is)`);
   }
 }

@@ -43,7 +43,7 @@ export function registeredP256(): P256Provider {
 
 /** Throws `CtlError('unsupported_algorithm')`. @example unsupportedAlgorithm('ES256') */
 export function unsupportedAlgorithm(alg: string): never {
-  fail('unsupported_algorithm', `${alg}: this build has no backend for it (on a host without native P-256: registerP256(nobleP256) from "ctl/p256")`);
+  fail('unsupported_algorithm', `${alg}: no backend in this build (without native P-256: registerP256(nobleP256) from "ctl/p256")`);
 }
 
 /**

@@ -119,7 +119,7 @@ export async function verifyRootChainWith(
       }
       const want = current.version + 1;
       if (statement.rootVersion !== want) {
-        fail('root_rotation_invalid', `root chain [${i}] is version ${statement.rootVersion}, expected ${want} (versions are never skipped)`);
+        fail('root_rotation_invalid', `root chain [${i}] is version ${statement.rootVersion}, expected ${want}`);
       }
       const bytes = rootSignedBytes(statement as unknown as Record<string, unknown>);
       const byOld = await signedBy(c, current.keys, statement.signatures, bytes);
@@ -130,12 +130,12 @@ export async function verifyRootChainWith(
       const byNew = await signedBy(c, statement.keys, statement.signatures, bytes);
       if (byNew < statement.threshold) {
         fail('root_rotation_invalid',
-          `root version ${want} is signed by ${byNew} of its own keys, threshold ${statement.threshold} (the new keys must prove possession)`);
+          `root version ${want} is signed by ${byNew} of its own keys, threshold ${statement.threshold}`);
       }
       current = { version: want, keys: statement.keys, threshold: statement.threshold, bundleKeys: statement.bundleKeys };
     }
     const acceptedList = options?.accepted === undefined ? undefined : typeof options.accepted === 'string' ? parseStrictJson(options.accepted) : options.accepted;
-    if (acceptedList !== undefined && !Array.isArray(acceptedList)) malformed('accepted must be the array of statements accepted before');
+    if (acceptedList !== undefined && !Array.isArray(acceptedList)) malformed('options.accepted must be an array of statements');
     const floor = Math.max(minVersion ?? 1, acceptedList ? acceptedList.length + 1 : 1);
     if (current.version < floor) {
       fail('root_rollback', `the root chain ends at version ${current.version}, below version ${floor} already accepted`);

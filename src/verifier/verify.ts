@@ -150,7 +150,7 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
    * (then the bundles only add their revocations).
    */
   async function keyFromBundles(grant: PolicyGrant, o: VerifyCtlOptions, now: number, tol: number, human?: { jwk: PublicJwk; listed: boolean }) {
-    if (!o.rootPublicKeyPem) fail('malformed', 'rootPublicKeyPem is required with trustBundles (the root never comes from a bundle)');
+    if (!o.rootPublicKeyPem) fail('malformed', 'trustBundles need rootPublicKeyPem (the root never comes from a bundle)');
     const signers = await signersFor(o);
     const valid: TrustBundle[] = [];
     const revokedOf = new Map<TrustBundle, ReadonlySet<string>>();
@@ -284,16 +284,16 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
       const human = grant.profile === 'human-agent';
       if (human) {
         // PROTOCOL.md §10: the key is the DID's own (no JWKS, no PEM); trust is trustedHumans or a bundle.
-        const humanAgent = featureOf(builtIn, 'humanAgent', 'unsupported_algorithm', 'a human-agent grant needs its did:key resolved (PROTOCOL.md §10)');
+        const humanAgent = featureOf(builtIn, 'humanAgent', 'unsupported_algorithm', 'a human-agent grant needs its did:key resolved');
         const didJwk = didKeys.get(grant.issuer) ?? remember(didKeys, grant.issuer, await viaModule(() => humanAgent.didKeyToJwk(grant.issuer)), 256);
         const listed = Array.isArray(o.trustedHumans) && o.trustedHumans.includes(grant.issuer);
-        if (o.trustBundles && o.trustBundles.length > 0) {
+        if (o.trustBundles?.length) {
           const r = await keyFromBundles(grant, o, now, tol, { jwk: didJwk, listed });
           bundleRevoked = r.revoked;
           bundleIssuedAt = r.newestIssuedAt;
         } else if (!listed) fail('issuer_not_trusted', `${grant.issuer} is neither in trustedHumans nor listed by a trust bundle`);
         jwk = didJwk;
-      } else if (o.trustBundles && o.trustBundles.length > 0) {
+      } else if (o.trustBundles?.length) {
         const r = await keyFromBundles(grant, o, now, tol);
         jwk = r.jwk;
         bundleRevoked = r.revoked;
@@ -343,7 +343,7 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
         if (!a.intentHash) fail('malformed', 'intentHash is required (Full and Human-Agent profiles) and absent');
         if (merchantId === undefined || rail === undefined) fail('malformed', 'intentHash needs the merchantId and rail of the payment');
         const expected = await intentHashWith(c, { amount: o.amount, currency, merchantId: merchantId!, rail: rail!, purpose });
-        if (expected !== a.intentHash) fail('malformed', 'intentHash does not match the payment in front of the verifier');
+        if (expected !== a.intentHash) fail('malformed', 'intentHash does not match this payment');
       }
 
       // Step 5: destination, rail, asset, purpose.
