@@ -5,6 +5,7 @@
  */
 import { fail } from './errors.js';
 import { fetchJson, type FetchLike } from './net/fetch-json.js';
+import { remember } from './crypto/cache.js';
 
 export interface RevocationStatus {
   revoked: boolean;
@@ -36,8 +37,7 @@ export function createRevocationChecker(maxEntries = 4096): RevocationChecker {
     }
     const status: RevocationStatus = { revoked: b['revoked'] };
     if (typeof b['revokedAt'] === 'string') status.revokedAt = b['revokedAt'];
-    if (cache.size >= maxEntries) cache.delete(cache.keys().next().value as string);
-    cache.set(url, { at: now, status });
+    remember(cache, url, { at: now, status }, maxEntries);
     return status;
   }
 

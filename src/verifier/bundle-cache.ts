@@ -27,6 +27,7 @@ import { parseStrictJson } from '../encoding/jcs.js';
 import { deepFreeze } from '../encoding/frozen-copy.js';
 import { malformed } from '../errors.js';
 import { passUnsupported } from '../crypto/algorithm-support.js';
+import { remember } from '../crypto/cache.js';
 
 /** A bundle as the verifier holds it: a frozen copy and what the pinned root said of it. */
 export interface CheckedBundle {
@@ -90,8 +91,7 @@ export function createBundleCache(c: CtlCrypto): BundleCache {
           const entry = await checkCopy(deepFreeze(parseStrictJson(input)), signers, undefined);
           if (entry) {
             byText.delete(input);
-            if (byText.size >= MAX_TEXTS) byText.delete(byText.keys().next().value as string);
-            byText.set(input, entry);
+            remember(byText, input, entry, MAX_TEXTS);
           }
           return entry;
         }

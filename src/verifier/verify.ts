@@ -24,6 +24,7 @@ import { commitAll, reserveAll, velocityLedgers, type Ledger } from '../wallet/l
 import { readFlooredTime, type TimeFloor } from './time-floor.js';
 import { featureOf, viaModule, type VerifierFeatures } from './features.js';
 import { passUnsupported } from '../crypto/algorithm-support.js';
+import { remember } from '../crypto/cache.js';
 
 export interface VerifyCtlOptions {
   /** The payment in front of the merchant, minor units. */
@@ -82,13 +83,6 @@ export interface VerifyCtlOptions {
 export type VerifyCtlResult =
   | { valid: true; grant: PolicyGrant; sba: SignedBudgetAuthorization; amount: string; currency: string; merchantId?: string }
   | { valid: false; error: CtlErrorInfo };
-
-/** Bounded insertion-order cache. */
-function remember<V>(map: Map<string, V>, key: string, value: V, max = 1024): V {
-  if (map.size >= max) map.delete(map.keys().next().value as string);
-  map.set(key, value);
-  return value;
-}
 
 export type VerifyCtl = (sba: unknown, options: VerifyCtlOptions) => Promise<VerifyCtlResult>;
 
