@@ -73,9 +73,9 @@ export function checkSba(value: unknown, grantTextChecked = false): asserts valu
 function checkConsistency(value: Record<string, unknown>): void {
   const a = value['authorization'] as Authorization;
   const g = value['grant'] as PolicyGrant;
-  if (a.grantId !== g.grantId) bad('sba.authorization.grantId', 'differs from the grant it is drawn from');
-  if (a.policyHash !== g.policyHash) fail('policy_hash_mismatch', 'the authorization carries a policyHash other than its grant');
-  if (a.currency !== g.currency) fail('currency_mismatch', 'the authorization currency differs from the grant currency');
+  if (a.grantId !== g.grantId) bad('sba.authorization.grantId', 'differs from the grant');
+  if (a.policyHash !== g.policyHash) fail('policy_hash_mismatch', 'the authorization and its grant differ in policyHash');
+  if (a.currency !== g.currency) fail('currency_mismatch', 'the authorization and its grant differ in currency');
   for (const k of ['allowedRails', 'allowedAssets', 'destinationAllowlist'] as const) {
     if (!same(a[k], g[k] ?? [])) bad(`sba.authorization.${k}`, 'differs from the grant');
   }

@@ -73,7 +73,7 @@ export const edgeCrypto: CtlCrypto = {
  * createVerifyOnlyCrypto), and the bundle carries no private-key import.
  */
 export function createEdgeVerifyCrypto(): CtlCrypto {
-  const refuse = async (): Promise<never> => bad('this build verifies only (ctl/edge): private keys belong in ctl/wallet or ctl');
+  const refuse = async (): Promise<never> => bad('ctl/edge verifies only: private keys need ctl/wallet or ctl');
   let b: VerifyBackend | undefined;
   const backend = () => (b ??= createSubtleVerifyBackend(subtle()));
   const k = createPublicKeyImporter({ backend, importSigningKey: refuse });
@@ -82,7 +82,7 @@ export function createEdgeVerifyCrypto(): CtlCrypto {
     importSigningKey: refuse, importVerifyingKey: k.importVerifyingKey, verifyWithJwk: k.verifyWithJwk, toPublicJwk: k.toPublicJwk, sha256,
     jwkThumbprint: thumbprintWith(sha256),
     // Nothing a verifier does draws randomness; the edge build has no source to offer.
-    randomBytes: () => bad('this build verifies only (ctl/edge): no randomness'),
+    randomBytes: () => bad('ctl/edge verifies only: no randomness'),
   };
 }
 

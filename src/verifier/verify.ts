@@ -189,7 +189,7 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
     }
     const keys = vouching.flatMap((b) => b.issuers.filter((i) => i.issuer === grant.issuer).flatMap((i) => i.keys));
     const jwk = findKey(keys, grant.keyId, 'grant');
-    if (human && canonicalize(jwk) !== canonicalize(human.jwk)) fail('unknown_key', `the bundle lists another key than the DID's for ${grant.issuer}`);
+    if (human && canonicalize(jwk) !== canonicalize(human.jwk)) fail('unknown_key', `the bundle lists a key other than the DID's for ${grant.issuer}`);
     const newestIssuedAt = Math.max(...vouching.map((b) => parseTimestamp(b.issuedAt, 'bundle.issuedAt')));
     return { jwk, revoked, newestIssuedAt };
   }
@@ -285,7 +285,7 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
           const r = await keyFromBundles(grant, o, now, tol, { jwk: didJwk, listed });
           bundleRevoked = r.revoked;
           bundleIssuedAt = r.newestIssuedAt;
-        } else if (!listed) fail('issuer_not_trusted', `${grant.issuer} is neither in trustedHumans nor listed by a trust bundle`);
+        } else if (!listed) fail('issuer_not_trusted', `${grant.issuer} is in neither trustedHumans nor a trust bundle`);
         jwk = didJwk;
       } else if (o.trustBundles?.length) {
         const r = await keyFromBundles(grant, o, now, tol);
