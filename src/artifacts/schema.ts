@@ -7,6 +7,7 @@ import {
   bad, isAmount, isCounter, isCurrency, isHash, isIdentifier, isIssuer, isPurpose, isPurposePattern, parseTimestamp,
 } from '../values.js';
 import { base64urlDecode } from '../encoding/base64url.js';
+import { isPlainObject } from '../encoding/jcs.js';
 
 export type Check = (value: unknown, field: string) => void;
 /** `[required, check]` per member. */
@@ -14,11 +15,7 @@ export type Shape = Record<string, readonly [boolean, Check]>;
 
 export { bad };
 
-export function isPlainObject(v: unknown): v is Record<string, unknown> {
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
-  const p = Object.getPrototypeOf(v);
-  return p === Object.prototype || p === null;
-}
+export { isPlainObject };
 
 /** Checks `value` against a closed shape. */
 export function checkShape(value: unknown, field: string, shape: Shape): asserts value is Record<string, unknown> {

@@ -20,10 +20,10 @@ const KiB = 1024;
 // index 29,703 bytes; before: 23,417 / 22,082 / 17,233 / 30,380), plus about a hundred bytes of
 // room. Every budget is still missed (1.5–3.3x): lower the ceilings as bytes go.
 export const BUDGETS: Array<{ file: string; budget: number; ceiling?: number }> = [
-  { file: 'ctl-verify.iife.js', budget: 12 * KiB, ceiling: 17_978 },
-  { file: 'ctl-wallet.iife.js', budget: 12 * KiB, ceiling: 20_126 },
-  { file: 'edge.js', budget: 5 * KiB, ceiling: 15_635 },
-  { file: 'index.js', budget: 20 * KiB, ceiling: 29_544 },
+  { file: 'ctl-verify.iife.js', budget: 12 * KiB, ceiling: 17_962 },
+  { file: 'ctl-wallet.iife.js', budget: 12 * KiB, ceiling: 20_097 },
+  { file: 'edge.js', budget: 5 * KiB, ceiling: 15_616 },
+  { file: 'index.js', budget: 20 * KiB, ceiling: 29_534 },
 ];
 
 /** gzip -9 size of a dist file. */
