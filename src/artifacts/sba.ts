@@ -82,7 +82,7 @@ function checkConsistency(value: Record<string, unknown>): void {
   if (value['issuer'] !== undefined && value['issuer'] !== g.issuer) bad('sba.issuer', 'differs from grant.issuer');
   // PROTOCOL.md §10: a person's agent authorizes one named payment at a time, never a blank amount.
   if (g.profile === 'human-agent' && a.intentHash === undefined) bad('sba.authorization.intentHash', 'is required under a human-agent grant');
-  if (checkTimeOrder(a as never, 'sba.authorization') > parseTimestamp(g.expiresAt, 'sba.grant.expiresAt')) bad('sba.authorization.expiresAt', 'is later than the grant expiry');
+  if (checkTimeOrder(a as unknown as Record<string, unknown>, 'sba.authorization') > parseTimestamp(g.expiresAt, 'sba.grant.expiresAt')) bad('sba.authorization.expiresAt', 'is later than the grant expiry');
   if (BigInt(a.maxAmountMinor) > BigInt(g.maxAmountMinor)) {
     fail('budget_exceeded', 'the authorization is for more than the grant allows');
   }
