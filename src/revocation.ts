@@ -3,8 +3,9 @@
  * cached for a TTL, concurrent checks of one URL coalesced into one request, fail closed.
  * A "revoked" answer is cached for good: revocation is permanent.
  */
-import { CtlError } from './errors.js';
+import { fail } from './errors.js';
 import { fetchJson, type FetchLike } from './net/fetch-json.js';
+import { remember } from './crypto/cache.js';
 
 export interface RevocationStatus {
   revoked: boolean;
@@ -32,12 +33,11 @@ export function createRevocationChecker(maxEntries = 4096): RevocationChecker {
     const body = await fetchJson(fetchFn, url, { timeoutMs });
     const b = body as Record<string, unknown>;
     if (typeof b !== 'object' || b === null || b['grantId'] !== grantId || typeof b['revoked'] !== 'boolean') {
-      throw new CtlError('revocation_unavailable', `${url} did not answer { grantId, revoked } for this grant`);
+      fail('revocation_unavailable', `${url} did not answer { grantId, revoked } for this grant`);
     }
     const status: RevocationStatus = { revoked: b['revoked'] };
     if (typeof b['revokedAt'] === 'string') status.revokedAt = b['revokedAt'];
-    if (cache.size >= maxEntries) cache.delete(cache.keys().next().value as string);
-    cache.set(url, { at: now, status });
+    remember(cache, url, { at: now, status }, maxEntries);
     return status;
   }
 

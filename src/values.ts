@@ -2,7 +2,7 @@
  * The value rules of PROTOCOL.md §1. Every parser throws `CtlError('malformed')` naming the field,
  * so a refusal always says what was wrong.
  */
-import { CtlError, malformed } from './errors.js';
+import { fail, malformed, type CtlErrorCode } from './errors.js';
 
 const AMOUNT = /^(0|[1-9][0-9]{0,37})$/;
 const CURRENCY = /^[A-Z0-9]{3,12}$/;
@@ -12,7 +12,8 @@ const ISSUER = /^[\x21-\x7e]{1,256}$/;
 const IDENTIFIER = /^[A-Za-z0-9._:-]{1,128}$/;
 const HASH = /^[0-9a-f]{64}$/;
 
-function bad(field: string, why: string): never {
+/** A `malformed` refusal naming the field. @example bad('grant.currency', 'must be a currency code') */
+export function bad(field: string, why: string): never {
   malformed(`${field}: ${why}`);
 }
 
@@ -89,6 +90,16 @@ function parseTimestampUncached(value: unknown, field: string): number {
     bad(field, 'is not a valid date and time');
   }
   return m[7] ? ms + Number('0.' + m[7]) * 1000 : ms;
+}
+
+/**
+ * An artifact's validity window (PROTOCOL.md §5): refused with `expired` from `expiresAt` on, and
+ * `not_yet_valid` before `issuedAt`, each with `tol` ms of clock tolerance.
+ * @example checkWindow(grant, 'grant', 'grant', 'grant_expired', now, 0)
+ */
+export function checkWindow(x: { issuedAt: string; expiresAt: string }, name: string, field: string, expired: CtlErrorCode, now: number, tol: number): void {
+  if (now >= parseTimestamp(x.expiresAt, `${field}.expiresAt`) + tol) fail(expired, `the ${name} expired at ${x.expiresAt}`);
+  if (parseTimestamp(x.issuedAt, `${field}.issuedAt`) > now + tol) fail('not_yet_valid', `the ${name} is issued in the future (${x.issuedAt})`);
 }
 
 /** True when parseTimestamp would accept it. */

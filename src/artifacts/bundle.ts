@@ -6,14 +6,14 @@
 import type { CtlCrypto, PrivateKeyInput, PublicKeyInput, SigningKey } from '../crypto/types.js';
 import type { BundleScope, TrustBundle, TrustedIssuer, Verified } from './types.js';
 import {
-  arrayOf, bad, checkShape, checkVersion, counter, identifier, issuer, object, printable, publishedJwk,
+  arrayOf, checkShape, checkTimeOrder, checkVersion, counter, identifier, issuer, object, printable, publishedJwk,
   signature, timestamp, version, type Shape,
 } from './schema.js';
 import { signArtifact } from './signing.js';
 import { bundleSignersWith, signedByBundleKey } from '../verifier/root-chain.js';
-import { CtlError, toErrorInfo } from '../errors.js';
+import { toErrorInfo, fail } from '../errors.js';
 import { parseStrictJson } from '../encoding/jcs.js';
-import { formatTimestamp, parseTimestamp } from '../values.js';
+import { checkWindow, formatTimestamp } from '../values.js';
 import { hostNow } from '../host.js';
 import { newId } from '../ids.js';
 import { passUnsupported } from '../crypto/algorithm-support.js';
@@ -47,9 +47,7 @@ const bundleShape: Shape = {
 export function checkBundle(value: unknown): asserts value is TrustBundle {
   checkVersion(value, 'bundle');
   checkShape(value, 'bundle', bundleShape);
-  if (parseTimestamp(value['expiresAt'], 'bundle.expiresAt') <= parseTimestamp(value['issuedAt'], 'bundle.issuedAt')) {
-    bad('bundle.expiresAt', 'must be after issuedAt');
-  }
+  checkTimeOrder(value, 'bundle');
 }
 
 export interface BundleFields {
@@ -119,20 +117,13 @@ export async function verifyBundleWith(
     checkBundle(bundle);
     const signers = await bundleSignersWith(c, rootPublicKey, options.rootChain, options.minRootVersion);
     if (!(await signedByBundleKey(c, bundle, signers))) {
-      throw new CtlError('trust_bundle_invalid', signers.rootVersion > 1
+      fail('trust_bundle_invalid', signers.rootVersion > 1
         ? `the bundle is not signed by a bundle key of root version ${signers.rootVersion}`
         : 'the bundle is not signed by the pinned root key');
     }
-    const now = (options.now ?? hostNow)();
-    const tolerance = options.clockToleranceMs ?? 0;
-    if (now >= parseTimestamp(bundle.expiresAt, 'bundle.expiresAt') + tolerance) {
-      throw new CtlError('trust_bundle_expired', `the bundle expired at ${bundle.expiresAt}`);
-    }
-    if (parseTimestamp(bundle.issuedAt, 'bundle.issuedAt') > now + tolerance) {
-      throw new CtlError('not_yet_valid', `the bundle is issued in the future (${bundle.issuedAt})`);
-    }
+    checkWindow(bundle, 'bundle', 'bundle', 'trust_bundle_expired', (options.now ?? hostNow)(), options.clockToleranceMs ?? 0);
     if (options.minSequence !== undefined && bundle.sequence < options.minSequence) {
-      throw new CtlError('trust_bundle_rollback', `bundle sequence ${bundle.sequence} is older than ${options.minSequence}`);
+      fail('trust_bundle_rollback', `bundle sequence ${bundle.sequence} is older than ${options.minSequence}`);
     }
     return { valid: true, bundle, rootVersion: signers.rootVersion };
   } catch (e) {

@@ -5,16 +5,15 @@
 import type { CtlCrypto, PrivateKeyInput, PublicJwk, PublicKeyInput, SigningKey } from '../crypto/types.js';
 import type { Jwks, PolicyGrant, Verified } from './types.js';
 import {
-  amount, arrayOf, asset, bad, checkShape, checkVersion, counter, currency, hash, identifier, issuer, keyIdentifier, object,
+  amount, arrayOf, asset, bad, checkShape, checkTimeOrder, checkVersion, counter, currency, hash, identifier, issuer, keyIdentifier, object,
   printable, purposePattern, rail, signature, str, thumbprintJwk, timestamp, url, version, type Shape,
 } from './schema.js';
 import { didKeyFromJwk, didKeyToJwk, didKeyUrl, isDidKey } from '../encoding/did-key.js';
-import { isIdentifier } from '../values.js';
+import { checkWindow, formatTimestamp, isIdentifier } from '../values.js';
 import { signArtifact, verifyArtifactSignature } from './signing.js';
 import { findKey } from './keys.js';
-import { CtlError, toErrorInfo, malformed } from '../errors.js';
+import { toErrorInfo, malformed, fail } from '../errors.js';
 import { parseStrictJson } from '../encoding/jcs.js';
-import { formatTimestamp, parseTimestamp } from '../values.js';
 import { hostEnv, hostNow } from '../host.js';
 import { newId } from '../ids.js';
 import { passUnsupported } from '../crypto/algorithm-support.js';
@@ -66,9 +65,7 @@ export function checkGrant(value: unknown, field = 'grant'): asserts value is Po
     if (!isDidKey(value['issuer'])) bad(`${field}.issuer`, 'must be the did:key of the human under profile "human-agent"');
     if (value['keyId'] !== didKeyUrl(value['issuer'] as string)) bad(`${field}.keyId`, 'must be the did:key URL <did>#<multibase> of the issuer');
   } else if (!isIdentifier(value['keyId'])) bad(`${field}.keyId`, 'must be an identifier [A-Za-z0-9._:-]{1,128}');
-  if (parseTimestamp(value['expiresAt'], `${field}.expiresAt`) <= parseTimestamp(value['issuedAt'], `${field}.issuedAt`)) {
-    bad(`${field}.expiresAt`, 'must be after issuedAt');
-  }
+  checkTimeOrder(value, field);
 }
 
 /**
@@ -211,14 +208,11 @@ export async function verifyGrantWith(c: CtlCrypto, input: unknown, options: Ver
         passUnsupported(e);
         malformed('publicKey is not a usable public key');
       }
-    } else throw new CtlError('grant_signature_invalid', 'no key to verify the grant: pass publicKey or jwks');
+    } else fail('grant_signature_invalid', 'no key to verify the grant: pass publicKey or jwks');
     if (!(await verifyArtifactSignature(c, 'grant', grant as unknown as Record<string, unknown>, key))) {
-      throw new CtlError('grant_signature_invalid', 'the grant signature does not verify');
+      fail('grant_signature_invalid', 'the grant signature does not verify');
     }
-    const now = (options.now ?? hostNow)();
-    const tol = options.clockToleranceMs ?? 0;
-    if (now >= parseTimestamp(grant.expiresAt, 'grant.expiresAt') + tol) throw new CtlError('grant_expired', `the grant expired at ${grant.expiresAt}`);
-    if (parseTimestamp(grant.issuedAt, 'grant.issuedAt') > now + tol) throw new CtlError('not_yet_valid', 'the grant is issued in the future');
+    checkWindow(grant, 'grant', 'grant', 'grant_expired', (options.now ?? hostNow)(), options.clockToleranceMs ?? 0);
     return { valid: true, grant };
   } catch (e) {
     return { valid: false, error: toErrorInfo(e) };

@@ -1,6 +1,6 @@
 /** Picking a key out of a JWKS or bundle entry list by kid and purpose (PROTOCOL.md §3, §5 step 1). */
 import type { KeyPurpose, PublicJwk, PublishedJwk } from '../crypto/types.js';
-import { CtlError, malformed } from '../errors.js';
+import { malformed, fail } from '../errors.js';
 import { publishedJwk } from './schema.js';
 
 /** The thumbprint members of a published key: what the crypto layer imports. */
@@ -12,8 +12,8 @@ export function coreJwk(k: PublishedJwk): PublicJwk {
 export function findKey(keys: readonly unknown[], kid: string, purpose: KeyPurpose): PublicJwk {
   if (!Array.isArray(keys)) malformed('jwks.keys must be an array');
   const k = keys.find((x) => typeof x === 'object' && x !== null && (x as PublishedJwk).kid === kid) as PublishedJwk | undefined;
-  if (!k) throw new CtlError('unknown_key', `no key with kid "${kid.slice(0, 128)}"`);
+  if (!k) fail('unknown_key', `no key with kid "${kid.slice(0, 128)}"`);
   publishedJwk(k, `key ${kid}`);
-  if (!k.purposes.includes(purpose)) throw new CtlError('key_purpose_mismatch', `key "${kid}" may not sign a ${purpose}`);
+  if (!k.purposes.includes(purpose)) fail('key_purpose_mismatch', `key "${kid}" may not sign a ${purpose}`);
   return coreJwk(k);
 }

@@ -10,7 +10,7 @@ import {
 } from './schema.js';
 import { checkSba } from './sba.js';
 import { signArtifact, verifyArtifactSignature } from './signing.js';
-import { CtlError, toErrorInfo, malformed } from '../errors.js';
+import { toErrorInfo, malformed, fail } from '../errors.js';
 import { parseStrictJson } from '../encoding/jcs.js';
 import { findKey } from './keys.js';
 import { passUnsupported } from '../crypto/algorithm-support.js';
@@ -78,10 +78,10 @@ export async function verifyReceiptWith(c: CtlCrypto, input: unknown, options: V
         malformed('publicKey is not a usable public key');
       }
     } else {
-      throw new CtlError('unknown_key', 'no receipt key: pass publicKey or jwks');
+      fail('unknown_key', 'no receipt key: pass publicKey or jwks');
     }
     if (!(await verifyArtifactSignature(c, 'receipt', receipt as unknown as Record<string, unknown>, key))) {
-      throw new CtlError('receipt_signature_invalid', 'the receipt signature does not verify');
+      fail('receipt_signature_invalid', 'the receipt signature does not verify');
     }
     return { valid: true, receipt };
   } catch (e) {

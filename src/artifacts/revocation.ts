@@ -9,7 +9,7 @@ import type { SignedRevocation, Verified } from './types.js';
 import { bad, checkShape, checkVersion, identifier, issuer, keyIdentifier, signature, timestamp, version, type Shape } from './schema.js';
 import { signArtifact, verifyArtifactSignature } from './signing.js';
 import { didKeyFromJwk, didKeyToJwk, didKeyUrl, isDidKey } from '../encoding/did-key.js';
-import { CtlError, toErrorInfo } from '../errors.js';
+import { toErrorInfo, fail } from '../errors.js';
 import { parseStrictJson } from '../encoding/jcs.js';
 import { formatTimestamp, parseTimestamp } from '../values.js';
 import { hostNow } from '../host.js';
@@ -65,13 +65,13 @@ export async function verifyRevocationWith(c: CtlCrypto, input: unknown, options
     checkRevocation(r);
     const key = didKeyToJwk(r.issuer);
     if (!(await verifyArtifactSignature(c, 'revocation', r as unknown as Record<string, unknown>, key))) {
-      throw new CtlError('unauthorized', 'the revocation is not signed by its issuer DID');
+      fail('unauthorized', 'the revocation is not signed by its issuer DID');
     }
     const now = (options.now ?? hostNow)();
     const tol = options.clockToleranceMs ?? 0;
     const at = parseTimestamp(r.issuedAt, 'revocation.issuedAt');
-    if (at > now + tol) throw new CtlError('not_yet_valid', 'the revocation is issued in the future');
-    if (now - at > (options.maxAgeMs ?? 300_000) + tol) throw new CtlError('unauthorized', 'the revocation is too old: sign a fresh one');
+    if (at > now + tol) fail('not_yet_valid', 'the revocation is issued in the future');
+    if (now - at > (options.maxAgeMs ?? 300_000) + tol) fail('unauthorized', 'the revocation is too old: sign a fresh one');
     return { valid: true, revocation: r };
   } catch (e) {
     return { valid: false, error: toErrorInfo(e) };

@@ -5,11 +5,11 @@
 import type { CtlCrypto, PrivateKeyInput, SigningKey } from '../crypto/types.js';
 import type { Authorization, BudgetScope, PolicyGrant, SignedBudgetAuthorization } from './types.js';
 import {
-  amount, arrayOf, asset, bad, checkShape, checkVersion, currency, hash, identifier, issuer, printable, purpose,
+  amount, arrayOf, asset, bad, checkShape, checkTimeOrder, checkVersion, currency, hash, identifier, issuer, printable, purpose,
   rail, signature, str, timestamp, version, type Shape,
 } from './schema.js';
 import { checkGrant } from './grant.js';
-import { CtlError } from '../errors.js';
+import { fail } from '../errors.js';
 import { canonicalize, quoteJson } from '../encoding/jcs.js';
 import { utf8Encode } from '../encoding/utf8.js';
 import { concat } from '../crypto/der.js';
@@ -74,21 +74,18 @@ export function checkSba(value: unknown, grantTextChecked = false): asserts valu
 function checkConsistency(value: Record<string, unknown>): void {
   const a = value['authorization'] as Authorization;
   const g = value['grant'] as PolicyGrant;
-  if (a.grantId !== g.grantId) bad('sba.authorization.grantId', 'differs from the grant it is drawn from');
-  if (a.policyHash !== g.policyHash) throw new CtlError('policy_hash_mismatch', 'the authorization carries a policyHash other than its grant');
-  if (a.currency !== g.currency) throw new CtlError('currency_mismatch', 'the authorization currency differs from the grant currency');
-  if (!same(a.allowedRails, g.allowedRails)) bad('sba.authorization.allowedRails', 'differs from the grant');
-  if (!same(a.allowedAssets, g.allowedAssets)) bad('sba.authorization.allowedAssets', 'differs from the grant');
-  if (!same(a.destinationAllowlist, g.destinationAllowlist ?? [])) bad('sba.authorization.destinationAllowlist', 'differs from the grant');
+  if (a.grantId !== g.grantId) bad('sba.authorization.grantId', 'differs from the grant');
+  if (a.policyHash !== g.policyHash) fail('policy_hash_mismatch', 'the authorization and its grant differ in policyHash');
+  if (a.currency !== g.currency) fail('currency_mismatch', 'the authorization and its grant differ in currency');
+  for (const k of ['allowedRails', 'allowedAssets', 'destinationAllowlist'] as const) {
+    if (!same(a[k], g[k] ?? [])) bad(`sba.authorization.${k}`, 'differs from the grant');
+  }
   if (value['issuer'] !== undefined && value['issuer'] !== g.issuer) bad('sba.issuer', 'differs from grant.issuer');
   // PROTOCOL.md §10: a person's agent authorizes one named payment at a time, never a blank amount.
   if (g.profile === 'human-agent' && a.intentHash === undefined) bad('sba.authorization.intentHash', 'is required under a human-agent grant');
-  const issuedAt = parseTimestamp(a.issuedAt, 'sba.authorization.issuedAt');
-  const expiresAt = parseTimestamp(a.expiresAt, 'sba.authorization.expiresAt');
-  if (expiresAt <= issuedAt) bad('sba.authorization.expiresAt', 'must be after issuedAt');
-  if (expiresAt > parseTimestamp(g.expiresAt, 'sba.grant.expiresAt')) bad('sba.authorization.expiresAt', 'is later than the grant expiry');
+  if (checkTimeOrder(a as unknown as Record<string, unknown>, 'sba.authorization') > parseTimestamp(g.expiresAt, 'sba.grant.expiresAt')) bad('sba.authorization.expiresAt', 'is later than the grant expiry');
   if (BigInt(a.maxAmountMinor) > BigInt(g.maxAmountMinor)) {
-    throw new CtlError('budget_exceeded', 'the authorization is for more than the grant allows');
+    fail('budget_exceeded', 'the authorization is for more than the grant allows');
   }
 }
 

@@ -2,25 +2,20 @@
  * Closed-object parsing (PROTOCOL.md §3: unknown members are rejected, `null` is malformed,
  * optional members are omitted). Each check throws `CtlError('malformed')` naming the field path.
  */
-import { CtlError, malformed } from '../errors.js';
+import { fail } from '../errors.js';
 import {
-  isAmount, isCounter, isCurrency, isHash, isIdentifier, isIssuer, isPurpose, isPurposePattern, parseTimestamp,
+  bad, isAmount, isCounter, isCurrency, isHash, isIdentifier, isIssuer, isPurpose, isPurposePattern, parseTimestamp,
 } from '../values.js';
 import { base64urlDecode } from '../encoding/base64url.js';
+import { isPlainObject } from '../encoding/jcs.js';
 
 export type Check = (value: unknown, field: string) => void;
 /** `[required, check]` per member. */
 export type Shape = Record<string, readonly [boolean, Check]>;
 
-export function bad(field: string, why: string): never {
-  malformed(`${field}: ${why}`);
-}
+export { bad };
 
-export function isPlainObject(v: unknown): v is Record<string, unknown> {
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
-  const p = Object.getPrototypeOf(v);
-  return p === Object.prototype || p === null;
-}
+export { isPlainObject };
 
 /** Checks `value` against a closed shape. */
 export function checkShape(value: unknown, field: string, shape: Shape): asserts value is Record<string, unknown> {
@@ -118,11 +113,18 @@ export const publishedJwk: Check = (v, f) => {
   if (status !== undefined && status !== 'active' && status !== 'retired') bad(`${f}.status`, 'must be "active" or "retired"');
 };
 
+/** `expiresAt` after `issuedAt` (both already timestamps); gives `expiresAt` in ms. @example checkTimeOrder(grant, 'grant') */
+export function checkTimeOrder(value: Record<string, unknown>, field: string): number {
+  const expires = parseTimestamp(value['expiresAt'], `${field}.expiresAt`);
+  if (expires <= parseTimestamp(value['issuedAt'], `${field}.issuedAt`)) bad(`${field}.expiresAt`, 'must be after issuedAt');
+  return expires;
+}
+
 /** `version` first: an integer other than 1 is `unsupported_version`, not `malformed` (PROTOCOL.md §5 step 0). */
 export function checkVersion(value: unknown, field: string): void {
   if (!isPlainObject(value)) bad(field, 'must be an object');
   const v = value['version'];
   if (typeof v === 'number' && Number.isSafeInteger(v) && v !== 1) {
-    throw new CtlError('unsupported_version', `${field}.version ${v} is not supported (this library speaks version 1)`);
+    fail('unsupported_version', `${field}.version ${v} is not supported (only 1 is)`);
   }
 }

@@ -9,7 +9,7 @@
  * algorithm the build lacks is refused with `unsupported_algorithm`: never a throw out of a
  * verifier, never a pass.
  */
-import { CtlError } from '../errors.js';
+import { CtlError, fail } from '../errors.js';
 
 /** A P-256 ECDSA implementation (SHA-256, raw r‖s signatures), as `ctl/p256` exports one. */
 export interface P256Provider {
@@ -43,7 +43,7 @@ export function registeredP256(): P256Provider {
 
 /** Throws `CtlError('unsupported_algorithm')`. @example unsupportedAlgorithm('ES256') */
 export function unsupportedAlgorithm(alg: string): never {
-  throw new CtlError('unsupported_algorithm', `${alg}: this build has no backend for it (on a host without native P-256: registerP256(nobleP256) from "ctl/p256")`);
+  fail('unsupported_algorithm', `${alg}: no backend in this build (without native P-256: registerP256(nobleP256) from "ctl/p256")`);
 }
 
 /**

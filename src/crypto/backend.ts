@@ -8,6 +8,9 @@ import { checkPublicJwk, jwkKey } from './jwk.js';
 import { lowS, signatureShapeOk } from './strict.js';
 import type { Alg, CryptoBackend, PublicJwk, SigningKey, VerifyingKey } from './types.js';
 
+/** What verifying needs of a backend (the public-key importer's, and all a verify-only build carries). */
+export type VerifyBackend = Pick<CryptoBackend, 'name' | 'verifierFromJwk' | 'sha256'>;
+
 /** A backend as the facades use it: `CryptoBackend` plus deriving a public key from a raw private one. */
 export interface Backend extends CryptoBackend {
   /** The public JWK of a 32-byte Ed25519 seed or P-256 scalar (already range-checked). */

@@ -12,10 +12,10 @@ import { base64urlEncode } from '../encoding/base64url.js';
 import { utf8Encode } from '../encoding/utf8.js';
 import { pemBody, pkcs8 } from './der.js';
 import { badKey as bad, jwkAlg, thumbprintInput, thumbprintMembers } from './jwk.js';
-import { createPublicKeyImporter, isCryptoKey, isKey } from './public-keys.js';
-import { createSubtleBackend, webAlg } from './subtle-backend.js';
+import { createPublicKeyImporter, isCryptoKey, isKey, signerFromCryptoKey } from './public-keys.js';
+import { createSubtleBackend, createSubtleVerifyBackend, webAlg } from './subtle-backend.js';
 import { randomBytes } from './random.js';
-import type { Backend } from './backend.js';
+import type { Backend, VerifyBackend } from './backend.js';
 import type { CtlCrypto, ImportOptions, PrivateKeyInput, SigningKey } from './types.js';
 
 const subtle = (): SubtleCrypto => hostSubtle() ?? (() => { throw new Error('edge crypto needs WebCrypto (crypto.subtle)'); })();
@@ -42,13 +42,17 @@ async function toCryptoKey(input: unknown, options?: ImportOptions): Promise<Cry
 async function importSigningKey(input: PrivateKeyInput, options?: ImportOptions): Promise<SigningKey> {
   if (isKey(input, 'signing')) return input as SigningKey;
   if (isKey(input, 'verifying')) bad('a verifying key cannot sign');
-  return keys.signerFromCryptoKey(isCryptoKey(input) ? input : await toCryptoKey(input, options), options);
+  return signerFromCryptoKey(keys, isCryptoKey(input) ? input : await toCryptoKey(input, options), options);
 }
 
-const keys = createPublicKeyImporter({ backend: subtleBackend, importSigningKey });
+const keys = /* @__PURE__ */ createPublicKeyImporter({ backend: subtleBackend, importSigningKey });
 
 /** WebCrypto SHA-256. @example await edgeCrypto.sha256(bytes) */
 const sha256 = (data: Uint8Array) => subtleBackend().sha256(data);
+
+/** RFC 7638 thumbprint over a facade's SHA-256. */
+const thumbprintWith = (sha: (d: Uint8Array) => Promise<Uint8Array>): CtlCrypto['jwkThumbprint'] => async (jwk) =>
+  base64urlEncode(await sha(utf8Encode(thumbprintInput(thumbprintMembers(jwk)))));
 
 /**
  * The WebCrypto-only facade. @example const key = await edgeCrypto.importVerifyingKey(jwk); await key.verify(msg, sig)
@@ -59,8 +63,26 @@ export const edgeCrypto: CtlCrypto = {
   verifyWithJwk: keys.verifyWithJwk,
   toPublicJwk: keys.toPublicJwk,
   sha256,
-  async jwkThumbprint(jwk) {
-    return base64urlEncode(await sha256(utf8Encode(thumbprintInput(thumbprintMembers(jwk)))));
-  },
+  jwkThumbprint: thumbprintWith(sha256),
   randomBytes,
 };
+
+/**
+ * `edgeCrypto` without private keys, for `dist/edge.js`, whose verifier never signs: a private key
+ * given where a public one is expected is refused, as in `ctl/verify` (crypto/index.ts
+ * createVerifyOnlyCrypto), and the bundle carries no private-key import.
+ */
+export function createEdgeVerifyCrypto(): CtlCrypto {
+  const refuse = async (): Promise<never> => bad('ctl/edge verifies only: private keys need ctl/wallet or ctl');
+  let b: VerifyBackend | undefined;
+  const backend = () => (b ??= createSubtleVerifyBackend(subtle()));
+  const k = createPublicKeyImporter({ backend, importSigningKey: refuse });
+  const sha256 = (data: Uint8Array) => backend().sha256(data);
+  return {
+    importSigningKey: refuse, importVerifyingKey: k.importVerifyingKey, verifyWithJwk: k.verifyWithJwk, toPublicJwk: k.toPublicJwk, sha256,
+    jwkThumbprint: thumbprintWith(sha256),
+    // Nothing a verifier does draws randomness; the edge build has no source to offer.
+    randomBytes: () => bad('ctl/edge verifies only: no randomness'),
+  };
+}
+

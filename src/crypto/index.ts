@@ -212,7 +212,7 @@ export const defaultCrypto: CtlCrypto = {
  * @example const c = createVerifyOnlyCrypto(); await c.verifyWithJwk(jwk, msg, sig)
  */
 export function createVerifyOnlyCrypto(): CtlCrypto {
-  const importSigningKey = async (): Promise<never> => badKey('this build verifies only (ctl/verify): private keys belong in ctl/wallet or ctl');
+  const importSigningKey = async (): Promise<never> => badKey('ctl/verify verifies only: private keys need ctl/wallet or ctl');
   const k = createPublicKeyImporter({ backend: currentBackend, importSigningKey, publicOfCryptoKey });
   return { importSigningKey, importVerifyingKey: k.importVerifyingKey, verifyWithJwk: k.verifyWithJwk, toPublicJwk: k.toPublicJwk, sha256, jwkThumbprint, randomBytes };
 }

@@ -7,7 +7,7 @@
  */
 import { parsePkcs8, pem, pemBody, spki } from './der.js';
 import { badKey as bad, checkPublicJwk, checkRawPublic, privateJwk, type CheckedPublicKey } from './jwk.js';
-import { createPublicKeyImporter, isCryptoKey, isKey } from './public-keys.js';
+import { createPublicKeyImporter, isCryptoKey, isKey, signerFromCryptoKey } from './public-keys.js';
 import { p256ScalarOk } from './strict.js';
 import type { Backend } from './backend.js';
 import type { Alg, CtlCrypto, ImportOptions, PrivateKeyInput, PublicJwk, SigningKey } from './types.js';
@@ -56,7 +56,7 @@ export function createKeyImporter(backend: () => Backend | Promise<Backend>, opt
   async function importSigningKey(input: PrivateKeyInput, options?: ImportOptions): Promise<SigningKey> {
     if (isKey(input, 'signing')) return input as SigningKey;
     if (isKey(input, 'verifying')) bad('a verifying key cannot sign');
-    if (isCryptoKey(input)) return pub.signerFromCryptoKey(input, options);
+    if (isCryptoKey(input)) return signerFromCryptoKey(pub, input, options, opts.publicOfCryptoKey);
     const { alg, d, claimed } = privateParts(input, options);
     return (await backend()).signerFor(alg, d, claimed?.jwk);
   }

@@ -12,7 +12,7 @@ import { ed25519Verifier } from './ed25519-verify.js';
 
 /** @example await createNobleBackend().verifierFromJwk(jwk) */
 export function createNobleBackend(): Backend {
-  const refuse = async (): Promise<never> => badKey('this build verifies only (ctl/verify): private keys belong in ctl/wallet or ctl');
+  const refuse = async (): Promise<never> => badKey('ctl/verify verifies only: private keys need ctl/wallet or ctl');
   return {
     name: 'noble',
     publicJwkFromRaw: refuse,

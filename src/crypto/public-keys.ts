@@ -9,7 +9,7 @@ import { createLru } from './cache.js';
 import { parseSpki, pemBody } from './der.js';
 import { badKey as bad, checkPublicJwk, checkRawPublic, jwkAlg, jwkKey, type CheckedPublicKey } from './jwk.js';
 import { subtleSigner } from './subtle-backend.js';
-import type { Backend } from './backend.js';
+import type { VerifyBackend } from './backend.js';
 import type { Alg, CtlCrypto, ImportOptions, PrivateKeyInput, PublicJwk, PublicKeyInput, SigningKey, VerifyingKey } from './types.js';
 import { passUnsupported } from './algorithm-support.js';
 
@@ -31,7 +31,7 @@ export function subtle(): SubtleCrypto {
 }
 
 export interface PublicImporterOptions {
-  backend: () => Backend | Promise<Backend>;
+  backend: () => VerifyBackend | Promise<VerifyBackend>;
   /** The facade's private import: a private input's public half is its signer's. */
   importSigningKey: CtlCrypto['importSigningKey'];
   /** The public JWK of a non-extractable CryptoKey, where the host can tell (node:crypto's KeyObject.from). */
@@ -40,8 +40,10 @@ export interface PublicImporterOptions {
   cacheSize?: number;
 }
 
+export type PublicKeyImporter = ReturnType<typeof createPublicKeyImporter>;
+
 /**
- * Public key operations over a backend, plus `signerFromCryptoKey` for the facades' private import.
+ * Public key operations over a backend (`signerFromCryptoKey` builds the facades' CryptoKey signer on them).
  * @example const k = createPublicKeyImporter({ backend: () => b, importSigningKey }); await k.importVerifyingKey(pem)
  */
 export function createPublicKeyImporter(o: PublicImporterOptions) {
@@ -54,25 +56,6 @@ export function createPublicKeyImporter(o: PublicImporterOptions) {
     if (!v) cache.set(k, (v = await b.verifierFromJwk(c.jwk)));
     if (pemText !== undefined) cache.set(`${b.name}|${pemText}`, v);
     return v;
-  }
-
-  /**
-   * A private CryptoKey, signing through WebCrypto itself (extractable or not). Its public half
-   * comes from the key when extractable, else from `options.publicKey` or the host, and is
-   * checked once by signing (a JWK import may carry an `x` that is not `d`'s).
-   */
-  async function signerFromCryptoKey(key: CryptoKey, options?: ImportOptions): Promise<SigningKey> {
-    const alg = cryptoKeyAlg(key);
-    if (key.type !== 'private' || !key.usages.includes('sign')) bad('CryptoKey is not a private key usable to sign');
-    const hint = key.extractable ? await subtle().exportKey('jwk', key) : options?.publicKey ?? o.publicOfCryptoKey?.(key);
-    const pub = await checkedPublic(hint ?? bad('non-extractable CryptoKey: pass options.publicKey'));
-    if (pub.alg !== alg) bad('options.publicKey is not of the CryptoKey algorithm');
-    const s = subtleSigner(subtle(), alg, pub.jwk, key);
-    const probe = new Uint8Array([99, 116, 108]);
-    if (!(await (await verifierFor(pub)).verify(probe, await s.sign(probe)))) {
-      bad('the public key does not belong to the CryptoKey');
-    }
-    return s;
   }
 
   /** Any input to a checked public key (private forms give their public half). */
@@ -115,7 +98,8 @@ export function createPublicKeyImporter(o: PublicImporterOptions) {
 
   return {
     importVerifyingKey,
-    signerFromCryptoKey,
+    checkedPublic,
+    verifierFor,
     /** The thumbprint members of any key input. */
     async toPublicJwk(input: PublicKeyInput | PrivateKeyInput, options?: ImportOptions): Promise<PublicJwk> {
       return { ...(await checkedPublic(input, options)).jwk };
@@ -130,4 +114,24 @@ export function createPublicKeyImporter(o: PublicImporterOptions) {
       }
     },
   };
+}
+
+/**
+ * A private CryptoKey, signing through WebCrypto itself (extractable or not): the private import
+ * of the signing facades, apart so a verify-only build does not carry it. Its public half comes
+ * from the key when extractable, else from `options.publicKey` or the host, and is checked once
+ * by signing (a JWK import may carry an `x` that is not `d`'s).
+ */
+export async function signerFromCryptoKey(k: PublicKeyImporter, key: CryptoKey, options?: ImportOptions, publicOfCryptoKey?: (key: CryptoKey) => unknown): Promise<SigningKey> {
+  const alg = cryptoKeyAlg(key);
+  if (key.type !== 'private' || !key.usages.includes('sign')) bad('CryptoKey is not a private key usable to sign');
+  const hint = key.extractable ? await subtle().exportKey('jwk', key) : options?.publicKey ?? publicOfCryptoKey?.(key);
+  const pub = await k.checkedPublic(hint ?? bad('non-extractable CryptoKey: pass options.publicKey'));
+  if (pub.alg !== alg) bad('options.publicKey is not of the CryptoKey algorithm');
+  const s = subtleSigner(subtle(), alg, pub.jwk, key);
+  const probe = new Uint8Array([99, 116, 108]);
+  if (!(await (await k.verifierFor(pub)).verify(probe, await s.sign(probe)))) {
+    bad('the public key does not belong to the CryptoKey');
+  }
+  return s;
 }

@@ -25,7 +25,7 @@ export function randomBytes(n: number): Uint8Array {
     return out;
   }
   const get = hostGetRandomValues();
-  if (!get) throw new Error('randomBytes: this host has no crypto.getRandomValues; install a source with setRandomSource(fn)');
+  if (!get) throw new Error('randomBytes: no crypto.getRandomValues on this host; call setRandomSource(fn)');
   if (n <= 64) return fromPool(get, n);
   const out = new Uint8Array(n);
   for (let i = 0; i < n; i += 65536) get(out.subarray(i, Math.min(n, i + 65536))); // getRandomValues caps at 64 KiB

@@ -5,7 +5,7 @@
  */
 import { checkPublicJwk } from './jwk.js';
 import { pkcs8 } from './der.js';
-import { ownPublicKey, signer, strictVerifier, type Backend } from './backend.js';
+import { ownPublicKey, signer, strictVerifier, type Backend, type VerifyBackend } from './backend.js';
 import type { Alg, PublicJwk } from './types.js';
 
 /** WebCrypto's name for an algorithm: `Ed25519`, or ECDSA on P-256 with SHA-256. @example webAlg('ES256').name // 'ECDSA' */
@@ -16,22 +16,10 @@ export function webAlg(alg: Alg): { name: string; namedCurve?: string; hash?: st
 // TypeScript's DOM types want ArrayBuffer-backed views; ours always are.
 const buf = (b: Uint8Array) => b as Uint8Array<ArrayBuffer>;
 
-/** The WebCrypto backend over the given SubtleCrypto (from `hostSubtle()`). @example createSubtleBackend(hostSubtle()!) */
-export function createSubtleBackend(subtle: SubtleCrypto): Backend {
-  // Extractable, to read the public half: the private bytes are in this process's memory already.
-  const importPrivate = (alg: Alg, d: Uint8Array) => subtle.importKey('pkcs8', buf(pkcs8(alg, d)), webAlg(alg), true, ['sign']);
-  const publicOf = async (key: CryptoKey): Promise<PublicJwk> => checkPublicJwk(await subtle.exportKey('jwk', key), false).jwk;
-  const publicJwkFromRaw = async (alg: Alg, d: Uint8Array): Promise<PublicJwk> => publicOf(await importPrivate(alg, d));
+/** Verification and SHA-256 over WebCrypto: all a verify-only build (dist/edge.js) needs. @example createSubtleVerifyBackend(hostSubtle()!) */
+export function createSubtleVerifyBackend(subtle: SubtleCrypto): VerifyBackend {
   return {
     name: 'native',
-    publicJwkFromRaw,
-    signerFromRaw(alg, d, publicJwk) {
-      return this.signerFor(alg, d, publicJwk);
-    },
-    async signerFor(alg, d, claimed) {
-      const key = await importPrivate(alg, d);
-      return subtleSigner(subtle, alg, ownPublicKey(await publicOf(key), claimed), key);
-    },
     async verifierFromJwk(jwk) {
       const c = checkPublicJwk(jwk);
       const key = await subtle.importKey('raw', buf(c.raw), webAlg(c.alg), true, ['verify']);
@@ -39,6 +27,25 @@ export function createSubtleBackend(subtle: SubtleCrypto): Backend {
     },
     async sha256(data) {
       return new Uint8Array(await subtle.digest('SHA-256', buf(data)));
+    },
+  };
+}
+
+/** The WebCrypto backend over the given SubtleCrypto (from `hostSubtle()`). @example createSubtleBackend(hostSubtle()!) */
+export function createSubtleBackend(subtle: SubtleCrypto): Backend {
+  // Extractable, to read the public half: the private bytes are in this process's memory already.
+  const importPrivate = (alg: Alg, d: Uint8Array) => subtle.importKey('pkcs8', buf(pkcs8(alg, d)), webAlg(alg), true, ['sign']);
+  const publicOf = async (key: CryptoKey): Promise<PublicJwk> => checkPublicJwk(await subtle.exportKey('jwk', key), false).jwk;
+  const publicJwkFromRaw = async (alg: Alg, d: Uint8Array): Promise<PublicJwk> => publicOf(await importPrivate(alg, d));
+  return {
+    ...createSubtleVerifyBackend(subtle),
+    publicJwkFromRaw,
+    signerFromRaw(alg, d, publicJwk) {
+      return this.signerFor(alg, d, publicJwk);
+    },
+    async signerFor(alg, d, claimed) {
+      const key = await importPrivate(alg, d);
+      return subtleSigner(subtle, alg, ownPublicKey(await publicOf(key), claimed), key);
     },
   };
 }

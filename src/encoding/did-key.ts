@@ -4,7 +4,7 @@
  * point), multibase base58btc. The point maths is the crypto layer's strict checks (no noble):
  * the key a DID names is checked exactly as a JWK would be.
  */
-import { CtlError } from '../errors.js';
+import { fail } from '../errors.js';
 import { base58Decode, base58Encode } from './base58.js';
 import { checkPublicJwk, checkRawPublic } from '../crypto/jwk.js';
 import type { PublicJwk } from '../crypto/types.js';
@@ -18,7 +18,7 @@ const MAX_MULTIBASE = 128;
 const DID_KEY = /^did:key:z[1-9A-HJ-NP-Za-km-z]{1,128}$/;
 
 const malformed = (why: string): never => {
-  throw new CtlError('malformed', `did:key: ${why}`);
+  fail('malformed', `did:key: ${why}`);
 };
 
 /** An unsigned LEB128 varint (multicodec), minimal, at most 3 bytes. */
@@ -79,7 +79,7 @@ export function didKeyToJwk(did: string): PublicJwk {
     if (key.length !== 33 || (key[0] !== 2 && key[0] !== 3)) malformed('a P-256 key is a 33-byte compressed point');
     return checkRawPublic('ES256', key).jwk;
   }
-  if (UNSUPPORTED.includes(code)) throw new CtlError('unsupported_algorithm', `did:key: multicodec 0x${code.toString(16)} is not supported (Ed25519 and P-256 are)`);
+  if (UNSUPPORTED.includes(code)) fail('unsupported_algorithm', `did:key: multicodec 0x${code.toString(16)} is not supported (Ed25519 and P-256 are)`);
   return malformed(`unknown multicodec 0x${code.toString(16)}`);
 }
 

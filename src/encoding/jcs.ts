@@ -42,8 +42,7 @@ function write(value: unknown, depth: number, max: number): string {
         }
         return out + ']';
       }
-      const proto = Object.getPrototypeOf(value);
-      if (proto !== Object.prototype && proto !== null) malformed('not a plain JSON object');
+      if (!isPlainObject(value)) malformed('not a plain JSON object');
       const keys = Object.keys(value as object).sort();
       let out = '{';
       let first = true;
@@ -59,6 +58,13 @@ function write(value: unknown, depth: number, max: number): string {
     default:
       malformed(`cannot canonicalize a ${typeof value}`);
   }
+}
+
+/** A JSON object as data: not an array, prototype Object.prototype or null (no class instance, no Map). @example isPlainObject({}) // true */
+export function isPlainObject(v: unknown): v is Record<string, unknown> {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
+  const p = Object.getPrototypeOf(v);
+  return p === Object.prototype || p === null;
 }
 
 // A high surrogate not followed by a low one, or a low one not preceded by a high one (I-JSON, RFC 7493 §2.1).

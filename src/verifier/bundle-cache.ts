@@ -24,8 +24,10 @@ import { checkBundle } from '../artifacts/bundle.js';
 import { isPlainObject } from '../artifacts/schema.js';
 import { signedByBundleKey, type BundleSigners } from './root-chain.js';
 import { parseStrictJson } from '../encoding/jcs.js';
+import { deepFreeze } from '../encoding/frozen-copy.js';
 import { malformed } from '../errors.js';
 import { passUnsupported } from '../crypto/algorithm-support.js';
+import { remember } from '../crypto/cache.js';
 
 /** A bundle as the verifier holds it: a frozen copy and what the pinned root said of it. */
 export interface CheckedBundle {
@@ -89,8 +91,7 @@ export function createBundleCache(c: CtlCrypto): BundleCache {
           const entry = await checkCopy(deepFreeze(parseStrictJson(input)), signers, undefined);
           if (entry) {
             byText.delete(input);
-            if (byText.size >= MAX_TEXTS) byText.delete(byText.keys().next().value as string);
-            byText.set(input, entry);
+            remember(byText, input, entry, MAX_TEXTS);
           }
           return entry;
         }
@@ -122,15 +123,6 @@ function frozenCopy(v: unknown, depth: number): unknown {
     const out: Record<string, unknown> = {};
     for (const key of Object.keys(v)) out[key] = frozenCopy(v[key], depth + 1);
     return Object.freeze(out);
-  }
-  return v;
-}
-
-/** Freezes what `parseStrictJson` returned: fresh, so no copy is needed. */
-function deepFreeze(v: unknown): unknown {
-  if (typeof v === 'object' && v !== null) {
-    for (const x of Object.values(v)) deepFreeze(x);
-    Object.freeze(v);
   }
   return v;
 }

@@ -6,7 +6,7 @@
  */
 import type { VerifyCtl, VerifyCtlOptions } from './verify.js';
 import type { PolicyGrant, SignedBudgetAuthorization } from '../artifacts/types.js';
-import { CtlError, toErrorInfo, type CtlErrorInfo, malformed } from '../errors.js';
+import { toErrorInfo, type CtlErrorInfo, malformed, fail } from '../errors.js';
 import { parseAmount, parseTimestamp } from '../values.js';
 import { hostNow } from '../host.js';
 
@@ -43,13 +43,13 @@ export async function verifyDecisionWith(verify: VerifyCtl, sba: unknown, option
     const a = r.sba.authorization;
     if (a.sessionId !== sessionId) malformed('the SBA belongs to another session');
     if (decision.sessionGrantId !== a.grantId) malformed('the decision is for another grant');
-    if (decision.policyHash !== a.policyHash) throw new CtlError('policy_hash_mismatch', 'the decision was taken under another policy');
+    if (decision.policyHash !== a.policyHash) fail('policy_hash_mismatch', 'the decision was taken under another policy');
     const now = (options.now ?? hostNow)();
     if (now >= parseTimestamp(decision.expiresAtISO, 'decision.expiresAtISO') + (options.clockToleranceMs ?? 0)) {
-      throw new CtlError('sba_expired', `the decision expired at ${decision.expiresAtISO}`);
+      fail('sba_expired', `the decision expired at ${decision.expiresAtISO}`);
     }
     if (spent + BigInt(price.amountMinor) > BigInt(a.maxAmountMinor)) {
-      throw new CtlError('budget_exceeded', 'spent so far plus this price exceeds the authorization');
+      fail('budget_exceeded', 'spent so far plus this price exceeds the authorization');
     }
     return { ok: true, grant: r.grant, sba: r.sba, decisionId: decision.decisionId };
   } catch (e) {

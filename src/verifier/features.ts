@@ -18,7 +18,7 @@
  * A module object may come from another bundle (its own copy of `CtlError`), so what it throws is
  * taken back here by its code.
  */
-import { CtlError, isCtlErrorCode, type CtlErrorCode } from '../errors.js';
+import { CtlError, isCtlErrorCode, type CtlErrorCode, fail } from '../errors.js';
 import type { PublicJwk } from '../crypto/types.js';
 import type { RevocationChecker } from '../revocation.js';
 import type { FetchLike } from '../net/fetch-json.js';
@@ -79,7 +79,7 @@ const MODULE = { humanAgent: 'human-agent', online: 'online' };
  */
 export function featureOf<K extends keyof VerifierFeatures>(builtIn: VerifierFeatures, name: K, code: CtlErrorCode, why: string): NonNullable<VerifierFeatures[K]> {
   const m = builtIn[name] ?? registered[name];
-  if (!m) throw new CtlError(code, `${why}: register ctl/${MODULE[name]} (docs/sdk-api.md)`);
+  if (!m) fail(code, `${why}: register ctl/${MODULE[name]} (docs/sdk-api.md)`);
   return m as NonNullable<VerifierFeatures[K]>;
 }
 

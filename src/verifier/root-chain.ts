@@ -14,7 +14,7 @@ import type { RootKey, RootStatement, TrustBundle } from '../artifacts/types.js'
 import { checkRootStatement, coreOf, rootSignedBytes } from '../artifacts/root.js';
 import { verifyArtifactSignature } from '../artifacts/signing.js';
 import { passUnsupported } from '../crypto/algorithm-support.js';
-import { CtlError, toErrorInfo, type CtlErrorInfo, malformed } from '../errors.js';
+import { toErrorInfo, type CtlErrorInfo, malformed, fail } from '../errors.js';
 import { canonicalize, parseStrictJson } from '../encoding/jcs.js';
 import { base64urlDecode } from '../encoding/base64url.js';
 
@@ -115,30 +115,30 @@ export async function verifyRootChainWith(
         statement = copy;
       } catch (e) {
         const info = toErrorInfo(e);
-        throw new CtlError(info.code === 'unsupported_version' ? info.code : 'malformed', `root chain [${i}]: ${info.message}`);
+        fail(info.code === 'unsupported_version' ? info.code : 'malformed', `root chain [${i}]: ${info.message}`);
       }
       const want = current.version + 1;
       if (statement.rootVersion !== want) {
-        throw new CtlError('root_rotation_invalid', `root chain [${i}] is version ${statement.rootVersion}, expected ${want} (versions are never skipped)`);
+        fail('root_rotation_invalid', `root chain [${i}] is version ${statement.rootVersion}, expected ${want}`);
       }
       const bytes = rootSignedBytes(statement as unknown as Record<string, unknown>);
       const byOld = await signedBy(c, current.keys, statement.signatures, bytes);
       if (byOld < current.threshold) {
-        throw new CtlError('root_rotation_invalid',
+        fail('root_rotation_invalid',
           `root version ${want} is signed by ${byOld} of version ${current.version}'s keys, threshold ${current.threshold}`);
       }
       const byNew = await signedBy(c, statement.keys, statement.signatures, bytes);
       if (byNew < statement.threshold) {
-        throw new CtlError('root_rotation_invalid',
-          `root version ${want} is signed by ${byNew} of its own keys, threshold ${statement.threshold} (the new keys must prove possession)`);
+        fail('root_rotation_invalid',
+          `root version ${want} is signed by ${byNew} of its own keys, threshold ${statement.threshold}`);
       }
       current = { version: want, keys: statement.keys, threshold: statement.threshold, bundleKeys: statement.bundleKeys };
     }
     const acceptedList = options?.accepted === undefined ? undefined : typeof options.accepted === 'string' ? parseStrictJson(options.accepted) : options.accepted;
-    if (acceptedList !== undefined && !Array.isArray(acceptedList)) malformed('accepted must be the array of statements accepted before');
+    if (acceptedList !== undefined && !Array.isArray(acceptedList)) malformed('options.accepted must be an array of statements');
     const floor = Math.max(minVersion ?? 1, acceptedList ? acceptedList.length + 1 : 1);
     if (current.version < floor) {
-      throw new CtlError('root_rollback', `the root chain ends at version ${current.version}, below version ${floor} already accepted`);
+      fail('root_rollback', `the root chain ends at version ${current.version}, below version ${floor} already accepted`);
     }
     for (let i = 0; i < (acceptedList?.length ?? 0); i++) {
       let same = false;
@@ -146,7 +146,7 @@ export async function verifyRootChainWith(
         const a = acceptedList![i];
         same = walkedText[i] === canonicalize(typeof a === 'string' ? parseStrictJson(a) : a);
       } catch { /* an unreadable accepted statement matches nothing */ }
-      if (!same) throw new CtlError('root_rotation_invalid', `root chain [${i}] differs from root version ${i + 2} accepted before (a fork)`);
+      if (!same) fail('root_rotation_invalid', `root chain [${i}] differs from root version ${i + 2} accepted before (a fork)`);
     }
     return { valid: true, rootVersion: current.version, bundleKeys: current.bundleKeys, rootKeys: current.keys, threshold: current.threshold };
   } catch (e) {
@@ -177,13 +177,13 @@ export async function bundleSignersWith(
   minVersion?: number,
 ): Promise<BundleSigners> {
   if (rootChain === undefined) {
-    if (minVersion !== undefined && minVersion > 1) throw new CtlError('root_rollback', `no root chain given, but root version ${minVersion} was accepted before`);
+    if (minVersion !== undefined && minVersion > 1) fail('root_rollback', `no root chain given, but root version ${minVersion} was accepted before`);
     const root = await pinnedRootSet(c, pinnedRoot);
     const keys = [{ jwk: coreOf(root.keys[0]!) }];
     return { id: canonicalize({ v: 1, keys }), keys, rootVersion: 1 };
   }
   const r = await verifyRootChainWith(c, pinnedRoot, rootChain, { minVersion });
-  if (!r.valid) throw new CtlError(r.error.code, r.error.message);
+  if (!r.valid) fail(r.error.code, r.error.message);
   const keys = r.rootVersion === 1 ? [{ jwk: coreOf(r.bundleKeys[0]!) }] : r.bundleKeys.map((k) => ({ jwk: coreOf(k), kid: k.kid }));
   return { id: canonicalize({ v: r.rootVersion, keys }), keys, rootVersion: r.rootVersion };
 }

@@ -12,10 +12,10 @@ import { createBundleCache } from './bundle-cache.js';
 import { bundleSignersWith, type BundleSigners } from './root-chain.js';
 import { verifyArtifactSignature } from '../artifacts/signing.js';
 import { findKey } from '../artifacts/keys.js';
-import { CtlError, toErrorInfo, type CtlErrorInfo } from '../errors.js';
+import { toErrorInfo, type CtlErrorInfo, fail } from '../errors.js';
 import { canonicalize, parseStrictJson } from '../encoding/jcs.js';
 import { base64urlDecode } from '../encoding/base64url.js';
-import { parseCurrency, parsePaymentAmount, parseTimestamp, purposeAllowed } from '../values.js';
+import { checkWindow, parseCurrency, parsePaymentAmount, parseTimestamp, purposeAllowed } from '../values.js';
 import { hostEnv, hostNow } from '../host.js';
 import type { RevocationChecker } from '../revocation.js';
 import type { FetchLike } from '../net/fetch-json.js';
@@ -24,6 +24,7 @@ import { commitAll, reserveAll, velocityLedgers, type Ledger } from '../wallet/l
 import { readFlooredTime, type TimeFloor } from './time-floor.js';
 import { featureOf, viaModule, type VerifierFeatures } from './features.js';
 import { passUnsupported } from '../crypto/algorithm-support.js';
+import { remember } from '../crypto/cache.js';
 
 export interface VerifyCtlOptions {
   /** The payment in front of the merchant, minor units. */
@@ -82,17 +83,6 @@ export interface VerifyCtlOptions {
 export type VerifyCtlResult =
   | { valid: true; grant: PolicyGrant; sba: SignedBudgetAuthorization; amount: string; currency: string; merchantId?: string }
   | { valid: false; error: CtlErrorInfo };
-
-const fail = (code: CtlErrorInfo['code'], message: string): never => {
-  throw new CtlError(code, message);
-};
-
-/** Bounded insertion-order cache. */
-function remember<V>(map: Map<string, V>, key: string, value: V, max = 1024): V {
-  if (map.size >= max) map.delete(map.keys().next().value as string);
-  map.set(key, value);
-  return value;
-}
 
 export type VerifyCtl = (sba: unknown, options: VerifyCtlOptions) => Promise<VerifyCtlResult>;
 
@@ -154,7 +144,7 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
    * (then the bundles only add their revocations).
    */
   async function keyFromBundles(grant: PolicyGrant, o: VerifyCtlOptions, now: number, tol: number, human?: { jwk: PublicJwk; listed: boolean }) {
-    if (!o.rootPublicKeyPem) fail('malformed', 'rootPublicKeyPem is required with trustBundles (the root never comes from a bundle)');
+    if (!o.rootPublicKeyPem) fail('malformed', 'trustBundles need rootPublicKeyPem (the root never comes from a bundle)');
     const signers = await signersFor(o);
     const valid: TrustBundle[] = [];
     const revokedOf = new Map<TrustBundle, ReadonlySet<string>>();
@@ -199,7 +189,7 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
     }
     const keys = vouching.flatMap((b) => b.issuers.filter((i) => i.issuer === grant.issuer).flatMap((i) => i.keys));
     const jwk = findKey(keys, grant.keyId, 'grant');
-    if (human && canonicalize(jwk) !== canonicalize(human.jwk)) fail('unknown_key', `the bundle lists another key than the DID's for ${grant.issuer}`);
+    if (human && canonicalize(jwk) !== canonicalize(human.jwk)) fail('unknown_key', `the bundle lists a key other than the DID's for ${grant.issuer}`);
     const newestIssuedAt = Math.max(...vouching.map((b) => parseTimestamp(b.issuedAt, 'bundle.issuedAt')));
     return { jwk, revoked, newestIssuedAt };
   }
@@ -291,16 +281,16 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
       const human = grant.profile === 'human-agent';
       if (human) {
         // PROTOCOL.md §10: the key is the DID's own (no JWKS, no PEM); trust is trustedHumans or a bundle.
-        const humanAgent = featureOf(builtIn, 'humanAgent', 'unsupported_algorithm', 'a human-agent grant needs its did:key resolved (PROTOCOL.md §10)');
+        const humanAgent = featureOf(builtIn, 'humanAgent', 'unsupported_algorithm', 'a human-agent grant needs its did:key resolved');
         const didJwk = didKeys.get(grant.issuer) ?? remember(didKeys, grant.issuer, await viaModule(() => humanAgent.didKeyToJwk(grant.issuer)), 256);
         const listed = Array.isArray(o.trustedHumans) && o.trustedHumans.includes(grant.issuer);
-        if (o.trustBundles && o.trustBundles.length > 0) {
+        if (o.trustBundles?.length) {
           const r = await keyFromBundles(grant, o, now, tol, { jwk: didJwk, listed });
           bundleRevoked = r.revoked;
           bundleIssuedAt = r.newestIssuedAt;
-        } else if (!listed) fail('issuer_not_trusted', `${grant.issuer} is neither in trustedHumans nor listed by a trust bundle`);
+        } else if (!listed) fail('issuer_not_trusted', `${grant.issuer} is in neither trustedHumans nor a trust bundle`);
         jwk = didJwk;
-      } else if (o.trustBundles && o.trustBundles.length > 0) {
+      } else if (o.trustBundles?.length) {
         const r = await keyFromBundles(grant, o, now, tol);
         jwk = r.jwk;
         bundleRevoked = r.revoked;
@@ -321,15 +311,13 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
       }
       if (!jwk) fail('grant_signature_invalid', 'no key to verify the grant: pass trustBundles, jwks/jwksUrl or signingKeyPem');
       if (!(await grantSignatureOk(grant, grantJcs, jwk!))) fail('grant_signature_invalid', 'the grant signature does not verify');
-      if (now >= parseTimestamp(grant.expiresAt, 'grant.expiresAt') + tol) fail('grant_expired', `the grant expired at ${grant.expiresAt}`);
-      if (parseTimestamp(grant.issuedAt, 'grant.issuedAt') > now + tol) fail('not_yet_valid', `the grant is issued in the future (${grant.issuedAt})`);
+      checkWindow(grant, 'grant', 'grant', 'grant_expired', now, tol);
 
       // Step 2: the SBA's signature, always against the key recorded in the grant.
       if (!(await sbaSignatureOk(sba, grantJcs))) {
         fail('sba_signature_invalid', 'the SBA is not signed by the grant actorKey');
       }
-      if (now >= parseTimestamp(a.expiresAt, 'authorization.expiresAt') + tol) fail('sba_expired', `the SBA expired at ${a.expiresAt}`);
-      if (parseTimestamp(a.issuedAt, 'authorization.issuedAt') > now + tol) fail('not_yet_valid', `the SBA is issued in the future (${a.issuedAt})`);
+      checkWindow(a, 'SBA', 'authorization', 'sba_expired', now, tol);
 
       // Step 3: revocation — the bundles' list always, the grant's URL unless offline.
       if (bundleRevoked?.has(grant.grantId)) fail('grant_revoked', 'the grant is revoked (trust bundle)');
@@ -352,7 +340,7 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
         if (!a.intentHash) fail('malformed', 'intentHash is required (Full and Human-Agent profiles) and absent');
         if (merchantId === undefined || rail === undefined) fail('malformed', 'intentHash needs the merchantId and rail of the payment');
         const expected = await intentHashWith(c, { amount: o.amount, currency, merchantId: merchantId!, rail: rail!, purpose });
-        if (expected !== a.intentHash) fail('malformed', 'intentHash does not match the payment in front of the verifier');
+        if (expected !== a.intentHash) fail('malformed', 'intentHash does not match this payment');
       }
 
       // Step 5: destination, rail, asset, purpose.

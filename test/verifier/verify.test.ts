@@ -149,6 +149,10 @@ test('edge verifier (WebCrypto only) gives the same answers', async () => {
   const swapped = { ...p, signature: sba.signature };
   const s2 = await verifyCtlEdge(swapped, opts);
   assert.is(!s2.valid && s2.error.code, 'sba_signature_invalid');
+  // Verify-only, as ctl/verify: the authority's private key is no grant key here (ctl derives its public half).
+  const priv = await verifyCtlEdge(sba, { ...opts, signingKeyPem: k.authority.privateKeyPem });
+  assert.is(!priv.valid && priv.error.code, 'grant_signature_invalid');
+  assert.ok((await verifyCtl(sba, { ...opts, signingKeyPem: k.authority.privateKeyPem })).valid, 'ctl takes the public half of a private key');
 });
 
 test('decision-bound verification (spec §4.4)', async () => {
