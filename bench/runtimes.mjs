@@ -10,13 +10,15 @@
 // in QuickJS.
 //
 // Where the verifier bundle's QuickJS heap goes (computeMemoryUsage after evaluating
-// dist/ctl-verify.iife.js alone, 271 KiB over an empty context before its Ed25519 verify left
-// noble, 219 KiB after; the breakdown is of the older build): functions 140 KiB (338 of them;
-// bytecode 38 KiB, line tables 18 KiB, the rest their metadata and, apparently, source text kept
-// for Function.prototype.toString: a 20 KB comment inside a function adds 20 KB, and neither
-// "use strip" nor evalCode's `strip` option changes it in quickjs-emscripten 0.32), atoms 32 KiB,
-// objects, properties and shapes 34 KiB. Less code is the lever; precompiled bytecode without
-// source may be another, on the firmware side.
+// dist/ctl-verify.iife.js alone): 271 KiB over an empty context before its Ed25519 verify left
+// noble, 219 KiB after, 192 KiB once the IIFEs stopped inlining single-use functions into their
+// callers (terser `reduce_funcs: false`, rollup.config.mjs). QuickJS keeps every live function's
+// source text for Function.prototype.toString, so an inlined function was kept twice; the source
+// text is now about the bundle's size (~47 KB), bytecode ~29 KB, line tables ~14 KB, atoms ~28 KB,
+// objects, properties and shapes ~30 KB. quickjs-emscripten cannot drop source and line tables,
+// but a firmware can: JS_SetStripInfo(rt, JS_STRIP_SOURCE | JS_STRIP_DEBUG) in a native QuickJS
+// (2025-09-13, x86-64, measured outside this repository) took the same bundle + 100 verifications
+// from 249 to 181 KiB (firmware-bridge/README.md § Memory).
 //
 //   npm run build && npm run compile && node bench/runtimes.mjs [--seconds 2]
 //

@@ -20,11 +20,13 @@ const KiB = 1024;
 // private-key import, signer or randomness) and refusals, time windows, bounded maps and plain-
 // object checks were shared, and SBA signing kept the grant's bytes and intent hashes (verify
 // 17,968, wallet 20,062, edge 15,621, index 29,544 bytes; before: 18,599 / 20,452 / 16,715 /
-// 29,703, and 23,417 / 22,082 / 17,233 / 30,380 before that), plus about a hundred bytes of room. Every budget is still missed (1.4–3.0x): lower the ceilings as
-// bytes go.
+// 29,703, and 23,417 / 22,082 / 17,233 / 30,380 before that), plus about a hundred bytes of room;
+// the IIFEs then grew ~120 bytes (verify 18,093, wallet 20,178) when they stopped inlining
+// single-use functions, for a tenth less QuickJS heap (rollup.config.mjs). Every budget is still
+// missed (1.4–3.0x): lower the ceilings as bytes go.
 export const BUDGETS: Array<{ file: string; budget: number; ceiling?: number }> = [
-  { file: 'ctl-verify.iife.js', budget: 12 * KiB, ceiling: 18_070 },
-  { file: 'ctl-wallet.iife.js', budget: 12 * KiB, ceiling: 20_160 },
+  { file: 'ctl-verify.iife.js', budget: 12 * KiB, ceiling: 18_190 },
+  { file: 'ctl-wallet.iife.js', budget: 12 * KiB, ceiling: 20_280 },
   { file: 'edge.js', budget: 5 * KiB, ceiling: 15_720 },
   { file: 'index.js', budget: 20 * KiB, ceiling: 29_645 },
 ];
