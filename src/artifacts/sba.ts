@@ -13,6 +13,7 @@ import { fail } from '../errors.js';
 import { canonicalize, quoteJson } from '../encoding/jcs.js';
 import { utf8Encode } from '../encoding/utf8.js';
 import { concat } from '../crypto/der.js';
+import { remember } from '../crypto/cache.js';
 import { base64urlEncode, hexEncode } from '../encoding/base64url.js';
 import { formatTimestamp, parseTimestamp } from '../values.js';
 import { hostEnv, hostNow } from '../host.js';
@@ -127,18 +128,15 @@ export async function intentHashWith(c: CtlCrypto, intent: PaymentIntent): Promi
   };
   if (intent.purpose !== undefined) doc['purpose'] = intent.purpose;
   const text = canonicalize(doc);
-  let hash = intentHashes.get(text);
-  if (hash === undefined) {
-    hash = hexEncode(await c.sha256(utf8Encode(text)));
-    if (intentHashes.size >= 256) intentHashes.clear();
-    intentHashes.set(text, hash);
-  }
-  return hash;
+  let known = intentHashes.get(c);
+  if (!known) intentHashes.set(c, (known = new Map()));
+  return known.get(text) ?? remember(known, text, hexEncode(await c.sha256(utf8Encode(text))), 256);
 }
 
 // A wallet pays the same few intents again and again (the same price at the same merchant): their
-// hashes, remembered by canonical text (a function of the text alone, so never stale).
-const intentHashes = new Map<string, string>();
+// hashes, remembered by canonical text (a function of the text alone, so never stale), per crypto
+// backend (one backend's answers never stand in for another's).
+const intentHashes = new WeakMap<CtlCrypto, Map<string, string>>();
 
 export interface SbaFields {
   grant: PolicyGrant;
