@@ -7,10 +7,11 @@
 //
 //   npm run compile && node bench/gateway.mjs            BENCH_SECONDS=5 (per measurement), BENCH_CONNS=1,50
 //
-// Last figures (docs/scaling.md "Off the event loop", 2026-11-24, 2 shared cores at load 4–6, three
-// rounds): paid ÷ unpaid at 50 connections SQLite 0.29–0.50 (one session) / 0.30–0.44 (50 sessions),
-// PostgreSQL 0.28–0.39 / 0.28–0.43; by event-loop CPU per request ≈ 0.33 / ≈ 0.37; added p50 at one
-// connection SQLite +3.3–3.9 ms, PostgreSQL +3.2–5.9 ms (both targets missed there).
+// Last figures (docs/scaling.md "Prepared receipts…", 2026-11-25 00:55–01:12 UTC, 2 shared cores at
+// load 1.3–6, five rounds alternating with the commit before): paid ÷ unpaid at 50 connections SQLite
+// 0.19–0.35 (one session) / 0.17–0.32 (50 sessions), PostgreSQL 0.20–0.27 / 0.20–0.27; by event-loop
+// CPU per request ≈ 0.18–0.29 / ≈ 0.25–0.37 (paid ≈ 300–480 µs, unpaid 75–150 µs); added p50 at one
+// connection SQLite +1.22–1.78 ms (missed), PostgreSQL +1.31–2.75 ms (met in three rounds of five).
 //   BENCH_PG_URL=postgres://postgres@127.0.0.1:5432/test (unreachable → SKIPPED line)
 import http from 'node:http';
 import { readFileSync } from 'node:fs';

@@ -8,7 +8,7 @@
  */
 import {
   CtlError,
-  signReceipt,
+  canonicalize,
   formatTimestamp,
   parseStrictJson,
   isAmount,
@@ -16,6 +16,7 @@ import {
 } from '../../src/index.js';
 // Prepared signing, as a signing service imports it (ctl/wallet): the grant checked and canonicalised once per session.
 import { createSbaSigner, type SbaSigner } from '../../src/entries/wallet.js';
+import { signReceiptPrepared, type PreparedSba } from './receipt-signing.js';
 import { HttpError, timeOrderedId, type SqlDatabase } from '../../service-kit/index.js';
 import { reserve, markPaying, commit, release, openPayments, touchOpen, payLedgerAndCommit, reserveAndPayLedger, type PaymentRecord, type CommitResult, type CommitRecord } from '../store/payments.js';
 import { sessionById, type SessionRecord } from '../store/sessions.js';
@@ -89,6 +90,8 @@ export interface PaymentServiceDeps {
 export interface Authorization {
   paymentId: string;
   sba: Record<string, unknown>;
+  /** The canonical text of the grant `sba` embeds, when this process signed it (receipt-signing.ts). */
+  grantJcs?: string;
   amount: bigint;
   currency: string;
   merchant: string;
@@ -109,21 +112,25 @@ const RECONCILE_MAX_PAGES = 50;
 
 export function createPaymentService(deps: PaymentServiceDeps) {
   const { db, rail, keys, events, now } = deps;
-  const prepared = new Map<string, Promise<SbaSigner>>();
+  const prepared = new Map<string, Promise<{ signer: SbaSigner; grantJcs: string }>>();
   const matchers = new Map<string, (host: string) => boolean>();
 
   /**
    * What signing an SBA under the session's grant computes once (the grant checked and
    * canonicalised, the actor key imported and matched to it), cached by session id and the
    * grant's signature: a grant minted anew (a continued session's raised ceiling) is another key,
-   * so no SBA is ever signed over stale grant bytes.
+   * so no SBA is ever signed over stale grant bytes. The grant's canonical text, for the receipts
+   * that embed these SBAs (receipt-signing.ts), is taken once from the signer's own deep-frozen
+   * copy of the grant, the object every SBA it signs embeds, whose text therefore cannot change.
    */
   function sbaSigning(session: SessionRecord) {
     const id = `${session.id} ${session.grant.signature as string}`;
     let p = prepared.get(id);
     if (!p) {
       if (prepared.size > 10_000) prepared.clear(); // bounded: prepared again on demand
-      p = deps.sessionKeys.signingKey(session).then((ak) => createSbaSigner(session.grant as any, { signingKey: ak.key, keyId: ak.kid, now }));
+      p = deps.sessionKeys.signingKey(session)
+        .then((ak) => createSbaSigner(session.grant as any, { signingKey: ak.key, keyId: ak.kid, now }))
+        .then((signer) => ({ signer, grantJcs: canonicalize(signer.grant) }));
       p.catch(() => prepared.delete(id));
       prepared.set(id, p);
     }
@@ -148,7 +155,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
 
   type Paid = { id: string; amount: bigint; currency: string; merchant: string; purpose: string; rail: string };
 
-  async function signReceiptFor(session: SessionRecord, p: Paid, txRef: string, paidAt: number, sba: Record<string, unknown> | undefined) {
+  async function signReceiptFor(session: SessionRecord, p: Paid, txRef: string, paidAt: number, sba: Record<string, unknown> | undefined, grantJcs?: string) {
     const receiptId = `rcpt_${timeOrderedId()}`;
     const rk = await keys.active('receipt');
     const fields: Record<string, unknown> = {
@@ -162,8 +169,11 @@ export function createPaymentService(deps: PaymentServiceDeps) {
       txRef,
       rail: p.rail,
     };
-    if (sba) fields.sba = sba;
-    const receipt = (await signReceipt(fields as any, { signingKey: rk.signingKey, keyId: rk.kid })) as unknown as Record<string, unknown>;
+    // An SBA this process just signed comes with its grant's canonical text; one read back from
+    // the database (reconcile) is checked and canonicalised whole by the SDK.
+    const embedded: PreparedSba | undefined = sba && grantJcs !== undefined ? { sba, grantJcs } : undefined;
+    if (sba && !embedded) fields.sba = sba;
+    const receipt = await signReceiptPrepared(fields, { signingKey: rk.signingKey, keyId: rk.kid }, embedded);
     return { receiptId, receipt };
   }
 
@@ -201,9 +211,9 @@ export function createPaymentService(deps: PaymentServiceDeps) {
   }
 
   /** Commit + receipt for a payment the rail has made; safe to call from any path, commits once. */
-  async function settlePaid(session: SessionRecord, p: PaymentRecord | Paid, txRef: string, sba: Record<string, unknown> | undefined) {
+  async function settlePaid(session: SessionRecord, p: PaymentRecord | Paid, txRef: string, sba: Record<string, unknown> | undefined, grantJcs?: string) {
     const paidAt = now();
-    const { receiptId, receipt } = await signReceiptFor(session, p, txRef, paidAt, sba);
+    const { receiptId, receipt } = await signReceiptFor(session, p, txRef, paidAt, sba, grantJcs);
     const recorded = committedEvents(session, p, receiptId, txRef);
     const c = await commit(db, { paymentId: p.id, sessionId: session.id, amount: p.amount, txRef, receiptId, receipt: JSON.stringify(receipt), paidAt }, recorded.record);
     if (c.committed) recorded.after();
@@ -224,10 +234,14 @@ export function createPaymentService(deps: PaymentServiceDeps) {
 
   const detailsOf = (terms: PaymentTerms, host: string, purpose: string | undefined) => ({ merchant: host, amountMinor: terms.amount, currency: terms.currency, purpose: purpose ?? null });
 
-  /** The SBA of one payment, signed under the session's internal grant with its actor key. */
-  async function signSba(session: SessionRecord, terms: PaymentTerms, host: string, purpose: string, paymentId: string, railName: string) {
+  /**
+   * The SBA of one payment, signed under the session's internal grant with its actor key, and the
+   * canonical text of the grant it embeds (undefined should it not embed the signer's own grant).
+   */
+  async function signSba(session: SessionRecord, terms: PaymentTerms, host: string, purpose: string, paymentId: string, railName: string): Promise<{ sba: Record<string, unknown>; grantJcs?: string }> {
     const t = now();
-    return (await (await sbaSigning(session)).sign({
+    const { signer, grantJcs } = await sbaSigning(session);
+    const sba = (await signer.sign({
       sessionId: session.id,
       actorId: `gateway:${session.id}`,
       maxAmountMinor: terms.amount,
@@ -239,6 +253,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
       purpose,
       issuer: session.grant.issuer as string,
     })) as unknown as Record<string, unknown>;
+    return { sba, grantJcs: sba.grant === signer.grant ? grantJcs : undefined };
   }
 
   /** Under a person's grant, nothing is paid that a merchant would refuse (PROTOCOL.md §10). */
@@ -275,8 +290,9 @@ export function createPaymentService(deps: PaymentServiceDeps) {
 
     // Signed only now: the reservation above re-read the revocation state (spec §3 rule 1).
     let sba: Record<string, unknown>;
+    let grantJcs: string | undefined;
     try {
-      sba = await signSba(session, terms, host, purpose!, paymentId, railName);
+      ({ sba, grantJcs } = await signSba(session, terms, host, purpose!, paymentId, railName));
     } catch (e) {
       await release(db, paymentId, now());
       throw e;
@@ -286,7 +302,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
       await release(db, paymentId, now());
       await refuse(railName, session, denied.code, `the person's grant refuses this payment: ${denied.message}`, details);
     }
-    return { paymentId, sba, amount, currency: terms.currency, merchant: host, purpose: purpose! };
+    return { paymentId, sba, grantJcs, amount, currency: terms.currency, merchant: host, purpose: purpose! };
   }
 
   /**
@@ -302,14 +318,14 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     const details = detailsOf(terms, host, purpose);
     await checkFixed(session, terms, host, purpose, rail.name, details);
     const paymentId = deps.paymentId?.() ?? `pay_${timeOrderedId()}`;
-    const sba = await signSba(session, terms, host, purpose!, paymentId, rail.name);
+    const { sba, grantJcs } = await signSba(session, terms, host, purpose!, paymentId, rail.name);
     const denied = await personRefusal(session, sba, terms, host, purpose!, rail.name);
     if (denied) await refuse(rail.name, session, denied.code, `the person's grant refuses this payment: ${denied.message}`, details);
     const amount = BigInt(terms.amount);
     const paid: Paid = { id: paymentId, amount, currency: terms.currency, merchant: host, purpose: purpose!, rail: rail.name };
     const txRef = `txid:${timeOrderedId()}`;
     const paidAt = now();
-    const { receiptId, receipt } = await signReceiptFor(session, paid, txRef, paidAt, sba);
+    const { receiptId, receipt } = await signReceiptFor(session, paid, txRef, paidAt, sba, grantJcs);
     const recorded = committedEvents(session, paid, receiptId, txRef);
     const c = await reserveAndPayLedger(db, {
       paymentId, sessionId: session.id, amount, currency: terms.currency, merchant: host, address: terms.address, purpose: purpose!, rail: rail.name,
@@ -332,7 +348,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
 
     /** Commits an authorized payment that was paid (`txRef` = `txid:<reference>`) with its signed receipt. */
     async complete(session: SessionRecord, a: Authorization, txRef: string, receiptRail: string, startedAt?: number) {
-      const r = await settlePaid(session, { id: a.paymentId, amount: a.amount, currency: a.currency, merchant: a.merchant, purpose: a.purpose, rail: receiptRail }, txRef, a.sba);
+      const r = await settlePaid(session, { id: a.paymentId, amount: a.amount, currency: a.currency, merchant: a.merchant, purpose: a.purpose, rail: receiptRail }, txRef, a.sba, a.grantJcs);
       if (startedAt !== undefined) deps.onPaid?.(performance.now() - startedAt, receiptRail.split(':')[0]!);
       return r;
     },
@@ -358,12 +374,12 @@ export function createPaymentService(deps: PaymentServiceDeps) {
         // Refused by the guard: the reservation below says why (pausing at a soft ceiling), or
         // pays after all when a reservation was given back meanwhile.
       }
-      const { paymentId, sba, amount } = await authorize(session, terms, host, purpose, rail.name);
+      const { paymentId, sba, grantJcs, amount } = await authorize(session, terms, host, purpose, rail.name);
       const paid: Paid = { id: paymentId, amount, currency: terms.currency, merchant: host, purpose: purpose!, rail: rail.name };
       if (localLedger) {
         const txRef = `txid:${timeOrderedId()}`;
         const paidAt = now();
-        const { receiptId, receipt } = await signReceiptFor(session, paid, txRef, paidAt, sba);
+        const { receiptId, receipt } = await signReceiptFor(session, paid, txRef, paidAt, sba, grantJcs);
         const recorded = committedEvents(session, paid, receiptId, txRef);
         const c = await payLedgerAndCommit(db, {
           paymentId, sessionId: session.id, amount, currency: terms.currency, address: terms.address, txRef, receiptId, receipt: JSON.stringify(receipt), paidAt,
@@ -394,7 +410,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
         if (found === 'pending') throw new HttpError(502, 'payment_unconfirmed', `the ${rail.name} rail has not confirmed the payment yet`);
         txRef = found.txRef;
       }
-      const { receipt } = await settlePaid(session, paid, txRef, sba);
+      const { receipt } = await settlePaid(session, paid, txRef, sba, grantJcs);
       deps.onPaid?.(performance.now() - started, rail.name);
       return { paymentId, txRef, sba, receipt };
     },
