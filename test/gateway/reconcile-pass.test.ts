@@ -64,13 +64,18 @@ for (const kind of ['sqlite', 'postgres'] as const) {
     const base = kind === 'sqlite' ? sqliteDb() : await postgresDb('reconcile race on PostgreSQL');
     if (!base) return;
     // Another instance's markPaying lands between reconcile's read of the row and its release.
+    // Staged on the release's own transaction (told by its text), not whichever transaction comes
+    // first: the gateway's background work (audit sealing) also opens transactions, and one of
+    // those taking the hook would race its UPDATE with the release instead of preceding it.
     let armed = false;
+    const isRelease = (fn: unknown) => String(fn).includes("SET state = 'released'");
     const wrap = (db: SqlDatabase): SqlDatabase =>
       new Proxy(db, {
         get(t, k) {
           const v = Reflect.get(t, k);
           if (k === 'tx' && armed) {
             return async (...args: unknown[]) => {
+              if (!isRelease(args[0])) return (v as Function).apply(t, args);
               armed = false;
               await t.run(`UPDATE gw_payments SET state = 'paying', updated_at = ? WHERE id = 'pay_race' AND state = 'reserved'`, [Date.now()]);
               return (v as Function).apply(t, args);
