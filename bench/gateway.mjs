@@ -12,6 +12,9 @@
 // 0.19–0.35 (one session) / 0.17–0.32 (50 sessions), PostgreSQL 0.20–0.27 / 0.20–0.27; by event-loop
 // CPU per request ≈ 0.18–0.29 / ≈ 0.25–0.37 (paid ≈ 300–480 µs, unpaid 75–150 µs); added p50 at one
 // connection SQLite +1.22–1.78 ms (missed), PostgreSQL +1.31–2.75 ms (met in three rounds of five).
+// Two runs on a quiet machine after the SDK's SBA signing got cheaper (01:45–01:52 UTC): SQLite
+// 0.24/0.22 and 0.22/0.19, PostgreSQL 0.22/0.22 and 0.22/0.19; added p50 SQLite +1.29/+1.34 ms,
+// PostgreSQL +1.52/+1.44 ms.
 //   BENCH_PG_URL=postgres://postgres@127.0.0.1:5432/test (unreachable → SKIPPED line)
 import http from 'node:http';
 import { readFileSync } from 'node:fs';
