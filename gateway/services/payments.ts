@@ -8,7 +8,6 @@
  */
 import {
   CtlError,
-  canonicalize,
   formatTimestamp,
   parseStrictJson,
   isAmount,
@@ -112,25 +111,23 @@ const RECONCILE_MAX_PAGES = 50;
 
 export function createPaymentService(deps: PaymentServiceDeps) {
   const { db, rail, keys, events, now } = deps;
-  const prepared = new Map<string, Promise<{ signer: SbaSigner; grantJcs: string }>>();
+  const prepared = new Map<string, Promise<SbaSigner>>();
   const matchers = new Map<string, (host: string) => boolean>();
 
   /**
    * What signing an SBA under the session's grant computes once (the grant checked and
    * canonicalised, the actor key imported and matched to it), cached by session id and the
    * grant's signature: a grant minted anew (a continued session's raised ceiling) is another key,
-   * so no SBA is ever signed over stale grant bytes. The grant's canonical text, for the receipts
-   * that embed these SBAs (receipt-signing.ts), is taken once from the signer's own deep-frozen
-   * copy of the grant, the object every SBA it signs embeds, whose text therefore cannot change.
+   * so no SBA is ever signed over stale grant bytes. The receipts that embed these SBAs
+   * (receipt-signing.ts) reuse the signer's canonical text of its own deep-frozen grant, the object
+   * every SBA it signs embeds, whose text therefore cannot change.
    */
   function sbaSigning(session: SessionRecord) {
     const id = `${session.id} ${session.grant.signature as string}`;
     let p = prepared.get(id);
     if (!p) {
       if (prepared.size > 10_000) prepared.clear(); // bounded: prepared again on demand
-      p = deps.sessionKeys.signingKey(session)
-        .then((ak) => createSbaSigner(session.grant as any, { signingKey: ak.key, keyId: ak.kid, now }))
-        .then((signer) => ({ signer, grantJcs: canonicalize(signer.grant) }));
+      p = deps.sessionKeys.signingKey(session).then((ak) => createSbaSigner(session.grant as any, { signingKey: ak.key, keyId: ak.kid, now }));
       p.catch(() => prepared.delete(id));
       prepared.set(id, p);
     }
@@ -240,7 +237,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
    */
   async function signSba(session: SessionRecord, terms: PaymentTerms, host: string, purpose: string, paymentId: string, railName: string): Promise<{ sba: Record<string, unknown>; grantJcs?: string }> {
     const t = now();
-    const { signer, grantJcs } = await sbaSigning(session);
+    const signer = await sbaSigning(session);
     const sba = (await signer.sign({
       sessionId: session.id,
       actorId: `gateway:${session.id}`,
@@ -253,7 +250,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
       purpose,
       issuer: session.grant.issuer as string,
     })) as unknown as Record<string, unknown>;
-    return { sba, grantJcs: sba.grant === signer.grant ? grantJcs : undefined };
+    return { sba, grantJcs: sba.grant === signer.grant ? signer.grantJcs : undefined };
   }
 
   /** Under a person's grant, nothing is paid that a merchant would refuse (PROTOCOL.md §10). */

@@ -18,7 +18,9 @@ async function setup(over: Record<string, unknown> = {}) {
   const signer = await createSbaSigner(g, { signingKey: k.actor.privateKeyPem, now: () => NOW });
   const rk = await generateKeyPair({ alg: 'EdDSA' });
   const receiptKey = await importSigningKey(rk.privateKeyPem);
-  return { signer, grantJcs: canonicalize(signer.grant), receiptKey, publicKey: rk.publicJwk };
+  // The signer's own canonical text (what the gateway splices in) is the grant's JCS.
+  assert.is(signer.grantJcs, canonicalize(signer.grant));
+  return { signer, grantJcs: signer.grantJcs, receiptKey, publicKey: rk.publicJwk };
 }
 
 const fields = (i: number, over: Record<string, unknown> = {}) => ({

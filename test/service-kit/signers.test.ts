@@ -9,12 +9,24 @@ import {
   closePkcs11Modules, fileSigner, generatePkcs11Ed25519Key, generatePkcs11Key, openPkcs11Signer, parsePkcs11Uri, signerFromEnv,
   signingOffThread, ed25519KeyObject,
 } from '../../service-kit/signers/index.js';
-import { createSignedPolicyGrant, formatTimestamp, generateKeyPair, importSigningKey, policyHash, verifyWithJwk } from '../../src/index.js';
+import { canonicalize, createSignedPolicyGrant, formatTimestamp, generateKeyPair, importSigningKey, policyHash, verifyWithJwk, type PublicJwk, type SigningKey } from '../../src/index.js';
 import { randomId, timeOrderedId } from '../../service-kit/index.js';
 
 const hsm = createHsm();
 const nodeVerifies = (jwk: object, msg: Uint8Array, sig: Uint8Array) =>
   verify(null, msg, createPublicKey({ key: { ...jwk } as never, format: 'jwk' }), sig);
+/**
+ * Signs a grant with `signingKey` through the SDK and checks the signature with node:crypto over
+ * the bytes PROTOCOL.md §3 names (`ctl-grant/1\n` + JCS without the signature).
+ */
+async function grantSignedByVerifies(signingKey: SigningKey, actorKey: PublicJwk, issuer: string): Promise<boolean> {
+  const g = await createSignedPolicyGrant({
+    policyHash: policyHash({ a: 1 }), actorKey, allowedRails: ['x402'], allowedAssets: [{ standard: 'iso4217', code: 'USD' }],
+    maxAmountMinor: '100', currency: 'USD', expiresAt: formatTimestamp(Date.now() + 3600_000),
+  }, { issuer, keyId: 'k1', signingKey, revocationBaseUrl: `https://${issuer}` });
+  const { signature, ...body } = g as unknown as Record<string, unknown>;
+  return nodeVerifies(signingKey.publicJwk, new TextEncoder().encode(`ctl-grant/1\n${canonicalize(body)}`), Buffer.from(signature as string, 'base64url'));
+}
 const refused = async (p: Promise<unknown>): Promise<string> => {
   try {
     await p;
@@ -73,14 +85,7 @@ test('a key generated in SoftHSM signs, node:crypto verifies, and its private ha
 test('a PKCS#11 signer is an SDK SigningKey: an artifact signed by it verifies', async () => {
   const s = await generatePkcs11Ed25519Key(hsm.uri('grant-a'), { modulePath: hsm.module });
   const actor = await generateKeyPair({ alg: 'EdDSA' });
-  const g = await createSignedPolicyGrant({
-    policyHash: policyHash({ a: 1 }), actorKey: actor.publicJwk, allowedRails: ['x402'], allowedAssets: [{ standard: 'iso4217', code: 'USD' }],
-    maxAmountMinor: '100', currency: 'USD', expiresAt: formatTimestamp(Date.now() + 3600_000),
-  }, { issuer: 'hsm.test', keyId: 'k1', signingKey: s, revocationBaseUrl: 'https://hsm.test' });
-  const { signature, ...body } = g as unknown as Record<string, unknown>;
-  const { canonicalize } = await import('../../src/index.js');
-  const bytes = new TextEncoder().encode(`ctl-grant/1\n${canonicalize(body)}`);
-  assert.ok(nodeVerifies(s.publicJwk, bytes, Buffer.from(signature as string, 'base64url')));
+  assert.ok(await grantSignedByVerifies(s, actor.publicJwk, 'hsm.test'));
   await s.close();
 });
 
@@ -205,13 +210,7 @@ test('signingOffThread: the same Ed25519 signature as the key signing on the loo
   assert.equal(fromPem.publicJwk, onLoop.publicJwk);
   assert.match(await refused((async () => signingOffThread(onLoop, ed25519KeyObject(seed)))()), /not the signing key/);
   // An artifact signed through it verifies like any other.
-  const g = await createSignedPolicyGrant({
-    policyHash: policyHash({ a: 1 }), actorKey: pair.publicJwk, allowedRails: ['ledger'], allowedAssets: [{ standard: 'iso4217', code: 'USD' }],
-    maxAmountMinor: '100', currency: 'USD', expiresAt: formatTimestamp(Date.now() + 3600_000),
-  }, { issuer: 'off-thread.test', keyId: 'k1', signingKey: fromSeed, revocationBaseUrl: 'https://off-thread.test' });
-  const { signature, ...body } = g as unknown as Record<string, unknown>;
-  const { canonicalize } = await import('../../src/index.js');
-  assert.ok(nodeVerifies(seedKey.publicJwk, new TextEncoder().encode(`ctl-grant/1\n${canonicalize(body)}`), Buffer.from(signature as string, 'base64url')));
+  assert.ok(await grantSignedByVerifies(fromSeed, pair.publicJwk, 'off-thread.test'));
 });
 
 test('randomId: base64url of the asked length, never the same twice across pool refills', () => {
