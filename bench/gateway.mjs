@@ -86,8 +86,8 @@ function printTargets(store, rows) {
   const verdict = (ok) => (ok ? 'met' : 'MISSED');
   const lines = [];
   for (const r of rows.filter((x) => x.conns > 1 && x.kind.includes('PAID'))) {
-    const ratio = r.rps / at(r.conns, 'via gateway, unpaid').rps;
     const unpaid = at(r.conns, 'via gateway, unpaid');
+    const ratio = r.rps / unpaid.rps;
     // The same ratio from the gateway's event-loop CPU per request, which the load of other jobs
     // on a shared machine hardly moves (the loop is what saturates at 50 connections).
     const byCpu = r.cpuLoop && unpaid.cpuLoop ? `; by event-loop CPU per request ${(unpaid.cpuLoop / r.cpuLoop).toFixed(2)} (${unpaid.cpuLoop.toFixed(0)} ÷ ${r.cpuLoop.toFixed(0)} µs)` : '';

@@ -23,7 +23,7 @@ import { createRequire } from 'node:module';
 /** The worker's body (eval'd, CommonJS): better-sqlite3 is loaded from the path the main thread resolved. */
 const WORKER = `
 const { parentPort, workerData } = require('node:worker_threads');
-const { openSync, readSync } = require('node:fs');
+const { closeSync, openSync, readSync } = require('node:fs');
 const Database = require(workerData.driver);
 const db = new Database(workerData.path);
 db.pragma('busy_timeout = 1000');
@@ -61,12 +61,18 @@ parentPort.on('message', (m) => {
 });
 let lastPass = 0;
 const tick = () => {
-  if (stopped) { db.close(); parentPort.postMessage('stopped'); return; }
-  const n = waiting ? 0 : pending();
-  if (!waiting && (n === undefined ? Date.now() - lastPass >= 100 : n >= workerData.checkpointPages)) {
-    lastPass = Date.now();
-    const r = checkpoint('PASSIVE');
-    if (r && r.log >= workerData.restartPages) { waiting = true; parentPort.postMessage('window?'); }
+  if (stopped) {
+    // A descriptor belongs to the process, not this worker: closed here or leaked per database.
+    if (shm !== undefined) closeSync(shm);
+    db.close(); parentPort.postMessage('stopped'); return;
+  }
+  if (!waiting) {
+    const n = pending();
+    if (n === undefined ? Date.now() - lastPass >= 100 : n >= workerData.checkpointPages) {
+      lastPass = Date.now();
+      const r = checkpoint('PASSIVE');
+      if (r && r.log >= workerData.restartPages) { waiting = true; parentPort.postMessage('window?'); }
+    }
   }
   setTimeout(tick, workerData.intervalMs);
 };
