@@ -32,14 +32,20 @@ const nowArg = arg('--now');
 const abi = createNodeAbi({ storage: createFileByteStorage(flash), ...(nowArg ? { now: Date.parse(nowArg) } : {}) });
 abi.log = (level, message) => void process.stderr.write(`[bridge ${level}] ${message}\n`);
 
+const humanAgent = process.argv.includes('--human-agent');
 let handle: (payload: Uint8Array) => Promise<Uint8Array>;
 if (engine === 'quickjs') {
   const { createQuickJsDevice } = await import('./quickjs-device.js');
-  const dev = await createQuickJsDevice(abi, { bundle, p256: process.argv.includes('--p256'), humanAgent: process.argv.includes('--human-agent') });
+  const dev = await createQuickJsDevice(abi, { bundle, p256: process.argv.includes('--p256'), humanAgent });
   handle = async (p) => dev.request(p);
 } else if (engine === 'node') {
   const CTL = bundle === 'verify' ? await import('../../src/entries/verify.js')
     : bundle === 'wallet' ? await import('../../src/entries/wallet.js') : await import('../../src/index.js');
+  // The same opt-in as the QuickJS engine's: only the verifier bundle leaves the profile out.
+  if (humanAgent && bundle === 'verify') {
+    const { humanAgentProfile } = await import('../../src/entries/human-agent.js');
+    (CTL as typeof import('../../src/entries/verify.js')).registerHumanAgent(humanAgentProfile);
+  }
   const { createDevice } = await import('../device.js');
   const device = createDevice(CTL, abi);
   handle = (p) => handlePayload(device, p);
