@@ -17,7 +17,7 @@
 // PostgreSQL +1.52/+1.44 ms.
 //   BENCH_PG_URL=postgres://postgres@127.0.0.1:5432/test (unreachable → SKIPPED line)
 import http from 'node:http';
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { startMerchant, startGateway, stop, request, benchStores, createOwner, createSession, sessionView } from './lib/gateway-procs.mjs';
 
@@ -43,6 +43,32 @@ function cpuTicks(pid) {
   }
 }
 
+/**
+ * CPU time (clock ticks of 10 ms) of every PostgreSQL server process, the ones that exited since
+ * counted through the postmaster's children: on one machine the database's work per request
+ * competes for the same cores as the gateway's. Undefined where /proc is not readable.
+ */
+function postgresTicks() {
+  try {
+    let sum = 0;
+    for (const pid of readdirSync('/proc')) {
+      if (!/^\d+$/.test(pid)) continue;
+      let f;
+      try {
+        f = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      } catch {
+        continue; // exited meanwhile
+      }
+      if (!f.includes('(postgres)')) continue;
+      const rest = f.slice(f.lastIndexOf(')') + 2).split(' ');
+      sum += Number(rest[11]) + Number(rest[12]) + Number(rest[13]) + Number(rest[14]); // utime stime cutime cstime
+    }
+    return sum;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Closed loop: `conns` workers, each one request at a time, for `seconds`. */
 async function measure(conns, seconds, send, gatewayPid) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: conns });
@@ -54,6 +80,7 @@ async function measure(conns, seconds, send, gatewayPid) {
   const end = performance.now() + seconds * 1000;
   const started = performance.now();
   const cpu0 = gatewayPid ? cpuTicks(gatewayPid) : undefined;
+  const pg0 = postgresTicks();
   await Promise.all(
     Array.from({ length: conns }, async () => {
       while (performance.now() < end) {
@@ -66,12 +93,13 @@ async function measure(conns, seconds, send, gatewayPid) {
   );
   const elapsed = (performance.now() - started) / 1000;
   const cpu1 = gatewayPid ? cpuTicks(gatewayPid) : undefined;
+  const pg1 = postgresTicks();
   agent.destroy();
   lat.sort((a, b) => a - b);
   const q = (p) => lat[Math.min(lat.length - 1, Math.floor(p * lat.length))];
   // µs of gateway CPU per request (a clock tick is 10 ms).
   const perReq = (k) => (cpu0 && cpu1 ? ((cpu1[k] - cpu0[k]) * 10_000) / lat.length : undefined);
-  return { rps: lat.length / elapsed, p50: q(0.5), p99: q(0.99), n: lat.length, bad, ok200: lat.length - bad + warm200, cpuLoop: perReq('loop'), cpuAll: perReq('all') };
+  return { rps: lat.length / elapsed, p50: q(0.5), p99: q(0.99), n: lat.length, bad, ok200: lat.length - bad + warm200, cpuLoop: perReq('loop'), cpuAll: perReq('all'), cpuPostgres: pg0 !== undefined && pg1 !== undefined ? ((pg1 - pg0) * 10_000) / lat.length : undefined };
 }
 
 /**
@@ -136,7 +164,9 @@ async function runBench() {
   console.log('store       conns  kind                     req/s     p50 ms   p99 ms   vs direct (req/s, +p50)');
   const rows = [];
   try {
-    for (const store of stores) {
+    // BENCH_STORES=PostgreSQL (or SQLite): only those stores, e.g. to alternate two builds on one.
+    const only = process.env.BENCH_STORES?.split(',');
+    for (const store of stores.filter((s) => !only || only.includes(s.name))) {
       const gw = await startGateway(store.env, gatewayNodeArgs);
       try {
         const owner = await createOwner(gw.info.url);
@@ -167,7 +197,7 @@ async function runBench() {
           for (const [kind, r] of kinds) {
             // Paid rows also as a fraction of the unpaid request through the same gateway.
             const ratio = kind.startsWith('direct') ? '' : `${(r.rps / direct.rps).toFixed(2)}×, +${(r.p50 - direct.p50).toFixed(2)} ms${kind.includes('PAID') ? `; ${(r.rps / proxied.rps).toFixed(2)}× unpaid via gateway` : ''}`;
-            const cpu = r.cpuLoop === undefined ? '' : `  [gw CPU/req: loop ${r.cpuLoop.toFixed(0)} µs, all ${r.cpuAll.toFixed(0)} µs]`;
+            const cpu = r.cpuLoop === undefined ? '' : `  [gw CPU/req: loop ${r.cpuLoop.toFixed(0)} µs, all ${r.cpuAll.toFixed(0)} µs${store.name === 'PostgreSQL' && r.cpuPostgres !== undefined ? `; postgres ${r.cpuPostgres.toFixed(0)} µs` : ''}]`;
             console.log(`${store.name.padEnd(11)} ${String(conns).padStart(5)}  ${kind.padEnd(22)} ${r.rps.toFixed(0).padStart(7)}  ${r.p50.toFixed(2).padStart(8)} ${r.p99.toFixed(2).padStart(8)}   ${ratio}${r.bad ? `  (${r.bad} non-200!)` : ''}${cpu}`);
             rows.push({ store: store.name, conns, kind, ...r });
           }

@@ -344,16 +344,19 @@ export async function paymentById(q: SqlExecutor, id: string): Promise<PaymentRe
 }
 
 /**
+ * The page of open payments reconcile reads: its WHERE names the states of the partial index
+ * `gw_payments_open_only` (store/schema.ts) literally, which is what lets a planner use it.
+ */
+export const OPEN_PAYMENTS_SQL = `SELECT * FROM gw_payments WHERE state IN ('reserved', 'paying') AND updated_at <= ? AND (updated_at > ? OR (updated_at = ? AND id > ?))
+     ORDER BY updated_at, id LIMIT ?`;
+
+/**
  * Payments left open (reserved or paying) and untouched since `before`: what reconcile() settles,
  * a page at a time in (updated_at, id) order after `after`, so one pass reaches every row.
  */
 export async function openPayments(q: SqlExecutor, before: number, limit = 200, after?: { updatedAt: number; id: string }): Promise<PaymentRecord[]> {
   const a = after ?? { updatedAt: -1, id: '' };
-  const rows = await q.all(
-    `SELECT * FROM gw_payments WHERE state IN ('reserved', 'paying') AND updated_at <= ? AND (updated_at > ? OR (updated_at = ? AND id > ?))
-     ORDER BY updated_at, id LIMIT ?`,
-    [before, a.updatedAt, a.updatedAt, a.id, limit],
-  );
+  const rows = await q.all(OPEN_PAYMENTS_SQL, [before, a.updatedAt, a.updatedAt, a.id, limit]);
   return rows.map(toPayment);
 }
 

@@ -100,6 +100,17 @@ const ownerKeys = (d: 'sqlite' | 'postgres') => [
  */
 const keyCustody = [`ALTER TABLE gw_keys ADD COLUMN custody TEXT NOT NULL DEFAULT 'database'`];
 
+/**
+ * Open payments only (reserved or paying), in reconcile's order (store/payments.ts openPayments,
+ * whose WHERE names these states literally, so both planners use it). The index it replaces held
+ * every payment ever made, and each paid one cost an index entry that only reconcile's scan of
+ * open rows ever read; a payment now leaves this index when it is paid or released.
+ */
+const openPaymentsIndex = [
+  `DROP INDEX IF EXISTS gw_payments_open`,
+  `CREATE INDEX IF NOT EXISTS gw_payments_open_only ON gw_payments (updated_at, id) WHERE state IN ('reserved', 'paying')`,
+];
+
 export const GATEWAY_MIGRATIONS: Migration[] = [
   { id: 'gateway-001-initial', sql: initial.join(';\n') },
   { id: 'gateway-002-bundle-sequence', ...perDialect(bundleSequence) },
@@ -108,4 +119,5 @@ export const GATEWAY_MIGRATIONS: Migration[] = [
   IDEMPOTENCY_MIGRATION,
   // Session keys prepared for a person's grant (PROTOCOL.md §10).
   HUMAN_SESSION_MIGRATION,
+  { id: 'gateway-payments-open-only', sql: openPaymentsIndex.join(';\n') },
 ];

@@ -9,6 +9,7 @@ import * as assert from 'uvu/assert';
 import { sqliteDb, postgresDb, startTestGateway, createSession, call, type TestDb } from './helpers.js';
 import type { SqlDatabase } from '../../service-kit/index.js';
 import { insertX402 } from '../../gateway/rails/x402/store.js';
+import { OPEN_PAYMENTS_SQL } from '../../gateway/store/payments.js';
 
 const PAYEE = '0x4444444444444444444444444444444444444444';
 const USDC = '0x036cbd53842c5426634e7929541ec2318f3dcf7e';
@@ -54,6 +55,35 @@ for (const kind of ['sqlite', 'postgres'] as const) {
       assert.ok(Number(pend!.lo) >= started, 'pending rows went to the back of the queue');
       const throws = await gw.db.get(`SELECT state FROM gw_payments WHERE id = 'pay_throws'`);
       assert.is(throws!.state, 'paying', 'a row whose settle threw stays open for the next pass');
+    } finally {
+      await gw.close();
+      await tdb.drop();
+    }
+  });
+
+  test(`${kind}: reconcile's page of open payments is read through the index of open rows only`, async () => {
+    const tdb = kind === 'sqlite' ? sqliteDb() : await postgresDb('open-payments index on PostgreSQL');
+    if (!tdb) return;
+    const gw = await startTestGateway(tdb);
+    try {
+      const params = [Date.now(), -1, -1, '', 200];
+      let plan: string;
+      if (kind === 'sqlite') {
+        plan = (await gw.db.all<{ detail: string }>(`EXPLAIN QUERY PLAN ${OPEN_PAYMENTS_SQL}`, params)).map((r) => r.detail).join('\n');
+      } else {
+        // A fresh table is small enough for a sequential scan: rule it out, so the plan says
+        // which index the planner can match to the query's WHERE.
+        plan = await gw.db.tx(async (t) => {
+          await t.exec('SET LOCAL enable_seqscan = off');
+          return (await t.all<{ 'QUERY PLAN': string }>(`EXPLAIN ${OPEN_PAYMENTS_SQL}`, params)).map((r) => r['QUERY PLAN']).join('\n');
+        });
+      }
+      assert.match(plan, /gw_payments_open_only/, plan);
+      const defs = kind === 'sqlite'
+        ? await gw.db.all<{ sql: string }>(`SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'gw_payments' AND sql IS NOT NULL`)
+        : await gw.db.all<{ sql: string }>(`SELECT indexdef AS sql FROM pg_indexes WHERE tablename = 'gw_payments' AND schemaname = current_schema()`);
+      // No index left that holds every payment ever made by its state.
+      assert.not.ok(defs.some((d) => /gw_payments (USING btree )?\(state\b/i.test(d.sql)), defs.map((d) => d.sql).join('\n'));
     } finally {
       await gw.close();
       await tdb.drop();
