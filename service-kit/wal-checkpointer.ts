@@ -71,6 +71,7 @@ const tick = () => {
     if (n === undefined ? Date.now() - lastPass >= 100 : n >= workerData.checkpointPages) {
       lastPass = Date.now();
       const r = checkpoint('PASSIVE');
+      if (workerData.reportPasses) parentPort.postMessage({ pass: n ?? null });
       if (r && r.log >= workerData.restartPages) { waiting = true; parentPort.postMessage('window?'); }
     }
   }
@@ -94,6 +95,8 @@ export interface WalCheckpointerOptions {
   checkpointPages?: number;
   /** WAL pages past which a restart window is asked for (default 4,000: 16 MB of 4 KB pages). */
   restartPages?: number;
+  /** Told after each pass the frames the wal-index header said were waiting (undefined: unread, a timed pass). */
+  onPass?(pending: number | undefined): void;
 }
 
 /** How long close() waits for the worker to close its connection before terminating it. */
@@ -108,7 +111,7 @@ export function startWalCheckpointer(path: string, o: WalCheckpointerOptions): W
   let worker: Worker;
   try {
     const driver = createRequire(import.meta.url).resolve('better-sqlite3');
-    worker = new Worker(WORKER, { eval: true, workerData: { path, driver, intervalMs: o.intervalMs ?? 10, checkpointPages: o.checkpointPages ?? 1000, restartPages: o.restartPages ?? 4000 } });
+    worker = new Worker(WORKER, { eval: true, workerData: { path, driver, intervalMs: o.intervalMs ?? 10, checkpointPages: o.checkpointPages ?? 1000, restartPages: o.restartPages ?? 4000, reportPasses: o.onPass !== undefined } });
   } catch {
     return { close: async () => {} };
   }
@@ -138,6 +141,7 @@ export function startWalCheckpointer(path: string, o: WalCheckpointerOptions): W
         worker.postMessage('window');
       });
     } else if (typeof m === 'object' && m && 'restarted' in m) endWindow?.();
+    else if (typeof m === 'object' && m && 'pass' in m) o.onPass?.((m as { pass: number | null }).pass ?? undefined);
   });
   worker.unref();
   return {

@@ -32,10 +32,12 @@ export type FlushFile = (fd: number) => Promise<void>;
 
 /**
  * fdatasync on the thread pool while the loop is busy; inline when it is mostly idle (a lone
- * caller would only wait longer for the hop to a pool thread and back: loop-busy.ts).
+ * caller would only wait longer for the hop to a pool thread and back: loop-busy.ts). `loopBusy`
+ * is asked at each flush (tests pass their own).
+ * @example createWalFlusher(walPath, createFdatasync(() => true)) // always on the pool
  */
-const fdatasyncAsync: FlushFile = (fd) => {
-  if (!loopIsBusy()) {
+export const createFdatasync = (loopBusy: () => boolean = loopIsBusy): FlushFile => (fd) => {
+  if (!loopBusy()) {
     try {
       fdatasyncSync(fd);
       return Promise.resolve();
@@ -61,7 +63,7 @@ export interface WalFlusher {
 /**
  * @example const wal = createWalFlusher(`${path}-wal`); db.exec('COMMIT'); await wal.durable(wal.written())
  */
-export function createWalFlusher(walPath: string, flush: FlushFile = fdatasyncAsync): WalFlusher {
+export function createWalFlusher(walPath: string, flush: FlushFile = createFdatasync()): WalFlusher {
   let writtenMark = 0;
   let durableMark = 0;
   let failed: unknown;

@@ -26,10 +26,10 @@ export function ed25519KeyObject(key: Uint8Array | string | KeyObject): KeyObjec
 /**
  * `imported` (an SDK SigningKey) signing on the thread pool with `privateKey`, the same key's
  * private half; `imported` itself when it is not Ed25519. Refuses a private key whose public half
- * is not `imported`'s.
+ * is not `imported`'s. `loopBusy` is asked at each signature (tests pass their own).
  * @example const key = signingOffThread(await importSigningKey(pem), ed25519KeyObject(pem))
  */
-export function signingOffThread(imported: SigningKey, privateKey: KeyObject): SigningKey {
+export function signingOffThread(imported: SigningKey, privateKey: KeyObject, loopBusy: () => boolean = loopIsBusy): SigningKey {
   if (imported.alg !== 'EdDSA') return imported;
   const x = (createPublicKey(privateKey).export({ format: 'jwk' }) as { x?: string }).x;
   if (x !== (imported.publicJwk as { x?: string }).x) throw new Error('signingOffThread: the private key is not the signing key\'s');
@@ -39,7 +39,7 @@ export function signingOffThread(imported: SigningKey, privateKey: KeyObject): S
     publicJwk: imported.publicJwk,
     sign(message: Uint8Array): Promise<Uint8Array> {
       if (!(message instanceof Uint8Array)) return Promise.reject(new TypeError('sign(message): message must be a Uint8Array'));
-      if (!loopIsBusy()) {
+      if (!loopBusy()) {
         try {
           return Promise.resolve(new Uint8Array(sign(null, message, privateKey)));
         } catch (e) {

@@ -1,7 +1,7 @@
 /** The SQL surface on SQLite and PostgreSQL: placeholders, transactions, serialisation, migrations. */
 import { suite, test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -324,6 +324,61 @@ test('sqlite: WAL checkpoints run on a worker, and under steady writes the WAL s
     assert.equal((db.prepare('SELECT COUNT(*) AS n FROM g').get() as { n: number }).n, txs * 50);
   } finally {
     await cp.close();
+    db.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('sqlite: the checkpoint worker passes on the count the -shm header gives: the frames not yet copied', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'ctl-db-'));
+  const file = join(dir, 'db.sqlite');
+  const db = new Database(file);
+  const reader = new Database(file);
+  db.pragma('journal_mode = WAL');
+  db.exec('CREATE TABLE g (k INTEGER PRIMARY KEY, v TEXT)');
+  const pageSize = db.pragma('page_size', { simple: true }) as number;
+  // Frames in the WAL from its size (SQLite file format §4.1: a 32-byte header, then frames of a
+  // 24-byte header and one page): a count independent of the wal-index the worker reads.
+  const walFrames = () => (statSync(`${file}-wal`).size - 32) / (24 + pageSize);
+  const passes: (number | undefined)[] = [];
+  let firstPass!: () => void;
+  const passed = new Promise<void>((r) => (firstPass = r));
+  const cp = startWalCheckpointer(file, {
+    selfCheckpoint: (on) => db.pragma(`wal_autocheckpoint = ${on ? 1000 : 0}`),
+    claim: async () => () => {},
+    intervalMs: 1,
+    checkpointPages: 50,
+    restartPages: 1_000_000,
+    onPass: (n) => { passes.push(n); firstPass(); },
+  });
+  const insert = db.prepare('INSERT INTO g (v) VALUES (?)');
+  const write = (rows: number) => db.transaction(() => { for (let j = 0; j < rows; j++) insert.run('x'.repeat(4000)); })();
+  try {
+    // Below checkpointPages: the worker leaves these frames alone.
+    write(30);
+    const copied = walFrames();
+    assert.ok(copied < 50, `${copied} frames`);
+    // Copied here, with a reader holding its snapshot so the next commit cannot start the WAL
+    // again from the top: the header then says mxFrame = copied + new frames, nBackfill = copied.
+    reader.exec('BEGIN');
+    reader.prepare('SELECT COUNT(*) FROM g').get();
+    db.pragma('wal_checkpoint(PASSIVE)');
+    write(60);
+    const written = walFrames();
+    assert.ok(Number.isInteger(written) && written - copied >= 60, `${copied} then ${written} frames`);
+    // Bounded so a worker that never passes fails here rather than hanging the file; the timer also
+    // keeps the process alive meanwhile (the worker is unref'd).
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([passed, new Promise<void>((r) => (timer = setTimeout(r, 20_000)))]);
+    clearTimeout(timer);
+    // Every pass (the reader keeps nBackfill at `copied`, so the worker may pass more than once)
+    // ran on the header's count; undefined would be a timed pass after a failed -shm read.
+    assert.ok(passes.length > 0, 'no pass within 20 s');
+    for (const n of passes) assert.is(n, written - copied, `passes: ${passes.join(', ')}`);
+  } finally {
+    if (reader.inTransaction) reader.exec('COMMIT');
+    await cp.close();
+    reader.close();
     db.close();
     rmSync(dir, { recursive: true, force: true });
   }

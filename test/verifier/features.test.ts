@@ -5,21 +5,16 @@
 // verdicts; a module from another bundle (its own CtlError class) keeps its codes.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { repoRoot } from '../helpers/vectors.js';
-import { parseTimestamp } from '../../src/values.js';
+import { chainOptions, readOwnVectors } from '../helpers/own-vectors.js';
 import { createCtlCrypto } from '../../src/crypto/index.js';
-import { createVerifier, type VerifyCtlOptions } from '../../src/verifier/verify.js';
+import { createVerifier } from '../../src/verifier/verify.js';
 import { registerHumanAgent, registerOnlineChecks } from '../../src/verifier/features.js';
 import { humanAgentProfile } from '../../src/entries/human-agent.js';
 import { onlineChecks } from '../../src/entries/online.js';
-import type { FetchLike } from '../../src/net/fetch-json.js';
 
 delete process.env['CTL_SBA_SIGNING_PUBLIC_KEY_PEM'];
-const own = (f: string) => JSON.parse(readFileSync(join(repoRoot, 'test', 'vectors', 'own', f), 'utf8'));
-const human = own('human-agent.json');
-const grants = own('grant.json');
+const human = readOwnVectors('human-agent.json');
+const grants = readOwnVectors('grant.json');
 const c = createCtlCrypto('native');
 
 // Human-Agent chain cases, and the online cases of both files (revocation answered by a fake).
@@ -28,30 +23,12 @@ const cases = [
   ...grants.cases.filter((k: any) => k.kind === 'chain' && k.options.offline === false).map((k: any) => ({ k, keys: grants.keys, needs: 'online' })),
 ];
 
-function options(k: any, keys: any): VerifyCtlOptions {
-  const o = k.options;
-  const [form, name] = o.trust.split(':');
-  const trust = form === 'signingKeyPem' ? { signingKeyPem: keys[name].publicKeyPem }
-    : form === 'trustBundles+root' ? { trustBundles: k.input.trustBundles, rootPublicKeyPem: keys[name].publicKeyPem } : {};
-  const spec = o.revocation;
-  const fetch: FetchLike = async () => {
-    if (!spec) throw new Error('no network expected');
-    if (spec.throws) throw new Error(spec.throws);
-    const text = spec.text ?? JSON.stringify(spec.body);
-    return { ok: spec.status >= 200 && spec.status < 300, status: spec.status, text: async () => text };
-  };
-  return {
-    amount: o.amount, currency: o.currency, merchantId: o.merchantId, rail: o.rail, purpose: o.purpose, requireIntentHash: o.requireIntentHash,
-    trackSpend: o.trackSpend, trustedHumans: o.trustedHumans, offline: o.offline !== false, now: () => parseTimestamp(o.now, 'now'), fetch, ...trust,
-  };
-}
-
 async function verdicts(): Promise<Record<string, string>> {
   const out: Record<string, string> = {};
   for (const { k, keys } of cases) {
     const verify = createVerifier(c);
-    for (const p of k.input.prior ?? []) await verify(p.sba, { ...options(k, keys), amount: p.amount ?? k.options.amount });
-    const r = await verify(k.input.sba, options(k, keys));
+    for (const p of k.input.prior ?? []) await verify(p.sba, { ...chainOptions(k, keys), amount: p.amount ?? k.options.amount });
+    const r = await verify(k.input.sba, chainOptions(k, keys));
     out[k.id] = r.valid ? 'valid' : r.error.code;
   }
   return out;
@@ -92,7 +69,7 @@ test('a module from another bundle keeps its codes; a malformed module is a Type
   class ForeignError extends Error { constructor(readonly code: string, m: string) { super(m); } }
   registerHumanAgent({ didKeyToJwk: () => { throw new ForeignError('unsupported_algorithm', 'P-384'); } });
   const valid = cases.find(({ k, needs }: any) => needs === 'human' && k.expected.valid);
-  const r = await createVerifier(c)(valid.k.input.sba, options(valid.k, valid.keys));
+  const r = await createVerifier(c)(valid.k.input.sba, chainOptions(valid.k, valid.keys));
   assert.is(!r.valid && r.error.code, 'unsupported_algorithm');
   assert.throws(() => registerHumanAgent({} as never), TypeError);
   assert.throws(() => registerOnlineChecks({ fetchJson: () => 1 } as never), TypeError);
@@ -103,10 +80,10 @@ test('a verifier built with its modules needs no registration (as ctl builds its
   registerHumanAgent(undefined);
   registerOnlineChecks(undefined);
   const valid = cases.find(({ k, needs }: any) => needs === 'both' && k.expected.valid);
-  const bare = await createVerifier(c)(valid.k.input.sba, options(valid.k, valid.keys));
+  const bare = await createVerifier(c)(valid.k.input.sba, chainOptions(valid.k, valid.keys));
   assert.is(!bare.valid && bare.error.code, 'unsupported_algorithm');
   assert.match(!bare.valid ? bare.error.message : '', /register ctl\/human-agent/);
-  const r = await createVerifier(c, { humanAgent: humanAgentProfile, online: onlineChecks })(valid.k.input.sba, options(valid.k, valid.keys));
+  const r = await createVerifier(c, { humanAgent: humanAgentProfile, online: onlineChecks })(valid.k.input.sba, chainOptions(valid.k, valid.keys));
   assert.ok(r.valid, JSON.stringify(r));
 });
 
