@@ -13,10 +13,10 @@
  * service), so the payment table's primary key is what makes a second payment impossible.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import type { Context } from 'koa';
 import type { IncomingMessage } from 'node:http';
-import { HttpError, badRequest, describeError, DEFAULT_STATUS_BY_CODE, type SqlDatabase, type Logger } from '../../service-kit/index.js';
+import { HttpError, badRequest, describeError, randomId, timeOrderedId, DEFAULT_STATUS_BY_CODE, type SqlDatabase, type Logger } from '../../service-kit/index.js';
 import {
   claimKey, keyRecord, takeOverKey, finishKey, freeKey, endLease, paymentOutcome, pruneExpiredKeys, type StoredAnswer,
 } from '../store/idempotency.js';
@@ -71,8 +71,10 @@ export function requestHash(r: Pick<KeyedRequest, 'method' | 'target' | 'purpose
   return createHash('sha256').update(JSON.stringify([r.method, r.target, r.purpose ?? null, body])).digest('hex');
 }
 
-const token = () => randomBytes(16).toString('base64url');
-const newPaymentId = () => `pay_${randomBytes(16).toString('base64url')}`;
+const token = () => randomId(16);
+// Time-ordered as every other payment id (services/payments.ts): new rows land at the end of the
+// primary key's index instead of at random pages of it.
+const newPaymentId = () => `pay_${timeOrderedId()}`;
 
 export function createIdempotencyService(deps: IdempotencyDeps) {
   const { db, now } = deps;
