@@ -1,14 +1,10 @@
 /**
- * Random identifiers (payment, receipt, transaction, audit staging ids) from a pool filled by the
- * CSPRNG 4 KB at a time: the same bytes `randomBytes(n)` would give, without one call into
- * OpenSSL per id (about 10 µs each on a busy gateway, two to four of them per paid request).
- * Each pool byte is handed out once and never reused.
+ * Random identifiers (payment, receipt, transaction, audit staging ids): the SDK's CSPRNG draws,
+ * which come from a pool filled 4 KiB at a time (src/crypto/random.ts): the same bytes one call
+ * into the CSPRNG per id would give, without that call (about 10 µs each on a busy gateway, two to
+ * four of them per paid request). Each pool byte is handed out once and wiped as it goes.
  */
-import { randomFillSync } from 'node:crypto';
-
-const POOL_BYTES = 4096;
-const pool = Buffer.allocUnsafe(POOL_BYTES);
-let offset = POOL_BYTES;
+import { base64urlEncode, randomBytes } from '../src/index.js';
 
 /**
  * `bytes` fresh random bytes as base64url (no padding).
@@ -16,15 +12,7 @@ let offset = POOL_BYTES;
  */
 export function randomId(bytes = 16): string {
   if (!Number.isInteger(bytes) || bytes < 1 || bytes > 256) throw new RangeError(`randomId(bytes): expected 1–256, got ${bytes}`);
-  if (offset + bytes > POOL_BYTES) {
-    randomFillSync(pool);
-    offset = 0;
-  }
-  const id = pool.toString('base64url', offset, offset + bytes);
-  // Zeroed as it is handed out: a pooled id is in nobody else's memory.
-  pool.fill(0, offset, offset + bytes);
-  offset += bytes;
-  return id;
+  return base64urlEncode(randomBytes(bytes));
 }
 
 /** Base 62 in ASCII order: fixed-width strings of it sort as the numbers they encode. */
