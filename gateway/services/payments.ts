@@ -8,7 +8,6 @@
  */
 import {
   CtlError,
-  signReceipt,
   formatTimestamp,
   parseStrictJson,
   isAmount,
@@ -16,6 +15,9 @@ import {
 } from '../../src/index.js';
 // Prepared signing, as a signing service imports it (ctl/wallet): the grant checked and canonicalised once per session.
 import { createSbaSigner, type SbaSigner } from '../../src/entries/wallet.js';
+// A receipt per payment, each embedding an SBA over the signer's frozen grant: that grant checked
+// and canonicalised once (kept out of the `ctl` barrel's size budget, so imported from its module).
+import { signReceiptPrepared } from '../../src/artifacts/receipt.js';
 import { HttpError, timeOrderedId, type SqlDatabase } from '../../service-kit/index.js';
 import { reserve, markPaying, commit, release, openPayments, touchOpen, payLedgerAndCommit, reserveAndPayLedger, type PaymentRecord, type CommitResult, type CommitRecord } from '../store/payments.js';
 import { sessionById, type SessionRecord } from '../store/sessions.js';
@@ -117,8 +119,8 @@ export function createPaymentService(deps: PaymentServiceDeps) {
    * canonicalised, the actor key imported and matched to it), cached by session id and the
    * grant's signature: a grant minted anew (a continued session's raised ceiling) is another key,
    * so no SBA is ever signed over stale grant bytes. Every SBA it signs embeds the signer's own
-   * deep-frozen copy of the grant, which the SDK's `signReceipt` therefore checks and
-   * canonicalises once for all the receipts that embed these SBAs.
+   * deep-frozen copy of the grant, which `signReceiptPrepared` therefore checks and canonicalises
+   * once for all the receipts that embed these SBAs.
    */
   function sbaSigning(session: SessionRecord) {
     const id = `${session.id} ${session.grant.signature as string}`;
@@ -165,9 +167,9 @@ export function createPaymentService(deps: PaymentServiceDeps) {
       rail: p.rail,
     };
     // An SBA this process just signed embeds its signer's frozen grant, checked and canonicalised
-    // once by the SDK for all its receipts; one read back from the database (reconcile), whole.
+    // once for all its receipts; one read back from the database (reconcile), whole every time.
     if (sba) fields.sba = sba;
-    const receipt = (await signReceipt(fields as any, { signingKey: rk.signingKey, keyId: rk.kid })) as unknown as Record<string, unknown>;
+    const receipt = (await signReceiptPrepared(fields as any, { signingKey: rk.signingKey, keyId: rk.kid })) as unknown as Record<string, unknown>;
     return { receiptId, receipt };
   }
 

@@ -8,16 +8,17 @@ import {
   amount, checkShape, checkVersion, currency, identifier, object, printable, purpose, rail, signature, str,
   timestamp, version, type Shape,
 } from './schema.js';
-import { checkSba, grantMemberBytes, sbaTextAroundGrant } from './sba.js';
-import { signedBytes, verifyArtifactSignature } from './signing.js';
+import { checkSba, grantMemberBytes, sbaSignedBytes } from './sba.js';
+import { signArtifact, signedBytes, verifyArtifactSignature } from './signing.js';
 import { toErrorInfo, malformed, fail } from '../errors.js';
-import { canonicalize, parseStrictJson } from '../encoding/jcs.js';
+import { canonicalize, parseStrictJson, quoteJson } from '../encoding/jcs.js';
 import { utf8Encode } from '../encoding/utf8.js';
 import { base64urlEncode } from '../encoding/base64url.js';
 import { concat } from '../crypto/der.js';
 import { isDeepFrozen } from '../encoding/frozen-copy.js';
 import { findKey } from './keys.js';
 import { passUnsupported } from '../crypto/algorithm-support.js';
+import { isKey } from '../crypto/public-keys.js';
 
 const receiptShape: Shape = {
   version: [true, version],
@@ -35,31 +36,21 @@ const receiptShape: Shape = {
   signature: [true, signature],
 };
 
-export function checkReceipt(value: unknown): asserts value is Receipt {
+/** A receipt's shape and value rules (PROTOCOL.md §4); `shape` for one not signed yet. */
+export function checkReceipt(value: unknown, shape = receiptShape): asserts value is Receipt {
   checkVersion(value, 'receipt');
-  checkShape(value, 'receipt', receiptShape);
+  checkShape(value, 'receipt', shape);
 }
 
-// What a signer checks before the signature exists; and the same when the embedded SBA's grant
-// is one that passed `checkSba` here before and can change no more (only its authorization and
-// its consistency with that grant are checked again).
+// What a signer checks before the signature exists (PROTOCOL.md §4); and the same when the
+// embedded SBA's grant passed `checkSba` here before and can change no more: only the SBA's
+// authorization and its consistency with that grant are checked again.
 const unsignedShape: Shape = { ...receiptShape, signature: [false, signature] };
 const unsignedOfKnownGrantShape: Shape = { ...unsignedShape, sba: [false, (v) => checkSba(v, true)] };
 
-// `grantMemberBytes` of the deep-frozen grants embedded in receipts signed here (an SBA signer's
-// own copy, `createSbaSigner`, embedded in every receipt of a gateway session): each checked and
-// canonicalized once. Kept by object, which PROTOCOL.md §12 allows only because a deep-frozen
-// object cannot be edited in place; any other grant is checked and canonicalized every time.
-const frozenGrants = new WeakMap<object, Uint8Array>();
-
 export type ReceiptFields = Omit<Receipt, 'version' | 'keyId' | 'signature'>;
 
-/**
- * Signs a receipt (PROTOCOL.md §4): its members checked every time, then signed over
- * `signedBytes('receipt', receipt)`. An embedded SBA whose grant is deep-frozen (an `SbaSigner`'s
- * `grant`) has that grant checked and canonicalized once, by object; the bytes are the same.
- * @example await signReceiptWith(c, { receiptId, sessionId, grantId, purpose, amount, merchant, paidAt, txRef, rail, sba }, { signingKey, keyId })
- */
+/** @example await signReceiptWith(c, { receiptId, sessionId, grantId, purpose, amount, merchant, paidAt, txRef, rail }, { signingKey, keyId }) */
 export async function signReceiptWith(
   c: CtlCrypto,
   fields: ReceiptFields,
@@ -67,20 +58,44 @@ export async function signReceiptWith(
 ): Promise<Receipt> {
   if (!options || !options.signingKey) throw new TypeError('signReceipt: options.signingKey is required');
   const signer = await c.importSigningKey(options.signingKey);
-  const unsigned: Record<string, unknown> = {
-    version: 1,
-    ...fields,
-    keyId: options.keyId ?? (await c.jwkThumbprint(signer.publicJwk)),
-  };
+  const unsigned = unsignedReceipt(fields, options.keyId ?? (await c.jwkThumbprint(signer.publicJwk)));
+  checkReceipt(unsigned, unsignedShape);
+  return (await signArtifact(c, 'receipt', unsigned, signer)) as unknown as Receipt;
+}
+
+/** The receipt to sign, its undefined members dropped (not yet checked). */
+function unsignedReceipt(fields: ReceiptFields, keyId: string): Record<string, unknown> {
+  const unsigned: Record<string, unknown> = { version: 1, ...fields, keyId };
   for (const k of Object.keys(unsigned)) if (unsigned[k] === undefined) delete unsigned[k];
+  return unsigned;
+}
+
+// `grantMemberBytes` of deep-frozen grants embedded in receipts signed by `signReceiptPrepared`,
+// each checked and canonicalized once. Kept by object, which PROTOCOL.md §12 allows only because
+// a deep-frozen object cannot be edited in place; any other grant is checked and canonicalized
+// every time. Weak: an entry lives as long as its grant (an SBA signer's).
+const frozenGrants = new WeakMap<object, Uint8Array>();
+
+/**
+ * As `signReceiptWith`, for a party that signs a receipt per payment (a gateway): the key already
+ * imported and its keyId known, and an embedded SBA whose grant is deep-frozen (every SBA an
+ * `SbaSigner` signs embeds its own frozen copy, `SbaSigner.grant`) has that grant checked and
+ * canonicalized once, by object. The receipt's own members and the SBA's authorization are
+ * checked every time, and the bytes signed are `signedBytes('receipt', receipt)`. No grant text
+ * is taken from the caller, so none can disagree with the receipt. Not in the `ctl` barrel (its
+ * size budget); imported from this module.
+ * @example await signReceiptPrepared({ receiptId, sessionId, grantId, purpose, amount, merchant, paidAt, txRef, rail, sba: await sbaSigner.sign(…) }, { signingKey, keyId })
+ */
+export async function signReceiptPrepared(fields: ReceiptFields, options: { signingKey: SigningKey; keyId: string }): Promise<Receipt> {
+  if (!isKey(options?.signingKey, 'signing')) throw new TypeError('signReceiptPrepared: options.signingKey must be an imported SigningKey');
+  const unsigned = unsignedReceipt(fields, options.keyId);
   const grant = (unsigned['sba'] as { grant?: object } | null | undefined)?.grant;
   let grantBytes = grant && frozenGrants.get(grant);
-  checkVersion(unsigned, 'receipt');
-  checkShape(unsigned, 'receipt', grantBytes ? unsignedOfKnownGrantShape : unsignedShape);
+  checkReceipt(unsigned, grantBytes ? unsignedOfKnownGrantShape : unsignedShape);
   // Checked whole just now: a grant that can change no more is canonicalized this once.
   if (!grantBytes && grant && isDeepFrozen(grant)) frozenGrants.set(grant, (grantBytes = grantMemberBytes(canonicalize(grant))));
   const bytes = grantBytes ? receiptSignedBytes(unsigned, grantBytes) : signedBytes('receipt', unsigned);
-  return { ...unsigned, signature: base64urlEncode(await signer.sign(bytes)) } as unknown as Receipt;
+  return { ...unsigned, signature: base64urlEncode(await options.signingKey.sign(bytes)) } as unknown as Receipt;
 }
 
 /**
@@ -93,11 +108,10 @@ function receiptSignedBytes(receipt: Record<string, unknown>, grantBytes: Uint8A
   const below: Record<string, unknown> = {};
   const above: Record<string, unknown> = {};
   for (const k of Object.keys(rest)) (k < 'sba' ? below : above)[k] = rest[k];
-  const [head, tail] = sbaTextAroundGrant(sba as SignedBudgetAuthorization, true);
+  const s = sba as SignedBudgetAuthorization;
   return concat(
-    utf8Encode('ctl-receipt/1\n' + canonicalize(below).slice(0, -1) + ',"sba":' + head),
-    grantBytes,
-    utf8Encode(tail + ',' + canonicalize(above).slice(1)),
+    sbaSignedBytes(s, grantBytes, 'ctl-receipt/1\n' + canonicalize(below).slice(0, -1) + ',"sba":', ',"signature":' + quoteJson(s.signature)),
+    utf8Encode(',' + canonicalize(above).slice(1)),
   );
 }
 

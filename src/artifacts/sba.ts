@@ -92,25 +92,18 @@ function checkConsistency(value: Record<string, unknown>): void {
 
 /**
  * The signed bytes of a checked SBA when its grant's member bytes are at hand (`grantMemberBytes`):
- * the same bytes as `signedBytes('sba', sba)` (PROTOCOL.md §3), without canonicalizing the
- * embedded grant a second time on the verifier's hot path.
+ * the same bytes as `signedBytes('sba', sba)` (PROTOCOL.md §3; a closed object, PROTOCOL.md §4,
+ * so its members' JCS order is known), without canonicalizing the embedded grant a second time on
+ * the verifier's hot path. With another `head` and its `signature` member, the SBA as a larger
+ * signed text embeds it (a receipt, receipt.ts).
  */
-export function sbaSignedBytes(sba: SignedBudgetAuthorization, grantBytes: Uint8Array): Uint8Array {
-  const [head, tail] = sbaTextAroundGrant(sba);
-  return concat(utf8Encode('ctl-sba/1\n' + head), grantBytes, utf8Encode(tail));
-}
-
-/**
- * A checked SBA's canonical text before and after its grant member (`grantMemberBytes`): a closed
- * object (PROTOCOL.md §4), so its members' JCS order is known. Without its signature, as signed;
- * with it (`signed`), as a receipt embeds the SBA.
- */
-export function sbaTextAroundGrant(sba: SignedBudgetAuthorization, signed = false): [string, string] {
-  return [
-    '{"authorization":' + canonicalize(sba.authorization),
-    (sba.issuer === undefined ? '' : ',"issuer":' + quoteJson(sba.issuer)) + ',"keyId":' + quoteJson(sba.keyId) +
-      (signed ? ',"signature":' + quoteJson(sba.signature) : '') + ',"version":' + canonicalize(sba.version) + '}',
-  ];
+export function sbaSignedBytes(sba: SignedBudgetAuthorization, grantBytes: Uint8Array, head = 'ctl-sba/1\n', signatureMember?: string): Uint8Array {
+  return concat(
+    utf8Encode(head + '{"authorization":' + canonicalize(sba.authorization)),
+    grantBytes,
+    utf8Encode((sba.issuer === undefined ? '' : ',"issuer":' + quoteJson(sba.issuer)) +
+      ',"keyId":' + quoteJson(sba.keyId) + (signatureMember ?? '') + ',"version":' + canonicalize(sba.version) + '}'),
+  );
 }
 
 /**

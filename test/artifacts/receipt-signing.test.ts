@@ -1,15 +1,16 @@
 /**
- * `signReceipt` over an SBA whose grant is deep-frozen (an `SbaSigner`'s, as the gateway's
- * receipts embed it): the grant is checked and canonicalised once, by object (src/artifacts/receipt.ts),
- * and every receipt is still byte for byte the one signed over `signedBytes('receipt', …)`
- * (PROTOCOL.md §3), its own members and its SBA's authorization checked every time. No grant text
- * is ever passed in: the SDK takes it from a grant that can no longer change, and only such a one.
+ * `signReceiptPrepared` (src/artifacts/receipt.ts) over an SBA whose grant is deep-frozen (an
+ * `SbaSigner`'s, as the gateway's receipts embed it): the grant is checked and canonicalised once,
+ * by object, and every receipt is still byte for byte `signReceipt`'s, signed over
+ * `signedBytes('receipt', …)` (PROTOCOL.md §3), its own members and its SBA's authorization checked
+ * every time. No grant text is passed in: the SDK takes it from a grant that can change no more.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createSbaSigner } from '../../src/entries/wallet.js';
 import { formatTimestamp, generateKeyPair, importSigningKey, signReceipt, signedBytes, verifyReceipt, type SigningKey } from '../../src/index.js';
 import { frozenJsonCopy } from '../../src/encoding/frozen-copy.js';
+import { signReceiptPrepared } from '../../src/artifacts/receipt.js';
 import { grant, keys } from '../helpers/fixtures.js';
 
 const NOW = Date.UTC(2026, 10, 25, 1, 0, 0);
@@ -42,7 +43,8 @@ const fields = (i: number, over: Obj = {}): Obj => ({
   txRef: `txid:${i}`, rail: 'ledger', ...over,
 });
 
-const sign = (f: Obj, key: SigningKey) => signReceipt(f as never, { signingKey: key, keyId: 'rk-1' }) as unknown as Promise<Obj>;
+const sign = (f: Obj, key: SigningKey) => signReceiptPrepared(f as never, { signingKey: key, keyId: 'rk-1' }) as unknown as Promise<Obj>;
+const sdk = (f: Obj, key: SigningKey) => signReceipt(f as never, { signingKey: key, keyId: 'rk-1' }) as unknown as Promise<Obj>;
 
 /** The same frozen grant behind a proxy that counts reads of its `signature` (canonicalising reads it; an authorization check does not). */
 function counted(frozen: Obj) {
@@ -55,7 +57,7 @@ async function codeOf(p: Promise<unknown>): Promise<string> {
   return p.then(() => 'accepted', (e) => e.code ?? `${e.name}: ${e.message}`);
 }
 
-test('the bytes signed are signedBytes("receipt", receipt) and the signature is the one over a thawed copy, across SBAs and members', async () => {
+test('the bytes signed are signedBytes("receipt", receipt) and the signature is signReceipt\'s, across SBAs and members', async () => {
   for (const over of [{}, { destinationAllowlist: ['merchant-a', 'a~b\\c', 'q"r'] }]) {
     const { signer, sbaOf, key, signed, publicKey } = await setup(over);
     for (const [i, issuer] of [[0, 'authority.test'], [1, undefined]] as const) {
@@ -65,7 +67,7 @@ test('the bytes signed are signedBytes("receipt", receipt) and the signature is 
         const f = fields(i, extra);
         const got = await sign({ ...f, sba }, key);
         assert.equal(signed.at(-1), signedBytes('receipt', got));
-        const expected = await sign({ ...f, sba: thaw(sba) }, key);
+        const expected = await sdk({ ...f, sba }, key);
         assert.equal(signed.at(-1), signed.at(-2));
         assert.is(got.signature, expected.signature);
         assert.equal(thaw(got), thaw(expected));
@@ -151,9 +153,17 @@ test("a bad receipt member or SBA is refused as signReceipt refuses it, with the
   for (const [code, f] of cases) {
     const withSba = 'sba' in f ? f : { ...f, sba };
     assert.is(await codeOf(sign(withSba, key)), code, JSON.stringify(f).slice(0, 120));
-    assert.is(await codeOf(sign({ ...withSba, sba: thaw(withSba.sba) }, key)), code, 'the same refusal over a thawed copy');
+    assert.is(await codeOf(sdk(withSba, key)), code, 'as signReceipt refuses it');
   }
   assert.ok(signer.grant === sba.grant);
+});
+
+test('the key must be imported already; the keyId is required', async () => {
+  const { sbaOf } = await setup();
+  const rk = await generateKeyPair({ alg: 'EdDSA' });
+  const f = { ...fields(0), sba: await sbaOf(0) };
+  await signReceiptPrepared(f as never, { signingKey: rk.privateKeyPem as never, keyId: 'rk-1' }).then(() => assert.unreachable(), (e) => assert.instance(e, TypeError));
+  assert.is(await codeOf(signReceiptPrepared(f as never, { signingKey: await importSigningKey(rk.privateKeyPem) } as never)), 'malformed');
 });
 
 test('a frozen grant that fails its checks is refused every time, never kept', async () => {
