@@ -36,7 +36,7 @@ const receiptShape: Shape = {
   signature: [true, signature],
 };
 
-/** A receipt's shape and value rules (PROTOCOL.md §4); `shape` for one not signed yet. */
+/** A receipt's shape and value rules (PROTOCOL.md §4); `shape` for one not signed yet. @example checkReceipt(parseStrictJson(text)) */
 export function checkReceipt(value: unknown, shape = receiptShape): asserts value is Receipt {
   checkVersion(value, 'receipt');
   checkShape(value, 'receipt', shape);

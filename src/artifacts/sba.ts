@@ -94,8 +94,9 @@ function checkConsistency(value: Record<string, unknown>): void {
  * The signed bytes of a checked SBA when its grant's member bytes are at hand (`grantMemberBytes`):
  * the same bytes as `signedBytes('sba', sba)` (PROTOCOL.md §3; a closed object, PROTOCOL.md §4,
  * so its members' JCS order is known), without canonicalizing the embedded grant a second time on
- * the verifier's hot path. With another `head` and its `signature` member, the SBA as a larger
- * signed text embeds it (a receipt, receipt.ts).
+ * the verifier's hot path. With another `head` and `signatureMember` (`,"signature":` and the
+ * signature as a JSON string), the SBA as a larger signed text embeds it (a receipt, receipt.ts).
+ * @example sbaSignedBytes(sba, grantMemberBytes(canonicalize(sba.grant))) // = signedBytes('sba', sba)
  */
 export function sbaSignedBytes(sba: SignedBudgetAuthorization, grantBytes: Uint8Array, head = 'ctl-sba/1\n', signatureMember?: string): Uint8Array {
   return concat(
