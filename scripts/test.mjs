@@ -45,7 +45,9 @@ if (distFiles.some((f) => !existsSync(f) || statSync(f).mtimeMs < srcTime)) {
   }
 }
 
-const files = collect(testRoot, []).filter((f) => filters.length === 0 || filters.some((s) => f.includes(s)));
+// Matched against the path from the repository root: the checkout's own path (a worktree named
+// after a test) would match everything.
+const files = collect(testRoot, []).filter((f) => filters.length === 0 || filters.some((s) => relative(root, f).includes(s)));
 const strip = (s) => s.replace(/\x1b\[[0-9;]*m/g, '');
 
 // A test file still running after this long has hung (the longest, the tarball install, takes

@@ -15,7 +15,9 @@ import {
 } from '../../src/index.js';
 // Prepared signing, as a signing service imports it (ctl/wallet): the grant checked and canonicalised once per session.
 import { createSbaSigner, type SbaSigner } from '../../src/entries/wallet.js';
-import { signReceiptPrepared, type PreparedSba } from './receipt-signing.js';
+// A receipt per payment, each embedding an SBA over the signer's frozen grant: that grant checked
+// and canonicalised once (kept out of the `ctl` barrel's size budget, so imported from its module).
+import { signReceiptPrepared } from '../../src/artifacts/receipt.js';
 import { HttpError, timeOrderedId, type SqlDatabase } from '../../service-kit/index.js';
 import { reserve, markPaying, commit, release, openPayments, touchOpen, payLedgerAndCommit, reserveAndPayLedger, type PaymentRecord, type CommitResult, type CommitRecord } from '../store/payments.js';
 import { sessionById, type SessionRecord } from '../store/sessions.js';
@@ -89,8 +91,6 @@ export interface PaymentServiceDeps {
 export interface Authorization {
   paymentId: string;
   sba: Record<string, unknown>;
-  /** The canonical text of the grant `sba` embeds, when this process signed it (receipt-signing.ts). */
-  grantJcs?: string;
   amount: bigint;
   currency: string;
   merchant: string;
@@ -118,9 +118,9 @@ export function createPaymentService(deps: PaymentServiceDeps) {
    * What signing an SBA under the session's grant computes once (the grant checked and
    * canonicalised, the actor key imported and matched to it), cached by session id and the
    * grant's signature: a grant minted anew (a continued session's raised ceiling) is another key,
-   * so no SBA is ever signed over stale grant bytes. The receipts that embed these SBAs
-   * (receipt-signing.ts) reuse the signer's canonical text of its own deep-frozen grant, the object
-   * every SBA it signs embeds, whose text therefore cannot change.
+   * so no SBA is ever signed over stale grant bytes. Every SBA it signs embeds the signer's own
+   * deep-frozen copy of the grant, which `signReceiptPrepared` therefore checks and canonicalises
+   * once for all the receipts that embed these SBAs.
    */
   function sbaSigning(session: SessionRecord) {
     const id = `${session.id} ${session.grant.signature as string}`;
@@ -152,7 +152,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
 
   type Paid = { id: string; amount: bigint; currency: string; merchant: string; purpose: string; rail: string };
 
-  async function signReceiptFor(session: SessionRecord, p: Paid, txRef: string, paidAt: number, sba: Record<string, unknown> | undefined, grantJcs?: string) {
+  async function signReceiptFor(session: SessionRecord, p: Paid, txRef: string, paidAt: number, sba: Record<string, unknown> | undefined) {
     const receiptId = `rcpt_${timeOrderedId()}`;
     const rk = await keys.active('receipt');
     const fields: Record<string, unknown> = {
@@ -166,11 +166,10 @@ export function createPaymentService(deps: PaymentServiceDeps) {
       txRef,
       rail: p.rail,
     };
-    // An SBA this process just signed comes with its grant's canonical text; one read back from
-    // the database (reconcile) is checked and canonicalised whole by the SDK.
-    const embedded: PreparedSba | undefined = sba && grantJcs !== undefined ? { sba, grantJcs } : undefined;
-    if (sba && !embedded) fields.sba = sba;
-    const receipt = await signReceiptPrepared(fields, { signingKey: rk.signingKey, keyId: rk.kid }, embedded);
+    // An SBA this process just signed embeds its signer's frozen grant, checked and canonicalised
+    // once for all its receipts; one read back from the database (reconcile), whole every time.
+    if (sba) fields.sba = sba;
+    const receipt = (await signReceiptPrepared(fields as any, { signingKey: rk.signingKey, keyId: rk.kid })) as unknown as Record<string, unknown>;
     return { receiptId, receipt };
   }
 
@@ -208,9 +207,9 @@ export function createPaymentService(deps: PaymentServiceDeps) {
   }
 
   /** Commit + receipt for a payment the rail has made; safe to call from any path, commits once. */
-  async function settlePaid(session: SessionRecord, p: PaymentRecord | Paid, txRef: string, sba: Record<string, unknown> | undefined, grantJcs?: string) {
+  async function settlePaid(session: SessionRecord, p: PaymentRecord | Paid, txRef: string, sba: Record<string, unknown> | undefined) {
     const paidAt = now();
-    const { receiptId, receipt } = await signReceiptFor(session, p, txRef, paidAt, sba, grantJcs);
+    const { receiptId, receipt } = await signReceiptFor(session, p, txRef, paidAt, sba);
     const recorded = committedEvents(session, p, receiptId, txRef);
     const c = await commit(db, { paymentId: p.id, sessionId: session.id, amount: p.amount, txRef, receiptId, receipt: JSON.stringify(receipt), paidAt }, recorded.record);
     if (c.committed) recorded.after();
@@ -231,14 +230,10 @@ export function createPaymentService(deps: PaymentServiceDeps) {
 
   const detailsOf = (terms: PaymentTerms, host: string, purpose: string | undefined) => ({ merchant: host, amountMinor: terms.amount, currency: terms.currency, purpose: purpose ?? null });
 
-  /**
-   * The SBA of one payment, signed under the session's internal grant with its actor key, and the
-   * canonical text of the grant it embeds (undefined should it not embed the signer's own grant).
-   */
-  async function signSba(session: SessionRecord, terms: PaymentTerms, host: string, purpose: string, paymentId: string, railName: string): Promise<{ sba: Record<string, unknown>; grantJcs?: string }> {
+  /** The SBA of one payment, signed under the session's internal grant with its actor key. */
+  async function signSba(session: SessionRecord, terms: PaymentTerms, host: string, purpose: string, paymentId: string, railName: string) {
     const t = now();
-    const signer = await sbaSigning(session);
-    const sba = (await signer.sign({
+    return (await (await sbaSigning(session)).sign({
       sessionId: session.id,
       actorId: `gateway:${session.id}`,
       maxAmountMinor: terms.amount,
@@ -250,7 +245,6 @@ export function createPaymentService(deps: PaymentServiceDeps) {
       purpose,
       issuer: session.grant.issuer as string,
     })) as unknown as Record<string, unknown>;
-    return { sba, grantJcs: sba.grant === signer.grant ? signer.grantJcs : undefined };
   }
 
   /** Under a person's grant, nothing is paid that a merchant would refuse (PROTOCOL.md §10). */
@@ -287,9 +281,8 @@ export function createPaymentService(deps: PaymentServiceDeps) {
 
     // Signed only now: the reservation above re-read the revocation state (spec §3 rule 1).
     let sba: Record<string, unknown>;
-    let grantJcs: string | undefined;
     try {
-      ({ sba, grantJcs } = await signSba(session, terms, host, purpose!, paymentId, railName));
+      sba = await signSba(session, terms, host, purpose!, paymentId, railName);
     } catch (e) {
       await release(db, paymentId, now());
       throw e;
@@ -299,7 +292,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
       await release(db, paymentId, now());
       await refuse(railName, session, denied.code, `the person's grant refuses this payment: ${denied.message}`, details);
     }
-    return { paymentId, sba, grantJcs, amount, currency: terms.currency, merchant: host, purpose: purpose! };
+    return { paymentId, sba, amount, currency: terms.currency, merchant: host, purpose: purpose! };
   }
 
   /**
@@ -315,14 +308,14 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     const details = detailsOf(terms, host, purpose);
     await checkFixed(session, terms, host, purpose, rail.name, details);
     const paymentId = deps.paymentId?.() ?? `pay_${timeOrderedId()}`;
-    const { sba, grantJcs } = await signSba(session, terms, host, purpose!, paymentId, rail.name);
+    const sba = await signSba(session, terms, host, purpose!, paymentId, rail.name);
     const denied = await personRefusal(session, sba, terms, host, purpose!, rail.name);
     if (denied) await refuse(rail.name, session, denied.code, `the person's grant refuses this payment: ${denied.message}`, details);
     const amount = BigInt(terms.amount);
     const paid: Paid = { id: paymentId, amount, currency: terms.currency, merchant: host, purpose: purpose!, rail: rail.name };
     const txRef = `txid:${timeOrderedId()}`;
     const paidAt = now();
-    const { receiptId, receipt } = await signReceiptFor(session, paid, txRef, paidAt, sba, grantJcs);
+    const { receiptId, receipt } = await signReceiptFor(session, paid, txRef, paidAt, sba);
     const recorded = committedEvents(session, paid, receiptId, txRef);
     const c = await reserveAndPayLedger(db, {
       paymentId, sessionId: session.id, amount, currency: terms.currency, merchant: host, address: terms.address, purpose: purpose!, rail: rail.name,
@@ -345,7 +338,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
 
     /** Commits an authorized payment that was paid (`txRef` = `txid:<reference>`) with its signed receipt. */
     async complete(session: SessionRecord, a: Authorization, txRef: string, receiptRail: string, startedAt?: number) {
-      const r = await settlePaid(session, { id: a.paymentId, amount: a.amount, currency: a.currency, merchant: a.merchant, purpose: a.purpose, rail: receiptRail }, txRef, a.sba, a.grantJcs);
+      const r = await settlePaid(session, { id: a.paymentId, amount: a.amount, currency: a.currency, merchant: a.merchant, purpose: a.purpose, rail: receiptRail }, txRef, a.sba);
       if (startedAt !== undefined) deps.onPaid?.(performance.now() - startedAt, receiptRail.split(':')[0]!);
       return r;
     },
@@ -371,12 +364,12 @@ export function createPaymentService(deps: PaymentServiceDeps) {
         // Refused by the guard: the reservation below says why (pausing at a soft ceiling), or
         // pays after all when a reservation was given back meanwhile.
       }
-      const { paymentId, sba, grantJcs, amount } = await authorize(session, terms, host, purpose, rail.name);
+      const { paymentId, sba, amount } = await authorize(session, terms, host, purpose, rail.name);
       const paid: Paid = { id: paymentId, amount, currency: terms.currency, merchant: host, purpose: purpose!, rail: rail.name };
       if (localLedger) {
         const txRef = `txid:${timeOrderedId()}`;
         const paidAt = now();
-        const { receiptId, receipt } = await signReceiptFor(session, paid, txRef, paidAt, sba, grantJcs);
+        const { receiptId, receipt } = await signReceiptFor(session, paid, txRef, paidAt, sba);
         const recorded = committedEvents(session, paid, receiptId, txRef);
         const c = await payLedgerAndCommit(db, {
           paymentId, sessionId: session.id, amount, currency: terms.currency, address: terms.address, txRef, receiptId, receipt: JSON.stringify(receipt), paidAt,
@@ -407,7 +400,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
         if (found === 'pending') throw new HttpError(502, 'payment_unconfirmed', `the ${rail.name} rail has not confirmed the payment yet`);
         txRef = found.txRef;
       }
-      const { receipt } = await settlePaid(session, paid, txRef, sba, grantJcs);
+      const { receipt } = await settlePaid(session, paid, txRef, sba);
       deps.onPaid?.(performance.now() - started, rail.name);
       return { paymentId, txRef, sba, receipt };
     },

@@ -3,17 +3,22 @@
  * gateway's `receipt` key (spec §2.4, §5), optionally carrying the SBA it was paid under.
  */
 import type { CtlCrypto, PrivateKeyInput, PublicKeyInput, SigningKey } from '../crypto/types.js';
-import type { Jwks, Receipt, Verified } from './types.js';
+import type { Jwks, Receipt, SignedBudgetAuthorization, Verified } from './types.js';
 import {
   amount, checkShape, checkVersion, currency, identifier, object, printable, purpose, rail, signature, str,
   timestamp, version, type Shape,
 } from './schema.js';
-import { checkSba } from './sba.js';
-import { signArtifact, verifyArtifactSignature } from './signing.js';
+import { checkSba, grantMemberBytes, sbaSignedBytes } from './sba.js';
+import { signArtifact, signedBytes, verifyArtifactSignature } from './signing.js';
 import { toErrorInfo, malformed, fail } from '../errors.js';
-import { parseStrictJson } from '../encoding/jcs.js';
+import { canonicalize, parseStrictJson, quoteJson } from '../encoding/jcs.js';
+import { utf8Encode } from '../encoding/utf8.js';
+import { base64urlEncode } from '../encoding/base64url.js';
+import { concat } from '../crypto/der.js';
+import { isDeepFrozen } from '../encoding/frozen-copy.js';
 import { findKey } from './keys.js';
 import { passUnsupported } from '../crypto/algorithm-support.js';
+import { isKey } from '../crypto/public-keys.js';
 
 const receiptShape: Shape = {
   version: [true, version],
@@ -31,13 +36,21 @@ const receiptShape: Shape = {
   signature: [true, signature],
 };
 
-export function checkReceipt(value: unknown): asserts value is Receipt {
+/** A receipt's shape and value rules (PROTOCOL.md §4); `shape` for one not signed yet. @example checkReceipt(parseStrictJson(text)) */
+export function checkReceipt(value: unknown, shape = receiptShape): asserts value is Receipt {
   checkVersion(value, 'receipt');
-  checkShape(value, 'receipt', receiptShape);
+  checkShape(value, 'receipt', shape);
 }
+
+// What a signer checks before the signature exists (PROTOCOL.md §4); and the same when the
+// embedded SBA's grant passed `checkSba` here before and can change no more: only the SBA's
+// authorization and its consistency with that grant are checked again.
+const unsignedShape: Shape = { ...receiptShape, signature: [false, signature] };
+const unsignedOfKnownGrantShape: Shape = { ...unsignedShape, sba: [false, (v) => checkSba(v, true)] };
 
 export type ReceiptFields = Omit<Receipt, 'version' | 'keyId' | 'signature'>;
 
+/** @example await signReceiptWith(c, { receiptId, sessionId, grantId, purpose, amount, merchant, paidAt, txRef, rail }, { signingKey, keyId }) */
 export async function signReceiptWith(
   c: CtlCrypto,
   fields: ReceiptFields,
@@ -45,14 +58,61 @@ export async function signReceiptWith(
 ): Promise<Receipt> {
   if (!options || !options.signingKey) throw new TypeError('signReceipt: options.signingKey is required');
   const signer = await c.importSigningKey(options.signingKey);
-  const unsigned: Record<string, unknown> = {
-    version: 1,
-    ...fields,
-    keyId: options.keyId ?? (await c.jwkThumbprint(signer.publicJwk)),
-  };
-  for (const k of Object.keys(unsigned)) if (unsigned[k] === undefined) delete unsigned[k];
-  checkReceipt({ ...unsigned, signature: 'A'.repeat(86) });
+  const unsigned = unsignedReceipt(fields, options.keyId ?? (await c.jwkThumbprint(signer.publicJwk)));
+  checkReceipt(unsigned, unsignedShape);
   return (await signArtifact(c, 'receipt', unsigned, signer)) as unknown as Receipt;
+}
+
+/** The receipt to sign, its undefined members dropped (not yet checked). */
+function unsignedReceipt(fields: ReceiptFields, keyId: string): Record<string, unknown> {
+  const unsigned: Record<string, unknown> = { version: 1, ...fields, keyId };
+  for (const k of Object.keys(unsigned)) if (unsigned[k] === undefined) delete unsigned[k];
+  return unsigned;
+}
+
+// `grantMemberBytes` of deep-frozen grants embedded in receipts signed by `signReceiptPrepared`,
+// each checked and canonicalized once. Kept by object, which PROTOCOL.md §12 allows only because
+// a deep-frozen object cannot be edited in place; any other grant is checked and canonicalized
+// every time. Weak: an entry lives as long as its grant (an SBA signer's).
+const frozenGrants = new WeakMap<object, Uint8Array>();
+
+/**
+ * As `signReceiptWith`, for a party that signs a receipt per payment (a gateway): the key already
+ * imported and its keyId known, and an embedded SBA whose grant is deep-frozen (every SBA an
+ * `SbaSigner` signs embeds its own frozen copy, `SbaSigner.grant`) has that grant checked and
+ * canonicalized once, by object. The receipt's own members and the SBA's authorization are
+ * checked every time, and the bytes signed are `signedBytes('receipt', receipt)`. No grant text
+ * is taken from the caller, so none can disagree with the receipt. Not in the `ctl` barrel (its
+ * size budget); imported from this module.
+ * @example await signReceiptPrepared({ receiptId, sessionId, grantId, purpose, amount, merchant, paidAt, txRef, rail, sba: await sbaSigner.sign(…) }, { signingKey, keyId })
+ */
+export async function signReceiptPrepared(fields: ReceiptFields, options: { signingKey: SigningKey; keyId: string }): Promise<Receipt> {
+  if (!isKey(options?.signingKey, 'signing')) throw new TypeError('signReceiptPrepared: options.signingKey must be an imported SigningKey');
+  const unsigned = unsignedReceipt(fields, options.keyId);
+  const grant = (unsigned['sba'] as { grant?: object } | null | undefined)?.grant;
+  let grantBytes = grant && frozenGrants.get(grant);
+  checkReceipt(unsigned, grantBytes ? unsignedOfKnownGrantShape : unsignedShape);
+  // Checked whole just now: a grant that can change no more is canonicalized this once.
+  if (!grantBytes && grant && isDeepFrozen(grant)) frozenGrants.set(grant, (grantBytes = grantMemberBytes(canonicalize(grant))));
+  const bytes = grantBytes ? receiptSignedBytes(unsigned, grantBytes) : signedBytes('receipt', unsigned);
+  return { ...unsigned, signature: base64urlEncode(await options.signingKey.sign(bytes)) } as unknown as Receipt;
+}
+
+/**
+ * `signedBytes('receipt', receipt)` for a checked receipt whose SBA's grant member bytes are at
+ * hand: JCS orders members by name (PROTOCOL.md §2), so the SBA's text goes between the receipt's
+ * members named below "sba" and those above it (both sides hold required members: amount, version).
+ */
+function receiptSignedBytes(receipt: Record<string, unknown>, grantBytes: Uint8Array): Uint8Array {
+  const { sba, signature: _omit, ...rest } = receipt;
+  const below: Record<string, unknown> = {};
+  const above: Record<string, unknown> = {};
+  for (const k of Object.keys(rest)) (k < 'sba' ? below : above)[k] = rest[k];
+  const s = sba as SignedBudgetAuthorization;
+  return concat(
+    sbaSignedBytes(s, grantBytes, 'ctl-receipt/1\n' + canonicalize(below).slice(0, -1) + ',"sba":', ',"signature":' + quoteJson(s.signature)),
+    utf8Encode(',' + canonicalize(above).slice(1)),
+  );
 }
 
 export interface VerifyReceiptOptions {

@@ -91,16 +91,19 @@ function checkConsistency(value: Record<string, unknown>): void {
 }
 
 /**
- * The signed bytes of a checked SBA when its grant's canonical text is already at hand: the same
- * bytes as `signedBytes('sba', sba)` (PROTOCOL.md §3; members in JCS order), without
- * canonicalizing the embedded grant a second time on the verifier's hot path.
+ * The signed bytes of a checked SBA when its grant's member bytes are at hand (`grantMemberBytes`):
+ * the same bytes as `signedBytes('sba', sba)` (PROTOCOL.md §3; a closed object, PROTOCOL.md §4,
+ * so its members' JCS order is known), without canonicalizing the embedded grant a second time on
+ * the verifier's hot path. With another `head` and `signatureMember` (`,"signature":` and the
+ * signature as a JSON string), the SBA as a larger signed text embeds it (a receipt, receipt.ts).
+ * @example sbaSignedBytes(sba, grantMemberBytes(canonicalize(sba.grant))) // = signedBytes('sba', sba)
  */
-export function sbaSignedBytes(sba: SignedBudgetAuthorization, grant: string | Uint8Array): Uint8Array {
+export function sbaSignedBytes(sba: SignedBudgetAuthorization, grantBytes: Uint8Array, head = 'ctl-sba/1\n', signatureMember?: string): Uint8Array {
   return concat(
-    utf8Encode('ctl-sba/1\n{"authorization":' + canonicalize(sba.authorization)),
-    typeof grant === 'string' ? grantMemberBytes(grant) : grant,
+    utf8Encode(head + '{"authorization":' + canonicalize(sba.authorization)),
+    grantBytes,
     utf8Encode((sba.issuer === undefined ? '' : ',"issuer":' + quoteJson(sba.issuer)) +
-      ',"keyId":' + quoteJson(sba.keyId) + ',"version":' + canonicalize(sba.version) + '}'),
+      ',"keyId":' + quoteJson(sba.keyId) + (signatureMember ?? '') + ',"version":' + canonicalize(sba.version) + '}'),
   );
 }
 

@@ -17,3 +17,16 @@ export function deepFreeze(v: unknown): unknown {
   }
   return v;
 }
+
+/**
+ * Data that can change no more: every object in it frozen and every member a value, not a getter
+ * (what `frozenJsonCopy` returns). Freezing cannot be undone, so what is true of such data once
+ * stays true: its canonical text may be kept by object (PROTOCOL.md §12). For checked JSON (no cycles).
+ * @example isDeepFrozen(frozenJsonCopy({ a: [1] })) // true
+ */
+export function isDeepFrozen(v: unknown): boolean {
+  if (typeof v !== 'object' || v === null) return true;
+  if (!Object.isFrozen(v)) return false;
+  for (const d of Object.values(Object.getOwnPropertyDescriptors(v))) if (!('value' in d) || !isDeepFrozen(d.value)) return false;
+  return true;
+}
