@@ -172,14 +172,13 @@ export interface SignSbaOptions {
 export const DEFAULT_SBA_TTL_MS = 5 * 60_000;
 
 /**
- * What signing many SBAs under one grant computes once: the checked grant, its canonical text,
+ * What signing many SBAs under one grant computes once: the checked grant, its canonical bytes,
  * the signer (checked to be `grant.actorKey`) and the keyId. A wallet session prepares its own
  * frozen copy of the grant once, so the text cannot go stale (PROTOCOL.md §12).
  */
 export interface PreparedSbaSigning {
   grant: PolicyGrant;
-  grantJcs: string;
-  /** `grantMemberBytes(grantJcs)`. */
+  /** `grantMemberBytes` of the grant's canonical text. */
   grantBytes: Uint8Array;
   grantExpiry: number;
   signer: SigningKey;
@@ -198,8 +197,7 @@ export async function prepareSbaSigning(c: CtlCrypto, grant: PolicyGrant, option
     throw new RangeError('createSignedSessionBudgetAuthorization: signingKey is not the key recorded in grant.actorKey');
   }
   const keyId = options.keyId ?? hostEnv('CTL_SBA_SIGNING_KEY_ID') ?? (await c.jwkThumbprint(signer.publicJwk));
-  const grantJcs = canonicalize(grant);
-  return { grant, grantJcs, grantBytes: grantMemberBytes(grantJcs), grantExpiry: parseTimestamp(grant.expiresAt, 'grant.expiresAt'), signer, keyId };
+  return { grant, grantBytes: grantMemberBytes(canonicalize(grant)), grantExpiry: parseTimestamp(grant.expiresAt, 'grant.expiresAt'), signer, keyId };
 }
 
 export async function createSbaWith(c: CtlCrypto, fields: SbaFields, options: SignSbaOptions = {}): Promise<SignedBudgetAuthorization> {
