@@ -8,7 +8,7 @@
 // answers it got and nothing is left reserved; memory of the last third vs the first third
 // (after the first interval, warm-up), and what grew.
 //
-//   npm run compile && npm run soak -- --seconds 180 [--db postgres] [--conns 50] [--interval 10]
+//   npm run compile && npm run soak -- --seconds 180 [--db postgres] [--conns 50] [--interval 10] [--rotate no]
 import http from 'node:http';
 import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -24,6 +24,8 @@ const seconds = Number(arg('seconds', 600));
 const conns = Number(arg('conns', 50));
 const intervalS = Number(arg('interval', 10));
 const sessionsPerInterval = Number(arg('sessions', 50));
+// --rotate no: the first batch of sessions only, all run long: what grows then is not per-session state.
+const rotate = arg('rotate', 'yes') !== 'no';
 const dbKind = arg('db', 'sqlite');
 const pgUrl = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 // Flat = the last third's mean within this fraction of the first third's (after warm-up).
@@ -61,7 +63,7 @@ async function newBatch() {
 }
 let current = await newBatch();
 
-console.log(`soak: ${seconds} s, ${conns} connections of paid traffic, ${sessionsPerInterval} new sessions every ${intervalS} s, ${dbKind === 'postgres' ? 'PostgreSQL' : 'SQLite'}, Node ${process.version}`);
+console.log(`soak: ${seconds} s, ${conns} connections of paid traffic, ${rotate ? `${sessionsPerInterval} new sessions every ${intervalS} s` : `the same ${sessionsPerInterval} sessions throughout`}, ${dbKind === 'postgres' ? 'PostgreSQL' : 'SQLite'}, Node ${process.version}`);
 console.log('  t s   paid/s   p50 ms   p99 ms   rss MB  heap MB  ext MB   eld p50  eld p99  eld max ms  non-200');
 const agent = new http.Agent({ keepAlive: true, maxSockets: conns });
 const samples = [];
@@ -102,7 +104,7 @@ const sampler = (async () => {
     samples.push(row);
     console.log(`${row.t.toFixed(0).padStart(5)} ${row.rps.toFixed(0).padStart(8)} ${row.p50.toFixed(2).padStart(8)} ${row.p99.toFixed(2).padStart(8)} ${mb(g.rss ?? 0).padStart(8)} ${mb(g.heapUsed ?? 0).padStart(8)} ${mb(g.external ?? 0).padStart(7)} ${(g.eldP50 ?? 0).toFixed(1).padStart(9)} ${(g.eldP99 ?? 0).toFixed(1).padStart(8)} ${(g.eldMax ?? 0).toFixed(1).padStart(11)} ${String(windowBad).padStart(8)}`);
     last = now;
-    if (performance.now() < end - 1000) current = await newBatch();
+    if (rotate && performance.now() < end - 1000) current = await newBatch();
   }
 })();
 
