@@ -7,14 +7,12 @@
 //
 //   npm run compile && node bench/gateway.mjs            BENCH_SECONDS=5 (per measurement), BENCH_CONNS=1,50
 //
-// Last figures (docs/scaling.md "Prepared receipts…", 2026-11-25 00:55–01:12 UTC, 2 shared cores at
-// load 1.3–6, five rounds alternating with the commit before): paid ÷ unpaid at 50 connections SQLite
-// 0.19–0.35 (one session) / 0.17–0.32 (50 sessions), PostgreSQL 0.20–0.27 / 0.20–0.27; by event-loop
-// CPU per request ≈ 0.18–0.29 / ≈ 0.25–0.37 (paid ≈ 300–480 µs, unpaid 75–150 µs); added p50 at one
-// connection SQLite +1.22–1.78 ms (missed), PostgreSQL +1.31–2.75 ms (met in three rounds of five).
-// Two runs on a quiet machine after the SDK's SBA signing got cheaper (01:45–01:52 UTC): SQLite
-// 0.24/0.22 and 0.22/0.19, PostgreSQL 0.22/0.22 and 0.22/0.19; added p50 SQLite +1.29/+1.34 ms,
-// PostgreSQL +1.52/+1.44 ms.
+// Last figures (two runs on a quiet machine, AMD EPYC, 2 shared cores, 2026-11-25 04:25 UTC): paid ÷
+// unpaid at 50 connections SQLite 0.36 / 0.36 (one session), 0.33 / 0.36 (50 sessions), PostgreSQL
+// 0.28 / 0.27 and 0.28 / 0.29, with PostgreSQL's own server CPU 279–296 µs per paid request against
+// 39 unpaid; added p50 at one connection SQLite +1.58 / +1.51 ms, PostgreSQL +1.85 / +1.69 ms.
+// Earlier rounds and what they changed: docs/scaling.md.
+//   BENCH_STORES=PostgreSQL (or SQLite): only that store.
 //   BENCH_PG_URL=postgres://postgres@127.0.0.1:5432/test (unreachable → SKIPPED line)
 import http from 'node:http';
 import { readFileSync, readdirSync } from 'node:fs';
