@@ -12,15 +12,11 @@ const MAX_DEPTH = 64;
  * ECMAScript form (RFC 8785 §3.2.2.3). Throws `CtlError('malformed')` for what JSON cannot carry.
  * @example canonicalize({ b: 1, a: [true, 'x'] }) // '{"a":[true,"x"],"b":1}'
  */
-export function canonicalize(value: unknown, maxLength = Infinity): string {
-  return write(value, 0, maxLength);
+export function canonicalize(value: unknown): string {
+  return write(value, 0);
 }
 
-/**
- * `max` bounds the text as it grows, so an object graph that shares one child many times (a few
- * objects, an exponential text) is refused instead of exhausting memory.
- */
-function write(value: unknown, depth: number, max: number): string {
+function write(value: unknown, depth: number): string {
   if (value === null) return 'null';
   switch (typeof value) {
     case 'boolean':
@@ -30,16 +26,12 @@ function write(value: unknown, depth: number, max: number): string {
       // ECMAScript Number-to-String is exactly RFC 8785's number form; -0 prints as 0.
       return String(value);
     case 'string':
-      if (value.length > max) malformed('text too long');
       return quoteJson(value);
     case 'object': {
       if (depth >= MAX_DEPTH) malformed('nesting too deep');
       if (Array.isArray(value)) {
         let out = '[';
-        for (let i = 0; i < value.length; i++) {
-          out += (i ? ',' : '') + write(value[i], depth + 1, max);
-          if (out.length > max) malformed('text too long');
-        }
+        for (let i = 0; i < value.length; i++) out += (i ? ',' : '') + write(value[i], depth + 1);
         return out + ']';
       }
       if (!isPlainObject(value)) malformed('not a plain JSON object');
@@ -49,8 +41,7 @@ function write(value: unknown, depth: number, max: number): string {
       for (const k of keys) {
         const v = (value as Record<string, unknown>)[k];
         if (v === undefined) continue; // as JSON.stringify: an absent optional member
-        out += (first ? '' : ',') + quoteJson(k) + ':' + write(v, depth + 1, max);
-        if (out.length > max) malformed('text too long');
+        out += (first ? '' : ',') + quoteJson(k) + ':' + write(v, depth + 1);
         first = false;
       }
       return out + '}';
@@ -58,6 +49,31 @@ function write(value: unknown, depth: number, max: number): string {
     default:
       malformed(`cannot canonicalize a ${typeof value}`);
   }
+}
+
+/**
+ * Whether `value` canonicalizes to the text `known` was parsed from (`known`: plain JSON data, as
+ * `parseStrictJson` returns it), without writing the text: equal by value is equal by bytes, so a
+ * verifier can match a grant to one it has checked (PROTOCOL.md §12) for a fraction of a
+ * `canonicalize`. The walk follows `known`, so a hostile `value` cannot make it long, and what
+ * `canonicalize` refuses (a class instance, a hole, a non-finite number) never matches.
+ * @example sameCanonical({ b: [1], a: 'x', c: undefined }, parseStrictJson('{"a":"x","b":[1]}')) // true
+ */
+export function sameCanonical(value: unknown, known: unknown): boolean {
+  if (typeof known !== 'object' || known === null) return value === known; // -0 === 0: both write "0"
+  if (Array.isArray(known)) {
+    if (!Array.isArray(value) || value.length !== known.length) return false;
+    for (let i = 0; i < known.length; i++) if (!sameCanonical(value[i], known[i])) return false;
+    return true;
+  }
+  if (!isPlainObject(value)) return false;
+  const keys = Object.keys(known);
+  // The members canonicalize writes: an undefined one is left out, as here.
+  let n = 0;
+  for (const k of Object.keys(value)) if (value[k] !== undefined) n++;
+  if (n !== keys.length) return false;
+  for (const k of keys) if (!sameCanonical(value[k], (known as Record<string, unknown>)[k])) return false;
+  return true;
 }
 
 /** A JSON object as data: not an array, prototype Object.prototype or null (no class instance, no Map). @example isPlainObject({}) // true */

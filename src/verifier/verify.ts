@@ -13,7 +13,7 @@ import { bundleSignersWith, type BundleSigners } from './root-chain.js';
 import { verifyArtifactSignature } from '../artifacts/signing.js';
 import { findKey } from '../artifacts/keys.js';
 import { toErrorInfo, type CtlErrorInfo, fail } from '../errors.js';
-import { canonicalize, parseStrictJson } from '../encoding/jcs.js';
+import { canonicalize, parseStrictJson, sameCanonical } from '../encoding/jcs.js';
 import { base64urlDecode } from '../encoding/base64url.js';
 import { checkWindow, parseCurrency, parsePaymentAmount, parseTimestamp, purposeAllowed } from '../values.js';
 import { hostEnv, hostNow } from '../host.js';
@@ -91,8 +91,11 @@ export type VerifyCtl = (sba: unknown, options: VerifyCtlOptions) => Promise<Ver
  * the optional modules this build carries (features.ts); the others come from registration.
  */
 export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): VerifyCtl {
-  /** By grant signature; only grants that passed `checkSba` get here, so `jcs` is a checked text. */
-  const grantChecked = new Map<string, { jcs: string; keyId: string; ok: boolean }>();
+  /**
+   * By grant signature; only grants that passed `checkSba` get here, so `jcs` is a checked text,
+   * and `value` the data parsed from it (what a later grant is matched against, by value).
+   */
+  const grantChecked = new Map<string, { jcs: string; value: unknown; keyId: string; ok: boolean }>();
   const bundles = createBundleCache(c);
   const jwksCache = new Map<string, { at: number; jwks: Jwks }>();
   const didKeys = new Map<string, PublicJwk>();
@@ -225,7 +228,7 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
     const hit = grantChecked.get(grant.signature);
     if (hit && hit.jcs === grantJcs && hit.keyId === keyId) return hit.ok;
     const ok = await verifyArtifactSignature(c, 'grant', grant as unknown as Record<string, unknown>, jwk);
-    remember(grantChecked, grant.signature, { jcs: grantJcs, keyId, ok });
+    remember(grantChecked, grant.signature, { jcs: grantJcs, value: parseStrictJson(grantJcs), keyId, ok });
     return ok;
   }
 
@@ -254,22 +257,14 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
       const amount = parsePaymentAmount(o.amount, 'options.amount');
       const currency = parseCurrency(o.currency, 'options.currency');
       const sba = typeof input === 'string' ? parseStrictJson(input) : input;
-      // A grant whose signature this verifier checked before: its canonical text first (needed
-      // below anyway), bounded by the length of the text it matched, as the grant is not yet
-      // checked (a shared-child object graph would otherwise expand without bound). The same
-      // text passed `checkGrant` then, so only the authorization is re-checked; any other grant
-      // gets the full check before any JCS.
+      // A grant whose signature this verifier checked before: matched by value to the data of the
+      // canonical text it had then (equal by value is equal by bytes, walked along that text's
+      // data, so a hostile object graph cannot make it long). That text passed `checkGrant`, so
+      // only the authorization is re-checked; any other grant gets the full check before any JCS.
       const g = (sba as { grant?: { signature?: unknown } } | null)?.grant;
       const seen = typeof g?.signature === 'string' ? grantChecked.get(g.signature) : undefined;
-      let grantJcs: string | undefined;
-      if (seen) {
-        try {
-          grantJcs = canonicalize(g, seen.jcs.length);
-        } catch {
-          // not JSON: checkSba names the defect
-        }
-      }
-      checkSba(sba, grantJcs !== undefined && grantJcs === seen!.jcs);
+      let grantJcs = seen && sameCanonical(g, seen.value) ? seen.jcs : undefined;
+      checkSba(sba, grantJcs !== undefined);
       const a = sba.authorization;
       const grant = sba.grant;
       grantJcs ??= canonicalize(grant);
