@@ -107,8 +107,12 @@ const keyCustody = [`ALTER TABLE gw_keys ADD COLUMN custody TEXT NOT NULL DEFAUL
  * open rows ever read; a payment now leaves this index when it is paid or released.
  */
 const openPaymentsIndex = [
-  `DROP INDEX IF EXISTS gw_payments_open`,
+  // Built first: the build holds writes back but lets reads through, and the drop's exclusive
+  // lock then lasts only for the drop (both in the migration's one transaction). On a large
+  // table, `CREATE INDEX CONCURRENTLY` of the same definition ahead of the upgrade leaves this
+  // migration only the drop.
   `CREATE INDEX IF NOT EXISTS gw_payments_open_only ON gw_payments (updated_at, id) WHERE state IN ('reserved', 'paying')`,
+  `DROP INDEX IF EXISTS gw_payments_open`,
 ];
 
 export const GATEWAY_MIGRATIONS: Migration[] = [

@@ -89,6 +89,9 @@ const frozenGrants = new WeakMap<object, Uint8Array>();
 export async function signReceiptPrepared(fields: ReceiptFields, options: { signingKey: SigningKey; keyId: string }): Promise<Receipt> {
   if (!isKey(options?.signingKey, 'signing')) throw new TypeError('signReceiptPrepared: options.signingKey must be an imported SigningKey');
   const unsigned = unsignedReceipt(fields, options.keyId);
+  // The SBA's members read once, into our own copy: the grant looked up, checked and signed over
+  // is then one object, whatever getter the caller's SBA had.
+  if (typeof unsigned['sba'] === 'object' && unsigned['sba'] !== null) unsigned['sba'] = { ...unsigned['sba'] };
   const grant = (unsigned['sba'] as { grant?: object } | null | undefined)?.grant;
   let grantBytes = grant && frozenGrants.get(grant);
   checkReceipt(unsigned, grantBytes ? unsignedOfKnownGrantShape : unsignedShape);

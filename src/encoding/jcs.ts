@@ -67,13 +67,16 @@ export function sameCanonical(value: unknown, known: unknown): boolean {
     return true;
   }
   if (!isPlainObject(value)) return false;
-  const keys = Object.keys(known);
-  // The members canonicalize writes: an undefined one is left out, as here.
+  // The members canonicalize writes (own, enumerable, not undefined), each read once, each an own
+  // member of `known`: a non-enumerable or inherited property is no member here, as there.
   let n = 0;
-  for (const k of Object.keys(value)) if (value[k] !== undefined) n++;
-  if (n !== keys.length) return false;
-  for (const k of keys) if (!sameCanonical(value[k], (known as Record<string, unknown>)[k])) return false;
-  return true;
+  for (const k of Object.keys(value)) {
+    const v = value[k];
+    if (v === undefined) continue;
+    if (!Object.prototype.hasOwnProperty.call(known, k) || !sameCanonical(v, (known as Record<string, unknown>)[k])) return false;
+    n++;
+  }
+  return n === Object.keys(known).length;
 }
 
 /** A JSON object as data: not an array, prototype Object.prototype or null (no class instance, no Map). @example isPlainObject({}) // true */

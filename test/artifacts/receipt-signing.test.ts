@@ -173,4 +173,19 @@ test('a frozen grant that fails its checks is refused every time, never kept', a
   for (let i = 0; i < 2; i++) assert.is(await codeOf(sign({ ...fields(i), sba: { ...sba, grant: bad } }, key)), 'malformed');
 });
 
+test('an SBA whose grant getter answers differently on a second read: the grant checked is the grant signed over and kept', async () => {
+  const { signer, sbaOf, key, signed } = await setup();
+  const sba = await sbaOf(0);
+  const bad = Object.freeze({ ...signer.grant, allowedPurposes: Object.freeze(['not a purpose']), evil: 'unchecked' });
+  let reads = 0;
+  const sneaky = { ...sba };
+  Object.defineProperty(sneaky, 'grant', { enumerable: true, get: () => (reads++ === 0 ? bad : signer.grant) });
+  const before = signed.length;
+  assert.is(await codeOf(sign({ ...fields(0), sba: sneaky }, key)), 'malformed', 'the grant it read first is the one checked');
+  assert.is(signed.length, before, 'nothing signed');
+  // And the unchecked grant was not kept: as plain data it is refused as signReceipt refuses it.
+  assert.is(await codeOf(sign({ ...fields(1), sba: { ...sba, grant: bad } }, key)), 'malformed');
+  assert.is(await codeOf(sdk({ ...fields(1), sba: { ...sba, grant: bad } }, key)), 'malformed');
+});
+
 test.run();

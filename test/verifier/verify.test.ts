@@ -265,6 +265,14 @@ test('a grant text seen before skips only its own re-check: a changed grant or a
   for (let i = 0; i < 40; i++) shared = [shared, shared];
   const exploding = { ...sba, grant: { ...sba.grant, allowedRails: shared } };
   assert.is((await code(exploding) as { code: string }).code, 'malformed');
+  // A member of the signed text hidden (non-enumerable) and one the issuer never signed added:
+  // not the grant seen before, so checked in full and refused, as a fresh verifier refuses it.
+  const hiding = structuredClone(sba);
+  const url = hiding.grant.revocationUrl;
+  delete (hiding.grant as { revocationUrl?: string }).revocationUrl;
+  Object.defineProperty(hiding.grant, 'revocationUrl', { value: url, enumerable: false });
+  (hiding.grant as unknown as Record<string, unknown>).velocity = { maxPaymentsPerHour: 1000000 };
+  assert.is((await code(hiding) as { code: string }).code, 'grant_signature_invalid');
   // Same grant text, a defective authorization: the authorization is checked every time.
   const auth = { ...sba, authorization: { ...sba.authorization, budgetScope: 'FOREVER' } };
   assert.is((await code(auth) as { code: string }).code, 'malformed');
