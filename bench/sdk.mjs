@@ -10,8 +10,9 @@
 // Targets (device-class SDK): native createSba ≥ 0.8 × bare sign, native verifyCtl (grant cached)
 // ≥ 0.85 × bare verify. Where the time goes: verifyCtl is ~80 % the OpenSSL verify; a grant seen
 // before is matched by value to the data of the canonical text it was checked as (jcs.ts
-// sameCanonical: equal by value is equal by bytes, PROTOCOL.md §12), which took 130 → 127 µs a
-// call against a 107 µs bare verify on a 2-core EPYC (2026-11-25). createSba, by ablation (each
+// sameCanonical: equal by value is equal by bytes, PROTOCOL.md §12): 130 → 127–130 µs a call
+// against a 106–109 µs bare verify on a 2-core EPYC (2026-11-25; within that machine's noise once
+// it also checked each member is an own one), and 2.15–2.21 → 2.30 × bare noble in QuickJS. createSba, by ablation (each
 // part replaced by a constant, 20,000 calls, three alternated rounds, same machine): 68 µs against
 // a 42 µs bare sign, of which the SBA's signed bytes (JCS of the authorization, UTF-8, the grant's
 // bytes joined) ≈ 9 µs, the spend ledgers ≈ 6 µs, the schema and consistency checks ≈ 5 µs, the
