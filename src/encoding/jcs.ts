@@ -55,8 +55,9 @@ function write(value: unknown, depth: number): string {
  * Whether `value` canonicalizes to the text `known` was parsed from (`known`: plain JSON data, as
  * `parseStrictJson` returns it), without writing the text: equal by value is equal by bytes, so a
  * verifier can match a grant to one it has checked (PROTOCOL.md §12) for a fraction of a
- * `canonicalize`. The walk follows `known`, so a hostile `value` cannot make it long, and what
- * `canonicalize` refuses (a class instance, a hole, a non-finite number) never matches.
+ * `canonicalize`. The walk goes no deeper or wider than `known` (it stops at the first member
+ * `known` lacks), so a hostile `value` cannot make it long, and what `canonicalize` refuses (a class
+ * instance, a hole, a non-finite number) never matches.
  * @example sameCanonical({ b: [1], a: 'x', c: undefined }, parseStrictJson('{"a":"x","b":[1]}')) // true
  */
 export function sameCanonical(value: unknown, known: unknown): boolean {

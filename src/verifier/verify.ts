@@ -258,8 +258,8 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
       const currency = parseCurrency(o.currency, 'options.currency');
       const sba = typeof input === 'string' ? parseStrictJson(input) : input;
       // A grant whose signature this verifier checked before: matched by value to the data of the
-      // canonical text it had then (equal by value is equal by bytes, walked along that text's
-      // data, so a hostile object graph cannot make it long). That text passed `checkGrant`, so
+      // canonical text it had then (equal by value is equal by bytes; the walk goes no further
+      // than that data, so a hostile object graph cannot make it long). That text passed `checkGrant`, so
       // only the authorization is re-checked; any other grant gets the full check before any JCS.
       const g = (sba as { grant?: { signature?: unknown } } | null)?.grant;
       const seen = typeof g?.signature === 'string' ? grantChecked.get(g.signature) : undefined;
