@@ -22,6 +22,13 @@ import { startMerchant, startGateway, stop, request, benchStores, createOwner, c
 // BENCH_NODE_ARGS (e.g. --cpu-prof) goes to the gateway process only, for profiling.
 const gatewayNodeArgs = process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(' ') : [];
 
+/** Clock ticks (10 ms) in a /proc stat file: utime + stime, and with `children` also cutime + cstime. */
+function statTicks(path, children = false) {
+  const f = readFileSync(path, 'utf8');
+  const rest = f.slice(f.lastIndexOf(')') + 2).split(' ');
+  return Number(rest[11]) + Number(rest[12]) + (children ? Number(rest[13]) + Number(rest[14]) : 0);
+}
+
 /**
  * CPU time the gateway process has used (Linux /proc, in clock ticks of 10 ms): `loop` its main
  * thread (the event loop, what a paid request costs the one core that serves it), `all` every
@@ -30,12 +37,7 @@ const gatewayNodeArgs = process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARG
  */
 function cpuTicks(pid) {
   try {
-    const ticks = (path) => {
-      const f = readFileSync(path, 'utf8');
-      const rest = f.slice(f.lastIndexOf(')') + 2).split(' ');
-      return Number(rest[11]) + Number(rest[12]); // utime + stime
-    };
-    return { loop: ticks(`/proc/${pid}/task/${pid}/stat`), all: ticks(`/proc/${pid}/stat`) };
+    return { loop: statTicks(`/proc/${pid}/task/${pid}/stat`), all: statTicks(`/proc/${pid}/stat`) };
   } catch {
     return undefined;
   }
@@ -51,15 +53,11 @@ function postgresTicks() {
     let sum = 0;
     for (const pid of readdirSync('/proc')) {
       if (!/^\d+$/.test(pid)) continue;
-      let f;
       try {
-        f = readFileSync(`/proc/${pid}/stat`, 'utf8');
+        if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres') sum += statTicks(`/proc/${pid}/stat`, true);
       } catch {
-        continue; // exited meanwhile
+        // exited meanwhile
       }
-      if (!f.includes('(postgres)')) continue;
-      const rest = f.slice(f.lastIndexOf(')') + 2).split(' ');
-      sum += Number(rest[11]) + Number(rest[12]) + Number(rest[13]) + Number(rest[14]); // utime stime cutime cstime
     }
     return sum;
   } catch {

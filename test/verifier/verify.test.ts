@@ -260,7 +260,8 @@ test('a grant text seen before skips only its own re-check: a changed grant or a
   const odd = { ...sba, grant: Object.assign(Object.create({ inherited: true }), sba.grant) };
   assert.is((await code(odd) as { code: string }).code, 'malformed');
   // A known signature on an object graph that shares one child at every level (2^40 leaves):
-  // refused as soon as its text outgrows the grant it claims to be, never expanded.
+  // no match with the grant seen before (the walk stops at the first difference), then refused by
+  // the full check before any JCS, never expanded.
   let shared: unknown = 'x402';
   for (let i = 0; i < 40; i++) shared = [shared, shared];
   const exploding = { ...sba, grant: { ...sba.grant, allowedRails: shared } };
