@@ -6,8 +6,10 @@
  * receipt signed and committed with the spend. A failure after `paying` is settled with the
  * rail, never guessed: reconcile() does the same for payments a crash left open.
  */
+import { createHash } from 'node:crypto';
 import {
   CtlError,
+  canonicalize,
   formatTimestamp,
   parseStrictJson,
   isAmount,
@@ -19,7 +21,7 @@ import { createSbaSigner, type SbaSigner } from '../../src/entries/wallet.js';
 // and canonicalised once (kept out of the `ctl` barrel's size budget, so imported from its module).
 import { signReceiptPrepared } from '../../src/artifacts/receipt.js';
 import { HttpError, timeOrderedId, type SqlDatabase } from '../../service-kit/index.js';
-import { reserve, markPaying, commit, release, openPayments, touchOpen, payLedgerAndCommit, reserveAndPayLedger, type PaymentRecord, type CommitResult, type CommitRecord } from '../store/payments.js';
+import { reserve, markPaying, commit, release, openPayments, touchOpen, payLedgerAndCommit, reserveAndPayLedger, type PaymentRecord, type CommitResult, type CommitRecord, type ReceiptRow } from '../store/payments.js';
 import { sessionById, type SessionRecord } from '../store/sessions.js';
 import type { Rail } from '../rails/rail.js';
 import type { KeyRing } from './keys.js';
@@ -109,10 +111,24 @@ const SBA_LIFETIME_MS = 5 * 60_000;
 const RECONCILE_PAGE = 200;
 const RECONCILE_MAX_PAGES = 50;
 
+/**
+ * A session's SBA signer, and the grant every SBA it signs embeds as its receipts store it: apart,
+ * once (store/payments.ts ReceiptRow), its canonical text and that text's SHA-256 the key.
+ * `stored` turns true once a change that wrote it has committed; until then each receipt's change
+ * writes it again (which changes nothing once one has).
+ */
+interface SessionSigning {
+  signer: SbaSigner;
+  grant: { hash: string; text: string; stored: boolean };
+}
+
 export function createPaymentService(deps: PaymentServiceDeps) {
   const { db, rail, keys, events, now } = deps;
-  const prepared = new Map<string, Promise<SbaSigner>>();
+  const prepared = new Map<string, Promise<SessionSigning>>();
   const matchers = new Map<string, (host: string) => boolean>();
+
+  /** The key of a session's signing: its id and its grant's signature (sbaSigning). */
+  const signingKey = (session: SessionRecord) => `${session.id} ${session.grant.signature as string}`;
 
   /**
    * What signing an SBA under the session's grant computes once (the grant checked and
@@ -122,16 +138,37 @@ export function createPaymentService(deps: PaymentServiceDeps) {
    * deep-frozen copy of the grant, which `signReceiptPrepared` therefore checks and canonicalises
    * once for all the receipts that embed these SBAs.
    */
-  function sbaSigning(session: SessionRecord) {
-    const id = `${session.id} ${session.grant.signature as string}`;
+  function sbaSigning(session: SessionRecord): Promise<SessionSigning> {
+    const id = signingKey(session);
     let p = prepared.get(id);
     if (!p) {
       if (prepared.size > 10_000) prepared.clear(); // bounded: prepared again on demand
-      p = deps.sessionKeys.signingKey(session).then((ak) => createSbaSigner(session.grant as any, { signingKey: ak.key, keyId: ak.kid, now }));
+      p = deps.sessionKeys.signingKey(session).then(async (ak) => {
+        const signer = await createSbaSigner(session.grant as any, { signingKey: ak.key, keyId: ak.kid, now });
+        const text = canonicalize(signer.grant);
+        return { signer, grant: { hash: createHash('sha256').update(text).digest('base64url'), text, stored: false } };
+      });
       p.catch(() => prepared.delete(id));
       prepared.set(id, p);
     }
     return p;
+  }
+
+  /**
+   * How `receipt` is stored: without its SBA's grant when that grant is the session signer's own
+   * frozen copy (so exactly the text kept), whole otherwise (an SBA read back by reconcile).
+   */
+  async function receiptRow(session: SessionRecord, receiptId: string, paidAt: number, paymentId: string, receipt: Record<string, unknown>) {
+    const row: ReceiptRow = { receiptId, paymentId, paidAt, receipt: '' };
+    const sba = receipt.sba as Record<string, unknown> | undefined;
+    const signing = sba && prepared.has(signingKey(session)) ? await prepared.get(signingKey(session))!.catch(() => undefined) : undefined;
+    if (!signing || sba!.grant !== signing.signer.grant) return { row: { ...row, receipt: JSON.stringify(receipt) }, committed: () => {} };
+    const { grant: _kept, ...sbaWithoutGrant } = sba!;
+    const g = signing.grant;
+    return {
+      row: { ...row, receipt: JSON.stringify({ ...receipt, sba: sbaWithoutGrant }), grant: { hash: g.hash, text: g.stored ? undefined : g.text } },
+      committed: () => { g.stored = true; },
+    };
   }
 
   function merchantAllowed(session: SessionRecord, host: string): boolean {
@@ -170,7 +207,8 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     // once for all its receipts; one read back from the database (reconcile), whole every time.
     if (sba) fields.sba = sba;
     const receipt = (await signReceiptPrepared(fields as any, { signingKey: rk.signingKey, keyId: rk.kid })) as unknown as Record<string, unknown>;
-    return { receiptId, receipt };
+    const { row, committed } = await receiptRow(session, receiptId, paidAt, p.id, receipt);
+    return { receiptId, receipt, row, committed };
   }
 
   /**
@@ -209,10 +247,13 @@ export function createPaymentService(deps: PaymentServiceDeps) {
   /** Commit + receipt for a payment the rail has made; safe to call from any path, commits once. */
   async function settlePaid(session: SessionRecord, p: PaymentRecord | Paid, txRef: string, sba: Record<string, unknown> | undefined) {
     const paidAt = now();
-    const { receiptId, receipt } = await signReceiptFor(session, p, txRef, paidAt, sba);
+    const { receiptId, receipt, row, committed } = await signReceiptFor(session, p, txRef, paidAt, sba);
     const recorded = committedEvents(session, p, receiptId, txRef);
-    const c = await commit(db, { paymentId: p.id, sessionId: session.id, amount: p.amount, txRef, receiptId, receipt: JSON.stringify(receipt), paidAt }, recorded.record);
-    if (c.committed) recorded.after();
+    const c = await commit(db, { ...row, sessionId: session.id, amount: p.amount, txRef }, recorded.record);
+    if (c.committed) {
+      committed();
+      recorded.after();
+    }
     return { committed: c.committed, receipt };
   }
 
@@ -233,7 +274,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
   /** The SBA of one payment, signed under the session's internal grant with its actor key. */
   async function signSba(session: SessionRecord, terms: PaymentTerms, host: string, purpose: string, paymentId: string, railName: string) {
     const t = now();
-    return (await (await sbaSigning(session)).sign({
+    return (await (await sbaSigning(session)).signer.sign({
       sessionId: session.id,
       actorId: `gateway:${session.id}`,
       maxAmountMinor: terms.amount,
@@ -315,13 +356,14 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     const paid: Paid = { id: paymentId, amount, currency: terms.currency, merchant: host, purpose: purpose!, rail: rail.name };
     const txRef = `txid:${timeOrderedId()}`;
     const paidAt = now();
-    const { receiptId, receipt } = await signReceiptFor(session, paid, txRef, paidAt, sba);
+    const { receiptId, receipt, row, committed } = await signReceiptFor(session, paid, txRef, paidAt, sba);
     const recorded = committedEvents(session, paid, receiptId, txRef);
     const c = await reserveAndPayLedger(db, {
-      paymentId, sessionId: session.id, amount, currency: terms.currency, merchant: host, address: terms.address, purpose: purpose!, rail: rail.name,
-      now: paidAt, txRef, receiptId, receipt: JSON.stringify(receipt), paidAt,
+      ...row, sessionId: session.id, amount, currency: terms.currency, merchant: host, address: terms.address, purpose: purpose!, rail: rail.name,
+      now: paidAt, txRef,
     }, recorded.record);
     if (!c.committed) return undefined;
+    committed();
     recorded.after();
     return { paymentId, txRef, sba, receipt };
   }
@@ -369,12 +411,15 @@ export function createPaymentService(deps: PaymentServiceDeps) {
       if (localLedger) {
         const txRef = `txid:${timeOrderedId()}`;
         const paidAt = now();
-        const { receiptId, receipt } = await signReceiptFor(session, paid, txRef, paidAt, sba);
+        const { receiptId, receipt, row, committed } = await signReceiptFor(session, paid, txRef, paidAt, sba);
         const recorded = committedEvents(session, paid, receiptId, txRef);
         const c = await payLedgerAndCommit(db, {
-          paymentId, sessionId: session.id, amount, currency: terms.currency, address: terms.address, txRef, receiptId, receipt: JSON.stringify(receipt), paidAt,
+          ...row, sessionId: session.id, amount, currency: terms.currency, address: terms.address, txRef,
         }, recorded.record);
-        if (c.committed) recorded.after();
+        if (c.committed) {
+          committed();
+          recorded.after();
+        }
         if (!c.committed) throw new HttpError(409, 'conflict', 'the payment was settled by reconciliation before it was made');
         deps.onPaid?.(performance.now() - started, rail.name);
         return { paymentId, txRef, sba, receipt };

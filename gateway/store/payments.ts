@@ -208,39 +208,76 @@ function recordingCtes(rows: RowInsert[]): { sql: string; params: unknown[] } {
 const NO_CTES = { sql: '', params: [] as unknown[] };
 
 /**
- * The tail both commit statements share, after a `pay` CTE that returned the paid row: the
- * session's spend moved and the receipt stored, then `extra`; its parameters are receiptParams.
+ * A signed receipt as stored. Every receipt of a session's payments embeds the same grant, inside
+ * its SBA: stored whole, that grant was a third of each row and pushed it past what SQLite keeps
+ * several of to a 4 KB page (one page per receipt) and past PostgreSQL's TOAST threshold (every
+ * body compressed). With `grant`, `receipt` is the receipt's JSON without its SBA's `grant`
+ * member, and the grant's canonical text is kept once in `gw_receipt_grants` under `grant.hash`
+ * (written in the same change when `grant.text` is given; a second write of it changes nothing);
+ * receiptFromRow puts it back. Without `grant`, the receipt is stored whole.
  */
-const spendAndReceiptCtes = (extra: { sql: string }) => `ses AS (
+export interface ReceiptRow {
+  receiptId: string;
+  paymentId: string;
+  paidAt: number;
+  receipt: string;
+  grant?: { hash: string; text?: string };
+}
+
+/**
+ * PostgreSQL CTE members storing `p` once `pay` returned the paid row: the receipt, and its grant
+ * when that text comes with it.
+ */
+function receiptCtes(p: ReceiptRow): { sql: string; params: unknown[] } {
+  const rc = `rc AS (
+         INSERT INTO gw_receipts (id, session_id, payment_id, paid_at, body, grant_hash) SELECT ?, pay.session_id, ?, ?::bigint, ?, ? FROM pay)`;
+  const params = [p.receiptId, p.paymentId, p.paidAt, p.receipt, p.grant?.hash ?? null];
+  if (p.grant?.text === undefined) return { sql: rc, params };
+  return {
+    sql: `${rc},
+       rg AS (
+         INSERT INTO gw_receipt_grants (hash, body) SELECT ?, ? FROM pay ON CONFLICT DO NOTHING)`,
+    params: [...params, p.grant.hash, p.grant.text],
+  };
+}
+
+/**
+ * The tail both commit statements share, after a `pay` CTE that returned the paid row: the
+ * session's spend moved and the receipt stored, then `extra`.
+ */
+function spendAndReceiptCtes(p: ReceiptRow, extra: { sql: string; params: unknown[] }): { sql: string; params: unknown[] } {
+  const rc = receiptCtes(p);
+  return {
+    sql: `ses AS (
          UPDATE gw_sessions SET spent = spent + pay.amount, reserved = reserved - pay.amount FROM pay
          WHERE gw_sessions.id = pay.session_id RETURNING gw_sessions.spent, gw_sessions.ceiling),
-       rc AS (
-         INSERT INTO gw_receipts (id, session_id, payment_id, paid_at, body) SELECT ?, pay.session_id, ?, ?::bigint, ? FROM pay)${extra.sql}
-       SELECT spent, ceiling FROM ses`;
-const receiptParams = (p: { paymentId: string; receiptId: string; receipt: string; paidAt: number }) => [p.receiptId, p.paymentId, p.paidAt, p.receipt];
+       ${rc.sql}${extra.sql}
+       SELECT spent, ceiling FROM ses`,
+    params: [...rc.params, ...extra.params],
+  };
+}
 
 /**
  * PostgreSQL, one statement: the open payment paid, its spend moved and its receipt stored, then
  * `extra` CTEs (what is recorded with it); no row when the payment was no longer open.
  */
-function commitStatement(
-  p: { paymentId: string; txRef: string; receiptId: string; receipt: string; paidAt: number },
-  extra = NO_CTES,
-): { sql: string; params: unknown[] } {
+function commitStatement(p: ReceiptRow & { txRef: string }, extra = NO_CTES): { sql: string; params: unknown[] } {
+  const tail = spendAndReceiptCtes(p, extra);
   return {
     sql: `WITH pay AS (
          UPDATE gw_payments SET state = 'paid', tx_ref = ?, updated_at = ?::bigint WHERE id = ? AND state IN ('reserved', 'paying')
          RETURNING session_id, amount),
-       ${spendAndReceiptCtes(extra)}`,
-    params: [p.txRef, p.paidAt, p.paymentId, ...receiptParams(p), ...extra.params],
+       ${tail.sql}`,
+    params: [p.txRef, p.paidAt, p.paymentId, ...tail.params],
   };
 }
 
 /** As commitStatement, with the ledger rail's row first: nothing at all when that row already exists. */
 function ledgerCommitStatement(
-  p: { paymentId: string; amount: bigint; currency: string; address: string; txRef: string; receiptId: string; receipt: string; paidAt: number },
+  p: ReceiptRow & { amount: bigint; currency: string; address: string; txRef: string },
   extra = NO_CTES,
 ): { sql: string; params: unknown[] } {
+  const tail = spendAndReceiptCtes(p, extra);
   return {
     sql: `WITH led AS (
          INSERT INTO gw_ledger (payment_id, status, tx_ref, address, amount, currency, created_at)
@@ -248,8 +285,8 @@ function ledgerCommitStatement(
        pay AS (
          UPDATE gw_payments SET state = 'paid', tx_ref = ?, updated_at = ?::bigint FROM led
          WHERE gw_payments.id = led.payment_id AND gw_payments.state = 'reserved' RETURNING gw_payments.session_id, gw_payments.amount),
-       ${spendAndReceiptCtes(extra)}`,
-    params: [p.paymentId, p.txRef, p.address, p.amount, p.currency, p.paidAt, p.txRef, p.paidAt, ...receiptParams(p), ...extra.params],
+       ${tail.sql}`,
+    params: [p.paymentId, p.txRef, p.address, p.amount, p.currency, p.paidAt, p.txRef, p.paidAt, ...tail.params],
   };
 }
 
@@ -287,16 +324,21 @@ function committed(row: Record<string, unknown>, amount: bigint): CommitResult {
 /** SQLite, inside the commit's transaction: the session's spend and the receipt, once the payment row moved to paid. */
 async function bookSpendAndReceipt(
   t: SqlExecutor,
-  p: { amount: bigint; sessionId: string; receiptId: string; paymentId: string; paidAt: number; receipt: string },
+  p: ReceiptRow & { amount: bigint; sessionId: string },
 ): Promise<CommitResult> {
   const s = await t.get(`UPDATE gw_sessions SET spent = spent + ?, reserved = reserved - ? WHERE id = ? RETURNING spent, ceiling`, [p.amount, p.amount, p.sessionId]);
   await insertReceipt(t, p);
   return committed(s!, p.amount);
 }
 
-/** SQLite: the signed receipt of a payment. */
-function insertReceipt(t: SqlExecutor, p: { sessionId: string; receiptId: string; paymentId: string; paidAt: number; receipt: string }) {
-  return t.run(`INSERT INTO gw_receipts (id, session_id, payment_id, paid_at, body) VALUES (?, ?, ?, ?, ?)`, [p.receiptId, p.sessionId, p.paymentId, p.paidAt, p.receipt]);
+/** SQLite: the signed receipt of a payment, and its grant when that text comes with it (ReceiptRow). */
+async function insertReceipt(t: SqlExecutor, p: ReceiptRow & { sessionId: string }) {
+  if (p.grant?.text !== undefined) {
+    await t.run(`INSERT INTO gw_receipt_grants (hash, body) VALUES (?, ?) ON CONFLICT DO NOTHING`, [p.grant.hash, p.grant.text]);
+  }
+  await t.run(`INSERT INTO gw_receipts (id, session_id, payment_id, paid_at, body, grant_hash) VALUES (?, ?, ?, ?, ?, ?)`, [
+    p.receiptId, p.sessionId, p.paymentId, p.paidAt, p.receipt, p.grant?.hash ?? null,
+  ]);
 }
 
 /**
@@ -305,7 +347,7 @@ function insertReceipt(t: SqlExecutor, p: { sessionId: string; receiptId: string
  */
 export async function commit(
   q: SqlDatabase,
-  p: { paymentId: string; sessionId: string; amount: bigint; txRef: string; receiptId: string; receipt: string; paidAt: number },
+  p: ReceiptRow & { sessionId: string; amount: bigint; txRef: string },
   record: CommitRecord = {},
 ): Promise<CommitResult> {
   const { effect, first } = 'rows' in record ? ({} as { effect?: undefined; first?: undefined }) : record;
@@ -365,20 +407,32 @@ export async function touchOpen(q: SqlExecutor, paymentId: string, now: number):
   await q.run(`UPDATE gw_payments SET updated_at = ? WHERE id = ? AND state IN ('reserved', 'paying')`, [now, paymentId]);
 }
 
+/** The receipt columns, with the grant a receipt keeps apart (ReceiptRow), of `gw_receipts r`. */
+const RECEIPT_SELECT = `SELECT r.body, r.grant_hash, g.body AS grant_body FROM gw_receipts r LEFT JOIN gw_receipt_grants g ON g.hash = r.grant_hash`;
+type ReceiptSelected = { body: string; grant_hash: string | null; grant_body: string | null };
+
+/** A stored receipt whole: its SBA's grant put back when it was kept apart (ReceiptRow). */
+function receiptFromRow(r: ReceiptSelected, grants = new Map<string, unknown>()): unknown {
+  const receipt = JSON.parse(r.body) as { receiptId?: string; sba?: Record<string, unknown> };
+  if (r.grant_hash === null) return receipt;
+  // Only ever written in the receipt's own change: a receipt without it is a damaged database.
+  if (r.grant_body === null) throw new Error(`receipt ${receipt.receiptId}: its grant ${r.grant_hash} is not in gw_receipt_grants`);
+  let grant = grants.get(r.grant_hash);
+  if (grant === undefined) grants.set(r.grant_hash, (grant = JSON.parse(r.grant_body)));
+  receipt.sba = { ...receipt.sba, grant };
+  return receipt;
+}
+
 export async function receiptsOf(q: SqlExecutor, sessionId: string): Promise<unknown[]> {
-  const rows = await q.all<{ body: string }>(`SELECT body FROM gw_receipts WHERE session_id = ? ORDER BY paid_at, id`, [sessionId]);
-  return rows.map((r) => JSON.parse(r.body));
+  const rows = await q.all<ReceiptSelected>(`${RECEIPT_SELECT} WHERE r.session_id = ? ORDER BY r.paid_at, r.id`, [sessionId]);
+  const grants = new Map<string, unknown>();
+  return rows.map((r) => receiptFromRow(r, grants));
 }
 
 /** One receipt of a session by its id, or undefined (another session's receipt is not found either). */
 export async function receiptOf(q: SqlExecutor, sessionId: string, receiptId: string): Promise<unknown | undefined> {
-  const r = await q.get<{ body: string }>(`SELECT body FROM gw_receipts WHERE id = ? AND session_id = ?`, [receiptId, sessionId]);
-  return r ? JSON.parse(r.body) : undefined;
-}
-
-export async function receiptByPayment(q: SqlExecutor, paymentId: string): Promise<unknown | undefined> {
-  const r = await q.get<{ body: string }>(`SELECT body FROM gw_receipts WHERE payment_id = ?`, [paymentId]);
-  return r ? JSON.parse(r.body) : undefined;
+  const r = await q.get<ReceiptSelected>(`${RECEIPT_SELECT} WHERE r.id = ? AND r.session_id = ?`, [receiptId, sessionId]);
+  return r ? receiptFromRow(r) : undefined;
 }
 
 /**
@@ -390,7 +444,7 @@ export async function receiptByPayment(q: SqlExecutor, paymentId: string): Promi
  */
 export async function payLedgerAndCommit(
   q: SqlDatabase,
-  p: { paymentId: string; sessionId: string; amount: bigint; currency: string; address: string; txRef: string; receiptId: string; receipt: string; paidAt: number },
+  p: ReceiptRow & { sessionId: string; amount: bigint; currency: string; address: string; txRef: string },
   record: CommitRecord = {},
 ): Promise<CommitResult> {
   // The SBA is not stored on the payment row here: the receipt, written in the same change, carries it.
@@ -411,7 +465,7 @@ export async function payLedgerAndCommit(
 }
 
 /** A ledger payment made in the same change as its reservation (reserveAndPayLedger). */
-export type LedgerPaymentInput = Omit<ReserveInput, 'velocity'> & { txRef: string; receiptId: string; receipt: string; paidAt: number };
+export type LedgerPaymentInput = Omit<ReserveInput, 'velocity'> & ReceiptRow & { txRef: string };
 
 /**
  * PostgreSQL, one statement: the budget guard of reserveOneStatement moving `amount` straight to
@@ -419,6 +473,7 @@ export type LedgerPaymentInput = Omit<ReserveInput, 'velocity'> & { txRef: strin
  * unique violation: nothing at all is written) and the receipt, then `extra` CTEs.
  */
 function reserveAndPayStatement(p: LedgerPaymentInput, extra = NO_CTES): { sql: string; params: unknown[] } {
+  const rc = receiptCtes(p);
   return {
     sql: `WITH ses AS (
          UPDATE gw_sessions SET spent = spent + ?::bigint
@@ -430,14 +485,13 @@ function reserveAndPayStatement(p: LedgerPaymentInput, extra = NO_CTES): { sql: 
        led AS (
          INSERT INTO gw_ledger (payment_id, status, tx_ref, address, amount, currency, created_at)
          SELECT ?, 'paid', ?, ?, ?::bigint, ?, ?::bigint FROM pay),
-       rc AS (
-         INSERT INTO gw_receipts (id, session_id, payment_id, paid_at, body) SELECT ?, pay.session_id, ?, ?::bigint, ? FROM pay)${extra.sql}
+       ${rc.sql}${extra.sql}
        SELECT spent, ceiling FROM ses`,
     params: [
       p.amount, p.sessionId, p.now, p.amount,
       p.paymentId, p.amount, p.currency, p.merchant, p.address, p.purpose, p.rail, p.txRef, p.now, p.paidAt,
       p.paymentId, p.txRef, p.address, p.amount, p.currency, p.paidAt,
-      p.receiptId, p.paymentId, p.paidAt, p.receipt,
+      ...rc.params,
       ...extra.params,
     ],
   };

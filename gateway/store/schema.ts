@@ -115,6 +115,16 @@ const openPaymentsIndex = [
   `DROP INDEX IF EXISTS gw_payments_open`,
 ];
 
+/**
+ * Receipts keep their SBA's grant apart, once per grant (store/payments.ts ReceiptRow): the grant
+ * was a third of every receipt row. Receipts stored before keep their grant inline (no
+ * `grant_hash`); readers put a kept-apart grant back, so both read the same.
+ */
+const receiptGrants = [
+  `CREATE TABLE IF NOT EXISTS gw_receipt_grants (hash TEXT PRIMARY KEY, body TEXT NOT NULL)`,
+  `ALTER TABLE gw_receipts ADD COLUMN grant_hash TEXT`,
+];
+
 export const GATEWAY_MIGRATIONS: Migration[] = [
   { id: 'gateway-001-initial', sql: initial.join(';\n') },
   { id: 'gateway-002-bundle-sequence', ...perDialect(bundleSequence) },
@@ -124,4 +134,5 @@ export const GATEWAY_MIGRATIONS: Migration[] = [
   // Session keys prepared for a person's grant (PROTOCOL.md §10).
   HUMAN_SESSION_MIGRATION,
   { id: 'gateway-payments-open-only', sql: openPaymentsIndex.join(';\n') },
+  { id: 'gateway-receipt-grants', sql: receiptGrants.join(';\n') },
 ];
