@@ -15,6 +15,7 @@ export { createMetrics, defaultMetricsOn, type Metrics } from './metrics.js';
 export { openDatabase, type SqlDatabase, type SqlExecutor, type Dialect, type Row, type OpenOptions } from './database.js';
 export type { FlushFile } from './wal-flush.js';
 export { randomId, timeOrderedId } from './random-id.js';
+export { idleCache, type IdleCache } from './idle-cache.js';
 export { migrate, type Migration } from './migrate.js';
 export {
   createAuditLog, auditLogMigration, auditStagingMigration, auditEntryHash, checkTableName, AUDIT_GENESIS_HASH,

@@ -20,7 +20,7 @@ import { createSbaSigner, type SbaSigner } from '../../src/entries/wallet.js';
 // A receipt per payment, each embedding an SBA over the signer's frozen grant: that grant checked
 // and canonicalised once (kept out of the `ctl` barrel's size budget, so imported from its module).
 import { signReceiptPrepared } from '../../src/artifacts/receipt.js';
-import { HttpError, timeOrderedId, type SqlDatabase } from '../../service-kit/index.js';
+import { HttpError, idleCache, timeOrderedId, type SqlDatabase } from '../../service-kit/index.js';
 import { reserve, markPaying, commit, release, openPayments, touchOpen, payLedgerAndCommit, reserveAndPayLedger, type PaymentRecord, type CommitResult, type CommitRecord, type ReceiptRow } from '../store/payments.js';
 import { sessionById, type SessionRecord } from '../store/sessions.js';
 import type { Rail } from '../rails/rail.js';
@@ -124,8 +124,9 @@ interface SessionSigning {
 
 export function createPaymentService(deps: PaymentServiceDeps) {
   const { db, rail, keys, events, now } = deps;
-  const prepared = new Map<string, Promise<SessionSigning>>();
-  const matchers = new Map<string, (host: string) => boolean>();
+  // Per session, bounded by the sessions in use (service-kit/idle-cache.ts): made again on demand.
+  const prepared = idleCache<string, Promise<SessionSigning>>();
+  const matchers = idleCache<string, (host: string) => boolean>();
 
   /** The key of a session's signing: its id and its grant's signature (sbaSigning). */
   const signingKey = (session: SessionRecord) => `${session.id} ${session.grant.signature as string}`;
@@ -142,7 +143,6 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     const id = signingKey(session);
     let p = prepared.get(id);
     if (!p) {
-      if (prepared.size > 10_000) prepared.clear(); // bounded: prepared again on demand
       p = deps.sessionKeys.signingKey(session).then(async (ak) => {
         const signer = await createSbaSigner(session.grant as any, { signingKey: ak.key, keyId: ak.kid, now });
         const text = canonicalize(signer.grant);
@@ -161,7 +161,8 @@ export function createPaymentService(deps: PaymentServiceDeps) {
   async function receiptRow(session: SessionRecord, receiptId: string, paidAt: number, paymentId: string, receipt: Record<string, unknown>) {
     const row: ReceiptRow = { receiptId, paymentId, paidAt, receipt: '' };
     const sba = receipt.sba as Record<string, unknown> | undefined;
-    const signing = sba && prepared.has(signingKey(session)) ? await prepared.get(signingKey(session))!.catch(() => undefined) : undefined;
+    const kept = sba && prepared.get(signingKey(session));
+    const signing = kept ? await kept.catch(() => undefined) : undefined;
     if (!signing || sba!.grant !== signing.signer.grant) return { row: { ...row, receipt: JSON.stringify(receipt) }, committed: () => {} };
     const { grant: _kept, ...sbaWithoutGrant } = sba!;
     const g = signing.grant;
@@ -174,7 +175,6 @@ export function createPaymentService(deps: PaymentServiceDeps) {
   function merchantAllowed(session: SessionRecord, host: string): boolean {
     let m = matchers.get(session.id);
     if (!m) {
-      if (matchers.size > 10_000) matchers.clear();
       m = createMerchantMatcher(session.config as unknown as SessionConfig);
       matchers.set(session.id, m);
     }

@@ -8,7 +8,7 @@
  */
 import { hkdfSync, randomBytes } from 'node:crypto';
 import { importSigningKey, jwkThumbprint, type SigningKey } from '../../src/index.js';
-import type { SqlDatabase } from '../../service-kit/index.js';
+import { idleCache, type SqlDatabase } from '../../service-kit/index.js';
 import { isSealed, type SecretSealer } from '../../service-kit/secrets/index.js';
 import { signingOffThread, ed25519KeyObject } from '../../service-kit/signers/index.js';
 import { sharedSecret } from './keys.js';
@@ -39,7 +39,8 @@ export async function createSessionKeys(db: SqlDatabase, sealer: SecretSealer): 
   const master = Buffer.from(await sharedSecret(db, 'session-key-master', () => randomBytes(32).toString('base64url'), sealer), 'base64url');
   if (master.length !== 32) throw new Error('the stored session-key master is not 32 bytes');
   await sealStoredSessionKeys(db, sealer);
-  const cache = new Map<string, Promise<{ key: SigningKey; kid: string }>>();
+  // Bounded by the sessions in use (service-kit/idle-cache.ts): derived again on demand.
+  const cache = idleCache<string, Promise<{ key: SigningKey; kid: string }>>();
   // Signs on the thread pool (service-kit/signers/off-thread.ts): one SBA per paid request.
   const derive = async (sessionId: string) => {
     const seed = deriveSessionSeed(master, sessionId);
@@ -50,7 +51,6 @@ export async function createSessionKeys(db: SqlDatabase, sealer: SecretSealer): 
     signingKey(session) {
       let k = cache.get(session.id);
       if (!k) {
-        if (cache.size > 10_000) cache.clear(); // bounded: derived again on demand
         const stored = session.actorKeyPem;
         k = (async () => {
           const key = stored === DERIVED_MARKER ? await derive(session.id)

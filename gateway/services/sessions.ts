@@ -5,7 +5,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { createSignedPolicyGrant, policyHash, formatTimestamp, CtlError } from '../../src/index.js';
-import { bearerToken, changeWith, closedBody, generateWebhookSecret, notFound, unauthorized, type SqlDatabase } from '../../service-kit/index.js';
+import { bearerToken, changeWith, idleCache, closedBody, generateWebhookSecret, notFound, unauthorized, type SqlDatabase } from '../../service-kit/index.js';
 import {
   insertOwnedSession, sessionById, sessionByTokenHash, revokeSession, continueSession, effectiveState, type SessionRecord, type RevokedBy,
 } from '../store/sessions.js';
@@ -54,7 +54,8 @@ function assetOf(currency: string) {
 
 export function createSessionService(deps: SessionServiceDeps) {
   const { db, keys, now } = deps;
-  const byTokenCache = new Map<string, { version: string; record: SessionRecord }>();
+  // The immutable part of each session in use, by token hash (service-kit/idle-cache.ts).
+  const byTokenCache = idleCache<string, { version: string; record: SessionRecord }>();
 
   async function mintGrant(s: { grantId: string; policyHash: string; config: SessionConfig; ceiling: bigint; actorJwk: unknown }, baseUrl: string) {
     const gk = await keys.active('grant');
@@ -221,7 +222,6 @@ export function createSessionService(deps: SessionServiceDeps) {
       if (!hit || hit.version !== version) {
         const full = await sessionByTokenHash(db, hash);
         if (!full) return undefined;
-        if (byTokenCache.size >= 10_000) byTokenCache.clear();
         hit = { version, record: full };
         byTokenCache.set(hash, hit);
       }
