@@ -10,7 +10,7 @@ import {
 } from './schema.js';
 import { checkGrant } from './grant.js';
 import { fail } from '../errors.js';
-import { canonicalize, quoteJson } from '../encoding/jcs.js';
+import { canonicalize, canonicalizeKnown, quoteJson } from '../encoding/jcs.js';
 import { utf8Encode } from '../encoding/utf8.js';
 import { remember } from '../crypto/cache.js';
 import { base64urlEncode, hexEncode } from '../encoding/base64url.js';
@@ -37,6 +37,9 @@ const authorizationShape: Shape = {
   purpose: [false, purpose],
   intentHash: [false, hash],
 };
+
+// The authorization is a closed object (PROTOCOL.md §4): its members' JCS order is fixed ahead.
+const authorizationKeys = Object.keys(authorizationShape).sort();
 
 const sbaShape: Shape = {
   version: [true, version],
@@ -107,7 +110,7 @@ function checkConsistency(value: Record<string, unknown>): void {
  * @example utf8Encode(sbaSignedText(sba, canonicalize(sba.grant))) // = signedBytes('sba', sba)
  */
 export function sbaSignedText(sba: SignedBudgetAuthorization, grantJcs: string, head = 'ctl-sba/1\n', signatureMember?: string): string {
-  return head + '{"authorization":' + canonicalize(sba.authorization) + ',"grant":' + grantJcs +
+  return head + '{"authorization":' + canonicalizeKnown(sba.authorization, authorizationKeys) + ',"grant":' + grantJcs +
     (sba.issuer === undefined ? '' : ',"issuer":' + quoteJson(sba.issuer)) +
     ',"keyId":' + quoteJson(sba.keyId) + (signatureMember ?? '') + ',"version":1}'; // checked: 1 is the only version
 }
