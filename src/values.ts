@@ -82,7 +82,7 @@ const recentTimestamps = new Map<string, number>();
 function parseTimestampUncached(value: unknown, field: string): number {
   const m = typeof value === 'string' ? TIMESTAMP.exec(value) : null;
   if (!m) bad(field, 'must be an RFC 3339 UTC timestamp such as "2026-11-22T10:00:00Z"');
-  const [y, mo, d, h, mi, s] = [m[1], m[2], m[3], m[4], m[5], m[6]].map(Number) as [number, number, number, number, number, number];
+  const [y, mo, d, h, mi, s] = m.slice(1, 7).map(Number) as [number, number, number, number, number, number];
   const ms = Date.UTC(y, mo - 1, d, h, mi, s);
   const back = new Date(ms);
   // Date.UTC rolls 2026-02-30 over to March: a round trip catches every impossible date.

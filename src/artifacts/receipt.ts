@@ -8,13 +8,12 @@ import {
   amount, checkShape, checkVersion, currency, identifier, object, printable, purpose, rail, signature, str,
   timestamp, version, type Shape,
 } from './schema.js';
-import { checkSba, grantMemberBytes, sbaSignedBytes } from './sba.js';
+import { checkSba, sbaSignedText } from './sba.js';
 import { signArtifact, signedBytes, verifyArtifactSignature } from './signing.js';
 import { toErrorInfo, malformed, fail } from '../errors.js';
 import { canonicalize, parseStrictJson, quoteJson } from '../encoding/jcs.js';
 import { utf8Encode } from '../encoding/utf8.js';
 import { base64urlEncode } from '../encoding/base64url.js';
-import { concat } from '../crypto/der.js';
 import { isDeepFrozen } from '../encoding/frozen-copy.js';
 import { findKey } from './keys.js';
 import { passUnsupported } from '../crypto/algorithm-support.js';
@@ -70,11 +69,11 @@ function unsignedReceipt(fields: ReceiptFields, keyId: string): Record<string, u
   return unsigned;
 }
 
-// `grantMemberBytes` of deep-frozen grants embedded in receipts signed by `signReceiptPrepared`,
+// The canonical text of deep-frozen grants embedded in receipts signed by `signReceiptPrepared`,
 // each checked and canonicalized once. Kept by object, which PROTOCOL.md §12 allows only because
 // a deep-frozen object cannot be edited in place; any other grant is checked and canonicalized
 // every time. Weak: an entry lives as long as its grant (an SBA signer's).
-const frozenGrants = new WeakMap<object, Uint8Array>();
+const frozenGrants = new WeakMap<object, string>();
 
 /**
  * As `signReceiptWith`, for a party that signs a receipt per payment (a gateway): the key already
@@ -93,28 +92,27 @@ export async function signReceiptPrepared(fields: ReceiptFields, options: { sign
   // is then one object, whatever getter the caller's SBA had.
   if (typeof unsigned['sba'] === 'object' && unsigned['sba'] !== null) unsigned['sba'] = { ...unsigned['sba'] };
   const grant = (unsigned['sba'] as { grant?: object } | null | undefined)?.grant;
-  let grantBytes = grant && frozenGrants.get(grant);
-  checkReceipt(unsigned, grantBytes ? unsignedOfKnownGrantShape : unsignedShape);
+  let grantJcs = grant && frozenGrants.get(grant);
+  checkReceipt(unsigned, grantJcs ? unsignedOfKnownGrantShape : unsignedShape);
   // Checked whole just now: a grant that can change no more is canonicalized this once.
-  if (!grantBytes && grant && isDeepFrozen(grant)) frozenGrants.set(grant, (grantBytes = grantMemberBytes(canonicalize(grant))));
-  const bytes = grantBytes ? receiptSignedBytes(unsigned, grantBytes) : signedBytes('receipt', unsigned);
+  if (!grantJcs && grant && isDeepFrozen(grant)) frozenGrants.set(grant, (grantJcs = canonicalize(grant)));
+  const bytes = grantJcs ? receiptSignedBytes(unsigned, grantJcs) : signedBytes('receipt', unsigned);
   return { ...unsigned, signature: base64urlEncode(await options.signingKey.sign(bytes)) } as unknown as Receipt;
 }
 
 /**
- * `signedBytes('receipt', receipt)` for a checked receipt whose SBA's grant member bytes are at
- * hand: JCS orders members by name (PROTOCOL.md §2), so the SBA's text goes between the receipt's
+ * `signedBytes('receipt', receipt)` for a checked receipt whose SBA's grant text is at hand: JCS orders members by name (PROTOCOL.md §2), so the SBA's text goes between the receipt's
  * members named below "sba" and those above it (both sides hold required members: amount, version).
  */
-function receiptSignedBytes(receipt: Record<string, unknown>, grantBytes: Uint8Array): Uint8Array {
+function receiptSignedBytes(receipt: Record<string, unknown>, grantJcs: string): Uint8Array {
   const { sba, signature: _omit, ...rest } = receipt;
   const below: Record<string, unknown> = {};
   const above: Record<string, unknown> = {};
   for (const k of Object.keys(rest)) (k < 'sba' ? below : above)[k] = rest[k];
   const s = sba as SignedBudgetAuthorization;
-  return concat(
-    sbaSignedBytes(s, grantBytes, 'ctl-receipt/1\n' + canonicalize(below).slice(0, -1) + ',"sba":', ',"signature":' + quoteJson(s.signature)),
-    utf8Encode(',' + canonicalize(above).slice(1)),
+  return utf8Encode(
+    sbaSignedText(s, grantJcs, 'ctl-receipt/1\n' + canonicalize(below).slice(0, -1) + ',"sba":', ',"signature":' + quoteJson(s.signature)) +
+      ',' + canonicalize(above).slice(1),
   );
 }
 

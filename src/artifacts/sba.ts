@@ -6,13 +6,12 @@ import type { CtlCrypto, PrivateKeyInput, SigningKey } from '../crypto/types.js'
 import type { Authorization, BudgetScope, PolicyGrant, SignedBudgetAuthorization } from './types.js';
 import {
   amount, arrayOf, asset, bad, checkShape, checkTimeOrder, checkVersion, currency, hash, identifier, issuer, printable, purpose,
-  rail, signature, str, timestamp, version, type Shape,
+  rail, signature, str, timestamp, version, checked, type Shape,
 } from './schema.js';
 import { checkGrant } from './grant.js';
 import { fail } from '../errors.js';
-import { canonicalize, quoteJson } from '../encoding/jcs.js';
+import { canonicalize, canonicalizeKnown, quoteJson } from '../encoding/jcs.js';
 import { utf8Encode } from '../encoding/utf8.js';
-import { concat } from '../crypto/der.js';
 import { remember } from '../crypto/cache.js';
 import { base64urlEncode, hexEncode } from '../encoding/base64url.js';
 import { formatTimestamp, parseTimestamp } from '../values.js';
@@ -39,6 +38,9 @@ const authorizationShape: Shape = {
   intentHash: [false, hash],
 };
 
+// The authorization is a closed object (PROTOCOL.md §4): its members' JCS order is fixed ahead.
+const authorizationKeys = Object.keys(authorizationShape).sort();
+
 const sbaShape: Shape = {
   version: [true, version],
   authorization: [true, (v, f) => checkShape(v, f, authorizationShape)],
@@ -48,15 +50,23 @@ const sbaShape: Shape = {
   signature: [true, signature],
 };
 
-// What a signer builds before the signature exists; the grant was checked when prepared.
-const sbaUnsignedShape: Shape = { ...sbaShape, grant: [true, () => undefined], signature: [false, signature] };
-
 // A signer passes the grant's own (frozen) arrays: one value needs no canonical comparison.
 const same = (a: unknown, b: unknown) => a === b || canonicalize(a) === canonicalize(b);
 
 // For a grant whose canonical text already passed `checkGrant` (the check is a function of the
 // JSON value alone, so the same text passes again): remembered by bytes, never by object (PROTOCOL.md §12).
-const sbaOfKnownGrantShape: Shape = { ...sbaShape, grant: [true, () => undefined] };
+const sbaOfKnownGrantShape: Shape = { ...sbaShape, grant: [true, checked] };
+
+// What a signer builds before the signature exists. The grant, and what the authorization copies
+// of it (the same values, held there to the same rules), were checked when prepared: each SBA
+// checks what its caller gave.
+const builtAuthorizationShape: Shape = {
+  ...authorizationShape, grantId: [true, checked], policyHash: [true, checked], currency: [true, checked],
+  allowedRails: [true, checked], allowedAssets: [true, checked], destinationAllowlist: [true, checked],
+};
+const sbaUnsignedShape: Shape = {
+  ...sbaOfKnownGrantShape, authorization: [true, (v, f) => checkShape(v, f, builtAuthorizationShape)], signature: [false, signature],
+};
 
 /**
  * Structure, value rules and consistency with the embedded grant (PROTOCOL.md §4, §5 step 0).
@@ -91,28 +101,18 @@ function checkConsistency(value: Record<string, unknown>): void {
 }
 
 /**
- * The signed bytes of a checked SBA when its grant's member bytes are at hand (`grantMemberBytes`):
- * the same bytes as `signedBytes('sba', sba)` (PROTOCOL.md §3; a closed object, PROTOCOL.md §4,
- * so its members' JCS order is known), without canonicalizing the embedded grant a second time on
- * the verifier's hot path. With another `head` and `signatureMember` (`,"signature":` and the
- * signature as a JSON string), the SBA as a larger signed text embeds it (a receipt, receipt.ts).
- * @example sbaSignedBytes(sba, grantMemberBytes(canonicalize(sba.grant))) // = signedBytes('sba', sba)
+ * The signed text of a checked SBA when its grant's canonical text is at hand: as UTF-8, the same
+ * bytes as `signedBytes('sba', sba)` (PROTOCOL.md §3; a closed object, PROTOCOL.md §4, so its
+ * members' JCS order is known), without canonicalizing the embedded grant again on the hot paths
+ * (a signer's grant, a verifier's grant seen before). With another `head` and `signatureMember`
+ * (`,"signature":` and the signature as a JSON string), the SBA as a larger signed text embeds it
+ * (a receipt, receipt.ts).
+ * @example utf8Encode(sbaSignedText(sba, canonicalize(sba.grant))) // = signedBytes('sba', sba)
  */
-export function sbaSignedBytes(sba: SignedBudgetAuthorization, grantBytes: Uint8Array, head = 'ctl-sba/1\n', signatureMember?: string): Uint8Array {
-  return concat(
-    utf8Encode(head + '{"authorization":' + canonicalize(sba.authorization)),
-    grantBytes,
-    utf8Encode((sba.issuer === undefined ? '' : ',"issuer":' + quoteJson(sba.issuer)) +
-      ',"keyId":' + quoteJson(sba.keyId) + (signatureMember ?? '') + ',"version":' + canonicalize(sba.version) + '}'),
-  );
-}
-
-/**
- * `,"grant":` and the grant's canonical text as UTF-8: the middle of every signed SBA under that
- * grant (about 2 KB), encoded once per canonical text by a signer or a verifier that holds it.
- */
-export function grantMemberBytes(grantJcs: string): Uint8Array {
-  return utf8Encode(',"grant":' + grantJcs);
+export function sbaSignedText(sba: SignedBudgetAuthorization, grantJcs: string, head = 'ctl-sba/1\n', signatureMember?: string): string {
+  return head + '{"authorization":' + canonicalizeKnown(sba.authorization, authorizationKeys) + ',"grant":' + grantJcs +
+    (sba.issuer === undefined ? '' : ',"issuer":' + quoteJson(sba.issuer)) +
+    ',"keyId":' + quoteJson(sba.keyId) + (signatureMember ?? '') + ',"version":1}'; // checked: 1 is the only version
 }
 
 /** The one payment an SBA authorizes, hashed (PROTOCOL.md §4 `intentHash`). */
@@ -178,8 +178,8 @@ export const DEFAULT_SBA_TTL_MS = 5 * 60_000;
  */
 export interface PreparedSbaSigning {
   grant: PolicyGrant;
-  /** `grantMemberBytes` of the grant's canonical text. */
-  grantBytes: Uint8Array;
+  /** The grant's canonical text. */
+  grantJcs: string;
   grantExpiry: number;
   signer: SigningKey;
   keyId: string;
@@ -197,7 +197,7 @@ export async function prepareSbaSigning(c: CtlCrypto, grant: PolicyGrant, option
     throw new RangeError('createSignedSessionBudgetAuthorization: signingKey is not the key recorded in grant.actorKey');
   }
   const keyId = options.keyId ?? hostEnv('CTL_SBA_SIGNING_KEY_ID') ?? (await c.jwkThumbprint(signer.publicJwk));
-  return { grant, grantBytes: grantMemberBytes(canonicalize(grant)), grantExpiry: parseTimestamp(grant.expiresAt, 'grant.expiresAt'), signer, keyId };
+  return { grant, grantJcs: canonicalize(grant), grantExpiry: parseTimestamp(grant.expiresAt, 'grant.expiresAt'), signer, keyId };
 }
 
 export async function createSbaWith(c: CtlCrypto, fields: SbaFields, options: SignSbaOptions = {}): Promise<SignedBudgetAuthorization> {
@@ -245,6 +245,6 @@ export async function signPreparedSba(c: CtlCrypto, p: PreparedSbaSigning, field
   checkShape(unsigned, 'sba', sbaUnsignedShape);
   checkConsistency(unsigned);
   const sba = unsigned as unknown as SignedBudgetAuthorization;
-  sba.signature = base64urlEncode(await signer.sign(sbaSignedBytes(sba, p.grantBytes)));
+  sba.signature = base64urlEncode(await signer.sign(utf8Encode(sbaSignedText(sba, p.grantJcs))));
   return sba;
 }

@@ -35,6 +35,9 @@ export function checkShape(value: unknown, field: string, shape: Shape): asserts
   }
 }
 
+/** A member checked elsewhere (before, or by its caller). */
+export const checked: Check = () => undefined;
+
 export const str = (re: RegExp, what: string): Check => (v, f) => {
   if (typeof v !== 'string' || !re.test(v)) bad(f, `must be ${what}`);
 };
@@ -92,9 +95,9 @@ export const asset: Check = object({
 export const thumbprintJwk: Check = (v, f) => {
   if (!isPlainObject(v)) bad(f, 'must be a JWK object');
   if (v['kty'] === 'OKP') {
-    checkShape(v, f, { kty: [true, () => {}], crv: [true, str(/^Ed25519$/, '"Ed25519"')], x: [true, bytes(32)] });
+    checkShape(v, f, { kty: [true, checked], crv: [true, str(/^Ed25519$/, '"Ed25519"')], x: [true, bytes(32)] });
   } else if (v['kty'] === 'EC') {
-    checkShape(v, f, { kty: [true, () => {}], crv: [true, str(/^P-256$/, '"P-256"')], x: [true, bytes(32)], y: [true, bytes(32)] });
+    checkShape(v, f, { kty: [true, checked], crv: [true, str(/^P-256$/, '"P-256"')], x: [true, bytes(32)], y: [true, bytes(32)] });
   } else bad(`${f}.kty`, 'must be "OKP" or "EC"');
 };
 

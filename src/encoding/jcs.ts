@@ -6,6 +6,7 @@
 import { CtlError, malformed } from '../errors.js';
 
 const MAX_DEPTH = 64;
+const isEnumerable = {}.propertyIsEnumerable;
 
 /**
  * Canonical text of a JSON value: keys sorted by UTF-16 code units, no white space, numbers in
@@ -16,7 +17,15 @@ export function canonicalize(value: unknown): string {
   return write(value, 0);
 }
 
-function write(value: unknown, depth: number): string {
+/**
+ * `canonicalize(value)` without the sort, for an object checked to be closed (its own enumerable
+ * members among `keys`, PROTOCOL.md §3: an SBA's authorization), `keys` plain names (no escapes)
+ * sorted as RFC 8785 §3.2.3 sorts them: the members present, in that order.
+ * @example canonicalizeKnown({ b: 1, a: 'x' }, ['a', 'b']) // '{"a":"x","b":1}'
+ */
+export const canonicalizeKnown = (value: object, keys: readonly string[]): string => write(value, 0, keys);
+
+function write(value: unknown, depth: number, keys?: readonly string[]): string {
   if (value === null) return 'null';
   switch (typeof value) {
     case 'boolean':
@@ -35,16 +44,14 @@ function write(value: unknown, depth: number): string {
         return out + ']';
       }
       if (!isPlainObject(value)) malformed('not a plain JSON object');
-      const keys = Object.keys(value as object).sort();
-      let out = '{';
-      let first = true;
-      for (const k of keys) {
-        const v = (value as Record<string, unknown>)[k];
+      let out = '';
+      for (const k of keys ?? Object.keys(value).sort()) {
+        // A name given ahead is a member only if own and enumerable, as Object.keys has them.
+        const v = keys && !isEnumerable.call(value, k) ? undefined : value[k];
         if (v === undefined) continue; // as JSON.stringify: an absent optional member
-        out += (first ? '' : ',') + quoteJson(k) + ':' + write(v, depth + 1);
-        first = false;
+        out += (out ? ',' : '') + (keys ? '"' + k + '"' : quoteJson(k)) + ':' + write(v, depth + 1);
       }
-      return out + '}';
+      return '{' + out + '}';
     }
     default:
       malformed(`cannot canonicalize a ${typeof value}`);

@@ -7,7 +7,7 @@
  */
 import type { CtlCrypto, PublicJwk, PublicKeyInput } from '../crypto/types.js';
 import type { Asset, Jwks, PolicyGrant, SignedBudgetAuthorization, TrustBundle } from '../artifacts/types.js';
-import { checkSba, grantMemberBytes, intentHashWith, sbaSignedBytes } from '../artifacts/sba.js';
+import { checkSba, intentHashWith, sbaSignedText } from '../artifacts/sba.js';
 import { createBundleCache } from './bundle-cache.js';
 import { bundleSignersWith, type BundleSigners } from './root-chain.js';
 import { verifyArtifactSignature } from '../artifacts/signing.js';
@@ -15,6 +15,7 @@ import { findKey } from '../artifacts/keys.js';
 import { toErrorInfo, type CtlErrorInfo, fail } from '../errors.js';
 import { canonicalize, parseStrictJson, sameCanonical } from '../encoding/jcs.js';
 import { base64urlDecode } from '../encoding/base64url.js';
+import { utf8Encode } from '../encoding/utf8.js';
 import { checkWindow, parseCurrency, parsePaymentAmount, parseTimestamp, purposeAllowed } from '../values.js';
 import { hostEnv, hostNow } from '../host.js';
 import type { RevocationChecker } from '../revocation.js';
@@ -232,12 +233,9 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
     return ok;
   }
 
-  // The last grant's member bytes, by its canonical text: a terminal sees one grant per session.
-  let lastGrant: { jcs: string; bytes: Uint8Array } = { jcs: '', bytes: new Uint8Array(0) };
   async function sbaSignatureOk(sba: SignedBudgetAuthorization, grantJcs: string): Promise<boolean> {
     try {
-      if (lastGrant.jcs !== grantJcs) lastGrant = { jcs: grantJcs, bytes: grantMemberBytes(grantJcs) };
-      return await c.verifyWithJwk(sba.grant.actorKey, sbaSignedBytes(sba, lastGrant.bytes), base64urlDecode(sba.signature));
+      return await c.verifyWithJwk(sba.grant.actorKey, utf8Encode(sbaSignedText(sba, grantJcs)), base64urlDecode(sba.signature));
     } catch (e) {
       passUnsupported(e);
       return false;

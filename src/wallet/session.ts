@@ -128,11 +128,10 @@ export function createSessionWith(c: CtlCrypto, grantInput: PolicyGrant | string
       throw new CtlError(r.ledger.code, `this payment would exceed ${r.ledger.what}`);
     }
     try {
-      prepared ??= prepareSbaSigning(c, grant, { signingKey: options.signingKey, keyId: options.signingKeyId });
-      const ready = await prepared.catch((e) => {
+      const ready = await (prepared ??= prepareSbaSigning(c, grant, { signingKey: options.signingKey, keyId: options.signingKeyId }).catch((e) => {
         prepared = undefined; // a key that failed to import is not kept as the answer
         throw e;
-      });
+      }));
       const sba = await signPreparedSba(c, ready, {
         sessionId, actorId: options.actorId, maxAmountMinor: p.amount, budgetScope: options.scope ?? 'SESSION',
         budgetId, rail: p.rail, merchantId: p.merchantId, purpose: p.purpose, issuer: options.issuer,

@@ -88,7 +88,7 @@ export function createMemorySpendStorage(): SpendStorage {
       if (l.entries.has(id)) return 'duplicate';
       if (l.total + amount > ceiling) return 'exceeded';
       l.total += amount;
-      l.entries.set(id, { amount, committed: false, ...(options?.expiresAt !== undefined ? { expiresAt: options.expiresAt } : {}) });
+      l.entries.set(id, { amount, committed: false, expiresAt: options?.expiresAt });
       return 'reserved';
     },
     commit(key, id) {

@@ -183,12 +183,12 @@ test('verifyTrustBundle: rollback and JSON text input', async () => {
 });
 
 test('the hot-path SBA bytes equal signedBytes("sba") with and without issuer', async () => {
-  const { sbaSignedBytes, grantMemberBytes } = await import('../../src/artifacts/sba.js');
-  const { signedBytes, canonicalize } = await import('../../src/index.js');
+  const { sbaSignedText } = await import('../../src/artifacts/sba.js');
+  const { signedBytes, canonicalize, utf8Encode } = await import('../../src/index.js');
   const sba = await signedSba();
-  assert.equal(sbaSignedBytes(sba, grantMemberBytes(canonicalize(sba.grant))), signedBytes('sba', sba as never));
+  assert.equal(utf8Encode(sbaSignedText(sba, canonicalize(sba.grant))), signedBytes('sba', sba as never));
   const withIssuer = { ...sba, issuer: sba.grant.issuer };
-  assert.equal(sbaSignedBytes(withIssuer, grantMemberBytes(canonicalize(sba.grant))), signedBytes('sba', withIssuer as never));
+  assert.equal(utf8Encode(sbaSignedText(withIssuer, canonicalize(sba.grant))), signedBytes('sba', withIssuer as never));
 });
 
 test('merchant-side velocity with trackSpend; verifyPolicyGrant on its own', async () => {

@@ -35,4 +35,35 @@ test('a key that is not grant.actorKey is refused when the signer is made', asyn
   }
 });
 
+test('a signer still checks every member its caller gives, each refusal naming the member', async () => {
+  // The grant's own members are checked once, when the signer is made; what the caller gives, on every SBA.
+  const k = await keys();
+  const signer = await createSbaSigner(await grant(k), { signingKey: k.actor.privateKeyPem, now: () => T0 });
+  const ok = { sessionId: 'sess-1', actorId: 'gw', maxAmountMinor: '30', budgetScope: 'SESSION', budgetId: 'pay-1', rail: 'x402', merchantId: 'merchant-a' } as const;
+  await signer.sign(ok);
+  const bad: Array<[string, Record<string, unknown>, RegExp]> = [
+    ['budgetId', { budgetId: 'no spaces' }, /authorization\.budgetId/],
+    ['sessionId', { sessionId: '' }, /authorization\.sessionId/],
+    ['actorId', { actorId: 'a b' }, /authorization\.actorId/],
+    ['maxAmountMinor', { maxAmountMinor: '01' }, /authorization\.maxAmountMinor/],
+    ['budgetScope', { budgetScope: 'FOREVER' }, /authorization\.budgetScope/],
+    ['issuedAt', { issuedAt: '2026-02-30T00:00:00Z' }, /authorization\.issuedAt/],
+    ['expiresAt', { expiresAt: 'tomorrow' }, /authorization\.expiresAt/],
+    ['rail', { rail: 'x 402' }, /authorization\.rail/],
+    ['merchantId', { merchantId: 'merchant\u00e9' }, /authorization\.merchantId/],
+    ['purpose', { purpose: 'api' }, /authorization\.purpose/],
+    ['intentHash', { intentHash: 'ABC' }, /authorization\.intentHash/],
+    ['issuer', { issuer: 'another issuer' }, /sba\.issuer/],
+  ];
+  for (const [what, over, field] of bad) {
+    try {
+      await signer.sign({ ...ok, ...over } as never);
+      assert.unreachable(`signed with a bad ${what}`);
+    } catch (e) {
+      assert.is((e as { code?: string }).code, 'malformed', what);
+      assert.match((e as Error).message, field, what);
+    }
+  }
+});
+
 test.run();

@@ -25,6 +25,19 @@ async function rejects(p: Promise<unknown>, check: (e: unknown) => boolean, why:
 
 for (const c of spendStorageConformance(() => createMemorySpendStorage())) test(`memory SpendStorage: ${c.name}`, c.run);
 
+test('a signing key that failed to prepare is not kept: the next createSba prepares again, and the failed one spent nothing', async () => {
+  const g = await grant(k);
+  const a = fakeAuthority(k);
+  const options = { actorId: 'vehicle-42', signingKey: k.authority.privateKeyPem, ceiling: { amount: '100', currency: 'USD' }, fetch: a.fetch, now: () => T0 };
+  const s = createSession(g, options);
+  const pay = { amount: '60', currency: 'USD', rail: 'x402', merchantId: 'merchant-a', purpose: 'api:search' };
+  await rejects(s.createSba(pay), (e) => e instanceof RangeError && /grant\.actorKey/.test((e as Error).message), 'a key other than grant.actorKey');
+  assert.equal(await s.remaining(), { remainingMinor: '100' });
+  options.signingKey = k.actor.privateKeyPem;
+  assert.is((await s.createSba(pay)).authorization.maxAmountMinor, '60');
+  assert.equal(await s.remaining(), { remainingMinor: '40' });
+});
+
 test('createSba signs SBAs a merchant verifies, and never passes the ceiling', async () => {
   const g = await grant(k);
   const a = fakeAuthority(k);
