@@ -125,6 +125,19 @@ const receiptGrants = [
   `ALTER TABLE gw_receipts ADD COLUMN grant_hash TEXT`,
 ];
 
+/**
+ * Puts every kept-apart grant back into its receipt's body (the form before
+ * `gateway-receipt-grants`), for going back to a gateway older than that migration, which reads a
+ * body as the whole receipt: run it after stopping every newer instance and before starting an
+ * older one (gateway/README.md "Upgrading"). Idempotent.
+ */
+export const RECEIPT_GRANTS_INLINE_SQL = {
+  sqlite: `UPDATE gw_receipts SET body = json_set(body, '$.sba.grant', json((SELECT g.body FROM gw_receipt_grants g WHERE g.hash = gw_receipts.grant_hash))), grant_hash = NULL
+     WHERE grant_hash IS NOT NULL AND EXISTS (SELECT 1 FROM gw_receipt_grants g WHERE g.hash = gw_receipts.grant_hash)`,
+  postgres: `UPDATE gw_receipts r SET body = jsonb_set(r.body::jsonb, '{sba,grant}', g.body::jsonb)::text, grant_hash = NULL
+     FROM gw_receipt_grants g WHERE g.hash = r.grant_hash`,
+};
+
 export const GATEWAY_MIGRATIONS: Migration[] = [
   { id: 'gateway-001-initial', sql: initial.join(';\n') },
   { id: 'gateway-002-bundle-sequence', ...perDialect(bundleSequence) },

@@ -9,6 +9,7 @@ import { createHash } from 'node:crypto';
 import { canonicalize, verifyReceipt } from '../../src/index.js';
 import { createLedgerRail } from '../../gateway/rails/ledger.js';
 import type { Rail } from '../../gateway/rails/rail.js';
+import { RECEIPT_GRANTS_INLINE_SQL } from '../../gateway/store/schema.js';
 import { sqliteDb, postgresDb, startTestGateway, startMerchant, createSession, proxy, call, type TestGateway, type Merchant, type TestDb } from './helpers.js';
 
 let db: TestDb;
@@ -143,6 +144,23 @@ test('every commit keeps the grant apart and reads whole: a rail paid before its
     }
   } finally {
     await remote.close();
+  }
+});
+
+test('going back below the migration: RECEIPT_GRANTS_INLINE_SQL puts every grant back into its body', async () => {
+  const s = await createSession(gw);
+  await pay(s.sessionToken, 3);
+  const before = await receiptsOf(s.sessionId);
+  await gw.db.run(RECEIPT_GRANTS_INLINE_SQL[gw.db.dialect]);
+  await gw.db.run(RECEIPT_GRANTS_INLINE_SQL[gw.db.dialect]); // idempotent
+  const rows = await rowsOf(s.sessionId);
+  assert.is(rows.length, 3);
+  for (const [i, r] of rows.entries()) {
+    assert.is(r.grant_hash, null);
+    // What an older gateway does with a body: the whole receipt, as signed.
+    const old = JSON.parse(r.body);
+    assert.equal(old, before[i]);
+    assert.ok((await verifyReceipt(old, { jwks: jwks as any })).valid);
   }
 });
 
