@@ -9,7 +9,6 @@
 import { createHash } from 'node:crypto';
 import {
   CtlError,
-  canonicalize,
   formatTimestamp,
   parseStrictJson,
   isAmount,
@@ -145,7 +144,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     if (!p) {
       p = deps.sessionKeys.signingKey(session).then(async (ak) => {
         const signer = await createSbaSigner(session.grant as any, { signingKey: ak.key, keyId: ak.kid, now });
-        const text = canonicalize(signer.grant);
+        const text = signer.grantJcs;
         return { signer, grant: { hash: createHash('sha256').update(text).digest('base64url'), text, stored: false } };
       });
       p.catch(() => prepared.delete(id));
@@ -158,18 +157,15 @@ export function createPaymentService(deps: PaymentServiceDeps) {
    * How `receipt` is stored: without its SBA's grant when that grant is the session signer's own
    * frozen copy (so exactly the text kept), whole otherwise (an SBA read back by reconcile).
    */
-  async function receiptRow(session: SessionRecord, receiptId: string, paidAt: number, paymentId: string, receipt: Record<string, unknown>) {
-    const row: ReceiptRow = { receiptId, paymentId, paidAt, receipt: '' };
+  async function receiptRow(session: SessionRecord, receiptId: string, paidAt: number, paymentId: string, receipt: Record<string, unknown>): Promise<{ row: ReceiptRow; committed: () => void }> {
     const sba = receipt.sba as Record<string, unknown> | undefined;
     const kept = sba && prepared.get(signingKey(session));
     const signing = kept ? await kept.catch(() => undefined) : undefined;
-    if (!signing || sba!.grant !== signing.signer.grant) return { row: { ...row, receipt: JSON.stringify(receipt) }, committed: () => {} };
+    if (!signing || sba!.grant !== signing.signer.grant) return { row: { receiptId, paymentId, paidAt, receipt: JSON.stringify(receipt) }, committed: () => {} };
     const { grant: _kept, ...sbaWithoutGrant } = sba!;
     const g = signing.grant;
-    return {
-      row: { ...row, receipt: JSON.stringify({ ...receipt, sba: sbaWithoutGrant }), grant: { hash: g.hash, text: g.stored ? undefined : g.text } },
-      committed: () => { g.stored = true; },
-    };
+    const grant = { hash: g.hash, text: g.stored ? undefined : g.text };
+    return { row: { receiptId, paymentId, paidAt, receipt: JSON.stringify({ ...receipt, sba: sbaWithoutGrant }), grant }, committed: () => { g.stored = true; } };
   }
 
   function merchantAllowed(session: SessionRecord, host: string): boolean {

@@ -12,6 +12,8 @@ import { hostNow } from '../host.js';
 export interface SbaSigner {
   /** The grant signed over: a deep-frozen copy taken when the signer was made, embedded by every SBA it signs. */
   readonly grant: PolicyGrant;
+  /** The canonical text of `grant` (JCS), taken once when the signer was made. */
+  readonly grantJcs: string;
   sign(fields: Omit<SbaFields, 'grant'>): Promise<SignedBudgetAuthorization>;
 }
 
@@ -23,5 +25,5 @@ export interface SbaSigner {
  */
 export async function createSbaSigner(grant: PolicyGrant, options: SignSbaOptions = {}): Promise<SbaSigner> {
   const prepared = await prepareSbaSigning(defaultCrypto, frozenJsonCopy(grant), options);
-  return { grant: prepared.grant, sign: (fields) => signPreparedSba(defaultCrypto, prepared, fields, (options.now ?? hostNow)()) };
+  return { grant: prepared.grant, grantJcs: prepared.grantJcs, sign: (fields) => signPreparedSba(defaultCrypto, prepared, fields, (options.now ?? hostNow)()) };
 }
