@@ -7,7 +7,7 @@ import {
   bad, isAmount, isCounter, isCurrency, isHash, isIdentifier, isIssuer, isPurpose, isPurposePattern, parseTimestamp,
 } from '../values.js';
 import { base64urlDecode } from '../encoding/base64url.js';
-import { isPlainObject } from '../encoding/jcs.js';
+import { isEnumerable, isPlainObject } from '../encoding/jcs.js';
 
 export type Check = (value: unknown, field: string) => void;
 /** `[required, check]` per member. */
@@ -26,7 +26,8 @@ export function checkShape(value: unknown, field: string, shape: Shape): asserts
   for (const key in shape) {
     const [required, check] = shape[key]!;
     const v = value[key];
-    if (!Object.prototype.hasOwnProperty.call(value, key) || v === undefined) {
+    // Present means own and enumerable, as canonicalize writes it: what is checked is what is signed.
+    if (!isEnumerable.call(value, key) || v === undefined) {
       if (required) bad(field, `missing member "${key}"`);
       continue;
     }

@@ -6,7 +6,8 @@
 import { CtlError, malformed } from '../errors.js';
 
 const MAX_DEPTH = 64;
-const isEnumerable = {}.propertyIsEnumerable;
+/** Own and enumerable: a member as Object.keys, and so canonicalize, has it. */
+export const isEnumerable = {}.propertyIsEnumerable;
 
 /**
  * Canonical text of a JSON value: keys sorted by UTF-16 code units, no white space, numbers in

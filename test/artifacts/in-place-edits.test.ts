@@ -24,6 +24,13 @@ test('parseGrant: a grant checked once and then edited in place into a malformed
   assert.throws(() => parseGrant(h), (e: Error & { code?: string }) => e.code === 'malformed');
 });
 
+test('parseGrant: a member that is own but not enumerable is absent, as in the signed bytes', async () => {
+  const g = await grant(k);
+  // canonicalize (the signed bytes) leaves it out, so the shape check must not count it present.
+  Object.defineProperty(g, 'maxAmountMinor', { value: g.maxAmountMinor, enumerable: false });
+  assert.throws(() => parseGrant(g), (e: Error & { code?: string; message: string }) => e.code === 'malformed' && /missing member "maxAmountMinor"/.test(e.message));
+});
+
 test('signing an SBA under a grant object replaced in place by a renewed grant signs the renewed bytes', async () => {
   const g = await grant(k);
   const opts = { signingKey: k.actor.privateKeyPem, now: () => T0 };

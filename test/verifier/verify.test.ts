@@ -267,13 +267,21 @@ test('a grant text seen before skips only its own re-check: a changed grant or a
   const exploding = { ...sba, grant: { ...sba.grant, allowedRails: shared } };
   assert.is((await code(exploding) as { code: string }).code, 'malformed');
   // A member of the signed text hidden (non-enumerable) and one the issuer never signed added:
-  // not the grant seen before, so checked in full and refused, as a fresh verifier refuses it.
+  // not the grant seen before, so checked in full and refused, as a fresh verifier refuses it: a
+  // hidden member is absent (canonicalize would not write it), and this one is required.
   const hiding = structuredClone(sba);
   const url = hiding.grant.revocationUrl;
   delete (hiding.grant as { revocationUrl?: string }).revocationUrl;
   Object.defineProperty(hiding.grant, 'revocationUrl', { value: url, enumerable: false });
   (hiding.grant as unknown as Record<string, unknown>).velocity = { maxPaymentsPerHour: 1000000 };
-  assert.is((await code(hiding) as { code: string }).code, 'grant_signature_invalid');
+  assert.equal(await code(hiding), { code: 'malformed', message: 'sba.grant: missing member "revocationUrl"' });
+  // The same with an optional member hidden: absent, so the grant's text differs from what was signed.
+  const hidingOptional = structuredClone(sba);
+  const purposes = hidingOptional.grant.allowedPurposes;
+  delete (hidingOptional.grant as { allowedPurposes?: string[] }).allowedPurposes;
+  Object.defineProperty(hidingOptional.grant, 'allowedPurposes', { value: purposes, enumerable: false });
+  (hidingOptional.grant as unknown as Record<string, unknown>).velocity = { maxPaymentsPerHour: 1000000 };
+  assert.is((await code(hidingOptional) as { code: string }).code, 'grant_signature_invalid');
   // Same grant text, a defective authorization: the authorization is checked every time.
   const auth = { ...sba, authorization: { ...sba.authorization, budgetScope: 'FOREVER' } };
   assert.is((await code(auth) as { code: string }).code, 'malformed');
