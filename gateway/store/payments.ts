@@ -175,7 +175,7 @@ async function reserveInTx(q: SqlDatabase, p: ReserveInput, paused?: TxEffect<vo
   }, paused && (async (t, r) => (!r.ok && r.pausedNow ? paused(t) : undefined)));
 }
 
-/** reserved → paying, with the SBA the payment is made under; written before the rail is called. */
+/** reserved → paying, with the SBA the payment is made under (reconcile's, until the payment is paid); written before the rail is called. */
 export async function markPaying(q: SqlExecutor, paymentId: string, sba: string, now: number): Promise<boolean> {
   const r = await q.run(`UPDATE gw_payments SET state = 'paying', sba = ?, updated_at = ? WHERE id = ? AND state = 'reserved'`, [sba, now, paymentId]);
   return r.changes === 1;
@@ -265,7 +265,7 @@ function commitStatement(p: ReceiptRow & { txRef: string }, extra = NO_CTES): { 
   const tail = spendAndReceiptCtes(p, extra);
   return {
     sql: `WITH pay AS (
-         UPDATE gw_payments SET state = 'paid', tx_ref = ?, updated_at = ?::bigint WHERE id = ? AND state IN ('reserved', 'paying')
+         UPDATE gw_payments SET state = 'paid', tx_ref = ?, updated_at = ?::bigint, sba = NULL WHERE id = ? AND state IN ('reserved', 'paying')
          RETURNING session_id, amount),
        ${tail.sql}`,
     params: [p.txRef, p.paidAt, p.paymentId, ...tail.params],
@@ -343,7 +343,9 @@ async function insertReceipt(t: SqlExecutor, p: ReceiptRow & { sessionId: string
 
 /**
  * paying → paid: moves the amount from reserved to spent and stores the signed receipt, in one
- * transaction; conditional on the payment state, so it happens once whoever calls it.
+ * transaction; conditional on the payment state, so it happens once whoever calls it. The SBA
+ * held for reconcile (markPaying) is dropped: from here the receipt carries it, its grant stored
+ * once per grant, instead of a second whole copy per payment.
  */
 export async function commit(
   q: SqlDatabase,
@@ -353,7 +355,7 @@ export async function commit(
   const { effect, first } = 'rows' in record ? ({} as { effect?: undefined; first?: undefined }) : record;
   if (q.dialect === 'postgres') return commitOnPostgres(q, p.sessionId, (extra) => commitStatement(p, extra), p.amount, record);
   return changeWith(q, async (t) => {
-    const u = await t.run(`UPDATE gw_payments SET state = 'paid', tx_ref = ?, updated_at = ? WHERE id = ? AND state IN ('reserved', 'paying')`, [
+    const u = await t.run(`UPDATE gw_payments SET state = 'paid', tx_ref = ?, updated_at = ?, sba = NULL WHERE id = ? AND state IN ('reserved', 'paying')`, [
       p.txRef,
       p.paidAt,
       p.paymentId,

@@ -141,6 +141,10 @@ test('every commit keeps the grant apart and reads whole: a rail paid before its
       const receipts = await receiptsOf(s.sessionId);
       assert.is(receipts.length, 3, what);
       for (const r of receipts) assert.ok((await verifyReceipt(r, { jwks: jwks as any })).valid, what);
+      // The SBA a rail paid under was held on its payment row for reconcile (markPaying); once
+      // paid, the receipt is its one copy.
+      const payments = await via.db.all<{ state: string; sba: string | null }>(`SELECT state, sba FROM gw_payments WHERE session_id = ?`, [s.sessionId]);
+      assert.equal(payments, [0, 1, 2].map(() => ({ state: 'paid', sba: null })), `${what}: paid rows hold no SBA`);
     }
   } finally {
     await remote.close();

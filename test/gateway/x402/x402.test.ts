@@ -65,6 +65,9 @@ test('v2: a stock @x402/express merchant is paid end to end through /proxy', asy
   assert.is(res.headers.get('x-ctl-receipt-id'), r.receiptId);
   const jwks = (await call(gw.url, 'GET', '/.well-known/ctl-keys.json')).body;
   assert.ok((await verifyReceipt(r, { jwks })).valid);
+  // Once paid, the SBA lives in the receipt alone: the copy held for reconcile is dropped.
+  const row = await gw.db.get<{ state: string; sba: string | null }>(`SELECT state, sba FROM gw_payments WHERE session_id = ?`, [s.sessionId]);
+  assert.equal(row, { state: 'paid', sba: null });
 });
 
 test('golden: the decoded PAYMENT-SIGNATURE the merchant received', async () => {
