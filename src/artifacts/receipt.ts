@@ -14,7 +14,7 @@ import { toErrorInfo, malformed, fail } from '../errors.js';
 import { canonicalize, parseStrictJson, quoteJson } from '../encoding/jcs.js';
 import { utf8Encode } from '../encoding/utf8.js';
 import { base64urlEncode } from '../encoding/base64url.js';
-import { isDeepFrozen } from '../encoding/frozen-copy.js';
+import { isDeepFrozen, ownData } from '../encoding/frozen-copy.js';
 import { findKey } from './keys.js';
 import { passUnsupported } from '../crypto/algorithm-support.js';
 import { isKey } from '../crypto/public-keys.js';
@@ -126,7 +126,8 @@ export interface VerifyReceiptOptions {
 /** Checks a receipt's shape and signature. Never throws. */
 export async function verifyReceiptWith(c: CtlCrypto, input: unknown, options: VerifyReceiptOptions): Promise<Verified<{ receipt: Receipt }>> {
   try {
-    const receipt = typeof input === 'string' ? parseStrictJson(input) : input;
+    // An object is read once into data of its own: what is checked is what is verified (PROTOCOL.md §12).
+    const receipt = typeof input === 'string' ? parseStrictJson(input) : ownData(input);
     checkReceipt(receipt);
     let key;
     if (options?.jwks) {

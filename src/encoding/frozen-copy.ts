@@ -2,7 +2,8 @@
  * A deep, frozen copy of checked I-JSON: what a party keeps of an artifact it will sign or verify
  * against many times, so the caller's later edits in place cannot change it (PROTOCOL.md §12).
  */
-import { canonicalize, parseStrictJson } from './jcs.js';
+import { canonicalize, isPlainObject, parseStrictJson } from './jcs.js';
+import { malformed } from '../errors.js';
 
 /** @example const own = frozenJsonCopy(grant); Object.isFrozen(own.allowedRails) // true */
 export function frozenJsonCopy<T>(value: T): T {
@@ -29,4 +30,40 @@ export function isDeepFrozen(v: unknown): boolean {
   if (!Object.isFrozen(v)) return false;
   for (const d of Object.values(Object.getOwnPropertyDescriptors(v))) if (!('value' in d) || !isDeepFrozen(d.value)) return false;
   return true;
+}
+
+/**
+ * A caller's object as data, each member read once (PROTOCOL.md §12: verify what you trust): a
+ * deep copy of the own enumerable members, the ones canonicalize writes into signed bytes. A
+ * getter cannot show the checks one value and the signature or the policy steps another, and a
+ * member left out of the signed text (non-enumerable, inherited) is not there to steer a verdict.
+ * What is not JSON data (a class instance, a Map) is kept as it is, for the checks to refuse. Past
+ * `maxMembers` members in all, or 64 levels, it is `malformed`: a graph that shares one child at
+ * every level cannot make the copy long.
+ * @example const own = ownData(sba); own !== sba && canonicalize(own) === canonicalize(sba) // true
+ */
+export function ownData(value: unknown, maxMembers = 10_000): unknown {
+  let left = maxMembers;
+  const copy = (v: unknown, depth: number): unknown => {
+    const array = Array.isArray(v);
+    if (!array && !isPlainObject(v)) return v;
+    // Each length and key list read once: what is counted is what is copied.
+    const keys = array ? undefined : Object.keys(v);
+    const n = keys ? keys.length : (v as unknown[]).length;
+    if (depth > 64 || (left -= n) < 0) malformed('too large or too deeply nested');
+    if (!keys) {
+      const out: unknown[] = [];
+      for (let i = 0; i < n; i++) out.push(copy((v as unknown[])[i], depth + 1));
+      return out;
+    }
+    const out: Record<string, unknown> = {};
+    for (const k of keys) {
+      const x = copy((v as Record<string, unknown>)[k], depth + 1);
+      // An own data member even for "__proto__", as parseStrictJson makes it: never the prototype.
+      if (k === '__proto__') Object.defineProperty(out, k, { value: x, enumerable: true, writable: true, configurable: true });
+      else out[k] = x;
+    }
+    return out;
+  };
+  return copy(value, 0);
 }

@@ -22,14 +22,17 @@ import { repoRoot } from '../helpers/vectors.js';
 // 29,703, and 23,417 / 22,082 / 17,233 / 30,380 before that), plus about a hundred bytes of room;
 // the IIFEs then grew ~120 bytes (verify 18,093, wallet 20,178) when they stopped inlining
 // single-use functions, for a tenth less QuickJS heap (rollup.config.mjs). Every budget is still
-// missed (1.4–3.0x): lower the ceilings as bytes go.
+// missed (1.4–3.0x): lower the ceilings as bytes go. Raised once, by ~170 bytes each, when the
+// verifiers began reading an object artifact once into data of their own (frozen-copy.ts ownData,
+// PROTOCOL.md §12: a getter could show the checks one value and the signature another): verify
+// 18,277, wallet 20,358, edge 15,772, index 29,811 bytes then.
 // The budgets themselves are in scripts/size-budgets.json, which bench/sdk.mjs and
 // scripts/size-floor.mjs (how far shorter messages alone could go) read too.
 const CEILINGS: Record<string, number> = {
-  'ctl-verify.iife.js': 18_190,
-  'ctl-wallet.iife.js': 20_280,
-  'edge.js': 15_720,
-  'index.js': 29_645,
+  'ctl-verify.iife.js': 18_380,
+  'ctl-wallet.iife.js': 20_460,
+  'edge.js': 15_880,
+  'index.js': 29_920,
 };
 const budgetOf: Record<string, number> = JSON.parse(readFileSync(join(repoRoot, 'scripts', 'size-budgets.json'), 'utf8'));
 export const BUDGETS: Array<{ file: string; budget: number; ceiling?: number }> = Object.entries(budgetOf).map(([file, budget]) => ({ file, budget, ceiling: CEILINGS[file] }));
