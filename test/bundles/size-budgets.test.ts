@@ -44,6 +44,10 @@ export function gzipSize(file: string): number {
   return gzipSync(readFileSync(path), { level: 9 }).length;
 }
 
+test('every file held to a ceiling has its budget in scripts/size-budgets.json', () => {
+  for (const file of Object.keys(CEILINGS)) assert.ok(file in budgetOf, `scripts/size-budgets.json has no budget for ${file}`);
+});
+
 for (const { file, budget, ceiling } of BUDGETS) {
   test(`dist/${file}: gzip -9 within ${ceiling ?? budget} bytes (budget ${budget})`, () => {
     const size = gzipSize(file);
