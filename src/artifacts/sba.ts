@@ -10,7 +10,8 @@ import {
 } from './schema.js';
 import { checkGrant } from './grant.js';
 import { fail } from '../errors.js';
-import { canonicalize, canonicalizeKnown, parseStrictJson, quoteJson } from '../encoding/jcs.js';
+import { canonicalize, canonicalizeKnown, quoteJson } from '../encoding/jcs.js';
+import { ownData } from '../encoding/frozen-copy.js';
 import { utf8Encode } from '../encoding/utf8.js';
 import { remember } from '../crypto/cache.js';
 import { base64urlEncode, hexEncode } from '../encoding/base64url.js';
@@ -203,11 +204,10 @@ export async function prepareSbaSigning(c: CtlCrypto, grant: PolicyGrant, option
 export async function createSbaWith(c: CtlCrypto, fields: SbaFields, options: SignSbaOptions = {}): Promise<SignedBudgetAuthorization> {
   if (!fields || typeof fields !== 'object') throw new TypeError('createSignedSessionBudgetAuthorization: fields must be an object');
   // The grant's bytes are taken now, from the object as it is (PROTOCOL.md §12): a cache per
-  // grant object would sign stale bytes for a grant replaced in place by a renewed one. Checked
-  // as given (for its messages), then signed from its own copy, read once: the members the SBA
-  // copies are the ones checked and the ones in the signed text.
-  checkGrant(fields.grant);
-  return signPreparedSba(c, await prepareSbaSigning(c, parseStrictJson(canonicalize(fields.grant)) as PolicyGrant, options), fields, (options.now ?? hostNow)());
+  // grant object would sign stale bytes for a grant replaced in place by a renewed one. Signed
+  // from its own copy, each member read once: the members the SBA copies are the ones checked and
+  // the ones in the signed text.
+  return signPreparedSba(c, await prepareSbaSigning(c, ownData(fields.grant) as PolicyGrant, options), fields, (options.now ?? hostNow)());
 }
 
 /**

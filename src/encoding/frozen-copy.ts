@@ -1,6 +1,8 @@
 /**
- * A deep, frozen copy of checked I-JSON: what a party keeps of an artifact it will sign or verify
- * against many times, so the caller's later edits in place cannot change it (PROTOCOL.md §12).
+ * What a party keeps of a caller's artifact (PROTOCOL.md §12): a deep, frozen copy of checked
+ * I-JSON, for one it will sign or verify against many times, so the caller's later edits in place
+ * cannot change it; and `ownData`, the artifact read once into plain data, for one it checks and
+ * verifies now, so every step sees the same members as the signed bytes.
  */
 import { canonicalize, isPlainObject, parseStrictJson } from './jcs.js';
 import { malformed } from '../errors.js';
