@@ -213,13 +213,13 @@ async function runBench() {
 
   console.log(`gateway bench: ${seconds} s per measurement, Node ${process.version}, merchant and ${process.env.BENCH_INSTANCES ?? 1} gateway process(es) in their own processes`);
   const probes = { durableCommitMs: { SQLite: await commitLatencyMs(dir) }, signMs: await signLatencyMs() };
+  // BENCH_STORES=PostgreSQL (or SQLite): only those stores, e.g. to alternate two builds on one.
   const only = process.env.BENCH_STORES?.split(',');
   if (stores.some((s) => s.name === 'PostgreSQL') && (!only || only.includes('PostgreSQL'))) probes.durableCommitMs.PostgreSQL = await pgCommitLatencyMs(pgUrl);
   console.log(`one durable SQLite commit (fsync) on this disk now: ${probes.durableCommitMs.SQLite.toFixed(2)} ms at p50${probes.durableCommitMs.PostgreSQL === undefined ? '' : `; one PostgreSQL commit: ${probes.durableCommitMs.PostgreSQL.toFixed(2)} ms`}; one Ed25519 signature: ${(probes.signMs * 1000).toFixed(0)} µs`);
   console.log('store       conns  kind                     req/s     p50 ms   p99 ms   vs direct (req/s, +p50)');
   const rows = [];
   try {
-    // BENCH_STORES=PostgreSQL (or SQLite): only those stores, e.g. to alternate two builds on one.
     for (const store of stores.filter((s) => !only || only.includes(s.name))) {
       const gw = await startGateway(store.env, gatewayNodeArgs);
       try {

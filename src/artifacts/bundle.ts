@@ -12,8 +12,7 @@ import {
 import { signArtifact } from './signing.js';
 import { bundleSignersWith, signedByBundleKey } from '../verifier/root-chain.js';
 import { toErrorInfo, fail } from '../errors.js';
-import { parseStrictJson } from '../encoding/jcs.js';
-import { ownData } from '../encoding/frozen-copy.js';
+import { artifactData } from '../encoding/frozen-copy.js';
 import { checkWindow, formatTimestamp } from '../values.js';
 import { hostNow } from '../host.js';
 import { newId } from '../ids.js';
@@ -114,8 +113,7 @@ export async function verifyBundleWith(
   options: VerifyBundleOptions = {},
 ): Promise<Verified<{ bundle: TrustBundle; rootVersion: number }>> {
   try {
-    // An object is read once into data of its own: what is checked is what is verified (PROTOCOL.md §12).
-    const bundle = typeof input === 'string' ? parseStrictJson(input) : ownData(input);
+    const bundle = artifactData(input);
     checkBundle(bundle);
     const signers = await bundleSignersWith(c, rootPublicKey, options.rootChain, options.minRootVersion);
     if (!(await signedByBundleKey(c, bundle, signers))) {

@@ -11,10 +11,10 @@ import {
 import { checkSba, sbaSignedText } from './sba.js';
 import { signArtifact, signedBytes, verifyArtifactSignature } from './signing.js';
 import { toErrorInfo, malformed, fail } from '../errors.js';
-import { canonicalize, parseStrictJson, quoteJson } from '../encoding/jcs.js';
+import { canonicalize, quoteJson } from '../encoding/jcs.js';
 import { utf8Encode } from '../encoding/utf8.js';
 import { base64urlEncode } from '../encoding/base64url.js';
-import { isDeepFrozen, ownData } from '../encoding/frozen-copy.js';
+import { artifactData, isDeepFrozen } from '../encoding/frozen-copy.js';
 import { findKey } from './keys.js';
 import { passUnsupported } from '../crypto/algorithm-support.js';
 import { isKey } from '../crypto/public-keys.js';
@@ -126,8 +126,7 @@ export interface VerifyReceiptOptions {
 /** Checks a receipt's shape and signature. Never throws. */
 export async function verifyReceiptWith(c: CtlCrypto, input: unknown, options: VerifyReceiptOptions): Promise<Verified<{ receipt: Receipt }>> {
   try {
-    // An object is read once into data of its own: what is checked is what is verified (PROTOCOL.md §12).
-    const receipt = typeof input === 'string' ? parseStrictJson(input) : ownData(input);
+    const receipt = artifactData(input);
     checkReceipt(receipt);
     let key;
     if (options?.jwks) {

@@ -10,8 +10,7 @@ import { bad, checkShape, checkVersion, identifier, issuer, keyIdentifier, signa
 import { signArtifact, verifyArtifactSignature } from './signing.js';
 import { didKeyFromJwk, didKeyToJwk, didKeyUrl, isDidKey } from '../encoding/did-key.js';
 import { toErrorInfo, fail } from '../errors.js';
-import { parseStrictJson } from '../encoding/jcs.js';
-import { ownData } from '../encoding/frozen-copy.js';
+import { artifactData } from '../encoding/frozen-copy.js';
 import { formatTimestamp, parseTimestamp } from '../values.js';
 import { hostNow } from '../host.js';
 
@@ -62,8 +61,7 @@ export interface VerifyRevocationOptions {
  */
 export async function verifyRevocationWith(c: CtlCrypto, input: unknown, options: VerifyRevocationOptions = {}): Promise<Verified<{ revocation: SignedRevocation }>> {
   try {
-    // An object is read once into data of its own: what is checked is what is verified (PROTOCOL.md §12).
-    const r = typeof input === 'string' ? parseStrictJson(input) : ownData(input);
+    const r = artifactData(input);
     checkRevocation(r);
     const key = didKeyToJwk(r.issuer);
     if (!(await verifyArtifactSignature(c, 'revocation', r as unknown as Record<string, unknown>, key))) {

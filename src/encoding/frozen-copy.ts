@@ -69,3 +69,10 @@ export function ownData(value: unknown, maxMembers = 10_000): unknown {
   };
   return copy(value, 0);
 }
+
+/**
+ * An artifact as a verifier takes it: JSON text parsed strictly, an object read once into data of
+ * its own (`ownData`), so that what is checked is what is verified and returned (PROTOCOL.md §12).
+ * @example const sba = artifactData(req.body.sba) // checks and signatures then read only `sba`
+ */
+export const artifactData = (input: unknown): unknown => (typeof input === 'string' ? parseStrictJson(input) : ownData(input));

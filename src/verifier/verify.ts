@@ -14,7 +14,7 @@ import { verifyArtifactSignature } from '../artifacts/signing.js';
 import { findKey } from '../artifacts/keys.js';
 import { toErrorInfo, type CtlErrorInfo, fail } from '../errors.js';
 import { canonicalize, parseStrictJson, sameCanonical } from '../encoding/jcs.js';
-import { ownData } from '../encoding/frozen-copy.js';
+import { artifactData } from '../encoding/frozen-copy.js';
 import { base64urlDecode } from '../encoding/base64url.js';
 import { utf8Encode } from '../encoding/utf8.js';
 import { checkWindow, parseCurrency, parsePaymentAmount, parseTimestamp, purposeAllowed } from '../values.js';
@@ -255,9 +255,7 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
       // Step 0: parse (closed objects, value rules, consistency with the grant).
       const amount = parsePaymentAmount(o.amount, 'options.amount');
       const currency = parseCurrency(o.currency, 'options.currency');
-      // Text is parsed; an object is read once into data of its own (what its signed bytes hold),
-      // and only that is checked and verified (PROTOCOL.md §12).
-      const sba = typeof input === 'string' ? parseStrictJson(input) : ownData(input);
+      const sba = artifactData(input);
       // A grant whose signature this verifier checked before: matched by value to the data of the
       // canonical text it had then (equal by value is equal by bytes; the walk goes no further
       // than that data, so a hostile object graph cannot make it long). That text passed `checkGrant`, so
