@@ -57,6 +57,12 @@ const KEY_BUNDLES = 'ctl/bundles';
 const KEY_WALLET = 'ctl/wallet';
 /** `{ rootVersion, statements }`: the highest root version accepted and the chain that reaches it (PROTOCOL.md §11); only ever raised, by CAS. */
 const KEY_ROOT_CHAIN = 'ctl/root-chain';
+/**
+ * Grant ids revoked by any bundle this device accepted (PROTOCOL.md §12: revocations are
+ * permanent), a JSON array: a bundle that expires or is superseded takes none of them away. An id
+ * is dropped only once its grant is seen expired.
+ */
+const KEY_REVOKED = 'ctl/revoked';
 
 export interface VerifyRequest {
   sba: unknown;
@@ -153,7 +159,19 @@ export function createDevice(sdk: DeviceSdk, abi: HostAbi): Device {
   const floors = createSequenceStore(storage);
   // PROTOCOL.md §12: every time check of the device uses max(clock, floor); the floor survives reboots.
   const timeFloor = createTimeFloorStore(storage);
-  const flooredNow = () => Math.max(abi.now(), timeFloor.get());
+  /**
+   * The host's clock, checked where it enters (PROTOCOL.md §12: time is a number or nothing): a
+   * reading that is not a finite number is a host failure, and nothing is accepted on it.
+   */
+  const clockNow = (): number => {
+    const t = guard('clock', () => abi.now());
+    if (typeof t !== 'number' || !Number.isFinite(t)) {
+      hostFailure = `clock: now() returned ${typeof t === 'number' ? String(t) : typeof t}, not finite milliseconds`;
+      throw new DeviceError('host_failure', hostFailure);
+    }
+    return t;
+  };
+  const flooredNow = () => Math.max(clockNow(), timeFloor.get());
   const k = (s: string) => utf8Encode(s);
 
   const readJson = (key: string): any => {
@@ -204,18 +222,32 @@ export function createDevice(sdk: DeviceSdk, abi: HostAbi): Device {
   };
   const bundles = (): TrustBundle[] => Object.values((readJson(KEY_BUNDLES) ?? {}) as Record<string, TrustBundle>);
   const scopeKey = (scope: unknown) => sdk.canonicalize(scope ?? {});
-  const info = (b: TrustBundle): BundleInfo => ({
+  const info = (b: TrustBundle, now: number): BundleInfo => ({
     scope: b.scope as Record<string, string>, bundleId: b.bundleId, sequence: b.sequence, issuedAt: b.issuedAt, expiresAt: b.expiresAt,
-    expired: flooredNow() >= Date.parse(b.expiresAt),
+    expired: now >= Date.parse(b.expiresAt),
   });
+  const keptRevocations = (): string[] => {
+    const list = readJson(KEY_REVOKED) ?? [];
+    if (!Array.isArray(list)) throw new DeviceError('host_failure', 'the revocation record is corrupt'); // fail closed
+    return list;
+  };
+  /** Adds `ids` to (or, `drop`, removes them from) the persisted revocations. */
+  const updateRevocations = (ids: readonly string[], drop = false): void => {
+    if (ids.length === 0) return;
+    updateJson(KEY_REVOKED, (cur: string[] = []) => {
+      const set = new Set(cur);
+      for (const id of ids) drop ? set.delete(id) : set.add(id);
+      return [...set].sort();
+    });
+  };
 
-  /** The wallet's revocation source offline: the installed bundles' `revokedGrants` (fail closed without a live one). */
+  /** The wallet's revocation source offline: installed bundles' `revokedGrants` and those kept (fail closed without a live bundle). */
   const bundleRevocationFetch = async (url: string) => {
     const grant = readJson(KEY_WALLET)?.grant as PolicyGrant | undefined;
     const now = flooredNow();
     const live = bundles().filter((b) => now < Date.parse(b.expiresAt));
     if (!grant || url !== grant.revocationUrl || live.length === 0) return { ok: false, status: 503, text: async () => '' };
-    const revoked = live.some((b) => b.revokedGrants.includes(grant.grantId));
+    const revoked = keptRevocations().includes(grant.grantId) || bundles().some((b) => b.revokedGrants.includes(grant.grantId));
     return { ok: true, status: 200, text: async () => JSON.stringify({ grantId: grant.grantId, revoked }) };
   };
 
@@ -261,15 +293,18 @@ export function createDevice(sdk: DeviceSdk, abi: HostAbi): Device {
       } catch {
         throw new DeviceError('malformed', 'bundle.scope is not JSON');
       }
-      const clock = abi.now();
+      const clock = clockNow();
       const r = await sdk.verifyTrustBundle(bundle, pem, {
         now: () => Math.max(clock, timeFloor.get()), minSequence: floors.min(key), rootChain: statements, minRootVersion: stored.rootVersion,
+        acceptedRootChain: stored.statements,
       });
       if (!r.valid) {
         if (r.error.code === 'trust_bundle_expired') timeFloor.raise(clock); // seen expired: keep it so
         throw new DeviceError(r.error.code, r.error.message);
       }
       timeFloor.raise(Math.max(clock, Date.parse(r.bundle.issuedAt)));
+      // Its revocations first: once kept, no later bundle (or its absence) can take them back.
+      updateRevocations(r.bundle.revokedGrants);
       // The root version before the bundle: a crash in between leaves the new root with the old
       // bundle, which verify() then refuses (an older root's bundle) until the bundle is sent again.
       if (r.rootVersion > stored.rootVersion) storeRootChain(r.rootVersion, statements);
@@ -281,7 +316,7 @@ export function createDevice(sdk: DeviceSdk, abi: HostAbi): Device {
         return old && old.sequence > r.bundle.sequence ? cur : { ...cur, [key]: r.bundle };
       });
       abi.log('info', `bundle ${r.bundle.bundleId} sequence ${r.bundle.sequence} installed for scope ${key}`);
-      return { ...info(r.bundle), rootVersion: r.rootVersion };
+      return { ...info(r.bundle, Math.max(clock, timeFloor.get())), rootVersion: r.rootVersion };
     },
 
     async verify(req) {
@@ -294,12 +329,19 @@ export function createDevice(sdk: DeviceSdk, abi: HostAbi): Device {
         const installed = bundles();
         if (installed.length === 0) return { valid: false, error: { code: 'issuer_not_trusted', message: 'no Trust Bundle is installed' } };
         const sba = artifactValue(sdk, req.sba, 'sba');
+        const kept = keptRevocations();
         const r = await verifyCtl(sba, {
           amount: req.amount, currency: req.currency, merchantId: req.merchantId, rail: req.rail, purpose: req.purpose,
-          offline: true, trackSpend: true, spendStorage: spend,
-          trustBundles: installed, rootPublicKeyPem: pem, rootChain: chain.statements, minRootVersion: chain.rootVersion, now: abi.now, timeFloor,
+          offline: true, trackSpend: true, spendStorage: spend, keptRevocations: kept,
+          trustBundles: installed, rootPublicKeyPem: pem, rootChain: chain.statements, minRootVersion: chain.rootVersion,
+          acceptedRootChain: chain.statements, now: clockNow, timeFloor,
         });
         if (!r.valid && hostFailure !== undefined) return { valid: false, error: { code: 'host_failure', message: hostFailure } };
+        if (!r.valid && r.error.code === 'grant_expired') {
+          // An expired grant can never pass again: its revocation need not be kept (PROTOCOL.md §12).
+          const grantId = (sba as { grant?: { grantId?: unknown } }).grant?.grantId;
+          if (typeof grantId === 'string' && kept.includes(grantId)) updateRevocations([grantId], true);
+        }
         if (!r.valid) {
           abi.log('warn', `refused: ${r.error.code}`);
           return { valid: false, error: { code: r.error.code, message: r.error.message } };
@@ -350,21 +392,33 @@ export function createDevice(sdk: DeviceSdk, abi: HostAbi): Device {
     },
 
     async status(args = {}) {
+      hostFailure = undefined;
       const provisioned = storage.get(k(KEY_ROOT)) !== null;
-      const list = bundles().map((b) => ({ ...info(b), minSequence: floors.min(scopeKey(b.scope)) }));
       // A clock below the floor is reported, not an error (PROTOCOL.md §12): checks use the floor.
-      const clock = abi.now();
+      // A clock that fails is reported too: status answers whatever the host's clock does.
       const floor = timeFloor.get();
-      const time = { clock, floor, clockBehindFloorMs: Math.max(0, floor - clock) };
+      let clock: number | null = null;
+      try {
+        clock = clockNow();
+      } catch { /* hostFailure says why */ }
+      const now = Math.max(clock ?? 0, floor);
+      const time = clock === null
+        ? { clock, floor, clockError: hostFailure }
+        : { clock, floor, clockBehindFloorMs: Math.max(0, floor - clock) };
+      const installed = bundles();
+      const list = installed.map((b) => ({ ...info(b, now), minSequence: floors.min(scopeKey(b.scope)) }));
       const out: Record<string, unknown> = { provisioned, roles, rootVersion: provisioned ? rootChain().rootVersion : null, bundles: list, time };
       const w = readJson(KEY_WALLET);
       if (w) out['wallet'] = { actorId: w.actorId, grantId: w.grant?.grantId ?? null, publicJwk: w.publicJwk };
       const grantId = args.grantId ?? w?.grant?.grantId;
       if (typeof grantId === 'string') {
+        // The offline allowance counts since the newest live bundle (verifyCtl's spendLedgers keys it so).
+        const live = installed.filter((b) => now < Date.parse(b.expiresAt));
+        const epoch = `${grantId}@${live.length === 0 ? '-' : Math.floor(Math.max(...live.map((b) => sdk.parseTimestamp(b.issuedAt, 'bundle.issuedAt'))))}`;
         const c: Record<string, string> = {
           acceptedMinor: (await spend.total(`grant:${grantId}`)).toString(),
-          offlinePayments: (await spend.total(`offline-count:${grantId}`)).toString(),
-          offlineAmountMinor: (await spend.total(`offline-amount:${grantId}`)).toString(),
+          offlinePayments: (await spend.total(`offline-count:${epoch}`)).toString(),
+          offlineAmountMinor: (await spend.total(`offline-amount:${epoch}`)).toString(),
         };
         if (w?.grant?.grantId === grantId) {
           const spent = await spend.total(`${grantId}/${w.sessionId}`);

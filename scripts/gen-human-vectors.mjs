@@ -142,7 +142,7 @@ add('issuer-p384', 'The issuer is a P-384 did:key: a curve this build does not s
 const SMALL = 'did:key:z' + base58Encode(Uint8Array.of(0xed, 0x01, 1, ...new Uint8Array(31))); // y = 1: the identity point
 add('issuer-bad-point', 'The issuer DID encodes the Ed25519 identity point (small order, §3).', 'chain', { sba: await withGrant(S, (g) => { g.issuer = SMALL; g.keyId = ctl.didKeyUrl(SMALL); }) }, opts({ trustedHumans: [SMALL] }), no('malformed'));
 add('no-intent-hash', 'The SBA has no intentHash (re-signed by the agent): required under human-agent (§10).', 'chain', { sba: await sbaEdited(S, (c) => { delete c.authorization.intentHash; }) }, opts(), no('malformed'));
-add('intent-other-amount', 'The payment in front of the merchant is 1100, the intent was 1200 (recomputed even with requireIntentHash false).', 'chain', { sba: S }, opts({ amount: '1100', requireIntentHash: false }), no('malformed'));
+add('intent-other-amount', 'The payment in front of the merchant is 1100, the intent was 1200 (recomputed even with requireIntentHash false): the SBA authorizes another amount.', 'chain', { sba: S }, opts({ amount: '1100', requireIntentHash: false }), no('amount_exceeds_authorization'));
 add('sba-by-stranger', 'The SBA is signed by a key other than grant.actorKey.', 'chain', { sba: await sba(G, {}, K.humanStranger.signer) }, opts(), no('sba_signature_invalid'));
 add('sba-expired', 'The SBA expired before now.', 'chain', { sba: await sba(G, { issuedAt: '2026-05-31T23:50:00Z', expiresAt: '2026-05-31T23:55:00Z' }) }, opts(), no('sba_expired'));
 add('grant-expired', 'The grant expired before now.', 'chain', { sba: await sba(await grant({ expiresAt: '2026-05-31T23:59:00Z' }), { expiresAt: '2026-05-31T23:59:00Z' }) }, opts(), no('grant_expired'));

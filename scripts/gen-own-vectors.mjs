@@ -353,7 +353,7 @@ const revokedUrl = (g) => ({ status: 200, body: { grantId: g.grantId, revoked: f
   add(f, 'input-number', 'The SBA is the number 1.', 'chain', { sba: 1 }, chainOpts(), no('malformed'));
   add(f, 'intent-hash-absent-full-profile', 'requireIntentHash, and the SBA has no intentHash (no merchantId).', 'chain',
     { sba: await sba(G, { merchantId: undefined }) }, chainOpts({ requireIntentHash: true }), no('malformed'));
-  add(f, 'intent-hash-wrong-payment', 'requireIntentHash, paying 20 under an SBA whose intentHash is for 30.', 'chain', { sba: S }, chainOpts({ requireIntentHash: true, amount: '20' }), no('malformed'));
+  add(f, 'intent-hash-wrong-payment', 'requireIntentHash, paying 20 under an SBA whose intentHash is for 30: the SBA authorizes another amount.', 'chain', { sba: S }, chainOpts({ requireIntentHash: true, amount: '20' }), no('amount_exceeds_authorization'));
 
   add(f, 'version-2', 'sba.version is 2.', 'chain', { sba: await sbaEdited(S, (c) => { c.version = 2; }) }, chainOpts(), no('unsupported_version'));
   add(f, 'version-0', 'sba.version is 0.', 'chain', { sba: await sbaEdited(S, (c) => { c.version = 0; }) }, chainOpts(), no('unsupported_version'));

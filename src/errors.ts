@@ -59,6 +59,12 @@ export const ERROR_CODES = [
   'root_rotation_invalid',
   'root_rollback',
   'rate_limited',
+  // PROTOCOL.md §16
+  'window_exceeded',
+  'delegation_invalid',
+  'capture_exceeds_hold',
+  'hold_expired',
+  'unsupported_feature',
   ...SERVICE_ERROR_CODES,
 ] as const;
 

@@ -102,6 +102,34 @@ export function checkWindow(x: { issuedAt: string; expiresAt: string }, name: st
   if (parseTimestamp(x.issuedAt, `${field}.issuedAt`) > now + tol) fail('not_yet_valid', `the ${name} is issued in the future (${x.issuedAt})`);
 }
 
+/**
+ * Reads a clock (PROTOCOL.md §12: time is a number or nothing). A reading that is not a finite
+ * number (NaN, a string, `undefined` from a broken clock) would make every `now >= expiresAt`
+ * false, so it is refused here, where it enters, never passed on as "no check".
+ * @example const now = readClock(options.now ?? hostNow, 'options.now')
+ */
+export function readClock(clock: () => unknown, field: string): number {
+  if (typeof clock !== 'function') bad(field, 'must be a function returning milliseconds since the epoch');
+  const t = clock();
+  if (typeof t !== 'number' || !Number.isFinite(t)) bad(`${field}()`, `returned ${describeTime(t)}, not finite milliseconds since the epoch`);
+  return t;
+}
+
+/**
+ * A time option in milliseconds (a tolerance, a TTL, a timeout): absent gives `fallback`; anything
+ * but a finite number ≥ 0 is `malformed` (a `'0'` read from an environment variable included).
+ * @example const tol = timeOption(options.clockToleranceMs, 'options.clockToleranceMs', 0)
+ */
+export function timeOption(value: unknown, field: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) bad(field, `must be a finite number of milliseconds ≥ 0, not ${describeTime(value)}`);
+  return value;
+}
+
+function describeTime(v: unknown): string {
+  return typeof v === 'number' ? String(v) : typeof v === 'string' ? `the string ${JSON.stringify(v.slice(0, 32))}` : typeof v;
+}
+
 /** True when parseTimestamp would accept it. */
 export function isTimestamp(value: unknown): value is string {
   try {

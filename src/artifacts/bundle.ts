@@ -13,7 +13,7 @@ import { signArtifact } from './signing.js';
 import { bundleSignersWith, signedByBundleKey } from '../verifier/root-chain.js';
 import { toErrorInfo, fail } from '../errors.js';
 import { artifactData } from '../encoding/frozen-copy.js';
-import { checkWindow, formatTimestamp } from '../values.js';
+import { checkWindow, formatTimestamp, readClock, timeOption } from '../values.js';
 import { hostNow } from '../host.js';
 import { newId } from '../ids.js';
 import { passUnsupported } from '../crypto/algorithm-support.js';
@@ -98,6 +98,12 @@ export interface VerifyBundleOptions {
   rootChain?: unknown[];
   /** The highest root version accepted before: a chain ending below it is `root_rollback`. */
   minRootVersion?: number;
+  /**
+   * The root chain accepted before (persisted by the caller): `rootChain` must extend it statement
+   * for statement, else `root_rotation_invalid`. A chain that arrived with the bundle is never
+   * trusted as accepted: a fork signed by a retired root key that has leaked would pass.
+   */
+  acceptedRootChain?: unknown[];
 }
 
 /**
@@ -115,15 +121,19 @@ export async function verifyBundleWith(
   try {
     const bundle = artifactData(input);
     checkBundle(bundle);
-    const signers = await bundleSignersWith(c, rootPublicKey, options.rootChain, options.minRootVersion);
+    const o = options ?? {};
+    // Time is a number or nothing (PROTOCOL.md §12): checked before anything else is trusted.
+    const now = readClock(o.now ?? hostNow, 'options.now');
+    const tol = timeOption(o.clockToleranceMs, 'options.clockToleranceMs', 0);
+    const signers = await bundleSignersWith(c, rootPublicKey, o.rootChain, o.minRootVersion, o.acceptedRootChain);
     if (!(await signedByBundleKey(c, bundle, signers))) {
       fail('trust_bundle_invalid', signers.rootVersion > 1
         ? `the bundle is not signed by a bundle key of root version ${signers.rootVersion}`
         : 'the bundle is not signed by the pinned root key');
     }
-    checkWindow(bundle, 'bundle', 'bundle', 'trust_bundle_expired', (options.now ?? hostNow)(), options.clockToleranceMs ?? 0);
-    if (options.minSequence !== undefined && bundle.sequence < options.minSequence) {
-      fail('trust_bundle_rollback', `bundle sequence ${bundle.sequence} is older than ${options.minSequence}`);
+    checkWindow(bundle, 'bundle', 'bundle', 'trust_bundle_expired', now, tol);
+    if (o.minSequence !== undefined && bundle.sequence < o.minSequence) {
+      fail('trust_bundle_rollback', `bundle sequence ${bundle.sequence} is older than ${o.minSequence}`);
     }
     return { valid: true, bundle, rootVersion: signers.rootVersion };
   } catch (e) {

@@ -9,7 +9,7 @@ import {
   printable, purposePattern, rail, signature, str, thumbprintJwk, timestamp, url, version, type Shape,
 } from './schema.js';
 import { didKeyFromJwk, didKeyToJwk, didKeyUrl, isDidKey } from '../encoding/did-key.js';
-import { checkWindow, formatTimestamp, isIdentifier } from '../values.js';
+import { checkWindow, formatTimestamp, isIdentifier, readClock, timeOption } from '../values.js';
 import { signArtifact, verifyArtifactSignature } from './signing.js';
 import { findKey } from './keys.js';
 import { toErrorInfo, malformed, fail } from '../errors.js';
@@ -196,6 +196,9 @@ export interface VerifyGrantOptions {
 export async function verifyGrantWith(c: CtlCrypto, input: unknown, options: VerifyGrantOptions): Promise<Verified<{ grant: PolicyGrant }>> {
   try {
     const grant = parseGrant(input);
+    // Time is a number or nothing (PROTOCOL.md §12).
+    const now = readClock(options?.now ?? hostNow, 'options.now');
+    const tol = timeOption(options?.clockToleranceMs, 'options.clockToleranceMs', 0);
     let key: PublicJwk;
     // A human's grant is self-certifying (PROTOCOL.md §10): its key is its DID. Whether to trust
     // that human is the verifier's question (`trustedHumans`, bundles), not this check's.
@@ -212,7 +215,7 @@ export async function verifyGrantWith(c: CtlCrypto, input: unknown, options: Ver
     if (!(await verifyArtifactSignature(c, 'grant', grant as unknown as Record<string, unknown>, key))) {
       fail('grant_signature_invalid', 'the grant signature does not verify');
     }
-    checkWindow(grant, 'grant', 'grant', 'grant_expired', (options.now ?? hostNow)(), options.clockToleranceMs ?? 0);
+    checkWindow(grant, 'grant', 'grant', 'grant_expired', now, tol);
     return { valid: true, grant };
   } catch (e) {
     return { valid: false, error: toErrorInfo(e) };

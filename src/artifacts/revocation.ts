@@ -11,7 +11,7 @@ import { signArtifact, verifyArtifactSignature } from './signing.js';
 import { didKeyFromJwk, didKeyToJwk, didKeyUrl, isDidKey } from '../encoding/did-key.js';
 import { toErrorInfo, fail } from '../errors.js';
 import { artifactData } from '../encoding/frozen-copy.js';
-import { formatTimestamp, parseTimestamp } from '../values.js';
+import { formatTimestamp, parseTimestamp, readClock, timeOption } from '../values.js';
 import { hostNow } from '../host.js';
 
 const revocationShape: Shape = {
@@ -67,11 +67,12 @@ export async function verifyRevocationWith(c: CtlCrypto, input: unknown, options
     if (!(await verifyArtifactSignature(c, 'revocation', r as unknown as Record<string, unknown>, key))) {
       fail('unauthorized', 'the revocation is not signed by its issuer DID');
     }
-    const now = (options.now ?? hostNow)();
-    const tol = options.clockToleranceMs ?? 0;
+    const now = readClock(options?.now ?? hostNow, 'options.now');
+    const tol = timeOption(options?.clockToleranceMs, 'options.clockToleranceMs', 0);
+    const maxAgeMs = timeOption(options?.maxAgeMs, 'options.maxAgeMs', 300_000);
     const at = parseTimestamp(r.issuedAt, 'revocation.issuedAt');
     if (at > now + tol) fail('not_yet_valid', 'the revocation is issued in the future');
-    if (now - at > (options.maxAgeMs ?? 300_000) + tol) fail('unauthorized', 'the revocation is too old: sign a fresh one');
+    if (now - at > maxAgeMs + tol) fail('unauthorized', 'the revocation is too old: sign a fresh one');
     return { valid: true, revocation: r };
   } catch (e) {
     return { valid: false, error: toErrorInfo(e) };

@@ -9,16 +9,13 @@
  * - online checks (spec §4.4 step 3, PROTOCOL.md §5): revocation by `revocationUrl`, JWKS by URL.
  *
  * `ctl` carries both, `ctl/edge` online checks. A build meeting a grant or an option that needs a
- * module it lacks refuses it with the code of a key or an answer it cannot have (PROTOCOL.md §9):
- * a human's did:key it cannot resolve is `unsupported_algorithm` (as a did:key of a curve it does
- * not speak), a revocation it cannot ask for `revocation_unavailable`, a JWKS it cannot fetch
- * `unknown_key` (as offline with no cached JWKS). Never a throw, never a pass; the message names
- * the module to register.
+ * module it lacks refuses it with `unsupported_feature` (PROTOCOL.md §16), the message naming the
+ * module to register: never a throw, never a pass, never a code that blames the artifact.
  *
  * A module object may come from another bundle (its own copy of `CtlError`), so what it throws is
  * taken back here by its code.
  */
-import { CtlError, isCtlErrorCode, type CtlErrorCode, fail } from '../errors.js';
+import { CtlError, isCtlErrorCode, fail } from '../errors.js';
 import type { PublicJwk } from '../crypto/types.js';
 import type { RevocationChecker } from '../revocation.js';
 import type { FetchLike } from '../net/fetch-json.js';
@@ -74,12 +71,13 @@ export function registerOnlineChecks(m: OnlineChecks | undefined): void {
 const MODULE = { humanAgent: 'human-agent', online: 'online' };
 
 /**
- * The module `name`, built in or registered, or `CtlError(code)` saying `why` it was needed.
- * @example featureOf(builtIn, 'online', 'revocation_unavailable', 'revocation is checked online unless offline: true')
+ * The module `name`, built in or registered, or `CtlError('unsupported_feature')` saying `why` it
+ * was needed and which module to register.
+ * @example featureOf(builtIn, 'online', 'revocation is checked online unless offline: true')
  */
-export function featureOf<K extends keyof VerifierFeatures>(builtIn: VerifierFeatures, name: K, code: CtlErrorCode, why: string): NonNullable<VerifierFeatures[K]> {
+export function featureOf<K extends keyof VerifierFeatures>(builtIn: VerifierFeatures, name: K, why: string): NonNullable<VerifierFeatures[K]> {
   const m = builtIn[name] ?? registered[name];
-  if (!m) fail(code, `${why}: register ctl/${MODULE[name]} (docs/sdk-api.md)`);
+  if (!m) fail('unsupported_feature', `${why}, and this build lacks that module: register ctl/${MODULE[name]} (docs/sdk-api.md)`);
   return m as NonNullable<VerifierFeatures[K]>;
 }
 

@@ -166,23 +166,26 @@ export interface BundleSigners {
 
 /**
  * The bundle signers for a pinned root and an optional chain: without a chain (or with an empty
- * one) the pinned root itself; with one, the `bundleKeys` of the newest version it reaches.
+ * one) the pinned root itself; with one, the `bundleKeys` of the newest version it reaches, the
+ * chain extending `accepted` (the chain the caller accepted before) when given.
  * Throws `CtlError` (the chain's code, or `malformed` for an unusable root).
- * @example const signers = await bundleSignersWith(crypto, rootPem, statements, storedVersion)
+ * @example const signers = await bundleSignersWith(crypto, rootPem, statements, storedVersion, storedStatements)
  */
 export async function bundleSignersWith(
   c: CtlCrypto,
   pinnedRoot: PublicKeyInput,
   rootChain?: unknown,
   minVersion?: number,
+  accepted?: unknown,
 ): Promise<BundleSigners> {
   if (rootChain === undefined) {
     if (minVersion !== undefined && minVersion > 1) fail('root_rollback', `no root chain given, but root version ${minVersion} was accepted before`);
+    if (Array.isArray(accepted) && accepted.length > 0) fail('root_rollback', `no root chain given, but root version ${accepted.length + 1} was accepted before`);
     const root = await pinnedRootSet(c, pinnedRoot);
     const keys = [{ jwk: coreOf(root.keys[0]!) }];
     return { id: canonicalize({ v: 1, keys }), keys, rootVersion: 1 };
   }
-  const r = await verifyRootChainWith(c, pinnedRoot, rootChain, { minVersion });
+  const r = await verifyRootChainWith(c, pinnedRoot, rootChain, { minVersion, accepted });
   if (!r.valid) fail(r.error.code, r.error.message);
   const keys = r.rootVersion === 1 ? [{ jwk: coreOf(r.bundleKeys[0]!) }] : r.bundleKeys.map((k) => ({ jwk: coreOf(k), kid: k.kid }));
   return { id: canonicalize({ v: r.rootVersion, keys }), keys, rootVersion: r.rootVersion };

@@ -17,7 +17,7 @@ import { canonicalize, parseStrictJson, sameCanonical } from '../encoding/jcs.js
 import { artifactData } from '../encoding/frozen-copy.js';
 import { base64urlDecode } from '../encoding/base64url.js';
 import { utf8Encode } from '../encoding/utf8.js';
-import { checkWindow, parseCurrency, parsePaymentAmount, parseTimestamp, purposeAllowed } from '../values.js';
+import { checkWindow, parseCurrency, parsePaymentAmount, parseTimestamp, purposeAllowed, timeOption } from '../values.js';
 import { hostEnv, hostNow } from '../host.js';
 import type { RevocationChecker } from '../revocation.js';
 import type { FetchLike } from '../net/fetch-json.js';
@@ -49,18 +49,36 @@ export interface VerifyCtlOptions {
   rootChain?: unknown[];
   /** The highest root version accepted before (persisted by the caller): a chain ending below it is `root_rollback`. */
   minRootVersion?: number;
+  /**
+   * The root chain this verifier accepted before (persisted by the caller, as `verifyRootChain`'s
+   * `accepted`): `rootChain` must repeat it statement for statement before adding any, else
+   * `root_rotation_invalid`. A chain that arrived with a bundle is never trusted as accepted: walked
+   * from the pin alone, a fork signed by a retired root key that has leaked would pass.
+   */
+  acceptedRootChain?: unknown[];
   /** The authority's JWKS, given or fetched from `jwksUrl` (cached for `jwksTtl` ms, default 300 000). */
   jwks?: Jwks;
   jwksUrl?: string;
   jwksTtl?: number;
   /** The authority's grant key (spec §4.4 key fallback; `CTL_SBA_SIGNING_PUBLIC_KEY_PEM` where the host has an environment). */
   signingKeyPem?: PublicKeyInput;
-  /** No network at all: revocation comes from the bundles' `revokedGrants` only, and `grant.offline` limits apply. */
+  /**
+   * No network at all: revocation comes from the bundles' `revokedGrants` only, `grant.offline`
+   * limits apply, and every `budgetId` accepted is recorded whatever `trackSpend` says (PROTOCOL.md
+   * §12: offline means replay-tracked), in `spendStorage` or, without one, in this verifier's memory.
+   */
   offline?: boolean;
+  /**
+   * Grant ids revoked by bundles accepted before (persisted by the caller): refused as
+   * `grant_revoked` even when no bundle given now lists them. A verifier keeps in memory the
+   * revocations of every bundle that passed its root check (PROTOCOL.md §12); this carries them
+   * across restarts.
+   */
+  keptRevocations?: ReadonlySet<string> | readonly string[];
   /** Milliseconds a revocation answer is cached (default 60 000, the spec's merchant example). */
   revocationTtl?: number;
   revocationTimeoutMs?: number;
-  /** Record each `budgetId` once, keep cumulative spend per grant within `maxAmountMinor`, and enforce the grant's `velocity` (also enforced whenever an offline allowance is counted). Default `false`: without it the same SBA verifies every time it is presented. */
+  /** Record each `budgetId` once, keep cumulative spend per grant within `maxAmountMinor`, and enforce the grant's `velocity`. Default `false` online (the same SBA then verifies every time it is presented); always on with `offline`. */
   trackSpend?: boolean;
   spendStorage?: SpendStorage;
   /** Recompute `intentHash` from this payment and refuse without it (spec's Full profile; always on under a human-agent grant). */
@@ -76,8 +94,9 @@ export interface VerifyCtlOptions {
   clockToleranceMs?: number;
   /**
    * The persisted time floor (PROTOCOL.md §12): every time check uses max(clock, floor); the floor
-   * is raised to clock readings (at most once a minute) and, for each accepted payment, to the
-   * clock and the `issuedAt` of the artifacts accepted. An offline terminal should always pass one.
+   * is raised to clock readings (at most once a minute, and on each accepted payment) and to the
+   * `issuedAt` of the Trust Bundles its root signed, never to a payer's SBA or grant. An offline
+   * terminal should always pass one.
    */
   timeFloor?: TimeFloor;
 }
@@ -107,24 +126,51 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
   /** Walked chains, keyed by the bytes of root + chain (never by object): a payment does not re-verify the chain. */
   const signersCache = new Map<string, Promise<BundleSigners>>();
 
+  /** The pinned root as bytes (PEM text, or the canonical JWK of a key object). */
+  async function rootIdOf(o: VerifyCtlOptions): Promise<string> {
+    const root = o.rootPublicKeyPem!;
+    try {
+      return typeof root === 'string' ? root : canonicalize(await c.toPublicJwk(root));
+    } catch {
+      return fail('malformed', 'rootPublicKeyPem is not usable');
+    }
+  }
+
+  /**
+   * The revocations of every bundle that passed its root check, per pinned root (PROTOCOL.md §12:
+   * revocations are permanent). An expired or superseded bundle vouches for no key, but what it
+   * revoked stays revoked here, until the revoked grant is seen expired.
+   */
+  const keptRevoked = new Map<string, Set<string>>();
+  const merged = new WeakSet<object>();
+  function keepRevocations(rootId: string, checked: { revoked: ReadonlySet<string> }): Set<string> {
+    let kept = keptRevoked.get(rootId);
+    if (!kept) keptRevoked.set(rootId, (kept = new Set()));
+    if (!merged.has(checked)) {
+      for (const id of checked.revoked) kept.add(id);
+      merged.add(checked);
+    }
+    return kept;
+  }
+
   async function signersFor(o: VerifyCtlOptions): Promise<BundleSigners> {
     const root = o.rootPublicKeyPem!;
-    let rootId: string;
     let chainId: string;
+    let acceptedId: string;
     try {
-      rootId = typeof root === 'string' ? root : canonicalize(await c.toPublicJwk(root));
-      // JSON text of the chain as the caller holds it now (native, so cheap per payment); what is
-      // walked is parsed back from this very text, so the cached verdict belongs to these bytes.
+      // JSON text of the chains as the caller holds them now (native, so cheap per payment); what
+      // is walked is parsed back from this very text, so the cached verdict belongs to these bytes.
       chainId = o.rootChain === undefined ? '-' : JSON.stringify(o.rootChain);
-      if (typeof chainId !== 'string') throw new Error('not JSON');
+      acceptedId = o.acceptedRootChain === undefined ? '-' : JSON.stringify(o.acceptedRootChain);
+      if (typeof chainId !== 'string' || typeof acceptedId !== 'string') throw new Error('not JSON');
     } catch {
-      return fail('malformed', 'rootPublicKeyPem or rootChain is not usable');
+      return fail('malformed', 'rootChain or acceptedRootChain is not usable');
     }
-    const key = `${rootId}\u0000${chainId}\u0000${o.minRootVersion ?? ''}`;
+    const key = `${await rootIdOf(o)}\u0000${chainId}\u0000${acceptedId}\u0000${o.minRootVersion ?? ''}`;
     let p = signersCache.get(key);
     if (!p) {
-      // The canonical text of the chain is what gets walked, so the verdict belongs to those bytes.
-      p = bundleSignersWith(c, root, o.rootChain === undefined ? undefined : parseStrictJson(chainId), o.minRootVersion);
+      const parse = (text: string) => (text === '-' ? undefined : parseStrictJson(text));
+      p = bundleSignersWith(c, root, parse(chainId), o.minRootVersion, parse(acceptedId));
       remember(signersCache, key, p, 64);
     }
     return p;
@@ -151,21 +197,23 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
   async function keyFromBundles(grant: PolicyGrant, o: VerifyCtlOptions, now: number, tol: number, human?: { jwk: PublicJwk; listed: boolean }) {
     if (!o.rootPublicKeyPem) fail('malformed', 'trustBundles need rootPublicKeyPem (the root never comes from a bundle)');
     const signers = await signersFor(o);
+    const rootId = await rootIdOf(o);
     const valid: TrustBundle[] = [];
-    const revokedOf = new Map<TrustBundle, ReadonlySet<string>>();
     let expiredLists = false;
     let invalidLists = false;
+    let kept = keptRevoked.get(rootId);
     for (const b of o.trustBundles!) {
       // The verifier's own frozen copy of what the root signed, never the caller's object (PROTOCOL.md §12).
       const checked = await bundles.check(b, signers);
       if (!checked) continue; // unreadable: it cannot vouch for anyone
       const bundle = checked.bundle;
-      revokedOf.set(bundle, checked.revoked);
       const lists = bundle.issuers.some((i) => i.issuer === grant.issuer);
       if (!checked.signatureOk) {
         invalidLists ||= lists;
         continue;
       }
+      // Signed by the root: what it revoked stands from now on, whatever its age (PROTOCOL.md §12).
+      kept = keepRevocations(rootId, checked);
       const expired = now >= parseTimestamp(bundle.expiresAt, 'bundle.expiresAt') + tol;
       const future = parseTimestamp(bundle.issuedAt, 'bundle.issuedAt') > now + tol;
       if (expired || future) {
@@ -184,9 +232,11 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
       if (!seen || b.sequence > seen.sequence) newest.set(scope, b);
     }
     const vouching = [...newest.values()].filter((b) => b.issuers.some((i) => i.issuer === grant.issuer));
-    // Sets built once per bundle: a union per payment would cost O(revoked grants) every time.
-    const revoked = { has: (id: string) => valid.some((b) => revokedOf.get(b)!.has(id)) };
-    if (vouching.length === 0 && human?.listed) return { jwk: human.jwk, revoked, newestIssuedAt: undefined };
+    const revoked: ReadonlySet<string> = kept ?? new Set();
+    // The offline allowance is counted per refresh: since the newest bundle the verifier was given.
+    const refreshedAt = valid.length === 0 ? undefined : Math.max(...valid.map((b) => parseTimestamp(b.issuedAt, 'bundle.issuedAt')));
+    const refreshEndsAt = valid.length === 0 ? undefined : Math.max(...valid.map((b) => parseTimestamp(b.expiresAt, 'bundle.expiresAt')));
+    if (vouching.length === 0 && human?.listed) return { jwk: human.jwk, revoked, newestIssuedAt: refreshedAt, refreshedAt, refreshEndsAt };
     if (vouching.length === 0) {
       if (expiredLists) fail('trust_bundle_expired', `the only bundles listing ${grant.issuer} have expired`);
       if (invalidLists) fail('trust_bundle_invalid', `the bundle listing ${grant.issuer} is not signed by the pinned root${signers.rootVersion > 1 ? ` (root version ${signers.rootVersion}: one of its bundle keys)` : ''}`);
@@ -196,21 +246,21 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
     const jwk = findKey(keys, grant.keyId, 'grant');
     if (human && canonicalize(jwk) !== canonicalize(human.jwk)) fail('unknown_key', `the bundle lists a key other than the DID's for ${grant.issuer}`);
     const newestIssuedAt = Math.max(...vouching.map((b) => parseTimestamp(b.issuedAt, 'bundle.issuedAt')));
-    return { jwk, revoked, newestIssuedAt };
+    return { jwk, revoked, newestIssuedAt, refreshedAt, refreshEndsAt };
   }
 
-  async function keyFromJwks(grant: PolicyGrant, o: VerifyCtlOptions, now: number): Promise<PublicJwk> {
+  async function keyFromJwks(grant: PolicyGrant, o: VerifyCtlOptions, now: number, ttl: number, timeoutMs: number): Promise<PublicJwk> {
     if (o.jwks) return findKey(o.jwks.keys, grant.keyId, 'grant');
     const url = o.jwksUrl!;
     let entry = jwksCache.get(url);
-    const stale = !entry || now - entry.at >= (o.jwksTtl ?? 300_000);
+    const stale = !entry || now - entry.at >= ttl;
     const missing = entry && !entry.jwks.keys.some((k) => k.kid === grant.keyId) && now - entry.at > 5_000;
     if (stale || missing) {
       if (o.offline) fail('unknown_key', 'offline, and the JWKS is not cached');
-      const online = featureOf(builtIn, 'online', 'unknown_key', 'jwksUrl needs the JWKS fetched');
+      const online = featureOf(builtIn, 'online', 'jwksUrl needs the JWKS fetched');
       let body: unknown;
       try {
-        body = await viaModule(() => online.fetchJson(o.fetch ?? online.hostFetch(), url, { timeoutMs: o.revocationTimeoutMs ?? 3000 }));
+        body = await viaModule(() => online.fetchJson(o.fetch ?? online.hostFetch(), url, { timeoutMs }));
       } catch (e) {
         fail('unknown_key', `the JWKS could not be fetched: ${(e as Error).message}`);
       }
@@ -250,7 +300,11 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
       const time = await readFlooredTime(o.now ?? hostNow, o.timeFloor);
       const now = time.now;
       clockSeen = time.clock;
-      const tol = o.clockToleranceMs ?? 0;
+      // Time is a number or nothing (PROTOCOL.md §12): each time option is checked once, here.
+      const tol = timeOption(o.clockToleranceMs, 'options.clockToleranceMs', 0);
+      const revocationTtl = timeOption(o.revocationTtl, 'options.revocationTtl', 60_000);
+      const revocationTimeoutMs = timeOption(o.revocationTimeoutMs, 'options.revocationTimeoutMs', 3000);
+      const jwksTtl = timeOption(o.jwksTtl, 'options.jwksTtl', 300_000);
 
       // Step 0: parse (closed objects, value rules, consistency with the grant).
       const amount = parsePaymentAmount(o.amount, 'options.amount');
@@ -270,18 +324,20 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
 
       // Step 1: the grant's signature, with the key resolved by issuer + keyId.
       let jwk: PublicJwk | undefined;
-      let bundleRevoked: { has(grantId: string): boolean } | undefined;
+      let bundleRevoked: ReadonlySet<string> | undefined;
       let bundleIssuedAt: number | undefined;
+      let refresh: { at: number; endsAt: number } | undefined;
       const human = grant.profile === 'human-agent';
       if (human) {
         // PROTOCOL.md §10: the key is the DID's own (no JWKS, no PEM); trust is trustedHumans or a bundle.
-        const humanAgent = featureOf(builtIn, 'humanAgent', 'unsupported_algorithm', 'a human-agent grant needs its did:key resolved');
+        const humanAgent = featureOf(builtIn, 'humanAgent', 'a human-agent grant needs its did:key resolved');
         const didJwk = didKeys.get(grant.issuer) ?? remember(didKeys, grant.issuer, await viaModule(() => humanAgent.didKeyToJwk(grant.issuer)), 256);
         const listed = Array.isArray(o.trustedHumans) && o.trustedHumans.includes(grant.issuer);
         if (o.trustBundles?.length) {
           const r = await keyFromBundles(grant, o, now, tol, { jwk: didJwk, listed });
           bundleRevoked = r.revoked;
           bundleIssuedAt = r.newestIssuedAt;
+          if (r.refreshedAt !== undefined) refresh = { at: r.refreshedAt, endsAt: r.refreshEndsAt! };
         } else if (!listed) fail('issuer_not_trusted', `${grant.issuer} is in neither trustedHumans nor a trust bundle`);
         jwk = didJwk;
       } else if (o.trustBundles?.length) {
@@ -289,8 +345,9 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
         jwk = r.jwk;
         bundleRevoked = r.revoked;
         bundleIssuedAt = r.newestIssuedAt;
+        if (r.refreshedAt !== undefined) refresh = { at: r.refreshedAt, endsAt: r.refreshEndsAt! };
       } else if (o.jwks || o.jwksUrl) {
-        jwk = await keyFromJwks(grant, o, now);
+        jwk = await keyFromJwks(grant, o, now, jwksTtl, revocationTimeoutMs);
       } else {
         const pem = o.signingKeyPem ?? hostEnv('CTL_SBA_SIGNING_PUBLIC_KEY_PEM');
         if (pem) {
@@ -305,6 +362,10 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
       }
       if (!jwk) fail('grant_signature_invalid', 'no key to verify the grant: pass trustBundles, jwks/jwksUrl or signingKeyPem');
       if (!(await grantSignatureOk(grant, grantJcs, jwk!))) fail('grant_signature_invalid', 'the grant signature does not verify');
+      if (now >= parseTimestamp(grant.expiresAt, 'grant.expiresAt') + tol) {
+        // An expired grant can never pass again: its revocation need not be kept (PROTOCOL.md §12).
+        for (const kept of keptRevoked.values()) kept.delete(grant.grantId);
+      }
       checkWindow(grant, 'grant', 'grant', 'grant_expired', now, tol);
 
       // Step 2: the SBA's signature, always against the key recorded in the grant.
@@ -315,11 +376,12 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
 
       // Step 3: revocation — the bundles' list always, the grant's URL unless offline.
       if (bundleRevoked?.has(grant.grantId)) fail('grant_revoked', 'the grant is revoked (trust bundle)');
+      if (isKept(o.keptRevocations, grant.grantId)) fail('grant_revoked', 'the grant is revoked (a trust bundle accepted before)');
       if (!o.offline) {
-        const online = featureOf(builtIn, 'online', 'revocation_unavailable', 'revocation is checked online unless offline: true');
+        const online = featureOf(builtIn, 'online', 'revocation is checked online unless offline: true');
         revocation ??= online.createRevocationChecker();
         const status = await viaModule(() => revocation!.check(grant.revocationUrl, grant.grantId, {
-          ttlMs: o.revocationTtl ?? 60_000, now, fetch: o.fetch ?? online.hostFetch(), timeoutMs: o.revocationTimeoutMs,
+          ttlMs: revocationTtl, now, fetch: o.fetch ?? online.hostFetch(), timeoutMs: revocationTimeoutMs,
         }));
         if (status.revoked) fail('grant_revoked', 'the grant is revoked');
       }
@@ -330,13 +392,6 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
       const merchantId = o.merchantId ?? a.merchantId;
       const rail = o.rail ?? a.rail;
       const purpose = o.purpose ?? a.purpose;
-      if (o.requireIntentHash || human) {
-        if (!a.intentHash) fail('malformed', 'intentHash is required (Full and Human-Agent profiles) and absent');
-        if (merchantId === undefined || rail === undefined) fail('malformed', 'intentHash needs the merchantId and rail of the payment');
-        const expected = await intentHashWith(c, { amount: o.amount, currency, merchantId: merchantId!, rail: rail!, purpose });
-        if (expected !== a.intentHash) fail('malformed', 'intentHash does not match this payment');
-      }
-
       // Step 5: destination, rail, asset, purpose.
       if (o.merchantId !== undefined && a.merchantId !== undefined && o.merchantId !== a.merchantId) {
         fail('destination_not_allowed', `the SBA is for merchant ${a.merchantId}, not ${o.merchantId}`);
@@ -354,21 +409,32 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
         || (purpose !== undefined && grant.allowedPurposes && !purposeAllowed(purpose, grant.allowedPurposes))) {
         fail('purpose_not_allowed', `purpose ${purpose} is not allowed`);
       }
+      if (o.requireIntentHash || human) {
+        if (!a.intentHash) fail('malformed', 'intentHash is required (Full and Human-Agent profiles) and absent');
+        if (merchantId === undefined || rail === undefined) fail('malformed', 'intentHash needs the merchantId and rail of the payment');
+        const intent = { currency, merchantId: merchantId!, rail: rail!, purpose };
+        if ((await intentHashWith(c, { ...intent, amount: o.amount })) !== a.intentHash) {
+          // The SBA was made for another payment: say which part differs where the hash can tell.
+          if ((await intentHashWith(c, { ...intent, amount: a.maxAmountMinor })) === a.intentHash) {
+            fail('amount_exceeds_authorization', `the SBA authorizes a payment of exactly ${a.maxAmountMinor} minor units of ${a.currency}, not ${o.amount}`);
+          }
+          fail('destination_not_allowed', 'the SBA\'s intentHash is for another payment (merchant, rail or purpose differ)');
+        }
+      }
 
       // Stateful last, so a payment refused for any other reason consumes nothing (PROTOCOL.md §7).
       const offlineAllowance = o.offline ? grant.offline : undefined;
-      if (offlineAllowance?.maxBundleAgeMs !== undefined && bundleIssuedAt !== undefined && now - bundleIssuedAt > offlineAllowance.maxBundleAgeMs) {
-        fail('offline_limit_exceeded', 'the trust bundle is older than this grant allows offline');
+      if (offlineAllowance?.maxBundleAgeMs !== undefined) {
+        // Without a bundle (a key from signingKeyPem or trustedHumans) nothing vouched at all.
+        if (bundleIssuedAt === undefined) fail('offline_limit_exceeded', 'this grant limits the age of the trust bundle offline, and no trust bundle vouched for it');
+        if (now - bundleIssuedAt > offlineAllowance.maxBundleAgeMs) fail('offline_limit_exceeded', 'the trust bundle is older than this grant allows offline');
       }
-      // Every stateless check passed: record the time this payment proves (PROTOCOL.md §12) before
-      // any ledger forgets an id by it.
-      if (o.timeFloor) {
-        await o.timeFloor.raise(Math.max(time.clock, bundleIssuedAt ?? 0,
-          parseTimestamp(grant.issuedAt, 'grant.issuedAt'), parseTimestamp(a.issuedAt, 'authorization.issuedAt')));
-      }
-      if (o.trackSpend || offlineAllowance) {
+      // Every stateless check passed: record the time this payment proves (PROTOCOL.md §12), only
+      // what the verifier trusts (its clock, its root's bundles), before any ledger forgets an id by it.
+      if (o.timeFloor) await o.timeFloor.raise(Math.max(time.clock, bundleIssuedAt ?? 0));
+      if (o.trackSpend || o.offline) {
         const storage = o.spendStorage ?? defaultSpend;
-        const ledgers = spendLedgers(grant, amount, merchantId, now, !!o.trackSpend, offlineAllowance);
+        const ledgers = spendLedgers(grant, amount, merchantId, now, offlineAllowance, refresh);
         // The id may be forgotten once the SBA is refused as expired whatever the clock says: at
         // its expiry under a time floor, a day later without one (a clock stepped back less than
         // that cannot revive it).
@@ -409,17 +475,39 @@ const TIME_REFUSALS = new Set<string>(['trust_bundle_expired', 'grant_expired', 
  * The ledgers a payment the merchant accepts counts against: the grant's cumulative budget
  * (`trackSpend`), its velocity windows (recorded whenever spend is), and the offline allowance.
  */
-function spendLedgers(grant: PolicyGrant, amount: bigint, merchantId: string | undefined, now: number, trackSpend: boolean, offline: PolicyGrant['offline']): Ledger[] {
-  const ledgers: Ledger[] = [];
-  if (trackSpend) {
-    ledgers.push({ key: `grant:${grant.grantId}`, amount, ceiling: BigInt(grant.maxAmountMinor), code: 'budget_exceeded', what: 'the grant budget' });
-  }
-  ledgers.push(...velocityLedgers(grant, amount, merchantId, now));
+function spendLedgers(
+  grant: PolicyGrant, amount: bigint, merchantId: string | undefined, now: number,
+  offline: PolicyGrant['offline'], refresh: { at: number; endsAt: number } | undefined,
+): Ledger[] {
+  const ledgers: Ledger[] = [
+    { key: `grant:${grant.grantId}`, amount, ceiling: BigInt(grant.maxAmountMinor), code: 'budget_exceeded', what: 'the grant budget' },
+    ...velocityLedgers(grant, amount, merchantId, now),
+  ];
+  // The offline allowance bounds what is accepted until the terminal next refreshes: counted per
+  // newest bundle (its issuedAt), so a bundle issued later starts a fresh count (PROTOCOL.md §8).
+  const epoch = offlineEpochKey(grant.grantId, refresh?.at);
+  const endsAt = refresh ? refresh.endsAt + UNFLOORED_ID_RETENTION_MS : undefined;
   if (offline?.maxPayments !== undefined) {
-    ledgers.push({ key: `offline-count:${grant.grantId}`, amount: 1n, ceiling: BigInt(offline.maxPayments), code: 'offline_limit_exceeded', what: 'the offline payment count' });
+    ledgers.push({ key: `offline-count:${epoch}`, amount: 1n, ceiling: BigInt(offline.maxPayments), code: 'offline_limit_exceeded', what: 'the offline payment count', endsAt });
   }
   if (offline?.maxAmountMinor !== undefined) {
-    ledgers.push({ key: `offline-amount:${grant.grantId}`, amount, ceiling: BigInt(offline.maxAmountMinor), code: 'offline_limit_exceeded', what: 'the offline amount' });
+    ledgers.push({ key: `offline-amount:${epoch}`, amount, ceiling: BigInt(offline.maxAmountMinor), code: 'offline_limit_exceeded', what: 'the offline amount', endsAt });
   }
   return ledgers;
+}
+
+/**
+ * The ledger suffix of a grant's offline allowance for the refresh at `refreshedAt` (the newest
+ * trust bundle's `issuedAt`, ms); `-` when no bundle was given.
+ * @example offlineEpochKey(grantId, Date.parse(bundle.issuedAt)) // `${grantId}@1795000000000`
+ */
+function offlineEpochKey(grantId: string, refreshedAt: number | undefined): string {
+  return `${grantId}@${refreshedAt === undefined ? '-' : Math.floor(refreshedAt)}`;
+}
+
+function isKept(kept: VerifyCtlOptions['keptRevocations'], id: string): boolean {
+  if (kept === undefined) return false;
+  if (Array.isArray(kept)) return kept.includes(id);
+  if (typeof (kept as ReadonlySet<string>).has === 'function') return (kept as ReadonlySet<string>).has(id);
+  return fail('malformed', 'options.keptRevocations must be a Set or an array of grant ids');
 }

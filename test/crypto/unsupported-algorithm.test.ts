@@ -7,6 +7,7 @@ import * as assert from 'uvu/assert';
 import * as nodeCrypto from 'node:crypto';
 import { readVectorJson } from '../helpers/vectors.js';
 import { createCtlCrypto } from '../../src/crypto/index.js';
+import { createMemorySpendStorage } from '../../src/wallet/spend-storage.js';
 import { registerP256 } from '../../src/crypto/algorithm-support.js';
 import { nobleP256 } from '../../src/entries/p256.js';
 import { createVerifier } from '../../src/verifier/verify.js';
@@ -47,7 +48,8 @@ const receipt = await signReceiptWith(native, {
   merchant: 'm-1', paidAt: '2026-11-22T10:00:00Z', txRef: 'txid:1', rail: 'x402',
 } as never, { signingKey: authority.priv });
 
-const base = { amount: '30', currency: 'USD', offline: true, now };
+// A fresh ledger each time: one SBA is verified along several key paths (offline records each budgetId).
+const base = () => ({ amount: '30', currency: 'USD', offline: true, now, spendStorage: createMemorySpendStorage() });
 /** Every verification path a P-256 key can reach, as `code or valid` strings. */
 async function outcomes(): Promise<Record<string, string>> {
   const verify = createVerifier(noble); // fresh caches
@@ -62,10 +64,10 @@ async function outcomes(): Promise<Record<string, string>> {
   }
   return {
     ...shared,
-    'grant key by PEM': code(await verify(sba, { ...base, signingKeyPem: authority.pub })),
-    'grant key by JWKS': code(await verify(sba, { ...base, jwks: { keys: listing[0]!.keys } })),
-    'grant key by bundle (Ed25519 root)': code(await verify(sba, { ...base, trustBundles: [edRootBundle], rootPublicKeyPem: edRoot.pub })),
-    'P-256 root through verifyCtl': code(await verify(sba, { ...base, trustBundles: [p256RootBundle], rootPublicKeyPem: root.pub })),
+    'grant key by PEM': code(await verify(sba, { ...base(), signingKeyPem: authority.pub })),
+    'grant key by JWKS': code(await verify(sba, { ...base(), jwks: { keys: listing[0]!.keys } })),
+    'grant key by bundle (Ed25519 root)': code(await verify(sba, { ...base(), trustBundles: [edRootBundle], rootPublicKeyPem: edRoot.pub })),
+    'P-256 root through verifyCtl': code(await verify(sba, { ...base(), trustBundles: [p256RootBundle], rootPublicKeyPem: root.pub })),
     'verifyTrustBundle, P-256 root': code(await verifyBundleWith(noble, p256RootBundle, root.pub, { now })),
     'verifyPolicyGrant, P-256 key': code(await verifyGrantWith(noble, grant, { publicKey: authority.pub, now })),
     'verifyReceipt, P-256 key': code(await verifyReceiptWith(noble, receipt, { publicKey: authority.pub })),
@@ -89,7 +91,7 @@ test('registerP256(nobleP256): the same artifacts verify', async () => {
 
 test('the native backend never needed the registration', async () => {
   registerP256(undefined);
-  const r = await createVerifier(native)(sba, { ...base, signingKeyPem: authority.pub });
+  const r = await createVerifier(native)(sba, { ...base(), signingKeyPem: authority.pub });
   assert.ok(r.valid, JSON.stringify(r));
 });
 

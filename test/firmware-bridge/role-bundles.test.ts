@@ -108,7 +108,7 @@ test('QuickJS terminal with a P-256 grant key: unsupported_algorithm until the h
   assert.is(await outcome(true), 'valid');
 });
 
-test('QuickJS terminal meeting a grant issued by a person\'s did:key: unsupported_algorithm until it loads ctl-human-agent', async () => {
+test('QuickJS terminal meeting a grant issued by a person\'s did:key: unsupported_feature until it loads ctl-human-agent', async () => {
   // PROTOCOL.md §10 through the terminal's bundle: the root lists the person's DID as an issuer, with the DID's key.
   const root = await CTL.generateKeyPair({ alg: 'EdDSA' });
   const person = await CTL.generateKeyPair({ alg: 'EdDSA' });
@@ -138,7 +138,7 @@ test('QuickJS terminal meeting a grant issued by a person\'s did:key: unsupporte
       dev.dispose();
     }
   };
-  assert.is(await outcome(false), 'unsupported_algorithm');
+  assert.is(await outcome(false), 'unsupported_feature');
   assert.is(await outcome(true), 'valid');
 });
 

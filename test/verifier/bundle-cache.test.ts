@@ -4,6 +4,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import {
+  createMemorySpendStorage,
   createSession, generateKeyPair, verifyCtl, formatTimestamp, type SignedBudgetAuthorization, type TrustBundle,
 } from '../../src/index.js';
 import { verifyCtlEdge } from '../../src/edge.js';
@@ -24,7 +25,9 @@ async function signedSba(signer: Keys = k): Promise<SignedBudgetAuthorization> {
   return s.createSba({ amount: '30', currency: 'USD', rail: 'x402', merchantId: 'merchant-a', purpose: 'api:search' });
 }
 
-const offline = () => ({ amount: '30', currency: 'USD', merchantId: 'merchant-a', offline: true, rootPublicKeyPem: k.root.publicKeyPem, now: () => T0 });
+// Offline, a verifier records each budgetId it accepts (PROTOCOL.md §12): a fresh ledger per call lets these
+// tests present one SBA many times, since what they compare is the bundle handling, not replay.
+const offline = () => ({ amount: '30', currency: 'USD', merchantId: 'merchant-a', offline: true, rootPublicKeyPem: k.root.publicKeyPem, now: () => T0, spendStorage: createMemorySpendStorage() });
 const code = (r: Awaited<ReturnType<typeof verifyCtl>>) => (r.valid ? 'valid' : r.error.code);
 
 for (const [name, verify] of [['verifyCtl', verifyCtl], ['verifyCtlEdge', verifyCtlEdge]] as const) {

@@ -1,7 +1,6 @@
 // The opt-in verifier modules (src/verifier/features.ts): a verifier built without the Human-Agent
-// profile or online checks refuses every case that needs one with the code of what it cannot have
-// (a did:key it cannot resolve: `unsupported_algorithm`; a revocation it cannot ask for:
-// `revocation_unavailable`), never a pass and never a throw; once the module is registered, our own vectors give exactly their
+// profile or online checks refuses every case that needs one with `unsupported_feature` (PROTOCOL.md
+// §16), the message naming the module, never a pass and never a throw; once the module is registered, our own vectors give exactly their
 // verdicts; a module from another bundle (its own CtlError class) keeps its codes.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -37,7 +36,7 @@ const expected = (k: any) => (k.expected.valid ? 'valid' : k.expected.code);
 
 /** The refusal of a verifier lacking `human` and/or `online`: the Human-Agent profile is asked for first (key resolution precedes revocation). */
 const lacking = (needs: string, human: boolean, online: boolean) =>
-  needs !== 'online' && !human ? 'unsupported_algorithm' : needs !== 'human' && !online ? 'revocation_unavailable' : undefined;
+  (needs !== 'online' && !human) || (needs !== 'human' && !online) ? 'unsupported_feature' : undefined;
 
 for (const [human, online] of [[false, false], [true, false], [false, true]] as const) {
   test(`human-agent ${human ? 'registered' : 'absent'}, online ${online ? 'registered' : 'absent'}: what needs an absent module is refused, the rest keeps its verdict`, async () => {
@@ -81,7 +80,7 @@ test('a verifier built with its modules needs no registration (as ctl builds its
   registerOnlineChecks(undefined);
   const valid = cases.find(({ k, needs }: any) => needs === 'both' && k.expected.valid);
   const bare = await createVerifier(c)(valid.k.input.sba, chainOptions(valid.k, valid.keys));
-  assert.is(!bare.valid && bare.error.code, 'unsupported_algorithm');
+  assert.is(!bare.valid && bare.error.code, 'unsupported_feature');
   assert.match(!bare.valid ? bare.error.message : '', /register ctl\/human-agent/);
   const r = await createVerifier(c, { humanAgent: humanAgentProfile, online: onlineChecks })(valid.k.input.sba, chainOptions(valid.k, valid.keys));
   assert.ok(r.valid, JSON.stringify(r));

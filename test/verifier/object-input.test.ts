@@ -4,7 +4,7 @@
 // verifier accept what the same SBA as JSON text would refuse, nor poison what it remembers.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { createSession, createSignedSessionBudgetAuthorization, verifyCtl, verifyTrustBundle, type SignedBudgetAuthorization } from '../../src/index.js';
+import { createMemorySpendStorage, createSession, createSignedSessionBudgetAuthorization, verifyCtl, verifyTrustBundle, type SignedBudgetAuthorization } from '../../src/index.js';
 import { createVerifier } from '../../src/verifier/verify.js';
 import { createCtlCrypto } from '../../src/crypto/index.js';
 import { keys, grant, bundle, fakeAuthority, T0, type Keys } from '../helpers/fixtures.js';
@@ -15,7 +15,8 @@ test.before(async () => {
   k = await keys();
 });
 
-const base = () => ({ currency: 'USD', merchantId: 'merchant-a', now: () => T0, signingKeyPem: k.authority.publicKeyPem, offline: true });
+// A fresh ledger per call: these tests compare verdicts on one SBA, not replay (offline records each budgetId).
+const base = () => ({ currency: 'USD', merchantId: 'merchant-a', now: () => T0, signingKeyPem: k.authority.publicKeyPem, offline: true, spendStorage: createMemorySpendStorage() });
 const outcome = (r: Awaited<ReturnType<typeof verifyCtl>>) => (r.valid ? 'valid' : r.error.code);
 
 async function signedSba(over: Partial<GrantFields> = {}, purpose = 'api:search'): Promise<SignedBudgetAuthorization> {
@@ -74,9 +75,9 @@ test('a member hidden from the signed text (non-enumerable) is absent: the verdi
   const copy = structuredClone(sba);
   // The signed grant names no purposes (unrestricted); a hidden list would refuse this payment.
   Object.defineProperty(copy.grant, 'allowedPurposes', { value: ['other:*'], enumerable: false });
-  const opts = { ...base(), amount: '30', purpose: 'api:search' };
-  assert.is(outcome(await verifyCtl(copy, opts)), outcome(await verifyCtl(JSON.stringify(sba), opts)));
-  assert.is(outcome(await verifyCtl(copy, opts)), 'valid');
+  const opts = () => ({ ...base(), amount: '30', purpose: 'api:search' });
+  assert.is(outcome(await verifyCtl(copy, opts())), outcome(await verifyCtl(JSON.stringify(sba), opts())));
+  assert.is(outcome(await verifyCtl(copy, opts())), 'valid');
 });
 
 test('a "__proto__" member stays a member: the object is refused as its JSON text is', async () => {

@@ -18,13 +18,19 @@ async function signedSba(over: Parameters<typeof grant>[1] = {}, amount = '30', 
   return s.createSba({ amount, currency: 'USD', rail: 'x402', merchantId: 'merchant-a', purpose: 'api:search' });
 }
 
-const base = { amount: '30', currency: 'USD', merchantId: 'merchant-a', now: () => T0 };
+// A fresh ledger per call: offline, a verifier records every budgetId it accepts (PROTOCOL.md §12), and most
+// tests here present one SBA several times to compare verdicts. The replay tests pass their own storage.
+/** `o` whose `spendStorage` is a fresh ledger at every read (every call, every spread): for tests that present one SBA many times. */
+function replayFree<T extends object>(o: T): T {
+  return Object.defineProperty({ ...o }, 'spendStorage', { get: () => createMemorySpendStorage(), enumerable: true });
+}
+const base = () => ({ amount: '30', currency: 'USD', merchantId: 'merchant-a', now: () => T0, spendStorage: createMemorySpendStorage() });
 
 test('online: JWKS + revocation URL, both cached; revoked → grant_revoked at the next check', async () => {
   const sba = await signedSba();
   const a = fakeAuthority(k);
   let now = T0;
-  const opts = { ...base, jwksUrl: 'https://authority.test/.well-known/ctl-keys.json', fetch: a.fetch, now: () => now, revocationTtl: 60_000 };
+  const opts = { ...base(), jwksUrl: 'https://authority.test/.well-known/ctl-keys.json', fetch: a.fetch, now: () => now, revocationTtl: 60_000 };
   assert.ok((await verifyCtl(sba, opts)).valid);
   assert.ok((await verifyCtl(sba, opts)).valid);
   assert.is(a.state.calls, 1, 'revocation answer cached');
@@ -40,16 +46,16 @@ test('online check fails closed: revocation_unavailable', async () => {
   const sba = await signedSba();
   const a = fakeAuthority(k);
   a.state.fail = true;
-  const r = await verifyCtl(sba, { ...base, signingKeyPem: k.authority.publicKeyPem, fetch: a.fetch });
+  const r = await verifyCtl(sba, { ...base(), signingKeyPem: k.authority.publicKeyPem, fetch: a.fetch });
   assert.is(!r.valid && r.error.code, 'revocation_unavailable');
-  const none = await verifyCtl(sba, { ...base, signingKeyPem: k.authority.publicKeyPem, fetch: undefined as never, offline: false });
+  const none = await verifyCtl(sba, { ...base(), signingKeyPem: k.authority.publicKeyPem, fetch: undefined as never, offline: false });
   assert.ok(!none.valid);
 });
 
 test('offline with a Trust Bundle: revoked grants refused after the next bundle refresh only (spec §3)', async () => {
   const sba = await signedSba();
   const b1 = await bundle(k);
-  const opts = { ...base, offline: true, rootPublicKeyPem: k.root.publicKeyPem };
+  const opts = replayFree({ ...base(), offline: true, rootPublicKeyPem: k.root.publicKeyPem });
   assert.ok((await verifyCtl(sba, { ...opts, trustBundles: [b1] })).valid);
   const b2 = await bundle(k, { sequence: 2, revokedGrants: [sba.grant.grantId] });
   const r = await verifyCtl(sba, { ...opts, trustBundles: [b2] });
@@ -57,24 +63,24 @@ test('offline with a Trust Bundle: revoked grants refused after the next bundle 
   const expired = await bundle(k, { expiresAt: formatTimestamp(T0 - 1), issuedAt: formatTimestamp(T0 - HOUR) });
   const e = await verifyCtl(sba, { ...opts, trustBundles: [expired] });
   assert.is(!e.valid && e.error.code, 'trust_bundle_expired');
-  const noRoot = await verifyCtl(sba, { ...base, offline: true, trustBundles: [b1] });
+  const noRoot = await verifyCtl(sba, { ...base(), offline: true, trustBundles: [b1] });
   assert.is(!noRoot.valid && noRoot.error.code, 'malformed');
 });
 
 test('JWKS: unknown kid and wrong purpose', async () => {
   const sba = await signedSba();
   const jwks = authorityJwks(k);
-  const r1 = await verifyCtl(sba, { ...base, offline: true, jwks: { keys: [{ ...jwks.keys[0]!, kid: 'other' }] } });
+  const r1 = await verifyCtl(sba, { ...base(), offline: true, jwks: { keys: [{ ...jwks.keys[0]!, kid: 'other' }] } });
   assert.is(!r1.valid && r1.error.code, 'unknown_key');
-  const r2 = await verifyCtl(sba, { ...base, offline: true, jwks: { keys: [{ ...jwks.keys[0]!, purposes: ['receipt'] }] } });
+  const r2 = await verifyCtl(sba, { ...base(), offline: true, jwks: { keys: [{ ...jwks.keys[0]!, purposes: ['receipt'] }] } });
   assert.is(!r2.valid && r2.error.code, 'key_purpose_mismatch');
-  const r3 = await verifyCtl(sba, { ...base, offline: true, jwks });
+  const r3 = await verifyCtl(sba, { ...base(), offline: true, jwks });
   assert.ok(r3.valid);
 });
 
 test('trackSpend: the same SBA twice is replay; cumulative spend stays within the grant', async () => {
   const storage = createMemorySpendStorage();
-  const opts = { ...base, offline: true, signingKeyPem: k.authority.publicKeyPem, trackSpend: true, spendStorage: storage };
+  const opts = { ...base(), offline: true, signingKeyPem: k.authority.publicKeyPem, trackSpend: true, spendStorage: storage };
   const g = await grant(k, { maxAmountMinor: '100' });
   const s = createSession(g, { actorId: 'v', signingKey: k.actor.privateKeyPem, fetch: fakeAuthority(k).fetch, now: () => T0 });
   const sbas: SignedBudgetAuthorization[] = [];
@@ -115,10 +121,13 @@ test('offline allowance (PROTOCOL.md §8): count, amount and bundle age bound an
 
 test('intentHash: required in the Full profile, bound to the payment', async () => {
   const sba = await signedSba();
-  const opts = { ...base, offline: true, signingKeyPem: k.authority.publicKeyPem, requireIntentHash: true };
+  const opts = replayFree({ ...base(), offline: true, signingKeyPem: k.authority.publicKeyPem, requireIntentHash: true });
   assert.ok((await verifyCtl(sba, opts)).valid);
+  // Presented for another payment: refused by what differs, not as a malformed SBA.
   const cheaper = await verifyCtl(sba, { ...opts, amount: '29' });
-  assert.is(!cheaper.valid && cheaper.error.code, 'malformed');
+  assert.is(!cheaper.valid && cheaper.error.code, 'amount_exceeds_authorization');
+  const elsewhere = await verifyCtl(sba, { ...opts, merchantId: 'merchant-b' });
+  assert.is(!elsewhere.valid && elsewhere.error.code, 'destination_not_allowed');
   const g = await grant(k);
   const s = createSession(g, { actorId: 'v', signingKey: k.actor.privateKeyPem, fetch: fakeAuthority(k).fetch, now: () => T0 });
   const noIntent = await verifyCtl(await s.createSba({ amount: '30', currency: 'USD', rail: 'x402' }), opts);
@@ -138,7 +147,7 @@ test('presentation: Authorization: CTL <base64> round-trips; 16 KiB cap', async 
 
 test('edge verifier (WebCrypto only) gives the same answers', async () => {
   const sba = await signedSba();
-  const opts = { ...base, offline: true, signingKeyPem: k.authority.publicKeyPem };
+  const opts = replayFree({ ...base(), offline: true, signingKeyPem: k.authority.publicKeyPem });
   assert.ok((await verifyCtlEdge(sba, opts)).valid);
   const tampered = structuredClone(sba);
   tampered.authorization.maxAmountMinor = '31';
@@ -195,7 +204,7 @@ test('merchant-side velocity with trackSpend; verifyPolicyGrant on its own', asy
   const { verifyPolicyGrant } = await import('../../src/index.js');
   const g = await grant(k, { velocity: { maxPaymentsPerHour: 2 } });
   const s = createSession(g, { actorId: 'v', signingKey: k.actor.privateKeyPem, fetch: fakeAuthority(k).fetch, now: () => T0 });
-  const opts = { ...base, offline: true, signingKeyPem: k.authority.publicKeyPem, trackSpend: true, spendStorage: createMemorySpendStorage() };
+  const opts = { ...base(), offline: true, signingKeyPem: k.authority.publicKeyPem, trackSpend: true, spendStorage: createMemorySpendStorage() };
   const sbas = [];
   for (let i = 0; i < 2; i++) sbas.push(await s.createSba({ amount: '30', currency: 'USD', rail: 'x402', merchantId: 'merchant-a' }));
   // A second wallet on the same grant (its own storage) can sign a third; the merchant refuses it.
@@ -217,7 +226,7 @@ test('Trust Bundles: per scope only the newest counts, so an old bundle cannot k
   const sba = await signedSba();
   const old = await bundle(k, { sequence: 1 });
   const newer = await rotatedKeyBundle(k);
-  const opts = { ...base, offline: true, rootPublicKeyPem: k.root.publicKeyPem };
+  const opts = replayFree({ ...base(), offline: true, rootPublicKeyPem: k.root.publicKeyPem });
   assert.ok((await verifyCtl(sba, { ...opts, trustBundles: [old] })).valid);
   for (const order of [[old, newer], [newer, old]]) {
     const r = await verifyCtl(sba, { ...opts, trustBundles: order });
@@ -233,7 +242,7 @@ test('Trust Bundles: per scope only the newest counts, so an old bundle cannot k
 
 test('the grant signature cache never vouches for a tampered grant carrying a cached signature', async () => {
   const sba = await signedSba();
-  const opts = { ...base, offline: true, signingKeyPem: k.authority.publicKeyPem };
+  const opts = replayFree({ ...base(), offline: true, signingKeyPem: k.authority.publicKeyPem });
   assert.ok((await verifyCtl(sba, opts)).valid);
   const tampered = structuredClone(sba);
   tampered.grant.maxAmountMinor = '9999999';
@@ -246,7 +255,7 @@ test('the grant signature cache never vouches for a tampered grant carrying a ca
 
 test('a grant text seen before skips only its own re-check: a changed grant or a bad authorization is still refused', async () => {
   const sba = await signedSba();
-  const opts = { ...base, offline: true, signingKeyPem: k.authority.publicKeyPem };
+  const opts = replayFree({ ...base(), offline: true, signingKeyPem: k.authority.publicKeyPem });
   assert.ok((await verifyCtl(sba, opts)).valid); // its grant text is now remembered
   const code = async (v: unknown) => {
     const r = await verifyCtl(v, opts);
