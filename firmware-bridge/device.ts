@@ -166,7 +166,7 @@ export function createDevice(sdk: DeviceSdk, abi: HostAbi): Device {
   const clockNow = (): number => {
     const t = guard('clock', () => abi.now());
     if (typeof t !== 'number' || !Number.isFinite(t)) {
-      hostFailure = `clock: now() returned ${typeof t === 'number' ? String(t) : typeof t}, not finite milliseconds`;
+      hostFailure = 'clock: now() did not return finite milliseconds since the epoch';
       throw new DeviceError('host_failure', hostFailure);
     }
     return t;

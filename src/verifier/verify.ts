@@ -376,7 +376,7 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
 
       // Step 3: revocation — the bundles' list always, the grant's URL unless offline.
       if (bundleRevoked?.has(grant.grantId)) fail('grant_revoked', 'the grant is revoked (trust bundle)');
-      if (isKept(o.keptRevocations, grant.grantId)) fail('grant_revoked', 'the grant is revoked (a trust bundle accepted before)');
+      if (isKept(o.keptRevocations, grant.grantId)) fail('grant_revoked', 'the grant is revoked (trust bundle)');
       if (!o.offline) {
         const online = featureOf(builtIn, 'online', 'revocation is checked online unless offline: true');
         revocation ??= online.createRevocationChecker();

@@ -100,7 +100,7 @@ export async function run(CTL, report, fixtures, role, humanAgent) {
   // Which vectors a role verifies: the wallet has no merchant verifier; receipts are the agent's (full).
   const roleVerifies = (kind) => kind === 'bundle' || kind === 'jcs-policy-hash' || (kind === 'chain' && verifies) || (kind === 'receipt' && role === 'full');
   // The verifier's Human-Agent profile is opt-in (ctl/human-agent): refused without it, never passed.
-  if (role === 'verify') await attempt('human-agent: unsupported_algorithm until registered, then registered', async () => {
+  if (role === 'verify') await attempt('human-agent: unsupported_feature until registered, then registered', async () => {
     const k = fixtures.cases.find((c) => c.kind === 'chain' && c.expected.valid && c.options.trustedHumans);
     CTL.registerHumanAgent(undefined);
     const r = await CTL.verifyCtl(k.input.sba, {
@@ -109,7 +109,7 @@ export async function run(CTL, report, fixtures, role, humanAgent) {
     });
     CTL.registerHumanAgent(humanAgent.humanAgentProfile);
     const outcome = r.valid ? 'valid' : r.error.code;
-    check('human-agent: unsupported_algorithm until registered, then registered', outcome === 'unsupported_algorithm', outcome, outcome);
+    check('human-agent: unsupported_feature until registered, then registered', outcome === 'unsupported_feature', outcome, outcome);
   });
   for (const k of fixtures.cases) {
     if (!roleVerifies(k.kind)) continue;
@@ -197,6 +197,41 @@ export async function run(CTL, report, fixtures, role, humanAgent) {
         code(await CTL.verifyCtl(k.input.sba, { ...options, merchantId: 'merchant-z', spendStorage: CTL.createMemorySpendStorage() })),
       ].join(' ');
       check('terminal: accept, replay, wrong merchant', outcome === 'valid replay destination_not_allowed', outcome);
+    });
+  }
+
+  // 3c'. The edges of PROTOCOL.md §12 on every build that verifies: a clock or a time option that is
+  // not a finite number refuses (never "no check"), and offline one SBA is accepted once, with or
+  // without trackSpend.
+  if (verifies) {
+    await attempt('time is a number or nothing', async () => {
+      const k = fixtures.cases.find((c) => c.id === '01-chain-valid-ed25519');
+      const now = () => CTL.parseTimestamp(k.options.now, 'now');
+      const options = () => ({ amount: k.options.amount, currency: k.options.currency, merchantId: 'merchant-a', signingKeyPem: keys.authority.publicKeyPem, offline: true, now, spendStorage: CTL.createMemorySpendStorage() });
+      const code = (r) => (r.valid ? 'valid' : r.error.code);
+      const outcome = [
+        code(await CTL.verifyCtl(k.input.sba, { ...options(), now: () => NaN })),
+        code(await CTL.verifyCtl(k.input.sba, { ...options(), now: () => undefined })),
+        code(await CTL.verifyCtl(k.input.sba, { ...options(), now: () => String(now()) })),
+        code(await CTL.verifyCtl(k.input.sba, { ...options(), clockToleranceMs: NaN })),
+        code(await CTL.verifyCtl(k.input.sba, { ...options(), clockToleranceMs: '0' })),
+        code(await CTL.verifyCtl(k.input.sba, options())),
+      ].join(' ');
+      check('time is a number or nothing', outcome === 'malformed malformed malformed malformed malformed valid', outcome);
+    });
+    await attempt('offline: one SBA accepted once without trackSpend', async () => {
+      const k = fixtures.cases.find((c) => c.id === '01-chain-valid-ed25519');
+      const now = () => CTL.parseTimestamp(k.options.now, 'now');
+      const options = { amount: k.options.amount, currency: k.options.currency, merchantId: 'merchant-a', signingKeyPem: keys.authority.publicKeyPem, offline: true, now };
+      const outcome = [];
+      for (let i = 0; i < 3; i++) {
+        const r = await CTL.verifyCtl(k.input.sba, options); // no trackSpend, no spendStorage
+        outcome.push(r.valid ? 'valid' : r.error.code);
+      }
+      // The first presentation may meet an id this build's verifier saw in an earlier check (the
+      // shared in-memory ledger): what matters is that at most one is ever accepted.
+      const accepted = outcome.filter((o) => o === 'valid').length;
+      check('offline: one SBA accepted once without trackSpend', accepted <= 1 && outcome.slice(1).every((o) => o === 'replay'), outcome.join(' '));
     });
   }
 
