@@ -5,7 +5,7 @@
 // interleaved. Target: ≤ 1.5. Run: npm run build && node bench/bundle-cache.mjs
 //   BENCH_MS (per round, default 700), BENCH_ROUNDS (default 5), BENCH_REVOKED (default 10000),
 //   BENCH_BACKEND (native | noble, default native)
-import { loadDist, opsPerSec, median, DURATION_MS, ROUNDS } from './lib/measure.mjs';
+import { loadDist, opsPerSec, median, DURATION_MS, ROUNDS, ledgerThatForgets } from './lib/measure.mjs';
 
 const CTL = await loadDist();
 const REVOKED = Number(process.env.BENCH_REVOKED ?? 10_000);
@@ -34,7 +34,7 @@ const empty = await makeBundle([]);
 const large = await makeBundle(Array.from({ length: REVOKED }, (_, i) => `grant_revoked_${String(i).padStart(8, '0')}_${'x'.repeat(16)}`));
 
 CTL.setCryptoBackend(BACKEND);
-const opts = (bundle) => ({ amount: '1', currency: 'USD', merchantId: 'merchant-a', offline: true, trustBundles: [bundle], rootPublicKeyPem: rootKey.publicKeyPem });
+const opts = (bundle) => ({ amount: '1', currency: 'USD', merchantId: 'merchant-a', offline: true, spendStorage: ledgerThatForgets, trustBundles: [bundle], rootPublicKeyPem: rootKey.publicKeyPem });
 const withEmpty = opts(empty);
 const withLarge = opts(large);
 const pay = (o) => async () => {

@@ -8,7 +8,7 @@
 //   didKeyToJwk (fresh, uncached) for Ed25519 and P-256 ÷ one bare node:crypto Ed25519 verify:
 //     what a verifier pays the first time it meets a DID (P-256: a square root mod p)
 import crypto from 'node:crypto';
-import { loadDist, compare as compareRows } from './lib/measure.mjs';
+import { loadDist, compare as compareRows, ledgerThatForgets } from './lib/measure.mjs';
 
 const CTL = await loadDist();
 const compare = (label, baseline, subject) => compareRows(label, baseline, subject, 60);
@@ -19,7 +19,7 @@ const fields = {
   policyHash: CTL.policyHash({ bench: true }), actorKey: agent.publicJwk, allowedRails: ['x402'], allowedAssets: [{ standard: 'iso4217', code: 'EUR' }],
   allowedPurposes: ['travel:booking'], maxAmountMinor: '1000000000', currency: 'EUR', expiresAt: CTL.formatTimestamp(now + 3600_000),
 };
-const pay = { amount: '100', currency: 'EUR', merchantId: 'hotel.example', rail: 'x402', purpose: 'travel:booking', offline: true };
+const pay = { amount: '100', currency: 'EUR', merchantId: 'hotel.example', rail: 'x402', purpose: 'travel:booking', offline: true, spendStorage: ledgerThatForgets };
 async function sbaUnder(grant) {
   return CTL.createSignedSessionBudgetAuthorization({ grant, sessionId: 's', actorId: 'a', maxAmountMinor: '100', merchantId: 'hotel.example', rail: 'x402', purpose: 'travel:booking' }, { signingKey: agent.privateKeyPem });
 }

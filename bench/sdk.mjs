@@ -5,7 +5,7 @@
 //   verifyCtl (grant cached) ÷ one bare node:crypto Ed25519 verify   (native backend)
 //   verifyCtl (grant cached) ÷ one bare noble Ed25519 verify          (noble backend)
 //   createSba ÷ one bare sign, on each backend
-//   min+gzip size of each dist file, beside its budget (test/bundles/size-budgets.test.ts holds them)
+//   min+gzip size of each dist file, beside two anchors (reported, not gated)
 //
 // Targets (device-class SDK): native createSba ≥ 0.8 × bare sign, native verifyCtl (grant cached)
 // ≥ 0.85 × bare verify. Where the time goes: verifyCtl is ~80 % the OpenSSL verify; a grant seen
@@ -20,13 +20,12 @@
 // ≈ 2 µs (the grant's own members are checked when the signer is prepared, not per SBA), the
 // ledger reserve and commit ≈ 1.2 µs, the intent hash (JCS of the intent, a lookup) ≈ 1 µs, two
 // timestamps ≈ 1 µs, the id and the signature's base64url ≈ 1 µs, GC the rest. A writer with the
-// members' `"name":` taken ahead (2.2 µs) and an arithmetic formatTimestamp (−0.7 µs a SBA) cost
-// 70–170 bytes gzip more of dist/index.js than its size ceiling leaves: not kept.
+// members' `"name":` taken ahead (2.2 µs) and an arithmetic formatTimestamp (−0.7 µs a SBA) were measured, not kept.
 import { createRequire } from 'node:module';
-import { readFileSync, existsSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import crypto from 'node:crypto';
-import { loadDist, compare, root, DURATION_MS, ROUNDS } from './lib/measure.mjs';
+import { loadDist, compare, root, DURATION_MS, ROUNDS, ledgerThatForgets } from './lib/measure.mjs';
 
 const CTL = await loadDist();
 const require = createRequire(import.meta.url);
@@ -47,7 +46,8 @@ const grant = await CTL.createSignedPolicyGrant({
 const okFetch = async (url) => ({ ok: true, status: 200, text: async () => JSON.stringify({ grantId: grant.grantId, revoked: false }) });
 const session = CTL.createSession(grant, { actorId: 'bench', signingKey: actor.privateKeyPem, fetch: okFetch });
 const sba = await session.createSba({ amount: '1', currency: 'USD', rail: 'x402', merchantId: 'merchant-a', purpose: 'api:x' });
-const verifyOpts = { amount: '1', currency: 'USD', merchantId: 'merchant-a', offline: true, signingKeyPem: authority.publicKeyPem };
+// One SBA timed many times: the verification, not the ledger (bench/lib/measure.mjs ledgerThatForgets).
+const verifyOpts = { amount: '1', currency: 'USD', merchantId: 'merchant-a', offline: true, signingKeyPem: authority.publicKeyPem, spendStorage: ledgerThatForgets };
 
 // Baselines: one bare signature over bytes of the same size as the SBA's signed message.
 const msg = CTL.signedBytes('sba', sba);
@@ -74,18 +74,21 @@ rows.push(await compare('noble:  verifyCtl ÷ bare noble verify', () => ed.verif
 const nobleSession = CTL.createSession(grant, { actorId: 'bench', signingKey: actor.privateKeyPem, fetch: okFetch });
 rows.push(await compare('noble:  createSba ÷ bare noble sign', () => ed.sign(msg, rawSeed), () => nobleSession.createSba({ amount: '1', currency: 'USD', rail: 'x402', merchantId: 'merchant-a', purpose: 'api:x' })));
 
-console.log('\nBundle sizes (already minified by the build; gzip -9; KB = 1024 bytes):');
-// scripts/size-budgets.json: bytes by dist file, as the size test holds them.
-const BUDGET_KB = Object.fromEntries(Object.entries(JSON.parse(readFileSync(root + 'scripts/size-budgets.json', 'utf8'))).map(([f, b]) => [`dist/${f}`, b / 1024]));
+// Sizes are a figure to watch, not a gate (ARCHITECTURE.md rule 12), beside two anchors: noble's
+// Ed25519 alone (bundled and minified here, the least a signing device carries) and the 40 KB gzip
+// the MPCP merchant SDK targets for edge runtimes.
+console.log('\nBuild sizes (minified by the build; gzip -9; KB = 1024 bytes):');
+const esbuild = require('esbuild');
+const nobleAlone = esbuild.buildSync({ stdin: { contents: "export * from '@noble/ed25519';", resolveDir: root }, bundle: true, minify: true, format: 'esm', write: false }).outputFiles[0].contents;
+const kb = (n) => `${(n / 1024).toFixed(1).padStart(5)} KB`;
+console.log(`  anchors: @noble/ed25519 alone ${kb(gzipSync(nobleAlone, { level: 9 }).length)} gzip; MPCP merchant SDK edge target 40.0 KB gzip`);
 const sizes = {};
-const verdict = (ok) => (ok ? 'met' : 'MISSED');
-for (const f of ['dist/index.js', 'dist/index.cjs', 'dist/ctl.iife.js', 'dist/verify.js', 'dist/ctl-verify.iife.js', 'dist/wallet.js', 'dist/ctl-wallet.iife.js', 'dist/p256.js', 'dist/edge.js', 'dist/compact.js']) {
+for (const f of ['dist/index.js', 'dist/index.cjs', 'dist/ctl.iife.js', 'dist/verify.js', 'dist/ctl-verify.iife.js', 'dist/wallet.js', 'dist/ctl-wallet.iife.js', 'dist/edge.js', 'dist/online.js', 'dist/human-agent.js', 'dist/p256.js', 'dist/compact.js']) {
   const buf = readFileSync(root + f);
   sizes[f] = { min: buf.length, gzip: gzipSync(buf, { level: 9 }).length };
-  const b = BUDGET_KB[f];
-  const against = b ? `  budget ${b} KB: ${verdict(sizes[f].gzip <= b * 1024)} (${(sizes[f].gzip / (b * 1024)).toFixed(2)}x)` : '';
-  console.log(`  ${f.padEnd(24)} ${(sizes[f].min / 1024).toFixed(1).padStart(6)} KB min  ${(sizes[f].gzip / 1024).toFixed(1).padStart(5)} KB gzip${against}`);
+  console.log(`  ${f.padEnd(24)} ${kb(sizes[f].min)} min  ${kb(sizes[f].gzip)} gzip`);
 }
+const verdict = (ok) => (ok ? 'met' : 'MISSED');
 const [nv, ns] = rows;
 console.log(`\nTargets: native verifyCtl ≥ 0.85 × bare verify: ${verdict(nv.ratio >= 0.85)} (${nv.ratio.toFixed(2)}); native createSba ≥ 0.8 × bare sign: ${verdict(ns.ratio >= 0.8)} (${ns.ratio.toFixed(2)})`);
 if (process.env.BENCH_JSON) console.log(JSON.stringify({ rows, sizes }));

@@ -43,3 +43,10 @@ export async function compare(label, baseline, subject, width = 52) {
   console.log(`${label.padEnd(width)} ${String(row.subject).padStart(7)}/s vs ${String(row.baseline).padStart(7)}/s  ratio ${row.ratio.toFixed(2)}`);
   return row;
 }
+
+/**
+ * A SpendStorage that records nothing. Offline, verifyCtl records every budgetId it accepts
+ * (PROTOCOL.md §12), so one SBA verifies once; a bench that presents one SBA many times to time the
+ * verification itself passes this ledger. Never in a terminal: it would accept a replay.
+ */
+export const ledgerThatForgets = { reserve: () => 'reserved', commit() {}, release() {}, total: () => 0n };
