@@ -11,13 +11,15 @@ import {
 const asset = object({ standard: string(), code: string() }, ['standard', 'code']);
 const velocity = object({ maxPaymentsPerHour: { type: 'integer' }, maxAmountPerMerchantPerDay: minorUnits() });
 const offline = object({ maxAmountMinor: minorUnits(), maxPayments: { type: 'integer' }, maxBundleAgeMs: { type: 'integer' } });
+/** PROTOCOL.md §13: 1–4 fixed windows, each period at most once. */
+const windows = array(object({ every: { enum: ['PT1H', 'P1D', 'P7D', 'P1M', 'P1Y'] }, maxAmountMinor: minorUnits(), maxPayments: { type: 'integer' } }, ['every', 'maxAmountMinor']));
 const scope = object({ category: string(), merchant: string(), region: string() });
 
 const GRANT_MEMBERS: Record<string, Schema> = {
   version: { const: 1 }, grantId: string(), policyHash: string(), issuer: string(), keyId: string(),
   issuedAt: timestamp(), expiresAt: timestamp(), allowedRails: array(string()), allowedAssets: array(ref('Asset')),
   allowedPurposes: array(string()), maxAmountMinor: minorUnits(), currency: string(), destinationAllowlist: array(string()),
-  revocationUrl: string({ format: 'uri' }), actorKey: ref('PublicJwk'), velocity, offline, profile: { const: 'human-agent' },
+  revocationUrl: string({ format: 'uri' }), actorKey: ref('PublicJwk'), velocity, offline, windows, windowsStart: timestamp(), profile: { const: 'human-agent' },
 };
 const GRANT_REQUIRED = ['version', 'grantId', 'policyHash', 'issuer', 'keyId', 'issuedAt', 'expiresAt', 'allowedRails', 'allowedAssets', 'maxAmountMinor', 'currency', 'revocationUrl', 'actorKey'];
 
@@ -47,6 +49,8 @@ export const ARTIFACT_SCHEMAS: Record<string, Schema> = {
     allowedPurposes: array(string()),
     velocity,
     offline,
+    windows,
+    windowsStart: timestamp(),
   }, ['policyHash', 'actorKey', 'allowedRails', 'allowedAssets', 'maxAmountMinor', 'currency', 'expiresAt']),
   PolicyGrant: object({ ...GRANT_MEMBERS, signature: string() }, [...GRANT_REQUIRED, 'signature']),
   UnsignedGrant: object(GRANT_MEMBERS, GRANT_REQUIRED, { description: 'A PolicyGrant before its signature (PROTOCOL.md §10: what a person signs).' }),

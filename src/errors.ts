@@ -74,6 +74,8 @@ export type CtlErrorCode = (typeof ERROR_CODES)[number];
 export interface CtlErrorInfo {
   code: CtlErrorCode;
   message: string;
+  /** With `window_exceeded`: when the full window ends and the next one starts (PROTOCOL.md §13). */
+  resetsAt?: string;
 }
 
 /**
@@ -83,13 +85,16 @@ export interface CtlErrorInfo {
  */
 export class CtlError extends Error {
   readonly code: CtlErrorCode;
-  constructor(code: CtlErrorCode, message: string) {
+  /** With `window_exceeded`: the start of the next window (PROTOCOL.md §13). */
+  readonly resetsAt?: string;
+  constructor(code: CtlErrorCode, message: string, details?: { resetsAt?: string }) {
     super(message);
     this.name = 'CtlError';
     this.code = code;
+    if (details?.resetsAt !== undefined) this.resetsAt = details.resetsAt;
   }
   toJSON(): CtlErrorInfo {
-    return { code: this.code, message: this.message };
+    return { code: this.code, message: this.message, ...(this.resetsAt !== undefined ? { resetsAt: this.resetsAt } : {}) };
   }
 }
 
@@ -136,7 +141,7 @@ export function malformed(message: string): never {
  */
 export function toErrorInfo(e: unknown, fallback: CtlErrorCode = 'malformed'): CtlErrorInfo {
   try {
-    if (e instanceof CtlError) return { code: e.code, message: e.message };
+    if (e instanceof CtlError) return e.toJSON();
   } catch {
     // `instanceof` on a revoked Proxy throws: not ours, then.
   }

@@ -13,7 +13,7 @@ import { humanGrantGate } from './humans.js';
 
 const GRANT_REQUEST = [
   'policyHash', 'actorKey', 'allowedRails', 'allowedAssets', 'maxAmountMinor', 'currency', 'expiresAt',
-  'destinationAllowlist', 'allowedPurposes', 'velocity', 'offline',
+  'destinationAllowlist', 'allowedPurposes', 'velocity', 'offline', 'windows', 'windowsStart',
 ] as const;
 
 /** A grant's custody view: the signed grant plus its state. */
@@ -35,7 +35,7 @@ export function grantRoutes(router: Router, d: RouteDeps): void {
     if (typeof hash !== 'string' || !/^[0-9a-f]{64}$/.test(hash)) throw badRequest('policyHash: must be 64 lowercase hex characters');
     for (const f of ['actorKey', 'allowedRails', 'allowedAssets', 'maxAmountMinor', 'currency'] as const) required(body, f);
     const expiresAtMs = futureTimestamp(required(body, 'expiresAt'), 'expiresAt', now);
-    for (const f of ['destinationAllowlist', 'allowedPurposes', 'velocity', 'offline'] as const) optional(body, f);
+    for (const f of ['destinationAllowlist', 'allowedPurposes', 'velocity', 'offline', 'windows', 'windowsStart'] as const) optional(body, f);
     if (!(await d.store.getPolicy(hash))) throw notFound(`no policy '${hash}': store it with POST /policies first`);
 
     const { kid, signer } = await d.keys.grantSigner();

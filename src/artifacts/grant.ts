@@ -9,6 +9,7 @@ import {
   printable, purposePattern, rail, signature, str, thumbprintJwk, timestamp, url, version, type Shape,
 } from './schema.js';
 import { didKeyFromJwk, didKeyToJwk, didKeyUrl, isDidKey } from '../encoding/did-key.js';
+import { checkWindowRules, windows } from './windows.js';
 import { checkWindow, formatTimestamp, isIdentifier, readClock, timeOption } from '../values.js';
 import { signArtifact, verifyArtifactSignature } from './signing.js';
 import { findKey } from './keys.js';
@@ -50,6 +51,8 @@ const grantShape: Shape = {
   actorKey: [true, thumbprintJwk],
   velocity: [false, object(velocityShape)],
   offline: [false, object(offlineShape)],
+  windows: [false, windows],
+  windowsStart: [false, timestamp],
   profile: [false, str(/^human-agent$/, '"human-agent"')],
   signature: [true, signature],
 };
@@ -66,6 +69,7 @@ export function checkGrant(value: unknown, field = 'grant'): asserts value is Po
     if (value['keyId'] !== didKeyUrl(value['issuer'] as string)) bad(`${field}.keyId`, 'must be the did:key URL <did>#<multibase> of the issuer');
   } else if (!isIdentifier(value['keyId'])) bad(`${field}.keyId`, 'must be an identifier [A-Za-z0-9._:-]{1,128}');
   checkTimeOrder(value, field);
+  checkWindowRules(value, field);
 }
 
 /**
@@ -155,6 +159,8 @@ export async function createGrantWith(c: CtlCrypto, fields: GrantFields, options
     actorKey,
     velocity: fields.velocity,
     offline: fields.offline,
+    windows: fields.windows,
+    windowsStart: fields.windowsStart,
     profile: fields.profile,
   };
   for (const k of Object.keys(unsigned)) if (unsigned[k] === undefined) delete unsigned[k];

@@ -11,6 +11,13 @@ export interface Velocity {
   maxAmountPerMerchantPerDay?: string;
 }
 
+/** At most `maxAmountMinor` (and `maxPayments`) in each fixed window of `every` (PROTOCOL.md §13). */
+export interface BudgetWindow {
+  every: 'PT1H' | 'P1D' | 'P7D' | 'P1M' | 'P1Y';
+  maxAmountMinor: string;
+  maxPayments?: number;
+}
+
 /** How much an offline verifier may accept on a grant before it must go online (PROTOCOL.md §8). */
 export interface OfflineAllowance {
   maxAmountMinor?: string;
@@ -36,6 +43,10 @@ export interface PolicyGrant {
   actorKey: PublicJwk;
   velocity?: Velocity;
   offline?: OfflineAllowance;
+  /** Budgets per hour, day, week, month or year beside the lifetime ceiling (PROTOCOL.md §13). */
+  windows?: BudgetWindow[];
+  /** Where window 0 starts; default `issuedAt`. */
+  windowsStart?: string;
   /** `human-agent`: issued by a person's did:key (PROTOCOL.md §10); absent for the other profiles. */
   profile?: 'human-agent';
   signature: string;

@@ -12,7 +12,7 @@ import { createBundleCache } from './bundle-cache.js';
 import { bundleSignersWith, type BundleSigners } from './root-chain.js';
 import { verifyArtifactSignature } from '../artifacts/signing.js';
 import { findKey } from '../artifacts/keys.js';
-import { toErrorInfo, type CtlErrorInfo, fail } from '../errors.js';
+import { CtlError, toErrorInfo, type CtlErrorInfo, fail } from '../errors.js';
 import { canonicalize, parseStrictJson, sameCanonical } from '../encoding/jcs.js';
 import { artifactData } from '../encoding/frozen-copy.js';
 import { base64urlDecode } from '../encoding/base64url.js';
@@ -22,7 +22,7 @@ import { hostEnv, hostNow } from '../host.js';
 import type { RevocationChecker } from '../revocation.js';
 import type { FetchLike } from '../net/fetch-json.js';
 import { createMemorySpendStorage, type SpendStorage } from '../wallet/spend-storage.js';
-import { commitAll, reserveAll, velocityLedgers, type Ledger } from '../wallet/ledgers.js';
+import { commitAll, reserveAll, velocityLedgers, windowLedgers, type Ledger } from '../wallet/ledgers.js';
 import { readFlooredTime, type TimeFloor } from './time-floor.js';
 import { featureOf, viaModule, type VerifierFeatures } from './features.js';
 import { passUnsupported } from '../crypto/algorithm-support.js';
@@ -448,7 +448,7 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
         });
         if (!r.ok) {
           if (r.result === 'duplicate') fail('replay', `budgetId ${a.budgetId} was already accepted`);
-          fail(r.ledger.code, `this payment would exceed ${r.ledger.what}`);
+          throw new CtlError(r.ledger.code, `this payment would exceed ${r.ledger.what}`, { resetsAt: r.ledger.resetsAt });
         }
       }
       return { valid: true, grant, sba, amount: o.amount, currency, ...(merchantId !== undefined ? { merchantId } : {}) };
@@ -482,6 +482,7 @@ function spendLedgers(
   const ledgers: Ledger[] = [
     { key: `grant:${grant.grantId}`, amount, ceiling: BigInt(grant.maxAmountMinor), code: 'budget_exceeded', what: 'the grant budget' },
     ...velocityLedgers(grant, amount, merchantId, now),
+    ...windowLedgers(grant, amount, now),
   ];
   // The offline allowance bounds what is accepted until the terminal next refreshes: counted per
   // newest bundle (its issuedAt), so a bundle issued later starts a fresh count (PROTOCOL.md §8).

@@ -6,6 +6,7 @@
  */
 import type { CtlErrorCode } from '../errors.js';
 import type { PolicyGrant } from '../artifacts/types.js';
+import { resetsAt, windowAt, windowsStartOf } from '../artifacts/windows.js';
 import type { ReserveOptions, ReserveResult, SpendStorage } from './spend-storage.js';
 
 export interface Ledger {
@@ -17,6 +18,8 @@ export interface Ledger {
   what: string;
   /** For a window: when its ledger may be dropped (PROTOCOL.md §12). */
   endsAt?: number;
+  /** For a budget window: when the next one starts, named by a `window_exceeded` refusal (PROTOCOL.md §13). */
+  resetsAt?: string;
 }
 
 export type ReserveAllResult = { ok: true } | { ok: false; result: Exclude<ReserveResult, 'reserved'>; ledger: Ledger };
@@ -68,6 +71,27 @@ export function velocityLedgers(grant: PolicyGrant, amount: bigint, merchantId: 
       key: `velocity-day:${grant.grantId}:${merchantId ?? '*'}:${Math.floor(now / DAY)}`, amount, ceiling: BigInt(v.maxAmountPerMerchantPerDay),
       code: 'velocity_exceeded', what: `${v.maxAmountPerMerchantPerDay} per merchant per day`, endsAt: (Math.floor(now / DAY) + 1) * DAY + WINDOW_RETENTION_MS,
     });
+  }
+  return out;
+}
+
+/**
+ * The budget windows of a grant that a payment at `now` falls in (PROTOCOL.md §13): for each, its
+ * amount and, with `maxPayments`, its count, each a ledger of its own, kept a day past the window.
+ * @example reserveAll(storage, [...windowLedgers(grant, 1250n, Date.now())], budgetId)
+ */
+export function windowLedgers(grant: PolicyGrant, amount: bigint, now: number): Ledger[] {
+  const out: Ledger[] = [];
+  if (!grant.windows) return out;
+  const start = windowsStartOf(grant, 'grant');
+  for (const w of grant.windows) {
+    const span = windowAt(w.every, start, now);
+    const key = `${grant.grantId}:${w.every}:${span.index}`;
+    const common = { code: 'window_exceeded' as const, endsAt: span.endsAt + WINDOW_RETENTION_MS, resetsAt: resetsAt(span) };
+    out.push({ key: `window:${key}`, amount, ceiling: BigInt(w.maxAmountMinor), what: `${w.maxAmountMinor} minor units of ${grant.currency} per ${w.every} window`, ...common });
+    if (w.maxPayments !== undefined) {
+      out.push({ key: `window-count:${key}`, amount: 1n, ceiling: BigInt(w.maxPayments), what: `${w.maxPayments} payments per ${w.every} window`, ...common });
+    }
   }
   return out;
 }
