@@ -3,11 +3,18 @@
  * `verifyCtl`, and also agrees with an ALLOW decision taken for this session: same session,
  * grant and policy, decision not expired, and the decision's price plus what the session already
  * spent fits the authorization (a `TRIP` SBA covers several payments).
+ *
+ * Stateful last (PROTOCOL.md §7): the decision's own checks need no signature and no ledger, so
+ * they run on the verifier's copy of the SBA before `verifyCtl`, whose spend reservation is its
+ * last step. A payment the decision refuses records nothing: the SBA stays usable.
  */
 import type { VerifyCtl, VerifyCtlOptions } from './verify.js';
 import type { PolicyGrant, SignedBudgetAuthorization } from '../artifacts/types.js';
+import { checkSba } from '../artifacts/sba.js';
+import { artifactData, ownData } from '../encoding/frozen-copy.js';
 import { toErrorInfo, type CtlErrorInfo, malformed, fail } from '../errors.js';
-import { parseAmount, parseTimestamp } from '../values.js';
+import { bad, parseAmount, parseCurrency, parsePaymentAmount, parseTimestamp } from '../values.js';
+import { readFlooredTime } from './time-floor.js';
 import { hostNow } from '../host.js';
 
 export interface Decision {
@@ -31,28 +38,57 @@ export type DecisionResult =
   | { ok: true; grant: PolicyGrant; sba: SignedBudgetAuthorization; decisionId: string }
   | { ok: false; error: CtlErrorInfo };
 
-export async function verifyDecisionWith(verify: VerifyCtl, sba: unknown, options: DecisionOptions): Promise<DecisionResult> {
+export async function verifyDecisionWith(verify: VerifyCtl, input: unknown, options: DecisionOptions): Promise<DecisionResult> {
+  let clockSeen: number | undefined;
   try {
-    const { sessionId, decision, cumulativeSpentMinor = '0', ...rest } = options ?? ({} as DecisionOptions);
-    if (!decision || typeof decision !== 'object') malformed('decision is required');
+    const { sessionId, decision: given, cumulativeSpentMinor = '0', ...rest } = options ?? ({} as DecisionOptions);
+    if (!given || typeof given !== 'object') malformed('decision is required');
+    // Read once into data of our own (PROTOCOL.md §12): the checks below and the price handed to
+    // verifyCtl see the same members.
+    const decision = ownData(given) as Decision;
     if (decision.action !== 'ALLOW') malformed(`decision ${String(decision.decisionId)} is not ALLOW`);
     const price = decision.priceFiat;
+    if (!price || typeof price !== 'object') malformed('decision.priceFiat is required');
+    const priceMinor = parsePaymentAmount(price.amountMinor, 'decision.priceFiat.amountMinor');
+    parseCurrency(price.currency, 'decision.priceFiat.currency');
     const spent = parseAmount(cumulativeSpentMinor, 'cumulativeSpentMinor');
-    const r = await verify(sba, { ...rest, amount: price?.amountMinor, currency: price?.currency });
-    if (!r.valid) return { ok: false, error: r.error };
-    const a = r.sba.authorization;
+    const tol = rest.clockToleranceMs ?? 0;
+    // Time is a number or nothing (PROTOCOL.md §12): a tolerance of NaN would pass every expiry.
+    if (typeof tol !== 'number' || !Number.isFinite(tol) || tol < 0) bad('options.clockToleranceMs', 'must be a finite number of milliseconds ≥ 0');
+    // The decision's expiry is a time check like every other: against max(clock, floor).
+    const time = await readFlooredTime(rest.now ?? hostNow, rest.timeFloor);
+    clockSeen = time.clock;
+    if (time.now >= parseTimestamp(decision.expiresAtISO, 'decision.expiresAtISO') + tol) {
+      fail('sba_expired', `the decision expired at ${decision.expiresAtISO}`);
+    }
+
+    // The SBA against the decision, on the copy verifyCtl then verifies: what matched here is what
+    // gets its signatures checked. A mismatch is refused before any signature (§5 step 0).
+    const sba = artifactData(input);
+    checkSba(sba);
+    const a = sba.authorization;
     if (a.sessionId !== sessionId) malformed('the SBA belongs to another session');
     if (decision.sessionGrantId !== a.grantId) malformed('the decision is for another grant');
     if (decision.policyHash !== a.policyHash) fail('policy_hash_mismatch', 'the decision was taken under another policy');
-    const now = (options.now ?? hostNow)();
-    if (now >= parseTimestamp(decision.expiresAtISO, 'decision.expiresAtISO') + (options.clockToleranceMs ?? 0)) {
-      fail('sba_expired', `the decision expired at ${decision.expiresAtISO}`);
-    }
-    if (spent + BigInt(price.amountMinor) > BigInt(a.maxAmountMinor)) {
+    if (spent + priceMinor > BigInt(a.maxAmountMinor)) {
       fail('budget_exceeded', 'spent so far plus this price exceeds the authorization');
     }
+
+    // Last: verifyCtl, whose own last step is the spend reservation.
+    const r = await verify(sba, { ...rest, amount: price.amountMinor, currency: price.currency });
+    if (!r.valid) return { ok: false, error: r.error };
     return { ok: true, grant: r.grant, sba: r.sba, decisionId: decision.decisionId };
   } catch (e) {
-    return { ok: false, error: toErrorInfo(e) };
+    const error = toErrorInfo(e);
+    // As verifyCtl: a refusal by time keeps its clock reading at once, so a clock set back cannot
+    // revive the decision (PROTOCOL.md §12).
+    if (error.code === 'sba_expired' && options?.timeFloor && clockSeen !== undefined) {
+      try {
+        await options.timeFloor.raise(clockSeen);
+      } catch {
+        // the refusal stands either way
+      }
+    }
+    return { ok: false, error };
   }
 }

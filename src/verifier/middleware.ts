@@ -1,12 +1,19 @@
 /**
- * Merchant middleware (spec §4.4): reads the SBA from `Authorization: CTL <base64>` or
- * `body.sba`, verifies it, and either sets `req.ctl` / `ctx.state.ctl` or answers
+ * Merchant middleware (spec §4.4): reads the SBA from `Authorization: CTL <base64>` or a body
+ * `{ "sba": … }`, verifies it, and either sets `req.ctl` / `ctx.state.ctl` or answers
  * 402 `{ error: { code, message } }` (spec §7). Amount and currency may depend on the request.
+ *
+ * The body is read from its own text when the request still has it, with the strict I-JSON
+ * parser (PROTOCOL.md §2), so a repeated member is `malformed` as in the header: Express
+ * `req.rawBody` (a body parser's `verify` hook) or a string/Buffer `req.body` (`express.text()`,
+ * `express.raw()`); Koa `ctx.request.rawBody` (`@koa/bodyparser` sets it) or a string/Buffer
+ * `ctx.request.body`. A body only available parsed (`express.json()` alone) has lost that check:
+ * its `sba` is taken as it is, or refused with `requireRawBody`.
  */
 import type { VerifyCtl, VerifyCtlOptions } from './verify.js';
 import type { PolicyGrant, SignedBudgetAuthorization } from '../artifacts/types.js';
-import { decodeSbaHeader } from './presentation.js';
-import { toErrorInfo, type CtlErrorInfo } from '../errors.js';
+import { decodeSbaHeader, sbaFromBodyText } from './presentation.js';
+import { toErrorInfo, malformed, type CtlErrorInfo } from '../errors.js';
 
 type Dyn<T, R> = T | ((req: R) => T | Promise<T>);
 
@@ -23,6 +30,13 @@ export interface MiddlewareOptions<R> extends Omit<VerifyCtlOptions, 'amount' | 
   amount: Dyn<string, R>;
   currency: Dyn<string, R>;
   merchantId?: Dyn<string | undefined, R>;
+  /**
+   * Refuse (`malformed`) an SBA that arrives in a body already parsed into an object with no raw
+   * text beside it: `JSON.parse` kept only the last of two repeated members, so the strict I-JSON
+   * check (PROTOCOL.md §2) can no longer be made. Default `false` (the parsed `sba` is verified as
+   * it is). A string `sba` field (a form) is still parsed strictly and is not affected.
+   */
+  requireRawBody?: boolean;
 }
 
 export interface CtlRequestState {
@@ -46,17 +60,34 @@ declare global {
 
 const resolve = async <T, R>(v: Dyn<T, R>, req: R): Promise<T> => (typeof v === 'function' ? (v as (r: R) => T)(req) : v);
 
+/** The first candidate that is a body's raw text (a string, or bytes: a Buffer is a Uint8Array). */
+function rawText(...candidates: unknown[]): string | Uint8Array | undefined {
+  for (const v of candidates) if (typeof v === 'string' || v instanceof Uint8Array) return v;
+  return undefined;
+}
+
+/** The SBA the body presents, from its raw text when it is JSON, else from the parsed body. */
+function sbaFromBody(raw: string | Uint8Array | undefined, body: unknown, requireRawBody: boolean | undefined): unknown {
+  const fromText = raw === undefined ? undefined : sbaFromBodyText(raw);
+  if (fromText) return fromText.sba;
+  const parsed = body && typeof body === 'object' && !(body instanceof Uint8Array) ? (body as Record<string, unknown>)['sba'] : undefined;
+  if (parsed !== undefined && typeof parsed !== 'string' && requireRawBody) {
+    malformed('the body was parsed without its text, so repeated members cannot be refused: keep the raw body (see requireRawBody)');
+  }
+  return parsed;
+}
+
 async function verifyRequest<R>(
-  verify: VerifyCtl, options: MiddlewareOptions<R>, req: R, header: unknown, body: unknown,
+  verify: VerifyCtl, options: MiddlewareOptions<R>, req: R, header: unknown, body: unknown, raw: string | Uint8Array | undefined,
 ): Promise<{ ok: true; state: CtlRequestState } | { ok: false; error: CtlErrorInfo }> {
   let sba: unknown;
   try {
-    const fromBody = body && typeof body === 'object' ? (body as Record<string, unknown>)['sba'] : undefined;
+    const fromBody = sbaFromBody(raw, body, options.requireRawBody);
     sba = fromBody !== undefined ? fromBody : decodeSbaHeader(header);
   } catch (e) {
     return { ok: false, error: toErrorInfo(e) };
   }
-  const { amount, currency, merchantId, ...rest } = options;
+  const { amount, currency, merchantId, requireRawBody: _, ...rest } = options;
   const r = await verify(sba, {
     ...rest,
     amount: await resolve(amount, req),
@@ -67,11 +98,14 @@ async function verifyRequest<R>(
   return { ok: true, state: { valid: true, grant: r.grant, sba: r.sba, amount: r.amount, currency: r.currency } };
 }
 
-/** Express/Connect middleware. @example app.post('/charge', ctl({ amount: '500', currency: 'USD', jwksUrl }), handler) */
+/**
+ * Express/Connect middleware.
+ * @example app.post('/charge', express.json({ verify: (req, _res, buf) => { req.rawBody = buf } }), ctl({ amount: '500', currency: 'USD', jwksUrl }), handler)
+ */
 export function createExpressMiddleware(verify: VerifyCtl, options: MiddlewareOptions<any>) {
   return async (req: any, res: any, next: (err?: unknown) => void) => {
     try {
-      const r = await verifyRequest(verify, options, req, req.headers?.['authorization'], req.body);
+      const r = await verifyRequest(verify, options, req, req.headers?.['authorization'], req.body, rawText(req.rawBody, req.body));
       if (r.ok) {
         req.ctl = r.state;
         return next();
@@ -85,10 +119,11 @@ export function createExpressMiddleware(verify: VerifyCtl, options: MiddlewareOp
   };
 }
 
-/** Koa middleware. @example app.use(ctlKoa({ amount: (ctx) => price(ctx), currency: 'USD', jwksUrl })) */
+/** Koa middleware. @example app.use(bodyParser()); app.use(ctlKoa({ amount: (ctx) => price(ctx), currency: 'USD', jwksUrl })) */
 export function createKoaMiddleware(verify: VerifyCtl, options: MiddlewareOptions<any>) {
   return async (ctx: any, next: () => Promise<unknown>) => {
-    const r = await verifyRequest(verify, options, ctx, ctx.get?.('authorization') || undefined, ctx.request?.body);
+    const request = ctx.request;
+    const r = await verifyRequest(verify, options, ctx, ctx.get?.('authorization') || undefined, request?.body, rawText(request?.rawBody, request?.body));
     if (!r.ok) {
       ctx.status = 402;
       ctx.body = { error: r.error };
