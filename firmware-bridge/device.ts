@@ -43,6 +43,15 @@ export function deviceRoles(sdk: DeviceSdk): Array<'verify' | 'wallet'> {
  */
 export const BRIDGE_ERROR_CODES = ['not_provisioned', 'already_provisioned', 'bad_request', 'unknown_op', 'bad_frame', 'host_failure', 'internal'] as const;
 
+/** What verifyTrustBundle answers only after the root's signature checked out. */
+const SIGNED_BUT_REFUSED = new Set(['trust_bundle_expired', 'trust_bundle_rollback', 'not_yet_valid']);
+
+/** The revoked ids a bundle lists, when it lists them as it should. */
+function revokedIn(bundle: unknown): string[] {
+  const list = (bundle as { revokedGrants?: unknown } | null)?.revokedGrants;
+  return Array.isArray(list) && list.every((x) => typeof x === 'string') ? list : [];
+}
+
 export class DeviceError extends Error {
   readonly code: string;
   constructor(code: string, message: string) {
@@ -58,9 +67,10 @@ const KEY_WALLET = 'ctl/wallet';
 /** `{ rootVersion, statements }`: the highest root version accepted and the chain that reaches it (PROTOCOL.md §11); only ever raised, by CAS. */
 const KEY_ROOT_CHAIN = 'ctl/root-chain';
 /**
- * Grant ids revoked by any bundle this device accepted (PROTOCOL.md §12: revocations are
- * permanent), a JSON array: a bundle that expires or is superseded takes none of them away. An id
- * is dropped only once its grant is seen expired.
+ * Grant ids revoked by any bundle its root signed (PROTOCOL.md §12: revocations are permanent), a
+ * JSON array: a bundle that expires, is superseded or arrives too late takes none of them away.
+ * Never pruned by what a payer presents (a revoked id is public): it grows with the fleet's
+ * revocations until the device is reprovisioned.
  */
 const KEY_REVOKED = 'ctl/revoked';
 
@@ -231,13 +241,14 @@ export function createDevice(sdk: DeviceSdk, abi: HostAbi): Device {
     if (!Array.isArray(list)) throw new DeviceError('host_failure', 'the revocation record is corrupt'); // fail closed
     return list;
   };
-  /** Adds `ids` to (or, `drop`, removes them from) the persisted revocations. */
-  const updateRevocations = (ids: readonly string[], drop = false): void => {
+  /** Adds `ids` to the persisted revocations. */
+  const updateRevocations = (ids: readonly string[]): void => {
     if (ids.length === 0) return;
     updateJson(KEY_REVOKED, (cur: string[] = []) => {
       const set = new Set(cur);
-      for (const id of ids) drop ? set.delete(id) : set.add(id);
-      return [...set].sort();
+      const before = set.size;
+      for (const id of ids) set.add(id);
+      return set.size === before ? cur : [...set].sort();
     });
   };
 
@@ -300,6 +311,9 @@ export function createDevice(sdk: DeviceSdk, abi: HostAbi): Device {
       });
       if (!r.valid) {
         if (r.error.code === 'trust_bundle_expired') timeFloor.raise(clock); // seen expired: keep it so
+        // These come after the root's signature checked out (verifyTrustBundle's order): too old or
+        // too late to vouch, but what it revoked is the root's word all the same.
+        if (SIGNED_BUT_REFUSED.has(r.error.code)) updateRevocations(revokedIn(bundle));
         throw new DeviceError(r.error.code, r.error.message);
       }
       timeFloor.raise(Math.max(clock, Date.parse(r.bundle.issuedAt)));
@@ -337,11 +351,6 @@ export function createDevice(sdk: DeviceSdk, abi: HostAbi): Device {
           acceptedRootChain: chain.statements, now: clockNow, timeFloor,
         });
         if (!r.valid && hostFailure !== undefined) return { valid: false, error: { code: 'host_failure', message: hostFailure } };
-        if (!r.valid && r.error.code === 'grant_expired') {
-          // An expired grant can never pass again: its revocation need not be kept (PROTOCOL.md §12).
-          const grantId = (sba as { grant?: { grantId?: unknown } }).grant?.grantId;
-          if (typeof grantId === 'string' && kept.includes(grantId)) updateRevocations([grantId], true);
-        }
         if (!r.valid) {
           abi.log('warn', `refused: ${r.error.code}`);
           return { valid: false, error: { code: r.error.code, message: r.error.message } };
@@ -412,9 +421,8 @@ export function createDevice(sdk: DeviceSdk, abi: HostAbi): Device {
       if (w) out['wallet'] = { actorId: w.actorId, grantId: w.grant?.grantId ?? null, publicJwk: w.publicJwk };
       const grantId = args.grantId ?? w?.grant?.grantId;
       if (typeof grantId === 'string') {
-        // The offline allowance counts since the newest live bundle (verifyCtl's spendLedgers keys it so).
-        const live = installed.filter((b) => now < Date.parse(b.expiresAt));
-        const epoch = `${grantId}@${live.length === 0 ? '-' : Math.floor(Math.max(...live.map((b) => sdk.parseTimestamp(b.issuedAt, 'bundle.issuedAt'))))}`;
+        // The offline allowance counts per refresh epoch, held in a register (verifyCtl's spendLedgers).
+        const epoch = `${grantId}@${await spend.total(`offline-epoch:${grantId}`)}`;
         const c: Record<string, string> = {
           acceptedMinor: (await spend.total(`grant:${grantId}`)).toString(),
           offlinePayments: (await spend.total(`offline-count:${epoch}`)).toString(),

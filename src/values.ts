@@ -115,14 +115,20 @@ export function readClock(clock: () => unknown, field: string): number {
   return t;
 }
 
+/** The most any time option may be: a day. A tolerance or a cache longer than that is a mistake, not a setting. */
+export const MAX_TIME_OPTION_MS = 86_400_000;
+
 /**
  * A time option in milliseconds (a tolerance, a TTL, a timeout): absent gives `fallback`; anything
- * but a finite number ≥ 0 is `malformed` (a `'0'` read from an environment variable included).
+ * but a finite number from 0 to `max` (default a day) is `malformed` (a `'0'` read from an
+ * environment variable included; `1e300` would switch every expiry check off).
  * @example const tol = timeOption(options.clockToleranceMs, 'options.clockToleranceMs', 0)
  */
-export function timeOption(value: unknown, field: string, fallback: number): number {
+export function timeOption(value: unknown, field: string, fallback: number, max = MAX_TIME_OPTION_MS): number {
   if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) bad(field, `must be a finite number of milliseconds ≥ 0, not ${describeTime(value)}`);
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > max) {
+    bad(field, `must be a number of milliseconds from 0 to ${max}, not ${describeTime(value)}`);
+  }
   return value;
 }
 

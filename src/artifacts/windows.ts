@@ -68,7 +68,10 @@ function addMonths(start: number, months: number): number {
  * The window of `every` that holds time `t`, counted from `start`.
  * @example windowAt('P1M', Date.parse('2026-01-31T00:00:00Z'), Date.parse('2026-02-28T12:00:00Z')).index // 1
  */
-export function windowAt(every: WindowPeriod, start: number, t: number): WindowSpan {
+export function windowAt(every: WindowPeriod, startAt: number, at: number): WindowSpan {
+  // Whole milliseconds, as Date holds them: a timestamp's sub-millisecond fraction moves no boundary.
+  const start = Math.floor(startAt);
+  const t = Math.floor(at);
   const fixed = FIXED_MS[every];
   if (fixed !== undefined) {
     const index = Math.floor((t - start) / fixed);

@@ -22,7 +22,7 @@ import { hostEnv, hostNow } from '../host.js';
 import type { RevocationChecker } from '../revocation.js';
 import type { FetchLike } from '../net/fetch-json.js';
 import { createMemorySpendStorage, type SpendStorage } from '../wallet/spend-storage.js';
-import { commitAll, reserveAll, velocityLedgers, windowLedgers, type Ledger } from '../wallet/ledgers.js';
+import { commitAll, raiseRegister, reserveAll, velocityLedgers, windowLedgers, type Ledger } from '../wallet/ledgers.js';
 import { readFlooredTime, type TimeFloor } from './time-floor.js';
 import { featureOf, viaModule, type VerifierFeatures } from './features.js';
 import { passUnsupported } from '../crypto/algorithm-support.js';
@@ -137,20 +137,18 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
   }
 
   /**
-   * The revocations of every bundle that passed its root check, per pinned root (PROTOCOL.md §12:
-   * revocations are permanent). An expired or superseded bundle vouches for no key, but what it
-   * revoked stays revoked here, until the revoked grant is seen expired.
+   * The revocations of every bundle that passed its root check (PROTOCOL.md §12: revocations are
+   * permanent). An expired or superseded bundle vouches for no key, but what it revoked stays
+   * revoked, on every path (bundles, JWKS, a pinned key). Never pruned by what a payer presents:
+   * a revoked id is public, and anyone could show an expired grant bearing it. So the set grows
+   * with the revocations this process has seen; a host that restarts passes `keptRevocations`.
    */
-  const keptRevoked = new Map<string, Set<string>>();
+  const keptRevoked = new Set<string>();
   const merged = new WeakSet<object>();
-  function keepRevocations(rootId: string, checked: { revoked: ReadonlySet<string> }): Set<string> {
-    let kept = keptRevoked.get(rootId);
-    if (!kept) keptRevoked.set(rootId, (kept = new Set()));
-    if (!merged.has(checked)) {
-      for (const id of checked.revoked) kept.add(id);
-      merged.add(checked);
-    }
-    return kept;
+  function keepRevocations(checked: { revoked: ReadonlySet<string> }): void {
+    if (merged.has(checked)) return;
+    for (const id of checked.revoked) keptRevoked.add(id);
+    merged.add(checked);
   }
 
   async function signersFor(o: VerifyCtlOptions): Promise<BundleSigners> {
@@ -197,11 +195,9 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
   async function keyFromBundles(grant: PolicyGrant, o: VerifyCtlOptions, now: number, tol: number, human?: { jwk: PublicJwk; listed: boolean }) {
     if (!o.rootPublicKeyPem) fail('malformed', 'trustBundles need rootPublicKeyPem (the root never comes from a bundle)');
     const signers = await signersFor(o);
-    const rootId = await rootIdOf(o);
     const valid: TrustBundle[] = [];
     let expiredLists = false;
     let invalidLists = false;
-    let kept = keptRevoked.get(rootId);
     for (const b of o.trustBundles!) {
       // The verifier's own frozen copy of what the root signed, never the caller's object (PROTOCOL.md §12).
       const checked = await bundles.check(b, signers);
@@ -213,7 +209,7 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
         continue;
       }
       // Signed by the root: what it revoked stands from now on, whatever its age (PROTOCOL.md §12).
-      kept = keepRevocations(rootId, checked);
+      keepRevocations(checked);
       const expired = now >= parseTimestamp(bundle.expiresAt, 'bundle.expiresAt') + tol;
       const future = parseTimestamp(bundle.issuedAt, 'bundle.issuedAt') > now + tol;
       if (expired || future) {
@@ -232,11 +228,11 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
       if (!seen || b.sequence > seen.sequence) newest.set(scope, b);
     }
     const vouching = [...newest.values()].filter((b) => b.issuers.some((i) => i.issuer === grant.issuer));
-    const revoked: ReadonlySet<string> = kept ?? new Set();
-    // The offline allowance is counted per refresh: since the newest bundle the verifier was given.
-    const refreshedAt = valid.length === 0 ? undefined : Math.max(...valid.map((b) => parseTimestamp(b.issuedAt, 'bundle.issuedAt')));
-    const refreshEndsAt = valid.length === 0 ? undefined : Math.max(...valid.map((b) => parseTimestamp(b.expiresAt, 'bundle.expiresAt')));
-    if (vouching.length === 0 && human?.listed) return { jwk: human.jwk, revoked, newestIssuedAt: refreshedAt, refreshedAt, refreshEndsAt };
+    // Revocation freshness for a person trusted by `trustedHumans` alone: the newest bundle given.
+    if (vouching.length === 0 && human?.listed) {
+      const newestIssuedAt = valid.length === 0 ? undefined : Math.max(...valid.map((b) => parseTimestamp(b.issuedAt, 'bundle.issuedAt')));
+      return { jwk: human.jwk, newestIssuedAt };
+    }
     if (vouching.length === 0) {
       if (expiredLists) fail('trust_bundle_expired', `the only bundles listing ${grant.issuer} have expired`);
       if (invalidLists) fail('trust_bundle_invalid', `the bundle listing ${grant.issuer} is not signed by the pinned root${signers.rootVersion > 1 ? ` (root version ${signers.rootVersion}: one of its bundle keys)` : ''}`);
@@ -246,7 +242,7 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
     const jwk = findKey(keys, grant.keyId, 'grant');
     if (human && canonicalize(jwk) !== canonicalize(human.jwk)) fail('unknown_key', `the bundle lists a key other than the DID's for ${grant.issuer}`);
     const newestIssuedAt = Math.max(...vouching.map((b) => parseTimestamp(b.issuedAt, 'bundle.issuedAt')));
-    return { jwk, revoked, newestIssuedAt, refreshedAt, refreshEndsAt };
+    return { jwk, newestIssuedAt };
   }
 
   async function keyFromJwks(grant: PolicyGrant, o: VerifyCtlOptions, now: number, ttl: number, timeoutMs: number): Promise<PublicJwk> {
@@ -324,9 +320,8 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
 
       // Step 1: the grant's signature, with the key resolved by issuer + keyId.
       let jwk: PublicJwk | undefined;
-      let bundleRevoked: ReadonlySet<string> | undefined;
+      /** The newest `issuedAt` of a live bundle that vouched for this grant's issuer. */
       let bundleIssuedAt: number | undefined;
-      let refresh: { at: number; endsAt: number } | undefined;
       const human = grant.profile === 'human-agent';
       if (human) {
         // PROTOCOL.md §10: the key is the DID's own (no JWKS, no PEM); trust is trustedHumans or a bundle.
@@ -335,17 +330,13 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
         const listed = Array.isArray(o.trustedHumans) && o.trustedHumans.includes(grant.issuer);
         if (o.trustBundles?.length) {
           const r = await keyFromBundles(grant, o, now, tol, { jwk: didJwk, listed });
-          bundleRevoked = r.revoked;
           bundleIssuedAt = r.newestIssuedAt;
-          if (r.refreshedAt !== undefined) refresh = { at: r.refreshedAt, endsAt: r.refreshEndsAt! };
         } else if (!listed) fail('issuer_not_trusted', `${grant.issuer} is in neither trustedHumans nor a trust bundle`);
         jwk = didJwk;
       } else if (o.trustBundles?.length) {
         const r = await keyFromBundles(grant, o, now, tol);
         jwk = r.jwk;
-        bundleRevoked = r.revoked;
         bundleIssuedAt = r.newestIssuedAt;
-        if (r.refreshedAt !== undefined) refresh = { at: r.refreshedAt, endsAt: r.refreshEndsAt! };
       } else if (o.jwks || o.jwksUrl) {
         jwk = await keyFromJwks(grant, o, now, jwksTtl, revocationTimeoutMs);
       } else {
@@ -362,10 +353,6 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
       }
       if (!jwk) fail('grant_signature_invalid', 'no key to verify the grant: pass trustBundles, jwks/jwksUrl or signingKeyPem');
       if (!(await grantSignatureOk(grant, grantJcs, jwk!))) fail('grant_signature_invalid', 'the grant signature does not verify');
-      if (now >= parseTimestamp(grant.expiresAt, 'grant.expiresAt') + tol) {
-        // An expired grant can never pass again: its revocation need not be kept (PROTOCOL.md §12).
-        for (const kept of keptRevoked.values()) kept.delete(grant.grantId);
-      }
       checkWindow(grant, 'grant', 'grant', 'grant_expired', now, tol);
 
       // Step 2: the SBA's signature, always against the key recorded in the grant.
@@ -375,8 +362,7 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
       checkWindow(a, 'SBA', 'authorization', 'sba_expired', now, tol);
 
       // Step 3: revocation — the bundles' list always, the grant's URL unless offline.
-      if (bundleRevoked?.has(grant.grantId)) fail('grant_revoked', 'the grant is revoked (trust bundle)');
-      if (isKept(o.keptRevocations, grant.grantId)) fail('grant_revoked', 'the grant is revoked (trust bundle)');
+      if (keptRevoked.has(grant.grantId) || isKept(o.keptRevocations, grant.grantId)) fail('grant_revoked', 'the grant is revoked (trust bundle)');
       if (!o.offline) {
         const online = featureOf(builtIn, 'online', 'revocation is checked online unless offline: true');
         revocation ??= online.createRevocationChecker();
@@ -434,7 +420,13 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
       if (o.timeFloor) await o.timeFloor.raise(Math.max(time.clock, bundleIssuedAt ?? 0));
       if (o.trackSpend || o.offline) {
         const storage = o.spendStorage ?? defaultSpend;
-        const ledgers = spendLedgers(grant, amount, merchantId, now, offlineAllowance, refresh);
+        // The offline allowance is counted per refresh (PROTOCOL.md §8: "before it must go online"):
+        // the newest bundle that vouched for the issuer, held in a register that only rises, so an
+        // older bundle, or none, never reopens a count already spent.
+        const epoch = offlineAllowance && (offlineAllowance.maxPayments !== undefined || offlineAllowance.maxAmountMinor !== undefined)
+          ? await raiseRegister(storage, `offline-epoch:${grant.grantId}`, BigInt(Math.floor(bundleIssuedAt ?? 0)), now)
+          : 0n;
+        const ledgers = spendLedgers(grant, amount, merchantId, now, offlineAllowance, epoch);
         // The id may be forgotten once the SBA is refused as expired whatever the clock says: at
         // its expiry under a time floor, a day later without one (a clock stepped back less than
         // that cannot revive it).
@@ -476,34 +468,23 @@ const TIME_REFUSALS = new Set<string>(['trust_bundle_expired', 'grant_expired', 
  * (`trackSpend`), its velocity windows (recorded whenever spend is), and the offline allowance.
  */
 function spendLedgers(
-  grant: PolicyGrant, amount: bigint, merchantId: string | undefined, now: number,
-  offline: PolicyGrant['offline'], refresh: { at: number; endsAt: number } | undefined,
+  grant: PolicyGrant, amount: bigint, merchantId: string | undefined, now: number, offline: PolicyGrant['offline'], epoch: bigint,
 ): Ledger[] {
   const ledgers: Ledger[] = [
     { key: `grant:${grant.grantId}`, amount, ceiling: BigInt(grant.maxAmountMinor), code: 'budget_exceeded', what: 'the grant budget' },
     ...velocityLedgers(grant, amount, merchantId, now),
     ...windowLedgers(grant, amount, now),
   ];
-  // The offline allowance bounds what is accepted until the terminal next refreshes: counted per
-  // newest bundle (its issuedAt), so a bundle issued later starts a fresh count (PROTOCOL.md §8).
-  const epoch = offlineEpochKey(grant.grantId, refresh?.at);
-  const endsAt = refresh ? refresh.endsAt + UNFLOORED_ID_RETENTION_MS : undefined;
+  // The offline allowance bounds what is accepted until the terminal next refreshes: one count per
+  // refresh epoch (the issuedAt of the newest bundle that vouched), so a later bundle restores it.
+  const key = `${grant.grantId}@${epoch}`;
   if (offline?.maxPayments !== undefined) {
-    ledgers.push({ key: `offline-count:${epoch}`, amount: 1n, ceiling: BigInt(offline.maxPayments), code: 'offline_limit_exceeded', what: 'the offline payment count', endsAt });
+    ledgers.push({ key: `offline-count:${key}`, amount: 1n, ceiling: BigInt(offline.maxPayments), code: 'offline_limit_exceeded', what: 'the offline payment count' });
   }
   if (offline?.maxAmountMinor !== undefined) {
-    ledgers.push({ key: `offline-amount:${epoch}`, amount, ceiling: BigInt(offline.maxAmountMinor), code: 'offline_limit_exceeded', what: 'the offline amount', endsAt });
+    ledgers.push({ key: `offline-amount:${key}`, amount, ceiling: BigInt(offline.maxAmountMinor), code: 'offline_limit_exceeded', what: 'the offline amount' });
   }
   return ledgers;
-}
-
-/**
- * The ledger suffix of a grant's offline allowance for the refresh at `refreshedAt` (the newest
- * trust bundle's `issuedAt`, ms); `-` when no bundle was given.
- * @example offlineEpochKey(grantId, Date.parse(bundle.issuedAt)) // `${grantId}@1795000000000`
- */
-function offlineEpochKey(grantId: string, refreshedAt: number | undefined): string {
-  return `${grantId}@${refreshedAt === undefined ? '-' : Math.floor(refreshedAt)}`;
 }
 
 function isKept(kept: VerifyCtlOptions['keptRevocations'], id: string): boolean {

@@ -95,3 +95,25 @@ export function windowLedgers(grant: PolicyGrant, amount: bigint, now: number): 
   }
   return out;
 }
+
+/**
+ * A register that only rises, kept in a SpendStorage key: its total is its value. Raising it to
+ * `value` reserves `value − total` under the ceiling `value`, atomically, so raisers racing never
+ * push it past the larger of their values, and a lower value changes nothing. Returns the value
+ * after (under contention that outlasts the retries, the last value read: never above the truth).
+ * @example const epoch = await raiseRegister(storage, `offline-epoch:${grantId}`, BigInt(bundleIssuedAt), now)
+ */
+export async function raiseRegister(storage: SpendStorage, key: string, value: bigint, now: number): Promise<bigint> {
+  let current = await storage.total(key);
+  for (let i = 0; i < 16 && current < value; i++) {
+    const id = `raise:${value}:${current}`;
+    // The id need not be remembered: the ceiling alone makes the raise atomic.
+    const r = await storage.reserve(key, id, value - current, value, { expiresAt: now, now });
+    if (r === 'reserved') {
+      await storage.commit(key, id);
+      return value;
+    }
+    current = await storage.total(key); // another raise moved it meanwhile
+  }
+  return current;
+}

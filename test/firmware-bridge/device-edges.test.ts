@@ -110,6 +110,26 @@ test('a revocation outlives its bundle: expired, superseded, across a restart', 
   }
 });
 
+test('a root-signed bundle too late or too old to install still revokes', async () => {
+  const fleet = await makeFleet(CTL);
+  const t = await terminals();
+  try {
+    await t.call('provisionRoot', { rootPublicKeyPem: fleet.root.publicKeyPem });
+    const pay = async () => t.outcome('verify', { sba: await fleet.sba('100', T0), amount: '100', currency: 'EUR' });
+    const codes = [await t.outcome('installBundle', { bundle: await fleet.bundle(3) }), await pay()];
+    // A backlog arrives late: sequence 2 (below the floor of 3) and an expired sequence 4, each revoking.
+    codes.push(await t.outcome('installBundle', { bundle: await fleet.bundle(2, { revokedGrants: [fleet.grant.grantId] }) }));
+    codes.push(await pay());
+    const forged = { ...(await fleet.bundle(5, { revokedGrants: ['grant_someone_else'] })), sequence: 6 };
+    codes.push(await t.outcome('installBundle', { bundle: forged }), await t.outcome('installBundle', {
+      bundle: await fleet.bundle(4, { revokedGrants: [fleet.grant.grantId], issuedAt: T0 - 30 * HOUR }),
+    }));
+    assert.equal(codes, ['ok', 'ok', 'trust_bundle_rollback', 'grant_revoked', 'trust_bundle_invalid', 'trust_bundle_expired']);
+  } finally {
+    t.dispose();
+  }
+});
+
 test('a fresh bundle restores the offline allowance, and status counts since it', async () => {
   const fleet = await makeFleet(CTL, { offline: { maxPayments: 2 } });
   const t = await terminals();

@@ -13,7 +13,7 @@ import { createVerifier } from '../../src/verifier/verify.js';
 import { createCtlCrypto } from '../../src/crypto/index.js';
 import { keys, grant, bundle, authorityJwks, fakeAuthority, T0, HOUR, type Keys } from '../helpers/fixtures.js';
 import { rotatedRoot, bundleBy } from '../helpers/root-chain.js';
-import { createRootStatement, generateKeyPair } from '../../src/index.js';
+import { createRootStatement, createSignedPolicyGrant, generateKeyPair, type PolicyGrant } from '../../src/index.js';
 import type { GrantFields } from '../../src/artifacts/grant.js';
 
 delete process.env['CTL_SBA_SIGNING_PUBLIC_KEY_PEM'];
@@ -23,6 +23,11 @@ const code = (r: { valid: boolean; error?: { code: string } }) => (r.valid ? 'va
 async function wallet(over: Partial<GrantFields> = {}, now = () => T0) {
   const g = await grant(k, over);
   return { g, s: createSession(g, { actorId: 'v', signingKey: k.actor.privateKeyPem, fetch: fakeAuthority(k).fetch, now }) };
+}
+/** The same grant's members, signed by another key (the fixtures sign with the authority's). */
+async function createSignedPolicyGrantAs(g: PolicyGrant, signingKey: string): Promise<PolicyGrant> {
+  const { version: _v, issuer, keyId, signature: _s, ...fields } = g;
+  return createSignedPolicyGrant(fields as never, { issuer, keyId, signingKey, now: () => Date.parse(g.issuedAt) });
 }
 const pay = (s: Awaited<ReturnType<typeof wallet>>['s'], amount = '10') =>
   s.createSba({ amount, currency: 'USD', rail: 'x402', merchantId: 'merchant-a' });
@@ -159,6 +164,53 @@ for (const [name, verify] of [['ctl', verifyCtl], ['ctl/edge', verifyCtlEdge]] a
     assert.is(await storage.total(`grant:${g.grantId}`), 40n);
   });
 }
+
+test('ctl: an older bundle, or one that vouches for nobody, never reopens a spent offline allowance', async () => {
+  let t = T0;
+  const { s } = await wallet({ offline: { maxPayments: 2 } }, () => t);
+  const storage = createMemorySpendStorage();
+  const b1 = await bundle(k, { sequence: 1, issuedAt: formatTimestamp(T0 - 2 * HOUR) });
+  const b2 = await bundle(k, { sequence: 2, issuedAt: formatTimestamp(T0 - HOUR) });
+  const nobody = await createTrustBundle({
+    sequence: 1, scope: { category: 'parking' }, revokedGrants: [], issuers: [],
+    issuedAt: formatTimestamp(T0 - 1000), expiresAt: formatTimestamp(T0 + 24 * HOUR),
+  }, { signingKey: k.root.privateKeyPem, issuer: 'root.test' });
+  const o = (trustBundles: unknown[]) => ({
+    amount: '10', currency: 'USD', merchantId: 'merchant-a', offline: true, now: () => t, spendStorage: storage,
+    trustBundles, rootPublicKeyPem: k.root.publicKeyPem,
+  });
+  const codes: string[] = [];
+  for (let i = 0; i < 3; i++) codes.push(code(await verifyCtl(await pay(s), o([b2]))));
+  codes.push(code(await verifyCtl(await pay(s), o([b1]))), 'older bundle');
+  codes.push(code(await verifyCtl(await pay(s), o([b2, nobody]))), 'a fresh bundle vouching for nobody');
+  codes.push(code(await verifyCtl(await pay(s), { ...o([]), trustBundles: undefined, signingKeyPem: k.authority.publicKeyPem })), 'no bundle');
+  assert.equal(codes, ['valid', 'valid', 'offline_limit_exceeded', 'offline_limit_exceeded', 'older bundle',
+    'offline_limit_exceeded', 'a fresh bundle vouching for nobody', 'offline_limit_exceeded', 'no bundle']);
+});
+
+test('ctl: an expired grant bearing a revoked id unrevokes nothing, on any path', async () => {
+  const v = createVerifier(createCtlCrypto('native'));
+  let t = T0;
+  const { s, g } = await wallet({ expiresAt: formatTimestamp(T0 + 2 * HOUR) }, () => t);
+  const revoking = await bundle(k, { revokedGrants: [g.grantId] });
+  const o = (at: number, extra: Record<string, unknown>) => ({
+    amount: '10', currency: 'USD', merchantId: 'merchant-a', offline: true, now: () => at, spendStorage: createMemorySpendStorage(), ...extra,
+  });
+  const viaBundle = { trustBundles: [revoking], rootPublicKeyPem: k.root.publicKeyPem };
+  assert.is(code(await v(await pay(s), o(T0, viaBundle))), 'grant_revoked');
+  // Mallory signs, under a key of her own, an expired grant that bears the revoked id.
+  const mallory = await generateKeyPair({ alg: 'EdDSA' });
+  const forged = await grant(k, { grantId: g.grantId, expiresAt: formatTimestamp(T0 - HOUR) } as never, T0 - 3 * HOUR);
+  const resigned = await createSignedPolicyGrantAs(forged, mallory.privateKeyPem);
+  const hers = createSession(resigned, { actorId: 'm', signingKey: k.actor.privateKeyPem, fetch: fakeAuthority(k).fetch, now: () => T0 - 2 * HOUR });
+  assert.is(code(await v(await pay(hers), o(T0, { signingKeyPem: mallory.publicKeyPem }))), 'grant_expired');
+  // A clock set far ahead once (no time floor here) sees the genuine grant expired.
+  assert.is(code(await v(await pay(s), o(T0 + 3 * HOUR, viaBundle))), 'grant_expired');
+  t = T0 + 1000;
+  assert.is(code(await v(await pay(s), o(t, viaBundle))), 'grant_revoked', 'the same live bundle still revokes it');
+  // And a revocation seen once holds where no bundle is given: a pinned key, offline.
+  assert.is(code(await v(await pay(s), o(t, { signingKeyPem: k.authority.publicKeyPem }))), 'grant_revoked');
+});
 
 test('a root chain is the verifier\'s: a fork signed by a leaked retired root is refused given the accepted chain', async () => {
   const r = await rotatedRoot(k);
