@@ -11,6 +11,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { createWalFlusher, type FlushFile, type WalFlusher } from './wal-flush.js';
 import { startWalCheckpointer } from './wal-checkpointer.js';
+import { HttpError } from './http-error.js';
 
 export type Row = Record<string, unknown>;
 export type Dialect = 'sqlite' | 'postgres';
@@ -331,6 +332,43 @@ const BUSY_SERVER = new Set(['53300', '57P03']);
 const BUSY_PATIENCE_MS = 10_000;
 
 /**
+ * A statement that failed because the database could not be reached or its connection was lost
+ * (a restart, a failover, a terminated backend, an idle timeout, a proxy): `503 unavailable`
+ * (PROTOCOL.md §9), the world rather than a bug here. `cause` is the driver's error. Whether a
+ * write in flight was committed is unknown to the caller, as for any failed COMMIT.
+ */
+export class DatabaseUnavailableError extends HttpError {
+  constructor(cause: unknown) {
+    super(503, 'unavailable', 'the database is unavailable', { 'Retry-After': '1' });
+    this.name = 'DatabaseUnavailableError';
+    (this as { cause?: unknown }).cause = cause;
+  }
+}
+
+/**
+ * SQLSTATEs that mean the connection, not the statement, failed: class 08 (connection
+ * exception), 57P01–57P03 (administrator or crash shutdown, cannot connect now), 53300 (too
+ * many connections) and 25P03 (idle-in-transaction timeout, which ends the connection).
+ */
+const LOST_SQLSTATE = /^(08...|57P0[1-3]|53300|25P03)$/;
+/** Socket errors of a connection that could not be made or was cut. */
+const LOST_ERRNO = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'ECONNABORTED']);
+/** pg's own errors for a lost, closed or never-made connection carry no code, only these messages. */
+const LOST_MESSAGE = /^(Connection terminated|Client has encountered a connection error|Client was closed and is not queryable|timeout exceeded when trying to connect|Query read timeout|Cannot use a pool after calling end)/;
+
+/** true when `e` says the connection to PostgreSQL failed rather than the statement itself. */
+export function isConnectionLoss(e: unknown): boolean {
+  if (e instanceof DatabaseUnavailableError) return true;
+  if (!(e instanceof Error)) return false;
+  const code = (e as { code?: unknown }).code;
+  if (typeof code === 'string' && (LOST_SQLSTATE.test(code) || LOST_ERRNO.has(code))) return true;
+  return LOST_MESSAGE.test(e.message);
+}
+
+/** `e`, or a DatabaseUnavailableError around it when it is a connection loss. */
+const asUnavailable = (e: unknown): unknown => (e instanceof DatabaseUnavailableError || !isConnectionLoss(e) ? e : new DatabaseUnavailableError(e));
+
+/**
  * A pool whose checkouts wait out a busy server (BUSY_SERVER) with jittered backoff, instead of
  * failing the query at once: a burst of connections elsewhere on a shared server would otherwise
  * fail requests that a moment later would have run (and send rate limits to their per-instance
@@ -373,6 +411,12 @@ async function openPostgres(url: string, options: OpenOptions): Promise<SqlDatab
   });
   // An idle client's error (server restart) must not crash the process; the next query reconnects.
   pool.on('error', () => {});
+  // Nor may a checked-out client's: pg-pool listens to a client only while it is idle, and
+  // pool.query's own listener is a `once`, gone before a terminated connection's second error
+  // event. A listener for the client's whole life makes no error event unhandled; the failure
+  // itself reaches the statement that was using the connection (its query fails, or the next
+  // one: the client is then not queryable), and pg-pool discards the client on release.
+  pool.on('connect', (client) => client.on('error', () => {}));
   if (schema) {
     // Two processes creating the same schema at once: IF NOT EXISTS does not serialise them, and
     // the loser's error code depends on where it lost; the schema being there is what counts.
@@ -393,7 +437,10 @@ async function openPostgres(url: string, options: OpenOptions): Promise<SqlDatab
     return st;
   };
   const on = (q: pg.Pool | pg.PoolClient): SqlExecutor => {
-    const query = (sql: string, params: unknown[]) => q.query({ ...statement(sql), values: params.map(pgParam) });
+    const query = (sql: string, params: unknown[]) =>
+      q.query({ ...statement(sql), values: params.map(pgParam) }).catch((e: unknown) => {
+        throw asUnavailable(e);
+      });
     return {
       dialect: 'postgres',
       async all<T>(sql: string, params: unknown[] = []) {
@@ -406,7 +453,9 @@ async function openPostgres(url: string, options: OpenOptions): Promise<SqlDatab
         return { changes: (await query(sql, params)).rowCount ?? 0 };
       },
       async exec(script: string) {
-        await q.query(script);
+        await q.query(script).catch((e: unknown) => {
+          throw asUnavailable(e);
+        });
       },
     };
   };
@@ -416,7 +465,9 @@ async function openPostgres(url: string, options: OpenOptions): Promise<SqlDatab
     ...base,
     getGrouped: grouped.get,
     async tx(fn, txOptions = {}) {
-      const client = await pool.connect();
+      const client = await pool.connect().catch((e: unknown) => {
+        throw asUnavailable(e);
+      });
       // A checked-out client is outside the pool's error listener: a connection the server ends
       // between two queries (a restart) would be an unhandled 'error' and end the process. Heard
       // here, it fails this transaction (its next query throws) and the client is discarded.
@@ -433,7 +484,8 @@ async function openPostgres(url: string, options: OpenOptions): Promise<SqlDatab
         return out;
       } catch (e) {
         await client.query('ROLLBACK').catch(() => {});
-        throw e;
+        // Whatever the callback made of it, a transaction whose connection was lost failed for that.
+        throw lost !== undefined && !(e instanceof HttpError && e.status < 500) ? new DatabaseUnavailableError(lost) : asUnavailable(e);
       } finally {
         client.off('error', onError);
         client.release(lost);
@@ -507,7 +559,7 @@ function pgGroupCommit(pool: pg.Pool, on: (c: pg.PoolClient) => SqlExecutor, alo
       // Connection lost or COMMIT refused: the outcome of the group is that of a failed commit.
       client?.release(true);
       client = undefined;
-      for (const s of group) s.reject(e);
+      for (const s of group) s.reject(asUnavailable(e));
       return;
     } finally {
       client?.release();
