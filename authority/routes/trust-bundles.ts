@@ -9,7 +9,7 @@ import { closedObject, futureTimestamp, optional, required, scopeValue } from '.
 import { actorOf, type RouteDeps } from './context.js';
 import { grantKeysFrom } from '../keys.js';
 import type { BundleScopeFields } from '../store/types.js';
-import { humanIssuers } from './humans.js';
+import { humanIssuers, listedHumans } from './humans.js';
 
 const SCOPE_LIMITS = { category: 128, merchant: 256, region: 128 } as const;
 
@@ -37,15 +37,17 @@ export function trustBundleRoutes(router: Router, d: RouteDeps): void {
     // stored before the next bundle of this scope may take its sequence. A higher sequence
     // therefore never carries fewer revocations or older keys. A failure leaves a gap, never a repeat.
     let revokedCount = 0;
+    let peopleLeftOut = 0;
     const record = await d.store.issueBundle(scopeKey, now, async ({ sequence, revokedGrantIds, signingKeys, humans }) => {
       revokedCount = revokedGrantIds.length;
+      peopleLeftOut = listedHumans(humans, scope).left;
       const issuerKeys = grantKeysFrom(signingKeys, now);
       const signed = await createTrustBundle(
         { sequence, scope, issuers: [{ issuer: d.issuer, keys: issuerKeys }, ...humanIssuers(humans, scope)], revokedGrants: revokedGrantIds, expiresAt: body['expiresAt'] as string },
         { signingKey: root.signer, keyId: root.kid, issuer: d.issuer, now: d.now },
       );
       return { bundleId: signed.bundleId, scope, issuedAt: signed.issuedAt, expiresAtMs, bundle: JSON.stringify(signed) };
-    }, (q, r) => d.audit.entry(actorOf(ctx.state), 'bundle.issue', r.bundleId, { scope, sequence: r.sequence, revoked: revokedCount })(q, r));
+    }, (q, r) => d.audit.entry(actorOf(ctx.state), 'bundle.issue', r.bundleId, { scope, sequence: r.sequence, revoked: revokedCount, ...(peopleLeftOut ? { peopleLeftOut } : {}) })(q, r));
     const bundle = JSON.parse(record.bundle) as { bundleId: string };
     d.counters.bundleIssued();
     ctx.status = 201;

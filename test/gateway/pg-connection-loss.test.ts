@@ -82,7 +82,7 @@ test('two gateway processes, every PostgreSQL backend terminated under a paid bu
     instances.push(await startProcess(database.url, schema));
     const [a, b] = instances as [Instance, Instance];
     const owner = (await call(a.url, 'POST', '/admin/owners', { key: ADMIN_KEY, body: { label: 'loss' } })).body.apiKey as string;
-    const sessions = [];
+    const sessions: Awaited<ReturnType<typeof createSession>>[] = [];
     for (let i = 0; i < 4; i++) {
       sessions.push(await createSession({ url: a.url, ownerKey: owner } as never, { budget: { amount: '1000000', currency: 'USD' } }));
     }
