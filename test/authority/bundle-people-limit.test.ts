@@ -93,7 +93,7 @@ function suite(kind: 'sqlite' | 'postgres') {
         assert.is(refused.body.error.code, 'conflict');
         assert.match(refused.body.error.message, `at most ${MAX_PEOPLE_PER_BUNDLE} people`);
       }
-      for (const scope of [{}, { category: 'travel' }, { merchant: 'm1', region: 'eu' }]) {
+      for (const scope of [{}, { category: 'travel' }, { merchant: 'm1', region: 'eu' }] as Record<string, string>[]) {
         const bundle = await issue(a, scope);
         assert.is(bundle.status, 201, JSON.stringify(bundle.body));
         assert.is(bundle.body.issuers.length, MAX_PEOPLE_PER_BUNDLE + 1);
