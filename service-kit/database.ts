@@ -12,6 +12,7 @@ import { dirname, resolve } from 'node:path';
 import { createWalFlusher, type FlushFile, type WalFlusher } from './wal-flush.js';
 import { startWalCheckpointer } from './wal-checkpointer.js';
 import { HttpError } from './http-error.js';
+import { DatabaseUnavailableError, isConnectionLoss } from './connection-loss.js';
 
 export type Row = Record<string, unknown>;
 export type Dialect = 'sqlite' | 'postgres';
@@ -330,40 +331,6 @@ const SCHEMA_PATTERN = /^[a-z_][a-z0-9_]{0,62}$/;
 const BUSY_SERVER = new Set(['53300', '57P03']);
 /** How long a checkout keeps trying a busy server before its error reaches the caller. */
 const BUSY_PATIENCE_MS = 10_000;
-
-/**
- * A statement that failed because the database could not be reached or its connection was lost
- * (a restart, a failover, a terminated backend, an idle timeout, a proxy): `503 unavailable`
- * (PROTOCOL.md §9), the world rather than a bug here. `cause` is the driver's error. Whether a
- * write in flight was committed is unknown to the caller, as for any failed COMMIT.
- */
-export class DatabaseUnavailableError extends HttpError {
-  constructor(cause: unknown) {
-    super(503, 'unavailable', 'the database is unavailable', { 'Retry-After': '1' });
-    this.name = 'DatabaseUnavailableError';
-    (this as { cause?: unknown }).cause = cause;
-  }
-}
-
-/**
- * SQLSTATEs that mean the connection, not the statement, failed: class 08 (connection
- * exception), 57P01–57P03 (administrator or crash shutdown, cannot connect now), 53300 (too
- * many connections) and 25P03 (idle-in-transaction timeout, which ends the connection).
- */
-const LOST_SQLSTATE = /^(08...|57P0[1-3]|53300|25P03)$/;
-/** Socket errors of a connection that could not be made or was cut. */
-const LOST_ERRNO = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'ECONNABORTED']);
-/** pg's own errors for a lost, closed or never-made connection carry no code, only these messages. */
-const LOST_MESSAGE = /^(Connection terminated|Client has encountered a connection error|Client was closed and is not queryable|timeout exceeded when trying to connect|Query read timeout|Cannot use a pool after calling end)/;
-
-/** true when `e` says the connection to PostgreSQL failed rather than the statement itself. */
-export function isConnectionLoss(e: unknown): boolean {
-  if (e instanceof DatabaseUnavailableError) return true;
-  if (!(e instanceof Error)) return false;
-  const code = (e as { code?: unknown }).code;
-  if (typeof code === 'string' && (LOST_SQLSTATE.test(code) || LOST_ERRNO.has(code))) return true;
-  return LOST_MESSAGE.test(e.message);
-}
 
 /** `e`, or a DatabaseUnavailableError around it when it is a connection loss. */
 const asUnavailable = (e: unknown): unknown => (e instanceof DatabaseUnavailableError || !isConnectionLoss(e) ? e : new DatabaseUnavailableError(e));

@@ -6,7 +6,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import pg from 'pg';
-import { openDatabase, DatabaseUnavailableError } from '../../service-kit/index.js';
+import { openDatabase, DatabaseUnavailableError, describeError, isConnectionLoss } from '../../service-kit/index.js';
 import { PG_URL, pgAvailable, freshSchema, dropSchema } from './pg-fixture.js';
 
 test('the server ends a connection inside a transaction: the transaction fails, the process and the database go on', async () => {
@@ -68,6 +68,22 @@ test('a backend terminated under a statement, alone or in a group commit: 503 un
     await db.close();
     await dropSchema(schema);
   }
+});
+
+test('a lost connection is 503 unavailable wherever it surfaces; other failures keep their status', () => {
+  const terminated = Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01', severity: 'FATAL' });
+  const ended = new Error('Connection terminated unexpectedly');
+  for (const e of [terminated, ended, new DatabaseUnavailableError(ended)]) {
+    const d = describeError(e);
+    assert.equal([d.status, d.code, d.message], [503, 'unavailable', 'the database is unavailable'], (e as Error).message);
+  }
+  // A socket error is the database's only when the driver raised it: elsewhere it may be a merchant's.
+  const reset = Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' });
+  assert.ok(isConnectionLoss(reset));
+  assert.is(describeError(reset).status, 500);
+  // A statement's own failure is not a connection loss.
+  assert.not.ok(isConnectionLoss(Object.assign(new Error('duplicate key'), { code: '23505', severity: 'ERROR' })));
+  assert.not.ok(isConnectionLoss(Object.assign(new Error('x'), { code: '08P01' }), false));
 });
 
 test.run();
