@@ -10,7 +10,8 @@ import { join } from 'node:path';
 import { didKeyFromJwk, generateKeyPair } from '../../src/index.js';
 import { openDatabase, type SqlDatabase } from '../../service-kit/index.js';
 import { fullestBundleWith, MAX_PEOPLE_PER_BUNDLE, type EnrolledHuman } from '../../authority/store/humans.js';
-import { startTestAuthority, type TestAuthority } from './harness.js';
+import { grantRequest, startTestAuthority, type TestAuthority } from './harness.js';
+import { MAX_ISSUER_KEYS } from '../../authority/routes/trust-bundles.js';
 import { PG_URL, dropSchema, freshSchema, pgAvailable } from '../service-kit/pg-fixture.js';
 
 const person = (scope: EnrolledHuman['scope'], n = 0): EnrolledHuman => ({
@@ -141,6 +142,35 @@ function suite(kind: 'sqlite' | 'postgres') {
       assert.is((await a.call('POST', '/humans', { did: await newDid() })).status, 409);
     }));
 }
+
+test('more live grant keys than a bundle issuer holds (many rotations): the bundle is issued with the held key and those whose grants run longest', async () => {
+  const a = await startTestAuthority();
+  try {
+    const wallet = await generateKeyPair({ alg: 'EdDSA' });
+    const extra = 3;
+    // A grant under each key, each expiring later than the one before: every key stays published.
+    const signedBy: string[] = [];
+    for (let i = 0; i < MAX_ISSUER_KEYS + extra; i++) {
+      const expiresAt = new Date(Date.now() + 3600_000 + i * 60_000).toISOString();
+      const grant = await a.call('POST', '/grants', await grantRequest(a, wallet.publicJwk, { expiresAt }));
+      assert.is(grant.status, 201);
+      signedBy.push(grant.body.keyId);
+      assert.is((await a.call('POST', '/admin/keys/rotate')).status, 201);
+    }
+    assert.is(new Set(signedBy).size, MAX_ISSUER_KEYS + extra);
+    const published = (await a.call('GET', '/.well-known/ctl-keys.json')).body.keys as { kid: string; status: string }[];
+    assert.is(published.length, MAX_ISSUER_KEYS + extra + 1);
+    const bundle = await issue(a, {});
+    assert.is(bundle.status, 201, JSON.stringify(bundle.body));
+    const kids = (bundle.body.issuers[0].keys as { kid: string; status: string }[]);
+    assert.is(kids.length, MAX_ISSUER_KEYS);
+    assert.ok(kids.some((k) => k.status === 'active'), 'the key that signs now is carried');
+    // Kept: the active key (it signed nothing yet) and the 63 whose grants expire last; left out the first ones.
+    assert.equal(kids.map((k) => k.kid).sort(), [...published.filter((k) => k.status === 'active').map((k) => k.kid), ...signedBy.slice(extra + 1)].sort());
+  } finally {
+    await a.close();
+  }
+});
 
 suite('sqlite');
 suite('postgres');
