@@ -451,8 +451,10 @@ async function openPostgres(url: string, options: OpenOptions): Promise<SqlDatab
         return out;
       } catch (e) {
         await client.query('ROLLBACK').catch(() => {});
-        // Whatever the callback made of it, a transaction whose connection was lost failed for that.
-        throw lost !== undefined && !(e instanceof HttpError && e.status < 500) ? new DatabaseUnavailableError(lost) : asUnavailable(e);
+        // A transaction whose connection was lost failed for that, whatever plain error the
+        // callback made of it; a refusal with a code (an HttpError, a protocol error) stands.
+        const coded = e instanceof HttpError || typeof (e as { code?: unknown })?.code === 'string';
+        throw lost !== undefined && !coded ? new DatabaseUnavailableError(lost) : asUnavailable(e);
       } finally {
         client.off('error', onError);
         client.release(lost);
