@@ -67,14 +67,20 @@ export async function freshDatabase(): Promise<{ name: string; url: string; drop
   };
 }
 
-/** Ends every connection to `url`'s database but the caller's own; returns how many it ended. */
-export async function terminateBackends(url: string): Promise<number> {
+/**
+ * Ends every connection to `url`'s database but the caller's own; returns how many it ended and
+ * how many of those were busy (in a statement or a transaction), not idle.
+ */
+export async function terminateBackends(url: string): Promise<{ ended: number; busy: number }> {
   const c = new pg.Client({ connectionString: url });
   c.on('error', () => {});
   await c.connect();
   try {
-    const r = await c.query('SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) AS n FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()');
-    return Number(r.rows[0].n);
+    const r = await c.query(
+      `SELECT count(*) FILTER (WHERE ended) AS ended, count(*) FILTER (WHERE ended AND state <> 'idle') AS busy
+       FROM (SELECT pg_terminate_backend(pid) AS ended, state FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()) t`,
+    );
+    return { ended: Number(r.rows[0].ended), busy: Number(r.rows[0].busy) };
   } finally {
     await c.end().catch(() => {});
   }
