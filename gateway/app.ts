@@ -264,7 +264,7 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
     sessionRoutes({ db, auth, sessions, baseUrl }),
     proxyRoutes({ sessions, dialects, forwarder, now, maxBodyBytes: deps.maxBodyBytes ?? 1024 * 1024, idempotency }),
     agentSessionRoutes({ db, sessions }),
-    merchantRoutes({ db, ledger, now, baseUrl }),
+    merchantRoutes({ db, ledger, now, baseUrl, limit: limits.charges }),
     keyRoutes({ db, keys, issuer, now }),
     consoleRoutes({ db, auth, sessions, streams: consoleStreams, dir: deps.console?.dir }),
     eventAdminRoutes({ auth, events }),

@@ -11,6 +11,8 @@ import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { createWalFlusher, type FlushFile, type WalFlusher } from './wal-flush.js';
 import { startWalCheckpointer } from './wal-checkpointer.js';
+import { HttpError } from './http-error.js';
+import { DatabaseUnavailableError, isConnectionLoss } from './connection-loss.js';
 
 export type Row = Record<string, unknown>;
 export type Dialect = 'sqlite' | 'postgres';
@@ -330,6 +332,9 @@ const BUSY_SERVER = new Set(['53300', '57P03']);
 /** How long a checkout keeps trying a busy server before its error reaches the caller. */
 const BUSY_PATIENCE_MS = 10_000;
 
+/** `e`, or a DatabaseUnavailableError around it when it is a connection loss. */
+const asUnavailable = (e: unknown): unknown => (e instanceof DatabaseUnavailableError || !isConnectionLoss(e) ? e : new DatabaseUnavailableError(e));
+
 /**
  * A pool whose checkouts wait out a busy server (BUSY_SERVER) with jittered backoff, instead of
  * failing the query at once: a burst of connections elsewhere on a shared server would otherwise
@@ -373,6 +378,12 @@ async function openPostgres(url: string, options: OpenOptions): Promise<SqlDatab
   });
   // An idle client's error (server restart) must not crash the process; the next query reconnects.
   pool.on('error', () => {});
+  // Nor may a checked-out client's: pg-pool listens to a client only while it is idle, and
+  // pool.query's own listener is a `once`, gone before a terminated connection's second error
+  // event. A listener for the client's whole life makes no error event unhandled; the failure
+  // itself reaches the statement that was using the connection (its query fails, or the next
+  // one: the client is then not queryable), and pg-pool discards the client on release.
+  pool.on('connect', (client) => client.on('error', () => {}));
   if (schema) {
     // Two processes creating the same schema at once: IF NOT EXISTS does not serialise them, and
     // the loser's error code depends on where it lost; the schema being there is what counts.
@@ -393,7 +404,10 @@ async function openPostgres(url: string, options: OpenOptions): Promise<SqlDatab
     return st;
   };
   const on = (q: pg.Pool | pg.PoolClient): SqlExecutor => {
-    const query = (sql: string, params: unknown[]) => q.query({ ...statement(sql), values: params.map(pgParam) });
+    const query = (sql: string, params: unknown[]) =>
+      q.query({ ...statement(sql), values: params.map(pgParam) }).catch((e: unknown) => {
+        throw asUnavailable(e);
+      });
     return {
       dialect: 'postgres',
       async all<T>(sql: string, params: unknown[] = []) {
@@ -406,7 +420,9 @@ async function openPostgres(url: string, options: OpenOptions): Promise<SqlDatab
         return { changes: (await query(sql, params)).rowCount ?? 0 };
       },
       async exec(script: string) {
-        await q.query(script);
+        await q.query(script).catch((e: unknown) => {
+          throw asUnavailable(e);
+        });
       },
     };
   };
@@ -416,7 +432,9 @@ async function openPostgres(url: string, options: OpenOptions): Promise<SqlDatab
     ...base,
     getGrouped: grouped.get,
     async tx(fn, txOptions = {}) {
-      const client = await pool.connect();
+      const client = await pool.connect().catch((e: unknown) => {
+        throw asUnavailable(e);
+      });
       // A checked-out client is outside the pool's error listener: a connection the server ends
       // between two queries (a restart) would be an unhandled 'error' and end the process. Heard
       // here, it fails this transaction (its next query throws) and the client is discarded.
@@ -433,7 +451,10 @@ async function openPostgres(url: string, options: OpenOptions): Promise<SqlDatab
         return out;
       } catch (e) {
         await client.query('ROLLBACK').catch(() => {});
-        throw e;
+        // A transaction whose connection was lost failed for that, whatever plain error the
+        // callback made of it; a refusal with a code (an HttpError, a protocol error) stands.
+        const coded = e instanceof HttpError || typeof (e as { code?: unknown })?.code === 'string';
+        throw lost !== undefined && !coded ? new DatabaseUnavailableError(lost) : asUnavailable(e);
       } finally {
         client.off('error', onError);
         client.release(lost);
@@ -507,7 +528,7 @@ function pgGroupCommit(pool: pg.Pool, on: (c: pg.PoolClient) => SqlExecutor, alo
       // Connection lost or COMMIT refused: the outcome of the group is that of a failed commit.
       client?.release(true);
       client = undefined;
-      for (const s of group) s.reject(e);
+      for (const s of group) s.reject(asUnavailable(e));
       return;
     } finally {
       client?.release();

@@ -4,6 +4,7 @@
  */
 import type { Middleware } from 'koa';
 import { HttpError } from './http-error.js';
+import { DatabaseUnavailableError, isConnectionLoss } from './connection-loss.js';
 
 /** The protocol codes of PROTOCOL.md §9 mapped to HTTP status. A service may override entries. */
 export const DEFAULT_STATUS_BY_CODE: Readonly<Record<string, number>> = {
@@ -90,6 +91,8 @@ function isUnstorableCharacter(e: unknown): boolean {
 
 /** Maps any thrown value to `{ status, code, message }`; exported for tests and non-Koa callers. */
 export function describeError(e: unknown, statusByCode: Record<string, number> = DEFAULT_STATUS_BY_CODE) {
+  // A lost database connection the database layer did not wrap (a library on the pool): 503, not 500.
+  if (!(e instanceof HttpError) && isConnectionLoss(e, false)) return describeError(new DatabaseUnavailableError(e), statusByCode);
   if (e instanceof HttpError) return { status: e.status, code: e.code, message: e.message, expected: e.status < 500 };
   if (isUnstorableCharacter(e)) {
     return { status: 400, code: 'malformed', message: 'a value contains a character that cannot be stored (such as U+0000)', expected: true, warn: true };
@@ -117,8 +120,10 @@ export function describeError(e: unknown, statusByCode: Record<string, number> =
  * else unexpected is `error` with the stack.
  */
 function logFailure(logger: ErrorLogger | undefined, e: unknown, d: { status: number; code: string; message: string }, method: string, path: string): void {
-  if (e instanceof HttpError && d.status >= 502 && d.status <= 504 && logger?.warn) {
-    logger.warn({ status: d.status, code: d.code, detail: d.message, method, path }, 'upstream failed');
+  if ((e instanceof HttpError || d.code === 'unavailable') && d.status >= 502 && d.status <= 504 && logger?.warn) {
+    // What the dependency said (a driver's message) is for the operator, never for the client.
+    const cause = (e as { cause?: unknown }).cause ?? (e instanceof HttpError ? undefined : e);
+    logger.warn({ status: d.status, code: d.code, detail: d.message, ...(cause instanceof Error ? { cause: cause.message } : {}), method, path }, 'upstream failed');
   } else logger?.error({ err: e, method, path }, 'request failed');
 }
 

@@ -13,6 +13,7 @@ export {
 export { createLogger, silentLogger, requestLogger, type Logger } from './logger.js';
 export { createMetrics, defaultMetricsOn, type Metrics } from './metrics.js';
 export { openDatabase, type SqlDatabase, type SqlExecutor, type Dialect, type Row, type OpenOptions } from './database.js';
+export { isConnectionLoss, DatabaseUnavailableError } from './connection-loss.js';
 export type { FlushFile } from './wal-flush.js';
 export { randomId, timeOrderedId } from './random-id.js';
 export { idleCache, type IdleCache } from './idle-cache.js';

@@ -21,7 +21,7 @@ import {
 import { closedObject, futureTimestamp, optional, required } from '../validate.js';
 import { actorOf, type RouteDeps } from './context.js';
 import { readScope } from './trust-bundles.js';
-import type { EnrolledHuman } from '../store/humans.js';
+import { MAX_PEOPLE_PER_BUNDLE, type EnrolledHuman } from '../store/humans.js';
 
 /** How long a prepared grant waits for the person's signature (from its `issuedAt`). */
 export const DRAFT_TTL_MS = 15 * 60_000;
@@ -80,11 +80,22 @@ const humanView = (h: EnrolledHuman) => ({
   did: h.did, label: h.label, scope: h.scope, enrolledAt: h.enrolledAt, ...(h.removedAt ? { removedAt: h.removedAt } : {}),
 });
 
-/** The enrolled humans a bundle of `scope` lists: every scope field a person has set must equal the bundle's. */
+/**
+ * The enrolled humans a bundle of `scope` lists: every scope field a person has set must equal the
+ * bundle's. At most MAX_PEOPLE_PER_BUNDLE, which enrolment enforces; a database that holds more
+ * (enrolled before it did) lists the earliest enrolled and leaves the rest out, so their grants are
+ * refused offline (never trusted by mistake) while the bundle still carries every revocation.
+ */
+export function listedHumans(humans: readonly EnrolledHuman[], scope: BundleScope): { listed: EnrolledHuman[]; left: number } {
+  const matching = humans.filter((h) => (['category', 'merchant', 'region'] as const).every((f) => h.scope[f] === undefined || h.scope[f] === scope[f]));
+  if (matching.length <= MAX_PEOPLE_PER_BUNDLE) return { listed: matching, left: 0 };
+  const earliest = new Set([...matching].sort((a, b) => (a.enrolledAt < b.enrolledAt ? -1 : a.enrolledAt > b.enrolledAt ? 1 : a.did < b.did ? -1 : 1)).slice(0, MAX_PEOPLE_PER_BUNDLE));
+  return { listed: matching.filter((h) => earliest.has(h)), left: matching.length - MAX_PEOPLE_PER_BUNDLE };
+}
+
+/** The issuers of a bundle of `scope` for the people it lists (listedHumans). */
 export function humanIssuers(humans: readonly EnrolledHuman[], scope: BundleScope): TrustedIssuer[] {
-  return humans
-    .filter((h) => (['category', 'merchant', 'region'] as const).every((f) => h.scope[f] === undefined || h.scope[f] === scope[f]))
-    .map((h) => {
+  return listedHumans(humans, scope).listed.map((h) => {
       const jwk = JSON.parse(h.publicJwk) as PublishedJwk;
       const key = { ...jwk, kid: didKeyUrl(h.did), alg: jwk.kty === 'OKP' ? 'EdDSA' : 'ES256', purposes: ['grant'] } as PublishedJwk;
       return { issuer: h.did, keys: [key] };
@@ -102,8 +113,12 @@ export function humanRoutes(router: Router, d: RouteDeps): void {
     const scope = scopeValue === undefined ? {} : readScope(scopeValue, 'scope');
     const at = new Date(d.now()).toISOString();
     const publicJwk = JSON.stringify(didKeyToJwk(did));
-    const { created } = await d.store.enrolHuman({ did, label, scope, publicJwk, enrolledAt: at, enrolledBy: actorOf(ctx.state) });
-    if (!created) throw new HttpError(409, 'conflict', `${did} is already enrolled: DELETE /humans/{did} first to change it`);
+    const enrolment = await d.store.enrolHuman({ did, label, scope, publicJwk, enrolledAt: at, enrolledBy: actorOf(ctx.state) });
+    if (!enrolment.created && enrolment.reason === 'enrolled') throw new HttpError(409, 'conflict', `${did} is already enrolled: DELETE /humans/{did} first to change it`);
+    if (!enrolment.created) {
+      throw new HttpError(409, 'conflict',
+        `a Trust Bundle lists at most ${MAX_PEOPLE_PER_BUNDLE} people (${MAX_PEOPLE_PER_BUNDLE + 1} issuers with the authority) and one listing this person would list ${enrolment.listed}: give people narrower scopes (category, merchant, region) or remove some`);
+    }
     await d.audit.record(actorOf(ctx.state), 'human.enrol', did, { label, scope });
     ctx.status = 201;
     ctx.body = humanView((await d.store.getHuman(did))!);

@@ -4,14 +4,32 @@
  */
 import type Router from '@koa/router';
 import { badRequest, requireScope } from '../../service-kit/index.js';
-import { canonicalize, createTrustBundle } from '../../src/index.js';
+import { canonicalize, createTrustBundle, type PublishedJwk } from '../../src/index.js';
 import { closedObject, futureTimestamp, optional, required, scopeValue } from '../validate.js';
 import { actorOf, type RouteDeps } from './context.js';
 import { grantKeysFrom } from '../keys.js';
-import type { BundleScopeFields } from '../store/types.js';
-import { humanIssuers } from './humans.js';
+import type { BundleScopeFields, PublishedKeyRow } from '../store/types.js';
+import { humanIssuers, listedHumans } from './humans.js';
 
 const SCOPE_LIMITS = { category: 128, merchant: 256, region: 128 } as const;
+
+/** A bundle's issuer carries at most 64 keys (the bundle's shape, src/artifacts/bundle.ts). */
+export const MAX_ISSUER_KEYS = 64;
+
+/**
+ * The authority's grant keys a bundle carries: every published one (keys.ts grantKeysFrom), or,
+ * past MAX_ISSUER_KEYS (many rotations while their grants live), the held keys and then the
+ * retired ones whose grants run longest. Grants of a key left out are refused offline (never
+ * trusted by mistake) and still verify online through the JWKS; the bundle is issued either way.
+ */
+export function bundleGrantKeys(rows: PublishedKeyRow[], nowMs: number): { keys: PublishedJwk[]; left: number } {
+  const keys = grantKeysFrom(rows, nowMs);
+  if (keys.length <= MAX_ISSUER_KEYS) return { keys, left: 0 };
+  const runsUntil = new Map(rows.map((r) => [r.kid, r.lastGrantExpiryMs ?? 0]));
+  const rank = (k: PublishedJwk) => (k.status === 'active' ? Infinity : runsUntil.get(k.kid) ?? 0);
+  const kept = new Set([...keys].sort((a, b) => rank(b) - rank(a)).slice(0, MAX_ISSUER_KEYS));
+  return { keys: keys.filter((k) => kept.has(k)), left: keys.length - MAX_ISSUER_KEYS };
+}
 
 export function readScope(value: unknown, field: string): BundleScopeFields {
   const o = closedObject(value, field, Object.keys(SCOPE_LIMITS));
@@ -37,15 +55,19 @@ export function trustBundleRoutes(router: Router, d: RouteDeps): void {
     // stored before the next bundle of this scope may take its sequence. A higher sequence
     // therefore never carries fewer revocations or older keys. A failure leaves a gap, never a repeat.
     let revokedCount = 0;
+    let peopleLeftOut = 0;
+    let keysLeftOut = 0;
     const record = await d.store.issueBundle(scopeKey, now, async ({ sequence, revokedGrantIds, signingKeys, humans }) => {
       revokedCount = revokedGrantIds.length;
-      const issuerKeys = grantKeysFrom(signingKeys, now);
+      peopleLeftOut = listedHumans(humans, scope).left;
+      const { keys: issuerKeys, left } = bundleGrantKeys(signingKeys, now);
+      keysLeftOut = left;
       const signed = await createTrustBundle(
         { sequence, scope, issuers: [{ issuer: d.issuer, keys: issuerKeys }, ...humanIssuers(humans, scope)], revokedGrants: revokedGrantIds, expiresAt: body['expiresAt'] as string },
         { signingKey: root.signer, keyId: root.kid, issuer: d.issuer, now: d.now },
       );
       return { bundleId: signed.bundleId, scope, issuedAt: signed.issuedAt, expiresAtMs, bundle: JSON.stringify(signed) };
-    }, (q, r) => d.audit.entry(actorOf(ctx.state), 'bundle.issue', r.bundleId, { scope, sequence: r.sequence, revoked: revokedCount })(q, r));
+    }, (q, r) => d.audit.entry(actorOf(ctx.state), 'bundle.issue', r.bundleId, { scope, sequence: r.sequence, revoked: revokedCount, ...(peopleLeftOut ? { peopleLeftOut } : {}), ...(keysLeftOut ? { keysLeftOut } : {}) })(q, r));
     const bundle = JSON.parse(record.bundle) as { bundleId: string };
     d.counters.bundleIssued();
     ctx.status = 201;

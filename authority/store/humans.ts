@@ -4,7 +4,7 @@
  * stored: the unauthenticated prepare step writes nothing). Plain SQL shared by SQLite and PostgreSQL,
  * mixed into the AuthorityStore by sql-store.ts. Every write is one statement.
  */
-import type { SqlExecutor } from '../../service-kit/index.js';
+import type { SqlDatabase, SqlExecutor } from '../../service-kit/index.js';
 import type { BundleScopeFields } from './types.js';
 
 export interface EnrolledHuman {
@@ -19,9 +19,21 @@ export interface EnrolledHuman {
   removedAt: string | null;
 }
 
+/** What an enrolment did: enrolled, or nothing because the DID is enrolled already or a bundle it would join is full. */
+export type Enrolment =
+  | { created: true }
+  | { created: false; reason: 'enrolled' }
+  /** `listed`: the people the fullest bundle listing this person would hold, this person included. */
+  | { created: false; reason: 'bundle_full'; listed: number };
+
 export interface HumanStore {
-  /** Enrols a DID, or enrols again one that was removed; `created: false` when it is enrolled already (nothing changes). */
-  enrolHuman(h: Omit<EnrolledHuman, 'removedAt'>): Promise<{ created: boolean }>;
+  /**
+   * Enrols a DID, or enrols again one that was removed; nothing changes when it is enrolled
+   * already, or when a Trust Bundle that would list it would then hold more than
+   * MAX_PEOPLE_PER_BUNDLE people. The check and the insert are one critical section across
+   * instances, so two enrolments at once cannot both take the last place.
+   */
+  enrolHuman(h: Omit<EnrolledHuman, 'removedAt'>): Promise<Enrolment>;
   getHuman(did: string): Promise<EnrolledHuman | undefined>;
   listHumans(options?: { includeRemoved?: boolean }): Promise<EnrolledHuman[]>;
   /** Removes (keeps the record, for audit); undefined when unknown, `changed` only for the call that removed it. */
@@ -80,11 +92,87 @@ export async function activeHumans(q: SqlExecutor): Promise<EnrolledHuman[]> {
   return (await q.all<HumanRow>('SELECT * FROM humans WHERE removed_at IS NULL ORDER BY did')).map(humanFrom);
 }
 
-export function createHumanStore(db: SqlExecutor): HumanStore {
+/**
+ * A Trust Bundle lists at most 256 issuers (the bundle's shape, src/artifacts/bundle.ts): the
+ * authority itself, and at most this many enrolled people.
+ */
+export const MAX_PEOPLE_PER_BUNDLE = 255;
+
+const SCOPE_FIELDS = ['category', 'merchant', 'region'] as const;
+type ScopeField = (typeof SCOPE_FIELDS)[number];
+
+/** The largest number of `humans` one bundle can list, over every value of the scope fields `free` (the others fixed). */
+function fullest(humans: readonly EnrolledHuman[], free: readonly ScopeField[]): number {
+  if (free.length === 0) return humans.length;
+  if (free.length === 1) {
+    const f = free[0]!;
+    const byValue = new Map<string, number>();
+    let unset = 0;
+    for (const h of humans) {
+      const v = h.scope[f];
+      if (v === undefined) unset++;
+      else byValue.set(v, (byValue.get(v) ?? 0) + 1);
+    }
+    return unset + Math.max(0, ...byValue.values());
+  }
+  if (free.length === 2) {
+    // Listed by (v, w): those setting neither field, those setting only f to v, only g to w, and
+    // both to (v, w). The best pair is the two best single values, or a pair someone set together.
+    const [f, g] = free as [ScopeField, ScopeField];
+    const onlyF = new Map<string, number>();
+    const onlyG = new Map<string, number>();
+    const both = new Map<string, { v: string; w: string; n: number }>();
+    let neither = 0;
+    for (const h of humans) {
+      const v = h.scope[f];
+      const w = h.scope[g];
+      if (v === undefined && w === undefined) neither++;
+      else if (w === undefined) onlyF.set(v!, (onlyF.get(v!) ?? 0) + 1);
+      else if (v === undefined) onlyG.set(w, (onlyG.get(w) ?? 0) + 1);
+      else {
+        const key = JSON.stringify([v, w]);
+        const e = both.get(key) ?? { v, w, n: 0 };
+        e.n++;
+        both.set(key, e);
+      }
+    }
+    let best = Math.max(0, ...onlyF.values()) + Math.max(0, ...onlyG.values());
+    for (const { v, w, n } of both.values()) best = Math.max(best, (onlyF.get(v) ?? 0) + (onlyG.get(w) ?? 0) + n);
+    return neither + best;
+  }
+  // Three free fields: each value of the first (a value nobody set lists no more than any set one).
+  const [f, ...rest] = free as [ScopeField, ...ScopeField[]];
+  const values = new Set(humans.map((h) => h.scope[f]).filter((v): v is string => v !== undefined));
+  if (values.size === 0) return fullest(humans, rest);
+  let best = 0;
+  for (const v of values) best = Math.max(best, fullest(humans.filter((h) => h.scope[f] === undefined || h.scope[f] === v), rest));
+  return best;
+}
+
+/**
+ * How many people the fullest Trust Bundle that lists a person of `scope` would hold with that
+ * person enrolled among `others` (a bundle lists a person when each scope field the person set
+ * equals the bundle's; routes/humans.ts humanIssuers): `scope`'s fields are the bundle's, the
+ * fields it leaves unset take whatever values list the most people.
+ */
+export function fullestBundleWith(others: readonly EnrolledHuman[], scope: BundleScopeFields): number {
+  const fixed = SCOPE_FIELDS.filter((f) => scope[f] !== undefined);
+  const listing = others.filter((h) => fixed.every((f) => h.scope[f] === undefined || h.scope[f] === scope[f]));
+  return 1 + fullest(listing, SCOPE_FIELDS.filter((f) => scope[f] === undefined));
+}
+
+/** Held while an enrolment counts the people a bundle would list and inserts (PostgreSQL advisory lock; SQLite's writer lock). */
+const ENROL_LOCK = 'ctl_humans_enrol';
+
+export function createHumanStore(db: SqlDatabase): HumanStore {
   return {
-    async enrolHuman(h) {
+    enrolHuman: (h) => db.tx(async (q): Promise<Enrolment> => {
+      const current = await q.get<{ removed_at: string | null }>('SELECT removed_at FROM humans WHERE did = ?', [h.did]);
+      if (current && current.removed_at === null) return { created: false, reason: 'enrolled' };
+      const listed = fullestBundleWith(await activeHumans(q), h.scope);
+      if (listed > MAX_PEOPLE_PER_BUNDLE) return { created: false, reason: 'bundle_full', listed };
       // Insert, or revive a removed record; an enrolled one is left as it is (RETURNING is empty).
-      const rows = await db.all(
+      const rows = await q.all(
         `INSERT INTO humans (did, label, category, merchant, region, public_jwk, enrolled_at, enrolled_by, removed_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)
          ON CONFLICT (did) DO UPDATE SET label = excluded.label, category = excluded.category, merchant = excluded.merchant,
@@ -93,8 +181,8 @@ export function createHumanStore(db: SqlExecutor): HumanStore {
          RETURNING did`,
         [h.did, h.label, h.scope.category ?? null, h.scope.merchant ?? null, h.scope.region ?? null, h.publicJwk, h.enrolledAt, h.enrolledBy],
       );
-      return { created: rows.length === 1 };
-    },
+      return rows.length === 1 ? { created: true } : { created: false, reason: 'enrolled' };
+    }, { lock: ENROL_LOCK }),
     async getHuman(did) {
       const r = await db.get<HumanRow>('SELECT * FROM humans WHERE did = ?', [did]);
       return r && humanFrom(r);

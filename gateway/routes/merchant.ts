@@ -4,6 +4,7 @@
  * it gets (`GET /charge/{id}/verify`, `{id}` a charge id or a `txid:` reference).
  */
 import Router from '@koa/router';
+import type { Middleware } from 'koa';
 import { randomBytes } from 'node:crypto';
 import { parseStrictJson, isAmount, isCurrency } from '../../src/index.js';
 import { jsonBody, badRequest, notFound, closedBody, optionalText, type SqlDatabase } from '../../service-kit/index.js';
@@ -12,11 +13,16 @@ import { MAX_AMOUNT } from '../services/session-config.js';
 
 type Ledger = ReturnType<typeof createLedgerRail>;
 
-export function merchantRoutes(o: { db: SqlDatabase; ledger: Ledger; now: () => number; baseUrl: (ctx: any) => string }) {
+/**
+ * `limit`: spent by every `POST /charge` before its body is read (services/rate-limits.ts: per
+ * client address, since the route takes no key and each charge is a row).
+ */
+export function merchantRoutes(o: { db: SqlDatabase; ledger: Ledger; now: () => number; baseUrl: (ctx: any) => string; limit?: Middleware }) {
   const r = new Router();
   const body = jsonBody({ limit: '16kb', parse: parseStrictJson });
+  const limit: Middleware = o.limit ?? ((_ctx, next) => next());
 
-  r.post('/charge', body, async (ctx) => {
+  r.post('/charge', limit, body, async (ctx) => {
     const b = closedBody(ctx.request.body, ['amount', 'currency', 'description']);
     if (!isAmount(b.amount) || b.amount === '0' || BigInt(b.amount) > MAX_AMOUNT) throw badRequest('amount: a positive decimal string of minor units');
     if (!isCurrency(b.currency)) throw badRequest('currency: a currency code such as "USD"');

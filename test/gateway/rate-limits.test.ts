@@ -174,8 +174,13 @@ function suite(name: string, makeDb: () => Promise<TestDb | undefined>) {
 
 test('the environment: defaults, N/Ss, 0 disables, a bad value names its variable', () => {
   const d = gatewayRateLimitsFromEnv({});
-  assert.equal(d, { owner: { points: 6000, seconds: 60 }, session: { points: 1200, seconds: 60 } });
-  assert.equal(gatewayRateLimitsFromEnv({ CTL_GATEWAY_RATE_LIMIT_OWNER: '100/1s', CTL_GATEWAY_RATE_LIMIT_SESSION: '0' }), { owner: { points: 100, seconds: 1 }, session: undefined });
+  assert.equal(d, { owner: { points: 6000, seconds: 60 }, session: { points: 1200, seconds: 60 }, charge: { points: 1200, seconds: 60 } });
+  assert.equal(
+    gatewayRateLimitsFromEnv({ CTL_GATEWAY_RATE_LIMIT_OWNER: '100/1s', CTL_GATEWAY_RATE_LIMIT_SESSION: '0', CTL_GATEWAY_RATE_LIMIT_CHARGE: '0' }),
+    { owner: { points: 100, seconds: 1 }, session: undefined, charge: undefined },
+  );
+  assert.equal(gatewayRateLimitsFromEnv({ CTL_GATEWAY_RATE_LIMIT_CHARGE: '20/10s' }).charge, { points: 20, seconds: 10 });
+  assert.throws(() => gatewayRateLimitsFromEnv({ CTL_GATEWAY_RATE_LIMIT_CHARGE: 'many' }), /CTL_GATEWAY_RATE_LIMIT_CHARGE/);
   assert.equal(gatewayRateLimitsFromEnv({ CTL_GATEWAY_RATE_LIMIT_OWNER: '30' }).owner, { points: 30, seconds: 60 });
   assert.throws(() => gatewayRateLimitsFromEnv({ CTL_GATEWAY_RATE_LIMIT_SESSION: 'lots' }), /CTL_GATEWAY_RATE_LIMIT_SESSION/);
   assert.throws(() => gatewayRateLimitsFromEnv({ CTL_GATEWAY_RATE_LIMIT_OWNER: '10/0s' }), /CTL_GATEWAY_RATE_LIMIT_OWNER/);

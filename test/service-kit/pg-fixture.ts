@@ -36,3 +36,52 @@ export async function dropSchema(schema: string): Promise<void> {
     await c.end();
   }
 }
+
+/**
+ * A database of its own (`ctl_t_<random>`), for tests that terminate every backend of their
+ * database: on a shared one they would cut the connections of test files running alongside.
+ */
+export async function freshDatabase(): Promise<{ name: string; url: string; drop(): Promise<void> }> {
+  const name = freshSchema();
+  const admin = new pg.Client({ connectionString: PG_URL });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(PG_URL);
+  url.pathname = `/${name}`;
+  return {
+    name,
+    url: url.toString(),
+    async drop() {
+      const c = new pg.Client({ connectionString: PG_URL });
+      await c.connect();
+      try {
+        await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      } finally {
+        await c.end();
+      }
+    },
+  };
+}
+
+/**
+ * Ends every connection to `url`'s database but the caller's own; returns how many it ended and
+ * how many of those were busy (in a statement or a transaction), not idle.
+ */
+export async function terminateBackends(url: string): Promise<{ ended: number; busy: number }> {
+  const c = new pg.Client({ connectionString: url });
+  c.on('error', () => {});
+  await c.connect();
+  try {
+    const r = await c.query(
+      `SELECT count(*) FILTER (WHERE ended) AS ended, count(*) FILTER (WHERE ended AND state <> 'idle') AS busy
+       FROM (SELECT pg_terminate_backend(pid) AS ended, state FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()) t`,
+    );
+    return { ended: Number(r.rows[0].ended), busy: Number(r.rows[0].busy) };
+  } finally {
+    await c.end().catch(() => {});
+  }
+}
