@@ -10,6 +10,7 @@ import {
   createSignedPolicyGrant, createSignedRevocation, didKeyFromJwk, formatTimestamp, generateKeyPair, policyHash, signPreparedGrant, type PolicyGrant,
 } from '../../src/index.js';
 import { startTestAuthority, type TestAuthority } from '../authority/harness.js';
+import { gatewayOptionsFromEnv } from '../../gateway/server.js';
 import { call, proxy, sqliteDb, startMerchant, startTestGateway, type Merchant, type TestDb, type TestGateway } from './helpers.js';
 
 let authority: TestAuthority;
@@ -83,6 +84,14 @@ test('a person not enrolled at the trusted authority: a self-signed grant naming
   } as any, { signingKey: stranger.privateKeyPem, revocationBaseUrl: authority.url });
   const r = await call(gw.url, 'POST', '/sessions', { key: gw.ownerKey, body: { humanGrant: grant } });
   assert.is(r.body?.error?.code, 'issuer_not_trusted', r.text);
+});
+
+test('CTL_GATEWAY_HUMAN_AUTHORITIES: a list of http(s) base URLs, a mistake named by its variable', () => {
+  assert.equal(gatewayOptionsFromEnv({ CTL_GATEWAY_HUMAN_AUTHORITIES: 'https://a.example/, http://10.0.0.5:8700' }).humanAuthorities, ['https://a.example', 'http://10.0.0.5:8700']);
+  assert.equal(gatewayOptionsFromEnv({}).humanAuthorities, []);
+  for (const bad of ['authority.example', 'ftp://a.example', 'https://a.example/?x=1', 'https://u:p@a.example']) {
+    assert.throws(() => gatewayOptionsFromEnv({ CTL_GATEWAY_HUMAN_AUTHORITIES: bad }), /^CTL_GATEWAY_HUMAN_AUTHORITIES/, bad);
+  }
 });
 
 test.run();
