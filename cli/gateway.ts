@@ -17,6 +17,7 @@ environment:
   CTL_GATEWAY_ISSUER           issuer of the gateway's grants and receipts
   CTL_GATEWAY_ALLOW_PRIVATE_TARGETS=1   let /proxy reach private addresses (tests, private deployments)
   CTL_GATEWAY_ALLOW_TARGETS=host:port,… exact private targets to allow
+  CTL_GATEWAY_HUMAN_AUTHORITIES=url,…  authorities whose people's grants may back sessions (default: none)
   CTL_X402_ASSETS, CTL_X402_MAX_TIMEOUT_SECONDS, CTL_X402_RPC_URL, CTL_GATEWAY_EVM_PRIVATE_KEY   x402 payments
   CTL_GATEWAY_KEK              32 bytes (base64url or hex) sealing the keys and secrets kept in the database
                                (or CTL_GATEWAY_KEK_PKCS11_URI: an AES key in a token; default: ./data/gateway.kek, dev only)

@@ -59,6 +59,13 @@ export interface GatewayDeps {
   targets?: TargetPolicy;
   /** DNS for the forwarder (tests). */
   resolve?: LookupFn;
+  /**
+   * Base URLs of the policy authorities whose people's grants may back sessions
+   * (CTL_GATEWAY_HUMAN_AUTHORITIES; services/human-sessions.ts). Reached through the address
+   * guard like every outbound request: an authority on a private address needs its host:port in
+   * `targets.allowHosts`. Default none: every `humanGrant` is refused `issuer_not_trusted`.
+   */
+  humanAuthorities?: string[];
   /** Pays merchants; default the ledger rail on this database. */
   rail?: Rail;
   /**
@@ -155,6 +162,9 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
   });
   // Webhook URLs are the owner's, but they are still outbound requests from inside: same guard.
   const hookForwarder = createForwarder({ policy: targets, timeoutMs: 5000, maxResponseBytes: 64 * 1024, maxRedirects: 0, resolve: deps.resolve });
+  // Revocation (and any JWKS) the SDK's verifier fetches for a person's grant: same guard, no redirects.
+  const authorityForwarder = createForwarder({ policy: targets, timeoutMs: 3000, maxResponseBytes: 64 * 1024, maxRedirects: 0, resolve: deps.resolve });
+  const humans = { authorities: deps.humanAuthorities ?? [], fetch: guardedFetch(authorityForwarder) };
   const consoleStreams = createConsoleStreams({
     db, now, maxPerOwner: deps.console?.maxStreamsPerOwner, maxTotal: deps.console?.maxStreams, heartbeatMs: deps.console?.heartbeatMs,
     ownerOfKey: async (key) => (await auth(key))?.ownerId,
@@ -213,14 +223,14 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
   const x402Rail = createX402Rail(db, now, deps.x402?.chain, deps.x402?.expiryMarginMs);
   const limits = gatewayRateLimits(db, deps.rateLimits ?? DEFAULT_GATEWAY_RATE_LIMITS, createOwnerAuth(db, deps.adminKey));
   const sessions = limits.sessions(createSessionService({
-    db, keys, sessionKeys, events, issuer, railName: rail.name, extraRails: [X402_RAIL], continuationSecret, targets, now, onCreated: (at) => scheduleExpiry(at),
+    db, keys, sessionKeys, events, issuer, railName: rail.name, extraRails: [X402_RAIL], continuationSecret, targets, humans, now, onCreated: (at) => scheduleExpiry(at),
     maxSessionSeconds: deps.maxSessionSeconds ?? DEFAULT_MAX_SESSION_SECONDS,
   }));
   const idempotency = createIdempotencyService({
     db, now, statusByCode: STATUS_BY_CODE, logger, leaseMs: deps.reconcileStaleMs, ...deps.idempotency,
   });
   const payments = createPaymentService({
-    db, rail, otherRails: [x402Rail], keys, sessionKeys, events, continuationSecret, issuer, now, paymentId: idempotency.paymentId,
+    db, rail, otherRails: [x402Rail], keys, sessionKeys, events, continuationSecret, issuer, now, paymentId: idempotency.paymentId, humans,
     onPaid: business.paid,
     onRefused: business.refused,
     onReconciled: business.reconciled,
@@ -304,6 +314,7 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
       await consoleStreams.close();
       forwarder.close();
       hookForwarder.close();
+      authorityForwarder.close();
     },
   };
 }

@@ -59,7 +59,22 @@ export function gatewayOptionsFromEnv(env: Record<string, string | undefined>): 
     },
     rateLimits: gatewayRateLimitsFromEnv(env),
     maxSessionSeconds: maxSessionSecondsFromEnv(env),
+    humanAuthorities: humanAuthoritiesFromEnv(env.CTL_GATEWAY_HUMAN_AUTHORITIES),
   };
+}
+
+/** CTL_GATEWAY_HUMAN_AUTHORITIES: comma-separated http(s) base URLs of the authorities whose people's grants are accepted. */
+function humanAuthoritiesFromEnv(v: string | undefined): string[] {
+  const list = (v ?? '').split(',').map((s) => s.trim().replace(/\/+$/, '')).filter(Boolean);
+  for (const u of list) {
+    let ok = false;
+    try {
+      const url = new URL(u);
+      ok = (url.protocol === 'http:' || url.protocol === 'https:') && !url.search && !url.hash && !url.username && !url.password;
+    } catch {}
+    if (!ok) throw new Error(`CTL_GATEWAY_HUMAN_AUTHORITIES: '${u}' is not an http(s) base URL`);
+  }
+  return list;
 }
 
 function evmPrivateKey(v: string | undefined): `0x${string}` | undefined {

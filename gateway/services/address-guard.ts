@@ -103,7 +103,8 @@ export function guardedLookup(policy: TargetPolicy, resolve: LookupFn = dnsLooku
       if (list.length === 0) return cb(Object.assign(new Error(`no address for ${hostname}`), { code: 'ENOTFOUND' }));
       if (!policy.allowPrivate) {
         const bad = list.find((a) => !isPublicAddress(a.address));
-        if (bad) return cb(new TargetRefused(`the target host '${hostname}' resolves to ${bad.address}, not a public address`));
+        // The address is not named: what a name resolves to inside the network is not the caller's to learn.
+        if (bad) return cb(new TargetRefused(`the target host '${hostname}' does not resolve to public addresses only`));
       }
       if (opts.all) cb(null, list);
       else cb(null, list[0]!.address, list[0]!.family);

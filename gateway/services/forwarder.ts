@@ -57,16 +57,25 @@ export function cleanRequestHeaders(incoming: http.IncomingHttpHeaders): Record<
 }
 
 /**
- * The merchant's response headers for the agent: minus hop-by-hop ones, and minus every
- * `X-Ctl-*`, the gateway's own namespace (receipt id, session id, refusal code), so a merchant
- * cannot speak with the gateway's voice.
+ * Headers that are the gateway's word on a /proxy answer, besides its `X-Ctl-*` namespace (receipt
+ * id, session id, refusal code): `Idempotent-Replayed` (services/idempotency.ts: "this answer was
+ * stored, nothing was paid again") and `WWW-Authenticate` (errorMiddleware's challenge for the
+ * session token; the agent cannot answer a merchant's, its Authorization never reaches the
+ * merchant). `Retry-After` and `Cache-Control` stay: on a forwarded answer they describe the
+ * merchant's answer, and the gateway's own refusals are told apart by `X-Ctl-Gateway-Error`.
+ */
+const GATEWAY_ANSWER_HEADERS = new Set(['idempotent-replayed', 'www-authenticate']);
+
+/**
+ * The merchant's response headers for the agent: minus hop-by-hop ones, and minus every header
+ * the gateway itself writes on its answers, so a merchant cannot speak with the gateway's voice.
  */
 export function cleanResponseHeaders(incoming: http.IncomingHttpHeaders): Record<string, string | string[]> {
   const named = new Set(String(incoming.connection ?? '').toLowerCase().split(',').map((s) => s.trim()).filter(Boolean));
   const out: Record<string, string | string[]> = {};
   for (const [k, v] of Object.entries(incoming)) {
     const name = k.toLowerCase();
-    if (v === undefined || HOP_BY_HOP.has(name) || named.has(name) || name.startsWith('x-ctl-')) continue;
+    if (v === undefined || HOP_BY_HOP.has(name) || named.has(name) || name.startsWith('x-ctl-') || GATEWAY_ANSWER_HEADERS.has(name)) continue;
     out[k] = v;
   }
   return out;

@@ -6,15 +6,26 @@
  *   2. the person signs a human-agent grant for that key (at their authority: `ctl human grant`);
  *   3. POST /sessions { humanGrant, …stricter controls } (owner): the grant's ceiling, purposes and
  *      expiry become the session's; the key is claimed once, a grant backs one session only.
- * Before each payment is made, the SBA the gateway signed is verified as a merchant would verify
- * it (verifyCtl): the person's signature, intentHash, destination list, and the grant's revocation
- * URL online, so the person's revocation stops the next payment.
+ * Only a grant recorded at an authority this gateway trusts (HumanTrust.authorities,
+ * CTL_GATEWAY_HUMAN_AUTHORITIES) backs a session: such an authority records a person's grant only
+ * while that person is enrolled there (PROTOCOL.md §10), so the gateway asks it, at creation, whether
+ * it holds the grant. Before each payment is made, the SBA the gateway signed is verified as a
+ * merchant would verify it (verifyCtl): the person's signature, intentHash, destination list, and
+ * the grant's revocation at that authority, asked for every payment (no cached answer), so a
+ * revocation the authority recorded stops the next payment. Every request to an authority goes
+ * through the gateway's guarded forwarder (services/forwarder.ts), and a refusal never repeats
+ * what the authority answered.
  */
 import { randomBytes } from 'node:crypto';
 import {
-  CtlError, didKeyFromJwk, formatTimestamp, generateKeyPair, jwkThumbprint, verifyCtl, verifyPolicyGrant,
+  CtlError, didKeyFromJwk, formatTimestamp, generateKeyPair, jwkThumbprint, verifyPolicyGrant,
   type PolicyGrant, type PublicJwk, type VerifyCtlResult,
 } from '../../src/index.js';
+import { createVerifier } from '../../src/verifier/verify.js';
+import { defaultCrypto } from '../../src/crypto/index.js';
+import { humanAgentProfile } from '../../src/entries/human-agent.js';
+import { onlineChecks } from '../../src/entries/online.js';
+import type { FetchLike } from '../../src/net/fetch-json.js';
 import { HttpError, badRequest, generateWebhookSecret, unauthorized, type SqlDatabase } from '../../service-kit/index.js';
 import { insertOwnedSession, sessionById, type SessionRecord } from '../store/sessions.js';
 import { parseSessionConfig } from './session-config.js';
@@ -24,8 +35,47 @@ import type { GatewayEvents } from './events.js';
 
 /** How long a prepared session key waits for the person's grant. */
 export const HUMAN_KEY_TTL_MS = 24 * 3600_000;
-/** A person's revocation is seen within this long (the grant's revocation URL answer is cached). */
-export const HUMAN_REVOCATION_TTL_MS = 5_000;
+
+/** Where people's grants may come from, and how the gateway reaches there. */
+export interface HumanTrust {
+  /**
+   * Base URLs of the policy authorities whose recorded grants may back a session
+   * (CTL_GATEWAY_HUMAN_AUTHORITIES); a grant's revocationUrl must be `<base>/revoke?grantId=<id>`
+   * for one of them. Empty: no person's grant is accepted.
+   */
+  authorities: readonly string[];
+  /** The gateway's guarded outbound fetch (services/forwarder.ts guardedFetch): the address guard at connect time. */
+  fetch: FetchLike;
+}
+
+const baseOf = (url: string) => url.replace(/\/+$/, '');
+
+/** The trusted authority that recorded this grant (by its revocation URL), or undefined. */
+function authorityOf(trust: HumanTrust | undefined, grant: PolicyGrant): string | undefined {
+  return trust?.authorities.map(baseOf).find((base) => grant.revocationUrl === `${base}/revoke?grantId=${encodeURIComponent(grant.grantId)}`);
+}
+
+// One text whatever the authority did (no answer, an error status, a body that is not a status):
+// a refusal must not tell the caller what is behind an address.
+const AUTHORITY_UNAVAILABLE = "the person's authority could not be asked about this grant";
+
+/**
+ * Asks the authority whether it holds the grant (spec §4.3 GET /revoke): 'unknown' on 404 (it never
+ * recorded it), else its revocation state. Anything else is `revocation_unavailable`.
+ */
+async function askAuthority(trust: HumanTrust, grant: PolicyGrant): Promise<'active' | 'revoked' | 'unknown'> {
+  try {
+    const res = await trust.fetch(grant.revocationUrl, { method: 'GET', headers: { accept: 'application/json' }, redirect: 'error' });
+    if (res.status === 404) return 'unknown';
+    if (res.ok) {
+      const body = JSON.parse(await res.text()) as { grantId?: unknown; revoked?: unknown } | null;
+      if (body?.grantId === grant.grantId && typeof body.revoked === 'boolean') return body.revoked ? 'revoked' : 'active';
+    }
+  } catch {
+    // fall through: the same refusal as any other failure
+  }
+  throw new CtlError('revocation_unavailable', `humanGrant: ${AUTHORITY_UNAVAILABLE}`);
+}
 
 export const HUMAN_SESSION_MIGRATION = {
   id: 'gateway-human-001',
@@ -63,6 +113,8 @@ export interface HumanSessionDeps {
   maxSessionSeconds?: number;
   /** Records `session.created` in the session's insert transaction, as for every session. */
   events?: Pick<GatewayEvents, 'effect'>;
+  /** Which authorities' grants are accepted; absent: none. */
+  humans?: HumanTrust;
 }
 
 /** Step 1: the id of this owner's next session reserved, and the public half of its key. */
@@ -89,11 +141,14 @@ export async function createHumanSession(d: HumanSessionDeps, ownerId: string, b
   const grant = checked.grant;
   if (grant.profile !== 'human-agent') throw badRequest('humanGrant: must be a grant with profile "human-agent", signed by the person\'s did:key');
   if (!grant.allowedPurposes) throw badRequest('humanGrant: must name allowedPurposes (a session always restricts purposes)');
-  try {
-    checkTargetUrl(grant.revocationUrl, d.targets);
-  } catch (e) {
-    throw new CtlError('target_not_allowed', `humanGrant.revocationUrl: ${(e as Error).message}`);
+  // PROTOCOL.md §10: trust is not self-certifying. The person must be enrolled where this gateway
+  // trusts, which the authority vouches for by holding the grant.
+  if (!authorityOf(d.humans, grant)) {
+    throw new CtlError('issuer_not_trusted', 'humanGrant: not issued at an authority this gateway trusts (CTL_GATEWAY_HUMAN_AUTHORITIES): its revocationUrl must be <authority>/revoke?grantId=<grantId>');
   }
+  const held = await askAuthority(d.humans!, grant);
+  if (held === 'unknown') throw new CtlError('issuer_not_trusted', `humanGrant: the authority has no record of grant '${grant.grantId}' (the person is not enrolled there, or the grant was not submitted to it)`);
+  if (held === 'revoked') throw new CtlError('grant_revoked', `humanGrant: grant '${grant.grantId}' has been revoked`);
   const { humanGrant: _g, ...extra } = body;
   // The person's bounds are the session's; the owner's extra controls are parsed as any session's.
   const config = parseSessionConfig({ ...extra, budget: { amount: grant.maxAmountMinor, currency: grant.currency }, purposes: grant.allowedPurposes, expiresAt: grant.expiresAt }, now, { maxSessionSeconds: d.maxSessionSeconds });
@@ -150,13 +205,19 @@ export async function createHumanSession(d: HumanSessionDeps, ownerId: string, b
 /**
  * For a session under a person's grant: the SBA about to be paid, verified as a merchant would
  * (the person's DID, intentHash, destination list, revocation online). undefined when it passes
- * or when the session is not a human one.
+ * or when the session is not a human one. The authority is asked for every payment: a verifier of
+ * its own per call, so no cached or shared in-flight answer can predate a revocation.
  */
 export async function humanChainRefusal(
   session: SessionRecord, sba: Record<string, unknown>, payment: { amount: string; currency: string; merchantId: string; rail: string; purpose: string }, now: () => number,
+  trust: HumanTrust | undefined,
 ): Promise<{ code: CtlError['code']; message: string } | undefined> {
   const grant = session.grant as unknown as PolicyGrant;
   if (grant.profile !== 'human-agent') return undefined;
-  const r: VerifyCtlResult = await verifyCtl(sba, { ...payment, trustedHumans: [grant.issuer], revocationTtl: HUMAN_REVOCATION_TTL_MS, now });
-  return r.valid ? undefined : r.error;
+  if (!authorityOf(trust, grant)) return { code: 'issuer_not_trusted', message: 'the person\'s grant is not from an authority this gateway trusts (CTL_GATEWAY_HUMAN_AUTHORITIES)' };
+  const verify = createVerifier(defaultCrypto, { humanAgent: humanAgentProfile, online: onlineChecks });
+  const r: VerifyCtlResult = await verify(sba, { ...payment, trustedHumans: [grant.issuer], revocationTtl: 0, fetch: trust!.fetch, now });
+  if (r.valid) return undefined;
+  // The SDK's text names the status or error the authority gave: not for the agent.
+  return r.error.code === 'revocation_unavailable' ? { code: r.error.code, message: AUTHORITY_UNAVAILABLE } : r.error;
 }

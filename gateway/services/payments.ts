@@ -28,7 +28,7 @@ import type { SessionKeys } from './session-keys.js';
 import type { GatewayEvents } from './events.js';
 import { createMerchantMatcher, purposeIsAllowed, MAX_AMOUNT, type SessionConfig } from './session-config.js';
 import { continuationToken } from './continuation.js';
-import { humanChainRefusal } from './human-sessions.js';
+import { humanChainRefusal, type HumanTrust } from './human-sessions.js';
 
 export interface PaymentTerms {
   amount: string;
@@ -77,6 +77,8 @@ export interface PaymentServiceDeps {
    * services/idempotency.ts): the payment table's primary key then refuses a second reservation.
    */
   paymentId?: () => string | undefined;
+  /** Where people's grants come from and how their authority is reached (services/human-sessions.ts). */
+  humans?: HumanTrust;
   /** Counts for /metrics. */
   /** A payment committed after `ms`, on the rail named `rail` (metrics). */
   onPaid?: (ms: number, rail: string) => void;
@@ -286,7 +288,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
 
   /** Under a person's grant, nothing is paid that a merchant would refuse (PROTOCOL.md §10). */
   function personRefusal(session: SessionRecord, sba: Record<string, unknown>, terms: PaymentTerms, host: string, purpose: string, railName: string) {
-    return humanChainRefusal(session, sba, { amount: terms.amount, currency: terms.currency, merchantId: host, rail: railName, purpose }, now);
+    return humanChainRefusal(session, sba, { amount: terms.amount, currency: terms.currency, merchantId: host, rail: railName, purpose }, now, deps.humans);
   }
 
   /**

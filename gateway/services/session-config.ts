@@ -4,9 +4,9 @@
  * into the internal grant and every SBA (spec §2.3, PROTOCOL.md §2). Unknown fields are refused
  * so nothing the owner meant as a limit is silently ignored.
  */
-import picomatch from 'picomatch';
 import { isAmount, isCurrency, isPurposePattern, isPurpose, purposeAllowed, parseTimestamp, formatTimestamp } from '../../src/index.js';
 import { badRequest, optionalText } from '../../service-kit/index.js';
+import { globProgramSizes, hostGlobList, MAX_GLOB_PROGRAM, MAX_LIST_PROGRAM } from './host-glob.js';
 
 export interface SessionConfig {
   budget: { amount: string; currency: string };
@@ -46,10 +46,18 @@ function amountField(v: unknown, field: string, positive = true): string {
 function globs(v: unknown, field: string): string[] {
   if (v === undefined) return [];
   if (!Array.isArray(v) || v.length > 100) throw badRequest(`${field}: must be an array of at most 100 host globs`);
-  return v.map((g, i) => {
+  const list = v.map((g, i) => {
     if (typeof g !== 'string' || !GLOB.test(g.toLowerCase())) throw badRequest(`${field}[${i}]: must be a host glob such as "*.example.com"`);
     return g.toLowerCase();
   });
+  // Matching is linear in the host times the compiled size (services/host-glob.ts): bound the size.
+  const sizes = globProgramSizes(list);
+  sizes.forEach((n, i) => {
+    if (n > MAX_GLOB_PROGRAM) throw badRequest(`${field}[${i}]: too many alternatives or ranges (compiles to ${n} states, at most ${MAX_GLOB_PROGRAM})`);
+  });
+  const total = sizes.reduce((a, b) => a + b, 0);
+  if (total > MAX_LIST_PROGRAM) throw badRequest(`${field}: the globs together compile to ${total} states, at most ${MAX_LIST_PROGRAM}`);
+  return list;
 }
 
 /**
@@ -153,12 +161,11 @@ export function purposeIsAllowed(purpose: string, allowed: string[]): boolean {
 
 /**
  * The merchant check over the target host (PROTOCOL.md §8): the blocklist wins; a non-empty
- * allowlist admits only the hosts it matches.
+ * allowlist admits only the hosts it matches. Globs are matched in linear time (services/host-glob.ts).
  */
 export function createMerchantMatcher(config: Pick<SessionConfig, 'merchantAllowlist' | 'merchantBlocklist'>): (host: string) => boolean {
-  const opts = { nocase: true, dot: true };
-  const blocked = config.merchantBlocklist.length ? picomatch(config.merchantBlocklist, opts) : () => false;
-  const allowed = config.merchantAllowlist.length ? picomatch(config.merchantAllowlist, opts) : () => true;
+  const blocked = config.merchantBlocklist.length ? hostGlobList(config.merchantBlocklist) : () => false;
+  const allowed = config.merchantAllowlist.length ? hostGlobList(config.merchantAllowlist) : () => true;
   return (host) => {
     const h = host.toLowerCase().replace(/\.$/, '');
     return !blocked(h) && allowed(h);

@@ -15,7 +15,7 @@ import { checkTargetUrl, type TargetPolicy } from './address-guard.js';
 import type { KeyRing } from './keys.js';
 import { DERIVED_MARKER, type SessionKeys } from './session-keys.js';
 import type { GatewayEvents } from './events.js';
-import { createHumanSession, isHumanSessionRequest, prepareHumanSessionKey } from './human-sessions.js';
+import { createHumanSession, isHumanSessionRequest, prepareHumanSessionKey, type HumanTrust } from './human-sessions.js';
 
 export const hashToken = (token: string) => createHash('sha256').update(token, 'utf8').digest('hex');
 
@@ -41,6 +41,8 @@ export interface SessionServiceDeps {
   extraRails?: string[];
   continuationSecret: Buffer;
   targets: TargetPolicy;
+  /** Where people's grants may come from (services/human-sessions.ts); absent: none accepted. */
+  humans?: HumanTrust;
   now: () => number;
   onCreated?: (expiresAt: number) => void;
   /** How far ahead `expiresAt` may be, in seconds (session-config.ts; default none). */
@@ -125,7 +127,7 @@ export function createSessionService(deps: SessionServiceDeps) {
   // A person's grant names a key this gateway derives from the reserved session id, as it does for
   // every session: nothing private is stored for it (README "Secrets at rest").
   const humanDeps = {
-    db, targets: deps.targets, now, onCreated: deps.onCreated, maxSessionSeconds: deps.maxSessionSeconds, events: deps.events,
+    db, targets: deps.targets, humans: deps.humans, now, onCreated: deps.onCreated, maxSessionSeconds: deps.maxSessionSeconds, events: deps.events,
     keySource: async (id: string) => ({ publicJwk: (await deps.sessionKeys.derive(id)).publicJwk, stored: DERIVED_MARKER }),
   };
 

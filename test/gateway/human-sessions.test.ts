@@ -1,7 +1,8 @@
 /**
  * A gateway session backed by a person's grant (PROTOCOL.md §10): the agent holds only the
  * session token, the gateway holds the key the person delegated to, the ceiling, purposes and
- * expiry are the person's, and the person's revocation at their authority stops the next payment.
+ * expiry are the person's, only a grant recorded at an authority the gateway trusts backs a
+ * session, and the person's revocation at their authority stops the very next payment.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -20,20 +21,25 @@ let merchant: Merchant;
 let authority: Server;
 let authorityUrl: string;
 const revoked = new Set<string>();
+// The grants the authority recorded (an authority records a person's grant only while they are enrolled).
+const recorded = new Set<string>();
+let authorityAsked = 0;
 const person = await generateKeyPair({ alg: 'ES256' });
 const did = didKeyFromJwk(person.publicJwk);
 
 test.before(async () => {
-  db = sqliteDb();
-  gw = await startTestGateway(db);
-  merchant = await startMerchant({ amount: '100' });
-  // The person's authority, reduced to its revocation answer (spec §4.3 GET /revoke).
+  // The person's authority, reduced to its revocation answer (spec §4.3 GET /revoke; 404 for a grant it never recorded).
   authority = createServer((req, res) => {
-    const id = new URL(req.url!, 'http://x').searchParams.get('grantId');
-    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ grantId: id, revoked: revoked.has(id!) }));
+    authorityAsked++;
+    const id = new URL(req.url!, 'http://x').searchParams.get('grantId')!;
+    if (!recorded.has(id)) return res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":{"code":"not_found"}}');
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ grantId: id, revoked: revoked.has(id) }));
   });
   await new Promise<void>((r) => authority.listen(0, '127.0.0.1', r));
   authorityUrl = `http://127.0.0.1:${(authority.address() as AddressInfo).port}`;
+  db = sqliteDb();
+  gw = await startTestGateway(db, { humanAuthorities: [authorityUrl] });
+  merchant = await startMerchant({ amount: '100' });
 });
 test.after(async () => {
   await gw.close();
@@ -42,12 +48,14 @@ test.after(async () => {
   authority.close();
 });
 
-async function personGrants(actorKey: unknown, over: Record<string, unknown> = {}): Promise<PolicyGrant> {
-  return createSignedPolicyGrant({
+async function personGrants(actorKey: unknown, over: Record<string, unknown> = {}, o: { record?: boolean; signingKey?: string; base?: string } = {}): Promise<PolicyGrant> {
+  const grant = await createSignedPolicyGrant({
     profile: 'human-agent', policyHash: policyHash({ delegate: 'search' }), actorKey: actorKey as any, allowedRails: ['ledger', 'x402'],
     allowedAssets: [{ standard: 'iso4217', code: 'USD' }], allowedPurposes: ['api:search'], maxAmountMinor: '250', currency: 'USD',
     expiresAt: inOneHour(), ...over,
-  } as any, { signingKey: person.privateKeyPem, revocationBaseUrl: authorityUrl });
+  } as any, { signingKey: o.signingKey ?? person.privateKeyPem, revocationBaseUrl: o.base ?? authorityUrl });
+  if (o.record !== false) recorded.add(grant.grantId);
+  return grant;
 }
 
 async function humanSession(over: Record<string, unknown> = {}, grantOver: Record<string, unknown> = {}) {
@@ -135,6 +143,51 @@ test('the person revokes at their authority: the next payment is refused before 
   assert.is(view.body.spentMinor, '0');
   assert.is(view.body.reservedMinor, '0', 'the reservation was released');
   assert.ok(gw.events.some((e) => e.type === 'payment.denied' && e.data.code === 'grant_revoked'));
+});
+
+test('revoked while the session pays: the very next payment is refused (no cached answer)', async () => {
+  const { grant, res } = await humanSession();
+  assert.is(res.status, 201, res.text);
+  const first = await proxy(gw, res.body.sessionToken, `${merchant.url}/search?q=before`, { purpose: 'api:search' });
+  assert.is(first.status, 200, first.text);
+  const paidBefore = merchant.paid.length;
+  const asked = authorityAsked;
+  revoked.add(grant.grantId);
+  const next = await proxy(gw, res.body.sessionToken, `${merchant.url}/search?q=after`, { purpose: 'api:search' });
+  assert.is(next.body?.error?.code, 'grant_revoked', next.text);
+  assert.is(merchant.paid.length, paidBefore, 'nothing paid after the revocation');
+  assert.ok(authorityAsked > asked, 'the authority was asked again');
+});
+
+test('a person not enrolled where the gateway trusts: refused at session creation', async () => {
+  // Signed by a person the trusted authority never recorded a grant for (not enrolled there).
+  const stranger = await generateKeyPair({ alg: 'ES256' });
+  const key = (await call(gw.url, 'POST', '/sessions/human/keys', { key: gw.ownerKey })).body;
+  const unenrolled = await personGrants(key.actorKey, {}, { record: false, signingKey: stranger.privateKeyPem });
+  const r1 = await call(gw.url, 'POST', '/sessions', { key: gw.ownerKey, body: { humanGrant: unenrolled } });
+  assert.is(r1.body?.error?.code, 'issuer_not_trusted', r1.text);
+  // Recorded by an authority the gateway was not told to trust (its own revocation URL).
+  const elsewhere = await personGrants(key.actorKey, {}, { base: `${authorityUrl}/other` });
+  const r2 = await call(gw.url, 'POST', '/sessions', { key: gw.ownerKey, body: { humanGrant: elsewhere } });
+  assert.is(r2.body?.error?.code, 'issuer_not_trusted', r2.text);
+  // Revoked before the session was asked for.
+  const gone = await personGrants(key.actorKey);
+  revoked.add(gone.grantId);
+  const r3 = await call(gw.url, 'POST', '/sessions', { key: gw.ownerKey, body: { humanGrant: gone } });
+  assert.is(r3.body?.error?.code, 'grant_revoked', r3.text);
+  // A gateway told to trust no authority accepts no person's grant.
+  const db2 = sqliteDb();
+  const none = await startTestGateway(db2);
+  try {
+    const k = (await call(none.url, 'POST', '/sessions/human/keys', { key: none.ownerKey })).body;
+    const r = await call(none.url, 'POST', '/sessions', { key: none.ownerKey, body: { humanGrant: await personGrants(k.actorKey) } });
+    assert.is(r.body?.error?.code, 'issuer_not_trusted', r.text);
+  } finally {
+    await none.close();
+    await db2.drop();
+  }
+  // The key was not claimed by any refusal: the enrolled person's grant still gets its session.
+  assert.is((await call(gw.url, 'POST', '/sessions', { key: gw.ownerKey, body: { humanGrant: await personGrants(key.actorKey) } })).status, 201);
 });
 
 test('a merchant outside the person\'s destination list is refused by the chain check', async () => {

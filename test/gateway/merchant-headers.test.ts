@@ -1,5 +1,7 @@
-// The X-Ctl-* response headers are the gateway's word to the agent: a merchant that sends its own
-// (to fake a receipt, a refusal or another session) has them dropped, paid or not, success or error.
+// The X-Ctl-* response headers, Idempotent-Replayed and WWW-Authenticate are the gateway's word to
+// the agent: a merchant that sends its own (to fake a receipt, a refusal, another session, a replay
+// that "paid nothing again", or a challenge for the session token) has them dropped, paid or not,
+// success or error.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createServer, type Server } from 'node:http';
@@ -16,6 +18,8 @@ const FAKE = {
   'X-Ctl-Gateway-Error': 'budget_exceeded',
   'x-ctl-session-id': 'sess_someone_else',
   'X-CTL-Anything': 'merchant',
+  'Idempotent-Replayed': 'true',
+  'WWW-Authenticate': 'Bearer realm="gateway"',
   'x-merchant': 'kept',
 };
 
@@ -47,6 +51,8 @@ function assertOnlyGatewayHeaders(res: { headers: Headers }, sessionId: string, 
   assert.is(res.headers.get('x-ctl-receipt-id'), receiptId);
   assert.is(res.headers.get('x-ctl-gateway-error'), null);
   assert.is(res.headers.get('x-ctl-anything'), null);
+  assert.is(res.headers.get('idempotent-replayed'), null, 'a first answer is no replay, whatever the merchant says');
+  assert.is(res.headers.get('www-authenticate'), null);
   assert.is(res.headers.get('x-merchant'), 'kept', 'other merchant headers pass');
 }
 
@@ -72,6 +78,18 @@ test('paid: the receipt id is the gateway receipt, not the merchant one', async 
   assert.match(receiptId ?? '', /^rcpt_/);
   assert.is.not(receiptId, 'rcpt_forged');
   assertOnlyGatewayHeaders(res, s.sessionId, receiptId);
+});
+
+test('keyed: the first paid answer has no Idempotent-Replayed, the gateway\'s replay has its own', async () => {
+  const s = await createSession(gw);
+  const key = { 'idempotency-key': `k-${Date.now()}` };
+  const first = await proxy(gw, s.sessionToken, `${base}/paid`, { purpose: 'api:search', headers: key });
+  assert.is(first.status, 200, first.text);
+  assertOnlyGatewayHeaders(first, s.sessionId, first.headers.get('x-ctl-receipt-id'));
+  const again = await proxy(gw, s.sessionToken, `${base}/paid`, { purpose: 'api:search', headers: key });
+  assert.is(again.status, 200, again.text);
+  assert.is(again.headers.get('idempotent-replayed'), 'true', 'the gateway\'s own replay says so');
+  assert.is(again.headers.get('x-ctl-receipt-id'), first.headers.get('x-ctl-receipt-id'));
 });
 
 test.run();
