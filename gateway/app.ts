@@ -8,7 +8,7 @@ import Koa from 'koa';
 import Router from '@koa/router';
 import { randomBytes } from 'node:crypto';
 import {
-  errorMiddleware, requestGuard, createMetrics, migrate, dispatchLogMigration, webhookOutboxMigration, auditLogMigration, auditStagingMigration, silentLogger,
+  errorMiddleware, requestGuard, createMetrics, HttpError, migrate, dispatchLogMigration, webhookOutboxMigration, auditLogMigration, auditStagingMigration, silentLogger,
   type SqlDatabase, type Logger, type WebhookRetrySettings,
 } from '../service-kit/index.js';
 import { readinessHandler } from '../service-kit/readiness.js';
@@ -244,6 +244,12 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
     if (b && typeof b === 'object' && !Buffer.isBuffer(b) && typeof b.error?.code === 'string') ctx.set('X-Ctl-Gateway-Error', b.error.code);
   });
   app.use(errorMiddleware({ logger, statusByCode: STATUS_BY_CODE }));
+  // A method no route implements (PROPFIND, PURGE, …) is the caller's mistake, answered 405 and
+  // logged with the request at info, not the router's 501 logged as a failure.
+  app.use(async (ctx, next) => {
+    await next();
+    if (ctx.status === 501 && ctx.body == null) throw new HttpError(405, 'method_not_allowed', `${ctx.method} is not a method this service answers`);
+  });
   app.use(observeSessionWrites(consoleStreams));
 
   const health = new Router();
