@@ -163,6 +163,7 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
   const events = createGatewayEvents({
     db,
     now,
+    continuationSecret,
     fetch: guardedFetch(hookForwarder),
     ...deps.webhooks,
     onError: (e) => logger.warn({ err: e }, 'webhook delivery failed'),
