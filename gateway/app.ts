@@ -19,7 +19,7 @@ import { expireDue, nextExpiry, sessionById } from './store/sessions.js';
 import { createLedgerRail } from './rails/ledger.js';
 import type { Rail } from './rails/rail.js';
 import { createCtlDialect } from './rails/ctl-dialect.js';
-import { createX402Rail, createX402Dialect, X402_RAIL, type X402ChainReader } from './rails/x402/rail.js';
+import { createX402Rail, createX402Dialect, X402_RAIL, DEFAULT_EXPIRY_MARGIN_MS, type X402ChainReader } from './rails/x402/rail.js';
 import { X402_MIGRATIONS } from './rails/x402/store.js';
 import { DEFAULT_MAX_TIMEOUT_SECONDS, type X402AssetMap } from './rails/x402/assets.js';
 import { generatePrivateKey } from 'viem/accounts';
@@ -68,6 +68,8 @@ export interface GatewayDeps {
    */
   x402?: {
     assets?: X402AssetMap; maxTimeoutSeconds?: number; privateKey?: `0x${string}`; chain?: (network: string) => X402ChainReader | undefined;
+    /** `CTL_X402_MAX_HOLD_SECONDS` (600): the longest one payment may hold its amount of a session's budget (rails/x402/rail.ts holdCap). */
+    maxHoldSeconds?: number;
     /** Clock skew allowed past an authorization's `validBefore` before the chain is asked (default 60 s; rails/x402/rail.ts). */
     expiryMarginMs?: number;
   };
@@ -231,6 +233,9 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
   const evmKey = deps.x402?.privateKey ?? ((await sharedSecret(db, 'evm-private-key', () => generatePrivateKey(), sealer)) as `0x${string}`);
   const x402 = createX402Dialect({
     db, payments, privateKey: evmKey, assets: deps.x402?.assets ?? new Map(), maxTimeoutSeconds: deps.x402?.maxTimeoutSeconds ?? DEFAULT_MAX_TIMEOUT_SECONDS, now,
+    maxHoldSeconds: deps.x402?.maxHoldSeconds,
+    // After validBefore: the expiry margin, then a reconcile pass once the row is stale.
+    settleDelayMs: (deps.x402?.expiryMarginMs ?? DEFAULT_EXPIRY_MARGIN_MS) + (deps.reconcileStaleMs ?? 120_000) + (deps.reconcileIntervalMs ?? 30_000),
   });
   const dialects = [x402, createCtlDialect(payments)];
   const auth = limits.auth;
