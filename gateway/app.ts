@@ -175,6 +175,8 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
       deps.onEvent?.(type, data);
     },
   });
+  // Tokens logged in the clear by an earlier version: withheld like new ones ("Secrets at rest").
+  await events.withholdLoggedTokens();
   // The base URL written into grants (revocationUrl) and responses never comes from a request
   // (a Host header would let a caller point a grant's revocation check at its own server): the
   // configured public URL, else the listen address pinned by server.ts, else the address the

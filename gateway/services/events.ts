@@ -73,6 +73,8 @@ export interface GatewayEvents {
   emit(session: EventSession, type: GatewayEventType, data: Record<string, unknown>): Promise<void>;
   readonly audit: AuditLog;
   readonly outbox: WebhookOutbox;
+  /** Rewrites dispatch rows that hold a whole continuation token (written before tokens were withheld) to the withheld form; resolves to the rows rewritten. */
+  withholdLoggedTokens(): Promise<number>;
   /** Resolves when every staged entry is sealed and no delivery is pending (each delivered or dead-lettered). */
   idle(): Promise<void>;
   close(): Promise<void>;
@@ -224,6 +226,25 @@ export function createGatewayEvents(options: EventOptions): GatewayEvents {
       const payload = { sessionId: session.id, ...data };
       if (session.webhookUrl) await db.tx((q) => deliver(q, { session, type }, payload, now()));
       told([{ type, payload }], !!session.webhookUrl)();
+    },
+    async withholdLoggedTokens() {
+      const rows = await db.all<{ id: string; body: string }>(
+        `SELECT id, body FROM ${GATEWAY_DISPATCH_TABLE} WHERE event_type = 'session.paused' AND body LIKE ?`, ['%"continuationToken":"ctn%'],
+      );
+      let n = 0;
+      for (const r of rows) {
+        let parsed: { data?: Record<string, unknown> };
+        try {
+          parsed = JSON.parse(r.body);
+        } catch {
+          continue;
+        }
+        if (!parsed.data || typeof parsed.data.continuationToken !== 'string' || !parsed.data.continuationToken.includes('.')) continue;
+        parsed.data = withheld(parsed.data);
+        // Conditional on the body read: a row another instance rewrote meanwhile is left as it is.
+        n += (await db.run(`UPDATE ${GATEWAY_DISPATCH_TABLE} SET body = ? WHERE id = ? AND body = ?`, [JSON.stringify(parsed), r.id, r.body])).changes;
+      }
+      return n;
     },
     async idle() {
       await sealNow();

@@ -8,10 +8,8 @@ import * as assert from 'uvu/assert';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { verifyWebhook } from '../../service-kit/index.js';
-import { sqliteDb, startTestGateway, startMerchant, createSession, proxy, call, type TestGateway, type Merchant, type TestDb } from './helpers.js';
+import { sqliteDb, postgresDb, startTestGateway, startMerchant, createSession, proxy, call, type TestGateway, type Merchant, type TestDb } from './helpers.js';
 
-let db: TestDb;
-let gw: TestGateway;
 let merchant: Merchant;
 let hook: Server;
 let hookUrl = '';
@@ -34,18 +32,29 @@ test.before(async () => {
   });
   await new Promise<void>((r) => hook.listen(0, '127.0.0.1', r));
   hookUrl = `http://127.0.0.1:${(hook.address() as AddressInfo).port}/hook`;
-  db = sqliteDb();
-  gw = await startTestGateway(db, { webhooks: { baseDelayMs: 20, maxAttempts: 4 } });
   merchant = await startMerchant({ amount: '100' });
 });
 test.after(async () => {
-  await gw.close();
   await merchant.close();
   await new Promise((r) => hook.close(r));
-  await db.drop();
 });
 
-test('session.paused: the receiver gets the token (signed, after a retry too); the dispatch log holds no token', async () => {
+for (const kind of ['sqlite', 'postgres'] as const) {
+  test(`${kind}: session.paused: the receiver gets the token (signed, after a retry too); the dispatch log holds no token`, async () => {
+    const db = kind === 'sqlite' ? sqliteDb() : await postgresDb('continuation tokens at rest on PostgreSQL');
+    if (!db) return;
+    const gw = await startTestGateway(db, { webhooks: { baseDelayMs: 20, maxAttempts: 4 } });
+    try {
+      await pausedScenario(db, gw);
+    } finally {
+      await gw.close();
+      await db.drop();
+    }
+  });
+}
+
+async function pausedScenario(db: TestDb, gw: TestGateway) {
+  received.length = 0;
   const s = await createSession(gw, { budget: { amount: '100', currency: 'USD' }, webhookUrl: hookUrl, softLimit: { amount: '100' } });
   failFirst = 1; // the first attempt fails: the retry is completed from the log too
   assert.is((await proxy(gw, s.sessionToken, `${merchant.url}/a`, { purpose: 'api:search' })).status, 200);
@@ -74,6 +83,20 @@ test('session.paused: the receiver gets the token (signed, after a retry too); t
   const refused = await call(gw.url, 'PATCH', `/sessions/${s.sessionId}`, { key: gw.ownerKey, body: { continuationToken: token.split('.')[0] } });
   assert.is(refused.status, 403);
   assert.is(refused.body.error.code, 'continuation_invalid');
-});
+
+  // A row an earlier version logged with the whole token is rewritten at the next start.
+  const full = JSON.parse(row.body);
+  full.data.continuationToken = token;
+  await gw.db.run(`UPDATE gw_webhook_dispatches SET body = ? WHERE event_type = 'session.paused'`, [JSON.stringify(full)]);
+  const again = await startTestGateway(db, {}, gw.ownerKey);
+  try {
+    const after = await again.db.all<{ body: string }>(`SELECT body FROM gw_webhook_dispatches`);
+    for (const r of after) assert.not.ok(r.body.includes(mac), 'no token in the dispatch log after a restart');
+    const paused2 = after.find((r) => JSON.parse(r.body).type === 'session.paused')!;
+    assert.is(JSON.parse(paused2.body).data.continuationToken, token.split('.')[0]);
+  } finally {
+    await again.close();
+  }
+}
 
 test.run();
