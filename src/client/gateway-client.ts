@@ -33,12 +33,10 @@ export class GatewayError extends Error {
  * the URL, the host's own error as `cause`. An abort stays the caller's own AbortError.
  */
 function unreachable(url: string, e: unknown): unknown {
-  if ((e as { name?: unknown })?.name === 'AbortError' || (e as { name?: unknown })?.name === 'TimeoutError') return e;
-  const why = (e as { cause?: { code?: unknown; message?: unknown } })?.cause;
-  const detail = typeof why?.code === 'string' ? why.code : typeof why?.message === 'string' ? why.message : (e as Error)?.message ?? 'error';
-  const err = new CtlError('upstream_error', `the gateway at ${url} could not be reached: ${detail}`);
-  (err as { cause?: unknown }).cause = e;
-  return err;
+  const name = (e as Error)?.name;
+  if (name === 'AbortError' || name === 'TimeoutError') return e;
+  const detail = (e as { cause?: { code?: string } })?.cause?.code ?? (e as Error)?.message;
+  return Object.assign(new CtlError('upstream_error', `the gateway at ${url} could not be reached: ${detail}`), { cause: e });
 }
 
 /** What `onSoftLimit` is told when a payment would cross the soft ceiling (spec §3 "paused"). */
