@@ -120,8 +120,9 @@ export type ProxyInit = RequestInit & {
   /**
    * Retries with the same key after a network error, a gateway 5xx (`upstream_error`,
    * `upstream_timeout`, `unavailable`, `internal`) or a 409 while the first attempt is still in
-   * flight (default 2; 0 turns them off). Never after an abort, a replayed answer or a merchant's
-   * own answer; a stream body is sent once.
+   * flight (default 2; 0 turns them off). Never after an abort, a replayed answer, a merchant's
+   * own answer or `paid_response_lost` (paid, the answer lost: a new call pays again); a stream
+   * body is sent once. A gateway still unreachable after them is a CtlError `upstream_error`.
    */
   retries?: number;
 };
