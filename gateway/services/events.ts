@@ -3,7 +3,8 @@
  * change they record: each session or payment change writes one audit entry and, for the event
  * types a session's `webhookUrl` receives, one row to the webhook outbox `gw_webhook_dispatches`
  * (service-kit webhook-outbox.ts: signed the Standard Webhooks way, retried with backoff by any
- * instance, dead-lettered after the last attempt, the same `webhook-id` throughout). Only the
+ * instance, dead-lettered after the last attempt, the same `webhook-id` throughout; a continuation
+ * token is kept there without its MAC and completed at each attempt). Only the
  * transaction whose conditional UPDATE made the change writes them, so two instances never
  * record one change twice.
  *
@@ -90,7 +91,7 @@ export interface EventOptions extends WebhookRetrySettings {
   /** Also told of every event once committed (metrics, tests). */
   onEvent?: (type: GatewayEventType, data: Record<string, unknown>) => void;
   /** The continuation HMAC key: completes the continuation tokens the dispatch log withholds, at delivery. */
-  continuationSecret?: Buffer;
+  continuationSecret: Buffer;
 }
 
 export const GATEWAY_AUDIT_TABLE = 'gw_audit_log';
@@ -126,7 +127,7 @@ export function createGatewayEvents(options: EventOptions): GatewayEvents {
 
   /** The delivered body of a logged one with a withheld continuation token, and the secret that signs it. */
   async function completeToken(body: string): Promise<{ body: string; secret: string } | undefined> {
-    if (!options.continuationSecret || !body.includes('"continuationToken"')) return undefined;
+    if (!body.includes('"continuationToken"')) return undefined;
     const parsed = JSON.parse(body) as { data?: Record<string, unknown> };
     const d = parsed.data;
     if (!d || typeof d.sessionId !== 'string' || typeof d.continuationToken !== 'string' || !WITHHELD.test(d.continuationToken)) return undefined;
