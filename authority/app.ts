@@ -5,7 +5,7 @@
 import Koa from 'koa';
 import Router from '@koa/router';
 import {
-  createApiKeyAuth, createMetrics, errorMiddleware, jsonBody, requestGuard, requestLogger, silentLogger,
+  createApiKeyAuth, createMetrics, errorMiddleware, HttpError, jsonBody, requestGuard, requestLogger, silentLogger,
   type Logger, type Metrics,
 } from '../service-kit/index.js';
 import { parseStrictJson } from '../src/index.js';
@@ -104,6 +104,11 @@ export function createAuthorityApp(deps: AuthorityDeps): Koa {
     app.use(requestLogger(logger, { quietPaths: ['/revoke', '/.well-known/ctl-keys.json', '/trust-bundles', '/trust-root', '/healthz', '/readyz', '/metrics'] }));
   }
   app.use(errorMiddleware({ logger }));
+  // A method no route implements (PROPFIND, PURGE, …): 405, not the router's 501 logged as a failure.
+  app.use(async (ctx, next) => {
+    await next();
+    if (ctx.status === 501 && ctx.body == null) throw new HttpError(405, 'method_not_allowed', `${ctx.method} is not a method this service answers`);
+  });
   app.use(requestGuard([router]));
   app.use(limits.addresses);
   app.use(router.routes());

@@ -8,7 +8,7 @@ import Koa from 'koa';
 import Router from '@koa/router';
 import { randomBytes } from 'node:crypto';
 import {
-  errorMiddleware, requestGuard, createMetrics, migrate, dispatchLogMigration, webhookOutboxMigration, auditLogMigration, auditStagingMigration, silentLogger,
+  errorMiddleware, requestGuard, createMetrics, HttpError, migrate, dispatchLogMigration, webhookOutboxMigration, auditLogMigration, auditStagingMigration, silentLogger,
   type SqlDatabase, type Logger, type WebhookRetrySettings,
 } from '../service-kit/index.js';
 import { readinessHandler } from '../service-kit/readiness.js';
@@ -19,7 +19,7 @@ import { expireDue, nextExpiry, sessionById } from './store/sessions.js';
 import { createLedgerRail } from './rails/ledger.js';
 import type { Rail } from './rails/rail.js';
 import { createCtlDialect } from './rails/ctl-dialect.js';
-import { createX402Rail, createX402Dialect, X402_RAIL, type X402ChainReader } from './rails/x402/rail.js';
+import { createX402Rail, createX402Dialect, X402_RAIL, DEFAULT_EXPIRY_MARGIN_MS, type X402ChainReader } from './rails/x402/rail.js';
 import { X402_MIGRATIONS } from './rails/x402/store.js';
 import { DEFAULT_MAX_TIMEOUT_SECONDS, type X402AssetMap } from './rails/x402/assets.js';
 import { generatePrivateKey } from 'viem/accounts';
@@ -75,6 +75,8 @@ export interface GatewayDeps {
    */
   x402?: {
     assets?: X402AssetMap; maxTimeoutSeconds?: number; privateKey?: `0x${string}`; chain?: (network: string) => X402ChainReader | undefined;
+    /** `CTL_X402_MAX_HOLD_SECONDS` (600): the longest one payment may hold its amount of a session's budget (rails/x402/rail.ts holdCap). */
+    maxHoldSeconds?: number;
     /** Clock skew allowed past an authorization's `validBefore` before the chain is asked (default 60 s; rails/x402/rail.ts). */
     expiryMarginMs?: number;
   };
@@ -173,6 +175,7 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
   const events = createGatewayEvents({
     db,
     now,
+    continuationSecret,
     fetch: guardedFetch(hookForwarder),
     ...deps.webhooks,
     onError: (e) => logger.warn({ err: e }, 'webhook delivery failed'),
@@ -182,6 +185,8 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
       deps.onEvent?.(type, data);
     },
   });
+  // Tokens logged in the clear by an earlier version: withheld like new ones ("Secrets at rest").
+  await events.withholdLoggedTokens();
   // The base URL written into grants (revocationUrl) and responses never comes from a request
   // (a Host header would let a caller point a grant's revocation check at its own server): the
   // configured public URL, else the listen address pinned by server.ts, else the address the
@@ -240,6 +245,9 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
   const evmKey = deps.x402?.privateKey ?? ((await sharedSecret(db, 'evm-private-key', () => generatePrivateKey(), sealer)) as `0x${string}`);
   const x402 = createX402Dialect({
     db, payments, privateKey: evmKey, assets: deps.x402?.assets ?? new Map(), maxTimeoutSeconds: deps.x402?.maxTimeoutSeconds ?? DEFAULT_MAX_TIMEOUT_SECONDS, now,
+    maxHoldSeconds: deps.x402?.maxHoldSeconds,
+    // After validBefore: the expiry margin, then a reconcile pass once the row is stale.
+    settleDelayMs: (deps.x402?.expiryMarginMs ?? DEFAULT_EXPIRY_MARGIN_MS) + (deps.reconcileStaleMs ?? 120_000) + (deps.reconcileIntervalMs ?? 30_000),
   });
   const dialects = [x402, createCtlDialect(payments)];
   const auth = limits.auth;
@@ -254,6 +262,12 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
     if (b && typeof b === 'object' && !Buffer.isBuffer(b) && typeof b.error?.code === 'string') ctx.set('X-Ctl-Gateway-Error', b.error.code);
   });
   app.use(errorMiddleware({ logger, statusByCode: STATUS_BY_CODE }));
+  // A method no route implements (PROPFIND, PURGE, …) is the caller's mistake, answered 405 and
+  // logged with the request at info, not the router's 501 logged as a failure.
+  app.use(async (ctx, next) => {
+    await next();
+    if (ctx.status === 501 && ctx.body == null) throw new HttpError(405, 'method_not_allowed', `${ctx.method} is not a method this service answers`);
+  });
   app.use(observeSessionWrites(consoleStreams));
 
   const health = new Router();

@@ -81,7 +81,8 @@ const merchantAnswer = {
 const proxyOperation = (method: string): OpenApiOperation => operation({
   summary: `Forwards a ${method} to X-Target-Url, paying a 402 within the session (spec §4.1)`,
   description: 'The merchant\'s status, headers and body come back as they are; the gateway adds `X-Ctl-Session-Id` and, after a payment, `X-Ctl-Receipt-Id`. '
-    + 'A refusal of the gateway\'s own carries `X-Ctl-Gateway-Error` and the §9 envelope.',
+    + 'A refusal of the gateway\'s own carries `X-Ctl-Gateway-Error` and the §9 envelope; `502 paid_response_lost` (with `X-Ctl-Receipt-Id`) '
+    + 'means the payment was made and the merchant\'s answer to the paid request was lost: sending the request again pays again.',
   tags: ['agent'], operationId: `proxy${method[0]}${method.slice(1).toLowerCase()}`, security: [{ sessionToken: [] }],
   parameters: [
     { name: 'X-Target-Url', in: 'header', required: true, schema: string({ format: 'uri' }), description: 'The merchant URL' },

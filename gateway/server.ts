@@ -3,7 +3,7 @@
  * DATABASE_URL (sqlite:./data/gateway.db or postgres://…), CTL_GATEWAY_ADMIN_KEY,
  * CTL_GATEWAY_PUBLIC_URL, CTL_GATEWAY_ISSUER, CTL_GATEWAY_ALLOW_PRIVATE_TARGETS=1,
  * CTL_GATEWAY_ALLOW_TARGETS=host:port,…, LOG_LEVEL; x402: CTL_X402_ASSETS,
- * CTL_X402_MAX_TIMEOUT_SECONDS, CTL_GATEWAY_EVM_PRIVATE_KEY, CTL_X402_RPC_URL; webhooks: CTL_WEBHOOK_*;
+ * CTL_X402_MAX_TIMEOUT_SECONDS, CTL_X402_MAX_HOLD_SECONDS, CTL_GATEWAY_EVM_PRIVATE_KEY, CTL_X402_RPC_URL; webhooks: CTL_WEBHOOK_*;
  * limits: CTL_GATEWAY_RATE_LIMIT_OWNER (6000/60s), CTL_GATEWAY_RATE_LIMIT_SESSION (1200/60s), `0` for
  * none, and CTL_GATEWAY_MAX_SESSION_SECONDS (2592000, 30 days); custody (services/custody.ts):
  * CTL_GATEWAY_KEK or CTL_GATEWAY_KEK_PKCS11_URI, CTL_GATEWAY_RECEIPT_KEY_PKCS11_URI
@@ -11,7 +11,7 @@
  */
 import { openDatabase, createLogger, listen, requestLogger, webhookRetryFromEnv, type Listening, type Logger } from '../service-kit/index.js';
 import { createGatewayApp, type GatewayApp, type GatewayDeps } from './app.js';
-import { parseAssetMap, parseMaxTimeoutSeconds } from './rails/x402/assets.js';
+import { parseAssetMap, parseMaxHoldSeconds, parseMaxTimeoutSeconds } from './rails/x402/assets.js';
 import { chainReaders, parseRpcUrls } from './rails/x402/chain.js';
 import { externalKeysFromEnv, gatewayKek } from './services/custody.js';
 import { gatewayRateLimitsFromEnv, maxSessionSecondsFromEnv, describeLimits } from './services/rate-limits.js';
@@ -54,6 +54,7 @@ export function gatewayOptionsFromEnv(env: Record<string, string | undefined>): 
     x402: {
       assets: parseAssetMap(env.CTL_X402_ASSETS),
       maxTimeoutSeconds: parseMaxTimeoutSeconds(env.CTL_X402_MAX_TIMEOUT_SECONDS),
+      maxHoldSeconds: parseMaxHoldSeconds(env.CTL_X402_MAX_HOLD_SECONDS),
       privateKey: evmPrivateKey(env.CTL_GATEWAY_EVM_PRIVATE_KEY),
       chain: chainReaders(parseRpcUrls(env.CTL_X402_RPC_URL)),
     },

@@ -18,6 +18,7 @@ const NEXT_STEP: Record<string, string> = {
   payment_terms_refused: 'The gateway will not pay the merchant\'s payment terms.',
   payment_failed: 'The payment was not made and nothing was spent; the same call may be retried.',
   payment_unconfirmed: 'The payment\'s outcome is not known yet and its amount stays reserved. Retry later with the same idempotencyKey (never a new one), or it may be paid twice.',
+  paid_response_lost: 'The payment was made (receiptId) but the merchant\'s answer was lost. Do not call again: a new call pays again. list_receipts shows the receipt; tell the budget owner.',
   upstream_error: 'The merchant could not be reached or answered too much; retry with the same idempotencyKey.',
   upstream_timeout: 'The merchant did not answer in time; retry with the same idempotencyKey.',
   rate_limited: 'Too many requests for this session: wait retryAfterSeconds, then retry.',
@@ -27,7 +28,7 @@ const NEXT_STEP: Record<string, string> = {
 };
 
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { CtlError, GatewayError } from '../src/index.js';
+import { CtlError, GatewayError, isServiceErrorCode } from '../src/index.js';
 
 export interface Refusal {
   outcome: 'refused';
@@ -35,6 +36,8 @@ export interface Refusal {
   message: string;
   httpStatus?: number;
   retryAfterSeconds?: number;
+  /** The payment a `paid_response_lost` refusal made. */
+  receiptId?: string;
   nextStep: string;
 }
 
@@ -61,16 +64,26 @@ export function ownerActionForPause(gatewayUrl: string, sessionId: string | unde
 }
 
 /** A thrown gateway refusal's code, status and Retry-After (the SDK client's CtlError / GatewayError), or undefined for anything else. */
-export function refusalOf(e: unknown): { code: string; message: string; status?: number; retryAfterSeconds?: number } | undefined {
+export function refusalOf(e: unknown): { code: string; message: string; status?: number; retryAfterSeconds?: number; receiptId?: string } | undefined {
   // Only the gateway's answers: a Node system error also has a string `code` (ECONNREFUSED).
   if (!(e instanceof CtlError || e instanceof GatewayError)) return undefined;
-  const err = e as { code: string; message: string; status?: unknown; retryAfterSeconds?: unknown };
+  // A CtlError with a service code is the client's own "no answer" (src/client: the gateway was not reached).
+  if (e instanceof CtlError && isServiceErrorCode(e.code)) return undefined;
+  const err = e as { code: string; message: string; status?: unknown; retryAfterSeconds?: unknown; receiptId?: unknown };
   return {
     code: err.code,
     message: err.message,
     ...(typeof err.status === 'number' ? { status: err.status } : {}),
     ...(typeof err.retryAfterSeconds === 'number' ? { retryAfterSeconds: err.retryAfterSeconds } : {}),
+    ...(typeof err.receiptId === 'string' ? { receiptId: err.receiptId } : {}),
   };
+}
+
+/** Why the gateway could not be reached: the client's own message (it names the URL), or the host's error. */
+export function unreachableMessage(e: unknown, gatewayUrl: string): string {
+  if (e instanceof CtlError) return e.message;
+  const cause = (e as { cause?: Error }).cause?.message;
+  return `the gateway at ${gatewayUrl} could not be reached: ${(e as Error).message}${cause ? ` (${cause})` : ''}`;
 }
 
 /**
@@ -95,6 +108,7 @@ export function describeRefusal(r: NonNullable<ReturnType<typeof refusalOf>>, ga
     message: r.message,
     ...(r.status !== undefined ? { httpStatus: r.status } : {}),
     ...(r.retryAfterSeconds !== undefined ? { retryAfterSeconds: r.retryAfterSeconds } : {}),
+    ...(r.receiptId !== undefined ? { receiptId: r.receiptId } : {}),
     nextStep: NEXT_STEP[r.code] ?? 'The gateway refused the call; see code and message.',
   };
 }
@@ -108,6 +122,6 @@ export function failedReadResult(e: unknown, gatewayUrl: string): CallToolResult
   const r = refusalOf(e);
   const text = r
     ? `Refused by the gateway (${r.code}${r.status ? `, HTTP ${r.status}` : ''}): ${r.message}. ${NEXT_STEP[r.code] ?? ''}`.trim()
-    : `The gateway at ${gatewayUrl} could not be reached (unavailable): ${(e as Error).message}`;
+    : `${unreachableMessage(e, gatewayUrl)} (unavailable)`;
   return { content: [{ type: 'text', text }], isError: true };
 }

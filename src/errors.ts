@@ -19,6 +19,9 @@ export const SERVICE_ERROR_CODES = [
   'upstream_timeout',
   'payment_failed',
   'payment_unconfirmed',
+  // A payment made and committed (its receipt named in X-Ctl-Receipt-Id) whose merchant answer
+  // was lost: sending the request again pays again (gateway/README.md "Errors").
+  'paid_response_lost',
 ] as const;
 
 export const ERROR_CODES = [

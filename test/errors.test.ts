@@ -20,8 +20,12 @@ test('ERROR_CODES holds every code of PROTOCOL.md §9 and §16', () => {
   for (const c of protocolCodes) assert.ok(isCtlErrorCode(c), c);
 });
 
-test('ERROR_CODES holds nothing §9 and §16 do not name, and no code twice', () => {
-  const extra = ERROR_CODES.filter((c) => !protocolCodes.includes(c));
+// Service codes this implementation added after the settled text (add, never rename), each
+// documented in gateway/README.md "Errors" and docs/sdk-api.md, for the design owners to fold in.
+const ADDED_BEYOND_PROTOCOL = ['paid_response_lost'];
+
+test('ERROR_CODES holds nothing §9 and §16 do not name (beyond the listed additions), and no code twice', () => {
+  const extra = ERROR_CODES.filter((c) => !protocolCodes.includes(c) && !ADDED_BEYOND_PROTOCOL.includes(c));
   assert.equal(extra, [], `in ERROR_CODES but not in PROTOCOL.md §9 or §16: ${extra.join(', ')}`);
   assert.is(new Set(ERROR_CODES).size, ERROR_CODES.length);
 });

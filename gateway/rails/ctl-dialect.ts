@@ -6,7 +6,7 @@
 import { base64Encode, utf8Encode } from '../../src/index.js';
 import { parsePaymentTerms, type PaymentService, type PaymentTerms } from '../services/payments.js';
 import type { SessionRecord } from '../store/sessions.js';
-import type { PaymentDialect } from './rail.js';
+import { paidResponseLost, type PaymentDialect } from './rail.js';
 
 /** spec §1 trust level 1: the SBA rides along on the paid retry for merchants that can check it. */
 export function sbaHeaders(session: SessionRecord, sba: Record<string, unknown>): Record<string, string> {
@@ -22,8 +22,14 @@ export function createCtlDialect(payments: PaymentService): PaymentDialect<Payme
     },
     async pay(terms, x) {
       const paid = await payments.pay(x.session, terms, x.host, x.purpose);
-      const response = await x.retry({ 'x-payment-receipt': paid.txRef, ...sbaHeaders(x.session, paid.sba) });
-      return { response, receiptId: String(paid.receipt.receiptId) };
+      const receiptId = String(paid.receipt.receiptId);
+      try {
+        const response = await x.retry({ 'x-payment-receipt': paid.txRef, ...sbaHeaders(x.session, paid.sba) });
+        return { response, receiptId };
+      } catch (e) {
+        // Paid and committed: whatever the retry's failure, the answer says so (rail.ts).
+        throw paidResponseLost(receiptId, e);
+      }
     },
   };
 }

@@ -4,6 +4,8 @@
  * it can never happen (so a late `pay` of a settled-unpaid id is refused). That pair is what
  * lets reconcile() promise "nothing paid twice, nothing paid and forgotten".
  */
+import { HttpError } from '../../service-kit/http-error.js';
+
 export interface PaymentOrder {
   paymentId: string;
   amount: bigint;
@@ -32,7 +34,8 @@ export interface Rail {
  * `detect` reads a merchant's 402 into terms (undefined when the 402 is not this dialect; throws
  * `payment_terms_refused` when it is but cannot be read), `pay` runs the whole paid exchange
  * (policy and reservation before any signature, the retry, the confirmation) and answers the
- * merchant's final response. The spec's `X-Payment` dialect pays through a `Rail`; x402 pays
+ * merchant's final response; once a payment is committed, a failed retry is `paidResponseLost`
+ * (below), never a bare upstream error. The spec's `X-Payment` dialect pays through a `Rail`; x402 pays
  * through the merchant's own facilitator (rails/x402/).
  */
 export interface PaymentDialect<Terms = unknown> {
@@ -62,4 +65,19 @@ export class RailError extends Error {
     super(message);
     this.name = 'RailError';
   }
+}
+
+/**
+ * The answer when a payment is committed with its receipt and the merchant's answer to the paid
+ * retry then fails (a refused redirect, a timeout, a body too large, a reset): the money moved,
+ * so the agent is told so, with the receipt, and that sending the request again pays again
+ * (PROTOCOL.md §7: nothing paid twice for one intent). Never retried by the SDK client.
+ */
+export function paidResponseLost(receiptId: string, cause: unknown): HttpError {
+  const why = (cause as Error)?.message ?? 'error';
+  return new HttpError(
+    502, 'paid_response_lost',
+    `the payment was made (receipt ${receiptId}) but the merchant's answer to the paid request was lost: ${why}; sending the request again pays again`,
+    { 'X-Ctl-Receipt-Id': receiptId },
+  );
 }

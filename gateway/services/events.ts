@@ -3,7 +3,8 @@
  * change they record: each session or payment change writes one audit entry and, for the event
  * types a session's `webhookUrl` receives, one row to the webhook outbox `gw_webhook_dispatches`
  * (service-kit webhook-outbox.ts: signed the Standard Webhooks way, retried with backoff by any
- * instance, dead-lettered after the last attempt, the same `webhook-id` throughout). Only the
+ * instance, dead-lettered after the last attempt, the same `webhook-id` throughout; a continuation
+ * token is kept there without its MAC and completed at each attempt). Only the
  * transaction whose conditional UPDATE made the change writes them, so two instances never
  * record one change twice.
  *
@@ -14,9 +15,10 @@
  * a time across all instances.
  */
 import {
-  createAuditLog, createWebhookOutbox, insertRow, type AuditLog, type RowInsert, type SqlDatabase, type SqlExecutor, type TxEffect, type WebhookOutbox, type WebhookOutboxOptions, type WebhookRetrySettings,
+  createAuditLog, createWebhookOutbox, insertRow, signWebhook, type AuditLog, type RowInsert, type SqlDatabase, type SqlExecutor, type TxEffect, type WebhookOutbox, type WebhookOutboxOptions, type WebhookRetrySettings,
 } from '../../service-kit/index.js';
 import type { SessionRecord } from '../store/sessions.js';
+import { continuationToken } from './continuation.js';
 
 /** The event types delivered to a session's webhookUrl. */
 export type GatewayEventType =
@@ -34,6 +36,16 @@ const WEBHOOK_TYPES = new Set<string>(['payment.completed', 'payment.denied', 's
 
 /** Bearer secrets an event may carry to the owner's webhook, never into the audit log. */
 const NOT_AUDITED = ['continuationToken'];
+
+/**
+ * What the webhook dispatch log keeps of a continuation token (`ctn_<nonce>.<mac>`, continuation.ts):
+ * `ctn_<nonce>` alone, which continues nothing without the MAC. The delivery makes the MAC again
+ * with the continuation HMAC key (sealed, gateway/README.md "Secrets at rest") and signs the
+ * completed body, so the receiver gets the token and the log never holds it.
+ */
+const WITHHELD = /^ctn_[A-Za-z0-9_-]{16,64}$/;
+const withheld = (data: Record<string, unknown>): Record<string, unknown> =>
+  typeof data.continuationToken === 'string' ? { ...data, continuationToken: data.continuationToken.split('.')[0] } : data;
 
 export type EventSession = Pick<SessionRecord, 'id' | 'webhookUrl'>;
 
@@ -62,6 +74,8 @@ export interface GatewayEvents {
   emit(session: EventSession, type: GatewayEventType, data: Record<string, unknown>): Promise<void>;
   readonly audit: AuditLog;
   readonly outbox: WebhookOutbox;
+  /** Rewrites dispatch rows that hold a whole continuation token (written before tokens were withheld) to the withheld form; resolves to the rows rewritten. */
+  withholdLoggedTokens(): Promise<number>;
   /** Resolves when every staged entry is sealed and no delivery is pending (each delivered or dead-lettered). */
   idle(): Promise<void>;
   close(): Promise<void>;
@@ -76,6 +90,8 @@ export interface EventOptions extends WebhookRetrySettings {
   onDelivery?: WebhookOutboxOptions['onDelivery'];
   /** Also told of every event once committed (metrics, tests). */
   onEvent?: (type: GatewayEventType, data: Record<string, unknown>) => void;
+  /** The continuation HMAC key: completes the continuation tokens the dispatch log withholds, at delivery. */
+  continuationSecret: Buffer;
 }
 
 export const GATEWAY_AUDIT_TABLE = 'gw_audit_log';
@@ -86,16 +102,40 @@ export const GATEWAY_DISPATCH_TABLE = 'gw_webhook_dispatches';
 export function createGatewayEvents(options: EventOptions): GatewayEvents {
   const { db, now } = options;
   const audit = createAuditLog(db, GATEWAY_AUDIT_TABLE);
+  const webhookSecret = async (sessionId: string) =>
+    (await db.get<{ webhook_secret: string | null }>(`SELECT webhook_secret FROM gw_sessions WHERE id = ?`, [sessionId]))?.webhook_secret ?? undefined;
+  const send = options.fetch ?? fetch;
   const outbox = createWebhookOutbox({
     ...options,
     db,
     table: GATEWAY_DISPATCH_TABLE,
     // The target is the session id: its secret is read at each attempt (never copied into the outbox).
     resolve: async (sessionId) => {
-      const r = await db.get<{ webhook_secret: string | null }>(`SELECT webhook_secret FROM gw_sessions WHERE id = ?`, [sessionId]);
-      return r?.webhook_secret ? { secret: r.webhook_secret } : undefined;
+      const secret = await webhookSecret(sessionId);
+      return secret ? { secret } : undefined;
     },
+    // A body whose continuation token the log withholds is completed and signed again here.
+    fetch: (async (url: string | URL | Request, init: RequestInit = {}) => {
+      const completed = typeof init.body === 'string' ? await completeToken(init.body) : undefined;
+      if (!completed) return send(url, init);
+      const headers = new Headers(init.headers);
+      const signed = signWebhook(completed.secret, headers.get('webhook-id') ?? '', Number(headers.get('webhook-timestamp')), completed.body);
+      for (const [k, v] of Object.entries(signed)) headers.set(k, v);
+      return send(url, { ...init, headers, body: completed.body });
+    }) as typeof fetch,
   });
+
+  /** The delivered body of a logged one with a withheld continuation token, and the secret that signs it. */
+  async function completeToken(body: string): Promise<{ body: string; secret: string } | undefined> {
+    if (!body.includes('"continuationToken"')) return undefined;
+    const parsed = JSON.parse(body) as { data?: Record<string, unknown> };
+    const d = parsed.data;
+    if (!d || typeof d.sessionId !== 'string' || typeof d.continuationToken !== 'string' || !WITHHELD.test(d.continuationToken)) return undefined;
+    const secret = await webhookSecret(d.sessionId);
+    if (!secret) return undefined;
+    d.continuationToken = continuationToken(options.continuationSecret, d.sessionId, d.continuationToken.slice('ctn_'.length));
+    return { body: JSON.stringify(parsed), secret };
+  }
   outbox.start();
 
   // The sealer: after each commit that staged entries, and every second for other instances'.
@@ -137,7 +177,7 @@ export function createGatewayEvents(options: EventOptions): GatewayEvents {
 
   const deliver = (q: SqlExecutor, e: Pick<GatewayEvent, 'session' | 'type'>, payload: Record<string, unknown>, at: number) =>
     e.session.webhookUrl && WEBHOOK_TYPES.has(e.type)
-      ? outbox.enqueue(q, { type: e.type, data: payload, at }, [{ url: e.session.webhookUrl, target: e.session.id }])
+      ? outbox.enqueue(q, { type: e.type, data: withheld(payload), at }, [{ url: e.session.webhookUrl, target: e.session.id }])
       : Promise.resolve(undefined);
 
   const told = (list: Array<{ type: string; payload: Record<string, unknown> }>, delivered: boolean) => () => {
@@ -166,7 +206,7 @@ export function createGatewayEvents(options: EventOptions): GatewayEvents {
       for (const e of events) {
         const payload = { sessionId: e.session.id, ...e.data };
         if (e.session.webhookUrl && WEBHOOK_TYPES.has(e.type)) {
-          rows.push(...outbox.rows({ type: e.type, data: payload, at }, [{ url: e.session.webhookUrl, target: e.session.id }]).rows);
+          rows.push(...outbox.rows({ type: e.type, data: withheld(payload), at }, [{ url: e.session.webhookUrl, target: e.session.id }]).rows);
           delivered = true;
         }
         const audited: Record<string, unknown> = { ...payload };
@@ -187,6 +227,25 @@ export function createGatewayEvents(options: EventOptions): GatewayEvents {
       const payload = { sessionId: session.id, ...data };
       if (session.webhookUrl) await db.tx((q) => deliver(q, { session, type }, payload, now()));
       told([{ type, payload }], !!session.webhookUrl)();
+    },
+    async withholdLoggedTokens() {
+      const rows = await db.all<{ id: string; body: string }>(
+        `SELECT id, body FROM ${GATEWAY_DISPATCH_TABLE} WHERE event_type = 'session.paused' AND body LIKE ?`, ['%"continuationToken":"ctn%'],
+      );
+      let n = 0;
+      for (const r of rows) {
+        let parsed: { data?: Record<string, unknown> };
+        try {
+          parsed = JSON.parse(r.body);
+        } catch {
+          continue;
+        }
+        if (!parsed.data || typeof parsed.data.continuationToken !== 'string' || !parsed.data.continuationToken.includes('.')) continue;
+        parsed.data = withheld(parsed.data);
+        // Conditional on the body read: a row another instance rewrote meanwhile is left as it is.
+        n += (await db.run(`UPDATE ${GATEWAY_DISPATCH_TABLE} SET body = ? WHERE id = ? AND body = ?`, [JSON.stringify(parsed), r.id, r.body])).changes;
+      }
+      return n;
     },
     async idle() {
       await sealNow();

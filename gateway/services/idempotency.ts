@@ -123,8 +123,8 @@ export function createIdempotencyService(deps: IdempotencyDeps) {
   /** The settled outcome of a first attempt that paid and stopped before its answer was stored. */
   const lostAnswer = (sessionId: string, receiptId: string | null): StoredAnswer => {
     const message = `the payment was made${receiptId ? ` (receipt ${receiptId})` : ''} but the first attempt stopped before the merchant's answer was kept; this key will not pay again`;
-    const body = Buffer.from(JSON.stringify({ error: { code: 'upstream_error', message } }));
-    const headers: Record<string, string> = { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', 'x-ctl-gateway-error': 'upstream_error', 'x-ctl-session-id': sessionId };
+    const body = Buffer.from(JSON.stringify({ error: { code: 'paid_response_lost', message } }));
+    const headers: Record<string, string> = { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', 'x-ctl-gateway-error': 'paid_response_lost', 'x-ctl-session-id': sessionId };
     if (receiptId) headers['x-ctl-receipt-id'] = receiptId;
     return { status: 502, headers, body: body.toString('base64'), bodyBytes: body.length };
   };

@@ -269,9 +269,14 @@ export function createPaymentService(deps: PaymentServiceDeps) {
 
   const detailsOf = (terms: PaymentTerms, host: string, purpose: string | undefined) => ({ merchant: host, amountMinor: terms.amount, currency: terms.currency, purpose: purpose ?? null });
 
-  /** The SBA of one payment, signed under the session's internal grant with its actor key. */
+  /**
+   * The SBA of one payment, signed under the session's internal grant with its actor key. A
+   * session whose `expiresAt` passed since its state was read (spec §3 last row) is
+   * `session_expired`: the SBA could not outlive it.
+   */
   async function signSba(session: SessionRecord, terms: PaymentTerms, host: string, purpose: string, paymentId: string, railName: string) {
     const t = now();
+    if (session.expiresAt <= t) throw new CtlError('session_expired', 'the session expired before the payment could be signed; nothing was paid');
     return (await (await sbaSigning(session)).signer.sign({
       sessionId: session.id,
       actorId: `gateway:${session.id}`,

@@ -7,7 +7,7 @@ import { z } from 'zod';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { isPurpose, newId, type AgentSession } from '../../src/index.js';
 import { DEFAULT_MAX_BODY_BYTES, MAX_BODY_BYTES, encodeBody, limitBody, requestBody } from '../response-body.js';
-import { describeRefusal, refusalOf } from '../refusals.js';
+import { describeRefusal, refusalOf, unreachableMessage } from '../refusals.js';
 import { toolResult } from '../tool-result.js';
 
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
@@ -80,7 +80,7 @@ export function registerPaidFetch(server: McpServer, session: AgentSession, gate
       if (!refusal) {
         return toolResult({
           outcome: 'failed', code: 'unavailable', idempotencyKey,
-          message: `the gateway at ${gatewayUrl} could not be reached: ${(e as Error).message}${(e as { cause?: Error }).cause?.message ? ` (${(e as { cause: Error }).cause.message})` : ''}`,
+          message: unreachableMessage(e, gatewayUrl),
           nextStep: 'Retry later with the same idempotencyKey; if it persists, tell the budget owner.',
         }, { isError: true });
       }

@@ -10,16 +10,33 @@ import { newId } from '../ids.js';
 
 type Fetch = typeof fetch;
 
-/** A refusal by the gateway itself (not a merchant response): `{ error: { code, message } }` + HTTP status. */
+/**
+ * A refusal by the gateway itself (not a merchant response): `{ error: { code, message } }` + HTTP
+ * status. `receiptId` is set when the answer names a payment that was made (`paid_response_lost`:
+ * paid, the merchant's answer lost; sending the call again pays again).
+ */
 export class GatewayError extends Error {
   readonly code: string;
   readonly status: number;
-  constructor(status: number, code: string, message: string) {
+  readonly receiptId?: string;
+  constructor(status: number, code: string, message: string, receiptId?: string) {
     super(message);
     this.name = 'GatewayError';
     this.status = status;
     this.code = code;
+    if (receiptId) this.receiptId = receiptId;
   }
+}
+
+/**
+ * A gateway that gave no answer at all (refused connection, DNS, TLS): `upstream_error` naming
+ * the URL, the host's own error as `cause`. An abort stays the caller's own AbortError.
+ */
+function unreachable(url: string, e: unknown): unknown {
+  const name = (e as Error)?.name;
+  if (name === 'AbortError' || name === 'TimeoutError') return e;
+  const detail = (e as { cause?: { code?: string } })?.cause?.code ?? (e as Error)?.message;
+  return Object.assign(new CtlError('upstream_error', `the gateway at ${url} could not be reached: ${detail}`), { cause: e });
 }
 
 /** What `onSoftLimit` is told when a payment would cross the soft ceiling (spec §3 "paused"). */
@@ -103,8 +120,9 @@ export type ProxyInit = RequestInit & {
   /**
    * Retries with the same key after a network error, a gateway 5xx (`upstream_error`,
    * `upstream_timeout`, `unavailable`, `internal`) or a 409 while the first attempt is still in
-   * flight (default 2; 0 turns them off). Never after an abort, a replayed answer or a merchant's
-   * own answer; a stream body is sent once.
+   * flight (default 2; 0 turns them off). Never after an abort, a replayed answer, a merchant's
+   * own answer or `paid_response_lost` (paid, the answer lost: a new call pays again); a stream
+   * body is sent once. A gateway still unreachable after them is a CtlError `upstream_error`.
    */
   retries?: number;
 };
@@ -179,7 +197,7 @@ async function errorOf(res: Response): Promise<Error> {
   // A protocol refusal (budget, session state, policy) is a CtlError the agent can act on; a
   // service code (auth, not found, upstream) stays a GatewayError with the HTTP status.
   if (isCtlErrorCode(code) && !isServiceErrorCode(code)) return Object.assign(new CtlError(code, message), extra);
-  return new GatewayError(res.status, code, message);
+  return new GatewayError(res.status, code, message, res.headers.get('x-ctl-receipt-id') ?? undefined);
 }
 
 function headerRecord(h: HeadersInit | undefined): Record<string, string> {
@@ -210,7 +228,9 @@ export function createGatewayClient(options: GatewayClientOptions) {
     if (!key) throw new TypeError('createGatewayClient: options.ownerKey is required for the session API');
     const headers: Record<string, string> = { authorization: `Bearer ${key}` };
     if (body !== undefined) headers['content-type'] = 'application/json';
-    const res = await doFetch!(base + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+    const res = await doFetch!(base + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) }).catch((e) => {
+      throw unreachable(base + path, e);
+    });
     if (!res.ok) throw await errorOf(res);
     return (await res.json()) as T;
   }
@@ -274,7 +294,8 @@ export function createGatewayClient(options: GatewayClientOptions) {
                 res = await sendOnce();
               } catch (e) {
                 // No answer (the connection failed): the gateway may have run it; the same key makes asking again safe.
-                if (attempt >= maxRetries || rest.signal?.aborted) throw e;
+                if (rest.signal?.aborted) throw e;
+                if (attempt >= maxRetries) throw unreachable(`${base}/proxy`, e);
                 await sleep(backoff(attempt));
                 continue;
               }

@@ -6,6 +6,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createGatewayClient, GatewayError } from '../../src/client/index.js';
+import { CtlError } from '../../src/index.js';
 import { sqliteDb, startTestGateway, startMerchant, inOneHour, type TestGateway, type Merchant, type TestDb } from '../gateway/helpers.js';
 import { slowRail, books } from '../gateway/idempotency-cases.js';
 
@@ -125,7 +126,11 @@ test('retries are bounded and can be turned off; an abort is not retried', async
     throw new TypeError('fetch failed');
   }) as typeof fetch;
   const agent = createGatewayClient({ baseUrl: gw.url, fetch: down, sleep: async () => {} }).session(s.sessionToken);
-  await agent.fetch(`${merchant.url}/x`).then(() => assert.unreachable(), (e) => assert.instance(e, TypeError));
+  await agent.fetch(`${merchant.url}/x`).then(() => assert.unreachable(), (e) => {
+    assert.instance(e, CtlError);
+    assert.is(e.code, 'upstream_error');
+    assert.instance(e.cause, TypeError);
+  });
   assert.is(calls, 3, 'one call and two retries');
   calls = 0;
   await agent.fetch(`${merchant.url}/x`, { retries: 0 }).catch(() => {});

@@ -112,7 +112,7 @@ export async function crashThenRetry(db: TestDb, m: Merchant, payFirst: boolean)
     const retry = await keyed(b, s.sessionToken, `${m.url}/crash`, 'k-crash');
     if (payFirst) {
       assert.is(retry.status, 502, retry.text);
-      assert.is(retry.body.error.code, 'upstream_error');
+      assert.is(retry.body.error.code, 'paid_response_lost');
       assert.is(retry.headers.get('idempotent-replayed'), 'true');
       const receipts = await call(b.url, 'GET', `/sessions/${s.sessionId}/receipts`, { key: owner });
       assert.is(retry.headers.get('x-ctl-receipt-id'), receipts.body.receipts[0].receiptId);

@@ -173,7 +173,7 @@ test('a gateway error after the payment was made is the key\'s answer: replayed 
       m.drop.add('paid');
       const first = await keyed(gw, s.sessionToken, `${m.url}/p`, 'k-paid-error');
       assert.is(first.status, 502, first.text);
-      assert.is(first.body.error.code, 'upstream_error');
+      assert.is(first.body.error.code, 'paid_response_lost');
       assert.ok(first.headers.get('x-ctl-receipt-id'), 'the live answer names the receipt');
       m.drop.clear();
       const again = await keyed(gw, s.sessionToken, `${m.url}/p`, 'k-paid-error');
@@ -181,7 +181,7 @@ test('a gateway error after the payment was made is the key\'s answer: replayed 
       assert.is(again.text, first.text);
       assert.is(again.headers.get('idempotent-replayed'), 'true');
       assert.is(again.headers.get('x-ctl-receipt-id'), first.headers.get('x-ctl-receipt-id'));
-      assert.is(again.headers.get('x-ctl-gateway-error'), 'upstream_error');
+      assert.is(again.headers.get('x-ctl-gateway-error'), 'paid_response_lost');
       assert.equal([m.unpaid, m.paid], [1, 1], 'the merchant was not asked again');
       assert.equal(await books(gw, s.sessionId), { spent: '100', reserved: '0', ledgerPaid: 1 });
     } finally {

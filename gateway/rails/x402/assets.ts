@@ -24,6 +24,13 @@ export const EVM_ADDRESS = /^0x[0-9a-fA-F]{40}$/;
 export const DEFAULT_MAX_TIMEOUT_SECONDS = 600;
 
 /**
+ * Default of `CTL_X402_MAX_HOLD_SECONDS`: how long one x402 payment may hold its amount of a
+ * session's budget, from the signature to reconcile settling it (validity, the expiry margin and
+ * reconcile's delay; rails/x402/rail.ts holdCap).
+ */
+export const DEFAULT_MAX_HOLD_SECONDS = 600;
+
+/**
  * Parses `CTL_X402_ASSETS`. Throws an Error naming the bad entry: a gateway that cannot tell what
  * it may pay with must not start.
  * @example parseAssetMap('{"USDC":[{"network":"eip155:84532","asset":"0x036CbD53842c5426634e7929541eC2318f3dCF7e"}]}')
@@ -59,8 +66,17 @@ export function parseAssetMap(json: string | undefined): X402AssetMap {
 
 /** Parses `CTL_X402_MAX_TIMEOUT_SECONDS` (default 600). */
 export function parseMaxTimeoutSeconds(v: string | undefined): number {
-  if (v === undefined || v === '') return DEFAULT_MAX_TIMEOUT_SECONDS;
-  if (!/^[1-9][0-9]{0,6}$/.test(v)) throw new Error('CTL_X402_MAX_TIMEOUT_SECONDS: a positive whole number of seconds');
+  return seconds('CTL_X402_MAX_TIMEOUT_SECONDS', v, DEFAULT_MAX_TIMEOUT_SECONDS);
+}
+
+/** Parses `CTL_X402_MAX_HOLD_SECONDS` (default 600). */
+export function parseMaxHoldSeconds(v: string | undefined): number {
+  return seconds('CTL_X402_MAX_HOLD_SECONDS', v, DEFAULT_MAX_HOLD_SECONDS);
+}
+
+function seconds(name: string, v: string | undefined, fallback: number): number {
+  if (v === undefined || v === '') return fallback;
+  if (!/^[1-9][0-9]{0,6}$/.test(v)) throw new Error(`${name}: a positive whole number of seconds`);
   return Number(v);
 }
 

@@ -154,7 +154,7 @@ export function chooseRequirement(terms: X402Terms, o: { currency: string; asset
   }
   const timely = mapped.filter((r) => r.maxTimeoutSeconds <= o.maxTimeoutSeconds);
   if (timely.length === 0) {
-    throw refuse(`maxTimeoutSeconds ${mapped[0]!.maxTimeoutSeconds} is above the gateway's ${o.maxTimeoutSeconds}: a signed authorization would stay cashable too long`);
+    throw refuse(`maxTimeoutSeconds ${mapped[0]!.maxTimeoutSeconds} is above the gateway's ${o.maxTimeoutSeconds}: a signed authorization would stay cashable, and hold the session's budget, too long`);
   }
   const sized = timely.filter((r) => r.amount <= MAX_AMOUNT);
   if (sized.length === 0) throw refuse('amount is too large');

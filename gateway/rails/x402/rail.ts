@@ -29,7 +29,7 @@ import type { PaymentService, Authorization } from '../../services/payments.js';
 import type { ForwardResponse } from '../../services/forwarder.js';
 import { sbaHeaders } from '../ctl-dialect.js';
 import { RailError, type PaymentDialect, type Rail } from '../rail.js';
-import { networksOf, type X402AssetMap } from './assets.js';
+import { DEFAULT_MAX_HOLD_SECONDS, networksOf, type X402AssetMap } from './assets.js';
 import { chooseRequirement, detectX402, type NormalisedRequirement, type X402Terms } from './dialect.js';
 import { insertX402, recordOutcome, x402ById } from './store.js';
 
@@ -107,7 +107,24 @@ export interface X402DialectOptions {
   assets: X402AssetMap;
   /** `CTL_X402_MAX_TIMEOUT_SECONDS`. */
   maxTimeoutSeconds: number;
+  /** `CTL_X402_MAX_HOLD_SECONDS` (default 600): the longest one payment may hold its amount of a budget (holdCap). */
+  maxHoldSeconds?: number;
+  /** How long after `validBefore` reconcile may take to settle a sent authorization: the expiry margin, its staleness and its interval. */
+  settleDelayMs?: number;
   now: () => number;
+}
+
+/**
+ * The longest validity the gateway signs for. A sent authorization holds its amount of the
+ * session's budget until reconcile settles it: up to its validity + `settleDelayMs` (the expiry
+ * margin, then a reconcile pass once the row is stale). A merchant's terms may hold at most
+ * `maxHoldSeconds` of a budget per request, so the validity is capped at that minus the delay,
+ * and at `maxTimeoutSeconds`; terms above the cap are `payment_terms_refused`.
+ */
+export function holdCap(o: Pick<X402DialectOptions, 'maxTimeoutSeconds' | 'maxHoldSeconds' | 'settleDelayMs'>): number {
+  const hold = o.maxHoldSeconds ?? DEFAULT_MAX_HOLD_SECONDS;
+  // 0 when reconcile alone takes longer than the hold: every x402 402 is then refused.
+  return Math.max(0, Math.min(o.maxTimeoutSeconds, Math.floor(hold - (o.settleDelayMs ?? 0) / 1000)));
 }
 
 type Job = { run: (selected: PaymentRequirements | PaymentRequirementsV1) => Promise<void>; error?: unknown };
@@ -136,6 +153,7 @@ export function createX402Dialect(o: X402DialectOptions): PaymentDialect<X402Ter
     }
   });
   const http = new x402HTTPClient(client);
+  const maxTimeoutSeconds = holdCap(o);
 
   return {
     name: X402_RAIL,
@@ -144,7 +162,7 @@ export function createX402Dialect(o: X402DialectOptions): PaymentDialect<X402Ter
 
     async pay(terms, x) {
       const started = performance.now();
-      const chosen = chooseRequirement(terms, { currency: x.session.currency, assets: o.assets, maxTimeoutSeconds: o.maxTimeoutSeconds });
+      const chosen = chooseRequirement(terms, { currency: x.session.currency, assets: o.assets, maxTimeoutSeconds });
       // The client sees only the requirement the policy chose: its own selection cannot drift.
       const paymentRequired = { ...terms.paymentRequired, accepts: [chosen.raw] } as Parameters<typeof client.createPaymentPayload>[0];
       let auth: Authorization | undefined;
@@ -169,7 +187,9 @@ export function createX402Dialect(o: X402DialectOptions): PaymentDialect<X402Ter
       if (!auth) throw new Error('x402: a payload was created without the gateway\'s authorization hook');
 
       const signed = signedAuthorization(payload);
-      if (!signed || signed.to.toLowerCase() !== chosen.payTo || BigInt(signed.value) !== chosen.amount || signed.from.toLowerCase() !== account.address.toLowerCase()) {
+      // The validity signed is the one the policy capped (a client that chose a longer one is refused; 5 s for the clock read).
+      const tooLong = signed !== undefined && Number(signed.validBefore) * 1000 > o.now() + (chosen.maxTimeoutSeconds + 5) * 1000;
+      if (!signed || tooLong || signed.to.toLowerCase() !== chosen.payTo || BigInt(signed.value) !== chosen.amount || signed.from.toLowerCase() !== account.address.toLowerCase()) {
         await o.payments.abandon(auth.paymentId, X402_RAIL);
         throw new CtlError('payment_terms_refused', 'x402: the signed authorization does not match the chosen terms');
       }
