@@ -42,6 +42,12 @@ export const DEFAULT_STATUS_BY_CODE: Readonly<Record<string, number>> = {
   payment_terms_refused: 502,
   revocation_unavailable: 503,
   rate_limited: 429,
+  // PROTOCOL.md §16
+  window_exceeded: 402,
+  delegation_invalid: 400,
+  capture_exceeds_hold: 402,
+  hold_expired: 402,
+  unsupported_feature: 501,
 };
 
 const CODE_BY_STATUS: Record<number, string> = {
@@ -70,7 +76,8 @@ export interface ErrorMiddlewareOptions {
 }
 
 export interface ErrorBody {
-  error: { code: string; message: string };
+  /** `resetsAt` with `window_exceeded`: when the full window ends (PROTOCOL.md §13). */
+  error: { code: string; message: string; resetsAt?: string };
 }
 
 /** A CtlError from the SDK, recognised by shape so this module needs nothing from src/. */
@@ -99,7 +106,8 @@ export function describeError(e: unknown, statusByCode: Record<string, number> =
   }
   if (isProtocolError(e, statusByCode)) {
     const status = statusByCode[e.code];
-    return { status, code: e.code, message: e.message, expected: status < 500 };
+    const resetsAt = (e as { resetsAt?: unknown }).resetsAt;
+    return { status, code: e.code, message: e.message, expected: status < 500, ...(typeof resetsAt === 'string' ? { resetsAt } : {}) };
   }
   // http-errors from Koa, the router or the body parser: `status` + `expose` for 4xx.
   const any = e as { status?: unknown; statusCode?: unknown; expose?: unknown; message?: unknown; type?: unknown };
@@ -150,6 +158,12 @@ export function errorMiddleware(options: ErrorMiddlewareOptions = {}): Middlewar
       if (d.status === 401) ctx.set('WWW-Authenticate', 'Bearer');
       if (e instanceof HttpError && e.headers) ctx.set(e.headers);
       const body: ErrorBody = { error: { code: d.code, message: d.message } };
+      if ('resetsAt' in d && d.resetsAt) {
+        // A full window (PROTOCOL.md §13): when to come back, in the body and as Retry-After.
+        body.error.resetsAt = d.resetsAt;
+        const wait = Math.ceil((Date.parse(d.resetsAt) - Date.now()) / 1000);
+        if (Number.isFinite(wait)) ctx.set('Retry-After', String(Math.max(1, wait)));
+      }
       ctx.body = body;
     }
   };

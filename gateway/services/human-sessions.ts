@@ -141,6 +141,8 @@ export async function createHumanSession(d: HumanSessionDeps, ownerId: string, b
   const grant = checked.grant;
   if (grant.profile !== 'human-agent') throw badRequest('humanGrant: must be a grant with profile "human-agent", signed by the person\'s did:key');
   if (!grant.allowedPurposes) throw badRequest('humanGrant: must name allowedPurposes (a session always restricts purposes)');
+  // A bound the session cannot enforce is refused, never half-enforced (PROTOCOL.md §13).
+  if (grant.windows) throw new CtlError('unsupported_feature', 'humanGrant: budget windows (PROTOCOL.md §13) are not enforced by gateway sessions yet: issue the grant without windows');
   // PROTOCOL.md §10: trust is not self-certifying. The person must be enrolled where this gateway
   // trusts, which the authority vouches for by holding the grant.
   if (!authorityOf(d.humans, grant)) {
