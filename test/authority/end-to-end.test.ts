@@ -9,7 +9,7 @@ import * as assert from 'uvu/assert';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { join } from 'node:path';
-import { CtlGrantRevokedError, createSession, generateKeyPair, verifyCtl } from '../../src/index.js';
+import { CtlGrantRevokedError, createSession, generateKeyPair, verifyCtl, createMemorySpendStorage } from '../../src/index.js';
 import { grantRequest, startTestAuthority, type TestAuthority } from './harness.js';
 
 const run = promisify(execFile);
@@ -45,8 +45,10 @@ test('issue → wallet SBA → online and offline verification; revoke → onlin
   const t0 = Date.now();
   const online = (now: number) =>
     verifyCtl(sba, { amount: '1250', currency: 'USD', merchantId: 'station-7', jwksUrl, revocationTtl: 60_000, now: () => now });
+  // A terminal per check: offline, a verifier records the budgetId it accepts (PROTOCOL.md §12), and
+  // this test presents one SBA before and after the refresh to see the revocation, not a replay.
   const offline = (bundle: unknown) =>
-    verifyCtl(sba, { amount: '1250', currency: 'USD', merchantId: 'station-7', trustBundles: [bundle], rootPublicKeyPem, offline: true });
+    verifyCtl(sba, { amount: '1250', currency: 'USD', merchantId: 'station-7', trustBundles: [bundle], rootPublicKeyPem, offline: true, spendStorage: createMemorySpendStorage() });
 
   const first = await online(t0);
   assert.is(first.valid, true, JSON.stringify(first));

@@ -190,6 +190,13 @@ test('a person not enrolled where the gateway trusts: refused at session creatio
   assert.is((await call(gw.url, 'POST', '/sessions', { key: gw.ownerKey, body: { humanGrant: await personGrants(key.actorKey) } })).status, 201);
 });
 
+test('a person\'s grant with budget windows is refused at creation: a session cannot enforce them yet', async () => {
+  const { res } = await humanSession({}, { windows: [{ every: 'P1D', maxAmountMinor: '100' }] });
+  assert.is(res.status, 501, res.text);
+  assert.is(res.body?.error?.code, 'unsupported_feature');
+  assert.match(res.body.error.message, /windows/);
+});
+
 test('a merchant outside the person\'s destination list is refused by the chain check', async () => {
   const { res } = await humanSession({}, { destinationAllowlist: ['shop.example'] });
   assert.is(res.status, 201, res.text);
