@@ -1,7 +1,12 @@
 // Runs every compiled test file (build/test/**/*.test.js) in its own Node process, so one file
 // that crashes cannot hide the others, and prints the one closing line CI reads:
-// `N passed, N failed` (uvu's own per-file summary is parsed, not trusted to be last).
-// Usage: node scripts/test.mjs [substring filter ...]   CTL_TEST_JOBS=N (default 2)
+// `N passed, N failed` (uvu's own per-file summary is parsed, not trusted to be last), with the
+// wall time on the line before it.
+//
+// Two tiers (ARCHITECTURE.md rule 12): `*.slow.test.ts` files (crash campaigns, soaks, tarball
+// installs, long fuzz runs) run only with `--slow`; the rest is `npm test`. A filter picks files of
+// either tier by path, so one file runs alone: `node scripts/test.mjs test/resilience/campaign`.
+// Usage: node scripts/test.mjs [--slow] [substring filter ...]   CTL_TEST_JOBS=N (default 2)
 import { spawn, spawnSync } from 'node:child_process';
 import { readdirSync, statSync, existsSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -9,7 +14,9 @@ import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const testRoot = join(root, 'build', 'test');
-const filters = process.argv.slice(2);
+const slowTier = process.argv.includes('--slow');
+const filters = process.argv.slice(2).filter((a) => a !== '--slow');
+const isSlow = (f) => f.endsWith('.slow.test.js');
 const jobs = Math.max(1, Number(process.env.CTL_TEST_JOBS) || 2);
 
 function collect(dir, out) {
@@ -47,7 +54,10 @@ if (distFiles.some((f) => !existsSync(f) || statSync(f).mtimeMs < srcTime)) {
 
 // Matched against the path from the repository root: the checkout's own path (a worktree named
 // after a test) would match everything.
-const files = collect(testRoot, []).filter((f) => filters.length === 0 || filters.some((s) => relative(root, f).includes(s)));
+const files = collect(testRoot, []).filter((f) => (filters.length === 0
+  ? isSlow(f) === slowTier
+  : filters.some((s) => relative(root, f).includes(s)) && (!slowTier || isSlow(f))));
+const startedAt = Date.now();
 const strip = (s) => s.replace(/\x1b\[[0-9;]*m/g, '');
 
 // A test file still running after this long has hung (the longest, the tarball install, takes
@@ -121,5 +131,7 @@ const passed = results.reduce((a, r) => a + r.passed, 0);
 const failed = results.reduce((a, r) => a + r.failed, 0);
 const skipped = results.reduce((a, r) => a + r.skipped, 0);
 if (files.length === 0) console.log('no test files found under build/test');
+const seconds = Math.round((Date.now() - startedAt) / 1000);
+console.log(`${files.length} files (${slowTier ? 'slow tier' : filters.length ? 'filtered' : 'npm test tier'}) in ${Math.floor(seconds / 60)} min ${seconds % 60} s`);
 console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
 process.exit(failed > 0 || files.length === 0 ? 1 : 0);
