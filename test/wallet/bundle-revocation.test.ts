@@ -96,7 +96,7 @@ test('fail closed: no bundle, only expired bundles, or bundles not signed by the
   for (const [what, list] of [['none', []], ['expired', [expired]], ['another root', [forged]], ['not a bundle', [{ hello: 1 }, 'not json']]] as const) {
     const s = createSession(g, {
       actorId: 'vehicle-42', signingKey: k.actor.privateKeyPem, now: () => T0,
-      revocationFromBundles: { trustBundles: list as unknown[], rootPublicKeyPem: k.root.publicKeyPem },
+      revocationFromBundles: { trustBundles: list as readonly unknown[], rootPublicKeyPem: k.root.publicKeyPem },
     });
     assert.is(await codeOf(s.createSba(pay)), 'revocation_unavailable', what);
     assert.equal(await s.remaining(), { remainingMinor: '5000' }, `${what}: nothing reserved`);
