@@ -48,7 +48,8 @@ export interface SessionOptions {
   spendStorage?: SpendStorage;
   /**
    * Offline mode: revocation from installed Trust Bundles, verified against the pinned root, in
-   * place of the grant's `revocationUrl` (no request is made). Without a live bundle, fail closed.
+   * place of the grant's `revocationUrl`: no request is made, `fetch` and `revocationTtl` are not
+   * used, the bundles are read at each payment. Without a live bundle, fail closed.
    */
   revocationFromBundles?: BundleRevocationOptions;
   fetch?: FetchLike;
