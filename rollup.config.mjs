@@ -68,6 +68,8 @@ export default [
   // Opt-in verifier modules (src/verifier/features.ts) the role verifiers do not carry by default.
   pair('human-agent'),
   pair('online'),
+  // The SpendStorage conformance suite an integrator runs against its own storage (test-time only).
+  pair('testing'),
   iife('ctl-verify.iife.js', 'src/entries/verify.ts', 'CTL', ['embedded', 'verifyOnly']),
   iife('ctl-wallet.iife.js', 'src/entries/wallet.ts'),
   iife('ctl-p256.iife.js', 'src/entries/p256.ts', 'CTLP256'),

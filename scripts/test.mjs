@@ -41,7 +41,7 @@ function newest(dir) {
   return t;
 }
 // Every bundle the tests load (the role bundles too): one missing or stale rebuilds them all.
-const distFiles = ['ctl.iife.js', 'ctl-verify.iife.js', 'ctl-wallet.iife.js', 'ctl-p256.iife.js', 'ctl-human-agent.iife.js', 'verify.js', 'wallet.js', 'p256.js', 'human-agent.js', 'online.js'].map((f) => join(root, 'dist', f));
+const distFiles = ['ctl.iife.js', 'ctl-verify.iife.js', 'ctl-wallet.iife.js', 'ctl-p256.iife.js', 'ctl-human-agent.iife.js', 'verify.js', 'wallet.js', 'p256.js', 'human-agent.js', 'online.js', 'testing.js'].map((f) => join(root, 'dist', f));
 const srcTime = newest(join(root, 'src'));
 if (distFiles.some((f) => !existsSync(f) || statSync(f).mtimeMs < srcTime)) {
   console.log('dist/ is missing or older than src/: building it (rollup -c)');

@@ -16,7 +16,7 @@ const esmEntries = Object.entries(pkg.exports as Record<string, string | Conditi
   .filter((e): e is [string, Conditions] => typeof e[1] === 'object' && e[1] !== null && 'import' in e[1]);
 
 test('the ESM entries are the ones the SDK ships', () => {
-  assert.equal(esmEntries.map(([k]) => k).sort(), ['.', './compact', './edge', './human-agent', './online', './p256', './verify', './wallet']);
+  assert.equal(esmEntries.map(([k]) => k).sort(), ['.', './compact', './edge', './human-agent', './online', './p256', './testing', './verify', './wallet']);
 });
 
 for (const [subpath, conditions] of esmEntries) {

@@ -1,8 +1,12 @@
 /**
- * The checks every SpendStorage must pass (PROTOCOL.md §7), as plain async functions that throw on
- * failure, so any test runner can run them:
+ * The checks every SpendStorage must pass (PROTOCOL.md §7, §12), as plain async functions that
+ * throw on failure, so any test runner can run them (entry `ctl/testing`):
  *
  *   for (const c of spendStorageConformance(() => myStorage())) test(c.name, c.run)
+ *
+ * The concurrent cases start many calls at once on one storage; a store that reaches a database or
+ * another process through async I/O is raced for real, so give each case a storage that is shared
+ * the way production shares it (one pool, one file) when that is what is to be proved.
  */
 import type { SpendStorage } from '../wallet/spend-storage.js';
 
@@ -89,6 +93,45 @@ export function spendStorageConformance(factory: () => SpendStorage | Promise<Sp
         expect((await s.reserve(key, 'a', big, big)) === 'reserved', 'reserve 2^80+1');
         expect((await s.reserve(key, 'b', 1n, big)) === 'exceeded', 'one more is over');
         expect((await s.total(key)) === big, 'exact total');
+      },
+    },
+    {
+      // The race a store that looks the id up, yields, then adds to the total lets through: two
+      // verifiers sharing it would both accept one SBA (PROTOCOL.md §7: one id, one reservation).
+      name: '50 concurrent reserves of one id: exactly one reserved, counted once',
+      async run() {
+        const s = await factory();
+        const key = k();
+        const results = await Promise.all(Array.from({ length: 50 }, () => s.reserve(key, 'same', 3n, 1000n)));
+        const reserved = results.filter((r) => r === 'reserved').length;
+        expect(reserved === 1, `one reserved, got ${reserved}`);
+        expect(results.every((r) => r === 'reserved' || r === 'duplicate'), `the others are duplicate, got ${results.join(',')}`);
+        expect((await s.total(key)) === 3n, `counted once, total ${await s.total(key)}`);
+      },
+    },
+    {
+      name: 'a refused id is not recorded: retried it is exceeded again, and reserved once there is room',
+      async run() {
+        const s = await factory();
+        const key = k();
+        expect((await s.reserve(key, 'a', 6n, 10n)) === 'reserved', 'first');
+        expect((await s.reserve(key, 'b', 5n, 10n)) === 'exceeded', '6 + 5 > 10');
+        expect((await s.reserve(key, 'b', 5n, 10n)) === 'exceeded', 'the retry is exceeded again, not duplicate');
+        await s.release(key, 'a');
+        expect((await s.reserve(key, 'b', 5n, 10n)) === 'reserved', 'once there is room the refused id reserves');
+        expect((await s.reserve(key, 'b', 5n, 10n)) === 'duplicate', 'and then it is recorded');
+        expect((await s.total(key)) === 5n, 'total 5');
+      },
+    },
+    {
+      name: '20 concurrent reserves of one id past the ceiling: all exceeded, nothing recorded',
+      async run() {
+        const s = await factory();
+        const key = k();
+        const results = await Promise.all(Array.from({ length: 20 }, () => s.reserve(key, 'big', 11n, 10n)));
+        expect(results.every((r) => r === 'exceeded'), `all exceeded, got ${results.join(',')}`);
+        expect((await s.total(key)) === 0n, 'nothing counted');
+        expect((await s.reserve(key, 'big', 10n, 10n)) === 'reserved', 'the id was never recorded');
       },
     },
     {

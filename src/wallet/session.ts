@@ -1,7 +1,9 @@
 /**
  * The wallet (spec §2.8): signs one SBA per payment under a PolicyGrant, never past the ceiling.
  * Order per payment: local policy checks → revocation (spec §3 rule 1: checked before each SBA is
- * signed) → atomic reserve → sign → commit. A failed signature releases the reservation.
+ * signed; online at the grant's `revocationUrl`, or offline from installed Trust Bundles) → atomic
+ * reserve of the session's ceiling and the grant's total → sign → commit. A failed signature
+ * releases the reservation.
  */
 import type { CtlCrypto, PrivateKeyInput, SigningKey } from '../crypto/types.js';
 import type { BudgetScope, PolicyGrant, SignedBudgetAuthorization } from '../artifacts/types.js';
@@ -17,6 +19,7 @@ import { createMemorySpendStorage, type SpendStorage } from './spend-storage.js'
 import { commitAll, releaseAll, reserveAll, velocityLedgers, type Ledger } from './ledgers.js';
 import { createRevocationChecker, type RevocationChecker } from '../revocation.js';
 import type { FetchLike } from '../net/fetch-json.js';
+import { bundleRevocation, type BundleRevocationOptions } from './bundle-revocation.js';
 
 export interface SessionOptions {
   /** Agent or wallet identity, copied into every SBA. */
@@ -25,17 +28,30 @@ export interface SessionOptions {
   signingKey: PrivateKeyInput | SigningKey;
   signingKeyId?: string;
   scope?: BudgetScope;
-  /** The session's ceiling; at most the grant's `maxAmountMinor`, same currency. Defaults to the grant's. */
+  /**
+   * The session's own ceiling, a second bound inside the grant's: at most the grant's
+   * `maxAmountMinor`, same currency. Every session of one grant on one `spendStorage` also draws
+   * on the grant's total (PROTOCOL.md §12), whatever its ceiling.
+   */
   ceiling?: { amount: string; currency: string };
   /** Milliseconds a revocation answer is cached (default 30 000). */
   revocationTtl?: number;
   /** Timeout of one revocation request (default 3000 ms). */
   revocationTimeoutMs?: number;
   issuer?: string;
-  /** Stable id to resume a persisted session; generated when absent. */
+  /** Stable id to resume a persisted session (and its `ceiling`'s total); generated when absent. */
   sessionId?: string;
-  /** Where spend is kept; in memory by default (spec §2.8). */
+  /**
+   * Where spend is kept; in memory by default (spec §2.8). The grant's running total lives here
+   * keyed by the grant id, so sessions sharing it (and restarts over a persisted one) share the grant.
+   */
   spendStorage?: SpendStorage;
+  /**
+   * Offline mode: revocation from installed Trust Bundles, verified against the pinned root, in
+   * place of the grant's `revocationUrl`: no request is made, `fetch` and `revocationTtl` are not
+   * used, the bundles are read at each payment. Without a live bundle, fail closed.
+   */
+  revocationFromBundles?: BundleRevocationOptions;
   fetch?: FetchLike;
   now?: () => number;
   /** Lifetime of each SBA in ms (default 5 minutes, never past the grant). */
@@ -55,6 +71,7 @@ export interface WalletSession {
   readonly grant: PolicyGrant;
   /** Signs the SBA for one payment, or throws `CtlBudgetExceededError` / `CtlGrantRevokedError` / `CtlError`. */
   createSba(payment: PaymentRequest): Promise<SignedBudgetAuthorization>;
+  /** What this session may still sign: the lower of its ceiling's and the grant's remaining totals. */
   remaining(): Promise<{ remainingMinor: string }>;
 }
 
@@ -76,16 +93,20 @@ export function createSessionWith(c: CtlCrypto, grantInput: PolicyGrant | string
   if (options.ceiling) {
     ceiling = parseAmount(options.ceiling.amount, 'ceiling.amount');
     if (parseCurrency(options.ceiling.currency, 'ceiling.currency') !== grant.currency) {
-      throw new RangeError(`createSession: ceiling currency ${options.ceiling.currency} differs from the grant's ${grant.currency}`);
+      throw new CtlError('currency_mismatch', `createSession: ceiling currency ${options.ceiling.currency} differs from the grant's ${grant.currency}`);
     }
     if (ceiling > grantMax) throw new RangeError('createSession: ceiling exceeds the grant maxAmountMinor');
   }
   const storage = options.spendStorage ?? createMemorySpendStorage();
-  const spendKey = `${grant.grantId}/${sessionId}`;
+  // The grant's total is shared by every session of the grant on this storage (PROTOCOL.md §12);
+  // the session's total bounds it by its own ceiling.
+  const grantKey = `wallet:${grant.grantId}`;
+  const sessionKey = `${grant.grantId}/${sessionId}`;
   const now = options.now ?? hostNow;
   const fetchFn = options.fetch ?? (hostFetch() as FetchLike | undefined);
   const ttl = options.revocationTtl ?? 30_000;
   const grantExpiry = parseTimestamp(grant.expiresAt, 'grant.expiresAt');
+  const fromBundles = options.revocationFromBundles && bundleRevocation(c, options.revocationFromBundles);
   let revoked = false;
   let prepared: Promise<PreparedSbaSigning> | undefined;
 
@@ -107,7 +128,7 @@ export function createSessionWith(c: CtlCrypto, grantInput: PolicyGrant | string
     }
     const t = now();
     if (t >= grantExpiry) throw new CtlError('grant_expired', `the grant expired at ${grant.expiresAt}`);
-    const status = await sharedRevocation.check(grant.revocationUrl, grant.grantId, {
+    const status = fromBundles ? await fromBundles(grant.grantId, t) : await sharedRevocation.check(grant.revocationUrl, grant.grantId, {
       ttlMs: ttl, now: t, fetch: fetchFn, timeoutMs: options.revocationTimeoutMs,
     });
     if (status.revoked) {
@@ -115,9 +136,10 @@ export function createSessionWith(c: CtlCrypto, grantInput: PolicyGrant | string
       throw new CtlGrantRevokedError();
     }
     const budgetId = newId('bud_');
-    // The session ceiling and the grant's velocity windows (PROTOCOL.md §8), all or nothing.
+    // The session ceiling, the grant's total and its velocity windows (PROTOCOL.md §8, §12), all or nothing.
     const ledgers: Ledger[] = [
-      { key: spendKey, amount, ceiling, code: 'budget_exceeded', what: `the ceiling of ${ceiling}` },
+      { key: sessionKey, amount, ceiling, code: 'budget_exceeded', what: `the session ceiling of ${ceiling}` },
+      { key: grantKey, amount, ceiling: grantMax, code: 'budget_exceeded', what: `the grant's ${grantMax}` },
       ...velocityLedgers(grant, amount, p.merchantId, t),
     ];
     // The wallet needs the id only until commit; it may forget it once the SBA has expired.
@@ -150,7 +172,9 @@ export function createSessionWith(c: CtlCrypto, grantInput: PolicyGrant | string
     grant,
     createSba,
     async remaining() {
-      const left = ceiling - (await storage.total(spendKey));
+      const inSession = ceiling - (await storage.total(sessionKey));
+      const inGrant = grantMax - (await storage.total(grantKey));
+      const left = inSession < inGrant ? inSession : inGrant;
       return { remainingMinor: (left > 0n ? left : 0n).toString() };
     },
   };

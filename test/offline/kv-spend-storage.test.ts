@@ -2,9 +2,9 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spendStorageConformance } from '../../src/testing/spend-storage-conformance.js';
-import { createKvSpendStorage } from '../../firmware-bridge/kv-spend-storage.js';
+import { bindCounterHead, createKvSpendStorage } from '../../firmware-bridge/kv-spend-storage.js';
 import { createSequenceStore } from '../../firmware-bridge/sequence-store.js';
-import { createMemoryByteStorage, type ByteStorage } from '../../firmware-bridge/abi.js';
+import { createMemoryByteStorage, type ByteStorage, type MonotonicCounter } from '../../firmware-bridge/abi.js';
 import { createFileByteStorage } from '../../firmware-bridge/node/file-storage.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,6 +15,34 @@ for (const c of spendStorageConformance(() => createKvSpendStorage(createMemoryB
 const dir = mkdtempSync(join(tmpdir(), 'ctl-flash-'));
 let n = 0;
 for (const c of spendStorageConformance(() => createKvSpendStorage(createFileByteStorage(join(dir, `f${n++}.json`))))) test(`file flash: ${c.name}`, c.run);
+
+/** A hardware monotonic counter in memory, as the device binds its ledgers to one. */
+const memoryCounter = (): MonotonicCounter => {
+  let v = 0;
+  return { read: () => v, increment: () => ++v };
+};
+// The device's own configuration: ledgers bound to the counter, the head bound at provisioning.
+for (const c of spendStorageConformance(() => {
+  const flash = createMemoryByteStorage();
+  const counter = memoryCounter();
+  bindCounterHead(flash, counter);
+  return createKvSpendStorage(flash, { counter, onMissingHead: 'refuse' });
+})) test(`counter-bound flash: ${c.name}`, c.run);
+
+// Two handles on one file, as two processes sharing it: every call alternates between them.
+for (const c of spendStorageConformance(() => {
+  const path = join(dir, `shared${n++}.json`);
+  const a = createKvSpendStorage(createFileByteStorage(path));
+  const b = createKvSpendStorage(createFileByteStorage(path));
+  let flip = false;
+  const pick = () => ((flip = !flip) ? a : b);
+  return {
+    reserve: (key, id, amount, ceiling, o) => pick().reserve(key, id, amount, ceiling, o),
+    commit: (key, id) => pick().commit(key, id),
+    release: (key, id) => pick().release(key, id),
+    total: (key) => pick().total(key),
+  };
+})) test(`file flash, two handles: ${c.name}`, c.run);
 
 /** A storage whose CAS loses (as to another writer) every other time, after writing that writer's value. */
 function contended(inner: ByteStorage): ByteStorage & { lost: number } {
