@@ -429,7 +429,8 @@ export function createDevice(sdk: DeviceSdk, abi: HostAbi): Device {
           offlineAmountMinor: (await spend.total(`offline-amount:${epoch}`)).toString(),
         };
         if (w?.grant?.grantId === grantId) {
-          const spent = await spend.total(`${grantId}/${w.sessionId}`);
+          // The wallet's total belongs to the grant (PROTOCOL.md §12; src/wallet/session.ts keys it so).
+          const spent = await spend.total(`wallet:${grantId}`);
           c['walletSpentMinor'] = spent.toString();
           c['walletRemainingMinor'] = (BigInt(w.grant.maxAmountMinor) - spent).toString();
         }

@@ -15,7 +15,7 @@ import { ownData } from '../encoding/frozen-copy.js';
 import { utf8Encode } from '../encoding/utf8.js';
 import { remember } from '../crypto/cache.js';
 import { base64urlEncode, hexEncode } from '../encoding/base64url.js';
-import { formatTimestamp, parseTimestamp } from '../values.js';
+import { formatTimestamp, parseTimestamp, readClock } from '../values.js';
 import { hostEnv, hostNow } from '../host.js';
 import { newId } from '../ids.js';
 
@@ -207,7 +207,7 @@ export async function createSbaWith(c: CtlCrypto, fields: SbaFields, options: Si
   // grant object would sign stale bytes for a grant replaced in place by a renewed one. Signed
   // from its own copy, each member read once: the members the SBA copies are the ones checked and
   // the ones in the signed text.
-  return signPreparedSba(c, await prepareSbaSigning(c, ownData(fields.grant) as PolicyGrant, options), fields, (options.now ?? hostNow)());
+  return signPreparedSba(c, await prepareSbaSigning(c, ownData(fields.grant) as PolicyGrant, options), fields, readClock(options.now ?? hostNow, 'options.now'));
 }
 
 /**

@@ -12,11 +12,11 @@ import { DEFAULT_SBA_TTL_MS, prepareSbaSigning, signPreparedSba, type PreparedSb
 import { frozenJsonCopy } from '../encoding/frozen-copy.js';
 import { CtlBudgetExceededError, CtlError, CtlGrantRevokedError } from '../errors.js';
 import { parseStrictJson } from '../encoding/jcs.js';
-import { formatTimestamp, isIdentifier, parseAmount, parseCurrency, parsePaymentAmount, parseTimestamp, purposeAllowed } from '../values.js';
+import { formatTimestamp, isIdentifier, parseAmount, parseCurrency, parsePaymentAmount, parseTimestamp, purposeAllowed, readClock, timeOption } from '../values.js';
 import { hostFetch, hostNow } from '../host.js';
 import { newId } from '../ids.js';
 import { createMemorySpendStorage, type SpendStorage } from './spend-storage.js';
-import { commitAll, releaseAll, reserveAll, velocityLedgers, type Ledger } from './ledgers.js';
+import { commitAll, releaseAll, reserveAll, velocityLedgers, windowLedgers, type Ledger } from './ledgers.js';
 import { createRevocationChecker, type RevocationChecker } from '../revocation.js';
 import type { FetchLike } from '../net/fetch-json.js';
 import { bundleRevocation, type BundleRevocationOptions } from './bundle-revocation.js';
@@ -104,7 +104,10 @@ export function createSessionWith(c: CtlCrypto, grantInput: PolicyGrant | string
   const sessionKey = `${grant.grantId}/${sessionId}`;
   const now = options.now ?? hostNow;
   const fetchFn = options.fetch ?? (hostFetch() as FetchLike | undefined);
-  const ttl = options.revocationTtl ?? 30_000;
+  // Time is a number or nothing (PROTOCOL.md §12): each time option checked once, here.
+  const ttl = timeOption(options.revocationTtl, 'options.revocationTtl', 30_000);
+  const revocationTimeoutMs = timeOption(options.revocationTimeoutMs, 'options.revocationTimeoutMs', 3000);
+  const sbaTtlMs = timeOption(options.sbaTtlMs, 'options.sbaTtlMs', DEFAULT_SBA_TTL_MS);
   const grantExpiry = parseTimestamp(grant.expiresAt, 'grant.expiresAt');
   const fromBundles = options.revocationFromBundles && bundleRevocation(c, options.revocationFromBundles);
   let revoked = false;
@@ -126,28 +129,30 @@ export function createSessionWith(c: CtlCrypto, grantInput: PolicyGrant | string
     if (p.purpose !== undefined && grant.allowedPurposes && !purposeAllowed(p.purpose, grant.allowedPurposes)) {
       throw new CtlError('purpose_not_allowed', `purpose "${p.purpose}" is not allowed by the grant`);
     }
-    const t = now();
+    const t = readClock(now, 'options.now');
     if (t >= grantExpiry) throw new CtlError('grant_expired', `the grant expired at ${grant.expiresAt}`);
     const status = fromBundles ? await fromBundles(grant.grantId, t) : await sharedRevocation.check(grant.revocationUrl, grant.grantId, {
-      ttlMs: ttl, now: t, fetch: fetchFn, timeoutMs: options.revocationTimeoutMs,
+      ttlMs: ttl, now: t, fetch: fetchFn, timeoutMs: revocationTimeoutMs,
     });
     if (status.revoked) {
       revoked = true; // terminal (spec §7): no further attempt reaches the network
       throw new CtlGrantRevokedError();
     }
     const budgetId = newId('bud_');
-    // The session ceiling, the grant's total and its velocity windows (PROTOCOL.md §8, §12), all or nothing.
+    // The session ceiling, the grant's total, its velocity and its budget windows at the SBA's
+    // issuedAt (PROTOCOL.md §8, §12, §13), all or nothing.
     const ledgers: Ledger[] = [
       { key: sessionKey, amount, ceiling, code: 'budget_exceeded', what: `the session ceiling of ${ceiling}` },
       { key: grantKey, amount, ceiling: grantMax, code: 'budget_exceeded', what: `the grant's ${grantMax}` },
       ...velocityLedgers(grant, amount, p.merchantId, t),
+      ...windowLedgers(grant, amount, t),
     ];
     // The wallet needs the id only until commit; it may forget it once the SBA has expired.
-    const sbaExpiry = Math.min(t + (options.sbaTtlMs ?? DEFAULT_SBA_TTL_MS), grantExpiry);
+    const sbaExpiry = Math.min(t + sbaTtlMs, grantExpiry);
     const r = await reserveAll(storage, ledgers, budgetId, { expiresAt: sbaExpiry, now: t });
     if (!r.ok) {
       if (r.ledger.code === 'budget_exceeded') throw new CtlBudgetExceededError(`${p.amount} ${p.currency} would exceed ${r.ledger.what}`);
-      throw new CtlError(r.ledger.code, `this payment would exceed ${r.ledger.what}`);
+      throw new CtlError(r.ledger.code, `this payment would exceed ${r.ledger.what}`, { resetsAt: r.ledger.resetsAt });
     }
     try {
       const ready = await (prepared ??= prepareSbaSigning(c, grant, { signingKey: options.signingKey, keyId: options.signingKeyId }).catch((e) => {

@@ -107,7 +107,7 @@ test('a bundle in another scope or a revocation of another grant does not refuse
   const g = await grant(k);
   const installed: unknown[] = [];
   const s = createSession(g, {
-    actorId: 'vehicle-42', signingKey: k.actor.privateKeyPem, now: () => T0, revocationTtl: 60 * HOUR,
+    actorId: 'vehicle-42', signingKey: k.actor.privateKeyPem, now: () => T0, revocationTtl: 24 * HOUR, // the longest cache allowed: bundles are read anyway
     revocationFromBundles: { trustBundles: () => installed, rootPublicKeyPem: k.root.publicKeyPem },
   });
   assert.is(await codeOf(s.createSba(pay)), 'revocation_unavailable', 'nothing installed yet');
