@@ -93,14 +93,22 @@ test('a refusal by the decision expiry keeps the clock reading in the floor', as
   assert.is(await timeFloor.get(), late);
 });
 
-test('a tolerance that is not a finite number is malformed, not "no expiry"', async () => {
+test('a time that is not a number refuses the decision, never "no expiry"', async () => {
   const sba = await signedSba();
-  const { decision, opts } = setup(sba, createMemorySpendStorage());
+  const storage = createMemorySpendStorage();
+  const { decision, opts } = setup(sba, storage);
   const expired = { ...decision, expiresAtISO: formatTimestamp(T0) };
-  for (const clockToleranceMs of [NaN, '0' as unknown as number, -1]) {
-    const r = await verifyForDecision(sba, { ...opts, decision: expired, clockToleranceMs });
-    assert.is(!r.ok && r.error.code, 'malformed', String(clockToleranceMs));
+  const cases: Array<Partial<typeof opts> & { clockToleranceMs?: unknown }> = [
+    { clockToleranceMs: NaN }, { clockToleranceMs: '0' }, { clockToleranceMs: {} }, { now: () => NaN },
+  ];
+  for (const c of cases) {
+    const r = await verifyForDecision(sba, { ...opts, decision: expired, ...c } as never);
+    assert.ok(!r.ok && ['malformed', 'sba_expired'].includes(r.error.code), `${JSON.stringify(c)}: ${JSON.stringify(r)}`);
   }
+  // A still-valid decision with a NaN tolerance is refused too (here or by verifyCtl), and spends nothing.
+  const nan = await verifyForDecision(sba, { ...opts, clockToleranceMs: NaN });
+  assert.ok(!nan.ok, JSON.stringify(nan));
+  assert.is(await storage.total(`grant:${sba.grant.grantId}`), 0n);
 });
 
 test('the decision is read once: a getter cannot show the checks one price and the verifier another', async () => {
