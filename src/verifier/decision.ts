@@ -13,7 +13,7 @@ import type { PolicyGrant, SignedBudgetAuthorization } from '../artifacts/types.
 import { checkSba } from '../artifacts/sba.js';
 import { artifactData, ownData } from '../encoding/frozen-copy.js';
 import { toErrorInfo, type CtlErrorInfo, malformed, fail } from '../errors.js';
-import { bad, parseAmount, parsePaymentAmount, parseTimestamp } from '../values.js';
+import { parseAmount, parseCurrency, parsePaymentAmount, parseTimestamp, timeOption } from '../values.js';
 import { readFlooredTime } from './time-floor.js';
 import { hostNow } from '../host.js';
 
@@ -48,17 +48,16 @@ export async function verifyDecisionWith(verify: VerifyCtl, input: unknown, opti
     const decision = ownData(given) as Decision;
     if (decision.action !== 'ALLOW') malformed(`decision ${String(decision.decisionId)} is not ALLOW`);
     const price = decision.priceFiat;
-    // The currency is verifyCtl's to check (before it records anything); the amount is needed here.
-    const priceMinor = parsePaymentAmount(price?.amountMinor, 'decision.priceFiat.amountMinor');
+    if (!price || typeof price !== 'object') malformed('decision.priceFiat is required');
+    const priceMinor = parsePaymentAmount(price.amountMinor, 'decision.priceFiat.amountMinor');
+    parseCurrency(price.currency, 'decision.priceFiat.currency');
     const spent = parseAmount(cumulativeSpentMinor, 'cumulativeSpentMinor');
-    // Time is a number or nothing (PROTOCOL.md §12): a tolerance of NaN or '0' is `malformed`.
-    const tol: unknown = rest.clockToleranceMs ?? 0;
-    if (typeof tol !== 'number' || !Number.isFinite(tol) || tol < 0) bad('options.clockToleranceMs', 'must be a finite number of milliseconds ≥ 0');
-    // The decision's expiry is a time check like every other: against max(clock, floor), written
-    // so that a reading that is not a number refuses (`now < NaN` is false).
+    // Time is a number or nothing (PROTOCOL.md §12): a tolerance of NaN would pass every expiry.
+    const tol = timeOption(rest.clockToleranceMs, 'options.clockToleranceMs', 0);
+    // The decision's expiry is a time check like every other: against max(clock, floor).
     const time = await readFlooredTime(rest.now ?? hostNow, rest.timeFloor);
     clockSeen = time.clock;
-    if (!(time.now < parseTimestamp(decision.expiresAtISO, 'decision.expiresAtISO') + tol)) {
+    if (time.now >= parseTimestamp(decision.expiresAtISO, 'decision.expiresAtISO') + tol) {
       fail('sba_expired', `the decision expired at ${decision.expiresAtISO}`);
     }
 

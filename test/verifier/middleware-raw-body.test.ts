@@ -8,35 +8,32 @@ import type { AddressInfo } from 'node:net';
 import express from 'express';
 import Koa from 'koa';
 import { bodyParser } from '@koa/bodyparser';
-import { ctl, ctlKoa, createSession, encodeSbaHeader } from '../../src/index.js';
+import { ctl, ctlKoa, createSession, encodeSbaHeader, createMemorySpendStorage } from '../../src/index.js';
 import { sbaFromBodyText } from '../../src/verifier/presentation.js';
 import { keys, grant, fakeAuthority, T0, type Keys } from '../helpers/fixtures.js';
 
 let k: Keys;
-let session: ReturnType<typeof createSession>;
+let sbaJson: any;
+let valid: string;
+let duplicated: string;
 test.before(async () => {
   k = await keys();
   const g = await grant(k);
-  session = createSession(g, { actorId: 'v', signingKey: k.actor.privateKeyPem, fetch: fakeAuthority(k).fetch, now: () => T0 });
-});
-
-/**
- * A new SBA (an offline verifier accepts each budgetId once, PROTOCOL.md §12), its body text, and
- * the same text with a member repeated inside the SBA's authorization: the last one is the signed
- * value, so JSON.parse (which keeps the last) sees the valid SBA.
- */
-async function bodies() {
-  const sbaJson: any = await session.createSba({ amount: '30', currency: 'USD', rail: 'x402', merchantId: 'merchant-a' });
-  const valid = JSON.stringify({ sba: sbaJson });
-  const duplicated = valid.replace('"budgetId":', '"budgetId":"other","budgetId":');
+  const s = createSession(g, { actorId: 'v', signingKey: k.actor.privateKeyPem, fetch: fakeAuthority(k).fetch, now: () => T0 });
+  sbaJson = await s.createSba({ amount: '30', currency: 'USD', rail: 'x402', merchantId: 'merchant-a' });
+  valid = JSON.stringify({ sba: sbaJson });
+  // A member repeated inside the SBA's authorization; the last one is the signed value, so
+  // JSON.parse (which keeps the last) sees a valid SBA.
+  duplicated = valid.replace('"budgetId":', '"budgetId":"other","budgetId":');
   assert.is.not(duplicated, valid);
   assert.equal(JSON.parse(duplicated), JSON.parse(valid));
-  return { sbaJson, valid, duplicated };
-}
-
-const options = () => ({
-  amount: '30', currency: 'USD', merchantId: 'merchant-a', offline: true, signingKeyPem: k.authority.publicKeyPem, now: () => T0,
 });
+
+// A fresh ledger at every request (the middleware spreads its options per request): these tests
+// present one SBA along many paths, not replay (offline, each budgetId accepted is recorded, PROTOCOL.md §12).
+const options = (extra: object = {}) => Object.defineProperty({
+  amount: '30', currency: 'USD', merchantId: 'merchant-a', offline: true, signingKeyPem: k.authority.publicKeyPem, now: () => T0, ...extra,
+}, 'spendStorage', { get: () => createMemorySpendStorage(), enumerable: true });
 
 async function serve(handler: http.RequestListener, run: (url: string) => Promise<void>) {
   const server = http.createServer(handler);
@@ -59,7 +56,7 @@ async function expectCode(res: Response, code: string, why: string) {
 function expressApp(parser: express.RequestHandler, extra: object = {}) {
   const app = express();
   app.use(parser);
-  app.post('/pay', ctl({ ...options(), ...extra }), (req, res) => {
+  app.post('/pay', ctl(options(extra)), (req, res) => {
     res.json({ paid: req.ctl!.amount, budgetId: req.ctl!.sba.authorization.budgetId });
   });
   return app;
@@ -77,11 +74,10 @@ test('Express: the raw path refuses a repeated member inside the SBA, accepts th
   ];
   for (const [name, parser] of setups) {
     await serve(expressApp(parser), async (url) => {
-      const { sbaJson, valid } = await bodies();
       const ok = await post(url + '/pay', valid);
       assert.is(ok.status, 200, name);
       assert.equal(await ok.json(), { paid: '30', budgetId: sbaJson.authorization.budgetId }, name);
-      const dup = await post(url + '/pay', (await bodies()).duplicated);
+      const dup = await post(url + '/pay', duplicated);
       await expectCode(dup, 'malformed', name);
     });
   }
@@ -89,9 +85,9 @@ test('Express: the raw path refuses a repeated member inside the SBA, accepts th
 
 test('Express: a body that is not JSON leaves the SBA to the header; no SBA at all is malformed', async () => {
   await serve(expressApp(express.text({ type: '*/*' })), async (url) => {
-    const viaHeader = await post(url + '/pay', 'plain text, not JSON', { 'content-type': 'text/plain', authorization: encodeSbaHeader((await bodies()).sbaJson) });
+    const viaHeader = await post(url + '/pay', 'plain text, not JSON', { 'content-type': 'text/plain', authorization: encodeSbaHeader(sbaJson) });
     assert.is(viaHeader.status, 200);
-    const json = await post(url + '/pay', '{"order":1}', { authorization: encodeSbaHeader((await bodies()).sbaJson) });
+    const json = await post(url + '/pay', '{"order":1}', { authorization: encodeSbaHeader(sbaJson) });
     assert.is(json.status, 200, 'JSON without sba: the header');
     await expectCode(await post(url + '/pay', 'plain text', { 'content-type': 'text/plain' }), 'malformed', 'nothing presented');
   });
@@ -99,24 +95,24 @@ test('Express: a body that is not JSON leaves the SBA to the header; no SBA at a
 
 test('Express: express.json() alone has lost the check (documented); requireRawBody refuses such a body', async () => {
   await serve(expressApp(express.json()), async (url) => {
-    const lossy = await post(url + '/pay', (await bodies()).duplicated);
+    const lossy = await post(url + '/pay', duplicated);
     assert.is(lossy.status, 200, 'JSON.parse kept the last member: the documented gap of a parsed body');
   });
   await serve(expressApp(express.json(), { requireRawBody: true }), async (url) => {
-    await expectCode(await post(url + '/pay', (await bodies()).valid), 'malformed', 'a parsed body under requireRawBody');
-    const viaHeader = await fetch(url + '/pay', { method: 'POST', headers: { authorization: encodeSbaHeader((await bodies()).sbaJson) } });
+    await expectCode(await post(url + '/pay', valid), 'malformed', 'a parsed body under requireRawBody');
+    const viaHeader = await fetch(url + '/pay', { method: 'POST', headers: { authorization: encodeSbaHeader(sbaJson) } });
     assert.is(viaHeader.status, 200, 'the header path is unaffected');
   });
   await serve(expressApp(express.json({ verify: keepRawBody }), { requireRawBody: true }), async (url) => {
-    assert.is((await post(url + '/pay', (await bodies()).valid)).status, 200, 'with the raw text kept, requireRawBody accepts');
-    await expectCode(await post(url + '/pay', (await bodies()).duplicated), 'malformed', 'and refuses the repeated member');
+    assert.is((await post(url + '/pay', valid)).status, 200, 'with the raw text kept, requireRawBody accepts');
+    await expectCode(await post(url + '/pay', duplicated), 'malformed', 'and refuses the repeated member');
   });
 });
 
 function koaApp(extra: object = {}) {
   const app = new Koa();
   app.use(bodyParser());
-  app.use(ctlKoa({ ...options(), ...extra }));
+  app.use(ctlKoa(options(extra)));
   app.use((ctx) => {
     ctx.body = { paid: ctx.state.ctl.amount };
   });
@@ -125,19 +121,18 @@ function koaApp(extra: object = {}) {
 
 test('Koa with @koa/bodyparser (ctx.request.rawBody): repeated member refused, valid accepted', async () => {
   await serve(koaApp().callback(), async (url) => {
-    const ok = await post(url, (await bodies()).valid);
+    const ok = await post(url, valid);
     assert.is(ok.status, 200);
     assert.equal(await ok.json(), { paid: '30' });
-    await expectCode(await post(url, (await bodies()).duplicated), 'malformed', 'koa raw path');
-    assert.is((await fetch(url, { method: 'POST', headers: { authorization: encodeSbaHeader((await bodies()).sbaJson) } })).status, 200, 'header');
+    await expectCode(await post(url, duplicated), 'malformed', 'koa raw path');
+    assert.is((await fetch(url, { method: 'POST', headers: { authorization: encodeSbaHeader(sbaJson) } })).status, 200, 'header');
   });
   await serve(koaApp({ requireRawBody: true }).callback(), async (url) => {
-    assert.is((await post(url, (await bodies()).valid)).status, 200, '@koa/bodyparser keeps the raw text: requireRawBody is met');
+    assert.is((await post(url, valid)).status, 200, '@koa/bodyparser keeps the raw text: requireRawBody is met');
   });
 });
 
-test('sbaFromBodyText: strict on what presents an SBA, silent on what does not', async () => {
-  const { valid, duplicated } = await bodies();
+test('sbaFromBodyText: strict on what presents an SBA, silent on what does not', () => {
   assert.equal(sbaFromBodyText(valid), { sba: JSON.parse(valid).sba });
   assert.equal(sbaFromBodyText(new TextEncoder().encode(valid)), { sba: JSON.parse(valid).sba });
   assert.throws(() => sbaFromBodyText(duplicated), /I-JSON|duplicate/);

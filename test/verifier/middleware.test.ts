@@ -4,25 +4,23 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Koa from 'koa';
 import { bodyParser } from '@koa/bodyparser';
-import { ctl, ctlKoa, createSession, encodeSbaHeader } from '../../src/index.js';
+import { ctl, ctlKoa, createSession, encodeSbaHeader, createMemorySpendStorage } from '../../src/index.js';
 import { keys, grant, fakeAuthority, T0, type Keys } from '../helpers/fixtures.js';
 
 let k: Keys;
-let session: ReturnType<typeof createSession>;
 let sbaJson: any;
 test.before(async () => {
   k = await keys();
   const g = await grant(k);
-  session = createSession(g, { actorId: 'v', signingKey: k.actor.privateKeyPem, fetch: fakeAuthority(k).fetch, now: () => T0 });
-  sbaJson = await fresh();
+  const s = createSession(g, { actorId: 'v', signingKey: k.actor.privateKeyPem, fetch: fakeAuthority(k).fetch, now: () => T0 });
+  sbaJson = await s.createSba({ amount: '30', currency: 'USD', rail: 'x402', merchantId: 'merchant-a' });
 });
 
-/** A new SBA (its own budgetId): an offline verifier accepts each one once (PROTOCOL.md §12). */
-const fresh = (): Promise<any> => session.createSba({ amount: '30', currency: 'USD', rail: 'x402', merchantId: 'merchant-a' });
-
-const options = () => ({
+// A fresh ledger at every request (the middleware spreads its options per request): these tests
+// present one SBA along many paths, not replay (offline, each budgetId accepted is recorded, PROTOCOL.md §12).
+const options = () => Object.defineProperty({
   amount: '30', currency: 'USD', merchantId: 'merchant-a', offline: true, signingKeyPem: k.authority.publicKeyPem, now: () => T0,
-});
+}, 'spendStorage', { get: () => createMemorySpendStorage(), enumerable: true });
 
 async function listen(server: http.Server) {
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -47,7 +45,7 @@ test('Express/Connect ctl(): header and body presentation, 402 with a structured
     const viaHeader = await fetch(url, { method: 'POST', headers: { authorization: encodeSbaHeader(sbaJson) } });
     assert.is(viaHeader.status, 200);
     assert.equal(await viaHeader.json(), { paid: '30', grantId: sbaJson.grant.grantId });
-    const viaBody = await fetch(url, { method: 'POST', body: JSON.stringify({ sba: await fresh() }) });
+    const viaBody = await fetch(url, { method: 'POST', body: JSON.stringify({ sba: sbaJson }) });
     assert.is(viaBody.status, 200);
     const none = await fetch(url, { method: 'POST' });
     assert.is(none.status, 402);
@@ -74,7 +72,7 @@ test('Koa ctlKoa(): sets ctx.state.ctl, answers 402 on failure, amount from the 
   const server = http.createServer(app.callback());
   const url = await listen(server);
   try {
-    const ok = await fetch(url, { method: 'POST', headers: { authorization: encodeSbaHeader(await fresh()) } });
+    const ok = await fetch(url, { method: 'POST', headers: { authorization: encodeSbaHeader(sbaJson) } });
     assert.is(ok.status, 200);
     assert.equal(await ok.json(), { paid: '30', valid: true });
     const tooMuch = await fetch(url + '/?price=31', { method: 'POST', headers: { authorization: encodeSbaHeader(sbaJson) } });
