@@ -13,7 +13,7 @@ import type { PolicyGrant, SignedBudgetAuthorization } from '../artifacts/types.
 import { checkSba } from '../artifacts/sba.js';
 import { artifactData, ownData } from '../encoding/frozen-copy.js';
 import { toErrorInfo, type CtlErrorInfo, malformed, fail } from '../errors.js';
-import { parseAmount, parseCurrency, parsePaymentAmount, parseTimestamp, timeOption } from '../values.js';
+import { bad, parseAmount, parseCurrency, parsePaymentAmount, parseTimestamp } from '../values.js';
 import { readFlooredTime } from './time-floor.js';
 import { hostNow } from '../host.js';
 
@@ -52,8 +52,9 @@ export async function verifyDecisionWith(verify: VerifyCtl, input: unknown, opti
     const priceMinor = parsePaymentAmount(price.amountMinor, 'decision.priceFiat.amountMinor');
     parseCurrency(price.currency, 'decision.priceFiat.currency');
     const spent = parseAmount(cumulativeSpentMinor, 'cumulativeSpentMinor');
+    const tol = rest.clockToleranceMs ?? 0;
     // Time is a number or nothing (PROTOCOL.md §12): a tolerance of NaN would pass every expiry.
-    const tol = timeOption(rest.clockToleranceMs, 'options.clockToleranceMs', 0);
+    if (typeof tol !== 'number' || !Number.isFinite(tol) || tol < 0) bad('options.clockToleranceMs', 'must be a finite number of milliseconds ≥ 0');
     // The decision's expiry is a time check like every other: against max(clock, floor).
     const time = await readFlooredTime(rest.now ?? hostNow, rest.timeFloor);
     clockSeen = time.clock;

@@ -36,8 +36,8 @@ function setup(sba: SignedBudgetAuthorization, spendStorage: SpendStorage) {
 async function totals(storage: SpendStorage, grantId: string) {
   return [
     await storage.total(`grant:${grantId}`),
-    await storage.total(`offline-count:${grantId}@0`), // epoch 0: no bundle vouched (a pinned key)
-    await storage.total(`offline-amount:${grantId}@0`),
+    await storage.total(`offline-count:${grantId}`),
+    await storage.total(`offline-amount:${grantId}`),
   ];
 }
 

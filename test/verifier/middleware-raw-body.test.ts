@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import express from 'express';
 import Koa from 'koa';
 import { bodyParser } from '@koa/bodyparser';
-import { ctl, ctlKoa, createSession, encodeSbaHeader, createMemorySpendStorage } from '../../src/index.js';
+import { ctl, ctlKoa, createSession, encodeSbaHeader } from '../../src/index.js';
 import { sbaFromBodyText } from '../../src/verifier/presentation.js';
 import { keys, grant, fakeAuthority, T0, type Keys } from '../helpers/fixtures.js';
 
@@ -29,11 +29,9 @@ test.before(async () => {
   assert.equal(JSON.parse(duplicated), JSON.parse(valid));
 });
 
-// A fresh ledger at every request (the middleware spreads its options per request): these tests
-// present one SBA along many paths, not replay (offline, each budgetId accepted is recorded, PROTOCOL.md §12).
-const options = (extra: object = {}) => Object.defineProperty({
-  amount: '30', currency: 'USD', merchantId: 'merchant-a', offline: true, signingKeyPem: k.authority.publicKeyPem, now: () => T0, ...extra,
-}, 'spendStorage', { get: () => createMemorySpendStorage(), enumerable: true });
+const options = () => ({
+  amount: '30', currency: 'USD', merchantId: 'merchant-a', offline: true, signingKeyPem: k.authority.publicKeyPem, now: () => T0,
+});
 
 async function serve(handler: http.RequestListener, run: (url: string) => Promise<void>) {
   const server = http.createServer(handler);
@@ -56,7 +54,7 @@ async function expectCode(res: Response, code: string, why: string) {
 function expressApp(parser: express.RequestHandler, extra: object = {}) {
   const app = express();
   app.use(parser);
-  app.post('/pay', ctl(options(extra)), (req, res) => {
+  app.post('/pay', ctl({ ...options(), ...extra }), (req, res) => {
     res.json({ paid: req.ctl!.amount, budgetId: req.ctl!.sba.authorization.budgetId });
   });
   return app;
@@ -112,7 +110,7 @@ test('Express: express.json() alone has lost the check (documented); requireRawB
 function koaApp(extra: object = {}) {
   const app = new Koa();
   app.use(bodyParser());
-  app.use(ctlKoa(options(extra)));
+  app.use(ctlKoa({ ...options(), ...extra }));
   app.use((ctx) => {
     ctx.body = { paid: ctx.state.ctl.amount };
   });
