@@ -72,7 +72,7 @@ function sbaFromBody(raw: string | Uint8Array | undefined, body: unknown, requir
   if (fromText) return fromText.sba;
   const parsed = body && typeof body === 'object' && !(body instanceof Uint8Array) ? (body as Record<string, unknown>)['sba'] : undefined;
   if (parsed !== undefined && typeof parsed !== 'string' && requireRawBody) {
-    malformed('the body was parsed without its text, so repeated members cannot be refused: keep the raw body (see requireRawBody)');
+    malformed('requireRawBody: the body arrived parsed, without its raw text');
   }
   return parsed;
 }

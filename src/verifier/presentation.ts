@@ -50,7 +50,6 @@ export function sbaFromBodyText(body: string | Uint8Array): { sba: unknown } | u
   } catch {
     return undefined; // not UTF-8, so not JSON: it can present no SBA
   }
-  if (!text.trim()) return undefined;
   let data: unknown;
   try {
     data = parseStrictJson(text);
@@ -61,7 +60,7 @@ export function sbaFromBodyText(body: string | Uint8Array): { sba: unknown } | u
     } catch {
       return undefined;
     }
-    if (hasSba(loose)) malformed(`the body presenting the SBA is not I-JSON: ${e instanceof Error ? e.message : String(e)}`);
+    if (hasSba(loose)) throw e; // `malformed`, naming what is not I-JSON
     return { sba: undefined };
   }
   return { sba: hasSba(data) ? data['sba'] : undefined };
