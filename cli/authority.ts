@@ -10,7 +10,7 @@ import { startAuthority } from '../authority/server.js';
 import { openAuthorityStore } from '../authority/store/open.js';
 import { createLogger } from '../service-kit/index.js';
 import { guard, parseArgs, UsageError } from './device/args.js';
-import { runUntilSignal, startFailure } from './service/lifecycle.js';
+import { preflight, runUntilSignal, startFailure, warnNoAdminKey } from './service/lifecycle.js';
 
 const usage = (program: string) => `usage: ${program} [root-key]
 
@@ -47,6 +47,8 @@ export async function main(args: string[], program = 'ctl authority'): Promise<n
       console.error(`${program}: ${(e as Error).message}`);
       return 2;
     }
+    const refused = await preflight(program, config.databaseUrl);
+    if (refused !== undefined) return refused;
     if (sub === 'root-key') return printRootKey(config, program);
     let authority;
     try {
@@ -54,6 +56,7 @@ export async function main(args: string[], program = 'ctl authority'): Promise<n
     } catch (e) {
       return startFailure(program, e);
     }
+    if (!config.adminApiKey) warnNoAdminKey(authority.logger, 'CTL_ADMIN_API_KEY', 'no API key can be created (POST /admin/keys)');
     return runUntilSignal(authority.logger, () => authority.close());
   });
 }

@@ -3,7 +3,7 @@
  */
 import { gatewayOptionsFromEnv, startGateway } from '../gateway/server.js';
 import { guard, parseArgs, UsageError } from './device/args.js';
-import { runUntilSignal, startFailure } from './service/lifecycle.js';
+import { preflight, runUntilSignal, startFailure, warnNoAdminKey } from './service/lifecycle.js';
 
 const usage = (program: string) => `usage: ${program}
 
@@ -39,12 +39,15 @@ export async function main(args: string[], program = 'ctl gateway'): Promise<num
       console.error(`${program}: ${(e as Error).message}`);
       return 2;
     }
+    const refused = await preflight(program, options.databaseUrl);
+    if (refused !== undefined) return refused;
     let running;
     try {
       running = await startGateway(options);
     } catch (e) {
       return startFailure(program, e);
     }
+    if (!options.adminKey) warnNoAdminKey(running.logger, 'CTL_GATEWAY_ADMIN_KEY', 'no budget owner can be created (POST /admin/owners)');
     return runUntilSignal(running.logger, () => running.close());
   });
 }

@@ -18,7 +18,7 @@ import { startAuthority } from '../authority/server.js';
 import { createLogger } from '../service-kit/index.js';
 import { gatewayOptionsFromEnv, startGateway } from '../gateway/server.js';
 import { guard, one, parseArgs, UsageError } from './device/args.js';
-import { runUntilSignal, startFailure } from './service/lifecycle.js';
+import { preflight, runUntilSignal, startFailure } from './service/lifecycle.js';
 
 const USAGE = `usage: ctl start [--data <dir>]
 
@@ -92,6 +92,9 @@ export async function main(args: string[]): Promise<number> {
       console.error(`ctl start: ${(e as Error).message.replace(/^DATABASE_URL\b/, 'GATEWAY_DATABASE_URL')}`);
       return 2;
     }
+    const refused = (await preflight('ctl start', authorityConfig.databaseUrl, 'AUTHORITY_DATABASE_URL'))
+      ?? (await preflight('ctl start', gatewayOptions.databaseUrl, 'GATEWAY_DATABASE_URL'));
+    if (refused !== undefined) return refused;
     let authority, gateway;
     try {
       authority = await startAuthority(authorityConfig, { logger: createLogger({ name: 'ctl-authority', level: authorityConfig.logLevel }) });
