@@ -11,6 +11,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { root } from '../../firmware-bridge/node/device-script.js';
+import { freshServiceBundles } from './service-bundles.js';
 
 const cwd = mkdtempSync(join(tmpdir(), 'ctl-help-'));
 const version = (dir: string) => (JSON.parse(readFileSync(join(root, dir, 'package.json'), 'utf8')) as { version: string }).version;
@@ -28,11 +29,7 @@ function run(file: string, args: string[]) {
   return { code: r.status, out: r.stdout, err: r.stderr };
 }
 
-test.before(() => {
-  // The service bins run their packages' bundles: built from this checkout's sources.
-  const r = spawnSync(process.execPath, [join(root, 'scripts', 'bundle-packages.mjs'), 'authority', 'gateway', 'mcp'], { cwd: root, encoding: 'utf8' });
-  assert.is(r.status, 0, r.stderr);
-});
+test.before(() => freshServiceBundles(['authority', 'gateway', 'mcp']));
 
 for (const bin of BINS) {
   test(`${bin.name} --help and -h: usage on stdout, exit 0, without configuration`, () => {

@@ -10,12 +10,13 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { root } from '../../firmware-bridge/node/device-script.js';
+import { freshServiceBundles } from './service-bundles.js';
 
 const ADMIN = 'supervisor-test-admin-key-0123';
 
@@ -88,11 +89,7 @@ const cases: Case[] = [
   { how: 'npm start', command: 'npm', args: ['start', '--silent', '--', '--data', '<dir>'], env: () => ({ PORT: '0', AUTHORITY_PORT: '0', CTL_ADMIN_API_KEY: ADMIN }), urls: 2 },
 ];
 
-test.before(() => {
-  // npx and the bins run the packages' bundles: built from this checkout's sources.
-  const r = spawnSync(process.execPath, [join(root, 'scripts', 'bundle-packages.mjs'), 'authority', 'gateway'], { cwd: root, encoding: 'utf8' });
-  assert.is(r.status, 0, r.stderr);
-});
+test.before(() => freshServiceBundles(['authority', 'gateway']));
 
 /** The JSON log records on stdout. */
 const records = (text: string) => text.split('\n').flatMap((l) => {

@@ -25,12 +25,12 @@ type Probe = (child: Started, output: () => string) => Promise<void>;
 /**
  * Every workspace bin that runs a service: how the test sees it serve, how it is told to stop (a
  * network service by SIGTERM, a stdio server by the end of its input; either way it exits 0), and
- * what its `--help` prints (a stdio server without one is run by npx with its input closed).
+ * what its `--help` prints.
  */
 const BINS: { bin: string; probe: Probe; stop: 'SIGTERM' | 'stdin'; help?: RegExp }[] = [
-  { bin: 'ctl-authority', probe: httpHealth, stop: 'SIGTERM', help: /^usage: ctl-authority \[root-key\]/ },
-  { bin: 'ctl-gateway', probe: httpHealth, stop: 'SIGTERM', help: /^usage: ctl-gateway\n/ },
-  { bin: 'ctl-mcp', probe: mcpInitialize, stop: 'stdin' },
+  { bin: 'ctl-authority', probe: httpHealth, stop: 'SIGTERM', help: /^usage: ctl-authority\s[\s\S]*\n {7}ctl-authority root-key\s/ },
+  { bin: 'ctl-gateway', probe: httpHealth, stop: 'SIGTERM', help: /^usage: ctl-gateway\s[\s\S]*\n {2}CTL_GATEWAY_ADMIN_KEY\s/ },
+  { bin: 'ctl-mcp', probe: mcpInitialize, stop: 'stdin', help: /^usage: ctl-mcp\s[\s\S]*\n {2}CTL_SESSION_TOKEN\s/ },
 ];
 
 const rootPkg = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8'));
