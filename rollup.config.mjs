@@ -38,7 +38,8 @@ const plugins = (minify = false, module = true, swaps = []) => [
   ...(swaps.length ? [swap(swaps)] : []),
   nodeResolve({ browser: false, preferBuiltins: false }),
   esbuild({ target: 'es2022', minify: false, tsconfig: 'tsconfig.json' }),
-  ...(minify ? [terser({ ecma: 2020, module, compress: { passes: 3, reduce_funcs: module } })] : []),
+  // Error classes keep their names: a minified `CtlError` printed as `t [CtlError]` reads as a bug.
+  ...(minify ? [terser({ ecma: 2020, module, keep_classnames: /Error$/, compress: { passes: 3, reduce_funcs: module } })] : []),
 ];
 // Our modules are side-effect free; this lets the edge build drop every noble import.
 const treeshake = { moduleSideEffects: (id) => !id.includes('/src/') ? true : false };

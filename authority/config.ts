@@ -3,6 +3,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { secretBytes } from '../service-kit/webhook-signature.js';
+import { checkAdminKey, checkDatabaseUrl, checkHttpUrl, checkKek, checkLogLevel } from '../service-kit/config.js';
 import { authorityRateLimitsFromEnv, type AuthorityRateLimits } from './rate-limits.js';
 
 export interface AuthorityConfig {
@@ -82,17 +83,14 @@ export function readAuthorityConfig(env: Env = process.env): AuthorityConfig {
   if (!/^[0-9]{1,5}$/.test(portText) || Number(portText) > 65535) throw new RangeError(`PORT: expected 0–65535, got '${portText}'`);
   const port = Number(portText);
   const host = nonEmpty(env['HOST']) ?? '127.0.0.1';
-  const databaseUrl = nonEmpty(env['DATABASE_URL']) ?? (defaulted.push('DATABASE_URL'), 'sqlite:./data/authority.db');
+  const databaseUrl = checkDatabaseUrl(nonEmpty(env['DATABASE_URL']) ?? (defaulted.push('DATABASE_URL'), 'sqlite:./data/authority.db'));
   const issuer = nonEmpty(env['CTL_ISSUER_DOMAIN']) ?? (defaulted.push('CTL_ISSUER_DOMAIN'), 'localhost');
   if (!/^[\x21-\x7e]{1,256}$/.test(issuer)) throw new RangeError('CTL_ISSUER_DOMAIN: printable ASCII without spaces, 1–256 characters (PROTOCOL.md §1)');
   const revocationBaseUrl = (nonEmpty(env['CTL_REVOCATION_BASE_URL']) ?? (defaulted.push('CTL_REVOCATION_BASE_URL'), `http://${host}:${port}`)).replace(/\/+$/, '');
-  try {
-    new URL(revocationBaseUrl);
-  } catch {
-    throw new RangeError(`CTL_REVOCATION_BASE_URL: not a URL: '${revocationBaseUrl}'`);
-  }
-  const adminApiKey = nonEmpty(env['CTL_ADMIN_API_KEY']);
-  if (adminApiKey !== undefined && adminApiKey.length < 16) throw new RangeError('CTL_ADMIN_API_KEY: at least 16 characters');
+  // Devices and merchants fetch `<base>/revoke`: an http(s) URL (PROTOCOL.md §4).
+  checkHttpUrl(revocationBaseUrl, 'CTL_REVOCATION_BASE_URL');
+  const adminApiKey = checkAdminKey(env['CTL_ADMIN_API_KEY'], 'CTL_ADMIN_API_KEY');
+  checkKek(env, 'CTL_AUTHORITY_KEK');
   const webhookUrls = (nonEmpty(env['CTL_AUDIT_WEBHOOK_URLS']) ?? '').split(',').map((s) => s.trim()).filter(Boolean);
   const webhookSecret = nonEmpty(env['CTL_AUDIT_WEBHOOK_SECRET']);
   if (webhookUrls.length > 0 && !webhookSecret) throw new RangeError('CTL_AUDIT_WEBHOOK_URLS needs CTL_AUDIT_WEBHOOK_SECRET (whsec_<base64>)');
@@ -136,6 +134,6 @@ export function readAuthorityConfig(env: Env = process.env): AuthorityConfig {
     anchorLocalPath: nonEmpty(env['CTL_ANCHOR_LOCAL_PATH']),
     rateLimits: authorityRateLimitsFromEnv(env),
     defaulted,
-    logLevel: nonEmpty(env['LOG_LEVEL']) ?? 'info',
+    logLevel: checkLogLevel(env['LOG_LEVEL']),
   };
 }

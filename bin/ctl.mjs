@@ -16,7 +16,7 @@ commands:
   gateway                       the payment gateway service
   demo                          the whole story against a demo merchant
   keygen                        a signing key pair (Ed25519 or P-256)
-  root init|show                the fleet's Trust Bundle root key
+  root init|show|rotate         the fleet's Trust Bundle root key; its rotation (PROTOCOL.md §11)
   bundle verify|refresh         check a Trust Bundle; keep a device's bundle current
   verify                        the merchant verification of an SBA (JSON, header or compact CBOR)
   human keygen|grant|revoke     a person delegating a budget to an AI agent (did:key, PROTOCOL.md §10)`;

@@ -10,21 +10,53 @@ import { startAuthority } from '../authority/server.js';
 import { openAuthorityStore } from '../authority/store/open.js';
 import { createLogger } from '../service-kit/index.js';
 import { guard, parseArgs, UsageError } from './device/args.js';
-import { runUntilSignal, startFailure } from './service/lifecycle.js';
+import { packageVersion, variableLines, type VariableHelp } from './service/help.js';
+import { preflight, runUntilSignal, startFailure, warnNoAdminKey } from './service/lifecycle.js';
 
-const usage = (program: string) => `usage: ${program} [root-key]
+/** Every variable the authority reads (authority/README.md "Configuration" lists the same, with the same defaults). */
+const VARIABLES: VariableHelp[] = [
+  ['PORT', '8700', 'where it listens'],
+  ['HOST', '127.0.0.1', 'the address it listens on'],
+  ['DATABASE_URL', 'sqlite:./data/authority.db', 'or postgres://user@host:port/database (instances may share one)'],
+  ['LOG_LEVEL', 'info', 'trace, debug, info, warn, error, fatal or silent'],
+  ['CTL_ISSUER_DOMAIN', 'localhost', 'issuer of grants and bundles'],
+  ['CTL_REVOCATION_BASE_URL', 'http://HOST:PORT', 'http(s) base of the revocation URL grants carry: <base>/revoke?grantId=...'],
+  ['CTL_ADMIN_API_KEY', undefined, 'bootstrap key with the admin scope (>= 16 characters)'],
+  ['CTL_POLICY_GRANT_SIGNING_PRIVATE_KEY_PEM', undefined, "this instance's grant key (default: generated, stored sealed)"],
+  ['CTL_POLICY_GRANT_SIGNING_PRIVATE_KEY_FILE', undefined, 'the grant key as a PEM file (mode 0600)'],
+  ['CTL_POLICY_GRANT_SIGNING_KEY_PKCS11_URI', undefined, 'the grant key in an HSM (RFC 7512)'],
+  ['CTL_POLICY_GRANT_SIGNING_KEY_ID', undefined, "the grant key's kid (default: its RFC 7638 thumbprint)"],
+  ['CTL_TRUST_BUNDLE_ROOT_PRIVATE_KEY_PEM', undefined, 'the root key that signs bundles (default: generated, stored sealed)'],
+  ['CTL_TRUST_BUNDLE_ROOT_PRIVATE_KEY_FILE', undefined, 'the root key as a PEM file (mode 0600)'],
+  ['CTL_TRUST_BUNDLE_ROOT_KEY_PKCS11_URI', undefined, 'the root key in an HSM'],
+  ['CTL_TRUST_BUNDLE_SIGNING_KEY_PEM', undefined, 'the bundle key that signs bundles once the root is rotated (ctl root rotate)'],
+  ['CTL_TRUST_BUNDLE_SIGNING_KEY_FILE', undefined, 'the bundle key as a PEM file'],
+  ['CTL_TRUST_BUNDLE_SIGNING_KEY_PKCS11_URI', undefined, 'the bundle key in an HSM'],
+  ['CTL_PKCS11_MODULE', '/usr/lib/softhsm/libsofthsm2.so', 'the PKCS#11 library of the HSM'],
+  ['CTL_AUTHORITY_KEK', undefined, '32 bytes (base64url or hex) sealing the stored private keys (unset: a dev KEK file beside the database)'],
+  ['CTL_AUTHORITY_KEK_PKCS11_URI', undefined, 'the KEK as an AES key in a PKCS#11 token instead'],
+  ['CTL_AUDIT_WEBHOOK_URLS', undefined, 'comma-separated URLs the audit entries are pushed to (Standard Webhooks)'],
+  ['CTL_AUDIT_WEBHOOK_SECRET', undefined, 'whsec_<base64>, signs them (required with the URLs)'],
+  ['CTL_WEBHOOK_MAX_ATTEMPTS', '12', 'webhook attempts before the dead letter'],
+  ['CTL_WEBHOOK_BASE_DELAY_MS', '5000', 'first retry delay, doubled each attempt'],
+  ['CTL_WEBHOOK_MAX_DELAY_MS', '3600000', 'longest retry delay'],
+  ['CTL_WEBHOOK_TIMEOUT_MS', '5000', 'per-attempt timeout'],
+  ['CTL_WEBHOOK_POLL_MS', '1000', 'how often each instance looks for due deliveries'],
+  ['CTL_ANCHOR_LOCAL_PATH', undefined, 'a local append-only anchor file of the audit chain head'],
+  ['CTL_AUTHORITY_RATE_LIMIT_KEY', '6000/60s', 'requests per API key, shared on PostgreSQL; 0: none'],
+  ['CTL_AUTHORITY_RATE_LIMIT_ADDRESS', '60000/60s', 'requests per client address, per instance; 0: none'],
+];
 
-  (no argument)  run the policy authority (PORT, default 8700; DATABASE_URL, default sqlite:./data/authority.db);
-                 SIGTERM or SIGINT stops it: requests in flight finish (at most 10 s), then it exits 0
-  root-key       print the Trust Bundle root public key (PEM) for device provisioning
+const usage = (program: string) => `usage: ${program}             run the policy authority
+       ${program} root-key    print the Trust Bundle root public key (PEM) for device provisioning
+       ${program} --help      this text
+       ${program} --version   the version
 
-rate limits (N/Ss, 0 for none): CTL_AUTHORITY_RATE_LIMIT_KEY (6000/60s per API key, shared on PostgreSQL),
-  CTL_AUTHORITY_RATE_LIMIT_ADDRESS (60000/60s per client address, per instance)
+SIGTERM or SIGINT stops it: requests in flight finish (at most 10 s), then it exits 0.
+A variable set wrongly refuses the start with its name (exit 2).
 
-environment: CTL_POLICY_GRANT_SIGNING_PRIVATE_KEY_PEM (or _KEY_PKCS11_URI, _PRIVATE_KEY_FILE), CTL_POLICY_GRANT_SIGNING_KEY_ID,
-  CTL_TRUST_BUNDLE_ROOT_KEY_PKCS11_URI, CTL_PKCS11_MODULE, CTL_ISSUER_DOMAIN,
-  CTL_REVOCATION_BASE_URL, CTL_ADMIN_API_KEY, CTL_TRUST_BUNDLE_ROOT_PRIVATE_KEY_PEM,
-  CTL_AUDIT_WEBHOOK_URLS + CTL_AUDIT_WEBHOOK_SECRET (whsec_<base64>), CTL_ANCHOR_LOCAL_PATH, LOG_LEVEL (info)`;
+environment:
+${variableLines(VARIABLES)}`;
 
 const rootKeyUsage = (program: string) => `usage: ${program} root-key
 
@@ -37,6 +69,7 @@ export async function main(args: string[], program = 'ctl authority'): Promise<n
   const sub = args.find((a) => !a.startsWith('-'));
   const USAGE = sub === 'root-key' ? rootKeyUsage(program) : usage(program);
   if (help) return console.log(USAGE), 0;
+  if (args.includes('--version') || args.includes('-V')) return console.log(packageVersion(import.meta.url)), 0;
   return guard(USAGE, async () => {
     const p = parseArgs(args, {});
     if (p.positionals.length > 1 || (sub !== undefined && sub !== 'root-key')) throw new UsageError(`unknown subcommand ${p.positionals.join(' ')}`);
@@ -47,6 +80,8 @@ export async function main(args: string[], program = 'ctl authority'): Promise<n
       console.error(`${program}: ${(e as Error).message}`);
       return 2;
     }
+    const refused = await preflight(program, config.databaseUrl);
+    if (refused !== undefined) return refused;
     if (sub === 'root-key') return printRootKey(config, program);
     let authority;
     try {
@@ -54,6 +89,7 @@ export async function main(args: string[], program = 'ctl authority'): Promise<n
     } catch (e) {
       return startFailure(program, e);
     }
+    if (!config.adminApiKey) warnNoAdminKey(authority.logger, 'CTL_ADMIN_API_KEY', 'no API key can be created (POST /admin/keys)');
     return runUntilSignal(authority.logger, () => authority.close());
   });
 }

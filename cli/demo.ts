@@ -6,8 +6,6 @@
  * verify against the gateway's keys and the merchant checks a txid. Exits 1 if any step does
  * not behave as told.
  */
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,6 +14,7 @@ import { createGatewayClient } from '../src/index.js';
 import { openDatabase, listen, silentLogger } from '../service-kit/index.js';
 import { createGatewayApp } from '../gateway/app.js';
 import { startX402Demo } from './demo/x402-step.js';
+import { startDemoMerchant, DEMO_MERCHANT_ADDRESS } from './demo/merchant.js';
 import { formatMinor as money } from './demo/money.js';
 
 const USAGE = 'usage: ctl demo   (runs a gateway and a demo merchant on 127.0.0.1, temporary SQLite)';
@@ -31,19 +30,9 @@ export async function main(args: string[]): Promise<number | void> {
     if (!ok) failures++;
   };
 
-  // The demo merchant: a search API priced at 1.00 USD per call, paid with x402.
-  const merchant = createServer((req, res) => {
-    const receipt = req.headers['x-payment-receipt'];
-    if (typeof receipt !== 'string') {
-      res.writeHead(402, { 'x-payment': JSON.stringify({ amount: '100', currency: 'USD', address: 'acct_demo_merchant' }) });
-      return res.end('payment required');
-    }
-    res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(JSON.stringify({ results: ['a', 'b', 'c'], paidWith: receipt }));
-  });
-  await new Promise<void>((r) => merchant.listen(0, '127.0.0.1', r));
-  const merchantPort = (merchant.address() as AddressInfo).port;
-  const shop = `http://127.0.0.1:${merchantPort}`;
+  // The demo merchant: a search API priced at 1.00 USD per call (X-Payment dialect).
+  const merchant = await startDemoMerchant();
+  const shop = merchant.url;
 
   const dir = mkdtempSync(join(tmpdir(), 'ctl-demo-'));
   const db = await openDatabase(`sqlite:${join(dir, 'gateway.db')}`);
@@ -53,7 +42,7 @@ export async function main(args: string[]): Promise<number | void> {
   // Private targets stay refused; only the demo merchants' exact host:port are let through.
   const gateway = await createGatewayApp({
     db, adminKey, logger: silentLogger(),
-    targets: { allowPrivate: false, allowHosts: [`127.0.0.1:${merchantPort}`, ...(x402 ? [x402.merchantHost] : [])] },
+    targets: { allowPrivate: false, allowHosts: [merchant.hostPort, ...(x402 ? [x402.merchantHost] : [])] },
     ...(x402 ? { x402: { assets: new Map([['USDC', [{ network: 'eip155:84532', asset: x402.usdc }]]]) } } : {}),
   });
   const server = await listen(gateway.app, { port: 0 });
@@ -134,7 +123,7 @@ export async function main(args: string[]): Promise<number | void> {
     }
     expect(receipts.length === 4, `${receipts.length} receipts, total ${usd(afterContinue.spentMinor)}`);
     const check = (await (await fetch(`${server.url}/charge/${encodeURIComponent(String(receipts[0]!.txRef))}/verify`)).json()) as { paid: boolean; address: string };
-    expect(check.paid && check.address === 'acct_demo_merchant', `merchant verification of ${receipts[0]!.txRef}: paid to ${check.address}`);
+    expect(check.paid && check.address === DEMO_MERCHANT_ADDRESS, `merchant verification of ${receipts[0]!.txRef}: paid to ${check.address}`);
 
     step(8, 'An unmodified x402 merchant (stock @x402/express, stock facilitator, in-memory chain): the agent pays it in USDC');
     if (!x402) show('skipped: the x402 development dependencies are not installed');
@@ -159,8 +148,7 @@ export async function main(args: string[]): Promise<number | void> {
     await server.close();
     await gateway.close();
     await db.close();
-    merchant.closeAllConnections();
-    await new Promise((r) => merchant.close(r));
+    await merchant.close();
     rmSync(dir, { recursive: true, force: true });
   }
   console.log(failures ? `\n${failures} step(s) did not behave as expected` : '\nEvery step behaved as expected.');

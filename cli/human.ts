@@ -10,6 +10,7 @@ import {
   parseGrant, policyHash, signPreparedGrant, toPublicJwk, type PolicyGrant, type PublicJwk,
 } from '../src/index.js';
 import { UsageError, clock, guard, one, parseArgs, readText, required, writeAtomic, type Parsed } from './device/args.js';
+import { formatMinor } from '../service-kit/money.js';
 
 const USAGE = `usage: ctl human keygen --out FILE [--alg EdDSA|ES256] [--force]
        ctl human grant --key FILE --agent KEY --amount MINOR --currency CODE --purpose P [--purpose P ...]
@@ -122,7 +123,7 @@ async function grant(p: Parsed): Promise<number> {
   const out = one(p, 'out');
   if (out) writeAtomic(out, text);
   else process.stdout.write(text);
-  console.error(`grant ${signed.grantId}: ${amount} minor units of ${currency} for ${purposes.join(', ')} until ${expiresAt}, signed by ${did}${out ? ` → ${out}` : ''}`);
+  console.error(`grant ${signed.grantId}: ${formatMinor(amount, currency)} for ${purposes.join(', ')} until ${expiresAt}, signed by ${did}${out ? ` → ${out}` : ''}`);
   return 0;
 }
 

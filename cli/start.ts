@@ -18,13 +18,16 @@ import { startAuthority } from '../authority/server.js';
 import { createLogger } from '../service-kit/index.js';
 import { gatewayOptionsFromEnv, startGateway } from '../gateway/server.js';
 import { guard, one, parseArgs, UsageError } from './device/args.js';
-import { runUntilSignal, startFailure } from './service/lifecycle.js';
+import { startDemoMerchant, type DemoMerchant } from './demo/merchant.js';
+import { formatMinor } from './demo/money.js';
+import { preflight, runUntilSignal, startFailure } from './service/lifecycle.js';
 
-const USAGE = `usage: ctl start [--data <dir>]
+const USAGE = `usage: ctl start [--data <dir>] [--no-demo-merchant]
 
 Runs the policy authority (AUTHORITY_PORT, default 8700; AUTHORITY_DATABASE_URL) and the gateway
 (PORT, default 8402; GATEWAY_DATABASE_URL) on SQLite files in <dir> (default ./data), with
-development keys made on first start. Every other variable of \`ctl authority --help\` and
+development keys made on first start, and a demo merchant to pay (DEMO_MERCHANT_PORT, default any
+free port; 1.00 USD a search; not started with --no-demo-merchant or NODE_ENV=production). Every other variable of \`ctl authority --help\` and
 \`ctl gateway --help\` applies as it does there. Logs are JSON lines on stdout (LOG_LEVEL, default
 info); the how-to is printed on stderr. SIGTERM or SIGINT stops both: requests in flight finish
 (at most 10 s), then it exits 0.`;
@@ -73,7 +76,7 @@ function devKeys(dataDir: string): { keys: DevKeys; file: string } {
 export async function main(args: string[]): Promise<number> {
   if (args.includes('--help') || args.includes('-h')) return console.log(USAGE), 0;
   return guard(USAGE, async () => {
-    const p = parseArgs(args, { values: ['data'] });
+    const p = parseArgs(args, { values: ['data'], flags: ['no-demo-merchant'] });
     if (p.positionals.length) throw new UsageError(`unexpected argument ${p.positionals[0]}`);
     const dataDir = resolve(one(p, 'data') ?? './data');
     const { keys, file: keysFile } = devKeys(dataDir);
@@ -92,18 +95,40 @@ export async function main(args: string[]): Promise<number> {
       console.error(`ctl start: ${(e as Error).message.replace(/^DATABASE_URL\b/, 'GATEWAY_DATABASE_URL')}`);
       return 2;
     }
+    const refused = (await preflight('ctl start', authorityConfig.databaseUrl, 'AUTHORITY_DATABASE_URL'))
+      ?? (await preflight('ctl start', gatewayOptions.databaseUrl, 'GATEWAY_DATABASE_URL'));
+    if (refused !== undefined) return refused;
+    // The demo merchant first: the gateway must be let through to its exact host:port.
+    const demoPort = process.env.DEMO_MERCHANT_PORT?.trim() || '0';
+    if (!/^[0-9]{1,5}$/.test(demoPort) || Number(demoPort) > 65535) {
+      console.error(`ctl start: DEMO_MERCHANT_PORT: expected 0–65535, got '${demoPort}'`);
+      return 2;
+    }
+    const withDemo = !p.flags.has('no-demo-merchant') && process.env.NODE_ENV !== 'production';
+    let merchant: DemoMerchant | undefined;
+    if (withDemo) {
+      try {
+        merchant = await startDemoMerchant({ port: Number(demoPort) });
+      } catch (e) {
+        return startFailure('ctl start', e);
+      }
+      gatewayOptions.targets = { allowPrivate: gatewayOptions.targets?.allowPrivate ?? false, allowHosts: [...(gatewayOptions.targets?.allowHosts ?? []), merchant.hostPort] };
+    }
     let authority, gateway;
     try {
       authority = await startAuthority(authorityConfig, { logger: createLogger({ name: 'ctl-authority', level: authorityConfig.logLevel }) });
     } catch (e) {
+      await merchant?.close();
       return startFailure('ctl start', e);
     }
     try {
       gateway = await startGateway(gatewayOptions);
     } catch (e) {
       await authority.close();
+      await merchant?.close();
       return startFailure('ctl start', e);
     }
+    if (merchant) createLogger({ name: 'ctl-demo-merchant', level: authorityConfig.logLevel }).info({ url: merchant.url, demo: true }, 'demo merchant (development only, not started in production)');
     const gw = gateway.server.url;
     if (!keys.ownerKey) {
       const res = await fetch(`${gw}/admin/owners`, {
@@ -114,33 +139,38 @@ export async function main(args: string[]): Promise<number> {
       keys.ownerKey = ((await res.json()) as { apiKey: string }).apiKey;
       writeFileSync(keysFile, JSON.stringify(keys, null, 2), { mode: 0o600 });
     }
-    printHowTo(authority.url, gw, keysFile, dataDir, keys.ownerKey);
+    printHowTo(authority.url, gw, keysFile, dataDir, keys.ownerKey, merchant);
     const running = { authority, gateway };
     return runUntilSignal(authority.logger, async () => {
       // Both drain at once: the 10 s bound holds for the pair, not for each in turn.
-      await Promise.all([running.gateway.close(), running.authority.close()]);
+      await Promise.all([running.gateway.close(), running.authority.close(), merchant?.close()]);
     });
   });
 }
 
-/** The how-to goes to stderr: stdout carries only the JSON log lines. */
-function printHowTo(authorityUrl: string, gw: string, keysFile: string, dataDir: string, ownerKey: string): void {
+/**
+ * The how-to goes to stderr: stdout carries only the JSON log lines. The example is a shell
+ * snippet that runs as printed (curl and node), paying the demo merchant when it runs.
+ */
+function printHowTo(authorityUrl: string, gw: string, keysFile: string, dataDir: string, ownerKey: string, merchant: DemoMerchant | undefined): void {
   const expires = new Date(Date.now() + 3600_000).toISOString().replace(/\.\d+Z$/, 'Z');
+  const target = merchant ? `${merchant.url}/search?q=ctl` : 'https://merchant.example/data';
   console.error(`CTL is running.
   policy authority  ${authorityUrl}   (admin key in ${keysFile})
   payment gateway   ${gw}   (data in ${dataDir})
   owner console     ${gw}/console   (sign in with the owner key: ${ownerKey})
-
-Create a session as the budget owner:
-  curl -s -X POST ${gw}/sessions \\
+${merchant ? `  demo merchant     ${merchant.url}   (DEMO, development only: ${formatMinor(merchant.price, 'USD')} a search; off with --no-demo-merchant or NODE_ENV=production)
+` : ''}
+Pay the ${merchant ? 'demo merchant' : 'merchant'} through a session (paste into a shell):
+  TOKEN=$(curl -s -X POST ${gw}/sessions \\
     -H 'authorization: Bearer ${ownerKey}' -H 'content-type: application/json' \\
-    -d '{"budget":{"amount":"5000","currency":"USD"},"purposes":["api:search"],"expiresAt":"${expires}","softLimit":{"amount":"1000"}}'
+    -d '{"budget":{"amount":"5000","currency":"USD"},"purposes":["api:search"],"expiresAt":"${expires}","softLimit":{"amount":"1000"}}' \\
+    | node -p 'JSON.parse(require("fs").readFileSync(0, "utf8")).sessionToken')
+  curl -s -i -w '\\n' ${gw}/proxy -H "authorization: Bearer $TOKEN" \\
+    -H 'x-target-url: ${target}' -H 'x-ctl-purpose: api:search'
+  curl -s -w '\\n' ${gw}/session/receipts -H "authorization: Bearer $TOKEN"
 
-Give the agent the sessionToken; it calls merchants through the gateway:
-  curl -s -X POST ${gw}/proxy -H 'authorization: Bearer <sessionToken>' \\
-    -H 'x-target-url: https://merchant.example/data' -H 'x-ctl-purpose: api:search'
-
-Receipts: GET ${gw}/sessions/<sessionId>/receipts   Revoke: DELETE ${gw}/sessions/<sessionId>
-(private targets are refused; set CTL_GATEWAY_ALLOW_TARGETS=127.0.0.1:<port> to try a merchant on this machine)
-Ctrl-C stops both.`);
+The budget owner's view: GET ${gw}/sessions/<sessionId>/receipts, or the console; revoke: DELETE ${gw}/sessions/<sessionId>
+(private targets are refused; set CTL_GATEWAY_ALLOW_TARGETS=127.0.0.1:<port> to try another merchant on this machine)
+Ctrl-C stops ${merchant ? 'all three' : 'both'}.`);
 }

@@ -11,6 +11,7 @@ import { decodeCompact } from '../src/compact.js';
 import { isCompact, readBundle, readBytes } from './device/artifact-files.js';
 import { clock, guard, one, parseArgs, readText, UsageError } from './device/args.js';
 import { readChainFile } from './device/root-rotate.js';
+import { formatMinor } from '../service-kit/money.js';
 
 const USAGE = `usage: ctl verify SBA.json [--bundle FILE]... [--root PEM] [--chain FILE] [--signing-key PEM] [--trusted-human DID]...
                   [--amount N] [--currency C] [--merchant M] [--rail R] [--purpose P] [--online] [--now ISO] [--explain]
@@ -87,7 +88,7 @@ function passedDetail(step: number, sba: SignedBudgetAuthorization, o: VerifyCtl
     case 1: return `grant signed by key ${g.keyId} of ${g.issuer}, ${bundles ? `trusted through ${bundles} bundle(s) under the root` : g.profile === 'human-agent' ? 'a person trusted by --trusted-human' : 'the given signing key'}; valid ${g.issuedAt} → ${g.expiresAt}`;
     case 2: return `signed by the grant's actorKey (${g.actorKey.crv}); valid ${a.issuedAt} → ${a.expiresAt}`;
     case 3: return o.offline ? `not in the bundles' revokedGrants (offline${bundles ? '' : '; no bundle: not checked'})` : `not revoked at ${g.revocationUrl}`;
-    case 4: return `${o.amount} ${o.currency} ≤ ${a.maxAmountMinor} ${a.currency} authorized (grant ceiling ${g.maxAmountMinor})`;
+    case 4: return `${formatMinor(o.amount, o.currency)} ≤ ${formatMinor(a.maxAmountMinor, a.currency)} authorized (grant ceiling ${formatMinor(g.maxAmountMinor, g.currency)})`;
     default: {
       const m = o.merchantId ?? a.merchantId;
       const parts = [m === undefined ? 'no merchant named' : g.destinationAllowlist ? `merchant ${m} in the allowlist` : `merchant ${m} (grant unrestricted)`];
@@ -141,7 +142,7 @@ export async function main(args: string[]): Promise<number> {
       });
     }
     if (r.valid) {
-      console.log(`VALID: ${options.amount} ${options.currency} under grant ${r.grant.grantId} (budget ${r.sba.authorization.budgetId})`);
+      console.log(`VALID: ${formatMinor(options.amount, options.currency)} under grant ${r.grant.grantId} (budget ${r.sba.authorization.budgetId})`);
       return 0;
     }
     console.log(`REFUSED: ${r.error.code}: ${r.error.message}`);

@@ -9,6 +9,7 @@
  * CTL_GATEWAY_KEK or CTL_GATEWAY_KEK_PKCS11_URI, CTL_GATEWAY_RECEIPT_KEY_PKCS11_URI
  * (or _PRIVATE_KEY_FILE, _PRIVATE_KEY_PEM), CTL_PKCS11_MODULE.
  */
+import { ConfigError, checkAdminKey, checkDatabaseUrl, checkHostPortList, checkHttpUrl, checkKek, checkLogLevel } from '../service-kit/config.js';
 import { openDatabase, createLogger, listen, requestLogger, webhookRetryFromEnv, type Listening, type Logger } from '../service-kit/index.js';
 import { createGatewayApp, type GatewayApp, type GatewayDeps } from './app.js';
 import { parseAssetMap, parseMaxHoldSeconds, parseMaxTimeoutSeconds } from './rails/x402/assets.js';
@@ -37,17 +38,20 @@ export type GatewayStartOptions = Partial<GatewayDeps> & {
 export function gatewayOptionsFromEnv(env: Record<string, string | undefined>): GatewayStartOptions {
   const portText = env.PORT?.trim() || '8402';
   if (!/^[0-9]{1,5}$/.test(portText) || Number(portText) > 65535) throw new RangeError(`PORT: expected 0–65535, got '${portText}'`);
+  // Grants carry the public URL (PROTOCOL.md §10): a wrong one would fail every POST /sessions later.
+  const publicUrl = env.CTL_GATEWAY_PUBLIC_URL?.trim() ? checkHttpUrl(env.CTL_GATEWAY_PUBLIC_URL.trim(), 'CTL_GATEWAY_PUBLIC_URL') : undefined;
+  checkKek(env, 'CTL_GATEWAY_KEK');
   return {
     port: Number(portText),
     host: env.HOST || '127.0.0.1',
-    databaseUrl: env.DATABASE_URL || 'sqlite:./data/gateway.db',
-    logLevel: env.LOG_LEVEL || 'info',
-    adminKey: env.CTL_GATEWAY_ADMIN_KEY || undefined,
-    publicUrl: env.CTL_GATEWAY_PUBLIC_URL || undefined,
+    databaseUrl: checkDatabaseUrl(env.DATABASE_URL || 'sqlite:./data/gateway.db'),
+    logLevel: checkLogLevel(env.LOG_LEVEL),
+    adminKey: checkAdminKey(env.CTL_GATEWAY_ADMIN_KEY, 'CTL_GATEWAY_ADMIN_KEY'),
+    publicUrl,
     issuer: env.CTL_GATEWAY_ISSUER || undefined,
     targets: {
-      allowPrivate: env.CTL_GATEWAY_ALLOW_PRIVATE_TARGETS === '1',
-      allowHosts: (env.CTL_GATEWAY_ALLOW_TARGETS ?? '').split(',').map((s) => s.trim()).filter(Boolean),
+      allowPrivate: flag(env.CTL_GATEWAY_ALLOW_PRIVATE_TARGETS, 'CTL_GATEWAY_ALLOW_PRIVATE_TARGETS'),
+      allowHosts: checkHostPortList(env.CTL_GATEWAY_ALLOW_TARGETS, 'CTL_GATEWAY_ALLOW_TARGETS'),
     },
     // Webhook outbox: CTL_WEBHOOK_MAX_ATTEMPTS, _BASE_DELAY_MS, _MAX_DELAY_MS, _TIMEOUT_MS, _POLL_MS.
     webhooks: webhookRetryFromEnv(env),
@@ -73,14 +77,22 @@ function humanAuthoritiesFromEnv(v: string | undefined): string[] {
       const url = new URL(u);
       ok = (url.protocol === 'http:' || url.protocol === 'https:') && !url.search && !url.hash && !url.username && !url.password;
     } catch {}
-    if (!ok) throw new Error(`CTL_GATEWAY_HUMAN_AUTHORITIES: '${u}' is not an http(s) base URL`);
+    if (!ok) throw new ConfigError('CTL_GATEWAY_HUMAN_AUTHORITIES', `'${u}' is not an http(s) base URL`);
   }
   return list;
 }
 
+/** `1` on, `0` or unset off; anything else (`true`, `yes`) is refused rather than read as off. */
+function flag(v: string | undefined, variable: string): boolean {
+  const t = v?.trim() ?? '';
+  if (t === '' || t === '0') return false;
+  if (t === '1') return true;
+  throw new ConfigError(variable, `expected 1 (on) or 0 (off), got '${t}'`);
+}
+
 function evmPrivateKey(v: string | undefined): `0x${string}` | undefined {
   if (!v) return undefined;
-  if (!/^0x[0-9a-fA-F]{64}$/.test(v)) throw new Error('CTL_GATEWAY_EVM_PRIVATE_KEY: 0x and 64 hex digits');
+  if (!/^0x[0-9a-fA-F]{64}$/.test(v)) throw new ConfigError('CTL_GATEWAY_EVM_PRIVATE_KEY', '0x and 64 hex digits');
   return v as `0x${string}`;
 }
 

@@ -4,10 +4,12 @@
 // package-lock.json, and `npm ci` then refuses the lock as out of sync. This adds the missing
 // optional entries (version only: npm skips or tolerates optional packages it cannot fetch),
 // so `npm ci` works here and on a machine that reaches the full registry.
-// Run after any `npm install` that changes the lock: node scripts/lock-platforms.mjs
+// The lock is written exactly as npm writes it (json-stringify-nice with npm's key order, as
+// @npmcli/arborist's Shrinkwrap does), so a later `npm install` finds nothing to rewrite.
+// Run after any `npm install` that changes the lock: node scripts/lock-platforms.mjs [LOCKFILE]
 import { readFileSync, writeFileSync } from 'node:fs';
 
-const path = new URL('../package-lock.json', import.meta.url);
+const path = process.argv[2] ?? new URL('../package-lock.json', import.meta.url);
 const lock = JSON.parse(readFileSync(path, 'utf8'));
 const pkgs = lock.packages;
 let added = 0;
@@ -21,7 +23,20 @@ for (const [where, meta] of Object.entries(pkgs)) {
     added++;
   }
 }
-const sorted = Object.fromEntries(Object.entries(pkgs).sort(([a], [b]) => (a === '' ? -1 : b === '' ? 1 : a < b ? -1 : a > b ? 1 : 0)));
-lock.packages = sorted;
-writeFileSync(path, JSON.stringify(lock, null, 2) + '\n');
+writeFileSync(path, npmLockText(lock));
 console.log(`lock-platforms: ${added} optional platform entries added`);
+
+/**
+ * npm's lockfile text: every object's keys sorted, plain values before objects, npm's own keys
+ * first in its order, the rest by `localeCompare(…, 'en')` (not code units: `koa__router` sorts
+ * before `koa-compose` there); two-space indent and a final newline.
+ */
+function npmLockText(data) {
+  const first = ['name', 'version', 'lockfileVersion', 'resolved', 'integrity', 'requires', 'packages', 'dependencies'];
+  const isObj = (v) => !!v && typeof v === 'object' && !Array.isArray(v);
+  const rank = (k) => (first.includes(k) ? first.indexOf(k) : first.length);
+  const compare = (a, b) => rank(a) - rank(b) || (rank(a) === first.length ? a.localeCompare(b, 'en') : 0);
+  const sorted = (_key, value) => (!isObj(value) ? value : Object.fromEntries(Object.entries(value).sort(([ak, av], [bk, bv]) =>
+    isObj(av) === isObj(bv) ? compare(ak, bk) : isObj(av) ? 1 : -1)));
+  return `${JSON.stringify(data, sorted, 2)}\n`;
+}

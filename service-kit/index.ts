@@ -35,3 +35,6 @@ export {
   createLimiter, rateLimit, limitAuthenticate, parseRateLimit, formatRateLimit, rateLimited, RATE_LIMIT_TABLE,
   type RateLimit, type Limiter, type LimiterOptions, type RateLimitBackend,
 } from './rate-limit.js';
+export {
+  ConfigError, LOG_LEVELS, checkLogLevel, checkDatabaseUrl, checkHttpUrl, checkHostPortList, checkAdminKey, checkKek, checkDatabaseReachable, redactUrl,
+} from './config.js';

@@ -6,7 +6,7 @@ import { formatMoney, formatRemaining, formatTime, h } from './dom.js';
 
 /** `<ctl-spend-bar spent reserved ceiling currency>`: three segments, one accessible sentence. */
 export class SpendBar extends HTMLElement {
-  static observedAttributes = ['spent', 'reserved', 'ceiling', 'currency', 'compact'];
+  static observedAttributes = ['spent', 'reserved', 'ceiling', 'currency', 'compact', 'state'];
   attributeChangedCallback() {
     this.render();
   }
@@ -18,11 +18,13 @@ export class SpendBar extends HTMLElement {
     const reserved = BigInt(this.getAttribute('reserved') || '0');
     const ceiling = BigInt(this.getAttribute('ceiling') || '0');
     const cur = this.getAttribute('currency') || '';
-    const remaining = ceiling > spent + reserved ? ceiling - spent - reserved : 0n;
+    const ended = this.getAttribute('state') === 'revoked' || this.getAttribute('state') === 'expired';
+    // A revoked or expired session can spend nothing more, whatever is left under its ceiling.
+    const remaining = !ended && ceiling > spent + reserved ? ceiling - spent - reserved : 0n;
     // Percent with one decimal, from BigInt: never a float over money.
     const pct = (v: bigint) => (ceiling > 0n ? Number((v * 1000n) / ceiling) / 10 : 0);
     const label = `Spent ${formatMoney(spent.toString(), cur)} of ${formatMoney(ceiling.toString(), cur)}; ` +
-      `${formatMoney(reserved.toString(), cur)} reserved; ${formatMoney(remaining.toString(), cur)} remaining`;
+      `${formatMoney(reserved.toString(), cur)} reserved; ${ended ? `nothing remaining (${this.getAttribute('state')})` : `${formatMoney(remaining.toString(), cur)} remaining`}`;
     const bar = h('div', { class: 'bar', role: 'img', 'aria-label': label, title: label });
     const seg = (cls: string, p: number) => {
       const el = h('span', { class: `seg ${cls}` });

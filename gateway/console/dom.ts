@@ -55,6 +55,8 @@ const TOKEN_DIGITS: Record<string, number> = { USDC: 6, USDT: 6, EURC: 6, PYUSD:
 export function currencyDigits(currency: string): number | undefined {
   if (currency in TOKEN_DIGITS) return TOKEN_DIGITS[currency];
   if (!/^[A-Z]{3}$/.test(currency)) return undefined;
+  // Intl answers 2 for any well-formed code: only a code it knows has a known exponent.
+  if (typeof Intl.supportedValuesOf === 'function' && !Intl.supportedValuesOf('currency').includes(currency)) return undefined;
   try {
     return new Intl.NumberFormat('en', { style: 'currency', currency }).resolvedOptions().maximumFractionDigits;
   } catch {
@@ -68,10 +70,19 @@ const group = (digits: string) => digits.replace(/\B(?=(\d{3})+(?!\d))/g, ',');
 export function formatMoney(minor: string, currency: string): string {
   const d = currencyDigits(currency);
   if (!/^\d+$/.test(minor)) return `${minor} ${currency}`;
-  if (d === undefined) return `${group(minor)} ${currency} (minor units)`;
+  if (d === undefined) return `${group(minor)} minor units of ${currency}`;
   if (d === 0) return `${group(minor)} ${currency}`;
   const padded = minor.padStart(d + 1, '0');
   return `${group(padded.slice(0, -d))}.${padded.slice(-d)} ${currency}`;
+}
+
+/**
+ * What a session can still spend: nothing once it is revoked or expired, whatever the ceiling
+ * minus the spend would say (the gateway refuses every further payment, PROTOCOL.md §9).
+ * @example formatRemainingBudget('revoked', '700', 'USD') // 'none (revoked)'
+ */
+export function formatRemainingBudget(state: string, remainingMinor: string, currency: string): string {
+  return state === 'revoked' || state === 'expired' ? `none (${state})` : formatMoney(remainingMinor, currency);
 }
 
 /**

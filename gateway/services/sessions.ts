@@ -252,7 +252,7 @@ export function createSessionService(deps: SessionServiceDeps) {
       let raise = s.softLimit;
       if (b.amount !== undefined) {
         if (typeof b.amount !== 'string' || !/^[1-9][0-9]{0,17}$/.test(b.amount)) throw new CtlError('malformed', 'amount: must be a positive decimal string');
-        if (BigInt(b.amount) > s.softLimit) throw new CtlError('malformed', `amount: at most softLimit.amount (${s.softLimit})`);
+        if (BigInt(b.amount) > s.softLimit) throw new CtlError('malformed', `amount: at most softLimit.amount (${s.softLimit} minor units of ${s.currency})`);
         raise = BigInt(b.amount);
       }
       const newCeiling = s.ceiling + raise;

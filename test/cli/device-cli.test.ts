@@ -79,8 +79,9 @@ test('ctl verify --explain: every step ✓ for a valid SBA', async () => {
   assert.is(r.code, 0, r.out + r.err);
   assert.is(steps(r.out), '✓✓✓✓✓✓');
   assert.match(r.out, /grant signed by key .* trusted through 1 bundle/);
-  assert.match(r.out, /1200 EUR ≤ 1200 EUR/);
-  assert.match(r.out, /^VALID/m);
+  // Money shown as money: 1200 minor units of EUR are 12.00 EUR (ISO 4217 exponent 2).
+  assert.match(r.out, /12\.00 EUR ≤ 12\.00 EUR authorized \(grant ceiling \d+\.\d\d EUR\)/);
+  assert.match(r.out, /^VALID: 12\.00 EUR under grant/m);
 });
 
 test('ctl verify --explain: the failing step is ✗ with its code, later steps not reached', async () => {

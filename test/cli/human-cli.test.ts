@@ -55,7 +55,7 @@ test('grant signed alone (--revocation-base) verifies for a merchant trusting th
   const r = await ctl('grant', '--key', f('p.key.pem'), '--agent', f('agent.json'), '--amount', '2000', '--currency', 'EUR',
     '--purpose', 'travel:booking', '--merchant', 'hotel.example', '--expires', '2h', '--revocation-base', 'https://people.example', '--out', f('grant.json'));
   assert.is(r.code, 0, r.err);
-  assert.match(r.err, /grant grant_\S+: 2000 minor units of EUR for travel:booking/);
+  assert.match(r.err, /grant grant_\S+: 20.00 EUR for travel:booking/);
   const grant = CTL.parseGrant(readFileSync(f('grant.json'), 'utf8'));
   assert.is(grant.issuer, did);
   assert.equal(grant.destinationAllowlist, ['hotel.example']);

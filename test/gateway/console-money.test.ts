@@ -30,7 +30,10 @@ test('minor units are shown in major units with the currency exponent', () => {
   assert.is(formatMoney('1234', 'KWD'), '1.234 KWD');
   assert.is(formatMoney('1500000', 'USDC'), '1.500000 USDC');
   assert.is(formatMoney('9007199254740993', 'USD'), '90,071,992,547,409.93 USD', 'beyond 2^53, exactly');
-  assert.is(formatMoney('42', 'POINTS'), '42 POINTS (minor units)');
+  assert.is(formatMoney('42', 'POINTS'), '42 minor units of POINTS');
+  // A well-formed code that is not ISO 4217: its exponent is not guessed (Intl would say 2).
+  assert.is(formatMoney('1250', 'XYZ'), '1,250 minor units of XYZ');
+  assert.is(currencyDigits('XYZ'), undefined);
   assert.is(currencyDigits('USD'), 2);
   assert.is(currencyDigits('ZZ1'), undefined);
 });

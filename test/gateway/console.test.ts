@@ -85,8 +85,11 @@ if (!chromiumPath) {
     console.log(`\nARTIFACTS console screenshots (${shots.length}, one per page) in ${shotsDir} (index.txt):\n${shots.map((s) => `ARTIFACTS   ${s}`).join('\n')}`);
   });
 
-  async function openPage(name: string, init?: (p: Page) => Promise<void>) {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+  /** A phone: the narrowest viewport the console is made for. */
+  const PHONE = { viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true, deviceScaleFactor: 2 };
+
+  async function openPage(name: string, init?: (p: Page) => Promise<void>, device: { viewport: { width: number; height: number } } & Record<string, unknown> = { viewport: { width: 1280, height: 860 } }) {
+    const context = await browser.newContext(device);
     await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: gw.url });
     const page = await context.newPage();
     page.on('console', (m) => {
@@ -357,6 +360,62 @@ if (!chromiumPath) {
     assert.is(await noEd.locator('[data-receipt-check][data-method="CTL SDK"][data-valid="true"]').count(), 4);
     await noEd.context().close();
     assert.equal(takeErrors(''), []);
+  });
+
+  test('a revoked session shows nothing remaining: list, page and spend bar', async () => {
+    const page = await openPage('revoked remaining', async (p) => {
+      await p.addInitScript((k) => sessionStorage.setItem('ctl.console.ownerKey', k), gw.ownerKey);
+    });
+    await page.waitForSelector(`tr[data-session="${sessionId}"]`);
+    assert.is((await page.textContent(`tr[data-session="${sessionId}"] td.remaining`))?.trim(), 'none (revoked)');
+    await page.goto(`${gw.url}/console#/sessions/${sessionId}`);
+    await page.waitForSelector('.title-row .state-revoked');
+    const figures = await page.evaluate(() => Object.fromEntries([...document.querySelectorAll('dl.figures > div, dl.figures dt')].flatMap((el) => {
+      const dt = el.tagName === 'DT' ? el : el.querySelector('dt');
+      return dt ? [[dt.textContent!.trim(), dt.nextElementSibling?.textContent?.trim() ?? '']] : [];
+    })));
+    assert.is(figures['Remaining'], 'none (revoked)', JSON.stringify(figures));
+    assert.match(await page.getAttribute('ctl-spend-bar .bar', 'aria-label') ?? '', /nothing remaining \(revoked\)$/);
+    assert.equal(takeErrors('revoked remaining'), []);
+    await page.context().close();
+  });
+
+  test('the console fits a phone (390 px): Sign out, spend and expiry on screen, nothing wider than the screen', async () => {
+    // A live session with a payment, so that its spend and expiry have something to show.
+    const live = await call(gw.url, 'POST', '/sessions', { key: gw.ownerKey, body: { budget: { amount: '1000', currency: 'USD' }, purposes: ['api:search'], expiresAt: new Date(Date.now() + 3600_000).toISOString().replace(/\.\d+Z$/, 'Z'), label: 'Phone check' } });
+    assert.is(live.status, 201);
+    assert.is((await proxy(gw, live.body.sessionToken, `${merchant.url}/search`, { purpose: 'api:search' })).status, 200);
+    const page = await openPage('phone', async (p) => {
+      await p.addInitScript((k) => sessionStorage.setItem('ctl.console.ownerKey', k), gw.ownerKey);
+    }, PHONE);
+    /** Each selector's first match lies inside the viewport horizontally (and is shown); the page does not scroll sideways. */
+    const onScreen = async (where: string, selectors: string[]) => {
+      const width = PHONE.viewport.width;
+      // The elements that stick out, outermost first, name what to fix.
+      const wide = await page.evaluate((w) => [...document.querySelectorAll('body *')].filter((el) => el.getBoundingClientRect().right > w + 0.5 && !(el.parentElement && el.parentElement.getBoundingClientRect().right > w + 0.5))
+        .slice(0, 5).map((el) => `${el.tagName.toLowerCase()}.${el.className} (${Math.round(el.getBoundingClientRect().right)} px)`), width);
+      assert.ok(await page.evaluate(() => document.documentElement.scrollWidth) <= width, `${where}: the page is wider than ${width} px: ${wide.join(', ')}`);
+      for (const sel of selectors) {
+        const box = await page.locator(sel).first().boundingBox();
+        assert.ok(box && box.width > 0 && box.height > 0, `${where}: ${sel} is not shown`);
+        assert.ok(box!.x >= 0 && box!.x + box!.width <= width + 0.5, `${where}: ${sel} is cut (x ${box!.x}, width ${box!.width})`);
+      }
+    };
+    const row = `tr[data-session="${live.body.sessionId}"]`;
+    await page.waitForSelector(row);
+    await onScreen('sessions list', ['button:has-text("Sign out")', `${row} a`, `${row} ctl-spend-bar .bar`, `${row} ctl-spend-bar .bar-figures`, `${row} td.remaining`, `${row} ctl-countdown`, 'a:has-text("New session")']);
+    await shot(page, '12-phone-sessions.png', 'sessions list on a phone (390 px): stacked rows, spend and expiry on screen');
+    await page.goto(`${gw.url}/console#/sessions/${live.body.sessionId}`);
+    await page.waitForSelector('h1:has-text("Phone check")');
+    await page.waitForSelector('text=Receipts (1)');
+    await onScreen('session page', ['button:has-text("Sign out")', 'ctl-spend-bar.large .bar', 'ctl-spend-bar.large .bar-figures', 'ctl-countdown', 'button:has-text("Revoke session")', 'dl.figures']);
+    await shot(page, '13-phone-session.png', 'a session on a phone (390 px)');
+    await page.goto(`${gw.url}/console#/new`);
+    await page.waitForSelector('h1:has-text("New session")');
+    await onScreen('new session', ['button:has-text("Sign out")', '#f-amount', 'button:has-text("Create session")']);
+    await shot(page, '14-phone-create.png', 'the create form on a phone (390 px)');
+    assert.equal(takeErrors('phone'), []);
+    await page.context().close();
   });
 
   test('served with a strict CSP and no inline script', async () => {

@@ -1,9 +1,10 @@
 /**
- * The packages as a user gets them: the root (the SDK `ctl`) and every workspace (`npm pack
- * --workspaces`) packed into a temporary directory, installed from those tarballs into an empty
+ * The packages as a user gets them: the SDK `ctl` (its publish directory, scripts/sdk-package.mjs)
+ * and every workspace (`npm pack --workspaces`) packed into a temporary directory, installed from those tarballs into an empty
  * project (their dependencies from the registry; better-sqlite3 builds there, about a minute),
  * then each service's bin started on SQLite answers /healthz and exits 0 on SIGTERM. The tarballs
- * carry what runs: no tests, no compiled tree, no source maps, no TypeScript sources.
+ * carry what runs: no tests, no compiled tree, no TypeScript sources, no source maps but the SDK
+ * bundles' own; the SDK's manifest runs nothing at install.
  *
  * A new workspace is packed and checked for what it carries with no change here; its bin is
  * started by adding one line to BINS.
@@ -24,18 +25,19 @@ type Probe = (child: Started, output: () => string) => Promise<void>;
 /**
  * Every workspace bin that runs a service: how the test sees it serve, how it is told to stop (a
  * network service by SIGTERM, a stdio server by the end of its input; either way it exits 0), and
- * what its `--help` prints (a stdio server without one is run by npx with its input closed).
+ * what its `--help` prints.
  */
 const BINS: { bin: string; probe: Probe; stop: 'SIGTERM' | 'stdin'; help?: RegExp }[] = [
-  { bin: 'ctl-authority', probe: httpHealth, stop: 'SIGTERM', help: /^usage: ctl-authority \[root-key\]/ },
-  { bin: 'ctl-gateway', probe: httpHealth, stop: 'SIGTERM', help: /^usage: ctl-gateway\n/ },
-  { bin: 'ctl-mcp', probe: mcpInitialize, stop: 'stdin' },
+  { bin: 'ctl-authority', probe: httpHealth, stop: 'SIGTERM', help: /^usage: ctl-authority\s[\s\S]*\n {7}ctl-authority root-key\s/ },
+  { bin: 'ctl-gateway', probe: httpHealth, stop: 'SIGTERM', help: /^usage: ctl-gateway\s[\s\S]*\n {2}CTL_GATEWAY_ADMIN_KEY\s/ },
+  { bin: 'ctl-mcp', probe: mcpInitialize, stop: 'stdin', help: /^usage: ctl-mcp\s[\s\S]*\n {2}CTL_SESSION_TOKEN\s/ },
 ];
 
 const rootPkg = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8'));
 const work = mkdtempSync(join(tmpdir(), 'ctl-pack-'));
 const tarballs = join(work, 'tarballs');
 const project = join(work, 'project');
+const sdkDir = join(work, 'sdk-package');
 /** What the test starts sees only this: no CTL_* or DATABASE_URL of the machine running the tests. */
 const baseEnv = { PATH: process.env.PATH!, HOME: process.env.HOME!, NO_COLOR: '1' };
 
@@ -49,13 +51,14 @@ function run(cmd: string, args: string[], cwd: string, timeoutMs: number) {
 }
 
 test.before(() => {
-  // The root packs without its scripts: its `prepare` recompiles build/, which tests running beside
-  // this one read. Its bundles are made here instead (dist/ itself by `npm run build` or scripts/test.mjs),
-  // and every workspace's LICENSE. The workspaces pack with their scripts: each `prepack` bundles it.
+  // The SDK is packed from its publish directory (the repository root is private): its device
+  // commands' bundles are made here (dist/ itself by `npm run build` or scripts/test.mjs), and every
+  // workspace's LICENSE. The workspaces pack with their scripts: each `prepack` bundles it.
   run(process.execPath, [join(repoRoot, 'scripts', 'bundle-packages.mjs'), 'ctl', 'licenses'], repoRoot, 120_000);
+  run(process.execPath, [join(repoRoot, 'scripts', 'sdk-package.mjs'), '--out', sdkDir], repoRoot, 120_000);
   const pack = (extra: string[]) => JSON.parse(run('npm', ['pack', '--json', '--pack-destination', tarballs, ...extra], repoRoot, 300_000)) as Packed[];
   run('mkdir', ['-p', tarballs, project], work, 10_000);
-  packed = [...pack(['--ignore-scripts']), ...pack(['--workspaces'])];
+  packed = [...pack([sdkDir]), ...pack(['--workspaces'])];
 });
 
 test.after(() => rmSync(work, { recursive: true, force: true }));
@@ -72,7 +75,9 @@ test('the SDK package keeps no runtime dependencies', () => {
 test('each tarball carries what runs: its bins and LICENSE; no test, compiled tree, source map or .ts source', () => {
   for (const p of packed) {
     const files = p.files.map((f) => f.path);
-    const stray = files.filter((f) => /(^|\/)(test|build)\//.test(f) || f.endsWith('.map') || (f.endsWith('.ts') && !f.endsWith('.d.ts')));
+    // Source maps: the SDK bundles' only (dist/<build>.map beside its build), sources inside.
+    const sdkMap = (f: string) => p.name === rootPkg.name && /^dist\/[^/]+\.(c?js)\.map$/.test(f) && files.includes(f.slice(0, -4));
+    const stray = files.filter((f) => /(^|\/)(test|build)\//.test(f) || (f.endsWith('.map') && !sdkMap(f)) || (f.endsWith('.ts') && !f.endsWith('.d.ts')));
     assert.equal(stray, [], `${p.name} ships ${stray.join(', ')}`);
     assert.ok(files.includes('LICENSE'), `${p.name} has no LICENSE`);
     const pkg = JSON.parse(readFileSync(join(repoRoot, p.name === rootPkg.name ? '' : workspaceOf(p.name), 'package.json'), 'utf8'));
@@ -80,6 +85,15 @@ test('each tarball carries what runs: its bins and LICENSE; no test, compiled tr
       assert.ok(files.includes(target.replace(/^\.\//, '')), `${p.name}: bin ${target} is not in the tarball`);
     }
   }
+});
+
+test('the SDK tarball: a manifest that runs nothing at install and pulls nothing, and a map for each bundle', () => {
+  const sdk = packed.find((p) => p.name === rootPkg.name)!;
+  const manifest = JSON.parse(run('tar', ['-xOzf', join(tarballs, sdk.filename), 'package/package.json'], work, 30_000));
+  for (const k of ['scripts', 'devDependencies', 'workspaces', 'dependencies']) assert.is(manifest[k], undefined, `the SDK's manifest carries ${k}`);
+  assert.equal(manifest.exports, rootPkg.exports);
+  const files = sdk.files.map((f) => f.path);
+  for (const f of files.filter((f) => /^dist\/[^/]+\.(c?js)$/.test(f))) assert.ok(files.includes(`${f}.map`), `${f} ships without its source map`);
 });
 
 test('the tarballs install into an empty project from the registry', () => {
@@ -128,6 +142,11 @@ test('the SDK package: `ctl` runs a device command, points to the service packag
   assert.match(gateway.stderr, /ctl-gateway/);
   const sdk = spawnSync(process.execPath, ['--input-type=module', '-e', "const m = await import('ctl'); console.log(m.canonicalize({ b: 1, a: 2 }))"], { cwd: project, encoding: 'utf8', env: baseEnv });
   assert.is(sdk.stdout.trim(), '{"a":2,"b":1}', sdk.stderr);
+  // An error from the installed (minified) SDK reads as itself, its stack mapped to the sources.
+  const err = spawnSync(process.execPath, ['--enable-source-maps', '--input-type=module', '-e', "const m = await import('ctl'); try { m.parseStrictJson('{') } catch (e) { console.log(e.constructor.name); console.log(e.stack) }"], { cwd: project, encoding: 'utf8', env: baseEnv });
+  const [name, ...stack] = err.stdout.trim().split('\n');
+  assert.is(name, 'CtlError', err.stderr);
+  assert.match(stack.join('\n'), /src\/encoding\/jcs\.ts/, err.stdout);
 });
 
 /** A service on its own SQLite file and a free port; a stdio server gets a gateway address nothing listens on (starting must not need one). */

@@ -3,7 +3,7 @@
  * their check marks), its webhook deliveries, and the owner's two buttons: approve a paused
  * session's continuation, revoke.
  */
-import { h, clear, formatMoney, formatTime, toMinor, currencyDigits } from '../dom.js';
+import { h, clear, formatMoney, formatRemainingBudget, formatTime, toMinor, currencyDigits } from '../dom.js';
 import { getSession, receiptsOf, dispatchesOf, revokeSession, continueSession, ApiError, type SessionView, type Receipt, type Dispatch } from '../api.js';
 import { stateBadge } from '../components.js';
 import { spendChart } from '../chart.js';
@@ -82,9 +82,9 @@ export function sessionPage(id: string, o: { labels: Map<string, string> }): Pag
       h('div', { class: 'cards' },
         h('section', { class: 'card', 'aria-labelledby': 'spend-h' },
           h('h2', { id: 'spend-h' }, 'Spend'),
-          h('ctl-spend-bar', { spent: s.spentMinor, reserved: s.reservedMinor, ceiling: s.budget.amount, currency: cur, class: 'large' }),
+          h('ctl-spend-bar', { spent: s.spentMinor, reserved: s.reservedMinor, ceiling: s.budget.amount, currency: cur, state: s.state, class: 'large' }),
           h('dl', { class: 'figures' },
-            dt('Ceiling', money(s.budget.amount)), dt('Spent', money(s.spentMinor)), dt('Reserved', money(s.reservedMinor)), dt('Remaining', money(s.remainingMinor)),
+            dt('Ceiling', money(s.budget.amount)), dt('Spent', money(s.spentMinor)), dt('Reserved', money(s.reservedMinor)), dt('Remaining', formatRemainingBudget(s.state, s.remainingMinor, cur)),
           ),
         ),
         h('section', { class: 'card', 'aria-labelledby': 'exp-h' },

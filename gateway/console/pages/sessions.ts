@@ -1,5 +1,5 @@
 /** The owner's sessions: totals, state filters, a dense table with spend bars and countdowns, recent live activity. */
-import { h, clear, formatMoney, formatTime } from '../dom.js';
+import { h, clear, formatMoney, formatRemainingBudget, formatTime } from '../dom.js';
 import { listSessions, type SessionView } from '../api.js';
 import { stateBadge } from '../components.js';
 import { heading, errorBox, debounce, keepFocus, type Page } from '../page.js';
@@ -66,7 +66,7 @@ export function sessionsPage(o: { filter: string | undefined; labels: Map<string
     const shown = filter === 'all' ? sessions : sessions.filter((s) => s.state === filter);
     clear(table, shown.length === 0
       ? h('p', { class: 'empty' }, sessions.length === 0 ? 'No sessions yet. Create one to give an agent a budget.' : `No ${filter} sessions.`)
-      : h('table', { class: 'grid' },
+      : h('table', { class: 'grid stackable' },
         h('caption', { class: 'visually-hidden' }, `Sessions (${filter})`),
         h('thead', null, h('tr', null, ...['Session', 'State', 'Spend', 'Remaining', 'Expires', 'Created'].map((c) => h('th', { scope: 'col' }, c)))),
         h('tbody', null, ...shown.map(row)),
@@ -78,11 +78,12 @@ export function sessionsPage(o: { filter: string | undefined; labels: Map<string
   function row(s: SessionView) {
     return h('tr', { 'data-session': s.sessionId },
       h('th', { scope: 'row' }, h('a', { href: `#/sessions/${s.sessionId}` }, s.label || '(no label)'), h('div', { class: 'mono muted' }, s.sessionId)),
-      h('td', null, stateBadge(s.state)),
-      h('td', { class: 'spend-cell' }, h('ctl-spend-bar', { spent: s.spentMinor, reserved: s.reservedMinor, ceiling: s.budget.amount, currency: s.budget.currency })),
-      h('td', { class: 'num' }, formatMoney(s.remainingMinor, s.budget.currency)),
-      h('td', null, h('ctl-countdown', { at: s.expiresAt, state: s.state })),
-      h('td', { class: 'muted' }, formatTime(s.createdAt)),
+      // data-label: the column's name, shown beside the value where the table is stacked (a phone).
+      h('td', { 'data-label': 'State' }, stateBadge(s.state)),
+      h('td', { class: 'spend-cell', 'data-label': 'Spend' }, h('ctl-spend-bar', { spent: s.spentMinor, reserved: s.reservedMinor, ceiling: s.budget.amount, currency: s.budget.currency, state: s.state })),
+      h('td', { class: 'num remaining', 'data-label': 'Remaining' }, formatRemainingBudget(s.state, s.remainingMinor, s.budget.currency)),
+      h('td', { 'data-label': 'Expires' }, h('ctl-countdown', { at: s.expiresAt, state: s.state })),
+      h('td', { class: 'muted', 'data-label': 'Created' }, formatTime(s.createdAt)),
     );
   }
 
