@@ -2,7 +2,7 @@
 // build/, one file per file, so Node 20 can run them. Type checking is `npm run typecheck`;
 // the published SDK bundles come from rollup (`npm run build`).
 import { build } from 'esbuild';
-import { readdirSync, statSync, existsSync, writeFileSync } from 'node:fs';
+import { readdirSync, statSync, existsSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildConsole } from './build-console.mjs';
@@ -13,11 +13,12 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 // prepare script compiles) must not rewrite modules that parallel tests are importing.
 const roots = ['src', 'authority', 'gateway', 'service-kit', 'firmware-bridge', 'cli', 'mcp', 'test', 'examples'];
 
-function collect(dir, out) {
+function collect(dir, out, ending = '.ts') {
+  if (!existsSync(dir)) return out;
   for (const name of readdirSync(dir)) {
     const path = join(dir, name);
-    if (statSync(path).isDirectory()) collect(path, out);
-    else if (name.endsWith('.ts') && !name.endsWith('.d.ts')) out.push(relative(root, path));
+    if (statSync(path).isDirectory()) collect(path, out, ending);
+    else if (name.endsWith(ending) && !name.endsWith('.d.ts')) out.push(relative(root, path));
   }
   return out;
 }
@@ -38,6 +39,10 @@ if (process.env.CTL_TEST_RUNNER) {
     sourcemap: 'inline',
     logLevel: 'warning',
   });
+  // A test removed or renamed in the sources must not keep running from an old output.
+  for (const out of collect(join(root, 'build', 'test'), [], '.test.js')) {
+    if (!existsSync(join(root, out.slice('build/'.length).replace(/\.js$/, '.ts')))) rmSync(join(root, out));
+  }
   // The console the gateway serves at /console (bundled for browsers, not one file per file).
   await buildConsole(join(root, 'build', 'console'));
   // Every compile records when it ran: `npm start` (scripts/run.mjs) compiles again only when a

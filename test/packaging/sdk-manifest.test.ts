@@ -3,7 +3,7 @@
  * consumer needs — no scripts (so nothing runs at install), no devDependencies, no workspaces, no
  * dependencies — with the same entry points as the repository's; every minified build ships its
  * source map; error classes keep readable names in the minified builds. Fast: no install (the
- * tarball test, tarballs.test.ts, installs the packed directory).
+ * tarball test, tarballs.slow.test.ts, installs the packed directory).
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
