@@ -79,7 +79,7 @@ try {
   const snack = await pay('hotel.example', '100');
   const r3 = await kiosk(snack, '100');
   console.log(`an SBA for the hotel presented at the kiosk: ${r3.valid ? 'accepted' : `refused (${r3.error.code}: ${r3.error.message})`}`);
-  expect(!r3.valid && r3.error.code === 'malformed' && /intentHash/.test(r3.error.message), 'wrong intent refused');
+  expect(!r3.valid && r3.error.code === 'destination_not_allowed', 'wrong intent refused');
 
   // 7. Alex revokes with the same key, no API key; the next online payment is refused.
   const pending = await pay('hotel.example', '100');

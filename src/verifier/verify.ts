@@ -373,7 +373,7 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
       }
 
       // Step 4: amounts.
-      if (amount > BigInt(a.maxAmountMinor)) fail('amount_exceeds_authorization', `${o.amount} is more than the ${a.maxAmountMinor} authorized`);
+      if (amount > BigInt(a.maxAmountMinor)) fail('amount_exceeds_authorization', `${o.amount} minor units of ${currency} is more than the ${a.maxAmountMinor} authorized`);
       if (currency !== a.currency) fail('currency_mismatch', `the SBA is in ${a.currency}, the payment in ${currency}`);
       const merchantId = o.merchantId ?? a.merchantId;
       const rail = o.rail ?? a.rail;

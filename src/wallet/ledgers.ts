@@ -69,7 +69,7 @@ export function velocityLedgers(grant: PolicyGrant, amount: bigint, merchantId: 
   if (v.maxAmountPerMerchantPerDay !== undefined) {
     out.push({
       key: `velocity-day:${grant.grantId}:${merchantId ?? '*'}:${Math.floor(now / DAY)}`, amount, ceiling: BigInt(v.maxAmountPerMerchantPerDay),
-      code: 'velocity_exceeded', what: `${v.maxAmountPerMerchantPerDay} per merchant per day`, endsAt: (Math.floor(now / DAY) + 1) * DAY + WINDOW_RETENTION_MS,
+      code: 'velocity_exceeded', what: `${v.maxAmountPerMerchantPerDay} minor units of ${grant.currency} per merchant per day`, endsAt: (Math.floor(now / DAY) + 1) * DAY + WINDOW_RETENTION_MS,
     });
   }
   return out;

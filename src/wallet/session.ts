@@ -142,8 +142,8 @@ export function createSessionWith(c: CtlCrypto, grantInput: PolicyGrant | string
     // The session ceiling, the grant's total, its velocity and its budget windows at the SBA's
     // issuedAt (PROTOCOL.md §8, §12, §13), all or nothing.
     const ledgers: Ledger[] = [
-      { key: sessionKey, amount, ceiling, code: 'budget_exceeded', what: `the session ceiling of ${ceiling}` },
-      { key: grantKey, amount, ceiling: grantMax, code: 'budget_exceeded', what: `the grant's ${grantMax}` },
+      { key: sessionKey, amount, ceiling, code: 'budget_exceeded', what: `the session ceiling of ${ceiling} minor units` },
+      { key: grantKey, amount, ceiling: grantMax, code: 'budget_exceeded', what: `the grant's ${grantMax} minor units` },
       ...velocityLedgers(grant, amount, p.merchantId, t),
       ...windowLedgers(grant, amount, t),
     ];
@@ -151,7 +151,7 @@ export function createSessionWith(c: CtlCrypto, grantInput: PolicyGrant | string
     const sbaExpiry = Math.min(t + sbaTtlMs, grantExpiry);
     const r = await reserveAll(storage, ledgers, budgetId, { expiresAt: sbaExpiry, now: t });
     if (!r.ok) {
-      if (r.ledger.code === 'budget_exceeded') throw new CtlBudgetExceededError(`${p.amount} ${p.currency} would exceed ${r.ledger.what}`);
+      if (r.ledger.code === 'budget_exceeded') throw new CtlBudgetExceededError(`${p.amount} minor units of ${p.currency} would exceed ${r.ledger.what}`);
       throw new CtlError(r.ledger.code, `this payment would exceed ${r.ledger.what}`, { resetsAt: r.ledger.resetsAt });
     }
     try {

@@ -8,7 +8,7 @@ import { root } from '../../firmware-bridge/node/device-script.js';
 const expected: Record<string, RegExp[]> = {
   'provision-root': [/provisioned charger-001/, /a different root is refused \(already_provisioned\)/, /another root is refused \(trust_bundle_invalid\)/],
   'human-agent': [/Alex's DID: did:key:z6Mk\S+ \(key file mode 0600\)/, /hotel \(online\) 12\.00 EUR: accepted/, /rail kiosk \(offline, bundle\) 5\.00 EUR: accepted/,
-    /6\.00 EUR more: refused by the wallet \(budget_exceeded\)/, /presented at the kiosk: refused \(malformed: intentHash/, /next online payment \(hotel\): refused \(grant_revoked\)/,
+    /6\.00 EUR more: refused by the wallet \(budget_exceeded\)/, /presented at the kiosk: refused \(destination_not_allowed/, /next online payment \(hotel\): refused \(grant_revoked\)/,
     /audit trail of the grant: grant\.issue, grant\.revoke/],
   'ev-charger-offline': [/session 3: .* accepted/, /session 4: .* refused \(offline_limit_exceeded\)/, /refused \(replay\)/, /counters in flash: 3 payments, 58\.00 EUR/],
   'fleet-wallet': [/remaining 25\.00 EUR/, /CtlBudgetExceededError \(budget_exceeded\)/, /after revocation: CtlGrantRevokedError \(grant_revoked\)/],

@@ -75,7 +75,7 @@ test('grant signed alone (--revocation-base) verifies for a merchant trusting th
   assert.match(untrusted.out, /✗ 1\. PolicyGrant signature[\s\S]*issuer_not_trusted/);
   const wrongIntent = await verify('--trusted-human', did, '--amount', '800');
   assert.is(wrongIntent.code, 1);
-  assert.match(wrongIntent.out, /REFUSED: malformed: intentHash/);
+  assert.match(wrongIntent.out, /REFUSED: amount_exceeds_authorization/);
   // The agent given as its did:key works too.
   const byDid = await ctl('grant', '--key', f('p.key.pem'), '--agent', CTL.didKeyFromJwk(agent.publicJwk), '--amount', '1', '--currency', 'EUR',
     '--purpose', 'travel:booking', '--expires', '2026-12-31T00:00:00Z', '--revocation-base', 'https://people.example');

@@ -111,9 +111,12 @@ export async function run(CTL, report, fixtures, role, humanAgent) {
     const outcome = r.valid ? 'valid' : r.error.code;
     check('human-agent: unsupported_feature until registered, then registered', outcome === 'unsupported_feature', outcome, outcome);
   });
-  for (const k of fixtures.cases) {
-    if (!roleVerifies(k.kind)) continue;
-    await attempt(`vector ${k.id}`, async () => {
+  // A verifier keeps every revocation a root-signed bundle showed it (PROTOCOL.md §12), and the
+  // vectors share grants: the cases whose bundle revokes their own grant run last of all, so that a
+  // revocation seen there does not refuse the other cases' payments under the same grant.
+  const revokes = (k) => k.kind === 'chain' && (k.input.trustBundles || []).some((b) => b && Array.isArray(b.revokedGrants)
+    && k.input.sba && k.input.sba.grant && b.revokedGrants.includes(k.input.sba.grant.grantId));
+  const verifyVector = (k) => attempt(`vector ${k.id}`, async () => {
       const now = () => CTL.parseTimestamp(k.options.now, 'now');
       let r;
       if (k.kind === 'chain') {
@@ -148,8 +151,8 @@ export async function run(CTL, report, fixtures, role, humanAgent) {
       const outcome = r.valid ? 'valid' : r.error.code;
       const expected = k.expected.valid ? 'valid' : k.expected.code || 'invalid';
       check(`vector ${k.id}`, r.valid === k.expected.valid && (!k.expected.code || k.expected.code === outcome), outcome, `${outcome} (expected ${expected})`);
-    });
-  }
+  });
+  for (const k of fixtures.cases) if (roleVerifies(k.kind) && !revokes(k)) await verifyVector(k);
 
   // 3. Keys made here, the whole chain signed and verified here (randomness from the host, or
   //    from the firmware ABI through setRandomSource in QuickJS).
@@ -313,5 +316,6 @@ export async function run(CTL, report, fixtures, role, humanAgent) {
     check('root rotation: chain, bundle keys, rollback', outcome === 'valid:3 root_rotation_invalid root_rotation_invalid root_rollback valid:3 trust_bundle_invalid', outcome);
   });
 
+  for (const k of fixtures.cases) if (roleVerifies(k.kind) && revokes(k)) await verifyVector(k);
   return { passed, failed, outcomes };
 }
