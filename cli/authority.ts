@@ -10,7 +10,7 @@ import { startAuthority } from '../authority/server.js';
 import { openAuthorityStore } from '../authority/store/open.js';
 import { createLogger } from '../service-kit/index.js';
 import { guard, parseArgs, UsageError } from './device/args.js';
-import { packageVersion, variableLines, type VariableHelp } from './service/help.js';
+import { packageVersion, variableLines, webhookVariables, type VariableHelp } from './service/help.js';
 import { preflight, runUntilSignal, startFailure, warnNoAdminKey } from './service/lifecycle.js';
 
 /** Every variable the authority reads (authority/README.md "Configuration" lists the same, with the same defaults). */
@@ -37,11 +37,7 @@ const VARIABLES: VariableHelp[] = [
   ['CTL_AUTHORITY_KEK_PKCS11_URI', undefined, 'the KEK as an AES key in a PKCS#11 token instead'],
   ['CTL_AUDIT_WEBHOOK_URLS', undefined, 'comma-separated URLs the audit entries are pushed to (Standard Webhooks)'],
   ['CTL_AUDIT_WEBHOOK_SECRET', undefined, 'whsec_<base64>, signs them (required with the URLs)'],
-  ['CTL_WEBHOOK_MAX_ATTEMPTS', '12', 'webhook attempts before the dead letter'],
-  ['CTL_WEBHOOK_BASE_DELAY_MS', '5000', 'first retry delay, doubled each attempt'],
-  ['CTL_WEBHOOK_MAX_DELAY_MS', '3600000', 'longest retry delay'],
-  ['CTL_WEBHOOK_TIMEOUT_MS', '5000', 'per-attempt timeout'],
-  ['CTL_WEBHOOK_POLL_MS', '1000', 'how often each instance looks for due deliveries'],
+  ...webhookVariables('audit webhooks'),
   ['CTL_ANCHOR_LOCAL_PATH', undefined, 'a local append-only anchor file of the audit chain head'],
   ['CTL_AUTHORITY_RATE_LIMIT_KEY', '6000/60s', 'requests per API key, shared on PostgreSQL; 0: none'],
   ['CTL_AUTHORITY_RATE_LIMIT_ADDRESS', '60000/60s', 'requests per client address, per instance; 0: none'],

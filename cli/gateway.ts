@@ -3,7 +3,7 @@
  */
 import { gatewayOptionsFromEnv, startGateway } from '../gateway/server.js';
 import { guard, parseArgs, UsageError } from './device/args.js';
-import { packageVersion, variableLines, type VariableHelp } from './service/help.js';
+import { packageVersion, variableLines, webhookVariables, type VariableHelp } from './service/help.js';
 import { preflight, runUntilSignal, startFailure, warnNoAdminKey } from './service/lifecycle.js';
 
 /** Every variable the gateway reads (gateway/README.md "Configuration" lists the same, with the same defaults). */
@@ -39,11 +39,7 @@ const VARIABLES: VariableHelp[] = [
   ['CTL_GATEWAY_RATE_LIMIT_SESSION', '1200/60s', 'agent requests per session (/proxy); 0: none'],
   ['CTL_GATEWAY_RATE_LIMIT_CHARGE', '1200/60s', 'POST /charge per client address; 0: none'],
   ['CTL_GATEWAY_MAX_SESSION_SECONDS', '2592000', 'longest session: expiresAt at most this far ahead (30 days)'],
-  ['CTL_WEBHOOK_MAX_ATTEMPTS', '12', 'session webhooks: attempts before the dead letter'],
-  ['CTL_WEBHOOK_BASE_DELAY_MS', '5000', 'first retry delay, doubled each attempt'],
-  ['CTL_WEBHOOK_MAX_DELAY_MS', '3600000', 'longest retry delay'],
-  ['CTL_WEBHOOK_TIMEOUT_MS', '5000', 'per-attempt timeout'],
-  ['CTL_WEBHOOK_POLL_MS', '1000', 'how often each instance looks for due deliveries'],
+  ...webhookVariables('session webhooks'),
 ];
 
 const usage = (program: string) => `usage: ${program}            run the payment gateway

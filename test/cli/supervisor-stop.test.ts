@@ -11,52 +11,18 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { root } from '../../firmware-bridge/node/device-script.js';
+import { alive, cmdline, descendants } from '../helpers/processes.js';
 import { freshServiceBundles } from './service-bundles.js';
 
 const ADMIN = 'supervisor-test-admin-key-0123';
 
-/** Every process whose ancestry leads to `pid` (Linux /proc). */
-function descendants(pid: number): number[] {
-  const parent = new Map<number, number>();
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-      parent.set(Number(name), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
-    } catch {
-      /* exited meanwhile */
-    }
-  }
-  const out: number[] = [];
-  const walk = (p: number) => {
-    for (const [child, pp] of parent) if (pp === p) (out.push(child), walk(child));
-  };
-  walk(pid);
-  return out;
-}
 
-/** Running, not a zombie. */
-const alive = (pid: number) => {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
-  } catch {
-    return false;
-  }
-};
 
-const cmdline = (pid: number) => {
-  try {
-    return `${pid} ${readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ').trim()}`;
-  } catch {
-    return String(pid);
-  }
-};
 
 const portOpen = (url: string) =>
   new Promise<boolean>((resolve) => {
