@@ -49,15 +49,10 @@ type Env = Record<string, string | undefined>;
 export function startEnvironments(env: Env, dataDir: string, keys: DevKeys): { authority: Env; gateway: Env } {
   const shared = { ...env, LOG_LEVEL: env.LOG_LEVEL || 'info' };
   // The gateway trusts the people enrolled at the authority it starts beside (PROTOCOL.md §10): its
-  // grants' revocation URLs carry the authority's base, which sits on this machine's loopback.
+  // grants' revocation URLs carry the authority's base. The gateway reaches a trusted authority on
+  // loopback through its own exception, never opened to agents' /proxy (gateway/app.ts).
   const authorityPort = env.AUTHORITY_PORT || '8700';
   const authorityBase = (env.CTL_REVOCATION_BASE_URL || `http://${env.HOST || '127.0.0.1'}:${authorityPort}`).replace(/\/+$/, '');
-  let authorityTarget: string | undefined;
-  try {
-    const u = new URL(authorityBase);
-    authorityTarget = u.port ? `${u.hostname}:${u.port}` : undefined;
-  } catch { /* the authority's own check names the variable */ }
-  const allowTargets = [env.CTL_GATEWAY_ALLOW_TARGETS, authorityTarget].filter(Boolean).join(',');
   return {
     authority: {
       ...shared,
@@ -71,7 +66,6 @@ export function startEnvironments(env: Env, dataDir: string, keys: DevKeys): { a
       DATABASE_URL: env.GATEWAY_DATABASE_URL || `sqlite:${join(dataDir, 'gateway.db')}`,
       CTL_GATEWAY_ADMIN_KEY: env.CTL_GATEWAY_ADMIN_KEY || keys.gatewayAdminKey,
       CTL_GATEWAY_HUMAN_AUTHORITIES: env.CTL_GATEWAY_HUMAN_AUTHORITIES || authorityBase,
-      ...(allowTargets ? { CTL_GATEWAY_ALLOW_TARGETS: allowTargets } : {}),
     },
   };
 }

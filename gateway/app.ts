@@ -32,7 +32,8 @@ import { createPaymentService } from './services/payments.js';
 import { gatewayMetrics } from './services/business-metrics.js';
 import { createSessionService } from './services/sessions.js';
 import { createForwarder, guardedFetch } from './services/forwarder.js';
-import type { LookupFn, TargetPolicy } from './services/address-guard.js';
+import { isIP } from 'node:net';
+import { bareHost, type LookupFn, type TargetPolicy } from './services/address-guard.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { proxyRoutes } from './routes/proxy.js';
 import { agentSessionRoutes } from './routes/agent-session.js';
@@ -164,8 +165,13 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
   });
   // Webhook URLs are the owner's, but they are still outbound requests from inside: same guard.
   const hookForwarder = createForwarder({ policy: targets, timeoutMs: 5000, maxResponseBytes: 64 * 1024, maxRedirects: 0, resolve: deps.resolve });
-  // Revocation (and any JWKS) the SDK's verifier fetches for a person's grant: same guard, no redirects.
-  const authorityForwarder = createForwarder({ policy: targets, timeoutMs: 3000, maxResponseBytes: 64 * 1024, maxRedirects: 0, resolve: deps.resolve });
+  // Revocation (and any JWKS) the SDK's verifier fetches for a person's grant: same guard, no
+  // redirects. A trusted authority the operator named by a private IP address (no DNS in between)
+  // is reachable by these checks alone, never opened to agents' /proxy or webhooks by it.
+  const authorityForwarder = createForwarder({
+    policy: { ...targets, allowHosts: [...(targets.allowHosts ?? []), ...authorityTargets(deps.humanAuthorities ?? [])] },
+    timeoutMs: 3000, maxResponseBytes: 64 * 1024, maxRedirects: 0, resolve: deps.resolve,
+  });
   const humans = { authorities: deps.humanAuthorities ?? [], fetch: guardedFetch(authorityForwarder) };
   const consoleStreams = createConsoleStreams({
     db, now, maxPerOwner: deps.console?.maxStreamsPerOwner, maxTotal: deps.console?.maxStreams, heartbeatMs: deps.console?.heartbeatMs,
@@ -337,4 +343,20 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
 function localOrigin(ctx: Koa.Context): string {
   const a = (ctx.socket.localAddress ?? '127.0.0.1').replace(/^::ffff:(?=\d+\.)/, '');
   return `http://${a.includes(':') ? `[${a}]` : a}:${ctx.socket.localPort}`;
+}
+
+/**
+ * The `ip:port` of each trusted authority whose base URL names an IP address, as the address guard's
+ * allowHosts reads them. A name is not excepted: what it resolves to is not what the operator wrote.
+ */
+function authorityTargets(bases: readonly string[]): string[] {
+  return bases.flatMap((base) => {
+    try {
+      const u = new URL(base);
+      if (!isIP(bareHost(u))) return [];
+      return [`${bareHost(u)}:${u.port || (u.protocol === 'https:' ? '443' : '80')}`];
+    } catch {
+      return [];
+    }
+  });
 }

@@ -7,7 +7,8 @@
  */
 import type Router from '@koa/router';
 import type { Context } from 'koa';
-import { notFound, requireScope } from '../../service-kit/index.js';
+import { badRequest, notFound, requireScope } from '../../service-kit/index.js';
+import { canonicalize, sha256Hex, utf8Encode } from '../../src/index.js';
 import { closedObject, identifier, optional, required, text } from '../validate.js';
 import { actorOf, type RouteDeps } from './context.js';
 import { humanRevocationGate } from './humans.js';
@@ -16,11 +17,22 @@ import { humanRevocationGate } from './humans.js';
 export const REVOCATION_MAX_AGE_S = 5;
 
 export function revocationRoutes(router: Router, d: RouteDeps): void {
+  /** SHA-256 (hex) of the canonical JSON of the grant held under `id`, with or without its soft delete. */
+  const storedGrantHash = async (id: string) => {
+    const g = await d.store.getGrant(id, { includeDeleted: true });
+    return g ? sha256Hex(utf8Encode(canonicalize(JSON.parse(g.grant)))) : undefined;
+  };
+
   router.get('/revoke', async (ctx) => {
     const id = identifier(ctx.query['grantId'], 'grantId');
+    const grantHash = ctx.query['grantHash'];
+    if (grantHash !== undefined && (typeof grantHash !== 'string' || !/^[0-9a-f]{64}$/.test(grantHash))) throw badRequest('grantHash: must be 64 lowercase hex characters');
     const status = await d.store.revocationStatus(id);
     d.counters.revocationCheck(!status ? 'unknown' : status.revoked ? 'revoked' : 'not_revoked');
     if (!status) throw notFound(`no grant '${id}'`);
+    // Whoever asks with the grant in hand (a gateway taking a person's grant, PROTOCOL.md §10) learns
+    // whether this authority holds *that* grant, not merely one under its id: any signer can copy an id.
+    if (grantHash !== undefined && (await storedGrantHash(id)) !== grantHash) throw notFound(`no grant '${id}' with this content`);
     // Revocation is final, so a "revoked" answer can be cached much longer than a "not revoked" one.
     ctx.set('Cache-Control', status.revoked ? 'public, max-age=3600' : `public, max-age=${REVOCATION_MAX_AGE_S}`);
     ctx.body = status.revoked ? { grantId: id, revoked: true, revokedAt: status.revokedAt } : { grantId: id, revoked: false };

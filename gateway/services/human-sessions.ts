@@ -18,7 +18,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import {
-  CtlError, didKeyFromJwk, formatTimestamp, generateKeyPair, jwkThumbprint, verifyPolicyGrant,
+  CtlError, canonicalize, didKeyFromJwk, formatTimestamp, generateKeyPair, jwkThumbprint, sha256Hex, utf8Encode, verifyPolicyGrant,
   type PolicyGrant, type PublicJwk, type VerifyCtlResult,
 } from '../../src/index.js';
 import { createVerifier } from '../../src/verifier/verify.js';
@@ -60,12 +60,14 @@ function authorityOf(trust: HumanTrust | undefined, grant: PolicyGrant): string 
 const AUTHORITY_UNAVAILABLE = "the person's authority could not be asked about this grant";
 
 /**
- * Asks the authority whether it holds the grant (spec §4.3 GET /revoke): 'unknown' on 404 (it never
- * recorded it), else its revocation state. Anything else is `revocation_unavailable`.
+ * Asks the authority whether it holds this very grant (spec §4.3 GET /revoke, with the grant's
+ * hash: an id alone can be copied into a grant anyone signs): 'unknown' on 404 (it never recorded
+ * a grant with this id and content), else its revocation state. Anything else is `revocation_unavailable`.
  */
 async function askAuthority(trust: HumanTrust, grant: PolicyGrant): Promise<'active' | 'revoked' | 'unknown'> {
+  const grantHash = await sha256Hex(utf8Encode(canonicalize(grant)));
   try {
-    const res = await trust.fetch(grant.revocationUrl, { method: 'GET', headers: { accept: 'application/json' }, redirect: 'error' });
+    const res = await trust.fetch(`${grant.revocationUrl}&grantHash=${grantHash}`, { method: 'GET', headers: { accept: 'application/json' }, redirect: 'error' });
     if (res.status === 404) return 'unknown';
     if (res.ok) {
       const body = JSON.parse(await res.text()) as { grantId?: unknown; revoked?: unknown } | null;

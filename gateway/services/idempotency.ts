@@ -17,6 +17,7 @@ import { createHash } from 'node:crypto';
 import type { Context } from 'koa';
 import type { IncomingMessage } from 'node:http';
 import { HttpError, badRequest, describeError, randomId, timeOrderedId, DEFAULT_STATUS_BY_CODE, type SqlDatabase, type Logger } from '../../service-kit/index.js';
+import { paidResponseLost } from '../rails/rail.js';
 import {
   claimKey, keyRecord, takeOverKey, finishKey, freeKey, endLease, paymentOutcome, pruneExpiredKeys, type StoredAnswer,
 } from '../store/idempotency.js';
@@ -133,8 +134,11 @@ export function createIdempotencyService(deps: IdempotencyDeps) {
     try {
       await current.run({ paymentId }, run);
     } catch (e) {
-      await settleFailure(ctx, h, paymentId, e).catch((err) => deps.logger?.warn({ err, key: r.key }, 'idempotency: the refusal was not recorded; the key settles when its lease ends'));
-      throw e;
+      const answer = await settleFailure(ctx, h, paymentId, e).catch((err) => {
+        deps.logger?.warn({ err, key: r.key }, 'idempotency: the refusal was not recorded; the key settles when its lease ends');
+        return e;
+      });
+      throw answer;
     }
     // The merchant's answer: kept even if it is an error of the merchant's own.
     await finishKey(db, h, merchantAnswer(ctx)).catch((err) => deps.logger?.warn({ err, key: r.key }, 'idempotency: the answer was not stored; the key settles when its lease ends'));
@@ -146,13 +150,19 @@ export function createIdempotencyService(deps: IdempotencyDeps) {
    * pay twice (Stripe keeps 4xx/5xx too; here a refusal that moved nothing, such as
    * `session_paused`, must let the continuation retry through).
    */
-  async function settleFailure(ctx: Context, h: { sessionId: string; key: string; attempt: string }, paymentId: string, e: unknown) {
+  async function settleFailure(ctx: Context, h: { sessionId: string; key: string; attempt: string }, paymentId: string, e: unknown): Promise<unknown> {
     const p = await paymentOutcome(db, paymentId);
     if (p?.state === 'paid') {
+      // Money moved: whatever failed after it (a lost answer, a database that dropped the commit's
+      // acknowledgement), the agent is told it paid, never a refusal it would retry and pay again.
+      const answered = p.receiptId && !(e instanceof HttpError && e.code === 'paid_response_lost') ? paidResponseLost(p.receiptId, e) : e;
       if (p.receiptId) ctx.set('X-Ctl-Receipt-Id', p.receiptId);
-      await finishKey(db, h, refusalAnswer(ctx, e));
-    } else if (p && p.state !== 'released') await endLease(db, h, now());
+      await finishKey(db, h, refusalAnswer(ctx, answered));
+      return answered;
+    }
+    if (p && p.state !== 'released') await endLease(db, h, now());
     else await freeKey(db, h);
+    return e;
   }
 
   return {

@@ -144,6 +144,27 @@ test('before each payment, on another instance: the revocation request is guarde
   }
 });
 
+test('an authority named by a private IP address is reached by the authority checks alone, never through /proxy', async () => {
+  const authority = await serve(recordsAll);
+  const base = `http://127.0.0.1:${authority.port}`;
+  const db = sqliteDb();
+  const gw = await startTestGateway(db, { targets: { allowPrivate: false, allowHosts: [`127.0.0.1:${merchant.port}`] }, humanAuthorities: [base] });
+  try {
+    const created = await askSession(gw, base);
+    assert.is(created.status, 201, created.text);
+    assert.is((await proxy(gw, created.body.sessionToken, `${merchant.url}/p`, { purpose: 'api:search' })).status, 200, 'the person-backed session pays');
+    const seen = authority.connections();
+    const s = await createSession(gw);
+    const agent = await proxy(gw, s.sessionToken, `${base}/revoke?grantId=x`, { purpose: 'api:search' });
+    assert.is(agent.status, 403, agent.text);
+    assert.is(agent.body?.error?.code, 'target_not_allowed');
+    assert.is(authority.connections(), seen, 'no agent request reached the authority');
+  } finally {
+    await gw.close();
+    await db.drop();
+  }
+});
+
 test('the fetch the gateway hands the SDK refuses a JWKS URL whose name resolves to this machine', async () => {
   const jwks = await serve((_q, r) => r.writeHead(200, { 'content-type': 'application/json' }).end('{"keys":[]}'));
   const db = sqliteDb();

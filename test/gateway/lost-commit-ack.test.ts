@@ -1,0 +1,65 @@
+/**
+ * A payment whose commit went through but whose acknowledgement was lost (the database dropped the
+ * connection just after COMMIT): the agent is told it paid (502 `paid_response_lost` with the
+ * receipt), never a retryable `503 unavailable` that the next call would pay again (PROTOCOL.md §7).
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { createGatewayClient, GatewayError } from '../../src/client/index.js';
+import { DatabaseUnavailableError } from '../../service-kit/index.js';
+import { sqliteDb, startTestGateway, createSession, startMerchant, call } from './helpers.js';
+
+test('a commit whose acknowledgement is lost answers paid_response_lost with the receipt; the client does not pay again', async () => {
+  const tdb = sqliteDb();
+  let armed = false;
+  const open = tdb.open;
+  // The transaction that writes the ledger commits, then the driver reports the connection lost.
+  tdb.open = async () => {
+    const db = await open();
+    const tx = db.tx.bind(db);
+    (db as any).tx = async (fn: any, o: any) => {
+      let ledger = false;
+      const out = await tx(async (t: any) => fn(new Proxy(t, {
+        get(target, p) {
+          const v = target[p];
+          if (typeof v !== 'function') return v;
+          return (sql: string, ...rest: unknown[]) => {
+            if (typeof sql === 'string' && /INSERT INTO gw_ledger/.test(sql)) ledger = true;
+            return v.call(target, sql, ...rest);
+          };
+        },
+      })), o);
+      if (armed && ledger) {
+        armed = false;
+        throw new DatabaseUnavailableError(new Error('Connection terminated unexpectedly'));
+      }
+      return out;
+    };
+    return db;
+  };
+  const gw = await startTestGateway(tdb);
+  const merchant = await startMerchant({ amount: '100' });
+  try {
+    const s = await createSession(gw);
+    armed = true;
+    const session = createGatewayClient({ baseUrl: gw.url }).session(s.sessionToken);
+    let err: unknown;
+    try {
+      await session.fetch(`${merchant.url}/a`, { purpose: 'api:search' });
+    } catch (e) {
+      err = e;
+    }
+    assert.ok(err instanceof GatewayError, String(err));
+    assert.is((err as GatewayError).code, 'paid_response_lost');
+    assert.match(String((err as GatewayError).receiptId), /^rcpt_/);
+    const receipts = (await call(gw.url, 'GET', `/sessions/${s.sessionId}/receipts`, { key: gw.ownerKey })).body.receipts;
+    assert.is(receipts.length, 1, 'one payment, one receipt');
+    assert.is(receipts[0].receiptId, (err as GatewayError).receiptId);
+  } finally {
+    await merchant.close();
+    await gw.close();
+    await tdb.drop();
+  }
+});
+
+test.run();
