@@ -29,6 +29,12 @@ export const MAX_LIST_PROGRAM = 8192;
 
 export interface CompiledGlob {
   readonly negated: boolean;
+  /**
+   * True when a bracket or brace was read as literal text (left open, `{x}` without a comma, a
+   * range too long): no host holds those characters, so such a glob can never match, and a
+   * blocklist entry of it would block nothing. Sessions refuse it.
+   */
+  readonly literalSyntax: boolean;
   /** Number of instructions: the matcher does at most (host length + 1) × size steps. */
   readonly size: number;
   /** True when the host (lowercase, no trailing dot) matches; `steps.n` counts the states visited. */
@@ -190,6 +196,7 @@ export function compileHostGlob(glob: string): CompiledGlob {
   return {
     negated,
     size,
+    literalSyntax: prog.some((op) => op.op === 'char' && '[]{}'.includes(op.c)),
     test(host, steps = { n: 0 }) {
       // Pike VM: the set of live states advances one character at a time; a state is added at
       // most once per position (mark), so the work is at most (host.length + 1) × size.
@@ -235,4 +242,9 @@ export function hostGlobList(globs: readonly string[]): (host: string, steps?: {
 /** The program sizes of a list, for the limits checked when a session is created. */
 export function globProgramSizes(globs: readonly string[]): number[] {
   return globs.map((g) => compileHostGlob(g.toLowerCase()).size);
+}
+
+/** The index of the first glob whose brackets or braces are not syntax (CompiledGlob.literalSyntax), or -1. */
+export function firstInertGlob(globs: readonly string[]): number {
+  return globs.findIndex((g) => compileHostGlob(g.toLowerCase()).literalSyntax);
 }

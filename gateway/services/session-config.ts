@@ -6,7 +6,7 @@
  */
 import { isAmount, isCurrency, isPurposePattern, isPurpose, purposeAllowed, parseTimestamp, formatTimestamp } from '../../src/index.js';
 import { badRequest, optionalText } from '../../service-kit/index.js';
-import { globProgramSizes, hostGlobList, MAX_GLOB_PROGRAM, MAX_LIST_PROGRAM } from './host-glob.js';
+import { firstInertGlob, globProgramSizes, hostGlobList, MAX_GLOB_PROGRAM, MAX_LIST_PROGRAM, MAX_RANGE } from './host-glob.js';
 
 export interface SessionConfig {
   budget: { amount: string; currency: string };
@@ -50,6 +50,10 @@ function globs(v: unknown, field: string): string[] {
     if (typeof g !== 'string' || !GLOB.test(g.toLowerCase())) throw badRequest(`${field}[${i}]: must be a host glob such as "*.example.com"`);
     return g.toLowerCase();
   });
+  // A bracket or brace that is not syntax would be matched as text no host holds: such an entry
+  // could never match, and in a blocklist would block nothing without a word. Refused instead.
+  const inert = firstInertGlob(list);
+  if (inert >= 0) throw badRequest(`${field}[${inert}]: "${list[inert]}" has a [ or { that is not glob syntax (left open, {x} without a comma, or a range over ${MAX_RANGE} values)`);
   // Matching is linear in the host times the compiled size (services/host-glob.ts): bound the size.
   const sizes = globProgramSizes(list);
   sizes.forEach((n, i) => {
