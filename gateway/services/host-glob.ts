@@ -25,7 +25,7 @@ export const MAX_RANGE = 256;
 /** The largest program one glob may compile to (ranges and alternatives make it grow). */
 export const MAX_GLOB_PROGRAM = 2048;
 /** The largest sum of programs in one list: one host is checked against the whole list. */
-export const MAX_LIST_PROGRAM = 8192;
+export const MAX_LIST_PROGRAM = 4096;
 
 export interface CompiledGlob {
   readonly negated: boolean;
