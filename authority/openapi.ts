@@ -93,7 +93,7 @@ const paths: OpenApiDocument['paths'] = {
   },
   '/revoke': {
     get: operation({
-      summary: 'Revocation status of a grant (PROTOCOL.md §5 step 3)', description: 'Public; cacheable for a few seconds (an hour once revoked).', tags: ['grants'], operationId: 'revocationStatus', security: [],
+      summary: 'Revocation status of a grant (PROTOCOL.md §5 step 3)', description: 'Public; the asker may keep a "not revoked" answer a few seconds (private: no shared cache), a revoked one an hour.', tags: ['grants'], operationId: 'revocationStatus', security: [],
       parameters: [
         queryParam('grantId', 'The grant id', { type: 'string' }, true),
         queryParam('grantHash', 'Optional: SHA-256 (hex) of the grant\'s canonical JSON; a grant held under this id with other content is 404, as an unknown one', { type: 'string', pattern: '^[0-9a-f]{64}$' }),

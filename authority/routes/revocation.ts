@@ -33,8 +33,10 @@ export function revocationRoutes(router: Router, d: RouteDeps): void {
     // Whoever asks with the grant in hand (a gateway taking a person's grant, PROTOCOL.md §10) learns
     // whether this authority holds *that* grant, not merely one under its id: any signer can copy an id.
     if (grantHash !== undefined && (await storedGrantHash(id)) !== grantHash) throw notFound(`no grant '${id}' with this content`);
-    // Revocation is final, so a "revoked" answer can be cached much longer than a "not revoked" one.
-    ctx.set('Cache-Control', status.revoked ? 'public, max-age=3600' : `public, max-age=${REVOCATION_MAX_AGE_S}`);
+    // Revocation is final, so a "revoked" answer can be cached much longer, and by anyone. A "not
+    // revoked" one only by the asker, briefly: a shared cache in front of the authority would keep
+    // serving it after a revocation to callers that asked for no cache at all.
+    ctx.set('Cache-Control', status.revoked ? 'public, max-age=3600' : `private, max-age=${REVOCATION_MAX_AGE_S}`);
     ctx.body = status.revoked ? { grantId: id, revoked: true, revokedAt: status.revokedAt } : { grantId: id, revoked: false };
   });
 

@@ -167,7 +167,7 @@ test('revocation: GET is public and cacheable briefly; POST /revoke and /grants/
   const g = (await t.call('POST', '/grants', await grantRequest(t, actorJwk))).body;
   const before = await t.call('GET', `/revoke?grantId=${g.grantId}`, undefined, null);
   assert.equal(before.body, { grantId: g.grantId, revoked: false });
-  assert.match(before.headers.get('cache-control')!, /max-age=5\b/);
+  assert.match(before.headers.get('cache-control')!, /^private, max-age=5$/, 'a "not revoked" answer is no shared cache\'s to keep');
   const r1 = await t.call('POST', '/revoke', { grantId: g.grantId, reason: 'vehicle sold' });
   assert.is(r1.status, 200);
   assert.is(r1.body.revoked, true);
