@@ -97,15 +97,14 @@ export type LookupFn = (hostname: string, options: { all: true }, cb: (err: Node
 export function guardedLookup(policy: TargetPolicy, resolve: LookupFn = dnsLookup as unknown as LookupFn) {
   return (hostname: string, options: { all?: boolean; family?: number } | number, cb: (...args: any[]) => void) => {
     const opts = typeof options === 'number' ? { family: options } : options ?? {};
+    // One refusal for a name that resolves inside the network and for one that does not resolve at
+    // all: two answers would tell a caller which internal names exist. The address is never named.
+    const refused = () => new TargetRefused(`the target host '${hostname}' does not resolve to public addresses only`);
     resolve(hostname, { all: true }, (err, addresses) => {
-      if (err) return cb(err);
+      if (err) return cb(policy.allowPrivate ? err : refused());
       const list = (addresses ?? []).filter((a) => !opts.family || a.family === opts.family);
-      if (list.length === 0) return cb(Object.assign(new Error(`no address for ${hostname}`), { code: 'ENOTFOUND' }));
-      if (!policy.allowPrivate) {
-        const bad = list.find((a) => !isPublicAddress(a.address));
-        // The address is not named: what a name resolves to inside the network is not the caller's to learn.
-        if (bad) return cb(new TargetRefused(`the target host '${hostname}' does not resolve to public addresses only`));
-      }
+      if (list.length === 0) return cb(policy.allowPrivate ? Object.assign(new Error(`no address for ${hostname}`), { code: 'ENOTFOUND' }) : refused());
+      if (!policy.allowPrivate && list.some((a) => !isPublicAddress(a.address))) return cb(refused());
       if (opts.all) cb(null, list);
       else cb(null, list[0]!.address, list[0]!.family);
     });
