@@ -9,6 +9,7 @@
  * the gateway's database on PostgreSQL, so instances sharing it share each budget; in memory on
  * SQLite (one instance).
  */
+import { isIP } from 'node:net';
 import type { Middleware } from 'koa';
 import { createLimiter, formatRateLimit, limitAuthenticate, parseRateLimit, rateLimit, type RateLimit, type RateLimitBackend } from '../../service-kit/index.js';
 import type { OwnerPrincipal } from './owner-auth.js';
@@ -70,7 +71,7 @@ export function gatewayRateLimits(db: RateLimitBackend, limits: GatewayRateLimit
      * is false, so the address is the connection's (behind a reverse proxy, the proxy's: give it
      * a limit that fits every merchant behind it, or `0` and limit at the proxy).
      */
-    charges: rateLimit(chargeAddresses, (ctx) => ctx.socket.remoteAddress ?? 'unknown') as Middleware,
+    charges: rateLimit(chargeAddresses, (ctx) => clientKey(ctx.socket.remoteAddress)) as Middleware,
     // The bootstrap admin key (no owner) is the operator's own and never limited: an incident
     // (disabling owners, stopping sessions in bulk) must not wait for a window to end.
     auth: limitAuthenticate(auth, owners, (p) => p.ownerId),
@@ -85,4 +86,22 @@ export function gatewayRateLimits(db: RateLimitBackend, limits: GatewayRateLimit
       return { ...service, byToken };
     },
   };
+}
+
+/**
+ * The budget a client address draws on: an IPv4 address itself, an IPv6 address its /64 (one
+ * subscriber's network gets a whole /64, so counting addresses inside it would be no limit).
+ * @example clientKey('2001:db8:1:2::7') // '2001:db8:1:2::/64'
+ */
+export function clientKey(address: string | undefined): string {
+  if (!address) return 'unknown';
+  const v4 = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  if (v4) return v4[1]!;
+  if (isIP(address) !== 6) return address;
+  // Expand "::" to the zeros it stands for, then keep the first four groups.
+  const [head, tail] = address.toLowerCase().split('%')[0]!.split('::') as [string, string | undefined];
+  const left = head ? head.split(':') : [];
+  const right = tail ? tail.split(':') : [];
+  const groups = tail === undefined ? left : [...left, ...Array(8 - left.length - right.length).fill('0'), ...right];
+  return `${groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, '')).join(':')}::/64`;
 }

@@ -4,6 +4,7 @@
  * address its whole budget. On SQLite and on PostgreSQL (one budget for instances on the database).
  */
 import { test } from 'uvu';
+import { clientKey } from '../../gateway/services/rate-limits.js';
 import * as assert from 'uvu/assert';
 import { request } from 'node:http';
 import { postgresDb, sqliteDb, startTestGateway, type TestDb } from './helpers.js';
@@ -76,6 +77,18 @@ test('with the charge limit off (0), a burst of POST /charge passes', async () =
     await open.close();
     await testDb.drop();
   }
+});
+
+test('an IPv6 client draws on its /64, an IPv4 client (mapped or not) on its address', () => {
+  assert.is(clientKey('2001:db8:1:2::7'), '2001:db8:1:2::/64');
+  assert.is(clientKey('2001:db8:1:2:ffff:1:2:3'), '2001:db8:1:2::/64', 'another address of the same /64: the same budget');
+  assert.is(clientKey('2001:0db8:0001:0002:0:0:0:1'), '2001:db8:1:2::/64', 'leading zeros');
+  assert.is(clientKey('2001:db8::1'), '2001:db8:0:0::/64');
+  assert.is(clientKey('::1'), '0:0:0:0::/64');
+  assert.is(clientKey('fe80::1%eth0'), 'fe80:0:0:0::/64');
+  assert.is(clientKey('::ffff:127.0.0.2'), '127.0.0.2');
+  assert.is(clientKey('203.0.113.9'), '203.0.113.9');
+  assert.is(clientKey(undefined), 'unknown');
 });
 
 test.run();
