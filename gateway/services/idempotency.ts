@@ -165,8 +165,28 @@ export function createIdempotencyService(deps: IdempotencyDeps) {
     return e;
   }
 
+  /**
+   * A request without a key runs once, under a payment id of its own, so that when it fails after
+   * its payment was committed (a lost commit acknowledgement, a failure after it) the answer still
+   * says it paid, with the receipt, rather than a refusal the caller would retry and pay again.
+   */
+  async function unkeyed(ctx: Context, run: () => Promise<void>): Promise<void> {
+    const paymentId = newPaymentId();
+    try {
+      await current.run({ paymentId }, run);
+    } catch (e) {
+      if (e instanceof HttpError && e.code === 'paid_response_lost') throw e;
+      const p = await paymentOutcome(db, paymentId).catch(() => undefined);
+      if (p?.state === 'paid' && p.receiptId) {
+        ctx.set('X-Ctl-Receipt-Id', p.receiptId);
+        throw paidResponseLost(p.receiptId, e);
+      }
+      throw e;
+    }
+  }
+
   return {
-    /** The payment id of the keyed request running in this async context (services/payments.ts authorize). */
+    /** The payment id of the request running in this async context (services/payments.ts authorize). */
     paymentId: (): string | undefined => current.getStore()?.paymentId,
 
     /**
@@ -174,7 +194,7 @@ export function createIdempotencyService(deps: IdempotencyDeps) {
      * Without a key it just runs.
      */
     async around(ctx: Context, r: KeyedRequest | undefined, run: () => Promise<void>): Promise<void> {
-      if (!r) return run();
+      if (!r) return unkeyed(ctx, run);
       const hash = requestHash(r);
       for (let tries = 0; tries < 3; tries++) {
         const t = now();

@@ -7,13 +7,13 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createGatewayClient, GatewayError } from '../../src/client/index.js';
 import { DatabaseUnavailableError } from '../../service-kit/index.js';
-import { sqliteDb, startTestGateway, createSession, startMerchant, call } from './helpers.js';
+import { sqliteDb, startTestGateway, createSession, startMerchant, call, proxy } from './helpers.js';
 
-test('a commit whose acknowledgement is lost answers paid_response_lost with the receipt; the client does not pay again', async () => {
+/** A test database whose transaction writing the ledger commits, then reports the connection lost (once armed). */
+function losingCommitAck() {
   const tdb = sqliteDb();
-  let armed = false;
+  const state = { armed: false };
   const open = tdb.open;
-  // The transaction that writes the ledger commits, then the driver reports the connection lost.
   tdb.open = async () => {
     const db = await open();
     const tx = db.tx.bind(db);
@@ -29,19 +29,24 @@ test('a commit whose acknowledgement is lost answers paid_response_lost with the
           };
         },
       })), o);
-      if (armed && ledger) {
-        armed = false;
+      if (state.armed && ledger) {
+        state.armed = false;
         throw new DatabaseUnavailableError(new Error('Connection terminated unexpectedly'));
       }
       return out;
     };
     return db;
   };
+  return { tdb, state };
+}
+
+test('a commit whose acknowledgement is lost answers paid_response_lost with the receipt; the client does not pay again', async () => {
+  const { tdb, state } = losingCommitAck();
   const gw = await startTestGateway(tdb);
   const merchant = await startMerchant({ amount: '100' });
   try {
     const s = await createSession(gw);
-    armed = true;
+    state.armed = true;
     const session = createGatewayClient({ baseUrl: gw.url }).session(s.sessionToken);
     let err: unknown;
     try {
@@ -55,6 +60,26 @@ test('a commit whose acknowledgement is lost answers paid_response_lost with the
     const receipts = (await call(gw.url, 'GET', `/sessions/${s.sessionId}/receipts`, { key: gw.ownerKey })).body.receipts;
     assert.is(receipts.length, 1, 'one payment, one receipt');
     assert.is(receipts[0].receiptId, (err as GatewayError).receiptId);
+  } finally {
+    await merchant.close();
+    await gw.close();
+    await tdb.drop();
+  }
+});
+
+test('without an Idempotency-Key too (curl): the answer says it paid and names the receipt', async () => {
+  const { tdb, state } = losingCommitAck();
+  const gw = await startTestGateway(tdb);
+  const merchant = await startMerchant({ amount: '100' });
+  try {
+    const s = await createSession(gw);
+    state.armed = true;
+    const r = await proxy(gw, s.sessionToken, `${merchant.url}/b`, { purpose: 'api:search' });
+    assert.is(r.status, 502, r.text);
+    assert.is(r.body?.error?.code, 'paid_response_lost');
+    const receipts = (await call(gw.url, 'GET', `/sessions/${s.sessionId}/receipts`, { key: gw.ownerKey })).body.receipts;
+    assert.is(receipts.length, 1);
+    assert.is(r.headers.get('x-ctl-receipt-id'), receipts[0].receiptId);
   } finally {
     await merchant.close();
     await gw.close();
