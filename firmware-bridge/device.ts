@@ -256,9 +256,9 @@ export function createDevice(sdk: DeviceSdk, abi: HostAbi): Device {
   const bundleRevocationFetch = async (url: string) => {
     const grant = readJson(KEY_WALLET)?.grant as PolicyGrant | undefined;
     const now = flooredNow();
-    const live = bundles().filter((b) => now < Date.parse(b.expiresAt));
-    if (!grant || url !== grant.revocationUrl || live.length === 0) return { ok: false, status: 503, text: async () => '' };
-    const revoked = keptRevocations().includes(grant.grantId) || bundles().some((b) => b.revokedGrants.includes(grant.grantId));
+    const installed = bundles();
+    if (!grant || url !== grant.revocationUrl || !installed.some((b) => now < Date.parse(b.expiresAt))) return { ok: false, status: 503, text: async () => '' };
+    const revoked = keptRevocations().includes(grant.grantId) || installed.some((b) => b.revokedGrants.includes(grant.grantId));
     return { ok: true, status: 200, text: async () => JSON.stringify({ grantId: grant.grantId, revoked }) };
   };
 

@@ -5,8 +5,8 @@
  *
  * The body is read from its own text when the request still has it, with the strict I-JSON
  * parser (PROTOCOL.md §2), so a repeated member is `malformed` as in the header: Express
- * `req.rawBody` (a body parser's `verify` hook) or a string/Buffer `req.body` (`express.text()`,
- * `express.raw()`); Koa `ctx.request.rawBody` (`@koa/bodyparser` sets it) or a string/Buffer
+ * `req.rawBody` (a body parser's `verify` hook) or a text or bytes `req.body` (`express.text()`,
+ * `express.raw()`); Koa `ctx.request.rawBody` (`@koa/bodyparser` sets it) or a text or bytes
  * `ctx.request.body`. A body only available parsed (`express.json()` alone) has lost that check:
  * its `sba` is taken as it is, or refused with `requireRawBody`.
  */
@@ -60,7 +60,7 @@ declare global {
 
 const resolve = async <T, R>(v: Dyn<T, R>, req: R): Promise<T> => (typeof v === 'function' ? (v as (r: R) => T)(req) : v);
 
-/** The first candidate that is a body's raw text (a string, or bytes: a Buffer is a Uint8Array). */
+/** The first candidate that is a body's raw text (a string, or bytes: Node's byte buffers are Uint8Arrays). */
 function rawText(...candidates: unknown[]): string | Uint8Array | undefined {
   for (const v of candidates) if (typeof v === 'string' || v instanceof Uint8Array) return v;
   return undefined;

@@ -126,16 +126,6 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
   /** Walked chains, keyed by the bytes of root + chain (never by object): a payment does not re-verify the chain. */
   const signersCache = new Map<string, Promise<BundleSigners>>();
 
-  /** The pinned root as bytes (PEM text, or the canonical JWK of a key object). */
-  async function rootIdOf(o: VerifyCtlOptions): Promise<string> {
-    const root = o.rootPublicKeyPem!;
-    try {
-      return typeof root === 'string' ? root : canonicalize(await c.toPublicJwk(root));
-    } catch {
-      return fail('malformed', 'rootPublicKeyPem is not usable');
-    }
-  }
-
   /**
    * The revocations of every bundle that passed its root check (PROTOCOL.md §12: revocations are
    * permanent). An expired or superseded bundle vouches for no key, but what it revoked stays
@@ -153,18 +143,20 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
 
   async function signersFor(o: VerifyCtlOptions): Promise<BundleSigners> {
     const root = o.rootPublicKeyPem!;
+    let rootId: string;
     let chainId: string;
     let acceptedId: string;
     try {
+      rootId = typeof root === 'string' ? root : canonicalize(await c.toPublicJwk(root));
       // JSON text of the chains as the caller holds them now (native, so cheap per payment); what
       // is walked is parsed back from this very text, so the cached verdict belongs to these bytes.
       chainId = o.rootChain === undefined ? '-' : JSON.stringify(o.rootChain);
       acceptedId = o.acceptedRootChain === undefined ? '-' : JSON.stringify(o.acceptedRootChain);
       if (typeof chainId !== 'string' || typeof acceptedId !== 'string') throw new Error('not JSON');
     } catch {
-      return fail('malformed', 'rootChain or acceptedRootChain is not usable');
+      return fail('malformed', 'rootPublicKeyPem, rootChain or acceptedRootChain is not usable');
     }
-    const key = `${await rootIdOf(o)}\u0000${chainId}\u0000${acceptedId}\u0000${o.minRootVersion ?? ''}`;
+    const key = `${rootId}\u0000${chainId}\u0000${acceptedId}\u0000${o.minRootVersion ?? ''}`;
     let p = signersCache.get(key);
     if (!p) {
       const parse = (text: string) => (text === '-' ? undefined : parseStrictJson(text));

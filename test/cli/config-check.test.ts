@@ -8,11 +8,10 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { root } from '../../firmware-bridge/node/device-script.js';
+import { freePort } from '../helpers/ports.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'ctl-config-'));
 
@@ -41,15 +40,6 @@ function ctl(args: string[], env: Record<string, string>, until?: RegExp): Promi
   });
 }
 
-/** A port where nothing listens: bound, then closed. */
-async function closedPort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as AddressInfo).port;
-  await new Promise((r) => s.close(r));
-  return port;
-}
-
 const sqlite = (name: string) => `sqlite:${join(mkdtempSync(join(dir, 'db-')), name)}`;
 
 interface Case {
@@ -73,8 +63,8 @@ const cases: Case[] = [
   { what: 'a short admin key', cmd: 'gateway', env: () => ({ CTL_GATEWAY_ADMIN_KEY: 'short' }), variable: 'CTL_GATEWAY_ADMIN_KEY' },
   { what: 'a short admin key', cmd: 'authority', env: () => ({ CTL_ADMIN_API_KEY: 'short' }), variable: 'CTL_ADMIN_API_KEY' },
   { what: 'a revocation base URL that is not http(s)', cmd: 'authority', env: () => ({ CTL_REVOCATION_BASE_URL: 'ftp://authority.example' }), variable: 'CTL_REVOCATION_BASE_URL' },
-  { what: 'an unreachable PostgreSQL', cmd: 'gateway', env: async () => ({ DATABASE_URL: `postgres://postgres@127.0.0.1:${await closedPort()}/test` }), variable: 'DATABASE_URL' },
-  { what: 'an unreachable PostgreSQL', cmd: 'authority', env: async () => ({ DATABASE_URL: `postgres://postgres@127.0.0.1:${await closedPort()}/test` }), variable: 'DATABASE_URL' },
+  { what: 'an unreachable PostgreSQL', cmd: 'gateway', env: async () => ({ DATABASE_URL: `postgres://postgres@127.0.0.1:${await freePort()}/test` }), variable: 'DATABASE_URL' },
+  { what: 'an unreachable PostgreSQL', cmd: 'authority', env: async () => ({ DATABASE_URL: `postgres://postgres@127.0.0.1:${await freePort()}/test` }), variable: 'DATABASE_URL' },
 ];
 
 for (const c of cases) {
@@ -88,7 +78,7 @@ for (const c of cases) {
 }
 
 test('an unreachable PostgreSQL is described, not left to the driver', async () => {
-  const port = await closedPort();
+  const port = await freePort();
   const r = await ctl(['gateway'], { DATABASE_URL: `postgres://postgres:secret@127.0.0.1:${port}/test` }, /listening/);
   assert.is(r.code, 2, r.err);
   assert.match(r.err, new RegExp(`DATABASE_URL: cannot connect to PostgreSQL at 127\\.0\\.0\\.1:${port}/test: nothing listens there \\(ECONNREFUSED\\)`));
@@ -96,7 +86,7 @@ test('an unreachable PostgreSQL is described, not left to the driver', async () 
 });
 
 test('ctl start names its own variables for each service database', async () => {
-  const port = await closedPort();
+  const port = await freePort();
   const data = mkdtempSync(join(dir, 'start-'));
   const a = await ctl(['start', '--data', data], { AUTHORITY_DATABASE_URL: `postgres://postgres@127.0.0.1:${port}/test` }, /listening/);
   assert.is(a.code, 2, a.err);

@@ -10,24 +10,13 @@ import * as assert from 'uvu/assert';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
-import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { root } from '../../firmware-bridge/node/device-script.js';
 import { alive, cmdline, descendants } from '../helpers/processes.js';
+import { portOpen } from '../helpers/ports.js';
 
 const ADMIN = 'stop-test-admin-key-0123456789';
-
-
-
-
-const portOpen = (url: string) =>
-  new Promise<boolean>((resolve) => {
-    const u = new URL(url);
-    const s = connect(Number(u.port), u.hostname);
-    s.once('connect', () => (s.destroy(), resolve(true)));
-    s.once('error', () => resolve(false));
-  });
 
 /** Waits for the JSON log lines that announce the listening URLs. */
 function listeningUrls(child: ChildProcess, count: number, log: { text: string }): Promise<string[]> {

@@ -12,25 +12,14 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { root } from '../../firmware-bridge/node/device-script.js';
 import { alive, cmdline, descendants } from '../helpers/processes.js';
+import { portOpen } from '../helpers/ports.js';
 import { freshServiceBundles } from './service-bundles.js';
 
 const ADMIN = 'supervisor-test-admin-key-0123';
-
-
-
-
-const portOpen = (url: string) =>
-  new Promise<boolean>((resolve) => {
-    const u = new URL(url);
-    const s = connect(Number(u.port), u.hostname);
-    s.once('connect', () => (s.destroy(), resolve(true)));
-    s.once('error', () => resolve(false));
-  });
 
 interface Case {
   how: string;

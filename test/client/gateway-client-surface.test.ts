@@ -7,23 +7,13 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { createGatewayClient } from '../../src/client/index.js';
 import { CtlError } from '../../src/errors.js';
 import { repoRoot } from '../helpers/vectors.js';
-
-/** A local port nothing listens on. */
-async function closedPort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as AddressInfo).port;
-  await new Promise((r) => s.close(r));
-  return port;
-}
+import { freePort } from '../helpers/ports.js';
 
 test('an unreachable gateway: CtlError upstream_error naming the URL, on the owner API and session.fetch', async () => {
-  const base = `http://127.0.0.1:${await closedPort()}`;
+  const base = `http://127.0.0.1:${await freePort()}`;
   const owner = createGatewayClient({ baseUrl: base, ownerKey: 'k'.repeat(32), sleep: async () => {} });
   const agent = owner.session('gw_sess_x');
   const failures = await Promise.all([
@@ -43,7 +33,7 @@ test('an unreachable gateway: CtlError upstream_error naming the URL, on the own
 });
 
 test('an abort is still the caller\'s own error, not upstream_error', async () => {
-  const base = `http://127.0.0.1:${await closedPort()}`;
+  const base = `http://127.0.0.1:${await freePort()}`;
   const ac = new AbortController();
   ac.abort();
   const e = await createGatewayClient({ baseUrl: base }).session('gw_sess_x').fetch('https://m.example/', { signal: ac.signal }).then(() => undefined, (x) => x);

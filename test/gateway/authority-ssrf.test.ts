@@ -13,6 +13,7 @@ import { createSignedPolicyGrant, generateKeyPair, policyHash, verifyCtl, type P
 import { createForwarder, guardedFetch } from '../../gateway/services/forwarder.js';
 import type { LookupFn } from '../../gateway/services/address-guard.js';
 import { call, createSession, inOneHour, proxy, sqliteDb, startMerchant, startTestGateway, type Merchant, type TestDb, type TestGateway } from './helpers.js';
+import { freePort } from '../helpers/ports.js';
 
 const person = await generateKeyPair({ alg: 'ES256' });
 const servers: Server[] = [];
@@ -26,14 +27,6 @@ async function serve(handler: Parameters<typeof createServer>[1]): Promise<{ por
   await new Promise<void>((r) => s.listen(0, '::', r)); // dual stack: 127.0.0.1 and ::1 both reach it
   servers.push(s);
   return { port: (s.address() as AddressInfo).port, connections: () => n };
-}
-
-async function closedPort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as AddressInfo).port;
-  await new Promise((r) => s.close(r));
-  return port;
 }
 
 // Names that look public and resolve to this machine (a hosts entry, internal DNS, rebinding).
@@ -73,7 +66,7 @@ test.after(async () => {
 
 test('session creation: an authority name that resolves to this machine is refused at connect time, listener or not', async () => {
   const victim = await serve(recordsAll);
-  const none = await closedPort();
+  const none = await freePort();
   const db = sqliteDb();
   const gw = await startTestGateway(db, {
     targets: { allowPrivate: false }, resolve, humanAuthorities: [`http://auth.test:${victim.port}`, `http://auth.test:${none}`],
@@ -100,7 +93,7 @@ test('a refusal never echoes what the authority answered: one text for every fai
     await serve((q, r) => q.socket.destroy()),
     await serve((_q, r) => r.writeHead(401, { 'www-authenticate': `Basic realm="${secret}"` }).end(secret)),
   ];
-  const bases = [...answers.map((a) => `http://127.0.0.1:${a.port}`), `http://127.0.0.1:${await closedPort()}`];
+  const bases = [...answers.map((a) => `http://127.0.0.1:${a.port}`), `http://127.0.0.1:${await freePort()}`];
   const db = sqliteDb();
   const gw = await startTestGateway(db, { humanAuthorities: bases }); // private addresses allowed: the authorities are reached
   try {

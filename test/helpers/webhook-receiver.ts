@@ -6,6 +6,7 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { spawn, type ChildProcess } from 'node:child_process';
+import { freePort } from './ports.js';
 
 export interface Delivery {
   id: string;
@@ -13,13 +14,7 @@ export interface Delivery {
   body: string;
 }
 
-export async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as AddressInfo).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
+export { freePort };
 
 /** Down until `up()`; `url` is fixed from the start. */
 export async function downReceiver() {

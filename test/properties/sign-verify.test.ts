@@ -5,7 +5,8 @@
  */
 import { test } from 'uvu';
 import fc from 'fast-check';
-import { createMemorySpendStorage, formatTimestamp, parseStrictJson } from '../../src/index.js';
+import { formatTimestamp, parseStrictJson } from '../../src/index.js';
+import { withFreshLedger } from '../helpers/fresh-ledger.js';
 import { createCtlCrypto } from '../../src/crypto/index.js';
 import type { CtlCrypto, PublicJwk } from '../../src/crypto/types.js';
 import { createGrantWith } from '../../src/artifacts/grant.js';
@@ -184,11 +185,9 @@ for (const backend of names) {
   const c = backends[backend];
   const m = await material(c);
   const verifyCtl = createVerifier(c);
-  // One SBA is verified many times here (offline, each budgetId accepted is recorded, PROTOCOL.md §12):
-  // every read of `spendStorage`, a call's or a spread's, gives a fresh ledger, so what is compared is the signature.
-  const freshLedger = <T extends object>(o: T): T => Object.defineProperty(o, 'spendStorage', { get: () => createMemorySpendStorage(), enumerable: true });
-  const ctlOptions = freshLedger({ amount: '30', currency: 'USD', merchantId: 'merchant-a', signingKeyPem: m.authority.publicKeyPem, offline: true, now: fixedNow });
-  const bundleChain = freshLedger({ amount: '30', currency: 'USD', merchantId: 'merchant-a', trustBundles: [m.bundle], rootPublicKeyPem: m.root.publicKeyPem, offline: true, now: fixedNow });
+  // One SBA is verified many times here: what is compared is the signature, not replay.
+  const ctlOptions = withFreshLedger({ amount: '30', currency: 'USD', merchantId: 'merchant-a', signingKeyPem: m.authority.publicKeyPem, offline: true, now: fixedNow });
+  const bundleChain = withFreshLedger({ amount: '30', currency: 'USD', merchantId: 'merchant-a', trustBundles: [m.bundle], rootPublicKeyPem: m.root.publicKeyPem, offline: true, now: fixedNow });
 
   test(`${backend}: any single-byte change of a signed SBA (grant inside) → invalid (600 runs)`, async () => {
     const text = JSON.stringify(m.sba);

@@ -8,7 +8,8 @@ import type { AddressInfo } from 'node:net';
 import express from 'express';
 import Koa from 'koa';
 import { bodyParser } from '@koa/bodyparser';
-import { ctl, ctlKoa, createSession, encodeSbaHeader, createMemorySpendStorage } from '../../src/index.js';
+import { ctl, ctlKoa, createSession, encodeSbaHeader } from '../../src/index.js';
+import { withFreshLedger } from '../helpers/fresh-ledger.js';
 import { sbaFromBodyText } from '../../src/verifier/presentation.js';
 import { keys, grant, fakeAuthority, T0, type Keys } from '../helpers/fixtures.js';
 
@@ -29,11 +30,10 @@ test.before(async () => {
   assert.equal(JSON.parse(duplicated), JSON.parse(valid));
 });
 
-// A fresh ledger at every request (the middleware spreads its options per request): these tests
-// present one SBA along many paths, not replay (offline, each budgetId accepted is recorded, PROTOCOL.md §12).
-const options = (extra: object = {}) => Object.defineProperty({
+// One SBA along many paths, not replay: a fresh ledger at every request.
+const options = (extra: object = {}) => withFreshLedger({
   amount: '30', currency: 'USD', merchantId: 'merchant-a', offline: true, signingKeyPem: k.authority.publicKeyPem, now: () => T0, ...extra,
-}, 'spendStorage', { get: () => createMemorySpendStorage(), enumerable: true });
+});
 
 async function serve(handler: http.RequestListener, run: (url: string) => Promise<void>) {
   const server = http.createServer(handler);

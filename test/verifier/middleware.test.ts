@@ -4,7 +4,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Koa from 'koa';
 import { bodyParser } from '@koa/bodyparser';
-import { ctl, ctlKoa, createSession, encodeSbaHeader, createMemorySpendStorage } from '../../src/index.js';
+import { ctl, ctlKoa, createSession, encodeSbaHeader } from '../../src/index.js';
+import { withFreshLedger } from '../helpers/fresh-ledger.js';
 import { keys, grant, fakeAuthority, T0, type Keys } from '../helpers/fixtures.js';
 
 let k: Keys;
@@ -16,11 +17,10 @@ test.before(async () => {
   sbaJson = await s.createSba({ amount: '30', currency: 'USD', rail: 'x402', merchantId: 'merchant-a' });
 });
 
-// A fresh ledger at every request (the middleware spreads its options per request): these tests
-// present one SBA along many paths, not replay (offline, each budgetId accepted is recorded, PROTOCOL.md §12).
-const options = () => Object.defineProperty({
+// One SBA along many paths, not replay: a fresh ledger at every request.
+const options = () => withFreshLedger({
   amount: '30', currency: 'USD', merchantId: 'merchant-a', offline: true, signingKeyPem: k.authority.publicKeyPem, now: () => T0,
-}, 'spendStorage', { get: () => createMemorySpendStorage(), enumerable: true });
+});
 
 async function listen(server: http.Server) {
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));

@@ -6,6 +6,7 @@ import {
 } from '../../src/index.js';
 import { verifyCtlEdge } from '../../src/edge.js';
 import { keys, grant, bundle, rotatedKeyBundle, fakeAuthority, authorityJwks, T0, HOUR, type Keys } from '../helpers/fixtures.js';
+import { withFreshLedger } from '../helpers/fresh-ledger.js';
 
 let k: Keys;
 test.before(async () => {
@@ -20,10 +21,6 @@ async function signedSba(over: Parameters<typeof grant>[1] = {}, amount = '30', 
 
 // A fresh ledger per call: offline, a verifier records every budgetId it accepts (PROTOCOL.md §12), and most
 // tests here present one SBA several times to compare verdicts. The replay tests pass their own storage.
-/** `o` whose `spendStorage` is a fresh ledger at every read (every call, every spread): for tests that present one SBA many times. */
-function replayFree<T extends object>(o: T): T {
-  return Object.defineProperty({ ...o }, 'spendStorage', { get: () => createMemorySpendStorage(), enumerable: true });
-}
 const base = () => ({ amount: '30', currency: 'USD', merchantId: 'merchant-a', now: () => T0, spendStorage: createMemorySpendStorage() });
 
 test('online: JWKS + revocation URL, both cached; revoked → grant_revoked at the next check', async () => {
@@ -55,7 +52,7 @@ test('online check fails closed: revocation_unavailable', async () => {
 test('offline with a Trust Bundle: revoked grants refused after the next bundle refresh only (spec §3)', async () => {
   const sba = await signedSba();
   const b1 = await bundle(k);
-  const opts = replayFree({ ...base(), offline: true, rootPublicKeyPem: k.root.publicKeyPem });
+  const opts = withFreshLedger({ ...base(), offline: true, rootPublicKeyPem: k.root.publicKeyPem });
   assert.ok((await verifyCtl(sba, { ...opts, trustBundles: [b1] })).valid);
   const b2 = await bundle(k, { sequence: 2, revokedGrants: [sba.grant.grantId] });
   const r = await verifyCtl(sba, { ...opts, trustBundles: [b2] });
@@ -121,7 +118,7 @@ test('offline allowance (PROTOCOL.md §8): count, amount and bundle age bound an
 
 test('intentHash: required in the Full profile, bound to the payment', async () => {
   const sba = await signedSba();
-  const opts = replayFree({ ...base(), offline: true, signingKeyPem: k.authority.publicKeyPem, requireIntentHash: true });
+  const opts = withFreshLedger({ ...base(), offline: true, signingKeyPem: k.authority.publicKeyPem, requireIntentHash: true });
   assert.ok((await verifyCtl(sba, opts)).valid);
   // Presented for another payment: refused by what differs, not as a malformed SBA.
   const cheaper = await verifyCtl(sba, { ...opts, amount: '29' });
@@ -147,7 +144,7 @@ test('presentation: Authorization: CTL <base64> round-trips; 16 KiB cap', async 
 
 test('edge verifier (WebCrypto only) gives the same answers', async () => {
   const sba = await signedSba();
-  const opts = replayFree({ ...base(), offline: true, signingKeyPem: k.authority.publicKeyPem });
+  const opts = withFreshLedger({ ...base(), offline: true, signingKeyPem: k.authority.publicKeyPem });
   assert.ok((await verifyCtlEdge(sba, opts)).valid);
   const tampered = structuredClone(sba);
   tampered.authorization.maxAmountMinor = '31';
@@ -226,7 +223,7 @@ test('Trust Bundles: per scope only the newest counts, so an old bundle cannot k
   const sba = await signedSba();
   const old = await bundle(k, { sequence: 1 });
   const newer = await rotatedKeyBundle(k);
-  const opts = replayFree({ ...base(), offline: true, rootPublicKeyPem: k.root.publicKeyPem });
+  const opts = withFreshLedger({ ...base(), offline: true, rootPublicKeyPem: k.root.publicKeyPem });
   assert.ok((await verifyCtl(sba, { ...opts, trustBundles: [old] })).valid);
   for (const order of [[old, newer], [newer, old]]) {
     const r = await verifyCtl(sba, { ...opts, trustBundles: order });
@@ -242,7 +239,7 @@ test('Trust Bundles: per scope only the newest counts, so an old bundle cannot k
 
 test('the grant signature cache never vouches for a tampered grant carrying a cached signature', async () => {
   const sba = await signedSba();
-  const opts = replayFree({ ...base(), offline: true, signingKeyPem: k.authority.publicKeyPem });
+  const opts = withFreshLedger({ ...base(), offline: true, signingKeyPem: k.authority.publicKeyPem });
   assert.ok((await verifyCtl(sba, opts)).valid);
   const tampered = structuredClone(sba);
   tampered.grant.maxAmountMinor = '9999999';
@@ -255,7 +252,7 @@ test('the grant signature cache never vouches for a tampered grant carrying a ca
 
 test('a grant text seen before skips only its own re-check: a changed grant or a bad authorization is still refused', async () => {
   const sba = await signedSba();
-  const opts = replayFree({ ...base(), offline: true, signingKeyPem: k.authority.publicKeyPem });
+  const opts = withFreshLedger({ ...base(), offline: true, signingKeyPem: k.authority.publicKeyPem });
   assert.ok((await verifyCtl(sba, opts)).valid); // its grant text is now remembered
   const code = async (v: unknown) => {
     const r = await verifyCtl(v, opts);
