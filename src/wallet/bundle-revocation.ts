@@ -1,13 +1,14 @@
 /**
  * Revocation for a wallet that signs offline (a vehicle, a meter): the grant's status is read
- * from the Trust Bundles it has installed (their `revokedGrants`, PROTOCOL.md §4), each verified
- * against the pinned root on every check, instead of asked of the grant's `revocationUrl`.
- * Fail closed (spec §3 rule 1): without a live bundle signed by the root, nothing is signed.
+ * from the Trust Bundles it has installed (their `revokedGrants`, PROTOCOL.md §4), each checked
+ * against the pinned root, instead of asked of the grant's `revocationUrl`. Fail closed (spec §3
+ * rule 1): without a live bundle signed by the root, nothing is signed.
  */
 import type { CtlCrypto, PublicKeyInput } from '../crypto/types.js';
-import type { TrustBundle } from '../artifacts/types.js';
-import { verifyBundleWith, type VerifyBundleOptions } from '../artifacts/bundle.js';
-import { artifactData } from '../encoding/frozen-copy.js';
+import type { VerifyBundleOptions } from '../artifacts/bundle.js';
+import { createBundleCache } from '../verifier/bundle-cache.js';
+import { bundleSignersWith, type BundleSigners } from '../verifier/root-chain.js';
+import { parseTimestamp } from '../values.js';
 import { fail } from '../errors.js';
 import type { RevocationStatus } from '../revocation.js';
 
@@ -24,27 +25,35 @@ export interface BundleRevocationOptions extends Pick<VerifyBundleOptions, 'root
 /** Grants a root-signed bundle revoked, kept for the process (PROTOCOL.md §12: revocations are permanent). */
 const revokedSeen = new Set<string>();
 
+const unavailable = () => fail('revocation_unavailable', 'no live Trust Bundle signed by revocationFromBundles.rootPublicKeyPem');
+
 /**
  * Answers like the online check, or throws `revocation_unavailable`. Options missing or wrong
- * leave no live bundle: refused the same way, never "not revoked".
+ * leave no live bundle: refused the same way, never "not revoked". Each bundle's signature is
+ * checked once (the verifier's bundle cache, by bytes or by a frozen copy), not per payment.
  */
-export const bundleRevocation = (c: CtlCrypto, o: BundleRevocationOptions) => async (grantId: string, now: number): Promise<RevocationStatus> => {
-  const list = typeof o.trustBundles === 'function' ? await o.trustBundles() : o.trustBundles;
-  let live = false;
-  for (const input of Array.isArray(list) ? list : []) {
-    let own: TrustBundle;
+export const bundleRevocation = (c: CtlCrypto, o: BundleRevocationOptions) => {
+  const bundles = createBundleCache(c);
+  let signers: Promise<BundleSigners> | undefined;
+  return async (grantId: string, now: number): Promise<RevocationStatus> => {
+    const list = typeof o.trustBundles === 'function' ? await o.trustBundles() : o.trustBundles;
+    let keys: BundleSigners;
     try {
-      own = artifactData(input) as TrustBundle; // what is verified is what is read after
+      keys = await (signers ??= bundleSignersWith(c, o.rootPublicKeyPem, o.rootChain, o.minRootVersion));
     } catch {
-      continue;
+      return unavailable();
     }
-    const r = await verifyBundleWith(c, own, o.rootPublicKeyPem, { rootChain: o.rootChain, minRootVersion: o.minRootVersion, now: () => now });
-    // Expiry is checked after the root signature: an expired bundle vouches for nothing, but what
-    // it revoked stays revoked (PROTOCOL.md §12).
-    if ((r.valid || r.error.code === 'trust_bundle_expired') && own.revokedGrants.includes(grantId)) revokedSeen.add(grantId);
-    live ||= r.valid;
-  }
-  if (revokedSeen.has(grantId)) return { revoked: true };
-  if (!live) fail('revocation_unavailable', 'no live Trust Bundle signed by revocationFromBundles.rootPublicKeyPem');
-  return { revoked: false };
+    let live = false;
+    for (const input of Array.isArray(list) ? list : []) {
+      const checked = await bundles.check(input, keys);
+      if (!checked?.signatureOk) continue;
+      // Signed by the root: what it revoked stays revoked, live or not (PROTOCOL.md §12).
+      if (checked.revoked.has(grantId)) revokedSeen.add(grantId);
+      const b = checked.bundle;
+      live ||= now < parseTimestamp(b.expiresAt, 'bundle.expiresAt') && parseTimestamp(b.issuedAt, 'bundle.issuedAt') <= now;
+    }
+    if (revokedSeen.has(grantId)) return { revoked: true };
+    if (!live) unavailable();
+    return { revoked: false };
+  };
 };
