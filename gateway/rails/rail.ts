@@ -5,6 +5,7 @@
  * lets reconcile() promise "nothing paid twice, nothing paid and forgotten".
  */
 import { HttpError } from '../../service-kit/http-error.js';
+import { DEFAULT_STATUS_BY_CODE } from '../../service-kit/error-middleware.js';
 
 export interface PaymentOrder {
   paymentId: string;
@@ -73,11 +74,15 @@ export class RailError extends Error {
  * so the agent is told so, with the receipt, and that sending the request again pays again
  * (PROTOCOL.md §7: nothing paid twice for one intent). Never retried by the SDK client.
  */
-export function paidResponseLost(receiptId: string, cause: unknown): HttpError {
-  const why = (cause as Error)?.message ?? 'error';
+export function paidResponseLost(receiptId: string, cause?: unknown): HttpError {
+  // Only a refusal meant for the client (one with a protocol code, as the error middleware shows
+  // them) says why; anything else (a database driver's text) is the operator's, never the agent's.
+  const code = (cause as { code?: unknown } | undefined)?.code;
+  const forClient = cause instanceof HttpError || (cause instanceof Error && typeof code === 'string' && code in DEFAULT_STATUS_BY_CODE);
+  const why = forClient ? `the merchant's answer to the paid request was lost: ${(cause as Error).message}` : 'the gateway failed before it could answer';
   return new HttpError(
     502, 'paid_response_lost',
-    `the payment was made (receipt ${receiptId}) but the merchant's answer to the paid request was lost: ${why}; sending the request again pays again`,
+    `the payment was made (receipt ${receiptId}) but ${why}; sending the request again pays again`,
     { 'X-Ctl-Receipt-Id': receiptId },
   );
 }

@@ -20,6 +20,9 @@ type Op =
   | { op: 'jmp'; x: number }
   | { op: 'match' };
 
+/** The characters of a host name, lowercase (what a set must admit one of to match anything). */
+const HOST_CHARACTERS = 'abcdefghijklmnopqrstuvwxyz0123456789.-';
+
 /** A range `{m..n}` with more values than this is literal text. */
 export const MAX_RANGE = 256;
 /** The largest program one glob may compile to (ranges and alternatives make it grow). */
@@ -30,11 +33,12 @@ export const MAX_LIST_PROGRAM = 4096;
 export interface CompiledGlob {
   readonly negated: boolean;
   /**
-   * True when a bracket or brace was read as literal text (left open, `{x}` without a comma, a
-   * range too long): no host holds those characters, so such a glob can never match, and a
-   * blocklist entry of it would block nothing. Sessions refuse it.
+   * True when a part can match no host character: a bracket or brace read as literal text (left
+   * open, `{x}` without a comma, a range too long) or a set of none of `a-z0-9.-` (`[z-a]`,
+   * `[]]`). Such a glob can never match, and a blocklist entry of it would block nothing. Sessions
+   * refuse it.
    */
-  readonly literalSyntax: boolean;
+  readonly inert: boolean;
   /** Number of instructions: the matcher does at most (host length + 1) × size steps. */
   readonly size: number;
   /** True when the host (lowercase, no trailing dot) matches; `steps.n` counts the states visited. */
@@ -196,7 +200,7 @@ export function compileHostGlob(glob: string): CompiledGlob {
   return {
     negated,
     size,
-    literalSyntax: prog.some((op) => op.op === 'char' && '[]{}'.includes(op.c)),
+    inert: prog.some((op) => (op.op === 'char' && '[]{}'.includes(op.c)) || (op.op === 'set' && ![...HOST_CHARACTERS].some((c) => inSet(c, op)))),
     test(host, steps = { n: 0 }) {
       // Pike VM: the set of live states advances one character at a time; a state is added at
       // most once per position (mark), so the work is at most (host.length + 1) × size.
@@ -244,7 +248,7 @@ export function globProgramSizes(globs: readonly string[]): number[] {
   return globs.map((g) => compileHostGlob(g.toLowerCase()).size);
 }
 
-/** The index of the first glob whose brackets or braces are not syntax (CompiledGlob.literalSyntax), or -1. */
+/** The index of the first glob that can match no host (CompiledGlob.inert), or -1. */
 export function firstInertGlob(globs: readonly string[]): number {
-  return globs.findIndex((g) => compileHostGlob(g.toLowerCase()).literalSyntax);
+  return globs.findIndex((g) => compileHostGlob(g.toLowerCase()).inert);
 }

@@ -155,7 +155,7 @@ export function createIdempotencyService(deps: IdempotencyDeps) {
     if (p?.state === 'paid') {
       // Money moved: whatever failed after it (a lost answer, a database that dropped the commit's
       // acknowledgement), the agent is told it paid, never a refusal it would retry and pay again.
-      const answered = p.receiptId && !(e instanceof HttpError && e.code === 'paid_response_lost') ? paidResponseLost(p.receiptId, e) : e;
+      const answered = p.receiptId && !(e instanceof HttpError && e.code === 'paid_response_lost') ? paidResponseLost(p.receiptId) : e;
       if (p.receiptId) ctx.set('X-Ctl-Receipt-Id', p.receiptId);
       await finishKey(db, h, refusalAnswer(ctx, answered));
       return answered;
@@ -179,7 +179,7 @@ export function createIdempotencyService(deps: IdempotencyDeps) {
       const p = await paymentOutcome(db, paymentId).catch(() => undefined);
       if (p?.state === 'paid' && p.receiptId) {
         ctx.set('X-Ctl-Receipt-Id', p.receiptId);
-        throw paidResponseLost(p.receiptId, e);
+        throw paidResponseLost(p.receiptId); // the failure is the gateway's own: its text is not the agent's
       }
       throw e;
     }

@@ -53,7 +53,7 @@ function globs(v: unknown, field: string): string[] {
   // A bracket or brace that is not syntax would be matched as text no host holds: such an entry
   // could never match, and in a blocklist would block nothing without a word. Refused instead.
   const inert = firstInertGlob(list);
-  if (inert >= 0) throw badRequest(`${field}[${inert}]: "${list[inert]}" has a [ or { that is not glob syntax (left open, {x} without a comma, or a range over ${MAX_RANGE} values)`);
+  if (inert >= 0) throw badRequest(`${field}[${inert}]: "${list[inert]}" can match no host: a [ or { that is not glob syntax (left open, {x} without a comma, or a range over ${MAX_RANGE} values), or a [set] of no host character`);
   // Matching is linear in the host times the compiled size (services/host-glob.ts): bound the size.
   const sizes = globProgramSizes(list);
   sizes.forEach((n, i) => {

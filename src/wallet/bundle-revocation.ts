@@ -34,13 +34,19 @@ const unavailable = () => fail('revocation_unavailable', 'no live Trust Bundle s
  */
 export const bundleRevocation = (c: CtlCrypto, o: BundleRevocationOptions) => {
   const bundles = createBundleCache(c);
-  let signers: Promise<BundleSigners> | undefined;
+  // The signers of the root and chain as they are now (a rotation may extend the chain while the
+  // session lives), remembered by their bytes as the verifier does (verify.ts signersFor).
+  let signers: { id: string; keys: Promise<BundleSigners> } | undefined;
   return async (grantId: string, now: number): Promise<RevocationStatus> => {
     const list = typeof o.trustBundles === 'function' ? await o.trustBundles() : o.trustBundles;
     let keys: BundleSigners;
     try {
-      keys = await (signers ??= bundleSignersWith(c, o.rootPublicKeyPem, o.rootChain, o.minRootVersion));
+      const root = o.rootPublicKeyPem;
+      const id = `${typeof root === 'string' ? root : JSON.stringify(await c.toPublicJwk(root))}\u0000${JSON.stringify(o.rootChain ?? null)}\u0000${o.minRootVersion ?? ''}`;
+      if (signers?.id !== id) signers = { id, keys: bundleSignersWith(c, root, o.rootChain, o.minRootVersion) };
+      keys = await signers.keys;
     } catch {
+      signers = undefined; // a failure is not kept as the answer: asked again at the next payment
       return unavailable();
     }
     let live = false;

@@ -6,6 +6,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createSession, createTrustBundle, generateKeyPair, verifyCtl, CtlError, CtlGrantRevokedError, formatTimestamp } from '../../src/index.js';
 import { keys, grant, bundle, authorityJwks, T0, HOUR, type Keys } from '../helpers/fixtures.js';
+import { bundleBy, rotate4, rotatedRoot } from '../helpers/root-chain.js';
 
 let k: Keys;
 test.before(async () => {
@@ -124,6 +125,29 @@ test('revocationFromBundles without its root key or its bundles refuses revocati
     const s = createSession(g, { actorId: 'a', signingKey: k.actor.privateKeyPem, now: () => T0, revocationFromBundles: o as never });
     assert.is(await codeOf(s.createSba(pay)), 'revocation_unavailable', JSON.stringify(Object.keys(o)));
   }
+});
+
+test('a root rotated while the session lives: bundles of the retired key vouch no more, the new key\'s revocation counts', async () => {
+  const k = await keys();
+  const r = await rotatedRoot(k);
+  const s4 = await rotate4(r);
+  const g = await grant(k);
+  const installed: unknown[] = [await bundleBy(k, r.bk3)];
+  const opts = { trustBundles: () => installed, rootPublicKeyPem: k.root.publicKeyPem, rootChain: [r.s2, r.s3] as unknown[], minRootVersion: 3 };
+  const s = createSession(g, { actorId: 'v', signingKey: k.actor.privateKeyPem, now: () => T0, revocationFromBundles: opts });
+  const pay = () => s.createSba({ amount: '30', currency: 'USD', rail: 'card' });
+  await pay();
+  // Version 4 retires bundle key bk3 (compromised) and revokes the grant in a bk4 bundle.
+  opts.rootChain = [r.s2, r.s3, s4];
+  opts.minRootVersion = 4;
+  installed.splice(0, installed.length, await bundleBy(k, r.bk3, { sequence: 9 }), await bundleBy(k, r.bk4, { sequence: 10, revokedGrants: [g.grantId] }));
+  let refused: unknown;
+  try {
+    await pay();
+  } catch (e) {
+    refused = e;
+  }
+  assert.ok(refused instanceof CtlGrantRevokedError, String(refused));
 });
 
 test.run();
