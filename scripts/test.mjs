@@ -80,13 +80,14 @@ function runFile(file) {
     }, FILE_TIMEOUT_MS);
     child.stdout.on('data', (d) => (out += d));
     child.stderr.on('data', (d) => (out += d));
-    child.on('close', (code) => {
+    child.on('close', (code, signal) => {
       clearTimeout(timer);
       if (hung) {
         out += `\nHUNG: killed after ${FILE_TIMEOUT_MS / 1000} s without finishing\n`;
         return resolve({ file: relative(root, file), code, text: strip(out), ms: Date.now() - started, passed: 0, failed: 1, skipped: 0, hung: true });
       }
-      const text = strip(out);
+      // A file that dies silently (a signal, an exit before any output) says how it ended.
+      const text = strip(out) + (code !== 0 && !/Total:/.test(out) ? `\nexited with ${signal ? `signal ${signal}` : `code ${code}`}\n` : '');
       const total = Number(/Total:\s+(\d+)/.exec(text)?.[1] ?? NaN);
       const passed = Number(/Passed:\s+(\d+)/.exec(text)?.[1] ?? NaN);
       const skipped = Number(/Skipped:\s+(\d+)/.exec(text)?.[1] ?? 0);
