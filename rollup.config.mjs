@@ -21,7 +21,10 @@ import { fileURLToPath } from 'node:url';
 //   src/crypto/noble-verify-backend.ts (our BigInt Ed25519 verify) and @noble/ed25519 drops out.
 const here = (file) => fileURLToPath(new URL(file, import.meta.url));
 const SWAPS = {
-  embedded: [[/(^|\/)host\.js$/, here('src/host-embedded.ts')], [/^\.\/native\.js$/, here('src/crypto/native-none.ts')]],
+  embedded: [
+    [/(^|\/)host\.js$/, here('src/host-embedded.ts')],
+    [/^\.\/native\.js$/, here('src/crypto/native-none.ts')],
+  ],
   verifyOnly: [[/^\.\/noble-backend\.js$/, here('src/crypto/noble-verify-backend.ts')]],
 };
 const swap = (kinds) => {
@@ -39,10 +42,12 @@ const plugins = (minify = false, module = true, swaps = []) => [
   nodeResolve({ browser: false, preferBuiltins: false }),
   esbuild({ target: 'es2022', minify: false, tsconfig: 'tsconfig.json' }),
   // Error classes keep their names: a minified `CtlError` printed as `t [CtlError]` reads as a bug.
-  ...(minify ? [terser({ ecma: 2020, module, keep_classnames: /Error$/, compress: { passes: 3, reduce_funcs: module } })] : []),
+  ...(minify
+    ? [terser({ ecma: 2020, module, keep_classnames: /Error$/, compress: { passes: 3, reduce_funcs: module } })]
+    : []),
 ];
 // Our modules are side-effect free; this lets the edge build drop every noble import.
-const treeshake = { moduleSideEffects: (id) => !id.includes('/src/') ? true : false };
+const treeshake = { moduleSideEffects: (id) => (!id.includes('/src/') ? true : false) };
 
 // One ESM + CJS pair per `exports` entry; role entries also as IIFEs (global `CTL`, `CTLP256`) for embedded engines.
 const pair = (name, input = `src/entries/${name}.ts`, swaps = []) => ({

@@ -36,7 +36,9 @@ export function createLocalAnchor(path: string, now: () => number = Date.now): L
     async anchor(record) {
       await mkdir(dirname(file), { recursive: true });
       // 'a' opens O_APPEND: a write never lands anywhere but the end.
-      await appendFile(file, JSON.stringify({ ...record, anchoredAt: new Date(now()).toISOString() }) + '\n', { flag: 'a' });
+      await appendFile(file, JSON.stringify({ ...record, anchoredAt: new Date(now()).toISOString() }) + '\n', {
+        flag: 'a',
+      });
       lines = lines < 0 ? (await this.read()).length : lines + 1;
       return `${file}#${lines}`;
     },
@@ -45,7 +47,10 @@ export function createLocalAnchor(path: string, now: () => number = Date.now): L
         if (e.code === 'ENOENT') return '';
         throw e;
       });
-      return text.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+      return text
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l));
     },
   };
 }
@@ -62,8 +67,14 @@ export function anchorsFromEnv(env: Record<string, string | undefined>, logger?:
     const a = make(env);
     if (a) out.push(a);
   }
-  const kinds = new Set(Object.keys(env).map((k) => /^CTL_ANCHOR_([A-Z0-9]+)_/.exec(k)?.[1]?.toLowerCase()).filter((k): k is string => !!k));
-  for (const k of kinds) if (!(k in ANCHOR_ADAPTERS)) logger?.warn({ kind: k }, `no anchor adapter for CTL_ANCHOR_${k.toUpperCase()}_*: ignored`);
+  const kinds = new Set(
+    Object.keys(env)
+      .map((k) => /^CTL_ANCHOR_([A-Z0-9]+)_/.exec(k)?.[1]?.toLowerCase())
+      .filter((k): k is string => !!k),
+  );
+  for (const k of kinds)
+    if (!(k in ANCHOR_ADAPTERS))
+      logger?.warn({ kind: k }, `no anchor adapter for CTL_ANCHOR_${k.toUpperCase()}_*: ignored`);
   return out;
 }
 

@@ -5,8 +5,16 @@
 import Koa from 'koa';
 import Router from '@koa/router';
 import {
-  createApiKeyAuth, createMetrics, errorMiddleware, HttpError, jsonBody, requestGuard, requestLogger, silentLogger,
-  type Logger, type Metrics,
+  createApiKeyAuth,
+  createMetrics,
+  errorMiddleware,
+  HttpError,
+  jsonBody,
+  requestGuard,
+  requestLogger,
+  silentLogger,
+  type Logger,
+  type Metrics,
 } from '../service-kit/index.js';
 import { parseStrictJson } from '../src/index.js';
 import { createAuditTrail, type AuditWebhooks } from './audit-trail.js';
@@ -63,7 +71,8 @@ export function createAuthorityApp(deps: AuthorityDeps): Koa {
   const now = deps.now ?? Date.now;
   const metrics = deps.metrics ?? createMetrics({ prefix: 'ctl_authority_' });
   const limits = authorityRateLimits(
-    deps.store, deps.rateLimits ?? DEFAULT_AUTHORITY_RATE_LIMITS,
+    deps.store,
+    deps.rateLimits ?? DEFAULT_AUTHORITY_RATE_LIMITS,
     createApiKeyAuth({ findKey: (id) => deps.store.getApiKey(id), bootstrapKey: deps.adminApiKey }),
   );
   const routeDeps: RouteDeps = {
@@ -101,13 +110,26 @@ export function createAuthorityApp(deps: AuthorityDeps): Koa {
   app.use(metrics.middleware);
   // The revocation check, JWKS and probes are high-volume reads: logged at debug (cheap).
   if (deps.logRequests !== false) {
-    app.use(requestLogger(logger, { quietPaths: ['/revoke', '/.well-known/ctl-keys.json', '/trust-bundles', '/trust-root', '/healthz', '/readyz', '/metrics'] }));
+    app.use(
+      requestLogger(logger, {
+        quietPaths: [
+          '/revoke',
+          '/.well-known/ctl-keys.json',
+          '/trust-bundles',
+          '/trust-root',
+          '/healthz',
+          '/readyz',
+          '/metrics',
+        ],
+      }),
+    );
   }
   app.use(errorMiddleware({ logger }));
   // A method no route implements (PROPFIND, PURGE, …): 405, not the router's 501 logged as a failure.
   app.use(async (ctx, next) => {
     await next();
-    if (ctx.status === 501 && ctx.body == null) throw new HttpError(405, 'method_not_allowed', `${ctx.method} is not a method this service answers`);
+    if (ctx.status === 501 && ctx.body == null)
+      throw new HttpError(405, 'method_not_allowed', `${ctx.method} is not a method this service answers`);
   });
   app.use(requestGuard([router]));
   app.use(limits.addresses);

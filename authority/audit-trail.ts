@@ -21,15 +21,31 @@ export interface AuditTrail {
    * always), with `data` given or computed from the result.
    * @example await d.store.revokeGrant(id, by, d.audit.entry(actor, 'grant.revoke', id, {}, (r) => r.changed))
    */
-  entry<R>(actor: string, action: string, subject: string, data?: unknown | ((result: R) => unknown), when?: (result: R) => boolean): TxEffect<R>;
+  entry<R>(
+    actor: string,
+    action: string,
+    subject: string,
+    data?: unknown | ((result: R) => unknown),
+    when?: (result: R) => boolean,
+  ): TxEffect<R>;
   /** An entry (and its deliveries) in a transaction of its own: for an action whose change is not a store call here (prefer `entry`). */
   record(actor: string, action: string, subject: string, data?: unknown): Promise<AuditEntry>;
 }
 
-export function createAuditTrail(deps: { store: AuthorityStore; webhooks?: AuditWebhooks; anchors?: AnchorQueue; logger?: Logger; now: () => number }): AuditTrail {
+export function createAuditTrail(deps: {
+  store: AuthorityStore;
+  webhooks?: AuditWebhooks;
+  anchors?: AnchorQueue;
+  logger?: Logger;
+  now: () => number;
+}): AuditTrail {
   const deliver = async (q: SqlExecutor, entry: AuditEntry) => {
     if (!deps.webhooks) return;
-    await deps.webhooks.outbox.enqueue(q, { type: 'audit.appended', data: { ...entry, data: JSON.parse(entry.data) }, at: Date.parse(entry.at) }, deps.webhooks.endpoints);
+    await deps.webhooks.outbox.enqueue(
+      q,
+      { type: 'audit.appended', data: { ...entry, data: JSON.parse(entry.data) }, at: Date.parse(entry.at) },
+      deps.webhooks.endpoints,
+    );
   };
   const committed = (entry: AuditEntry) => () => {
     deps.webhooks?.outbox.kick();
@@ -40,12 +56,20 @@ export function createAuditTrail(deps: { store: AuthorityStore; webhooks?: Audit
       return async (q, result) => {
         if (when && !when(result)) return undefined;
         const value = typeof data === 'function' ? (data as (r: typeof result) => unknown)(result) : data;
-        const entry = await deps.store.audit.append({ actor, action, subject, data: value, at: new Date(deps.now()).toISOString() }, q, deliver);
+        const entry = await deps.store.audit.append(
+          { actor, action, subject, data: value, at: new Date(deps.now()).toISOString() },
+          q,
+          deliver,
+        );
         return committed(entry);
       };
     },
     async record(actor, action, subject, data) {
-      const entry = await deps.store.audit.append({ actor, action, subject, data, at: new Date(deps.now()).toISOString() }, undefined, deliver);
+      const entry = await deps.store.audit.append(
+        { actor, action, subject, data, at: new Date(deps.now()).toISOString() },
+        undefined,
+        deliver,
+      );
       committed(entry)();
       return entry;
     },

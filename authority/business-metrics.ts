@@ -22,14 +22,23 @@ export function authorityMetrics(registry: Registry): AuthorityMetrics {
   if (known) return known;
   const registers = [registry];
   const grants = new Counter({
-    name: 'ctl_authority_grants_issued_total', help: 'Policy grants issued, by signer (authority, person)', labelNames: ['signer'] as const, registers,
+    name: 'ctl_authority_grants_issued_total',
+    help: 'Policy grants issued, by signer (authority, person)',
+    labelNames: ['signer'] as const,
+    registers,
   });
   const revocations = new Counter({
-    name: 'ctl_authority_revocations_total', help: 'Grants revoked, by how (api: an API key, signed: a revocation signed by the grant issuer)', labelNames: ['via'] as const, registers,
+    name: 'ctl_authority_revocations_total',
+    help: 'Grants revoked, by how (api: an API key, signed: a revocation signed by the grant issuer)',
+    labelNames: ['via'] as const,
+    registers,
   });
   const bundles = new Counter({ name: 'ctl_authority_bundles_issued_total', help: 'Trust Bundles issued', registers });
   const checks = new Counter({
-    name: 'ctl_authority_revocation_checks_total', help: 'Revocation checks (GET /revoke), by answer (revoked, not_revoked, unknown)', labelNames: ['answer'] as const, registers,
+    name: 'ctl_authority_revocation_checks_total',
+    help: 'Revocation checks (GET /revoke), by answer (revoked, not_revoked, unknown)',
+    labelNames: ['answer'] as const,
+    registers,
   });
   for (const signer of ['authority', 'person']) grants.inc({ signer }, 0);
   for (const via of ['api', 'signed']) revocations.inc({ via }, 0);

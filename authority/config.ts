@@ -72,7 +72,9 @@ function readPemVar(env: Env, name: string, fileVar: string): string | undefined
   try {
     return readFileSync(file, 'utf8');
   } catch (e) {
-    throw new RangeError(`${fileVar}: cannot read '${file}' (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+    throw new RangeError(
+      `${fileVar}: cannot read '${file}' (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`,
+    );
   }
 }
 
@@ -80,20 +82,30 @@ function readPemVar(env: Env, name: string, fileVar: string): string | undefined
 export function readAuthorityConfig(env: Env = process.env): AuthorityConfig {
   const defaulted: string[] = [];
   const portText = nonEmpty(env['PORT']) ?? '8700';
-  if (!/^[0-9]{1,5}$/.test(portText) || Number(portText) > 65535) throw new RangeError(`PORT: expected 0–65535, got '${portText}'`);
+  if (!/^[0-9]{1,5}$/.test(portText) || Number(portText) > 65535)
+    throw new RangeError(`PORT: expected 0–65535, got '${portText}'`);
   const port = Number(portText);
   const host = nonEmpty(env['HOST']) ?? '127.0.0.1';
-  const databaseUrl = checkDatabaseUrl(nonEmpty(env['DATABASE_URL']) ?? (defaulted.push('DATABASE_URL'), 'sqlite:./data/authority.db'));
+  const databaseUrl = checkDatabaseUrl(
+    nonEmpty(env['DATABASE_URL']) ?? (defaulted.push('DATABASE_URL'), 'sqlite:./data/authority.db'),
+  );
   const issuer = nonEmpty(env['CTL_ISSUER_DOMAIN']) ?? (defaulted.push('CTL_ISSUER_DOMAIN'), 'localhost');
-  if (!/^[\x21-\x7e]{1,256}$/.test(issuer)) throw new RangeError('CTL_ISSUER_DOMAIN: printable ASCII without spaces, 1–256 characters (PROTOCOL.md §1)');
-  const revocationBaseUrl = (nonEmpty(env['CTL_REVOCATION_BASE_URL']) ?? (defaulted.push('CTL_REVOCATION_BASE_URL'), `http://${host}:${port}`)).replace(/\/+$/, '');
+  if (!/^[\x21-\x7e]{1,256}$/.test(issuer))
+    throw new RangeError('CTL_ISSUER_DOMAIN: printable ASCII without spaces, 1–256 characters (PROTOCOL.md §1)');
+  const revocationBaseUrl = (
+    nonEmpty(env['CTL_REVOCATION_BASE_URL']) ?? (defaulted.push('CTL_REVOCATION_BASE_URL'), `http://${host}:${port}`)
+  ).replace(/\/+$/, '');
   // Devices and merchants fetch `<base>/revoke`: an http(s) URL (PROTOCOL.md §4).
   checkHttpUrl(revocationBaseUrl, 'CTL_REVOCATION_BASE_URL');
   const adminApiKey = checkAdminKey(env['CTL_ADMIN_API_KEY'], 'CTL_ADMIN_API_KEY');
   checkKek(env, 'CTL_AUTHORITY_KEK');
-  const webhookUrls = (nonEmpty(env['CTL_AUDIT_WEBHOOK_URLS']) ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  const webhookUrls = (nonEmpty(env['CTL_AUDIT_WEBHOOK_URLS']) ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   const webhookSecret = nonEmpty(env['CTL_AUDIT_WEBHOOK_SECRET']);
-  if (webhookUrls.length > 0 && !webhookSecret) throw new RangeError('CTL_AUDIT_WEBHOOK_URLS needs CTL_AUDIT_WEBHOOK_SECRET (whsec_<base64>)');
+  if (webhookUrls.length > 0 && !webhookSecret)
+    throw new RangeError('CTL_AUDIT_WEBHOOK_URLS needs CTL_AUDIT_WEBHOOK_SECRET (whsec_<base64>)');
   if (webhookSecret !== undefined) {
     // Checked here, not at the first delivery: a bad secret would otherwise fail every webhook silently.
     try {
@@ -107,7 +119,9 @@ export function readAuthorityConfig(env: Env = process.env): AuthorityConfig {
   const bundleSigningKeyPem = readPemVar(env, 'CTL_TRUST_BUNDLE_SIGNING_KEY_PEM', 'CTL_TRUST_BUNDLE_SIGNING_KEY_FILE');
   const bundleSigningKeyPkcs11Uri = nonEmpty(env['CTL_TRUST_BUNDLE_SIGNING_KEY_PKCS11_URI']);
   if (bundleSigningKeyPkcs11Uri && bundleSigningKeyPem) {
-    const other = nonEmpty(env['CTL_TRUST_BUNDLE_SIGNING_KEY_PEM']) ? 'CTL_TRUST_BUNDLE_SIGNING_KEY_PEM' : 'CTL_TRUST_BUNDLE_SIGNING_KEY_FILE';
+    const other = nonEmpty(env['CTL_TRUST_BUNDLE_SIGNING_KEY_PEM'])
+      ? 'CTL_TRUST_BUNDLE_SIGNING_KEY_PEM'
+      : 'CTL_TRUST_BUNDLE_SIGNING_KEY_FILE';
     throw new RangeError(`CTL_TRUST_BUNDLE_SIGNING_KEY_PKCS11_URI and ${other}: set one, not both`);
   }
   return {

@@ -17,7 +17,14 @@
  * database from before sealing) is sealed at start.
  */
 import { createPublicKey } from 'node:crypto';
-import { canonicalize, generateKeyPair, importSigningKey, jwkThumbprint, type PublishedJwk, type SigningKey } from '../src/index.js';
+import {
+  canonicalize,
+  generateKeyPair,
+  importSigningKey,
+  jwkThumbprint,
+  type PublishedJwk,
+  type SigningKey,
+} from '../src/index.js';
 import { HttpError, type Logger, type TxEffect } from '../service-kit/index.js';
 import { pemSigner, type Signer } from '../service-kit/signers/index.js';
 import { isSealed, type SecretSealer } from '../service-kit/secrets/index.js';
@@ -93,10 +100,19 @@ function held(k: PublishedKeyRow, nowMs: number): boolean {
  */
 export function grantKeysFrom(rows: PublishedKeyRow[], nowMs: number): PublishedJwk[] {
   return rows
-    .filter((k) => k.purpose === 'grant' && (held(k, nowMs) || (k.lastGrantExpiryMs !== null && k.lastGrantExpiryMs > nowMs)))
-    .map((k) => ({
-      ...(JSON.parse(k.publicJwk) as object), kid: k.kid, alg: k.alg, purposes: ['grant'], status: held(k, nowMs) ? 'active' : 'retired',
-    }) as PublishedJwk);
+    .filter(
+      (k) => k.purpose === 'grant' && (held(k, nowMs) || (k.lastGrantExpiryMs !== null && k.lastGrantExpiryMs > nowMs)),
+    )
+    .map(
+      (k) =>
+        ({
+          ...(JSON.parse(k.publicJwk) as object),
+          kid: k.kid,
+          alg: k.alg,
+          purposes: ['grant'],
+          status: held(k, nowMs) ? 'active' : 'retired',
+        }) as PublishedJwk,
+    );
 }
 
 /** Two public JWKs (JSON text) are the same key: same members, whatever their order. */
@@ -105,9 +121,18 @@ function samePublicKey(a: string, b: string): boolean {
 }
 
 /** The row of a key: its public half always; its private PEM only for a generated key. */
-async function rowFor(purpose: KeyPurposeName, signer: SigningKey, source: 'generated' | 'env', at: string, kid?: string, privateKeyPem?: string): Promise<SigningKeyRow> {
+async function rowFor(
+  purpose: KeyPurposeName,
+  signer: SigningKey,
+  source: 'generated' | 'env',
+  at: string,
+  kid?: string,
+  privateKeyPem?: string,
+): Promise<SigningKeyRow> {
   const publicJwk = signer.publicJwk;
-  const publicKeyPem = createPublicKey({ key: { ...publicJwk }, format: 'jwk' }).export({ type: 'spki', format: 'pem' }).toString();
+  const publicKeyPem = createPublicKey({ key: { ...publicJwk }, format: 'jwk' })
+    .export({ type: 'spki', format: 'pem' })
+    .toString();
   return {
     kid: kid ?? (await jwkThumbprint(publicJwk)),
     purpose,
@@ -127,7 +152,14 @@ const sealContext = (kid: string) => `signing_keys:${kid}`;
 
 async function generatedRow(purpose: KeyPurposeName, at: string, sealer: SecretSealer): Promise<SigningKeyRow> {
   const pair = await generateKeyPair({ alg: 'EdDSA' });
-  const row = await rowFor(purpose, await importSigningKey(pair.privateKeyPem), 'generated', at, undefined, pair.privateKeyPem);
+  const row = await rowFor(
+    purpose,
+    await importSigningKey(pair.privateKeyPem),
+    'generated',
+    at,
+    undefined,
+    pair.privateKeyPem,
+  );
   return { ...row, privatePem: await sealer.seal(pair.privateKeyPem, sealContext(row.kid)) };
 }
 
@@ -139,8 +171,12 @@ export function createKeyRing(options: KeyRingOptions): KeyRing {
   /** This instance's keys from the environment, once init() checked them against the database. */
   let envGrant: ActiveSigner | undefined;
   let envRoot: ActiveSigner | undefined;
-  const grantEnv = options.grantSigner ?? (options.grantSigningKeyPem ? { pem: options.grantSigningKeyPem, variable: GRANT_VAR } : undefined);
-  const rootEnv = options.rootSigner ?? (options.rootSigningKeyPem ? { pem: options.rootSigningKeyPem, variable: ROOT_VAR } : undefined);
+  const grantEnv =
+    options.grantSigner ??
+    (options.grantSigningKeyPem ? { pem: options.grantSigningKeyPem, variable: GRANT_VAR } : undefined);
+  const rootEnv =
+    options.rootSigner ??
+    (options.rootSigningKeyPem ? { pem: options.rootSigningKeyPem, variable: ROOT_VAR } : undefined);
   const signerOf = async (e: { signer: Signer } | { pem: string; variable: string }): Promise<Signer> =>
     'signer' in e ? e.signer : pemSigner(e.pem, e.variable);
 
@@ -149,7 +185,8 @@ export function createKeyRing(options: KeyRingOptions): KeyRing {
     if (!s) {
       if (!pem) throw new Error(`the ${row.purpose} key '${row.kid}' has no private key here`);
       const cell = pem;
-      s = (async () => importSigningKey(isSealed(cell) ? await options.sealer.open(cell, sealContext(row.kid)) : cell))();
+      s = (async () =>
+        importSigningKey(isSealed(cell) ? await options.sealer.open(cell, sealContext(row.kid)) : cell))();
       s.catch(() => imported.delete(row.kid));
       imported.set(row.kid, s);
     }
@@ -162,9 +199,20 @@ export function createKeyRing(options: KeyRingOptions): KeyRing {
     const clear = (await store.listSigningKeys()).filter((k) => k.privatePem && !isSealed(k.privatePem));
     let sealed = 0;
     for (const k of clear) {
-      if (await store.replacePrivatePem(k.kid, k.privatePem!, await options.sealer.seal(k.privatePem!, sealContext(k.kid)))) sealed++;
+      if (
+        await store.replacePrivatePem(
+          k.kid,
+          k.privatePem!,
+          await options.sealer.seal(k.privatePem!, sealContext(k.kid)),
+        )
+      )
+        sealed++;
     }
-    if (sealed) logger.warn({ sealed, kek: options.sealer.kekId }, 'stored private keys found in the clear were sealed under the KEK');
+    if (sealed)
+      logger.warn(
+        { sealed, kek: options.sealer.kekId },
+        'stored private keys found in the clear were sealed under the KEK',
+      );
     // Every sealed key must open here: a KEK other than the one they were sealed under stops the start.
     for (const k of await store.listSigningKeys()) {
       if (k.privatePem && k.status === 'active') await storedSigner(k, k.privatePem);
@@ -188,7 +236,10 @@ export function createKeyRing(options: KeyRingOptions): KeyRing {
     }
     await store.holdSigningKey(row.kid, options.now());
     envGrant = { kid: row.kid, signer };
-    logger.info({ kid: row.kid, purpose: 'grant', custody: signer.custody, key: signer.description }, `grant signing key from ${variable}`);
+    logger.info(
+      { kid: row.kid, purpose: 'grant', custody: signer.custody, key: signer.description },
+      `grant signing key from ${variable}`,
+    );
   }
 
   /** No grant key from the environment: the database's stored key, generated on a first start. */
@@ -199,14 +250,19 @@ export function createKeyRing(options: KeyRingOptions): KeyRing {
       const fromEnv = (await store.listSigningKeys()).filter((k) => k.purpose === 'grant' && k.source === 'env');
       if (fromEnv.length > 0) {
         throw new Error(
-          `${GRANT_VAR} (or ${GRANT_VAR.replace('_PRIVATE_KEY_PEM', '_KEY_PKCS11_URI')}) is not set, but the grant keys on this database come from it (kid ${fromEnv.slice(-3).map((k) => `'${k.kid}'`).join(', ')}${fromEnv.length > 3 ? ', …' : ''}): set it here too.`,
+          `${GRANT_VAR} (or ${GRANT_VAR.replace('_PRIVATE_KEY_PEM', '_KEY_PKCS11_URI')}) is not set, but the grant keys on this database come from it (kid ${fromEnv
+            .slice(-3)
+            .map((k) => `'${k.kid}'`)
+            .join(', ')}${fromEnv.length > 3 ? ', …' : ''}): set it here too.`,
         );
       }
     }
     const { row, created } = await store.ensureActiveSigningKey('grant', () => generated('grant'), 'generated');
     if (created) {
-      logger.warn({ kid: row.kid, purpose: 'grant', database: store.description },
-        `no ${GRANT_VAR}: generated a development grant signing key and stored it in the database (set ${GRANT_VAR} in production)`);
+      logger.warn(
+        { kid: row.kid, purpose: 'grant', database: store.description },
+        `no ${GRANT_VAR}: generated a development grant signing key and stored it in the database (set ${GRANT_VAR} in production)`,
+      );
     } else {
       logger.info({ kid: row.kid, purpose: 'grant', source: row.source }, 'grant signing key loaded from the database');
     }
@@ -223,15 +279,26 @@ export function createKeyRing(options: KeyRingOptions): KeyRing {
       );
     }
     if (!mine && !row.privatePem && !options.rootPrivateKeyOptional) {
-      throw new Error(`${ROOT_VAR} (or ${ROOT_VAR.replace('_PRIVATE_KEY_PEM', '_KEY_PKCS11_URI')}) is not set, but the Trust Bundle root key on this database (kid '${row.kid}') comes from it: set it here too.`);
+      throw new Error(
+        `${ROOT_VAR} (or ${ROOT_VAR.replace('_PRIVATE_KEY_PEM', '_KEY_PKCS11_URI')}) is not set, but the Trust Bundle root key on this database (kid '${row.kid}') comes from it: set it here too.`,
+      );
     }
     if (mine) envRoot = { kid: row.kid, signer: env!.signer };
     if (created && !mine) {
-      logger.warn({ kid: row.kid, purpose: 'bundle', database: store.description },
-        `no ${ROOT_VAR}: generated a development Trust Bundle root key and stored it in the database (set ${ROOT_VAR} in production)`);
+      logger.warn(
+        { kid: row.kid, purpose: 'bundle', database: store.description },
+        `no ${ROOT_VAR}: generated a development Trust Bundle root key and stored it in the database (set ${ROOT_VAR} in production)`,
+      );
     } else {
-      logger.info({ kid: row.kid, purpose: 'bundle', source: row.source, ...(env ? { custody: env.signer.custody, key: env.signer.description } : {}) },
-        mine ? `Trust Bundle root key from ${variable}` : 'Trust Bundle root key loaded from the database');
+      logger.info(
+        {
+          kid: row.kid,
+          purpose: 'bundle',
+          source: row.source,
+          ...(env ? { custody: env.signer.custody, key: env.signer.description } : {}),
+        },
+        mine ? `Trust Bundle root key from ${variable}` : 'Trust Bundle root key loaded from the database',
+      );
     }
   }
 
@@ -258,8 +325,11 @@ export function createKeyRing(options: KeyRingOptions): KeyRing {
       // Decided by the database, so every instance answers alike: only the stored key rotates.
       const before = await store.activeSigningKey('grant', 'generated');
       if (!before) {
-        throw new HttpError(409, 'conflict',
-          `the grant keys come from ${GRANT_VAR}: rotate by restarting the instances one by one with a new key and a new ${GRANT_KID_VAR}`);
+        throw new HttpError(
+          409,
+          'conflict',
+          `the grant keys come from ${GRANT_VAR}: rotate by restarting the instances one by one with a new key and a new ${GRANT_KID_VAR}`,
+        );
       }
       const row = await generated('grant');
       const result = { kid: row.kid, retired: [before.kid] };

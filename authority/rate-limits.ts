@@ -9,8 +9,13 @@
  */
 import type { Middleware } from 'koa';
 import {
-  createLimiter, limitAuthenticate, parseRateLimit, rateLimit,
-  type Authenticate, type RateLimit, type RateLimitBackend,
+  createLimiter,
+  limitAuthenticate,
+  parseRateLimit,
+  rateLimit,
+  type Authenticate,
+  type RateLimit,
+  type RateLimitBackend,
 } from '../service-kit/index.js';
 
 export interface AuthorityRateLimits {
@@ -39,14 +44,24 @@ const UNLIMITED_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 /** `CTL_AUTHORITY_RATE_LIMIT_KEY`, `CTL_AUTHORITY_RATE_LIMIT_ADDRESS`: `N/Ss`, or `0` for none. */
 export function authorityRateLimitsFromEnv(env: Record<string, string | undefined>): AuthorityRateLimits {
   return {
-    key: parseRateLimit(env['CTL_AUTHORITY_RATE_LIMIT_KEY'], 'CTL_AUTHORITY_RATE_LIMIT_KEY', DEFAULT_AUTHORITY_RATE_LIMITS.key),
-    address: parseRateLimit(env['CTL_AUTHORITY_RATE_LIMIT_ADDRESS'], 'CTL_AUTHORITY_RATE_LIMIT_ADDRESS', DEFAULT_AUTHORITY_RATE_LIMITS.address),
+    key: parseRateLimit(
+      env['CTL_AUTHORITY_RATE_LIMIT_KEY'],
+      'CTL_AUTHORITY_RATE_LIMIT_KEY',
+      DEFAULT_AUTHORITY_RATE_LIMITS.key,
+    ),
+    address: parseRateLimit(
+      env['CTL_AUTHORITY_RATE_LIMIT_ADDRESS'],
+      'CTL_AUTHORITY_RATE_LIMIT_ADDRESS',
+      DEFAULT_AUTHORITY_RATE_LIMITS.address,
+    ),
   };
 }
 
 /** The key check that spends the key's budget, and the middleware that spends the client address's. */
 export function authorityRateLimits(
-  backend: RateLimitBackend, limits: AuthorityRateLimits, authenticate: Authenticate,
+  backend: RateLimitBackend,
+  limits: AuthorityRateLimits,
+  authenticate: Authenticate,
 ): { authenticate: Authenticate; addresses: Middleware } {
   const keys = createLimiter(backend, limits.key, { name: 'au_key', what: 'API key' });
   const addresses = createLimiter(backend, limits.address, { name: 'au_address', what: 'client address', local: true });
@@ -57,6 +72,8 @@ export function authorityRateLimits(
     // Every request but the probes, with a key or not (an Authorization header, real or made
     // up, must not be a way around it). app.proxy is false: the address is the connection's
     // (behind a proxy, the proxy's).
-    addresses: rateLimit(addresses, (ctx) => (UNLIMITED_PATHS.has(ctx.path) ? undefined : ctx.socket.remoteAddress ?? 'unknown')),
+    addresses: rateLimit(addresses, (ctx) =>
+      UNLIMITED_PATHS.has(ctx.path) ? undefined : (ctx.socket.remoteAddress ?? 'unknown'),
+    ),
   };
 }

@@ -4,7 +4,14 @@
  */
 import type Koa from 'koa';
 import {
-  createLogger, formatRateLimit, listen, webhookRetryFromEnv, type Listening, type Logger, type WebhookOutbox, type WebhookRetrySettings,
+  createLogger,
+  formatRateLimit,
+  listen,
+  webhookRetryFromEnv,
+  type Listening,
+  type Logger,
+  type WebhookOutbox,
+  type WebhookRetrySettings,
 } from '../service-kit/index.js';
 import { createAuthorityApp } from './app.js';
 import { anchorsFromEnv, createAnchorQueue, type Anchor, type AnchorQueue } from './anchor.js';
@@ -45,7 +52,10 @@ export interface CreateAuthorityOptions {
 }
 
 /** @example const a = await createAuthority(readAuthorityConfig()); listen(a.app, { port: a.config.port }) */
-export async function createAuthority(config: AuthorityConfig, options: CreateAuthorityOptions = {}): Promise<Authority> {
+export async function createAuthority(
+  config: AuthorityConfig,
+  options: CreateAuthorityOptions = {},
+): Promise<Authority> {
   const logger = options.logger ?? createLogger({ name: 'ctl-authority', level: config.logLevel });
   const now = options.now ?? Date.now;
   if (config.defaulted.length) logger.warn({ defaulted: config.defaulted }, 'development defaults in use');
@@ -64,19 +74,30 @@ export async function createAuthority(config: AuthorityConfig, options: CreateAu
   const sealer = kek.sealer;
   const closeKek = kek.close;
   if (kek.source === 'dev-file') {
-    logger.warn({ kek: kek.devFile }, 'no CTL_AUTHORITY_KEK: stored private keys are sealed under a development KEK kept in a 0600 file beside the database (set CTL_AUTHORITY_KEK or CTL_AUTHORITY_KEK_PKCS11_URI in production)');
+    logger.warn(
+      { kek: kek.devFile },
+      'no CTL_AUTHORITY_KEK: stored private keys are sealed under a development KEK kept in a 0600 file beside the database (set CTL_AUTHORITY_KEK or CTL_AUTHORITY_KEK_PKCS11_URI in production)',
+    );
   }
   let lease: ReturnType<typeof setInterval> | undefined;
   try {
     const keys = createKeyRing({
-      store, logger, now,
-      grantSigner: signers.grant, grantSigningKeyId: config.grantSigningKeyId, rootSigner: signers.root, sealer,
+      store,
+      logger,
+      now,
+      grantSigner: signers.grant,
+      grantSigningKeyId: config.grantSigningKeyId,
+      rootSigner: signers.root,
+      sealer,
       // Once the root is rotated its private keys stay offline: the authority signs bundles with a bundle key.
       rootPrivateKeyOptional: (await store.listRootStatements()).length > 0,
     });
     await keys.init();
     const trustRoot = createTrustRoot({
-      store, keys, logger, now,
+      store,
+      keys,
+      logger,
+      now,
       ...(signers.bundle
         ? { bundleSigningKey: signers.bundle.signer, bundleKeyVariable: signers.bundle.variable }
         : { bundleSigningKey: config.bundleSigningKeyPem }),
@@ -102,17 +123,38 @@ export async function createAuthority(config: AuthorityConfig, options: CreateAu
     });
     outbox.start();
     const webhooks = { outbox, endpoints: config.webhookUrls.map((url) => ({ url, target: url })) };
-    const anchors = createAnchorQueue([...anchorsFromEnv(options.env ?? process.env, logger), ...(options.anchors ?? [])], logger);
+    const anchors = createAnchorQueue(
+      [...anchorsFromEnv(options.env ?? process.env, logger), ...(options.anchors ?? [])],
+      logger,
+    );
     const app = createAuthorityApp({
-      store, keys, trustRoot, issuer: config.issuer, revocationBaseUrl: config.revocationBaseUrl, adminApiKey: config.adminApiKey,
-      logger, logRequests: options.logRequests, now, webhooks, anchors, rateLimits: config.rateLimits,
+      store,
+      keys,
+      trustRoot,
+      issuer: config.issuer,
+      revocationBaseUrl: config.revocationBaseUrl,
+      adminApiKey: config.adminApiKey,
+      logger,
+      logRequests: options.logRequests,
+      now,
+      webhooks,
+      anchors,
+      rateLimits: config.rateLimits,
     });
     const settle = async () => {
       await outbox.idle();
       await anchors.idle();
     };
     return {
-      app, store, keys, trustRoot, config, logger, outbox, anchors, settle,
+      app,
+      store,
+      keys,
+      trustRoot,
+      config,
+      logger,
+      outbox,
+      anchors,
+      settle,
       async close() {
         clearInterval(lease);
         await renewing;
@@ -133,7 +175,10 @@ export async function createAuthority(config: AuthorityConfig, options: CreateAu
 }
 
 /** Creates and listens; logs where. @example const { url, close } = await startAuthority(readAuthorityConfig()) */
-export async function startAuthority(config: AuthorityConfig = readAuthorityConfig(), options: CreateAuthorityOptions = {}): Promise<Authority & { listening: Listening; url: string }> {
+export async function startAuthority(
+  config: AuthorityConfig = readAuthorityConfig(),
+  options: CreateAuthorityOptions = {},
+): Promise<Authority & { listening: Listening; url: string }> {
   const authority = await createAuthority(config, options);
   let listening: Listening;
   try {
@@ -142,10 +187,16 @@ export async function startAuthority(config: AuthorityConfig = readAuthorityConf
     await authority.close();
     throw e;
   }
-  authority.logger.info({
-    url: listening.url, database: authority.store.description, issuer: config.issuer,
-    rateLimitKey: formatRateLimit(config.rateLimits.key), rateLimitAddress: formatRateLimit(config.rateLimits.address),
-  }, 'policy authority listening');
+  authority.logger.info(
+    {
+      url: listening.url,
+      database: authority.store.description,
+      issuer: config.issuer,
+      rateLimitKey: formatRateLimit(config.rateLimits.key),
+      rateLimitAddress: formatRateLimit(config.rateLimits.address),
+    },
+    'policy authority listening',
+  );
   return {
     ...authority,
     listening,

@@ -27,8 +27,13 @@ export interface AuthoritySigners {
  */
 export async function openAuthorityKek(config: AuthorityConfig): Promise<KekSource & { devFile: string }> {
   const sqlite = /^sqlite:(.+)$/.exec(config.databaseUrl);
-  const devFile = sqlite && sqlite[1] !== ':memory:' ? join(dirname(sqlite[1]), 'authority.kek') : join('data', 'authority.kek');
-  const env = { CTL_AUTHORITY_KEK: config.kek, CTL_AUTHORITY_KEK_PKCS11_URI: config.kekPkcs11Uri, CTL_PKCS11_MODULE: config.pkcs11Module };
+  const devFile =
+    sqlite && sqlite[1] !== ':memory:' ? join(dirname(sqlite[1]), 'authority.kek') : join('data', 'authority.kek');
+  const env = {
+    CTL_AUTHORITY_KEK: config.kek,
+    CTL_AUTHORITY_KEK_PKCS11_URI: config.kekPkcs11Uri,
+    CTL_PKCS11_MODULE: config.pkcs11Module,
+  };
   return { ...(await kekFromEnv(env, 'CTL_AUTHORITY_KEK', devFile)), devFile };
 }
 
@@ -51,7 +56,10 @@ export async function openAuthoritySigners(config: AuthorityConfig): Promise<Aut
     // Only the URI goes through signerFromEnv: the PEM and file forms keep their names
     // (CTL_TRUST_BUNDLE_SIGNING_KEY_PEM / _FILE, read by config.ts, which refuses two sources).
     bundle = await signerFromEnv(
-      { CTL_PKCS11_MODULE: config.pkcs11Module, CTL_TRUST_BUNDLE_SIGNING_KEY_PKCS11_URI: config.bundleSigningKeyPkcs11Uri },
+      {
+        CTL_PKCS11_MODULE: config.pkcs11Module,
+        CTL_TRUST_BUNDLE_SIGNING_KEY_PKCS11_URI: config.bundleSigningKeyPkcs11Uri,
+      },
       'CTL_TRUST_BUNDLE_SIGNING',
     );
   } catch (e) {

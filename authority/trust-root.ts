@@ -12,7 +12,14 @@
  * letting it sign bundles every device that followed the rotation refuses.
  */
 import {
-  canonicalize, importSigningKey, jwkThumbprint, verifyRootChain, type PrivateKeyInput, type RootKey, type RootStatement, type SigningKey,
+  canonicalize,
+  importSigningKey,
+  jwkThumbprint,
+  verifyRootChain,
+  type PrivateKeyInput,
+  type RootKey,
+  type RootStatement,
+  type SigningKey,
 } from '../src/index.js';
 import { HttpError, type Logger, type SqlExecutor, type TxEffect } from '../service-kit/index.js';
 import type { KeyRing } from './keys.js';
@@ -36,7 +43,11 @@ export interface TrustRoot {
    * Publishes the next statement after checking that the stored chain plus it verifies from the
    * pinned root and that it is exactly the next version. The same statement again is `changed: false`.
    */
-  publish(statement: unknown, actor: string, effect?: TxEffect<{ rootVersion: number }>): Promise<{ rootVersion: number; changed: boolean; signsBundles: boolean }>;
+  publish(
+    statement: unknown,
+    actor: string,
+    effect?: TxEffect<{ rootVersion: number }>,
+  ): Promise<{ rootVersion: number; changed: boolean; signsBundles: boolean }>;
   /** The key that signs the next bundle: the root at version 1, else this instance's bundle key if the newest version lists it. */
   bundleSigner(): Promise<BundleSigner>;
 }
@@ -54,11 +65,13 @@ export interface TrustRootOptions {
 
 /** Same key: same thumbprint members. */
 const sameKey = (a: { kty: string; crv: string; x: string; y?: string }, b: RootKey) =>
-  canonicalize({ kty: a.kty, crv: a.crv, x: a.x, y: a.y ?? null }) === canonicalize({ kty: b.kty, crv: b.crv, x: b.x, y: b.y ?? null });
+  canonicalize({ kty: a.kty, crv: a.crv, x: a.x, y: a.y ?? null }) ===
+  canonicalize({ kty: b.kty, crv: b.crv, x: b.x, y: b.y ?? null });
 
 /** @example const trustRoot = createTrustRoot({ store, keys, logger, now: Date.now, bundleSigningKey: pem }); await trustRoot.init() */
 export function createTrustRoot(o: TrustRootOptions): TrustRoot {
-  const bundleKey = o.bundleSigningKey === undefined ? undefined : importSigningKey(o.bundleSigningKey as PrivateKeyInput);
+  const bundleKey =
+    o.bundleSigningKey === undefined ? undefined : importSigningKey(o.bundleSigningKey as PrivateKeyInput);
   bundleKey?.catch(() => undefined); // reported by init()
   const keyVar = o.bundleKeyVariable ?? BUNDLE_KEY_VAR;
   /** The last verified chain, by its stored bytes: one walk per change, not per bundle. */
@@ -77,7 +90,12 @@ export function createTrustRoot(o: TrustRootOptions): TrustRoot {
     if (walked?.text !== text) {
       // What the database holds is verified like anything else a device would be given.
       const r = await verifyRootChain(await pinnedRootPem(), statements);
-      if (!r.valid) throw new HttpError(500, 'internal', `the stored root chain does not verify from the pinned root: ${r.error.code}: ${r.error.message}`);
+      if (!r.valid)
+        throw new HttpError(
+          500,
+          'internal',
+          `the stored root chain does not verify from the pinned root: ${r.error.code}: ${r.error.message}`,
+        );
       walked = { text, rootVersion: r.rootVersion, bundleKeys: r.bundleKeys };
     }
     return { statements, rootVersion: walked.rootVersion, bundleKeys: walked.bundleKeys };
@@ -101,17 +119,28 @@ export function createTrustRoot(o: TrustRootOptions): TrustRoot {
       }
       const c = await current();
       if (c.rootVersion === 1) {
-        if (bundleKey) o.logger.info({ kid: await jwkThumbprint((await bundleKey).publicJwk) }, `${keyVar} is set; the root signs bundles until a root statement lists this key`);
+        if (bundleKey)
+          o.logger.info(
+            { kid: await jwkThumbprint((await bundleKey).publicJwk) },
+            `${keyVar} is set; the root signs bundles until a root statement lists this key`,
+          );
         return;
       }
       if (!bundleKey) {
-        throw new Error(`root version ${c.rootVersion} is published on this database: set ${BUNDLE_KEY_VAR} (or ${BUNDLE_KEY_FILE_VAR}, or CTL_TRUST_BUNDLE_SIGNING_KEY_PKCS11_URI) to one of its bundleKeys (${c.bundleKeys.map((k) => k.kid).join(', ')})`);
+        throw new Error(
+          `root version ${c.rootVersion} is published on this database: set ${BUNDLE_KEY_VAR} (or ${BUNDLE_KEY_FILE_VAR}, or CTL_TRUST_BUNDLE_SIGNING_KEY_PKCS11_URI) to one of its bundleKeys (${c.bundleKeys.map((k) => k.kid).join(', ')})`,
+        );
       }
       const entry = await mine(c.bundleKeys);
       if (!entry) {
-        throw new Error(`${keyVar} is not one of the bundleKeys of root version ${c.rootVersion} (${c.bundleKeys.map((k) => k.kid).join(', ')}): devices that follow the chain would refuse its bundles (PROTOCOL.md §11)`);
+        throw new Error(
+          `${keyVar} is not one of the bundleKeys of root version ${c.rootVersion} (${c.bundleKeys.map((k) => k.kid).join(', ')}): devices that follow the chain would refuse its bundles (PROTOCOL.md §11)`,
+        );
       }
-      o.logger.info({ kid: entry.kid, rootVersion: c.rootVersion }, `Trust Bundles signed by the bundle key from ${keyVar}`);
+      o.logger.info(
+        { kid: entry.kid, rootVersion: c.rootVersion },
+        `Trust Bundles signed by the bundle key from ${keyVar}`,
+      );
     },
 
     async statements() {
@@ -126,19 +155,34 @@ export function createTrustRoot(o: TrustRootOptions): TrustRoot {
         let same = false;
         try {
           same = canonicalize(input) === canonicalize(c.statements[v - 2]);
-        } catch { /* not JSON: refused below */ }
+        } catch {
+          /* not JSON: refused below */
+        }
         if (same) return { rootVersion: v, changed: false, signsBundles: !!(await mine(c.bundleKeys)) };
-        throw new HttpError(409, 'conflict', `root version ${v} is already published (the chain is at version ${c.rootVersion}); the next statement is version ${c.rootVersion + 1}`);
+        throw new HttpError(
+          409,
+          'conflict',
+          `root version ${v} is already published (the chain is at version ${c.rootVersion}); the next statement is version ${c.rootVersion + 1}`,
+        );
       }
       const r = await verifyRootChain(await pinnedRootPem(), [...c.statements, input]);
       if (!r.valid) throw new HttpError(400, r.error.code, r.error.message);
       const stored = canonicalize(input);
       const recorded = effect && ((q: SqlExecutor) => effect(q, { rootVersion: r.rootVersion }));
-      if (!(await o.store.appendRootStatement(r.rootVersion, stored, new Date(o.now()).toISOString(), actor, recorded))) {
-        throw new HttpError(409, 'conflict', `root version ${r.rootVersion} was published meanwhile by another request`);
+      if (
+        !(await o.store.appendRootStatement(r.rootVersion, stored, new Date(o.now()).toISOString(), actor, recorded))
+      ) {
+        throw new HttpError(
+          409,
+          'conflict',
+          `root version ${r.rootVersion} was published meanwhile by another request`,
+        );
       }
       const signsBundles = !!(await mine(r.bundleKeys));
-      o.logger.warn({ rootVersion: r.rootVersion, bundleKeys: r.bundleKeys.map((k) => k.kid), signsBundles }, 'root rotated: bundles are signed by the new bundle keys from now on');
+      o.logger.warn(
+        { rootVersion: r.rootVersion, bundleKeys: r.bundleKeys.map((k) => k.kid), signsBundles },
+        'root rotated: bundles are signed by the new bundle keys from now on',
+      );
       return { rootVersion: r.rootVersion, changed: true, signsBundles };
     },
 
@@ -150,9 +194,15 @@ export function createTrustRoot(o: TrustRootOptions): TrustRoot {
       }
       const entry = await mine(c.bundleKeys);
       if (!entry) {
-        o.logger.error({ rootVersion: c.rootVersion }, `${keyVar} is not a bundle key of the newest root version: not signing bundles`);
-        throw new HttpError(503, 'unavailable',
-          `this instance's bundle key is not one of root version ${c.rootVersion}'s bundleKeys: restart it with one of ${c.bundleKeys.map((k) => k.kid).join(', ')} in ${keyVar}`);
+        o.logger.error(
+          { rootVersion: c.rootVersion },
+          `${keyVar} is not a bundle key of the newest root version: not signing bundles`,
+        );
+        throw new HttpError(
+          503,
+          'unavailable',
+          `this instance's bundle key is not one of root version ${c.rootVersion}'s bundleKeys: restart it with one of ${c.bundleKeys.map((k) => k.kid).join(', ')} in ${keyVar}`,
+        );
       }
       return { kid: entry.kid, signer: await bundleKey!, rootVersion: c.rootVersion };
     },

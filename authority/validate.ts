@@ -9,8 +9,10 @@ export type Body = Record<string, unknown>;
 
 /** The body as an object with only `allowed` members. */
 export function closedObject(value: unknown, field: string, allowed: readonly string[]): Body {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw badRequest(`${field}: must be a JSON object`);
-  for (const k of Object.keys(value)) if (!allowed.includes(k)) throw badRequest(`${field}: unknown member "${k.slice(0, 64)}"`);
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw badRequest(`${field}: must be a JSON object`);
+  for (const k of Object.keys(value))
+    if (!allowed.includes(k)) throw badRequest(`${field}: unknown member "${k.slice(0, 64)}"`);
   return value as Body;
 }
 

@@ -44,13 +44,28 @@ async function serve() {
   const bareSrv = await kit.listen(bare);
 
   const dir = mkdtempSync(join(tmpdir(), 'ctl-bench-'));
-  const db = process.argv[3] === 'postgres' ? 'postgres://postgres@127.0.0.1:5432/test' : `sqlite:${join(dir, 'authority.db')}`;
+  const db =
+    process.argv[3] === 'postgres' ? 'postgres://postgres@127.0.0.1:5432/test' : `sqlite:${join(dir, 'authority.db')}`;
   const schema = process.argv[3] === 'postgres' ? `ctl_bench_${process.pid}` : undefined;
   // One client address sends everything here: the rate limits count every request (their cost is
   // measured) but are set too high to refuse any, unless the environment sets them.
-  const limits = { CTL_AUTHORITY_RATE_LIMIT_KEY: process.env.CTL_AUTHORITY_RATE_LIMIT_KEY ?? '1000000000/60s', CTL_AUTHORITY_RATE_LIMIT_ADDRESS: process.env.CTL_AUTHORITY_RATE_LIMIT_ADDRESS ?? '1000000000/60s' };
-  const config = readAuthorityConfig({ PORT: '0', DATABASE_URL: db, CTL_ADMIN_API_KEY: ADMIN, CTL_ISSUER_DOMAIN: 'bench.local', CTL_REVOCATION_BASE_URL: 'http://127.0.0.1:1', ...limits });
-  const logger = kit.createLogger({ name: 'bench', level: 'info', destination: pino.destination({ dest: '/dev/null', sync: false }) });
+  const limits = {
+    CTL_AUTHORITY_RATE_LIMIT_KEY: process.env.CTL_AUTHORITY_RATE_LIMIT_KEY ?? '1000000000/60s',
+    CTL_AUTHORITY_RATE_LIMIT_ADDRESS: process.env.CTL_AUTHORITY_RATE_LIMIT_ADDRESS ?? '1000000000/60s',
+  };
+  const config = readAuthorityConfig({
+    PORT: '0',
+    DATABASE_URL: db,
+    CTL_ADMIN_API_KEY: ADMIN,
+    CTL_ISSUER_DOMAIN: 'bench.local',
+    CTL_REVOCATION_BASE_URL: 'http://127.0.0.1:1',
+    ...limits,
+  });
+  const logger = kit.createLogger({
+    name: 'bench',
+    level: 'info',
+    destination: pino.destination({ dest: '/dev/null', sync: false }),
+  });
   const authority = await createAuthority(config, { logger, schema, env: {} });
   const authSrv = await kit.listen(authority.app);
   process.send({ bare: bareSrv.url, authority: authSrv.url, database: authority.store.description });
@@ -112,7 +127,9 @@ async function main() {
   const seconds = Number(arg('seconds', '3'));
   const connections = Number(arg('connections', '32'));
   const dbKind = arg('db', 'sqlite');
-  const child = fork(fileURLToPath(import.meta.url), ['--serve', dbKind], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const child = fork(fileURLToPath(import.meta.url), ['--serve', dbKind], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   const urls = await new Promise((resolve, reject) => {
     child.once('message', resolve);
     child.once('exit', (code) => reject(new Error(`server exited ${code}`)));
@@ -127,8 +144,13 @@ async function main() {
   const wallet = await generateKeyPair({ alg: 'EdDSA' });
   const { policyHash } = await post('/policies', { policy: { bench: true } });
   const grantBody = JSON.stringify({
-    policyHash, actorKey: wallet.publicJwk, allowedRails: ['x402'], allowedAssets: [{ standard: 'iso4217', code: 'USD' }],
-    maxAmountMinor: '5000', currency: 'USD', expiresAt: new Date(Date.now() + 86_400_000).toISOString(),
+    policyHash,
+    actorKey: wallet.publicJwk,
+    allowedRails: ['x402'],
+    allowedAssets: [{ standard: 'iso4217', code: 'USD' }],
+    maxAmountMinor: '5000',
+    currency: 'USD',
+    expiresAt: new Date(Date.now() + 86_400_000).toISOString(),
   });
   const grant = await post('/grants', JSON.parse(grantBody));
   const opts = { seconds, connections };
@@ -138,22 +160,51 @@ async function main() {
   const rounds = Number(arg('rounds', '3'));
   const rows = [];
   for (let i = 0; i < rounds; i++) {
-    const bare = await load('bare', 'GET', `${urls.bare}/revoke?grantId=${grant.grantId}`, undefined, {}, { ...opts, expect: 200 });
-    const revocation = await load('revocation', 'GET', `${urls.authority}/revoke?grantId=${grant.grantId}`, undefined, {}, { ...opts, expect: 200 });
+    const bare = await load(
+      'bare',
+      'GET',
+      `${urls.bare}/revoke?grantId=${grant.grantId}`,
+      undefined,
+      {},
+      { ...opts, expect: 200 },
+    );
+    const revocation = await load(
+      'revocation',
+      'GET',
+      `${urls.authority}/revoke?grantId=${grant.grantId}`,
+      undefined,
+      {},
+      { ...opts, expect: 200 },
+    );
     const grants = await load('grants', 'POST', `${urls.authority}/grants`, grantBody, json, { ...opts, expect: 201 });
-    const bareAfter = await load('bare', 'GET', `${urls.bare}/revoke?grantId=${grant.grantId}`, undefined, {}, { ...opts, expect: 200 });
+    const bareAfter = await load(
+      'bare',
+      'GET',
+      `${urls.bare}/revoke?grantId=${grant.grantId}`,
+      undefined,
+      {},
+      { ...opts, expect: 200 },
+    );
     const ref = (bare + bareAfter) / 2;
     rows.push({ bare: ref, revocation, grants, revRatio: revocation / ref, grantRatio: grants / ref });
   }
   const median = (k) => [...rows].map((r) => r[k]).sort((a, b) => a - b)[Math.floor(rows.length / 2)];
   const fmt = (x) => Math.round(x).toLocaleString('en-US');
-  console.log(`authority bench: node ${process.version}, ${connections} keep-alive connections, ${seconds} s per measure, ${rounds} rounds, database ${urls.database}`);
+  console.log(
+    `authority bench: node ${process.version}, ${connections} keep-alive connections, ${seconds} s per measure, ${rounds} rounds, database ${urls.database}`,
+  );
   for (const [i, r] of rows.entries()) {
-    console.log(`  round ${i + 1}: bare ${fmt(r.bare)} req/s, revocation ${fmt(r.revocation)} req/s (${r.revRatio.toFixed(2)}), grants ${fmt(r.grants)} req/s (${r.grantRatio.toFixed(3)})`);
+    console.log(
+      `  round ${i + 1}: bare ${fmt(r.bare)} req/s, revocation ${fmt(r.revocation)} req/s (${r.revRatio.toFixed(2)}), grants ${fmt(r.grants)} req/s (${r.grantRatio.toFixed(3)})`,
+    );
   }
   console.log(`  median: bare Koa JSON route ${fmt(median('bare'))} req/s`);
-  console.log(`          GET /revoke?grantId=  ${fmt(median('revocation'))} req/s   ratio ${median('revRatio').toFixed(2)}   (target ≥ 0.50)`);
-  console.log(`          POST /grants (signed) ${fmt(median('grants'))} req/s   ratio ${median('grantRatio').toFixed(3)}`);
+  console.log(
+    `          GET /revoke?grantId=  ${fmt(median('revocation'))} req/s   ratio ${median('revRatio').toFixed(2)}   (target ≥ 0.50)`,
+  );
+  console.log(
+    `          POST /grants (signed) ${fmt(median('grants'))} req/s   ratio ${median('grantRatio').toFixed(3)}`,
+  );
   const revRatio = median('revRatio');
   child.send('stop');
   await new Promise((r) => child.once('exit', r));

@@ -23,7 +23,9 @@ import { createAgents } from './lib/campaign-agents.mjs';
 import { readStore, checkBooks } from './lib/campaign-books.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const { downReceiver, freePort, kill } = await import(pathToFileURL(join(root, 'build', 'test', 'helpers', 'webhook-receiver.js')).href);
+const { downReceiver, freePort, kill } = await import(
+  pathToFileURL(join(root, 'build', 'test', 'helpers', 'webhook-receiver.js')).href
+);
 const { generatePrivateKey, privateKeyToAccount } = await import('viem/accounts');
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -54,7 +56,14 @@ const CEILING = 60_000n; // a few payments of 7 000 and 10 000 minor units: sess
  */
 function gatewayProc(name, env, log) {
   const g = {
-    name, up: false, url: undefined, child: undefined, incarnation: 0, reconciled: new Map(), died: 0, restarting: undefined,
+    name,
+    up: false,
+    url: undefined,
+    child: undefined,
+    incarnation: 0,
+    reconciled: new Map(),
+    died: 0,
+    restarting: undefined,
     async start() {
       const { child, info } = await startGateway(env);
       g.child = child;
@@ -66,7 +75,10 @@ function gatewayProc(name, env, log) {
         g.up = false;
         g.died++;
         log(`${name} DIED unbidden (${code ?? signal}); starting it again`);
-        g.restarting = g.start().catch((e) => log(`${name} did not start again: ${e.message}`)).finally(() => (g.restarting = undefined));
+        g.restarting = g
+          .start()
+          .catch((e) => log(`${name} did not start again: ${e.message}`))
+          .finally(() => (g.restarting = undefined));
       });
       return info;
     },
@@ -80,7 +92,12 @@ function gatewayProc(name, env, log) {
       if (!g.up) return;
       try {
         const text = await (await fetch(`${g.url}/metrics`)).text();
-        const n = (outcome) => Number(text.match(new RegExp(`^ctl_gateway_reconciled_payments_total\\{outcome="${outcome}"\\} (\\d+)`, 'm'))?.[1] ?? 0);
+        const n = (outcome) =>
+          Number(
+            text.match(
+              new RegExp(`^ctl_gateway_reconciled_payments_total\\{outcome="${outcome}"\\} (\\d+)`, 'm'),
+            )?.[1] ?? 0,
+          );
         g.reconciled.set(g.incarnation, { committed: n('committed'), released: n('released') });
       } catch {
         // down meanwhile: its last scrape stands
@@ -90,7 +107,14 @@ function gatewayProc(name, env, log) {
   return g;
 }
 
-export async function runCampaign({ kills = 10, seed = randomBytes(4).readUInt32BE(0), pgRestart = true, pgUrl = 'postgres://postgres@127.0.0.1:5432/test', log = console.log, trace = () => {} } = {}) {
+export async function runCampaign({
+  kills = 10,
+  seed = randomBytes(4).readUInt32BE(0),
+  pgRestart = true,
+  pgUrl = 'postgres://postgres@127.0.0.1:5432/test',
+  log = console.log,
+  trace = () => {},
+} = {}) {
   const started = performance.now();
   const phase = (what) => trace(`${((performance.now() - started) / 1000).toFixed(1)} s: ${what}`);
   const rng = seeded(seed);
@@ -110,8 +134,12 @@ export async function runCampaign({ kills = 10, seed = randomBytes(4).readUInt32
     BENCH_RECONCILE_INTERVAL_MS: '500',
     BENCH_POOL_SIZE: '4',
     // The receiver is down for a while: retried every second at most, never dead-lettered.
-    CTL_WEBHOOK_MAX_ATTEMPTS: '1000', CTL_WEBHOOK_BASE_DELAY_MS: '100', CTL_WEBHOOK_MAX_DELAY_MS: '1000', CTL_WEBHOOK_POLL_MS: '200',
-    CTL_GATEWAY_RATE_LIMIT_OWNER: '0', CTL_GATEWAY_RATE_LIMIT_SESSION: '0',
+    CTL_WEBHOOK_MAX_ATTEMPTS: '1000',
+    CTL_WEBHOOK_BASE_DELAY_MS: '100',
+    CTL_WEBHOOK_MAX_DELAY_MS: '1000',
+    CTL_WEBHOOK_POLL_MS: '200',
+    CTL_GATEWAY_RATE_LIMIT_OWNER: '0',
+    CTL_GATEWAY_RATE_LIMIT_SESSION: '0',
   };
 
   const dir = mkdtempSync(join(tmpdir(), 'ctl-campaign-'));
@@ -120,9 +148,27 @@ export async function runCampaign({ kills = 10, seed = randomBytes(4).readUInt32
   if (pg) {
     const schema = `ctl_campaign_${randomBytes(4).toString('hex')}`;
     const dbEnv = { ...env, BENCH_DB: pgUrl, BENCH_SCHEMA: schema };
-    stores.push({ name: 'pg', dbUrl: pgUrl, schema, gws: [gatewayProc('pg-a', { ...dbEnv, BENCH_PORT: String(await freePort()) }, log), gatewayProc('pg-b', { ...dbEnv, BENCH_PORT: String(await freePort()) }, log)] });
+    stores.push({
+      name: 'pg',
+      dbUrl: pgUrl,
+      schema,
+      gws: [
+        gatewayProc('pg-a', { ...dbEnv, BENCH_PORT: String(await freePort()) }, log),
+        gatewayProc('pg-b', { ...dbEnv, BENCH_PORT: String(await freePort()) }, log),
+      ],
+    });
   } else log(`SKIPPED PostgreSQL: ${pgUrl} is unreachable (SQLite only)`);
-  stores.push({ name: 'sqlite', dbUrl: `sqlite:${join(dir, 'gateway.db')}`, gws: [gatewayProc('sqlite', { ...env, BENCH_DB: `sqlite:${join(dir, 'gateway.db')}`, BENCH_PORT: String(await freePort()) }, log)] });
+  stores.push({
+    name: 'sqlite',
+    dbUrl: `sqlite:${join(dir, 'gateway.db')}`,
+    gws: [
+      gatewayProc(
+        'sqlite',
+        { ...env, BENCH_DB: `sqlite:${join(dir, 'gateway.db')}`, BENCH_PORT: String(await freePort()) },
+        log,
+      ),
+    ],
+  });
   const gateways = stores.flatMap((s) => s.gws);
 
   const perKill = [];
@@ -141,15 +187,26 @@ export async function runCampaign({ kills = 10, seed = randomBytes(4).readUInt32
       s.ceiling = CEILING;
       s.webhookUrl = hooks.url;
       const a = createAgents({
-        store: s, rng, agents: 3,
-        merchants: { x402: (id) => `${world.merchantUrl}/data?req=${id}`, xpay: (id) => `${xpay.url}/search?req=${id}` },
+        store: s,
+        rng,
+        agents: 3,
+        merchants: {
+          x402: (id) => `${world.merchantUrl}/data?req=${id}`,
+          xpay: (id) => `${xpay.url}/search?req=${id}`,
+        },
       });
       s.sessionIds = () => a.tally.sessions;
       agents.push(a);
     }
-    const books = async (isFinal) => checkBooks({
-      stores: await Promise.all(stores.map((s) => readStore(s, hooks.url))), xpay, x402: world, webhooks: hooks, final: isFinal, holdMarginMs: X402_MARGIN_MS + STALE_MS,
-    });
+    const books = async (isFinal) =>
+      checkBooks({
+        stores: await Promise.all(stores.map((s) => readStore(s, hooks.url))),
+        xpay,
+        x402: world,
+        webhooks: hooks,
+        final: isFinal,
+        holdMarginMs: X402_MARGIN_MS + STALE_MS,
+      });
     /** Polls the books until they balance or `ms` pass (reconcile needs a pass or two); the last reading. */
     const settle = async (isFinal, ms) => {
       const end = Date.now() + ms;
@@ -184,8 +241,28 @@ export async function runCampaign({ kills = 10, seed = randomBytes(4).readUInt32
       await Promise.all(agents.map((a) => a.pause()));
       const r = await settle(false, 6000);
       await Promise.all(gateways.map((g) => g.scrape()));
-      perKill.push({ k, victim: victim.name, pgRestart: pgNow, ok: r.ok, held: r.held, error: r.error, invariants: r.invariants });
-      if (!r.ok) log(`kill ${k} (${victim.name}): BREACH ${r.error ?? JSON.stringify(Object.fromEntries(Object.entries(r.invariants).filter(([, v]) => !v.ok).map(([n, v]) => [n, v.breaches.slice(0, 5)])))}`);
+      perKill.push({
+        k,
+        victim: victim.name,
+        pgRestart: pgNow,
+        ok: r.ok,
+        held: r.held,
+        error: r.error,
+        invariants: r.invariants,
+      });
+      if (!r.ok)
+        log(
+          `kill ${k} (${victim.name}): BREACH ${
+            r.error ??
+            JSON.stringify(
+              Object.fromEntries(
+                Object.entries(r.invariants)
+                  .filter(([, v]) => !v.ok)
+                  .map(([n, v]) => [n, v.breaches.slice(0, 5)]),
+              ),
+            )
+          }`,
+        );
       phase(`kill ${k}: books read`);
       for (const a of agents) a.resume();
     }
@@ -213,24 +290,50 @@ export async function runCampaign({ kills = 10, seed = randomBytes(4).readUInt32
     await xpay.close();
     await world.close();
     rmSync(dir, { recursive: true, force: true });
-    for (const s of stores) if (s.schema) await dropSchema(pgUrl, s.schema).catch((e) => log(`dropping ${s.schema}: ${e.message}`));
+    for (const s of stores)
+      if (s.schema) await dropSchema(pgUrl, s.schema).catch((e) => log(`dropping ${s.schema}: ${e.message}`));
   }
 
   const sum = (f) => agents.reduce((a, x) => a + f(x.tally), 0);
   const reconciled = { committed: 0, released: 0 };
-  for (const g of gateways) for (const r of g.reconciled.values()) (reconciled.committed += r.committed), (reconciled.released += r.released);
+  for (const g of gateways)
+    for (const r of g.reconciled.values()) ((reconciled.committed += r.committed), (reconciled.released += r.released));
   const invariantNames = Object.keys(final?.invariants ?? perKill[0]?.invariants ?? {});
   const figures = {
-    seed, kills: perKill.length, pgRestarts, stores: stores.map((s) => s.name), diedUnbidden: gateways.reduce((a, g) => a + g.died, 0),
-    requests: sum((t) => t.requests), paid: sum((t) => t.paid), refused: sum((t) => t.refused), retries: sum((t) => t.retries), parked: sum((t) => t.parked),
-    refusedBy: agents.reduce((m, a) => (Object.entries(a.tally.byCode).forEach(([c, n]) => (m[c] = (m[c] ?? 0) + n)), m), {}),
+    seed,
+    kills: perKill.length,
+    pgRestarts,
+    stores: stores.map((s) => s.name),
+    diedUnbidden: gateways.reduce((a, g) => a + g.died, 0),
+    requests: sum((t) => t.requests),
+    paid: sum((t) => t.paid),
+    refused: sum((t) => t.refused),
+    retries: sum((t) => t.retries),
+    parked: sum((t) => t.parked),
+    refusedBy: agents.reduce(
+      (m, a) => (Object.entries(a.tally.byCode).forEach(([c, n]) => (m[c] = (m[c] ?? 0) + n)), m),
+      {},
+    ),
     sessions: sum((t) => t.sessions.length),
-    transfers: final?.transfers, receipts: final?.receipts, reconciled,
-    webhooks: { received: hooks.got.length, distinct: hooks.ids().size, duplicates: hooks.got.length - hooks.ids().size },
-    invariants: Object.fromEntries(invariantNames.map((n) => [n, {
-      afterEachKill: `${perKill.filter((p) => p.invariants?.[n]?.ok).length}/${perKill.length}`,
-      final: final?.invariants?.[n]?.ok ? 'ok' : `BREACH ${JSON.stringify(final?.invariants?.[n]?.breaches?.slice(0, 3) ?? final?.error)}`,
-    }])),
+    transfers: final?.transfers,
+    receipts: final?.receipts,
+    reconciled,
+    webhooks: {
+      received: hooks.got.length,
+      distinct: hooks.ids().size,
+      duplicates: hooks.got.length - hooks.ids().size,
+    },
+    invariants: Object.fromEntries(
+      invariantNames.map((n) => [
+        n,
+        {
+          afterEachKill: `${perKill.filter((p) => p.invariants?.[n]?.ok).length}/${perKill.length}`,
+          final: final?.invariants?.[n]?.ok
+            ? 'ok'
+            : `BREACH ${JSON.stringify(final?.invariants?.[n]?.breaches?.slice(0, 3) ?? final?.error)}`,
+        },
+      ]),
+    ),
     heldAtKills: perKill.reduce((a, p) => a + (p.held ?? 0), 0),
     durationS: Number(((performance.now() - started) / 1000).toFixed(1)),
   };
@@ -240,11 +343,20 @@ export async function runCampaign({ kills = 10, seed = randomBytes(4).readUInt32
 }
 
 export function printFigures(f, log = console.log) {
-  log(`stores ${f.stores.join(' + ')}; seed ${f.seed}; ${f.kills} kills, ${f.pgRestarts} PostgreSQL restart(s), ${f.diedUnbidden} gateway(s) died unbidden; ${f.durationS} s`);
-  log(`requests ${f.requests}: paid ${f.paid}, refused ${f.refused} ${JSON.stringify(f.refusedBy)}; retries ${f.retries}, parked until the end ${f.parked}; sessions ${f.sessions}`);
-  log(`money: ${f.transfers} transfers (ledger rail + EVM), ${f.receipts} receipts; reconciled ${f.reconciled.committed} committed, ${f.reconciled.released} released; x402 reservations held at kill checks ${f.heldAtKills}`);
-  log(`webhooks: ${f.webhooks.received} deliveries, ${f.webhooks.distinct} distinct ids, ${f.webhooks.duplicates} repeated deliveries of an id`);
-  for (const [n, r] of Object.entries(f.invariants)) log(`  ${n.padEnd(24)} after each kill ${r.afterEachKill}; final ${r.final}`);
+  log(
+    `stores ${f.stores.join(' + ')}; seed ${f.seed}; ${f.kills} kills, ${f.pgRestarts} PostgreSQL restart(s), ${f.diedUnbidden} gateway(s) died unbidden; ${f.durationS} s`,
+  );
+  log(
+    `requests ${f.requests}: paid ${f.paid}, refused ${f.refused} ${JSON.stringify(f.refusedBy)}; retries ${f.retries}, parked until the end ${f.parked}; sessions ${f.sessions}`,
+  );
+  log(
+    `money: ${f.transfers} transfers (ledger rail + EVM), ${f.receipts} receipts; reconciled ${f.reconciled.committed} committed, ${f.reconciled.released} released; x402 reservations held at kill checks ${f.heldAtKills}`,
+  );
+  log(
+    `webhooks: ${f.webhooks.received} deliveries, ${f.webhooks.distinct} distinct ids, ${f.webhooks.duplicates} repeated deliveries of an id`,
+  );
+  for (const [n, r] of Object.entries(f.invariants))
+    log(`  ${n.padEnd(24)} after each kill ${r.afterEachKill}; final ${r.final}`);
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {

@@ -36,7 +36,10 @@ const large = frame(new Uint8Array(256 * 1024).fill(7));
 // The small frame is read 64 times per round, so both sides cover the same 256 KiB of stream.
 const smallRuns = [];
 const largeRuns = [];
-for (let i = 0; i < 3; i++) { nsPerByte(small); nsPerByte(large); } // warm-up
+for (let i = 0; i < 3; i++) {
+  nsPerByte(small);
+  nsPerByte(large);
+} // warm-up
 for (let r = 0; r < ROUNDS; r++) {
   const s = [];
   for (let i = 0; i < 64; i++) s.push(nsPerByte(small));

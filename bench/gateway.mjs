@@ -17,7 +17,16 @@
 import http from 'node:http';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { startMerchant, startGateway, stop, request, benchStores, createOwner, createSession, sessionView } from './lib/gateway-procs.mjs';
+import {
+  startMerchant,
+  startGateway,
+  stop,
+  request,
+  benchStores,
+  createOwner,
+  createSession,
+  sessionView,
+} from './lib/gateway-procs.mjs';
 
 // BENCH_NODE_ARGS (e.g. --cpu-prof) goes to the gateway process only, for profiling.
 const gatewayNodeArgs = process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(' ') : [];
@@ -54,7 +63,8 @@ function postgresTicks() {
     for (const pid of readdirSync('/proc')) {
       if (!/^\d+$/.test(pid)) continue;
       try {
-        if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres') sum += statTicks(`/proc/${pid}/stat`, true);
+        if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres')
+          sum += statTicks(`/proc/${pid}/stat`, true);
       } catch {
         // exited meanwhile
       }
@@ -70,7 +80,8 @@ async function measure(conns, seconds, send, gatewayPid) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: conns });
   const warmUntil = performance.now() + 500;
   let warm200 = 0;
-  while (performance.now() < warmUntil) warm200 += (await Promise.all(Array.from({ length: conns }, () => send(agent)))).filter((s) => s === 200).length;
+  while (performance.now() < warmUntil)
+    warm200 += (await Promise.all(Array.from({ length: conns }, () => send(agent)))).filter((s) => s === 200).length;
   const lat = [];
   let bad = 0;
   const end = performance.now() + seconds * 1000;
@@ -95,7 +106,17 @@ async function measure(conns, seconds, send, gatewayPid) {
   const q = (p) => lat[Math.min(lat.length - 1, Math.floor(p * lat.length))];
   // µs of gateway CPU per request (a clock tick is 10 ms).
   const perReq = (k) => (cpu0 && cpu1 ? ((cpu1[k] - cpu0[k]) * 10_000) / lat.length : undefined);
-  return { rps: lat.length / elapsed, p50: q(0.5), p99: q(0.99), n: lat.length, bad, ok200: lat.length - bad + warm200, cpuLoop: perReq('loop'), cpuAll: perReq('all'), cpuPostgres: pg0 !== undefined && pg1 !== undefined ? ((pg1 - pg0) * 10_000) / lat.length : undefined };
+  return {
+    rps: lat.length / elapsed,
+    p50: q(0.5),
+    p99: q(0.99),
+    n: lat.length,
+    bad,
+    ok200: lat.length - bad + warm200,
+    cpuLoop: perReq('loop'),
+    cpuAll: perReq('all'),
+    cpuPostgres: pg0 !== undefined && pg1 !== undefined ? ((pg1 - pg0) * 10_000) / lat.length : undefined,
+  };
 }
 
 /**
@@ -128,19 +149,31 @@ function printTargets(store, rows, probes) {
     const ratio = r.rps / unpaid.rps;
     // The same ratio from the gateway's event-loop CPU per request, which the load of other jobs
     // on a shared machine hardly moves (the loop is what saturates at 50 connections).
-    const byCpu = r.cpuLoop && unpaid.cpuLoop ? `; by event-loop CPU per request ${(unpaid.cpuLoop / r.cpuLoop).toFixed(2)} (${unpaid.cpuLoop.toFixed(0)} ÷ ${r.cpuLoop.toFixed(0)} µs)` : '';
-    lines.push(`${r.kind} at ${r.conns} conns: paid ÷ unpaid ${ratio.toFixed(2)}  (target ≥ ${TARGETS.ratio}: ${verdict(ratio >= TARGETS.ratio)})${byCpu}`);
+    const byCpu =
+      r.cpuLoop && unpaid.cpuLoop
+        ? `; by event-loop CPU per request ${(unpaid.cpuLoop / r.cpuLoop).toFixed(2)} (${unpaid.cpuLoop.toFixed(0)} ÷ ${r.cpuLoop.toFixed(0)} µs)`
+        : '';
+    lines.push(
+      `${r.kind} at ${r.conns} conns: paid ÷ unpaid ${ratio.toFixed(2)}  (target ≥ ${TARGETS.ratio}: ${verdict(ratio >= TARGETS.ratio)})${byCpu}`,
+    );
   }
   const paid1 = at(1, 'via gateway, PAID');
   if (paid1) {
     const added = paid1.p50 - at(1, 'direct').p50;
     const limit = TARGETS.addedP50[store];
-    lines.push(`added p50 at 1 conn: +${added.toFixed(2)} ms over direct, +${(paid1.p50 - at(1, 'via gateway, unpaid').p50).toFixed(2)} ms over unpaid via gateway  (target ≤ ${limit} ms over direct: ${verdict(added <= limit)})`);
+    lines.push(
+      `added p50 at 1 conn: +${added.toFixed(2)} ms over direct, +${(paid1.p50 - at(1, 'via gateway, unpaid').p50).toFixed(2)} ms over unpaid via gateway  (target ≤ ${limit} ms over direct: ${verdict(added <= limit)})`,
+    );
     const commitMs = probes.durableCommitMs[store];
     if (commitMs !== undefined) {
       const floor = addedP50Floor(at(1, 'direct').p50, commitMs, probes.signMs);
-      const reach = floor > limit ? `the target is below it: out of reach on this machine` : `${(limit - floor).toFixed(2)} ms of the target left for the gateway's own work`;
-      lines.push(`  estimated floor under that: 2 × direct p50 ${at(1, 'direct').p50.toFixed(2)} + one durable commit ${commitMs.toFixed(2)} + 2 × Ed25519 sign ${probes.signMs.toFixed(3)} = ${floor.toFixed(2)} ms; ${reach}; the gateway adds ${(added - floor).toFixed(2)} ms over the floor`);
+      const reach =
+        floor > limit
+          ? `the target is below it: out of reach on this machine`
+          : `${(limit - floor).toFixed(2)} ms of the target left for the gateway's own work`;
+      lines.push(
+        `  estimated floor under that: 2 × direct p50 ${at(1, 'direct').p50.toFixed(2)} + one durable commit ${commitMs.toFixed(2)} + 2 × Ed25519 sign ${probes.signMs.toFixed(3)} = ${floor.toFixed(2)} ms; ${reach}; the gateway adds ${(added - floor).toFixed(2)} ms over the floor`,
+      );
     }
   }
   for (const l of lines) console.log(`${store.padEnd(11)} target  ${l}`);
@@ -211,12 +244,17 @@ async function runBench() {
   const shop = `http://127.0.0.1:${merchant.info.port}`;
   const { dir, stores, cleanup } = await benchStores(pgUrl, 'ctl-bench-');
 
-  console.log(`gateway bench: ${seconds} s per measurement, Node ${process.version}, merchant and ${process.env.BENCH_INSTANCES ?? 1} gateway process(es) in their own processes`);
+  console.log(
+    `gateway bench: ${seconds} s per measurement, Node ${process.version}, merchant and ${process.env.BENCH_INSTANCES ?? 1} gateway process(es) in their own processes`,
+  );
   const probes = { durableCommitMs: { SQLite: await commitLatencyMs(dir) }, signMs: await signLatencyMs() };
   // BENCH_STORES=PostgreSQL (or SQLite): only those stores, e.g. to alternate two builds on one.
   const only = process.env.BENCH_STORES?.split(',');
-  if (stores.some((s) => s.name === 'PostgreSQL') && (!only || only.includes('PostgreSQL'))) probes.durableCommitMs.PostgreSQL = await pgCommitLatencyMs(pgUrl);
-  console.log(`one durable SQLite commit (fsync) on this disk now: ${probes.durableCommitMs.SQLite.toFixed(2)} ms at p50${probes.durableCommitMs.PostgreSQL === undefined ? '' : `; one PostgreSQL commit: ${probes.durableCommitMs.PostgreSQL.toFixed(2)} ms`}; one Ed25519 signature: ${(probes.signMs * 1000).toFixed(0)} µs`);
+  if (stores.some((s) => s.name === 'PostgreSQL') && (!only || only.includes('PostgreSQL')))
+    probes.durableCommitMs.PostgreSQL = await pgCommitLatencyMs(pgUrl);
+  console.log(
+    `one durable SQLite commit (fsync) on this disk now: ${probes.durableCommitMs.SQLite.toFixed(2)} ms at p50${probes.durableCommitMs.PostgreSQL === undefined ? '' : `; one PostgreSQL commit: ${probes.durableCommitMs.PostgreSQL.toFixed(2)} ms`}; one Ed25519 signature: ${(probes.signMs * 1000).toFixed(0)} µs`,
+  );
   console.log('store       conns  kind                     req/s     p50 ms   p99 ms   vs direct (req/s, +p50)');
   const rows = [];
   try {
@@ -229,11 +267,13 @@ async function runBench() {
         // BENCH_SESSIONS (default 50): at 50 connections, paid traffic spread over that many
         // sessions as well, so one hot session row is not the whole story.
         const spread = [];
-        for (let i = 0; i < Number(process.env.BENCH_SESSIONS ?? 50); i++) spread.push(await createSession(gw.info.url, owner));
+        for (let i = 0; i < Number(process.env.BENCH_SESSIONS ?? 50); i++)
+          spread.push(await createSession(gw.info.url, owner));
         let sr = 0;
         // BENCH_INSTANCES=2: a second gateway process on the same database, connections split between them.
         const extraGws = [];
-        for (let i = 1; i < Number(process.env.BENCH_INSTANCES ?? 1); i++) extraGws.push(await startGateway(store.env, gatewayNodeArgs));
+        for (let i = 1; i < Number(process.env.BENCH_INSTANCES ?? 1); i++)
+          extraGws.push(await startGateway(store.env, gatewayNodeArgs));
         const gwUrls = [gw.info.url, ...extraGws.map((g) => g.info.url)];
         let rr = 0;
         const pick = () => gwUrls[rr++ % gwUrls.length];
@@ -241,28 +281,93 @@ async function runBench() {
         for (const conns of (process.env.BENCH_CONNS ?? '1,50').split(',').map(Number)) {
           const direct = await measure(conns, seconds, (a) => request(a, `${shop}/free`, {}));
           const pid = extraGws.length ? undefined : gw.info.pid;
-          const proxied = await measure(conns, seconds, (a) => request(a, `${pick()}/proxy`, { authorization: `Bearer ${token}`, 'x-target-url': `${shop}/free`, 'x-target-method': 'GET' }, 'POST'), pid);
-          const paid = await measure(conns, seconds, (a) => request(a, `${pick()}/proxy`, { authorization: `Bearer ${token}`, 'x-target-url': `${shop}/search`, 'x-target-method': 'GET', 'x-ctl-purpose': 'api:search' }, 'POST'), pid);
-          const kinds = [['direct (unpaid)', direct], ['via gateway, unpaid', proxied], ['via gateway, PAID', paid]];
+          const proxied = await measure(
+            conns,
+            seconds,
+            (a) =>
+              request(
+                a,
+                `${pick()}/proxy`,
+                { authorization: `Bearer ${token}`, 'x-target-url': `${shop}/free`, 'x-target-method': 'GET' },
+                'POST',
+              ),
+            pid,
+          );
+          const paid = await measure(
+            conns,
+            seconds,
+            (a) =>
+              request(
+                a,
+                `${pick()}/proxy`,
+                {
+                  authorization: `Bearer ${token}`,
+                  'x-target-url': `${shop}/search`,
+                  'x-target-method': 'GET',
+                  'x-ctl-purpose': 'api:search',
+                },
+                'POST',
+              ),
+            pid,
+          );
+          const kinds = [
+            ['direct (unpaid)', direct],
+            ['via gateway, unpaid', proxied],
+            ['via gateway, PAID', paid],
+          ];
           if (conns > 1 && spread.length) {
-            const paidSpread = await measure(conns, seconds, (a) => request(a, `${pick()}/proxy`, { authorization: `Bearer ${spread[sr++ % spread.length].sessionToken}`, 'x-target-url': `${shop}/search`, 'x-target-method': 'GET', 'x-ctl-purpose': 'api:search' }, 'POST'), pid);
+            const paidSpread = await measure(
+              conns,
+              seconds,
+              (a) =>
+                request(
+                  a,
+                  `${pick()}/proxy`,
+                  {
+                    authorization: `Bearer ${spread[sr++ % spread.length].sessionToken}`,
+                    'x-target-url': `${shop}/search`,
+                    'x-target-method': 'GET',
+                    'x-ctl-purpose': 'api:search',
+                  },
+                  'POST',
+                ),
+              pid,
+            );
             kinds.push([`PAID, ${spread.length} sessions`, paidSpread]);
           }
           for (const [kind, r] of kinds) {
             // Paid rows also as a fraction of the unpaid request through the same gateway.
-            const ratio = kind.startsWith('direct') ? '' : `${(r.rps / direct.rps).toFixed(2)}×, +${(r.p50 - direct.p50).toFixed(2)} ms${kind.includes('PAID') ? `; ${(r.rps / proxied.rps).toFixed(2)}× unpaid via gateway` : ''}`;
-            const cpu = r.cpuLoop === undefined ? '' : `  [gw CPU/req: loop ${r.cpuLoop.toFixed(0)} µs, all ${r.cpuAll.toFixed(0)} µs${store.name === 'PostgreSQL' && r.cpuPostgres !== undefined ? `; postgres ${r.cpuPostgres.toFixed(0)} µs` : ''}]`;
-            console.log(`${store.name.padEnd(11)} ${String(conns).padStart(5)}  ${kind.padEnd(22)} ${r.rps.toFixed(0).padStart(7)}  ${r.p50.toFixed(2).padStart(8)} ${r.p99.toFixed(2).padStart(8)}   ${ratio}${r.bad ? `  (${r.bad} non-200!)` : ''}${cpu}`);
+            const ratio = kind.startsWith('direct')
+              ? ''
+              : `${(r.rps / direct.rps).toFixed(2)}×, +${(r.p50 - direct.p50).toFixed(2)} ms${kind.includes('PAID') ? `; ${(r.rps / proxied.rps).toFixed(2)}× unpaid via gateway` : ''}`;
+            const cpu =
+              r.cpuLoop === undefined
+                ? ''
+                : `  [gw CPU/req: loop ${r.cpuLoop.toFixed(0)} µs, all ${r.cpuAll.toFixed(0)} µs${store.name === 'PostgreSQL' && r.cpuPostgres !== undefined ? `; postgres ${r.cpuPostgres.toFixed(0)} µs` : ''}]`;
+            console.log(
+              `${store.name.padEnd(11)} ${String(conns).padStart(5)}  ${kind.padEnd(22)} ${r.rps.toFixed(0).padStart(7)}  ${r.p50.toFixed(2).padStart(8)} ${r.p99.toFixed(2).padStart(8)}   ${ratio}${r.bad ? `  (${r.bad} non-200!)` : ''}${cpu}`,
+            );
             rows.push({ store: store.name, conns, kind, ...r });
           }
         }
-        printTargets(store.name, rows.filter((r) => r.store === store.name), probes);
+        printTargets(
+          store.name,
+          rows.filter((r) => r.store === store.name),
+          probes,
+        );
         // Every paid request must be in the books: spent = number of paid 200s (1 minor unit each).
         const views = await Promise.all([session, ...spread].map((x) => sessionView(gw.info.url, owner, x.sessionId)));
-        const view = { spentMinor: String(views.reduce((a, v) => a + BigInt(v.spentMinor), 0n)), reservedMinor: String(views.reduce((a, v) => a + BigInt(v.reservedMinor), 0n)) };
-        const paidCount = rows.filter((r) => r.store === store.name && r.kind.includes('PAID')).reduce((a, r) => a + r.ok200, 0);
+        const view = {
+          spentMinor: String(views.reduce((a, v) => a + BigInt(v.spentMinor), 0n)),
+          reservedMinor: String(views.reduce((a, v) => a + BigInt(v.reservedMinor), 0n)),
+        };
+        const paidCount = rows
+          .filter((r) => r.store === store.name && r.kind.includes('PAID'))
+          .reduce((a, r) => a + r.ok200, 0);
         for (const g of extraGws) await stop(g.child);
-        console.log(`${store.name}: ${paidCount} paid answers, sessions spent ${view.spentMinor} minor units, reserved ${view.reservedMinor}: ${String(paidCount) === view.spentMinor && view.reservedMinor === '0' ? 'the books match' : 'MISMATCH'}`);
+        console.log(
+          `${store.name}: ${paidCount} paid answers, sessions spent ${view.spentMinor} minor units, reserved ${view.reservedMinor}: ${String(paidCount) === view.spentMinor && view.reservedMinor === '0' ? 'the books match' : 'MISMATCH'}`,
+        );
       } finally {
         await stop(gw.child);
       }

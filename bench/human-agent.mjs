@@ -16,30 +16,74 @@ const compare = (label, baseline, subject) => compareRows(label, baseline, subje
 const now = Date.now();
 const agent = await CTL.generateKeyPair({ alg: 'EdDSA' });
 const fields = {
-  policyHash: CTL.policyHash({ bench: true }), actorKey: agent.publicJwk, allowedRails: ['x402'], allowedAssets: [{ standard: 'iso4217', code: 'EUR' }],
-  allowedPurposes: ['travel:booking'], maxAmountMinor: '1000000000', currency: 'EUR', expiresAt: CTL.formatTimestamp(now + 3600_000),
+  policyHash: CTL.policyHash({ bench: true }),
+  actorKey: agent.publicJwk,
+  allowedRails: ['x402'],
+  allowedAssets: [{ standard: 'iso4217', code: 'EUR' }],
+  allowedPurposes: ['travel:booking'],
+  maxAmountMinor: '1000000000',
+  currency: 'EUR',
+  expiresAt: CTL.formatTimestamp(now + 3600_000),
 };
-const pay = { amount: '100', currency: 'EUR', merchantId: 'hotel.example', rail: 'x402', purpose: 'travel:booking', offline: true, spendStorage: ledgerThatForgets };
+const pay = {
+  amount: '100',
+  currency: 'EUR',
+  merchantId: 'hotel.example',
+  rail: 'x402',
+  purpose: 'travel:booking',
+  offline: true,
+  spendStorage: ledgerThatForgets,
+};
 async function sbaUnder(grant) {
-  return CTL.createSignedSessionBudgetAuthorization({ grant, sessionId: 's', actorId: 'a', maxAmountMinor: '100', merchantId: 'hotel.example', rail: 'x402', purpose: 'travel:booking' }, { signingKey: agent.privateKeyPem });
+  return CTL.createSignedSessionBudgetAuthorization(
+    {
+      grant,
+      sessionId: 's',
+      actorId: 'a',
+      maxAmountMinor: '100',
+      merchantId: 'hotel.example',
+      rail: 'x402',
+      purpose: 'travel:booking',
+    },
+    { signingKey: agent.privateKeyPem },
+  );
 }
 const authority = await CTL.generateKeyPair({ alg: 'EdDSA' });
-const plain = await sbaUnder(await CTL.createSignedPolicyGrant(fields, { issuer: 'authority.example', signingKey: authority.privateKeyPem, revocationBaseUrl: 'https://a.example' }));
+const plain = await sbaUnder(
+  await CTL.createSignedPolicyGrant(fields, {
+    issuer: 'authority.example',
+    signingKey: authority.privateKeyPem,
+    revocationBaseUrl: 'https://a.example',
+  }),
+);
 for (const alg of ['EdDSA', 'ES256']) {
   const person = await CTL.generateKeyPair({ alg });
   const did = CTL.didKeyFromJwk(person.publicJwk);
-  const human = await sbaUnder(await CTL.createSignedPolicyGrant({ ...fields, profile: 'human-agent' }, { signingKey: person.privateKeyPem, revocationBaseUrl: 'https://a.example' }));
+  const human = await sbaUnder(
+    await CTL.createSignedPolicyGrant(
+      { ...fields, profile: 'human-agent' },
+      { signingKey: person.privateKeyPem, revocationBaseUrl: 'https://a.example' },
+    ),
+  );
   const a = await CTL.verifyCtl(human, { ...pay, trustedHumans: [did] });
   if (!a.valid) throw new Error(JSON.stringify(a));
-  await compare(`verifyCtl, ${alg} person's grant ÷ authority grant`,
+  await compare(
+    `verifyCtl, ${alg} person's grant ÷ authority grant`,
     () => CTL.verifyCtl(plain, { ...pay, signingKeyPem: authority.publicKeyPem, requireIntentHash: true }),
-    () => CTL.verifyCtl(human, { ...pay, trustedHumans: [did] }));
+    () => CTL.verifyCtl(human, { ...pay, trustedHumans: [did] }),
+  );
 }
 const edKey = crypto.generateKeyPairSync('ed25519');
 const msg = Buffer.from('bench');
 const sig = crypto.sign(null, msg, edKey.privateKey);
 for (const alg of ['EdDSA', 'ES256']) {
-  const dids = await Promise.all(Array.from({ length: 64 }, async () => CTL.didKeyFromJwk((await CTL.generateKeyPair({ alg })).publicJwk)));
+  const dids = await Promise.all(
+    Array.from({ length: 64 }, async () => CTL.didKeyFromJwk((await CTL.generateKeyPair({ alg })).publicJwk)),
+  );
   let i = 0;
-  await compare(`didKeyToJwk (${alg}) ÷ one bare node:crypto Ed25519 verify`, () => crypto.verify(null, msg, edKey.publicKey, sig), () => CTL.didKeyToJwk(dids[i++ % dids.length]));
+  await compare(
+    `didKeyToJwk (${alg}) ÷ one bare node:crypto Ed25519 verify`,
+    () => crypto.verify(null, msg, edKey.publicKey, sig),
+    () => CTL.didKeyToJwk(dids[i++ % dids.length]),
+  );
 }

@@ -9,7 +9,14 @@
 //   BENCH_PG_URL=postgres://postgres@127.0.0.1:5432/test (unreachable → SKIPPED line)
 import { randomBytes } from 'node:crypto';
 import {
-  startMerchant, startGateway, stop, request, closedLoop, createOwner, createSession, benchStores,
+  startMerchant,
+  startGateway,
+  stop,
+  request,
+  closedLoop,
+  createOwner,
+  createSession,
+  benchStores,
 } from './lib/gateway-procs.mjs';
 
 const measure = (conns, seconds, send) => closedLoop(conns, seconds, send, 500);
@@ -36,7 +43,12 @@ async function runBench() {
       try {
         const owner = await createOwner(gw.info.url);
         const session = await createSession(gw.info.url, owner);
-        const base = { authorization: `Bearer ${session.sessionToken}`, 'x-target-url': shop, 'x-target-method': 'GET', 'x-ctl-purpose': 'api:search' };
+        const base = {
+          authorization: `Bearer ${session.sessionToken}`,
+          'x-target-url': shop,
+          'x-target-method': 'GET',
+          'x-ctl-purpose': 'api:search',
+        };
         const url = `${gw.info.url}/proxy`;
         for (const conns of [1, 50]) {
           const replayKey = `replay-${conns}`;
@@ -46,14 +58,26 @@ async function runBench() {
           const runs = { plain: [], fresh: [], replay: [] };
           for (let round = 0; round < rounds; round++) {
             runs.plain.push(await measure(conns, seconds, (a) => post(a, url, base)));
-            runs.fresh.push(await measure(conns, seconds, (a) => post(a, url, { ...base, 'idempotency-key': randomBytes(16).toString('base64url') })));
-            runs.replay.push(await measure(conns, seconds, (a) => post(a, url, { ...base, 'idempotency-key': replayKey })));
+            runs.fresh.push(
+              await measure(conns, seconds, (a) =>
+                post(a, url, { ...base, 'idempotency-key': randomBytes(16).toString('base64url') }),
+              ),
+            );
+            runs.replay.push(
+              await measure(conns, seconds, (a) => post(a, url, { ...base, 'idempotency-key': replayKey })),
+            );
           }
           const [plain, fresh, replay] = [runs.plain, runs.fresh, runs.replay].map(median);
-          for (const [kind, r] of [['paid, no key', plain], ['paid, fresh key each', fresh], ['replay of an answered key', replay]]) {
+          for (const [kind, r] of [
+            ['paid, no key', plain],
+            ['paid, fresh key each', fresh],
+            ['replay of an answered key', replay],
+          ]) {
             const ratio = (r.rps / plain.rps).toFixed(2);
             const added = (r.p50 - plain.p50).toFixed(2);
-            console.log(`${store.name.padEnd(11)} ${String(conns).padStart(5)}  ${kind.padEnd(26)} ${r.rps.toFixed(0).padStart(6)}  ${r.p50.toFixed(2).padStart(7)}   ${ratio}×, ${added.startsWith('-') ? '' : '+'}${added} ms${r.bad ? `  (${r.bad} not 200)` : ''}`);
+            console.log(
+              `${store.name.padEnd(11)} ${String(conns).padStart(5)}  ${kind.padEnd(26)} ${r.rps.toFixed(0).padStart(6)}  ${r.p50.toFixed(2).padStart(7)}   ${ratio}×, ${added.startsWith('-') ? '' : '+'}${added} ms${r.bad ? `  (${r.bad} not 200)` : ''}`,
+            );
           }
         }
       } finally {

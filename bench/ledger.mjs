@@ -23,13 +23,24 @@ const EVERY = 6 * 60_000;
 
 /** Runs `n` payments on a fresh device and flash; per payment: ms in verify, bytes written. */
 async function run(n) {
-  const fleet = await makeFleet(CTL, { offline: { maxPayments: 1_000_000, maxAmountMinor: '100000000' }, maxAmountMinor: '100000000', bundleTtlMs: 48 * HOUR });
+  const fleet = await makeFleet(CTL, {
+    offline: { maxPayments: 1_000_000, maxAmountMinor: '100000000' },
+    maxAmountMinor: '100000000',
+    bundleTtlMs: 48 * HOUR,
+  });
   const inner = createMemoryByteStorage();
   let written = 0;
   const flash = {
     get: (k) => inner.get(k),
-    put: (k, v) => { written += v.length; inner.put(k, v); },
-    compareAndSet: (k, e, v) => { const ok = inner.compareAndSet(k, e, v); if (ok) written += v.length; return ok; },
+    put: (k, v) => {
+      written += v.length;
+      inner.put(k, v);
+    },
+    compareAndSet: (k, e, v) => {
+      const ok = inner.compareAndSet(k, e, v);
+      if (ok) written += v.length;
+      return ok;
+    },
   };
   const abi = createNodeAbi({ now: T0, storage: flash });
   const device = createDevice(CTL, abi);
@@ -63,4 +74,6 @@ const late = { ms: median(ms.slice(-100)), bytes: median(bytes.slice(-100)) };
 console.log(`device ledger, ${PAYMENTS} payments on one grant, one every 6 min (median per payment)`);
 console.log(`  payments 1-100:           ${early.ms.toFixed(3)} ms, ${early.bytes} bytes written`);
 console.log(`  payments ${PAYMENTS - 99}-${PAYMENTS}:     ${late.ms.toFixed(3)} ms, ${late.bytes} bytes written`);
-console.log(`  ratio late ÷ early: time ${(late.ms / early.ms).toFixed(2)}, bytes ${(late.bytes / early.bytes).toFixed(2)} (flat ≈ 1)`);
+console.log(
+  `  ratio late ÷ early: time ${(late.ms / early.ms).toFixed(2)}, bytes ${(late.bytes / early.bytes).toFixed(2)} (flat ≈ 1)`,
+);

@@ -11,9 +11,19 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { startMerchant, startGateway, stop, createOwner, createSession, paidRequest, pgReachable, dropSchema } from './lib/gateway-procs.mjs';
+import {
+  startMerchant,
+  startGateway,
+  stop,
+  createOwner,
+  createSession,
+  paidRequest,
+  pgReachable,
+  dropSchema,
+} from './lib/gateway-procs.mjs';
 
-const argOf = (name, d) => (process.argv.includes(`--${name}`) ? process.argv[process.argv.indexOf(`--${name}`) + 1] : d);
+const argOf = (name, d) =>
+  process.argv.includes(`--${name}`) ? process.argv[process.argv.indexOf(`--${name}`) + 1] : d;
 const n = Number(argOf('n', 1000));
 const pg = argOf('db', 'sqlite') === 'postgres';
 const conns = Number(argOf('conns', 1)); // > 1: concurrent, to see commits grouped
@@ -22,7 +32,10 @@ const dir = mkdtempSync(join(tmpdir(), 'ctl-cost-'));
 const countsFile = join(dir, 'counts.json');
 const schema = pg ? `ctl_cost_${randomBytes(4).toString('hex')}` : undefined;
 if (pg && !(await pgReachable(pgUrl))) throw new Error(`${pgUrl} is unreachable`);
-const env = { BENCH_SQL_COUNTS: countsFile, ...(pg ? { BENCH_DB: pgUrl, BENCH_SCHEMA: schema } : { BENCH_DB: `sqlite:${join(dir, 'gateway.db')}` }) };
+const env = {
+  BENCH_SQL_COUNTS: countsFile,
+  ...(pg ? { BENCH_DB: pgUrl, BENCH_SCHEMA: schema } : { BENCH_DB: `sqlite:${join(dir, 'gateway.db')}` }),
+};
 
 const merchant = await startMerchant();
 const shop = `http://127.0.0.1:${merchant.info.port}`;
@@ -51,7 +64,11 @@ try {
   const a = await snapshot();
   const wal0 = await walSyncs();
   // strace counts fsync-family calls of every gateway thread (better-sqlite3 writes on the main thread).
-  const tracer = spawn('strace', ['-f', '-c', '-e', 'trace=fsync,fdatasync,sync_file_range', '-p', String(gw.info.pid)], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const tracer = spawn(
+    'strace',
+    ['-f', '-c', '-e', 'trace=fsync,fdatasync,sync_file_range', '-p', String(gw.info.pid)],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
   let straceOut = '';
   tracer.stderr.on('data', (d) => (straceOut += d));
   tracer.on('error', () => {});
@@ -59,9 +76,11 @@ try {
   let ok = 0;
   const t0 = performance.now();
   let sent = 0;
-  await Promise.all(Array.from({ length: conns }, async () => {
-    while (sent++ < n) if ((await paidRequest(agent, gw.info.url, session.sessionToken, shop)) === 200) ok++;
-  }));
+  await Promise.all(
+    Array.from({ length: conns }, async () => {
+      while (sent++ < n) if ((await paidRequest(agent, gw.info.url, session.sessionToken, shop)) === 200) ok++;
+    }),
+  );
   const ms = performance.now() - t0;
   tracer.kill('SIGINT');
   await new Promise((r) => tracer.once('exit', r).once('error', r));
@@ -69,17 +88,38 @@ try {
   const wal1 = await walSyncs();
   agent.destroy();
   const per = (x, y) => ((y - x) / n).toFixed(2);
-  console.log(`${pg ? 'PostgreSQL' : 'SQLite'}: ${n} paid requests on ${conns} connection(s) (${ok} answered 200), ${((ms / n) * conns).toFixed(2)} ms each`);
+  console.log(
+    `${pg ? 'PostgreSQL' : 'SQLite'}: ${n} paid requests on ${conns} connection(s) (${ok} answered 200), ${((ms / n) * conns).toFixed(2)} ms each`,
+  );
   console.log(`  SQL transactions per payment   ${per(a.sql.tx, b.sql.tx)}`);
-  console.log(`  statements in a group commit  ${per(a.sql.grouped ?? 0, b.sql.grouped ?? 0)} (their transactions are shared: see the WAL syncs / fsyncs)`);
-  console.log(`  SQL statements per payment     ${per(a.sql.statements, b.sql.statements)} (outside a transaction: ${per(a.sql.outsideTx, b.sql.outsideTx)})`);
-  for (const v of Object.keys(b.sql.byVerb).sort()) console.log(`    ${v.padEnd(10)} ${per(a.sql.byVerb[v] ?? 0, b.sql.byVerb[v])}`);
+  console.log(
+    `  statements in a group commit  ${per(a.sql.grouped ?? 0, b.sql.grouped ?? 0)} (their transactions are shared: see the WAL syncs / fsyncs)`,
+  );
+  console.log(
+    `  SQL statements per payment     ${per(a.sql.statements, b.sql.statements)} (outside a transaction: ${per(a.sql.outsideTx, b.sql.outsideTx)})`,
+  );
+  for (const v of Object.keys(b.sql.byVerb).sort())
+    console.log(`    ${v.padEnd(10)} ${per(a.sql.byVerb[v] ?? 0, b.sql.byVerb[v])}`);
   console.log('  statements per payment (≥ 0.05), "tx" = inside a transaction, "grouped" = in a group commit:');
-  for (const [text, c] of Object.entries(b.sql.bySql).map(([k, v]) => [k, (v - (a.sql.bySql[k] ?? 0)) / n]).filter(([, v]) => v >= 0.05).sort((x, y) => y[1] - x[1])) console.log(`    ${c.toFixed(2)}  ${text}`);
-  console.log(`  gateway → merchant per payment ${per(a.m.unpaid402 + a.m.paid, b.m.unpaid402 + b.m.paid)} (402: ${per(a.m.unpaid402, b.m.unpaid402)}, paid retry: ${per(a.m.paid, b.m.paid)})`);
-  const calls = [...straceOut.matchAll(/^\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?(\w+)\s*$/gm)].filter((x) => x[2] !== 'total');
-  if (pg) console.log(`  PostgreSQL WAL syncs (pg_stat_wal.wal_sync, server-wide) per payment: ${((wal1 - wal0) / n).toFixed(2)}`);
-  if (calls.length || /total|attached/.test(straceOut)) console.log(`  fsync-family calls (gateway process) per payment: ${calls.map((x) => `${x[2]} ${(Number(x[1]) / n).toFixed(3)}`).join(', ') || '0'}`);
+  for (const [text, c] of Object.entries(b.sql.bySql)
+    .map(([k, v]) => [k, (v - (a.sql.bySql[k] ?? 0)) / n])
+    .filter(([, v]) => v >= 0.05)
+    .sort((x, y) => y[1] - x[1]))
+    console.log(`    ${c.toFixed(2)}  ${text}`);
+  console.log(
+    `  gateway → merchant per payment ${per(a.m.unpaid402 + a.m.paid, b.m.unpaid402 + b.m.paid)} (402: ${per(a.m.unpaid402, b.m.unpaid402)}, paid retry: ${per(a.m.paid, b.m.paid)})`,
+  );
+  const calls = [...straceOut.matchAll(/^\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?(\w+)\s*$/gm)].filter(
+    (x) => x[2] !== 'total',
+  );
+  if (pg)
+    console.log(
+      `  PostgreSQL WAL syncs (pg_stat_wal.wal_sync, server-wide) per payment: ${((wal1 - wal0) / n).toFixed(2)}`,
+    );
+  if (calls.length || /total|attached/.test(straceOut))
+    console.log(
+      `  fsync-family calls (gateway process) per payment: ${calls.map((x) => `${x[2]} ${(Number(x[1]) / n).toFixed(3)}`).join(', ') || '0'}`,
+    );
   else console.log(`  fsync count: strace could not attach (${straceOut.trim().split('\n')[0] || 'no output'})`);
 } finally {
   await stop(gw.child);

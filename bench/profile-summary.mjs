@@ -14,14 +14,20 @@ if (!files.length) throw new Error('usage: node bench/profile-summary.mjs <file.
 /** Where a function lives: "pkg" for node_modules, "ours:gateway/…" for build/, node internals, V8 pseudo-frames. */
 function moduleOf(url, name) {
   if (!url) return name.startsWith('(') ? name : '(native)';
-  if (url.startsWith('node:')) return `node:${url.slice(5).split('/')[0] === 'internal' ? url.slice(5).split('/').slice(0, 2).join('/') : url.slice(5)}`;
+  if (url.startsWith('node:'))
+    return `node:${url.slice(5).split('/')[0] === 'internal' ? url.slice(5).split('/').slice(0, 2).join('/') : url.slice(5)}`;
   const nm = url.lastIndexOf('/node_modules/');
   if (nm >= 0) {
     const rest = url.slice(nm + 14).split('/');
     return rest[0].startsWith('@') ? `${rest[0]}/${rest[1]}` : rest[0];
   }
   const b = url.indexOf('/build/');
-  if (b >= 0) return `ours:${url.slice(b + 7).split('/').slice(0, 2).join('/')}`;
+  if (b >= 0)
+    return `ours:${url
+      .slice(b + 7)
+      .split('/')
+      .slice(0, 2)
+      .join('/')}`;
   return url.replace(/^file:\/\//, '');
 }
 
@@ -47,7 +53,9 @@ const busy = total - (byModule.get('(idle)') ?? 0);
 const show = (title, map, n) => {
   console.log(`\n${title} (self time; % of all samples / % of non-idle)`);
   for (const [k, us] of [...map].sort((a, b) => b[1] - a[1]).slice(0, n))
-    console.log(`${(us / 1000).toFixed(0).padStart(8)} ms ${((us / total) * 100).toFixed(1).padStart(5)}% ${k === '(idle)' ? '     ' : `${((us / busy) * 100).toFixed(1).padStart(5)}%`}  ${k}`);
+    console.log(
+      `${(us / 1000).toFixed(0).padStart(8)} ms ${((us / total) * 100).toFixed(1).padStart(5)}% ${k === '(idle)' ? '     ' : `${((us / busy) * 100).toFixed(1).padStart(5)}%`}  ${k}`,
+    );
 };
 console.log(`${files.length} profile(s), ${(total / 1e6).toFixed(1)} s sampled, ${(busy / 1e6).toFixed(1)} s not idle`);
 show('by module', byModule, 30);

@@ -9,7 +9,14 @@
 //   npm run compile && node bench/rate-limit.mjs     BENCH_SECONDS=3 BENCH_ROUNDS=2 BENCH_CONNS=1,16
 //   BENCH_PG_URL=postgres://postgres@127.0.0.1:5432/test (unreachable → SKIPPED line)
 import {
-  startMerchant, startGateway, stop, request, closedLoop, createOwner, createSession, benchStores,
+  startMerchant,
+  startGateway,
+  stop,
+  request,
+  closedLoop,
+  createOwner,
+  createSession,
+  benchStores,
 } from './lib/gateway-procs.mjs';
 
 async function runBench() {
@@ -22,7 +29,9 @@ async function runBench() {
   const { stores, cleanup } = await benchStores(pgUrl, 'ctl-bench-rl-');
   const off = { CTL_GATEWAY_RATE_LIMIT_OWNER: '0', CTL_GATEWAY_RATE_LIMIT_SESSION: '0' };
   const on = { CTL_GATEWAY_RATE_LIMIT_OWNER: '1000000000/60s', CTL_GATEWAY_RATE_LIMIT_SESSION: '1000000000/60s' };
-  console.log(`rate-limit bench: ${rounds} alternating rounds of ${seconds} s per measurement, Node ${process.version}`);
+  console.log(
+    `rate-limit bench: ${rounds} alternating rounds of ${seconds} s per measurement, Node ${process.version}`,
+  );
   console.log('store       route                 conns   unlimited req/s  limited req/s   ratio   +p50 ms');
   try {
     for (const store of stores) {
@@ -34,14 +43,38 @@ async function runBench() {
         const owner = await createOwner(a.info.url);
         const session = await createSession(a.info.url, owner, '1000');
         const routes = [
-          ['POST /proxy (unpaid)', (url) => (ag) => request(ag, `${url}/proxy`, { authorization: `Bearer ${session.sessionToken}`, 'x-target-url': `${shop}/free`, 'x-target-method': 'GET' }, 'POST')],
-          ['GET /sessions/{id}', (url) => (ag) => request(ag, `${url}/sessions/${session.sessionId}`, { authorization: `Bearer ${owner}` })],
+          [
+            'POST /proxy (unpaid)',
+            (url) => (ag) =>
+              request(
+                ag,
+                `${url}/proxy`,
+                {
+                  authorization: `Bearer ${session.sessionToken}`,
+                  'x-target-url': `${shop}/free`,
+                  'x-target-method': 'GET',
+                },
+                'POST',
+              ),
+          ],
+          [
+            'GET /sessions/{id}',
+            (url) => (ag) => request(ag, `${url}/sessions/${session.sessionId}`, { authorization: `Bearer ${owner}` }),
+          ],
         ];
         for (const [name, send] of routes) {
           for (const conns of connsList) {
             const sum = { off: { n: 0, t: 0, p50: [] }, on: { n: 0, t: 0, p50: [] } };
             for (let r = 0; r < rounds; r++) {
-              for (const [k, g] of r % 2 ? [['on', b], ['off', a]] : [['off', a], ['on', b]]) {
+              for (const [k, g] of r % 2
+                ? [
+                    ['on', b],
+                    ['off', a],
+                  ]
+                : [
+                    ['off', a],
+                    ['on', b],
+                  ]) {
                 const m = await closedLoop(conns, seconds, send(g.info.url));
                 if (m.bad) throw new Error(`${store.name} ${name} ${k}: ${m.bad} answers were not 200`);
                 sum[k].n += m.n;
@@ -51,7 +84,9 @@ async function runBench() {
             }
             const rps = (k) => sum[k].n / sum[k].t;
             const p50 = (k) => sum[k].p50.reduce((x, y) => x + y, 0) / sum[k].p50.length;
-            console.log(`${store.name.padEnd(11)} ${name.padEnd(21)} ${String(conns).padStart(5)}   ${rps('off').toFixed(0).padStart(15)} ${rps('on').toFixed(0).padStart(14)}   ${(rps('on') / rps('off')).toFixed(2).padStart(5)}   ${(p50('on') - p50('off')).toFixed(2).padStart(7)}`);
+            console.log(
+              `${store.name.padEnd(11)} ${name.padEnd(21)} ${String(conns).padStart(5)}   ${rps('off').toFixed(0).padStart(15)} ${rps('on').toFixed(0).padStart(14)}   ${(rps('on') / rps('off')).toFixed(2).padStart(5)}   ${(p50('on') - p50('off')).toFixed(2).padStart(7)}`,
+            );
           }
         }
       } finally {

@@ -53,20 +53,50 @@ const rootKey = await CTL.generateKeyPair({ alg: 'EdDSA' });
 const authority = await CTL.generateKeyPair({ alg: 'EdDSA' });
 const wallet = await CTL.generateKeyPair({ alg: 'EdDSA' });
 const kid = await CTL.jwkThumbprint(authority.publicJwk);
-const bundle = await CTL.createTrustBundle({
-  sequence: 1, scope: { category: 'ev-charging' }, revokedGrants: [],
-  issuers: [{ issuer: 'authority.example', keys: [{ ...authority.publicJwk, kid, alg: 'EdDSA', purposes: ['grant'] }] }],
-  issuedAt: iso(T0 - 3_600_000), expiresAt: iso(T0 + 86_400_000),
-}, { signingKey: rootKey.privateKeyPem, issuer: 'root.example' });
-const grant = await CTL.createSignedPolicyGrant({
-  policyHash: CTL.policyHash({ bench: true }), actorKey: wallet.publicJwk, allowedRails: ['card'],
-  allowedAssets: [{ standard: 'iso4217', code: 'EUR' }], maxAmountMinor: '100000', currency: 'EUR',
-  issuedAt: iso(T0 - 7_200_000), expiresAt: iso(T0 + 86_400_000),
-}, { issuer: 'authority.example', keyId: kid, signingKey: authority.privateKeyPem, revocationBaseUrl: 'https://authority.example' });
-const sba = await CTL.createSignedSessionBudgetAuthorization({
-  grant, sessionId: 'sess_bench', actorId: 'vehicle-1', maxAmountMinor: '1200', budgetScope: 'TRIP',
-  issuedAt: iso(T0 - 1000), expiresAt: iso(T0 + 3_600_000), rail: 'card',
-}, { signingKey: wallet.privateKeyPem, now: () => T0 });
+const bundle = await CTL.createTrustBundle(
+  {
+    sequence: 1,
+    scope: { category: 'ev-charging' },
+    revokedGrants: [],
+    issuers: [
+      { issuer: 'authority.example', keys: [{ ...authority.publicJwk, kid, alg: 'EdDSA', purposes: ['grant'] }] },
+    ],
+    issuedAt: iso(T0 - 3_600_000),
+    expiresAt: iso(T0 + 86_400_000),
+  },
+  { signingKey: rootKey.privateKeyPem, issuer: 'root.example' },
+);
+const grant = await CTL.createSignedPolicyGrant(
+  {
+    policyHash: CTL.policyHash({ bench: true }),
+    actorKey: wallet.publicJwk,
+    allowedRails: ['card'],
+    allowedAssets: [{ standard: 'iso4217', code: 'EUR' }],
+    maxAmountMinor: '100000',
+    currency: 'EUR',
+    issuedAt: iso(T0 - 7_200_000),
+    expiresAt: iso(T0 + 86_400_000),
+  },
+  {
+    issuer: 'authority.example',
+    keyId: kid,
+    signingKey: authority.privateKeyPem,
+    revocationBaseUrl: 'https://authority.example',
+  },
+);
+const sba = await CTL.createSignedSessionBudgetAuthorization(
+  {
+    grant,
+    sessionId: 'sess_bench',
+    actorId: 'vehicle-1',
+    maxAmountMinor: '1200',
+    budgetScope: 'TRIP',
+    issuedAt: iso(T0 - 1000),
+    expiresAt: iso(T0 + 3_600_000),
+    rail: 'card',
+  },
+  { signingKey: wallet.privateKeyPem, now: () => T0 },
+);
 const fixture = { sba, bundle, rootPem: rootKey.publicKeyPem, now: T0 };
 
 // The measured body, identical everywhere: verify for `ms` milliseconds (or `n` times), count.
@@ -88,11 +118,14 @@ async function bench(CTL, fx, ms, n) {
 const tmp = mkdtempSync(join(tmpdir(), 'ctl-bench-'));
 function entry(backend) {
   const file = join(tmp, `bench-${backend}.mjs`);
-  writeFileSync(file, `import * as CTL from ${JSON.stringify(pathToFileURL(join(root, 'dist/index.js')).href)};
+  writeFileSync(
+    file,
+    `import * as CTL from ${JSON.stringify(pathToFileURL(join(root, 'dist/index.js')).href)};
 ${BODY}
 ${backend === 'noble' ? "CTL.setCryptoBackend('noble');" : ''}
 const r = await bench(CTL, ${JSON.stringify(fixture)}, ${seconds * 1000}, 0);
-console.log('RESULT ' + JSON.stringify(r));`);
+console.log('RESULT ' + JSON.stringify(r));`,
+  );
   return file;
 }
 function runProcess(label, exe, args) {
@@ -109,7 +142,14 @@ rows.push(runProcess('node (noble)', process.execPath, [entry('noble')]));
 for (const name of ['bun', 'deno']) {
   const exe = findRuntime(name);
   if (!exe) rows.push({ label: name, skipped: `no ${name} binary` });
-  else rows.push(runProcess(name, exe, name === 'deno' ? ['run', '--quiet', '--no-config', '--allow-read', entry('auto')] : [entry('auto')]));
+  else
+    rows.push(
+      runProcess(
+        name,
+        exe,
+        name === 'deno' ? ['run', '--quiet', '--no-config', '--allow-read', entry('auto')] : [entry('auto')],
+      ),
+    );
 }
 
 // QuickJS: cold start measured from a fresh runtime (the WASM module is loaded once, first,
@@ -122,8 +162,13 @@ const coldStart = performance.now();
 const engine = await createQuickJsEngine({ abi: createNodeAbi({ now: T0 }) });
 engine.evalScript(iife, 'ctl.iife.js');
 const loadedMs = performance.now() - coldStart;
-engine.evalScript(`CTL.setRandomSource(function (n) { return new Uint8Array(ctlHost.randomBytes(n)); });${BODY}; var fx = ${JSON.stringify(fixture)};`, 'bench.js');
-engine.evalSync("CTL.verifyCtl(fx.sba, { amount: '1200', currency: 'EUR', offline: true, spendStorage: { reserve: function () { return 'reserved'; }, commit: function () {}, release: function () {}, total: function () { return 0n; } }, trustBundles: [fx.bundle], rootPublicKeyPem: fx.rootPem, now: function () { return fx.now; } }).then(function (r) { if (!r.valid) throw new Error(r.error.code); return r.valid; })");
+engine.evalScript(
+  `CTL.setRandomSource(function (n) { return new Uint8Array(ctlHost.randomBytes(n)); });${BODY}; var fx = ${JSON.stringify(fixture)};`,
+  'bench.js',
+);
+engine.evalSync(
+  "CTL.verifyCtl(fx.sba, { amount: '1200', currency: 'EUR', offline: true, spendStorage: { reserve: function () { return 'reserved'; }, commit: function () {}, release: function () {}, total: function () { return 0n; } }, trustBundles: [fx.bundle], rootPublicKeyPem: fx.rootPem, now: function () { return fx.now; } }).then(function (r) { if (!r.valid) throw new Error(r.error.code); return r.valid; })",
+);
 const coldMs = performance.now() - coldStart;
 const qStart = performance.now();
 const q = engine.evalSync(`bench(CTL, fx, ${seconds * 1000}, 0)`);
@@ -138,17 +183,29 @@ console.log('target'.padEnd(30) + 'verif/s'.padStart(10) + 'ratio'.padStart(9) +
 for (const r of rows) {
   if (r.skipped) console.log(`SKIPPED ${r.label}: ${r.skipped}`);
   else if (r.error) console.log(`${r.label.padEnd(30)}  FAILED ${r.error}`);
-  else console.log(r.label.padEnd(30) + r.perSecond.toFixed(0).padStart(10) + (r.perSecond / base).toFixed(3).padStart(9) + '  ' + r.backend);
+  else
+    console.log(
+      r.label.padEnd(30) +
+        r.perSecond.toFixed(0).padStart(10) +
+        (r.perSecond / base).toFixed(3).padStart(9) +
+        '  ' +
+        r.backend,
+    );
 }
 const gz = gzipSync(readFileSync(join(root, 'dist/ctl.iife.js'))).length;
 const qps = rows.at(-1).perSecond;
-console.log(`\nQuickJS cold start: ${coldMs.toFixed(0)} ms (new runtime → dist/ctl.iife.js evaluated in ${loadedMs.toFixed(0)} ms → first verification done); WASM module load before it: ${wasmMs.toFixed(0)} ms`);
-console.log(`QuickJS peak heap: ${(mem.peakBytes / 1024).toFixed(0)} KiB (sampled at every job drain), ${(mem.usedBytes / 1024).toFixed(0)} KiB at the end`);
+console.log(
+  `\nQuickJS cold start: ${coldMs.toFixed(0)} ms (new runtime → dist/ctl.iife.js evaluated in ${loadedMs.toFixed(0)} ms → first verification done); WASM module load before it: ${wasmMs.toFixed(0)} ms`,
+);
+console.log(
+  `QuickJS peak heap: ${(mem.peakBytes / 1024).toFixed(0)} KiB (sampled at every job drain), ${(mem.usedBytes / 1024).toFixed(0)} KiB at the end`,
+);
 console.log(`dist/ctl.iife.js: ${(gz / 1024).toFixed(1)} KiB gzip`);
 const verdict = (ok) => (ok ? 'met' : 'MISSED');
 
 // --- the device-class SDK: dist/ctl-verify.iife.js in QuickJS ---
-const OPTS = "{ amount: '1200', currency: 'EUR', offline: true, spendStorage: { reserve: function () { return 'reserved'; }, commit: function () {}, release: function () {}, total: function () { return 0n; } }, trustBundles: [fx.bundle], rootPublicKeyPem: fx.rootPem, now: function () { return fx.now; } }";
+const OPTS =
+  "{ amount: '1200', currency: 'EUR', offline: true, spendStorage: { reserve: function () { return 'reserved'; }, commit: function () {}, release: function () {}, total: function () { return 0n; } }, trustBundles: [fx.bundle], rootPublicKeyPem: fx.rootPem, now: function () { return fx.now; } }";
 const setup = `CTL.setRandomSource(function (n) { return new Uint8Array(ctlHost.randomBytes(n)); });${BODY}; var fx = ${JSON.stringify(fixture)};`;
 const engineMemory = (e) => e.memory().usedBytes;
 const footprint = async (file) => {
@@ -175,7 +232,9 @@ const coldStartBest = async (file, tries = 5) => {
     const e = await createQuickJsEngine({ abi: createNodeAbi({ now: T0 }) });
     e.evalScript(code, file);
     e.evalScript(setup, 'bench.js');
-    e.evalSync(`CTL.verifyCtl(fx.sba, ${OPTS}).then(function (r) { if (!r.valid) throw new Error(r.error.code); return true; })`);
+    e.evalSync(
+      `CTL.verifyCtl(fx.sba, ${OPTS}).then(function (r) { if (!r.valid) throw new Error(r.error.code); return true; })`,
+    );
     best = Math.min(best, performance.now() - t);
     e.dispose();
   }
@@ -183,10 +242,22 @@ const coldStartBest = async (file, tries = 5) => {
 };
 // A bare noble Ed25519 verify of the same SBA bytes, bundled for QuickJS here (the baseline).
 const { build } = await import('esbuild');
-const nobleIife = (await build({
-  stdin: { contents: "import * as ed from '@noble/ed25519'; import { sha512 } from '@noble/hashes/sha2.js'; ed.hashes.sha512 = sha512; globalThis.NOBLE = { verify: (s, m, p) => ed.verify(s, m, p, { zip215: false }) };", resolveDir: root },
-  bundle: true, format: 'iife', platform: 'neutral', mainFields: ['module', 'main'], write: false, minify: true, logLevel: 'error',
-})).outputFiles[0].text;
+const nobleIife = (
+  await build({
+    stdin: {
+      contents:
+        "import * as ed from '@noble/ed25519'; import { sha512 } from '@noble/hashes/sha2.js'; ed.hashes.sha512 = sha512; globalThis.NOBLE = { verify: (s, m, p) => ed.verify(s, m, p, { zip215: false }) };",
+      resolveDir: root,
+    },
+    bundle: true,
+    format: 'iife',
+    platform: 'neutral',
+    mainFields: ['module', 'main'],
+    write: false,
+    minify: true,
+    logLevel: 'error',
+  })
+).outputFiles[0].text;
 const sbaMsg = Array.from(CTL.signedBytes('sba', sba));
 const sbaSig = Array.from(CTL.base64urlDecode(sba.signature));
 const actorPub = Array.from(CTL.base64urlDecode(wallet.publicJwk.x));
@@ -201,15 +272,29 @@ const qjsRate = async (prepare, loop) => {
   }
 };
 const rates = { sdk: [], bare: [] };
-for (let round = 0; round < 3; round++) { // interleaved, median: the same drift hits both
-  rates.bare.push(await qjsRate((e) => {
-    e.evalScript(nobleIife, 'noble.js');
-    e.evalScript(`var m = new Uint8Array(${JSON.stringify(sbaMsg)}), s = new Uint8Array(${JSON.stringify(sbaSig)}), p = new Uint8Array(${JSON.stringify(actorPub)});`, 'fx.js');
-  }, `(function () { if (!NOBLE.verify(s, m, p)) throw new Error('bare verify'); var n = 0, t = Date.now(); while (Date.now() - t < ${seconds * 500}) { NOBLE.verify(s, m, p); n++; } return { count: n, ms: Date.now() - t }; })()`));
-  rates.sdk.push(await qjsRate((e) => {
-    e.evalScript(readFileSync(join(root, 'dist/ctl-verify.iife.js'), 'utf8'), 'ctl-verify.iife.js');
-    e.evalScript(setup, 'bench.js');
-  }, `bench(CTL, fx, ${seconds * 500}, 0)`));
+for (let round = 0; round < 3; round++) {
+  // interleaved, median: the same drift hits both
+  rates.bare.push(
+    await qjsRate(
+      (e) => {
+        e.evalScript(nobleIife, 'noble.js');
+        e.evalScript(
+          `var m = new Uint8Array(${JSON.stringify(sbaMsg)}), s = new Uint8Array(${JSON.stringify(sbaSig)}), p = new Uint8Array(${JSON.stringify(actorPub)});`,
+          'fx.js',
+        );
+      },
+      `(function () { if (!NOBLE.verify(s, m, p)) throw new Error('bare verify'); var n = 0, t = Date.now(); while (Date.now() - t < ${seconds * 500}) { NOBLE.verify(s, m, p); n++; } return { count: n, ms: Date.now() - t }; })()`,
+    ),
+  );
+  rates.sdk.push(
+    await qjsRate(
+      (e) => {
+        e.evalScript(readFileSync(join(root, 'dist/ctl-verify.iife.js'), 'utf8'), 'ctl-verify.iife.js');
+        e.evalScript(setup, 'bench.js');
+      },
+      `bench(CTL, fx, ${seconds * 500}, 0)`,
+    ),
+  );
 }
 const med = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const fpVerify = await footprint('ctl-verify.iife.js');
@@ -218,9 +303,19 @@ const coldVerify = await coldStartBest('ctl-verify.iife.js');
 const coldFull = await coldStartBest('ctl.iife.js');
 const qRatio = med(rates.sdk) / med(rates.bare);
 console.log(`\nDevice-class SDK in QuickJS (dist/ctl-verify.iife.js; dist/ctl.iife.js beside it):`);
-console.log(`  heap footprint (bundle + 100 offline verifications − empty runtime + context): ${(fpVerify / 1024).toFixed(0)} KiB, of which the bundle evaluated alone ${(footprintLoaded['ctl-verify.iife.js'] / 1024).toFixed(0)} KiB (ctl.iife.js: ${(fpFull / 1024).toFixed(0)} / ${(footprintLoaded['ctl.iife.js'] / 1024).toFixed(0)} KiB)`);
-console.log(`  cold start, best of 5 (new runtime → bundle evaluated → first offline verification valid): ${coldVerify.toFixed(1)} ms (ctl.iife.js: ${coldFull.toFixed(1)} ms)`);
-console.log(`  verifications/s: ${med(rates.sdk).toFixed(0)} vs bare noble verify ${med(rates.bare).toFixed(0)}/s: ratio ${qRatio.toFixed(2)} (medians of 3 interleaved rounds)`);
-console.log(`Device-class targets: footprint ≤ 160 KiB: ${verdict(fpVerify <= 160 * 1024)} (${(fpVerify / 1024).toFixed(0)} KiB); cold start ≤ 25 ms: ${verdict(coldVerify <= 25)} (${coldVerify.toFixed(1)} ms); verif/s ≥ 0.9 × bare noble: ${verdict(qRatio >= 0.9)} (${qRatio.toFixed(2)})`);
-console.log(`\nTargets: QuickJS ≥ 50 verif/s: ${verdict(qps >= 50)} (${qps.toFixed(0)}); cold start ≤ 250 ms: ${verdict(coldMs <= 250)} (${coldMs.toFixed(0)} ms); iife ≤ 16 KiB gzip: ${verdict(gz <= 16 * 1024)} (${(gz / 1024).toFixed(1)} KiB)`);
+console.log(
+  `  heap footprint (bundle + 100 offline verifications − empty runtime + context): ${(fpVerify / 1024).toFixed(0)} KiB, of which the bundle evaluated alone ${(footprintLoaded['ctl-verify.iife.js'] / 1024).toFixed(0)} KiB (ctl.iife.js: ${(fpFull / 1024).toFixed(0)} / ${(footprintLoaded['ctl.iife.js'] / 1024).toFixed(0)} KiB)`,
+);
+console.log(
+  `  cold start, best of 5 (new runtime → bundle evaluated → first offline verification valid): ${coldVerify.toFixed(1)} ms (ctl.iife.js: ${coldFull.toFixed(1)} ms)`,
+);
+console.log(
+  `  verifications/s: ${med(rates.sdk).toFixed(0)} vs bare noble verify ${med(rates.bare).toFixed(0)}/s: ratio ${qRatio.toFixed(2)} (medians of 3 interleaved rounds)`,
+);
+console.log(
+  `Device-class targets: footprint ≤ 160 KiB: ${verdict(fpVerify <= 160 * 1024)} (${(fpVerify / 1024).toFixed(0)} KiB); cold start ≤ 25 ms: ${verdict(coldVerify <= 25)} (${coldVerify.toFixed(1)} ms); verif/s ≥ 0.9 × bare noble: ${verdict(qRatio >= 0.9)} (${qRatio.toFixed(2)})`,
+);
+console.log(
+  `\nTargets: QuickJS ≥ 50 verif/s: ${verdict(qps >= 50)} (${qps.toFixed(0)}); cold start ≤ 250 ms: ${verdict(coldMs <= 250)} (${coldMs.toFixed(0)} ms); iife ≤ 16 KiB gzip: ${verdict(gz <= 16 * 1024)} (${(gz / 1024).toFixed(1)} KiB)`,
+);
 rmSync(tmp, { recursive: true, force: true });

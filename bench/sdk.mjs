@@ -37,17 +37,42 @@ ed.hashes.sha512 = sha512;
 const authority = await CTL.generateKeyPair({ alg: 'EdDSA' });
 const actor = await CTL.generateKeyPair({ alg: 'EdDSA' });
 const now = Date.now();
-const grant = await CTL.createSignedPolicyGrant({
-  policyHash: CTL.policyHash({ budget: { amount: '1000000000', currency: 'USD' } }),
-  actorKey: actor.publicJwk, allowedRails: ['x402'], allowedAssets: [{ standard: 'iso4217', code: 'USD' }],
-  allowedPurposes: ['api:*'], maxAmountMinor: '1000000000', currency: 'USD', destinationAllowlist: ['merchant-a'],
-  expiresAt: CTL.formatTimestamp(now + 86400000),
-}, { issuer: 'authority.bench', signingKey: authority.privateKeyPem, revocationBaseUrl: 'https://authority.bench' });
-const okFetch = async (url) => ({ ok: true, status: 200, text: async () => JSON.stringify({ grantId: grant.grantId, revoked: false }) });
+const grant = await CTL.createSignedPolicyGrant(
+  {
+    policyHash: CTL.policyHash({ budget: { amount: '1000000000', currency: 'USD' } }),
+    actorKey: actor.publicJwk,
+    allowedRails: ['x402'],
+    allowedAssets: [{ standard: 'iso4217', code: 'USD' }],
+    allowedPurposes: ['api:*'],
+    maxAmountMinor: '1000000000',
+    currency: 'USD',
+    destinationAllowlist: ['merchant-a'],
+    expiresAt: CTL.formatTimestamp(now + 86400000),
+  },
+  { issuer: 'authority.bench', signingKey: authority.privateKeyPem, revocationBaseUrl: 'https://authority.bench' },
+);
+const okFetch = async (url) => ({
+  ok: true,
+  status: 200,
+  text: async () => JSON.stringify({ grantId: grant.grantId, revoked: false }),
+});
 const session = CTL.createSession(grant, { actorId: 'bench', signingKey: actor.privateKeyPem, fetch: okFetch });
-const sba = await session.createSba({ amount: '1', currency: 'USD', rail: 'x402', merchantId: 'merchant-a', purpose: 'api:x' });
+const sba = await session.createSba({
+  amount: '1',
+  currency: 'USD',
+  rail: 'x402',
+  merchantId: 'merchant-a',
+  purpose: 'api:x',
+});
 // One SBA timed many times: the verification, not the ledger (bench/lib/measure.mjs ledgerThatForgets).
-const verifyOpts = { amount: '1', currency: 'USD', merchantId: 'merchant-a', offline: true, signingKeyPem: authority.publicKeyPem, spendStorage: ledgerThatForgets };
+const verifyOpts = {
+  amount: '1',
+  currency: 'USD',
+  merchantId: 'merchant-a',
+  offline: true,
+  signingKeyPem: authority.publicKeyPem,
+  spendStorage: ledgerThatForgets,
+};
 
 // Baselines: one bare signature over bytes of the same size as the SBA's signed message.
 const msg = CTL.signedBytes('sba', sba);
@@ -57,38 +82,89 @@ const priv = crypto.createPrivateKey(actor.privateKeyPem);
 if (!crypto.verify(null, msg, pub, sig)) throw new Error('bench fixture: bare verify failed');
 const rawPub = CTL.base64urlDecode(actor.publicJwk.x);
 const rawSeed = new Uint8Array(priv.export({ format: 'der', type: 'pkcs8' }).subarray(-32));
-const check = async (r) => { if (!r.valid) throw new Error('bench: verifyCtl refused: ' + JSON.stringify(r.error)); };
+const check = async (r) => {
+  if (!r.valid) throw new Error('bench: verifyCtl refused: ' + JSON.stringify(r.error));
+};
 
 console.log(`CTL SDK bench (node ${process.version}, ${DURATION_MS} ms × ${ROUNDS} interleaved rounds, medians)\n`);
 const rows = [];
 CTL.setCryptoBackend('native');
 await check(await CTL.verifyCtl(sba, verifyOpts));
-rows.push(await compare('native: verifyCtl ÷ bare node:crypto verify', () => crypto.verify(null, msg, pub, sig), async () => check(await CTL.verifyCtl(sba, verifyOpts))));
+rows.push(
+  await compare(
+    'native: verifyCtl ÷ bare node:crypto verify',
+    () => crypto.verify(null, msg, pub, sig),
+    async () => check(await CTL.verifyCtl(sba, verifyOpts)),
+  ),
+);
 let i = 0;
-const pay = () => session.createSba({ amount: '1', currency: 'USD', rail: 'x402', merchantId: 'merchant-a', purpose: 'api:x' });
+const pay = () =>
+  session.createSba({ amount: '1', currency: 'USD', rail: 'x402', merchantId: 'merchant-a', purpose: 'api:x' });
 rows.push(await compare('native: createSba ÷ bare node:crypto sign', () => crypto.sign(null, msg, priv), pay));
 
 CTL.setCryptoBackend('noble');
 await check(await CTL.verifyCtl(sba, verifyOpts));
-rows.push(await compare('noble:  verifyCtl ÷ bare noble verify', () => ed.verify(sig, msg, rawPub, { zip215: false }), async () => check(await CTL.verifyCtl(sba, verifyOpts))));
+rows.push(
+  await compare(
+    'noble:  verifyCtl ÷ bare noble verify',
+    () => ed.verify(sig, msg, rawPub, { zip215: false }),
+    async () => check(await CTL.verifyCtl(sba, verifyOpts)),
+  ),
+);
 const nobleSession = CTL.createSession(grant, { actorId: 'bench', signingKey: actor.privateKeyPem, fetch: okFetch });
-rows.push(await compare('noble:  createSba ÷ bare noble sign', () => ed.sign(msg, rawSeed), () => nobleSession.createSba({ amount: '1', currency: 'USD', rail: 'x402', merchantId: 'merchant-a', purpose: 'api:x' })));
+rows.push(
+  await compare(
+    'noble:  createSba ÷ bare noble sign',
+    () => ed.sign(msg, rawSeed),
+    () =>
+      nobleSession.createSba({
+        amount: '1',
+        currency: 'USD',
+        rail: 'x402',
+        merchantId: 'merchant-a',
+        purpose: 'api:x',
+      }),
+  ),
+);
 
 // Sizes are a figure to watch, not a gate (ARCHITECTURE.md rule 12), beside two anchors: noble's
 // Ed25519 alone (bundled and minified here, the least a signing device carries) and the 40 KB gzip
 // the MPCP merchant SDK targets for edge runtimes.
 console.log('\nBuild sizes (minified by the build; gzip -9; KB = 1024 bytes):');
 const esbuild = require('esbuild');
-const nobleAlone = esbuild.buildSync({ stdin: { contents: "export * from '@noble/ed25519';", resolveDir: root }, bundle: true, minify: true, format: 'esm', write: false }).outputFiles[0].contents;
+const nobleAlone = esbuild.buildSync({
+  stdin: { contents: "export * from '@noble/ed25519';", resolveDir: root },
+  bundle: true,
+  minify: true,
+  format: 'esm',
+  write: false,
+}).outputFiles[0].contents;
 const kb = (n) => `${(n / 1024).toFixed(1).padStart(5)} KB`;
-console.log(`  anchors: @noble/ed25519 alone ${kb(gzipSync(nobleAlone, { level: 9 }).length)} gzip; MPCP merchant SDK edge target 40.0 KB gzip`);
+console.log(
+  `  anchors: @noble/ed25519 alone ${kb(gzipSync(nobleAlone, { level: 9 }).length)} gzip; MPCP merchant SDK edge target 40.0 KB gzip`,
+);
 const sizes = {};
-for (const f of ['dist/index.js', 'dist/index.cjs', 'dist/ctl.iife.js', 'dist/verify.js', 'dist/ctl-verify.iife.js', 'dist/wallet.js', 'dist/ctl-wallet.iife.js', 'dist/edge.js', 'dist/online.js', 'dist/human-agent.js', 'dist/p256.js', 'dist/compact.js']) {
+for (const f of [
+  'dist/index.js',
+  'dist/index.cjs',
+  'dist/ctl.iife.js',
+  'dist/verify.js',
+  'dist/ctl-verify.iife.js',
+  'dist/wallet.js',
+  'dist/ctl-wallet.iife.js',
+  'dist/edge.js',
+  'dist/online.js',
+  'dist/human-agent.js',
+  'dist/p256.js',
+  'dist/compact.js',
+]) {
   const buf = readFileSync(root + f);
   sizes[f] = { min: buf.length, gzip: gzipSync(buf, { level: 9 }).length };
   console.log(`  ${f.padEnd(24)} ${kb(sizes[f].min)} min  ${kb(sizes[f].gzip)} gzip`);
 }
 const verdict = (ok) => (ok ? 'met' : 'MISSED');
 const [nv, ns] = rows;
-console.log(`\nTargets: native verifyCtl ≥ 0.85 × bare verify: ${verdict(nv.ratio >= 0.85)} (${nv.ratio.toFixed(2)}); native createSba ≥ 0.8 × bare sign: ${verdict(ns.ratio >= 0.8)} (${ns.ratio.toFixed(2)})`);
+console.log(
+  `\nTargets: native verifyCtl ≥ 0.85 × bare verify: ${verdict(nv.ratio >= 0.85)} (${nv.ratio.toFixed(2)}); native createSba ≥ 0.8 × bare sign: ${verdict(ns.ratio >= 0.8)} (${ns.ratio.toFixed(2)})`,
+);
 if (process.env.BENCH_JSON) console.log(JSON.stringify({ rows, sizes }));

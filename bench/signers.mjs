@@ -25,12 +25,19 @@ const modulePath = process.env.CTL_PKCS11_MODULE || '/usr/lib/softhsm/libsofthsm
 
 const dir = mkdtempSync(join(tmpdir(), 'ctl-bench-hsm-'));
 mkdirSync(join(dir, 'tokens'));
-writeFileSync(join(dir, 'softhsm2.conf'), `directories.tokendir = ${join(dir, 'tokens')}\nobjectstore.backend = file\nlog.level = ERROR\n`);
+writeFileSync(
+  join(dir, 'softhsm2.conf'),
+  `directories.tokendir = ${join(dir, 'tokens')}\nobjectstore.backend = file\nlog.level = ERROR\n`,
+);
 process.env.SOFTHSM2_CONF = join(dir, 'softhsm2.conf');
-execFileSync('softhsm2-util', ['--init-token', '--free', '--label', 'bench', '--so-pin', '0000', '--pin', '1234'], { stdio: 'pipe' });
+execFileSync('softhsm2-util', ['--init-token', '--free', '--label', 'bench', '--so-pin', '0000', '--pin', '1234'], {
+  stdio: 'pipe',
+});
 
 const build = new URL('../build/', import.meta.url);
-const { pemSigner, generatePkcs11Ed25519Key, closePkcs11Modules } = await import(new URL('service-kit/signers/index.js', build).href);
+const { pemSigner, generatePkcs11Ed25519Key, closePkcs11Modules } = await import(
+  new URL('service-kit/signers/index.js', build).href
+);
 const { generateKeyPair } = await import(new URL('src/index.js', build).href);
 
 const uri = 'pkcs11:token=bench;object=bench-key?pin-value=1234';
@@ -42,12 +49,14 @@ const msg = new TextEncoder().encode('ctl-receipt/1\n' + 'x'.repeat(600)); // ab
 async function rate(signer, inFlight) {
   const end = performance.now() + seconds * 1000;
   let n = 0;
-  await Promise.all(Array.from({ length: inFlight }, async () => {
-    while (performance.now() < end) {
-      await signer.sign(msg);
-      n++;
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: inFlight }, async () => {
+      while (performance.now() < end) {
+        await signer.sign(msg);
+        n++;
+      }
+    }),
+  );
   return n / seconds;
 }
 
@@ -55,10 +64,17 @@ async function rate(signer, inFlight) {
 const lib = createRequire(import.meta.url)('pkcs11js');
 const p = new lib.PKCS11();
 p.load(modulePath);
-try { p.C_Initialize({ flags: lib.CKF_OS_LOCKING_OK }); } catch { /* initialised by the signer */ }
+try {
+  p.C_Initialize({ flags: lib.CKF_OS_LOCKING_OK });
+} catch {
+  /* initialised by the signer */
+}
 const slot = p.C_GetSlotList(true).find((s) => p.C_GetTokenInfo(s).label.trim() === 'bench');
 const session = p.C_OpenSession(slot, lib.CKF_SERIAL_SESSION);
-p.C_FindObjectsInit(session, [{ type: lib.CKA_CLASS, value: lib.CKO_PRIVATE_KEY }, { type: lib.CKA_LABEL, value: 'bench-key' }]);
+p.C_FindObjectsInit(session, [
+  { type: lib.CKA_CLASS, value: lib.CKO_PRIVATE_KEY },
+  { type: lib.CKA_LABEL, value: 'bench-key' },
+]);
 const [key] = p.C_FindObjects(session, 1);
 p.C_FindObjectsFinal(session);
 const bare = {
@@ -82,11 +98,15 @@ for (let r = 0; r < rounds; r++) {
 }
 const fmt = (x) => x.toFixed(2);
 const per = (x) => Math.round(x).toLocaleString('en');
-console.log(`signatures a second (${seconds} s each, ${rounds} rounds; ratios against the file signer of the same round)`);
+console.log(
+  `signatures a second (${seconds} s each, ${rounds} rounds; ratios against the file signer of the same round)`,
+);
 console.log('round | file signer | PKCS#11, 1 in flight | PKCS#11, 16 in flight | bare pkcs11js C_Sign');
-rows.forEach((x, i) => console.log(
-  `${i + 1}     | ${per(x.base)} | ${per(x.h1)} (${fmt(x.h1 / x.base)}) | ${per(x.h16)} (${fmt(x.h16 / x.base16)} of file at 16) | ${per(x.raw)} (${fmt(x.raw / x.base)})`,
-));
+rows.forEach((x, i) =>
+  console.log(
+    `${i + 1}     | ${per(x.base)} | ${per(x.h1)} (${fmt(x.h1 / x.base)}) | ${per(x.h16)} (${fmt(x.h16 / x.base16)} of file at 16) | ${per(x.raw)} (${fmt(x.raw / x.base)})`,
+  ),
+);
 
 await hsm.close();
 p.C_CloseSession(session);

@@ -14,7 +14,17 @@ import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { startMerchant, startGateway, stop, createOwner, createSession, sessionView, paidRequest, pgReachable, dropSchema } from './lib/gateway-procs.mjs';
+import {
+  startMerchant,
+  startGateway,
+  stop,
+  createOwner,
+  createSession,
+  sessionView,
+  paidRequest,
+  pgReachable,
+  dropSchema,
+} from './lib/gateway-procs.mjs';
 
 const arg = (name, dflt) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -63,7 +73,9 @@ async function newBatch() {
 }
 let current = await newBatch();
 
-console.log(`soak: ${seconds} s, ${conns} connections of paid traffic, ${rotate ? `${sessionsPerInterval} new sessions every ${intervalS} s` : `the same ${sessionsPerInterval} sessions throughout`}, ${dbKind === 'postgres' ? 'PostgreSQL' : 'SQLite'}, Node ${process.version}`);
+console.log(
+  `soak: ${seconds} s, ${conns} connections of paid traffic, ${rotate ? `${sessionsPerInterval} new sessions every ${intervalS} s` : `the same ${sessionsPerInterval} sessions throughout`}, ${dbKind === 'postgres' ? 'PostgreSQL' : 'SQLite'}, Node ${process.version}`,
+);
 console.log('  t s   paid/s   p50 ms   p99 ms   rss MB  heap MB  ext MB   eld p50  eld p99  eld max ms  non-200');
 const agent = new http.Agent({ keepAlive: true, maxSockets: conns });
 const samples = [];
@@ -100,9 +112,18 @@ const sampler = (async () => {
     // The gateway reports on its own timer; give it a moment to land after ours.
     await new Promise((r) => setTimeout(r, 50));
     const g = latestStats ?? {};
-    const row = { t: (now - started) / 1000, rps: window.length / ((now - last) / 1000), p50: q(0.5), p99: q(0.99), ...g, bad: windowBad };
+    const row = {
+      t: (now - started) / 1000,
+      rps: window.length / ((now - last) / 1000),
+      p50: q(0.5),
+      p99: q(0.99),
+      ...g,
+      bad: windowBad,
+    };
     samples.push(row);
-    console.log(`${row.t.toFixed(0).padStart(5)} ${row.rps.toFixed(0).padStart(8)} ${row.p50.toFixed(2).padStart(8)} ${row.p99.toFixed(2).padStart(8)} ${mb(g.rss ?? 0).padStart(8)} ${mb(g.heapUsed ?? 0).padStart(8)} ${mb(g.external ?? 0).padStart(7)} ${(g.eldP50 ?? 0).toFixed(1).padStart(9)} ${(g.eldP99 ?? 0).toFixed(1).padStart(8)} ${(g.eldMax ?? 0).toFixed(1).padStart(11)} ${String(windowBad).padStart(8)}`);
+    console.log(
+      `${row.t.toFixed(0).padStart(5)} ${row.rps.toFixed(0).padStart(8)} ${row.p50.toFixed(2).padStart(8)} ${row.p99.toFixed(2).padStart(8)} ${mb(g.rss ?? 0).padStart(8)} ${mb(g.heapUsed ?? 0).padStart(8)} ${mb(g.external ?? 0).padStart(7)} ${(g.eldP50 ?? 0).toFixed(1).padStart(9)} ${(g.eldP99 ?? 0).toFixed(1).padStart(8)} ${(g.eldMax ?? 0).toFixed(1).padStart(11)} ${String(windowBad).padStart(8)}`,
+    );
     last = now;
     if (rotate && performance.now() < end - 1000) current = await newBatch();
   }
@@ -124,22 +145,28 @@ try {
     paid += s.paid;
     spent += BigInt(v.spentMinor);
     reserved += BigInt(v.reservedMinor);
-    if (v.spentMinor !== String(s.paid) || v.reservedMinor !== '0') mismatched.push(`${s.id}: paid ${s.paid}, spent ${v.spentMinor}, reserved ${v.reservedMinor}`);
+    if (v.spentMinor !== String(s.paid) || v.reservedMinor !== '0')
+      mismatched.push(`${s.id}: paid ${s.paid}, spent ${v.spentMinor}, reserved ${v.reservedMinor}`);
   }
   const booksOk = mismatched.length === 0;
   ok &&= booksOk;
-  console.log(`books: ${sessions.length} sessions, ${paid} paid answers, spent ${spent} minor units, reserved ${reserved}: ${booksOk ? 'the books match' : `MISMATCH in ${mismatched.length} sessions\n  ${mismatched.slice(0, 10).join('\n  ')}`}`);
+  console.log(
+    `books: ${sessions.length} sessions, ${paid} paid answers, spent ${spent} minor units, reserved ${reserved}: ${booksOk ? 'the books match' : `MISMATCH in ${mismatched.length} sessions\n  ${mismatched.slice(0, 10).join('\n  ')}`}`,
+  );
   // SQLite: what the database file (and its WAL) hold per paid answer, sessions and all.
   if (dbKind !== 'postgres') {
     const size = (f) => (existsSync(f) ? statSync(f).size : 0);
     const db = size(join(dir, 'gateway.db'));
     const wal = size(join(dir, 'gateway.db-wal'));
-    console.log(`storage: database ${(db / 1e6).toFixed(1)} MB (${(db / Math.max(1, paid) / 1e3).toFixed(2)} KB per paid answer), WAL ${(wal / 1e6).toFixed(1)} MB`);
+    console.log(
+      `storage: database ${(db / 1e6).toFixed(1)} MB (${(db / Math.max(1, paid) / 1e3).toFixed(2)} KB per paid answer), WAL ${(wal / 1e6).toFixed(1)} MB`,
+    );
   }
 
   // Memory: first interval is warm-up; compare the means of the first and last thirds of the rest.
   const steady = samples.slice(1).filter((s) => s.rss);
-  if (steady.length < 3) console.log(`memory: too few samples (${steady.length}) to judge; run longer than ${intervalS * 4} s`);
+  if (steady.length < 3)
+    console.log(`memory: too few samples (${steady.length}) to judge; run longer than ${intervalS * 4} s`);
   else {
     const third = Math.floor(steady.length / 3);
     const mean = (rows, k) => rows.reduce((a, r) => a + r[k], 0) / rows.length;
@@ -152,14 +179,20 @@ try {
       const a = floor(steady.slice(0, third), k);
       const b = floor(steady.slice(-third), k);
       const change = (b - a) / a;
-      parts.push(`${k} floor ${mb(a)} → ${mb(b)} MB (${change >= 0 ? '+' : ''}${(change * 100).toFixed(1)}%), mean ${mb(mean(steady.slice(0, third), k))} → ${mb(mean(steady.slice(-third), k))}`);
+      parts.push(
+        `${k} floor ${mb(a)} → ${mb(b)} MB (${change >= 0 ? '+' : ''}${(change * 100).toFixed(1)}%), mean ${mb(mean(steady.slice(0, third), k))} → ${mb(mean(steady.slice(-third), k))}`,
+      );
       if (change > FLAT && b - a > 2 ** 20) grew.push(k);
     }
     const p99a = mean(steady.slice(0, third), 'p99');
     const p99b = mean(steady.slice(-third), 'p99');
     console.log(`memory (first third vs last third of ${steady.length} samples after warm-up): ${parts.join('; ')}`);
     console.log(`latency: p99 ${p99a.toFixed(2)} → ${p99b.toFixed(2)} ms`);
-    console.log(grew.length ? `memory is NOT flat: grew ${grew.join(', ')} by more than ${FLAT * 100}%` : `memory is flat (no measure grew by more than ${FLAT * 100}% or 1 MB)`);
+    console.log(
+      grew.length
+        ? `memory is NOT flat: grew ${grew.join(', ')} by more than ${FLAT * 100}%`
+        : `memory is flat (no measure grew by more than ${FLAT * 100}% or 1 MB)`,
+    );
   }
 } finally {
   await stop(gw.child);

@@ -46,10 +46,13 @@ const SERVICE_ELSEWHERE = {
   demo: 'a clone of the repository: npm install && npm run demo',
 };
 const named = /^[a-z][a-z0-9-]*$/.test(cmd);
-const file = [join(root, 'build', 'cli', `${cmd}.js`), join(root, 'dist', 'cli', `${cmd}.js`)].find((f) => named && existsSync(f));
+const file = [join(root, 'build', 'cli', `${cmd}.js`), join(root, 'dist', 'cli', `${cmd}.js`)].find(
+  (f) => named && existsSync(f),
+);
 if (!file) {
   if (Object.hasOwn(SERVICE_ELSEWHERE, cmd)) console.error(`ctl ${cmd} runs from ${SERVICE_ELSEWHERE[cmd]}`);
-  else if (!existsSync(join(root, 'build')) && !existsSync(join(root, 'dist', 'cli'))) console.error('ctl: build/ is missing; run `npm run compile` first');
+  else if (!existsSync(join(root, 'build')) && !existsSync(join(root, 'dist', 'cli')))
+    console.error('ctl: build/ is missing; run `npm run compile` first');
   else console.error(`ctl: unknown command '${cmd}'\n\n${usage}`);
   process.exit(2);
 }

@@ -20,20 +20,40 @@ const VARIABLES: VariableHelp[] = [
   ['DATABASE_URL', 'sqlite:./data/authority.db', 'or postgres://user@host:port/database (instances may share one)'],
   ['LOG_LEVEL', 'info', 'trace, debug, info, warn, error, fatal or silent'],
   ['CTL_ISSUER_DOMAIN', 'localhost', 'issuer of grants and bundles'],
-  ['CTL_REVOCATION_BASE_URL', 'http://HOST:PORT', 'http(s) base of the revocation URL grants carry: <base>/revoke?grantId=...'],
+  [
+    'CTL_REVOCATION_BASE_URL',
+    'http://HOST:PORT',
+    'http(s) base of the revocation URL grants carry: <base>/revoke?grantId=...',
+  ],
   ['CTL_ADMIN_API_KEY', undefined, 'bootstrap key with the admin scope (>= 16 characters)'],
-  ['CTL_POLICY_GRANT_SIGNING_PRIVATE_KEY_PEM', undefined, "this instance's grant key (default: generated, stored sealed)"],
+  [
+    'CTL_POLICY_GRANT_SIGNING_PRIVATE_KEY_PEM',
+    undefined,
+    "this instance's grant key (default: generated, stored sealed)",
+  ],
   ['CTL_POLICY_GRANT_SIGNING_PRIVATE_KEY_FILE', undefined, 'the grant key as a PEM file (mode 0600)'],
   ['CTL_POLICY_GRANT_SIGNING_KEY_PKCS11_URI', undefined, 'the grant key in an HSM (RFC 7512)'],
   ['CTL_POLICY_GRANT_SIGNING_KEY_ID', undefined, "the grant key's kid (default: its RFC 7638 thumbprint)"],
-  ['CTL_TRUST_BUNDLE_ROOT_PRIVATE_KEY_PEM', undefined, 'the root key that signs bundles (default: generated, stored sealed)'],
+  [
+    'CTL_TRUST_BUNDLE_ROOT_PRIVATE_KEY_PEM',
+    undefined,
+    'the root key that signs bundles (default: generated, stored sealed)',
+  ],
   ['CTL_TRUST_BUNDLE_ROOT_PRIVATE_KEY_FILE', undefined, 'the root key as a PEM file (mode 0600)'],
   ['CTL_TRUST_BUNDLE_ROOT_KEY_PKCS11_URI', undefined, 'the root key in an HSM'],
-  ['CTL_TRUST_BUNDLE_SIGNING_KEY_PEM', undefined, 'the bundle key that signs bundles once the root is rotated (ctl root rotate)'],
+  [
+    'CTL_TRUST_BUNDLE_SIGNING_KEY_PEM',
+    undefined,
+    'the bundle key that signs bundles once the root is rotated (ctl root rotate)',
+  ],
   ['CTL_TRUST_BUNDLE_SIGNING_KEY_FILE', undefined, 'the bundle key as a PEM file'],
   ['CTL_TRUST_BUNDLE_SIGNING_KEY_PKCS11_URI', undefined, 'the bundle key in an HSM'],
   ['CTL_PKCS11_MODULE', '/usr/lib/softhsm/libsofthsm2.so', 'the PKCS#11 library of the HSM'],
-  ['CTL_AUTHORITY_KEK', undefined, '32 bytes (base64url or hex) sealing the stored private keys (unset: a dev KEK file beside the database)'],
+  [
+    'CTL_AUTHORITY_KEK',
+    undefined,
+    '32 bytes (base64url or hex) sealing the stored private keys (unset: a dev KEK file beside the database)',
+  ],
   ['CTL_AUTHORITY_KEK_PKCS11_URI', undefined, 'the KEK as an AES key in a PKCS#11 token instead'],
   ['CTL_AUDIT_WEBHOOK_URLS', undefined, 'comma-separated URLs the audit entries are pushed to (Standard Webhooks)'],
   ['CTL_AUDIT_WEBHOOK_SECRET', undefined, 'whsec_<base64>, signs them (required with the URLs)'],
@@ -64,11 +84,12 @@ export async function main(args: string[], program = 'ctl authority'): Promise<n
   const help = args.includes('--help') || args.includes('-h');
   const sub = args.find((a) => !a.startsWith('-'));
   const USAGE = sub === 'root-key' ? rootKeyUsage(program) : usage(program);
-  if (help) return console.log(USAGE), 0;
-  if (args.includes('--version') || args.includes('-V')) return console.log(packageVersion(import.meta.url)), 0;
+  if (help) return (console.log(USAGE), 0);
+  if (args.includes('--version') || args.includes('-V')) return (console.log(packageVersion(import.meta.url)), 0);
   return guard(USAGE, async () => {
     const p = parseArgs(args, {});
-    if (p.positionals.length > 1 || (sub !== undefined && sub !== 'root-key')) throw new UsageError(`unknown subcommand ${p.positionals.join(' ')}`);
+    if (p.positionals.length > 1 || (sub !== undefined && sub !== 'root-key'))
+      throw new UsageError(`unknown subcommand ${p.positionals.join(' ')}`);
     let config;
     try {
       config = readAuthorityConfig(process.env);
@@ -85,7 +106,8 @@ export async function main(args: string[], program = 'ctl authority'): Promise<n
     } catch (e) {
       return startFailure(program, e);
     }
-    if (!config.adminApiKey) warnNoAdminKey(authority.logger, 'CTL_ADMIN_API_KEY', 'no API key can be created (POST /admin/keys)');
+    if (!config.adminApiKey)
+      warnNoAdminKey(authority.logger, 'CTL_ADMIN_API_KEY', 'no API key can be created (POST /admin/keys)');
     return runUntilSignal(authority.logger, () => authority.close());
   });
 }
@@ -110,9 +132,16 @@ async function printRootKey(config: ReturnType<typeof readAuthorityConfig>, prog
   }
   const store = await openAuthorityStore(config.databaseUrl);
   try {
-    const keys = createKeyRing({ store, logger, now: Date.now, rootSigner: signers.root, grantSigner: signers.grant,
-      grantSigningKeyId: config.grantSigningKeyId, sealer: kek.sealer,
-      rootPrivateKeyOptional: (await store.listRootStatements()).length > 0 });
+    const keys = createKeyRing({
+      store,
+      logger,
+      now: Date.now,
+      rootSigner: signers.root,
+      grantSigner: signers.grant,
+      grantSigningKeyId: config.grantSigningKeyId,
+      sealer: kek.sealer,
+      rootPrivateKeyOptional: (await store.listRootStatements()).length > 0,
+    });
     await keys.init();
     // The pinned version-1 root, whatever version the chain is at (PROTOCOL.md §11: devices keep their pin).
     process.stdout.write((await store.activeSigningKey('bundle'))!.publicPem);

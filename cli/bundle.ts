@@ -74,14 +74,21 @@ export async function refreshTrustBundle(o: RefreshOptions): Promise<RefreshResu
   const now = o.now ?? Date.now;
   const scopeKey = canonicalize(o.scope);
   mkdirSync(o.storeDir, { recursive: true });
-  const floors: Record<string, number> = existsSync(floorPath(o.storeDir)) ? JSON.parse(readFileSync(floorPath(o.storeDir), 'utf8')) : {};
+  const floors: Record<string, number> = existsSync(floorPath(o.storeDir))
+    ? JSON.parse(readFileSync(floorPath(o.storeDir), 'utf8'))
+    : {};
   const floor = floors[scopeKey] ?? 0;
   // The root chain first: bundles are checked against the newest root version this device accepted.
   let root: { rootChain?: unknown[]; minRootVersion?: number } = {};
   let rootInfo: Pick<RefreshResult, 'rootVersion' | 'rootUpdated'> = {};
   let rootProblem: string | undefined;
   if (o.chainFile) {
-    const f = await followRootChain({ authority: o.authority, rootPublicKeyPem: o.rootPublicKeyPem, chainFile: o.chainFile, fetch: o.fetch });
+    const f = await followRootChain({
+      authority: o.authority,
+      rootPublicKeyPem: o.rootPublicKeyPem,
+      chainFile: o.chainFile,
+      fetch: o.fetch,
+    });
     root = { rootChain: f.statements, minRootVersion: f.rootVersion };
     rootInfo = { rootVersion: f.rootVersion, rootUpdated: f.updated };
     rootProblem = f.problem;
@@ -96,7 +103,10 @@ export async function refreshTrustBundle(o: RefreshOptions): Promise<RefreshResu
     const r = await verifyTrustBundle(text, o.rootPublicKeyPem, { now, minSequence: floor, ...root });
     if (r.valid && sameScope(r.bundle)) current = r.bundle;
     // Even expired, a root-signed stored bundle of this scope is a floor: nothing older may replace it.
-    const signed = await verifyTrustBundle(text, o.rootPublicKeyPem, { now: () => Date.parse((JSON.parse(text) as TrustBundle).issuedAt), ...root }).catch(() => undefined);
+    const signed = await verifyTrustBundle(text, o.rootPublicKeyPem, {
+      now: () => Date.parse((JSON.parse(text) as TrustBundle).issuedAt),
+      ...root,
+    }).catch(() => undefined);
     if (signed?.valid && sameScope(signed.bundle)) storedSequence = signed.bundle.sequence;
   }
   const iso = (t: number) => new Date(t).toISOString();
@@ -106,13 +116,21 @@ export async function refreshTrustBundle(o: RefreshOptions): Promise<RefreshResu
     return { action: 'fresh', bundle: current, refreshAt: next(current), ...rootInfo };
   }
   const failed = (reason: string): RefreshResult => ({
-    action: 'failed', bundle: current, reason: rootProblem ? `${reason}; root chain: ${rootProblem}` : reason, ...(current ? { refreshAt: iso(now()) } : {}), ...rootInfo,
+    action: 'failed',
+    bundle: current,
+    reason: rootProblem ? `${reason}; root chain: ${rootProblem}` : reason,
+    ...(current ? { refreshAt: iso(now()) } : {}),
+    ...rootInfo,
   });
   const url = new URL('/trust-bundles', o.authority);
   for (const [k, v] of Object.entries(o.scope)) if (v !== undefined) url.searchParams.set(k, v);
   let body: unknown;
   try {
-    const res = await (o.fetch ?? fetch)(url, { headers: { accept: 'application/json' }, signal: AbortSignal.timeout(10_000), redirect: 'error' });
+    const res = await (o.fetch ?? fetch)(url, {
+      headers: { accept: 'application/json' },
+      signal: AbortSignal.timeout(10_000),
+      redirect: 'error',
+    });
     if (!res.ok) return failed(`${url} answered ${res.status}`);
     body = parseStrictJson(await res.text());
   } catch (e) {
@@ -124,7 +142,11 @@ export async function refreshTrustBundle(o: RefreshOptions): Promise<RefreshResu
   let best: TrustBundle | undefined;
   const reasons: string[] = [];
   for (const candidate of list) {
-    const r = await verifyTrustBundle(candidate, o.rootPublicKeyPem, { now, minSequence: Math.max(floor, storedSequence), ...root });
+    const r = await verifyTrustBundle(candidate, o.rootPublicKeyPem, {
+      now,
+      minSequence: Math.max(floor, storedSequence),
+      ...root,
+    });
     if (!r.valid) {
       reasons.push(`${(candidate as { bundleId?: string })?.bundleId ?? '?'}: ${r.error.code}`);
       continue;
@@ -132,7 +154,12 @@ export async function refreshTrustBundle(o: RefreshOptions): Promise<RefreshResu
     if (canonicalize(r.bundle.scope) !== scopeKey) continue;
     if (!best || r.bundle.sequence > best.sequence) best = r.bundle;
   }
-  if (!best) return failed(list.length ? `no acceptable bundle (${reasons.join(', ') || 'none for this scope'})` : 'the authority has no bundle for this scope');
+  if (!best)
+    return failed(
+      list.length
+        ? `no acceptable bundle (${reasons.join(', ') || 'none for this scope'})`
+        : 'the authority has no bundle for this scope',
+    );
   if (current && best.sequence === current.sequence && canonicalize(best) === canonicalize(current)) {
     return { action: 'fresh', bundle: current, refreshAt: next(current), ...rootInfo };
   }
@@ -152,9 +179,11 @@ async function verifyCommand(args: string[]): Promise<number> {
   if (min !== undefined && !/^\d+$/.test(min)) throw new UsageError('--min-sequence must be an integer');
   const chainFile = one(p, 'chain');
   const minRoot = one(p, 'min-root-version');
-  if (minRoot !== undefined && !/^[1-9][0-9]{0,9}$/.test(minRoot)) throw new UsageError('--min-root-version must be a positive integer');
+  if (minRoot !== undefined && !/^[1-9][0-9]{0,9}$/.test(minRoot))
+    throw new UsageError('--min-root-version must be a positive integer');
   const r = await verifyTrustBundle(readBundle(file), root, {
-    now: clock(p), minSequence: min === undefined ? undefined : Number(min),
+    now: clock(p),
+    minSequence: min === undefined ? undefined : Number(min),
     ...(chainFile !== undefined ? { rootChain: readChainFile(chainFile).statements } : {}),
     ...(minRoot !== undefined ? { minRootVersion: Number(minRoot) } : {}),
   });
@@ -163,28 +192,41 @@ async function verifyCommand(args: string[]): Promise<number> {
     return 1;
   }
   const b = r.bundle;
-  console.log(r.rootVersion > 1
-    ? `✓ ${file}: bundle ${b.bundleId} sequence ${b.sequence}, signed by bundle key ${b.keyId} of root version ${r.rootVersion} (${b.issuer})`
-    : `✓ ${file}: bundle ${b.bundleId} sequence ${b.sequence}, signed by root ${b.keyId} (${b.issuer})`);
+  console.log(
+    r.rootVersion > 1
+      ? `✓ ${file}: bundle ${b.bundleId} sequence ${b.sequence}, signed by bundle key ${b.keyId} of root version ${r.rootVersion} (${b.issuer})`
+      : `✓ ${file}: bundle ${b.bundleId} sequence ${b.sequence}, signed by root ${b.keyId} (${b.issuer})`,
+  );
   console.log(`  scope ${canonicalize(b.scope)}; valid ${b.issuedAt} → ${b.expiresAt}`);
-  for (const i of b.issuers) console.log(`  trusts ${i.issuer}: ${i.keys.map((k) => `${k.kid} [${k.purposes.join(',')}]`).join(', ')}`);
+  for (const i of b.issuers)
+    console.log(`  trusts ${i.issuer}: ${i.keys.map((k) => `${k.kid} [${k.purposes.join(',')}]`).join(', ')}`);
   console.log(`  revoked grants: ${b.revokedGrants.length}`);
   return 0;
 }
 
 async function refreshCommand(args: string[]): Promise<number> {
-  const p = parseArgs(args, { values: ['authority', 'category', 'region', 'merchant', 'root', 'store', 'chain', 'refresh-before', 'now'], flags: ['force'] });
+  const p = parseArgs(args, {
+    values: ['authority', 'category', 'region', 'merchant', 'root', 'store', 'chain', 'refresh-before', 'now'],
+    flags: ['force'],
+  });
   if (p.positionals.length) throw new UsageError('bundle refresh takes no positional argument');
   const before = one(p, 'refresh-before');
   if (before !== undefined && !/^\d+$/.test(before)) throw new UsageError('--refresh-before must be milliseconds');
   const scope: RefreshOptions['scope'] = {};
   for (const k of ['category', 'region', 'merchant'] as const) if (one(p, k) !== undefined) scope[k] = one(p, k);
   const r = await refreshTrustBundle({
-    authority: required(p, 'authority'), scope, rootPublicKeyPem: readText(required(p, 'root'), 'root key'),
-    storeDir: required(p, 'store'), chainFile: one(p, 'chain'), now: clock(p), refreshBeforeMs: before === undefined ? undefined : Number(before), force: p.flags.has('force'),
+    authority: required(p, 'authority'),
+    scope,
+    rootPublicKeyPem: readText(required(p, 'root'), 'root key'),
+    storeDir: required(p, 'store'),
+    chainFile: one(p, 'chain'),
+    now: clock(p),
+    refreshBeforeMs: before === undefined ? undefined : Number(before),
+    force: p.flags.has('force'),
   });
   const b = r.bundle;
-  const held = (b ? `bundle ${b.bundleId} sequence ${b.sequence}, expires ${b.expiresAt}` : 'no valid bundle') +
+  const held =
+    (b ? `bundle ${b.bundleId} sequence ${b.sequence}, expires ${b.expiresAt}` : 'no valid bundle') +
     (r.rootVersion !== undefined ? `; root version ${r.rootVersion}${r.rootUpdated ? ' (just accepted)' : ''}` : '');
   if (r.action === 'fresh') console.log(`✓ fresh: ${held}; next refresh from ${r.refreshAt}`);
   else if (r.action === 'updated') console.log(`✓ updated: ${held}; next refresh from ${r.refreshAt}`);
@@ -195,8 +237,9 @@ async function refreshCommand(args: string[]): Promise<number> {
 export async function main(args: string[]): Promise<number> {
   return guard(USAGE, async () => {
     const [sub, ...rest] = args;
-    if (!sub) return console.error(USAGE), 2;
-    if (sub === '--help' || sub === '-h' || rest.includes('--help') || rest.includes('-h')) return console.log(USAGE), 0;
+    if (!sub) return (console.error(USAGE), 2);
+    if (sub === '--help' || sub === '-h' || rest.includes('--help') || rest.includes('-h'))
+      return (console.log(USAGE), 0);
     if (sub === 'verify') return verifyCommand(rest);
     if (sub === 'refresh') return refreshCommand(rest);
     throw new UsageError(`unknown subcommand ${sub}`);

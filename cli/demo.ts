@@ -20,8 +20,12 @@ import { formatMinor as money } from './demo/money.js';
 const USAGE = 'usage: ctl demo   (runs a gateway and a demo merchant on 127.0.0.1, temporary SQLite)';
 
 export async function main(args: string[]): Promise<number | void> {
-  if (args.includes('--help') || args.includes('-h')) return console.log(USAGE), 0;
-  if (args.length) return console.error(`${args[0]!.startsWith('-') ? 'unknown option' : 'unexpected argument'} ${args[0]}\n\n${USAGE}`), 2;
+  if (args.includes('--help') || args.includes('-h')) return (console.log(USAGE), 0);
+  if (args.length)
+    return (
+      console.error(`${args[0]!.startsWith('-') ? 'unknown option' : 'unexpected argument'} ${args[0]}\n\n${USAGE}`),
+      2
+    );
   let failures = 0;
   const step = (n: number, text: string) => console.log(`\n${n}. ${text}`);
   const show = (text: string) => console.log(`   ${text}`);
@@ -41,22 +45,38 @@ export async function main(args: string[]): Promise<number | void> {
   const x402 = await startX402Demo();
   // Private targets stay refused; only the demo merchants' exact host:port are let through.
   const gateway = await createGatewayApp({
-    db, adminKey, logger: silentLogger(),
+    db,
+    adminKey,
+    logger: silentLogger(),
     targets: { allowPrivate: false, allowHosts: [merchant.hostPort, ...(x402 ? [x402.merchantHost] : [])] },
     ...(x402 ? { x402: { assets: new Map([['USDC', [{ network: 'eip155:84532', asset: x402.usdc }]]]) } } : {}),
   });
   const server = await listen(gateway.app, { port: 0 });
   try {
     console.log(`gateway ${server.url}, demo merchant ${shop} (${money('100', 'USD')} per search)`);
-    const ownerKey = ((await (await fetch(`${server.url}/admin/owners`, {
-      method: 'POST', headers: { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json' }, body: '{"label":"demo owner"}',
-    })).json()) as { apiKey: string }).apiKey;
+    const ownerKey = (
+      (await (
+        await fetch(`${server.url}/admin/owners`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json' },
+          body: '{"label":"demo owner"}',
+        })
+      ).json()) as { apiKey: string }
+    ).apiKey;
     const owner = createGatewayClient({ baseUrl: server.url, ownerKey });
 
-    step(1, `The budget owner opens a session: ${money('300', 'USD')}, purpose api:search, soft ceiling +${money('100', 'USD')}, one hour`);
+    step(
+      1,
+      `The budget owner opens a session: ${money('300', 'USD')}, purpose api:search, soft ceiling +${money('100', 'USD')}, one hour`,
+    );
     const expiresAt = new Date(Date.now() + 3600_000).toISOString().replace(/\.\d+Z$/, 'Z');
     const created = await owner.createSession({
-      budget: { amount: '300', currency: 'USD' }, purposes: ['api:search'], expiresAt, label: 'research agent', softLimit: { amount: '100' }, trustLevel: 1,
+      budget: { amount: '300', currency: 'USD' },
+      purposes: ['api:search'],
+      expiresAt,
+      label: 'research agent',
+      softLimit: { amount: '100' },
+      trustLevel: 1,
     });
     show(`sessionId ${created.sessionId}, token ${created.sessionToken.slice(0, 16)}…`);
 
@@ -101,7 +121,9 @@ export async function main(args: string[]): Promise<number | void> {
     expect(res4.status === 200 && softLimitCalls === 1, `search 4 paid after continuation (HTTP ${res4.status})`);
     const afterContinue = await owner.getSession(created.sessionId);
     const usd = (minor: string) => money(minor, afterContinue.budget.currency);
-    show(`ceiling now ${usd(afterContinue.budget.amount)}, spent ${usd(afterContinue.spentMinor)}, state ${afterContinue.state}`);
+    show(
+      `ceiling now ${usd(afterContinue.budget.amount)}, spent ${usd(afterContinue.spentMinor)}, state ${afterContinue.state}`,
+    );
 
     step(6, 'The owner revokes the session; the agent is stopped at once');
     await owner.revokeSession(created.sessionId);
@@ -118,29 +140,52 @@ export async function main(args: string[]): Promise<number | void> {
     for (const r of receipts) {
       const v = await verifyReceipt(r, { jwks: jwks as any });
       const amount = r.amount as { amountMinor: string; currency: string };
-      show(`${r.receiptId}  ${money(amount.amountMinor, amount.currency)}  ${r.merchant}  ${r.txRef}  signature ${v.valid ? 'valid' : 'INVALID'}`);
+      show(
+        `${r.receiptId}  ${money(amount.amountMinor, amount.currency)}  ${r.merchant}  ${r.txRef}  signature ${v.valid ? 'valid' : 'INVALID'}`,
+      );
       if (!v.valid) failures++;
     }
     expect(receipts.length === 4, `${receipts.length} receipts, total ${usd(afterContinue.spentMinor)}`);
-    const check = (await (await fetch(`${server.url}/charge/${encodeURIComponent(String(receipts[0]!.txRef))}/verify`)).json()) as { paid: boolean; address: string };
-    expect(check.paid && check.address === DEMO_MERCHANT_ADDRESS, `merchant verification of ${receipts[0]!.txRef}: paid to ${check.address}`);
+    const check = (await (
+      await fetch(`${server.url}/charge/${encodeURIComponent(String(receipts[0]!.txRef))}/verify`)
+    ).json()) as { paid: boolean; address: string };
+    expect(
+      check.paid && check.address === DEMO_MERCHANT_ADDRESS,
+      `merchant verification of ${receipts[0]!.txRef}: paid to ${check.address}`,
+    );
 
-    step(8, 'An unmodified x402 merchant (stock @x402/express, stock facilitator, in-memory chain): the agent pays it in USDC');
+    step(
+      8,
+      'An unmodified x402 merchant (stock @x402/express, stock facilitator, in-memory chain): the agent pays it in USDC',
+    );
     if (!x402) show('skipped: the x402 development dependencies are not installed');
     else {
       x402.fund(gateway.evmAddress, 1_000_000n);
-      const usdc = await owner.createSession({ budget: { amount: '15000', currency: 'USDC' }, purposes: ['api:search'], expiresAt, label: 'x402 agent' });
-      const x402Agent = createGatewayClient({ baseUrl: server.url }).session(usdc.sessionToken, { sessionId: usdc.sessionId });
+      const usdc = await owner.createSession({
+        budget: { amount: '15000', currency: 'USDC' },
+        purposes: ['api:search'],
+        expiresAt,
+        label: 'x402 agent',
+      });
+      const x402Agent = createGatewayClient({ baseUrl: server.url }).session(usdc.sessionToken, {
+        sessionId: usdc.sessionId,
+      });
       const paid = await x402Agent.fetch(`${x402.merchantUrl}/data?q=x402`, { purpose: 'api:search', method: 'GET' });
       const body = await paid.text();
       show(`HTTP ${paid.status} ${body}; the merchant now holds ${money(x402.balanceOf(x402.payTo), 'USDC')}`);
       const [rc] = (await owner.receipts(usdc.sessionId)).receipts;
-      expect(paid.status === 200 && !!rc && String(rc.txRef).startsWith('txid:0x'), `receipt ${rc?.receiptId}: ${rc?.txRef} on ${rc?.rail}`);
+      expect(
+        paid.status === 200 && !!rc && String(rc.txRef).startsWith('txid:0x'),
+        `receipt ${rc?.receiptId}: ${rc?.txRef} on ${rc?.rail}`,
+      );
       try {
         await x402Agent.fetch(`${x402.merchantUrl}/data?q=again`, { purpose: 'api:search', method: 'GET' });
         expect(false, 'refused');
       } catch (e) {
-        expect((e as { code?: string }).code === 'budget_exceeded', `a second ${money('10000', 'USDC')} does not fit the ${money('15000', 'USDC')} budget: refused before anything was signed`);
+        expect(
+          (e as { code?: string }).code === 'budget_exceeded',
+          `a second ${money('10000', 'USDC')} does not fit the ${money('15000', 'USDC')} budget: refused before anything was signed`,
+        );
       }
     }
   } finally {

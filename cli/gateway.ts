@@ -12,20 +12,40 @@ const VARIABLES: VariableHelp[] = [
   ['HOST', '127.0.0.1', 'the address it listens on'],
   ['DATABASE_URL', 'sqlite:./data/gateway.db', 'or postgres://user@host:port/database (instances may share one)'],
   ['LOG_LEVEL', 'info', 'trace, debug, info, warn, error, fatal or silent'],
-  ['CTL_GATEWAY_ADMIN_KEY', undefined, 'bootstrap key (>= 16 characters): POST /admin/owners { label } -> { ownerId, keyId, apiKey }'],
+  [
+    'CTL_GATEWAY_ADMIN_KEY',
+    undefined,
+    'bootstrap key (>= 16 characters): POST /admin/owners { label } -> { ownerId, keyId, apiKey }',
+  ],
   ['CTL_GATEWAY_PUBLIC_URL', 'the listen address', 'http(s) base URL written into grants and responses'],
-  ['CTL_GATEWAY_ISSUER', 'ctl-gateway', 'issuer of the gateway\'s grants, receipts and Trust Bundle'],
+  ['CTL_GATEWAY_ISSUER', 'ctl-gateway', "issuer of the gateway's grants, receipts and Trust Bundle"],
   ['CTL_GATEWAY_ALLOW_PRIVATE_TARGETS', '0', '1: let /proxy reach private addresses (tests, private deployments)'],
   ['CTL_GATEWAY_ALLOW_TARGETS', undefined, 'host:port,... exact private targets to allow ([::1]:8080 for IPv6)'],
-  ['CTL_GATEWAY_HUMAN_AUTHORITIES', undefined, 'url,... authorities whose people\'s grants may back sessions'],
+  ['CTL_GATEWAY_HUMAN_AUTHORITIES', undefined, "url,... authorities whose people's grants may back sessions"],
   ['CTL_X402_ASSETS', undefined, 'x402: {"USDC":[{"network":"eip155:84532","asset":"0x..."}]}, currency -> assets'],
   ['CTL_X402_MAX_TIMEOUT_SECONDS', '600', 'x402: longest validity signed for an authorization'],
-  ['CTL_X402_MAX_HOLD_SECONDS', '600', 'x402: longest one payment may hold a session\'s budget'],
-  ['CTL_X402_RPC_URL', undefined, 'x402: {"eip155:84532":"https://..."}, JSON-RPC per network to settle expired authorizations'],
-  ['CTL_GATEWAY_EVM_PRIVATE_KEY', undefined, 'x402: 0x + 64 hex digits, the paying account (default: made and kept sealed)'],
-  ['CTL_GATEWAY_KEK', undefined, '32 bytes (base64url or hex) sealing the keys and secrets kept in the database (unset: a dev KEK file beside it)'],
+  ['CTL_X402_MAX_HOLD_SECONDS', '600', "x402: longest one payment may hold a session's budget"],
+  [
+    'CTL_X402_RPC_URL',
+    undefined,
+    'x402: {"eip155:84532":"https://..."}, JSON-RPC per network to settle expired authorizations',
+  ],
+  [
+    'CTL_GATEWAY_EVM_PRIVATE_KEY',
+    undefined,
+    'x402: 0x + 64 hex digits, the paying account (default: made and kept sealed)',
+  ],
+  [
+    'CTL_GATEWAY_KEK',
+    undefined,
+    '32 bytes (base64url or hex) sealing the keys and secrets kept in the database (unset: a dev KEK file beside it)',
+  ],
   ['CTL_GATEWAY_KEK_PKCS11_URI', undefined, 'the KEK as an AES key in a PKCS#11 token instead'],
-  ['CTL_GATEWAY_RECEIPT_KEY_PKCS11_URI', undefined, 'the receipt key in an HSM (RFC 7512); or _PRIVATE_KEY_FILE / _PRIVATE_KEY_PEM below'],
+  [
+    'CTL_GATEWAY_RECEIPT_KEY_PKCS11_URI',
+    undefined,
+    'the receipt key in an HSM (RFC 7512); or _PRIVATE_KEY_FILE / _PRIVATE_KEY_PEM below',
+  ],
   ['CTL_GATEWAY_RECEIPT_PRIVATE_KEY_FILE', undefined, 'the receipt key as a PEM file (mode 0600)'],
   ['CTL_GATEWAY_RECEIPT_PRIVATE_KEY_PEM', undefined, 'the receipt key as PEM text'],
   ['CTL_GATEWAY_GRANT_KEY_PKCS11_URI', undefined, 'the internal grant key in an HSM'],
@@ -55,8 +75,8 @@ ${variableLines(VARIABLES)}`;
 /** `program`: the name it was run by, for usage and errors (`ctl gateway`, or the package's `ctl-gateway`). */
 export async function main(args: string[], program = 'ctl gateway'): Promise<number> {
   const USAGE = usage(program);
-  if (args.includes('--help') || args.includes('-h')) return console.log(USAGE), 0;
-  if (args.includes('--version') || args.includes('-V')) return console.log(packageVersion(import.meta.url)), 0;
+  if (args.includes('--help') || args.includes('-h')) return (console.log(USAGE), 0);
+  if (args.includes('--version') || args.includes('-V')) return (console.log(packageVersion(import.meta.url)), 0);
   return guard(USAGE, async () => {
     const p = parseArgs(args, {});
     if (p.positionals.length) throw new UsageError(`unexpected argument ${p.positionals[0]}`);
@@ -75,7 +95,8 @@ export async function main(args: string[], program = 'ctl gateway'): Promise<num
     } catch (e) {
       return startFailure(program, e);
     }
-    if (!options.adminKey) warnNoAdminKey(running.logger, 'CTL_GATEWAY_ADMIN_KEY', 'no budget owner can be created (POST /admin/owners)');
+    if (!options.adminKey)
+      warnNoAdminKey(running.logger, 'CTL_GATEWAY_ADMIN_KEY', 'no budget owner can be created (POST /admin/owners)');
     return runUntilSignal(running.logger, () => running.close());
   });
 }

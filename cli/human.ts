@@ -6,10 +6,32 @@
  */
 import { existsSync } from 'node:fs';
 import {
-  canonicalize, createSignedPolicyGrant, createSignedRevocation, didKeyFromJwk, didKeyToJwk, formatTimestamp, generateKeyPair, importSigningKey,
-  parseGrant, policyHash, signPreparedGrant, toPublicJwk, type PolicyGrant, type PublicJwk,
+  canonicalize,
+  createSignedPolicyGrant,
+  createSignedRevocation,
+  didKeyFromJwk,
+  didKeyToJwk,
+  formatTimestamp,
+  generateKeyPair,
+  importSigningKey,
+  parseGrant,
+  policyHash,
+  signPreparedGrant,
+  toPublicJwk,
+  type PolicyGrant,
+  type PublicJwk,
 } from '../src/index.js';
-import { UsageError, clock, guard, one, parseArgs, readText, required, writeAtomic, type Parsed } from './device/args.js';
+import {
+  UsageError,
+  clock,
+  guard,
+  one,
+  parseArgs,
+  readText,
+  required,
+  writeAtomic,
+  type Parsed,
+} from './device/args.js';
 import { formatMinor } from '../service-kit/money.js';
 
 const USAGE = `usage: ctl human keygen --out FILE [--alg EdDSA|ES256] [--force]
@@ -40,8 +62,10 @@ async function readAgentKey(value: string): Promise<PublicJwk> {
 
 function expiry(value: string, now: number): string {
   const m = /^([1-9][0-9]{0,5})(m|h|d)$/.exec(value);
-  if (m) return formatTimestamp(now + Number(m[1]) * { m: 60_000, h: 3_600_000, d: 86_400_000 }[m[2] as 'm' | 'h' | 'd']);
-  if (!/Z$/.test(value) || !Number.isFinite(Date.parse(value))) throw new UsageError(`--expires: a duration (30m, 24h, 7d) or an RFC 3339 UTC time, not ${value}`);
+  if (m)
+    return formatTimestamp(now + Number(m[1]) * { m: 60_000, h: 3_600_000, d: 86_400_000 }[m[2] as 'm' | 'h' | 'd']);
+  if (!/Z$/.test(value) || !Number.isFinite(Date.parse(value)))
+    throw new UsageError(`--expires: a duration (30m, 24h, 7d) or an RFC 3339 UTC time, not ${value}`);
   return value;
 }
 
@@ -49,7 +73,11 @@ function expiry(value: string, now: number): string {
 async function post(url: string, body: unknown): Promise<any> {
   let res: Response;
   try {
-    res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    res = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
   } catch (e) {
     throw new Error(`POST ${url}: ${(e as Error).message}`);
   }
@@ -60,7 +88,10 @@ async function post(url: string, body: unknown): Promise<any> {
   } catch {
     json = undefined;
   }
-  if (!res.ok) throw new Error(`POST ${url}: ${res.status} ${json?.error ? `${json.error.code}: ${json.error.message}` : text.slice(0, 200)}`);
+  if (!res.ok)
+    throw new Error(
+      `POST ${url}: ${res.status} ${json?.error ? `${json.error.code}: ${json.error.message}` : text.slice(0, 200)}`,
+    );
   return json;
 }
 
@@ -68,7 +99,13 @@ async function keygen(p: Parsed): Promise<number> {
   const out = required(p, 'out');
   const alg = one(p, 'alg') ?? 'EdDSA';
   if (alg !== 'EdDSA' && alg !== 'ES256') throw new UsageError('--alg must be EdDSA or ES256');
-  if (existsSync(out) && !p.flags.has('force')) return console.error(`ctl human keygen: ${out} exists; pass --force to overwrite (grants signed by it then lose their issuer)`), 1;
+  if (existsSync(out) && !p.flags.has('force'))
+    return (
+      console.error(
+        `ctl human keygen: ${out} exists; pass --force to overwrite (grants signed by it then lose their issuer)`,
+      ),
+      1
+    );
   const pair = await generateKeyPair({ alg });
   writeAtomic(out, pair.privateKeyPem, 0o600);
   const did = didKeyFromJwk(pair.publicJwk);
@@ -95,35 +132,63 @@ async function grant(p: Parsed): Promise<number> {
   let signed: PolicyGrant;
   if (authority) {
     const request = {
-      issuer: did, actorKey, maxAmountMinor: amount, currency, allowedPurposes: purposes, expiresAt,
+      issuer: did,
+      actorKey,
+      maxAmountMinor: amount,
+      currency,
+      allowedPurposes: purposes,
+      expiresAt,
       ...(merchants ? { destinationAllowlist: merchants } : {}),
     };
     const prepared = await post(`${authority.replace(/\/+$/, '')}/grants/human/prepare`, request);
     // The authority chose the id, the revocation URL and the time; what is signed is checked here
     // against what was asked, so an authority cannot slip a larger budget under the person's key.
     const g = prepared.grant as Record<string, unknown>;
-    const asked = { issuer: did, maxAmountMinor: amount, currency, expiresAt, profile: 'human-agent' } as Record<string, unknown>;
-    for (const [k, v] of Object.entries(asked)) if (g[k] !== v) throw new Error(`the authority prepared ${k} = ${JSON.stringify(g[k])}, not ${JSON.stringify(v)}`);
-    const same = (a: unknown, b: unknown) => (a === undefined ? b === undefined : b !== undefined && canonicalize(a) === canonicalize(b));
-    if (!same(g['actorKey'], actorKey) || !same(g['allowedPurposes'], purposes) || !same(g['destinationAllowlist'], merchants)) {
+    const asked = { issuer: did, maxAmountMinor: amount, currency, expiresAt, profile: 'human-agent' } as Record<
+      string,
+      unknown
+    >;
+    for (const [k, v] of Object.entries(asked))
+      if (g[k] !== v)
+        throw new Error(`the authority prepared ${k} = ${JSON.stringify(g[k])}, not ${JSON.stringify(v)}`);
+    const same = (a: unknown, b: unknown) =>
+      a === undefined ? b === undefined : b !== undefined && canonicalize(a) === canonicalize(b);
+    if (
+      !same(g['actorKey'], actorKey) ||
+      !same(g['allowedPurposes'], purposes) ||
+      !same(g['destinationAllowlist'], merchants)
+    ) {
       throw new Error('the authority prepared another agent key, purposes or merchants than asked');
     }
     signed = await post(`${authority.replace(/\/+$/, '')}/grants`, await signPreparedGrant(g, signer));
   } else {
     // The policy is the delegation itself, as the authority's prepare step hashes it (PROTOCOL.md §2).
     const policy = {
-      profile: 'human-agent', issuer: did, actorKey, maxAmountMinor: amount, currency, allowedPurposes: purposes, expiresAt,
-      allowedRails: ['x402'], allowedAssets: [{ standard: 'iso4217', code: currency }], ...(merchants ? { destinationAllowlist: merchants } : {}),
+      profile: 'human-agent',
+      issuer: did,
+      actorKey,
+      maxAmountMinor: amount,
+      currency,
+      allowedPurposes: purposes,
+      expiresAt,
+      allowedRails: ['x402'],
+      allowedAssets: [{ standard: 'iso4217', code: currency }],
+      ...(merchants ? { destinationAllowlist: merchants } : {}),
     };
     const { profile: _p, issuer: _i, ...fields } = policy;
-    signed = await createSignedPolicyGrant({ ...fields, profile: 'human-agent', policyHash: policyHash(policy) }, { signingKey: signer, revocationBaseUrl: base, now: () => now });
+    signed = await createSignedPolicyGrant(
+      { ...fields, profile: 'human-agent', policyHash: policyHash(policy) },
+      { signingKey: signer, revocationBaseUrl: base, now: () => now },
+    );
   }
   parseGrant(signed);
   const text = JSON.stringify(signed, null, 2) + '\n';
   const out = one(p, 'out');
   if (out) writeAtomic(out, text);
   else process.stdout.write(text);
-  console.error(`grant ${signed.grantId}: ${formatMinor(amount, currency)} for ${purposes.join(', ')} until ${expiresAt}, signed by ${did}${out ? ` → ${out}` : ''}`);
+  console.error(
+    `grant ${signed.grantId}: ${formatMinor(amount, currency)} for ${purposes.join(', ')} until ${expiresAt}, signed by ${did}${out ? ` → ${out}` : ''}`,
+  );
   return 0;
 }
 
@@ -143,7 +208,7 @@ async function revoke(p: Parsed): Promise<number> {
     endpoint = `${required(p, 'authority').replace(/\/+$/, '')}/revoke`;
   }
   const revocation = await createSignedRevocation({ grantId }, { signingKey: signer, now });
-  if (p.flags.has('print')) return console.log(JSON.stringify(revocation, null, 2)), 0;
+  if (p.flags.has('print')) return (console.log(JSON.stringify(revocation, null, 2)), 0);
   const answer = await post(endpoint, revocation);
   console.log(JSON.stringify(answer));
   return 0;
@@ -152,12 +217,28 @@ async function revoke(p: Parsed): Promise<number> {
 export async function main(args: string[]): Promise<number> {
   return guard(USAGE, async () => {
     const [sub, ...rest] = args;
-    if (!sub) return console.error(USAGE), 2;
-    if (sub === '--help' || sub === '-h' || rest.includes('--help') || rest.includes('-h')) return console.log(USAGE), 0;
+    if (!sub) return (console.error(USAGE), 2);
+    if (sub === '--help' || sub === '-h' || rest.includes('--help') || rest.includes('-h'))
+      return (console.log(USAGE), 0);
     const run = { keygen, grant, revoke }[sub as 'keygen'];
     if (!run) throw new UsageError(`unknown subcommand ${sub}`);
     const p = parseArgs(rest, {
-      values: ['out', 'alg', 'key', 'agent', 'amount', 'currency', 'purpose', 'merchant', 'expires', 'authority', 'revocation-base', 'grant', 'grant-id', 'now'],
+      values: [
+        'out',
+        'alg',
+        'key',
+        'agent',
+        'amount',
+        'currency',
+        'purpose',
+        'merchant',
+        'expires',
+        'authority',
+        'revocation-base',
+        'grant',
+        'grant-id',
+        'now',
+      ],
       flags: ['force', 'print'],
     });
     if (p.positionals.length) throw new UsageError(`unexpected argument '${p.positionals[0]}'`);

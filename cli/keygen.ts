@@ -17,14 +17,20 @@ export async function main(args: string[]): Promise<number> {
   return guard(USAGE, async () => {
     if (args.includes('--help') || args.includes('-h')) return void console.log(USAGE);
     const p = parseArgs(args, { values: ['alg', 'out'], flags: ['force'] });
-    if (p.positionals.length) return void console.error(USAGE), 2;
+    if (p.positionals.length) return (void console.error(USAGE), 2);
     const alg = one(p, 'alg') ?? 'EdDSA';
-    if (alg !== 'EdDSA' && alg !== 'ES256') return void console.error(`--alg must be EdDSA or ES256\n\n${USAGE}`), 2;
+    if (alg !== 'EdDSA' && alg !== 'ES256') return (void console.error(`--alg must be EdDSA or ES256\n\n${USAGE}`), 2);
     const pair = await generateKeyPair({ alg });
     const kid = await jwkThumbprint(pair.publicJwk);
     const out = one(p, 'out');
     if (!out) {
-      console.log(JSON.stringify({ alg, kid, publicJwk: pair.publicJwk, publicKeyPem: pair.publicKeyPem, privateKeyPem: pair.privateKeyPem }, null, 2));
+      console.log(
+        JSON.stringify(
+          { alg, kid, publicJwk: pair.publicJwk, publicKeyPem: pair.publicKeyPem, privateKeyPem: pair.privateKeyPem },
+          null,
+          2,
+        ),
+      );
       return 0;
     }
     const [keyFile, pubFile] = [`${out}.key.pem`, `${out}.pub.pem`];
@@ -34,7 +40,9 @@ export async function main(args: string[]): Promise<number> {
     }
     writeAtomic(keyFile, pair.privateKeyPem, 0o600);
     writeAtomic(pubFile, pair.publicKeyPem);
-    console.log(JSON.stringify({ alg, kid, publicJwk: pair.publicJwk, privateKey: keyFile, publicKey: pubFile }, null, 2));
+    console.log(
+      JSON.stringify({ alg, kid, publicJwk: pair.publicJwk, privateKey: keyFile, publicKey: pubFile }, null, 2),
+    );
     return 0;
   });
 }

@@ -52,7 +52,10 @@ export function startEnvironments(env: Env, dataDir: string, keys: DevKeys): { a
   // grants' revocation URLs carry the authority's base. The gateway reaches a trusted authority on
   // loopback through its own exception, never opened to agents' /proxy (gateway/app.ts).
   const authorityPort = env.AUTHORITY_PORT || '8700';
-  const authorityBase = (env.CTL_REVOCATION_BASE_URL || `http://${env.HOST || '127.0.0.1'}:${authorityPort}`).replace(/\/+$/, '');
+  const authorityBase = (env.CTL_REVOCATION_BASE_URL || `http://${env.HOST || '127.0.0.1'}:${authorityPort}`).replace(
+    /\/+$/,
+    '',
+  );
   return {
     authority: {
       ...shared,
@@ -74,13 +77,16 @@ function devKeys(dataDir: string): { keys: DevKeys; file: string } {
   mkdirSync(dataDir, { recursive: true });
   const file = join(dataDir, 'dev-keys.json');
   if (existsSync(file)) return { keys: JSON.parse(readFileSync(file, 'utf8')) as DevKeys, file };
-  const keys = { authorityAdminKey: `dev-admin-${randomBytes(24).toString('base64url')}`, gatewayAdminKey: `dev-admin-${randomBytes(24).toString('base64url')}` };
+  const keys = {
+    authorityAdminKey: `dev-admin-${randomBytes(24).toString('base64url')}`,
+    gatewayAdminKey: `dev-admin-${randomBytes(24).toString('base64url')}`,
+  };
   writeFileSync(file, JSON.stringify(keys, null, 2), { mode: 0o600 });
   return { keys, file };
 }
 
 export async function main(args: string[]): Promise<number> {
-  if (args.includes('--help') || args.includes('-h')) return console.log(USAGE), 0;
+  if (args.includes('--help') || args.includes('-h')) return (console.log(USAGE), 0);
   return guard(USAGE, async () => {
     const p = parseArgs(args, { values: ['data'], flags: ['no-demo-merchant'] });
     if (p.positionals.length) throw new UsageError(`unexpected argument ${p.positionals[0]}`);
@@ -101,8 +107,9 @@ export async function main(args: string[]): Promise<number> {
       console.error(`ctl start: ${(e as Error).message.replace(/^DATABASE_URL\b/, 'GATEWAY_DATABASE_URL')}`);
       return 2;
     }
-    const refused = (await preflight('ctl start', authorityConfig.databaseUrl, 'AUTHORITY_DATABASE_URL'))
-      ?? (await preflight('ctl start', gatewayOptions.databaseUrl, 'GATEWAY_DATABASE_URL'));
+    const refused =
+      (await preflight('ctl start', authorityConfig.databaseUrl, 'AUTHORITY_DATABASE_URL')) ??
+      (await preflight('ctl start', gatewayOptions.databaseUrl, 'GATEWAY_DATABASE_URL'));
     if (refused !== undefined) return refused;
     // The demo merchant first: the gateway must be let through to its exact host:port.
     const demoPort = process.env.DEMO_MERCHANT_PORT?.trim() || '0';
@@ -118,11 +125,16 @@ export async function main(args: string[]): Promise<number> {
       } catch (e) {
         return startFailure('ctl start', e);
       }
-      gatewayOptions.targets = { allowPrivate: gatewayOptions.targets?.allowPrivate ?? false, allowHosts: [...(gatewayOptions.targets?.allowHosts ?? []), merchant.hostPort] };
+      gatewayOptions.targets = {
+        allowPrivate: gatewayOptions.targets?.allowPrivate ?? false,
+        allowHosts: [...(gatewayOptions.targets?.allowHosts ?? []), merchant.hostPort],
+      };
     }
     let authority, gateway;
     try {
-      authority = await startAuthority(authorityConfig, { logger: createLogger({ name: 'ctl-authority', level: authorityConfig.logLevel }) });
+      authority = await startAuthority(authorityConfig, {
+        logger: createLogger({ name: 'ctl-authority', level: authorityConfig.logLevel }),
+      });
     } catch (e) {
       await merchant?.close();
       return startFailure('ctl start', e);
@@ -134,7 +146,11 @@ export async function main(args: string[]): Promise<number> {
       await merchant?.close();
       return startFailure('ctl start', e);
     }
-    if (merchant) createLogger({ name: 'ctl-demo-merchant', level: authorityConfig.logLevel }).info({ url: merchant.url, demo: true }, 'demo merchant (development only, not started in production)');
+    if (merchant)
+      createLogger({ name: 'ctl-demo-merchant', level: authorityConfig.logLevel }).info(
+        { url: merchant.url, demo: true },
+        'demo merchant (development only, not started in production)',
+      );
     const gw = gateway.server.url;
     if (!keys.ownerKey) {
       const res = await fetch(`${gw}/admin/owners`, {
@@ -158,15 +174,26 @@ export async function main(args: string[]): Promise<number> {
  * The how-to goes to stderr: stdout carries only the JSON log lines. The example is a shell
  * snippet that runs as printed (curl and node), paying the demo merchant when it runs.
  */
-function printHowTo(authorityUrl: string, gw: string, keysFile: string, dataDir: string, ownerKey: string, merchant: DemoMerchant | undefined): void {
+function printHowTo(
+  authorityUrl: string,
+  gw: string,
+  keysFile: string,
+  dataDir: string,
+  ownerKey: string,
+  merchant: DemoMerchant | undefined,
+): void {
   const expires = new Date(Date.now() + 3600_000).toISOString().replace(/\.\d+Z$/, 'Z');
   const target = merchant ? `${merchant.url}/search?q=ctl` : 'https://merchant.example/data';
   console.error(`CTL is running.
   policy authority  ${authorityUrl}   (admin key in ${keysFile})
   payment gateway   ${gw}   (data in ${dataDir})
   owner console     ${gw}/console   (sign in with the owner key: ${ownerKey})
-${merchant ? `  demo merchant     ${merchant.url}   (DEMO, development only: ${formatMinor(merchant.price, 'USD')} a search; off with --no-demo-merchant or NODE_ENV=production)
-` : ''}
+${
+  merchant
+    ? `  demo merchant     ${merchant.url}   (DEMO, development only: ${formatMinor(merchant.price, 'USD')} a search; off with --no-demo-merchant or NODE_ENV=production)
+`
+    : ''
+}
 Pay the ${merchant ? 'demo merchant' : 'merchant'} through a session (paste into a shell):
   TOKEN=$(curl -s -X POST ${gw}/sessions \\
     -H 'authorization: Bearer ${ownerKey}' -H 'content-type: application/json' \\

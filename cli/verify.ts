@@ -37,7 +37,9 @@ const STEPS = [
 ] as const;
 
 function parseSbaText(text: string): SignedBudgetAuthorization {
-  return (text.startsWith('{') ? parseStrictJson(text) : decodeSbaHeader(text.replace(/^Authorization:\s*/i, ''))) as SignedBudgetAuthorization;
+  return (
+    text.startsWith('{') ? parseStrictJson(text) : decodeSbaHeader(text.replace(/^Authorization:\s*/i, ''))
+  ) as SignedBudgetAuthorization;
 }
 
 /** The step (index into STEPS) that raises `code` (PROTOCOL.md §5). */
@@ -84,14 +86,27 @@ function passedDetail(step: number, sba: SignedBudgetAuthorization, o: VerifyCtl
   const a = sba.authorization;
   const g = sba.grant;
   switch (step) {
-    case 0: return `SBA ${a.budgetId} drawn from grant ${g.grantId} (${g.issuer})`;
-    case 1: return `grant signed by key ${g.keyId} of ${g.issuer}, ${bundles ? `trusted through ${bundles} bundle(s) under the root` : g.profile === 'human-agent' ? 'a person trusted by --trusted-human' : 'the given signing key'}; valid ${g.issuedAt} → ${g.expiresAt}`;
-    case 2: return `signed by the grant's actorKey (${g.actorKey.crv}); valid ${a.issuedAt} → ${a.expiresAt}`;
-    case 3: return o.offline ? `not in the bundles' revokedGrants (offline${bundles ? '' : '; no bundle: not checked'})` : `not revoked at ${g.revocationUrl}`;
-    case 4: return `${formatMinor(o.amount, o.currency)} ≤ ${formatMinor(a.maxAmountMinor, a.currency)} authorized (grant ceiling ${formatMinor(g.maxAmountMinor, g.currency)})`;
+    case 0:
+      return `SBA ${a.budgetId} drawn from grant ${g.grantId} (${g.issuer})`;
+    case 1:
+      return `grant signed by key ${g.keyId} of ${g.issuer}, ${bundles ? `trusted through ${bundles} bundle(s) under the root` : g.profile === 'human-agent' ? 'a person trusted by --trusted-human' : 'the given signing key'}; valid ${g.issuedAt} → ${g.expiresAt}`;
+    case 2:
+      return `signed by the grant's actorKey (${g.actorKey.crv}); valid ${a.issuedAt} → ${a.expiresAt}`;
+    case 3:
+      return o.offline
+        ? `not in the bundles' revokedGrants (offline${bundles ? '' : '; no bundle: not checked'})`
+        : `not revoked at ${g.revocationUrl}`;
+    case 4:
+      return `${formatMinor(o.amount, o.currency)} ≤ ${formatMinor(a.maxAmountMinor, a.currency)} authorized (grant ceiling ${formatMinor(g.maxAmountMinor, g.currency)})`;
     default: {
       const m = o.merchantId ?? a.merchantId;
-      const parts = [m === undefined ? 'no merchant named' : g.destinationAllowlist ? `merchant ${m} in the allowlist` : `merchant ${m} (grant unrestricted)`];
+      const parts = [
+        m === undefined
+          ? 'no merchant named'
+          : g.destinationAllowlist
+            ? `merchant ${m} in the allowlist`
+            : `merchant ${m} (grant unrestricted)`,
+      ];
       if (o.rail ?? a.rail) parts.push(`rail ${o.rail ?? a.rail} allowed`);
       if (o.purpose ?? a.purpose) parts.push(`purpose ${o.purpose ?? a.purpose} allowed`);
       return parts.join('; ');
@@ -103,14 +118,28 @@ export async function main(args: string[]): Promise<number> {
   return guard(USAGE, async () => {
     if (args.includes('--help') || args.includes('-h')) return void console.log(USAGE);
     const p = parseArgs(args, {
-      values: ['bundle', 'root', 'chain', 'signing-key', 'trusted-human', 'amount', 'currency', 'merchant', 'rail', 'purpose', 'now'],
+      values: [
+        'bundle',
+        'root',
+        'chain',
+        'signing-key',
+        'trusted-human',
+        'amount',
+        'currency',
+        'merchant',
+        'rail',
+        'purpose',
+        'now',
+      ],
       flags: ['explain', 'online'],
     });
     if (p.positionals.length !== 1) throw new UsageError('verify takes one SBA file');
     const bytes = readBytes(p.positionals[0]!, 'SBA');
     let sba: SignedBudgetAuthorization;
     try {
-      sba = isCompact(bytes) ? (decodeCompact(bytes, 'sba') as SignedBudgetAuthorization) : parseSbaText(new TextDecoder().decode(bytes).trim());
+      sba = isCompact(bytes)
+        ? (decodeCompact(bytes, 'sba') as SignedBudgetAuthorization)
+        : parseSbaText(new TextDecoder().decode(bytes).trim());
     } catch (e) {
       console.log(`✗ ${STEPS[0]}\n    malformed: ${(e as Error).message}`);
       return 1;
@@ -118,15 +147,20 @@ export async function main(args: string[]): Promise<number> {
     const bundles = (p.options.get('bundle') ?? []).map((f) => readBundle(f));
     const rootFile = one(p, 'root');
     const keyFile = one(p, 'signing-key');
-    if (bundles.length && !rootFile) throw new UsageError('--bundle needs --root (the root never comes from a bundle, spec §5)');
+    if (bundles.length && !rootFile)
+      throw new UsageError('--bundle needs --root (the root never comes from a bundle, spec §5)');
     const humans = p.options.get('trusted-human') ?? [];
-    if (!bundles.length && !keyFile && !humans.length) throw new UsageError('give --bundle FILE --root PEM, --signing-key PEM or --trusted-human DID');
+    if (!bundles.length && !keyFile && !humans.length)
+      throw new UsageError('give --bundle FILE --root PEM, --signing-key PEM or --trusted-human DID');
     const a = (sba as Partial<SignedBudgetAuthorization>)?.authorization;
     const options: VerifyCtlOptions = {
       amount: one(p, 'amount') ?? (typeof a?.maxAmountMinor === 'string' ? a.maxAmountMinor : ''),
       currency: one(p, 'currency') ?? (typeof a?.currency === 'string' ? a.currency : ''),
-      merchantId: one(p, 'merchant'), rail: one(p, 'rail'), purpose: one(p, 'purpose'),
-      offline: !p.flags.has('online'), now: clock(p),
+      merchantId: one(p, 'merchant'),
+      rail: one(p, 'rail'),
+      purpose: one(p, 'purpose'),
+      offline: !p.flags.has('online'),
+      now: clock(p),
       ...(bundles.length ? { trustBundles: bundles, rootPublicKeyPem: readText(rootFile!, 'root key') } : {}),
       ...(one(p, 'chain') !== undefined ? { rootChain: readChainFile(one(p, 'chain')!).statements } : {}),
       ...(keyFile ? { signingKeyPem: readText(keyFile, 'signing key') } : {}),
@@ -142,7 +176,9 @@ export async function main(args: string[]): Promise<number> {
       });
     }
     if (r.valid) {
-      console.log(`VALID: ${formatMinor(options.amount, options.currency)} under grant ${r.grant.grantId} (budget ${r.sba.authorization.budgetId})`);
+      console.log(
+        `VALID: ${formatMinor(options.amount, options.currency)} under grant ${r.grant.grantId} (budget ${r.sba.authorization.budgetId})`,
+      );
       return 0;
     }
     console.log(`REFUSED: ${r.error.code}: ${r.error.message}`);

@@ -57,8 +57,10 @@ export function checkHostAbi(abi: unknown): asserts abi is HostAbi {
     typeof a?.['storage']?.get === 'function' ? '' : 'storage.get',
     typeof a?.['storage']?.put === 'function' ? '' : 'storage.put',
     typeof a?.['storage']?.compareAndSet === 'function' ? '' : 'storage.compareAndSet',
-    a?.['monotonicCounter'] === undefined || (typeof a['monotonicCounter']?.read === 'function' && typeof a['monotonicCounter']?.increment === 'function')
-      ? '' : 'monotonicCounter.read/increment',
+    a?.['monotonicCounter'] === undefined ||
+    (typeof a['monotonicCounter']?.read === 'function' && typeof a['monotonicCounter']?.increment === 'function')
+      ? ''
+      : 'monotonicCounter.read/increment',
   ].filter(Boolean);
   if (missing.length) throw new TypeError(`host ABI: missing ${missing.join(', ')}`);
 }

@@ -30,7 +30,10 @@ export interface RawHost {
 const g = globalThis as Record<string, any>;
 const raw = g['ctlHost'] as RawHost;
 const sdk = g['CTL'] as DeviceSdk & { setRandomSource(fn: (n: number) => Uint8Array): void };
-if (!raw || !sdk) throw new Error('device-entry: evaluate an SDK bundle (dist/ctl-verify.iife.js, ctl-wallet.iife.js or ctl.iife.js) first and inject ctlHost');
+if (!raw || !sdk)
+  throw new Error(
+    'device-entry: evaluate an SDK bundle (dist/ctl-verify.iife.js, ctl-wallet.iife.js or ctl.iife.js) first and inject ctlHost',
+  );
 
 const toAb = (u: Uint8Array): ArrayBuffer => u.slice().buffer as ArrayBuffer;
 /** Host calls that throw become `host_failure` (README.md § Errors). */
@@ -46,18 +49,29 @@ const abi: HostAbi = {
   now: () => hostCall('now', () => raw.now()),
   randomBytes: (n) => hostCall('randomBytes', () => new Uint8Array(raw.randomBytes(n))),
   storage: {
-    get: (k) => hostCall('storage.get', () => {
-      const v = raw.storageGet(toAb(k));
-      return v === null || v === undefined ? null : new Uint8Array(v);
-    }),
+    get: (k) =>
+      hostCall('storage.get', () => {
+        const v = raw.storageGet(toAb(k));
+        return v === null || v === undefined ? null : new Uint8Array(v);
+      }),
     put: (k, v) => hostCall('storage.put', () => raw.storagePut(toAb(k), toAb(v))),
-    compareAndSet: (k, e, v) => hostCall('storage.compareAndSet', () => raw.storageCas(toAb(k), e === null ? null : toAb(e), toAb(v)) === true),
+    compareAndSet: (k, e, v) =>
+      hostCall('storage.compareAndSet', () => raw.storageCas(toAb(k), e === null ? null : toAb(e), toAb(v)) === true),
   },
   log: (level: LogLevel, message: string) => {
-    try { raw.log(level, message); } catch { /* a log line is never worth a failure */ }
+    try {
+      raw.log(level, message);
+    } catch {
+      /* a log line is never worth a failure */
+    }
   },
   ...(typeof raw.counterRead === 'function' && typeof raw.counterIncrement === 'function'
-    ? { monotonicCounter: { read: () => hostCall('counterRead', () => raw.counterRead!()), increment: () => hostCall('counterIncrement', () => raw.counterIncrement!()) } }
+    ? {
+        monotonicCounter: {
+          read: () => hostCall('counterRead', () => raw.counterRead!()),
+          increment: () => hostCall('counterIncrement', () => raw.counterIncrement!()),
+        },
+      }
     : {}),
 };
 
@@ -66,5 +80,6 @@ const device = createDevice(sdk, abi);
 
 g['CTLDevice'] = {
   /** One request payload (CBOR) in, a Promise of the response payload out. */
-  handle: async (payload: ArrayBuffer): Promise<ArrayBuffer> => toAb(await handlePayload(device, new Uint8Array(payload))),
+  handle: async (payload: ArrayBuffer): Promise<ArrayBuffer> =>
+    toAb(await handlePayload(device, new Uint8Array(payload))),
 };

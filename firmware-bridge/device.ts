@@ -24,14 +24,22 @@ import { utf8Decode, utf8Encode } from '../src/encoding/utf8.js';
  * `verifyTrustBundle` (the wallet reads revocation from installed bundles); the verifier bundle
  * adds `verifyCtl`, the wallet bundle the signing side. `dist/ctl.iife.js` has all of it.
  */
-export type DeviceSdk = Pick<typeof Sdk, 'verifyTrustBundle' | 'verifyRootChain' | 'canonicalize' | 'parseStrictJson' | 'parseTimestamp'>
-  & Partial<Pick<typeof Sdk, 'verifyCtl' | 'createSession' | 'generateKeyPair' | 'newId'>>;
+export type DeviceSdk = Pick<
+  typeof Sdk,
+  'verifyTrustBundle' | 'verifyRootChain' | 'canonicalize' | 'parseStrictJson' | 'parseTimestamp'
+> &
+  Partial<Pick<typeof Sdk, 'verifyCtl' | 'createSession' | 'generateKeyPair' | 'newId'>>;
 
 /** The roles a loaded SDK can play. @example deviceRoles(CTL) // ['verify', 'wallet'] */
 export function deviceRoles(sdk: DeviceSdk): Array<'verify' | 'wallet'> {
   const roles: Array<'verify' | 'wallet'> = [];
   if (typeof sdk.verifyCtl === 'function') roles.push('verify');
-  if (typeof sdk.createSession === 'function' && typeof sdk.generateKeyPair === 'function' && typeof sdk.newId === 'function') roles.push('wallet');
+  if (
+    typeof sdk.createSession === 'function' &&
+    typeof sdk.generateKeyPair === 'function' &&
+    typeof sdk.newId === 'function'
+  )
+    roles.push('wallet');
   return roles;
 }
 
@@ -41,7 +49,15 @@ export function deviceRoles(sdk: DeviceSdk): Array<'verify' | 'wallet'> {
  * root is pinned; `bad_request`: arguments of the wrong shape; `unknown_op`; `bad_frame`: the
  * frame itself is unreadable; `host_failure`: a host ABI call threw; `internal`: a bug.
  */
-export const BRIDGE_ERROR_CODES = ['not_provisioned', 'already_provisioned', 'bad_request', 'unknown_op', 'bad_frame', 'host_failure', 'internal'] as const;
+export const BRIDGE_ERROR_CODES = [
+  'not_provisioned',
+  'already_provisioned',
+  'bad_request',
+  'unknown_op',
+  'bad_frame',
+  'host_failure',
+  'internal',
+] as const;
 
 /** What verifyTrustBundle answers only after the root's signature checked out. */
 const SIGNED_BUT_REFUSED = new Set(['trust_bundle_expired', 'trust_bundle_rollback', 'not_yet_valid']);
@@ -104,12 +120,23 @@ export interface Device {
   /** Follows a root chain without a bundle (PROTOCOL.md §11): walked from the pinned root, refused below the stored version, stored when higher. */
   updateRoot(args: { rootChain: unknown }): Promise<{ rootVersion: number; changed: boolean }>;
   /** Verifies one offline payment (spec §4.4, offline, spend tracked and counted against `grant.offline`). Never throws on hostile input. */
-  verify(args: VerifyRequest): Promise<{ valid: true; grantId: string; budgetId: string; amount: string; currency: string } | { valid: false; error: { code: string; message: string } }>;
+  verify(
+    args: VerifyRequest,
+  ): Promise<
+    | { valid: true; grantId: string; budgetId: string; amount: string; currency: string }
+    | { valid: false; error: { code: string; message: string } }
+  >;
   /** Vehicle wallet: creates (once) the signing key and installs the grant to draw on. */
   provisionWallet(args: { actorId: string }): Promise<{ actorId: string; publicJwk: unknown }>;
   installGrant(args: { grant: unknown }): { grantId: string };
   /** Vehicle wallet: signs the SBA for one payment (spend persisted, revocation from the installed bundles). */
-  createSba(args: { amount: string; currency: string; rail: string; merchantId?: string; purpose?: string }): Promise<unknown>;
+  createSba(args: {
+    amount: string;
+    currency: string;
+    rail: string;
+    merchantId?: string;
+    purpose?: string;
+  }): Promise<unknown>;
   /** Root, bundles with their floors, and for `grantId` the spend and offline counters. */
   status(args?: { grantId?: string }): Promise<Record<string, unknown>>;
 }
@@ -129,9 +156,16 @@ export function createDevice(sdk: DeviceSdk, abi: HostAbi): Device {
   checkHostAbi(abi);
   const roles = deviceRoles(sdk);
   /** The SDK part an op needs, or `unknown_op`: the loaded bundle has no such role. */
-  const part = <K extends 'verifyCtl' | 'createSession' | 'generateKeyPair' | 'newId'>(name: K, op: string): NonNullable<DeviceSdk[K]> => {
+  const part = <K extends 'verifyCtl' | 'createSession' | 'generateKeyPair' | 'newId'>(
+    name: K,
+    op: string,
+  ): NonNullable<DeviceSdk[K]> => {
     const f = sdk[name];
-    if (typeof f !== 'function') throw new DeviceError('unknown_op', `${op}: this device runs the ${roles.join('+') || 'no'} bundle, without ${name}`);
+    if (typeof f !== 'function')
+      throw new DeviceError(
+        'unknown_op',
+        `${op}: this device runs the ${roles.join('+') || 'no'} bundle, without ${name}`,
+      );
     return f as NonNullable<DeviceSdk[K]>;
   };
   // Host failures inside the SDK (e.g. a flash read in the middle of verifyCtl) come back as a
@@ -151,21 +185,26 @@ export function createDevice(sdk: DeviceSdk, abi: HostAbi): Device {
     compareAndSet: (key, e, v) => guard('storage.compareAndSet', () => abi.storage.compareAndSet(key, e, v)),
   };
   const hw = abi.monotonicCounter;
-  const counter = hw ? {
-    read: () => guard('monotonicCounter.read', () => hw.read()),
-    increment: () => guard('monotonicCounter.increment', () => hw.increment()),
-  } : undefined;
+  const counter = hw
+    ? {
+        read: () => guard('monotonicCounter.read', () => hw.read()),
+        increment: () => guard('monotonicCounter.increment', () => hw.increment()),
+      }
+    : undefined;
   // With a counter, the ledger head is bound at provisioning: afterwards a missing head is a
   // deleted one, refused like an old one (README.md § What the bound does not cover).
   const ledgers = createKvSpendStorage(storage, counter ? { counter, onMissingHead: 'refuse' } : {});
   // A ledger that cannot answer (corrupt record, flash older than the counter) is a host failure.
   const spend: typeof ledgers = {
-    reserve: (key, id, amount, ceiling, o) => guard('spend storage', () => ledgers.reserve(key, id, amount, ceiling, o)),
+    reserve: (key, id, amount, ceiling, o) =>
+      guard('spend storage', () => ledgers.reserve(key, id, amount, ceiling, o)),
     commit: (key, id) => guard('spend storage', () => ledgers.commit(key, id)),
     release: (key, id) => guard('spend storage', () => ledgers.release(key, id)),
     total: (key) => guard('spend storage', () => ledgers.total(key)),
   };
-  const bindHead = () => { if (counter) bindCounterHead(storage, counter); };
+  const bindHead = () => {
+    if (counter) bindCounterHead(storage, counter);
+  };
   const floors = createSequenceStore(storage);
   // PROTOCOL.md §12: every time check of the device uses max(clock, floor); the floor survives reboots.
   const timeFloor = createTimeFloorStore(storage);
@@ -207,12 +246,14 @@ export function createDevice(sdk: DeviceSdk, abi: HostAbi): Device {
   const rootChain = (): { rootVersion: number; statements: unknown[] } => {
     const rec = readJson(KEY_ROOT_CHAIN);
     if (rec === undefined) return { rootVersion: 1, statements: [] };
-    if (!Number.isSafeInteger(rec?.rootVersion) || !Array.isArray(rec?.statements)) throw new DeviceError('host_failure', 'root chain record is corrupt'); // fail closed
+    if (!Number.isSafeInteger(rec?.rootVersion) || !Array.isArray(rec?.statements))
+      throw new DeviceError('host_failure', 'root chain record is corrupt'); // fail closed
     return rec;
   };
   const chainValue = (v: unknown): unknown[] => {
     const list = artifactValue(sdk, v, 'rootChain');
-    if (!Array.isArray(list)) throw new DeviceError('bad_request', 'rootChain: expected an array of ctl-root/1 statements');
+    if (!Array.isArray(list))
+      throw new DeviceError('bad_request', 'rootChain: expected an array of ctl-root/1 statements');
     return list;
   };
   /**
@@ -233,7 +274,11 @@ export function createDevice(sdk: DeviceSdk, abi: HostAbi): Device {
   const bundles = (): TrustBundle[] => Object.values((readJson(KEY_BUNDLES) ?? {}) as Record<string, TrustBundle>);
   const scopeKey = (scope: unknown) => sdk.canonicalize(scope ?? {});
   const info = (b: TrustBundle, now: number): BundleInfo => ({
-    scope: b.scope as Record<string, string>, bundleId: b.bundleId, sequence: b.sequence, issuedAt: b.issuedAt, expiresAt: b.expiresAt,
+    scope: b.scope as Record<string, string>,
+    bundleId: b.bundleId,
+    sequence: b.sequence,
+    issuedAt: b.issuedAt,
+    expiresAt: b.expiresAt,
     expired: now >= Date.parse(b.expiresAt),
   });
   const keptRevocations = (): string[] => {
@@ -257,8 +302,10 @@ export function createDevice(sdk: DeviceSdk, abi: HostAbi): Device {
     const grant = readJson(KEY_WALLET)?.grant as PolicyGrant | undefined;
     const now = flooredNow();
     const installed = bundles();
-    if (!grant || url !== grant.revocationUrl || !installed.some((b) => now < Date.parse(b.expiresAt))) return { ok: false, status: 503, text: async () => '' };
-    const revoked = keptRevocations().includes(grant.grantId) || installed.some((b) => b.revokedGrants.includes(grant.grantId));
+    if (!grant || url !== grant.revocationUrl || !installed.some((b) => now < Date.parse(b.expiresAt)))
+      return { ok: false, status: 503, text: async () => '' };
+    const revoked =
+      keptRevocations().includes(grant.grantId) || installed.some((b) => b.revokedGrants.includes(grant.grantId));
     return { ok: true, status: 200, text: async () => JSON.stringify({ grantId: grant.grantId, revoked }) };
   };
 
@@ -274,7 +321,10 @@ export function createDevice(sdk: DeviceSdk, abi: HostAbi): Device {
         return { provisioned: true };
       }
       if (root() === rootPublicKeyPem.trim() + '\n') return { provisioned: true };
-      throw new DeviceError('already_provisioned', 'a different root key is already pinned (spec §5: the root is installed once)');
+      throw new DeviceError(
+        'already_provisioned',
+        'a different root key is already pinned (spec §5: the root is installed once)',
+      );
     },
 
     async updateRoot({ rootChain: input }) {
@@ -282,7 +332,10 @@ export function createDevice(sdk: DeviceSdk, abi: HostAbi): Device {
       const statements = chainValue(input);
       const stored = rootChain();
       // `accepted`: the chain must extend the stored one (a leaked retired root key cannot fork it).
-      const r = await sdk.verifyRootChain(pem, statements, { minVersion: stored.rootVersion, accepted: stored.statements });
+      const r = await sdk.verifyRootChain(pem, statements, {
+        minVersion: stored.rootVersion,
+        accepted: stored.statements,
+      });
       if (!r.valid) throw new DeviceError(r.error.code, r.error.message);
       const changed = r.rootVersion > stored.rootVersion && storeRootChain(r.rootVersion, statements);
       return { rootVersion: r.rootVersion, changed };
@@ -295,7 +348,10 @@ export function createDevice(sdk: DeviceSdk, abi: HostAbi): Device {
       const statements = chainInput === undefined ? stored.statements : chainValue(chainInput);
       if (chainInput !== undefined) {
         // A chain given with the bundle must extend the stored one (a leaked retired root key cannot fork it).
-        const walk = await sdk.verifyRootChain(pem, statements, { minVersion: stored.rootVersion, accepted: stored.statements });
+        const walk = await sdk.verifyRootChain(pem, statements, {
+          minVersion: stored.rootVersion,
+          accepted: stored.statements,
+        });
         if (!walk.valid) throw new DeviceError(walk.error.code, walk.error.message);
       }
       let key: string;
@@ -306,7 +362,10 @@ export function createDevice(sdk: DeviceSdk, abi: HostAbi): Device {
       }
       const clock = clockNow();
       const r = await sdk.verifyTrustBundle(bundle, pem, {
-        now: () => Math.max(clock, timeFloor.get()), minSequence: floors.min(key), rootChain: statements, minRootVersion: stored.rootVersion,
+        now: () => Math.max(clock, timeFloor.get()),
+        minSequence: floors.min(key),
+        rootChain: statements,
+        minRootVersion: stored.rootVersion,
         acceptedRootChain: stored.statements,
       });
       if (!r.valid) {
@@ -324,7 +383,8 @@ export function createDevice(sdk: DeviceSdk, abi: HostAbi): Device {
       if (r.rootVersion > stored.rootVersion) storeRootChain(r.rootVersion, statements);
       // Floor first: a crash after it leaves the old bundle in place and the floor raised, which
       // refuses nothing that should pass (the new bundle, sent again, has sequence = floor).
-      if (!floors.raise(key, r.bundle.sequence)) throw new DeviceError('trust_bundle_rollback', 'a newer bundle of this scope was accepted meanwhile');
+      if (!floors.raise(key, r.bundle.sequence))
+        throw new DeviceError('trust_bundle_rollback', 'a newer bundle of this scope was accepted meanwhile');
       updateJson(KEY_BUNDLES, (cur = {}) => {
         const old = cur[key] as TrustBundle | undefined;
         return old && old.sequence > r.bundle.sequence ? cur : { ...cur, [key]: r.bundle };
@@ -337,40 +397,70 @@ export function createDevice(sdk: DeviceSdk, abi: HostAbi): Device {
       hostFailure = undefined;
       const verifyCtl = part('verifyCtl', 'verify');
       try {
-        if (typeof req !== 'object' || req === null) throw new DeviceError('bad_request', 'verify: expected { sba, amount, currency }');
+        if (typeof req !== 'object' || req === null)
+          throw new DeviceError('bad_request', 'verify: expected { sba, amount, currency }');
         const pem = root();
         const chain = rootChain();
         const installed = bundles();
-        if (installed.length === 0) return { valid: false, error: { code: 'issuer_not_trusted', message: 'no Trust Bundle is installed' } };
+        if (installed.length === 0)
+          return { valid: false, error: { code: 'issuer_not_trusted', message: 'no Trust Bundle is installed' } };
         const sba = artifactValue(sdk, req.sba, 'sba');
         const kept = keptRevocations();
         const r = await verifyCtl(sba, {
-          amount: req.amount, currency: req.currency, merchantId: req.merchantId, rail: req.rail, purpose: req.purpose,
-          offline: true, trackSpend: true, spendStorage: spend, keptRevocations: kept,
-          trustBundles: installed, rootPublicKeyPem: pem, rootChain: chain.statements, minRootVersion: chain.rootVersion,
-          acceptedRootChain: chain.statements, now: clockNow, timeFloor,
+          amount: req.amount,
+          currency: req.currency,
+          merchantId: req.merchantId,
+          rail: req.rail,
+          purpose: req.purpose,
+          offline: true,
+          trackSpend: true,
+          spendStorage: spend,
+          keptRevocations: kept,
+          trustBundles: installed,
+          rootPublicKeyPem: pem,
+          rootChain: chain.statements,
+          minRootVersion: chain.rootVersion,
+          acceptedRootChain: chain.statements,
+          now: clockNow,
+          timeFloor,
         });
-        if (!r.valid && hostFailure !== undefined) return { valid: false, error: { code: 'host_failure', message: hostFailure } };
+        if (!r.valid && hostFailure !== undefined)
+          return { valid: false, error: { code: 'host_failure', message: hostFailure } };
         if (!r.valid) {
           abi.log('warn', `refused: ${r.error.code}`);
           return { valid: false, error: { code: r.error.code, message: r.error.message } };
         }
-        return { valid: true, grantId: r.grant.grantId, budgetId: r.sba.authorization.budgetId, amount: r.amount, currency: r.currency };
+        return {
+          valid: true,
+          grantId: r.grant.grantId,
+          budgetId: r.sba.authorization.budgetId,
+          amount: r.amount,
+          currency: r.currency,
+        };
       } catch (e) {
         const err = e as { code?: string; message?: string };
-        return { valid: false, error: { code: typeof err?.code === 'string' ? err.code : 'malformed', message: String(err?.message ?? e) } };
+        return {
+          valid: false,
+          error: { code: typeof err?.code === 'string' ? err.code : 'malformed', message: String(err?.message ?? e) },
+        };
       }
     },
 
     async provisionWallet({ actorId }) {
       const generateKeyPair = part('generateKeyPair', 'provisionWallet');
       const newId = part('newId', 'provisionWallet');
-      if (typeof actorId !== 'string' || !/^[A-Za-z0-9._:-]{1,128}$/.test(actorId)) throw new DeviceError('bad_request', 'actorId must be an identifier');
+      if (typeof actorId !== 'string' || !/^[A-Za-z0-9._:-]{1,128}$/.test(actorId))
+        throw new DeviceError('bad_request', 'actorId must be an identifier');
       bindHead();
       const cur = readJson(KEY_WALLET);
       if (cur?.privateKeyPem) return { actorId: cur.actorId, publicJwk: cur.publicJwk };
       const pair = await generateKeyPair({ alg: 'EdDSA' });
-      const wallet = { actorId, privateKeyPem: pair.privateKeyPem, publicJwk: pair.publicJwk, sessionId: newId('sess_') };
+      const wallet = {
+        actorId,
+        privateKeyPem: pair.privateKeyPem,
+        publicJwk: pair.publicJwk,
+        sessionId: newId('sess_'),
+      };
       if (!storage.compareAndSet(k(KEY_WALLET), null, utf8Encode(JSON.stringify(wallet)))) {
         const now = readJson(KEY_WALLET);
         return { actorId: now.actorId, publicJwk: now.publicJwk };
@@ -382,7 +472,8 @@ export function createDevice(sdk: DeviceSdk, abi: HostAbi): Device {
     installGrant({ grant: input }) {
       const createSession = part('createSession', 'installGrant');
       const grant = artifactValue(sdk, input, 'grant') as PolicyGrant;
-      if (!readJson(KEY_WALLET)?.privateKeyPem) throw new DeviceError('not_provisioned', 'provision the wallet before installing a grant');
+      if (!readJson(KEY_WALLET)?.privateKeyPem)
+        throw new DeviceError('not_provisioned', 'provision the wallet before installing a grant');
       // The grant is checked fully when the session is built (createSession parses it).
       createSession(grant, { actorId: 'check', signingKey: readJson(KEY_WALLET).privateKeyPem });
       updateJson(KEY_WALLET, (cur) => ({ ...cur, grant }));
@@ -394,8 +485,14 @@ export function createDevice(sdk: DeviceSdk, abi: HostAbi): Device {
       const w = readJson(KEY_WALLET);
       if (!w?.privateKeyPem || !w.grant) throw new DeviceError('not_provisioned', 'the wallet has no key or no grant');
       const session = createSession(w.grant, {
-        actorId: w.actorId, signingKey: w.privateKeyPem, sessionId: w.sessionId, spendStorage: spend,
-        revocationTtl: 0, fetch: bundleRevocationFetch as never, now: flooredNow, scope: 'TRIP',
+        actorId: w.actorId,
+        signingKey: w.privateKeyPem,
+        sessionId: w.sessionId,
+        spendStorage: spend,
+        revocationTtl: 0,
+        fetch: bundleRevocationFetch as never,
+        now: flooredNow,
+        scope: 'TRIP',
       });
       return session.createSba(payment);
     },
@@ -409,14 +506,23 @@ export function createDevice(sdk: DeviceSdk, abi: HostAbi): Device {
       let clock: number | null = null;
       try {
         clock = clockNow();
-      } catch { /* hostFailure says why */ }
+      } catch {
+        /* hostFailure says why */
+      }
       const now = Math.max(clock ?? 0, floor);
-      const time = clock === null
-        ? { clock, floor, clockError: hostFailure }
-        : { clock, floor, clockBehindFloorMs: Math.max(0, floor - clock) };
+      const time =
+        clock === null
+          ? { clock, floor, clockError: hostFailure }
+          : { clock, floor, clockBehindFloorMs: Math.max(0, floor - clock) };
       const installed = bundles();
       const list = installed.map((b) => ({ ...info(b, now), minSequence: floors.min(scopeKey(b.scope)) }));
-      const out: Record<string, unknown> = { provisioned, roles, rootVersion: provisioned ? rootChain().rootVersion : null, bundles: list, time };
+      const out: Record<string, unknown> = {
+        provisioned,
+        roles,
+        rootVersion: provisioned ? rootChain().rootVersion : null,
+        bundles: list,
+        time,
+      };
       const w = readJson(KEY_WALLET);
       if (w) out['wallet'] = { actorId: w.actorId, grantId: w.grant?.grantId ?? null, publicJwk: w.publicJwk };
       const grantId = args.grantId ?? w?.grant?.grantId;

@@ -55,7 +55,11 @@ interface Record_ {
 const DEFAULT_COUNTER_KEY = 'ctl/spend-counter';
 
 /** Writes the counter head when absent (at provisioning); returns the head. */
-export function bindCounterHead(storage: ByteStorage, counter: MonotonicCounter, counterKey = DEFAULT_COUNTER_KEY): number {
+export function bindCounterHead(
+  storage: ByteStorage,
+  counter: MonotonicCounter,
+  counterKey = DEFAULT_COUNTER_KEY,
+): number {
   const k = utf8Encode(counterKey);
   const raw = storage.get(k);
   if (raw !== null) return Number(utf8Decode(raw));
@@ -87,7 +91,12 @@ export function createKvSpendStorage(storage: ByteStorage, options: KvSpendStora
   const maxAttempts = options.maxAttempts ?? 64;
   const keyBytes = (key: string) => utf8Encode(prefix + key);
   const bind = options.counter
-    ? counterBinding(storage, options.counter, options.counterKey ?? DEFAULT_COUNTER_KEY, options.onMissingHead ?? 'bind')
+    ? counterBinding(
+        storage,
+        options.counter,
+        options.counterKey ?? DEFAULT_COUNTER_KEY,
+        options.onMissingHead ?? 'bind',
+      )
     : undefined;
 
   /** Applies `change` to the ledger with CAS until it sticks; `change` returns undefined for "no write". */
@@ -119,7 +128,8 @@ export function createKvSpendStorage(storage: ByteStorage, options: KvSpendStora
         if (live.some((e) => e[0] === id)) return { result: 'duplicate' };
         const total = BigInt(r.total) + amount;
         if (total > ceiling || live.length >= maxEntries) return { result: 'exceeded' };
-        const entry: Entry = expiresAt === undefined ? [id, amount.toString(), 0] : [id, amount.toString(), 0, expiresAt];
+        const entry: Entry =
+          expiresAt === undefined ? [id, amount.toString(), 0] : [id, amount.toString(), 0, expiresAt];
         return { next: { v: 1, total: total.toString(), entries: [...live, entry] }, result: 'reserved' };
       });
     },
@@ -138,7 +148,11 @@ export function createKvSpendStorage(storage: ByteStorage, options: KvSpendStora
         const e = r.entries.find((x) => x[0] === id);
         if (!e || e[2] === 1) return { result: undefined };
         return {
-          next: { v: 1, total: (BigInt(r.total) - BigInt(e[1])).toString(), entries: r.entries.filter((x) => x[0] !== id) },
+          next: {
+            v: 1,
+            total: (BigInt(r.total) - BigInt(e[1])).toString(),
+            entries: r.entries.filter((x) => x[0] !== id),
+          },
           result: undefined,
         };
       });
@@ -157,7 +171,12 @@ export function createKvSpendStorage(storage: ByteStorage, options: KvSpendStora
  * One writer at a time (the firmware serializes its requests). A missing head is bound on first
  * use, or refused when the owner bound it at provisioning (`onMissingHead: 'refuse'`).
  */
-function counterBinding(storage: ByteStorage, counter: MonotonicCounter, counterKey: string, onMissing: 'bind' | 'refuse') {
+function counterBinding(
+  storage: ByteStorage,
+  counter: MonotonicCounter,
+  counterKey: string,
+  onMissing: 'bind' | 'refuse',
+) {
   const k = utf8Encode(counterKey);
   const readHead = (): number | null => {
     const raw = storage.get(k);
@@ -168,7 +187,8 @@ function counterBinding(storage: ByteStorage, counter: MonotonicCounter, counter
   };
   const readCounter = (): number => {
     const c = counter.read();
-    if (!Number.isSafeInteger(c) || c < 0) throw new Error('spend storage: the monotonic counter returned no usable value');
+    if (!Number.isSafeInteger(c) || c < 0)
+      throw new Error('spend storage: the monotonic counter returned no usable value');
     return c;
   };
   return {
@@ -177,13 +197,16 @@ function counterBinding(storage: ByteStorage, counter: MonotonicCounter, counter
       let c = readCounter();
       let head = readHead();
       if (head === null) {
-        if (onMissing === 'refuse') throw new Error('spend storage: the counter head record is missing: a restored or altered flash is refused');
+        if (onMissing === 'refuse')
+          throw new Error('spend storage: the counter head record is missing: a restored or altered flash is refused');
         storage.put(k, utf8Encode(String(c)));
         head = c;
       }
       if (head === c + 1) c = counter.increment(); // finish a write cut short after its head
       if (head !== c) {
-        throw new Error(`spend storage: flash ledgers are at counter ${head}, the hardware counter at ${c}: a restored or altered flash is refused`);
+        throw new Error(
+          `spend storage: flash ledgers are at counter ${head}, the hardware counter at ${c}: a restored or altered flash is refused`,
+        );
       }
       return c;
     },

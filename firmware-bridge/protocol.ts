@@ -45,13 +45,20 @@ export function encodeResponse(r: Response): Uint8Array {
   try {
     return cborEncode(clean(r));
   } catch (e) {
-    return cborEncode({ id: r.id, ok: false, error: { code: 'internal', message: `unencodable result: ${(e as Error).message}` } });
+    return cborEncode({
+      id: r.id,
+      ok: false,
+      error: { code: 'internal', message: `unencodable result: ${(e as Error).message}` },
+    });
   }
 }
 
 const errorOf = (e: unknown, fallback = 'internal') => {
   const x = e as { code?: unknown; message?: unknown };
-  return { code: typeof x?.code === 'string' ? x.code : fallback, message: typeof x?.message === 'string' ? x.message : String(e) };
+  return {
+    code: typeof x?.code === 'string' ? x.code : fallback,
+    message: typeof x?.message === 'string' ? x.message : String(e),
+  };
 };
 
 type Op = (device: Device, args: Record<string, any>) => unknown;
@@ -61,10 +68,25 @@ export const OPS: Record<string, Op> = {
   provisionRoot: (d, a) => d.provisionRoot({ rootPublicKeyPem: a['rootPublicKeyPem'] }),
   installBundle: (d, a) => d.installBundle({ bundle: a['bundle'], rootChain: a['rootChain'] }),
   updateRoot: (d, a) => d.updateRoot({ rootChain: a['rootChain'] }),
-  verify: (d, a) => d.verify({ sba: a['sba'], amount: a['amount'], currency: a['currency'], merchantId: a['merchantId'], rail: a['rail'], purpose: a['purpose'] }),
+  verify: (d, a) =>
+    d.verify({
+      sba: a['sba'],
+      amount: a['amount'],
+      currency: a['currency'],
+      merchantId: a['merchantId'],
+      rail: a['rail'],
+      purpose: a['purpose'],
+    }),
   provisionWallet: (d, a) => d.provisionWallet({ actorId: a['actorId'] }),
   installGrant: (d, a) => d.installGrant({ grant: a['grant'] }),
-  createSba: (d, a) => d.createSba({ amount: a['amount'], currency: a['currency'], rail: a['rail'], merchantId: a['merchantId'], purpose: a['purpose'] }),
+  createSba: (d, a) =>
+    d.createSba({
+      amount: a['amount'],
+      currency: a['currency'],
+      rail: a['rail'],
+      merchantId: a['merchantId'],
+      purpose: a['purpose'],
+    }),
   status: (d, a) => d.status({ grantId: a['grantId'] }),
   ping: () => ({ pong: true }),
 };
@@ -83,14 +105,23 @@ export async function handlePayload(device: Device, payload: Uint8Array): Promis
       return encodeResponse({ id, ok: false, error: { code: 'bad_frame', message: errorOf(e).message } });
     }
     if (typeof req !== 'object' || req === null || Array.isArray(req) || req instanceof Uint8Array) {
-      return encodeResponse({ id, ok: false, error: { code: 'bad_frame', message: 'the payload must be a map { id, op, args }' } });
+      return encodeResponse({
+        id,
+        ok: false,
+        error: { code: 'bad_frame', message: 'the payload must be a map { id, op, args }' },
+      });
     }
     const r = req as Record<string, unknown>;
     if (typeof r['id'] === 'number' && Number.isSafeInteger(r['id']) && r['id'] >= 0) id = r['id'];
-    else return encodeResponse({ id, ok: false, error: { code: 'bad_frame', message: 'id must be an unsigned integer' } });
+    else
+      return encodeResponse({ id, ok: false, error: { code: 'bad_frame', message: 'id must be an unsigned integer' } });
     const op = r['op'];
     if (typeof op !== 'string' || !Object.prototype.hasOwnProperty.call(OPS, op)) {
-      return encodeResponse({ id, ok: false, error: { code: 'unknown_op', message: `unknown op ${JSON.stringify(op)}` } });
+      return encodeResponse({
+        id,
+        ok: false,
+        error: { code: 'unknown_op', message: `unknown op ${JSON.stringify(op)}` },
+      });
     }
     const args = r['args'] ?? {};
     if (typeof args !== 'object' || args === null || Array.isArray(args) || args instanceof Uint8Array) {
@@ -173,5 +204,9 @@ export function createFrameReader(maxBytes = MAX_FRAME_BYTES) {
 
 /** The response to an oversized frame. */
 export function oversizedResponse(len: number, maxBytes = MAX_FRAME_BYTES): Uint8Array {
-  return encodeResponse({ id: null, ok: false, error: { code: 'bad_frame', message: `frame of ${len} bytes is over the ${maxBytes}-byte limit` } });
+  return encodeResponse({
+    id: null,
+    ok: false,
+    error: { code: 'bad_frame', message: `frame of ${len} bytes is over the ${maxBytes}-byte limit` },
+  });
 }

@@ -28,7 +28,8 @@ export function createSequenceStore(storage: ByteStorage, prefix = 'bundle-seq/'
       return read(storage.get(key(scope)));
     },
     raise(scope, sequence) {
-      if (!Number.isSafeInteger(sequence) || sequence < 0) throw new RangeError('raise: sequence must be a safe integer ≥ 0');
+      if (!Number.isSafeInteger(sequence) || sequence < 0)
+        throw new RangeError('raise: sequence must be a safe integer ≥ 0');
       for (let attempt = 0; attempt < 64; attempt++) {
         const raw = storage.get(key(scope));
         const cur = read(raw);

@@ -8,8 +8,19 @@ import Koa from 'koa';
 import Router from '@koa/router';
 import { randomBytes } from 'node:crypto';
 import {
-  errorMiddleware, requestGuard, createMetrics, HttpError, migrate, dispatchLogMigration, webhookOutboxMigration, auditLogMigration, auditStagingMigration, silentLogger,
-  type SqlDatabase, type Logger, type WebhookRetrySettings,
+  errorMiddleware,
+  requestGuard,
+  createMetrics,
+  HttpError,
+  migrate,
+  dispatchLogMigration,
+  webhookOutboxMigration,
+  auditLogMigration,
+  auditStagingMigration,
+  silentLogger,
+  type SqlDatabase,
+  type Logger,
+  type WebhookRetrySettings,
 } from '../service-kit/index.js';
 import { readinessHandler } from '../service-kit/readiness.js';
 import { serveOpenApi } from '../service-kit/openapi.js';
@@ -19,7 +30,13 @@ import { expireDue, nextExpiry, sessionById } from './store/sessions.js';
 import { createLedgerRail } from './rails/ledger.js';
 import type { Rail } from './rails/rail.js';
 import { createCtlDialect } from './rails/ctl-dialect.js';
-import { createX402Rail, createX402Dialect, X402_RAIL, DEFAULT_EXPIRY_MARGIN_MS, type X402ChainReader } from './rails/x402/rail.js';
+import {
+  createX402Rail,
+  createX402Dialect,
+  X402_RAIL,
+  DEFAULT_EXPIRY_MARGIN_MS,
+  type X402ChainReader,
+} from './rails/x402/rail.js';
 import { X402_MIGRATIONS } from './rails/x402/store.js';
 import { DEFAULT_MAX_TIMEOUT_SECONDS, type X402AssetMap } from './rails/x402/assets.js';
 import { generatePrivateKey } from 'viem/accounts';
@@ -45,7 +62,12 @@ import { consoleRoutes, observeSessionWrites } from './routes/console.js';
 import { createConsoleStreams } from './services/console-stream.js';
 import { createIdempotencyService, type IdempotencyOptions } from './services/idempotency.js';
 import { eventAdminRoutes } from './routes/events-admin.js';
-import { gatewayRateLimits, DEFAULT_GATEWAY_RATE_LIMITS, DEFAULT_MAX_SESSION_SECONDS, type GatewayRateLimits } from './services/rate-limits.js';
+import {
+  gatewayRateLimits,
+  DEFAULT_GATEWAY_RATE_LIMITS,
+  DEFAULT_MAX_SESSION_SECONDS,
+  type GatewayRateLimits,
+} from './services/rate-limits.js';
 
 export interface GatewayDeps {
   db: SqlDatabase;
@@ -75,7 +97,10 @@ export interface GatewayDeps {
    * `CTL_GATEWAY_EVM_PRIVATE_KEY` (default: made on first start and kept in the database).
    */
   x402?: {
-    assets?: X402AssetMap; maxTimeoutSeconds?: number; privateKey?: `0x${string}`; chain?: (network: string) => X402ChainReader | undefined;
+    assets?: X402AssetMap;
+    maxTimeoutSeconds?: number;
+    privateKey?: `0x${string}`;
+    chain?: (network: string) => X402ChainReader | undefined;
     /** `CTL_X402_MAX_HOLD_SECONDS` (600): the longest one payment may hold its amount of a session's budget (rails/x402/rail.ts holdCap). */
     maxHoldSeconds?: number;
     /** Clock skew allowed past an authorization's `validBefore` before the chain is asked (default 60 s; rails/x402/rail.ts). */
@@ -138,9 +163,13 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
   const issuer = deps.issuer ?? 'ctl-gateway';
   const targets = deps.targets ?? { allowPrivate: false };
   await migrate(db, [
-    ...GATEWAY_MIGRATIONS, dispatchLogMigration('gw_webhook_dispatches'), ...X402_MIGRATIONS,
+    ...GATEWAY_MIGRATIONS,
+    dispatchLogMigration('gw_webhook_dispatches'),
+    ...X402_MIGRATIONS,
     // Durable events: the audit chain and the webhook outbox, written in each change's transaction (services/events.ts).
-    auditLogMigration('gw_audit_log'), auditStagingMigration('gw_audit_log'), webhookOutboxMigration('gw_webhook_dispatches'),
+    auditLogMigration('gw_audit_log'),
+    auditStagingMigration('gw_audit_log'),
+    webhookOutboxMigration('gw_webhook_dispatches'),
   ]);
   // Each payment writes a few pages (its receipt carries the SBA and grant): checkpoint the WAL
   // less often, so its fsync is paid once per ~40 MB rather than every ~200 payments.
@@ -151,30 +180,58 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
   let sealer = deps.sealer;
   if (!sealer) {
     const kek = await gatewayKek({}, db.description);
-    logger.warn({ kek: kek.sealer.description }, 'no CTL_GATEWAY_KEK: stored keys and secrets are sealed under a development KEK (set CTL_GATEWAY_KEK or CTL_GATEWAY_KEK_PKCS11_URI in production)');
+    logger.warn(
+      { kek: kek.sealer.description },
+      'no CTL_GATEWAY_KEK: stored keys and secrets are sealed under a development KEK (set CTL_GATEWAY_KEK or CTL_GATEWAY_KEK_PKCS11_URI in production)',
+    );
     sealer = kek.sealer;
   }
-  const keys = createKeyRing(db, now, { sealer, external: { ...deps.externalKeys, ...(deps.receiptKey ? { receipt: deps.receiptKey } : {}) } });
+  const keys = createKeyRing(db, now, {
+    sealer,
+    external: { ...deps.externalKeys, ...(deps.receiptKey ? { receipt: deps.receiptKey } : {}) },
+  });
   await keys.init(); // seals keys found in the clear, holds the external key, makes the key set on first start
   const sessionKeys = await createSessionKeys(db, sealer);
-  const continuationSecret = Buffer.from(await sharedSecret(db, 'continuation-hmac', () => randomBytes(32).toString('base64url'), sealer), 'base64url');
+  const continuationSecret = Buffer.from(
+    await sharedSecret(db, 'continuation-hmac', () => randomBytes(32).toString('base64url'), sealer),
+    'base64url',
+  );
   const metrics = createMetrics({ prefix: 'ctl_gateway_' });
   const business = gatewayMetrics(metrics.registry, db);
   const forwarder = createForwarder({
-    policy: targets, timeoutMs: deps.forwardTimeoutMs, maxResponseBytes: deps.maxResponseBytes, resolve: deps.resolve,
+    policy: targets,
+    timeoutMs: deps.forwardTimeoutMs,
+    maxResponseBytes: deps.maxResponseBytes,
+    resolve: deps.resolve,
   });
   // Webhook URLs are the owner's, but they are still outbound requests from inside: same guard.
-  const hookForwarder = createForwarder({ policy: targets, timeoutMs: 5000, maxResponseBytes: 64 * 1024, maxRedirects: 0, resolve: deps.resolve });
+  const hookForwarder = createForwarder({
+    policy: targets,
+    timeoutMs: 5000,
+    maxResponseBytes: 64 * 1024,
+    maxRedirects: 0,
+    resolve: deps.resolve,
+  });
   // Revocation (and any JWKS) the SDK's verifier fetches for a person's grant: same guard, no
   // redirects. A trusted authority the operator named by a private IP address (no DNS in between)
   // is reachable by these checks alone, never opened to agents' /proxy or webhooks by it.
   const authorityForwarder = createForwarder({
-    policy: { ...targets, allowHosts: [...(targets.allowHosts ?? []), ...authorityTargets(deps.humanAuthorities ?? [])] },
-    timeoutMs: 3000, maxResponseBytes: 64 * 1024, maxRedirects: 0, resolve: deps.resolve,
+    policy: {
+      ...targets,
+      allowHosts: [...(targets.allowHosts ?? []), ...authorityTargets(deps.humanAuthorities ?? [])],
+    },
+    timeoutMs: 3000,
+    maxResponseBytes: 64 * 1024,
+    maxRedirects: 0,
+    resolve: deps.resolve,
   });
   const humans = { authorities: deps.humanAuthorities ?? [], fetch: guardedFetch(authorityForwarder) };
   const consoleStreams = createConsoleStreams({
-    db, now, maxPerOwner: deps.console?.maxStreamsPerOwner, maxTotal: deps.console?.maxStreams, heartbeatMs: deps.console?.heartbeatMs,
+    db,
+    now,
+    maxPerOwner: deps.console?.maxStreamsPerOwner,
+    maxTotal: deps.console?.maxStreams,
+    heartbeatMs: deps.console?.heartbeatMs,
     ownerOfKey: async (key) => (await auth(key))?.ownerId,
     onError: (e) => logger.warn({ err: e }, 'console stream'),
   });
@@ -206,54 +263,115 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
   const maxSleep = deps.expiryMaxSleepMs ?? 30_000;
 
   async function expireNow(): Promise<string[]> {
-    return expireDue(db, now(), events.effect(async (ended, q) => {
-      const sessions = await Promise.all(ended.map((id) => sessionById(q, id)));
-      return sessions.flatMap((s) => (s ? [{ session: s, type: 'session.expired' as const, data: { expiredAt: new Date(s.expiresAt).toISOString() }, actor: 'system' }] : []));
-    }));
+    return expireDue(
+      db,
+      now(),
+      events.effect(async (ended, q) => {
+        const sessions = await Promise.all(ended.map((id) => sessionById(q, id)));
+        return sessions.flatMap((s) =>
+          s
+            ? [
+                {
+                  session: s,
+                  type: 'session.expired' as const,
+                  data: { expiredAt: new Date(s.expiresAt).toISOString() },
+                  actor: 'system',
+                },
+              ]
+            : [],
+        );
+      }),
+    );
   }
   // spec §3 last row: `expiresAt` revokes the session on time, with or without traffic.
   function scheduleExpiry(at: number) {
     if (closed || at >= expiryAt) return;
     if (expiryTimer) clearTimeout(expiryTimer);
     expiryAt = at;
-    expiryTimer = setTimeout(async () => {
-      expiryTimer = undefined;
-      expiryAt = Infinity;
-      try {
-        await expireNow();
-        const next = await nextExpiry(db);
-        scheduleExpiry(Math.min(next ?? Infinity, now() + maxSleep));
-      } catch (e) {
-        logger.error({ err: e }, 'expiry sweep failed');
-        scheduleExpiry(now() + 1000);
-      }
-    }, Math.max(0, Math.min(at - now(), maxSleep)));
+    expiryTimer = setTimeout(
+      async () => {
+        expiryTimer = undefined;
+        expiryAt = Infinity;
+        try {
+          await expireNow();
+          const next = await nextExpiry(db);
+          scheduleExpiry(Math.min(next ?? Infinity, now() + maxSleep));
+        } catch (e) {
+          logger.error({ err: e }, 'expiry sweep failed');
+          scheduleExpiry(now() + 1000);
+        }
+      },
+      Math.max(0, Math.min(at - now(), maxSleep)),
+    );
     expiryTimer.unref?.();
   }
 
   const x402Rail = createX402Rail(db, now, deps.x402?.chain, deps.x402?.expiryMarginMs);
-  const limits = gatewayRateLimits(db, deps.rateLimits ?? DEFAULT_GATEWAY_RATE_LIMITS, createOwnerAuth(db, deps.adminKey));
-  const sessions = limits.sessions(createSessionService({
-    db, keys, sessionKeys, events, issuer, railName: rail.name, extraRails: [X402_RAIL], continuationSecret, targets, humans, now, onCreated: (at) => scheduleExpiry(at),
-    maxSessionSeconds: deps.maxSessionSeconds ?? DEFAULT_MAX_SESSION_SECONDS,
-  }));
+  const limits = gatewayRateLimits(
+    db,
+    deps.rateLimits ?? DEFAULT_GATEWAY_RATE_LIMITS,
+    createOwnerAuth(db, deps.adminKey),
+  );
+  const sessions = limits.sessions(
+    createSessionService({
+      db,
+      keys,
+      sessionKeys,
+      events,
+      issuer,
+      railName: rail.name,
+      extraRails: [X402_RAIL],
+      continuationSecret,
+      targets,
+      humans,
+      now,
+      onCreated: (at) => scheduleExpiry(at),
+      maxSessionSeconds: deps.maxSessionSeconds ?? DEFAULT_MAX_SESSION_SECONDS,
+    }),
+  );
   const idempotency = createIdempotencyService({
-    db, now, statusByCode: STATUS_BY_CODE, logger, leaseMs: deps.reconcileStaleMs, ...deps.idempotency,
+    db,
+    now,
+    statusByCode: STATUS_BY_CODE,
+    logger,
+    leaseMs: deps.reconcileStaleMs,
+    ...deps.idempotency,
   });
   const payments = createPaymentService({
-    db, rail, otherRails: [x402Rail], keys, sessionKeys, events, continuationSecret, issuer, now, paymentId: idempotency.paymentId, humans,
+    db,
+    rail,
+    otherRails: [x402Rail],
+    keys,
+    sessionKeys,
+    events,
+    continuationSecret,
+    issuer,
+    now,
+    paymentId: idempotency.paymentId,
+    humans,
     onPaid: business.paid,
     onRefused: business.refused,
     onReconciled: business.reconciled,
-    onReconcileError: (paymentId, err) => logger.warn({ err, paymentId }, 'reconcile: payment left open, retried next pass'),
+    onReconcileError: (paymentId, err) =>
+      logger.warn({ err, paymentId }, 'reconcile: payment left open, retried next pass'),
   });
   // The gateway's EVM account, like its other keys: configured, or made once and kept.
-  const evmKey = deps.x402?.privateKey ?? ((await sharedSecret(db, 'evm-private-key', () => generatePrivateKey(), sealer)) as `0x${string}`);
+  const evmKey =
+    deps.x402?.privateKey ??
+    ((await sharedSecret(db, 'evm-private-key', () => generatePrivateKey(), sealer)) as `0x${string}`);
   const x402 = createX402Dialect({
-    db, payments, privateKey: evmKey, assets: deps.x402?.assets ?? new Map(), maxTimeoutSeconds: deps.x402?.maxTimeoutSeconds ?? DEFAULT_MAX_TIMEOUT_SECONDS, now,
+    db,
+    payments,
+    privateKey: evmKey,
+    assets: deps.x402?.assets ?? new Map(),
+    maxTimeoutSeconds: deps.x402?.maxTimeoutSeconds ?? DEFAULT_MAX_TIMEOUT_SECONDS,
+    now,
     maxHoldSeconds: deps.x402?.maxHoldSeconds,
     // After validBefore: the expiry margin, then a reconcile pass once the row is stale.
-    settleDelayMs: (deps.x402?.expiryMarginMs ?? DEFAULT_EXPIRY_MARGIN_MS) + (deps.reconcileStaleMs ?? 120_000) + (deps.reconcileIntervalMs ?? 30_000),
+    settleDelayMs:
+      (deps.x402?.expiryMarginMs ?? DEFAULT_EXPIRY_MARGIN_MS) +
+      (deps.reconcileStaleMs ?? 120_000) +
+      (deps.reconcileIntervalMs ?? 30_000),
   });
   const dialects = [x402, createCtlDialect(payments)];
   const auth = limits.auth;
@@ -265,14 +383,16 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
   app.use(async (ctx, next) => {
     await next();
     const b = ctx.body as { error?: { code?: unknown } } | undefined;
-    if (b && typeof b === 'object' && !Buffer.isBuffer(b) && typeof b.error?.code === 'string') ctx.set('X-Ctl-Gateway-Error', b.error.code);
+    if (b && typeof b === 'object' && !Buffer.isBuffer(b) && typeof b.error?.code === 'string')
+      ctx.set('X-Ctl-Gateway-Error', b.error.code);
   });
   app.use(errorMiddleware({ logger, statusByCode: STATUS_BY_CODE }));
   // A method no route implements (PROPFIND, PURGE, …) is the caller's mistake, answered 405 and
   // logged with the request at info, not the router's 501 logged as a failure.
   app.use(async (ctx, next) => {
     await next();
-    if (ctx.status === 501 && ctx.body == null) throw new HttpError(405, 'method_not_allowed', `${ctx.method} is not a method this service answers`);
+    if (ctx.status === 501 && ctx.body == null)
+      throw new HttpError(405, 'method_not_allowed', `${ctx.method} is not a method this service answers`);
   });
   app.use(observeSessionWrites(consoleStreams));
 
@@ -281,10 +401,13 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
     ctx.body = { ok: true };
   });
   // The same shape as the authority's: { status, checks: { database, keys } }.
-  health.get('/readyz', readinessHandler({
-    database: () => db.ping(),
-    keys: async () => Boolean((await keys.active('grant')) && (await keys.active('receipt'))),
-  }));
+  health.get(
+    '/readyz',
+    readinessHandler({
+      database: () => db.ping(),
+      keys: async () => Boolean((await keys.active('grant')) && (await keys.active('receipt'))),
+    }),
+  );
   health.get('/metrics', metrics.handler);
   serveOpenApi(health, GATEWAY_OPENAPI);
 

@@ -9,8 +9,24 @@
  * CTL_GATEWAY_KEK or CTL_GATEWAY_KEK_PKCS11_URI, CTL_GATEWAY_RECEIPT_KEY_PKCS11_URI
  * (or _PRIVATE_KEY_FILE, _PRIVATE_KEY_PEM), CTL_PKCS11_MODULE.
  */
-import { ConfigError, checkAdminKey, checkDatabaseUrl, checkHostPortList, checkHttpUrl, checkKek, checkLogLevel } from '../service-kit/config.js';
-import { openDatabase, createLogger, listen, requestLogger, webhookRetryFromEnv, type Listening, type Logger } from '../service-kit/index.js';
+import {
+  ConfigError,
+  checkAdminKey,
+  checkDatabaseUrl,
+  checkHostPortList,
+  checkHttpUrl,
+  checkKek,
+  checkLogLevel,
+} from '../service-kit/config.js';
+import {
+  openDatabase,
+  createLogger,
+  listen,
+  requestLogger,
+  webhookRetryFromEnv,
+  type Listening,
+  type Logger,
+} from '../service-kit/index.js';
 import { createGatewayApp, type GatewayApp, type GatewayDeps } from './app.js';
 import { parseAssetMap, parseMaxHoldSeconds, parseMaxTimeoutSeconds } from './rails/x402/assets.js';
 import { chainReaders, parseRpcUrls } from './rails/x402/chain.js';
@@ -25,7 +41,11 @@ export interface RunningGateway {
 }
 
 export type GatewayStartOptions = Partial<GatewayDeps> & {
-  port: number; host: string; databaseUrl: string; logLevel?: string; logger?: Logger;
+  port: number;
+  host: string;
+  databaseUrl: string;
+  logLevel?: string;
+  logger?: Logger;
   /** Where the custody variables are read (CTL_GATEWAY_KEK…, *_PKCS11_URI); default process.env. */
   env?: Record<string, string | undefined>;
 };
@@ -37,9 +57,12 @@ export type GatewayStartOptions = Partial<GatewayDeps> & {
  */
 export function gatewayOptionsFromEnv(env: Record<string, string | undefined>): GatewayStartOptions {
   const portText = env.PORT?.trim() || '8402';
-  if (!/^[0-9]{1,5}$/.test(portText) || Number(portText) > 65535) throw new RangeError(`PORT: expected 0–65535, got '${portText}'`);
+  if (!/^[0-9]{1,5}$/.test(portText) || Number(portText) > 65535)
+    throw new RangeError(`PORT: expected 0–65535, got '${portText}'`);
   // Grants carry the public URL (PROTOCOL.md §10): a wrong one would fail every POST /sessions later.
-  const publicUrl = env.CTL_GATEWAY_PUBLIC_URL?.trim() ? checkHttpUrl(env.CTL_GATEWAY_PUBLIC_URL.trim(), 'CTL_GATEWAY_PUBLIC_URL') : undefined;
+  const publicUrl = env.CTL_GATEWAY_PUBLIC_URL?.trim()
+    ? checkHttpUrl(env.CTL_GATEWAY_PUBLIC_URL.trim(), 'CTL_GATEWAY_PUBLIC_URL')
+    : undefined;
   checkKek(env, 'CTL_GATEWAY_KEK');
   return {
     port: Number(portText),
@@ -70,12 +93,20 @@ export function gatewayOptionsFromEnv(env: Record<string, string | undefined>): 
 
 /** CTL_GATEWAY_HUMAN_AUTHORITIES: comma-separated http(s) base URLs of the authorities whose people's grants are accepted. */
 function humanAuthoritiesFromEnv(v: string | undefined): string[] {
-  const list = (v ?? '').split(',').map((s) => s.trim().replace(/\/+$/, '')).filter(Boolean);
+  const list = (v ?? '')
+    .split(',')
+    .map((s) => s.trim().replace(/\/+$/, ''))
+    .filter(Boolean);
   for (const u of list) {
     let ok = false;
     try {
       const url = new URL(u);
-      ok = (url.protocol === 'http:' || url.protocol === 'https:') && !url.search && !url.hash && !url.username && !url.password;
+      ok =
+        (url.protocol === 'http:' || url.protocol === 'https:') &&
+        !url.search &&
+        !url.hash &&
+        !url.username &&
+        !url.password;
     } catch {}
     if (!ok) throw new ConfigError('CTL_GATEWAY_HUMAN_AUTHORITIES', `'${u}' is not an http(s) base URL`);
   }
@@ -104,7 +135,10 @@ export async function startGateway(opts: GatewayStartOptions): Promise<RunningGa
   const logger = opts.logger ?? createLogger({ name: 'ctl-gateway', level: opts.logLevel ?? process.env.LOG_LEVEL });
   const env = opts.env ?? process.env;
   // Keys first: an HSM that cannot be reached stops the start before the database is touched.
-  const externalKeys = opts.externalKeys ?? { ...(await externalKeysFromEnv(env)), ...(opts.receiptKey ? { receipt: opts.receiptKey } : {}) };
+  const externalKeys = opts.externalKeys ?? {
+    ...(await externalKeysFromEnv(env)),
+    ...(opts.receiptKey ? { receipt: opts.receiptKey } : {}),
+  };
   const closeKeys = async () => {
     for (const k of Object.values(externalKeys)) await k?.signer.close();
   };
@@ -115,23 +149,34 @@ export async function startGateway(opts: GatewayStartOptions): Promise<RunningGa
     await closeKeys();
     throw e;
   }
-  const kek = opts.sealer ? undefined : await gatewayKek(env, db.description).catch(async (e) => {
-    await db.close();
-    await closeKeys();
-    throw e;
-  });
+  const kek = opts.sealer
+    ? undefined
+    : await gatewayKek(env, db.description).catch(async (e) => {
+        await db.close();
+        await closeKeys();
+        throw e;
+      });
   if (kek?.source === 'dev-file') {
-    logger.warn({ kek: kek.sealer.description }, 'no CTL_GATEWAY_KEK: stored keys and secrets are sealed under a development KEK in a 0600 file beside the database (set CTL_GATEWAY_KEK or CTL_GATEWAY_KEK_PKCS11_URI in production)');
+    logger.warn(
+      { kek: kek.sealer.description },
+      'no CTL_GATEWAY_KEK: stored keys and secrets are sealed under a development KEK in a 0600 file beside the database (set CTL_GATEWAY_KEK or CTL_GATEWAY_KEK_PKCS11_URI in production)',
+    );
   }
   let gateway: GatewayApp | undefined;
   let server: Listening;
   try {
     gateway = await createGatewayApp({ ...opts, db, logger, sealer: opts.sealer ?? kek!.sealer, externalKeys });
     for (const [purpose, k] of Object.entries(externalKeys)) {
-      if (k) logger.info({ purpose, custody: k.signer.custody, key: k.signer.description }, `${purpose} key from ${k.variable}`);
+      if (k)
+        logger.info(
+          { purpose, custody: k.signer.custody, key: k.signer.description },
+          `${purpose} key from ${k.variable}`,
+        );
     }
     // Probes and key fetches are high-volume reads: at debug, as the authority logs them.
-    gateway.app.middleware.unshift(requestLogger(logger, { quietPaths: ['/healthz', '/readyz', '/metrics', '/.well-known/ctl-keys.json'] }));
+    gateway.app.middleware.unshift(
+      requestLogger(logger, { quietPaths: ['/healthz', '/readyz', '/metrics', '/.well-known/ctl-keys.json'] }),
+    );
     server = await listen(gateway.app, { port: opts.port, host: opts.host });
   } catch (e) {
     await gateway?.close();

@@ -12,7 +12,10 @@ export interface McpConfig {
 
 /** A variable missing or malformed: the message names it and never repeats a secret's value. */
 export class ConfigError extends Error {
-  constructor(readonly variable: string, message: string) {
+  constructor(
+    readonly variable: string,
+    message: string,
+  ) {
     super(`${variable}: ${message}`);
     this.name = 'ConfigError';
   }
@@ -28,22 +31,39 @@ const LOOPBACK = /^(localhost|127(?:\.\d{1,3}){3}|\[::1\])$/;
  */
 export function mcpConfigFromEnv(env: Record<string, string | undefined>): McpConfig {
   const rawUrl = env.CTL_GATEWAY_URL?.trim();
-  if (!rawUrl) throw new ConfigError('CTL_GATEWAY_URL', 'not set: the payment gateway\'s base URL, e.g. https://gateway.example.com');
+  if (!rawUrl)
+    throw new ConfigError(
+      'CTL_GATEWAY_URL',
+      "not set: the payment gateway's base URL, e.g. https://gateway.example.com",
+    );
   let url: URL;
   try {
     url = new URL(rawUrl);
   } catch {
     throw new ConfigError('CTL_GATEWAY_URL', `not an absolute URL: '${rawUrl}'`);
   }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new ConfigError('CTL_GATEWAY_URL', `must be an https:// URL, got '${url.protocol}'`);
+  if (url.protocol !== 'https:' && url.protocol !== 'http:')
+    throw new ConfigError('CTL_GATEWAY_URL', `must be an https:// URL, got '${url.protocol}'`);
   // spec §7: the session token travels over TLS only; plain http stays on this machine.
   if (url.protocol === 'http:' && !LOOPBACK.test(url.hostname)) {
-    throw new ConfigError('CTL_GATEWAY_URL', `must be https:// (the session token is a bearer credential); plain http is allowed only for localhost, got host '${url.hostname}'`);
+    throw new ConfigError(
+      'CTL_GATEWAY_URL',
+      `must be https:// (the session token is a bearer credential); plain http is allowed only for localhost, got host '${url.hostname}'`,
+    );
   }
-  if (url.username || url.password || url.search || url.hash) throw new ConfigError('CTL_GATEWAY_URL', 'must be a base URL without credentials, query or fragment');
+  if (url.username || url.password || url.search || url.hash)
+    throw new ConfigError('CTL_GATEWAY_URL', 'must be a base URL without credentials, query or fragment');
 
   const token = env.CTL_SESSION_TOKEN?.trim();
-  if (!token) throw new ConfigError('CTL_SESSION_TOKEN', 'not set: the session token (gw_sess_…) the budget owner created for this agent (POST /sessions)');
-  if (!SESSION_TOKEN.test(token)) throw new ConfigError('CTL_SESSION_TOKEN', 'not a session token: expected gw_sess_ followed by 1–128 characters of A–Z, a–z, 0–9, _ or -');
+  if (!token)
+    throw new ConfigError(
+      'CTL_SESSION_TOKEN',
+      'not set: the session token (gw_sess_…) the budget owner created for this agent (POST /sessions)',
+    );
+  if (!SESSION_TOKEN.test(token))
+    throw new ConfigError(
+      'CTL_SESSION_TOKEN',
+      'not a session token: expected gw_sess_ followed by 1–128 characters of A–Z, a–z, 0–9, _ or -',
+    );
   return { gatewayUrl: url.href.replace(/\/+$/, ''), sessionToken: token };
 }

@@ -8,22 +8,26 @@
 const NEXT_STEP: Record<string, string> = {
   purpose_not_allowed: 'Pass a purpose the session allows (session_status lists them).',
   destination_not_allowed: 'The budget owner does not allow paying this merchant; do not retry it.',
-  budget_exceeded: 'The session\'s budget cannot cover this payment. Tell the budget owner; do not retry.',
-  velocity_exceeded: 'The session\'s rate of payments is used up for now; wait before paying again.',
+  budget_exceeded: "The session's budget cannot cover this payment. Tell the budget owner; do not retry.",
+  velocity_exceeded: "The session's rate of payments is used up for now; wait before paying again.",
   currency_mismatch: 'The merchant asks for a currency this session cannot pay in.',
   asset_not_allowed: 'The merchant asks for an asset this session cannot pay in.',
   session_revoked: 'The budget owner revoked this session: stop paying and tell the owner.',
   session_expired: 'The session has expired: stop paying; the budget owner can create a new session.',
-  target_not_allowed: 'The URL cannot be fetched through the gateway (scheme, credentials in the URL, or a private address).',
-  payment_terms_refused: 'The gateway will not pay the merchant\'s payment terms.',
+  target_not_allowed:
+    'The URL cannot be fetched through the gateway (scheme, credentials in the URL, or a private address).',
+  payment_terms_refused: "The gateway will not pay the merchant's payment terms.",
   payment_failed: 'The payment was not made and nothing was spent; the same call may be retried.',
-  payment_unconfirmed: 'The payment\'s outcome is not known yet and its amount stays reserved. Retry later with the same idempotencyKey (never a new one), or it may be paid twice.',
-  paid_response_lost: 'The payment was made (receiptId) but the merchant\'s answer was lost. Do not call again: a new call pays again. list_receipts shows the receipt; tell the budget owner.',
+  payment_unconfirmed:
+    "The payment's outcome is not known yet and its amount stays reserved. Retry later with the same idempotencyKey (never a new one), or it may be paid twice.",
+  paid_response_lost:
+    "The payment was made (receiptId) but the merchant's answer was lost. Do not call again: a new call pays again. list_receipts shows the receipt; tell the budget owner.",
   upstream_error: 'The merchant could not be reached or answered too much; retry with the same idempotencyKey.',
   upstream_timeout: 'The merchant did not answer in time; retry with the same idempotencyKey.',
   rate_limited: 'Too many requests for this session: wait retryAfterSeconds, then retry.',
-  conflict: 'This idempotencyKey is in use by another request or still running; wait, or use a new key for a different request.',
-  unauthorized: 'The gateway does not accept this server\'s session token (CTL_SESSION_TOKEN): tell the budget owner.',
+  conflict:
+    'This idempotencyKey is in use by another request or still running; wait, or use a new key for a different request.',
+  unauthorized: "The gateway does not accept this server's session token (CTL_SESSION_TOKEN): tell the budget owner.",
   payload_too_large: 'The request body is larger than the gateway accepts.',
 };
 
@@ -58,18 +62,28 @@ export interface PauseNotice {
  */
 export function ownerActionForPause(gatewayUrl: string, sessionId: string | undefined): string {
   const id = sessionId ?? '<session id>';
-  return `The budget owner must approve more spending for session ${id}: in the gateway console (${gatewayUrl}/console, open the session, approve its continuation), ` +
+  return (
+    `The budget owner must approve more spending for session ${id}: in the gateway console (${gatewayUrl}/console, open the session, approve its continuation), ` +
     `or with their owner API key: read continuationToken from GET ${gatewayUrl}/sessions/${id} and send PATCH ${gatewayUrl}/sessions/${id} ` +
-    `with {"continuationToken": "<that token>"} (the session.paused webhook carries the same token).`;
+    `with {"continuationToken": "<that token>"} (the session.paused webhook carries the same token).`
+  );
 }
 
 /** A thrown gateway refusal's code, status and Retry-After (the SDK client's CtlError / GatewayError), or undefined for anything else. */
-export function refusalOf(e: unknown): { code: string; message: string; status?: number; retryAfterSeconds?: number; receiptId?: string } | undefined {
+export function refusalOf(
+  e: unknown,
+): { code: string; message: string; status?: number; retryAfterSeconds?: number; receiptId?: string } | undefined {
   // Only the gateway's answers: a Node system error also has a string `code` (ECONNREFUSED).
   if (!(e instanceof CtlError || e instanceof GatewayError)) return undefined;
   // A CtlError with a service code is the client's own "no answer" (src/client: the gateway was not reached).
   if (e instanceof CtlError && isServiceErrorCode(e.code)) return undefined;
-  const err = e as { code: string; message: string; status?: unknown; retryAfterSeconds?: unknown; receiptId?: unknown };
+  const err = e as {
+    code: string;
+    message: string;
+    status?: unknown;
+    retryAfterSeconds?: unknown;
+    receiptId?: unknown;
+  };
   return {
     code: err.code,
     message: err.message,
@@ -90,7 +104,11 @@ export function unreachableMessage(e: unknown, gatewayUrl: string): string {
  * The structured result of a gateway refusal: `paused` (ask the owner) or `refused` (with its code).
  * @example describeRefusal({ code: 'budget_exceeded', message: '…', status: 402 }, url, id).outcome // 'refused'
  */
-export function describeRefusal(r: NonNullable<ReturnType<typeof refusalOf>>, gatewayUrl: string, sessionId: string | undefined): Refusal | PauseNotice {
+export function describeRefusal(
+  r: NonNullable<ReturnType<typeof refusalOf>>,
+  gatewayUrl: string,
+  sessionId: string | undefined,
+): Refusal | PauseNotice {
   if (r.code === 'session_paused') {
     return {
       outcome: 'paused',
@@ -99,7 +117,8 @@ export function describeRefusal(r: NonNullable<ReturnType<typeof refusalOf>>, ga
       httpStatus: r.status ?? 409,
       ...(sessionId ? { sessionId } : {}),
       ownerAction: ownerActionForPause(gatewayUrl, sessionId),
-      nextStep: 'Nothing was paid and the merchant\'s paid answer was not obtained. Ask your budget owner to approve (ownerAction says how); once they have, call paid_fetch again with the same arguments. Do not look for another way to pay.',
+      nextStep:
+        "Nothing was paid and the merchant's paid answer was not obtained. Ask your budget owner to approve (ownerAction says how); once they have, call paid_fetch again with the same arguments. Do not look for another way to pay.",
     };
   }
   return {

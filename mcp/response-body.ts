@@ -3,7 +3,8 @@
  * given as UTF-8 text and anything else (an image, a PDF, bytes that are not UTF-8) as base64.
  */
 
-const TEXTUAL = /^\s*(text\/|application\/(json|xml|javascript|ecmascript|x-www-form-urlencoded|graphql|yaml|x-yaml|x-ndjson|problem\+json)\b|[^;\s]+\/[^;\s]+\+(json|xml)\b)/i;
+const TEXTUAL =
+  /^\s*(text\/|application\/(json|xml|javascript|ecmascript|x-www-form-urlencoded|graphql|yaml|x-yaml|x-ndjson|problem\+json)\b|[^;\s]+\/[^;\s]+\+(json|xml)\b)/i;
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 export interface EncodedBody {
@@ -48,9 +49,13 @@ export function limitBody(bytes: Uint8Array, max: number): { bytes: Uint8Array; 
  * The agent's request body as bytes: `text` as UTF-8, `base64` decoded (a RangeError names the field).
  * @example requestBody('aGk=', 'base64') // Uint8Array [104, 105]
  */
-export function requestBody(body: string | undefined, encoding: 'text' | 'base64'): Uint8Array<ArrayBuffer> | undefined {
+export function requestBody(
+  body: string | undefined,
+  encoding: 'text' | 'base64',
+): Uint8Array<ArrayBuffer> | undefined {
   if (body === undefined) return undefined;
   if (encoding === 'text') return new TextEncoder().encode(body);
-  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(body) || body.length % 4 !== 0) throw new RangeError('body: not base64 (bodyEncoding is "base64")');
+  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(body) || body.length % 4 !== 0)
+    throw new RangeError('body: not base64 (bodyEncoding is "base64")');
   return new Uint8Array(Buffer.from(body, 'base64'));
 }

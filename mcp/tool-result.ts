@@ -8,7 +8,10 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 /**
  * @example toolResult({ outcome: 'refused', code: 'budget_exceeded' }, { isError: true, lead: 'Refused: budget_exceeded' })
  */
-export function toolResult(structured: Record<string, unknown>, o: { isError?: boolean; lead?: string } = {}): CallToolResult {
+export function toolResult(
+  structured: Record<string, unknown>,
+  o: { isError?: boolean; lead?: string } = {},
+): CallToolResult {
   const content: CallToolResult['content'] = [];
   if (o.lead) content.push({ type: 'text', text: o.lead });
   content.push({ type: 'text', text: JSON.stringify(structured) });

@@ -35,20 +35,39 @@ const SERVICES = {
   mcp: { entry: 'mcp/main.ts', inlineUndeclared: true },
 };
 
-const common = { absWorkingDir: root, bundle: true, platform: 'node', target: 'node20', format: 'esm', legalComments: 'none', logLevel: 'warning' };
+const common = {
+  absWorkingDir: root,
+  bundle: true,
+  platform: 'node',
+  target: 'node20',
+  format: 'esm',
+  legalComments: 'none',
+  logLevel: 'warning',
+};
 
 async function bundleSdkCli() {
   const outdir = join(root, 'dist', 'cli');
   rmSync(outdir, { recursive: true, force: true });
-  await build({ ...common, entryPoints: DEVICE_COMMANDS.map((c) => `cli/${c}.ts`), outdir, splitting: true, chunkNames: 'chunks/[name]-[hash]' });
+  await build({
+    ...common,
+    entryPoints: DEVICE_COMMANDS.map((c) => `cli/${c}.ts`),
+    outdir,
+    splitting: true,
+    chunkNames: 'chunks/[name]-[hash]',
+  });
 }
 
 /** The packages an import names: `@x402/core/http` → `@x402/core`, `viem/accounts` → `viem`. */
-const packageOf = (spec) => spec.split('/').slice(0, spec.startsWith('@') ? 2 : 1).join('/');
+const packageOf = (spec) =>
+  spec
+    .split('/')
+    .slice(0, spec.startsWith('@') ? 2 : 1)
+    .join('/');
 
 async function bundleService(dir, outdir = join(root, dir, 'dist')) {
   const service = SERVICES[dir];
-  if (!service) throw new Error(`bundle-packages: no service '${dir}' (known: ctl, ${Object.keys(SERVICES).join(', ')})`);
+  if (!service)
+    throw new Error(`bundle-packages: no service '${dir}' (known: ctl, ${Object.keys(SERVICES).join(', ')})`);
   const pkg = JSON.parse(readFileSync(join(root, dir, 'package.json'), 'utf8'));
   const declared = new Set(Object.keys({ ...pkg.dependencies, ...pkg.optionalDependencies }));
   // The bin (bin/<name>.mjs, in git so npm links it before any build) imports dist/<name>.mjs.
@@ -56,22 +75,33 @@ async function bundleService(dir, outdir = join(root, dir, 'dist')) {
   rmSync(outdir, { recursive: true, force: true });
   const result = await build({
     ...common,
-    ...(service.entry ? { entryPoints: [service.entry] } : {
-      stdin: {
-        contents: `import { main } from './${service.command}';\nprocess.exitCode = await main(process.argv.slice(2), '${bin}');\n`,
-        resolveDir: root,
-        sourcefile: `${bin}.ts`,
-        loader: 'ts',
-      },
-    }),
+    ...(service.entry
+      ? { entryPoints: [service.entry] }
+      : {
+          stdin: {
+            contents: `import { main } from './${service.command}';\nprocess.exitCode = await main(process.argv.slice(2), '${bin}');\n`,
+            resolveDir: root,
+            sourcefile: `${bin}.ts`,
+            loader: 'ts',
+          },
+        }),
     outfile: join(outdir, `${bin}.mjs`),
-    ...(service.inlineUndeclared ? { external: [...declared].flatMap((p) => [p, `${p}/*`]) } : { packages: 'external' }),
+    ...(service.inlineUndeclared
+      ? { external: [...declared].flatMap((p) => [p, `${p}/*`]) }
+      : { packages: 'external' }),
     metafile: true,
   });
-  const imported = new Set(Object.values(result.metafile.inputs).flatMap((i) => i.imports)
-    .filter((i) => i.external && !i.path.startsWith('node:')).map((i) => packageOf(i.path)));
+  const imported = new Set(
+    Object.values(result.metafile.inputs)
+      .flatMap((i) => i.imports)
+      .filter((i) => i.external && !i.path.startsWith('node:'))
+      .map((i) => packageOf(i.path)),
+  );
   const missing = [...imported].filter((p) => !declared.has(p));
-  if (missing.length) throw new Error(`bundle-packages: ${dir}/package.json does not declare ${missing.join(', ')} (imported by its bundle)`);
+  if (missing.length)
+    throw new Error(
+      `bundle-packages: ${dir}/package.json does not declare ${missing.join(', ')} (imported by its bundle)`,
+    );
   // The owner's console, beside the bundle: gateway/routes/console.ts looks for it there.
   if (service.console) await buildConsole(join(outdir, 'console'));
   if (outdir === join(root, dir, 'dist')) copyLicense(dir);
@@ -87,7 +117,8 @@ const workspaces = () => JSON.parse(readFileSync(join(root, 'package.json'), 'ut
 const args = process.argv.slice(2);
 const out = args.indexOf('--out');
 if (out >= 0) {
-  if (args.length !== 3 || out !== 1) throw new Error('bundle-packages: --out takes one service: <service workspace dir> --out <dir>');
+  if (args.length !== 3 || out !== 1)
+    throw new Error('bundle-packages: --out takes one service: <service workspace dir> --out <dir>');
   await bundleService(args[0], args[2]);
 } else {
   for (const t of args.length ? args : ['ctl', ...Object.keys(SERVICES), 'licenses']) {

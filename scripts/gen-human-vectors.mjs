@@ -27,7 +27,17 @@ async function key(name, alg, role) {
   const signer = await ctl.importSigningKey(seed(name), { alg });
   const did = ctl.didKeyFromJwk(signer.publicJwk);
   const publicKeyPem = ctl.publicKeyPemFromJwk(signer.publicJwk);
-  return { signer, file: { alg, role, seedHex: Buffer.from(seed(name)).toString('hex'), did, publicJwk: signer.publicJwk, publicKeyPem } };
+  return {
+    signer,
+    file: {
+      alg,
+      role,
+      seedHex: Buffer.from(seed(name)).toString('hex'),
+      did,
+      publicJwk: signer.publicJwk,
+      publicKeyPem,
+    },
+  };
 }
 const K = {
   human: await key('human', 'EdDSA', 'a person (Ed25519 did:key): signs human-agent grants and revocations'),
@@ -69,11 +79,23 @@ async function grant(over = {}, who = 'human') {
 let seq = 0;
 async function sba(g, over = {}, signer = K.humanAgent.signer) {
   const fields = {
-    grant: g, sessionId: 'sess-human-1', actorId: 'assistant', maxAmountMinor: '1200', budgetScope: 'SESSION',
-    budgetId: `bud-human-${String(++seq).padStart(4, '0')}`, issuedAt: '2026-05-31T23:58:00Z', expiresAt: '2026-06-01T00:03:00Z',
-    rail: 'x402', merchantId: 'hotel.example', purpose: 'travel:booking', ...over,
+    grant: g,
+    sessionId: 'sess-human-1',
+    actorId: 'assistant',
+    maxAmountMinor: '1200',
+    budgetScope: 'SESSION',
+    budgetId: `bud-human-${String(++seq).padStart(4, '0')}`,
+    issuedAt: '2026-05-31T23:58:00Z',
+    expiresAt: '2026-06-01T00:03:00Z',
+    rail: 'x402',
+    merchantId: 'hotel.example',
+    purpose: 'travel:booking',
+    ...over,
   };
-  const s = await ctl.createSignedSessionBudgetAuthorization(fields, { signingKey: K.humanAgent.signer, keyId: 'agent-session-1' });
+  const s = await ctl.createSignedSessionBudgetAuthorization(fields, {
+    signingKey: K.humanAgent.signer,
+    keyId: 'agent-session-1',
+  });
   return signer === K.humanAgent.signer ? s : resign('sba', s, signer);
 }
 /** The SBA around a grant changed after signing: re-signed by `grantSigner` (or not at all), the SBA re-signed by the agent. */
@@ -89,22 +111,54 @@ async function sbaEdited(s, edit) {
   return resign('sba', c, K.humanAgent.signer);
 }
 const entry = (k = K.human, purposes = ['grant'], did = k.file.did) => ({
-  issuer: did, keys: [{ ...k.file.publicJwk, kid: ctl.didKeyUrl(did), alg: k.file.alg, purposes }],
+  issuer: did,
+  keys: [{ ...k.file.publicJwk, kid: ctl.didKeyUrl(did), alg: k.file.alg, purposes }],
 });
 async function bundle(issuers, over = {}, signer = K.humanRoot.signer) {
-  return ctl.createTrustBundle({
-    bundleId: `bndl-human-${String(++seq).padStart(4, '0')}`, sequence: 3, scope: { category: 'travel' }, issuers, revokedGrants: [],
-    issuedAt: '2026-05-31T00:00:00Z', expiresAt: '2026-06-02T00:00:00Z', ...over,
-  }, { signingKey: signer, keyId: 'root-1', issuer: 'travel-root.example' });
+  return ctl.createTrustBundle(
+    {
+      bundleId: `bndl-human-${String(++seq).padStart(4, '0')}`,
+      sequence: 3,
+      scope: { category: 'travel' },
+      issuers,
+      revokedGrants: [],
+      issuedAt: '2026-05-31T00:00:00Z',
+      expiresAt: '2026-06-02T00:00:00Z',
+      ...over,
+    },
+    { signingKey: signer, keyId: 'root-1', issuer: 'travel-root.example' },
+  );
 }
 async function revocation(over = {}, signer = K.human.signer) {
-  const r = await ctl.createSignedRevocation({ grantId: GRANT_ID, issuedAt: '2026-05-31T23:59:00Z' }, { signingKey: K.human.signer });
+  const r = await ctl.createSignedRevocation(
+    { grantId: GRANT_ID, issuedAt: '2026-05-31T23:59:00Z' },
+    { signingKey: K.human.signer },
+  );
   return Object.keys(over).length || signer !== K.human.signer ? resign('revocation', { ...r, ...over }, signer) : r;
 }
 
 const cases = [];
-const add = (id, description, kind, input, options, expected) => cases.push({ id: `human-${String(cases.length + 1).padStart(3, '0')}-${id}`, description, kind, input, options, expected });
-const opts = (over = {}) => ({ amount: '1200', currency: 'EUR', merchantId: 'hotel.example', rail: 'x402', purpose: 'travel:booking', now: NOW, trust: 'none', trustedHumans: [DID], offline: true, ...over });
+const add = (id, description, kind, input, options, expected) =>
+  cases.push({
+    id: `human-${String(cases.length + 1).padStart(3, '0')}-${id}`,
+    description,
+    kind,
+    input,
+    options,
+    expected,
+  });
+const opts = (over = {}) => ({
+  amount: '1200',
+  currency: 'EUR',
+  merchantId: 'hotel.example',
+  rail: 'x402',
+  purpose: 'travel:booking',
+  now: NOW,
+  trust: 'none',
+  trustedHumans: [DID],
+  offline: true,
+  ...over,
+});
 const viaBundle = (over = {}) => opts({ trust: 'trustBundles+root:humanRoot', trustedHumans: undefined, ...over });
 const ok = { valid: true };
 const no = (code) => ({ valid: false, code });
@@ -114,67 +168,465 @@ const S = await sba(G);
 const GP = await grant({}, 'humanP256');
 const B = await bundle([entry()]);
 
-add('valid-ed25519-trusted', 'Valid: a grant signed by an Ed25519 did:key listed in trustedHumans; the key comes from the DID (§10).', 'chain', { sba: S }, opts(), ok);
-add('valid-p256-trusted', 'Valid: the issuer is a P-256 did:key (zDn…, compressed point).', 'chain', { sba: await sba(GP) }, opts({ trustedHumans: [K.humanP256.file.did] }), ok);
-add('valid-bundle', 'Valid offline: a Trust Bundle signed by the pinned root lists the DID as an issuer with its key (kid = the DID URL).', 'chain', { sba: S, trustBundles: [B] }, viaBundle(), ok);
-add('valid-online', 'Valid online: the revocation URL answers { revoked: false }.', 'chain', { sba: S }, opts({ offline: false, revocation: { status: 200, body: { grantId: GRANT_ID, revoked: false } } }), ok);
-add('valid-intent-checked-without-option', 'Valid: requireIntentHash false, the intent is recomputed anyway and matches.', 'chain', { sba: S }, opts({ requireIntentHash: false }), ok);
+add(
+  'valid-ed25519-trusted',
+  'Valid: a grant signed by an Ed25519 did:key listed in trustedHumans; the key comes from the DID (§10).',
+  'chain',
+  { sba: S },
+  opts(),
+  ok,
+);
+add(
+  'valid-p256-trusted',
+  'Valid: the issuer is a P-256 did:key (zDn…, compressed point).',
+  'chain',
+  { sba: await sba(GP) },
+  opts({ trustedHumans: [K.humanP256.file.did] }),
+  ok,
+);
+add(
+  'valid-bundle',
+  'Valid offline: a Trust Bundle signed by the pinned root lists the DID as an issuer with its key (kid = the DID URL).',
+  'chain',
+  { sba: S, trustBundles: [B] },
+  viaBundle(),
+  ok,
+);
+add(
+  'valid-online',
+  'Valid online: the revocation URL answers { revoked: false }.',
+  'chain',
+  { sba: S },
+  opts({ offline: false, revocation: { status: 200, body: { grantId: GRANT_ID, revoked: false } } }),
+  ok,
+);
+add(
+  'valid-intent-checked-without-option',
+  'Valid: requireIntentHash false, the intent is recomputed anyway and matches.',
+  'chain',
+  { sba: S },
+  opts({ requireIntentHash: false }),
+  ok,
+);
 
-add('not-trusted', 'No trustedHumans and no bundle: a DID is self-certifying, not self-trusting (§10).', 'chain', { sba: S }, opts({ trustedHumans: undefined }), no('issuer_not_trusted'));
-add('not-trusted-other-did', 'trustedHumans lists another person.', 'chain', { sba: S }, opts({ trustedHumans: [K.humanP256.file.did] }), no('issuer_not_trusted'));
-add('not-trusted-bundle-other-did', 'The bundle lists another person only.', 'chain', { sba: S, trustBundles: [await bundle([entry(K.humanP256)])] }, viaBundle(), no('issuer_not_trusted'));
-add('bundle-other-key', "The bundle lists the DID with another key than the DID's own.", 'chain',
-  { sba: S, trustBundles: [await bundle([{ issuer: DID, keys: [{ ...K.humanStranger.file.publicJwk, kid: ctl.didKeyUrl(DID), alg: 'EdDSA', purposes: ['grant'] }] }])] }, viaBundle(), no('unknown_key'));
-add('bundle-key-purpose', 'The bundle lists the DID key for purpose sba only.', 'chain', { sba: S, trustBundles: [await bundle([entry(K.human, ['sba'])])] }, viaBundle(), no('key_purpose_mismatch'));
-add('bundle-expired', 'The only bundle listing the DID has expired.', 'chain', { sba: S, trustBundles: [await bundle([entry()], { issuedAt: '2026-05-20T00:00:00Z', expiresAt: '2026-05-31T00:00:00Z' })] }, viaBundle(), no('trust_bundle_expired'));
-add('bundle-bad-root', 'The only bundle listing the DID is signed by a key other than the pinned root.', 'chain', { sba: S, trustBundles: [await bundle([entry()], {}, K.humanStranger.signer)] }, viaBundle(), no('trust_bundle_invalid'));
-add('revoked-bundle', 'The bundle lists the grant in revokedGrants.', 'chain', { sba: S, trustBundles: [await bundle([entry()], { revokedGrants: [GRANT_ID] })] }, viaBundle(), no('grant_revoked'));
-add('revoked-online', "Online: the grant's revocationUrl answers revoked (the person revoked it).", 'chain', { sba: S }, opts({ offline: false, revocation: { status: 200, body: { grantId: GRANT_ID, revoked: true, revokedAt: '2026-05-31T23:59:00Z' } } }), no('grant_revoked'));
-add('revocation-unavailable', 'Online: the revocation URL fails (fail closed).', 'chain', { sba: S }, opts({ offline: false, revocation: { status: 503, body: {} } }), no('revocation_unavailable'));
+add(
+  'not-trusted',
+  'No trustedHumans and no bundle: a DID is self-certifying, not self-trusting (§10).',
+  'chain',
+  { sba: S },
+  opts({ trustedHumans: undefined }),
+  no('issuer_not_trusted'),
+);
+add(
+  'not-trusted-other-did',
+  'trustedHumans lists another person.',
+  'chain',
+  { sba: S },
+  opts({ trustedHumans: [K.humanP256.file.did] }),
+  no('issuer_not_trusted'),
+);
+add(
+  'not-trusted-bundle-other-did',
+  'The bundle lists another person only.',
+  'chain',
+  { sba: S, trustBundles: [await bundle([entry(K.humanP256)])] },
+  viaBundle(),
+  no('issuer_not_trusted'),
+);
+add(
+  'bundle-other-key',
+  "The bundle lists the DID with another key than the DID's own.",
+  'chain',
+  {
+    sba: S,
+    trustBundles: [
+      await bundle([
+        {
+          issuer: DID,
+          keys: [{ ...K.humanStranger.file.publicJwk, kid: ctl.didKeyUrl(DID), alg: 'EdDSA', purposes: ['grant'] }],
+        },
+      ]),
+    ],
+  },
+  viaBundle(),
+  no('unknown_key'),
+);
+add(
+  'bundle-key-purpose',
+  'The bundle lists the DID key for purpose sba only.',
+  'chain',
+  { sba: S, trustBundles: [await bundle([entry(K.human, ['sba'])])] },
+  viaBundle(),
+  no('key_purpose_mismatch'),
+);
+add(
+  'bundle-expired',
+  'The only bundle listing the DID has expired.',
+  'chain',
+  {
+    sba: S,
+    trustBundles: [await bundle([entry()], { issuedAt: '2026-05-20T00:00:00Z', expiresAt: '2026-05-31T00:00:00Z' })],
+  },
+  viaBundle(),
+  no('trust_bundle_expired'),
+);
+add(
+  'bundle-bad-root',
+  'The only bundle listing the DID is signed by a key other than the pinned root.',
+  'chain',
+  { sba: S, trustBundles: [await bundle([entry()], {}, K.humanStranger.signer)] },
+  viaBundle(),
+  no('trust_bundle_invalid'),
+);
+add(
+  'revoked-bundle',
+  'The bundle lists the grant in revokedGrants.',
+  'chain',
+  { sba: S, trustBundles: [await bundle([entry()], { revokedGrants: [GRANT_ID] })] },
+  viaBundle(),
+  no('grant_revoked'),
+);
+add(
+  'revoked-online',
+  "Online: the grant's revocationUrl answers revoked (the person revoked it).",
+  'chain',
+  { sba: S },
+  opts({
+    offline: false,
+    revocation: { status: 200, body: { grantId: GRANT_ID, revoked: true, revokedAt: '2026-05-31T23:59:00Z' } },
+  }),
+  no('grant_revoked'),
+);
+add(
+  'revocation-unavailable',
+  'Online: the revocation URL fails (fail closed).',
+  'chain',
+  { sba: S },
+  opts({ offline: false, revocation: { status: 503, body: {} } }),
+  no('revocation_unavailable'),
+);
 
-add('ceiling-raised', 'grant.maxAmountMinor raised after the person signed (not re-signed).', 'chain', { sba: await withGrant(S, (g) => { g.maxAmountMinor = '200000'; }, null) }, opts(), no('grant_signature_invalid'));
-add('signed-by-stranger', "The grant names the person's DID but is signed by another key.", 'chain', { sba: await withGrant(S, () => {}, K.humanStranger.signer) }, opts(), no('grant_signature_invalid'));
-add('profile-stripped', 'profile removed (and re-signed): a DID URL keyId without the profile is malformed, so intentHash cannot be dodged.', 'chain', { sba: await withGrant(S, (g) => { delete g.profile; }) }, opts(), no('malformed'));
-add('profile-unknown', 'profile is "human" (only "human-agent" exists).', 'chain', { sba: await withGrant(S, (g) => { g.profile = 'human'; }) }, opts(), no('malformed'));
-add('keyid-other', 'keyId names another fragment than the DID’s own key.', 'chain', { sba: await withGrant(S, (g) => { g.keyId = `${DID}#key-1`; }) }, opts(), no('malformed'));
-add('issuer-not-did', 'profile human-agent with a domain issuer.', 'chain', { sba: await withGrant(S, (g) => { g.issuer = 'authority.example'; }) }, opts({ trustedHumans: ['authority.example'] }), no('malformed'));
-add('issuer-p384', 'The issuer is a P-384 did:key: a curve this build does not speak.', 'chain', { sba: await withGrant(S, (g) => { g.issuer = P384; g.keyId = ctl.didKeyUrl(P384); }) }, opts({ trustedHumans: [P384] }), no('unsupported_algorithm'));
+add(
+  'ceiling-raised',
+  'grant.maxAmountMinor raised after the person signed (not re-signed).',
+  'chain',
+  {
+    sba: await withGrant(
+      S,
+      (g) => {
+        g.maxAmountMinor = '200000';
+      },
+      null,
+    ),
+  },
+  opts(),
+  no('grant_signature_invalid'),
+);
+add(
+  'signed-by-stranger',
+  "The grant names the person's DID but is signed by another key.",
+  'chain',
+  { sba: await withGrant(S, () => {}, K.humanStranger.signer) },
+  opts(),
+  no('grant_signature_invalid'),
+);
+add(
+  'profile-stripped',
+  'profile removed (and re-signed): a DID URL keyId without the profile is malformed, so intentHash cannot be dodged.',
+  'chain',
+  {
+    sba: await withGrant(S, (g) => {
+      delete g.profile;
+    }),
+  },
+  opts(),
+  no('malformed'),
+);
+add(
+  'profile-unknown',
+  'profile is "human" (only "human-agent" exists).',
+  'chain',
+  {
+    sba: await withGrant(S, (g) => {
+      g.profile = 'human';
+    }),
+  },
+  opts(),
+  no('malformed'),
+);
+add(
+  'keyid-other',
+  'keyId names another fragment than the DID’s own key.',
+  'chain',
+  {
+    sba: await withGrant(S, (g) => {
+      g.keyId = `${DID}#key-1`;
+    }),
+  },
+  opts(),
+  no('malformed'),
+);
+add(
+  'issuer-not-did',
+  'profile human-agent with a domain issuer.',
+  'chain',
+  {
+    sba: await withGrant(S, (g) => {
+      g.issuer = 'authority.example';
+    }),
+  },
+  opts({ trustedHumans: ['authority.example'] }),
+  no('malformed'),
+);
+add(
+  'issuer-p384',
+  'The issuer is a P-384 did:key: a curve this build does not speak.',
+  'chain',
+  {
+    sba: await withGrant(S, (g) => {
+      g.issuer = P384;
+      g.keyId = ctl.didKeyUrl(P384);
+    }),
+  },
+  opts({ trustedHumans: [P384] }),
+  no('unsupported_algorithm'),
+);
 const SMALL = 'did:key:z' + base58Encode(Uint8Array.of(0xed, 0x01, 1, ...new Uint8Array(31))); // y = 1: the identity point
-add('issuer-bad-point', 'The issuer DID encodes the Ed25519 identity point (small order, §3).', 'chain', { sba: await withGrant(S, (g) => { g.issuer = SMALL; g.keyId = ctl.didKeyUrl(SMALL); }) }, opts({ trustedHumans: [SMALL] }), no('malformed'));
-add('no-intent-hash', 'The SBA has no intentHash (re-signed by the agent): required under human-agent (§10).', 'chain', { sba: await sbaEdited(S, (c) => { delete c.authorization.intentHash; }) }, opts(), no('malformed'));
-add('intent-other-amount', 'The payment in front of the merchant is 1100, the intent was 1200 (recomputed even with requireIntentHash false): the SBA authorizes another amount.', 'chain', { sba: S }, opts({ amount: '1100', requireIntentHash: false }), no('amount_exceeds_authorization'));
-add('sba-by-stranger', 'The SBA is signed by a key other than grant.actorKey.', 'chain', { sba: await sba(G, {}, K.humanStranger.signer) }, opts(), no('sba_signature_invalid'));
-add('sba-expired', 'The SBA expired before now.', 'chain', { sba: await sba(G, { issuedAt: '2026-05-31T23:50:00Z', expiresAt: '2026-05-31T23:55:00Z' }) }, opts(), no('sba_expired'));
-add('grant-expired', 'The grant expired before now.', 'chain', { sba: await sba(await grant({ expiresAt: '2026-05-31T23:59:00Z' }), { expiresAt: '2026-05-31T23:59:00Z' }) }, opts(), no('grant_expired'));
-add('over-ceiling', 'A 2500 authorization under a 2000 grant.', 'chain', { sba: await sbaEdited(S, (c) => { c.authorization.maxAmountMinor = '2500'; }) }, opts({ amount: '2500' }), no('budget_exceeded'));
-add('over-authorization', 'A 1300 payment under a 1200 authorization.', 'chain', { sba: S }, opts({ amount: '1300' }), no('amount_exceeds_authorization'));
-add('purpose', 'The SBA is for shopping:gifts; the person allowed travel:booking.', 'chain', { sba: await sba(G, { purpose: 'shopping:gifts' }) }, opts({ purpose: 'shopping:gifts' }), no('purpose_not_allowed'));
-add('destination', 'A merchant outside the allowlist.', 'chain', { sba: await sba(G, { merchantId: 'casino.example' }) }, opts({ merchantId: 'casino.example' }), no('destination_not_allowed'));
-add('replay', 'The same SBA twice to a merchant that tracks spend.', 'chain', { sba: S, prior: [{ sba: S }] }, opts({ trackSpend: true }), no('replay'));
-add('cumulative', 'Two 1200 payments under a 2000 grant, tracked.', 'chain', { sba: await sba(G), prior: [{ sba: await sba(G) }] }, opts({ trackSpend: true }), no('budget_exceeded'));
-add('grant-not-yet-valid', 'The person dated the grant an hour after now.', 'chain', { sba: await sba(await grant({ issuedAt: '2026-06-01T01:00:00Z' }), { issuedAt: '2026-06-01T01:00:00Z', expiresAt: '2026-06-01T01:05:00Z' }) }, opts(), no('not_yet_valid'));
-add('currency', 'The payment in front of the merchant is in USD; the grant and SBA are in EUR.', 'chain', { sba: S }, opts({ currency: 'USD' }), no('currency_mismatch'));
-add('rail', 'The SBA names rail card; the person allowed x402 only.', 'chain', { sba: await sba(G, { rail: 'card' }) }, opts({ rail: 'card' }), no('rail_not_allowed'));
-add('policy-hash', "authorization.policyHash differs from the grant's (re-signed by the agent).", 'chain', { sba: await sbaEdited(S, (c) => { c.authorization.policyHash = 'f'.repeat(64); }) }, opts(), no('policy_hash_mismatch'));
+add(
+  'issuer-bad-point',
+  'The issuer DID encodes the Ed25519 identity point (small order, §3).',
+  'chain',
+  {
+    sba: await withGrant(S, (g) => {
+      g.issuer = SMALL;
+      g.keyId = ctl.didKeyUrl(SMALL);
+    }),
+  },
+  opts({ trustedHumans: [SMALL] }),
+  no('malformed'),
+);
+add(
+  'no-intent-hash',
+  'The SBA has no intentHash (re-signed by the agent): required under human-agent (§10).',
+  'chain',
+  {
+    sba: await sbaEdited(S, (c) => {
+      delete c.authorization.intentHash;
+    }),
+  },
+  opts(),
+  no('malformed'),
+);
+add(
+  'intent-other-amount',
+  'The payment in front of the merchant is 1100, the intent was 1200 (recomputed even with requireIntentHash false): the SBA authorizes another amount.',
+  'chain',
+  { sba: S },
+  opts({ amount: '1100', requireIntentHash: false }),
+  no('amount_exceeds_authorization'),
+);
+add(
+  'sba-by-stranger',
+  'The SBA is signed by a key other than grant.actorKey.',
+  'chain',
+  { sba: await sba(G, {}, K.humanStranger.signer) },
+  opts(),
+  no('sba_signature_invalid'),
+);
+add(
+  'sba-expired',
+  'The SBA expired before now.',
+  'chain',
+  { sba: await sba(G, { issuedAt: '2026-05-31T23:50:00Z', expiresAt: '2026-05-31T23:55:00Z' }) },
+  opts(),
+  no('sba_expired'),
+);
+add(
+  'grant-expired',
+  'The grant expired before now.',
+  'chain',
+  { sba: await sba(await grant({ expiresAt: '2026-05-31T23:59:00Z' }), { expiresAt: '2026-05-31T23:59:00Z' }) },
+  opts(),
+  no('grant_expired'),
+);
+add(
+  'over-ceiling',
+  'A 2500 authorization under a 2000 grant.',
+  'chain',
+  {
+    sba: await sbaEdited(S, (c) => {
+      c.authorization.maxAmountMinor = '2500';
+    }),
+  },
+  opts({ amount: '2500' }),
+  no('budget_exceeded'),
+);
+add(
+  'over-authorization',
+  'A 1300 payment under a 1200 authorization.',
+  'chain',
+  { sba: S },
+  opts({ amount: '1300' }),
+  no('amount_exceeds_authorization'),
+);
+add(
+  'purpose',
+  'The SBA is for shopping:gifts; the person allowed travel:booking.',
+  'chain',
+  { sba: await sba(G, { purpose: 'shopping:gifts' }) },
+  opts({ purpose: 'shopping:gifts' }),
+  no('purpose_not_allowed'),
+);
+add(
+  'destination',
+  'A merchant outside the allowlist.',
+  'chain',
+  { sba: await sba(G, { merchantId: 'casino.example' }) },
+  opts({ merchantId: 'casino.example' }),
+  no('destination_not_allowed'),
+);
+add(
+  'replay',
+  'The same SBA twice to a merchant that tracks spend.',
+  'chain',
+  { sba: S, prior: [{ sba: S }] },
+  opts({ trackSpend: true }),
+  no('replay'),
+);
+add(
+  'cumulative',
+  'Two 1200 payments under a 2000 grant, tracked.',
+  'chain',
+  { sba: await sba(G), prior: [{ sba: await sba(G) }] },
+  opts({ trackSpend: true }),
+  no('budget_exceeded'),
+);
+add(
+  'grant-not-yet-valid',
+  'The person dated the grant an hour after now.',
+  'chain',
+  {
+    sba: await sba(await grant({ issuedAt: '2026-06-01T01:00:00Z' }), {
+      issuedAt: '2026-06-01T01:00:00Z',
+      expiresAt: '2026-06-01T01:05:00Z',
+    }),
+  },
+  opts(),
+  no('not_yet_valid'),
+);
+add(
+  'currency',
+  'The payment in front of the merchant is in USD; the grant and SBA are in EUR.',
+  'chain',
+  { sba: S },
+  opts({ currency: 'USD' }),
+  no('currency_mismatch'),
+);
+add(
+  'rail',
+  'The SBA names rail card; the person allowed x402 only.',
+  'chain',
+  { sba: await sba(G, { rail: 'card' }) },
+  opts({ rail: 'card' }),
+  no('rail_not_allowed'),
+);
+add(
+  'policy-hash',
+  "authorization.policyHash differs from the grant's (re-signed by the agent).",
+  'chain',
+  {
+    sba: await sbaEdited(S, (c) => {
+      c.authorization.policyHash = 'f'.repeat(64);
+    }),
+  },
+  opts(),
+  no('policy_hash_mismatch'),
+);
 
 const R = await revocation();
-add('revocation-valid', 'A ctl-revocation/1 signed by the DID that issued the grant, one minute old.', 'revocation', { revocation: R }, { now: NOW }, ok);
-add('revocation-stranger', "Names the person's DID, signed by another key.", 'revocation', { revocation: await revocation({}, K.humanStranger.signer) }, { now: NOW }, no('unauthorized'));
-add('revocation-stale', 'Older than the five-minute freshness window.', 'revocation', { revocation: R }, { now: '2026-06-01T00:05:00Z' }, no('unauthorized'));
-add('revocation-future', 'Issued after now.', 'revocation', { revocation: R }, { now: '2026-05-31T23:50:00Z' }, no('not_yet_valid'));
-add('revocation-extra', 'An unknown member "reason" (closed objects).', 'revocation', { revocation: await revocation({ reason: 'lost phone' }) }, { now: NOW }, no('malformed'));
-add('revocation-keyid', 'keyId is not the DID URL of the issuer.', 'revocation', { revocation: await revocation({ keyId: 'human-key-1' }) }, { now: NOW }, no('malformed'));
-add('revocation-version', 'version 2.', 'revocation', { revocation: await revocation({ version: 2 }) }, { now: NOW }, no('unsupported_version'));
-add('revocation-as-grant-signature', "The signature is over ctl-grant/1 bytes (type prefix, §3).", 'revocation',
-  { revocation: await (async () => { const { signature: _s, ...rest } = R; return { ...rest, signature: ctl.base64urlEncode(await K.human.signer.sign(ctl.signedBytes('grant', rest))) }; })() }, { now: NOW }, no('unauthorized'));
+add(
+  'revocation-valid',
+  'A ctl-revocation/1 signed by the DID that issued the grant, one minute old.',
+  'revocation',
+  { revocation: R },
+  { now: NOW },
+  ok,
+);
+add(
+  'revocation-stranger',
+  "Names the person's DID, signed by another key.",
+  'revocation',
+  { revocation: await revocation({}, K.humanStranger.signer) },
+  { now: NOW },
+  no('unauthorized'),
+);
+add(
+  'revocation-stale',
+  'Older than the five-minute freshness window.',
+  'revocation',
+  { revocation: R },
+  { now: '2026-06-01T00:05:00Z' },
+  no('unauthorized'),
+);
+add(
+  'revocation-future',
+  'Issued after now.',
+  'revocation',
+  { revocation: R },
+  { now: '2026-05-31T23:50:00Z' },
+  no('not_yet_valid'),
+);
+add(
+  'revocation-extra',
+  'An unknown member "reason" (closed objects).',
+  'revocation',
+  { revocation: await revocation({ reason: 'lost phone' }) },
+  { now: NOW },
+  no('malformed'),
+);
+add(
+  'revocation-keyid',
+  'keyId is not the DID URL of the issuer.',
+  'revocation',
+  { revocation: await revocation({ keyId: 'human-key-1' }) },
+  { now: NOW },
+  no('malformed'),
+);
+add(
+  'revocation-version',
+  'version 2.',
+  'revocation',
+  { revocation: await revocation({ version: 2 }) },
+  { now: NOW },
+  no('unsupported_version'),
+);
+add(
+  'revocation-as-grant-signature',
+  'The signature is over ctl-grant/1 bytes (type prefix, §3).',
+  'revocation',
+  {
+    revocation: await (async () => {
+      const { signature: _s, ...rest } = R;
+      return { ...rest, signature: ctl.base64urlEncode(await K.human.signer.sign(ctl.signedBytes('grant', rest))) };
+    })(),
+  },
+  { now: NOW },
+  no('unauthorized'),
+);
 
 for (const [name, k] of Object.entries(K)) delete k.signer;
-const text = JSON.stringify({
-  version: 1,
-  description: 'CTL own vectors (human-agent, PROTOCOL.md §10): grants signed by a did:key, SBAs by the agent under them, and ctl-revocation/1. Generated by scripts/gen-human-vectors.mjs; format: test/vectors/own/README.md. Keys are test-only.',
-  keys,
-  cases,
-}, null, 1) + '\n';
+const text =
+  JSON.stringify(
+    {
+      version: 1,
+      description:
+        'CTL own vectors (human-agent, PROTOCOL.md §10): grants signed by a did:key, SBAs by the agent under them, and ctl-revocation/1. Generated by scripts/gen-human-vectors.mjs; format: test/vectors/own/README.md. Keys are test-only.',
+      keys,
+      cases,
+    },
+    null,
+    1,
+  ) + '\n';
 const stale = writeGenerated(path, text);
 console.log(`human-agent.json: ${cases.length} cases`);
 if (check && stale) process.exit(1);

@@ -62,7 +62,11 @@ async function finishKey(alg, role, priv, seedHex) {
 
 const keys = {};
 for (const [name, role] of Object.entries(ED25519)) keys[name] = await edKey(name, role);
-keys.actorP256 = await finishKey('ES256', 'wallet / agent key (P-256), fixed in the generator; signs SBAs', createPrivateKey(P256.actorP256));
+keys.actorP256 = await finishKey(
+  'ES256',
+  'wallet / agent key (P-256), fixed in the generator; signs SBAs',
+  createPrivateKey(P256.actorP256),
+);
 
 // ---------------------------------------------------------------------------------------------
 // Fixed clock and base fields
@@ -114,7 +118,10 @@ async function sba(g, over = {}, { key = 'actor', issuer } = {}) {
     ...over,
   };
   for (const k of Object.keys(fields)) if (fields[k] === undefined) delete fields[k];
-  return ctl.createSignedSessionBudgetAuthorization(fields, { signingKey: keys[key].privateKeyPem, keyId: keys[key].kid });
+  return ctl.createSignedSessionBudgetAuthorization(fields, {
+    signingKey: keys[key].privateKeyPem,
+    keyId: keys[key].kid,
+  });
 }
 
 /** Signs any object as `type` with `key`, bypassing the SDK's own refusal to sign bad artifacts. */
@@ -140,21 +147,28 @@ async function withGrant(s, editGrant, grantKey = 'authority', sbaKey = 'actor')
 }
 
 const published = (name, purposes, extra = {}) => ({
-  ...keys[name].publicJwk, kid: keys[name].kid, alg: keys[name].alg, purposes, ...extra,
+  ...keys[name].publicJwk,
+  kid: keys[name].kid,
+  alg: keys[name].alg,
+  purposes,
+  ...extra,
 });
 
 let bundleSeq = 0;
 async function bundle(over = {}, { key = 'root' } = {}) {
-  return ctl.createTrustBundle({
-    bundleId: `bndl-own-${String(++bundleSeq).padStart(4, '0')}`,
-    sequence: 5,
-    scope: { region: 'eu', category: 'ev-charging' },
-    issuers: [{ issuer: ISSUER, keys: [published('authority', ['grant'])] }],
-    revokedGrants: [],
-    issuedAt: '2026-05-15T00:00:00Z',
-    expiresAt: '2026-09-01T00:00:00Z',
-    ...over,
-  }, { signingKey: keys[key].privateKeyPem, keyId: keys[key].kid, issuer: 'fleet-root.example' });
+  return ctl.createTrustBundle(
+    {
+      bundleId: `bndl-own-${String(++bundleSeq).padStart(4, '0')}`,
+      sequence: 5,
+      scope: { region: 'eu', category: 'ev-charging' },
+      issuers: [{ issuer: ISSUER, keys: [published('authority', ['grant'])] }],
+      revokedGrants: [],
+      issuedAt: '2026-05-15T00:00:00Z',
+      expiresAt: '2026-09-01T00:00:00Z',
+      ...over,
+    },
+    { signingKey: keys[key].privateKeyPem, keyId: keys[key].kid, issuer: 'fleet-root.example' },
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -162,7 +176,15 @@ async function bundle(over = {}, { key = 'root' } = {}) {
 
 const pem = (name) => `signingKeyPem:${name}`;
 const viaBundle = 'trustBundles+root:root';
-const chainOpts = (over = {}) => ({ amount: '30', currency: 'USD', merchantId: 'merchant-a', now: NOW, trust: pem('authority'), offline: true, ...over });
+const chainOpts = (over = {}) => ({
+  amount: '30',
+  currency: 'USD',
+  merchantId: 'merchant-a',
+  now: NOW,
+  trust: pem('authority'),
+  offline: true,
+  ...over,
+});
 const ok = { valid: true };
 const no = (code) => ({ valid: false, code });
 
@@ -186,122 +208,605 @@ const revokedUrl = (g) => ({ status: 200, body: { grantId: g.grantId, revoked: f
 // ===== grant (chain kind: the grant inside an SBA, key resolution, revocation, offline limits) =====
 {
   const f = 'grant';
-  add(f, 'valid-ed25519-pem', 'Valid chain: grant signed by the authority Ed25519 key, resolved from signingKeyPem.', 'chain', { sba: S }, chainOpts(), ok);
+  add(
+    f,
+    'valid-ed25519-pem',
+    'Valid chain: grant signed by the authority Ed25519 key, resolved from signingKeyPem.',
+    'chain',
+    { sba: S },
+    chainOpts(),
+    ok,
+  );
   const gP = await grant({}, { key: 'actorP256' });
-  add(f, 'valid-es256-authority', 'Valid chain: the grant is signed with a P-256 (ES256) authority key; the algorithm comes from the key (§3).', 'chain',
-    { sba: await sba(gP) }, chainOpts({ trust: pem('actorP256') }), ok);
-  add(f, 'valid-trust-bundle', 'Valid chain: the grant key is resolved from a Trust Bundle signed by the pinned root (issuer + keyId, purpose grant).', 'chain',
-    { sba: SB, trustBundles: [B] }, chainOpts({ trust: viaBundle }), ok);
-  add(f, 'valid-jwks', 'Valid chain: the grant key is resolved from the authority JWKS by keyId.', 'chain',
-    { sba: S, jwks: { keys: [published('authority2', ['grant']), published('authority', ['grant'], { status: 'retired' })] } }, chainOpts({ trust: 'jwks' }), ok);
-  add(f, 'valid-online-not-revoked', 'Valid chain, online: the revocation URL answers { grantId, revoked: false } (§5 step 3).', 'chain',
-    { sba: S }, chainOpts({ offline: false, revocation: revokedUrl(G) }), ok);
-  add(f, 'valid-grant-without-optional-lists', 'Valid chain: grant without destinationAllowlist and allowedPurposes (unrestricted), SBA without merchantId/purpose.', 'chain',
-    { sba: await sba(await grant({ destinationAllowlist: undefined, allowedPurposes: undefined }), { merchantId: undefined, purpose: undefined }) },
-    chainOpts({ merchantId: 'anyone' }), ok);
-  add(f, 'valid-clock-tolerance', 'Valid: the grant expired 2 s before now, within clockToleranceMs 5000 (§1).', 'chain',
+  add(
+    f,
+    'valid-es256-authority',
+    'Valid chain: the grant is signed with a P-256 (ES256) authority key; the algorithm comes from the key (§3).',
+    'chain',
+    { sba: await sba(gP) },
+    chainOpts({ trust: pem('actorP256') }),
+    ok,
+  );
+  add(
+    f,
+    'valid-trust-bundle',
+    'Valid chain: the grant key is resolved from a Trust Bundle signed by the pinned root (issuer + keyId, purpose grant).',
+    'chain',
+    { sba: SB, trustBundles: [B] },
+    chainOpts({ trust: viaBundle }),
+    ok,
+  );
+  add(
+    f,
+    'valid-jwks',
+    'Valid chain: the grant key is resolved from the authority JWKS by keyId.',
+    'chain',
+    {
+      sba: S,
+      jwks: { keys: [published('authority2', ['grant']), published('authority', ['grant'], { status: 'retired' })] },
+    },
+    chainOpts({ trust: 'jwks' }),
+    ok,
+  );
+  add(
+    f,
+    'valid-online-not-revoked',
+    'Valid chain, online: the revocation URL answers { grantId, revoked: false } (§5 step 3).',
+    'chain',
+    { sba: S },
+    chainOpts({ offline: false, revocation: revokedUrl(G) }),
+    ok,
+  );
+  add(
+    f,
+    'valid-grant-without-optional-lists',
+    'Valid chain: grant without destinationAllowlist and allowedPurposes (unrestricted), SBA without merchantId/purpose.',
+    'chain',
+    {
+      sba: await sba(await grant({ destinationAllowlist: undefined, allowedPurposes: undefined }), {
+        merchantId: undefined,
+        purpose: undefined,
+      }),
+    },
+    chainOpts({ merchantId: 'anyone' }),
+    ok,
+  );
+  add(
+    f,
+    'valid-clock-tolerance',
+    'Valid: the grant expired 2 s before now, within clockToleranceMs 5000 (§1).',
+    'chain',
     { sba: await sba(await grant({ expiresAt: '2026-05-31T23:59:58Z' }), { expiresAt: '2026-05-31T23:59:58Z' }) },
-    chainOpts({ clockToleranceMs: 5000 }), ok);
+    chainOpts({ clockToleranceMs: 5000 }),
+    ok,
+  );
 
-  add(f, 'unknown-member', 'grant has a member "extra" the protocol does not define (closed objects, §3) → malformed.', 'chain',
-    { sba: await withGrant(S, (g) => { g.extra = 'x'; }) }, chainOpts(), no('malformed'));
-  add(f, 'null-member', 'grant.velocity is null (optional members are omitted, null is malformed, §3).', 'chain',
-    { sba: await withGrant(S, (g) => { g.velocity = null; }) }, chainOpts(), no('malformed'));
-  add(f, 'empty-destination-allowlist', 'grant.destinationAllowlist is [] (a defect of the grant, §5 step 5) → malformed.', 'chain',
-    { sba: await withGrant(S, (g) => { g.destinationAllowlist = []; }) }, chainOpts(), no('malformed'));
-  add(f, 'amount-leading-zero', 'grant.maxAmountMinor is "05000" (§1 amount rule).', 'chain',
-    { sba: await withGrant(S, (g) => { g.maxAmountMinor = '05000'; }) }, chainOpts(), no('malformed'));
-  add(f, 'amount-json-number', 'grant.maxAmountMinor is the JSON number 5000 (money is never a number, §2).', 'chain',
-    { sba: await withGrant(S, (g) => { g.maxAmountMinor = 5000; }) }, chainOpts(), no('malformed'));
-  add(f, 'expires-before-issued', 'grant.expiresAt is before grant.issuedAt.', 'chain',
-    { sba: await withGrant(S, (g) => { g.issuedAt = '2026-12-02T00:00:00Z'; }) }, chainOpts(), no('malformed'));
-  add(f, 'timestamp-offset', 'grant.issuedAt uses "+00:00" instead of "Z" (§1 timestamp rule).', 'chain',
-    { sba: await withGrant(S, (g) => { g.issuedAt = '2026-05-01T00:00:00+00:00'; }) }, chainOpts(), no('malformed'));
-  add(f, 'timestamp-impossible-date', 'grant.expiresAt is 2026-02-30 (not a date).', 'chain',
-    { sba: await withGrant(S, (g) => { g.issuedAt = '2026-01-01T00:00:00Z'; g.expiresAt = '2026-02-30T00:00:00Z'; }) }, chainOpts(), no('malformed'));
-  add(f, 'actor-key-extra-member', 'grant.actorKey carries "kid" besides its RFC 7638 thumbprint members (§3).', 'chain',
-    { sba: await withGrant(S, (g) => { g.actorKey = { ...g.actorKey, kid: 'k1' }; }) }, chainOpts(), no('malformed'));
-  add(f, 'missing-revocation-url', 'grant has no revocationUrl (required, §4).', 'chain',
-    { sba: await withGrant(S, (g) => { delete g.revocationUrl; }) }, chainOpts(), no('malformed'));
-  add(f, 'purpose-bare-star', 'grant.allowedPurposes contains a bare "*" (§1: not allowed).', 'chain',
-    { sba: await withGrant(S, (g) => { g.allowedPurposes = ['*']; }) }, chainOpts(), no('malformed'));
-  add(f, 'currency-lowercase', 'grant.currency is "usd" (and the authorization copies it) — §1 currency rule.', 'chain',
-    { sba: await (async () => { const c = structuredClone(S); c.grant.currency = 'usd'; c.grant = await resign('grant', c.grant, 'authority'); c.authorization.currency = 'usd'; return resign('sba', c, 'actor'); })() },
-    chainOpts(), no('malformed'));
-  add(f, 'signature-not-64-bytes', 'grant.signature encodes 63 bytes.', 'chain',
-    { sba: await withGrant(S, (g) => { g.signature = ctl.base64urlEncode(new Uint8Array(63)); }, null) }, chainOpts(), no('malformed'));
-  add(f, 'version-2', 'grant.version is 2 (§5 step 0: unsupported_version).', 'chain',
-    { sba: await withGrant(S, (g) => { g.version = 2; }) }, chainOpts(), no('unsupported_version'));
-  add(f, 'version-string', 'grant.version is the string "1" (not an integer: malformed).', 'chain',
-    { sba: await withGrant(S, (g) => { g.version = '1'; }) }, chainOpts(), no('malformed'));
+  add(
+    f,
+    'unknown-member',
+    'grant has a member "extra" the protocol does not define (closed objects, §3) → malformed.',
+    'chain',
+    {
+      sba: await withGrant(S, (g) => {
+        g.extra = 'x';
+      }),
+    },
+    chainOpts(),
+    no('malformed'),
+  );
+  add(
+    f,
+    'null-member',
+    'grant.velocity is null (optional members are omitted, null is malformed, §3).',
+    'chain',
+    {
+      sba: await withGrant(S, (g) => {
+        g.velocity = null;
+      }),
+    },
+    chainOpts(),
+    no('malformed'),
+  );
+  add(
+    f,
+    'empty-destination-allowlist',
+    'grant.destinationAllowlist is [] (a defect of the grant, §5 step 5) → malformed.',
+    'chain',
+    {
+      sba: await withGrant(S, (g) => {
+        g.destinationAllowlist = [];
+      }),
+    },
+    chainOpts(),
+    no('malformed'),
+  );
+  add(
+    f,
+    'amount-leading-zero',
+    'grant.maxAmountMinor is "05000" (§1 amount rule).',
+    'chain',
+    {
+      sba: await withGrant(S, (g) => {
+        g.maxAmountMinor = '05000';
+      }),
+    },
+    chainOpts(),
+    no('malformed'),
+  );
+  add(
+    f,
+    'amount-json-number',
+    'grant.maxAmountMinor is the JSON number 5000 (money is never a number, §2).',
+    'chain',
+    {
+      sba: await withGrant(S, (g) => {
+        g.maxAmountMinor = 5000;
+      }),
+    },
+    chainOpts(),
+    no('malformed'),
+  );
+  add(
+    f,
+    'expires-before-issued',
+    'grant.expiresAt is before grant.issuedAt.',
+    'chain',
+    {
+      sba: await withGrant(S, (g) => {
+        g.issuedAt = '2026-12-02T00:00:00Z';
+      }),
+    },
+    chainOpts(),
+    no('malformed'),
+  );
+  add(
+    f,
+    'timestamp-offset',
+    'grant.issuedAt uses "+00:00" instead of "Z" (§1 timestamp rule).',
+    'chain',
+    {
+      sba: await withGrant(S, (g) => {
+        g.issuedAt = '2026-05-01T00:00:00+00:00';
+      }),
+    },
+    chainOpts(),
+    no('malformed'),
+  );
+  add(
+    f,
+    'timestamp-impossible-date',
+    'grant.expiresAt is 2026-02-30 (not a date).',
+    'chain',
+    {
+      sba: await withGrant(S, (g) => {
+        g.issuedAt = '2026-01-01T00:00:00Z';
+        g.expiresAt = '2026-02-30T00:00:00Z';
+      }),
+    },
+    chainOpts(),
+    no('malformed'),
+  );
+  add(
+    f,
+    'actor-key-extra-member',
+    'grant.actorKey carries "kid" besides its RFC 7638 thumbprint members (§3).',
+    'chain',
+    {
+      sba: await withGrant(S, (g) => {
+        g.actorKey = { ...g.actorKey, kid: 'k1' };
+      }),
+    },
+    chainOpts(),
+    no('malformed'),
+  );
+  add(
+    f,
+    'missing-revocation-url',
+    'grant has no revocationUrl (required, §4).',
+    'chain',
+    {
+      sba: await withGrant(S, (g) => {
+        delete g.revocationUrl;
+      }),
+    },
+    chainOpts(),
+    no('malformed'),
+  );
+  add(
+    f,
+    'purpose-bare-star',
+    'grant.allowedPurposes contains a bare "*" (§1: not allowed).',
+    'chain',
+    {
+      sba: await withGrant(S, (g) => {
+        g.allowedPurposes = ['*'];
+      }),
+    },
+    chainOpts(),
+    no('malformed'),
+  );
+  add(
+    f,
+    'currency-lowercase',
+    'grant.currency is "usd" (and the authorization copies it) — §1 currency rule.',
+    'chain',
+    {
+      sba: await (async () => {
+        const c = structuredClone(S);
+        c.grant.currency = 'usd';
+        c.grant = await resign('grant', c.grant, 'authority');
+        c.authorization.currency = 'usd';
+        return resign('sba', c, 'actor');
+      })(),
+    },
+    chainOpts(),
+    no('malformed'),
+  );
+  add(
+    f,
+    'signature-not-64-bytes',
+    'grant.signature encodes 63 bytes.',
+    'chain',
+    {
+      sba: await withGrant(
+        S,
+        (g) => {
+          g.signature = ctl.base64urlEncode(new Uint8Array(63));
+        },
+        null,
+      ),
+    },
+    chainOpts(),
+    no('malformed'),
+  );
+  add(
+    f,
+    'version-2',
+    'grant.version is 2 (§5 step 0: unsupported_version).',
+    'chain',
+    {
+      sba: await withGrant(S, (g) => {
+        g.version = 2;
+      }),
+    },
+    chainOpts(),
+    no('unsupported_version'),
+  );
+  add(
+    f,
+    'version-string',
+    'grant.version is the string "1" (not an integer: malformed).',
+    'chain',
+    {
+      sba: await withGrant(S, (g) => {
+        g.version = '1';
+      }),
+    },
+    chainOpts(),
+    no('malformed'),
+  );
 
-  add(f, 'amount-tampered', 'grant.maxAmountMinor raised to 9000 after signing (SBA re-signed over it).', 'chain',
-    { sba: await withGrant(S, (g) => { g.maxAmountMinor = '9000'; }, null) }, chainOpts(), no('grant_signature_invalid'));
-  add(f, 'signed-by-stranger', 'The grant is signed by an unrelated key but names the authority keyId.', 'chain',
-    { sba: await withGrant(S, () => {}, 'stranger') }, chainOpts(), no('grant_signature_invalid'));
-  add(f, 'signed-as-sba', 'The grant signature is over "ctl-sba/1\\n" || JCS (wrong type prefix, §3).', 'chain',
-    { sba: await (async () => { const c = structuredClone(S); const { signature: _s, ...rest } = c.grant; const signer = await ctl.importSigningKey(keys.authority.privateKeyPem); c.grant = { ...rest, signature: ctl.base64urlEncode(await signer.sign(ctl.signedBytes('sba', rest))) }; return resign('sba', c, 'actor'); })() },
-    chainOpts(), no('grant_signature_invalid'));
-  add(f, 'no-key-at-all', 'No trust bundles, no JWKS, no signingKeyPem (and no environment): nothing can verify the grant (§5 step 1).', 'chain',
-    { sba: S }, chainOpts({ trust: 'none' }), no('grant_signature_invalid'));
-  add(f, 'wrong-pem', 'signingKeyPem is a different authority key.', 'chain',
-    { sba: S }, chainOpts({ trust: pem('authority2') }), no('grant_signature_invalid'));
+  add(
+    f,
+    'amount-tampered',
+    'grant.maxAmountMinor raised to 9000 after signing (SBA re-signed over it).',
+    'chain',
+    {
+      sba: await withGrant(
+        S,
+        (g) => {
+          g.maxAmountMinor = '9000';
+        },
+        null,
+      ),
+    },
+    chainOpts(),
+    no('grant_signature_invalid'),
+  );
+  add(
+    f,
+    'signed-by-stranger',
+    'The grant is signed by an unrelated key but names the authority keyId.',
+    'chain',
+    { sba: await withGrant(S, () => {}, 'stranger') },
+    chainOpts(),
+    no('grant_signature_invalid'),
+  );
+  add(
+    f,
+    'signed-as-sba',
+    'The grant signature is over "ctl-sba/1\\n" || JCS (wrong type prefix, §3).',
+    'chain',
+    {
+      sba: await (async () => {
+        const c = structuredClone(S);
+        const { signature: _s, ...rest } = c.grant;
+        const signer = await ctl.importSigningKey(keys.authority.privateKeyPem);
+        c.grant = { ...rest, signature: ctl.base64urlEncode(await signer.sign(ctl.signedBytes('sba', rest))) };
+        return resign('sba', c, 'actor');
+      })(),
+    },
+    chainOpts(),
+    no('grant_signature_invalid'),
+  );
+  add(
+    f,
+    'no-key-at-all',
+    'No trust bundles, no JWKS, no signingKeyPem (and no environment): nothing can verify the grant (§5 step 1).',
+    'chain',
+    { sba: S },
+    chainOpts({ trust: 'none' }),
+    no('grant_signature_invalid'),
+  );
+  add(
+    f,
+    'wrong-pem',
+    'signingKeyPem is a different authority key.',
+    'chain',
+    { sba: S },
+    chainOpts({ trust: pem('authority2') }),
+    no('grant_signature_invalid'),
+  );
 
-  add(f, 'expired', 'now is after grant.expiresAt.', 'chain',
-    { sba: await sba(await grant({ expiresAt: '2026-05-31T12:00:00Z' }), { issuedAt: '2026-05-31T11:55:00Z', expiresAt: '2026-05-31T12:00:00Z' }) }, chainOpts(), no('grant_expired'));
-  add(f, 'expired-at-boundary', 'now equals grant.expiresAt: at expiresAt it has expired (§1).', 'chain',
-    { sba: await sba(await grant({ expiresAt: NOW }), { expiresAt: NOW }) }, chainOpts(), no('grant_expired'));
-  add(f, 'not-yet-valid', 'grant.issuedAt is one hour after now (§1: not_yet_valid).', 'chain',
-    { sba: await sba(await grant({ issuedAt: '2026-06-01T01:00:00Z' })) }, chainOpts(), no('not_yet_valid'));
+  add(
+    f,
+    'expired',
+    'now is after grant.expiresAt.',
+    'chain',
+    {
+      sba: await sba(await grant({ expiresAt: '2026-05-31T12:00:00Z' }), {
+        issuedAt: '2026-05-31T11:55:00Z',
+        expiresAt: '2026-05-31T12:00:00Z',
+      }),
+    },
+    chainOpts(),
+    no('grant_expired'),
+  );
+  add(
+    f,
+    'expired-at-boundary',
+    'now equals grant.expiresAt: at expiresAt it has expired (§1).',
+    'chain',
+    { sba: await sba(await grant({ expiresAt: NOW }), { expiresAt: NOW }) },
+    chainOpts(),
+    no('grant_expired'),
+  );
+  add(
+    f,
+    'not-yet-valid',
+    'grant.issuedAt is one hour after now (§1: not_yet_valid).',
+    'chain',
+    { sba: await sba(await grant({ issuedAt: '2026-06-01T01:00:00Z' })) },
+    chainOpts(),
+    no('not_yet_valid'),
+  );
 
-  add(f, 'revoked-in-bundle', 'The grant id is in the bundle revokedGrants (§5 step 3, offline).', 'chain',
-    { sba: SB, trustBundles: [await bundle({ revokedGrants: ['grant-other', GRANT_ID] })] }, chainOpts({ trust: viaBundle }), no('grant_revoked'));
-  add(f, 'revoked-online', 'Online: the revocation URL answers revoked: true.', 'chain',
-    { sba: S }, chainOpts({ offline: false, revocation: { status: 200, body: { grantId: GRANT_ID, revoked: true, revokedAt: '2026-05-20T00:00:00Z' } } }), no('grant_revoked'));
-  add(f, 'revocation-503', 'Online: the revocation URL answers 503 (fail closed, §5 step 3).', 'chain',
-    { sba: S }, chainOpts({ offline: false, revocation: { status: 503, body: { error: 'down' } } }), no('revocation_unavailable'));
-  add(f, 'revocation-fetch-throws', 'Online: the fetch rejects (network down).', 'chain',
-    { sba: S }, chainOpts({ offline: false, revocation: { throws: 'ECONNREFUSED' } }), no('revocation_unavailable'));
-  add(f, 'revocation-other-grant', 'Online: the revocation URL answers for another grantId.', 'chain',
-    { sba: S }, chainOpts({ offline: false, revocation: { status: 200, body: { grantId: 'grant-other', revoked: false } } }), no('revocation_unavailable'));
-  add(f, 'revocation-not-json', 'Online: the revocation URL answers text that is not JSON.', 'chain',
-    { sba: S }, chainOpts({ offline: false, revocation: { status: 200, text: '<html>ok</html>' } }), no('revocation_unavailable'));
-  add(f, 'revocation-duplicate-key', 'Online: the revocation answer has a duplicate "revoked" key (strict I-JSON, §2).', 'chain',
-    { sba: S }, chainOpts({ offline: false, revocation: { status: 200, text: `{"grantId":"${GRANT_ID}","revoked":true,"revoked":false}` } }), no('revocation_unavailable'));
+  add(
+    f,
+    'revoked-in-bundle',
+    'The grant id is in the bundle revokedGrants (§5 step 3, offline).',
+    'chain',
+    { sba: SB, trustBundles: [await bundle({ revokedGrants: ['grant-other', GRANT_ID] })] },
+    chainOpts({ trust: viaBundle }),
+    no('grant_revoked'),
+  );
+  add(
+    f,
+    'revoked-online',
+    'Online: the revocation URL answers revoked: true.',
+    'chain',
+    { sba: S },
+    chainOpts({
+      offline: false,
+      revocation: { status: 200, body: { grantId: GRANT_ID, revoked: true, revokedAt: '2026-05-20T00:00:00Z' } },
+    }),
+    no('grant_revoked'),
+  );
+  add(
+    f,
+    'revocation-503',
+    'Online: the revocation URL answers 503 (fail closed, §5 step 3).',
+    'chain',
+    { sba: S },
+    chainOpts({ offline: false, revocation: { status: 503, body: { error: 'down' } } }),
+    no('revocation_unavailable'),
+  );
+  add(
+    f,
+    'revocation-fetch-throws',
+    'Online: the fetch rejects (network down).',
+    'chain',
+    { sba: S },
+    chainOpts({ offline: false, revocation: { throws: 'ECONNREFUSED' } }),
+    no('revocation_unavailable'),
+  );
+  add(
+    f,
+    'revocation-other-grant',
+    'Online: the revocation URL answers for another grantId.',
+    'chain',
+    { sba: S },
+    chainOpts({ offline: false, revocation: { status: 200, body: { grantId: 'grant-other', revoked: false } } }),
+    no('revocation_unavailable'),
+  );
+  add(
+    f,
+    'revocation-not-json',
+    'Online: the revocation URL answers text that is not JSON.',
+    'chain',
+    { sba: S },
+    chainOpts({ offline: false, revocation: { status: 200, text: '<html>ok</html>' } }),
+    no('revocation_unavailable'),
+  );
+  add(
+    f,
+    'revocation-duplicate-key',
+    'Online: the revocation answer has a duplicate "revoked" key (strict I-JSON, §2).',
+    'chain',
+    { sba: S },
+    chainOpts({
+      offline: false,
+      revocation: { status: 200, text: `{"grantId":"${GRANT_ID}","revoked":true,"revoked":false}` },
+    }),
+    no('revocation_unavailable'),
+  );
 
-  add(f, 'unknown-key-bundle', 'The bundle lists the issuer, but only with another key id (§5 step 1: unknown_key).', 'chain',
-    { sba: SB, trustBundles: [await bundle({ issuers: [{ issuer: ISSUER, keys: [published('authority2', ['grant'])] }] })] }, chainOpts({ trust: viaBundle }), no('unknown_key'));
-  add(f, 'unknown-key-jwks', 'The JWKS has no key with the grant keyId.', 'chain',
-    { sba: S, jwks: { keys: [published('authority2', ['grant'])] } }, chainOpts({ trust: 'jwks' }), no('unknown_key'));
-  add(f, 'key-purpose-bundle', 'The bundle key for the grant keyId has purposes ["receipt"] only (§3).', 'chain',
-    { sba: SB, trustBundles: [await bundle({ issuers: [{ issuer: ISSUER, keys: [published('authority', ['receipt'])] }] })] }, chainOpts({ trust: viaBundle }), no('key_purpose_mismatch'));
-  add(f, 'key-purpose-jwks', 'The JWKS key for the grant keyId has purposes ["sba", "webhook"].', 'chain',
-    { sba: S, jwks: { keys: [published('authority', ['sba', 'webhook'])] } }, chainOpts({ trust: 'jwks' }), no('key_purpose_mismatch'));
-  add(f, 'issuer-not-trusted', 'The only bundle lists another issuer.', 'chain',
-    { sba: SB, trustBundles: [await bundle({ issuers: [{ issuer: 'other-authority.example', keys: [published('authority', ['grant'])] }] })] }, chainOpts({ trust: viaBundle }), no('issuer_not_trusted'));
-  add(f, 'trust-bundle-invalid', 'The only bundle listing the issuer is signed by a key other than the pinned root.', 'chain',
-    { sba: SB, trustBundles: [await bundle({}, { key: 'stranger' })] }, chainOpts({ trust: viaBundle }), no('trust_bundle_invalid'));
-  add(f, 'trust-bundle-tampered', 'The only bundle listing the issuer had a key swapped in after signing.', 'chain',
-    { sba: SB, trustBundles: [(() => { const b = structuredClone(B); b.issuers[0].keys.push(published('stranger', ['grant'])); return b; })()] }, chainOpts({ trust: viaBundle }), no('trust_bundle_invalid'));
-  add(f, 'trust-bundle-expired', 'The only bundle listing the issuer has expired (fail closed).', 'chain',
-    { sba: SB, trustBundles: [await bundle({ issuedAt: '2026-04-01T00:00:00Z', expiresAt: '2026-05-01T00:00:00Z' })] }, chainOpts({ trust: viaBundle }), no('trust_bundle_expired'));
-  add(f, 'valid-expired-and-fresh-bundle', 'Valid: one expired bundle and one fresh bundle both list the issuer; the fresh one vouches.', 'chain',
-    { sba: SB, trustBundles: [await bundle({ issuedAt: '2026-04-01T00:00:00Z', expiresAt: '2026-05-01T00:00:00Z' }), B] }, chainOpts({ trust: viaBundle }), ok);
+  add(
+    f,
+    'unknown-key-bundle',
+    'The bundle lists the issuer, but only with another key id (§5 step 1: unknown_key).',
+    'chain',
+    {
+      sba: SB,
+      trustBundles: [await bundle({ issuers: [{ issuer: ISSUER, keys: [published('authority2', ['grant'])] }] })],
+    },
+    chainOpts({ trust: viaBundle }),
+    no('unknown_key'),
+  );
+  add(
+    f,
+    'unknown-key-jwks',
+    'The JWKS has no key with the grant keyId.',
+    'chain',
+    { sba: S, jwks: { keys: [published('authority2', ['grant'])] } },
+    chainOpts({ trust: 'jwks' }),
+    no('unknown_key'),
+  );
+  add(
+    f,
+    'key-purpose-bundle',
+    'The bundle key for the grant keyId has purposes ["receipt"] only (§3).',
+    'chain',
+    {
+      sba: SB,
+      trustBundles: [await bundle({ issuers: [{ issuer: ISSUER, keys: [published('authority', ['receipt'])] }] })],
+    },
+    chainOpts({ trust: viaBundle }),
+    no('key_purpose_mismatch'),
+  );
+  add(
+    f,
+    'key-purpose-jwks',
+    'The JWKS key for the grant keyId has purposes ["sba", "webhook"].',
+    'chain',
+    { sba: S, jwks: { keys: [published('authority', ['sba', 'webhook'])] } },
+    chainOpts({ trust: 'jwks' }),
+    no('key_purpose_mismatch'),
+  );
+  add(
+    f,
+    'issuer-not-trusted',
+    'The only bundle lists another issuer.',
+    'chain',
+    {
+      sba: SB,
+      trustBundles: [
+        await bundle({ issuers: [{ issuer: 'other-authority.example', keys: [published('authority', ['grant'])] }] }),
+      ],
+    },
+    chainOpts({ trust: viaBundle }),
+    no('issuer_not_trusted'),
+  );
+  add(
+    f,
+    'trust-bundle-invalid',
+    'The only bundle listing the issuer is signed by a key other than the pinned root.',
+    'chain',
+    { sba: SB, trustBundles: [await bundle({}, { key: 'stranger' })] },
+    chainOpts({ trust: viaBundle }),
+    no('trust_bundle_invalid'),
+  );
+  add(
+    f,
+    'trust-bundle-tampered',
+    'The only bundle listing the issuer had a key swapped in after signing.',
+    'chain',
+    {
+      sba: SB,
+      trustBundles: [
+        (() => {
+          const b = structuredClone(B);
+          b.issuers[0].keys.push(published('stranger', ['grant']));
+          return b;
+        })(),
+      ],
+    },
+    chainOpts({ trust: viaBundle }),
+    no('trust_bundle_invalid'),
+  );
+  add(
+    f,
+    'trust-bundle-expired',
+    'The only bundle listing the issuer has expired (fail closed).',
+    'chain',
+    { sba: SB, trustBundles: [await bundle({ issuedAt: '2026-04-01T00:00:00Z', expiresAt: '2026-05-01T00:00:00Z' })] },
+    chainOpts({ trust: viaBundle }),
+    no('trust_bundle_expired'),
+  );
+  add(
+    f,
+    'valid-expired-and-fresh-bundle',
+    'Valid: one expired bundle and one fresh bundle both list the issuer; the fresh one vouches.',
+    'chain',
+    {
+      sba: SB,
+      trustBundles: [await bundle({ issuedAt: '2026-04-01T00:00:00Z', expiresAt: '2026-05-01T00:00:00Z' }), B],
+    },
+    chainOpts({ trust: viaBundle }),
+    ok,
+  );
 
   const gOff = await grant({ offline: { maxBundleAgeMs: 86_400_000 } });
-  add(f, 'offline-bundle-too-old', 'grant.offline.maxBundleAgeMs is one day; the vouching bundle was issued 17 days before now (§8).', 'chain',
-    { sba: await sba(gOff, {}, { issuer: ISSUER }), trustBundles: [B] }, chainOpts({ trust: viaBundle }), no('offline_limit_exceeded'));
+  add(
+    f,
+    'offline-bundle-too-old',
+    'grant.offline.maxBundleAgeMs is one day; the vouching bundle was issued 17 days before now (§8).',
+    'chain',
+    { sba: await sba(gOff, {}, { issuer: ISSUER }), trustBundles: [B] },
+    chainOpts({ trust: viaBundle }),
+    no('offline_limit_exceeded'),
+  );
   const gCount = await grant({ offline: { maxPayments: 1 } });
-  add(f, 'offline-max-payments', 'grant.offline.maxPayments is 1; one payment was already accepted offline by this verifier (input.prior).', 'chain',
-    { prior: [{ sba: await sba(gCount) }], sba: await sba(gCount) }, chainOpts(), no('offline_limit_exceeded'));
+  add(
+    f,
+    'offline-max-payments',
+    'grant.offline.maxPayments is 1; one payment was already accepted offline by this verifier (input.prior).',
+    'chain',
+    { prior: [{ sba: await sba(gCount) }], sba: await sba(gCount) },
+    chainOpts(),
+    no('offline_limit_exceeded'),
+  );
   const gAmt = await grant({ offline: { maxAmountMinor: '50' } });
-  add(f, 'offline-max-amount', 'grant.offline.maxAmountMinor is 50; 30 was accepted offline, 30 more would be 60.', 'chain',
-    { prior: [{ sba: await sba(gAmt) }], sba: await sba(gAmt) }, chainOpts(), no('offline_limit_exceeded'));
-  add(f, 'valid-offline-within-limits', 'Valid: grant.offline allows 2 payments and 100; two payments of 30.', 'chain',
-    { prior: [{ sba: await sba(await grant({ offline: { maxPayments: 2, maxAmountMinor: '100' } })) }], sba: await sba(await grant({ offline: { maxPayments: 2, maxAmountMinor: '100' } })) },
-    chainOpts(), ok);
-  add(f, 'valid-online-ignores-offline-limits', 'Valid: online verification does not apply grant.offline (maxPayments 1, second payment).', 'chain',
-    { prior: [{ sba: await sba(gCount) }], sba: await sba(gCount) }, chainOpts({ offline: false, revocation: revokedUrl(gCount) }), ok);
+  add(
+    f,
+    'offline-max-amount',
+    'grant.offline.maxAmountMinor is 50; 30 was accepted offline, 30 more would be 60.',
+    'chain',
+    { prior: [{ sba: await sba(gAmt) }], sba: await sba(gAmt) },
+    chainOpts(),
+    no('offline_limit_exceeded'),
+  );
+  add(
+    f,
+    'valid-offline-within-limits',
+    'Valid: grant.offline allows 2 payments and 100; two payments of 30.',
+    'chain',
+    {
+      prior: [{ sba: await sba(await grant({ offline: { maxPayments: 2, maxAmountMinor: '100' } })) }],
+      sba: await sba(await grant({ offline: { maxPayments: 2, maxAmountMinor: '100' } })),
+    },
+    chainOpts(),
+    ok,
+  );
+  add(
+    f,
+    'valid-online-ignores-offline-limits',
+    'Valid: online verification does not apply grant.offline (maxPayments 1, second payment).',
+    'chain',
+    { prior: [{ sba: await sba(gCount) }], sba: await sba(gCount) },
+    chainOpts({ offline: false, revocation: revokedUrl(gCount) }),
+    ok,
+  );
 }
 
 // ===== sba (chain kind: the SBA itself, the payment in front of the merchant, spend tracking) =====
@@ -309,202 +814,1459 @@ const revokedUrl = (g) => ({ status: 200, body: { grantId: g.grantId, revoked: f
   const f = 'sba';
   const gP = await grant({ actorKey: keys.actorP256.publicJwk });
   add(f, 'valid-ed25519', 'Valid SBA signed by the Ed25519 actor key.', 'chain', { sba: S }, chainOpts(), ok);
-  add(f, 'valid-es256-actor', 'Valid SBA signed by a P-256 actor key (deterministic RFC 6979 signature).', 'chain', { sba: await sba(gP, {}, { key: 'actorP256' }) }, chainOpts(), ok);
-  add(f, 'valid-amount-below-max', 'Valid: paying 12 under an SBA for 30.', 'chain', { sba: S }, chainOpts({ amount: '12' }), ok);
-  add(f, 'valid-full-profile', 'Valid with requireIntentHash: the intentHash matches the payment (§4).', 'chain', { sba: S }, chainOpts({ requireIntentHash: true, rail: 'x402', purpose: 'ev:charging' }), ok);
-  add(f, 'valid-json-text', 'Valid: the SBA given as JSON text (parsed strictly).', 'chain', { sba: JSON.stringify(S) }, chainOpts(), ok);
-  add(f, 'valid-trip-scope', 'Valid: budgetScope TRIP, purpose matched by "ev:*".', 'chain', { sba: await sba(G, { budgetScope: 'TRIP', purpose: 'ev:parking' }) }, chainOpts(), ok);
-  add(f, 'valid-track-spend', 'Valid with trackSpend: a second, distinct SBA keeps the grant total within 5000.', 'chain',
-    { prior: [{ sba: await sba(G, { maxAmountMinor: '3000' }), amount: '3000' }], sba: await sba(G, { maxAmountMinor: '2000' }) }, chainOpts({ trackSpend: true, amount: '2000' }), ok);
-  add(f, 'valid-asset-allowed', 'Valid: options.asset is in grant.allowedAssets.', 'chain', { sba: S }, chainOpts({ asset: { standard: 'iso4217', code: 'USD' } }), ok);
+  add(
+    f,
+    'valid-es256-actor',
+    'Valid SBA signed by a P-256 actor key (deterministic RFC 6979 signature).',
+    'chain',
+    { sba: await sba(gP, {}, { key: 'actorP256' }) },
+    chainOpts(),
+    ok,
+  );
+  add(
+    f,
+    'valid-amount-below-max',
+    'Valid: paying 12 under an SBA for 30.',
+    'chain',
+    { sba: S },
+    chainOpts({ amount: '12' }),
+    ok,
+  );
+  add(
+    f,
+    'valid-full-profile',
+    'Valid with requireIntentHash: the intentHash matches the payment (§4).',
+    'chain',
+    { sba: S },
+    chainOpts({ requireIntentHash: true, rail: 'x402', purpose: 'ev:charging' }),
+    ok,
+  );
+  add(
+    f,
+    'valid-json-text',
+    'Valid: the SBA given as JSON text (parsed strictly).',
+    'chain',
+    { sba: JSON.stringify(S) },
+    chainOpts(),
+    ok,
+  );
+  add(
+    f,
+    'valid-trip-scope',
+    'Valid: budgetScope TRIP, purpose matched by "ev:*".',
+    'chain',
+    { sba: await sba(G, { budgetScope: 'TRIP', purpose: 'ev:parking' }) },
+    chainOpts(),
+    ok,
+  );
+  add(
+    f,
+    'valid-track-spend',
+    'Valid with trackSpend: a second, distinct SBA keeps the grant total within 5000.',
+    'chain',
+    {
+      prior: [{ sba: await sba(G, { maxAmountMinor: '3000' }), amount: '3000' }],
+      sba: await sba(G, { maxAmountMinor: '2000' }),
+    },
+    chainOpts({ trackSpend: true, amount: '2000' }),
+    ok,
+  );
+  add(
+    f,
+    'valid-asset-allowed',
+    'Valid: options.asset is in grant.allowedAssets.',
+    'chain',
+    { sba: S },
+    chainOpts({ asset: { standard: 'iso4217', code: 'USD' } }),
+    ok,
+  );
 
-  add(f, 'authorization-unknown-member', 'authorization has a member "tip" (closed objects).', 'chain', { sba: await sbaEdited(S, (c) => { c.authorization.tip = '1'; }) }, chainOpts(), no('malformed'));
-  add(f, 'sba-unknown-member', 'The SBA envelope has a member "note".', 'chain', { sba: await sbaEdited(S, (c) => { c.note = 'x'; }) }, chainOpts(), no('malformed'));
-  add(f, 'authorization-null-member', 'authorization.merchantId is null.', 'chain', { sba: await sbaEdited(S, (c) => { c.authorization.merchantId = null; }) }, chainOpts(), no('malformed'));
-  add(f, 'missing-budget-id', 'authorization has no budgetId.', 'chain', { sba: await sbaEdited(S, (c) => { delete c.authorization.budgetId; }) }, chainOpts(), no('malformed'));
-  add(f, 'missing-authorization', 'The SBA has no authorization.', 'chain', { sba: await sbaEdited(S, (c) => { delete c.authorization; }) }, chainOpts(), no('malformed'));
-  add(f, 'missing-grant', 'The SBA has no grant.', 'chain', { sba: await sbaEdited(S, (c) => { delete c.grant; }) }, chainOpts(), no('malformed'));
-  for (const [id, v] of [['leading-zero', '030'], ['plus-sign', '+30'], ['minus-sign', '-30'], ['exponent', '3e1'], ['decimal', '30.0'], ['space', ' 30'], ['empty', ''], ['39-digits', '1'.repeat(39)]]) {
-    add(f, `amount-${id}`, `authorization.maxAmountMinor is ${JSON.stringify(v)} (§1 amount rule).`, 'chain', { sba: await sbaEdited(S, (c) => { c.authorization.maxAmountMinor = v; }) }, chainOpts(), no('malformed'));
+  add(
+    f,
+    'authorization-unknown-member',
+    'authorization has a member "tip" (closed objects).',
+    'chain',
+    {
+      sba: await sbaEdited(S, (c) => {
+        c.authorization.tip = '1';
+      }),
+    },
+    chainOpts(),
+    no('malformed'),
+  );
+  add(
+    f,
+    'sba-unknown-member',
+    'The SBA envelope has a member "note".',
+    'chain',
+    {
+      sba: await sbaEdited(S, (c) => {
+        c.note = 'x';
+      }),
+    },
+    chainOpts(),
+    no('malformed'),
+  );
+  add(
+    f,
+    'authorization-null-member',
+    'authorization.merchantId is null.',
+    'chain',
+    {
+      sba: await sbaEdited(S, (c) => {
+        c.authorization.merchantId = null;
+      }),
+    },
+    chainOpts(),
+    no('malformed'),
+  );
+  add(
+    f,
+    'missing-budget-id',
+    'authorization has no budgetId.',
+    'chain',
+    {
+      sba: await sbaEdited(S, (c) => {
+        delete c.authorization.budgetId;
+      }),
+    },
+    chainOpts(),
+    no('malformed'),
+  );
+  add(
+    f,
+    'missing-authorization',
+    'The SBA has no authorization.',
+    'chain',
+    {
+      sba: await sbaEdited(S, (c) => {
+        delete c.authorization;
+      }),
+    },
+    chainOpts(),
+    no('malformed'),
+  );
+  add(
+    f,
+    'missing-grant',
+    'The SBA has no grant.',
+    'chain',
+    {
+      sba: await sbaEdited(S, (c) => {
+        delete c.grant;
+      }),
+    },
+    chainOpts(),
+    no('malformed'),
+  );
+  for (const [id, v] of [
+    ['leading-zero', '030'],
+    ['plus-sign', '+30'],
+    ['minus-sign', '-30'],
+    ['exponent', '3e1'],
+    ['decimal', '30.0'],
+    ['space', ' 30'],
+    ['empty', ''],
+    ['39-digits', '1'.repeat(39)],
+  ]) {
+    add(
+      f,
+      `amount-${id}`,
+      `authorization.maxAmountMinor is ${JSON.stringify(v)} (§1 amount rule).`,
+      'chain',
+      {
+        sba: await sbaEdited(S, (c) => {
+          c.authorization.maxAmountMinor = v;
+        }),
+      },
+      chainOpts(),
+      no('malformed'),
+    );
   }
-  add(f, 'amount-json-number', 'authorization.maxAmountMinor is the JSON number 30.', 'chain', { sba: await sbaEdited(S, (c) => { c.authorization.maxAmountMinor = 30; }) }, chainOpts(), no('malformed'));
-  add(f, 'timestamp-offset', 'authorization.expiresAt uses "+00:00".', 'chain', { sba: await sbaEdited(S, (c) => { c.authorization.expiresAt = '2026-06-01T00:05:00+00:00'; }) }, chainOpts(), no('malformed'));
-  add(f, 'timestamp-lowercase-z', 'authorization.issuedAt ends in lower-case "z".', 'chain', { sba: await sbaEdited(S, (c) => { c.authorization.issuedAt = '2026-05-31T23:55:00z'; }) }, chainOpts(), no('malformed'));
-  add(f, 'expires-after-grant', 'authorization.expiresAt is later than grant.expiresAt (§4).', 'chain', { sba: await sbaEdited(S, (c) => { c.authorization.expiresAt = '2026-12-02T00:00:00Z'; }) }, chainOpts(), no('malformed'));
-  add(f, 'expires-before-issued', 'authorization.expiresAt is before its issuedAt.', 'chain', { sba: await sbaEdited(S, (c) => { c.authorization.expiresAt = '2026-05-31T23:50:00Z'; }) }, chainOpts(), no('malformed'));
-  add(f, 'grant-id-differs', 'authorization.grantId differs from grant.grantId (§4).', 'chain', { sba: await sbaEdited(S, (c) => { c.authorization.grantId = 'grant-other'; }) }, chainOpts(), no('malformed'));
-  add(f, 'rails-differ', 'authorization.allowedRails differs from the grant (§4).', 'chain', { sba: await sbaEdited(S, (c) => { c.authorization.allowedRails = ['x402']; }) }, chainOpts(), no('malformed'));
-  add(f, 'assets-differ', 'authorization.allowedAssets differs from the grant.', 'chain', { sba: await sbaEdited(S, (c) => { c.authorization.allowedAssets = [{ standard: 'erc20', code: 'USDC' }]; }) }, chainOpts(), no('malformed'));
-  add(f, 'destinations-differ', 'authorization.destinationAllowlist differs from the grant.', 'chain', { sba: await sbaEdited(S, (c) => { c.authorization.destinationAllowlist = ['merchant-a', 'merchant-b', 'merchant-c']; }) }, chainOpts(), no('malformed'));
-  add(f, 'issuer-differs', 'sba.issuer differs from grant.issuer (§4).', 'chain', { sba: await sbaEdited(S, (c) => { c.issuer = 'other.example'; }) }, chainOpts(), no('malformed'));
-  add(f, 'budget-scope-unknown', 'authorization.budgetScope is "DAY".', 'chain', { sba: await sbaEdited(S, (c) => { c.authorization.budgetScope = 'DAY'; }) }, chainOpts(), no('malformed'));
-  add(f, 'signature-padded', 'sba.signature is base64url with "==" padding (§1 bytes rule).', 'chain', { sba: (() => { const c = structuredClone(S); c.signature += '=='; return c; })() }, chainOpts(), no('malformed'));
-  add(f, 'intent-hash-uppercase', 'authorization.intentHash is upper-case hex.', 'chain', { sba: await sbaEdited(S, (c) => { c.authorization.intentHash = c.authorization.intentHash.toUpperCase(); }) }, chainOpts(), no('malformed'));
-  add(f, 'option-amount-zero', 'options.amount is "0" (a payment amount must be > 0).', 'chain', { sba: S }, chainOpts({ amount: '0' }), no('malformed'));
-  add(f, 'option-amount-leading-zero', 'options.amount is "030".', 'chain', { sba: S }, chainOpts({ amount: '030' }), no('malformed'));
-  add(f, 'option-currency-lowercase', 'options.currency is "usd".', 'chain', { sba: S }, chainOpts({ currency: 'usd' }), no('malformed'));
-  add(f, 'text-duplicate-key', 'The SBA as JSON text with a duplicate "keyId" key (strict I-JSON, §2).', 'chain',
-    { sba: JSON.stringify(S).replace('"keyId":', `"keyId":"dup","keyId":`) }, chainOpts(), no('malformed'));
-  add(f, 'text-lone-surrogate', 'The SBA as JSON text whose actorId holds an escaped lone surrogate.', 'chain',
-    { sba: JSON.stringify(S).replace('"actorId":"vehicle-42"', '"actorId":"vehicle-42\\ud800"') }, chainOpts(), no('malformed'));
-  add(f, 'text-trailing-garbage', 'The SBA as JSON text followed by "x".', 'chain', { sba: JSON.stringify(S) + 'x' }, chainOpts(), no('malformed'));
+  add(
+    f,
+    'amount-json-number',
+    'authorization.maxAmountMinor is the JSON number 30.',
+    'chain',
+    {
+      sba: await sbaEdited(S, (c) => {
+        c.authorization.maxAmountMinor = 30;
+      }),
+    },
+    chainOpts(),
+    no('malformed'),
+  );
+  add(
+    f,
+    'timestamp-offset',
+    'authorization.expiresAt uses "+00:00".',
+    'chain',
+    {
+      sba: await sbaEdited(S, (c) => {
+        c.authorization.expiresAt = '2026-06-01T00:05:00+00:00';
+      }),
+    },
+    chainOpts(),
+    no('malformed'),
+  );
+  add(
+    f,
+    'timestamp-lowercase-z',
+    'authorization.issuedAt ends in lower-case "z".',
+    'chain',
+    {
+      sba: await sbaEdited(S, (c) => {
+        c.authorization.issuedAt = '2026-05-31T23:55:00z';
+      }),
+    },
+    chainOpts(),
+    no('malformed'),
+  );
+  add(
+    f,
+    'expires-after-grant',
+    'authorization.expiresAt is later than grant.expiresAt (§4).',
+    'chain',
+    {
+      sba: await sbaEdited(S, (c) => {
+        c.authorization.expiresAt = '2026-12-02T00:00:00Z';
+      }),
+    },
+    chainOpts(),
+    no('malformed'),
+  );
+  add(
+    f,
+    'expires-before-issued',
+    'authorization.expiresAt is before its issuedAt.',
+    'chain',
+    {
+      sba: await sbaEdited(S, (c) => {
+        c.authorization.expiresAt = '2026-05-31T23:50:00Z';
+      }),
+    },
+    chainOpts(),
+    no('malformed'),
+  );
+  add(
+    f,
+    'grant-id-differs',
+    'authorization.grantId differs from grant.grantId (§4).',
+    'chain',
+    {
+      sba: await sbaEdited(S, (c) => {
+        c.authorization.grantId = 'grant-other';
+      }),
+    },
+    chainOpts(),
+    no('malformed'),
+  );
+  add(
+    f,
+    'rails-differ',
+    'authorization.allowedRails differs from the grant (§4).',
+    'chain',
+    {
+      sba: await sbaEdited(S, (c) => {
+        c.authorization.allowedRails = ['x402'];
+      }),
+    },
+    chainOpts(),
+    no('malformed'),
+  );
+  add(
+    f,
+    'assets-differ',
+    'authorization.allowedAssets differs from the grant.',
+    'chain',
+    {
+      sba: await sbaEdited(S, (c) => {
+        c.authorization.allowedAssets = [{ standard: 'erc20', code: 'USDC' }];
+      }),
+    },
+    chainOpts(),
+    no('malformed'),
+  );
+  add(
+    f,
+    'destinations-differ',
+    'authorization.destinationAllowlist differs from the grant.',
+    'chain',
+    {
+      sba: await sbaEdited(S, (c) => {
+        c.authorization.destinationAllowlist = ['merchant-a', 'merchant-b', 'merchant-c'];
+      }),
+    },
+    chainOpts(),
+    no('malformed'),
+  );
+  add(
+    f,
+    'issuer-differs',
+    'sba.issuer differs from grant.issuer (§4).',
+    'chain',
+    {
+      sba: await sbaEdited(S, (c) => {
+        c.issuer = 'other.example';
+      }),
+    },
+    chainOpts(),
+    no('malformed'),
+  );
+  add(
+    f,
+    'budget-scope-unknown',
+    'authorization.budgetScope is "DAY".',
+    'chain',
+    {
+      sba: await sbaEdited(S, (c) => {
+        c.authorization.budgetScope = 'DAY';
+      }),
+    },
+    chainOpts(),
+    no('malformed'),
+  );
+  add(
+    f,
+    'signature-padded',
+    'sba.signature is base64url with "==" padding (§1 bytes rule).',
+    'chain',
+    {
+      sba: (() => {
+        const c = structuredClone(S);
+        c.signature += '==';
+        return c;
+      })(),
+    },
+    chainOpts(),
+    no('malformed'),
+  );
+  add(
+    f,
+    'intent-hash-uppercase',
+    'authorization.intentHash is upper-case hex.',
+    'chain',
+    {
+      sba: await sbaEdited(S, (c) => {
+        c.authorization.intentHash = c.authorization.intentHash.toUpperCase();
+      }),
+    },
+    chainOpts(),
+    no('malformed'),
+  );
+  add(
+    f,
+    'option-amount-zero',
+    'options.amount is "0" (a payment amount must be > 0).',
+    'chain',
+    { sba: S },
+    chainOpts({ amount: '0' }),
+    no('malformed'),
+  );
+  add(
+    f,
+    'option-amount-leading-zero',
+    'options.amount is "030".',
+    'chain',
+    { sba: S },
+    chainOpts({ amount: '030' }),
+    no('malformed'),
+  );
+  add(
+    f,
+    'option-currency-lowercase',
+    'options.currency is "usd".',
+    'chain',
+    { sba: S },
+    chainOpts({ currency: 'usd' }),
+    no('malformed'),
+  );
+  add(
+    f,
+    'text-duplicate-key',
+    'The SBA as JSON text with a duplicate "keyId" key (strict I-JSON, §2).',
+    'chain',
+    { sba: JSON.stringify(S).replace('"keyId":', `"keyId":"dup","keyId":`) },
+    chainOpts(),
+    no('malformed'),
+  );
+  add(
+    f,
+    'text-lone-surrogate',
+    'The SBA as JSON text whose actorId holds an escaped lone surrogate.',
+    'chain',
+    { sba: JSON.stringify(S).replace('"actorId":"vehicle-42"', '"actorId":"vehicle-42\\ud800"') },
+    chainOpts(),
+    no('malformed'),
+  );
+  add(
+    f,
+    'text-trailing-garbage',
+    'The SBA as JSON text followed by "x".',
+    'chain',
+    { sba: JSON.stringify(S) + 'x' },
+    chainOpts(),
+    no('malformed'),
+  );
   add(f, 'input-array', 'The SBA is a JSON array.', 'chain', { sba: [S] }, chainOpts(), no('malformed'));
   add(f, 'input-null', 'The SBA is null.', 'chain', { sba: null }, chainOpts(), no('malformed'));
   add(f, 'input-number', 'The SBA is the number 1.', 'chain', { sba: 1 }, chainOpts(), no('malformed'));
-  add(f, 'intent-hash-absent-full-profile', 'requireIntentHash, and the SBA has no intentHash (no merchantId).', 'chain',
-    { sba: await sba(G, { merchantId: undefined }) }, chainOpts({ requireIntentHash: true }), no('malformed'));
-  add(f, 'intent-hash-wrong-payment', 'requireIntentHash, paying 20 under an SBA whose intentHash is for 30: the SBA authorizes another amount.', 'chain', { sba: S }, chainOpts({ requireIntentHash: true, amount: '20' }), no('amount_exceeds_authorization'));
+  add(
+    f,
+    'intent-hash-absent-full-profile',
+    'requireIntentHash, and the SBA has no intentHash (no merchantId).',
+    'chain',
+    { sba: await sba(G, { merchantId: undefined }) },
+    chainOpts({ requireIntentHash: true }),
+    no('malformed'),
+  );
+  add(
+    f,
+    'intent-hash-wrong-payment',
+    'requireIntentHash, paying 20 under an SBA whose intentHash is for 30: the SBA authorizes another amount.',
+    'chain',
+    { sba: S },
+    chainOpts({ requireIntentHash: true, amount: '20' }),
+    no('amount_exceeds_authorization'),
+  );
 
-  add(f, 'version-2', 'sba.version is 2.', 'chain', { sba: await sbaEdited(S, (c) => { c.version = 2; }) }, chainOpts(), no('unsupported_version'));
-  add(f, 'version-0', 'sba.version is 0.', 'chain', { sba: await sbaEdited(S, (c) => { c.version = 0; }) }, chainOpts(), no('unsupported_version'));
+  add(
+    f,
+    'version-2',
+    'sba.version is 2.',
+    'chain',
+    {
+      sba: await sbaEdited(S, (c) => {
+        c.version = 2;
+      }),
+    },
+    chainOpts(),
+    no('unsupported_version'),
+  );
+  add(
+    f,
+    'version-0',
+    'sba.version is 0.',
+    'chain',
+    {
+      sba: await sbaEdited(S, (c) => {
+        c.version = 0;
+      }),
+    },
+    chainOpts(),
+    no('unsupported_version'),
+  );
 
-  add(f, 'amount-tampered', 'authorization.maxAmountMinor raised to 3000 after signing.', 'chain', { sba: (() => { const c = structuredClone(S); c.authorization.maxAmountMinor = '3000'; return c; })() }, chainOpts(), no('sba_signature_invalid'));
-  add(f, 'signed-by-other-key', 'The SBA is signed by a key other than grant.actorKey.', 'chain', { sba: await sbaEdited(S, () => {}, 'stranger') }, chainOpts(), no('sba_signature_invalid'));
-  add(f, 'signed-by-authority', 'The SBA is signed by the authority key (not the actorKey).', 'chain', { sba: await sbaEdited(S, () => {}, 'authority') }, chainOpts(), no('sba_signature_invalid'));
-  add(f, 'signed-as-grant', 'The SBA signature is over "ctl-grant/1\\n" || JCS (wrong type prefix).', 'chain',
-    { sba: await (async () => { const { signature: _s, ...rest } = S; const signer = await ctl.importSigningKey(keys.actor.privateKeyPem); return { ...rest, signature: ctl.base64urlEncode(await signer.sign(ctl.signedBytes('grant', rest))) }; })() },
-    chainOpts(), no('sba_signature_invalid'));
-  add(f, 'key-id-changed', 'sba.keyId changed after signing (keyId is covered, §3).', 'chain', { sba: (() => { const c = structuredClone(S); c.keyId = 'another-key-id'; return c; })() }, chainOpts(), no('sba_signature_invalid'));
-  add(f, 'issuer-added', 'sba.issuer (= grant.issuer) added after signing.', 'chain', { sba: (() => { const c = structuredClone(S); c.issuer = ISSUER; return c; })() }, chainOpts(), no('sba_signature_invalid'));
-  add(f, 'signature-zero', 'sba.signature is 64 zero bytes.', 'chain', { sba: (() => { const c = structuredClone(S); c.signature = ctl.base64urlEncode(new Uint8Array(64)); return c; })() }, chainOpts(), no('sba_signature_invalid'));
-  add(f, 'expired', 'now is after authorization.expiresAt.', 'chain', { sba: await sba(G, { issuedAt: '2026-05-31T23:00:00Z', expiresAt: '2026-05-31T23:05:00Z' }) }, chainOpts(), no('sba_expired'));
-  add(f, 'expired-at-boundary', 'now equals authorization.expiresAt.', 'chain', { sba: await sba(G, { expiresAt: NOW }) }, chainOpts(), no('sba_expired'));
-  add(f, 'not-yet-valid', 'authorization.issuedAt is one minute after now.', 'chain', { sba: await sba(G, { issuedAt: '2026-06-01T00:01:00Z', expiresAt: '2026-06-01T00:06:00Z' }) }, chainOpts(), no('not_yet_valid'));
+  add(
+    f,
+    'amount-tampered',
+    'authorization.maxAmountMinor raised to 3000 after signing.',
+    'chain',
+    {
+      sba: (() => {
+        const c = structuredClone(S);
+        c.authorization.maxAmountMinor = '3000';
+        return c;
+      })(),
+    },
+    chainOpts(),
+    no('sba_signature_invalid'),
+  );
+  add(
+    f,
+    'signed-by-other-key',
+    'The SBA is signed by a key other than grant.actorKey.',
+    'chain',
+    { sba: await sbaEdited(S, () => {}, 'stranger') },
+    chainOpts(),
+    no('sba_signature_invalid'),
+  );
+  add(
+    f,
+    'signed-by-authority',
+    'The SBA is signed by the authority key (not the actorKey).',
+    'chain',
+    { sba: await sbaEdited(S, () => {}, 'authority') },
+    chainOpts(),
+    no('sba_signature_invalid'),
+  );
+  add(
+    f,
+    'signed-as-grant',
+    'The SBA signature is over "ctl-grant/1\\n" || JCS (wrong type prefix).',
+    'chain',
+    {
+      sba: await (async () => {
+        const { signature: _s, ...rest } = S;
+        const signer = await ctl.importSigningKey(keys.actor.privateKeyPem);
+        return { ...rest, signature: ctl.base64urlEncode(await signer.sign(ctl.signedBytes('grant', rest))) };
+      })(),
+    },
+    chainOpts(),
+    no('sba_signature_invalid'),
+  );
+  add(
+    f,
+    'key-id-changed',
+    'sba.keyId changed after signing (keyId is covered, §3).',
+    'chain',
+    {
+      sba: (() => {
+        const c = structuredClone(S);
+        c.keyId = 'another-key-id';
+        return c;
+      })(),
+    },
+    chainOpts(),
+    no('sba_signature_invalid'),
+  );
+  add(
+    f,
+    'issuer-added',
+    'sba.issuer (= grant.issuer) added after signing.',
+    'chain',
+    {
+      sba: (() => {
+        const c = structuredClone(S);
+        c.issuer = ISSUER;
+        return c;
+      })(),
+    },
+    chainOpts(),
+    no('sba_signature_invalid'),
+  );
+  add(
+    f,
+    'signature-zero',
+    'sba.signature is 64 zero bytes.',
+    'chain',
+    {
+      sba: (() => {
+        const c = structuredClone(S);
+        c.signature = ctl.base64urlEncode(new Uint8Array(64));
+        return c;
+      })(),
+    },
+    chainOpts(),
+    no('sba_signature_invalid'),
+  );
+  add(
+    f,
+    'expired',
+    'now is after authorization.expiresAt.',
+    'chain',
+    { sba: await sba(G, { issuedAt: '2026-05-31T23:00:00Z', expiresAt: '2026-05-31T23:05:00Z' }) },
+    chainOpts(),
+    no('sba_expired'),
+  );
+  add(
+    f,
+    'expired-at-boundary',
+    'now equals authorization.expiresAt.',
+    'chain',
+    { sba: await sba(G, { expiresAt: NOW }) },
+    chainOpts(),
+    no('sba_expired'),
+  );
+  add(
+    f,
+    'not-yet-valid',
+    'authorization.issuedAt is one minute after now.',
+    'chain',
+    { sba: await sba(G, { issuedAt: '2026-06-01T00:01:00Z', expiresAt: '2026-06-01T00:06:00Z' }) },
+    chainOpts(),
+    no('not_yet_valid'),
+  );
 
-  add(f, 'policy-hash-mismatch', 'authorization.policyHash differs from grant.policyHash (§4).', 'chain', { sba: await sbaEdited(S, (c) => { c.authorization.policyHash = OTHER_HASH; }) }, chainOpts(), no('policy_hash_mismatch'));
-  add(f, 'currency-differs-from-grant', 'authorization.currency is EUR, the grant USD (§4).', 'chain', { sba: await sbaEdited(S, (c) => { c.authorization.currency = 'EUR'; }) }, chainOpts(), no('currency_mismatch'));
-  add(f, 'currency-differs-from-payment', 'The payment is in EUR, the SBA in USD (§5 step 4).', 'chain', { sba: S }, chainOpts({ currency: 'EUR' }), no('currency_mismatch'));
-  add(f, 'amount-exceeds-authorization', 'Paying 31 under an SBA for 30.', 'chain', { sba: S }, chainOpts({ amount: '31' }), no('amount_exceeds_authorization'));
-  add(f, 'authorization-above-grant', 'authorization.maxAmountMinor 5001 is above grant.maxAmountMinor 5000 (§4).', 'chain', { sba: await sbaEdited(S, (c) => { c.authorization.maxAmountMinor = '5001'; }) }, chainOpts(), no('budget_exceeded'));
-  add(f, 'track-spend-cumulative', 'trackSpend: 3000 already accepted on the grant (input.prior), 2001 more would pass 5000.', 'chain',
-    { prior: [{ sba: await sba(G, { maxAmountMinor: '3000' }), amount: '3000' }], sba: await sba(G, { maxAmountMinor: '2001' }) }, chainOpts({ trackSpend: true, amount: '2001' }), no('budget_exceeded'));
-  add(f, 'replay', 'trackSpend: the same SBA (same budgetId) presented a second time (§7).', 'chain', { prior: [{ sba: S }], sba: S }, chainOpts({ trackSpend: true }), no('replay'));
-  add(f, 'replay-smaller-amount', 'trackSpend: the same SBA presented again for a smaller amount is still a replay.', 'chain', { prior: [{ sba: S }], sba: S }, chainOpts({ trackSpend: true, amount: '1' }), no('replay'));
+  add(
+    f,
+    'policy-hash-mismatch',
+    'authorization.policyHash differs from grant.policyHash (§4).',
+    'chain',
+    {
+      sba: await sbaEdited(S, (c) => {
+        c.authorization.policyHash = OTHER_HASH;
+      }),
+    },
+    chainOpts(),
+    no('policy_hash_mismatch'),
+  );
+  add(
+    f,
+    'currency-differs-from-grant',
+    'authorization.currency is EUR, the grant USD (§4).',
+    'chain',
+    {
+      sba: await sbaEdited(S, (c) => {
+        c.authorization.currency = 'EUR';
+      }),
+    },
+    chainOpts(),
+    no('currency_mismatch'),
+  );
+  add(
+    f,
+    'currency-differs-from-payment',
+    'The payment is in EUR, the SBA in USD (§5 step 4).',
+    'chain',
+    { sba: S },
+    chainOpts({ currency: 'EUR' }),
+    no('currency_mismatch'),
+  );
+  add(
+    f,
+    'amount-exceeds-authorization',
+    'Paying 31 under an SBA for 30.',
+    'chain',
+    { sba: S },
+    chainOpts({ amount: '31' }),
+    no('amount_exceeds_authorization'),
+  );
+  add(
+    f,
+    'authorization-above-grant',
+    'authorization.maxAmountMinor 5001 is above grant.maxAmountMinor 5000 (§4).',
+    'chain',
+    {
+      sba: await sbaEdited(S, (c) => {
+        c.authorization.maxAmountMinor = '5001';
+      }),
+    },
+    chainOpts(),
+    no('budget_exceeded'),
+  );
+  add(
+    f,
+    'track-spend-cumulative',
+    'trackSpend: 3000 already accepted on the grant (input.prior), 2001 more would pass 5000.',
+    'chain',
+    {
+      prior: [{ sba: await sba(G, { maxAmountMinor: '3000' }), amount: '3000' }],
+      sba: await sba(G, { maxAmountMinor: '2001' }),
+    },
+    chainOpts({ trackSpend: true, amount: '2001' }),
+    no('budget_exceeded'),
+  );
+  add(
+    f,
+    'replay',
+    'trackSpend: the same SBA (same budgetId) presented a second time (§7).',
+    'chain',
+    { prior: [{ sba: S }], sba: S },
+    chainOpts({ trackSpend: true }),
+    no('replay'),
+  );
+  add(
+    f,
+    'replay-smaller-amount',
+    'trackSpend: the same SBA presented again for a smaller amount is still a replay.',
+    'chain',
+    { prior: [{ sba: S }], sba: S },
+    chainOpts({ trackSpend: true, amount: '1' }),
+    no('replay'),
+  );
 
-  add(f, 'rail-not-in-grant', 'authorization.rail "ach" is not in grant.allowedRails.', 'chain', { sba: await sba(G, { rail: 'ach' }) }, chainOpts(), no('rail_not_allowed'));
-  add(f, 'rail-differs-from-payment', 'options.rail "card" differs from authorization.rail "x402".', 'chain', { sba: S }, chainOpts({ rail: 'card' }), no('rail_not_allowed'));
-  add(f, 'asset-not-allowed', 'options.asset erc20:USDC is not in grant.allowedAssets.', 'chain', { sba: S }, chainOpts({ asset: { standard: 'erc20', code: 'USDC' } }), no('asset_not_allowed'));
-  add(f, 'purpose-not-in-grant', 'authorization.purpose "food:coffee" is not in grant.allowedPurposes.', 'chain', { sba: await sba(G, { purpose: 'food:coffee' }) }, chainOpts(), no('purpose_not_allowed'));
-  add(f, 'purpose-kind-not-in-grant', 'authorization.purpose "api:crawl": the grant allows "api:search" only.', 'chain', { sba: await sba(G, { purpose: 'api:crawl' }) }, chainOpts(), no('purpose_not_allowed'));
-  add(f, 'purpose-differs-from-payment', 'options.purpose "ev:parking" differs from authorization.purpose "ev:charging".', 'chain', { sba: S }, chainOpts({ purpose: 'ev:parking' }), no('purpose_not_allowed'));
-  add(f, 'merchant-not-in-allowlist', 'authorization.merchantId "merchant-z" is not in the grant destinationAllowlist.', 'chain',
-    { sba: await sba(G, { merchantId: 'merchant-z' }) }, chainOpts({ merchantId: 'merchant-z' }), no('destination_not_allowed'));
-  add(f, 'merchant-differs-from-payment', 'The SBA is for merchant-a; the verifier is merchant-b (both in the allowlist).', 'chain', { sba: S }, chainOpts({ merchantId: 'merchant-b' }), no('destination_not_allowed'));
-  add(f, 'option-merchant-not-in-allowlist', 'SBA without merchantId; the verifying merchant "merchant-z" is not in the allowlist.', 'chain',
-    { sba: await sba(G, { merchantId: undefined }) }, chainOpts({ merchantId: 'merchant-z' }), no('destination_not_allowed'));
+  add(
+    f,
+    'rail-not-in-grant',
+    'authorization.rail "ach" is not in grant.allowedRails.',
+    'chain',
+    { sba: await sba(G, { rail: 'ach' }) },
+    chainOpts(),
+    no('rail_not_allowed'),
+  );
+  add(
+    f,
+    'rail-differs-from-payment',
+    'options.rail "card" differs from authorization.rail "x402".',
+    'chain',
+    { sba: S },
+    chainOpts({ rail: 'card' }),
+    no('rail_not_allowed'),
+  );
+  add(
+    f,
+    'asset-not-allowed',
+    'options.asset erc20:USDC is not in grant.allowedAssets.',
+    'chain',
+    { sba: S },
+    chainOpts({ asset: { standard: 'erc20', code: 'USDC' } }),
+    no('asset_not_allowed'),
+  );
+  add(
+    f,
+    'purpose-not-in-grant',
+    'authorization.purpose "food:coffee" is not in grant.allowedPurposes.',
+    'chain',
+    { sba: await sba(G, { purpose: 'food:coffee' }) },
+    chainOpts(),
+    no('purpose_not_allowed'),
+  );
+  add(
+    f,
+    'purpose-kind-not-in-grant',
+    'authorization.purpose "api:crawl": the grant allows "api:search" only.',
+    'chain',
+    { sba: await sba(G, { purpose: 'api:crawl' }) },
+    chainOpts(),
+    no('purpose_not_allowed'),
+  );
+  add(
+    f,
+    'purpose-differs-from-payment',
+    'options.purpose "ev:parking" differs from authorization.purpose "ev:charging".',
+    'chain',
+    { sba: S },
+    chainOpts({ purpose: 'ev:parking' }),
+    no('purpose_not_allowed'),
+  );
+  add(
+    f,
+    'merchant-not-in-allowlist',
+    'authorization.merchantId "merchant-z" is not in the grant destinationAllowlist.',
+    'chain',
+    { sba: await sba(G, { merchantId: 'merchant-z' }) },
+    chainOpts({ merchantId: 'merchant-z' }),
+    no('destination_not_allowed'),
+  );
+  add(
+    f,
+    'merchant-differs-from-payment',
+    'The SBA is for merchant-a; the verifier is merchant-b (both in the allowlist).',
+    'chain',
+    { sba: S },
+    chainOpts({ merchantId: 'merchant-b' }),
+    no('destination_not_allowed'),
+  );
+  add(
+    f,
+    'option-merchant-not-in-allowlist',
+    'SBA without merchantId; the verifying merchant "merchant-z" is not in the allowlist.',
+    'chain',
+    { sba: await sba(G, { merchantId: undefined }) },
+    chainOpts({ merchantId: 'merchant-z' }),
+    no('destination_not_allowed'),
+  );
 }
 
 // ===== bundle (verifyTrustBundle) =====
 {
   const f = 'bundle';
   const bo = (over = {}) => ({ now: NOW, trust: 'root:root', ...over });
-  const edited = (b, edit) => { const c = structuredClone(b); edit(c); return c; };
+  const edited = (b, edit) => {
+    const c = structuredClone(b);
+    edit(c);
+    return c;
+  };
   const reB = (b, edit, key = 'root') => resign('bundle', edited(b, edit), key);
   add(f, 'valid', 'Valid bundle signed by the pinned root.', 'bundle', { bundle: B }, bo(), ok);
-  add(f, 'valid-min-sequence-equal', 'Valid: minSequence equals the bundle sequence (the same bundle again).', 'bundle', { bundle: B }, bo({ minSequence: 5 }), ok);
+  add(
+    f,
+    'valid-min-sequence-equal',
+    'Valid: minSequence equals the bundle sequence (the same bundle again).',
+    'bundle',
+    { bundle: B },
+    bo({ minSequence: 5 }),
+    ok,
+  );
   add(f, 'valid-json-text', 'Valid: the bundle as JSON text.', 'bundle', { bundle: JSON.stringify(B) }, bo(), ok);
-  add(f, 'valid-empty-scope-many-issuers', 'Valid: empty scope, two issuers, retired key, revoked grants.', 'bundle',
-    { bundle: await bundle({ scope: {}, issuers: [{ issuer: ISSUER, keys: [published('authority', ['grant']), published('authority2', ['grant', 'receipt'], { status: 'retired' })] }, { issuer: 'gw.example', keys: [published('gateway', ['receipt'])] }], revokedGrants: ['g-1', 'g-2'] }) },
-    bo(), ok);
-  add(f, 'valid-es256-keys', 'Valid: the bundle publishes a P-256 key.', 'bundle',
-    { bundle: await bundle({ issuers: [{ issuer: ISSUER, keys: [published('actorP256', ['grant'])] }] }) }, bo(), ok);
+  add(
+    f,
+    'valid-empty-scope-many-issuers',
+    'Valid: empty scope, two issuers, retired key, revoked grants.',
+    'bundle',
+    {
+      bundle: await bundle({
+        scope: {},
+        issuers: [
+          {
+            issuer: ISSUER,
+            keys: [
+              published('authority', ['grant']),
+              published('authority2', ['grant', 'receipt'], { status: 'retired' }),
+            ],
+          },
+          { issuer: 'gw.example', keys: [published('gateway', ['receipt'])] },
+        ],
+        revokedGrants: ['g-1', 'g-2'],
+      }),
+    },
+    bo(),
+    ok,
+  );
+  add(
+    f,
+    'valid-es256-keys',
+    'Valid: the bundle publishes a P-256 key.',
+    'bundle',
+    { bundle: await bundle({ issuers: [{ issuer: ISSUER, keys: [published('actorP256', ['grant'])] }] }) },
+    bo(),
+    ok,
+  );
 
-  add(f, 'unknown-member', 'The bundle has a member "comment".', 'bundle', { bundle: await reB(B, (b) => { b.comment = 'x'; }) }, bo(), no('malformed'));
-  add(f, 'null-member', 'scope.region is null.', 'bundle', { bundle: await reB(B, (b) => { b.scope.region = null; }) }, bo(), no('malformed'));
-  add(f, 'missing-revoked-grants', 'revokedGrants is absent (required, §4).', 'bundle', { bundle: await reB(B, (b) => { delete b.revokedGrants; }) }, bo(), no('malformed'));
-  add(f, 'sequence-negative', 'sequence is -1.', 'bundle', { bundle: await reB(B, (b) => { b.sequence = -1; }) }, bo(), no('malformed'));
-  add(f, 'sequence-fraction', 'sequence is 1.5.', 'bundle', { bundle: await reB(B, (b) => { b.sequence = 1.5; }) }, bo(), no('malformed'));
-  add(f, 'sequence-string', 'sequence is "5".', 'bundle', { bundle: await reB(B, (b) => { b.sequence = '5'; }) }, bo(), no('malformed'));
-  add(f, 'key-without-purposes', 'An issuer key has no purposes.', 'bundle', { bundle: await reB(B, (b) => { delete b.issuers[0].keys[0].purposes; }) }, bo(), no('malformed'));
-  add(f, 'key-unknown-purpose', 'An issuer key has the purpose "admin".', 'bundle', { bundle: await reB(B, (b) => { b.issuers[0].keys[0].purposes = ['admin']; }) }, bo(), no('malformed'));
-  add(f, 'key-alg-mismatch', 'An Ed25519 key claims alg ES256.', 'bundle', { bundle: await reB(B, (b) => { b.issuers[0].keys[0].alg = 'ES256'; }) }, bo(), no('malformed'));
-  add(f, 'key-status-unknown', 'An issuer key has status "revoked".', 'bundle', { bundle: await reB(B, (b) => { b.issuers[0].keys[0].status = 'revoked'; }) }, bo(), no('malformed'));
-  add(f, 'issuer-without-keys', 'An issuer entry has keys [].', 'bundle', { bundle: await reB(B, (b) => { b.issuers[0].keys = []; }) }, bo(), no('malformed'));
-  add(f, 'expires-before-issued', 'expiresAt is before issuedAt.', 'bundle', { bundle: await reB(B, (b) => { b.expiresAt = '2026-05-14T00:00:00Z'; }) }, bo(), no('malformed'));
-  add(f, 'revoked-grant-not-identifier', 'revokedGrants holds "grant 1" (a space: not an identifier).', 'bundle', { bundle: await reB(B, (b) => { b.revokedGrants = ['grant 1']; }) }, bo(), no('malformed'));
-  add(f, 'text-duplicate-key', 'The bundle as JSON text with a duplicate "sequence".', 'bundle', { bundle: JSON.stringify(B).replace('"sequence":5', '"sequence":9,"sequence":5') }, bo(), no('malformed'));
-  add(f, 'text-unsafe-integer', 'The bundle as JSON text with sequence 9007199254740993.', 'bundle', { bundle: JSON.stringify(B).replace('"sequence":5', '"sequence":9007199254740993') }, bo(), no('malformed'));
-  add(f, 'input-string-not-json', 'The bundle is the text "bundle".', 'bundle', { bundle: 'bundle' }, bo(), no('malformed'));
+  add(
+    f,
+    'unknown-member',
+    'The bundle has a member "comment".',
+    'bundle',
+    {
+      bundle: await reB(B, (b) => {
+        b.comment = 'x';
+      }),
+    },
+    bo(),
+    no('malformed'),
+  );
+  add(
+    f,
+    'null-member',
+    'scope.region is null.',
+    'bundle',
+    {
+      bundle: await reB(B, (b) => {
+        b.scope.region = null;
+      }),
+    },
+    bo(),
+    no('malformed'),
+  );
+  add(
+    f,
+    'missing-revoked-grants',
+    'revokedGrants is absent (required, §4).',
+    'bundle',
+    {
+      bundle: await reB(B, (b) => {
+        delete b.revokedGrants;
+      }),
+    },
+    bo(),
+    no('malformed'),
+  );
+  add(
+    f,
+    'sequence-negative',
+    'sequence is -1.',
+    'bundle',
+    {
+      bundle: await reB(B, (b) => {
+        b.sequence = -1;
+      }),
+    },
+    bo(),
+    no('malformed'),
+  );
+  add(
+    f,
+    'sequence-fraction',
+    'sequence is 1.5.',
+    'bundle',
+    {
+      bundle: await reB(B, (b) => {
+        b.sequence = 1.5;
+      }),
+    },
+    bo(),
+    no('malformed'),
+  );
+  add(
+    f,
+    'sequence-string',
+    'sequence is "5".',
+    'bundle',
+    {
+      bundle: await reB(B, (b) => {
+        b.sequence = '5';
+      }),
+    },
+    bo(),
+    no('malformed'),
+  );
+  add(
+    f,
+    'key-without-purposes',
+    'An issuer key has no purposes.',
+    'bundle',
+    {
+      bundle: await reB(B, (b) => {
+        delete b.issuers[0].keys[0].purposes;
+      }),
+    },
+    bo(),
+    no('malformed'),
+  );
+  add(
+    f,
+    'key-unknown-purpose',
+    'An issuer key has the purpose "admin".',
+    'bundle',
+    {
+      bundle: await reB(B, (b) => {
+        b.issuers[0].keys[0].purposes = ['admin'];
+      }),
+    },
+    bo(),
+    no('malformed'),
+  );
+  add(
+    f,
+    'key-alg-mismatch',
+    'An Ed25519 key claims alg ES256.',
+    'bundle',
+    {
+      bundle: await reB(B, (b) => {
+        b.issuers[0].keys[0].alg = 'ES256';
+      }),
+    },
+    bo(),
+    no('malformed'),
+  );
+  add(
+    f,
+    'key-status-unknown',
+    'An issuer key has status "revoked".',
+    'bundle',
+    {
+      bundle: await reB(B, (b) => {
+        b.issuers[0].keys[0].status = 'revoked';
+      }),
+    },
+    bo(),
+    no('malformed'),
+  );
+  add(
+    f,
+    'issuer-without-keys',
+    'An issuer entry has keys [].',
+    'bundle',
+    {
+      bundle: await reB(B, (b) => {
+        b.issuers[0].keys = [];
+      }),
+    },
+    bo(),
+    no('malformed'),
+  );
+  add(
+    f,
+    'expires-before-issued',
+    'expiresAt is before issuedAt.',
+    'bundle',
+    {
+      bundle: await reB(B, (b) => {
+        b.expiresAt = '2026-05-14T00:00:00Z';
+      }),
+    },
+    bo(),
+    no('malformed'),
+  );
+  add(
+    f,
+    'revoked-grant-not-identifier',
+    'revokedGrants holds "grant 1" (a space: not an identifier).',
+    'bundle',
+    {
+      bundle: await reB(B, (b) => {
+        b.revokedGrants = ['grant 1'];
+      }),
+    },
+    bo(),
+    no('malformed'),
+  );
+  add(
+    f,
+    'text-duplicate-key',
+    'The bundle as JSON text with a duplicate "sequence".',
+    'bundle',
+    { bundle: JSON.stringify(B).replace('"sequence":5', '"sequence":9,"sequence":5') },
+    bo(),
+    no('malformed'),
+  );
+  add(
+    f,
+    'text-unsafe-integer',
+    'The bundle as JSON text with sequence 9007199254740993.',
+    'bundle',
+    { bundle: JSON.stringify(B).replace('"sequence":5', '"sequence":9007199254740993') },
+    bo(),
+    no('malformed'),
+  );
+  add(
+    f,
+    'input-string-not-json',
+    'The bundle is the text "bundle".',
+    'bundle',
+    { bundle: 'bundle' },
+    bo(),
+    no('malformed'),
+  );
   add(f, 'input-array', 'The bundle is an array.', 'bundle', { bundle: [B] }, bo(), no('malformed'));
-  add(f, 'signature-padded', 'The signature carries "==" padding.', 'bundle', { bundle: edited(B, (b) => { b.signature += '=='; }) }, bo(), no('malformed'));
+  add(
+    f,
+    'signature-padded',
+    'The signature carries "==" padding.',
+    'bundle',
+    {
+      bundle: edited(B, (b) => {
+        b.signature += '==';
+      }),
+    },
+    bo(),
+    no('malformed'),
+  );
 
-  add(f, 'version-2', 'version is 2.', 'bundle', { bundle: await reB(B, (b) => { b.version = 2; }) }, bo(), no('unsupported_version'));
+  add(
+    f,
+    'version-2',
+    'version is 2.',
+    'bundle',
+    {
+      bundle: await reB(B, (b) => {
+        b.version = 2;
+      }),
+    },
+    bo(),
+    no('unsupported_version'),
+  );
 
-  add(f, 'signed-by-stranger', 'Signed by a key other than the pinned root.', 'bundle', { bundle: await bundle({}, { key: 'stranger' }) }, bo(), no('trust_bundle_invalid'));
-  add(f, 'pinned-other-root', 'Pinned root is the authority key, not the bundle root.', 'bundle', { bundle: B }, bo({ trust: 'root:authority' }), no('trust_bundle_invalid'));
-  add(f, 'revoked-grants-tampered', 'revokedGrants emptied after signing.', 'bundle', { bundle: edited(await bundle({ revokedGrants: ['grant-x'] }), (b) => { b.revokedGrants = []; }) }, bo(), no('trust_bundle_invalid'));
-  add(f, 'key-added', 'A stranger key added to the issuer after signing.', 'bundle', { bundle: edited(B, (b) => { b.issuers[0].keys.push(published('stranger', ['grant'])); }) }, bo(), no('trust_bundle_invalid'));
-  add(f, 'sequence-raised', 'sequence raised to 6 after signing.', 'bundle', { bundle: edited(B, (b) => { b.sequence = 6; }) }, bo(), no('trust_bundle_invalid'));
-  add(f, 'signed-as-grant', 'Signed by the root over "ctl-grant/1\\n" || JCS (wrong type prefix).', 'bundle',
-    { bundle: await (async () => { const { signature: _s, ...rest } = B; const signer = await ctl.importSigningKey(keys.root.privateKeyPem); return { ...rest, signature: ctl.base64urlEncode(await signer.sign(ctl.signedBytes('grant', rest))) }; })() },
-    bo(), no('trust_bundle_invalid'));
+  add(
+    f,
+    'signed-by-stranger',
+    'Signed by a key other than the pinned root.',
+    'bundle',
+    { bundle: await bundle({}, { key: 'stranger' }) },
+    bo(),
+    no('trust_bundle_invalid'),
+  );
+  add(
+    f,
+    'pinned-other-root',
+    'Pinned root is the authority key, not the bundle root.',
+    'bundle',
+    { bundle: B },
+    bo({ trust: 'root:authority' }),
+    no('trust_bundle_invalid'),
+  );
+  add(
+    f,
+    'revoked-grants-tampered',
+    'revokedGrants emptied after signing.',
+    'bundle',
+    {
+      bundle: edited(await bundle({ revokedGrants: ['grant-x'] }), (b) => {
+        b.revokedGrants = [];
+      }),
+    },
+    bo(),
+    no('trust_bundle_invalid'),
+  );
+  add(
+    f,
+    'key-added',
+    'A stranger key added to the issuer after signing.',
+    'bundle',
+    {
+      bundle: edited(B, (b) => {
+        b.issuers[0].keys.push(published('stranger', ['grant']));
+      }),
+    },
+    bo(),
+    no('trust_bundle_invalid'),
+  );
+  add(
+    f,
+    'sequence-raised',
+    'sequence raised to 6 after signing.',
+    'bundle',
+    {
+      bundle: edited(B, (b) => {
+        b.sequence = 6;
+      }),
+    },
+    bo(),
+    no('trust_bundle_invalid'),
+  );
+  add(
+    f,
+    'signed-as-grant',
+    'Signed by the root over "ctl-grant/1\\n" || JCS (wrong type prefix).',
+    'bundle',
+    {
+      bundle: await (async () => {
+        const { signature: _s, ...rest } = B;
+        const signer = await ctl.importSigningKey(keys.root.privateKeyPem);
+        return { ...rest, signature: ctl.base64urlEncode(await signer.sign(ctl.signedBytes('grant', rest))) };
+      })(),
+    },
+    bo(),
+    no('trust_bundle_invalid'),
+  );
 
-  add(f, 'expired', 'now is after expiresAt (fail closed).', 'bundle', { bundle: await bundle({ issuedAt: '2026-04-01T00:00:00Z', expiresAt: '2026-05-01T00:00:00Z' }) }, bo(), no('trust_bundle_expired'));
-  add(f, 'expired-at-boundary', 'now equals expiresAt.', 'bundle', { bundle: await bundle({ expiresAt: NOW }) }, bo(), no('trust_bundle_expired'));
-  add(f, 'not-yet-valid', 'issuedAt is one day after now.', 'bundle', { bundle: await bundle({ issuedAt: '2026-06-02T00:00:00Z' }) }, bo(), no('not_yet_valid'));
-  add(f, 'rollback', 'minSequence 6, the bundle has sequence 5.', 'bundle', { bundle: B }, bo({ minSequence: 6 }), no('trust_bundle_rollback'));
-  add(f, 'rollback-zero', 'minSequence 1, the bundle has sequence 0.', 'bundle', { bundle: await bundle({ sequence: 0 }) }, bo({ minSequence: 1 }), no('trust_bundle_rollback'));
+  add(
+    f,
+    'expired',
+    'now is after expiresAt (fail closed).',
+    'bundle',
+    { bundle: await bundle({ issuedAt: '2026-04-01T00:00:00Z', expiresAt: '2026-05-01T00:00:00Z' }) },
+    bo(),
+    no('trust_bundle_expired'),
+  );
+  add(
+    f,
+    'expired-at-boundary',
+    'now equals expiresAt.',
+    'bundle',
+    { bundle: await bundle({ expiresAt: NOW }) },
+    bo(),
+    no('trust_bundle_expired'),
+  );
+  add(
+    f,
+    'not-yet-valid',
+    'issuedAt is one day after now.',
+    'bundle',
+    { bundle: await bundle({ issuedAt: '2026-06-02T00:00:00Z' }) },
+    bo(),
+    no('not_yet_valid'),
+  );
+  add(
+    f,
+    'rollback',
+    'minSequence 6, the bundle has sequence 5.',
+    'bundle',
+    { bundle: B },
+    bo({ minSequence: 6 }),
+    no('trust_bundle_rollback'),
+  );
+  add(
+    f,
+    'rollback-zero',
+    'minSequence 1, the bundle has sequence 0.',
+    'bundle',
+    { bundle: await bundle({ sequence: 0 }) },
+    bo({ minSequence: 1 }),
+    no('trust_bundle_rollback'),
+  );
 }
 
 // ===== receipt (verifyReceipt) =====
 {
   const f = 'receipt';
   const ro = (over = {}) => ({ now: NOW, trust: pem('gateway'), ...over });
-  const R = await ctl.signReceipt({
-    receiptId: 'rcpt_own0001', sessionId: 'gw_sess_own1', grantId: GRANT_ID, purpose: 'ev:charging',
-    amount: { amountMinor: '30', currency: 'USD' }, merchant: 'merchant-a', paidAt: '2026-05-31T23:58:00Z',
-    txRef: 'txid:0xabc123', rail: 'x402',
-  }, { signingKey: keys.gateway.privateKeyPem, keyId: keys.gateway.kid });
-  const RS = await ctl.signReceipt({
-    receiptId: 'rcpt_own0002', sessionId: 'gw_sess_own1', grantId: GRANT_ID, purpose: 'ev:charging',
-    amount: { amountMinor: '30', currency: 'USD' }, merchant: 'merchant-a', paidAt: '2026-05-31T23:58:00Z',
-    txRef: 'txid:0xabc124', rail: 'x402', sba: S,
-  }, { signingKey: keys.gateway.privateKeyPem, keyId: keys.gateway.kid });
-  const jwks = (purposes = ['receipt'], name = 'gateway') => ({ keys: [published('authority', ['grant']), published(name, purposes)] });
-  const reR = (r, edit, key = 'gateway') => { const c = structuredClone(r); edit(c); return resign('receipt', c, key); };
-  const edited = (r, edit) => { const c = structuredClone(r); edit(c); return c; };
+  const R = await ctl.signReceipt(
+    {
+      receiptId: 'rcpt_own0001',
+      sessionId: 'gw_sess_own1',
+      grantId: GRANT_ID,
+      purpose: 'ev:charging',
+      amount: { amountMinor: '30', currency: 'USD' },
+      merchant: 'merchant-a',
+      paidAt: '2026-05-31T23:58:00Z',
+      txRef: 'txid:0xabc123',
+      rail: 'x402',
+    },
+    { signingKey: keys.gateway.privateKeyPem, keyId: keys.gateway.kid },
+  );
+  const RS = await ctl.signReceipt(
+    {
+      receiptId: 'rcpt_own0002',
+      sessionId: 'gw_sess_own1',
+      grantId: GRANT_ID,
+      purpose: 'ev:charging',
+      amount: { amountMinor: '30', currency: 'USD' },
+      merchant: 'merchant-a',
+      paidAt: '2026-05-31T23:58:00Z',
+      txRef: 'txid:0xabc124',
+      rail: 'x402',
+      sba: S,
+    },
+    { signingKey: keys.gateway.privateKeyPem, keyId: keys.gateway.kid },
+  );
+  const jwks = (purposes = ['receipt'], name = 'gateway') => ({
+    keys: [published('authority', ['grant']), published(name, purposes)],
+  });
+  const reR = (r, edit, key = 'gateway') => {
+    const c = structuredClone(r);
+    edit(c);
+    return resign('receipt', c, key);
+  };
+  const edited = (r, edit) => {
+    const c = structuredClone(r);
+    edit(c);
+    return c;
+  };
 
   add(f, 'valid', 'Valid receipt signed by the gateway receipt key (PEM).', 'receipt', { receipt: R }, ro(), ok);
-  add(f, 'valid-jwks', 'Valid receipt, key picked from the gateway JWKS by keyId.', 'receipt', { receipt: R, jwks: jwks() }, ro({ trust: 'jwks' }), ok);
+  add(
+    f,
+    'valid-jwks',
+    'Valid receipt, key picked from the gateway JWKS by keyId.',
+    'receipt',
+    { receipt: R, jwks: jwks() },
+    ro({ trust: 'jwks' }),
+    ok,
+  );
   add(f, 'valid-with-sba', 'Valid receipt carrying the SBA it was paid under.', 'receipt', { receipt: RS }, ro(), ok);
   add(f, 'valid-json-text', 'Valid receipt given as JSON text.', 'receipt', { receipt: JSON.stringify(R) }, ro(), ok);
 
-  add(f, 'receipt-id-prefix', 'receiptId lacks the "rcpt_" prefix.', 'receipt', { receipt: await reR(R, (r) => { r.receiptId = 'own0001'; }) }, ro(), no('malformed'));
-  add(f, 'unknown-member', 'The receipt has a member "fee".', 'receipt', { receipt: await reR(R, (r) => { r.fee = '1'; }) }, ro(), no('malformed'));
-  add(f, 'null-member', 'receipt.sba is null.', 'receipt', { receipt: await reR(R, (r) => { r.sba = null; }) }, ro(), no('malformed'));
-  add(f, 'amount-leading-zero', 'amount.amountMinor is "030".', 'receipt', { receipt: await reR(R, (r) => { r.amount.amountMinor = '030'; }) }, ro(), no('malformed'));
-  add(f, 'amount-extra-member', 'amount has a member "fx".', 'receipt', { receipt: await reR(R, (r) => { r.amount.fx = '1'; }) }, ro(), no('malformed'));
-  add(f, 'tx-ref-prefix', 'txRef lacks "txid:".', 'receipt', { receipt: await reR(R, (r) => { r.txRef = '0xabc123'; }) }, ro(), no('malformed'));
-  add(f, 'purpose-no-domain', 'purpose is "charging" (not <domain>:<kind>).', 'receipt', { receipt: await reR(R, (r) => { r.purpose = 'charging'; }) }, ro(), no('malformed'));
-  add(f, 'paid-at-offset', 'paidAt uses "+01:00".', 'receipt', { receipt: await reR(R, (r) => { r.paidAt = '2026-06-01T00:58:00+01:00'; }) }, ro(), no('malformed'));
-  add(f, 'embedded-sba-malformed', 'The embedded SBA has an unknown authorization member.', 'receipt', { receipt: await reR(RS, (r) => { r.sba.authorization.tip = '1'; }) }, ro(), no('malformed'));
-  add(f, 'missing-rail', 'rail is absent.', 'receipt', { receipt: await reR(R, (r) => { delete r.rail; }) }, ro(), no('malformed'));
-  add(f, 'text-duplicate-key', 'The receipt as JSON text with a duplicate "merchant".', 'receipt', { receipt: JSON.stringify(R).replace('"merchant":', '"merchant":"evil","merchant":') }, ro(), no('malformed'));
+  add(
+    f,
+    'receipt-id-prefix',
+    'receiptId lacks the "rcpt_" prefix.',
+    'receipt',
+    {
+      receipt: await reR(R, (r) => {
+        r.receiptId = 'own0001';
+      }),
+    },
+    ro(),
+    no('malformed'),
+  );
+  add(
+    f,
+    'unknown-member',
+    'The receipt has a member "fee".',
+    'receipt',
+    {
+      receipt: await reR(R, (r) => {
+        r.fee = '1';
+      }),
+    },
+    ro(),
+    no('malformed'),
+  );
+  add(
+    f,
+    'null-member',
+    'receipt.sba is null.',
+    'receipt',
+    {
+      receipt: await reR(R, (r) => {
+        r.sba = null;
+      }),
+    },
+    ro(),
+    no('malformed'),
+  );
+  add(
+    f,
+    'amount-leading-zero',
+    'amount.amountMinor is "030".',
+    'receipt',
+    {
+      receipt: await reR(R, (r) => {
+        r.amount.amountMinor = '030';
+      }),
+    },
+    ro(),
+    no('malformed'),
+  );
+  add(
+    f,
+    'amount-extra-member',
+    'amount has a member "fx".',
+    'receipt',
+    {
+      receipt: await reR(R, (r) => {
+        r.amount.fx = '1';
+      }),
+    },
+    ro(),
+    no('malformed'),
+  );
+  add(
+    f,
+    'tx-ref-prefix',
+    'txRef lacks "txid:".',
+    'receipt',
+    {
+      receipt: await reR(R, (r) => {
+        r.txRef = '0xabc123';
+      }),
+    },
+    ro(),
+    no('malformed'),
+  );
+  add(
+    f,
+    'purpose-no-domain',
+    'purpose is "charging" (not <domain>:<kind>).',
+    'receipt',
+    {
+      receipt: await reR(R, (r) => {
+        r.purpose = 'charging';
+      }),
+    },
+    ro(),
+    no('malformed'),
+  );
+  add(
+    f,
+    'paid-at-offset',
+    'paidAt uses "+01:00".',
+    'receipt',
+    {
+      receipt: await reR(R, (r) => {
+        r.paidAt = '2026-06-01T00:58:00+01:00';
+      }),
+    },
+    ro(),
+    no('malformed'),
+  );
+  add(
+    f,
+    'embedded-sba-malformed',
+    'The embedded SBA has an unknown authorization member.',
+    'receipt',
+    {
+      receipt: await reR(RS, (r) => {
+        r.sba.authorization.tip = '1';
+      }),
+    },
+    ro(),
+    no('malformed'),
+  );
+  add(
+    f,
+    'missing-rail',
+    'rail is absent.',
+    'receipt',
+    {
+      receipt: await reR(R, (r) => {
+        delete r.rail;
+      }),
+    },
+    ro(),
+    no('malformed'),
+  );
+  add(
+    f,
+    'text-duplicate-key',
+    'The receipt as JSON text with a duplicate "merchant".',
+    'receipt',
+    { receipt: JSON.stringify(R).replace('"merchant":', '"merchant":"evil","merchant":') },
+    ro(),
+    no('malformed'),
+  );
   add(f, 'input-null', 'The receipt is null.', 'receipt', { receipt: null }, ro(), no('malformed'));
-  add(f, 'jwks-key-malformed', 'The JWKS entry for the keyId claims alg ES256 for an Ed25519 key.', 'receipt',
-    { receipt: R, jwks: { keys: [{ ...published('gateway', ['receipt']), alg: 'ES256' }] } }, ro({ trust: 'jwks' }), no('malformed'));
+  add(
+    f,
+    'jwks-key-malformed',
+    'The JWKS entry for the keyId claims alg ES256 for an Ed25519 key.',
+    'receipt',
+    { receipt: R, jwks: { keys: [{ ...published('gateway', ['receipt']), alg: 'ES256' }] } },
+    ro({ trust: 'jwks' }),
+    no('malformed'),
+  );
 
-  add(f, 'version-2', 'version is 2.', 'receipt', { receipt: await reR(R, (r) => { r.version = 2; }) }, ro(), no('unsupported_version'));
+  add(
+    f,
+    'version-2',
+    'version is 2.',
+    'receipt',
+    {
+      receipt: await reR(R, (r) => {
+        r.version = 2;
+      }),
+    },
+    ro(),
+    no('unsupported_version'),
+  );
 
-  add(f, 'amount-tampered', 'amount.amountMinor changed to 3000 after signing.', 'receipt', { receipt: edited(R, (r) => { r.amount.amountMinor = '3000'; }) }, ro(), no('receipt_signature_invalid'));
-  add(f, 'signed-by-stranger', 'Signed by a key other than the gateway key.', 'receipt', { receipt: await reR(R, () => {}, 'stranger') }, ro(), no('receipt_signature_invalid'));
-  add(f, 'signed-as-sba', 'Signed by the gateway over "ctl-sba/1\\n" || JCS (wrong type prefix).', 'receipt',
-    { receipt: await (async () => { const { signature: _s, ...rest } = R; const signer = await ctl.importSigningKey(keys.gateway.privateKeyPem); return { ...rest, signature: ctl.base64urlEncode(await signer.sign(ctl.signedBytes('sba', rest))) }; })() },
-    ro(), no('receipt_signature_invalid'));
-  add(f, 'embedded-sba-swapped', 'The embedded SBA replaced by another valid SBA after signing (the receipt signature covers it).', 'receipt',
-    { receipt: edited(RS, (r) => { r.sba = SB; }) }, ro(), no('receipt_signature_invalid'));
-  add(f, 'jwks-key-wrong-kid-content', 'The JWKS entry named by keyId holds the stranger key.', 'receipt',
-    { receipt: R, jwks: { keys: [{ ...published('stranger', ['receipt']), kid: keys.gateway.kid }] } }, ro({ trust: 'jwks' }), no('receipt_signature_invalid'));
-  add(f, 'unknown-key-jwks', 'The JWKS has no key with the receipt keyId.', 'receipt', { receipt: R, jwks: { keys: [published('authority', ['receipt'])] } }, ro({ trust: 'jwks' }), no('unknown_key'));
-  add(f, 'unknown-key-none', 'Neither publicKey nor jwks given.', 'receipt', { receipt: R }, ro({ trust: 'none' }), no('unknown_key'));
-  add(f, 'key-purpose-mismatch', 'The JWKS key for the keyId has purposes ["grant"] only.', 'receipt', { receipt: R, jwks: jwks(['grant']) }, ro({ trust: 'jwks' }), no('key_purpose_mismatch'));
+  add(
+    f,
+    'amount-tampered',
+    'amount.amountMinor changed to 3000 after signing.',
+    'receipt',
+    {
+      receipt: edited(R, (r) => {
+        r.amount.amountMinor = '3000';
+      }),
+    },
+    ro(),
+    no('receipt_signature_invalid'),
+  );
+  add(
+    f,
+    'signed-by-stranger',
+    'Signed by a key other than the gateway key.',
+    'receipt',
+    { receipt: await reR(R, () => {}, 'stranger') },
+    ro(),
+    no('receipt_signature_invalid'),
+  );
+  add(
+    f,
+    'signed-as-sba',
+    'Signed by the gateway over "ctl-sba/1\\n" || JCS (wrong type prefix).',
+    'receipt',
+    {
+      receipt: await (async () => {
+        const { signature: _s, ...rest } = R;
+        const signer = await ctl.importSigningKey(keys.gateway.privateKeyPem);
+        return { ...rest, signature: ctl.base64urlEncode(await signer.sign(ctl.signedBytes('sba', rest))) };
+      })(),
+    },
+    ro(),
+    no('receipt_signature_invalid'),
+  );
+  add(
+    f,
+    'embedded-sba-swapped',
+    'The embedded SBA replaced by another valid SBA after signing (the receipt signature covers it).',
+    'receipt',
+    {
+      receipt: edited(RS, (r) => {
+        r.sba = SB;
+      }),
+    },
+    ro(),
+    no('receipt_signature_invalid'),
+  );
+  add(
+    f,
+    'jwks-key-wrong-kid-content',
+    'The JWKS entry named by keyId holds the stranger key.',
+    'receipt',
+    { receipt: R, jwks: { keys: [{ ...published('stranger', ['receipt']), kid: keys.gateway.kid }] } },
+    ro({ trust: 'jwks' }),
+    no('receipt_signature_invalid'),
+  );
+  add(
+    f,
+    'unknown-key-jwks',
+    'The JWKS has no key with the receipt keyId.',
+    'receipt',
+    { receipt: R, jwks: { keys: [published('authority', ['receipt'])] } },
+    ro({ trust: 'jwks' }),
+    no('unknown_key'),
+  );
+  add(
+    f,
+    'unknown-key-none',
+    'Neither publicKey nor jwks given.',
+    'receipt',
+    { receipt: R },
+    ro({ trust: 'none' }),
+    no('unknown_key'),
+  );
+  add(
+    f,
+    'key-purpose-mismatch',
+    'The JWKS key for the keyId has purposes ["grant"] only.',
+    'receipt',
+    { receipt: R, jwks: jwks(['grant']) },
+    ro({ trust: 'jwks' }),
+    no('key_purpose_mismatch'),
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
 // Write (or check)
 
 const DESCRIPTIONS = {
-  grant: 'PolicyGrant cases: the grant inside an SBA as verifyCtl sees it (shape, signature, expiry, key resolution from PEM / Trust Bundle / JWKS, revocation offline and online, offline limits).',
+  grant:
+    'PolicyGrant cases: the grant inside an SBA as verifyCtl sees it (shape, signature, expiry, key resolution from PEM / Trust Bundle / JWKS, revocation offline and online, offline limits).',
   sba: 'SignedBudgetAuthorization cases: shape and consistency with the grant, signature, expiry, the payment in front of the merchant, spend tracking and replay.',
   bundle: 'Trust Bundle cases for verifyTrustBundle(bundle, rootPublicKeyPem, { now, minSequence }).',
   receipt: 'Receipt cases for verifyReceipt(receipt, { publicKey | jwks }).',
@@ -512,12 +2274,17 @@ const DESCRIPTIONS = {
 
 let changed = 0;
 for (const [name, cases] of Object.entries(out)) {
-  const text = JSON.stringify({
-    version: 1,
-    description: `CTL own vectors (${name}). ${DESCRIPTIONS[name]} Generated by scripts/gen-own-vectors.mjs; format: test/vectors/own/README.md. Keys are test-only.`,
-    keys,
-    cases,
-  }, null, 1) + '\n';
+  const text =
+    JSON.stringify(
+      {
+        version: 1,
+        description: `CTL own vectors (${name}). ${DESCRIPTIONS[name]} Generated by scripts/gen-own-vectors.mjs; format: test/vectors/own/README.md. Keys are test-only.`,
+        keys,
+        cases,
+      },
+      null,
+      1,
+    ) + '\n';
   if (writeGenerated(join(outDir, `${name}.json`), text)) changed++;
   console.log(`${name}.json: ${cases.length} cases`);
 }

@@ -29,16 +29,30 @@ async function finish(alg, role, priv, seedHex) {
   const publicJwk = await ctl.toPublicJwk(publicKeyPem);
   return { alg, role, kid: await ctl.jwkThumbprint(publicJwk), seedHex, privateKeyPem, publicKeyPem, publicJwk };
 }
-const ed = (name, role) => finish('EdDSA', role, createPrivateKey({
-  key: Buffer.concat([Buffer.from('302e020100300506032b657004220420', 'hex'), seed(name)]), format: 'der', type: 'pkcs8',
-}), seed(name).toString('hex'));
+const ed = (name, role) =>
+  finish(
+    'EdDSA',
+    role,
+    createPrivateKey({
+      key: Buffer.concat([Buffer.from('302e020100300506032b657004220420', 'hex'), seed(name)]),
+      format: 'der',
+      type: 'pkcs8',
+    }),
+    seed(name).toString('hex'),
+  );
 async function p256(name, role) {
   // A JWK private key from the scalar; node computes the public point.
   const d = seed(name);
   const ecdh = createECDH('prime256v1');
   ecdh.setPrivateKey(d);
   const point = ecdh.getPublicKey(); // 0x04 || x || y
-  const jwk = { kty: 'EC', crv: 'P-256', d: d.toString('base64url'), x: point.subarray(1, 33).toString('base64url'), y: point.subarray(33).toString('base64url') };
+  const jwk = {
+    kty: 'EC',
+    crv: 'P-256',
+    d: d.toString('base64url'),
+    x: point.subarray(1, 33).toString('base64url'),
+    y: point.subarray(33).toString('base64url'),
+  };
   return finish('ES256', role, createPrivateKey({ key: jwk, format: 'jwk' }), d.toString('hex'));
 }
 
@@ -63,14 +77,38 @@ const pub = (n) => keys[n].publicJwk;
 const signers = (...names) => ({ signers: names.map((n) => ({ key: keys[n].privateKeyPem })) });
 const statement = (fields, ...names) => ctl.createRootStatement(fields, signers(...names));
 
-const s2 = await statement({ rootVersion: 2, keys: [pub('r2')], threshold: 1, bundleKeys: [pub('bk2')], issuedAt: '2026-01-01T00:00:00Z' }, 'root', 'r2');
-const v3 = { rootVersion: 3, keys: [pub('a'), pub('b'), pub('c')], threshold: 2, bundleKeys: [pub('bk3')], issuedAt: '2026-03-01T00:00:00Z' };
+const s2 = await statement(
+  { rootVersion: 2, keys: [pub('r2')], threshold: 1, bundleKeys: [pub('bk2')], issuedAt: '2026-01-01T00:00:00Z' },
+  'root',
+  'r2',
+);
+const v3 = {
+  rootVersion: 3,
+  keys: [pub('a'), pub('b'), pub('c')],
+  threshold: 2,
+  bundleKeys: [pub('bk3')],
+  issuedAt: '2026-03-01T00:00:00Z',
+};
 const s3 = await statement(v3, 'r2', 'a', 'c');
-const v4 = { rootVersion: 4, keys: [pub('a'), pub('b'), pub('c')], threshold: 2, bundleKeys: [pub('bk4')], issuedAt: '2026-05-01T00:00:00Z' };
+const v4 = {
+  rootVersion: 4,
+  keys: [pub('a'), pub('b'), pub('c')],
+  threshold: 2,
+  bundleKeys: [pub('bk4')],
+  issuedAt: '2026-05-01T00:00:00Z',
+};
 const s4 = await statement(v4, 'b', 'c');
-const s2p = await statement({ rootVersion: 2, keys: [pub('p1')], threshold: 1, bundleKeys: [pub('bk2')], issuedAt: '2026-01-01T00:00:00Z' }, 'root', 'p1');
+const s2p = await statement(
+  { rootVersion: 2, keys: [pub('p1')], threshold: 1, bundleKeys: [pub('bk2')], issuedAt: '2026-01-01T00:00:00Z' },
+  'root',
+  'p1',
+);
 
-const edited = (s, edit) => { const c = structuredClone(s); edit(c); return c; };
+const edited = (s, edit) => {
+  const c = structuredClone(s);
+  edit(c);
+  return c;
+};
 const b64 = (u8) => Buffer.from(u8).toString('base64url');
 async function rawSig(name, bytes) {
   const k = await ctl.importSigningKey(keys[name].privateKeyPem);
@@ -80,87 +118,376 @@ const bytesOf = (s) => ctl.rootSignedBytes(s);
 
 // A version-4 statement signed by b only, with b's signature repeated under a's keyId (a key counts once).
 const s4b = await statement(v4, 'b');
-const s4twice = { ...s4b, signatures: [...s4b.signatures, { keyId: keys.a.kid, signature: s4b.signatures[0].signature }] };
+const s4twice = {
+  ...s4b,
+  signatures: [...s4b.signatures, { keyId: keys.a.kid, signature: s4b.signatures[0].signature }],
+};
 // Version 2 signed with the bundle prefix instead of the root prefix (domain separation, §3).
 const s2wrongPrefix = edited(s2, () => {});
 {
   const { signatures: _s, ...rest } = s2;
   const bytes = new TextEncoder().encode('ctl-bundle/1\n' + ctl.canonicalize(rest));
-  s2wrongPrefix.signatures = [{ keyId: keys.root.kid, signature: await rawSig('root', bytes) }, { keyId: keys.r2.kid, signature: await rawSig('r2', bytes) }];
+  s2wrongPrefix.signatures = [
+    { keyId: keys.root.kid, signature: await rawSig('root', bytes) },
+    { keyId: keys.r2.kid, signature: await rawSig('r2', bytes) },
+  ];
 }
 // A stranger signs version 2 under the pinned root's kid.
 const s2stranger = edited(s2, () => {});
 s2stranger.signatures = [{ keyId: keys.root.kid, signature: await rawSig('stranger', bytesOf(s2)) }, s2.signatures[1]];
 
 let seq = 0;
-const bundle = (key) => ctl.createTrustBundle({
-  bundleId: `bndl-root-${String(++seq).padStart(4, '0')}`, sequence: 10 + seq, scope: { region: 'eu' },
-  issuers: [{ issuer: 'authority.example', keys: [{ ...pub('authority'), kid: keys.authority.kid, alg: 'EdDSA', purposes: ['grant'] }] }],
-  revokedGrants: [], issuedAt: '2026-05-15T00:00:00Z', expiresAt: '2026-09-01T00:00:00Z',
-}, { signingKey: keys[key].privateKeyPem, issuer: 'fleet-root.example' });
+const bundle = (key) =>
+  ctl.createTrustBundle(
+    {
+      bundleId: `bndl-root-${String(++seq).padStart(4, '0')}`,
+      sequence: 10 + seq,
+      scope: { region: 'eu' },
+      issuers: [
+        {
+          issuer: 'authority.example',
+          keys: [{ ...pub('authority'), kid: keys.authority.kid, alg: 'EdDSA', purposes: ['grant'] }],
+        },
+      ],
+      revokedGrants: [],
+      issuedAt: '2026-05-15T00:00:00Z',
+      expiresAt: '2026-09-01T00:00:00Z',
+    },
+    { signingKey: keys[key].privateKeyPem, issuer: 'fleet-root.example' },
+  );
 
 const cases = [];
 const ok = (rootVersion) => ({ valid: true, ...(rootVersion ? { rootVersion } : {}) });
 const no = (code) => ({ valid: false, code });
 const chainCase = (id, description, statements, expected, options = {}) =>
-  cases.push({ id, description, kind: 'root-chain', input: { statements }, options: { root: 'root', now: NOW, ...options }, expected });
+  cases.push({
+    id,
+    description,
+    kind: 'root-chain',
+    input: { statements },
+    options: { root: 'root', now: NOW, ...options },
+    expected,
+  });
 const bundleCase = async (id, description, signer, statements, expected, options = {}) =>
-  cases.push({ id, description, kind: 'root-bundle', input: { bundle: await bundle(signer), statements }, options: { root: 'root', now: NOW, ...options }, expected });
+  cases.push({
+    id,
+    description,
+    kind: 'root-bundle',
+    input: { bundle: await bundle(signer), statements },
+    options: { root: 'root', now: NOW, ...options },
+    expected,
+  });
 
 chainCase('root-valid-empty', 'No statement: version 1, the pinned root is the bundle key.', [], ok(1));
 chainCase('root-valid-v2', 'Version 2 signed by the pinned root and by its own key.', [s2], ok(2));
 chainCase('root-valid-v3-2of3', 'Version 3 (a 2-of-3 set) signed by version 2 (r2) and by a and c.', [s2, s3], ok(3));
-chainCase('root-valid-v4-bundle-key-recovery', 'Version 4 keeps the 2-of-3 set (b, c sign for both) and replaces the compromised bundle key.', [s2, s3, s4], ok(4));
-chainCase('root-valid-min-version-equal', 'A chain ending at the stored version is accepted (the same root again).', [s2, s3], ok(3), { minVersion: 3 });
-chainCase('root-valid-json-text', 'The chain as JSON text, read with the strict I-JSON parser.', JSON.stringify([s2, s3]), ok(3));
+chainCase(
+  'root-valid-v4-bundle-key-recovery',
+  'Version 4 keeps the 2-of-3 set (b, c sign for both) and replaces the compromised bundle key.',
+  [s2, s3, s4],
+  ok(4),
+);
+chainCase(
+  'root-valid-min-version-equal',
+  'A chain ending at the stored version is accepted (the same root again).',
+  [s2, s3],
+  ok(3),
+  { minVersion: 3 },
+);
+chainCase(
+  'root-valid-json-text',
+  'The chain as JSON text, read with the strict I-JSON parser.',
+  JSON.stringify([s2, s3]),
+  ok(3),
+);
 chainCase('root-valid-p256-set', 'A P-256 root set at version 2 (ES256 signature, RFC 6979).', [s2p], ok(2));
-chainCase('root-short-old-threshold', 'Version 4 signed by one key (b) of the 2-of-3 set.', [s2, s3, s4b], no('root_rotation_invalid'));
-chainCase('root-key-counted-twice', "b's signature repeated under a's keyId: one key counts once.", [s2, s3, s4twice], no('root_rotation_invalid'));
-chainCase('root-short-new-threshold', 'Version 3 signed by r2 and a only: the new 2-of-3 set did not prove possession.', [s2, await statement(v3, 'r2', 'a')], no('root_rotation_invalid'));
-chainCase('root-not-signed-by-previous', 'Version 2 signed by its own key only.', [await statement({ ...s2, signatures: undefined }, 'r2')], no('root_rotation_invalid'));
-chainCase('root-stranger-under-root-kid', "A stranger's signature under the pinned root's kid.", [s2stranger], no('root_rotation_invalid'));
-chainCase('root-wrong-prefix', 'Signatures over ctl-bundle/1 instead of ctl-root/1 (a signature of one type never passes as another).', [s2wrongPrefix], no('root_rotation_invalid'));
+chainCase(
+  'root-short-old-threshold',
+  'Version 4 signed by one key (b) of the 2-of-3 set.',
+  [s2, s3, s4b],
+  no('root_rotation_invalid'),
+);
+chainCase(
+  'root-key-counted-twice',
+  "b's signature repeated under a's keyId: one key counts once.",
+  [s2, s3, s4twice],
+  no('root_rotation_invalid'),
+);
+chainCase(
+  'root-short-new-threshold',
+  'Version 3 signed by r2 and a only: the new 2-of-3 set did not prove possession.',
+  [s2, await statement(v3, 'r2', 'a')],
+  no('root_rotation_invalid'),
+);
+chainCase(
+  'root-not-signed-by-previous',
+  'Version 2 signed by its own key only.',
+  [await statement({ ...s2, signatures: undefined }, 'r2')],
+  no('root_rotation_invalid'),
+);
+chainCase(
+  'root-stranger-under-root-kid',
+  "A stranger's signature under the pinned root's kid.",
+  [s2stranger],
+  no('root_rotation_invalid'),
+);
+chainCase(
+  'root-wrong-prefix',
+  'Signatures over ctl-bundle/1 instead of ctl-root/1 (a signature of one type never passes as another).',
+  [s2wrongPrefix],
+  no('root_rotation_invalid'),
+);
 chainCase('root-skipped-version', 'Version 3 directly after the pinned version 1.', [s3], no('root_rotation_invalid'));
 chainCase('root-out-of-order', 'Versions 3 then 2.', [s3, s2], no('root_rotation_invalid'));
 chainCase('root-repeated-version', 'Version 2 twice.', [s2, s2, s3], no('root_rotation_invalid'));
-chainCase('root-tampered-bundle-keys', 'Version 3 with its bundleKeys swapped after signing.', [s2, edited(s3, (s) => { s.bundleKeys = s2.bundleKeys; })], no('root_rotation_invalid'));
-chainCase('root-tampered-threshold', 'Version 3 with its threshold lowered to 1 after signing.', [s2, edited(s3, (s) => { s.threshold = 1; })], no('root_rotation_invalid'));
-chainCase('root-rollback', 'A replayed version-2 chain on a verifier that stored version 3.', [s2], no('root_rollback'), { minVersion: 3 });
-chainCase('root-rollback-empty', 'No chain on a verifier that stored version 2.', [], no('root_rollback'), { minVersion: 2 });
-chainCase('root-malformed-unknown-member', 'An unknown member (closed objects, §3).', [edited(s2, (s) => { s.note = 'x'; })], no('malformed'));
-chainCase('root-malformed-key-purposes', 'A root key with a purposes member (§11: JWK + kid + alg only).', [edited(s2, (s) => { s.keys[0].purposes = ['bundle']; })], no('malformed'));
-chainCase('root-malformed-null', 'null for a member (omit instead).', [edited(s2, (s) => { s.issuedAt = null; })], no('malformed'));
-chainCase('root-malformed-version-1', 'rootVersion 1 (version 1 is the pinned key, never a statement).', [edited(s2, (s) => { s.rootVersion = 1; })], no('malformed'));
-chainCase('root-malformed-threshold-zero', 'threshold 0.', [edited(s2, (s) => { s.threshold = 0; })], no('malformed'));
-chainCase('root-malformed-threshold-above', 'threshold above the number of keys.', [edited(s2, (s) => { s.threshold = 2; })], no('malformed'));
-chainCase('root-malformed-same-key-two-kids', 'One key listed twice under two kids (it would count twice).', [edited(s3, (s) => { s.keys[1] = { ...s.keys[0], kid: 'another-kid' }; })], no('malformed'));
-chainCase('root-malformed-duplicate-signature', 'Two signature entries with one keyId.', [edited(s2, (s) => { s.signatures.push(s.signatures[0]); })], no('malformed'));
+chainCase(
+  'root-tampered-bundle-keys',
+  'Version 3 with its bundleKeys swapped after signing.',
+  [
+    s2,
+    edited(s3, (s) => {
+      s.bundleKeys = s2.bundleKeys;
+    }),
+  ],
+  no('root_rotation_invalid'),
+);
+chainCase(
+  'root-tampered-threshold',
+  'Version 3 with its threshold lowered to 1 after signing.',
+  [
+    s2,
+    edited(s3, (s) => {
+      s.threshold = 1;
+    }),
+  ],
+  no('root_rotation_invalid'),
+);
+chainCase(
+  'root-rollback',
+  'A replayed version-2 chain on a verifier that stored version 3.',
+  [s2],
+  no('root_rollback'),
+  { minVersion: 3 },
+);
+chainCase('root-rollback-empty', 'No chain on a verifier that stored version 2.', [], no('root_rollback'), {
+  minVersion: 2,
+});
+chainCase(
+  'root-malformed-unknown-member',
+  'An unknown member (closed objects, §3).',
+  [
+    edited(s2, (s) => {
+      s.note = 'x';
+    }),
+  ],
+  no('malformed'),
+);
+chainCase(
+  'root-malformed-key-purposes',
+  'A root key with a purposes member (§11: JWK + kid + alg only).',
+  [
+    edited(s2, (s) => {
+      s.keys[0].purposes = ['bundle'];
+    }),
+  ],
+  no('malformed'),
+);
+chainCase(
+  'root-malformed-null',
+  'null for a member (omit instead).',
+  [
+    edited(s2, (s) => {
+      s.issuedAt = null;
+    }),
+  ],
+  no('malformed'),
+);
+chainCase(
+  'root-malformed-version-1',
+  'rootVersion 1 (version 1 is the pinned key, never a statement).',
+  [
+    edited(s2, (s) => {
+      s.rootVersion = 1;
+    }),
+  ],
+  no('malformed'),
+);
+chainCase(
+  'root-malformed-threshold-zero',
+  'threshold 0.',
+  [
+    edited(s2, (s) => {
+      s.threshold = 0;
+    }),
+  ],
+  no('malformed'),
+);
+chainCase(
+  'root-malformed-threshold-above',
+  'threshold above the number of keys.',
+  [
+    edited(s2, (s) => {
+      s.threshold = 2;
+    }),
+  ],
+  no('malformed'),
+);
+chainCase(
+  'root-malformed-same-key-two-kids',
+  'One key listed twice under two kids (it would count twice).',
+  [
+    edited(s3, (s) => {
+      s.keys[1] = { ...s.keys[0], kid: 'another-kid' };
+    }),
+  ],
+  no('malformed'),
+);
+chainCase(
+  'root-malformed-duplicate-signature',
+  'Two signature entries with one keyId.',
+  [
+    edited(s2, (s) => {
+      s.signatures.push(s.signatures[0]);
+    }),
+  ],
+  no('malformed'),
+);
 chainCase('root-malformed-not-array', 'The chain is an object, not an array.', { statements: [s2] }, no('malformed'));
 // r2, retired at version 3, leaks: the stranger signs a fork (versions 3 and 4) with it.
-const f3 = await statement({ rootVersion: 3, keys: [pub('stranger')], threshold: 1, bundleKeys: [pub('stranger')], issuedAt: '2026-05-20T00:00:00Z' }, 'r2', 'stranger');
-const f4 = await statement({ rootVersion: 4, keys: [pub('stranger')], threshold: 1, bundleKeys: [pub('stranger')], issuedAt: '2026-05-21T00:00:00Z' }, 'stranger');
-chainCase('root-fork-walks-from-pin', 'A fork signed by the leaked retired version-2 key: the walk from the pin alone accepts it (PROTOCOL.md §11 as written).', [s2, f3, f4], ok(4), { minVersion: 3 });
-chainCase('root-fork-refused-with-accepted', 'The same fork, on a verifier that passes the chain it accepted (options.accepted): it does not extend it.', [s2, f3, f4], no('root_rotation_invalid'), { accepted: [s2, s3] });
-chainCase('root-extends-accepted', 'The real version 4 extends the accepted chain [2, 3].', [s2, s3, s4], ok(4), { accepted: [s2, s3] });
-chainCase('root-shorter-than-accepted', 'A chain shorter than the accepted one is a rollback.', [s2], no('root_rollback'), { accepted: [s2, s3] });
-chainCase('root-unsupported-version', 'A statement of format version 2.', [edited(s2, (s) => { s.version = 2; })], no('unsupported_version'));
+const f3 = await statement(
+  {
+    rootVersion: 3,
+    keys: [pub('stranger')],
+    threshold: 1,
+    bundleKeys: [pub('stranger')],
+    issuedAt: '2026-05-20T00:00:00Z',
+  },
+  'r2',
+  'stranger',
+);
+const f4 = await statement(
+  {
+    rootVersion: 4,
+    keys: [pub('stranger')],
+    threshold: 1,
+    bundleKeys: [pub('stranger')],
+    issuedAt: '2026-05-21T00:00:00Z',
+  },
+  'stranger',
+);
+chainCase(
+  'root-fork-walks-from-pin',
+  'A fork signed by the leaked retired version-2 key: the walk from the pin alone accepts it (PROTOCOL.md §11 as written).',
+  [s2, f3, f4],
+  ok(4),
+  { minVersion: 3 },
+);
+chainCase(
+  'root-fork-refused-with-accepted',
+  'The same fork, on a verifier that passes the chain it accepted (options.accepted): it does not extend it.',
+  [s2, f3, f4],
+  no('root_rotation_invalid'),
+  { accepted: [s2, s3] },
+);
+chainCase('root-extends-accepted', 'The real version 4 extends the accepted chain [2, 3].', [s2, s3, s4], ok(4), {
+  accepted: [s2, s3],
+});
+chainCase(
+  'root-shorter-than-accepted',
+  'A chain shorter than the accepted one is a rollback.',
+  [s2],
+  no('root_rollback'),
+  { accepted: [s2, s3] },
+);
+chainCase(
+  'root-unsupported-version',
+  'A statement of format version 2.',
+  [
+    edited(s2, (s) => {
+      s.version = 2;
+    }),
+  ],
+  no('unsupported_version'),
+);
 
-await bundleCase('root-bundle-v3-key', 'A bundle signed by the version-3 bundle key, chain [2, 3].', 'bk3', [s2, s3], ok(3));
-await bundleCase('root-bundle-v4-key', 'A bundle signed by the version-4 bundle key after the recovery.', 'bk4', [s2, s3, s4], ok(4), { minRootVersion: 3 });
-await bundleCase('root-bundle-unrotated', 'No rotation: the pinned root signs bundles as it always did.', 'root', [], ok(1));
-await bundleCase('root-bundle-retired-root', 'The pinned (version-1) root signs after version 3 was accepted.', 'root', [s2, s3], no('trust_bundle_invalid'));
-await bundleCase('root-bundle-retired-bundle-key', 'The version-2 bundle key signs under version 3.', 'bk2', [s2, s3], no('trust_bundle_invalid'));
-await bundleCase('root-bundle-compromised-key', 'The compromised version-3 bundle key signs under version 4.', 'bk3', [s2, s3, s4], no('trust_bundle_invalid'));
-await bundleCase('root-bundle-root-key-not-bundle-key', 'A version-3 root key (a) signs a bundle: root keys sign statements, bundle keys sign bundles.', 'a', [s2, s3], no('trust_bundle_invalid'));
-await bundleCase('root-bundle-rollback', 'The version-2 bundle key with the version-2 chain, on a verifier that stored version 3.', 'bk2', [s2], no('root_rollback'), { minRootVersion: 3 });
-await bundleCase('root-bundle-broken-chain', 'A bundle of the version-3 key with a chain that skips version 2.', 'bk3', [s3], no('root_rotation_invalid'));
+await bundleCase(
+  'root-bundle-v3-key',
+  'A bundle signed by the version-3 bundle key, chain [2, 3].',
+  'bk3',
+  [s2, s3],
+  ok(3),
+);
+await bundleCase(
+  'root-bundle-v4-key',
+  'A bundle signed by the version-4 bundle key after the recovery.',
+  'bk4',
+  [s2, s3, s4],
+  ok(4),
+  { minRootVersion: 3 },
+);
+await bundleCase(
+  'root-bundle-unrotated',
+  'No rotation: the pinned root signs bundles as it always did.',
+  'root',
+  [],
+  ok(1),
+);
+await bundleCase(
+  'root-bundle-retired-root',
+  'The pinned (version-1) root signs after version 3 was accepted.',
+  'root',
+  [s2, s3],
+  no('trust_bundle_invalid'),
+);
+await bundleCase(
+  'root-bundle-retired-bundle-key',
+  'The version-2 bundle key signs under version 3.',
+  'bk2',
+  [s2, s3],
+  no('trust_bundle_invalid'),
+);
+await bundleCase(
+  'root-bundle-compromised-key',
+  'The compromised version-3 bundle key signs under version 4.',
+  'bk3',
+  [s2, s3, s4],
+  no('trust_bundle_invalid'),
+);
+await bundleCase(
+  'root-bundle-root-key-not-bundle-key',
+  'A version-3 root key (a) signs a bundle: root keys sign statements, bundle keys sign bundles.',
+  'a',
+  [s2, s3],
+  no('trust_bundle_invalid'),
+);
+await bundleCase(
+  'root-bundle-rollback',
+  'The version-2 bundle key with the version-2 chain, on a verifier that stored version 3.',
+  'bk2',
+  [s2],
+  no('root_rollback'),
+  { minRootVersion: 3 },
+);
+await bundleCase(
+  'root-bundle-broken-chain',
+  'A bundle of the version-3 key with a chain that skips version 2.',
+  'bk3',
+  [s3],
+  no('root_rotation_invalid'),
+);
 
-const text = JSON.stringify({
-  version: 1,
-  description: 'CTL own vectors (root chains, PROTOCOL.md §11). root-chain: verifyRootChain(keys[options.root].publicKeyPem, input.statements, { minVersion, accepted }); root-bundle: verifyTrustBundle(input.bundle, keys[options.root].publicKeyPem, { now, rootChain: input.statements, minRootVersion }). Generated by scripts/gen-root-vectors.mjs; format: test/vectors/own/README.md. Keys are test-only.',
-  keys,
-  cases,
-}, null, 1) + '\n';
+const text =
+  JSON.stringify(
+    {
+      version: 1,
+      description:
+        'CTL own vectors (root chains, PROTOCOL.md §11). root-chain: verifyRootChain(keys[options.root].publicKeyPem, input.statements, { minVersion, accepted }); root-bundle: verifyTrustBundle(input.bundle, keys[options.root].publicKeyPem, { now, rootChain: input.statements, minRootVersion }). Generated by scripts/gen-root-vectors.mjs; format: test/vectors/own/README.md. Keys are test-only.',
+      keys,
+      cases,
+    },
+    null,
+    1,
+  ) + '\n';
 const stale = writeGenerated(join(outDir, 'root.json'), text);
 console.log(`root-chain/root.json: ${cases.length} cases`);
 if (check && stale) process.exit(1);

@@ -36,7 +36,13 @@ function npmLockText(data) {
   const isObj = (v) => !!v && typeof v === 'object' && !Array.isArray(v);
   const rank = (k) => (first.includes(k) ? first.indexOf(k) : first.length);
   const compare = (a, b) => rank(a) - rank(b) || (rank(a) === first.length ? a.localeCompare(b, 'en') : 0);
-  const sorted = (_key, value) => (!isObj(value) ? value : Object.fromEntries(Object.entries(value).sort(([ak, av], [bk, bv]) =>
-    isObj(av) === isObj(bv) ? compare(ak, bk) : isObj(av) ? 1 : -1)));
+  const sorted = (_key, value) =>
+    !isObj(value)
+      ? value
+      : Object.fromEntries(
+          Object.entries(value).sort(([ak, av], [bk, bv]) =>
+            isObj(av) === isObj(bv) ? compare(ak, bk) : isObj(av) ? 1 : -1,
+          ),
+        );
   return `${JSON.stringify(data, sorted, 2)}\n`;
 }

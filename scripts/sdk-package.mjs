@@ -20,12 +20,32 @@ if (args.length && (outAt !== 0 || args.length !== 2)) {
 const out = resolve(outAt === 0 ? args[1] : join(root, 'pack', 'ctl'));
 
 /** What a consumer's npm reads: identity, entry points, the bin; nothing that runs at install. */
-const PUBLISHED = ['name', 'version', 'description', 'license', 'keywords', 'homepage', 'repository', 'bugs', 'author', 'type', 'engines', 'main', 'module', 'types', 'exports', 'bin', 'sideEffects'];
+const PUBLISHED = [
+  'name',
+  'version',
+  'description',
+  'license',
+  'keywords',
+  'homepage',
+  'repository',
+  'bugs',
+  'author',
+  'type',
+  'engines',
+  'main',
+  'module',
+  'types',
+  'exports',
+  'bin',
+  'sideEffects',
+];
 
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
-if (Object.keys(pkg.dependencies ?? {}).length) throw new Error('sdk-package: the SDK has runtime dependencies; list them in the published manifest first');
+if (Object.keys(pkg.dependencies ?? {}).length)
+  throw new Error('sdk-package: the SDK has runtime dependencies; list them in the published manifest first');
 for (const f of ['index.js', 'index.cjs', 'types/index.d.ts', 'cli']) {
-  if (!existsSync(join(root, 'dist', f))) throw new Error(`sdk-package: dist/${f} is missing: run \`npm run build\` first`);
+  if (!existsSync(join(root, 'dist', f)))
+    throw new Error(`sdk-package: dist/${f} is missing: run \`npm run build\` first`);
 }
 const manifest = Object.fromEntries(PUBLISHED.filter((k) => pkg[k] !== undefined).map((k) => [k, pkg[k]]));
 manifest.files = ['dist', 'bin'];

@@ -41,11 +41,27 @@ function newest(dir) {
   return t;
 }
 // Every bundle the tests load (the role bundles too): one missing or stale rebuilds them all.
-const distFiles = ['ctl.iife.js', 'ctl-verify.iife.js', 'ctl-wallet.iife.js', 'ctl-p256.iife.js', 'ctl-human-agent.iife.js', 'verify.js', 'wallet.js', 'p256.js', 'human-agent.js', 'online.js', 'testing.js'].map((f) => join(root, 'dist', f));
+const distFiles = [
+  'ctl.iife.js',
+  'ctl-verify.iife.js',
+  'ctl-wallet.iife.js',
+  'ctl-p256.iife.js',
+  'ctl-human-agent.iife.js',
+  'verify.js',
+  'wallet.js',
+  'p256.js',
+  'human-agent.js',
+  'online.js',
+  'testing.js',
+].map((f) => join(root, 'dist', f));
 const srcTime = newest(join(root, 'src'));
 if (distFiles.some((f) => !existsSync(f) || statSync(f).mtimeMs < srcTime)) {
   console.log('dist/ is missing or older than src/: building it (rollup -c)');
-  const r = spawnSync(process.execPath, [join(root, 'node_modules', 'rollup', 'dist', 'bin', 'rollup'), '-c', '--silent'], { cwd: root, stdio: 'inherit' });
+  const r = spawnSync(
+    process.execPath,
+    [join(root, 'node_modules', 'rollup', 'dist', 'bin', 'rollup'), '-c', '--silent'],
+    { cwd: root, stdio: 'inherit' },
+  );
   if (r.status !== 0) {
     console.log('0 passed, 1 failed');
     process.exit(1);
@@ -54,9 +70,11 @@ if (distFiles.some((f) => !existsSync(f) || statSync(f).mtimeMs < srcTime)) {
 
 // Matched against the path from the repository root: the checkout's own path (a worktree named
 // after a test) would match everything.
-const files = collect(testRoot, []).filter((f) => (filters.length === 0
-  ? isSlow(f) === slowTier
-  : filters.some((s) => relative(root, f).includes(s)) && (!slowTier || isSlow(f))));
+const files = collect(testRoot, []).filter((f) =>
+  filters.length === 0
+    ? isSlow(f) === slowTier
+    : filters.some((s) => relative(root, f).includes(s)) && (!slowTier || isSlow(f)),
+);
 const startedAt = Date.now();
 const strip = (s) => s.replace(/\x1b\[[0-9;]*m/g, '');
 
@@ -84,10 +102,21 @@ function runFile(file) {
       clearTimeout(timer);
       if (hung) {
         out += `\nHUNG: killed after ${FILE_TIMEOUT_MS / 1000} s without finishing\n`;
-        return resolve({ file: relative(root, file), code, text: strip(out), ms: Date.now() - started, passed: 0, failed: 1, skipped: 0, hung: true });
+        return resolve({
+          file: relative(root, file),
+          code,
+          text: strip(out),
+          ms: Date.now() - started,
+          passed: 0,
+          failed: 1,
+          skipped: 0,
+          hung: true,
+        });
       }
       // A file that dies silently (a signal, an exit before any output) says how it ended.
-      const text = strip(out) + (code !== 0 && !/Total:/.test(out) ? `\nexited with ${signal ? `signal ${signal}` : `code ${code}`}\n` : '');
+      const text =
+        strip(out) +
+        (code !== 0 && !/Total:/.test(out) ? `\nexited with ${signal ? `signal ${signal}` : `code ${code}`}\n` : '');
       const total = Number(/Total:\s+(\d+)/.exec(text)?.[1] ?? NaN);
       const passed = Number(/Passed:\s+(\d+)/.exec(text)?.[1] ?? NaN);
       const skipped = Number(/Skipped:\s+(\d+)/.exec(text)?.[1] ?? 0);
@@ -119,8 +148,16 @@ async function worker() {
     }
     results.push(r);
     const mark = r.failed ? 'FAIL' : 'ok  ';
-    console.log(`${mark} ${r.file}  (${r.passed} passed, ${r.failed} failed${r.skipped ? `, ${r.skipped} skipped` : ''}, ${r.ms} ms)`);
-    if (r.failed) console.log(r.text.split('\n').map((l) => '     ' + l).join('\n'));
+    console.log(
+      `${mark} ${r.file}  (${r.passed} passed, ${r.failed} failed${r.skipped ? `, ${r.skipped} skipped` : ''}, ${r.ms} ms)`,
+    );
+    if (r.failed)
+      console.log(
+        r.text
+          .split('\n')
+          .map((l) => '     ' + l)
+          .join('\n'),
+      );
     // SKIPPED: what did not run; ARTIFACTS: where a passing test left files to look at (screenshots).
     const skipLines = r.text.split('\n').filter((l) => l.startsWith('SKIPPED') || l.startsWith('ARTIFACTS'));
     for (const l of skipLines) console.log('     ' + l);
@@ -133,6 +170,8 @@ const failed = results.reduce((a, r) => a + r.failed, 0);
 const skipped = results.reduce((a, r) => a + r.skipped, 0);
 if (files.length === 0) console.log('no test files found under build/test');
 const seconds = Math.round((Date.now() - startedAt) / 1000);
-console.log(`${files.length} files (${slowTier ? 'slow tier' : filters.length ? 'filtered' : 'npm test tier'}) in ${Math.floor(seconds / 60)} min ${seconds % 60} s`);
+console.log(
+  `${files.length} files (${slowTier ? 'slow tier' : filters.length ? 'filtered' : 'npm test tier'}) in ${Math.floor(seconds / 60)} min ${seconds % 60} s`,
+);
 console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
 process.exit(failed > 0 || files.length === 0 ? 1 : 0);

@@ -104,7 +104,12 @@ export function requireScope(authenticate: Authenticate, scope: string): Middlew
   return async (ctx, next) => {
     const token = bearerToken(ctx.get('authorization') || undefined);
     const principal = token ? await authenticate(token) : undefined;
-    if (!principal) throw new HttpError(401, 'unauthorized', token ? 'the API key is not valid' : 'an API key is required (Authorization: Bearer <key>)');
+    if (!principal)
+      throw new HttpError(
+        401,
+        'unauthorized',
+        token ? 'the API key is not valid' : 'an API key is required (Authorization: Bearer <key>)',
+      );
     if (!principal.scopes.includes(scope) && !principal.scopes.includes(ADMIN_SCOPE)) {
       throw new HttpError(403, 'forbidden', `the API key lacks the scope '${scope}'`);
     }

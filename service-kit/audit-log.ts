@@ -88,7 +88,16 @@ export function auditEntryHash(e: Omit<AuditEntry, 'hash'>): string {
   return createHash('sha256').update(input, 'utf8').digest('hex');
 }
 
-type AuditRow = { seq: number | string; at: string; actor: string; action: string; subject: string; data: string; prev_hash: string; hash: string };
+type AuditRow = {
+  seq: number | string;
+  at: string;
+  actor: string;
+  action: string;
+  subject: string;
+  data: string;
+  prev_hash: string;
+  hash: string;
+};
 const fromRow = (r: AuditRow): AuditEntry => ({
   seq: Number(r.seq),
   at: r.at,
@@ -105,7 +114,11 @@ export interface AuditLog {
    * Appends one entry: inside the caller's transaction when `q` is given (the change it records),
    * else in a transaction of its own, in which `also` runs too (e.g. the entry's webhook deliveries).
    */
-  append(input: AuditInput, q?: SqlExecutor, also?: (q: SqlExecutor, entry: AuditEntry) => Promise<void>): Promise<AuditEntry>;
+  append(
+    input: AuditInput,
+    q?: SqlExecutor,
+    also?: (q: SqlExecutor, entry: AuditEntry) => Promise<void>,
+  ): Promise<AuditEntry>;
   /**
    * For a chain that records every payment: the entry is written in the caller's transaction `q`
    * (the change it records) to the staging table, without the chain's lock, so audited changes
@@ -132,8 +145,11 @@ export function createAuditLog(db: SqlDatabase, table = 'audit_log'): AuditLog {
   const lockName = `ctl_audit:${table}`;
   const appendWith = async (q: SqlExecutor, input: AuditInput): Promise<AuditEntry> => {
     // Re-entrant: a transaction opened with `{ lock: lockName }` already holds it.
-    if (q.dialect === 'postgres') await q.get('SELECT pg_advisory_xact_lock(hashtextextended(?, 0)) AS locked', [lockName]);
-    const head = await q.get<{ seq: number | string; hash: string }>(`SELECT seq, hash FROM ${table} ORDER BY seq DESC LIMIT 1`);
+    if (q.dialect === 'postgres')
+      await q.get('SELECT pg_advisory_xact_lock(hashtextextended(?, 0)) AS locked', [lockName]);
+    const head = await q.get<{ seq: number | string; hash: string }>(
+      `SELECT seq, hash FROM ${table} ORDER BY seq DESC LIMIT 1`,
+    );
     const entry: Omit<AuditEntry, 'hash'> = {
       seq: head ? Number(head.seq) + 1 : 1,
       at: input.at ?? new Date().toISOString(),
@@ -144,16 +160,10 @@ export function createAuditLog(db: SqlDatabase, table = 'audit_log'): AuditLog {
       prevHash: head ? head.hash : AUDIT_GENESIS_HASH,
     };
     const full: AuditEntry = { ...entry, hash: auditEntryHash(entry) };
-    await q.run(`INSERT INTO ${table} (seq, at, actor, action, subject, data, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, [
-      full.seq,
-      full.at,
-      full.actor,
-      full.action,
-      full.subject,
-      full.data,
-      full.prevHash,
-      full.hash,
-    ]);
+    await q.run(
+      `INSERT INTO ${table} (seq, at, actor, action, subject, data, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+      [full.seq, full.at, full.actor, full.action, full.subject, full.data, full.prevHash, full.hash],
+    );
     return full;
   };
   // Staged entries sort by (staged_ms, id); the id's random part only breaks ties.
@@ -165,8 +175,13 @@ export function createAuditLog(db: SqlDatabase, table = 'audit_log'): AuditLog {
       return {
         table: `${table}_staged`,
         values: {
-          id: stagedId(), staged_ms: Date.now(), at: input.at ?? new Date().toISOString(), actor: input.actor, action: input.action,
-          subject: input.subject ?? '', data: JSON.stringify(input.data ?? {}),
+          id: stagedId(),
+          staged_ms: Date.now(),
+          at: input.at ?? new Date().toISOString(),
+          actor: input.actor,
+          action: input.action,
+          subject: input.subject ?? '',
+          data: JSON.stringify(input.data ?? {}),
         },
         bigint: ['staged_ms'],
       };
@@ -175,29 +190,57 @@ export function createAuditLog(db: SqlDatabase, table = 'audit_log'): AuditLog {
       await insertRow(q, this.stagedRow(input));
     },
     seal(limit = 500) {
-      return db.tx(async (q) => {
-        const rows = await q.all<StagedRow>(`SELECT id, at, actor, action, subject, data FROM ${table}_staged ORDER BY staged_ms, id LIMIT ?`, [limit]);
-        if (rows.length === 0) return 0;
-        const head = await q.get<{ seq: number | string; hash: string }>(`SELECT seq, hash FROM ${table} ORDER BY seq DESC LIMIT 1`);
-        let seq = head ? Number(head.seq) : 0;
-        let prevHash = head ? head.hash : AUDIT_GENESIS_HASH;
-        const values: unknown[] = [];
-        for (const r of rows) {
-          const entry: Omit<AuditEntry, 'hash'> = { seq: ++seq, at: r.at, actor: r.actor, action: r.action, subject: r.subject, data: r.data, prevHash };
-          prevHash = auditEntryHash(entry);
-          values.push(entry.seq, entry.at, entry.actor, entry.action, entry.subject, entry.data, entry.prevHash, prevHash);
-        }
-        // A few statements per batch, whatever its size: 50 rows per INSERT, one DELETE per 500 ids.
-        for (let i = 0; i < rows.length; i += 50) {
-          const n = Math.min(50, rows.length - i);
-          await q.run(
-            `INSERT INTO ${table} (seq, at, actor, action, subject, data, prev_hash, hash) VALUES ${Array(n).fill('(?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}`,
-            values.slice(i * 8, (i + n) * 8),
+      return db.tx(
+        async (q) => {
+          const rows = await q.all<StagedRow>(
+            `SELECT id, at, actor, action, subject, data FROM ${table}_staged ORDER BY staged_ms, id LIMIT ?`,
+            [limit],
           );
-        }
-        await q.run(`DELETE FROM ${table}_staged WHERE id IN (${rows.map(() => '?').join(', ')})`, rows.map((r) => r.id));
-        return rows.length;
-      }, { lock: lockName });
+          if (rows.length === 0) return 0;
+          const head = await q.get<{ seq: number | string; hash: string }>(
+            `SELECT seq, hash FROM ${table} ORDER BY seq DESC LIMIT 1`,
+          );
+          let seq = head ? Number(head.seq) : 0;
+          let prevHash = head ? head.hash : AUDIT_GENESIS_HASH;
+          const values: unknown[] = [];
+          for (const r of rows) {
+            const entry: Omit<AuditEntry, 'hash'> = {
+              seq: ++seq,
+              at: r.at,
+              actor: r.actor,
+              action: r.action,
+              subject: r.subject,
+              data: r.data,
+              prevHash,
+            };
+            prevHash = auditEntryHash(entry);
+            values.push(
+              entry.seq,
+              entry.at,
+              entry.actor,
+              entry.action,
+              entry.subject,
+              entry.data,
+              entry.prevHash,
+              prevHash,
+            );
+          }
+          // A few statements per batch, whatever its size: 50 rows per INSERT, one DELETE per 500 ids.
+          for (let i = 0; i < rows.length; i += 50) {
+            const n = Math.min(50, rows.length - i);
+            await q.run(
+              `INSERT INTO ${table} (seq, at, actor, action, subject, data, prev_hash, hash) VALUES ${Array(n).fill('(?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}`,
+              values.slice(i * 8, (i + n) * 8),
+            );
+          }
+          await q.run(
+            `DELETE FROM ${table}_staged WHERE id IN (${rows.map(() => '?').join(', ')})`,
+            rows.map((r) => r.id),
+          );
+          return rows.length;
+        },
+        { lock: lockName },
+      );
     },
     async append(input, q, also) {
       const run = async (tq: SqlExecutor) => {
@@ -209,7 +252,10 @@ export function createAuditLog(db: SqlDatabase, table = 'audit_log'): AuditLog {
     },
     async list(options = {}) {
       const limit = Math.min(Math.max(1, options.limit ?? 100), 1000);
-      const rows = await db.all<AuditRow>(`SELECT * FROM ${table} WHERE seq > ? ORDER BY seq ASC LIMIT ?`, [options.afterSeq ?? 0, limit]);
+      const rows = await db.all<AuditRow>(`SELECT * FROM ${table} WHERE seq > ? ORDER BY seq ASC LIMIT ?`, [
+        options.afterSeq ?? 0,
+        limit,
+      ]);
       return rows.map(fromRow);
     },
     async verify() {
@@ -217,13 +263,18 @@ export function createAuditLog(db: SqlDatabase, table = 'audit_log'): AuditLog {
       let expected = 1;
       let after = 0;
       for (;;) {
-        const rows = (await db.all<AuditRow>(`SELECT * FROM ${table} WHERE seq > ? ORDER BY seq ASC LIMIT 1000`, [after])).map(fromRow);
+        const rows = (
+          await db.all<AuditRow>(`SELECT * FROM ${table} WHERE seq > ? ORDER BY seq ASC LIMIT 1000`, [after])
+        ).map(fromRow);
         if (rows.length === 0) return { ok: true, count: expected - 1, headHash: prev };
         for (const e of rows) {
-          if (e.seq !== expected) return { ok: false, badSeq: e.seq, reason: `expected seq ${expected}, found ${e.seq}` };
-          if (e.prevHash !== prev) return { ok: false, badSeq: e.seq, reason: 'prevHash does not match the previous entry' };
+          if (e.seq !== expected)
+            return { ok: false, badSeq: e.seq, reason: `expected seq ${expected}, found ${e.seq}` };
+          if (e.prevHash !== prev)
+            return { ok: false, badSeq: e.seq, reason: 'prevHash does not match the previous entry' };
           const { hash, ...rest } = e;
-          if (auditEntryHash(rest) !== hash) return { ok: false, badSeq: e.seq, reason: 'hash does not match the entry' };
+          if (auditEntryHash(rest) !== hash)
+            return { ok: false, badSeq: e.seq, reason: 'hash does not match the entry' };
           prev = hash;
           expected++;
           after = e.seq;

@@ -21,7 +21,8 @@ export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', '
 /** @example const level = checkLogLevel(env.LOG_LEVEL) // 'info' when unset */
 export function checkLogLevel(value: string | undefined, variable = 'LOG_LEVEL'): string {
   const v = value?.trim() || 'info';
-  if (!(LOG_LEVELS as readonly string[]).includes(v)) throw new ConfigError(variable, `expected one of ${LOG_LEVELS.join(', ')}, got '${v}'`);
+  if (!(LOG_LEVELS as readonly string[]).includes(v))
+    throw new ConfigError(variable, `expected one of ${LOG_LEVELS.join(', ')}, got '${v}'`);
   return v;
 }
 
@@ -34,7 +35,8 @@ export const redactUrl = (url: string) => url.replace(/\/\/([^:@/]+):[^@/]*@/, '
  */
 export function checkDatabaseUrl(url: string, variable = 'DATABASE_URL'): string {
   if (url.startsWith('sqlite:')) {
-    if (url.length === 'sqlite:'.length) throw new ConfigError(variable, 'sqlite: needs a file path (sqlite:./data/ctl.db)');
+    if (url.length === 'sqlite:'.length)
+      throw new ConfigError(variable, 'sqlite: needs a file path (sqlite:./data/ctl.db)');
     return url;
   }
   if (/^postgres(ql)?:\/\//.test(url)) {
@@ -47,7 +49,10 @@ export function checkDatabaseUrl(url: string, variable = 'DATABASE_URL'): string
     if (!u.hostname && !u.searchParams.get('host')) throw new ConfigError(variable, `no host in '${redactUrl(url)}'`);
     return url;
   }
-  throw new ConfigError(variable, `expected sqlite:<path> or postgres://user@host:port/database, got '${redactUrl(url)}'`);
+  throw new ConfigError(
+    variable,
+    `expected sqlite:<path> or postgres://user@host:port/database, got '${redactUrl(url)}'`,
+  );
 }
 
 /**
@@ -61,17 +66,22 @@ export function checkHttpUrl(value: string, variable: string): string {
   } catch {
     throw new ConfigError(variable, `expected an http(s) URL such as https://pay.example.com, got '${value}'`);
   }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new ConfigError(variable, `expected an http(s) URL, got the scheme '${u.protocol}' in '${value}'`);
+  if (u.protocol !== 'http:' && u.protocol !== 'https:')
+    throw new ConfigError(variable, `expected an http(s) URL, got the scheme '${u.protocol}' in '${value}'`);
   if (u.username || u.password) throw new ConfigError(variable, 'a URL with credentials is not accepted');
   return value;
 }
 
 /** `host:port,…` (IPv6 in brackets: `[::1]:8080`); the port is required, names are matched exactly. */
 export function checkHostPortList(value: string | undefined, variable: string): string[] {
-  const items = (value ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  const items = (value ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   for (const item of items) {
     const m = /^(\[[0-9a-fA-F:.]+\]|[^\s:[\]/]+):([0-9]{1,5})$/.exec(item);
-    if (!m || Number(m[2]) > 65535) throw new ConfigError(variable, `expected host:port entries (127.0.0.1:8080, [::1]:8080), got '${item}'`);
+    if (!m || Number(m[2]) > 65535)
+      throw new ConfigError(variable, `expected host:port entries (127.0.0.1:8080, [::1]:8080), got '${item}'`);
   }
   // The guard compares against the bare host (address-guard.ts isExcepted).
   return items.map((i) => i.replace(/^\[([^\]]+)\]/, '$1'));
@@ -80,7 +90,11 @@ export function checkHostPortList(value: string | undefined, variable: string): 
 /** A bootstrap (admin) key: at least 16 characters, named by its variable. */
 export function checkAdminKey(value: string | undefined, variable: string): string | undefined {
   const v = value?.trim() ? value : undefined;
-  if (v !== undefined && v.length < 16) throw new ConfigError(variable, `at least 16 characters (got ${v.length}); make one with: node -e "console.log(require('crypto').randomBytes(24).toString('base64url'))"`);
+  if (v !== undefined && v.length < 16)
+    throw new ConfigError(
+      variable,
+      `at least 16 characters (got ${v.length}); make one with: node -e "console.log(require('crypto').randomBytes(24).toString('base64url'))"`,
+    );
   return v;
 }
 
@@ -115,7 +129,11 @@ const CONNECT_FAILURES: Record<string, string> = {
  * start naming its variable, not with the driver's bare `connect ECONNREFUSED`. SQLite passes.
  * @example await checkDatabaseReachable(config.databaseUrl)
  */
-export async function checkDatabaseReachable(url: string, variable = 'DATABASE_URL', timeoutMs = 10_000): Promise<void> {
+export async function checkDatabaseReachable(
+  url: string,
+  variable = 'DATABASE_URL',
+  timeoutMs = 10_000,
+): Promise<void> {
   if (!/^postgres(ql)?:\/\//.test(url)) return;
   const { default: pg } = await import('pg');
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: timeoutMs });
@@ -127,8 +145,13 @@ export async function checkDatabaseReachable(url: string, variable = 'DATABASE_U
     const err = e as Error & { code?: string };
     const u = new URL(url);
     const where = `${u.hostname || 'localhost'}:${u.port || '5432'}${u.pathname}`;
-    const why = (err.code && CONNECT_FAILURES[err.code]) ?? (/timeout/i.test(err.message) ? 'the connection timed out' : err.message);
-    throw new ConfigError(variable, `cannot connect to PostgreSQL at ${where}: ${why}${err.code ? ` (${err.code})` : ''}`);
+    const why =
+      (err.code && CONNECT_FAILURES[err.code]) ??
+      (/timeout/i.test(err.message) ? 'the connection timed out' : err.message);
+    throw new ConfigError(
+      variable,
+      `cannot connect to PostgreSQL at ${where}: ${why}${err.code ? ` (${err.code})` : ''}`,
+    );
   } finally {
     await client.end().catch(() => {});
   }

@@ -26,9 +26,20 @@ export class DatabaseUnavailableError extends HttpError {
  */
 const LOST_SQLSTATE = /^(08...|57P0[1-3]|53300|25P03)$/;
 /** Socket errors of a connection that could not be made or was cut. */
-const LOST_ERRNO = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'ECONNABORTED']);
+const LOST_ERRNO = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ECONNABORTED',
+]);
 /** pg's own errors for a lost, closed or never-made connection carry no code, only these messages. */
-const LOST_MESSAGE = /^(Connection terminated|Client has encountered a connection error|Client was closed and is not queryable|timeout exceeded when trying to connect|Query read timeout|Cannot use a pool after calling end)/;
+const LOST_MESSAGE =
+  /^(Connection terminated|Client has encountered a connection error|Client was closed and is not queryable|timeout exceeded when trying to connect|Query read timeout|Cannot use a pool after calling end)/;
 
 /**
  * true when `e` says the connection to PostgreSQL failed rather than the statement itself.

@@ -138,7 +138,8 @@ function openSqlite(path: string, options: OpenOptions = {}): SqlDatabase {
     },
     async get<T>(sql: string, params: unknown[] = []) {
       const s = prepare(sql);
-      return (s.reader ? s.get(...params.map(sqliteParam)) : (s.run(...params.map(sqliteParam)), undefined)) as T | undefined;
+      return (s.reader ? s.get(...params.map(sqliteParam)) : (s.run(...params.map(sqliteParam)), undefined)) as
+        T | undefined;
     },
     async run(sql: string, params: unknown[] = []) {
       const s = prepare(sql);
@@ -182,10 +183,12 @@ function openSqlite(path: string, options: OpenOptions = {}): SqlDatabase {
   }
   const group = sqliteGroupCommit(db, direct, wal, { claim });
   // Checkpoints on a worker thread, not inside a COMMIT on the event loop (wal-checkpointer.ts).
-  const checkpointer = !inWal ? undefined : startWalCheckpointer(resolve(path), {
-    selfCheckpoint: (on) => db.pragma(`wal_autocheckpoint = ${on ? 1000 : 0}`),
-    claim,
-  });
+  const checkpointer = !inWal
+    ? undefined
+    : startWalCheckpointer(resolve(path), {
+        selfCheckpoint: (on) => db.pragma(`wal_autocheckpoint = ${on ? 1000 : 0}`),
+        claim,
+      });
   return {
     dialect: 'sqlite',
     all: guarded('all'),
@@ -229,7 +232,12 @@ interface PendingTx {
  * several groups): what a caller was told is committed is durable. A later transaction of the
  * group sees the earlier ones' writes, exactly as if they had committed one by one before it.
  */
-function sqliteGroupCommit(db: Database.Database, direct: SqlExecutor, wal: WalFlusher | undefined, conn: { claim(): Promise<() => void> }) {
+function sqliteGroupCommit(
+  db: Database.Database,
+  direct: SqlExecutor,
+  wal: WalFlusher | undefined,
+  conn: { claim(): Promise<() => void> },
+) {
   let queue: PendingTx[] = [];
   let scheduled = false;
   const MAX_GROUP = 256;
@@ -333,7 +341,8 @@ const BUSY_SERVER = new Set(['53300', '57P03']);
 const BUSY_PATIENCE_MS = 10_000;
 
 /** `e`, or a DatabaseUnavailableError around it when it is a connection loss. */
-const asUnavailable = (e: unknown): unknown => (e instanceof DatabaseUnavailableError || !isConnectionLoss(e) ? e : new DatabaseUnavailableError(e));
+const asUnavailable = (e: unknown): unknown =>
+  e instanceof DatabaseUnavailableError || !isConnectionLoss(e) ? e : new DatabaseUnavailableError(e);
 
 /**
  * A pool whose checkouts wait out a busy server (BUSY_SERVER) with jittered backoff, instead of
@@ -344,12 +353,17 @@ const asUnavailable = (e: unknown): unknown => (e instanceof DatabaseUnavailable
 class PatientPool extends pg.Pool {
   // pg-pool calls connect(callback) from query(); callers call connect() for a promise.
   override connect(): Promise<pg.PoolClient>;
-  override connect(callback: (err: Error | undefined, client: pg.PoolClient | undefined, done: (release?: unknown) => void) => void): void;
-  override connect(callback?: (err: Error | undefined, client: pg.PoolClient | undefined, done: (release?: unknown) => void) => void): Promise<pg.PoolClient> | void {
+  override connect(
+    callback: (err: Error | undefined, client: pg.PoolClient | undefined, done: (release?: unknown) => void) => void,
+  ): void;
+  override connect(
+    callback?: (err: Error | undefined, client: pg.PoolClient | undefined, done: (release?: unknown) => void) => void,
+  ): Promise<pg.PoolClient> | void {
     const checkout = this.checkoutPatiently();
     if (!callback) return checkout;
     checkout.then(
-      (client) => callback(undefined, client, (release?: unknown) => client.release(release as Error | boolean | undefined)),
+      (client) =>
+        callback(undefined, client, (release?: unknown) => client.release(release as Error | boolean | undefined)),
       (err: Error) => callback(err, undefined, () => {}),
     );
   }
@@ -370,7 +384,8 @@ class PatientPool extends pg.Pool {
 
 async function openPostgres(url: string, options: OpenOptions): Promise<SqlDatabase> {
   const schema = options.schema;
-  if (schema !== undefined && !SCHEMA_PATTERN.test(schema)) throw new RangeError(`schema: expected ${SCHEMA_PATTERN}, got '${schema}'`);
+  if (schema !== undefined && !SCHEMA_PATTERN.test(schema))
+    throw new RangeError(`schema: expected ${SCHEMA_PATTERN}, got '${schema}'`);
   const pool = new PatientPool({
     connectionString: url,
     max: options.poolSize ?? 10,
@@ -445,7 +460,8 @@ async function openPostgres(url: string, options: OpenOptions): Promise<SqlDatab
       client.on('error', onError);
       try {
         await client.query('BEGIN');
-        if (txOptions.lock) await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [txOptions.lock]);
+        if (txOptions.lock)
+          await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [txOptions.lock]);
         const out = await fn(on(client));
         await client.query('COMMIT');
         return out;
@@ -611,7 +627,12 @@ function sharedListener(url: string) {
     retry = undefined;
     // query_timeout bounds the probe: a silently dead TCP connection would otherwise keep
     // `live` true while notifications are lost.
-    const c = new pg.Client({ connectionString: url, query_timeout: LISTEN_PROBE_MS, keepAlive: true, application_name: `ctl-listen-${process.pid}` });
+    const c = new pg.Client({
+      connectionString: url,
+      query_timeout: LISTEN_PROBE_MS,
+      keepAlive: true,
+      application_name: `ctl-listen-${process.pid}`,
+    });
     client = c;
     c.on('error', () => fail(c));
     c.on('end', () => fail(c));

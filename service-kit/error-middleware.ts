@@ -82,7 +82,11 @@ export interface ErrorBody {
 
 /** A CtlError from the SDK, recognised by shape so this module needs nothing from src/. */
 function isProtocolError(e: unknown, table: Record<string, number>): e is Error & { code: string } {
-  return e instanceof Error && typeof (e as { code?: unknown }).code === 'string' && (e as unknown as { code: string }).code in table;
+  return (
+    e instanceof Error &&
+    typeof (e as { code?: unknown }).code === 'string' &&
+    (e as unknown as { code: string }).code in table
+  );
 }
 
 /**
@@ -99,19 +103,33 @@ function isUnstorableCharacter(e: unknown): boolean {
 /** Maps any thrown value to `{ status, code, message }`; exported for tests and non-Koa callers. */
 export function describeError(e: unknown, statusByCode: Record<string, number> = DEFAULT_STATUS_BY_CODE) {
   // A lost database connection the database layer did not wrap (a library on the pool): 503, not 500.
-  if (!(e instanceof HttpError) && isConnectionLoss(e, false)) return describeError(new DatabaseUnavailableError(e), statusByCode);
+  if (!(e instanceof HttpError) && isConnectionLoss(e, false))
+    return describeError(new DatabaseUnavailableError(e), statusByCode);
   if (e instanceof HttpError) return { status: e.status, code: e.code, message: e.message, expected: e.status < 500 };
   if (isUnstorableCharacter(e)) {
-    return { status: 400, code: 'malformed', message: 'a value contains a character that cannot be stored (such as U+0000)', expected: true, warn: true };
+    return {
+      status: 400,
+      code: 'malformed',
+      message: 'a value contains a character that cannot be stored (such as U+0000)',
+      expected: true,
+      warn: true,
+    };
   }
   if (isProtocolError(e, statusByCode)) {
     const status = statusByCode[e.code];
     const resetsAt = (e as { resetsAt?: unknown }).resetsAt;
-    return { status, code: e.code, message: e.message, expected: status < 500, ...(typeof resetsAt === 'string' ? { resetsAt } : {}) };
+    return {
+      status,
+      code: e.code,
+      message: e.message,
+      expected: status < 500,
+      ...(typeof resetsAt === 'string' ? { resetsAt } : {}),
+    };
   }
   // http-errors from Koa, the router or the body parser: `status` + `expose` for 4xx.
   const any = e as { status?: unknown; statusCode?: unknown; expose?: unknown; message?: unknown; type?: unknown };
-  const status = typeof any?.status === 'number' ? any.status : typeof any?.statusCode === 'number' ? any.statusCode : 500;
+  const status =
+    typeof any?.status === 'number' ? any.status : typeof any?.statusCode === 'number' ? any.statusCode : 500;
   if (status >= 400 && status < 500) {
     const code = CODE_BY_STATUS[status] ?? 'malformed';
     let message = any.expose && typeof any.message === 'string' ? any.message : code.replace(/_/g, ' ');
@@ -127,11 +145,27 @@ export function describeError(e: unknown, statusByCode: Record<string, number> =
  * database) is the world, not a bug here: `warn` with its code and message, no stack. Anything
  * else unexpected is `error` with the stack.
  */
-function logFailure(logger: ErrorLogger | undefined, e: unknown, d: { status: number; code: string; message: string }, method: string, path: string): void {
+function logFailure(
+  logger: ErrorLogger | undefined,
+  e: unknown,
+  d: { status: number; code: string; message: string },
+  method: string,
+  path: string,
+): void {
   if ((e instanceof HttpError || d.code === 'unavailable') && d.status >= 502 && d.status <= 504 && logger?.warn) {
     // What the dependency said (a driver's message) is for the operator, never for the client.
     const cause = (e as { cause?: unknown }).cause ?? (e instanceof HttpError ? undefined : e);
-    logger.warn({ status: d.status, code: d.code, detail: d.message, ...(cause instanceof Error ? { cause: cause.message } : {}), method, path }, 'upstream failed');
+    logger.warn(
+      {
+        status: d.status,
+        code: d.code,
+        detail: d.message,
+        ...(cause instanceof Error ? { cause: cause.message } : {}),
+        method,
+        path,
+      },
+      'upstream failed',
+    );
   } else logger?.error({ err: e, method, path }, 'request failed');
 }
 
@@ -145,14 +179,19 @@ export function errorMiddleware(options: ErrorMiddlewareOptions = {}): Middlewar
     try {
       await next();
       // Nothing answered (unknown route), or the router set 405/501 without a body.
-      if (ctx.status === 404 && ctx.body == null) throw new HttpError(404, 'not_found', `no route ${ctx.method} ${ctx.path}`);
+      if (ctx.status === 404 && ctx.body == null)
+        throw new HttpError(404, 'not_found', `no route ${ctx.method} ${ctx.path}`);
       if (ctx.status >= 400 && ctx.body == null) {
         throw new HttpError(ctx.status, CODE_BY_STATUS[ctx.status] ?? 'malformed', `${ctx.method} ${ctx.path} refused`);
       }
     } catch (e) {
       const d = describeError(e, table);
       if (!d.expected) logFailure(options.logger, e, d, ctx.method, ctx.path);
-      else if ('warn' in d) options.logger?.warn?.({ err: e, method: ctx.method, path: ctx.path }, 'a request value reached the database unchecked');
+      else if ('warn' in d)
+        options.logger?.warn?.(
+          { err: e, method: ctx.method, path: ctx.path },
+          'a request value reached the database unchecked',
+        );
       ctx.status = d.status;
       ctx.set('Cache-Control', 'no-store');
       if (d.status === 401) ctx.set('WWW-Authenticate', 'Bearer');

@@ -15,10 +15,18 @@ export interface IdleCache<K, V> {
 }
 
 /** @example const signers = idleCache<string, Promise<Signer>>(); signers.get(id) ?? signers.set(id, prepare(id)) */
-export function idleCache<K extends {}, V extends {}>(o: { idleMs?: number; max?: number; now?: () => number } = {}): IdleCache<K, V> {
+export function idleCache<K extends {}, V extends {}>(
+  o: { idleMs?: number; max?: number; now?: () => number } = {},
+): IdleCache<K, V> {
   const idleMs = o.idleMs ?? 60_000;
   const now = o.now ?? (() => performance.now());
-  const cache = new LRUCache<K, V>({ max: o.max ?? 10_000, ttl: idleMs, updateAgeOnGet: true, ttlResolution: 0, perf: { now } });
+  const cache = new LRUCache<K, V>({
+    max: o.max ?? 10_000,
+    ttl: idleMs,
+    updateAgeOnGet: true,
+    ttlResolution: 0,
+    perf: { now },
+  });
   let sweptAt = now();
   return {
     get: (key) => cache.get(key),

@@ -38,10 +38,12 @@ export function jsonBody(options: JsonBodyOptions): Middleware {
       ctx.request.body = undefined;
       return next();
     }
-    if (!ctx.request.is(JSON_TYPES)) throw new HttpError(415, 'unsupported_media_type', 'the body must be application/json');
+    if (!ctx.request.is(JSON_TYPES))
+      throw new HttpError(415, 'unsupported_media_type', 'the body must be application/json');
     await read(ctx, async () => {});
     const text = ctx.request.body;
-    if (typeof text !== 'string') throw new HttpError(415, 'unsupported_media_type', 'the body must be application/json');
+    if (typeof text !== 'string')
+      throw new HttpError(415, 'unsupported_media_type', 'the body must be application/json');
     try {
       ctx.request.body = options.parse(text);
     } catch (e) {

@@ -81,10 +81,18 @@ export function answerClientError(err: Error & { code?: string }, socket: Duplex
     return;
   }
   const [status, reason, code, message] =
-    err.code === 'HPE_HEADER_OVERFLOW' ? [431, 'Request Header Fields Too Large', 'payload_too_large', 'the request headers are too large']
-    : err.code === 'HPE_CHUNK_EXTENSIONS_OVERFLOW' ? [413, 'Payload Too Large', 'payload_too_large', 'the chunk extensions are too large']
-    : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? [408, 'Request Timeout', 'malformed', 'the request was not received in time']
-    : [400, 'Bad Request', 'malformed', 'the request is not valid HTTP (request line, headers or Content-Length)'];
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'Request Header Fields Too Large', 'payload_too_large', 'the request headers are too large']
+      : err.code === 'HPE_CHUNK_EXTENSIONS_OVERFLOW'
+        ? [413, 'Payload Too Large', 'payload_too_large', 'the chunk extensions are too large']
+        : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? [408, 'Request Timeout', 'malformed', 'the request was not received in time']
+          : [
+              400,
+              'Bad Request',
+              'malformed',
+              'the request is not valid HTTP (request line, headers or Content-Length)',
+            ];
   const body = JSON.stringify({ error: { code, message } });
   // Closed once written, so a client that never reads or closes cannot hold the socket.
   socket.end(

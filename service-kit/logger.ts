@@ -17,12 +17,23 @@ function sharedStdout(): pino.DestinationStream {
 }
 
 /** @example const logger = createLogger({ name: 'authority', level: process.env.LOG_LEVEL }) */
-export function createLogger(options: { name: string; level?: string; destination?: pino.DestinationStream } & LoggerOptions): Logger {
+export function createLogger(
+  options: { name: string; level?: string; destination?: pino.DestinationStream } & LoggerOptions,
+): Logger {
   const { destination, ...rest } = options;
   const opts: LoggerOptions = {
     level: 'info',
     redact: {
-      paths: ['req.headers.authorization', 'headers.authorization', 'apiKey', '*.apiKey', 'privateKeyPem', '*.privateKeyPem', 'secret', '*.secret'],
+      paths: [
+        'req.headers.authorization',
+        'headers.authorization',
+        'apiKey',
+        '*.apiKey',
+        'privateKeyPem',
+        '*.privateKeyPem',
+        'secret',
+        '*.secret',
+      ],
       censor: '[redacted]',
     },
     ...rest,
@@ -50,7 +61,15 @@ export function requestLogger(logger: Logger, options: { quietPaths?: string[] }
     } finally {
       const level = quiet.has(ctx.path) ? 'debug' : 'info';
       if (logger.isLevelEnabled(level)) {
-        logger[level]({ method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round((performance.now() - started) * 10) / 10 }, 'request');
+        logger[level](
+          {
+            method: ctx.method,
+            path: ctx.path,
+            status: ctx.status,
+            ms: Math.round((performance.now() - started) * 10) / 10,
+          },
+          'request',
+        );
       }
     }
   };

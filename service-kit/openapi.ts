@@ -10,7 +10,9 @@ import { createHash } from 'node:crypto';
 
 /** A JSON Schema (2020-12, the dialect of OpenAPI 3.1). */
 export type Schema = Record<string, unknown>;
-export type OpenApiResponse = { description: string; content?: Record<string, { schema: Schema }>; headers?: Record<string, unknown> } | { $ref: string };
+export type OpenApiResponse =
+  | { description: string; content?: Record<string, { schema: Schema }>; headers?: Record<string, unknown> }
+  | { $ref: string };
 
 export interface OpenApiOperation {
   summary: string;
@@ -28,7 +30,11 @@ export interface OpenApiDocument {
   jsonSchemaDialect: string;
   info: { title: string; version: string; description: string; license: { name: string; identifier: string } };
   paths: Record<string, Record<string, OpenApiOperation>>;
-  components: { schemas: Record<string, Schema>; responses: Record<string, OpenApiResponse>; securitySchemes: Record<string, unknown> };
+  components: {
+    schemas: Record<string, Schema>;
+    responses: Record<string, OpenApiResponse>;
+    securitySchemes: Record<string, unknown>;
+  };
   tags?: Array<{ name: string; description: string }>;
 }
 
@@ -38,32 +44,74 @@ export const OPENAPI_PATH = '/openapi.json';
 export const ref = (name: string): Schema => ({ $ref: `#/components/schemas/${name}` });
 /** A closed object: every listed property typed, `required` the ones that are always there. */
 export const object = (properties: Record<string, Schema>, required: string[] = [], extra: Schema = {}): Schema => ({
-  type: 'object', properties, ...(required.length ? { required } : {}), additionalProperties: false, ...extra,
+  type: 'object',
+  properties,
+  ...(required.length ? { required } : {}),
+  additionalProperties: false,
+  ...extra,
 });
 export const string = (extra: Schema = {}): Schema => ({ type: 'string', ...extra });
 /** A decimal string of minor units (PROTOCOL.md §2: amounts are strings, never numbers). */
-export const minorUnits = (description?: string): Schema => ({ type: 'string', pattern: '^(0|[1-9][0-9]*)$', ...(description ? { description } : {}) });
+export const minorUnits = (description?: string): Schema => ({
+  type: 'string',
+  pattern: '^(0|[1-9][0-9]*)$',
+  ...(description ? { description } : {}),
+});
 /** An RFC 3339 timestamp in UTC (PROTOCOL.md §2). */
-export const timestamp = (description?: string): Schema => ({ type: 'string', format: 'date-time', ...(description ? { description } : {}) });
+export const timestamp = (description?: string): Schema => ({
+  type: 'string',
+  format: 'date-time',
+  ...(description ? { description } : {}),
+});
 export const array = (items: Schema, extra: Schema = {}): Schema => ({ type: 'array', items, ...extra });
 
 /** A JSON response with `schema`. */
-export const jsonResponse = (description: string, schema: Schema, headers?: Record<string, unknown>): OpenApiResponse => ({
-  description, content: { 'application/json': { schema } }, ...(headers ? { headers } : {}),
+export const jsonResponse = (
+  description: string,
+  schema: Schema,
+  headers?: Record<string, unknown>,
+): OpenApiResponse => ({
+  description,
+  content: { 'application/json': { schema } },
+  ...(headers ? { headers } : {}),
 });
 
 /** A JSON request body (required unless said otherwise). */
-export const jsonBodyOf = (schema: Schema, required = true) => ({ required, content: { 'application/json': { schema } } });
+export const jsonBodyOf = (schema: Schema, required = true) => ({
+  required,
+  content: { 'application/json': { schema } },
+});
 
-export const pathParam = (name: string, description: string, schema: Schema = { type: 'string' }) => ({ name, in: 'path', required: true, description, schema });
-export const queryParam = (name: string, description: string, schema: Schema = { type: 'string' }, required = false) => ({ name, in: 'query', required, description, schema });
+export const pathParam = (name: string, description: string, schema: Schema = { type: 'string' }) => ({
+  name,
+  in: 'path',
+  required: true,
+  description,
+  schema,
+});
+export const queryParam = (
+  name: string,
+  description: string,
+  schema: Schema = { type: 'string' },
+  required = false,
+) => ({ name, in: 'query', required, description, schema });
 
 /** Every operation may refuse: any 4xx or 5xx is the §9 envelope (operations add their own statuses on top). */
-const ERROR_RESPONSES = { '4XX': { $ref: '#/components/responses/Error' }, '5XX': { $ref: '#/components/responses/Error' } } as const;
+const ERROR_RESPONSES = {
+  '4XX': { $ref: '#/components/responses/Error' },
+  '5XX': { $ref: '#/components/responses/Error' },
+} as const;
 
 /** An operation whose refusals are the §9 envelope; `security: []` is a public route. */
 export function operation(o: OpenApiOperation): OpenApiOperation {
-  return { ...o, responses: { ...o.responses, '4XX': o.responses['4XX'] ?? ERROR_RESPONSES['4XX'], '5XX': o.responses['5XX'] ?? ERROR_RESPONSES['5XX'] } };
+  return {
+    ...o,
+    responses: {
+      ...o.responses,
+      '4XX': o.responses['4XX'] ?? ERROR_RESPONSES['4XX'],
+      '5XX': o.responses['5XX'] ?? ERROR_RESPONSES['5XX'],
+    },
+  };
 }
 
 /** `GET /openapi.json` itself, for each document's `paths`. */
@@ -74,7 +122,11 @@ export const openApiPathItem = (title: string) => ({
     operationId: 'getOpenApi',
     security: [],
     responses: {
-      200: jsonResponse('The document', { type: 'object', required: ['openapi', 'info', 'paths'] }, { ETag: { schema: { type: 'string' } }, 'Cache-Control': { schema: { type: 'string' } } }),
+      200: jsonResponse(
+        'The document',
+        { type: 'object', required: ['openapi', 'info', 'paths'] },
+        { ETag: { schema: { type: 'string' } }, 'Cache-Control': { schema: { type: 'string' } } },
+      ),
       304: { description: 'Not modified (`If-None-Match` named the current ETag)' },
     },
   }),
@@ -97,12 +149,21 @@ export function openApiDocument(o: {
   return {
     openapi: '3.1.0',
     jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
-    info: { title: o.title, version: o.version, description: o.description, license: { name: 'Apache-2.0', identifier: 'Apache-2.0' } },
+    info: {
+      title: o.title,
+      version: o.version,
+      description: o.description,
+      license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
+    },
     tags: o.tags,
     paths: o.paths,
     components: {
       schemas: {
-        ErrorCode: { type: 'string', description: 'PROTOCOL.md §9: codes are API (added, never renamed).', enum: [...o.errorCodes] },
+        ErrorCode: {
+          type: 'string',
+          description: 'PROTOCOL.md §9: codes are API (added, never renamed).',
+          enum: [...o.errorCodes],
+        },
         Error: object({ error: object({ code: ref('ErrorCode'), message: string() }, ['code', 'message']) }, ['error']),
         ...o.schemas,
       },

@@ -11,7 +11,8 @@ import { base64urlEncode, randomBytes } from '../src/index.js';
  * @example const paymentId = `pay_${randomId(16)}`
  */
 export function randomId(bytes = 16): string {
-  if (!Number.isInteger(bytes) || bytes < 1 || bytes > 256) throw new RangeError(`randomId(bytes): expected 1–256, got ${bytes}`);
+  if (!Number.isInteger(bytes) || bytes < 1 || bytes > 256)
+    throw new RangeError(`randomId(bytes): expected 1–256, got ${bytes}`);
   return base64urlEncode(randomBytes(bytes));
 }
 

@@ -13,7 +13,12 @@
  */
 import type { Middleware, Context } from 'koa';
 import type pg from 'pg';
-import { RateLimiterMemory, RateLimiterPostgres, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import {
+  RateLimiterMemory,
+  RateLimiterPostgres,
+  RateLimiterRes,
+  type RateLimiterAbstract,
+} from 'rate-limiter-flexible';
 import { HttpError } from './http-error.js';
 import type { Principal } from './api-keys.js';
 
@@ -31,11 +36,18 @@ export const RATE_LIMIT_TABLE = 'ctl_rate_limits';
  * `0` (disabled: undefined), unset (the default). Throws a RangeError naming the variable.
  * @example parseRateLimit(env.CTL_GATEWAY_RATE_LIMIT_OWNER, 'CTL_GATEWAY_RATE_LIMIT_OWNER', { points: 6000, seconds: 60 })
  */
-export function parseRateLimit(value: string | undefined, name: string, fallback: RateLimit | undefined): RateLimit | undefined {
+export function parseRateLimit(
+  value: string | undefined,
+  name: string,
+  fallback: RateLimit | undefined,
+): RateLimit | undefined {
   const v = value?.trim();
   if (v === undefined || v === '') return fallback;
   const m = /^(\d{1,12})(?:\/(\d{1,7})s?)?$/.exec(v);
-  if (!m) throw new RangeError(`${name}: expected N/Ss (N requests per S seconds, e.g. 6000/60s), N (per 60 s) or 0 (no limit), got '${v.slice(0, 40)}'`);
+  if (!m)
+    throw new RangeError(
+      `${name}: expected N/Ss (N requests per S seconds, e.g. 6000/60s), N (per 60 s) or 0 (no limit), got '${v.slice(0, 40)}'`,
+    );
   const points = Number(m[1]);
   const seconds = m[2] === undefined ? 60 : Number(m[2]);
   if (points === 0) return undefined;
@@ -78,10 +90,20 @@ export interface LimiterOptions {
  * the last point.
  * @example const owners = createLimiter(db, { points: 6000, seconds: 60 }, { name: 'gw_owner', what: 'owner' })
  */
-export function createLimiter(backend: RateLimitBackend | undefined, limit: RateLimit | undefined, options: LimiterOptions): Limiter | undefined {
+export function createLimiter(
+  backend: RateLimitBackend | undefined,
+  limit: RateLimit | undefined,
+  options: LimiterOptions,
+): Limiter | undefined {
   if (!limit) return undefined;
-  if (!/^[a-z0-9_-]{1,40}$/.test(options.name)) throw new RangeError(`limiter name: [a-z0-9_-]{1,40}, got '${options.name}'`);
-  if (!Number.isSafeInteger(limit.points) || limit.points < 1 || !Number.isSafeInteger(limit.seconds) || limit.seconds < 1) {
+  if (!/^[a-z0-9_-]{1,40}$/.test(options.name))
+    throw new RangeError(`limiter name: [a-z0-9_-]{1,40}, got '${options.name}'`);
+  if (
+    !Number.isSafeInteger(limit.points) ||
+    limit.points < 1 ||
+    !Number.isSafeInteger(limit.seconds) ||
+    limit.seconds < 1
+  ) {
     throw new RangeError(`rate limit ${options.name}: points and seconds must be positive integers`);
   }
   const base = { keyPrefix: options.name, points: limit.points, duration: limit.seconds };
@@ -134,12 +156,16 @@ export function createLimiter(backend: RateLimitBackend | undefined, limit: Rate
  */
 export async function createCounterTable(pool: Pick<pg.Pool, 'query'>): Promise<void> {
   try {
-    await pool.query(`CREATE UNLOGGED TABLE IF NOT EXISTS ${RATE_LIMIT_TABLE} (key varchar(255) PRIMARY KEY, points integer NOT NULL DEFAULT 0, expire bigint)`);
+    await pool.query(
+      `CREATE UNLOGGED TABLE IF NOT EXISTS ${RATE_LIMIT_TABLE} (key varchar(255) PRIMARY KEY, points integer NOT NULL DEFAULT 0, expire bigint)`,
+    );
   } catch (e) {
     // Instances creating it at once: IF NOT EXISTS does not serialise them, and the loser fails
     // with 23505 (pg_type's index), 42710 (type exists) or 42P07 (relation exists) depending on
     // where it lost. Whichever it was, the table being there now is what counts.
-    const found = await pool.query(`SELECT to_regclass('${RATE_LIMIT_TABLE}') IS NOT NULL AS found`).catch(() => undefined);
+    const found = await pool
+      .query(`SELECT to_regclass('${RATE_LIMIT_TABLE}') IS NOT NULL AS found`)
+      .catch(() => undefined);
     if (found?.rows[0]?.found !== true) throw e;
   }
 }
@@ -148,7 +174,8 @@ export async function createCounterTable(pool: Pick<pg.Pool, 'query'>): Promise<
 export function rateLimited(what: string, limit: RateLimit, msBeforeNext: number): HttpError {
   const retryAfter = Math.max(1, Math.ceil(msBeforeNext / 1000));
   return new HttpError(
-    429, 'rate_limited',
+    429,
+    'rate_limited',
     `rate limit of ${limit.points} requests per ${limit.seconds} s for this ${what} reached; retry in ${retryAfter} s`,
     { 'Retry-After': String(retryAfter) },
   );
@@ -176,7 +203,9 @@ export function rateLimit(limiter: Limiter | undefined, keyOf: (ctx: Context) =>
  * @example authenticate: limitAuthenticate(createApiKeyAuth({ findKey }), limiter, (p) => p.keyId)
  */
 export function limitAuthenticate<P extends Principal>(
-  authenticate: (apiKey: string) => Promise<P | undefined>, limiter: Limiter | undefined, keyOf: (p: P) => string | undefined,
+  authenticate: (apiKey: string) => Promise<P | undefined>,
+  limiter: Limiter | undefined,
+  keyOf: (p: P) => string | undefined,
 ): (apiKey: string) => Promise<P | undefined> {
   if (!limiter) return authenticate;
   return async (apiKey) => {

@@ -17,7 +17,15 @@ async function passes(check: ReadinessCheck, timeoutMs: number): Promise<boolean
   let timer: ReturnType<typeof setTimeout> | undefined;
   const late = new Promise<boolean>((r) => (timer = setTimeout(() => r(false), timeoutMs)));
   try {
-    return await Promise.race([Promise.resolve().then(check).then((ok) => ok === true, () => false), late]);
+    return await Promise.race([
+      Promise.resolve()
+        .then(check)
+        .then(
+          (ok) => ok === true,
+          () => false,
+        ),
+      late,
+    ]);
   } finally {
     clearTimeout(timer);
   }

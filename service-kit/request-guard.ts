@@ -35,8 +35,10 @@ const CONTROL = /%(?:[01][0-9a-f]|7f)|[\x00-\x1f\x7f]/i;
 export function requestGuard(routers: readonly Router<any, any>[]): Middleware {
   return async (ctx, next) => {
     if (CONTROL.test(ctx.path)) throw badRequest('path: control characters (U+0000–U+001F, U+007F) are not allowed');
-    if (CONTROL.test(ctx.querystring)) throw badRequest('query: control characters (U+0000–U+001F, U+007F) are not allowed');
-    if (hasBody(ctx) && !routeReadsBody(routers, ctx)) throw badRequest(`body: ${ctx.method} ${ctx.path.slice(0, 200)} takes no body`);
+    if (CONTROL.test(ctx.querystring))
+      throw badRequest('query: control characters (U+0000–U+001F, U+007F) are not allowed');
+    if (hasBody(ctx) && !routeReadsBody(routers, ctx))
+      throw badRequest(`body: ${ctx.method} ${ctx.path.slice(0, 200)} takes no body`);
     return next();
   };
 }
@@ -46,7 +48,9 @@ function routeReadsBody(routers: readonly Router<any, any>[], ctx: Context): boo
   for (const router of routers) {
     const m = router.match(ctx.path, ctx.method);
     if (!m.route) continue;
-    return m.pathAndMethod.some((layer) => layer.stack.some((mw) => (mw as unknown as Record<symbol, unknown>)[READS_BODY] === true));
+    return m.pathAndMethod.some((layer) =>
+      layer.stack.some((mw) => (mw as unknown as Record<symbol, unknown>)[READS_BODY] === true),
+    );
   }
   return true;
 }

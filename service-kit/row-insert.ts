@@ -18,7 +18,10 @@ export interface RowInsert {
 export async function insertRow(q: SqlExecutor, r: RowInsert): Promise<void> {
   checkTableName(r.table);
   const cols = Object.keys(r.values);
-  await q.run(`INSERT INTO ${r.table} (${cols.join(', ')}) VALUES (${cols.map(() => '?').join(', ')})`, cols.map((c) => r.values[c]));
+  await q.run(
+    `INSERT INTO ${r.table} (${cols.join(', ')}) VALUES (${cols.map(() => '?').join(', ')})`,
+    cols.map((c) => r.values[c]),
+  );
 }
 
 /**

@@ -13,7 +13,8 @@ export function optionalText(body: Record<string, unknown>, field: string, max: 
   const v = body[field];
   if (v === undefined) return '';
   if (v === null) throw badRequest(`${field}: must not be null (omit it instead)`);
-  if (typeof v !== 'string' || v.length > max) throw badRequest(`${field}: must be a string of at most ${max} characters`);
+  if (typeof v !== 'string' || v.length > max)
+    throw badRequest(`${field}: must be a string of at most ${max} characters`);
   if (/[\x00-\x1f\x7f]/.test(v)) throw badRequest(`${field}: must not contain control characters`);
   return v;
 }
@@ -25,7 +26,8 @@ export function optionalText(body: Record<string, unknown>, field: string, max: 
  */
 export function closedBody(value: unknown, allowed: readonly string[]): Record<string, unknown> {
   if (value === undefined) return {};
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw badRequest('body: must be a JSON object');
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw badRequest('body: must be a JSON object');
   for (const k of Object.keys(value)) if (!allowed.includes(k)) throw badRequest(`${k.slice(0, 64)}: unknown field`);
   return value as Record<string, unknown>;
 }

@@ -42,15 +42,18 @@ export async function changeWith<R>(
   let after: Array<() => void> = [];
   let result: R;
   try {
-    result = await db.tx(async (q) => {
-      after = [];
-      const f = options.first && (await options.first(q, undefined));
-      if (f) after.push(f);
-      const r = await work(q);
-      const a = effect && (await effect(q, r));
-      if (a) after.push(a);
-      return r;
-    }, options.lock ? { lock: options.lock } : {});
+    result = await db.tx(
+      async (q) => {
+        after = [];
+        const f = options.first && (await options.first(q, undefined));
+        if (f) after.push(f);
+        const r = await work(q);
+        const a = effect && (await effect(q, r));
+        if (a) after.push(a);
+        return r;
+      },
+      options.lock ? { lock: options.lock } : {},
+    );
   } catch (e) {
     if (e instanceof Rollback) return e.value as R;
     throw e;

@@ -111,7 +111,17 @@ export function startWalCheckpointer(path: string, o: WalCheckpointerOptions): W
   let worker: Worker;
   try {
     const driver = createRequire(import.meta.url).resolve('better-sqlite3');
-    worker = new Worker(WORKER, { eval: true, workerData: { path, driver, intervalMs: o.intervalMs ?? 10, checkpointPages: o.checkpointPages ?? 1000, restartPages: o.restartPages ?? 4000, reportPasses: o.onPass !== undefined } });
+    worker = new Worker(WORKER, {
+      eval: true,
+      workerData: {
+        path,
+        driver,
+        intervalMs: o.intervalMs ?? 10,
+        checkpointPages: o.checkpointPages ?? 1000,
+        restartPages: o.restartPages ?? 4000,
+        reportPasses: o.onPass !== undefined,
+      },
+    });
   } catch {
     return { close: async () => {} };
   }

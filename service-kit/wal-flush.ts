@@ -36,17 +36,19 @@ export type FlushFile = (fd: number) => Promise<void>;
  * is asked at each flush (tests pass their own).
  * @example createWalFlusher(walPath, createFdatasync(() => true)) // always on the pool
  */
-export const createFdatasync = (loopBusy: () => boolean = loopIsBusy): FlushFile => (fd) => {
-  if (!loopBusy()) {
-    try {
-      fdatasyncSync(fd);
-      return Promise.resolve();
-    } catch (e) {
-      return Promise.reject(e);
+export const createFdatasync =
+  (loopBusy: () => boolean = loopIsBusy): FlushFile =>
+  (fd) => {
+    if (!loopBusy()) {
+      try {
+        fdatasyncSync(fd);
+        return Promise.resolve();
+      } catch (e) {
+        return Promise.reject(e);
+      }
     }
-  }
-  return new Promise((resolve, reject) => fdatasync(fd, (e) => (e ? reject(e) : resolve())));
-};
+    return new Promise((resolve, reject) => fdatasync(fd, (e) => (e ? reject(e) : resolve())));
+  };
 
 export interface WalFlusher {
   /** A commit's frames were written: its mark, to wait on. */
@@ -72,7 +74,8 @@ export function createWalFlusher(walPath: string, flush: FlushFile = createFdata
   const waiters: Array<{ mark: number; resolve(): void; reject(e: unknown): void }> = [];
 
   // Opened on first use: the WAL file exists once the first commit has been written.
-  const walFd = () => (fd ??= new Promise<number>((resolve, reject) => open(walPath, 'r+', (e, n) => (e ? reject(e) : resolve(n)))));
+  const walFd = () =>
+    (fd ??= new Promise<number>((resolve, reject) => open(walPath, 'r+', (e, n) => (e ? reject(e) : resolve(n)))));
 
   function answer() {
     for (let i = waiters.length - 1; i >= 0; i--) {
@@ -123,7 +126,11 @@ export function createWalFlusher(walPath: string, flush: FlushFile = createFdata
     },
     async close() {
       await inFlight;
-      if (fd) await fd.then((n) => new Promise<void>((r) => close(n, () => r())), () => {});
+      if (fd)
+        await fd.then(
+          (n) => new Promise<void>((r) => close(n, () => r())),
+          () => {},
+        );
       fd = undefined;
     },
   };

@@ -87,16 +87,35 @@ export function webhookOutboxMigration(table = 'webhook_dispatches'): Migration 
 }
 
 type Row = {
-  id: string; message_id: string; endpoint: string; event_type: string; body: string; status: DispatchStatus;
-  attempts: number | string; last_status: number | string | null; last_error: string | null; created_at: string; updated_at: string;
-  target: string | null; next_attempt_ms: number | string | null;
+  id: string;
+  message_id: string;
+  endpoint: string;
+  event_type: string;
+  body: string;
+  status: DispatchStatus;
+  attempts: number | string;
+  last_status: number | string | null;
+  last_error: string | null;
+  created_at: string;
+  updated_at: string;
+  target: string | null;
+  next_attempt_ms: number | string | null;
 };
 
 const toRecord = (r: Row): DispatchRecord => ({
-  id: r.id, messageId: r.message_id, endpoint: r.endpoint, eventType: r.event_type, body: r.body, status: r.status,
-  attempts: Number(r.attempts), lastStatus: r.last_status == null ? null : Number(r.last_status), lastError: r.last_error,
-  createdAt: r.created_at, updatedAt: r.updated_at,
-  nextAttemptAt: r.status === 'pending' && r.next_attempt_ms != null ? new Date(Number(r.next_attempt_ms)).toISOString() : null,
+  id: r.id,
+  messageId: r.message_id,
+  endpoint: r.endpoint,
+  eventType: r.event_type,
+  body: r.body,
+  status: r.status,
+  attempts: Number(r.attempts),
+  lastStatus: r.last_status == null ? null : Number(r.last_status),
+  lastError: r.last_error,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+  nextAttemptAt:
+    r.status === 'pending' && r.next_attempt_ms != null ? new Date(Number(r.next_attempt_ms)).toISOString() : null,
 });
 
 /** @example const log = createSqlDispatchLog(db) (after migrate(db, [dispatchLogMigration(), webhookOutboxMigration()])) */
@@ -106,7 +125,10 @@ export function createSqlDispatchLog(db: SqlDatabase, table = 'webhook_dispatche
     async list(options = {}) {
       const limit = Math.min(Math.max(1, options.limit ?? 100), 1000);
       const rows = options.status
-        ? await db.all<Row>(`SELECT * FROM ${table} WHERE status = ? ORDER BY created_at, id LIMIT ?`, [options.status, limit])
+        ? await db.all<Row>(`SELECT * FROM ${table} WHERE status = ? ORDER BY created_at, id LIMIT ?`, [
+            options.status,
+            limit,
+          ])
         : await db.all<Row>(`SELECT * FROM ${table} ORDER BY created_at, id LIMIT ?`, [limit]);
       return rows.map(toRecord);
     },
@@ -183,11 +205,18 @@ export interface WebhookOutbox {
 /** Retry settings from `CTL_WEBHOOK_MAX_ATTEMPTS`, `…_BASE_DELAY_MS`, `…_MAX_DELAY_MS`, `…_TIMEOUT_MS`, `…_POLL_MS`. */
 export function webhookRetryFromEnv(env: Record<string, string | undefined>): WebhookRetrySettings {
   const out: WebhookRetrySettings = {};
-  const names = { maxAttempts: 'MAX_ATTEMPTS', baseDelayMs: 'BASE_DELAY_MS', maxDelayMs: 'MAX_DELAY_MS', timeoutMs: 'TIMEOUT_MS', pollMs: 'POLL_MS' } as const;
+  const names = {
+    maxAttempts: 'MAX_ATTEMPTS',
+    baseDelayMs: 'BASE_DELAY_MS',
+    maxDelayMs: 'MAX_DELAY_MS',
+    timeoutMs: 'TIMEOUT_MS',
+    pollMs: 'POLL_MS',
+  } as const;
   for (const [k, suffix] of Object.entries(names) as Array<[keyof WebhookRetrySettings, string]>) {
     const v = env[`CTL_WEBHOOK_${suffix}`];
     if (v === undefined || v === '') continue;
-    if (!/^[1-9][0-9]{0,9}$/.test(v)) throw new RangeError(`CTL_WEBHOOK_${suffix}: a positive integer, got '${v.slice(0, 20)}'`);
+    if (!/^[1-9][0-9]{0,9}$/.test(v))
+      throw new RangeError(`CTL_WEBHOOK_${suffix}: a positive integer, got '${v.slice(0, 20)}'`);
     out[k] = Number(v);
   }
   return out;
@@ -237,17 +266,35 @@ export function createWebhookOutbox(options: WebhookOutboxOptions): WebhookOutbo
          AND status = 'pending' AND (lease_until_ms IS NULL OR lease_until_ms < ?) RETURNING *`;
 
   /** Records an attempt's outcome, only while this instance still holds the row's lease. */
-  async function settle(r: Row, attempts: number, outcome: { delivered: boolean; lastStatus: number | null; lastError: string | null; dead?: boolean }) {
+  async function settle(
+    r: Row,
+    attempts: number,
+    outcome: { delivered: boolean; lastStatus: number | null; lastError: string | null; dead?: boolean },
+  ) {
     const t = now();
-    const status: DispatchStatus = outcome.delivered ? 'delivered' : outcome.dead || attempts >= maxAttempts ? 'failed' : 'pending';
+    const status: DispatchStatus = outcome.delivered
+      ? 'delivered'
+      : outcome.dead || attempts >= maxAttempts
+        ? 'failed'
+        : 'pending';
     const done = await db.run(
       `UPDATE ${table} SET status = ?, attempts = ?, last_status = ?, last_error = ?, updated_at = ?, next_attempt_ms = ?,
          lease_until_ms = NULL, lease_owner = NULL
        WHERE id = ? AND lease_owner = ? AND status = 'pending'`,
-      [status, attempts, outcome.lastStatus, outcome.lastError, new Date(t).toISOString(), status === 'pending' ? t + backoff(attempts) : null, r.id, owner],
+      [
+        status,
+        attempts,
+        outcome.lastStatus,
+        outcome.lastError,
+        new Date(t).toISOString(),
+        status === 'pending' ? t + backoff(attempts) : null,
+        r.id,
+        owner,
+      ],
     );
     // Counted only when recorded: a lost lease means another instance owns the row now.
-    if (done.changes > 0) options.onDelivery?.(status === 'delivered' ? 'delivered' : status === 'failed' ? 'dead_letter' : 'retry');
+    if (done.changes > 0)
+      options.onDelivery?.(status === 'delivered' ? 'delivered' : status === 'failed' ? 'dead_letter' : 'retry');
   }
 
   async function attempt(r: Row): Promise<void> {
@@ -256,9 +303,19 @@ export function createWebhookOutbox(options: WebhookOutboxOptions): WebhookOutbo
     try {
       endpoint = r.target == null ? undefined : await options.resolve(r.target);
     } catch (e) {
-      return settle(r, attempts, { delivered: false, lastStatus: null, lastError: `endpoint lookup failed: ${(e as Error)?.message ?? e}` });
+      return settle(r, attempts, {
+        delivered: false,
+        lastStatus: null,
+        lastError: `endpoint lookup failed: ${(e as Error)?.message ?? e}`,
+      });
     }
-    if (!endpoint) return settle(r, attempts, { delivered: false, lastStatus: null, lastError: 'the endpoint is no longer configured', dead: true });
+    if (!endpoint)
+      return settle(r, attempts, {
+        delivered: false,
+        lastStatus: null,
+        lastError: 'the endpoint is no longer configured',
+        dead: true,
+      });
     let lastStatus: number | null = null;
     let lastError: string | null = null;
     try {
@@ -272,7 +329,8 @@ export function createWebhookOutbox(options: WebhookOutboxOptions): WebhookOutbo
       });
       lastStatus = res.status;
       await res.body?.cancel().catch(() => {});
-      if (res.status >= 200 && res.status < 300) return settle(r, attempts, { delivered: true, lastStatus, lastError: null });
+      if (res.status >= 200 && res.status < 300)
+        return settle(r, attempts, { delivered: true, lastStatus, lastError: null });
       lastError = `HTTP ${res.status}`;
     } catch (e) {
       lastError = (e instanceof Error ? e.message : String(e)).slice(0, 500);
@@ -315,7 +373,9 @@ export function createWebhookOutbox(options: WebhookOutboxOptions): WebhookOutbo
     if (timer) clearTimeout(timer);
     timer = setTimeout(() => {
       timer = undefined;
-      runOnce().catch(report).finally(() => schedule(pollMs));
+      runOnce()
+        .catch(report)
+        .finally(() => schedule(pollMs));
     }, ms);
     timer.unref?.();
   }
@@ -332,8 +392,17 @@ export function createWebhookOutbox(options: WebhookOutboxOptions): WebhookOutbo
         rows: endpoints.map((e) => ({
           table,
           values: {
-            id: `${messageId}:${randomBytes(6).toString('base64url')}`, message_id: messageId, endpoint: e.url, event_type: event.type, body,
-            status: 'pending', attempts: 0, created_at: iso, updated_at: iso, target: e.target, next_attempt_ms: at,
+            id: `${messageId}:${randomBytes(6).toString('base64url')}`,
+            message_id: messageId,
+            endpoint: e.url,
+            event_type: event.type,
+            body,
+            status: 'pending',
+            attempts: 0,
+            created_at: iso,
+            updated_at: iso,
+            target: e.target,
+            next_attempt_ms: at,
           },
           bigint: ['attempts', 'next_attempt_ms'],
         })),
@@ -357,7 +426,9 @@ export function createWebhookOutbox(options: WebhookOutboxOptions): WebhookOutbo
     async idle() {
       while (!closed) {
         await runOnce();
-        const next = await db.get<{ n: number | string | null }>(`SELECT MIN(next_attempt_ms) AS n FROM ${table} WHERE status = 'pending'`);
+        const next = await db.get<{ n: number | string | null }>(
+          `SELECT MIN(next_attempt_ms) AS n FROM ${table} WHERE status = 'pending'`,
+        );
         if (next?.n == null) return;
         const wait = Math.max(5, Math.min(Number(next.n) - now(), pollMs));
         await new Promise((r) => setTimeout(r, wait));

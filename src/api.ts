@@ -3,10 +3,34 @@
  * otherwise). `edge.ts` binds the same code to WebCrypto only.
  */
 import { defaultCrypto } from './crypto/index.js';
-import { createGrantWith, signPreparedGrantWith, verifyGrantWith, type GrantFields, type SignGrantOptions, type VerifyGrantOptions } from './artifacts/grant.js';
-import { createSbaWith, intentHashWith, type PaymentIntent, type SbaFields, type SignSbaOptions } from './artifacts/sba.js';
-import { createBundleWith, verifyBundleWith, type BundleFields, type SignBundleOptions, type VerifyBundleOptions } from './artifacts/bundle.js';
-import { signReceiptWith, verifyReceiptWith, type ReceiptFields, type VerifyReceiptOptions } from './artifacts/receipt.js';
+import {
+  createGrantWith,
+  signPreparedGrantWith,
+  verifyGrantWith,
+  type GrantFields,
+  type SignGrantOptions,
+  type VerifyGrantOptions,
+} from './artifacts/grant.js';
+import {
+  createSbaWith,
+  intentHashWith,
+  type PaymentIntent,
+  type SbaFields,
+  type SignSbaOptions,
+} from './artifacts/sba.js';
+import {
+  createBundleWith,
+  verifyBundleWith,
+  type BundleFields,
+  type SignBundleOptions,
+  type VerifyBundleOptions,
+} from './artifacts/bundle.js';
+import {
+  signReceiptWith,
+  verifyReceiptWith,
+  type ReceiptFields,
+  type VerifyReceiptOptions,
+} from './artifacts/receipt.js';
 import { createSessionWith, type SessionOptions, type WalletSession } from './wallet/session.js';
 import { createVerifier, type VerifyCtlOptions, type VerifyCtlResult } from './verifier/verify.js';
 import { humanAgentProfile } from './entries/human-agent.js';
@@ -14,7 +38,14 @@ import { onlineChecks } from './entries/online.js';
 import { createExpressMiddleware, createKoaMiddleware, type MiddlewareOptions } from './verifier/middleware.js';
 import { verifyDecisionWith, type DecisionOptions, type DecisionResult } from './verifier/decision.js';
 import { createRevocationWith, verifyRevocationWith, type VerifyRevocationOptions } from './artifacts/revocation.js';
-import type { PolicyGrant, Receipt, SignedBudgetAuthorization, SignedRevocation, TrustBundle, Verified } from './artifacts/types.js';
+import type {
+  PolicyGrant,
+  Receipt,
+  SignedBudgetAuthorization,
+  SignedRevocation,
+  TrustBundle,
+  Verified,
+} from './artifacts/types.js';
 import type { PrivateKeyInput, PublicKeyInput, SigningKey } from './crypto/types.js';
 
 /**
@@ -39,17 +70,26 @@ export function signPreparedGrant(prepared: unknown, signingKey: PrivateKeyInput
  * A human's signed revocation of a grant they issued (`ctl-revocation/1`, PROTOCOL.md §10), for `POST /revoke` without an API key.
  * @example const revocation = await createSignedRevocation({ grantId }, { signingKey: humanKeyPem })
  */
-export function createSignedRevocation(fields: { grantId: string; issuedAt?: string }, options: { signingKey: PrivateKeyInput | SigningKey; now?: () => number }): Promise<SignedRevocation> {
+export function createSignedRevocation(
+  fields: { grantId: string; issuedAt?: string },
+  options: { signingKey: PrivateKeyInput | SigningKey; now?: () => number },
+): Promise<SignedRevocation> {
   return createRevocationWith(defaultCrypto, fields, options);
 }
 
 /** Checks a human's revocation: shape, its DID's signature, freshness (default five minutes). Never throws. @example const r = await verifySignedRevocation(body, { maxAgeMs: 300_000 }) */
-export function verifySignedRevocation(revocation: unknown, options?: VerifyRevocationOptions): Promise<Verified<{ revocation: SignedRevocation }>> {
+export function verifySignedRevocation(
+  revocation: unknown,
+  options?: VerifyRevocationOptions,
+): Promise<Verified<{ revocation: SignedRevocation }>> {
   return verifyRevocationWith(defaultCrypto, revocation, options);
 }
 
 /** Checks a grant on its own: shape, signature, expiry (PROTOCOL.md §5 steps 0–1). @example const r = await verifyPolicyGrant(grant, { jwks }) */
-export function verifyPolicyGrant(grant: unknown, options: VerifyGrantOptions): Promise<Verified<{ grant: PolicyGrant }>> {
+export function verifyPolicyGrant(
+  grant: unknown,
+  options: VerifyGrantOptions,
+): Promise<Verified<{ grant: PolicyGrant }>> {
   return verifyGrantWith(defaultCrypto, grant, options);
 }
 
@@ -57,7 +97,10 @@ export function verifyPolicyGrant(grant: unknown, options: VerifyGrantOptions): 
  * Signs an SBA drawn from `fields.grant` with the wallet key (spec §4.4); the grant's fields are copied.
  * @example const sba = await createSignedSessionBudgetAuthorization({ grant, sessionId, actorId: 'agent-1', maxAmountMinor: '30' }, { signingKey })
  */
-export function createSignedSessionBudgetAuthorization(fields: SbaFields, options: SignSbaOptions = {}): Promise<SignedBudgetAuthorization> {
+export function createSignedSessionBudgetAuthorization(
+  fields: SbaFields,
+  options: SignSbaOptions = {},
+): Promise<SignedBudgetAuthorization> {
   return createSbaWith(defaultCrypto, fields, options);
 }
 
@@ -76,17 +119,27 @@ export function createTrustBundle(fields: BundleFields, options: SignBundleOptio
  * bundle keys of the newest root version the chain reaches from it (§11).
  * @example const r = await verifyTrustBundle(bundle, rootPem, { minSequence: 3, rootChain: statements, minRootVersion: 2 })
  */
-export function verifyTrustBundle(bundle: unknown, rootPublicKeyPem: PublicKeyInput, options?: VerifyBundleOptions): Promise<Verified<{ bundle: TrustBundle; rootVersion: number }>> {
+export function verifyTrustBundle(
+  bundle: unknown,
+  rootPublicKeyPem: PublicKeyInput,
+  options?: VerifyBundleOptions,
+): Promise<Verified<{ bundle: TrustBundle; rootVersion: number }>> {
   return verifyBundleWith(defaultCrypto, bundle, rootPublicKeyPem, options);
 }
 
 /** Signs a gateway receipt (spec §2.4). @example await signReceipt({ receiptId, sessionId, … }, { signingKey }) */
-export function signReceipt(fields: ReceiptFields, options: { signingKey: Parameters<typeof signReceiptWith>[2]['signingKey']; keyId?: string }): Promise<Receipt> {
+export function signReceipt(
+  fields: ReceiptFields,
+  options: { signingKey: Parameters<typeof signReceiptWith>[2]['signingKey']; keyId?: string },
+): Promise<Receipt> {
   return signReceiptWith(defaultCrypto, fields, options);
 }
 
 /** Verifies a receipt with the gateway's key or JWKS. @example await verifyReceipt(receipt, { jwks }) */
-export function verifyReceipt(receipt: unknown, options: VerifyReceiptOptions): Promise<Verified<{ receipt: Receipt }>> {
+export function verifyReceipt(
+  receipt: unknown,
+  options: VerifyReceiptOptions,
+): Promise<Verified<{ receipt: Receipt }>> {
   return verifyReceiptWith(defaultCrypto, receipt, options);
 }
 
@@ -102,7 +155,8 @@ export function createSession(grant: PolicyGrant | string, options: SessionOptio
  * The merchant verifier (spec §4.4, PROTOCOL.md §5). Never throws.
  * @example const r = await verifyCtl(sba, { amount: '30', currency: 'USD', merchantId: 'm-1', jwksUrl }); if (!r.valid) console.log(r.error.code)
  */
-export const verifyCtl: (sba: unknown, options: VerifyCtlOptions) => Promise<VerifyCtlResult> = /* @__PURE__ */ createVerifier(defaultCrypto, { humanAgent: humanAgentProfile, online: onlineChecks });
+export const verifyCtl: (sba: unknown, options: VerifyCtlOptions) => Promise<VerifyCtlResult> =
+  /* @__PURE__ */ createVerifier(defaultCrypto, { humanAgent: humanAgentProfile, online: onlineChecks });
 
 /**
  * Express/Connect middleware: verifies the SBA of `Authorization: CTL …` or `body.sba`, sets
@@ -128,6 +182,9 @@ export function ctlKoa(options: MiddlewareOptions<any>) {
  * The spec's decision-bound check: the SBA verifies and agrees with an ALLOW decision.
  * @example const r = await verifySignedSessionBudgetAuthorizationForDecision(sba, { sessionId, decision, trustBundles, rootPublicKeyPem, cumulativeSpentMinor: '0' })
  */
-export function verifySignedSessionBudgetAuthorizationForDecision(sba: unknown, options: DecisionOptions): Promise<DecisionResult> {
+export function verifySignedSessionBudgetAuthorizationForDecision(
+  sba: unknown,
+  options: DecisionOptions,
+): Promise<DecisionResult> {
   return verifyDecisionWith(verifyCtl, sba, options);
 }

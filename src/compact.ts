@@ -56,7 +56,8 @@ export function decodeCompact(bytes: Uint8Array, expect?: CompactKind): SignedBu
   const value = cborDecode(bytes);
   jsonOnly(value);
   const kind = kindOf(value);
-  if (expect !== undefined && kind !== expect) malformed(`compact: expected ${expect === 'sba' ? 'an SBA' : 'a Trust Bundle'}`);
+  if (expect !== undefined && kind !== expect)
+    malformed(`compact: expected ${expect === 'sba' ? 'an SBA' : 'a Trust Bundle'}`);
   check(kind, value);
   return value as unknown as SignedBudgetAuthorization | TrustBundle;
 }

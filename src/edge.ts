@@ -21,9 +21,16 @@ export { registerHumanAgent } from './verifier/features.js';
  * As `verifyCtl`, on WebCrypto. On failure answer HTTP 402 `{ error }` (spec §7).
  * @example const r = await verifyCtlEdge(decodeSbaHeader(req.headers.get('authorization')), { amount: '30', currency: 'USD', jwksUrl })
  */
-export const verifyCtlEdge: (sba: unknown, options: VerifyCtlOptions) => Promise<VerifyCtlResult> = createVerifier(edgeCrypto, { online: onlineChecks });
+export const verifyCtlEdge: (sba: unknown, options: VerifyCtlOptions) => Promise<VerifyCtlResult> = createVerifier(
+  edgeCrypto,
+  { online: onlineChecks },
+);
 
 /** As `verifyTrustBundle`, on WebCrypto. */
-export function verifyTrustBundleEdge(bundle: unknown, rootPublicKeyPem: PublicKeyInput, options?: VerifyBundleOptions) {
+export function verifyTrustBundleEdge(
+  bundle: unknown,
+  rootPublicKeyPem: PublicKeyInput,
+  options?: VerifyBundleOptions,
+) {
   return verifyBundleWith(edgeCrypto, bundle, rootPublicKeyPem, options);
 }

@@ -97,7 +97,11 @@ export class CtlError extends Error {
     if (details?.resetsAt !== undefined) this.resetsAt = details.resetsAt;
   }
   toJSON(): CtlErrorInfo {
-    return { code: this.code, message: this.message, ...(this.resetsAt !== undefined ? { resetsAt: this.resetsAt } : {}) };
+    return {
+      code: this.code,
+      message: this.message,
+      ...(this.resetsAt !== undefined ? { resetsAt: this.resetsAt } : {}),
+    };
   }
 }
 

@@ -67,5 +67,12 @@ export function hostTextEncode(): ((s: string) => Uint8Array) | undefined {
 /** Duck-typed: the global CryptoKey class is a host object (ARCHITECTURE.md rule 2). @example isCryptoKey(pair.privateKey) // true */
 export function isCryptoKey(v: unknown): v is CryptoKey {
   const k = v as CryptoKey;
-  return !!k && typeof k === 'object' && typeof k.type === 'string' && typeof k.extractable === 'boolean' && !!k.algorithm && Array.isArray(k.usages);
+  return (
+    !!k &&
+    typeof k === 'object' &&
+    typeof k.type === 'string' &&
+    typeof k.extractable === 'boolean' &&
+    !!k.algorithm &&
+    Array.isArray(k.usages)
+  );
 }

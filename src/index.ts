@@ -17,24 +17,61 @@ export { parseGrant } from './artifacts/grant.js';
 export { signedBytes } from './artifacts/signing.js';
 export { canonicalize, parseStrictJson } from './encoding/jcs.js';
 export { policyHash } from './encoding/policy-hash.js';
-export { base64urlEncode, base64urlDecode, base64Encode, base64DecodeLenient, hexEncode, hexDecode } from './encoding/base64url.js';
+export {
+  base64urlEncode,
+  base64urlDecode,
+  base64Encode,
+  base64DecodeLenient,
+  hexEncode,
+  hexDecode,
+} from './encoding/base64url.js';
 export { utf8Encode, utf8Decode } from './encoding/utf8.js';
 export { didKeyToJwk, didKeyFromJwk, didKeyUrl, isDidKey } from './encoding/did-key.js';
 export {
-  isAmount, parseAmount, parsePaymentAmount, isCurrency, isPurpose, isPurposePattern, purposeAllowed,
-  parseTimestamp, isTimestamp, formatTimestamp, isIdentifier,
+  isAmount,
+  parseAmount,
+  parsePaymentAmount,
+  isCurrency,
+  isPurpose,
+  isPurposePattern,
+  purposeAllowed,
+  parseTimestamp,
+  isTimestamp,
+  formatTimestamp,
+  isIdentifier,
 } from './values.js';
 export { newId } from './ids.js';
 export {
-  generateKeyPair, importSigningKey, importVerifyingKey, verifyWithJwk, toPublicJwk, jwkThumbprint,
-  publicKeyPemFromJwk, sha256, sha256Hex, randomBytes, setRandomSource, setCryptoBackend, getCryptoBackendName,
+  generateKeyPair,
+  importSigningKey,
+  importVerifyingKey,
+  verifyWithJwk,
+  toPublicJwk,
+  jwkThumbprint,
+  publicKeyPemFromJwk,
+  sha256,
+  sha256Hex,
+  randomBytes,
+  setRandomSource,
+  setCryptoBackend,
+  getCryptoBackendName,
 } from './crypto/index.js';
 export type * from './crypto/types.js';
 export { registerP256, type P256Provider } from './crypto/algorithm-support.js';
-export { createMemorySpendStorage, type SpendStorage, type ReserveResult, type ReserveOptions } from './wallet/spend-storage.js';
+export {
+  createMemorySpendStorage,
+  type SpendStorage,
+  type ReserveResult,
+  type ReserveOptions,
+} from './wallet/spend-storage.js';
 export { createMemoryTimeFloor, type TimeFloor } from './verifier/time-floor.js';
 export { encodeSbaHeader, encodeSbaBase64, decodeSbaHeader } from './verifier/presentation.js';
 export * from './client/index.js';
 export { verifyRootChain, createRootStatement } from './root.js';
-export { checkRootStatement, rootSignedBytes, type RootStatementFields, type SignRootOptions } from './artifacts/root.js';
+export {
+  checkRootStatement,
+  rootSignedBytes,
+  type RootStatementFields,
+  type SignRootOptions,
+} from './artifacts/root.js';
 export type { RootChainResult, VerifyRootChainOptions } from './verifier/root-chain.js';

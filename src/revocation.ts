@@ -19,7 +19,11 @@ interface Entry {
 
 export interface RevocationChecker {
   /** Throws `CtlError('revocation_unavailable')` when the answer cannot be had. */
-  check(url: string, grantId: string, opts: { ttlMs: number; now: number; fetch: FetchLike | undefined; timeoutMs?: number }): Promise<RevocationStatus>;
+  check(
+    url: string,
+    grantId: string,
+    opts: { ttlMs: number; now: number; fetch: FetchLike | undefined; timeoutMs?: number },
+  ): Promise<RevocationStatus>;
   /** Marks a grant revoked locally (e.g. from a Trust Bundle), so later checks need no request. */
   markRevoked(url: string): void;
 }
@@ -29,7 +33,13 @@ export function createRevocationChecker(maxEntries = 4096): RevocationChecker {
   const cache = new Map<string, Entry>();
   const inflight = new Map<string, Promise<RevocationStatus>>();
 
-  async function fetchStatus(url: string, grantId: string, fetchFn: FetchLike | undefined, timeoutMs: number, now: number) {
+  async function fetchStatus(
+    url: string,
+    grantId: string,
+    fetchFn: FetchLike | undefined,
+    timeoutMs: number,
+    now: number,
+  ) {
     const body = await fetchJson(fetchFn, url, { timeoutMs });
     const b = body as Record<string, unknown>;
     if (typeof b !== 'object' || b === null || b['grantId'] !== grantId || typeof b['revoked'] !== 'boolean') {

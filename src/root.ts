@@ -24,7 +24,11 @@ import type { RootStatement } from './artifacts/types.js';
  * if (!r.valid) refuse(r.error.code) // 'root_rotation_invalid' | 'root_rollback' | 'malformed'
  * else { stored.rootVersion = r.rootVersion; console.log(r.bundleKeys.map((k) => k.kid)) }
  */
-export function verifyRootChain(pinnedRootPem: PublicKeyInput, statements: unknown, options?: VerifyRootChainOptions): Promise<RootChainResult> {
+export function verifyRootChain(
+  pinnedRootPem: PublicKeyInput,
+  statements: unknown,
+  options?: VerifyRootChainOptions,
+): Promise<RootChainResult> {
   return verifyRootChainWith(defaultCrypto, pinnedRootPem, statements, options);
 }
 

@@ -86,7 +86,16 @@ function parseTimestampUncached(value: unknown, field: string): number {
   const ms = Date.UTC(y, mo - 1, d, h, mi, s);
   const back = new Date(ms);
   // Date.UTC rolls 2026-02-30 over to March: a round trip catches every impossible date.
-  if (y < 1970 || mo < 1 || mo > 12 || h > 23 || mi > 59 || s > 59 || back.getUTCDate() !== d || back.getUTCMonth() !== mo - 1) {
+  if (
+    y < 1970 ||
+    mo < 1 ||
+    mo > 12 ||
+    h > 23 ||
+    mi > 59 ||
+    s > 59 ||
+    back.getUTCDate() !== d ||
+    back.getUTCMonth() !== mo - 1
+  ) {
     bad(field, 'is not a valid date and time');
   }
   return m[7] ? ms + Number('0.' + m[7]) * 1000 : ms;
@@ -97,9 +106,18 @@ function parseTimestampUncached(value: unknown, field: string): number {
  * `not_yet_valid` before `issuedAt`, each with `tol` ms of clock tolerance.
  * @example checkWindow(grant, 'grant', 'grant', 'grant_expired', now, 0)
  */
-export function checkWindow(x: { issuedAt: string; expiresAt: string }, name: string, field: string, expired: CtlErrorCode, now: number, tol: number): void {
-  if (now >= parseTimestamp(x.expiresAt, `${field}.expiresAt`) + tol) fail(expired, `the ${name} expired at ${x.expiresAt}`);
-  if (parseTimestamp(x.issuedAt, `${field}.issuedAt`) > now + tol) fail('not_yet_valid', `the ${name} is issued in the future (${x.issuedAt})`);
+export function checkWindow(
+  x: { issuedAt: string; expiresAt: string },
+  name: string,
+  field: string,
+  expired: CtlErrorCode,
+  now: number,
+  tol: number,
+): void {
+  if (now >= parseTimestamp(x.expiresAt, `${field}.expiresAt`) + tol)
+    fail(expired, `the ${name} expired at ${x.expiresAt}`);
+  if (parseTimestamp(x.issuedAt, `${field}.issuedAt`) > now + tol)
+    fail('not_yet_valid', `the ${name} is issued in the future (${x.issuedAt})`);
 }
 
 /**
@@ -111,7 +129,8 @@ export function checkWindow(x: { issuedAt: string; expiresAt: string }, name: st
 export function readClock(clock: () => unknown, field: string): number {
   if (typeof clock !== 'function') bad(field, 'must be a function returning milliseconds since the epoch');
   const t = clock();
-  if (typeof t !== 'number' || !Number.isFinite(t)) bad(`${field}()`, `returned ${describeTime(t)}, not finite milliseconds since the epoch`);
+  if (typeof t !== 'number' || !Number.isFinite(t))
+    bad(`${field}()`, `returned ${describeTime(t)}, not finite milliseconds since the epoch`);
   return t;
 }
 
@@ -133,7 +152,11 @@ export function timeOption(value: unknown, field: string, fallback: number, max 
 }
 
 function describeTime(v: unknown): string {
-  return typeof v === 'number' ? String(v) : typeof v === 'string' ? `the string ${JSON.stringify(v.slice(0, 32))}` : typeof v;
+  return typeof v === 'number'
+    ? String(v)
+    : typeof v === 'string'
+      ? `the string ${JSON.stringify(v.slice(0, 32))}`
+      : typeof v;
 }
 
 /** True when parseTimestamp would accept it. */

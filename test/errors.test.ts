@@ -7,10 +7,15 @@ import { markdownSection, readDesign } from './helpers/design.js';
 // those sections are the codes; anything else backticked there (`Retry-After`, code samples) is not one.
 const protocol = readDesign('PROTOCOL.md');
 const codeSections = markdownSection(protocol, 9) + markdownSection(protocol, 16);
-const protocolCodes = [...codeSections.matchAll(/`([^`]+)`/g)].map((m) => m[1]!).filter((s) => /^[a-z][a-z0-9_]*$/.test(s));
+const protocolCodes = [...codeSections.matchAll(/`([^`]+)`/g)]
+  .map((m) => m[1]!)
+  .filter((s) => /^[a-z][a-z0-9_]*$/.test(s));
 
 test('§9 and §16 parse to a plausible list of codes', () => {
-  assert.ok(protocolCodes.includes('malformed') && protocolCodes.includes('payment_unconfirmed'), protocolCodes.join(' '));
+  assert.ok(
+    protocolCodes.includes('malformed') && protocolCodes.includes('payment_unconfirmed'),
+    protocolCodes.join(' '),
+  );
   assert.ok(protocolCodes.length >= 40, `only ${protocolCodes.length} codes read from PROTOCOL.md §9`);
 });
 

@@ -9,15 +9,19 @@ import { closedObject, identifier, required, text } from '../validate.js';
 import { SCOPES, actorOf, type RouteDeps } from './context.js';
 
 function scopesOf(value: unknown): string[] {
-  if (!Array.isArray(value) || value.length === 0 || value.length > SCOPES.length) throw badRequest(`scopes: a non-empty array of ${SCOPES.join(', ')}`);
-  for (const s of value) if (!(SCOPES as readonly unknown[]).includes(s)) throw badRequest(`scopes: unknown scope ${JSON.stringify(s).slice(0, 64)} (known: ${SCOPES.join(', ')})`);
+  if (!Array.isArray(value) || value.length === 0 || value.length > SCOPES.length)
+    throw badRequest(`scopes: a non-empty array of ${SCOPES.join(', ')}`);
+  for (const s of value)
+    if (!(SCOPES as readonly unknown[]).includes(s))
+      throw badRequest(`scopes: unknown scope ${JSON.stringify(s).slice(0, 64)} (known: ${SCOPES.join(', ')})`);
   if (new Set(value).size !== value.length) throw badRequest('scopes: duplicates');
   return value as string[];
 }
 
 function count(value: unknown, field: string, fallback: number): number {
   if (value === undefined) return fallback;
-  if (typeof value !== 'string' || !/^[0-9]{1,15}$/.test(value)) throw badRequest(`${field}: must be a non-negative integer`);
+  if (typeof value !== 'string' || !/^[0-9]{1,15}$/.test(value))
+    throw badRequest(`${field}: must be a non-negative integer`);
   return Number(value);
 }
 
@@ -30,7 +34,10 @@ export function adminRoutes(router: Router, d: RouteDeps): void {
     const label = text(required(body, 'label'), 'label', 200);
     const { keyId, apiKey, record } = generateApiKey(scopes);
     const createdAt = new Date(d.now()).toISOString();
-    await d.store.putApiKey({ ...record, label, createdAt, createdBy: actorOf(ctx.state), revokedAt: null }, d.audit.entry(actorOf(ctx.state), 'apikey.create', keyId, { scopes, label }));
+    await d.store.putApiKey(
+      { ...record, label, createdAt, createdBy: actorOf(ctx.state), revokedAt: null },
+      d.audit.entry(actorOf(ctx.state), 'apikey.create', keyId, { scopes, label }),
+    );
     ctx.status = 201;
     ctx.set('Cache-Control', 'no-store');
     ctx.body = { keyId, apiKey, scopes, label, createdAt };
@@ -43,14 +50,24 @@ export function adminRoutes(router: Router, d: RouteDeps): void {
 
   router.delete('/admin/keys/:keyId', admin, async (ctx) => {
     const keyId = identifier(ctx.params['keyId'], 'keyId');
-    const r = await d.store.revokeApiKey(keyId, new Date(d.now()).toISOString(), d.audit.entry(actorOf(ctx.state), 'apikey.revoke', keyId, {}, (x) => x.changed));
+    const r = await d.store.revokeApiKey(
+      keyId,
+      new Date(d.now()).toISOString(),
+      d.audit.entry(actorOf(ctx.state), 'apikey.revoke', keyId, {}, (x) => x.changed),
+    );
     if (!r) throw notFound(`no API key '${keyId}'`);
     ctx.body = { keyId, revokedAt: r.revokedAt };
   });
 
   router.get('/audit', admin, async (ctx) => {
-    const entries = await d.store.audit.list({ afterSeq: count(ctx.query['afterSeq'], 'afterSeq', 0), limit: count(ctx.query['limit'], 'limit', 100) });
-    ctx.body = { entries: entries.map((e) => ({ ...e, data: JSON.parse(e.data) })), next: entries.length ? entries[entries.length - 1].seq : null };
+    const entries = await d.store.audit.list({
+      afterSeq: count(ctx.query['afterSeq'], 'afterSeq', 0),
+      limit: count(ctx.query['limit'], 'limit', 100),
+    });
+    ctx.body = {
+      entries: entries.map((e) => ({ ...e, data: JSON.parse(e.data) })),
+      next: entries.length ? entries[entries.length - 1].seq : null,
+    };
   });
 
   router.get('/audit/verify', admin, async (ctx) => {
@@ -62,7 +79,9 @@ export function adminRoutes(router: Router, d: RouteDeps): void {
     if (status !== undefined && status !== 'pending' && status !== 'delivered' && status !== 'failed') {
       throw badRequest('status: pending, delivered or failed');
     }
-    ctx.body = { dispatches: await d.store.dispatchLog.list({ status, limit: count(ctx.query['limit'], 'limit', 100) }) };
+    ctx.body = {
+      dispatches: await d.store.dispatchLog.list({ status, limit: count(ctx.query['limit'], 'limit', 100) }),
+    };
   });
 
   // A dead letter (`failed`: attempts exhausted) sent again, with its webhook-id.

@@ -9,10 +9,13 @@ export function healthRoutes(router: Router, d: RouteDeps, metrics: Metrics): vo
     ctx.body = { ok: true };
   });
   // The same shape as the gateway's: { status, checks: { database, keys } }.
-  router.get('/readyz', readinessHandler({
-    database: () => d.store.ping(),
-    // Both keys the authority signs with: grants, and the Trust Bundle root.
-    keys: async () => Boolean((await d.keys.grantSigner()) && (await d.keys.rootSigner())),
-  }));
+  router.get(
+    '/readyz',
+    readinessHandler({
+      database: () => d.store.ping(),
+      // Both keys the authority signs with: grants, and the Trust Bundle root.
+      keys: async () => Boolean((await d.keys.grantSigner()) && (await d.keys.rootSigner())),
+    }),
+  );
   router.get('/metrics', metrics.handler);
 }

@@ -13,10 +13,31 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type Router from '@koa/router';
 import type { Middleware } from 'koa';
-import { DEFAULT_STATUS_BY_CODE, HttpError, badRequest, notFound, optionalText, requireScope } from '../../service-kit/index.js';
 import {
-  CtlError, canonicalize, didKeyToJwk, didKeyUrl, formatTimestamp, isDidKey, newId, parseGrant, policyHash, toPublicJwk,
-  verifyPolicyGrant, verifySignedRevocation, type BundleScope, type PolicyGrant, type PublishedJwk, type TrustedIssuer,
+  DEFAULT_STATUS_BY_CODE,
+  HttpError,
+  badRequest,
+  notFound,
+  optionalText,
+  requireScope,
+} from '../../service-kit/index.js';
+import {
+  CtlError,
+  canonicalize,
+  didKeyToJwk,
+  didKeyUrl,
+  formatTimestamp,
+  isDidKey,
+  newId,
+  parseGrant,
+  policyHash,
+  toPublicJwk,
+  verifyPolicyGrant,
+  verifySignedRevocation,
+  type BundleScope,
+  type PolicyGrant,
+  type PublishedJwk,
+  type TrustedIssuer,
 } from '../../src/index.js';
 import { closedObject, futureTimestamp, optional, required } from '../validate.js';
 import { actorOf, type RouteDeps } from './context.js';
@@ -39,13 +60,28 @@ async function draftTag(d: RouteDeps, nonce: string, members: Record<string, unk
     key = d.store.draftKey(() => randomBytes(32).toString('base64url')).then((k) => Buffer.from(k, 'base64url'));
     draftKeys.set(d, key);
   }
-  return createHmac('sha256', await key).update(`ctl-human-draft/1\n${nonce}\n${canonicalize(members)}`).digest();
+  return createHmac('sha256', await key)
+    .update(`ctl-human-draft/1\n${nonce}\n${canonicalize(members)}`)
+    .digest();
 }
 
 /** The policy a person's grant implements: the delegation itself, defaults filled in (PROTOCOL.md §2). */
 function policyOf(g: Record<string, unknown>): Record<string, unknown> {
   const policy: Record<string, unknown> = {};
-  for (const f of ['profile', 'issuer', 'actorKey', 'maxAmountMinor', 'currency', 'expiresAt', 'allowedRails', 'allowedAssets', 'allowedPurposes', 'destinationAllowlist', 'velocity', 'offline']) {
+  for (const f of [
+    'profile',
+    'issuer',
+    'actorKey',
+    'maxAmountMinor',
+    'currency',
+    'expiresAt',
+    'allowedRails',
+    'allowedAssets',
+    'allowedPurposes',
+    'destinationAllowlist',
+    'velocity',
+    'offline',
+  ]) {
     if (g[f] !== undefined) policy[f] = g[f];
   }
   return policy;
@@ -56,8 +92,17 @@ export const REVOCATION_MAX_AGE_MS = 5 * 60_000;
 const REVOCATION_TOLERANCE_MS = 60_000;
 
 const PREPARE_REQUEST = [
-  'issuer', 'actorKey', 'maxAmountMinor', 'currency', 'expiresAt', 'allowedPurposes', 'allowedRails', 'allowedAssets',
-  'destinationAllowlist', 'velocity', 'offline',
+  'issuer',
+  'actorKey',
+  'maxAmountMinor',
+  'currency',
+  'expiresAt',
+  'allowedPurposes',
+  'allowedRails',
+  'allowedAssets',
+  'destinationAllowlist',
+  'velocity',
+  'offline',
 ] as const;
 
 /** A refusal with the SDK's code, at the status the services use for it. */
@@ -77,7 +122,11 @@ function didParam(value: unknown, field: string): string {
 }
 
 const humanView = (h: EnrolledHuman) => ({
-  did: h.did, label: h.label, scope: h.scope, enrolledAt: h.enrolledAt, ...(h.removedAt ? { removedAt: h.removedAt } : {}),
+  did: h.did,
+  label: h.label,
+  scope: h.scope,
+  enrolledAt: h.enrolledAt,
+  ...(h.removedAt ? { removedAt: h.removedAt } : {}),
 });
 
 /**
@@ -86,20 +135,34 @@ const humanView = (h: EnrolledHuman) => ({
  * (enrolled before it did) lists the earliest enrolled and leaves the rest out, so their grants are
  * refused offline (never trusted by mistake) while the bundle still carries every revocation.
  */
-export function listedHumans(humans: readonly EnrolledHuman[], scope: BundleScope): { listed: EnrolledHuman[]; left: number } {
-  const matching = humans.filter((h) => (['category', 'merchant', 'region'] as const).every((f) => h.scope[f] === undefined || h.scope[f] === scope[f]));
+export function listedHumans(
+  humans: readonly EnrolledHuman[],
+  scope: BundleScope,
+): { listed: EnrolledHuman[]; left: number } {
+  const matching = humans.filter((h) =>
+    (['category', 'merchant', 'region'] as const).every((f) => h.scope[f] === undefined || h.scope[f] === scope[f]),
+  );
   if (matching.length <= MAX_PEOPLE_PER_BUNDLE) return { listed: matching, left: 0 };
-  const earliest = new Set([...matching].sort((a, b) => (a.enrolledAt < b.enrolledAt ? -1 : a.enrolledAt > b.enrolledAt ? 1 : a.did < b.did ? -1 : 1)).slice(0, MAX_PEOPLE_PER_BUNDLE));
+  const earliest = new Set(
+    [...matching]
+      .sort((a, b) => (a.enrolledAt < b.enrolledAt ? -1 : a.enrolledAt > b.enrolledAt ? 1 : a.did < b.did ? -1 : 1))
+      .slice(0, MAX_PEOPLE_PER_BUNDLE),
+  );
   return { listed: matching.filter((h) => earliest.has(h)), left: matching.length - MAX_PEOPLE_PER_BUNDLE };
 }
 
 /** The issuers of a bundle of `scope` for the people it lists (listedHumans). */
 export function humanIssuers(humans: readonly EnrolledHuman[], scope: BundleScope): TrustedIssuer[] {
   return listedHumans(humans, scope).listed.map((h) => {
-      const jwk = JSON.parse(h.publicJwk) as PublishedJwk;
-      const key = { ...jwk, kid: didKeyUrl(h.did), alg: jwk.kty === 'OKP' ? 'EdDSA' : 'ES256', purposes: ['grant'] } as PublishedJwk;
-      return { issuer: h.did, keys: [key] };
-    });
+    const jwk = JSON.parse(h.publicJwk) as PublishedJwk;
+    const key = {
+      ...jwk,
+      kid: didKeyUrl(h.did),
+      alg: jwk.kty === 'OKP' ? 'EdDSA' : 'ES256',
+      purposes: ['grant'],
+    } as PublishedJwk;
+    return { issuer: h.did, keys: [key] };
+  });
 }
 
 export function humanRoutes(router: Router, d: RouteDeps): void {
@@ -113,11 +176,22 @@ export function humanRoutes(router: Router, d: RouteDeps): void {
     const scope = scopeValue === undefined ? {} : readScope(scopeValue, 'scope');
     const at = new Date(d.now()).toISOString();
     const publicJwk = JSON.stringify(didKeyToJwk(did));
-    const enrolment = await d.store.enrolHuman({ did, label, scope, publicJwk, enrolledAt: at, enrolledBy: actorOf(ctx.state) });
-    if (!enrolment.created && enrolment.reason === 'enrolled') throw new HttpError(409, 'conflict', `${did} is already enrolled: DELETE /humans/{did} first to change it`);
+    const enrolment = await d.store.enrolHuman({
+      did,
+      label,
+      scope,
+      publicJwk,
+      enrolledAt: at,
+      enrolledBy: actorOf(ctx.state),
+    });
+    if (!enrolment.created && enrolment.reason === 'enrolled')
+      throw new HttpError(409, 'conflict', `${did} is already enrolled: DELETE /humans/{did} first to change it`);
     if (!enrolment.created) {
-      throw new HttpError(409, 'conflict',
-        `a Trust Bundle lists at most ${MAX_PEOPLE_PER_BUNDLE} people (${MAX_PEOPLE_PER_BUNDLE + 1} issuers with the authority) and one listing this person would list ${enrolment.listed}: give people narrower scopes (category, merchant, region) or remove some`);
+      throw new HttpError(
+        409,
+        'conflict',
+        `a Trust Bundle lists at most ${MAX_PEOPLE_PER_BUNDLE} people (${MAX_PEOPLE_PER_BUNDLE + 1} issuers with the authority) and one listing this person would list ${enrolment.listed}: give people narrower scopes (category, merchant, region) or remove some`,
+      );
     }
     await d.audit.record(actorOf(ctx.state), 'human.enrol', did, { label, scope });
     ctx.status = 201;
@@ -167,17 +241,31 @@ export function humanRoutes(router: Router, d: RouteDeps): void {
     }
     const currency = body['currency'];
     const policy = policyOf({
-      ...body, profile: 'human-agent', issuer: did, actorKey,
+      ...body,
+      profile: 'human-agent',
+      issuer: did,
+      actorKey,
       allowedRails: optional(body, 'allowedRails') ?? ['x402'],
       allowedAssets: optional(body, 'allowedAssets') ?? [{ standard: 'iso4217', code: currency }],
     });
-    for (const f of Object.keys(policy)) if (policy[f] === null) throw badRequest(`${f}: must not be null (omit it instead)`);
+    for (const f of Object.keys(policy))
+      if (policy[f] === null) throw badRequest(`${f}: must not be null (omit it instead)`);
     const nonce = randomBytes(16).toString('base64url');
     let unsigned: Record<string, unknown>;
     try {
-      const members = { version: 1, keyId: didKeyUrl(did), issuedAt: formatTimestamp(now), ...policy, policyHash: policyHash(policy) };
+      const members = {
+        version: 1,
+        keyId: didKeyUrl(did),
+        issuedAt: formatTimestamp(now),
+        ...policy,
+        policyHash: policyHash(policy),
+      };
       const grantId = `grant_${nonce}${(await draftTag(d, nonce, members)).toString('base64url')}`;
-      unsigned = { ...members, grantId, revocationUrl: `${d.revocationBaseUrl}/revoke?grantId=${encodeURIComponent(grantId)}` };
+      unsigned = {
+        ...members,
+        grantId,
+        revocationUrl: `${d.revocationBaseUrl}/revoke?grantId=${encodeURIComponent(grantId)}`,
+      };
       // What a verifier would refuse to read is refused here, before anyone signs it.
       parseGrant({ ...unsigned, signature: 'A'.repeat(86) });
     } catch (e) {
@@ -198,7 +286,14 @@ export function humanRoutes(router: Router, d: RouteDeps): void {
 export function humanGrantGate(d: RouteDeps): Middleware {
   return async (ctx, next) => {
     const body = ctx.request.body as Record<string, unknown> | undefined;
-    if (!body || typeof body !== 'object' || Array.isArray(body) || body['profile'] !== 'human-agent' || !('signature' in body)) return next();
+    if (
+      !body ||
+      typeof body !== 'object' ||
+      Array.isArray(body) ||
+      body['profile'] !== 'human-agent' ||
+      !('signature' in body)
+    )
+      return next();
     const now = d.now();
     let grant: PolicyGrant;
     try {
@@ -208,35 +303,61 @@ export function humanGrantGate(d: RouteDeps): Middleware {
       throw e;
     }
     const human = await d.store.getHuman(grant.issuer);
-    if (!human || human.removedAt) throw refuse('issuer_not_trusted', `${grant.issuer} is not enrolled at this authority`);
+    if (!human || human.removedAt)
+      throw refuse('issuer_not_trusted', `${grant.issuer} is not enrolled at this authority`);
     // Prepared here, and signed unchanged: the tag in the grantId covers every other member.
     const m = PREPARED_ID.exec(grant.grantId);
-    if (!m) throw notFound(`grant '${grant.grantId}' was not prepared by this authority: POST /grants/human/prepare first`);
+    if (!m)
+      throw notFound(`grant '${grant.grantId}' was not prepared by this authority: POST /grants/human/prepare first`);
     const { signature: _sig, grantId, revocationUrl, ...members } = grant;
     const tag = Buffer.from(m[2]!, 'base64url');
     const expected = await draftTag(d, m[1]!, members);
-    if (tag.length !== expected.length || !timingSafeEqual(tag, expected) || revocationUrl !== `${d.revocationBaseUrl}/revoke?grantId=${encodeURIComponent(grantId)}`) {
-      throw new HttpError(409, 'conflict', 'the signed grant differs from the one prepared: sign the prepared object unchanged');
+    if (
+      tag.length !== expected.length ||
+      !timingSafeEqual(tag, expected) ||
+      revocationUrl !== `${d.revocationBaseUrl}/revoke?grantId=${encodeURIComponent(grantId)}`
+    ) {
+      throw new HttpError(
+        409,
+        'conflict',
+        'the signed grant differs from the one prepared: sign the prepared object unchanged',
+      );
     }
     if (now - Date.parse(grant.issuedAt) > DRAFT_TTL_MS) {
-      throw new HttpError(409, 'conflict', `the grant was prepared at ${grant.issuedAt} and not signed within ${DRAFT_TTL_MS / 60_000} minutes: prepare it again`);
+      throw new HttpError(
+        409,
+        'conflict',
+        `the grant was prepared at ${grant.issuedAt} and not signed within ${DRAFT_TTL_MS / 60_000} minutes: prepare it again`,
+      );
     }
     const v = await verifyPolicyGrant(grant, { now: d.now });
     if (!v.valid) throw refuse(v.error.code, v.error.message);
     const policy = policyOf(grant as unknown as Record<string, unknown>);
-    if (policyHash(policy) !== grant.policyHash) throw new HttpError(409, 'conflict', 'the grant does not implement the policy it names');
+    if (policyHash(policy) !== grant.policyHash)
+      throw new HttpError(409, 'conflict', 'the grant does not implement the policy it names');
     await d.store.putPolicy(grant.policyHash, canonicalize(policy), new Date(now).toISOString());
     try {
       await d.store.putGrant({
-        grantId: grant.grantId, policyHash: grant.policyHash, keyId: grant.keyId, grant: JSON.stringify(grant),
-        issuedAt: grant.issuedAt, expiresAtMs: Date.parse(grant.expiresAt), createdBy: grant.issuer,
+        grantId: grant.grantId,
+        policyHash: grant.policyHash,
+        keyId: grant.keyId,
+        grant: JSON.stringify(grant),
+        issuedAt: grant.issuedAt,
+        expiresAtMs: Date.parse(grant.expiresAt),
+        createdBy: grant.issuer,
       });
     } catch (e) {
       // Two submissions at once: the grant's primary key lets one in.
-      if (await d.store.getGrant(grant.grantId, { includeDeleted: true })) throw new HttpError(409, 'conflict', `grant '${grant.grantId}' was already submitted`);
+      if (await d.store.getGrant(grant.grantId, { includeDeleted: true }))
+        throw new HttpError(409, 'conflict', `grant '${grant.grantId}' was already submitted`);
       throw e;
     }
-    await d.audit.record(grant.issuer, 'grant.issue', grant.grantId, { profile: 'human-agent', policyHash: grant.policyHash, keyId: grant.keyId, expiresAt: grant.expiresAt });
+    await d.audit.record(grant.issuer, 'grant.issue', grant.grantId, {
+      profile: 'human-agent',
+      policyHash: grant.policyHash,
+      keyId: grant.keyId,
+      expiresAt: grant.expiresAt,
+    });
     d.counters.grantIssued('person');
     ctx.status = 201;
     ctx.body = grant;
@@ -253,14 +374,23 @@ export function humanRevocationGate(d: RouteDeps): Middleware {
   return async (ctx, next) => {
     const body = ctx.request.body as Record<string, unknown> | undefined;
     if (!body || typeof body !== 'object' || Array.isArray(body) || !('signature' in body)) return next();
-    const v = await verifySignedRevocation(body, { now: d.now, maxAgeMs: REVOCATION_MAX_AGE_MS, clockToleranceMs: REVOCATION_TOLERANCE_MS });
+    const v = await verifySignedRevocation(body, {
+      now: d.now,
+      maxAgeMs: REVOCATION_MAX_AGE_MS,
+      clockToleranceMs: REVOCATION_TOLERANCE_MS,
+    });
     if (!v.valid) throw refuse(v.error.code, v.error.message);
     const r = v.revocation;
     const stored = await d.store.getGrant(r.grantId, { includeDeleted: true });
     if (!stored) throw notFound(`no grant '${r.grantId}'`);
     const grant = JSON.parse(stored.grant) as PolicyGrant;
-    if (grant.issuer !== r.issuer) throw new HttpError(403, 'forbidden', 'only the DID that issued a grant may revoke it with a signed revocation');
-    const res = await d.store.revokeGrant(r.grantId, { at: new Date(d.now()).toISOString(), actor: r.issuer, reason: 'revoked by its issuer' });
+    if (grant.issuer !== r.issuer)
+      throw new HttpError(403, 'forbidden', 'only the DID that issued a grant may revoke it with a signed revocation');
+    const res = await d.store.revokeGrant(r.grantId, {
+      at: new Date(d.now()).toISOString(),
+      actor: r.issuer,
+      reason: 'revoked by its issuer',
+    });
     if (!res) throw notFound(`no grant '${r.grantId}'`);
     // The signed revocation itself is the evidence kept in the audit log.
     if (res.changed) {

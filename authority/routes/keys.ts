@@ -14,7 +14,9 @@ export function keyRoutes(router: Router, d: RouteDeps): void {
 
   router.post('/admin/keys/rotate', requireScope(d.authenticate, 'admin'), async (ctx) => {
     const actor = actorOf(ctx.state);
-    const r = await d.keys.rotateGrantKey((q, rotated) => d.audit.entry(actor, 'key.rotate', rotated.kid, { retired: rotated.retired })(q, rotated));
+    const r = await d.keys.rotateGrantKey((q, rotated) =>
+      d.audit.entry(actor, 'key.rotate', rotated.kid, { retired: rotated.retired })(q, rotated),
+    );
     ctx.status = 201;
     ctx.body = r;
   });

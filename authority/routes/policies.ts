@@ -12,7 +12,12 @@ export function policyRoutes(router: Router, d: RouteDeps): void {
     if (typeof policy !== 'object' || Array.isArray(policy)) throw badRequest('policy: must be a JSON object');
     // PROTOCOL.md §2: policyHash = hex(SHA-256(JCS(policy document))); the stored text is that JCS.
     const hash = policyHash(policy);
-    const stored = await d.store.putPolicy(hash, canonicalize(policy), new Date(d.now()).toISOString(), d.audit.entry(actorOf(ctx.state), 'policy.store', hash, {}, (r) => r.created));
+    const stored = await d.store.putPolicy(
+      hash,
+      canonicalize(policy),
+      new Date(d.now()).toISOString(),
+      d.audit.entry(actorOf(ctx.state), 'policy.store', hash, {}, (r) => r.created),
+    );
     ctx.status = stored.created ? 201 : 200;
     ctx.body = { policyHash: stored.policyHash, storedAt: stored.storedAt };
   });

@@ -26,23 +26,31 @@ export function revocationRoutes(router: Router, d: RouteDeps): void {
   router.get('/revoke', async (ctx) => {
     const id = identifier(ctx.query['grantId'], 'grantId');
     const grantHash = ctx.query['grantHash'];
-    if (grantHash !== undefined && (typeof grantHash !== 'string' || !/^[0-9a-f]{64}$/.test(grantHash))) throw badRequest('grantHash: must be 64 lowercase hex characters');
+    if (grantHash !== undefined && (typeof grantHash !== 'string' || !/^[0-9a-f]{64}$/.test(grantHash)))
+      throw badRequest('grantHash: must be 64 lowercase hex characters');
     const status = await d.store.revocationStatus(id);
     d.counters.revocationCheck(!status ? 'unknown' : status.revoked ? 'revoked' : 'not_revoked');
     if (!status) throw notFound(`no grant '${id}'`);
     // Whoever asks with the grant in hand (a gateway taking a person's grant, PROTOCOL.md §10) learns
     // whether this authority holds *that* grant, not merely one under its id: any signer can copy an id.
-    if (grantHash !== undefined && (await storedGrantHash(id)) !== grantHash) throw notFound(`no grant '${id}' with this content`);
+    if (grantHash !== undefined && (await storedGrantHash(id)) !== grantHash)
+      throw notFound(`no grant '${id}' with this content`);
     // Revocation is final, so a "revoked" answer can be cached much longer, and by anyone. A "not
     // revoked" one only by the asker, briefly: a shared cache in front of the authority would keep
     // serving it after a revocation to callers that asked for no cache at all.
     ctx.set('Cache-Control', status.revoked ? 'public, max-age=3600' : `private, max-age=${REVOCATION_MAX_AGE_S}`);
-    ctx.body = status.revoked ? { grantId: id, revoked: true, revokedAt: status.revokedAt } : { grantId: id, revoked: false };
+    ctx.body = status.revoked
+      ? { grantId: id, revoked: true, revokedAt: status.revokedAt }
+      : { grantId: id, revoked: false };
   });
 
   const revoke = async (ctx: Context, id: string, reason: string | undefined) => {
     const actor = actorOf(ctx.state);
-    const r = await d.store.revokeGrant(id, { at: new Date(d.now()).toISOString(), actor, reason }, d.audit.entry(actor, 'grant.revoke', id, reason ? { reason } : {}, (x) => x.changed));
+    const r = await d.store.revokeGrant(
+      id,
+      { at: new Date(d.now()).toISOString(), actor, reason },
+      d.audit.entry(actor, 'grant.revoke', id, reason ? { reason } : {}, (x) => x.changed),
+    );
     if (!r) throw notFound(`no grant '${id}'`);
     if (r.changed) d.counters.grantRevoked('api');
     ctx.body = { grantId: id, revoked: true, revokedAt: r.revokedAt };

@@ -26,7 +26,7 @@ export function bundleGrantKeys(rows: PublishedKeyRow[], nowMs: number): { keys:
   const keys = grantKeysFrom(rows, nowMs);
   if (keys.length <= MAX_ISSUER_KEYS) return { keys, left: 0 };
   const runsUntil = new Map(rows.map((r) => [r.kid, r.lastGrantExpiryMs ?? 0]));
-  const rank = (k: PublishedJwk) => (k.status === 'active' ? Infinity : runsUntil.get(k.kid) ?? 0);
+  const rank = (k: PublishedJwk) => (k.status === 'active' ? Infinity : (runsUntil.get(k.kid) ?? 0));
   const kept = new Set([...keys].sort((a, b) => rank(b) - rank(a)).slice(0, MAX_ISSUER_KEYS));
   return { keys: keys.filter((k) => kept.has(k)), left: keys.length - MAX_ISSUER_KEYS };
 }
@@ -47,7 +47,8 @@ export function trustBundleRoutes(router: Router, d: RouteDeps): void {
     const body = closedObject(ctx.request.body, 'body', ['scope', 'expiresAt']);
     const scope = readScope(required(body, 'scope'), 'scope');
     const expiresAtMs = futureTimestamp(required(body, 'expiresAt'), 'expiresAt', now);
-    if (expiresAtMs - now > d.maxBundleTtlMs) throw badRequest(`expiresAt: at most ${Math.round(d.maxBundleTtlMs / 86_400_000)} days ahead`);
+    if (expiresAtMs - now > d.maxBundleTtlMs)
+      throw badRequest(`expiresAt: at most ${Math.round(d.maxBundleTtlMs / 86_400_000)} days ahead`);
     // The root at version 1, else a bundle key of the newest published root version (PROTOCOL.md §11).
     const root = await d.trustRoot.bundleSigner();
     const scopeKey = canonicalize(scope);
@@ -57,17 +58,41 @@ export function trustBundleRoutes(router: Router, d: RouteDeps): void {
     let revokedCount = 0;
     let peopleLeftOut = 0;
     let keysLeftOut = 0;
-    const record = await d.store.issueBundle(scopeKey, now, async ({ sequence, revokedGrantIds, signingKeys, humans }) => {
-      revokedCount = revokedGrantIds.length;
-      peopleLeftOut = listedHumans(humans, scope).left;
-      const { keys: issuerKeys, left } = bundleGrantKeys(signingKeys, now);
-      keysLeftOut = left;
-      const signed = await createTrustBundle(
-        { sequence, scope, issuers: [{ issuer: d.issuer, keys: issuerKeys }, ...humanIssuers(humans, scope)], revokedGrants: revokedGrantIds, expiresAt: body['expiresAt'] as string },
-        { signingKey: root.signer, keyId: root.kid, issuer: d.issuer, now: d.now },
-      );
-      return { bundleId: signed.bundleId, scope, issuedAt: signed.issuedAt, expiresAtMs, bundle: JSON.stringify(signed) };
-    }, (q, r) => d.audit.entry(actorOf(ctx.state), 'bundle.issue', r.bundleId, { scope, sequence: r.sequence, revoked: revokedCount, ...(peopleLeftOut ? { peopleLeftOut } : {}), ...(keysLeftOut ? { keysLeftOut } : {}) })(q, r));
+    const record = await d.store.issueBundle(
+      scopeKey,
+      now,
+      async ({ sequence, revokedGrantIds, signingKeys, humans }) => {
+        revokedCount = revokedGrantIds.length;
+        peopleLeftOut = listedHumans(humans, scope).left;
+        const { keys: issuerKeys, left } = bundleGrantKeys(signingKeys, now);
+        keysLeftOut = left;
+        const signed = await createTrustBundle(
+          {
+            sequence,
+            scope,
+            issuers: [{ issuer: d.issuer, keys: issuerKeys }, ...humanIssuers(humans, scope)],
+            revokedGrants: revokedGrantIds,
+            expiresAt: body['expiresAt'] as string,
+          },
+          { signingKey: root.signer, keyId: root.kid, issuer: d.issuer, now: d.now },
+        );
+        return {
+          bundleId: signed.bundleId,
+          scope,
+          issuedAt: signed.issuedAt,
+          expiresAtMs,
+          bundle: JSON.stringify(signed),
+        };
+      },
+      (q, r) =>
+        d.audit.entry(actorOf(ctx.state), 'bundle.issue', r.bundleId, {
+          scope,
+          sequence: r.sequence,
+          revoked: revokedCount,
+          ...(peopleLeftOut ? { peopleLeftOut } : {}),
+          ...(keysLeftOut ? { keysLeftOut } : {}),
+        })(q, r),
+    );
     const bundle = JSON.parse(record.bundle) as { bundleId: string };
     d.counters.bundleIssued();
     ctx.status = 201;

@@ -19,7 +19,9 @@ export function trustRootRoutes(router: Router, d: RouteDeps): void {
     const body = closedObject(ctx.request.body, 'body', ['statement']);
     const statement = required(body, 'statement');
     const actor = actorOf(ctx.state);
-    const r = await d.trustRoot.publish(statement, actor, (q, v) => d.audit.entry(actor, 'root.rotate', `root-v${v.rootVersion}`, v)(q, v));
+    const r = await d.trustRoot.publish(statement, actor, (q, v) =>
+      d.audit.entry(actor, 'root.rotate', `root-v${v.rootVersion}`, v)(q, v),
+    );
     ctx.status = r.changed ? 201 : 200;
     ctx.body = { ...r, statements: await d.trustRoot.statements() };
   });

@@ -75,8 +75,15 @@ export const HUMAN_MIGRATION = {
 };
 
 type HumanRow = {
-  did: string; label: string; category: string | null; merchant: string | null; region: string | null; public_jwk: string;
-  enrolled_at: string; enrolled_by: string; removed_at: string | null;
+  did: string;
+  label: string;
+  category: string | null;
+  merchant: string | null;
+  region: string | null;
+  public_jwk: string;
+  enrolled_at: string;
+  enrolled_by: string;
+  removed_at: string | null;
 };
 
 const humanFrom = (r: HumanRow): EnrolledHuman => {
@@ -84,7 +91,15 @@ const humanFrom = (r: HumanRow): EnrolledHuman => {
   if (r.category !== null) scope.category = r.category;
   if (r.merchant !== null) scope.merchant = r.merchant;
   if (r.region !== null) scope.region = r.region;
-  return { did: r.did, label: r.label, scope, publicJwk: r.public_jwk, enrolledAt: r.enrolled_at, enrolledBy: r.enrolled_by, removedAt: r.removed_at };
+  return {
+    did: r.did,
+    label: r.label,
+    scope,
+    publicJwk: r.public_jwk,
+    enrolledAt: r.enrolled_at,
+    enrolledBy: r.enrolled_by,
+    removedAt: r.removed_at,
+  };
 };
 
 /** The enrolled (not removed) humans, for a bundle being issued inside its transaction. */
@@ -145,7 +160,14 @@ function fullest(humans: readonly EnrolledHuman[], free: readonly ScopeField[]):
   const values = new Set(humans.map((h) => h.scope[f]).filter((v): v is string => v !== undefined));
   if (values.size === 0) return fullest(humans, rest);
   let best = 0;
-  for (const v of values) best = Math.max(best, fullest(humans.filter((h) => h.scope[f] === undefined || h.scope[f] === v), rest));
+  for (const v of values)
+    best = Math.max(
+      best,
+      fullest(
+        humans.filter((h) => h.scope[f] === undefined || h.scope[f] === v),
+        rest,
+      ),
+    );
   return best;
 }
 
@@ -158,7 +180,13 @@ function fullest(humans: readonly EnrolledHuman[], free: readonly ScopeField[]):
 export function fullestBundleWith(others: readonly EnrolledHuman[], scope: BundleScopeFields): number {
   const fixed = SCOPE_FIELDS.filter((f) => scope[f] !== undefined);
   const listing = others.filter((h) => fixed.every((f) => h.scope[f] === undefined || h.scope[f] === scope[f]));
-  return 1 + fullest(listing, SCOPE_FIELDS.filter((f) => scope[f] === undefined));
+  return (
+    1 +
+    fullest(
+      listing,
+      SCOPE_FIELDS.filter((f) => scope[f] === undefined),
+    )
+  );
 }
 
 /** Held while an enrolment counts the people a bundle would list and inserts (PostgreSQL advisory lock; SQLite's writer lock). */
@@ -166,43 +194,71 @@ const ENROL_LOCK = 'ctl_humans_enrol';
 
 export function createHumanStore(db: SqlDatabase): HumanStore {
   return {
-    enrolHuman: (h) => db.tx(async (q): Promise<Enrolment> => {
-      const current = await q.get<{ removed_at: string | null }>('SELECT removed_at FROM humans WHERE did = ?', [h.did]);
-      if (current && current.removed_at === null) return { created: false, reason: 'enrolled' };
-      const listed = fullestBundleWith(await activeHumans(q), h.scope);
-      if (listed > MAX_PEOPLE_PER_BUNDLE) return { created: false, reason: 'bundle_full', listed };
-      // Insert, or revive a removed record; an enrolled one is left as it is (RETURNING is empty).
-      const rows = await q.all(
-        `INSERT INTO humans (did, label, category, merchant, region, public_jwk, enrolled_at, enrolled_by, removed_at)
+    enrolHuman: (h) =>
+      db.tx(
+        async (q): Promise<Enrolment> => {
+          const current = await q.get<{ removed_at: string | null }>('SELECT removed_at FROM humans WHERE did = ?', [
+            h.did,
+          ]);
+          if (current && current.removed_at === null) return { created: false, reason: 'enrolled' };
+          const listed = fullestBundleWith(await activeHumans(q), h.scope);
+          if (listed > MAX_PEOPLE_PER_BUNDLE) return { created: false, reason: 'bundle_full', listed };
+          // Insert, or revive a removed record; an enrolled one is left as it is (RETURNING is empty).
+          const rows = await q.all(
+            `INSERT INTO humans (did, label, category, merchant, region, public_jwk, enrolled_at, enrolled_by, removed_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)
          ON CONFLICT (did) DO UPDATE SET label = excluded.label, category = excluded.category, merchant = excluded.merchant,
            region = excluded.region, enrolled_at = excluded.enrolled_at, enrolled_by = excluded.enrolled_by, removed_at = NULL
          WHERE humans.removed_at IS NOT NULL
          RETURNING did`,
-        [h.did, h.label, h.scope.category ?? null, h.scope.merchant ?? null, h.scope.region ?? null, h.publicJwk, h.enrolledAt, h.enrolledBy],
-      );
-      return rows.length === 1 ? { created: true } : { created: false, reason: 'enrolled' };
-    }, { lock: ENROL_LOCK }),
+            [
+              h.did,
+              h.label,
+              h.scope.category ?? null,
+              h.scope.merchant ?? null,
+              h.scope.region ?? null,
+              h.publicJwk,
+              h.enrolledAt,
+              h.enrolledBy,
+            ],
+          );
+          return rows.length === 1 ? { created: true } : { created: false, reason: 'enrolled' };
+        },
+        { lock: ENROL_LOCK },
+      ),
     async getHuman(did) {
       const r = await db.get<HumanRow>('SELECT * FROM humans WHERE did = ?', [did]);
       return r && humanFrom(r);
     },
     async listHumans(options = {}) {
-      const rows = await db.all<HumanRow>(`SELECT * FROM humans ${options.includeRemoved ? '' : 'WHERE removed_at IS NULL'} ORDER BY did`);
+      const rows = await db.all<HumanRow>(
+        `SELECT * FROM humans ${options.includeRemoved ? '' : 'WHERE removed_at IS NULL'} ORDER BY did`,
+      );
       return rows.map(humanFrom);
     },
     async removeHuman(did, at) {
-      const { changes } = await db.run('UPDATE humans SET removed_at = ? WHERE did = ? AND removed_at IS NULL', [at, did]);
+      const { changes } = await db.run('UPDATE humans SET removed_at = ? WHERE did = ? AND removed_at IS NULL', [
+        at,
+        did,
+      ]);
       const r = await db.get<{ removed_at: string | null }>('SELECT removed_at FROM humans WHERE did = ?', [did]);
       return r && r.removed_at !== null ? { removedAt: r.removed_at, changed: changes === 1 } : undefined;
     },
     async draftKey(make) {
       // Insert-if-absent then read: two instances asking at once both read the one that won.
-      await db.run('INSERT INTO authority_secrets (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING', ['human-draft-key', make()]);
-      return (await db.get<{ value: string }>('SELECT value FROM authority_secrets WHERE name = ?', ['human-draft-key']))!.value;
+      await db.run('INSERT INTO authority_secrets (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING', [
+        'human-draft-key',
+        make(),
+      ]);
+      return (await db.get<{ value: string }>('SELECT value FROM authority_secrets WHERE name = ?', [
+        'human-draft-key',
+      ]))!.value;
     },
     async unrevokedGrantIdsOf(didUrl) {
-      const rows = await db.all<{ grant_id: string }>('SELECT grant_id FROM grants WHERE key_id = ? AND revoked_at IS NULL ORDER BY grant_id', [didUrl]);
+      const rows = await db.all<{ grant_id: string }>(
+        'SELECT grant_id FROM grants WHERE key_id = ? AND revoked_at IS NULL ORDER BY grant_id',
+        [didUrl],
+      );
       return rows.map((r) => r.grant_id);
     },
   };

@@ -2,7 +2,12 @@
  * The authority's schema. The same SQL runs on SQLite and PostgreSQL: times that are compared
  * are BIGINT milliseconds (ISO text with varying fractions does not sort), JSON is TEXT.
  */
-import { auditLogMigration, dispatchLogMigration, webhookOutboxMigration, type Migration } from '../../service-kit/index.js';
+import {
+  auditLogMigration,
+  dispatchLogMigration,
+  webhookOutboxMigration,
+  type Migration,
+} from '../../service-kit/index.js';
 import { HUMAN_MIGRATION } from './humans.js';
 
 export const AUTHORITY_MIGRATIONS: readonly Migration[] = [

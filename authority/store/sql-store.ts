@@ -5,42 +5,110 @@
  */
 import { randomUUID } from 'node:crypto';
 import {
-  changeWith, createAuditLog, createSqlDispatchLog, createWebhookOutbox, type SqlDatabase, type SqlExecutor, type TxEffect,
+  changeWith,
+  createAuditLog,
+  createSqlDispatchLog,
+  createWebhookOutbox,
+  type SqlDatabase,
+  type SqlExecutor,
+  type TxEffect,
 } from '../../service-kit/index.js';
 import { createTrustRootStore } from './trust-root-store.js';
 import { createRevocationCache, type CachedStatus, type RevocationCache } from './revocation-cache.js';
 import { activeHumans, createHumanStore } from './humans.js';
 import type {
-  ApiKeyRow, AuthorityStore, BundleRecord, BundleScopeFields, GrantRecord, KeyPurposeName, PublishedKeyRow, SigningKeyRow, StoredGrant,
+  ApiKeyRow,
+  AuthorityStore,
+  BundleRecord,
+  BundleScopeFields,
+  GrantRecord,
+  KeyPurposeName,
+  PublishedKeyRow,
+  SigningKeyRow,
+  StoredGrant,
 } from './types.js';
 
 type GrantRow = {
-  grant_id: string; policy_hash: string; key_id: string; grant_json: string; issued_at: string; expires_at_ms: number | string;
-  created_by: string; revoked_at: string | null; revoked_by: string | null; revoke_reason: string | null; deleted_at: string | null;
+  grant_id: string;
+  policy_hash: string;
+  key_id: string;
+  grant_json: string;
+  issued_at: string;
+  expires_at_ms: number | string;
+  created_by: string;
+  revoked_at: string | null;
+  revoked_by: string | null;
+  revoke_reason: string | null;
+  deleted_at: string | null;
 };
 type KeyRow = {
-  kid: string; purpose: KeyPurposeName; alg: 'EdDSA' | 'ES256'; status: 'active' | 'retired'; public_jwk: string; public_pem: string;
-  private_pem: string | null; source: 'generated' | 'env'; created_at: string; retired_at: string | null; last_expiry?: number | string | null;
+  kid: string;
+  purpose: KeyPurposeName;
+  alg: 'EdDSA' | 'ES256';
+  status: 'active' | 'retired';
+  public_jwk: string;
+  public_pem: string;
+  private_pem: string | null;
+  source: 'generated' | 'env';
+  created_at: string;
+  retired_at: string | null;
+  last_expiry?: number | string | null;
   last_seen_ms?: number | string | null;
 };
-type ApiRow = { key_id: string; hash: string; scopes: string; label: string; created_at: string; created_by: string; revoked_at: string | null };
+type ApiRow = {
+  key_id: string;
+  hash: string;
+  scopes: string;
+  label: string;
+  created_at: string;
+  created_by: string;
+  revoked_at: string | null;
+};
 type BundleRow = {
-  bundle_id: string; scope_key: string; category: string | null; merchant: string | null; region: string | null;
-  sequence: number | string; issued_at: string; expires_at_ms: number | string; bundle_json: string;
+  bundle_id: string;
+  scope_key: string;
+  category: string | null;
+  merchant: string | null;
+  region: string | null;
+  sequence: number | string;
+  issued_at: string;
+  expires_at_ms: number | string;
+  bundle_json: string;
 };
 
 const grantFrom = (r: GrantRow): StoredGrant => ({
-  grantId: r.grant_id, policyHash: r.policy_hash, keyId: r.key_id, grant: r.grant_json, issuedAt: r.issued_at,
-  expiresAtMs: Number(r.expires_at_ms), createdBy: r.created_by, revokedAt: r.revoked_at, revokedBy: r.revoked_by,
-  revokeReason: r.revoke_reason, deletedAt: r.deleted_at,
+  grantId: r.grant_id,
+  policyHash: r.policy_hash,
+  keyId: r.key_id,
+  grant: r.grant_json,
+  issuedAt: r.issued_at,
+  expiresAtMs: Number(r.expires_at_ms),
+  createdBy: r.created_by,
+  revokedAt: r.revoked_at,
+  revokedBy: r.revoked_by,
+  revokeReason: r.revoke_reason,
+  deletedAt: r.deleted_at,
 });
 const keyFrom = (r: KeyRow): SigningKeyRow => ({
-  kid: r.kid, purpose: r.purpose, alg: r.alg, status: r.status, publicJwk: r.public_jwk, publicPem: r.public_pem,
-  privatePem: r.private_pem, source: r.source, createdAt: r.created_at, retiredAt: r.retired_at,
+  kid: r.kid,
+  purpose: r.purpose,
+  alg: r.alg,
+  status: r.status,
+  publicJwk: r.public_jwk,
+  publicPem: r.public_pem,
+  privatePem: r.private_pem,
+  source: r.source,
+  createdAt: r.created_at,
+  retiredAt: r.retired_at,
 });
 const apiFrom = (r: ApiRow): ApiKeyRow => ({
-  keyId: r.key_id, hash: r.hash, scopes: JSON.parse(r.scopes) as string[], label: r.label, createdAt: r.created_at,
-  createdBy: r.created_by, revokedAt: r.revoked_at,
+  keyId: r.key_id,
+  hash: r.hash,
+  scopes: JSON.parse(r.scopes) as string[],
+  label: r.label,
+  createdAt: r.created_at,
+  createdBy: r.created_by,
+  revokedAt: r.revoked_at,
 });
 const bundleFrom = (r: BundleRow): BundleRecord => {
   const scope: BundleScopeFields = {};
@@ -48,8 +116,13 @@ const bundleFrom = (r: BundleRow): BundleRecord => {
   if (r.merchant !== null) scope.merchant = r.merchant;
   if (r.region !== null) scope.region = r.region;
   return {
-    bundleId: r.bundle_id, scopeKey: r.scope_key, scope, sequence: Number(r.sequence), issuedAt: r.issued_at,
-    expiresAtMs: Number(r.expires_at_ms), bundle: r.bundle_json,
+    bundleId: r.bundle_id,
+    scopeKey: r.scope_key,
+    scope,
+    sequence: Number(r.sequence),
+    issuedAt: r.issued_at,
+    expiresAtMs: Number(r.expires_at_ms),
+    bundle: r.bundle_json,
   };
 };
 
@@ -100,7 +173,10 @@ async function insertKey(q: SqlExecutor, k: SigningKeyRow): Promise<boolean> {
 }
 
 async function activate(q: SqlExecutor, kid: string, purpose: KeyPurposeName, at: string): Promise<void> {
-  const { changes } = await q.run(`UPDATE signing_keys SET status = 'active', retired_at = NULL WHERE kid = ? AND purpose = ?`, [kid, purpose]);
+  const { changes } = await q.run(
+    `UPDATE signing_keys SET status = 'active', retired_at = NULL WHERE kid = ? AND purpose = ?`,
+    [kid, purpose],
+  );
   if (changes !== 1) throw new RangeError(`no ${purpose} key '${kid}'`);
   // Only keys of the same source: a key an instance holds from its environment is never retired
   // by another instance (it keeps signing with it).
@@ -111,7 +187,11 @@ async function activate(q: SqlExecutor, kid: string, purpose: KeyPurposeName, at
   );
 }
 
-async function activeKey(q: SqlExecutor, purpose: KeyPurposeName, source?: SigningKeyRow['source']): Promise<KeyRow | undefined> {
+async function activeKey(
+  q: SqlExecutor,
+  purpose: KeyPurposeName,
+  source?: SigningKeyRow['source'],
+): Promise<KeyRow | undefined> {
   return q.get<KeyRow>(
     `SELECT * FROM signing_keys WHERE purpose = ? AND status = 'active' ${source ? 'AND source = ?' : ''} ORDER BY created_at DESC, kid DESC LIMIT 1`,
     source ? [purpose, source] : [purpose],
@@ -158,7 +238,17 @@ async function insertBundle(q: SqlExecutor, b: BundleRecord): Promise<void> {
   await q.run(
     `INSERT INTO bundles (bundle_id, scope_key, category, merchant, region, sequence, issued_at, expires_at_ms, bundle_json)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    [b.bundleId, b.scopeKey, b.scope.category ?? null, b.scope.merchant ?? null, b.scope.region ?? null, b.sequence, b.issuedAt, b.expiresAtMs, b.bundle],
+    [
+      b.bundleId,
+      b.scopeKey,
+      b.scope.category ?? null,
+      b.scope.merchant ?? null,
+      b.scope.region ?? null,
+      b.sequence,
+      b.issuedAt,
+      b.expiresAtMs,
+      b.bundle,
+    ],
   );
 }
 
@@ -175,7 +265,9 @@ export function createSqlAuthorityStore(db: SqlDatabase, options: SqlAuthoritySt
   const notify = (q: SqlExecutor, grantId: string, token: string) =>
     q.get('SELECT pg_notify(?, ?) AS sent', [GRANT_CHANNEL, JSON.stringify({ g: grantId, t: token })]);
   const loadStatus = async (grantId: string): Promise<CachedStatus> => {
-    const r = await db.get<{ revoked_at: string | null }>('SELECT revoked_at FROM grants WHERE grant_id = ?', [grantId]);
+    const r = await db.get<{ revoked_at: string | null }>('SELECT revoked_at FROM grants WHERE grant_id = ?', [
+      grantId,
+    ]);
     if (!r) return null;
     return r.revoked_at === null ? { revoked: false } : { revoked: true, revokedAt: r.revoked_at };
   };
@@ -197,18 +289,27 @@ export function createSqlAuthorityStore(db: SqlDatabase, options: SqlAuthoritySt
     webhookOutbox: (options) => createWebhookOutbox({ ...options, db, table: 'webhook_dispatches' }),
 
     putPolicy(policyHash, document, at, effect) {
-      return changeWith(db, async (q) => {
-        const inserted = await q.all<{ stored_at: string }>(
-          'INSERT INTO policies (policy_hash, document, stored_at) VALUES (?, ?, ?) ON CONFLICT (policy_hash) DO NOTHING RETURNING stored_at',
-          [policyHash, document, at],
-        );
-        if (inserted.length === 1) return { policyHash, storedAt: inserted[0].stored_at, created: true };
-        const row = await q.get<{ stored_at: string }>('SELECT stored_at FROM policies WHERE policy_hash = ?', [policyHash]);
-        return { policyHash, storedAt: row!.stored_at, created: false };
-      }, effect);
+      return changeWith(
+        db,
+        async (q) => {
+          const inserted = await q.all<{ stored_at: string }>(
+            'INSERT INTO policies (policy_hash, document, stored_at) VALUES (?, ?, ?) ON CONFLICT (policy_hash) DO NOTHING RETURNING stored_at',
+            [policyHash, document, at],
+          );
+          if (inserted.length === 1) return { policyHash, storedAt: inserted[0].stored_at, created: true };
+          const row = await q.get<{ stored_at: string }>('SELECT stored_at FROM policies WHERE policy_hash = ?', [
+            policyHash,
+          ]);
+          return { policyHash, storedAt: row!.stored_at, created: false };
+        },
+        effect,
+      );
     },
     async getPolicy(policyHash) {
-      const r = await db.get<{ policy_hash: string; document: string; stored_at: string }>('SELECT * FROM policies WHERE policy_hash = ?', [policyHash]);
+      const r = await db.get<{ policy_hash: string; document: string; stored_at: string }>(
+        'SELECT * FROM policies WHERE policy_hash = ?',
+        [policyHash],
+      );
       return r && { policyHash: r.policy_hash, document: r.document, storedAt: r.stored_at };
     },
 
@@ -218,15 +319,21 @@ export function createSqlAuthorityStore(db: SqlDatabase, options: SqlAuthoritySt
       // A process may hold "unknown grant" for this id: the insert tells every process, in the
       // same statement (one round trip, notification at its commit). Not waited for: a stale
       // "unknown" refuses a good grant for a moment, it never accepts a revoked one.
-      await changeWith(db, async (q) => {
-        if (postgres) {
-          await q.get(`WITH g AS (${insert} RETURNING grant_id) SELECT pg_notify(?, ?) AS sent FROM g`, [
-            ...values, GRANT_CHANNEL, JSON.stringify({ g: g.grantId }),
-          ]);
-        } else {
-          await q.run(insert, values);
-        }
-      }, effect);
+      await changeWith(
+        db,
+        async (q) => {
+          if (postgres) {
+            await q.get(`WITH g AS (${insert} RETURNING grant_id) SELECT pg_notify(?, ?) AS sent FROM g`, [
+              ...values,
+              GRANT_CHANNEL,
+              JSON.stringify({ g: g.grantId }),
+            ]);
+          } else {
+            await q.run(insert, values);
+          }
+        },
+        effect,
+      );
       cache.invalidate(g.grantId);
     },
     async getGrant(grantId, options = {}) {
@@ -255,7 +362,9 @@ export function createSqlAuthorityStore(db: SqlDatabase, options: SqlAuthoritySt
             'UPDATE grants SET revoked_at = ?, revoked_by = ?, revoke_reason = ? WHERE grant_id = ? AND revoked_at IS NULL',
             [by.at, by.actor, by.reason ?? null, grantId],
           );
-          const r = await q.get<{ revoked_at: string | null }>('SELECT revoked_at FROM grants WHERE grant_id = ?', [grantId]);
+          const r = await q.get<{ revoked_at: string | null }>('SELECT revoked_at FROM grants WHERE grant_id = ?', [
+            grantId,
+          ]);
           if (!r || r.revoked_at === null) return undefined;
           // Also when unchanged: this caller is told "revoked", so every process must know it.
           if (postgres) await notify(q, grantId, token);
@@ -284,19 +393,30 @@ export function createSqlAuthorityStore(db: SqlDatabase, options: SqlAuthoritySt
     },
     listRevokedGrantIds: (nowMs) => revokedGrantIds(db, nowMs),
     softDeleteGrant(grantId, at, effect) {
-      return changeWith(db, async (q) => {
-        const { changes } = await q.run('UPDATE grants SET deleted_at = ? WHERE grant_id = ? AND deleted_at IS NULL', [at, grantId]);
-        return changes === 1;
-      }, effect);
+      return changeWith(
+        db,
+        async (q) => {
+          const { changes } = await q.run(
+            'UPDATE grants SET deleted_at = ? WHERE grant_id = ? AND deleted_at IS NULL',
+            [at, grantId],
+          );
+          return changes === 1;
+        },
+        effect,
+      );
     },
 
     async putApiKey(k, effect) {
-      await changeWith(db, async (q) => {
-        await q.run(
-          'INSERT INTO api_keys (key_id, hash, scopes, label, created_at, created_by, revoked_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
-          [k.keyId, k.hash, JSON.stringify(k.scopes), k.label, k.createdAt, k.createdBy, k.revokedAt],
-        );
-      }, effect);
+      await changeWith(
+        db,
+        async (q) => {
+          await q.run(
+            'INSERT INTO api_keys (key_id, hash, scopes, label, created_at, created_by, revoked_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+            [k.keyId, k.hash, JSON.stringify(k.scopes), k.label, k.createdAt, k.createdBy, k.revokedAt],
+          );
+        },
+        effect,
+      );
     },
     async getApiKey(keyId) {
       const r = await db.get<ApiRow>('SELECT * FROM api_keys WHERE key_id = ?', [keyId]);
@@ -306,16 +426,28 @@ export function createSqlAuthorityStore(db: SqlDatabase, options: SqlAuthoritySt
       return (await db.all<ApiRow>('SELECT * FROM api_keys ORDER BY created_at, key_id')).map(apiFrom);
     },
     revokeApiKey(keyId, at, effect) {
-      return changeWith(db, async (q) => {
-        const { changes } = await q.run('UPDATE api_keys SET revoked_at = ? WHERE key_id = ? AND revoked_at IS NULL', [at, keyId]);
-        const r = await q.get<{ revoked_at: string | null }>('SELECT revoked_at FROM api_keys WHERE key_id = ?', [keyId]);
-        return r && r.revoked_at !== null ? { revokedAt: r.revoked_at, changed: changes === 1 } : undefined;
-      }, effect && (async (q, r) => (r ? effect(q, r) : undefined)));
+      return changeWith(
+        db,
+        async (q) => {
+          const { changes } = await q.run(
+            'UPDATE api_keys SET revoked_at = ? WHERE key_id = ? AND revoked_at IS NULL',
+            [at, keyId],
+          );
+          const r = await q.get<{ revoked_at: string | null }>('SELECT revoked_at FROM api_keys WHERE key_id = ?', [
+            keyId,
+          ]);
+          return r && r.revoked_at !== null ? { revokedAt: r.revoked_at, changed: changes === 1 } : undefined;
+        },
+        effect && (async (q, r) => (r ? effect(q, r) : undefined)),
+      );
     },
 
     putSigningKey: (row) => insertKey(db, row),
     async replacePrivatePem(kid, from, to) {
-      return (await db.run('UPDATE signing_keys SET private_pem = ? WHERE kid = ? AND private_pem = ?', [to, kid, from])).changes === 1;
+      return (
+        (await db.run('UPDATE signing_keys SET private_pem = ? WHERE kid = ? AND private_pem = ?', [to, kid, from]))
+          .changes === 1
+      );
     },
     async getSigningKey(kid) {
       const r = await db.get<KeyRow>('SELECT * FROM signing_keys WHERE kid = ?', [kid]);

@@ -5,7 +5,14 @@
  * run inside its transaction: the audit entry that records the change, and its webhook
  * deliveries, commit with it or not at all.
  */
-import type { AuditLog, DispatchLog, SqlDatabase, TxEffect, WebhookOutbox, WebhookOutboxOptions } from '../../service-kit/index.js';
+import type {
+  AuditLog,
+  DispatchLog,
+  SqlDatabase,
+  TxEffect,
+  WebhookOutbox,
+  WebhookOutboxOptions,
+} from '../../service-kit/index.js';
 import type { TrustRootStore } from './trust-root-store.js';
 
 export interface StoredPolicy {
@@ -114,7 +121,12 @@ export interface AuthorityStore extends TrustRootStore {
   close(): Promise<void>;
 
   /** Stores a policy once; the same hash again returns the first `storedAt` and `created: false`. */
-  putPolicy(policyHash: string, document: string, at: string, effect?: TxEffect<{ policyHash: string; storedAt: string; created: boolean }>): Promise<{ policyHash: string; storedAt: string; created: boolean }>;
+  putPolicy(
+    policyHash: string,
+    document: string,
+    at: string,
+    effect?: TxEffect<{ policyHash: string; storedAt: string; created: boolean }>,
+  ): Promise<{ policyHash: string; storedAt: string; created: boolean }>;
   getPolicy(policyHash: string): Promise<StoredPolicy | undefined>;
 
   putGrant(record: GrantRecord, effect?: TxEffect<void>): Promise<void>;
@@ -127,7 +139,9 @@ export interface AuthorityStore extends TrustRootStore {
    * the same transaction, answered after it came back to this process's listener).
    */
   revokeGrant(
-    grantId: string, by: { at: string; actor: string; reason?: string }, effect?: TxEffect<{ revokedAt: string; changed: boolean }>,
+    grantId: string,
+    by: { at: string; actor: string; reason?: string },
+    effect?: TxEffect<{ revokedAt: string; changed: boolean }>,
   ): Promise<{ revokedAt: string; changed: boolean } | undefined>;
   /**
    * The hot path of every wallet and merchant (spec §4.3 GET /revoke), answered from an
@@ -146,7 +160,11 @@ export interface AuthorityStore extends TrustRootStore {
   getApiKey(keyId: string): Promise<ApiKeyRow | undefined>;
   listApiKeys(): Promise<ApiKeyRow[]>;
   /** Idempotent (the first revokedAt stays; `changed` only for the call that revoked); undefined when unknown. */
-  revokeApiKey(keyId: string, at: string, effect?: TxEffect<{ revokedAt: string; changed: boolean }>): Promise<{ revokedAt: string; changed: boolean } | undefined>;
+  revokeApiKey(
+    keyId: string,
+    at: string,
+    effect?: TxEffect<{ revokedAt: string; changed: boolean }>,
+  ): Promise<{ revokedAt: string; changed: boolean } | undefined>;
 
   /** Inserts a key unless its kid exists (two processes generating at once keep one). */
   putSigningKey(row: SigningKeyRow): Promise<boolean>;
@@ -173,7 +191,11 @@ export interface AuthorityStore extends TrustRootStore {
    * makes one and it is stored and activated, all under one lock (several processes starting at
    * once on one database end up with one key, not several). `created` says whether this call made it.
    */
-  ensureActiveSigningKey(purpose: KeyPurposeName, create: () => Promise<SigningKeyRow>, source?: SigningKeyRow['source']): Promise<{ row: SigningKeyRow; created: boolean }>;
+  ensureActiveSigningKey(
+    purpose: KeyPurposeName,
+    create: () => Promise<SigningKeyRow>,
+    source?: SigningKeyRow['source'],
+  ): Promise<{ row: SigningKeyRow; created: boolean }>;
 
   /** The next sequence of a bundle scope: one atomic statement, strictly increasing (PROTOCOL.md §4). */
   nextBundleSequence(scopeKey: string): Promise<number>;
@@ -185,7 +207,12 @@ export interface AuthorityStore extends TrustRootStore {
    * always carries every revocation and key an older one of that scope carried. `sign` must not
    * use the store (SQLite: the connection is held by this transaction until it returns).
    */
-  issueBundle(scopeKey: string, nowMs: number, sign: (input: BundleIssueInput) => Promise<SignedBundle>, effect?: TxEffect<BundleRecord>): Promise<BundleRecord>;
+  issueBundle(
+    scopeKey: string,
+    nowMs: number,
+    sign: (input: BundleIssueInput) => Promise<SignedBundle>,
+    effect?: TxEffect<BundleRecord>,
+  ): Promise<BundleRecord>;
   /**
    * The newest bundle of each scope that matches: a given filter matches a bundle whose field
    * equals it or is unset; an absent filter matches anything. Expired bundles are left out.

@@ -11,7 +11,13 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** POST /proxy; resolves with status, the gateway's error code and receipt id, or `{ error }` when the connection failed. */
 function proxy(agent, gatewayUrl, token, target, key) {
-  const headers = { authorization: `Bearer ${token}`, 'x-target-url': target, 'x-target-method': 'GET', 'x-ctl-purpose': 'api:search', 'idempotency-key': key };
+  const headers = {
+    authorization: `Bearer ${token}`,
+    'x-target-url': target,
+    'x-target-method': 'GET',
+    'x-ctl-purpose': 'api:search',
+    'idempotency-key': key,
+  };
   return exchange(agent, `${gatewayUrl}/proxy`, headers, 'POST').then(
     (r) => ({ status: r.status, code: r.headers['x-ctl-gateway-error'], receiptId: r.headers['x-ctl-receipt-id'] }),
     (e) => ({ error: e.code ?? e.message }),
@@ -35,7 +41,15 @@ function outcomeOf(r) {
  * `store`: { name, gateways: () => urls of the store's gateways now up, ownerKey, ceiling,
  * webhookUrl? }. `merchants`: target URL makers by kind. `rng` drives every choice.
  */
-export function createAgents({ store, merchants, rng, agents = 4, sessionsAtOnce = 6, webhookEvery = 2, triesBeforePark = 6 }) {
+export function createAgents({
+  store,
+  merchants,
+  rng,
+  agents = 4,
+  sessionsAtOnce = 6,
+  webhookEvery = 2,
+  triesBeforePark = 6,
+}) {
   const tally = { requests: 0, paid: 0, refused: 0, retries: 0, parked: 0, sessions: [], byCode: {} };
   const parked = [];
   const httpAgent = new http.Agent({ keepAlive: true, maxSockets: agents * 2 });
@@ -55,7 +69,8 @@ export function createAgents({ store, merchants, rng, agents = 4, sessionsAtOnce
       const url = upGateway();
       if (url) {
         try {
-          const extra = store.webhookUrl && tally.sessions.length % webhookEvery === 0 ? { webhookUrl: store.webhookUrl } : {};
+          const extra =
+            store.webhookUrl && tally.sessions.length % webhookEvery === 0 ? { webhookUrl: store.webhookUrl } : {};
           const s = await createSession(url, store.ownerKey, String(store.ceiling), extra);
           tally.sessions.push(s.sessionId);
           return { id: s.sessionId, token: s.sessionToken, exhausted: false };

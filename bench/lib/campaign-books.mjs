@@ -23,8 +23,17 @@ export async function readStore(store, webhookUrl) {
   if (!url) throw new Error(`${store.name}: no gateway up to read the books from`);
   const sessions = [];
   for (const id of store.sessionIds()) {
-    const [view, receipts] = await Promise.all([owner(url, store.ownerKey, `/sessions/${id}`), owner(url, store.ownerKey, `/sessions/${id}/receipts`)]);
-    sessions.push({ id, ceiling: BigInt(view.budget.amount), spent: BigInt(view.spentMinor), reserved: BigInt(view.reservedMinor), receipts: receipts.receipts });
+    const [view, receipts] = await Promise.all([
+      owner(url, store.ownerKey, `/sessions/${id}`),
+      owner(url, store.ownerKey, `/sessions/${id}/receipts`),
+    ]);
+    sessions.push({
+      id,
+      ceiling: BigInt(view.budget.amount),
+      spent: BigInt(view.spentMinor),
+      reserved: BigInt(view.reservedMinor),
+      receipts: receipts.receipts,
+    });
   }
   const db = await openDatabase(store.dbUrl, { schema: store.schema, poolSize: 1 });
   try {
@@ -36,8 +45,12 @@ export async function readStore(store, webhookUrl) {
         `SELECT p.id, p.state, p.rail, p.amount, x.valid_before, x.nonce FROM gw_payments p
          LEFT JOIN gw_x402_payments x ON x.payment_id = p.id WHERE p.state IN ('reserved', 'paying')`,
       ),
-      x402: await db.all(`SELECT x.payment_id, x.nonce, p.state FROM gw_x402_payments x JOIN gw_payments p ON p.id = x.payment_id`),
-      dispatches: webhookUrl ? await db.all(`SELECT message_id, status FROM gw_webhook_dispatches WHERE endpoint = ?`, [webhookUrl]) : [],
+      x402: await db.all(
+        `SELECT x.payment_id, x.nonce, p.state FROM gw_x402_payments x JOIN gw_payments p ON p.id = x.payment_id`,
+      ),
+      dispatches: webhookUrl
+        ? await db.all(`SELECT message_id, status FROM gw_webhook_dispatches WHERE endpoint = ?`, [webhookUrl])
+        : [],
     };
   } finally {
     await db.close();
@@ -51,7 +64,11 @@ export async function readStore(store, webhookUrl) {
  */
 export function checkBooks({ stores, xpay, x402, webhooks, final, holdMarginMs, now = Date.now() }) {
   const inv = {
-    paidOnce: [], receiptForEveryPayment: [], withinCeiling: [], reservationsSettled: [], webhooksOnce: [],
+    paidOnce: [],
+    receiptForEveryPayment: [],
+    withinCeiling: [],
+    reservationsSettled: [],
+    webhooksOnce: [],
   };
   const receipts = stores.flatMap((s) => s.sessions.flatMap((x) => x.receipts));
   const byTxRef = new Map(receipts.map((r) => [r.txRef, r]));
@@ -59,7 +76,11 @@ export function checkBooks({ stores, xpay, x402, webhooks, final, holdMarginMs, 
   const heldNonces = new Set();
   for (const s of stores) {
     for (const p of s.open) {
-      const cashable = p.rail === 'x402' && p.state === 'paying' && p.valid_before !== null && Number(p.valid_before) + holdMarginMs > now;
+      const cashable =
+        p.rail === 'x402' &&
+        p.state === 'paying' &&
+        p.valid_before !== null &&
+        Number(p.valid_before) + holdMarginMs > now;
       if (cashable && !final) {
         held.add(p.id);
         heldNonces.add(String(p.nonce).toLowerCase());
@@ -69,22 +90,32 @@ export function checkBooks({ stores, xpay, x402, webhooks, final, holdMarginMs, 
 
   // Nothing paid twice: per agent request, one ledger row, one receipt txid at the merchant, one EVM transfer.
   const count = (keys) => keys.reduce((m, k) => m.set(k, (m.get(k) ?? 0) + 1), new Map());
-  for (const [address, n] of count(stores.flatMap((s) => s.ledger.map((r) => r.address)))) if (n > 1) inv.paidOnce.push(`ledger rail: ${address} paid ${n} times`);
-  for (const [req, txids] of xpay.paid) if (new Set(txids).size > 1) inv.paidOnce.push(`X-Payment merchant: ${req} paid with ${new Set(txids).size} receipts`);
+  for (const [address, n] of count(stores.flatMap((s) => s.ledger.map((r) => r.address))))
+    if (n > 1) inv.paidOnce.push(`ledger rail: ${address} paid ${n} times`);
+  for (const [req, txids] of xpay.paid)
+    if (new Set(txids).size > 1)
+      inv.paidOnce.push(`X-Payment merchant: ${req} paid with ${new Set(txids).size} receipts`);
   const reqOf = x402.requestByNonce();
   const transfers = x402.ledger.transfers;
-  for (const t of transfers) if (!reqOf.has(t.nonce.toLowerCase())) inv.paidOnce.push(`EVM ledger: transfer ${t.tx} for an authorization the merchant was never sent`);
-  for (const [req, n] of count(transfers.map((t) => reqOf.get(t.nonce.toLowerCase())).filter(Boolean))) if (n > 1) inv.paidOnce.push(`EVM ledger: ${req} paid ${n} times`);
+  for (const t of transfers)
+    if (!reqOf.has(t.nonce.toLowerCase()))
+      inv.paidOnce.push(`EVM ledger: transfer ${t.tx} for an authorization the merchant was never sent`);
+  for (const [req, n] of count(transfers.map((t) => reqOf.get(t.nonce.toLowerCase())).filter(Boolean)))
+    if (n > 1) inv.paidOnce.push(`EVM ledger: ${req} paid ${n} times`);
 
   // No paid answer without a receipt (once reconciled), and no receipt without money.
   const money = new Set();
   for (const s of stores) {
     for (const r of s.ledger) {
       money.add(r.tx_ref);
-      if (!byTxRef.has(r.tx_ref)) inv.receiptForEveryPayment.push(`${s.name}: ledger payment ${r.payment_id} has no receipt`);
+      if (!byTxRef.has(r.tx_ref))
+        inv.receiptForEveryPayment.push(`${s.name}: ledger payment ${r.payment_id} has no receipt`);
     }
   }
-  for (const [req, txids] of xpay.paid) for (const t of txids) if (!byTxRef.has(t)) inv.receiptForEveryPayment.push(`X-Payment merchant served ${req} for ${t}, which has no receipt`);
+  for (const [req, txids] of xpay.paid)
+    for (const t of txids)
+      if (!byTxRef.has(t))
+        inv.receiptForEveryPayment.push(`X-Payment merchant served ${req} for ${t}, which has no receipt`);
   const nonceRefs = new Set(receipts.map((r) => r.txRef.split('/').pop().toLowerCase()));
   for (const t of transfers) {
     const ref = `txid:${t.tx}`;
@@ -95,19 +126,25 @@ export function checkBooks({ stores, xpay, x402, webhooks, final, holdMarginMs, 
     }
   }
   for (const r of receipts) {
-    if (!money.has(r.txRef) && !money.has(`nonce:${r.txRef.split('/').pop().toLowerCase()}`)) inv.receiptForEveryPayment.push(`receipt ${r.receiptId} (${r.txRef}) names no payment`);
+    if (!money.has(r.txRef) && !money.has(`nonce:${r.txRef.split('/').pop().toLowerCase()}`))
+      inv.receiptForEveryPayment.push(`receipt ${r.receiptId} (${r.txRef}) names no payment`);
   }
 
   // Spent never above the ceiling, and equal to the receipts; reserved only for held payments.
   for (const s of stores) {
     for (const x of s.sessions) {
       const receipted = x.receipts.reduce((a, r) => a + BigInt(r.amount.amountMinor), 0n);
-      if (x.spent > x.ceiling || x.spent + x.reserved > x.ceiling) inv.withinCeiling.push(`${s.name} ${x.id}: spent ${x.spent} + reserved ${x.reserved} > ceiling ${x.ceiling}`);
-      if (x.spent !== receipted) inv.withinCeiling.push(`${s.name} ${x.id}: spent ${x.spent} but receipts total ${receipted}`);
+      if (x.spent > x.ceiling || x.spent + x.reserved > x.ceiling)
+        inv.withinCeiling.push(`${s.name} ${x.id}: spent ${x.spent} + reserved ${x.reserved} > ceiling ${x.ceiling}`);
+      if (x.spent !== receipted)
+        inv.withinCeiling.push(`${s.name} ${x.id}: spent ${x.spent} but receipts total ${receipted}`);
     }
     const heldHere = s.open.filter((p) => held.has(p.id)).reduce((a, p) => a + BigInt(p.amount), 0n);
     const reserved = s.sessions.reduce((a, x) => a + x.reserved, 0n);
-    if (reserved !== heldHere) inv.reservationsSettled.push(`${s.name}: ${reserved} reserved, ${heldHere} of it by cashable x402 authorizations`);
+    if (reserved !== heldHere)
+      inv.reservationsSettled.push(
+        `${s.name}: ${reserved} reserved, ${heldHere} of it by cashable x402 authorizations`,
+      );
   }
 
   // Webhooks: every event of the outbox received, by webhook-id, none unknown (the receiver
@@ -122,6 +159,14 @@ export function checkBooks({ stores, xpay, x402, webhooks, final, holdMarginMs, 
     const known = new Set(events.map((d) => d.message_id));
     for (const id of got) if (!known.has(id)) inv.webhooksOnce.push(`webhook ${id} is no event of the outbox`);
   }
-  const result = Object.fromEntries(Object.entries(inv).map(([k, breaches]) => [k, { ok: breaches.length === 0, breaches }]));
-  return { ok: Object.values(result).every((r) => r.ok), invariants: result, held: held.size, receipts: receipts.length, transfers: transfers.length + stores.reduce((a, s) => a + s.ledger.length, 0) };
+  const result = Object.fromEntries(
+    Object.entries(inv).map(([k, breaches]) => [k, { ok: breaches.length === 0, breaches }]),
+  );
+  return {
+    ok: Object.values(result).every((r) => r.ok),
+    invariants: result,
+    held: held.size,
+    receipts: receipts.length,
+    transfers: transfers.length + stores.reduce((a, s) => a + s.ledger.length, 0),
+  };
 }

@@ -24,10 +24,11 @@ function listen(server) {
   server.keepAliveTimeout = 60_000;
   return new Promise((r) => server.listen(0, '127.0.0.1', () => r(`http://127.0.0.1:${server.address().port}`)));
 }
-const close = (server) => new Promise((r) => {
-  server.close(() => r());
-  server.closeAllConnections();
-});
+const close = (server) =>
+  new Promise((r) => {
+    server.close(() => r());
+    server.closeAllConnections();
+  });
 
 /** 402 with X-Payment until the retry carries X-Payment-Receipt; `paid` maps request → receipt txids seen. */
 export async function startXPayMerchant() {
@@ -41,7 +42,10 @@ export async function startXPayMerchant() {
       res.writeHead(200, { 'content-type': 'application/json' });
       return res.end(JSON.stringify({ results: [id] }));
     }
-    res.writeHead(402, { 'x-payment': JSON.stringify({ amount: String(XPAY_AMOUNT), currency: 'USD', address: `m-${id}` }), 'content-length': 0 });
+    res.writeHead(402, {
+      'x-payment': JSON.stringify({ amount: String(XPAY_AMOUNT), currency: 'USD', address: `m-${id}` }),
+      'content-length': 0,
+    });
     res.end();
   });
   const url = await listen(server);
@@ -66,12 +70,22 @@ export async function startX402World({ maxTimeoutSeconds = 10 } = {}) {
     req.on('end', async () => {
       const answer = async (m) => {
         try {
-          if (m.method === 'eth_chainId') return { jsonrpc: '2.0', id: m.id, result: `0x${BASE_SEPOLIA_USDC.chainId.toString(16)}` };
+          if (m.method === 'eth_chainId')
+            return { jsonrpc: '2.0', id: m.id, result: `0x${BASE_SEPOLIA_USDC.chainId.toString(16)}` };
           if (m.method !== 'eth_call') throw new Error(`${m.method} is not served here`);
           const { to, data } = m.params[0];
           const call = decodeFunctionData({ abi: TOKEN_ABI, data });
-          const result = await ledger.signer.readContract({ address: to, abi: TOKEN_ABI, functionName: call.functionName, args: call.args });
-          return { jsonrpc: '2.0', id: m.id, result: encodeFunctionResult({ abi: TOKEN_ABI, functionName: call.functionName, result }) };
+          const result = await ledger.signer.readContract({
+            address: to,
+            abi: TOKEN_ABI,
+            functionName: call.functionName,
+            args: call.args,
+          });
+          return {
+            jsonrpc: '2.0',
+            id: m.id,
+            result: encodeFunctionResult({ abi: TOKEN_ABI, functionName: call.functionName, result }),
+          };
         } catch (e) {
           return { jsonrpc: '2.0', id: m.id, error: { code: -32000, message: e.message } };
         }

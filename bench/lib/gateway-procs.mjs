@@ -12,7 +12,10 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const build = (p) => pathToFileURL(join(root, 'build', p)).href;
 export const ADMIN_KEY = 'bench-admin-key-0123456789';
-const role = import.meta.url === pathToFileURL(process.argv[1] ?? '').href ? process.argv.find((a) => a.startsWith('--role='))?.slice(7) : undefined;
+const role =
+  import.meta.url === pathToFileURL(process.argv[1] ?? '').href
+    ? process.argv.find((a) => a.startsWith('--role='))?.slice(7)
+    : undefined;
 
 if (role === 'merchant') {
   // 402 with X-Payment unless paid; /free always 200. Same small JSON body either way.
@@ -25,7 +28,10 @@ if (role === 'merchant') {
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
       return res.end(body);
     }
-    res.writeHead(402, { 'x-payment': '{"amount":"1","currency":"USD","address":"bench-merchant"}', 'content-length': 0 });
+    res.writeHead(402, {
+      'x-payment': '{"amount":"1","currency":"USD","address":"bench-merchant"}',
+      'content-length': 0,
+    });
     res.end();
   });
   server.keepAliveTimeout = 60_000;
@@ -33,7 +39,10 @@ if (role === 'merchant') {
 } else if (role === 'gateway') {
   const { openDatabase, listen, silentLogger } = await import(build('service-kit/index.js'));
   const { createGatewayApp } = await import(build('gateway/app.js'));
-  const db = await openDatabase(process.env.BENCH_DB, { schema: process.env.BENCH_SCHEMA || undefined, poolSize: Number(process.env.BENCH_POOL_SIZE ?? 20) });
+  const db = await openDatabase(process.env.BENCH_DB, {
+    schema: process.env.BENCH_SCHEMA || undefined,
+    poolSize: Number(process.env.BENCH_POOL_SIZE ?? 20),
+  });
   // BENCH_SQL_COUNTS=<file>: count transactions and statements (written on SIGTERM), for the
   // per-payment cost in docs/scaling.md. Wraps the SqlDatabase from outside; the gateway is unchanged.
   const counts = { tx: 0, statements: 0, outsideTx: 0, byVerb: {}, bySql: {} };
@@ -44,16 +53,26 @@ if (role === 'merchant') {
   const { gatewayRateLimitsFromEnv } = await import(build('gateway/services/rate-limits.js'));
   // One session takes thousands of requests a second here: no rate limit unless the environment
   // sets one (bench/rate-limit.mjs measures what counting costs).
-  const rateLimits = gatewayRateLimitsFromEnv({ CTL_GATEWAY_RATE_LIMIT_OWNER: '0', CTL_GATEWAY_RATE_LIMIT_SESSION: '0', ...process.env });
+  const rateLimits = gatewayRateLimitsFromEnv({
+    CTL_GATEWAY_RATE_LIMIT_OWNER: '0',
+    CTL_GATEWAY_RATE_LIMIT_SESSION: '0',
+    ...process.env,
+  });
   // The x402 and webhook variables as `ctl gateway` reads them (CTL_X402_*, CTL_WEBHOOK_*), and
   // the reconcile timings and a fixed port for bench/campaign.mjs, which kills and restarts gateways.
   const { gatewayOptionsFromEnv } = await import(build('gateway/server.js'));
   const fromEnv = gatewayOptionsFromEnv(process.env);
   const envMs = (name) => (process.env[name] ? Number(process.env[name]) : undefined);
   const gw = await createGatewayApp({
-    db, adminKey: ADMIN_KEY, logger: silentLogger(), targets: { allowPrivate: true }, rateLimits, webhooks: fromEnv.webhooks,
+    db,
+    adminKey: ADMIN_KEY,
+    logger: silentLogger(),
+    targets: { allowPrivate: true },
+    rateLimits,
+    webhooks: fromEnv.webhooks,
     x402: { ...fromEnv.x402, expiryMarginMs: envMs('BENCH_X402_EXPIRY_MARGIN_MS') },
-    reconcileStaleMs: envMs('BENCH_RECONCILE_STALE_MS'), reconcileIntervalMs: envMs('BENCH_RECONCILE_INTERVAL_MS'),
+    reconcileStaleMs: envMs('BENCH_RECONCILE_STALE_MS'),
+    reconcileIntervalMs: envMs('BENCH_RECONCILE_INTERVAL_MS'),
   });
   const srv = await listen(gw.app, { port: Number(process.env.BENCH_PORT ?? 0) });
   srv.server.keepAliveTimeout = 60_000;
@@ -66,7 +85,20 @@ if (role === 'merchant') {
     eld.enable();
     setInterval(() => {
       const m = process.memoryUsage();
-      console.log(JSON.stringify({ stats: { rss: m.rss, heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external, arrayBuffers: m.arrayBuffers, eldP50: eld.percentile(50) / 1e6, eldP99: eld.percentile(99) / 1e6, eldMax: eld.max / 1e6 } }));
+      console.log(
+        JSON.stringify({
+          stats: {
+            rss: m.rss,
+            heapUsed: m.heapUsed,
+            heapTotal: m.heapTotal,
+            external: m.external,
+            arrayBuffers: m.arrayBuffers,
+            eldP50: eld.percentile(50) / 1e6,
+            eldP99: eld.percentile(99) / 1e6,
+            eldMax: eld.max / 1e6,
+          },
+        }),
+      );
       eld.reset();
     }, Number(process.env.BENCH_STATS_MS)).unref();
   }
@@ -119,7 +151,10 @@ function countSql(db, counts) {
 
 /** Starts this file as `--role=…` in a child process; resolves with its first JSON line. */
 export function child(args, env = {}, nodeArgs = []) {
-  const c = spawn(process.execPath, [...nodeArgs, fileURLToPath(import.meta.url), ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const c = spawn(process.execPath, [...nodeArgs, fileURLToPath(import.meta.url), ...args], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   return new Promise((resolve, reject) => {
     let out = '';
     c.stdout.on('data', (d) => {
@@ -145,19 +180,27 @@ export function stop(c) {
 export function exchange(agent, url, headers, method = 'GET') {
   return new Promise((resolve, reject) => {
     const u = new URL(url);
-    const req = http.request({ hostname: u.hostname, port: u.port, path: u.pathname + u.search, method, headers, agent }, (res) => {
-      res.resume();
-      res.on('end', () => resolve({ status: res.statusCode, headers: res.headers }));
-      res.on('error', reject);
-    });
+    const req = http.request(
+      { hostname: u.hostname, port: u.port, path: u.pathname + u.search, method, headers, agent },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve({ status: res.statusCode, headers: res.headers }));
+        res.on('error', reject);
+      },
+    );
     req.on('error', reject);
     req.end();
   });
 }
-export const request = (agent, url, headers, method = 'GET') => exchange(agent, url, headers, method).then((r) => r.status);
+export const request = (agent, url, headers, method = 'GET') =>
+  exchange(agent, url, headers, method).then((r) => r.status);
 
 async function post(base, path, key, body) {
-  const res = await fetch(base + path, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const res = await fetch(base + path, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   if (!res.ok) throw new Error(`${path}: ${res.status} ${await res.text()}`);
   return res.json();
 }
@@ -167,15 +210,30 @@ export async function createOwner(gatewayUrl, label = 'bench') {
 /** A session allowed `api:search` for an hour; `budgetMinor` as a decimal string; `extra` more of its config (webhookUrl, …). */
 export async function createSession(gatewayUrl, ownerKey, budgetMinor = '9000000000000000', extra = {}) {
   return post(gatewayUrl, '/sessions', ownerKey, {
-    budget: { amount: budgetMinor, currency: 'USD' }, purposes: ['api:search'], expiresAt: new Date(Date.now() + 3600_000).toISOString().replace(/\.\d+Z$/, 'Z'), ...extra,
+    budget: { amount: budgetMinor, currency: 'USD' },
+    purposes: ['api:search'],
+    expiresAt: new Date(Date.now() + 3600_000).toISOString().replace(/\.\d+Z$/, 'Z'),
+    ...extra,
   });
 }
 export async function sessionView(gatewayUrl, ownerKey, sessionId) {
-  return (await fetch(`${gatewayUrl}/sessions/${sessionId}`, { headers: { authorization: `Bearer ${ownerKey}` } })).json();
+  return (
+    await fetch(`${gatewayUrl}/sessions/${sessionId}`, { headers: { authorization: `Bearer ${ownerKey}` } })
+  ).json();
 }
 /** One paid request through the gateway (the merchant answers 402, the gateway pays, retries). */
 export const paidRequest = (agent, gatewayUrl, token, shop) =>
-  request(agent, `${gatewayUrl}/proxy`, { authorization: `Bearer ${token}`, 'x-target-url': `${shop}/search`, 'x-target-method': 'GET', 'x-ctl-purpose': 'api:search' }, 'POST');
+  request(
+    agent,
+    `${gatewayUrl}/proxy`,
+    {
+      authorization: `Bearer ${token}`,
+      'x-target-url': `${shop}/search`,
+      'x-target-method': 'GET',
+      'x-ctl-purpose': 'api:search',
+    },
+    'POST',
+  );
 
 export async function pgReachable(url) {
   const pg = (await import('pg')).default;
@@ -228,18 +286,21 @@ export async function dropSchema(url, schema) {
  */
 export async function closedLoop(conns, seconds, send, warmMs = 300) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: conns });
-  for (const warm = performance.now() + warmMs; performance.now() < warm; ) await Promise.all(Array.from({ length: conns }, () => send(agent)));
+  for (const warm = performance.now() + warmMs; performance.now() < warm;)
+    await Promise.all(Array.from({ length: conns }, () => send(agent)));
   const lat = [];
   let bad = 0;
   const end = performance.now() + seconds * 1000;
   const started = performance.now();
-  await Promise.all(Array.from({ length: conns }, async () => {
-    while (performance.now() < end) {
-      const t = performance.now();
-      if ((await send(agent)) !== 200) bad++;
-      lat.push(performance.now() - t);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: conns }, async () => {
+      while (performance.now() < end) {
+        const t = performance.now();
+        if ((await send(agent)) !== 200) bad++;
+        lat.push(performance.now() - t);
+      }
+    }),
+  );
   const elapsed = (performance.now() - started) / 1000;
   agent.destroy();
   lat.sort((a, b) => a - b);

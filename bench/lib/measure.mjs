@@ -34,13 +34,16 @@ export const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length
 
 /** Interleaves baseline and subject rounds; prints and returns the medians and subject ÷ baseline. */
 export async function compare(label, baseline, subject, width = 52) {
-  const b = [], s = [];
+  const b = [],
+    s = [];
   for (let r = 0; r < ROUNDS; r++) {
     b.push(await opsPerSec(baseline));
     s.push(await opsPerSec(subject));
   }
   const row = { label, baseline: Math.round(median(b)), subject: Math.round(median(s)), ratio: median(s) / median(b) };
-  console.log(`${label.padEnd(width)} ${String(row.subject).padStart(7)}/s vs ${String(row.baseline).padStart(7)}/s  ratio ${row.ratio.toFixed(2)}`);
+  console.log(
+    `${label.padEnd(width)} ${String(row.subject).padStart(7)}/s vs ${String(row.baseline).padStart(7)}/s  ratio ${row.ratio.toFixed(2)}`,
+  );
   return row;
 }
 

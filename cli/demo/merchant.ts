@@ -26,7 +26,10 @@ export async function startDemoMerchant(options: { port?: number; host?: string 
   const server = createServer((req, res) => {
     const receipt = req.headers['x-payment-receipt'];
     if (typeof receipt !== 'string') {
-      res.writeHead(402, { 'content-type': 'application/json', 'x-payment': JSON.stringify({ amount: price, currency: 'USD', address: DEMO_MERCHANT_ADDRESS }) });
+      res.writeHead(402, {
+        'content-type': 'application/json',
+        'x-payment': JSON.stringify({ amount: price, currency: 'USD', address: DEMO_MERCHANT_ADDRESS }),
+      });
       return res.end(JSON.stringify({ demo: true, note: NOTE, price: { amount: price, currency: 'USD' } }));
     }
     res.writeHead(200, { 'content-type': 'application/json' });
@@ -34,7 +37,11 @@ export async function startDemoMerchant(options: { port?: number; host?: string 
   });
   const host = options.host ?? '127.0.0.1';
   await new Promise<void>((resolve, reject) => {
-    server.once('error', (e: NodeJS.ErrnoException) => reject(e.code === 'EADDRINUSE' ? new Error(`demo merchant: port ${options.port} on ${host} is already in use`) : e));
+    server.once('error', (e: NodeJS.ErrnoException) =>
+      reject(
+        e.code === 'EADDRINUSE' ? new Error(`demo merchant: port ${options.port} on ${host} is already in use`) : e,
+      ),
+    );
     server.listen(options.port ?? 0, host, resolve);
   });
   const port = (server.address() as AddressInfo).port;

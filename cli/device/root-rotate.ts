@@ -15,11 +15,21 @@ import { existsSync } from 'node:fs';
 import { createPublicKey } from 'node:crypto';
 import { join } from 'node:path';
 import {
-  createRootStatement, formatTimestamp, importSigningKey, parseStrictJson, toPublicJwk, verifyRootChain, type PublicJwk,
+  createRootStatement,
+  formatTimestamp,
+  importSigningKey,
+  parseStrictJson,
+  toPublicJwk,
+  verifyRootChain,
+  type PublicJwk,
 } from '../../src/index.js';
 import { clock, one, parseArgs, readText, UsageError, writeAtomic, type Parsed } from './args.js';
 import {
-  closePkcs11Modules, DEFAULT_PKCS11_MODULE, openPkcs11Signer, parsePkcs11Uri, type Signer,
+  closePkcs11Modules,
+  DEFAULT_PKCS11_MODULE,
+  openPkcs11Signer,
+  parsePkcs11Uri,
+  type Signer,
 } from '../../service-kit/signers/index.js';
 import { HttpError } from '../../service-kit/http-error.js';
 
@@ -79,7 +89,10 @@ async function openTokenKey(flag: string, uri: string, o: TokenOptions): Promise
   }
 }
 
-const spkiPem = (jwk: PublicJwk) => createPublicKey({ key: { ...jwk }, format: 'jwk' }).export({ type: 'spki', format: 'pem' }).toString();
+const spkiPem = (jwk: PublicJwk) =>
+  createPublicKey({ key: { ...jwk }, format: 'jwk' })
+    .export({ type: 'spki', format: 'pem' })
+    .toString();
 
 /** A key directory of `ctl root init`: the public half always, the private half where this machine holds it (a file, or the token root.json names). */
 async function loadKeyDirs(flag: string, dirs: string[], o: TokenOptions, sign: boolean): Promise<RotationKey[]> {
@@ -88,15 +101,20 @@ async function loadKeyDirs(flag: string, dirs: string[], o: TokenOptions, sign: 
     const pubFile = join(dir, 'root.pub.pem');
     if (!existsSync(pubFile)) throw new UsageError(`${dir}: no root.pub.pem (a key directory of ctl root init)`);
     const publicPem = readText(pubFile, 'public key');
-    const publicJwk = await toPublicJwk(publicPem).catch(() => { throw new UsageError(`${pubFile} is not a public key`); });
+    const publicJwk = await toPublicJwk(publicPem).catch(() => {
+      throw new UsageError(`${pubFile} is not a public key`);
+    });
     const keyFile = join(dir, 'root.key.pem');
     const metaFile = join(dir, 'root.json');
     let signer: RotationKey['signer'];
     if (existsSync(keyFile)) {
       const privatePem = readText(keyFile, 'private key');
       // A directory whose halves disagree would sign with one key and list another.
-      const key = await importSigningKey(privatePem).catch(() => { throw new UsageError(`${keyFile} is not a private key`); });
-      if (JSON.stringify(key.publicJwk) !== JSON.stringify(publicJwk)) throw new UsageError(`${dir}: root.key.pem and root.pub.pem are not one key pair`);
+      const key = await importSigningKey(privatePem).catch(() => {
+        throw new UsageError(`${keyFile} is not a private key`);
+      });
+      if (JSON.stringify(key.publicJwk) !== JSON.stringify(publicJwk))
+        throw new UsageError(`${dir}: root.key.pem and root.pub.pem are not one key pair`);
       signer = privatePem;
     } else if (sign && existsSync(metaFile)) {
       let uri: unknown;
@@ -107,7 +125,8 @@ async function loadKeyDirs(flag: string, dirs: string[], o: TokenOptions, sign: 
       }
       if (typeof uri === 'string') {
         const token = await openTokenKey(`${flag} ${dir}`, uri, o);
-        if (JSON.stringify(token.publicJwk) !== JSON.stringify(publicJwk)) throw new TokenError(`${dir}: the key in the token is not the one in root.pub.pem`);
+        if (JSON.stringify(token.publicJwk) !== JSON.stringify(publicJwk))
+          throw new TokenError(`${dir}: the key in the token is not the one in root.pub.pem`);
         signer = token;
       }
     }
@@ -137,14 +156,31 @@ export function readChainFile(path: string): { pinnedRootPem?: string; statement
   if (Array.isArray(v)) return { statements: v };
   const o = v as { statements?: unknown; pinnedRootPem?: unknown };
   if (!Array.isArray(o?.statements)) throw new UsageError(`${path}: expected { "statements": [...] }`);
-  return { statements: o.statements, ...(typeof o.pinnedRootPem === 'string' ? { pinnedRootPem: o.pinnedRootPem } : {}) };
+  return {
+    statements: o.statements,
+    ...(typeof o.pinnedRootPem === 'string' ? { pinnedRootPem: o.pinnedRootPem } : {}),
+  };
 }
 
 /** @example await rotateCommand(['--chain', 'chain.json', '--from', 'root-v1', '--to', 'root-a', '--bundle-key', 'bundle-2']) */
 export async function rotateCommand(args: string[]): Promise<number> {
-  if (args.includes('--help') || args.includes('-h')) return console.log(`usage:${ROTATE_LINE.slice('      '.length)}\n\n${ROTATE_HELP}`), 0;
+  if (args.includes('--help') || args.includes('-h'))
+    return (console.log(`usage:${ROTATE_LINE.slice('      '.length)}\n\n${ROTATE_HELP}`), 0);
   const p = parseArgs(args, {
-    values: ['chain', 'from', 'to', 'threshold', 'bundle-key', 'root', 'now', 'from-pkcs11', 'to-pkcs11', 'bundle-key-pkcs11', 'pin-source', 'module'],
+    values: [
+      'chain',
+      'from',
+      'to',
+      'threshold',
+      'bundle-key',
+      'root',
+      'now',
+      'from-pkcs11',
+      'to-pkcs11',
+      'bundle-key-pkcs11',
+      'pin-source',
+      'module',
+    ],
   });
   if (p.positionals.length) throw new UsageError('root rotate takes no positional argument');
   const chainFile = one(p, 'chain');
@@ -154,11 +190,22 @@ export async function rotateCommand(args: string[]): Promise<number> {
     throw new UsageError('--from and --to (or --from-pkcs11 and --to-pkcs11) name at least one key each');
   }
   const thresholdText = one(p, 'threshold');
-  if (thresholdText !== undefined && !/^[1-9][0-9]{0,2}$/.test(thresholdText)) throw new UsageError('--threshold must be a positive integer');
-  const tokens: TokenOptions = { modulePath: one(p, 'module') ?? process.env.CTL_PKCS11_MODULE ?? DEFAULT_PKCS11_MODULE, pinSource: one(p, 'pin-source'), opened: [] };
+  if (thresholdText !== undefined && !/^[1-9][0-9]{0,2}$/.test(thresholdText))
+    throw new UsageError('--threshold must be a positive integer');
+  const tokens: TokenOptions = {
+    modulePath: one(p, 'module') ?? process.env.CTL_PKCS11_MODULE ?? DEFAULT_PKCS11_MODULE,
+    pinSource: one(p, 'pin-source'),
+    opened: [],
+  };
   try {
-    const from = [...(await loadKeyDirs('--from', list('from'), tokens, true)), ...(await loadTokenKeys('--from-pkcs11', list('from-pkcs11'), tokens))];
-    const to = [...(await loadKeyDirs('--to', list('to'), tokens, true)), ...(await loadTokenKeys('--to-pkcs11', list('to-pkcs11'), tokens))];
+    const from = [
+      ...(await loadKeyDirs('--from', list('from'), tokens, true)),
+      ...(await loadTokenKeys('--from-pkcs11', list('from-pkcs11'), tokens)),
+    ];
+    const to = [
+      ...(await loadKeyDirs('--to', list('to'), tokens, true)),
+      ...(await loadTokenKeys('--to-pkcs11', list('to-pkcs11'), tokens)),
+    ];
     const bundleKeys = [
       ...(await loadKeyDirs('--bundle-key', list('bundle-key'), tokens, false)),
       ...(await loadTokenKeys('--bundle-key-pkcs11', list('bundle-key-pkcs11'), tokens)),
@@ -174,21 +221,35 @@ export async function rotateCommand(args: string[]): Promise<number> {
   }
 }
 
-async function rotate(p: Parsed, chainFile: string, from: RotationKey[], to: RotationKey[], bundleKeys: RotationKey[], thresholdText: string | undefined): Promise<number> {
+async function rotate(
+  p: Parsed,
+  chainFile: string,
+  from: RotationKey[],
+  to: RotationKey[],
+  bundleKeys: RotationKey[],
+  thresholdText: string | undefined,
+): Promise<number> {
   const threshold = thresholdText === undefined ? Math.floor(to.length / 2) + 1 : Number(thresholdText);
-  if (threshold > to.length) throw new UsageError(`--threshold ${threshold} is more than the ${to.length} new root keys`);
+  if (threshold > to.length)
+    throw new UsageError(`--threshold ${threshold} is more than the ${to.length} new root keys`);
 
   const chain = readChainFile(chainFile);
   const rootPath = one(p, 'root');
-  const pinned = rootPath ? readText(rootPath, 'root key') : chain.pinnedRootPem ?? (chain.statements.length === 0 && from.length === 1 ? from[0]!.publicPem : undefined);
+  const pinned = rootPath
+    ? readText(rootPath, 'root key')
+    : (chain.pinnedRootPem ?? (chain.statements.length === 0 && from.length === 1 ? from[0]!.publicPem : undefined));
   if (!pinned) throw new UsageError('--root PEM is required: the chain file does not name its pinned root');
   const current = await verifyRootChain(pinned, chain.statements);
   if (!current.valid) {
-    console.error(`✗ ${chainFile} does not verify from the pinned root: ${current.error.code}: ${current.error.message}`);
+    console.error(
+      `✗ ${chainFile} does not verify from the pinned root: ${current.error.code}: ${current.error.message}`,
+    );
     return 1;
   }
   if (current.rootVersion === 1 && bundleKeys.length === 0) {
-    throw new UsageError('--bundle-key is required at the first rotation (the version-1 root must not keep signing bundles)');
+    throw new UsageError(
+      '--bundle-key is required at the first rotation (the version-1 root must not keep signing bundles)',
+    );
   }
   const statement = await createRootStatement(
     {
@@ -212,9 +273,13 @@ async function rotate(p: Parsed, chainFile: string, from: RotationKey[], to: Rot
   }
   writeAtomic(chainFile, JSON.stringify({ pinnedRootPem: pinned, statements }, null, 2) + '\n');
   console.log(`✓ root version ${next.rootVersion} appended to ${chainFile}`);
-  console.log(`  root keys (${next.threshold} of ${next.rootKeys.length}): ${next.rootKeys.map((k) => k.kid).join(', ')}`);
+  console.log(
+    `  root keys (${next.threshold} of ${next.rootKeys.length}): ${next.rootKeys.map((k) => k.kid).join(', ')}`,
+  );
   console.log(`  bundle keys: ${next.bundleKeys.map((k) => k.kid).join(', ')}`);
-  console.log(`  publish: POST /trust-root { "statement": <the last statement> } (admin), then start the authority with one bundle key`);
+  console.log(
+    `  publish: POST /trust-root { "statement": <the last statement> } (admin), then start the authority with one bundle key`,
+  );
   return 0;
 }
 

@@ -107,7 +107,11 @@ export function startFailure(program: string, e: unknown): number {
  * reached refuses the start naming `variable` (exit 2). Returns the exit code, or undefined to go on.
  * @example const code = await preflight('ctl gateway', options.databaseUrl); if (code !== undefined) return code
  */
-export async function preflight(program: string, databaseUrl: string, variable = 'DATABASE_URL'): Promise<number | undefined> {
+export async function preflight(
+  program: string,
+  databaseUrl: string,
+  variable = 'DATABASE_URL',
+): Promise<number | undefined> {
   try {
     await checkDatabaseReachable(databaseUrl, variable);
     return undefined;
@@ -118,5 +122,8 @@ export async function preflight(program: string, databaseUrl: string, variable =
 
 /** Without a bootstrap key nobody can create the first owner or key: said once at start, not discovered by a 401. */
 export function warnNoAdminKey(logger: Logger, variable: string, what: string): void {
-  logger.warn({ variable }, `${variable} is not set: ${what} until it is (set it to a random string of at least 16 characters and restart)`);
+  logger.warn(
+    { variable },
+    `${variable} is not set: ${what} until it is (set it to a random string of at least 16 characters and restart)`,
+  );
 }

@@ -32,7 +32,9 @@ const apiHost = `127.0.0.1:${(api.address() as AddressInfo).port}`;
 const dir = mkdtempSync(join(tmpdir(), 'ctl-ai-agent-'));
 const adminKey = 'example-admin-key-0123456789';
 const gateway = await createGatewayApp({
-  db: await openDatabase(`sqlite:${join(dir, 'gateway.db')}`), adminKey, logger: silentLogger(),
+  db: await openDatabase(`sqlite:${join(dir, 'gateway.db')}`),
+  adminKey,
+  logger: silentLogger(),
   targets: { allowPrivate: false, allowHosts: [apiHost] },
 });
 const server = await listen(gateway.app, { port: 0 });
@@ -40,13 +42,23 @@ try {
   // The budget owner: 1.00 USD for summaries, one soft extension of 0.50, thirty minutes.
   const owner = createGatewayClient({
     baseUrl: server.url,
-    ownerKey: ((await (await fetch(`${server.url}/admin/owners`, {
-      method: 'POST', headers: { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json' }, body: '{"label":"ops team"}',
-    })).json()) as { apiKey: string }).apiKey,
+    ownerKey: (
+      (await (
+        await fetch(`${server.url}/admin/owners`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json' },
+          body: '{"label":"ops team"}',
+        })
+      ).json()) as { apiKey: string }
+    ).apiKey,
   });
   const expiresAt = new Date(Date.now() + 30 * 60_000).toISOString().replace(/\.\d+Z$/, 'Z');
   const { sessionId, sessionToken } = await owner.createSession({
-    budget: { amount: '100', currency: 'USD' }, purposes: ['api:summarize'], expiresAt, label: 'summarizer agent', softLimit: { amount: '50' },
+    budget: { amount: '100', currency: 'USD' },
+    purposes: ['api:summarize'],
+    expiresAt,
+    label: 'summarizer agent',
+    softLimit: { amount: '50' },
   });
   console.log(`owner: session ${sessionId}, 1.00 USD + one soft extension of 0.50`);
 
@@ -76,7 +88,9 @@ try {
   }
   const view = await owner.getSession(sessionId);
   const { receipts } = await owner.receipts(sessionId);
-  console.log(`owner: ${done} calls paid, spent ${view.spentMinor} of ${view.budget.amount} minor units, state ${view.state}, ${receipts.length} receipts`);
+  console.log(
+    `owner: ${done} calls paid, spent ${view.spentMinor} of ${view.budget.amount} minor units, state ${view.state}, ${receipts.length} receipts`,
+  );
   expect(done === 6, 'four calls within 1.00, two more after the one approved extension');
   expect(view.spentMinor === '150' && receipts.length === 6, 'spent exactly the budget plus the extension');
   console.log('OK ai-agent');

@@ -18,16 +18,29 @@ const work = mkdtempSync(join(tmpdir(), 'ctl-refresh-'));
 const root = await CTL.generateKeyPair({ alg: 'EdDSA' });
 const authority = await startLocalAuthority(root.privateKeyPem);
 const scope = { category: 'ev-charging', region: 'eu' };
-const job = (at: number): ReturnType<typeof refreshTrustBundle> => refreshTrustBundle({ authority: authority.url, scope, rootPublicKeyPem: root.publicKeyPem, storeDir: work, now: () => at });
+const job = (at: number): ReturnType<typeof refreshTrustBundle> =>
+  refreshTrustBundle({
+    authority: authority.url,
+    scope,
+    rootPublicKeyPem: root.publicKeyPem,
+    storeDir: work,
+    now: () => at,
+  });
 let t0 = 0;
 /** A time on the example's own clock, as the labels read it (t+6.5h). */
 const offset = (iso: string) => `t+${Math.round(((Date.parse(iso) - t0) / HOUR) * 100) / 100}h`;
 const show = (label: string, r: Awaited<ReturnType<typeof refreshTrustBundle>>) =>
-  console.log(`${label}: ${r.action}${r.bundle ? `, holding sequence ${r.bundle.sequence}` : ', no valid bundle'}${r.reason ? ` (${r.reason})` : ''}${r.refreshAt ? `, next refresh from ${offset(r.refreshAt)} (${r.refreshAt})` : ''}`);
+  console.log(
+    `${label}: ${r.action}${r.bundle ? `, holding sequence ${r.bundle.sequence}` : ', no valid bundle'}${r.reason ? ` (${r.reason})` : ''}${r.refreshAt ? `, next refresh from ${offset(r.refreshAt)} (${r.refreshAt})` : ''}`,
+  );
 try {
   // The authority signs at its own (wall) clock; the device's clock is simulated: a bundle issued
   // "at t+6.5h" is one that expires 8 h after that.
-  const issue = (atHours: number) => authority.call('POST', '/trust-bundles', { scope, expiresAt: new Date(Date.now() + (atHours + 8) * HOUR).toISOString() });
+  const issue = (atHours: number) =>
+    authority.call('POST', '/trust-bundles', {
+      scope,
+      expiresAt: new Date(Date.now() + (atHours + 8) * HOUR).toISOString(),
+    });
   await issue(0);
   t0 = Date.now();
   const first = await job(t0);

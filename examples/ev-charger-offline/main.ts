@@ -28,21 +28,34 @@ try {
   const authority = await startLocalAuthority(root.privateKeyPem);
   const { policyHash } = await authority.call('POST', '/policies', { policy: { fleet: 'demo', purpose: 'charging' } });
   const grant = await authority.call('POST', '/grants', {
-    policyHash, actorKey: vehicleKey.publicJwk, allowedRails: ['card'], allowedAssets: [{ standard: 'iso4217', code: 'EUR' }],
-    maxAmountMinor: '50000', currency: 'EUR', expiresAt: new Date(Date.now() + 7 * 86_400_000).toISOString(),
+    policyHash,
+    actorKey: vehicleKey.publicJwk,
+    allowedRails: ['card'],
+    allowedAssets: [{ standard: 'iso4217', code: 'EUR' }],
+    maxAmountMinor: '50000',
+    currency: 'EUR',
+    expiresAt: new Date(Date.now() + 7 * 86_400_000).toISOString(),
     offline: { maxPayments: 3, maxAmountMinor: '6000', maxBundleAgeMs: 86_400_000 },
   });
   console.log(`grant ${grant.grantId}: 500.00 EUR, offline at most 3 payments / 60.00 EUR per terminal`);
-  const bundle = await authority.call('POST', '/trust-bundles', { scope: { category: 'ev-charging', region: 'eu' }, expiresAt: new Date(Date.now() + 2 * 86_400_000).toISOString() });
+  const bundle = await authority.call('POST', '/trust-bundles', {
+    scope: { category: 'ev-charging', region: 'eu' },
+    expiresAt: new Date(Date.now() + 2 * 86_400_000).toISOString(),
+  });
 
   // The charger: root pinned at manufacture, bundle installed during its last online moment.
   const device = charger();
   device.provisionRoot({ rootPublicKeyPem: root.publicKeyPem });
   await device.installBundle({ bundle });
   // The vehicle signs while the authority still answers revocation checks.
-  const wallet = Wallet.createSession(grant, { actorId: 'vehicle-42', signingKey: vehicleKey.privateKeyPem, scope: 'TRIP' });
+  const wallet = Wallet.createSession(grant, {
+    actorId: 'vehicle-42',
+    signingKey: vehicleKey.privateKeyPem,
+    scope: 'TRIP',
+  });
   const sbas = [];
-  for (const amount of ['2500', '1800', '1500', '900']) sbas.push([amount, await wallet.createSba({ amount, currency: 'EUR', rail: 'card' })] as const);
+  for (const amount of ['2500', '1800', '1500', '900'])
+    sbas.push([amount, await wallet.createSba({ amount, currency: 'EUR', rail: 'card' })] as const);
   await authority.close();
   console.log('network down: the charger is on its own');
 
@@ -55,7 +68,9 @@ try {
     }
     const r = await dev.verify({ sba, amount, currency: 'EUR' });
     results.push(r.valid ? 'ok' : r.error.code);
-    console.log(`session ${i + 1}: ${(Number(amount) / 100).toFixed(2)} EUR → ${r.valid ? 'accepted' : `refused (${r.error.code})`}`);
+    console.log(
+      `session ${i + 1}: ${(Number(amount) / 100).toFixed(2)} EUR → ${r.valid ? 'accepted' : `refused (${r.error.code})`}`,
+    );
   }
   const again = await dev.verify({ sba: sbas[0]![1], amount: '2500', currency: 'EUR' });
   console.log(`the first SBA presented again → ${again.valid ? 'accepted' : `refused (${again.error.code})`}`);
@@ -63,7 +78,9 @@ try {
   expect(results.join(',') === 'ok,ok,ok,offline_limit_exceeded', `outcomes ${results}`);
   expect(!again.valid && again.error.code === 'replay', 'replay refused');
   const status = (await charger().status({ grantId: grant.grantId }))['grant'] as Record<string, string>;
-  console.log(`counters in flash: ${status['offlinePayments']} payments, ${(Number(status['offlineAmountMinor']) / 100).toFixed(2)} EUR`);
+  console.log(
+    `counters in flash: ${status['offlinePayments']} payments, ${(Number(status['offlineAmountMinor']) / 100).toFixed(2)} EUR`,
+  );
   console.log('exposure bound of this terminal for this grant: min(60.00 EUR, 3 × 500.00 EUR) = 60.00 EUR');
   console.log('OK ev-charger-offline');
 } finally {

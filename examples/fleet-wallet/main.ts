@@ -32,18 +32,35 @@ try {
   device.provisionRoot({ rootPublicKeyPem: root.publicKeyPem });
   const { publicJwk } = await device.provisionWallet({ actorId: 'vehicle-42' });
   console.log(`vehicle-42 made its key on board: ${await CTL.jwkThumbprint(publicJwk as CTL.PublicJwk)}`);
-  const { policyHash } = await authority.call('POST', '/policies', { policy: { fleet: 'demo', trip: 'berlin-hamburg' } });
+  const { policyHash } = await authority.call('POST', '/policies', {
+    policy: { fleet: 'demo', trip: 'berlin-hamburg' },
+  });
   const grant = await authority.call('POST', '/grants', {
-    policyHash, actorKey: publicJwk, allowedRails: ['card'], allowedAssets: [{ standard: 'iso4217', code: 'EUR' }],
-    maxAmountMinor: '10000', currency: 'EUR', expiresAt: new Date(Date.now() + 86_400_000).toISOString(),
+    policyHash,
+    actorKey: publicJwk,
+    allowedRails: ['card'],
+    allowedAssets: [{ standard: 'iso4217', code: 'EUR' }],
+    maxAmountMinor: '10000',
+    currency: 'EUR',
+    expiresAt: new Date(Date.now() + 86_400_000).toISOString(),
   });
   device.installGrant({ grant });
   // The wallet's revocation answer offline comes from the installed bundle (fail closed without one).
-  await device.installBundle({ bundle: await authority.call('POST', '/trust-bundles', { scope: { category: 'fleet' }, expiresAt: new Date(Date.now() + 86_400_000).toISOString() }) });
+  await device.installBundle({
+    bundle: await authority.call('POST', '/trust-bundles', {
+      scope: { category: 'fleet' },
+      expiresAt: new Date(Date.now() + 86_400_000).toISOString(),
+    }),
+  });
   console.log(`grant ${grant.grantId}: 100.00 EUR for the trip`);
 
   const merchant = (sba: unknown, amount: string) =>
-    Verifier.verifyCtl(sba, { amount, currency: 'EUR', jwksUrl: `${authority.url}/.well-known/ctl-keys.json`, trackSpend: true });
+    Verifier.verifyCtl(sba, {
+      amount,
+      currency: 'EUR',
+      jwksUrl: `${authority.url}/.well-known/ctl-keys.json`,
+      trackSpend: true,
+    });
   for (const amount of ['4000', '3500']) {
     const sba = await device.createSba({ amount, currency: 'EUR', rail: 'card' });
     const r = await merchant(sba, amount);
@@ -52,7 +69,9 @@ try {
   }
   const rebooted = vehicle();
   const s = (await rebooted.status())['grant'] as Record<string, string>;
-  console.log(`after a reboot: spent ${(Number(s['walletSpentMinor']) / 100).toFixed(2)} EUR, remaining ${(Number(s['walletRemainingMinor']) / 100).toFixed(2)} EUR`);
+  console.log(
+    `after a reboot: spent ${(Number(s['walletSpentMinor']) / 100).toFixed(2)} EUR, remaining ${(Number(s['walletRemainingMinor']) / 100).toFixed(2)} EUR`,
+  );
   expect(s['walletRemainingMinor'] === '2500', 'remaining persisted');
   try {
     await rebooted.createSba({ amount: '3000', currency: 'EUR', rail: 'card' });
@@ -66,13 +85,21 @@ try {
   console.log('the last 25.00 EUR fits exactly; the ceiling holds across reboots');
   // The fleet revokes the grant; the next bundle carries it and the wallet stops signing.
   await authority.call('POST', '/revoke', { grantId: grant.grantId, reason: 'vehicle sold' });
-  await rebooted.installBundle({ bundle: await authority.call('POST', '/trust-bundles', { scope: { category: 'fleet' }, expiresAt: new Date(Date.now() + 86_400_000).toISOString() }) });
+  await rebooted.installBundle({
+    bundle: await authority.call('POST', '/trust-bundles', {
+      scope: { category: 'fleet' },
+      expiresAt: new Date(Date.now() + 86_400_000).toISOString(),
+    }),
+  });
   try {
     await vehicle().createSba({ amount: '1', currency: 'EUR', rail: 'card' });
     expect(false, 'signed after revocation');
   } catch (e) {
     console.log(`after revocation: ${(e as Error).name} (${(e as { code: string }).code})`);
-    expect((e as { code: string }).code === 'grant_revoked' || (e as { code: string }).code === 'budget_exceeded', 'refused after revocation');
+    expect(
+      (e as { code: string }).code === 'grant_revoked' || (e as { code: string }).code === 'budget_exceeded',
+      'refused after revocation',
+    );
   }
   console.log('OK fleet-wallet');
 } finally {

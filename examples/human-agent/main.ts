@@ -19,7 +19,13 @@ const repo = fileURLToPath(new URL('../../..', import.meta.url)); // build/examp
 const work = mkdtempSync(join(tmpdir(), 'ctl-human-'));
 const eur = (minor: string | bigint) => `${(Number(minor) / 100).toFixed(2)} EUR`;
 /** The person's terminal: `ctl human …` in its own process (the authority answers from this one), stdout returned. */
-const ctl = async (...args: string[]) => (await promisify(execFile)(process.execPath, [join(repo, 'bin', 'ctl.mjs'), 'human', ...args], { cwd: repo, encoding: 'utf8' })).stdout.trim();
+const ctl = async (...args: string[]) =>
+  (
+    await promisify(execFile)(process.execPath, [join(repo, 'bin', 'ctl.mjs'), 'human', ...args], {
+      cwd: repo,
+      encoding: 'utf8',
+    })
+  ).stdout.trim();
 
 const root = await CTL.generateKeyPair({ alg: 'EdDSA' });
 const authority = await startLocalAuthority(root.privateKeyPem, 'authority.travel.example');
@@ -37,26 +43,73 @@ try {
   const agentPub = join(work, 'agent.pub.pem');
   writeFileSync(agentPub, agent.publicKeyPem);
   const grantFile = join(work, 'grant.json');
-  await ctl('grant', '--key', keyFile, '--authority', authority.url, '--agent', agentPub, '--amount', '2000', '--currency', 'EUR',
-    '--purpose', 'travel:booking', '--expires', '24h', '--out', grantFile);
+  await ctl(
+    'grant',
+    '--key',
+    keyFile,
+    '--authority',
+    authority.url,
+    '--agent',
+    agentPub,
+    '--amount',
+    '2000',
+    '--currency',
+    'EUR',
+    '--purpose',
+    'travel:booking',
+    '--expires',
+    '24h',
+    '--out',
+    grantFile,
+  );
   const grant = CTL.parseGrant(readFileSync(grantFile, 'utf8'));
-  expect(grant.issuer === did && grant.profile === 'human-agent' && grant.maxAmountMinor === '2000', 'the grant is Alex\'s');
-  console.log(`Alex signed grant ${grant.grantId}: ${eur(grant.maxAmountMinor)} for ${grant.allowedPurposes!.join(', ')}, revocable at ${grant.revocationUrl}`);
+  expect(
+    grant.issuer === did && grant.profile === 'human-agent' && grant.maxAmountMinor === '2000',
+    "the grant is Alex's",
+  );
+  console.log(
+    `Alex signed grant ${grant.grantId}: ${eur(grant.maxAmountMinor)} for ${grant.allowedPurposes!.join(', ')}, revocable at ${grant.revocationUrl}`,
+  );
 
   // 3. Merchants: a hotel online (trusts Alex's DID, asks the revocation URL), a rail kiosk
   //    offline with the travel Trust Bundle and the pinned root key.
-  const bundle = await authority.call('POST', '/trust-bundles', { scope: { category: 'travel' }, expiresAt: new Date(Date.now() + 86_400_000).toISOString() });
-  const hotel = (sba: unknown, amount: string) => CTL.verifyCtl(sba, {
-    amount, currency: 'EUR', merchantId: 'hotel.example', rail: 'x402', purpose: 'travel:booking', trustedHumans: [did], trackSpend: true, revocationTtl: 0,
+  const bundle = await authority.call('POST', '/trust-bundles', {
+    scope: { category: 'travel' },
+    expiresAt: new Date(Date.now() + 86_400_000).toISOString(),
   });
-  const kiosk = (sba: unknown, amount: string) => CTL.verifyCtl(sba, {
-    amount, currency: 'EUR', merchantId: 'rail.example', rail: 'x402', purpose: 'travel:booking', trustBundles: [bundle],
-    rootPublicKeyPem: root.publicKeyPem, offline: true, trackSpend: true,
-  });
+  const hotel = (sba: unknown, amount: string) =>
+    CTL.verifyCtl(sba, {
+      amount,
+      currency: 'EUR',
+      merchantId: 'hotel.example',
+      rail: 'x402',
+      purpose: 'travel:booking',
+      trustedHumans: [did],
+      trackSpend: true,
+      revocationTtl: 0,
+    });
+  const kiosk = (sba: unknown, amount: string) =>
+    CTL.verifyCtl(sba, {
+      amount,
+      currency: 'EUR',
+      merchantId: 'rail.example',
+      rail: 'x402',
+      purpose: 'travel:booking',
+      trustBundles: [bundle],
+      rootPublicKeyPem: root.publicKeyPem,
+      offline: true,
+      trackSpend: true,
+    });
 
   // 4. The assistant pays: one SBA per payment, each naming its payment (intentHash).
-  const session = CTL.createSession(grant, { actorId: 'assistant', signingKey: agent.privateKeyPem, ceiling: { amount: '2000', currency: 'EUR' }, revocationTtl: 0 });
-  const pay = (merchantId: string, amount: string) => session.createSba({ amount, currency: 'EUR', rail: 'x402', merchantId, purpose: 'travel:booking' });
+  const session = CTL.createSession(grant, {
+    actorId: 'assistant',
+    signingKey: agent.privateKeyPem,
+    ceiling: { amount: '2000', currency: 'EUR' },
+    revocationTtl: 0,
+  });
+  const pay = (merchantId: string, amount: string) =>
+    session.createSba({ amount, currency: 'EUR', rail: 'x402', merchantId, purpose: 'travel:booking' });
   const room = await pay('hotel.example', '1200');
   const r1 = await hotel(room, '1200');
   console.log(`hotel (online) 12.00 EUR: ${r1.valid ? 'accepted' : r1.error.code}`);
@@ -78,7 +131,9 @@ try {
   // 6. A payment with a wrong intent: an SBA made for the hotel, presented to the kiosk.
   const snack = await pay('hotel.example', '100');
   const r3 = await kiosk(snack, '100');
-  console.log(`an SBA for the hotel presented at the kiosk: ${r3.valid ? 'accepted' : `refused (${r3.error.code}: ${r3.error.message})`}`);
+  console.log(
+    `an SBA for the hotel presented at the kiosk: ${r3.valid ? 'accepted' : `refused (${r3.error.code}: ${r3.error.message})`}`,
+  );
   expect(!r3.valid && r3.error.code === 'destination_not_allowed', 'wrong intent refused');
 
   // 7. Alex revokes with the same key, no API key; the next online payment is refused.

@@ -34,7 +34,10 @@ try {
   // 3. The authority signs a bundle with the root; every device accepts it.
   const authority = await startLocalAuthority(rootKey);
   try {
-    const bundle = await authority.call('POST', '/trust-bundles', { scope: { category: 'ev-charging' }, expiresAt: new Date(Date.now() + 86_400_000).toISOString() });
+    const bundle = await authority.call('POST', '/trust-bundles', {
+      scope: { category: 'ev-charging' },
+      expiresAt: new Date(Date.now() + 86_400_000).toISOString(),
+    });
     for (const { id, device } of devices) {
       const info = await device.installBundle({ bundle });
       console.log(`${id}: installed bundle ${info.bundleId} sequence ${info.sequence}`);
@@ -52,8 +55,16 @@ try {
     console.log(`charger-001: a different root is refused (${(e as { code: string }).code})`);
     expect((e as { code: string }).code === 'already_provisioned', 'already_provisioned');
   }
-  const forged = await CTL.createTrustBundle({ sequence: 99, scope: { category: 'ev-charging' }, issuers: [], revokedGrants: [], expiresAt: new Date(Date.now() + 3_600_000).toISOString() },
-    { signingKey: rogue.privateKeyPem, issuer: 'rogue' });
+  const forged = await CTL.createTrustBundle(
+    {
+      sequence: 99,
+      scope: { category: 'ev-charging' },
+      issuers: [],
+      revokedGrants: [],
+      expiresAt: new Date(Date.now() + 3_600_000).toISOString(),
+    },
+    { signingKey: rogue.privateKeyPem, issuer: 'rogue' },
+  );
   try {
     await devices[1]!.device.installBundle({ bundle: forged });
     expect(false, 'a bundle from another root was installed');
@@ -63,7 +74,10 @@ try {
   }
 
   // 5. After a reboot the device still knows its root (it lives in flash).
-  const rebooted = createDevice(CTL, createNodeAbi({ storage: createFileByteStorage(join(work, 'kiosk-017.flash.json')) }));
+  const rebooted = createDevice(
+    CTL,
+    createNodeAbi({ storage: createFileByteStorage(join(work, 'kiosk-017.flash.json')) }),
+  );
   const status = await rebooted.status();
   expect(status['provisioned'] === true, 'root survives reboot');
   console.log('kiosk-017 after reboot: root provisioned, 1 bundle installed');

@@ -21,14 +21,21 @@ export interface LocalAuthority {
   close(): Promise<void>;
 }
 
-export async function startLocalAuthority(rootPrivateKeyPem: string, issuer = 'authority.fleet.example'): Promise<LocalAuthority> {
+export async function startLocalAuthority(
+  rootPrivateKeyPem: string,
+  issuer = 'authority.fleet.example',
+): Promise<LocalAuthority> {
   const server = createServer();
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const dir = mkdtempSync(join(tmpdir(), 'ctl-example-authority-'));
   const config = readAuthorityConfig({
-    PORT: '0', DATABASE_URL: `sqlite:${join(dir, 'authority.db')}`, CTL_ISSUER_DOMAIN: issuer,
-    CTL_REVOCATION_BASE_URL: url, CTL_ADMIN_API_KEY: ADMIN, CTL_TRUST_BUNDLE_ROOT_PRIVATE_KEY_PEM: rootPrivateKeyPem,
+    PORT: '0',
+    DATABASE_URL: `sqlite:${join(dir, 'authority.db')}`,
+    CTL_ISSUER_DOMAIN: issuer,
+    CTL_REVOCATION_BASE_URL: url,
+    CTL_ADMIN_API_KEY: ADMIN,
+    CTL_TRUST_BUNDLE_ROOT_PRIVATE_KEY_PEM: rootPrivateKeyPem,
   });
   const authority = await createAuthority(config, { logger: silentLogger(), env: {} });
   server.on('request', authority.app.callback());
@@ -37,7 +44,8 @@ export async function startLocalAuthority(rootPrivateKeyPem: string, issuer = 'a
     url,
     async call(method, path, body) {
       const res = await fetch(url + path, {
-        method, headers: { authorization: `Bearer ${ADMIN}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+        method,
+        headers: { authorization: `Bearer ${ADMIN}`, ...(body ? { 'content-type': 'application/json' } : {}) },
         body: body === undefined ? undefined : JSON.stringify(body),
       });
       const text = await res.text();

@@ -19,7 +19,9 @@ function arg(name: string): string | undefined {
 
 const flash = arg('--flash');
 if (!flash) {
-  process.stderr.write('usage: bridge-main --flash FILE [--engine quickjs|node] [--bundle verify|wallet|full] [--p256] [--human-agent] [--now ISO]\n');
+  process.stderr.write(
+    'usage: bridge-main --flash FILE [--engine quickjs|node] [--bundle verify|wallet|full] [--p256] [--human-agent] [--now ISO]\n',
+  );
   process.exit(2);
 }
 const engine = arg('--engine') ?? 'quickjs';
@@ -39,8 +41,12 @@ if (engine === 'quickjs') {
   const dev = await createQuickJsDevice(abi, { bundle, p256: process.argv.includes('--p256'), humanAgent });
   handle = async (p) => dev.request(p);
 } else if (engine === 'node') {
-  const CTL = bundle === 'verify' ? await import('../../src/entries/verify.js')
-    : bundle === 'wallet' ? await import('../../src/entries/wallet.js') : await import('../../src/index.js');
+  const CTL =
+    bundle === 'verify'
+      ? await import('../../src/entries/verify.js')
+      : bundle === 'wallet'
+        ? await import('../../src/entries/wallet.js')
+        : await import('../../src/index.js');
   // The same opt-in as the QuickJS engine's: only the verifier bundle leaves the profile out.
   if (humanAgent && bundle === 'verify') {
     const { humanAgentProfile } = await import('../../src/entries/human-agent.js');

@@ -27,7 +27,14 @@ export const bridgeMainPath = fileURLToPath(new URL('./bridge-main.js', import.m
 
 /** @example const bridge = spawnBridge({ flash: '/tmp/flash.json' }); await bridge.request('status') */
 export function spawnBridge(o: SpawnBridgeOptions): BridgeClient {
-  const args = [bridgeMainPath, '--flash', o.flash, '--engine', o.engine ?? 'quickjs', ...(o.now ? ['--now', o.now] : [])];
+  const args = [
+    bridgeMainPath,
+    '--flash',
+    o.flash,
+    '--engine',
+    o.engine ?? 'quickjs',
+    ...(o.now ? ['--now', o.now] : []),
+  ];
   const child = spawn(process.execPath, args, { stdio: ['pipe', 'pipe', 'pipe'] });
   const reader = createFrameReader(Number.MAX_SAFE_INTEGER);
   const waiting: Array<{ resolve: (r: Response) => void; reject: (e: Error) => void }> = [];
@@ -42,10 +49,11 @@ export function spawnBridge(o: SpawnBridgeOptions): BridgeClient {
   child.on('exit', (code) => {
     for (const w of waiting.splice(0)) w.reject(new Error(`bridge exited (${code}): ${err}`));
   });
-  const next = () => new Promise<Response>((resolve, reject) => {
-    if (child.exitCode !== null) return reject(new Error(`bridge exited (${child.exitCode}): ${err}`));
-    waiting.push({ resolve, reject });
-  });
+  const next = () =>
+    new Promise<Response>((resolve, reject) => {
+      if (child.exitCode !== null) return reject(new Error(`bridge exited (${child.exitCode}): ${err}`));
+      waiting.push({ resolve, reject });
+    });
   return {
     child,
     request(op, args = {}) {

@@ -20,7 +20,11 @@ export type DeviceBundle = 'verify' | 'wallet' | 'full';
 
 /** The IIFE of each role (global `CTL`), and the opt-in modules: pure-JS P-256 (`CTLP256`), the Human-Agent profile (`CTLHumanAgent`). */
 export const IIFE_FILES: Record<DeviceBundle | 'p256' | 'human-agent', string> = {
-  verify: 'ctl-verify.iife.js', wallet: 'ctl-wallet.iife.js', full: 'ctl.iife.js', p256: 'ctl-p256.iife.js', 'human-agent': 'ctl-human-agent.iife.js',
+  verify: 'ctl-verify.iife.js',
+  wallet: 'ctl-wallet.iife.js',
+  full: 'ctl.iife.js',
+  p256: 'ctl-p256.iife.js',
+  'human-agent': 'ctl-human-agent.iife.js',
 };
 
 /** dist/ctl.iife.js (or a role's bundle), or a clear error telling to build it. */
@@ -36,7 +40,9 @@ export function readIife(bundle: DeviceBundle | 'p256' | 'human-agent' = 'full')
  */
 export function assertGlobalCtl(engine: { evalSync(expression: string): unknown }): void {
   if (engine.evalSync('typeof CTL') !== 'object') {
-    throw new Error('dist/ctl.iife.js defines no global CTL (was it minified with terser `module: true`? the IIFE build needs `module: false`)');
+    throw new Error(
+      'dist/ctl.iife.js defines no global CTL (was it minified with terser `module: true`? the IIFE build needs `module: false`)',
+    );
   }
 }
 

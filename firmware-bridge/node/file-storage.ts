@@ -10,7 +10,17 @@
  * error naming it. Reads take no lock: a rename replaces the whole file at once.
  */
 import {
-  closeSync, existsSync, fsyncSync, linkSync, openSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync, writeSync,
+  closeSync,
+  existsSync,
+  fsyncSync,
+  linkSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+  writeSync,
 } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import type { ByteStorage } from '../abi.js';
@@ -49,7 +59,11 @@ function lockedBy(path: string, timeoutMs: number) {
     }
     if (readFileSync(aside, 'utf8') !== seen) {
       // A live owner took it between our read and the rename: put it back if nobody else has.
-      try { linkSync(aside, lock); } catch { /* a third process holds it now */ }
+      try {
+        linkSync(aside, lock);
+      } catch {
+        /* a third process holds it now */
+      }
     }
     unlinkSync(aside);
   };
@@ -86,7 +100,9 @@ function lockedBy(path: string, timeoutMs: number) {
         continue;
       }
       if (Date.now() >= deadline) {
-        throw new Error(`flash file ${path} is locked by process ${seen.trim() || '(unknown)'} (${lock}) for over ${timeoutMs} ms`);
+        throw new Error(
+          `flash file ${path} is locked by process ${seen.trim() || '(unknown)'} (${lock}) for over ${timeoutMs} ms`,
+        );
       }
       sleep(wait);
     }
@@ -124,7 +140,11 @@ export function createFileByteStorage(path: string, options: FileByteStorageOpti
     for (const [k, v] of map) obj[k] = Buffer.from(v).toString('base64');
     writeFileSync(tmp, JSON.stringify(obj));
     const fd = openSync(tmp, 'r');
-    try { fsyncSync(fd); } finally { closeSync(fd); }
+    try {
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
     renameSync(tmp, path);
   };
   const id = (k: Uint8Array) => {

@@ -66,7 +66,10 @@ export async function createQuickJsEngine(o: QuickJsOptions = {}): Promise<Quick
   const isAbFn = vm.unwrapResult(vm.evalCode('(x) => x instanceof ArrayBuffer', 'is-ab.js'));
   const isArrayBuffer = (h: QuickJSHandle): boolean => {
     const r = vm.callFunction(isAbFn, vm.undefined, h);
-    if (r.error) { r.error.dispose(); return false; }
+    if (r.error) {
+      r.error.dispose();
+      return false;
+    }
     const yes = vm.dump(r.value) === true;
     r.value.dispose();
     return yes;
@@ -126,7 +129,9 @@ export async function createQuickJsEngine(o: QuickJsOptions = {}): Promise<Quick
         const err = vm.dump(state.error);
         state.error.dispose();
         h.dispose();
-        throw new Error(`QuickJS: ${typeof err === 'object' && err ? (err as any).message ?? JSON.stringify(err) : String(err)}`);
+        throw new Error(
+          `QuickJS: ${typeof err === 'object' && err ? ((err as any).message ?? JSON.stringify(err)) : String(err)}`,
+        );
       }
       const r = runtime.executePendingJobs();
       sample();

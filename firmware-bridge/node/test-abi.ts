@@ -18,10 +18,15 @@ export function createNodeAbi(o: { now?: number; storage?: ByteStorage } = {}): 
   const lines: Array<[LogLevel, string]> = [];
   return {
     now: () => (fixed ? t : Date.now()),
-    setNow(ms) { t = ms; fixed = true; },
+    setNow(ms) {
+      t = ms;
+      fixed = true;
+    },
     randomBytes: (n) => new Uint8Array(randomBytes(n)),
     storage: o.storage ?? createMemoryByteStorage(),
-    log(level, message) { lines.push([level, message]); },
+    log(level, message) {
+      lines.push([level, message]);
+    },
     lines,
   };
 }

@@ -9,7 +9,11 @@ import type { Receipt } from '../../src/index.js';
 const KEY = 'ctl.console.ownerKey';
 
 export class ApiError extends Error {
-  constructor(readonly status: number, readonly code: string, message: string) {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -39,7 +43,12 @@ export async function api<T>(method: string, path: string, body?: unknown, key =
   if (body !== undefined) headers['content-type'] = 'application/json';
   let res: Response;
   try {
-    res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), cache: 'no-store' });
+    res = await fetch(path, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      cache: 'no-store',
+    });
   } catch {
     throw new ApiError(0, 'unavailable', 'The gateway could not be reached. Check your connection and try again.');
   }
@@ -51,20 +60,40 @@ export async function api<T>(method: string, path: string, body?: unknown, key =
     parsed = undefined;
   }
   if (!res.ok) {
-    const e = new ApiError(res.status, parsed?.error?.code ?? 'internal', parsed?.error?.message ?? `HTTP ${res.status}`);
-    if (res.status === 401 && key && key === ownerKey.get()) onUnauthorized('Your API key is no longer accepted (revoked, or the owner was disabled). Sign in again.');
+    const e = new ApiError(
+      res.status,
+      parsed?.error?.code ?? 'internal',
+      parsed?.error?.message ?? `HTTP ${res.status}`,
+    );
+    if (res.status === 401 && key && key === ownerKey.get())
+      onUnauthorized('Your API key is no longer accepted (revoked, or the owner was disabled). Sign in again.');
     throw e;
   }
   return parsed as T;
 }
 
 export const listSessions = (cursor?: string) =>
-  api<{ sessions: SessionView[]; nextCursor?: string }>('GET', `/sessions?limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+  api<{ sessions: SessionView[]; nextCursor?: string }>(
+    'GET',
+    `/sessions?limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+  );
 export const getSession = (id: string) => api<SessionView>('GET', `/sessions/${encodeURIComponent(id)}`);
-export const receiptsOf = (id: string) => api<{ receipts: Receipt[] }>('GET', `/sessions/${encodeURIComponent(id)}/receipts`);
-export const dispatchesOf = (id: string) => api<{ dispatches: Dispatch[]; webhookUrl?: string }>('GET', `/sessions/${encodeURIComponent(id)}/webhooks`);
+export const receiptsOf = (id: string) =>
+  api<{ receipts: Receipt[] }>('GET', `/sessions/${encodeURIComponent(id)}/receipts`);
+export const dispatchesOf = (id: string) =>
+  api<{ dispatches: Dispatch[]; webhookUrl?: string }>('GET', `/sessions/${encodeURIComponent(id)}/webhooks`);
 export const revokeSession = (id: string) => api<SessionView>('DELETE', `/sessions/${encodeURIComponent(id)}`);
 export const continueSession = (id: string, continuationToken: string, amount?: string) =>
-  api<SessionView>('PATCH', `/sessions/${encodeURIComponent(id)}`, { continuationToken, ...(amount ? { amount } : {}) });
+  api<SessionView>('PATCH', `/sessions/${encodeURIComponent(id)}`, {
+    continuationToken,
+    ...(amount ? { amount } : {}),
+  });
 export const createSession = (config: Record<string, unknown>) =>
-  api<{ sessionToken: string; sessionId: string; expiresAt: string; policyHash: string; grantId: string; webhookSecret?: string }>('POST', '/sessions', config);
+  api<{
+    sessionToken: string;
+    sessionId: string;
+    expiresAt: string;
+    policyHash: string;
+    grantId: string;
+    webhookSecret?: string;
+  }>('POST', '/sessions', config);

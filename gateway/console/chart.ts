@@ -7,7 +7,12 @@ import { s, formatMoney, formatTime } from './dom.js';
 import type { Receipt } from './api.js';
 
 export function spendChart(receipts: Receipt[], ceilingMinor: string, currency: string, startIso: string): SVGElement {
-  const W = 1120, H = 200, L = 8, R = 8, T = 14, B = 22;
+  const W = 1120,
+    H = 200,
+    L = 8,
+    R = 8,
+    T = 14,
+    B = 22;
   const pts = [...receipts].sort((a, b) => a.paidAt.localeCompare(b.paidAt));
   const start = Date.parse(startIso);
   const end = Math.max(Date.now(), ...pts.map((r) => Date.parse(r.paidAt)), start + 60_000);
@@ -25,10 +30,16 @@ export function spendChart(receipts: Receipt[], ceilingMinor: string, currency: 
   }
   d += ` H${x(end).toFixed(1)}`;
   const summary = `Spend over time: ${steps.length} payment${steps.length === 1 ? '' : 's'}, ${formatMoney(last.toString(), currency)} of a ${formatMoney(ceilingMinor, currency)} ceiling, from ${formatTime(startIso)} to now.`;
-  return s('svg', { viewBox: `0 0 ${W} ${H}`, class: 'chart', role: 'img', 'aria-label': summary },
+  return s(
+    'svg',
+    { viewBox: `0 0 ${W} ${H}`, class: 'chart', role: 'img', 'aria-label': summary },
     s('title', null, summary),
     s('line', { x1: L, x2: W - R, y1: y(ceiling), y2: y(ceiling), class: 'ceiling' }),
-    s('text', { x: W - R, y: y(ceiling) - 4, 'text-anchor': 'end', class: 'axis' }, `ceiling ${formatMoney(ceilingMinor, currency)}`),
+    s(
+      'text',
+      { x: W - R, y: y(ceiling) - 4, 'text-anchor': 'end', class: 'axis' },
+      `ceiling ${formatMoney(ceilingMinor, currency)}`,
+    ),
     s('line', { x1: L, x2: W - R, y1: y(0n), y2: y(0n), class: 'base' }),
     s('path', { d, class: 'spend' }),
     ...steps.map((p) => s('circle', { cx: x(p.t), cy: y(p.v), r: 3, class: 'dot' })),

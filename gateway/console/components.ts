@@ -23,7 +23,8 @@ export class SpendBar extends HTMLElement {
     const remaining = !ended && ceiling > spent + reserved ? ceiling - spent - reserved : 0n;
     // Percent with one decimal, from BigInt: never a float over money.
     const pct = (v: bigint) => (ceiling > 0n ? Number((v * 1000n) / ceiling) / 10 : 0);
-    const label = `Spent ${formatMoney(spent.toString(), cur)} of ${formatMoney(ceiling.toString(), cur)}; ` +
+    const label =
+      `Spent ${formatMoney(spent.toString(), cur)} of ${formatMoney(ceiling.toString(), cur)}; ` +
       `${formatMoney(reserved.toString(), cur)} reserved; ${ended ? `nothing remaining (${this.getAttribute('state')})` : `${formatMoney(remaining.toString(), cur)} remaining`}`;
     const bar = h('div', { class: 'bar', role: 'img', 'aria-label': label, title: label });
     const seg = (cls: string, p: number) => {
@@ -35,8 +36,12 @@ export class SpendBar extends HTMLElement {
     const used = pct(spent + reserved);
     this.replaceChildren(
       bar,
-      h('span', { class: 'bar-figures', 'aria-hidden': 'true' },
-        h('strong', null, formatMoney(spent.toString(), cur)), ` of ${formatMoney(ceiling.toString(), cur)} · ${used}%`),
+      h(
+        'span',
+        { class: 'bar-figures', 'aria-hidden': 'true' },
+        h('strong', null, formatMoney(spent.toString(), cur)),
+        ` of ${formatMoney(ceiling.toString(), cur)} · ${used}%`,
+      ),
     );
     this.classList.toggle('high', used >= 80);
   }
@@ -83,5 +88,10 @@ export function defineComponents() {
 /** A state badge: text and shape, not colour alone. */
 export function stateBadge(state: string) {
   const icon: Record<string, string> = { active: '●', paused: '❚❚', revoked: '■', expired: '○' };
-  return h('span', { class: `badge state-${state}` }, h('span', { 'aria-hidden': 'true' }, icon[state] ?? '•'), ` ${state}`);
+  return h(
+    'span',
+    { class: `badge state-${state}` },
+    h('span', { 'aria-hidden': 'true' }, icon[state] ?? '•'),
+    ` ${state}`,
+  );
 }

@@ -4,12 +4,21 @@
  */
 import { h } from './dom.js';
 
-export function confirmDialog(o: { title: string; body: (Node | string)[]; confirm: string; danger?: boolean; fields?: HTMLElement[]; onConfirm: (form: HTMLFormElement) => Promise<string | void> }): void {
+export function confirmDialog(o: {
+  title: string;
+  body: (Node | string)[];
+  confirm: string;
+  danger?: boolean;
+  fields?: HTMLElement[];
+  onConfirm: (form: HTMLFormElement) => Promise<string | void>;
+}): void {
   const opener = document.activeElement as HTMLElement | null;
   const error = h('p', { class: 'field-error', role: 'alert' });
   const cancel = h('button', { type: 'button', class: 'btn', autofocus: true }, 'Cancel');
   const ok = h('button', { type: 'submit', class: o.danger ? 'btn danger' : 'btn primary' }, o.confirm);
-  const form = h('form', { method: 'dialog', novalidate: true },
+  const form = h(
+    'form',
+    { method: 'dialog', novalidate: true },
     h('h2', { id: 'dialog-title' }, o.title),
     ...o.body.map((b) => (typeof b === 'string' ? h('p', null, b) : b)),
     ...(o.fields ?? []),

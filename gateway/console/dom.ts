@@ -7,7 +7,11 @@ type Child = Node | string | number | false | null | undefined | Child[];
 type Attrs = Record<string, string | number | boolean | EventListener | undefined | null>;
 
 /** @example h('button', { type: 'button', onclick: go }, 'Open') */
-export function h<K extends keyof HTMLElementTagNameMap>(tag: K, attrs?: Attrs | null, ...children: Child[]): HTMLElementTagNameMap[K];
+export function h<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  attrs?: Attrs | null,
+  ...children: Child[]
+): HTMLElementTagNameMap[K];
 export function h(tag: string, attrs?: Attrs | null, ...children: Child[]): HTMLElement;
 export function h(tag: string, attrs?: Attrs | null, ...children: Child[]): HTMLElement {
   const el = document.createElement(tag);
@@ -56,7 +60,8 @@ export function currencyDigits(currency: string): number | undefined {
   if (currency in TOKEN_DIGITS) return TOKEN_DIGITS[currency];
   if (!/^[A-Z]{3}$/.test(currency)) return undefined;
   // Intl answers 2 for any well-formed code: only a code it knows has a known exponent.
-  if (typeof Intl.supportedValuesOf === 'function' && !Intl.supportedValuesOf('currency').includes(currency)) return undefined;
+  if (typeof Intl.supportedValuesOf === 'function' && !Intl.supportedValuesOf('currency').includes(currency))
+    return undefined;
   try {
     return new Intl.NumberFormat('en', { style: 'currency', currency }).resolvedOptions().maximumFractionDigits;
   } catch {
@@ -108,7 +113,11 @@ export function toMinor(text: string, digits: number | undefined): { minor: stri
 export function formatTime(iso: string): string {
   const d = new Date(iso);
   if (Number.isNaN(d.getTime())) return iso;
-  return d.toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z').replace(/Z$/, ' UTC');
+  return d
+    .toISOString()
+    .replace('T', ' ')
+    .replace(/\.\d+Z$/, 'Z')
+    .replace(/Z$/, ' UTC');
 }
 
 /** "2h 05m" style remaining time; "" when past. */

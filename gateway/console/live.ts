@@ -31,7 +31,11 @@ export function connectLive(key: string, on: LiveHandlers): () => void {
       on.status('connecting');
       let retryAfter = 0;
       try {
-        const res = await fetch('/console/events', { headers: { authorization: `Bearer ${key}`, accept: 'text/event-stream' }, signal: abort.signal, cache: 'no-store' });
+        const res = await fetch('/console/events', {
+          headers: { authorization: `Bearer ${key}`, accept: 'text/event-stream' },
+          signal: abort.signal,
+          cache: 'no-store',
+        });
         if (res.status === 401 || res.status === 403) return on.unauthorized();
         if (res.status === 429) {
           retryAfter = Number(res.headers.get('retry-after') ?? 10) * 1000;

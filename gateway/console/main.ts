@@ -26,9 +26,17 @@ let notice: string | undefined;
 const liveBadge = h('span', { class: 'live', role: 'status', 'aria-live': 'polite' });
 
 function setLive(s: LiveStatus, detail?: string) {
-  const text: Record<LiveStatus, string> = { connecting: 'Connecting…', live: 'Live', reconnecting: 'Reconnecting…', busy: 'Live updates paused' };
+  const text: Record<LiveStatus, string> = {
+    connecting: 'Connecting…',
+    live: 'Live',
+    reconnecting: 'Reconnecting…',
+    busy: 'Live updates paused',
+  };
   liveBadge.className = `live live-${s}`;
-  liveBadge.title = s === 'live' ? `Updates arrive as they happen (${detail === 'notify' ? 'every gateway instance' : 'this gateway instance'}).` : detail ?? '';
+  liveBadge.title =
+    s === 'live'
+      ? `Updates arrive as they happen (${detail === 'notify' ? 'every gateway instance' : 'this gateway instance'}).`
+      : (detail ?? '');
   clear(liveBadge, h('span', { class: 'dot', 'aria-hidden': 'true' }), ` ${text[s]}`);
 }
 
@@ -45,11 +53,25 @@ function signOut(message?: string) {
 function renderTop(signedIn: boolean) {
   const out = h('button', { type: 'button', class: 'btn ghost' }, 'Sign out');
   out.addEventListener('click', () => signOut('Signed out. The key was removed from this tab.'));
-  const nav = (href: string, text: string, match: RegExp) => h('a', { href, 'aria-current': match.test(location.hash || '#/') ? 'page' : undefined }, text);
-  clear(top,
+  const nav = (href: string, text: string, match: RegExp) =>
+    h('a', { href, 'aria-current': match.test(location.hash || '#/') ? 'page' : undefined }, text);
+  clear(
+    top,
     h('a', { class: 'skip', href: '#main' }, 'Skip to content'),
-    h('div', { class: 'brand' }, h('span', { class: 'logo', 'aria-hidden': 'true' }, 'CTL'), h('span', null, 'Budget console')),
-    signedIn ? h('nav', { 'aria-label': 'Main' }, nav('#/sessions', 'Sessions', /^#\/(sessions.*)?$/), nav('#/new', 'New session', /^#\/new/)) : null,
+    h(
+      'div',
+      { class: 'brand' },
+      h('span', { class: 'logo', 'aria-hidden': 'true' }, 'CTL'),
+      h('span', null, 'Budget console'),
+    ),
+    signedIn
+      ? h(
+          'nav',
+          { 'aria-label': 'Main' },
+          nav('#/sessions', 'Sessions', /^#\/(sessions.*)?$/),
+          nav('#/new', 'New session', /^#\/new/),
+        )
+      : null,
     h('div', { class: 'spacer' }),
     signedIn ? liveBadge : null,
     signedIn ? out : null,
@@ -65,13 +87,22 @@ function route() {
   const key = ownerKey.get();
   renderTop(!!key);
   if (!key) {
-    page = signInPage({ notice, signedIn: () => { notice = undefined; startLive(); location.hash = '#/sessions'; route(); } });
+    page = signInPage({
+      notice,
+      signedIn: () => {
+        notice = undefined;
+        startLive();
+        location.hash = '#/sessions';
+        route();
+      },
+    });
   } else {
     if (!stopLive) startLive();
     const [path, query] = (location.hash.replace(/^#/, '') || '/sessions').split('?');
     const parts = path!.split('/').filter(Boolean).map(decodeURIComponent);
     if (parts[0] === 'new') page = createPage({ created: (id, label) => labels.set(id, label) });
-    else if (parts[0] === 'sessions' && parts[1] && parts[2] === 'receipts' && parts[3]) page = receiptPage(parts[1], parts[3], { labels });
+    else if (parts[0] === 'sessions' && parts[1] && parts[2] === 'receipts' && parts[3])
+      page = receiptPage(parts[1], parts[3], { labels });
     else if (parts[0] === 'sessions' && parts[1]) page = sessionPage(parts[1], { labels });
     else page = sessionsPage({ filter: new URLSearchParams(query ?? '').get('state') ?? undefined, labels });
   }
@@ -87,7 +118,8 @@ function startLive() {
   stopLive = connectLive(key, {
     status: setLive,
     resync: () => void page?.refresh?.(),
-    unauthorized: () => signOut('Your API key is no longer accepted (revoked, or the owner was disabled). Sign in again.'),
+    unauthorized: () =>
+      signOut('Your API key is no longer accepted (revoked, or the owner was disabled). Sign in again.'),
     event: (e) => {
       activity.unshift(e);
       activity.length = Math.min(activity.length, 50);

@@ -18,7 +18,12 @@ export const heading = (text: string, ...extra: (Node | string)[]) => h('h1', { 
 
 /** An error box for a failed load. */
 export function errorBox(e: unknown): HTMLElement {
-  const msg = e instanceof ApiError ? (e.status === 404 ? 'No such session for this owner.' : `${e.message} (${e.code})`) : (e as Error).message;
+  const msg =
+    e instanceof ApiError
+      ? e.status === 404
+        ? 'No such session for this owner.'
+        : `${e.message} (${e.code})`
+      : (e as Error).message;
   return h('div', { class: 'callout error', role: 'alert' }, msg);
 }
 
@@ -39,11 +44,16 @@ export function debounce(f: () => void, ms = 150): () => void {
 export function keepFocus(container: HTMLElement, render: () => void) {
   const a = document.activeElement as HTMLElement | null;
   const inside = a && container.contains(a) && a !== container;
-  const selector = !inside ? undefined
-    : a.dataset.action ? `[data-action="${CSS.escape(a.dataset.action)}"]`
-    : a.id ? `#${CSS.escape(a.id)}`
-    : a.getAttribute('href') ? `[href="${CSS.escape(a.getAttribute('href')!)}"]`
-    : undefined;
+  const selector = !inside
+    ? undefined
+    : a.dataset.action
+      ? `[data-action="${CSS.escape(a.dataset.action)}"]`
+      : a.id
+        ? `#${CSS.escape(a.id)}`
+        : a.getAttribute('href')
+          ? `[href="${CSS.escape(a.getAttribute('href')!)}"]`
+          : undefined;
   render();
-  if (selector && !container.contains(document.activeElement)) (container.querySelector(selector) as HTMLElement | null)?.focus();
+  if (selector && !container.contains(document.activeElement))
+    (container.querySelector(selector) as HTMLElement | null)?.focus();
 }

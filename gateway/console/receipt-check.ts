@@ -42,7 +42,9 @@ async function webCryptoVerify(jwk: Jwk, receipt: Record<string, unknown>): Prom
   if (webCryptoEd25519 === false) return undefined;
   let key: CryptoKey;
   try {
-    key = await crypto.subtle.importKey('jwk', { kty: 'OKP', crv: 'Ed25519', x: jwk.x }, { name: 'Ed25519' }, false, ['verify']);
+    key = await crypto.subtle.importKey('jwk', { kty: 'OKP', crv: 'Ed25519', x: jwk.x }, { name: 'Ed25519' }, false, [
+      'verify',
+    ]);
     webCryptoEd25519 = true;
   } catch {
     webCryptoEd25519 = false; // no Ed25519 in this browser's WebCrypto: the SDK does it
@@ -55,7 +57,12 @@ async function webCryptoVerify(jwk: Jwk, receipt: Record<string, unknown>): Prom
   } catch {
     return false;
   }
-  return crypto.subtle.verify({ name: 'Ed25519' }, key, sig as BufferSource, utf8Encode(`ctl-receipt/1\n${canonicalize(unsigned)}`) as BufferSource);
+  return crypto.subtle.verify(
+    { name: 'Ed25519' },
+    key,
+    sig as BufferSource,
+    utf8Encode(`ctl-receipt/1\n${canonicalize(unsigned)}`) as BufferSource,
+  );
 }
 
 /** @example const c = await checkReceipt(receipt); c.valid */
@@ -68,15 +75,31 @@ export async function checkReceipt(receipt: Record<string, unknown>): Promise<Re
     jwk = set.keys.find((k) => k.kid === keyId);
   }
   if (!jwk) return { valid: false, method: 'key lookup', keyId, message: `The gateway publishes no key '${keyId}'.` };
-  if (!jwk.purposes?.includes('receipt')) return { valid: false, method: 'key lookup', keyId, message: `Key '${keyId}' is not a receipt key.` };
+  if (!jwk.purposes?.includes('receipt'))
+    return { valid: false, method: 'key lookup', keyId, message: `Key '${keyId}' is not a receipt key.` };
   const viaWebCrypto = jwk.kty === 'OKP' && jwk.crv === 'Ed25519' ? await webCryptoVerify(jwk, receipt) : undefined;
   if (viaWebCrypto !== undefined) {
     return viaWebCrypto
-      ? { valid: true, method: 'WebCrypto Ed25519', keyId, message: `Signature verified in this browser (WebCrypto Ed25519) with key ${keyId}.` }
-      : { valid: false, method: 'WebCrypto Ed25519', keyId, message: 'The signature does not verify: this receipt was altered or not signed by this gateway.' };
+      ? {
+          valid: true,
+          method: 'WebCrypto Ed25519',
+          keyId,
+          message: `Signature verified in this browser (WebCrypto Ed25519) with key ${keyId}.`,
+        }
+      : {
+          valid: false,
+          method: 'WebCrypto Ed25519',
+          keyId,
+          message: 'The signature does not verify: this receipt was altered or not signed by this gateway.',
+        };
   }
   const r = await verifyReceipt(receipt, { jwks: set as any });
   return r.valid
-    ? { valid: true, method: 'CTL SDK', keyId, message: `Signature verified in this browser (CTL SDK) with key ${keyId}.` }
+    ? {
+        valid: true,
+        method: 'CTL SDK',
+        keyId,
+        message: `Signature verified in this browser (CTL SDK) with key ${keyId}.`,
+      }
     : { valid: false, method: 'CTL SDK', keyId, message: `Not valid: ${r.error.message} (${r.error.code}).` };
 }

@@ -8,8 +8,18 @@
  * transfer) also arrive through Multicall3 `tryAggregate`, which it decodes and answers.
  */
 import {
-  parseAbi, decodeFunctionData, encodeFunctionResult, encodeEventTopics, encodeAbiParameters, keccak256, toHex, getAddress,
-  verifyTypedData, serializeSignature, type Hex, type Log,
+  parseAbi,
+  decodeFunctionData,
+  encodeFunctionResult,
+  encodeEventTopics,
+  encodeAbiParameters,
+  keccak256,
+  toHex,
+  getAddress,
+  verifyTypedData,
+  serializeSignature,
+  type Hex,
+  type Log,
 } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import type { FacilitatorEvmSigner } from '@x402/evm';
@@ -27,7 +37,9 @@ export const TOKEN_ABI = parseAbi([
 ]);
 
 const MULTICALL3 = '0xca11bde05977b3631167028862be2a173976ca11';
-const MULTICALL_ABI = parseAbi(['function tryAggregate(bool requireSuccess, (address target, bytes callData)[] calls) payable returns ((bool success, bytes returnData)[] returnData)']);
+const MULTICALL_ABI = parseAbi([
+  'function tryAggregate(bool requireSuccess, (address target, bytes callData)[] calls) payable returns ((bool success, bytes returnData)[] returnData)',
+]);
 
 const TRANSFER_TYPES = {
   TransferWithAuthorization: [
@@ -48,7 +60,12 @@ export interface TokenConfig {
 }
 
 /** Base Sepolia USDC, the stock server's default asset for eip155:84532 ("$0.01" prices resolve to it). */
-export const BASE_SEPOLIA_USDC: TokenConfig = { address: '0x036CbD53842c5426634e7929541eC2318f3dCF7e', name: 'USDC', version: '2', chainId: 84532 };
+export const BASE_SEPOLIA_USDC: TokenConfig = {
+  address: '0x036CbD53842c5426634e7929541eC2318f3dCF7e',
+  name: 'USDC',
+  version: '2',
+  chainId: 84532,
+};
 
 export interface EvmLedger {
   signer: FacilitatorEvmSigner;
@@ -76,7 +93,12 @@ export function createEvmLedger(token: TokenConfig = BASE_SEPOLIA_USDC): EvmLedg
   let clock = () => Math.floor(Date.now() / 1000);
   let txCount = 0;
   const bal = (a: string) => balances.get(a.toLowerCase()) ?? 0n;
-  const domain = { name: token.name, version: token.version, chainId: token.chainId, verifyingContract: getAddress(token.address) };
+  const domain = {
+    name: token.name,
+    version: token.version,
+    chainId: token.chainId,
+    verifyingContract: getAddress(token.address),
+  };
 
   /** The checks of FiatTokenV2 `transferWithAuthorization`, in its order; `write` applies it. */
   async function transferWithAuthorization(args: readonly unknown[], write: boolean): Promise<Hex | undefined> {
@@ -93,12 +115,17 @@ export function createEvmLedger(token: TokenConfig = BASE_SEPOLIA_USDC): EvmLedg
     };
     if (now <= validAfter) fail('FiatTokenV2: authorization is not yet valid');
     if (now >= validBefore) fail('FiatTokenV2: authorization is expired');
-    if (used.has(`${from.toLowerCase()}:${nonce.toLowerCase()}`)) fail('FiatTokenV2: authorization is used or canceled');
+    if (used.has(`${from.toLowerCase()}:${nonce.toLowerCase()}`))
+      fail('FiatTokenV2: authorization is used or canceled');
     let ok = false;
     try {
       ok = await verifyTypedData({
-        address: from, domain, types: TRANSFER_TYPES, primaryType: 'TransferWithAuthorization',
-        message: { from, to, value, validAfter, validBefore, nonce }, signature,
+        address: from,
+        domain,
+        types: TRANSFER_TYPES,
+        primaryType: 'TransferWithAuthorization',
+        message: { from, to, value, validAfter, validBefore, nonce },
+        signature,
       });
     } catch {
       ok = false;
@@ -110,10 +137,31 @@ export function createEvmLedger(token: TokenConfig = BASE_SEPOLIA_USDC): EvmLedg
     balances.set(from.toLowerCase(), bal(from) - value);
     balances.set(to.toLowerCase(), bal(to) + value);
     const tx = keccak256(toHex(`tx:${++txCount}:${nonce}`));
-    const base = { address: getAddress(token.address), blockHash: keccak256(toHex(`block:${txCount}`)), blockNumber: BigInt(txCount), transactionHash: tx, transactionIndex: 0, removed: false };
+    const base = {
+      address: getAddress(token.address),
+      blockHash: keccak256(toHex(`block:${txCount}`)),
+      blockNumber: BigInt(txCount),
+      transactionHash: tx,
+      transactionIndex: 0,
+      removed: false,
+    };
     const logs = [
-      { ...base, logIndex: 0, topics: encodeEventTopics({ abi: TOKEN_ABI, eventName: 'AuthorizationUsed', args: { authorizer: from, nonce } }), data: '0x' },
-      { ...base, logIndex: 1, topics: encodeEventTopics({ abi: TOKEN_ABI, eventName: 'Transfer', args: { from, to } }), data: encodeAbiParameters([{ type: 'uint256' }], [value]) },
+      {
+        ...base,
+        logIndex: 0,
+        topics: encodeEventTopics({
+          abi: TOKEN_ABI,
+          eventName: 'AuthorizationUsed',
+          args: { authorizer: from, nonce },
+        }),
+        data: '0x',
+      },
+      {
+        ...base,
+        logIndex: 1,
+        topics: encodeEventTopics({ abi: TOKEN_ABI, eventName: 'Transfer', args: { from, to } }),
+        data: encodeAbiParameters([{ type: 'uint256' }], [value]),
+      },
     ] as unknown as Log[];
     receipts.set(tx, { status: 'success', logs });
     transfers.push({ tx, from: from.toLowerCase(), to: to.toLowerCase(), value, nonce });
@@ -123,13 +171,20 @@ export function createEvmLedger(token: TokenConfig = BASE_SEPOLIA_USDC): EvmLedg
   async function read(address: string, functionName: string, args: readonly unknown[] = []): Promise<unknown> {
     if (address.toLowerCase() !== tokenAddr) throw new Revert(`no contract at ${address}`);
     switch (functionName) {
-      case 'balanceOf': return bal(args[0] as string);
-      case 'name': return token.name;
-      case 'version': return token.version;
-      case 'decimals': return 6;
-      case 'authorizationState': return used.has(`${(args[0] as string).toLowerCase()}:${(args[1] as string).toLowerCase()}`);
-      case 'transferWithAuthorization': return transferWithAuthorization(args, false); // eth_call: simulate
-      default: throw new Revert(`unknown function ${functionName}`);
+      case 'balanceOf':
+        return bal(args[0] as string);
+      case 'name':
+        return token.name;
+      case 'version':
+        return token.version;
+      case 'decimals':
+        return 6;
+      case 'authorizationState':
+        return used.has(`${(args[0] as string).toLowerCase()}:${(args[1] as string).toLowerCase()}`);
+      case 'transferWithAuthorization':
+        return transferWithAuthorization(args, false); // eth_call: simulate
+      default:
+        throw new Revert(`unknown function ${functionName}`);
     }
   }
 
@@ -147,7 +202,10 @@ export function createEvmLedger(token: TokenConfig = BASE_SEPOLIA_USDC): EvmLedg
           try {
             const d = decodeFunctionData({ abi: TOKEN_ABI, data: c.callData });
             const result = await read(c.target, d.functionName, (d.args ?? []) as readonly unknown[]);
-            const returnData = d.functionName === 'transferWithAuthorization' ? '0x' : encodeFunctionResult({ abi: TOKEN_ABI, functionName: d.functionName as any, result: result as any });
+            const returnData =
+              d.functionName === 'transferWithAuthorization'
+                ? '0x'
+                : encodeFunctionResult({ abi: TOKEN_ABI, functionName: d.functionName as any, result: result as any });
             out.push({ success: true, returnData });
           } catch {
             out.push({ success: false, returnData: '0x' as Hex });
@@ -161,7 +219,8 @@ export function createEvmLedger(token: TokenConfig = BASE_SEPOLIA_USDC): EvmLedg
       return verifyTypedData(a as Parameters<typeof verifyTypedData>[0]);
     },
     async writeContract({ address, functionName, args }) {
-      if (address.toLowerCase() !== tokenAddr || functionName !== 'transferWithAuthorization') throw new Revert(`cannot write ${functionName} at ${address}`);
+      if (address.toLowerCase() !== tokenAddr || functionName !== 'transferWithAuthorization')
+        throw new Revert(`cannot write ${functionName} at ${address}`);
       return (await transferWithAuthorization(args, true))!;
     },
     async sendTransaction() {

@@ -33,9 +33,15 @@ async function serve(server: Server): Promise<Listening> {
 }
 
 /** The stock facilitator over HTTP (`/verify`, `/settle`, `/supported`); `settleDelayMs` slows settle down. */
-export async function startFacilitator(ledger: EvmLedger, o: { settleDelayMs?: number } = {}): Promise<Listening & { settles: number }> {
+export async function startFacilitator(
+  ledger: EvmLedger,
+  o: { settleDelayMs?: number } = {},
+): Promise<Listening & { settles: number }> {
   const facilitator = new x402Facilitator();
-  registerExactEvmScheme(facilitator, { signer: ledger.signer, networks: `eip155:${ledger.token.chainId}` as `${string}:${string}` });
+  registerExactEvmScheme(facilitator, {
+    signer: ledger.signer,
+    networks: `eip155:${ledger.token.chainId}` as `${string}:${string}`,
+  });
   const app = express();
   app.use(express.json());
   const state = { settles: 0 };
@@ -55,7 +61,14 @@ export async function startFacilitator(ledger: EvmLedger, o: { settleDelayMs?: n
     try {
       res.json(await facilitator.settle(req.body.paymentPayload, req.body.paymentRequirements));
     } catch (e) {
-      res.status(400).json({ success: false, errorReason: (e as Error).message, transaction: '', network: req.body.paymentRequirements?.network });
+      res
+        .status(400)
+        .json({
+          success: false,
+          errorReason: (e as Error).message,
+          transaction: '',
+          network: req.body.paymentRequirements?.network,
+        });
     }
   });
   const l = await serve(createServer(app));
@@ -77,15 +90,23 @@ export interface StockMerchant extends Listening {
  * of validity, `GET /other` is priced in a token outside the gateway's asset map.
  */
 export async function startStockMerchant(o: {
-  facilitatorUrl: string; payTo: string; facilitatorTimeoutMs?: number; otherAsset?: string;
+  facilitatorUrl: string;
+  payTo: string;
+  facilitatorTimeoutMs?: number;
+  otherAsset?: string;
   /** The validity `GET /data` asks for (the stock default otherwise): short, so a held authorization dies soon. */
   maxTimeoutSeconds?: number;
 }): Promise<StockMerchant> {
-  const resourceServer = new x402ResourceServer(new HTTPFacilitatorClient({ url: o.facilitatorUrl, timeoutMs: o.facilitatorTimeoutMs })).register(
-    'eip155:84532',
-    new ExactEvmScheme(),
-  );
-  const accepts = { scheme: 'exact', price: '$0.01', network: 'eip155:84532' as const, payTo: o.payTo, ...(o.maxTimeoutSeconds ? { maxTimeoutSeconds: o.maxTimeoutSeconds } : {}) };
+  const resourceServer = new x402ResourceServer(
+    new HTTPFacilitatorClient({ url: o.facilitatorUrl, timeoutMs: o.facilitatorTimeoutMs }),
+  ).register('eip155:84532', new ExactEvmScheme());
+  const accepts = {
+    scheme: 'exact',
+    price: '$0.01',
+    network: 'eip155:84532' as const,
+    payTo: o.payTo,
+    ...(o.maxTimeoutSeconds ? { maxTimeoutSeconds: o.maxTimeoutSeconds } : {}),
+  };
   const app = express();
   const seen: StockMerchant['seen'] = [];
   app.use((req, _res, next) => {
@@ -99,7 +120,14 @@ export async function startStockMerchant(o: {
         'GET /boom': { accepts, description: 'fails after payment is verified' },
         'GET /long': { accepts: { ...accepts, maxTimeoutSeconds: 3600 }, description: 'long validity' },
         'GET /other': {
-          accepts: { ...accepts, price: { amount: '10000', asset: o.otherAsset ?? '0x1111111111111111111111111111111111111111', extra: { name: 'Other', version: '1' } } },
+          accepts: {
+            ...accepts,
+            price: {
+              amount: '10000',
+              asset: o.otherAsset ?? '0x1111111111111111111111111111111111111111',
+              extra: { name: 'Other', version: '1' },
+            },
+          },
           description: 'another token',
         },
       },
@@ -125,14 +153,27 @@ export async function startStockMerchant(o: {
  * A hand-written x402 v1 merchant: 402 with `{ x402Version: 1, accepts }` in the body, the paid
  * retry in `X-PAYMENT`, verify and settle at the facilitator, `X-PAYMENT-RESPONSE` on success.
  */
-export async function startV1Merchant(o: { facilitatorUrl: string; payTo: string; asset: string; amount?: string }): Promise<StockMerchant> {
+export async function startV1Merchant(o: {
+  facilitatorUrl: string;
+  payTo: string;
+  asset: string;
+  amount?: string;
+}): Promise<StockMerchant> {
   const seen: StockMerchant['seen'] = [];
   const server = createServer(async (req, res) => {
     const url = new URL(req.url!, 'http://x');
     seen.push({ path: url.pathname, headers: req.headers });
     const requirements = {
-      scheme: 'exact', network: 'base-sepolia', maxAmountRequired: o.amount ?? '7000', resource: `http://${req.headers.host}${url.pathname}`,
-      description: 'v1 weather', mimeType: 'application/json', outputSchema: {}, payTo: o.payTo, maxTimeoutSeconds: 120, asset: o.asset,
+      scheme: 'exact',
+      network: 'base-sepolia',
+      maxAmountRequired: o.amount ?? '7000',
+      resource: `http://${req.headers.host}${url.pathname}`,
+      description: 'v1 weather',
+      mimeType: 'application/json',
+      outputSchema: {},
+      payTo: o.payTo,
+      maxTimeoutSeconds: 120,
+      asset: o.asset,
       extra: { name: 'USDC', version: '2' },
     };
     const required = (error: string) => {
@@ -148,9 +189,13 @@ export async function startV1Merchant(o: { facilitatorUrl: string; payTo: string
       return required('X-PAYMENT is not base64 JSON');
     }
     const post = async (path: string) =>
-      (await (await fetch(`${o.facilitatorUrl}${path}`, {
-        method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ x402Version: 1, paymentPayload, paymentRequirements: requirements }),
-      })).json()) as Record<string, any>;
+      (await (
+        await fetch(`${o.facilitatorUrl}${path}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ x402Version: 1, paymentPayload, paymentRequirements: requirements }),
+        })
+      ).json()) as Record<string, any>;
     const verified = await post('/verify');
     if (!verified.isValid) return required(String(verified.invalidReason));
     const settled = await post('/settle');

@@ -10,7 +10,9 @@ import { paidResponseLost, type PaymentDialect } from './rail.js';
 
 /** spec §1 trust level 1: the SBA rides along on the paid retry for merchants that can check it. */
 export function sbaHeaders(session: SessionRecord, sba: Record<string, unknown>): Record<string, string> {
-  return (session.config as { trustLevel?: number }).trustLevel === 1 ? { 'x-ctl-sba': base64Encode(utf8Encode(JSON.stringify(sba))) } : {};
+  return (session.config as { trustLevel?: number }).trustLevel === 1
+    ? { 'x-ctl-sba': base64Encode(utf8Encode(JSON.stringify(sba))) }
+    : {};
 }
 
 export function createCtlDialect(payments: PaymentService): PaymentDialect<PaymentTerms> {

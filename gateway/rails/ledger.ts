@@ -16,7 +16,10 @@ export interface LedgerEntry {
   paidAt: number;
 }
 
-export function createLedgerRail(q: SqlExecutor, now: () => number = Date.now): Rail & {
+export function createLedgerRail(
+  q: SqlExecutor,
+  now: () => number = Date.now,
+): Rail & {
   local: true;
   lookup(txRef: string): Promise<LedgerEntry | undefined>;
   paidTo(address: string): Promise<LedgerEntry[]>;
@@ -44,13 +47,20 @@ export function createLedgerRail(q: SqlExecutor, now: () => number = Date.now): 
         [order.paymentId, txRef, order.address, order.amount, order.currency, now()],
       );
       if (!row || row.status !== 'paid') throw new RailError(`payment ${order.paymentId} was voided`);
-      if (BigInt(row.amount as string) !== order.amount || row.currency !== order.currency || row.address !== order.address) {
+      if (
+        BigInt(row.amount as string) !== order.amount ||
+        row.currency !== order.currency ||
+        row.address !== order.address
+      ) {
         throw new RailError(`payment ${order.paymentId} already exists with other terms`);
       }
       return { txRef: row.tx_ref as string };
     },
     async settle(paymentId) {
-      await q.run(`INSERT INTO gw_ledger (payment_id, status, created_at) VALUES (?, 'void', ?) ON CONFLICT DO NOTHING`, [paymentId, now()]);
+      await q.run(
+        `INSERT INTO gw_ledger (payment_id, status, created_at) VALUES (?, 'void', ?) ON CONFLICT DO NOTHING`,
+        [paymentId, now()],
+      );
       const row = await q.get(`SELECT status, tx_ref FROM gw_ledger WHERE payment_id = ?`, [paymentId]);
       return row?.status === 'paid' ? { txRef: row.tx_ref as string } : undefined;
     },
@@ -59,7 +69,10 @@ export function createLedgerRail(q: SqlExecutor, now: () => number = Date.now): 
       return row ? toEntry(row) : undefined;
     },
     async paidTo(address) {
-      const rows = await q.all(`SELECT * FROM gw_ledger WHERE address = ? AND status = 'paid' ORDER BY created_at LIMIT 100`, [address]);
+      const rows = await q.all(
+        `SELECT * FROM gw_ledger WHERE address = ? AND status = 'paid' ORDER BY created_at LIMIT 100`,
+        [address],
+      );
       return rows.map(toEntry);
     },
   };

@@ -78,10 +78,15 @@ export function paidResponseLost(receiptId: string, cause?: unknown): HttpError 
   // Only a refusal meant for the client (one with a protocol code, as the error middleware shows
   // them) says why; anything else (a database driver's text) is the operator's, never the agent's.
   const code = (cause as { code?: unknown } | undefined)?.code;
-  const forClient = cause instanceof HttpError || (cause instanceof Error && typeof code === 'string' && code in DEFAULT_STATUS_BY_CODE);
-  const why = forClient ? `the merchant's answer to the paid request was lost: ${(cause as Error).message}` : 'the gateway failed before it could answer';
+  const forClient =
+    cause instanceof HttpError ||
+    (cause instanceof Error && typeof code === 'string' && code in DEFAULT_STATUS_BY_CODE);
+  const why = forClient
+    ? `the merchant's answer to the paid request was lost: ${(cause as Error).message}`
+    : 'the gateway failed before it could answer';
   return new HttpError(
-    502, 'paid_response_lost',
+    502,
+    'paid_response_lost',
     `the payment was made (receipt ${receiptId}) but ${why}; sending the request again pays again`,
     { 'X-Ctl-Receipt-Id': receiptId },
   );

@@ -7,7 +7,20 @@
 import Router from '@koa/router';
 import { randomBytes } from 'node:crypto';
 import { parseStrictJson, formatTimestamp } from '../../src/index.js';
-import { jsonBody, requireScope, generateApiKey, badRequest, notFound, closedBody, optionalText, HttpError, ADMIN_SCOPE, allEffects, type Authenticate, type SqlDatabase } from '../../service-kit/index.js';
+import {
+  jsonBody,
+  requireScope,
+  generateApiKey,
+  badRequest,
+  notFound,
+  closedBody,
+  optionalText,
+  HttpError,
+  ADMIN_SCOPE,
+  allEffects,
+  type Authenticate,
+  type SqlDatabase,
+} from '../../service-kit/index.js';
 import { KEY_PURPOSES, type GatewayKeyPurpose, type KeyRing } from '../services/keys.js';
 import type { SessionService } from '../services/sessions.js';
 import type { GatewayEvents } from '../services/events.js';
@@ -17,7 +30,14 @@ import { OWNER_SCOPE, sessionsPage } from './sessions.js';
 /** Owner and key ids this gateway gives (legacy owner ids are key ids): anything else is unknown. */
 const ID = /^[A-Za-z0-9_-]{1,80}$/;
 
-export function adminRoutes(o: { db: SqlDatabase; auth: Authenticate; keys: KeyRing; sessions: SessionService; events: GatewayEvents; now: () => number }) {
+export function adminRoutes(o: {
+  db: SqlDatabase;
+  auth: Authenticate;
+  keys: KeyRing;
+  sessions: SessionService;
+  events: GatewayEvents;
+  now: () => number;
+}) {
   const r = new Router();
   const admin = requireScope(o.auth, ADMIN_SCOPE);
   const body = jsonBody({ limit: '16kb', parse: parseStrictJson });
@@ -36,7 +56,11 @@ export function adminRoutes(o: { db: SqlDatabase; auth: Authenticate; keys: KeyR
     const label = optionalText(closedBody(ctx.request.body, ['label']), 'label', 200);
     const ownerId = `own_${randomBytes(12).toString('base64url')}`;
     const { keyId, apiKey, key } = newKey();
-    await insertOwner(o.db, { ownerId, label, key, now: o.now() }, o.events.entry('admin', 'owner.create', ownerId, { label, keyId }));
+    await insertOwner(
+      o.db,
+      { ownerId, label, key, now: o.now() },
+      o.events.entry('admin', 'owner.create', ownerId, { label, keyId }),
+    );
     ctx.status = 201;
     ctx.body = { ownerId, keyId, apiKey, label };
   });
@@ -52,7 +76,12 @@ export function adminRoutes(o: { db: SqlDatabase; auth: Authenticate; keys: KeyR
       createdAt: formatTimestamp(owner.createdAt),
       disabled: owner.disabledAt != null,
       ...(owner.disabledAt != null ? { disabledAt: formatTimestamp(owner.disabledAt) } : {}),
-      keys: owner.keys.map((k) => ({ keyId: k.keyId, createdAt: formatTimestamp(k.createdAt), revoked: k.revokedAt != null, ...(k.revokedAt != null ? { revokedAt: formatTimestamp(k.revokedAt) } : {}) })),
+      keys: owner.keys.map((k) => ({
+        keyId: k.keyId,
+        createdAt: formatTimestamp(k.createdAt),
+        revoked: k.revokedAt != null,
+        ...(k.revokedAt != null ? { revokedAt: formatTimestamp(k.revokedAt) } : {}),
+      })),
     };
   });
 
@@ -67,7 +96,13 @@ export function adminRoutes(o: { db: SqlDatabase; auth: Authenticate; keys: KeyR
   r.post('/admin/owners/:ownerId/keys', admin, async (ctx) => {
     const ownerId = param(ctx, 'ownerId', 'owner');
     const { keyId, apiKey, key } = newKey();
-    const added = await addOwnerKey(o.db, ownerId, key, o.now(), o.events.entry('admin', 'owner.key_add', ownerId, { keyId }, (r) => r === 'ok'));
+    const added = await addOwnerKey(
+      o.db,
+      ownerId,
+      key,
+      o.now(),
+      o.events.entry('admin', 'owner.key_add', ownerId, { keyId }, (r) => r === 'ok'),
+    );
     if (added === 'not_found') throw notFound(`no owner '${ownerId}'`);
     if (added === 'disabled') throw new HttpError(409, 'conflict', `the owner '${ownerId}' is disabled`);
     ctx.status = 201;
@@ -77,7 +112,16 @@ export function adminRoutes(o: { db: SqlDatabase; auth: Authenticate; keys: KeyR
   r.delete('/admin/owners/:ownerId/keys/:keyId', admin, async (ctx) => {
     const ownerId = param(ctx, 'ownerId', 'owner');
     const keyId = param(ctx, 'keyId', 'key');
-    if (!(await revokeOwnerKey(o.db, ownerId, keyId, o.now(), o.events.entry('admin', 'owner.key_revoke', ownerId, { keyId }, (r) => r.changed)))) throw notFound(`no key '${keyId}' of owner '${ownerId}'`);
+    if (
+      !(await revokeOwnerKey(
+        o.db,
+        ownerId,
+        keyId,
+        o.now(),
+        o.events.entry('admin', 'owner.key_revoke', ownerId, { keyId }, (r) => r.changed),
+      ))
+    )
+      throw notFound(`no key '${keyId}' of owner '${ownerId}'`);
     ctx.body = { ownerId, keyId, revoked: true };
   });
 
@@ -85,10 +129,15 @@ export function adminRoutes(o: { db: SqlDatabase; auth: Authenticate; keys: KeyR
   r.delete('/admin/owners/:ownerId', admin, async (ctx) => {
     const ownerId = param(ctx, 'ownerId', 'owner');
     const at = o.now();
-    const revoked = await disableOwner(o.db, ownerId, at, allEffects(
-      o.events.entry('admin', 'owner.disable', ownerId, {}, (r) => r !== undefined),
-      o.sessions.revokedEvents(at, 'admin', 'owner_disabled'),
-    ));
+    const revoked = await disableOwner(
+      o.db,
+      ownerId,
+      at,
+      allEffects(
+        o.events.entry('admin', 'owner.disable', ownerId, {}, (r) => r !== undefined),
+        o.sessions.revokedEvents(at, 'admin', 'owner_disabled'),
+      ),
+    );
     if (!revoked) throw notFound(`no owner '${ownerId}'`);
     ctx.body = { ownerId, disabled: true, revoked: true, revokedSessions: revoked.length };
   });
@@ -101,7 +150,8 @@ export function adminRoutes(o: { db: SqlDatabase; auth: Authenticate; keys: KeyR
 
   r.post('/admin/keys/rotate', admin, body, async (ctx) => {
     const purpose = (ctx.request.body as { purpose?: unknown } | undefined)?.purpose;
-    if (!KEY_PURPOSES.includes(purpose as GatewayKeyPurpose)) throw badRequest(`purpose: one of ${KEY_PURPOSES.join(', ')}`);
+    if (!KEY_PURPOSES.includes(purpose as GatewayKeyPurpose))
+      throw badRequest(`purpose: one of ${KEY_PURPOSES.join(', ')}`);
     ctx.body = { purpose, kid: await o.keys.rotate(purpose as GatewayKeyPurpose) };
   });
   return r;

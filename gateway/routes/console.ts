@@ -13,7 +13,15 @@ import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
-import { requireScope, bearerToken, forbidden, badRequest, HttpError, type Authenticate, type SqlDatabase } from '../../service-kit/index.js';
+import {
+  requireScope,
+  bearerToken,
+  forbidden,
+  badRequest,
+  HttpError,
+  type Authenticate,
+  type SqlDatabase,
+} from '../../service-kit/index.js';
 import type { SessionService } from '../services/sessions.js';
 import type { OwnerPrincipal } from '../services/owner-auth.js';
 import type { ConsoleStreams } from '../services/console-stream.js';
@@ -21,8 +29,16 @@ import { dispatchesOfSession } from '../store/session-dispatches.js';
 import { OWNER_SCOPE } from './sessions.js';
 
 export const CONSOLE_CSP = [
-  "default-src 'self'", "script-src 'self'", "style-src 'self'", "img-src 'self'", "connect-src 'self'", "font-src 'self'",
-  "object-src 'none'", "base-uri 'none'", "form-action 'none'", "frame-ancestors 'none'",
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self'",
+  "connect-src 'self'",
+  "font-src 'self'",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
 ].join('; ');
 
 const SECURITY_HEADERS: Record<string, string> = {
@@ -48,11 +64,18 @@ export const ASSETS: Record<string, [file: string, type: string]> = {
  * Where the build put the console: dist/console/ beside the ctl-gateway package's bundle
  * (dist/ctl-gateway.mjs), else build/console/ beside the compiled gateway (build/gateway/routes/console.js).
  */
-export const DEFAULT_CONSOLE_DIR = ['./console/', '../../console/']
-  .map((rel) => fileURLToPath(new URL(rel, import.meta.url)))
-  .find((dir) => existsSync(join(dir, 'index.html'))) ?? fileURLToPath(new URL('../../console/', import.meta.url));
+export const DEFAULT_CONSOLE_DIR =
+  ['./console/', '../../console/']
+    .map((rel) => fileURLToPath(new URL(rel, import.meta.url)))
+    .find((dir) => existsSync(join(dir, 'index.html'))) ?? fileURLToPath(new URL('../../console/', import.meta.url));
 
-export function consoleRoutes(o: { db: SqlDatabase; auth: Authenticate; sessions: SessionService; streams: ConsoleStreams; dir?: string }) {
+export function consoleRoutes(o: {
+  db: SqlDatabase;
+  auth: Authenticate;
+  sessions: SessionService;
+  streams: ConsoleStreams;
+  dir?: string;
+}) {
   const r = new Router();
   const dir = o.dir ?? DEFAULT_CONSOLE_DIR;
   const owner = requireScope(o.auth, OWNER_SCOPE);
@@ -87,7 +110,13 @@ export function consoleRoutes(o: { db: SqlDatabase; auth: Authenticate; sessions
     const opened = o.streams.open(ctx, id, bearerToken(ctx.get('authorization'))!);
     if (opened !== 'open') {
       ctx.set('Retry-After', '10');
-      throw new HttpError(429, 'rate_limited', opened === 'owner_cap' ? 'too many live streams for this owner: close another console tab' : 'this gateway instance serves as many live streams as it may: try again shortly');
+      throw new HttpError(
+        429,
+        'rate_limited',
+        opened === 'owner_cap'
+          ? 'too many live streams for this owner: close another console tab'
+          : 'this gateway instance serves as many live streams as it may: try again shortly',
+      );
     }
   });
 
@@ -95,7 +124,11 @@ export function consoleRoutes(o: { db: SqlDatabase; auth: Authenticate; sessions
     const s = await o.sessions.owned(ownerId(ctx), ctx.params.id!);
     const limit = ctx.query.limit === undefined ? 100 : Number(ctx.query.limit);
     if (!Number.isInteger(limit) || limit < 1 || limit > 500) throw badRequest('limit: an integer 1–500');
-    ctx.body = { sessionId: s.id, webhookUrl: s.webhookUrl ?? undefined, dispatches: s.webhookUrl ? await dispatchesOfSession(o.db, s.id, s.webhookUrl, limit) : [] };
+    ctx.body = {
+      sessionId: s.id,
+      webhookUrl: s.webhookUrl ?? undefined,
+      dispatches: s.webhookUrl ? await dispatchesOfSession(o.db, s.id, s.webhookUrl, limit) : [],
+    };
   });
   return r;
 }
@@ -111,7 +144,9 @@ export function observeSessionWrites(streams: ConsoleStreams): Middleware {
     if (ctx.status >= 300 || !ctx.path.startsWith('/sessions')) return;
     const body = ctx.body as { sessionId?: unknown } | undefined;
     if (!body || typeof body !== 'object' || typeof body.sessionId !== 'string') return;
-    if (ctx.method === 'POST' && ctx.path === '/sessions') streams.publish('session.created', { sessionId: body.sessionId });
-    else if (ctx.method === 'PATCH' && /^\/sessions\/[^/]+$/.test(ctx.path)) streams.publish('session.continued', { sessionId: body.sessionId });
+    if (ctx.method === 'POST' && ctx.path === '/sessions')
+      streams.publish('session.created', { sessionId: body.sessionId });
+    else if (ctx.method === 'PATCH' && /^\/sessions\/[^/]+$/.test(ctx.path))
+      streams.publish('session.continued', { sessionId: body.sessionId });
   };
 }

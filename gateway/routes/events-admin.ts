@@ -10,7 +10,8 @@ import type { GatewayEvents } from '../services/events.js';
 
 function count(value: unknown, field: string, fallback: number): number {
   if (value === undefined) return fallback;
-  if (typeof value !== 'string' || !/^[0-9]{1,15}$/.test(value)) throw badRequest(`${field}: must be a non-negative integer`);
+  if (typeof value !== 'string' || !/^[0-9]{1,15}$/.test(value))
+    throw badRequest(`${field}: must be a non-negative integer`);
   return Number(value);
 }
 
@@ -19,8 +20,14 @@ export function eventAdminRoutes(o: { auth: Authenticate; events: GatewayEvents 
   const admin = requireScope(o.auth, ADMIN_SCOPE);
 
   r.get('/admin/audit', admin, async (ctx) => {
-    const entries = await o.events.audit.list({ afterSeq: count(ctx.query['afterSeq'], 'afterSeq', 0), limit: count(ctx.query['limit'], 'limit', 100) });
-    ctx.body = { entries: entries.map((e) => ({ ...e, data: JSON.parse(e.data) })), next: entries.length ? entries[entries.length - 1].seq : null };
+    const entries = await o.events.audit.list({
+      afterSeq: count(ctx.query['afterSeq'], 'afterSeq', 0),
+      limit: count(ctx.query['limit'], 'limit', 100),
+    });
+    ctx.body = {
+      entries: entries.map((e) => ({ ...e, data: JSON.parse(e.data) })),
+      next: entries.length ? entries[entries.length - 1].seq : null,
+    };
   });
 
   r.get('/admin/audit/verify', admin, async (ctx) => {
@@ -29,8 +36,11 @@ export function eventAdminRoutes(o: { auth: Authenticate; events: GatewayEvents 
 
   r.get('/admin/webhooks/dispatches', admin, async (ctx) => {
     const status = ctx.query['status'];
-    if (status !== undefined && status !== 'pending' && status !== 'delivered' && status !== 'failed') throw badRequest('status: pending, delivered or failed');
-    ctx.body = { dispatches: await o.events.outbox.log.list({ status, limit: count(ctx.query['limit'], 'limit', 100) }) };
+    if (status !== undefined && status !== 'pending' && status !== 'delivered' && status !== 'failed')
+      throw badRequest('status: pending, delivered or failed');
+    ctx.body = {
+      dispatches: await o.events.outbox.log.list({ status, limit: count(ctx.query['limit'], 'limit', 100) }),
+    };
   });
 
   r.post('/admin/webhooks/dispatches/:id/redeliver', admin, async (ctx) => {

@@ -42,7 +42,11 @@ export function keyRoutes(o: { db: SqlDatabase; keys: KeyRing; issuer: string; n
     const s = await sessionByGrantId(o.db, grantId);
     if (!s) throw notFound(`no grant '${grantId}'`);
     ctx.set('Cache-Control', 'no-store');
-    ctx.body = { grantId, revoked: s.state === 'revoked', ...(s.state === 'revoked' && s.endedAt ? { revokedAt: formatTimestamp(s.endedAt) } : {}) };
+    ctx.body = {
+      grantId,
+      revoked: s.state === 'revoked',
+      ...(s.state === 'revoked' && s.endedAt ? { revokedAt: formatTimestamp(s.endedAt) } : {}),
+    };
   });
   return r;
 }

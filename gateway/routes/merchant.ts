@@ -17,24 +17,40 @@ type Ledger = ReturnType<typeof createLedgerRail>;
  * `limit`: spent by every `POST /charge` before its body is read (services/rate-limits.ts: per
  * client address, since the route takes no key and each charge is a row).
  */
-export function merchantRoutes(o: { db: SqlDatabase; ledger: Ledger; now: () => number; baseUrl: (ctx: any) => string; limit?: Middleware }) {
+export function merchantRoutes(o: {
+  db: SqlDatabase;
+  ledger: Ledger;
+  now: () => number;
+  baseUrl: (ctx: any) => string;
+  limit?: Middleware;
+}) {
   const r = new Router();
   const body = jsonBody({ limit: '16kb', parse: parseStrictJson });
   const limit: Middleware = o.limit ?? ((_ctx, next) => next());
 
   r.post('/charge', limit, body, async (ctx) => {
     const b = closedBody(ctx.request.body, ['amount', 'currency', 'description']);
-    if (!isAmount(b.amount) || b.amount === '0' || BigInt(b.amount) > MAX_AMOUNT) throw badRequest('amount: a positive decimal string of minor units');
+    if (!isAmount(b.amount) || b.amount === '0' || BigInt(b.amount) > MAX_AMOUNT)
+      throw badRequest('amount: a positive decimal string of minor units');
     if (!isCurrency(b.currency)) throw badRequest('currency: a currency code such as "USD"');
     const description = optionalText(b, 'description', 500);
     const chargeId = `ch_${randomBytes(16).toString('base64url')}`;
     await o.db.run(`INSERT INTO gw_charges (id, amount, currency, description, created_at) VALUES (?, ?, ?, ?, ?)`, [
-      chargeId, BigInt(b.amount), b.currency, description, o.now(),
+      chargeId,
+      BigInt(b.amount),
+      b.currency,
+      description,
+      o.now(),
     ]);
     // The charge id is the pay-to address: a ledger payment to it is a payment of this charge.
     const terms = { amount: b.amount, currency: b.currency, address: chargeId };
     ctx.status = 201;
-    ctx.body = { chargeId, paymentTerms: terms, xPayment: JSON.stringify(terms), verifyUrl: `${o.baseUrl(ctx)}/charge/${chargeId}/verify` };
+    ctx.body = {
+      chargeId,
+      paymentTerms: terms,
+      xPayment: JSON.stringify(terms),
+      verifyUrl: `${o.baseUrl(ctx)}/charge/${chargeId}/verify`,
+    };
   });
 
   r.get('/charge/:id/verify', async (ctx) => {
@@ -42,7 +58,14 @@ export function merchantRoutes(o: { db: SqlDatabase; ledger: Ledger; now: () => 
     if (id.startsWith('txid:')) {
       const e = await o.ledger.lookup(id);
       if (!e) throw notFound(`no payment '${id}'`);
-      ctx.body = { paid: true, txRef: e.txRef, amountMinor: e.amount.toString(), currency: e.currency, address: e.address, paidAt: new Date(e.paidAt).toISOString() };
+      ctx.body = {
+        paid: true,
+        txRef: e.txRef,
+        amountMinor: e.amount.toString(),
+        currency: e.currency,
+        address: e.address,
+        paidAt: new Date(e.paidAt).toISOString(),
+      };
       return;
     }
     const c = await o.db.get(`SELECT id, amount, currency FROM gw_charges WHERE id = ?`, [id]);

@@ -23,7 +23,8 @@ const METHOD = new RegExp(`^(${PROXY_METHODS.join('|')})$`);
 function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const declared = Number(req.headers['content-length'] ?? 0);
-    if (declared > limit) return reject(new HttpError(413, 'payload_too_large', `the body is larger than ${limit} bytes`));
+    if (declared > limit)
+      return reject(new HttpError(413, 'payload_too_large', `the body is larger than ${limit} bytes`));
     const chunks: Buffer[] = [];
     let size = 0;
     req.on('data', (c: Buffer) => {
@@ -39,66 +40,78 @@ function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
 }
 
 export function proxyRoutes(o: {
-  sessions: SessionService; dialects: PaymentDialect<any>[]; forwarder: Forwarder; now: () => number; maxBodyBytes: number; idempotency: IdempotencyService;
+  sessions: SessionService;
+  dialects: PaymentDialect<any>[];
+  forwarder: Forwarder;
+  now: () => number;
+  maxBodyBytes: number;
+  idempotency: IdempotencyService;
 }) {
   const r = new Router();
   // The agent's body is the merchant's, forwarded as bytes: this route reads a body of any type.
-  r.all('/proxy', readsBody(async (ctx) => {
-    const token = sessionTokenOf(ctx.get('authorization'));
-    if (!token) throw unauthorized('a session token is required (Authorization: Bearer gw_sess_…)');
-    const session = await o.sessions.byToken(token);
-    if (!session) throw unauthorized('the session token is not valid');
-    ctx.set('X-Ctl-Session-Id', session.id);
-    // spec §3: refused before anything is forwarded.
-    const state = effectiveState(session, o.now());
-    if (state === 'revoked') throw new CtlError('session_revoked', 'the session has been revoked');
-    if (state === 'expired') throw new CtlError('session_expired', 'the session has expired');
-    const key = idempotencyKeyOf(ctx.req);
-
-    const target = ctx.get('x-target-url');
-    if (!target) throw badRequest('X-Target-Url: required');
-    let url: URL;
-    try {
-      url = new URL(target);
-    } catch {
-      throw new CtlError('target_not_allowed', 'X-Target-Url: not an absolute URL');
-    }
-    const method = (ctx.get('x-target-method') || ctx.method).toUpperCase();
-    if (!METHOD.test(method)) throw badRequest('X-Target-Method: not a supported method');
-    const purpose = ctx.get('x-ctl-purpose') || undefined;
-    const body = await readBody(ctx.req, o.maxBodyBytes);
-    const headers = cleanRequestHeaders(ctx.req.headers);
-    // The key is the gateway's: a merchant that honours keys would replay its 402 to the paid retry.
-    delete headers['idempotency-key'];
-    const payload = body.length ? body : undefined;
-
-    // With a key, this runs at most once per (session, key); a retry gets its stored answer.
-    const keyed = key === undefined ? undefined : { sessionId: session.id, key, method, target: url.href, purpose, body };
-    await o.idempotency.around(ctx, keyed, async () => {
-      let res = await o.forwarder.send({ url, method, headers, body: payload });
-      let receiptId: string | undefined;
-      if (res.status === 402) {
-        // The first dialect that recognises the 402 pays it; an unknown 402 passes through.
-        for (const dialect of o.dialects) {
-          const terms = dialect.detect(res);
-          if (terms === undefined) continue;
-          const asked = res.url;
-          const paid = await dialect.pay(terms, {
-            session, host: bareHost(asked), purpose,
-            retry: (extra) => o.forwarder.send({ url: asked, method, headers: { ...headers, ...extra }, body: payload }),
-          });
-          res = paid.response;
-          receiptId = paid.receiptId;
-          break;
-        }
-      }
-      ctx.status = res.status;
-      // The merchant's headers first (its X-Ctl-* dropped), then the gateway's own on top.
-      for (const [k, v] of Object.entries(cleanResponseHeaders(res.headers))) ctx.set(k, v as string | string[]);
+  r.all(
+    '/proxy',
+    readsBody(async (ctx) => {
+      const token = sessionTokenOf(ctx.get('authorization'));
+      if (!token) throw unauthorized('a session token is required (Authorization: Bearer gw_sess_…)');
+      const session = await o.sessions.byToken(token);
+      if (!session) throw unauthorized('the session token is not valid');
       ctx.set('X-Ctl-Session-Id', session.id);
-      if (receiptId) ctx.set('X-Ctl-Receipt-Id', receiptId);
-      ctx.body = res.body;
-    });
-  }));
+      // spec §3: refused before anything is forwarded.
+      const state = effectiveState(session, o.now());
+      if (state === 'revoked') throw new CtlError('session_revoked', 'the session has been revoked');
+      if (state === 'expired') throw new CtlError('session_expired', 'the session has expired');
+      const key = idempotencyKeyOf(ctx.req);
+
+      const target = ctx.get('x-target-url');
+      if (!target) throw badRequest('X-Target-Url: required');
+      let url: URL;
+      try {
+        url = new URL(target);
+      } catch {
+        throw new CtlError('target_not_allowed', 'X-Target-Url: not an absolute URL');
+      }
+      const method = (ctx.get('x-target-method') || ctx.method).toUpperCase();
+      if (!METHOD.test(method)) throw badRequest('X-Target-Method: not a supported method');
+      const purpose = ctx.get('x-ctl-purpose') || undefined;
+      const body = await readBody(ctx.req, o.maxBodyBytes);
+      const headers = cleanRequestHeaders(ctx.req.headers);
+      // The key is the gateway's: a merchant that honours keys would replay its 402 to the paid retry.
+      delete headers['idempotency-key'];
+      const payload = body.length ? body : undefined;
+
+      // With a key, this runs at most once per (session, key); a retry gets its stored answer.
+      const keyed =
+        key === undefined ? undefined : { sessionId: session.id, key, method, target: url.href, purpose, body };
+      await o.idempotency.around(ctx, keyed, async () => {
+        let res = await o.forwarder.send({ url, method, headers, body: payload });
+        let receiptId: string | undefined;
+        if (res.status === 402) {
+          // The first dialect that recognises the 402 pays it; an unknown 402 passes through.
+          for (const dialect of o.dialects) {
+            const terms = dialect.detect(res);
+            if (terms === undefined) continue;
+            const asked = res.url;
+            const paid = await dialect.pay(terms, {
+              session,
+              host: bareHost(asked),
+              purpose,
+              retry: (extra) =>
+                o.forwarder.send({ url: asked, method, headers: { ...headers, ...extra }, body: payload }),
+            });
+            res = paid.response;
+            receiptId = paid.receiptId;
+            break;
+          }
+        }
+        ctx.status = res.status;
+        // The merchant's headers first (its X-Ctl-* dropped), then the gateway's own on top.
+        for (const [k, v] of Object.entries(cleanResponseHeaders(res.headers))) ctx.set(k, v as string | string[]);
+        ctx.set('X-Ctl-Session-Id', session.id);
+        if (receiptId) ctx.set('X-Ctl-Receipt-Id', receiptId);
+        ctx.body = res.body;
+      });
+    }),
+  );
   return r;
 }

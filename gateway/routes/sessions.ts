@@ -3,7 +3,14 @@
  */
 import Router from '@koa/router';
 import { parseStrictJson } from '../../src/index.js';
-import { jsonBody, requireScope, badRequest, forbidden, type Authenticate, type SqlDatabase } from '../../service-kit/index.js';
+import {
+  jsonBody,
+  requireScope,
+  badRequest,
+  forbidden,
+  type Authenticate,
+  type SqlDatabase,
+} from '../../service-kit/index.js';
 import { listSessions } from '../store/sessions.js';
 import { receiptsOf } from '../store/payments.js';
 import type { SessionService } from '../services/sessions.js';
@@ -17,7 +24,12 @@ export const OWNER_SCOPE = 'sessions';
  * `nextCursor` of the previous page): for the owner at GET /sessions and the admin at
  * GET /admin/owners/{ownerId}/sessions.
  */
-export async function sessionsPage(db: SqlDatabase, sessions: SessionService, ownerId: string, query: Record<string, unknown>) {
+export async function sessionsPage(
+  db: SqlDatabase,
+  sessions: SessionService,
+  ownerId: string,
+  query: Record<string, unknown>,
+) {
   const limit = query.limit === undefined ? 50 : Number(query.limit);
   if (!Number.isInteger(limit) || limit < 1 || limit > 200) throw badRequest('limit: an integer 1–200');
   let before: { createdAt: number; id: string } | undefined;
@@ -31,18 +43,28 @@ export async function sessionsPage(db: SqlDatabase, sessions: SessionService, ow
   const last = page[page.length - 1];
   return {
     sessions: page.map(sessions.view),
-    ...(rows.length > limit && last ? { nextCursor: Buffer.from(`${last.createdAt}.${last.id}`).toString('base64url') } : {}),
+    ...(rows.length > limit && last
+      ? { nextCursor: Buffer.from(`${last.createdAt}.${last.id}`).toString('base64url') }
+      : {}),
   };
 }
 
-export function sessionRoutes(o: { db: SqlDatabase; auth: Authenticate; sessions: SessionService; baseUrl: (ctx: any) => string }) {
+export function sessionRoutes(o: {
+  db: SqlDatabase;
+  auth: Authenticate;
+  sessions: SessionService;
+  baseUrl: (ctx: any) => string;
+}) {
   const r = new Router();
   const owner = requireScope(o.auth, OWNER_SCOPE);
   const body = jsonBody({ limit: '64kb', parse: parseStrictJson });
   // Sessions belong to the owner, not to the key that made them (any of its keys reaches them).
   const ownerId = (ctx: any) => {
     const id = (ctx.state.principal as OwnerPrincipal).ownerId;
-    if (!id) throw forbidden('sessions belong to budget owners: use an owner key (the admin stops sessions at DELETE /admin/sessions/{id})');
+    if (!id)
+      throw forbidden(
+        'sessions belong to budget owners: use an owner key (the admin stops sessions at DELETE /admin/sessions/{id})',
+      );
     return id;
   };
 
@@ -85,7 +107,11 @@ export function sessionRoutes(o: { db: SqlDatabase; auth: Authenticate; sessions
       return;
     }
     await owner(ctx, async () => {
-      ctx.body = await o.sessions.continue(await o.sessions.owned(ownerId(ctx), ctx.params.id!), ctx.request.body, o.baseUrl(ctx));
+      ctx.body = await o.sessions.continue(
+        await o.sessions.owned(ownerId(ctx), ctx.params.id!),
+        ctx.request.body,
+        o.baseUrl(ctx),
+      );
     });
   });
 

@@ -12,17 +12,38 @@ import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 const blocked4 = new BlockList();
 const blocked6 = new BlockList();
 for (const [net, bits] of [
-  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16],
-  ['172.16.0.0', 12], ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.88.99.0', 24], ['192.168.0.0', 16],
-  ['198.18.0.0', 15], ['198.51.100.0', 24], ['203.0.113.0', 24], ['224.0.0.0', 4], ['240.0.0.0', 4],
-] as const) blocked4.addSubnet(net, bits, 'ipv4');
+  ['0.0.0.0', 8],
+  ['10.0.0.0', 8],
+  ['100.64.0.0', 10],
+  ['127.0.0.0', 8],
+  ['169.254.0.0', 16],
+  ['172.16.0.0', 12],
+  ['192.0.0.0', 24],
+  ['192.0.2.0', 24],
+  ['192.88.99.0', 24],
+  ['192.168.0.0', 16],
+  ['198.18.0.0', 15],
+  ['198.51.100.0', 24],
+  ['203.0.113.0', 24],
+  ['224.0.0.0', 4],
+  ['240.0.0.0', 4],
+] as const)
+  blocked4.addSubnet(net, bits, 'ipv4');
 for (const [net, bits] of [
   ['::', 96], // unspecified, loopback, IPv4-compatible
   ['::ffff:0:0', 96], // IPv4-mapped: would reach the v4 address inside
-  ['64:ff9b::', 96], ['64:ff9b:1::', 48], // NAT64
-  ['100::', 64], ['2001:db8::', 32], ['2002::', 16], ['2001::', 32], // discard, docs, 6to4, Teredo
-  ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8],
-] as const) blocked6.addSubnet(net, bits, 'ipv6');
+  ['64:ff9b::', 96],
+  ['64:ff9b:1::', 48], // NAT64
+  ['100::', 64],
+  ['2001:db8::', 32],
+  ['2002::', 16],
+  ['2001::', 32], // discard, docs, 6to4, Teredo
+  ['fc00::', 7],
+  ['fe80::', 10],
+  ['fec0::', 10],
+  ['ff00::', 8],
+] as const)
+  blocked6.addSubnet(net, bits, 'ipv6');
 
 /** Options of the guard: everything private refused unless `allowPrivate`; `allowHosts` lists exact `host:port` exceptions. */
 export interface TargetPolicy {
@@ -78,17 +99,24 @@ export function checkTargetUrl(raw: string | URL, policy: TargetPolicy): URL {
   } catch {
     throw new TargetRefused('the target URL is not a valid absolute URL');
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new TargetRefused('the target URL must be http or https');
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new TargetRefused('the target URL must be http or https');
   if (url.username || url.password) throw new TargetRefused('the target URL must not carry credentials');
   if (policy.allowPrivate || isExcepted(url, policy)) return url;
   const host = bareHost(url);
   const name = host.replace(/\.+$/, '');
-  if (name === 'localhost' || name.endsWith('.localhost') || name === '') throw new TargetRefused(`the target host '${host}' is this machine`);
-  if (isIP(host) && !isPublicAddress(host)) throw new TargetRefused(`the target address ${host} is not a public address`);
+  if (name === 'localhost' || name.endsWith('.localhost') || name === '')
+    throw new TargetRefused(`the target host '${host}' is this machine`);
+  if (isIP(host) && !isPublicAddress(host))
+    throw new TargetRefused(`the target address ${host} is not a public address`);
   return url;
 }
 
-export type LookupFn = (hostname: string, options: { all: true }, cb: (err: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void) => void;
+export type LookupFn = (
+  hostname: string,
+  options: { all: true },
+  cb: (err: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void,
+) => void;
 
 /**
  * A `lookup` for http.request / net.connect that resolves, then refuses unless every address
@@ -96,14 +124,19 @@ export type LookupFn = (hostname: string, options: { all: true }, cb: (err: Node
  */
 export function guardedLookup(policy: TargetPolicy, resolve: LookupFn = dnsLookup as unknown as LookupFn) {
   return (hostname: string, options: { all?: boolean; family?: number } | number, cb: (...args: any[]) => void) => {
-    const opts = typeof options === 'number' ? { family: options } : options ?? {};
+    const opts = typeof options === 'number' ? { family: options } : (options ?? {});
     // One refusal for a name that resolves inside the network and for one that does not resolve at
     // all: two answers would tell a caller which internal names exist. The address is never named.
     const refused = () => new TargetRefused(`the target host '${hostname}' does not resolve to public addresses only`);
     resolve(hostname, { all: true }, (err, addresses) => {
       if (err) return cb(policy.allowPrivate ? err : refused());
       const list = (addresses ?? []).filter((a) => !opts.family || a.family === opts.family);
-      if (list.length === 0) return cb(policy.allowPrivate ? Object.assign(new Error(`no address for ${hostname}`), { code: 'ENOTFOUND' }) : refused());
+      if (list.length === 0)
+        return cb(
+          policy.allowPrivate
+            ? Object.assign(new Error(`no address for ${hostname}`), { code: 'ENOTFOUND' })
+            : refused(),
+        );
       if (!policy.allowPrivate && list.some((a) => !isPublicAddress(a.address))) return cb(refused());
       if (opts.all) cb(null, list);
       else cb(null, list[0]!.address, list[0]!.family);

@@ -25,7 +25,17 @@ export const CONSOLE_CHANNEL = 'ctl_gw_console';
 const MAX_BUFFERED_BYTES = 256 * 1024;
 
 /** Members of an event the console may see; anything else (a continuation token) stays out. */
-const SAFE_FIELDS = ['amountMinor', 'currency', 'merchant', 'purpose', 'receiptId', 'code', 'threshold', 'revokedBy', 'reason'] as const;
+const SAFE_FIELDS = [
+  'amountMinor',
+  'currency',
+  'merchant',
+  'purpose',
+  'receiptId',
+  'code',
+  'threshold',
+  'revokedBy',
+  'reason',
+] as const;
 
 export interface ConsoleEvent {
   type: string;
@@ -88,7 +98,8 @@ export function createConsoleStreams(o: ConsoleStreamOptions): ConsoleStreams {
     if (s.out.writableLength > MAX_BUFFERED_BYTES) return void end(s);
     s.out.write(text);
   };
-  const send = (s: Stream, event: string, data: unknown) => write(s, `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+  const send = (s: Stream, event: string, data: unknown) =>
+    write(s, `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
   const end = (s: Stream, reason?: string) => {
     if (!streams.delete(s)) return;
     if (reason && !s.out.destroyed) s.out.write(`event: end\ndata: ${JSON.stringify({ reason })}\n\n`);
@@ -197,7 +208,15 @@ export function createConsoleStreams(o: ConsoleStreamOptions): ConsoleStreams {
       // Written to the socket directly (ctx.respond = false): Koa's pipeline would report every
       // closed tab as a premature-close error.
       const out = ctx.res;
-      const s: Stream = { ownerId, apiKey, out, server: ctx.req.socket.server, openedAt: now(), lastBeat: now(), checking: false };
+      const s: Stream = {
+        ownerId,
+        apiKey,
+        out,
+        server: ctx.req.socket.server,
+        openedAt: now(),
+        lastBeat: now(),
+        checking: false,
+      };
       streams.add(s);
       ctx.req.socket.setTimeout(0);
       ctx.req.socket.setNoDelay(true);
@@ -205,7 +224,12 @@ export function createConsoleStreams(o: ConsoleStreamOptions): ConsoleStreams {
       ctx.status = 200;
       ctx.respond = false;
       // Connection: close: the socket goes with the stream, so an ended stream never idles in keep-alive.
-      out.writeHead(200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-store', 'X-Accel-Buffering': 'no', Connection: 'close' });
+      out.writeHead(200, {
+        'Content-Type': 'text/event-stream; charset=utf-8',
+        'Cache-Control': 'no-store',
+        'X-Accel-Buffering': 'no',
+        Connection: 'close',
+      });
       write(s, `retry: 3000\n\n`);
       send(s, 'ready', { mode: this.mode, heartbeatMs, maxLifetimeMs });
       if (!sweep) {

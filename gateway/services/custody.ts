@@ -29,7 +29,11 @@ export function devKekFile(databaseDescription: string): string | undefined {
 export async function gatewayKek(env: Env, databaseDescription: string): Promise<KekSource> {
   const file = devKekFile(databaseDescription);
   if (!file && !env['CTL_GATEWAY_KEK'] && !env['CTL_GATEWAY_KEK_PKCS11_URI']) {
-    return { sealer: createSealer(aesKeyWrapper(randomBytes(32), 'in-memory KEK'), 'CTL_GATEWAY_KEK'), source: 'dev-file', close: async () => {} };
+    return {
+      sealer: createSealer(aesKeyWrapper(randomBytes(32), 'in-memory KEK'), 'CTL_GATEWAY_KEK'),
+      source: 'dev-file',
+      close: async () => {},
+    };
   }
   return kekFromEnv(env, 'CTL_GATEWAY_KEK', file ?? join('data', 'gateway.kek'));
 }

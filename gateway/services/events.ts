@@ -15,7 +15,18 @@
  * a time across all instances.
  */
 import {
-  createAuditLog, createWebhookOutbox, insertRow, signWebhook, type AuditLog, type RowInsert, type SqlDatabase, type SqlExecutor, type TxEffect, type WebhookOutbox, type WebhookOutboxOptions, type WebhookRetrySettings,
+  createAuditLog,
+  createWebhookOutbox,
+  insertRow,
+  signWebhook,
+  type AuditLog,
+  type RowInsert,
+  type SqlDatabase,
+  type SqlExecutor,
+  type TxEffect,
+  type WebhookOutbox,
+  type WebhookOutboxOptions,
+  type WebhookRetrySettings,
 } from '../../service-kit/index.js';
 import type { SessionRecord } from '../store/sessions.js';
 import { continuationToken } from './continuation.js';
@@ -32,7 +43,14 @@ export type GatewayEventType =
 /** Changes recorded in the audit trail only. */
 export type GatewayAuditOnly = 'session.created' | 'session.continued';
 
-const WEBHOOK_TYPES = new Set<string>(['payment.completed', 'payment.denied', 'session.threshold_crossed', 'session.paused', 'session.revoked', 'session.expired']);
+const WEBHOOK_TYPES = new Set<string>([
+  'payment.completed',
+  'payment.denied',
+  'session.threshold_crossed',
+  'session.paused',
+  'session.revoked',
+  'session.expired',
+]);
 
 /** Bearer secrets an event may carry to the owner's webhook, never into the audit log. */
 const NOT_AUDITED = ['continuationToken'];
@@ -45,7 +63,9 @@ const NOT_AUDITED = ['continuationToken'];
  */
 const WITHHELD = /^ctn_[A-Za-z0-9_-]{16,64}$/;
 const withheld = (data: Record<string, unknown>): Record<string, unknown> =>
-  typeof data.continuationToken === 'string' ? { ...data, continuationToken: data.continuationToken.split('.')[0] } : data;
+  typeof data.continuationToken === 'string'
+    ? { ...data, continuationToken: data.continuationToken.split('.')[0] }
+    : data;
 
 export type EventSession = Pick<SessionRecord, 'id' | 'webhookUrl'>;
 
@@ -69,7 +89,13 @@ export interface GatewayEvents {
    */
   rows(events: GatewayEvent[]): { rows: RowInsert[]; after: () => void };
   /** The effect that records an admin change (owners, their keys) in its transaction: an audit entry, no webhook. */
-  entry<R>(actor: string, action: string, subject: string, data: Record<string, unknown>, when?: (result: R) => boolean): TxEffect<R>;
+  entry<R>(
+    actor: string,
+    action: string,
+    subject: string,
+    data: Record<string, unknown>,
+    when?: (result: R) => boolean,
+  ): TxEffect<R>;
   /** An event that records no change (payment.denied): its delivery alone, in a transaction of its own. */
   emit(session: EventSession, type: GatewayEventType, data: Record<string, unknown>): Promise<void>;
   readonly audit: AuditLog;
@@ -103,7 +129,11 @@ export function createGatewayEvents(options: EventOptions): GatewayEvents {
   const { db, now } = options;
   const audit = createAuditLog(db, GATEWAY_AUDIT_TABLE);
   const webhookSecret = async (sessionId: string) =>
-    (await db.get<{ webhook_secret: string | null }>(`SELECT webhook_secret FROM gw_sessions WHERE id = ?`, [sessionId]))?.webhook_secret ?? undefined;
+    (
+      await db.get<{ webhook_secret: string | null }>(`SELECT webhook_secret FROM gw_sessions WHERE id = ?`, [
+        sessionId,
+      ])
+    )?.webhook_secret ?? undefined;
   const send = options.fetch ?? fetch;
   const outbox = createWebhookOutbox({
     ...options,
@@ -119,7 +149,12 @@ export function createGatewayEvents(options: EventOptions): GatewayEvents {
       const completed = typeof init.body === 'string' ? await completeToken(init.body) : undefined;
       if (!completed) return send(url, init);
       const headers = new Headers(init.headers);
-      const signed = signWebhook(completed.secret, headers.get('webhook-id') ?? '', Number(headers.get('webhook-timestamp')), completed.body);
+      const signed = signWebhook(
+        completed.secret,
+        headers.get('webhook-id') ?? '',
+        Number(headers.get('webhook-timestamp')),
+        completed.body,
+      );
       for (const [k, v] of Object.entries(signed)) headers.set(k, v);
       return send(url, { ...init, headers, body: completed.body });
     }) as typeof fetch,
@@ -130,10 +165,20 @@ export function createGatewayEvents(options: EventOptions): GatewayEvents {
     if (!body.includes('"continuationToken"')) return undefined;
     const parsed = JSON.parse(body) as { data?: Record<string, unknown> };
     const d = parsed.data;
-    if (!d || typeof d.sessionId !== 'string' || typeof d.continuationToken !== 'string' || !WITHHELD.test(d.continuationToken)) return undefined;
+    if (
+      !d ||
+      typeof d.sessionId !== 'string' ||
+      typeof d.continuationToken !== 'string' ||
+      !WITHHELD.test(d.continuationToken)
+    )
+      return undefined;
     const secret = await webhookSecret(d.sessionId);
     if (!secret) return undefined;
-    d.continuationToken = continuationToken(options.continuationSecret, d.sessionId, d.continuationToken.slice('ctn_'.length));
+    d.continuationToken = continuationToken(
+      options.continuationSecret,
+      d.sessionId,
+      d.continuationToken.slice('ctn_'.length),
+    );
     return { body: JSON.stringify(parsed), secret };
   }
   outbox.start();
@@ -175,15 +220,23 @@ export function createGatewayEvents(options: EventOptions): GatewayEvents {
     sealSoon.unref?.();
   };
 
-  const deliver = (q: SqlExecutor, e: Pick<GatewayEvent, 'session' | 'type'>, payload: Record<string, unknown>, at: number) =>
+  const deliver = (
+    q: SqlExecutor,
+    e: Pick<GatewayEvent, 'session' | 'type'>,
+    payload: Record<string, unknown>,
+    at: number,
+  ) =>
     e.session.webhookUrl && WEBHOOK_TYPES.has(e.type)
-      ? outbox.enqueue(q, { type: e.type, data: withheld(payload), at }, [{ url: e.session.webhookUrl, target: e.session.id }])
+      ? outbox.enqueue(q, { type: e.type, data: withheld(payload), at }, [
+          { url: e.session.webhookUrl, target: e.session.id },
+        ])
       : Promise.resolve(undefined);
 
   const told = (list: Array<{ type: string; payload: Record<string, unknown> }>, delivered: boolean) => () => {
     kickSeal();
     if (delivered) outbox.kick();
-    for (const { type, payload } of list) if (WEBHOOK_TYPES.has(type)) options.onEvent?.(type as GatewayEventType, payload);
+    for (const { type, payload } of list)
+      if (WEBHOOK_TYPES.has(type)) options.onEvent?.(type as GatewayEventType, payload);
   };
 
   const self: GatewayEvents = {
@@ -206,12 +259,24 @@ export function createGatewayEvents(options: EventOptions): GatewayEvents {
       for (const e of events) {
         const payload = { sessionId: e.session.id, ...e.data };
         if (e.session.webhookUrl && WEBHOOK_TYPES.has(e.type)) {
-          rows.push(...outbox.rows({ type: e.type, data: withheld(payload), at }, [{ url: e.session.webhookUrl, target: e.session.id }]).rows);
+          rows.push(
+            ...outbox.rows({ type: e.type, data: withheld(payload), at }, [
+              { url: e.session.webhookUrl, target: e.session.id },
+            ]).rows,
+          );
           delivered = true;
         }
         const audited: Record<string, unknown> = { ...payload };
         for (const k of NOT_AUDITED) delete audited[k];
-        rows.push(audit.stagedRow({ actor: e.actor, action: e.type, subject: e.session.id, data: audited, at: new Date(at).toISOString() }));
+        rows.push(
+          audit.stagedRow({
+            actor: e.actor,
+            action: e.type,
+            subject: e.session.id,
+            data: audited,
+            at: new Date(at).toISOString(),
+          }),
+        );
         done.push({ type: e.type, payload });
       }
       return { rows, after: told(done, delivered) };
@@ -230,7 +295,8 @@ export function createGatewayEvents(options: EventOptions): GatewayEvents {
     },
     async withholdLoggedTokens() {
       const rows = await db.all<{ id: string; body: string }>(
-        `SELECT id, body FROM ${GATEWAY_DISPATCH_TABLE} WHERE event_type = 'session.paused' AND body LIKE ?`, ['%"continuationToken":"ctn%'],
+        `SELECT id, body FROM ${GATEWAY_DISPATCH_TABLE} WHERE event_type = 'session.paused' AND body LIKE ?`,
+        ['%"continuationToken":"ctn%'],
       );
       let n = 0;
       for (const r of rows) {
@@ -240,10 +306,21 @@ export function createGatewayEvents(options: EventOptions): GatewayEvents {
         } catch {
           continue;
         }
-        if (!parsed.data || typeof parsed.data.continuationToken !== 'string' || !parsed.data.continuationToken.includes('.')) continue;
+        if (
+          !parsed.data ||
+          typeof parsed.data.continuationToken !== 'string' ||
+          !parsed.data.continuationToken.includes('.')
+        )
+          continue;
         parsed.data = withheld(parsed.data);
         // Conditional on the body read: a row another instance rewrote meanwhile is left as it is.
-        n += (await db.run(`UPDATE ${GATEWAY_DISPATCH_TABLE} SET body = ? WHERE id = ? AND body = ?`, [JSON.stringify(parsed), r.id, r.body])).changes;
+        n += (
+          await db.run(`UPDATE ${GATEWAY_DISPATCH_TABLE} SET body = ? WHERE id = ? AND body = ?`, [
+            JSON.stringify(parsed),
+            r.id,
+            r.body,
+          ])
+        ).changes;
       }
       return n;
     },

@@ -7,7 +7,14 @@ import http from 'node:http';
 import https from 'node:https';
 import { lookup as dnsLookup } from 'node:dns';
 import { HttpError } from '../../service-kit/http-error.js';
-import { checkTargetUrl, guardedLookup, isExcepted, TargetRefused, type LookupFn, type TargetPolicy } from './address-guard.js';
+import {
+  checkTargetUrl,
+  guardedLookup,
+  isExcepted,
+  TargetRefused,
+  type LookupFn,
+  type TargetPolicy,
+} from './address-guard.js';
 
 export interface ForwardRequest {
   url: URL;
@@ -35,7 +42,19 @@ export interface ForwarderOptions {
 }
 
 // RFC 9110 §7.6.1 hop-by-hop headers, plus the ones that must be recomputed per hop.
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host', 'content-length']);
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'host',
+  'content-length',
+]);
 
 /**
  * The agent's headers minus everything the merchant must never see: its
@@ -43,12 +62,19 @@ const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'pro
  * hop-by-hop headers and any header the Connection header names.
  */
 export function cleanRequestHeaders(incoming: http.IncomingHttpHeaders): Record<string, string | string[]> {
-  const named = new Set(String(incoming.connection ?? '').toLowerCase().split(',').map((s) => s.trim()).filter(Boolean));
+  const named = new Set(
+    String(incoming.connection ?? '')
+      .toLowerCase()
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
+  );
   const out: Record<string, string | string[]> = {};
   for (const [k, v] of Object.entries(incoming)) {
     const name = k.toLowerCase();
     if (v === undefined || HOP_BY_HOP.has(name) || named.has(name)) continue;
-    if (name === 'authorization' || name === 'cookie' || name.startsWith('x-ctl-') || name.startsWith('x-target-')) continue;
+    if (name === 'authorization' || name === 'cookie' || name.startsWith('x-ctl-') || name.startsWith('x-target-'))
+      continue;
     if (name.startsWith('x-payment') || name === 'payment-signature') continue; // payment headers are the gateway's to write
     if (name === 'x-forwarded-for' || name === 'forwarded' || name === 'x-real-ip') continue;
     out[name] = v;
@@ -71,17 +97,31 @@ const GATEWAY_ANSWER_HEADERS = new Set(['idempotent-replayed', 'www-authenticate
  * the gateway itself writes on its answers, so a merchant cannot speak with the gateway's voice.
  */
 export function cleanResponseHeaders(incoming: http.IncomingHttpHeaders): Record<string, string | string[]> {
-  const named = new Set(String(incoming.connection ?? '').toLowerCase().split(',').map((s) => s.trim()).filter(Boolean));
+  const named = new Set(
+    String(incoming.connection ?? '')
+      .toLowerCase()
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
+  );
   const out: Record<string, string | string[]> = {};
   for (const [k, v] of Object.entries(incoming)) {
     const name = k.toLowerCase();
-    if (v === undefined || HOP_BY_HOP.has(name) || named.has(name) || name.startsWith('x-ctl-') || GATEWAY_ANSWER_HEADERS.has(name)) continue;
+    if (
+      v === undefined ||
+      HOP_BY_HOP.has(name) ||
+      named.has(name) ||
+      name.startsWith('x-ctl-') ||
+      GATEWAY_ANSWER_HEADERS.has(name)
+    )
+      continue;
     out[k] = v;
   }
   return out;
 }
 
-export const upstreamTimeout = (ms: number) => new HttpError(504, 'upstream_timeout', `the merchant did not answer within ${ms} ms`);
+export const upstreamTimeout = (ms: number) =>
+  new HttpError(504, 'upstream_timeout', `the merchant did not answer within ${ms} ms`);
 export const upstreamError = (message: string) => new HttpError(502, 'upstream_error', message);
 
 export interface Forwarder {
@@ -96,7 +136,8 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
   const maxRedirects = options.maxRedirects ?? 5;
   const guarded = guardedLookup(policy, options.resolve);
   const open = options.resolve ?? (dnsLookup as unknown as LookupFn);
-  const openLookup = (h: string, o: any, cb: any) => open(h, { all: true }, (e, a) => (e ? cb(e) : o?.all ? cb(null, a) : cb(null, a[0]!.address, a[0]!.family)));
+  const openLookup = (h: string, o: any, cb: any) =>
+    open(h, { all: true }, (e, a) => (e ? cb(e) : o?.all ? cb(null, a) : cb(null, a[0]!.address, a[0]!.family)));
   const agents = {
     http: new http.Agent({ keepAlive: true, maxSockets: 512 }),
     https: new https.Agent({ keepAlive: true, maxSockets: 512 }),
@@ -114,7 +155,12 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
         clearTimeout(timer);
         r.destroy();
         if (e instanceof TargetRefused || e instanceof HttpError) reject(e);
-        else reject(upstreamError(`the merchant could not be reached: ${(e as NodeJS.ErrnoException)?.code ?? (e as Error)?.message ?? 'error'}`));
+        else
+          reject(
+            upstreamError(
+              `the merchant could not be reached: ${(e as NodeJS.ErrnoException)?.code ?? (e as Error)?.message ?? 'error'}`,
+            ),
+          );
       };
       const headers: Record<string, string | string[]> = { ...req.headers, host: url.host };
       if (req.body && req.body.length > 0) headers['content-length'] = String(req.body.length);
@@ -200,10 +246,16 @@ export function guardedFetch(forwarder: Forwarder): typeof fetch {
     const url = new URL(typeof input === 'string' || input instanceof URL ? input : input.url);
     const headers: Record<string, string> = {};
     new Headers(init.headers).forEach((v, k) => (headers[k] = v));
-    const body = typeof init.body === 'string' ? Buffer.from(init.body) : init.body instanceof Uint8Array ? Buffer.from(init.body) : undefined;
+    const body =
+      typeof init.body === 'string'
+        ? Buffer.from(init.body)
+        : init.body instanceof Uint8Array
+          ? Buffer.from(init.body)
+          : undefined;
     const res = await forwarder.send({ url, method: init.method ?? 'GET', headers, body });
     const out = new Headers();
-    for (const [k, v] of Object.entries(cleanResponseHeaders(res.headers))) out.set(k, Array.isArray(v) ? v.join(', ') : v);
+    for (const [k, v] of Object.entries(cleanResponseHeaders(res.headers)))
+      out.set(k, Array.isArray(v) ? v.join(', ') : v);
     const nullBody = [101, 204, 205, 304].includes(res.status);
     return new Response(nullBody ? null : new Uint8Array(res.body), { status: res.status, headers: out });
   }) as typeof fetch;

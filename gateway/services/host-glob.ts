@@ -46,7 +46,12 @@ export interface CompiledGlob {
 }
 
 // A parsed glob: a sequence of atoms, where an atom is a piece or an alternation of sequences.
-type Node = { k: 'char'; c: string } | { k: 'any' } | { k: 'star' } | { k: 'set'; ranges: Array<[string, string]>; negated: boolean } | { k: 'alt'; alts: Node[][] };
+type Node =
+  | { k: 'char'; c: string }
+  | { k: 'any' }
+  | { k: 'star' }
+  | { k: 'set'; ranges: Array<[string, string]>; negated: boolean }
+  | { k: 'alt'; alts: Node[][] };
 
 function parseClass(p: string, i: number): { node: Node; end: number } | undefined {
   let j = i + 1;
@@ -102,15 +107,17 @@ function rangeValues(body: string): string[] | undefined {
   }
   const [x, y] = [Number(a), Number(b)];
   if (Math.abs(y - x) + 1 > MAX_RANGE) return undefined;
-  const width = /^-?0\d/.test(a) || /^-?0\d/.test(b) ? Math.max(a.replace('-', '').length, b.replace('-', '').length) : 0;
+  const width =
+    /^-?0\d/.test(a) || /^-?0\d/.test(b) ? Math.max(a.replace('-', '').length, b.replace('-', '').length) : 0;
   const out: string[] = [];
-  for (let n = x; x <= y ? n <= y : n >= y; n += x <= y ? 1 : -1) out.push((n < 0 ? '-' : '') + String(Math.abs(n)).padStart(width, '0'));
+  for (let n = x; x <= y ? n <= y : n >= y; n += x <= y ? 1 : -1)
+    out.push((n < 0 ? '-' : '') + String(Math.abs(n)).padStart(width, '0'));
   return out;
 }
 
 function parseSeq(p: string, from: number, to: number): Node[] {
   const out: Node[] = [];
-  for (let i = from; i < to; ) {
+  for (let i = from; i < to;) {
     const c = p[i]!;
     if (c === '*') {
       while (p[i] === '*' && i < to) i++;
@@ -200,7 +207,11 @@ export function compileHostGlob(glob: string): CompiledGlob {
   return {
     negated,
     size,
-    inert: prog.some((op) => (op.op === 'char' && '[]{}'.includes(op.c)) || (op.op === 'set' && ![...HOST_CHARACTERS].some((c) => inSet(c, op)))),
+    inert: prog.some(
+      (op) =>
+        (op.op === 'char' && '[]{}'.includes(op.c)) ||
+        (op.op === 'set' && ![...HOST_CHARACTERS].some((c) => inSet(c, op))),
+    ),
     test(host, steps = { n: 0 }) {
       // Pike VM: the set of live states advances one character at a time; a state is added at
       // most once per position (mark), so the work is at most (host.length + 1) × size.
@@ -227,7 +238,8 @@ export function compileHostGlob(glob: string): CompiledGlob {
         for (const s of current) {
           const op = prog[s]!;
           steps.n++;
-          if (op.op === 'any' || (op.op === 'char' && op.c === c) || (op.op === 'set' && inSet(c, op))) add(next, s + 1, i + 1);
+          if (op.op === 'any' || (op.op === 'char' && op.c === c) || (op.op === 'set' && inSet(c, op)))
+            add(next, s + 1, i + 1);
         }
         current = next;
       }

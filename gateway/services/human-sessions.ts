@@ -18,15 +18,31 @@
  */
 import { randomBytes } from 'node:crypto';
 import {
-  CtlError, canonicalize, didKeyFromJwk, formatTimestamp, generateKeyPair, jwkThumbprint, sha256Hex, utf8Encode, verifyPolicyGrant,
-  type PolicyGrant, type PublicJwk, type VerifyCtlResult,
+  CtlError,
+  canonicalize,
+  didKeyFromJwk,
+  formatTimestamp,
+  generateKeyPair,
+  jwkThumbprint,
+  sha256Hex,
+  utf8Encode,
+  verifyPolicyGrant,
+  type PolicyGrant,
+  type PublicJwk,
+  type VerifyCtlResult,
 } from '../../src/index.js';
 import { createVerifier } from '../../src/verifier/verify.js';
 import { defaultCrypto } from '../../src/crypto/index.js';
 import { humanAgentProfile } from '../../src/entries/human-agent.js';
 import { onlineChecks } from '../../src/entries/online.js';
 import type { FetchLike } from '../../src/net/fetch-json.js';
-import { HttpError, badRequest, generateWebhookSecret, unauthorized, type SqlDatabase } from '../../service-kit/index.js';
+import {
+  HttpError,
+  badRequest,
+  generateWebhookSecret,
+  unauthorized,
+  type SqlDatabase,
+} from '../../service-kit/index.js';
 import { insertOwnedSession, sessionById, type SessionRecord } from '../store/sessions.js';
 import { parseSessionConfig } from './session-config.js';
 import { checkTargetUrl, type TargetPolicy } from './address-guard.js';
@@ -52,7 +68,9 @@ const baseOf = (url: string) => url.replace(/\/+$/, '');
 
 /** The trusted authority that recorded this grant (by its revocation URL), or undefined. */
 function authorityOf(trust: HumanTrust | undefined, grant: PolicyGrant): string | undefined {
-  return trust?.authorities.map(baseOf).find((base) => grant.revocationUrl === `${base}/revoke?grantId=${encodeURIComponent(grant.grantId)}`);
+  return trust?.authorities
+    .map(baseOf)
+    .find((base) => grant.revocationUrl === `${base}/revoke?grantId=${encodeURIComponent(grant.grantId)}`);
 }
 
 // One text whatever the authority did (no answer, an error status, a body that is not a status):
@@ -67,11 +85,16 @@ const AUTHORITY_UNAVAILABLE = "the person's authority could not be asked about t
 async function askAuthority(trust: HumanTrust, grant: PolicyGrant): Promise<'active' | 'revoked' | 'unknown'> {
   const grantHash = await sha256Hex(utf8Encode(canonicalize(grant)));
   try {
-    const res = await trust.fetch(`${grant.revocationUrl}&grantHash=${grantHash}`, { method: 'GET', headers: { accept: 'application/json' }, redirect: 'error' });
+    const res = await trust.fetch(`${grant.revocationUrl}&grantHash=${grantHash}`, {
+      method: 'GET',
+      headers: { accept: 'application/json' },
+      redirect: 'error',
+    });
     if (res.status === 404) return 'unknown';
     if (res.ok) {
       const body = JSON.parse(await res.text()) as { grantId?: unknown; revoked?: unknown } | null;
-      if (body?.grantId === grant.grantId && typeof body.revoked === 'boolean') return body.revoked ? 'revoked' : 'active';
+      if (body?.grantId === grant.grantId && typeof body.revoked === 'boolean')
+        return body.revoked ? 'revoked' : 'active';
     }
   } catch {
     // fall through: the same refusal as any other failure
@@ -100,7 +123,16 @@ const generatedKey: SessionKeySource = async () => {
 };
 
 /** The controls an owner may add on top of the person's grant: only ones that restrict. */
-const EXTRA_FIELDS = ['humanGrant', 'label', 'merchantAllowlist', 'merchantBlocklist', 'velocity', 'webhookUrl', 'thresholds', 'trustLevel'];
+const EXTRA_FIELDS = [
+  'humanGrant',
+  'label',
+  'merchantAllowlist',
+  'merchantBlocklist',
+  'velocity',
+  'webhookUrl',
+  'thresholds',
+  'trustLevel',
+];
 
 export const isHumanSessionRequest = (body: unknown): body is Record<string, unknown> =>
   typeof body === 'object' && body !== null && !Array.isArray(body) && 'humanGrant' in body;
@@ -129,33 +161,66 @@ export async function prepareHumanSessionKey(d: HumanSessionDeps, ownerId: strin
     'INSERT INTO gw_human_session_reservations (session_id, owner_id, kid, actor_key, created_at, expires_at, used_at) VALUES (?, ?, ?, ?, ?, ?, NULL)',
     [sessionId, ownerId, kid, stored, now, now + HUMAN_KEY_TTL_MS],
   );
-  return { actorKey: publicJwk, actorDid: didKeyFromJwk(publicJwk), keyId: kid, expiresAt: formatTimestamp(now + HUMAN_KEY_TTL_MS) };
+  return {
+    actorKey: publicJwk,
+    actorDid: didKeyFromJwk(publicJwk),
+    keyId: kid,
+    expiresAt: formatTimestamp(now + HUMAN_KEY_TTL_MS),
+  };
 }
 
 /** Step 3: POST /sessions with `humanGrant`. The response has the shape of any session's (spec §2.2). */
-export async function createHumanSession(d: HumanSessionDeps, ownerId: string, body: Record<string, unknown>, baseUrl: string) {
+export async function createHumanSession(
+  d: HumanSessionDeps,
+  ownerId: string,
+  body: Record<string, unknown>,
+  baseUrl: string,
+) {
   for (const k of Object.keys(body)) {
-    if (!EXTRA_FIELDS.includes(k)) throw badRequest(`${k}: not allowed with humanGrant (the budget, purposes and expiry are the person's grant's)`);
+    if (!EXTRA_FIELDS.includes(k))
+      throw badRequest(`${k}: not allowed with humanGrant (the budget, purposes and expiry are the person's grant's)`);
   }
   const now = d.now();
   const checked = await verifyPolicyGrant(body['humanGrant'], { now: () => now });
   if (!checked.valid) throw new CtlError(checked.error.code, `humanGrant: ${checked.error.message}`);
   const grant = checked.grant;
-  if (grant.profile !== 'human-agent') throw badRequest('humanGrant: must be a grant with profile "human-agent", signed by the person\'s did:key');
-  if (!grant.allowedPurposes) throw badRequest('humanGrant: must name allowedPurposes (a session always restricts purposes)');
+  if (grant.profile !== 'human-agent')
+    throw badRequest('humanGrant: must be a grant with profile "human-agent", signed by the person\'s did:key');
+  if (!grant.allowedPurposes)
+    throw badRequest('humanGrant: must name allowedPurposes (a session always restricts purposes)');
   // A bound the session cannot enforce is refused, never half-enforced (PROTOCOL.md §13).
-  if (grant.windows) throw new CtlError('unsupported_feature', 'humanGrant: budget windows (PROTOCOL.md §13) are not enforced by gateway sessions yet: issue the grant without windows');
+  if (grant.windows)
+    throw new CtlError(
+      'unsupported_feature',
+      'humanGrant: budget windows (PROTOCOL.md §13) are not enforced by gateway sessions yet: issue the grant without windows',
+    );
   // PROTOCOL.md §10: trust is not self-certifying. The person must be enrolled where this gateway
   // trusts, which the authority vouches for by holding the grant.
   if (!authorityOf(d.humans, grant)) {
-    throw new CtlError('issuer_not_trusted', 'humanGrant: not issued at an authority this gateway trusts (CTL_GATEWAY_HUMAN_AUTHORITIES): its revocationUrl must be <authority>/revoke?grantId=<grantId>');
+    throw new CtlError(
+      'issuer_not_trusted',
+      'humanGrant: not issued at an authority this gateway trusts (CTL_GATEWAY_HUMAN_AUTHORITIES): its revocationUrl must be <authority>/revoke?grantId=<grantId>',
+    );
   }
   const held = await askAuthority(d.humans!, grant);
-  if (held === 'unknown') throw new CtlError('issuer_not_trusted', `humanGrant: the authority has no record of grant '${grant.grantId}' (the person is not enrolled there, or the grant was not submitted to it)`);
+  if (held === 'unknown')
+    throw new CtlError(
+      'issuer_not_trusted',
+      `humanGrant: the authority has no record of grant '${grant.grantId}' (the person is not enrolled there, or the grant was not submitted to it)`,
+    );
   if (held === 'revoked') throw new CtlError('grant_revoked', `humanGrant: grant '${grant.grantId}' has been revoked`);
   const { humanGrant: _g, ...extra } = body;
   // The person's bounds are the session's; the owner's extra controls are parsed as any session's.
-  const config = parseSessionConfig({ ...extra, budget: { amount: grant.maxAmountMinor, currency: grant.currency }, purposes: grant.allowedPurposes, expiresAt: grant.expiresAt }, now, { maxSessionSeconds: d.maxSessionSeconds });
+  const config = parseSessionConfig(
+    {
+      ...extra,
+      budget: { amount: grant.maxAmountMinor, currency: grant.currency },
+      purposes: grant.allowedPurposes,
+      expiresAt: grant.expiresAt,
+    },
+    now,
+    { maxSessionSeconds: d.maxSessionSeconds },
+  );
   if (config.webhookUrl) {
     try {
       checkTargetUrl(config.webhookUrl, d.targets);
@@ -170,25 +235,66 @@ export async function createHumanSession(d: HumanSessionDeps, ownerId: string, b
     [now, kid, ownerId, now],
   );
   if (changes !== 1) {
-    throw new HttpError(409, 'conflict', 'humanGrant.actorKey: not a session key this owner prepared (POST /sessions/human/keys), or already used or lapsed');
+    throw new HttpError(
+      409,
+      'conflict',
+      'humanGrant.actorKey: not a session key this owner prepared (POST /sessions/human/keys), or already used or lapsed',
+    );
   }
-  const reserved = (await d.db.get<{ session_id: string; actor_key: string }>('SELECT session_id, actor_key FROM gw_human_session_reservations WHERE kid = ?', [kid]))!;
+  const reserved = (await d.db.get<{ session_id: string; actor_key: string }>(
+    'SELECT session_id, actor_key FROM gw_human_session_reservations WHERE kid = ?',
+    [kid],
+  ))!;
   const id = reserved.session_id;
   const token = `gw_sess_${randomBytes(32).toString('base64url')}`;
   const expiresAt = Date.parse(grant.expiresAt);
   let inserted: boolean;
   try {
-    inserted = await insertOwnedSession(d.db, {
-      id, ownerId, tokenHash: hashToken(token), label: config.label, currency: grant.currency, ceiling: BigInt(grant.maxAmountMinor),
-      expiresAt, createdAt: now, config: config as unknown as Record<string, unknown>, policyHash: grant.policyHash, grantId: grant.grantId,
-      grant: grant as unknown as Record<string, unknown>, actorKeyPem: reserved.actor_key, softLimit: null,
-      maxPerHour: config.velocity?.maxPaymentsPerHour ?? null,
-      maxPerMerchantDay: config.velocity?.maxAmountPerMerchantPerDay ? BigInt(config.velocity.maxAmountPerMerchantPerDay) : null,
-      webhookUrl: config.webhookUrl ?? null, webhookSecret: config.webhookUrl ? generateWebhookSecret() : null, thresholds: config.thresholds,
-    }, d.events?.effect((ok: boolean) => (ok ? [{
-      session: { id, webhookUrl: null }, type: 'session.created', actor: 'owner',
-      data: { ownerId, policyHash: grant.policyHash, grantId: grant.grantId, expiresAt: grant.expiresAt, budget: config.budget, issuer: grant.issuer },
-    }] : [])));
+    inserted = await insertOwnedSession(
+      d.db,
+      {
+        id,
+        ownerId,
+        tokenHash: hashToken(token),
+        label: config.label,
+        currency: grant.currency,
+        ceiling: BigInt(grant.maxAmountMinor),
+        expiresAt,
+        createdAt: now,
+        config: config as unknown as Record<string, unknown>,
+        policyHash: grant.policyHash,
+        grantId: grant.grantId,
+        grant: grant as unknown as Record<string, unknown>,
+        actorKeyPem: reserved.actor_key,
+        softLimit: null,
+        maxPerHour: config.velocity?.maxPaymentsPerHour ?? null,
+        maxPerMerchantDay: config.velocity?.maxAmountPerMerchantPerDay
+          ? BigInt(config.velocity.maxAmountPerMerchantPerDay)
+          : null,
+        webhookUrl: config.webhookUrl ?? null,
+        webhookSecret: config.webhookUrl ? generateWebhookSecret() : null,
+        thresholds: config.thresholds,
+      },
+      d.events?.effect((ok: boolean) =>
+        ok
+          ? [
+              {
+                session: { id, webhookUrl: null },
+                type: 'session.created',
+                actor: 'owner',
+                data: {
+                  ownerId,
+                  policyHash: grant.policyHash,
+                  grantId: grant.grantId,
+                  expiresAt: grant.expiresAt,
+                  budget: config.budget,
+                  issuer: grant.issuer,
+                },
+              },
+            ]
+          : [],
+      ),
+    );
   } catch (e) {
     // gw_sessions.grant_id is unique: one grant, one ceiling, one session.
     if (await d.db.get('SELECT 1 AS x FROM gw_sessions WHERE grant_id = ?', [grant.grantId])) {
@@ -200,8 +306,13 @@ export async function createHumanSession(d: HumanSessionDeps, ownerId: string, b
   d.onCreated?.(expiresAt);
   const created = (await sessionById(d.db, id))!;
   return {
-    sessionToken: token, sessionId: id, revocationUrl: `${baseUrl}/sessions/${id}`, policyHash: created.policyHash,
-    grantId: grant.grantId, expiresAt: grant.expiresAt, issuer: grant.issuer,
+    sessionToken: token,
+    sessionId: id,
+    revocationUrl: `${baseUrl}/sessions/${id}`,
+    policyHash: created.policyHash,
+    grantId: grant.grantId,
+    expiresAt: grant.expiresAt,
+    issuer: grant.issuer,
     ...(created.webhookSecret ? { webhookSecret: created.webhookSecret } : {}),
   };
 }
@@ -213,14 +324,27 @@ export async function createHumanSession(d: HumanSessionDeps, ownerId: string, b
  * its own per call, so no cached or shared in-flight answer can predate a revocation.
  */
 export async function humanChainRefusal(
-  session: SessionRecord, sba: Record<string, unknown>, payment: { amount: string; currency: string; merchantId: string; rail: string; purpose: string }, now: () => number,
+  session: SessionRecord,
+  sba: Record<string, unknown>,
+  payment: { amount: string; currency: string; merchantId: string; rail: string; purpose: string },
+  now: () => number,
   trust: HumanTrust | undefined,
 ): Promise<{ code: CtlError['code']; message: string } | undefined> {
   const grant = session.grant as unknown as PolicyGrant;
   if (grant.profile !== 'human-agent') return undefined;
-  if (!authorityOf(trust, grant)) return { code: 'issuer_not_trusted', message: 'the person\'s grant is not from an authority this gateway trusts (CTL_GATEWAY_HUMAN_AUTHORITIES)' };
+  if (!authorityOf(trust, grant))
+    return {
+      code: 'issuer_not_trusted',
+      message: "the person's grant is not from an authority this gateway trusts (CTL_GATEWAY_HUMAN_AUTHORITIES)",
+    };
   const verify = createVerifier(defaultCrypto, { humanAgent: humanAgentProfile, online: onlineChecks });
-  const r: VerifyCtlResult = await verify(sba, { ...payment, trustedHumans: [grant.issuer], revocationTtl: 0, fetch: trust!.fetch, now });
+  const r: VerifyCtlResult = await verify(sba, {
+    ...payment,
+    trustedHumans: [grant.issuer],
+    revocationTtl: 0,
+    fetch: trust!.fetch,
+    now,
+  });
   if (r.valid) return undefined;
   // The SDK's text names the status or error the authority gave: not for the agent.
   return r.error.code === 'revocation_unavailable' ? { code: r.error.code, message: AUTHORITY_UNAVAILABLE } : r.error;

@@ -48,7 +48,9 @@ const sealContext = (kid: string) => `gw_keys:${kid}`;
 
 export interface KeyRing {
   /** The active key of a purpose, imported and ready to sign. */
-  active(purpose: GatewayKeyPurpose): Promise<{ kid: string; signingKey: SigningKey; publicJwk: GatewayKey['publicJwk'] }>;
+  active(
+    purpose: GatewayKeyPurpose,
+  ): Promise<{ kid: string; signingKey: SigningKey; publicJwk: GatewayKey['publicJwk'] }>;
   /** Every key, active and retired, for the JWKS. */
   all(): Promise<GatewayKey[]>;
   /** Retires the active key of `purpose` and makes a new one; returns the new kid. */
@@ -68,7 +70,12 @@ export function createKeyRing(db: SqlDatabase, now: () => number, options: KeyRi
   async function newKey(purpose: GatewayKeyPurpose) {
     const pair = await generateKeyPair({ alg: 'EdDSA' });
     const kid = await jwkThumbprint(pair.publicJwk);
-    return { kid, purpose, privatePem: await sealer.seal(pair.privateKeyPem, sealContext(kid)), publicJwk: pair.publicJwk };
+    return {
+      kid,
+      purpose,
+      privatePem: await sealer.seal(pair.privateKeyPem, sealContext(kid)),
+      publicJwk: pair.publicJwk,
+    };
   }
 
   function signerOf(kid: string, privatePem: string): Promise<SigningKey> {
@@ -78,7 +85,11 @@ export function createKeyRing(db: SqlDatabase, now: () => number, options: KeyRi
     if (!sk) {
       if (!privatePem) {
         const purpose = cache?.keys.find((k) => k.kid === kid)?.purpose ?? 'receipt';
-        return Promise.reject(new Error(`the ${purpose} key '${kid}' is held outside the database and not by this instance: set CTL_GATEWAY_${purpose.toUpperCase()}_KEY_PKCS11_URI (or _PRIVATE_KEY_FILE) here too`));
+        return Promise.reject(
+          new Error(
+            `the ${purpose} key '${kid}' is held outside the database and not by this instance: set CTL_GATEWAY_${purpose.toUpperCase()}_KEY_PKCS11_URI (or _PRIVATE_KEY_FILE) here too`,
+          ),
+        );
       }
       sk = (async () => {
         const pem = isSealed(privatePem) ? await sealer.open(privatePem, sealContext(kid)) : privatePem;
@@ -134,7 +145,11 @@ export function createKeyRing(db: SqlDatabase, now: () => number, options: KeyRi
     const rows = await db.all<{ kid: string; private_pem: string }>(`SELECT kid, private_pem FROM gw_keys`);
     for (const r of rows) {
       if (r.private_pem === '' || isSealed(r.private_pem)) continue;
-      await db.run(`UPDATE gw_keys SET private_pem = ? WHERE kid = ? AND private_pem = ?`, [await sealer.seal(r.private_pem, sealContext(r.kid)), r.kid, r.private_pem]);
+      await db.run(`UPDATE gw_keys SET private_pem = ? WHERE kid = ? AND private_pem = ?`, [
+        await sealer.seal(r.private_pem, sealContext(r.kid)),
+        r.kid,
+        r.private_pem,
+      ]);
     }
     cache = undefined;
   }
@@ -147,20 +162,29 @@ export function createKeyRing(db: SqlDatabase, now: () => number, options: KeyRi
   async function holdExternal(purpose: GatewayKeyPurpose, ext: ExternalKey): Promise<void> {
     const kid = await jwkThumbprint(ext.signer.publicJwk);
     external.set(kid, { ...ext, purpose });
-    await db.tx(async (t) => {
-      const row = await t.get<{ purpose: string; status: string }>(`SELECT purpose, status FROM gw_keys WHERE kid = ?`, [kid]);
-      if (row && row.purpose !== purpose) throw new Error(`${ext.variable}: this key is already the gateway's ${row.purpose} key; a key has one purpose`);
-      if (row?.status === 'active') return;
-      await t.run(`UPDATE gw_keys SET status = 'retired' WHERE purpose = ? AND status = 'active'`, [purpose]);
-      if (row) await t.run(`UPDATE gw_keys SET status = 'active' WHERE kid = ?`, [kid]);
-      else {
-        await t.run(
-          `INSERT INTO gw_keys (kid, purpose, alg, private_pem, public_jwk, status, created_at, custody) VALUES (?, ?, ?, '', ?, 'active', ?, ?)`,
-          [kid, purpose, ext.signer.alg, JSON.stringify(ext.signer.publicJwk), now(), ext.signer.custody],
+    await db.tx(
+      async (t) => {
+        const row = await t.get<{ purpose: string; status: string }>(
+          `SELECT purpose, status FROM gw_keys WHERE kid = ?`,
+          [kid],
         );
-      }
-      await raiseBundleSequence(t);
-    }, { lock: 'gw_keys' });
+        if (row && row.purpose !== purpose)
+          throw new Error(
+            `${ext.variable}: this key is already the gateway's ${row.purpose} key; a key has one purpose`,
+          );
+        if (row?.status === 'active') return;
+        await t.run(`UPDATE gw_keys SET status = 'retired' WHERE purpose = ? AND status = 'active'`, [purpose]);
+        if (row) await t.run(`UPDATE gw_keys SET status = 'active' WHERE kid = ?`, [kid]);
+        else {
+          await t.run(
+            `INSERT INTO gw_keys (kid, purpose, alg, private_pem, public_jwk, status, created_at, custody) VALUES (?, ?, ?, '', ?, 'active', ?, ?)`,
+            [kid, purpose, ext.signer.alg, JSON.stringify(ext.signer.publicJwk), now(), ext.signer.custody],
+          );
+        }
+        await raiseBundleSequence(t);
+      },
+      { lock: 'gw_keys' },
+    );
     cache = undefined;
   }
 
@@ -175,7 +199,8 @@ export function createKeyRing(db: SqlDatabase, now: () => number, options: KeyRi
     async init() {
       await sealStoredKeys();
       // External keys first, so a first start does not generate a stored key only to retire it.
-      for (const [purpose, ext] of Object.entries(options.external ?? {}) as [GatewayKeyPurpose, ExternalKey][]) await holdExternal(purpose, ext);
+      for (const [purpose, ext] of Object.entries(options.external ?? {}) as [GatewayKeyPurpose, ExternalKey][])
+        await holdExternal(purpose, ext);
       // Every active key must sign here: a KEK other than the database's, or an external key this
       // instance lacks, stops the start rather than the first payment.
       for (const k of (await load(true)).filter((k) => k.status === 'active')) await signerOf(k.kid, k.privatePem);
@@ -183,18 +208,19 @@ export function createKeyRing(db: SqlDatabase, now: () => number, options: KeyRi
     async rotate(purpose) {
       const held = [...external.values()].find((e) => e.purpose === purpose);
       if (held) {
-        throw new HttpError(409, 'conflict', `the ${purpose} key is held outside the database (${held.variable}): rotate it by giving every instance the new key's ${held.variable}`);
+        throw new HttpError(
+          409,
+          'conflict',
+          `the ${purpose} key is held outside the database (${held.variable}): rotate it by giving every instance the new key's ${held.variable}`,
+        );
       }
       const k = await newKey(purpose);
       await db.tx(async (t) => {
         await t.run(`UPDATE gw_keys SET status = 'retired' WHERE purpose = ? AND status = 'active'`, [purpose]);
-        await t.run(`INSERT INTO gw_keys (kid, purpose, alg, private_pem, public_jwk, status, created_at) VALUES (?, ?, 'EdDSA', ?, ?, 'active', ?)`, [
-          k.kid,
-          purpose,
-          k.privatePem,
-          JSON.stringify(k.publicJwk),
-          now(),
-        ]);
+        await t.run(
+          `INSERT INTO gw_keys (kid, purpose, alg, private_pem, public_jwk, status, created_at) VALUES (?, ?, 'EdDSA', ?, ?, 'active', ?)`,
+          [k.kid, purpose, k.privatePem, JSON.stringify(k.publicJwk), now()],
+        );
         await raiseBundleSequence(t);
       });
       await load(true);
@@ -207,11 +233,23 @@ export function createKeyRing(db: SqlDatabase, now: () => number, options: KeyRi
  * A shared secret (continuation HMAC, the session-key master, the EVM key), made once per database
  * whoever starts first, stored sealed under the KEK; one stored in the clear is sealed here.
  */
-export async function sharedSecret(db: SqlDatabase, name: string, make: () => string, sealer: SecretSealer): Promise<string> {
+export async function sharedSecret(
+  db: SqlDatabase,
+  name: string,
+  make: () => string,
+  sealer: SecretSealer,
+): Promise<string> {
   const context = `gw_secrets:${name}`;
-  await db.run(`INSERT INTO gw_secrets (name, value) VALUES (?, ?) ON CONFLICT DO NOTHING`, [name, await sealer.seal(make(), context)]);
+  await db.run(`INSERT INTO gw_secrets (name, value) VALUES (?, ?) ON CONFLICT DO NOTHING`, [
+    name,
+    await sealer.seal(make(), context),
+  ]);
   const r = await db.get<{ value: string }>(`SELECT value FROM gw_secrets WHERE name = ?`, [name]);
   if (isSealed(r!.value)) return sealer.open(r!.value, context);
-  await db.run(`UPDATE gw_secrets SET value = ? WHERE name = ? AND value = ?`, [await sealer.seal(r!.value, context), name, r!.value]);
+  await db.run(`UPDATE gw_secrets SET value = ? WHERE name = ? AND value = ?`, [
+    await sealer.seal(r!.value, context),
+    name,
+    r!.value,
+  ]);
   return r!.value;
 }

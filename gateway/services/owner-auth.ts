@@ -10,7 +10,10 @@ export interface OwnerPrincipal extends Principal {
   ownerId?: string;
 }
 
-export function createOwnerAuth(db: SqlDatabase, bootstrapKey?: string): (apiKey: string) => Promise<OwnerPrincipal | undefined> {
+export function createOwnerAuth(
+  db: SqlDatabase,
+  bootstrapKey?: string,
+): (apiKey: string) => Promise<OwnerPrincipal | undefined> {
   const check: Authenticate = createApiKeyAuth({ findKey: (keyId) => ownerKeyRecord(db, keyId), bootstrapKey });
   return async (apiKey) => {
     const p = await check(apiKey);

@@ -7,20 +7,27 @@
  * rail, never guessed: reconcile() does the same for payments a crash left open.
  */
 import { createHash } from 'node:crypto';
-import {
-  CtlError,
-  formatTimestamp,
-  parseStrictJson,
-  isAmount,
-  isCurrency,
-} from '../../src/index.js';
+import { CtlError, formatTimestamp, parseStrictJson, isAmount, isCurrency } from '../../src/index.js';
 // Prepared signing, as a signing service imports it (ctl/wallet): the grant checked and canonicalised once per session.
 import { createSbaSigner, type SbaSigner } from '../../src/entries/wallet.js';
 // A receipt per payment, each embedding an SBA over the signer's frozen grant: that grant checked
 // and canonicalised once (kept out of the `ctl` barrel's size budget, so imported from its module).
 import { signReceiptPrepared } from '../../src/artifacts/receipt.js';
 import { HttpError, idleCache, timeOrderedId, type SqlDatabase } from '../../service-kit/index.js';
-import { reserve, markPaying, commit, release, openPayments, touchOpen, payLedgerAndCommit, reserveAndPayLedger, type PaymentRecord, type CommitResult, type CommitRecord, type ReceiptRow } from '../store/payments.js';
+import {
+  reserve,
+  markPaying,
+  commit,
+  release,
+  openPayments,
+  touchOpen,
+  payLedgerAndCommit,
+  reserveAndPayLedger,
+  type PaymentRecord,
+  type CommitResult,
+  type CommitRecord,
+  type ReceiptRow,
+} from '../store/payments.js';
 import { sessionById, type SessionRecord } from '../store/sessions.js';
 import type { Rail } from '../rails/rail.js';
 import type { KeyRing } from './keys.js';
@@ -52,11 +59,13 @@ export function parsePaymentTerms(header: string | string[] | undefined): Paymen
   }
   if (typeof v !== 'object' || v === null || Array.isArray(v)) throw refuse('not a JSON object');
   const t = v as Record<string, unknown>;
-  for (const k of Object.keys(t)) if (!['amount', 'currency', 'address'].includes(k)) throw refuse(`unknown field '${k}'`);
+  for (const k of Object.keys(t))
+    if (!['amount', 'currency', 'address'].includes(k)) throw refuse(`unknown field '${k}'`);
   if (!isAmount(t.amount) || t.amount === '0') throw refuse('amount must be a positive decimal string of minor units');
   if (BigInt(t.amount) > MAX_AMOUNT) throw refuse('amount is too large');
   if (!isCurrency(t.currency)) throw refuse('currency must be a currency code');
-  if (typeof t.address !== 'string' || !/^[\x21-\x7e]{1,256}$/.test(t.address)) throw refuse('address must be printable ASCII, 1–256 characters');
+  if (typeof t.address !== 'string' || !/^[\x21-\x7e]{1,256}$/.test(t.address))
+    throw refuse('address must be printable ASCII, 1–256 characters');
   return { amount: t.amount, currency: t.currency, address: t.address };
 }
 
@@ -159,15 +168,27 @@ export function createPaymentService(deps: PaymentServiceDeps) {
    * How `receipt` is stored: without its SBA's grant when that grant is the session signer's own
    * frozen copy (so exactly the text kept), whole otherwise (an SBA read back by reconcile).
    */
-  async function receiptRow(session: SessionRecord, receiptId: string, paidAt: number, paymentId: string, receipt: Record<string, unknown>): Promise<{ row: ReceiptRow; committed: () => void }> {
+  async function receiptRow(
+    session: SessionRecord,
+    receiptId: string,
+    paidAt: number,
+    paymentId: string,
+    receipt: Record<string, unknown>,
+  ): Promise<{ row: ReceiptRow; committed: () => void }> {
     const sba = receipt.sba as Record<string, unknown> | undefined;
     const kept = sba && prepared.get(signingKey(session));
     const signing = kept ? await kept.catch(() => undefined) : undefined;
-    if (!signing || sba!.grant !== signing.signer.grant) return { row: { receiptId, paymentId, paidAt, receipt: JSON.stringify(receipt) }, committed: () => {} };
+    if (!signing || sba!.grant !== signing.signer.grant)
+      return { row: { receiptId, paymentId, paidAt, receipt: JSON.stringify(receipt) }, committed: () => {} };
     const { grant: _kept, ...sbaWithoutGrant } = sba!;
     const g = signing.grant;
     const grant = { hash: g.hash, text: g.stored ? undefined : g.text };
-    return { row: { receiptId, paymentId, paidAt, receipt: JSON.stringify({ ...receipt, sba: sbaWithoutGrant }), grant }, committed: () => { g.stored = true; } };
+    return {
+      row: { receiptId, paymentId, paidAt, receipt: JSON.stringify({ ...receipt, sba: sbaWithoutGrant }), grant },
+      committed: () => {
+        g.stored = true;
+      },
+    };
   }
 
   function merchantAllowed(session: SessionRecord, host: string): boolean {
@@ -179,7 +200,13 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     return m(host);
   }
 
-  async function refuse(railName: string, session: SessionRecord, code: CtlError['code'], message: string, details: Record<string, unknown>): Promise<never> {
+  async function refuse(
+    railName: string,
+    session: SessionRecord,
+    code: CtlError['code'],
+    message: string,
+    details: Record<string, unknown>,
+  ): Promise<never> {
     deps.onRefused?.(code, railName);
     await events.emit(session, 'payment.denied', { code, message, ...details });
     throw new CtlError(code, message);
@@ -187,7 +214,13 @@ export function createPaymentService(deps: PaymentServiceDeps) {
 
   type Paid = { id: string; amount: bigint; currency: string; merchant: string; purpose: string; rail: string };
 
-  async function signReceiptFor(session: SessionRecord, p: Paid, txRef: string, paidAt: number, sba: Record<string, unknown> | undefined) {
+  async function signReceiptFor(
+    session: SessionRecord,
+    p: Paid,
+    txRef: string,
+    paidAt: number,
+    sba: Record<string, unknown> | undefined,
+  ) {
     const receiptId = `rcpt_${timeOrderedId()}`;
     const rk = await keys.active('receipt');
     const fields: Record<string, unknown> = {
@@ -204,7 +237,10 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     // An SBA this process just signed embeds its signer's frozen grant, checked and canonicalised
     // once for all its receipts; one read back from the database (reconcile), whole every time.
     if (sba) fields.sba = sba;
-    const receipt = (await signReceiptPrepared(fields as any, { signingKey: rk.signingKey, keyId: rk.kid })) as unknown as Record<string, unknown>;
+    const receipt = (await signReceiptPrepared(fields as any, {
+      signingKey: rk.signingKey,
+      keyId: rk.kid,
+    })) as unknown as Record<string, unknown>;
     const { row, committed } = await receiptRow(session, receiptId, paidAt, p.id, receipt);
     return { receiptId, receipt, row, committed };
   }
@@ -217,11 +253,28 @@ export function createPaymentService(deps: PaymentServiceDeps) {
    * back with a commit that did not happen, and `effect` (thresholds crossed, known only from the
    * new total) after. `after` runs once committed.
    */
-  function committedEvents(session: SessionRecord, p: Paid, receiptId: string, txRef: string): { record: CommitRecord; after: () => void } {
-    const completed = [{
-      session, type: 'payment.completed' as const, actor: 'agent',
-      data: { paymentId: p.id, receiptId, amountMinor: p.amount.toString(), currency: p.currency, merchant: p.merchant, purpose: p.purpose, txRef },
-    }];
+  function committedEvents(
+    session: SessionRecord,
+    p: Paid,
+    receiptId: string,
+    txRef: string,
+  ): { record: CommitRecord; after: () => void } {
+    const completed = [
+      {
+        session,
+        type: 'payment.completed' as const,
+        actor: 'agent',
+        data: {
+          paymentId: p.id,
+          receiptId,
+          amountMinor: p.amount.toString(),
+          currency: p.currency,
+          merchant: p.merchant,
+          purpose: p.purpose,
+          txRef,
+        },
+      },
+    ];
     if (db.dialect === 'postgres' && session.thresholds.length === 0) {
       const { rows, after } = events.rows(completed);
       return { record: { rows }, after };
@@ -235,7 +288,9 @@ export function createPaymentService(deps: PaymentServiceDeps) {
           return c.spentBefore < mark && c.spentAfter >= mark;
         })
         .map((pct) => ({
-          session, type: 'session.threshold_crossed' as const, actor: 'agent',
+          session,
+          type: 'session.threshold_crossed' as const,
+          actor: 'agent',
           data: { threshold: pct, spentMinor: c.spentAfter.toString(), ceilingMinor: c.ceiling.toString() },
         }));
     });
@@ -243,7 +298,12 @@ export function createPaymentService(deps: PaymentServiceDeps) {
   }
 
   /** Commit + receipt for a payment the rail has made; safe to call from any path, commits once. */
-  async function settlePaid(session: SessionRecord, p: PaymentRecord | Paid, txRef: string, sba: Record<string, unknown> | undefined) {
+  async function settlePaid(
+    session: SessionRecord,
+    p: PaymentRecord | Paid,
+    txRef: string,
+    sba: Record<string, unknown> | undefined,
+  ) {
     const paidAt = now();
     const { receiptId, receipt, row, committed } = await signReceiptFor(session, p, txRef, paidAt, sba);
     const recorded = committedEvents(session, p, receiptId, txRef);
@@ -259,25 +319,69 @@ export function createPaymentService(deps: PaymentServiceDeps) {
   const localLedger = (rail as { local?: boolean }).local === true;
 
   /** The session's checks that never change while it lives (spec §3 row 3), in memory. */
-  async function checkFixed(session: SessionRecord, terms: PaymentTerms, host: string, purpose: string | undefined, railName: string, details: Record<string, unknown>) {
+  async function checkFixed(
+    session: SessionRecord,
+    terms: PaymentTerms,
+    host: string,
+    purpose: string | undefined,
+    railName: string,
+    details: Record<string, unknown>,
+  ) {
     if (!purpose || !purposeIsAllowed(purpose, session.config.purposes as string[])) {
-      await refuse(railName, session, 'purpose_not_allowed', purpose ? `the purpose '${purpose}' is not allowed for this session` : 'X-Ctl-Purpose is required for a paid request', details);
+      await refuse(
+        railName,
+        session,
+        'purpose_not_allowed',
+        purpose
+          ? `the purpose '${purpose}' is not allowed for this session`
+          : 'X-Ctl-Purpose is required for a paid request',
+        details,
+      );
     }
-    if (!merchantAllowed(session, host)) await refuse(railName, session, 'destination_not_allowed', `the merchant '${host}' is not allowed for this session`, details);
-    if (terms.currency !== session.currency) await refuse(railName, session, 'currency_mismatch', `the merchant asks for ${terms.currency}; the session budget is in ${session.currency}`, details);
+    if (!merchantAllowed(session, host))
+      await refuse(
+        railName,
+        session,
+        'destination_not_allowed',
+        `the merchant '${host}' is not allowed for this session`,
+        details,
+      );
+    if (terms.currency !== session.currency)
+      await refuse(
+        railName,
+        session,
+        'currency_mismatch',
+        `the merchant asks for ${terms.currency}; the session budget is in ${session.currency}`,
+        details,
+      );
   }
 
-  const detailsOf = (terms: PaymentTerms, host: string, purpose: string | undefined) => ({ merchant: host, amountMinor: terms.amount, currency: terms.currency, purpose: purpose ?? null });
+  const detailsOf = (terms: PaymentTerms, host: string, purpose: string | undefined) => ({
+    merchant: host,
+    amountMinor: terms.amount,
+    currency: terms.currency,
+    purpose: purpose ?? null,
+  });
 
   /**
    * The SBA of one payment, signed under the session's internal grant with its actor key. A
    * session whose `expiresAt` passed since its state was read (spec §3 last row) is
    * `session_expired`: the SBA could not outlive it.
    */
-  async function signSba(session: SessionRecord, terms: PaymentTerms, host: string, purpose: string, paymentId: string, railName: string) {
+  async function signSba(
+    session: SessionRecord,
+    terms: PaymentTerms,
+    host: string,
+    purpose: string,
+    paymentId: string,
+    railName: string,
+  ) {
     const t = now();
-    if (session.expiresAt <= t) throw new CtlError('session_expired', 'the session expired before the payment could be signed; nothing was paid');
-    return (await (await sbaSigning(session)).signer.sign({
+    if (session.expiresAt <= t)
+      throw new CtlError('session_expired', 'the session expired before the payment could be signed; nothing was paid');
+    return (await (
+      await sbaSigning(session)
+    ).signer.sign({
       sessionId: session.id,
       actorId: `gateway:${session.id}`,
       maxAmountMinor: terms.amount,
@@ -292,8 +396,21 @@ export function createPaymentService(deps: PaymentServiceDeps) {
   }
 
   /** Under a person's grant, nothing is paid that a merchant would refuse (PROTOCOL.md §10). */
-  function personRefusal(session: SessionRecord, sba: Record<string, unknown>, terms: PaymentTerms, host: string, purpose: string, railName: string) {
-    return humanChainRefusal(session, sba, { amount: terms.amount, currency: terms.currency, merchantId: host, rail: railName, purpose }, now, deps.humans);
+  function personRefusal(
+    session: SessionRecord,
+    sba: Record<string, unknown>,
+    terms: PaymentTerms,
+    host: string,
+    purpose: string,
+    railName: string,
+  ) {
+    return humanChainRefusal(
+      session,
+      sba,
+      { amount: terms.amount, currency: terms.currency, merchantId: host, rail: railName, purpose },
+      now,
+      deps.humans,
+    );
   }
 
   /**
@@ -301,26 +418,51 @@ export function createPaymentService(deps: PaymentServiceDeps) {
    * atomic reservation in the store, then the SBA. Throws CtlError with the refusal code having
    * reserved nothing; on success the amount is reserved under the returned payment id.
    */
-  async function authorize(session: SessionRecord, terms: PaymentTerms, host: string, purpose: string | undefined, railName: string): Promise<Authorization> {
+  async function authorize(
+    session: SessionRecord,
+    terms: PaymentTerms,
+    host: string,
+    purpose: string | undefined,
+    railName: string,
+  ): Promise<Authorization> {
     const amount = BigInt(terms.amount);
     const details = detailsOf(terms, host, purpose);
     await checkFixed(session, terms, host, purpose, railName, details);
 
     const paymentId = deps.paymentId?.() ?? `pay_${timeOrderedId()}`;
-    const r = await reserve(db, {
-      paymentId, sessionId: session.id, amount, currency: terms.currency, merchant: host, address: terms.address, purpose: purpose!, rail: railName, now: now(),
-      velocity: session.maxPerHour !== null || session.maxPerMerchantDay !== null,
-    }, events.effect(async (_: void, q) => {
-      // Recorded in the transaction that paused the session, from the row it wrote.
-      const s = await sessionById(q, session.id);
-      return [{
-        session, type: 'session.paused', actor: 'agent',
-        data: {
-          spentMinor: s?.spent.toString(), ceilingMinor: s?.ceiling.toString(),
-          continuationToken: s?.continuationNonce ? continuationToken(deps.continuationSecret, session.id, s.continuationNonce) : undefined,
-        },
-      }];
-    }));
+    const r = await reserve(
+      db,
+      {
+        paymentId,
+        sessionId: session.id,
+        amount,
+        currency: terms.currency,
+        merchant: host,
+        address: terms.address,
+        purpose: purpose!,
+        rail: railName,
+        now: now(),
+        velocity: session.maxPerHour !== null || session.maxPerMerchantDay !== null,
+      },
+      events.effect(async (_: void, q) => {
+        // Recorded in the transaction that paused the session, from the row it wrote.
+        const s = await sessionById(q, session.id);
+        return [
+          {
+            session,
+            type: 'session.paused',
+            actor: 'agent',
+            data: {
+              spentMinor: s?.spent.toString(),
+              ceilingMinor: s?.ceiling.toString(),
+              continuationToken: s?.continuationNonce
+                ? continuationToken(deps.continuationSecret, session.id, s.continuationNonce)
+                : undefined,
+            },
+          },
+        ];
+      }),
+    );
     if (!r.ok) await refuse(railName, session, r.code, r.message, details);
 
     // Signed only now: the reservation above re-read the revocation state (spec §3 rule 1).
@@ -334,7 +476,13 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     const denied = await personRefusal(session, sba, terms, host, purpose!, railName);
     if (denied) {
       await release(db, paymentId, now());
-      await refuse(railName, session, denied.code, `the person's grant refuses this payment: ${denied.message}`, details);
+      await refuse(
+        railName,
+        session,
+        denied.code,
+        `the person's grant refuses this payment: ${denied.message}`,
+        details,
+      );
     }
     return { paymentId, sba, amount, currency: terms.currency, merchant: host, purpose: purpose! };
   }
@@ -348,23 +496,54 @@ export function createPaymentService(deps: PaymentServiceDeps) {
    * refuse, and the SBA and receipt signed for it are dropped unseen. Undefined when the guard
    * refused: nothing was written, and the reservation path says why.
    */
-  async function payLedgerInOneChange(session: SessionRecord, terms: PaymentTerms, host: string, purpose: string | undefined): Promise<PaidResult | undefined> {
+  async function payLedgerInOneChange(
+    session: SessionRecord,
+    terms: PaymentTerms,
+    host: string,
+    purpose: string | undefined,
+  ): Promise<PaidResult | undefined> {
     const details = detailsOf(terms, host, purpose);
     await checkFixed(session, terms, host, purpose, rail.name, details);
     const paymentId = deps.paymentId?.() ?? `pay_${timeOrderedId()}`;
     const sba = await signSba(session, terms, host, purpose!, paymentId, rail.name);
     const denied = await personRefusal(session, sba, terms, host, purpose!, rail.name);
-    if (denied) await refuse(rail.name, session, denied.code, `the person's grant refuses this payment: ${denied.message}`, details);
+    if (denied)
+      await refuse(
+        rail.name,
+        session,
+        denied.code,
+        `the person's grant refuses this payment: ${denied.message}`,
+        details,
+      );
     const amount = BigInt(terms.amount);
-    const paid: Paid = { id: paymentId, amount, currency: terms.currency, merchant: host, purpose: purpose!, rail: rail.name };
+    const paid: Paid = {
+      id: paymentId,
+      amount,
+      currency: terms.currency,
+      merchant: host,
+      purpose: purpose!,
+      rail: rail.name,
+    };
     const txRef = `txid:${timeOrderedId()}`;
     const paidAt = now();
     const { receiptId, receipt, row, committed } = await signReceiptFor(session, paid, txRef, paidAt, sba);
     const recorded = committedEvents(session, paid, receiptId, txRef);
-    const c = await reserveAndPayLedger(db, {
-      ...row, sessionId: session.id, amount, currency: terms.currency, merchant: host, address: terms.address, purpose: purpose!, rail: rail.name,
-      now: paidAt, txRef,
-    }, recorded.record);
+    const c = await reserveAndPayLedger(
+      db,
+      {
+        ...row,
+        sessionId: session.id,
+        amount,
+        currency: terms.currency,
+        merchant: host,
+        address: terms.address,
+        purpose: purpose!,
+        rail: rail.name,
+        now: paidAt,
+        txRef,
+      },
+      recorded.record,
+    );
     if (!c.committed) return undefined;
     committed();
     recorded.after();
@@ -383,7 +562,19 @@ export function createPaymentService(deps: PaymentServiceDeps) {
 
     /** Commits an authorized payment that was paid (`txRef` = `txid:<reference>`) with its signed receipt. */
     async complete(session: SessionRecord, a: Authorization, txRef: string, receiptRail: string, startedAt?: number) {
-      const r = await settlePaid(session, { id: a.paymentId, amount: a.amount, currency: a.currency, merchant: a.merchant, purpose: a.purpose, rail: receiptRail }, txRef, a.sba);
+      const r = await settlePaid(
+        session,
+        {
+          id: a.paymentId,
+          amount: a.amount,
+          currency: a.currency,
+          merchant: a.merchant,
+          purpose: a.purpose,
+          rail: receiptRail,
+        },
+        txRef,
+        a.sba,
+      );
       if (startedAt !== undefined) deps.onPaid?.(performance.now() - startedAt, receiptRail.split(':')[0]!);
       return r;
     },
@@ -398,7 +589,12 @@ export function createPaymentService(deps: PaymentServiceDeps) {
      * Pays `terms` for `session` to the merchant at `host`. Throws CtlError with the refusal code
      * (spec §3 third and fourth rows) having paid nothing, or resolves once paid and committed.
      */
-    async pay(session: SessionRecord, terms: PaymentTerms, host: string, purpose: string | undefined): Promise<PaidResult> {
+    async pay(
+      session: SessionRecord,
+      terms: PaymentTerms,
+      host: string,
+      purpose: string | undefined,
+    ): Promise<PaidResult> {
       const started = performance.now();
       if (localLedger && session.maxPerHour === null && session.maxPerMerchantDay === null) {
         const once = await payLedgerInOneChange(session, terms, host, purpose);
@@ -410,20 +606,37 @@ export function createPaymentService(deps: PaymentServiceDeps) {
         // pays after all when a reservation was given back meanwhile.
       }
       const { paymentId, sba, amount } = await authorize(session, terms, host, purpose, rail.name);
-      const paid: Paid = { id: paymentId, amount, currency: terms.currency, merchant: host, purpose: purpose!, rail: rail.name };
+      const paid: Paid = {
+        id: paymentId,
+        amount,
+        currency: terms.currency,
+        merchant: host,
+        purpose: purpose!,
+        rail: rail.name,
+      };
       if (localLedger) {
         const txRef = `txid:${timeOrderedId()}`;
         const paidAt = now();
         const { receiptId, receipt, row, committed } = await signReceiptFor(session, paid, txRef, paidAt, sba);
         const recorded = committedEvents(session, paid, receiptId, txRef);
-        const c = await payLedgerAndCommit(db, {
-          ...row, sessionId: session.id, amount, currency: terms.currency, address: terms.address, txRef,
-        }, recorded.record);
+        const c = await payLedgerAndCommit(
+          db,
+          {
+            ...row,
+            sessionId: session.id,
+            amount,
+            currency: terms.currency,
+            address: terms.address,
+            txRef,
+          },
+          recorded.record,
+        );
         if (c.committed) {
           committed();
           recorded.after();
         }
-        if (!c.committed) throw new HttpError(409, 'conflict', 'the payment was settled by reconciliation before it was made');
+        if (!c.committed)
+          throw new HttpError(409, 'conflict', 'the payment was settled by reconciliation before it was made');
         deps.onPaid?.(performance.now() - started, rail.name);
         return { paymentId, txRef, sba, receipt };
       }
@@ -433,7 +646,9 @@ export function createPaymentService(deps: PaymentServiceDeps) {
 
       let txRef: string;
       try {
-        txRef = (await rail.pay({ paymentId, amount, currency: terms.currency, address: terms.address, merchant: host })).txRef;
+        txRef = (
+          await rail.pay({ paymentId, amount, currency: terms.currency, address: terms.address, merchant: host })
+        ).txRef;
       } catch (e) {
         // Paid or not? Ask the rail, which also voids the id if it was not (rail.ts). A settle
         // that throws answers nothing: the payment may have been made, so it is held as pending
@@ -442,10 +657,15 @@ export function createPaymentService(deps: PaymentServiceDeps) {
         if (!found) {
           await release(db, paymentId, now());
           deps.onRefused?.('rail_failed', rail.name);
-          throw new HttpError(502, 'payment_failed', `the ${rail.name} rail did not make the payment: ${(e as Error)?.message ?? 'error'}`);
+          throw new HttpError(
+            502,
+            'payment_failed',
+            `the ${rail.name} rail did not make the payment: ${(e as Error)?.message ?? 'error'}`,
+          );
         }
         // Neither paid nor void: the reservation stays for reconcile() to settle.
-        if (found === 'pending') throw new HttpError(502, 'payment_unconfirmed', `the ${rail.name} rail has not confirmed the payment yet`);
+        if (found === 'pending')
+          throw new HttpError(502, 'payment_unconfirmed', `the ${rail.name} rail has not confirmed the payment yet`);
         txRef = found.txRef;
       }
       const { receipt } = await settlePaid(session, paid, txRef, sba);
@@ -504,7 +724,12 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     const session = await sessionById(db, p.sessionId);
     if (!session) return undefined;
     if (found) {
-      const r = await settlePaid(session, { ...p, rail: found.rail ?? p.rail }, found.txRef, p.sba ? JSON.parse(p.sba) : undefined);
+      const r = await settlePaid(
+        session,
+        { ...p, rail: found.rail ?? p.rail },
+        found.txRef,
+        p.sba ? JSON.parse(p.sba) : undefined,
+      );
       return r.committed ? 'committed' : undefined;
     }
     return (await release(db, p.id, now())) ? 'released' : undefined;

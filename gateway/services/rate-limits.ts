@@ -11,7 +11,15 @@
  */
 import { isIP } from 'node:net';
 import type { Middleware } from 'koa';
-import { createLimiter, formatRateLimit, limitAuthenticate, parseRateLimit, rateLimit, type RateLimit, type RateLimitBackend } from '../../service-kit/index.js';
+import {
+  createLimiter,
+  formatRateLimit,
+  limitAuthenticate,
+  parseRateLimit,
+  rateLimit,
+  type RateLimit,
+  type RateLimitBackend,
+} from '../../service-kit/index.js';
 import type { OwnerPrincipal } from './owner-auth.js';
 
 export interface GatewayRateLimits {
@@ -40,9 +48,21 @@ export const DEFAULT_MAX_SESSION_SECONDS = 30 * 86_400;
 /** `CTL_GATEWAY_RATE_LIMIT_OWNER`, `CTL_GATEWAY_RATE_LIMIT_SESSION`, `CTL_GATEWAY_RATE_LIMIT_CHARGE`: `N/Ss`, or `0` for none. */
 export function gatewayRateLimitsFromEnv(env: Record<string, string | undefined>): GatewayRateLimits {
   return {
-    owner: parseRateLimit(env.CTL_GATEWAY_RATE_LIMIT_OWNER, 'CTL_GATEWAY_RATE_LIMIT_OWNER', DEFAULT_GATEWAY_RATE_LIMITS.owner),
-    session: parseRateLimit(env.CTL_GATEWAY_RATE_LIMIT_SESSION, 'CTL_GATEWAY_RATE_LIMIT_SESSION', DEFAULT_GATEWAY_RATE_LIMITS.session),
-    charge: parseRateLimit(env.CTL_GATEWAY_RATE_LIMIT_CHARGE, 'CTL_GATEWAY_RATE_LIMIT_CHARGE', DEFAULT_GATEWAY_RATE_LIMITS.charge),
+    owner: parseRateLimit(
+      env.CTL_GATEWAY_RATE_LIMIT_OWNER,
+      'CTL_GATEWAY_RATE_LIMIT_OWNER',
+      DEFAULT_GATEWAY_RATE_LIMITS.owner,
+    ),
+    session: parseRateLimit(
+      env.CTL_GATEWAY_RATE_LIMIT_SESSION,
+      'CTL_GATEWAY_RATE_LIMIT_SESSION',
+      DEFAULT_GATEWAY_RATE_LIMITS.session,
+    ),
+    charge: parseRateLimit(
+      env.CTL_GATEWAY_RATE_LIMIT_CHARGE,
+      'CTL_GATEWAY_RATE_LIMIT_CHARGE',
+      DEFAULT_GATEWAY_RATE_LIMITS.charge,
+    ),
   };
 }
 
@@ -50,18 +70,28 @@ export function gatewayRateLimitsFromEnv(env: Record<string, string | undefined>
 export function maxSessionSecondsFromEnv(env: Record<string, string | undefined>): number {
   const v = env.CTL_GATEWAY_MAX_SESSION_SECONDS?.trim();
   if (!v) return DEFAULT_MAX_SESSION_SECONDS;
-  if (!/^[1-9][0-9]{0,9}$/.test(v)) throw new RangeError(`CTL_GATEWAY_MAX_SESSION_SECONDS: a positive integer of seconds, got '${v.slice(0, 40)}'`);
+  if (!/^[1-9][0-9]{0,9}$/.test(v))
+    throw new RangeError(`CTL_GATEWAY_MAX_SESSION_SECONDS: a positive integer of seconds, got '${v.slice(0, 40)}'`);
   return Number(v);
 }
 
 /** The effective limits, for the start-up log line. */
 export function describeLimits(o: { rateLimits?: GatewayRateLimits; maxSessionSeconds?: number }) {
   const l = o.rateLimits ?? DEFAULT_GATEWAY_RATE_LIMITS;
-  return { rateLimitOwner: formatRateLimit(l.owner), rateLimitSession: formatRateLimit(l.session), rateLimitCharge: formatRateLimit(l.charge), maxSessionSeconds: o.maxSessionSeconds ?? DEFAULT_MAX_SESSION_SECONDS };
+  return {
+    rateLimitOwner: formatRateLimit(l.owner),
+    rateLimitSession: formatRateLimit(l.session),
+    rateLimitCharge: formatRateLimit(l.charge),
+    maxSessionSeconds: o.maxSessionSeconds ?? DEFAULT_MAX_SESSION_SECONDS,
+  };
 }
 
 /** The owner check that spends the owner's budget, the session lookup that spends a session's, and the per-address limit of `POST /charge`. */
-export function gatewayRateLimits(db: RateLimitBackend, limits: GatewayRateLimits, auth: (apiKey: string) => Promise<OwnerPrincipal | undefined>) {
+export function gatewayRateLimits(
+  db: RateLimitBackend,
+  limits: GatewayRateLimits,
+  auth: (apiKey: string) => Promise<OwnerPrincipal | undefined>,
+) {
   const owners = createLimiter(db, limits.owner, { name: 'gw_owner', what: 'budget owner' });
   const perSession = createLimiter(db, limits.session, { name: 'gw_session', what: 'session' });
   const chargeAddresses = createLimiter(db, limits.charge, { name: 'gw_charge_address', what: 'client address' });
@@ -103,5 +133,8 @@ export function clientKey(address: string | undefined): string {
   const left = head ? head.split(':') : [];
   const right = tail ? tail.split(':') : [];
   const groups = tail === undefined ? left : [...left, ...Array(8 - left.length - right.length).fill('0'), ...right];
-  return `${groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, '')).join(':')}::/64`;
+  return `${groups
+    .slice(0, 4)
+    .map((g) => g.replace(/^0+(?=.)/, ''))
+    .join(':')}::/64`;
 }

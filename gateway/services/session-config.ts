@@ -4,9 +4,24 @@
  * into the internal grant and every SBA (spec §2.3, PROTOCOL.md §2). Unknown fields are refused
  * so nothing the owner meant as a limit is silently ignored.
  */
-import { isAmount, isCurrency, isPurposePattern, isPurpose, purposeAllowed, parseTimestamp, formatTimestamp } from '../../src/index.js';
+import {
+  isAmount,
+  isCurrency,
+  isPurposePattern,
+  isPurpose,
+  purposeAllowed,
+  parseTimestamp,
+  formatTimestamp,
+} from '../../src/index.js';
 import { badRequest, optionalText } from '../../service-kit/index.js';
-import { firstInertGlob, globProgramSizes, hostGlobList, MAX_GLOB_PROGRAM, MAX_LIST_PROGRAM, MAX_RANGE } from './host-glob.js';
+import {
+  firstInertGlob,
+  globProgramSizes,
+  hostGlobList,
+  MAX_GLOB_PROGRAM,
+  MAX_LIST_PROGRAM,
+  MAX_RANGE,
+} from './host-glob.js';
 
 export interface SessionConfig {
   budget: { amount: string; currency: string };
@@ -26,7 +41,19 @@ export interface SessionConfig {
 /** SQLite returns integers as JS numbers, so every stored amount stays a safe integer. */
 export const MAX_AMOUNT = BigInt(Number.MAX_SAFE_INTEGER);
 
-const FIELDS = new Set(['budget', 'purposes', 'expiresAt', 'label', 'merchantAllowlist', 'merchantBlocklist', 'velocity', 'softLimit', 'webhookUrl', 'thresholds', 'trustLevel']);
+const FIELDS = new Set([
+  'budget',
+  'purposes',
+  'expiresAt',
+  'label',
+  'merchantAllowlist',
+  'merchantBlocklist',
+  'velocity',
+  'softLimit',
+  'webhookUrl',
+  'thresholds',
+  'trustLevel',
+]);
 const GLOB = /^[a-z0-9.*?\-[\]{},!]{1,253}$/;
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -47,20 +74,28 @@ function globs(v: unknown, field: string): string[] {
   if (v === undefined) return [];
   if (!Array.isArray(v) || v.length > 100) throw badRequest(`${field}: must be an array of at most 100 host globs`);
   const list = v.map((g, i) => {
-    if (typeof g !== 'string' || !GLOB.test(g.toLowerCase())) throw badRequest(`${field}[${i}]: must be a host glob such as "*.example.com"`);
+    if (typeof g !== 'string' || !GLOB.test(g.toLowerCase()))
+      throw badRequest(`${field}[${i}]: must be a host glob such as "*.example.com"`);
     return g.toLowerCase();
   });
   // A bracket or brace that is not syntax would be matched as text no host holds: such an entry
   // could never match, and in a blocklist would block nothing without a word. Refused instead.
   const inert = firstInertGlob(list);
-  if (inert >= 0) throw badRequest(`${field}[${inert}]: "${list[inert]}" can match no host: a [ or { that is not glob syntax (left open, {x} without a comma, or a range over ${MAX_RANGE} values), or a [set] of no host character`);
+  if (inert >= 0)
+    throw badRequest(
+      `${field}[${inert}]: "${list[inert]}" can match no host: a [ or { that is not glob syntax (left open, {x} without a comma, or a range over ${MAX_RANGE} values), or a [set] of no host character`,
+    );
   // Matching is linear in the host times the compiled size (services/host-glob.ts): bound the size.
   const sizes = globProgramSizes(list);
   sizes.forEach((n, i) => {
-    if (n > MAX_GLOB_PROGRAM) throw badRequest(`${field}[${i}]: too many alternatives or ranges (compiles to ${n} states, at most ${MAX_GLOB_PROGRAM})`);
+    if (n > MAX_GLOB_PROGRAM)
+      throw badRequest(
+        `${field}[${i}]: too many alternatives or ranges (compiles to ${n} states, at most ${MAX_GLOB_PROGRAM})`,
+      );
   });
   const total = sizes.reduce((a, b) => a + b, 0);
-  if (total > MAX_LIST_PROGRAM) throw badRequest(`${field}: the globs together compile to ${total} states, at most ${MAX_LIST_PROGRAM}`);
+  if (total > MAX_LIST_PROGRAM)
+    throw badRequest(`${field}: the globs together compile to ${total} states, at most ${MAX_LIST_PROGRAM}`);
   return list;
 }
 
@@ -70,7 +105,11 @@ function globs(v: unknown, field: string): string[] {
  * operator reviews; CTL_GATEWAY_MAX_SESSION_SECONDS).
  * @example parseSessionConfig({ budget: { amount: '1000', currency: 'USD' }, purposes: ['api:search'], expiresAt: '2030-01-01T00:00:00Z' }, Date.now())
  */
-export function parseSessionConfig(body: unknown, now: number, options: { maxSessionSeconds?: number } = {}): SessionConfig {
+export function parseSessionConfig(
+  body: unknown,
+  now: number,
+  options: { maxSessionSeconds?: number } = {},
+): SessionConfig {
   if (!isObject(body)) throw badRequest('body: must be a JSON object');
   for (const k of Object.keys(body)) if (!FIELDS.has(k)) throw badRequest(`${k}: unknown field`);
 
@@ -81,7 +120,8 @@ export function parseSessionConfig(body: unknown, now: number, options: { maxSes
   if (!isCurrency(budget.currency)) throw badRequest('budget.currency: must be a currency or asset code such as "USD"');
 
   const purposes = body.purposes;
-  if (!Array.isArray(purposes) || purposes.length === 0) throw badRequest('purposes: required, a non-empty array of "<domain>:<kind>"');
+  if (!Array.isArray(purposes) || purposes.length === 0)
+    throw badRequest('purposes: required, a non-empty array of "<domain>:<kind>"');
   if (purposes.length > 100) throw badRequest('purposes: at most 100');
   purposes.forEach((p, i) => {
     if (!isPurposePattern(p)) throw badRequest(`purposes[${i}]: must be "<domain>:<kind>" or "<domain>:*"`);
@@ -97,7 +137,9 @@ export function parseSessionConfig(body: unknown, now: number, options: { maxSes
   if (expires <= now) throw badRequest('expiresAt: must be in the future');
   const max = options.maxSessionSeconds;
   if (max !== undefined && expires > now + max * 1000) {
-    throw badRequest(`expiresAt: at most ${max} s (${formatTimestamp(now + max * 1000)}) ahead; this gateway's longest session is CTL_GATEWAY_MAX_SESSION_SECONDS=${max}`);
+    throw badRequest(
+      `expiresAt: at most ${max} s (${formatTimestamp(now + max * 1000)}) ahead; this gateway's longest session is CTL_GATEWAY_MAX_SESSION_SECONDS=${max}`,
+    );
   }
 
   const label = optionalText(body, 'label', 200);
@@ -120,11 +162,15 @@ export function parseSessionConfig(body: unknown, now: number, options: { maxSes
     config.velocity = {};
     if (v.maxPaymentsPerHour !== undefined) {
       const n = v.maxPaymentsPerHour;
-      if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 1) throw badRequest('velocity.maxPaymentsPerHour: must be an integer ≥ 1');
+      if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 1)
+        throw badRequest('velocity.maxPaymentsPerHour: must be an integer ≥ 1');
       config.velocity.maxPaymentsPerHour = n;
     }
     if (v.maxAmountPerMerchantPerDay !== undefined) {
-      config.velocity.maxAmountPerMerchantPerDay = amountField(v.maxAmountPerMerchantPerDay, 'velocity.maxAmountPerMerchantPerDay');
+      config.velocity.maxAmountPerMerchantPerDay = amountField(
+        v.maxAmountPerMerchantPerDay,
+        'velocity.maxAmountPerMerchantPerDay',
+      );
     }
   }
   if (body.softLimit !== undefined) {
@@ -139,7 +185,11 @@ export function parseSessionConfig(body: unknown, now: number, options: { maxSes
     try {
       // The URL parser drops tabs and newlines and encodes other controls: refuse them instead,
       // so the stored URL is the one called.
-      ok = typeof u === 'string' && u.length <= 2048 && !/[\x00-\x20\x7f]/.test(u) && ['http:', 'https:'].includes(new URL(u).protocol);
+      ok =
+        typeof u === 'string' &&
+        u.length <= 2048 &&
+        !/[\x00-\x20\x7f]/.test(u) &&
+        ['http:', 'https:'].includes(new URL(u).protocol);
     } catch {}
     if (!ok) throw badRequest('webhookUrl: must be an http(s) URL');
     config.webhookUrl = u as string;
@@ -167,7 +217,9 @@ export function purposeIsAllowed(purpose: string, allowed: string[]): boolean {
  * The merchant check over the target host (PROTOCOL.md §8): the blocklist wins; a non-empty
  * allowlist admits only the hosts it matches. Globs are matched in linear time (services/host-glob.ts).
  */
-export function createMerchantMatcher(config: Pick<SessionConfig, 'merchantAllowlist' | 'merchantBlocklist'>): (host: string) => boolean {
+export function createMerchantMatcher(
+  config: Pick<SessionConfig, 'merchantAllowlist' | 'merchantBlocklist'>,
+): (host: string) => boolean {
   const blocked = config.merchantBlocklist.length ? hostGlobList(config.merchantBlocklist) : () => false;
   const allowed = config.merchantAllowlist.length ? hostGlobList(config.merchantAllowlist) : () => true;
   return (host) => {

@@ -36,7 +36,10 @@ export function deriveSessionSeed(master: Uint8Array, sessionId: string): Uint8A
  * @example const sk = await createSessionKeys(db, sealer); const key = await sk.derive('sess_abc')
  */
 export async function createSessionKeys(db: SqlDatabase, sealer: SecretSealer): Promise<SessionKeys> {
-  const master = Buffer.from(await sharedSecret(db, 'session-key-master', () => randomBytes(32).toString('base64url'), sealer), 'base64url');
+  const master = Buffer.from(
+    await sharedSecret(db, 'session-key-master', () => randomBytes(32).toString('base64url'), sealer),
+    'base64url',
+  );
   if (master.length !== 32) throw new Error('the stored session-key master is not 32 bytes');
   await sealStoredSessionKeys(db, sealer);
   // Bounded by the sessions in use (service-kit/idle-cache.ts): derived again on demand.
@@ -53,8 +56,10 @@ export async function createSessionKeys(db: SqlDatabase, sealer: SecretSealer): 
       if (!k) {
         const stored = session.actorKeyPem;
         k = (async () => {
-          const key = stored === DERIVED_MARKER ? await derive(session.id)
-            : await importSigningKey(isSealed(stored) ? await sealer.open(stored, sealContext(session.id)) : stored);
+          const key =
+            stored === DERIVED_MARKER
+              ? await derive(session.id)
+              : await importSigningKey(isSealed(stored) ? await sealer.open(stored, sealContext(session.id)) : stored);
           return { key, kid: await jwkThumbprint(key.publicJwk) };
         })();
         k.catch(() => cache.delete(session.id));
@@ -73,7 +78,11 @@ async function sealStoredSessionKeys(db: SqlDatabase, sealer: SecretSealer): Pro
     );
     if (rows.length === 0) return;
     for (const r of rows) {
-      await db.run(`UPDATE gw_sessions SET actor_key_pem = ? WHERE id = ? AND actor_key_pem = ?`, [await sealer.seal(r.actor_key_pem, sealContext(r.id)), r.id, r.actor_key_pem]);
+      await db.run(`UPDATE gw_sessions SET actor_key_pem = ? WHERE id = ? AND actor_key_pem = ?`, [
+        await sealer.seal(r.actor_key_pem, sealContext(r.id)),
+        r.id,
+        r.actor_key_pem,
+      ]);
     }
   }
 }

@@ -5,9 +5,25 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { createSignedPolicyGrant, policyHash, formatTimestamp, CtlError } from '../../src/index.js';
-import { bearerToken, changeWith, idleCache, closedBody, generateWebhookSecret, notFound, unauthorized, type SqlDatabase } from '../../service-kit/index.js';
 import {
-  insertOwnedSession, sessionById, sessionByTokenHash, revokeSession, continueSession, effectiveState, type SessionRecord, type RevokedBy,
+  bearerToken,
+  changeWith,
+  idleCache,
+  closedBody,
+  generateWebhookSecret,
+  notFound,
+  unauthorized,
+  type SqlDatabase,
+} from '../../service-kit/index.js';
+import {
+  insertOwnedSession,
+  sessionById,
+  sessionByTokenHash,
+  revokeSession,
+  continueSession,
+  effectiveState,
+  type SessionRecord,
+  type RevokedBy,
 } from '../store/sessions.js';
 import { parseSessionConfig, MAX_AMOUNT, type SessionConfig } from './session-config.js';
 import { continuationToken, continuationNonce } from './continuation.js';
@@ -15,7 +31,12 @@ import { checkTargetUrl, type TargetPolicy } from './address-guard.js';
 import type { KeyRing } from './keys.js';
 import { DERIVED_MARKER, type SessionKeys } from './session-keys.js';
 import type { GatewayEvents } from './events.js';
-import { createHumanSession, isHumanSessionRequest, prepareHumanSessionKey, type HumanTrust } from './human-sessions.js';
+import {
+  createHumanSession,
+  isHumanSessionRequest,
+  prepareHumanSessionKey,
+  type HumanTrust,
+} from './human-sessions.js';
 
 export const hashToken = (token: string) => createHash('sha256').update(token, 'utf8').digest('hex');
 
@@ -59,7 +80,10 @@ export function createSessionService(deps: SessionServiceDeps) {
   // The immutable part of each session in use, by token hash (service-kit/idle-cache.ts).
   const byTokenCache = idleCache<string, { version: string; record: SessionRecord }>();
 
-  async function mintGrant(s: { grantId: string; policyHash: string; config: SessionConfig; ceiling: bigint; actorJwk: unknown }, baseUrl: string) {
+  async function mintGrant(
+    s: { grantId: string; policyHash: string; config: SessionConfig; ceiling: bigint; actorJwk: unknown },
+    baseUrl: string,
+  ) {
     const gk = await keys.active('grant');
     return (await createSignedPolicyGrant(
       {
@@ -104,7 +128,9 @@ export function createSessionService(deps: SessionServiceDeps) {
       policyHash: s.policyHash,
       grantId: s.grantId,
       ...(state === 'revoked' && s.revokedBy ? { revokedBy: s.revokedBy } : {}),
-      ...(state === 'paused' && s.continuationNonce ? { continuationToken: continuationToken(deps.continuationSecret, s.id, s.continuationNonce) } : {}),
+      ...(state === 'paused' && s.continuationNonce
+        ? { continuationToken: continuationToken(deps.continuationSecret, s.id, s.continuationNonce) }
+        : {}),
     };
   }
 
@@ -114,21 +140,39 @@ export function createSessionService(deps: SessionServiceDeps) {
    * webhook address.
    */
   function agentView(s: SessionRecord) {
-    const { continuationToken: _approval, webhookUrl: _hook, ...rest } = view(s) as ReturnType<typeof view> & { continuationToken?: string; webhookUrl?: string };
+    const {
+      continuationToken: _approval,
+      webhookUrl: _hook,
+      ...rest
+    } = view(s) as ReturnType<typeof view> & { continuationToken?: string; webhookUrl?: string };
     return rest;
   }
 
   /** Records the revocation of the sessions a change revoked, in its transaction. */
   const revokedEvents = (at: number, by: RevokedBy, reason?: string) =>
     deps.events.effect((revoked: SessionRecord[] | undefined) =>
-      (revoked ?? []).map((s) => ({ session: s, type: 'session.revoked' as const, data: { revokedAt: formatTimestamp(at), revokedBy: by, ...(reason ? { reason } : {}) }, actor: by })),
+      (revoked ?? []).map((s) => ({
+        session: s,
+        type: 'session.revoked' as const,
+        data: { revokedAt: formatTimestamp(at), revokedBy: by, ...(reason ? { reason } : {}) },
+        actor: by,
+      })),
     );
 
   // A person's grant names a key this gateway derives from the reserved session id, as it does for
   // every session: nothing private is stored for it (README "Secrets at rest").
   const humanDeps = {
-    db, targets: deps.targets, humans: deps.humans, now, onCreated: deps.onCreated, maxSessionSeconds: deps.maxSessionSeconds, events: deps.events,
-    keySource: async (id: string) => ({ publicJwk: (await deps.sessionKeys.derive(id)).publicJwk, stored: DERIVED_MARKER }),
+    db,
+    targets: deps.targets,
+    humans: deps.humans,
+    now,
+    onCreated: deps.onCreated,
+    maxSessionSeconds: deps.maxSessionSeconds,
+    events: deps.events,
+    keySource: async (id: string) => ({
+      publicJwk: (await deps.sessionKeys.derive(id)).publicJwk,
+      stored: DERIVED_MARKER,
+    }),
   };
 
   return {
@@ -154,27 +198,44 @@ export function createSessionService(deps: SessionServiceDeps) {
       const ceiling = BigInt(config.budget.amount);
       const grant = await mintGrant({ grantId, policyHash: hash, config, ceiling, actorJwk: actor.publicJwk }, baseUrl);
       const expiresAt = Date.parse(config.expiresAt);
-      const inserted = await insertOwnedSession(db, {
-        id,
-        ownerId,
-        tokenHash: hashToken(token),
-        label: config.label,
-        currency: config.budget.currency,
-        ceiling,
-        expiresAt,
-        createdAt: now(),
-        config: config as unknown as Record<string, unknown>,
-        policyHash: hash,
-        grantId,
-        grant,
-        actorKeyPem: DERIVED_MARKER,
-        softLimit: config.softLimit ? BigInt(config.softLimit.amount) : null,
-        maxPerHour: config.velocity?.maxPaymentsPerHour ?? null,
-        maxPerMerchantDay: config.velocity?.maxAmountPerMerchantPerDay ? BigInt(config.velocity.maxAmountPerMerchantPerDay) : null,
-        webhookUrl: config.webhookUrl ?? null,
-        webhookSecret: config.webhookUrl ? generateWebhookSecret() : null,
-        thresholds: config.thresholds,
-      }, deps.events.effect((ok: boolean) => (ok ? [{ session: { id, webhookUrl: null }, type: 'session.created', data: { ownerId, policyHash: hash, grantId, expiresAt: config.expiresAt, budget: config.budget }, actor: 'owner' }] : [])));
+      const inserted = await insertOwnedSession(
+        db,
+        {
+          id,
+          ownerId,
+          tokenHash: hashToken(token),
+          label: config.label,
+          currency: config.budget.currency,
+          ceiling,
+          expiresAt,
+          createdAt: now(),
+          config: config as unknown as Record<string, unknown>,
+          policyHash: hash,
+          grantId,
+          grant,
+          actorKeyPem: DERIVED_MARKER,
+          softLimit: config.softLimit ? BigInt(config.softLimit.amount) : null,
+          maxPerHour: config.velocity?.maxPaymentsPerHour ?? null,
+          maxPerMerchantDay: config.velocity?.maxAmountPerMerchantPerDay
+            ? BigInt(config.velocity.maxAmountPerMerchantPerDay)
+            : null,
+          webhookUrl: config.webhookUrl ?? null,
+          webhookSecret: config.webhookUrl ? generateWebhookSecret() : null,
+          thresholds: config.thresholds,
+        },
+        deps.events.effect((ok: boolean) =>
+          ok
+            ? [
+                {
+                  session: { id, webhookUrl: null },
+                  type: 'session.created',
+                  data: { ownerId, policyHash: hash, grantId, expiresAt: config.expiresAt, budget: config.budget },
+                  actor: 'owner',
+                },
+              ]
+            : [],
+        ),
+      );
       if (!inserted) throw unauthorized('the owner of this API key has been disabled');
       deps.onCreated?.(expiresAt);
       const created = (await sessionById(db, id))!;
@@ -227,7 +288,12 @@ export function createSessionService(deps: SessionServiceDeps) {
         hit = { version, record: full };
         byTokenCache.set(hash, hit);
       }
-      return { ...hit.record, state: live.state as SessionRecord['state'], expiresAt: Number(live.expires_at), ceiling: BigInt(live.ceiling as string) };
+      return {
+        ...hit.record,
+        state: live.state as SessionRecord['state'],
+        expiresAt: Number(live.expires_at),
+        ceiling: BigInt(live.ceiling as string),
+      };
     },
 
     /**
@@ -246,23 +312,51 @@ export function createSessionService(deps: SessionServiceDeps) {
     /** spec §3 paused row: a valid unused token raises the ceiling by at most softLimit.amount. */
     async continue(s: SessionRecord, body: unknown, baseUrl: string) {
       const b = closedBody(body, ['continuationToken', 'amount']);
-      for (const k of Object.keys(b)) if (b[k] === null) throw new CtlError('malformed', `${k}: must not be null (omit it instead)`);
+      for (const k of Object.keys(b))
+        if (b[k] === null) throw new CtlError('malformed', `${k}: must not be null (omit it instead)`);
       const nonce = continuationNonce(deps.continuationSecret, s.id, b.continuationToken);
-      if (!nonce || s.softLimit === null) throw new CtlError('continuation_invalid', 'the continuation token is not valid for this session');
+      if (!nonce || s.softLimit === null)
+        throw new CtlError('continuation_invalid', 'the continuation token is not valid for this session');
       let raise = s.softLimit;
       if (b.amount !== undefined) {
-        if (typeof b.amount !== 'string' || !/^[1-9][0-9]{0,17}$/.test(b.amount)) throw new CtlError('malformed', 'amount: must be a positive decimal string');
-        if (BigInt(b.amount) > s.softLimit) throw new CtlError('malformed', `amount: at most softLimit.amount (${s.softLimit} minor units of ${s.currency})`);
+        if (typeof b.amount !== 'string' || !/^[1-9][0-9]{0,17}$/.test(b.amount))
+          throw new CtlError('malformed', 'amount: must be a positive decimal string');
+        if (BigInt(b.amount) > s.softLimit)
+          throw new CtlError(
+            'malformed',
+            `amount: at most softLimit.amount (${s.softLimit} minor units of ${s.currency})`,
+          );
         raise = BigInt(b.amount);
       }
       const newCeiling = s.ceiling + raise;
       if (newCeiling > MAX_AMOUNT) throw new CtlError('malformed', 'the raised ceiling would be too large');
       const config = s.config as unknown as SessionConfig;
       const actorJwk = s.grant.actorKey;
-      const grant = await mintGrant({ grantId: s.grantId, policyHash: s.policyHash, config, ceiling: newCeiling, actorJwk }, baseUrl);
-      const ok = await changeWith(db, (q) => continueSession(q, { id: s.id, nonce, oldCeiling: s.ceiling, newCeiling, grant, now: now() }), deps.events.effect((done: boolean) =>
-        done ? [{ session: s, type: 'session.continued', data: { ceilingMinor: newCeiling.toString(), raisedMinor: raise.toString() }, actor: 'agent' }] : []));
-      if (!ok) throw new CtlError('continuation_invalid', 'the continuation token has been used, or the session is not paused');
+      const grant = await mintGrant(
+        { grantId: s.grantId, policyHash: s.policyHash, config, ceiling: newCeiling, actorJwk },
+        baseUrl,
+      );
+      const ok = await changeWith(
+        db,
+        (q) => continueSession(q, { id: s.id, nonce, oldCeiling: s.ceiling, newCeiling, grant, now: now() }),
+        deps.events.effect((done: boolean) =>
+          done
+            ? [
+                {
+                  session: s,
+                  type: 'session.continued',
+                  data: { ceilingMinor: newCeiling.toString(), raisedMinor: raise.toString() },
+                  actor: 'agent',
+                },
+              ]
+            : [],
+        ),
+      );
+      if (!ok)
+        throw new CtlError(
+          'continuation_invalid',
+          'the continuation token has been used, or the session is not paused',
+        );
       return view((await sessionById(db, s.id))!);
     },
   };

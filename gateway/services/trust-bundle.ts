@@ -8,7 +8,13 @@
  */
 import { createTrustBundle, formatTimestamp, type SigningKey } from '../../src/index.js';
 import type { SqlDatabase, SqlExecutor } from '../../service-kit/index.js';
-import { bundleSequence, raiseBundleSequence, storedBundle, storeBundle, type StoredBundle } from '../store/bundle-sequence.js';
+import {
+  bundleSequence,
+  raiseBundleSequence,
+  storedBundle,
+  storeBundle,
+  type StoredBundle,
+} from '../store/bundle-sequence.js';
 
 /**
  * How long a revoked grant stays listed after it expires: a verifier with a clock tolerance or a

@@ -53,7 +53,12 @@ function toRecord(r: Row): IdempotencyRecord {
     leaseUntil: Number(r.lease_until),
     answer:
       r.state === 'done'
-        ? { status: Number(r.status), headers: JSON.parse(r.headers as string), body: (r.body as string | null) ?? null, bodyBytes: Number(r.body_bytes ?? 0) }
+        ? {
+            status: Number(r.status),
+            headers: JSON.parse(r.headers as string),
+            body: (r.body as string | null) ?? null,
+            bodyBytes: Number(r.body_bytes ?? 0),
+          }
         : undefined,
     expiresAt: Number(r.expires_at),
   };
@@ -89,7 +94,11 @@ export async function claimKey(q: SqlExecutor, c: ClaimInput): Promise<boolean> 
   return row?.attempt === c.attempt;
 }
 
-export async function keyRecord(q: SqlExecutor, sessionId: string, key: string): Promise<IdempotencyRecord | undefined> {
+export async function keyRecord(
+  q: SqlExecutor,
+  sessionId: string,
+  key: string,
+): Promise<IdempotencyRecord | undefined> {
   const r = await q.get(`SELECT * FROM gw_idempotency WHERE session_id = ? AND idem_key = ?`, [sessionId, key]);
   return r ? toRecord(r) : undefined;
 }
@@ -99,16 +108,26 @@ const HELD = `session_id = ? AND idem_key = ? AND attempt = ? AND state = 'in_fl
 const held = (h: Held) => [h.sessionId, h.key, h.attempt];
 
 /** A key whose holder's lease ran out, taken over by a new attempt (only if still held by `h.attempt`). */
-export async function takeOverKey(q: SqlExecutor, h: Held, next: { attempt: string; paymentId: string; leaseUntil: number }): Promise<boolean> {
-  const r = await q.run(`UPDATE gw_idempotency SET attempt = ?, payment_id = ?, lease_until = ? WHERE ${HELD}`, [next.attempt, next.paymentId, next.leaseUntil, ...held(h)]);
+export async function takeOverKey(
+  q: SqlExecutor,
+  h: Held,
+  next: { attempt: string; paymentId: string; leaseUntil: number },
+): Promise<boolean> {
+  const r = await q.run(`UPDATE gw_idempotency SET attempt = ?, payment_id = ?, lease_until = ? WHERE ${HELD}`, [
+    next.attempt,
+    next.paymentId,
+    next.leaseUntil,
+    ...held(h),
+  ]);
   return r.changes === 1;
 }
 
 /** The request's final answer: the key replays it from now on. */
 export async function finishKey(q: SqlExecutor, h: Held, a: StoredAnswer): Promise<boolean> {
-  const r = await q.run(`UPDATE gw_idempotency SET state = 'done', status = ?, headers = ?, body = ?, body_bytes = ?, lease_until = 0 WHERE ${HELD}`, [
-    a.status, JSON.stringify(a.headers), a.body, a.bodyBytes, ...held(h),
-  ]);
+  const r = await q.run(
+    `UPDATE gw_idempotency SET state = 'done', status = ?, headers = ?, body = ?, body_bytes = ?, lease_until = 0 WHERE ${HELD}`,
+    [a.status, JSON.stringify(a.headers), a.body, a.bodyBytes, ...held(h)],
+  );
   return r.changes === 1;
 }
 
@@ -123,7 +142,10 @@ export async function endLease(q: SqlExecutor, h: Held, now: number): Promise<vo
 }
 
 /** The state of the payment a request reserved under its key (and its receipt), or undefined if it never reserved one. */
-export async function paymentOutcome(q: SqlExecutor, paymentId: string): Promise<{ state: string; receiptId: string | null } | undefined> {
+export async function paymentOutcome(
+  q: SqlExecutor,
+  paymentId: string,
+): Promise<{ state: string; receiptId: string | null } | undefined> {
   const r = await q.get<{ state: string; receipt_id: string | null }>(
     `SELECT p.state, r.id AS receipt_id FROM gw_payments p LEFT JOIN gw_receipts r ON r.payment_id = p.id WHERE p.id = ?`,
     [paymentId],

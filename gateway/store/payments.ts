@@ -5,7 +5,16 @@
  * parallel payments on a budget for 10 reserve exactly 10, across processes too.
  */
 import { randomBytes } from 'node:crypto';
-import { Rollback, changeWith, insertSelectSql, type RowInsert, type SqlDatabase, type SqlExecutor, type Row, type TxEffect } from '../../service-kit/index.js';
+import {
+  Rollback,
+  changeWith,
+  insertSelectSql,
+  type RowInsert,
+  type SqlDatabase,
+  type SqlExecutor,
+  type Row,
+  type TxEffect,
+} from '../../service-kit/index.js';
 import { forUpdate } from './lock.js';
 
 export type PaymentState = 'reserved' | 'paying' | 'paid' | 'released';
@@ -44,11 +53,10 @@ export function toPayment(r: Row): PaymentRecord {
   };
 }
 
-export type ReserveRefusal = 'session_revoked' | 'session_expired' | 'session_paused' | 'velocity_exceeded' | 'budget_exceeded';
+export type ReserveRefusal =
+  'session_revoked' | 'session_expired' | 'session_paused' | 'velocity_exceeded' | 'budget_exceeded';
 
-export type ReserveResult =
-  | { ok: true }
-  | { ok: false; code: ReserveRefusal; message: string; pausedNow?: boolean };
+export type ReserveResult = { ok: true } | { ok: false; code: ReserveRefusal; message: string; pausedNow?: boolean };
 
 const HOUR = 3_600_000;
 const DAY = 86_400_000;
@@ -58,7 +66,10 @@ const DAY = 86_400_000;
  * transaction. With a soft limit, the payment that would cross the ceiling pauses
  * the session instead (spec §3 "budget exhausted" row) and is not made.
  */
-export type ReserveInput = Pick<PaymentRecord, 'sessionId' | 'amount' | 'currency' | 'merchant' | 'address' | 'purpose' | 'rail'> & {
+export type ReserveInput = Pick<
+  PaymentRecord,
+  'sessionId' | 'amount' | 'currency' | 'merchant' | 'address' | 'purpose' | 'rail'
+> & {
   paymentId: string;
   now: number;
   /** The session has velocity limits: they need the transaction path. */
@@ -85,7 +96,11 @@ export async function reserve(q: SqlDatabase, p: ReserveInput, paused?: TxEffect
  * write it may make (pausing) is itself conditional. Undefined: nothing was wrong on re-read
  * (a reservation was released meanwhile), try again.
  */
-async function reserveOneStatement(q: SqlDatabase, p: ReserveInput, paused?: TxEffect<void>): Promise<ReserveResult | undefined> {
+async function reserveOneStatement(
+  q: SqlDatabase,
+  p: ReserveInput,
+  paused?: TxEffect<void>,
+): Promise<ReserveResult | undefined> {
   // Group commit (database.ts): concurrent reservations share one transaction and WAL flush.
   const row = await q.getGrouped(
     p.sessionId,
@@ -95,89 +110,157 @@ async function reserveOneStatement(q: SqlDatabase, p: ReserveInput, paused?: TxE
        RETURNING id)
      INSERT INTO gw_payments (id, session_id, state, amount, currency, merchant, address, purpose, rail, created_at, updated_at)
      SELECT ?, s.id, 'reserved', ?::bigint, ?, ?, ?, ?, ?, ?::bigint, ?::bigint FROM s RETURNING id`,
-    [p.amount, p.sessionId, p.now, p.amount, p.paymentId, p.amount, p.currency, p.merchant, p.address, p.purpose, p.rail, p.now, p.now],
+    [
+      p.amount,
+      p.sessionId,
+      p.now,
+      p.amount,
+      p.paymentId,
+      p.amount,
+      p.currency,
+      p.merchant,
+      p.address,
+      p.purpose,
+      p.rail,
+      p.now,
+      p.now,
+    ],
   );
   if (row) return { ok: true };
-  const s = await q.get(`SELECT state, expires_at, ceiling, spent, reserved, soft_limit FROM gw_sessions WHERE id = ?`, [p.sessionId]);
-  if (!s || s.state === 'revoked') return { ok: false, code: 'session_revoked', message: 'the session has been revoked' };
-  if (s.state === 'expired' || Number(s.expires_at) <= p.now) return { ok: false, code: 'session_expired', message: 'the session has expired' };
-  if (s.state === 'paused') return { ok: false, code: 'session_paused', message: 'the session is paused at its soft ceiling; continue it with the continuation token' };
+  const s = await q.get(
+    `SELECT state, expires_at, ceiling, spent, reserved, soft_limit FROM gw_sessions WHERE id = ?`,
+    [p.sessionId],
+  );
+  if (!s || s.state === 'revoked')
+    return { ok: false, code: 'session_revoked', message: 'the session has been revoked' };
+  if (s.state === 'expired' || Number(s.expires_at) <= p.now)
+    return { ok: false, code: 'session_expired', message: 'the session has expired' };
+  if (s.state === 'paused')
+    return {
+      ok: false,
+      code: 'session_paused',
+      message: 'the session is paused at its soft ceiling; continue it with the continuation token',
+    };
   const remaining = BigInt(s.ceiling as string) - BigInt(s.spent as string) - BigInt(s.reserved as string);
   if (p.amount <= remaining) return undefined;
   if (s.soft_limit != null) {
-    const update = (t: SqlExecutor) => t.run(
-      `UPDATE gw_sessions SET state = 'paused', continuation_nonce = ? WHERE id = ? AND state = 'active' AND spent + reserved + ?::bigint > ceiling`,
-      [randomBytes(16).toString('base64url'), p.sessionId, p.amount],
-    );
-    const r = paused ? await changeWith(q, update, async (t, u) => (u.changes === 1 ? paused(t) : undefined)) : await update(q);
-    if (r.changes === 1) return { ok: false, code: 'session_paused', message: 'the payment would cross the soft ceiling: the session is paused', pausedNow: true };
+    const update = (t: SqlExecutor) =>
+      t.run(
+        `UPDATE gw_sessions SET state = 'paused', continuation_nonce = ? WHERE id = ? AND state = 'active' AND spent + reserved + ?::bigint > ceiling`,
+        [randomBytes(16).toString('base64url'), p.sessionId, p.amount],
+      );
+    const r = paused
+      ? await changeWith(q, update, async (t, u) => (u.changes === 1 ? paused(t) : undefined))
+      : await update(q);
+    if (r.changes === 1)
+      return {
+        ok: false,
+        code: 'session_paused',
+        message: 'the payment would cross the soft ceiling: the session is paused',
+        pausedNow: true,
+      };
     return undefined;
   }
-  return { ok: false, code: 'budget_exceeded', message: `the payment of ${p.amount} exceeds the remaining budget of ${remaining}` };
+  return {
+    ok: false,
+    code: 'budget_exceeded',
+    message: `the payment of ${p.amount} exceeds the remaining budget of ${remaining}`,
+  };
 }
 
 async function reserveInTx(q: SqlDatabase, p: ReserveInput, paused?: TxEffect<void>): Promise<ReserveResult> {
-  return changeWith(q, async (t): Promise<ReserveResult> => {
-    const s = await t.get(
-      `SELECT state, expires_at, ceiling, spent, reserved, soft_limit, max_per_hour, max_per_merchant_day
+  return changeWith(
+    q,
+    async (t): Promise<ReserveResult> => {
+      const s = await t.get(
+        `SELECT state, expires_at, ceiling, spent, reserved, soft_limit, max_per_hour, max_per_merchant_day
        FROM gw_sessions WHERE id = ?${forUpdate(t)}`,
-      [p.sessionId],
-    );
-    if (!s) return { ok: false, code: 'session_revoked', message: 'no such session' } as const;
-    const state = s.state as string;
-    if (state === 'revoked') return { ok: false, code: 'session_revoked', message: 'the session has been revoked' } as const;
-    if (state === 'expired' || Number(s.expires_at) <= p.now) return { ok: false, code: 'session_expired', message: 'the session has expired' } as const;
-    if (state === 'paused') return { ok: false, code: 'session_paused', message: 'the session is paused at its soft ceiling; continue it with the continuation token' } as const;
-    if (s.max_per_hour != null) {
-      const c = await t.get<{ n: unknown }>(
-        `SELECT COUNT(*) AS n FROM gw_payments WHERE session_id = ? AND created_at > ? AND state <> 'released'`,
-        [p.sessionId, p.now - HOUR],
+        [p.sessionId],
       );
-      if (Number(c?.n ?? 0) >= Number(s.max_per_hour)) {
-        return { ok: false, code: 'velocity_exceeded', message: `at most ${s.max_per_hour} payments per hour` } as const;
+      if (!s) return { ok: false, code: 'session_revoked', message: 'no such session' } as const;
+      const state = s.state as string;
+      if (state === 'revoked')
+        return { ok: false, code: 'session_revoked', message: 'the session has been revoked' } as const;
+      if (state === 'expired' || Number(s.expires_at) <= p.now)
+        return { ok: false, code: 'session_expired', message: 'the session has expired' } as const;
+      if (state === 'paused')
+        return {
+          ok: false,
+          code: 'session_paused',
+          message: 'the session is paused at its soft ceiling; continue it with the continuation token',
+        } as const;
+      if (s.max_per_hour != null) {
+        const c = await t.get<{ n: unknown }>(
+          `SELECT COUNT(*) AS n FROM gw_payments WHERE session_id = ? AND created_at > ? AND state <> 'released'`,
+          [p.sessionId, p.now - HOUR],
+        );
+        if (Number(c?.n ?? 0) >= Number(s.max_per_hour)) {
+          return {
+            ok: false,
+            code: 'velocity_exceeded',
+            message: `at most ${s.max_per_hour} payments per hour`,
+          } as const;
+        }
       }
-    }
-    if (s.max_per_merchant_day != null) {
-      const c = await t.get<{ total: unknown }>(
-        `SELECT COALESCE(SUM(amount), 0) AS total FROM gw_payments WHERE session_id = ? AND merchant = ? AND created_at > ? AND state <> 'released'`,
-        [p.sessionId, p.merchant, p.now - DAY],
-      );
-      if (BigInt(String(c?.total ?? 0)) + p.amount > BigInt(s.max_per_merchant_day as string)) {
-        return { ok: false, code: 'velocity_exceeded', message: `at most ${s.max_per_merchant_day} per merchant per day` } as const;
+      if (s.max_per_merchant_day != null) {
+        const c = await t.get<{ total: unknown }>(
+          `SELECT COALESCE(SUM(amount), 0) AS total FROM gw_payments WHERE session_id = ? AND merchant = ? AND created_at > ? AND state <> 'released'`,
+          [p.sessionId, p.merchant, p.now - DAY],
+        );
+        if (BigInt(String(c?.total ?? 0)) + p.amount > BigInt(s.max_per_merchant_day as string)) {
+          return {
+            ok: false,
+            code: 'velocity_exceeded',
+            message: `at most ${s.max_per_merchant_day} per merchant per day`,
+          } as const;
+        }
       }
-    }
-    const ceiling = BigInt(s.ceiling as string);
-    const spent = BigInt(s.spent as string);
-    const reserved = BigInt(s.reserved as string);
-    if (spent + reserved + p.amount > ceiling) {
-      if (s.soft_limit != null) {
-        const r = await t.run(`UPDATE gw_sessions SET state = 'paused', continuation_nonce = ? WHERE id = ? AND state = 'active'`, [
-          randomBytes(16).toString('base64url'),
-          p.sessionId,
-        ]);
-        return { ok: false, code: 'session_paused', message: 'the payment would cross the soft ceiling: the session is paused', pausedNow: r.changes === 1 } as const;
+      const ceiling = BigInt(s.ceiling as string);
+      const spent = BigInt(s.spent as string);
+      const reserved = BigInt(s.reserved as string);
+      if (spent + reserved + p.amount > ceiling) {
+        if (s.soft_limit != null) {
+          const r = await t.run(
+            `UPDATE gw_sessions SET state = 'paused', continuation_nonce = ? WHERE id = ? AND state = 'active'`,
+            [randomBytes(16).toString('base64url'), p.sessionId],
+          );
+          return {
+            ok: false,
+            code: 'session_paused',
+            message: 'the payment would cross the soft ceiling: the session is paused',
+            pausedNow: r.changes === 1,
+          } as const;
+        }
+        return {
+          ok: false,
+          code: 'budget_exceeded',
+          message: `the payment of ${p.amount} exceeds the remaining budget of ${ceiling - spent - reserved}`,
+        } as const;
       }
-      return { ok: false, code: 'budget_exceeded', message: `the payment of ${p.amount} exceeds the remaining budget of ${ceiling - spent - reserved}` } as const;
-    }
-    await t.run(
-      `INSERT INTO gw_payments (id, session_id, state, amount, currency, merchant, address, purpose, rail, created_at, updated_at)
+      await t.run(
+        `INSERT INTO gw_payments (id, session_id, state, amount, currency, merchant, address, purpose, rail, created_at, updated_at)
        VALUES (?, ?, 'reserved', ?, ?, ?, ?, ?, ?, ?, ?)`,
-      [p.paymentId, p.sessionId, p.amount, p.currency, p.merchant, p.address, p.purpose, p.rail, p.now, p.now],
-    );
-    // The guard is repeated in the WHERE clause: the reservation can never pass the ceiling,
-    // whatever happened above.
-    const u = await t.run(
-      `UPDATE gw_sessions SET reserved = reserved + ? WHERE id = ? AND state = 'active' AND expires_at > ? AND spent + reserved + ? <= ceiling`,
-      [p.amount, p.sessionId, p.now, p.amount],
-    );
-    if (u.changes !== 1) throw new Error('reservation guard failed inside the transaction');
-    return { ok: true } as const;
-  }, paused && (async (t, r) => (!r.ok && r.pausedNow ? paused(t) : undefined)));
+        [p.paymentId, p.sessionId, p.amount, p.currency, p.merchant, p.address, p.purpose, p.rail, p.now, p.now],
+      );
+      // The guard is repeated in the WHERE clause: the reservation can never pass the ceiling,
+      // whatever happened above.
+      const u = await t.run(
+        `UPDATE gw_sessions SET reserved = reserved + ? WHERE id = ? AND state = 'active' AND expires_at > ? AND spent + reserved + ? <= ceiling`,
+        [p.amount, p.sessionId, p.now, p.amount],
+      );
+      if (u.changes !== 1) throw new Error('reservation guard failed inside the transaction');
+      return { ok: true } as const;
+    },
+    paused && (async (t, r) => (!r.ok && r.pausedNow ? paused(t) : undefined)),
+  );
 }
 
 /** reserved → paying, with the SBA the payment is made under (reconcile's, until the payment is paid); written before the rail is called. */
 export async function markPaying(q: SqlExecutor, paymentId: string, sba: string, now: number): Promise<boolean> {
-  const r = await q.run(`UPDATE gw_payments SET state = 'paying', sba = ?, updated_at = ? WHERE id = ? AND state = 'reserved'`, [sba, now, paymentId]);
+  const r = await q.run(
+    `UPDATE gw_payments SET state = 'paying', sba = ?, updated_at = ? WHERE id = ? AND state = 'reserved'`,
+    [sba, now, paymentId],
+  );
   return r.changes === 1;
 }
 
@@ -202,7 +285,10 @@ export type CommitRecord = { effect?: TxEffect<CommitResult>; first?: TxEffect<v
 /** The CTE members inserting `rows` when `pay` has a row. */
 function recordingCtes(rows: RowInsert[]): { sql: string; params: unknown[] } {
   const parts = rows.map((r) => insertSelectSql(r, 'pay'));
-  return { sql: parts.map((p, i) => `,\n       rec${i} AS (${p.sql})`).join(''), params: parts.flatMap((p) => p.params) };
+  return {
+    sql: parts.map((p, i) => `,\n       rec${i} AS (${p.sql})`).join(''),
+    params: parts.flatMap((p) => p.params),
+  };
 }
 
 const NO_CTES = { sql: '', params: [] as unknown[] };
@@ -245,7 +331,10 @@ function receiptCtes(p: ReceiptRow): { sql: string; params: unknown[] } {
  * The tail both commit statements share, after a `pay` CTE that returned the paid row: the
  * session's spend moved and the receipt stored, then `extra`.
  */
-function spendAndReceiptCtes(p: ReceiptRow, extra: { sql: string; params: unknown[] }): { sql: string; params: unknown[] } {
+function spendAndReceiptCtes(
+  p: ReceiptRow,
+  extra: { sql: string; params: unknown[] },
+): { sql: string; params: unknown[] } {
   const rc = receiptCtes(p);
   return {
     sql: `ses AS (
@@ -307,12 +396,17 @@ async function commitOnPostgres(
     const row = await q.getGrouped(sessionId, st.sql, st.params);
     return row ? committed(row, amount) : NOT_COMMITTED;
   }
-  return changeWith(q, async (t) => {
-    const st = statement();
-    const row = await t.get(st.sql, st.params);
-    if (!row) throw new Rollback(NOT_COMMITTED);
-    return committed(row, amount);
-  }, record.effect, { first: record.first });
+  return changeWith(
+    q,
+    async (t) => {
+      const st = statement();
+      const row = await t.get(st.sql, st.params);
+      if (!row) throw new Rollback(NOT_COMMITTED);
+      return committed(row, amount);
+    },
+    record.effect,
+    { first: record.first },
+  );
 }
 
 /** The result of a commit from the session row it updated (`spent`, `ceiling`). */
@@ -326,7 +420,10 @@ async function bookSpendAndReceipt(
   t: SqlExecutor,
   p: ReceiptRow & { amount: bigint; sessionId: string },
 ): Promise<CommitResult> {
-  const s = await t.get(`UPDATE gw_sessions SET spent = spent + ?, reserved = reserved - ? WHERE id = ? RETURNING spent, ceiling`, [p.amount, p.amount, p.sessionId]);
+  const s = await t.get(
+    `UPDATE gw_sessions SET spent = spent + ?, reserved = reserved - ? WHERE id = ? RETURNING spent, ceiling`,
+    [p.amount, p.amount, p.sessionId],
+  );
   await insertReceipt(t, p);
   return committed(s!, p.amount);
 }
@@ -334,11 +431,15 @@ async function bookSpendAndReceipt(
 /** SQLite: the signed receipt of a payment, and its grant when that text comes with it (ReceiptRow). */
 async function insertReceipt(t: SqlExecutor, p: ReceiptRow & { sessionId: string }) {
   if (p.grant?.text !== undefined) {
-    await t.run(`INSERT INTO gw_receipt_grants (hash, body) VALUES (?, ?) ON CONFLICT DO NOTHING`, [p.grant.hash, p.grant.text]);
+    await t.run(`INSERT INTO gw_receipt_grants (hash, body) VALUES (?, ?) ON CONFLICT DO NOTHING`, [
+      p.grant.hash,
+      p.grant.text,
+    ]);
   }
-  await t.run(`INSERT INTO gw_receipts (id, session_id, payment_id, paid_at, body, grant_hash) VALUES (?, ?, ?, ?, ?, ?)`, [
-    p.receiptId, p.sessionId, p.paymentId, p.paidAt, p.receipt, p.grant?.hash ?? null,
-  ]);
+  await t.run(
+    `INSERT INTO gw_receipts (id, session_id, payment_id, paid_at, body, grant_hash) VALUES (?, ?, ?, ?, ?, ?)`,
+    [p.receiptId, p.sessionId, p.paymentId, p.paidAt, p.receipt, p.grant?.hash ?? null],
+  );
 }
 
 /**
@@ -353,16 +454,21 @@ export async function commit(
   record: CommitRecord = {},
 ): Promise<CommitResult> {
   const { effect, first } = 'rows' in record ? ({} as { effect?: undefined; first?: undefined }) : record;
-  if (q.dialect === 'postgres') return commitOnPostgres(q, p.sessionId, (extra) => commitStatement(p, extra), p.amount, record);
-  return changeWith(q, async (t) => {
-    const u = await t.run(`UPDATE gw_payments SET state = 'paid', tx_ref = ?, updated_at = ?, sba = NULL WHERE id = ? AND state IN ('reserved', 'paying')`, [
-      p.txRef,
-      p.paidAt,
-      p.paymentId,
-    ]);
-    if (u.changes !== 1) throw new Rollback(NOT_COMMITTED);
-    return bookSpendAndReceipt(t, p);
-  }, effect, { first });
+  if (q.dialect === 'postgres')
+    return commitOnPostgres(q, p.sessionId, (extra) => commitStatement(p, extra), p.amount, record);
+  return changeWith(
+    q,
+    async (t) => {
+      const u = await t.run(
+        `UPDATE gw_payments SET state = 'paid', tx_ref = ?, updated_at = ?, sba = NULL WHERE id = ? AND state IN ('reserved', 'paying')`,
+        [p.txRef, p.paidAt, p.paymentId],
+      );
+      if (u.changes !== 1) throw new Rollback(NOT_COMMITTED);
+      return bookSpendAndReceipt(t, p);
+    },
+    effect,
+    { first },
+  );
 }
 
 /**
@@ -370,14 +476,29 @@ export async function commit(
  * `states` narrows it: reconcile releases a stale row only while it is still `reserved` (nothing
  * reaches a rail before `paying`), so a row another instance has just marked `paying` stays.
  */
-export async function release(q: SqlDatabase, paymentId: string, now: number, states: readonly ('reserved' | 'paying')[] = ['reserved', 'paying']): Promise<boolean> {
+export async function release(
+  q: SqlDatabase,
+  paymentId: string,
+  now: number,
+  states: readonly ('reserved' | 'paying')[] = ['reserved', 'paying'],
+): Promise<boolean> {
   const inStates = `state IN (${states.map(() => '?').join(', ')})`;
   return q.tx(async (t) => {
-    const p = await t.get(`SELECT session_id, amount FROM gw_payments WHERE id = ? AND ${inStates}${forUpdate(t)}`, [paymentId, ...states]);
+    const p = await t.get(`SELECT session_id, amount FROM gw_payments WHERE id = ? AND ${inStates}${forUpdate(t)}`, [
+      paymentId,
+      ...states,
+    ]);
     if (!p) return false;
-    const u = await t.run(`UPDATE gw_payments SET state = 'released', updated_at = ? WHERE id = ? AND ${inStates}`, [now, paymentId, ...states]);
+    const u = await t.run(`UPDATE gw_payments SET state = 'released', updated_at = ? WHERE id = ? AND ${inStates}`, [
+      now,
+      paymentId,
+      ...states,
+    ]);
     if (u.changes !== 1) return false;
-    await t.run(`UPDATE gw_sessions SET reserved = reserved - ? WHERE id = ?`, [BigInt(p.amount as string), p.session_id as string]);
+    await t.run(`UPDATE gw_sessions SET reserved = reserved - ? WHERE id = ?`, [
+      BigInt(p.amount as string),
+      p.session_id as string,
+    ]);
     return true;
   });
 }
@@ -398,7 +519,12 @@ export const OPEN_PAYMENTS_SQL = `SELECT * FROM gw_payments WHERE state IN ('res
  * Payments left open (reserved or paying) and untouched since `before`: what reconcile() settles,
  * a page at a time in (updated_at, id) order after `after`, so one pass reaches every row.
  */
-export async function openPayments(q: SqlExecutor, before: number, limit = 200, after?: { updatedAt: number; id: string }): Promise<PaymentRecord[]> {
+export async function openPayments(
+  q: SqlExecutor,
+  before: number,
+  limit = 200,
+  after?: { updatedAt: number; id: string },
+): Promise<PaymentRecord[]> {
   const a = after ?? { updatedAt: -1, id: '' };
   const rows = await q.all(OPEN_PAYMENTS_SQL, [before, a.updatedAt, a.updatedAt, a.id, limit]);
   return rows.map(toPayment);
@@ -406,7 +532,10 @@ export async function openPayments(q: SqlExecutor, before: number, limit = 200, 
 
 /** A row reconcile left open (still pending at the rail) goes to the back of the queue. */
 export async function touchOpen(q: SqlExecutor, paymentId: string, now: number): Promise<void> {
-  await q.run(`UPDATE gw_payments SET updated_at = ? WHERE id = ? AND state IN ('reserved', 'paying')`, [now, paymentId]);
+  await q.run(`UPDATE gw_payments SET updated_at = ? WHERE id = ? AND state IN ('reserved', 'paying')`, [
+    now,
+    paymentId,
+  ]);
 }
 
 /** The receipt columns, with the grant a receipt keeps apart (ReceiptRow), of `gw_receipts r`. */
@@ -418,7 +547,8 @@ function receiptFromRow(r: ReceiptSelected, grants = new Map<string, unknown>())
   const receipt = JSON.parse(r.body) as { receiptId?: string; sba?: Record<string, unknown> };
   if (r.grant_hash === null) return receipt;
   // Only ever written in the receipt's own change: a receipt without it is a damaged database.
-  if (r.grant_body === null) throw new Error(`receipt ${receipt.receiptId}: its grant ${r.grant_hash} is not in gw_receipt_grants`);
+  if (r.grant_body === null)
+    throw new Error(`receipt ${receipt.receiptId}: its grant ${r.grant_hash} is not in gw_receipt_grants`);
   let grant = grants.get(r.grant_hash);
   if (grant === undefined) grants.set(r.grant_hash, (grant = JSON.parse(r.grant_body)));
   receipt.sba = { ...receipt.sba, grant };
@@ -426,14 +556,19 @@ function receiptFromRow(r: ReceiptSelected, grants = new Map<string, unknown>())
 }
 
 export async function receiptsOf(q: SqlExecutor, sessionId: string): Promise<unknown[]> {
-  const rows = await q.all<ReceiptSelected>(`${RECEIPT_SELECT} WHERE r.session_id = ? ORDER BY r.paid_at, r.id`, [sessionId]);
+  const rows = await q.all<ReceiptSelected>(`${RECEIPT_SELECT} WHERE r.session_id = ? ORDER BY r.paid_at, r.id`, [
+    sessionId,
+  ]);
   const grants = new Map<string, unknown>();
   return rows.map((r) => receiptFromRow(r, grants));
 }
 
 /** One receipt of a session by its id, or undefined (another session's receipt is not found either). */
 export async function receiptOf(q: SqlExecutor, sessionId: string, receiptId: string): Promise<unknown | undefined> {
-  const r = await q.get<ReceiptSelected>(`${RECEIPT_SELECT} WHERE r.id = ? AND r.session_id = ?`, [receiptId, sessionId]);
+  const r = await q.get<ReceiptSelected>(`${RECEIPT_SELECT} WHERE r.id = ? AND r.session_id = ?`, [
+    receiptId,
+    sessionId,
+  ]);
   return r ? receiptFromRow(r) : undefined;
 }
 
@@ -451,19 +586,26 @@ export async function payLedgerAndCommit(
 ): Promise<CommitResult> {
   // The SBA is not stored on the payment row here: the receipt, written in the same change, carries it.
   const { effect, first } = 'rows' in record ? ({} as { effect?: undefined; first?: undefined }) : record;
-  if (q.dialect === 'postgres') return commitOnPostgres(q, p.sessionId, (extra) => ledgerCommitStatement(p, extra), p.amount, record);
-  return changeWith(q, async (t) => {
-    const u = await t.run(`UPDATE gw_payments SET state = 'paid', tx_ref = ?, updated_at = ? WHERE id = ? AND state = 'reserved'`, [
-      p.txRef, p.paidAt, p.paymentId,
-    ]);
-    if (u.changes !== 1) throw new Rollback(NOT_COMMITTED);
-    const l = await t.run(
-      `INSERT INTO gw_ledger (payment_id, status, tx_ref, address, amount, currency, created_at) VALUES (?, 'paid', ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-      [p.paymentId, p.txRef, p.address, p.amount, p.currency, p.paidAt],
-    );
-    if (l.changes !== 1) throw new Error(`ledger id ${p.paymentId} already settled`); // rolls the payment back
-    return bookSpendAndReceipt(t, p);
-  }, effect, { first });
+  if (q.dialect === 'postgres')
+    return commitOnPostgres(q, p.sessionId, (extra) => ledgerCommitStatement(p, extra), p.amount, record);
+  return changeWith(
+    q,
+    async (t) => {
+      const u = await t.run(
+        `UPDATE gw_payments SET state = 'paid', tx_ref = ?, updated_at = ? WHERE id = ? AND state = 'reserved'`,
+        [p.txRef, p.paidAt, p.paymentId],
+      );
+      if (u.changes !== 1) throw new Rollback(NOT_COMMITTED);
+      const l = await t.run(
+        `INSERT INTO gw_ledger (payment_id, status, tx_ref, address, amount, currency, created_at) VALUES (?, 'paid', ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+        [p.paymentId, p.txRef, p.address, p.amount, p.currency, p.paidAt],
+      );
+      if (l.changes !== 1) throw new Error(`ledger id ${p.paymentId} already settled`); // rolls the payment back
+      return bookSpendAndReceipt(t, p);
+    },
+    effect,
+    { first },
+  );
 }
 
 /** A ledger payment made in the same change as its reservation (reserveAndPayLedger). */
@@ -490,9 +632,26 @@ function reserveAndPayStatement(p: LedgerPaymentInput, extra = NO_CTES): { sql: 
        ${rc.sql}${extra.sql}
        SELECT spent, ceiling FROM ses`,
     params: [
-      p.amount, p.sessionId, p.now, p.amount,
-      p.paymentId, p.amount, p.currency, p.merchant, p.address, p.purpose, p.rail, p.txRef, p.now, p.paidAt,
-      p.paymentId, p.txRef, p.address, p.amount, p.currency, p.paidAt,
+      p.amount,
+      p.sessionId,
+      p.now,
+      p.amount,
+      p.paymentId,
+      p.amount,
+      p.currency,
+      p.merchant,
+      p.address,
+      p.purpose,
+      p.rail,
+      p.txRef,
+      p.now,
+      p.paidAt,
+      p.paymentId,
+      p.txRef,
+      p.address,
+      p.amount,
+      p.currency,
+      p.paidAt,
       ...rc.params,
       ...extra.params,
     ],
@@ -507,24 +666,47 @@ function reserveAndPayStatement(p: LedgerPaymentInput, extra = NO_CTES): { sql: 
  * `committed: false` means the guard refused and nothing was written: reserve() then tells why
  * (and pauses the session at a soft ceiling).
  */
-export async function reserveAndPayLedger(q: SqlDatabase, p: LedgerPaymentInput, record: CommitRecord = {}): Promise<CommitResult> {
-  if (q.dialect === 'postgres') return commitOnPostgres(q, p.sessionId, (extra) => reserveAndPayStatement(p, extra), p.amount, record);
+export async function reserveAndPayLedger(
+  q: SqlDatabase,
+  p: LedgerPaymentInput,
+  record: CommitRecord = {},
+): Promise<CommitResult> {
+  if (q.dialect === 'postgres')
+    return commitOnPostgres(q, p.sessionId, (extra) => reserveAndPayStatement(p, extra), p.amount, record);
   const { effect, first } = 'rows' in record ? ({} as { effect?: undefined; first?: undefined }) : record;
-  return changeWith(q, async (t) => {
-    const s = await t.get(
-      `UPDATE gw_sessions SET spent = spent + ? WHERE id = ? AND state = 'active' AND expires_at > ? AND spent + reserved + ? <= ceiling RETURNING spent, ceiling`,
-      [p.amount, p.sessionId, p.now, p.amount],
-    );
-    if (!s) throw new Rollback(NOT_COMMITTED);
-    await t.run(
-      `INSERT INTO gw_payments (id, session_id, state, amount, currency, merchant, address, purpose, rail, tx_ref, created_at, updated_at)
+  return changeWith(
+    q,
+    async (t) => {
+      const s = await t.get(
+        `UPDATE gw_sessions SET spent = spent + ? WHERE id = ? AND state = 'active' AND expires_at > ? AND spent + reserved + ? <= ceiling RETURNING spent, ceiling`,
+        [p.amount, p.sessionId, p.now, p.amount],
+      );
+      if (!s) throw new Rollback(NOT_COMMITTED);
+      await t.run(
+        `INSERT INTO gw_payments (id, session_id, state, amount, currency, merchant, address, purpose, rail, tx_ref, created_at, updated_at)
        VALUES (?, ?, 'paid', ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      [p.paymentId, p.sessionId, p.amount, p.currency, p.merchant, p.address, p.purpose, p.rail, p.txRef, p.now, p.paidAt],
-    );
-    await t.run(`INSERT INTO gw_ledger (payment_id, status, tx_ref, address, amount, currency, created_at) VALUES (?, 'paid', ?, ?, ?, ?, ?)`, [
-      p.paymentId, p.txRef, p.address, p.amount, p.currency, p.paidAt,
-    ]);
-    await insertReceipt(t, p);
-    return committed(s, p.amount);
-  }, effect, { first });
+        [
+          p.paymentId,
+          p.sessionId,
+          p.amount,
+          p.currency,
+          p.merchant,
+          p.address,
+          p.purpose,
+          p.rail,
+          p.txRef,
+          p.now,
+          p.paidAt,
+        ],
+      );
+      await t.run(
+        `INSERT INTO gw_ledger (payment_id, status, tx_ref, address, amount, currency, created_at) VALUES (?, 'paid', ?, ?, ?, ?, ?)`,
+        [p.paymentId, p.txRef, p.address, p.amount, p.currency, p.paidAt],
+      );
+      await insertReceipt(t, p);
+      return committed(s, p.amount);
+    },
+    effect,
+    { first },
+  );
 }

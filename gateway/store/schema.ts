@@ -33,8 +33,8 @@ const initial = [
         id TEXT PRIMARY KEY, session_id TEXT NOT NULL, payment_id TEXT NOT NULL UNIQUE,
         paid_at BIGINT NOT NULL, body TEXT NOT NULL)`,
   `CREATE INDEX IF NOT EXISTS gw_receipts_session ON gw_receipts (session_id, paid_at)`,
-      // The ledger rail: one row per payment id, 'paid' or 'void'; the primary key
-      // is what makes pay() idempotent and lets reconcile() void a payment that never reached it.
+  // The ledger rail: one row per payment id, 'paid' or 'void'; the primary key
+  // is what makes pay() idempotent and lets reconcile() void a payment that never reached it.
   `CREATE TABLE IF NOT EXISTS gw_ledger (
         payment_id TEXT PRIMARY KEY, status TEXT NOT NULL, tx_ref TEXT UNIQUE, address TEXT,
         amount BIGINT, currency TEXT, created_at BIGINT NOT NULL)`,
@@ -45,15 +45,21 @@ const initial = [
   `CREATE TABLE IF NOT EXISTS gw_keys (
         kid TEXT PRIMARY KEY, purpose TEXT NOT NULL, alg TEXT NOT NULL, private_pem TEXT NOT NULL,
         public_jwk TEXT NOT NULL, status TEXT NOT NULL, created_at BIGINT NOT NULL)`,
-      // At most one active key per purpose, even with two instances starting at once.
+  // At most one active key per purpose, even with two instances starting at once.
   `CREATE UNIQUE INDEX IF NOT EXISTS gw_keys_active ON gw_keys (purpose) WHERE status = 'active'`,
   `CREATE TABLE IF NOT EXISTS gw_secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL)`,
 ];
 
 // Epoch milliseconds / seconds of the migration's own transaction, per dialect.
-const NOW_MS = { sqlite: `CAST(unixepoch('subsec') * 1000 AS INTEGER)`, postgres: `CAST(EXTRACT(EPOCH FROM now()) * 1000 AS BIGINT)` };
+const NOW_MS = {
+  sqlite: `CAST(unixepoch('subsec') * 1000 AS INTEGER)`,
+  postgres: `CAST(EXTRACT(EPOCH FROM now()) * 1000 AS BIGINT)`,
+};
 const NOW_S = { sqlite: `unixepoch()`, postgres: `CAST(EXTRACT(EPOCH FROM now()) AS BIGINT)` };
-const perDialect = (f: (d: 'sqlite' | 'postgres') => string[]) => ({ sqlite: f('sqlite').join(';\n'), postgres: f('postgres').join(';\n') });
+const perDialect = (f: (d: 'sqlite' | 'postgres') => string[]) => ({
+  sqlite: f('sqlite').join(';\n'),
+  postgres: f('postgres').join(';\n'),
+});
 
 /**
  * The Trust Bundle's sequence comes from the database (PROTOCOL.md §12): `gw_counters.bundle` is

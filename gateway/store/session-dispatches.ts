@@ -18,7 +18,12 @@ export interface SessionDispatch {
 }
 
 /** Newest first, at most `limit`. @example await dispatchesOfSession(db, s.id, s.webhookUrl, 100) */
-export async function dispatchesOfSession(q: SqlExecutor, sessionId: string, webhookUrl: string, limit: number): Promise<SessionDispatch[]> {
+export async function dispatchesOfSession(
+  q: SqlExecutor,
+  sessionId: string,
+  webhookUrl: string,
+  limit: number,
+): Promise<SessionDispatch[]> {
   // Session ids are [A-Za-z0-9_-]: escape LIKE's `_` (and the escape character itself).
   const needle = `%"sessionId":"${sessionId.replace(/[\\%_]/g, (c) => `\\${c}`)}"%`;
   const rows = await q.all<Record<string, unknown>>(

@@ -79,7 +79,10 @@ export function effectiveState(s: Pick<SessionRecord, 'state' | 'expiresAt'>, no
   return s.state;
 }
 
-export type NewSession = Omit<SessionRecord, 'spent' | 'reserved' | 'endedAt' | 'revokedBy' | 'continuationNonce' | 'state'>;
+export type NewSession = Omit<
+  SessionRecord,
+  'spent' | 'reserved' | 'endedAt' | 'revokedBy' | 'continuationNonce' | 'state'
+>;
 
 /**
  * Inserts a session for an owner that is not disabled; false when it is. The owner row is
@@ -87,12 +90,19 @@ export type NewSession = Omit<SessionRecord, 'spent' | 'reserved' | 'endedAt' | 
  * live sessions) either waits for this session and revokes it, or makes this insert refuse.
  */
 export async function insertOwnedSession(db: SqlDatabase, s: NewSession, effect?: TxEffect<boolean>): Promise<boolean> {
-  return changeWith(db, async (t) => {
-    const owner = await t.get(`SELECT id FROM gw_owners WHERE id = ? AND disabled_at IS NULL${t.dialect === 'postgres' ? ' FOR SHARE' : ''}`, [s.ownerId]);
-    if (!owner) return false;
-    await insertSession(t, s);
-    return true;
-  }, effect);
+  return changeWith(
+    db,
+    async (t) => {
+      const owner = await t.get(
+        `SELECT id FROM gw_owners WHERE id = ? AND disabled_at IS NULL${t.dialect === 'postgres' ? ' FOR SHARE' : ''}`,
+        [s.ownerId],
+      );
+      if (!owner) return false;
+      await insertSession(t, s);
+      return true;
+    },
+    effect,
+  );
 }
 
 export async function insertSession(q: SqlExecutor, s: NewSession): Promise<void> {
@@ -102,9 +112,25 @@ export async function insertSession(q: SqlExecutor, s: NewSession): Promise<void
        max_per_merchant_day, webhook_url, webhook_secret, thresholds)
      VALUES (?, ?, ?, ?, ?, ?, 0, 0, 'active', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     [
-      s.id, s.ownerId, s.tokenHash, s.label, s.currency, s.ceiling, s.expiresAt, s.createdAt,
-      JSON.stringify(s.config), s.policyHash, s.grantId, JSON.stringify(s.grant), s.actorKeyPem,
-      s.softLimit, s.maxPerHour, s.maxPerMerchantDay, s.webhookUrl, s.webhookSecret, JSON.stringify(s.thresholds),
+      s.id,
+      s.ownerId,
+      s.tokenHash,
+      s.label,
+      s.currency,
+      s.ceiling,
+      s.expiresAt,
+      s.createdAt,
+      JSON.stringify(s.config),
+      s.policyHash,
+      s.grantId,
+      JSON.stringify(s.grant),
+      s.actorKeyPem,
+      s.softLimit,
+      s.maxPerHour,
+      s.maxPerMerchantDay,
+      s.webhookUrl,
+      s.webhookSecret,
+      JSON.stringify(s.thresholds),
     ],
   );
 }
@@ -125,14 +151,22 @@ export async function sessionByGrantId(q: SqlExecutor, grantId: string): Promise
 }
 
 /** One page of an owner's sessions, newest first; `before` is the cursor (createdAt, id) of the last row seen. */
-export async function listSessions(q: SqlExecutor, ownerId: string, limit: number, before?: { createdAt: number; id: string }): Promise<SessionRecord[]> {
+export async function listSessions(
+  q: SqlExecutor,
+  ownerId: string,
+  limit: number,
+  before?: { createdAt: number; id: string },
+): Promise<SessionRecord[]> {
   const rows = before
     ? await q.all(
         `SELECT * FROM gw_sessions WHERE owner_id = ? AND (created_at < ? OR (created_at = ? AND id < ?))
          ORDER BY created_at DESC, id DESC LIMIT ?`,
         [ownerId, before.createdAt, before.createdAt, before.id, limit],
       )
-    : await q.all(`SELECT * FROM gw_sessions WHERE owner_id = ? ORDER BY created_at DESC, id DESC LIMIT ?`, [ownerId, limit]);
+    : await q.all(`SELECT * FROM gw_sessions WHERE owner_id = ? ORDER BY created_at DESC, id DESC LIMIT ?`, [
+        ownerId,
+        limit,
+      ]);
   return rows.map(toSession);
 }
 
@@ -141,7 +175,13 @@ export async function listSessions(q: SqlExecutor, ownerId: string, limit: numbe
  * instance sees it, in one transaction with the bundle sequence (PROTOCOL.md §12). Returns true
  * when this call did the revoking.
  */
-export async function revokeSession(db: SqlDatabase, id: string, now: number, by: RevokedBy, effect?: TxEffect<SessionRecord[]>): Promise<boolean> {
+export async function revokeSession(
+  db: SqlDatabase,
+  id: string,
+  now: number,
+  by: RevokedBy,
+  effect?: TxEffect<SessionRecord[]>,
+): Promise<boolean> {
   return (await changeWith(db, (t) => revokeLive(t, { id }, now, by), effect)).length === 1;
 }
 
@@ -149,7 +189,12 @@ export async function revokeSession(db: SqlDatabase, id: string, now: number, by
  * Revokes the live sessions of one id or of one owner inside the caller's transaction, raising
  * the bundle sequence when any changed; returns those this call revoked (for their events).
  */
-export async function revokeLive(t: SqlExecutor, which: { id: string } | { ownerId: string }, now: number, by: RevokedBy): Promise<SessionRecord[]> {
+export async function revokeLive(
+  t: SqlExecutor,
+  which: { id: string } | { ownerId: string },
+  now: number,
+  by: RevokedBy,
+): Promise<SessionRecord[]> {
   const [column, value] = 'id' in which ? ['id', which.id] : ['owner_id', which.ownerId];
   const rows = await t.all(
     `UPDATE gw_sessions SET state = 'revoked', ended_at = ?, continuation_nonce = NULL, revoked_by = ?
@@ -165,23 +210,32 @@ export async function revokeLive(t: SqlExecutor, which: { id: string } | { owner
  * ended, so exactly one instance emits session.expired for each.
  */
 export async function expireDue(q: SqlDatabase, now: number, effect?: TxEffect<string[]>): Promise<string[]> {
-  return changeWith(q, async (t) => {
-    const due = await t.all<{ id: string }>(
-      `SELECT id FROM gw_sessions WHERE state IN ('active', 'paused') AND expires_at <= ? ORDER BY expires_at LIMIT 500${forUpdate(t)}`,
-      [now],
-    );
-    const ended: string[] = [];
-    for (const { id } of due) {
-      const r = await t.run(`UPDATE gw_sessions SET state = 'expired', ended_at = ?, continuation_nonce = NULL WHERE id = ? AND state IN ('active', 'paused')`, [now, id]);
-      if (r.changes === 1) ended.push(id);
-    }
-    return ended;
-  }, effect);
+  return changeWith(
+    q,
+    async (t) => {
+      const due = await t.all<{ id: string }>(
+        `SELECT id FROM gw_sessions WHERE state IN ('active', 'paused') AND expires_at <= ? ORDER BY expires_at LIMIT 500${forUpdate(t)}`,
+        [now],
+      );
+      const ended: string[] = [];
+      for (const { id } of due) {
+        const r = await t.run(
+          `UPDATE gw_sessions SET state = 'expired', ended_at = ?, continuation_nonce = NULL WHERE id = ? AND state IN ('active', 'paused')`,
+          [now, id],
+        );
+        if (r.changes === 1) ended.push(id);
+      }
+      return ended;
+    },
+    effect,
+  );
 }
 
 /** The earliest expiry of a live session, for the expiry timer. */
 export async function nextExpiry(q: SqlExecutor): Promise<number | undefined> {
-  const r = await q.get<{ e: unknown }>(`SELECT MIN(expires_at) AS e FROM gw_sessions WHERE state IN ('active', 'paused')`);
+  const r = await q.get<{ e: unknown }>(
+    `SELECT MIN(expires_at) AS e FROM gw_sessions WHERE state IN ('active', 'paused')`,
+  );
   return r?.e == null ? undefined : Number(r.e);
 }
 

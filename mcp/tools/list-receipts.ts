@@ -11,53 +11,77 @@ import { toolResult } from '../tool-result.js';
 const receipt = z.object({
   receiptId: z.string(),
   paidAt: z.string().optional().describe('ISO 8601 UTC.'),
-  amount: z.object({ amountMinor: z.string(), currency: z.string() }).optional().describe('Minor units (cents for USD).'),
+  amount: z
+    .object({ amountMinor: z.string(), currency: z.string() })
+    .optional()
+    .describe('Minor units (cents for USD).'),
   merchant: z.string().optional(),
   purpose: z.string().optional(),
-  txRef: z.string().optional().describe('The rail\'s payment reference, txid:<reference>.'),
-  signed: z.record(z.unknown()).optional().describe('The whole signed receipt (with includeSigned), verifiable against the gateway\'s /.well-known/ctl-keys.json.'),
+  txRef: z.string().optional().describe("The rail's payment reference, txid:<reference>."),
+  signed: z
+    .record(z.unknown())
+    .optional()
+    .describe(
+      "The whole signed receipt (with includeSigned), verifiable against the gateway's /.well-known/ctl-keys.json.",
+    ),
 });
 
 const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
 
 /** Registers `list_receipts` on `server`. */
 export function registerListReceipts(server: McpServer, session: AgentSession, gatewayUrl: string) {
-  server.registerTool('list_receipts', {
-    title: 'Payment receipts of this session',
-    description: 'The gateway\'s signed receipts for the payments this agent\'s session made, newest first: receipt id, amount (minor units, e.g. cents), merchant, purpose, time. Costs nothing.',
-    inputSchema: {
-      limit: z.number().int().min(1).max(500).default(50).describe('How many of the newest receipts to return (1–500).'),
-      includeSigned: z.boolean().default(false).describe('Also return each whole signed receipt (large: it embeds the payment authorization).'),
+  server.registerTool(
+    'list_receipts',
+    {
+      title: 'Payment receipts of this session',
+      description:
+        "The gateway's signed receipts for the payments this agent's session made, newest first: receipt id, amount (minor units, e.g. cents), merchant, purpose, time. Costs nothing.",
+      inputSchema: {
+        limit: z
+          .number()
+          .int()
+          .min(1)
+          .max(500)
+          .default(50)
+          .describe('How many of the newest receipts to return (1–500).'),
+        includeSigned: z
+          .boolean()
+          .default(false)
+          .describe('Also return each whole signed receipt (large: it embeds the payment authorization).'),
+      },
+      outputSchema: {
+        sessionId: z.string(),
+        total: z.number().int().describe('Receipts in the session.'),
+        receipts: z.array(receipt),
+      },
+      annotations: { readOnlyHint: true, openWorldHint: false },
     },
-    outputSchema: {
-      sessionId: z.string(),
-      total: z.number().int().describe('Receipts in the session.'),
-      receipts: z.array(receipt),
+    async ({ limit, includeSigned }) => {
+      let all;
+      try {
+        all = await session.receipts();
+      } catch (e) {
+        return failedReadResult(e, gatewayUrl);
+      }
+      const newest = all.receipts.slice(-limit).reverse();
+      return toolResult({
+        sessionId: all.sessionId,
+        total: all.receipts.length,
+        receipts: newest.map((r) => {
+          const amount = r.amount as { amountMinor?: unknown; currency?: unknown } | undefined;
+          return {
+            receiptId: String(r.receiptId),
+            ...(str(r.paidAt) ? { paidAt: str(r.paidAt) } : {}),
+            ...(str(amount?.amountMinor) && str(amount?.currency)
+              ? { amount: { amountMinor: str(amount!.amountMinor)!, currency: str(amount!.currency)! } }
+              : {}),
+            ...(str(r.merchant) ? { merchant: str(r.merchant) } : {}),
+            ...(str(r.purpose) ? { purpose: str(r.purpose) } : {}),
+            ...(str(r.txRef) ? { txRef: str(r.txRef) } : {}),
+            ...(includeSigned ? { signed: r } : {}),
+          };
+        }),
+      });
     },
-    annotations: { readOnlyHint: true, openWorldHint: false },
-  }, async ({ limit, includeSigned }) => {
-    let all;
-    try {
-      all = await session.receipts();
-    } catch (e) {
-      return failedReadResult(e, gatewayUrl);
-    }
-    const newest = all.receipts.slice(-limit).reverse();
-    return toolResult({
-      sessionId: all.sessionId,
-      total: all.receipts.length,
-      receipts: newest.map((r) => {
-        const amount = r.amount as { amountMinor?: unknown; currency?: unknown } | undefined;
-        return {
-          receiptId: String(r.receiptId),
-          ...(str(r.paidAt) ? { paidAt: str(r.paidAt) } : {}),
-          ...(str(amount?.amountMinor) && str(amount?.currency) ? { amount: { amountMinor: str(amount!.amountMinor)!, currency: str(amount!.currency)! } } : {}),
-          ...(str(r.merchant) ? { merchant: str(r.merchant) } : {}),
-          ...(str(r.purpose) ? { purpose: str(r.purpose) } : {}),
-          ...(str(r.txRef) ? { txRef: str(r.txRef) } : {}),
-          ...(includeSigned ? { signed: r } : {}),
-        };
-      }),
-    });
-  });
+  );
 }

@@ -10,7 +10,11 @@ import { toolResult } from '../tool-result.js';
 
 const output = {
   sessionId: z.string(),
-  state: z.enum(['active', 'paused', 'revoked', 'expired']).describe('active: can pay. paused: at its soft limit, the budget owner must approve (ownerAction). revoked / expired: can no longer pay.'),
+  state: z
+    .enum(['active', 'paused', 'revoked', 'expired'])
+    .describe(
+      'active: can pay. paused: at its soft limit, the budget owner must approve (ownerAction). revoked / expired: can no longer pay.',
+    ),
   label: z.string().optional(),
   currency: z.string(),
   budgetMinor: z.string().describe('The spending ceiling, in minor units (cents for USD).'),
@@ -18,9 +22,14 @@ const output = {
   reservedMinor: z.string().describe('Held for payments in progress, minor units.'),
   remainingMinor: z.string().describe('What can still be paid: budget − spent − reserved, minor units.'),
   expiresAt: z.string().describe('ISO 8601 UTC instant after which the session can no longer pay.'),
-  purposes: z.array(z.string()).describe('Purposes paid_fetch may be given (<domain>:<kind>; <domain>:* allows every kind).'),
+  purposes: z
+    .array(z.string())
+    .describe('Purposes paid_fetch may be given (<domain>:<kind>; <domain>:* allows every kind).'),
   softLimitMinor: z.string().optional().describe('How much the owner adds each time they approve a paused session.'),
-  merchantAllowlist: z.array(z.string()).optional().describe('Merchant host patterns this session may pay (absent: any).'),
+  merchantAllowlist: z
+    .array(z.string())
+    .optional()
+    .describe('Merchant host patterns this session may pay (absent: any).'),
   merchantBlocklist: z.array(z.string()).optional().describe('Merchant host patterns this session may not pay.'),
   ownerAction: z.string().optional().describe('state paused: what the budget owner must do.'),
 };
@@ -29,37 +38,42 @@ const list = (v: unknown) => (Array.isArray(v) && v.length > 0 ? (v as string[])
 
 /** Registers `session_status` on `server`. */
 export function registerSessionStatus(server: McpServer, session: AgentSession, gatewayUrl: string) {
-  server.registerTool('session_status', {
-    title: 'Spending session status',
-    description: 'The state of this agent\'s spending session: active/paused/revoked/expired, budget, amount spent and remaining (minor units, e.g. cents), expiry and the purposes paid_fetch may use. Costs nothing.',
-    inputSchema: {},
-    outputSchema: output,
-    annotations: { readOnlyHint: true, openWorldHint: false },
-  }, async () => {
-    let v;
-    try {
-      v = await session.status();
-    } catch (e) {
-      return failedReadResult(e, gatewayUrl);
-    }
-    const allow = list(v.merchantAllowlist);
-    const block = list(v.merchantBlocklist);
-    const soft = (v.softLimit as { amount?: unknown } | undefined)?.amount;
-    return toolResult({
-      sessionId: v.sessionId,
-      state: v.state,
-      ...(v.label ? { label: v.label } : {}),
-      currency: v.budget.currency,
-      budgetMinor: v.budget.amount,
-      spentMinor: v.spentMinor,
-      reservedMinor: v.reservedMinor,
-      remainingMinor: v.remainingMinor,
-      expiresAt: v.expiresAt,
-      purposes: v.purposes,
-      ...(typeof soft === 'string' ? { softLimitMinor: soft } : {}),
-      ...(allow ? { merchantAllowlist: allow } : {}),
-      ...(block ? { merchantBlocklist: block } : {}),
-      ...(v.state === 'paused' ? { ownerAction: ownerActionForPause(gatewayUrl, v.sessionId) } : {}),
-    });
-  });
+  server.registerTool(
+    'session_status',
+    {
+      title: 'Spending session status',
+      description:
+        "The state of this agent's spending session: active/paused/revoked/expired, budget, amount spent and remaining (minor units, e.g. cents), expiry and the purposes paid_fetch may use. Costs nothing.",
+      inputSchema: {},
+      outputSchema: output,
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    async () => {
+      let v;
+      try {
+        v = await session.status();
+      } catch (e) {
+        return failedReadResult(e, gatewayUrl);
+      }
+      const allow = list(v.merchantAllowlist);
+      const block = list(v.merchantBlocklist);
+      const soft = (v.softLimit as { amount?: unknown } | undefined)?.amount;
+      return toolResult({
+        sessionId: v.sessionId,
+        state: v.state,
+        ...(v.label ? { label: v.label } : {}),
+        currency: v.budget.currency,
+        budgetMinor: v.budget.amount,
+        spentMinor: v.spentMinor,
+        reservedMinor: v.reservedMinor,
+        remainingMinor: v.remainingMinor,
+        expiresAt: v.expiresAt,
+        purposes: v.purposes,
+        ...(typeof soft === 'string' ? { softLimitMinor: soft } : {}),
+        ...(allow ? { merchantAllowlist: allow } : {}),
+        ...(block ? { merchantBlocklist: block } : {}),
+        ...(v.state === 'paused' ? { ownerAction: ownerActionForPause(gatewayUrl, v.sessionId) } : {}),
+      });
+    },
+  );
 }

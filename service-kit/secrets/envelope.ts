@@ -96,17 +96,22 @@ export function createSealer(wrapper: KeyWrapper, variable: string): SecretSeale
     },
     async open(sealed, context) {
       const parts = sealed.slice(PREFIX.length).split('.');
-      if (!isSealed(sealed) || parts.length !== 3) throw new Error(`the stored secret '${context}' is not a sealed value`);
+      if (!isSealed(sealed) || parts.length !== 3)
+        throw new Error(`the stored secret '${context}' is not a sealed value`);
       const [kekId, wrapped, body] = parts;
       if (kekId !== wrapper.id) {
-        throw new Error(`the stored secret '${context}' is sealed under KEK ${kekId}, but ${variable} here is KEK ${wrapper.id} (${wrapper.description}): give every instance the same ${variable}`);
+        throw new Error(
+          `the stored secret '${context}' is sealed under KEK ${kekId}, but ${variable} here is KEK ${wrapper.id} (${wrapper.description}): give every instance the same ${variable}`,
+        );
       }
       let dek: Uint8Array | undefined;
       try {
         dek = await wrapper.unwrap(Buffer.from(wrapped, 'base64url'), dekAad(context));
         return new TextDecoder().decode(gcmOpen(dek, Buffer.from(body, 'base64url'), enc.encode(context)));
       } catch (e) {
-        throw new Error(`the stored secret '${context}' does not open under ${variable} (tampered, or moved from another row): ${(e as Error).message}`);
+        throw new Error(
+          `the stored secret '${context}' does not open under ${variable} (tampered, or moved from another row): ${(e as Error).message}`,
+        );
       } finally {
         dek?.fill(0);
       }

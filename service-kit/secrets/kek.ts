@@ -35,7 +35,9 @@ export function parseKek(text: string, variable: string): Uint8Array {
     const b = Buffer.from(t, 'base64url');
     if (b.length === 32 && b.toString('base64url') === t) return b;
   }
-  throw new RangeError(`${variable}: expected 32 random bytes as base64url (43 characters) or hex (64 digits); make one with: node -e "console.log(require('crypto').randomBytes(32).toString('base64url'))"`);
+  throw new RangeError(
+    `${variable}: expected 32 random bytes as base64url (43 characters) or hex (64 digits); make one with: node -e "console.log(require('crypto').randomBytes(32).toString('base64url'))"`,
+  );
 }
 
 /** Reads the development KEK file, or creates it (mode 0600, never overwritten; two processes racing read the same one). */
@@ -49,7 +51,8 @@ export function devKek(path: string): Uint8Array {
       closeSync(fd);
     }
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw new Error(`cannot create the development KEK '${path}': ${(e as Error).message}`);
+    if ((e as NodeJS.ErrnoException).code !== 'EEXIST')
+      throw new Error(`cannot create the development KEK '${path}': ${(e as Error).message}`);
   }
   if (process.platform !== 'win32' && (statSync(path).mode & 0o077) !== 0) {
     throw new Error(`the development KEK '${path}' is accessible by others: chmod 600 it`);
@@ -71,9 +74,14 @@ export function devKek(path: string): Uint8Array {
  */
 export async function kekFromEnv(env: Env, variable: string, devFile: string): Promise<KekSource> {
   const uriVar = `${variable}_PKCS11_URI`;
-  if (set(env[variable]) && set(env[uriVar])) throw new Error(`${variable} and ${uriVar} are both set: give the KEK one way`);
+  if (set(env[variable]) && set(env[uriVar]))
+    throw new Error(`${variable} and ${uriVar} are both set: give the KEK one way`);
   if (set(env[variable])) {
-    return { sealer: createSealer(aesKeyWrapper(parseKek(env[variable]!, variable), variable), variable), source: 'env', close: async () => {} };
+    return {
+      sealer: createSealer(aesKeyWrapper(parseKek(env[variable]!, variable), variable), variable),
+      source: 'env',
+      close: async () => {},
+    };
   }
   if (set(env[uriVar])) {
     const modulePath = set(env['CTL_PKCS11_MODULE']) ? env['CTL_PKCS11_MODULE']!.trim() : DEFAULT_PKCS11_MODULE;
@@ -85,5 +93,9 @@ export async function kekFromEnv(env: Env, variable: string, devFile: string): P
     }
     return { sealer: createSealer(w, uriVar), source: 'pkcs11', close: () => w.close() };
   }
-  return { sealer: createSealer(aesKeyWrapper(devKek(devFile), `file ${devFile}`), variable), source: 'dev-file', close: async () => {} };
+  return {
+    sealer: createSealer(aesKeyWrapper(devKek(devFile), `file ${devFile}`), variable),
+    source: 'dev-file',
+    close: async () => {},
+  };
 }

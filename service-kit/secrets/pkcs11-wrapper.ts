@@ -6,7 +6,14 @@
 import { randomBytes } from 'node:crypto';
 import { parsePkcs11Uri, readPin } from '../signers/pkcs11-uri.js';
 import {
-  DEFAULT_PKCS11_MODULE, explain, findObjects, findSlot, keyTemplate, loadModule, openSession, type Handle,
+  DEFAULT_PKCS11_MODULE,
+  explain,
+  findObjects,
+  findSlot,
+  keyTemplate,
+  loadModule,
+  openSession,
+  type Handle,
 } from '../signers/pkcs11.js';
 import type { KeyWrapper } from './envelope.js';
 
@@ -19,7 +26,10 @@ export interface Pkcs11Wrapper extends KeyWrapper {
  * names the key across instances, never its value).
  * @example const w = await openPkcs11Wrapper('pkcs11:token=ctl;object=gateway-kek?pin-source=/run/pin')
  */
-export async function openPkcs11Wrapper(uriText: string, options: { modulePath?: string } = {}): Promise<Pkcs11Wrapper> {
+export async function openPkcs11Wrapper(
+  uriText: string,
+  options: { modulePath?: string } = {},
+): Promise<Pkcs11Wrapper> {
   const uri = parsePkcs11Uri(uriText);
   if (uri.object === undefined) throw new Error(`${uri.redacted} names no key: add object=<label>`);
   const pin = readPin(uri);
@@ -29,7 +39,8 @@ export async function openPkcs11Wrapper(uriText: string, options: { modulePath?:
   let key: Handle;
   try {
     const keys = findObjects(m, session, keyTemplate(m, uri, m.lib.CKO_SECRET_KEY));
-    if (keys.length !== 1) throw new Error(`${keys.length === 0 ? 'no' : keys.length} secret keys match ${uri.redacted}`);
+    if (keys.length !== 1)
+      throw new Error(`${keys.length === 0 ? 'no' : keys.length} secret keys match ${uri.redacted}`);
     key = keys[0];
   } catch (e) {
     m.p.C_CloseSession(session);
@@ -63,7 +74,11 @@ export async function openPkcs11Wrapper(uriText: string, options: { modulePath?:
       }
     },
     async close() {
-      try { m.p.C_CloseSession(session); } catch { /* best effort */ }
+      try {
+        m.p.C_CloseSession(session);
+      } catch {
+        /* best effort */
+      }
     },
   };
 }
@@ -78,12 +93,19 @@ export async function generatePkcs11AesKey(uriText: string, options: { modulePat
   const m = loadModule(uri.modulePath ?? options.modulePath ?? DEFAULT_PKCS11_MODULE);
   const session = openSession(m, findSlot(m, uri), uri, readPin(uri), true);
   try {
-    if (findObjects(m, session, keyTemplate(m, uri, m.lib.CKO_SECRET_KEY)).length > 0) throw new Error(`the token already holds a secret key labelled '${uri.object}'`);
+    if (findObjects(m, session, keyTemplate(m, uri, m.lib.CKO_SECRET_KEY)).length > 0)
+      throw new Error(`the token already holds a secret key labelled '${uri.object}'`);
     m.p.C_GenerateKey(session, { mechanism: m.lib.CKM_AES_KEY_GEN }, [
-      { type: m.lib.CKA_CLASS, value: m.lib.CKO_SECRET_KEY }, { type: m.lib.CKA_KEY_TYPE, value: m.lib.CKK_AES },
-      { type: m.lib.CKA_VALUE_LEN, value: 32 }, { type: m.lib.CKA_TOKEN, value: true }, { type: m.lib.CKA_PRIVATE, value: true },
-      { type: m.lib.CKA_SENSITIVE, value: true }, { type: m.lib.CKA_EXTRACTABLE, value: false },
-      { type: m.lib.CKA_ENCRYPT, value: true }, { type: m.lib.CKA_DECRYPT, value: true }, { type: m.lib.CKA_LABEL, value: uri.object },
+      { type: m.lib.CKA_CLASS, value: m.lib.CKO_SECRET_KEY },
+      { type: m.lib.CKA_KEY_TYPE, value: m.lib.CKK_AES },
+      { type: m.lib.CKA_VALUE_LEN, value: 32 },
+      { type: m.lib.CKA_TOKEN, value: true },
+      { type: m.lib.CKA_PRIVATE, value: true },
+      { type: m.lib.CKA_SENSITIVE, value: true },
+      { type: m.lib.CKA_EXTRACTABLE, value: false },
+      { type: m.lib.CKA_ENCRYPT, value: true },
+      { type: m.lib.CKA_DECRYPT, value: true },
+      { type: m.lib.CKA_LABEL, value: uri.object },
     ]);
   } finally {
     m.p.C_CloseSession(session);

@@ -14,7 +14,11 @@ import type { Signer } from './types.js';
 export async function pemSigner(pem: string, description = 'PEM'): Promise<Signer> {
   const key = await importSigningKey(pem);
   return {
-    kind: 'signing', alg: key.alg, publicJwk: key.publicJwk, custody: 'file', description,
+    kind: 'signing',
+    alg: key.alg,
+    publicJwk: key.publicJwk,
+    custody: 'file',
+    description,
     sign: (message) => key.sign(message),
     close: async () => {},
   };

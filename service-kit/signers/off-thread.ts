@@ -29,16 +29,22 @@ export function ed25519KeyObject(key: Uint8Array | string | KeyObject): KeyObjec
  * is not `imported`'s. `loopBusy` is asked at each signature (tests pass their own).
  * @example const key = signingOffThread(await importSigningKey(pem), ed25519KeyObject(pem))
  */
-export function signingOffThread(imported: SigningKey, privateKey: KeyObject, loopBusy: () => boolean = loopIsBusy): SigningKey {
+export function signingOffThread(
+  imported: SigningKey,
+  privateKey: KeyObject,
+  loopBusy: () => boolean = loopIsBusy,
+): SigningKey {
   if (imported.alg !== 'EdDSA') return imported;
   const x = (createPublicKey(privateKey).export({ format: 'jwk' }) as { x?: string }).x;
-  if (x !== (imported.publicJwk as { x?: string }).x) throw new Error('signingOffThread: the private key is not the signing key\'s');
+  if (x !== (imported.publicJwk as { x?: string }).x)
+    throw new Error("signingOffThread: the private key is not the signing key's");
   return Object.freeze({
     kind: 'signing' as const,
     alg: imported.alg,
     publicJwk: imported.publicJwk,
     sign(message: Uint8Array): Promise<Uint8Array> {
-      if (!(message instanceof Uint8Array)) return Promise.reject(new TypeError('sign(message): message must be a Uint8Array'));
+      if (!(message instanceof Uint8Array))
+        return Promise.reject(new TypeError('sign(message): message must be a Uint8Array'));
       if (!loopBusy()) {
         try {
           return Promise.resolve(new Uint8Array(sign(null, message, privateKey)));

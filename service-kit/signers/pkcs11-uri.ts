@@ -32,8 +32,19 @@ export interface Pkcs11Uri {
 }
 
 const PATH_ATTRS = new Set([
-  'token', 'manufacturer', 'serial', 'model', 'library-manufacturer', 'library-description', 'library-version',
-  'object', 'type', 'id', 'slot-description', 'slot-manufacturer', 'slot-id',
+  'token',
+  'manufacturer',
+  'serial',
+  'model',
+  'library-manufacturer',
+  'library-description',
+  'library-version',
+  'object',
+  'type',
+  'id',
+  'slot-description',
+  'slot-manufacturer',
+  'slot-id',
 ]);
 const QUERY_ATTRS = new Set(['pin-source', 'pin-value', 'module-name', 'module-path']);
 const TYPES = new Set(['private', 'public', 'cert', 'secret-key', 'data']);
@@ -73,7 +84,8 @@ export function parsePkcs11Uri(uri: string): Pkcs11Uri {
     if (part === '') return;
     for (const item of part.split(sep)) {
       const eq = item.indexOf('=');
-      if (eq <= 0) throw new RangeError(`pkcs11 URI: '${item.startsWith('pin-value') ? 'pin-value' : item}' is not name=value`);
+      if (eq <= 0)
+        throw new RangeError(`pkcs11 URI: '${item.startsWith('pin-value') ? 'pin-value' : item}' is not name=value`);
       const name = item.slice(0, eq).toLowerCase();
       if (!known.has(name) && !name.startsWith('x-')) throw new RangeError(`pkcs11 URI: unknown attribute '${name}'`);
       if (attrs.has(name)) throw new RangeError(`pkcs11 URI: attribute '${name}' given twice`);
@@ -82,7 +94,8 @@ export function parsePkcs11Uri(uri: string): Pkcs11Uri {
   };
   take(pathPart, ';', PATH_ATTRS);
   take(queryPart, '&', QUERY_ATTRS);
-  if (attrs.has('pin-value') && attrs.has('pin-source')) throw new RangeError('pkcs11 URI: give pin-value or pin-source, not both');
+  if (attrs.has('pin-value') && attrs.has('pin-source'))
+    throw new RangeError('pkcs11 URI: give pin-value or pin-source, not both');
   const out: Pkcs11Uri = { redacted: uri.replace(/pin-value=[^&]*/i, 'pin-value=***') };
   const str = (name: string) => (attrs.has(name) ? text(attrs.get(name)!, name) : undefined);
   out.token = str('token');
@@ -121,7 +134,9 @@ export function readPin(uri: Pkcs11Uri): string | undefined {
   try {
     pin = readFileSync(path, 'utf8');
   } catch (e) {
-    throw new Error(`pin-source '${path}' cannot be read (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+    throw new Error(
+      `pin-source '${path}' cannot be read (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`,
+    );
   }
   return pin.replace(/\r?\n$/, '');
 }

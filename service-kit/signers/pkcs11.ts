@@ -60,11 +60,15 @@ const modules = new Map<string, LoadedModule>();
 export function explain(e: unknown, doing: string): Error {
   const msg = (e as Error)?.message ?? String(e);
   const ckr = /CKR_[A-Z_]+/.exec(msg)?.[0];
-  const hint = ckr === 'CKR_PIN_INCORRECT' ? 'the token refused the PIN'
-    : ckr === 'CKR_PIN_LOCKED' ? 'the PIN is locked (too many wrong tries)'
-    : ckr === 'CKR_TOKEN_NOT_PRESENT' || ckr === 'CKR_DEVICE_REMOVED' || ckr === 'CKR_DEVICE_ERROR' ? 'the token is not reachable'
-    : undefined;
-  return new Error(`${doing}: ${hint ? `${hint} (${ckr})` : ckr ?? msg.split('\n')[0]}`);
+  const hint =
+    ckr === 'CKR_PIN_INCORRECT'
+      ? 'the token refused the PIN'
+      : ckr === 'CKR_PIN_LOCKED'
+        ? 'the PIN is locked (too many wrong tries)'
+        : ckr === 'CKR_TOKEN_NOT_PRESENT' || ckr === 'CKR_DEVICE_REMOVED' || ckr === 'CKR_DEVICE_ERROR'
+          ? 'the token is not reachable'
+          : undefined;
+  return new Error(`${doing}: ${hint ? `${hint} (${ckr})` : (ckr ?? msg.split('\n')[0])}`);
 }
 
 export function loadModule(path: string): LoadedModule {
@@ -80,13 +84,16 @@ export function loadModule(path: string): LoadedModule {
   try {
     p.load(path);
   } catch (e) {
-    throw new Error(`PKCS#11 module '${path}' cannot be loaded (${(e as Error).message.split('\n')[0]}); set CTL_PKCS11_MODULE`);
+    throw new Error(
+      `PKCS#11 module '${path}' cannot be loaded (${(e as Error).message.split('\n')[0]}); set CTL_PKCS11_MODULE`,
+    );
   }
   try {
     // Signatures run on libuv's thread pool (async C_Sign): the library must lock for itself.
     p.C_Initialize({ flags: lib.CKF_OS_LOCKING_OK });
   } catch (e) {
-    if (!/CKR_CRYPTOKI_ALREADY_INITIALIZED/.test((e as Error).message)) throw explain(e, `PKCS#11 module '${path}' did not initialise`);
+    if (!/CKR_CRYPTOKI_ALREADY_INITIALIZED/.test((e as Error).message))
+      throw explain(e, `PKCS#11 module '${path}' did not initialise`);
   }
   const m = { lib, p, path };
   modules.set(path, m);
@@ -99,7 +106,9 @@ export function closePkcs11Modules(): void {
     try {
       m.p.C_Finalize();
       m.p.close();
-    } catch { /* already gone */ }
+    } catch {
+      /* already gone */
+    }
     modules.delete(path);
     for (const k of loggedInWith.keys()) if (k.startsWith(`${path}\0`)) loggedInWith.delete(k);
   }
@@ -120,14 +129,18 @@ export function findSlot(m: LoadedModule, uri: Pkcs11Uri): Handle {
   const matches = slots.filter((slot) => {
     const t = m.p.C_GetTokenInfo(slot);
     seen.push(`'${trimmed(t.label)}'`);
-    return (uri.token === undefined || trimmed(t.label) === uri.token)
-      && (uri.manufacturer === undefined || trimmed(t.manufacturerID) === uri.manufacturer)
-      && (uri.serial === undefined || trimmed(t.serialNumber) === uri.serial)
-      && (uri.model === undefined || trimmed(t.model) === uri.model)
-      && (uri.slotId === undefined || ulong(slot) === uri.slotId);
+    return (
+      (uri.token === undefined || trimmed(t.label) === uri.token) &&
+      (uri.manufacturer === undefined || trimmed(t.manufacturerID) === uri.manufacturer) &&
+      (uri.serial === undefined || trimmed(t.serialNumber) === uri.serial) &&
+      (uri.model === undefined || trimmed(t.model) === uri.model) &&
+      (uri.slotId === undefined || ulong(slot) === uri.slotId)
+    );
   });
-  if (matches.length === 0) throw new Error(`no PKCS#11 token matches ${uri.redacted} (tokens present: ${seen.join(', ') || 'none'})`);
-  if (matches.length > 1) throw new Error(`${matches.length} PKCS#11 tokens match ${uri.redacted}: name one (token=, serial=)`);
+  if (matches.length === 0)
+    throw new Error(`no PKCS#11 token matches ${uri.redacted} (tokens present: ${seen.join(', ') || 'none'})`);
+  if (matches.length > 1)
+    throw new Error(`${matches.length} PKCS#11 tokens match ${uri.redacted}: name one (token=, serial=)`);
   return matches[0];
 }
 
@@ -139,7 +152,13 @@ export function findSlot(m: LoadedModule, uri: Pkcs11Uri): Handle {
 const loggedInWith = new Map<string, string>();
 
 /** Opens a session and logs the user in (once per token and process: login is shared by sessions). */
-export function openSession(m: LoadedModule, slot: Handle, uri: Pkcs11Uri, pin: string | undefined, rw = false): Handle {
+export function openSession(
+  m: LoadedModule,
+  slot: Handle,
+  uri: Pkcs11Uri,
+  pin: string | undefined,
+  rw = false,
+): Handle {
   let session: Handle;
   try {
     session = m.p.C_OpenSession(slot, m.lib.CKF_SERIAL_SESSION | (rw ? m.lib.CKF_RW_SESSION : 0));
@@ -154,8 +173,15 @@ export function openSession(m: LoadedModule, slot: Handle, uri: Pkcs11Uri, pin: 
     } catch (e) {
       const already = /CKR_USER_ALREADY_LOGGED_IN/.test((e as Error).message);
       if (!already || (loggedInWith.has(token) && loggedInWith.get(token) !== pin)) {
-        try { m.p.C_CloseSession(session); } catch { /* best effort */ }
-        if (already) throw new Error(`logging in to ${uri.redacted}: this process is logged in to that token with another PIN (one of them is wrong)`);
+        try {
+          m.p.C_CloseSession(session);
+        } catch {
+          /* best effort */
+        }
+        if (already)
+          throw new Error(
+            `logging in to ${uri.redacted}: this process is logged in to that token with another PIN (one of them is wrong)`,
+          );
         throw explain(e, `logging in to ${uri.redacted}`);
       }
     }
@@ -189,19 +215,27 @@ function ed25519Point(point: Buffer): Buffer {
 /** The P-256 public key of CKA_EC_POINT: a DER OCTET STRING of 04‖X‖Y, or the bare 65 bytes. */
 function p256Point(point: Buffer): { x: string; y: string } {
   const raw = point.length === 67 && point[0] === 0x04 && point[1] === 65 ? point.subarray(2) : point;
-  if (raw.length !== 65 || raw[0] !== 0x04) throw new Error(`CKA_EC_POINT is not an uncompressed P-256 point (${point.length} bytes)`);
+  if (raw.length !== 65 || raw[0] !== 0x04)
+    throw new Error(`CKA_EC_POINT is not an uncompressed P-256 point (${point.length} bytes)`);
   return { x: raw.subarray(1, 33).toString('base64url'), y: raw.subarray(33).toString('base64url') };
 }
 
 function publicJwkOf(m: LoadedModule, session: Handle, uri: Pkcs11Uri): PublicJwk {
   const pubs = findObjects(m, session, keyTemplate(m, uri, m.lib.CKO_PUBLIC_KEY));
   if (pubs.length !== 1) {
-    throw new Error(`${pubs.length === 0 ? 'no' : pubs.length} public key object${pubs.length === 1 ? '' : 's'} match ${uri.redacted}: the signer needs exactly one beside the private key, to publish it`);
+    throw new Error(
+      `${pubs.length === 0 ? 'no' : pubs.length} public key object${pubs.length === 1 ? '' : 's'} match ${uri.redacted}: the signer needs exactly one beside the private key, to publish it`,
+    );
   }
-  const [params, point] = m.p.C_GetAttributeValue(session, pubs[0], [{ type: m.lib.CKA_EC_PARAMS }, { type: m.lib.CKA_EC_POINT }]);
+  const [params, point] = m.p.C_GetAttributeValue(session, pubs[0], [
+    { type: m.lib.CKA_EC_PARAMS },
+    { type: m.lib.CKA_EC_POINT },
+  ]);
   if (params.value.equals(P256_OID)) return { kty: 'EC', crv: 'P-256', ...p256Point(point.value) };
   if (!params.value.equals(ED25519_OID) && !params.value.equals(ED25519_NAME)) {
-    throw new Error(`the key at ${uri.redacted} is neither Ed25519 nor P-256 (CKA_EC_PARAMS ${params.value.toString('hex')})`);
+    throw new Error(
+      `the key at ${uri.redacted} is neither Ed25519 nor P-256 (CKA_EC_PARAMS ${params.value.toString('hex')})`,
+    );
   }
   return { kty: 'OKP', crv: 'Ed25519', x: ed25519Point(point.value).toString('base64url') };
 }
@@ -221,8 +255,10 @@ export interface Pkcs11SignerOptions {
  */
 export async function openPkcs11Signer(uriText: string, options: Pkcs11SignerOptions = {}): Promise<Signer> {
   const uri = parsePkcs11Uri(uriText);
-  if (uri.object === undefined && uri.id === undefined) throw new Error(`${uri.redacted} names no key: add object=<label> (or id=)`);
-  if (uri.type !== undefined && uri.type !== 'private') throw new Error(`${uri.redacted}: type must be private (the signing key)`);
+  if (uri.object === undefined && uri.id === undefined)
+    throw new Error(`${uri.redacted} names no key: add object=<label> (or id=)`);
+  if (uri.type !== undefined && uri.type !== 'private')
+    throw new Error(`${uri.redacted}: type must be private (the signing key)`);
   const pin = readPin(uri);
   const m = loadModule(uri.modulePath ?? options.modulePath ?? DEFAULT_PKCS11_MODULE);
   const slot = findSlot(m, uri);
@@ -236,16 +272,24 @@ export async function openPkcs11Signer(uriText: string, options: Pkcs11SignerOpt
   try {
     const keys = findObjects(m, first, keyTemplate(m, uri, m.lib.CKO_PRIVATE_KEY));
     if (keys.length !== 1) {
-      throw new Error(`${keys.length === 0 ? 'no private key' : `${keys.length} private keys`} match ${uri.redacted}${keys.length === 0 && pin === undefined ? ' (no PIN given: add pin-source= or pin-value=)' : ''}`);
+      throw new Error(
+        `${keys.length === 0 ? 'no private key' : `${keys.length} private keys`} match ${uri.redacted}${keys.length === 0 && pin === undefined ? ' (no PIN given: add pin-source= or pin-value=)' : ''}`,
+      );
     }
     key = keys[0];
     const [type] = m.p.C_GetAttributeValue(first, key, [{ type: m.lib.CKA_KEY_TYPE }]);
     const keyType = ulong(type.value);
-    if (keyType !== CKK_EC_EDWARDS && keyType !== CKK_EC) throw new Error(`the key at ${uri.redacted} is not an Ed25519 (CKK_EC_EDWARDS) or P-256 (CKK_EC) key`);
+    if (keyType !== CKK_EC_EDWARDS && keyType !== CKK_EC)
+      throw new Error(`the key at ${uri.redacted} is not an Ed25519 (CKK_EC_EDWARDS) or P-256 (CKK_EC) key`);
     publicJwk = publicJwkOf(m, first, uri);
-    if ((keyType === CKK_EC) !== (publicJwk.kty === 'EC')) throw new Error(`the private and public keys at ${uri.redacted} are of different types`);
+    if ((keyType === CKK_EC) !== (publicJwk.kty === 'EC'))
+      throw new Error(`the private and public keys at ${uri.redacted} are of different types`);
   } catch (e) {
-    try { m.p.C_CloseSession(first); } catch { /* best effort */ }
+    try {
+      m.p.C_CloseSession(first);
+    } catch {
+      /* best effort */
+    }
     throw e instanceof Error && !/CKR_/.test(e.message) ? e : explain(e, `reading the key at ${uri.redacted}`);
   }
 
@@ -271,7 +315,11 @@ export async function openPkcs11Signer(uriText: string, options: Pkcs11SignerOpt
   };
   const discard = (s: Handle) => {
     open--;
-    try { m.p.C_CloseSession(s); } catch { /* the session is gone with the error */ }
+    try {
+      m.p.C_CloseSession(s);
+    } catch {
+      /* the session is gone with the error */
+    }
     const next = waiting.shift();
     if (next) acquire().then(next, () => waiting.unshift(next));
   };
@@ -308,7 +356,11 @@ export async function openPkcs11Signer(uriText: string, options: Pkcs11SignerOpt
     async close() {
       closed = true;
       for (const s of idle.splice(0)) {
-        try { m.p.C_CloseSession(s); } catch { /* best effort */ }
+        try {
+          m.p.C_CloseSession(s);
+        } catch {
+          /* best effort */
+        }
       }
     },
   };
@@ -316,10 +368,15 @@ export async function openPkcs11Signer(uriText: string, options: Pkcs11SignerOpt
   const probe = randomBytes(32);
   const sig = await signer.sign(probe);
   const pub = createPublicKey({ key: { ...publicJwk }, format: 'jwk' });
-  const ok = publicJwk.kty === 'EC' ? nodeVerify('sha256', probe, { key: pub, dsaEncoding: 'ieee-p1363' }, sig) : nodeVerify(null, probe, pub, sig);
+  const ok =
+    publicJwk.kty === 'EC'
+      ? nodeVerify('sha256', probe, { key: pub, dsaEncoding: 'ieee-p1363' }, sig)
+      : nodeVerify(null, probe, pub, sig);
   if (!ok) {
     await signer.close();
-    throw new Error(`the private and public keys at ${uri.redacted} are not one pair (a test signature did not verify)`);
+    throw new Error(
+      `the private and public keys at ${uri.redacted} are not one pair (a test signature did not verify)`,
+    );
   }
   return signer;
 }
@@ -338,29 +395,44 @@ export async function generatePkcs11Key(uriText: string, options: Pkcs11SignerOp
   const slot = findSlot(m, uri);
   const session = openSession(m, slot, uri, pin, true);
   try {
-    const taken = [m.lib.CKO_PRIVATE_KEY, m.lib.CKO_PUBLIC_KEY].some((cls) => findObjects(m, session, keyTemplate(m, { ...uri, id: undefined }, cls)).length > 0);
-    if (taken) throw new Error(`the token already holds a key labelled '${uri.object}': pick another object= (keys are never overwritten)`);
+    const taken = [m.lib.CKO_PRIVATE_KEY, m.lib.CKO_PUBLIC_KEY].some(
+      (cls) => findObjects(m, session, keyTemplate(m, { ...uri, id: undefined }, cls)).length > 0,
+    );
+    if (taken)
+      throw new Error(
+        `the token already holds a key labelled '${uri.object}': pick another object= (keys are never overwritten)`,
+      );
     const id = uri.id ? Buffer.from(uri.id) : randomBytes(16);
     try {
       m.p.C_GenerateKeyPair(
         session,
         { mechanism: options.alg === 'ES256' ? CKM_EC_KEY_PAIR_GEN : CKM_EC_EDWARDS_KEY_PAIR_GEN },
         [
-          { type: m.lib.CKA_TOKEN, value: true }, { type: m.lib.CKA_VERIFY, value: true },
+          { type: m.lib.CKA_TOKEN, value: true },
+          { type: m.lib.CKA_VERIFY, value: true },
           { type: m.lib.CKA_EC_PARAMS, value: options.alg === 'ES256' ? P256_OID : ED25519_OID },
-          { type: m.lib.CKA_LABEL, value: uri.object }, { type: m.lib.CKA_ID, value: id },
+          { type: m.lib.CKA_LABEL, value: uri.object },
+          { type: m.lib.CKA_ID, value: id },
         ],
         [
-          { type: m.lib.CKA_TOKEN, value: true }, { type: m.lib.CKA_SIGN, value: true }, { type: m.lib.CKA_PRIVATE, value: true },
-          { type: m.lib.CKA_SENSITIVE, value: true }, { type: m.lib.CKA_EXTRACTABLE, value: false },
-          { type: m.lib.CKA_LABEL, value: uri.object }, { type: m.lib.CKA_ID, value: id },
+          { type: m.lib.CKA_TOKEN, value: true },
+          { type: m.lib.CKA_SIGN, value: true },
+          { type: m.lib.CKA_PRIVATE, value: true },
+          { type: m.lib.CKA_SENSITIVE, value: true },
+          { type: m.lib.CKA_EXTRACTABLE, value: false },
+          { type: m.lib.CKA_LABEL, value: uri.object },
+          { type: m.lib.CKA_ID, value: id },
         ],
       );
     } catch (e) {
       throw explain(e, `generating an ${options.alg === 'ES256' ? 'ES256' : 'Ed25519'} key in ${uri.redacted}`);
     }
   } finally {
-    try { m.p.C_CloseSession(session); } catch { /* best effort */ }
+    try {
+      m.p.C_CloseSession(session);
+    } catch {
+      /* best effort */
+    }
   }
   return openPkcs11Signer(uriText, options);
 }

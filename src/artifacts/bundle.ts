@@ -6,8 +6,20 @@
 import type { CtlCrypto, PrivateKeyInput, PublicKeyInput, SigningKey } from '../crypto/types.js';
 import type { BundleScope, TrustBundle, TrustedIssuer, Verified } from './types.js';
 import {
-  arrayOf, checkShape, checkTimeOrder, checkVersion, counter, identifier, issuer, object, printable, publishedJwk,
-  signature, timestamp, version, type Shape,
+  arrayOf,
+  checkShape,
+  checkTimeOrder,
+  checkVersion,
+  counter,
+  identifier,
+  issuer,
+  object,
+  printable,
+  publishedJwk,
+  signature,
+  timestamp,
+  version,
+  type Shape,
 } from './schema.js';
 import { signArtifact } from './signing.js';
 import { bundleSignersWith, signedByBundleKey } from '../verifier/root-chain.js';
@@ -69,8 +81,13 @@ export interface SignBundleOptions {
   now?: () => number;
 }
 
-export async function createBundleWith(c: CtlCrypto, fields: BundleFields, options: SignBundleOptions): Promise<TrustBundle> {
-  if (!options || !options.signingKey) throw new TypeError('createTrustBundle: options.signingKey (the root key) is required');
+export async function createBundleWith(
+  c: CtlCrypto,
+  fields: BundleFields,
+  options: SignBundleOptions,
+): Promise<TrustBundle> {
+  if (!options || !options.signingKey)
+    throw new TypeError('createTrustBundle: options.signingKey (the root key) is required');
   if (!options.issuer) throw new TypeError('createTrustBundle: options.issuer is required');
   const signer = await c.importSigningKey(options.signingKey);
   const unsigned: Record<string, unknown> = {
@@ -127,9 +144,12 @@ export async function verifyBundleWith(
     const tol = timeOption(o.clockToleranceMs, 'options.clockToleranceMs', 0);
     const signers = await bundleSignersWith(c, rootPublicKey, o.rootChain, o.minRootVersion, o.acceptedRootChain);
     if (!(await signedByBundleKey(c, bundle, signers))) {
-      fail('trust_bundle_invalid', signers.rootVersion > 1
-        ? `the bundle is not signed by a bundle key of root version ${signers.rootVersion}`
-        : 'the bundle is not signed by the pinned root key');
+      fail(
+        'trust_bundle_invalid',
+        signers.rootVersion > 1
+          ? `the bundle is not signed by a bundle key of root version ${signers.rootVersion}`
+          : 'the bundle is not signed by the pinned root key',
+      );
     }
     checkWindow(bundle, 'bundle', 'bundle', 'trust_bundle_expired', now, tol);
     if (o.minSequence !== undefined && bundle.sequence < o.minSequence) {

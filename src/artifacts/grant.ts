@@ -5,8 +5,30 @@
 import type { CtlCrypto, PrivateKeyInput, PublicJwk, PublicKeyInput, SigningKey } from '../crypto/types.js';
 import type { Jwks, PolicyGrant, Verified } from './types.js';
 import {
-  amount, arrayOf, asset, bad, checkShape, checkTimeOrder, checkVersion, counter, currency, hash, identifier, issuer, keyIdentifier, object,
-  printable, purposePattern, rail, signature, str, thumbprintJwk, timestamp, url, version, type Shape,
+  amount,
+  arrayOf,
+  asset,
+  bad,
+  checkShape,
+  checkTimeOrder,
+  checkVersion,
+  counter,
+  currency,
+  hash,
+  identifier,
+  issuer,
+  keyIdentifier,
+  object,
+  printable,
+  purposePattern,
+  rail,
+  signature,
+  str,
+  thumbprintJwk,
+  timestamp,
+  url,
+  version,
+  type Shape,
 } from './schema.js';
 import { didKeyFromJwk, didKeyToJwk, didKeyUrl, isDidKey } from '../encoding/did-key.js';
 import { checkWindowRules, windows } from './windows.js';
@@ -65,8 +87,10 @@ export function checkGrant(value: unknown, field = 'grant'): asserts value is Po
   checkShape(value, field, grantShape);
   // PROTOCOL.md §10: a human-issued grant names its key by the DID itself; any other grant by a plain kid.
   if (value['profile'] === 'human-agent') {
-    if (!isDidKey(value['issuer'])) bad(`${field}.issuer`, 'must be the did:key of the human under profile "human-agent"');
-    if (value['keyId'] !== didKeyUrl(value['issuer'] as string)) bad(`${field}.keyId`, 'must be the did:key URL <did>#<multibase> of the issuer');
+    if (!isDidKey(value['issuer']))
+      bad(`${field}.issuer`, 'must be the did:key of the human under profile "human-agent"');
+    if (value['keyId'] !== didKeyUrl(value['issuer'] as string))
+      bad(`${field}.keyId`, 'must be the did:key URL <did>#<multibase> of the issuer');
   } else if (!isIdentifier(value['keyId'])) bad(`${field}.keyId`, 'must be an identifier [A-Za-z0-9._:-]{1,128}');
   checkTimeOrder(value, field);
   checkWindowRules(value, field);
@@ -88,7 +112,10 @@ export function parseGrant(input: unknown): PolicyGrant {
  * `grantId`, `issuedAt` and `revocationUrl` may be left to the signer, and `actorKey` may be any
  * public JWK or PEM (stored as its thumbprint members).
  */
-export type GrantFields = Omit<PolicyGrant, 'version' | 'issuer' | 'keyId' | 'signature' | 'grantId' | 'issuedAt' | 'revocationUrl' | 'actorKey'> & {
+export type GrantFields = Omit<
+  PolicyGrant,
+  'version' | 'issuer' | 'keyId' | 'signature' | 'grantId' | 'issuedAt' | 'revocationUrl' | 'actorKey'
+> & {
   grantId?: string;
   issuedAt?: string;
   revocationUrl?: string;
@@ -107,12 +134,19 @@ export interface SignGrantOptions {
   now?: () => number;
 }
 
-export async function createGrantWith(c: CtlCrypto, fields: GrantFields, options: SignGrantOptions = {}): Promise<PolicyGrant> {
+export async function createGrantWith(
+  c: CtlCrypto,
+  fields: GrantFields,
+  options: SignGrantOptions = {},
+): Promise<PolicyGrant> {
   if (!fields || typeof fields !== 'object') throw new TypeError('createSignedPolicyGrant: fields must be an object');
   const human = fields.profile === 'human-agent';
   // A human's key never comes from the authority's environment (PROTOCOL.md §10).
   const signingKey = options.signingKey ?? (human ? undefined : hostEnv('CTL_POLICY_GRANT_SIGNING_PRIVATE_KEY_PEM'));
-  if (!signingKey) throw new TypeError('createSignedPolicyGrant: options.signingKey is required (or CTL_POLICY_GRANT_SIGNING_PRIVATE_KEY_PEM)');
+  if (!signingKey)
+    throw new TypeError(
+      'createSignedPolicyGrant: options.signingKey is required (or CTL_POLICY_GRANT_SIGNING_PRIVATE_KEY_PEM)',
+    );
   const signer = await c.importSigningKey(signingKey);
   let iss: string | undefined;
   let keyId: string;
@@ -120,7 +154,10 @@ export async function createGrantWith(c: CtlCrypto, fields: GrantFields, options
     // The issuer is the signing key's own did:key, and its keyId the DID URL: nothing to configure.
     iss = didKeyFromJwk(signer.publicJwk);
     keyId = didKeyUrl(iss);
-    if ((options.issuer !== undefined && options.issuer !== iss) || (options.keyId !== undefined && options.keyId !== keyId)) {
+    if (
+      (options.issuer !== undefined && options.issuer !== iss) ||
+      (options.keyId !== undefined && options.keyId !== keyId)
+    ) {
       throw new RangeError(`createSignedPolicyGrant: a human-agent grant is issued by the signing key's DID ${iss}`);
     }
   } else {
@@ -132,7 +169,10 @@ export async function createGrantWith(c: CtlCrypto, fields: GrantFields, options
   let revocationUrl = fields.revocationUrl;
   if (revocationUrl === undefined) {
     const base = options.revocationBaseUrl ?? hostEnv('CTL_REVOCATION_BASE_URL');
-    if (!base) throw new TypeError('createSignedPolicyGrant: fields.revocationUrl or options.revocationBaseUrl (or CTL_REVOCATION_BASE_URL) is required');
+    if (!base)
+      throw new TypeError(
+        'createSignedPolicyGrant: fields.revocationUrl or options.revocationBaseUrl (or CTL_REVOCATION_BASE_URL) is required',
+      );
     revocationUrl = `${base.replace(/\/+$/, '')}/revoke?grantId=${encodeURIComponent(grantId)}`;
   }
   let actorKey;
@@ -175,13 +215,20 @@ export async function createGrantWith(c: CtlCrypto, fields: GrantFields, options
  * member is checked as a verifier would read it; a human-agent grant must name the signing
  * key's own DID. Throws `CtlError('malformed')` or `RangeError` (wrong key).
  */
-export async function signPreparedGrantWith(c: CtlCrypto, prepared: unknown, signingKey: PrivateKeyInput | SigningKey): Promise<PolicyGrant> {
-  if (!prepared || typeof prepared !== 'object') throw new TypeError('signPreparedGrant: prepared must be a grant without its signature');
+export async function signPreparedGrantWith(
+  c: CtlCrypto,
+  prepared: unknown,
+  signingKey: PrivateKeyInput | SigningKey,
+): Promise<PolicyGrant> {
+  if (!prepared || typeof prepared !== 'object')
+    throw new TypeError('signPreparedGrant: prepared must be a grant without its signature');
   const { signature: _drop, ...unsigned } = prepared as Record<string, unknown>;
   checkGrant({ ...unsigned, signature: 'A'.repeat(86) }, 'grant');
   const signer = await c.importSigningKey(signingKey);
   if (unsigned['profile'] === 'human-agent' && unsigned['issuer'] !== didKeyFromJwk(signer.publicJwk)) {
-    throw new RangeError(`signPreparedGrant: the grant is issued by ${String(unsigned['issuer'])}, not by this key's DID`);
+    throw new RangeError(
+      `signPreparedGrant: the grant is issued by ${String(unsigned['issuer'])}, not by this key's DID`,
+    );
   }
   return (await signArtifact(c, 'grant', unsigned, signer)) as unknown as PolicyGrant;
 }
@@ -199,7 +246,11 @@ export interface VerifyGrantOptions {
  * A grant on its own (PROTOCOL.md §5 steps 0–1): shape, signature, expiry, `issuedAt`. For a wallet
  * that wants to check what it was handed before using it. Never throws.
  */
-export async function verifyGrantWith(c: CtlCrypto, input: unknown, options: VerifyGrantOptions): Promise<Verified<{ grant: PolicyGrant }>> {
+export async function verifyGrantWith(
+  c: CtlCrypto,
+  input: unknown,
+  options: VerifyGrantOptions,
+): Promise<Verified<{ grant: PolicyGrant }>> {
   try {
     const grant = parseGrant(input);
     // Time is a number or nothing (PROTOCOL.md §12).

@@ -11,7 +11,8 @@ export function coreJwk(k: PublishedJwk): PublicJwk {
 /** Throws `unknown_key` or `key_purpose_mismatch`; a malformed entry is `malformed`. */
 export function findKey(keys: readonly unknown[], kid: string, purpose: KeyPurpose): PublicJwk {
   if (!Array.isArray(keys)) malformed('jwks.keys must be an array');
-  const k = keys.find((x) => typeof x === 'object' && x !== null && (x as PublishedJwk).kid === kid) as PublishedJwk | undefined;
+  const k = keys.find((x) => typeof x === 'object' && x !== null && (x as PublishedJwk).kid === kid) as
+    PublishedJwk | undefined;
   if (!k) fail('unknown_key', `no key with kid "${kid.slice(0, 128)}"`);
   publishedJwk(k, `key ${kid}`);
   if (!k.purposes.includes(purpose)) fail('key_purpose_mismatch', `key "${kid}" may not sign a ${purpose}`);

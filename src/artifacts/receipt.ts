@@ -5,8 +5,20 @@
 import type { CtlCrypto, PrivateKeyInput, PublicKeyInput, SigningKey } from '../crypto/types.js';
 import type { Jwks, Receipt, SignedBudgetAuthorization, Verified } from './types.js';
 import {
-  amount, checkShape, checkVersion, currency, identifier, object, printable, purpose, rail, signature, str,
-  timestamp, version, type Shape,
+  amount,
+  checkShape,
+  checkVersion,
+  currency,
+  identifier,
+  object,
+  printable,
+  purpose,
+  rail,
+  signature,
+  str,
+  timestamp,
+  version,
+  type Shape,
 } from './schema.js';
 import { checkSba, sbaSignedText } from './sba.js';
 import { signArtifact, signedBytes, verifyArtifactSignature } from './signing.js';
@@ -85,8 +97,12 @@ const frozenGrants = new WeakMap<object, string>();
  * size budget); imported from this module.
  * @example await signReceiptPrepared({ receiptId, sessionId, grantId, purpose, amount, merchant, paidAt, txRef, rail, sba: await sbaSigner.sign(…) }, { signingKey, keyId })
  */
-export async function signReceiptPrepared(fields: ReceiptFields, options: { signingKey: SigningKey; keyId: string }): Promise<Receipt> {
-  if (!isKey(options?.signingKey, 'signing')) throw new TypeError('signReceiptPrepared: options.signingKey must be an imported SigningKey');
+export async function signReceiptPrepared(
+  fields: ReceiptFields,
+  options: { signingKey: SigningKey; keyId: string },
+): Promise<Receipt> {
+  if (!isKey(options?.signingKey, 'signing'))
+    throw new TypeError('signReceiptPrepared: options.signingKey must be an imported SigningKey');
   const unsigned = unsignedReceipt(fields, options.keyId);
   // The SBA's members read once, into our own copy: the grant looked up, checked and signed over
   // is then one object, whatever getter the caller's SBA had.
@@ -111,8 +127,14 @@ function receiptSignedBytes(receipt: Record<string, unknown>, grantJcs: string):
   for (const k of Object.keys(rest)) (k < 'sba' ? below : above)[k] = rest[k];
   const s = sba as SignedBudgetAuthorization;
   return utf8Encode(
-    sbaSignedText(s, grantJcs, 'ctl-receipt/1\n' + canonicalize(below).slice(0, -1) + ',"sba":', ',"signature":' + quoteJson(s.signature)) +
-      ',' + canonicalize(above).slice(1),
+    sbaSignedText(
+      s,
+      grantJcs,
+      'ctl-receipt/1\n' + canonicalize(below).slice(0, -1) + ',"sba":',
+      ',"signature":' + quoteJson(s.signature),
+    ) +
+      ',' +
+      canonicalize(above).slice(1),
   );
 }
 
@@ -124,7 +146,11 @@ export interface VerifyReceiptOptions {
 }
 
 /** Checks a receipt's shape and signature. Never throws. */
-export async function verifyReceiptWith(c: CtlCrypto, input: unknown, options: VerifyReceiptOptions): Promise<Verified<{ receipt: Receipt }>> {
+export async function verifyReceiptWith(
+  c: CtlCrypto,
+  input: unknown,
+  options: VerifyReceiptOptions,
+): Promise<Verified<{ receipt: Receipt }>> {
   try {
     const receipt = artifactData(input);
     checkReceipt(receipt);

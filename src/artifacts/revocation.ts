@@ -6,7 +6,18 @@
  */
 import type { CtlCrypto, PrivateKeyInput, SigningKey } from '../crypto/types.js';
 import type { SignedRevocation, Verified } from './types.js';
-import { bad, checkShape, checkVersion, identifier, issuer, keyIdentifier, signature, timestamp, version, type Shape } from './schema.js';
+import {
+  bad,
+  checkShape,
+  checkVersion,
+  identifier,
+  issuer,
+  keyIdentifier,
+  signature,
+  timestamp,
+  version,
+  type Shape,
+} from './schema.js';
 import { signArtifact, verifyArtifactSignature } from './signing.js';
 import { didKeyFromJwk, didKeyToJwk, didKeyUrl, isDidKey } from '../encoding/did-key.js';
 import { toErrorInfo, fail } from '../errors.js';
@@ -28,7 +39,8 @@ export function checkRevocation(value: unknown): asserts value is SignedRevocati
   checkVersion(value, 'revocation');
   checkShape(value, 'revocation', revocationShape);
   if (!isDidKey(value['issuer'])) bad('revocation.issuer', 'must be a did:key');
-  if (value['keyId'] !== didKeyUrl(value['issuer'] as string)) bad('revocation.keyId', 'must be the did:key URL of the issuer');
+  if (value['keyId'] !== didKeyUrl(value['issuer'] as string))
+    bad('revocation.keyId', 'must be the did:key URL of the issuer');
 }
 
 export async function createRevocationWith(
@@ -41,7 +53,10 @@ export async function createRevocationWith(
   const signer = await c.importSigningKey(options.signingKey);
   const did = didKeyFromJwk(signer.publicJwk);
   const unsigned = {
-    version: 1, grantId: fields.grantId, issuer: did, keyId: didKeyUrl(did),
+    version: 1,
+    grantId: fields.grantId,
+    issuer: did,
+    keyId: didKeyUrl(did),
     issuedAt: fields.issuedAt ?? formatTimestamp((options.now ?? hostNow)()),
   };
   checkRevocation({ ...unsigned, signature: 'A'.repeat(86) });
@@ -59,7 +74,11 @@ export interface VerifyRevocationOptions {
  * Shape, the DID's signature (`unauthorized` when it does not verify), freshness (`unauthorized`
  * when older than `maxAgeMs`, `not_yet_valid` when in the future). Never throws.
  */
-export async function verifyRevocationWith(c: CtlCrypto, input: unknown, options: VerifyRevocationOptions = {}): Promise<Verified<{ revocation: SignedRevocation }>> {
+export async function verifyRevocationWith(
+  c: CtlCrypto,
+  input: unknown,
+  options: VerifyRevocationOptions = {},
+): Promise<Verified<{ revocation: SignedRevocation }>> {
   try {
     const r = artifactData(input);
     checkRevocation(r);

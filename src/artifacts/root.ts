@@ -7,7 +7,21 @@
  */
 import type { Alg, CtlCrypto, PrivateKeyInput, PublicJwk, SigningKey } from '../crypto/types.js';
 import type { RootKey, RootStatement } from './types.js';
-import { arrayOf, bad, checkShape, checkVersion, counter, identifier, isPlainObject, object, signature, thumbprintJwk, timestamp, version, type Shape } from './schema.js';
+import {
+  arrayOf,
+  bad,
+  checkShape,
+  checkVersion,
+  counter,
+  identifier,
+  isPlainObject,
+  object,
+  signature,
+  thumbprintJwk,
+  timestamp,
+  version,
+  type Shape,
+} from './schema.js';
 import { canonicalize } from '../encoding/jcs.js';
 import { utf8Encode } from '../encoding/utf8.js';
 import { base64urlEncode } from '../encoding/base64url.js';
@@ -59,9 +73,11 @@ export function checkRootStatement(value: unknown): asserts value is RootStateme
   checkVersion(value, 'root');
   checkShape(value, 'root', statementShape);
   // Version 1 is the pinned key itself: statements start at 2.
-  if ((value['rootVersion'] as number) < 2) bad('root.rootVersion', 'must be at least 2 (version 1 is the pinned root key)');
+  if ((value['rootVersion'] as number) < 2)
+    bad('root.rootVersion', 'must be at least 2 (version 1 is the pinned root key)');
   const t = value['threshold'] as number;
-  if (t < 1 || t > (value['keys'] as unknown[]).length) bad('root.threshold', 'must be between 1 and the number of keys');
+  if (t < 1 || t > (value['keys'] as unknown[]).length)
+    bad('root.threshold', 'must be between 1 and the number of keys');
   const ids = (value['signatures'] as Array<{ keyId: string }>).map((s) => s.keyId);
   if (new Set(ids).size !== ids.length) bad('root.signatures', 'one signature per keyId');
 }
@@ -105,11 +121,16 @@ async function withKid(c: CtlCrypto, k: PublicJwk & { kid?: string }, f: string)
  * `verifyRootChain` does, on the chain the statement is appended to.
  * @example await createRootStatementWith(crypto, { rootVersion: 2, keys: [k2.publicJwk], threshold: 1, bundleKeys: [bk.publicJwk] }, { signers: [{ key: rootPem }, { key: k2Pem }] })
  */
-export async function createRootStatementWith(c: CtlCrypto, fields: RootStatementFields, options: SignRootOptions): Promise<RootStatement> {
+export async function createRootStatementWith(
+  c: CtlCrypto,
+  fields: RootStatementFields,
+  options: SignRootOptions,
+): Promise<RootStatement> {
   if (!fields || !options || !Array.isArray(options.signers) || options.signers.length === 0) {
     throw new TypeError('createRootStatement: options.signers must name at least one key');
   }
-  if (!Array.isArray(fields.keys) || !Array.isArray(fields.bundleKeys)) throw new TypeError('createRootStatement: keys and bundleKeys are arrays');
+  if (!Array.isArray(fields.keys) || !Array.isArray(fields.bundleKeys))
+    throw new TypeError('createRootStatement: keys and bundleKeys are arrays');
   const unsigned: Record<string, unknown> = {
     version: 1,
     rootVersion: fields.rootVersion,

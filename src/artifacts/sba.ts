@@ -5,8 +5,26 @@
 import type { CtlCrypto, PrivateKeyInput, SigningKey } from '../crypto/types.js';
 import type { Authorization, BudgetScope, PolicyGrant, SignedBudgetAuthorization } from './types.js';
 import {
-  amount, arrayOf, asset, bad, checkShape, checkTimeOrder, checkVersion, currency, hash, identifier, issuer, printable, purpose,
-  rail, signature, str, timestamp, version, checked, type Shape,
+  amount,
+  arrayOf,
+  asset,
+  bad,
+  checkShape,
+  checkTimeOrder,
+  checkVersion,
+  currency,
+  hash,
+  identifier,
+  issuer,
+  printable,
+  purpose,
+  rail,
+  signature,
+  str,
+  timestamp,
+  version,
+  checked,
+  type Shape,
 } from './schema.js';
 import { checkGrant } from './grant.js';
 import { fail } from '../errors.js';
@@ -62,11 +80,18 @@ const sbaOfKnownGrantShape: Shape = { ...sbaShape, grant: [true, checked] };
 // of it (the same values, held there to the same rules), were checked when prepared: each SBA
 // checks what its caller gave.
 const builtAuthorizationShape: Shape = {
-  ...authorizationShape, grantId: [true, checked], policyHash: [true, checked], currency: [true, checked],
-  allowedRails: [true, checked], allowedAssets: [true, checked], destinationAllowlist: [true, checked],
+  ...authorizationShape,
+  grantId: [true, checked],
+  policyHash: [true, checked],
+  currency: [true, checked],
+  allowedRails: [true, checked],
+  allowedAssets: [true, checked],
+  destinationAllowlist: [true, checked],
 };
 const sbaUnsignedShape: Shape = {
-  ...sbaOfKnownGrantShape, authorization: [true, (v, f) => checkShape(v, f, builtAuthorizationShape)], signature: [false, signature],
+  ...sbaOfKnownGrantShape,
+  authorization: [true, (v, f) => checkShape(v, f, builtAuthorizationShape)],
+  signature: [false, signature],
 };
 
 /**
@@ -77,7 +102,8 @@ const sbaUnsignedShape: Shape = {
  */
 export function checkSba(value: unknown, grantTextChecked = false): asserts value is SignedBudgetAuthorization {
   checkVersion(value, 'sba');
-  if (typeof value === 'object' && value !== null) checkVersion((value as Record<string, unknown>)['grant'], 'sba.grant');
+  if (typeof value === 'object' && value !== null)
+    checkVersion((value as Record<string, unknown>)['grant'], 'sba.grant');
   checkShape(value, 'sba', grantTextChecked ? sbaOfKnownGrantShape : sbaShape);
   checkConsistency(value);
 }
@@ -87,15 +113,21 @@ function checkConsistency(value: Record<string, unknown>): void {
   const a = value['authorization'] as Authorization;
   const g = value['grant'] as PolicyGrant;
   if (a.grantId !== g.grantId) bad('sba.authorization.grantId', 'differs from the grant');
-  if (a.policyHash !== g.policyHash) fail('policy_hash_mismatch', 'the authorization and its grant differ in policyHash');
+  if (a.policyHash !== g.policyHash)
+    fail('policy_hash_mismatch', 'the authorization and its grant differ in policyHash');
   if (a.currency !== g.currency) fail('currency_mismatch', 'the authorization and its grant differ in currency');
   for (const k of ['allowedRails', 'allowedAssets', 'destinationAllowlist'] as const) {
     if (!same(a[k], g[k] ?? [])) bad(`sba.authorization.${k}`, 'differs from the grant');
   }
   if (value['issuer'] !== undefined && value['issuer'] !== g.issuer) bad('sba.issuer', 'differs from grant.issuer');
   // PROTOCOL.md §10: a person's agent authorizes one named payment at a time, never a blank amount.
-  if (g.profile === 'human-agent' && a.intentHash === undefined) bad('sba.authorization.intentHash', 'is required under a human-agent grant');
-  if (checkTimeOrder(a as unknown as Record<string, unknown>, 'sba.authorization') > parseTimestamp(g.expiresAt, 'sba.grant.expiresAt')) bad('sba.authorization.expiresAt', 'is later than the grant expiry');
+  if (g.profile === 'human-agent' && a.intentHash === undefined)
+    bad('sba.authorization.intentHash', 'is required under a human-agent grant');
+  if (
+    checkTimeOrder(a as unknown as Record<string, unknown>, 'sba.authorization') >
+    parseTimestamp(g.expiresAt, 'sba.grant.expiresAt')
+  )
+    bad('sba.authorization.expiresAt', 'is later than the grant expiry');
   if (BigInt(a.maxAmountMinor) > BigInt(g.maxAmountMinor)) {
     fail('budget_exceeded', 'the authorization is for more than the grant allows');
   }
@@ -110,10 +142,24 @@ function checkConsistency(value: Record<string, unknown>): void {
  * (a receipt, receipt.ts).
  * @example utf8Encode(sbaSignedText(sba, canonicalize(sba.grant))) // = signedBytes('sba', sba)
  */
-export function sbaSignedText(sba: SignedBudgetAuthorization, grantJcs: string, head = 'ctl-sba/1\n', signatureMember?: string): string {
-  return head + '{"authorization":' + canonicalizeKnown(sba.authorization, authorizationKeys) + ',"grant":' + grantJcs +
+export function sbaSignedText(
+  sba: SignedBudgetAuthorization,
+  grantJcs: string,
+  head = 'ctl-sba/1\n',
+  signatureMember?: string,
+): string {
+  return (
+    head +
+    '{"authorization":' +
+    canonicalizeKnown(sba.authorization, authorizationKeys) +
+    ',"grant":' +
+    grantJcs +
     (sba.issuer === undefined ? '' : ',"issuer":' + quoteJson(sba.issuer)) +
-    ',"keyId":' + quoteJson(sba.keyId) + (signatureMember ?? '') + ',"version":1}'; // checked: 1 is the only version
+    ',"keyId":' +
+    quoteJson(sba.keyId) +
+    (signatureMember ?? '') +
+    ',"version":1}'
+  ); // checked: 1 is the only version
 }
 
 /** The one payment an SBA authorizes, hashed (PROTOCOL.md §4 `intentHash`). */
@@ -128,7 +174,10 @@ export interface PaymentIntent {
 /** hex SHA-256 of JCS of the payment intent. @example await intentHashWith(c, { amount: '30', currency: 'USD', merchantId: 'm', rail: 'x402' }) */
 export async function intentHashWith(c: CtlCrypto, intent: PaymentIntent): Promise<string> {
   const doc: Record<string, string> = {
-    amount: intent.amount, currency: intent.currency, merchantId: intent.merchantId, rail: intent.rail,
+    amount: intent.amount,
+    currency: intent.currency,
+    merchantId: intent.merchantId,
+    rail: intent.rail,
   };
   if (intent.purpose !== undefined) doc['purpose'] = intent.purpose;
   const text = canonicalize(doc);
@@ -187,40 +236,74 @@ export interface PreparedSbaSigning {
 }
 
 /** @example const p = await prepareSbaSigning(c, frozenGrant, { signingKey }); await signPreparedSba(c, p, fields, Date.now()) */
-export async function prepareSbaSigning(c: CtlCrypto, grant: PolicyGrant, options: SignSbaOptions = {}): Promise<PreparedSbaSigning> {
+export async function prepareSbaSigning(
+  c: CtlCrypto,
+  grant: PolicyGrant,
+  options: SignSbaOptions = {},
+): Promise<PreparedSbaSigning> {
   checkGrant(grant);
   const key = options.signingKey ?? hostEnv('CTL_SBA_SIGNING_PRIVATE_KEY_PEM');
-  if (!key) throw new TypeError('createSignedSessionBudgetAuthorization: options.signingKey is required (or CTL_SBA_SIGNING_PRIVATE_KEY_PEM)');
+  if (!key)
+    throw new TypeError(
+      'createSignedSessionBudgetAuthorization: options.signingKey is required (or CTL_SBA_SIGNING_PRIVATE_KEY_PEM)',
+    );
   const signer = await c.importSigningKey(key);
   const k = signer.publicJwk;
   const a = grant.actorKey;
   if (k.kty !== a.kty || k.crv !== a.crv || k.x !== a.x || k.y !== a.y) {
-    throw new RangeError('createSignedSessionBudgetAuthorization: signingKey is not the key recorded in grant.actorKey');
+    throw new RangeError(
+      'createSignedSessionBudgetAuthorization: signingKey is not the key recorded in grant.actorKey',
+    );
   }
   const keyId = options.keyId ?? hostEnv('CTL_SBA_SIGNING_KEY_ID') ?? (await c.jwkThumbprint(signer.publicJwk));
-  return { grant, grantJcs: canonicalize(grant), grantExpiry: parseTimestamp(grant.expiresAt, 'grant.expiresAt'), signer, keyId };
+  return {
+    grant,
+    grantJcs: canonicalize(grant),
+    grantExpiry: parseTimestamp(grant.expiresAt, 'grant.expiresAt'),
+    signer,
+    keyId,
+  };
 }
 
-export async function createSbaWith(c: CtlCrypto, fields: SbaFields, options: SignSbaOptions = {}): Promise<SignedBudgetAuthorization> {
-  if (!fields || typeof fields !== 'object') throw new TypeError('createSignedSessionBudgetAuthorization: fields must be an object');
+export async function createSbaWith(
+  c: CtlCrypto,
+  fields: SbaFields,
+  options: SignSbaOptions = {},
+): Promise<SignedBudgetAuthorization> {
+  if (!fields || typeof fields !== 'object')
+    throw new TypeError('createSignedSessionBudgetAuthorization: fields must be an object');
   // The grant's bytes are taken now, from the object as it is (PROTOCOL.md §12): a cache per
   // grant object would sign stale bytes for a grant replaced in place by a renewed one. Signed
   // from its own copy, each member read once: the members the SBA copies are the ones checked and
   // the ones in the signed text.
-  return signPreparedSba(c, await prepareSbaSigning(c, ownData(fields.grant) as PolicyGrant, options), fields, readClock(options.now ?? hostNow, 'options.now'));
+  return signPreparedSba(
+    c,
+    await prepareSbaSigning(c, ownData(fields.grant) as PolicyGrant, options),
+    fields,
+    readClock(options.now ?? hostNow, 'options.now'),
+  );
 }
 
 /**
  * Signs one SBA under a prepared grant: the authorization is built from the grant's fields and
  * checked (shape and consistency, PROTOCOL.md §4); the grant itself was checked when prepared.
  */
-export async function signPreparedSba(c: CtlCrypto, p: PreparedSbaSigning, fields: Omit<SbaFields, 'grant'>, now: number): Promise<SignedBudgetAuthorization> {
+export async function signPreparedSba(
+  c: CtlCrypto,
+  p: PreparedSbaSigning,
+  fields: Omit<SbaFields, 'grant'>,
+  now: number,
+): Promise<SignedBudgetAuthorization> {
   const { grant, grantExpiry, signer, keyId } = p;
   const expiresAt = fields.expiresAt ?? formatTimestamp(Math.min(now + DEFAULT_SBA_TTL_MS, grantExpiry));
   let intentHash = fields.intentHash;
   if (intentHash === undefined && fields.merchantId !== undefined && fields.rail !== undefined) {
     intentHash = await intentHashWith(c, {
-      amount: fields.maxAmountMinor, currency: grant.currency, merchantId: fields.merchantId, rail: fields.rail, purpose: fields.purpose,
+      amount: fields.maxAmountMinor,
+      currency: grant.currency,
+      merchantId: fields.merchantId,
+      rail: fields.rail,
+      purpose: fields.purpose,
     });
   }
   const authorization: Record<string, unknown> = {

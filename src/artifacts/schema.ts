@@ -4,7 +4,16 @@
  */
 import { fail } from '../errors.js';
 import {
-  bad, isAmount, isCounter, isCurrency, isHash, isIdentifier, isIssuer, isPurpose, isPurposePattern, parseTimestamp,
+  bad,
+  isAmount,
+  isCounter,
+  isCurrency,
+  isHash,
+  isIdentifier,
+  isIssuer,
+  isPurpose,
+  isPurposePattern,
+  parseTimestamp,
 } from '../values.js';
 import { base64urlDecode } from '../encoding/base64url.js';
 import { isEnumerable, isPlainObject } from '../encoding/jcs.js';
@@ -39,13 +48,23 @@ export function checkShape(value: unknown, field: string, shape: Shape): asserts
 /** A member checked elsewhere (before, or by its caller). */
 export const checked: Check = () => undefined;
 
-export const str = (re: RegExp, what: string): Check => (v, f) => {
-  if (typeof v !== 'string' || !re.test(v)) bad(f, `must be ${what}`);
+export const str =
+  (re: RegExp, what: string): Check =>
+  (v, f) => {
+    if (typeof v !== 'string' || !re.test(v)) bad(f, `must be ${what}`);
+  };
+export const amount: Check = (v, f) => {
+  if (!isAmount(v)) bad(f, 'must be a decimal string of minor units');
 };
-export const amount: Check = (v, f) => { if (!isAmount(v)) bad(f, 'must be a decimal string of minor units'); };
-export const currency: Check = (v, f) => { if (!isCurrency(v)) bad(f, 'must be a currency code'); };
-export const hash: Check = (v, f) => { if (!isHash(v)) bad(f, 'must be 64 lowercase hex characters'); };
-export const identifier: Check = (v, f) => { if (!isIdentifier(v)) bad(f, 'must be an identifier [A-Za-z0-9._:-]{1,128}'); };
+export const currency: Check = (v, f) => {
+  if (!isCurrency(v)) bad(f, 'must be a currency code');
+};
+export const hash: Check = (v, f) => {
+  if (!isHash(v)) bad(f, 'must be 64 lowercase hex characters');
+};
+export const identifier: Check = (v, f) => {
+  if (!isIdentifier(v)) bad(f, 'must be an identifier [A-Za-z0-9._:-]{1,128}');
+};
 /** A did:key URL naming the DID's own key, `<did>#<multibase>` (PROTOCOL.md §10). */
 const DID_KEY_URL = /^did:key:(z[1-9A-HJ-NP-Za-km-z]{1,128})#\1$/;
 /** @example isDidKeyUrl('did:key:z6Mk…#z6Mk…') // true */
@@ -54,38 +73,59 @@ export const isDidKeyUrl = (v: unknown): v is string => typeof v === 'string' &&
 export const keyIdentifier: Check = (v, f) => {
   if (!isIdentifier(v) && !isDidKeyUrl(v)) bad(f, 'must be an identifier [A-Za-z0-9._:-]{1,128} or a did:key URL');
 };
-export const issuer: Check = (v, f) => { if (!isIssuer(v)) bad(f, 'must be printable ASCII without spaces, 1–256 characters'); };
-export const timestamp: Check = (v, f) => { parseTimestamp(v, f); };
-export const counter: Check = (v, f) => { if (!isCounter(v)) bad(f, 'must be a safe integer ≥ 0'); };
-export const purpose: Check = (v, f) => { if (!isPurpose(v)) bad(f, 'must be <domain>:<kind>'); };
-export const purposePattern: Check = (v, f) => { if (!isPurposePattern(v)) bad(f, 'must be <domain>:<kind> or <domain>:*'); };
-export const version: Check = (v, f) => { if (v !== 1) bad(f, 'must be 1'); };
+export const issuer: Check = (v, f) => {
+  if (!isIssuer(v)) bad(f, 'must be printable ASCII without spaces, 1–256 characters');
+};
+export const timestamp: Check = (v, f) => {
+  parseTimestamp(v, f);
+};
+export const counter: Check = (v, f) => {
+  if (!isCounter(v)) bad(f, 'must be a safe integer ≥ 0');
+};
+export const purpose: Check = (v, f) => {
+  if (!isPurpose(v)) bad(f, 'must be <domain>:<kind>');
+};
+export const purposePattern: Check = (v, f) => {
+  if (!isPurposePattern(v)) bad(f, 'must be <domain>:<kind> or <domain>:*');
+};
+export const version: Check = (v, f) => {
+  if (v !== 1) bad(f, 'must be 1');
+};
 /** Printable ASCII: rails, merchant ids, URLs. */
-export const printable = (max: number): Check => str(new RegExp(`^[\\x21-\\x7e]{1,${max}}$`), `printable ASCII without spaces, at most ${max} characters`);
+export const printable = (max: number): Check =>
+  str(new RegExp(`^[\\x21-\\x7e]{1,${max}}$`), `printable ASCII without spaces, at most ${max} characters`);
 export const rail: Check = str(/^[A-Za-z0-9._:-]{1,64}$/, 'a rail name [A-Za-z0-9._:-]{1,64}');
 export const url: Check = (v, f) => {
-  if (typeof v !== 'string' || v.length > 2048 || !/^https?:\/\/[\x21-\x7e]+$/.test(v)) bad(f, 'must be an http(s) URL');
+  if (typeof v !== 'string' || v.length > 2048 || !/^https?:\/\/[\x21-\x7e]+$/.test(v))
+    bad(f, 'must be an http(s) URL');
 };
 /** base64url of exactly `n` bytes. */
-export const bytes = (n: number): Check => (v, f) => {
-  if (typeof v !== 'string') bad(f, 'must be base64url');
-  if (base64urlDecode(v).length !== n) bad(f, `must encode ${n} bytes`);
-};
+export const bytes =
+  (n: number): Check =>
+  (v, f) => {
+    if (typeof v !== 'string') bad(f, 'must be base64url');
+    if (base64urlDecode(v).length !== n) bad(f, `must encode ${n} bytes`);
+  };
 export const signature: Check = bytes(64);
 
-export const arrayOf = (item: Check, opts: { min?: number; max?: number; unique?: boolean } = {}): Check => (v, f) => {
-  if (!Array.isArray(v)) bad(f, 'must be an array');
-  const { min = 0, max = 256, unique = false } = opts;
-  if (v.length < min) bad(f, min === 1 ? 'must not be empty' : `must have at least ${min} entries`);
-  if (v.length > max) bad(f, `must have at most ${max} entries`);
-  for (let i = 0; i < v.length; i++) {
-    if (v[i] === null) bad(`${f}[${i}]`, 'null is not allowed');
-    item(v[i], `${f}[${i}]`);
-  }
-  if (unique && new Set(v as unknown[]).size !== v.length) bad(f, 'must not repeat entries');
-};
+export const arrayOf =
+  (item: Check, opts: { min?: number; max?: number; unique?: boolean } = {}): Check =>
+  (v, f) => {
+    if (!Array.isArray(v)) bad(f, 'must be an array');
+    const { min = 0, max = 256, unique = false } = opts;
+    if (v.length < min) bad(f, min === 1 ? 'must not be empty' : `must have at least ${min} entries`);
+    if (v.length > max) bad(f, `must have at most ${max} entries`);
+    for (let i = 0; i < v.length; i++) {
+      if (v[i] === null) bad(`${f}[${i}]`, 'null is not allowed');
+      item(v[i], `${f}[${i}]`);
+    }
+    if (unique && new Set(v as unknown[]).size !== v.length) bad(f, 'must not repeat entries');
+  };
 
-export const object = (shape: Shape): Check => (v, f) => checkShape(v, f, shape);
+export const object =
+  (shape: Shape): Check =>
+  (v, f) =>
+    checkShape(v, f, shape);
 
 export const asset: Check = object({
   standard: [true, str(/^[a-z0-9._-]{1,32}$/, 'a standard name such as "iso4217"')],
@@ -98,7 +138,12 @@ export const thumbprintJwk: Check = (v, f) => {
   if (v['kty'] === 'OKP') {
     checkShape(v, f, { kty: [true, checked], crv: [true, str(/^Ed25519$/, '"Ed25519"')], x: [true, bytes(32)] });
   } else if (v['kty'] === 'EC') {
-    checkShape(v, f, { kty: [true, checked], crv: [true, str(/^P-256$/, '"P-256"')], x: [true, bytes(32)], y: [true, bytes(32)] });
+    checkShape(v, f, {
+      kty: [true, checked],
+      crv: [true, str(/^P-256$/, '"P-256"')],
+      x: [true, bytes(32)],
+      y: [true, bytes(32)],
+    });
   } else bad(`${f}.kty`, 'must be "OKP" or "EC"');
 };
 
@@ -114,13 +159,15 @@ export const publishedJwk: Check = (v, f) => {
   }
   arrayOf(str(/^[a-z]+$/, 'a purpose'), { min: 1, max: 8, unique: true })(purposes, `${f}.purposes`);
   for (const p of purposes as string[]) if (!PURPOSES.includes(p)) bad(`${f}.purposes`, `unknown purpose "${p}"`);
-  if (status !== undefined && status !== 'active' && status !== 'retired') bad(`${f}.status`, 'must be "active" or "retired"');
+  if (status !== undefined && status !== 'active' && status !== 'retired')
+    bad(`${f}.status`, 'must be "active" or "retired"');
 };
 
 /** `expiresAt` after `issuedAt` (both already timestamps); gives `expiresAt` in ms. @example checkTimeOrder(grant, 'grant') */
 export function checkTimeOrder(value: Record<string, unknown>, field: string): number {
   const expires = parseTimestamp(value['expiresAt'], `${field}.expiresAt`);
-  if (expires <= parseTimestamp(value['issuedAt'], `${field}.issuedAt`)) bad(`${field}.expiresAt`, 'must be after issuedAt');
+  if (expires <= parseTimestamp(value['issuedAt'], `${field}.issuedAt`))
+    bad(`${field}.expiresAt`, 'must be after issuedAt');
   return expires;
 }
 

@@ -155,4 +155,5 @@ export interface Jwks {
 }
 
 /** The result shape of every verifier (ARCHITECTURE.md rule 6). */
-export type Verified<T> = ({ valid: true } & T) | { valid: false; error: { code: import('../errors.js').CtlErrorCode; message: string } };
+export type Verified<T> =
+  ({ valid: true } & T) | { valid: false; error: { code: import('../errors.js').CtlErrorCode; message: string } };

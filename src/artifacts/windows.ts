@@ -41,7 +41,8 @@ export function checkWindowRules(value: Record<string, unknown>, field: string):
   list.forEach((w, i) => {
     if (seen.has(w.every)) bad(`${field}.windows[${i}].every`, `${w.every} is given twice`);
     seen.add(w.every);
-    if (BigInt(w.maxAmountMinor) > ceiling) bad(`${field}.windows[${i}].maxAmountMinor`, `is above ${field}.maxAmountMinor`);
+    if (BigInt(w.maxAmountMinor) > ceiling)
+      bad(`${field}.windows[${i}].maxAmountMinor`, `is above ${field}.maxAmountMinor`);
   });
 }
 
@@ -61,7 +62,15 @@ function addMonths(start: number, months: number): number {
   const y = d.getUTCFullYear() + Math.floor(m / 12);
   const month = ((m % 12) + 12) % 12;
   const lastDay = new Date(Date.UTC(y, month + 1, 0)).getUTCDate();
-  return Date.UTC(y, month, Math.min(d.getUTCDate(), lastDay), d.getUTCHours(), d.getUTCMinutes(), d.getUTCSeconds(), d.getUTCMilliseconds());
+  return Date.UTC(
+    y,
+    month,
+    Math.min(d.getUTCDate(), lastDay),
+    d.getUTCHours(),
+    d.getUTCMinutes(),
+    d.getUTCSeconds(),
+    d.getUTCMilliseconds(),
+  );
 }
 
 /**
@@ -89,7 +98,10 @@ export function windowAt(every: WindowPeriod, startAt: number, at: number): Wind
 
 /** The start the windows of an artifact count from: `windowsStart`, else its `issuedAt`. */
 export function windowsStartOf(x: { issuedAt: string; windowsStart?: string }, field: string): number {
-  return parseTimestamp(x.windowsStart ?? x.issuedAt, `${field}.${x.windowsStart === undefined ? 'issuedAt' : 'windowsStart'}`);
+  return parseTimestamp(
+    x.windowsStart ?? x.issuedAt,
+    `${field}.${x.windowsStart === undefined ? 'issuedAt' : 'windowsStart'}`,
+  );
 }
 
 /** A window's reset time as a timestamp (`resetsAt` of a `window_exceeded` refusal). */

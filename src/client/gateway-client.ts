@@ -36,7 +36,9 @@ function unreachable(url: string, e: unknown): unknown {
   const name = (e as Error)?.name;
   if (name === 'AbortError' || name === 'TimeoutError') return e;
   const detail = (e as { cause?: { code?: string } })?.cause?.code ?? (e as Error)?.message;
-  return Object.assign(new CtlError('upstream_error', `the gateway at ${url} could not be reached: ${detail}`), { cause: e });
+  return Object.assign(new CtlError('upstream_error', `the gateway at ${url} could not be reached: ${detail}`), {
+    cause: e,
+  });
 }
 
 /** What `onSoftLimit` is told when a payment would cross the soft ceiling (spec §3 "paused"). */
@@ -167,7 +169,9 @@ function retryDelay(res: Response, attempt: number): number | undefined {
   if (res.status === 409 && code === 'conflict') {
     // In flight: the gateway says when to ask again (the other 409, another request under this key, has no Retry-After).
     const after = Number(res.headers.get('retry-after'));
-    return res.headers.get('retry-after') !== null && Number.isFinite(after) ? Math.min(after * 1000, MAX_WAIT_MS) : undefined;
+    return res.headers.get('retry-after') !== null && Number.isFinite(after)
+      ? Math.min(after * 1000, MAX_WAIT_MS)
+      : undefined;
   }
   if (res.status >= 500 && RETRYABLE_5XX.has(code)) return backoff(attempt);
   return undefined;
@@ -192,7 +196,10 @@ async function errorOf(res: Response): Promise<Error> {
   }
   // 429 `rate_limited`: `retryAfterSeconds` (from Retry-After) is when to try again.
   const retry = res.status === 429 ? Number(res.headers.get('retry-after') ?? NaN) : NaN;
-  const extra = Number.isSafeInteger(retry) && retry >= 0 ? { status: res.status, retryAfterSeconds: retry } : { status: res.status };
+  const extra =
+    Number.isSafeInteger(retry) && retry >= 0
+      ? { status: res.status, retryAfterSeconds: retry }
+      : { status: res.status };
   if (code === 'budget_exceeded') return Object.assign(new CtlBudgetExceededError(message), extra);
   // A protocol refusal (budget, session state, policy) is a CtlError the agent can act on; a
   // service code (auth, not found, upstream) stays a GatewayError with the HTTP status.
@@ -204,7 +211,8 @@ function headerRecord(h: HeadersInit | undefined): Record<string, string> {
   const out: Record<string, string> = {};
   if (!h) return out;
   if (Array.isArray(h)) for (const [k, v] of h) out[k.toLowerCase()] = v;
-  else if (typeof (h as Headers).forEach === 'function' && typeof (h as Headers).get === 'function') (h as Headers).forEach((v, k) => (out[k.toLowerCase()] = v));
+  else if (typeof (h as Headers).forEach === 'function' && typeof (h as Headers).get === 'function')
+    (h as Headers).forEach((v, k) => (out[k.toLowerCase()] = v));
   else for (const [k, v] of Object.entries(h as Record<string, string>)) out[k.toLowerCase()] = v;
   return out;
 }
@@ -218,7 +226,8 @@ function headerRecord(h: HeadersInit | undefined): Record<string, string> {
  *   const res = await agent.fetch('https://merchant.example/data', { purpose: 'api:search' })
  */
 export function createGatewayClient(options: GatewayClientOptions) {
-  if (!options || typeof options.baseUrl !== 'string') throw new TypeError('createGatewayClient: options.baseUrl is required');
+  if (!options || typeof options.baseUrl !== 'string')
+    throw new TypeError('createGatewayClient: options.baseUrl is required');
   const base = options.baseUrl.replace(/\/+$/, '');
   const doFetch: Fetch | undefined = options.fetch ?? hostFetch();
   if (!doFetch) throw new TypeError('createGatewayClient: this host has no fetch; pass options.fetch');
@@ -228,7 +237,11 @@ export function createGatewayClient(options: GatewayClientOptions) {
     if (!key) throw new TypeError('createGatewayClient: options.ownerKey is required for the session API');
     const headers: Record<string, string> = { authorization: `Bearer ${key}` };
     if (body !== undefined) headers['content-type'] = 'application/json';
-    const res = await doFetch!(base + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) }).catch((e) => {
+    const res = await doFetch!(base + path, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+    }).catch((e) => {
       throw unreachable(base + path, e);
     });
     if (!res.ok) throw await errorOf(res);
@@ -241,14 +254,24 @@ export function createGatewayClient(options: GatewayClientOptions) {
     createSession: (config: SessionConfig) => owner<CreatedSession>('POST', '/sessions', config),
     getSession: (sessionId: string) => owner<SessionView>('GET', `/sessions/${id(sessionId)}`),
     listSessions: (o: { limit?: number; cursor?: string } = {}) => {
-      const q = [o.limit !== undefined ? `limit=${o.limit}` : '', o.cursor ? `cursor=${encodeURIComponent(o.cursor)}` : ''].filter(Boolean).join('&');
+      const q = [
+        o.limit !== undefined ? `limit=${o.limit}` : '',
+        o.cursor ? `cursor=${encodeURIComponent(o.cursor)}` : '',
+      ]
+        .filter(Boolean)
+        .join('&');
       return owner<{ sessions: SessionView[]; nextCursor?: string }>('GET', `/sessions${q ? `?${q}` : ''}`);
     },
     revokeSession: (sessionId: string) => owner<SessionView>('DELETE', `/sessions/${id(sessionId)}`),
-    receipts: (sessionId: string) => owner<{ sessionId: string; receipts: Record<string, unknown>[] }>('GET', `/sessions/${id(sessionId)}/receipts`),
+    receipts: (sessionId: string) =>
+      owner<{ sessionId: string; receipts: Record<string, unknown>[] }>('GET', `/sessions/${id(sessionId)}/receipts`),
     /** The owner continues a paused session (spec §3 paused row). */
     continueSession: (sessionId: string, continuationToken: string, amount?: string) =>
-      owner<SessionView>('PATCH', `/sessions/${id(sessionId)}`, amount ? { continuationToken, amount } : { continuationToken }),
+      owner<SessionView>(
+        'PATCH',
+        `/sessions/${id(sessionId)}`,
+        amount ? { continuationToken, amount } : { continuationToken },
+      ),
 
     /** The agent's side: requests through `/proxy` with the session token. */
     session(token: string, o: { sessionId?: string; onSoftLimit?: OnSoftLimit } = {}): AgentSession {
@@ -259,23 +282,38 @@ export function createGatewayClient(options: GatewayClientOptions) {
           return sessionId;
         },
         async continueSession(continuationToken, amount) {
-          if (!sessionId) throw new TypeError('continueSession: the session id is not known yet; pass options.sessionId');
-          return owner<SessionView>('PATCH', `/sessions/${id(sessionId)}`, amount ? { continuationToken, amount } : { continuationToken }, token);
+          if (!sessionId)
+            throw new TypeError('continueSession: the session id is not known yet; pass options.sessionId');
+          return owner<SessionView>(
+            'PATCH',
+            `/sessions/${id(sessionId)}`,
+            amount ? { continuationToken, amount } : { continuationToken },
+            token,
+          );
         },
         async status() {
           const v = await owner<AgentSessionView>('GET', '/session', undefined, token);
           sessionId = v.sessionId;
           return v;
         },
-        receipts: () => owner<{ sessionId: string; receipts: Record<string, unknown>[] }>('GET', '/session/receipts', undefined, token),
-        receipt: (receiptId) => owner<Record<string, unknown>>('GET', `/session/receipts/${encodeURIComponent(receiptId)}`, undefined, token),
+        receipts: () =>
+          owner<{ sessionId: string; receipts: Record<string, unknown>[] }>(
+            'GET',
+            '/session/receipts',
+            undefined,
+            token,
+          ),
+        receipt: (receiptId) =>
+          owner<Record<string, unknown>>('GET', `/session/receipts/${encodeURIComponent(receiptId)}`, undefined, token),
         async fetch(url, init = {}) {
           const { purpose, method, headers, idempotencyKey, retries, ...rest } = init;
           // One key per logical request, reused by every retry below (gateway/README.md "Idempotency-Key").
           const key = idempotencyKey ?? headerRecord(headers)['idempotency-key'] ?? newId();
-          if (typeof key !== 'string' || !IDEMPOTENCY_KEY.test(key)) throw new RangeError('session.fetch: idempotencyKey must be printable ASCII, 1–255 characters');
-          if (retries !== undefined && !(Number.isSafeInteger(retries) && retries >= 0 && retries <= 10)) throw new RangeError('session.fetch: retries must be an integer from 0 to 10');
-          const maxRetries = resendable(rest.body) ? retries ?? 2 : 0;
+          if (typeof key !== 'string' || !IDEMPOTENCY_KEY.test(key))
+            throw new RangeError('session.fetch: idempotencyKey must be printable ASCII, 1–255 characters');
+          if (retries !== undefined && !(Number.isSafeInteger(retries) && retries >= 0 && retries <= 10))
+            throw new RangeError('session.fetch: retries must be an integer from 0 to 10');
+          const maxRetries = resendable(rest.body) ? (retries ?? 2) : 0;
           const sendOnce = async () => {
             const h = headerRecord(headers);
             h.authorization = `Bearer ${token}`;
@@ -309,7 +347,12 @@ export function createGatewayClient(options: GatewayClientOptions) {
           if (res.headers.get('x-ctl-gateway-error') === null) return res;
           const err = await errorOf(res);
           if ((err as { code?: string }).code === 'session_paused' && o.onSoftLimit) {
-            const continuation = await o.onSoftLimit({ sessionId, code: 'session_paused', message: err.message, url: String(url) });
+            const continuation = await o.onSoftLimit({
+              sessionId,
+              code: 'session_paused',
+              message: err.message,
+              url: String(url),
+            });
             if (typeof continuation === 'string' && continuation) {
               await agent.continueSession(continuation);
               res = await send();

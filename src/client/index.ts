@@ -1,3 +1,14 @@
 /** Agent-side gateway client (spec §4.4). */
 export { createGatewayClient, GatewayError } from './gateway-client.js';
-export type { GatewayClient, GatewayClientOptions, AgentSession, AgentSessionView, SessionConfig, CreatedSession, SessionView, SoftLimitInfo, OnSoftLimit, ProxyInit } from './gateway-client.js';
+export type {
+  GatewayClient,
+  GatewayClientOptions,
+  AgentSession,
+  AgentSessionView,
+  SessionConfig,
+  CreatedSession,
+  SessionView,
+  SoftLimitInfo,
+  OnSoftLimit,
+  ProxyInit,
+} from './gateway-client.js';

@@ -30,8 +30,13 @@ let p256: P256Provider | undefined;
  */
 export function registerP256(provider: P256Provider | undefined): void {
   const p = provider as Partial<P256Provider> | undefined;
-  if (p !== undefined && !['publicKey', 'sign', 'verify'].every((m) => typeof p[m as keyof P256Provider] === 'function')) {
-    throw new TypeError('registerP256(provider): an object with publicKey, sign and verify, e.g. nobleP256 from "ctl/p256"');
+  if (
+    p !== undefined &&
+    !['publicKey', 'sign', 'verify'].every((m) => typeof p[m as keyof P256Provider] === 'function')
+  ) {
+    throw new TypeError(
+      'registerP256(provider): an object with publicKey, sign and verify, e.g. nobleP256 from "ctl/p256"',
+    );
   }
   p256 = provider;
 }
@@ -43,7 +48,10 @@ export function registeredP256(): P256Provider {
 
 /** Throws `CtlError('unsupported_algorithm')`. @example unsupportedAlgorithm('ES256') */
 export function unsupportedAlgorithm(alg: string): never {
-  fail('unsupported_algorithm', `${alg}: no backend in this build (without native P-256: registerP256(nobleP256) from "ctl/p256")`);
+  fail(
+    'unsupported_algorithm',
+    `${alg}: no backend in this build (without native P-256: registerP256(nobleP256) from "ctl/p256")`,
+  );
 }
 
 /**

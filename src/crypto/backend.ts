@@ -75,4 +75,3 @@ export function signer(alg: Alg, publicJwk: PublicJwk, raw: RawSign): SigningKey
   };
   return Object.freeze(key);
 }
-

@@ -68,7 +68,9 @@ export function parseSpki(der: Uint8Array): RawPublicKey {
 const L = '(?:81)?[0-9a-f]{2}';
 // Both with the groups version, key, [0] curve (P-256 only: `()` for Ed25519), public key.
 const ED = new RegExp(`^30${L}02010([01])3005${OID_ED25519}04${L}0420([0-9a-f]{64})()(?:812100([0-9a-f]{64}))?$`);
-const EC = new RegExp(`^30${L}02010([01])3013${OID_EC}${OID_P256}04${L}30${L}0201010420([0-9a-f]{64})(a00a${OID_P256})?(?:a1${L}03${L}00([0-9a-f]+))?$`);
+const EC = new RegExp(
+  `^30${L}02010([01])3013${OID_EC}${OID_P256}04${L}30${L}0201010420([0-9a-f]{64})(a00a${OID_P256})?(?:a1${L}03${L}00([0-9a-f]+))?$`,
+);
 
 /** A DER TLV in hex with a minimal definite length (bodies here are under 256 bytes). */
 const tlvHex = (tag: string, body: string): string => {
@@ -84,8 +86,12 @@ export function parsePkcs8(der: Uint8Array): RawPrivateKey {
   if (ed && pub && v !== '1') bad('PKCS#8 attributes need version 2');
   const key = ed
     ? tlvHex('04', '0420' + d) + (pub ? '812100' + pub : '')
-    : tlvHex('04', tlvHex('30', '0201010420' + d + params + (pub === undefined ? '' : tlvHex('a1', tlvHex('03', '00' + pub)))));
-  if (tlvHex('30', '02010' + v + (ed ? '3005' + OID_ED25519 : '3013' + OID_EC + OID_P256) + key) !== h) bad('not DER (non-minimal or wrong lengths)');
+    : tlvHex(
+        '04',
+        tlvHex('30', '0201010420' + d + params + (pub === undefined ? '' : tlvHex('a1', tlvHex('03', '00' + pub)))),
+      );
+  if (tlvHex('30', '02010' + v + (ed ? '3005' + OID_ED25519 : '3013' + OID_EC + OID_P256) + key) !== h)
+    bad('not DER (non-minimal or wrong lengths)');
   return { alg: ed ? 'EdDSA' : 'ES256', d: hexDecode(d!), ...(pub ? { pub: hexDecode(pub) } : {}) };
 }
 
@@ -99,7 +105,12 @@ export function spki(alg: Alg, key: Uint8Array): Uint8Array {
 export function pkcs8(alg: Alg, d: Uint8Array, pub?: Uint8Array): Uint8Array {
   if (alg === 'EdDSA') return concat(hexDecode(PKCS8_ED25519), d);
   return pub
-    ? concat(hexDecode('308187020100301306072a8648ce3d020106082a8648ce3d030107046d306b0201010420'), d, hexDecode('a144034200'), pub)
+    ? concat(
+        hexDecode('308187020100301306072a8648ce3d020106082a8648ce3d030107046d306b0201010420'),
+        d,
+        hexDecode('a144034200'),
+        pub,
+      )
     : concat(hexDecode('3041020100301306072a8648ce3d020106082a8648ce3d030107042730250201010420'), d);
 }
 

@@ -38,7 +38,7 @@ function pow(b: bigint, e: bigint): bigint {
 /** Inverse mod p by the extended Euclidean algorithm (several times faster than b^(p−2) in BigInt). */
 function inv(a: bigint): bigint {
   let [b, x, u] = [P, 0n, 1n];
-  for (a = m(a); a !== 0n; ) [b, a, x, u] = [a, b % a, u, x - u * (b / a)];
+  for (a = m(a); a !== 0n;) [b, a, x, u] = [a, b % a, u, x - u * (b / a)];
   return m(x);
 }
 

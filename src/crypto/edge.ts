@@ -18,25 +18,37 @@ import { randomBytes } from './random.js';
 import type { Backend, VerifyBackend } from './backend.js';
 import type { CtlCrypto, ImportOptions, PrivateKeyInput, SigningKey } from './types.js';
 
-const subtle = (): SubtleCrypto => hostSubtle() ?? (() => { throw new Error('edge crypto needs WebCrypto (crypto.subtle)'); })();
+const subtle = (): SubtleCrypto =>
+  hostSubtle() ??
+  (() => {
+    throw new Error('edge crypto needs WebCrypto (crypto.subtle)');
+  })();
 let backend: Backend | undefined;
 const subtleBackend = (): Backend => (backend ??= createSubtleBackend(subtle()));
 
 /** PKCS#8 PEM, private JWK or raw 32 bytes into a CryptoKey, WebCrypto doing the parsing. */
 async function toCryptoKey(input: unknown, options?: ImportOptions): Promise<CryptoKey> {
   const tryImport = (format: 'pkcs8' | 'jwk', data: any, alg: 'EdDSA' | 'ES256') =>
-    subtle().importKey(format as 'pkcs8', data, webAlg(alg), true, ['sign']).catch(() => undefined);
+    subtle()
+      .importKey(format as 'pkcs8', data, webAlg(alg), true, ['sign'])
+      .catch(() => undefined);
   if (typeof input === 'string') {
     const { label, der } = pemBody(input);
     if (label !== 'PRIVATE KEY') bad(`expected a PKCS#8 "PRIVATE KEY" PEM, got "${label}"`);
-    return (await tryImport('pkcs8', der, 'EdDSA')) ?? (await tryImport('pkcs8', der, 'ES256')) ?? bad('not an Ed25519 or P-256 PKCS#8 key');
+    return (
+      (await tryImport('pkcs8', der, 'EdDSA')) ??
+      (await tryImport('pkcs8', der, 'ES256')) ??
+      bad('not an Ed25519 or P-256 PKCS#8 key')
+    );
   }
   if (input instanceof Uint8Array) {
     const alg = options?.alg ?? 'EdDSA';
     return (input.length === 32 && (await tryImport('pkcs8', pkcs8(alg, input), alg))) || bad(`raw ${alg} private key`);
   }
   const j = input as JsonWebKey;
-  return (typeof j?.d === 'string' && (await tryImport('jwk', j, jwkAlg(j)))) || bad('not a private Ed25519 or P-256 JWK');
+  return (
+    (typeof j?.d === 'string' && (await tryImport('jwk', j, jwkAlg(j)))) || bad('not a private Ed25519 or P-256 JWK')
+  );
 }
 
 async function importSigningKey(input: PrivateKeyInput, options?: ImportOptions): Promise<SigningKey> {
@@ -51,8 +63,10 @@ const keys = /* @__PURE__ */ createPublicKeyImporter({ backend: subtleBackend, i
 const sha256 = (data: Uint8Array) => subtleBackend().sha256(data);
 
 /** RFC 7638 thumbprint over a facade's SHA-256. */
-const thumbprintWith = (sha: (d: Uint8Array) => Promise<Uint8Array>): CtlCrypto['jwkThumbprint'] => async (jwk) =>
-  base64urlEncode(await sha(utf8Encode(thumbprintInput(thumbprintMembers(jwk)))));
+const thumbprintWith =
+  (sha: (d: Uint8Array) => Promise<Uint8Array>): CtlCrypto['jwkThumbprint'] =>
+  async (jwk) =>
+    base64urlEncode(await sha(utf8Encode(thumbprintInput(thumbprintMembers(jwk)))));
 
 /**
  * The WebCrypto-only facade. @example const key = await edgeCrypto.importVerifyingKey(jwk); await key.verify(msg, sig)
@@ -79,10 +93,13 @@ export function createEdgeVerifyCrypto(): CtlCrypto {
   const k = createPublicKeyImporter({ backend, importSigningKey: refuse });
   const sha256 = (data: Uint8Array) => backend().sha256(data);
   return {
-    importSigningKey: refuse, importVerifyingKey: k.importVerifyingKey, verifyWithJwk: k.verifyWithJwk, toPublicJwk: k.toPublicJwk, sha256,
+    importSigningKey: refuse,
+    importVerifyingKey: k.importVerifyingKey,
+    verifyWithJwk: k.verifyWithJwk,
+    toPublicJwk: k.toPublicJwk,
+    sha256,
     jwkThumbprint: thumbprintWith(sha256),
     // Nothing a verifier does draws randomness; the edge build has no source to offer.
     randomBytes: () => bad('ctl/edge verifies only: no randomness'),
   };
 }
-

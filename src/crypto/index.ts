@@ -42,7 +42,8 @@ function native(): Backend | undefined {
 
 // A valid Ed25519 public key (RFC 8032 test 1): WebCrypto without Ed25519 refuses to import it.
 const PROBE_KEY = new Uint8Array([
-  215, 90, 152, 1, 130, 177, 10, 183, 213, 75, 254, 211, 201, 100, 7, 58, 14, 225, 114, 243, 218, 166, 35, 37, 175, 2, 26, 104, 247, 7, 81, 26,
+  215, 90, 152, 1, 130, 177, 10, 183, 213, 75, 254, 211, 201, 100, 7, 58, 14, 225, 114, 243, 218, 166, 35, 37, 175, 2,
+  26, 104, 247, 7, 81, 26,
 ]);
 
 async function probeAuto(): Promise<Backend> {
@@ -61,7 +62,10 @@ async function probeAuto(): Promise<Backend> {
 
 function currentBackend(): Backend | Promise<Backend> {
   if (choice === 'noble') return noble();
-  if (choice === 'native') return native() ?? Promise.reject(new Error('crypto backend "native": this host has neither node:crypto nor WebCrypto'));
+  if (choice === 'native')
+    return (
+      native() ?? Promise.reject(new Error('crypto backend "native": this host has neither node:crypto nor WebCrypto'))
+    );
   autoBackend ??= probeAuto().then((b) => ((autoName = b.name), b));
   return autoBackend;
 }
@@ -71,13 +75,15 @@ function currentBackend(): Backend | Promise<Backend> {
  * @example setCryptoBackend('noble') // pure JS everywhere, e.g. to match the firmware
  */
 export function setCryptoBackend(name: BackendChoice): void {
-  if (name !== 'auto' && name !== 'native' && name !== 'noble') throw new RangeError('setCryptoBackend(name): auto, native or noble');
+  if (name !== 'auto' && name !== 'native' && name !== 'noble')
+    throw new RangeError('setCryptoBackend(name): auto, native or noble');
   // Forget what was probed: a host can change under us (tests, polyfills installed late).
   nodeCryptoMemo = undefined;
   nativeBackend = undefined;
   autoBackend = undefined;
   autoName = undefined;
-  if (name === 'native' && !native()) throw new Error('crypto backend "native": this host has neither node:crypto nor WebCrypto');
+  if (name === 'native' && !native())
+    throw new Error('crypto backend "native": this host has neither node:crypto nor WebCrypto');
   choice = name;
 }
 
@@ -212,7 +218,16 @@ export const defaultCrypto: CtlCrypto = {
  * @example const c = createVerifyOnlyCrypto(); await c.verifyWithJwk(jwk, msg, sig)
  */
 export function createVerifyOnlyCrypto(): CtlCrypto {
-  const importSigningKey = async (): Promise<never> => badKey('ctl/verify verifies only: private keys need ctl/wallet or ctl');
+  const importSigningKey = async (): Promise<never> =>
+    badKey('ctl/verify verifies only: private keys need ctl/wallet or ctl');
   const k = createPublicKeyImporter({ backend: currentBackend, importSigningKey, publicOfCryptoKey });
-  return { importSigningKey, importVerifyingKey: k.importVerifyingKey, verifyWithJwk: k.verifyWithJwk, toPublicJwk: k.toPublicJwk, sha256, jwkThumbprint, randomBytes };
+  return {
+    importSigningKey,
+    importVerifyingKey: k.importVerifyingKey,
+    verifyWithJwk: k.verifyWithJwk,
+    toPublicJwk: k.toPublicJwk,
+    sha256,
+    jwkThumbprint,
+    randomBytes,
+  };
 }

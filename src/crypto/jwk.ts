@@ -34,9 +34,14 @@ function coord(v: unknown, what: string): Uint8Array {
 export function jwkAlg(jwk: unknown): Alg {
   const j = (jwk && typeof jwk === 'object' ? jwk : bad('JWK is not an object')) as Record<string, unknown>;
   const alg: Alg =
-    j['kty'] === 'OKP' && j['crv'] === 'Ed25519' ? 'EdDSA' : j['kty'] === 'EC' && j['crv'] === 'P-256' ? 'ES256' : bad('JWK is not Ed25519 or P-256');
+    j['kty'] === 'OKP' && j['crv'] === 'Ed25519'
+      ? 'EdDSA'
+      : j['kty'] === 'EC' && j['crv'] === 'P-256'
+        ? 'ES256'
+        : bad('JWK is not Ed25519 or P-256');
   // RFC 9864 names Ed25519 "Ed25519" (WebCrypto exports it so); "EdDSA" is the name §3 uses.
-  if (j['alg'] !== undefined && j['alg'] !== alg && !(alg === 'EdDSA' && j['alg'] === 'Ed25519')) bad('JWK alg does not match its curve');
+  if (j['alg'] !== undefined && j['alg'] !== alg && !(alg === 'EdDSA' && j['alg'] === 'Ed25519'))
+    bad('JWK alg does not match its curve');
   return alg;
 }
 
@@ -53,7 +58,8 @@ export function checkPublicJwk(input: unknown, onCurve = true): CheckedPublicKey
   const x = coord(j['x'], 'x');
   if (alg === 'EdDSA') {
     if (j['y'] !== undefined) bad('OKP JWK has y');
-    if (onCurve ? !ed25519KeyOk(x) : !ed25519ShapeOk(x)) bad('Ed25519 public key is non-canonical, of small order or not on the curve');
+    if (onCurve ? !ed25519KeyOk(x) : !ed25519ShapeOk(x))
+      bad('Ed25519 public key is non-canonical, of small order or not on the curve');
     return { alg, jwk: { kty: 'OKP', crv: 'Ed25519', x: j['x'] as string }, raw: x };
   }
   const raw = concat(new Uint8Array([4]), x, coord(j['y'], 'y'));
@@ -71,7 +77,12 @@ export function checkRawPublic(alg: Alg, key: Uint8Array): CheckedPublicKey {
     return checkPublicJwk({ kty: 'OKP', crv: 'Ed25519', x: base64urlEncode(key) });
   }
   const pt = p256Point(key) ?? bad('P-256 public key is not a point of the curve');
-  return checkPublicJwk({ kty: 'EC', crv: 'P-256', x: base64urlEncode(beBytes(pt.x, 32)), y: base64urlEncode(beBytes(pt.y, 32)) });
+  return checkPublicJwk({
+    kty: 'EC',
+    crv: 'P-256',
+    x: base64urlEncode(beBytes(pt.x, 32)),
+    y: base64urlEncode(beBytes(pt.y, 32)),
+  });
 }
 
 /** The private scalar or seed of a JWK with `d`, with its claimed public half. @example privateJwk(jwk).d.length // 32 */
@@ -88,7 +99,14 @@ export function privateJwk(input: unknown): { alg: Alg; d: Uint8Array; claimed: 
  */
 export function thumbprintInput(members: Record<string, string>): string {
   // The member values of our JWKs are base64url or fixed names, so JSON.stringify is exact (RFC 7638 §3.3).
-  return '{' + Object.keys(members).sort().map((k) => `${JSON.stringify(k)}:${JSON.stringify(members[k])}`).join(',') + '}';
+  return (
+    '{' +
+    Object.keys(members)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${JSON.stringify(members[k])}`)
+      .join(',') +
+    '}'
+  );
 }
 
 /** The thumbprint members of a public JWK, shape-checked (lengths, base64url), no curve maths. @example thumbprintMembers(jwk) */

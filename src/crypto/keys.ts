@@ -29,7 +29,10 @@ export function publicKeyPemFromJwk(jwk: PublicJwk): string {
 }
 
 /** A private input (not a CryptoKey) as raw scalar/seed plus the public key its container claimed. */
-function privateParts(input: unknown, options?: ImportOptions): { alg: Alg; d: Uint8Array; claimed?: CheckedPublicKey | undefined } {
+function privateParts(
+  input: unknown,
+  options?: ImportOptions,
+): { alg: Alg; d: Uint8Array; claimed?: CheckedPublicKey | undefined } {
   let parts: { alg: Alg; d: Uint8Array; claimed?: CheckedPublicKey | undefined };
   if (typeof input === 'string') {
     const { label, der } = pemBody(input);
@@ -61,5 +64,10 @@ export function createKeyImporter(backend: () => Backend | Promise<Backend>, opt
     return (await backend()).signerFor(alg, d, claimed?.jwk);
   }
   const pub = createPublicKeyImporter({ backend, importSigningKey, ...opts });
-  return { importSigningKey, importVerifyingKey: pub.importVerifyingKey, verifyWithJwk: pub.verifyWithJwk, toPublicJwk: pub.toPublicJwk };
+  return {
+    importSigningKey,
+    importVerifyingKey: pub.importVerifyingKey,
+    verifyWithJwk: pub.verifyWithJwk,
+    toPublicJwk: pub.toPublicJwk,
+  };
 }

@@ -16,7 +16,8 @@ const u8 = (b: Uint8Array): Uint8Array => new Uint8Array(b); // a plain copy, ne
 export function createNodeBackend(nc: any): Backend {
   const privateKeyObject = (alg: Alg, d: Uint8Array) =>
     nc.createPrivateKey({ key: pkcs8(alg, d), format: 'der', type: 'pkcs8' });
-  const publicOf = (priv: any): PublicJwk => checkPublicJwk(nc.createPublicKey(priv).export({ format: 'jwk' }), false).jwk;
+  const publicOf = (priv: any): PublicJwk =>
+    checkPublicJwk(nc.createPublicKey(priv).export({ format: 'jwk' }), false).jwk;
   return {
     name: 'native',
     async publicJwkFromRaw(alg, d) {

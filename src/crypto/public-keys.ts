@@ -10,19 +10,37 @@ import { parseSpki, pemBody } from './der.js';
 import { badKey as bad, checkPublicJwk, checkRawPublic, jwkAlg, jwkKey, type CheckedPublicKey } from './jwk.js';
 import { subtleSigner } from './subtle-backend.js';
 import type { VerifyBackend } from './backend.js';
-import type { Alg, CtlCrypto, ImportOptions, PrivateKeyInput, PublicJwk, PublicKeyInput, SigningKey, VerifyingKey } from './types.js';
+import type {
+  Alg,
+  CtlCrypto,
+  ImportOptions,
+  PrivateKeyInput,
+  PublicJwk,
+  PublicKeyInput,
+  SigningKey,
+  VerifyingKey,
+} from './types.js';
 import { passUnsupported } from './algorithm-support.js';
 
 export { isCryptoKey };
 
 /** An imported SigningKey / VerifyingKey (pass-through inputs). @example isKey(key, 'signing') */
 export function isKey(v: unknown, kind: 'signing' | 'verifying'): boolean {
-  return !!v && typeof v === 'object' && (v as { kind?: unknown }).kind === kind && typeof (v as any)[kind === 'signing' ? 'sign' : 'verify'] === 'function';
+  return (
+    !!v &&
+    typeof v === 'object' &&
+    (v as { kind?: unknown }).kind === kind &&
+    typeof (v as any)[kind === 'signing' ? 'sign' : 'verify'] === 'function'
+  );
 }
 
 function cryptoKeyAlg(key: CryptoKey): Alg {
   const a = key.algorithm as { name?: string; namedCurve?: string };
-  return a.name === 'Ed25519' ? 'EdDSA' : a.name === 'ECDSA' && a.namedCurve === 'P-256' ? 'ES256' : bad('CryptoKey is not Ed25519 or ECDSA P-256');
+  return a.name === 'Ed25519'
+    ? 'EdDSA'
+    : a.name === 'ECDSA' && a.namedCurve === 'P-256'
+      ? 'ES256'
+      : bad('CryptoKey is not Ed25519 or ECDSA P-256');
 }
 
 /** The host's WebCrypto, which any CryptoKey implies. @example subtle().exportKey('jwk', key) */
@@ -80,16 +98,24 @@ export function createPublicKeyImporter(o: PublicImporterOptions) {
     return checkPublicJwk((await o.importSigningKey(input as PrivateKeyInput, options)).publicJwk);
   }
 
-  async function importVerifyingKey(input: PublicKeyInput | PrivateKeyInput, options?: ImportOptions): Promise<VerifyingKey> {
+  async function importVerifyingKey(
+    input: PublicKeyInput | PrivateKeyInput,
+    options?: ImportOptions,
+  ): Promise<VerifyingKey> {
     if (isKey(input, 'verifying')) return input as VerifyingKey;
     const b = await o.backend();
-    if (typeof input === 'string') return cache.get(`${b.name}|${input}`) ?? verifierFor(await checkedPublic(input), input);
+    if (typeof input === 'string')
+      return cache.get(`${b.name}|${input}`) ?? verifierFor(await checkedPublic(input), input);
     // A JWK seen before is found by its members, without re-running the on-curve check:
     // verifiers resolve the same actorKey for every SBA of a grant. The cheap member rules
     // (kty/crv/alg agree, y exactly where it belongs) still run, so a hit is never looser.
     const j = input as { x?: unknown; y?: unknown } | null;
     const hit =
-      j && typeof j === 'object' && typeof j.x === 'string' && !(input instanceof Uint8Array) && !isCryptoKey(input) &&
+      j &&
+      typeof j === 'object' &&
+      typeof j.x === 'string' &&
+      !(input instanceof Uint8Array) &&
+      !isCryptoKey(input) &&
       (jwkAlg(j) === 'EdDSA' ? j.y === undefined : typeof j.y === 'string')
         ? cache.get(`${b.name}|${jwkKey(j as never)}`)
         : undefined;
@@ -122,10 +148,17 @@ export function createPublicKeyImporter(o: PublicImporterOptions) {
  * from the key when extractable, else from `options.publicKey` or the host, and is checked once
  * by signing (a JWK import may carry an `x` that is not `d`'s).
  */
-export async function signerFromCryptoKey(k: PublicKeyImporter, key: CryptoKey, options?: ImportOptions, publicOfCryptoKey?: (key: CryptoKey) => unknown): Promise<SigningKey> {
+export async function signerFromCryptoKey(
+  k: PublicKeyImporter,
+  key: CryptoKey,
+  options?: ImportOptions,
+  publicOfCryptoKey?: (key: CryptoKey) => unknown,
+): Promise<SigningKey> {
   const alg = cryptoKeyAlg(key);
   if (key.type !== 'private' || !key.usages.includes('sign')) bad('CryptoKey is not a private key usable to sign');
-  const hint = key.extractable ? await subtle().exportKey('jwk', key) : options?.publicKey ?? publicOfCryptoKey?.(key);
+  const hint = key.extractable
+    ? await subtle().exportKey('jwk', key)
+    : (options?.publicKey ?? publicOfCryptoKey?.(key));
   const pub = await k.checkedPublic(hint ?? bad('non-extractable CryptoKey: pass options.publicKey'));
   if (pub.alg !== alg) bad('options.publicKey is not of the CryptoKey algorithm');
   const s = subtleSigner(subtle(), alg, pub.jwk, key);

@@ -21,7 +21,8 @@ export function randomBytes(n: number): Uint8Array {
   if (!Number.isSafeInteger(n) || n < 0) throw new RangeError('randomBytes(n): n must be a non-negative integer');
   if (source) {
     const out = source(n);
-    if (!(out instanceof Uint8Array) || out.length !== n) throw new Error('randomBytes: the random source returned the wrong number of bytes');
+    if (!(out instanceof Uint8Array) || out.length !== n)
+      throw new Error('randomBytes: the random source returned the wrong number of bytes');
     return out;
   }
   const get = hostGetRandomValues();

@@ -78,14 +78,26 @@ export function sha256(msg: Uint8Array): Uint8Array {
       else {
         const a = w[t - 15]!;
         const b = w[t - 2]!;
-        w[t] = (rotr32(b, 17) ^ rotr32(b, 19) ^ (b >>> 10)) + w[t - 7]! + (rotr32(a, 7) ^ rotr32(a, 18) ^ (a >>> 3)) + w[t - 16]!;
+        w[t] =
+          (rotr32(b, 17) ^ rotr32(b, 19) ^ (b >>> 10)) +
+          w[t - 7]! +
+          (rotr32(a, 7) ^ rotr32(a, 18) ^ (a >>> 3)) +
+          w[t - 16]!;
       }
     }
     let [a, b, c, d, e, f, g, h] = H as unknown as number[];
     for (let t = 0; t < 64; t++) {
-      const t1 = (h! + (rotr32(e!, 6) ^ rotr32(e!, 11) ^ rotr32(e!, 25)) + ((e! & f!) ^ (~e! & g!)) + kh[t]! + w[t]!) | 0;
+      const t1 =
+        (h! + (rotr32(e!, 6) ^ rotr32(e!, 11) ^ rotr32(e!, 25)) + ((e! & f!) ^ (~e! & g!)) + kh[t]! + w[t]!) | 0;
       const t2 = ((rotr32(a!, 2) ^ rotr32(a!, 13) ^ rotr32(a!, 22)) + ((a! & b!) ^ (a! & c!) ^ (b! & c!))) | 0;
-      h = g; g = f; f = e; e = (d! + t1) | 0; d = c; c = b; b = a; a = (t1 + t2) | 0;
+      h = g;
+      g = f;
+      f = e;
+      e = (d! + t1) | 0;
+      d = c;
+      c = b;
+      b = a;
+      a = (t1 + t2) | 0;
     }
     [a, b, c, d, e, f, g, h].forEach((x, i) => (H[i] = (H[i]! + x!) | 0));
   }
@@ -131,7 +143,23 @@ export function sha512(msg: Uint8Array): Uint8Array {
       wl[t] = lo;
     }
     let [ah, al, bh, bl, ch, cl, dh, dl, eh, el, fh, fl, gh, gl, hh, hl] = H as unknown as number[] as [
-      number, number, number, number, number, number, number, number, number, number, number, number, number, number, number, number];
+      number,
+      number,
+      number,
+      number,
+      number,
+      number,
+      number,
+      number,
+      number,
+      number,
+      number,
+      number,
+      number,
+      number,
+      number,
+      number,
+    ];
     for (let t = 0; t < 80; t++) {
       // T1 = h + Σ1(e) + Ch(e, f, g) + K[t] + W[t], Σ1 = rotr 14 ^ rotr 18 ^ rotr 41
       const S1h = ((eh >>> 14) | (el << 18)) ^ ((eh >>> 18) | (el << 14)) ^ ((el >>> 9) | (eh << 23));
@@ -142,14 +170,23 @@ export function sha512(msg: Uint8Array): Uint8Array {
       // T2 = Σ0(a) + Maj(a, b, c), Σ0 = rotr 28 ^ rotr 34 ^ rotr 39
       const S0h = ((ah >>> 28) | (al << 4)) ^ ((al >>> 2) | (ah << 30)) ^ ((al >>> 7) | (ah << 25));
       const S0l = ((al >>> 28) | (ah << 4)) ^ ((ah >>> 2) | (al << 30)) ^ ((ah >>> 7) | (al << 25));
-      hh = gh; hl = gl; gh = fh; gl = fl; fh = eh; fl = el;
+      hh = gh;
+      hl = gl;
+      gh = fh;
+      gl = fl;
+      fh = eh;
+      fl = el;
       lo = (dl >>> 0) + (t1l >>> 0);
       eh = (dh + t1h + ((lo / U) | 0)) | 0;
       el = lo | 0;
-      dh = ch; dl = cl;
+      dh = ch;
+      dl = cl;
       lo = (t1l >>> 0) + (S0l >>> 0) + (((al & bl) ^ (al & cl) ^ (bl & cl)) >>> 0);
       const nh = (t1h + S0h + ((ah & bh) ^ (ah & ch) ^ (bh & ch)) + ((lo / U) | 0)) | 0;
-      ch = bh; cl = bl; bh = ah; bl = al;
+      ch = bh;
+      cl = bl;
+      bh = ah;
+      bl = al;
       ah = nh;
       al = lo | 0;
     }

@@ -34,8 +34,10 @@ export function createSubtleVerifyBackend(subtle: SubtleCrypto): VerifyBackend {
 /** The WebCrypto backend over the given SubtleCrypto (from `hostSubtle()`). @example createSubtleBackend(hostSubtle()!) */
 export function createSubtleBackend(subtle: SubtleCrypto): Backend {
   // Extractable, to read the public half: the private bytes are in this process's memory already.
-  const importPrivate = (alg: Alg, d: Uint8Array) => subtle.importKey('pkcs8', buf(pkcs8(alg, d)), webAlg(alg), true, ['sign']);
-  const publicOf = async (key: CryptoKey): Promise<PublicJwk> => checkPublicJwk(await subtle.exportKey('jwk', key), false).jwk;
+  const importPrivate = (alg: Alg, d: Uint8Array) =>
+    subtle.importKey('pkcs8', buf(pkcs8(alg, d)), webAlg(alg), true, ['sign']);
+  const publicOf = async (key: CryptoKey): Promise<PublicJwk> =>
+    checkPublicJwk(await subtle.exportKey('jwk', key), false).jwk;
   const publicJwkFromRaw = async (alg: Alg, d: Uint8Array): Promise<PublicJwk> => publicOf(await importPrivate(alg, d));
   return {
     ...createSubtleVerifyBackend(subtle),

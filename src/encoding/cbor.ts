@@ -93,7 +93,12 @@ function fromDecoded(value: unknown, depth: number): CborValue {
     for (const [k, v] of value) {
       if (typeof k !== 'string') malformed('CBOR: map keys must be text strings');
       // defineProperty: a "__proto__" key stays a plain member.
-      Object.defineProperty(out, k, { value: fromDecoded(v, depth + 1), enumerable: true, writable: true, configurable: true });
+      Object.defineProperty(out, k, {
+        value: fromDecoded(v, depth + 1),
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
     }
     return out;
   }

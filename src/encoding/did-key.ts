@@ -79,7 +79,11 @@ export function didKeyToJwk(did: string): PublicJwk {
     if (key.length !== 33 || (key[0] !== 2 && key[0] !== 3)) malformed('a P-256 key is a 33-byte compressed point');
     return checkRawPublic('ES256', key).jwk;
   }
-  if (UNSUPPORTED.includes(code)) fail('unsupported_algorithm', `did:key: multicodec 0x${code.toString(16)} is not supported (Ed25519 and P-256 are)`);
+  if (UNSUPPORTED.includes(code))
+    fail(
+      'unsupported_algorithm',
+      `did:key: multicodec 0x${code.toString(16)} is not supported (Ed25519 and P-256 are)`,
+    );
   return malformed(`unknown multicodec 0x${code.toString(16)}`);
 }
 

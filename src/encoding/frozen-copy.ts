@@ -30,7 +30,8 @@ export function deepFreeze(v: unknown): unknown {
 export function isDeepFrozen(v: unknown): boolean {
   if (typeof v !== 'object' || v === null) return true;
   if (!Object.isFrozen(v)) return false;
-  for (const d of Object.values(Object.getOwnPropertyDescriptors(v))) if (!('value' in d) || !isDeepFrozen(d.value)) return false;
+  for (const d of Object.values(Object.getOwnPropertyDescriptors(v)))
+    if (!('value' in d) || !isDeepFrozen(d.value)) return false;
   return true;
 }
 
@@ -62,7 +63,8 @@ export function ownData(value: unknown, maxMembers = 10_000): unknown {
     for (const k of keys) {
       const x = copy((v as Record<string, unknown>)[k], depth + 1);
       // An own data member even for "__proto__", as parseStrictJson makes it: never the prototype.
-      if (k === '__proto__') Object.defineProperty(out, k, { value: x, enumerable: true, writable: true, configurable: true });
+      if (k === '__proto__')
+        Object.defineProperty(out, k, { value: x, enumerable: true, writable: true, configurable: true });
       else out[k] = x;
     }
     return out;
@@ -75,4 +77,5 @@ export function ownData(value: unknown, maxMembers = 10_000): unknown {
  * its own (`ownData`), so that what is checked is what is verified and returned (PROTOCOL.md §12).
  * @example const sba = artifactData(req.body.sba) // checks and signatures then read only `sba`
  */
-export const artifactData = (input: unknown): unknown => (typeof input === 'string' ? parseStrictJson(input) : ownData(input));
+export const artifactData = (input: unknown): unknown =>
+  typeof input === 'string' ? parseStrictJson(input) : ownData(input);

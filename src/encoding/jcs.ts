@@ -82,7 +82,8 @@ export function sameCanonical(value: unknown, known: unknown): boolean {
   for (const k of Object.keys(value)) {
     const v = value[k];
     if (v === undefined) continue;
-    if (!Object.prototype.hasOwnProperty.call(known, k) || !sameCanonical(v, (known as Record<string, unknown>)[k])) return false;
+    if (!Object.prototype.hasOwnProperty.call(known, k) || !sameCanonical(v, (known as Record<string, unknown>)[k]))
+      return false;
     n++;
   }
   return n === Object.keys(known).length;
@@ -119,7 +120,8 @@ export interface StrictJsonOptions {
 // One token, after JSON white space: a string (JSON's escapes, no raw control character), a
 // number (JSON's grammar), a literal or a punctuator. JSON.parse and Number then read string and
 // number tokens, so their values are exactly JSON's; this parser adds what JSON.parse lets pass.
-const TOKEN = /[ \t\n\r]*("[^"\\\x00-\x1f]*(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*)*"|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false|null|[{}[\]:,])/y;
+const TOKEN =
+  /[ \t\n\r]*("[^"\\\x00-\x1f]*(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*)*"|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false|null|[{}[\]:,])/y;
 const WS = /^[ \t\n\r]*$/;
 
 /**
@@ -159,7 +161,12 @@ export function parseStrictJson(text: string, options: StrictJsonOptions = {}): 
           if (Object.prototype.hasOwnProperty.call(out, key)) fail(`duplicate key ${JSON.stringify(key)}`);
           if (next() !== ':') fail("expected ':'");
           // An own data property even for "__proto__": never touch the prototype chain.
-          Object.defineProperty(out, key, { value: value(next(), depth + 1), enumerable: true, writable: true, configurable: true });
+          Object.defineProperty(out, key, {
+            value: value(next(), depth + 1),
+            enumerable: true,
+            writable: true,
+            configurable: true,
+          });
         } else (out as unknown[]).push(value(u, depth + 1));
         u = next();
         if (u === close) return out;

@@ -29,7 +29,8 @@ export function utf8Encode(text: string): Uint8Array {
     return malformed('lone surrogate in text');
   }
   const out: number[] = [];
-  for (let i = 0; i < e.length; i++) out.push(e[i] === '%' ? parseInt(e.slice(i + 1, (i += 2) + 1), 16) : e.charCodeAt(i));
+  for (let i = 0; i < e.length; i++)
+    out.push(e[i] === '%' ? parseInt(e.slice(i + 1, (i += 2) + 1), 16) : e.charCodeAt(i));
   return Uint8Array.from(out);
 }
 

@@ -13,5 +13,9 @@ import type { FetchLike } from '../net/fetch-json.js';
 import type { OnlineChecks } from '../verifier/features.js';
 
 /** Bounded strict JSON GETs and the revocation cache. @example registerOnlineChecks(onlineChecks) */
-export const onlineChecks: OnlineChecks = { fetchJson, createRevocationChecker: () => createRevocationChecker(), hostFetch: () => hostFetch() as FetchLike | undefined };
+export const onlineChecks: OnlineChecks = {
+  fetchJson,
+  createRevocationChecker: () => createRevocationChecker(),
+  hostFetch: () => hostFetch() as FetchLike | undefined,
+};
 export type { OnlineChecks };

@@ -11,7 +11,12 @@ export type { VerifyCtlOptions, VerifyCtlResult } from '../verifier/verify.js';
 export type { VerifyBundleOptions } from '../artifacts/bundle.js';
 export type { PolicyGrant, SignedBudgetAuthorization, TrustBundle, Jwks, Asset, Verified } from '../artifacts/types.js';
 export { decodeSbaHeader } from '../verifier/presentation.js';
-export { createMemorySpendStorage, type SpendStorage, type ReserveResult, type ReserveOptions } from '../wallet/spend-storage.js';
+export {
+  createMemorySpendStorage,
+  type SpendStorage,
+  type ReserveResult,
+  type ReserveOptions,
+} from '../wallet/spend-storage.js';
 export { createMemoryTimeFloor, type TimeFloor } from '../verifier/time-floor.js';
 export { canonicalize, parseStrictJson } from '../encoding/jcs.js';
 export { policyHash } from '../encoding/policy-hash.js';
@@ -21,7 +26,12 @@ export { parseAmount, parseTimestamp, formatTimestamp } from '../values.js';
 export { jwkThumbprint, sha256Hex, setRandomSource, setCryptoBackend, getCryptoBackendName } from '../crypto/index.js';
 export { registerP256, type P256Provider } from '../crypto/algorithm-support.js';
 // Opt-in modules (features.ts): the Human-Agent profile from ctl/human-agent, online checks from ctl/online.
-export { registerHumanAgent, registerOnlineChecks, type HumanAgentSupport, type OnlineChecks } from '../verifier/features.js';
+export {
+  registerHumanAgent,
+  registerOnlineChecks,
+  type HumanAgentSupport,
+  type OnlineChecks,
+} from '../verifier/features.js';
 export type { Alg, PublicJwk, PublishedJwk, PublicKeyInput, VerifyingKey } from '../crypto/types.js';
 
 // Bound here to the verify-only facade (no private-key readers in this bundle); the same code as `ctl`'s.
@@ -41,7 +51,11 @@ const crypto = createVerifyOnlyCrypto();
 export const verifyCtl: (sba: unknown, options: VerifyCtlOptions) => Promise<VerifyCtlResult> = createVerifier(crypto);
 
 /** Checks a bundle against the pinned root key, or the newest bundle keys of `rootChain` (PROTOCOL.md §4, §11). @example const r = await verifyTrustBundle(bundle, rootPem, { minSequence: 3, rootChain }) */
-export function verifyTrustBundle(bundle: unknown, rootPublicKeyPem: PublicKeyInput, options?: VerifyBundleOptions): Promise<Verified<{ bundle: TrustBundle; rootVersion: number }>> {
+export function verifyTrustBundle(
+  bundle: unknown,
+  rootPublicKeyPem: PublicKeyInput,
+  options?: VerifyBundleOptions,
+): Promise<Verified<{ bundle: TrustBundle; rootVersion: number }>> {
   return verifyBundleWith(crypto, bundle, rootPublicKeyPem, options);
 }
 
@@ -49,7 +63,11 @@ export function verifyTrustBundle(bundle: unknown, rootPublicKeyPem: PublicKeyIn
  * Walks a root chain from the pinned version-1 root (PROTOCOL.md §11), as `verifyRootChain` of `ctl`. Never throws.
  * @example const r = await verifyRootChain(rootPem, statements, { minVersion: stored.rootVersion, accepted: stored.statements })
  */
-export function verifyRootChain(pinnedRootPem: PublicKeyInput, statements: unknown, options?: VerifyRootChainOptions): Promise<RootChainResult> {
+export function verifyRootChain(
+  pinnedRootPem: PublicKeyInput,
+  statements: unknown,
+  options?: VerifyRootChainOptions,
+): Promise<RootChainResult> {
   return verifyRootChainWith(crypto, pinnedRootPem, statements, options);
 }
 

@@ -5,7 +5,15 @@
  * No merchant verifier, no gateway client, no P-256 stack (P-256 through node:crypto or
  * WebCrypto; elsewhere `registerP256` with `ctl/p256`). See docs/sdk-api.md.
  */
-export { CtlError, CtlBudgetExceededError, CtlGrantRevokedError, ERROR_CODES, isCtlErrorCode, type CtlErrorCode, type CtlErrorInfo } from '../errors.js';
+export {
+  CtlError,
+  CtlBudgetExceededError,
+  CtlGrantRevokedError,
+  ERROR_CODES,
+  isCtlErrorCode,
+  type CtlErrorCode,
+  type CtlErrorInfo,
+} from '../errors.js';
 export { createSession, createSignedSessionBudgetAuthorization, computeIntentHash, verifyTrustBundle } from '../api.js';
 export { createSbaSigner, type SbaSigner } from '../wallet/sba-signer.js';
 // A wallet that installs bundles follows the root chain they come with (PROTOCOL.md §11).
@@ -16,7 +24,12 @@ export { newId } from '../ids.js';
 export type { SessionOptions, PaymentRequest, WalletSession } from '../wallet/session.js';
 export type { SbaFields, SignSbaOptions, PaymentIntent } from '../artifacts/sba.js';
 export type { PolicyGrant, SignedBudgetAuthorization, Asset } from '../artifacts/types.js';
-export { createMemorySpendStorage, type SpendStorage, type ReserveResult, type ReserveOptions } from '../wallet/spend-storage.js';
+export {
+  createMemorySpendStorage,
+  type SpendStorage,
+  type ReserveResult,
+  type ReserveOptions,
+} from '../wallet/spend-storage.js';
 export { encodeSbaHeader, encodeSbaBase64 } from '../verifier/presentation.js';
 export { signedBytes } from '../artifacts/signing.js';
 export { canonicalize, parseStrictJson } from '../encoding/jcs.js';
@@ -25,7 +38,15 @@ export { base64urlEncode, base64urlDecode, base64Encode, hexEncode } from '../en
 export { utf8Encode, utf8Decode } from '../encoding/utf8.js';
 export { parseAmount, parseTimestamp, formatTimestamp } from '../values.js';
 export {
-  generateKeyPair, importSigningKey, toPublicJwk, jwkThumbprint, verifyWithJwk, sha256Hex, setRandomSource, setCryptoBackend, getCryptoBackendName,
+  generateKeyPair,
+  importSigningKey,
+  toPublicJwk,
+  jwkThumbprint,
+  verifyWithJwk,
+  sha256Hex,
+  setRandomSource,
+  setCryptoBackend,
+  getCryptoBackendName,
 } from '../crypto/index.js';
 export { registerP256, type P256Provider } from '../crypto/algorithm-support.js';
 export type { Alg, PublicJwk, PrivateKeyInput, SigningKey, GeneratedKeyPair } from '../crypto/types.js';

@@ -5,7 +5,10 @@
 import { CtlError, fail } from '../errors.js';
 import { parseStrictJson } from '../encoding/jcs.js';
 
-export type FetchLike = (url: string, init?: Record<string, unknown>) => Promise<{
+export type FetchLike = (
+  url: string,
+  init?: Record<string, unknown>,
+) => Promise<{
   ok: boolean;
   status: number;
   text(): Promise<string>;
@@ -32,7 +35,12 @@ export async function fetchJson(
   });
   try {
     const res = await Promise.race([
-      fetchFn(url, { method: 'GET', headers: { accept: 'application/json' }, signal: controller?.signal, redirect: 'error' }),
+      fetchFn(url, {
+        method: 'GET',
+        headers: { accept: 'application/json' },
+        signal: controller?.signal,
+        redirect: 'error',
+      }),
       timeout,
     ]);
     if (!res.ok) fail(failCode, `${url} answered ${res.status}`);

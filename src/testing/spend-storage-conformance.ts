@@ -69,7 +69,10 @@ export function spendStorageConformance(factory: () => SpendStorage | Promise<Sp
         const key = k();
         expect((await s.reserve(key, 'a', 2n, 10n, { expiresAt: 1000, now: 0 })) === 'reserved', 'first');
         await s.commit(key, 'a');
-        expect((await s.reserve(key, 'a', 2n, 10n, { expiresAt: 1000, now: 999 })) === 'duplicate', 'a live id is still known');
+        expect(
+          (await s.reserve(key, 'a', 2n, 10n, { expiresAt: 1000, now: 999 })) === 'duplicate',
+          'a live id is still known',
+        );
         expect((await s.reserve(key, 'b', 2n, 10n, { expiresAt: 3000, now: 2000 })) === 'reserved', 'after the expiry');
         expect((await s.total(key)) === 4n, 'forgetting an id keeps its amount in the total');
       },
@@ -105,7 +108,10 @@ export function spendStorageConformance(factory: () => SpendStorage | Promise<Sp
         const results = await Promise.all(Array.from({ length: 50 }, () => s.reserve(key, 'same', 3n, 1000n)));
         const reserved = results.filter((r) => r === 'reserved').length;
         expect(reserved === 1, `one reserved, got ${reserved}`);
-        expect(results.every((r) => r === 'reserved' || r === 'duplicate'), `the others are duplicate, got ${results.join(',')}`);
+        expect(
+          results.every((r) => r === 'reserved' || r === 'duplicate'),
+          `the others are duplicate, got ${results.join(',')}`,
+        );
         expect((await s.total(key)) === 3n, `counted once, total ${await s.total(key)}`);
       },
     },
@@ -129,7 +135,10 @@ export function spendStorageConformance(factory: () => SpendStorage | Promise<Sp
         const s = await factory();
         const key = k();
         const results = await Promise.all(Array.from({ length: 20 }, () => s.reserve(key, 'big', 11n, 10n)));
-        expect(results.every((r) => r === 'exceeded'), `all exceeded, got ${results.join(',')}`);
+        expect(
+          results.every((r) => r === 'exceeded'),
+          `all exceeded, got ${results.join(',')}`,
+        );
         expect((await s.total(key)) === 0n, 'nothing counted');
         expect((await s.reserve(key, 'big', 10n, 10n)) === 'reserved', 'the id was never recorded');
       },
@@ -140,7 +149,10 @@ export function spendStorageConformance(factory: () => SpendStorage | Promise<Sp
         const s = await factory();
         const key = k();
         const results = await Promise.all(Array.from({ length: 200 }, (_, i) => s.reserve(key, 'id' + i, 1n, 10n)));
-        expect(results.filter((r) => r === 'reserved').length === 10, `10 reserved, got ${results.filter((r) => r === 'reserved').length}`);
+        expect(
+          results.filter((r) => r === 'reserved').length === 10,
+          `10 reserved, got ${results.filter((r) => r === 'reserved').length}`,
+        );
         expect((await s.total(key)) === 10n, 'total is the ceiling');
       },
     },

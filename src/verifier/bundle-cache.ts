@@ -136,7 +136,8 @@ function sameAsCopy(input: object, entry: Entry): boolean {
   for (const key of keys) {
     if (key === 'revokedGrants') {
       const r = caller[key];
-      if (r !== entry.callerRevoked || !Array.isArray(r) || r.length !== entry.bundle.revokedGrants.length) return false;
+      if (r !== entry.callerRevoked || !Array.isArray(r) || r.length !== entry.bundle.revokedGrants.length)
+        return false;
     } else if (!sameJson(caller[key], copy[key], 0)) return false;
   }
   return true;
@@ -154,7 +155,11 @@ function sameJson(a: unknown, b: unknown, depth: number): boolean {
   const keys = Object.keys(b);
   if (Object.keys(a).length !== keys.length) return false;
   for (const key of keys) {
-    if (!Object.prototype.hasOwnProperty.call(a, key) || !sameJson(a[key], (b as Record<string, unknown>)[key], depth + 1)) return false;
+    if (
+      !Object.prototype.hasOwnProperty.call(a, key) ||
+      !sameJson(a[key], (b as Record<string, unknown>)[key], depth + 1)
+    )
+      return false;
   }
   return true;
 }

@@ -38,7 +38,11 @@ export type DecisionResult =
   | { ok: true; grant: PolicyGrant; sba: SignedBudgetAuthorization; decisionId: string }
   | { ok: false; error: CtlErrorInfo };
 
-export async function verifyDecisionWith(verify: VerifyCtl, input: unknown, options: DecisionOptions): Promise<DecisionResult> {
+export async function verifyDecisionWith(
+  verify: VerifyCtl,
+  input: unknown,
+  options: DecisionOptions,
+): Promise<DecisionResult> {
   let clockSeen: number | undefined;
   try {
     const { sessionId, decision: given, cumulativeSpentMinor = '0', ...rest } = options ?? ({} as DecisionOptions);
@@ -68,7 +72,8 @@ export async function verifyDecisionWith(verify: VerifyCtl, input: unknown, opti
     const a = sba.authorization;
     if (a.sessionId !== sessionId) malformed('the SBA belongs to another session');
     if (decision.sessionGrantId !== a.grantId) malformed('the decision is for another grant');
-    if (decision.policyHash !== a.policyHash) fail('policy_hash_mismatch', 'the decision was taken under another policy');
+    if (decision.policyHash !== a.policyHash)
+      fail('policy_hash_mismatch', 'the decision was taken under another policy');
     if (spent + priceMinor > BigInt(a.maxAmountMinor)) {
       fail('budget_exceeded', 'spent so far plus this price exceeds the authorization');
     }

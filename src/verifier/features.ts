@@ -29,7 +29,11 @@ export interface HumanAgentSupport {
 /** The online checks, as `ctl/online` exports them. */
 export interface OnlineChecks {
   /** A bounded strict JSON GET; throws `CtlError(failCode)` on any failure. */
-  fetchJson(fetchFn: FetchLike | undefined, url: string, o?: { timeoutMs?: number; failCode?: 'revocation_unavailable' | 'unknown_key' }): Promise<unknown>;
+  fetchJson(
+    fetchFn: FetchLike | undefined,
+    url: string,
+    o?: { timeoutMs?: number; failCode?: 'revocation_unavailable' | 'unknown_key' },
+  ): Promise<unknown>;
   /** A revocation cache (TTL, coalesced requests, fail closed). */
   createRevocationChecker(): RevocationChecker;
   /** The host's fetch where it has one. */
@@ -75,9 +79,17 @@ const MODULE = { humanAgent: 'human-agent', online: 'online' };
  * was needed and which module to register.
  * @example featureOf(builtIn, 'online', 'revocation is checked online unless offline: true')
  */
-export function featureOf<K extends keyof VerifierFeatures>(builtIn: VerifierFeatures, name: K, why: string): NonNullable<VerifierFeatures[K]> {
+export function featureOf<K extends keyof VerifierFeatures>(
+  builtIn: VerifierFeatures,
+  name: K,
+  why: string,
+): NonNullable<VerifierFeatures[K]> {
   const m = builtIn[name] ?? registered[name];
-  if (!m) fail('unsupported_feature', `${why}, and this build lacks that module: register ctl/${MODULE[name]} (docs/sdk-api.md)`);
+  if (!m)
+    fail(
+      'unsupported_feature',
+      `${why}, and this build lacks that module: register ctl/${MODULE[name]} (docs/sdk-api.md)`,
+    );
   return m as NonNullable<VerifierFeatures[K]>;
 }
 

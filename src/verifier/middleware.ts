@@ -58,7 +58,8 @@ declare global {
   }
 }
 
-const resolve = async <T, R>(v: Dyn<T, R>, req: R): Promise<T> => (typeof v === 'function' ? (v as (r: R) => T)(req) : v);
+const resolve = async <T, R>(v: Dyn<T, R>, req: R): Promise<T> =>
+  typeof v === 'function' ? (v as (r: R) => T)(req) : v;
 
 /** The first candidate that is a body's raw text (a string, or bytes: Node's byte buffers are Uint8Arrays). */
 function rawText(...candidates: unknown[]): string | Uint8Array | undefined {
@@ -67,10 +68,17 @@ function rawText(...candidates: unknown[]): string | Uint8Array | undefined {
 }
 
 /** The SBA the body presents, from its raw text when it is JSON, else from the parsed body. */
-function sbaFromBody(raw: string | Uint8Array | undefined, body: unknown, requireRawBody: boolean | undefined): unknown {
+function sbaFromBody(
+  raw: string | Uint8Array | undefined,
+  body: unknown,
+  requireRawBody: boolean | undefined,
+): unknown {
   const fromText = raw === undefined ? undefined : sbaFromBodyText(raw);
   if (fromText) return fromText.sba;
-  const parsed = body && typeof body === 'object' && !(body instanceof Uint8Array) ? (body as Record<string, unknown>)['sba'] : undefined;
+  const parsed =
+    body && typeof body === 'object' && !(body instanceof Uint8Array)
+      ? (body as Record<string, unknown>)['sba']
+      : undefined;
   if (parsed !== undefined && typeof parsed !== 'string' && requireRawBody) {
     malformed('requireRawBody: the body arrived parsed, without its raw text');
   }
@@ -78,7 +86,12 @@ function sbaFromBody(raw: string | Uint8Array | undefined, body: unknown, requir
 }
 
 async function verifyRequest<R>(
-  verify: VerifyCtl, options: MiddlewareOptions<R>, req: R, header: unknown, body: unknown, raw: string | Uint8Array | undefined,
+  verify: VerifyCtl,
+  options: MiddlewareOptions<R>,
+  req: R,
+  header: unknown,
+  body: unknown,
+  raw: string | Uint8Array | undefined,
 ): Promise<{ ok: true; state: CtlRequestState } | { ok: false; error: CtlErrorInfo }> {
   let sba: unknown;
   try {
@@ -105,7 +118,14 @@ async function verifyRequest<R>(
 export function createExpressMiddleware(verify: VerifyCtl, options: MiddlewareOptions<any>) {
   return async (req: any, res: any, next: (err?: unknown) => void) => {
     try {
-      const r = await verifyRequest(verify, options, req, req.headers?.['authorization'], req.body, rawText(req.rawBody, req.body));
+      const r = await verifyRequest(
+        verify,
+        options,
+        req,
+        req.headers?.['authorization'],
+        req.body,
+        rawText(req.rawBody, req.body),
+      );
       if (r.ok) {
         req.ctl = r.state;
         return next();
@@ -123,7 +143,14 @@ export function createExpressMiddleware(verify: VerifyCtl, options: MiddlewareOp
 export function createKoaMiddleware(verify: VerifyCtl, options: MiddlewareOptions<any>) {
   return async (ctx: any, next: () => Promise<unknown>) => {
     const request = ctx.request;
-    const r = await verifyRequest(verify, options, ctx, ctx.get?.('authorization') || undefined, request?.body, rawText(request?.rawBody, request?.body));
+    const r = await verifyRequest(
+      verify,
+      options,
+      ctx,
+      ctx.get?.('authorization') || undefined,
+      request?.body,
+      rawText(request?.rawBody, request?.body),
+    );
     if (!r.ok) {
       ctx.status = 402;
       ctx.body = { error: r.error };

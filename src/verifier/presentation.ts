@@ -66,4 +66,5 @@ export function sbaFromBodyText(body: string | Uint8Array): { sba: unknown } | u
   return { sba: hasSba(data) ? data['sba'] : undefined };
 }
 
-const hasSba = (v: unknown): v is Record<string, unknown> => isPlainObject(v) && Object.prototype.hasOwnProperty.call(v, 'sba');
+const hasSba = (v: unknown): v is Record<string, unknown> =>
+  isPlainObject(v) && Object.prototype.hasOwnProperty.call(v, 'sba');

@@ -54,7 +54,12 @@ interface RootSet {
 }
 
 /** How many distinct keys of `keys` have a valid signature in `signatures` (matched by kid). */
-async function signedBy(c: CtlCrypto, keys: RootKey[], signatures: RootStatement['signatures'], bytes: Uint8Array): Promise<number> {
+async function signedBy(
+  c: CtlCrypto,
+  keys: RootKey[],
+  signatures: RootStatement['signatures'],
+  bytes: Uint8Array,
+): Promise<number> {
   let n = 0;
   for (const k of keys) {
     const s = signatures.find((x) => x.keyId === k.kid);
@@ -124,31 +129,58 @@ export async function verifyRootChainWith(
       const bytes = rootSignedBytes(statement as unknown as Record<string, unknown>);
       const byOld = await signedBy(c, current.keys, statement.signatures, bytes);
       if (byOld < current.threshold) {
-        fail('root_rotation_invalid',
-          `root version ${want} is signed by ${byOld} of version ${current.version}'s keys, threshold ${current.threshold}`);
+        fail(
+          'root_rotation_invalid',
+          `root version ${want} is signed by ${byOld} of version ${current.version}'s keys, threshold ${current.threshold}`,
+        );
       }
       const byNew = await signedBy(c, statement.keys, statement.signatures, bytes);
       if (byNew < statement.threshold) {
-        fail('root_rotation_invalid',
-          `root version ${want} is signed by ${byNew} of its own keys, threshold ${statement.threshold}`);
+        fail(
+          'root_rotation_invalid',
+          `root version ${want} is signed by ${byNew} of its own keys, threshold ${statement.threshold}`,
+        );
       }
-      current = { version: want, keys: statement.keys, threshold: statement.threshold, bundleKeys: statement.bundleKeys };
+      current = {
+        version: want,
+        keys: statement.keys,
+        threshold: statement.threshold,
+        bundleKeys: statement.bundleKeys,
+      };
     }
-    const acceptedList = options?.accepted === undefined ? undefined : typeof options.accepted === 'string' ? parseStrictJson(options.accepted) : options.accepted;
-    if (acceptedList !== undefined && !Array.isArray(acceptedList)) malformed('options.accepted must be an array of statements');
+    const acceptedList =
+      options?.accepted === undefined
+        ? undefined
+        : typeof options.accepted === 'string'
+          ? parseStrictJson(options.accepted)
+          : options.accepted;
+    if (acceptedList !== undefined && !Array.isArray(acceptedList))
+      malformed('options.accepted must be an array of statements');
     const floor = Math.max(minVersion ?? 1, acceptedList ? acceptedList.length + 1 : 1);
     if (current.version < floor) {
-      fail('root_rollback', `the root chain ends at version ${current.version}, below version ${floor} already accepted`);
+      fail(
+        'root_rollback',
+        `the root chain ends at version ${current.version}, below version ${floor} already accepted`,
+      );
     }
     for (let i = 0; i < (acceptedList?.length ?? 0); i++) {
       let same = false;
       try {
         const a = acceptedList![i];
         same = walkedText[i] === canonicalize(typeof a === 'string' ? parseStrictJson(a) : a);
-      } catch { /* an unreadable accepted statement matches nothing */ }
-      if (!same) fail('root_rotation_invalid', `root chain [${i}] differs from root version ${i + 2} accepted before (a fork)`);
+      } catch {
+        /* an unreadable accepted statement matches nothing */
+      }
+      if (!same)
+        fail('root_rotation_invalid', `root chain [${i}] differs from root version ${i + 2} accepted before (a fork)`);
     }
-    return { valid: true, rootVersion: current.version, bundleKeys: current.bundleKeys, rootKeys: current.keys, threshold: current.threshold };
+    return {
+      valid: true,
+      rootVersion: current.version,
+      bundleKeys: current.bundleKeys,
+      rootKeys: current.keys,
+      threshold: current.threshold,
+    };
   } catch (e) {
     return { valid: false, error: toErrorInfo(e) };
   }
@@ -179,15 +211,20 @@ export async function bundleSignersWith(
   accepted?: unknown,
 ): Promise<BundleSigners> {
   if (rootChain === undefined) {
-    if (minVersion !== undefined && minVersion > 1) fail('root_rollback', `no root chain given, but root version ${minVersion} was accepted before`);
-    if (Array.isArray(accepted) && accepted.length > 0) fail('root_rollback', `no root chain given, but root version ${accepted.length + 1} was accepted before`);
+    if (minVersion !== undefined && minVersion > 1)
+      fail('root_rollback', `no root chain given, but root version ${minVersion} was accepted before`);
+    if (Array.isArray(accepted) && accepted.length > 0)
+      fail('root_rollback', `no root chain given, but root version ${accepted.length + 1} was accepted before`);
     const root = await pinnedRootSet(c, pinnedRoot);
     const keys = [{ jwk: coreOf(root.keys[0]!) }];
     return { id: canonicalize({ v: 1, keys }), keys, rootVersion: 1 };
   }
   const r = await verifyRootChainWith(c, pinnedRoot, rootChain, { minVersion, accepted });
   if (!r.valid) fail(r.error.code, r.error.message);
-  const keys = r.rootVersion === 1 ? [{ jwk: coreOf(r.bundleKeys[0]!) }] : r.bundleKeys.map((k) => ({ jwk: coreOf(k), kid: k.kid }));
+  const keys =
+    r.rootVersion === 1
+      ? [{ jwk: coreOf(r.bundleKeys[0]!) }]
+      : r.bundleKeys.map((k) => ({ jwk: coreOf(k), kid: k.kid }));
   return { id: canonicalize({ v: r.rootVersion, keys }), keys, rootVersion: r.rootVersion };
 }
 

@@ -17,12 +17,26 @@ import { canonicalize, parseStrictJson, sameCanonical } from '../encoding/jcs.js
 import { artifactData } from '../encoding/frozen-copy.js';
 import { base64urlDecode } from '../encoding/base64url.js';
 import { utf8Encode } from '../encoding/utf8.js';
-import { checkWindow, parseCurrency, parsePaymentAmount, parseTimestamp, purposeAllowed, timeOption } from '../values.js';
+import {
+  checkWindow,
+  parseCurrency,
+  parsePaymentAmount,
+  parseTimestamp,
+  purposeAllowed,
+  timeOption,
+} from '../values.js';
 import { hostEnv, hostNow } from '../host.js';
 import type { RevocationChecker } from '../revocation.js';
 import type { FetchLike } from '../net/fetch-json.js';
 import { createMemorySpendStorage, type SpendStorage } from '../wallet/spend-storage.js';
-import { commitAll, raiseRegister, reserveAll, velocityLedgers, windowLedgers, type Ledger } from '../wallet/ledgers.js';
+import {
+  commitAll,
+  raiseRegister,
+  reserveAll,
+  velocityLedgers,
+  windowLedgers,
+  type Ledger,
+} from '../wallet/ledgers.js';
 import { readFlooredTime, type TimeFloor } from './time-floor.js';
 import { featureOf, viaModule, type VerifierFeatures } from './features.js';
 import { passUnsupported } from '../crypto/algorithm-support.js';
@@ -102,7 +116,14 @@ export interface VerifyCtlOptions {
 }
 
 export type VerifyCtlResult =
-  | { valid: true; grant: PolicyGrant; sba: SignedBudgetAuthorization; amount: string; currency: string; merchantId?: string }
+  | {
+      valid: true;
+      grant: PolicyGrant;
+      sba: SignedBudgetAuthorization;
+      amount: string;
+      currency: string;
+      merchantId?: string;
+    }
   | { valid: false; error: CtlErrorInfo };
 
 export type VerifyCtl = (sba: unknown, options: VerifyCtlOptions) => Promise<VerifyCtlResult>;
@@ -184,8 +205,15 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
    * key (the bundle entry must be that key) and whether `trustedHumans` already trusts the DID
    * (then the bundles only add their revocations).
    */
-  async function keyFromBundles(grant: PolicyGrant, o: VerifyCtlOptions, now: number, tol: number, human?: { jwk: PublicJwk; listed: boolean }) {
-    if (!o.rootPublicKeyPem) fail('malformed', 'trustBundles need rootPublicKeyPem (the root never comes from a bundle)');
+  async function keyFromBundles(
+    grant: PolicyGrant,
+    o: VerifyCtlOptions,
+    now: number,
+    tol: number,
+    human?: { jwk: PublicJwk; listed: boolean },
+  ) {
+    if (!o.rootPublicKeyPem)
+      fail('malformed', 'trustBundles need rootPublicKeyPem (the root never comes from a bundle)');
     const signers = await signersFor(o);
     const valid: TrustBundle[] = [];
     let expiredLists = false;
@@ -222,22 +250,34 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
     const vouching = [...newest.values()].filter((b) => b.issuers.some((i) => i.issuer === grant.issuer));
     // Revocation freshness for a person trusted by `trustedHumans` alone: the newest bundle given.
     if (vouching.length === 0 && human?.listed) {
-      const newestIssuedAt = valid.length === 0 ? undefined : Math.max(...valid.map((b) => parseTimestamp(b.issuedAt, 'bundle.issuedAt')));
+      const newestIssuedAt =
+        valid.length === 0 ? undefined : Math.max(...valid.map((b) => parseTimestamp(b.issuedAt, 'bundle.issuedAt')));
       return { jwk: human.jwk, newestIssuedAt };
     }
     if (vouching.length === 0) {
       if (expiredLists) fail('trust_bundle_expired', `the only bundles listing ${grant.issuer} have expired`);
-      if (invalidLists) fail('trust_bundle_invalid', `the bundle listing ${grant.issuer} is not signed by the pinned root${signers.rootVersion > 1 ? ` (root version ${signers.rootVersion}: one of its bundle keys)` : ''}`);
+      if (invalidLists)
+        fail(
+          'trust_bundle_invalid',
+          `the bundle listing ${grant.issuer} is not signed by the pinned root${signers.rootVersion > 1 ? ` (root version ${signers.rootVersion}: one of its bundle keys)` : ''}`,
+        );
       fail('issuer_not_trusted', `no trust bundle lists issuer ${grant.issuer}`);
     }
     const keys = vouching.flatMap((b) => b.issuers.filter((i) => i.issuer === grant.issuer).flatMap((i) => i.keys));
     const jwk = findKey(keys, grant.keyId, 'grant');
-    if (human && canonicalize(jwk) !== canonicalize(human.jwk)) fail('unknown_key', `the bundle lists a key other than the DID's for ${grant.issuer}`);
+    if (human && canonicalize(jwk) !== canonicalize(human.jwk))
+      fail('unknown_key', `the bundle lists a key other than the DID's for ${grant.issuer}`);
     const newestIssuedAt = Math.max(...vouching.map((b) => parseTimestamp(b.issuedAt, 'bundle.issuedAt')));
     return { jwk, newestIssuedAt };
   }
 
-  async function keyFromJwks(grant: PolicyGrant, o: VerifyCtlOptions, now: number, ttl: number, timeoutMs: number): Promise<PublicJwk> {
+  async function keyFromJwks(
+    grant: PolicyGrant,
+    o: VerifyCtlOptions,
+    now: number,
+    ttl: number,
+    timeoutMs: number,
+  ): Promise<PublicJwk> {
     if (o.jwks) return findKey(o.jwks.keys, grant.keyId, 'grant');
     const url = o.jwksUrl!;
     let entry = jwksCache.get(url);
@@ -252,7 +292,8 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
       } catch (e) {
         fail('unknown_key', `the JWKS could not be fetched: ${(e as Error).message}`);
       }
-      if (typeof body !== 'object' || body === null || !Array.isArray((body as Jwks).keys)) fail('unknown_key', 'the JWKS has no keys array');
+      if (typeof body !== 'object' || body === null || !Array.isArray((body as Jwks).keys))
+        fail('unknown_key', 'the JWKS has no keys array');
       entry = remember(jwksCache, url, { at: now, jwks: body as Jwks }, 64);
     }
     return findKey(entry!.jwks.keys, grant.keyId, 'grant');
@@ -274,7 +315,11 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
 
   async function sbaSignatureOk(sba: SignedBudgetAuthorization, grantJcs: string): Promise<boolean> {
     try {
-      return await c.verifyWithJwk(sba.grant.actorKey, utf8Encode(sbaSignedText(sba, grantJcs)), base64urlDecode(sba.signature));
+      return await c.verifyWithJwk(
+        sba.grant.actorKey,
+        utf8Encode(sbaSignedText(sba, grantJcs)),
+        base64urlDecode(sba.signature),
+      );
     } catch (e) {
       passUnsupported(e);
       return false;
@@ -318,12 +363,15 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
       if (human) {
         // PROTOCOL.md §10: the key is the DID's own (no JWKS, no PEM); trust is trustedHumans or a bundle.
         const humanAgent = featureOf(builtIn, 'humanAgent', 'a human-agent grant needs its did:key resolved');
-        const didJwk = didKeys.get(grant.issuer) ?? remember(didKeys, grant.issuer, await viaModule(() => humanAgent.didKeyToJwk(grant.issuer)), 256);
+        const didJwk =
+          didKeys.get(grant.issuer) ??
+          remember(didKeys, grant.issuer, await viaModule(() => humanAgent.didKeyToJwk(grant.issuer)), 256);
         const listed = Array.isArray(o.trustedHumans) && o.trustedHumans.includes(grant.issuer);
         if (o.trustBundles?.length) {
           const r = await keyFromBundles(grant, o, now, tol, { jwk: didJwk, listed });
           bundleIssuedAt = r.newestIssuedAt;
-        } else if (!listed) fail('issuer_not_trusted', `${grant.issuer} is in neither trustedHumans nor a trust bundle`);
+        } else if (!listed)
+          fail('issuer_not_trusted', `${grant.issuer} is in neither trustedHumans nor a trust bundle`);
         jwk = didJwk;
       } else if (o.trustBundles?.length) {
         const r = await keyFromBundles(grant, o, now, tol);
@@ -343,8 +391,10 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
           }
         }
       }
-      if (!jwk) fail('grant_signature_invalid', 'no key to verify the grant: pass trustBundles, jwks/jwksUrl or signingKeyPem');
-      if (!(await grantSignatureOk(grant, grantJcs, jwk!))) fail('grant_signature_invalid', 'the grant signature does not verify');
+      if (!jwk)
+        fail('grant_signature_invalid', 'no key to verify the grant: pass trustBundles, jwks/jwksUrl or signingKeyPem');
+      if (!(await grantSignatureOk(grant, grantJcs, jwk!)))
+        fail('grant_signature_invalid', 'the grant signature does not verify');
       checkWindow(grant, 'grant', 'grant', 'grant_expired', now, tol);
 
       // Step 2: the SBA's signature, always against the key recorded in the grant.
@@ -354,18 +404,28 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
       checkWindow(a, 'SBA', 'authorization', 'sba_expired', now, tol);
 
       // Step 3: revocation — the bundles' list always, the grant's URL unless offline.
-      if (keptRevoked.has(grant.grantId) || isKept(o.keptRevocations, grant.grantId)) fail('grant_revoked', 'the grant is revoked (trust bundle)');
+      if (keptRevoked.has(grant.grantId) || isKept(o.keptRevocations, grant.grantId))
+        fail('grant_revoked', 'the grant is revoked (trust bundle)');
       if (!o.offline) {
         const online = featureOf(builtIn, 'online', 'revocation is checked online unless offline: true');
         revocation ??= online.createRevocationChecker();
-        const status = await viaModule(() => revocation!.check(grant.revocationUrl, grant.grantId, {
-          ttlMs: revocationTtl, now, fetch: o.fetch ?? online.hostFetch(), timeoutMs: revocationTimeoutMs,
-        }));
+        const status = await viaModule(() =>
+          revocation!.check(grant.revocationUrl, grant.grantId, {
+            ttlMs: revocationTtl,
+            now,
+            fetch: o.fetch ?? online.hostFetch(),
+            timeoutMs: revocationTimeoutMs,
+          }),
+        );
         if (status.revoked) fail('grant_revoked', 'the grant is revoked');
       }
 
       // Step 4: amounts.
-      if (amount > BigInt(a.maxAmountMinor)) fail('amount_exceeds_authorization', `${o.amount} minor units of ${currency} is more than the ${a.maxAmountMinor} authorized`);
+      if (amount > BigInt(a.maxAmountMinor))
+        fail(
+          'amount_exceeds_authorization',
+          `${o.amount} minor units of ${currency} is more than the ${a.maxAmountMinor} authorized`,
+        );
       if (currency !== a.currency) fail('currency_mismatch', `the SBA is in ${a.currency}, the payment in ${currency}`);
       const merchantId = o.merchantId ?? a.merchantId;
       const rail = o.rail ?? a.rail;
@@ -377,26 +437,38 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
       if (merchantId !== undefined && grant.destinationAllowlist && !grant.destinationAllowlist.includes(merchantId)) {
         fail('destination_not_allowed', `merchant ${merchantId} is not in the grant's destination allowlist`);
       }
-      if ((o.rail !== undefined && a.rail !== undefined && o.rail !== a.rail) || (rail !== undefined && !grant.allowedRails.includes(rail))) {
+      if (
+        (o.rail !== undefined && a.rail !== undefined && o.rail !== a.rail) ||
+        (rail !== undefined && !grant.allowedRails.includes(rail))
+      ) {
         fail('rail_not_allowed', `rail ${rail} is not allowed`);
       }
       if (o.asset && !grant.allowedAssets.some((x) => x.standard === o.asset!.standard && x.code === o.asset!.code)) {
         fail('asset_not_allowed', `asset ${o.asset.standard}:${o.asset.code} is not allowed`);
       }
-      if ((o.purpose !== undefined && a.purpose !== undefined && o.purpose !== a.purpose)
-        || (purpose !== undefined && grant.allowedPurposes && !purposeAllowed(purpose, grant.allowedPurposes))) {
+      if (
+        (o.purpose !== undefined && a.purpose !== undefined && o.purpose !== a.purpose) ||
+        (purpose !== undefined && grant.allowedPurposes && !purposeAllowed(purpose, grant.allowedPurposes))
+      ) {
         fail('purpose_not_allowed', `purpose ${purpose} is not allowed`);
       }
       if (o.requireIntentHash || human) {
         if (!a.intentHash) fail('malformed', 'intentHash is required (Full and Human-Agent profiles) and absent');
-        if (merchantId === undefined || rail === undefined) fail('malformed', 'intentHash needs the merchantId and rail of the payment');
+        if (merchantId === undefined || rail === undefined)
+          fail('malformed', 'intentHash needs the merchantId and rail of the payment');
         const intent = { currency, merchantId: merchantId!, rail: rail!, purpose };
         if ((await intentHashWith(c, { ...intent, amount: o.amount })) !== a.intentHash) {
           // The SBA was made for another payment: say which part differs where the hash can tell.
           if ((await intentHashWith(c, { ...intent, amount: a.maxAmountMinor })) === a.intentHash) {
-            fail('amount_exceeds_authorization', `the SBA authorizes a payment of exactly ${a.maxAmountMinor} minor units of ${a.currency}, not ${o.amount}`);
+            fail(
+              'amount_exceeds_authorization',
+              `the SBA authorizes a payment of exactly ${a.maxAmountMinor} minor units of ${a.currency}, not ${o.amount}`,
+            );
           }
-          fail('destination_not_allowed', 'the SBA\'s intentHash is for another payment (merchant, rail or purpose differ)');
+          fail(
+            'destination_not_allowed',
+            "the SBA's intentHash is for another payment (merchant, rail or purpose differ)",
+          );
         }
       }
 
@@ -404,8 +476,13 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
       const offlineAllowance = o.offline ? grant.offline : undefined;
       if (offlineAllowance?.maxBundleAgeMs !== undefined) {
         // Without a bundle (a key from signingKeyPem or trustedHumans) nothing vouched at all.
-        if (bundleIssuedAt === undefined) fail('offline_limit_exceeded', 'this grant limits the age of the trust bundle offline, and no trust bundle vouched for it');
-        if (now - bundleIssuedAt > offlineAllowance.maxBundleAgeMs) fail('offline_limit_exceeded', 'the trust bundle is older than this grant allows offline');
+        if (bundleIssuedAt === undefined)
+          fail(
+            'offline_limit_exceeded',
+            'this grant limits the age of the trust bundle offline, and no trust bundle vouched for it',
+          );
+        if (now - bundleIssuedAt > offlineAllowance.maxBundleAgeMs)
+          fail('offline_limit_exceeded', 'the trust bundle is older than this grant allows offline');
       }
       // Every stateless check passed: record the time this payment proves (PROTOCOL.md §12), only
       // what the verifier trusts (its clock, its root's bundles), before any ledger forgets an id by it.
@@ -415,14 +492,27 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
         // The offline allowance is counted per refresh (PROTOCOL.md §8: "before it must go online"):
         // the newest bundle that vouched for the issuer, held in a register that only rises, so an
         // older bundle, or none, never reopens a count already spent.
-        const epoch = offlineAllowance && (offlineAllowance.maxPayments !== undefined || offlineAllowance.maxAmountMinor !== undefined)
-          ? await raiseRegister(storage, `offline-epoch:${grant.grantId}`, BigInt(Math.floor(bundleIssuedAt ?? 0)), now)
-          : 0n;
+        const epoch =
+          offlineAllowance &&
+          (offlineAllowance.maxPayments !== undefined || offlineAllowance.maxAmountMinor !== undefined)
+            ? await raiseRegister(
+                storage,
+                `offline-epoch:${grant.grantId}`,
+                BigInt(Math.floor(bundleIssuedAt ?? 0)),
+                now,
+              )
+            : 0n;
         const ledgers = spendLedgers(grant, amount, merchantId, now, offlineAllowance, epoch);
         // The id may be forgotten once the SBA is refused as expired whatever the clock says: at
         // its expiry under a time floor, a day later without one (a clock stepped back less than
         // that cannot revive it).
-        const forget = { expiresAt: parseTimestamp(a.expiresAt, 'authorization.expiresAt') + tol + (o.timeFloor ? 0 : UNFLOORED_ID_RETENTION_MS), now };
+        const forget = {
+          expiresAt:
+            parseTimestamp(a.expiresAt, 'authorization.expiresAt') +
+            tol +
+            (o.timeFloor ? 0 : UNFLOORED_ID_RETENTION_MS),
+          now,
+        };
         // Presentations of one SBA take turns here: while one holds a reservation that may still
         // be given back, another must not read it as an accepted payment (`replay`).
         const r = await oneAtATime(`${grant.grantId}/${a.budgetId}`, async () => {
@@ -432,10 +522,19 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
         });
         if (!r.ok) {
           if (r.result === 'duplicate') fail('replay', `budgetId ${a.budgetId} was already accepted`);
-          throw new CtlError(r.ledger.code, `this payment would exceed ${r.ledger.what}`, { resetsAt: r.ledger.resetsAt });
+          throw new CtlError(r.ledger.code, `this payment would exceed ${r.ledger.what}`, {
+            resetsAt: r.ledger.resetsAt,
+          });
         }
       }
-      return { valid: true, grant, sba, amount: o.amount, currency, ...(merchantId !== undefined ? { merchantId } : {}) };
+      return {
+        valid: true,
+        grant,
+        sba,
+        amount: o.amount,
+        currency,
+        ...(merchantId !== undefined ? { merchantId } : {}),
+      };
     } catch (e) {
       const error = toErrorInfo(e);
       // A refusal by time is a reading to keep at once (not within the minute): a clock set back
@@ -453,17 +552,33 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
 }
 
 const UNFLOORED_ID_RETENTION_MS = 86_400_000;
-const TIME_REFUSALS = new Set<string>(['trust_bundle_expired', 'grant_expired', 'sba_expired', 'offline_limit_exceeded']);
+const TIME_REFUSALS = new Set<string>([
+  'trust_bundle_expired',
+  'grant_expired',
+  'sba_expired',
+  'offline_limit_exceeded',
+]);
 
 /**
  * The ledgers a payment the merchant accepts counts against: the grant's cumulative budget
  * (`trackSpend`), its velocity windows (recorded whenever spend is), and the offline allowance.
  */
 function spendLedgers(
-  grant: PolicyGrant, amount: bigint, merchantId: string | undefined, now: number, offline: PolicyGrant['offline'], epoch: bigint,
+  grant: PolicyGrant,
+  amount: bigint,
+  merchantId: string | undefined,
+  now: number,
+  offline: PolicyGrant['offline'],
+  epoch: bigint,
 ): Ledger[] {
   const ledgers: Ledger[] = [
-    { key: `grant:${grant.grantId}`, amount, ceiling: BigInt(grant.maxAmountMinor), code: 'budget_exceeded', what: 'the grant budget' },
+    {
+      key: `grant:${grant.grantId}`,
+      amount,
+      ceiling: BigInt(grant.maxAmountMinor),
+      code: 'budget_exceeded',
+      what: 'the grant budget',
+    },
     ...velocityLedgers(grant, amount, merchantId, now),
     ...windowLedgers(grant, amount, now),
   ];
@@ -471,10 +586,22 @@ function spendLedgers(
   // refresh epoch (the issuedAt of the newest bundle that vouched), so a later bundle restores it.
   const key = `${grant.grantId}@${epoch}`;
   if (offline?.maxPayments !== undefined) {
-    ledgers.push({ key: `offline-count:${key}`, amount: 1n, ceiling: BigInt(offline.maxPayments), code: 'offline_limit_exceeded', what: 'the offline payment count' });
+    ledgers.push({
+      key: `offline-count:${key}`,
+      amount: 1n,
+      ceiling: BigInt(offline.maxPayments),
+      code: 'offline_limit_exceeded',
+      what: 'the offline payment count',
+    });
   }
   if (offline?.maxAmountMinor !== undefined) {
-    ledgers.push({ key: `offline-amount:${key}`, amount, ceiling: BigInt(offline.maxAmountMinor), code: 'offline_limit_exceeded', what: 'the offline amount' });
+    ledgers.push({
+      key: `offline-amount:${key}`,
+      amount,
+      ceiling: BigInt(offline.maxAmountMinor),
+      code: 'offline_limit_exceeded',
+      what: 'the offline amount',
+    });
   }
   return ledgers;
 }

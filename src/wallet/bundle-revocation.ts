@@ -25,7 +25,8 @@ export interface BundleRevocationOptions extends Pick<VerifyBundleOptions, 'root
 /** Grants a root-signed bundle revoked, kept for the process (PROTOCOL.md §12: revocations are permanent). */
 const revokedSeen = new Set<string>();
 
-const unavailable = () => fail('revocation_unavailable', 'no live Trust Bundle signed by revocationFromBundles.rootPublicKeyPem');
+const unavailable = () =>
+  fail('revocation_unavailable', 'no live Trust Bundle signed by revocationFromBundles.rootPublicKeyPem');
 
 /**
  * Answers like the online check, or throws `revocation_unavailable`. Options missing or wrong
@@ -56,7 +57,8 @@ export const bundleRevocation = (c: CtlCrypto, o: BundleRevocationOptions) => {
       // Signed by the root: what it revoked stays revoked, live or not (PROTOCOL.md §12).
       if (checked.revoked.has(grantId)) revokedSeen.add(grantId);
       const b = checked.bundle;
-      live ||= now < parseTimestamp(b.expiresAt, 'bundle.expiresAt') && parseTimestamp(b.issuedAt, 'bundle.issuedAt') <= now;
+      live ||=
+        now < parseTimestamp(b.expiresAt, 'bundle.expiresAt') && parseTimestamp(b.issuedAt, 'bundle.issuedAt') <= now;
     }
     if (revokedSeen.has(grantId)) return { revoked: true };
     if (!live) unavailable();

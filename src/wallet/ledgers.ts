@@ -25,7 +25,12 @@ export interface Ledger {
 export type ReserveAllResult = { ok: true } | { ok: false; result: Exclude<ReserveResult, 'reserved'>; ledger: Ledger };
 
 /** Reserves `id` in every ledger or in none; `options` say when the id may be forgotten (PROTOCOL.md §12). */
-export async function reserveAll(storage: SpendStorage, ledgers: readonly Ledger[], id: string, options?: ReserveOptions): Promise<ReserveAllResult> {
+export async function reserveAll(
+  storage: SpendStorage,
+  ledgers: readonly Ledger[],
+  id: string,
+  options?: ReserveOptions,
+): Promise<ReserveAllResult> {
   const taken: Ledger[] = [];
   for (const ledger of ledgers) {
     const o = ledger.endsAt === undefined ? options : { ...options, ledgerExpiresAt: ledger.endsAt };
@@ -56,20 +61,33 @@ const WINDOW_RETENTION_MS = DAY;
  * The velocity windows of a grant (PROTOCOL.md §8): payments per hour and amount per merchant per
  * day, as fixed UTC windows (the hour and the day the payment falls in), each its own ledger.
  */
-export function velocityLedgers(grant: PolicyGrant, amount: bigint, merchantId: string | undefined, now: number): Ledger[] {
+export function velocityLedgers(
+  grant: PolicyGrant,
+  amount: bigint,
+  merchantId: string | undefined,
+  now: number,
+): Ledger[] {
   const v = grant.velocity;
   const out: Ledger[] = [];
   if (!v) return out;
   if (v.maxPaymentsPerHour !== undefined) {
     out.push({
-      key: `velocity-hour:${grant.grantId}:${Math.floor(now / HOUR)}`, amount: 1n, ceiling: BigInt(v.maxPaymentsPerHour),
-      code: 'velocity_exceeded', what: `${v.maxPaymentsPerHour} payments per hour`, endsAt: (Math.floor(now / HOUR) + 1) * HOUR + WINDOW_RETENTION_MS,
+      key: `velocity-hour:${grant.grantId}:${Math.floor(now / HOUR)}`,
+      amount: 1n,
+      ceiling: BigInt(v.maxPaymentsPerHour),
+      code: 'velocity_exceeded',
+      what: `${v.maxPaymentsPerHour} payments per hour`,
+      endsAt: (Math.floor(now / HOUR) + 1) * HOUR + WINDOW_RETENTION_MS,
     });
   }
   if (v.maxAmountPerMerchantPerDay !== undefined) {
     out.push({
-      key: `velocity-day:${grant.grantId}:${merchantId ?? '*'}:${Math.floor(now / DAY)}`, amount, ceiling: BigInt(v.maxAmountPerMerchantPerDay),
-      code: 'velocity_exceeded', what: `${v.maxAmountPerMerchantPerDay} minor units of ${grant.currency} per merchant per day`, endsAt: (Math.floor(now / DAY) + 1) * DAY + WINDOW_RETENTION_MS,
+      key: `velocity-day:${grant.grantId}:${merchantId ?? '*'}:${Math.floor(now / DAY)}`,
+      amount,
+      ceiling: BigInt(v.maxAmountPerMerchantPerDay),
+      code: 'velocity_exceeded',
+      what: `${v.maxAmountPerMerchantPerDay} minor units of ${grant.currency} per merchant per day`,
+      endsAt: (Math.floor(now / DAY) + 1) * DAY + WINDOW_RETENTION_MS,
     });
   }
   return out;
@@ -87,10 +105,26 @@ export function windowLedgers(grant: PolicyGrant, amount: bigint, now: number): 
   for (const w of grant.windows) {
     const span = windowAt(w.every, start, now);
     const key = `${grant.grantId}:${w.every}:${span.index}`;
-    const common = { code: 'window_exceeded' as const, endsAt: span.endsAt + WINDOW_RETENTION_MS, resetsAt: resetsAt(span) };
-    out.push({ key: `window:${key}`, amount, ceiling: BigInt(w.maxAmountMinor), what: `${w.maxAmountMinor} minor units of ${grant.currency} per ${w.every} window`, ...common });
+    const common = {
+      code: 'window_exceeded' as const,
+      endsAt: span.endsAt + WINDOW_RETENTION_MS,
+      resetsAt: resetsAt(span),
+    };
+    out.push({
+      key: `window:${key}`,
+      amount,
+      ceiling: BigInt(w.maxAmountMinor),
+      what: `${w.maxAmountMinor} minor units of ${grant.currency} per ${w.every} window`,
+      ...common,
+    });
     if (w.maxPayments !== undefined) {
-      out.push({ key: `window-count:${key}`, amount: 1n, ceiling: BigInt(w.maxPayments), what: `${w.maxPayments} payments per ${w.every} window`, ...common });
+      out.push({
+        key: `window-count:${key}`,
+        amount: 1n,
+        ceiling: BigInt(w.maxPayments),
+        what: `${w.maxPayments} payments per ${w.every} window`,
+        ...common,
+      });
     }
   }
   return out;

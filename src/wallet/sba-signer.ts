@@ -25,5 +25,9 @@ export interface SbaSigner {
  */
 export async function createSbaSigner(grant: PolicyGrant, options: SignSbaOptions = {}): Promise<SbaSigner> {
   const prepared = await prepareSbaSigning(defaultCrypto, frozenJsonCopy(grant), options);
-  return { grant: prepared.grant, grantJcs: prepared.grantJcs, sign: (fields) => signPreparedSba(defaultCrypto, prepared, fields, (options.now ?? hostNow)()) };
+  return {
+    grant: prepared.grant,
+    grantJcs: prepared.grantJcs,
+    sign: (fields) => signPreparedSba(defaultCrypto, prepared, fields, (options.now ?? hostNow)()),
+  };
 }

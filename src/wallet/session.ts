@@ -12,7 +12,17 @@ import { DEFAULT_SBA_TTL_MS, prepareSbaSigning, signPreparedSba, type PreparedSb
 import { frozenJsonCopy } from '../encoding/frozen-copy.js';
 import { CtlBudgetExceededError, CtlError, CtlGrantRevokedError } from '../errors.js';
 import { parseStrictJson } from '../encoding/jcs.js';
-import { formatTimestamp, isIdentifier, parseAmount, parseCurrency, parsePaymentAmount, parseTimestamp, purposeAllowed, readClock, timeOption } from '../values.js';
+import {
+  formatTimestamp,
+  isIdentifier,
+  parseAmount,
+  parseCurrency,
+  parsePaymentAmount,
+  parseTimestamp,
+  purposeAllowed,
+  readClock,
+  timeOption,
+} from '../values.js';
 import { hostFetch, hostNow } from '../host.js';
 import { newId } from '../ids.js';
 import { createMemorySpendStorage, type SpendStorage } from './spend-storage.js';
@@ -78,13 +88,18 @@ export interface WalletSession {
 /** One checker per process: wallets of one grant share its cached answer. */
 const sharedRevocation: RevocationChecker = createRevocationChecker();
 
-export function createSessionWith(c: CtlCrypto, grantInput: PolicyGrant | string, options: SessionOptions): WalletSession {
+export function createSessionWith(
+  c: CtlCrypto,
+  grantInput: PolicyGrant | string,
+  options: SessionOptions,
+): WalletSession {
   const given = (typeof grantInput === 'string' ? parseStrictJson(grantInput) : grantInput) as PolicyGrant;
   checkGrant(given);
   // The session's own frozen copy: every SBA embeds it and signs its canonical text, taken once.
   const grant = frozenJsonCopy(given);
   if (!options || typeof options !== 'object') throw new TypeError('createSession: options are required');
-  if (typeof options.actorId !== 'string' || options.actorId.length === 0) throw new TypeError('createSession: options.actorId is required');
+  if (typeof options.actorId !== 'string' || options.actorId.length === 0)
+    throw new TypeError('createSession: options.actorId is required');
   if (!options.signingKey) throw new TypeError('createSession: options.signingKey is required');
   const sessionId = options.sessionId ?? newId('sess_');
   if (!isIdentifier(sessionId)) throw new TypeError('createSession: options.sessionId must be an identifier');
@@ -93,7 +108,10 @@ export function createSessionWith(c: CtlCrypto, grantInput: PolicyGrant | string
   if (options.ceiling) {
     ceiling = parseAmount(options.ceiling.amount, 'ceiling.amount');
     if (parseCurrency(options.ceiling.currency, 'ceiling.currency') !== grant.currency) {
-      throw new CtlError('currency_mismatch', `createSession: ceiling currency ${options.ceiling.currency} differs from the grant's ${grant.currency}`);
+      throw new CtlError(
+        'currency_mismatch',
+        `createSession: ceiling currency ${options.ceiling.currency} differs from the grant's ${grant.currency}`,
+      );
     }
     if (ceiling > grantMax) throw new RangeError('createSession: ceiling exceeds the grant maxAmountMinor');
   }
@@ -123,17 +141,29 @@ export function createSessionWith(c: CtlCrypto, grantInput: PolicyGrant | string
     if (typeof p.rail !== 'string' || !grant.allowedRails.includes(p.rail)) {
       throw new CtlError('rail_not_allowed', `rail "${String(p.rail)}" is not allowed by the grant`);
     }
-    if (p.merchantId !== undefined && grant.destinationAllowlist && !grant.destinationAllowlist.includes(p.merchantId)) {
-      throw new CtlError('destination_not_allowed', `merchant "${p.merchantId}" is not in the grant's destination allowlist`);
+    if (
+      p.merchantId !== undefined &&
+      grant.destinationAllowlist &&
+      !grant.destinationAllowlist.includes(p.merchantId)
+    ) {
+      throw new CtlError(
+        'destination_not_allowed',
+        `merchant "${p.merchantId}" is not in the grant's destination allowlist`,
+      );
     }
     if (p.purpose !== undefined && grant.allowedPurposes && !purposeAllowed(p.purpose, grant.allowedPurposes)) {
       throw new CtlError('purpose_not_allowed', `purpose "${p.purpose}" is not allowed by the grant`);
     }
     const t = readClock(now, 'options.now');
     if (t >= grantExpiry) throw new CtlError('grant_expired', `the grant expired at ${grant.expiresAt}`);
-    const status = fromBundles ? await fromBundles(grant.grantId, t) : await sharedRevocation.check(grant.revocationUrl, grant.grantId, {
-      ttlMs: ttl, now: t, fetch: fetchFn, timeoutMs: revocationTimeoutMs,
-    });
+    const status = fromBundles
+      ? await fromBundles(grant.grantId, t)
+      : await sharedRevocation.check(grant.revocationUrl, grant.grantId, {
+          ttlMs: ttl,
+          now: t,
+          fetch: fetchFn,
+          timeoutMs: revocationTimeoutMs,
+        });
     if (status.revoked) {
       revoked = true; // terminal (spec §7): no further attempt reaches the network
       throw new CtlGrantRevokedError();
@@ -142,8 +172,20 @@ export function createSessionWith(c: CtlCrypto, grantInput: PolicyGrant | string
     // The session ceiling, the grant's total, its velocity and its budget windows at the SBA's
     // issuedAt (PROTOCOL.md §8, §12, §13), all or nothing.
     const ledgers: Ledger[] = [
-      { key: sessionKey, amount, ceiling, code: 'budget_exceeded', what: `the session ceiling of ${ceiling} minor units` },
-      { key: grantKey, amount, ceiling: grantMax, code: 'budget_exceeded', what: `the grant's ${grantMax} minor units` },
+      {
+        key: sessionKey,
+        amount,
+        ceiling,
+        code: 'budget_exceeded',
+        what: `the session ceiling of ${ceiling} minor units`,
+      },
+      {
+        key: grantKey,
+        amount,
+        ceiling: grantMax,
+        code: 'budget_exceeded',
+        what: `the grant's ${grantMax} minor units`,
+      },
       ...velocityLedgers(grant, amount, p.merchantId, t),
       ...windowLedgers(grant, amount, t),
     ];
@@ -151,19 +193,35 @@ export function createSessionWith(c: CtlCrypto, grantInput: PolicyGrant | string
     const sbaExpiry = Math.min(t + sbaTtlMs, grantExpiry);
     const r = await reserveAll(storage, ledgers, budgetId, { expiresAt: sbaExpiry, now: t });
     if (!r.ok) {
-      if (r.ledger.code === 'budget_exceeded') throw new CtlBudgetExceededError(`${p.amount} minor units of ${p.currency} would exceed ${r.ledger.what}`);
+      if (r.ledger.code === 'budget_exceeded')
+        throw new CtlBudgetExceededError(`${p.amount} minor units of ${p.currency} would exceed ${r.ledger.what}`);
       throw new CtlError(r.ledger.code, `this payment would exceed ${r.ledger.what}`, { resetsAt: r.ledger.resetsAt });
     }
     try {
-      const ready = await (prepared ??= prepareSbaSigning(c, grant, { signingKey: options.signingKey, keyId: options.signingKeyId }).catch((e) => {
+      const ready = await (prepared ??= prepareSbaSigning(c, grant, {
+        signingKey: options.signingKey,
+        keyId: options.signingKeyId,
+      }).catch((e) => {
         prepared = undefined; // a key that failed to import is not kept as the answer
         throw e;
       }));
-      const sba = await signPreparedSba(c, ready, {
-        sessionId, actorId: options.actorId, maxAmountMinor: p.amount, budgetScope: options.scope ?? 'SESSION',
-        budgetId, rail: p.rail, merchantId: p.merchantId, purpose: p.purpose, issuer: options.issuer,
-        expiresAt: formatTimestamp(sbaExpiry),
-      }, t);
+      const sba = await signPreparedSba(
+        c,
+        ready,
+        {
+          sessionId,
+          actorId: options.actorId,
+          maxAmountMinor: p.amount,
+          budgetScope: options.scope ?? 'SESSION',
+          budgetId,
+          rail: p.rail,
+          merchantId: p.merchantId,
+          purpose: p.purpose,
+          issuer: options.issuer,
+          expiresAt: formatTimestamp(sbaExpiry),
+        },
+        t,
+      );
       await commitAll(storage, ledgers, budgetId);
       return sba;
     } catch (e) {
@@ -184,4 +242,3 @@ export function createSessionWith(c: CtlCrypto, grantInput: PolicyGrant | string
     },
   };
 }
-

@@ -30,7 +30,13 @@ export interface SpendStorage {
    * reservation. With `options`, an implementation may drop ids whose `expiresAt` ≤ `options.now`
    * (never earlier: a remembered id is what refuses a replay).
    */
-  reserve(key: string, id: string, amount: bigint, ceiling: bigint, options?: ReserveOptions): Promise<ReserveResult> | ReserveResult;
+  reserve(
+    key: string,
+    id: string,
+    amount: bigint,
+    ceiling: bigint,
+    options?: ReserveOptions,
+  ): Promise<ReserveResult> | ReserveResult;
   /** Makes a reservation final. Unknown ids are ignored (idempotent). */
   commit(key: string, id: string): Promise<void> | void;
   /** Gives a reservation back. Committed or unknown ids are left as they are (idempotent). */
@@ -80,8 +86,14 @@ export function createMemorySpendStorage(): SpendStorage {
       if (typeof amount !== 'bigint' || amount < 0n) throw new RangeError('reserve: amount must be a bigint ≥ 0');
       const now = options?.now;
       // Windows that have ended are dropped whole: their totals no longer limit anything.
-      if (now !== undefined) for (const [k, end] of windows) if (end <= now) { windows.delete(k); ledgers.delete(k); }
-      if (options?.ledgerExpiresAt !== undefined && !(now !== undefined && options.ledgerExpiresAt <= now)) windows.set(key, options.ledgerExpiresAt);
+      if (now !== undefined)
+        for (const [k, end] of windows)
+          if (end <= now) {
+            windows.delete(k);
+            ledgers.delete(k);
+          }
+      if (options?.ledgerExpiresAt !== undefined && !(now !== undefined && options.ledgerExpiresAt <= now))
+        windows.set(key, options.ledgerExpiresAt);
       const l = ledger(key);
       // Forget ids that can no longer be replayed, so the ledger holds the live SBAs, not the history.
       if (now !== undefined) forgetExpired(l, now);

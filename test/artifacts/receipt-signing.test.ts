@@ -8,7 +8,15 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createSbaSigner } from '../../src/entries/wallet.js';
-import { formatTimestamp, generateKeyPair, importSigningKey, signReceipt, signedBytes, verifyReceipt, type SigningKey } from '../../src/index.js';
+import {
+  formatTimestamp,
+  generateKeyPair,
+  importSigningKey,
+  signReceipt,
+  signedBytes,
+  verifyReceipt,
+  type SigningKey,
+} from '../../src/index.js';
 import { frozenJsonCopy } from '../../src/encoding/frozen-copy.js';
 import { signReceiptPrepared } from '../../src/artifacts/receipt.js';
 import { grant, keys } from '../helpers/fixtures.js';
@@ -23,7 +31,12 @@ async function recordingKey() {
   const rk = await generateKeyPair({ alg: 'EdDSA' });
   const key = await importSigningKey(rk.privateKeyPem);
   const signed: Uint8Array[] = [];
-  const recording: SigningKey = { kind: 'signing', alg: key.alg, publicJwk: key.publicJwk, sign: (m) => (signed.push(m), key.sign(m)) };
+  const recording: SigningKey = {
+    kind: 'signing',
+    alg: key.alg,
+    publicJwk: key.publicJwk,
+    sign: (m) => (signed.push(m), key.sign(m)),
+  };
   return { key: recording, signed, publicKey: rk.publicJwk };
 }
 
@@ -31,20 +44,37 @@ async function setup(over: Obj = {}) {
   const k = await keys();
   const g = await grant(k, over, NOW);
   const signer = await createSbaSigner(g, { signingKey: k.actor.privateKeyPem, now: () => NOW });
-  const sbaOf = async (i: number, issuer?: string) => (await signer.sign({
-    sessionId: 'ses_abc', actorId: 'gateway:ses_abc', maxAmountMinor: '2', budgetId: `pay_${i}`, rail: 'x402', merchantId: 'merchant-a', purpose: 'api:search', issuer,
-  })) as unknown as Obj;
+  const sbaOf = async (i: number, issuer?: string) =>
+    (await signer.sign({
+      sessionId: 'ses_abc',
+      actorId: 'gateway:ses_abc',
+      maxAmountMinor: '2',
+      budgetId: `pay_${i}`,
+      rail: 'x402',
+      merchantId: 'merchant-a',
+      purpose: 'api:search',
+      issuer,
+    })) as unknown as Obj;
   return { signer, sbaOf, ...(await recordingKey()) };
 }
 
 const fields = (i: number, over: Obj = {}): Obj => ({
-  receiptId: `rcpt_${i}`, sessionId: 'ses_abc', grantId: 'gr_1', purpose: 'api:search',
-  amount: { amountMinor: String(1 + i), currency: 'USD' }, merchant: 'merchant-a', paidAt: formatTimestamp(NOW),
-  txRef: `txid:${i}`, rail: 'ledger', ...over,
+  receiptId: `rcpt_${i}`,
+  sessionId: 'ses_abc',
+  grantId: 'gr_1',
+  purpose: 'api:search',
+  amount: { amountMinor: String(1 + i), currency: 'USD' },
+  merchant: 'merchant-a',
+  paidAt: formatTimestamp(NOW),
+  txRef: `txid:${i}`,
+  rail: 'ledger',
+  ...over,
 });
 
-const sign = (f: Obj, key: SigningKey) => signReceiptPrepared(f as never, { signingKey: key, keyId: 'rk-1' }) as unknown as Promise<Obj>;
-const sdk = (f: Obj, key: SigningKey) => signReceipt(f as never, { signingKey: key, keyId: 'rk-1' }) as unknown as Promise<Obj>;
+const sign = (f: Obj, key: SigningKey) =>
+  signReceiptPrepared(f as never, { signingKey: key, keyId: 'rk-1' }) as unknown as Promise<Obj>;
+const sdk = (f: Obj, key: SigningKey) =>
+  signReceipt(f as never, { signingKey: key, keyId: 'rk-1' }) as unknown as Promise<Obj>;
 
 /** The same frozen grant behind a proxy that counts reads of its `signature` (canonicalising reads it; an authorization check does not). */
 function counted(frozen: Obj) {
@@ -54,16 +84,30 @@ function counted(frozen: Obj) {
 }
 
 async function codeOf(p: Promise<unknown>): Promise<string> {
-  return p.then(() => 'accepted', (e) => e.code ?? `${e.name}: ${e.message}`);
+  return p.then(
+    () => 'accepted',
+    (e) => e.code ?? `${e.name}: ${e.message}`,
+  );
 }
 
 test('the bytes signed are signedBytes("receipt", receipt) and the signature is signReceipt\'s, across SBAs and members', async () => {
   for (const over of [{}, { destinationAllowlist: ['merchant-a', 'a~b\\c', 'q"r'] }]) {
     const { signer, sbaOf, key, signed, publicKey } = await setup(over);
-    for (const [i, issuer] of [[0, 'authority.test'], [1, undefined]] as const) {
+    for (const [i, issuer] of [
+      [0, 'authority.test'],
+      [1, undefined],
+    ] as const) {
       const sba = await sbaOf(i, issuer);
-      assert.ok(sba.grant === signer.grant && Object.isFrozen(sba.grant.allowedRails), 'the SBA embeds the signer\'s frozen grant');
-      for (const extra of [{}, { purpose: 'ev:charging' }, { merchant: 'zz-last' }, { receiptId: 'rcpt_a.b:c-d', txRef: 'txid:"\\' }]) {
+      assert.ok(
+        sba.grant === signer.grant && Object.isFrozen(sba.grant.allowedRails),
+        "the SBA embeds the signer's frozen grant",
+      );
+      for (const extra of [
+        {},
+        { purpose: 'ev:charging' },
+        { merchant: 'zz-last' },
+        { receiptId: 'rcpt_a.b:c-d', txRef: 'txid:"\\' },
+      ]) {
         const f = fields(i, extra);
         const got = await sign({ ...f, sba }, key);
         assert.equal(signed.at(-1), signedBytes('receipt', got));
@@ -119,14 +163,20 @@ test('no grant text can be passed, and none goes stale: a grant frozen only on t
   assert.equal(signed.at(-1), signedBytes('receipt', r2));
   // Frozen throughout but one member a getter: not data that can change no more.
   let purposes = Object.freeze(['api:*']);
-  const getter = Object.freeze(Object.defineProperty({ ...signer.grant }, 'allowedPurposes', { enumerable: true, get: () => purposes }));
+  const getter = Object.freeze(
+    Object.defineProperty({ ...signer.grant }, 'allowedPurposes', { enumerable: true, get: () => purposes }),
+  );
   for (const next of [['api:*', 'ev:charging'], ['ev:charging']]) {
     const r = await sign({ ...fields(3), sba: { ...sba, grant: getter } }, key);
     assert.equal(signed.at(-1), signedBytes('receipt', r));
     purposes = Object.freeze(next);
   }
   // The same SBA over different frozen grants in turn: each receipt carries its own grant's text.
-  for (const g of [signer.grant, Object.freeze({ ...signer.grant, allowedPurposes: Object.freeze(['api:*']) }), signer.grant]) {
+  for (const g of [
+    signer.grant,
+    Object.freeze({ ...signer.grant, allowedPurposes: Object.freeze(['api:*']) }),
+    signer.grant,
+  ]) {
     const r = await sign({ ...fields(7), sba: { ...sba, grant: g } }, key);
     assert.equal(signed.at(-1), signedBytes('receipt', r));
   }
@@ -146,8 +196,14 @@ test("a bad receipt member or SBA is refused as signReceipt refuses it, with the
     ['malformed', fields(0, { sba: { ...sba, keyId: 'not an id' } })],
     ['malformed', fields(0, { sba: { ...sba, issuer: 'someone.else' } })],
     ['malformed', fields(0, { sba: { ...sba, authorization: { ...sba.authorization, extra: 1 } } })],
-    ['malformed', fields(0, { sba: { ...sba, authorization: { ...sba.authorization, destinationAllowlist: ['merchant-a'] } } })],
-    ['budget_exceeded', fields(0, { sba: { ...sba, authorization: { ...sba.authorization, maxAmountMinor: '5001' } } })],
+    [
+      'malformed',
+      fields(0, { sba: { ...sba, authorization: { ...sba.authorization, destinationAllowlist: ['merchant-a'] } } }),
+    ],
+    [
+      'budget_exceeded',
+      fields(0, { sba: { ...sba, authorization: { ...sba.authorization, maxAmountMinor: '5001' } } }),
+    ],
     ['malformed', fields(0, { sba: { ...sba, signature: undefined } })],
   ];
   for (const [code, f] of cases) {
@@ -162,15 +218,22 @@ test('the key must be imported already; the keyId is required', async () => {
   const { sbaOf } = await setup();
   const rk = await generateKeyPair({ alg: 'EdDSA' });
   const f = { ...fields(0), sba: await sbaOf(0) };
-  await signReceiptPrepared(f as never, { signingKey: rk.privateKeyPem as never, keyId: 'rk-1' }).then(() => assert.unreachable(), (e) => assert.instance(e, TypeError));
-  assert.is(await codeOf(signReceiptPrepared(f as never, { signingKey: await importSigningKey(rk.privateKeyPem) } as never)), 'malformed');
+  await signReceiptPrepared(f as never, { signingKey: rk.privateKeyPem as never, keyId: 'rk-1' }).then(
+    () => assert.unreachable(),
+    (e) => assert.instance(e, TypeError),
+  );
+  assert.is(
+    await codeOf(signReceiptPrepared(f as never, { signingKey: await importSigningKey(rk.privateKeyPem) } as never)),
+    'malformed',
+  );
 });
 
 test('a frozen grant that fails its checks is refused every time, never kept', async () => {
   const { signer, sbaOf, key } = await setup();
   const sba = await sbaOf(0);
   const bad = Object.freeze({ ...signer.grant, allowedPurposes: Object.freeze(['not a purpose']) });
-  for (let i = 0; i < 2; i++) assert.is(await codeOf(sign({ ...fields(i), sba: { ...sba, grant: bad } }, key)), 'malformed');
+  for (let i = 0; i < 2; i++)
+    assert.is(await codeOf(sign({ ...fields(i), sba: { ...sba, grant: bad } }, key)), 'malformed');
 });
 
 test('an SBA whose grant getter answers differently on a second read: the grant checked is the grant signed over and kept', async () => {
@@ -181,7 +244,11 @@ test('an SBA whose grant getter answers differently on a second read: the grant 
   const sneaky = { ...sba };
   Object.defineProperty(sneaky, 'grant', { enumerable: true, get: () => (reads++ === 0 ? bad : signer.grant) });
   const before = signed.length;
-  assert.is(await codeOf(sign({ ...fields(0), sba: sneaky }, key)), 'malformed', 'the grant it read first is the one checked');
+  assert.is(
+    await codeOf(sign({ ...fields(0), sba: sneaky }, key)),
+    'malformed',
+    'the grant it read first is the one checked',
+  );
   assert.is(signed.length, before, 'nothing signed');
   // And the unchecked grant was not kept: as plain data it is refused as signReceipt refuses it.
   assert.is(await codeOf(sign({ ...fields(1), sba: { ...sba, grant: bad } }, key)), 'malformed');

@@ -8,12 +8,24 @@ import * as assert from 'uvu/assert';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
-  createSession, verifyCtl, verifyTrustBundle, signReceipt, verifyReceipt, formatTimestamp,
+  createSession,
+  verifyCtl,
+  verifyTrustBundle,
+  signReceipt,
+  verifyReceipt,
+  formatTimestamp,
 } from '../../src/index.js';
 import { keys, grant, bundle, fakeAuthority, T0, type Keys } from '../helpers/fixtures.js';
 import { repoRoot } from '../helpers/vectors.js';
 
-interface Row { value: string; rule: string; code: string; enforcedBy: string; protocol: string; examples: [string, string][] }
+interface Row {
+  value: string;
+  rule: string;
+  code: string;
+  enforcedBy: string;
+  protocol: string;
+  examples: [string, string][];
+}
 
 function readTable(): Row[] {
   const doc = readFileSync(join(repoRoot, 'docs', 'sdk-api.md'), 'utf8');
@@ -25,11 +37,25 @@ function readTable(): Row[] {
   const rows: Row[] = [];
   for (const line of lines.slice(first + 2)) {
     if (!line.startsWith('|')) break;
-    const cells = line.slice(1, -1).split(/\s\|\s/).map((c) => c.trim());
+    const cells = line
+      .slice(1, -1)
+      .split(/\s\|\s/)
+      .map((c) => c.trim());
     assert.is(cells.length, 6, `six cells: ${line.slice(0, 80)}`);
-    const [value, rule, code, enforcedBy, protocol, examples] = cells as [string, string, string, string, string, string];
+    const [value, rule, code, enforcedBy, protocol, examples] = cells as [
+      string,
+      string,
+      string,
+      string,
+      string,
+      string,
+    ];
     rows.push({
-      value, rule, code: code.replace(/`/g, ''), enforcedBy, protocol,
+      value,
+      rule,
+      code: code.replace(/`/g, ''),
+      enforcedBy,
+      protocol,
       examples: [...examples.matchAll(/`([^`]+)` = `([^`]+)`/g)].map((m) => [m[1]!, m[2]!] as [string, string]),
     });
   }
@@ -58,22 +84,57 @@ function withValue(root: unknown, path: string[], value: unknown): unknown {
 const segments = (path: string) => path.split('.').flatMap((p) => p.split(/\[(\d+)\]/).filter((s) => s !== ''));
 
 let k: Keys;
-const artifacts: Record<string, { value: unknown; verify: (v: unknown) => Promise<{ valid: boolean; error?: { code: string; message: string } }> }> = {};
+const artifacts: Record<
+  string,
+  { value: unknown; verify: (v: unknown) => Promise<{ valid: boolean; error?: { code: string; message: string } }> }
+> = {};
 
 test.before(async () => {
   k = await keys();
   const g = await grant(k);
-  const s = createSession(g, { actorId: 'vehicle-42', signingKey: k.actor.privateKeyPem, fetch: fakeAuthority(k).fetch, now: () => T0 });
-  const sba = await s.createSba({ amount: '30', currency: 'USD', rail: 'x402', merchantId: 'merchant-a', purpose: 'api:search' });
-  const receipt = await signReceipt({
-    receiptId: 'rcpt_1', sessionId: 'sess_1', grantId: g.grantId, purpose: 'api:search', amount: { amountMinor: '30', currency: 'USD' },
-    merchant: 'merchant-a', paidAt: formatTimestamp(T0), txRef: 'txid:abc', rail: 'x402',
-  }, { signingKey: k.authority.privateKeyPem, keyId: 'rk-1' });
+  const s = createSession(g, {
+    actorId: 'vehicle-42',
+    signingKey: k.actor.privateKeyPem,
+    fetch: fakeAuthority(k).fetch,
+    now: () => T0,
+  });
+  const sba = await s.createSba({
+    amount: '30',
+    currency: 'USD',
+    rail: 'x402',
+    merchantId: 'merchant-a',
+    purpose: 'api:search',
+  });
+  const receipt = await signReceipt(
+    {
+      receiptId: 'rcpt_1',
+      sessionId: 'sess_1',
+      grantId: g.grantId,
+      purpose: 'api:search',
+      amount: { amountMinor: '30', currency: 'USD' },
+      merchant: 'merchant-a',
+      paidAt: formatTimestamp(T0),
+      txRef: 'txid:abc',
+      rail: 'x402',
+    },
+    { signingKey: k.authority.privateKeyPem, keyId: 'rk-1' },
+  );
   artifacts['sba'] = {
     value: sba,
-    verify: (v) => verifyCtl(v, { amount: '30', currency: 'USD', merchantId: 'merchant-a', offline: true, signingKeyPem: k.authority.publicKeyPem, now: () => T0 }),
+    verify: (v) =>
+      verifyCtl(v, {
+        amount: '30',
+        currency: 'USD',
+        merchantId: 'merchant-a',
+        offline: true,
+        signingKeyPem: k.authority.publicKeyPem,
+        now: () => T0,
+      }),
   };
-  artifacts['bundle'] = { value: await bundle(k), verify: (v) => verifyTrustBundle(v, k.root.publicKeyPem, { now: () => T0 }) };
+  artifacts['bundle'] = {
+    value: await bundle(k),
+    verify: (v) => verifyTrustBundle(v, k.root.publicKeyPem, { now: () => T0 }),
+  };
   artifacts['receipt'] = { value: receipt, verify: (v) => verifyReceipt(v, { publicKey: k.authority.publicKeyPem }) };
 });
 
@@ -107,7 +168,11 @@ test('every row of the value-rules table is enforced by the SDK with the stated 
       const changed = withValue(artifact!.value, rest, exampleValue(text));
       const r = await artifact!.verify(changed);
       const got = r.valid ? 'accepted' : r.error!.code;
-      assert.is(got, row.code, `${where}: ${path} = ${text.slice(0, 60)} → ${r.valid ? 'accepted' : JSON.stringify(r.error)}`);
+      assert.is(
+        got,
+        row.code,
+        `${where}: ${path} = ${text.slice(0, 60)} → ${r.valid ? 'accepted' : JSON.stringify(r.error)}`,
+      );
       // The refusal names the object the example changed (a size limit names no field).
       if (!row.enforcedBy.includes('ownData')) {
         const parent = path.replace(/(\.[A-Za-z]+|\[\d+\])$/, '');

@@ -5,7 +5,12 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fc from 'fast-check';
 import {
-  CtlError, createMemorySpendStorage, createSignedSessionBudgetAuthorization, formatTimestamp, parseGrant, verifyCtl,
+  CtlError,
+  createMemorySpendStorage,
+  createSignedSessionBudgetAuthorization,
+  formatTimestamp,
+  parseGrant,
+  verifyCtl,
   type PolicyGrant,
 } from '../../src/index.js';
 import { verifyCtlEdge } from '../../src/edge.js';
@@ -43,17 +48,31 @@ test('months step in the calendar from the start: the 31st becomes the last day 
 
 test('property: every time falls in exactly one window, whose bounds enclose it and abut its neighbours', () => {
   const ms = fc.integer({ min: at('2000-01-01T00:00:00Z'), max: at('2100-01-01T00:00:00Z') });
-  fc.assert(fc.property(fc.constantFrom(...WINDOW_PERIODS), ms, ms, (every, start, t) => {
-    const w = windowAt(every, start, t);
-    if (!(w.startsAt <= t && t < w.endsAt)) return false;
-    const next = windowAt(every, start, w.endsAt);
-    const prev = windowAt(every, start, w.startsAt - 1);
-    return next.index === w.index + 1 && next.startsAt === w.endsAt && prev.index === w.index - 1 && prev.endsAt === w.startsAt;
-  }), { numRuns: 3000 });
+  fc.assert(
+    fc.property(fc.constantFrom(...WINDOW_PERIODS), ms, ms, (every, start, t) => {
+      const w = windowAt(every, start, t);
+      if (!(w.startsAt <= t && t < w.endsAt)) return false;
+      const next = windowAt(every, start, w.endsAt);
+      const prev = windowAt(every, start, w.startsAt - 1);
+      return (
+        next.index === w.index + 1 &&
+        next.startsAt === w.endsAt &&
+        prev.index === w.index - 1 &&
+        prev.endsAt === w.startsAt
+      );
+    }),
+    { numRuns: 3000 },
+  );
 });
 
 test('grant value rules: 1–4 windows, each period once, none above the ceiling, windowsStart only beside windows', async () => {
-  const ok = await grant(k, { maxAmountMinor: '5000', windows: [{ every: 'P1D', maxAmountMinor: '1000' }, { every: 'P1M', maxAmountMinor: '5000', maxPayments: 30 }] });
+  const ok = await grant(k, {
+    maxAmountMinor: '5000',
+    windows: [
+      { every: 'P1D', maxAmountMinor: '1000' },
+      { every: 'P1M', maxAmountMinor: '5000', maxPayments: 30 },
+    ],
+  });
   assert.is(parseGrant(ok).windows!.length, 2);
   const refused = async (windows: unknown, extra: Record<string, unknown> = {}) => {
     try {
@@ -64,31 +83,74 @@ test('grant value rules: 1–4 windows, each period once, none above the ceiling
     }
   };
   assert.is(await refused([]), 'malformed', 'no window');
-  assert.is(await refused(WINDOW_PERIODS.map((every) => ({ every, maxAmountMinor: '1' }))), 'malformed', 'five windows');
-  assert.is(await refused([{ every: 'P1D', maxAmountMinor: '1' }, { every: 'P1D', maxAmountMinor: '2' }]), 'malformed', 'a period twice');
+  assert.is(
+    await refused(WINDOW_PERIODS.map((every) => ({ every, maxAmountMinor: '1' }))),
+    'malformed',
+    'five windows',
+  );
+  assert.is(
+    await refused([
+      { every: 'P1D', maxAmountMinor: '1' },
+      { every: 'P1D', maxAmountMinor: '2' },
+    ]),
+    'malformed',
+    'a period twice',
+  );
   assert.is(await refused([{ every: 'P1D', maxAmountMinor: '5001' }]), 'malformed', 'above the lifetime ceiling');
   assert.is(await refused([{ every: 'P2D', maxAmountMinor: '1' }]), 'malformed', 'an unknown period');
   assert.is(await refused([{ every: 'P1D', maxAmountMinor: 1 }]), 'malformed', 'a JSON number');
   assert.is(await refused([{ every: 'P1D', maxAmountMinor: '1', rolling: true }]), 'malformed', 'an unknown member');
   assert.is(await refused(undefined, { windowsStart: formatTimestamp(T0) }), 'malformed', 'windowsStart alone');
-  assert.is(await refused([{ every: 'P1D', maxAmountMinor: '1' }], { windowsStart: '2026-11-22T10:00:00+01:00' }), 'malformed', 'windowsStart with an offset');
+  assert.is(
+    await refused([{ every: 'P1D', maxAmountMinor: '1' }], { windowsStart: '2026-11-22T10:00:00+01:00' }),
+    'malformed',
+    'windowsStart with an offset',
+  );
 });
 
 async function windowed(windows: PolicyGrant['windows'], windowsStart?: string) {
-  const g = await grant(k, { maxAmountMinor: '100000', expiresAt: formatTimestamp(T0 + 90 * DAY), windows, ...(windowsStart ? { windowsStart } : {}) });
+  const g = await grant(k, {
+    maxAmountMinor: '100000',
+    expiresAt: formatTimestamp(T0 + 90 * DAY),
+    windows,
+    ...(windowsStart ? { windowsStart } : {}),
+  });
   let n = 0;
-  const sba = (amount: string, t: number) => createSignedSessionBudgetAuthorization({
-    grant: g, sessionId: 's1', actorId: 'v', maxAmountMinor: amount, budgetScope: 'TRIP', budgetId: `b${++n}`,
-    issuedAt: formatTimestamp(t - 1000), expiresAt: formatTimestamp(t + HOUR), rail: 'x402', merchantId: 'merchant-a',
-  }, { signingKey: k.actor.privateKeyPem, keyId: 'w', now: () => t });
+  const sba = (amount: string, t: number) =>
+    createSignedSessionBudgetAuthorization(
+      {
+        grant: g,
+        sessionId: 's1',
+        actorId: 'v',
+        maxAmountMinor: amount,
+        budgetScope: 'TRIP',
+        budgetId: `b${++n}`,
+        issuedAt: formatTimestamp(t - 1000),
+        expiresAt: formatTimestamp(t + HOUR),
+        rail: 'x402',
+        merchantId: 'merchant-a',
+      },
+      { signingKey: k.actor.privateKeyPem, keyId: 'w', now: () => t },
+    );
   return { g, sba };
 }
 
-for (const [name, verify] of [['ctl', verifyCtl], ['ctl/edge', verifyCtlEdge]] as const) {
+for (const [name, verify] of [
+  ['ctl', verifyCtl],
+  ['ctl/edge', verifyCtlEdge],
+] as const) {
   test(`${name}: a window refuses its maxAmountMinor + 1-th minor unit, and the next window accepts`, async () => {
     const { g, sba } = await windowed([{ every: 'P1D', maxAmountMinor: '1000' }], formatTimestamp(T0));
     const storage = createMemorySpendStorage();
-    const o = (amount: string, t: number) => ({ amount, currency: 'USD', merchantId: 'merchant-a', offline: true, signingKeyPem: k.authority.publicKeyPem, now: () => t, spendStorage: storage });
+    const o = (amount: string, t: number) => ({
+      amount,
+      currency: 'USD',
+      merchantId: 'merchant-a',
+      offline: true,
+      signingKeyPem: k.authority.publicKeyPem,
+      now: () => t,
+      spendStorage: storage,
+    });
     const pay = async (amount: string, t: number) => verify(await sba(amount, t), o(amount, t));
     assert.ok((await pay('999', T0 + HOUR)).valid);
     const over = await pay('2', T0 + 2 * HOUR);
@@ -100,10 +162,21 @@ for (const [name, verify] of [['ctl', verifyCtl], ['ctl/edge', verifyCtlEdge]] a
   });
 
   test(`${name}: a window refuses its maxPayments + 1-th payment; the lifetime ceiling still bounds the sum`, async () => {
-    const { g, sba } = await windowed([{ every: 'PT1H', maxAmountMinor: '100000', maxPayments: 2 }, { every: 'P1M', maxAmountMinor: '3000' }]);
+    const { g, sba } = await windowed([
+      { every: 'PT1H', maxAmountMinor: '100000', maxPayments: 2 },
+      { every: 'P1M', maxAmountMinor: '3000' },
+    ]);
     const storage = createMemorySpendStorage();
     const pay = async (amount: string, t: number) =>
-      verify(await sba(amount, t), { amount, currency: 'USD', merchantId: 'merchant-a', offline: true, signingKeyPem: k.authority.publicKeyPem, now: () => t, spendStorage: storage });
+      verify(await sba(amount, t), {
+        amount,
+        currency: 'USD',
+        merchantId: 'merchant-a',
+        offline: true,
+        signingKeyPem: k.authority.publicKeyPem,
+        now: () => t,
+        spendStorage: storage,
+      });
     const codes = [];
     for (const t of [T0, T0 + 1000, T0 + 2000]) codes.push((await pay('1000', t)).valid ? 'ok' : 'refused');
     assert.equal(codes, ['ok', 'ok', 'refused']);
@@ -112,7 +185,10 @@ for (const [name, verify] of [['ctl', verifyCtl], ['ctl/edge', verifyCtlEdge]] a
     const month = await pay('1', T0 + 2 * HOUR);
     assert.is(!month.valid && month.error.code, 'window_exceeded', 'the month is full at 3000');
     // Windows count from the grant's issuedAt when it names no windowsStart.
-    assert.is(!month.valid && month.error.resetsAt, formatTimestamp(windowAt('P1M', Date.parse(g.issuedAt), T0).endsAt));
+    assert.is(
+      !month.valid && month.error.resetsAt,
+      formatTimestamp(windowAt('P1M', Date.parse(g.issuedAt), T0).endsAt),
+    );
   });
 }
 

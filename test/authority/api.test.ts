@@ -27,12 +27,18 @@ const isError = (r: { body: any }, code: string) => {
 
 test('health, readiness and metrics answer without a key', async () => {
   assert.equal((await t.call('GET', '/healthz', undefined, null)).body, { ok: true });
-  assert.equal((await t.call('GET', '/readyz', undefined, null)).body, { status: 'ok', checks: { database: 'ok', keys: 'ok' } });
+  assert.equal((await t.call('GET', '/readyz', undefined, null)).body, {
+    status: 'ok',
+    checks: { database: 'ok', keys: 'ok' },
+  });
   await t.call('GET', '/revoke?grantId=nope', undefined, null);
   const m = await t.call('GET', '/metrics', undefined, null);
   assert.is(m.status, 200);
   assert.match(m.body, /ctl_authority_http_requests_total\{method="GET",route="\/revoke",status="404"\} 1/);
-  assert.match(m.body, /ctl_authority_http_request_duration_seconds_bucket\{le="0.001",method="GET",route="\/healthz"\}/);
+  assert.match(
+    m.body,
+    /ctl_authority_http_request_duration_seconds_bucket\{le="0.001",method="GET",route="\/healthz"\}/,
+  );
 });
 
 test('bad requests: malformed JSON 400, duplicate keys 400, oversize 413, not JSON 415, unknown route 404', async () => {
@@ -43,7 +49,9 @@ test('bad requests: malformed JSON 400, duplicate keys 400, oversize 413, not JS
   const big = await t.call('POST', '/policies', JSON.stringify({ policy: { pad: 'x'.repeat(70_000) } }));
   assert.is(big.status, 413);
   isError(big, 'payload_too_large');
-  const form = await t.call('POST', '/policies', 'a=1', ADMIN_KEY, { 'content-type': 'application/x-www-form-urlencoded' });
+  const form = await t.call('POST', '/policies', 'a=1', ADMIN_KEY, {
+    'content-type': 'application/x-www-form-urlencoded',
+  });
   assert.is(form.status, 415);
   isError(form, 'unsupported_media_type');
   const nf = await t.call('GET', '/nowhere');
@@ -122,7 +130,11 @@ test('policies: hash of the document alone (JCS), the same document twice is one
 });
 
 test('grants: signed per PROTOCOL.md §4, carrying the revocation URL; unknown policy 404; bad fields named', async () => {
-  const req = await grantRequest(t, actorJwk, { allowedPurposes: ['fuel:*'], destinationAllowlist: ['m-1'], velocity: { maxPaymentsPerHour: 3 } });
+  const req = await grantRequest(t, actorJwk, {
+    allowedPurposes: ['fuel:*'],
+    destinationAllowlist: ['m-1'],
+    velocity: { maxPaymentsPerHour: 3 },
+  });
   const r = await t.call('POST', '/grants', req);
   assert.is(r.status, 201, JSON.stringify(r.body));
   const g = r.body;
@@ -133,7 +145,9 @@ test('grants: signed per PROTOCOL.md §4, carrying the revocation URL; unknown p
   assert.equal(g.actorKey, actorJwk);
   assert.equal(g.allowedPurposes, ['fuel:*']);
   const jwks = await t.call('GET', '/.well-known/ctl-keys.json', undefined, null);
-  assert.ok(jwks.body.keys.some((k: any) => k.kid === g.keyId && k.status === 'active' && k.purposes.includes('grant')));
+  assert.ok(
+    jwks.body.keys.some((k: any) => k.kid === g.keyId && k.status === 'active' && k.purposes.includes('grant')),
+  );
   const custody = await t.call('GET', `/grants/${g.grantId}`);
   assert.equal(custody.body, { grant: g, revoked: false });
 
@@ -167,7 +181,11 @@ test('revocation: GET is public and cacheable briefly; POST /revoke and /grants/
   const g = (await t.call('POST', '/grants', await grantRequest(t, actorJwk))).body;
   const before = await t.call('GET', `/revoke?grantId=${g.grantId}`, undefined, null);
   assert.equal(before.body, { grantId: g.grantId, revoked: false });
-  assert.match(before.headers.get('cache-control')!, /^private, max-age=5$/, 'a "not revoked" answer is no shared cache\'s to keep');
+  assert.match(
+    before.headers.get('cache-control')!,
+    /^private, max-age=5$/,
+    'a "not revoked" answer is no shared cache\'s to keep',
+  );
   const r1 = await t.call('POST', '/revoke', { grantId: g.grantId, reason: 'vehicle sold' });
   assert.is(r1.status, 200);
   assert.is(r1.body.revoked, true);
@@ -209,7 +227,15 @@ test('key rotation: new active key; the retired one stays published while its gr
   const published = await t.authority.keys.publishedGrantKeys(later);
   assert.not.ok(published.some((k) => k.kid === old.keyId));
   assert.ok(published.some((k) => k.kid === rot.body.kid));
-  isError(await t.call('POST', '/admin/keys/rotate', undefined, (await t.call('POST', '/admin/keys', { scopes: ['grants:write'], label: 'g' })).body.apiKey), 'forbidden');
+  isError(
+    await t.call(
+      'POST',
+      '/admin/keys/rotate',
+      undefined,
+      (await t.call('POST', '/admin/keys', { scopes: ['grants:write'], label: 'g' })).body.apiKey,
+    ),
+    'forbidden',
+  );
 });
 
 test('trust bundles: root-signed, issuer keys + revoked grants, sequence grows per scope, newest per scope served', async () => {
@@ -234,12 +260,25 @@ test('trust bundles: root-signed, issuer keys + revoked grants, sequence grows p
   assert.is((await verifyTrustBundle(b2, other.publicKeyPem)).valid, false);
 
   const fuel = (await t.call('GET', '/trust-bundles?category=fuel', undefined, null)).body.bundles;
-  assert.equal(fuel.map((b: any) => b.bundleId).sort(), [b2.bundleId, eu.bundleId].sort(), 'newest fuel + region-only (category unset matches)');
+  assert.equal(
+    fuel.map((b: any) => b.bundleId).sort(),
+    [b2.bundleId, eu.bundleId].sort(),
+    'newest fuel + region-only (category unset matches)',
+  );
   const parking = (await t.call('GET', '/trust-bundles?category=parking&region=eu', undefined, null)).body.bundles;
-  assert.equal(parking.map((b: any) => b.bundleId), [eu.bundleId]);
+  assert.equal(
+    parking.map((b: any) => b.bundleId),
+    [eu.bundleId],
+  );
   isError(await t.call('POST', '/trust-bundles', { scope: { planet: 'mars' }, expiresAt }), 'malformed');
   isError(await t.call('POST', '/trust-bundles', { scope: {}, expiresAt: '2001-01-01T00:00:00Z' }), 'malformed');
-  isError(await t.call('POST', '/trust-bundles', { scope: {}, expiresAt: new Date(Date.now() + 90 * 86_400_000).toISOString() }), 'malformed');
+  isError(
+    await t.call('POST', '/trust-bundles', {
+      scope: {},
+      expiresAt: new Date(Date.now() + 90 * 86_400_000).toISOString(),
+    }),
+    'malformed',
+  );
   isError(await t.call('POST', '/trust-bundles', { scope: { region: 'e u' }, expiresAt }), 'malformed');
   isError(await t.call('POST', '/trust-bundles', { scope: {}, expiresAt }, null), 'unauthorized');
 });
@@ -254,7 +293,16 @@ test('audit: every state change appended, hash chain verifies, GET /audit is adm
     after = page.body.next;
   }
   const actions = new Set(entries.map((e) => e.action));
-  for (const a of ['policy.store', 'grant.issue', 'grant.revoke', 'grant.delete', 'apikey.create', 'apikey.revoke', 'key.rotate', 'bundle.issue']) {
+  for (const a of [
+    'policy.store',
+    'grant.issue',
+    'grant.revoke',
+    'grant.delete',
+    'apikey.create',
+    'apikey.revoke',
+    'key.rotate',
+    'bundle.issue',
+  ]) {
     assert.ok(actions.has(a), `audit has ${a}`);
   }
   assert.ok(entries.every((e) => e.actor === 'bootstrap' || /^[A-Za-z0-9-]+$/.test(e.actor)));

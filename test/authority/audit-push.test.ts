@@ -52,12 +52,22 @@ test('state changes reach the webhook (after a failed attempt) and the anchor; t
     const entries = (await t.call('GET', '/audit')).body.entries;
     assert.is(entries.length, 2);
     const anchored = await local.read();
-    assert.equal(anchored.map((a) => [a.seq, a.hash]), entries.map((e: any) => [e.seq, e.hash]));
+    assert.equal(
+      anchored.map((a) => [a.seq, a.hash]),
+      entries.map((e: any) => [e.seq, e.hash]),
+    );
 
     assert.is(got.length, 2);
-    for (const g of got) assert.ok(verifyWebhook(secret, g.headers as Record<string, string>, g.body), 'signed with the configured secret');
+    for (const g of got)
+      assert.ok(
+        verifyWebhook(secret, g.headers as Record<string, string>, g.body),
+        'signed with the configured secret',
+      );
     const bodies = got.map((g) => JSON.parse(g.body)).sort((x, y) => x.data.seq - y.data.seq);
-    assert.equal(bodies.map((b) => [b.type, b.data.action, b.data.hash]), entries.map((e: any) => ['audit.appended', e.action, e.hash]));
+    assert.equal(
+      bodies.map((b) => [b.type, b.data.action, b.data.hash]),
+      entries.map((e: any) => ['audit.appended', e.action, e.hash]),
+    );
     const log = (await t.call('GET', '/admin/webhooks/dispatches')).body.dispatches;
     assert.is(log.length, 2);
     assert.is(log.filter((d: any) => d.status === 'delivered').length, 2);

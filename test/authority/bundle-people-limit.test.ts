@@ -15,13 +15,25 @@ import { MAX_ISSUER_KEYS } from '../../authority/routes/trust-bundles.js';
 import { PG_URL, dropSchema, freshSchema, pgAvailable } from '../service-kit/pg-fixture.js';
 
 const person = (scope: EnrolledHuman['scope'], n = 0): EnrolledHuman => ({
-  did: `did:key:z${n}`, label: '', scope, publicJwk: '{}', enrolledAt: '', enrolledBy: '', removedAt: null,
+  did: `did:key:z${n}`,
+  label: '',
+  scope,
+  publicJwk: '{}',
+  enrolledAt: '',
+  enrolledBy: '',
+  removedAt: null,
 });
 
 test('the fullest bundle a person would join: scope fields they set fixed, the others at their fullest values', () => {
   const people = [
-    person({}), person({ category: 'a' }), person({ category: 'b' }), person({ category: 'b' }),
-    person({ merchant: 'm' }), person({ category: 'a', merchant: 'm' }), person({ region: 'eu' }), person({ category: 'c', region: 'us' }),
+    person({}),
+    person({ category: 'a' }),
+    person({ category: 'b' }),
+    person({ category: 'b' }),
+    person({ merchant: 'm' }),
+    person({ category: 'a', merchant: 'm' }),
+    person({ region: 'eu' }),
+    person({ category: 'c', region: 'us' }),
   ];
   // Unscoped: the bundle {category a, merchant m, region eu} lists 1 + 1 + 1 + 1 + 1 = 5 of them, plus the newcomer.
   assert.is(fullestBundleWith(people, {}), 6);
@@ -32,25 +44,45 @@ test('the fullest bundle a person would join: scope fields they set fixed, the o
   assert.is(fullestBundleWith(people, { category: 'c', merchant: 'x', region: 'us' }), 3);
   assert.is(fullestBundleWith([], { region: 'eu' }), 1);
   // Pairs only someone set together are counted together.
-  const pairs = [person({ merchant: 'm', region: 'r' }), person({ merchant: 'm', region: 'r' }), person({ merchant: 'n' }), person({ region: 's' })];
+  const pairs = [
+    person({ merchant: 'm', region: 'r' }),
+    person({ merchant: 'm', region: 'r' }),
+    person({ merchant: 'n' }),
+    person({ region: 's' }),
+  ];
   assert.is(fullestBundleWith(pairs, {}), 3);
 });
 
 /** Inserts enrolled people straight into the table, `at` their enrolment time (fast set-up; no limit checked). */
-async function insertPeople(db: SqlDatabase, n: number, scope: (i: number) => EnrolledHuman['scope'] = () => ({}), at = (i: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString()) {
+async function insertPeople(
+  db: SqlDatabase,
+  n: number,
+  scope: (i: number) => EnrolledHuman['scope'] = () => ({}),
+  at = (i: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString(),
+) {
   for (let i = 0; i < n; i++) {
     const k = await generateKeyPair({ alg: 'EdDSA' });
     const s = scope(i);
     await db.run(
       'INSERT INTO humans (did, label, category, merchant, region, public_jwk, enrolled_at, enrolled_by, removed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)',
-      [didKeyFromJwk(k.publicJwk), `p${i}`, s.category ?? null, s.merchant ?? null, s.region ?? null, JSON.stringify(k.publicJwk), at(i), 'test'],
+      [
+        didKeyFromJwk(k.publicJwk),
+        `p${i}`,
+        s.category ?? null,
+        s.merchant ?? null,
+        s.region ?? null,
+        JSON.stringify(k.publicJwk),
+        at(i),
+        'test',
+      ],
     );
   }
 }
 
 const newDid = async () => didKeyFromJwk((await generateKeyPair({ alg: 'EdDSA' })).publicJwk);
 const inADay = () => new Date(Date.now() + 86_400_000).toISOString();
-const issue = (t: TestAuthority, scope: Record<string, string>) => t.call('POST', '/trust-bundles', { scope, expiresAt: inADay() });
+const issue = (t: TestAuthority, scope: Record<string, string>) =>
+  t.call('POST', '/trust-bundles', { scope, expiresAt: inADay() });
 
 function suite(kind: 'sqlite' | 'postgres') {
   /** One authority (two on PostgreSQL, on one schema) and a second handle on its database. */
@@ -118,14 +150,29 @@ function suite(kind: 'sqlite' | 'postgres') {
       await insertPeople(db, MAX_PEOPLE_PER_BUNDLE - 2);
       const dids = await Promise.all(Array.from({ length: 8 }, newDid));
       const answers = await Promise.all(dids.map((did, i) => (i % 2 ? b : a).call('POST', '/humans', { did })));
-      assert.equal(answers.map((r) => r.status).sort(), [201, 201, 409, 409, 409, 409, 409, 409], JSON.stringify(answers.map((r) => r.body)));
+      assert.equal(
+        answers.map((r) => r.status).sort(),
+        [201, 201, 409, 409, 409, 409, 409, 409],
+        JSON.stringify(answers.map((r) => r.body)),
+      );
       assert.is((await a.call('GET', '/humans')).body.humans.length, MAX_PEOPLE_PER_BUNDLE);
       assert.is((await issue(b, {})).status, 201);
       // Straight at the stores (no HTTP between them, so the attempts overlap): one place, one enrolled.
-      await db.run('UPDATE humans SET removed_at = ? WHERE did = ?', ['2026-01-02T00:00:00.000Z', dids[answers.findIndex((r) => r.status === 201)]!]);
+      await db.run('UPDATE humans SET removed_at = ? WHERE did = ?', [
+        '2026-01-02T00:00:00.000Z',
+        dids[answers.findIndex((r) => r.status === 201)]!,
+      ]);
       const direct = await Promise.all(
         (await Promise.all(Array.from({ length: 16 }, newDid))).map(async (did, i) =>
-          (i % 2 ? b : a).authority.store.enrolHuman({ did, label: '', scope: {}, publicJwk: '{}', enrolledAt: new Date().toISOString(), enrolledBy: 'test' })),
+          (i % 2 ? b : a).authority.store.enrolHuman({
+            did,
+            label: '',
+            scope: {},
+            publicJwk: '{}',
+            enrolledAt: new Date().toISOString(),
+            enrolledBy: 'test',
+          }),
+        ),
       );
       assert.is(direct.filter((e) => e.created).length, 1, JSON.stringify(direct));
       assert.is((await a.call('GET', '/humans')).body.humans.length, MAX_PEOPLE_PER_BUNDLE);
@@ -134,11 +181,21 @@ function suite(kind: 'sqlite' | 'postgres') {
   test(`${kind}: a database that already holds more people than a bundle lists still issues, with the earliest enrolled`, () =>
     withAuthorities(async (a, _b, db) => {
       await insertPeople(db, MAX_PEOPLE_PER_BUNDLE + 20);
-      const earliest = (await db.all<{ did: string }>('SELECT did FROM humans ORDER BY enrolled_at LIMIT ?', [MAX_PEOPLE_PER_BUNDLE])).map((r) => r.did).sort();
+      const earliest = (
+        await db.all<{ did: string }>('SELECT did FROM humans ORDER BY enrolled_at LIMIT ?', [MAX_PEOPLE_PER_BUNDLE])
+      )
+        .map((r) => r.did)
+        .sort();
       const bundle = await issue(a, { region: 'eu' });
       assert.is(bundle.status, 201, JSON.stringify(bundle.body));
       assert.is(bundle.body.issuers.length, MAX_PEOPLE_PER_BUNDLE + 1);
-      assert.equal(bundle.body.issuers.slice(1).map((i: { issuer: string }) => i.issuer).sort(), earliest);
+      assert.equal(
+        bundle.body.issuers
+          .slice(1)
+          .map((i: { issuer: string }) => i.issuer)
+          .sort(),
+        earliest,
+      );
       assert.is((await a.call('POST', '/humans', { did: await newDid() })).status, 409);
     }));
 }
@@ -158,15 +215,24 @@ test('more live grant keys than a bundle issuer holds (many rotations): the bund
       assert.is((await a.call('POST', '/admin/keys/rotate')).status, 201);
     }
     assert.is(new Set(signedBy).size, MAX_ISSUER_KEYS + extra);
-    const published = (await a.call('GET', '/.well-known/ctl-keys.json')).body.keys as { kid: string; status: string }[];
+    const published = (await a.call('GET', '/.well-known/ctl-keys.json')).body.keys as {
+      kid: string;
+      status: string;
+    }[];
     assert.is(published.length, MAX_ISSUER_KEYS + extra + 1);
     const bundle = await issue(a, {});
     assert.is(bundle.status, 201, JSON.stringify(bundle.body));
-    const kids = (bundle.body.issuers[0].keys as { kid: string; status: string }[]);
+    const kids = bundle.body.issuers[0].keys as { kid: string; status: string }[];
     assert.is(kids.length, MAX_ISSUER_KEYS);
-    assert.ok(kids.some((k) => k.status === 'active'), 'the key that signs now is carried');
+    assert.ok(
+      kids.some((k) => k.status === 'active'),
+      'the key that signs now is carried',
+    );
     // Kept: the active key (it signed nothing yet) and the 63 whose grants expire last; left out the first ones.
-    assert.equal(kids.map((k) => k.kid).sort(), [...published.filter((k) => k.status === 'active').map((k) => k.kid), ...signedBy.slice(extra + 1)].sort());
+    assert.equal(
+      kids.map((k) => k.kid).sort(),
+      [...published.filter((k) => k.status === 'active').map((k) => k.kid), ...signedBy.slice(extra + 1)].sort(),
+    );
   } finally {
     await a.close();
   }

@@ -33,7 +33,12 @@ function slowRootSignatureOnce(t: TestAuthority, ms: number): void {
     keys.rootSigner = orig;
     const root = await orig.call(keys);
     const s = root.signer;
-    const slow: SigningKey = { kind: 'signing', alg: s.alg, publicJwk: s.publicJwk, sign: async (m) => (await sleep(ms), s.sign(m)) };
+    const slow: SigningKey = {
+      kind: 'signing',
+      alg: s.alg,
+      publicJwk: s.publicJwk,
+      sign: async (m) => (await sleep(ms), s.sign(m)),
+    };
     return { ...root, signer: slow };
   };
 }
@@ -46,7 +51,10 @@ function assertMonotonic(bundles: Bundle[]): void {
   for (let i = 1; i < sorted.length; i++) {
     assert.ok(sorted[i].sequence > sorted[i - 1].sequence, 'sequences are distinct');
     for (const g of sorted[i - 1].revokedGrants) {
-      assert.ok(sorted[i].revokedGrants.includes(g), `sequence ${sorted[i].sequence} lost revocation ${g} that ${sorted[i - 1].sequence} carried`);
+      assert.ok(
+        sorted[i].revokedGrants.includes(g),
+        `sequence ${sorted[i].sequence} lost revocation ${g} that ${sorted[i - 1].sequence} carried`,
+      );
     }
   }
 }
@@ -118,7 +126,10 @@ async function storm(ts: TestAuthority[], region: string): Promise<void> {
   const out = await Promise.all(issues);
   for (const r of out) assert.is(r.status, 201, JSON.stringify(r.body));
   const bundles = out.map((r) => r.body as Bundle);
-  assert.equal(bundles.map((b) => b.sequence).sort((x, y) => x - y), Array.from({ length: 12 }, (_, i) => i + 1));
+  assert.equal(
+    bundles.map((b) => b.sequence).sort((x, y) => x - y),
+    Array.from({ length: 12 }, (_, i) => i + 1),
+  );
   assertMonotonic(bundles);
 }
 

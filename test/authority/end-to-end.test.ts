@@ -9,7 +9,13 @@ import * as assert from 'uvu/assert';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { join } from 'node:path';
-import { CtlGrantRevokedError, createSession, generateKeyPair, verifyCtl, createMemorySpendStorage } from '../../src/index.js';
+import {
+  CtlGrantRevokedError,
+  createSession,
+  generateKeyPair,
+  verifyCtl,
+  createMemorySpendStorage,
+} from '../../src/index.js';
 import { grantRequest, startTestAuthority, type TestAuthority } from './harness.js';
 
 const run = promisify(execFile);
@@ -23,14 +29,26 @@ test.after(async () => {
 });
 
 const bundleFor = async (category: string) =>
-  (await t.call('POST', '/trust-bundles', { scope: { category }, expiresAt: new Date(Date.now() + 86_400_000).toISOString() })).body;
+  (
+    await t.call('POST', '/trust-bundles', {
+      scope: { category },
+      expiresAt: new Date(Date.now() + 86_400_000).toISOString(),
+    })
+  ).body;
 
 test('issue → wallet SBA → online and offline verification; revoke → online refuses at its next check, offline after refresh', async () => {
   const wallet = await generateKeyPair({ alg: 'EdDSA' });
-  const grant = (await t.call('POST', '/grants', await grantRequest(t, wallet.publicJwk, { destinationAllowlist: ['station-7'] }))).body;
+  const grant = (
+    await t.call('POST', '/grants', await grantRequest(t, wallet.publicJwk, { destinationAllowlist: ['station-7'] }))
+  ).body;
   assert.is(grant.version, 1, JSON.stringify(grant));
 
-  const session = createSession(grant, { actorId: 'vehicle-42', signingKey: wallet.privateKeyPem, scope: 'TRIP', revocationTtl: 0 });
+  const session = createSession(grant, {
+    actorId: 'vehicle-42',
+    signingKey: wallet.privateKeyPem,
+    scope: 'TRIP',
+    revocationTtl: 0,
+  });
   const sba = await session.createSba({ amount: '1250', currency: 'USD', rail: 'x402', merchantId: 'station-7' });
 
   // The root key as a fleet operator would provision it: printed by the CLI from the same database.
@@ -44,11 +62,26 @@ test('issue → wallet SBA → online and offline verification; revoke → onlin
   const jwksUrl = `${t.url}/.well-known/ctl-keys.json`;
   const t0 = Date.now();
   const online = (now: number) =>
-    verifyCtl(sba, { amount: '1250', currency: 'USD', merchantId: 'station-7', jwksUrl, revocationTtl: 60_000, now: () => now });
+    verifyCtl(sba, {
+      amount: '1250',
+      currency: 'USD',
+      merchantId: 'station-7',
+      jwksUrl,
+      revocationTtl: 60_000,
+      now: () => now,
+    });
   // A terminal per check: offline, a verifier records the budgetId it accepts (PROTOCOL.md §12), and
   // this test presents one SBA before and after the refresh to see the revocation, not a replay.
   const offline = (bundle: unknown) =>
-    verifyCtl(sba, { amount: '1250', currency: 'USD', merchantId: 'station-7', trustBundles: [bundle], rootPublicKeyPem, offline: true, spendStorage: createMemorySpendStorage() });
+    verifyCtl(sba, {
+      amount: '1250',
+      currency: 'USD',
+      merchantId: 'station-7',
+      trustBundles: [bundle],
+      rootPublicKeyPem,
+      offline: true,
+      spendStorage: createMemorySpendStorage(),
+    });
 
   const first = await online(t0);
   assert.is(first.valid, true, JSON.stringify(first));
@@ -56,7 +89,14 @@ test('issue → wallet SBA → online and offline verification; revoke → onlin
   const off1 = await offline(bundle1);
   assert.is(off1.valid, true, JSON.stringify(off1));
   // A merchant that is not in the grant's allowlist is refused, online and offline alike.
-  const elsewhere = await verifyCtl(sba, { amount: '1250', currency: 'USD', merchantId: 'station-8', trustBundles: [bundle1], rootPublicKeyPem, offline: true });
+  const elsewhere = await verifyCtl(sba, {
+    amount: '1250',
+    currency: 'USD',
+    merchantId: 'station-8',
+    trustBundles: [bundle1],
+    rootPublicKeyPem,
+    offline: true,
+  });
   assert.equal(elsewhere.valid ? 'valid' : elsewhere.error.code, 'destination_not_allowed');
 
   assert.is((await t.call('POST', '/revoke', { grantId: grant.grantId, reason: 'stolen' })).status, 200);
@@ -106,7 +146,12 @@ test('a grant altered after signing is refused against the JWKS', async () => {
   const s = createSession(grant, { actorId: 'agent-1', signingKey: wallet.privateKeyPem, revocationTtl: 0 });
   const sba = await s.createSba({ amount: '5', currency: 'USD', rail: 'x402' });
   const forged = { ...sba, grant: { ...sba.grant, maxAmountMinor: '999999' } };
-  const r = await verifyCtl(forged, { amount: '5', currency: 'USD', jwksUrl: `${t.url}/.well-known/ctl-keys.json`, revocationTtl: 0 });
+  const r = await verifyCtl(forged, {
+    amount: '5',
+    currency: 'USD',
+    jwksUrl: `${t.url}/.well-known/ctl-keys.json`,
+    revocationTtl: 0,
+  });
   assert.equal(r.valid ? 'valid' : r.error.code, 'grant_signature_invalid');
 });
 

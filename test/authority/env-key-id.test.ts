@@ -14,7 +14,10 @@ import { grantRequest, startTestAuthority, type TestAuthority } from './harness.
 import { PG_URL, dropSchema, freshSchema, pgAvailable } from '../service-kit/pg-fixture.js';
 
 type Start = (env: Record<string, string>) => Promise<TestAuthority>;
-const envOf = (pem: string, kid: string) => ({ CTL_POLICY_GRANT_SIGNING_PRIVATE_KEY_PEM: pem, CTL_POLICY_GRANT_SIGNING_KEY_ID: kid });
+const envOf = (pem: string, kid: string) => ({
+  CTL_POLICY_GRANT_SIGNING_PRIVATE_KEY_PEM: pem,
+  CTL_POLICY_GRANT_SIGNING_KEY_ID: kid,
+});
 
 /** A grant issued by `t` verifies against `t`'s published JWKS. */
 async function grantVerifies(t: TestAuthority, kid: string): Promise<void> {
@@ -22,7 +25,12 @@ async function grantVerifies(t: TestAuthority, kid: string): Promise<void> {
   const grant = (await t.call('POST', '/grants', await grantRequest(t, wallet.publicJwk))).body;
   assert.is(grant.keyId, kid);
   const jwks = (await t.call('GET', '/.well-known/ctl-keys.json', undefined, null)).body;
-  const session = createSession(grant, { actorId: 'v', signingKey: wallet.privateKeyPem, scope: 'TRIP', revocationTtl: 0 });
+  const session = createSession(grant, {
+    actorId: 'v',
+    signingKey: wallet.privateKeyPem,
+    scope: 'TRIP',
+    revocationTtl: 0,
+  });
   const sba = await session.createSba({ amount: '1', currency: 'USD', rail: 'x402' });
   const r = await verifyCtl(sba, { amount: '1', currency: 'USD', jwks });
   assert.ok(r.valid, JSON.stringify(r));
@@ -67,7 +75,11 @@ async function scenario(start: Start): Promise<void> {
   await grantVerifies(t, 'grant-2');
   const after = (await t.call('GET', '/.well-known/ctl-keys.json', undefined, null)).body;
   assert.is(after.keys.find((k: { kid: string }) => k.kid === 'grant-2').x, k2.publicJwk.x);
-  assert.is(after.keys.find((k: { kid: string }) => k.kid === 'grant-1').x, k1.publicJwk.x, 'the old key stays published while its grants live');
+  assert.is(
+    after.keys.find((k: { kid: string }) => k.kid === 'grant-1').x,
+    k1.publicJwk.x,
+    'the old key stays published while its grants live',
+  );
   await t.close();
 }
 

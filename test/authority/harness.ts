@@ -23,12 +23,23 @@ export interface TestAuthority {
   authority: Authority;
   dir: string;
   /** fetch + JSON: `{ status, body, headers }`, checked against authority/openapi.json; `key` defaults to the admin key (`null` sends none). */
-  call(method: string, path: string, body?: unknown, key?: string | null, headers?: Record<string, string>): Promise<{ status: number; body: any; headers: Headers }>;
+  call(
+    method: string,
+    path: string,
+    body?: unknown,
+    key?: string | null,
+    headers?: Record<string, string>,
+  ): Promise<{ status: number; body: any; headers: Headers }>;
   close(): Promise<void>;
 }
 
 export async function startTestAuthority(
-  options: { env?: Record<string, string>; databaseUrl?: string; dir?: string; keepDir?: boolean } & CreateAuthorityOptions = {},
+  options: {
+    env?: Record<string, string>;
+    databaseUrl?: string;
+    dir?: string;
+    keepDir?: boolean;
+  } & CreateAuthorityOptions = {},
 ): Promise<TestAuthority> {
   const server = createServer();
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -74,7 +85,15 @@ export async function startTestAuthority(
         /* not JSON: keep the text */
       }
       // Every answer a test receives is checked against the published document.
-      expectMatchesOpenApi(AUTHORITY_OPENAPI, method, path, res.status, parsed, res.headers.get('content-type'), typeof body === 'object' && body !== null ? { body } : undefined);
+      expectMatchesOpenApi(
+        AUTHORITY_OPENAPI,
+        method,
+        path,
+        res.status,
+        parsed,
+        res.headers.get('content-type'),
+        typeof body === 'object' && body !== null ? { body } : undefined,
+      );
       return { status: res.status, body: parsed, headers: res.headers };
     },
     async close() {

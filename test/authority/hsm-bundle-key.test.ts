@@ -12,7 +12,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createSoftHsm, SOFTHSM_MODULE } from '../helpers/softhsm.js';
 import { closePkcs11Modules, generatePkcs11Key } from '../../service-kit/signers/index.js';
-import { createRootStatement, generateKeyPair, jwkThumbprint, verifyTrustBundle, type GeneratedKeyPair, type PublicJwk, type RootStatement } from '../../src/index.js';
+import {
+  createRootStatement,
+  generateKeyPair,
+  jwkThumbprint,
+  verifyTrustBundle,
+  type GeneratedKeyPair,
+  type PublicJwk,
+  type RootStatement,
+} from '../../src/index.js';
 import { startTestAuthority, type TestAuthority } from './harness.js';
 import { startRefusal } from '../helpers/refused-start.js';
 
@@ -36,9 +44,15 @@ test.before(async () => {
   // Version 1: the authority's root; version 2 names the token's key as its only bundle key.
   root1 = await generateKeyPair({ alg: 'EdDSA' });
   const r2 = await generateKeyPair({ alg: 'EdDSA' });
-  s2 = await createRootStatement({ rootVersion: 2, keys: [r2.publicJwk], threshold: 1, bundleKeys: [bundleJwk] },
-    { signers: [{ key: root1.privateKeyPem }, { key: r2.privateKeyPem }] });
-  const v1 = await startTestAuthority({ dir, keepDir: true, env: { CTL_TRUST_BUNDLE_ROOT_PRIVATE_KEY_PEM: root1.privateKeyPem } });
+  s2 = await createRootStatement(
+    { rootVersion: 2, keys: [r2.publicJwk], threshold: 1, bundleKeys: [bundleJwk] },
+    { signers: [{ key: root1.privateKeyPem }, { key: r2.privateKeyPem }] },
+  );
+  const v1 = await startTestAuthority({
+    dir,
+    keepDir: true,
+    env: { CTL_TRUST_BUNDLE_ROOT_PRIVATE_KEY_PEM: root1.privateKeyPem },
+  });
   const published = await v1.call('POST', '/trust-root', { statement: s2 });
   assert.is(published.status, 201, JSON.stringify(published.body));
   await v1.close();
@@ -64,9 +78,15 @@ test('an unreachable token (no such module) is refused naming the variable', asy
 
 test('the URI and a PEM (or a file) at once are refused naming both', async () => {
   const pem = (await generateKeyPair({ alg: 'EdDSA' })).privateKeyPem;
-  assert.match(await refusal({ [URI_VAR]: hsm.uri('bundle-2'), CTL_TRUST_BUNDLE_SIGNING_KEY_PEM: pem }), `${URI_VAR} and CTL_TRUST_BUNDLE_SIGNING_KEY_PEM: set one, not both`);
+  assert.match(
+    await refusal({ [URI_VAR]: hsm.uri('bundle-2'), CTL_TRUST_BUNDLE_SIGNING_KEY_PEM: pem }),
+    `${URI_VAR} and CTL_TRUST_BUNDLE_SIGNING_KEY_PEM: set one, not both`,
+  );
   writeFileSync(join(dir, 'k.pem'), pem, { mode: 0o600 });
-  assert.match(await refusal({ [URI_VAR]: hsm.uri('bundle-2'), CTL_TRUST_BUNDLE_SIGNING_KEY_FILE: join(dir, 'k.pem') }), `${URI_VAR} and CTL_TRUST_BUNDLE_SIGNING_KEY_FILE: set one, not both`);
+  assert.match(
+    await refusal({ [URI_VAR]: hsm.uri('bundle-2'), CTL_TRUST_BUNDLE_SIGNING_KEY_FILE: join(dir, 'k.pem') }),
+    `${URI_VAR} and CTL_TRUST_BUNDLE_SIGNING_KEY_FILE: set one, not both`,
+  );
 });
 
 test('a token key the newest root statement does not list is refused naming the URI variable', async () => {
@@ -77,14 +97,25 @@ test('a token key the newest root statement does not list is refused naming the 
 });
 
 test('bundles signed by the bundle key in the token verify through the chain from the pinned version-1 root', async () => {
-  const t = await startTestAuthority({ dir, keepDir: true, env: { CTL_PKCS11_MODULE: SOFTHSM_MODULE, [URI_VAR]: hsm.uri('bundle-2') } });
+  const t = await startTestAuthority({
+    dir,
+    keepDir: true,
+    env: { CTL_PKCS11_MODULE: SOFTHSM_MODULE, [URI_VAR]: hsm.uri('bundle-2') },
+  });
   try {
-    const r = await t.call('POST', '/trust-bundles', { scope: { region: 'eu' }, expiresAt: new Date(Date.now() + 3600_000).toISOString() });
+    const r = await t.call('POST', '/trust-bundles', {
+      scope: { region: 'eu' },
+      expiresAt: new Date(Date.now() + 3600_000).toISOString(),
+    });
     assert.is(r.status, 201, JSON.stringify(r.body));
     const rootChain = (await t.call('GET', '/trust-root', undefined, null)).body.statements;
     const ok = await verifyTrustBundle(r.body, root1.publicKeyPem, { rootChain });
     assert.ok(ok.valid, JSON.stringify(ok));
-    assert.is(JSON.stringify(r.body).includes(await jwkThumbprint(bundleJwk)), true, 'signed under the kid of the key in the token');
+    assert.is(
+      JSON.stringify(r.body).includes(await jwkThumbprint(bundleJwk)),
+      true,
+      'signed under the kid of the key in the token',
+    );
     // Without the chain the same bundle is not the root's: it was signed by the token's key.
     assert.not.ok((await verifyTrustBundle(r.body, root1.publicKeyPem)).valid);
   } finally {

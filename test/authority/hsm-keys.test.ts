@@ -41,7 +41,10 @@ test.after(() => {
 });
 
 const env = (over: Record<string, string>) => ({ CTL_PKCS11_MODULE: SOFTHSM_MODULE, ...over });
-const rootPem = () => createPublicKey({ key: keys.root.publicJwk as never, format: 'jwk' }).export({ type: 'spki', format: 'pem' }).toString();
+const rootPem = () =>
+  createPublicKey({ key: keys.root.publicJwk as never, format: 'jwk' })
+    .export({ type: 'spki', format: 'pem' })
+    .toString();
 
 async function issue(t: TestAuthority) {
   const wallet = await generateKeyPair({ alg: 'EdDSA' });
@@ -58,13 +61,23 @@ test('a wrong PIN or a missing key is a start-up error naming the variable, neve
   try {
     const dev = await startTestAuthority({ dir, keepDir: true }); // the database now holds a generated grant key
     await dev.close();
-    const wrongPin = await refusal(() => startTestAuthority({ dir, keepDir: true, env: env({ [GRANT_URI]: spareUri('grant', '9999') }) }));
+    const wrongPin = await refusal(() =>
+      startTestAuthority({ dir, keepDir: true, env: env({ [GRANT_URI]: spareUri('grant', '9999') }) }),
+    );
     assert.ok(wrongPin.startsWith(`${GRANT_URI}: `), wrongPin);
     assert.match(wrongPin, /CKR_PIN_INCORRECT/);
     assert.not.match(wrongPin, /\n/);
-    const noKey = await refusal(() => startTestAuthority({ dir, keepDir: true, env: env({ [ROOT_URI]: hsm.uri('no-such-root') }) }));
+    const noKey = await refusal(() =>
+      startTestAuthority({ dir, keepDir: true, env: env({ [ROOT_URI]: hsm.uri('no-such-root') }) }),
+    );
     assert.ok(noKey.startsWith(`${ROOT_URI}: no private key match`), noKey);
-    const noModule = await refusal(() => startTestAuthority({ dir, keepDir: true, env: { [GRANT_URI]: hsm.uri('grant-a'), CTL_PKCS11_MODULE: join(dir, 'missing.so') } }));
+    const noModule = await refusal(() =>
+      startTestAuthority({
+        dir,
+        keepDir: true,
+        env: { [GRANT_URI]: hsm.uri('grant-a'), CTL_PKCS11_MODULE: join(dir, 'missing.so') },
+      }),
+    );
     assert.ok(noModule.startsWith(`${GRANT_URI}: PKCS#11 module`), noModule);
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -75,17 +88,28 @@ test('`ctl authority` with a wrong PIN exits non-zero with one line naming the v
   const dir = mkdtempSync(join(tmpdir(), 'ctl-hsm-cli-'));
   try {
     const childEnv = {
-      ...process.env, PORT: '0', DATABASE_URL: `sqlite:${join(dir, 'a.db')}`, LOG_LEVEL: 'silent', CTL_PKCS11_MODULE: SOFTHSM_MODULE,
+      ...process.env,
+      PORT: '0',
+      DATABASE_URL: `sqlite:${join(dir, 'a.db')}`,
+      LOG_LEVEL: 'silent',
+      CTL_PKCS11_MODULE: SOFTHSM_MODULE,
       [GRANT_URI]: spareUri('grant', '4321'),
     };
     const exit = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
-      const child = execFile(process.execPath, [join(process.cwd(), 'bin', 'ctl.mjs'), 'authority'], { env: childEnv, timeout: 20_000 }, (e, _out, stderr) =>
-        resolve({ code: e ? (typeof e.code === 'number' ? e.code : -1) : 0, stderr }));
+      const child = execFile(
+        process.execPath,
+        [join(process.cwd(), 'bin', 'ctl.mjs'), 'authority'],
+        { env: childEnv, timeout: 20_000 },
+        (e, _out, stderr) => resolve({ code: e ? (typeof e.code === 'number' ? e.code : -1) : 0, stderr }),
+      );
       child.stdin?.end();
     });
     assert.is(exit.code, 1);
     assert.is(exit.stderr.trim().split('\n').length, 1, exit.stderr);
-    assert.match(exit.stderr, `ctl authority: ${GRANT_URI}: logging in to pkcs11:token=spare;object=grant?pin-value=***: the token refused the PIN (CKR_PIN_INCORRECT)`);
+    assert.match(
+      exit.stderr,
+      `ctl authority: ${GRANT_URI}: logging in to pkcs11:token=spare;object=grant?pin-value=***: the token refused the PIN (CKR_PIN_INCORRECT)`,
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -95,14 +119,24 @@ test('SQLite: grants and bundles signed in the HSM verify; the database holds no
   const t = await startTestAuthority({ env: env({ [GRANT_URI]: hsm.uri('grant-a'), [ROOT_URI]: hsm.uri('root') }) });
   try {
     const grant = await issue(t);
-    assert.is(grant.keyId, await jwkThumbprint(keys['grant-a'].publicJwk as never), 'kid: the thumbprint of the key in the token');
+    assert.is(
+      grant.keyId,
+      await jwkThumbprint(keys['grant-a'].publicJwk as never),
+      'kid: the thumbprint of the key in the token',
+    );
     const jwks = (await t.call('GET', '/.well-known/ctl-keys.json', undefined, null)).body;
     assert.ok((await verifyPolicyGrant(grant, { jwks })).valid);
-    const bundle = await t.call('POST', '/trust-bundles', { scope: {}, expiresAt: new Date(Date.now() + 86_400_000).toISOString() });
+    const bundle = await t.call('POST', '/trust-bundles', {
+      scope: {},
+      expiresAt: new Date(Date.now() + 86_400_000).toISOString(),
+    });
     assert.is(bundle.status, 201);
     assert.ok((await verifyTrustBundle(bundle.body, rootPem())).valid, 'bundle signed by the root in the token');
     const rows = await t.authority.store.listSigningKeys();
-    assert.equal(rows.map((r) => [r.purpose, r.source, r.privatePem]).sort(), [['bundle', 'env', null], ['grant', 'env', null]]);
+    assert.equal(rows.map((r) => [r.purpose, r.source, r.privatePem]).sort(), [
+      ['bundle', 'env', null],
+      ['grant', 'env', null],
+    ]);
   } finally {
     await t.close();
   }
@@ -116,7 +150,8 @@ test('a KEK inside the token (CTL_AUTHORITY_KEK_PKCS11_URI) seals the keys the a
     const t = await startTestAuthority({ dir, keepDir: true, env: kekEnv });
     const rows = await t.authority.store.listSigningKeys();
     assert.is(rows.length, 2);
-    for (const r of rows) assert.ok(r.privatePem!.startsWith('ctl-sealed/1.p11:authority-kek.'), r.privatePem!.slice(0, 40));
+    for (const r of rows)
+      assert.ok(r.privatePem!.startsWith('ctl-sealed/1.p11:authority-kek.'), r.privatePem!.slice(0, 40));
     const before = await issue(t);
     await t.close();
     const again = await startTestAuthority({ dir, keepDir: true, env: kekEnv });
@@ -150,7 +185,12 @@ test('PostgreSQL: two instances with different HSM grant keys both sign and publ
     return;
   }
   const schema = freshSchema();
-  const open = (grant: string) => startTestAuthority({ databaseUrl: PG_URL, schema, env: env({ [GRANT_URI]: hsm.uri(grant), [ROOT_URI]: hsm.uri('root') }) });
+  const open = (grant: string) =>
+    startTestAuthority({
+      databaseUrl: PG_URL,
+      schema,
+      env: env({ [GRANT_URI]: hsm.uri(grant), [ROOT_URI]: hsm.uri('root') }),
+    });
   const a = await open('grant-a');
   const b = await open('grant-b');
   try {
@@ -158,11 +198,20 @@ test('PostgreSQL: two instances with different HSM grant keys both sign and publ
     assert.is.not(issued[0].keyId, issued[1].keyId);
     for (const t of [a, b]) {
       const jwks = (await t.call('GET', '/.well-known/ctl-keys.json', undefined, null)).body;
-      assert.equal(jwks.keys.map((k: { status: string }) => k.status), ['active', 'active']);
+      assert.equal(
+        jwks.keys.map((k: { status: string }) => k.status),
+        ['active', 'active'],
+      );
       for (const g of issued) assert.ok((await verifyPolicyGrant(g, { jwks })).valid, `${g.keyId} on ${t.url}`);
     }
     // A root from the token other than the stored one is refused (PROTOCOL.md §11), naming the URI variable.
-    const other = await refusal(() => startTestAuthority({ databaseUrl: PG_URL, schema, env: env({ [GRANT_URI]: hsm.uri('grant-a'), [ROOT_URI]: hsm.uri('grant-b') }) }));
+    const other = await refusal(() =>
+      startTestAuthority({
+        databaseUrl: PG_URL,
+        schema,
+        env: env({ [GRANT_URI]: hsm.uri('grant-a'), [ROOT_URI]: hsm.uri('grant-b') }),
+      }),
+    );
     assert.ok(other.startsWith(`${ROOT_URI} is not the Trust Bundle root key stored in the database`), other);
   } finally {
     await a.close();

@@ -6,8 +6,18 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import {
-  generateKeyPair, didKeyFromJwk, didKeyUrl, signPreparedGrant, createSignedRevocation, createSignedSessionBudgetAuthorization,
-  verifyCtl, importSigningKey, signedBytes, base64urlEncode, formatTimestamp, type PolicyGrant,
+  generateKeyPair,
+  didKeyFromJwk,
+  didKeyUrl,
+  signPreparedGrant,
+  createSignedRevocation,
+  createSignedSessionBudgetAuthorization,
+  verifyCtl,
+  importSigningKey,
+  signedBytes,
+  base64urlEncode,
+  formatTimestamp,
+  type PolicyGrant,
 } from '../../src/index.js';
 import { startTestAuthority, type TestAuthority } from './harness.js';
 import { PG_URL, dropSchema, freshSchema, pgAvailable } from '../service-kit/pg-fixture.js';
@@ -42,12 +52,28 @@ async function scenario(t: TestAuthority) {
 
   // Two-step grant: prepared without an API key for an enrolled DID only.
   const request = {
-    issuer: did, actorKey: agent.publicJwk, maxAmountMinor: '2000', currency: 'EUR', allowedPurposes: ['travel:booking'],
+    issuer: did,
+    actorKey: agent.publicJwk,
+    maxAmountMinor: '2000',
+    currency: 'EUR',
+    allowedPurposes: ['travel:booking'],
     expiresAt: formatTimestamp(Date.now() + 3600_000),
   };
-  isError(await t.call('POST', '/grants/human/prepare', { ...request, issuer: didKeyFromJwk(agent.publicJwk) }, null), 401, 'issuer_not_trusted');
-  isError(await t.call('POST', '/grants/human/prepare', { ...request, maxAmountMinor: '20.00' }, null), 400, 'malformed');
-  isError(await t.call('POST', '/grants/human/prepare', { ...request, expiresAt: '2020-01-01T00:00:00Z' }, null), 400, 'malformed');
+  isError(
+    await t.call('POST', '/grants/human/prepare', { ...request, issuer: didKeyFromJwk(agent.publicJwk) }, null),
+    401,
+    'issuer_not_trusted',
+  );
+  isError(
+    await t.call('POST', '/grants/human/prepare', { ...request, maxAmountMinor: '20.00' }, null),
+    400,
+    'malformed',
+  );
+  isError(
+    await t.call('POST', '/grants/human/prepare', { ...request, expiresAt: '2020-01-01T00:00:00Z' }, null),
+    400,
+    'malformed',
+  );
   const prep = await t.call('POST', '/grants/human/prepare', request, null);
   assert.is(prep.status, 201, JSON.stringify(prep.body));
   const prepared = prep.body.grant;
@@ -72,7 +98,10 @@ async function scenario(t: TestAuthority) {
   isError(await t.call('POST', '/grants', { policyHash: 'a'.repeat(64) }, null), 401, 'unauthorized');
   const custody = await t.call('GET', `/grants/${grant.grantId}`);
   assert.equal(custody.body.grant, grant);
-  assert.equal((await t.call('GET', `/revoke?grantId=${grant.grantId}`, undefined, null)).body, { grantId: grant.grantId, revoked: false });
+  assert.equal((await t.call('GET', `/revoke?grantId=${grant.grantId}`, undefined, null)).body, {
+    grantId: grant.grantId,
+    revoked: false,
+  });
 
   // Trust Bundles list the person where their scope matches, with the DID's key.
   const rootPublicKeyPem = (await t.authority.keys.rootSigner()).publicKeyPem;
@@ -81,22 +110,43 @@ async function scenario(t: TestAuthority) {
   const ev = (await t.call('POST', '/trust-bundles', { scope: { category: 'ev' }, expiresAt })).body;
   const issuersOf = (b: any) => b.issuers.map((i: any) => i.issuer);
   assert.ok(issuersOf(travel).includes(did) && issuersOf(travel).includes(otherDid), JSON.stringify(issuersOf(travel)));
-  assert.ok(!issuersOf(ev).includes(did) && issuersOf(ev).includes(otherDid), 'Alex is scoped to travel; Sam to every bundle');
+  assert.ok(
+    !issuersOf(ev).includes(did) && issuersOf(ev).includes(otherDid),
+    'Alex is scoped to travel; Sam to every bundle',
+  );
   const entry = travel.issuers.find((i: any) => i.issuer === did);
   assert.equal(entry.keys, [{ ...person.publicJwk, kid: didKeyUrl(did), alg: 'ES256', purposes: ['grant'] }]);
-  const sba = await createSignedSessionBudgetAuthorization({
-    grant, sessionId: 'sess-1', actorId: 'assistant', maxAmountMinor: '1200', merchantId: 'hotel.example', rail: 'x402', purpose: 'travel:booking',
-  }, { signingKey: agent.privateKeyPem });
+  const sba = await createSignedSessionBudgetAuthorization(
+    {
+      grant,
+      sessionId: 'sess-1',
+      actorId: 'assistant',
+      maxAmountMinor: '1200',
+      merchantId: 'hotel.example',
+      rail: 'x402',
+      purpose: 'travel:booking',
+    },
+    { signingKey: agent.privateKeyPem },
+  );
   const pay = { amount: '1200', currency: 'EUR', merchantId: 'hotel.example', rail: 'x402', purpose: 'travel:booking' };
-  assert.ok((await verifyCtl(sba, { ...pay, offline: true, trustBundles: [travel], rootPublicKeyPem })).valid, 'offline through the bundle');
+  assert.ok(
+    (await verifyCtl(sba, { ...pay, offline: true, trustBundles: [travel], rootPublicKeyPem })).valid,
+    'offline through the bundle',
+  );
   const refusedEv = await verifyCtl(sba, { ...pay, offline: true, trustBundles: [ev], rootPublicKeyPem });
   assert.is(!refusedEv.valid && refusedEv.error.code, 'issuer_not_trusted');
-  assert.ok((await verifyCtl(sba, { ...pay, trustedHumans: [did], revocationTtl: 0 })).valid, 'online through the revocation URL');
+  assert.ok(
+    (await verifyCtl(sba, { ...pay, trustedHumans: [did], revocationTtl: 0 })).valid,
+    'online through the revocation URL',
+  );
 
   // Revocation signed by the DID, no API key; only the issuing DID; fresh; idempotent.
   const byOther = await createSignedRevocation({ grantId: grant.grantId }, { signingKey: other.privateKeyPem });
   isError(await t.call('POST', '/revoke', byOther, null), 403, 'forbidden');
-  const stale = await createSignedRevocation({ grantId: grant.grantId, issuedAt: formatTimestamp(Date.now() - 3600_000) }, { signingKey: person.privateKeyPem });
+  const stale = await createSignedRevocation(
+    { grantId: grant.grantId, issuedAt: formatTimestamp(Date.now() - 3600_000) },
+    { signingKey: person.privateKeyPem },
+  );
   isError(await t.call('POST', '/revoke', stale, null), 401, 'unauthorized');
   const good = await createSignedRevocation({ grantId: grant.grantId }, { signingKey: person.privateKeyPem });
   isError(await t.call('POST', '/revoke', { ...good, grantId: 'grant_other' }, null), 401, 'unauthorized');
@@ -111,7 +161,9 @@ async function scenario(t: TestAuthority) {
   const rebundled = (await t.call('POST', '/trust-bundles', { scope: { category: 'travel' }, expiresAt })).body;
   assert.ok(rebundled.revokedGrants.includes(grant.grantId));
   const audit = await t.call('GET', '/audit?limit=1000');
-  const actions = audit.body.entries.filter((e: any) => e.subject === grant.grantId).map((e: any) => `${e.action}:${e.actor}`);
+  const actions = audit.body.entries
+    .filter((e: any) => e.subject === grant.grantId)
+    .map((e: any) => `${e.action}:${e.actor}`);
   assert.equal(actions, [`grant.issue:${did}`, `grant.revoke:${did}`], JSON.stringify(audit.body).slice(0, 400));
 
   // Removing a person revokes what they issued and stops new drafts.
@@ -123,12 +175,20 @@ async function scenario(t: TestAuthority) {
   assert.is(removed.status, 200, JSON.stringify(removed.body));
   assert.equal(removed.body.revokedGrants, [g2.grantId]);
   assert.is((await t.call('GET', `/revoke?grantId=${g2.grantId}`, undefined, null)).body.revoked, true);
-  isError(await t.call('POST', '/grants/human/prepare', { ...request, issuer: otherDid }, null), 401, 'issuer_not_trusted');
+  isError(
+    await t.call('POST', '/grants/human/prepare', { ...request, issuer: otherDid }, null),
+    401,
+    'issuer_not_trusted',
+  );
   const again = await t.call('DELETE', `/humans/${otherDid}`);
   assert.equal(again.body, { did: otherDid, removedAt: removed.body.removedAt, revokedGrants: [] }, 'idempotent');
   isError(await t.call('DELETE', `/humans/${didKeyFromJwk(agent.publicJwk)}`), 404, 'not_found');
   isError(await t.call('DELETE', '/humans/not-a-did'), 400, 'malformed');
-  assert.ok((await t.call('GET', '/humans?includeRemoved=true')).body.humans.some((h: any) => h.did === otherDid && h.removedAt));
+  assert.ok(
+    (await t.call('GET', '/humans?includeRemoved=true')).body.humans.some(
+      (h: any) => h.did === otherDid && h.removedAt,
+    ),
+  );
   // Enrolled again later: a new enrolment, listed again.
   assert.is((await t.call('POST', '/humans', { did: otherDid })).status, 201);
 }
@@ -148,7 +208,13 @@ async function preparedOnOneSignedAtAnother(a: TestAuthority, b: TestAuthority) 
   const did = didKeyFromJwk(person.publicJwk);
   assert.is((await a.call('POST', '/humans', { did })).status, 201);
   const auditBefore = (await a.call('GET', '/audit?limit=1000')).body.entries.length;
-  const req = { issuer: did, actorKey: agent.publicJwk, maxAmountMinor: '100', currency: 'EUR', expiresAt: formatTimestamp(Date.now() + 3600_000) };
+  const req = {
+    issuer: did,
+    actorKey: agent.publicJwk,
+    maxAmountMinor: '100',
+    currency: 'EUR',
+    expiresAt: formatTimestamp(Date.now() + 3600_000),
+  };
   const prepared = (await a.call('POST', '/grants/human/prepare', req, null)).body.grant;
   for (let i = 0; i < 5; i++) assert.is((await a.call('POST', '/grants/human/prepare', req, null)).status, 201);
   // Nothing written by the unauthenticated step: no policy, no audit entry.
@@ -158,8 +224,14 @@ async function preparedOnOneSignedAtAnother(a: TestAuthority, b: TestAuthority) 
   const r = await b.call('POST', '/grants', grant, null);
   assert.is(r.status, 201, JSON.stringify(r.body));
   assert.equal((await b.call('GET', `/policies/${prepared.policyHash}`)).body.policy, {
-    profile: 'human-agent', issuer: did, actorKey: agent.publicJwk, maxAmountMinor: '100', currency: 'EUR', expiresAt: req.expiresAt,
-    allowedRails: ['x402'], allowedAssets: [{ standard: 'iso4217', code: 'EUR' }],
+    profile: 'human-agent',
+    issuer: did,
+    actorKey: agent.publicJwk,
+    maxAmountMinor: '100',
+    currency: 'EUR',
+    expiresAt: req.expiresAt,
+    allowedRails: ['x402'],
+    allowedAssets: [{ standard: 'iso4217', code: 'EUR' }],
   });
 }
 
@@ -179,20 +251,41 @@ test('a prepared grant signed after 15 minutes is refused; a revocation from a c
     const person = await generateKeyPair();
     const did = didKeyFromJwk(person.publicJwk);
     await t.call('POST', '/humans', { did });
-    const req = { issuer: did, actorKey: (await generateKeyPair()).publicJwk, maxAmountMinor: '100', currency: 'EUR', expiresAt: formatTimestamp(clock + 86_400_000) };
-    const late = await signPreparedGrant((await t.call('POST', '/grants/human/prepare', req, null)).body.grant, person.privateKeyPem);
-    const onTime = await signPreparedGrant((await t.call('POST', '/grants/human/prepare', req, null)).body.grant, person.privateKeyPem);
+    const req = {
+      issuer: did,
+      actorKey: (await generateKeyPair()).publicJwk,
+      maxAmountMinor: '100',
+      currency: 'EUR',
+      expiresAt: formatTimestamp(clock + 86_400_000),
+    };
+    const late = await signPreparedGrant(
+      (await t.call('POST', '/grants/human/prepare', req, null)).body.grant,
+      person.privateKeyPem,
+    );
+    const onTime = await signPreparedGrant(
+      (await t.call('POST', '/grants/human/prepare', req, null)).body.grant,
+      person.privateKeyPem,
+    );
     clock += 15 * 60_000 + 1000;
     const r = await t.call('POST', '/grants', late, null);
     isError(r, 409, 'conflict');
     assert.match(r.body.error.message, /not signed within 15 minutes/);
     clock -= 2000;
     assert.is((await t.call('POST', '/grants', onTime, null)).status, 201, 'inside the window');
-    const rev = await createSignedRevocation({ grantId: onTime.grantId }, { signingKey: person.privateKeyPem, now: () => clock - 3600_000 });
+    const rev = await createSignedRevocation(
+      { grantId: onTime.grantId },
+      { signingKey: person.privateKeyPem, now: () => clock - 3600_000 },
+    );
     isError(await t.call('POST', '/revoke', rev, null), 401, 'unauthorized');
-    const future = await createSignedRevocation({ grantId: onTime.grantId }, { signingKey: person.privateKeyPem, now: () => clock + 3600_000 });
+    const future = await createSignedRevocation(
+      { grantId: onTime.grantId },
+      { signingKey: person.privateKeyPem, now: () => clock + 3600_000 },
+    );
     isError(await t.call('POST', '/revoke', future, null), 401, 'not_yet_valid');
-    const fresh = await createSignedRevocation({ grantId: onTime.grantId }, { signingKey: person.privateKeyPem, now: () => clock + 30_000 });
+    const fresh = await createSignedRevocation(
+      { grantId: onTime.grantId },
+      { signingKey: person.privateKeyPem, now: () => clock + 30_000 },
+    );
     assert.is((await t.call('POST', '/revoke', fresh, null)).status, 200, 'thirty seconds ahead is within the slack');
   } finally {
     await t.close();

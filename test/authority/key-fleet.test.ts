@@ -58,10 +58,16 @@ const sqliteDb = (): Db => {
 };
 const postgresDb = (): Db => {
   const schema = freshSchema();
-  return tracked((env = {}, now) => startTestAuthority({ databaseUrl: PG_URL, schema, env, ...(now ? { now } : {}) }), () => dropSchema(schema));
+  return tracked(
+    (env = {}, now) => startTestAuthority({ databaseUrl: PG_URL, schema, env, ...(now ? { now } : {}) }),
+    () => dropSchema(schema),
+  );
 };
 
-const grantEnv = (pem: string, kid?: string): Record<string, string> => ({ [GRANT_PEM]: pem, ...(kid ? { [GRANT_KID]: kid } : {}) });
+const grantEnv = (pem: string, kid?: string): Record<string, string> => ({
+  [GRANT_PEM]: pem,
+  ...(kid ? { [GRANT_KID]: kid } : {}),
+});
 const jwksOf = async (t: TestAuthority) => (await t.call('GET', '/.well-known/ctl-keys.json', undefined, null)).body;
 
 interface Issued {
@@ -100,7 +106,9 @@ function scenarios(name: string, makeDb: () => Db): void {
       }
     });
 
-  it('a second instance with another grant key leaves the first signing with its own; both keys published', async ({ open }) => {
+  it('a second instance with another grant key leaves the first signing with its own; both keys published', async ({
+    open,
+  }) => {
     const k1 = await generateKeyPair({ alg: 'EdDSA' });
     const k2 = await generateKeyPair({ alg: 'EdDSA' });
     const a = await open(grantEnv(k1.privateKeyPem, 'g1'));
@@ -116,7 +124,10 @@ function scenarios(name: string, makeDb: () => Db): void {
       }
       const [ja, jb] = [await jwksOf(a), await jwksOf(b)];
       assert.equal(ja, jb, 'instances on one database publish one JWKS');
-      assert.equal(ja.keys.map((k: { kid: string; status: string }) => [k.kid, k.status]).sort(), [['g1', 'active'], ['g2', 'active']]);
+      assert.equal(ja.keys.map((k: { kid: string; status: string }) => [k.kid, k.status]).sort(), [
+        ['g1', 'active'],
+        ['g2', 'active'],
+      ]);
       await allVerify(issued, [a, b]);
     } finally {
       await a.close();
@@ -124,7 +135,9 @@ function scenarios(name: string, makeDb: () => Db): void {
     }
   });
 
-  it('rolling restart onto a new grant key: every instance answers 2xx and every grant verifies at every step', async ({ open }) => {
+  it('rolling restart onto a new grant key: every instance answers 2xx and every grant verifies at every step', async ({
+    open,
+  }) => {
     const k1 = await generateKeyPair({ alg: 'EdDSA' });
     const k2 = await generateKeyPair({ alg: 'EdDSA' });
     let a = await open(grantEnv(k1.privateKeyPem));
@@ -146,7 +159,9 @@ function scenarios(name: string, makeDb: () => Db): void {
     }
   });
 
-  it('an instance with a stored (generated) key keeps it when one with a key from the environment starts, and rotation moves only the stored key', async ({ open }) => {
+  it('an instance with a stored (generated) key keeps it when one with a key from the environment starts, and rotation moves only the stored key', async ({
+    open,
+  }) => {
     const k2 = await generateKeyPair({ alg: 'EdDSA' });
     const a = await open();
     const stored = (await issue(a)).grant.keyId;
@@ -173,7 +188,9 @@ function scenarios(name: string, makeDb: () => Db): void {
     }
   });
 
-  it('keys only from the environment: rotation is refused (409) by every instance, naming the variable', async ({ open }) => {
+  it('keys only from the environment: rotation is refused (409) by every instance, naming the variable', async ({
+    open,
+  }) => {
     const k1 = await generateKeyPair({ alg: 'EdDSA' });
     const a = await open(grantEnv(k1.privateKeyPem));
     try {
@@ -186,7 +203,9 @@ function scenarios(name: string, makeDb: () => Db): void {
     }
   });
 
-  it('an instance without the grant variable is refused on a database whose grant keys come from it; the others keep answering', async ({ open }) => {
+  it('an instance without the grant variable is refused on a database whose grant keys come from it; the others keep answering', async ({
+    open,
+  }) => {
     const k1 = await generateKeyPair({ alg: 'EdDSA' });
     const a = await open(grantEnv(k1.privateKeyPem, 'g1'));
     try {
@@ -199,7 +218,9 @@ function scenarios(name: string, makeDb: () => Db): void {
     }
   });
 
-  it('a different Trust Bundle root than the database\'s is refused at start, in one line naming the variable and §11; the root is unchanged', async ({ open }) => {
+  it("a different Trust Bundle root than the database's is refused at start, in one line naming the variable and §11; the root is unchanged", async ({
+    open,
+  }) => {
     const r1 = await generateKeyPair({ alg: 'EdDSA' });
     const r2 = await generateKeyPair({ alg: 'EdDSA' });
     const a = await open({ [ROOT_PEM]: r1.privateKeyPem });
@@ -211,7 +232,10 @@ function scenarios(name: string, makeDb: () => Db): void {
       // Without the variable, on a database whose root comes from it: refused too (it could not sign bundles).
       assert.match(await startError(() => open()), ROOT_PEM);
       // A still signs bundles with the root the devices pinned.
-      const bundle = await a.call('POST', '/trust-bundles', { scope: { region: 'eu' }, expiresAt: new Date(Date.now() + 86_400_000).toISOString() });
+      const bundle = await a.call('POST', '/trust-bundles', {
+        scope: { region: 'eu' },
+        expiresAt: new Date(Date.now() + 86_400_000).toISOString(),
+      });
       assert.is(bundle.status, 201);
       const rootPem = createPublicKey(r1.privateKeyPem).export({ type: 'spki', format: 'pem' }).toString();
       assert.ok((await verifyTrustBundle(bundle.body, rootPem)).valid);
@@ -238,7 +262,9 @@ function scenarios(name: string, makeDb: () => Db): void {
     }
   });
 
-  it('a key from the environment stays published while an instance holds it, then only while its grants live', async ({ open }) => {
+  it('a key from the environment stays published while an instance holds it, then only while its grants live', async ({
+    open,
+  }) => {
     let clock = Date.now();
     const now = () => clock;
     const k1 = await generateKeyPair({ alg: 'EdDSA' });
@@ -253,7 +279,8 @@ function scenarios(name: string, makeDb: () => Db): void {
       await c.close();
       clock += GRANT_KEY_LEASE_MS / 2;
       await a.authority.keys.renewLease();
-      const kids = async () => (await jwksOf(a)).keys.map((k: { kid: string; status: string }) => `${k.kid}:${k.status}`).sort();
+      const kids = async () =>
+        (await jwksOf(a)).keys.map((k: { kid: string; status: string }) => `${k.kid}:${k.status}`).sort();
       assert.equal(await kids(), ['g1:active', 'g2:active', 'g3:active'], 'held within the lease');
       clock += GRANT_KEY_LEASE_MS;
       await a.authority.keys.renewLease();
@@ -267,24 +294,44 @@ function scenarios(name: string, makeDb: () => Db): void {
 
 scenarios('SQLite', sqliteDb);
 
-test('SQLite: `ctl authority` with another root on the running instance\'s database exits non-zero with the refusal; the instance is unaffected', async () => {
+test("SQLite: `ctl authority` with another root on the running instance's database exits non-zero with the refusal; the instance is unaffected", async () => {
   const db = sqliteDb();
   try {
     const r1 = await generateKeyPair({ alg: 'EdDSA' });
     const r2 = await generateKeyPair({ alg: 'EdDSA' });
     const a = await db.open({ [ROOT_PEM]: r1.privateKeyPem });
-    const env = { ...process.env, PORT: '0', DATABASE_URL: `sqlite:${join(a.dir, 'authority.db')}`, LOG_LEVEL: 'silent', [ROOT_PEM]: r2.privateKeyPem };
+    const env = {
+      ...process.env,
+      PORT: '0',
+      DATABASE_URL: `sqlite:${join(a.dir, 'authority.db')}`,
+      LOG_LEVEL: 'silent',
+      [ROOT_PEM]: r2.privateKeyPem,
+    };
     const exit = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
-      const child = execFile(process.execPath, [join(process.cwd(), 'bin', 'ctl.mjs'), 'authority'], { env, timeout: 20_000 }, (e, _out, stderr) =>
-        resolve({ code: e ? (typeof e.code === 'number' ? e.code : -1) : 0, stderr }));
+      const child = execFile(
+        process.execPath,
+        [join(process.cwd(), 'bin', 'ctl.mjs'), 'authority'],
+        { env, timeout: 20_000 },
+        (e, _out, stderr) => resolve({ code: e ? (typeof e.code === 'number' ? e.code : -1) : 0, stderr }),
+      );
       child.stdin?.end();
     });
     assert.is.not(exit.code, 0, 'the process must not start');
     assert.match(exit.stderr, `${ROOT_PEM} is not the Trust Bundle root key stored in the database`);
     assert.match(exit.stderr, 'PROTOCOL.md §11');
-    const bundle = await a.call('POST', '/trust-bundles', { scope: {}, expiresAt: new Date(Date.now() + 86_400_000).toISOString() });
+    const bundle = await a.call('POST', '/trust-bundles', {
+      scope: {},
+      expiresAt: new Date(Date.now() + 86_400_000).toISOString(),
+    });
     assert.is(bundle.status, 201);
-    assert.ok((await verifyTrustBundle(bundle.body, createPublicKey(r1.privateKeyPem).export({ type: 'spki', format: 'pem' }).toString())).valid);
+    assert.ok(
+      (
+        await verifyTrustBundle(
+          bundle.body,
+          createPublicKey(r1.privateKeyPem).export({ type: 'spki', format: 'pem' }).toString(),
+        )
+      ).valid,
+    );
   } finally {
     await db.cleanup();
   }
@@ -299,7 +346,10 @@ if (!(await pgAvailable())) {
     const db = postgresDb();
     try {
       const [r1, r2] = await Promise.all([generateKeyPair({ alg: 'EdDSA' }), generateKeyPair({ alg: 'EdDSA' })]);
-      const results = await Promise.allSettled([db.open({ [ROOT_PEM]: r1.privateKeyPem }), db.open({ [ROOT_PEM]: r2.privateKeyPem })]);
+      const results = await Promise.allSettled([
+        db.open({ [ROOT_PEM]: r1.privateKeyPem }),
+        db.open({ [ROOT_PEM]: r2.privateKeyPem }),
+      ]);
       assert.is(results.filter((r) => r.status === 'fulfilled').length, 1, results.map((r) => r.status).join());
       const refused = results.find((r): r is PromiseRejectedResult => r.status === 'rejected')!;
       assert.match((refused.reason as Error).message, ROOT_PEM);

@@ -5,7 +5,13 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { generateKeyPair, didKeyFromJwk, signPreparedGrant, createSignedRevocation, formatTimestamp } from '../../src/index.js';
+import {
+  generateKeyPair,
+  didKeyFromJwk,
+  signPreparedGrant,
+  createSignedRevocation,
+  formatTimestamp,
+} from '../../src/index.js';
 import { grantRequest, startTestAuthority, type TestAuthority } from './harness.js';
 import { assertBoundedLabels, scrape } from '../service-kit/prometheus-scrape.js';
 
@@ -22,7 +28,8 @@ test('process and Node.js defaults, and business counters that move with request
   before.family('process_cpu_seconds_total', 'COUNTER');
   before.family('process_resident_memory_bytes', 'GAUGE');
   before.family('nodejs_heap_size_used_bytes', 'GAUGE');
-  for (const signer of ['authority', 'person']) assert.is(before.value('ctl_authority_grants_issued_total', { signer }), 0);
+  for (const signer of ['authority', 'person'])
+    assert.is(before.value('ctl_authority_grants_issued_total', { signer }), 0);
 
   const wallet = await generateKeyPair({ alg: 'EdDSA' });
   const issued = [];
@@ -35,21 +42,37 @@ test('process and Node.js defaults, and business counters that move with request
   const person = await generateKeyPair({ alg: 'ES256' });
   const did = didKeyFromJwk(person.publicJwk);
   assert.is((await t.call('POST', '/humans', { did, label: 'Alex' })).status, 201);
-  const prep = await t.call('POST', '/grants/human/prepare', {
-    issuer: did, actorKey: wallet.publicJwk, maxAmountMinor: '2000', currency: 'EUR', allowedPurposes: ['travel:booking'], expiresAt: formatTimestamp(Date.now() + 3600_000),
-  }, null);
+  const prep = await t.call(
+    'POST',
+    '/grants/human/prepare',
+    {
+      issuer: did,
+      actorKey: wallet.publicJwk,
+      maxAmountMinor: '2000',
+      currency: 'EUR',
+      allowedPurposes: ['travel:booking'],
+      expiresAt: formatTimestamp(Date.now() + 3600_000),
+    },
+    null,
+  );
   const personal = await signPreparedGrant(prep.body.grant, person.privateKeyPem);
   assert.is((await t.call('POST', '/grants', personal, null)).status, 201);
 
   assert.is((await t.call('POST', '/revoke', { grantId: issued[0] })).status, 200);
-  assert.is((await t.call('POST', `/grants/${issued[0]}/revoke`, {})).status, 200, 'a repeat is idempotent and not counted');
+  assert.is(
+    (await t.call('POST', `/grants/${issued[0]}/revoke`, {})).status,
+    200,
+    'a repeat is idempotent and not counted',
+  );
   const signed = await createSignedRevocation({ grantId: personal.grantId }, { signingKey: person.privateKeyPem });
   assert.is((await t.call('POST', '/revoke', signed, null)).status, 200);
 
-  for (const id of [issued[0], issued[1], issued[1], personal.grantId]) assert.is((await t.call('GET', `/revoke?grantId=${id}`, undefined, null)).status, 200);
+  for (const id of [issued[0], issued[1], issued[1], personal.grantId])
+    assert.is((await t.call('GET', `/revoke?grantId=${id}`, undefined, null)).status, 200);
   assert.is((await t.call('GET', '/revoke?grantId=grant_unknown', undefined, null)).status, 404);
   const expiresAt = formatTimestamp(Date.now() + 86_400_000);
-  for (const category of ['ev', 'travel']) assert.is((await t.call('POST', '/trust-bundles', { scope: { category }, expiresAt })).status, 201);
+  for (const category of ['ev', 'travel'])
+    assert.is((await t.call('POST', '/trust-bundles', { scope: { category }, expiresAt })).status, 201);
 
   const after = await scrape(t.url);
   assertBoundedLabels(after.family('ctl_authority_grants_issued_total', 'COUNTER'));

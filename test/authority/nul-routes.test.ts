@@ -23,8 +23,14 @@ async function sweep(t: TestAuthority) {
   // A person enrolled for the Human-Agent routes (PROTOCOL.md §10), and one the sweep may remove.
   const did = didKeyFromJwk((await generateKeyPair()).publicJwk);
   const removable = didKeyFromJwk((await generateKeyPair()).publicJwk);
-  for (const d of [did, removable]) assert.is((await t.call('POST', '/humans', { did: d, label: 'person' })).status, 201);
-  const params: Record<string, string> = { grantId: grant.body.grantId, keyId: spare.body.keyId, policyHash: request.policyHash, did: removable };
+  for (const d of [did, removable])
+    assert.is((await t.call('POST', '/humans', { did: d, label: 'person' })).status, 201);
+  const params: Record<string, string> = {
+    grantId: grant.body.grantId,
+    keyId: spare.body.keyId,
+    policyHash: request.policyHash,
+    did: removable,
+  };
   const bodies: Record<string, unknown> = {
     'POST /policies': { policy: { fleet: 'sweep', limits: ['a', 'b'] } },
     'POST /grants': request,
@@ -33,7 +39,14 @@ async function sweep(t: TestAuthority) {
     'POST /trust-bundles': { scope: { category: 'food', merchant: 'm1', region: 'eu' }, expiresAt: inOneDay() },
     'POST /admin/keys': { scopes: ['grants:write'], label: 'a label' },
     'POST /humans': { did: didKeyFromJwk(actorJwk as any), label: 'a label', scope: { category: 'travel' } },
-    'POST /grants/human/prepare': { issuer: did, actorKey: actorJwk, maxAmountMinor: '100', currency: 'EUR', allowedPurposes: ['travel:booking'], expiresAt: inOneDay() },
+    'POST /grants/human/prepare': {
+      issuer: did,
+      actorKey: actorJwk,
+      maxAmountMinor: '100',
+      currency: 'EUR',
+      allowedPurposes: ['travel:booking'],
+      expiresAt: inOneDay(),
+    },
   };
   const r = await sweepNul({
     base: t.url,
@@ -41,12 +54,28 @@ async function sweep(t: TestAuthority) {
     openapi: AUTHORITY_OPENAPI,
     credentials: [ADMIN_KEY],
     param: (_path, name) => params[name] ?? `some-${name}`,
-    query: { grantId: grant.body.grantId, includeDeleted: 'true', afterSeq: '0', limit: '10', status: 'pending', category: 'food', merchant: 'm1', region: 'eu' },
+    query: {
+      grantId: grant.body.grantId,
+      includeDeleted: 'true',
+      afterSeq: '0',
+      limit: '10',
+      status: 'pending',
+      category: 'food',
+      merchant: 'm1',
+      region: 'eu',
+    },
     body: (method, path) => bodies[`${method} ${path}`],
   });
-  assert.ok(r.routes.some((x) => x.method === 'DELETE' && x.path === '/admin/keys/:keyId'), 'the routes come from the app');
+  assert.ok(
+    r.routes.some((x) => x.method === 'DELETE' && x.path === '/admin/keys/:keyId'),
+    'the routes come from the app',
+  );
   assert.ok(r.sent > 150, `${r.sent} requests`);
-  assert.is(r.failures.length, 0, `${r.failures.length} answers were not a 4xx §9 envelope:\n${describeFailures(r.failures)}`);
+  assert.is(
+    r.failures.length,
+    0,
+    `${r.failures.length} answers were not a 4xx §9 envelope:\n${describeFailures(r.failures)}`,
+  );
 }
 
 test('SQLite: NUL anywhere in a request is a 4xx §9 envelope on every authority route', async () => {
@@ -59,7 +88,8 @@ test('SQLite: NUL anywhere in a request is a 4xx §9 envelope on every authority
 });
 
 test('PostgreSQL: NUL anywhere in a request is a 4xx §9 envelope on every authority route', async () => {
-  if (!(await pgAvailable())) return console.log(`SKIPPED the authority NUL sweep on PostgreSQL: ${PG_URL} is unreachable`);
+  if (!(await pgAvailable()))
+    return console.log(`SKIPPED the authority NUL sweep on PostgreSQL: ${PG_URL} is unreachable`);
   const schema = freshSchema();
   const t = await startTestAuthority({ databaseUrl: PG_URL, schema });
   try {

@@ -10,7 +10,10 @@ const t = await startTestAuthority({
   databaseUrl: process.env.DATABASE_URL,
   schema: process.env.CTL_TEST_PG_SCHEMA || undefined,
   dir: process.env.CTL_TEST_DIR,
-  env: { CTL_AUDIT_WEBHOOK_URLS: process.env.CTL_AUDIT_WEBHOOK_URLS!, CTL_AUDIT_WEBHOOK_SECRET: process.env.CTL_AUDIT_WEBHOOK_SECRET! },
+  env: {
+    CTL_AUDIT_WEBHOOK_URLS: process.env.CTL_AUDIT_WEBHOOK_URLS!,
+    CTL_AUDIT_WEBHOOK_SECRET: process.env.CTL_AUDIT_WEBHOOK_SECRET!,
+  },
   webhookRetry: webhookRetryFromEnv(process.env),
 });
 console.log(JSON.stringify({ url: t.url }));

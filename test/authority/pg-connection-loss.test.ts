@@ -19,7 +19,9 @@ test('an authority process, every PostgreSQL backend terminated under load: it s
     return;
   }
   const database = await freshDatabase();
-  const child = fork(new URL('./loss-process.js', import.meta.url), [database.url, freshSchema()], { stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
+  const child = fork(new URL('./loss-process.js', import.meta.url), [database.url, freshSchema()], {
+    stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+  });
   let stderr = '';
   let crashed: string | undefined;
   child.stderr!.on('data', (d) => (stderr += d));
@@ -42,11 +44,17 @@ test('an authority process, every PostgreSQL backend terminated under load: it s
       } catch {}
       return { status: res.status, code, body: text };
     };
-    const policy = JSON.parse((await send('POST', '/policies', { policy: { fleet: 'loss' } })).body).policyHash as string;
+    const policy = JSON.parse((await send('POST', '/policies', { policy: { fleet: 'loss' } })).body)
+      .policyHash as string;
     const wallet = await generateKeyPair({ alg: 'EdDSA' });
     const grantBody = () => ({
-      policyHash: policy, actorKey: wallet.publicJwk, allowedRails: ['x402'], allowedAssets: [{ standard: 'iso4217', code: 'USD' }],
-      maxAmountMinor: '5000', currency: 'USD', expiresAt: new Date(Date.now() + 3600_000).toISOString(),
+      policyHash: policy,
+      actorKey: wallet.publicJwk,
+      allowedRails: ['x402'],
+      allowedAssets: [{ standard: 'iso4217', code: 'USD' }],
+      maxAmountMinor: '5000',
+      currency: 'USD',
+      expiresAt: new Date(Date.now() + 3600_000).toISOString(),
     });
 
     const statuses = new Map<string, number>();
@@ -57,13 +65,24 @@ test('an authority process, every PostgreSQL backend terminated under load: it s
     let running = true;
     const workers = Array.from({ length: 8 }, async (_, w) => {
       while (running) {
-        const issued = await send('POST', '/grants', grantBody()).catch((e: Error) => ({ status: 0, code: e.message, body: '' }));
+        const issued = await send('POST', '/grants', grantBody()).catch((e: Error) => ({
+          status: 0,
+          code: e.message,
+          body: '',
+        }));
         count(issued);
         if (issued.status !== 201) continue;
         const grantId = JSON.parse(issued.body).grantId as string;
         count(await send('GET', `/revoke?grantId=${grantId}`).catch((e: Error) => ({ status: 0, code: e.message })));
-        if (w % 2 === 0) count(await send('POST', '/revoke', { grantId }).catch((e: Error) => ({ status: 0, code: e.message })));
-        if (w % 4 === 1) count(await send('POST', '/trust-bundles', { scope: {}, expiresAt: new Date(Date.now() + 86_400_000).toISOString() }).catch((e: Error) => ({ status: 0, code: e.message })));
+        if (w % 2 === 0)
+          count(await send('POST', '/revoke', { grantId }).catch((e: Error) => ({ status: 0, code: e.message })));
+        if (w % 4 === 1)
+          count(
+            await send('POST', '/trust-bundles', {
+              scope: {},
+              expiresAt: new Date(Date.now() + 86_400_000).toISOString(),
+            }).catch((e: Error) => ({ status: 0, code: e.message })),
+          );
       }
     });
     let terminated = 0;
@@ -89,7 +108,12 @@ test('an authority process, every PostgreSQL backend terminated under load: it s
 
     // The database is back: the next grant is issued.
     let after = await send('POST', '/grants', grantBody());
-    for (const end = Date.now() + 10_000; after.status === 503 && Date.now() < end; after = await send('POST', '/grants', grantBody())) await sleep(100);
+    for (
+      const end = Date.now() + 10_000;
+      after.status === 503 && Date.now() < end;
+      after = await send('POST', '/grants', grantBody())
+    )
+      await sleep(100);
     assert.is(after.status, 201, after.body);
   } finally {
     if (child.exitCode === null && child.signalCode === null) {

@@ -25,11 +25,19 @@ test('README: POST /policies and POST /grants as written', async () => {
     const policy = await t.call('POST', '/policies', example('POST /policies'));
     assert.is(policy.status, 201, JSON.stringify(policy.body));
     const body = example('POST /grants');
-    assert.ok(readme.includes(`"policyHash": "${policy.body.policyHash}"`), 'the README shows the hash the authority answers');
+    assert.ok(
+      readme.includes(`"policyHash": "${policy.body.policyHash}"`),
+      'the README shows the hash the authority answers',
+    );
     assert.is(body.policyHash, policy.body.policyHash);
-    assert.ok(Array.isArray(body.allowedAssets) && body.allowedAssets.every((a: object) => Object.keys(a).sort().join() === 'code,standard'), 'allowedAssets: [{ standard, code }]');
+    assert.ok(
+      Array.isArray(body.allowedAssets) &&
+        body.allowedAssets.every((a: object) => Object.keys(a).sort().join() === 'code,standard'),
+      'allowedAssets: [{ standard, code }]',
+    );
     // Only the expiry moves, so the example keeps working after its date has passed.
-    if (Date.parse(body.expiresAt) <= Date.now()) body.expiresAt = new Date(Date.now() + 3600_000).toISOString().replace(/\.\d+Z$/, 'Z');
+    if (Date.parse(body.expiresAt) <= Date.now())
+      body.expiresAt = new Date(Date.now() + 3600_000).toISOString().replace(/\.\d+Z$/, 'Z');
     const grant = await t.call('POST', '/grants', body);
     assert.is(grant.status, 201, JSON.stringify(grant.body));
     assert.equal(grant.body.allowedAssets, [{ standard: 'iso4217', code: 'EUR' }]);

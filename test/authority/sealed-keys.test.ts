@@ -53,12 +53,17 @@ test('a database with keys in the clear is sealed at start, same kids; another K
       const clear = await sealer.open(r.privatePem!, `signing_keys:${r.kid}`);
       assert.ok(await a.authority.store.replacePrivatePem(r.kid, r.privatePem!, clear));
     }
-    assert.ok((await a.authority.store.listSigningKeys()).every((r) => r.privatePem!.startsWith('-----BEGIN PRIVATE KEY-----')));
+    assert.ok(
+      (await a.authority.store.listSigningKeys()).every((r) => r.privatePem!.startsWith('-----BEGIN PRIVATE KEY-----')),
+    );
     await a.close();
 
     const b = await startTestAuthority({ dir, keepDir: true, env: { CTL_AUTHORITY_KEK: kek } });
     const rows = await b.authority.store.listSigningKeys();
-    assert.ok(rows.every((r) => isSealed(r.privatePem!)), 'sealed at start');
+    assert.ok(
+      rows.every((r) => isSealed(r.privatePem!)),
+      'sealed at start',
+    );
     const after = await issue(b);
     assert.is(after.keyId, before.keyId, 'the same grant key, now sealed');
     const jwks = (await b.call('GET', '/.well-known/ctl-keys.json', undefined, null)).body;
@@ -67,7 +72,11 @@ test('a database with keys in the clear is sealed at start, same kids; another K
 
     let message = '';
     try {
-      const c = await startTestAuthority({ dir, keepDir: true, env: { CTL_AUTHORITY_KEK: randomBytes(32).toString('hex') } });
+      const c = await startTestAuthority({
+        dir,
+        keepDir: true,
+        env: { CTL_AUTHORITY_KEK: randomBytes(32).toString('hex') },
+      });
       await c.close();
     } catch (e) {
       message = (e as Error).message;

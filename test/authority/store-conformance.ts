@@ -22,21 +22,34 @@ const NOW = Date.parse('2026-06-01T00:00:00Z');
 
 function grantRecord(grantId: string, over: Partial<{ keyId: string; expiresAtMs: number; policyHash: string }> = {}) {
   return {
-    grantId, policyHash: over.policyHash ?? H, keyId: over.keyId ?? 'k1', grant: JSON.stringify({ grantId }),
-    issuedAt: iso(NOW), expiresAtMs: over.expiresAtMs ?? NOW + 3600_000, createdBy: 'tester',
+    grantId,
+    policyHash: over.policyHash ?? H,
+    keyId: over.keyId ?? 'k1',
+    grant: JSON.stringify({ grantId }),
+    issuedAt: iso(NOW),
+    expiresAtMs: over.expiresAtMs ?? NOW + 3600_000,
+    createdBy: 'tester',
   };
 }
 
 function keyRow(kid: string, purpose: 'grant' | 'bundle' = 'grant', createdAt = iso(NOW)): SigningKeyRow {
   return {
-    kid, purpose, alg: 'EdDSA', status: 'retired', publicJwk: `{"kty":"OKP","crv":"Ed25519","x":"${kid}"}`,
-    publicPem: `PEM ${kid}`, privatePem: `PRIVATE ${kid}`, source: 'generated', createdAt, retiredAt: null,
+    kid,
+    purpose,
+    alg: 'EdDSA',
+    status: 'retired',
+    publicJwk: `{"kty":"OKP","crv":"Ed25519","x":"${kid}"}`,
+    publicPem: `PEM ${kid}`,
+    privatePem: `PRIVATE ${kid}`,
+    source: 'generated',
+    createdAt,
+    retiredAt: null,
   };
 }
 
 /** Polls `ok` every 5 ms, for up to 5 s. */
 async function until(ok: () => boolean | Promise<boolean>): Promise<void> {
-  for (const end = Date.now() + 5000; !(await ok()); ) {
+  for (const end = Date.now() + 5000; !(await ok());) {
     if (Date.now() > end) throw new Error('timed out waiting');
     await new Promise((r) => setTimeout(r, 5));
   }
@@ -93,7 +106,9 @@ export function storeConformance(name: string, open: () => Promise<Harness>): vo
   t('concurrent revocations of one grant: exactly one changes it', async ({ h }) => {
     await h.store.putPolicy(H, '{}', iso(NOW));
     await h.store.putGrant(grantRecord('g1'));
-    const results = await Promise.all(Array.from({ length: 10 }, (_, i) => h.store.revokeGrant('g1', { at: iso(NOW + i), actor: `a${i}` })));
+    const results = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => h.store.revokeGrant('g1', { at: iso(NOW + i), actor: `a${i}` })),
+    );
     assert.is(results.filter((r) => r?.changed).length, 1);
     assert.is(new Set(results.map((r) => r?.revokedAt)).size, 1);
   });
@@ -129,18 +144,25 @@ export function storeConformance(name: string, open: () => Promise<Harness>): vo
     assert.equal(await h.store.revocationStatus('later'), { revoked: false });
   }
 
-  t('revoked ids for bundles keep a revoked grant a day past its expiry (clock tolerance), then leave it out', async ({ h }) => {
-    const DAY = 86_400_000;
-    await h.store.putPolicy(H, '{}', iso(NOW));
-    await h.store.putGrant(grantRecord('live', { expiresAtMs: NOW + 1000 }));
-    await h.store.putGrant(grantRecord('recent', { expiresAtMs: NOW - 1000 }));
-    await h.store.putGrant(grantRecord('dead', { expiresAtMs: NOW - DAY - 1000 }));
-    await h.store.putGrant(grantRecord('fine', { expiresAtMs: NOW + 1000 }));
-    for (const id of ['live', 'recent', 'dead']) await h.store.revokeGrant(id, { at: iso(NOW), actor: 'a' });
-    assert.equal(await h.store.listRevokedGrantIds(NOW), ['live', 'recent']);
-    assert.equal(await h.store.listRevokedGrantIds(NOW + 5000), ['live', 'recent'], 'expired seconds ago: still listed');
-    assert.equal(await h.store.listRevokedGrantIds(NOW + DAY + 5000), [], 'a day past every expiry: gone');
-  });
+  t(
+    'revoked ids for bundles keep a revoked grant a day past its expiry (clock tolerance), then leave it out',
+    async ({ h }) => {
+      const DAY = 86_400_000;
+      await h.store.putPolicy(H, '{}', iso(NOW));
+      await h.store.putGrant(grantRecord('live', { expiresAtMs: NOW + 1000 }));
+      await h.store.putGrant(grantRecord('recent', { expiresAtMs: NOW - 1000 }));
+      await h.store.putGrant(grantRecord('dead', { expiresAtMs: NOW - DAY - 1000 }));
+      await h.store.putGrant(grantRecord('fine', { expiresAtMs: NOW + 1000 }));
+      for (const id of ['live', 'recent', 'dead']) await h.store.revokeGrant(id, { at: iso(NOW), actor: 'a' });
+      assert.equal(await h.store.listRevokedGrantIds(NOW), ['live', 'recent']);
+      assert.equal(
+        await h.store.listRevokedGrantIds(NOW + 5000),
+        ['live', 'recent'],
+        'expired seconds ago: still listed',
+      );
+      assert.equal(await h.store.listRevokedGrantIds(NOW + DAY + 5000), [], 'a day past every expiry: gone');
+    },
+  );
 
   t('soft delete: hidden from reads and listings, kept in custody, revocation still answers', async ({ h }) => {
     await h.store.putPolicy(H, '{}', iso(NOW));
@@ -151,20 +173,40 @@ export function storeConformance(name: string, open: () => Promise<Harness>): vo
     assert.is(await h.store.softDeleteGrant('nope', iso(NOW)), false);
     assert.is(await h.store.getGrant('g1'), undefined);
     assert.is((await h.store.getGrant('g1', { includeDeleted: true }))?.deletedAt, iso(NOW));
-    assert.equal((await h.store.listGrants()).map((g) => g.grantId), ['g2']);
-    assert.equal((await h.store.listGrants({ includeDeleted: true })).map((g) => g.grantId), ['g1', 'g2']);
+    assert.equal(
+      (await h.store.listGrants()).map((g) => g.grantId),
+      ['g2'],
+    );
+    assert.equal(
+      (await h.store.listGrants({ includeDeleted: true })).map((g) => g.grantId),
+      ['g1', 'g2'],
+    );
     assert.equal(await h.store.revocationStatus('g1'), { revoked: false });
   });
 
   t('grant listing pages by id', async ({ h }) => {
     await h.store.putPolicy(H, '{}', iso(NOW));
     for (const id of ['c', 'a', 'b', 'd']) await h.store.putGrant(grantRecord(id));
-    assert.equal((await h.store.listGrants({ limit: 2 })).map((g) => g.grantId), ['a', 'b']);
-    assert.equal((await h.store.listGrants({ afterGrantId: 'b', limit: 2 })).map((g) => g.grantId), ['c', 'd']);
+    assert.equal(
+      (await h.store.listGrants({ limit: 2 })).map((g) => g.grantId),
+      ['a', 'b'],
+    );
+    assert.equal(
+      (await h.store.listGrants({ afterGrantId: 'b', limit: 2 })).map((g) => g.grantId),
+      ['c', 'd'],
+    );
   });
 
   t('API keys: stored, listed, revoked idempotently', async ({ h }) => {
-    const row = { keyId: 'k1', hash: 'f'.repeat(64), scopes: ['grants:write'], label: 'fleet', createdAt: iso(NOW), createdBy: 'bootstrap', revokedAt: null };
+    const row = {
+      keyId: 'k1',
+      hash: 'f'.repeat(64),
+      scopes: ['grants:write'],
+      label: 'fleet',
+      createdAt: iso(NOW),
+      createdBy: 'bootstrap',
+      revokedAt: null,
+    };
     await h.store.putApiKey(row);
     assert.equal(await h.store.getApiKey('k1'), row);
     assert.equal(await h.store.listApiKeys(), [row]);
@@ -179,7 +221,9 @@ export function storeConformance(name: string, open: () => Promise<Harness>): vo
     const create = async () => keyRow(`gen${++made}`);
     const stores = [h.store];
     if (h.openTwin) stores.push(await h.openTwin());
-    const results = await Promise.all(Array.from({ length: 6 }, (_, i) => stores[i % stores.length].ensureActiveSigningKey('grant', create)));
+    const results = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => stores[i % stores.length].ensureActiveSigningKey('grant', create)),
+    );
     assert.is(results.filter((r) => r.created).length, 1);
     assert.is(new Set(results.map((r) => r.row.kid)).size, 1);
     const first = results[0].row.kid;
@@ -190,33 +234,51 @@ export function storeConformance(name: string, open: () => Promise<Harness>): vo
     assert.is(await h.store.putSigningKey(keyRow('next', 'grant', iso(NOW + 1))), false);
     await h.store.activateSigningKey('next', 'grant', iso(NOW + 2));
     const all = await h.store.listSigningKeys();
-    assert.equal(all.filter((k) => k.status === 'active').map((k) => k.kid), ['next']);
+    assert.equal(
+      all.filter((k) => k.status === 'active').map((k) => k.kid),
+      ['next'],
+    );
     assert.is(all.find((k) => k.kid === first)?.retiredAt, iso(NOW + 2));
     assert.is((await h.store.getSigningKey('next'))?.privatePem, 'PRIVATE next');
     if (stores.length > 1) await stores[1].close();
   });
 
-  t('signing keys: a stored key\'s activation leaves keys held from an environment alone; a hold touches no other key and its lease only grows', async ({ h }) => {
-    const env = (kid: string): SigningKeyRow => ({ ...keyRow(kid), privatePem: null, source: 'env', status: 'active' });
-    await h.store.ensureActiveSigningKey('grant', async () => keyRow('stored-1'), 'generated');
-    assert.is(await h.store.putSigningKey(env('env-1')), true);
-    assert.is(await h.store.holdSigningKey('env-1', NOW + 10), true);
-    assert.is(await h.store.holdSigningKey('env-1', NOW + 5), true);
-    assert.is(await h.store.putSigningKey(env('env-2')), true);
-    assert.is(await h.store.holdSigningKey('env-2', NOW + 7), true);
-    assert.is(await h.store.holdSigningKey('stored-1', NOW + 7), false, 'only keys from an environment are held');
-    assert.is(await h.store.holdSigningKey('nope', NOW), false);
+  t(
+    "signing keys: a stored key's activation leaves keys held from an environment alone; a hold touches no other key and its lease only grows",
+    async ({ h }) => {
+      const env = (kid: string): SigningKeyRow => ({
+        ...keyRow(kid),
+        privatePem: null,
+        source: 'env',
+        status: 'active',
+      });
+      await h.store.ensureActiveSigningKey('grant', async () => keyRow('stored-1'), 'generated');
+      assert.is(await h.store.putSigningKey(env('env-1')), true);
+      assert.is(await h.store.holdSigningKey('env-1', NOW + 10), true);
+      assert.is(await h.store.holdSigningKey('env-1', NOW + 5), true);
+      assert.is(await h.store.putSigningKey(env('env-2')), true);
+      assert.is(await h.store.holdSigningKey('env-2', NOW + 7), true);
+      assert.is(await h.store.holdSigningKey('stored-1', NOW + 7), false, 'only keys from an environment are held');
+      assert.is(await h.store.holdSigningKey('nope', NOW), false);
 
-    await h.store.putSigningKey(keyRow('stored-2', 'grant', iso(NOW + 1)));
-    await h.store.activateSigningKey('stored-2', 'grant', iso(NOW + 2));
-    const byKid = Object.fromEntries((await h.store.listSigningKeys()).map((k) => [k.kid, `${k.status}:${k.lastSeenMs}`]));
-    assert.equal(byKid, { 'stored-1': 'retired:null', 'stored-2': 'active:null', 'env-1': `active:${NOW + 10}`, 'env-2': `active:${NOW + 7}` });
-    assert.is((await h.store.activeSigningKey('grant', 'generated'))?.kid, 'stored-2');
-    assert.is((await h.store.activeSigningKey('grant', 'env'))?.source, 'env');
-    // An existing stored key answers ensure for 'generated' even though keys from environments are active.
-    const again = await h.store.ensureActiveSigningKey('grant', async () => keyRow('never'), 'generated');
-    assert.equal([again.row.kid, again.created], ['stored-2', false]);
-  });
+      await h.store.putSigningKey(keyRow('stored-2', 'grant', iso(NOW + 1)));
+      await h.store.activateSigningKey('stored-2', 'grant', iso(NOW + 2));
+      const byKid = Object.fromEntries(
+        (await h.store.listSigningKeys()).map((k) => [k.kid, `${k.status}:${k.lastSeenMs}`]),
+      );
+      assert.equal(byKid, {
+        'stored-1': 'retired:null',
+        'stored-2': 'active:null',
+        'env-1': `active:${NOW + 10}`,
+        'env-2': `active:${NOW + 7}`,
+      });
+      assert.is((await h.store.activeSigningKey('grant', 'generated'))?.kid, 'stored-2');
+      assert.is((await h.store.activeSigningKey('grant', 'env'))?.source, 'env');
+      // An existing stored key answers ensure for 'generated' even though keys from environments are active.
+      const again = await h.store.ensureActiveSigningKey('grant', async () => keyRow('never'), 'generated');
+      assert.equal([again.row.kid, again.created], ['stored-2', false]);
+    },
+  );
 
   t('signing keys: the latest expiry of what a key signed is reported', async ({ h }) => {
     await h.store.putSigningKey(keyRow('k1'));
@@ -231,16 +293,35 @@ export function storeConformance(name: string, open: () => Promise<Harness>): vo
   t('bundle sequence: grows per scope, atomically under concurrency (and across processes)', async ({ h }) => {
     const stores = [h.store];
     if (h.openTwin) stores.push(await h.openTwin());
-    const seqs = await Promise.all(Array.from({ length: 30 }, (_, i) => stores[i % stores.length].nextBundleSequence('scope-a')));
-    assert.equal([...seqs].sort((a, b) => a - b), Array.from({ length: 30 }, (_, i) => i + 1));
+    const seqs = await Promise.all(
+      Array.from({ length: 30 }, (_, i) => stores[i % stores.length].nextBundleSequence('scope-a')),
+    );
+    assert.equal(
+      [...seqs].sort((a, b) => a - b),
+      Array.from({ length: 30 }, (_, i) => i + 1),
+    );
     assert.is(await h.store.nextBundleSequence('scope-b'), 1);
     assert.is(await h.store.nextBundleSequence('scope-a'), 31);
     if (stores.length > 1) await stores[1].close();
   });
 
   t('latest bundles: newest per scope, unset fields match any filter, expired left out', async ({ h }) => {
-    const put = async (bundleId: string, scopeKey: string, scope: object, sequence: number, expiresAtMs = NOW + 10_000) =>
-      h.store.putBundle({ bundleId, scopeKey, scope, sequence, issuedAt: iso(NOW), expiresAtMs, bundle: JSON.stringify({ bundleId }) });
+    const put = async (
+      bundleId: string,
+      scopeKey: string,
+      scope: object,
+      sequence: number,
+      expiresAtMs = NOW + 10_000,
+    ) =>
+      h.store.putBundle({
+        bundleId,
+        scopeKey,
+        scope,
+        sequence,
+        issuedAt: iso(NOW),
+        expiresAtMs,
+        bundle: JSON.stringify({ bundleId }),
+      });
     await put('fuel1', 'fuel', { category: 'fuel' }, 1);
     await put('fuel2', 'fuel', { category: 'fuel' }, 2);
     await put('eu', 'eu', { region: 'eu' }, 1);
@@ -251,7 +332,9 @@ export function storeConformance(name: string, open: () => Promise<Harness>): vo
     assert.equal(await ids({ category: 'fuel' }), ['any', 'eu', 'fuel2']);
     assert.equal(await ids({ category: 'parking' }), ['any', 'eu']);
     assert.equal(await ids({ category: 'fuel', region: 'us' }), ['any', 'fuel2']);
-    const [fuel] = await h.store.latestBundles({ category: 'fuel', region: 'us' }, NOW).then((r) => r.filter((b) => b.scopeKey === 'fuel'));
+    const [fuel] = await h.store
+      .latestBundles({ category: 'fuel', region: 'us' }, NOW)
+      .then((r) => r.filter((b) => b.scopeKey === 'fuel'));
     assert.equal(fuel.scope, { category: 'fuel' });
     assert.is(fuel.sequence, 2);
     let dup = false;
@@ -266,12 +349,19 @@ export function storeConformance(name: string, open: () => Promise<Harness>): vo
   t('audit log: concurrent appends form one chain; an edit or a gap is detected', async ({ h }) => {
     const stores = [h.store];
     if (h.openTwin) stores.push(await h.openTwin());
-    await Promise.all(Array.from({ length: 20 }, (_, i) => stores[i % stores.length].audit.append({ actor: 'a', action: 'x', subject: `s${i}`, data: { i } })));
+    await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        stores[i % stores.length].audit.append({ actor: 'a', action: 'x', subject: `s${i}`, data: { i } }),
+      ),
+    );
     const v = await h.store.audit.verify();
     assert.is(v.ok, true);
     assert.is(v.ok && v.count, 20);
     const entries = await h.store.audit.list({ afterSeq: 5, limit: 3 });
-    assert.equal(entries.map((e) => e.seq), [6, 7, 8]);
+    assert.equal(
+      entries.map((e) => e.seq),
+      [6, 7, 8],
+    );
     assert.is(entries[1].prevHash, entries[0].hash);
 
     await h.db.run(`UPDATE audit_log SET data = ? WHERE seq = 7`, ['{"i":999}']);
@@ -285,25 +375,40 @@ export function storeConformance(name: string, open: () => Promise<Harness>): vo
     if (stores.length > 1) await stores[1].close();
   });
 
-  t('webhook outbox: written in a transaction (gone with its rollback), read back as the dispatch log by status', async ({ h }) => {
-    const outbox = h.store.webhookOutbox({ resolve: () => undefined, now: () => NOW });
-    const id = await h.db.tx((q) => outbox.enqueue(q, { type: 'audit.appended', data: { seq: 1 }, at: NOW }, [{ url: 'http://x/hook', target: 'http://x/hook' }]));
-    await h.db
-      .tx(async (q) => {
-        await outbox.enqueue(q, { type: 'audit.appended', data: { seq: 2 } }, [{ url: 'http://x/hook', target: 'http://x/hook' }]);
-        throw new Error('rolled back');
-      })
-      .catch(() => {});
-    const pending = await h.store.dispatchLog.list({ status: 'pending' });
-    assert.equal(pending.map((d) => [d.messageId, d.endpoint, d.eventType, d.attempts, d.nextAttemptAt]), [[id, 'http://x/hook', 'audit.appended', 0, iso(NOW)]]);
-    assert.equal(JSON.parse(pending[0].body), { type: 'audit.appended', timestamp: iso(NOW), data: { seq: 1 } });
-    // No secret for the target: dead-lettered at once, kept in the log with the reason.
-    assert.is(await outbox.runOnce(), 1);
-    const [dead] = await h.store.dispatchLog.list({ status: 'failed' });
-    assert.equal([dead.messageId, dead.attempts, dead.lastError, dead.nextAttemptAt], [id, 1, 'the endpoint is no longer configured', null]);
-    assert.equal(await h.store.dispatchLog.list({ status: 'pending' }), []);
-    await outbox.close();
-  });
+  t(
+    'webhook outbox: written in a transaction (gone with its rollback), read back as the dispatch log by status',
+    async ({ h }) => {
+      const outbox = h.store.webhookOutbox({ resolve: () => undefined, now: () => NOW });
+      const id = await h.db.tx((q) =>
+        outbox.enqueue(q, { type: 'audit.appended', data: { seq: 1 }, at: NOW }, [
+          { url: 'http://x/hook', target: 'http://x/hook' },
+        ]),
+      );
+      await h.db
+        .tx(async (q) => {
+          await outbox.enqueue(q, { type: 'audit.appended', data: { seq: 2 } }, [
+            { url: 'http://x/hook', target: 'http://x/hook' },
+          ]);
+          throw new Error('rolled back');
+        })
+        .catch(() => {});
+      const pending = await h.store.dispatchLog.list({ status: 'pending' });
+      assert.equal(
+        pending.map((d) => [d.messageId, d.endpoint, d.eventType, d.attempts, d.nextAttemptAt]),
+        [[id, 'http://x/hook', 'audit.appended', 0, iso(NOW)]],
+      );
+      assert.equal(JSON.parse(pending[0].body), { type: 'audit.appended', timestamp: iso(NOW), data: { seq: 1 } });
+      // No secret for the target: dead-lettered at once, kept in the log with the reason.
+      assert.is(await outbox.runOnce(), 1);
+      const [dead] = await h.store.dispatchLog.list({ status: 'failed' });
+      assert.equal(
+        [dead.messageId, dead.attempts, dead.lastError, dead.nextAttemptAt],
+        [id, 1, 'the endpoint is no longer configured', null],
+      );
+      assert.equal(await h.store.dispatchLog.list({ status: 'pending' }), []);
+      await outbox.close();
+    },
+  );
 
   t.run();
 }

@@ -18,11 +18,25 @@ async function conformance(open: () => Promise<AuthorityStore>, twin?: () => Pro
     assert.equal(await store.listRootStatements(), []);
     assert.is(await store.appendRootStatement(3, '{"v":3}', '2026-01-02T00:00:00Z', 'admin'), true);
     assert.is(await store.appendRootStatement(2, '{"v":2}', '2026-01-01T00:00:00Z', 'admin'), true);
-    assert.is(await other.appendRootStatement(2, '{"v":"other"}', '2026-01-03T00:00:00Z', 'key_x'), false, 'a version is stored once');
+    assert.is(
+      await other.appendRootStatement(2, '{"v":"other"}', '2026-01-03T00:00:00Z', 'key_x'),
+      false,
+      'a version is stored once',
+    );
     const rows = await other.listRootStatements();
-    assert.equal(rows.map((r) => [r.rootVersion, r.statement, r.publishedBy]), [[2, '{"v":2}', 'admin'], [3, '{"v":3}', 'admin']]);
+    assert.equal(
+      rows.map((r) => [r.rootVersion, r.statement, r.publishedBy]),
+      [
+        [2, '{"v":2}', 'admin'],
+        [3, '{"v":3}', 'admin'],
+      ],
+    );
     // Many publishers of one version at once: exactly one wins.
-    const wins = await Promise.all(Array.from({ length: 8 }, (_, i) => (i % 2 ? other : store).appendRootStatement(4, `{"i":${i}}`, '2026-01-04T00:00:00Z', `p${i}`)));
+    const wins = await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        (i % 2 ? other : store).appendRootStatement(4, `{"i":${i}}`, '2026-01-04T00:00:00Z', `p${i}`),
+      ),
+    );
     assert.is(wins.filter(Boolean).length, 1);
     assert.is((await store.listRootStatements()).length, 3);
   } finally {
@@ -44,7 +58,10 @@ test('PostgreSQL, two pools on one schema', async () => {
   if (!(await pgAvailable())) return console.log(`SKIPPED PostgreSQL: ${PG_URL} is unreachable`);
   const schema = freshSchema();
   try {
-    await conformance(() => openAuthorityStore(PG_URL, { schema }), () => openAuthorityStore(PG_URL, { schema }));
+    await conformance(
+      () => openAuthorityStore(PG_URL, { schema }),
+      () => openAuthorityStore(PG_URL, { schema }),
+    );
   } finally {
     await dropSchema(schema);
   }

@@ -12,7 +12,7 @@ import pg from 'pg';
 
 /** Polls `ok` every 5 ms, for up to 5 s. */
 async function until(ok: () => boolean | Promise<boolean>): Promise<void> {
-  for (const end = Date.now() + 5000; !(await ok()); ) {
+  for (const end = Date.now() + 5000; !(await ok());) {
     if (Date.now() > end) throw new Error('timed out waiting');
     await new Promise((r) => setTimeout(r, 5));
   }
@@ -62,13 +62,20 @@ if (!available) {
     const grant = (await a.call('POST', '/grants', await grantRequest(a, wallet.publicJwk))).body;
     assert.equal((await b.call('GET', `/grants/${grant.grantId}`)).body.grant, grant);
     // The wallet and merchant use B's JWKS for a grant A signed (its revocation URL points at A).
-    const sba = await createSession(grant, { actorId: 'v1', signingKey: wallet.privateKeyPem, revocationTtl: 0 })
-      .createSba({ amount: '7', currency: 'USD', rail: 'x402' });
+    const sba = await createSession(grant, {
+      actorId: 'v1',
+      signingKey: wallet.privateKeyPem,
+      revocationTtl: 0,
+    }).createSba({ amount: '7', currency: 'USD', rail: 'x402' });
     const jwksUrl = `${b.url}/.well-known/ctl-keys.json`;
     assert.is((await verifyCtl(sba, { amount: '7', currency: 'USD', jwksUrl, revocationTtl: 0 })).valid, true);
     const rb = await b.call('POST', `/grants/${grant.grantId}/revoke`, { reason: 'via B' });
     assert.is(rb.status, 200);
-    assert.equal((await a.call('GET', `/revoke?grantId=${grant.grantId}`, undefined, null)).body, { grantId: grant.grantId, revoked: true, revokedAt: rb.body.revokedAt });
+    assert.equal((await a.call('GET', `/revoke?grantId=${grant.grantId}`, undefined, null)).body, {
+      grantId: grant.grantId,
+      revoked: true,
+      revokedAt: rb.body.revokedAt,
+    });
     const again = await a.call('POST', '/revoke', { grantId: grant.grantId });
     assert.is(again.body.revokedAt, rb.body.revokedAt);
     const r = await verifyCtl(sba, { amount: '7', currency: 'USD', jwksUrl, revocationTtl: 0 });
@@ -80,7 +87,8 @@ if (!available) {
     const wallet = await generateKeyPair({ alg: 'EdDSA' });
     return (await t.call('POST', '/grants', await grantRequest(t, wallet.publicJwk))).body.grantId as string;
   };
-  const status = async (t: TestAuthority, id: string) => (await t.call('GET', `/revoke?grantId=${id}`, undefined, null)).body.revoked;
+  const status = async (t: TestAuthority, id: string) =>
+    (await t.call('GET', `/revoke?grantId=${id}`, undefined, null)).body.revoked;
 
   test('revoked on A, answered as revoked by B at the very next check, again and again (B answering from its cache)', async () => {
     await until(() => a.authority.store.revocationCache.live && b.authority.store.revocationCache.live);
@@ -117,14 +125,20 @@ if (!available) {
     stop = true;
     await Promise.all(loops);
     assert.ok(late.length > 8);
-    assert.ok(late.every((x) => x === true), `${late.filter((x) => !x).length} of ${late.length} late checks said not revoked`);
+    assert.ok(
+      late.every((x) => x === true),
+      `${late.filter((x) => !x).length} of ${late.length} late checks said not revoked`,
+    );
   });
 
   test('listener lost: caches are dropped and not trusted until it is back, then revocations flow again', async () => {
     const id = await issue(a);
     await until(async () => (await status(b, id)) === false);
     const listener = `ctl-listen-${process.pid}`;
-    const pids = async () => (await pgQuery('SELECT pid FROM pg_stat_activity WHERE application_name = $1', [listener])).map((r) => r.pid as number);
+    const pids = async () =>
+      (await pgQuery('SELECT pid FROM pg_stat_activity WHERE application_name = $1', [listener])).map(
+        (r) => r.pid as number,
+      );
     const [old] = await pids();
     assert.ok(old, 'one listening connection for this process');
     assert.is((await pids()).length, 1, 'shared by both authorities of this process');
@@ -144,9 +158,19 @@ if (!available) {
 
   test('bundle sequences interleave across both and only grow; rotation on A is used by B', async () => {
     const expiresAt = new Date(Date.now() + 86_400_000).toISOString();
-    const made = await Promise.all(Array.from({ length: 8 }, (_, i) => (i % 2 ? a : b).call('POST', '/trust-bundles', { scope: { region: 'eu' }, expiresAt })));
-    assert.equal(made.map((m) => m.status), Array(8).fill(201));
-    assert.equal(made.map((m) => m.body.sequence).sort((x, y) => x - y), [1, 2, 3, 4, 5, 6, 7, 8]);
+    const made = await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        (i % 2 ? a : b).call('POST', '/trust-bundles', { scope: { region: 'eu' }, expiresAt }),
+      ),
+    );
+    assert.equal(
+      made.map((m) => m.status),
+      Array(8).fill(201),
+    );
+    assert.equal(
+      made.map((m) => m.body.sequence).sort((x, y) => x - y),
+      [1, 2, 3, 4, 5, 6, 7, 8],
+    );
     const newest = (await a.call('GET', '/trust-bundles?region=eu', undefined, null)).body.bundles;
     assert.is(newest.length, 1);
     assert.is(newest[0].sequence, 8);

@@ -15,7 +15,8 @@ const PROPAGATION_MS = 1000;
 async function revokedOnBWithin(id: string): Promise<number> {
   const start = Date.now();
   while (!(await onB(id)).revoked) {
-    if (Date.now() - start > PROPAGATION_MS) throw new Error(`B still says not revoked ${PROPAGATION_MS} ms after A answered`);
+    if (Date.now() - start > PROPAGATION_MS)
+      throw new Error(`B still says not revoked ${PROPAGATION_MS} ms after A answered`);
     await new Promise((r) => setTimeout(r, 2));
   }
   return Date.now() - start;
@@ -34,7 +35,7 @@ let child: ChildProcess;
 let bUrl: string;
 
 async function until(ok: () => boolean | Promise<boolean>): Promise<void> {
-  for (const end = Date.now() + 5000; !(await ok()); ) {
+  for (const end = Date.now() + 5000; !(await ok());) {
     if (Date.now() > end) throw new Error('timed out waiting');
     await new Promise((r) => setTimeout(r, 5));
   }
@@ -50,7 +51,9 @@ if (!available) {
 } else {
   test.before(async () => {
     a = await startTestAuthority({ databaseUrl: PG_URL, schema });
-    child = fork(new URL('./authority-process.js', import.meta.url), [schema], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    child = fork(new URL('./authority-process.js', import.meta.url), [schema], {
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
     const hello = await new Promise<{ url: string; live: boolean }>((resolve, reject) => {
       child.once('message', (m) => resolve(m as { url: string; live: boolean }));
       child.once('exit', (code) => reject(new Error(`authority process exited ${code}`)));

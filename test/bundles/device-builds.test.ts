@@ -17,14 +17,26 @@ const iifeGlobal = (f: string, name = 'CTL'): Record<string, unknown> => {
   runInNewContext(read(f), context, { filename: f });
   return context[name] as Record<string, unknown>;
 };
-const esm = async (f: string): Promise<Record<string, unknown>> => import(pathToFileURL(join(repoRoot, 'dist', f)).href);
+const esm = async (f: string): Promise<Record<string, unknown>> =>
+  import(pathToFileURL(join(repoRoot, 'dist', f)).href);
 
 /** What signs or makes keys: a verifier build that had any of these could spend, not only check. */
-const SIGNING = ['createSession', 'createSbaSigner', 'createSignedSessionBudgetAuthorization', 'createSignedPolicyGrant', 'createTrustBundle', 'generateKeyPair', 'importSigningKey', 'signReceipt'];
+const SIGNING = [
+  'createSession',
+  'createSbaSigner',
+  'createSignedSessionBudgetAuthorization',
+  'createSignedPolicyGrant',
+  'createTrustBundle',
+  'generateKeyPair',
+  'importSigningKey',
+  'signReceipt',
+];
 
 test('a verifier build can neither sign nor make keys: ctl/verify, its IIFE, ctl/edge', async () => {
   const builds: Array<[string, Record<string, unknown>]> = [
-    ['ctl-verify.iife.js', iifeGlobal('ctl-verify.iife.js')], ['verify.js', await esm('verify.js')], ['edge.js', await esm('edge.js')],
+    ['ctl-verify.iife.js', iifeGlobal('ctl-verify.iife.js')],
+    ['verify.js', await esm('verify.js')],
+    ['edge.js', await esm('edge.js')],
   ];
   for (const [f, m] of builds) {
     const signing = SIGNING.filter((name) => name in m);
@@ -41,7 +53,16 @@ test('a verifier build can neither sign nor make keys: ctl/verify, its IIFE, ctl
 test('the role bundles carry only their role: no P-256 stack, no gateway client in a device build', () => {
   // @noble/curves' weierstrass leaves this error string in any bundle that carries it.
   const p256Marker = /Weierstrass Point expected/;
-  for (const f of ['ctl-verify.iife.js', 'ctl-wallet.iife.js', 'index.js', 'index.cjs', 'ctl.iife.js', 'verify.js', 'wallet.js', 'edge.js']) {
+  for (const f of [
+    'ctl-verify.iife.js',
+    'ctl-wallet.iife.js',
+    'index.js',
+    'index.cjs',
+    'ctl.iife.js',
+    'verify.js',
+    'wallet.js',
+    'edge.js',
+  ]) {
     assert.not.ok(p256Marker.test(read(f)), `dist/${f} carries @noble/curves (P-256 belongs in ctl/p256 alone)`);
   }
   assert.ok(p256Marker.test(read('p256.js')), 'dist/p256.js carries the pure-JS P-256');
@@ -54,7 +75,10 @@ test('the module swaps hold: the role IIFEs probe no host, ctl/verify carries no
   // rollup.config.mjs: host-embedded.ts / native-none.ts in the role IIFEs, noble-verify-backend.ts in ctl/verify.
   // (A guarded TextEncoder or getRandomValues is a feature test the engine may pass or not: allowed.
   // noble's unused sha512Async names crypto.subtle, so `.subtle` is checked where noble is absent.)
-  for (const [f, probes] of [['ctl-verify.iife.js', ['getBuiltinModule', 'process.env', 'Deno', '.subtle']], ['ctl-wallet.iife.js', ['getBuiltinModule', 'process.env', 'Deno']]] as const) {
+  for (const [f, probes] of [
+    ['ctl-verify.iife.js', ['getBuiltinModule', 'process.env', 'Deno', '.subtle']],
+    ['ctl-wallet.iife.js', ['getBuiltinModule', 'process.env', 'Deno']],
+  ] as const) {
     const text = read(f);
     for (const probe of probes) {
       assert.not.ok(text.includes(probe), `dist/${f} probes the host (${probe}): the embedded host swap did not apply`);
@@ -62,7 +86,10 @@ test('the module swaps hold: the role IIFEs probe no host, ctl/verify carries no
   }
   assert.ok(read('ctl.iife.js').includes('getBuiltinModule'), 'dist/ctl.iife.js keeps the host probes');
   for (const f of ['ctl-verify.iife.js', 'verify.js', 'verify.cjs']) {
-    assert.not.ok(read(f).includes('noble-ed25519'), `dist/${f} carries @noble/ed25519 (the verify-only backend swap did not apply)`);
+    assert.not.ok(
+      read(f).includes('noble-ed25519'),
+      `dist/${f} carries @noble/ed25519 (the verify-only backend swap did not apply)`,
+    );
   }
   assert.ok(read('ctl-wallet.iife.js').includes('noble-ed25519'), 'the wallet signs with noble');
 });
@@ -70,8 +97,14 @@ test('the module swaps hold: the role IIFEs probe no host, ctl/verify carries no
 test('the opt-in modules stay out until registered: a verifier IIFE has no did:key resolver or fetch of its own', () => {
   const text = read('ctl-verify.iife.js');
   // did-key.ts's base58btc alphabet and fetch-json.ts's reader are the modules' own.
-  assert.not.ok(text.includes('123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz'), 'ctl-verify.iife.js carries did:key resolution (ctl/human-agent)');
-  assert.ok(read('ctl-human-agent.iife.js').includes('123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz'), 'the marker is did-key.ts\'s');
+  assert.not.ok(
+    text.includes('123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz'),
+    'ctl-verify.iife.js carries did:key resolution (ctl/human-agent)',
+  );
+  assert.ok(
+    read('ctl-human-agent.iife.js').includes('123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz'),
+    "the marker is did-key.ts's",
+  );
   const g = iifeGlobal('ctl-verify.iife.js');
   assert.is(typeof g['registerHumanAgent'], 'function');
   assert.is(typeof g['registerOnlineChecks'], 'function');

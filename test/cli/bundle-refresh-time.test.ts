@@ -18,17 +18,32 @@ test('a bundle fetched in its last quarter: next refresh is now, not in the past
     // Issued T0 - 1 h for 8 h: its refresh window opens at T0 + 5 h; the device runs at T0 + 6 h.
     const bundle = await fleet.bundle(1, { issuedAt: T0 - HOUR, ttlMs: 8 * HOUR });
     const now = T0 + 6 * HOUR;
-    const fetchStub = (async () => new Response(JSON.stringify({ bundles: [bundle] }), { headers: { 'content-type': 'application/json' } })) as typeof fetch;
+    const fetchStub = (async () =>
+      new Response(JSON.stringify({ bundles: [bundle] }), {
+        headers: { 'content-type': 'application/json' },
+      })) as typeof fetch;
     const r = await refreshTrustBundle({
-      authority: 'https://authority.fleet.example', scope: { category: 'ev-charging', region: 'eu' },
-      rootPublicKeyPem: fleet.root.publicKeyPem, storeDir: dir, now: () => now, fetch: fetchStub,
+      authority: 'https://authority.fleet.example',
+      scope: { category: 'ev-charging', region: 'eu' },
+      rootPublicKeyPem: fleet.root.publicKeyPem,
+      storeDir: dir,
+      now: () => now,
+      fetch: fetchStub,
     });
     assert.is(r.action, 'updated', r.reason);
-    assert.ok(Date.parse(r.refreshAt!) >= now, `next refresh ${r.refreshAt} is before now ${new Date(now).toISOString()}`);
+    assert.ok(
+      Date.parse(r.refreshAt!) >= now,
+      `next refresh ${r.refreshAt} is before now ${new Date(now).toISOString()}`,
+    );
     // And with --refresh-before larger than what is left of the bundle's life.
     const again = await refreshTrustBundle({
-      authority: 'https://authority.fleet.example', scope: { category: 'ev-charging', region: 'eu' },
-      rootPublicKeyPem: fleet.root.publicKeyPem, storeDir: dir, now: () => now, fetch: fetchStub, refreshBeforeMs: 4 * HOUR,
+      authority: 'https://authority.fleet.example',
+      scope: { category: 'ev-charging', region: 'eu' },
+      rootPublicKeyPem: fleet.root.publicKeyPem,
+      storeDir: dir,
+      now: () => now,
+      fetch: fetchStub,
+      refreshBeforeMs: 4 * HOUR,
     });
     assert.ok(Date.parse(again.refreshAt!) >= now, `next refresh ${again.refreshAt} is before now`);
   } finally {

@@ -45,9 +45,20 @@ function ctl(args: string[], env: Record<string, string> = {}, timeoutMs = 20_00
 
 /** Every command (one file per command in cli/) and its subcommands. */
 const SUBCOMMANDS: Record<string, string[]> = {
-  start: [], authority: ['root-key'], gateway: [], demo: [], keygen: [], root: ['init', 'show', 'rotate'], bundle: ['verify', 'refresh'], verify: [], human: ['keygen', 'grant', 'revoke'],
+  start: [],
+  authority: ['root-key'],
+  gateway: [],
+  demo: [],
+  keygen: [],
+  root: ['init', 'show', 'rotate'],
+  bundle: ['verify', 'refresh'],
+  verify: [],
+  human: ['keygen', 'grant', 'revoke'],
 };
-const commands = readdirSync(join(root, 'cli')).filter((f) => f.endsWith('.ts')).map((f) => f.slice(0, -3)).sort();
+const commands = readdirSync(join(root, 'cli'))
+  .filter((f) => f.endsWith('.ts'))
+  .map((f) => f.slice(0, -3))
+  .sort();
 const paths = commands.flatMap((c) => [[c], ...(SUBCOMMANDS[c] ?? []).map((s) => [c, s])]);
 
 test('the table lists every command of cli/', () => {
@@ -97,12 +108,21 @@ async function occupiedPort(): Promise<{ port: number; server: Server }> {
   return { port: (server.address() as AddressInfo).port, server };
 }
 
-for (const [cmd, portVar] of [['authority', 'PORT'], ['gateway', 'PORT'], ['start', 'AUTHORITY_PORT'], ['start', 'PORT']] as const) {
+for (const [cmd, portVar] of [
+  ['authority', 'PORT'],
+  ['gateway', 'PORT'],
+  ['start', 'AUTHORITY_PORT'],
+  ['start', 'PORT'],
+] as const) {
   test(`ctl ${cmd} with ${portVar} in use: one line naming the port, exit 1`, async () => {
     const { port, server } = await occupiedPort();
     try {
       const data = mkdtempSync(join(dir, `port-${cmd}-`));
-      const r = await ctl(cmd === 'start' ? ['start', '--data', data] : [cmd], { [portVar]: String(port), DATABASE_URL: `sqlite:${join(data, 'db.sqlite')}`, LOG_LEVEL: 'silent' });
+      const r = await ctl(cmd === 'start' ? ['start', '--data', data] : [cmd], {
+        [portVar]: String(port),
+        DATABASE_URL: `sqlite:${join(data, 'db.sqlite')}`,
+        LOG_LEVEL: 'silent',
+      });
       assert.is(r.code, 1, `exit ${r.code}\n${r.out}${r.err}`);
       const lines = r.err.trim().split('\n');
       assert.is(lines.length, 1, r.err);
@@ -118,7 +138,9 @@ for (const cmd of ['authority', 'start']) {
   test(`ctl ${cmd} refuses a malformed webhook secret, naming CTL_AUDIT_WEBHOOK_SECRET`, async () => {
     const data = mkdtempSync(join(dir, `hook-${cmd}-`));
     const r = await ctl(cmd === 'start' ? ['start', '--data', data] : [cmd], {
-      CTL_AUDIT_WEBHOOK_URLS: 'https://hooks.example/ctl', CTL_AUDIT_WEBHOOK_SECRET: 'not a secret!', DATABASE_URL: `sqlite:${join(data, 'a.db')}`,
+      CTL_AUDIT_WEBHOOK_URLS: 'https://hooks.example/ctl',
+      CTL_AUDIT_WEBHOOK_SECRET: 'not a secret!',
+      DATABASE_URL: `sqlite:${join(data, 'a.db')}`,
     });
     assert.is(r.code, 2, `exit ${r.code}\n${r.out}${r.err}`);
     assert.match(r.err, /CTL_AUDIT_WEBHOOK_SECRET/);
@@ -144,27 +166,41 @@ test('ctl start names its own variable for the authority port (AUTHORITY_PORT), 
 });
 
 test('ctl start honours CTL_ISSUER_DOMAIN (authority) and CTL_GATEWAY_ALLOW_TARGETS (gateway)', async () => {
-  const merchant = createHttpServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"free":true}'));
+  const merchant = createHttpServer((_req, res) =>
+    res.writeHead(200, { 'content-type': 'application/json' }).end('{"free":true}'),
+  );
   await new Promise<void>((r) => merchant.listen(0, '127.0.0.1', r));
   const target = `127.0.0.1:${(merchant.address() as AddressInfo).port}`;
   const data = mkdtempSync(join(dir, 'start-'));
   const child = spawn(process.execPath, [join(root, 'bin', 'ctl.mjs'), 'start', '--data', data], {
     cwd: dir,
-    env: { ...process.env, PORT: '0', AUTHORITY_PORT: '0', CTL_ISSUER_DOMAIN: 'issuer.start-test.example', CTL_GATEWAY_ALLOW_TARGETS: target, LOG_LEVEL: '' },
+    env: {
+      ...process.env,
+      PORT: '0',
+      AUTHORITY_PORT: '0',
+      CTL_ISSUER_DOMAIN: 'issuer.start-test.example',
+      CTL_GATEWAY_ALLOW_TARGETS: target,
+      LOG_LEVEL: '',
+    },
   });
   let out = '';
   child.stdout.on('data', (d) => (out += d));
   child.stderr.on('data', () => {});
   try {
     // One log format: every line on stdout is a JSON record (the how-to goes to stderr).
-    const lines = () => out.split('\n').filter(Boolean).map((l) => {
-      try {
-        return JSON.parse(l) as Record<string, any>;
-      } catch {
-        throw new Error(`a plain line among the JSON logs: ${l}`);
-      }
-    });
-    for (let i = 0; i < 300 && lines().filter((l) => /listening/.test(l.msg)).length < 2; i++) await new Promise((r) => setTimeout(r, 100));
+    const lines = () =>
+      out
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => {
+          try {
+            return JSON.parse(l) as Record<string, any>;
+          } catch {
+            throw new Error(`a plain line among the JSON logs: ${l}`);
+          }
+        });
+    for (let i = 0; i < 300 && lines().filter((l) => /listening/.test(l.msg)).length < 2; i++)
+      await new Promise((r) => setTimeout(r, 100));
     const authority = lines().find((l) => l.msg === 'policy authority listening');
     const gateway = lines().find((l) => l.msg === 'gateway listening');
     assert.ok(authority && gateway, out);
@@ -172,7 +208,11 @@ test('ctl start honours CTL_ISSUER_DOMAIN (authority) and CTL_GATEWAY_ALLOW_TARG
     // Logs at info by default under start, every stdout line JSON, one stream in time order.
     assert.is(authority!.level, 30);
     const times = lines().map((l) => l.time as number);
-    assert.equal(times, [...times].sort((x, y) => x - y), `log lines out of time order:\n${out}`);
+    assert.equal(
+      times,
+      [...times].sort((x, y) => x - y),
+      `log lines out of time order:\n${out}`,
+    );
     // start writes the owner key once the gateway answers, just after the listening lines.
     const ownerKeyOf = () => {
       try {
@@ -186,15 +226,25 @@ test('ctl start honours CTL_ISSUER_DOMAIN (authority) and CTL_GATEWAY_ALLOW_TARG
     assert.ok(ownerKey, 'start wrote the dev owner key');
     const expiresAt = new Date(Date.now() + 3600_000).toISOString().replace(/\.\d+Z$/, 'Z');
     const created = await fetch(`${gateway!.url}/sessions`, {
-      method: 'POST', headers: { authorization: `Bearer ${ownerKey}`, 'content-type': 'application/json' },
+      method: 'POST',
+      headers: { authorization: `Bearer ${ownerKey}`, 'content-type': 'application/json' },
       body: JSON.stringify({ budget: { amount: '500', currency: 'USD' }, purposes: ['api:search'], expiresAt }),
     });
     assert.is(created.status, 201, await created.clone().text());
     const { sessionToken } = (await created.json()) as { sessionToken: string };
     const res = await fetch(`${gateway!.url}/proxy`, {
-      method: 'POST', headers: { authorization: `Bearer ${sessionToken}`, 'x-target-url': `http://${target}/data`, 'x-ctl-purpose': 'api:search' },
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${sessionToken}`,
+        'x-target-url': `http://${target}/data`,
+        'x-ctl-purpose': 'api:search',
+      },
     });
-    assert.is(res.status, 200, `a private target named in CTL_GATEWAY_ALLOW_TARGETS is reached: ${await res.clone().text()}`);
+    assert.is(
+      res.status,
+      200,
+      `a private target named in CTL_GATEWAY_ALLOW_TARGETS is reached: ${await res.clone().text()}`,
+    );
     assert.equal(await res.json(), { free: true });
   } finally {
     child.kill('SIGTERM');
@@ -220,7 +270,15 @@ test('ctl verify and ctl bundle verify read the compact CBOR files the SDK write
   const at = bytes.indexOf(Buffer.from('1200'));
   bytes[at] = '9'.charCodeAt(0);
   writeFileSync(f('tampered.cbor'), bytes);
-  const t = await ctl(['verify', f('tampered.cbor'), '--bundle', f('bundle.cbor'), '--root', f('root.pub.pem'), ...now]);
+  const t = await ctl([
+    'verify',
+    f('tampered.cbor'),
+    '--bundle',
+    f('bundle.cbor'),
+    '--root',
+    f('root.pub.pem'),
+    ...now,
+  ]);
   assert.is(t.code, 1, t.out + t.err);
 });
 

@@ -32,7 +32,8 @@ function ctl(args: string[], env: Record<string, string>, until?: RegExp): Promi
     let err = '';
     // The listening line comes just before the signal handlers are set: a moment later, SIGTERM stops it cleanly.
     let stopping = false;
-    const check = () => until && !stopping && until.test(out) && (stopping = true, setTimeout(() => child.kill('SIGTERM'), 300));
+    const check = () =>
+      until && !stopping && until.test(out) && ((stopping = true), setTimeout(() => child.kill('SIGTERM'), 300));
     child.stdout.on('data', (d) => ((out += d), check()));
     child.stderr.on('data', (d) => (err += d));
     const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
@@ -50,21 +51,86 @@ interface Case {
 }
 
 const cases: Case[] = [
-  { what: 'a public URL that is not http(s)', cmd: 'gateway', env: () => ({ CTL_GATEWAY_PUBLIC_URL: 'ftp://pay.example.com' }), variable: 'CTL_GATEWAY_PUBLIC_URL' },
-  { what: 'a public URL that is not a URL', cmd: 'gateway', env: () => ({ CTL_GATEWAY_PUBLIC_URL: 'pay.example.com' }), variable: 'CTL_GATEWAY_PUBLIC_URL' },
-  { what: 'an allowed target without a port', cmd: 'gateway', env: () => ({ CTL_GATEWAY_ALLOW_TARGETS: '127.0.0.1:8080,127.0.0.1' }), variable: 'CTL_GATEWAY_ALLOW_TARGETS' },
-  { what: 'a private-targets flag that is not 0 or 1', cmd: 'gateway', env: () => ({ CTL_GATEWAY_ALLOW_PRIVATE_TARGETS: 'true' }), variable: 'CTL_GATEWAY_ALLOW_PRIVATE_TARGETS' },
-  { what: 'a DATABASE_URL of another database', cmd: 'gateway', env: () => ({ DATABASE_URL: 'mysql://ctl@db/ctl' }), variable: 'DATABASE_URL' },
-  { what: 'a DATABASE_URL of another database', cmd: 'authority', env: () => ({ DATABASE_URL: 'mysql://ctl@db/ctl' }), variable: 'DATABASE_URL' },
-  { what: 'a KEK of the wrong size', cmd: 'gateway', env: () => ({ CTL_GATEWAY_KEK: 'c2hvcnQ' }), variable: 'CTL_GATEWAY_KEK' },
-  { what: 'a KEK of the wrong size', cmd: 'authority', env: () => ({ CTL_AUTHORITY_KEK: 'c2hvcnQ' }), variable: 'CTL_AUTHORITY_KEK' },
+  {
+    what: 'a public URL that is not http(s)',
+    cmd: 'gateway',
+    env: () => ({ CTL_GATEWAY_PUBLIC_URL: 'ftp://pay.example.com' }),
+    variable: 'CTL_GATEWAY_PUBLIC_URL',
+  },
+  {
+    what: 'a public URL that is not a URL',
+    cmd: 'gateway',
+    env: () => ({ CTL_GATEWAY_PUBLIC_URL: 'pay.example.com' }),
+    variable: 'CTL_GATEWAY_PUBLIC_URL',
+  },
+  {
+    what: 'an allowed target without a port',
+    cmd: 'gateway',
+    env: () => ({ CTL_GATEWAY_ALLOW_TARGETS: '127.0.0.1:8080,127.0.0.1' }),
+    variable: 'CTL_GATEWAY_ALLOW_TARGETS',
+  },
+  {
+    what: 'a private-targets flag that is not 0 or 1',
+    cmd: 'gateway',
+    env: () => ({ CTL_GATEWAY_ALLOW_PRIVATE_TARGETS: 'true' }),
+    variable: 'CTL_GATEWAY_ALLOW_PRIVATE_TARGETS',
+  },
+  {
+    what: 'a DATABASE_URL of another database',
+    cmd: 'gateway',
+    env: () => ({ DATABASE_URL: 'mysql://ctl@db/ctl' }),
+    variable: 'DATABASE_URL',
+  },
+  {
+    what: 'a DATABASE_URL of another database',
+    cmd: 'authority',
+    env: () => ({ DATABASE_URL: 'mysql://ctl@db/ctl' }),
+    variable: 'DATABASE_URL',
+  },
+  {
+    what: 'a KEK of the wrong size',
+    cmd: 'gateway',
+    env: () => ({ CTL_GATEWAY_KEK: 'c2hvcnQ' }),
+    variable: 'CTL_GATEWAY_KEK',
+  },
+  {
+    what: 'a KEK of the wrong size',
+    cmd: 'authority',
+    env: () => ({ CTL_AUTHORITY_KEK: 'c2hvcnQ' }),
+    variable: 'CTL_AUTHORITY_KEK',
+  },
   { what: 'an unknown LOG_LEVEL', cmd: 'gateway', env: () => ({ LOG_LEVEL: 'loud' }), variable: 'LOG_LEVEL' },
   { what: 'an unknown LOG_LEVEL', cmd: 'authority', env: () => ({ LOG_LEVEL: 'loud' }), variable: 'LOG_LEVEL' },
-  { what: 'a short admin key', cmd: 'gateway', env: () => ({ CTL_GATEWAY_ADMIN_KEY: 'short' }), variable: 'CTL_GATEWAY_ADMIN_KEY' },
-  { what: 'a short admin key', cmd: 'authority', env: () => ({ CTL_ADMIN_API_KEY: 'short' }), variable: 'CTL_ADMIN_API_KEY' },
-  { what: 'a revocation base URL that is not http(s)', cmd: 'authority', env: () => ({ CTL_REVOCATION_BASE_URL: 'ftp://authority.example' }), variable: 'CTL_REVOCATION_BASE_URL' },
-  { what: 'an unreachable PostgreSQL', cmd: 'gateway', env: async () => ({ DATABASE_URL: `postgres://postgres@127.0.0.1:${await freePort()}/test` }), variable: 'DATABASE_URL' },
-  { what: 'an unreachable PostgreSQL', cmd: 'authority', env: async () => ({ DATABASE_URL: `postgres://postgres@127.0.0.1:${await freePort()}/test` }), variable: 'DATABASE_URL' },
+  {
+    what: 'a short admin key',
+    cmd: 'gateway',
+    env: () => ({ CTL_GATEWAY_ADMIN_KEY: 'short' }),
+    variable: 'CTL_GATEWAY_ADMIN_KEY',
+  },
+  {
+    what: 'a short admin key',
+    cmd: 'authority',
+    env: () => ({ CTL_ADMIN_API_KEY: 'short' }),
+    variable: 'CTL_ADMIN_API_KEY',
+  },
+  {
+    what: 'a revocation base URL that is not http(s)',
+    cmd: 'authority',
+    env: () => ({ CTL_REVOCATION_BASE_URL: 'ftp://authority.example' }),
+    variable: 'CTL_REVOCATION_BASE_URL',
+  },
+  {
+    what: 'an unreachable PostgreSQL',
+    cmd: 'gateway',
+    env: async () => ({ DATABASE_URL: `postgres://postgres@127.0.0.1:${await freePort()}/test` }),
+    variable: 'DATABASE_URL',
+  },
+  {
+    what: 'an unreachable PostgreSQL',
+    cmd: 'authority',
+    env: async () => ({ DATABASE_URL: `postgres://postgres@127.0.0.1:${await freePort()}/test` }),
+    variable: 'DATABASE_URL',
+  },
 ];
 
 for (const c of cases) {
@@ -81,14 +147,23 @@ test('an unreachable PostgreSQL is described, not left to the driver', async () 
   const port = await freePort();
   const r = await ctl(['gateway'], { DATABASE_URL: `postgres://postgres:secret@127.0.0.1:${port}/test` }, /listening/);
   assert.is(r.code, 2, r.err);
-  assert.match(r.err, new RegExp(`DATABASE_URL: cannot connect to PostgreSQL at 127\\.0\\.0\\.1:${port}/test: nothing listens there \\(ECONNREFUSED\\)`));
+  assert.match(
+    r.err,
+    new RegExp(
+      `DATABASE_URL: cannot connect to PostgreSQL at 127\\.0\\.0\\.1:${port}/test: nothing listens there \\(ECONNREFUSED\\)`,
+    ),
+  );
   assert.not.match(r.err, /secret/);
 });
 
 test('ctl start names its own variables for each service database', async () => {
   const port = await freePort();
   const data = mkdtempSync(join(dir, 'start-'));
-  const a = await ctl(['start', '--data', data], { AUTHORITY_DATABASE_URL: `postgres://postgres@127.0.0.1:${port}/test` }, /listening/);
+  const a = await ctl(
+    ['start', '--data', data],
+    { AUTHORITY_DATABASE_URL: `postgres://postgres@127.0.0.1:${port}/test` },
+    /listening/,
+  );
   assert.is(a.code, 2, a.err);
   assert.match(a.err, /^ctl start: AUTHORITY_DATABASE_URL: cannot connect/);
   const g = await ctl(['start', '--data', data], { GATEWAY_DATABASE_URL: 'mysql://x' }, /listening/);
@@ -99,11 +174,21 @@ test('ctl start names its own variables for each service database', async () => 
   assert.match(p.err, /^ctl start: CTL_GATEWAY_PUBLIC_URL: /);
 });
 
-for (const [cmd, variable] of [['gateway', 'CTL_GATEWAY_ADMIN_KEY'], ['authority', 'CTL_ADMIN_API_KEY']] as const) {
+for (const [cmd, variable] of [
+  ['gateway', 'CTL_GATEWAY_ADMIN_KEY'],
+  ['authority', 'CTL_ADMIN_API_KEY'],
+] as const) {
   test(`ctl ${cmd} without ${variable}: starts, with a warning naming it`, async () => {
-    const r = await ctl([cmd], { DATABASE_URL: sqlite(`${cmd}.db`), [variable]: '' }, new RegExp(`"variable":"${variable}"`));
+    const r = await ctl(
+      [cmd],
+      { DATABASE_URL: sqlite(`${cmd}.db`), [variable]: '' },
+      new RegExp(`"variable":"${variable}"`),
+    );
     assert.is(r.code, 0, r.out + r.err);
-    const warning = r.out.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { level: number; variable?: string; msg: string })
+    const warning = r.out
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { level: number; variable?: string; msg: string })
       .find((l) => l.variable === variable);
     assert.ok(warning, r.out);
     assert.is(warning!.level, 40);
@@ -112,10 +197,17 @@ for (const [cmd, variable] of [['gateway', 'CTL_GATEWAY_ADMIN_KEY'], ['authority
 }
 
 test('a well-formed configuration still starts (IPv6 target, http public URL)', async () => {
-  const r = await ctl(['gateway'], {
-    DATABASE_URL: sqlite('g.db'), CTL_GATEWAY_PUBLIC_URL: 'http://pay.example.test:8402', CTL_GATEWAY_ALLOW_TARGETS: '127.0.0.1:8080, [::1]:9000', CTL_GATEWAY_ALLOW_PRIVATE_TARGETS: '0',
-    CTL_GATEWAY_ADMIN_KEY: 'a-long-enough-admin-key',
-  }, /listening/);
+  const r = await ctl(
+    ['gateway'],
+    {
+      DATABASE_URL: sqlite('g.db'),
+      CTL_GATEWAY_PUBLIC_URL: 'http://pay.example.test:8402',
+      CTL_GATEWAY_ALLOW_TARGETS: '127.0.0.1:8080, [::1]:9000',
+      CTL_GATEWAY_ALLOW_PRIVATE_TARGETS: '0',
+      CTL_GATEWAY_ADMIN_KEY: 'a-long-enough-admin-key',
+    },
+    /listening/,
+  );
   assert.is(r.code, 0, r.out + r.err);
   assert.match(r.out, /gateway listening/);
 });

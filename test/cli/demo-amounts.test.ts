@@ -20,7 +20,11 @@ test('formatMinor: minor units to decimals of the currency', () => {
 });
 
 test('ctl demo: amounts in decimals with their currency, never minor units', () => {
-  const r = spawnSync(process.execPath, [join(root, 'bin', 'ctl.mjs'), 'demo'], { cwd: root, encoding: 'utf8', timeout: 120_000 });
+  const r = spawnSync(process.execPath, [join(root, 'bin', 'ctl.mjs'), 'demo'], {
+    cwd: root,
+    encoding: 'utf8',
+    timeout: 120_000,
+  });
   assert.is(r.status, 0, r.stdout + r.stderr);
   const out = r.stdout;
   let amounts = 0;

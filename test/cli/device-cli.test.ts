@@ -52,8 +52,10 @@ test('ctl root init: PEM for manufacture, never replaced without --force', async
   const shown = await ctl('root', 'show', '--out', f('fleet-root'));
   assert.ok(shown.out.includes(readFileSync(f('fleet-root/root.pub.pem'), 'utf8').trim()));
   // The root signs a bundle that `ctl bundle verify` accepts with the exported PEM.
-  const b = await CTL.createTrustBundle({ sequence: 1, scope: {}, issuers: [], revokedGrants: [], expiresAt: iso(Date.now() + HOUR) },
-    { signingKey: readFileSync(f('fleet-root/root.key.pem'), 'utf8'), issuer: 'fleet' });
+  const b = await CTL.createTrustBundle(
+    { sequence: 1, scope: {}, issuers: [], revokedGrants: [], expiresAt: iso(Date.now() + HOUR) },
+    { signingKey: readFileSync(f('fleet-root/root.key.pem'), 'utf8'), issuer: 'fleet' },
+  );
   writeFileSync(f('fleet-bundle.json'), JSON.stringify(b));
   assert.is((await ctl('bundle', 'verify', f('fleet-bundle.json'), '--root', f('fleet-root/root.pub.pem'))).code, 0);
 });
@@ -66,16 +68,47 @@ test('ctl bundle verify: ✓ with details, ✗ with the reason (wrong root, roll
   const wrong = await ctl('bundle', 'verify', f('bundle.json'), '--root', f('authority.pub.pem'), ...now);
   assert.is(wrong.code, 1);
   assert.match(wrong.out, /^✗ .*trust_bundle_invalid/);
-  const rollback = await ctl('bundle', 'verify', f('bundle.json'), '--root', f('root.pub.pem'), '--min-sequence', '4', ...now);
+  const rollback = await ctl(
+    'bundle',
+    'verify',
+    f('bundle.json'),
+    '--root',
+    f('root.pub.pem'),
+    '--min-sequence',
+    '4',
+    ...now,
+  );
   assert.match(rollback.out, /✗ .*trust_bundle_rollback/);
-  const expired = await ctl('bundle', 'verify', f('bundle.json'), '--root', f('root.pub.pem'), '--now', iso(T0 + 48 * HOUR));
+  const expired = await ctl(
+    'bundle',
+    'verify',
+    f('bundle.json'),
+    '--root',
+    f('root.pub.pem'),
+    '--now',
+    iso(T0 + 48 * HOUR),
+  );
   assert.match(expired.out, /✗ .*trust_bundle_expired/);
 });
 
-const steps = (out: string) => out.split('\n').filter((l) => /^[✓✗–] /.test(l)).map((l) => l[0]).join('');
+const steps = (out: string) =>
+  out
+    .split('\n')
+    .filter((l) => /^[✓✗–] /.test(l))
+    .map((l) => l[0])
+    .join('');
 
 test('ctl verify --explain: every step ✓ for a valid SBA', async () => {
-  const r = await ctl('verify', f('sba.json'), '--bundle', f('bundle.json'), '--root', f('root.pub.pem'), '--explain', ...now);
+  const r = await ctl(
+    'verify',
+    f('sba.json'),
+    '--bundle',
+    f('bundle.json'),
+    '--root',
+    f('root.pub.pem'),
+    '--explain',
+    ...now,
+  );
   assert.is(r.code, 0, r.out + r.err);
   assert.is(steps(r.out), '✓✓✓✓✓✓');
   assert.match(r.out, /grant signed by key .* trusted through 1 bundle/);
@@ -92,7 +125,17 @@ test('ctl verify --explain: the failing step is ✗ with its code, later steps n
     ['expired bundle', ['--now', iso(T0 + 48 * HOUR)], '✓✗––––', 'trust_bundle_expired'],
   ];
   for (const [name, extra, expected, code] of cases) {
-    const r = await ctl('verify', f('sba.json'), '--bundle', f('bundle.json'), '--root', f('root.pub.pem'), '--explain', ...now, ...extra);
+    const r = await ctl(
+      'verify',
+      f('sba.json'),
+      '--bundle',
+      f('bundle.json'),
+      '--root',
+      f('root.pub.pem'),
+      '--explain',
+      ...now,
+      ...extra,
+    );
     assert.is(steps(r.out), expected, `${name}:\n${r.out}${r.err}`);
     if (code) {
       assert.is(r.code, 1, name);
@@ -100,12 +143,33 @@ test('ctl verify --explain: the failing step is ✗ with its code, later steps n
     }
   }
   const sba = JSON.parse(readFileSync(f('sba.json'), 'utf8'));
-  writeFileSync(f('tampered.json'), JSON.stringify({ ...sba, authorization: { ...sba.authorization, merchantId: 'm-x' } }));
-  const t = await ctl('verify', f('tampered.json'), '--bundle', f('bundle.json'), '--root', f('root.pub.pem'), '--explain', ...now);
+  writeFileSync(
+    f('tampered.json'),
+    JSON.stringify({ ...sba, authorization: { ...sba.authorization, merchantId: 'm-x' } }),
+  );
+  const t = await ctl(
+    'verify',
+    f('tampered.json'),
+    '--bundle',
+    f('bundle.json'),
+    '--root',
+    f('root.pub.pem'),
+    '--explain',
+    ...now,
+  );
   assert.is(steps(t.out), '✓✓✗–––');
   assert.match(t.out, /sba_signature_invalid/);
   writeFileSync(f('revoking.json'), JSON.stringify(await fleet.bundle(4, { revokedGrants: [fleet.grant.grantId] })));
-  const rv = await ctl('verify', f('sba.json'), '--bundle', f('revoking.json'), '--root', f('root.pub.pem'), '--explain', ...now);
+  const rv = await ctl(
+    'verify',
+    f('sba.json'),
+    '--bundle',
+    f('revoking.json'),
+    '--root',
+    f('root.pub.pem'),
+    '--explain',
+    ...now,
+  );
   assert.is(steps(rv.out), '✓✓✓✗––');
   assert.match(rv.out, /grant_revoked/);
   writeFileSync(f('garbage.json'), '{"version":1,"version":1}');
@@ -115,10 +179,17 @@ test('ctl verify --explain: the failing step is ✗ with its code, later steps n
 });
 
 test('ctl verify reads an "Authorization: CTL <base64>" file and the signing-key fallback', async () => {
-  writeFileSync(f('header.txt'), 'Authorization: ' + CTL.encodeSbaHeader(JSON.parse(readFileSync(f('sba.json'), 'utf8'))));
+  writeFileSync(
+    f('header.txt'),
+    'Authorization: ' + CTL.encodeSbaHeader(JSON.parse(readFileSync(f('sba.json'), 'utf8'))),
+  );
   const r = await ctl('verify', f('header.txt'), '--signing-key', f('authority.pub.pem'), ...now);
   assert.is(r.code, 0, r.out + r.err);
-  assert.is((await ctl('verify', f('sba.json'), '--bundle', f('bundle.json'), ...now)).code, 2, '--bundle without --root is a usage error');
+  assert.is(
+    (await ctl('verify', f('sba.json'), '--bundle', f('bundle.json'), ...now)).code,
+    2,
+    '--bundle without --root is a usage error',
+  );
 });
 
 // --- bundle refresh against a local stand-in of GET /trust-bundles ---
@@ -136,8 +207,23 @@ await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
 const authority = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
 const scope = { category: 'ev-charging', region: 'eu' };
 const refresh = (at: number, ...extra: string[]) =>
-  ctl('bundle', 'refresh', '--authority', authority, '--category', scope.category, '--region', scope.region,
-    '--root', f('root.pub.pem'), '--store', f('device'), '--now', iso(at), ...extra);
+  ctl(
+    'bundle',
+    'refresh',
+    '--authority',
+    authority,
+    '--category',
+    scope.category,
+    '--region',
+    scope.region,
+    '--root',
+    f('root.pub.pem'),
+    '--store',
+    f('device'),
+    '--now',
+    iso(at),
+    ...extra,
+  );
 
 test('ctl bundle refresh: fetch, keep while fresh, refresh before expiry, never roll back, keep the old on failure', async () => {
   served = 'down';
@@ -178,7 +264,20 @@ test('ctl bundle refresh: a stored bundle of another scope is neither fresh nor 
   const eu = ['--category', scope.category, '--region', scope.region];
   const us = ['--region', 'us'];
   const run = (at: number, args: string[], ...extra: string[]) =>
-    ctl('bundle', 'refresh', '--authority', authority, ...args, '--root', f('root.pub.pem'), '--store', f('shared'), '--now', iso(at), ...extra);
+    ctl(
+      'bundle',
+      'refresh',
+      '--authority',
+      authority,
+      ...args,
+      '--root',
+      f('root.pub.pem'),
+      '--store',
+      f('shared'),
+      '--now',
+      iso(at),
+      ...extra,
+    );
   served = [await fleet.bundle(9), await fleet.bundle(2, { scope: { region: 'us' } })];
   const a = await run(T0, eu);
   assert.is(a.code, 0, a.out + a.err);
@@ -199,7 +298,8 @@ test('ctl bundle refresh: a stored bundle of another scope is neither fresh nor 
   assert.is(back.code, 0, back.out);
   assert.match(back.out, /updated: .*sequence 9/);
   assert.equal(JSON.parse(readFileSync(f('shared/floor.json'), 'utf8')), {
-    [CTL.canonicalize({ category: scope.category, region: scope.region })]: 9, [CTL.canonicalize({ region: 'us' })]: 2,
+    [CTL.canonicalize({ category: scope.category, region: scope.region })]: 9,
+    [CTL.canonicalize({ region: 'us' })]: 2,
   });
   // region=us's own floor (2) still holds against its rollback to 1.
   const usRolled = await run(T0 + HOUR, us, '--force');

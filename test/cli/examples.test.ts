@@ -6,19 +6,55 @@ import { join } from 'node:path';
 import { root } from '../../firmware-bridge/node/device-script.js';
 
 const expected: Record<string, RegExp[]> = {
-  'provision-root': [/provisioned charger-001/, /a different root is refused \(already_provisioned\)/, /another root is refused \(trust_bundle_invalid\)/],
-  'human-agent': [/Alex's DID: did:key:z6Mk\S+ \(key file mode 0600\)/, /hotel \(online\) 12\.00 EUR: accepted/, /rail kiosk \(offline, bundle\) 5\.00 EUR: accepted/,
-    /6\.00 EUR more: refused by the wallet \(budget_exceeded\)/, /presented at the kiosk: refused \(destination_not_allowed/, /next online payment \(hotel\): refused \(grant_revoked\)/,
-    /audit trail of the grant: grant\.issue, grant\.revoke/],
-  'ev-charger-offline': [/session 3: .* accepted/, /session 4: .* refused \(offline_limit_exceeded\)/, /refused \(replay\)/, /counters in flash: 3 payments, 58\.00 EUR/],
-  'fleet-wallet': [/remaining 25\.00 EUR/, /CtlBudgetExceededError \(budget_exceeded\)/, /after revocation: CtlGrantRevokedError \(grant_revoked\)/],
-  'ai-agent': [/doc 4 → .*HTTP 200/, /owner approves/, /doc 6 → .*HTTP 200/, /owner declines/, /doc 7 not paid: session_paused/, /6 calls paid, spent 150/],
-  'bundle-refresh': [/t\+0h: updated, holding sequence 1, next refresh from t\+/, /t\+2h: fresh/, /t\+6\.5h: updated, holding sequence 2/, /unreachable\): failed, holding sequence 2/, /no valid bundle/],
+  'provision-root': [
+    /provisioned charger-001/,
+    /a different root is refused \(already_provisioned\)/,
+    /another root is refused \(trust_bundle_invalid\)/,
+  ],
+  'human-agent': [
+    /Alex's DID: did:key:z6Mk\S+ \(key file mode 0600\)/,
+    /hotel \(online\) 12\.00 EUR: accepted/,
+    /rail kiosk \(offline, bundle\) 5\.00 EUR: accepted/,
+    /6\.00 EUR more: refused by the wallet \(budget_exceeded\)/,
+    /presented at the kiosk: refused \(destination_not_allowed/,
+    /next online payment \(hotel\): refused \(grant_revoked\)/,
+    /audit trail of the grant: grant\.issue, grant\.revoke/,
+  ],
+  'ev-charger-offline': [
+    /session 3: .* accepted/,
+    /session 4: .* refused \(offline_limit_exceeded\)/,
+    /refused \(replay\)/,
+    /counters in flash: 3 payments, 58\.00 EUR/,
+  ],
+  'fleet-wallet': [
+    /remaining 25\.00 EUR/,
+    /CtlBudgetExceededError \(budget_exceeded\)/,
+    /after revocation: CtlGrantRevokedError \(grant_revoked\)/,
+  ],
+  'ai-agent': [
+    /doc 4 → .*HTTP 200/,
+    /owner approves/,
+    /doc 6 → .*HTTP 200/,
+    /owner declines/,
+    /doc 7 not paid: session_paused/,
+    /6 calls paid, spent 150/,
+  ],
+  'bundle-refresh': [
+    /t\+0h: updated, holding sequence 1, next refresh from t\+/,
+    /t\+2h: fresh/,
+    /t\+6\.5h: updated, holding sequence 2/,
+    /unreachable\): failed, holding sequence 2/,
+    /no valid bundle/,
+  ],
 };
 
 for (const [name, lines] of Object.entries(expected)) {
   test(`examples/${name}`, () => {
-    const r = spawnSync(process.execPath, [join(root, 'build', 'examples', name, 'main.js')], { cwd: root, encoding: 'utf8', timeout: 60_000 });
+    const r = spawnSync(process.execPath, [join(root, 'build', 'examples', name, 'main.js')], {
+      cwd: root,
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
     assert.is(r.status, 0, `${name} exited ${r.status}\n${r.stdout}\n${r.stderr}`);
     assert.match(r.stdout, new RegExp(`^OK ${name}$`, 'm'));
     for (const l of lines) assert.match(r.stdout, l, `${name}: ${l}`);

@@ -14,7 +14,8 @@ import { root } from '../../firmware-bridge/node/device-script.js';
 import { freshServiceBundles } from './service-bundles.js';
 
 const cwd = mkdtempSync(join(tmpdir(), 'ctl-help-'));
-const version = (dir: string) => (JSON.parse(readFileSync(join(root, dir, 'package.json'), 'utf8')) as { version: string }).version;
+const version = (dir: string) =>
+  (JSON.parse(readFileSync(join(root, dir, 'package.json'), 'utf8')) as { version: string }).version;
 
 const BINS = [
   { name: 'ctl', file: 'bin/ctl.mjs', pkg: '.', readme: undefined },
@@ -25,7 +26,12 @@ const BINS = [
 
 /** Runs a bin with nothing configured: only PATH, and a LOG_LEVEL that would refuse a start. */
 function run(file: string, args: string[]) {
-  const r = spawnSync(process.execPath, [join(root, file), ...args], { cwd, env: { PATH: process.env.PATH!, LOG_LEVEL: 'not-a-level' }, encoding: 'utf8', timeout: 30_000 });
+  const r = spawnSync(process.execPath, [join(root, file), ...args], {
+    cwd,
+    env: { PATH: process.env.PATH!, LOG_LEVEL: 'not-a-level' },
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
   return { code: r.status, out: r.stdout, err: r.stderr };
 }
 
@@ -64,7 +70,10 @@ function configTable(markdown: string): Row[] {
   const rows: Row[] = [];
   for (const line of lines.slice(head + 2)) {
     if (!line.startsWith('|')) break;
-    const cells = line.split(/(?<!\\)\|/).slice(1, -1).map((c) => c.trim());
+    const cells = line
+      .split(/(?<!\\)\|/)
+      .slice(1, -1)
+      .map((c) => c.trim());
     const names = [...cells[0]!.matchAll(/`([A-Z][A-Z0-9_]+)(?:=[^`]*)?`/g)].map((m) => m[1]!);
     // A default column whose cell is one `value` per variable; prose ("generated, stored …") is not compared.
     const parts = hasDefault ? cells[1]!.split(/,\s*/) : [];
@@ -84,7 +93,8 @@ for (const bin of BINS.filter((b) => b.readme)) {
         const line = help.split('\n').find((l) => new RegExp(`^\\s+${name}(\\s|\\(|$)`).test(l));
         assert.ok(line, `${bin.name} --help does not list ${name}:\n${help}`);
         const def = row.defaults[i];
-        if (def !== undefined && def !== 'none') assert.ok(line!.includes(`(${def})`), `${name}: README default ${def}, help says: ${line}`);
+        if (def !== undefined && def !== 'none')
+          assert.ok(line!.includes(`(${def})`), `${name}: README default ${def}, help says: ${line}`);
       });
     }
   });
@@ -94,7 +104,9 @@ test('ctl --help names every command and subcommand of the README Commands table
   const help = run('bin/ctl.mjs', ['--help']).out;
   const readme = readFileSync(join(root, 'README.md'), 'utf8');
   const table = readme.slice(readme.indexOf('## Commands'), readme.indexOf('\n## ', readme.indexOf('## Commands') + 1));
-  const pairs = [...table.matchAll(/`(?:npx )?ctl ([a-z][a-z-]*)(?: ([a-z][a-z-]*))?/g)].map((m) => [m[1]!, m[2]] as const);
+  const pairs = [...table.matchAll(/`(?:npx )?ctl ([a-z][a-z-]*)(?: ([a-z][a-z-]*))?/g)].map(
+    (m) => [m[1]!, m[2]] as const,
+  );
   assert.ok(pairs.length > 5);
   for (const [command, sub] of pairs) {
     const line = help.split('\n').find((l) => new RegExp(`^  ${command}\\b`).test(l));

@@ -31,7 +31,10 @@ test('help, unknown subcommand and unknown flags', async () => {
 });
 
 test('keygen prints the DID and writes the key 0600; never overwrites without --force', async () => {
-  for (const [alg, prefix] of [['EdDSA', 'did:key:z6Mk'], ['ES256', 'did:key:zDn']] as const) {
+  for (const [alg, prefix] of [
+    ['EdDSA', 'did:key:z6Mk'],
+    ['ES256', 'did:key:zDn'],
+  ] as const) {
     const file = f(`${alg}.key.pem`);
     const r = await ctl('keygen', '--out', file, '--alg', alg);
     assert.is(r.code, 0, r.err);
@@ -52,21 +55,71 @@ test('grant signed alone (--revocation-base) verifies for a merchant trusting th
   const did = (await ctl('keygen', '--out', f('p.key.pem'))).out.trim();
   const agent = await CTL.generateKeyPair();
   writeFileSync(f('agent.json'), JSON.stringify({ publicJwk: agent.publicJwk }));
-  const r = await ctl('grant', '--key', f('p.key.pem'), '--agent', f('agent.json'), '--amount', '2000', '--currency', 'EUR',
-    '--purpose', 'travel:booking', '--merchant', 'hotel.example', '--expires', '2h', '--revocation-base', 'https://people.example', '--out', f('grant.json'));
+  const r = await ctl(
+    'grant',
+    '--key',
+    f('p.key.pem'),
+    '--agent',
+    f('agent.json'),
+    '--amount',
+    '2000',
+    '--currency',
+    'EUR',
+    '--purpose',
+    'travel:booking',
+    '--merchant',
+    'hotel.example',
+    '--expires',
+    '2h',
+    '--revocation-base',
+    'https://people.example',
+    '--out',
+    f('grant.json'),
+  );
   assert.is(r.code, 0, r.err);
   assert.match(r.err, /grant grant_\S+: 20.00 EUR for travel:booking/);
   const grant = CTL.parseGrant(readFileSync(f('grant.json'), 'utf8'));
   assert.is(grant.issuer, did);
   assert.equal(grant.destinationAllowlist, ['hotel.example']);
   assert.match(grant.revocationUrl, /^https:\/\/people\.example\/revoke\?grantId=grant_/);
-  const sba = await CTL.createSignedSessionBudgetAuthorization({ grant, sessionId: 's', actorId: 'a', maxAmountMinor: '900', merchantId: 'hotel.example', rail: 'x402', purpose: 'travel:booking' }, { signingKey: agent.privateKeyPem });
-  const v = await CTL.verifyCtl(sba, { amount: '900', currency: 'EUR', merchantId: 'hotel.example', rail: 'x402', purpose: 'travel:booking', trustedHumans: [did], offline: true });
+  const sba = await CTL.createSignedSessionBudgetAuthorization(
+    {
+      grant,
+      sessionId: 's',
+      actorId: 'a',
+      maxAmountMinor: '900',
+      merchantId: 'hotel.example',
+      rail: 'x402',
+      purpose: 'travel:booking',
+    },
+    { signingKey: agent.privateKeyPem },
+  );
+  const v = await CTL.verifyCtl(sba, {
+    amount: '900',
+    currency: 'EUR',
+    merchantId: 'hotel.example',
+    rail: 'x402',
+    purpose: 'travel:booking',
+    trustedHumans: [did],
+    offline: true,
+  });
   assert.ok(v.valid, JSON.stringify(v));
   // The merchant's command line: ctl verify --trusted-human, the intent recomputed from the payment.
   writeFileSync(f('sba.json'), JSON.stringify(sba));
   const verify = (...extra: string[]) =>
-    runCtl({ cwd: dir }, 'verify', f('sba.json'), '--merchant', 'hotel.example', '--rail', 'x402', '--purpose', 'travel:booking', '--explain', ...extra);
+    runCtl(
+      { cwd: dir },
+      'verify',
+      f('sba.json'),
+      '--merchant',
+      'hotel.example',
+      '--rail',
+      'x402',
+      '--purpose',
+      'travel:booking',
+      '--explain',
+      ...extra,
+    );
   const ok = await verify('--trusted-human', did);
   assert.is(ok.code, 0, ok.out);
   assert.match(ok.out, /a person trusted by --trusted-human/);
@@ -77,14 +130,47 @@ test('grant signed alone (--revocation-base) verifies for a merchant trusting th
   assert.is(wrongIntent.code, 1);
   assert.match(wrongIntent.out, /REFUSED: amount_exceeds_authorization/);
   // The agent given as its did:key works too.
-  const byDid = await ctl('grant', '--key', f('p.key.pem'), '--agent', CTL.didKeyFromJwk(agent.publicJwk), '--amount', '1', '--currency', 'EUR',
-    '--purpose', 'travel:booking', '--expires', '2026-12-31T00:00:00Z', '--revocation-base', 'https://people.example');
+  const byDid = await ctl(
+    'grant',
+    '--key',
+    f('p.key.pem'),
+    '--agent',
+    CTL.didKeyFromJwk(agent.publicJwk),
+    '--amount',
+    '1',
+    '--currency',
+    'EUR',
+    '--purpose',
+    'travel:booking',
+    '--expires',
+    '2026-12-31T00:00:00Z',
+    '--revocation-base',
+    'https://people.example',
+  );
   assert.is(byDid.code, 0, byDid.err);
   assert.equal(JSON.parse(byDid.out).actorKey, agent.publicJwk);
   for (const bad of [
-    ['--agent', f('missing.pem')], ['--expires', 'tomorrow'], ['--purpose', 'travel:booking', '--authority', 'http://127.0.0.1:9'],
+    ['--agent', f('missing.pem')],
+    ['--expires', 'tomorrow'],
+    ['--purpose', 'travel:booking', '--authority', 'http://127.0.0.1:9'],
   ]) {
-    const args = ['grant', '--key', f('p.key.pem'), '--agent', f('agent.json'), '--amount', '1', '--currency', 'EUR', '--purpose', 'travel:booking', '--expires', '1h', '--revocation-base', 'https://p.example'];
+    const args = [
+      'grant',
+      '--key',
+      f('p.key.pem'),
+      '--agent',
+      f('agent.json'),
+      '--amount',
+      '1',
+      '--currency',
+      'EUR',
+      '--purpose',
+      'travel:booking',
+      '--expires',
+      '1h',
+      '--revocation-base',
+      'https://p.example',
+    ];
     for (let i = 0; i < bad.length; i += 2) {
       const at = args.indexOf(bad[i]!);
       if (at >= 0 && bad[i] !== '--purpose') args[at + 1] = bad[i + 1]!;
@@ -93,7 +179,23 @@ test('grant signed alone (--revocation-base) verifies for a merchant trusting th
     const res = await ctl(...args);
     assert.is(res.code, 2, `${bad.join(' ')}: ${res.err}`);
   }
-  const badAmount = await ctl('grant', '--key', f('p.key.pem'), '--agent', f('agent.json'), '--amount', '20.00', '--currency', 'EUR', '--purpose', 'travel:booking', '--expires', '1h', '--revocation-base', 'https://p.example');
+  const badAmount = await ctl(
+    'grant',
+    '--key',
+    f('p.key.pem'),
+    '--agent',
+    f('agent.json'),
+    '--amount',
+    '20.00',
+    '--currency',
+    'EUR',
+    '--purpose',
+    'travel:booking',
+    '--expires',
+    '1h',
+    '--revocation-base',
+    'https://p.example',
+  );
   assert.is(badAmount.code, 1);
   assert.match(badAmount.err, /maxAmountMinor/);
 });
@@ -105,7 +207,15 @@ test('revoke --print signs a fresh ctl-revocation/1; revoke against an unreachab
   const rev = JSON.parse(r.out);
   const v = await CTL.verifySignedRevocation(rev);
   assert.ok(v.valid, JSON.stringify(v));
-  const down = await ctl('revoke', '--key', f('r.key.pem'), '--grant-id', 'grant_x', '--authority', 'http://127.0.0.1:9');
+  const down = await ctl(
+    'revoke',
+    '--key',
+    f('r.key.pem'),
+    '--grant-id',
+    'grant_x',
+    '--authority',
+    'http://127.0.0.1:9',
+  );
   assert.is(down.code, 1);
   assert.match(down.err, /^ctl human revoke: POST http:\/\/127\.0\.0\.1:9\/revoke: /);
   assert.is(down.err.trim().split('\n').length, 1);

@@ -14,15 +14,30 @@ test('LICENSE is the full Apache License 2.0, as package.json says', () => {
   assert.ok(existsSync(join(root, 'LICENSE')), 'LICENSE exists');
   const text = readFileSync(join(root, 'LICENSE'), 'utf8');
   assert.match(text, /Apache License\s+Version 2\.0, January 2004/);
-  const sections = ['Definitions', 'Grant of Copyright License', 'Grant of Patent License', 'Redistribution', 'Submission of Contributions',
-    'Trademarks', 'Disclaimer of Warranty', 'Limitation of Liability', 'Accepting Warranty or Additional Liability'];
-  sections.forEach((title, i) => assert.match(text, new RegExp(`\\n\\s*${i + 1}\\. ${title}\\.`), `section ${i + 1}. ${title}`));
+  const sections = [
+    'Definitions',
+    'Grant of Copyright License',
+    'Grant of Patent License',
+    'Redistribution',
+    'Submission of Contributions',
+    'Trademarks',
+    'Disclaimer of Warranty',
+    'Limitation of Liability',
+    'Accepting Warranty or Additional Liability',
+  ];
+  sections.forEach((title, i) =>
+    assert.match(text, new RegExp(`\\n\\s*${i + 1}\\. ${title}\\.`), `section ${i + 1}. ${title}`),
+  );
   assert.match(text, /END OF TERMS AND CONDITIONS/);
   assert.ok(text.length > 10_000, 'the full text, not a pointer to it');
 });
 
 test('npm pack ships LICENSE', () => {
-  const r = spawnSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: root, encoding: 'utf8', timeout: 60_000 });
+  const r = spawnSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], {
+    cwd: root,
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
   assert.is(r.status, 0, r.stderr);
   const files = (JSON.parse(r.stdout) as { files: { path: string }[] }[])[0]!.files.map((f) => f.path);
   assert.ok(files.includes('LICENSE'), files.filter((f) => !f.startsWith('build/')).join(', '));

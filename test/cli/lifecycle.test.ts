@@ -24,7 +24,9 @@ console.error('ready');
 
 function run(signals: { signal: NodeJS.Signals; afterMs: number }[]) {
   return new Promise<{ code: number | null; err: string }>((resolve) => {
-    const child = spawn(process.execPath, ['--input-type=module', '-e', SERVICE], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(process.execPath, ['--input-type=module', '-e', SERVICE], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     let err = '';
     child.stderr.on('data', (d) => {
       err += d;
@@ -44,7 +46,10 @@ test('SIGTERM: the stop runs to its end, exit 0', async () => {
 });
 
 test('SIGINT then SIGINT while stopping: the stop still runs to its end, exit 0', async () => {
-  const r = await run([{ signal: 'SIGINT', afterMs: 0 }, { signal: 'SIGINT', afterMs: 100 }]);
+  const r = await run([
+    { signal: 'SIGINT', afterMs: 0 },
+    { signal: 'SIGINT', afterMs: 100 },
+  ]);
   assert.is(r.code, 0, r.err);
   assert.match(r.err, /stop finished/);
 });

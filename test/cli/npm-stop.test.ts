@@ -42,7 +42,14 @@ function listeningUrls(child: ChildProcess, count: number, log: { text: string }
 
 /** A POST whose body is sent in two halves: the second only when `finish()` is called. */
 function slowPost(url: string, key: string, body: string) {
-  const req = request(url, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } });
+  const req = request(url, {
+    method: 'POST',
+    headers: {
+      authorization: `Bearer ${key}`,
+      'content-type': 'application/json',
+      'content-length': Buffer.byteLength(body),
+    },
+  });
   const half = Math.floor(body.length / 2);
   const answer = new Promise<{ status: number; body: string }>((resolve, reject) => {
     req.on('response', (res) => {
@@ -69,28 +76,47 @@ interface Case {
   inflight: { path: string; key: string; body: string; ok: (status: number) => boolean };
 }
 
-const authorityWrite = { path: '/admin/keys', key: ADMIN, body: JSON.stringify({ scopes: ['grants:write'], label: 'in flight at SIGTERM' }), ok: (s: number) => s === 201 };
+const authorityWrite = {
+  path: '/admin/keys',
+  key: ADMIN,
+  body: JSON.stringify({ scopes: ['grants:write'], label: 'in flight at SIGTERM' }),
+  ok: (s: number) => s === 201,
+};
 const cases: Case[] = [
   {
-    script: 'start', args: ['--data', '<dir>'], urls: 2,
+    script: 'start',
+    args: ['--data', '<dir>'],
+    urls: 2,
     env: () => ({ AUTHORITY_PORT: '0', PORT: '0', CTL_ADMIN_API_KEY: ADMIN }),
     inflight: authorityWrite,
   },
   {
-    script: 'start', signal: 'ctrl-c', args: ['--data', '<dir>'], urls: 2,
+    script: 'start',
+    signal: 'ctrl-c',
+    args: ['--data', '<dir>'],
+    urls: 2,
     env: () => ({ AUTHORITY_PORT: '0', PORT: '0', CTL_ADMIN_API_KEY: ADMIN }),
     inflight: authorityWrite,
   },
   {
-    script: 'authority', args: [], urls: 1,
+    script: 'authority',
+    args: [],
+    urls: 1,
     env: (dir) => ({ PORT: '0', DATABASE_URL: `sqlite:${join(dir, 'authority.db')}`, CTL_ADMIN_API_KEY: ADMIN }),
     inflight: authorityWrite,
   },
   {
-    script: 'gateway', args: [], urls: 1,
+    script: 'gateway',
+    args: [],
+    urls: 1,
     env: (dir) => ({ PORT: '0', DATABASE_URL: `sqlite:${join(dir, 'gateway.db')}`, CTL_GATEWAY_ADMIN_KEY: ADMIN }),
     // Any complete answer proves the request was served, not cut.
-    inflight: { path: '/admin/owners', key: ADMIN, body: JSON.stringify({ label: 'in flight at SIGTERM' }), ok: (s) => s > 0 && s < 500 },
+    inflight: {
+      path: '/admin/owners',
+      key: ADMIN,
+      body: JSON.stringify({ label: 'in flight at SIGTERM' }),
+      ok: (s) => s > 0 && s < 500,
+    },
   },
 ];
 
@@ -100,9 +126,16 @@ for (const c of cases) {
     const dir = mkdtempSync(join(tmpdir(), `ctl-stop-${c.script}-`));
     const args = c.args.map((a) => (a === '<dir>' ? dir : a));
     const env: Record<string, string | undefined> = { ...process.env, LOG_LEVEL: 'info', ...c.env(dir) };
-    const npm = spawn('npm', ['run', '--silent', c.script, ...(args.length ? ['--', ...args] : [])], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    const npm = spawn('npm', ['run', '--silent', c.script, ...(args.length ? ['--', ...args] : [])], {
+      cwd: root,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
     const log = { text: '' };
-    const exited = new Promise<{ code: number | null; signal: string | null }>((r) => npm.once('exit', (code, signal) => r({ code, signal })));
+    const exited = new Promise<{ code: number | null; signal: string | null }>((r) =>
+      npm.once('exit', (code, signal) => r({ code, signal })),
+    );
     let tree: number[] = [];
     try {
       const urls = await listeningUrls(npm, c.urls, log);

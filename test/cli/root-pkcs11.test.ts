@@ -35,11 +35,19 @@ test('the root is made in the token, the public half exported, and bundles the a
   assert.match(r.out, /never leaves it/);
   const pem = readFileSync(join(out, 'root.pub.pem'), 'utf8');
 
-  const t = await startTestAuthority({ env: { CTL_TRUST_BUNDLE_ROOT_KEY_PKCS11_URI: uri('root-2026'), CTL_PKCS11_MODULE: SOFTHSM_MODULE } });
+  const t = await startTestAuthority({
+    env: { CTL_TRUST_BUNDLE_ROOT_KEY_PKCS11_URI: uri('root-2026'), CTL_PKCS11_MODULE: SOFTHSM_MODULE },
+  });
   try {
-    const b = await t.call('POST', '/trust-bundles', { scope: {}, expiresAt: new Date(Date.now() + 86_400_000).toISOString() });
+    const b = await t.call('POST', '/trust-bundles', {
+      scope: {},
+      expiresAt: new Date(Date.now() + 86_400_000).toISOString(),
+    });
     assert.is(b.status, 201);
-    assert.ok((await verifyTrustBundle(b.body, pem)).valid, 'signed in the token, verified against the provisioned PEM');
+    assert.ok(
+      (await verifyTrustBundle(b.body, pem)).valid,
+      'signed in the token, verified against the provisioned PEM',
+    );
   } finally {
     await t.close();
   }
@@ -54,7 +62,11 @@ test('without --out the public PEM goes to stdout; a label already in the token 
   assert.match(again.err, /already holds a key labelled 'line-7'/);
   assert.not.ok(existsSync(join(hsm.dir, 'x', 'root.json')));
   const out = join(hsm.dir, 'with-pin');
-  assert.is((await ctl('root', 'init', '--pkcs11', `pkcs11:token=factory;object=line-8?pin-value=${hsm.pin}`, '--out', out)).code, 0);
+  assert.is(
+    (await ctl('root', 'init', '--pkcs11', `pkcs11:token=factory;object=line-8?pin-value=${hsm.pin}`, '--out', out))
+      .code,
+    0,
+  );
   assert.not.match(readFileSync(join(out, 'root.json'), 'utf8'), /pin-value/);
 });
 

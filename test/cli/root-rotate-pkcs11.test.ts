@@ -50,8 +50,24 @@ test.after(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const rotate1to2 = (pin: string[]) => ctl('root', 'rotate', '--chain', f('chain.json'), '--from', f('v1'), ...pin,
-  '--to', f('v2a'), '--to-pkcs11', noPin('root-2b'), '--threshold', '2', '--bundle-key-pkcs11', noPin('bundle-2'));
+const rotate1to2 = (pin: string[]) =>
+  ctl(
+    'root',
+    'rotate',
+    '--chain',
+    f('chain.json'),
+    '--from',
+    f('v1'),
+    ...pin,
+    '--to',
+    f('v2a'),
+    '--to-pkcs11',
+    noPin('root-2b'),
+    '--threshold',
+    '2',
+    '--bundle-key-pkcs11',
+    noPin('bundle-2'),
+  );
 
 test('no PIN, or a wrong one: exit 1 naming the key, nothing written', async () => {
   const none = await rotate1to2([]);
@@ -74,7 +90,10 @@ test('1 → 2: the version-1 root signs inside the token; the chain verifies fro
   if (!v.valid) return;
   assert.is(v.rootVersion, 2);
   assert.is(v.threshold, 2);
-  assert.equal(v.bundleKeys.map((k) => k.kid), [await jwkThumbprint(bundleJwk)]);
+  assert.equal(
+    v.bundleKeys.map((k) => k.kid),
+    [await jwkThumbprint(bundleJwk)],
+  );
   const v1Kid = JSON.parse(readFileSync(f('v1/root.json'), 'utf8')).kid;
   const signedBy = chain.statements[0].signatures.map((s: { keyId: string }) => s.keyId);
   assert.ok(signedBy.includes(v1Kid), 'signed by the root in the token');
@@ -87,8 +106,18 @@ test('2 → 3: short of the version-2 threshold without the token key; --from-pk
   assert.is(short.code, 1, short.out + short.err);
   assert.match(short.err, /root_rotation_invalid/);
   assert.is(chainText(), before, 'nothing appended');
-  const r = await ctl('root', 'rotate', '--chain', f('chain.json'), '--from', f('v2a'), '--from-pkcs11', `${noPin('root-2b')}?pin-source=${pinFile}`,
-    '--to', f('v3'));
+  const r = await ctl(
+    'root',
+    'rotate',
+    '--chain',
+    f('chain.json'),
+    '--from',
+    f('v2a'),
+    '--from-pkcs11',
+    `${noPin('root-2b')}?pin-source=${pinFile}`,
+    '--to',
+    f('v3'),
+  );
   assert.is(r.code, 0, r.out + r.err);
   const chain = JSON.parse(chainText()!);
   const v = await verifyRootChain(readFileSync(f('v1/root.pub.pem'), 'utf8'), chain.statements);
@@ -98,11 +127,21 @@ test('2 → 3: short of the version-2 threshold without the token key; --from-pk
 test('--help names the token forms; an unknown flag or a bad URI exits 2', async () => {
   const help = await ctl('root', 'rotate', '--help');
   assert.is(help.code, 0);
-  for (const flag of ['--from-pkcs11', '--to-pkcs11', '--bundle-key-pkcs11', '--pin-source', '--module']) assert.ok(help.out.includes(flag), flag);
+  for (const flag of ['--from-pkcs11', '--to-pkcs11', '--bundle-key-pkcs11', '--pin-source', '--module'])
+    assert.ok(help.out.includes(flag), flag);
   const unknown = await ctl('root', 'rotate', '--chain', f('x.json'), '--from-pkcs', noPin('root-1'), '--to', f('v3'));
   assert.is(unknown.code, 2);
   assert.match(unknown.err, /unknown option --from-pkcs\b/);
-  const bad = await ctl('root', 'rotate', '--chain', f('x.json'), '--from-pkcs11', 'pkcs11:token=fleet;bogus=1', '--to', f('v3'));
+  const bad = await ctl(
+    'root',
+    'rotate',
+    '--chain',
+    f('x.json'),
+    '--from-pkcs11',
+    'pkcs11:token=fleet;bogus=1',
+    '--to',
+    f('v3'),
+  );
   assert.is(bad.code, 2);
   assert.match(bad.err, /--from-pkcs11: pkcs11 URI: unknown attribute 'bogus'/);
 });

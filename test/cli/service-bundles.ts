@@ -8,7 +8,11 @@ import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { root } from '../../firmware-bridge/node/device-script.js';
 
-const BUNDLES: Record<string, string> = { authority: 'authority/dist/ctl-authority.mjs', gateway: 'gateway/dist/ctl-gateway.mjs', mcp: 'mcp/dist/ctl-mcp.mjs' };
+const BUNDLES: Record<string, string> = {
+  authority: 'authority/dist/ctl-authority.mjs',
+  gateway: 'gateway/dist/ctl-gateway.mjs',
+  mcp: 'mcp/dist/ctl-mcp.mjs',
+};
 const SOURCES = ['src', 'service-kit', 'authority', 'gateway', 'mcp', 'cli'];
 
 function newest(dir: string): number {
@@ -26,8 +30,13 @@ function newest(dir: string): number {
 /** Rebuilds the named services' bundles that are missing or older than the sources; throws when the build fails. */
 export function freshServiceBundles(services: string[]): void {
   const sources = Math.max(...SOURCES.map((d) => newest(join(root, d))));
-  const stale = services.filter((s) => !existsSync(join(root, BUNDLES[s]!)) || statSync(join(root, BUNDLES[s]!)).mtimeMs < sources);
+  const stale = services.filter(
+    (s) => !existsSync(join(root, BUNDLES[s]!)) || statSync(join(root, BUNDLES[s]!)).mtimeMs < sources,
+  );
   if (!stale.length) return;
-  const r = spawnSync(process.execPath, [join(root, 'scripts', 'bundle-packages.mjs'), ...stale], { cwd: root, encoding: 'utf8' });
+  const r = spawnSync(process.execPath, [join(root, 'scripts', 'bundle-packages.mjs'), ...stale], {
+    cwd: root,
+    encoding: 'utf8',
+  });
   if (r.status !== 0) throw new Error(`bundle-packages ${stale.join(' ')}: ${r.stderr}`);
 }

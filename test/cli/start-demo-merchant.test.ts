@@ -15,13 +15,16 @@ import { root } from '../../firmware-bridge/node/device-script.js';
 async function npmStart(args: string[], env: Record<string, string> = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'ctl-start-demo-'));
   const child = spawn('npm', ['start', '--silent', '--', '--data', dir, ...args], {
-    cwd: root, env: { ...process.env, PORT: '0', AUTHORITY_PORT: '0', LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'pipe'],
+    cwd: root,
+    env: { ...process.env, PORT: '0', AUTHORITY_PORT: '0', LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
   let err = '';
   child.stdout.on('data', (d) => (out += d));
   child.stderr.on('data', (d) => (err += d));
-  for (let i = 0; i < 600 && !/stops (both|all three)\./.test(err) && child.exitCode === null; i++) await new Promise((r) => setTimeout(r, 100));
+  for (let i = 0; i < 600 && !/stops (both|all three)\./.test(err) && child.exitCode === null; i++)
+    await new Promise((r) => setTimeout(r, 100));
   const stop = async () => {
     if (child.exitCode === null) {
       child.kill('SIGTERM');
@@ -41,14 +44,19 @@ test('npm start: the printed example pays the demo merchant and shows the receip
     const from = lines.findIndex((l) => l.startsWith('Pay the demo merchant'));
     assert.ok(from >= 0, start.howTo);
     const to = lines.findIndex((l, i) => i > from && l.trim() === '');
-    const snippet = lines.slice(from + 1, to).map((l) => l.replace(/^ {2}/, '')).join('\n');
+    const snippet = lines
+      .slice(from + 1, to)
+      .map((l) => l.replace(/^ {2}/, ''))
+      .join('\n');
     const r = spawnSync('sh', ['-c', snippet], { encoding: 'utf8', timeout: 30_000 });
     assert.is(r.status, 0, `${snippet}\n${r.stdout}${r.stderr}`);
     assert.match(r.stdout, /^HTTP\/1\.1 200 /m, r.stdout);
     const receiptId = /^X-Ctl-Receipt-Id: (\S+)/im.exec(r.stdout)?.[1];
     assert.ok(receiptId, `a paid answer carries its receipt id:\n${r.stdout}`);
     assert.match(r.stdout, /"demo":true/);
-    const receipts = JSON.parse(r.stdout.trim().split('\n').at(-1)!) as { receipts: { receiptId: string; amount: { amountMinor: string; currency: string } }[] };
+    const receipts = JSON.parse(r.stdout.trim().split('\n').at(-1)!) as {
+      receipts: { receiptId: string; amount: { amountMinor: string; currency: string } }[];
+    };
     assert.is(receipts.receipts.length, 1);
     assert.is(receipts.receipts[0]!.receiptId, receiptId);
     assert.equal(receipts.receipts[0]!.amount, { amountMinor: '100', currency: 'USD' });
@@ -57,7 +65,10 @@ test('npm start: the printed example pays the demo merchant and shows the receip
   }
 });
 
-for (const [what, args, env] of [['--no-demo-merchant', ['--no-demo-merchant'], {}], ['NODE_ENV=production', [], { NODE_ENV: 'production' }]] as const) {
+for (const [what, args, env] of [
+  ['--no-demo-merchant', ['--no-demo-merchant'], {}],
+  ['NODE_ENV=production', [], { NODE_ENV: 'production' }],
+] as const) {
   test(`npm start with ${what}: no demo merchant`, async () => {
     const start = await npmStart([...args], env);
     try {

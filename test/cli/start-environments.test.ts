@@ -11,7 +11,11 @@ test('the gateway trusts the authority started beside it, without opening it to 
   const { gateway } = startEnvironments({}, './data', keys);
   assert.is(gateway['CTL_GATEWAY_HUMAN_AUTHORITIES'], 'http://127.0.0.1:8700');
   assert.is(gateway['CTL_GATEWAY_ALLOW_TARGETS'], undefined);
-  const moved = startEnvironments({ AUTHORITY_PORT: '9700', CTL_GATEWAY_ALLOW_TARGETS: '127.0.0.1:3000' }, './data', keys).gateway;
+  const moved = startEnvironments(
+    { AUTHORITY_PORT: '9700', CTL_GATEWAY_ALLOW_TARGETS: '127.0.0.1:3000' },
+    './data',
+    keys,
+  ).gateway;
   assert.is(moved['CTL_GATEWAY_HUMAN_AUTHORITIES'], 'http://127.0.0.1:9700');
   assert.is(moved['CTL_GATEWAY_ALLOW_TARGETS'], '127.0.0.1:3000');
   // What the operator set wins.

@@ -7,7 +7,15 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createGatewayClient, GatewayError } from '../../src/client/index.js';
 import { CtlError } from '../../src/index.js';
-import { sqliteDb, startTestGateway, startMerchant, inOneHour, type TestGateway, type Merchant, type TestDb } from '../gateway/helpers.js';
+import {
+  sqliteDb,
+  startTestGateway,
+  startMerchant,
+  inOneHour,
+  type TestGateway,
+  type Merchant,
+  type TestDb,
+} from '../gateway/helpers.js';
 import { slowRail, books } from '../gateway/idempotency-cases.js';
 
 let db: TestDb;
@@ -37,7 +45,12 @@ function recording(inner: typeof fetch = fetch) {
 
 const owner = () => createGatewayClient({ baseUrl: gw.url, ownerKey: gw.ownerKey });
 const newSession = (extra: Record<string, unknown> = {}) =>
-  owner().createSession({ budget: { amount: '1000', currency: 'USD' }, purposes: ['api:search'], expiresAt: inOneHour(), ...extra });
+  owner().createSession({
+    budget: { amount: '1000', currency: 'USD' },
+    purposes: ['api:search'],
+    expiresAt: inOneHour(),
+    ...extra,
+  });
 
 test('each call sends a fresh random 128-bit key', async () => {
   const s = await newSession();
@@ -63,23 +76,36 @@ test('the soft-limit continuation retry reuses the key, and runs (the pause move
   assert.is(second.status, 200);
   assert.is(second.headers.get('idempotent-replayed'), null);
   assert.is(r.keys.length, 3);
-  assert.is(r.keys[1], r.keys[2], 'the continuation retry carries the paused call\'s key');
+  assert.is(r.keys[1], r.keys[2], "the continuation retry carries the paused call's key");
   assert.is.not(r.keys[0], r.keys[1]);
   assert.is((await books(gw, s.sessionId)).spent, '200');
 });
 
-test('a caller\'s own key: the second call with it is the replay, paid once', async () => {
+test("a caller's own key: the second call with it is the replay, paid once", async () => {
   const s = await newSession();
   const r = recording();
   const agent = createGatewayClient({ baseUrl: gw.url, fetch: r.fetch }).session(s.sessionToken);
   const paidBefore = merchant.paid.length;
-  const a = await agent.fetch(`${merchant.url}/order`, { purpose: 'api:search', method: 'POST', body: 'id=7', idempotencyKey: 'order-7' });
-  const b = await agent.fetch(`${merchant.url}/order`, { purpose: 'api:search', method: 'POST', body: 'id=7', headers: { 'Idempotency-Key': 'order-7' } });
+  const a = await agent.fetch(`${merchant.url}/order`, {
+    purpose: 'api:search',
+    method: 'POST',
+    body: 'id=7',
+    idempotencyKey: 'order-7',
+  });
+  const b = await agent.fetch(`${merchant.url}/order`, {
+    purpose: 'api:search',
+    method: 'POST',
+    body: 'id=7',
+    headers: { 'Idempotency-Key': 'order-7' },
+  });
   assert.equal(r.keys, ['order-7', 'order-7']);
   assert.is(await b.text(), await a.text());
   assert.is(b.headers.get('idempotent-replayed'), 'true');
   assert.is(merchant.paid.length - paidBefore, 1);
-  await agent.fetch(`${merchant.url}/x`, { idempotencyKey: 'caf\u00e9' }).then(() => assert.unreachable(), (e) => assert.instance(e, RangeError));
+  await agent.fetch(`${merchant.url}/x`, { idempotencyKey: 'caf\u00e9' }).then(
+    () => assert.unreachable(),
+    (e) => assert.instance(e, RangeError),
+  );
 });
 
 test('a network error after the gateway ran the call: the retry with the same key gets the answer, not a second payment', async () => {
@@ -105,11 +131,16 @@ test('a network error after the gateway ran the call: the retry with the same ke
 test('409 while the first attempt is in flight: the client waits Retry-After and gets the answer', async () => {
   const s = await newSession();
   const waits: number[] = [];
-  const agent = createGatewayClient({ baseUrl: gw.url, sleep: (ms) => (waits.push(ms), new Promise((r) => setTimeout(r, 150))) }).session(s.sessionToken);
+  const agent = createGatewayClient({
+    baseUrl: gw.url,
+    sleep: (ms) => (waits.push(ms), new Promise((r) => setTimeout(r, 150))),
+  }).session(s.sessionToken);
   const paidBefore = merchant.paid.length;
   const [a, b] = await Promise.all([
     agent.fetch(`${merchant.url}/twice`, { purpose: 'api:search', idempotencyKey: 'same-call' }),
-    new Promise((r) => setTimeout(r, 20)).then(() => agent.fetch(`${merchant.url}/twice`, { purpose: 'api:search', idempotencyKey: 'same-call' })),
+    new Promise((r) => setTimeout(r, 20)).then(() =>
+      agent.fetch(`${merchant.url}/twice`, { purpose: 'api:search', idempotencyKey: 'same-call' }),
+    ),
   ]);
   assert.is(a.status, 200);
   assert.is(b.status, 200);
@@ -126,11 +157,14 @@ test('retries are bounded and can be turned off; an abort is not retried', async
     throw new TypeError('fetch failed');
   }) as typeof fetch;
   const agent = createGatewayClient({ baseUrl: gw.url, fetch: down, sleep: async () => {} }).session(s.sessionToken);
-  await agent.fetch(`${merchant.url}/x`).then(() => assert.unreachable(), (e) => {
-    assert.instance(e, CtlError);
-    assert.is(e.code, 'upstream_error');
-    assert.instance(e.cause, TypeError);
-  });
+  await agent.fetch(`${merchant.url}/x`).then(
+    () => assert.unreachable(),
+    (e) => {
+      assert.instance(e, CtlError);
+      assert.is(e.code, 'upstream_error');
+      assert.instance(e.cause, TypeError);
+    },
+  );
   assert.is(calls, 3, 'one call and two retries');
   calls = 0;
   await agent.fetch(`${merchant.url}/x`, { retries: 0 }).catch(() => {});

@@ -17,10 +17,22 @@ test('an unreachable gateway: CtlError upstream_error naming the URL, on the own
   const owner = createGatewayClient({ baseUrl: base, ownerKey: 'k'.repeat(32), sleep: async () => {} });
   const agent = owner.session('gw_sess_x');
   const failures = await Promise.all([
-    owner.getSession('s_1').then(() => undefined, (e) => e),
-    owner.listSessions().then(() => undefined, (e) => e),
-    agent.status().then(() => undefined, (e) => e),
-    agent.fetch('https://merchant.example/x', { retries: 1 }).then(() => undefined, (e) => e),
+    owner.getSession('s_1').then(
+      () => undefined,
+      (e) => e,
+    ),
+    owner.listSessions().then(
+      () => undefined,
+      (e) => e,
+    ),
+    agent.status().then(
+      () => undefined,
+      (e) => e,
+    ),
+    agent.fetch('https://merchant.example/x', { retries: 1 }).then(
+      () => undefined,
+      (e) => e,
+    ),
   ]);
   for (const e of failures) {
     assert.instance(e, CtlError, String(e));
@@ -32,11 +44,17 @@ test('an unreachable gateway: CtlError upstream_error naming the URL, on the own
   assert.ok(failures[3].message.includes(`${base}/proxy`));
 });
 
-test('an abort is still the caller\'s own error, not upstream_error', async () => {
+test("an abort is still the caller's own error, not upstream_error", async () => {
   const base = `http://127.0.0.1:${await freePort()}`;
   const ac = new AbortController();
   ac.abort();
-  const e = await createGatewayClient({ baseUrl: base }).session('gw_sess_x').fetch('https://m.example/', { signal: ac.signal }).then(() => undefined, (x) => x);
+  const e = await createGatewayClient({ baseUrl: base })
+    .session('gw_sess_x')
+    .fetch('https://m.example/', { signal: ac.signal })
+    .then(
+      () => undefined,
+      (x) => x,
+    );
   assert.is.not(e?.code, 'upstream_error');
   assert.is(e?.name, 'AbortError');
 });
@@ -46,11 +64,18 @@ test('docs/sdk-api.md: every client and session method it names exists', () => {
   const start = doc.indexOf('// agent-side gateway client (src/client)');
   assert.ok(start >= 0, 'the client section is there');
   const section = doc.slice(start, doc.indexOf('```', start));
-  const client = createGatewayClient({ baseUrl: 'http://gateway.invalid', fetch: (async () => new Response()) as typeof fetch });
+  const client = createGatewayClient({
+    baseUrl: 'http://gateway.invalid',
+    fetch: (async () => new Response()) as typeof fetch,
+  });
   const session = client.session('gw_sess_x');
   const named = { client: new Set<string>(), session: new Set<string>() };
-  for (const m of section.matchAll(/\b(client|session)\.([A-Za-z_]\w*)/g)) named[m[1] as 'client' | 'session'].add(m[2]!);
-  assert.ok(named.client.size >= 6 && named.session.size >= 5, `too few names read: ${[...named.client, ...named.session]}`);
+  for (const m of section.matchAll(/\b(client|session)\.([A-Za-z_]\w*)/g))
+    named[m[1] as 'client' | 'session'].add(m[2]!);
+  assert.ok(
+    named.client.size >= 6 && named.session.size >= 5,
+    `too few names read: ${[...named.client, ...named.session]}`,
+  );
   for (const n of named.client) assert.ok(n in client, `client.${n} is named in docs/sdk-api.md but does not exist`);
   for (const n of named.session) assert.ok(n in session, `session.${n} is named in docs/sdk-api.md but does not exist`);
   // And the other way: every method the client has is documented.

@@ -6,7 +6,15 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createGatewayClient, GatewayError } from '../../src/client/index.js';
 import { CtlBudgetExceededError, CtlError } from '../../src/errors.js';
-import { sqliteDb, startTestGateway, startMerchant, inOneHour, type TestGateway, type Merchant, type TestDb } from '../gateway/helpers.js';
+import {
+  sqliteDb,
+  startTestGateway,
+  startMerchant,
+  inOneHour,
+  type TestGateway,
+  type Merchant,
+  type TestDb,
+} from '../gateway/helpers.js';
 
 let db: TestDb;
 let gw: TestGateway;
@@ -25,7 +33,12 @@ test.after(async () => {
 
 test('owner API: create, get, list, receipts, revoke', async () => {
   const owner = createGatewayClient({ baseUrl: gw.url + '/', ownerKey: gw.ownerKey });
-  const s = await owner.createSession({ budget: { amount: '300', currency: 'USD' }, purposes: ['api:search'], expiresAt: inOneHour(), label: 'client' });
+  const s = await owner.createSession({
+    budget: { amount: '300', currency: 'USD' },
+    purposes: ['api:search'],
+    expiresAt: inOneHour(),
+    label: 'client',
+  });
   assert.match(s.sessionToken, /^gw_sess_/);
   const v = await owner.getSession(s.sessionId);
   assert.is(v.state, 'active');
@@ -34,7 +47,12 @@ test('owner API: create, get, list, receipts, revoke', async () => {
   assert.ok(list.sessions.some((x) => x.sessionId === s.sessionId));
 
   const agent = createGatewayClient({ baseUrl: gw.url }).session(s.sessionToken);
-  const res = await agent.fetch(`${merchant.url}/data`, { purpose: 'api:search', method: 'POST', body: 'q=1', headers: { 'content-type': 'text/plain' } });
+  const res = await agent.fetch(`${merchant.url}/data`, {
+    purpose: 'api:search',
+    method: 'POST',
+    body: 'q=1',
+    headers: { 'content-type': 'text/plain' },
+  });
   assert.is(res.status, 200);
   const body = (await res.json()) as { paid: boolean; body: string };
   assert.is(body.paid, true);
@@ -67,7 +85,11 @@ test('owner API: create, get, list, receipts, revoke', async () => {
 
 test('budget_exceeded throws CtlBudgetExceededError', async () => {
   const owner = createGatewayClient({ baseUrl: gw.url, ownerKey: gw.ownerKey });
-  const s = await owner.createSession({ budget: { amount: '150', currency: 'USD' }, purposes: ['api:search'], expiresAt: inOneHour() });
+  const s = await owner.createSession({
+    budget: { amount: '150', currency: 'USD' },
+    purposes: ['api:search'],
+    expiresAt: inOneHour(),
+  });
   const agent = owner.session(s.sessionToken, { sessionId: s.sessionId });
   assert.is((await agent.fetch(`${merchant.url}/a`, { purpose: 'api:search' })).status, 200);
   try {
@@ -81,7 +103,12 @@ test('budget_exceeded throws CtlBudgetExceededError', async () => {
 
 test('onSoftLimit gets the pause, returns a continuation token, and the call is retried once', async () => {
   const owner = createGatewayClient({ baseUrl: gw.url, ownerKey: gw.ownerKey });
-  const s = await owner.createSession({ budget: { amount: '100', currency: 'USD' }, purposes: ['api:search'], expiresAt: inOneHour(), softLimit: { amount: '200' } });
+  const s = await owner.createSession({
+    budget: { amount: '100', currency: 'USD' },
+    purposes: ['api:search'],
+    expiresAt: inOneHour(),
+    softLimit: { amount: '200' },
+  });
   const calls: unknown[] = [];
   const agent = createGatewayClient({ baseUrl: gw.url }).session(s.sessionToken, {
     sessionId: s.sessionId,
@@ -102,7 +129,12 @@ test('onSoftLimit gets the pause, returns a continuation token, and the call is 
   assert.is(v.spentMinor, '200');
 
   // Declining leaves the session paused and throws session_paused.
-  const s2 = await owner.createSession({ budget: { amount: '100', currency: 'USD' }, purposes: ['api:search'], expiresAt: inOneHour(), softLimit: { amount: '100' } });
+  const s2 = await owner.createSession({
+    budget: { amount: '100', currency: 'USD' },
+    purposes: ['api:search'],
+    expiresAt: inOneHour(),
+    softLimit: { amount: '100' },
+  });
   const agent2 = owner.session(s2.sessionToken, { onSoftLimit: () => undefined });
   await agent2.fetch(`${merchant.url}/1`, { purpose: 'api:search' });
   try {
@@ -134,7 +166,11 @@ test('portable: an injected fetch is used', async () => {
 
 test('the agent reads its own session with its token alone: status, receipts, one receipt', async () => {
   const owner = createGatewayClient({ baseUrl: gw.url, ownerKey: gw.ownerKey });
-  const s = await owner.createSession({ budget: { amount: '300', currency: 'USD' }, purposes: ['api:search'], expiresAt: inOneHour() });
+  const s = await owner.createSession({
+    budget: { amount: '300', currency: 'USD' },
+    purposes: ['api:search'],
+    expiresAt: inOneHour(),
+  });
   const agent = createGatewayClient({ baseUrl: gw.url }).session(s.sessionToken);
   assert.is(agent.sessionId, undefined);
   const before = await agent.status();
@@ -145,7 +181,10 @@ test('the agent reads its own session with its token alone: status, receipts, on
   const receiptId = res.headers.get('x-ctl-receipt-id')!;
   assert.is((await agent.status()).spentMinor, '100');
   const all = await agent.receipts();
-  assert.equal(all.receipts.map((r) => r.receiptId), [receiptId]);
+  assert.equal(
+    all.receipts.map((r) => r.receiptId),
+    [receiptId],
+  );
   assert.equal(await agent.receipt(receiptId), all.receipts[0]);
   try {
     await agent.receipt('rcpt_nope');

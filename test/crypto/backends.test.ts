@@ -59,7 +59,8 @@ test('cross-backend: what one signs, every other verifies; Ed25519 signatures ar
     for (const [signer, a] of facades) {
       const sig = await (await a.importSigningKey(kp.privateKeyPem)).sign(msg);
       sigs.push(toHex(sig));
-      for (const [verifier, b] of facades) assert.ok(await b.verifyWithJwk(kp.publicJwk, msg, sig), `${alg}: ${signer} → ${verifier}`);
+      for (const [verifier, b] of facades)
+        assert.ok(await b.verifyWithJwk(kp.publicJwk, msg, sig), `${alg}: ${signer} → ${verifier}`);
     }
     if (alg === 'EdDSA') assert.is(new Set(sigs).size, 1);
   }
@@ -75,7 +76,8 @@ test('ES256: every facade emits low-S, and every facade accepts the high-S twin 
       const sv = big(sig.subarray(32));
       assert.ok(sv <= N / 2n, `${name}: high S emitted`);
       const high = new Uint8Array([...sig.subarray(0, 32), ...be32(N - sv)]);
-      for (const [other, o] of facades) assert.ok(await o.verifyWithJwk(kp.publicJwk, m, high), `${other} refuses high S from ${name}`);
+      for (const [other, o] of facades)
+        assert.ok(await o.verifyWithJwk(kp.publicJwk, m, high), `${other} refuses high S from ${name}`);
     }
   }
   // node:crypto signs with random k, so about half of its raw signatures are high-S: lowS must fold them.
@@ -94,7 +96,11 @@ test('strictness is in each backend itself, not only in the facades', async () =
   for (const name of ['native', 'noble'] as const) {
     const b = cryptoBackend(name);
     // An order-8 point: node:crypto alone would import it.
-    const small = { kty: 'OKP' as const, crv: 'Ed25519' as const, x: Buffer.from('26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc05', 'hex').toString('base64url') };
+    const small = {
+      kty: 'OKP' as const,
+      crv: 'Ed25519' as const,
+      x: Buffer.from('26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc05', 'hex').toString('base64url'),
+    };
     try {
       await b.verifierFromJwk(small);
       assert.unreachable(`${name} imported a small-order key`);
@@ -128,7 +134,11 @@ test('cache: one import per key (JWK members or PEM text), bounded', async () =>
   const kp = await generateKeyPair({ alg: 'ES256' });
   const a = await c.importVerifyingKey(kp.publicJwk);
   assert.is(await c.importVerifyingKey({ ...kp.publicJwk }), a, 'same members, other object');
-  assert.is(await c.importVerifyingKey({ ...kp.publicJwk, kid: 'k', alg: 'ES256' } as never), a, 'extra members ignored');
+  assert.is(
+    await c.importVerifyingKey({ ...kp.publicJwk, kid: 'k', alg: 'ES256' } as never),
+    a,
+    'extra members ignored',
+  );
   assert.is(await c.importVerifyingKey(kp.publicKeyPem), a, 'PEM of the same key');
   assert.is(await c.importVerifyingKey(kp.publicKeyPem), a, 'PEM text hit');
   assert.ok(Object.isFrozen(a.publicJwk), 'a cached key cannot be changed by a caller');

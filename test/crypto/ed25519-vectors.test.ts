@@ -11,7 +11,9 @@ const ZIP = 'ed25519/zip215.json';
 const EDGE = 'ed25519/edge-cases.json';
 
 const rfc = readJson<{ priv: string; pub: string; msg: string; sig: string }[]>(RFC);
-const lines = readVector(SIGN).split('\n').filter((l) => l.length > 0);
+const lines = readVector(SIGN)
+  .split('\n')
+  .filter((l) => l.length > 0);
 const zip = readJson<{ vk_bytes: string; sig_bytes: string }[]>(ZIP);
 const edge = readJson<{ message: string; pub_key: string; signature: string }[]>(EDGE);
 
@@ -42,12 +44,14 @@ for (const [name, crypto] of facades) {
       assert.ok(await crypto.verifyWithJwk(key.publicJwk, hex(msg), sig));
     }
   });
-
 }
 
 // ctl/verify's own verify (no signing there): the same signatures accepted, published keys.
 test(`${RFC} and ${SIGN} on noble-verify (ctl/verify): every signature accepted, any flipped bit refused`, async () => {
-  const cases = [...rfc.map((v: any) => [v.pub, v.msg, v.sig]), ...lines.map((l) => l.split(':')).map(([, pk, msg, sigmsg]) => [pk, msg, sigmsg!.slice(0, 128)])];
+  const cases = [
+    ...rfc.map((v: any) => [v.pub, v.msg, v.sig]),
+    ...lines.map((l) => l.split(':')).map(([, pk, msg, sigmsg]) => [pk, msg, sigmsg!.slice(0, 128)]),
+  ];
   assert.ok(cases.length >= sourcesCount(RFC) + sourcesCount(SIGN));
   for (const [i, [pk, msg, sig]] of cases.entries()) {
     const jwk = { kty: 'OKP' as const, crv: 'Ed25519' as const, x: Buffer.from(pk!, 'hex').toString('base64url') };
@@ -64,7 +68,11 @@ for (const [name, crypto] of verifiers) {
     const message = new TextEncoder().encode('Zcash');
     const accepted: number[] = [];
     for (const [i, v] of zip.entries()) {
-      const jwk = { kty: 'OKP' as const, crv: 'Ed25519' as const, x: Buffer.from(v.vk_bytes, 'hex').toString('base64url') };
+      const jwk = {
+        kty: 'OKP' as const,
+        crv: 'Ed25519' as const,
+        x: Buffer.from(v.vk_bytes, 'hex').toString('base64url'),
+      };
       if (await crypto.verifyWithJwk(jwk, message, hex(v.sig_bytes))) accepted.push(i);
     }
     assert.equal(accepted, []);
@@ -74,7 +82,11 @@ for (const [name, crypto] of verifiers) {
     assert.ok(edge.length >= sourcesCount(EDGE), `read ${edge.length}`);
     const got: boolean[] = [];
     for (const v of edge) {
-      const jwk = { kty: 'OKP' as const, crv: 'Ed25519' as const, x: Buffer.from(v.pub_key, 'hex').toString('base64url') };
+      const jwk = {
+        kty: 'OKP' as const,
+        crv: 'Ed25519' as const,
+        x: Buffer.from(v.pub_key, 'hex').toString('base64url'),
+      };
       got.push(await crypto.verifyWithJwk(jwk, hex(v.message), hex(v.signature)));
     }
     assert.equal(got, EDGE_EXPECTED);

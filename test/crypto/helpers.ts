@@ -28,7 +28,9 @@ export function readJson<T = any>(path: string): T {
 
 /** The case count SOURCES.md gives for a vector file: tests assert they read at least that many. */
 export function sourcesCount(path: string): number {
-  const row = readVector('SOURCES.md').split('\n').find((l) => l.startsWith(`| ${path} |`));
+  const row = readVector('SOURCES.md')
+    .split('\n')
+    .find((l) => l.startsWith(`| ${path} |`));
   const n = Number(row?.split('|').at(-2)?.trim());
   if (!Number.isInteger(n) || n <= 0) throw new Error(`SOURCES.md has no count for ${path}`);
   return n;
@@ -51,6 +53,9 @@ export const facades: [string, CtlCrypto][] = [
 
 /** ctl/verify's noble backend (our BigInt Ed25519 verify, no noble: what the verifier bundles run on an engine without native crypto); it verifies only. */
 const verifyOnly = createNobleVerifyBackend();
-export const nobleVerifyOnly = { ...createKeyImporter(() => verifyOnly), sha256: (d: Uint8Array) => verifyOnly.sha256(d) } as unknown as CtlCrypto;
+export const nobleVerifyOnly = {
+  ...createKeyImporter(() => verifyOnly),
+  sha256: (d: Uint8Array) => verifyOnly.sha256(d),
+} as unknown as CtlCrypto;
 /** Every facade that verifies: the three above and ctl/verify's noble backend. */
 export const verifiers: [string, CtlCrypto][] = [...facades, ['noble-verify (ctl/verify)', nobleVerifyOnly]];

@@ -60,8 +60,14 @@ test('without a registered P-256: Ed25519 works, P-256 is unsupported_algorithm 
   const p256Pem = nodeCrypto.generateKeyPairSync('ec', { namedCurve: 'P-256' });
   const p256Jwk = p256Pem.publicKey.export({ format: 'jwk' }) as any;
   const sig = new Uint8Array(nodeCrypto.sign('sha256', msg, { key: p256Pem.privateKey, dsaEncoding: 'ieee-p1363' }));
-  await unsupported(c.defaultCrypto.verifyWithJwk({ kty: 'EC', crv: 'P-256', x: p256Jwk.x, y: p256Jwk.y }, msg, sig), 'verifyWithJwk ES256');
-  await unsupported(c.importSigningKey(p256Pem.privateKey.export({ format: 'pem', type: 'pkcs8' }) as string), 'importSigningKey ES256');
+  await unsupported(
+    c.defaultCrypto.verifyWithJwk({ kty: 'EC', crv: 'P-256', x: p256Jwk.x, y: p256Jwk.y }, msg, sig),
+    'verifyWithJwk ES256',
+  );
+  await unsupported(
+    c.importSigningKey(p256Pem.privateKey.export({ format: 'pem', type: 'pkcs8' }) as string),
+    'importSigningKey ES256',
+  );
   assert.throws(() => registerP256({} as never), /publicKey, sign and verify/);
 });
 
@@ -74,7 +80,10 @@ test('noble signs and verifies both algorithms once P-256 is registered; OpenSSL
     assert.ok(await c.defaultCrypto.verifyWithJwk(kp.publicJwk, msg, sig), alg);
     const h = alg === 'ES256' ? 'sha256' : null;
     const pub = nodeCrypto.createPublicKey(kp.publicKeyPem);
-    assert.ok(nodeCrypto.verify(h, msg, { key: pub, dsaEncoding: 'ieee-p1363' }, sig), `${alg}: OpenSSL verifies the noble signature`);
+    assert.ok(
+      nodeCrypto.verify(h, msg, { key: pub, dsaEncoding: 'ieee-p1363' }, sig),
+      `${alg}: OpenSSL verifies the noble signature`,
+    );
     assert.equal(pub.export({ format: 'jwk' }), kp.publicJwk);
   }
 });
@@ -84,15 +93,25 @@ test('sha256Sync, hmacSha256 and thumbprints without node:crypto', async () => {
     const data = new Uint8Array(nodeCrypto.randomBytes(n));
     const key = new Uint8Array(nodeCrypto.randomBytes(n % 100));
     assert.is(c.sha256HexSync(data), nodeCrypto.createHash('sha256').update(data).digest('hex'));
-    assert.is(Buffer.from(c.hmacSha256(key, data)).toString('hex'), nodeCrypto.createHmac('sha256', key).update(data).digest('hex'));
+    assert.is(
+      Buffer.from(c.hmacSha256(key, data)).toString('hex'),
+      nodeCrypto.createHmac('sha256', key).update(data).digest('hex'),
+    );
     assert.is(await c.sha256Hex(data), c.sha256HexSync(data));
   }
-  assert.is(await c.jwkThumbprint({ kty: 'OKP', crv: 'Ed25519', x: '11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo' }), 'kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k');
+  assert.is(
+    await c.jwkThumbprint({ kty: 'OKP', crv: 'Ed25519', x: '11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo' }),
+    'kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k',
+  );
 });
 
 test('the edge facade says it needs WebCrypto', async () => {
   try {
-    await edgeCrypto.importVerifyingKey({ kty: 'OKP', crv: 'Ed25519', x: '11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo' });
+    await edgeCrypto.importVerifyingKey({
+      kty: 'OKP',
+      crv: 'Ed25519',
+      x: '11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo',
+    });
     assert.unreachable('edge worked without WebCrypto');
   } catch (e) {
     assert.match((e as Error).message, /WebCrypto/);

@@ -28,7 +28,9 @@ test('WebCrypto backend: sign, verify, low-S, OpenSSL agrees', async () => {
       assert.ok(await c.verifyWithJwk(kp.publicJwk, msg, sig));
       if (alg === 'ES256') assert.ok(BigInt('0x' + Buffer.from(sig.subarray(32)).toString('hex')) <= N / 2n, 'low S');
       const h = alg === 'ES256' ? 'sha256' : null;
-      assert.ok(nodeCrypto.verify(h, msg, { key: nodeCrypto.createPublicKey(kp.publicKeyPem), dsaEncoding: 'ieee-p1363' }, sig));
+      assert.ok(
+        nodeCrypto.verify(h, msg, { key: nodeCrypto.createPublicKey(kp.publicKeyPem), dsaEncoding: 'ieee-p1363' }, sig),
+      );
     }
   }
 });
@@ -51,10 +53,15 @@ test('WebCrypto without Ed25519 (older browsers): auto falls back to noble', asy
       const v = Reflect.get(target, prop, target);
       if (prop !== 'importKey') return typeof v === 'function' ? v.bind(target) : v;
       return (format: string, data: unknown, algo: { name?: string }, ...rest: unknown[]) =>
-        algo?.name === 'Ed25519' ? Promise.reject(new DOMException('Unrecognized name', 'NotSupportedError')) : (v as Function).call(target, format, data, algo, ...rest);
+        algo?.name === 'Ed25519'
+          ? Promise.reject(new DOMException('Unrecognized name', 'NotSupportedError'))
+          : (v as Function).call(target, format, data, algo, ...rest);
     },
   });
-  Object.defineProperty(globalThis, 'crypto', { value: { subtle, getRandomValues: (a: Uint8Array<ArrayBuffer>) => realCrypto.getRandomValues(a) }, configurable: true });
+  Object.defineProperty(globalThis, 'crypto', {
+    value: { subtle, getRandomValues: (a: Uint8Array<ArrayBuffer>) => realCrypto.getRandomValues(a) },
+    configurable: true,
+  });
   try {
     c.setCryptoBackend('auto');
     assert.is((await c.getCryptoBackend()).name, 'noble');

@@ -88,7 +88,11 @@ for (const [name, c] of facades) {
       assert.ok(await verifying.verify(msg, await signing.sign(msg)), label);
       if (k.seedHex) {
         // README: PKCS#8 = fixed prefix ‖ seed, so the raw seed is the same key.
-        assert.ok(k.privateKeyPem.includes(Buffer.from('302e020100300506032b657004220420' + k.seedHex, 'hex').toString('base64')));
+        assert.ok(
+          k.privateKeyPem.includes(
+            Buffer.from('302e020100300506032b657004220420' + k.seedHex, 'hex').toString('base64'),
+          ),
+        );
         const raw = await c.importSigningKey(hex(k.seedHex));
         assert.equal({ ...raw.publicJwk }, k.publicJwk);
         assert.is(toHex(await raw.sign(msg)), toHex(await signing.sign(msg)), 'Ed25519 is deterministic');
@@ -114,14 +118,21 @@ for (const [name, c] of facades) {
 
   test(`private JWKs (d) on ${name}: import, and a mismatched public half is refused`, async () => {
     for (const type of ['ed25519', 'ec'] as const) {
-      const { privateKey } = type === 'ec' ? nodeCrypto.generateKeyPairSync('ec', { namedCurve: 'P-256' }) : nodeCrypto.generateKeyPairSync('ed25519');
+      const { privateKey } =
+        type === 'ec'
+          ? nodeCrypto.generateKeyPairSync('ec', { namedCurve: 'P-256' })
+          : nodeCrypto.generateKeyPairSync('ed25519');
       const jwk = privateKey.export({ format: 'jwk' }) as JsonWebKey;
       const k = await c.importSigningKey(jwk);
       assert.is(k.publicJwk.x, jwk.x);
       assert.ok(await c.verifyWithJwk(k.publicJwk, msg, await k.sign(msg)));
       const { d: _d, ...pub } = jwk;
       assert.equal(await c.toPublicJwk(jwk), pub);
-      const other = (type === 'ec' ? nodeCrypto.generateKeyPairSync('ec', { namedCurve: 'P-256' }) : nodeCrypto.generateKeyPairSync('ed25519')).publicKey.export({ format: 'jwk' });
+      const other = (
+        type === 'ec'
+          ? nodeCrypto.generateKeyPairSync('ec', { namedCurve: 'P-256' })
+          : nodeCrypto.generateKeyPairSync('ed25519')
+      ).publicKey.export({ format: 'jwk' });
       await malformed(c.importSigningKey({ ...jwk, x: other.x, y: other.y }), `${type}: d with another key's x`);
       await malformed(c.importSigningKey({ ...jwk, d: jwk.d + 'AA' }), `${type}: d of 34 bytes`);
       await malformed(c.importSigningKey(pub), `${type}: no d`);
@@ -141,45 +152,82 @@ for (const [name, c] of facades) {
       const x = Buffer.from(jwk.x!, 'base64url');
       const y = Buffer.from(jwk.y!, 'base64url');
       const want = { kty: 'EC', crv: 'P-256', x: jwk.x, y: jwk.y };
-      assert.equal(await c.toPublicJwk(new Uint8Array(Buffer.concat([Buffer.from([4]), x, y])), { alg: 'ES256' }), want);
+      assert.equal(
+        await c.toPublicJwk(new Uint8Array(Buffer.concat([Buffer.from([4]), x, y])), { alg: 'ES256' }),
+        want,
+      );
       const prefix = 2 + (y[31]! & 1);
-      assert.equal(await c.toPublicJwk(new Uint8Array(Buffer.concat([Buffer.from([prefix]), x])), { alg: 'ES256' }), want, 'compressed');
+      assert.equal(
+        await c.toPublicJwk(new Uint8Array(Buffer.concat([Buffer.from([prefix]), x])), { alg: 'ES256' }),
+        want,
+        'compressed',
+      );
     }
   });
 
   // der.ts's PKCS#8 reader; the edge facade leaves private keys to WebCrypto (edge.ts).
-  if (name !== 'edge') test(`PKCS#8 variants on ${name}: v2 Ed25519 with public key, P-256 with [0] parameters, literal \\n`, async () => {
-    const a = ctl.keys.actor;
-    const seed = hex(a.seedHex);
-    const pub = new Uint8Array(Buffer.from(a.publicJwk.x, 'base64url'));
-    const algId = der(0x30, hex('06032b6570'));
-    const v2 = (p: Uint8Array) => der(0x30, hex('020101'), algId, der(0x04, der(0x04, seed)), der(0x81, new Uint8Array([0, ...p])));
-    assert.equal({ ...(await c.importSigningKey(pemOf('PRIVATE KEY', v2(pub)))).publicJwk }, a.publicJwk);
-    const wrong = pub.slice();
-    wrong[0]! ^= 1;
-    await malformed(c.importSigningKey(pemOf('PRIVATE KEY', v2(wrong))), 'v2 with another public key');
-    // P-256 ECPrivateKey with the optional [0] curve OID, as some encoders write it.
-    const e = ctl.keys.actorP256;
-    const dBytes = nodeCrypto.createPrivateKey(e.privateKeyPem).export({ format: 'jwk' }).d!;
-    const point = new Uint8Array([4, ...Buffer.from(e.publicJwk.x, 'base64url'), ...Buffer.from(e.publicJwk.y, 'base64url')]);
-    const ecAlg = der(0x30, hex('06072a8648ce3d0201'), hex('06082a8648ce3d030107'));
-    const ecPriv = (...opt: Uint8Array[]) =>
-      der(0x30, hex('020100'), ecAlg, der(0x04, der(0x30, hex('020101'), der(0x04, new Uint8Array(Buffer.from(dBytes, 'base64url'))), ...opt)));
-    const withParams = ecPriv(der(0xa0, hex('06082a8648ce3d030107')), der(0xa1, der(0x03, new Uint8Array([0, ...point]))));
-    assert.equal({ ...(await c.importSigningKey(pemOf('PRIVATE KEY', withParams))).publicJwk }, e.publicJwk);
-    assert.equal({ ...(await c.importSigningKey(pemOf('PRIVATE KEY', ecPriv()))).publicJwk }, e.publicJwk, 'no public key');
-    await malformed(c.importSigningKey(pemOf('PRIVATE KEY', ecPriv(der(0xa0, hex('06052b81040022'))))), 'P-384 parameters');
-    await malformed(
-      c.importSigningKey(pemOf('PRIVATE KEY', ecPriv(der(0xa1, der(0x03, new Uint8Array([0, 4, ...point.slice(1, 33), ...point.slice(1, 33)])))))),
-      'public key not matching',
-    );
-    // Compressed SPKI (node:crypto cannot write it; we read it).
-    const y = point[64]! & 1;
-    const spkiC = new Uint8Array([...hex('3039301306072a8648ce3d020106082a8648ce3d030107032200'), 2 + y, ...point.slice(1, 33)]);
-    assert.equal(await c.toPublicJwk(pemOf('PUBLIC KEY', spkiC)), e.publicJwk);
-    // Env files often carry PEMs with the newlines written as \n.
-    assert.equal(await c.toPublicJwk(a.publicKeyPem.replace(/\n/g, '\\n')), a.publicJwk);
-  });
+  if (name !== 'edge')
+    test(`PKCS#8 variants on ${name}: v2 Ed25519 with public key, P-256 with [0] parameters, literal \\n`, async () => {
+      const a = ctl.keys.actor;
+      const seed = hex(a.seedHex);
+      const pub = new Uint8Array(Buffer.from(a.publicJwk.x, 'base64url'));
+      const algId = der(0x30, hex('06032b6570'));
+      const v2 = (p: Uint8Array) =>
+        der(0x30, hex('020101'), algId, der(0x04, der(0x04, seed)), der(0x81, new Uint8Array([0, ...p])));
+      assert.equal({ ...(await c.importSigningKey(pemOf('PRIVATE KEY', v2(pub)))).publicJwk }, a.publicJwk);
+      const wrong = pub.slice();
+      wrong[0]! ^= 1;
+      await malformed(c.importSigningKey(pemOf('PRIVATE KEY', v2(wrong))), 'v2 with another public key');
+      // P-256 ECPrivateKey with the optional [0] curve OID, as some encoders write it.
+      const e = ctl.keys.actorP256;
+      const dBytes = nodeCrypto.createPrivateKey(e.privateKeyPem).export({ format: 'jwk' }).d!;
+      const point = new Uint8Array([
+        4,
+        ...Buffer.from(e.publicJwk.x, 'base64url'),
+        ...Buffer.from(e.publicJwk.y, 'base64url'),
+      ]);
+      const ecAlg = der(0x30, hex('06072a8648ce3d0201'), hex('06082a8648ce3d030107'));
+      const ecPriv = (...opt: Uint8Array[]) =>
+        der(
+          0x30,
+          hex('020100'),
+          ecAlg,
+          der(0x04, der(0x30, hex('020101'), der(0x04, new Uint8Array(Buffer.from(dBytes, 'base64url'))), ...opt)),
+        );
+      const withParams = ecPriv(
+        der(0xa0, hex('06082a8648ce3d030107')),
+        der(0xa1, der(0x03, new Uint8Array([0, ...point]))),
+      );
+      assert.equal({ ...(await c.importSigningKey(pemOf('PRIVATE KEY', withParams))).publicJwk }, e.publicJwk);
+      assert.equal(
+        { ...(await c.importSigningKey(pemOf('PRIVATE KEY', ecPriv()))).publicJwk },
+        e.publicJwk,
+        'no public key',
+      );
+      await malformed(
+        c.importSigningKey(pemOf('PRIVATE KEY', ecPriv(der(0xa0, hex('06052b81040022'))))),
+        'P-384 parameters',
+      );
+      await malformed(
+        c.importSigningKey(
+          pemOf(
+            'PRIVATE KEY',
+            ecPriv(der(0xa1, der(0x03, new Uint8Array([0, 4, ...point.slice(1, 33), ...point.slice(1, 33)])))),
+          ),
+        ),
+        'public key not matching',
+      );
+      // Compressed SPKI (node:crypto cannot write it; we read it).
+      const y = point[64]! & 1;
+      const spkiC = new Uint8Array([
+        ...hex('3039301306072a8648ce3d020106082a8648ce3d030107032200'),
+        2 + y,
+        ...point.slice(1, 33),
+      ]);
+      assert.equal(await c.toPublicJwk(pemOf('PUBLIC KEY', spkiC)), e.publicJwk);
+      // Env files often carry PEMs with the newlines written as \n.
+      assert.equal(await c.toPublicJwk(a.publicKeyPem.replace(/\n/g, '\\n')), a.publicJwk);
+    });
 
   test(`CryptoKey on ${name}: extractable and non-extractable, Ed25519 and P-256`, async () => {
     const subtle = globalThis.crypto.subtle;
@@ -187,18 +235,25 @@ for (const [name, c] of facades) {
       for (const extractable of [true, false]) {
         const pair = (await subtle.generateKey(algo, extractable, ['sign', 'verify'])) as CryptoKeyPair;
         // Browsers cannot derive the public half of a non-extractable key; node:crypto can, the edge facade does not try.
-        if (name === 'edge' && !extractable) await malformed(c.importSigningKey(pair.privateKey), 'edge: non-extractable without options.publicKey');
+        if (name === 'edge' && !extractable)
+          await malformed(c.importSigningKey(pair.privateKey), 'edge: non-extractable without options.publicKey');
         const s = await c.importSigningKey(pair.privateKey, name === 'edge' ? { publicKey: pair.publicKey } : {});
         const v = await c.importVerifyingKey(pair.publicKey);
         assert.equal(s.publicJwk, v.publicJwk);
         const sig = await s.sign(msg);
         assert.ok(await v.verify(msg, sig), `${algo.name} extractable=${extractable}`);
         const webAlg = algo.name === 'Ed25519' ? algo : { name: 'ECDSA', hash: 'SHA-256' };
-        assert.ok(await subtle.verify(webAlg, pair.publicKey, sig as Uint8Array<ArrayBuffer>, msg as Uint8Array<ArrayBuffer>), 'WebCrypto accepts our signature');
+        assert.ok(
+          await subtle.verify(webAlg, pair.publicKey, sig as Uint8Array<ArrayBuffer>, msg as Uint8Array<ArrayBuffer>),
+          'WebCrypto accepts our signature',
+        );
         if (!extractable) {
           // The public half named explicitly must be the right one: checked by signing once.
           const other = (await subtle.generateKey(algo, true, ['sign', 'verify'])) as CryptoKeyPair;
-          await malformed(c.importSigningKey(pair.privateKey, { publicKey: other.publicKey }), 'wrong options.publicKey');
+          await malformed(
+            c.importSigningKey(pair.privateKey, { publicKey: other.publicKey }),
+            'wrong options.publicKey',
+          );
           const ok = await c.importSigningKey(pair.privateKey, { publicKey: pair.publicKey });
           assert.equal(ok.publicJwk, v.publicJwk);
         }
@@ -241,7 +296,10 @@ for (const [name, c] of facades) {
       ['OKP JWK with y', { ...a.publicJwk, y: a.publicJwk.x }],
       ['EC JWK without y', { kty: 'EC', crv: 'P-256', x: e.publicJwk.x }],
       ['JWK x with padding', { ...a.publicJwk, x: a.publicJwk.x + '=' }],
-      ['JWK x in standard base64', { ...a.publicJwk, x: Buffer.from(a.publicJwk.x, 'base64url').toString('base64').replace(/=+$/, '') }],
+      [
+        'JWK x in standard base64',
+        { ...a.publicJwk, x: Buffer.from(a.publicJwk.x, 'base64url').toString('base64').replace(/=+$/, '') },
+      ],
       ['JWK x of 31 bytes', okp(new Uint8Array(31).fill(9))],
       ['JWK alg not matching the curve', { ...a.publicJwk, alg: 'ES256' }],
       ['JWK not an object', 42],
@@ -258,17 +316,22 @@ for (const [name, c] of facades) {
     ];
     // The 8 small-order points, and their non-canonical encodings (y + p for y < 19), with either sign bit.
     const C8 = 2707385501144840649318225287225658788936804267575313519463743609750303402022n;
-    for (const y of [0n, 1n, P - 1n, C8, P - C8, P, P + 1n]) for (const sign of [0, 1]) publicCases.push([`small order y=${y} sign=${sign}`, okp(edEncoding(y, sign))]);
+    for (const y of [0n, 1n, P - 1n, C8, P - C8, P, P + 1n])
+      for (const sign of [0, 1]) publicCases.push([`small order y=${y} sign=${sign}`, okp(edEncoding(y, sign))]);
     for (const [what, input, options] of publicCases) {
       await malformed(c.importVerifyingKey(input as never, options), what);
-      if (input && typeof input === 'object' && 'kty' in (input as object)) assert.not.ok(await c.verifyWithJwk(input as PublicJwk, msg, new Uint8Array(64)), what);
+      if (input && typeof input === 'object' && 'kty' in (input as object))
+        assert.not.ok(await c.verifyWithJwk(input as PublicJwk, msg, new Uint8Array(64)), what);
     }
     const privateCases: [string, unknown, object?][] = [
       ['public PEM as private', a.publicKeyPem],
       ['SEC1 EC PRIVATE KEY', nodeCrypto.createPrivateKey(e.privateKeyPem).export({ format: 'pem', type: 'sec1' })],
       ['RSA PKCS#8', rsa.privateKey.export({ format: 'pem', type: 'pkcs8' })],
       ['X25519 PKCS#8', x25519.privateKey.export({ format: 'pem', type: 'pkcs8' })],
-      ['encrypted PKCS#8', rsa.privateKey.export({ format: 'pem', type: 'pkcs8', cipher: 'aes-128-cbc', passphrase: 'x' })],
+      [
+        'encrypted PKCS#8',
+        rsa.privateKey.export({ format: 'pem', type: 'pkcs8', cipher: 'aes-128-cbc', passphrase: 'x' }),
+      ],
       ['raw 31 bytes', new Uint8Array(31)],
       ['P-256 scalar 0', new Uint8Array(32), { alg: 'ES256' }],
       ['P-256 scalar n', hex('ffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551'), { alg: 'ES256' }],
@@ -280,12 +343,16 @@ for (const [name, c] of facades) {
     if (name !== 'edge') {
       const seed = ctl.keys.actor.seedHex;
       privateCases.push(
-        ['PKCS#8 with a long-form length that is not minimal', pemOf('PRIVATE KEY', hex('30812e020100300506032b657004220420' + seed))],
+        [
+          'PKCS#8 with a long-form length that is not minimal',
+          pemOf('PRIVATE KEY', hex('30812e020100300506032b657004220420' + seed)),
+        ],
         ['PKCS#8 version 2', pemOf('PRIVATE KEY', hex('302e020102300506032b657004220420' + seed))],
         ['PKCS#8 with a trailing byte', pemOf('PRIVATE KEY', hex('302e020100300506032b657004220420' + seed + '00'))],
       );
     }
-    for (const [what, input, options] of privateCases) await malformed(c.importSigningKey(input as never, options), what);
+    for (const [what, input, options] of privateCases)
+      await malformed(c.importSigningKey(input as never, options), what);
   });
 
   test(`verifyWithJwk and verify never throw on ${name}`, async () => {
@@ -294,7 +361,15 @@ for (const [name, c] of facades) {
     const sig = await s.sign(msg);
     assert.ok(await c.verifyWithJwk(k.publicJwk, msg, sig));
     const v = await c.importVerifyingKey(k.publicJwk);
-    for (const bad of [sig.subarray(0, 63), new Uint8Array([...sig, 0]), new Uint8Array(0), 'sig', null, undefined, [...sig]]) {
+    for (const bad of [
+      sig.subarray(0, 63),
+      new Uint8Array([...sig, 0]),
+      new Uint8Array(0),
+      'sig',
+      null,
+      undefined,
+      [...sig],
+    ]) {
       assert.not.ok(await v.verify(msg, bad as never));
       assert.not.ok(await c.verifyWithJwk(k.publicJwk, msg, bad as never));
     }

@@ -23,8 +23,14 @@ const noble = createCtlCrypto('noble');
 const now = () => parseTimestamp('2026-11-22T10:00:00Z', 'now');
 
 function pair(kind: 'ed25519' | 'ec') {
-  const k = kind === 'ec' ? nodeCrypto.generateKeyPairSync('ec', { namedCurve: 'P-256' }) : nodeCrypto.generateKeyPairSync('ed25519');
-  return { priv: k.privateKey.export({ format: 'pem', type: 'pkcs8' }) as string, pub: k.publicKey.export({ format: 'pem', type: 'spki' }) as string };
+  const k =
+    kind === 'ec'
+      ? nodeCrypto.generateKeyPairSync('ec', { namedCurve: 'P-256' })
+      : nodeCrypto.generateKeyPairSync('ed25519');
+  return {
+    priv: k.privateKey.export({ format: 'pem', type: 'pkcs8' }) as string,
+    pub: k.publicKey.export({ format: 'pem', type: 'spki' }) as string,
+  };
 }
 
 // Signed with node:crypto: a P-256 authority (grant key), an Ed25519 wallet; a P-256 root.
@@ -33,20 +39,68 @@ const wallet = pair('ed25519');
 const root = pair('ec');
 const edRoot = pair('ed25519');
 const authorityJwk = await native.toPublicJwk(authority.pub);
-const grant = await createGrantWith(native, {
-  policyHash: 'a'.repeat(64), actorKey: await native.toPublicJwk(wallet.pub), allowedRails: ['x402'],
-  allowedAssets: [{ standard: 'iso4217', code: 'USD' }], maxAmountMinor: '100', currency: 'USD',
-  issuedAt: '2026-11-22T09:00:00Z', expiresAt: '2026-11-23T09:00:00Z',
-}, { issuer: 'authority.example', keyId: 'auth-p256', signingKey: authority.priv, revocationBaseUrl: 'https://authority.example' });
-const sba = await createSbaWith(native, { grant, sessionId: 's-1', actorId: 'a-1', maxAmountMinor: '30', issuedAt: '2026-11-22T09:30:00Z', expiresAt: '2026-11-22T11:00:00Z' } as never, { signingKey: wallet.priv, signingKeyId: 'w' } as never);
-const listing = [{ issuer: 'authority.example', keys: [{ ...authorityJwk, kid: 'auth-p256', alg: 'ES256' as const, purposes: ['grant' as const] }] }];
-const bundleFields = { sequence: 1, scope: {}, issuers: listing, revokedGrants: [], issuedAt: '2026-11-22T00:00:00Z', expiresAt: '2026-11-24T00:00:00Z' };
+const grant = await createGrantWith(
+  native,
+  {
+    policyHash: 'a'.repeat(64),
+    actorKey: await native.toPublicJwk(wallet.pub),
+    allowedRails: ['x402'],
+    allowedAssets: [{ standard: 'iso4217', code: 'USD' }],
+    maxAmountMinor: '100',
+    currency: 'USD',
+    issuedAt: '2026-11-22T09:00:00Z',
+    expiresAt: '2026-11-23T09:00:00Z',
+  },
+  {
+    issuer: 'authority.example',
+    keyId: 'auth-p256',
+    signingKey: authority.priv,
+    revocationBaseUrl: 'https://authority.example',
+  },
+);
+const sba = await createSbaWith(
+  native,
+  {
+    grant,
+    sessionId: 's-1',
+    actorId: 'a-1',
+    maxAmountMinor: '30',
+    issuedAt: '2026-11-22T09:30:00Z',
+    expiresAt: '2026-11-22T11:00:00Z',
+  } as never,
+  { signingKey: wallet.priv, signingKeyId: 'w' } as never,
+);
+const listing = [
+  {
+    issuer: 'authority.example',
+    keys: [{ ...authorityJwk, kid: 'auth-p256', alg: 'ES256' as const, purposes: ['grant' as const] }],
+  },
+];
+const bundleFields = {
+  sequence: 1,
+  scope: {},
+  issuers: listing,
+  revokedGrants: [],
+  issuedAt: '2026-11-22T00:00:00Z',
+  expiresAt: '2026-11-24T00:00:00Z',
+};
 const p256RootBundle = await createBundleWith(native, bundleFields, { signingKey: root.priv, issuer: 'root.example' });
 const edRootBundle = await createBundleWith(native, bundleFields, { signingKey: edRoot.priv, issuer: 'root.example' });
-const receipt = await signReceiptWith(native, {
-  receiptId: 'rcpt_1', sessionId: 'gw_sess_1', grantId: grant.grantId, purpose: 'ev:charge', amount: { amountMinor: '30', currency: 'USD' },
-  merchant: 'm-1', paidAt: '2026-11-22T10:00:00Z', txRef: 'txid:1', rail: 'x402',
-} as never, { signingKey: authority.priv });
+const receipt = await signReceiptWith(
+  native,
+  {
+    receiptId: 'rcpt_1',
+    sessionId: 'gw_sess_1',
+    grantId: grant.grantId,
+    purpose: 'ev:charge',
+    amount: { amountMinor: '30', currency: 'USD' },
+    merchant: 'm-1',
+    paidAt: '2026-11-22T10:00:00Z',
+    txRef: 'txid:1',
+    rail: 'x402',
+  } as never,
+  { signingKey: authority.priv },
+);
 
 // A fresh ledger each time: one SBA is verified along several key paths (offline records each budgetId).
 const base = () => ({ amount: '30', currency: 'USD', offline: true, now, spendStorage: createMemorySpendStorage() });
@@ -57,17 +111,27 @@ async function outcomes(): Promise<Record<string, string>> {
   const shared: Record<string, string> = {};
   for (const id of ['02-chain-valid-es256-actor', '37-chain-valid-es256-high-s']) {
     const k = vectors.cases.find((c: any) => c.id === id);
-    shared[id] = code(await createVerifier(noble)(k.input.sba, {
-      amount: k.options.amount, currency: k.options.currency, merchantId: k.options.merchantId, offline: true,
-      now: () => parseTimestamp(k.options.now, 'now'), signingKeyPem: vectors.keys.authority.publicKeyPem,
-    }));
+    shared[id] = code(
+      await createVerifier(noble)(k.input.sba, {
+        amount: k.options.amount,
+        currency: k.options.currency,
+        merchantId: k.options.merchantId,
+        offline: true,
+        now: () => parseTimestamp(k.options.now, 'now'),
+        signingKeyPem: vectors.keys.authority.publicKeyPem,
+      }),
+    );
   }
   return {
     ...shared,
     'grant key by PEM': code(await verify(sba, { ...base(), signingKeyPem: authority.pub })),
     'grant key by JWKS': code(await verify(sba, { ...base(), jwks: { keys: listing[0]!.keys } })),
-    'grant key by bundle (Ed25519 root)': code(await verify(sba, { ...base(), trustBundles: [edRootBundle], rootPublicKeyPem: edRoot.pub })),
-    'P-256 root through verifyCtl': code(await verify(sba, { ...base(), trustBundles: [p256RootBundle], rootPublicKeyPem: root.pub })),
+    'grant key by bundle (Ed25519 root)': code(
+      await verify(sba, { ...base(), trustBundles: [edRootBundle], rootPublicKeyPem: edRoot.pub }),
+    ),
+    'P-256 root through verifyCtl': code(
+      await verify(sba, { ...base(), trustBundles: [p256RootBundle], rootPublicKeyPem: root.pub }),
+    ),
     'verifyTrustBundle, P-256 root': code(await verifyBundleWith(noble, p256RootBundle, root.pub, { now })),
     'verifyPolicyGrant, P-256 key': code(await verifyGrantWith(noble, grant, { publicKey: authority.pub, now })),
     'verifyReceipt, P-256 key': code(await verifyReceiptWith(noble, receipt, { publicKey: authority.pub })),
@@ -94,7 +158,6 @@ test('the native backend never needed the registration', async () => {
   const r = await createVerifier(native)(sba, { ...base(), signingKeyPem: authority.pub });
   assert.ok(r.valid, JSON.stringify(r));
 });
-
 
 test('a root chain whose keys are P-256 is unsupported_algorithm without a backend, valid with one (PROTOCOL.md §11)', async () => {
   const { readFileSync } = await import('node:fs');

@@ -79,7 +79,10 @@ for (const [name, crypto] of facades) {
     assert.ok(read >= sourcesCount(DER), `read ${read}`);
     assert.is(verified + unexpressible, read);
     assert.is(accepted, 174);
-    if (name === 'native') console.log(`  ${DER}: ${read} read, ${verified} verified as raw r‖s, ${unexpressible} DER-invalid or not expressible (refused by construction)`);
+    if (name === 'native')
+      console.log(
+        `  ${DER}: ${read} read, ${verified} verified as raw r‖s, ${unexpressible} DER-invalid or not expressible (refused by construction)`,
+      );
   });
 }
 

@@ -26,19 +26,24 @@ function tryKey(h: Harvest, where: string, make: () => KeyObject): void {
   try {
     const k = make();
     if (k.type === 'private') h.candidates.push({ key: k, where });
-  } catch { /* not a key */ }
+  } catch {
+    /* not a key */
+  }
 }
 
-const seedKey = (seed: Buffer) => createPrivateKey({ key: Buffer.concat([ED25519_PKCS8_PREFIX, seed]), format: 'der', type: 'pkcs8' });
+const seedKey = (seed: Buffer) =>
+  createPrivateKey({ key: Buffer.concat([ED25519_PKCS8_PREFIX, seed]), format: 'der', type: 'pkcs8' });
 
 /** Looks at one value (a cell, a file's text) and everything inside it. */
 export function harvestValue(h: Harvest, value: unknown, where: string): void {
   if (value === null || value === undefined) return;
-  if (Buffer.isBuffer(value) || value instanceof Uint8Array) return harvestValue(h, Buffer.from(value).toString('latin1'), where);
+  if (Buffer.isBuffer(value) || value instanceof Uint8Array)
+    return harvestValue(h, Buffer.from(value).toString('latin1'), where);
   if (typeof value === 'object') {
     const o = value as Record<string, unknown>;
     if (typeof o.kty === 'string' && typeof o.x === 'string') {
-      if (typeof o.d === 'string') tryKey(h, `${where} (JWK)`, () => createPrivateKey({ key: o as never, format: 'jwk' }));
+      if (typeof o.d === 'string')
+        tryKey(h, `${where} (JWK)`, () => createPrivateKey({ key: o as never, format: 'jwk' }));
       else if (o.crv === 'Ed25519') h.published.add(o.x);
     }
     for (const [k, v] of Object.entries(o)) harvestValue(h, v, `${where}.${k}`);
@@ -53,18 +58,22 @@ export function harvestValue(h: Harvest, value: unknown, where: string): void {
   if (/^\s*[[{]/.test(s)) {
     try {
       harvestValue(h, JSON.parse(s), where);
-    } catch { /* not JSON */ }
+    } catch {
+      /* not JSON */
+    }
   }
   // Seeds and DER: every token of the alphabets, whole and (for long ones) as any 32-byte window of hex.
   for (const m of s.matchAll(/(?:0x)?([0-9a-fA-F]{64,})/g)) {
     const hex = m[1];
-    for (let i = 0; i + 64 <= hex.length; i += 2) tryKey(h, `${where} (hex seed)`, () => seedKey(Buffer.from(hex.slice(i, i + 64), 'hex')));
+    for (let i = 0; i + 64 <= hex.length; i += 2)
+      tryKey(h, `${where} (hex seed)`, () => seedKey(Buffer.from(hex.slice(i, i + 64), 'hex')));
   }
   for (const m of s.matchAll(/[A-Za-z0-9_\-+/]{43,}={0,2}/g)) {
     const t = m[0];
     const bytes = Buffer.from(t.replace(/=+$/, ''), /[+/]/.test(t) ? 'base64' : 'base64url');
     if (bytes.length === 32) tryKey(h, `${where} (base64 seed)`, () => seedKey(bytes));
-    else if (bytes.length > 32) tryKey(h, `${where} (DER)`, () => createPrivateKey({ key: bytes, format: 'der', type: 'pkcs8' }));
+    else if (bytes.length > 32)
+      tryKey(h, `${where} (DER)`, () => createPrivateKey({ key: bytes, format: 'der', type: 'pkcs8' }));
   }
 }
 

@@ -17,13 +17,24 @@ import { generateKeyPair } from '../../src/index.js';
 import { openDatabase, type SqlDatabase } from '../../service-kit/index.js';
 import { aesKeyWrapper, createSealer, parseKek } from '../../service-kit/secrets/index.js';
 import { grantRequest, startTestAuthority, type TestAuthority } from '../authority/harness.js';
-import { call, createSession, postgresDb, proxy, startMerchant, startTestGateway, ADMIN_KEY, type TestDb, type TestGateway } from '../gateway/helpers.js';
+import {
+  call,
+  createSession,
+  postgresDb,
+  proxy,
+  startMerchant,
+  startTestGateway,
+  ADMIN_KEY,
+  type TestDb,
+  type TestGateway,
+} from '../gateway/helpers.js';
 import { PG_URL, dropSchema, freshSchema, pgAvailable } from '../service-kit/pg-fixture.js';
 import { createHarvest, harvestValue, usableKeys, type Harvest } from './key-harvest.js';
 
 const AUTHORITY_KEK = randomBytes(32).toString('base64url');
 const GATEWAY_KEK = randomBytes(32).toString('hex');
-const gatewaySealer = () => createSealer(aesKeyWrapper(parseKek(GATEWAY_KEK, 'CTL_GATEWAY_KEK'), 'CTL_GATEWAY_KEK'), 'CTL_GATEWAY_KEK');
+const gatewaySealer = () =>
+  createSealer(aesKeyWrapper(parseKek(GATEWAY_KEK, 'CTL_GATEWAY_KEK'), 'CTL_GATEWAY_KEK'), 'CTL_GATEWAY_KEK');
 const later = (ms: number) => new Date(Date.now() + ms).toISOString().replace(/\.\d+Z$/, 'Z');
 
 /** Everything the authority does that creates or changes keys and signed artifacts. */
@@ -51,11 +62,20 @@ async function runGateway(gw: TestGateway, h: Harvest): Promise<void> {
   try {
     for (let i = 0; i < 3; i++) {
       const s = await createSession(gw, { budget: { amount: '1000', currency: 'USD' } });
-      for (let j = 0; j < 2; j++) assert.is((await proxy(gw, s.sessionToken, `${merchant.url}/p${j}`, { purpose: 'api:search' })).status, 200);
-      harvestValue(h, (await call(gw.url, 'GET', `/sessions/${s.sessionId}/receipts`, { key: gw.ownerKey })).body, 'gateway receipts');
-      if (i === 0) assert.is((await call(gw.url, 'DELETE', `/sessions/${s.sessionId}`, { key: gw.ownerKey })).status, 200);
+      for (let j = 0; j < 2; j++)
+        assert.is((await proxy(gw, s.sessionToken, `${merchant.url}/p${j}`, { purpose: 'api:search' })).status, 200);
+      harvestValue(
+        h,
+        (await call(gw.url, 'GET', `/sessions/${s.sessionId}/receipts`, { key: gw.ownerKey })).body,
+        'gateway receipts',
+      );
+      if (i === 0)
+        assert.is((await call(gw.url, 'DELETE', `/sessions/${s.sessionId}`, { key: gw.ownerKey })).status, 200);
       for (const purpose of ['grant', 'receipt', 'bundle']) {
-        assert.is((await call(gw.url, 'POST', '/admin/keys/rotate', { key: ADMIN_KEY, body: { purpose } })).status, 200);
+        assert.is(
+          (await call(gw.url, 'POST', '/admin/keys/rotate', { key: ADMIN_KEY, body: { purpose } })).status,
+          200,
+        );
       }
     }
     harvestValue(h, (await call(gw.url, 'GET', '/.well-known/ctl-keys.json')).body, 'gateway JWKS');
@@ -76,8 +96,10 @@ async function dumpPostgres(h: Harvest, schema: string): Promise<number> {
   const c = new pg.Client({ connectionString: PG_URL });
   await c.connect();
   try {
-    const tables = (await c.query(`SELECT table_name FROM information_schema.tables WHERE table_schema = $1`, [schema])).rows;
-    for (const t of tables) harvestValue(h, (await c.query(`SELECT * FROM "${schema}"."${t.table_name}"`)).rows, `${schema}.${t.table_name}`);
+    const tables = (await c.query(`SELECT table_name FROM information_schema.tables WHERE table_schema = $1`, [schema]))
+      .rows;
+    for (const t of tables)
+      harvestValue(h, (await c.query(`SELECT * FROM "${schema}"."${t.table_name}"`)).rows, `${schema}.${t.table_name}`);
     return tables.length;
   } finally {
     await c.end();
@@ -130,7 +152,11 @@ test('SQLite: both databases and the data directory hold no usable private key',
     } finally {
       await a.close();
     }
-    const gwDb: TestDb = { url: `sqlite:${join(dir, 'gateway.db')}`, open: () => openDatabase(`sqlite:${join(dir, 'gateway.db')}`), drop: async () => {} };
+    const gwDb: TestDb = {
+      url: `sqlite:${join(dir, 'gateway.db')}`,
+      open: () => openDatabase(`sqlite:${join(dir, 'gateway.db')}`),
+      drop: async () => {},
+    };
     const gw = await startTestGateway(gwDb, { sealer: gatewaySealer() });
     try {
       await runGateway(gw, h);

@@ -2,7 +2,15 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { randomBytes } from 'node:crypto';
 import {
-  base64urlEncode, base64urlDecode, base64Encode, base64DecodeLenient, utf8Encode, utf8Decode, hexEncode, hexDecode, CtlError,
+  base64urlEncode,
+  base64urlDecode,
+  base64Encode,
+  base64DecodeLenient,
+  utf8Encode,
+  utf8Decode,
+  hexEncode,
+  hexDecode,
+  CtlError,
 } from '../../src/index.js';
 
 const isMalformed = (e: unknown) => e instanceof CtlError && e.code === 'malformed';
@@ -32,7 +40,15 @@ test('lenient decoder (HTTP presentation) takes padded base64 and base64url, not
 });
 
 test('UTF-8 matches TextEncoder on BMP, astral and control text', () => {
-  const samples = ['', 'ascii', 'Ökö – ⚡', '地域東京', '😀 astral', '\u0000\u007f\u0080\u07ff\u0800\uffff', '\ue000\ufb00'];
+  const samples = [
+    '',
+    'ascii',
+    'Ökö – ⚡',
+    '地域東京',
+    '😀 astral',
+    '\u0000\u007f\u0080\u07ff\u0800\uffff',
+    '\ue000\ufb00',
+  ];
   for (const s of samples) {
     const bytes = utf8Encode(s);
     assert.equal(bytes, new TextEncoder().encode(s), s);
@@ -43,7 +59,15 @@ test('UTF-8 matches TextEncoder on BMP, astral and control text', () => {
 test('UTF-8 refuses lone surrogates and invalid byte sequences', () => {
   assert.throws(() => utf8Encode('a\ud800b'), isMalformed);
   assert.throws(() => utf8Encode('\udc00'), isMalformed);
-  const bad = [[0x80], [0xc0, 0x80], [0xe0, 0x80, 0x80], [0xed, 0xa0, 0x80], [0xf4, 0x90, 0x80, 0x80], [0xe2, 0x82], [0xff]];
+  const bad = [
+    [0x80],
+    [0xc0, 0x80],
+    [0xe0, 0x80, 0x80],
+    [0xed, 0xa0, 0x80],
+    [0xf4, 0x90, 0x80, 0x80],
+    [0xe2, 0x82],
+    [0xff],
+  ];
   for (const b of bad) assert.throws(() => utf8Decode(Uint8Array.from(b)), isMalformed, JSON.stringify(b));
 });
 

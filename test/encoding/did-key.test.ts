@@ -1,6 +1,14 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { didKeyToJwk, didKeyFromJwk, didKeyUrl, isDidKey, CtlError, base64urlEncode, importSigningKey } from '../../src/index.js';
+import {
+  didKeyToJwk,
+  didKeyFromJwk,
+  didKeyUrl,
+  isDidKey,
+  CtlError,
+  base64urlEncode,
+  importSigningKey,
+} from '../../src/index.js';
 import { base58Decode, base58Encode } from '../../src/encoding/base58.js';
 import { readVectorJson } from '../helpers/vectors.js';
 
@@ -20,7 +28,11 @@ test('base58btc: leading zeros, round trip, strict alphabet', () => {
   assert.is(base58Encode(new Uint8Array()), '');
   const bytes = Uint8Array.from({ length: 40 }, (_, i) => (i * 37) & 0xff);
   assert.equal(base58Decode(base58Encode(bytes)), bytes);
-  for (const bad of ['0', 'O', 'I', 'l', '+', ' ', 'é']) assert.throws(() => base58Decode('z' + bad), (e: unknown) => codeOf(e) === 'malformed');
+  for (const bad of ['0', 'O', 'I', 'l', '+', ' ', 'é'])
+    assert.throws(
+      () => base58Decode('z' + bad),
+      (e: unknown) => codeOf(e) === 'malformed',
+    );
 });
 
 test('Ed25519 vectors of the did:key method: DID ↔ key, and the seed signs for the DID', async () => {
@@ -74,14 +86,24 @@ test('malformed DIDs are refused with malformed', () => {
   const bytes = base58Decode(good.slice(9));
   const enc = (b: number[] | Uint8Array) => 'did:key:z' + base58Encode(Uint8Array.from(b));
   for (const bad of [
-    '', 'did:web:example.com', 'did:key:', 'did:key:z', 'did:key:f' + good.slice(9), 'did:key:Z' + good.slice(9),
-    good + '#' + good.slice(8), good.slice(0, -1), good + '1', 'did:key:z0' + good.slice(10), 'did:key:z' + '2'.repeat(200),
+    '',
+    'did:web:example.com',
+    'did:key:',
+    'did:key:z',
+    'did:key:f' + good.slice(9),
+    'did:key:Z' + good.slice(9),
+    good + '#' + good.slice(8),
+    good.slice(0, -1),
+    good + '1',
+    'did:key:z0' + good.slice(10),
+    'did:key:z' + '2'.repeat(200),
     enc([...bytes.subarray(0, 2), ...new Uint8Array(32)]), // identity-ish: y = 0 is of small order
     enc([0xed, 0x81, 0x00, ...bytes.subarray(2)]), // non-minimal varint
     enc([0x80, 0x24, 4, ...new Uint8Array(64)]), // uncompressed P-256 is not the method's form
     enc([0x80, 0x24, 2, ...new Uint8Array(32).fill(0xff)]), // x ≥ p
     enc([0x01, ...bytes.subarray(2)]), // unknown multicodec
-  ]) refuses(bad, 'malformed');
+  ])
+    refuses(bad, 'malformed');
   assert.not.ok(isDidKey(good + '#x') || isDidKey('did:key:z0abc') || isDidKey(42));
 });
 

@@ -50,7 +50,7 @@ test('strict parser refuses what I-JSON forbids', () => {
   refuses('{"a":1,}', 'trailing comma');
   refuses('{"a":1} x', 'trailing text');
   refuses('"a\u0001"', 'raw control character');
-  refuses('[' .repeat(100) + ']'.repeat(100), 'nesting over 64');
+  refuses('['.repeat(100) + ']'.repeat(100), 'nesting over 64');
   refuses('', 'empty text');
 });
 
@@ -63,7 +63,10 @@ test('strict parser accepts I-JSON and keeps __proto__ as an own member', () => 
 
 test('canonicalize refuses what JSON cannot carry', () => {
   for (const bad of [NaN, Infinity, () => 1, Symbol('x'), 1n, new Date(0), '\ud800']) {
-    assert.throws(() => canonicalize(bad as unknown), (e: unknown) => e instanceof CtlError && e.code === 'malformed');
+    assert.throws(
+      () => canonicalize(bad as unknown),
+      (e: unknown) => e instanceof CtlError && e.code === 'malformed',
+    );
   }
 });
 
@@ -90,10 +93,18 @@ test('sameCanonical: only what canonicalize writes is a member (non-enumerable, 
   assert.is(sameCanonical(parseStrictJson('{"__proto__":{},"a":1}'), withProto), true);
   // A getter that answers differently on a second read is read once.
   let reads = 0;
-  const flaky = { get a() { return reads++ === 0 ? 1 : 2; } };
+  const flaky = {
+    get a() {
+      return reads++ === 0 ? 1 : 2;
+    },
+  };
   assert.is(sameCanonical(flaky, known), true);
   assert.is(reads, 1);
-  assert.is(sameCanonical({ a: 1, b: undefined }, known), true, 'an undefined member is left out, as canonicalize does');
+  assert.is(
+    sameCanonical({ a: 1, b: undefined }, known),
+    true,
+    'an undefined member is left out, as canonicalize does',
+  );
   assert.is(sameCanonical({ a: -0 }, known), false);
   assert.is(sameCanonical({ a: -0 }, parseStrictJson('{"a":0}')), true, '-0 writes 0');
 });

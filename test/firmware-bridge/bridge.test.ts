@@ -24,7 +24,8 @@ import { makeFleet, iso, T0 } from '../offline/fleet.js';
 const dir = mkdtempSync(join(tmpdir(), 'ctl-bridge-'));
 
 test.before(() => {
-  if (!existsSync(join(root, 'dist', 'ctl.iife.js'))) throw new Error('dist/ctl.iife.js is missing: run `npm run build` before these tests');
+  if (!existsSync(join(root, 'dist', 'ctl.iife.js')))
+    throw new Error('dist/ctl.iife.js is missing: run `npm run build` before these tests');
 });
 
 test('bridge child process: counters and the bundle floor survive a restart', async () => {
@@ -45,7 +46,11 @@ test('bridge child process: counters and the bundle floor survive a restart', as
     const old = await bridge.request('installBundle', { bundle: await fleet.bundle(6) });
     assert.is(old.ok, false);
     assert.is(old.error?.code, 'trust_bundle_rollback');
-    assert.is((((await bridge.request('verify', { sba: await fleet.sba('300'), amount: '300', currency: 'EUR' })).result) as any).valid, true);
+    assert.is(
+      ((await bridge.request('verify', { sba: await fleet.sba('300'), amount: '300', currency: 'EUR' })).result as any)
+        .valid,
+      true,
+    );
     const third = await bridge.request('verify', { sba: await fleet.sba('300'), amount: '300', currency: 'EUR' });
     assert.is((third.result as any).error.code, 'offline_limit_exceeded');
     const s = await bridge.request('status', { grantId: fleet.grant.grantId });
@@ -70,7 +75,14 @@ test('QuickJS device and Node device give the same bytes for the same requests',
       ['verify', { sba: sbas[0], amount: '600', currency: 'EUR' }],
       ['verify', { sba: sbas[1], amount: '600', currency: 'EUR' }],
       ['verify', { sba: sbas[2], amount: '400', currency: 'EUR' }],
-      ['verify', { sba: { ...sbas[2], authorization: { ...sbas[2]!.authorization, maxAmountMinor: '401' } }, amount: '400', currency: 'EUR' }],
+      [
+        'verify',
+        {
+          sba: { ...sbas[2], authorization: { ...sbas[2]!.authorization, maxAmountMinor: '401' } },
+          amount: '400',
+          currency: 'EUR',
+        },
+      ],
       ['status', { grantId: fleet.grant.grantId }],
     ];
     const codes: string[] = [];
@@ -83,7 +95,12 @@ test('QuickJS device and Node device give the same bytes for the same requests',
       const r = cborDecode(a) as any;
       codes.push(r.ok ? (r.result.valid === false ? r.result.error.code : 'ok') : r.error.code);
     }
-    assert.equal(codes, ['ok', 'ok', 'ok', 'ok', 'replay', 'offline_limit_exceeded', 'ok', 'sba_signature_invalid', 'ok'].map((c, i) => (i === 0 ? 'not_provisioned' : c)));
+    assert.equal(
+      codes,
+      ['ok', 'ok', 'ok', 'ok', 'replay', 'offline_limit_exceeded', 'ok', 'sba_signature_invalid', 'ok'].map((c, i) =>
+        i === 0 ? 'not_provisioned' : c,
+      ),
+    );
   } finally {
     qjs.dispose();
   }
@@ -108,7 +125,10 @@ test('QuickJS device with a hardware monotonic counter (ctlHost.counterRead/coun
   } finally {
     qjs.dispose();
   }
-  const restored = await createQuickJsDevice({ ...createNodeAbi({ now: T0, storage: snapshot }), monotonicCounter: counter });
+  const restored = await createQuickJsDevice({
+    ...createNodeAbi({ now: T0, storage: snapshot }),
+    monotonicCounter: counter,
+  });
   try {
     const again = call(restored, 'verify', { sba: await fleet.sba('100'), amount: '100', currency: 'EUR' });
     assert.is(again.result.valid, false);
@@ -136,22 +156,51 @@ test('frames split at every byte boundary reassemble; an oversized frame is skip
 
 test('property: any payload gets exactly one well-formed response and never a throw', async () => {
   const device = createDevice(CTL, createNodeAbi({ now: T0, storage: createMemoryByteStorage() }));
-  const ops = ['verify', 'installBundle', 'provisionRoot', 'status', 'createSba', 'installGrant', 'provisionWallet', 'ping', 'nope'];
+  const ops = [
+    'verify',
+    'installBundle',
+    'provisionRoot',
+    'status',
+    'createSba',
+    'installGrant',
+    'provisionWallet',
+    'ping',
+    'nope',
+  ];
   const anyValue = fc.letrec((tie) => ({
-    v: fc.oneof({ depthSize: 'small' }, fc.string(), fc.integer(), fc.boolean(), fc.constant(null), fc.uint8Array({ maxLength: 16 }),
-      fc.array(tie('v'), { maxLength: 3 }), fc.dictionary(fc.string({ maxLength: 6 }), tie('v'), { maxKeys: 3 })),
+    v: fc.oneof(
+      { depthSize: 'small' },
+      fc.string(),
+      fc.integer(),
+      fc.boolean(),
+      fc.constant(null),
+      fc.uint8Array({ maxLength: 16 }),
+      fc.array(tie('v'), { maxLength: 3 }),
+      fc.dictionary(fc.string({ maxLength: 6 }), tie('v'), { maxKeys: 3 }),
+    ),
   })).v;
   const payload = fc.oneof(
     fc.uint8Array({ maxLength: 64 }),
-    fc.record({ id: fc.nat(), op: fc.constantFrom(...ops), args: fc.dictionary(fc.constantFrom('sba', 'bundle', 'amount', 'currency', 'rootPublicKeyPem', 'grant'), anyValue) })
+    fc
+      .record({
+        id: fc.nat(),
+        op: fc.constantFrom(...ops),
+        args: fc.dictionary(
+          fc.constantFrom('sba', 'bundle', 'amount', 'currency', 'rootPublicKeyPem', 'grant'),
+          anyValue,
+        ),
+      })
       .map((r) => cborEncode(r)),
   );
-  await fc.assert(fc.asyncProperty(payload, async (p) => {
-    const out = cborDecode(await handlePayload(device, p)) as any;
-    if (typeof out.ok !== 'boolean') return false;
-    if (!out.ok) return typeof out.error?.code === 'string' && typeof out.error?.message === 'string';
-    return true;
-  }), { numRuns: 300 });
+  await fc.assert(
+    fc.asyncProperty(payload, async (p) => {
+      const out = cborDecode(await handlePayload(device, p)) as any;
+      if (typeof out.ok !== 'boolean') return false;
+      if (!out.ok) return typeof out.error?.code === 'string' && typeof out.error?.message === 'string';
+      return true;
+    }),
+    { numRuns: 300 },
+  );
 });
 
 test.after(() => rmSync(dir, { recursive: true, force: true }));

@@ -24,17 +24,41 @@ const checked = join(dir, 'firmware-asan');
 let sanitized = false;
 
 test.before(() => {
-  if (!existsSync(join(root, 'dist', 'ctl-verify.iife.js'))) throw new Error('dist/ctl-verify.iife.js is missing: run `npm run build` before these tests');
+  if (!existsSync(join(root, 'dist', 'ctl-verify.iife.js')))
+    throw new Error('dist/ctl-verify.iife.js is missing: run `npm run build` before these tests');
 });
 
 test('gcc builds the firmware stub without warnings', () => {
-  execFileSync('gcc', ['-std=c99', '-D_POSIX_C_SOURCE=200809L', '-O2', '-Wall', '-Wextra', '-Werror', '-o', exe, join(root, 'test', 'firmware-bridge', 'firmware.c')]);
+  execFileSync('gcc', [
+    '-std=c99',
+    '-D_POSIX_C_SOURCE=200809L',
+    '-O2',
+    '-Wall',
+    '-Wextra',
+    '-Werror',
+    '-o',
+    exe,
+    join(root, 'test', 'firmware-bridge', 'firmware.c'),
+  ]);
   assert.ok(existsSync(exe));
 });
 
 test('gcc builds it with AddressSanitizer, LeakSanitizer and UBSan (when the machine has them)', () => {
-  const args = ['-std=c99', '-D_POSIX_C_SOURCE=200809L', '-O1', '-g', '-fsanitize=address,undefined', '-fno-sanitize-recover=all',
-    '-fno-omit-frame-pointer', '-Wall', '-Wextra', '-Werror', '-o', checked, join(root, 'test', 'firmware-bridge', 'firmware.c')];
+  const args = [
+    '-std=c99',
+    '-D_POSIX_C_SOURCE=200809L',
+    '-O1',
+    '-g',
+    '-fsanitize=address,undefined',
+    '-fno-sanitize-recover=all',
+    '-fno-omit-frame-pointer',
+    '-Wall',
+    '-Wextra',
+    '-Werror',
+    '-o',
+    checked,
+    join(root, 'test', 'firmware-bridge', 'firmware.c'),
+  ];
   const r = spawnSync('gcc', args, { encoding: 'utf8' });
   sanitized = r.status === 0;
   const lib = spawnSync('gcc', ['-print-file-name=libasan.so'], { encoding: 'utf8' }).stdout.trim();
@@ -51,11 +75,30 @@ async function files(amount = '1200') {
 }
 
 function runFirmware(amount: string, flash: string) {
-  const args = [join(dir, 'root.pem'), join(dir, 'bundle.cbor'), join(dir, 'sba.cbor'), amount, 'EUR', '--',
-    process.execPath, bridgeMainPath, '--flash', flash, '--bundle', 'verify', '--now', iso(T0)];
+  const args = [
+    join(dir, 'root.pem'),
+    join(dir, 'bundle.cbor'),
+    join(dir, 'sba.cbor'),
+    amount,
+    'EUR',
+    '--',
+    process.execPath,
+    bridgeMainPath,
+    '--flash',
+    flash,
+    '--bundle',
+    'verify',
+    '--now',
+    iso(T0),
+  ];
   return spawnSync(sanitized ? checked : exe, args, {
-    encoding: 'utf8', timeout: 60_000,
-    env: { ...process.env, ASAN_OPTIONS: 'detect_leaks=1:abort_on_error=1', UBSAN_OPTIONS: 'halt_on_error=1:print_stacktrace=1' },
+    encoding: 'utf8',
+    timeout: 60_000,
+    env: {
+      ...process.env,
+      ASAN_OPTIONS: 'detect_leaks=1:abort_on_error=1',
+      UBSAN_OPTIONS: 'halt_on_error=1:print_stacktrace=1',
+    },
   });
 }
 
@@ -68,16 +111,22 @@ const assertClean = (r: ReturnType<typeof runFirmware>) => {
 test('the C firmware completes a verification through the bridge, and survives hostile frames', async () => {
   await files('1200');
   const r = runFirmware('1200', join(dir, 'flash-a.json'));
-  const steps = Object.fromEntries(r.stdout.split('\n').filter((l) => l.startsWith('step ')).map((l) => {
-    const [, name, verdict, ...rest] = l.split(' ');
-    return [name, `${verdict}${rest.length ? ' ' + rest.join(' ') : ''}`];
-  }));
+  const steps = Object.fromEntries(
+    r.stdout
+      .split('\n')
+      .filter((l) => l.startsWith('step '))
+      .map((l) => {
+        const [, name, verdict, ...rest] = l.split(' ');
+        return [name, `${verdict}${rest.length ? ' ' + rest.join(' ') : ''}`];
+      }),
+  );
   assert.is(r.status, 0, `firmware exit ${r.status}\n${r.stdout}\n${r.stderr}`);
   assert.is(steps['provision'], 'ok');
   assert.is(steps['install-bundle'], 'ok');
   assert.is(steps['verify'], 'ok valid=true');
   assert.is(steps['verify-replay'], 'ok valid=false code=replay');
-  for (const s of ['garbage', 'non-canonical', 'truncated', 'not-a-map', 'empty', 'oversized']) assert.is(steps[s], 'ok code=bad_frame', s);
+  for (const s of ['garbage', 'non-canonical', 'truncated', 'not-a-map', 'empty', 'oversized'])
+    assert.is(steps[s], 'ok code=bad_frame', s);
   assert.is(steps['unknown-op'], 'ok code=unknown_op');
   assert.is(steps['status-after-abuse'], 'ok');
   assert.is(steps['bridge-exit'], 'ok exit=0');

@@ -19,7 +19,10 @@ import { makeFleet, T0, HOUR } from '../offline/fleet.js';
 /** One terminal twice over (QuickJS and Node), each on its own flash, both asked the same. */
 async function terminals() {
   const flash = { qjs: createMemoryByteStorage(), node: createMemoryByteStorage() };
-  const abi = { qjs: createNodeAbi({ now: T0, storage: flash.qjs }), node: createNodeAbi({ now: T0, storage: flash.node }) };
+  const abi = {
+    qjs: createNodeAbi({ now: T0, storage: flash.qjs }),
+    node: createNodeAbi({ now: T0, storage: flash.node }),
+  };
   let qjs = await createQuickJsDevice(abi.qjs, { bundle: 'verify' });
   let node = createDevice(Verify, abi.node);
   let id = 0;
@@ -29,7 +32,10 @@ async function terminals() {
       const payload = cborEncode({ id: ++id, op, args });
       const a = qjs.request(payload);
       const b = await handlePayload(node, payload);
-      assert.ok(a.length === b.length && a.every((x, j) => x === b[j]), `${op}: QuickJS and Node answer differently:\n${JSON.stringify(cborDecode(a))}\n${JSON.stringify(cborDecode(b))}`);
+      assert.ok(
+        a.length === b.length && a.every((x, j) => x === b[j]),
+        `${op}: QuickJS and Node answer differently:\n${JSON.stringify(cborDecode(a))}\n${JSON.stringify(cborDecode(b))}`,
+      );
       return cborDecode(a);
     },
     async outcome(op: string, args: Record<string, unknown> = {}): Promise<string> {
@@ -55,7 +61,8 @@ test('a host clock that fails is a host failure: nothing accepted, status answer
   const t = await terminals();
   try {
     await t.call('provisionRoot', { rootPublicKeyPem: fleet.root.publicKeyPem });
-    const pay = async (at: number) => t.outcome('verify', { sba: await fleet.sba('100', at), amount: '100', currency: 'EUR' });
+    const pay = async (at: number) =>
+      t.outcome('verify', { sba: await fleet.sba('100', at), amount: '100', currency: 'EUR' });
     const codes = [await t.outcome('installBundle', { bundle: await fleet.bundle(1) }), await pay(T0)];
     t.setNow(T0 + 30 * HOUR); // the bundle (a day from T0 − 1 h) has expired
     codes.push(await pay(T0 + 30 * HOUR));
@@ -72,8 +79,15 @@ test('a host clock that fails is a host failure: nothing accepted, status answer
     t.setNow(T0); // set back: the expired bundle stays expired
     codes.push(await pay(T0));
     assert.equal(codes, [
-      'ok', 'ok', 'trust_bundle_expired',
-      'host_failure', 'host_failure', 'host_failure', 'host_failure', 'host_failure', 'host_failure',
+      'ok',
+      'ok',
+      'trust_bundle_expired',
+      'host_failure',
+      'host_failure',
+      'host_failure',
+      'host_failure',
+      'host_failure',
+      'host_failure',
       'trust_bundle_expired',
     ]);
     const status = await t.call('status', { grantId: fleet.grant.grantId });
@@ -88,13 +102,18 @@ test('a revocation outlives its bundle: expired, superseded, across a restart', 
   const t = await terminals();
   try {
     await t.call('provisionRoot', { rootPublicKeyPem: fleet.root.publicKeyPem });
-    const pay = async (at: number) => t.outcome('verify', { sba: await fleet.sba('100', at), amount: '100', currency: 'EUR' });
+    const pay = async (at: number) =>
+      t.outcome('verify', { sba: await fleet.sba('100', at), amount: '100', currency: 'EUR' });
     const codes = [
       // Another scope, issued earlier, vouching for two days.
-      await t.outcome('installBundle', { bundle: await fleet.bundle(1, { scope: { region: 'us' }, ttlMs: 48 * HOUR }) }),
+      await t.outcome('installBundle', {
+        bundle: await fleet.bundle(1, { scope: { region: 'us' }, ttlMs: 48 * HOUR }),
+      }),
       await pay(T0),
       // The fleet's own scope revokes the grant, for two hours.
-      await t.outcome('installBundle', { bundle: await fleet.bundle(1, { revokedGrants: [fleet.grant.grantId], issuedAt: T0, ttlMs: 2 * HOUR }) }),
+      await t.outcome('installBundle', {
+        bundle: await fleet.bundle(1, { revokedGrants: [fleet.grant.grantId], issuedAt: T0, ttlMs: 2 * HOUR }),
+      }),
       await pay(T0),
     ];
     t.setNow(T0 + 3 * HOUR);
@@ -118,13 +137,25 @@ test('a root-signed bundle too late or too old to install still revokes', async 
     const pay = async () => t.outcome('verify', { sba: await fleet.sba('100', T0), amount: '100', currency: 'EUR' });
     const codes = [await t.outcome('installBundle', { bundle: await fleet.bundle(3) }), await pay()];
     // A backlog arrives late: sequence 2 (below the floor of 3) and an expired sequence 4, each revoking.
-    codes.push(await t.outcome('installBundle', { bundle: await fleet.bundle(2, { revokedGrants: [fleet.grant.grantId] }) }));
+    codes.push(
+      await t.outcome('installBundle', { bundle: await fleet.bundle(2, { revokedGrants: [fleet.grant.grantId] }) }),
+    );
     codes.push(await pay());
     const forged = { ...(await fleet.bundle(5, { revokedGrants: ['grant_someone_else'] })), sequence: 6 };
-    codes.push(await t.outcome('installBundle', { bundle: forged }), await t.outcome('installBundle', {
-      bundle: await fleet.bundle(4, { revokedGrants: [fleet.grant.grantId], issuedAt: T0 - 30 * HOUR }),
-    }));
-    assert.equal(codes, ['ok', 'ok', 'trust_bundle_rollback', 'grant_revoked', 'trust_bundle_invalid', 'trust_bundle_expired']);
+    codes.push(
+      await t.outcome('installBundle', { bundle: forged }),
+      await t.outcome('installBundle', {
+        bundle: await fleet.bundle(4, { revokedGrants: [fleet.grant.grantId], issuedAt: T0 - 30 * HOUR }),
+      }),
+    );
+    assert.equal(codes, [
+      'ok',
+      'ok',
+      'trust_bundle_rollback',
+      'grant_revoked',
+      'trust_bundle_invalid',
+      'trust_bundle_expired',
+    ]);
   } finally {
     t.dispose();
   }
@@ -135,7 +166,8 @@ test('a fresh bundle restores the offline allowance, and status counts since it'
   const t = await terminals();
   try {
     await t.call('provisionRoot', { rootPublicKeyPem: fleet.root.publicKeyPem });
-    const pay = async (at: number) => t.outcome('verify', { sba: await fleet.sba('100', at), amount: '100', currency: 'EUR' });
+    const pay = async (at: number) =>
+      t.outcome('verify', { sba: await fleet.sba('100', at), amount: '100', currency: 'EUR' });
     const codes = [await t.outcome('installBundle', { bundle: await fleet.bundle(1) })];
     for (let i = 0; i < 3; i++) codes.push(await pay(T0));
     const before = (await t.call('status', { grantId: fleet.grant.grantId })).result.grant;

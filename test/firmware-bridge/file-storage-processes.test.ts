@@ -33,7 +33,10 @@ test('two processes paying on one flash file at once reserve exactly the ceiling
   const flash = join(dir, 'shared.json');
   const ceiling = 150;
   const start = String(Date.now() + 700); // both start together, after node has loaded
-  const [a, b] = await Promise.all([run([flash, 'a', '120', String(ceiling), start]), run([flash, 'b', '120', String(ceiling), start])]);
+  const [a, b] = await Promise.all([
+    run([flash, 'a', '120', String(ceiling), start]),
+    run([flash, 'b', '120', String(ceiling), start]),
+  ]);
   assert.is(a.code, 0, a.err);
   assert.is(b.code, 0, b.err);
   const got = [a, b].map((r) => JSON.parse(r.out).reserved as number);

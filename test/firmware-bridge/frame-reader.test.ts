@@ -61,7 +61,11 @@ test('a maximum-size frame fed one byte at a time: one payload, work linear in i
   const p = got[0] as Uint8Array;
   assert.is(p.length, payload.length);
   let same = true;
-  for (let i = 0; i < p.length; i++) if (p[i] !== payload[i]) { same = false; break; }
+  for (let i = 0; i < p.length; i++)
+    if (p[i] !== payload[i]) {
+      same = false;
+      break;
+    }
   assert.ok(same, 'the payload arrives intact');
   assert.ok(bytes <= limit, `${bytes} bytes of work for a ${stream.length}-byte frame`);
   assert.is(reader.pending(), 0);
@@ -70,7 +74,13 @@ test('a maximum-size frame fed one byte at a time: one payload, work linear in i
 test('frames in chunks of 1 to 8 bytes, back to back with an oversized one between: all in order', () => {
   const payloads = [patterned(3000), patterned(0), patterned(70_000), patterned(1)];
   const big = frame(new Plain(140_000)); // over both limits below: skipped by length
-  const stream = new Plain([...frame(payloads[0]!), ...big, ...frame(payloads[1]!), ...frame(payloads[2]!), ...frame(payloads[3]!)]);
+  const stream = new Plain([
+    ...frame(payloads[0]!),
+    ...big,
+    ...frame(payloads[1]!),
+    ...frame(payloads[2]!),
+    ...frame(payloads[3]!),
+  ]);
   const reader = createFrameReader(65_536 * 2);
   const small = createFrameReader(32);
   const got: unknown[] = [];
@@ -82,10 +92,13 @@ test('frames in chunks of 1 to 8 bytes, back to back with an oversized one betwe
     at += n;
   }
   assert.equal(got, [payloads[0], { oversized: 140_000 }, payloads[1], payloads[2], payloads[3]]);
-  assert.equal(gotSmall.map((x) => (x instanceof Plain ? x.length : x)), [{ oversized: 3000 }, { oversized: 140_000 }, 0, { oversized: 70_000 }, 1]);
+  assert.equal(
+    gotSmall.map((x) => (x instanceof Plain ? x.length : x)),
+    [{ oversized: 3000 }, { oversized: 140_000 }, 0, { oversized: 70_000 }, 1],
+  );
 });
 
-test('the payload handed out is the reader\'s own copy: the caller may reuse its chunk buffer', () => {
+test("the payload handed out is the reader's own copy: the caller may reuse its chunk buffer", () => {
   const stream = frame(patterned(10));
   const chunk = stream.slice();
   const reader = createFrameReader();

@@ -21,7 +21,9 @@ let sanitized = false;
 
 // The stand-in: reads length-prefixed frames, answers each with the hex payload given on the
 // command line (or, with `--raw`, writes those bytes as they are), and exits when stdin closes.
-writeFileSync(fake, `
+writeFileSync(
+  fake,
+  `
 const [mode, hex] = process.argv.slice(2);
 const answer = Buffer.from(hex, 'hex');
 let buf = Buffer.alloc(0);
@@ -35,7 +37,8 @@ process.stdin.on('data', (d) => {
 });
 process.stdin.on('end', () => process.exit(0));
 process.stdout.on('error', () => process.exit(0));
-`);
+`,
+);
 writeFileSync(join(dir, 'root.pem'), '-----BEGIN PUBLIC KEY-----\n-----END PUBLIC KEY-----\n');
 writeFileSync(join(dir, 'bundle.cbor'), Buffer.from([0xa0]));
 writeFileSync(join(dir, 'sba.cbor'), Buffer.from([0xa0]));
@@ -54,7 +57,18 @@ const hostile: Array<[string, string]> = [
   // {"error": {"code": <text of length 2^64-1>}}: the copy into the 128-byte code buffer.
   ['text-length', hex(Buffer.from([0xa1]), t('error'), Buffer.from([0xa1]), t('code'), head8(3, MAX))],
   // {"result": {"error": {"code": <text of length 2^64-1>}}}: the same through a deeper path.
-  ['nested-text-length', hex(Buffer.from([0xa1]), t('result'), Buffer.from([0xa1]), t('error'), Buffer.from([0xa1]), t('code'), head8(3, MAX))],
+  [
+    'nested-text-length',
+    hex(
+      Buffer.from([0xa1]),
+      t('result'),
+      Buffer.from([0xa1]),
+      t('error'),
+      Buffer.from([0xa1]),
+      t('code'),
+      head8(3, MAX),
+    ),
+  ],
   // A map of 2^64-1 pairs whose key's length (2^64-9) wraps the reader back onto that key: a loop.
   ['key-length-backwards', hex(head8(5, MAX), head8(3, MAX - 8n))],
   // {"x": <bytes of length 2^64-1>, "ok": true}: skipping the value must not move the reader back.
@@ -66,8 +80,23 @@ const hostile: Array<[string, string]> = [
 ];
 
 test('gcc builds the firmware stub (with ASan and UBSan when available)', () => {
-  const base = ['-std=c99', '-D_POSIX_C_SOURCE=200809L', '-O1', '-g', '-Wall', '-Wextra', '-Werror', '-o', exe, join(root, 'test', 'firmware-bridge', 'firmware.c')];
-  const san = spawnSync('gcc', ['-fsanitize=address,undefined', '-fno-sanitize-recover=all', '-fno-omit-frame-pointer', ...base], { encoding: 'utf8' });
+  const base = [
+    '-std=c99',
+    '-D_POSIX_C_SOURCE=200809L',
+    '-O1',
+    '-g',
+    '-Wall',
+    '-Wextra',
+    '-Werror',
+    '-o',
+    exe,
+    join(root, 'test', 'firmware-bridge', 'firmware.c'),
+  ];
+  const san = spawnSync(
+    'gcc',
+    ['-fsanitize=address,undefined', '-fno-sanitize-recover=all', '-fno-omit-frame-pointer', ...base],
+    { encoding: 'utf8' },
+  );
   sanitized = san.status === 0;
   if (!sanitized) {
     console.log(`(no sanitizers on this machine: ${san.stderr.split('\n')[0]}; building plain)`);
@@ -77,11 +106,30 @@ test('gcc builds the firmware stub (with ASan and UBSan when available)', () => 
 });
 
 function run(mode: string, payload: string) {
-  return spawnSync(exe, [join(dir, 'root.pem'), join(dir, 'bundle.cbor'), join(dir, 'sba.cbor'), '1200', 'EUR', '--', process.execPath, fake, mode, payload], {
-    encoding: 'utf8',
-    timeout: 20_000,
-    env: { ...process.env, ASAN_OPTIONS: 'abort_on_error=1:detect_leaks=1', UBSAN_OPTIONS: 'halt_on_error=1:abort_on_error=1:print_stacktrace=1' },
-  });
+  return spawnSync(
+    exe,
+    [
+      join(dir, 'root.pem'),
+      join(dir, 'bundle.cbor'),
+      join(dir, 'sba.cbor'),
+      '1200',
+      'EUR',
+      '--',
+      process.execPath,
+      fake,
+      mode,
+      payload,
+    ],
+    {
+      encoding: 'utf8',
+      timeout: 20_000,
+      env: {
+        ...process.env,
+        ASAN_OPTIONS: 'abort_on_error=1:detect_leaks=1',
+        UBSAN_OPTIONS: 'halt_on_error=1:abort_on_error=1:print_stacktrace=1',
+      },
+    },
+  );
 }
 
 function assertCleanExit(r: ReturnType<typeof run>, what: string) {
@@ -98,7 +146,15 @@ for (const [name, payload] of hostile) {
     const r = run('--frame', payload);
     assertCleanExit(r, name);
     assert.is(r.status, 1, r.stdout + r.stderr);
-    for (const step of ['provision', 'install-bundle', 'verify', 'verify-replay', 'garbage', 'oversized', 'status-after-abuse']) {
+    for (const step of [
+      'provision',
+      'install-bundle',
+      'verify',
+      'verify-replay',
+      'garbage',
+      'oversized',
+      'status-after-abuse',
+    ]) {
       assert.match(r.stdout, new RegExp(`^step ${step} FAIL`, 'm'), `${name}: ${step}\n${r.stdout}`);
     }
     assert.match(r.stdout, /^firmware: FAILED$/m);

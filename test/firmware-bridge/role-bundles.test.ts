@@ -18,7 +18,8 @@ import { createQuickJsDevice } from '../../firmware-bridge/node/quickjs-device.j
 import { makeFleet, T0 } from '../offline/fleet.js';
 
 type Dev = Awaited<ReturnType<typeof createQuickJsDevice>>;
-const call = (dev: Dev, op: string, args: Record<string, unknown> = {}) => cborDecode(dev.request(cborEncode({ id: 1, op, args }))) as any;
+const call = (dev: Dev, op: string, args: Record<string, unknown> = {}) =>
+  cborDecode(dev.request(cborEncode({ id: 1, op, args }))) as any;
 
 test('terminal on the verifier bundle: the same bytes as on Node, wallet ops are unknown_op', async () => {
   const fleet = await makeFleet(CTL, { offline: { maxPayments: 2 } });
@@ -57,17 +58,39 @@ test('vehicle on the wallet bundle: signs offline under its grant (verified on N
   const qjs = await createQuickJsDevice(createNodeAbi({ now: T0 }), { bundle: 'wallet' });
   try {
     assert.ok(call(qjs, 'provisionRoot', { rootPublicKeyPem: fleet.root.publicKeyPem }).ok);
-    assert.ok(call(qjs, 'installBundle', { bundle: await fleet.bundle(1) }).ok, 'the wallet bundle checks bundles (its offline revocation source)');
+    assert.ok(
+      call(qjs, 'installBundle', { bundle: await fleet.bundle(1) }).ok,
+      'the wallet bundle checks bundles (its offline revocation source)',
+    );
     const { publicJwk } = call(qjs, 'provisionWallet', { actorId: 'vehicle-42' }).result;
-    const grant = await CTL.createSignedPolicyGrant({
-      policyHash: 'b'.repeat(64), actorKey: publicJwk, allowedRails: ['card'], allowedAssets: [{ standard: 'iso4217', code: 'EUR' }],
-      maxAmountMinor: '5000', currency: 'EUR', issuedAt: '2026-11-22T08:00:00Z', expiresAt: '2026-12-22T08:00:00Z',
-    }, { issuer: fleet.issuer, keyId: fleet.kid, signingKey: fleet.authority.privateKeyPem, revocationBaseUrl: 'https://authority.fleet.example' });
+    const grant = await CTL.createSignedPolicyGrant(
+      {
+        policyHash: 'b'.repeat(64),
+        actorKey: publicJwk,
+        allowedRails: ['card'],
+        allowedAssets: [{ standard: 'iso4217', code: 'EUR' }],
+        maxAmountMinor: '5000',
+        currency: 'EUR',
+        issuedAt: '2026-11-22T08:00:00Z',
+        expiresAt: '2026-12-22T08:00:00Z',
+      },
+      {
+        issuer: fleet.issuer,
+        keyId: fleet.kid,
+        signingKey: fleet.authority.privateKeyPem,
+        revocationBaseUrl: 'https://authority.fleet.example',
+      },
+    );
     assert.ok(call(qjs, 'installGrant', { grant }).ok);
     const signed = call(qjs, 'createSba', { amount: '1200', currency: 'EUR', rail: 'card' });
     assert.ok(signed.ok, JSON.stringify(signed));
     const r = await CTL.verifyCtl(signed.result, {
-      amount: '1200', currency: 'EUR', offline: true, now: () => T0, trustBundles: [await fleet.bundle(1)], rootPublicKeyPem: fleet.root.publicKeyPem,
+      amount: '1200',
+      currency: 'EUR',
+      offline: true,
+      now: () => T0,
+      trustBundles: [await fleet.bundle(1)],
+      rootPublicKeyPem: fleet.root.publicKeyPem,
     });
     assert.ok(r.valid, JSON.stringify(r));
     const v = call(qjs, 'verify', { sba: signed.result, amount: '1200', currency: 'EUR' });
@@ -84,15 +107,41 @@ test('QuickJS terminal with a P-256 grant key: unsupported_algorithm until the h
   const authority = await CTL.generateKeyPair({ alg: 'ES256' });
   const wallet = await CTL.generateKeyPair({ alg: 'EdDSA' });
   const kid = await CTL.jwkThumbprint(authority.publicJwk);
-  const bundle = await CTL.createTrustBundle({
-    sequence: 1, scope: {}, revokedGrants: [], issuedAt: '2026-11-22T00:00:00Z', expiresAt: '2026-11-24T00:00:00Z',
-    issuers: [{ issuer: 'a.example', keys: [{ ...authority.publicJwk, kid, alg: 'ES256', purposes: ['grant'] }] }],
-  }, { signingKey: root.privateKeyPem, issuer: 'root.example' });
-  const grant = await CTL.createSignedPolicyGrant({
-    policyHash: 'c'.repeat(64), actorKey: wallet.publicJwk, allowedRails: ['card'], allowedAssets: [{ standard: 'iso4217', code: 'EUR' }],
-    maxAmountMinor: '5000', currency: 'EUR', issuedAt: '2026-11-22T08:00:00Z', expiresAt: '2026-11-23T08:00:00Z',
-  }, { issuer: 'a.example', keyId: kid, signingKey: authority.privateKeyPem, revocationBaseUrl: 'https://a.example' });
-  const sba = await CTL.createSignedSessionBudgetAuthorization({ grant, sessionId: 's1', actorId: 'v', maxAmountMinor: '100', issuedAt: '2026-11-22T09:00:00Z', expiresAt: '2026-11-22T11:00:00Z' }, { signingKey: wallet.privateKeyPem, keyId: 'w' });
+  const bundle = await CTL.createTrustBundle(
+    {
+      sequence: 1,
+      scope: {},
+      revokedGrants: [],
+      issuedAt: '2026-11-22T00:00:00Z',
+      expiresAt: '2026-11-24T00:00:00Z',
+      issuers: [{ issuer: 'a.example', keys: [{ ...authority.publicJwk, kid, alg: 'ES256', purposes: ['grant'] }] }],
+    },
+    { signingKey: root.privateKeyPem, issuer: 'root.example' },
+  );
+  const grant = await CTL.createSignedPolicyGrant(
+    {
+      policyHash: 'c'.repeat(64),
+      actorKey: wallet.publicJwk,
+      allowedRails: ['card'],
+      allowedAssets: [{ standard: 'iso4217', code: 'EUR' }],
+      maxAmountMinor: '5000',
+      currency: 'EUR',
+      issuedAt: '2026-11-22T08:00:00Z',
+      expiresAt: '2026-11-23T08:00:00Z',
+    },
+    { issuer: 'a.example', keyId: kid, signingKey: authority.privateKeyPem, revocationBaseUrl: 'https://a.example' },
+  );
+  const sba = await CTL.createSignedSessionBudgetAuthorization(
+    {
+      grant,
+      sessionId: 's1',
+      actorId: 'v',
+      maxAmountMinor: '100',
+      issuedAt: '2026-11-22T09:00:00Z',
+      expiresAt: '2026-11-22T11:00:00Z',
+    },
+    { signingKey: wallet.privateKeyPem, keyId: 'w' },
+  );
   const outcome = async (p256: boolean) => {
     const dev = await createQuickJsDevice(createNodeAbi({ now: T0 }), { bundle: 'verify', p256 });
     try {
@@ -108,31 +157,71 @@ test('QuickJS terminal with a P-256 grant key: unsupported_algorithm until the h
   assert.is(await outcome(true), 'valid');
 });
 
-test('QuickJS terminal meeting a grant issued by a person\'s did:key: unsupported_feature until it loads ctl-human-agent', async () => {
+test("QuickJS terminal meeting a grant issued by a person's did:key: unsupported_feature until it loads ctl-human-agent", async () => {
   // PROTOCOL.md §10 through the terminal's bundle: the root lists the person's DID as an issuer, with the DID's key.
   const root = await CTL.generateKeyPair({ alg: 'EdDSA' });
   const person = await CTL.generateKeyPair({ alg: 'EdDSA' });
   const agent = await CTL.generateKeyPair({ alg: 'EdDSA' });
   const did = CTL.didKeyFromJwk(person.publicJwk);
-  const bundle = await CTL.createTrustBundle({
-    sequence: 1, scope: {}, revokedGrants: [], issuedAt: '2026-11-22T00:00:00Z', expiresAt: '2026-11-24T00:00:00Z',
-    issuers: [{ issuer: did, keys: [{ ...person.publicJwk, kid: CTL.didKeyUrl(did), alg: 'EdDSA', purposes: ['grant'] }] }],
-  }, { signingKey: root.privateKeyPem, issuer: 'root.example' });
-  const grant = await CTL.createSignedPolicyGrant({
-    profile: 'human-agent', policyHash: 'd'.repeat(64), actorKey: agent.publicJwk, allowedRails: ['card'], allowedAssets: [{ standard: 'iso4217', code: 'EUR' }],
-    maxAmountMinor: '5000', currency: 'EUR', issuedAt: '2026-11-22T08:00:00Z', expiresAt: '2026-11-23T08:00:00Z',
-  }, { signingKey: person.privateKeyPem, revocationBaseUrl: 'https://a.example' });
-  const intentHash = await CTL.computeIntentHash({ amount: '100', currency: 'EUR', merchantId: 'charger-1', rail: 'card' });
-  const sba = await CTL.createSignedSessionBudgetAuthorization({
-    grant, sessionId: 's1', actorId: 'assistant', maxAmountMinor: '100', merchantId: 'charger-1', rail: 'card', intentHash,
-    issuedAt: '2026-11-22T09:00:00Z', expiresAt: '2026-11-22T11:00:00Z',
-  } as never, { signingKey: agent.privateKeyPem, keyId: 'a' });
+  const bundle = await CTL.createTrustBundle(
+    {
+      sequence: 1,
+      scope: {},
+      revokedGrants: [],
+      issuedAt: '2026-11-22T00:00:00Z',
+      expiresAt: '2026-11-24T00:00:00Z',
+      issuers: [
+        { issuer: did, keys: [{ ...person.publicJwk, kid: CTL.didKeyUrl(did), alg: 'EdDSA', purposes: ['grant'] }] },
+      ],
+    },
+    { signingKey: root.privateKeyPem, issuer: 'root.example' },
+  );
+  const grant = await CTL.createSignedPolicyGrant(
+    {
+      profile: 'human-agent',
+      policyHash: 'd'.repeat(64),
+      actorKey: agent.publicJwk,
+      allowedRails: ['card'],
+      allowedAssets: [{ standard: 'iso4217', code: 'EUR' }],
+      maxAmountMinor: '5000',
+      currency: 'EUR',
+      issuedAt: '2026-11-22T08:00:00Z',
+      expiresAt: '2026-11-23T08:00:00Z',
+    },
+    { signingKey: person.privateKeyPem, revocationBaseUrl: 'https://a.example' },
+  );
+  const intentHash = await CTL.computeIntentHash({
+    amount: '100',
+    currency: 'EUR',
+    merchantId: 'charger-1',
+    rail: 'card',
+  });
+  const sba = await CTL.createSignedSessionBudgetAuthorization(
+    {
+      grant,
+      sessionId: 's1',
+      actorId: 'assistant',
+      maxAmountMinor: '100',
+      merchantId: 'charger-1',
+      rail: 'card',
+      intentHash,
+      issuedAt: '2026-11-22T09:00:00Z',
+      expiresAt: '2026-11-22T11:00:00Z',
+    } as never,
+    { signingKey: agent.privateKeyPem, keyId: 'a' },
+  );
   const outcome = async (humanAgent: boolean) => {
     const dev = await createQuickJsDevice(createNodeAbi({ now: T0 }), { bundle: 'verify', humanAgent });
     try {
       assert.ok(call(dev, 'provisionRoot', { rootPublicKeyPem: root.publicKeyPem }).ok);
       assert.ok(call(dev, 'installBundle', { bundle }).ok);
-      const r = call(dev, 'verify', { sba, amount: '100', currency: 'EUR', merchantId: 'charger-1', rail: 'card' }).result;
+      const r = call(dev, 'verify', {
+        sba,
+        amount: '100',
+        currency: 'EUR',
+        merchantId: 'charger-1',
+        rail: 'card',
+      }).result;
       return r.valid ? 'valid' : r.error.code;
     } finally {
       dev.dispose();

@@ -20,7 +20,8 @@ import { makeFleet, iso, T0 } from '../offline/fleet.js';
 import { rotate4, rotatedRoot } from '../helpers/root-chain.js';
 
 test.before(() => {
-  if (!existsSync(join(repoRoot, 'dist', 'ctl.iife.js'))) throw new Error('dist/ctl.iife.js is missing: run `npm run build` before these tests');
+  if (!existsSync(join(repoRoot, 'dist', 'ctl.iife.js')))
+    throw new Error('dist/ctl.iife.js is missing: run `npm run build` before these tests');
 });
 
 async function scenario() {
@@ -29,13 +30,18 @@ async function scenario() {
   const s4 = await rotate4(r);
   const short = await CTL.createRootStatement(
     { rootVersion: 4, keys: [r.a.publicJwk], threshold: 1, bundleKeys: [r.bk4.publicJwk], issuedAt: iso(T0 - 1000) },
-    { signers: [{ key: r.a.privateKeyPem }] }); // one of a 2-of-3 set
+    { signers: [{ key: r.a.privateKeyPem }] },
+  ); // one of a 2-of-3 set
   // r2 (retired at version 3) leaks: the thief signs another version 3 and a version 4 of his own.
   const thief = await CTL.generateKeyPair({ alg: 'EdDSA' });
-  const f3 = await CTL.createRootStatement({ rootVersion: 3, keys: [thief.publicJwk], threshold: 1, bundleKeys: [thief.publicJwk], issuedAt: iso(T0) },
-    { signers: [{ key: r.r2.privateKeyPem }, { key: thief.privateKeyPem }] });
-  const f4 = await CTL.createRootStatement({ rootVersion: 4, keys: [thief.publicJwk], threshold: 1, bundleKeys: [thief.publicJwk], issuedAt: iso(T0) },
-    { signers: [{ key: thief.privateKeyPem }] });
+  const f3 = await CTL.createRootStatement(
+    { rootVersion: 3, keys: [thief.publicJwk], threshold: 1, bundleKeys: [thief.publicJwk], issuedAt: iso(T0) },
+    { signers: [{ key: r.r2.privateKeyPem }, { key: thief.privateKeyPem }] },
+  );
+  const f4 = await CTL.createRootStatement(
+    { rootVersion: 4, keys: [thief.publicJwk], threshold: 1, bundleKeys: [thief.publicJwk], issuedAt: iso(T0) },
+    { signers: [{ key: thief.privateKeyPem }] },
+  );
   return { fleet, r, s4, short, fork: [r.s2, f3, f4], thief };
 }
 
@@ -46,13 +52,17 @@ const codeOf = (x: any) => (x.ok ? (x.result?.valid === false ? x.result.error.c
 async function life(boot: () => Promise<Call>, s: Awaited<ReturnType<typeof scenario>>): Promise<string[]> {
   const { fleet, r, s4, short, fork, thief } = s;
   const codes: string[] = [];
-  const pay = async (call: Call) => codeOf(await call('verify', { sba: await fleet.sba('100'), amount: '100', currency: 'EUR' }));
+  const pay = async (call: Call) =>
+    codeOf(await call('verify', { sba: await fleet.sba('100'), amount: '100', currency: 'EUR' }));
   let call = await boot();
   codes.push(codeOf(await call('provisionRoot', { rootPublicKeyPem: fleet.root.publicKeyPem })));
   codes.push(codeOf(await call('installBundle', { bundle: await fleet.bundle(1) })));
   codes.push(await pay(call));
   // Rotation 1 → 3 arrives with a bundle signed by the version-3 bundle key.
-  const inst = await call('installBundle', { bundle: await fleet.bundle(2, { signer: r.bk3 }), rootChain: [r.s2, r.s3] });
+  const inst = await call('installBundle', {
+    bundle: await fleet.bundle(2, { signer: r.bk3 }),
+    rootChain: [r.s2, r.s3],
+  });
   codes.push(codeOf(inst), String(inst.result?.rootVersion));
   codes.push(await pay(call));
   // The retired version-1 root signs a newer bundle: refused.
@@ -61,14 +71,18 @@ async function life(boot: () => Promise<Call>, s: Awaited<ReturnType<typeof scen
   codes.push(String((await call('status')).result.rootVersion));
   codes.push(await pay(call));
   // Replayed older chain, with a bundle of its (version 2) bundle key.
-  codes.push(codeOf(await call('installBundle', { bundle: await fleet.bundle(4, { signer: r.bk2 }), rootChain: [r.s2] })));
+  codes.push(
+    codeOf(await call('installBundle', { bundle: await fleet.bundle(4, { signer: r.bk2 }), rootChain: [r.s2] })),
+  );
   codes.push(codeOf(await call('updateRoot', { rootChain: [r.s2] })));
   // Skipped version and a statement short of its threshold.
   codes.push(codeOf(await call('updateRoot', { rootChain: [r.s2, s4] })));
   codes.push(codeOf(await call('updateRoot', { rootChain: [r.s2, r.s3, short] })));
   // A fork signed by the retired version-2 key reaches version 4: it walks from the pin, but does not extend the stored chain.
   codes.push(codeOf(await call('updateRoot', { rootChain: fork })));
-  codes.push(codeOf(await call('installBundle', { bundle: await fleet.bundle(20, { signer: thief }), rootChain: fork })));
+  codes.push(
+    codeOf(await call('installBundle', { bundle: await fleet.bundle(20, { signer: thief }), rootChain: fork })),
+  );
   // The version-3 bundle key is compromised: version 4 retires it, the device's pin untouched.
   const up = await call('updateRoot', { rootChain: [r.s2, r.s3, s4] });
   codes.push(codeOf(up), String(up.result?.rootVersion));
@@ -83,16 +97,29 @@ async function life(boot: () => Promise<Call>, s: Awaited<ReturnType<typeof scen
 }
 
 const EXPECTED = [
-  'ok', 'ok', 'ok',
-  'ok', '3', 'ok',
+  'ok',
+  'ok',
+  'ok',
+  'ok',
+  '3',
+  'ok',
   'trust_bundle_invalid',
-  '3', 'ok',
-  'root_rollback', 'root_rollback',
-  'root_rotation_invalid', 'root_rotation_invalid',
-  'root_rotation_invalid', 'root_rotation_invalid',
-  'ok', '4', 'trust_bundle_invalid',
-  'trust_bundle_invalid', 'ok',
-  'ok', 'root_rollback', 'ok',
+  '3',
+  'ok',
+  'root_rollback',
+  'root_rollback',
+  'root_rotation_invalid',
+  'root_rotation_invalid',
+  'root_rotation_invalid',
+  'root_rotation_invalid',
+  'ok',
+  '4',
+  'trust_bundle_invalid',
+  'trust_bundle_invalid',
+  'ok',
+  'ok',
+  'root_rollback',
+  'ok',
 ];
 
 test('Node device: follows 1 → 3 → 4, persists the root version, refuses rollback after reboot', async () => {
@@ -165,7 +192,10 @@ test('a corrupt root record fails closed (host_failure), never back to version 1
   const device = createDevice(CTL, createNodeAbi({ now: T0, storage: flash }));
   device.provisionRoot({ rootPublicKeyPem: fleet.root.publicKeyPem });
   flash.put(new TextEncoder().encode('ctl/root-chain'), new TextEncoder().encode('{"rootVersion":"x"}'));
-  await device.installBundle({ bundle: await fleet.bundle(1) }).then(() => assert.unreachable('must refuse'), (e) => assert.is(e.code, 'host_failure'));
+  await device.installBundle({ bundle: await fleet.bundle(1) }).then(
+    () => assert.unreachable('must refuse'),
+    (e) => assert.is(e.code, 'host_failure'),
+  );
 });
 
 test.run();

@@ -9,7 +9,7 @@ import { call, createSession, proxy, useGatewayAndMerchant } from './helpers.js'
 
 const env = useGatewayAndMerchant(test, { amount: '100' });
 
-test('GET /session: the token\'s own session with its current spend', async () => {
+test("GET /session: the token's own session with its current spend", async () => {
   const s = await createSession(env.gw, { webhookUrl: 'http://127.0.0.1:9/hook' });
   const before = await call(env.gw.url, 'GET', '/session', { key: s.sessionToken });
   assert.is(before.status, 200);
@@ -17,14 +17,14 @@ test('GET /session: the token\'s own session with its current spend', async () =
   assert.is(before.body.state, 'active');
   assert.is(before.body.spentMinor, '0');
   assert.is(before.headers.get('cache-control'), 'no-store');
-  assert.is(before.body.webhookUrl, undefined, 'the owner\'s webhook address is not the agent\'s');
+  assert.is(before.body.webhookUrl, undefined, "the owner's webhook address is not the agent's");
   assert.is((await proxy(env.gw, s.sessionToken, `${env.merchant.url}/a`, { purpose: 'api:search' })).status, 200);
   const after = await call(env.gw.url, 'GET', '/session', { key: s.sessionToken });
   assert.is(after.body.spentMinor, '100');
   assert.is(after.body.remainingMinor, '900');
   const owner = await call(env.gw.url, 'GET', `/sessions/${s.sessionId}`, { key: env.gw.ownerKey });
   const { webhookUrl: _w, ...shared } = owner.body;
-  assert.equal(after.body, shared, 'the owner\'s view less the webhook address');
+  assert.equal(after.body, shared, "the owner's view less the webhook address");
 });
 
 test('a paused session: the agent sees the state, never the continuation token', async () => {
@@ -39,7 +39,7 @@ test('a paused session: the agent sees the state, never the continuation token',
   assert.is(agent.body.continuationToken, undefined);
 });
 
-test('receipts: the list and one by id, only the session\'s own', async () => {
+test("receipts: the list and one by id, only the session's own", async () => {
   const a = await createSession(env.gw);
   const b = await createSession(env.gw);
   const paid = await proxy(env.gw, a.sessionToken, `${env.merchant.url}/a`, { purpose: 'api:search' });
@@ -48,7 +48,10 @@ test('receipts: the list and one by id, only the session\'s own', async () => {
   const list = await call(env.gw.url, 'GET', '/session/receipts', { key: a.sessionToken });
   assert.is(list.status, 200);
   assert.is(list.body.sessionId, a.sessionId);
-  assert.equal(list.body.receipts, (await call(env.gw.url, 'GET', `/sessions/${a.sessionId}/receipts`, { key: env.gw.ownerKey })).body.receipts);
+  assert.equal(
+    list.body.receipts,
+    (await call(env.gw.url, 'GET', `/sessions/${a.sessionId}/receipts`, { key: env.gw.ownerKey })).body.receipts,
+  );
   const one = await call(env.gw.url, 'GET', `/session/receipts/${receiptId}`, { key: a.sessionToken });
   assert.is(one.status, 200);
   assert.equal(one.body, list.body.receipts[0]);

@@ -12,7 +12,18 @@ import type { AddressInfo } from 'node:net';
 import { createSignedPolicyGrant, generateKeyPair, policyHash, verifyCtl, type PolicyGrant } from '../../src/index.js';
 import { createForwarder, guardedFetch } from '../../gateway/services/forwarder.js';
 import type { LookupFn } from '../../gateway/services/address-guard.js';
-import { call, createSession, inOneHour, proxy, sqliteDb, startMerchant, startTestGateway, type Merchant, type TestDb, type TestGateway } from './helpers.js';
+import {
+  call,
+  createSession,
+  inOneHour,
+  proxy,
+  sqliteDb,
+  startMerchant,
+  startTestGateway,
+  type Merchant,
+  type TestDb,
+  type TestGateway,
+} from './helpers.js';
 import { freePort } from '../helpers/ports.js';
 
 const person = await generateKeyPair({ alg: 'ES256' });
@@ -20,7 +31,9 @@ const servers: Server[] = [];
 let merchant: Merchant;
 
 /** A local server counting its connections. */
-async function serve(handler: Parameters<typeof createServer>[1]): Promise<{ port: number; connections: () => number }> {
+async function serve(
+  handler: Parameters<typeof createServer>[1],
+): Promise<{ port: number; connections: () => number }> {
   let n = 0;
   const s = createServer(handler);
   s.on('connection', () => n++);
@@ -42,15 +55,28 @@ const recordsAll = (req: any, res: any) => {
 };
 
 function personGrant(actorKey: unknown, base: string): Promise<PolicyGrant> {
-  return createSignedPolicyGrant({
-    profile: 'human-agent', policyHash: policyHash({ delegate: 'search' }), actorKey: actorKey as any, allowedRails: ['ledger'],
-    allowedAssets: [{ standard: 'iso4217', code: 'USD' }], allowedPurposes: ['api:search'], maxAmountMinor: '1000', currency: 'USD', expiresAt: inOneHour(),
-  } as any, { signingKey: person.privateKeyPem, revocationBaseUrl: base });
+  return createSignedPolicyGrant(
+    {
+      profile: 'human-agent',
+      policyHash: policyHash({ delegate: 'search' }),
+      actorKey: actorKey as any,
+      allowedRails: ['ledger'],
+      allowedAssets: [{ standard: 'iso4217', code: 'USD' }],
+      allowedPurposes: ['api:search'],
+      maxAmountMinor: '1000',
+      currency: 'USD',
+      expiresAt: inOneHour(),
+    } as any,
+    { signingKey: person.privateKeyPem, revocationBaseUrl: base },
+  );
 }
 
 async function askSession(gw: TestGateway, base: string) {
   const key = (await call(gw.url, 'POST', '/sessions/human/keys', { key: gw.ownerKey })).body;
-  return call(gw.url, 'POST', '/sessions', { key: gw.ownerKey, body: { humanGrant: await personGrant(key.actorKey, base) } });
+  return call(gw.url, 'POST', '/sessions', {
+    key: gw.ownerKey,
+    body: { humanGrant: await personGrant(key.actorKey, base) },
+  });
 }
 
 test.before(async () => {
@@ -69,13 +95,19 @@ test('session creation: an authority name that resolves to this machine is refus
   const none = await freePort();
   const db = sqliteDb();
   const gw = await startTestGateway(db, {
-    targets: { allowPrivate: false }, resolve, humanAuthorities: [`http://auth.test:${victim.port}`, `http://auth.test:${none}`],
+    targets: { allowPrivate: false },
+    resolve,
+    humanAuthorities: [`http://auth.test:${victim.port}`, `http://auth.test:${none}`],
   });
   try {
     const listening = await askSession(gw, `http://auth.test:${victim.port}`);
     const silent = await askSession(gw, `http://auth.test:${none}`);
     assert.is(listening.body?.error?.code, 'revocation_unavailable', listening.text);
-    assert.equal([silent.status, silent.body.error], [listening.status, listening.body.error], 'the same refusal whatever listens');
+    assert.equal(
+      [silent.status, silent.body.error],
+      [listening.status, listening.body.error],
+      'the same refusal whatever listens',
+    );
     assert.is(victim.connections(), 0, 'the authority behind the name saw no connection');
   } finally {
     await gw.close();
@@ -89,7 +121,9 @@ test('a refusal never echoes what the authority answered: one text for every fai
     await serve((_q, r) => r.writeHead(500, { 'content-type': 'text/plain' }).end(secret)),
     await serve((_q, r) => r.writeHead(200, { 'content-type': 'application/json' }).end(`{"${secret}": true`)),
     await serve((_q, r) => r.writeHead(302, { location: `http://127.0.0.1:1/${secret}` }).end()),
-    await serve((_q, r) => r.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ grantId: secret, revoked: false }))),
+    await serve((_q, r) =>
+      r.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ grantId: secret, revoked: false })),
+    ),
     await serve((q, r) => q.socket.destroy()),
     await serve((_q, r) => r.writeHead(401, { 'www-authenticate': `Basic realm="${secret}"` }).end(secret)),
   ];
@@ -99,7 +133,10 @@ test('a refusal never echoes what the authority answered: one text for every fai
   try {
     const refusals = [];
     for (const base of bases) refusals.push(await askSession(gw, base));
-    assert.ok(answers.every((a) => a.connections() > 0), 'every authority was reached');
+    assert.ok(
+      answers.every((a) => a.connections() > 0),
+      'every authority was reached',
+    );
     for (const r of refusals) {
       assert.is(r.body?.error?.code, 'revocation_unavailable', r.text);
       assert.not.match(r.text, secret);
@@ -116,8 +153,16 @@ test('before each payment, on another instance: the revocation request is guarde
   const base = `http://auth.test:${authority.port}`;
   const db = sqliteDb();
   // Instance A may reach the authority (its host:port is an operator's exception); B may not.
-  const a = await startTestGateway(db, { targets: { allowPrivate: false, allowHosts: [`auth.test:${authority.port}`, `127.0.0.1:${merchant.port}`] }, resolve, humanAuthorities: [base] });
-  const b = await startTestGateway(db, { targets: { allowPrivate: false, allowHosts: [`127.0.0.1:${merchant.port}`] }, resolve, humanAuthorities: [base] }, a.ownerKey);
+  const a = await startTestGateway(db, {
+    targets: { allowPrivate: false, allowHosts: [`auth.test:${authority.port}`, `127.0.0.1:${merchant.port}`] },
+    resolve,
+    humanAuthorities: [base],
+  });
+  const b = await startTestGateway(
+    db,
+    { targets: { allowPrivate: false, allowHosts: [`127.0.0.1:${merchant.port}`] }, resolve, humanAuthorities: [base] },
+    a.ownerKey,
+  );
   try {
     const created = await askSession(a, base);
     assert.is(created.status, 201, created.text);
@@ -141,11 +186,18 @@ test('an authority named by a private IP address is reached by the authority che
   const authority = await serve(recordsAll);
   const base = `http://127.0.0.1:${authority.port}`;
   const db = sqliteDb();
-  const gw = await startTestGateway(db, { targets: { allowPrivate: false, allowHosts: [`127.0.0.1:${merchant.port}`] }, humanAuthorities: [base] });
+  const gw = await startTestGateway(db, {
+    targets: { allowPrivate: false, allowHosts: [`127.0.0.1:${merchant.port}`] },
+    humanAuthorities: [base],
+  });
   try {
     const created = await askSession(gw, base);
     assert.is(created.status, 201, created.text);
-    assert.is((await proxy(gw, created.body.sessionToken, `${merchant.url}/p`, { purpose: 'api:search' })).status, 200, 'the person-backed session pays');
+    assert.is(
+      (await proxy(gw, created.body.sessionToken, `${merchant.url}/p`, { purpose: 'api:search' })).status,
+      200,
+      'the person-backed session pays',
+    );
     const seen = authority.connections();
     const s = await createSession(gw);
     const agent = await proxy(gw, s.sessionToken, `${base}/revoke?grantId=x`, { purpose: 'api:search' });
@@ -166,9 +218,14 @@ test('the fetch the gateway hands the SDK refuses a JWKS URL whose name resolves
   try {
     const s = await createSession(gw);
     assert.is((await proxy(gw, s.sessionToken, `${merchant.url}/j`, { purpose: 'api:search' })).status, 200);
-    const sba = (await call(gw.url, 'GET', `/sessions/${s.sessionId}/receipts`, { key: gw.ownerKey })).body.receipts[0].sba;
+    const sba = (await call(gw.url, 'GET', `/sessions/${s.sessionId}/receipts`, { key: gw.ownerKey })).body.receipts[0]
+      .sba;
     const v = await verifyCtl(sba, {
-      amount: '100', currency: 'USD', merchantId: '127.0.0.1', jwksUrl: `http://jwks.test:${jwks.port}/.well-known/ctl-keys.json`, fetch: guardedFetch(forwarder),
+      amount: '100',
+      currency: 'USD',
+      merchantId: '127.0.0.1',
+      jwksUrl: `http://jwks.test:${jwks.port}/.well-known/ctl-keys.json`,
+      fetch: guardedFetch(forwarder),
     });
     assert.is(v.valid ? 'valid' : v.error.code, 'unknown_key');
     assert.is(jwks.connections(), 0, 'the JWKS server saw no connection');

@@ -7,14 +7,32 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { sqliteDb, postgresDb, startTestGateway, startMerchant, createSession, proxy, call, ADMIN_KEY, type TestDb } from './helpers.js';
+import {
+  sqliteDb,
+  postgresDb,
+  startTestGateway,
+  startMerchant,
+  createSession,
+  proxy,
+  call,
+  ADMIN_KEY,
+  type TestDb,
+} from './helpers.js';
 
-async function fiftyOnTen(gwUrls: string[], ownerKey: string, merchantUrl: string, paidCount: () => number, db: { get: (sql: string) => Promise<any> }) {
+async function fiftyOnTen(
+  gwUrls: string[],
+  ownerKey: string,
+  merchantUrl: string,
+  paidCount: () => number,
+  db: { get: (sql: string) => Promise<any> },
+) {
   const gw = { url: gwUrls[0]!, ownerKey } as any;
   const s = await createSession(gw, { budget: { amount: '1000', currency: 'USD' } });
   const before = paidCount();
   const results = await Promise.all(
-    Array.from({ length: 50 }, (_, i) => proxy({ url: gwUrls[i % gwUrls.length]! }, s.sessionToken, `${merchantUrl}/c${i}`, { purpose: 'api:search' })),
+    Array.from({ length: 50 }, (_, i) =>
+      proxy({ url: gwUrls[i % gwUrls.length]! }, s.sessionToken, `${merchantUrl}/c${i}`, { purpose: 'api:search' }),
+    ),
   );
   const ok = results.filter((r) => r.status === 200);
   const refusedRes = results.filter((r) => r.status === 402);
@@ -29,7 +47,9 @@ async function fiftyOnTen(gwUrls: string[], ownerKey: string, merchantUrl: strin
   const rc = await call(gw.url, 'GET', `/sessions/${s.sessionId}/receipts`, { key: ownerKey });
   assert.is(rc.body.receipts.length, 10);
   assert.is(new Set(rc.body.receipts.map((r: any) => r.txRef)).size, 10);
-  const ledger = await db.get(`SELECT COUNT(*) AS n, SUM(l.amount) AS total FROM gw_ledger l JOIN gw_payments p ON p.id = l.payment_id WHERE p.session_id = '${s.sessionId}' AND l.status = 'paid'`);
+  const ledger = await db.get(
+    `SELECT COUNT(*) AS n, SUM(l.amount) AS total FROM gw_ledger l JOIN gw_payments p ON p.id = l.payment_id WHERE p.session_id = '${s.sessionId}' AND l.status = 'paid'`,
+  );
   assert.is(Number(ledger.n), 10);
   assert.is(Number(ledger.total), 1000);
 }
@@ -68,7 +88,11 @@ function startProcess(db: TestDb): Promise<{ url: string; child: ChildProcess }>
   });
 }
 
-const stop = (c: ChildProcess) => new Promise<void>((r) => { c.once('exit', () => r()); c.kill('SIGTERM'); });
+const stop = (c: ChildProcess) =>
+  new Promise<void>((r) => {
+    c.once('exit', () => r());
+    c.kill('SIGTERM');
+  });
 
 test('PostgreSQL, two gateway processes: exactly 10 of 50; revocation and continuation shared', async () => {
   const db = await postgresDb('two gateway processes on PostgreSQL');
@@ -94,11 +118,18 @@ test('PostgreSQL, two gateway processes: exactly 10 of 50; revocation and contin
       assert.is(r.body.error.code, 'session_revoked');
       assert.is(m.seen.length, seen);
       // Continuation token raced on both instances: one success.
-      const p = await createSession({ url: a.url, ownerKey: owner } as any, { budget: { amount: '100', currency: 'USD' }, softLimit: { amount: '100' } });
+      const p = await createSession({ url: a.url, ownerKey: owner } as any, {
+        budget: { amount: '100', currency: 'USD' },
+        softLimit: { amount: '100' },
+      });
       assert.is((await proxy(a, p.sessionToken, `${m.url}/p`, { purpose: 'api:search' })).status, 200);
       assert.is((await proxy(b, p.sessionToken, `${m.url}/p`, { purpose: 'api:search' })).status, 409);
       const token = (await call(b.url, 'GET', `/sessions/${p.sessionId}`, { key: owner })).body.continuationToken;
-      const both = await Promise.all([a, b].map((g) => call(g.url, 'PATCH', `/sessions/${p.sessionId}`, { key: owner, body: { continuationToken: token } })));
+      const both = await Promise.all(
+        [a, b].map((g) =>
+          call(g.url, 'PATCH', `/sessions/${p.sessionId}`, { key: owner, body: { continuationToken: token } }),
+        ),
+      );
       assert.equal(both.map((x) => x.status).sort(), [200, 403]);
       assert.is((await proxy(b, p.sessionToken, `${m.url}/p`, { purpose: 'api:search' })).status, 200);
       assert.is((await proxy(a, p.sessionToken, `${m.url}/p`, { purpose: 'api:search' })).status, 409);

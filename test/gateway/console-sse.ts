@@ -18,7 +18,10 @@ export interface SseStream {
 
 export async function openStream(base: string, key: string | undefined): Promise<SseStream> {
   const abort = new AbortController();
-  const res = await fetch(`${base}/console/events`, { headers: key ? { authorization: `Bearer ${key}` } : {}, signal: abort.signal });
+  const res = await fetch(`${base}/console/events`, {
+    headers: key ? { authorization: `Bearer ${key}` } : {},
+    signal: abort.signal,
+  });
   const events: SseEvent[] = [];
   const waiters = new Set<() => void>();
   let ended: Promise<'clean' | 'cut'> = Promise.resolve('clean');

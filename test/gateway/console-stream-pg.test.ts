@@ -4,7 +4,15 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { postgresDb, startTestGateway, startMerchant, createSession, proxy, call, type TestGateway } from './helpers.js';
+import {
+  postgresDb,
+  startTestGateway,
+  startMerchant,
+  createSession,
+  proxy,
+  call,
+  type TestGateway,
+} from './helpers.js';
 import { openStream, type SseStream } from './console-sse.js';
 
 test('a stream on instance B sees what happens on instance A', async () => {

@@ -7,7 +7,18 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { sqliteDb, startTestGateway, startMerchant, createSession, proxy, call, ADMIN_KEY, type TestGateway, type Merchant, type TestDb } from './helpers.js';
+import {
+  sqliteDb,
+  startTestGateway,
+  startMerchant,
+  createSession,
+  proxy,
+  call,
+  ADMIN_KEY,
+  type TestGateway,
+  type Merchant,
+  type TestDb,
+} from './helpers.js';
 import { openStream } from './console-sse.js';
 
 let db: TestDb;
@@ -49,7 +60,9 @@ test('an owner sees its own sessions change live, and nothing of another owner; 
   await b.waitFor((e) => e.event === 'ready');
 
   const s = await createSession(gw, { budget: { amount: '200', currency: 'USD' }, softLimit: { amount: '100' } });
-  await a.waitFor((e) => e.event === 'session' && e.data.type === 'session.created' && e.data.sessionId === s.sessionId);
+  await a.waitFor(
+    (e) => e.event === 'session' && e.data.type === 'session.created' && e.data.sessionId === s.sessionId,
+  );
   assert.is((await proxy(gw, s.sessionToken, `${merchant.url}/a`, { purpose: 'api:search' })).status, 200);
   const paid = await a.waitFor((e) => e.data.type === 'payment.completed');
   assert.is(paid.data.sessionId, s.sessionId);
@@ -61,14 +74,26 @@ test('an owner sees its own sessions change live, and nothing of another owner; 
   assert.is(paused.data.continuationToken, undefined, 'the continuation token never rides the stream');
   assert.not.match(JSON.stringify(a.events), /continuationToken/);
   const view = (await call(gw.url, 'GET', `/sessions/${s.sessionId}`, { key: gw.ownerKey })).body;
-  assert.is((await call(gw.url, 'PATCH', `/sessions/${s.sessionId}`, { key: gw.ownerKey, body: { continuationToken: view.continuationToken } })).status, 200);
+  assert.is(
+    (
+      await call(gw.url, 'PATCH', `/sessions/${s.sessionId}`, {
+        key: gw.ownerKey,
+        body: { continuationToken: view.continuationToken },
+      })
+    ).status,
+    200,
+  );
   await a.waitFor((e) => e.data.type === 'session.continued' && e.data.sessionId === s.sessionId);
   assert.is((await call(gw.url, 'DELETE', `/sessions/${s.sessionId}`, { key: gw.ownerKey })).status, 200);
   const revoked = await a.waitFor((e) => e.data.type === 'session.revoked');
   assert.is(revoked.data.revokedBy, 'owner');
 
   await new Promise((r) => setTimeout(r, 300));
-  assert.equal(b.events.filter((e) => e.event === 'session'), [], "owner B saw none of owner A's events");
+  assert.equal(
+    b.events.filter((e) => e.event === 'session'),
+    [],
+    "owner B saw none of owner A's events",
+  );
   a.close();
   b.close();
 });
@@ -105,7 +130,8 @@ test('bounded: a cap on streams per owner (429 rate_limited with Retry-After); a
   const reader = raw.body!.getReader();
   let text = '';
   const until = Date.now() + 2000;
-  while (!text.includes(': heartbeat') && Date.now() < until) text += new TextDecoder().decode((await reader.read()).value);
+  while (!text.includes(': heartbeat') && Date.now() < until)
+    text += new TextDecoder().decode((await reader.read()).value);
   assert.match(text, /: heartbeat/);
   await reader.cancel();
   for (const s of [two, again, otherOwner]) s.close();
@@ -132,7 +158,10 @@ test('a revoked key ends its streams within a heartbeat', async () => {
   const added = (await call(gw.url, 'POST', `/admin/owners/${ownerB.ownerId}/keys`, { key: ADMIN_KEY })).body;
   const s = await openStream(gw.url, added.apiKey);
   await s.waitFor((e) => e.event === 'ready');
-  assert.is((await call(gw.url, 'DELETE', `/admin/owners/${ownerB.ownerId}/keys/${added.keyId}`, { key: ADMIN_KEY })).status, 200);
+  assert.is(
+    (await call(gw.url, 'DELETE', `/admin/owners/${ownerB.ownerId}/keys/${added.keyId}`, { key: ADMIN_KEY })).status,
+    200,
+  );
   const end = await s.waitFor((e) => e.event === 'end', 3000);
   assert.is(end.data.reason, 'unauthorized');
   await s.ended;
@@ -146,7 +175,10 @@ test("the session's webhook dispatch log: the owner's deliveries, 404 for anothe
   await gw.gw.idle();
   const log = await call(gw.url, 'GET', `/sessions/${s.sessionId}/webhooks`, { key: gw.ownerKey });
   assert.is(log.status, 200);
-  assert.equal(log.body.dispatches.map((d: any) => [d.eventType, d.status, d.attempts, d.lastStatus]), [['payment.completed', 'delivered', 1, 204]]);
+  assert.equal(
+    log.body.dispatches.map((d: any) => [d.eventType, d.status, d.attempts, d.lastStatus]),
+    [['payment.completed', 'delivered', 1, 204]],
+  );
   assert.not.ok('body' in log.body.dispatches[0], 'the signed body (and its data) is not repeated');
   assert.is((await call(gw.url, 'GET', `/sessions/${s.sessionId}/webhooks`, { key: ownerB.apiKey })).status, 404);
   assert.is((await call(gw.url, 'GET', `/sessions/${s.sessionId}/webhooks?limit=0`, { key: gw.ownerKey })).status, 400);

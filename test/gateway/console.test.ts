@@ -15,23 +15,38 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { sqliteDb, startTestGateway, startMerchant, proxy, call, ADMIN_KEY, type TestGateway, type Merchant, type TestDb } from './helpers.js';
+import {
+  sqliteDb,
+  startTestGateway,
+  startMerchant,
+  proxy,
+  call,
+  ADMIN_KEY,
+  type TestGateway,
+  type Merchant,
+  type TestDb,
+} from './helpers.js';
 
 const chromiumPath = findChromium();
 const shotsDir = mkdtempSync(join(tmpdir(), 'ctl-console-shots-'));
 const shots: string[] = [];
 
 function findChromium(): string | undefined {
-  for (const p of [process.env.CTL_CHROMIUM, '/usr/bin/chromium', '/usr/bin/chromium-browser']) if (p && existsSync(p)) return p;
+  for (const p of [process.env.CTL_CHROMIUM, '/usr/bin/chromium', '/usr/bin/chromium-browser'])
+    if (p && existsSync(p)) return p;
   try {
-    return execFileSync('sh', ['-c', 'command -v chromium || command -v chromium-browser'], { encoding: 'utf8' }).trim() || undefined;
+    return (
+      execFileSync('sh', ['-c', 'command -v chromium || command -v chromium-browser'], { encoding: 'utf8' }).trim() ||
+      undefined
+    );
   } catch {
     return undefined;
   }
 }
 
 if (!chromiumPath) {
-  test('the console in Chromium', () => console.log('SKIPPED console browser test: chromium not found (install Debian `chromium`, or set CTL_CHROMIUM)'));
+  test('the console in Chromium', () =>
+    console.log('SKIPPED console browser test: chromium not found (install Debian `chromium`, or set CTL_CHROMIUM)'));
   test.run();
 } else {
   type Pw = typeof import('playwright-core');
@@ -70,7 +85,15 @@ if (!chromiumPath) {
       executablePath: chromiumPath,
       headless: true,
       // launch() gives every run a fresh temporary profile (its own --user-data-dir).
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
     });
   });
 
@@ -82,13 +105,21 @@ if (!chromiumPath) {
     await db?.drop();
     // Lines starting ARTIFACTS are echoed by scripts/test.mjs even when the file passes.
     writeFileSync(join(shotsDir, 'index.txt'), shots.join('\n') + '\n');
-    console.log(`\nARTIFACTS console screenshots (${shots.length}, one per page) in ${shotsDir} (index.txt):\n${shots.map((s) => `ARTIFACTS   ${s}`).join('\n')}`);
+    console.log(
+      `\nARTIFACTS console screenshots (${shots.length}, one per page) in ${shotsDir} (index.txt):\n${shots.map((s) => `ARTIFACTS   ${s}`).join('\n')}`,
+    );
   });
 
   /** A phone: the narrowest viewport the console is made for. */
   const PHONE = { viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true, deviceScaleFactor: 2 };
 
-  async function openPage(name: string, init?: (p: Page) => Promise<void>, device: { viewport: { width: number; height: number } } & Record<string, unknown> = { viewport: { width: 1280, height: 860 } }) {
+  async function openPage(
+    name: string,
+    init?: (p: Page) => Promise<void>,
+    device: { viewport: { width: number; height: number } } & Record<string, unknown> = {
+      viewport: { width: 1280, height: 860 },
+    },
+  ) {
     const context = await browser.newContext(device);
     await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: gw.url });
     const page = await context.newPage();
@@ -109,12 +140,21 @@ if (!chromiumPath) {
   }
 
   /** Presses Tab until the focused element matches; fails after `max` presses (keyboard-only navigation). */
-  async function tabTo(page: Page, match: (el: { tag: string; text: string; label: string; id: string }) => boolean, max = 60) {
+  async function tabTo(
+    page: Page,
+    match: (el: { tag: string; text: string; label: string; id: string }) => boolean,
+    max = 60,
+  ) {
     for (let i = 0; i < max; i++) {
       await page.keyboard.press('Tab');
       const el = await page.evaluate(() => {
         const a = document.activeElement as HTMLElement | null;
-        return { tag: a?.tagName.toLowerCase() ?? '', text: (a?.textContent ?? '').trim(), label: a?.getAttribute('aria-label') ?? '', id: a?.id ?? '' };
+        return {
+          tag: a?.tagName.toLowerCase() ?? '',
+          text: (a?.textContent ?? '').trim(),
+          label: a?.getAttribute('aria-label') ?? '',
+          id: a?.id ?? '',
+        };
       });
       if (match(el)) return el;
     }
@@ -145,14 +185,21 @@ if (!chromiumPath) {
     assert.is(await page.evaluate(() => sessionStorage.length), 0);
     await shot(page, '02-sign-in-wrong-key.png', 'sign-in: a wrong key is refused with a message');
     const wrong = takeErrors('owner A');
-    assert.ok(wrong.every((e) => /401/.test(e.text)), `only the wrong key's 401: ${JSON.stringify(wrong)}`);
+    assert.ok(
+      wrong.every((e) => /401/.test(e.text)),
+      `only the wrong key's 401: ${JSON.stringify(wrong)}`,
+    );
 
     await page.keyboard.press('Control+A');
     await page.keyboard.type(gw.ownerKey);
     await page.keyboard.press('Enter');
     await page.waitForSelector('h1:has-text("Sessions")');
     await page.waitForSelector('.live-live');
-    assert.is(await page.evaluate(() => sessionStorage.getItem('ctl.console.ownerKey')), gw.ownerKey, 'the key is in this tab\'s session storage');
+    assert.is(
+      await page.evaluate(() => sessionStorage.getItem('ctl.console.ownerKey')),
+      gw.ownerKey,
+      "the key is in this tab's session storage",
+    );
     assert.is(await page.evaluate(() => localStorage.length), 0, 'and nowhere else');
 
     // New session, by keyboard: validation first, then a real one.
@@ -164,7 +211,7 @@ if (!chromiumPath) {
     await tabTo(page, (e) => e.id === 'f-purposes');
     await page.keyboard.press('Enter');
     await page.waitForSelector('#f-amount-error:has-text("Ceiling: required")');
-    assert.match(await page.textContent('#f-purposes-error') ?? '', /Purposes: at least one/);
+    assert.match((await page.textContent('#f-purposes-error')) ?? '', /Purposes: at least one/);
     assert.is(await focusedId(page), 'f-amount', 'focus goes to the first field to fix');
     await shot(page, '03-create-validation.png', 'create form: validation messages name the fields');
     await page.keyboard.type('3.00'); // 300 minor units: three payments of 1.00
@@ -182,7 +229,10 @@ if (!chromiumPath) {
     await page.waitForSelector('#f-merchantAllowlist-error:has-text("Merchants allowed: must be a host glob")');
     assert.is(await focusedId(page), 'f-merchantAllowlist');
     const refusedByGateway = takeErrors('owner A');
-    assert.ok(refusedByGateway.every((e) => /400/.test(e.text)), `only the gateway's 400: ${JSON.stringify(refusedByGateway)}`);
+    assert.ok(
+      refusedByGateway.every((e) => /400/.test(e.text)),
+      `only the gateway's 400: ${JSON.stringify(refusedByGateway)}`,
+    );
     await page.keyboard.press('Control+A');
     await page.keyboard.type('127.0.0.1');
     await tabTo(page, (e) => e.text === 'Create session');
@@ -216,7 +266,7 @@ if (!chromiumPath) {
     await page.keyboard.press('Enter');
     await page.waitForSelector('h1:has-text("Receipt 1.00 USD")');
     await page.waitForSelector('.title-row [data-receipt-check][data-valid="true"]');
-    assert.match(await page.textContent('pre.raw') ?? '', /"txRef": "txid:/);
+    assert.match((await page.textContent('pre.raw')) ?? '', /"txRef": "txid:/);
     await shot(page, '05-receipt.png', 'a receipt: fields, signature verified in the browser, the signed JSON');
     await tabTo(page, (e) => e.tag === 'a' && e.text === 'Research agent');
     await page.keyboard.press('Enter');
@@ -226,7 +276,11 @@ if (!chromiumPath) {
     await tabTo(page, (e) => e.label.startsWith('Open receipt'));
     assert.is((await pay()).status, 200);
     await page.waitForSelector('text=Receipts (2)', { timeout: 5000 });
-    assert.match(await page.evaluate(() => document.activeElement?.getAttribute('aria-label') ?? ''), /^Open receipt/, 'focus kept across the live update');
+    assert.match(
+      await page.evaluate(() => document.activeElement?.getAttribute('aria-label') ?? ''),
+      /^Open receipt/,
+      'focus kept across the live update',
+    );
 
     // Up to the ceiling, then the soft limit pauses the session: the page turns paused live.
     assert.is((await pay()).status, 200);
@@ -244,17 +298,25 @@ if (!chromiumPath) {
     assert.is(lines.length, 4);
     assert.match(lines[0]!, /^"paidAt","receiptId","amountMinor","amount","currency"/);
     assert.match(lines[1]!, /,"100","1.00","USD","127.0.0.1","api:search","txid:/);
-    await shot(page, '06-session-paused.png', 'session page, paused at its ceiling: bounds, spend chart, receipts, webhook log');
+    await shot(
+      page,
+      '06-session-paused.png',
+      'session page, paused at its ceiling: bounds, spend chart, receipts, webhook log',
+    );
 
     await tabTo(page, (e) => e.text.startsWith('Approve continuation'));
     await page.keyboard.press('Enter');
     await page.waitForSelector('dialog[open] h2:has-text("Approve continuation")');
-    assert.is(await page.evaluate(() => document.activeElement?.textContent), 'Cancel', 'the safe choice has the focus');
+    assert.is(
+      await page.evaluate(() => document.activeElement?.textContent),
+      'Cancel',
+      'the safe choice has the focus',
+    );
     await shot(page, '07-approve-dialog.png', 'approve continuation dialog');
     await tabTo(page, (e) => e.text === 'Approve');
     await page.keyboard.press('Enter');
     await page.waitForSelector('.title-row .state-active', { timeout: 5000 });
-    assert.match(await page.textContent('.figures') ?? '', /5\.00 USD/, 'the ceiling rose by the soft limit');
+    assert.match((await page.textContent('.figures')) ?? '', /5\.00 USD/, 'the ceiling rose by the soft limit');
     assert.is((await pay()).status, 200, 'the agent pays again');
     await page.waitForSelector('text=Receipts (4)', { timeout: 5000 });
 
@@ -279,8 +341,9 @@ if (!chromiumPath) {
     await page.keyboard.press('Enter');
     await page.waitForSelector('button[aria-pressed="true"]:has-text("Revoked")');
     assert.is(await page.locator('tbody tr').count(), 1);
-    const feed = await page.textContent('.feed') ?? '';
-    for (const t of ['payment.completed', 'session.paused', 'session.continued', 'session.revoked', 'session.created']) assert.ok(feed.includes(t), `live activity shows ${t}`);
+    const feed = (await page.textContent('.feed')) ?? '';
+    for (const t of ['payment.completed', 'session.paused', 'session.continued', 'session.revoked', 'session.created'])
+      assert.ok(feed.includes(t), `live activity shows ${t}`);
     await shot(page, '09-sessions-list.png', 'sessions list, filtered to revoked, with live activity');
     await tabTo(page, (e) => e.tag === 'a' && e.text === 'Research agent');
     await page.keyboard.press('Enter');
@@ -306,18 +369,29 @@ if (!chromiumPath) {
     await b.waitForSelector('.live-live');
     await b.waitForSelector('text=No sessions yet');
     // Owner A's new session and payment, while B watches.
-    const a = await call(gw.url, 'POST', '/sessions', { key: gw.ownerKey, body: { budget: { amount: '1000', currency: 'USD' }, purposes: ['api:search'], expiresAt: new Date(Date.now() + 3600_000).toISOString().replace(/\.\d+Z$/, 'Z'), label: 'A only' } });
+    const a = await call(gw.url, 'POST', '/sessions', {
+      key: gw.ownerKey,
+      body: {
+        budget: { amount: '1000', currency: 'USD' },
+        purposes: ['api:search'],
+        expiresAt: new Date(Date.now() + 3600_000).toISOString().replace(/\.\d+Z$/, 'Z'),
+        label: 'A only',
+      },
+    });
     assert.is(a.status, 201);
     assert.is((await proxy(gw, a.body.sessionToken, `${merchant.url}/x`, { purpose: 'api:search' })).status, 200);
     await new Promise((r) => setTimeout(r, 700));
     assert.is(await b.locator('tbody tr').count(), 0);
-    assert.match(await b.textContent('.feed') ?? '', /Nothing yet/);
+    assert.match((await b.textContent('.feed')) ?? '', /Nothing yet/);
     await shot(b, '11-owner-b.png', "owner B's console: none of owner A's sessions or events");
     assert.equal(takeErrors('owner B'), []);
     await b.goto(`${gw.url}/console#/sessions/${a.body.sessionId}`);
     await b.waitForSelector('text=No such session for this owner.');
     const foreign = takeErrors('owner B');
-    assert.ok(foreign.length > 0 && foreign.every((e) => /404/.test(e.text)), `only the 404: ${JSON.stringify(foreign)}`);
+    assert.ok(
+      foreign.length > 0 && foreign.every((e) => /404/.test(e.text)),
+      `only the 404: ${JSON.stringify(foreign)}`,
+    );
     await b.context().close();
   });
 
@@ -337,14 +411,20 @@ if (!chromiumPath) {
     });
     await tampered.goto(`${gw.url}/console#/sessions/${sessionId}`);
     await tampered.waitForSelector('text=Receipts (4)');
-    await tampered.waitForFunction(() => document.querySelectorAll('[data-receipt-check][data-valid="true"]').length === 4);
+    await tampered.waitForFunction(
+      () => document.querySelectorAll('[data-receipt-check][data-valid="true"]').length === 4,
+    );
     // The same receipt, altered after it was verified once in this page: checked again, not taken from a cache.
     tamper = true;
     await tampered.evaluate(() => (location.hash = '#/sessions'));
     await tampered.waitForSelector('h1:has-text("Sessions")');
     await tampered.evaluate((id) => (location.hash = `#/sessions/${id}`), sessionId);
     await tampered.waitForSelector('[data-receipt-check][data-valid="false"]');
-    assert.is(await tampered.locator('[data-receipt-check][data-valid="true"]').count(), 3, 'the untouched ones still verify');
+    assert.is(
+      await tampered.locator('[data-receipt-check][data-valid="true"]').count(),
+      3,
+      'the untouched ones still verify',
+    );
     await tampered.context().close();
 
     const noEd = await openPage('sdk fallback', async (p) => {
@@ -352,7 +432,9 @@ if (!chromiumPath) {
       await p.addInitScript(() => {
         const real = crypto.subtle.importKey.bind(crypto.subtle);
         (crypto.subtle as any).importKey = (format: any, key: any, alg: any, ...rest: any[]) =>
-          (alg?.name ?? alg) === 'Ed25519' ? Promise.reject(new DOMException('Ed25519 unsupported', 'NotSupportedError')) : (real as any)(format, key, alg, ...rest);
+          (alg?.name ?? alg) === 'Ed25519'
+            ? Promise.reject(new DOMException('Ed25519 unsupported', 'NotSupportedError'))
+            : (real as any)(format, key, alg, ...rest);
       });
     });
     await noEd.goto(`${gw.url}/console#/sessions/${sessionId}`);
@@ -370,45 +452,102 @@ if (!chromiumPath) {
     assert.is((await page.textContent(`tr[data-session="${sessionId}"] td.remaining`))?.trim(), 'none (revoked)');
     await page.goto(`${gw.url}/console#/sessions/${sessionId}`);
     await page.waitForSelector('.title-row .state-revoked');
-    const figures = await page.evaluate(() => Object.fromEntries([...document.querySelectorAll('dl.figures > div, dl.figures dt')].flatMap((el) => {
-      const dt = el.tagName === 'DT' ? el : el.querySelector('dt');
-      return dt ? [[dt.textContent!.trim(), dt.nextElementSibling?.textContent?.trim() ?? '']] : [];
-    })));
+    const figures = await page.evaluate(() =>
+      Object.fromEntries(
+        [...document.querySelectorAll('dl.figures > div, dl.figures dt')].flatMap((el) => {
+          const dt = el.tagName === 'DT' ? el : el.querySelector('dt');
+          return dt ? [[dt.textContent!.trim(), dt.nextElementSibling?.textContent?.trim() ?? '']] : [];
+        }),
+      ),
+    );
     assert.is(figures['Remaining'], 'none (revoked)', JSON.stringify(figures));
-    assert.match(await page.getAttribute('ctl-spend-bar .bar', 'aria-label') ?? '', /nothing remaining \(revoked\)$/);
+    assert.match((await page.getAttribute('ctl-spend-bar .bar', 'aria-label')) ?? '', /nothing remaining \(revoked\)$/);
     assert.equal(takeErrors('revoked remaining'), []);
     await page.context().close();
   });
 
   test('the console fits a phone (390 px): Sign out, spend and expiry on screen, nothing wider than the screen', async () => {
     // A live session with a payment, so that its spend and expiry have something to show.
-    const live = await call(gw.url, 'POST', '/sessions', { key: gw.ownerKey, body: { budget: { amount: '1000', currency: 'USD' }, purposes: ['api:search'], expiresAt: new Date(Date.now() + 3600_000).toISOString().replace(/\.\d+Z$/, 'Z'), label: 'Phone check' } });
+    const live = await call(gw.url, 'POST', '/sessions', {
+      key: gw.ownerKey,
+      body: {
+        budget: { amount: '1000', currency: 'USD' },
+        purposes: ['api:search'],
+        expiresAt: new Date(Date.now() + 3600_000).toISOString().replace(/\.\d+Z$/, 'Z'),
+        label: 'Phone check',
+      },
+    });
     assert.is(live.status, 201);
-    assert.is((await proxy(gw, live.body.sessionToken, `${merchant.url}/search`, { purpose: 'api:search' })).status, 200);
-    const page = await openPage('phone', async (p) => {
-      await p.addInitScript((k) => sessionStorage.setItem('ctl.console.ownerKey', k), gw.ownerKey);
-    }, PHONE);
+    assert.is(
+      (await proxy(gw, live.body.sessionToken, `${merchant.url}/search`, { purpose: 'api:search' })).status,
+      200,
+    );
+    const page = await openPage(
+      'phone',
+      async (p) => {
+        await p.addInitScript((k) => sessionStorage.setItem('ctl.console.ownerKey', k), gw.ownerKey);
+      },
+      PHONE,
+    );
     /** Each selector's first match lies inside the viewport horizontally (and is shown); the page does not scroll sideways. */
     const onScreen = async (where: string, selectors: string[]) => {
       const width = PHONE.viewport.width;
       // The elements that stick out, outermost first, name what to fix.
-      const wide = await page.evaluate((w) => [...document.querySelectorAll('body *')].filter((el) => el.getBoundingClientRect().right > w + 0.5 && !(el.parentElement && el.parentElement.getBoundingClientRect().right > w + 0.5))
-        .slice(0, 5).map((el) => `${el.tagName.toLowerCase()}.${el.className} (${Math.round(el.getBoundingClientRect().right)} px)`), width);
-      assert.ok(await page.evaluate(() => document.documentElement.scrollWidth) <= width, `${where}: the page is wider than ${width} px: ${wide.join(', ')}`);
+      const wide = await page.evaluate(
+        (w) =>
+          [...document.querySelectorAll('body *')]
+            .filter(
+              (el) =>
+                el.getBoundingClientRect().right > w + 0.5 &&
+                !(el.parentElement && el.parentElement.getBoundingClientRect().right > w + 0.5),
+            )
+            .slice(0, 5)
+            .map(
+              (el) =>
+                `${el.tagName.toLowerCase()}.${el.className} (${Math.round(el.getBoundingClientRect().right)} px)`,
+            ),
+        width,
+      );
+      assert.ok(
+        (await page.evaluate(() => document.documentElement.scrollWidth)) <= width,
+        `${where}: the page is wider than ${width} px: ${wide.join(', ')}`,
+      );
       for (const sel of selectors) {
         const box = await page.locator(sel).first().boundingBox();
         assert.ok(box && box.width > 0 && box.height > 0, `${where}: ${sel} is not shown`);
-        assert.ok(box!.x >= 0 && box!.x + box!.width <= width + 0.5, `${where}: ${sel} is cut (x ${box!.x}, width ${box!.width})`);
+        assert.ok(
+          box!.x >= 0 && box!.x + box!.width <= width + 0.5,
+          `${where}: ${sel} is cut (x ${box!.x}, width ${box!.width})`,
+        );
       }
     };
     const row = `tr[data-session="${live.body.sessionId}"]`;
     await page.waitForSelector(row);
-    await onScreen('sessions list', ['button:has-text("Sign out")', `${row} a`, `${row} ctl-spend-bar .bar`, `${row} ctl-spend-bar .bar-figures`, `${row} td.remaining`, `${row} ctl-countdown`, 'a:has-text("New session")']);
-    await shot(page, '12-phone-sessions.png', 'sessions list on a phone (390 px): stacked rows, spend and expiry on screen');
+    await onScreen('sessions list', [
+      'button:has-text("Sign out")',
+      `${row} a`,
+      `${row} ctl-spend-bar .bar`,
+      `${row} ctl-spend-bar .bar-figures`,
+      `${row} td.remaining`,
+      `${row} ctl-countdown`,
+      'a:has-text("New session")',
+    ]);
+    await shot(
+      page,
+      '12-phone-sessions.png',
+      'sessions list on a phone (390 px): stacked rows, spend and expiry on screen',
+    );
     await page.goto(`${gw.url}/console#/sessions/${live.body.sessionId}`);
     await page.waitForSelector('h1:has-text("Phone check")');
     await page.waitForSelector('text=Receipts (1)');
-    await onScreen('session page', ['button:has-text("Sign out")', 'ctl-spend-bar.large .bar', 'ctl-spend-bar.large .bar-figures', 'ctl-countdown', 'button:has-text("Revoke session")', 'dl.figures']);
+    await onScreen('session page', [
+      'button:has-text("Sign out")',
+      'ctl-spend-bar.large .bar',
+      'ctl-spend-bar.large .bar-figures',
+      'ctl-countdown',
+      'button:has-text("Revoke session")',
+      'dl.figures',
+    ]);
     await shot(page, '13-phone-session.png', 'a session on a phone (390 px)');
     await page.goto(`${gw.url}/console#/new`);
     await page.waitForSelector('h1:has-text("New session")');

@@ -8,7 +8,18 @@ import * as assert from 'uvu/assert';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { verifyWebhook } from '../../service-kit/index.js';
-import { sqliteDb, postgresDb, startTestGateway, startMerchant, createSession, proxy, call, type TestGateway, type Merchant, type TestDb } from './helpers.js';
+import {
+  sqliteDb,
+  postgresDb,
+  startTestGateway,
+  startMerchant,
+  createSession,
+  proxy,
+  call,
+  type TestGateway,
+  type Merchant,
+  type TestDb,
+} from './helpers.js';
 
 let merchant: Merchant;
 let hook: Server;
@@ -55,12 +66,17 @@ for (const kind of ['sqlite', 'postgres'] as const) {
 
 async function pausedScenario(db: TestDb, gw: TestGateway) {
   received.length = 0;
-  const s = await createSession(gw, { budget: { amount: '100', currency: 'USD' }, webhookUrl: hookUrl, softLimit: { amount: '100' } });
+  const s = await createSession(gw, {
+    budget: { amount: '100', currency: 'USD' },
+    webhookUrl: hookUrl,
+    softLimit: { amount: '100' },
+  });
   failFirst = 1; // the first attempt fails: the retry is completed from the log too
   assert.is((await proxy(gw, s.sessionToken, `${merchant.url}/a`, { purpose: 'api:search' })).status, 200);
   assert.is((await proxy(gw, s.sessionToken, `${merchant.url}/b`, { purpose: 'api:search' })).status, 409);
   await gw.gw.idle();
-  const token = (await call(gw.url, 'GET', `/sessions/${s.sessionId}`, { key: gw.ownerKey })).body.continuationToken as string;
+  const token = (await call(gw.url, 'GET', `/sessions/${s.sessionId}`, { key: gw.ownerKey })).body
+    .continuationToken as string;
   assert.match(token, /^ctn_[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{43}$/);
 
   const paused = received.find((r) => JSON.parse(r.body).type === 'session.paused');
@@ -68,7 +84,9 @@ async function pausedScenario(db: TestDb, gw: TestGateway) {
   assert.ok(verifyWebhook(s.webhookSecret!, paused!.headers, paused!.body), 'the completed body is signed');
   assert.is(JSON.parse(paused!.body).data.continuationToken, token, 'the receiver gets the whole token');
 
-  const log = await gw.db.all<{ body: string; event_type: string; status: string; attempts: number }>(`SELECT body, event_type, status, attempts FROM gw_webhook_dispatches`);
+  const log = await gw.db.all<{ body: string; event_type: string; status: string; attempts: number }>(
+    `SELECT body, event_type, status, attempts FROM gw_webhook_dispatches`,
+  );
   const row = log.find((r) => r.event_type === 'session.paused')!;
   assert.is(row.status, 'delivered');
   assert.ok(Number(row.attempts) >= 1);
@@ -80,14 +98,19 @@ async function pausedScenario(db: TestDb, gw: TestGateway) {
   assert.is(JSON.parse(row.body).data.continuationToken, token.split('.')[0], 'the log keeps the nonce alone');
 
   // The withheld form continues nothing.
-  const refused = await call(gw.url, 'PATCH', `/sessions/${s.sessionId}`, { key: gw.ownerKey, body: { continuationToken: token.split('.')[0] } });
+  const refused = await call(gw.url, 'PATCH', `/sessions/${s.sessionId}`, {
+    key: gw.ownerKey,
+    body: { continuationToken: token.split('.')[0] },
+  });
   assert.is(refused.status, 403);
   assert.is(refused.body.error.code, 'continuation_invalid');
 
   // A row an earlier version logged with the whole token is rewritten at the next start.
   const full = JSON.parse(row.body);
   full.data.continuationToken = token;
-  await gw.db.run(`UPDATE gw_webhook_dispatches SET body = ? WHERE event_type = 'session.paused'`, [JSON.stringify(full)]);
+  await gw.db.run(`UPDATE gw_webhook_dispatches SET body = ? WHERE event_type = 'session.paused'`, [
+    JSON.stringify(full),
+  ]);
   const again = await startTestGateway(db, {}, gw.ownerKey);
   try {
     const after = await again.db.all<{ body: string }>(`SELECT body FROM gw_webhook_dispatches`);

@@ -65,14 +65,20 @@ export interface TestGateway {
   close(): Promise<void>;
 }
 
-export async function startTestGateway(testDb: TestDb, deps: Partial<GatewayDeps> = {}, ownerKey?: string): Promise<TestGateway> {
+export async function startTestGateway(
+  testDb: TestDb,
+  deps: Partial<GatewayDeps> = {},
+  ownerKey?: string,
+): Promise<TestGateway> {
   const db = await testDb.open();
   const events: TestGateway['events'] = [];
   const gw = await createGatewayApp({
     db,
     adminKey: ADMIN_KEY,
     // CTL_TEST_LOG=error shows the stacks behind 500s.
-    logger: process.env.CTL_TEST_LOG ? createLogger({ name: 'gateway-test', level: process.env.CTL_TEST_LOG }) : silentLogger(),
+    logger: process.env.CTL_TEST_LOG
+      ? createLogger({ name: 'gateway-test', level: process.env.CTL_TEST_LOG })
+      : silentLogger(),
     targets: { allowPrivate: true },
     onEvent: (type, data) => events.push({ type, data }),
     ...deps,
@@ -105,7 +111,12 @@ export interface CallResult {
 }
 
 /** fetch + JSON against a gateway; the answer is checked against gateway/openapi.json. */
-export async function call(base: string, method: string, path: string, o: { key?: string; body?: unknown; headers?: Record<string, string>; raw?: string } = {}): Promise<CallResult> {
+export async function call(
+  base: string,
+  method: string,
+  path: string,
+  o: { key?: string; body?: unknown; headers?: Record<string, string>; raw?: string } = {},
+): Promise<CallResult> {
   const headers: Record<string, string> = { ...o.headers };
   if (o.key) headers.authorization = `Bearer ${o.key}`;
   let body: string | undefined = o.raw;
@@ -121,12 +132,21 @@ export async function call(base: string, method: string, path: string, o: { key?
   } catch {}
   // Every answer a gateway test receives is checked against the published document.
   const sent = o.body !== undefined ? { body: o.body } : undefined;
-  expectMatchesOpenApi(GATEWAY_OPENAPI, method, path, res.status, parsed ?? text, res.headers.get('content-type'), sent);
+  expectMatchesOpenApi(
+    GATEWAY_OPENAPI,
+    method,
+    path,
+    res.status,
+    parsed ?? text,
+    res.headers.get('content-type'),
+    sent,
+  );
   // A refusal of the gateway's own, on /proxy too (where other answers are the merchant's), is the envelope it names.
   const refusal = res.headers.get('x-ctl-gateway-error');
   if (refusal) {
     expectErrorEnvelope(GATEWAY_OPENAPI, parsed, `${method} ${path} → ${res.status}`);
-    if ((parsed as { error: { code: string } }).error.code !== refusal) throw new Error(`X-Ctl-Gateway-Error ${refusal} names another code than the body`);
+    if ((parsed as { error: { code: string } }).error.code !== refusal)
+      throw new Error(`X-Ctl-Gateway-Error ${refusal} names another code than the body`);
   }
   return { status: res.status, headers: res.headers, body: parsed, text };
 }
@@ -136,14 +156,32 @@ export const inOneHour = () => new Date(Date.now() + 3600_000).toISOString().rep
 export async function createSession(gw: TestGateway, config: Record<string, unknown> = {}) {
   const res = await call(gw.url, 'POST', '/sessions', {
     key: gw.ownerKey,
-    body: { budget: { amount: '1000', currency: 'USD' }, purposes: ['api:search'], expiresAt: inOneHour(), label: 'test', ...config },
+    body: {
+      budget: { amount: '1000', currency: 'USD' },
+      purposes: ['api:search'],
+      expiresAt: inOneHour(),
+      label: 'test',
+      ...config,
+    },
   });
   if (res.status !== 201) throw new Error(`session create failed: ${res.status} ${res.text}`);
-  return res.body as { sessionToken: string; sessionId: string; revocationUrl: string; policyHash: string; grantId: string; webhookSecret?: string };
+  return res.body as {
+    sessionToken: string;
+    sessionId: string;
+    revocationUrl: string;
+    policyHash: string;
+    grantId: string;
+    webhookSecret?: string;
+  };
 }
 
 /** A request through /proxy. */
-export function proxy(gw: { url: string }, token: string, target: string, o: { purpose?: string; method?: string; body?: string; headers?: Record<string, string> } = {}) {
+export function proxy(
+  gw: { url: string },
+  token: string,
+  target: string,
+  o: { purpose?: string; method?: string; body?: string; headers?: Record<string, string> } = {},
+) {
   const headers: Record<string, string> = { 'x-target-url': target, ...o.headers };
   if (o.purpose) headers['x-ctl-purpose'] = o.purpose;
   if (o.method) headers['x-target-method'] = o.method;
@@ -165,7 +203,9 @@ export interface Merchant {
  * An x402 merchant: answers 402 with `X-Payment: { amount, currency, address }` unless the
  * request carries `X-Payment-Receipt`, then 200. `/free` is always 200; `/redirect?to=` redirects.
  */
-export async function startMerchant(o: { amount?: string | ((path: string) => string); currency?: string; address?: string; host?: string } = {}): Promise<Merchant> {
+export async function startMerchant(
+  o: { amount?: string | ((path: string) => string); currency?: string; address?: string; host?: string } = {},
+): Promise<Merchant> {
   const m: Merchant = { url: '', port: 0, seen: [], paid: [], connections: 0, close: async () => {} };
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -188,8 +228,11 @@ export async function startMerchant(o: { amount?: string | ((path: string) => st
         res.writeHead(200, { 'content-type': 'application/json', 'set-cookie': 'm=1' });
         return res.end(JSON.stringify({ paid: true, receipt, path: u.pathname, body }));
       }
-      const amount = typeof o.amount === 'function' ? o.amount(u.pathname) : o.amount ?? '100';
-      res.writeHead(402, { 'content-type': 'application/json', 'x-payment': JSON.stringify({ amount, currency: o.currency ?? 'USD', address: o.address ?? 'merchant-1' }) });
+      const amount = typeof o.amount === 'function' ? o.amount(u.pathname) : (o.amount ?? '100');
+      res.writeHead(402, {
+        'content-type': 'application/json',
+        'x-payment': JSON.stringify({ amount, currency: o.currency ?? 'USD', address: o.address ?? 'merchant-1' }),
+      });
       res.end(JSON.stringify({ error: 'payment required' }));
     });
   });
@@ -212,7 +255,10 @@ export async function startMerchant(o: { amount?: string | ((path: string) => st
  * the suite runs.
  * @example const env = useGatewayAndMerchant(test, { amount: '100' }); test('…', () => proxy(env.gw, …))
  */
-export function useGatewayAndMerchant(suite: { before(fn: () => Promise<void>): void; after(fn: () => Promise<void>): void }, merchant: Parameters<typeof startMerchant>[0] = {}) {
+export function useGatewayAndMerchant(
+  suite: { before(fn: () => Promise<void>): void; after(fn: () => Promise<void>): void },
+  merchant: Parameters<typeof startMerchant>[0] = {},
+) {
   const env = {} as { db: TestDb; gw: TestGateway; merchant: Merchant };
   suite.before(async () => {
     env.db = sqliteDb();
@@ -228,14 +274,25 @@ export function useGatewayAndMerchant(suite: { before(fn: () => Promise<void>): 
 }
 
 /** A request with node:http, for headers fetch will not send (Connection, Proxy-Authorization). */
-export function rawRequest(base: string, method: string, path: string, headers: Record<string, string>, body?: string): Promise<{ status: number; headers: IncomingMessage['headers']; text: string }> {
+export function rawRequest(
+  base: string,
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  body?: string,
+): Promise<{ status: number; headers: IncomingMessage['headers']; text: string }> {
   return new Promise((resolve, reject) => {
     const u = new URL(path, base);
-    const req = httpRequest({ hostname: u.hostname, port: u.port, path: u.pathname + u.search, method, headers }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }));
-    });
+    const req = httpRequest(
+      { hostname: u.hostname, port: u.port, path: u.pathname + u.search, method, headers },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c) => chunks.push(c));
+        res.on('end', () =>
+          resolve({ status: res.statusCode!, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }),
+        );
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });

@@ -12,7 +12,7 @@ import { compileHostGlob, hostGlobList, MAX_GLOB_PROGRAM } from '../../gateway/s
 import { createMerchantMatcher, parseSessionConfig } from '../../gateway/services/session-config.js';
 
 // 253 characters, the longest DNS name: labels of 'a' that end nowhere near example.com.
-const LONG = `${"a".repeat(62)}.${"a".repeat(62)}.${"a".repeat(62)}.${"a".repeat(62)}.b`;
+const LONG = `${'a'.repeat(62)}.${'a'.repeat(62)}.${'a'.repeat(62)}.${'a'.repeat(62)}.b`;
 const LONG_NEAR = `${'a.'.repeat(120)}example.co`; // 250 characters, one letter short of a match
 const HOSTILE = [
   '*.*.*.*.*.example.com',
@@ -47,7 +47,7 @@ test('hostile globs against 253-character hosts: at most (host length + 1) × pr
 // Through the matcher the payment path uses, in a worker with a hard stop: a backtracking matcher
 // takes minutes on these (8.7 s was measured on a 40-character host), so only a regression to one
 // can reach the stop; the linear matcher is done in milliseconds on any machine.
-test('the payment path\'s matcher answers the hostile globs (worker, hard stop at 60 s)', async () => {
+test("the payment path's matcher answers the hostile globs (worker, hard stop at 60 s)", async () => {
   const moduleUrl = new URL('../../gateway/services/session-config.js', import.meta.url).href;
   const code = `
     const { parentPort, workerData } = require('node:worker_threads');
@@ -77,7 +77,10 @@ test('the payment path\'s matcher answers the hostile globs (worker, hard stop a
 });
 
 test('semantics: a star spans dots, the blocklist wins, case and a trailing dot are ignored', () => {
-  const m = createMerchantMatcher({ merchantAllowlist: ['*.example.com', 'api{1..3}.shop.test', 'pay.[a-c]x.io'], merchantBlocklist: ['bad.example.com', '!*.*'] });
+  const m = createMerchantMatcher({
+    merchantAllowlist: ['*.example.com', 'api{1..3}.shop.test', 'pay.[a-c]x.io'],
+    merchantBlocklist: ['bad.example.com', '!*.*'],
+  });
   assert.ok(m('a.example.com'));
   assert.ok(m('a.b.example.com'), '* spans labels, as it always did');
   assert.ok(m('A.Example.COM.'));
@@ -94,17 +97,39 @@ test('semantics: a star spans dots, the blocklist wins, case and a trailing dot 
 
 // A small deterministic generator: the same globs and hosts on every run.
 function prng(seed: number) {
-  return () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32);
+  return () => (seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32;
 }
 
 test('the same answers as picomatch on 20 000 generated glob/host pairs', () => {
   const rand = prng(7);
   const pick = <T>(xs: readonly T[]) => xs[Math.floor(rand() * xs.length)]!;
-  const tokens = ['a', 'b', 'c', '.', '1', '-', '*', '**', '?', '[ab]', '[a-c]', '[^a]', '[.]', '{a,b}', '{a,.,}', '{a*,b}', '{a,{b,c}}', '{1..3}', '{a..c}', '{a}'];
+  const tokens = [
+    'a',
+    'b',
+    'c',
+    '.',
+    '1',
+    '-',
+    '*',
+    '**',
+    '?',
+    '[ab]',
+    '[a-c]',
+    '[^a]',
+    '[.]',
+    '{a,b}',
+    '{a,.,}',
+    '{a*,b}',
+    '{a,{b,c}}',
+    '{1..3}',
+    '{a..c}',
+    '{a}',
+  ];
   const hostChars = ['a', 'b', 'c', '.', '1', '2', '-'];
   let compared = 0;
   for (let i = 0; i < 2000; i++) {
-    const glob = (rand() < 0.1 ? '!' : '') + Array.from({ length: 1 + Math.floor(rand() * 5) }, () => pick(tokens)).join('');
+    const glob =
+      (rand() < 0.1 ? '!' : '') + Array.from({ length: 1 + Math.floor(rand() * 5) }, () => pick(tokens)).join('');
     const pm = picomatch(glob, { nocase: true, dot: true });
     const ours = compileHostGlob(glob);
     for (let j = 0; j < 10; j++) {
@@ -118,20 +143,52 @@ test('the same answers as picomatch on 20 000 generated glob/host pairs', () => 
 });
 
 test('a glob list that compiles too large is refused when the session is created (400 naming the field)', () => {
-  const base = { budget: { amount: '100', currency: 'USD' }, purposes: ['api:search'], expiresAt: '2099-01-01T00:00:00Z' };
+  const base = {
+    budget: { amount: '100', currency: 'USD' },
+    purposes: ['api:search'],
+    expiresAt: '2099-01-01T00:00:00Z',
+  };
   const wide = '{0..255}'.repeat(30);
   assert.ok(compileHostGlob(wide).size > MAX_GLOB_PROGRAM);
-  assert.throws(() => parseSessionConfig({ ...base, merchantAllowlist: [wide] }, Date.now()), /merchantAllowlist\[0\]: too many/);
+  assert.throws(
+    () => parseSessionConfig({ ...base, merchantAllowlist: [wide] }, Date.now()),
+    /merchantAllowlist\[0\]: too many/,
+  );
   const many = Array(100).fill('{a,b,c,d,e,f,g,h,i,j}{a,b,c,d,e,f,g,h,i,j}{a,b,c,d,e,f,g,h,i,j}.example.com');
-  assert.throws(() => parseSessionConfig({ ...base, merchantBlocklist: many }, Date.now()), /merchantBlocklist: the globs together/);
-  assert.equal(parseSessionConfig({ ...base, merchantAllowlist: HOSTILE.filter((g) => g.length <= 253) }, Date.now()).merchantAllowlist.length, HOSTILE.length);
+  assert.throws(
+    () => parseSessionConfig({ ...base, merchantBlocklist: many }, Date.now()),
+    /merchantBlocklist: the globs together/,
+  );
+  assert.equal(
+    parseSessionConfig({ ...base, merchantAllowlist: HOSTILE.filter((g) => g.length <= 253) }, Date.now())
+      .merchantAllowlist.length,
+    HOSTILE.length,
+  );
 });
 
 test('a glob that can match no host is refused: a [ or { that is not syntax, a set of no host character', () => {
-  const base = { budget: { amount: '100', currency: 'USD' }, purposes: ['api:search'], expiresAt: '2099-01-01T00:00:00Z' };
-  for (const inert of ['{1..1000}.evil.com', '*.evil.{com,net', 'evil.{com}', '[a-z.evil.com', 'evil.com]', 'evil.com}', '[z-a]x.com', '[[]x.com', '[]]x.com']) {
+  const base = {
+    budget: { amount: '100', currency: 'USD' },
+    purposes: ['api:search'],
+    expiresAt: '2099-01-01T00:00:00Z',
+  };
+  for (const inert of [
+    '{1..1000}.evil.com',
+    '*.evil.{com,net',
+    'evil.{com}',
+    '[a-z.evil.com',
+    'evil.com]',
+    'evil.com}',
+    '[z-a]x.com',
+    '[[]x.com',
+    '[]]x.com',
+  ]) {
     assert.ok(compileHostGlob(inert).inert, inert);
-    assert.throws(() => parseSessionConfig({ ...base, merchantBlocklist: ['ok.example', inert] }, Date.now()), /merchantBlocklist\[1\]: .* can match no host/, inert);
+    assert.throws(
+      () => parseSessionConfig({ ...base, merchantBlocklist: ['ok.example', inert] }, Date.now()),
+      /merchantBlocklist\[1\]: .* can match no host/,
+      inert,
+    );
   }
   for (const fine of ['*.evil.{com,net}', '[a-z]*.evil.com', 'shop{1..3}.example.com', '[!a]x.example.com']) {
     assert.not.ok(compileHostGlob(fine).inert, fine);

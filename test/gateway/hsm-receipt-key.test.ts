@@ -26,7 +26,11 @@ test.before(async () => {
   const s = await generatePkcs11Ed25519Key(hsm.uri('receipt'), { modulePath: SOFTHSM_MODULE });
   receiptJwk = s.publicJwk;
   await s.close();
-  await (await generatePkcs11Ed25519Key(`pkcs11:token=spare;object=receipt?pin-value=${hsm.pin}`, { modulePath: SOFTHSM_MODULE })).close();
+  await (
+    await generatePkcs11Ed25519Key(`pkcs11:token=spare;object=receipt?pin-value=${hsm.pin}`, {
+      modulePath: SOFTHSM_MODULE,
+    })
+  ).close();
 });
 test.after(() => {
   closePkcs11Modules();
@@ -34,10 +38,16 @@ test.after(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const start = (env: Record<string, string>, db = 'gateway.db') => startGateway({
-  port: 0, host: '127.0.0.1', databaseUrl: `sqlite:${join(dir, db)}`, adminKey: ADMIN_KEY, targets: { allowPrivate: true }, logger: silentLogger(),
-  env: { CTL_PKCS11_MODULE: SOFTHSM_MODULE, ...env },
-});
+const start = (env: Record<string, string>, db = 'gateway.db') =>
+  startGateway({
+    port: 0,
+    host: '127.0.0.1',
+    databaseUrl: `sqlite:${join(dir, db)}`,
+    adminKey: ADMIN_KEY,
+    targets: { allowPrivate: true },
+    logger: silentLogger(),
+    env: { CTL_PKCS11_MODULE: SOFTHSM_MODULE, ...env },
+  });
 const refusal = (p: Promise<RunningGateway>) => startRefusal(() => p);
 
 test('a wrong PIN stops the start with one line naming the variable', async () => {
@@ -50,16 +60,27 @@ test('a wrong PIN stops the start with one line naming the variable', async () =
 test('`ctl gateway` with a wrong PIN exits 1 with one line naming the variable', async () => {
   const { execFile } = await import('node:child_process');
   const env = {
-    ...process.env, PORT: '0', DATABASE_URL: `sqlite:${join(dir, 'cli.db')}`, LOG_LEVEL: 'silent', CTL_PKCS11_MODULE: SOFTHSM_MODULE,
+    ...process.env,
+    PORT: '0',
+    DATABASE_URL: `sqlite:${join(dir, 'cli.db')}`,
+    LOG_LEVEL: 'silent',
+    CTL_PKCS11_MODULE: SOFTHSM_MODULE,
     [VAR]: `pkcs11:token=spare;object=receipt?pin-value=4321`,
   };
   const exit = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
-    execFile(process.execPath, [join(process.cwd(), 'bin', 'ctl.mjs'), 'gateway'], { env, timeout: 20_000 }, (e, _out, stderr) =>
-      resolve({ code: e ? (typeof e.code === 'number' ? e.code : -1) : 0, stderr }));
+    execFile(
+      process.execPath,
+      [join(process.cwd(), 'bin', 'ctl.mjs'), 'gateway'],
+      { env, timeout: 20_000 },
+      (e, _out, stderr) => resolve({ code: e ? (typeof e.code === 'number' ? e.code : -1) : 0, stderr }),
+    );
   });
   assert.is(exit.code, 1);
   assert.is(exit.stderr.trim().split('\n').length, 1, exit.stderr);
-  assert.match(exit.stderr, `ctl gateway: ${VAR}: logging in to pkcs11:token=spare;object=receipt?pin-value=***: the token refused the PIN (CKR_PIN_INCORRECT)`);
+  assert.match(
+    exit.stderr,
+    `ctl gateway: ${VAR}: logging in to pkcs11:token=spare;object=receipt?pin-value=***: the token refused the PIN (CKR_PIN_INCORRECT)`,
+  );
 });
 
 test('receipts are signed in the token and verify against the JWKS; only the public half is stored', async () => {
@@ -72,16 +93,25 @@ test('receipts are signed in the token and verify against the JWKS; only the pub
     const s = await createSession(gw);
     const paid = await proxy(gw, s.sessionToken, `${merchant.url}/x`, { purpose: 'api:search' });
     assert.is(paid.status, 200, paid.text);
-    const receipt = (await call(url, 'GET', `/sessions/${s.sessionId}/receipts`, { key: owner.body.apiKey })).body.receipts[0];
+    const receipt = (await call(url, 'GET', `/sessions/${s.sessionId}/receipts`, { key: owner.body.apiKey })).body
+      .receipts[0];
     assert.is(receipt.keyId, await jwkThumbprint(receiptJwk));
     const jwks = (await call(url, 'GET', '/.well-known/ctl-keys.json')).body;
     assert.ok((await verifyReceipt(receipt, { jwks })).valid);
     const row = await openDatabase(`sqlite:${join(dir, 'gateway.db')}`);
-    const stored = await row.all<{ purpose: string; status: string; custody: string; private_pem: string }>(`SELECT purpose, status, custody, private_pem FROM gw_keys ORDER BY purpose`);
+    const stored = await row.all<{ purpose: string; status: string; custody: string; private_pem: string }>(
+      `SELECT purpose, status, custody, private_pem FROM gw_keys ORDER BY purpose`,
+    );
     await row.close();
-    assert.equal(stored.map((k) => [k.purpose, k.status, k.custody, k.private_pem === '' ? '' : 'sealed']), [
-      ['bundle', 'active', 'database', 'sealed'], ['grant', 'active', 'database', 'sealed'], ['receipt', 'active', 'pkcs11', ''],
-    ], 'no stored receipt key was generated only to be retired');
+    assert.equal(
+      stored.map((k) => [k.purpose, k.status, k.custody, k.private_pem === '' ? '' : 'sealed']),
+      [
+        ['bundle', 'active', 'database', 'sealed'],
+        ['grant', 'active', 'database', 'sealed'],
+        ['receipt', 'active', 'pkcs11', ''],
+      ],
+      'no stored receipt key was generated only to be retired',
+    );
     const rotate = await call(url, 'POST', '/admin/keys/rotate', { key: ADMIN_KEY, body: { purpose: 'receipt' } });
     assert.is(rotate.status, 409);
     assert.match(rotate.body.error.message, VAR);
@@ -98,9 +128,14 @@ test('all three gateway keys in the token: grants, receipts and the Trust Bundle
     pub[purpose] = k.publicJwk;
     await k.close();
   }
-  const running = await start({
-    CTL_GATEWAY_GRANT_KEY_PKCS11_URI: hsm.uri('gw-grant'), [VAR]: hsm.uri('receipt'), CTL_GATEWAY_BUNDLE_KEY_PKCS11_URI: hsm.uri('gw-bundle'),
-  }, 'all-hsm.db');
+  const running = await start(
+    {
+      CTL_GATEWAY_GRANT_KEY_PKCS11_URI: hsm.uri('gw-grant'),
+      [VAR]: hsm.uri('receipt'),
+      CTL_GATEWAY_BUNDLE_KEY_PKCS11_URI: hsm.uri('gw-bundle'),
+    },
+    'all-hsm.db',
+  );
   try {
     const url = running.server.url;
     const owner = await call(url, 'POST', '/admin/owners', { key: ADMIN_KEY, body: { label: 'hsm' } });
@@ -108,16 +143,31 @@ test('all three gateway keys in the token: grants, receipts and the Trust Bundle
     const root = (await call(url, 'GET', '/.well-known/ctl-bundle-root.json')).body.keys[0];
     assert.is(root.x, pub.bundle.x);
     const bundle = (await call(url, 'GET', '/.well-known/ctl-trust-bundle.json')).body;
-    const rootPem = createPublicKey({ key: pub.bundle as never, format: 'jwk' }).export({ type: 'spki', format: 'pem' }).toString();
+    const rootPem = createPublicKey({ key: pub.bundle as never, format: 'jwk' })
+      .export({ type: 'spki', format: 'pem' })
+      .toString();
     assert.ok((await verifyTrustBundle(bundle, rootPem)).valid, 'bundle signed by the bundle key in the token');
     const jwks = (await call(url, 'GET', '/.well-known/ctl-keys.json')).body;
-    const grantKey = jwks.keys.find((k: { purposes: string[]; status: string }) => k.purposes[0] === 'grant' && k.status === 'active');
+    const grantKey = jwks.keys.find(
+      (k: { purposes: string[]; status: string }) => k.purposes[0] === 'grant' && k.status === 'active',
+    );
     assert.is(grantKey.x, pub.grant.x);
     const db = await openDatabase(`sqlite:${join(dir, 'all-hsm.db')}`);
-    const grant = JSON.parse((await db.get<{ grant_json: string }>(`SELECT grant_json FROM gw_sessions WHERE id = ?`, [s.sessionId]))!.grant_json);
-    assert.equal((await db.all<{ custody: string }>(`SELECT DISTINCT custody FROM gw_keys WHERE status = 'active'`)).map((r) => r.custody), ['pkcs11']);
+    const grant = JSON.parse(
+      (await db.get<{ grant_json: string }>(`SELECT grant_json FROM gw_sessions WHERE id = ?`, [s.sessionId]))!
+        .grant_json,
+    );
+    assert.equal(
+      (await db.all<{ custody: string }>(`SELECT DISTINCT custody FROM gw_keys WHERE status = 'active'`)).map(
+        (r) => r.custody,
+      ),
+      ['pkcs11'],
+    );
     await db.close();
-    assert.ok((await verifyPolicyGrant(grant, { jwks })).valid, 'the session grant was signed by the grant key in the token');
+    assert.ok(
+      (await verifyPolicyGrant(grant, { jwks })).valid,
+      'the session grant was signed by the grant key in the token',
+    );
   } finally {
     await running.close();
   }
@@ -125,7 +175,10 @@ test('all three gateway keys in the token: grants, receipts and the Trust Bundle
 
 test('an instance without the HSM receipt key on that database is refused, naming the variable', async () => {
   const m = await refusal(start({}));
-  assert.match(m, /the receipt key '.+' is held outside the database and not by this instance: set CTL_GATEWAY_RECEIPT_KEY_PKCS11_URI/);
+  assert.match(
+    m,
+    /the receipt key '.+' is held outside the database and not by this instance: set CTL_GATEWAY_RECEIPT_KEY_PKCS11_URI/,
+  );
 });
 
 test.run();

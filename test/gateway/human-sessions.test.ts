@@ -9,11 +9,28 @@ import * as assert from 'uvu/assert';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
-  createSignedPolicyGrant, didKeyFromJwk, generateKeyPair, importSigningKey, policyHash, signedBytes, base64urlEncode, verifyCtl,
+  createSignedPolicyGrant,
+  didKeyFromJwk,
+  generateKeyPair,
+  importSigningKey,
+  policyHash,
+  signedBytes,
+  base64urlEncode,
+  verifyCtl,
   type PolicyGrant,
 } from '../../src/index.js';
 import { createAuditLog, verifyWebhook } from '../../service-kit/index.js';
-import { call, proxy, sqliteDb, startMerchant, startTestGateway, inOneHour, type Merchant, type TestDb, type TestGateway } from './helpers.js';
+import {
+  call,
+  proxy,
+  sqliteDb,
+  startMerchant,
+  startTestGateway,
+  inOneHour,
+  type Merchant,
+  type TestDb,
+  type TestGateway,
+} from './helpers.js';
 
 let db: TestDb;
 let gw: TestGateway;
@@ -32,8 +49,11 @@ test.before(async () => {
   authority = createServer((req, res) => {
     authorityAsked++;
     const id = new URL(req.url!, 'http://x').searchParams.get('grantId')!;
-    if (!recorded.has(id)) return res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":{"code":"not_found"}}');
-    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ grantId: id, revoked: revoked.has(id) }));
+    if (!recorded.has(id))
+      return res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":{"code":"not_found"}}');
+    res
+      .writeHead(200, { 'content-type': 'application/json' })
+      .end(JSON.stringify({ grantId: id, revoked: revoked.has(id) }));
   });
   await new Promise<void>((r) => authority.listen(0, '127.0.0.1', r));
   authorityUrl = `http://127.0.0.1:${(authority.address() as AddressInfo).port}`;
@@ -48,12 +68,26 @@ test.after(async () => {
   authority.close();
 });
 
-async function personGrants(actorKey: unknown, over: Record<string, unknown> = {}, o: { record?: boolean; signingKey?: string; base?: string } = {}): Promise<PolicyGrant> {
-  const grant = await createSignedPolicyGrant({
-    profile: 'human-agent', policyHash: policyHash({ delegate: 'search' }), actorKey: actorKey as any, allowedRails: ['ledger', 'x402'],
-    allowedAssets: [{ standard: 'iso4217', code: 'USD' }], allowedPurposes: ['api:search'], maxAmountMinor: '250', currency: 'USD',
-    expiresAt: inOneHour(), ...over,
-  } as any, { signingKey: o.signingKey ?? person.privateKeyPem, revocationBaseUrl: o.base ?? authorityUrl });
+async function personGrants(
+  actorKey: unknown,
+  over: Record<string, unknown> = {},
+  o: { record?: boolean; signingKey?: string; base?: string } = {},
+): Promise<PolicyGrant> {
+  const grant = await createSignedPolicyGrant(
+    {
+      profile: 'human-agent',
+      policyHash: policyHash({ delegate: 'search' }),
+      actorKey: actorKey as any,
+      allowedRails: ['ledger', 'x402'],
+      allowedAssets: [{ standard: 'iso4217', code: 'USD' }],
+      allowedPurposes: ['api:search'],
+      maxAmountMinor: '250',
+      currency: 'USD',
+      expiresAt: inOneHour(),
+      ...over,
+    } as any,
+    { signingKey: o.signingKey ?? person.privateKeyPem, revocationBaseUrl: o.base ?? authorityUrl },
+  );
   if (o.record !== false) recorded.add(grant.grantId);
   return grant;
 }
@@ -62,11 +96,14 @@ async function humanSession(over: Record<string, unknown> = {}, grantOver: Recor
   const key = await call(gw.url, 'POST', '/sessions/human/keys', { key: gw.ownerKey });
   assert.is(key.status, 201, key.text);
   const grant = await personGrants(key.body.actorKey, grantOver);
-  const res = await call(gw.url, 'POST', '/sessions', { key: gw.ownerKey, body: { humanGrant: grant, label: 'assistant', ...over } });
+  const res = await call(gw.url, 'POST', '/sessions', {
+    key: gw.ownerKey,
+    body: { humanGrant: grant, label: 'assistant', ...over },
+  });
   return { key: key.body, grant, res };
 }
 
-test('the gateway prepares a session key; the person delegates to it; the session carries the person\'s bounds', async () => {
+test("the gateway prepares a session key; the person delegates to it; the session carries the person's bounds", async () => {
   const { key, grant, res } = await humanSession();
   assert.ok(key.actorDid.startsWith('did:key:z6Mk') && key.actorKey.kty === 'OKP');
   assert.is(res.status, 201, res.text);
@@ -84,12 +121,19 @@ test('the gateway prepares a session key; the person delegates to it; the sessio
     const paid = await proxy(gw, res.body.sessionToken, `${merchant.url}/search?q=${i}`, { purpose: 'api:search' });
     assert.is(paid.status, 200, paid.text);
   }
-  const receipts = (await call(gw.url, 'GET', `/sessions/${res.body.sessionId}/receipts`, { key: gw.ownerKey })).body.receipts;
+  const receipts = (await call(gw.url, 'GET', `/sessions/${res.body.sessionId}/receipts`, { key: gw.ownerKey })).body
+    .receipts;
   assert.is(receipts.length, 2);
   const sba = receipts[0].sba;
   assert.is(sba.grant.issuer, did);
   assert.match(sba.authorization.intentHash, /^[0-9a-f]{64}$/);
-  const v = await verifyCtl(sba, { amount: '100', currency: 'USD', merchantId: '127.0.0.1', trustedHumans: [did], offline: true });
+  const v = await verifyCtl(sba, {
+    amount: '100',
+    currency: 'USD',
+    merchantId: '127.0.0.1',
+    trustedHumans: [did],
+    offline: true,
+  });
   assert.ok(v.valid, JSON.stringify(v));
   // The third would pass the person's 2.50 USD ceiling.
   const third = await proxy(gw, res.body.sessionToken, `${merchant.url}/search?q=3`, { purpose: 'api:search' });
@@ -117,14 +161,24 @@ test('a person-backed session is audited when created and signs its webhooks lik
     const { res } = await humanSession({ webhookUrl: `http://127.0.0.1:${(hook.address() as AddressInfo).port}/hook` });
     assert.is(res.status, 201, res.text);
     assert.match(res.body.webhookSecret, /^whsec_/, 'the owner gets the secret its deliveries are signed with');
-    assert.is((await proxy(gw, res.body.sessionToken, `${merchant.url}/search?q=hook`, { purpose: 'api:search' })).status, 200);
+    assert.is(
+      (await proxy(gw, res.body.sessionToken, `${merchant.url}/search?q=hook`, { purpose: 'api:search' })).status,
+      200,
+    );
     await gw.gw.idle();
-    const completed = received.map((r) => {
-      assert.ok(verifyWebhook(res.body.webhookSecret, r.headers, r.body), 'Standard Webhooks signature verifies');
-      return JSON.parse(r.body) as { type: string; data: { sessionId: string } };
-    }).filter((e) => e.type === 'payment.completed');
-    assert.equal(completed.map((e) => e.data.sessionId), [res.body.sessionId]);
-    const created = (await createAuditLog(gw.db, 'gw_audit_log').list()).filter((e) => e.action === 'session.created' && e.subject === res.body.sessionId);
+    const completed = received
+      .map((r) => {
+        assert.ok(verifyWebhook(res.body.webhookSecret, r.headers, r.body), 'Standard Webhooks signature verifies');
+        return JSON.parse(r.body) as { type: string; data: { sessionId: string } };
+      })
+      .filter((e) => e.type === 'payment.completed');
+    assert.equal(
+      completed.map((e) => e.data.sessionId),
+      [res.body.sessionId],
+    );
+    const created = (await createAuditLog(gw.db, 'gw_audit_log').list()).filter(
+      (e) => e.action === 'session.created' && e.subject === res.body.sessionId,
+    );
     assert.is(created.length, 1, 'one session.created entry');
     assert.is(JSON.parse(created[0]!.data).issuer, did);
   } finally {
@@ -180,51 +234,79 @@ test('a person not enrolled where the gateway trusts: refused at session creatio
   const none = await startTestGateway(db2);
   try {
     const k = (await call(none.url, 'POST', '/sessions/human/keys', { key: none.ownerKey })).body;
-    const r = await call(none.url, 'POST', '/sessions', { key: none.ownerKey, body: { humanGrant: await personGrants(k.actorKey) } });
+    const r = await call(none.url, 'POST', '/sessions', {
+      key: none.ownerKey,
+      body: { humanGrant: await personGrants(k.actorKey) },
+    });
     assert.is(r.body?.error?.code, 'issuer_not_trusted', r.text);
   } finally {
     await none.close();
     await db2.drop();
   }
   // The key was not claimed by any refusal: the enrolled person's grant still gets its session.
-  assert.is((await call(gw.url, 'POST', '/sessions', { key: gw.ownerKey, body: { humanGrant: await personGrants(key.actorKey) } })).status, 201);
+  assert.is(
+    (
+      await call(gw.url, 'POST', '/sessions', {
+        key: gw.ownerKey,
+        body: { humanGrant: await personGrants(key.actorKey) },
+      })
+    ).status,
+    201,
+  );
 });
 
-test('a person\'s grant with budget windows is refused at creation: a session cannot enforce them yet', async () => {
+test("a person's grant with budget windows is refused at creation: a session cannot enforce them yet", async () => {
   const { res } = await humanSession({}, { windows: [{ every: 'P1D', maxAmountMinor: '100' }] });
   assert.is(res.status, 501, res.text);
   assert.is(res.body?.error?.code, 'unsupported_feature');
   assert.match(res.body.error.message, /windows/);
 });
 
-test('a merchant outside the person\'s destination list is refused by the chain check', async () => {
+test("a merchant outside the person's destination list is refused by the chain check", async () => {
   const { res } = await humanSession({}, { destinationAllowlist: ['shop.example'] });
   assert.is(res.status, 201, res.text);
   const r = await proxy(gw, res.body.sessionToken, `${merchant.url}/search?q=d`, { purpose: 'api:search' });
   assert.is(r.body?.error?.code, 'destination_not_allowed', r.text);
 });
 
-test('refusals: owner-only, the person\'s bounds cannot be widened, forged or foreign grants, keys of another owner', async () => {
+test("refusals: owner-only, the person's bounds cannot be widened, forged or foreign grants, keys of another owner", async () => {
   const key = (await call(gw.url, 'POST', '/sessions/human/keys', { key: gw.ownerKey })).body;
   assert.is((await call(gw.url, 'POST', '/sessions/human/keys', {})).status, 401);
   const grant = await personGrants(key.actorKey);
-  for (const extra of [{ budget: { amount: '999999', currency: 'USD' } }, { purposes: ['api:*'] }, { expiresAt: '2099-01-01T00:00:00Z' }, { softLimit: { amount: '100' } }]) {
+  for (const extra of [
+    { budget: { amount: '999999', currency: 'USD' } },
+    { purposes: ['api:*'] },
+    { expiresAt: '2099-01-01T00:00:00Z' },
+    { softLimit: { amount: '100' } },
+  ]) {
     const r = await call(gw.url, 'POST', '/sessions', { key: gw.ownerKey, body: { humanGrant: grant, ...extra } });
     assert.is(r.status, 400, `${JSON.stringify(extra)}: ${r.text}`);
   }
-  const raised = await call(gw.url, 'POST', '/sessions', { key: gw.ownerKey, body: { humanGrant: { ...grant, maxAmountMinor: '999999' } } });
+  const raised = await call(gw.url, 'POST', '/sessions', {
+    key: gw.ownerKey,
+    body: { humanGrant: { ...grant, maxAmountMinor: '999999' } },
+  });
   assert.is(raised.body?.error?.code, 'grant_signature_invalid', raised.text);
   const stranger = await generateKeyPair();
   const s = await importSigningKey(stranger.privateKeyPem);
   const { signature: _s, ...unsigned } = grant;
   const forged = { ...unsigned, signature: base64urlEncode(await s.sign(signedBytes('grant', unsigned))) };
-  assert.is((await call(gw.url, 'POST', '/sessions', { key: gw.ownerKey, body: { humanGrant: forged } })).body?.error?.code, 'grant_signature_invalid');
+  assert.is(
+    (await call(gw.url, 'POST', '/sessions', { key: gw.ownerKey, body: { humanGrant: forged } })).body?.error?.code,
+    'grant_signature_invalid',
+  );
   const noPurposes = await personGrants(key.actorKey, { allowedPurposes: undefined });
-  assert.is((await call(gw.url, 'POST', '/sessions', { key: gw.ownerKey, body: { humanGrant: noPurposes } })).status, 400);
+  assert.is(
+    (await call(gw.url, 'POST', '/sessions', { key: gw.ownerKey, body: { humanGrant: noPurposes } })).status,
+    400,
+  );
   // A key the gateway never made, and a key of another owner.
   const own = await personGrants((await generateKeyPair()).publicJwk);
   assert.is((await call(gw.url, 'POST', '/sessions', { key: gw.ownerKey, body: { humanGrant: own } })).status, 409);
-  const other = await call(gw.url, 'POST', '/admin/owners', { key: 'test-admin-key-0123456789', body: { label: 'other owner' } });
+  const other = await call(gw.url, 'POST', '/admin/owners', {
+    key: 'test-admin-key-0123456789',
+    body: { label: 'other owner' },
+  });
   const r = await call(gw.url, 'POST', '/sessions', { key: other.body.apiKey, body: { humanGrant: grant } });
   assert.is(r.status, 409, r.text);
   // Still usable by its owner afterwards.

@@ -6,12 +6,26 @@ import * as assert from 'uvu/assert';
 import { createLedgerRail } from '../../gateway/rails/ledger.js';
 import { claimKey, pruneExpiredKeys } from '../../gateway/store/idempotency.js';
 import type { Rail } from '../../gateway/rails/rail.js';
-import { startTestGateway, createSession, call, proxy, type TestDb, type Merchant, type TestGateway } from './helpers.js';
+import {
+  startTestGateway,
+  createSession,
+  call,
+  proxy,
+  type TestDb,
+  type Merchant,
+  type TestGateway,
+} from './helpers.js';
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const never = () => new Promise<never>(() => {});
 
-export function keyed(gw: { url: string }, token: string, target: string, key: string, o: { body?: string; method?: string } = {}) {
+export function keyed(
+  gw: { url: string },
+  token: string,
+  target: string,
+  key: string,
+  o: { body?: string; method?: string } = {},
+) {
   return proxy(gw, token, target, { purpose: 'api:search', headers: { 'idempotency-key': key }, ...o });
 }
 
@@ -25,7 +39,14 @@ export async function books(gw: TestGateway, sessionId: string) {
 export function slowRail(gwDb: () => TestGateway['db'], ms: number): Rail {
   let ledger: ReturnType<typeof createLedgerRail> | undefined;
   const l = () => (ledger ??= createLedgerRail(gwDb()));
-  return { name: 'ledger', pay: async (o) => { await sleep(ms); return l().pay(o); }, settle: (id) => l().settle(id) };
+  return {
+    name: 'ledger',
+    pay: async (o) => {
+      await sleep(ms);
+      return l().pay(o);
+    },
+    settle: (id) => l().settle(id),
+  };
 }
 
 /** The first answer is replayed with `Idempotent-Replayed: true`; the merchant saw one paid request. */
@@ -49,7 +70,9 @@ export async function retryReplays(gw: TestGateway, m: Merchant, retryVia: TestG
 /** Eight requests with one key at once (alternating instances): one payment; the others 409 in flight or the replay. */
 export async function concurrentOnePayment(a: TestGateway, b: TestGateway, m: Merchant) {
   const s = await createSession(a);
-  const all = await Promise.all(Array.from({ length: 8 }, (_, i) => keyed(i % 2 ? b : a, s.sessionToken, `${m.url}/c`, 'k-conc')));
+  const all = await Promise.all(
+    Array.from({ length: 8 }, (_, i) => keyed(i % 2 ? b : a, s.sessionToken, `${m.url}/c`, 'k-conc')),
+  );
   const ran = all.filter((r) => r.status === 200 && r.headers.get('idempotent-replayed') === null);
   assert.is(ran.length, 1, all.map((r) => `${r.status} ${r.text}`).join('\n'));
   const answers = [ran[0]!];
@@ -78,14 +101,26 @@ export async function concurrentOnePayment(a: TestGateway, b: TestGateway, m: Me
  */
 export async function crashThenRetry(db: TestDb, m: Merchant, payFirst: boolean) {
   let ledger: ReturnType<typeof createLedgerRail> | undefined;
-  const rail: Rail = { name: 'ledger', pay: async (o) => { if (payFirst) await ledger!.pay(o); return never(); }, settle: (id) => ledger!.settle(id) };
+  const rail: Rail = {
+    name: 'ledger',
+    pay: async (o) => {
+      if (payFirst) await ledger!.pay(o);
+      return never();
+    },
+    settle: (id) => ledger!.settle(id),
+  };
   const a = await startTestGateway(db, { rail, idempotency: { leaseMs: 200 } });
   ledger = createLedgerRail(a.db);
   const s = await createSession(a);
   const abort = new AbortController();
   const pending = fetch(`${a.url}/proxy`, {
     method: 'POST',
-    headers: { authorization: `Bearer ${s.sessionToken}`, 'x-target-url': `${m.url}/crash`, 'x-ctl-purpose': 'api:search', 'idempotency-key': 'k-crash' },
+    headers: {
+      authorization: `Bearer ${s.sessionToken}`,
+      'x-target-url': `${m.url}/crash`,
+      'x-ctl-purpose': 'api:search',
+      'idempotency-key': 'k-crash',
+    },
     signal: abort.signal,
   }).catch(() => undefined);
   for (let i = 0; i < 100; i++) {
@@ -154,10 +189,21 @@ export async function expiredKeysPruned(gw: TestGateway, m: Merchant) {
   const s = await createSession(gw);
   const first = await keyed(gw, s.sessionToken, `${m.url}/old`, 'k-old');
   assert.is(first.status, 200);
-  const row = await gw.db.get<{ expires_at: unknown; created_at: unknown }>(`SELECT expires_at, created_at FROM gw_idempotency`);
+  const row = await gw.db.get<{ expires_at: unknown; created_at: unknown }>(
+    `SELECT expires_at, created_at FROM gw_idempotency`,
+  );
   assert.is(Number(row!.expires_at) - Number(row!.created_at), 24 * 3_600_000);
   const later = Number(row!.expires_at) + 1;
-  const c = { sessionId: s.sessionId, key: 'k-old', requestHash: 'h', attempt: 'a2', paymentId: 'pay_2', now: later, leaseUntil: later + 1000, expiresAt: later + 86_400_000 };
+  const c = {
+    sessionId: s.sessionId,
+    key: 'k-old',
+    requestHash: 'h',
+    attempt: 'a2',
+    paymentId: 'pay_2',
+    now: later,
+    leaseUntil: later + 1000,
+    expiresAt: later + 86_400_000,
+  };
   assert.is(await claimKey(gw.db, { ...c, now: later - 2 }), false, 'a live key is not claimed again');
   assert.is(await claimKey(gw.db, c), true, 'an expired one is');
   assert.is(await pruneExpiredKeys(gw.db, later), 0);

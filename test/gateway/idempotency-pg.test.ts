@@ -3,8 +3,22 @@
  * instances on one database, and a restarted one, answer a key alike and never pay it twice.
  */
 import { test } from 'uvu';
-import { postgresDb, startTestGateway, startMerchant, type TestDb, type TestGateway, type Merchant } from './helpers.js';
-import { slowRail, retryReplays, concurrentOnePayment, crashThenRetry, replayAfterRestart, expiredKeysPruned } from './idempotency-cases.js';
+import {
+  postgresDb,
+  startTestGateway,
+  startMerchant,
+  type TestDb,
+  type TestGateway,
+  type Merchant,
+} from './helpers.js';
+import {
+  slowRail,
+  retryReplays,
+  concurrentOnePayment,
+  crashThenRetry,
+  replayAfterRestart,
+  expiredKeysPruned,
+} from './idempotency-cases.js';
 
 async function onPostgres(what: string, fn: (db: TestDb, m: Merchant) => Promise<void>) {
   const db = await postgresDb(what);
@@ -44,7 +58,8 @@ test('two instances, one key at once: one payment', () =>
     }
   }));
 
-test('after a restart the key still answers', () => onPostgres('idempotency after a restart', (db, m) => replayAfterRestart(db, m)));
+test('after a restart the key still answers', () =>
+  onPostgres('idempotency after a restart', (db, m) => replayAfterRestart(db, m)));
 
 for (const payFirst of [true, false]) {
   test(`a kill mid-payment (${payFirst ? 'after' : 'before'} the rail paid), reconcile, retry: no second payment`, () =>

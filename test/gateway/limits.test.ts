@@ -68,7 +68,10 @@ test('the Trust Bundle verifies against the gateway bundle root and lists its ke
   const v = await verifyTrustBundle(bundle, await publicKeyPemFromJwk(root));
   assert.ok(v.valid, JSON.stringify(v));
   const jwks = (await call(gw.url, 'GET', '/.well-known/ctl-keys.json')).body.keys;
-  assert.equal(bundle.issuers[0].keys.map((k: { kid: string }) => k.kid).sort(), jwks.map((k: { kid: string }) => k.kid).sort());
+  assert.equal(
+    bundle.issuers[0].keys.map((k: { kid: string }) => k.kid).sort(),
+    jwks.map((k: { kid: string }) => k.kid).sort(),
+  );
 });
 
 test('ctl demo runs the whole story and exits 0', async () => {

@@ -19,16 +19,22 @@ function losingCommitAck() {
     const tx = db.tx.bind(db);
     (db as any).tx = async (fn: any, o: any) => {
       let ledger = false;
-      const out = await tx(async (t: any) => fn(new Proxy(t, {
-        get(target, p) {
-          const v = target[p];
-          if (typeof v !== 'function') return v;
-          return (sql: string, ...rest: unknown[]) => {
-            if (typeof sql === 'string' && /INSERT INTO gw_ledger/.test(sql)) ledger = true;
-            return v.call(target, sql, ...rest);
-          };
-        },
-      })), o);
+      const out = await tx(
+        async (t: any) =>
+          fn(
+            new Proxy(t, {
+              get(target, p) {
+                const v = target[p];
+                if (typeof v !== 'function') return v;
+                return (sql: string, ...rest: unknown[]) => {
+                  if (typeof sql === 'string' && /INSERT INTO gw_ledger/.test(sql)) ledger = true;
+                  return v.call(target, sql, ...rest);
+                };
+              },
+            }),
+          ),
+        o,
+      );
       if (state.armed && ledger) {
         state.armed = false;
         throw new DatabaseUnavailableError(new Error('Connection terminated unexpectedly'));
@@ -57,8 +63,13 @@ test('a commit whose acknowledgement is lost answers paid_response_lost with the
     assert.ok(err instanceof GatewayError, String(err));
     assert.is((err as GatewayError).code, 'paid_response_lost');
     assert.match(String((err as GatewayError).receiptId), /^rcpt_/);
-    assert.not.match((err as GatewayError).message, /Connection terminated/, 'the database\'s own text is the operator\'s, not the agent\'s');
-    const receipts = (await call(gw.url, 'GET', `/sessions/${s.sessionId}/receipts`, { key: gw.ownerKey })).body.receipts;
+    assert.not.match(
+      (err as GatewayError).message,
+      /Connection terminated/,
+      "the database's own text is the operator's, not the agent's",
+    );
+    const receipts = (await call(gw.url, 'GET', `/sessions/${s.sessionId}/receipts`, { key: gw.ownerKey })).body
+      .receipts;
     assert.is(receipts.length, 1, 'one payment, one receipt');
     assert.is(receipts[0].receiptId, (err as GatewayError).receiptId);
   } finally {
@@ -78,7 +89,8 @@ test('without an Idempotency-Key too (curl): the answer says it paid and names t
     const r = await proxy(gw, s.sessionToken, `${merchant.url}/b`, { purpose: 'api:search' });
     assert.is(r.status, 502, r.text);
     assert.is(r.body?.error?.code, 'paid_response_lost');
-    const receipts = (await call(gw.url, 'GET', `/sessions/${s.sessionId}/receipts`, { key: gw.ownerKey })).body.receipts;
+    const receipts = (await call(gw.url, 'GET', `/sessions/${s.sessionId}/receipts`, { key: gw.ownerKey })).body
+      .receipts;
     assert.is(receipts.length, 1);
     assert.is(r.headers.get('x-ctl-receipt-id'), receipts[0].receiptId);
   } finally {

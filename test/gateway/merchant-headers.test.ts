@@ -80,7 +80,7 @@ test('paid: the receipt id is the gateway receipt, not the merchant one', async 
   assertOnlyGatewayHeaders(res, s.sessionId, receiptId);
 });
 
-test('keyed: the first paid answer has no Idempotent-Replayed, the gateway\'s replay has its own', async () => {
+test("keyed: the first paid answer has no Idempotent-Replayed, the gateway's replay has its own", async () => {
   const s = await createSession(gw);
   const key = { 'idempotency-key': `k-${Date.now()}` };
   const first = await proxy(gw, s.sessionToken, `${base}/paid`, { purpose: 'api:search', headers: key });
@@ -88,7 +88,7 @@ test('keyed: the first paid answer has no Idempotent-Replayed, the gateway\'s re
   assertOnlyGatewayHeaders(first, s.sessionId, first.headers.get('x-ctl-receipt-id'));
   const again = await proxy(gw, s.sessionToken, `${base}/paid`, { purpose: 'api:search', headers: key });
   assert.is(again.status, 200, again.text);
-  assert.is(again.headers.get('idempotent-replayed'), 'true', 'the gateway\'s own replay says so');
+  assert.is(again.headers.get('idempotent-replayed'), 'true', "the gateway's own replay says so");
   assert.is(again.headers.get('x-ctl-receipt-id'), first.headers.get('x-ctl-receipt-id'));
 });
 

@@ -8,7 +8,17 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { sqliteDb, postgresDb, startTestGateway, startMerchant, createSession, proxy, call, type TestDb, type Merchant } from './helpers.js';
+import {
+  sqliteDb,
+  postgresDb,
+  startTestGateway,
+  startMerchant,
+  createSession,
+  proxy,
+  call,
+  type TestDb,
+  type Merchant,
+} from './helpers.js';
 import { assertBoundedLabels, scrape } from '../service-kit/prometheus-scrape.js';
 
 let merchant: Merchant;
@@ -40,17 +50,20 @@ async function exercise(testDb: TestDb) {
   const gw = await startTestGateway(testDb, { webhooks: { baseDelayMs: 10, maxAttempts: 2 } });
   try {
     const before = await scrape(gw.url);
-    for (const name of ['process_cpu_seconds_total', 'process_resident_memory_bytes']) before.family(name, name.endsWith('_total') ? 'COUNTER' : 'GAUGE');
+    for (const name of ['process_cpu_seconds_total', 'process_resident_memory_bytes'])
+      before.family(name, name.endsWith('_total') ? 'COUNTER' : 'GAUGE');
     before.family('nodejs_heap_size_used_bytes', 'GAUGE');
     before.family('nodejs_eventloop_lag_seconds', 'GAUGE');
     const passesAtStart = before.value('ctl_gateway_reconcile_passes_total');
     assert.ok(passesAtStart >= 1, 'the pass at start is counted');
-    for (const state of ['active', 'paused', 'revoked', 'expired']) assert.is(before.value('ctl_gateway_sessions', { state }), 0);
+    for (const state of ['active', 'paused', 'revoked', 'expired'])
+      assert.is(before.value('ctl_gateway_sessions', { state }), 0);
 
     const paying = await createSession(gw, { webhookUrl: `${hookBase}/hook` });
     const dead = await createSession(gw, { webhookUrl: `${hookBase}/dead` });
     await createSession(gw);
-    for (let i = 0; i < 2; i++) assert.is((await proxy(gw, paying.sessionToken, `${merchant.url}/p`, { purpose: 'api:search' })).status, 200);
+    for (let i = 0; i < 2; i++)
+      assert.is((await proxy(gw, paying.sessionToken, `${merchant.url}/p`, { purpose: 'api:search' })).status, 200);
     assert.is((await proxy(gw, paying.sessionToken, `${merchant.url}/p`, { purpose: 'api:other' })).status, 402);
     assert.is((await proxy(gw, dead.sessionToken, `${merchant.url}/p`, { purpose: 'api:other' })).status, 402);
     assert.is((await call(gw.url, 'DELETE', `/sessions/${dead.sessionId}`, { key: gw.ownerKey })).status, 200);
@@ -82,14 +95,26 @@ async function exercise(testDb: TestDb) {
     const delivered = after.value('ctl_gateway_webhook_deliveries_total', { outcome: 'delivered' });
     const retried = after.value('ctl_gateway_webhook_deliveries_total', { outcome: 'retry' });
     const deadLettered = after.value('ctl_gateway_webhook_deliveries_total', { outcome: 'dead_letter' });
-    const log = await gw.db.all<{ status: string; attempts: number | string }>(`SELECT status, attempts FROM gw_webhook_dispatches`);
+    const log = await gw.db.all<{ status: string; attempts: number | string }>(
+      `SELECT status, attempts FROM gw_webhook_dispatches`,
+    );
     assert.is(delivered, log.filter((r) => r.status === 'delivered').length);
     assert.is(deadLettered, log.filter((r) => r.status === 'failed').length);
     assert.ok(delivered >= 3 && deadLettered >= 2, `delivered ${delivered}, dead letters ${deadLettered}`);
-    assert.is(retried, log.reduce((n, r) => n + Number(r.attempts) - 1, 0), 'every attempt but the last of each row was a retry');
+    assert.is(
+      retried,
+      log.reduce((n, r) => n + Number(r.attempts) - 1, 0),
+      'every attempt but the last of each row was a retry',
+    );
 
     after.family('ctl_gateway_http_requests_total', 'COUNTER');
-    for (const name of ['ctl_gateway_sessions', 'ctl_gateway_refusals_total', 'ctl_gateway_payments_total', 'ctl_gateway_http_requests_total', 'ctl_gateway_webhook_deliveries_total']) {
+    for (const name of [
+      'ctl_gateway_sessions',
+      'ctl_gateway_refusals_total',
+      'ctl_gateway_payments_total',
+      'ctl_gateway_http_requests_total',
+      'ctl_gateway_webhook_deliveries_total',
+    ]) {
       assertBoundedLabels(after.family(name, name === 'ctl_gateway_sessions' ? 'GAUGE' : 'COUNTER'));
     }
   } finally {

@@ -5,7 +5,16 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { ADMIN_KEY, call, createSession, inOneHour, postgresDb, sqliteDb, startTestGateway, type TestDb } from './helpers.js';
+import {
+  ADMIN_KEY,
+  call,
+  createSession,
+  inOneHour,
+  postgresDb,
+  sqliteDb,
+  startTestGateway,
+  type TestDb,
+} from './helpers.js';
 import { describeFailures, sweepNul } from '../service-kit/route-sweep.js';
 import { GATEWAY_OPENAPI } from '../../gateway/openapi.js';
 
@@ -17,13 +26,21 @@ async function sweep(testDb: TestDb) {
     const spare = await call(gw.url, 'POST', '/admin/owners', { key: ADMIN_KEY, body: { label: 'spare' } });
     const charge = await call(gw.url, 'POST', '/charge', { body: { amount: '100', currency: 'USD' } });
     assert.is(charge.status, 201);
-    const ids: Record<string, string> = { '/admin/owners': spare.body.ownerId, '/sessions': s.sessionId, '/charge': charge.body.chargeId };
+    const ids: Record<string, string> = {
+      '/admin/owners': spare.body.ownerId,
+      '/sessions': s.sessionId,
+      '/charge': charge.body.chargeId,
+    };
     const bodies: Record<string, unknown> = {
       'POST /admin/owners': { label: 'an owner' },
       'POST /admin/keys/rotate': { purpose: 'receipt' },
       'POST /sessions': {
-        budget: { amount: '1000', currency: 'USD' }, purposes: ['api:search'], expiresAt: inOneHour(), label: 'a label',
-        merchantAllowlist: ['*.example.com'], webhookUrl: 'http://127.0.0.1:9/hook',
+        budget: { amount: '1000', currency: 'USD' },
+        purposes: ['api:search'],
+        expiresAt: inOneHour(),
+        label: 'a label',
+        merchantAllowlist: ['*.example.com'],
+        webhookUrl: 'http://127.0.0.1:9/hook',
       },
       'PATCH /sessions/:id': { continuationToken: 'a-token-value', amount: '10' },
       'POST /charge': { amount: '100', currency: 'USD', description: 'a charge' },
@@ -37,9 +54,16 @@ async function sweep(testDb: TestDb) {
       query: { grantId: s.grantId, limit: '10', cursor: 'abc', status: 'active', x: 'y' },
       body: (method, path) => bodies[`${method} ${path}`],
     });
-    assert.ok(r.routes.some((x) => x.method === 'PATCH' && x.path === '/sessions/:id'), 'the routes come from the app');
+    assert.ok(
+      r.routes.some((x) => x.method === 'PATCH' && x.path === '/sessions/:id'),
+      'the routes come from the app',
+    );
     assert.ok(r.sent > 300, `${r.sent} requests`);
-    assert.is(r.failures.length, 0, `${r.failures.length} answers were not a 4xx §9 envelope:\n${describeFailures(r.failures)}`);
+    assert.is(
+      r.failures.length,
+      0,
+      `${r.failures.length} answers were not a 4xx §9 envelope:\n${describeFailures(r.failures)}`,
+    );
   } finally {
     await gw.close();
     await testDb.drop();

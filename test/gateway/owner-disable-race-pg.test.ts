@@ -27,9 +27,25 @@ test('a session created while its owner is being disabled is revoked with the ot
     await insertOwner(db, { ownerId: 'own_race', label: 'r', key: { keyId, record }, now: Date.now() });
     const tokenHash = randomBytes(32).toString('hex');
     const row = (id: string, grantId: string) => ({
-      id, ownerId: 'own_race', tokenHash, label: 'x', currency: 'USD', ceiling: 100n, expiresAt: Date.now() + 3600_000, createdAt: Date.now(),
-      config: {}, policyHash: 'h', grantId, grant: {}, actorKeyPem: 'pem', softLimit: null, maxPerHour: null, maxPerMerchantDay: null,
-      webhookUrl: null, webhookSecret: null, thresholds: [],
+      id,
+      ownerId: 'own_race',
+      tokenHash,
+      label: 'x',
+      currency: 'USD',
+      ceiling: 100n,
+      expiresAt: Date.now() + 3600_000,
+      createdAt: Date.now(),
+      config: {},
+      policyHash: 'h',
+      grantId,
+      grant: {},
+      actorKeyPem: 'pem',
+      softLimit: null,
+      maxPerHour: null,
+      maxPerMerchantDay: null,
+      webhookUrl: null,
+      webhookSecret: null,
+      thresholds: [],
     });
     await blocker.connect();
     await blocker.query('BEGIN');
@@ -48,7 +64,10 @@ test('a session created while its owner is being disabled is revoked with the ot
     const s = await sessionById(db, 'sess_racing');
     if (created) {
       assert.is(s?.state, 'revoked', 'created before the disabling took hold: revoked by it');
-      assert.equal(revoked?.map((x) => x.id), ['sess_racing']);
+      assert.equal(
+        revoked?.map((x) => x.id),
+        ['sess_racing'],
+      );
     } else assert.is(s, undefined, 'or refused');
   } finally {
     await blocker.end().catch(() => {});

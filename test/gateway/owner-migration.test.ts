@@ -14,9 +14,10 @@ import { sqliteDb, postgresDb, startTestGateway, call, ADMIN_KEY, inOneHour, typ
 
 async function legacyOwner(db: SqlDatabase, revokedAt: number | null) {
   const { keyId, apiKey, record } = generateApiKey(['sessions']);
-  await db.run(`INSERT INTO gw_owners (id, label, key_hash, scopes, created_at, revoked_at) VALUES (?, 'legacy', ?, ?, ?, ?)`, [
-    keyId, record.hash, JSON.stringify(record.scopes), Date.now() - 1000, revokedAt,
-  ]);
+  await db.run(
+    `INSERT INTO gw_owners (id, label, key_hash, scopes, created_at, revoked_at) VALUES (?, 'legacy', ?, ?, ?, ?)`,
+    [keyId, record.hash, JSON.stringify(record.scopes), Date.now() - 1000, revokedAt],
+  );
   return { keyId, apiKey };
 }
 
@@ -24,11 +25,28 @@ async function legacySession(db: SqlDatabase, ownerId: string) {
   const id = `sess_${randomBytes(8).toString('hex')}`;
   const grantId = `grant_${randomBytes(8).toString('hex')}`;
   const expiresAt = inOneHour();
-  const config = { label: 'old', budget: { amount: '1000', currency: 'USD' }, purposes: ['api:search'], expiresAt, merchantAllowlist: [], merchantBlocklist: [], thresholds: [], trustLevel: 0 };
+  const config = {
+    label: 'old',
+    budget: { amount: '1000', currency: 'USD' },
+    purposes: ['api:search'],
+    expiresAt,
+    merchantAllowlist: [],
+    merchantBlocklist: [],
+    thresholds: [],
+    trustLevel: 0,
+  };
   await db.run(
     `INSERT INTO gw_sessions (id, owner_id, token_hash, label, currency, ceiling, state, expires_at, created_at, config, policy_hash, grant_id, grant_json, actor_key_pem)
      VALUES (?, ?, ?, 'old', 'USD', 1000, 'active', ?, ?, ?, 'h', ?, '{}', 'pem')`,
-    [id, ownerId, randomBytes(16).toString('hex'), Date.parse(expiresAt), Date.now() - 500, JSON.stringify(config), grantId],
+    [
+      id,
+      ownerId,
+      randomBytes(16).toString('hex'),
+      Date.parse(expiresAt),
+      Date.now() - 500,
+      JSON.stringify(config),
+      grantId,
+    ],
   );
   return { id, grantId };
 }
@@ -47,14 +65,22 @@ async function migrates(testDb: TestDb) {
     // The old key still works, as the same owner (its id is the old key id).
     const list = await call(gw.url, 'GET', '/sessions', { key: kept.apiKey });
     assert.is(list.status, 200, list.text);
-    assert.equal(list.body.sessions.map((s: { sessionId: string }) => s.sessionId), [keptSession.id]);
+    assert.equal(
+      list.body.sessions.map((s: { sessionId: string }) => s.sessionId),
+      [keptSession.id],
+    );
     const created = await call(gw.url, 'POST', '/sessions', {
-      key: kept.apiKey, body: { budget: { amount: '10', currency: 'USD' }, purposes: ['api:search'], expiresAt: inOneHour() },
+      key: kept.apiKey,
+      body: { budget: { amount: '10', currency: 'USD' }, purposes: ['api:search'], expiresAt: inOneHour() },
     });
     assert.is(created.status, 201, created.text);
     const more = await call(gw.url, 'POST', `/admin/owners/${kept.keyId}/keys`, { key: ADMIN_KEY });
     assert.is(more.status, 201, more.text);
-    assert.is((await call(gw.url, 'GET', `/sessions/${keptSession.id}`, { key: more.body.apiKey })).status, 200, 'a new key of the migrated owner');
+    assert.is(
+      (await call(gw.url, 'GET', `/sessions/${keptSession.id}`, { key: more.body.apiKey })).status,
+      200,
+      'a new key of the migrated owner',
+    );
 
     // The owner revoked before the migration: its key stays refused, its live session is revoked.
     assert.is((await call(gw.url, 'GET', '/sessions', { key: gone.apiKey })).status, 401);
@@ -64,7 +90,10 @@ async function migrates(testDb: TestDb) {
     assert.equal(bundle.revokedGrants, [goneSession.grantId]);
     // Bundles used to carry floor(ms / 1000): a verifier that stored one must not see a rollback.
     assert.ok(bundle.sequence > Math.floor(Date.now() / 1000) + 3600, `sequence ${bundle.sequence}`);
-    assert.is((await call(gw.url, 'DELETE', `/admin/owners/${kept.keyId}`, { key: ADMIN_KEY })).body.revokedSessions, 2);
+    assert.is(
+      (await call(gw.url, 'DELETE', `/admin/owners/${kept.keyId}`, { key: ADMIN_KEY })).body.revokedSessions,
+      2,
+    );
   } finally {
     await gw.close();
     await testDb.drop();

@@ -6,7 +6,20 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { sqliteDb, postgresDb, startTestGateway, startMerchant, createSession, proxy, call, ADMIN_KEY, inOneHour, type TestGateway, type Merchant, type TestDb } from './helpers.js';
+import {
+  sqliteDb,
+  postgresDb,
+  startTestGateway,
+  startMerchant,
+  createSession,
+  proxy,
+  call,
+  ADMIN_KEY,
+  inOneHour,
+  type TestGateway,
+  type Merchant,
+  type TestDb,
+} from './helpers.js';
 
 const PG = process.env.CTL_GATEWAY_TEST_PG === '1';
 let db: TestDb | undefined;
@@ -32,8 +45,10 @@ async function newOwner(label = 'o') {
   assert.is(res.status, 201, res.text);
   return res.body as { ownerId: string; keyId: string; apiKey: string; label: string };
 }
-const sessionOf = (apiKey: string, config: Record<string, unknown> = {}) => createSession({ ...gw, ownerKey: apiKey }, config);
-const bundleGrants = async () => (await call(gw.url, 'GET', '/.well-known/ctl-trust-bundle.json')).body.revokedGrants as string[];
+const sessionOf = (apiKey: string, config: Record<string, unknown> = {}) =>
+  createSession({ ...gw, ownerKey: apiKey }, config);
+const bundleGrants = async () =>
+  (await call(gw.url, 'GET', '/.well-known/ctl-trust-bundle.json')).body.revokedGrants as string[];
 
 test('POST /admin/owners answers { ownerId, keyId, apiKey }; a second key reaches the same sessions', async () => {
   if (!db) return;
@@ -54,10 +69,19 @@ test('POST /admin/owners answers { ownerId, keyId, apiKey }; a second key reache
   assert.is((await call(gw.url, 'GET', '/sessions', { key: o.apiKey })).status, 401, 'the revoked key stops');
   const seen = (await admin('GET', `/admin/owners/${o.ownerId}`)).body;
   assert.is(seen.disabled, false);
-  assert.equal(seen.keys.map((k: { keyId: string; revoked: boolean }) => [k.keyId, k.revoked]).sort(), [[o.keyId, true], [k2.body.keyId, false]].sort());
+  assert.equal(
+    seen.keys.map((k: { keyId: string; revoked: boolean }) => [k.keyId, k.revoked]).sort(),
+    [
+      [o.keyId, true],
+      [k2.body.keyId, false],
+    ].sort(),
+  );
   assert.not.ok(JSON.stringify(seen).includes('hash'), 'no key material');
   const list = await call(gw.url, 'GET', '/sessions', { key: k2.body.apiKey });
-  assert.equal(list.body.sessions.map((x: { sessionId: string }) => x.sessionId), [s.sessionId]);
+  assert.equal(
+    list.body.sessions.map((x: { sessionId: string }) => x.sessionId),
+    [s.sessionId],
+  );
   const stop = await call(gw.url, 'DELETE', `/sessions/${s.sessionId}`, { key: k2.body.apiKey });
   assert.is(stop.status, 200);
   assert.is(stop.body.state, 'revoked');
@@ -65,7 +89,11 @@ test('POST /admin/owners answers { ownerId, keyId, apiKey }; a second key reache
   // A key of another owner does not reach it; unknown owner / key are 404.
   const other = await newOwner('other');
   assert.is((await call(gw.url, 'GET', `/sessions/${s.sessionId}`, { key: other.apiKey })).status, 404);
-  assert.is((await admin('DELETE', `/admin/owners/${other.ownerId}/keys/${k2.body.keyId}`)).status, 404, "another owner's key");
+  assert.is(
+    (await admin('DELETE', `/admin/owners/${other.ownerId}/keys/${k2.body.keyId}`)).status,
+    404,
+    "another owner's key",
+  );
   assert.is((await admin('POST', '/admin/owners/nosuchowner/keys')).status, 404);
   assert.is((await admin('DELETE', `/admin/owners/${o.ownerId}/keys/nosuchkey`)).status, 404);
   // Only the admin manages keys.
@@ -80,7 +108,11 @@ test('DELETE /admin/owners/:id: every key stops, every live session is revoked a
   const b = await sessionOf(k2.apiKey);
   const done = await sessionOf(o.apiKey);
   assert.is((await call(gw.url, 'DELETE', `/sessions/${done.sessionId}`, { key: o.apiKey })).status, 200);
-  assert.is((await proxy(gw, a.sessionToken, `${merchant.url}/x`, { purpose: 'api:search' })).status, 200, 'it pays before');
+  assert.is(
+    (await proxy(gw, a.sessionToken, `${merchant.url}/x`, { purpose: 'api:search' })).status,
+    200,
+    'it pays before',
+  );
   const bystander = await sessionOf(gw.ownerKey);
 
   const before = gw.events.length;
@@ -91,7 +123,10 @@ test('DELETE /admin/owners/:id: every key stops, every live session is revoked a
   for (const key of [o.apiKey, k2.apiKey]) assert.is((await call(gw.url, 'GET', '/sessions', { key })).status, 401);
   const seen = (await admin('GET', `/admin/owners/${o.ownerId}`)).body;
   assert.is(seen.disabled, true);
-  assert.ok(seen.keys.every((k: { revoked: boolean }) => k.revoked), 'every key marked revoked');
+  assert.ok(
+    seen.keys.every((k: { revoked: boolean }) => k.revoked),
+    'every key marked revoked',
+  );
   for (const s of [a, b]) {
     const pay = await proxy(gw, s.sessionToken, `${merchant.url}/x`, { purpose: 'api:search' });
     assert.is(pay.status, 410, pay.text);
@@ -103,7 +138,11 @@ test('DELETE /admin/owners/:id: every key stops, every live session is revoked a
   const grants = await bundleGrants();
   for (const s of [a, b, done]) assert.ok(grants.includes(s.grantId), `the bundle lists ${s.grantId}`);
   assert.not.ok(grants.includes(bystander.grantId));
-  assert.is((await proxy(gw, bystander.sessionToken, `${merchant.url}/x`, { purpose: 'api:search' })).status, 200, "another owner's session goes on");
+  assert.is(
+    (await proxy(gw, bystander.sessionToken, `${merchant.url}/x`, { purpose: 'api:search' })).status,
+    200,
+    "another owner's session goes on",
+  );
 
   const revokedEvents = gw.events.slice(before).filter((e) => e.type === 'session.revoked');
   assert.equal(revokedEvents.map((e) => e.data.sessionId).sort(), [a.sessionId, b.sessionId].sort());
@@ -140,10 +179,14 @@ test('DELETE /admin/sessions/:id: the admin stops any session, recorded as the a
   assert.is((await admin('DELETE', `/admin/sessions/${s.sessionId}`)).status, 200);
   assert.is(gw.events.slice(before).filter((e) => e.type === 'session.revoked').length, 1);
   assert.is((await admin('DELETE', '/admin/sessions/sess_nosuch')).status, 404);
-  assert.is((await call(gw.url, 'DELETE', `/admin/sessions/${s.sessionId}`, { key: gw.ownerKey })).status, 403, 'owners use DELETE /sessions/:id');
+  assert.is(
+    (await call(gw.url, 'DELETE', `/admin/sessions/${s.sessionId}`, { key: gw.ownerKey })).status,
+    403,
+    'owners use DELETE /sessions/:id',
+  );
 });
 
-test('GET /admin/owners/:id/sessions: the admin sees an owner\'s sessions, paged, and only that owner\'s', async () => {
+test("GET /admin/owners/:id/sessions: the admin sees an owner's sessions, paged, and only that owner's", async () => {
   if (!db) return;
   const a = await newOwner('listed');
   const b = await newOwner('other');
@@ -153,13 +196,24 @@ test('GET /admin/owners/:id/sessions: the admin sees an owner\'s sessions, paged
   const first = await admin('GET', `/admin/owners/${a.ownerId}/sessions?limit=2`);
   assert.is(first.status, 200, first.text);
   assert.is(first.body.ownerId, a.ownerId);
-  assert.equal(first.body.sessions.map((s: { sessionId: string }) => s.sessionId), [mine[2], mine[1]], 'newest first');
+  assert.equal(
+    first.body.sessions.map((s: { sessionId: string }) => s.sessionId),
+    [mine[2], mine[1]],
+    'newest first',
+  );
   const rest = await admin('GET', `/admin/owners/${a.ownerId}/sessions?limit=2&cursor=${first.body.nextCursor}`);
-  assert.equal(rest.body.sessions.map((s: { sessionId: string }) => s.sessionId), [mine[0]]);
+  assert.equal(
+    rest.body.sessions.map((s: { sessionId: string }) => s.sessionId),
+    [mine[0]],
+  );
   assert.is(rest.body.nextCursor, undefined);
   assert.is((await admin('GET', '/admin/owners/own_nosuch/sessions')).status, 404);
   assert.is((await admin('GET', `/admin/owners/${a.ownerId}/sessions?limit=0`)).body.error.code, 'malformed');
-  assert.is((await call(gw.url, 'GET', `/admin/owners/${a.ownerId}/sessions`, { key: a.apiKey })).status, 403, 'an owner key is not the admin\'s');
+  assert.is(
+    (await call(gw.url, 'GET', `/admin/owners/${a.ownerId}/sessions`, { key: a.apiKey })).status,
+    403,
+    "an owner key is not the admin's",
+  );
 });
 
 test('a session created while its owner is disabled never stays live', async () => {
@@ -171,7 +225,9 @@ test('a session created while its owner is disabled never stays live', async () 
   const results = await Promise.all(creates);
   assert.is((await disabled).status, 200);
   for (const r of results) assert.ok(r.status === 201 || r.status === 401, `${r.status} ${r.text}`);
-  const live = await gw.db.all(`SELECT id FROM gw_sessions WHERE owner_id = ? AND state IN ('active', 'paused')`, [o.ownerId]);
+  const live = await gw.db.all(`SELECT id FROM gw_sessions WHERE owner_id = ? AND state IN ('active', 'paused')`, [
+    o.ownerId,
+  ]);
   assert.equal(live, []);
 });
 

@@ -66,7 +66,11 @@ test.after(async () => {
 const books = async (sessionId: string) => {
   const v = (await call(gw.url, 'GET', `/sessions/${sessionId}`, { key: gw.ownerKey })).body;
   const r = (await call(gw.url, 'GET', `/sessions/${sessionId}/receipts`, { key: gw.ownerKey })).body;
-  return { spent: v.spentMinor as string, reserved: v.reservedMinor as string, receipts: (r.receipts as { receiptId: string }[]).map((x) => x.receiptId) };
+  return {
+    spent: v.spentMinor as string,
+    reserved: v.reservedMinor as string,
+    receipts: (r.receipts as { receiptId: string }[]).map((x) => x.receiptId),
+  };
 };
 
 for (const [path, cause] of [
@@ -99,8 +103,13 @@ test('the SDK client does not send a paid_response_lost call again, and names th
     if (String(u).endsWith('/proxy')) proxied++;
     return fetch(u, i);
   }) as typeof fetch;
-  const agent = createGatewayClient({ baseUrl: gw.url, fetch: counting, sleep: async () => {} }).session(s.sessionToken);
-  const e = await agent.fetch(`${merchantUrl}/reset`, { purpose: 'api:search', retries: 3 }).then(() => undefined, (x) => x);
+  const agent = createGatewayClient({ baseUrl: gw.url, fetch: counting, sleep: async () => {} }).session(
+    s.sessionToken,
+  );
+  const e = await agent.fetch(`${merchantUrl}/reset`, { purpose: 'api:search', retries: 3 }).then(
+    () => undefined,
+    (x) => x,
+  );
   assert.ok(e instanceof GatewayError, String(e));
   assert.is(e.code, 'paid_response_lost');
   assert.is(e.status, 502);

@@ -1,7 +1,18 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { verifyReceipt, verifyCtl, base64DecodeLenient, utf8Decode } from '../../src/index.js';
-import { sqliteDb, startTestGateway, startMerchant, createSession, proxy, call, type TestGateway, type Merchant, type TestDb, rawRequest } from './helpers.js';
+import {
+  sqliteDb,
+  startTestGateway,
+  startMerchant,
+  createSession,
+  proxy,
+  call,
+  type TestGateway,
+  type Merchant,
+  type TestDb,
+  rawRequest,
+} from './helpers.js';
 
 let db: TestDb;
 let gw: TestGateway;
@@ -66,7 +77,9 @@ test('merchant mode: the txid verifies at GET /charge/{id}/verify', async () => 
 });
 
 test('merchant mode: a charge is paid through its terms', async () => {
-  const ch = await call(gw.url, 'POST', '/charge', { body: { amount: '250', currency: 'USD', description: 'one report' } });
+  const ch = await call(gw.url, 'POST', '/charge', {
+    body: { amount: '250', currency: 'USD', description: 'one report' },
+  });
   assert.is(ch.status, 201, ch.text);
   const m2 = await startMerchant({ amount: '250', address: ch.body.chargeId });
   try {
@@ -94,13 +107,22 @@ test('trust level 1: the paid retry carries X-Ctl-Sba, a chain a merchant can ve
   const sba = JSON.parse(utf8Decode(base64DecodeLenient(header)));
   assert.is(sba.authorization.sessionId, s.sessionId);
   const jwks = (await call(gw.url, 'GET', '/.well-known/ctl-keys.json')).body;
-  const v = await verifyCtl(sba, { amount: '100', currency: 'USD', fetch: (u: any, i: any) => fetch(u, i), jwks } as any);
+  const v = await verifyCtl(sba, {
+    amount: '100',
+    currency: 'USD',
+    fetch: (u: any, i: any) => fetch(u, i),
+    jwks,
+  } as any);
   assert.ok(v.valid, JSON.stringify(v));
 });
 
 test('unpaid responses pass through unchanged; header hygiene both ways', async () => {
   const s = await createSession(gw);
-  const res = await rawRequest(gw.url, 'POST', '/proxy', {
+  const res = await rawRequest(
+    gw.url,
+    'POST',
+    '/proxy',
+    {
       authorization: `Bearer ${s.sessionToken}`,
       'x-target-url': `${merchant.url}/free`,
       'x-target-method': 'PUT',
@@ -111,7 +133,9 @@ test('unpaid responses pass through unchanged; header hygiene both ways', async 
       connection: 'x-drop-me',
       'x-drop-me': 'dropped',
       'proxy-authorization': 'Basic abc',
-    }, 'hello');
+    },
+    'hello',
+  );
   assert.is(res.status, 200);
   assert.equal(JSON.parse(res.text), { free: true, method: 'PUT', body: 'hello' });
   assert.is(res.headers['x-merchant'], 'yes');

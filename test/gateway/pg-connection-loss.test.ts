@@ -60,8 +60,11 @@ function stop(inst: Instance): Promise<void> {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function readyWithin(url: string, ms: number): Promise<void> {
-  for (const end = Date.now() + ms; ; ) {
-    const ok = await fetch(`${url}/readyz`).then((r) => r.ok, () => false);
+  for (const end = Date.now() + ms; ;) {
+    const ok = await fetch(`${url}/readyz`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ok) return;
     if (Date.now() > end) throw new Error(`${url} not ready ${ms} ms after the database came back`);
     await sleep(100);
@@ -81,11 +84,17 @@ test('two gateway processes, every PostgreSQL backend terminated under a paid bu
     instances.push(await startProcess(database.url, schema));
     instances.push(await startProcess(database.url, schema));
     const [a, b] = instances as [Instance, Instance];
-    const owner = (await call(a.url, 'POST', '/admin/owners', { key: ADMIN_KEY, body: { label: 'loss' } })).body.apiKey as string;
+    const owner = (await call(a.url, 'POST', '/admin/owners', { key: ADMIN_KEY, body: { label: 'loss' } })).body
+      .apiKey as string;
     const sessions: Awaited<ReturnType<typeof createSession>>[] = [];
     for (let i = 0; i < 4; i++) {
       // A webhook on each session keeps the outbox (statements outside a transaction) busy too.
-      sessions.push(await createSession({ url: a.url, ownerKey: owner } as never, { budget: { amount: '1000000', currency: 'USD' }, webhookUrl: `${merchant.url}/free` }));
+      sessions.push(
+        await createSession({ url: a.url, ownerKey: owner } as never, {
+          budget: { amount: '1000000', currency: 'USD' },
+          webhookUrl: `${merchant.url}/free`,
+        }),
+      );
     }
 
     const statuses = new Map<string, number>();
@@ -118,8 +127,10 @@ test('two gateway processes, every PostgreSQL backend terminated under a paid bu
     await Promise.all(workers);
 
     const summary = [...statuses].map(([k, v]) => `${k}: ${v}`).join(', ');
-    if (process.env.CTL_TEST_VERBOSE) console.log(`answers under connection loss: ${summary}; ${busy} busy of ${terminated} connections cut`);
-    for (const inst of instances) assert.is(inst.crashed, undefined, `a gateway process died (${inst.crashed}): ${inst.stderr.slice(-2000)}`);
+    if (process.env.CTL_TEST_VERBOSE)
+      console.log(`answers under connection loss: ${summary}; ${busy} busy of ${terminated} connections cut`);
+    for (const inst of instances)
+      assert.is(inst.crashed, undefined, `a gateway process died (${inst.crashed}): ${inst.stderr.slice(-2000)}`);
     assert.ok(terminated >= 6, `backends were terminated (${terminated})`);
     const wrong = [...statuses.keys()].filter((k) => !/^2\d\d$/.test(k) && !/^503 unavailable$/.test(k));
     assert.equal(wrong, [], `answers other than 2xx and 503 unavailable: ${summary}`);
@@ -133,15 +144,25 @@ test('two gateway processes, every PostgreSQL backend terminated under a paid bu
       assert.is(paid.status, 200, `after recovery: ${paid.status} ${paid.text}`);
       assert.ok(paid.headers.get('x-ctl-receipt-id'));
     }
-    assert.ok(merchant.seen.some((r) => r.url === '/free'), 'the webhook outbox delivered');
+    assert.ok(
+      merchant.seen.some((r) => r.url === '/free'),
+      'the webhook outbox delivered',
+    );
     for (const inst of instances) await stop(inst);
 
     // Reconcile settles what the losses left open; then spent = paid = receipts, nothing reserved.
-    const testDb: TestDb = { url: database.url, schema, open: () => openDatabase(database.url, { schema }), drop: async () => {} };
+    const testDb: TestDb = {
+      url: database.url,
+      schema,
+      open: () => openDatabase(database.url, { schema }),
+      drop: async () => {},
+    };
     const gw = await startTestGateway(testDb, {}, owner);
     try {
       await gw.gw.reconcile(0);
-      const open = await gw.db.get<{ n: unknown }>(`SELECT COUNT(*) AS n FROM gw_payments WHERE state NOT IN ('paid', 'released')`);
+      const open = await gw.db.get<{ n: unknown }>(
+        `SELECT COUNT(*) AS n FROM gw_payments WHERE state NOT IN ('paid', 'released')`,
+      );
       assert.is(Number(open!.n), 0, 'no payment left open');
       const books = await gw.db.get<Record<string, unknown>>(
         `SELECT (SELECT COALESCE(SUM(reserved), 0) FROM gw_sessions) AS reserved,
@@ -158,7 +179,10 @@ test('two gateway processes, every PostgreSQL backend terminated under a paid bu
       assert.is(v.paid_count, v.receipts, `paid = receipts: ${JSON.stringify(v)}`);
       assert.is(v.ledger_paid, v.receipts, `ledger = receipts: ${JSON.stringify(v)}`);
       assert.is(v.ledger_amount, v.spent, `ledger amount = spent: ${JSON.stringify(v)}`);
-      assert.ok(v.receipts >= (statuses.get('200') ?? 0) + 2, `every 200 has its receipt: ${JSON.stringify(v)} ${summary}`);
+      assert.ok(
+        v.receipts >= (statuses.get('200') ?? 0) + 2,
+        `every 200 has its receipt: ${JSON.stringify(v)} ${summary}`,
+      );
     } finally {
       await gw.close();
     }

@@ -11,13 +11,21 @@ import { silentLogger } from '../../service-kit/index.js';
 
 /** POST /sessions with a forged Host header (fetch cannot set one). */
 function createWithHost(base: string, key: string, host: string): Promise<{ status: number; body: any }> {
-  const body = JSON.stringify({ budget: { amount: '1000', currency: 'USD' }, purposes: ['api:search'], expiresAt: inOneHour() });
+  const body = JSON.stringify({
+    budget: { amount: '1000', currency: 'USD' },
+    purposes: ['api:search'],
+    expiresAt: inOneHour(),
+  });
   return new Promise((resolve, reject) => {
-    const req = request(`${base}/sessions`, { method: 'POST', headers: { host, authorization: `Bearer ${key}`, 'content-type': 'application/json' } }, (res) => {
-      let text = '';
-      res.on('data', (c) => (text += c));
-      res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(text) }));
-    });
+    const req = request(
+      `${base}/sessions`,
+      { method: 'POST', headers: { host, authorization: `Bearer ${key}`, 'content-type': 'application/json' } },
+      (res) => {
+        let text = '';
+        res.on('data', (c) => (text += c));
+        res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(text) }));
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -25,10 +33,18 @@ function createWithHost(base: string, key: string, host: string): Promise<{ stat
 
 test('no public URL: a Host header does not choose the revocationUrl (startGateway pins the listen address)', async () => {
   const db = sqliteDb();
-  const running = await startGateway({ port: 0, host: '127.0.0.1', databaseUrl: db.url, adminKey: ADMIN_KEY, logger: silentLogger() });
+  const running = await startGateway({
+    port: 0,
+    host: '127.0.0.1',
+    databaseUrl: db.url,
+    adminKey: ADMIN_KEY,
+    logger: silentLogger(),
+  });
   try {
     const owner = await fetch(`${running.server.url}/admin/owners`, {
-      method: 'POST', headers: { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' }, body: '{"label":"o"}',
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' },
+      body: '{"label":"o"}',
     }).then((r) => r.json() as Promise<{ apiKey: string }>);
     const res = await createWithHost(running.server.url, owner.apiKey, 'attacker.example');
     assert.is(res.status, 201, JSON.stringify(res.body));
@@ -40,7 +56,7 @@ test('no public URL: a Host header does not choose the revocationUrl (startGatew
   }
 });
 
-test('an app listened on directly (no pin): the connection\'s local address, not the Host header; a public URL wins', async () => {
+test("an app listened on directly (no pin): the connection's local address, not the Host header; a public URL wins", async () => {
   const db = sqliteDb();
   const gw = await startTestGateway(db);
   try {

@@ -6,8 +6,26 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { ADMIN_KEY, call, createSession, inOneHour, postgresDb, proxy, sqliteDb, startMerchant, startTestGateway, type CallResult, type Merchant, type TestDb, type TestGateway } from './helpers.js';
-import { gatewayRateLimitsFromEnv, maxSessionSecondsFromEnv, DEFAULT_MAX_SESSION_SECONDS } from '../../gateway/services/rate-limits.js';
+import {
+  ADMIN_KEY,
+  call,
+  createSession,
+  inOneHour,
+  postgresDb,
+  proxy,
+  sqliteDb,
+  startMerchant,
+  startTestGateway,
+  type CallResult,
+  type Merchant,
+  type TestDb,
+  type TestGateway,
+} from './helpers.js';
+import {
+  gatewayRateLimitsFromEnv,
+  maxSessionSecondsFromEnv,
+  DEFAULT_MAX_SESSION_SECONDS,
+} from '../../gateway/services/rate-limits.js';
 import { gatewayOptionsFromEnv } from '../../gateway/server.js';
 import { formatTimestamp, createGatewayClient, CtlError } from '../../src/index.js';
 
@@ -54,17 +72,23 @@ function suite(name: string, makeDb: () => Promise<TestDb | undefined>) {
       const second = await call(gw.url, 'POST', `/admin/owners/${a.ownerId}/keys`, { key: ADMIN_KEY });
       assert.is(second.status, 201, second.text);
       // Five requests over both keys of owner A, then each of its keys is refused, on any route.
-      for (let i = 0; i < OWNER.points; i++) assert.is((await listSessions(gw, i % 2 ? second.body.apiKey : a.apiKey)).status, 200, `request ${i + 1}`);
+      for (let i = 0; i < OWNER.points; i++)
+        assert.is((await listSessions(gw, i % 2 ? second.body.apiKey : a.apiKey)).status, 200, `request ${i + 1}`);
       assertLimited(await listSessions(gw, a.apiKey), /budget owner/);
       assertLimited(await listSessions(gw, second.body.apiKey), /budget owner/);
-      const create = await call(gw.url, 'POST', '/sessions', { key: a.apiKey, body: { budget: { amount: '1', currency: 'USD' }, purposes: ['a:b'], expiresAt: inOneHour() } });
+      const create = await call(gw.url, 'POST', '/sessions', {
+        key: a.apiKey,
+        body: { budget: { amount: '1', currency: 'USD' }, purposes: ['a:b'], expiresAt: inOneHour() },
+      });
       assertLimited(create, /budget owner/);
       assert.is(create.body.error.message.includes('5 requests per 60 s'), true, create.body.error.message);
       // Owner B has its own budget, all of it.
-      for (let i = 0; i < OWNER.points; i++) assert.is((await listSessions(gw, b.apiKey)).status, 200, `owner B request ${i + 1}`);
+      for (let i = 0; i < OWNER.points; i++)
+        assert.is((await listSessions(gw, b.apiKey)).status, 200, `owner B request ${i + 1}`);
       assertLimited(await listSessions(gw, b.apiKey), /budget owner/);
       // The operator's admin key is never limited (an incident must not wait for a window).
-      for (let i = 0; i < 3 * OWNER.points; i++) assert.is((await call(gw.url, 'GET', `/admin/owners/${a.ownerId}`, { key: ADMIN_KEY })).status, 200);
+      for (let i = 0; i < 3 * OWNER.points; i++)
+        assert.is((await call(gw.url, 'GET', `/admin/owners/${a.ownerId}`, { key: ADMIN_KEY })).status, 200);
     } finally {
       await gw.close();
     }
@@ -77,11 +101,13 @@ function suite(name: string, makeDb: () => Promise<TestDb | undefined>) {
       // Same key id, wrong secret: 401 every time, and the owner keeps its whole budget.
       const forged = gw.ownerKey.replace(/_[^_]+$/, '_' + 'A'.repeat(43));
       for (let i = 0; i < 10; i++) assert.is((await listSessions(gw, forged)).status, 401);
-      for (let i = 0; i < OWNER.points; i++) assert.is((await listSessions(gw, gw.ownerKey)).status, 200, `request ${i + 1}`);
+      for (let i = 0; i < OWNER.points; i++)
+        assert.is((await listSessions(gw, gw.ownerKey)).status, 200, `request ${i + 1}`);
       assertLimited(await listSessions(gw, gw.ownerKey), /budget owner/);
       // Made-up session tokens: 401, and not one counter written for them (PostgreSQL's table).
       const before = gw.db.dialect === 'postgres' ? (await gw.db.all('SELECT key FROM ctl_rate_limits')).length : 0;
-      for (let i = 0; i < 10; i++) assert.is((await proxy(gw, `gw_sess_made_up_${i}`, `${merchant.url}/free`)).status, 401);
+      for (let i = 0; i < 10; i++)
+        assert.is((await proxy(gw, `gw_sess_made_up_${i}`, `${merchant.url}/free`)).status, 401);
       if (gw.db.dialect === 'postgres') assert.is((await gw.db.all('SELECT key FROM ctl_rate_limits')).length, before);
     } finally {
       await gw.close();
@@ -94,21 +120,35 @@ function suite(name: string, makeDb: () => Promise<TestDb | undefined>) {
     try {
       const a = await createSession(gw);
       const b = await createSession(gw);
-      for (let i = 0; i < SESSION.points; i++) assert.is((await proxy(gw, a.sessionToken, `${merchant.url}/free`)).status, 200, `request ${i + 1}`);
+      for (let i = 0; i < SESSION.points; i++)
+        assert.is((await proxy(gw, a.sessionToken, `${merchant.url}/free`)).status, 200, `request ${i + 1}`);
       const before = merchant.seen.length;
       const refused = await proxy(gw, a.sessionToken, `${merchant.url}/free`);
       assertLimited(refused, /session/);
       assert.is(merchant.seen.length, before, 'a refused request is not forwarded');
-      for (let i = 0; i < SESSION.points; i++) assert.is((await proxy(gw, b.sessionToken, `${merchant.url}/free`)).status, 200, `session B request ${i + 1}`);
+      for (let i = 0; i < SESSION.points; i++)
+        assert.is((await proxy(gw, b.sessionToken, `${merchant.url}/free`)).status, 200, `session B request ${i + 1}`);
       // The SDK's gateway client: a CtlError `rate_limited` with status and retryAfterSeconds.
       const agent = createGatewayClient({ baseUrl: gw.url }).session(a.sessionToken);
-      const e = await agent.fetch(`${merchant.url}/free`).then(() => undefined, (x) => x as CtlError & { status?: number; retryAfterSeconds?: number });
+      const e = await agent.fetch(`${merchant.url}/free`).then(
+        () => undefined,
+        (x) => x as CtlError & { status?: number; retryAfterSeconds?: number },
+      );
       assert.ok(e instanceof CtlError, String(e));
       assert.is(e.code, 'rate_limited');
       assert.is(e.status, 429);
-      assert.ok(Number.isInteger(e.retryAfterSeconds) && e.retryAfterSeconds! >= 1 && e.retryAfterSeconds! <= 60, String(e.retryAfterSeconds));
+      assert.ok(
+        Number.isInteger(e.retryAfterSeconds) && e.retryAfterSeconds! >= 1 && e.retryAfterSeconds! <= 60,
+        String(e.retryAfterSeconds),
+      );
       // The agent's other calls with its token (continuation) spend the same budget.
-      assertLimited(await call(gw.url, 'PATCH', `/sessions/${a.sessionId}`, { key: a.sessionToken, body: { continuationToken: 'x' } }), /session/);
+      assertLimited(
+        await call(gw.url, 'PATCH', `/sessions/${a.sessionId}`, {
+          key: a.sessionToken,
+          body: { continuationToken: 'x' },
+        }),
+        /session/,
+      );
     } finally {
       await gw.close();
     }
@@ -116,11 +156,14 @@ function suite(name: string, makeDb: () => Promise<TestDb | undefined>) {
 
   test(`${name}: a limit of 0 (disabled) lets everything through; Retry-After is honest`, async () => {
     if (!testDb) return;
-    const open = await startTestGateway(testDb, { rateLimits: gatewayRateLimitsFromEnv({ CTL_GATEWAY_RATE_LIMIT_OWNER: '0', CTL_GATEWAY_RATE_LIMIT_SESSION: '0' }) });
+    const open = await startTestGateway(testDb, {
+      rateLimits: gatewayRateLimitsFromEnv({ CTL_GATEWAY_RATE_LIMIT_OWNER: '0', CTL_GATEWAY_RATE_LIMIT_SESSION: '0' }),
+    });
     try {
       const s = await createSession(open);
       for (let i = 0; i < 3 * OWNER.points; i++) assert.is((await listSessions(open, open.ownerKey)).status, 200);
-      for (let i = 0; i < 3 * SESSION.points; i++) assert.is((await proxy(open, s.sessionToken, `${merchant.url}/free`)).status, 200);
+      for (let i = 0; i < 3 * SESSION.points; i++)
+        assert.is((await proxy(open, s.sessionToken, `${merchant.url}/free`)).status, 200);
     } finally {
       await open.close();
     }
@@ -143,13 +186,20 @@ function suite(name: string, makeDb: () => Promise<TestDb | undefined>) {
     const max = 3600;
     const gw = await startTestGateway(testDb, { now: () => T, maxSessionSeconds: max });
     try {
-      const body = (at: number) => ({ budget: { amount: '10', currency: 'USD' }, purposes: ['api:search'], expiresAt: formatTimestamp(at) });
+      const body = (at: number) => ({
+        budget: { amount: '10', currency: 'USD' },
+        purposes: ['api:search'],
+        expiresAt: formatTimestamp(at),
+      });
       const past = await call(gw.url, 'POST', '/sessions', { key: gw.ownerKey, body: body(T + max * 1000 + 1000) });
       assert.is(past.status, 400, past.text);
       assert.is(past.body.error.code, 'malformed');
       assert.match(past.body.error.message, /^expiresAt: /);
       assert.match(past.body.error.message, /3600/);
-      const far = await call(gw.url, 'POST', '/sessions', { key: gw.ownerKey, body: body(Date.parse('9999-12-31T23:59:59Z')) });
+      const far = await call(gw.url, 'POST', '/sessions', {
+        key: gw.ownerKey,
+        body: body(Date.parse('9999-12-31T23:59:59Z')),
+      });
       assert.is(far.status, 400);
       assert.match(far.body.error.message, /^expiresAt: .*CTL_GATEWAY_MAX_SESSION_SECONDS/);
       const at = await call(gw.url, 'POST', '/sessions', { key: gw.ownerKey, body: body(T + max * 1000) });
@@ -161,10 +211,24 @@ function suite(name: string, makeDb: () => Promise<TestDb | undefined>) {
     const dflt = await startTestGateway(testDb);
     try {
       const day = 86_400_000;
-      const refused = await call(dflt.url, 'POST', '/sessions', { key: dflt.ownerKey, body: { budget: { amount: '10', currency: 'USD' }, purposes: ['a:b'], expiresAt: formatTimestamp(Date.now() + 31 * day) } });
+      const refused = await call(dflt.url, 'POST', '/sessions', {
+        key: dflt.ownerKey,
+        body: {
+          budget: { amount: '10', currency: 'USD' },
+          purposes: ['a:b'],
+          expiresAt: formatTimestamp(Date.now() + 31 * day),
+        },
+      });
       assert.is(refused.status, 400);
       assert.match(refused.body.error.message, /^expiresAt: at most 2592000 s/);
-      const ok = await call(dflt.url, 'POST', '/sessions', { key: dflt.ownerKey, body: { budget: { amount: '10', currency: 'USD' }, purposes: ['a:b'], expiresAt: formatTimestamp(Date.now() + 29 * day) } });
+      const ok = await call(dflt.url, 'POST', '/sessions', {
+        key: dflt.ownerKey,
+        body: {
+          budget: { amount: '10', currency: 'USD' },
+          purposes: ['a:b'],
+          expiresAt: formatTimestamp(Date.now() + 29 * day),
+        },
+      });
       assert.is(ok.status, 201, ok.text);
     } finally {
       await dflt.close();
@@ -174,20 +238,43 @@ function suite(name: string, makeDb: () => Promise<TestDb | undefined>) {
 
 test('the environment: defaults, N/Ss, 0 disables, a bad value names its variable', () => {
   const d = gatewayRateLimitsFromEnv({});
-  assert.equal(d, { owner: { points: 6000, seconds: 60 }, session: { points: 1200, seconds: 60 }, charge: { points: 1200, seconds: 60 } });
+  assert.equal(d, {
+    owner: { points: 6000, seconds: 60 },
+    session: { points: 1200, seconds: 60 },
+    charge: { points: 1200, seconds: 60 },
+  });
   assert.equal(
-    gatewayRateLimitsFromEnv({ CTL_GATEWAY_RATE_LIMIT_OWNER: '100/1s', CTL_GATEWAY_RATE_LIMIT_SESSION: '0', CTL_GATEWAY_RATE_LIMIT_CHARGE: '0' }),
+    gatewayRateLimitsFromEnv({
+      CTL_GATEWAY_RATE_LIMIT_OWNER: '100/1s',
+      CTL_GATEWAY_RATE_LIMIT_SESSION: '0',
+      CTL_GATEWAY_RATE_LIMIT_CHARGE: '0',
+    }),
     { owner: { points: 100, seconds: 1 }, session: undefined, charge: undefined },
   );
-  assert.equal(gatewayRateLimitsFromEnv({ CTL_GATEWAY_RATE_LIMIT_CHARGE: '20/10s' }).charge, { points: 20, seconds: 10 });
-  assert.throws(() => gatewayRateLimitsFromEnv({ CTL_GATEWAY_RATE_LIMIT_CHARGE: 'many' }), /CTL_GATEWAY_RATE_LIMIT_CHARGE/);
+  assert.equal(gatewayRateLimitsFromEnv({ CTL_GATEWAY_RATE_LIMIT_CHARGE: '20/10s' }).charge, {
+    points: 20,
+    seconds: 10,
+  });
+  assert.throws(
+    () => gatewayRateLimitsFromEnv({ CTL_GATEWAY_RATE_LIMIT_CHARGE: 'many' }),
+    /CTL_GATEWAY_RATE_LIMIT_CHARGE/,
+  );
   assert.equal(gatewayRateLimitsFromEnv({ CTL_GATEWAY_RATE_LIMIT_OWNER: '30' }).owner, { points: 30, seconds: 60 });
-  assert.throws(() => gatewayRateLimitsFromEnv({ CTL_GATEWAY_RATE_LIMIT_SESSION: 'lots' }), /CTL_GATEWAY_RATE_LIMIT_SESSION/);
-  assert.throws(() => gatewayRateLimitsFromEnv({ CTL_GATEWAY_RATE_LIMIT_OWNER: '10/0s' }), /CTL_GATEWAY_RATE_LIMIT_OWNER/);
+  assert.throws(
+    () => gatewayRateLimitsFromEnv({ CTL_GATEWAY_RATE_LIMIT_SESSION: 'lots' }),
+    /CTL_GATEWAY_RATE_LIMIT_SESSION/,
+  );
+  assert.throws(
+    () => gatewayRateLimitsFromEnv({ CTL_GATEWAY_RATE_LIMIT_OWNER: '10/0s' }),
+    /CTL_GATEWAY_RATE_LIMIT_OWNER/,
+  );
   assert.is(maxSessionSecondsFromEnv({}), 2_592_000);
   assert.is(DEFAULT_MAX_SESSION_SECONDS, 30 * 86_400);
   assert.is(maxSessionSecondsFromEnv({ CTL_GATEWAY_MAX_SESSION_SECONDS: '600' }), 600);
-  assert.throws(() => maxSessionSecondsFromEnv({ CTL_GATEWAY_MAX_SESSION_SECONDS: '-1' }), /CTL_GATEWAY_MAX_SESSION_SECONDS/);
+  assert.throws(
+    () => maxSessionSecondsFromEnv({ CTL_GATEWAY_MAX_SESSION_SECONDS: '-1' }),
+    /CTL_GATEWAY_MAX_SESSION_SECONDS/,
+  );
   // `ctl gateway` reads them through gatewayOptionsFromEnv.
   const o = gatewayOptionsFromEnv({ CTL_GATEWAY_RATE_LIMIT_OWNER: '7/7s', CTL_GATEWAY_MAX_SESSION_SECONDS: '60' });
   assert.equal(o.rateLimits?.owner, { points: 7, seconds: 7 });
@@ -205,7 +292,8 @@ test('PostgreSQL: two gateways on one database spend one budget per owner and pe
   const two = await startTestGateway(testDb, { rateLimits: { owner: OWNER, session: SESSION } }, one.ownerKey);
   try {
     // Owner: 5 requests spread over both instances, then both refuse.
-    for (let i = 0; i < OWNER.points; i++) assert.is((await listSessions(i % 2 ? two : one, one.ownerKey)).status, 200, `request ${i + 1}`);
+    for (let i = 0; i < OWNER.points; i++)
+      assert.is((await listSessions(i % 2 ? two : one, one.ownerKey)).status, 200, `request ${i + 1}`);
     assertLimited(await listSessions(one, one.ownerKey), /budget owner/);
     assertLimited(await listSessions(two, one.ownerKey), /budget owner/);
     // Another owner made on instance two is served by both.
@@ -214,14 +302,24 @@ test('PostgreSQL: two gateways on one database spend one budget per owner and pe
     assert.is((await listSessions(two, b.apiKey)).status, 200);
     // Session: created by owner B, 4 proxied requests over both instances, then both refuse.
     const s = await createSession({ ...one, ownerKey: b.apiKey });
-    for (let i = 0; i < SESSION.points; i++) assert.is((await proxy(i % 2 ? one : two, s.sessionToken, `${merchant.url}/free`)).status, 200, `proxy ${i + 1}`);
+    for (let i = 0; i < SESSION.points; i++)
+      assert.is((await proxy(i % 2 ? one : two, s.sessionToken, `${merchant.url}/free`)).status, 200, `proxy ${i + 1}`);
     assertLimited(await proxy(one, s.sessionToken, `${merchant.url}/free`), /session/);
     assertLimited(await proxy(two, s.sessionToken, `${merchant.url}/free`), /session/);
     // The counters are keyed by owner id and session id, never a credential.
     const rows = await one.db.all<{ key: string }>('SELECT key FROM ctl_rate_limits');
-    assert.ok(rows.some((r) => r.key.startsWith('gw_owner:own_')), JSON.stringify(rows));
-    assert.ok(rows.some((r) => r.key === `gw_session:${s.sessionId}`), JSON.stringify(rows));
-    assert.ok(rows.every((r) => !r.key.includes('gw_sess_') && !r.key.includes('ctlk_')), JSON.stringify(rows));
+    assert.ok(
+      rows.some((r) => r.key.startsWith('gw_owner:own_')),
+      JSON.stringify(rows),
+    );
+    assert.ok(
+      rows.some((r) => r.key === `gw_session:${s.sessionId}`),
+      JSON.stringify(rows),
+    );
+    assert.ok(
+      rows.every((r) => !r.key.includes('gw_sess_') && !r.key.includes('ctlk_')),
+      JSON.stringify(rows),
+    );
   } finally {
     await one.close();
     await two.close();

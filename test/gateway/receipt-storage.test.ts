@@ -10,7 +10,18 @@ import { canonicalize, verifyReceipt } from '../../src/index.js';
 import { createLedgerRail } from '../../gateway/rails/ledger.js';
 import type { Rail } from '../../gateway/rails/rail.js';
 import { RECEIPT_GRANTS_INLINE_SQL } from '../../gateway/store/schema.js';
-import { sqliteDb, postgresDb, startTestGateway, startMerchant, createSession, proxy, call, type TestGateway, type Merchant, type TestDb } from './helpers.js';
+import {
+  sqliteDb,
+  postgresDb,
+  startTestGateway,
+  startMerchant,
+  createSession,
+  proxy,
+  call,
+  type TestGateway,
+  type Merchant,
+  type TestDb,
+} from './helpers.js';
 
 let db: TestDb;
 let gw: TestGateway;
@@ -18,7 +29,10 @@ let merchant: Merchant;
 let jwks: unknown;
 
 test.before(async () => {
-  db = (process.env.CTL_GATEWAY_TEST_PG === '1' ? await postgresDb('receipt storage on PostgreSQL (ran on SQLite instead)') : undefined) ?? sqliteDb();
+  db =
+    (process.env.CTL_GATEWAY_TEST_PG === '1'
+      ? await postgresDb('receipt storage on PostgreSQL (ran on SQLite instead)')
+      : undefined) ?? sqliteDb();
   gw = await startTestGateway(db);
   merchant = await startMerchant({ amount: '100' });
   jwks = (await call(gw.url, 'GET', '/.well-known/ctl-keys.json')).body;
@@ -30,12 +44,19 @@ test.after(async () => {
 });
 
 const rowsOf = (sessionId: string) =>
-  gw.db.all<{ id: string; body: string; grant_hash: string | null }>(`SELECT id, body, grant_hash FROM gw_receipts WHERE session_id = ? ORDER BY paid_at, id`, [sessionId]);
-const grantText = async (hash: string) => (await gw.db.get<{ body: string }>(`SELECT body FROM gw_receipt_grants WHERE hash = ?`, [hash]))?.body;
-const receiptsOf = async (sessionId: string) => (await call(gw.url, 'GET', `/sessions/${sessionId}/receipts`, { key: gw.ownerKey })).body.receipts as any[];
+  gw.db.all<{ id: string; body: string; grant_hash: string | null }>(
+    `SELECT id, body, grant_hash FROM gw_receipts WHERE session_id = ? ORDER BY paid_at, id`,
+    [sessionId],
+  );
+const grantText = async (hash: string) =>
+  (await gw.db.get<{ body: string }>(`SELECT body FROM gw_receipt_grants WHERE hash = ?`, [hash]))?.body;
+const receiptsOf = async (sessionId: string) =>
+  (await call(gw.url, 'GET', `/sessions/${sessionId}/receipts`, { key: gw.ownerKey })).body.receipts as any[];
 
 async function pay(token: string, n: number) {
-  const all = await Promise.all(Array.from({ length: n }, (_, i) => proxy(gw, token, `${merchant.url}/r${i}`, { purpose: 'api:search' })));
+  const all = await Promise.all(
+    Array.from({ length: n }, (_, i) => proxy(gw, token, `${merchant.url}/r${i}`, { purpose: 'api:search' })),
+  );
   for (const r of all) assert.is(r.status, 200, r.text);
 }
 
@@ -76,7 +97,10 @@ test('a receipt stored whole (before grants were kept apart) reads the same', as
   await pay(s.sessionToken, 2);
   const [first, second] = await receiptsOf(s.sessionId);
   // Rewrite the first row as an older gateway stored it: the receipt whole, no grant_hash.
-  await gw.db.run(`UPDATE gw_receipts SET body = ?, grant_hash = NULL WHERE id = ?`, [JSON.stringify(first), first.receiptId]);
+  await gw.db.run(`UPDATE gw_receipts SET body = ?, grant_hash = NULL WHERE id = ?`, [
+    JSON.stringify(first),
+    first.receiptId,
+  ]);
   const again = await receiptsOf(s.sessionId);
   assert.equal(again, [first, second]);
   assert.ok((await verifyReceipt(again[0], { jwks: jwks as any })).valid);
@@ -88,7 +112,10 @@ test('a continued session: each receipt carries the grant it was signed under', 
   await pay(s.sessionToken, 2);
   assert.is((await proxy(gw, s.sessionToken, `${merchant.url}/p`, { purpose: 'api:search' })).status, 409);
   const token = (await call(gw.url, 'GET', `/sessions/${s.sessionId}`, { key: gw.ownerKey })).body.continuationToken;
-  const c = await call(gw.url, 'PATCH', `/sessions/${s.sessionId}`, { key: gw.ownerKey, body: { continuationToken: token } });
+  const c = await call(gw.url, 'PATCH', `/sessions/${s.sessionId}`, {
+    key: gw.ownerKey,
+    body: { continuationToken: token },
+  });
   assert.is(c.status, 200, c.text);
   await pay(s.sessionToken, 1);
   const rows = await rowsOf(s.sessionId);
@@ -96,7 +123,10 @@ test('a continued session: each receipt carries the grant it was signed under', 
   assert.is(rows[0]!.grant_hash, rows[1]!.grant_hash);
   assert.is.not(rows[2]!.grant_hash, rows[0]!.grant_hash, 'the re-minted grant is kept under its own hash');
   const receipts = await receiptsOf(s.sessionId);
-  assert.equal(receipts.map((r) => r.sba.grant.maxAmountMinor), ['200', '200', '300']);
+  assert.equal(
+    receipts.map((r) => r.sba.grant.maxAmountMinor),
+    ['200', '200', '300'],
+  );
   for (const r of receipts) assert.ok((await verifyReceipt(r, { jwks: jwks as any })).valid);
 });
 
@@ -127,13 +157,16 @@ test('every commit keeps the grant apart and reads whole: a rail paid before its
   ledger = createLedgerRail(remote.db);
   try {
     for (const [what, via, config] of [
-      ['commit', remote, {}], ['commit, thresholds', remote, { thresholds: [50] }],
+      ['commit', remote, {}],
+      ['commit, thresholds', remote, { thresholds: [50] }],
       ['payLedgerAndCommit', gw, { velocity: { maxPaymentsPerHour: 100 } }],
       ['payLedgerAndCommit, thresholds', gw, { velocity: { maxPaymentsPerHour: 100 }, thresholds: [50] }],
       ['reserveAndPayLedger, thresholds', gw, { thresholds: [50] }],
     ] as const) {
       const s = await createSession(via, { budget: { amount: '10000', currency: 'USD' }, ...config });
-      const paid = await Promise.all([0, 1, 2].map((i) => proxy(via, s.sessionToken, `${merchant.url}/${i}`, { purpose: 'api:search' })));
+      const paid = await Promise.all(
+        [0, 1, 2].map((i) => proxy(via, s.sessionToken, `${merchant.url}/${i}`, { purpose: 'api:search' })),
+      );
       for (const r of paid) assert.is(r.status, 200, `${what}: ${r.text}`);
       const rows = await rowsOf(s.sessionId);
       assert.is(rows.length, 3, what);
@@ -143,8 +176,15 @@ test('every commit keeps the grant apart and reads whole: a rail paid before its
       for (const r of receipts) assert.ok((await verifyReceipt(r, { jwks: jwks as any })).valid, what);
       // The SBA a rail paid under was held on its payment row for reconcile (markPaying); once
       // paid, the receipt is its one copy.
-      const payments = await via.db.all<{ state: string; sba: string | null }>(`SELECT state, sba FROM gw_payments WHERE session_id = ?`, [s.sessionId]);
-      assert.equal(payments, [0, 1, 2].map(() => ({ state: 'paid', sba: null })), `${what}: paid rows hold no SBA`);
+      const payments = await via.db.all<{ state: string; sba: string | null }>(
+        `SELECT state, sba FROM gw_payments WHERE session_id = ?`,
+        [s.sessionId],
+      );
+      assert.equal(
+        payments,
+        [0, 1, 2].map(() => ({ state: 'paid', sba: null })),
+        `${what}: paid rows hold no SBA`,
+      );
     }
   } finally {
     await remote.close();

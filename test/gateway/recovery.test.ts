@@ -17,7 +17,14 @@ async function crashDuringPayment(db: TestDb, payFirst: boolean) {
   const m = await startMerchant({ amount: '100' });
   let ledger: ReturnType<typeof createLedgerRail> | undefined;
   // The "crash": the process stops right after (or right before) the rail call.
-  const rail: Rail = { name: 'ledger', pay: async (o) => { if (payFirst) await ledger!.pay(o); return never(); }, settle: (id) => ledger!.settle(id) };
+  const rail: Rail = {
+    name: 'ledger',
+    pay: async (o) => {
+      if (payFirst) await ledger!.pay(o);
+      return never();
+    },
+    settle: (id) => ledger!.settle(id),
+  };
   const a = await startTestGateway(db, { rail });
   ledger = createLedgerRail(a.db);
   const s = await createSession(a);
@@ -80,7 +87,13 @@ test('crash before the rail paid: restart releases the reservation and voids the
     const ledger = createLedgerRail(b.db);
     let refused = false;
     try {
-      await ledger.pay({ paymentId: p!.id, amount: 100n, currency: 'USD', address: 'merchant-1', merchant: '127.0.0.1' });
+      await ledger.pay({
+        paymentId: p!.id,
+        amount: 100n,
+        currency: 'USD',
+        address: 'merchant-1',
+        merchant: '127.0.0.1',
+      });
     } catch {
       refused = true;
     }
@@ -113,16 +126,40 @@ test('ledger rail: a crash after the reservation is released; the late payment c
   try {
     const s = await createSession(g);
     // The state a crash right after reserve() leaves behind (the local ledger pays and commits atomically after it).
-    const r = await reserve(g.db, { paymentId: 'pay_crashed', sessionId: s.sessionId, amount: 100n, currency: 'USD', merchant: 'm', address: 'a', purpose: 'api:search', rail: 'ledger', now: Date.now(), velocity: false });
+    const r = await reserve(g.db, {
+      paymentId: 'pay_crashed',
+      sessionId: s.sessionId,
+      amount: 100n,
+      currency: 'USD',
+      merchant: 'm',
+      address: 'a',
+      purpose: 'api:search',
+      rail: 'ledger',
+      now: Date.now(),
+      velocity: false,
+    });
     assert.ok(r.ok);
     assert.equal(await g.gw.reconcile(0), { committed: 0, released: 1 });
     let late: unknown;
     try {
-      late = await payLedgerAndCommit(g.db, { paymentId: 'pay_crashed', sessionId: s.sessionId, amount: 100n, currency: 'USD', address: 'a', txRef: 'txid:late', receiptId: 'rcpt_late', receipt: '{}', paidAt: Date.now() });
+      late = await payLedgerAndCommit(g.db, {
+        paymentId: 'pay_crashed',
+        sessionId: s.sessionId,
+        amount: 100n,
+        currency: 'USD',
+        address: 'a',
+        txRef: 'txid:late',
+        receiptId: 'rcpt_late',
+        receipt: '{}',
+        paidAt: Date.now(),
+      });
     } catch (e) {
       late = e;
     }
-    assert.ok(late instanceof Error || (late as { committed: boolean }).committed === false, 'the late payment is refused');
+    assert.ok(
+      late instanceof Error || (late as { committed: boolean }).committed === false,
+      'the late payment is refused',
+    );
     const paid = await g.db.get<{ n: unknown }>(`SELECT COUNT(*) AS n FROM gw_ledger WHERE status = 'paid'`);
     assert.is(Number(paid!.n), 0);
     const v = await call(g.url, 'GET', `/sessions/${s.sessionId}`, { key: g.ownerKey });

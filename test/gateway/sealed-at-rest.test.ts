@@ -9,12 +9,26 @@ import { createPrivateKey, randomBytes } from 'node:crypto';
 import { canonicalize, verifyReceipt, verifyWithJwk } from '../../src/index.js';
 import { aesKeyWrapper, createSealer, isSealed, type SecretSealer } from '../../service-kit/secrets/index.js';
 import { DERIVED_MARKER, deriveSessionSeed } from '../../gateway/services/session-keys.js';
-import { call, createSession, proxy, sqliteDb, startMerchant, startTestGateway, type TestDb, type TestGateway } from './helpers.js';
+import {
+  call,
+  createSession,
+  proxy,
+  sqliteDb,
+  startMerchant,
+  startTestGateway,
+  type TestDb,
+  type TestGateway,
+} from './helpers.js';
 
 const sealerOf = (kek: Buffer): SecretSealer => createSealer(aesKeyWrapper(kek, 'CTL_GATEWAY_KEK'), 'CTL_GATEWAY_KEK');
 const seedPem = (seed: Uint8Array) =>
-  createPrivateKey({ key: Buffer.concat([Buffer.from('302e020100300506032b657004220420', 'hex'), seed]), format: 'der', type: 'pkcs8' })
-    .export({ type: 'pkcs8', format: 'pem' }).toString();
+  createPrivateKey({
+    key: Buffer.concat([Buffer.from('302e020100300506032b657004220420', 'hex'), seed]),
+    format: 'der',
+    type: 'pkcs8',
+  })
+    .export({ type: 'pkcs8', format: 'pem' })
+    .toString();
 
 test('clear rows are sealed at start; the old session pays on with its key; another KEK is refused', async () => {
   const db: TestDb = sqliteDb();
@@ -26,13 +40,18 @@ test('clear rows are sealed at start; the old session pays on with its key; anot
     const ownerKey = gw.ownerKey;
     const s = await createSession(gw);
     assert.is((await proxy(gw, s.sessionToken, `${merchant.url}/a`, { purpose: 'api:search' })).status, 200);
-    const row = await gw.db.get<{ actor_key_pem: string }>(`SELECT actor_key_pem FROM gw_sessions WHERE id = ?`, [s.sessionId]);
+    const row = await gw.db.get<{ actor_key_pem: string }>(`SELECT actor_key_pem FROM gw_sessions WHERE id = ?`, [
+      s.sessionId,
+    ]);
     assert.is(row!.actor_key_pem, DERIVED_MARKER, 'a new session stores no key');
 
     // Make it a database from before sealing: every secret in the clear, the session's key as a PEM.
     const sealer = sealerOf(kek);
     for (const k of await gw.db.all<{ kid: string; private_pem: string }>(`SELECT kid, private_pem FROM gw_keys`)) {
-      await gw.db.run(`UPDATE gw_keys SET private_pem = ? WHERE kid = ?`, [await sealer.open(k.private_pem, `gw_keys:${k.kid}`), k.kid]);
+      await gw.db.run(`UPDATE gw_keys SET private_pem = ? WHERE kid = ?`, [
+        await sealer.open(k.private_pem, `gw_keys:${k.kid}`),
+        k.kid,
+      ]);
     }
     let master = '';
     for (const r of await gw.db.all<{ name: string; value: string }>(`SELECT name, value FROM gw_secrets`)) {
@@ -45,9 +64,12 @@ test('clear rows are sealed at start; the old session pays on with its key; anot
     await gw.close();
 
     gw = await startTestGateway(db, { sealer: sealerOf(kek) }, ownerKey);
-    for (const k of await gw.db.all<{ private_pem: string }>(`SELECT private_pem FROM gw_keys`)) assert.ok(isSealed(k.private_pem));
+    for (const k of await gw.db.all<{ private_pem: string }>(`SELECT private_pem FROM gw_keys`))
+      assert.ok(isSealed(k.private_pem));
     for (const r of await gw.db.all<{ value: string }>(`SELECT value FROM gw_secrets`)) assert.ok(isSealed(r.value));
-    const sealedRow = await gw.db.get<{ actor_key_pem: string }>(`SELECT actor_key_pem FROM gw_sessions WHERE id = ?`, [s.sessionId]);
+    const sealedRow = await gw.db.get<{ actor_key_pem: string }>(`SELECT actor_key_pem FROM gw_sessions WHERE id = ?`, [
+      s.sessionId,
+    ]);
     assert.ok(isSealed(sealedRow!.actor_key_pem), 'the old session key is sealed');
     const paid = await proxy(gw, s.sessionToken, `${merchant.url}/b`, { purpose: 'api:search' });
     assert.is(paid.status, 200, paid.text);

@@ -29,7 +29,10 @@ test('pay() times out and settle() throws: payment_unconfirmed, reserved, and th
   try {
     const s = await createSession(gw, { budget: { amount: '1000', currency: 'USD' }, purposes: ['api:search'] });
     const codes: string[] = [];
-    for (let i = 0; i < 4; i++) codes.push((await proxy(gw, s.sessionToken, `${m.url}/x`, { purpose: 'api:search', method: 'GET' })).body?.error?.code);
+    for (let i = 0; i < 4; i++)
+      codes.push(
+        (await proxy(gw, s.sessionToken, `${m.url}/x`, { purpose: 'api:search', method: 'GET' })).body?.error?.code,
+      );
     assert.equal(codes, ['payment_unconfirmed', 'payment_unconfirmed', 'budget_exceeded', 'budget_exceeded']);
     const railPaid = [...paid.values()].reduce((a, b) => a + b, 0n);
     assert.is(railPaid, 800n, 'the rail paid no more than the budget allows');

@@ -8,7 +8,16 @@ import * as assert from 'uvu/assert';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { isPublicAddress } from '../../gateway/services/address-guard.js';
-import { sqliteDb, startTestGateway, startMerchant, createSession, proxy, type TestGateway, type Merchant, type TestDb } from './helpers.js';
+import {
+  sqliteDb,
+  startTestGateway,
+  startMerchant,
+  createSession,
+  proxy,
+  type TestGateway,
+  type Merchant,
+  type TestDb,
+} from './helpers.js';
 
 let db: TestDb;
 let gw: TestGateway;
@@ -31,7 +40,11 @@ test.before(async () => {
     // A resolver playing DNS rebinding: public-looking names that answer loopback.
     resolve: (host, _o, cb) => {
       if (host === 'rebind.test') return cb(null, [{ address: '127.0.0.1', family: 4 }]);
-      if (host === 'mixed.test') return cb(null, [{ address: '93.184.216.34', family: 4 }, { address: '::1', family: 6 }]);
+      if (host === 'mixed.test')
+        return cb(null, [
+          { address: '93.184.216.34', family: 4 },
+          { address: '::1', family: 6 },
+        ]);
       if (host === 'localhost.' || host === 'localhost') return cb(null, [{ address: '127.0.0.1', family: 4 }]);
       cb(Object.assign(new Error('ENOTFOUND'), { code: 'ENOTFOUND' }), []);
     },
@@ -98,8 +111,16 @@ test('a name that resolves inside the network and one that does not resolve get 
 test('a redirect to a forbidden address is refused at that hop', async () => {
   const P = victimPort;
   const before = redirector.seen.length;
-  for (const to of [`http://127.0.0.1:${P}/`, `http://[::1]:${P}/`, `http://169.254.169.254/`, `http://rebind.test:${P}/`, `http://2130706433:${P}/`]) {
-    const res = await proxy(gw, token, `http://127.0.0.1:${redirector.port}/redirect?to=${encodeURIComponent(to)}`, { purpose: 'api:search' });
+  for (const to of [
+    `http://127.0.0.1:${P}/`,
+    `http://[::1]:${P}/`,
+    `http://169.254.169.254/`,
+    `http://rebind.test:${P}/`,
+    `http://2130706433:${P}/`,
+  ]) {
+    const res = await proxy(gw, token, `http://127.0.0.1:${redirector.port}/redirect?to=${encodeURIComponent(to)}`, {
+      purpose: 'api:search',
+    });
     assert.is(res.status, 403, `${to}: ${res.text}`);
     assert.is(res.body.error.code, 'target_not_allowed');
   }
@@ -126,7 +147,9 @@ test('a paid retry redirected to another origin does not carry the payment proof
   const open = await startTestGateway(db2);
   try {
     const s = await createSession(open, { trustLevel: 1 });
-    const res = await proxy(open, s.sessionToken, `http://127.0.0.1:${(payer.address() as AddressInfo).port}/pay`, { purpose: 'api:search' });
+    const res = await proxy(open, s.sessionToken, `http://127.0.0.1:${(payer.address() as AddressInfo).port}/pay`, {
+      purpose: 'api:search',
+    });
     assert.is(res.status, 200, res.text);
     const seen = sink.seen.at(-1)!.headers;
     assert.is(seen['x-payment-receipt'], undefined);
@@ -141,8 +164,27 @@ test('a paid retry redirected to another origin does not carry the payment proof
 
 test('isPublicAddress: unit table', () => {
   for (const a of ['8.8.8.8', '93.184.216.34', '2606:4700:4700::1111']) assert.ok(isPublicAddress(a), a);
-  for (const a of ['127.0.0.1', '10.1.2.3', '172.31.255.255', '192.168.0.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '224.0.0.1', '255.255.255.255',
-    '::1', '::', '::ffff:127.0.0.1', '::ffff:8.8.8.8', '64:ff9b::7f00:1', 'fe80::1', 'fc00::1', 'fd00:ec2::254', 'ff02::1', 'not-an-ip']) {
+  for (const a of [
+    '127.0.0.1',
+    '10.1.2.3',
+    '172.31.255.255',
+    '192.168.0.1',
+    '169.254.169.254',
+    '100.64.0.1',
+    '0.0.0.0',
+    '224.0.0.1',
+    '255.255.255.255',
+    '::1',
+    '::',
+    '::ffff:127.0.0.1',
+    '::ffff:8.8.8.8',
+    '64:ff9b::7f00:1',
+    'fe80::1',
+    'fc00::1',
+    'fd00:ec2::254',
+    'ff02::1',
+    'not-an-ip',
+  ]) {
     assert.not.ok(isPublicAddress(a), a);
   }
 });

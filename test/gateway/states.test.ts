@@ -4,16 +4,32 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { sqliteDb, postgresDb, startTestGateway, startMerchant, createSession, proxy, call, inOneHour, type TestGateway, type Merchant, type TestDb } from './helpers.js';
+import {
+  sqliteDb,
+  postgresDb,
+  startTestGateway,
+  startMerchant,
+  createSession,
+  proxy,
+  call,
+  inOneHour,
+  type TestGateway,
+  type Merchant,
+  type TestDb,
+} from './helpers.js';
 
 let db: TestDb;
 let gw: TestGateway;
 let merchant: Merchant;
-const ledgerRows = async () => Number((await gw.db.get<{ n: unknown }>(`SELECT COUNT(*) AS n FROM gw_ledger WHERE status = 'paid'`))!.n);
+const ledgerRows = async () =>
+  Number((await gw.db.get<{ n: unknown }>(`SELECT COUNT(*) AS n FROM gw_ledger WHERE status = 'paid'`))!.n);
 
 test.before(async () => {
   // states-pg.test.ts runs this same file on PostgreSQL (its one-statement reservation path).
-  db = (process.env.CTL_GATEWAY_TEST_PG === '1' ? await postgresDb('the spec §3 table on PostgreSQL (ran on SQLite instead)') : undefined) ?? sqliteDb();
+  db =
+    (process.env.CTL_GATEWAY_TEST_PG === '1'
+      ? await postgresDb('the spec §3 table on PostgreSQL (ran on SQLite instead)')
+      : undefined) ?? sqliteDb();
   gw = await startTestGateway(db, { expiryMaxSleepMs: 200 });
   merchant = await startMerchant({ amount: '100' });
 });
@@ -24,7 +40,13 @@ test.after(async () => {
 });
 
 /** Asserts a refusal that paid nothing. */
-async function refused(res: Awaited<ReturnType<typeof call>>, status: number, code: string, paidBefore: number, ledgerBefore: number) {
+async function refused(
+  res: Awaited<ReturnType<typeof call>>,
+  status: number,
+  code: string,
+  paidBefore: number,
+  ledgerBefore: number,
+) {
   assert.is(res.status, status, res.text);
   assert.is(res.body?.error?.code, code, res.text);
   assert.type(res.body.error.message, 'string');
@@ -72,12 +94,21 @@ test('POST /sessions: bad fields → 400 naming the field; auth and ownership', 
     assert.match(res.body.error.message, field);
   }
   assert.is((await call(gw.url, 'POST', '/sessions', { body: base })).status, 401);
-  assert.is((await call(gw.url, 'POST', '/sessions', { key: 'ctlk_nosuchkey_' + 'a'.repeat(43), body: base })).status, 401);
+  assert.is(
+    (await call(gw.url, 'POST', '/sessions', { key: 'ctlk_nosuchkey_' + 'a'.repeat(43), body: base })).status,
+    401,
+  );
   // Another owner's session answers 404 as if it did not exist.
-  const created = (await call(gw.url, 'POST', '/admin/owners', { key: 'test-admin-key-0123456789', body: { label: 'other' } })).body;
+  const created = (
+    await call(gw.url, 'POST', '/admin/owners', { key: 'test-admin-key-0123456789', body: { label: 'other' } })
+  ).body;
   const other = created.apiKey;
   const s = await createSession(gw);
-  for (const [m, p] of [['GET', `/sessions/${s.sessionId}`], ['DELETE', `/sessions/${s.sessionId}`], ['GET', `/sessions/${s.sessionId}/receipts`]]) {
+  for (const [m, p] of [
+    ['GET', `/sessions/${s.sessionId}`],
+    ['DELETE', `/sessions/${s.sessionId}`],
+    ['GET', `/sessions/${s.sessionId}/receipts`],
+  ]) {
     const res = await call(gw.url, m!, p!, { key: other });
     assert.is(res.status, 404, `${m} ${p}`);
   }
@@ -86,13 +117,21 @@ test('POST /sessions: bad fields → 400 naming the field; auth and ownership', 
   // Owner keys cannot create owners; a revoked owner key stops working at once.
   assert.is((await call(gw.url, 'POST', '/admin/owners', { key: other, body: { label: 'x' } })).status, 403);
   const otherId = created.ownerId;
-  assert.is((await call(gw.url, 'DELETE', `/admin/owners/${otherId}`, { key: 'test-admin-key-0123456789' })).status, 200);
+  assert.is(
+    (await call(gw.url, 'DELETE', `/admin/owners/${otherId}`, { key: 'test-admin-key-0123456789' })).status,
+    200,
+  );
   assert.is((await call(gw.url, 'GET', '/sessions', { key: other })).status, 401);
-  assert.is((await call(gw.url, 'DELETE', '/admin/owners/nosuchowner', { key: 'test-admin-key-0123456789' })).status, 404);
+  assert.is(
+    (await call(gw.url, 'DELETE', '/admin/owners/nosuchowner', { key: 'test-admin-key-0123456789' })).status,
+    404,
+  );
 });
 
 test('GET /sessions pages with a cursor', async () => {
-  const owner = (await call(gw.url, 'POST', '/admin/owners', { key: 'test-admin-key-0123456789', body: { label: 'pager' } })).body.apiKey;
+  const owner = (
+    await call(gw.url, 'POST', '/admin/owners', { key: 'test-admin-key-0123456789', body: { label: 'pager' } })
+  ).body.apiKey;
   const g2 = { ...gw, ownerKey: owner };
   const ids = new Set<string>();
   for (let i = 0; i < 5; i++) ids.add((await createSession(g2)).sessionId);
@@ -113,9 +152,19 @@ test('row 3: purpose not allowed → 402 purpose_not_allowed, nothing paid; paym
   const s = await createSession(gw, { purposes: ['api:search', 'maps:*'] });
   const p = merchant.paid.length;
   const l = await ledgerRows();
-  await refused(await proxy(gw, s.sessionToken, `${merchant.url}/a`, { purpose: 'api:other' }), 402, 'purpose_not_allowed', p, l);
+  await refused(
+    await proxy(gw, s.sessionToken, `${merchant.url}/a`, { purpose: 'api:other' }),
+    402,
+    'purpose_not_allowed',
+    p,
+    l,
+  );
   await refused(await proxy(gw, s.sessionToken, `${merchant.url}/a`), 402, 'purpose_not_allowed', p, l);
-  assert.ok(gw.events.some((e) => e.type === 'payment.denied' && e.data.sessionId === s.sessionId && e.data.code === 'purpose_not_allowed'));
+  assert.ok(
+    gw.events.some(
+      (e) => e.type === 'payment.denied' && e.data.sessionId === s.sessionId && e.data.code === 'purpose_not_allowed',
+    ),
+  );
   // `<domain>:*` allows every kind of the domain.
   assert.is((await proxy(gw, s.sessionToken, `${merchant.url}/a`, { purpose: 'maps:tiles' })).status, 200);
 });
@@ -126,7 +175,13 @@ test('row 3: amount over the remaining budget → 402 budget_exceeded, nothing p
   assert.is((await proxy(gw, s.sessionToken, `${merchant.url}/2`, { purpose: 'api:search' })).status, 200);
   const p = merchant.paid.length;
   const l = await ledgerRows();
-  await refused(await proxy(gw, s.sessionToken, `${merchant.url}/3`, { purpose: 'api:search' }), 402, 'budget_exceeded', p, l);
+  await refused(
+    await proxy(gw, s.sessionToken, `${merchant.url}/3`, { purpose: 'api:search' }),
+    402,
+    'budget_exceeded',
+    p,
+    l,
+  );
   const v = await call(gw.url, 'GET', `/sessions/${s.sessionId}`, { key: gw.ownerKey });
   assert.is(v.body.spentMinor, '200');
   assert.is(v.body.remainingMinor, '50');
@@ -137,20 +192,46 @@ test('merchant allow/block globs on the target host → 402 destination_not_allo
   const p = merchant.paid.length;
   const l = await ledgerRows();
   const a = await createSession(gw, { merchantAllowlist: ['*.example.com'] });
-  await refused(await proxy(gw, a.sessionToken, `${merchant.url}/g`, { purpose: 'api:search' }), 402, 'destination_not_allowed', p, l);
+  await refused(
+    await proxy(gw, a.sessionToken, `${merchant.url}/g`, { purpose: 'api:search' }),
+    402,
+    'destination_not_allowed',
+    p,
+    l,
+  );
   const b = await createSession(gw, { merchantAllowlist: ['127.0.0.*'], merchantBlocklist: ['127.0.0.1'] });
-  await refused(await proxy(gw, b.sessionToken, `${merchant.url}/g`, { purpose: 'api:search' }), 402, 'destination_not_allowed', p, l);
+  await refused(
+    await proxy(gw, b.sessionToken, `${merchant.url}/g`, { purpose: 'api:search' }),
+    402,
+    'destination_not_allowed',
+    p,
+    l,
+  );
   const c = await createSession(gw, { merchantAllowlist: ['127.0.0.*'] });
   assert.is((await proxy(gw, c.sessionToken, `${merchant.url}/g`, { purpose: 'api:search' })).status, 200);
 });
 
 test('velocity: payments per hour and amount per merchant per day → 402 velocity_exceeded', async () => {
   const a = await createSession(gw, { velocity: { maxPaymentsPerHour: 2 } });
-  for (let i = 0; i < 2; i++) assert.is((await proxy(gw, a.sessionToken, `${merchant.url}/v`, { purpose: 'api:search' })).status, 200);
-  await refused(await proxy(gw, a.sessionToken, `${merchant.url}/v`, { purpose: 'api:search' }), 402, 'velocity_exceeded', merchant.paid.length, await ledgerRows());
+  for (let i = 0; i < 2; i++)
+    assert.is((await proxy(gw, a.sessionToken, `${merchant.url}/v`, { purpose: 'api:search' })).status, 200);
+  await refused(
+    await proxy(gw, a.sessionToken, `${merchant.url}/v`, { purpose: 'api:search' }),
+    402,
+    'velocity_exceeded',
+    merchant.paid.length,
+    await ledgerRows(),
+  );
   const b = await createSession(gw, { velocity: { maxAmountPerMerchantPerDay: '250' } });
-  for (let i = 0; i < 2; i++) assert.is((await proxy(gw, b.sessionToken, `${merchant.url}/v`, { purpose: 'api:search' })).status, 200);
-  await refused(await proxy(gw, b.sessionToken, `${merchant.url}/v`, { purpose: 'api:search' }), 402, 'velocity_exceeded', merchant.paid.length, await ledgerRows());
+  for (let i = 0; i < 2; i++)
+    assert.is((await proxy(gw, b.sessionToken, `${merchant.url}/v`, { purpose: 'api:search' })).status, 200);
+  await refused(
+    await proxy(gw, b.sessionToken, `${merchant.url}/v`, { purpose: 'api:search' }),
+    402,
+    'velocity_exceeded',
+    merchant.paid.length,
+    await ledgerRows(),
+  );
 });
 
 test('merchant terms: another currency → 402 currency_mismatch; bad X-Payment → 502 payment_terms_refused', async () => {
@@ -158,7 +239,13 @@ test('merchant terms: another currency → 402 currency_mismatch; bad X-Payment 
   const bad = await startMerchant({ amount: '1.5' });
   try {
     const s = await createSession(gw);
-    await refused(await proxy(gw, s.sessionToken, `${eur.url}/x`, { purpose: 'api:search' }), 402, 'currency_mismatch', merchant.paid.length, await ledgerRows());
+    await refused(
+      await proxy(gw, s.sessionToken, `${eur.url}/x`, { purpose: 'api:search' }),
+      402,
+      'currency_mismatch',
+      merchant.paid.length,
+      await ledgerRows(),
+    );
     const r = await proxy(gw, s.sessionToken, `${bad.url}/x`, { purpose: 'api:search' });
     assert.is(r.status, 502);
     assert.is(r.body.error.code, 'payment_terms_refused');
@@ -185,8 +272,20 @@ test('row 6: DELETE → revoked at once; the next attempt is refused 410 before 
   assert.is(d.status, 200);
   assert.is(d.body.state, 'revoked');
   const seen = merchant.seen.length;
-  await refused(await proxy(gw, s.sessionToken, `${merchant.url}/r`, { purpose: 'api:search' }), 410, 'session_revoked', merchant.paid.length, await ledgerRows());
-  await refused(await proxy(gw, s.sessionToken, `${merchant.url}/free`), 410, 'session_revoked', merchant.paid.length, await ledgerRows());
+  await refused(
+    await proxy(gw, s.sessionToken, `${merchant.url}/r`, { purpose: 'api:search' }),
+    410,
+    'session_revoked',
+    merchant.paid.length,
+    await ledgerRows(),
+  );
+  await refused(
+    await proxy(gw, s.sessionToken, `${merchant.url}/free`),
+    410,
+    'session_revoked',
+    merchant.paid.length,
+    await ledgerRows(),
+  );
   assert.is(merchant.seen.length, seen, 'nothing forwarded after revocation');
   const rev = await call(gw.url, 'GET', `/revoke?grantId=${s.grantId}`);
   assert.is(rev.body.revoked, true);
@@ -210,18 +309,34 @@ test('row 7: expiresAt reached → expired by the timer with no traffic; then 41
   assert.is((await proxy(gw, s.sessionToken, `${merchant.url}/e`, { purpose: 'api:search' })).status, 200);
   const wait = Date.parse(expiresAt) - Date.now() + 600;
   await new Promise((r) => setTimeout(r, wait));
-  assert.ok(gw.events.some((e) => e.type === 'session.expired' && e.data.sessionId === s.sessionId), 'session.expired without traffic');
+  assert.ok(
+    gw.events.some((e) => e.type === 'session.expired' && e.data.sessionId === s.sessionId),
+    'session.expired without traffic',
+  );
   const row = await gw.db.get<{ state: string }>(`SELECT state FROM gw_sessions WHERE id = ?`, [s.sessionId]);
   assert.is(row!.state, 'expired', 'stored state changed by the timer');
   const seen = merchant.seen.length;
-  await refused(await proxy(gw, s.sessionToken, `${merchant.url}/e`, { purpose: 'api:search' }), 410, 'session_expired', merchant.paid.length, await ledgerRows());
+  await refused(
+    await proxy(gw, s.sessionToken, `${merchant.url}/e`, { purpose: 'api:search' }),
+    410,
+    'session_expired',
+    merchant.paid.length,
+    await ledgerRows(),
+  );
   assert.is(merchant.seen.length, seen);
 });
 
 test('rows 4–5: soft ceiling pauses (409), continuation raises it once; the token used twice fails', async () => {
   const s = await createSession(gw, { budget: { amount: '200', currency: 'USD' }, softLimit: { amount: '100' } });
-  for (let i = 0; i < 2; i++) assert.is((await proxy(gw, s.sessionToken, `${merchant.url}/s`, { purpose: 'api:search' })).status, 200);
-  await refused(await proxy(gw, s.sessionToken, `${merchant.url}/s`, { purpose: 'api:search' }), 409, 'session_paused', merchant.paid.length, await ledgerRows());
+  for (let i = 0; i < 2; i++)
+    assert.is((await proxy(gw, s.sessionToken, `${merchant.url}/s`, { purpose: 'api:search' })).status, 200);
+  await refused(
+    await proxy(gw, s.sessionToken, `${merchant.url}/s`, { purpose: 'api:search' }),
+    409,
+    'session_paused',
+    merchant.paid.length,
+    await ledgerRows(),
+  );
   const v = await call(gw.url, 'GET', `/sessions/${s.sessionId}`, { key: gw.ownerKey });
   assert.is(v.body.state, 'paused');
   assert.match(v.body.continuationToken, /^ctn_/);
@@ -229,16 +344,31 @@ test('rows 4–5: soft ceiling pauses (409), continuation raises it once; the to
   assert.ok(ev);
   assert.is(ev!.data.continuationToken, v.body.continuationToken);
   // Still paused: refused again, no second pause event.
-  await refused(await proxy(gw, s.sessionToken, `${merchant.url}/s`, { purpose: 'api:search' }), 409, 'session_paused', merchant.paid.length, await ledgerRows());
+  await refused(
+    await proxy(gw, s.sessionToken, `${merchant.url}/s`, { purpose: 'api:search' }),
+    409,
+    'session_paused',
+    merchant.paid.length,
+    await ledgerRows(),
+  );
   assert.is(gw.events.filter((e) => e.type === 'session.paused' && e.data.sessionId === s.sessionId).length, 1);
   // A forged token is refused; the real one works once.
   const forged = v.body.continuationToken.slice(0, -2) + (v.body.continuationToken.endsWith('AA') ? 'BA' : 'AA');
-  const f = await call(gw.url, 'PATCH', `/sessions/${s.sessionId}`, { key: gw.ownerKey, body: { continuationToken: forged } });
+  const f = await call(gw.url, 'PATCH', `/sessions/${s.sessionId}`, {
+    key: gw.ownerKey,
+    body: { continuationToken: forged },
+  });
   assert.is(f.status, 403);
   assert.is(f.body.error.code, 'continuation_invalid');
   const [a, b] = await Promise.all([
-    call(gw.url, 'PATCH', `/sessions/${s.sessionId}`, { key: gw.ownerKey, body: { continuationToken: v.body.continuationToken } }),
-    call(gw.url, 'PATCH', `/sessions/${s.sessionId}`, { key: s.sessionToken, body: { continuationToken: v.body.continuationToken } }),
+    call(gw.url, 'PATCH', `/sessions/${s.sessionId}`, {
+      key: gw.ownerKey,
+      body: { continuationToken: v.body.continuationToken },
+    }),
+    call(gw.url, 'PATCH', `/sessions/${s.sessionId}`, {
+      key: s.sessionToken,
+      body: { continuationToken: v.body.continuationToken },
+    }),
   ]);
   const statuses = [a.status, b.status].sort();
   assert.equal(statuses, [200, 403], `${a.text} ${b.text}`);
@@ -246,7 +376,10 @@ test('rows 4–5: soft ceiling pauses (409), continuation raises it once; the to
   assert.is(ok.body.state, 'active');
   assert.is(ok.body.budget.amount, '300');
   assert.is((await proxy(gw, s.sessionToken, `${merchant.url}/s`, { purpose: 'api:search' })).status, 200);
-  const again = await call(gw.url, 'PATCH', `/sessions/${s.sessionId}`, { key: gw.ownerKey, body: { continuationToken: v.body.continuationToken } });
+  const again = await call(gw.url, 'PATCH', `/sessions/${s.sessionId}`, {
+    key: gw.ownerKey,
+    body: { continuationToken: v.body.continuationToken },
+  });
   assert.is(again.status, 403);
   // The re-minted grant carries the raised ceiling.
   const rc = await call(gw.url, 'GET', `/sessions/${s.sessionId}/receipts`, { key: gw.ownerKey });
@@ -261,7 +394,10 @@ test('health, readiness, metrics, JWKS and key rotation', async () => {
   assert.match(m.text, /ctl_gateway_refusals_total\{code="budget_exceeded",rail="ledger"\} \d+/);
   const before = (await call(gw.url, 'GET', '/.well-known/ctl-keys.json')).body.keys;
   const oldReceiptKid = before.find((k: any) => k.purposes[0] === 'receipt' && k.status === 'active').kid;
-  const r = await call(gw.url, 'POST', '/admin/keys/rotate', { key: 'test-admin-key-0123456789', body: { purpose: 'receipt' } });
+  const r = await call(gw.url, 'POST', '/admin/keys/rotate', {
+    key: 'test-admin-key-0123456789',
+    body: { purpose: 'receipt' },
+  });
   assert.is(r.status, 200, r.text);
   const after = (await call(gw.url, 'GET', '/.well-known/ctl-keys.json')).body.keys;
   assert.is(after.find((k: any) => k.kid === oldReceiptKid).status, 'retired');

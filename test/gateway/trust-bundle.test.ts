@@ -7,7 +7,16 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { randomBytes } from 'node:crypto';
 import { verifyTrustBundle, publicKeyPemFromJwk } from '../../src/index.js';
-import { sqliteDb, postgresDb, startTestGateway, createSession, call, ADMIN_KEY, type TestGateway, type TestDb } from './helpers.js';
+import {
+  sqliteDb,
+  postgresDb,
+  startTestGateway,
+  createSession,
+  call,
+  ADMIN_KEY,
+  type TestGateway,
+  type TestDb,
+} from './helpers.js';
 
 type Bundle = { sequence: number; revokedGrants: string[]; issuers: { keys: { kid: string }[] }[]; issuedAt: string };
 const bundleOf = async (gw: { url: string }) => {
@@ -15,7 +24,8 @@ const bundleOf = async (gw: { url: string }) => {
   assert.is(res.status, 200, res.text);
   return res.body as Bundle;
 };
-const revoke = (gw: TestGateway, sessionId: string) => call(gw.url, 'DELETE', `/sessions/${sessionId}`, { key: gw.ownerKey });
+const revoke = (gw: TestGateway, sessionId: string) =>
+  call(gw.url, 'DELETE', `/sessions/${sessionId}`, { key: gw.ownerKey });
 
 async function verified(gw: TestGateway, bundle: Bundle, now = Date.now) {
   const root = (await call(gw.url, 'GET', '/.well-known/ctl-bundle-root.json')).body.keys[0];
@@ -47,7 +57,14 @@ test('every revoked grant that has not expired is listed: 1,200 of them, none ca
           await q.run(
             `INSERT INTO gw_sessions (id, owner_id, token_hash, label, currency, ceiling, state, expires_at, created_at, ended_at, config, policy_hash, grant_id, grant_json, actor_key_pem)
              VALUES (?, 'o', ?, 'x', 'USD', 10, 'revoked', ?, ?, ?, '{}', 'h', ?, '{}', 'pem')`,
-            [`sess_${randomBytes(12).toString('base64url')}`, randomBytes(16).toString('hex'), expiresAt, now - 7200_000, now - 60_000 - i, grantId],
+            [
+              `sess_${randomBytes(12).toString('base64url')}`,
+              randomBytes(16).toString('hex'),
+              expiresAt,
+              now - 7200_000,
+              now - 60_000 - i,
+              grantId,
+            ],
           );
         }
       });
@@ -124,12 +141,16 @@ test('two instances on one PostgreSQL database, clocks 30 s apart: sequences onl
         const last = seen[seen.length - 1]!;
         assert.ok(bundle.sequence >= last.sequence, `sequence ${bundle.sequence} after ${last.sequence}`);
         if (bundle.sequence === last.sequence) assert.equal(bundle, last, 'one sequence, one bundle');
-        for (const done of sessions.slice(0, i + 1)) assert.ok(bundle.revokedGrants.includes(done.grantId), `revocation ${i} listed`);
+        for (const done of sessions.slice(0, i + 1))
+          assert.ok(bundle.revokedGrants.includes(done.grantId), `revocation ${i} listed`);
         seen.push(bundle);
       }
     }
     // A key rotation on one instance raises the sequence the other serves, with the new key.
-    const rotated = await call(ahead.url, 'POST', '/admin/keys/rotate', { key: ADMIN_KEY, body: { purpose: 'receipt' } });
+    const rotated = await call(ahead.url, 'POST', '/admin/keys/rotate', {
+      key: ADMIN_KEY,
+      body: { purpose: 'receipt' },
+    });
     assert.is(rotated.status, 200, rotated.text);
     const after = await bundleOf(behind);
     assert.ok(after.sequence > seen[seen.length - 1]!.sequence);

@@ -29,7 +29,11 @@ test.after(async () => {
 });
 
 /** One raw request (fetch refuses some of these methods). */
-function send(base: string, method: string, path: string): Promise<{ status: number; body: any; allow: string | undefined }> {
+function send(
+  base: string,
+  method: string,
+  path: string,
+): Promise<{ status: number; body: any; allow: string | undefined }> {
   return new Promise((resolve, reject) => {
     const u = new URL(path, base);
     const r = request({ host: u.hostname, port: u.port, method, path: u.pathname }, (res) => {
@@ -65,7 +69,11 @@ for (const [service, base, paths] of [
         const loud = lines.filter((l) => l.level >= 40);
         assert.equal(loud, [], `${method} ${path} logged above info`);
         // The authority's request log (the gateway's is server.ts's): one line at info, or debug for its quiet probe paths.
-        if (service === 'authority') assert.ok(lines.some((l) => l.level === (path === '/healthz' ? 20 : 30) && l.method === method && l.status === 405), `${method} ${path}: the request line`);
+        if (service === 'authority')
+          assert.ok(
+            lines.some((l) => l.level === (path === '/healthz' ? 20 : 30) && l.method === method && l.status === 405),
+            `${method} ${path}: the request line`,
+          );
       }
     }
   });

@@ -25,7 +25,10 @@ function compile(doc: OpenApiDocument): Compiled {
   // The components under one id, so `#/components/schemas/X` refs resolve from any response schema.
   ajv.addSchema({ $id: 'openapi:components', components: doc.components } as Schema, 'openapi:components');
   const templates = Object.keys(doc.paths)
-    .map((t): [RegExp, string] => [new RegExp(`^${t.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '[^/]+')}$`), t])
+    .map((t): [RegExp, string] => [
+      new RegExp(`^${t.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '[^/]+')}$`),
+      t,
+    ])
     .sort((a, b) => literalLength(b[1]) - literalLength(a[1]));
   c = { ajv, templates, validators: new Map() };
   compiled.set(doc, c);
@@ -38,7 +41,12 @@ const literalLength = (t: string) => t.replace(/\{[^}]+\}/g, '').length;
 function rebase(schema: unknown): unknown {
   if (Array.isArray(schema)) return schema.map(rebase);
   if (!schema || typeof schema !== 'object') return schema;
-  return Object.fromEntries(Object.entries(schema).map(([k, v]) => [k, k === '$ref' && typeof v === 'string' && v.startsWith('#/') ? `openapi:components${v}` : rebase(v)]));
+  return Object.fromEntries(
+    Object.entries(schema).map(([k, v]) => [
+      k,
+      k === '$ref' && typeof v === 'string' && v.startsWith('#/') ? `openapi:components${v}` : rebase(v),
+    ]),
+  );
 }
 
 /**
@@ -63,28 +71,54 @@ export function pathTemplate(doc: OpenApiDocument, path: string): string | undef
  * body the document does not allow. `body` is the parsed JSON, or the text when it is not JSON.
  * @example expectMatchesOpenApi(GATEWAY_OPENAPI, 'GET', '/sessions/sess_1', 200, res.body, res.headers.get('content-type'))
  */
-export function expectMatchesOpenApi(doc: OpenApiDocument, method: string, path: string, status: number, body: unknown, contentType?: string | null, request?: { body: unknown }): void {
+export function expectMatchesOpenApi(
+  doc: OpenApiDocument,
+  method: string,
+  path: string,
+  status: number,
+  body: unknown,
+  contentType?: string | null,
+  request?: { body: unknown },
+): void {
   const c = compile(doc);
   const where = `${method} ${path} → ${status}`;
   const template = pathTemplate(doc, path);
   const op = template === undefined ? undefined : doc.paths[template]![method.toLowerCase()];
   if (!op) {
     // An unknown route or method is refused by the error middleware, with the envelope; anything else is undocumented.
-    if (status < 400) throw new Error(`OpenAPI: ${where}: ${template ? `method not documented under ${template}` : 'path not documented'}`);
+    if (status < 400)
+      throw new Error(
+        `OpenAPI: ${where}: ${template ? `method not documented under ${template}` : 'path not documented'}`,
+      );
     expectErrorEnvelope(doc, body, where);
     return;
   }
   // A request the service accepted must be one the document allows (so its request schemas are tested too).
-  const requestSchema = (op.requestBody as { content?: Record<string, { schema: Schema }> } | undefined)?.content?.['application/json']?.schema;
-  if (request && status < 300 && requestSchema) validate(c, `${method.toUpperCase()} ${template} request`, requestSchema, request.body, `${where} (its request body)`);
+  const requestSchema = (op.requestBody as { content?: Record<string, { schema: Schema }> } | undefined)?.content?.[
+    'application/json'
+  ]?.schema;
+  if (request && status < 300 && requestSchema)
+    validate(
+      c,
+      `${method.toUpperCase()} ${template} request`,
+      requestSchema,
+      request.body,
+      `${where} (its request body)`,
+    );
   const key = [String(status), `${String(status)[0]}XX`, 'default'].find((k) => k in op.responses);
-  if (!key) throw new Error(`OpenAPI: ${where}: status not documented for ${method} ${template} (documented: ${Object.keys(op.responses).join(', ')})`);
+  if (!key)
+    throw new Error(
+      `OpenAPI: ${where}: status not documented for ${method} ${template} (documented: ${Object.keys(op.responses).join(', ')})`,
+    );
   let response = op.responses[key]! as { $ref?: string; content?: Record<string, { schema: Schema }> };
   if (response.$ref) response = doc.components.responses[response.$ref.split('/').pop()!] as typeof response;
   if (!response.content) return;
   const media = (contentType ?? '').split(';')[0]!.trim().toLowerCase();
   const entry = response.content[media] ?? response.content['*/*'];
-  if (!entry) throw new Error(`OpenAPI: ${where}: content type '${media}' not documented (documented: ${Object.keys(response.content).join(', ')})`);
+  if (!entry)
+    throw new Error(
+      `OpenAPI: ${where}: content type '${media}' not documented (documented: ${Object.keys(response.content).join(', ')})`,
+    );
   if (media !== 'application/json') return;
   validate(c, `${method.toUpperCase()} ${template} ${key}`, entry.schema, body, where);
 }
@@ -105,7 +139,14 @@ function validator(c: Compiled, id: string, schema: Schema): ValidateFunction {
 function validate(c: Compiled, id: string, schema: Schema, body: unknown, where: string): void {
   const v = validator(c, id, schema);
   if (!v(body)) {
-    const errors = (v.errors ?? []).slice(0, 5).map((e) => `${e.instancePath || '/'} ${e.message}${e.params && 'additionalProperty' in e.params ? ` '${e.params.additionalProperty}'` : ''}`);
-    throw new Error(`OpenAPI: ${where}: body does not match the document: ${errors.join('; ')}\nbody: ${JSON.stringify(body).slice(0, 400)}`);
+    const errors = (v.errors ?? [])
+      .slice(0, 5)
+      .map(
+        (e) =>
+          `${e.instancePath || '/'} ${e.message}${e.params && 'additionalProperty' in e.params ? ` '${e.params.additionalProperty}'` : ''}`,
+      );
+    throw new Error(
+      `OpenAPI: ${where}: body does not match the document: ${errors.join('; ')}\nbody: ${JSON.stringify(body).slice(0, 400)}`,
+    );
   }
 }

@@ -38,7 +38,8 @@ export function fakeRevocationFetch(spec: any, calls: { n: number } = { n: 0 }):
 export function chainTrust(trust: string, input: any, keys: OwnKeys): Partial<VerifyCtlOptions> {
   const [form, name] = trust.split(':') as [string, string | undefined];
   if (form === 'signingKeyPem') return { signingKeyPem: keys[name!]!.publicKeyPem };
-  if (form === 'trustBundles+root') return { trustBundles: input.trustBundles, rootPublicKeyPem: keys[name!]!.publicKeyPem };
+  if (form === 'trustBundles+root')
+    return { trustBundles: input.trustBundles, rootPublicKeyPem: keys[name!]!.publicKeyPem };
   if (form === 'jwks') return { jwks: input.jwks };
   if (form === 'none') return {};
   throw new Error('unknown trust form ' + trust);
@@ -48,8 +49,19 @@ export function chainTrust(trust: string, input: any, keys: OwnKeys): Partial<Ve
 export function chainOptions(k: any, keys: OwnKeys, calls: { n: number } = { n: 0 }): VerifyCtlOptions {
   const o = k.options;
   return {
-    amount: o.amount, currency: o.currency, merchantId: o.merchantId, rail: o.rail, purpose: o.purpose, asset: o.asset,
-    requireIntentHash: o.requireIntentHash, clockToleranceMs: o.clockToleranceMs, trackSpend: o.trackSpend, trustedHumans: o.trustedHumans,
-    offline: o.offline !== false, now: () => parseTimestamp(o.now, 'now'), fetch: fakeRevocationFetch(o.revocation, calls), ...chainTrust(o.trust, k.input, keys),
+    amount: o.amount,
+    currency: o.currency,
+    merchantId: o.merchantId,
+    rail: o.rail,
+    purpose: o.purpose,
+    asset: o.asset,
+    requireIntentHash: o.requireIntentHash,
+    clockToleranceMs: o.clockToleranceMs,
+    trackSpend: o.trackSpend,
+    trustedHumans: o.trustedHumans,
+    offline: o.offline !== false,
+    now: () => parseTimestamp(o.now, 'now'),
+    fetch: fakeRevocationFetch(o.revocation, calls),
+    ...chainTrust(o.trust, k.input, keys),
   };
 }

@@ -10,10 +10,15 @@ export interface CtlRun {
 }
 
 /** @example const r = await runCtl({ cwd: dir }, 'bundle', 'verify', 'b.json') */
-export function runCtl(o: { cwd: string; env?: Record<string, string | undefined> }, ...args: string[]): Promise<CtlRun> {
+export function runCtl(
+  o: { cwd: string; env?: Record<string, string | undefined> },
+  ...args: string[]
+): Promise<CtlRun> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [join(repo, 'bin', 'ctl.mjs'), ...args], {
-      cwd: o.cwd, env: o.env ? { ...process.env, ...o.env } : process.env, stdio: ['ignore', 'pipe', 'pipe'],
+      cwd: o.cwd,
+      env: o.env ? { ...process.env, ...o.env } : process.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
     let err = '';

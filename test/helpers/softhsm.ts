@@ -28,11 +28,16 @@ export function createSoftHsm(labels: string[] = ['ctl'], pin = '1234'): TestTok
   writeFileSync(conf, `directories.tokendir = ${join(dir, 'tokens')}\nobjectstore.backend = file\nlog.level = ERROR\n`);
   process.env.SOFTHSM2_CONF = conf;
   for (const label of labels) {
-    execFileSync('softhsm2-util', ['--init-token', '--free', '--label', label, '--so-pin', '0000', '--pin', pin], { env: process.env, stdio: 'pipe' });
+    execFileSync('softhsm2-util', ['--init-token', '--free', '--label', label, '--so-pin', '0000', '--pin', pin], {
+      env: process.env,
+      stdio: 'pipe',
+    });
   }
   const label = labels[0];
   return {
-    dir, label, pin,
+    dir,
+    label,
+    pin,
     uri: (object) => `pkcs11:token=${label};object=${object}?pin-value=${pin}`,
     remove: () => rmSync(dir, { recursive: true, force: true }),
   };

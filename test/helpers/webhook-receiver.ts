@@ -50,14 +50,24 @@ export async function downReceiver() {
       await new Promise<void>((r) => server!.listen(port, '127.0.0.1', r));
     },
     async close() {
-      if (server) await new Promise<void>((r) => { server!.close(() => r()); server!.closeAllConnections(); });
+      if (server)
+        await new Promise<void>((r) => {
+          server!.close(() => r());
+          server!.closeAllConnections();
+        });
     },
   };
 }
 
 /** A service child process that prints one JSON line `{ url }` once listening. */
-export function startChild(file: string, env: Record<string, string | undefined>): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(process.execPath, [file], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+export function startChild(
+  file: string,
+  env: Record<string, string | undefined>,
+): Promise<{ url: string; child: ChildProcess }> {
+  const child = spawn(process.execPath, [file], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   return new Promise((resolve, reject) => {
     let out = '';
     const timer = setTimeout(() => reject(new Error(`${file} did not start in 30 s`)), 30_000);

@@ -19,16 +19,32 @@ test('the bundle builds and lists the tools over stdio', async () => {
   const dir = mkdtempSync(join(root, 'build', 'mcp-bundle-'));
   try {
     const outfile = join(dir, 'ctl-mcp.mjs');
-    const built = spawnSync(process.execPath, [join(root, 'scripts', 'bundle-packages.mjs'), 'mcp', '--out', dir], { cwd: root, encoding: 'utf8' });
+    const built = spawnSync(process.execPath, [join(root, 'scripts', 'bundle-packages.mjs'), 'mcp', '--out', dir], {
+      cwd: root,
+      encoding: 'utf8',
+    });
     assert.is(built.status, 0, built.stderr);
     const client = new Client({ name: 'bundle-test', version: '1.0.0' });
-    await client.connect(new StdioClientTransport({
-      command: process.execPath, args: [outfile], env: { CTL_GATEWAY_URL: 'http://127.0.0.1:9', CTL_SESSION_TOKEN: 'gw_sess_abc' }, stderr: 'pipe',
-    }));
+    await client.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: [outfile],
+        env: { CTL_GATEWAY_URL: 'http://127.0.0.1:9', CTL_SESSION_TOKEN: 'gw_sess_abc' },
+        stderr: 'pipe',
+      }),
+    );
     try {
-      assert.equal((await client.listTools()).tools.map((t) => t.name).sort(), ['list_receipts', 'paid_fetch', 'session_status']);
+      assert.equal((await client.listTools()).tools.map((t) => t.name).sort(), [
+        'list_receipts',
+        'paid_fetch',
+        'session_status',
+      ]);
       const pkg = JSON.parse(readFileSync(join(root, 'mcp', 'package.json'), 'utf8'));
-      assert.equal(client.getServerVersion(), { name: pkg.name, version: pkg.version }, 'the server names itself as its package does');
+      assert.equal(
+        client.getServerVersion(),
+        { name: pkg.name, version: pkg.version },
+        'the server names itself as its package does',
+      );
     } finally {
       await client.close();
     }

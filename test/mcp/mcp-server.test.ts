@@ -34,11 +34,15 @@ async function connect(env: Record<string, string>): Promise<Client> {
 
 async function agentFor(token: string) {
   const client = await connect({ CTL_GATEWAY_URL: env.gw.url, CTL_SESSION_TOKEN: token });
-  return (name: string, args: Record<string, unknown> = {}) => client.callTool({ name, arguments: args }) as Promise<Result>;
+  return (name: string, args: Record<string, unknown> = {}) =>
+    client.callTool({ name, arguments: args }) as Promise<Result>;
 }
 
 async function ownerReceipts(sessionId: string) {
-  return (await call(env.gw.url, 'GET', `/sessions/${sessionId}/receipts`, { key: env.gw.ownerKey })).body.receipts as { receiptId: string; amount: { amountMinor: string; currency: string } }[];
+  return (await call(env.gw.url, 'GET', `/sessions/${sessionId}/receipts`, { key: env.gw.ownerKey })).body.receipts as {
+    receiptId: string;
+    amount: { amountMinor: string; currency: string };
+  }[];
 }
 
 test.before(async () => {
@@ -66,8 +70,20 @@ test('the three tools are listed with input schemas an LLM can fill in', async (
     assert.is((t.outputSchema as { type?: string } | undefined)?.type, 'object', `${t.name} declares its output`);
   }
   const fetchInput = byName.paid_fetch!.inputSchema as { properties: Record<string, any>; required?: string[] };
-  assert.equal(Object.keys(fetchInput.properties).sort(), ['body', 'bodyEncoding', 'headers', 'idempotencyKey', 'maxBodyBytes', 'method', 'purpose', 'url']);
-  assert.equal([fetchInput.properties.maxBodyBytes.minimum, fetchInput.properties.maxBodyBytes.maximum], [1, 1_048_576]);
+  assert.equal(Object.keys(fetchInput.properties).sort(), [
+    'body',
+    'bodyEncoding',
+    'headers',
+    'idempotencyKey',
+    'maxBodyBytes',
+    'method',
+    'purpose',
+    'url',
+  ]);
+  assert.equal(
+    [fetchInput.properties.maxBodyBytes.minimum, fetchInput.properties.maxBodyBytes.maximum],
+    [1, 1_048_576],
+  );
   assert.equal(fetchInput.required, ['url']);
   assert.is(fetchInput.properties.url.type, 'string');
   assert.is(fetchInput.properties.url.format, 'uri');
@@ -76,7 +92,9 @@ test('the three tools are listed with input schemas an LLM can fill in', async (
   assert.match(fetchInput.properties.purpose.description, /<domain>:<kind>/);
   const fetchOutput = byName.paid_fetch!.outputSchema as { properties: Record<string, any> };
   assert.equal(fetchOutput.properties.outcome.enum, ['response', 'paused', 'refused', 'failed']);
-  assert.ok(fetchOutput.properties.receiptId && fetchOutput.properties.amountPaid && fetchOutput.properties.ownerAction);
+  assert.ok(
+    fetchOutput.properties.receiptId && fetchOutput.properties.amountPaid && fetchOutput.properties.ownerAction,
+  );
   const receiptsInput = byName.list_receipts!.inputSchema as { properties: Record<string, any> };
   assert.is(receiptsInput.properties.limit.maximum, 500);
   assert.equal(Object.keys((byName.session_status!.inputSchema as { properties?: object }).properties ?? {}), []);
@@ -88,7 +106,11 @@ test('a paid call: the merchant answer, the receipt id and the amount paid; stat
   const tool = await agentFor(s.sessionToken);
   const paidBefore = env.merchant.paid.length;
   const r = await tool('paid_fetch', {
-    url: `${env.merchant.url}/report`, method: 'POST', body: '{"q":"tides"}', headers: { 'content-type': 'application/json' }, purpose: 'api:search',
+    url: `${env.merchant.url}/report`,
+    method: 'POST',
+    body: '{"q":"tides"}',
+    headers: { 'content-type': 'application/json' },
+    purpose: 'api:search',
   });
   assert.not.ok(r.isError, JSON.stringify(r));
   const out = r.structuredContent;
@@ -105,7 +127,10 @@ test('a paid call: the merchant answer, the receipt id and the amount paid; stat
   assert.is(env.merchant.paid.length, paidBefore + 1);
   // The receipt is the gateway's own record, not something the server made up.
   const receipts = await ownerReceipts(s.sessionId);
-  assert.equal(receipts.map((x) => x.receiptId), [out.receiptId]);
+  assert.equal(
+    receipts.map((x) => x.receiptId),
+    [out.receiptId],
+  );
   assert.equal(receipts[0]!.amount, out.amountPaid);
   assert.equal(JSON.parse(r.content.at(-1)!.text), out, 'the same JSON as text for clients without structured content');
 
@@ -128,7 +153,11 @@ test('a paid call: the merchant answer, the receipt id and the amount paid; stat
   await tool('paid_fetch', { url: `${env.merchant.url}/data`, purpose: 'api:search' });
   const listed = (await tool('list_receipts')).structuredContent;
   assert.is(listed.total, 2);
-  assert.equal(listed.receipts.map((x: { receiptId: string }) => x.receiptId), (await ownerReceipts(s.sessionId)).map((x) => x.receiptId).reverse(), 'newest first');
+  assert.equal(
+    listed.receipts.map((x: { receiptId: string }) => x.receiptId),
+    (await ownerReceipts(s.sessionId)).map((x) => x.receiptId).reverse(),
+    'newest first',
+  );
   assert.equal(listed.receipts[1].amount, { amountMinor: '250', currency: 'USD' });
   assert.is(listed.receipts[1].purpose, 'api:search');
   assert.is(listed.receipts[1].signed, undefined);
@@ -142,8 +171,12 @@ test('a retry with the same idempotencyKey is not paid twice', async () => {
   const s = await createSession(env.gw);
   const tool = await agentFor(s.sessionToken);
   const paidBefore = env.merchant.paid.length;
-  const first = (await tool('paid_fetch', { url: `${env.merchant.url}/data`, purpose: 'api:search', idempotencyKey: 'order-42' })).structuredContent;
-  const again = (await tool('paid_fetch', { url: `${env.merchant.url}/data`, purpose: 'api:search', idempotencyKey: 'order-42' })).structuredContent;
+  const first = (
+    await tool('paid_fetch', { url: `${env.merchant.url}/data`, purpose: 'api:search', idempotencyKey: 'order-42' })
+  ).structuredContent;
+  const again = (
+    await tool('paid_fetch', { url: `${env.merchant.url}/data`, purpose: 'api:search', idempotencyKey: 'order-42' })
+  ).structuredContent;
   assert.is(first.idempotencyKey, 'order-42');
   assert.is(again.replayed, true);
   assert.is(again.receiptId, first.receiptId);
@@ -184,7 +217,11 @@ test('a refused call is a tool error carrying its PROTOCOL.md §9 code; nothing 
 test('a paused session is a structured result telling the agent to ask its owner, and the owner action works', async () => {
   const s = await createSession(env.gw, { budget: { amount: '200', currency: 'USD' }, softLimit: { amount: '100' } });
   const tool = await agentFor(s.sessionToken);
-  for (let i = 0; i < 2; i++) assert.ok((await tool('paid_fetch', { url: `${env.merchant.url}/data`, purpose: 'api:search' })).structuredContent.receiptId);
+  for (let i = 0; i < 2; i++)
+    assert.ok(
+      (await tool('paid_fetch', { url: `${env.merchant.url}/data`, purpose: 'api:search' })).structuredContent
+        .receiptId,
+    );
   const paidBefore = env.merchant.paid.length;
   const paused = await tool('paid_fetch', { url: `${env.merchant.url}/data`, purpose: 'api:search' });
   assert.not.ok(paused.isError, 'a pause is not a failure of the tool');
@@ -209,9 +246,13 @@ test('a paused session is a structured result telling the agent to ask its owner
   assert.not.ok(JSON.stringify([paused, status]).includes(owner.continuationToken));
 
   // The owner does what ownerAction says; the same call then pays.
-  const approved = await call(env.gw.url, 'PATCH', `/sessions/${s.sessionId}`, { key: env.gw.ownerKey, body: { continuationToken: owner.continuationToken } });
+  const approved = await call(env.gw.url, 'PATCH', `/sessions/${s.sessionId}`, {
+    key: env.gw.ownerKey,
+    body: { continuationToken: owner.continuationToken },
+  });
   assert.is(approved.status, 200);
-  const after = (await tool('paid_fetch', { url: `${env.merchant.url}/data`, purpose: 'api:search' })).structuredContent;
+  const after = (await tool('paid_fetch', { url: `${env.merchant.url}/data`, purpose: 'api:search' }))
+    .structuredContent;
   assert.is(after.outcome, 'response');
   assert.match(after.receiptId, /^rcpt_/);
   assert.is(env.merchant.paid.length, paidBefore + 1);
@@ -223,10 +264,22 @@ test('binary bodies travel as base64 both ways', async () => {
   const img = (await tool('paid_fetch', { url: `${filesUrl}/logo.png` })).structuredContent;
   assert.is(img.bodyEncoding, 'base64');
   assert.equal(Buffer.from(img.body, 'base64'), PNG);
-  const sent = (await tool('paid_fetch', { url: `${env.merchant.url}/free`, method: 'PUT', body: Buffer.from('héllo').toString('base64'), bodyEncoding: 'base64' })).structuredContent;
+  const sent = (
+    await tool('paid_fetch', {
+      url: `${env.merchant.url}/free`,
+      method: 'PUT',
+      body: Buffer.from('héllo').toString('base64'),
+      bodyEncoding: 'base64',
+    })
+  ).structuredContent;
   assert.is(JSON.parse(sent.body).body, 'héllo');
   assert.is(JSON.parse(sent.body).method, 'PUT');
-  const bad = await tool('paid_fetch', { url: `${env.merchant.url}/free`, method: 'POST', body: 'not base64!', bodyEncoding: 'base64' });
+  const bad = await tool('paid_fetch', {
+    url: `${env.merchant.url}/free`,
+    method: 'POST',
+    body: 'not base64!',
+    bodyEncoding: 'base64',
+  });
   assert.is(bad.isError, true);
   assert.is(bad.structuredContent.code, 'malformed');
 });
@@ -235,23 +288,46 @@ test('a long body is cut at maxBodyBytes on a character boundary; the same key w
   const s = await createSession(env.gw);
   const tool = await agentFor(s.sessionToken);
   const long = 'é'.repeat(5000); // 10,000 bytes of UTF-8, echoed back by the merchant in JSON
-  const cut = (await tool('paid_fetch', { url: `${env.merchant.url}/free`, method: 'PUT', body: long, maxBodyBytes: 101 })).structuredContent;
+  const cut = (
+    await tool('paid_fetch', { url: `${env.merchant.url}/free`, method: 'PUT', body: long, maxBodyBytes: 101 })
+  ).structuredContent;
   assert.is(cut.truncated, true);
   assert.is(cut.bodyEncoding, 'text', 'cut before a split character, so still text');
-  assert.ok(Buffer.byteLength(cut.body) <= 101 && Buffer.byteLength(cut.body) >= 98, String(Buffer.byteLength(cut.body)));
+  assert.ok(
+    Buffer.byteLength(cut.body) <= 101 && Buffer.byteLength(cut.body) >= 98,
+    String(Buffer.byteLength(cut.body)),
+  );
   assert.ok(cut.bodyBytes > 10_000, String(cut.bodyBytes));
   assert.match(cut.nextStep, /maxBodyBytes/);
 
   const paidBefore = env.merchant.paid.length;
-  const small = (await tool('paid_fetch', { url: `${env.merchant.url}/data`, purpose: 'api:search', idempotencyKey: 'cut-1', maxBodyBytes: 8 })).structuredContent;
+  const small = (
+    await tool('paid_fetch', {
+      url: `${env.merchant.url}/data`,
+      purpose: 'api:search',
+      idempotencyKey: 'cut-1',
+      maxBodyBytes: 8,
+    })
+  ).structuredContent;
   assert.is(small.truncated, true);
   assert.is(small.body.length, 8);
-  const whole = (await tool('paid_fetch', { url: `${env.merchant.url}/data`, purpose: 'api:search', idempotencyKey: 'cut-1', maxBodyBytes: 65_536 })).structuredContent;
+  const whole = (
+    await tool('paid_fetch', {
+      url: `${env.merchant.url}/data`,
+      purpose: 'api:search',
+      idempotencyKey: 'cut-1',
+      maxBodyBytes: 65_536,
+    })
+  ).structuredContent;
   assert.is(whole.replayed, true);
   assert.is(whole.truncated, undefined);
   assert.is(JSON.parse(whole.body).paid, true);
   assert.is(env.merchant.paid.length, paidBefore + 1, 'paid once');
-  assert.is((await tool('paid_fetch', { url: `${env.merchant.url}/free`, maxBodyBytes: 0 })).isError, true, 'a limit below 1 is refused by the schema');
+  assert.is(
+    (await tool('paid_fetch', { url: `${env.merchant.url}/free`, maxBodyBytes: 0 })).isError,
+    true,
+    'a limit below 1 is refused by the schema',
+  );
 });
 
 test('a token the gateway does not know: every tool says unauthorized', async () => {
@@ -272,7 +348,10 @@ test('a gateway that cannot be reached: a tool error saying so, never a crash of
   const port = (closed.address() as AddressInfo).port;
   await new Promise((r) => closed.close(r));
   const client = await connect({ CTL_GATEWAY_URL: `http://127.0.0.1:${port}`, CTL_SESSION_TOKEN: 'gw_sess_abc' });
-  const r = (await client.callTool({ name: 'paid_fetch', arguments: { url: `${env.merchant.url}/data`, purpose: 'api:search', idempotencyKey: 'k-1' } })) as Result;
+  const r = (await client.callTool({
+    name: 'paid_fetch',
+    arguments: { url: `${env.merchant.url}/data`, purpose: 'api:search', idempotencyKey: 'k-1' },
+  })) as Result;
   assert.is(r.isError, true);
   assert.is(r.structuredContent.outcome, 'failed');
   assert.is(r.structuredContent.code, 'unavailable');
@@ -285,7 +364,13 @@ test('a gateway that cannot be reached: a tool error saying so, never a crash of
 });
 
 test('missing or invalid configuration: one line on stderr naming the variable, a non-zero exit', async () => {
-  const run = (env: Record<string, string>) => spawnSync(process.execPath, [SERVER], { env: { PATH: process.env.PATH ?? '', ...env }, input: '', encoding: 'utf8', timeout: 20_000 });
+  const run = (env: Record<string, string>) =>
+    spawnSync(process.execPath, [SERVER], {
+      env: { PATH: process.env.PATH ?? '', ...env },
+      input: '',
+      encoding: 'utf8',
+      timeout: 20_000,
+    });
   const token = (await createSession(env.gw)).sessionToken;
   const cases: [Record<string, string>, string][] = [
     [{ CTL_SESSION_TOKEN: token }, 'CTL_GATEWAY_URL'],
@@ -298,15 +383,23 @@ test('missing or invalid configuration: one line on stderr naming the variable, 
     const r = run(env);
     assert.ok(r.status !== 0 && r.status !== null, `exit ${r.status} for ${JSON.stringify(env)}`);
     assert.ok(r.stderr.startsWith(`ctl-mcp: ${variable}: `), r.stderr);
-    assert.is(r.stdout, '', 'stdout is the protocol\'s');
+    assert.is(r.stdout, '', "stdout is the protocol's");
     assert.not.ok(r.stderr.includes('sk-secret-value-123') || r.stderr.includes(token), 'no token in the message');
   }
   // An MCP client sees the start fail instead of waiting forever.
   const client = new Client({ name: 'ctl-mcp-test', version: '1.0.0' });
-  const transport = new StdioClientTransport({ command: process.execPath, args: [SERVER], env: { CTL_GATEWAY_URL: env.gw.url }, stderr: 'pipe' });
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [SERVER],
+    env: { CTL_GATEWAY_URL: env.gw.url },
+    stderr: 'pipe',
+  });
   let stderr = '';
   transport.stderr?.on('data', (d) => (stderr += d));
-  await client.connect(transport).then(() => assert.unreachable('connected without a token'), () => {});
+  await client.connect(transport).then(
+    () => assert.unreachable('connected without a token'),
+    () => {},
+  );
   assert.match(stderr, /CTL_SESSION_TOKEN/);
 });
 

@@ -38,10 +38,13 @@ test.before(async () => {
   const target = new URL(gw.url);
   front = createServer((req, res) => {
     if (req.url === '/proxy') proxied++;
-    const out = request({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers }, (r) => {
-      res.writeHead(r.statusCode ?? 502, r.headers);
-      r.pipe(res);
-    });
+    const out = request(
+      { host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers },
+      (r) => {
+        res.writeHead(r.statusCode ?? 502, r.headers);
+        r.pipe(res);
+      },
+    );
     req.pipe(out);
   });
   await new Promise<void>((r) => front.listen(0, '127.0.0.1', r));
@@ -59,13 +62,24 @@ test.after(async () => {
 test('paid_fetch: paid_response_lost is reported with its receipt and not sent again', async () => {
   const s = await createSession(gw);
   client = new Client({ name: 'ctl-mcp-test', version: '1.0.0' });
-  await client.connect(new StdioClientTransport({ command: process.execPath, args: [SERVER], env: { CTL_GATEWAY_URL: frontUrl, CTL_SESSION_TOKEN: s.sessionToken }, stderr: 'pipe' }));
-  const r = (await client.callTool({ name: 'paid_fetch', arguments: { url: `${merchantUrl}/data`, purpose: 'api:search' } })) as { isError?: boolean; content: { text: string }[]; structuredContent: any };
+  await client.connect(
+    new StdioClientTransport({
+      command: process.execPath,
+      args: [SERVER],
+      env: { CTL_GATEWAY_URL: frontUrl, CTL_SESSION_TOKEN: s.sessionToken },
+      stderr: 'pipe',
+    }),
+  );
+  const r = (await client.callTool({
+    name: 'paid_fetch',
+    arguments: { url: `${merchantUrl}/data`, purpose: 'api:search' },
+  })) as { isError?: boolean; content: { text: string }[]; structuredContent: any };
   assert.is(r.isError, true);
   assert.is(r.structuredContent.outcome, 'refused');
   assert.is(r.structuredContent.code, 'paid_response_lost');
   assert.is(r.structuredContent.httpStatus, 502);
-  const receipts = (await call(gw.url, 'GET', `/sessions/${s.sessionId}/receipts`, { key: gw.ownerKey })).body.receipts as { receiptId: string }[];
+  const receipts = (await call(gw.url, 'GET', `/sessions/${s.sessionId}/receipts`, { key: gw.ownerKey })).body
+    .receipts as { receiptId: string }[];
   assert.is(receipts.length, 1);
   assert.is(r.structuredContent.receiptId, receipts[0]!.receiptId);
   assert.match(r.structuredContent.nextStep, /Do not call again/);

@@ -10,11 +10,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-for (const c of spendStorageConformance(() => createKvSpendStorage(createMemoryByteStorage()))) test(`memory flash: ${c.name}`, c.run);
+for (const c of spendStorageConformance(() => createKvSpendStorage(createMemoryByteStorage())))
+  test(`memory flash: ${c.name}`, c.run);
 
 const dir = mkdtempSync(join(tmpdir(), 'ctl-flash-'));
 let n = 0;
-for (const c of spendStorageConformance(() => createKvSpendStorage(createFileByteStorage(join(dir, `f${n++}.json`))))) test(`file flash: ${c.name}`, c.run);
+for (const c of spendStorageConformance(() => createKvSpendStorage(createFileByteStorage(join(dir, `f${n++}.json`)))))
+  test(`file flash: ${c.name}`, c.run);
 
 /** A hardware monotonic counter in memory, as the device binds its ledgers to one. */
 const memoryCounter = (): MonotonicCounter => {
@@ -27,7 +29,8 @@ for (const c of spendStorageConformance(() => {
   const counter = memoryCounter();
   bindCounterHead(flash, counter);
   return createKvSpendStorage(flash, { counter, onMissingHead: 'refuse' });
-})) test(`counter-bound flash: ${c.name}`, c.run);
+}))
+  test(`counter-bound flash: ${c.name}`, c.run);
 
 // Two handles on one file, as two processes sharing it: every call alternates between them.
 for (const c of spendStorageConformance(() => {
@@ -42,7 +45,8 @@ for (const c of spendStorageConformance(() => {
     release: (key, id) => pick().release(key, id),
     total: (key) => pick().total(key),
   };
-})) test(`file flash, two handles: ${c.name}`, c.run);
+}))
+  test(`file flash, two handles: ${c.name}`, c.run);
 
 /** A storage whose CAS loses (as to another writer) every other time, after writing that writer's value. */
 function contended(inner: ByteStorage): ByteStorage & { lost: number } {

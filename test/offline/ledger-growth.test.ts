@@ -42,7 +42,9 @@ const EVERY = 6 * 60_000; // one payment every 6 minutes: 5,000 payments over ab
 
 test('5,000 payments on one grant at one charger over three weeks: all pass, bytes per payment flat', async () => {
   const fleet = await makeFleet(CTL, {
-    offline: { maxPayments: 1_000_000, maxAmountMinor: '100000000' }, maxAmountMinor: '100000000', bundleTtlMs: 48 * HOUR,
+    offline: { maxPayments: 1_000_000, maxAmountMinor: '100000000' },
+    maxAmountMinor: '100000000',
+    bundleTtlMs: 48 * HOUR,
   });
   const flash = metered();
   const abi = createNodeAbi({ now: T0, storage: flash });
@@ -95,10 +97,18 @@ for (const [name, make] of [
   test(`${name}: an id is remembered until its SBA has expired, then forgotten; the total stays`, async () => {
     const spend = make();
     assert.is(await spend.reserve('k', 'a', 1n, 100n, { expiresAt: 1000, now: 0 }), 'reserved');
-    assert.is(await spend.reserve('k', 'a', 1n, 100n, { expiresAt: 1000, now: 999 }), 'duplicate', 'still live: a replay');
+    assert.is(
+      await spend.reserve('k', 'a', 1n, 100n, { expiresAt: 1000, now: 999 }),
+      'duplicate',
+      'still live: a replay',
+    );
     assert.is(await spend.reserve('k', 'b', 1n, 100n, { expiresAt: 5000, now: 1000 }), 'reserved');
     // Only an expired id can be forgotten; were it presented, the verifier refuses it as expired.
-    assert.is(await spend.reserve('k', 'a', 1n, 100n, { expiresAt: 6000, now: 1000 }), 'reserved', 'a was forgotten at its expiry');
+    assert.is(
+      await spend.reserve('k', 'a', 1n, 100n, { expiresAt: 6000, now: 1000 }),
+      'reserved',
+      'a was forgotten at its expiry',
+    );
     assert.is(await spend.reserve('k', 'b', 1n, 100n, { now: 4999 }), 'duplicate');
     assert.is(await spend.total('k'), 3n);
     // Without expiry an id is kept forever (callers that give no options keep the old behaviour).
@@ -114,7 +124,10 @@ test('SDK memory ledger: a velocity window is dropped whole once it has ended, n
   assert.is(await spend.reserve('grant:g', 'a', 5n, 100n, { now: 10 }), 'reserved');
   assert.is(await spend.reserve('velocity-hour:g:0', 'b', 1n, 2n, { ...w, now: 3_599_999 }), 'reserved');
   assert.is(await spend.total('velocity-hour:g:0'), 2n, 'kept while the window is open');
-  assert.is(await spend.reserve('velocity-hour:g:1', 'c', 1n, 2n, { ledgerExpiresAt: 7_200_000, now: 3_600_000 }), 'reserved');
+  assert.is(
+    await spend.reserve('velocity-hour:g:1', 'c', 1n, 2n, { ledgerExpiresAt: 7_200_000, now: 3_600_000 }),
+    'reserved',
+  );
   assert.is(await spend.total('velocity-hour:g:0'), 0n, 'the ended window is gone');
   assert.is(await spend.total('velocity-hour:g:1'), 1n);
   assert.is(await spend.total('grant:g'), 5n, 'a ledger that does not end is kept forever');
@@ -122,7 +135,8 @@ test('SDK memory ledger: a velocity window is dropped whole once it has ended, n
 
 test('device ledger: more live SBAs at once than the bound is refused (fail closed), expired ones make room', async () => {
   const spend = createKvSpendStorage(createMemoryByteStorage(), { maxEntriesPerKey: 3 });
-  for (const id of ['a', 'b', 'c']) assert.is(await spend.reserve('k', id, 0n, 100n, { expiresAt: 100, now: 0 }), 'reserved');
+  for (const id of ['a', 'b', 'c'])
+    assert.is(await spend.reserve('k', id, 0n, 100n, { expiresAt: 100, now: 0 }), 'reserved');
   assert.is(await spend.reserve('k', 'd', 0n, 100n, { expiresAt: 200, now: 99 }), 'exceeded');
   assert.is(await spend.reserve('k', 'd', 0n, 100n, { expiresAt: 200, now: 100 }), 'reserved');
 });
@@ -172,7 +186,12 @@ test('hardware monotonic counter: with the head bound at provisioning, a deleted
 test('hardware monotonic counter: a write cut short between its head record and the counter is completed, not refused', async () => {
   const counter = hardwareCounter(7);
   const flash = createMemoryByteStorage();
-  const failing = { read: () => counter.read(), increment: () => { throw new Error('power cut'); } };
+  const failing = {
+    read: () => counter.read(),
+    increment: () => {
+      throw new Error('power cut');
+    },
+  };
   const spend = createKvSpendStorage(flash, { counter: failing });
   assert.throws(() => spend.reserve('k', 'a', 1n, 10n), /power cut/); // ledger and head written, counter not
   const after = createKvSpendStorage(flash, { counter });

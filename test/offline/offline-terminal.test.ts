@@ -13,7 +13,11 @@ import { createMemoryByteStorage, type ByteStorage } from '../../firmware-bridge
 import { createNodeAbi } from '../../firmware-bridge/node/test-abi.js';
 import { makeFleet, T0, HOUR } from './fleet.js';
 
-async function terminal(fleet: Awaited<ReturnType<typeof makeFleet>>, storage: ByteStorage = createMemoryByteStorage(), now = T0) {
+async function terminal(
+  fleet: Awaited<ReturnType<typeof makeFleet>>,
+  storage: ByteStorage = createMemoryByteStorage(),
+  now = T0,
+) {
   const abi = createNodeAbi({ now, storage });
   const device = createDevice(CTL, abi);
   device.provisionRoot({ rootPublicKeyPem: fleet.root.publicKeyPem });
@@ -67,7 +71,11 @@ test('a refused payment consumes nothing, and a replayed SBA is refused without 
   const again = await pay(device, sba, '400');
   assert.is(!again.valid && again.error.code, 'replay');
   const s = (await device.status({ grantId: fleet.grant.grantId }))['grant'] as any;
-  assert.equal([s.offlinePayments, s.offlineAmountMinor], ['1', '400'], 'the refused and the replayed payment left no trace');
+  assert.equal(
+    [s.offlinePayments, s.offlineAmountMinor],
+    ['1', '400'],
+    'the refused and the replayed payment left no trace',
+  );
   assert.ok((await pay(device, await fleet.sba('600'), '600')).valid, 'the second allowed payment still fits');
 });
 
@@ -107,7 +115,10 @@ test('a rolled-back bundle is refused, after a restart too (the floor is persist
   // Another scope has its own floor.
   assert.is((await rebooted.installBundle({ bundle: await fleet.bundle(1, { scope: { region: 'us' } }) })).sequence, 1);
   const bundles = (await rebooted.status())['bundles'] as Array<{ sequence: number; minSequence: number }>;
-  assert.equal(bundles.map((b) => [b.sequence, b.minSequence]).sort(), [[1, 1], [6, 6]]);
+  assert.equal(bundles.map((b) => [b.sequence, b.minSequence]).sort(), [
+    [1, 1],
+    [6, 6],
+  ]);
 });
 
 test('a grant revoked in a newer bundle is refused offline; the old bundle is kept until a new one verifies', async () => {
@@ -115,7 +126,10 @@ test('a grant revoked in a newer bundle is refused offline; the old bundle is ke
   const { device } = await terminal(fleet);
   await device.installBundle({ bundle: await fleet.bundle(1) });
   const forged = { ...(await fleet.bundle(2, { revokedGrants: [] })), sequence: 3 };
-  await device.installBundle({ bundle: forged }).then(() => assert.unreachable('forged bundle'), (e) => assert.is(e.code, 'trust_bundle_invalid'));
+  await device.installBundle({ bundle: forged }).then(
+    () => assert.unreachable('forged bundle'),
+    (e) => assert.is(e.code, 'trust_bundle_invalid'),
+  );
   assert.ok((await pay(device, await fleet.sba('100'), '100')).valid, 'the failed install left bundle 1 in place');
   await device.installBundle({ bundle: await fleet.bundle(2, { revokedGrants: [fleet.grant.grantId] }) });
   const r = await pay(device, await fleet.sba('100'), '100');
@@ -146,28 +160,42 @@ test('two terminals on one storage (contending CAS) never exceed the allowance t
 
 test('property: over any sequence of payments and reboots, exactly the greedy model is accepted', async () => {
   const fleet = await makeFleet(CTL, { offline: { maxPayments: 4, maxAmountMinor: '1000' } });
-  const pool = await Promise.all([50, 120, 300, 450, 700, 999].map(async (n) => [String(n), fleet.sba(String(n))] as const));
+  const pool = await Promise.all(
+    [50, 120, 300, 450, 700, 999].map(async (n) => [String(n), fleet.sba(String(n))] as const),
+  );
   let seed = 0;
   await fc.assert(
-    fc.asyncProperty(fc.array(fc.tuple(fc.integer({ min: 0, max: 5 }), fc.boolean()), { minLength: 1, maxLength: 9 }), async (steps) => {
-      // Fresh SBAs per run (budgetIds are single-use), re-signed from the pool's amounts.
-      const storage = createMemoryByteStorage();
-      let t = await terminal(fleet, storage);
-      await t.device.installBundle({ bundle: await fleet.bundle(1) });
-      let count = 0;
-      let sum = 0;
-      for (const [i, reboot] of steps) {
-        if (reboot) t = await terminal(fleet, storage);
-        const amount = pool[i]![0];
-        const r = await pay(t.device, await fleet.sba(amount), amount);
-        const fits = count < 4 && sum + Number(amount) <= 1000;
-        if (r.valid !== fits) return false;
-        if (fits) { count++; sum += Number(amount); }
-        if (!r.valid && r.error.code !== 'offline_limit_exceeded') return false;
-      }
-      return count <= 4 && sum <= 1000;
-    }),
-    { numRuns: 25, seed: (seed = Number(process.env.CTL_SEED ?? Date.now() % 2 ** 31)), reporter: (out) => { if (out.failed) throw new Error(`seed ${seed}: ${out.counterexample}`); } },
+    fc.asyncProperty(
+      fc.array(fc.tuple(fc.integer({ min: 0, max: 5 }), fc.boolean()), { minLength: 1, maxLength: 9 }),
+      async (steps) => {
+        // Fresh SBAs per run (budgetIds are single-use), re-signed from the pool's amounts.
+        const storage = createMemoryByteStorage();
+        let t = await terminal(fleet, storage);
+        await t.device.installBundle({ bundle: await fleet.bundle(1) });
+        let count = 0;
+        let sum = 0;
+        for (const [i, reboot] of steps) {
+          if (reboot) t = await terminal(fleet, storage);
+          const amount = pool[i]![0];
+          const r = await pay(t.device, await fleet.sba(amount), amount);
+          const fits = count < 4 && sum + Number(amount) <= 1000;
+          if (r.valid !== fits) return false;
+          if (fits) {
+            count++;
+            sum += Number(amount);
+          }
+          if (!r.valid && r.error.code !== 'offline_limit_exceeded') return false;
+        }
+        return count <= 4 && sum <= 1000;
+      },
+    ),
+    {
+      numRuns: 25,
+      seed: (seed = Number(process.env.CTL_SEED ?? Date.now() % 2 ** 31)),
+      reporter: (out) => {
+        if (out.failed) throw new Error(`seed ${seed}: ${out.counterexample}`);
+      },
+    },
   );
 });
 

@@ -46,7 +46,11 @@ test('device: a bundle seen expired stays expired when the clock is set back, ac
   assert.is(time.clockBehindFloorMs, time.floor - time.clock, 'reported in status, not an error');
 
   const { device: rebooted } = await terminal(fleet, flash, T0 + 10 * MIN);
-  const afterReboot = await rebooted.verify({ sba: await fleet.sba('100', T0 + 10 * MIN), amount: '100', currency: 'EUR' });
+  const afterReboot = await rebooted.verify({
+    sba: await fleet.sba('100', T0 + 10 * MIN),
+    amount: '100',
+    currency: 'EUR',
+  });
   assert.is(!afterReboot.valid && afterReboot.error.code, 'trust_bundle_expired', 'the floor is in flash');
   // Re-installing the same bundle under the rolled-back clock is refused the same way.
   try {
@@ -64,7 +68,9 @@ test('device: an SBA its ledger has forgotten is not revived by setting the cloc
   const s1 = await fleet.sba('100', T0); // valid until T0+1h
   assert.ok((await device.verify({ sba: s1, amount: '100', currency: 'EUR' })).valid);
   abi.setNow(T0 + 3 * HOUR); // s1 has expired: the next payment lets the ledgers forget it
-  assert.ok((await device.verify({ sba: await fleet.sba('100', T0 + 3 * HOUR), amount: '100', currency: 'EUR' })).valid);
+  assert.ok(
+    (await device.verify({ sba: await fleet.sba('100', T0 + 3 * HOUR), amount: '100', currency: 'EUR' })).valid,
+  );
   abi.setNow(T0 + 30 * MIN);
   const replay = await device.verify({ sba: s1, amount: '100', currency: 'EUR' });
   assert.is(!replay.valid && replay.error.code, 'sba_expired', 'expired by the floor, never accepted twice');
@@ -75,8 +81,15 @@ test('device: the stored floor only rises', () => {
   const inner = createMemoryByteStorage();
   const storage: ByteStorage = {
     get: (k) => inner.get(k),
-    put: (k, v) => { writes++; inner.put(k, v); },
-    compareAndSet: (k, e, v) => { const ok = inner.compareAndSet(k, e, v); if (ok) writes++; return ok; },
+    put: (k, v) => {
+      writes++;
+      inner.put(k, v);
+    },
+    compareAndSet: (k, e, v) => {
+      const ok = inner.compareAndSet(k, e, v);
+      if (ok) writes++;
+      return ok;
+    },
   };
   const floor = createTimeFloorStore(storage);
   floor.raise(T0);
@@ -92,12 +105,17 @@ test('SDK: verifyCtl with a timeFloor refuses an SBA seen expired after the cloc
   let clock = T0 + 2 * HOUR;
   const floor = CTL.createMemoryTimeFloor();
   const options = (timeFloor?: CTL.TimeFloor) => ({
-    amount: '100', currency: 'EUR', offline: true, trustBundles: [bundle], rootPublicKeyPem: fleet.root.publicKeyPem,
-    now: () => clock, ...(timeFloor ? { timeFloor } : {}),
+    amount: '100',
+    currency: 'EUR',
+    offline: true,
+    trustBundles: [bundle],
+    rootPublicKeyPem: fleet.root.publicKeyPem,
+    now: () => clock,
+    ...(timeFloor ? { timeFloor } : {}),
   });
   const expired = await CTL.verifyCtl(sba, options(floor));
   assert.is(!expired.valid && expired.error.code, 'sba_expired');
-  assert.ok(await floor.get() >= T0 + 2 * HOUR, 'the reading that saw it expire is kept');
+  assert.ok((await floor.get()) >= T0 + 2 * HOUR, 'the reading that saw it expire is kept');
   clock = T0 + 10 * MIN;
   const back = await CTL.verifyCtl(sba, options(floor));
   assert.is(!back.valid && back.error.code, 'sba_expired');
@@ -110,9 +128,17 @@ test('SDK without a timeFloor: a clock stepped forward then back does not let an
   const bundle = await fleet.bundle(1);
   const spendStorage = CTL.createMemorySpendStorage();
   let clock = T0;
-  const verify = (sba: unknown) => CTL.verifyCtl(sba, {
-    amount: '100', currency: 'EUR', offline: true, trackSpend: true, spendStorage, trustBundles: [bundle], rootPublicKeyPem: fleet.root.publicKeyPem, now: () => clock,
-  });
+  const verify = (sba: unknown) =>
+    CTL.verifyCtl(sba, {
+      amount: '100',
+      currency: 'EUR',
+      offline: true,
+      trackSpend: true,
+      spendStorage,
+      trustBundles: [bundle],
+      rootPublicKeyPem: fleet.root.publicKeyPem,
+      now: () => clock,
+    });
   const s1 = await fleet.sba('100', T0); // expires T0+1h
   assert.ok((await verify(s1)).valid);
   clock = T0 + 3 * HOUR; // e.g. a bad time sync; a payment then may let ledgers forget
@@ -127,15 +153,34 @@ test('SDK: an accepted payment records the clock; other readings at most once a 
   const bundle = await fleet.bundle(1);
   const raises: number[] = [];
   let value = 0;
-  const floor: CTL.TimeFloor = { get: () => value, raise: (ms) => { raises.push(ms); value = Math.max(value, ms); } };
+  const floor: CTL.TimeFloor = {
+    get: () => value,
+    raise: (ms) => {
+      raises.push(ms);
+      value = Math.max(value, ms);
+    },
+  };
   let clock = T0;
-  const verify = async (at: number) => CTL.verifyCtl(await fleet.sba('100', at), {
-    amount: '100', currency: 'EUR', offline: true, trustBundles: [bundle], rootPublicKeyPem: fleet.root.publicKeyPem, now: () => clock, timeFloor: floor,
-  });
+  const verify = async (at: number) =>
+    CTL.verifyCtl(await fleet.sba('100', at), {
+      amount: '100',
+      currency: 'EUR',
+      offline: true,
+      trustBundles: [bundle],
+      rootPublicKeyPem: fleet.root.publicKeyPem,
+      now: () => clock,
+      timeFloor: floor,
+    });
   assert.ok((await verify(T0)).valid);
   assert.is(value, T0, 'an accepted payment records the clock');
   clock = T0 + 30_000;
-  const refused = await CTL.verifyCtl('{}', { amount: '100', currency: 'EUR', offline: true, now: () => clock, timeFloor: floor });
+  const refused = await CTL.verifyCtl('{}', {
+    amount: '100',
+    currency: 'EUR',
+    offline: true,
+    now: () => clock,
+    timeFloor: floor,
+  });
   assert.not.ok(refused.valid);
   assert.is(value, T0, 'a reading within the minute of the floor is not written');
   clock = T0 + 2 * MIN;
@@ -143,7 +188,13 @@ test('SDK: an accepted payment records the clock; other readings at most once a 
   assert.is(value, T0 + 2 * MIN, 'a reading a minute past the floor is');
   const broken: CTL.TimeFloor = { get: () => Number.NaN, raise: () => undefined };
   const r = await CTL.verifyCtl(await fleet.sba('100', clock), {
-    amount: '100', currency: 'EUR', offline: true, trustBundles: [bundle], rootPublicKeyPem: fleet.root.publicKeyPem, now: () => clock, timeFloor: broken,
+    amount: '100',
+    currency: 'EUR',
+    offline: true,
+    trustBundles: [bundle],
+    rootPublicKeyPem: fleet.root.publicKeyPem,
+    now: () => clock,
+    timeFloor: broken,
   });
   assert.not.ok(r.valid, 'an unreadable floor fails closed');
 });

@@ -17,7 +17,9 @@ import { createCtlCrypto } from '../../src/crypto/index.js';
 import { registerP256 } from '../../src/crypto/algorithm-support.js';
 import { nobleP256 } from '../../src/entries/p256.js';
 
-const files = readdirSync(ownVectorsDir).filter((f) => f.endsWith('.json')).sort();
+const files = readdirSync(ownVectorsDir)
+  .filter((f) => f.endsWith('.json'))
+  .sort();
 const loaded = files.map((f) => ({ name: f, file: readOwnVectors(f) }));
 
 // The environment must not supply a key the case did not name (PROTOCOL.md §5 key fallback).
@@ -31,7 +33,9 @@ test('the committed files are there and hold cases of every kind', () => {
     const valid = file.cases.filter((k: any) => k.expected.valid).length;
     assert.ok(valid >= 1, `${name} has a valid case`);
     assert.ok(file.cases.length - valid >= 1, `${name} has refusals`);
-    for (const k of file.cases) if (k.expected.code) assert.ok((ERROR_CODES as readonly string[]).includes(k.expected.code), `${k.id}: ${k.expected.code}`);
+    for (const k of file.cases)
+      if (k.expected.code)
+        assert.ok((ERROR_CODES as readonly string[]).includes(k.expected.code), `${k.id}: ${k.expected.code}`);
   }
   const ids = loaded.flatMap((l) => l.file.cases.map((k: any) => k.id));
   assert.is(new Set(ids).size, ids.length, 'case ids are unique');
@@ -62,7 +66,8 @@ for (const backend of ['native', 'noble'] as const) {
           result = await verifyBundleWith(c, k.input.bundle, root, { now, minSequence: k.options.minSequence });
         } else if (k.kind === 'receipt') {
           const [form, name] = k.options.trust.split(':');
-          const opts = form === 'jwks' ? { jwks: k.input.jwks } : form === 'none' ? {} : { publicKey: keys[name]!.publicKeyPem };
+          const opts =
+            form === 'jwks' ? { jwks: k.input.jwks } : form === 'none' ? {} : { publicKey: keys[name]!.publicKeyPem };
           result = await verifyReceiptWith(c, k.input.receipt, opts);
         } else if (k.kind === 'revocation') {
           result = await verifyRevocationWith(c, k.input.revocation, { now, maxAgeMs: k.options.maxAgeMs });

@@ -20,7 +20,14 @@ const keys = file.keys as Record<string, { publicKeyPem: string }>;
 
 test('the committed file covers valid chains and every root refusal', () => {
   const codes = new Set(file.cases.filter((k: any) => !k.expected.valid).map((k: any) => k.expected.code));
-  for (const code of ['root_rotation_invalid', 'root_rollback', 'trust_bundle_invalid', 'malformed', 'unsupported_version']) assert.ok(codes.has(code), code);
+  for (const code of [
+    'root_rotation_invalid',
+    'root_rollback',
+    'trust_bundle_invalid',
+    'malformed',
+    'unsupported_version',
+  ])
+    assert.ok(codes.has(code), code);
   for (const code of codes) assert.ok((ERROR_CODES as readonly string[]).includes(code as string), String(code));
   assert.ok(file.cases.filter((k: any) => k.expected.valid).length >= 5);
   assert.equal(new Set(file.cases.map((k: any) => k.kind)), new Set(['root-chain', 'root-bundle']));
@@ -35,11 +42,17 @@ for (const backend of ['native', 'noble'] as const) {
   for (const k of file.cases) {
     test(`${backend}: ${k.id}`, async () => {
       const root = keys[k.options.root]!.publicKeyPem;
-      const r = k.kind === 'root-chain'
-        ? await verifyRootChainWith(c, root, k.input.statements, { minVersion: k.options.minVersion, accepted: k.options.accepted })
-        : await verifyBundleWith(c, k.input.bundle, root, {
-          now: () => parseTimestamp(k.options.now, 'now'), rootChain: k.input.statements, minRootVersion: k.options.minRootVersion,
-        });
+      const r =
+        k.kind === 'root-chain'
+          ? await verifyRootChainWith(c, root, k.input.statements, {
+              minVersion: k.options.minVersion,
+              accepted: k.options.accepted,
+            })
+          : await verifyBundleWith(c, k.input.bundle, root, {
+              now: () => parseTimestamp(k.options.now, 'now'),
+              rootChain: k.input.statements,
+              minRootVersion: k.options.minRootVersion,
+            });
       assert.is(r.valid, k.expected.valid, `${k.id}: ${JSON.stringify(r)}`);
       if (r.valid && k.expected.rootVersion !== undefined) assert.is(r.rootVersion, k.expected.rootVersion);
       if (!r.valid) assert.is(r.error.code, k.expected.code, `${k.id}: ${r.error.message}`);

@@ -20,15 +20,31 @@ const out = join(work, 'ctl');
 const repoPkg = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8'));
 
 test.before(() => {
-  const r = spawnSync(process.execPath, [join(repoRoot, 'scripts', 'sdk-package.mjs'), '--out', out], { encoding: 'utf8' });
+  const r = spawnSync(process.execPath, [join(repoRoot, 'scripts', 'sdk-package.mjs'), '--out', out], {
+    encoding: 'utf8',
+  });
   assert.is(r.status, 0, r.stderr);
 });
 test.after(() => rmSync(work, { recursive: true, force: true }));
 
 test('the published manifest: no scripts, devDependencies, workspaces or dependencies; the same entry points', () => {
   const pkg = JSON.parse(readFileSync(join(out, 'package.json'), 'utf8'));
-  for (const k of ['scripts', 'devDependencies', 'workspaces', 'dependencies', 'allowScripts', 'private']) assert.is(pkg[k], undefined, `the manifest carries ${k}`);
-  for (const k of ['name', 'version', 'license', 'type', 'main', 'module', 'types', 'exports', 'bin', 'sideEffects', 'engines']) assert.equal(pkg[k], repoPkg[k], k);
+  for (const k of ['scripts', 'devDependencies', 'workspaces', 'dependencies', 'allowScripts', 'private'])
+    assert.is(pkg[k], undefined, `the manifest carries ${k}`);
+  for (const k of [
+    'name',
+    'version',
+    'license',
+    'type',
+    'main',
+    'module',
+    'types',
+    'exports',
+    'bin',
+    'sideEffects',
+    'engines',
+  ])
+    assert.equal(pkg[k], repoPkg[k], k);
   assert.equal(pkg.files, ['dist', 'bin']);
 });
 
@@ -42,7 +58,10 @@ test('every minified build ships its source map, with the sources inside', () =>
   for (const f of builds) {
     const map = join(out, 'dist', `${f}.map`);
     assert.ok(existsSync(map), `${f} has no source map`);
-    assert.match(readFileSync(join(out, 'dist', f), 'utf8'), new RegExp(`//# sourceMappingURL=${f.replace(/\./g, '\\.')}\\.map\\s*$`));
+    assert.match(
+      readFileSync(join(out, 'dist', f), 'utf8'),
+      new RegExp(`//# sourceMappingURL=${f.replace(/\./g, '\\.')}\\.map\\s*$`),
+    );
     const m = JSON.parse(readFileSync(map, 'utf8')) as { sources: string[]; sourcesContent?: string[] };
     assert.is(m.sourcesContent?.length, m.sources.length, `${f}.map lacks its sources`);
   }
@@ -55,8 +74,19 @@ test('error classes keep their names in the minified builds (ESM, CJS and IIFE)'
     assert.is(e.constructor.name, 'CtlError', f);
     assert.match(inspect(e), /^CtlError: x/, f);
   }
-  const cjs = spawnSync(process.execPath, ['-e', `const m = require(${JSON.stringify(join(out, 'dist', 'index.cjs'))}); for (const C of [m.CtlError, m.CtlBudgetExceededError, m.CtlGrantRevokedError]) console.log(C.name)`], { encoding: 'utf8' });
-  assert.equal(cjs.stdout.trim().split('\n'), ['CtlError', 'CtlBudgetExceededError', 'CtlGrantRevokedError'], cjs.stderr);
+  const cjs = spawnSync(
+    process.execPath,
+    [
+      '-e',
+      `const m = require(${JSON.stringify(join(out, 'dist', 'index.cjs'))}); for (const C of [m.CtlError, m.CtlBudgetExceededError, m.CtlGrantRevokedError]) console.log(C.name)`,
+    ],
+    { encoding: 'utf8' },
+  );
+  assert.equal(
+    cjs.stdout.trim().split('\n'),
+    ['CtlError', 'CtlBudgetExceededError', 'CtlGrantRevokedError'],
+    cjs.stderr,
+  );
   const iife = readFileSync(join(out, 'dist', 'ctl-verify.iife.js'), 'utf8');
   assert.match(iife, /class CtlError extends Error/);
 });

@@ -13,28 +13,73 @@ import { signedBytes, utf8Encode } from '../../src/index.js';
 import { params } from './fixtures.js';
 
 const MEMBERS = [
-  'budgetId', 'sessionId', 'actorId', 'grantId', 'policyHash', 'currency', 'maxAmountMinor', 'allowedRails', 'allowedAssets',
-  'destinationAllowlist', 'budgetScope', 'issuedAt', 'expiresAt', 'rail', 'merchantId', 'purpose', 'intentHash',
+  'budgetId',
+  'sessionId',
+  'actorId',
+  'grantId',
+  'policyHash',
+  'currency',
+  'maxAmountMinor',
+  'allowedRails',
+  'allowedAssets',
+  'destinationAllowlist',
+  'budgetScope',
+  'issuedAt',
+  'expiresAt',
+  'rail',
+  'merchantId',
+  'purpose',
+  'intentHash',
 ];
 const ARRAYS = new Set(['allowedRails', 'allowedAssets', 'destinationAllowlist']);
 
 /** Text that needs JCS's escapes or is not ASCII, mixed with plain identifiers. */
 const text = fc.oneof(
-  fc.string({ unit: fc.constantFrom('"', '\\', '\n', '\r', '\t', '\b', '\f', '\u0000', '\u001f', '\u007f', 'é', '€', '😀', '\u2028', '/', 'a', 'Z', '0', '-', ':') }),
+  fc.string({
+    unit: fc.constantFrom(
+      '"',
+      '\\',
+      '\n',
+      '\r',
+      '\t',
+      '\b',
+      '\f',
+      '\u0000',
+      '\u001f',
+      '\u007f',
+      'é',
+      '€',
+      '😀',
+      '\u2028',
+      '/',
+      'a',
+      'Z',
+      '0',
+      '-',
+      ':',
+    ),
+  }),
   fc.string({ unit: 'grapheme' }),
   fc.string({ unit: 'binary' }), // any code point, lone surrogates among them
   fc.stringMatching(/^[A-Za-z0-9._:-]{1,40}$/),
 );
-const member = (name: string) => ARRAYS.has(name)
-  ? name === 'allowedAssets'
-    ? fc.array(fc.record({ standard: text, code: text }), { maxLength: 3 })
-    : fc.array(text, { maxLength: 3 })
-  : text;
+const member = (name: string) =>
+  ARRAYS.has(name)
+    ? name === 'allowedAssets'
+      ? fc.array(fc.record({ standard: text, code: text }), { maxLength: 3 })
+      : fc.array(text, { maxLength: 3 })
+    : text;
 
 /** Any subset of the members, present in a random order (as a caller's object may hold them). */
 const authorization = fc
   .subarray(MEMBERS)
-  .chain((names) => fc.tuple(fc.constant(names), fc.shuffledSubarray(names, { minLength: names.length }), fc.tuple(...names.map(member))))
+  .chain((names) =>
+    fc.tuple(
+      fc.constant(names),
+      fc.shuffledSubarray(names, { minLength: names.length }),
+      fc.tuple(...names.map(member)),
+    ),
+  )
   .map(([names, order, values]) => {
     const byName = new Map(names.map((n, i) => [n, values[i]]));
     const a: Record<string, unknown> = {};
@@ -53,22 +98,28 @@ const outcome = (f: () => string): string => {
 const SORTED = [...MEMBERS].sort();
 
 test('canonicalizeKnown = canonicalize on random authorizations, escapes and non-ASCII included (20000 runs)', () => {
-  fc.assert(fc.property(authorization, (a) => {
-    const known = outcome(() => canonicalizeKnown(a, SORTED));
-    const general = outcome(() => canonicalize(a));
-    if (known !== general) throw new Error(`${known}\n≠ ${general}`);
-  }), params(20000));
+  fc.assert(
+    fc.property(authorization, (a) => {
+      const known = outcome(() => canonicalizeKnown(a, SORTED));
+      const general = outcome(() => canonicalize(a));
+      if (known !== general) throw new Error(`${known}\n≠ ${general}`);
+    }),
+    params(20000),
+  );
 });
 
 test('sbaSignedText as UTF-8 = signedBytes("sba") on random authorizations (5000 runs)', () => {
   const grant = { version: 1, grantId: 'g', note: 'é"\\' };
-  fc.assert(fc.property(authorization, fc.option(text, { nil: undefined }), text, (a, issuer, keyId) => {
-    const sba: Record<string, unknown> = { version: 1, authorization: a, grant, keyId, signature: 'x' };
-    if (issuer !== undefined) sba['issuer'] = issuer;
-    const fast = outcome(() => Array.from(utf8Encode(sbaSignedText(sba as never, canonicalize(grant)))).join());
-    const full = outcome(() => Array.from(signedBytes('sba', sba)).join());
-    if (fast !== full) throw new Error(`${fast}\n≠ ${full}`);
-  }), params(5000));
+  fc.assert(
+    fc.property(authorization, fc.option(text, { nil: undefined }), text, (a, issuer, keyId) => {
+      const sba: Record<string, unknown> = { version: 1, authorization: a, grant, keyId, signature: 'x' };
+      if (issuer !== undefined) sba['issuer'] = issuer;
+      const fast = outcome(() => Array.from(utf8Encode(sbaSignedText(sba as never, canonicalize(grant)))).join());
+      const full = outcome(() => Array.from(signedBytes('sba', sba)).join());
+      if (fast !== full) throw new Error(`${fast}\n≠ ${full}`);
+    }),
+    params(5000),
+  );
 });
 
 test('canonicalizeKnown writes only own enumerable members, as canonicalize does', () => {

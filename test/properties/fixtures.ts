@@ -10,7 +10,11 @@ import { createBundleWith } from '../../src/artifacts/bundle.js';
 import { signReceiptWith } from '../../src/artifacts/receipt.js';
 import { policyHash } from '../../src/index.js';
 
-export interface TestKey { alg: 'EdDSA' | 'ES256'; privateKeyPem: string; publicKeyPem: string }
+export interface TestKey {
+  alg: 'EdDSA' | 'ES256';
+  privateKeyPem: string;
+  publicKeyPem: string;
+}
 
 export function makeKey(alg: 'EdDSA' | 'ES256'): TestKey {
   const k = alg === 'EdDSA' ? generateKeyPairSync('ed25519') : generateKeyPairSync('ec', { namedCurve: 'P-256' });
@@ -44,8 +48,14 @@ export function baseGrantFields(actorKeyPem: string, over: Partial<GrantFields> 
 }
 
 export interface Material {
-  authority: TestKey; actor: TestKey; root: TestKey; gateway: TestKey;
-  grant: any; sba: any; bundle: any; receipt: any;
+  authority: TestKey;
+  actor: TestKey;
+  root: TestKey;
+  gateway: TestKey;
+  grant: any;
+  sba: any;
+  bundle: any;
+  receipt: any;
 }
 
 /** One valid artifact of each type, signed with `c`. */
@@ -54,22 +64,58 @@ export async function material(c: CtlCrypto): Promise<Material> {
   const actor = makeKey('EdDSA');
   const root = makeKey('EdDSA');
   const gateway = makeKey('EdDSA');
-  const grant = await createGrantWith(c, baseGrantFields(actor.publicKeyPem), { issuer: ISSUER, keyId: 'authority-1', signingKey: authority.privateKeyPem });
-  const sba = await createSbaWith(c, {
-    grant, sessionId: 'sess-1', actorId: 'vehicle-42', maxAmountMinor: '30', budgetId: 'bud-1', issuedAt: '2026-05-31T23:55:00Z',
-    expiresAt: '2026-06-01T00:05:00Z', rail: 'x402', merchantId: 'merchant-a', purpose: 'ev:charging', issuer: ISSUER,
-  }, { signingKey: actor.privateKeyPem, keyId: 'actor-1', now });
+  const grant = await createGrantWith(c, baseGrantFields(actor.publicKeyPem), {
+    issuer: ISSUER,
+    keyId: 'authority-1',
+    signingKey: authority.privateKeyPem,
+  });
+  const sba = await createSbaWith(
+    c,
+    {
+      grant,
+      sessionId: 'sess-1',
+      actorId: 'vehicle-42',
+      maxAmountMinor: '30',
+      budgetId: 'bud-1',
+      issuedAt: '2026-05-31T23:55:00Z',
+      expiresAt: '2026-06-01T00:05:00Z',
+      rail: 'x402',
+      merchantId: 'merchant-a',
+      purpose: 'ev:charging',
+      issuer: ISSUER,
+    },
+    { signingKey: actor.privateKeyPem, keyId: 'actor-1', now },
+  );
   const authorityJwk = await c.toPublicJwk(authority.publicKeyPem);
-  const bundle = await createBundleWith(c, {
-    bundleId: 'bndl-1', sequence: 3, scope: { region: 'eu' }, revokedGrants: [],
-    issuers: [{ issuer: ISSUER, keys: [{ ...authorityJwk, kid: 'authority-1', alg: 'EdDSA', purposes: ['grant'] }] }],
-    issuedAt: '2026-05-15T00:00:00Z', expiresAt: '2026-09-01T00:00:00Z',
-  }, { signingKey: root.privateKeyPem, keyId: 'root-1', issuer: 'fleet.example' });
-  const receipt = await signReceiptWith(c, {
-    receiptId: 'rcpt_1', sessionId: 'gw_sess_1', grantId: grant.grantId, purpose: 'ev:charging',
-    amount: { amountMinor: '30', currency: 'USD' }, merchant: 'merchant-a', paidAt: '2026-05-31T23:58:00Z',
-    txRef: 'txid:abc', rail: 'x402', sba,
-  }, { signingKey: gateway.privateKeyPem, keyId: 'gateway-1' });
+  const bundle = await createBundleWith(
+    c,
+    {
+      bundleId: 'bndl-1',
+      sequence: 3,
+      scope: { region: 'eu' },
+      revokedGrants: [],
+      issuers: [{ issuer: ISSUER, keys: [{ ...authorityJwk, kid: 'authority-1', alg: 'EdDSA', purposes: ['grant'] }] }],
+      issuedAt: '2026-05-15T00:00:00Z',
+      expiresAt: '2026-09-01T00:00:00Z',
+    },
+    { signingKey: root.privateKeyPem, keyId: 'root-1', issuer: 'fleet.example' },
+  );
+  const receipt = await signReceiptWith(
+    c,
+    {
+      receiptId: 'rcpt_1',
+      sessionId: 'gw_sess_1',
+      grantId: grant.grantId,
+      purpose: 'ev:charging',
+      amount: { amountMinor: '30', currency: 'USD' },
+      merchant: 'merchant-a',
+      paidAt: '2026-05-31T23:58:00Z',
+      txRef: 'txid:abc',
+      rail: 'x402',
+      sba,
+    },
+    { signingKey: gateway.privateKeyPem, keyId: 'gateway-1' },
+  );
   return { authority, actor, root, gateway, grant, sba, bundle, receipt };
 }
 

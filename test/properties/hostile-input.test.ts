@@ -16,7 +16,14 @@ import { material, now, params, type Material } from './fixtures.js';
 const c = createCtlCrypto('native');
 const m: Material = await material(c);
 const verifyCtl = createVerifier(c);
-const ctlOptions = () => ({ amount: '30', currency: 'USD', merchantId: 'merchant-a', signingKeyPem: m.authority.publicKeyPem, offline: true, now });
+const ctlOptions = () => ({
+  amount: '30',
+  currency: 'USD',
+  merchantId: 'merchant-a',
+  signingKeyPem: m.authority.publicKeyPem,
+  offline: true,
+  now,
+});
 
 type Verifier = { name: string; run: (input: unknown) => Promise<unknown> };
 const verifiers: Verifier[] = [
@@ -32,7 +39,11 @@ async function refusal(run: () => Promise<unknown>): Promise<string> {
     r = await run();
   } catch (e) {
     let what: string;
-    try { what = String((e as Error)?.message ?? e); } catch { what = Object.prototype.toString.call(e); }
+    try {
+      what = String((e as Error)?.message ?? e);
+    } catch {
+      what = Object.prototype.toString.call(e);
+    }
     return `THREW: ${what}`;
   }
   if (!r || r.valid !== false) return `not a refusal: ${safeJson(r)}`;
@@ -42,31 +53,84 @@ async function refusal(run: () => Promise<unknown>): Promise<string> {
 }
 const isCode = (s: string) => (ERROR_CODES as readonly string[]).includes(s);
 function safeJson(x: unknown) {
-  try { return JSON.stringify(x)?.slice(0, 200); } catch { return String(typeof x); }
+  try {
+    return JSON.stringify(x)?.slice(0, 200);
+  } catch {
+    return String(typeof x);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
 // Hostile values
 
-const bomb = () => ({ toString() { throw new Error('toString bomb'); }, valueOf() { throw new Error('valueOf bomb'); } });
-const revoked = () => { const p = Proxy.revocable({}, {}); p.revoke(); return p.proxy; };
-const throwingProxy = () => new Proxy({}, new Proxy({}, { get: () => () => { throw new Error('trap'); } }));
-const errorWithBadMessage = () => { const e = new Error('x'); Object.defineProperty(e, 'message', { get() { throw new Error('message getter'); } }); return e; };
+const bomb = () => ({
+  toString() {
+    throw new Error('toString bomb');
+  },
+  valueOf() {
+    throw new Error('valueOf bomb');
+  },
+});
+const revoked = () => {
+  const p = Proxy.revocable({}, {});
+  p.revoke();
+  return p.proxy;
+};
+const throwingProxy = () =>
+  new Proxy(
+    {},
+    new Proxy(
+      {},
+      {
+        get: () => () => {
+          throw new Error('trap');
+        },
+      },
+    ),
+  );
+const errorWithBadMessage = () => {
+  const e = new Error('x');
+  Object.defineProperty(e, 'message', {
+    get() {
+      throw new Error('message getter');
+    },
+  });
+  return e;
+};
 /** What a getter may throw: ordinary errors, and values that are hostile to the error handler itself. */
-const THROWN = ['error', 'string', 'undefined', 'number', 'bomb', 'revoked', 'nullproto', 'badmessage', 'symbol'] as const;
+const THROWN = [
+  'error',
+  'string',
+  'undefined',
+  'number',
+  'bomb',
+  'revoked',
+  'nullproto',
+  'badmessage',
+  'symbol',
+] as const;
 /** Labels, not values, so fast-check can print a counterexample without tripping over it. */
 const thrown = fc.constantFrom(...THROWN);
 function makeThrown(k: (typeof THROWN)[number]): unknown {
   switch (k) {
-    case 'error': return new TypeError('boom');
-    case 'string': return 'boom';
-    case 'undefined': return undefined;
-    case 'number': return 42;
-    case 'bomb': return bomb();
-    case 'revoked': return revoked();
-    case 'nullproto': return Object.create(null);
-    case 'badmessage': return errorWithBadMessage();
-    default: return Symbol('s');
+    case 'error':
+      return new TypeError('boom');
+    case 'string':
+      return 'boom';
+    case 'undefined':
+      return undefined;
+    case 'number':
+      return 42;
+    case 'bomb':
+      return bomb();
+    case 'revoked':
+      return revoked();
+    case 'nullproto':
+      return Object.create(null);
+    case 'badmessage':
+      return errorWithBadMessage();
+    default:
+      return Symbol('s');
   }
 }
 
@@ -77,7 +141,13 @@ function withThrowingGetter(base: unknown, pathPick: number, value: (typeof THRO
   const path = paths[pathPick % paths.length]!;
   let o = copy;
   for (const k of path.slice(0, -1)) o = o[k];
-  Object.defineProperty(o, path[path.length - 1]!, { get() { throw makeThrown(value); }, enumerable: true, configurable: true });
+  Object.defineProperty(o, path[path.length - 1]!, {
+    get() {
+      throw makeThrown(value);
+    },
+    enumerable: true,
+    configurable: true,
+  });
   return copy;
 }
 
@@ -120,23 +190,50 @@ test('sanity: the valid artifacts verify (so refusals below are caused by the mu
 
 for (const v of verifiers) {
   test(`${v.name}: fc.anything() → a refusal with a §9 code (1000 runs)`, async () => {
-    await fc.assert(fc.asyncProperty(fc.anything({ withNullPrototype: true, withBigInt: true, withDate: true, withMap: true, withSet: true, withTypedArray: true, withSparseArray: true, withBoxedValues: true }), async (x) => {
-      const code = await refusal(() => v.run(x));
-      if (!isCode(code)) throw new Error(code);
-    }), params(1000));
+    await fc.assert(
+      fc.asyncProperty(
+        fc.anything({
+          withNullPrototype: true,
+          withBigInt: true,
+          withDate: true,
+          withMap: true,
+          withSet: true,
+          withTypedArray: true,
+          withSparseArray: true,
+          withBoxedValues: true,
+        }),
+        async (x) => {
+          const code = await refusal(() => v.run(x));
+          if (!isCode(code)) throw new Error(code);
+        },
+      ),
+      params(1000),
+    );
   });
 
   test(`${v.name}: JSON text of anything, __proto__/constructor keys, huge and deep inputs (300 runs)`, async () => {
     const proto = fc.constantFrom('__proto__', 'constructor', 'prototype', 'toString', 'hasOwnProperty');
-    const protoDoc = fc.tuple(proto, fc.jsonValue()).map(([k, val]) => `{"${k}":${JSON.stringify(val) ?? 'null'},"version":1}`);
+    const protoDoc = fc
+      .tuple(proto, fc.jsonValue())
+      .map(([k, val]) => `{"${k}":${JSON.stringify(val) ?? 'null'},"version":1}`);
     const deepText = fc.integer({ min: 60, max: 100_000 }).map((d) => '['.repeat(d) + ']'.repeat(d));
-    const deepObj = fc.integer({ min: 60, max: 5_000 }).map((d) => { let o: any = {}; for (let i = 0; i < d; i++) o = { version: 1, authorization: o, grant: o }; return o; });
+    const deepObj = fc.integer({ min: 60, max: 5_000 }).map((d) => {
+      let o: any = {};
+      for (let i = 0; i < d; i++) o = { version: 1, authorization: o, grant: o };
+      return o;
+    });
     const huge = fc.integer({ min: 1 << 20, max: 3 << 20 }).map((n) => '"' + 'a'.repeat(n) + '"');
     const hugeMember = fc.integer({ min: 1 << 16, max: 1 << 21 }).map((n) => ({ ...m.sba, keyId: 'k'.repeat(n) }));
-    await fc.assert(fc.asyncProperty(fc.oneof(fc.json(), protoDoc, deepText, deepObj, huge, hugeMember, fc.string({ unit: 'binary' })), async (x) => {
-      const code = await refusal(() => v.run(x));
-      if (!isCode(code)) throw new Error(code);
-    }), params(300));
+    await fc.assert(
+      fc.asyncProperty(
+        fc.oneof(fc.json(), protoDoc, deepText, deepObj, huge, hugeMember, fc.string({ unit: 'binary' })),
+        async (x) => {
+          const code = await refusal(() => v.run(x));
+          if (!isCode(code)) throw new Error(code);
+        },
+      ),
+      params(300),
+    );
   });
 }
 
@@ -144,7 +241,12 @@ test('__proto__ as an own member of a valid SBA and of its grant is refused (clo
   for (const where of ['sba', 'authorization', 'grant'] as const) {
     const s = structuredClone(m.sba) as any;
     const target = where === 'sba' ? s : where === 'authorization' ? s.authorization : s.grant;
-    Object.defineProperty(target, '__proto__', { value: { polluted: true }, enumerable: true, configurable: true, writable: true });
+    Object.defineProperty(target, '__proto__', {
+      value: { polluted: true },
+      enumerable: true,
+      configurable: true,
+      writable: true,
+    });
     const code = await refusal(() => verifyCtl(s, ctlOptions()));
     assert.is(code, 'malformed', where);
     const text = JSON.stringify(m.sba).replace('{"version":1,', '{"__proto__":{"version":2},"version":1,');
@@ -161,50 +263,83 @@ test('an object with a polluted prototype chain (inherited members) is refused',
 for (const v of verifiers) {
   const base = v.name === 'verifyCtl' ? m.sba : v.name === 'verifyTrustBundle' ? m.bundle : m.receipt;
   test(`${v.name}: a getter that throws anything, at any member of a valid artifact (1000 runs)`, async () => {
-    await fc.assert(fc.asyncProperty(fc.nat(), thrown, async (pick, value) => {
-      const x = withThrowingGetter(base, pick, value);
-      const code = await refusal(() => v.run(x));
-      if (!isCode(code)) throw new Error(code);
-    }), params(1000));
+    await fc.assert(
+      fc.asyncProperty(fc.nat(), thrown, async (pick, value) => {
+        const x = withThrowingGetter(base, pick, value);
+        const code = await refusal(() => v.run(x));
+        if (!isCode(code)) throw new Error(code);
+      }),
+      params(1000),
+    );
   });
 
   test(`${v.name}: Proxies (revoked, throwing traps, lying traps) as the artifact or any member`, async () => {
-    const proxies = [revoked, throwingProxy, () => new Proxy(structuredClone(base) as object, { ownKeys: () => ['version', 'version'] }),
-      () => new Proxy(structuredClone(base) as object, { getPrototypeOf: () => Object.prototype, get: (t, k) => (k === 'signature' ? 42 : (t as any)[k]) })];
-    await fc.assert(fc.asyncProperty(fc.nat(), fc.nat({ max: proxies.length - 1 }), fc.boolean(), async (pick, which, whole) => {
-      const p = proxies[which]!();
-      const x = whole ? p : (() => { const paths = objectPaths(base); return setPath(base, paths[pick % paths.length]!, p); })();
-      const code = await refusal(() => v.run(x));
-      if (!isCode(code)) throw new Error(code);
-    }), params(300));
+    const proxies = [
+      revoked,
+      throwingProxy,
+      () => new Proxy(structuredClone(base) as object, { ownKeys: () => ['version', 'version'] }),
+      () =>
+        new Proxy(structuredClone(base) as object, {
+          getPrototypeOf: () => Object.prototype,
+          get: (t, k) => (k === 'signature' ? 42 : (t as any)[k]),
+        }),
+    ];
+    await fc.assert(
+      fc.asyncProperty(fc.nat(), fc.nat({ max: proxies.length - 1 }), fc.boolean(), async (pick, which, whole) => {
+        const p = proxies[which]!();
+        const x = whole
+          ? p
+          : (() => {
+              const paths = objectPaths(base);
+              return setPath(base, paths[pick % paths.length]!, p);
+            })();
+        const code = await refusal(() => v.run(x));
+        if (!isCode(code)) throw new Error(code);
+      }),
+      params(300),
+    );
   });
 
   test(`${v.name}: wrong type in every member of a valid artifact → malformed`, async () => {
     const paths = objectPaths(base);
-    await fc.assert(fc.asyncProperty(fc.nat(), fc.anything({ withBigInt: true, withDate: true, withMap: true, withSet: true }), async (pick, value) => {
-      const path = paths[pick % paths.length]!;
-      let old: any = base;
-      for (const k of path) old = old[k];
-      fc.pre(value !== undefined && jsonType(value) !== jsonType(old));
-      const code = await refusal(() => v.run(setPath(base, path, value)));
-      if (code !== 'malformed') throw new Error(`${path.join('.')} = ${safeJson(value)}: ${code}`);
-    }), params(2000));
+    await fc.assert(
+      fc.asyncProperty(
+        fc.nat(),
+        fc.anything({ withBigInt: true, withDate: true, withMap: true, withSet: true }),
+        async (pick, value) => {
+          const path = paths[pick % paths.length]!;
+          let old: any = base;
+          for (const k of path) old = old[k];
+          fc.pre(value !== undefined && jsonType(value) !== jsonType(old));
+          const code = await refusal(() => v.run(setPath(base, path, value)));
+          if (code !== 'malformed') throw new Error(`${path.join('.')} = ${safeJson(value)}: ${code}`);
+        },
+      ),
+      params(2000),
+    );
   });
 }
 
 test('hostile options and keys never throw either', async () => {
-  await fc.assert(fc.asyncProperty(fc.anything(), thrown, fc.nat(), async (opt, value, pick) => {
-    const hostileOptions = withThrowingGetter({ ...ctlOptions(), rail: 'x402', trustBundles: [m.bundle], rootPublicKeyPem: 'x', trackSpend: true }, pick, value);
-    for (const run of [
-      () => verifyCtl(m.sba, opt as any),
-      () => verifyCtl(m.sba, hostileOptions as any),
-      () => verifyBundleWith(c, m.bundle, opt as any, opt as any),
-      () => verifyReceiptWith(c, m.receipt, opt as any),
-    ]) {
-      const code = await refusal(run);
-      if (!isCode(code)) throw new Error(code);
-    }
-  }), params(500));
+  await fc.assert(
+    fc.asyncProperty(fc.anything(), thrown, fc.nat(), async (opt, value, pick) => {
+      const hostileOptions = withThrowingGetter(
+        { ...ctlOptions(), rail: 'x402', trustBundles: [m.bundle], rootPublicKeyPem: 'x', trackSpend: true },
+        pick,
+        value,
+      );
+      for (const run of [
+        () => verifyCtl(m.sba, opt as any),
+        () => verifyCtl(m.sba, hostileOptions as any),
+        () => verifyBundleWith(c, m.bundle, opt as any, opt as any),
+        () => verifyReceiptWith(c, m.receipt, opt as any),
+      ]) {
+        const code = await refusal(run);
+        if (!isCode(code)) throw new Error(code);
+      }
+    }),
+    params(500),
+  );
 });
 
 test.run();

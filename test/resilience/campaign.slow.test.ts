@@ -13,8 +13,9 @@ test('10 kills: nothing paid twice, every payment receipted, spent within the ce
   const { runCampaign, printFigures } = await import(campaignUrl);
   const r = await runCampaign({ kills: 10, pgRestart: false, pgUrl: process.env.CTL_TEST_PG_URL });
   printFigures(r.figures);
-  for (const p of r.perKill) assert.ok(p.ok, `after kill ${p.k} (${p.victim}): ${p.error ?? JSON.stringify(p.invariants)}`);
-  assert.is(r.figures.diedUnbidden, 0, 'no gateway died of anything but the campaign\'s kills');
+  for (const p of r.perKill)
+    assert.ok(p.ok, `after kill ${p.k} (${p.victim}): ${p.error ?? JSON.stringify(p.invariants)}`);
+  assert.is(r.figures.diedUnbidden, 0, "no gateway died of anything but the campaign's kills");
   assert.ok(r.final.ok, `final books (seed ${r.figures.seed}): ${JSON.stringify(r.final.invariants ?? r.final)}`);
   assert.ok(r.ok);
   // The run did what it claims: ten kills, money moved on both rails, some sessions hit their ceiling.

@@ -47,7 +47,7 @@ export async function run(CTL, report, fixtures, role, humanAgent) {
     check('sha256 of "abc"', h === 'ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad', h);
   });
   await attempt('JCS key order and numbers', async () => {
-    const s = CTL.canonicalize({ b: [1, 'é', true], a: { '10': null, '2': 1e21 }, '€': 0.5 });
+    const s = CTL.canonicalize({ b: [1, 'é', true], a: { 10: null, 2: 1e21 }, '€': 0.5 });
     check('JCS key order and numbers', s === '{"a":{"10":null,"2":1e+21},"b":[1,"é",true],"€":0.5}', s);
   });
   await attempt('strict JSON refuses duplicate keys', async () => {
@@ -67,14 +67,16 @@ export async function run(CTL, report, fixtures, role, humanAgent) {
   // UTF-8 is ours where the host has no TextEncoder, and every engine's decodeURIComponent is its
   // decoder: each must refuse an overlong form, a surrogate, a code point past U+10FFFF, a truncation.
   await attempt('invalid UTF-8 refused', async () => {
-    const codes = [[0xc0, 0x80], [0xed, 0xa0, 0x80], [0xf4, 0x90, 0x80, 0x80], [0xe2, 0x82], [0x80], [0xff]].map((b) => {
-      try {
-        CTL.utf8Decode(new Uint8Array(b));
-        return 'accepted';
-      } catch (e) {
-        return e.code;
-      }
-    });
+    const codes = [[0xc0, 0x80], [0xed, 0xa0, 0x80], [0xf4, 0x90, 0x80, 0x80], [0xe2, 0x82], [0x80], [0xff]].map(
+      (b) => {
+        try {
+          CTL.utf8Decode(new Uint8Array(b));
+          return 'accepted';
+        } catch (e) {
+          return e.code;
+        }
+      },
+    );
     let lone = 'accepted';
     try {
       CTL.utf8Encode('a\ud800');
@@ -82,7 +84,11 @@ export async function run(CTL, report, fixtures, role, humanAgent) {
       lone = e.code;
     }
     const all = codes.concat([lone]);
-    check('invalid UTF-8 refused', all.every((c) => c === 'malformed'), all.join(','));
+    check(
+      'invalid UTF-8 refused',
+      all.every((c) => c === 'malformed'),
+      all.join(','),
+    );
   });
   await attempt('amounts are BigInt-exact', async () => {
     const a = CTL.parseAmount('123456789012345678901234567890', 'a');
@@ -98,43 +104,82 @@ export async function run(CTL, report, fixtures, role, humanAgent) {
   // 2. Every shared vector: the same signed artifacts, the same verdicts, on every target.
   const keys = fixtures.keys;
   // Which vectors a role verifies: the wallet has no merchant verifier; receipts are the agent's (full).
-  const roleVerifies = (kind) => kind === 'bundle' || kind === 'jcs-policy-hash' || (kind === 'chain' && verifies) || (kind === 'receipt' && role === 'full');
+  const roleVerifies = (kind) =>
+    kind === 'bundle' ||
+    kind === 'jcs-policy-hash' ||
+    (kind === 'chain' && verifies) ||
+    (kind === 'receipt' && role === 'full');
   // The verifier's Human-Agent profile is opt-in (ctl/human-agent): refused without it, never passed.
-  if (role === 'verify') await attempt('human-agent: unsupported_feature until registered, then registered', async () => {
-    const k = fixtures.cases.find((c) => c.kind === 'chain' && c.expected.valid && c.options.trustedHumans);
-    CTL.registerHumanAgent(undefined);
-    const r = await CTL.verifyCtl(k.input.sba, {
-      amount: k.options.amount, currency: k.options.currency, merchantId: k.options.merchantId, rail: k.options.rail, purpose: k.options.purpose,
-      trustedHumans: k.options.trustedHumans, offline: true, now: () => CTL.parseTimestamp(k.options.now, 'now'), spendStorage: CTL.createMemorySpendStorage(),
+  if (role === 'verify')
+    await attempt('human-agent: unsupported_feature until registered, then registered', async () => {
+      const k = fixtures.cases.find((c) => c.kind === 'chain' && c.expected.valid && c.options.trustedHumans);
+      CTL.registerHumanAgent(undefined);
+      const r = await CTL.verifyCtl(k.input.sba, {
+        amount: k.options.amount,
+        currency: k.options.currency,
+        merchantId: k.options.merchantId,
+        rail: k.options.rail,
+        purpose: k.options.purpose,
+        trustedHumans: k.options.trustedHumans,
+        offline: true,
+        now: () => CTL.parseTimestamp(k.options.now, 'now'),
+        spendStorage: CTL.createMemorySpendStorage(),
+      });
+      CTL.registerHumanAgent(humanAgent.humanAgentProfile);
+      const outcome = r.valid ? 'valid' : r.error.code;
+      check(
+        'human-agent: unsupported_feature until registered, then registered',
+        outcome === 'unsupported_feature',
+        outcome,
+        outcome,
+      );
     });
-    CTL.registerHumanAgent(humanAgent.humanAgentProfile);
-    const outcome = r.valid ? 'valid' : r.error.code;
-    check('human-agent: unsupported_feature until registered, then registered', outcome === 'unsupported_feature', outcome, outcome);
-  });
   // A verifier keeps every revocation a root-signed bundle showed it (PROTOCOL.md §12), and the
   // vectors share grants: the cases whose bundle revokes their own grant run last of all, so that a
   // revocation seen there does not refuse the other cases' payments under the same grant.
-  const revokes = (k) => k.kind === 'chain' && (k.input.trustBundles || []).some((b) => b && Array.isArray(b.revokedGrants)
-    && k.input.sba && k.input.sba.grant && b.revokedGrants.includes(k.input.sba.grant.grantId));
-  const verifyVector = (k) => attempt(`vector ${k.id}`, async () => {
+  const revokes = (k) =>
+    k.kind === 'chain' &&
+    (k.input.trustBundles || []).some(
+      (b) =>
+        b &&
+        Array.isArray(b.revokedGrants) &&
+        k.input.sba &&
+        k.input.sba.grant &&
+        b.revokedGrants.includes(k.input.sba.grant.grantId),
+    );
+  const verifyVector = (k) =>
+    attempt(`vector ${k.id}`, async () => {
       const now = () => CTL.parseTimestamp(k.options.now, 'now');
       let r;
       if (k.kind === 'chain') {
         const [form, name] = k.options.trust.split(':');
-        const trust = form === 'signingKeyPem'
-          ? { signingKeyPem: keys[name].publicKeyPem }
-          : form === 'none' ? {} : { trustBundles: k.input.trustBundles, rootPublicKeyPem: keys[name].publicKeyPem };
+        const trust =
+          form === 'signingKeyPem'
+            ? { signingKeyPem: keys[name].publicKeyPem }
+            : form === 'none'
+              ? {}
+              : { trustBundles: k.input.trustBundles, rootPublicKeyPem: keys[name].publicKeyPem };
         // Human-Agent cases (PROTOCOL.md §10) name the trusted DIDs and the payment's rail and purpose.
         const human = k.options.trustedHumans ? { trustedHumans: k.options.trustedHumans } : {};
-        for (const f of ['rail', 'purpose', 'requireIntentHash']) if (k.options[f] !== undefined) human[f] = k.options[f];
+        for (const f of ['rail', 'purpose', 'requireIntentHash'])
+          if (k.options[f] !== undefined) human[f] = k.options[f];
         r = await CTL.verifyCtl(k.input.sba, {
-          amount: k.options.amount, currency: k.options.currency, merchantId: k.options.merchantId,
-          offline: true, now, spendStorage: CTL.createMemorySpendStorage(), ...trust, ...human,
+          amount: k.options.amount,
+          currency: k.options.currency,
+          merchantId: k.options.merchantId,
+          offline: true,
+          now,
+          spendStorage: CTL.createMemorySpendStorage(),
+          ...trust,
+          ...human,
         });
       } else if (k.kind === 'revocation') {
         r = await CTL.verifySignedRevocation(k.input.revocation, { now });
       } else if (k.kind === 'bundle') {
-        r = await CTL.verifyTrustBundle(k.input.bundle, keys[k.options.trust.split(':')[1]].publicKeyPem, { now, minSequence: k.options.minSequence });
+        r = await CTL.verifyTrustBundle(k.input.bundle, keys[k.options.trust.split(':')[1]].publicKeyPem, {
+          now,
+          minSequence: k.options.minSequence,
+        });
       } else if (k.kind === 'receipt') {
         r = await CTL.verifyReceipt(k.input.receipt, { publicKey: keys[k.options.trust.split(':')[1]].publicKeyPem });
       } else if (k.kind === 'jcs-policy-hash') {
@@ -150,8 +195,13 @@ export async function run(CTL, report, fixtures, role, humanAgent) {
       }
       const outcome = r.valid ? 'valid' : r.error.code;
       const expected = k.expected.valid ? 'valid' : k.expected.code || 'invalid';
-      check(`vector ${k.id}`, r.valid === k.expected.valid && (!k.expected.code || k.expected.code === outcome), outcome, `${outcome} (expected ${expected})`);
-  });
+      check(
+        `vector ${k.id}`,
+        r.valid === k.expected.valid && (!k.expected.code || k.expected.code === outcome),
+        outcome,
+        `${outcome} (expected ${expected})`,
+      );
+    });
   for (const k of fixtures.cases) if (roleVerifies(k.kind) && !revokes(k)) await verifyVector(k);
 
   // 3. Keys made here, the whole chain signed and verified here (randomness from the host, or
@@ -162,19 +212,55 @@ export async function run(CTL, report, fixtures, role, humanAgent) {
       const wallet = await CTL.generateKeyPair({ alg });
       const t0 = CTL.parseTimestamp('2026-11-22T10:00:00Z', 't0');
       const now = () => t0;
-      const grant = await CTL.createSignedPolicyGrant({
-        policyHash: CTL.policyHash({ p: 'portable' }), actorKey: wallet.publicJwk,
-        allowedRails: ['x402'], allowedAssets: [{ standard: 'iso4217', code: 'USD' }],
-        maxAmountMinor: '100', currency: 'USD', destinationAllowlist: ['m-1'],
-        issuedAt: '2026-11-22T09:00:00Z', expiresAt: '2026-11-23T09:00:00Z',
-      }, { issuer: 'authority.example', signingKey: authority.privateKeyPem, revocationBaseUrl: 'https://authority.example', now });
-      const fetch = async (url) => ({ ok: true, status: 200, text: async () => JSON.stringify({ grantId: grant.grantId, revoked: false }) });
-      const session = CTL.createSession(grant, { actorId: 'agent-1', signingKey: wallet.privateKeyPem, signingKeyId: 'w1', fetch, now });
+      const grant = await CTL.createSignedPolicyGrant(
+        {
+          policyHash: CTL.policyHash({ p: 'portable' }),
+          actorKey: wallet.publicJwk,
+          allowedRails: ['x402'],
+          allowedAssets: [{ standard: 'iso4217', code: 'USD' }],
+          maxAmountMinor: '100',
+          currency: 'USD',
+          destinationAllowlist: ['m-1'],
+          issuedAt: '2026-11-22T09:00:00Z',
+          expiresAt: '2026-11-23T09:00:00Z',
+        },
+        {
+          issuer: 'authority.example',
+          signingKey: authority.privateKeyPem,
+          revocationBaseUrl: 'https://authority.example',
+          now,
+        },
+      );
+      const fetch = async (url) => ({
+        ok: true,
+        status: 200,
+        text: async () => JSON.stringify({ grantId: grant.grantId, revoked: false }),
+      });
+      const session = CTL.createSession(grant, {
+        actorId: 'agent-1',
+        signingKey: wallet.privateKeyPem,
+        signingKeyId: 'w1',
+        fetch,
+        now,
+      });
       const sba = await session.createSba({ amount: '60', currency: 'USD', rail: 'x402', merchantId: 'm-1' });
-      const options = { amount: '60', currency: 'USD', merchantId: 'm-1', signingKeyPem: authority.publicKeyPem, offline: true, now, trackSpend: true, spendStorage: CTL.createMemorySpendStorage() };
+      const options = {
+        amount: '60',
+        currency: 'USD',
+        merchantId: 'm-1',
+        signingKeyPem: authority.publicKeyPem,
+        offline: true,
+        now,
+        trackSpend: true,
+        spendStorage: CTL.createMemorySpendStorage(),
+      };
       const ok = await CTL.verifyCtl(sba, options);
       const replay = await CTL.verifyCtl(sba, options);
-      const other = await CTL.verifyCtl(sba, { ...options, merchantId: 'm-2', spendStorage: CTL.createMemorySpendStorage() });
+      const other = await CTL.verifyCtl(sba, {
+        ...options,
+        merchantId: 'm-2',
+        spendStorage: CTL.createMemorySpendStorage(),
+      });
       let over = 'signed';
       try {
         await session.createSba({ amount: '41', currency: 'USD', rail: 'x402' });
@@ -182,8 +268,18 @@ export async function run(CTL, report, fixtures, role, humanAgent) {
         over = `${e.name}/${e.code}`;
       }
       const left = (await session.remaining()).remainingMinor;
-      const outcome = [ok.valid ? 'valid' : ok.error.code, replay.valid ? 'valid' : replay.error.code, other.valid ? 'valid' : other.error.code, over, left].join(' ');
-      check(`${alg}: grant → wallet → SBA → verify`, outcome === 'valid replay destination_not_allowed CtlBudgetExceededError/budget_exceeded 40', outcome);
+      const outcome = [
+        ok.valid ? 'valid' : ok.error.code,
+        replay.valid ? 'valid' : replay.error.code,
+        other.valid ? 'valid' : other.error.code,
+        over,
+        left,
+      ].join(' ');
+      check(
+        `${alg}: grant → wallet → SBA → verify`,
+        outcome === 'valid replay destination_not_allowed CtlBudgetExceededError/budget_exceeded 40',
+        outcome,
+      );
     });
   }
 
@@ -192,12 +288,27 @@ export async function run(CTL, report, fixtures, role, humanAgent) {
     await attempt('terminal: accept, replay, wrong merchant', async () => {
       const k = fixtures.cases.find((c) => c.id === '01-chain-valid-ed25519');
       const now = () => CTL.parseTimestamp(k.options.now, 'now');
-      const options = { amount: k.options.amount, currency: k.options.currency, merchantId: 'merchant-a', signingKeyPem: keys.authority.publicKeyPem, offline: true, now, trackSpend: true, spendStorage: CTL.createMemorySpendStorage() };
+      const options = {
+        amount: k.options.amount,
+        currency: k.options.currency,
+        merchantId: 'merchant-a',
+        signingKeyPem: keys.authority.publicKeyPem,
+        offline: true,
+        now,
+        trackSpend: true,
+        spendStorage: CTL.createMemorySpendStorage(),
+      };
       const code = (r) => (r.valid ? 'valid' : r.error.code);
       const outcome = [
         code(await CTL.verifyCtl(k.input.sba, options)),
         code(await CTL.verifyCtl(k.input.sba, options)),
-        code(await CTL.verifyCtl(k.input.sba, { ...options, merchantId: 'merchant-z', spendStorage: CTL.createMemorySpendStorage() })),
+        code(
+          await CTL.verifyCtl(k.input.sba, {
+            ...options,
+            merchantId: 'merchant-z',
+            spendStorage: CTL.createMemorySpendStorage(),
+          }),
+        ),
       ].join(' ');
       check('terminal: accept, replay, wrong merchant', outcome === 'valid replay destination_not_allowed', outcome);
     });
@@ -210,7 +321,15 @@ export async function run(CTL, report, fixtures, role, humanAgent) {
     await attempt('time is a number or nothing', async () => {
       const k = fixtures.cases.find((c) => c.id === '01-chain-valid-ed25519');
       const now = () => CTL.parseTimestamp(k.options.now, 'now');
-      const options = () => ({ amount: k.options.amount, currency: k.options.currency, merchantId: 'merchant-a', signingKeyPem: keys.authority.publicKeyPem, offline: true, now, spendStorage: CTL.createMemorySpendStorage() });
+      const options = () => ({
+        amount: k.options.amount,
+        currency: k.options.currency,
+        merchantId: 'merchant-a',
+        signingKeyPem: keys.authority.publicKeyPem,
+        offline: true,
+        now,
+        spendStorage: CTL.createMemorySpendStorage(),
+      });
       const code = (r) => (r.valid ? 'valid' : r.error.code);
       const outcome = [
         code(await CTL.verifyCtl(k.input.sba, { ...options(), now: () => NaN })),
@@ -220,12 +339,23 @@ export async function run(CTL, report, fixtures, role, humanAgent) {
         code(await CTL.verifyCtl(k.input.sba, { ...options(), clockToleranceMs: '0' })),
         code(await CTL.verifyCtl(k.input.sba, options())),
       ].join(' ');
-      check('time is a number or nothing', outcome === 'malformed malformed malformed malformed malformed valid', outcome);
+      check(
+        'time is a number or nothing',
+        outcome === 'malformed malformed malformed malformed malformed valid',
+        outcome,
+      );
     });
     await attempt('offline: one SBA accepted once without trackSpend', async () => {
       const k = fixtures.cases.find((c) => c.id === '01-chain-valid-ed25519');
       const now = () => CTL.parseTimestamp(k.options.now, 'now');
-      const options = { amount: k.options.amount, currency: k.options.currency, merchantId: 'merchant-a', signingKeyPem: keys.authority.publicKeyPem, offline: true, now };
+      const options = {
+        amount: k.options.amount,
+        currency: k.options.currency,
+        merchantId: 'merchant-a',
+        signingKeyPem: keys.authority.publicKeyPem,
+        offline: true,
+        now,
+      };
       const outcome = [];
       for (let i = 0; i < 3; i++) {
         const r = await CTL.verifyCtl(k.input.sba, options); // no trackSpend, no spendStorage
@@ -234,20 +364,48 @@ export async function run(CTL, report, fixtures, role, humanAgent) {
       // The first presentation may meet an id this build's verifier saw in an earlier check (the
       // shared in-memory ledger): what matters is that at most one is ever accepted.
       const accepted = outcome.filter((o) => o === 'valid').length;
-      check('offline: one SBA accepted once without trackSpend', accepted <= 1 && outcome.slice(1).every((o) => o === 'replay'), outcome.join(' '));
+      check(
+        'offline: one SBA accepted once without trackSpend',
+        accepted <= 1 && outcome.slice(1).every((o) => o === 'replay'),
+        outcome.join(' '),
+      );
     });
   }
 
   // 3c. The wallet (wallet role): SBAs signed under the vectors' grants with their actor keys, checked by signature.
-  for (const [id, actor] of role === 'wallet' ? [['01-chain-valid-ed25519', 'actor'], ['02-chain-valid-es256-actor', 'actorP256']] : []) {
+  for (const [id, actor] of role === 'wallet'
+    ? [
+        ['01-chain-valid-ed25519', 'actor'],
+        ['02-chain-valid-es256-actor', 'actorP256'],
+      ]
+    : []) {
     await attempt(`wallet: ${actor} signs under ${id}`, async () => {
       const grant = fixtures.cases.find((c) => c.id === id).input.sba.grant;
       const now = () => CTL.parseTimestamp('2026-06-01T00:00:00Z', 'now');
-      const fetch = async () => ({ ok: true, status: 200, text: async () => JSON.stringify({ grantId: grant.grantId, revoked: false }) });
-      const session = CTL.createSession(grant, { actorId: 'vehicle-42', signingKey: keys[actor].privateKeyPem, signingKeyId: 'w1', fetch, now, spendStorage: CTL.createMemorySpendStorage() });
+      const fetch = async () => ({
+        ok: true,
+        status: 200,
+        text: async () => JSON.stringify({ grantId: grant.grantId, revoked: false }),
+      });
+      const session = CTL.createSession(grant, {
+        actorId: 'vehicle-42',
+        signingKey: keys[actor].privateKeyPem,
+        signingKeyId: 'w1',
+        fetch,
+        now,
+        spendStorage: CTL.createMemorySpendStorage(),
+      });
       const sba = await session.createSba({ amount: '3000', currency: 'USD', rail: 'card', merchantId: 'merchant-a' });
-      const signed = await CTL.verifyWithJwk(grant.actorKey, CTL.signedBytes('sba', sba), CTL.base64urlDecode(sba.signature));
-      const forged = await CTL.verifyWithJwk(grant.actorKey, CTL.signedBytes('sba', { ...sba, authorization: { ...sba.authorization, maxAmountMinor: '3001' } }), CTL.base64urlDecode(sba.signature));
+      const signed = await CTL.verifyWithJwk(
+        grant.actorKey,
+        CTL.signedBytes('sba', sba),
+        CTL.base64urlDecode(sba.signature),
+      );
+      const forged = await CTL.verifyWithJwk(
+        grant.actorKey,
+        CTL.signedBytes('sba', { ...sba, authorization: { ...sba.authorization, maxAmountMinor: '3001' } }),
+        CTL.base64urlDecode(sba.signature),
+      );
       let over = 'signed';
       try {
         await session.createSba({ amount: '2001', currency: 'USD', rail: 'card' });
@@ -257,64 +415,115 @@ export async function run(CTL, report, fixtures, role, humanAgent) {
       const header = CTL.encodeSbaHeader(sba) === 'CTL ' + CTL.base64Encode(CTL.utf8Encode(CTL.canonicalize(sba)));
       const left = (await session.remaining()).remainingMinor;
       const outcome = [signed, forged, sba.grant.grantId === grant.grantId, over, left, header].join(' ');
-      check(`wallet: ${actor} signs under ${id}`, outcome === 'true false true CtlBudgetExceededError/budget_exceeded 2000 true', outcome);
+      check(
+        `wallet: ${actor} signs under ${id}`,
+        outcome === 'true false true CtlBudgetExceededError/budget_exceeded 2000 true',
+        outcome,
+      );
     });
   }
 
   // 4. Trust Bundles: root-signed, expiry, rollback floor.
-  if (role === 'full') await attempt('trust bundle: verify, expiry, rollback', async () => {
-    const root = await CTL.generateKeyPair({ alg: 'EdDSA' });
-    const authority = await CTL.generateKeyPair({ alg: 'EdDSA' });
-    const kid = await CTL.jwkThumbprint(authority.publicJwk);
-    const bundle = await CTL.createTrustBundle({
-      sequence: 4, scope: { region: 'eu' }, revokedGrants: ['g-revoked'],
-      issuers: [{ issuer: 'authority.example', keys: [{ ...authority.publicJwk, kid, alg: 'EdDSA', purposes: ['grant'] }] }],
-      issuedAt: '2026-11-22T00:00:00Z', expiresAt: '2026-11-23T00:00:00Z',
-    }, { signingKey: root.privateKeyPem, issuer: 'root.example' });
-    const at = (iso) => () => CTL.parseTimestamp(iso, 'now');
-    const code = (r) => (r.valid ? 'valid' : r.error.code);
-    const outcome = [
-      code(await CTL.verifyTrustBundle(bundle, root.publicKeyPem, { now: at('2026-11-22T12:00:00Z'), minSequence: 4 })),
-      code(await CTL.verifyTrustBundle(bundle, root.publicKeyPem, { now: at('2026-11-22T12:00:00Z'), minSequence: 5 })),
-      code(await CTL.verifyTrustBundle(bundle, root.publicKeyPem, { now: at('2026-11-23T00:00:00Z') })),
-      code(await CTL.verifyTrustBundle(bundle, authority.publicKeyPem, { now: at('2026-11-22T12:00:00Z') })),
-    ].join(' ');
-    check('trust bundle: verify, expiry, rollback', outcome === 'valid trust_bundle_rollback trust_bundle_expired trust_bundle_invalid', outcome);
-  });
+  if (role === 'full')
+    await attempt('trust bundle: verify, expiry, rollback', async () => {
+      const root = await CTL.generateKeyPair({ alg: 'EdDSA' });
+      const authority = await CTL.generateKeyPair({ alg: 'EdDSA' });
+      const kid = await CTL.jwkThumbprint(authority.publicJwk);
+      const bundle = await CTL.createTrustBundle(
+        {
+          sequence: 4,
+          scope: { region: 'eu' },
+          revokedGrants: ['g-revoked'],
+          issuers: [
+            { issuer: 'authority.example', keys: [{ ...authority.publicJwk, kid, alg: 'EdDSA', purposes: ['grant'] }] },
+          ],
+          issuedAt: '2026-11-22T00:00:00Z',
+          expiresAt: '2026-11-23T00:00:00Z',
+        },
+        { signingKey: root.privateKeyPem, issuer: 'root.example' },
+      );
+      const at = (iso) => () => CTL.parseTimestamp(iso, 'now');
+      const code = (r) => (r.valid ? 'valid' : r.error.code);
+      const outcome = [
+        code(
+          await CTL.verifyTrustBundle(bundle, root.publicKeyPem, { now: at('2026-11-22T12:00:00Z'), minSequence: 4 }),
+        ),
+        code(
+          await CTL.verifyTrustBundle(bundle, root.publicKeyPem, { now: at('2026-11-22T12:00:00Z'), minSequence: 5 }),
+        ),
+        code(await CTL.verifyTrustBundle(bundle, root.publicKeyPem, { now: at('2026-11-23T00:00:00Z') })),
+        code(await CTL.verifyTrustBundle(bundle, authority.publicKeyPem, { now: at('2026-11-22T12:00:00Z') })),
+      ].join(' ');
+      check(
+        'trust bundle: verify, expiry, rollback',
+        outcome === 'valid trust_bundle_rollback trust_bundle_expired trust_bundle_invalid',
+        outcome,
+      );
+    });
 
   // 5. The presentation header round trip (the verifier decodes what a wallet encodes).
-  if (verifies) await attempt('Authorization: CTL header round trip', async () => {
-    const k = fixtures.cases.find((c) => c.kind === 'chain' && c.expected.valid);
-    const encoded = role === 'full' ? CTL.encodeSbaHeader(k.input.sba) : 'CTL ' + CTL.base64Encode(CTL.utf8Encode(JSON.stringify(k.input.sba)));
-    const back = CTL.decodeSbaHeader(encoded);
-    check('Authorization: CTL header round trip', CTL.canonicalize(back) === CTL.canonicalize(k.input.sba), 'same');
-  });
+  if (verifies)
+    await attempt('Authorization: CTL header round trip', async () => {
+      const k = fixtures.cases.find((c) => c.kind === 'chain' && c.expected.valid);
+      const encoded =
+        role === 'full'
+          ? CTL.encodeSbaHeader(k.input.sba)
+          : 'CTL ' + CTL.base64Encode(CTL.utf8Encode(JSON.stringify(k.input.sba)));
+      const back = CTL.decodeSbaHeader(encoded);
+      check('Authorization: CTL header round trip', CTL.canonicalize(back) === CTL.canonicalize(k.input.sba), 'same');
+    });
 
   // 6. Root rotation (PROTOCOL.md §11): 1 → 2 → 3 with a 2-of-3 set, the newest bundle key only.
   // Signing root statements is the full build's (the role bundles only verify a chain).
-  if (role === 'full') await attempt('root rotation: chain, bundle keys, rollback', async () => {
-    const k = {};
-    for (const n of ['root', 'r2', 'a', 'b', 'c', 'bk2', 'bk3']) k[n] = await CTL.generateKeyPair({ alg: 'EdDSA' });
-    const by = (...names) => ({ signers: names.map((n) => ({ key: k[n].privateKeyPem })), now: () => CTL.parseTimestamp('2026-11-01T00:00:00Z', 'now') });
-    const s2 = await CTL.createRootStatement({ rootVersion: 2, keys: [k.r2.publicJwk], threshold: 1, bundleKeys: [k.bk2.publicJwk] }, by('root', 'r2'));
-    const v3 = { rootVersion: 3, keys: [k.a.publicJwk, k.b.publicJwk, k.c.publicJwk], threshold: 2, bundleKeys: [k.bk3.publicJwk] };
-    const s3 = await CTL.createRootStatement(v3, by('r2', 'a', 'c'));
-    const s3short = await CTL.createRootStatement(v3, by('r2', 'a'));
-    const bundle = (n) => CTL.createTrustBundle({ sequence: 1, scope: {}, issuers: [], revokedGrants: [], issuedAt: '2026-11-22T00:00:00Z', expiresAt: '2026-11-23T00:00:00Z' },
-      { signingKey: k[n].privateKeyPem, issuer: 'root.example' });
-    const now = () => CTL.parseTimestamp('2026-11-22T12:00:00Z', 'now');
-    const code = (r) => (r.valid ? `valid:${r.rootVersion}` : r.error.code);
-    const pin = k.root.publicKeyPem;
-    const outcome = [
-      code(await CTL.verifyRootChain(pin, [s2, s3])),
-      code(await CTL.verifyRootChain(pin, [s2, s3short])),
-      code(await CTL.verifyRootChain(pin, [s3])),
-      code(await CTL.verifyRootChain(pin, [s2], { minVersion: 3 })),
-      code(await CTL.verifyTrustBundle(await bundle('bk3'), pin, { now, rootChain: [s2, s3] })),
-      code(await CTL.verifyTrustBundle(await bundle('root'), pin, { now, rootChain: [s2, s3] })),
-    ].join(' ');
-    check('root rotation: chain, bundle keys, rollback', outcome === 'valid:3 root_rotation_invalid root_rotation_invalid root_rollback valid:3 trust_bundle_invalid', outcome);
-  });
+  if (role === 'full')
+    await attempt('root rotation: chain, bundle keys, rollback', async () => {
+      const k = {};
+      for (const n of ['root', 'r2', 'a', 'b', 'c', 'bk2', 'bk3']) k[n] = await CTL.generateKeyPair({ alg: 'EdDSA' });
+      const by = (...names) => ({
+        signers: names.map((n) => ({ key: k[n].privateKeyPem })),
+        now: () => CTL.parseTimestamp('2026-11-01T00:00:00Z', 'now'),
+      });
+      const s2 = await CTL.createRootStatement(
+        { rootVersion: 2, keys: [k.r2.publicJwk], threshold: 1, bundleKeys: [k.bk2.publicJwk] },
+        by('root', 'r2'),
+      );
+      const v3 = {
+        rootVersion: 3,
+        keys: [k.a.publicJwk, k.b.publicJwk, k.c.publicJwk],
+        threshold: 2,
+        bundleKeys: [k.bk3.publicJwk],
+      };
+      const s3 = await CTL.createRootStatement(v3, by('r2', 'a', 'c'));
+      const s3short = await CTL.createRootStatement(v3, by('r2', 'a'));
+      const bundle = (n) =>
+        CTL.createTrustBundle(
+          {
+            sequence: 1,
+            scope: {},
+            issuers: [],
+            revokedGrants: [],
+            issuedAt: '2026-11-22T00:00:00Z',
+            expiresAt: '2026-11-23T00:00:00Z',
+          },
+          { signingKey: k[n].privateKeyPem, issuer: 'root.example' },
+        );
+      const now = () => CTL.parseTimestamp('2026-11-22T12:00:00Z', 'now');
+      const code = (r) => (r.valid ? `valid:${r.rootVersion}` : r.error.code);
+      const pin = k.root.publicKeyPem;
+      const outcome = [
+        code(await CTL.verifyRootChain(pin, [s2, s3])),
+        code(await CTL.verifyRootChain(pin, [s2, s3short])),
+        code(await CTL.verifyRootChain(pin, [s3])),
+        code(await CTL.verifyRootChain(pin, [s2], { minVersion: 3 })),
+        code(await CTL.verifyTrustBundle(await bundle('bk3'), pin, { now, rootChain: [s2, s3] })),
+        code(await CTL.verifyTrustBundle(await bundle('root'), pin, { now, rootChain: [s2, s3] })),
+      ].join(' ');
+      check(
+        'root rotation: chain, bundle keys, rollback',
+        outcome === 'valid:3 root_rotation_invalid root_rotation_invalid root_rollback valid:3 trust_bundle_invalid',
+        outcome,
+      );
+    });
 
   for (const k of fixtures.cases) if (roleVerifies(k.kind) && revokes(k)) await verifyVector(k);
   return { passed, failed, outcomes };

@@ -45,7 +45,12 @@ export function suiteScript(suiteSource: string): string {
  * opt-in P-256 bundle registered when given (QuickJS has no native P-256), then the SDK's
  * randomness from the firmware ABI (setRandomSource), then the suite as a classic script.
  */
-export async function runInQuickJs(iife: string, suiteSource: string, fixtures: unknown, o: { role?: SuiteRole; p256Iife?: string; humanAgentIife?: string } = {}): Promise<QuickJsRun> {
+export async function runInQuickJs(
+  iife: string,
+  suiteSource: string,
+  fixtures: unknown,
+  o: { role?: SuiteRole; p256Iife?: string; humanAgentIife?: string } = {},
+): Promise<QuickJsRun> {
   const engine = await createQuickJsEngine({ abi: createNodeAbi() });
   try {
     engine.evalScript(iife, 'ctl.iife.js');
@@ -55,13 +60,18 @@ export async function runInQuickJs(iife: string, suiteSource: string, fixtures: 
       engine.evalScript('CTL.registerP256(CTLP256.nobleP256);', 'register-p256.js');
     }
     if (o.humanAgentIife) engine.evalScript(o.humanAgentIife, 'ctl-human-agent.iife.js');
-    engine.evalScript('CTL.setRandomSource(function (n) { return new Uint8Array(ctlHost.randomBytes(n)); });', 'random.js');
+    engine.evalScript(
+      'CTL.setRandomSource(function (n) { return new Uint8Array(ctlHost.randomBytes(n)); });',
+      'random.js',
+    );
     const hostObjects = engine.evalSync(
       '({ crypto: typeof crypto, TextEncoder: typeof TextEncoder, fetch: typeof fetch, setTimeout: typeof setTimeout, process: typeof process, ctlHost: typeof ctlHost })',
     ) as Record<string, string>;
     engine.evalScript(suiteScript(suiteSource), 'portable-suite.js');
     engine.evalScript(`var __fixtures = ${JSON.stringify(fixtures)}; var __failures = [];`, 'fixtures.js');
-    const result = engine.evalSync(`run(CTL, function (n, ok, d) { if (!ok) __failures.push(n + ': ' + d); }, __fixtures, ${JSON.stringify(o.role ?? 'full')}, typeof CTLHumanAgent === 'object' ? CTLHumanAgent : undefined)`) as QuickJsRun['result'];
+    const result = engine.evalSync(
+      `run(CTL, function (n, ok, d) { if (!ok) __failures.push(n + ': ' + d); }, __fixtures, ${JSON.stringify(o.role ?? 'full')}, typeof CTLHumanAgent === 'object' ? CTLHumanAgent : undefined)`,
+    ) as QuickJsRun['result'];
     const failures = engine.evalSync('__failures') as string[];
     const backend = engine.evalSync('CTL.getCryptoBackendName()') as string;
     if (failures.length) console.log(failures.join('\n'));
@@ -76,7 +86,12 @@ export async function runInQuickJs(iife: string, suiteSource: string, fixtures: 
  * timers, only the bundle (and the opt-in P-256), and randomness handed in as a function, as an
  * embedder of a plain ECMAScript engine would. Values cross the realm boundary as JSON only.
  */
-export async function runInBareVm(iife: string, suiteSource: string, fixtures: unknown, o: { role?: SuiteRole; p256Iife?: string; humanAgentIife?: string } = {}): Promise<QuickJsRun> {
+export async function runInBareVm(
+  iife: string,
+  suiteSource: string,
+  fixtures: unknown,
+  o: { role?: SuiteRole; p256Iife?: string; humanAgentIife?: string } = {},
+): Promise<QuickJsRun> {
   const context = createContext({ __hostRandom: (n: number) => Array.from(randomBytes(n)) });
   const run = (code: string, filename: string) => runInContext(code, context, { filename });
   run(iife, 'ctl.iife.js');
@@ -86,12 +101,22 @@ export async function runInBareVm(iife: string, suiteSource: string, fixtures: u
     run('CTL.registerP256(CTLP256.nobleP256);', 'register-p256.js');
   }
   if (o.humanAgentIife) run(o.humanAgentIife, 'ctl-human-agent.iife.js');
-  run('(function (r) { CTL.setRandomSource(function (n) { return new Uint8Array(r(n)); }); })(__hostRandom); delete globalThis.__hostRandom;', 'random.js');
-  const hostObjects = JSON.parse(run(
-    'JSON.stringify({ crypto: typeof crypto, TextEncoder: typeof TextEncoder, fetch: typeof fetch, setTimeout: typeof setTimeout, process: typeof process })', 'probe.js'));
+  run(
+    '(function (r) { CTL.setRandomSource(function (n) { return new Uint8Array(r(n)); }); })(__hostRandom); delete globalThis.__hostRandom;',
+    'random.js',
+  );
+  const hostObjects = JSON.parse(
+    run(
+      'JSON.stringify({ crypto: typeof crypto, TextEncoder: typeof TextEncoder, fetch: typeof fetch, setTimeout: typeof setTimeout, process: typeof process })',
+      'probe.js',
+    ),
+  );
   run(suiteScript(suiteSource), 'portable-suite.js');
-  const out = await run(`var __failures = []; run(CTL, function (n, ok, d) { if (!ok) __failures.push(n + ': ' + d); }, JSON.parse(${JSON.stringify(JSON.stringify(fixtures))}), ${JSON.stringify(o.role ?? 'full')}, typeof CTLHumanAgent === 'object' ? CTLHumanAgent : undefined)
-    .then(function (r) { return JSON.stringify({ result: r, failures: __failures, backend: CTL.getCryptoBackendName() }); })`, 'run.js');
+  const out = await run(
+    `var __failures = []; run(CTL, function (n, ok, d) { if (!ok) __failures.push(n + ': ' + d); }, JSON.parse(${JSON.stringify(JSON.stringify(fixtures))}), ${JSON.stringify(o.role ?? 'full')}, typeof CTLHumanAgent === 'object' ? CTLHumanAgent : undefined)
+    .then(function (r) { return JSON.stringify({ result: r, failures: __failures, backend: CTL.getCryptoBackendName() }); })`,
+    'run.js',
+  );
   const parsed = JSON.parse(out as string);
   if (parsed.failures.length) console.log(parsed.failures.join('\n'));
   return { ...parsed, hostObjects };

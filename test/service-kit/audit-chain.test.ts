@@ -5,18 +5,34 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { auditLogMigration, auditStagingMigration, changeWith, createAuditLog, migrate, openDatabase, type SqlDatabase } from '../../service-kit/index.js';
+import {
+  auditLogMigration,
+  auditStagingMigration,
+  changeWith,
+  createAuditLog,
+  migrate,
+  openDatabase,
+  type SqlDatabase,
+} from '../../service-kit/index.js';
 import { PG_URL, dropSchema, freshSchema, pgAvailable } from './pg-fixture.js';
 
-const SCHEMA = [auditLogMigration('audit_log'), auditStagingMigration('audit_log'), { id: 'things', sql: 'CREATE TABLE things (id TEXT PRIMARY KEY)' }];
+const SCHEMA = [
+  auditLogMigration('audit_log'),
+  auditStagingMigration('audit_log'),
+  { id: 'things', sql: 'CREATE TABLE things (id TEXT PRIMARY KEY)' },
+];
 
 async function concurrentChanges(dbs: SqlDatabase[], n: number) {
   const logs = dbs.map((db) => createAuditLog(db, 'audit_log'));
   await Promise.all(
     Array.from({ length: n }, (_, i) =>
-      changeWith(dbs[i % dbs.length], (q) => q.run('INSERT INTO things (id) VALUES (?)', [`t${i}`]), async (q) => {
-        await logs[i % dbs.length].append({ actor: 'test', action: 'thing.add', subject: `t${i}` }, q);
-      }),
+      changeWith(
+        dbs[i % dbs.length],
+        (q) => q.run('INSERT INTO things (id) VALUES (?)', [`t${i}`]),
+        async (q) => {
+          await logs[i % dbs.length].append({ actor: 'test', action: 'thing.add', subject: `t${i}` }, q);
+        },
+      ),
     ),
   );
   return logs[0];
@@ -44,9 +60,13 @@ test('SQLite: a change and its entry commit together; a failed entry takes the c
   const log = await concurrentChanges([db], 20);
   const v = await log.verify();
   assert.ok(v.ok && v.count === 20);
-  await changeWith(db, (q) => q.run('INSERT INTO things (id) VALUES (?)', ['lost']), async () => {
-    throw new Error('the entry could not be written');
-  }).catch(() => {});
+  await changeWith(
+    db,
+    (q) => q.run('INSERT INTO things (id) VALUES (?)', ['lost']),
+    async () => {
+      throw new Error('the entry could not be written');
+    },
+  ).catch(() => {});
   assert.is(await db.get('SELECT id FROM things WHERE id = ?', ['lost']), undefined);
   await db.close();
 });
@@ -67,9 +87,13 @@ test('PostgreSQL, two pools: entries staged by 120 concurrent changes, sealed by
     const logs = [createAuditLog(a, 'audit_log'), createAuditLog(b, 'audit_log')];
     await Promise.all(
       Array.from({ length: 120 }, async (_, i) => {
-        await changeWith([a, b][i % 2], (q) => q.run('INSERT INTO things (id) VALUES (?)', [`t${i}`]), async (q) => {
-          await logs[i % 2].stage({ actor: 'test', action: 'thing.add', subject: `t${i}` }, q);
-        });
+        await changeWith(
+          [a, b][i % 2],
+          (q) => q.run('INSERT INTO things (id) VALUES (?)', [`t${i}`]),
+          async (q) => {
+            await logs[i % 2].stage({ actor: 'test', action: 'thing.add', subject: `t${i}` }, q);
+          },
+        );
         await logs[i % 2].seal(7); // small batches, interleaved between pools
       }),
     );

@@ -9,8 +9,18 @@ import * as assert from 'uvu/assert';
 import Koa from 'koa';
 import Router from '@koa/router';
 import {
-  createApiKeyAuth, errorMiddleware, generateApiKey, jsonBody, listen, openDatabase, readsBody, requestGuard, requireScope, bearerToken,
-  type Listening, type SqlDatabase,
+  createApiKeyAuth,
+  errorMiddleware,
+  generateApiKey,
+  jsonBody,
+  listen,
+  openDatabase,
+  readsBody,
+  requestGuard,
+  requireScope,
+  bearerToken,
+  type Listening,
+  type SqlDatabase,
 } from '../../service-kit/index.js';
 import { parseStrictJson } from '../../src/index.js';
 import { PG_URL, dropSchema, freshSchema, pgAvailable } from './pg-fixture.js';
@@ -42,19 +52,27 @@ test.before(async () => {
   r.post('/rotate', requireScope(auth, 'things:write'), (ctx) => {
     ctx.body = { rotated: true, by: ctx.state.principal.keyId };
   });
-  r.post('/raw', readsBody(async (ctx) => {
-    const chunks: Buffer[] = [];
-    for await (const c of ctx.req) chunks.push(c as Buffer);
-    ctx.body = { bytes: Buffer.concat(chunks).length };
-  }));
+  r.post(
+    '/raw',
+    readsBody(async (ctx) => {
+      const chunks: Buffer[] = [];
+      for await (const c of ctx.req) chunks.push(c as Buffer);
+      ctx.body = { bytes: Buffer.concat(chunks).length };
+    }),
+  );
   r.get('/pg/bug', async (ctx) => {
     ctx.body = await pg!.db.get('SELECT * FROM no_such_table');
   });
   const app = new Koa();
   app.silent = true;
-  app.use(errorMiddleware({
-    logger: { error: (obj) => logged.push({ level: 'error', obj }), warn: (obj) => logged.push({ level: 'warn', obj }) },
-  }));
+  app.use(
+    errorMiddleware({
+      logger: {
+        error: (obj) => logged.push({ level: 'error', obj }),
+        warn: (obj) => logged.push({ level: 'warn', obj }),
+      },
+    }),
+  );
   app.use(requestGuard([r]));
   app.use(r.routes());
   app.use(r.allowedMethods());
@@ -69,7 +87,12 @@ test.after(async () => {
 });
 
 const json = (r: { text: string }) => JSON.parse(r.text);
-const refusal = (r: { status: number; text: string }) => [r.status, Object.keys(json(r)).join(), json(r).error?.code, json(r).error?.message];
+const refusal = (r: { status: number; text: string }) => [
+  r.status,
+  Object.keys(json(r)).join(),
+  json(r).error?.code,
+  json(r).error?.message,
+];
 
 test('a NUL in any JSON string or member name is 400 malformed naming the field', async () => {
   const cases: Array<[string, string]> = [
@@ -80,10 +103,16 @@ test('a NUL in any JSON string or member name is 400 malformed naming the field'
     ['"\\u0000"', 'body'],
   ];
   for (const [text, field] of cases) {
-    assert.equal(refusal(await send(srv.url, 'POST', '/echo', {}, text)), [400, 'error', 'malformed', `${field}: must not contain U+0000 (NUL)`], text);
+    assert.equal(
+      refusal(await send(srv.url, 'POST', '/echo', {}, text)),
+      [400, 'error', 'malformed', `${field}: must not contain U+0000 (NUL)`],
+      text,
+    );
   }
   // Other escapes, and a backslash followed by "u0000" as text, are ordinary data.
-  assert.equal(json(await send(srv.url, 'POST', '/echo', {}, '{"a":"\\\\u0000 \\u0001 \\n"}')), { got: { a: '\\u0000 \u0001 \n' } });
+  assert.equal(json(await send(srv.url, 'POST', '/echo', {}, '{"a":"\\\\u0000 \\u0001 \\n"}')), {
+    got: { a: '\\u0000 \u0001 \n' },
+  });
 });
 
 test('control characters in the path or the query are 400 malformed, encoded or not', async () => {
@@ -92,23 +121,47 @@ test('control characters in the path or the query are 400 malformed, encoded or 
   }
   for (const query of ['?a=%00', '?a%00=1', '?a=b%0d%0aX:1', '?a=%7f']) {
     const r = await send(srv.url, 'GET', `/things/1${query}`, {});
-    assert.equal(refusal(r), [400, 'error', 'malformed', 'query: control characters (U+0000–U+001F, U+007F) are not allowed'], query);
+    assert.equal(
+      refusal(r),
+      [400, 'error', 'malformed', 'query: control characters (U+0000–U+001F, U+007F) are not allowed'],
+      query,
+    );
   }
   // Percent-encoded printable and non-ASCII text still passes.
-  assert.equal(json(await send(srv.url, 'GET', '/things/caf%C3%A9%20x?q=%E2%82%AC+1', {})), { id: 'café x', q: { q: '€ 1' } });
+  assert.equal(json(await send(srv.url, 'GET', '/things/caf%C3%A9%20x?q=%E2%82%AC+1', {})), {
+    id: 'café x',
+    q: { q: '€ 1' },
+  });
 });
 
 test('a body sent to a route that reads none is 400 malformed; an empty body is none', async () => {
-  const junk = await send(srv.url, 'DELETE', '/things/1', { 'content-type': 'text/plain', 'content-length': '4' }, 'junk');
+  const junk = await send(
+    srv.url,
+    'DELETE',
+    '/things/1',
+    { 'content-type': 'text/plain', 'content-length': '4' },
+    'junk',
+  );
   assert.equal(refusal(junk), [400, 'error', 'malformed', 'body: DELETE /things/1 takes no body']);
   assert.equal(refusal(await send(srv.url, 'GET', '/things/1', {}, '{}')).slice(0, 3), [400, 'error', 'malformed']);
-  const chunked = await send(srv.url, 'POST', '/rotate', { authorization: `Bearer ${key.apiKey}`, 'transfer-encoding': 'chunked' }, '{"x":1}');
+  const chunked = await send(
+    srv.url,
+    'POST',
+    '/rotate',
+    { authorization: `Bearer ${key.apiKey}`, 'transfer-encoding': 'chunked' },
+    '{"x":1}',
+  );
   assert.equal(refusal(chunked).slice(0, 3), [400, 'error', 'malformed'], 'refused before the route runs');
   assert.equal(json(await send(srv.url, 'DELETE', '/things/1', { 'content-length': '0' })), { deleted: '1' });
-  assert.equal(json(await send(srv.url, 'POST', '/rotate', { authorization: `Bearer ${key.apiKey}` })), { rotated: true, by: key.keyId });
+  assert.equal(json(await send(srv.url, 'POST', '/rotate', { authorization: `Bearer ${key.apiKey}` })), {
+    rotated: true,
+    by: key.keyId,
+  });
   // Routes that read a body keep it: JSON through jsonBody, any bytes through readsBody.
   assert.equal(json(await send(srv.url, 'POST', '/echo', {}, '{"a":1}')), { got: { a: 1 } });
-  assert.equal(json(await send(srv.url, 'POST', '/raw', { 'content-type': 'application/octet-stream' }, 'abc\u0000')), { bytes: 4 });
+  assert.equal(json(await send(srv.url, 'POST', '/raw', { 'content-type': 'application/octet-stream' }, 'abc\u0000')), {
+    bytes: 4,
+  });
   // No route: the body does not matter, the answer is the router's.
   assert.equal(refusal(await send(srv.url, 'DELETE', '/nowhere', {}, '{}')).slice(0, 3), [404, 'error', 'not_found']);
 });
@@ -117,7 +170,10 @@ test('PostgreSQL refusing a NUL (22021) is 400 malformed, logged at warn; other 
   if (!pg) return;
   logged.length = 0;
   // jsonBody would refuse this NUL first: parse with a parser that lets it through, as a missed guard would.
-  const direct = await pg.db.get('SELECT ?::text AS v', ['a\u0000b']).then(() => 'stored', (e) => e.code);
+  const direct = await pg.db.get('SELECT ?::text AS v', ['a\u0000b']).then(
+    () => 'stored',
+    (e) => e.code,
+  );
   assert.is(direct, '22021', 'the premise: PostgreSQL refuses NUL in text');
   const app = new Koa();
   app.silent = true;
@@ -125,13 +181,23 @@ test('PostgreSQL refusing a NUL (22021) is 400 malformed, logged at warn; other 
   r.post('/store', jsonBody({ parse: JSON.parse }), async () => {
     throw await pg!.db.get('SELECT ?::text AS v', ['a\u0000b']).catch((e) => e);
   });
-  app.use(errorMiddleware({ logger: { error: (obj) => logged.push({ level: 'error', obj }), warn: (obj) => logged.push({ level: 'warn', obj }) } }));
+  app.use(
+    errorMiddleware({
+      logger: {
+        error: (obj) => logged.push({ level: 'error', obj }),
+        warn: (obj) => logged.push({ level: 'warn', obj }),
+      },
+    }),
+  );
   app.use(r.routes());
   const s = await listen(app);
   try {
     const res = await send(s.url, 'POST', '/store', {}, '{}');
     assert.equal(refusal(res).slice(0, 3), [400, 'error', 'malformed']);
-    assert.equal(logged.map((l) => l.level), ['warn']);
+    assert.equal(
+      logged.map((l) => l.level),
+      ['warn'],
+    );
     assert.is(logged[0].obj.err.code, '22021');
   } finally {
     await s.close();
@@ -139,12 +205,21 @@ test('PostgreSQL refusing a NUL (22021) is 400 malformed, logged at warn; other 
   logged.length = 0;
   const bug = await send(srv.url, 'GET', '/pg/bug', {});
   assert.equal(refusal(bug), [500, 'error', 'internal', 'internal error']);
-  assert.equal(logged.map((l) => l.level), ['error'], 'a genuine bug is not hidden as a client error');
+  assert.equal(
+    logged.map((l) => l.level),
+    ['error'],
+    'a genuine bug is not hidden as a client error',
+  );
 });
 
-
 test('what the HTTP parser refuses (Content-Length: -1, a bad header) gets the JSON envelope', async () => {
-  for (const header of ['Content-Length: -1', 'Content-Length: abc', 'Content-Length: 1, 2', 'Bad Header: x', 'X-A: a\u0000b']) {
+  for (const header of [
+    'Content-Length: -1',
+    'Content-Length: abc',
+    'Content-Length: 1, 2',
+    'Bad Header: x',
+    'X-A: a\u0000b',
+  ]) {
     const res = await rawHttp(srv.url, `POST /echo HTTP/1.1\r\nHost: x\r\n${header}\r\n\r\n`);
     const [head, body] = res.split('\r\n\r\n');
     assert.match(head, /^HTTP\/1\.1 400 /, header);
@@ -157,7 +232,11 @@ test('what the HTTP parser refuses (Content-Length: -1, a bad header) gets the J
 
 test('the Bearer scheme is case-insensitive (RFC 9110 §11.1); the token is not', async () => {
   for (const scheme of ['Bearer', 'bearer', 'BEARER', 'bEaReR']) {
-    assert.equal(json(await send(srv.url, 'POST', '/rotate', { authorization: `${scheme} ${key.apiKey}` })), { rotated: true, by: key.keyId }, scheme);
+    assert.equal(
+      json(await send(srv.url, 'POST', '/rotate', { authorization: `${scheme} ${key.apiKey}` })),
+      { rotated: true, by: key.keyId },
+      scheme,
+    );
   }
   assert.is(bearerToken('Bearer   abc'), 'abc', 'one or more spaces (RFC 9110 §11.4: 1*SP)');
   assert.is(bearerToken('Bearerabc'), undefined);

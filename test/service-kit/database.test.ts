@@ -37,7 +37,10 @@ function dbSuite(name: string, open: () => Promise<{ db: SqlDatabase; cleanup():
 
   s('placeholders, RETURNING upserts, BIGINT beyond 2^53 as bigint in, text out', async ({ db }) => {
     await db.run('INSERT INTO t (k, n) VALUES (?, ?)', ['a', 1]);
-    const r = await db.get<{ n: number | string }>('INSERT INTO t (k, n) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET n = t.n + 1 RETURNING n', ['a', 1]);
+    const r = await db.get<{ n: number | string }>(
+      'INSERT INTO t (k, n) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET n = t.n + 1 RETURNING n',
+      ['a', 1],
+    );
     assert.is(Number(r!.n), 2);
     await db.run('INSERT INTO t (k, n) VALUES (?, ?)', ['big', 9007199254740993n]);
     const big = await db.get<{ s: string }>('SELECT CAST(n AS TEXT) AS s FROM t WHERE k = ?', ['big']);
@@ -60,30 +63,43 @@ function dbSuite(name: string, open: () => Promise<{ db: SqlDatabase; cleanup():
     await db.run('INSERT INTO t (k, n) VALUES (?, ?)', ['c', 0]);
     await Promise.all(
       Array.from({ length: 25 }, () =>
-        db.tx(async (q) => {
-          const row = await q.get<{ n: number | string }>('SELECT n FROM t WHERE k = ?', ['c']);
-          await new Promise((r) => setTimeout(r, 1)); // yield inside the transaction
-          await q.run('UPDATE t SET n = ? WHERE k = ?', [Number(row!.n) + 1, 'c']);
-        }, { lock: 'counter-c' }),
+        db.tx(
+          async (q) => {
+            const row = await q.get<{ n: number | string }>('SELECT n FROM t WHERE k = ?', ['c']);
+            await new Promise((r) => setTimeout(r, 1)); // yield inside the transaction
+            await q.run('UPDATE t SET n = ? WHERE k = ?', [Number(row!.n) + 1, 'c']);
+          },
+          { lock: 'counter-c' },
+        ),
       ),
     );
     assert.is(Number((await db.get<{ n: number | string }>('SELECT n FROM t WHERE k = ?', ['c']))!.n), 25);
   });
 
-  s('grouped statements: concurrent ones share a commit; a failing one is refused alone, the others commit', async ({ db }) => {
-    const put = (k: string) => db.getGrouped<{ k: string }>(k, 'INSERT INTO t (k, n) VALUES (?, ?) RETURNING k', [k, 1]);
-    const rows = await Promise.all(Array.from({ length: 10 }, (_, i) => put(`g${i}`)));
-    assert.equal(rows.map((r) => r?.k), Array.from({ length: 10 }, (_, i) => `g${i}`));
-    if (db.dialect === 'postgres') {
-      // Rows written by one transaction carry its id.
-      const tx = await db.get<{ n: string }>(`SELECT COUNT(DISTINCT xmin::text) AS n FROM t WHERE k LIKE 'g%'`);
-      assert.ok(Number(tx!.n) < 10, `10 statements in ${tx!.n} transactions`);
-    }
-    const outcomes = await Promise.allSettled([put('h1'), put('g3'), put('h2')]);
-    assert.equal(outcomes.map((o) => o.status), ['fulfilled', 'rejected', 'fulfilled']);
-    const n = await db.get<{ n: number | string }>(`SELECT COUNT(*) AS n FROM t WHERE k IN ('h1', 'h2')`);
-    assert.is(Number(n!.n), 2);
-  });
+  s(
+    'grouped statements: concurrent ones share a commit; a failing one is refused alone, the others commit',
+    async ({ db }) => {
+      const put = (k: string) =>
+        db.getGrouped<{ k: string }>(k, 'INSERT INTO t (k, n) VALUES (?, ?) RETURNING k', [k, 1]);
+      const rows = await Promise.all(Array.from({ length: 10 }, (_, i) => put(`g${i}`)));
+      assert.equal(
+        rows.map((r) => r?.k),
+        Array.from({ length: 10 }, (_, i) => `g${i}`),
+      );
+      if (db.dialect === 'postgres') {
+        // Rows written by one transaction carry its id.
+        const tx = await db.get<{ n: string }>(`SELECT COUNT(DISTINCT xmin::text) AS n FROM t WHERE k LIKE 'g%'`);
+        assert.ok(Number(tx!.n) < 10, `10 statements in ${tx!.n} transactions`);
+      }
+      const outcomes = await Promise.allSettled([put('h1'), put('g3'), put('h2')]);
+      assert.equal(
+        outcomes.map((o) => o.status),
+        ['fulfilled', 'rejected', 'fulfilled'],
+      );
+      const n = await db.get<{ n: number | string }>(`SELECT COUNT(*) AS n FROM t WHERE k IN ('h1', 'h2')`);
+      assert.is(Number(n!.n), 2);
+    },
+  );
 
   s('migrations run once each, in order; a duplicate id is refused', async ({ db }) => {
     const ms = [
@@ -123,13 +139,18 @@ test('sqlite: concurrent transactions share one commit, each rolled back alone, 
     const seenByOther: number[] = [];
     const answered: string[] = [];
     const txs = Array.from({ length: 10 }, (_, i) =>
-      db.tx(async (q) => {
-        await q.run('INSERT INTO g (k) VALUES (?)', [`k${i}`]);
-        // Inside the group: the writes of the transactions before this one are not committed yet.
-        seenByOther.push((other.prepare('SELECT COUNT(*) AS n FROM g').get() as { n: number }).n);
-        if (i === 4) throw new Error('abort 4');
-        return i;
-      }).then((v) => answered.push(`ok${v}`), (e: Error) => answered.push(e.message)),
+      db
+        .tx(async (q) => {
+          await q.run('INSERT INTO g (k) VALUES (?)', [`k${i}`]);
+          // Inside the group: the writes of the transactions before this one are not committed yet.
+          seenByOther.push((other.prepare('SELECT COUNT(*) AS n FROM g').get() as { n: number }).n);
+          if (i === 4) throw new Error('abort 4');
+          return i;
+        })
+        .then(
+          (v) => answered.push(`ok${v}`),
+          (e: Error) => answered.push(e.message),
+        ),
     );
     await Promise.all(txs);
     assert.equal(seenByOther, Array(10).fill(0), 'one commit for the whole group');
@@ -148,12 +169,26 @@ function heldFlush() {
   const pending: Array<{ resolve(): void; reject(e: Error): void }> = [];
   let calls = 0;
   return {
-    flush: (_fd: number) => new Promise<void>((resolve, reject) => { calls++; pending.push({ resolve, reject }); }),
-    get calls() { return calls; },
-    get waiting() { return pending.length; },
+    flush: (_fd: number) =>
+      new Promise<void>((resolve, reject) => {
+        calls++;
+        pending.push({ resolve, reject });
+      }),
+    get calls() {
+      return calls;
+    },
+    get waiting() {
+      return pending.length;
+    },
     /** Resolves the flushes asked for so far, once at least one is (the WAL file opens first). */
-    async release() { await until(() => pending.length > 0); for (const p of pending.splice(0)) p.resolve(); },
-    async fail(e: Error) { await until(() => pending.length > 0); for (const p of pending.splice(0)) p.reject(e); },
+    async release() {
+      await until(() => pending.length > 0);
+      for (const p of pending.splice(0)) p.resolve();
+    },
+    async fail(e: Error) {
+      await until(() => pending.length > 0);
+      for (const p of pending.splice(0)) p.reject(e);
+    },
   };
 }
 
@@ -164,7 +199,10 @@ async function until(cond: () => boolean) {
 
 const settledYet = async (p: Promise<unknown>) => {
   let done = false;
-  p.then(() => (done = true), () => (done = true));
+  p.then(
+    () => (done = true),
+    () => (done = true),
+  );
   for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
   return done;
 };
@@ -212,7 +250,10 @@ test('sqlite: a failed WAL flush fails the transactions it covered and every lat
     await settledYet(tx);
     await held.fail(new Error('EIO: the disk failed'));
     await rejects(tx, /EIO/);
-    await rejects(db.tx((q) => q.run('INSERT INTO g (k) VALUES (?)', ['b'])), /EIO/);
+    await rejects(
+      db.tx((q) => q.run('INSERT INTO g (k) VALUES (?)', ['b'])),
+      /EIO/,
+    );
     await rejects(db.get('SELECT 1 AS x'), /EIO/);
     assert.equal(await db.ping(), false);
   } finally {
@@ -222,7 +263,10 @@ test('sqlite: a failed WAL flush fails the transactions it covered and every lat
 });
 
 test('openDatabase refuses unknown URLs without echoing passwords', async () => {
-  await rejects(openDatabase('mysql://u:hunter2@h/db'), (e: Error) => e instanceof RangeError && !e.message.includes('hunter2'));
+  await rejects(
+    openDatabase('mysql://u:hunter2@h/db'),
+    (e: Error) => e instanceof RangeError && !e.message.includes('hunter2'),
+  );
   await rejects(openDatabase('postgres://u@h/db', { schema: 'Bad-Name' }), /schema/);
 });
 
@@ -233,7 +277,9 @@ test('postgres: a query waits out a server at its connection limit (53300) inste
   const role = 'ctl_t_one_connection';
   const admin = new pg.Client({ connectionString: PG_URL });
   await admin.connect();
-  await admin.query(`DO $$ BEGIN CREATE ROLE ${role} LOGIN CONNECTION LIMIT 1; EXCEPTION WHEN duplicate_object THEN NULL; END $$`);
+  await admin.query(
+    `DO $$ BEGIN CREATE ROLE ${role} LOGIN CONNECTION LIMIT 1; EXCEPTION WHEN duplicate_object THEN NULL; END $$`,
+  );
   await admin.end();
   const url = new URL(PG_URL);
   url.username = role;
@@ -244,12 +290,18 @@ test('postgres: a query waits out a server at its connection limit (53300) inste
   try {
     // Control: a second connection of this role is refused at once, so the wait below is real.
     const plain = new pg.Client({ connectionString: url.href });
-    const refused = await plain.connect().then(() => undefined, (e: { code?: string }) => e.code);
+    const refused = await plain.connect().then(
+      () => undefined,
+      (e: { code?: string }) => e.code,
+    );
     await plain.end().catch(() => {});
     assert.is(refused, '53300');
     const answered = db.get<{ one: number }>('SELECT 1 AS one');
     let settled = false;
-    void answered.then(() => (settled = true), () => (settled = true));
+    void answered.then(
+      () => (settled = true),
+      () => (settled = true),
+    );
     await new Promise((r) => setTimeout(r, 300));
     assert.is(settled, false, 'the query waited while the limit was reached');
     await hog.end();
@@ -302,7 +354,11 @@ test('sqlite: WAL checkpoints run on a worker, and under steady writes the WAL s
     restartPages: 100,
   });
   try {
-    assert.equal(db.pragma('wal_autocheckpoint', { simple: true }), 0, 'the writer no longer checkpoints inside COMMIT');
+    assert.equal(
+      db.pragma('wal_autocheckpoint', { simple: true }),
+      0,
+      'the writer no longer checkpoints inside COMMIT',
+    );
     const insert = db.prepare('INSERT INTO g (v) VALUES (?)');
     const page = 'x'.repeat(4000);
     // Steady writes, 50 pages a transaction, until the worker has had a restart window and a few
@@ -311,7 +367,9 @@ test('sqlite: WAL checkpoints run on a worker, and under steady writes the WAL s
     let after = 0;
     while (after < 5 && txs < 5000) {
       const release = await claim();
-      db.transaction(() => { for (let j = 0; j < 50; j++) insert.run(page); })();
+      db.transaction(() => {
+        for (let j = 0; j < 50; j++) insert.run(page);
+      })();
       release();
       txs++;
       if (windows.length > 0) after++;
@@ -349,10 +407,16 @@ test('sqlite: the checkpoint worker passes on the count the -shm header gives: t
     intervalMs: 1,
     checkpointPages: 50,
     restartPages: 1_000_000,
-    onPass: (n) => { passes.push(n); firstPass(); },
+    onPass: (n) => {
+      passes.push(n);
+      firstPass();
+    },
   });
   const insert = db.prepare('INSERT INTO g (v) VALUES (?)');
-  const write = (rows: number) => db.transaction(() => { for (let j = 0; j < rows; j++) insert.run('x'.repeat(4000)); })();
+  const write = (rows: number) =>
+    db.transaction(() => {
+      for (let j = 0; j < rows; j++) insert.run('x'.repeat(4000));
+    })();
   try {
     // Below checkpointPages: the worker leaves these frames alone.
     write(30);

@@ -4,8 +4,19 @@ import * as assert from 'uvu/assert';
 import Koa from 'koa';
 import Router from '@koa/router';
 import {
-  HttpError, apiKeyMatches, createApiKeyAuth, createMetrics, describeError, errorMiddleware, generateApiKey, hashApiKey, jsonBody, listen,
-  requireScope, type ApiKeyRecord, type Listening,
+  HttpError,
+  apiKeyMatches,
+  createApiKeyAuth,
+  createMetrics,
+  describeError,
+  errorMiddleware,
+  generateApiKey,
+  hashApiKey,
+  jsonBody,
+  listen,
+  requireScope,
+  type ApiKeyRecord,
+  type Listening,
 } from '../../service-kit/index.js';
 import { CtlBudgetExceededError, CtlError, parseStrictJson } from '../../src/index.js';
 
@@ -53,14 +64,24 @@ test.after(async () => {
 });
 
 async function call(method: string, path: string, body?: string, headers: Record<string, string> = {}) {
-  const res = await fetch(srv.url + path, { method, body, headers: body !== undefined ? { 'content-type': 'application/json', ...headers } : headers });
+  const res = await fetch(srv.url + path, {
+    method,
+    body,
+    headers: body !== undefined ? { 'content-type': 'application/json', ...headers } : headers,
+  });
   return { status: res.status, body: await res.json(), headers: res.headers };
 }
 
 test('errors: protocol codes, HttpError, and unexpected errors without leaking', async () => {
-  assert.equal(await call('GET', '/ctl').then((r) => [r.status, r.body]), [402, { error: { code: 'budget_exceeded', message: 'amount would exceed the budget ceiling' } }]);
+  assert.equal(await call('GET', '/ctl').then((r) => [r.status, r.body]), [
+    402,
+    { error: { code: 'budget_exceeded', message: 'amount would exceed the budget ceiling' } },
+  ]);
   assert.equal(await call('GET', '/ctl-malformed').then((r) => [r.status, r.body.error.code]), [400, 'malformed']);
-  assert.equal(await call('GET', '/http').then((r) => [r.status, r.body]), [409, { error: { code: 'conflict', message: 'already there' } }]);
+  assert.equal(await call('GET', '/http').then((r) => [r.status, r.body]), [
+    409,
+    { error: { code: 'conflict', message: 'already there' } },
+  ]);
   const boom = await call('GET', '/boom');
   assert.equal([boom.status, boom.body], [500, { error: { code: 'internal', message: 'internal error' } }]);
   assert.is(logged.length, 1, 'the unexpected error is logged');
@@ -78,9 +99,18 @@ test('JSON bodies: strict parsing (duplicate keys refused), size limit 413, othe
   assert.equal([dup.status, dup.body.error.code], [400, 'malformed']);
   assert.match(dup.body.error.message, /^body: /);
   assert.equal(await call('POST', '/echo', '{"a":').then((r) => [r.status, r.body.error.code]), [400, 'malformed']);
-  assert.equal(await call('POST', '/echo', JSON.stringify({ a: 'x'.repeat(300) })).then((r) => [r.status, r.body.error.code]), [413, 'payload_too_large']);
-  assert.equal(await call('POST', '/echo', 'a', { 'content-type': 'text/plain' }).then((r) => [r.status, r.body.error.code]), [415, 'unsupported_media_type']);
-  assert.equal(await call('POST', '/echo', '{"a":1}', { 'content-type': 'application/merge-patch+json' }).then((r) => r.body), { got: { a: 1 } });
+  assert.equal(
+    await call('POST', '/echo', JSON.stringify({ a: 'x'.repeat(300) })).then((r) => [r.status, r.body.error.code]),
+    [413, 'payload_too_large'],
+  );
+  assert.equal(
+    await call('POST', '/echo', 'a', { 'content-type': 'text/plain' }).then((r) => [r.status, r.body.error.code]),
+    [415, 'unsupported_media_type'],
+  );
+  assert.equal(
+    await call('POST', '/echo', '{"a":1}', { 'content-type': 'application/merge-patch+json' }).then((r) => r.body),
+    { got: { a: 1 } },
+  );
   const empty = await fetch(srv.url + '/echo', { method: 'POST' });
   assert.equal(await empty.json(), { got: null });
 });
@@ -94,9 +124,14 @@ test('API keys: only hashes stored, constant-time match, 401 without a valid key
   const bearer = (k: string) => ({ authorization: `Bearer ${k}` });
   assert.equal((await call('POST', '/things', undefined, bearer(writer.apiKey))).body, { by: writer.keyId });
   assert.equal((await call('POST', '/things', undefined, bearer(admin.apiKey))).body, { by: admin.keyId });
-  assert.equal((await call('POST', '/things', undefined, bearer('bootstrap-key-0123456789'))).body, { by: 'bootstrap' });
+  assert.equal((await call('POST', '/things', undefined, bearer('bootstrap-key-0123456789'))).body, {
+    by: 'bootstrap',
+  });
   const none = await call('POST', '/things');
-  assert.equal([none.status, none.body.error.code, none.headers.get('www-authenticate')], [401, 'unauthorized', 'Bearer']);
+  assert.equal(
+    [none.status, none.body.error.code, none.headers.get('www-authenticate')],
+    [401, 'unauthorized', 'Bearer'],
+  );
   const forged = writer.apiKey.slice(0, -2) + (writer.apiKey.endsWith('AA') ? 'BB' : 'AA');
   assert.is((await call('POST', '/things', undefined, bearer(forged))).status, 401);
   assert.is((await call('POST', '/things', undefined, { authorization: `Basic ${writer.apiKey}` })).status, 401);

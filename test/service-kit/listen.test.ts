@@ -15,7 +15,9 @@ const get = (url: string) =>
       let body = '';
       res.on('data', (d) => (body += d)).on('end', () => resolve({ status: res.statusCode!, body }));
       res.on('error', (e) => resolve({ error: e.message }));
-    }).on('error', (e) => resolve({ error: (e as NodeJS.ErrnoException).code ?? e.message })).end();
+    })
+      .on('error', (e) => resolve({ error: (e as NodeJS.ErrnoException).code ?? e.message }))
+      .end();
   });
 
 test('close(): the request in flight finishes, a keep-alive socket does not hold close() open, no new connection is accepted', async () => {
@@ -45,7 +47,10 @@ test('close(): a request still busy after the grace period is cut, and close() r
   const stuck = get(srv.url);
   await new Promise((r) => setTimeout(r, 50));
   const started = Date.now();
-  const result = await Promise.race([srv.close({ graceMs: 200 }).then(() => 'closed'), new Promise((r) => setTimeout(() => r('still open'), 3000))]);
+  const result = await Promise.race([
+    srv.close({ graceMs: 200 }).then(() => 'closed'),
+    new Promise((r) => setTimeout(() => r('still open'), 3000)),
+  ]);
   assert.is(result, 'closed');
   assert.ok(Date.now() - started >= 190, 'waited for the grace period');
   assert.ok('error' in (await stuck), 'the stuck request was cut');

@@ -48,20 +48,29 @@ test('an upstream 502 is logged at warn with its code, without a stack', async (
   try {
     const { sessionToken } = await createSession(gateway);
     // A closed port on loopback: the merchant is down.
-    const down = await import('node:net').then(({ createServer }) => new Promise<number>((resolve) => {
-      const s = createServer().listen(0, '127.0.0.1', () => {
-        const port = (s.address() as { port: number }).port;
-        s.close(() => resolve(port));
-      });
-    }));
+    const down = await import('node:net').then(
+      ({ createServer }) =>
+        new Promise<number>((resolve) => {
+          const s = createServer().listen(0, '127.0.0.1', () => {
+            const port = (s.address() as { port: number }).port;
+            s.close(() => resolve(port));
+          });
+        }),
+    );
     const r = await proxy(gateway, sessionToken, `http://127.0.0.1:${down}/data`, { purpose: 'api:search' });
     assert.is(r.status, 502, r.text);
     assert.is(r.body.error.code, 'upstream_error');
-    const lines = text.trim().split('\n').map((l) => JSON.parse(l) as Record<string, any>);
+    const lines = text
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, any>);
     const failure = lines.filter((l) => l.code === 'upstream_error');
     assert.is(failure.length, 1, text);
     assert.is(failure[0]!.level, 40, 'warn');
-    assert.not.ok(lines.some((l) => l.level >= 50), `nothing at error:\n${text}`);
+    assert.not.ok(
+      lines.some((l) => l.level >= 50),
+      `nothing at error:\n${text}`,
+    );
     assert.not.match(text, /"stack"|\\n\s+at /);
   } finally {
     await gateway.close();

@@ -22,7 +22,10 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  */
 async function settlesInline(p: Promise<unknown>): Promise<boolean> {
   let settled = false;
-  p.then(() => (settled = true), () => (settled = true));
+  p.then(
+    () => (settled = true),
+    () => (settled = true),
+  );
   for (let i = 0; i < 20; i++) await null;
   return settled;
 }

@@ -17,7 +17,8 @@ import { call, sqliteDb, startTestGateway } from '../gateway/helpers.js';
 import { expectMatchesOpenApi } from '../helpers/openapi.js';
 import { send } from './route-sweep.js';
 
-const committed = (service: string) => JSON.parse(readFileSync(new URL(`../../../${service}/openapi.json`, import.meta.url), 'utf8')) as OpenApiDocument;
+const committed = (service: string) =>
+  JSON.parse(readFileSync(new URL(`../../../${service}/openapi.json`, import.meta.url), 'utf8')) as OpenApiDocument;
 const DOCS = { authority: AUTHORITY_OPENAPI, gateway: GATEWAY_OPENAPI } as const;
 
 /**
@@ -29,17 +30,27 @@ const COMPARED = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
 /** `METHOD /path/{param}` of every layer of every router mounted on `app`. */
 function appRoutes(app: Koa<any, any>): Set<string> {
   const out = new Set<string>();
-  for (const mw of app.middleware as unknown as Array<{ router?: { stack: Array<{ methods: string[]; path: unknown }> } }>) {
+  for (const mw of app.middleware as unknown as Array<{
+    router?: { stack: Array<{ methods: string[]; path: unknown }> };
+  }>) {
     for (const layer of mw.router?.stack ?? []) {
       if (typeof layer.path !== 'string') continue;
-      for (const m of layer.methods) if (COMPARED.includes(m)) out.add(`${m} ${layer.path.replace(/:([A-Za-z0-9_]+)/g, '{$1}')}`);
+      for (const m of layer.methods)
+        if (COMPARED.includes(m)) out.add(`${m} ${layer.path.replace(/:([A-Za-z0-9_]+)/g, '{$1}')}`);
     }
   }
   return out;
 }
 
 function documentedRoutes(doc: OpenApiDocument): Set<string> {
-  return new Set(Object.entries(doc.paths).flatMap(([path, item]) => Object.keys(item).map((m) => m.toUpperCase()).filter((m) => COMPARED.includes(m)).map((m) => `${m} ${path}`)));
+  return new Set(
+    Object.entries(doc.paths).flatMap(([path, item]) =>
+      Object.keys(item)
+        .map((m) => m.toUpperCase())
+        .filter((m) => COMPARED.includes(m))
+        .map((m) => `${m} ${path}`),
+    ),
+  );
 }
 
 function compareBothWays(app: Koa<any, any>, doc: OpenApiDocument) {
@@ -73,10 +84,12 @@ for (const [service, doc] of Object.entries(DOCS)) {
     for (const [path, item] of Object.entries(doc.paths)) {
       for (const [method, op] of Object.entries(item)) {
         const body = op.requestBody as { content?: Record<string, { schema?: unknown }> } | undefined;
-        if (body && Object.values(body.content ?? {}).some((m) => m.schema === undefined)) gaps.push(`${method} ${path} request`);
+        if (body && Object.values(body.content ?? {}).some((m) => m.schema === undefined))
+          gaps.push(`${method} ${path} request`);
         for (const [status, r] of Object.entries(op.responses)) {
           if ('$ref' in r || status === '204' || status === '304') continue; // no body by definition (RFC 9110)
-          if (!r.content || Object.values(r.content).some((m) => m.schema === undefined)) gaps.push(`${method} ${path} ${status}`);
+          if (!r.content || Object.values(r.content).some((m) => m.schema === undefined))
+            gaps.push(`${method} ${path} ${status}`);
         }
         if (!('4XX' in op.responses) || !('5XX' in op.responses)) gaps.push(`${method} ${path}: no error envelope`);
       }
@@ -111,7 +124,10 @@ test('both services serve their document at GET /openapi.json: no credentials, J
   const gw = await startTestGateway(db);
   try {
     // Through the request helpers, so the answer is also checked against the document it is.
-    const answers = { authority: await t.call('GET', '/openapi.json', undefined, null), gateway: await call(gw.url, 'GET', '/openapi.json') };
+    const answers = {
+      authority: await t.call('GET', '/openapi.json', undefined, null),
+      gateway: await call(gw.url, 'GET', '/openapi.json'),
+    };
     for (const [service, res] of Object.entries(answers)) {
       assert.is(res.status, 200, service);
       assert.match(res.headers.get('content-type') ?? '', /^application\/json/);
@@ -120,7 +136,9 @@ test('both services serve their document at GET /openapi.json: no credentials, J
       const etag = res.headers.get('etag');
       assert.ok(etag, `${service}: an ETag`);
       // node:http: fetch adds `Cache-Control: no-cache` to a conditional request, which forbids a 304.
-      const again = await send(service === 'authority' ? t.url : gw.url, 'GET', '/openapi.json', { 'if-none-match': etag! });
+      const again = await send(service === 'authority' ? t.url : gw.url, 'GET', '/openapi.json', {
+        'if-none-match': etag!,
+      });
       assert.is(again.status, 304, `${service}: If-None-Match`);
       assert.is(again.text, '');
     }
@@ -135,15 +153,64 @@ test('expectMatchesOpenApi refuses what the document does not say', () => {
   const ok = { sessionId: 'sess_1', receipts: [] };
   expectMatchesOpenApi(GATEWAY_OPENAPI, 'GET', '/sessions/sess_1/receipts', 200, ok, 'application/json');
   const refused = (f: () => void, why: RegExp) => assert.throws(f, (e: Error) => why.test(e.message));
-  refused(() => expectMatchesOpenApi(GATEWAY_OPENAPI, 'GET', '/sessions/sess_1/receipts', 200, { ...ok, extra: 1 }, 'application/json'), /does not match/);
-  refused(() => expectMatchesOpenApi(GATEWAY_OPENAPI, 'GET', '/sessions/sess_1/receipts', 201, ok, 'application/json'), /status not documented/);
-  refused(() => expectMatchesOpenApi(GATEWAY_OPENAPI, 'GET', '/nowhere', 200, {}, 'application/json'), /path not documented/);
-  refused(() => expectMatchesOpenApi(AUTHORITY_OPENAPI, 'GET', '/revoke?grantId=g', 404, { error: { code: 'no_such_code', message: 'x' } }, 'application/json'), /does not match/);
+  refused(
+    () =>
+      expectMatchesOpenApi(
+        GATEWAY_OPENAPI,
+        'GET',
+        '/sessions/sess_1/receipts',
+        200,
+        { ...ok, extra: 1 },
+        'application/json',
+      ),
+    /does not match/,
+  );
+  refused(
+    () => expectMatchesOpenApi(GATEWAY_OPENAPI, 'GET', '/sessions/sess_1/receipts', 201, ok, 'application/json'),
+    /status not documented/,
+  );
+  refused(
+    () => expectMatchesOpenApi(GATEWAY_OPENAPI, 'GET', '/nowhere', 200, {}, 'application/json'),
+    /path not documented/,
+  );
+  refused(
+    () =>
+      expectMatchesOpenApi(
+        AUTHORITY_OPENAPI,
+        'GET',
+        '/revoke?grantId=g',
+        404,
+        { error: { code: 'no_such_code', message: 'x' } },
+        'application/json',
+      ),
+    /does not match/,
+  );
   // An accepted request must be one the document allows; a refused one is not checked.
-  refused(() => expectMatchesOpenApi(GATEWAY_OPENAPI, 'POST', '/charge', 201, {}, 'application/json', { body: { amount: 100, currency: 'USD' } }), /request body/);
-  expectMatchesOpenApi(GATEWAY_OPENAPI, 'POST', '/charge', 400, { error: { code: 'malformed', message: 'amount' } }, 'application/json', { body: { amount: 100 } });
+  refused(
+    () =>
+      expectMatchesOpenApi(GATEWAY_OPENAPI, 'POST', '/charge', 201, {}, 'application/json', {
+        body: { amount: 100, currency: 'USD' },
+      }),
+    /request body/,
+  );
+  expectMatchesOpenApi(
+    GATEWAY_OPENAPI,
+    'POST',
+    '/charge',
+    400,
+    { error: { code: 'malformed', message: 'amount' } },
+    'application/json',
+    { body: { amount: 100 } },
+  );
   // A refusal on any route is the envelope, an unknown route's 404 included.
-  expectMatchesOpenApi(AUTHORITY_OPENAPI, 'GET', '/nowhere', 404, { error: { code: 'not_found', message: 'no route' } }, 'application/json');
+  expectMatchesOpenApi(
+    AUTHORITY_OPENAPI,
+    'GET',
+    '/nowhere',
+    404,
+    { error: { code: 'not_found', message: 'no route' } },
+    'application/json',
+  );
 });
 
 test.run();

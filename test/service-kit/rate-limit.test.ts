@@ -33,14 +33,18 @@ test('parseRateLimit: N/Ss, N/S, N (per 60 s), 0 and unset; anything else names 
   assert.is(parseRateLimit('0/60s', 'X', d), undefined);
   assert.is(parseRateLimit(undefined, 'X', d), d);
   assert.is(parseRateLimit('', 'X', d), d);
-  for (const bad of ['-1', '1.5', '10/0', '10/m', 'ten', '10/60ms', '1e3']) assert.throws(() => parseRateLimit(bad, 'CTL_SOME_LIMIT', d), /CTL_SOME_LIMIT/, bad);
+  for (const bad of ['-1', '1.5', '10/0', '10/m', 'ten', '10/60ms', '1e3'])
+    assert.throws(() => parseRateLimit(bad, 'CTL_SOME_LIMIT', d), /CTL_SOME_LIMIT/, bad);
 });
 
 test('in memory: N pass, then 429 rate_limited with Retry-After; keys are independent; no limit, no limiter', async () => {
   const l = createLimiter(undefined, { points: 3, seconds: 60 }, { name: 'm', what: 'thing' })!;
   assert.is(await passed(l, 'a', 10), 3);
   assert.is(await passed(l, 'b', 2), 2);
-  const e = await l.consume('a').then(() => undefined, (x) => x as HttpError);
+  const e = await l.consume('a').then(
+    () => undefined,
+    (x) => x as HttpError,
+  );
   assert.match(e!.message, /3 requests per 60 s for this thing/);
   assert.is(createLimiter(undefined, undefined, { name: 'm', what: 'thing' }), undefined);
   assert.throws(() => createLimiter(undefined, { points: 0, seconds: 1 }, { name: 'm', what: 'x' }), /positive/);
@@ -49,14 +53,18 @@ test('in memory: N pass, then 429 rate_limited with Retry-After; keys are indepe
 test('counter table: a creator that loses the race (42710, 23505, 42P07) goes on when the table is there, fails when it is not', async () => {
   for (const code of ['42710', '23505', '42P07']) {
     const lost = Object.assign(new Error('lost the race'), { code });
-    const fake = (exists: boolean) => ({
-      async query(sql: string) {
-        if (sql.startsWith('CREATE')) throw lost;
-        return { rows: [{ found: exists }] };
-      },
-    }) as unknown as Parameters<typeof createCounterTable>[0];
+    const fake = (exists: boolean) =>
+      ({
+        async query(sql: string) {
+          if (sql.startsWith('CREATE')) throw lost;
+          return { rows: [{ found: exists }] };
+        },
+      }) as unknown as Parameters<typeof createCounterTable>[0];
     await createCounterTable(fake(true));
-    const e = await createCounterTable(fake(false)).then(() => undefined, (x) => x);
+    const e = await createCounterTable(fake(false)).then(
+      () => undefined,
+      (x) => x,
+    );
     assert.is(e, lost, code);
   }
 });
@@ -77,7 +85,9 @@ test('PostgreSQL: 60 concurrent requests over two pools against a limit of 10: e
     const row = await a.get<{ points: number }>('SELECT points FROM ctl_rate_limits WHERE key = ?', ['race:k']);
     assert.ok(row && Number(row.points) >= 10, JSON.stringify(row));
     // UNLOGGED: no WAL flush per request.
-    const rel = await a.get<{ p: string }>("SELECT c.relpersistence AS p FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relname = 'ctl_rate_limits' AND n.nspname = current_schema()");
+    const rel = await a.get<{ p: string }>(
+      "SELECT c.relpersistence AS p FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relname = 'ctl_rate_limits' AND n.nspname = current_schema()",
+    );
     assert.is(rel?.p, 'u');
     // `local` limiters never touch the table.
     const local = createLimiter(a, { points: 2, seconds: 60 }, { name: 'loc', what: 'address', local: true })!;

@@ -13,8 +13,16 @@ import { expectMatchesOpenApi } from '../helpers/openapi.js';
 
 /** PROTOCOL.md §9: the SDK's codes, the service codes, and the gateway's payment/upstream codes. */
 export const SECTION_9_CODES: ReadonlySet<string> = new Set([
-  ...ERROR_CODES, ...HTTP_ERROR_CODES, 'unsupported_algorithm', 'root_rotation_invalid', 'root_rollback', 'rate_limited',
-  'upstream_error', 'upstream_timeout', 'payment_failed', 'payment_unconfirmed',
+  ...ERROR_CODES,
+  ...HTTP_ERROR_CODES,
+  'unsupported_algorithm',
+  'root_rotation_invalid',
+  'root_rollback',
+  'rate_limited',
+  'upstream_error',
+  'upstream_timeout',
+  'payment_failed',
+  'payment_unconfirmed',
 ]);
 
 export interface RegisteredRoute {
@@ -31,7 +39,11 @@ export function registeredRoutes(app: Koa<any, any>): RegisteredRoute[] {
   for (const mw of app.middleware as unknown as Array<{ router?: unknown }>) if (mw.router) routers.add(mw.router);
   const out: RegisteredRoute[] = [];
   for (const router of routers) {
-    for (const layer of router.stack as Array<{ methods: string[]; path: unknown; paramNames: Array<{ name: string }> }>) {
+    for (const layer of router.stack as Array<{
+      methods: string[];
+      path: unknown;
+      paramNames: Array<{ name: string }>;
+    }>) {
       if (typeof layer.path !== 'string') continue;
       for (const method of layer.methods) {
         if (!SWEPT_METHODS.includes(method)) continue;
@@ -75,26 +87,38 @@ export function withNulInEachString(value: unknown): unknown[] {
     const at = value.length >> 1;
     return [value.slice(0, at) + NUL + value.slice(at)];
   }
-  if (Array.isArray(value)) return value.flatMap((v, i) => withNulInEachString(v).map((x) => value.map((y, j) => (i === j ? x : y))));
+  if (Array.isArray(value))
+    return value.flatMap((v, i) => withNulInEachString(v).map((x) => value.map((y, j) => (i === j ? x : y))));
   if (value && typeof value === 'object') {
-    return Object.entries(value).flatMap(([k, v]) => withNulInEachString(v).map((x) => ({ ...(value as object), [k]: x })));
+    return Object.entries(value).flatMap(([k, v]) =>
+      withNulInEachString(v).map((x) => ({ ...(value as object), [k]: x })),
+    );
   }
   return [];
 }
 
 function fill(route: RegisteredRoute, o: SweepOptions, nulAt = -1): string {
-  return route.path.split('/').map((seg, i) => {
-    if (i === 0) return seg;
-    let s = seg.startsWith(':') ? encodeURIComponent(o.param(route.path, seg.slice(1).replace(/[?*+]$/, ''))) : seg;
-    if (i === nulAt) s += '%00';
-    return s;
-  }).join('/');
+  return route.path
+    .split('/')
+    .map((seg, i) => {
+      if (i === 0) return seg;
+      let s = seg.startsWith(':') ? encodeURIComponent(o.param(route.path, seg.slice(1).replace(/[?*+]$/, ''))) : seg;
+      if (i === nulAt) s += '%00';
+      return s;
+    })
+    .join('/');
 }
 
 const agent = new Agent({ keepAlive: true, maxSockets: 4 });
 
 /** One request with node:http (fetch refuses a body on GET). */
-export function send(base: string, method: string, path: string, headers: Record<string, string>, body?: string): Promise<{ status: number; text: string; headers: Record<string, unknown> }> {
+export function send(
+  base: string,
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  body?: string,
+): Promise<{ status: number; text: string; headers: Record<string, unknown> }> {
   return new Promise((resolve, reject) => {
     const u = new URL(base);
     const h: Record<string, string> = { ...headers };
@@ -105,7 +129,9 @@ export function send(base: string, method: string, path: string, headers: Record
     const req = httpRequest({ hostname: u.hostname, port: u.port, path, method, headers: h, agent }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode!, text: Buffer.concat(chunks).toString('utf8'), headers: res.headers }));
+      res.on('end', () =>
+        resolve({ status: res.statusCode!, text: Buffer.concat(chunks).toString('utf8'), headers: res.headers }),
+      );
     });
     req.on('error', reject);
     req.end(body);
@@ -117,7 +143,9 @@ export function isEnvelope4xx(r: { status: number; text: string }): boolean {
   if (r.status < 400 || r.status > 499) return false;
   try {
     const b = JSON.parse(r.text);
-    return Object.keys(b).join() === 'error' && SECTION_9_CODES.has(b.error.code) && typeof b.error.message === 'string';
+    return (
+      Object.keys(b).join() === 'error' && SECTION_9_CODES.has(b.error.code) && typeof b.error.message === 'string'
+    );
   } catch {
     return false;
   }
@@ -127,7 +155,9 @@ export function isEnvelope4xx(r: { status: number; text: string }): boolean {
  * Sweeps every registered route; returns the answers that were not a 4xx §9 envelope, and how
  * many requests were sent (so a test can tell the sweep did run).
  */
-export async function sweepNul(o: SweepOptions): Promise<{ failures: Sent[]; sent: number; routes: RegisteredRoute[] }> {
+export async function sweepNul(
+  o: SweepOptions,
+): Promise<{ failures: Sent[]; sent: number; routes: RegisteredRoute[] }> {
   const routes = registeredRoutes(o.app);
   const failures: Sent[] = [];
   let sent = 0;
@@ -138,7 +168,14 @@ export async function sweepNul(o: SweepOptions): Promise<{ failures: Sent[]; sen
       if (!isEnvelope4xx(r)) failures.push({ what, method, path, status: r.status, text: r.text.slice(0, 200) });
       else if (o.openapi) {
         try {
-          expectMatchesOpenApi(o.openapi, method, path, r.status, JSON.parse(r.text), String(r.headers['content-type'] ?? ''));
+          expectMatchesOpenApi(
+            o.openapi,
+            method,
+            path,
+            r.status,
+            JSON.parse(r.text),
+            String(r.headers['content-type'] ?? ''),
+          );
         } catch (e) {
           failures.push({ what, method, path, status: r.status, text: (e as Error).message.slice(0, 200) });
         }
@@ -149,13 +186,19 @@ export async function sweepNul(o: SweepOptions): Promise<{ failures: Sent[]; sen
     const segments = route.path.split('/').length;
     for (let i = 1; i < segments; i++) await attempt(`NUL in path segment ${i}`, route.method, fill(route, o, i));
     for (const [name, value] of Object.entries(o.query)) {
-      await attempt(`NUL in query ${name}`, route.method, `${fill(route, o)}?${name}=${encodeURIComponent(value + NUL)}`);
+      await attempt(
+        `NUL in query ${name}`,
+        route.method,
+        `${fill(route, o)}?${name}=${encodeURIComponent(value + NUL)}`,
+      );
     }
     const sample = o.body(route.method, route.path) ?? { label: 'label' };
-    for (const b of withNulInEachString(sample)) await attempt('NUL in a JSON string', route.method, fill(route, o), JSON.stringify(b));
+    for (const b of withNulInEachString(sample))
+      await attempt('NUL in a JSON string', route.method, fill(route, o), JSON.stringify(b));
   }
   return { failures, sent, routes };
 }
 
 /** One line per failure, for assertion messages. */
-export const describeFailures = (f: Sent[]) => [...new Set(f.map((x) => `${x.what}: ${x.method} ${x.path} → ${x.status} ${x.text.slice(0, 100)}`))].join('\n');
+export const describeFailures = (f: Sent[]) =>
+  [...new Set(f.map((x) => `${x.what}: ${x.method} ${x.path} → ${x.status} ${x.text.slice(0, 100)}`))].join('\n');

@@ -5,7 +5,15 @@ import { randomBytes } from 'node:crypto';
 import { statSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createSoftHsm, SOFTHSM_MODULE } from '../helpers/softhsm.js';
-import { aesKeyWrapper, createSealer, devKek, generatePkcs11AesKey, isSealed, kekFromEnv, parseKek } from '../../service-kit/secrets/index.js';
+import {
+  aesKeyWrapper,
+  createSealer,
+  devKek,
+  generatePkcs11AesKey,
+  isSealed,
+  kekFromEnv,
+  parseKek,
+} from '../../service-kit/secrets/index.js';
 import { closePkcs11Modules } from '../../service-kit/signers/index.js';
 
 const hsm = createSoftHsm(['ctl']);
@@ -33,11 +41,17 @@ test('seal/open: the value round-trips, is not in the sealed text, and opens onl
   assert.is(await s.open(sealed, 'gw_keys:k1'), secret);
   assert.match(await refused(s.open(sealed, 'gw_keys:k2')), /does not open under CTL_GATEWAY_KEK/);
   const other = createSealer(aesKeyWrapper(randomBytes(32), 'CTL_GATEWAY_KEK'), 'CTL_GATEWAY_KEK');
-  assert.match(await refused(other.open(sealed, 'gw_keys:k1')), /sealed under KEK [0-9a-f]{16}, but CTL_GATEWAY_KEK here is KEK [0-9a-f]{16}.*give every instance the same CTL_GATEWAY_KEK/);
+  assert.match(
+    await refused(other.open(sealed, 'gw_keys:k1')),
+    /sealed under KEK [0-9a-f]{16}, but CTL_GATEWAY_KEK here is KEK [0-9a-f]{16}.*give every instance the same CTL_GATEWAY_KEK/,
+  );
   const parts = sealed.split('.');
   const body = Buffer.from(parts[3], 'base64url');
   body[body.length - 1] ^= 1;
-  assert.match(await refused(s.open([...parts.slice(0, 3), body.toString('base64url')].join('.'), 'gw_keys:k1')), /does not open/);
+  assert.match(
+    await refused(s.open([...parts.slice(0, 3), body.toString('base64url')].join('.'), 'gw_keys:k1')),
+    /does not open/,
+  );
 });
 
 test('parseKek: 32 bytes as base64url or hex, anything else refused naming the variable', () => {
@@ -62,7 +76,12 @@ test('the development KEK is made once, mode 0600, and reused', async () => {
   const env = await kekFromEnv({ CTL_GATEWAY_KEK: randomBytes(32).toString('hex') }, 'CTL_GATEWAY_KEK', path);
   assert.is(env.source, 'env');
   assert.match(await refused(env.sealer.open(sealed, 'c')), /sealed under KEK/);
-  assert.match(await refused(kekFromEnv({ CTL_GATEWAY_KEK: 'x', CTL_GATEWAY_KEK_PKCS11_URI: hsm.uri('k') }, 'CTL_GATEWAY_KEK', path)), /both set/);
+  assert.match(
+    await refused(
+      kekFromEnv({ CTL_GATEWAY_KEK: 'x', CTL_GATEWAY_KEK_PKCS11_URI: hsm.uri('k') }, 'CTL_GATEWAY_KEK', path),
+    ),
+    /both set/,
+  );
 });
 
 test('a KEK inside the token (PKCS#11 AES-GCM) seals and opens; a missing key is one line naming the variable', async () => {
@@ -76,9 +95,15 @@ test('a KEK inside the token (PKCS#11 AES-GCM) seals and opens; a missing key is
   assert.match(await refused(src.sealer.open(sealed, 'gw_secrets:other')), /does not open/);
   await src.close();
   const again = await kekFromEnv(env, 'CTL_GATEWAY_KEK', join(hsm.dir, 'unused.kek'));
-  assert.is(await again.sealer.open(sealed, 'gw_secrets:m'), 'session master', 'another process with the same token key opens it');
+  assert.is(
+    await again.sealer.open(sealed, 'gw_secrets:m'),
+    'session master',
+    'another process with the same token key opens it',
+  );
   await again.close();
-  const missing = await refused(kekFromEnv({ ...env, CTL_GATEWAY_KEK_PKCS11_URI: hsm.uri('nope') }, 'CTL_GATEWAY_KEK', ''));
+  const missing = await refused(
+    kekFromEnv({ ...env, CTL_GATEWAY_KEK_PKCS11_URI: hsm.uri('nope') }, 'CTL_GATEWAY_KEK', ''),
+  );
   assert.ok(missing.startsWith('CTL_GATEWAY_KEK_PKCS11_URI: no secret keys match'), missing);
 });
 

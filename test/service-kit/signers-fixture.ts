@@ -12,12 +12,23 @@ export function createHsm() {
       const lib = createRequire(import.meta.url)('pkcs11js');
       const p = new lib.PKCS11();
       p.load(SOFTHSM_MODULE);
-      try { p.C_Initialize(); } catch { /* already initialised by the signers */ }
+      try {
+        p.C_Initialize();
+      } catch {
+        /* already initialised by the signers */
+      }
       const slot = p.C_GetSlotList(true).find((s: Buffer) => p.C_GetTokenInfo(s).label.trim() === token.label);
       const session = p.C_OpenSession(slot, lib.CKF_SERIAL_SESSION);
       try {
-        try { p.C_Login(session, lib.CKU_USER, token.pin); } catch { /* logged in already */ }
-        p.C_FindObjectsInit(session, [{ type: lib.CKA_CLASS, value: lib.CKO_PRIVATE_KEY }, { type: lib.CKA_LABEL, value: label }]);
+        try {
+          p.C_Login(session, lib.CKU_USER, token.pin);
+        } catch {
+          /* logged in already */
+        }
+        p.C_FindObjectsInit(session, [
+          { type: lib.CKA_CLASS, value: lib.CKO_PRIVATE_KEY },
+          { type: lib.CKA_LABEL, value: label },
+        ]);
         const [key] = p.C_FindObjects(session, 1);
         p.C_FindObjectsFinal(session);
         p.C_GetAttributeValue(session, key, [{ type: lib.CKA_VALUE }]);

@@ -6,10 +6,27 @@ import { chmodSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createHsm } from './signers-fixture.js';
 import {
-  closePkcs11Modules, fileSigner, generatePkcs11Ed25519Key, generatePkcs11Key, openPkcs11Signer, parsePkcs11Uri, signerFromEnv,
-  signingOffThread, ed25519KeyObject,
+  closePkcs11Modules,
+  fileSigner,
+  generatePkcs11Ed25519Key,
+  generatePkcs11Key,
+  openPkcs11Signer,
+  parsePkcs11Uri,
+  signerFromEnv,
+  signingOffThread,
+  ed25519KeyObject,
 } from '../../service-kit/signers/index.js';
-import { canonicalize, createSignedPolicyGrant, formatTimestamp, generateKeyPair, importSigningKey, policyHash, verifyWithJwk, type PublicJwk, type SigningKey } from '../../src/index.js';
+import {
+  canonicalize,
+  createSignedPolicyGrant,
+  formatTimestamp,
+  generateKeyPair,
+  importSigningKey,
+  policyHash,
+  verifyWithJwk,
+  type PublicJwk,
+  type SigningKey,
+} from '../../src/index.js';
 import { randomId, timeOrderedId } from '../../service-kit/index.js';
 import { readVectorJson } from '../helpers/vectors.js';
 
@@ -21,12 +38,24 @@ const nodeVerifies = (jwk: object, msg: Uint8Array, sig: Uint8Array) =>
  * the bytes PROTOCOL.md §3 names (`ctl-grant/1\n` + JCS without the signature).
  */
 async function grantSignedByVerifies(signingKey: SigningKey, actorKey: PublicJwk, issuer: string): Promise<boolean> {
-  const g = await createSignedPolicyGrant({
-    policyHash: policyHash({ a: 1 }), actorKey, allowedRails: ['x402'], allowedAssets: [{ standard: 'iso4217', code: 'USD' }],
-    maxAmountMinor: '100', currency: 'USD', expiresAt: formatTimestamp(Date.now() + 3600_000),
-  }, { issuer, keyId: 'k1', signingKey, revocationBaseUrl: `https://${issuer}` });
+  const g = await createSignedPolicyGrant(
+    {
+      policyHash: policyHash({ a: 1 }),
+      actorKey,
+      allowedRails: ['x402'],
+      allowedAssets: [{ standard: 'iso4217', code: 'USD' }],
+      maxAmountMinor: '100',
+      currency: 'USD',
+      expiresAt: formatTimestamp(Date.now() + 3600_000),
+    },
+    { issuer, keyId: 'k1', signingKey, revocationBaseUrl: `https://${issuer}` },
+  );
   const { signature, ...body } = g as unknown as Record<string, unknown>;
-  return nodeVerifies(signingKey.publicJwk, new TextEncoder().encode(`ctl-grant/1\n${canonicalize(body)}`), Buffer.from(signature as string, 'base64url'));
+  return nodeVerifies(
+    signingKey.publicJwk,
+    new TextEncoder().encode(`ctl-grant/1\n${canonicalize(body)}`),
+    Buffer.from(signature as string, 'base64url'),
+  );
 }
 const refused = async (p: Promise<unknown>): Promise<string> => {
   try {
@@ -43,7 +72,9 @@ test.after(() => {
 });
 
 test('parsePkcs11Uri: RFC 7512 path and query attributes, percent-decoded', () => {
-  const u = parsePkcs11Uri('pkcs11:token=My%20HSM;object=grant;id=%01%02;type=private?pin-source=file:///run/pin&module-path=/usr/lib/x.so');
+  const u = parsePkcs11Uri(
+    'pkcs11:token=My%20HSM;object=grant;id=%01%02;type=private?pin-source=file:///run/pin&module-path=/usr/lib/x.so',
+  );
   assert.is(u.token, 'My HSM');
   assert.is(u.object, 'grant');
   assert.equal([...u.id!], [1, 2]);
@@ -60,9 +91,26 @@ test('parsePkcs11Uri: RFC 7512 path and query attributes, percent-decoded', () =
     ['pkcs11:object=a b', 'percent-encoded'],
     ['pkcs11:type=secret', 'type'],
   ]) {
-    assert.throws(() => parsePkcs11Uri(bad), (e: Error) => e.message.includes(why), bad);
+    assert.throws(
+      () => parsePkcs11Uri(bad),
+      (e: Error) => e.message.includes(why),
+      bad,
+    );
   }
-  assert.not.ok(/1234/.test(String((() => { try { parsePkcs11Uri('pkcs11:pin-value=1234'); } catch (e) { return (e as Error).message; } })())), 'a PIN is never echoed');
+  assert.not.ok(
+    /1234/.test(
+      String(
+        (() => {
+          try {
+            parsePkcs11Uri('pkcs11:pin-value=1234');
+          } catch (e) {
+            return (e as Error).message;
+          }
+        })(),
+      ),
+    ),
+    'a PIN is never echoed',
+  );
 });
 
 test('a key generated in SoftHSM signs, node:crypto verifies, and its private half cannot be read', async () => {
@@ -118,12 +166,14 @@ test('concurrent signatures each get a session of their own and all verify', asy
   // Sustained: 16 callers, 1 500 signatures on the thread pool (the module must be initialised
   // for OS locking, else this corrupts the heap), every one checked.
   let bad = 0;
-  await Promise.all(Array.from({ length: 16 }, async (_, w) => {
-    for (let i = 0; i < 94; i++) {
-      const m = new TextEncoder().encode(`worker ${w} message ${i}`);
-      if (!nodeVerifies(s.publicJwk, m, await s.sign(m))) bad++;
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: 16 }, async (_, w) => {
+      for (let i = 0; i < 94; i++) {
+        const m = new TextEncoder().encode(`worker ${w} message ${i}`);
+        if (!nodeVerifies(s.publicJwk, m, await s.sign(m))) bad++;
+      }
+    }),
+  );
   assert.is(bad, 0);
   await s.close();
   assert.match(await refused(s.sign(msgs[0])), /closed/);
@@ -133,29 +183,55 @@ test('signerFromEnv: a wrong PIN, an absent token or key, or a module that canno
   await (await generatePkcs11Ed25519Key(hsm.uri('named'), { modulePath: hsm.module })).close();
   const V = 'CTL_POLICY_GRANT_SIGNING_KEY_PKCS11_URI';
   const env = (uri: string, module = hsm.module) => ({ [V]: uri, CTL_PKCS11_MODULE: module });
-  const wrongPin = await refused(signerFromEnv(env(`pkcs11:token=${hsm.label};object=named?pin-value=9999`), 'CTL_POLICY_GRANT_SIGNING'));
+  const wrongPin = await refused(
+    signerFromEnv(env(`pkcs11:token=${hsm.label};object=named?pin-value=9999`), 'CTL_POLICY_GRANT_SIGNING'),
+  );
   assert.ok(wrongPin.startsWith(`${V}: `), wrongPin);
   assert.match(wrongPin, /CKR_PIN_INCORRECT/);
   assert.not.match(wrongPin, /9999/);
   assert.not.match(wrongPin, /\n/);
-  assert.match(await refused(signerFromEnv(env(`pkcs11:token=nope;object=named?pin-value=${hsm.pin}`), 'CTL_POLICY_GRANT_SIGNING')), /^CTL_POLICY_GRANT_SIGNING_KEY_PKCS11_URI: no PKCS#11 token matches .*tokens present: 'ctl'/);
-  assert.match(await refused(signerFromEnv(env(hsm.uri('absent')), 'CTL_POLICY_GRANT_SIGNING')), /^CTL_POLICY_GRANT_SIGNING_KEY_PKCS11_URI: no private key match/);
-  assert.match(await refused(signerFromEnv(env(hsm.uri('named'), '/nonexistent/libpkcs11.so'), 'CTL_POLICY_GRANT_SIGNING')), /^CTL_POLICY_GRANT_SIGNING_KEY_PKCS11_URI: PKCS#11 module '\/nonexistent\/libpkcs11.so' cannot be loaded/);
+  assert.match(
+    await refused(
+      signerFromEnv(env(`pkcs11:token=nope;object=named?pin-value=${hsm.pin}`), 'CTL_POLICY_GRANT_SIGNING'),
+    ),
+    /^CTL_POLICY_GRANT_SIGNING_KEY_PKCS11_URI: no PKCS#11 token matches .*tokens present: 'ctl'/,
+  );
+  assert.match(
+    await refused(signerFromEnv(env(hsm.uri('absent')), 'CTL_POLICY_GRANT_SIGNING')),
+    /^CTL_POLICY_GRANT_SIGNING_KEY_PKCS11_URI: no private key match/,
+  );
+  assert.match(
+    await refused(signerFromEnv(env(hsm.uri('named'), '/nonexistent/libpkcs11.so'), 'CTL_POLICY_GRANT_SIGNING')),
+    /^CTL_POLICY_GRANT_SIGNING_KEY_PKCS11_URI: PKCS#11 module '\/nonexistent\/libpkcs11.so' cannot be loaded/,
+  );
   const pinFile = join(hsm.dir, 'pin');
   writeFileSync(pinFile, `${hsm.pin}\n`, { mode: 0o600 });
-  const ok = await signerFromEnv(env(`pkcs11:token=${hsm.label};object=named?pin-source=${pinFile}`), 'CTL_POLICY_GRANT_SIGNING');
+  const ok = await signerFromEnv(
+    env(`pkcs11:token=${hsm.label};object=named?pin-source=${pinFile}`),
+    'CTL_POLICY_GRANT_SIGNING',
+  );
   assert.is(ok?.variable, V);
   assert.is(ok?.signer.custody, 'pkcs11');
   await ok?.signer.close();
   const pair = await generateKeyPair({ alg: 'EdDSA' });
-  assert.match(await refused(signerFromEnv({ [V]: hsm.uri('named'), CTL_POLICY_GRANT_SIGNING_PRIVATE_KEY_PEM: pair.privateKeyPem }, 'CTL_POLICY_GRANT_SIGNING')), /both set/);
+  assert.match(
+    await refused(
+      signerFromEnv(
+        { [V]: hsm.uri('named'), CTL_POLICY_GRANT_SIGNING_PRIVATE_KEY_PEM: pair.privateKeyPem },
+        'CTL_POLICY_GRANT_SIGNING',
+      ),
+    ),
+    /both set/,
+  );
   assert.is(await signerFromEnv({}, 'CTL_POLICY_GRANT_SIGNING'), undefined);
 });
 
 test('a wrong PIN is refused even while this process is logged in to the token with the right one', async () => {
   const s = await generatePkcs11Ed25519Key(hsm.uri('logged-in'), { modulePath: hsm.module });
   try {
-    const m = await refused(openPkcs11Signer(`pkcs11:token=${hsm.label};object=logged-in?pin-value=9999`, { modulePath: hsm.module }));
+    const m = await refused(
+      openPkcs11Signer(`pkcs11:token=${hsm.label};object=logged-in?pin-value=9999`, { modulePath: hsm.module }),
+    );
     assert.match(m, /logged in to that token with another PIN/);
     assert.not.match(m, /9999/);
     const same = await openPkcs11Signer(hsm.uri('logged-in'), { modulePath: hsm.module });
@@ -177,7 +253,10 @@ test('signerFromEnv(prefix) reads process.env', async () => {
 
 test('generating under a label already in the token is refused (a key is never overwritten)', async () => {
   await (await generatePkcs11Ed25519Key(hsm.uri('once'), { modulePath: hsm.module })).close();
-  assert.match(await refused(generatePkcs11Ed25519Key(hsm.uri('once'), { modulePath: hsm.module })), /already holds a key labelled 'once'/);
+  assert.match(
+    await refused(generatePkcs11Ed25519Key(hsm.uri('once'), { modulePath: hsm.module })),
+    /already holds a key labelled 'once'/,
+  );
 });
 
 test('file signer: same signatures as the PEM, refused when others may read the file', async () => {
@@ -213,7 +292,11 @@ test('signingOffThread: the same Ed25519 signature as the key signing on the loo
   assert.ok(await verifyWithJwk(pair.publicJwk, msg, sig));
   // The published key is the key pair's own (not the wrapped key's field compared with itself).
   assert.equal(fromPem.publicJwk, pair.publicJwk);
-  assert.equal(fromSeed.publicJwk, { kty: 'OKP', crv: 'Ed25519', x: Buffer.from(rfc.pub, 'hex').toString('base64url') });
+  assert.equal(fromSeed.publicJwk, {
+    kty: 'OKP',
+    crv: 'Ed25519',
+    x: Buffer.from(rfc.pub, 'hex').toString('base64url'),
+  });
   assert.match(await refused((async () => signingOffThread(onLoop, ed25519KeyObject(seed)))()), /not the signing key/);
   // An artifact signed through it verifies like any other.
   assert.ok(await grantSignedByVerifies(fromSeed, pair.publicJwk, 'off-thread.test'));

@@ -8,7 +8,10 @@ import * as assert from 'uvu/assert';
 import { spendStorageConformance } from '../../src/testing/spend-storage-conformance.js';
 import { createMemorySpendStorage, type SpendStorage } from '../../src/wallet/spend-storage.js';
 
-interface Ledger { total: bigint; ids: Map<string, { amount: bigint; committed: boolean }> }
+interface Ledger {
+  total: bigint;
+  ids: Map<string, { amount: bigint; committed: boolean }>;
+}
 
 /** A store in the shape of SQL over a pool: `lookUp` then, after a yield, an atomic conditional add. */
 function shapedStore(shape: { yieldAfterLookUp: boolean; recordRefused: boolean }): SpendStorage {
@@ -77,6 +80,7 @@ test('the same shapes without the faults pass: the cases fail for the fault, not
   assert.equal(await failures(() => shapedStore({ yieldAfterLookUp: false, recordRefused: false })), []);
 });
 
-for (const c of spendStorageConformance(() => createMemorySpendStorage())) test(`memory SpendStorage: ${c.name}`, c.run);
+for (const c of spendStorageConformance(() => createMemorySpendStorage()))
+  test(`memory SpendStorage: ${c.name}`, c.run);
 
 test.run();

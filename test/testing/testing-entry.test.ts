@@ -8,7 +8,7 @@ import { repoRoot } from '../helpers/vectors.js';
 
 const requireFromPackage = createRequire(join(repoRoot, 'package.json'));
 
-test('require(\'ctl/testing\') runs the conformance suite against the wallet\'s memory storage, and import gives the same', async () => {
+test("require('ctl/testing') runs the conformance suite against the wallet's memory storage, and import gives the same", async () => {
   const testing = requireFromPackage('ctl/testing');
   const wallet = requireFromPackage('ctl/wallet');
   const cases = testing.spendStorageConformance(() => wallet.createMemorySpendStorage());

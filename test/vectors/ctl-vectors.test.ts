@@ -22,7 +22,8 @@ const keys = file.keys as Record<string, { publicKeyPem: string }>;
 function trustOptions(trust: string, input: any) {
   const [form, name] = trust.split(':') as [string, string];
   if (form === 'signingKeyPem') return { signingKeyPem: keys[name]!.publicKeyPem };
-  if (form === 'trustBundles+root') return { trustBundles: input.trustBundles, rootPublicKeyPem: keys[name]!.publicKeyPem };
+  if (form === 'trustBundles+root')
+    return { trustBundles: input.trustBundles, rootPublicKeyPem: keys[name]!.publicKeyPem };
   throw new Error('unknown trust form ' + trust);
 }
 
@@ -39,8 +40,12 @@ for (const backend of ['native', 'noble'] as const) {
       if (k.kind === 'chain') {
         const verify = createVerifier(c); // a fresh verifier per case, as the vectors ask
         result = await verify(k.input.sba, {
-          amount: k.options.amount, currency: k.options.currency, merchantId: k.options.merchantId,
-          offline: true, now, ...trustOptions(k.options.trust, k.input),
+          amount: k.options.amount,
+          currency: k.options.currency,
+          merchantId: k.options.merchantId,
+          offline: true,
+          now,
+          ...trustOptions(k.options.trust, k.input),
         });
       } else if (k.kind === 'bundle') {
         const root = keys[k.options.trust.split(':')[1]]!.publicKeyPem;

@@ -5,7 +5,12 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import {
   createMemorySpendStorage,
-  createSession, generateKeyPair, verifyCtl, formatTimestamp, type SignedBudgetAuthorization, type TrustBundle,
+  createSession,
+  generateKeyPair,
+  verifyCtl,
+  formatTimestamp,
+  type SignedBudgetAuthorization,
+  type TrustBundle,
 } from '../../src/index.js';
 import { verifyCtlEdge } from '../../src/edge.js';
 import { createBundleCache } from '../../src/verifier/bundle-cache.js';
@@ -21,22 +26,44 @@ test.before(async () => {
 
 async function signedSba(signer: Keys = k): Promise<SignedBudgetAuthorization> {
   const g = await grant(signer);
-  const s = createSession(g, { actorId: 'vehicle-42', signingKey: k.actor.privateKeyPem, fetch: fakeAuthority(k).fetch, now: () => T0 });
+  const s = createSession(g, {
+    actorId: 'vehicle-42',
+    signingKey: k.actor.privateKeyPem,
+    fetch: fakeAuthority(k).fetch,
+    now: () => T0,
+  });
   return s.createSba({ amount: '30', currency: 'USD', rail: 'x402', merchantId: 'merchant-a', purpose: 'api:search' });
 }
 
 // Offline, a verifier records each budgetId it accepts (PROTOCOL.md §12): a fresh ledger per call lets these
 // tests present one SBA many times, since what they compare is the bundle handling, not replay.
-const offline = () => ({ amount: '30', currency: 'USD', merchantId: 'merchant-a', offline: true, rootPublicKeyPem: k.root.publicKeyPem, now: () => T0, spendStorage: createMemorySpendStorage() });
+const offline = () => ({
+  amount: '30',
+  currency: 'USD',
+  merchantId: 'merchant-a',
+  offline: true,
+  rootPublicKeyPem: k.root.publicKeyPem,
+  now: () => T0,
+  spendStorage: createMemorySpendStorage(),
+});
 const code = (r: Awaited<ReturnType<typeof verifyCtl>>) => (r.valid ? 'valid' : r.error.code);
 
-for (const [name, verify] of [['verifyCtl', verifyCtl], ['verifyCtlEdge', verifyCtlEdge]] as const) {
+for (const [name, verify] of [
+  ['verifyCtl', verifyCtl],
+  ['verifyCtlEdge', verifyCtlEdge],
+] as const) {
   test(`${name}: emptying a verified bundle's revokedGrants in place does not unrevoke`, async () => {
     const sba = await signedSba();
     for (const edit of [
-      (b: TrustBundle) => { b.revokedGrants.length = 0; },
-      (b: TrustBundle) => { b.revokedGrants = []; },
-      (b: TrustBundle) => { b.revokedGrants[0] = 'grant_someone_else'; },
+      (b: TrustBundle) => {
+        b.revokedGrants.length = 0;
+      },
+      (b: TrustBundle) => {
+        b.revokedGrants = [];
+      },
+      (b: TrustBundle) => {
+        b.revokedGrants[0] = 'grant_someone_else';
+      },
     ]) {
       const b = await bundle(k, { revokedGrants: [sba.grant.grantId] });
       assert.is(code(await verify(sba, { ...offline(), trustBundles: [b] })), 'grant_revoked');
@@ -61,9 +88,20 @@ for (const [name, verify] of [['verifyCtl', verifyCtl], ['verifyCtlEdge', verify
     // A grant for the same issuer and kid, signed by a key the root never vouched for.
     const forged = await signedSba({ ...k, authority: evil });
     for (const edit of [
-      (b: TrustBundle) => { b.issuers[0]!.keys[0]!.x = evil.publicJwk.x; },
-      (b: TrustBundle) => { b.issuers[0]!.keys.unshift({ ...evil.publicJwk, kid: k.authorityKid, alg: 'EdDSA', purposes: ['grant'] } as never); },
-      (b: TrustBundle) => { b.issuers[0]!.keys = [{ ...evil.publicJwk, kid: k.authorityKid, alg: 'EdDSA', purposes: ['grant'] } as never]; },
+      (b: TrustBundle) => {
+        b.issuers[0]!.keys[0]!.x = evil.publicJwk.x;
+      },
+      (b: TrustBundle) => {
+        b.issuers[0]!.keys.unshift({
+          ...evil.publicJwk,
+          kid: k.authorityKid,
+          alg: 'EdDSA',
+          purposes: ['grant'],
+        } as never);
+      },
+      (b: TrustBundle) => {
+        b.issuers[0]!.keys = [{ ...evil.publicJwk, kid: k.authorityKid, alg: 'EdDSA', purposes: ['grant'] } as never];
+      },
     ]) {
       const b = await bundle(k);
       assert.is(code(await verify(await signedSba(), { ...offline(), trustBundles: [b] })), 'valid');
@@ -113,7 +151,13 @@ for (const [name, verify] of [['verifyCtl', verifyCtl], ['verifyCtlEdge', verify
     const b = await bundle(k);
     assert.is(code(await verify(sba, { ...offline(), trustBundles: [b] })), 'valid');
     let reads = 0;
-    Object.defineProperty(b, 'revokedGrants', { get() { if (++reads > 1) throw new Error('boom'); return []; }, enumerable: true });
+    Object.defineProperty(b, 'revokedGrants', {
+      get() {
+        if (++reads > 1) throw new Error('boom');
+        return [];
+      },
+      enumerable: true,
+    });
     const r = await verify(sba, { ...offline(), trustBundles: [b] });
     assert.is.not(code(r), 'valid');
     const { proxy, revoke } = Proxy.revocable(await bundle(k), {});
@@ -122,11 +166,13 @@ for (const [name, verify] of [['verifyCtl', verifyCtl], ['verifyCtlEdge', verify
   });
 }
 
-
 /** The default facade, counting bundle-signature checks (one `verifyWithJwk` each). */
 function countingCrypto() {
   const calls = { verify: 0 };
-  const c: CtlCrypto = { ...defaultCrypto, verifyWithJwk: (...args) => (calls.verify++, defaultCrypto.verifyWithJwk(...args)) };
+  const c: CtlCrypto = {
+    ...defaultCrypto,
+    verifyWithJwk: (...args) => (calls.verify++, defaultCrypto.verifyWithJwk(...args)),
+  };
   return { c, calls };
 }
 
@@ -140,8 +186,12 @@ test('createBundleCache: an unchanged object is verified once and read from a de
   assert.ok(first && first.signatureOk && again === first);
   assert.is(calls.verify, 1, 'one signature check for the same, unchanged object');
   assert.is.not(first.bundle, b);
-  assert.ok(Object.isFrozen(first.bundle) && Object.isFrozen(first.bundle.revokedGrants) && Object.isFrozen(first.bundle.scope));
-  assert.ok(Object.isFrozen(first.bundle.issuers[0]!.keys[0]!) && Object.isFrozen(first.bundle.issuers[0]!.keys[0]!.purposes));
+  assert.ok(
+    Object.isFrozen(first.bundle) && Object.isFrozen(first.bundle.revokedGrants) && Object.isFrozen(first.bundle.scope),
+  );
+  assert.ok(
+    Object.isFrozen(first.bundle.issuers[0]!.keys[0]!) && Object.isFrozen(first.bundle.issuers[0]!.keys[0]!.purposes),
+  );
   assert.ok(first.revoked.has('grant_b'));
   b.revokedGrants.pop();
   const edited = await cache.check(b, root);
@@ -155,7 +205,8 @@ test('createBundleCache: an unchanged object is verified once and read from a de
   assert.is(calls.verify, 3, 'JSON text is remembered by its bytes');
   const other = await cache.check(text, await bundleSignersWith(c, k.authority.publicKeyPem));
   assert.ok(other && !other.signatureOk, 'another root is another check');
-  for (const junk of [undefined, null, 42, 'not json', '{"version":1}', [], { version: 1 }]) assert.is(await cache.check(junk, root), undefined);
+  for (const junk of [undefined, null, 42, 'not json', '{"version":1}', [], { version: 1 }])
+    assert.is(await cache.check(junk, root), undefined);
   const cyclic: Record<string, unknown> = { ...(await bundle(k)) };
   cyclic['scope'] = cyclic;
   assert.is(await cache.check(cyclic, root), undefined);

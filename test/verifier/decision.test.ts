@@ -3,8 +3,13 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import {
-  createSession, createMemorySpendStorage, createMemoryTimeFloor, verifySignedSessionBudgetAuthorizationForDecision as verifyForDecision,
-  formatTimestamp, type SignedBudgetAuthorization, type SpendStorage,
+  createSession,
+  createMemorySpendStorage,
+  createMemoryTimeFloor,
+  verifySignedSessionBudgetAuthorizationForDecision as verifyForDecision,
+  formatTimestamp,
+  type SignedBudgetAuthorization,
+  type SpendStorage,
 } from '../../src/index.js';
 import { keys, grant, fakeAuthority, T0, type Keys } from '../helpers/fixtures.js';
 
@@ -16,19 +21,35 @@ test.before(async () => {
 async function signedSba(): Promise<SignedBudgetAuthorization> {
   // An offline allowance too, so the offline ledgers are watched as well as the grant budget.
   const g = await grant(k, { offline: { maxPayments: 5, maxAmountMinor: '1000' } });
-  const s = createSession(g, { actorId: 'vehicle-42', signingKey: k.actor.privateKeyPem, fetch: fakeAuthority(k).fetch, now: () => T0 });
+  const s = createSession(g, {
+    actorId: 'vehicle-42',
+    signingKey: k.actor.privateKeyPem,
+    fetch: fakeAuthority(k).fetch,
+    now: () => T0,
+  });
   return s.createSba({ amount: '30', currency: 'USD', rail: 'x402', merchantId: 'merchant-a', purpose: 'api:search' });
 }
 
 function setup(sba: SignedBudgetAuthorization, spendStorage: SpendStorage) {
   const a = sba.authorization;
   const decision = {
-    action: 'ALLOW', reasons: [], policyHash: a.policyHash, expiresAtISO: formatTimestamp(T0 + 60_000), decisionId: 'd1',
-    sessionGrantId: a.grantId, priceFiat: { amountMinor: '30', currency: 'USD' },
+    action: 'ALLOW',
+    reasons: [],
+    policyHash: a.policyHash,
+    expiresAtISO: formatTimestamp(T0 + 60_000),
+    decisionId: 'd1',
+    sessionGrantId: a.grantId,
+    priceFiat: { amountMinor: '30', currency: 'USD' },
   };
   const opts = {
-    sessionId: a.sessionId, decision, offline: true, signingKeyPem: k.authority.publicKeyPem, merchantId: 'merchant-a',
-    now: () => T0, trackSpend: true, spendStorage,
+    sessionId: a.sessionId,
+    decision,
+    offline: true,
+    signingKeyPem: k.authority.publicKeyPem,
+    merchantId: 'merchant-a',
+    now: () => T0,
+    trackSpend: true,
+    spendStorage,
   };
   return { decision, opts };
 }
@@ -53,7 +74,11 @@ test('a decision refused for any of its own reasons spends nothing: the SBA stay
     ['expired decision', { ...opts, decision: { ...decision, expiresAtISO: formatTimestamp(T0) } }, 'sba_expired'],
     ['spent so far + price over the authorization', { ...opts, cumulativeSpentMinor: '1' }, 'budget_exceeded'],
     ['a bad cumulativeSpentMinor', { ...opts, cumulativeSpentMinor: '-1' }, 'malformed'],
-    ['a bad price', { ...opts, decision: { ...decision, priceFiat: { amountMinor: '1e1', currency: 'USD' } } }, 'malformed'],
+    [
+      'a bad price',
+      { ...opts, decision: { ...decision, priceFiat: { amountMinor: '1e1', currency: 'USD' } } },
+      'malformed',
+    ],
     ['a bad expiry', { ...opts, decision: { ...decision, expiresAtISO: 'tomorrow' } }, 'malformed'],
   ];
   for (const [why, o, code] of refusals) {
@@ -88,7 +113,12 @@ test('a refusal by the decision expiry keeps the clock reading in the floor', as
   const { decision, opts } = setup(sba, createMemorySpendStorage());
   const timeFloor = createMemoryTimeFloor(T0);
   const late = T0 + 30_000; // under a minute past the floor: not otherwise written
-  const r = await verifyForDecision(sba, { ...opts, now: () => late, timeFloor, decision: { ...decision, expiresAtISO: formatTimestamp(T0 + 10_000) } });
+  const r = await verifyForDecision(sba, {
+    ...opts,
+    now: () => late,
+    timeFloor,
+    decision: { ...decision, expiresAtISO: formatTimestamp(T0 + 10_000) },
+  });
   assert.is(!r.ok && r.error.code, 'sba_expired');
   assert.is(await timeFloor.get(), late);
 });
@@ -107,7 +137,12 @@ test('the decision is read once: a getter cannot show the checks one price and t
   const sba = await signedSba();
   const { decision, opts } = setup(sba, createMemorySpendStorage());
   let reads = 0;
-  const priceFiat = { currency: 'USD', get amountMinor() { return reads++ === 0 ? '30' : '31'; } };
+  const priceFiat = {
+    currency: 'USD',
+    get amountMinor() {
+      return reads++ === 0 ? '30' : '31';
+    },
+  };
   const r = await verifyForDecision(sba, { ...opts, decision: { ...decision, priceFiat } as never });
   assert.ok(r.ok, JSON.stringify(r));
   assert.is(reads, 1);

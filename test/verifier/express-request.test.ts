@@ -9,7 +9,10 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import { join } from 'node:path';
 import { repoRoot } from '../helpers/vectors.js';
 
-const fixture = readFileSync(join(repoRoot, 'test', 'verifier', 'express-request.types.ts'), 'utf8').replace("'../../src/index.js'", "'ctl'");
+const fixture = readFileSync(join(repoRoot, 'test', 'verifier', 'express-request.types.ts'), 'utf8').replace(
+  "'../../src/index.js'",
+  "'ctl'",
+);
 const dir = join(repoRoot, 'build', 'types-check', 'express-request');
 const tsc = join(repoRoot, 'node_modules', '.bin', 'tsc');
 
@@ -17,10 +20,22 @@ function typecheck(source: string): { status: number | null; output: string } {
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, 'app.ts'), source);
-  writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({
-    compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true, skipLibCheck: true, esModuleInterop: true, types: ['node'] },
-    files: ['app.ts'],
-  }));
+  writeFileSync(
+    join(dir, 'tsconfig.json'),
+    JSON.stringify({
+      compilerOptions: {
+        target: 'ES2022',
+        module: 'NodeNext',
+        moduleResolution: 'NodeNext',
+        strict: true,
+        noEmit: true,
+        skipLibCheck: true,
+        esModuleInterop: true,
+        types: ['node'],
+      },
+      files: ['app.ts'],
+    }),
+  );
   const r = spawnSync(tsc, ['-p', join(dir, 'tsconfig.json')], { cwd: repoRoot, encoding: 'utf8' });
   return { status: r.status, output: `${r.stdout}${r.stderr}` };
 }

@@ -5,11 +5,19 @@ import express from 'express';
 import { ctl, type CtlRequestState } from '../../src/index.js';
 
 const app = express();
-app.post('/pay', ctl({ amount: '30', currency: 'USD', jwksUrl: 'https://authority.example/.well-known/ctl-keys.json' }), (req, res) => {
-  const state: CtlRequestState | undefined = req.ctl;
-  if (!req.ctl) return res.status(500).end();
-  const grantId: string = req.ctl.grant.grantId;
-  const budgetId: string = req.ctl.sba.authorization.budgetId;
-  const paid: { amount: string; currency: string; valid: true } = { amount: req.ctl.amount, currency: req.ctl.currency, valid: req.ctl.valid };
-  return res.json({ grantId, budgetId, paid, state });
-});
+app.post(
+  '/pay',
+  ctl({ amount: '30', currency: 'USD', jwksUrl: 'https://authority.example/.well-known/ctl-keys.json' }),
+  (req, res) => {
+    const state: CtlRequestState | undefined = req.ctl;
+    if (!req.ctl) return res.status(500).end();
+    const grantId: string = req.ctl.grant.grantId;
+    const budgetId: string = req.ctl.sba.authorization.budgetId;
+    const paid: { amount: string; currency: string; valid: true } = {
+      amount: req.ctl.amount,
+      currency: req.ctl.currency,
+      valid: req.ctl.valid,
+    };
+    return res.json({ grantId, budgetId, paid, state });
+  },
+);

@@ -18,15 +18,20 @@ const c = createCtlCrypto('native');
 
 // Human-Agent chain cases, and the online cases of both files (revocation answered by a fake).
 const cases = [
-  ...human.cases.filter((k: any) => k.kind === 'chain').map((k: any) => ({ k, keys: human.keys, needs: k.options.offline === false ? 'both' : 'human' })),
-  ...grants.cases.filter((k: any) => k.kind === 'chain' && k.options.offline === false).map((k: any) => ({ k, keys: grants.keys, needs: 'online' })),
+  ...human.cases
+    .filter((k: any) => k.kind === 'chain')
+    .map((k: any) => ({ k, keys: human.keys, needs: k.options.offline === false ? 'both' : 'human' })),
+  ...grants.cases
+    .filter((k: any) => k.kind === 'chain' && k.options.offline === false)
+    .map((k: any) => ({ k, keys: grants.keys, needs: 'online' })),
 ];
 
 async function verdicts(): Promise<Record<string, string>> {
   const out: Record<string, string> = {};
   for (const { k, keys } of cases) {
     const verify = createVerifier(c);
-    for (const p of k.input.prior ?? []) await verify(p.sba, { ...chainOptions(k, keys), amount: p.amount ?? k.options.amount });
+    for (const p of k.input.prior ?? [])
+      await verify(p.sba, { ...chainOptions(k, keys), amount: p.amount ?? k.options.amount });
     const r = await verify(k.input.sba, chainOptions(k, keys));
     out[k.id] = r.valid ? 'valid' : r.error.code;
   }
@@ -38,7 +43,11 @@ const expected = (k: any) => (k.expected.valid ? 'valid' : k.expected.code);
 const lacking = (needs: string, human: boolean, online: boolean) =>
   (needs !== 'online' && !human) || (needs !== 'human' && !online) ? 'unsupported_feature' : undefined;
 
-for (const [human, online] of [[false, false], [true, false], [false, true]] as const) {
+for (const [human, online] of [
+  [false, false],
+  [true, false],
+  [false, true],
+] as const) {
   test(`human-agent ${human ? 'registered' : 'absent'}, online ${online ? 'registered' : 'absent'}: what needs an absent module is refused, the rest keeps its verdict`, async () => {
     registerHumanAgent(human ? humanAgentProfile : undefined);
     registerOnlineChecks(online ? onlineChecks : undefined);
@@ -65,8 +74,19 @@ test('registered: every case gives exactly its committed verdict', async () => {
 
 test('a module from another bundle keeps its codes; a malformed module is a TypeError at registration', async () => {
   // Another bundle's CtlError: not our class, but a code from the same list.
-  class ForeignError extends Error { constructor(readonly code: string, m: string) { super(m); } }
-  registerHumanAgent({ didKeyToJwk: () => { throw new ForeignError('unsupported_algorithm', 'P-384'); } });
+  class ForeignError extends Error {
+    constructor(
+      readonly code: string,
+      m: string,
+    ) {
+      super(m);
+    }
+  }
+  registerHumanAgent({
+    didKeyToJwk: () => {
+      throw new ForeignError('unsupported_algorithm', 'P-384');
+    },
+  });
   const valid = cases.find(({ k, needs }: any) => needs === 'human' && k.expected.valid);
   const r = await createVerifier(c)(valid.k.input.sba, chainOptions(valid.k, valid.keys));
   assert.is(!r.valid && r.error.code, 'unsupported_algorithm');
@@ -82,7 +102,10 @@ test('a verifier built with its modules needs no registration (as ctl builds its
   const bare = await createVerifier(c)(valid.k.input.sba, chainOptions(valid.k, valid.keys));
   assert.is(!bare.valid && bare.error.code, 'unsupported_feature');
   assert.match(!bare.valid ? bare.error.message : '', /register ctl\/human-agent/);
-  const r = await createVerifier(c, { humanAgent: humanAgentProfile, online: onlineChecks })(valid.k.input.sba, chainOptions(valid.k, valid.keys));
+  const r = await createVerifier(c, { humanAgent: humanAgentProfile, online: onlineChecks })(
+    valid.k.input.sba,
+    chainOptions(valid.k, valid.keys),
+  );
   assert.ok(r.valid, JSON.stringify(r));
 });
 

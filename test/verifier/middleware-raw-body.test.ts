@@ -20,7 +20,12 @@ let duplicated: string;
 test.before(async () => {
   k = await keys();
   const g = await grant(k);
-  const s = createSession(g, { actorId: 'v', signingKey: k.actor.privateKeyPem, fetch: fakeAuthority(k).fetch, now: () => T0 });
+  const s = createSession(g, {
+    actorId: 'v',
+    signingKey: k.actor.privateKeyPem,
+    fetch: fakeAuthority(k).fetch,
+    now: () => T0,
+  });
   sbaJson = await s.createSba({ amount: '30', currency: 'USD', rail: 'x402', merchantId: 'merchant-a' });
   valid = JSON.stringify({ sba: sbaJson });
   // A member repeated inside the SBA's authorization; the last one is the signed value, so
@@ -31,9 +36,16 @@ test.before(async () => {
 });
 
 // One SBA along many paths, not replay: a fresh ledger at every request.
-const options = (extra: object = {}) => withFreshLedger({
-  amount: '30', currency: 'USD', merchantId: 'merchant-a', offline: true, signingKeyPem: k.authority.publicKeyPem, now: () => T0, ...extra,
-});
+const options = (extra: object = {}) =>
+  withFreshLedger({
+    amount: '30',
+    currency: 'USD',
+    merchantId: 'merchant-a',
+    offline: true,
+    signingKeyPem: k.authority.publicKeyPem,
+    now: () => T0,
+    ...extra,
+  });
 
 async function serve(handler: http.RequestListener, run: (url: string) => Promise<void>) {
   const server = http.createServer(handler);
@@ -85,11 +97,18 @@ test('Express: the raw path refuses a repeated member inside the SBA, accepts th
 
 test('Express: a body that is not JSON leaves the SBA to the header; no SBA at all is malformed', async () => {
   await serve(expressApp(express.text({ type: '*/*' })), async (url) => {
-    const viaHeader = await post(url + '/pay', 'plain text, not JSON', { 'content-type': 'text/plain', authorization: encodeSbaHeader(sbaJson) });
+    const viaHeader = await post(url + '/pay', 'plain text, not JSON', {
+      'content-type': 'text/plain',
+      authorization: encodeSbaHeader(sbaJson),
+    });
     assert.is(viaHeader.status, 200);
     const json = await post(url + '/pay', '{"order":1}', { authorization: encodeSbaHeader(sbaJson) });
     assert.is(json.status, 200, 'JSON without sba: the header');
-    await expectCode(await post(url + '/pay', 'plain text', { 'content-type': 'text/plain' }), 'malformed', 'nothing presented');
+    await expectCode(
+      await post(url + '/pay', 'plain text', { 'content-type': 'text/plain' }),
+      'malformed',
+      'nothing presented',
+    );
   });
 });
 
@@ -100,7 +119,10 @@ test('Express: express.json() alone has lost the check (documented); requireRawB
   });
   await serve(expressApp(express.json(), { requireRawBody: true }), async (url) => {
     await expectCode(await post(url + '/pay', valid), 'malformed', 'a parsed body under requireRawBody');
-    const viaHeader = await fetch(url + '/pay', { method: 'POST', headers: { authorization: encodeSbaHeader(sbaJson) } });
+    const viaHeader = await fetch(url + '/pay', {
+      method: 'POST',
+      headers: { authorization: encodeSbaHeader(sbaJson) },
+    });
     assert.is(viaHeader.status, 200, 'the header path is unaffected');
   });
   await serve(expressApp(express.json({ verify: keepRawBody }), { requireRawBody: true }), async (url) => {
@@ -125,7 +147,11 @@ test('Koa with @koa/bodyparser (ctx.request.rawBody): repeated member refused, v
     assert.is(ok.status, 200);
     assert.equal(await ok.json(), { paid: '30' });
     await expectCode(await post(url, duplicated), 'malformed', 'koa raw path');
-    assert.is((await fetch(url, { method: 'POST', headers: { authorization: encodeSbaHeader(sbaJson) } })).status, 200, 'header');
+    assert.is(
+      (await fetch(url, { method: 'POST', headers: { authorization: encodeSbaHeader(sbaJson) } })).status,
+      200,
+      'header',
+    );
   });
   await serve(koaApp({ requireRawBody: true }).callback(), async (url) => {
     assert.is((await post(url, valid)).status, 200, '@koa/bodyparser keeps the raw text: requireRawBody is met');

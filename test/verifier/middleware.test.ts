@@ -13,14 +13,25 @@ let sbaJson: any;
 test.before(async () => {
   k = await keys();
   const g = await grant(k);
-  const s = createSession(g, { actorId: 'v', signingKey: k.actor.privateKeyPem, fetch: fakeAuthority(k).fetch, now: () => T0 });
+  const s = createSession(g, {
+    actorId: 'v',
+    signingKey: k.actor.privateKeyPem,
+    fetch: fakeAuthority(k).fetch,
+    now: () => T0,
+  });
   sbaJson = await s.createSba({ amount: '30', currency: 'USD', rail: 'x402', merchantId: 'merchant-a' });
 });
 
 // One SBA along many paths, not replay: a fresh ledger at every request.
-const options = () => withFreshLedger({
-  amount: '30', currency: 'USD', merchantId: 'merchant-a', offline: true, signingKeyPem: k.authority.publicKeyPem, now: () => T0,
-});
+const options = () =>
+  withFreshLedger({
+    amount: '30',
+    currency: 'USD',
+    merchantId: 'merchant-a',
+    offline: true,
+    signingKeyPem: k.authority.publicKeyPem,
+    now: () => T0,
+  });
 
 async function listen(server: http.Server) {
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -75,7 +86,10 @@ test('Koa ctlKoa(): sets ctx.state.ctl, answers 402 on failure, amount from the 
     const ok = await fetch(url, { method: 'POST', headers: { authorization: encodeSbaHeader(sbaJson) } });
     assert.is(ok.status, 200);
     assert.equal(await ok.json(), { paid: '30', valid: true });
-    const tooMuch = await fetch(url + '/?price=31', { method: 'POST', headers: { authorization: encodeSbaHeader(sbaJson) } });
+    const tooMuch = await fetch(url + '/?price=31', {
+      method: 'POST',
+      headers: { authorization: encodeSbaHeader(sbaJson) },
+    });
     assert.is(tooMuch.status, 402);
     assert.is((await tooMuch.json()).error.code, 'amount_exceeds_authorization');
     const garbage = await fetch(url, { method: 'POST', headers: { authorization: 'CTL !!!' } });

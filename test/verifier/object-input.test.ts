@@ -4,7 +4,14 @@
 // verifier accept what the same SBA as JSON text would refuse, nor poison what it remembers.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { createMemorySpendStorage, createSession, createSignedSessionBudgetAuthorization, verifyCtl, verifyTrustBundle, type SignedBudgetAuthorization } from '../../src/index.js';
+import {
+  createMemorySpendStorage,
+  createSession,
+  createSignedSessionBudgetAuthorization,
+  verifyCtl,
+  verifyTrustBundle,
+  type SignedBudgetAuthorization,
+} from '../../src/index.js';
 import { createVerifier } from '../../src/verifier/verify.js';
 import { createCtlCrypto } from '../../src/crypto/index.js';
 import { keys, grant, bundle, fakeAuthority, T0, type Keys } from '../helpers/fixtures.js';
@@ -16,12 +23,24 @@ test.before(async () => {
 });
 
 // A fresh ledger per call: these tests compare verdicts on one SBA, not replay (offline records each budgetId).
-const base = () => ({ currency: 'USD', merchantId: 'merchant-a', now: () => T0, signingKeyPem: k.authority.publicKeyPem, offline: true, spendStorage: createMemorySpendStorage() });
+const base = () => ({
+  currency: 'USD',
+  merchantId: 'merchant-a',
+  now: () => T0,
+  signingKeyPem: k.authority.publicKeyPem,
+  offline: true,
+  spendStorage: createMemorySpendStorage(),
+});
 const outcome = (r: Awaited<ReturnType<typeof verifyCtl>>) => (r.valid ? 'valid' : r.error.code);
 
 async function signedSba(over: Partial<GrantFields> = {}, purpose = 'api:search'): Promise<SignedBudgetAuthorization> {
   const g = await grant(k, over);
-  const s = createSession(g, { actorId: 'v', signingKey: k.actor.privateKeyPem, fetch: fakeAuthority(k).fetch, now: () => T0 });
+  const s = createSession(g, {
+    actorId: 'v',
+    signingKey: k.actor.privateKeyPem,
+    fetch: fakeAuthority(k).fetch,
+    now: () => T0,
+  });
   return s.createSba({ amount: '30', currency: 'USD', rail: 'x402', merchantId: 'merchant-a', purpose });
 }
 
@@ -37,7 +56,11 @@ test('a getter on the authorized amount is read once: a payment above it is neve
   for (let honestReads = 1; honestReads <= 6; honestReads++) {
     const copy = structuredClone(sba);
     const reads = twoFaced(copy.authorization, 'maxAmountMinor', '30', '999999', honestReads);
-    assert.is(outcome(await verifyCtl(copy, { ...base(), amount: '5000' })), 'amount_exceeds_authorization', `honest for ${honestReads} reads`);
+    assert.is(
+      outcome(await verifyCtl(copy, { ...base(), amount: '5000' })),
+      'amount_exceeds_authorization',
+      `honest for ${honestReads} reads`,
+    );
     assert.is(reads(), 1, 'read once');
   }
 });
@@ -47,7 +70,11 @@ test("a getter on the grant's destination list cannot let in a merchant the gran
   for (let honestReads = 1; honestReads <= 5; honestReads++) {
     const copy = structuredClone(sba);
     twoFaced(copy.grant, 'destinationAllowlist', ['merchant-a'], ['evil'], honestReads);
-    assert.is.not(outcome(await verifyCtl(copy, { ...base(), amount: '30', merchantId: 'evil' })), 'valid', `honest for ${honestReads} reads`);
+    assert.is.not(
+      outcome(await verifyCtl(copy, { ...base(), amount: '30', merchantId: 'evil' })),
+      'valid',
+      `honest for ${honestReads} reads`,
+    );
   }
 });
 
@@ -55,8 +82,12 @@ test('a getter cannot poison the grant cache: the forged grant as JSON text is r
   // Signed by the actor under a grant whose allowedPurposes the authority never signed.
   const g = await grant(k, { allowedPurposes: ['api:search'] });
   const forged = { ...g, allowedPurposes: ['evil:*'] };
-  const sba = await createSession(forged, { actorId: 'v', signingKey: k.actor.privateKeyPem, fetch: fakeAuthority(k).fetch, now: () => T0 })
-    .createSba({ amount: '30', currency: 'USD', rail: 'x402', merchantId: 'merchant-a', purpose: 'evil:steal' });
+  const sba = await createSession(forged, {
+    actorId: 'v',
+    signingKey: k.actor.privateKeyPem,
+    fetch: fakeAuthority(k).fetch,
+    now: () => T0,
+  }).createSba({ amount: '30', currency: 'USD', rail: 'x402', merchantId: 'merchant-a', purpose: 'evil:steal' });
   const text = JSON.stringify(sba);
   const opts = { ...base(), amount: '30', purpose: 'evil:steal' };
   for (let honestRead = 1; honestRead <= 4; honestRead++) {
@@ -64,9 +95,16 @@ test('a getter cannot poison the grant cache: the forged grant as JSON text is r
     const o = JSON.parse(text);
     // Shows the signed purposes on one read only, the forged ones on every other.
     let n = 0;
-    Object.defineProperty(o.grant, 'allowedPurposes', { enumerable: true, get: () => (++n === honestRead ? ['api:search'] : ['evil:*']) });
+    Object.defineProperty(o.grant, 'allowedPurposes', {
+      enumerable: true,
+      get: () => (++n === honestRead ? ['api:search'] : ['evil:*']),
+    });
     assert.is.not(outcome(await verify(o, opts)), 'valid', `object, honest on read ${honestRead}`);
-    assert.is(outcome(await verify(text, opts)), 'grant_signature_invalid', `then the text, honest on read ${honestRead}`);
+    assert.is(
+      outcome(await verify(text, opts)),
+      'grant_signature_invalid',
+      `then the text, honest on read ${honestRead}`,
+    );
   }
 });
 
@@ -96,7 +134,10 @@ test('a Trust Bundle is read once: a getter cannot show the signature its revoca
   let n = 0;
   Object.defineProperty(o, 'revokedGrants', { enumerable: true, get: () => (++n === 2 ? ['grant_revoked_1'] : []) });
   const r = await verifyTrustBundle(o, k.root.publicKeyPem, { now: () => T0 });
-  assert.ok(!r.valid || r.bundle.revokedGrants.includes('grant_revoked_1'), 'a valid bundle keeps the revocation it was signed with');
+  assert.ok(
+    !r.valid || r.bundle.revokedGrants.includes('grant_revoked_1'),
+    'a valid bundle keeps the revocation it was signed with',
+  );
   assert.is(r.valid ? 'valid' : r.error.code, 'trust_bundle_invalid');
 });
 
@@ -104,7 +145,10 @@ test('a graph that shares one child at every level is refused without being expa
   const sba = await signedSba();
   let shared: unknown = 'x402';
   for (let i = 0; i < 40; i++) shared = [shared, shared];
-  const r = await verifyCtl({ ...sba, authorization: { ...sba.authorization, allowedRails: shared } }, { ...base(), amount: '30' });
+  const r = await verifyCtl(
+    { ...sba, authorization: { ...sba.authorization, allowedRails: shared } },
+    { ...base(), amount: '30' },
+  );
   assert.is(outcome(r), 'malformed');
 });
 

@@ -1,11 +1,28 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import {
-  createSession, verifyCtl, createMemorySpendStorage, encodeSbaHeader, decodeSbaHeader, verifySignedSessionBudgetAuthorizationForDecision,
-  verifyTrustBundle, formatTimestamp, type SignedBudgetAuthorization,
+  createSession,
+  verifyCtl,
+  createMemorySpendStorage,
+  encodeSbaHeader,
+  decodeSbaHeader,
+  verifySignedSessionBudgetAuthorizationForDecision,
+  verifyTrustBundle,
+  formatTimestamp,
+  type SignedBudgetAuthorization,
 } from '../../src/index.js';
 import { verifyCtlEdge } from '../../src/edge.js';
-import { keys, grant, bundle, rotatedKeyBundle, fakeAuthority, authorityJwks, T0, HOUR, type Keys } from '../helpers/fixtures.js';
+import {
+  keys,
+  grant,
+  bundle,
+  rotatedKeyBundle,
+  fakeAuthority,
+  authorityJwks,
+  T0,
+  HOUR,
+  type Keys,
+} from '../helpers/fixtures.js';
 import { withFreshLedger } from '../helpers/fresh-ledger.js';
 
 let k: Keys;
@@ -21,13 +38,25 @@ async function signedSba(over: Parameters<typeof grant>[1] = {}, amount = '30', 
 
 // A fresh ledger per call: offline, a verifier records every budgetId it accepts (PROTOCOL.md §12), and most
 // tests here present one SBA several times to compare verdicts. The replay tests pass their own storage.
-const base = () => ({ amount: '30', currency: 'USD', merchantId: 'merchant-a', now: () => T0, spendStorage: createMemorySpendStorage() });
+const base = () => ({
+  amount: '30',
+  currency: 'USD',
+  merchantId: 'merchant-a',
+  now: () => T0,
+  spendStorage: createMemorySpendStorage(),
+});
 
 test('online: JWKS + revocation URL, both cached; revoked → grant_revoked at the next check', async () => {
   const sba = await signedSba();
   const a = fakeAuthority(k);
   let now = T0;
-  const opts = { ...base(), jwksUrl: 'https://authority.test/.well-known/ctl-keys.json', fetch: a.fetch, now: () => now, revocationTtl: 60_000 };
+  const opts = {
+    ...base(),
+    jwksUrl: 'https://authority.test/.well-known/ctl-keys.json',
+    fetch: a.fetch,
+    now: () => now,
+    revocationTtl: 60_000,
+  };
   assert.ok((await verifyCtl(sba, opts)).valid);
   assert.ok((await verifyCtl(sba, opts)).valid);
   assert.is(a.state.calls, 1, 'revocation answer cached');
@@ -45,7 +74,12 @@ test('online check fails closed: revocation_unavailable', async () => {
   a.state.fail = true;
   const r = await verifyCtl(sba, { ...base(), signingKeyPem: k.authority.publicKeyPem, fetch: a.fetch });
   assert.is(!r.valid && r.error.code, 'revocation_unavailable');
-  const none = await verifyCtl(sba, { ...base(), signingKeyPem: k.authority.publicKeyPem, fetch: undefined as never, offline: false });
+  const none = await verifyCtl(sba, {
+    ...base(),
+    signingKeyPem: k.authority.publicKeyPem,
+    fetch: undefined as never,
+    offline: false,
+  });
   assert.ok(!none.valid);
 });
 
@@ -69,7 +103,11 @@ test('JWKS: unknown kid and wrong purpose', async () => {
   const jwks = authorityJwks(k);
   const r1 = await verifyCtl(sba, { ...base(), offline: true, jwks: { keys: [{ ...jwks.keys[0]!, kid: 'other' }] } });
   assert.is(!r1.valid && r1.error.code, 'unknown_key');
-  const r2 = await verifyCtl(sba, { ...base(), offline: true, jwks: { keys: [{ ...jwks.keys[0]!, purposes: ['receipt'] }] } });
+  const r2 = await verifyCtl(sba, {
+    ...base(),
+    offline: true,
+    jwks: { keys: [{ ...jwks.keys[0]!, purposes: ['receipt'] }] },
+  });
   assert.is(!r2.valid && r2.error.code, 'key_purpose_mismatch');
   const r3 = await verifyCtl(sba, { ...base(), offline: true, jwks });
   assert.ok(r3.valid);
@@ -77,22 +115,43 @@ test('JWKS: unknown kid and wrong purpose', async () => {
 
 test('trackSpend: the same SBA twice is replay; cumulative spend stays within the grant', async () => {
   const storage = createMemorySpendStorage();
-  const opts = { ...base(), offline: true, signingKeyPem: k.authority.publicKeyPem, trackSpend: true, spendStorage: storage };
+  const opts = {
+    ...base(),
+    offline: true,
+    signingKeyPem: k.authority.publicKeyPem,
+    trackSpend: true,
+    spendStorage: storage,
+  };
   const g = await grant(k, { maxAmountMinor: '100' });
-  const s = createSession(g, { actorId: 'v', signingKey: k.actor.privateKeyPem, fetch: fakeAuthority(k).fetch, now: () => T0 });
+  const s = createSession(g, {
+    actorId: 'v',
+    signingKey: k.actor.privateKeyPem,
+    fetch: fakeAuthority(k).fetch,
+    now: () => T0,
+  });
   const sbas: SignedBudgetAuthorization[] = [];
-  for (let i = 0; i < 3; i++) sbas.push(await s.createSba({ amount: '30', currency: 'USD', rail: 'x402', merchantId: 'merchant-a' }));
+  for (let i = 0; i < 3; i++)
+    sbas.push(await s.createSba({ amount: '30', currency: 'USD', rail: 'x402', merchantId: 'merchant-a' }));
   const results = await Promise.all([sbas[0], sbas[0], sbas[0], sbas[1]].map((x) => verifyCtl(x, opts)));
   assert.is(results.filter((r) => r.valid).length, 2);
   assert.is(results.filter((r) => !r.valid && r.error.code === 'replay').length, 2);
   assert.ok((await verifyCtl(sbas[2], opts)).valid);
   assert.is(await storage.total(`grant:${g.grantId}`), 90n);
   // A fourth SBA from a second wallet on the same grant would pass the grant's ceiling.
-  const other = createSession(g, { actorId: 'v2', signingKey: k.actor.privateKeyPem, fetch: fakeAuthority(k).fetch, now: () => T0 });
+  const other = createSession(g, {
+    actorId: 'v2',
+    signingKey: k.actor.privateKeyPem,
+    fetch: fakeAuthority(k).fetch,
+    now: () => T0,
+  });
   const over = await verifyCtl(await other.createSba({ amount: '30', currency: 'USD', rail: 'x402' }), opts);
   assert.is(!over.valid && over.error.code, 'budget_exceeded');
   // A payment refused for another reason records nothing.
-  const wrongMerchant = await verifyCtl(await other.createSba({ amount: '5', currency: 'USD', rail: 'x402' }), { ...opts, merchantId: 'merchant-z', amount: '5' });
+  const wrongMerchant = await verifyCtl(await other.createSba({ amount: '5', currency: 'USD', rail: 'x402' }), {
+    ...opts,
+    merchantId: 'merchant-z',
+    amount: '5',
+  });
   assert.is(!wrongMerchant.valid && wrongMerchant.error.code, 'destination_not_allowed');
   assert.is(await storage.total(`grant:${g.grantId}`), 90n);
 });
@@ -100,11 +159,24 @@ test('trackSpend: the same SBA twice is replay; cumulative spend stays within th
 test('offline allowance (PROTOCOL.md §8): count, amount and bundle age bound an offline terminal', async () => {
   const g = await grant(k, { offline: { maxPayments: 2, maxAmountMinor: '50', maxBundleAgeMs: HOUR } });
   let now = T0;
-  const s = createSession(g, { actorId: 'v', signingKey: k.actor.privateKeyPem, fetch: fakeAuthority(k).fetch, now: () => now });
+  const s = createSession(g, {
+    actorId: 'v',
+    signingKey: k.actor.privateKeyPem,
+    fetch: fakeAuthority(k).fetch,
+    now: () => now,
+  });
   const b = await bundle(k);
   const storage = createMemorySpendStorage();
-  const opts = { currency: 'USD', offline: true, trustBundles: [b], rootPublicKeyPem: k.root.publicKeyPem, spendStorage: storage, now: () => T0 };
-  const pay = async (amount: string) => verifyCtl(await s.createSba({ amount, currency: 'USD', rail: 'card' }), { ...opts, amount });
+  const opts = {
+    currency: 'USD',
+    offline: true,
+    trustBundles: [b],
+    rootPublicKeyPem: k.root.publicKeyPem,
+    spendStorage: storage,
+    now: () => T0,
+  };
+  const pay = async (amount: string) =>
+    verifyCtl(await s.createSba({ amount, currency: 'USD', rail: 'card' }), { ...opts, amount });
   assert.ok((await pay('20')).valid);
   const over = await pay('31');
   assert.is(!over.valid && over.error.code, 'offline_limit_exceeded', 'amount allowance');
@@ -112,13 +184,23 @@ test('offline allowance (PROTOCOL.md §8): count, amount and bundle age bound an
   const third = await pay('1');
   assert.is(!third.valid && third.error.code, 'offline_limit_exceeded', '(n+1)-th payment');
   now = T0 + 2 * HOUR;
-  const stale = await verifyCtl(await s.createSba({ amount: '1', currency: 'USD', rail: 'card' }), { ...opts, amount: '1', spendStorage: createMemorySpendStorage(), now: () => now });
+  const stale = await verifyCtl(await s.createSba({ amount: '1', currency: 'USD', rail: 'card' }), {
+    ...opts,
+    amount: '1',
+    spendStorage: createMemorySpendStorage(),
+    now: () => now,
+  });
   assert.is(!stale.valid && stale.error.code, 'offline_limit_exceeded', 'bundle too old for this grant');
 });
 
 test('intentHash: required in the Full profile, bound to the payment', async () => {
   const sba = await signedSba();
-  const opts = withFreshLedger({ ...base(), offline: true, signingKeyPem: k.authority.publicKeyPem, requireIntentHash: true });
+  const opts = withFreshLedger({
+    ...base(),
+    offline: true,
+    signingKeyPem: k.authority.publicKeyPem,
+    requireIntentHash: true,
+  });
   assert.ok((await verifyCtl(sba, opts)).valid);
   // Presented for another payment: refused by what differs, not as a malformed SBA.
   const cheaper = await verifyCtl(sba, { ...opts, amount: '29' });
@@ -126,7 +208,12 @@ test('intentHash: required in the Full profile, bound to the payment', async () 
   const elsewhere = await verifyCtl(sba, { ...opts, merchantId: 'merchant-b' });
   assert.is(!elsewhere.valid && elsewhere.error.code, 'destination_not_allowed');
   const g = await grant(k);
-  const s = createSession(g, { actorId: 'v', signingKey: k.actor.privateKeyPem, fetch: fakeAuthority(k).fetch, now: () => T0 });
+  const s = createSession(g, {
+    actorId: 'v',
+    signingKey: k.actor.privateKeyPem,
+    fetch: fakeAuthority(k).fetch,
+    now: () => T0,
+  });
   const noIntent = await verifyCtl(await s.createSba({ amount: '30', currency: 'USD', rail: 'x402' }), opts);
   assert.is(!noIntent.valid && noIntent.error.code, 'malformed');
 });
@@ -158,24 +245,45 @@ test('edge verifier (WebCrypto only) gives the same answers', async () => {
   // Verify-only, as ctl/verify: the authority's private key is no grant key here (ctl derives its public half).
   const priv = await verifyCtlEdge(sba, { ...opts, signingKeyPem: k.authority.privateKeyPem });
   assert.is(!priv.valid && priv.error.code, 'grant_signature_invalid');
-  assert.ok((await verifyCtl(sba, { ...opts, signingKeyPem: k.authority.privateKeyPem })).valid, 'ctl takes the public half of a private key');
+  assert.ok(
+    (await verifyCtl(sba, { ...opts, signingKeyPem: k.authority.privateKeyPem })).valid,
+    'ctl takes the public half of a private key',
+  );
 });
 
 test('decision-bound verification (spec §4.4)', async () => {
   const sba = await signedSba({}, '30');
   const a = sba.authorization;
   const decision = {
-    action: 'ALLOW', reasons: [], policyHash: a.policyHash, expiresAtISO: formatTimestamp(T0 + 60_000), decisionId: 'd1',
-    sessionGrantId: a.grantId, priceFiat: { amountMinor: '30', currency: 'USD' },
+    action: 'ALLOW',
+    reasons: [],
+    policyHash: a.policyHash,
+    expiresAtISO: formatTimestamp(T0 + 60_000),
+    decisionId: 'd1',
+    sessionGrantId: a.grantId,
+    priceFiat: { amountMinor: '30', currency: 'USD' },
   };
-  const opts = { sessionId: a.sessionId, decision, offline: true, signingKeyPem: k.authority.publicKeyPem, merchantId: 'merchant-a', now: () => T0 };
+  const opts = {
+    sessionId: a.sessionId,
+    decision,
+    offline: true,
+    signingKeyPem: k.authority.publicKeyPem,
+    merchantId: 'merchant-a',
+    now: () => T0,
+  };
   const ok = await verifySignedSessionBudgetAuthorizationForDecision(sba, opts);
   assert.ok(ok.ok, JSON.stringify(ok));
-  const deny = await verifySignedSessionBudgetAuthorizationForDecision(sba, { ...opts, decision: { ...decision, action: 'DENY' } });
+  const deny = await verifySignedSessionBudgetAuthorizationForDecision(sba, {
+    ...opts,
+    decision: { ...decision, action: 'DENY' },
+  });
   assert.ok(!deny.ok);
   const spent = await verifySignedSessionBudgetAuthorizationForDecision(sba, { ...opts, cumulativeSpentMinor: '1' });
   assert.is(!spent.ok && spent.error.code, 'budget_exceeded');
-  const otherPolicy = await verifySignedSessionBudgetAuthorizationForDecision(sba, { ...opts, decision: { ...decision, policyHash: 'f'.repeat(64) } });
+  const otherPolicy = await verifySignedSessionBudgetAuthorizationForDecision(sba, {
+    ...opts,
+    decision: { ...decision, policyHash: 'f'.repeat(64) },
+  });
   assert.is(!otherPolicy.ok && otherPolicy.error.code, 'policy_hash_mismatch');
 });
 
@@ -200,16 +308,36 @@ test('the hot-path SBA bytes equal signedBytes("sba") with and without issuer', 
 test('merchant-side velocity with trackSpend; verifyPolicyGrant on its own', async () => {
   const { verifyPolicyGrant } = await import('../../src/index.js');
   const g = await grant(k, { velocity: { maxPaymentsPerHour: 2 } });
-  const s = createSession(g, { actorId: 'v', signingKey: k.actor.privateKeyPem, fetch: fakeAuthority(k).fetch, now: () => T0 });
-  const opts = { ...base(), offline: true, signingKeyPem: k.authority.publicKeyPem, trackSpend: true, spendStorage: createMemorySpendStorage() };
+  const s = createSession(g, {
+    actorId: 'v',
+    signingKey: k.actor.privateKeyPem,
+    fetch: fakeAuthority(k).fetch,
+    now: () => T0,
+  });
+  const opts = {
+    ...base(),
+    offline: true,
+    signingKeyPem: k.authority.publicKeyPem,
+    trackSpend: true,
+    spendStorage: createMemorySpendStorage(),
+  };
   const sbas = [];
-  for (let i = 0; i < 2; i++) sbas.push(await s.createSba({ amount: '30', currency: 'USD', rail: 'x402', merchantId: 'merchant-a' }));
+  for (let i = 0; i < 2; i++)
+    sbas.push(await s.createSba({ amount: '30', currency: 'USD', rail: 'x402', merchantId: 'merchant-a' }));
   // A second wallet on the same grant (its own storage) can sign a third; the merchant refuses it.
-  const other = createSession(g, { actorId: 'v2', signingKey: k.actor.privateKeyPem, fetch: fakeAuthority(k).fetch, now: () => T0 });
+  const other = createSession(g, {
+    actorId: 'v2',
+    signingKey: k.actor.privateKeyPem,
+    fetch: fakeAuthority(k).fetch,
+    now: () => T0,
+  });
   sbas.push(await other.createSba({ amount: '30', currency: 'USD', rail: 'x402', merchantId: 'merchant-a' }));
   const results = [];
   for (const x of sbas) results.push(await verifyCtl(x, opts));
-  assert.equal(results.map((r) => (r.valid ? 'ok' : r.error.code)), ['ok', 'ok', 'velocity_exceeded']);
+  assert.equal(
+    results.map((r) => (r.valid ? 'ok' : r.error.code)),
+    ['ok', 'ok', 'velocity_exceeded'],
+  );
   assert.ok((await verifyPolicyGrant(g, { publicKey: k.authority.publicKeyPem, now: () => T0 })).valid);
   assert.ok((await verifyPolicyGrant(JSON.stringify(g), { jwks: authorityJwks(k), now: () => T0 })).valid);
   const wrong = await verifyPolicyGrant(g, { publicKey: k.root.publicKeyPem, now: () => T0 });
@@ -225,15 +353,25 @@ test('Trust Bundles: per scope only the newest counts, so an old bundle cannot k
   const newer = await rotatedKeyBundle(k);
   const opts = withFreshLedger({ ...base(), offline: true, rootPublicKeyPem: k.root.publicKeyPem });
   assert.ok((await verifyCtl(sba, { ...opts, trustBundles: [old] })).valid);
-  for (const order of [[old, newer], [newer, old]]) {
+  for (const order of [
+    [old, newer],
+    [newer, old],
+  ]) {
     const r = await verifyCtl(sba, { ...opts, trustBundles: order });
     assert.is(!r.valid && r.error.code, 'unknown_key');
   }
   // Another scope's bundle still vouches on its own.
-  const otherScope = await createTrustBundle({
-    sequence: 1, scope: { region: 'eu' }, revokedGrants: [], issuers: [{ issuer: 'authority.test', keys: authorityJwks(k).keys }],
-    issuedAt: formatTimestamp(T0 - 1000), expiresAt: formatTimestamp(T0 + 24 * HOUR),
-  }, { signingKey: k.root.privateKeyPem, issuer: 'root.test' });
+  const otherScope = await createTrustBundle(
+    {
+      sequence: 1,
+      scope: { region: 'eu' },
+      revokedGrants: [],
+      issuers: [{ issuer: 'authority.test', keys: authorityJwks(k).keys }],
+      issuedAt: formatTimestamp(T0 - 1000),
+      expiresAt: formatTimestamp(T0 + 24 * HOUR),
+    },
+    { signingKey: k.root.privateKeyPem, issuer: 'root.test' },
+  );
   assert.ok((await verifyCtl(sba, { ...opts, trustBundles: [newer, otherScope] })).valid);
 });
 
@@ -262,16 +400,16 @@ test('a grant text seen before skips only its own re-check: a changed grant or a
   const extra = { ...sba, grant: { ...sba.grant, extra: 1 } };
   assert.equal(await code(extra), { code: 'malformed', message: 'sba.grant: unknown member "extra"' });
   const nulled = { ...sba, grant: { ...sba.grant, destinationAllowlist: null } };
-  assert.is((await code(nulled) as { code: string }).code, 'malformed');
+  assert.is(((await code(nulled)) as { code: string }).code, 'malformed');
   const odd = { ...sba, grant: Object.assign(Object.create({ inherited: true }), sba.grant) };
-  assert.is((await code(odd) as { code: string }).code, 'malformed');
+  assert.is(((await code(odd)) as { code: string }).code, 'malformed');
   // A known signature on an object graph that shares one child at every level (2^40 leaves):
   // no match with the grant seen before (the walk stops at the first difference), then refused by
   // the full check before any JCS, never expanded.
   let shared: unknown = 'x402';
   for (let i = 0; i < 40; i++) shared = [shared, shared];
   const exploding = { ...sba, grant: { ...sba.grant, allowedRails: shared } };
-  assert.is((await code(exploding) as { code: string }).code, 'malformed');
+  assert.is(((await code(exploding)) as { code: string }).code, 'malformed');
   // A member of the signed text hidden (non-enumerable) and one the issuer never signed added:
   // not the grant seen before, so checked in full and refused, as a fresh verifier refuses it: a
   // hidden member is absent (canonicalize would not write it), and this one is required.
@@ -283,7 +421,7 @@ test('a grant text seen before skips only its own re-check: a changed grant or a
   assert.equal(await code(hiding), { code: 'malformed', message: 'sba.grant: missing member "revocationUrl"' });
   // Same grant text, a defective authorization: the authorization is checked every time.
   const auth = { ...sba, authorization: { ...sba.authorization, budgetScope: 'FOREVER' } };
-  assert.is((await code(auth) as { code: string }).code, 'malformed');
+  assert.is(((await code(auth)) as { code: string }).code, 'malformed');
   assert.ok((await verifyCtl(sba, opts)).valid);
 });
 

@@ -36,7 +36,13 @@ test('three process starts over one flash file, each signing 5,000 under a 5,000
   for (let start = 0; start < 3; start++) {
     // A new process: a fresh storage handle over the same file, a fresh (random) session id.
     const spendStorage = createKvSpendStorage(createFileByteStorage(path));
-    const s = createSession(g, { actorId: 'vehicle-42', signingKey: k.actor.privateKeyPem, spendStorage, fetch: a.fetch, now: () => T0 });
+    const s = createSession(g, {
+      actorId: 'vehicle-42',
+      signingKey: k.actor.privateKeyPem,
+      spendStorage,
+      fetch: a.fetch,
+      now: () => T0,
+    });
     signed += await trySign(s, '5000');
     assert.equal(await s.remaining(), { remainingMinor: '0' }, `start ${start + 1} sees the grant spent`);
   }
@@ -47,10 +53,15 @@ test('a session ceiling below the grant still bounds that session; the grant bou
   const g = await grant(k);
   const a = fakeAuthority(k);
   const spendStorage = createMemorySpendStorage();
-  const open = (ceiling?: string) => createSession(g, {
-    actorId: 'agent', signingKey: k.actor.privateKeyPem, spendStorage, fetch: a.fetch, now: () => T0,
-    ...(ceiling ? { ceiling: { amount: ceiling, currency: 'USD' } } : {}),
-  });
+  const open = (ceiling?: string) =>
+    createSession(g, {
+      actorId: 'agent',
+      signingKey: k.actor.privateKeyPem,
+      spendStorage,
+      fetch: a.fetch,
+      now: () => T0,
+      ...(ceiling ? { ceiling: { amount: ceiling, currency: 'USD' } } : {}),
+    });
   const small = open('1000');
   assert.is(await trySign(small, '1000'), 1000n);
   assert.is(await trySign(small, '1'), 0n, 'its own ceiling is spent though the grant has room');
@@ -69,18 +80,43 @@ test('sessions of one grant signing at once never pass the grant: 2 × 40 parall
   const g = await grant(k);
   const a = fakeAuthority(k);
   const spendStorage = createMemorySpendStorage();
-  const sessions = [0, 1].map(() => createSession(g, { actorId: 'agent', signingKey: k.actor.privateKeyPem, spendStorage, fetch: a.fetch, now: () => T0 }));
+  const sessions = [0, 1].map(() =>
+    createSession(g, {
+      actorId: 'agent',
+      signingKey: k.actor.privateKeyPem,
+      spendStorage,
+      fetch: a.fetch,
+      now: () => T0,
+    }),
+  );
   const results = await Promise.all(sessions.flatMap((s) => Array.from({ length: 40 }, () => trySign(s, '100'))));
-  assert.is(results.reduce((x, y) => x + y, 0n), 5000n);
+  assert.is(
+    results.reduce((x, y) => x + y, 0n),
+    5000n,
+  );
 });
 
 test('a refusal by the grant leaves the session ceiling untouched (all or nothing)', async () => {
   const g = await grant(k);
   const a = fakeAuthority(k);
   const spendStorage = createMemorySpendStorage();
-  const first = createSession(g, { actorId: 'agent', signingKey: k.actor.privateKeyPem, spendStorage, fetch: a.fetch, now: () => T0 });
+  const first = createSession(g, {
+    actorId: 'agent',
+    signingKey: k.actor.privateKeyPem,
+    spendStorage,
+    fetch: a.fetch,
+    now: () => T0,
+  });
   assert.is(await trySign(first, '4500'), 4500n);
-  const s = createSession(g, { actorId: 'agent', sessionId: 'trip-1', signingKey: k.actor.privateKeyPem, spendStorage, ceiling: { amount: '2000', currency: 'USD' }, fetch: a.fetch, now: () => T0 });
+  const s = createSession(g, {
+    actorId: 'agent',
+    sessionId: 'trip-1',
+    signingKey: k.actor.privateKeyPem,
+    spendStorage,
+    ceiling: { amount: '2000', currency: 'USD' },
+    fetch: a.fetch,
+    now: () => T0,
+  });
   assert.is(await trySign(s, '600'), 0n);
   assert.is(await spendStorage.total(`${g.grantId}/trip-1`), 0n, 'the session reservation was given back');
   assert.is(await trySign(s, '500'), 500n);

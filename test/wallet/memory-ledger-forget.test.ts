@@ -23,7 +23,11 @@ test('an out-of-order expiry is kept a little longer (still refused as a replay)
   assert.is(await s.reserve('g', 'early', 1n, C, { expiresAt: 50, now: 60 }), 'duplicate', 'behind a live id: kept');
   for (let i = 0; i < 100; i++) await s.reserve('g', `x${i}`, 1n, C, { expiresAt: 1_000_000, now: 60 });
   assert.is(await s.reserve('g', 'early', 1n, C, { expiresAt: 500, now: 60 }), 'reserved', 'the full pass forgot it');
-  assert.is(await s.reserve('g', 'late', 1n, C, { expiresAt: 1_000_000, now: 60 }), 'duplicate', 'live ids survive the full pass');
+  assert.is(
+    await s.reserve('g', 'late', 1n, C, { expiresAt: 1_000_000, now: 60 }),
+    'duplicate',
+    'live ids survive the full pass',
+  );
 });
 
 test.run();

@@ -7,7 +7,7 @@ import { canonicalize, verifyCtl } from '../../src/index.js';
 import { createSbaSigner } from '../../src/entries/wallet.js';
 import { keys, grant, T0 } from '../helpers/fixtures.js';
 
-test('SBAs from one signer verify; the caller\'s later edits to its grant change none of them', async () => {
+test("SBAs from one signer verify; the caller's later edits to its grant change none of them", async () => {
   const k = await keys();
   const g = await grant(k);
   const original = canonicalize(g);
@@ -16,9 +16,24 @@ test('SBAs from one signer verify; the caller\'s later edits to its grant change
   g.allowedRails.push('evil');
   assert.is(canonicalize(signer.grant), original);
   for (const [i, amount] of ['30', '45'].entries()) {
-    const sba = await signer.sign({ sessionId: 'sess-1', actorId: 'gw', maxAmountMinor: amount, budgetScope: 'SESSION', budgetId: `pay-${i}`, rail: 'x402', merchantId: 'merchant-a' });
+    const sba = await signer.sign({
+      sessionId: 'sess-1',
+      actorId: 'gw',
+      maxAmountMinor: amount,
+      budgetScope: 'SESSION',
+      budgetId: `pay-${i}`,
+      rail: 'x402',
+      merchantId: 'merchant-a',
+    });
     assert.is(canonicalize(sba.grant), original, 'signed over the grant as it was when the signer was made');
-    const r = await verifyCtl(sba, { amount, currency: 'USD', merchantId: 'merchant-a', signingKeyPem: k.authority.publicKeyPem, offline: true, now: () => T0 });
+    const r = await verifyCtl(sba, {
+      amount,
+      currency: 'USD',
+      merchantId: 'merchant-a',
+      signingKeyPem: k.authority.publicKeyPem,
+      offline: true,
+      now: () => T0,
+    });
     assert.ok(r.valid, JSON.stringify(r));
   }
 });
@@ -39,7 +54,15 @@ test('a signer still checks every member its caller gives, each refusal naming t
   // The grant's own members are checked once, when the signer is made; what the caller gives, on every SBA.
   const k = await keys();
   const signer = await createSbaSigner(await grant(k), { signingKey: k.actor.privateKeyPem, now: () => T0 });
-  const ok = { sessionId: 'sess-1', actorId: 'gw', maxAmountMinor: '30', budgetScope: 'SESSION', budgetId: 'pay-1', rail: 'x402', merchantId: 'merchant-a' } as const;
+  const ok = {
+    sessionId: 'sess-1',
+    actorId: 'gw',
+    maxAmountMinor: '30',
+    budgetScope: 'SESSION',
+    budgetId: 'pay-1',
+    rail: 'x402',
+    merchantId: 'merchant-a',
+  } as const;
   await signer.sign(ok);
   const bad: Array<[string, Record<string, unknown>, RegExp]> = [
     ['budgetId', { budgetId: 'no spaces' }, /authorization\.budgetId/],

@@ -23,29 +23,64 @@ const codeOf = async (f: () => Promise<unknown>) => {
 test('a wallet clock or time option that is not a finite number refuses; an SBA never outlives its TTL', async () => {
   const g = await grant(k);
   const session = (o: Record<string, unknown>) =>
-    createSession(g, { actorId: 'v', signingKey: k.actor.privateKeyPem, fetch: fakeAuthority(k).fetch, now: () => T0, ...o });
-  const pay = (o: Record<string, unknown>) => codeOf(() => session(o).createSba({ amount: '1', currency: 'USD', rail: 'x402' }));
-  for (const now of [() => NaN, () => undefined, () => String(T0), () => Infinity]) assert.is(await pay({ now }), 'malformed', `now() → ${String(now())}`);
-  for (const o of [{ sbaTtlMs: '300000' }, { sbaTtlMs: NaN }, { revocationTtl: Infinity }, { revocationTimeoutMs: -1 }, { sbaTtlMs: 1e300 }]) {
+    createSession(g, {
+      actorId: 'v',
+      signingKey: k.actor.privateKeyPem,
+      fetch: fakeAuthority(k).fetch,
+      now: () => T0,
+      ...o,
+    });
+  const pay = (o: Record<string, unknown>) =>
+    codeOf(() => session(o).createSba({ amount: '1', currency: 'USD', rail: 'x402' }));
+  for (const now of [() => NaN, () => undefined, () => String(T0), () => Infinity])
+    assert.is(await pay({ now }), 'malformed', `now() → ${String(now())}`);
+  for (const o of [
+    { sbaTtlMs: '300000' },
+    { sbaTtlMs: NaN },
+    { revocationTtl: Infinity },
+    { revocationTimeoutMs: -1 },
+    { sbaTtlMs: 1e300 },
+  ]) {
     assert.is(await codeOf(async () => session(o)), 'malformed', JSON.stringify(o));
   }
   const sba = await session({}).createSba({ amount: '1', currency: 'USD', rail: 'x402' });
   assert.is(Date.parse(sba.authorization.expiresAt) - Date.parse(sba.authorization.issuedAt), 5 * 60_000);
   // The one-shot signer too.
-  const oneShot = (now: () => unknown) => codeOf(() => createSignedSessionBudgetAuthorization({
-    grant: g, sessionId: 's', actorId: 'v', maxAmountMinor: '1', budgetScope: 'TRIP', budgetId: 'b1',
-  }, { signingKey: k.actor.privateKeyPem, now: now as () => number }));
+  const oneShot = (now: () => unknown) =>
+    codeOf(() =>
+      createSignedSessionBudgetAuthorization(
+        {
+          grant: g,
+          sessionId: 's',
+          actorId: 'v',
+          maxAmountMinor: '1',
+          budgetScope: 'TRIP',
+          budgetId: 'b1',
+        },
+        { signingKey: k.actor.privateKeyPem, now: now as () => number },
+      ),
+    );
   assert.is(await oneShot(() => String(T0)), 'malformed');
   assert.is(await oneShot(() => T0), 'signed');
 });
 
-test('the wallet counts every budget window at the SBA\'s issuedAt and refuses with resetsAt', async () => {
+test("the wallet counts every budget window at the SBA's issuedAt and refuses with resetsAt", async () => {
   let t = T0;
   const g = await grant(k, {
-    maxAmountMinor: '5000', expiresAt: formatTimestamp(T0 + 10 * 24 * HOUR), windowsStart: formatTimestamp(T0),
-    windows: [{ every: 'P1D', maxAmountMinor: '1000' }, { every: 'PT1H', maxAmountMinor: '5000', maxPayments: 3 }],
+    maxAmountMinor: '5000',
+    expiresAt: formatTimestamp(T0 + 10 * 24 * HOUR),
+    windowsStart: formatTimestamp(T0),
+    windows: [
+      { every: 'P1D', maxAmountMinor: '1000' },
+      { every: 'PT1H', maxAmountMinor: '5000', maxPayments: 3 },
+    ],
   });
-  const s = createSession(g, { actorId: 'v', signingKey: k.actor.privateKeyPem, fetch: fakeAuthority(k).fetch, now: () => t });
+  const s = createSession(g, {
+    actorId: 'v',
+    signingKey: k.actor.privateKeyPem,
+    fetch: fakeAuthority(k).fetch,
+    now: () => t,
+  });
   const pay = (amount: string) => s.createSba({ amount, currency: 'USD', rail: 'x402' });
   await pay('600');
   await pay('400');

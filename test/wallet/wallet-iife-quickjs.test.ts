@@ -22,10 +22,12 @@ test.before(async () => {
 });
 test.after(() => qjs.dispose());
 
-const set = (name: string, value: unknown) => qjs.evalScript(`globalThis.${name} = ${JSON.stringify(value)};`, `${name}.js`);
+const set = (name: string, value: unknown) =>
+  qjs.evalScript(`globalThis.${name} = ${JSON.stringify(value)};`, `${name}.js`);
 
 /** Three sessions ("process starts") on one storage, each trying to sign `amount`: what each did. */
-const threeStarts = (amount: string) => qjs.evalSync(`(async () => {
+const threeStarts = (amount: string) =>
+  qjs.evalSync(`(async () => {
   const storage = CTL.createMemorySpendStorage();
   const out = [];
   for (let i = 0; i < 3; i++) {
@@ -57,7 +59,9 @@ test('QuickJS wallet IIFE: a bundle revoking the grant is grant_revoked; no bund
 });
 
 test('QuickJS wallet IIFE: a ceiling in another currency is currency_mismatch', () => {
-  const code = qjs.evalSync(`(() => { try { CTL.createSession(G, { actorId: 'a', signingKey: KEY, ceiling: { amount: '1', currency: 'EUR' } }); return 'created'; } catch (e) { return e.code || String(e); } })()`);
+  const code = qjs.evalSync(
+    `(() => { try { CTL.createSession(G, { actorId: 'a', signingKey: KEY, ceiling: { amount: '1', currency: 'EUR' } }); return 'created'; } catch (e) { return e.code || String(e); } })()`,
+  );
   assert.is(code, 'currency_mismatch');
 });
 

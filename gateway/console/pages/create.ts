@@ -23,45 +23,142 @@ export function createPage(o: { created: (id: string, label: string) => void }):
     const error = h('p', { id: `${id}-error`, class: 'field-error' });
     input.setAttribute('aria-describedby', `${id}-help ${id}-error`);
     fields.set(name, { name, label, help, input, error });
-    return h('div', { class: 'field' }, h('label', { for: id }, label), input, h('p', { id: `${id}-help`, class: 'help' }, help ?? ''), error);
+    return h(
+      'div',
+      { class: 'field' },
+      h('label', { for: id }, label),
+      input,
+      h('p', { id: `${id}-help`, class: 'help' }, help ?? ''),
+      error,
+    );
   };
   const formError = h('div', { role: 'alert', class: 'form-error' });
   const submit = h('button', { type: 'submit', class: 'btn primary' }, 'Create session');
-  const form = h('form', { class: 'card form', novalidate: true, 'aria-labelledby': 'create-h' },
+  const form = h(
+    'form',
+    { class: 'card form', novalidate: true, 'aria-labelledby': 'create-h' },
     formError,
-    h('fieldset', null, h('legend', null, 'Budget'),
-      h('div', { class: 'row' },
+    h(
+      'fieldset',
+      null,
+      h('legend', null, 'Budget'),
+      h(
+        'div',
+        { class: 'row' },
         field('label', 'Label', { autocomplete: 'off', maxlength: '200' }, 'Who or what spends: “Research agent, Q3”.'),
-        field('currency', 'Currency', { value: 'USD', autocomplete: 'off', maxlength: '12', class: 'short' }, 'ISO code such as USD, or an asset such as USDC.'),
-        field('amount', 'Ceiling', { inputmode: 'decimal', autocomplete: 'off', required: 'true', class: 'short' }, 'In the currency’s units, e.g. 250.00.'),
+        field(
+          'currency',
+          'Currency',
+          { value: 'USD', autocomplete: 'off', maxlength: '12', class: 'short' },
+          'ISO code such as USD, or an asset such as USDC.',
+        ),
+        field(
+          'amount',
+          'Ceiling',
+          { inputmode: 'decimal', autocomplete: 'off', required: 'true', class: 'short' },
+          'In the currency’s units, e.g. 250.00.',
+        ),
       ),
-      h('div', { class: 'row' },
-        field('purposes', 'Purposes', { autocomplete: 'off', required: 'true', placeholder: 'api:search, data:*' }, 'Comma-separated <domain>:<kind>; <domain>:* allows every kind.'),
-        field('expiresIn', 'Expires after (hours)', { inputmode: 'decimal', value: '24', class: 'short' }, 'From now; up to the gateway’s limit.'),
+      h(
+        'div',
+        { class: 'row' },
+        field(
+          'purposes',
+          'Purposes',
+          { autocomplete: 'off', required: 'true', placeholder: 'api:search, data:*' },
+          'Comma-separated <domain>:<kind>; <domain>:* allows every kind.',
+        ),
+        field(
+          'expiresIn',
+          'Expires after (hours)',
+          { inputmode: 'decimal', value: '24', class: 'short' },
+          'From now; up to the gateway’s limit.',
+        ),
       ),
     ),
-    h('fieldset', null, h('legend', null, 'Limits (optional)'),
-      h('div', { class: 'row' },
-        field('softLimit', 'Soft limit step', { inputmode: 'decimal', autocomplete: 'off', class: 'short' }, 'Pause at the ceiling and ask you, instead of refusing; each approval adds up to this.'),
-        field('maxPaymentsPerHour', 'Max payments per hour', { inputmode: 'numeric', autocomplete: 'off', class: 'short' }),
-        field('maxAmountPerMerchantPerDay', 'Max per merchant per day', { inputmode: 'decimal', autocomplete: 'off', class: 'short' }),
+    h(
+      'fieldset',
+      null,
+      h('legend', null, 'Limits (optional)'),
+      h(
+        'div',
+        { class: 'row' },
+        field(
+          'softLimit',
+          'Soft limit step',
+          { inputmode: 'decimal', autocomplete: 'off', class: 'short' },
+          'Pause at the ceiling and ask you, instead of refusing; each approval adds up to this.',
+        ),
+        field('maxPaymentsPerHour', 'Max payments per hour', {
+          inputmode: 'numeric',
+          autocomplete: 'off',
+          class: 'short',
+        }),
+        field('maxAmountPerMerchantPerDay', 'Max per merchant per day', {
+          inputmode: 'decimal',
+          autocomplete: 'off',
+          class: 'short',
+        }),
       ),
-      h('div', { class: 'row' },
-        field('merchantAllowlist', 'Merchants allowed', { placeholder: '*.example.com' }, 'Host globs, one per line or comma-separated; empty allows any.', true),
-        field('merchantBlocklist', 'Merchants blocked', { placeholder: 'ads.example.com' }, 'Host globs; the blocklist wins.', true),
+      h(
+        'div',
+        { class: 'row' },
+        field(
+          'merchantAllowlist',
+          'Merchants allowed',
+          { placeholder: '*.example.com' },
+          'Host globs, one per line or comma-separated; empty allows any.',
+          true,
+        ),
+        field(
+          'merchantBlocklist',
+          'Merchants blocked',
+          { placeholder: 'ads.example.com' },
+          'Host globs; the blocklist wins.',
+          true,
+        ),
       ),
-      h('div', { class: 'row' },
-        field('thresholds', 'Alert at (% of ceiling)', { autocomplete: 'off', placeholder: '50, 80, 100', class: 'short' }),
-        field('webhookUrl', 'Webhook URL', { type: 'url', autocomplete: 'off', placeholder: 'https://ops.example.com/ctl' }, 'Signed events: payments, pauses, revocation.'),
+      h(
+        'div',
+        { class: 'row' },
+        field('thresholds', 'Alert at (% of ceiling)', {
+          autocomplete: 'off',
+          placeholder: '50, 80, 100',
+          class: 'short',
+        }),
+        field(
+          'webhookUrl',
+          'Webhook URL',
+          { type: 'url', autocomplete: 'off', placeholder: 'https://ops.example.com/ctl' },
+          'Signed events: payments, pauses, revocation.',
+        ),
       ),
     ),
     h('div', { class: 'actions' }, h('a', { href: '#/sessions', class: 'btn' }, 'Cancel'), submit),
   );
-  const el = h('div', { class: 'page' }, h('div', { class: 'page-head' }, h('div', null, h('nav', { 'aria-label': 'Breadcrumb', class: 'crumbs' }, h('a', { href: '#/sessions' }, 'Sessions'), ' › new'), heading('New session'))), form);
+  const el = h(
+    'div',
+    { class: 'page' },
+    h(
+      'div',
+      { class: 'page-head' },
+      h(
+        'div',
+        null,
+        h('nav', { 'aria-label': 'Breadcrumb', class: 'crumbs' }, h('a', { href: '#/sessions' }, 'Sessions'), ' › new'),
+        heading('New session'),
+      ),
+    ),
+    form,
+  );
   (form.querySelector('h1') ?? el.querySelector('h1'))?.setAttribute('id', 'create-h');
 
   const val = (n: string) => fields.get(n)!.input.value.trim();
-  const splitList = (t: string) => t.split(/[\s,]+/).map((x) => x.trim()).filter(Boolean);
+  const splitList = (t: string) =>
+    t
+      .split(/[\s,]+/)
+      .map((x) => x.trim())
+      .filter(Boolean);
 
   form.addEventListener('submit', async (e) => {
     e.preventDefault();
@@ -72,7 +169,8 @@ export function createPage(o: { created: (id: string, label: string) => void }):
     formError.textContent = '';
     const problems: [string, string][] = [];
     const currency = val('currency').toUpperCase();
-    if (!/^[A-Z0-9]{3,12}$/.test(currency)) problems.push(['currency', 'a code of 3–12 letters or digits, such as USD']);
+    if (!/^[A-Z0-9]{3,12}$/.test(currency))
+      problems.push(['currency', 'a code of 3–12 letters or digits, such as USD']);
     const digits = currencyDigits(currency);
     const money = (name: string, required: boolean) => {
       const t = val(name);
@@ -89,15 +187,20 @@ export function createPage(o: { created: (id: string, label: string) => void }):
     const amount = money('amount', true);
     const purposes = splitList(val('purposes'));
     if (purposes.length === 0) problems.push(['purposes', 'at least one, such as api:search']);
-    else for (const p of purposes) if (!/^[a-z0-9][a-z0-9._-]{0,62}:([a-z0-9][a-z0-9._-]{0,62}|\*)$/.test(p)) problems.push(['purposes', `“${p}” is not <domain>:<kind> in lower case`]);
+    else
+      for (const p of purposes)
+        if (!/^[a-z0-9][a-z0-9._-]{0,62}:([a-z0-9][a-z0-9._-]{0,62}|\*)$/.test(p))
+          problems.push(['purposes', `“${p}” is not <domain>:<kind> in lower case`]);
     const hours = Number(val('expiresIn'));
     if (!(hours > 0) || hours > 24 * 366) problems.push(['expiresIn', 'a number of hours greater than 0']);
     const soft = money('softLimit', false);
     const perMerchant = money('maxAmountPerMerchantPerDay', false);
     const perHourText = val('maxPaymentsPerHour');
-    if (perHourText && !/^[1-9]\d{0,8}$/.test(perHourText)) problems.push(['maxPaymentsPerHour', 'a whole number of at least 1']);
+    if (perHourText && !/^[1-9]\d{0,8}$/.test(perHourText))
+      problems.push(['maxPaymentsPerHour', 'a whole number of at least 1']);
     const thresholds = splitList(val('thresholds')).map(Number);
-    if (thresholds.some((t) => !Number.isInteger(t) || t < 1 || t > 100)) problems.push(['thresholds', 'whole percentages from 1 to 100']);
+    if (thresholds.some((t) => !Number.isInteger(t) || t < 1 || t > 100))
+      problems.push(['thresholds', 'whole percentages from 1 to 100']);
     if (problems.length) return show(problems);
 
     const expiresAt = new Date(Date.now() + hours * 3600_000).toISOString().replace(/\.\d+Z$/, 'Z');
@@ -142,7 +245,10 @@ export function createPage(o: { created: (id: string, label: string) => void }):
     fields.get(problems[0]![0])!.input.focus();
   }
 
-  function showCreated(res: { sessionToken: string; sessionId: string; expiresAt: string; webhookSecret?: string }, config: Record<string, unknown>) {
+  function showCreated(
+    res: { sessionToken: string; sessionId: string; expiresAt: string; webhookSecret?: string },
+    config: Record<string, unknown>,
+  ) {
     const b = config.budget as { amount: string; currency: string };
     const secret = (label: string, value: string, id: string) => {
       const out = h('input', { id, readonly: true, value, class: 'mono secret', 'aria-describedby': 'once' });
@@ -158,17 +264,41 @@ export function createPage(o: { created: (id: string, label: string) => void }):
         }
       });
       out.addEventListener('focus', () => out.select());
-      return h('div', { class: 'field' }, h('label', { for: id }, label), h('div', { class: 'copy-row' }, out, copy), done);
+      return h(
+        'div',
+        { class: 'field' },
+        h('label', { for: id }, label),
+        h('div', { class: 'copy-row' }, out, copy),
+        done,
+      );
     };
     const label = String(config.label ?? '');
-    clear(el,
+    clear(
+      el,
       h('div', { class: 'page-head' }, heading('Session created')),
-      h('section', { class: 'card stack' },
-        h('p', null, h('strong', null, label || res.sessionId), ` may spend up to ${formatMoney(b.amount, b.currency)} until ${formatTime(res.expiresAt)}.`),
-        h('p', { id: 'once', class: 'callout warn' }, h('strong', null, 'Shown once. '), 'Give this token to the agent now (its secret store). The gateway keeps only a hash: it cannot show it again. If it is lost, revoke the session and create another.'),
+      h(
+        'section',
+        { class: 'card stack' },
+        h(
+          'p',
+          null,
+          h('strong', null, label || res.sessionId),
+          ` may spend up to ${formatMoney(b.amount, b.currency)} until ${formatTime(res.expiresAt)}.`,
+        ),
+        h(
+          'p',
+          { id: 'once', class: 'callout warn' },
+          h('strong', null, 'Shown once. '),
+          'Give this token to the agent now (its secret store). The gateway keeps only a hash: it cannot show it again. If it is lost, revoke the session and create another.',
+        ),
         secret('Session token', res.sessionToken, 'token'),
         res.webhookSecret ? secret('Webhook secret', res.webhookSecret, 'whsec') : null,
-        h('div', { class: 'actions' }, h('a', { class: 'btn primary', href: `#/sessions/${res.sessionId}` }, 'Open the session'), h('a', { class: 'btn', href: '#/sessions' }, 'Back to sessions')),
+        h(
+          'div',
+          { class: 'actions' },
+          h('a', { class: 'btn primary', href: `#/sessions/${res.sessionId}` }, 'Open the session'),
+          h('a', { class: 'btn', href: '#/sessions' }, 'Back to sessions'),
+        ),
       ),
     );
     o.created(res.sessionId, label);
@@ -182,10 +312,20 @@ export function createPage(o: { created: (id: string, label: string) => void }):
 function fieldOf(path: string): string | undefined {
   const root = path.replace(/\[\d+\]$/, '');
   const map: Record<string, string> = {
-    'budget.amount': 'amount', 'budget.currency': 'currency', budget: 'amount', purposes: 'purposes', expiresAt: 'expiresIn', label: 'label',
-    'softLimit.amount': 'softLimit', softLimit: 'softLimit', 'velocity.maxPaymentsPerHour': 'maxPaymentsPerHour',
-    'velocity.maxAmountPerMerchantPerDay': 'maxAmountPerMerchantPerDay', merchantAllowlist: 'merchantAllowlist', merchantBlocklist: 'merchantBlocklist',
-    thresholds: 'thresholds', webhookUrl: 'webhookUrl',
+    'budget.amount': 'amount',
+    'budget.currency': 'currency',
+    budget: 'amount',
+    purposes: 'purposes',
+    expiresAt: 'expiresIn',
+    label: 'label',
+    'softLimit.amount': 'softLimit',
+    softLimit: 'softLimit',
+    'velocity.maxPaymentsPerHour': 'maxPaymentsPerHour',
+    'velocity.maxAmountPerMerchantPerDay': 'maxAmountPerMerchantPerDay',
+    merchantAllowlist: 'merchantAllowlist',
+    merchantBlocklist: 'merchantBlocklist',
+    thresholds: 'thresholds',
+    webhookUrl: 'webhookUrl',
   };
   return map[root];
 }

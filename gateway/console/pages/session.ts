@@ -4,7 +4,17 @@
  * session's continuation, revoke.
  */
 import { h, clear, formatMoney, formatRemainingBudget, formatTime, toMinor, currencyDigits } from '../dom.js';
-import { getSession, receiptsOf, dispatchesOf, revokeSession, continueSession, ApiError, type SessionView, type Receipt, type Dispatch } from '../api.js';
+import {
+  getSession,
+  receiptsOf,
+  dispatchesOf,
+  revokeSession,
+  continueSession,
+  ApiError,
+  type SessionView,
+  type Receipt,
+  type Dispatch,
+} from '../api.js';
 import { stateBadge } from '../components.js';
 import { spendChart } from '../chart.js';
 import { confirmDialog } from '../dialog.js';
@@ -22,7 +32,12 @@ export const checkOf = (r: Receipt) => {
   const bytes = canonicalize(r);
   let c = checks.get(bytes);
   if (!c) {
-    c = checkReceipt(JSON.parse(bytes)).catch((e) => ({ valid: false, method: 'error', keyId: r.keyId, message: `Could not check: ${(e as Error).message}` }));
+    c = checkReceipt(JSON.parse(bytes)).catch((e) => ({
+      valid: false,
+      method: 'error',
+      keyId: r.keyId,
+      message: `Could not check: ${(e as Error).message}`,
+    }));
     if (checks.size >= 2000) checks.delete(checks.keys().next().value as string);
     checks.set(bytes, c);
   }
@@ -36,7 +51,12 @@ export function checkMark(r: Receipt): HTMLElement {
     el.setAttribute('data-valid', String(c.valid));
     el.setAttribute('data-method', c.method);
     el.title = c.message;
-    clear(el, h('span', { 'aria-hidden': 'true' }, c.valid ? '✔' : '✖'), ` ${c.valid ? 'verified' : 'invalid'}`, h('span', { class: 'visually-hidden' }, `: ${c.message}`));
+    clear(
+      el,
+      h('span', { 'aria-hidden': 'true' }, c.valid ? '✔' : '✖'),
+      ` ${c.valid ? 'verified' : 'invalid'}`,
+      h('span', { class: 'visually-hidden' }, `: ${c.message}`),
+    );
   });
   return el;
 }
@@ -64,46 +84,112 @@ export function sessionPage(id: string, o: { labels: Map<string, string> }): Pag
   }
 
   function render(s: SessionView, receipts: Receipt[], dispatches: Dispatch[], changed: boolean | undefined) {
-    clear(head,
-      h('div', null,
-        h('nav', { 'aria-label': 'Breadcrumb', class: 'crumbs' }, h('a', { href: '#/sessions' }, 'Sessions'), ' › ', s.label || s.sessionId),
-        h('div', { class: 'title-row' }, heading(s.label || '(no label)'), stateBadge(s.state))),
+    clear(
+      head,
+      h(
+        'div',
+        null,
+        h(
+          'nav',
+          { 'aria-label': 'Breadcrumb', class: 'crumbs' },
+          h('a', { href: '#/sessions' }, 'Sessions'),
+          ' › ',
+          s.label || s.sessionId,
+        ),
+        h('div', { class: 'title-row' }, heading(s.label || '(no label)'), stateBadge(s.state)),
+      ),
       h('div', { class: 'actions' }, ...actions(s)),
     );
     if (changed) status.textContent = `Session is now ${s.state}.`;
     const cur = s.budget.currency;
     const money = (m: string) => formatMoney(m, cur);
-    clear(body,
-      s.state === 'paused' ? h('div', { class: 'callout warn', role: 'note' },
-        h('strong', null, 'Paused at its ceiling. '),
-        `The agent's payments wait for you. Approving raises the ceiling by up to ${s.softLimit ? money(s.softLimit.amount) : 'the soft limit'}, once.`) : null,
-      s.state === 'revoked' ? h('div', { class: 'callout stop', role: 'note' }, h('strong', null, 'Revoked. '), `Stopped by the ${s.revokedBy ?? 'owner'}: every further payment is refused.`) : null,
-      s.state === 'expired' ? h('div', { class: 'callout', role: 'note' }, h('strong', null, 'Expired. '), `Ended at ${formatTime(s.expiresAt)}.`) : null,
-      h('div', { class: 'cards' },
-        h('section', { class: 'card', 'aria-labelledby': 'spend-h' },
+    clear(
+      body,
+      s.state === 'paused'
+        ? h(
+            'div',
+            { class: 'callout warn', role: 'note' },
+            h('strong', null, 'Paused at its ceiling. '),
+            `The agent's payments wait for you. Approving raises the ceiling by up to ${s.softLimit ? money(s.softLimit.amount) : 'the soft limit'}, once.`,
+          )
+        : null,
+      s.state === 'revoked'
+        ? h(
+            'div',
+            { class: 'callout stop', role: 'note' },
+            h('strong', null, 'Revoked. '),
+            `Stopped by the ${s.revokedBy ?? 'owner'}: every further payment is refused.`,
+          )
+        : null,
+      s.state === 'expired'
+        ? h(
+            'div',
+            { class: 'callout', role: 'note' },
+            h('strong', null, 'Expired. '),
+            `Ended at ${formatTime(s.expiresAt)}.`,
+          )
+        : null,
+      h(
+        'div',
+        { class: 'cards' },
+        h(
+          'section',
+          { class: 'card', 'aria-labelledby': 'spend-h' },
           h('h2', { id: 'spend-h' }, 'Spend'),
-          h('ctl-spend-bar', { spent: s.spentMinor, reserved: s.reservedMinor, ceiling: s.budget.amount, currency: cur, state: s.state, class: 'large' }),
-          h('dl', { class: 'figures' },
-            dt('Ceiling', money(s.budget.amount)), dt('Spent', money(s.spentMinor)), dt('Reserved', money(s.reservedMinor)), dt('Remaining', formatRemainingBudget(s.state, s.remainingMinor, cur)),
+          h('ctl-spend-bar', {
+            spent: s.spentMinor,
+            reserved: s.reservedMinor,
+            ceiling: s.budget.amount,
+            currency: cur,
+            state: s.state,
+            class: 'large',
+          }),
+          h(
+            'dl',
+            { class: 'figures' },
+            dt('Ceiling', money(s.budget.amount)),
+            dt('Spent', money(s.spentMinor)),
+            dt('Reserved', money(s.reservedMinor)),
+            dt('Remaining', formatRemainingBudget(s.state, s.remainingMinor, cur)),
           ),
         ),
-        h('section', { class: 'card', 'aria-labelledby': 'exp-h' },
+        h(
+          'section',
+          { class: 'card', 'aria-labelledby': 'exp-h' },
           h('h2', { id: 'exp-h' }, 'Expiry'),
           h('p', { class: 'big' }, h('ctl-countdown', { at: s.expiresAt, state: s.state })),
           h('dl', { class: 'figures' }, dt('Expires', formatTime(s.expiresAt)), dt('Created', formatTime(s.createdAt))),
         ),
       ),
-      h('section', { class: 'card', 'aria-labelledby': 'bounds-h' },
+      h(
+        'section',
+        { class: 'card', 'aria-labelledby': 'bounds-h' },
         h('h2', { id: 'bounds-h' }, 'Bounds'),
-        h('dl', { class: 'bounds' },
+        h(
+          'dl',
+          { class: 'bounds' },
           dt('Purposes', list(s.purposes)),
           dt('Merchants allowed', s.merchantAllowlist.length ? list(s.merchantAllowlist) : 'any merchant'),
           dt('Merchants blocked', s.merchantBlocklist.length ? list(s.merchantBlocklist) : 'none'),
-          dt('Velocity', [
-            s.velocity?.maxPaymentsPerHour !== undefined ? `${s.velocity.maxPaymentsPerHour} payments per hour` : null,
-            s.velocity?.maxAmountPerMerchantPerDay !== undefined ? `${money(s.velocity.maxAmountPerMerchantPerDay)} per merchant per day` : null,
-          ].filter(Boolean).join('; ') || 'no limit'),
-          dt('Soft limit', s.softLimit ? `pauses at the ceiling; each approval adds up to ${money(s.softLimit.amount)}` : 'none: payments past the ceiling are refused'),
+          dt(
+            'Velocity',
+            [
+              s.velocity?.maxPaymentsPerHour !== undefined
+                ? `${s.velocity.maxPaymentsPerHour} payments per hour`
+                : null,
+              s.velocity?.maxAmountPerMerchantPerDay !== undefined
+                ? `${money(s.velocity.maxAmountPerMerchantPerDay)} per merchant per day`
+                : null,
+            ]
+              .filter(Boolean)
+              .join('; ') || 'no limit',
+          ),
+          dt(
+            'Soft limit',
+            s.softLimit
+              ? `pauses at the ceiling; each approval adds up to ${money(s.softLimit.amount)}`
+              : 'none: payments past the ceiling are refused',
+          ),
           dt('Alerts at', s.thresholds.length ? s.thresholds.map((t) => `${t}%`).join(', ') : 'none'),
           dt('Webhook', s.webhookUrl ? h('span', { class: 'mono' }, s.webhookUrl) : 'none'),
           dt('Session id', h('span', { class: 'mono' }, s.sessionId)),
@@ -111,36 +197,115 @@ export function sessionPage(id: string, o: { labels: Map<string, string> }): Pag
           dt('Policy hash', h('span', { class: 'mono wrap' }, s.policyHash)),
         ),
       ),
-      h('section', { class: 'card', 'aria-labelledby': 'chart-h' }, h('h2', { id: 'chart-h' }, 'Spend over time'), spendChart(receipts, s.budget.amount, cur, s.createdAt)),
-      h('section', { class: 'card', 'aria-labelledby': 'rcpt-h' },
-        h('div', { class: 'section-head' }, h('h2', { id: 'rcpt-h' }, `Receipts (${receipts.length})`), receipts.length ? csvButton(s, receipts) : null),
-        receipts.length === 0 ? h('p', { class: 'empty' }, 'No payments yet.') : h('div', { class: 'table-wrap' }, h('table', { class: 'grid' },
-          h('thead', null, h('tr', null, ...['Paid at', 'Amount', 'Merchant', 'Purpose', 'Tx ref', 'Signature', ''].map((c) => h('th', { scope: 'col' }, c)))),
-          h('tbody', null, ...[...receipts].sort((a, b) => b.paidAt.localeCompare(a.paidAt)).map((r) => h('tr', { 'data-receipt': r.receiptId },
-            h('td', null, formatTime(r.paidAt)),
-            h('td', { class: 'num' }, formatMoney(r.amount.amountMinor, r.amount.currency)),
-            h('td', null, r.merchant),
-            h('td', { class: 'mono' }, r.purpose),
-            h('td', { class: 'mono ellipsis', title: r.txRef }, r.txRef),
-            h('td', null, checkMark(r)),
-            h('td', null, h('a', { href: `#/sessions/${s.sessionId}/receipts/${r.receiptId}`, 'aria-label': `Open receipt ${r.receiptId}` }, 'Open')),
-          ))),
-        )),
+      h(
+        'section',
+        { class: 'card', 'aria-labelledby': 'chart-h' },
+        h('h2', { id: 'chart-h' }, 'Spend over time'),
+        spendChart(receipts, s.budget.amount, cur, s.createdAt),
       ),
-      h('section', { class: 'card', 'aria-labelledby': 'hooks-h' },
+      h(
+        'section',
+        { class: 'card', 'aria-labelledby': 'rcpt-h' },
+        h(
+          'div',
+          { class: 'section-head' },
+          h('h2', { id: 'rcpt-h' }, `Receipts (${receipts.length})`),
+          receipts.length ? csvButton(s, receipts) : null,
+        ),
+        receipts.length === 0
+          ? h('p', { class: 'empty' }, 'No payments yet.')
+          : h(
+              'div',
+              { class: 'table-wrap' },
+              h(
+                'table',
+                { class: 'grid' },
+                h(
+                  'thead',
+                  null,
+                  h(
+                    'tr',
+                    null,
+                    ...['Paid at', 'Amount', 'Merchant', 'Purpose', 'Tx ref', 'Signature', ''].map((c) =>
+                      h('th', { scope: 'col' }, c),
+                    ),
+                  ),
+                ),
+                h(
+                  'tbody',
+                  null,
+                  ...[...receipts]
+                    .sort((a, b) => b.paidAt.localeCompare(a.paidAt))
+                    .map((r) =>
+                      h(
+                        'tr',
+                        { 'data-receipt': r.receiptId },
+                        h('td', null, formatTime(r.paidAt)),
+                        h('td', { class: 'num' }, formatMoney(r.amount.amountMinor, r.amount.currency)),
+                        h('td', null, r.merchant),
+                        h('td', { class: 'mono' }, r.purpose),
+                        h('td', { class: 'mono ellipsis', title: r.txRef }, r.txRef),
+                        h('td', null, checkMark(r)),
+                        h(
+                          'td',
+                          null,
+                          h(
+                            'a',
+                            {
+                              href: `#/sessions/${s.sessionId}/receipts/${r.receiptId}`,
+                              'aria-label': `Open receipt ${r.receiptId}`,
+                            },
+                            'Open',
+                          ),
+                        ),
+                      ),
+                    ),
+                ),
+              ),
+            ),
+      ),
+      h(
+        'section',
+        { class: 'card', 'aria-labelledby': 'hooks-h' },
         h('h2', { id: 'hooks-h' }, 'Webhook deliveries'),
-        !s.webhookUrl ? h('p', { class: 'empty' }, 'No webhook URL for this session.')
-        : dispatches.length === 0 ? h('p', { class: 'empty' }, 'No deliveries yet.')
-        : h('div', { class: 'table-wrap' }, h('table', { class: 'grid' },
-          h('thead', null, h('tr', null, ...['Time', 'Event', 'Status', 'Attempts', 'Last response'].map((c) => h('th', { scope: 'col' }, c)))),
-          h('tbody', null, ...dispatches.map((d) => h('tr', null,
-            h('td', null, formatTime(d.createdAt)),
-            h('td', { class: 'mono' }, d.eventType),
-            h('td', null, h('span', { class: `badge dispatch-${d.status}` }, d.status)),
-            h('td', { class: 'num' }, String(d.attempts)),
-            h('td', { class: 'muted' }, d.lastStatus ? `HTTP ${d.lastStatus}` : d.lastError ?? '—'),
-          ))),
-        )),
+        !s.webhookUrl
+          ? h('p', { class: 'empty' }, 'No webhook URL for this session.')
+          : dispatches.length === 0
+            ? h('p', { class: 'empty' }, 'No deliveries yet.')
+            : h(
+                'div',
+                { class: 'table-wrap' },
+                h(
+                  'table',
+                  { class: 'grid' },
+                  h(
+                    'thead',
+                    null,
+                    h(
+                      'tr',
+                      null,
+                      ...['Time', 'Event', 'Status', 'Attempts', 'Last response'].map((c) =>
+                        h('th', { scope: 'col' }, c),
+                      ),
+                    ),
+                  ),
+                  h(
+                    'tbody',
+                    null,
+                    ...dispatches.map((d) =>
+                      h(
+                        'tr',
+                        null,
+                        h('td', null, formatTime(d.createdAt)),
+                        h('td', { class: 'mono' }, d.eventType),
+                        h('td', null, h('span', { class: `badge dispatch-${d.status}` }, d.status)),
+                        h('td', { class: 'num' }, String(d.attempts)),
+                        h('td', { class: 'muted' }, d.lastStatus ? `HTTP ${d.lastStatus}` : (d.lastError ?? '—')),
+                      ),
+                    ),
+                  ),
+                ),
+              ),
       ),
     );
   }
@@ -148,7 +313,11 @@ export function sessionPage(id: string, o: { labels: Map<string, string> }): Pag
   function actions(s: SessionView): HTMLElement[] {
     const out: HTMLElement[] = [];
     if (s.state === 'paused' && s.continuationToken) {
-      const b = h('button', { type: 'button', class: 'btn primary', 'data-action': 'continue' }, 'Approve continuation…');
+      const b = h(
+        'button',
+        { type: 'button', class: 'btn primary', 'data-action': 'continue' },
+        'Approve continuation…',
+      );
       b.addEventListener('click', () => approve(s));
       out.push(b);
     }
@@ -163,27 +332,46 @@ export function sessionPage(id: string, o: { labels: Map<string, string> }): Pag
   function approve(s: SessionView) {
     const digits = currencyDigits(s.budget.currency);
     const max = s.softLimit?.amount ?? '0';
-    const input = h('input', { id: 'raise', name: 'raise', inputmode: 'decimal', autocomplete: 'off', 'aria-describedby': 'raise-help' });
+    const input = h('input', {
+      id: 'raise',
+      name: 'raise',
+      inputmode: 'decimal',
+      autocomplete: 'off',
+      'aria-describedby': 'raise-help',
+    });
     confirmDialog({
       title: 'Approve continuation',
-      body: [`“${s.label}” paused at ${formatMoney(s.budget.amount, s.budget.currency)}. Approving lets it spend again, up to a new ceiling. The approval can be used once.`],
-      fields: [h('div', { class: 'field' },
-        h('label', { for: 'raise' }, `Raise the ceiling by (${s.budget.currency}, optional)`),
-        input,
-        h('p', { id: 'raise-help', class: 'help' }, `At most ${formatMoney(max, s.budget.currency)}; empty raises by exactly that.`))],
+      body: [
+        `“${s.label}” paused at ${formatMoney(s.budget.amount, s.budget.currency)}. Approving lets it spend again, up to a new ceiling. The approval can be used once.`,
+      ],
+      fields: [
+        h(
+          'div',
+          { class: 'field' },
+          h('label', { for: 'raise' }, `Raise the ceiling by (${s.budget.currency}, optional)`),
+          input,
+          h(
+            'p',
+            { id: 'raise-help', class: 'help' },
+            `At most ${formatMoney(max, s.budget.currency)}; empty raises by exactly that.`,
+          ),
+        ),
+      ],
       confirm: 'Approve',
       async onConfirm() {
         let amount: string | undefined;
         if (input.value.trim()) {
           const m = toMinor(input.value, digits);
           if ('error' in m) return `Raise: ${m.error}.`;
-          if (BigInt(m.minor) === 0n || BigInt(m.minor) > BigInt(max)) return `Raise: between ${formatMoney('1', s.budget.currency)} and ${formatMoney(max, s.budget.currency)}.`;
+          if (BigInt(m.minor) === 0n || BigInt(m.minor) > BigInt(max))
+            return `Raise: between ${formatMoney('1', s.budget.currency)} and ${formatMoney(max, s.budget.currency)}.`;
           amount = m.minor;
         }
         try {
           await continueSession(s.sessionId, s.continuationToken!, amount);
         } catch (e) {
-          if (e instanceof ApiError && e.code === 'continuation_invalid') return 'This approval was already used, or the session is no longer paused. The page has been refreshed.';
+          if (e instanceof ApiError && e.code === 'continuation_invalid')
+            return 'This approval was already used, or the session is no longer paused. The page has been refreshed.';
           throw e;
         } finally {
           await load();
@@ -196,7 +384,12 @@ export function sessionPage(id: string, o: { labels: Map<string, string> }): Pag
     confirmDialog({
       title: 'Revoke this session?',
       body: [
-        h('p', null, h('strong', null, s.label || s.sessionId), ` has spent ${formatMoney(s.spentMinor, s.budget.currency)} of ${formatMoney(s.budget.amount, s.budget.currency)}.`),
+        h(
+          'p',
+          null,
+          h('strong', null, s.label || s.sessionId),
+          ` has spent ${formatMoney(s.spentMinor, s.budget.currency)} of ${formatMoney(s.budget.amount, s.budget.currency)}.`,
+        ),
         'Revoking stops it now, on every gateway instance: the agent’s next payment is refused, and verifiers see the grant revoked. This cannot be undone.',
       ],
       confirm: 'Revoke session',
@@ -227,11 +420,26 @@ function csvButton(s: SessionView, receipts: Receipt[]) {
   b.addEventListener('click', () => {
     // A leading =, +, - or @ would be a formula in a spreadsheet (CSV injection): quoted and prefixed.
     const cell = (v: string) => `"${(/^[=+\-@]/.test(v) ? `'${v}` : v).replace(/"/g, '""')}"`;
-    const rows = [['paidAt', 'receiptId', 'amountMinor', 'amount', 'currency', 'merchant', 'purpose', 'txRef', 'rail', 'keyId']];
+    const rows = [
+      ['paidAt', 'receiptId', 'amountMinor', 'amount', 'currency', 'merchant', 'purpose', 'txRef', 'rail', 'keyId'],
+    ];
     for (const r of [...receipts].sort((a, b) => a.paidAt.localeCompare(b.paidAt))) {
-      rows.push([r.paidAt, r.receiptId, r.amount.amountMinor, formatMoney(r.amount.amountMinor, r.amount.currency).replace(/ .*$/, '').replace(/,/g, ''), r.amount.currency, r.merchant, r.purpose, r.txRef, r.rail, r.keyId]);
+      rows.push([
+        r.paidAt,
+        r.receiptId,
+        r.amount.amountMinor,
+        formatMoney(r.amount.amountMinor, r.amount.currency).replace(/ .*$/, '').replace(/,/g, ''),
+        r.amount.currency,
+        r.merchant,
+        r.purpose,
+        r.txRef,
+        r.rail,
+        r.keyId,
+      ]);
     }
-    const url = URL.createObjectURL(new Blob([rows.map((r) => r.map(cell).join(',')).join('\r\n') + '\r\n'], { type: 'text/csv' }));
+    const url = URL.createObjectURL(
+      new Blob([rows.map((r) => r.map(cell).join(',')).join('\r\n') + '\r\n'], { type: 'text/csv' }),
+    );
     const a = h('a', { href: url, download: `${s.sessionId}-receipts.csv` });
     document.body.append(a);
     a.click();

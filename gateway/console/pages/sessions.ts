@@ -46,73 +46,172 @@ export function sessionsPage(o: { filter: string | undefined; labels: Map<string
     const live = sessions.filter((s) => s.state === 'active' || s.state === 'paused');
     const spentBy = new Map<string, bigint>();
     for (const s of live) spentBy.set(s.budget.currency, (spentBy.get(s.budget.currency) ?? 0n) + BigInt(s.spentMinor));
-    clear(summary,
+    clear(
+      summary,
       tile('Active', String(count('active')), 'sessions that can pay now'),
-      tile('Paused', String(count('paused')), count('paused') ? 'waiting for your approval' : 'none waiting', count('paused') > 0),
-      tile('Spent in live sessions', [...spentBy].map(([c, v]) => formatMoney(v.toString(), c)).join(' · ') || '—', 'active and paused'),
+      tile(
+        'Paused',
+        String(count('paused')),
+        count('paused') ? 'waiting for your approval' : 'none waiting',
+        count('paused') > 0,
+      ),
+      tile(
+        'Spent in live sessions',
+        [...spentBy].map(([c, v]) => formatMoney(v.toString(), c)).join(' · ') || '—',
+        'active and paused',
+      ),
       tile('Sessions', String(sessions.length), nextCursor ? 'more not loaded yet' : 'all loaded'),
     );
-    clear(filters, ...STATES.map((st) => {
-      const b = h('button', { type: 'button', class: 'chip', 'aria-pressed': String(filter === st), 'data-action': `filter-${st}` }, `${st[0]!.toUpperCase()}${st.slice(1)} `, h('span', { class: 'count' }, String(count(st))));
-      b.addEventListener('click', () => {
-        filter = st;
-        history.replaceState(null, '', st === 'all' ? '#/sessions' : `#/sessions?state=${st}`);
-        render();
-        status.textContent = `${count(st)} ${st === 'all' ? '' : `${st} `}session${count(st) === 1 ? '' : 's'} shown`;
-        (filters.querySelector(`[aria-pressed="true"]`) as HTMLElement | null)?.focus();
-      });
-      return b;
-    }));
+    clear(
+      filters,
+      ...STATES.map((st) => {
+        const b = h(
+          'button',
+          { type: 'button', class: 'chip', 'aria-pressed': String(filter === st), 'data-action': `filter-${st}` },
+          `${st[0]!.toUpperCase()}${st.slice(1)} `,
+          h('span', { class: 'count' }, String(count(st))),
+        );
+        b.addEventListener('click', () => {
+          filter = st;
+          history.replaceState(null, '', st === 'all' ? '#/sessions' : `#/sessions?state=${st}`);
+          render();
+          status.textContent = `${count(st)} ${st === 'all' ? '' : `${st} `}session${count(st) === 1 ? '' : 's'} shown`;
+          (filters.querySelector(`[aria-pressed="true"]`) as HTMLElement | null)?.focus();
+        });
+        return b;
+      }),
+    );
     const shown = filter === 'all' ? sessions : sessions.filter((s) => s.state === filter);
-    clear(table, shown.length === 0
-      ? h('p', { class: 'empty' }, sessions.length === 0 ? 'No sessions yet. Create one to give an agent a budget.' : `No ${filter} sessions.`)
-      : h('table', { class: 'grid stackable' },
-        h('caption', { class: 'visually-hidden' }, `Sessions (${filter})`),
-        h('thead', null, h('tr', null, ...['Session', 'State', 'Spend', 'Remaining', 'Expires', 'Created'].map((c) => h('th', { scope: 'col' }, c)))),
-        h('tbody', null, ...shown.map(row)),
-      ));
+    clear(
+      table,
+      shown.length === 0
+        ? h(
+            'p',
+            { class: 'empty' },
+            sessions.length === 0 ? 'No sessions yet. Create one to give an agent a budget.' : `No ${filter} sessions.`,
+          )
+        : h(
+            'table',
+            { class: 'grid stackable' },
+            h('caption', { class: 'visually-hidden' }, `Sessions (${filter})`),
+            h(
+              'thead',
+              null,
+              h(
+                'tr',
+                null,
+                ...['Session', 'State', 'Spend', 'Remaining', 'Expires', 'Created'].map((c) =>
+                  h('th', { scope: 'col' }, c),
+                ),
+              ),
+            ),
+            h('tbody', null, ...shown.map(row)),
+          ),
+    );
     clear(more, nextCursor ? btn('Load more sessions', loadMore) : null);
     renderFeed();
   }
 
   function row(s: SessionView) {
-    return h('tr', { 'data-session': s.sessionId },
-      h('th', { scope: 'row' }, h('a', { href: `#/sessions/${s.sessionId}` }, s.label || '(no label)'), h('div', { class: 'mono muted' }, s.sessionId)),
+    return h(
+      'tr',
+      { 'data-session': s.sessionId },
+      h(
+        'th',
+        { scope: 'row' },
+        h('a', { href: `#/sessions/${s.sessionId}` }, s.label || '(no label)'),
+        h('div', { class: 'mono muted' }, s.sessionId),
+      ),
       // data-label: the column's name, shown beside the value where the table is stacked (a phone).
       h('td', { 'data-label': 'State' }, stateBadge(s.state)),
-      h('td', { class: 'spend-cell', 'data-label': 'Spend' }, h('ctl-spend-bar', { spent: s.spentMinor, reserved: s.reservedMinor, ceiling: s.budget.amount, currency: s.budget.currency, state: s.state })),
-      h('td', { class: 'num remaining', 'data-label': 'Remaining' }, formatRemainingBudget(s.state, s.remainingMinor, s.budget.currency)),
+      h(
+        'td',
+        { class: 'spend-cell', 'data-label': 'Spend' },
+        h('ctl-spend-bar', {
+          spent: s.spentMinor,
+          reserved: s.reservedMinor,
+          ceiling: s.budget.amount,
+          currency: s.budget.currency,
+          state: s.state,
+        }),
+      ),
+      h(
+        'td',
+        { class: 'num remaining', 'data-label': 'Remaining' },
+        formatRemainingBudget(s.state, s.remainingMinor, s.budget.currency),
+      ),
       h('td', { 'data-label': 'Expires' }, h('ctl-countdown', { at: s.expiresAt, state: s.state })),
       h('td', { class: 'muted', 'data-label': 'Created' }, formatTime(s.createdAt)),
     );
   }
 
   function renderFeed() {
-    clear(feed, activity.length === 0
-      ? h('li', { class: 'muted' }, 'Nothing yet: payments, refusals and state changes appear here as they happen.')
-      : activity.slice(0, 12).map((e) => h('li', { class: `ev ev-${e.type.replace(/\W/g, '-')}` },
-        h('time', { datetime: e.at }, formatTime(e.at).slice(11)),
-        h('span', { class: 'ev-type' }, e.type),
-        h('a', { href: `#/sessions/${e.sessionId}` }, o.labels.get(e.sessionId) ?? e.sessionId),
-        e.amountMinor && e.currency ? h('span', { class: 'num' }, formatMoney(String(e.amountMinor), String(e.currency))) : null,
-        e.merchant ? h('span', { class: 'muted' }, String(e.merchant)) : null,
-        e.code ? h('span', { class: 'code' }, String(e.code)) : null,
-      )));
+    clear(
+      feed,
+      activity.length === 0
+        ? h('li', { class: 'muted' }, 'Nothing yet: payments, refusals and state changes appear here as they happen.')
+        : activity
+            .slice(0, 12)
+            .map((e) =>
+              h(
+                'li',
+                { class: `ev ev-${e.type.replace(/\W/g, '-')}` },
+                h('time', { datetime: e.at }, formatTime(e.at).slice(11)),
+                h('span', { class: 'ev-type' }, e.type),
+                h('a', { href: `#/sessions/${e.sessionId}` }, o.labels.get(e.sessionId) ?? e.sessionId),
+                e.amountMinor && e.currency
+                  ? h('span', { class: 'num' }, formatMoney(String(e.amountMinor), String(e.currency)))
+                  : null,
+                e.merchant ? h('span', { class: 'muted' }, String(e.merchant)) : null,
+                e.code ? h('span', { class: 'code' }, String(e.code)) : null,
+              ),
+            ),
+    );
   }
 
   // A burst of payments is one list read, not one per payment.
   const reload = debounce(() => void load(), 400);
-  const el = h('div', { class: 'page' },
-    h('div', { class: 'page-head' }, heading('Sessions'), h('a', { class: 'btn primary', href: '#/new' }, 'New session')),
-    summary, filters, status, table, more,
-    h('section', { class: 'card', 'aria-labelledby': 'feed-title' }, h('h2', { id: 'feed-title' }, 'Live activity'), feed),
+  const el = h(
+    'div',
+    { class: 'page' },
+    h(
+      'div',
+      { class: 'page-head' },
+      heading('Sessions'),
+      h('a', { class: 'btn primary', href: '#/new' }, 'New session'),
+    ),
+    summary,
+    filters,
+    status,
+    table,
+    more,
+    h(
+      'section',
+      { class: 'card', 'aria-labelledby': 'feed-title' },
+      h('h2', { id: 'feed-title' }, 'Live activity'),
+      feed,
+    ),
   );
   void load();
-  return { title: 'Sessions', el, refresh: load, onLive: () => { renderFeed(); reload(); } };
+  return {
+    title: 'Sessions',
+    el,
+    refresh: load,
+    onLive: () => {
+      renderFeed();
+      reload();
+    },
+  };
 }
 
 function tile(label: string, value: string, note: string, attention = false) {
-  return h('div', { class: `tile${attention ? ' attention' : ''}` }, h('div', { class: 'tile-label' }, label), h('div', { class: 'tile-value' }, value), h('div', { class: 'tile-note' }, note));
+  return h(
+    'div',
+    { class: `tile${attention ? ' attention' : ''}` },
+    h('div', { class: 'tile-label' }, label),
+    h('div', { class: 'tile-value' }, value),
+    h('div', { class: 'tile-note' }, note),
+  );
 }
 
 function btn(text: string, f: () => Promise<void>) {

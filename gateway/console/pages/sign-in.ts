@@ -5,18 +5,31 @@ import { heading, type Page } from '../page.js';
 
 export function signInPage(o: { notice?: string; signedIn: () => void }): Page {
   const input = h('input', {
-    id: 'owner-key', name: 'ownerKey', type: 'password', autocomplete: 'off', spellcheck: 'false', required: true,
+    id: 'owner-key',
+    name: 'ownerKey',
+    type: 'password',
+    autocomplete: 'off',
+    spellcheck: 'false',
+    required: true,
     'aria-describedby': 'owner-key-help owner-key-error',
   });
   const error = h('p', { id: 'owner-key-error', class: 'field-error', role: 'alert' });
   const button = h('button', { type: 'submit', class: 'btn primary' }, 'Sign in');
-  const form = h('form', { class: 'card narrow', novalidate: true },
+  const form = h(
+    'form',
+    { class: 'card narrow', novalidate: true },
     heading('Sign in'),
     o.notice ? h('p', { class: 'callout info', role: 'status' }, o.notice) : null,
-    h('div', { class: 'field' },
+    h(
+      'div',
+      { class: 'field' },
       h('label', { for: 'owner-key' }, 'Owner API key'),
       input,
-      h('p', { id: 'owner-key-help', class: 'help' }, 'The budget owner key (ctlk_…) from your gateway administrator. It is kept in this browser tab only and is forgotten when you sign out or close the tab.'),
+      h(
+        'p',
+        { id: 'owner-key-help', class: 'help' },
+        'The budget owner key (ctlk_…) from your gateway administrator. It is kept in this browser tab only and is forgotten when you sign out or close the tab.',
+      ),
       error,
     ),
     h('div', { class: 'actions' }, button),
@@ -35,9 +48,11 @@ export function signInPage(o: { notice?: string; signedIn: () => void }): Page {
     } catch (err) {
       const ae = err as ApiError;
       fail(
-        ae.status === 401 ? 'This key was not accepted: check that it is a current owner API key (it may have been revoked).'
-        : ae.status === 403 ? 'This is not an owner key (the admin key owns no sessions). Use a budget owner key.'
-        : ae.message,
+        ae.status === 401
+          ? 'This key was not accepted: check that it is a current owner API key (it may have been revoked).'
+          : ae.status === 403
+            ? 'This is not an owner key (the admin key owns no sessions). Use a budget owner key.'
+            : ae.message,
       );
     } finally {
       button.disabled = false;

@@ -44,10 +44,12 @@ export function parseAssetMap(json: string | undefined): X402AssetMap {
   } catch {
     throw new Error('CTL_X402_ASSETS: not JSON');
   }
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new Error('CTL_X402_ASSETS: must be an object of currency → [{ network, asset }]');
+  if (typeof v !== 'object' || v === null || Array.isArray(v))
+    throw new Error('CTL_X402_ASSETS: must be an object of currency → [{ network, asset }]');
   for (const [currency, list] of Object.entries(v as Record<string, unknown>)) {
     if (!isCurrency(currency)) throw new Error(`CTL_X402_ASSETS: '${currency}' is not a currency code`);
-    if (!Array.isArray(list) || list.length === 0) throw new Error(`CTL_X402_ASSETS.${currency}: must be a non-empty array`);
+    if (!Array.isArray(list) || list.length === 0)
+      throw new Error(`CTL_X402_ASSETS.${currency}: must be a non-empty array`);
     map.set(
       currency,
       list.map((e, i) => {
@@ -55,8 +57,10 @@ export function parseAssetMap(json: string | undefined): X402AssetMap {
         if (typeof e !== 'object' || e === null) throw new Error(`${where}: must be { network, asset }`);
         const { network, asset, ...rest } = e as Record<string, unknown>;
         if (Object.keys(rest).length) throw new Error(`${where}: unknown field '${Object.keys(rest)[0]}'`);
-        if (typeof network !== 'string' || !CAIP2_EVM.test(network)) throw new Error(`${where}.network: must be CAIP-2 'eip155:<chain id>'`);
-        if (typeof asset !== 'string' || !EVM_ADDRESS.test(asset)) throw new Error(`${where}.asset: must be a 0x token address`);
+        if (typeof network !== 'string' || !CAIP2_EVM.test(network))
+          throw new Error(`${where}.network: must be CAIP-2 'eip155:<chain id>'`);
+        if (typeof asset !== 'string' || !EVM_ADDRESS.test(asset))
+          throw new Error(`${where}.asset: must be a 0x token address`);
         return { network, asset: asset.toLowerCase() };
       }),
     );

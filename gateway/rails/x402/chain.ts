@@ -17,17 +17,21 @@ export function parseRpcUrls(json: string | undefined): ReadonlyMap<string, stri
   } catch {
     throw new Error('CTL_X402_RPC_URL: not JSON');
   }
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new Error('CTL_X402_RPC_URL: must be an object of network → URL');
+  if (typeof v !== 'object' || v === null || Array.isArray(v))
+    throw new Error('CTL_X402_RPC_URL: must be an object of network → URL');
   for (const [network, url] of Object.entries(v)) {
     if (!CAIP2_EVM.test(network)) throw new Error(`CTL_X402_RPC_URL: '${network}' is not CAIP-2 'eip155:<chain id>'`);
-    if (typeof url !== 'string' || !/^https?:\/\/\S+$/.test(url)) throw new Error(`CTL_X402_RPC_URL.${network}: must be an http(s) URL`);
+    if (typeof url !== 'string' || !/^https?:\/\/\S+$/.test(url))
+      throw new Error(`CTL_X402_RPC_URL.${network}: must be an http(s) URL`);
     map.set(network, url);
   }
   return map;
 }
 
 /** One viem PublicClient per configured network (made on first use); undefined for the others. */
-export function chainReaders(urls: ReadonlyMap<string, string>): ((network: string) => X402ChainReader | undefined) | undefined {
+export function chainReaders(
+  urls: ReadonlyMap<string, string>,
+): ((network: string) => X402ChainReader | undefined) | undefined {
   if (urls.size === 0) return undefined;
   const clients = new Map<string, X402ChainReader>();
   return (network) => {

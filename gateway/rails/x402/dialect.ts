@@ -70,7 +70,8 @@ export function detectX402(res: { status: number; headers: IncomingHttpHeaders; 
     } catch {
       throw refuse('PAYMENT-REQUIRED: not base64 JSON');
     }
-    if (!isObject(pr) || pr.x402Version !== 2 || !Array.isArray(pr.accepts)) throw refuse('PAYMENT-REQUIRED: not an x402 v2 PaymentRequired (x402Version 2, accepts)');
+    if (!isObject(pr) || pr.x402Version !== 2 || !Array.isArray(pr.accepts))
+      throw refuse('PAYMENT-REQUIRED: not an x402 v2 PaymentRequired (x402Version 2, accepts)');
     return normalise('x402-v2', pr);
   }
   if (res.headers['x-payment'] !== undefined) return undefined; // the spec's dialect
@@ -99,10 +100,12 @@ function normalise(dialect: X402Dialect, pr: PaymentRequired | PaymentRequiredV1
 
 function common(a: Record<string, unknown>, network: string, amount: unknown): NormalisedRequirement | string {
   if (typeof a.scheme !== 'string') return 'scheme must be a string';
-  if (typeof amount !== 'string' || !ATOMIC.test(amount) || amount === '0') return 'amount must be a positive decimal string of atomic units';
+  if (typeof amount !== 'string' || !ATOMIC.test(amount) || amount === '0')
+    return 'amount must be a positive decimal string of atomic units';
   if (typeof a.asset !== 'string' || !EVM_ADDRESS.test(a.asset)) return 'asset must be a 0x token address';
   if (typeof a.payTo !== 'string' || !EVM_ADDRESS.test(a.payTo)) return 'payTo must be a 0x address';
-  if (!Number.isSafeInteger(a.maxTimeoutSeconds) || (a.maxTimeoutSeconds as number) <= 0) return 'maxTimeoutSeconds must be a positive integer';
+  if (!Number.isSafeInteger(a.maxTimeoutSeconds) || (a.maxTimeoutSeconds as number) <= 0)
+    return 'maxTimeoutSeconds must be a positive integer';
   const extra = a.extra;
   if (extra !== undefined && !isObject(extra)) return 'extra must be an object';
   const method = (extra as Record<string, unknown> | undefined)?.assetTransferMethod;
@@ -139,22 +142,35 @@ function normaliseV1(a: unknown): NormalisedRequirement | string {
  * validity no longer than `maxTimeoutSeconds`. Of what is left, the cheapest. Throws
  * `asset_not_allowed` or `payment_terms_refused`.
  */
-export function chooseRequirement(terms: X402Terms, o: { currency: string; assets: X402AssetMap; maxTimeoutSeconds: number }): NormalisedRequirement {
+export function chooseRequirement(
+  terms: X402Terms,
+  o: { currency: string; assets: X402AssetMap; maxTimeoutSeconds: number },
+): NormalisedRequirement {
   const payable = terms.requirements.filter(
-    (r) => r.scheme === 'exact' && CAIP2_EVM.test(r.network) && (r.transferMethod === undefined || r.transferMethod === 'eip3009'),
+    (r) =>
+      r.scheme === 'exact' &&
+      CAIP2_EVM.test(r.network) &&
+      (r.transferMethod === undefined || r.transferMethod === 'eip3009'),
   );
   if (payable.length === 0) {
     const seen = terms.requirements.map((r) => `${r.scheme} on ${r.network}`).concat(terms.malformed);
-    throw refuse(`no x402 requirement the gateway can pay (exact EVM, EIP-3009)${seen.length ? `: ${seen.join('; ')}` : ''}`);
+    throw refuse(
+      `no x402 requirement the gateway can pay (exact EVM, EIP-3009)${seen.length ? `: ${seen.join('; ')}` : ''}`,
+    );
   }
   const mapped = payable.filter((r) => assetAllowed(o.assets, o.currency, r.network, r.asset));
   if (mapped.length === 0) {
     const offered = payable.map((r) => `${r.asset} on ${r.network}`).join(', ');
-    throw new CtlError('asset_not_allowed', `the merchant asks for ${offered}; none of them pays a ${o.currency} budget (CTL_X402_ASSETS)`);
+    throw new CtlError(
+      'asset_not_allowed',
+      `the merchant asks for ${offered}; none of them pays a ${o.currency} budget (CTL_X402_ASSETS)`,
+    );
   }
   const timely = mapped.filter((r) => r.maxTimeoutSeconds <= o.maxTimeoutSeconds);
   if (timely.length === 0) {
-    throw refuse(`maxTimeoutSeconds ${mapped[0]!.maxTimeoutSeconds} is above the gateway's ${o.maxTimeoutSeconds}: a signed authorization would stay cashable, and hold the session's budget, too long`);
+    throw refuse(
+      `maxTimeoutSeconds ${mapped[0]!.maxTimeoutSeconds} is above the gateway's ${o.maxTimeoutSeconds}: a signed authorization would stay cashable, and hold the session's budget, too long`,
+    );
   }
   const sized = timely.filter((r) => r.amount <= MAX_AMOUNT);
   if (sized.length === 0) throw refuse('amount is too large');

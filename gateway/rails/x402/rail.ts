@@ -20,7 +20,13 @@
  */
 import { x402Client } from '@x402/core/client';
 import { x402HTTPClient, decodePaymentResponseHeader } from '@x402/core/http';
-import type { PaymentPayload, PaymentPayloadV1, PaymentRequirements, PaymentRequirementsV1, SettleResponse } from '@x402/core/types';
+import type {
+  PaymentPayload,
+  PaymentPayloadV1,
+  PaymentRequirements,
+  PaymentRequirementsV1,
+  SettleResponse,
+} from '@x402/core/types';
 import { registerExactEvmScheme } from '@x402/evm/exact/client';
 import { privateKeyToAccount } from 'viem/accounts';
 import { CtlError } from '../../../src/index.js';
@@ -44,13 +50,23 @@ export const DEFAULT_EXPIRY_MARGIN_MS = 60_000;
 
 /** Read access to the chains the gateway pays on (optional): a viem PublicClient fits. */
 export interface X402ChainReader {
-  readContract(args: { address: `0x${string}`; abi: readonly unknown[]; functionName: string; args?: readonly unknown[] }): Promise<unknown>;
+  readContract(args: {
+    address: `0x${string}`;
+    abi: readonly unknown[];
+    functionName: string;
+    args?: readonly unknown[];
+  }): Promise<unknown>;
 }
 
 const AUTHORIZATION_STATE_ABI = [
   {
-    type: 'function', name: 'authorizationState', stateMutability: 'view',
-    inputs: [{ name: 'authorizer', type: 'address' }, { name: 'nonce', type: 'bytes32' }],
+    type: 'function',
+    name: 'authorizationState',
+    stateMutability: 'view',
+    inputs: [
+      { name: 'authorizer', type: 'address' },
+      { name: 'nonce', type: 'bytes32' },
+    ],
     outputs: [{ name: '', type: 'bool' }],
   },
 ] as const;
@@ -67,12 +83,15 @@ const AUTHORIZATION_STATE_ABI = [
  * spent: the side that never overspends.
  */
 export function createX402Rail(
-  db: SqlDatabase, now: () => number, chain?: (network: string) => X402ChainReader | undefined, expiryMarginMs = DEFAULT_EXPIRY_MARGIN_MS,
+  db: SqlDatabase,
+  now: () => number,
+  chain?: (network: string) => X402ChainReader | undefined,
+  expiryMarginMs = DEFAULT_EXPIRY_MARGIN_MS,
 ): Rail {
   return {
     name: X402_RAIL,
     async pay() {
-      throw new RailError('x402 payments are settled by the merchant\'s facilitator on the paid retry');
+      throw new RailError("x402 payments are settled by the merchant's facilitator on the paid retry");
     },
     async settle(paymentId) {
       const r = await x402ById(db, paymentId);
@@ -88,7 +107,10 @@ export function createX402Rail(
         return { txRef, rail };
       }
       const used = await reader.readContract({
-        address: r.asset as `0x${string}`, abi: AUTHORIZATION_STATE_ABI, functionName: 'authorizationState', args: [r.payer, r.nonce],
+        address: r.asset as `0x${string}`,
+        abi: AUTHORIZATION_STATE_ABI,
+        functionName: 'authorizationState',
+        args: [r.payer, r.nonce],
       });
       if (used === false) return undefined;
       if (used !== true) throw new Error(`x402: authorizationState answered ${String(used)}`);
@@ -164,13 +186,25 @@ export function createX402Dialect(o: X402DialectOptions): PaymentDialect<X402Ter
       const started = performance.now();
       const chosen = chooseRequirement(terms, { currency: x.session.currency, assets: o.assets, maxTimeoutSeconds });
       // The client sees only the requirement the policy chose: its own selection cannot drift.
-      const paymentRequired = { ...terms.paymentRequired, accepts: [chosen.raw] } as Parameters<typeof client.createPaymentPayload>[0];
+      const paymentRequired = { ...terms.paymentRequired, accepts: [chosen.raw] } as Parameters<
+        typeof client.createPaymentPayload
+      >[0];
       let auth: Authorization | undefined;
       const job: Job = {
         run: async (selected) => {
-          if (selected !== chosen.raw) throw new CtlError('payment_terms_refused', 'the x402 client selected a requirement the gateway did not choose');
+          if (selected !== chosen.raw)
+            throw new CtlError(
+              'payment_terms_refused',
+              'the x402 client selected a requirement the gateway did not choose',
+            );
           // the session's checks and the reservation, before any signature exists.
-          auth = await o.payments.authorize(x.session, { amount: chosen.amount.toString(), currency: x.session.currency, address: chosen.payTo }, x.host, x.purpose, X402_RAIL);
+          auth = await o.payments.authorize(
+            x.session,
+            { amount: chosen.amount.toString(), currency: x.session.currency, address: chosen.payTo },
+            x.host,
+            x.purpose,
+            X402_RAIL,
+          );
         },
       };
       jobs.set(paymentRequired, job);
@@ -182,29 +216,50 @@ export function createX402Dialect(o: X402DialectOptions): PaymentDialect<X402Ter
         if (job.error) throw job.error; // the refusal, with its own code; nothing was reserved
         // Reserved but the scheme failed to sign: nothing left the gateway, the payment is dead.
         if (auth) await o.payments.abandon(auth.paymentId, X402_RAIL);
-        throw new CtlError('payment_terms_refused', `x402: the payment could not be signed: ${(e as Error)?.message ?? 'error'}`);
+        throw new CtlError(
+          'payment_terms_refused',
+          `x402: the payment could not be signed: ${(e as Error)?.message ?? 'error'}`,
+        );
       }
-      if (!auth) throw new Error('x402: a payload was created without the gateway\'s authorization hook');
+      if (!auth) throw new Error("x402: a payload was created without the gateway's authorization hook");
 
       const signed = signedAuthorization(payload);
       // The validity signed is the one the policy capped (a client that chose a longer one is refused; 5 s for the clock read).
-      const tooLong = signed !== undefined && Number(signed.validBefore) * 1000 > o.now() + (chosen.maxTimeoutSeconds + 5) * 1000;
-      if (!signed || tooLong || signed.to.toLowerCase() !== chosen.payTo || BigInt(signed.value) !== chosen.amount || signed.from.toLowerCase() !== account.address.toLowerCase()) {
+      const tooLong =
+        signed !== undefined && Number(signed.validBefore) * 1000 > o.now() + (chosen.maxTimeoutSeconds + 5) * 1000;
+      if (
+        !signed ||
+        tooLong ||
+        signed.to.toLowerCase() !== chosen.payTo ||
+        BigInt(signed.value) !== chosen.amount ||
+        signed.from.toLowerCase() !== account.address.toLowerCase()
+      ) {
         await o.payments.abandon(auth.paymentId, X402_RAIL);
         throw new CtlError('payment_terms_refused', 'x402: the signed authorization does not match the chosen terms');
       }
       const validBefore = Number(signed.validBefore) * 1000;
       // Recorded, then `paying`, then sent: reconcile() always knows of a signature that is out.
-      await insertX402(o.db, {
-        paymentId: auth.paymentId, dialect: terms.dialect, network: chosen.network, asset: chosen.asset, payTo: chosen.payTo,
-        payer: signed.from.toLowerCase(), nonce: signed.nonce, validBefore,
-      }, o.now());
+      await insertX402(
+        o.db,
+        {
+          paymentId: auth.paymentId,
+          dialect: terms.dialect,
+          network: chosen.network,
+          asset: chosen.asset,
+          payTo: chosen.payTo,
+          payer: signed.from.toLowerCase(),
+          nonce: signed.nonce,
+          validBefore,
+        },
+        o.now(),
+      );
       if (!(await o.payments.markPaying(auth))) {
         throw new HttpError(409, 'conflict', 'the payment was settled by reconciliation before it was sent');
       }
 
       const headers: Record<string, string> = {};
-      for (const [k, v] of Object.entries(http.encodePaymentSignatureHeader(payload as PaymentPayload))) headers[k.toLowerCase()] = v;
+      for (const [k, v] of Object.entries(http.encodePaymentSignatureHeader(payload as PaymentPayload)))
+        headers[k.toLowerCase()] = v;
       Object.assign(headers, sbaHeaders(x.session, auth.sba));
       const held = `its reservation is held until the authorization expires (${new Date(validBefore).toISOString()})`;
 
@@ -214,35 +269,61 @@ export function createX402Dialect(o: X402DialectOptions): PaymentDialect<X402Ter
       } catch (e) {
         await recordOutcome(o.db, auth.paymentId, 'unknown');
         const status = e instanceof HttpError ? e.status : 502;
-        throw new HttpError(status, 'payment_unconfirmed', `the merchant did not answer the paid retry (${(e as Error)?.message ?? 'error'}); ${held}`);
+        throw new HttpError(
+          status,
+          'payment_unconfirmed',
+          `the merchant did not answer the paid retry (${(e as Error)?.message ?? 'error'}); ${held}`,
+        );
       }
 
       const settle = settlement(res);
       if (settle?.success === true && isTransaction(settle.transaction)) {
         await recordOutcome(o.db, auth.paymentId, 'paid', settle.transaction);
-        const { receipt } = await o.payments.complete(x.session, auth, `txid:${settle.transaction}`, receiptRail(chosen), started);
+        const { receipt } = await o.payments.complete(
+          x.session,
+          auth,
+          `txid:${settle.transaction}`,
+          receiptRail(chosen),
+          started,
+        );
         return { response: res, receiptId: String(receipt.receiptId) };
       }
       if (settle && settle.success !== true && !settle.transaction) {
         // A settlement failure with no transaction is only the merchant's word: it holds the
         // signed authorization and can still cash it until `validBefore`. Held; reconcile decides.
         await recordOutcome(o.db, auth.paymentId, 'refused');
-        throw new HttpError(502, 'payment_unconfirmed', `the merchant's facilitator did not settle the payment (${settle.errorReason ?? 'no reason given'}); ${held}`);
+        throw new HttpError(
+          502,
+          'payment_unconfirmed',
+          `the merchant's facilitator did not settle the payment (${settle.errorReason ?? 'no reason given'}); ${held}`,
+        );
       }
       if (settle && isTransaction(settle.transaction)) {
         await recordOutcome(o.db, auth.paymentId, 'pending', settle.transaction);
-        throw new HttpError(502, 'payment_unconfirmed', `settlement of transaction ${settle.transaction} is not confirmed (${settle.errorReason ?? 'pending'}); the reservation is held`);
+        throw new HttpError(
+          502,
+          'payment_unconfirmed',
+          `settlement of transaction ${settle.transaction} is not confirmed (${settle.errorReason ?? 'pending'}); the reservation is held`,
+        );
       }
       if (res.status === 402) {
         // The merchant asks again instead of serving: it may still have cashed (or cash later)
         // the authorization it was sent, so this is no proof of death. Held; reconcile decides.
         await recordOutcome(o.db, auth.paymentId, 'refused');
-        throw new HttpError(502, 'payment_unconfirmed', `the merchant refused the payment (${refusalReason(res)}); ${held}`);
+        throw new HttpError(
+          502,
+          'payment_unconfirmed',
+          `the merchant refused the payment (${refusalReason(res)}); ${held}`,
+        );
       }
       await recordOutcome(o.db, auth.paymentId, 'unknown');
       // Served without a settlement answer: the agent gets what it paid for, the money stays reserved.
       if (res.status >= 200 && res.status < 300) return { response: res };
-      throw new HttpError(502, 'payment_unconfirmed', `the merchant answered the paid retry with HTTP ${res.status} and no settlement; ${held}`);
+      throw new HttpError(
+        502,
+        'payment_unconfirmed',
+        `the merchant answered the paid retry with HTTP ${res.status} and no settlement; ${held}`,
+      );
     },
   };
 }
@@ -265,7 +346,8 @@ interface SignedAuthorization {
 function signedAuthorization(p: PaymentPayload | PaymentPayloadV1): SignedAuthorization | undefined {
   const a = (p.payload as { authorization?: Record<string, unknown> } | undefined)?.authorization;
   if (!a) return undefined;
-  for (const k of ['from', 'to', 'value', 'validAfter', 'validBefore', 'nonce']) if (typeof a[k] !== 'string') return undefined;
+  for (const k of ['from', 'to', 'value', 'validAfter', 'validBefore', 'nonce'])
+    if (typeof a[k] !== 'string') return undefined;
   if (!/^[0-9]{1,20}$/.test(a.validBefore as string) || !/^[0-9]{1,78}$/.test(a.value as string)) return undefined;
   return a as unknown as SignedAuthorization;
 }

@@ -39,7 +39,11 @@ export async function insertX402(q: SqlExecutor, r: Omit<X402Record, 'tx' | 'out
 
 /** Records what the merchant said about the payment (`paid`, `refused`, `pending`, `unknown`) and any transaction. */
 export async function recordOutcome(q: SqlExecutor, paymentId: string, outcome: string, tx?: string): Promise<void> {
-  await q.run(`UPDATE gw_x402_payments SET outcome = ?, tx = COALESCE(?, tx) WHERE payment_id = ?`, [outcome, tx ?? null, paymentId]);
+  await q.run(`UPDATE gw_x402_payments SET outcome = ?, tx = COALESCE(?, tx) WHERE payment_id = ?`, [
+    outcome,
+    tx ?? null,
+    paymentId,
+  ]);
 }
 
 export async function x402ById(q: SqlExecutor, paymentId: string): Promise<X402Record | undefined> {

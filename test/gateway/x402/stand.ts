@@ -5,7 +5,12 @@
  */
 import { sqliteDb, startTestGateway, type TestDb, type TestGateway } from '../helpers.js';
 import { createEvmLedger, BASE_SEPOLIA_USDC, type EvmLedger } from '../../../gateway/dev/evm-ledger.js';
-import { startFacilitator, startStockMerchant, type Listening, type StockMerchant } from '../../../gateway/dev/x402-merchants.js';
+import {
+  startFacilitator,
+  startStockMerchant,
+  type Listening,
+  type StockMerchant,
+} from '../../../gateway/dev/x402-merchants.js';
 
 export const USDC = BASE_SEPOLIA_USDC.address.toLowerCase();
 /** CTL_X402_ASSETS as the gateway takes it: USDC on Base Sepolia. */
@@ -29,7 +34,11 @@ export async function startX402Stand(o: { payTo: string; mint?: bigint }): Promi
   const gw = await startTestGateway(db, { x402: { assets: USDC_ASSETS } });
   ledger.mint(gw.gw.evmAddress, o.mint ?? 1_000_000n);
   return {
-    db, gw, ledger, facilitator, merchant,
+    db,
+    gw,
+    ledger,
+    facilitator,
+    merchant,
     async close() {
       await gw.close();
       await merchant.close();

@@ -8,7 +8,12 @@ import * as assert from 'uvu/assert';
 import { sqliteDb, startTestGateway, createSession, proxy, call, type TestGateway, type TestDb } from '../helpers.js';
 import { createEvmLedger, type EvmLedger } from '../../../gateway/dev/evm-ledger.js';
 import { USDC, USDC_ASSETS } from './stand.js';
-import { startFacilitator, startStockMerchant, type Listening, type StockMerchant } from '../../../gateway/dev/x402-merchants.js';
+import {
+  startFacilitator,
+  startStockMerchant,
+  type Listening,
+  type StockMerchant,
+} from '../../../gateway/dev/x402-merchants.js';
 import { insertX402, recordOutcome } from '../../../gateway/rails/x402/store.js';
 
 const PAYEE = '0x4444444444444444444444444444444444444444';
@@ -37,7 +42,11 @@ test.before(async () => {
   // Settles, but only after the merchant's facilitator client has given up (timeoutMs 300).
   slowFacilitator = await startFacilitator(ledger, { settleDelayMs: 800 });
   fastFacilitator = await startFacilitator(ledger);
-  slowMerchant = await startStockMerchant({ facilitatorUrl: slowFacilitator.url, payTo: PAYEE, facilitatorTimeoutMs: 300 });
+  slowMerchant = await startStockMerchant({
+    facilitatorUrl: slowFacilitator.url,
+    payTo: PAYEE,
+    facilitatorTimeoutMs: 300,
+  });
   merchant = await startStockMerchant({ facilitatorUrl: fastFacilitator.url, payTo: PAYEE });
   db = sqliteDb();
   gw = await startTestGateway(db, {
@@ -55,9 +64,11 @@ test.after(async () => {
   await db.drop();
 });
 
-const usdcSession = () => createSession(gw, { budget: { amount: '100000', currency: 'USDC' }, purposes: ['api:search'] });
+const usdcSession = () =>
+  createSession(gw, { budget: { amount: '100000', currency: 'USDC' }, purposes: ['api:search'] });
 const view = async (id: string) => (await call(gw.url, 'GET', `/sessions/${id}`, { key: gw.ownerKey })).body;
-const paymentRow = (sessionId: string) => gw.db.get(`SELECT state, rail FROM gw_payments WHERE session_id = ?`, [sessionId]);
+const paymentRow = (sessionId: string) =>
+  gw.db.get(`SELECT state, rail FROM gw_payments WHERE session_id = ?`, [sessionId]);
 
 test('facilitator timeout: payment_unconfirmed, the reservation held; at expiry reconcile finds it cashed and commits it', async () => {
   const s = await usdcSession();
@@ -112,7 +123,10 @@ test('merchant unreachable on the paid retry: payment_unconfirmed with the forwa
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   try {
     const s = await usdcSession();
-    const res = await proxy(gw, s.sessionToken, `http://127.0.0.1:${(server.address() as any).port}/data`, { purpose: 'api:search', method: 'GET' });
+    const res = await proxy(gw, s.sessionToken, `http://127.0.0.1:${(server.address() as any).port}/data`, {
+      purpose: 'api:search',
+      method: 'GET',
+    });
     assert.is(res.status, 502, res.text);
     assert.is(res.body.error.code, 'payment_unconfirmed');
     assert.is((await view(s.sessionId)).reservedMinor, '10000');
@@ -125,8 +139,11 @@ test('merchant unreachable on the paid retry: payment_unconfirmed with the forwa
 test('a reservation whose signature was never recorded is void at once (crash before the header left)', async () => {
   const s = await usdcSession();
   // What a crash between the reservation and the recorded signature leaves: a reserved x402 row.
-  await gw.db.run(`INSERT INTO gw_payments (id, session_id, state, amount, currency, merchant, address, purpose, rail, created_at, updated_at)
-    VALUES ('pay_crash', ?, 'reserved', 500, 'USDC', 'm', ?, 'api:search', 'x402', 0, 0)`, [s.sessionId, PAYEE]);
+  await gw.db.run(
+    `INSERT INTO gw_payments (id, session_id, state, amount, currency, merchant, address, purpose, rail, created_at, updated_at)
+    VALUES ('pay_crash', ?, 'reserved', 500, 'USDC', 'm', ?, 'api:search', 'x402', 0, 0)`,
+    [s.sessionId, PAYEE],
+  );
   await gw.db.run(`UPDATE gw_sessions SET reserved = reserved + 500 WHERE id = ?`, [s.sessionId]);
   await gw.gw.reconcile(0);
   assert.is((await view(s.sessionId)).reservedMinor, '0');
@@ -135,13 +152,26 @@ test('a reservation whose signature was never recorded is void at once (crash be
 test('a named transaction that never confirmed: held until expiry, then the chain says the nonce is unused and it is released', async () => {
   const s = await usdcSession();
   const at = Date.now();
-  await gw.db.run(`INSERT INTO gw_payments (id, session_id, state, amount, currency, merchant, address, purpose, rail, created_at, updated_at)
-    VALUES ('pay_stuck', ?, 'paying', 500, 'USDC', 'm', ?, 'api:search', 'x402', ?, ?)`, [s.sessionId, PAYEE, at, at]);
+  await gw.db.run(
+    `INSERT INTO gw_payments (id, session_id, state, amount, currency, merchant, address, purpose, rail, created_at, updated_at)
+    VALUES ('pay_stuck', ?, 'paying', 500, 'USDC', 'm', ?, 'api:search', 'x402', ?, ?)`,
+    [s.sessionId, PAYEE, at, at],
+  );
   await gw.db.run(`UPDATE gw_sessions SET reserved = reserved + 500 WHERE id = ?`, [s.sessionId]);
-  await insertX402(gw.db, {
-    paymentId: 'pay_stuck', dialect: 'v2', network: 'eip155:84532', asset: USDC, payTo: PAYEE.toLowerCase(),
-    payer: gw.gw.evmAddress.toLowerCase(), nonce: `0x${'02'.repeat(32)}`, validBefore: at + 300_000,
-  }, at);
+  await insertX402(
+    gw.db,
+    {
+      paymentId: 'pay_stuck',
+      dialect: 'v2',
+      network: 'eip155:84532',
+      asset: USDC,
+      payTo: PAYEE.toLowerCase(),
+      payer: gw.gw.evmAddress.toLowerCase(),
+      nonce: `0x${'02'.repeat(32)}`,
+      validBefore: at + 300_000,
+    },
+    at,
+  );
   await recordOutcome(gw.db, 'pay_stuck', 'pending', `0x${'ab'.repeat(32)}`);
   await gw.gw.reconcile(0);
   assert.is((await view(s.sessionId)).reservedMinor, '500', 'held before expiry');

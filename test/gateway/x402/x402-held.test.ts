@@ -13,7 +13,12 @@ import type { AddressInfo } from 'node:net';
 import { sqliteDb, startTestGateway, createSession, proxy, call, type TestGateway, type TestDb } from '../helpers.js';
 import { createEvmLedger, type EvmLedger } from '../../../gateway/dev/evm-ledger.js';
 import { USDC, USDC_ASSETS } from './stand.js';
-import { startFacilitator, startStockMerchant, type Listening, type StockMerchant } from '../../../gateway/dev/x402-merchants.js';
+import {
+  startFacilitator,
+  startStockMerchant,
+  type Listening,
+  type StockMerchant,
+} from '../../../gateway/dev/x402-merchants.js';
 import { insertX402, recordOutcome } from '../../../gateway/rails/x402/store.js';
 import { parseRpcUrls, chainReaders } from '../../../gateway/rails/x402/chain.js';
 import { gatewayOptionsFromEnv } from '../../../gateway/server.js';
@@ -45,14 +50,22 @@ test.before(async () => {
     }
     if (mode === 'stuck') {
       // A transaction named but never confirmed (reverted): nothing was cashed.
-      const h = Buffer.from(JSON.stringify({ success: false, transaction: '0x' + 'ab'.repeat(32), network: 'eip155:84532', errorReason: 'reverted' })).toString('base64');
+      const h = Buffer.from(
+        JSON.stringify({
+          success: false,
+          transaction: '0x' + 'ab'.repeat(32),
+          network: 'eip155:84532',
+          errorReason: 'reverted',
+        }),
+      ).toString('base64');
       res.writeHead(502, { 'payment-response': h });
       return res.end('{}');
     }
     // Cash the authorization through the facilitator, then lie about it.
     const payload = JSON.parse(Buffer.from(sig, 'base64').toString('utf8'));
     const r = await fetch(`${facilitator.url}/settle`, {
-      method: 'POST', headers: { 'content-type': 'application/json' },
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ paymentPayload: payload, paymentRequirements: payload.accepted }),
     });
     await r.json();
@@ -79,7 +92,11 @@ test.after(async () => {
 
 const hostileUrl = () => `http://127.0.0.1:${(hostile.address() as AddressInfo).port}/data`;
 const oneCallSession = () =>
-  createSession(gw, { budget: { amount: PRICE.toString(), currency: 'USDC' }, purposes: ['api:search'], expiresAt: new Date(Date.now() + 86400_000).toISOString().replace(/\.\d+Z$/, 'Z') });
+  createSession(gw, {
+    budget: { amount: PRICE.toString(), currency: 'USDC' },
+    purposes: ['api:search'],
+    expiresAt: new Date(Date.now() + 86400_000).toISOString().replace(/\.\d+Z$/, 'Z'),
+  });
 const view = async (id: string) => (await call(gw.url, 'GET', `/sessions/${id}`, { key: gw.ownerKey })).body;
 const received = () => ledger.balanceOf(PAYEE);
 
@@ -134,7 +151,13 @@ test('finding 2: CTL_X402_RPC_URL configures a chain reader per network', () => 
 
 test('finding 3: a named transaction that never confirms is not held forever: at expiry, with no reader, it is committed', async () => {
   const { s, codes, paid } = await drain('stuck', true);
-  assert.equal(codes, ['payment_unconfirmed', 'budget_exceeded', 'budget_exceeded', 'budget_exceeded', 'budget_exceeded']);
+  assert.equal(codes, [
+    'payment_unconfirmed',
+    'budget_exceeded',
+    'budget_exceeded',
+    'budget_exceeded',
+    'budget_exceeded',
+  ]);
   assert.is(paid, 0n);
   const v = await view(s.sessionId);
   assert.equal([v.spentMinor, v.reservedMinor], [PRICE.toString(), '0'], 'settled (counted spent), not stuck reserved');
@@ -142,18 +165,31 @@ test('finding 3: a named transaction that never confirms is not held forever: at
   assert.is(receipts[0].txRef, `txid:0x${'ab'.repeat(32)}`);
 });
 
-test('finding 3: a crash between the merchant\'s confirmed transaction and the commit is completed by reconcile (commit, receipt, event)', async () => {
+test("finding 3: a crash between the merchant's confirmed transaction and the commit is completed by reconcile (commit, receipt, event)", async () => {
   const s = await oneCallSession();
   const at = Date.now() + skewMs;
   const tx = `0x${'cd'.repeat(32)}`;
   // What the crash leaves: the payment `paying`, its authorization recorded with outcome 'paid'.
-  await gw.db.run(`INSERT INTO gw_payments (id, session_id, state, amount, currency, merchant, address, purpose, rail, sba, created_at, updated_at)
-    VALUES ('pay_crash_paid', ?, 'paying', ?, 'USDC', 'm.example', ?, 'api:search', 'x402', NULL, ?, ?)`, [s.sessionId, PRICE, PAYEE, at, at]);
+  await gw.db.run(
+    `INSERT INTO gw_payments (id, session_id, state, amount, currency, merchant, address, purpose, rail, sba, created_at, updated_at)
+    VALUES ('pay_crash_paid', ?, 'paying', ?, 'USDC', 'm.example', ?, 'api:search', 'x402', NULL, ?, ?)`,
+    [s.sessionId, PRICE, PAYEE, at, at],
+  );
   await gw.db.run(`UPDATE gw_sessions SET reserved = reserved + ? WHERE id = ?`, [PRICE, s.sessionId]);
-  await insertX402(gw.db, {
-    paymentId: 'pay_crash_paid', dialect: 'v2', network: 'eip155:84532', asset: USDC, payTo: PAYEE.toLowerCase(),
-    payer: gw.gw.evmAddress.toLowerCase(), nonce: `0x${'01'.repeat(32)}`, validBefore: at + 600_000,
-  }, at);
+  await insertX402(
+    gw.db,
+    {
+      paymentId: 'pay_crash_paid',
+      dialect: 'v2',
+      network: 'eip155:84532',
+      asset: USDC,
+      payTo: PAYEE.toLowerCase(),
+      payer: gw.gw.evmAddress.toLowerCase(),
+      nonce: `0x${'01'.repeat(32)}`,
+      validBefore: at + 600_000,
+    },
+    at,
+  );
   await recordOutcome(gw.db, 'pay_crash_paid', 'paid', tx);
   const r = await gw.gw.reconcile(0);
   assert.ok(r.committed >= 1, JSON.stringify(r));

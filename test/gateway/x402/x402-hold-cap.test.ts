@@ -9,7 +9,12 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createSession, proxy, call, sqliteDb, startTestGateway, type TestGateway, type TestDb } from '../helpers.js';
 import { createEvmLedger, type EvmLedger } from '../../../gateway/dev/evm-ledger.js';
-import { startFacilitator, startStockMerchant, type Listening, type StockMerchant } from '../../../gateway/dev/x402-merchants.js';
+import {
+  startFacilitator,
+  startStockMerchant,
+  type Listening,
+  type StockMerchant,
+} from '../../../gateway/dev/x402-merchants.js';
 import { holdCap } from '../../../gateway/rails/x402/rail.js';
 import { parseMaxHoldSeconds } from '../../../gateway/rails/x402/assets.js';
 import { USDC_ASSETS } from './stand.js';

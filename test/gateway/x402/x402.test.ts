@@ -31,7 +31,8 @@ test.after(async () => {
 
 const usdcSession = (config: Record<string, unknown> = {}) =>
   createSession(gw, { budget: { amount: '100000', currency: 'USDC' }, purposes: ['api:search'], ...config });
-const paidHeaders = (m: StockMerchant) => m.seen.filter((s) => s.headers['payment-signature'] !== undefined || s.headers['x-payment'] !== undefined);
+const paidHeaders = (m: StockMerchant) =>
+  m.seen.filter((s) => s.headers['payment-signature'] !== undefined || s.headers['x-payment'] !== undefined);
 const decode = (h: unknown) => JSON.parse(Buffer.from(String(h), 'base64').toString('utf8'));
 const view = async (id: string) => (await call(gw.url, 'GET', `/sessions/${id}`, { key: gw.ownerKey })).body;
 
@@ -66,7 +67,10 @@ test('v2: a stock @x402/express merchant is paid end to end through /proxy', asy
   const jwks = (await call(gw.url, 'GET', '/.well-known/ctl-keys.json')).body;
   assert.ok((await verifyReceipt(r, { jwks })).valid);
   // Once paid, the SBA lives in the receipt alone: the copy held for reconcile is dropped.
-  const row = await gw.db.get<{ state: string; sba: string | null }>(`SELECT state, sba FROM gw_payments WHERE session_id = ?`, [s.sessionId]);
+  const row = await gw.db.get<{ state: string; sba: string | null }>(
+    `SELECT state, sba FROM gw_payments WHERE session_id = ?`,
+    [s.sessionId],
+  );
   assert.equal(row, { state: 'paid', sba: null });
 });
 
@@ -82,9 +86,23 @@ test('golden: the decoded PAYMENT-SIGNATURE the merchant received', async () => 
   const p = decode(seen[0]!.headers['payment-signature']);
   assert.equal(Object.keys(p).sort(), ['accepted', 'payload', 'resource', 'x402Version']);
   assert.is(p.x402Version, 2);
-  assert.equal(Object.keys(p.accepted).sort(), ['amount', 'asset', 'extra', 'maxTimeoutSeconds', 'network', 'payTo', 'scheme']);
+  assert.equal(Object.keys(p.accepted).sort(), [
+    'amount',
+    'asset',
+    'extra',
+    'maxTimeoutSeconds',
+    'network',
+    'payTo',
+    'scheme',
+  ]);
   assert.equal(
-    { scheme: p.accepted.scheme, network: p.accepted.network, amount: p.accepted.amount, asset: p.accepted.asset.toLowerCase(), payTo: p.accepted.payTo.toLowerCase() },
+    {
+      scheme: p.accepted.scheme,
+      network: p.accepted.network,
+      amount: p.accepted.amount,
+      asset: p.accepted.asset.toLowerCase(),
+      payTo: p.accepted.payTo.toLowerCase(),
+    },
     { scheme: 'exact', network: 'eip155:84532', amount: PRICE.toString(), asset: USDC, payTo: PAYEE },
   );
   assert.equal(Object.keys(p.payload).sort(), ['authorization', 'signature']);
@@ -95,7 +113,10 @@ test('golden: the decoded PAYMENT-SIGNATURE the merchant received', async () => 
   assert.is(a.to.toLowerCase(), PAYEE);
   assert.is(a.value, PRICE.toString());
   assert.match(a.nonce, /^0x[0-9a-f]{64}$/);
-  assert.ok(Number(a.validBefore) - Math.floor(Date.now() / 1000) <= p.accepted.maxTimeoutSeconds, 'validity no longer than the merchant asked');
+  assert.ok(
+    Number(a.validBefore) - Math.floor(Date.now() / 1000) <= p.accepted.maxTimeoutSeconds,
+    'validity no longer than the merchant asked',
+  );
 });
 
 test('v1: a hand-written x402 v1 merchant is paid with X-PAYMENT and answers X-PAYMENT-RESPONSE', async () => {
@@ -110,8 +131,18 @@ test('v1: a hand-written x402 v1 merchant is paid with X-PAYMENT and answers X-P
   assert.is(seen.at(-1)!.headers['payment-signature'], undefined);
   // golden: the v1 payload shape (network by name, the payload complete in itself)
   assert.equal(Object.keys(p).sort(), ['network', 'payload', 'scheme', 'x402Version']);
-  assert.equal({ x402Version: p.x402Version, scheme: p.scheme, network: p.network }, { x402Version: 1, scheme: 'exact', network: 'base-sepolia' });
-  assert.equal(Object.keys(p.payload.authorization).sort(), ['from', 'nonce', 'to', 'validAfter', 'validBefore', 'value']);
+  assert.equal(
+    { x402Version: p.x402Version, scheme: p.scheme, network: p.network },
+    { x402Version: 1, scheme: 'exact', network: 'base-sepolia' },
+  );
+  assert.equal(Object.keys(p.payload.authorization).sort(), [
+    'from',
+    'nonce',
+    'to',
+    'validAfter',
+    'validBefore',
+    'value',
+  ]);
   assert.is(p.payload.authorization.value, '7000');
   const { receipts } = (await call(gw.url, 'GET', `/sessions/${s.sessionId}/receipts`, { key: gw.ownerKey })).body;
   assert.is(receipts[0].txRef, `txid:${ledger.transfers.at(-1)!.tx}`);
@@ -179,13 +210,17 @@ test('a replayed or tampered payment is refused by the facilitator; the ledger d
   const p = decode(header);
   p.payload.authorization.value = (PRICE * 100n).toString();
   p.accepted.amount = (PRICE * 100n).toString();
-  const tampered = await fetch(`${merchant.url}/data`, { headers: { 'payment-signature': Buffer.from(JSON.stringify(p)).toString('base64') } });
+  const tampered = await fetch(`${merchant.url}/data`, {
+    headers: { 'payment-signature': Buffer.from(JSON.stringify(p)).toString('base64') },
+  });
   assert.is(tampered.status, 402);
   await tampered.text();
   // Redirected to another payee under the same signature.
   const q = decode(header);
   q.payload.authorization.to = '0x3333333333333333333333333333333333333333';
-  const redirected = await fetch(`${merchant.url}/data`, { headers: { 'payment-signature': Buffer.from(JSON.stringify(q)).toString('base64') } });
+  const redirected = await fetch(`${merchant.url}/data`, {
+    headers: { 'payment-signature': Buffer.from(JSON.stringify(q)).toString('base64') },
+  });
   assert.is(redirected.status, 402);
   await redirected.text();
   assert.is(ledger.balanceOf(gw.gw.evmAddress), balance);
@@ -195,9 +230,23 @@ test('a replayed or tampered payment is refused by the facilitator; the ledger d
   const sig = decode(header).payload.signature;
   const args = [a.from, a.to, BigInt(a.value), BigInt(a.validAfter), BigInt(a.validBefore), a.nonce, sig] as const;
   const revert = (a: readonly unknown[]) =>
-    ledger.signer.writeContract({ address: BASE_SEPOLIA_USDC.address, abi: [], functionName: 'transferWithAuthorization', args: a }).then(() => 'mined', (e: Error) => e.message);
+    ledger.signer
+      .writeContract({
+        address: BASE_SEPOLIA_USDC.address,
+        abi: [],
+        functionName: 'transferWithAuthorization',
+        args: a,
+      })
+      .then(
+        () => 'mined',
+        (e: Error) => e.message,
+      );
   assert.is(await revert(args), 'FiatTokenV2: authorization is used or canceled');
-  assert.is(await revert([...args.slice(0, 5), `0x${'11'.repeat(32)}`, sig]), 'FiatTokenV2: invalid signature', 'another nonce under the same signature');
+  assert.is(
+    await revert([...args.slice(0, 5), `0x${'11'.repeat(32)}`, sig]),
+    'FiatTokenV2: invalid signature',
+    'another nonce under the same signature',
+  );
 });
 
 test('N parallel paid calls against a budget for fewer: exactly the budget is paid', async () => {
@@ -206,7 +255,11 @@ test('N parallel paid calls against a budget for fewer: exactly the budget is pa
   const s = await usdcSession({ budget: { amount: (PRICE * BigInt(fits) + 5000n).toString(), currency: 'USDC' } });
   const payer = ledger.balanceOf(gw.gw.evmAddress);
   const before = paidHeaders(merchant).length;
-  const results = await Promise.all(Array.from({ length: N }, (_, i) => proxy(gw, s.sessionToken, `${merchant.url}/data?q=${i}`, { purpose: 'api:search', method: 'GET' })));
+  const results = await Promise.all(
+    Array.from({ length: N }, (_, i) =>
+      proxy(gw, s.sessionToken, `${merchant.url}/data?q=${i}`, { purpose: 'api:search', method: 'GET' }),
+    ),
+  );
   const ok = results.filter((r) => r.status === 200).length;
   const refused = results.filter((r) => r.body?.error?.code === 'budget_exceeded').length;
   assert.is(ok, fits, JSON.stringify(results.map((r) => r.status)));
@@ -235,7 +288,9 @@ test('a payer without funds: the facilitator refuses, the agent gets payment_unc
 test('the agent cannot smuggle its own payment headers to the merchant', async () => {
   const s = await usdcSession();
   await proxy(gw, s.sessionToken, `${merchant.url}/data`, {
-    purpose: 'shopping:checkout', method: 'GET', headers: { 'payment-signature': 'forged', 'x-payment': 'forged' },
+    purpose: 'shopping:checkout',
+    method: 'GET',
+    headers: { 'payment-signature': 'forged', 'x-payment': 'forged' },
   });
   const last = merchant.seen.at(-1)!;
   assert.is(last.headers['payment-signature'], undefined);
