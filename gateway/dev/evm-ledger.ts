@@ -22,6 +22,9 @@ import {
   getAddress,
   verifyTypedData,
   serializeSignature,
+  encodeFunctionData,
+  decodeEventLog,
+  type Abi,
   type Hex,
   type Log,
 } from 'viem';
@@ -102,6 +105,25 @@ export interface EvmLedger {
   reverts: string[];
   /** Seconds on the ledger's clock (default: the wall clock). */
   setClock(seconds: () => number): void;
+  /**
+   * What a reconcile may ask of a chain, shaped as viem's PublicClient: views (Permit2's
+   * `nonceBitmap`, the token's `authorizationState`), a mined transaction (its calldata names the
+   * permit's owner, nonce and settled amount), its receipt, and a contract's past events.
+   */
+  reader: LedgerReader;
+}
+
+export interface LedgerReader {
+  readContract: FacilitatorEvmSigner['readContract'];
+  getTransaction(a: { hash: Hex }): Promise<{ hash: Hex; from: Hex; to: Hex; input: Hex; blockNumber: bigint }>;
+  getTransactionReceipt(a: { hash: Hex }): Promise<{ status: 'success'; transactionHash: Hex; logs: Log[] }>;
+  /** Logs of `address` whose first topic is `eventName`'s, decoded with `abi`, from `fromBlock` on. */
+  getContractEvents(a: {
+    address: Hex;
+    abi: Abi;
+    eventName: string;
+    fromBlock?: bigint;
+  }): Promise<(Log & { eventName: string; args: unknown })[]>;
 }
 
 class Revert extends Error {}
@@ -117,6 +139,7 @@ export function createEvmLedger(token: TokenConfig = BASE_SEPOLIA_USDC): EvmLedg
   const allowances = new Map<string, bigint>();
   const used = new Set<string>();
   const receipts = new Map<Hex, { status: 'success'; logs: Log[] }>();
+  const mined = new Map<Hex, { to: Hex; input: Hex; blockNumber: bigint }>();
   const transfers: EvmLedger['transfers'] = [];
   const permit2Transfers: EvmLedger['permit2Transfers'] = [];
   const logs: Log[] = [];
@@ -145,9 +168,13 @@ export function createEvmLedger(token: TokenConfig = BASE_SEPOLIA_USDC): EvmLedg
     },
   });
 
-  /** A mined transaction: its logs (address, topics, data) get block fields, the receipt is kept. */
-  function mine(seed: string, emitted: { address: Hex; topics: readonly unknown[]; data: Hex }[]): Hex {
-    const tx = keccak256(toHex(`tx:${++txCount}:${seed}`));
+  /** A mined transaction (one per block): its logs get block fields; calldata and receipt are kept. */
+  function mine(
+    call: { to: Hex; input: Hex },
+    emitted: { address: Hex; topics: readonly unknown[]; data: Hex }[],
+  ): Hex {
+    const tx = keccak256(toHex(`tx:${++txCount}:${call.input}`));
+    mined.set(tx, { ...call, blockNumber: BigInt(txCount) });
     const base = {
       blockHash: keccak256(toHex(`block:${txCount}`)),
       blockNumber: BigInt(txCount),
@@ -155,9 +182,9 @@ export function createEvmLedger(token: TokenConfig = BASE_SEPOLIA_USDC): EvmLedg
       transactionIndex: 0,
       removed: false,
     };
-    const mined = emitted.map((l, logIndex) => ({ ...base, ...l, logIndex })) as unknown as Log[];
-    logs.push(...mined);
-    receipts.set(tx, { status: 'success', logs: mined });
+    const out = emitted.map((l, logIndex) => ({ ...base, ...l, logIndex })) as unknown as Log[];
+    logs.push(...out);
+    receipts.set(tx, { status: 'success', logs: out });
     return tx;
   }
   const domain = {
@@ -199,7 +226,8 @@ export function createEvmLedger(token: TokenConfig = BASE_SEPOLIA_USDC): EvmLedg
     used.add(`${from.toLowerCase()}:${nonce.toLowerCase()}`);
     balances.set(from.toLowerCase(), bal(from) - value);
     balances.set(to.toLowerCase(), bal(to) + value);
-    const tx = mine(nonce, [
+    const input = encodeFunctionData({ abi: TOKEN_ABI, functionName: 'transferWithAuthorization', args } as any);
+    const tx = mine({ to: getAddress(token.address), input }, [
       {
         address: getAddress(token.address),
         topics: encodeEventTopics({
@@ -226,7 +254,8 @@ export function createEvmLedger(token: TokenConfig = BASE_SEPOLIA_USDC): EvmLedg
   /** A transaction from the facilitator to the `upto` proxy's `settle`. */
   async function settleUpto(args: readonly unknown[]): Promise<Hex> {
     const s = await permit2.write(facilitator, args);
-    const tx = mine(`${s.owner}:${s.nonce}`, [
+    const input = encodeFunctionData({ abi: UPTO_PROXY_ABI, functionName: 'settle', args } as any);
+    const tx = mine({ to: UPTO_PROXY_ADDRESS, input }, [
       transferLog(s.owner as Hex, s.to as Hex, s.amount),
       {
         address: UPTO_PROXY_ADDRESS,
@@ -320,5 +349,25 @@ export function createEvmLedger(token: TokenConfig = BASE_SEPOLIA_USDC): EvmLedg
     logs,
     reverts,
     setClock: (s) => (clock = s),
+    reader: {
+      readContract: signer.readContract,
+      async getTransaction({ hash }) {
+        const t = mined.get(hash);
+        if (!t) throw new Error(`no transaction ${hash}`);
+        return { hash, from: facilitator, ...t };
+      },
+      async getTransactionReceipt({ hash }) {
+        const r = receipts.get(hash);
+        if (!r) throw new Error(`no transaction ${hash}`);
+        return { ...r, transactionHash: hash };
+      },
+      async getContractEvents({ address, abi, eventName, fromBlock = 0n }) {
+        const [topic] = encodeEventTopics({ abi, eventName } as any);
+        return logs
+          .filter((l) => getAddress(l.address) === getAddress(address) && l.topics[0] === topic)
+          .filter((l) => (l.blockNumber ?? 0n) >= fromBlock)
+          .map((l) => ({ ...l, ...decodeEventLog({ abi, data: l.data, topics: l.topics }) }) as any);
+      },
+    },
   };
 }

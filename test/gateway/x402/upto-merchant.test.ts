@@ -11,7 +11,8 @@ import { x402Client, x402HTTPClient } from '@x402/core/client';
 import type { PaymentRequired, PaymentPayload } from '@x402/core/types';
 import { UptoEvmScheme } from '@x402/evm/upto/client';
 import { createEvmLedger, BASE_SEPOLIA_USDC, type EvmLedger } from '../../../gateway/dev/evm-ledger.js';
-import { PERMIT2_ADDRESS, UPTO_PROXY_ADDRESS, UPTO_PROXY_ABI } from '../../../gateway/dev/permit2.js';
+import { decodeFunctionData, getAddress } from 'viem';
+import { PERMIT2_ABI, PERMIT2_ADDRESS, UPTO_PROXY_ADDRESS, UPTO_PROXY_ABI } from '../../../gateway/dev/permit2.js';
 import { startFacilitator, type Listening } from '../../../gateway/dev/x402-merchants.js';
 import { startUptoMerchant, type UptoMerchant } from '../../../gateway/dev/x402-upto-merchant.js';
 
@@ -177,6 +178,70 @@ test('a raised maximum after signing (402), or no Permit2 allowance (412): refus
   const again = unapproved.http.getPaymentRequiredResponse((n) => refused.res.headers.get(n));
   assert.is(again.error, 'permit2_allowance_required');
   assert.is(ledger.balanceOf(unapproved.account.address), FUNDS);
+});
+
+/** Whether Permit2 has consumed `owner`'s unordered nonce: bit `nonce & 255` of word `nonce >> 8`. */
+async function nonceUsed(owner: string, nonce: bigint) {
+  const word = (await ledger.reader.readContract({
+    address: PERMIT2_ADDRESS,
+    abi: PERMIT2_ABI,
+    functionName: 'nonceBitmap',
+    args: [owner, nonce >> 8n],
+  })) as bigint;
+  return ((word >> (nonce & 0xffn)) & 1n) === 1n;
+}
+
+/**
+ * What reconcile does when the settle response was lost: Permit2's bitmap says whether the permit
+ * was cashed; if so, the proxy's Settled events lead to transactions whose calldata names the
+ * owner, the nonce and the settled amount (Permit2 logs no nonce).
+ */
+async function settledOnChain(owner: string, nonce: bigint): Promise<bigint | undefined> {
+  if (!(await nonceUsed(owner, nonce))) return undefined;
+  for (const e of await ledger.reader.getContractEvents({
+    address: UPTO_PROXY_ADDRESS,
+    abi: UPTO_PROXY_ABI,
+    eventName: 'Settled',
+  })) {
+    const t = await ledger.reader.getTransaction({ hash: e.transactionHash! });
+    const call = decodeFunctionData({ abi: UPTO_PROXY_ABI, data: t.input });
+    if (call.functionName !== 'settle') continue;
+    const [permit, amount, from] = call.args;
+    if (getAddress(from) === getAddress(owner) && permit.nonce === nonce) return amount;
+  }
+  throw new Error('nonce used, but no settle transaction found');
+}
+
+test('a lost settle response: the chain tells whether and how much was settled', async () => {
+  const { account, http } = payer();
+  const { settlement, payload } = await pay(http, '/metered?units=9');
+  const nonce = BigInt((payload.payload as any).permit2Authorization.nonce);
+  assert.is(await settledOnChain(account.address, nonce), 9_000n);
+  assert.is(await settledOnChain(account.address, nonce + 1n), undefined);
+  const receipt = await ledger.reader.getTransactionReceipt({ hash: settlement!.transaction as `0x${string}` });
+  assert.is(BigInt(receipt.logs[0].data), 9_000n);
+});
+
+test('settled 0, or the handler failed: the permit is still alive until its deadline', async () => {
+  const { account, http } = payer();
+  const zero = await pay(http, '/metered?units=0');
+  assert.is(zero.settlement!.amount, '0');
+  const a = (zero.payload.payload as any).permit2Authorization;
+  assert.is(await nonceUsed(account.address, BigInt(a.nonce)), false);
+  // The merchant's facilitator can still cash the same signature, up to the maximum.
+  const late = await fetch(`${facilitator.url}/settle`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      x402Version: 2,
+      paymentPayload: zero.payload,
+      paymentRequirements: { ...zero.payload.accepted, amount: '20000' },
+    }),
+  }).then((r) => r.json());
+  assert.is(late.success, true, JSON.stringify(late));
+  assert.is(late.amount, '20000');
+  assert.is(ledger.balanceOf(account.address), FUNDS - 20_000n);
+  assert.is(await settledOnChain(account.address, BigInt(a.nonce)), 20_000n);
 });
 
 test('the ledger itself: above the maximum, another facilitator, a raised permit, a nonce used: reverts', async () => {
