@@ -12,19 +12,8 @@
  */
 import { tool, type Tool } from 'ai';
 import { z } from 'zod';
-import { checkGatewayConfig, toolContext } from './config.js';
-import { isFailure, selectTools, type CtlToolName } from './tools/index.js';
-
-export interface CtlToolsOptions {
-  /** The gateway's base URL (`https://`; plain `http://` only for localhost). */
-  gatewayUrl: string;
-  /** The session's `gw_sess_…` token, from the budget owner (POST /sessions or the console). */
-  sessionToken: string;
-  /** Only these tools (default: all of them). */
-  tools?: readonly CtlToolName[];
-  /** The `fetch` the gateway client uses (default the host's). */
-  fetch?: typeof fetch;
-}
+import { checkGatewayConfig, toolContext, type CtlToolsOptions } from './config.js';
+import { isFailure, selectTools } from './tools/index.js';
 
 /** What `toModelOutput` answers (the type `ai` does not export by name). */
 type ToolResultOutput = Awaited<ReturnType<NonNullable<Tool['toModelOutput']>>>;
@@ -63,5 +52,5 @@ export function ctlAiTools(
   );
 }
 
-export { ConfigError } from './config.js';
+export { ConfigError, type CtlToolsOptions } from './config.js';
 export type { CtlToolName } from './tools/index.js';

@@ -5,12 +5,25 @@
  */
 import { createGatewayClient } from '../src/index.js';
 import type { ToolContext } from './tools/tool.js';
+import type { CtlToolName } from './tools/index.js';
 
 export interface GatewayConfig {
   /** The gateway's base URL, without a trailing slash. */
   gatewayUrl: string;
   /** `gw_sess_…`, the bearer credential of one session (spec §2.2). */
   sessionToken: string;
+}
+
+/** The options of `ctlAiTools` and `ctlLangChainTools`. */
+export interface CtlToolsOptions {
+  /** The gateway's base URL (`https://`; plain `http://` only for localhost). */
+  gatewayUrl: string;
+  /** The session's `gw_sess_…` token, from the budget owner (POST /sessions or the console). */
+  sessionToken: string;
+  /** Only these tools (default: all of them). */
+  tools?: readonly CtlToolName[];
+  /** The `fetch` the gateway client uses (default the host's). */
+  fetch?: typeof fetch;
 }
 
 /** A setting missing or malformed: the message names it and never repeats a secret's value. */

@@ -14,9 +14,8 @@
 import { ToolMessage } from '@langchain/core/messages';
 import { tool, type DynamicStructuredTool } from '@langchain/core/tools';
 import { z } from 'zod';
-import { checkGatewayConfig, toolContext } from './config.js';
+import { checkGatewayConfig, toolContext, type CtlToolsOptions } from './config.js';
 import { isFailure, selectTools, type ToolAnswer } from './tools/index.js';
-import type { CtlToolsOptions } from './ai.js';
 
 /** The text a model reads: the lead sentence, then the answer as JSON. */
 const contentOf = (a: ToolAnswer) => (a.lead ? `${a.lead}\n` : '') + JSON.stringify(a.value);
@@ -49,5 +48,5 @@ export function ctlLangChainTools(options: CtlToolsOptions): DynamicStructuredTo
   );
 }
 
-export { ConfigError } from './config.js';
-export type { CtlToolsOptions };
+export { ConfigError, type CtlToolsOptions } from './config.js';
+export type { CtlToolName } from './tools/index.js';
