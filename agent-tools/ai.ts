@@ -7,7 +7,7 @@
  * telling the model to ask the budget owner.
  *
  *   import { ctlAiTools } from 'ctl-agent-tools/ai';
- *   const tools = ctlAiTools({ gatewayUrl: 'https://gateway.example', sessionToken: process.env.CTL_SESSION_TOKEN });
+ *   const tools = ctlAiTools({ gatewayUrl: 'https://gateway.example', sessionToken });
  *   await generateText({ model, tools, stopWhen: stepCountIs(5), prompt: 'Find the tide tables for Brest' });
  */
 import { tool, type Tool } from 'ai';

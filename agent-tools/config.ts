@@ -44,7 +44,8 @@ const LOOPBACK = /^(localhost|127(?:\.\d{1,3}){3}|\[::1\])$/;
 /**
  * Checks a gateway URL and session token; throws ConfigError naming the first bad one by the
  * name its caller knows it by (an environment variable, an option).
- * @example checkGatewayConfig({ gatewayUrl: 'https://gw.example/', sessionToken: 'gw_sess_x' }).gatewayUrl // 'https://gw.example'
+ * @example checkGatewayConfig({ gatewayUrl: 'https://gw.example/', sessionToken: 'gw_sess_x' }).gatewayUrl
+ *   // 'https://gw.example'
  */
 export function checkGatewayConfig(
   raw: { gatewayUrl?: string; sessionToken?: string },
@@ -68,7 +69,8 @@ export function checkGatewayConfig(
   if (url.protocol === 'http:' && !LOOPBACK.test(url.hostname)) {
     throw new ConfigError(
       names.gatewayUrl,
-      `must be https:// (the session token is a bearer credential); plain http is allowed only for localhost, got host '${url.hostname}'`,
+      'must be https:// (the session token is a bearer credential); plain http is allowed only for localhost, ' +
+        `got host '${url.hostname}'`,
     );
   }
   if (url.username || url.password || url.search || url.hash)

@@ -8,7 +8,7 @@
  * allowed…); a pause is a `success` telling the model to ask the budget owner.
  *
  *   import { ctlLangChainTools } from 'ctl-agent-tools/langchain';
- *   const tools = ctlLangChainTools({ gatewayUrl: 'https://gateway.example', sessionToken: process.env.CTL_SESSION_TOKEN });
+ *   const tools = ctlLangChainTools({ gatewayUrl: 'https://gateway.example', sessionToken });
  *   const model = chatModel.bindTools(tools);
  */
 import { ToolMessage } from '@langchain/core/messages';

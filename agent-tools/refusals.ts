@@ -155,6 +155,6 @@ export function failedRead(e: unknown, gatewayUrl: string): ToolAnswer {
   const value = describeRefusal(r, gatewayUrl, undefined);
   return {
     value: { ...value },
-    lead: `Refused by the gateway (${r.code}${r.status ? `, HTTP ${r.status}` : ''}): ${r.message}. ${NEXT_STEP[r.code] ?? ''}`.trim(),
+    lead: `Refused by the gateway (${r.code}${r.status ? `, HTTP ${r.status}` : ''}): ${r.message}. ${value.nextStep}`,
   };
 }

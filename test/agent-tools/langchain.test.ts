@@ -125,6 +125,32 @@ test('an agent turn: the model pays through the gateway, sees the spend, and is 
   assert.is((await ownerReceipts(s.sessionId)).length, 1);
 });
 
+test('a paused session is a success telling the model to ask the budget owner, not an error', async () => {
+  const s = await createSession(env.gw, { budget: { amount: '200', currency: 'USD' }, softLimit: { amount: '100' } });
+  const tools = ctlLangChainTools({ gatewayUrl: env.gw.url, sessionToken: s.sessionToken, tools: ['paid_fetch'] });
+  const data = { url: `${env.merchant.url}/data`, purpose: 'api:search' };
+  const { received, bound } = await runAgent(
+    [
+      callsTool('p1', 'paid_fetch', data),
+      callsTool('p2', 'paid_fetch', data),
+      callsTool('p3', 'paid_fetch', data),
+      says('I asked the owner.'),
+    ],
+    tools,
+    'Fetch the data three times.',
+  );
+  assert.equal(
+    (bound[0] as { function: { name: string } }[]).map((t) => t.function.name),
+    ['paid_fetch'],
+  );
+  const paused = shown(received[3]!, 'p3');
+  assert.is(paused.status, 'success');
+  const out = paused.artifact as Record<string, any>;
+  assert.is(out.outcome, 'paused');
+  assert.ok(out.ownerAction.includes(`PATCH ${env.gw.url}/sessions/${s.sessionId}`), out.ownerAction);
+  assert.match(paused.content as string, /^PAUSED, nothing paid/);
+});
+
 test('invoked with plain arguments, a tool answers the content text', async () => {
   const s = await createSession(env.gw);
   const [status] = ctlLangChainTools({
