@@ -26,10 +26,26 @@ export async function startMppMerchant(o: {
   facilitatorUrl: string;
   payTo: `0x${string}`;
   secretKey?: string;
+  /** Gives up on the facilitator after this long (it may still settle): mppx's own `fetch` option. */
+  facilitatorTimeoutMs?: number;
 }): Promise<MppMerchant> {
   const secretKey = o.secretKey ?? 'dev-mpp-merchant-secret-0123456789abcdef';
   const mppx = Mppx.create({
-    methods: [evm.charge({ currency: assets.baseSepolia.USDC, recipient: o.payTo, x402: { facilitator: o.facilitatorUrl } })],
+    methods: [
+      evm.charge({
+        currency: assets.baseSepolia.USDC,
+        recipient: o.payTo,
+        x402: {
+          facilitator: o.facilitatorUrl,
+          ...(o.facilitatorTimeoutMs
+            ? {
+                fetch: ((input: RequestInfo | URL, init?: RequestInit) =>
+                  fetch(input, { ...init, signal: AbortSignal.timeout(o.facilitatorTimeoutMs!) })) as typeof fetch,
+              }
+            : {}),
+        },
+      }),
+    ],
     secretKey,
   });
   const tempoOnly = Mppx.create({

@@ -48,9 +48,12 @@ const AUTHORIZATION_STATE_ABI = [
   },
 ] as const;
 
-/** The receipt's `rail`: mpp, the method, network and asset. */
-export function mppReceiptRail(c: Pick<MppCharge, 'network' | 'asset'>, method = 'evm'): string {
-  return `${MPP_RAIL}:${method}:${c.network}:${c.asset}`;
+/**
+ * The receipt's `rail`: mpp, network and asset, as x402's (the method is always `evm`, and a
+ * receipt's rail is at most 64 characters).
+ */
+export function mppReceiptRail(c: Pick<MppCharge, 'network' | 'asset'>): string {
+  return `${MPP_RAIL}:${c.network}:${c.asset}`;
 }
 
 /**
@@ -74,7 +77,7 @@ export function createMppRail(
     async settle(paymentId) {
       const r = await mppById(db, paymentId);
       if (!r) return undefined;
-      const rail = mppReceiptRail(r, r.method);
+      const rail = mppReceiptRail(r);
       if (r.outcome === 'paid' && r.tx) return { txRef: `txid:${r.tx}`, rail };
       if (now() < r.validBefore + expiryMarginMs) return 'pending';
       const txRef = r.tx ? `txid:${r.tx}` : `txid:${r.network}/${r.asset}/${r.nonce}`;
@@ -156,7 +159,8 @@ export function createMppDialect(o: MppDialectOptions): PaymentDialect<MppOffer>
 
   return {
     name: MPP_RAIL,
-    detect: (res) => (res.status === 402 && hasPaymentScheme(res.headers) ? { res: res as ForwardResponse } : undefined),
+    detect: (res) =>
+      res.status === 402 && hasPaymentScheme(res.headers) ? { res: res as ForwardResponse } : undefined,
 
     async pay(offer, x) {
       const started = performance.now();
@@ -209,7 +213,10 @@ export function createMppDialect(o: MppDialectOptions): PaymentDialect<MppOffer>
       } catch (e) {
         // Reserved but not signed: nothing left the gateway, the payment is dead.
         await o.payments.abandon(auth.paymentId, MPP_RAIL);
-        throw new CtlError('payment_terms_refused', `MPP: the credential could not be signed: ${(e as Error)?.message}`);
+        throw new CtlError(
+          'payment_terms_refused',
+          `MPP: the credential could not be signed: ${(e as Error)?.message}`,
+        );
       }
       const signed = signedAuthorization(mppx.Credential, credential);
       const tooLong = signed !== undefined && Number(signed.validBefore) * 1000 > chosen.expiresAt! + 1000;
@@ -283,7 +290,7 @@ export function createMppDialect(o: MppDialectOptions): PaymentDialect<MppOffer>
         session,
         auth,
         `txid:${receipt.reference}`,
-        mppReceiptRail(chosen, chosen.challenge.method),
+        mppReceiptRail(chosen),
         started,
       );
       return { response: res, receiptId: String(signed.receiptId) };
@@ -324,10 +331,7 @@ function signedAuthorization(
 }
 
 /** A `Payment-Receipt` of a successful settlement naming a transaction, or undefined. */
-function paymentReceipt(
-  Receipt: typeof import('mppx').Receipt,
-  res: ForwardResponse,
-): Receipt.Receipt | undefined {
+function paymentReceipt(Receipt: typeof import('mppx').Receipt, res: ForwardResponse): Receipt.Receipt | undefined {
   const v = res.headers['payment-receipt'];
   if (typeof v !== 'string' || v.length > 16 * 1024) return undefined;
   try {

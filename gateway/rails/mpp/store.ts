@@ -36,19 +36,7 @@ export async function insertMpp(q: SqlExecutor, r: Omit<MppRecord, 'tx' | 'outco
   await q.run(
     `INSERT INTO gw_mpp_payments (payment_id, challenge_id, realm, method, network, asset, pay_to, payer, nonce,
        valid_before, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    [
-      r.paymentId,
-      r.challengeId,
-      r.realm,
-      r.method,
-      r.network,
-      r.asset,
-      r.payTo,
-      r.payer,
-      r.nonce,
-      r.validBefore,
-      now,
-    ],
+    [r.paymentId, r.challengeId, r.realm, r.method, r.network, r.asset, r.payTo, r.payer, r.nonce, r.validBefore, now],
   );
 }
 

@@ -133,7 +133,9 @@ export function chooseCharge(
       `the merchant asks for ${offered}; none of them pays a ${o.currency} budget (CTL_X402_ASSETS)`,
     );
   }
-  const known = mapped.filter((c) => KNOWN_ASSETS.some((a) => a.network === c.network && a.address.toLowerCase() === c.asset));
+  const known = mapped.filter((c) =>
+    KNOWN_ASSETS.some((a) => a.network === c.network && a.address.toLowerCase() === c.asset),
+  );
   if (known.length === 0)
     throw refuse(`the EIP-712 domain of ${mapped[0]!.asset} on ${mapped[0]!.network} is not known to mppx`);
   // No `expires` would let the client pick its own validity: refused, like one too long or past.

@@ -52,7 +52,10 @@ const receiptsOf = async (id: string) =>
 test('the stock merchant asks in both dialects; the gateway answers in MPP', async () => {
   const res = await fetch(`${merchant.url}/data`);
   assert.is(res.status, 402);
-  assert.match(res.headers.get('www-authenticate')!, /^Payment id="[^"]+", realm="[^"]+", method="evm", intent="charge"/);
+  assert.match(
+    res.headers.get('www-authenticate')!,
+    /^Payment id="[^"]+", realm="[^"]+", method="evm", intent="charge"/,
+  );
   assert.ok(res.headers.get('payment-required'), 'mppx also offers x402 terms');
 });
 
@@ -83,7 +86,7 @@ test('a stock mppx merchant is paid end to end through /proxy, with a receipt', 
   assert.is(receipts.length, 1);
   const r = receipts[0];
   assert.is(r.txRef, `txid:${transfer.tx}`);
-  assert.is(r.rail, `mpp:evm:eip155:84532:${USDC}`);
+  assert.is(r.rail, `mpp:eip155:84532:${USDC}`);
   assert.equal(r.amount, { amountMinor: PRICE.toString(), currency: 'USDC' });
   assert.is(r.sba.authorization.rail, 'mpp');
   assert.ok(r.sba.grant.allowedRails.includes('mpp'), 'the grant allows the rail its SBAs name');
@@ -103,13 +106,26 @@ test('golden: the decoded credential the merchant received', async () => {
   assert.equal([c.challenge.method, c.challenge.intent], ['evm', 'charge']);
   assert.is(c.challenge.request.amount, PRICE.toString());
   const p = c.payload as Record<string, string>;
-  assert.equal(Object.keys(p).sort(), ['from', 'nonce', 'signature', 'to', 'type', 'validAfter', 'validBefore', 'value']);
+  assert.equal(Object.keys(p).sort(), [
+    'from',
+    'nonce',
+    'signature',
+    'to',
+    'type',
+    'validAfter',
+    'validBefore',
+    'value',
+  ]);
   assert.is(p.type, 'authorization');
   assert.is(p.from.toLowerCase(), gw.gw.evmAddress.toLowerCase());
   assert.is(p.to.toLowerCase(), PAYEE);
   assert.is(p.value, PRICE.toString());
   assert.is(p.nonce, challengeHash(c.challenge), 'the EIP-3009 nonce binds the challenge');
-  assert.is(Number(p.validBefore), Math.floor(Date.parse(c.challenge.expires!) / 1000), 'valid until the challenge expires');
+  assert.is(
+    Number(p.validBefore),
+    Math.floor(Date.parse(c.challenge.expires!) / 1000),
+    'valid until the challenge expires',
+  );
   assert.is(c.source, `did:pkh:eip155:84532:${gw.gw.evmAddress}`);
 });
 
