@@ -147,7 +147,8 @@ export function chooseCharge(
     throw refuse(
       c.expiresAt === undefined || c.expiresAt <= o.now
         ? 'the challenge has no expires, or it has passed'
-        : `expires is ${Math.ceil((c.expiresAt - o.now) / 1000)} s ahead, above the gateway's ${o.maxTimeoutSeconds} s: a signed authorization would stay cashable, and hold the session's budget, too long`,
+        : `expires is ${Math.ceil((c.expiresAt - o.now) / 1000)} s ahead, above the gateway's ` +
+            `${o.maxTimeoutSeconds} s: a signed authorization would stay cashable, and hold the budget, too long`,
     );
   }
   const sized = timely.filter((c) => c.amount <= MAX_AMOUNT);

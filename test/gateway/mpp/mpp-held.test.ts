@@ -11,6 +11,7 @@ import { sqliteDb, startTestGateway, createSession, proxy, call, type TestGatewa
 import { createEvmLedger, BASE_SEPOLIA_USDC, type EvmLedger } from '../../../gateway/dev/evm-ledger.js';
 import { startFacilitator, type Listening } from '../../../gateway/dev/x402-merchants.js';
 import { startMppMerchant, type MppMerchant } from '../../../gateway/dev/mpp-merchants.js';
+import { insertMpp, recordMppOutcome } from '../../../gateway/rails/mpp/store.js';
 
 const PAYEE = '0x6666666666666666666666666666666666666666';
 const PRICE = 10000n;
@@ -65,7 +66,7 @@ const view = async (id: string) => (await call(gw.url, 'GET', `/sessions/${id}`,
 const receiptsOf = async (id: string) =>
   (await call(gw.url, 'GET', `/sessions/${id}/receipts`, { key: gw.ownerKey })).body.receipts;
 
-test('the merchant refuses the credential (402 again): held, not believed; released once the chain shows it unused', async () => {
+test('402 again to the credential: held, not believed; released once the chain shows it unused', async () => {
   const s = await usdcSession();
   const res = await proxy(gw, s.sessionToken, `${merchant.url}/data`, { purpose: 'api:search', method: 'GET' });
   assert.is(res.status, 502, res.text);
@@ -85,7 +86,7 @@ test('the merchant refuses the credential (402 again): held, not believed; relea
   assert.is((await receiptsOf(s.sessionId)).length, 0);
 });
 
-test('unknown outcome (no answer in time) while the merchant cashes it: held, then reconciled with a receipt', async () => {
+test('no answer in time while the merchant cashes it: held, then reconciled with a receipt', async () => {
   ledger.mint(gw.gw.evmAddress, 1_000_000n);
   const s = await usdcSession();
   const transfers = ledger.transfers.length;
@@ -109,6 +110,40 @@ test('unknown outcome (no answer in time) while the merchant cashes it: held, th
   assert.is(receipts[0].txRef, `txid:eip155:84532/${USDC}/${cashed.nonce}`);
   assert.is(receipts[0].rail, `mpp:eip155:84532:${USDC}`);
   assert.ok(gw.events.some((e) => e.type === 'payment.completed' && e.data.receiptId === receipts[0].receiptId));
+});
+
+test("a crash between the merchant's Payment-Receipt and the commit is completed by reconcile", async () => {
+  const s = await usdcSession();
+  const at = Date.now();
+  const tx = `0x${'cd'.repeat(32)}`;
+  // What the crash leaves: the payment `paying`, its credential recorded with the receipt's transaction.
+  await gw.db.run(
+    `INSERT INTO gw_payments (id, session_id, state, amount, currency, merchant, address, purpose, rail, sba,
+       created_at, updated_at) VALUES ('pay_mpp_crash', ?, 'paying', ?, 'USDC', 'm.example', ?, 'api:search', 'mpp',
+       NULL, ?, ?)`,
+    [s.sessionId, PRICE, PAYEE, at, at],
+  );
+  await gw.db.run(`UPDATE gw_sessions SET reserved = reserved + ? WHERE id = ?`, [PRICE, s.sessionId]);
+  const record = {
+    paymentId: 'pay_mpp_crash',
+    challengeId: 'c',
+    realm: 'm.example',
+    method: 'evm',
+    network: 'eip155:84532',
+    asset: USDC,
+    payTo: PAYEE,
+    payer: gw.gw.evmAddress.toLowerCase(),
+    nonce: `0x${'01'.repeat(32)}`,
+    validBefore: at + 300_000,
+  };
+  await insertMpp(gw.db, record, at);
+  await recordMppOutcome(gw.db, 'pay_mpp_crash', 'paid', tx);
+  const r = await gw.gw.reconcile(0);
+  assert.ok(r.committed >= 1, JSON.stringify(r));
+  const v = await view(s.sessionId);
+  assert.equal([v.spentMinor, v.reservedMinor], [PRICE.toString(), '0']);
+  const receipts = await receiptsOf(s.sessionId);
+  assert.equal([receipts[0].txRef, receipts[0].rail], [`txid:${tx}`, `mpp:eip155:84532:${USDC}`]);
 });
 
 test('after those, a plain payment still goes through', async () => {

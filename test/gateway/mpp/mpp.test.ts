@@ -203,4 +203,46 @@ test('paid, then the handler fails: committed with its receipt (the money moved)
   assert.is(res.headers.get('x-ctl-receipt-id'), receipts[0].receiptId);
 });
 
+test('parallel payments on a budget for two: two are paid, the rest refused before signing', async () => {
+  const s = await usdcSession({ budget: { amount: (PRICE * 2n).toString(), currency: 'USDC' } });
+  const credentials = credentialed().length;
+  const transfers = ledger.transfers.length;
+  const all = await Promise.all(
+    Array.from({ length: 5 }, () =>
+      proxy(gw, s.sessionToken, `${merchant.url}/data`, { purpose: 'api:search', method: 'GET' }),
+    ),
+  );
+  const codes = all.map((r) => (r.status === 200 ? 'paid' : r.body.error.code)).sort();
+  assert.equal(codes, ['budget_exceeded', 'budget_exceeded', 'budget_exceeded', 'paid', 'paid']);
+  assert.is(credentialed().length - credentials, 2, 'two credentials sent');
+  assert.is(ledger.transfers.length - transfers, 2);
+  const v = await view(s.sessionId);
+  assert.equal([v.spentMinor, v.reservedMinor], [(PRICE * 2n).toString(), '0']);
+});
+
+test("an Idempotency-Key pays once under the key's payment id; the retry is the replay", async () => {
+  const s = await usdcSession();
+  const send = () =>
+    proxy(gw, s.sessionToken, `${merchant.url}/data?q=7`, {
+      purpose: 'api:search',
+      method: 'GET',
+      headers: { 'idempotency-key': 'mpp-key' },
+    });
+  const transfers = ledger.transfers.length;
+  const first = await send();
+  assert.is(first.status, 200, first.text);
+  const again = await send();
+  assert.is(again.status, 200);
+  assert.is(again.headers.get('idempotent-replayed'), 'true');
+  assert.is(again.headers.get('payment-receipt'), first.headers.get('payment-receipt'));
+  assert.is(ledger.transfers.length - transfers, 1, 'one transfer');
+  const key = await gw.db.get<{ payment_id: string }>(
+    `SELECT payment_id FROM gw_idempotency WHERE idem_key = 'mpp-key'`,
+  );
+  const pay = await gw.db.get<{ rail: string; state: string }>(`SELECT rail, state FROM gw_payments WHERE id = ?`, [
+    key!.payment_id,
+  ]);
+  assert.equal([pay!.rail, pay!.state], ['mpp', 'paid']);
+});
+
 test.run();
