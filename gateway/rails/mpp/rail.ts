@@ -30,6 +30,7 @@ import { sbaHeaders } from '../ctl-dialect.js';
 import { RailError, type PaymentDialect, type Rail } from '../rail.js';
 import type { X402AssetMap } from '../x402/assets.js';
 import { DEFAULT_EXPIRY_MARGIN_MS, type X402ChainReader } from '../x402/rail.js';
+import * as terms from './terms.js';
 import type { MppCharge } from './terms.js';
 import { insertMpp, mppById, recordMppOutcome } from './store.js';
 
@@ -142,7 +143,7 @@ export function createMppDialect(o: MppDialectOptions): PaymentDialect<MppOffer>
   const account = privateKeyToAccount(o.privateKey);
   let loaded: ReturnType<typeof load> | undefined;
   async function load() {
-    const [terms, mppx, client] = await Promise.all([import('./terms.js'), import('mppx'), import('mppx/client')]);
+    const [, mppx, client] = await Promise.all([terms.loadMpp(), import('mppx'), import('mppx/client')]);
     const known = terms.signableAssets(o.assets);
     const chainIds = [...new Set(known.map((a) => Number(a.network.slice('eip155:'.length))))];
     // The stock client, limited to the mapped tokens whose EIP-712 domain it knows. It never
@@ -154,7 +155,7 @@ export function createMppDialect(o: MppDialectOptions): PaymentDialect<MppOffer>
         throw new Error('the MPP client does not send requests');
       },
     });
-    return { terms, mppx, client: mppClient };
+    return { mppx, client: mppClient };
   }
 
   return {
@@ -168,9 +169,9 @@ export function createMppDialect(o: MppDialectOptions): PaymentDialect<MppOffer>
         loaded = load();
         loaded.catch(() => (loaded = undefined));
       }
-      const { terms: t, mppx, client } = await loaded;
-      const terms = t.detectMpp(offer.res);
-      if (!terms) {
+      const { mppx, client } = await loaded;
+      const read = terms.detectMpp(offer.res);
+      if (!read) {
         // Not MPP after all, or only unpayable MPP beside x402 terms: the next dialect that knows it.
         for (const d of o.fallback ?? []) {
           const other = d.detect(offer.res);
@@ -178,7 +179,7 @@ export function createMppDialect(o: MppDialectOptions): PaymentDialect<MppOffer>
         }
         return { response: offer.res }; // an unknown 402 passes through, as routes/proxy.ts does
       }
-      const chosen = t.chooseCharge(terms, {
+      const chosen = terms.chooseCharge(read, {
         currency: x.session.currency,
         assets: o.assets,
         maxTimeoutSeconds: o.maxTimeoutSeconds,

@@ -8,8 +8,7 @@
  * not paid: the gateway signs nothing it does not fully understand (PROTOCOL.md §9).
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { Challenge } from 'mppx';
-import { assets as mppAssets, ChargeRequestSchema } from 'mppx/evm';
+import type { Challenge } from 'mppx';
 import { CtlError } from '../../../src/index.js';
 import { MAX_AMOUNT } from '../../services/session-config.js';
 import { CAIP2_EVM, assetAllowed, type X402AssetMap } from '../x402/assets.js';
@@ -54,7 +53,7 @@ export function detectMpp(res: { status: number; headers: IncomingHttpHeaders; b
   if (header.length > MAX_HEADER) throw refuse('WWW-Authenticate is too long');
   let challenges: Challenge.Challenge[];
   try {
-    challenges = Challenge.deserializeList(header);
+    challenges = mods().Challenge.deserializeList(header);
   } catch (e) {
     // A `Payment` token inside another scheme's quoted value is no MPP challenge.
     if (/No Payment schemes found/.test((e as Error)?.message ?? '')) return undefined;
@@ -75,7 +74,7 @@ export function detectMpp(res: { status: number; headers: IncomingHttpHeaders; b
 function normalise(c: Challenge.Challenge): MppCharge | string {
   if (c.method !== 'evm') return 'a payment method the gateway does not pay';
   if (c.intent !== 'charge') return 'an intent the gateway does not pay';
-  const parsed = ChargeRequestSchema.safeParse(c.request);
+  const parsed = mods().evm.ChargeRequestSchema.safeParse(c.request);
   if (!parsed.success) return 'request is not an evm charge request';
   const r = parsed.data;
   const network = `eip155:${r.methodDetails.chainId}`;
@@ -99,17 +98,38 @@ function normalise(c: Challenge.Challenge): MppCharge | string {
   };
 }
 
-/** mppx's registry of EIP-3009 tokens (address, network, EIP-712 name and version). */
-type KnownAsset = (typeof mppAssets.baseSepolia)['USDC'];
-export const KNOWN_ASSETS: readonly KnownAsset[] = Object.values(mppAssets).flatMap((group) =>
-  typeof group === 'object' && group !== null
-    ? Object.values(group as Record<string, unknown>).filter((a): a is KnownAsset => mppAssets.isAsset(a))
-    : [],
-);
+type KnownAsset = (typeof import('mppx/evm').assets.baseSepolia)['USDC'];
+interface MppModules {
+  Challenge: typeof import('mppx').Challenge;
+  evm: typeof import('mppx/evm');
+  /** mppx's registry of EIP-3009 tokens (address, network, EIP-712 name and version). */
+  known: readonly KnownAsset[];
+}
+let loaded: MppModules | undefined;
+
+/**
+ * Loads mppx (a second of CPU at import, so on the first MPP 402 only: a gateway that never meets
+ * one never pays for it). The readers below need it loaded.
+ */
+export async function loadMpp(): Promise<void> {
+  if (loaded) return;
+  const [root, evm] = await Promise.all([import('mppx'), import('mppx/evm')]);
+  const known = Object.values(evm.assets).flatMap((group) =>
+    typeof group === 'object' && group !== null
+      ? Object.values(group as Record<string, unknown>).filter((a): a is KnownAsset => evm.assets.isAsset(a))
+      : [],
+  );
+  loaded = { Challenge: root.Challenge, evm, known };
+}
+
+function mods(): MppModules {
+  if (!loaded) throw new Error('mpp: loadMpp() has not run');
+  return loaded;
+}
 
 /** The known assets the asset map allows for some currency: the only ones the gateway's mppx client may sign for. */
 export function signableAssets(map: X402AssetMap): KnownAsset[] {
-  return KNOWN_ASSETS.filter((a) =>
+  return mods().known.filter((a) =>
     [...map.values()].flat().some((e) => e.network === a.network && e.asset === a.address.toLowerCase()),
   );
 }
@@ -134,7 +154,7 @@ export function chooseCharge(
     );
   }
   const known = mapped.filter((c) =>
-    KNOWN_ASSETS.some((a) => a.network === c.network && a.address.toLowerCase() === c.asset),
+    mods().known.some((a) => a.network === c.network && a.address.toLowerCase() === c.asset),
   );
   if (known.length === 0)
     throw refuse(`the EIP-712 domain of ${mapped[0]!.asset} on ${mapped[0]!.network} is not known to mppx`);

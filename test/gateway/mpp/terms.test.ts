@@ -6,7 +6,9 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Challenge } from 'mppx';
 import { CtlError } from '../../../src/index.js';
-import { detectMpp, chooseCharge } from '../../../gateway/rails/mpp/terms.js';
+import { detectMpp, chooseCharge, loadMpp } from '../../../gateway/rails/mpp/terms.js';
+
+test.before(() => loadMpp());
 
 const USDC = '0x036CbD53842c5426634e7929541eC2318f3dCF7e';
 const PAYEE = '0x5555555555555555555555555555555555555555';
