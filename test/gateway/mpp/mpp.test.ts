@@ -45,6 +45,8 @@ const usdcSession = (config: Record<string, unknown> = {}) =>
 /** Requests that reached the merchant carrying a credential (MPP or x402). */
 const credentialed = () =>
   merchant.seen.filter((s) => s.headers.authorization !== undefined || s.headers['payment-signature'] !== undefined);
+/** Credentials the gateway signed: each is recorded before it is sent (rails/mpp/store.ts). */
+const signed = async () => Number((await gw.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM gw_mpp_payments`))!.n);
 const view = async (id: string) => (await call(gw.url, 'GET', `/sessions/${id}`, { key: gw.ownerKey })).body;
 const receiptsOf = async (id: string) =>
   (await call(gw.url, 'GET', `/sessions/${id}/receipts`, { key: gw.ownerKey })).body.receipts;
@@ -134,6 +136,7 @@ test('past the budget: refused before anything is signed (the merchant and the l
   const ok = await proxy(gw, s.sessionToken, `${merchant.url}/data`, { purpose: 'api:search', method: 'GET' });
   assert.is(ok.status, 200, ok.text);
   const credentials = credentialed().length;
+  const signatures = await signed();
   const transfers = ledger.transfers.length;
   const settles = facilitator.settles;
   const seen = merchant.seen.length;
@@ -143,6 +146,7 @@ test('past the budget: refused before anything is signed (the merchant and the l
   assert.is(res.headers.get('x-ctl-gateway-error'), 'budget_exceeded');
   assert.is(merchant.seen.length, seen + 1, 'only the unpaid request reached the merchant');
   assert.is(credentialed().length, credentials, 'no credential was sent');
+  assert.is(await signed(), signatures, 'none was signed');
   assert.is(ledger.transfers.length, transfers);
   assert.is(facilitator.settles, settles);
   const v = await view(s.sessionId);
@@ -153,6 +157,7 @@ test('past the budget: refused before anything is signed (the merchant and the l
 test('purpose and revocation are checked before anything is signed', async () => {
   const s = await usdcSession();
   const credentials = credentialed().length;
+  const signatures = await signed();
   const wrong = await proxy(gw, s.sessionToken, `${merchant.url}/data`, { purpose: 'api:other', method: 'GET' });
   assert.is(wrong.body.error.code, 'purpose_not_allowed');
   const none = await proxy(gw, s.sessionToken, `${merchant.url}/data`, { method: 'GET' });
@@ -162,6 +167,7 @@ test('purpose and revocation are checked before anything is signed', async () =>
   const after = await proxy(gw, s.sessionToken, `${merchant.url}/data`, { purpose: 'api:search', method: 'GET' });
   assert.is(after.body.error.code, 'session_revoked');
   assert.is(credentialed().length, credentials, 'no credential was sent');
+  assert.is(await signed(), signatures, 'none was signed');
   const v = await view(s.sessionId);
   assert.equal([v.spentMinor, v.reservedMinor], ['0', '0']);
 });
@@ -169,6 +175,7 @@ test('purpose and revocation are checked before anything is signed', async () =>
 test('terms the gateway will not sign are refused with nothing reserved', async () => {
   const s = await usdcSession();
   const credentials = credentialed().length;
+  const signatures = await signed();
   // An hour of validity: a sent credential would hold the budget past CTL_X402_MAX_HOLD_SECONDS.
   const long = await proxy(gw, s.sessionToken, `${merchant.url}/long`, { purpose: 'api:search', method: 'GET' });
   assert.is(long.status, 502, long.text);
@@ -185,6 +192,7 @@ test('terms the gateway will not sign are refused with nothing reserved', async 
   assert.is(other.status, 402, other.text);
   assert.is(other.body.error.code, 'asset_not_allowed');
   assert.is(credentialed().length, credentials, 'no credential was sent');
+  assert.is(await signed(), signatures, 'none was signed');
   for (const id of [s.sessionId, eur.sessionId]) {
     const v = await view(id);
     assert.equal([v.spentMinor, v.reservedMinor], ['0', '0']);
@@ -206,6 +214,7 @@ test('paid, then the handler fails: committed with its receipt (the money moved)
 test('parallel payments on a budget for two: two are paid, the rest refused before signing', async () => {
   const s = await usdcSession({ budget: { amount: (PRICE * 2n).toString(), currency: 'USDC' } });
   const credentials = credentialed().length;
+  const signatures = await signed();
   const transfers = ledger.transfers.length;
   const all = await Promise.all(
     Array.from({ length: 5 }, () =>
@@ -215,6 +224,7 @@ test('parallel payments on a budget for two: two are paid, the rest refused befo
   const codes = all.map((r) => (r.status === 200 ? 'paid' : r.body.error.code)).sort();
   assert.equal(codes, ['budget_exceeded', 'budget_exceeded', 'budget_exceeded', 'paid', 'paid']);
   assert.is(credentialed().length - credentials, 2, 'two credentials sent');
+  assert.is((await signed()) - signatures, 2, 'two signed');
   assert.is(ledger.transfers.length - transfers, 2);
   const v = await view(s.sessionId);
   assert.equal([v.spentMinor, v.reservedMinor], [(PRICE * 2n).toString(), '0']);
