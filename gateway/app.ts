@@ -35,10 +35,13 @@ import {
   createX402Dialect,
   X402_RAIL,
   DEFAULT_EXPIRY_MARGIN_MS,
+  holdCap,
   type X402ChainReader,
 } from './rails/x402/rail.js';
 import { X402_MIGRATIONS } from './rails/x402/store.js';
 import { DEFAULT_MAX_TIMEOUT_SECONDS, type X402AssetMap } from './rails/x402/assets.js';
+import { createMppDialect, createMppRail, MPP_RAIL } from './rails/mpp/rail.js';
+import { MPP_MIGRATIONS } from './rails/mpp/store.js';
 import { generatePrivateKey } from 'viem/accounts';
 import { createKeyRing, sharedSecret, type ExternalKey } from './services/keys.js';
 import { createSessionKeys } from './services/session-keys.js';
@@ -170,6 +173,7 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
     auditLogMigration('gw_audit_log'),
     auditStagingMigration('gw_audit_log'),
     webhookOutboxMigration('gw_webhook_dispatches'),
+    ...MPP_MIGRATIONS,
   ]);
   // Each payment writes a few pages (its receipt carries the SBA and grant): checkpoint the WAL
   // less often, so its fsync is paid once per ~40 MB rather than every ~200 payments.
@@ -307,6 +311,8 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
   }
 
   const x402Rail = createX402Rail(db, now, deps.x402?.chain, deps.x402?.expiryMarginMs);
+  // MPP's `evm` charge is an EIP-3009 authorization too: same chains, same margin (rails/mpp/).
+  const mppRail = createMppRail(db, now, deps.x402?.chain, deps.x402?.expiryMarginMs);
   const limits = gatewayRateLimits(
     db,
     deps.rateLimits ?? DEFAULT_GATEWAY_RATE_LIMITS,
@@ -320,7 +326,7 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
       events,
       issuer,
       railName: rail.name,
-      extraRails: [X402_RAIL],
+      extraRails: [X402_RAIL, MPP_RAIL],
       continuationSecret,
       targets,
       humans,
@@ -340,7 +346,7 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
   const payments = createPaymentService({
     db,
     rail,
-    otherRails: [x402Rail],
+    otherRails: [x402Rail, mppRail],
     keys,
     sessionKeys,
     events,
@@ -373,7 +379,26 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
       (deps.reconcileStaleMs ?? 120_000) +
       (deps.reconcileIntervalMs ?? 30_000),
   });
-  const dialects = [x402, createCtlDialect(payments)];
+  const ctl = createCtlDialect(payments);
+  // MPP first: the stock mppx server offers x402 terms beside its own, and MPP is what it prefers.
+  const mpp = createMppDialect({
+    db,
+    payments,
+    privateKey: evmKey,
+    assets: deps.x402?.assets ?? new Map(),
+    // x402's cap on how long one signed authorization may hold a budget (rails/x402/rail.ts holdCap).
+    maxTimeoutSeconds: holdCap({
+      maxTimeoutSeconds: deps.x402?.maxTimeoutSeconds ?? DEFAULT_MAX_TIMEOUT_SECONDS,
+      maxHoldSeconds: deps.x402?.maxHoldSeconds,
+      settleDelayMs:
+        (deps.x402?.expiryMarginMs ?? DEFAULT_EXPIRY_MARGIN_MS) +
+        (deps.reconcileStaleMs ?? 120_000) +
+        (deps.reconcileIntervalMs ?? 30_000),
+    }),
+    now,
+    fallback: [x402, ctl],
+  });
+  const dialects = [mpp, x402, ctl];
   const auth = limits.auth;
 
   const app = new Koa();
