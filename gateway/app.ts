@@ -65,6 +65,9 @@ import { consoleRoutes, observeSessionWrites } from './routes/console.js';
 import { createConsoleStreams } from './services/console-stream.js';
 import { createIdempotencyService, type IdempotencyOptions } from './services/idempotency.js';
 import { eventAdminRoutes } from './routes/events-admin.js';
+import { createEgressCa } from './egress/ca.js';
+import { caRoutes } from './egress/ca-routes.js';
+import type { EgressHooks } from './egress/proxy-server.js';
 import {
   gatewayRateLimits,
   DEFAULT_GATEWAY_RATE_LIMITS,
@@ -85,6 +88,11 @@ export interface GatewayDeps {
   targets?: TargetPolicy;
   /** DNS for the forwarder (tests). */
   resolve?: LookupFn;
+  /**
+   * CA certificates (PEM) the forwarder trusts for merchants' TLS instead of Node's bundled roots
+   * (a private merchant CA, tests); default Node's roots plus NODE_EXTRA_CA_CERTS.
+   */
+  upstreamCa?: string[];
   /**
    * Base URLs of the policy authorities whose people's grants may back sessions
    * (CTL_GATEWAY_HUMAN_AUTHORITIES; services/human-sessions.ts). Reached through the address
@@ -153,6 +161,8 @@ export interface GatewayApp {
   pinListenUrl(url: string): void;
   /** Resolves when queued webhook deliveries are done. */
   idle(): Promise<void>;
+  /** What the egress proxy needs besides `app` (egress/proxy-server.ts; server.ts starts it when configured). */
+  egress: EgressHooks;
   close(): Promise<void>;
 }
 
@@ -207,6 +217,7 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
     timeoutMs: deps.forwardTimeoutMs,
     maxResponseBytes: deps.maxResponseBytes,
     resolve: deps.resolve,
+    ca: deps.upstreamCa,
   });
   // Webhook URLs are the owner's, but they are still outbound requests from inside: same guard.
   const hookForwarder = createForwarder({
@@ -318,23 +329,24 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
     deps.rateLimits ?? DEFAULT_GATEWAY_RATE_LIMITS,
     createOwnerAuth(db, deps.adminKey),
   );
-  const sessions = limits.sessions(
-    createSessionService({
-      db,
-      keys,
-      sessionKeys,
-      events,
-      issuer,
-      railName: rail.name,
-      extraRails: [X402_RAIL, MPP_RAIL],
-      continuationSecret,
-      targets,
-      humans,
-      now,
-      onCreated: (at) => scheduleExpiry(at),
-      maxSessionSeconds: deps.maxSessionSeconds ?? DEFAULT_MAX_SESSION_SECONDS,
-    }),
-  );
+  const sessionService = createSessionService({
+    db,
+    keys,
+    sessionKeys,
+    events,
+    issuer,
+    railName: rail.name,
+    extraRails: [X402_RAIL, MPP_RAIL],
+    continuationSecret,
+    targets,
+    humans,
+    now,
+    onCreated: (at) => scheduleExpiry(at),
+    maxSessionSeconds: deps.maxSessionSeconds ?? DEFAULT_MAX_SESSION_SECONDS,
+  });
+  const sessions = limits.sessions(sessionService);
+  // Made on first use (GET /ca.pem, the first CONNECT), kept sealed like the other secrets.
+  const egressCa = createEgressCa({ db, sealer, issuer, now });
   const idempotency = createIdempotencyService({
     db,
     now,
@@ -446,6 +458,7 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
     keyRoutes({ db, keys, issuer, now }),
     consoleRoutes({ db, auth, sessions, streams: consoleStreams, dir: deps.console?.dir }),
     eventAdminRoutes({ auth, events }),
+    caRoutes({ auth, ca: egressCa }),
   ];
   app.use(requestGuard(routers));
   for (const r of routers) {
@@ -474,6 +487,13 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
       if (!deps.publicUrl) pinnedBase = url.replace(/\/+$/, '');
     },
     idle: () => events.idle(),
+    egress: {
+      sessionByToken: (token) => sessionService.byToken(token),
+      ca: egressCa,
+      targets,
+      resolve: deps.resolve,
+      now,
+    },
     async close() {
       closed = true;
       if (expiryTimer) clearTimeout(expiryTimer);

@@ -73,7 +73,8 @@ export function proxyRoutes(o: {
       }
       const method = (ctx.get('x-target-method') || ctx.method).toUpperCase();
       if (!METHOD.test(method)) throw badRequest('X-Target-Method: not a supported method');
-      const purpose = ctx.get('x-ctl-purpose') || undefined;
+      // The session's default stands in for an agent that cannot send the header (the egress proxy).
+      const purpose = ctx.get('x-ctl-purpose') || (session.config as { defaultPurpose?: string }).defaultPurpose;
       const body = await readBody(ctx.req, o.maxBodyBytes);
       const headers = cleanRequestHeaders(ctx.req.headers);
       // The key is the gateway's: a merchant that honours keys would replay its 402 to the paid retry.
@@ -92,13 +93,23 @@ export function proxyRoutes(o: {
             const terms = dialect.detect(res);
             if (terms === undefined) continue;
             const asked = res.url;
-            const paid = await dialect.pay(terms, {
-              session,
-              host: bareHost(asked),
-              purpose,
-              retry: (extra) =>
-                o.forwarder.send({ url: asked, method, headers: { ...headers, ...extra }, body: payload }),
-            });
+            const paid = await dialect
+              .pay(terms, {
+                session,
+                host: bareHost(asked),
+                purpose,
+                retry: (extra) =>
+                  o.forwarder.send({ url: asked, method, headers: { ...headers, ...extra }, body: payload }),
+              })
+              .catch((e) => {
+                // Refused (and recorded) for want of a purpose: say both ways to give one.
+                if (purpose === undefined && e instanceof CtlError && e.code === 'purpose_not_allowed')
+                  throw new CtlError(
+                    e.code,
+                    "a paid request needs a purpose: send X-Ctl-Purpose, or set the session's defaultPurpose",
+                  );
+                throw e;
+              });
             res = paid.response;
             receiptId = paid.receiptId;
             break;

@@ -132,6 +132,7 @@ const EXTRA_FIELDS = [
   'webhookUrl',
   'thresholds',
   'trustLevel',
+  'defaultPurpose',
 ];
 
 export const isHumanSessionRequest = (body: unknown): body is Record<string, unknown> =>

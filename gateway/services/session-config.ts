@@ -36,6 +36,11 @@ export interface SessionConfig {
   /** Percentages of the ceiling whose crossing emits session.threshold_crossed (spec §6). */
   thresholds: number[];
   trustLevel: 0 | 1;
+  /**
+   * The purpose of a payment whose request names none (an unmodified agent behind the egress
+   * proxy cannot send X-Ctl-Purpose): one of `purposes`, concrete.
+   */
+  defaultPurpose?: string;
 }
 
 /** SQLite returns integers as JS numbers, so every stored amount stays a safe integer. */
@@ -53,6 +58,7 @@ const FIELDS = new Set([
   'webhookUrl',
   'thresholds',
   'trustLevel',
+  'defaultPurpose',
 ]);
 const GLOB = /^[a-z0-9.*?\-[\]{},!]{1,253}$/;
 
@@ -204,6 +210,13 @@ export function parseSessionConfig(
   if (body.trustLevel !== undefined) {
     if (body.trustLevel !== 0 && body.trustLevel !== 1) throw badRequest('trustLevel: must be 0 or 1');
     config.trustLevel = body.trustLevel;
+  }
+  if (body.defaultPurpose !== undefined) {
+    const d = body.defaultPurpose;
+    if (!isPurpose(d)) throw badRequest('defaultPurpose: must be a purpose "<domain>:<kind>", e.g. "api:search"');
+    if (!purposeAllowed(d, config.purposes))
+      throw badRequest(`defaultPurpose: '${d}' is not allowed by the session's purposes`);
+    config.defaultPurpose = d;
   }
   return config;
 }

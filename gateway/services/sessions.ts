@@ -113,6 +113,7 @@ export function createSessionService(deps: SessionServiceDeps) {
       state,
       budget: { amount: s.ceiling.toString(), currency: s.currency },
       purposes: c.purposes,
+      ...(c.defaultPurpose ? { defaultPurpose: c.defaultPurpose } : {}),
       expiresAt: c.expiresAt,
       createdAt: formatTimestamp(s.createdAt),
       spentMinor: s.spent.toString(),
