@@ -4,8 +4,8 @@
  * sharedSecret, under the KEK of services/custody.ts), and per-host leaf certificates minted on the
  * fly for the hosts agents CONNECT to. Leaf keys and certificates live in memory only.
  */
-import './reflect-metadata.js';
-import * as x509 from '@peculiar/x509';
+import type * as X509 from '@peculiar/x509';
+import { installReflectMetadata } from './reflect-metadata.js';
 import { webcrypto, randomBytes, X509Certificate } from 'node:crypto';
 import { isIP } from 'node:net';
 import { createSecureContext, type SecureContext } from 'node:tls';
@@ -13,7 +13,16 @@ import type { SqlDatabase } from '../../service-kit/index.js';
 import type { SecretSealer } from '../../service-kit/secrets/index.js';
 import { sharedSecret } from '../services/keys.js';
 
-x509.cryptoProvider.set(webcrypto as unknown as Crypto);
+let library: Promise<typeof X509> | undefined;
+/** `@peculiar/x509`, loaded once its Reflect polyfill is in place and set to Node's WebCrypto. */
+export function x509Library(): Promise<typeof X509> {
+  return (library ??= (async () => {
+    installReflectMetadata();
+    const lib = await import('@peculiar/x509');
+    lib.cryptoProvider.set(webcrypto as unknown as Crypto);
+    return lib;
+  })());
+}
 
 const ALG = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;
 /** The row of gw_secrets that holds the CA (key and certificate, sealed together). */
@@ -38,7 +47,7 @@ export interface EgressCa {
 
 interface Authority {
   raw: string;
-  cert: x509.X509Certificate;
+  cert: X509.X509Certificate;
   pem: string;
   key: CryptoKey;
   leafKeys: CryptoKeyPair;
@@ -64,6 +73,7 @@ const serial = () => {
  * @example const { certPem, keyPem } = await makeCa('CN=ctl-gateway egress CA', Date.now())
  */
 export async function makeCa(name: string, now: number): Promise<{ certPem: string; keyPem: string }> {
+  const x509 = await x509Library();
   const keys = (await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify'])) as CryptoKeyPair;
   const cert = await x509.X509CertificateGenerator.createSelfSigned({
     serialNumber: serial(),
@@ -86,16 +96,17 @@ export async function makeCa(name: string, now: number): Promise<{ certPem: stri
 
 /**
  * A server certificate for `host` signed by the CA (`caPem`, `caKey`), for `publicKey`.
- * @example await mintLeaf(ca, caKey, leafKeys.publicKey, '127.0.0.1', Date.now())
+ * @example await mintLeaf(caCert, caKey, leafKeys.publicKey, '127.0.0.1', Date.now())
  */
 export async function mintLeaf(
-  caCert: x509.X509Certificate,
+  caCert: X509.X509Certificate,
   caKey: CryptoKey,
   publicKey: CryptoKey,
   host: string,
   now: number,
   validMs = LEAF_MS,
 ): Promise<string> {
+  const x509 = await x509Library();
   const name = isIP(host) ? { type: 'ip' as const, value: host } : { type: 'dns' as const, value: host };
   const cert = await x509.X509CertificateGenerator.create({
     serialNumber: serial(),
@@ -142,6 +153,7 @@ export function createEgressCa(o: {
     const raw = await sharedSecret(o.db, CA_SECRET, () => JSON.stringify(made), o.sealer);
     const { certPem, keyPem } = JSON.parse(raw) as { certPem: string; keyPem: string };
     const leafKeys = (await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify'])) as CryptoKeyPair;
+    const x509 = await x509Library();
     return {
       raw: await storedValue(),
       cert: new x509.X509Certificate(certPem),

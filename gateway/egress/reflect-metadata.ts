@@ -2,7 +2,8 @@
  * The Reflect metadata API `@peculiar/x509` needs (its dependency tsyringe refuses to load
  * without one: the library's README "Reflect Polyfill Required"). Installed only when no other
  * polyfill is: the subset tsyringe and TypeScript's emitted decorators call, kept per target.
- * Imported before `@peculiar/x509` (ca.ts).
+ * Installed before `@peculiar/x509` is loaded (ca.ts loads it lazily: a bundle evaluates its
+ * external imports before its own code, so a static import would come first).
  */
 type Key = unknown;
 const store = new WeakMap<object, Map<string | symbol | undefined, Map<Key, unknown>>>();
@@ -37,5 +38,8 @@ const api = {
     void own(target, prop, true)!.set(key, value),
 };
 
-const R = Reflect as unknown as Record<string, unknown>;
-if (typeof R.getMetadata !== 'function') for (const [k, v] of Object.entries(api)) R[k] = v;
+/** Puts the API on `Reflect` unless a polyfill already did. */
+export function installReflectMetadata(): void {
+  const R = Reflect as unknown as Record<string, unknown>;
+  if (typeof R.getMetadata !== 'function') for (const [k, v] of Object.entries(api)) R[k] = v;
+}
