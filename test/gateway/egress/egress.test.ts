@@ -11,9 +11,14 @@ import { X509Certificate } from 'node:crypto';
 import { connect } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import { request as httpRequest } from 'node:http';
-import { call } from '../helpers.js';
+import { execFile } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ADMIN_KEY, call } from '../helpers.js';
 import { agentSession, proxyUrl, rawConnect, startStand, type Stand } from './stand.js';
 
+const root = fileURLToPath(new URL('../../../..', import.meta.url));
 let s: Stand;
 test.before(async () => {
   s = await startStand();
@@ -227,6 +232,38 @@ test('the purpose: X-Ctl-Purpose wins over defaultPurpose; neither is refused sa
   });
   assert.is(invalid.status, 400);
   assert.match(invalid.body.error.message, /^defaultPurpose:/);
+});
+
+test('ctl gateway ca prints GET /ca.pem; an admin rotation replaces the CA the tunnels present', async () => {
+  const keyFile = join(s.dir, 'owner.key');
+  writeFileSync(keyFile, s.ownerKey);
+  const pem = await new Promise<string>((resolve, reject) =>
+    execFile(
+      process.execPath,
+      [join(root, 'bin/ctl.mjs'), 'gateway', 'ca', '--url', s.url, '--key-file', keyFile],
+      (e, out, err) => (e ? reject(new Error(`${e.message}\n${err}`)) : resolve(out)),
+    ),
+  );
+  assert.is(pem, s.caPem);
+  const owner = await call(s.url, 'POST', '/admin/egress/ca/rotate', { key: s.ownerKey });
+  assert.is(owner.status, 403, "rotation is the admin's");
+  const rotated = await call(s.url, 'POST', '/admin/egress/ca/rotate', { key: ADMIN_KEY });
+  assert.is(rotated.status, 200, rotated.text);
+  const now = await fetch(`${s.url}/ca.pem`, { headers: { authorization: `Bearer ${s.ownerKey}` } });
+  const newPem = await now.text();
+  assert.is.not(newPem, s.caPem);
+  assert.is(now.headers.get('x-ctl-ca-fingerprint'), rotated.body.fingerprint);
+  // A client that trusts only the old CA is refused by its own TLS check: the leaves are the new CA's.
+  const { sessionToken } = await agentSession(s);
+  const old = new ProxyAgent({ uri: proxyUrl(s, sessionToken), requestTls: { ca: s.caPem } });
+  const refused = await get(`${s.https.url}/search`, old).catch((e) => e as Error);
+  await old.close();
+  assert.instance(refused, Error);
+  const fresh = new ProxyAgent({ uri: proxyUrl(s, sessionToken), requestTls: { ca: newPem } });
+  const ok = await get(`${s.https.url}/search`, fresh);
+  await fresh.close();
+  assert.is(ok.status, 200, ok.text);
+  s.caPem = newPem;
 });
 
 test('a direct (origin-form) request to the proxy port is told what the port is', async () => {

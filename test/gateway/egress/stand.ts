@@ -12,8 +12,7 @@ import { connect } from 'node:net';
 import { webcrypto } from 'node:crypto';
 import { silentLogger } from '../../../service-kit/index.js';
 import { startGateway, type RunningGateway } from '../../../gateway/server.js';
-import { makeCa, mintLeaf, importSigningKey } from '../../../gateway/egress/ca.js';
-import * as x509 from '@peculiar/x509';
+import { makeCa, mintLeaf, importSigningKey, x509Library } from '../../../gateway/egress/ca.js';
 import type { LookupFn } from '../../../gateway/services/address-guard.js';
 import { ADMIN_KEY, call, inOneHour, sqliteDb, startMerchant, type Merchant, type TestDb } from '../helpers.js';
 
@@ -40,7 +39,7 @@ async function merchantTls(caCertPem: string, caKeyPem: string, host: string) {
   const alg = { name: 'ECDSA', namedCurve: 'P-256' };
   const keys = (await webcrypto.subtle.generateKey(alg, true, ['sign', 'verify'])) as CryptoKeyPair;
   const cert = await mintLeaf(
-    new x509.X509Certificate(caCertPem),
+    new (await x509Library()).X509Certificate(caCertPem),
     await importSigningKey(caKeyPem),
     keys.publicKey,
     host,
