@@ -15,6 +15,7 @@ import { execFile } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { isSealed } from '../../../service-kit/secrets/envelope.js';
 import { ADMIN_KEY, call } from '../helpers.js';
 import { agentSession, proxyUrl, rawConnect, startStand, type Stand } from './stand.js';
 
@@ -133,6 +134,12 @@ test('the certificate the agent sees is minted for the host by the CA of GET /ca
   const ca = new X509Certificate(s.caPem);
   assert.ok(seen.checkIssued(ca), 'issued by the gateway CA');
   assert.ok(seen.checkIP('127.0.0.1'));
+  // The CA key is kept sealed under the KEK, like the gateway's other secrets.
+  const db = await s.db.open();
+  const row = await db.get<{ value: string }>(`SELECT value FROM gw_secrets WHERE name = 'egress-ca'`);
+  await db.close();
+  assert.ok(row && isSealed(row.value), 'sealed at rest');
+  assert.not.match(row!.value, /PRIVATE KEY/);
   const noKey = await fetch(`${s.url}/ca.pem`);
   assert.is(noKey.status, 401, 'GET /ca.pem is for owners');
 });
