@@ -251,9 +251,9 @@ export async function startEgressProxy(o: EgressOptions): Promise<EgressProxy> {
       if (passThrough(host)) return tunnelUntouched(socket, head, address, port);
       const secureContext = await hooks.ca.contextFor(host);
       socket.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+      socket.setTimeout(idleTimeoutMs, () => socket.destroy());
       const first = head.length ? head : await firstBytes(socket);
       if (!first) return socket.destroy();
-      socket.setTimeout(idleTimeoutMs, () => socket.destroy());
       const stream = prefixed(socket, first);
       // Some clients (undici's ProxyAgent) tunnel plain http too: a TLS record starts with 0x16.
       if (first[0] !== 0x16) {
