@@ -5,7 +5,6 @@
  * fly for the hosts agents CONNECT to. Leaf keys and certificates live in memory only.
  */
 import type * as X509 from '@peculiar/x509';
-import { installReflectMetadata } from './reflect-metadata.js';
 import { webcrypto, randomBytes, X509Certificate } from 'node:crypto';
 import { isIP } from 'node:net';
 import { createSecureContext, type SecureContext } from 'node:tls';
@@ -14,10 +13,14 @@ import type { SecretSealer } from '../../service-kit/secrets/index.js';
 import { sharedSecret } from '../services/keys.js';
 
 let library: Promise<typeof X509> | undefined;
-/** `@peculiar/x509`, loaded once its Reflect polyfill is in place and set to Node's WebCrypto. */
+/**
+ * `@peculiar/x509`, loaded after the Reflect metadata polyfill it requires (its README, "Reflect
+ * Polyfill Required") and set to Node's WebCrypto. Loaded lazily: a bundle evaluates its external
+ * imports before its own code, so a static import would run before the polyfill.
+ */
 export function x509Library(): Promise<typeof X509> {
   return (library ??= (async () => {
-    installReflectMetadata();
+    await import('reflect-metadata');
     const lib = await import('@peculiar/x509');
     lib.cryptoProvider.set(webcrypto as unknown as Crypto);
     return lib;
