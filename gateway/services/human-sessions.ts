@@ -102,13 +102,6 @@ async function askAuthority(trust: HumanTrust, grant: PolicyGrant): Promise<'act
   throw new CtlError('revocation_unavailable', `humanGrant: ${AUTHORITY_UNAVAILABLE}`);
 }
 
-export const HUMAN_SESSION_MIGRATION = {
-  id: 'gateway-human-001',
-  sql: `CREATE TABLE gw_human_session_reservations (
-        session_id TEXT PRIMARY KEY, owner_id TEXT NOT NULL, kid TEXT NOT NULL UNIQUE, actor_key TEXT NOT NULL,
-        created_at BIGINT NOT NULL, expires_at BIGINT NOT NULL, used_at BIGINT)`,
-};
-
 /**
  * The key of a session to be created with `sessionId`, and what its `actor_key_pem` will hold.
  * The session id is reserved first, so a gateway that derives session keys from their id stores

@@ -14,6 +14,7 @@ import {
   formatTimestamp,
 } from '../../src/index.js';
 import { badRequest, optionalText } from '../../service-kit/index.js';
+import { MAX_AMOUNT } from '../payments/amount.js';
 import {
   firstInertGlob,
   globProgramSizes,
@@ -37,9 +38,6 @@ export interface SessionConfig {
   thresholds: number[];
   trustLevel: 0 | 1;
 }
-
-/** SQLite returns integers as JS numbers, so every stored amount stays a safe integer. */
-export const MAX_AMOUNT = BigInt(Number.MAX_SAFE_INTEGER);
 
 const FIELDS = new Set([
   'budget',

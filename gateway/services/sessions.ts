@@ -25,7 +25,8 @@ import {
   type SessionRecord,
   type RevokedBy,
 } from '../store/sessions.js';
-import { parseSessionConfig, MAX_AMOUNT, type SessionConfig } from './session-config.js';
+import { parseSessionConfig, type SessionConfig } from './session-config.js';
+import { MAX_AMOUNT } from '../payments/amount.js';
 import { continuationToken, continuationNonce } from './continuation.js';
 import { checkTargetUrl, type TargetPolicy } from './address-guard.js';
 import type { KeyRing } from './keys.js';
@@ -271,7 +272,7 @@ export function createSessionService(deps: SessionServiceDeps) {
      * The session of an agent's token. Every call reads the live state, expiry and ceiling; the
      * large immutable parts (config, grant, keys) come from a cache keyed by id and ceiling, the
      * only mutable input of the grant (re-minted at continuation). `spent`/`reserved` of the
-     * result may be stale: money decisions are made in the store (store/payments.ts).
+     * result may be stale: money decisions are made in the store (payments/store.ts).
      */
     async byToken(token: string): Promise<SessionRecord | undefined> {
       const hash = hashToken(token);

@@ -1,12 +1,13 @@
 /**
- * The spec's own 402 dialect as a PaymentDialect (spec §2.6, §4.2 steps 2–3): terms in
- * `X-Payment`, paid through the configured Rail (the ledger by default), the retry carries
- * `X-Payment-Receipt` (and `X-Ctl-Sba` at trust level 1).
+ * The spec's own 402 protocol (spec §2.6, §4.2 steps 2–3): terms in `X-Payment`, paid through
+ * the configured Rail (the ledger by default), the retry carries `X-Payment-Receipt` (and
+ * `X-Ctl-Sba` at trust level 1).
  */
-import { base64Encode, utf8Encode } from '../../src/index.js';
-import { parsePaymentTerms, type PaymentService, type PaymentTerms } from '../services/payments.js';
-import type { SessionRecord } from '../store/sessions.js';
-import { paidResponseLost, type PaymentDialect } from './rail.js';
+import { base64Encode, utf8Encode } from '../../../src/index.js';
+import type { SessionRecord } from '../../store/sessions.js';
+import type { PaymentService } from '../service.js';
+import { parsePaymentTerms, type PaymentTerms } from '../terms/x-payment.js';
+import { paidResponseLost, type PaymentProtocol } from './protocol.js';
 
 /** spec §1 trust level 1: the SBA rides along on the paid retry for merchants that can check it. */
 export function sbaHeaders(session: SessionRecord, sba: Record<string, unknown>): Record<string, string> {
@@ -15,7 +16,7 @@ export function sbaHeaders(session: SessionRecord, sba: Record<string, unknown>)
     : {};
 }
 
-export function createCtlDialect(payments: PaymentService): PaymentDialect<PaymentTerms> {
+export function createXPaymentProtocol(payments: PaymentService): PaymentProtocol<PaymentTerms> {
   return {
     name: 'ctl',
     detect(res) {
@@ -29,7 +30,7 @@ export function createCtlDialect(payments: PaymentService): PaymentDialect<Payme
         const response = await x.retry({ 'x-payment-receipt': paid.txRef, ...sbaHeaders(x.session, paid.sba) });
         return { response, receiptId };
       } catch (e) {
-        // Paid and committed: whatever the retry's failure, the answer says so (rail.ts).
+        // Paid and committed: whatever the retry's failure, the answer says so (protocol.ts).
         throw paidResponseLost(receiptId, e);
       }
     },

@@ -7,7 +7,7 @@
  * rail, never guessed: reconcile() does the same for payments a crash left open.
  */
 import { createHash } from 'node:crypto';
-import { CtlError, formatTimestamp, parseStrictJson, isAmount, isCurrency } from '../../src/index.js';
+import { CtlError, formatTimestamp } from '../../src/index.js';
 // Prepared signing, as a signing service imports it (ctl/wallet): the grant checked and canonicalised once per session.
 import { createSbaSigner, type SbaSigner } from '../../src/entries/wallet.js';
 // A receipt per payment, each embedding an SBA over the signer's frozen grant: that grant checked
@@ -27,47 +27,16 @@ import {
   type CommitResult,
   type CommitRecord,
   type ReceiptRow,
-} from '../store/payments.js';
+} from './store.js';
 import { sessionById, type SessionRecord } from '../store/sessions.js';
-import type { Rail } from '../rails/rail.js';
-import type { KeyRing } from './keys.js';
-import type { SessionKeys } from './session-keys.js';
-import type { GatewayEvents } from './events.js';
-import { createMerchantMatcher, purposeIsAllowed, MAX_AMOUNT, type SessionConfig } from './session-config.js';
-import { continuationToken } from './continuation.js';
-import { humanChainRefusal, type HumanTrust } from './human-sessions.js';
-
-export interface PaymentTerms {
-  amount: string;
-  currency: string;
-  address: string;
-}
-
-/**
- * The merchant's X-Payment header (spec §2.6): exactly `{ amount, currency, address }`.
- * Anything else is `payment_terms_refused` (PROTOCOL.md §9): the gateway signs nothing it does
- * not fully understand.
- */
-export function parsePaymentTerms(header: string | string[] | undefined): PaymentTerms {
-  const refuse = (why: string) => new CtlError('payment_terms_refused', `X-Payment: ${why}`);
-  if (typeof header !== 'string' || header.length > 4096) throw refuse('missing, repeated or too long');
-  let v: unknown;
-  try {
-    v = parseStrictJson(header);
-  } catch {
-    throw refuse('not a JSON object');
-  }
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw refuse('not a JSON object');
-  const t = v as Record<string, unknown>;
-  for (const k of Object.keys(t))
-    if (!['amount', 'currency', 'address'].includes(k)) throw refuse(`unknown field '${k}'`);
-  if (!isAmount(t.amount) || t.amount === '0') throw refuse('amount must be a positive decimal string of minor units');
-  if (BigInt(t.amount) > MAX_AMOUNT) throw refuse('amount is too large');
-  if (!isCurrency(t.currency)) throw refuse('currency must be a currency code');
-  if (typeof t.address !== 'string' || !/^[\x21-\x7e]{1,256}$/.test(t.address))
-    throw refuse('address must be printable ASCII, 1–256 characters');
-  return { amount: t.amount, currency: t.currency, address: t.address };
-}
+import type { Rail } from './rails/rail.js';
+import type { PaymentTerms } from './terms/x-payment.js';
+import type { KeyRing } from '../services/keys.js';
+import type { SessionKeys } from '../services/session-keys.js';
+import type { GatewayEvents } from '../services/events.js';
+import { createMerchantMatcher, purposeIsAllowed, type SessionConfig } from '../services/session-config.js';
+import { continuationToken } from '../services/continuation.js';
+import { humanChainRefusal, type HumanTrust } from '../services/human-sessions.js';
 
 export interface PaymentServiceDeps {
   db: SqlDatabase;
@@ -123,7 +92,7 @@ const RECONCILE_MAX_PAGES = 50;
 
 /**
  * A session's SBA signer, and the grant every SBA it signs embeds as its receipts store it: apart,
- * once (store/payments.ts ReceiptRow), its canonical text and that text's SHA-256 the key.
+ * once (payments/store.ts ReceiptRow), its canonical text and that text's SHA-256 the key.
  * `stored` turns true once a change that wrote it has committed; until then each receipt's change
  * writes it again (which changes nothing once one has).
  */
@@ -315,7 +284,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     return { committed: c.committed, receipt };
   }
 
-  /** The ledger rail in this database: pay and commit as one change (store/payments.ts). */
+  /** The ledger rail in this database: pay and commit as one change (payments/store.ts). */
   const localLedger = (rail as { local?: boolean }).local === true;
 
   /** The session's checks that never change while it lives (spec §3 row 3), in memory. */
@@ -489,7 +458,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
 
   /**
    * The ledger rail in this database, for a session without velocity limits: SBA and receipt
-   * signed first, then reservation, payment, spend and receipt as one change (store/payments.ts
+   * signed first, then reservation, payment, spend and receipt as one change (payments/store.ts
    * reserveAndPayLedger), whose guard re-reads the revocation state, expiry and budget. The
    * revocation state was also read from the database for this request (routes/proxy.ts) before
    * the SBA was signed (spec §3 rule 1); a revocation committed after that read makes the guard
@@ -650,10 +619,10 @@ export function createPaymentService(deps: PaymentServiceDeps) {
           await rail.pay({ paymentId, amount, currency: terms.currency, address: terms.address, merchant: host })
         ).txRef;
       } catch (e) {
-        // Paid or not? Ask the rail, which also voids the id if it was not (rail.ts). A settle
+        // Paid or not? Ask the rail, which also voids the id if it was not (rail.ts). An outcome
         // that throws answers nothing: the payment may have been made, so it is held as pending
         // (reconcile asks again), never taken as void.
-        const found = await rail.settle(paymentId).catch(() => 'pending' as const);
+        const found = await rail.outcome(paymentId).catch(() => 'pending' as const);
         if (!found) {
           await release(db, paymentId, now());
           deps.onRefused?.('rail_failed', rail.name);
@@ -715,7 +684,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
       // instance settles it (or a later pass, once it is stale).
       return (await release(db, p.id, now(), ['reserved'])) ? 'released' : undefined;
     }
-    const found = await rail.settle(p.id);
+    const found = await rail.outcome(p.id);
     // Still cashable and not yet seen paid (a signed x402 authorization before its expiry): keep it reserved.
     if (found === 'pending') {
       await touchOpen(db, p.id, now());

@@ -15,7 +15,7 @@ import {
   type Row,
   type TxEffect,
 } from '../../service-kit/index.js';
-import { forUpdate } from './lock.js';
+import { forUpdate } from '../store/lock.js';
 
 export type PaymentState = 'reserved' | 'paying' | 'paid' | 'released';
 
