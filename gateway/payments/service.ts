@@ -2,39 +2,33 @@
  * One payment, from a merchant's 402 to a signed receipt (spec §3 second row, §4.2 steps 2–3):
  * checks that never change during a session (purpose, merchant globs, currency) in memory, then
  * one atomic reservation in the store (state, expiry, velocity, budget), an SBA signed under
- * the session's internal grant, `paying` written, the rail paid (idempotent by payment id), the
- * receipt signed and committed with the spend. A failure after `paying` is settled with the
- * rail, never guessed: reconcile() does the same for payments a crash left open.
+ * the session's internal grant (signing.ts), the rail paid (idempotent by payment id), the
+ * receipt signed and committed with the spend. Two ways to pay: a rail that pays before the
+ * commit (`paying` written first; a failure after it is settled with the rail, never guessed),
+ * and the ledger, which pays in the change that commits (store.ts payLedgerInCommit).
+ * reconcile.ts settles what a crash left open.
  */
-import { createHash } from 'node:crypto';
-import { CtlError, formatTimestamp } from '../../src/index.js';
-// Prepared signing, as a signing service imports it (ctl/wallet): the grant checked and canonicalised once per session.
-import { createSbaSigner, type SbaSigner } from '../../src/entries/wallet.js';
-// A receipt per payment, each embedding an SBA over the signer's frozen grant: that grant checked
-// and canonicalised once (kept out of the `ctl` barrel's size budget, so imported from its module).
-import { signReceiptPrepared } from '../../src/artifacts/receipt.js';
-import { HttpError, idleCache, timeOrderedId, type SqlDatabase } from '../../service-kit/index.js';
+import { CtlError, type Receipt, type SignedBudgetAuthorization } from '../../src/index.js';
+import { HttpError, timeOrderedId, type SqlDatabase, idleCache } from '../../service-kit/index.js';
 import {
   reserve,
   markPaying,
   commit,
   release,
-  openPayments,
-  touchOpen,
-  payLedgerAndCommit,
-  reserveAndPayLedger,
+  payLedgerInCommit,
   type PaymentRecord,
   type CommitResult,
   type CommitRecord,
-  type ReceiptRow,
 } from './store.js';
 import { sessionById, type SessionRecord } from '../store/sessions.js';
 import type { Rail } from './rails/rail.js';
 import type { PaymentTerms } from './terms/x-payment.js';
+import { createPaymentSigning, type PaymentFields } from './signing.js';
+import { reconcile } from './reconcile.js';
 import type { KeyRing } from '../services/keys.js';
 import type { SessionKeys } from '../services/session-keys.js';
 import type { GatewayEvents } from '../services/events.js';
-import { createMerchantMatcher, purposeIsAllowed, type SessionConfig } from '../services/session-config.js';
+import { createMerchantMatcher, purposeIsAllowed } from '../services/session-config.js';
 import { continuationToken } from '../services/continuation.js';
 import { humanChainRefusal, type HumanTrust } from '../services/human-sessions.js';
 
@@ -57,7 +51,6 @@ export interface PaymentServiceDeps {
   paymentId?: () => string | undefined;
   /** Where people's grants come from and how their authority is reached (services/human-sessions.ts). */
   humans?: HumanTrust;
-  /** Counts for /metrics. */
   /** A payment committed after `ms`, on the rail named `rail` (metrics). */
   onPaid?: (ms: number, rail: string) => void;
   /** A payment refused with a PROTOCOL.md §9 code, on the rail named `rail` (metrics). */
@@ -71,7 +64,7 @@ export interface PaymentServiceDeps {
 /** A payment reserved and signed for, not yet paid (the x402 rail pays it on the merchant's retry). */
 export interface Authorization {
   paymentId: string;
-  sba: Record<string, unknown>;
+  sba: SignedBudgetAuthorization;
   amount: bigint;
   currency: string;
   merchant: string;
@@ -81,89 +74,20 @@ export interface Authorization {
 export interface PaidResult {
   paymentId: string;
   txRef: string;
-  sba: Record<string, unknown>;
-  receipt: Record<string, unknown>;
-}
-
-const SBA_LIFETIME_MS = 5 * 60_000;
-/** Reconcile reads open payments 200 at a time, up to 10 000 a pass (the rest rotate to later passes). */
-const RECONCILE_PAGE = 200;
-const RECONCILE_MAX_PAGES = 50;
-
-/**
- * A session's SBA signer, and the grant every SBA it signs embeds as its receipts store it: apart,
- * once (payments/store.ts ReceiptRow), its canonical text and that text's SHA-256 the key.
- * `stored` turns true once a change that wrote it has committed; until then each receipt's change
- * writes it again (which changes nothing once one has).
- */
-interface SessionSigning {
-  signer: SbaSigner;
-  grant: { hash: string; text: string; stored: boolean };
+  sba: SignedBudgetAuthorization;
+  receipt: Receipt;
 }
 
 export function createPaymentService(deps: PaymentServiceDeps) {
-  const { db, rail, keys, events, now } = deps;
+  const { db, rail, events, now } = deps;
+  const signing = createPaymentSigning(deps);
   // Per session, bounded by the sessions in use (service-kit/idle-cache.ts): made again on demand.
-  const prepared = idleCache<string, Promise<SessionSigning>>();
   const matchers = idleCache<string, (host: string) => boolean>();
-
-  /** The key of a session's signing: its id and its grant's signature (sbaSigning). */
-  const signingKey = (session: SessionRecord) => `${session.id} ${session.grant.signature as string}`;
-
-  /**
-   * What signing an SBA under the session's grant computes once (the grant checked and
-   * canonicalised, the actor key imported and matched to it), cached by session id and the
-   * grant's signature: a grant minted anew (a continued session's raised ceiling) is another key,
-   * so no SBA is ever signed over stale grant bytes. Every SBA it signs embeds the signer's own
-   * deep-frozen copy of the grant, which `signReceiptPrepared` therefore checks and canonicalises
-   * once for all the receipts that embed these SBAs.
-   */
-  function sbaSigning(session: SessionRecord): Promise<SessionSigning> {
-    const id = signingKey(session);
-    let p = prepared.get(id);
-    if (!p) {
-      p = deps.sessionKeys.signingKey(session).then(async (ak) => {
-        const signer = await createSbaSigner(session.grant as any, { signingKey: ak.key, keyId: ak.kid, now });
-        const text = signer.grantJcs;
-        return { signer, grant: { hash: createHash('sha256').update(text).digest('base64url'), text, stored: false } };
-      });
-      p.catch(() => prepared.delete(id));
-      prepared.set(id, p);
-    }
-    return p;
-  }
-
-  /**
-   * How `receipt` is stored: without its SBA's grant when that grant is the session signer's own
-   * frozen copy (so exactly the text kept), whole otherwise (an SBA read back by reconcile).
-   */
-  async function receiptRow(
-    session: SessionRecord,
-    receiptId: string,
-    paidAt: number,
-    paymentId: string,
-    receipt: Record<string, unknown>,
-  ): Promise<{ row: ReceiptRow; committed: () => void }> {
-    const sba = receipt.sba as Record<string, unknown> | undefined;
-    const kept = sba && prepared.get(signingKey(session));
-    const signing = kept ? await kept.catch(() => undefined) : undefined;
-    if (!signing || sba!.grant !== signing.signer.grant)
-      return { row: { receiptId, paymentId, paidAt, receipt: JSON.stringify(receipt) }, committed: () => {} };
-    const { grant: _kept, ...sbaWithoutGrant } = sba!;
-    const g = signing.grant;
-    const grant = { hash: g.hash, text: g.stored ? undefined : g.text };
-    return {
-      row: { receiptId, paymentId, paidAt, receipt: JSON.stringify({ ...receipt, sba: sbaWithoutGrant }), grant },
-      committed: () => {
-        g.stored = true;
-      },
-    };
-  }
 
   function merchantAllowed(session: SessionRecord, host: string): boolean {
     let m = matchers.get(session.id);
     if (!m) {
-      m = createMerchantMatcher(session.config as unknown as SessionConfig);
+      m = createMerchantMatcher(session.config);
       matchers.set(session.id, m);
     }
     return m(host);
@@ -181,53 +105,13 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     throw new CtlError(code, message);
   }
 
-  type Paid = { id: string; amount: bigint; currency: string; merchant: string; purpose: string; rail: string };
-
-  async function signReceiptFor(
-    session: SessionRecord,
-    p: Paid,
-    txRef: string,
-    paidAt: number,
-    sba: Record<string, unknown> | undefined,
-  ) {
-    const receiptId = `rcpt_${timeOrderedId()}`;
-    const rk = await keys.active('receipt');
-    const fields: Record<string, unknown> = {
-      receiptId,
-      sessionId: session.id,
-      grantId: session.grantId,
-      purpose: p.purpose,
-      amount: { amountMinor: p.amount.toString(), currency: p.currency },
-      merchant: p.merchant,
-      paidAt: formatTimestamp(paidAt),
-      txRef,
-      rail: p.rail,
-    };
-    // An SBA this process just signed embeds its signer's frozen grant, checked and canonicalised
-    // once for all its receipts; one read back from the database (reconcile), whole every time.
-    if (sba) fields.sba = sba;
-    const receipt = (await signReceiptPrepared(fields as any, {
-      signingKey: rk.signingKey,
-      keyId: rk.kid,
-    })) as unknown as Record<string, unknown>;
-    const { row, committed } = await receiptRow(session, receiptId, paidAt, p.id, receipt);
-    return { receiptId, receipt, row, committed };
-  }
-
   /**
-   * How a commit records its events (spec §6), in its own transaction; only the caller whose
-   * commit changed the books records them. On PostgreSQL, for a session without thresholds
-   * (the event rows are all known beforehand), the rows ride in the commit statement itself;
-   * otherwise `first` (payment.completed) is written before the session row is locked and rolled
-   * back with a commit that did not happen, and `effect` (thresholds crossed, known only from the
-   * new total) after. `after` runs once committed.
+   * How a commit records its events (spec §6), in its own change; only the caller whose commit
+   * changed the books records them. payment.completed is known beforehand; thresholds crossed
+   * only from the new total, so a session with thresholds records them from the result. Which
+   * form the store writes (rows in the commit statement, or a transaction's effects) is its own.
    */
-  function committedEvents(
-    session: SessionRecord,
-    p: Paid,
-    receiptId: string,
-    txRef: string,
-  ): { record: CommitRecord; after: () => void } {
+  function commitRecord(session: SessionRecord, p: PaymentFields, receiptId: string, txRef: string): CommitRecord {
     const completed = [
       {
         session,
@@ -244,11 +128,8 @@ export function createPaymentService(deps: PaymentServiceDeps) {
         },
       },
     ];
-    if (db.dialect === 'postgres' && session.thresholds.length === 0) {
-      const { rows, after } = events.rows(completed);
-      return { record: { rows }, after };
-    }
-    const first = events.effect(() => completed);
+    const known = { effect: events.effect(() => completed), rows: () => events.rows(completed) };
+    if (session.thresholds.length === 0) return { known };
     const effect = events.effect((c: CommitResult) => {
       if (!c.committed) return [];
       return session.thresholds
@@ -263,29 +144,46 @@ export function createPaymentService(deps: PaymentServiceDeps) {
           data: { threshold: pct, spentMinor: c.spentAfter.toString(), ceilingMinor: c.ceiling.toString() },
         }));
     });
-    return { record: { first, effect }, after: () => {} };
+    return { known, effect };
   }
+
+  /** Recorded in the transaction that pauses the session at its soft ceiling, from the row it wrote. */
+  const pausedRecord = (session: SessionRecord) =>
+    events.effect(async (_: void, q) => {
+      const s = await sessionById(q, session.id);
+      return [
+        {
+          session,
+          type: 'session.paused' as const,
+          actor: 'agent',
+          data: {
+            spentMinor: s?.spent.toString(),
+            ceilingMinor: s?.ceiling.toString(),
+            continuationToken: s?.continuationNonce
+              ? continuationToken(deps.continuationSecret, session.id, s.continuationNonce)
+              : undefined,
+          },
+        },
+      ];
+    });
 
   /** Commit + receipt for a payment the rail has made; safe to call from any path, commits once. */
-  async function settlePaid(
+  async function commitPaid(
     session: SessionRecord,
-    p: PaymentRecord | Paid,
+    p: PaymentFields,
     txRef: string,
-    sba: Record<string, unknown> | undefined,
+    sba: SignedBudgetAuthorization | undefined,
   ) {
     const paidAt = now();
-    const { receiptId, receipt, row, committed } = await signReceiptFor(session, p, txRef, paidAt, sba);
-    const recorded = committedEvents(session, p, receiptId, txRef);
-    const c = await commit(db, { ...row, sessionId: session.id, amount: p.amount, txRef }, recorded.record);
-    if (c.committed) {
-      committed();
-      recorded.after();
-    }
+    const { receiptId, receipt, row, committed } = await signing.receipt(session, p, txRef, paidAt, sba);
+    const c = await commit(
+      db,
+      { ...row, sessionId: session.id, amount: p.amount, txRef },
+      commitRecord(session, p, receiptId, txRef),
+    );
+    if (c.committed) committed();
     return { committed: c.committed, receipt };
   }
-
-  /** The ledger rail in this database: pay and commit as one change (payments/store.ts). */
-  const localLedger = (rail as { local?: boolean }).local === true;
 
   /** The session's checks that never change while it lives (spec §3 row 3), in memory. */
   async function checkFixed(
@@ -295,8 +193,8 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     purpose: string | undefined,
     railName: string,
     details: Record<string, unknown>,
-  ) {
-    if (!purpose || !purposeIsAllowed(purpose, session.config.purposes as string[])) {
+  ): Promise<string> {
+    if (!purpose || !purposeIsAllowed(purpose, session.config.purposes)) {
       await refuse(
         railName,
         session,
@@ -323,63 +221,34 @@ export function createPaymentService(deps: PaymentServiceDeps) {
         `the merchant asks for ${terms.currency}; the session budget is in ${session.currency}`,
         details,
       );
+    return purpose!;
   }
 
   const detailsOf = (terms: PaymentTerms, host: string, purpose: string | undefined) => ({
     merchant: host,
-    amountMinor: terms.amount,
+    amountMinor: terms.amount.toString(),
     currency: terms.currency,
     purpose: purpose ?? null,
   });
 
-  /**
-   * The SBA of one payment, signed under the session's internal grant with its actor key. A
-   * session whose `expiresAt` passed since its state was read (spec §3 last row) is
-   * `session_expired`: the SBA could not outlive it.
-   */
-  async function signSba(
-    session: SessionRecord,
-    terms: PaymentTerms,
-    host: string,
-    purpose: string,
-    paymentId: string,
-    railName: string,
-  ) {
-    const t = now();
-    if (session.expiresAt <= t)
-      throw new CtlError('session_expired', 'the session expired before the payment could be signed; nothing was paid');
-    return (await (
-      await sbaSigning(session)
-    ).signer.sign({
-      sessionId: session.id,
-      actorId: `gateway:${session.id}`,
-      maxAmountMinor: terms.amount,
-      budgetScope: 'SESSION',
-      budgetId: paymentId,
-      expiresAt: formatTimestamp(Math.min(session.expiresAt, t + SBA_LIFETIME_MS)),
-      rail: railName,
-      merchantId: host,
-      purpose,
-      issuer: session.grant.issuer as string,
-    })) as unknown as Record<string, unknown>;
-  }
-
   /** Under a person's grant, nothing is paid that a merchant would refuse (PROTOCOL.md §10). */
-  function personRefusal(
+  async function personRefusal(
     session: SessionRecord,
-    sba: Record<string, unknown>,
-    terms: PaymentTerms,
-    host: string,
-    purpose: string,
-    railName: string,
-  ) {
-    return humanChainRefusal(
+    sba: SignedBudgetAuthorization,
+    p: PaymentFields,
+    details: Record<string, unknown>,
+    giveBack: () => Promise<unknown> = async () => {},
+  ): Promise<void> {
+    const denied = await humanChainRefusal(
       session,
       sba,
-      { amount: terms.amount, currency: terms.currency, merchantId: host, rail: railName, purpose },
+      { amount: p.amount.toString(), currency: p.currency, merchantId: p.merchant, rail: p.rail, purpose: p.purpose },
       now,
       deps.humans,
     );
+    if (!denied) return;
+    await giveBack();
+    await refuse(p.rail, session, denied.code, `the person's grant refuses this payment: ${denied.message}`, details);
   }
 
   /**
@@ -394,132 +263,145 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     purpose: string | undefined,
     railName: string,
   ): Promise<Authorization> {
-    const amount = BigInt(terms.amount);
     const details = detailsOf(terms, host, purpose);
-    await checkFixed(session, terms, host, purpose, railName, details);
-
-    const paymentId = deps.paymentId?.() ?? `pay_${timeOrderedId()}`;
+    const allowed = await checkFixed(session, terms, host, purpose, railName, details);
+    const p: PaymentFields = {
+      id: deps.paymentId?.() ?? `pay_${timeOrderedId()}`,
+      amount: terms.amount,
+      currency: terms.currency,
+      merchant: host,
+      purpose: allowed,
+      rail: railName,
+    };
     const r = await reserve(
       db,
       {
-        paymentId,
+        paymentId: p.id,
         sessionId: session.id,
-        amount,
-        currency: terms.currency,
+        amount: p.amount,
+        currency: p.currency,
         merchant: host,
         address: terms.address,
-        purpose: purpose!,
+        purpose: p.purpose,
         rail: railName,
         now: now(),
         velocity: session.maxPerHour !== null || session.maxPerMerchantDay !== null,
       },
-      events.effect(async (_: void, q) => {
-        // Recorded in the transaction that paused the session, from the row it wrote.
-        const s = await sessionById(q, session.id);
-        return [
-          {
-            session,
-            type: 'session.paused',
-            actor: 'agent',
-            data: {
-              spentMinor: s?.spent.toString(),
-              ceilingMinor: s?.ceiling.toString(),
-              continuationToken: s?.continuationNonce
-                ? continuationToken(deps.continuationSecret, session.id, s.continuationNonce)
-                : undefined,
-            },
-          },
-        ];
-      }),
+      pausedRecord(session),
     );
     if (!r.ok) await refuse(railName, session, r.code, r.message, details);
 
     // Signed only now: the reservation above re-read the revocation state (spec §3 rule 1).
-    let sba: Record<string, unknown>;
+    let sba: SignedBudgetAuthorization;
     try {
-      sba = await signSba(session, terms, host, purpose!, paymentId, railName);
+      sba = await signing.sba(session, p);
     } catch (e) {
-      await release(db, paymentId, now());
+      await release(db, p.id, now());
       throw e;
     }
-    const denied = await personRefusal(session, sba, terms, host, purpose!, railName);
-    if (denied) {
-      await release(db, paymentId, now());
-      await refuse(
-        railName,
-        session,
-        denied.code,
-        `the person's grant refuses this payment: ${denied.message}`,
-        details,
-      );
-    }
-    return { paymentId, sba, amount, currency: terms.currency, merchant: host, purpose: purpose! };
+    await personRefusal(session, sba, p, details, () => release(db, p.id, now()));
+    return { paymentId: p.id, sba, amount: p.amount, currency: p.currency, merchant: host, purpose: p.purpose };
   }
 
   /**
-   * The ledger rail in this database, for a session without velocity limits: SBA and receipt
-   * signed first, then reservation, payment, spend and receipt as one change (payments/store.ts
-   * reserveAndPayLedger), whose guard re-reads the revocation state, expiry and budget. The
-   * revocation state was also read from the database for this request (routes/proxy.ts) before
-   * the SBA was signed (spec §3 rule 1); a revocation committed after that read makes the guard
-   * refuse, and the SBA and receipt signed for it are dropped unseen. Undefined when the guard
-   * refused: nothing was written, and the reservation path says why.
+   * A rail in this database (the ledger) pays in the change that commits: SBA and receipt signed
+   * first, then reservation, payment, spend and receipt (store.ts payLedgerInCommit), whose guard
+   * re-reads the revocation state, expiry and budget. The revocation state was also read from the
+   * database for this request (routes/proxy.ts) before the SBA was signed (spec §3 rule 1); a
+   * revocation committed after that read makes the guard refuse, and the SBA and receipt signed
+   * for it are dropped unseen.
    */
-  async function payLedgerInOneChange(
-    session: SessionRecord,
-    terms: PaymentTerms,
-    host: string,
-    purpose: string | undefined,
-  ): Promise<PaidResult | undefined> {
+  async function payInCommit(session: SessionRecord, terms: PaymentTerms, host: string, purpose: string | undefined) {
     const details = detailsOf(terms, host, purpose);
-    await checkFixed(session, terms, host, purpose, rail.name, details);
-    const paymentId = deps.paymentId?.() ?? `pay_${timeOrderedId()}`;
-    const sba = await signSba(session, terms, host, purpose!, paymentId, rail.name);
-    const denied = await personRefusal(session, sba, terms, host, purpose!, rail.name);
-    if (denied)
-      await refuse(
-        rail.name,
-        session,
-        denied.code,
-        `the person's grant refuses this payment: ${denied.message}`,
-        details,
-      );
-    const amount = BigInt(terms.amount);
-    const paid: Paid = {
-      id: paymentId,
-      amount,
+    const allowed = await checkFixed(session, terms, host, purpose, rail.name, details);
+    const p: PaymentFields = {
+      id: deps.paymentId?.() ?? `pay_${timeOrderedId()}`,
+      amount: terms.amount,
       currency: terms.currency,
       merchant: host,
-      purpose: purpose!,
+      purpose: allowed,
       rail: rail.name,
     };
+    const sba = await signing.sba(session, p);
+    await personRefusal(session, sba, p, details);
     const txRef = `txid:${timeOrderedId()}`;
     const paidAt = now();
-    const { receiptId, receipt, row, committed } = await signReceiptFor(session, paid, txRef, paidAt, sba);
-    const recorded = committedEvents(session, paid, receiptId, txRef);
-    const c = await reserveAndPayLedger(
+    const { receiptId, receipt, row, committed } = await signing.receipt(session, p, txRef, paidAt, sba);
+    const c = await payLedgerInCommit(
       db,
       {
         ...row,
         sessionId: session.id,
-        amount,
-        currency: terms.currency,
+        amount: p.amount,
+        currency: p.currency,
         merchant: host,
         address: terms.address,
-        purpose: purpose!,
+        purpose: p.purpose,
         rail: rail.name,
         now: paidAt,
+        velocity: session.maxPerHour !== null || session.maxPerMerchantDay !== null,
         txRef,
       },
-      recorded.record,
+      commitRecord(session, p, receiptId, txRef),
+      pausedRecord(session),
     );
-    if (!c.committed) return undefined;
+    if ('ok' in c) return refuse(rail.name, session, c.code, c.message, details);
+    if (!c.committed)
+      throw new HttpError(409, 'conflict', 'the payment was settled by reconciliation before it was made');
     committed();
-    recorded.after();
-    return { paymentId, txRef, sba, receipt };
+    return { paymentId: p.id, txRef, sba, receipt };
   }
 
-  const railsByName = new Map<string, Rail>([rail, ...(deps.otherRails ?? [])].map((r) => [r.name, r]));
+  /**
+   * A rail elsewhere pays before the commit: reserved and signed (authorize), `paying` written,
+   * the rail paid; an answer that never came is asked of the rail, never guessed.
+   */
+  async function payBeforeCommit(
+    session: SessionRecord,
+    terms: PaymentTerms,
+    host: string,
+    purpose: string | undefined,
+  ): Promise<PaidResult> {
+    const a = await authorize(session, terms, host, purpose, rail.name);
+    const p: PaymentFields = { id: a.paymentId, ...a, rail: rail.name };
+    if (!(await markPaying(db, a.paymentId, JSON.stringify(a.sba), now()))) {
+      throw new HttpError(409, 'conflict', 'the payment was settled by reconciliation before it was made');
+    }
+    let txRef: string;
+    try {
+      txRef = (
+        await rail.pay({
+          paymentId: p.id,
+          amount: p.amount,
+          currency: p.currency,
+          address: terms.address,
+          merchant: host,
+        })
+      ).txRef;
+    } catch (e) {
+      // Paid or not? Ask the rail, which also voids the id if it was not (rail.ts). An outcome
+      // that throws answers nothing: the payment may have been made, so it is held as pending
+      // (reconcile asks again), never taken as void.
+      const found = await rail.outcome(p.id).catch(() => 'pending' as const);
+      if (!found) {
+        await release(db, p.id, now());
+        deps.onRefused?.('rail_failed', rail.name);
+        throw new HttpError(
+          502,
+          'payment_failed',
+          `the ${rail.name} rail did not make the payment: ${(e as Error)?.message ?? 'error'}`,
+        );
+      }
+      // Neither paid nor void: the reservation stays for reconcile() to settle.
+      if (found === 'pending')
+        throw new HttpError(502, 'payment_unconfirmed', `the ${rail.name} rail has not confirmed the payment yet`);
+      txRef = found.txRef;
+    }
+    const { receipt } = await commitPaid(session, p, txRef, a.sba);
+    return { paymentId: p.id, txRef, sba: a.sba, receipt };
+  }
+
+  const rails = new Map<string, Rail>([rail, ...(deps.otherRails ?? [])].map((r) => [r.name, r]));
 
   return {
     authorize,
@@ -531,19 +413,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
 
     /** Commits an authorized payment that was paid (`txRef` = `txid:<reference>`) with its signed receipt. */
     async complete(session: SessionRecord, a: Authorization, txRef: string, receiptRail: string, startedAt?: number) {
-      const r = await settlePaid(
-        session,
-        {
-          id: a.paymentId,
-          amount: a.amount,
-          currency: a.currency,
-          merchant: a.merchant,
-          purpose: a.purpose,
-          rail: receiptRail,
-        },
-        txRef,
-        a.sba,
-      );
+      const r = await commitPaid(session, { id: a.paymentId, ...a, rail: receiptRail }, txRef, a.sba);
       if (startedAt !== undefined) deps.onPaid?.(performance.now() - startedAt, receiptRail.split(':')[0]!);
       return r;
     },
@@ -565,144 +435,29 @@ export function createPaymentService(deps: PaymentServiceDeps) {
       purpose: string | undefined,
     ): Promise<PaidResult> {
       const started = performance.now();
-      if (localLedger && session.maxPerHour === null && session.maxPerMerchantDay === null) {
-        const once = await payLedgerInOneChange(session, terms, host, purpose);
-        if (once) {
-          deps.onPaid?.(performance.now() - started, rail.name);
-          return once;
-        }
-        // Refused by the guard: the reservation below says why (pausing at a soft ceiling), or
-        // pays after all when a reservation was given back meanwhile.
-      }
-      const { paymentId, sba, amount } = await authorize(session, terms, host, purpose, rail.name);
-      const paid: Paid = {
-        id: paymentId,
-        amount,
-        currency: terms.currency,
-        merchant: host,
-        purpose: purpose!,
-        rail: rail.name,
-      };
-      if (localLedger) {
-        const txRef = `txid:${timeOrderedId()}`;
-        const paidAt = now();
-        const { receiptId, receipt, row, committed } = await signReceiptFor(session, paid, txRef, paidAt, sba);
-        const recorded = committedEvents(session, paid, receiptId, txRef);
-        const c = await payLedgerAndCommit(
-          db,
-          {
-            ...row,
-            sessionId: session.id,
-            amount,
-            currency: terms.currency,
-            address: terms.address,
-            txRef,
-          },
-          recorded.record,
-        );
-        if (c.committed) {
-          committed();
-          recorded.after();
-        }
-        if (!c.committed)
-          throw new HttpError(409, 'conflict', 'the payment was settled by reconciliation before it was made');
-        deps.onPaid?.(performance.now() - started, rail.name);
-        return { paymentId, txRef, sba, receipt };
-      }
-      if (!(await markPaying(db, paymentId, JSON.stringify(sba), now()))) {
-        throw new HttpError(409, 'conflict', 'the payment was settled by reconciliation before it was made');
-      }
-
-      let txRef: string;
-      try {
-        txRef = (
-          await rail.pay({ paymentId, amount, currency: terms.currency, address: terms.address, merchant: host })
-        ).txRef;
-      } catch (e) {
-        // Paid or not? Ask the rail, which also voids the id if it was not (rail.ts). An outcome
-        // that throws answers nothing: the payment may have been made, so it is held as pending
-        // (reconcile asks again), never taken as void.
-        const found = await rail.outcome(paymentId).catch(() => 'pending' as const);
-        if (!found) {
-          await release(db, paymentId, now());
-          deps.onRefused?.('rail_failed', rail.name);
-          throw new HttpError(
-            502,
-            'payment_failed',
-            `the ${rail.name} rail did not make the payment: ${(e as Error)?.message ?? 'error'}`,
-          );
-        }
-        // Neither paid nor void: the reservation stays for reconcile() to settle.
-        if (found === 'pending')
-          throw new HttpError(502, 'payment_unconfirmed', `the ${rail.name} rail has not confirmed the payment yet`);
-        txRef = found.txRef;
-      }
-      const { receipt } = await settlePaid(session, paid, txRef, sba);
+      const paid = rail.local
+        ? await payInCommit(session, terms, host, purpose)
+        : await payBeforeCommit(session, terms, host, purpose);
       deps.onPaid?.(performance.now() - started, rail.name);
-      return { paymentId, txRef, sba, receipt };
+      return paid;
     },
 
-    /**
-     * Settles payments left open longer than `staleMs` (a crash between reserve and commit):
-     * `reserved` never reached the rail and is released (only while still `reserved`); `paying`
-     * is settled with the rail, committed with its receipt when it was paid, released (and voided
-     * at the rail) when not. Every open row is visited, a page at a time; one still pending goes
-     * to the back of the queue, and one whose rail throws is logged and left for the next pass.
-     */
-    async reconcile(staleMs: number): Promise<{ committed: number; released: number }> {
-      let committed = 0;
-      let released = 0;
-      const before = now() - staleMs;
-      let after: { updatedAt: number; id: string } | undefined;
-      for (let page = 0; page < RECONCILE_MAX_PAGES; page++) {
-        const open = await openPayments(db, before, RECONCILE_PAGE, after);
-        for (const p of open) {
-          try {
-            const r = await reconcileOne(p);
-            if (r === 'committed') committed++;
-            else if (r === 'released') released++;
-          } catch (e) {
-            deps.onReconcileError?.(p.id, e);
-          }
-        }
-        if (open.length < RECONCILE_PAGE) break;
-        const last = open[open.length - 1]!;
-        after = { updatedAt: last.updatedAt, id: last.id };
-      }
-      deps.onReconciled?.({ committed, released });
-      return { committed, released };
+    /** Settles payments left open longer than `staleMs` (reconcile.ts). */
+    reconcile(staleMs: number): Promise<{ committed: number; released: number }> {
+      return reconcile(
+        {
+          db,
+          now,
+          rails,
+          commitPaid: async (session, p: PaymentRecord, txRef, sba) =>
+            (await commitPaid(session, p, txRef, sba)).committed,
+          onReconciled: deps.onReconciled,
+          onReconcileError: deps.onReconcileError,
+        },
+        staleMs,
+      );
     },
   };
-
-  async function reconcileOne(p: PaymentRecord): Promise<'committed' | 'released' | undefined> {
-    const rail = railsByName.get(p.rail);
-    if (!rail) return undefined; // a rail this instance does not run: left to one that does
-    if (p.state === 'reserved') {
-      // Nothing reaches a rail before `paying` is written, and markPaying is itself conditional
-      // on `reserved`: a release conditional on `reserved` and markPaying cannot both win. If
-      // another instance marked it `paying` meanwhile, the release does nothing and that
-      // instance settles it (or a later pass, once it is stale).
-      return (await release(db, p.id, now(), ['reserved'])) ? 'released' : undefined;
-    }
-    const found = await rail.outcome(p.id);
-    // Still cashable and not yet seen paid (a signed x402 authorization before its expiry): keep it reserved.
-    if (found === 'pending') {
-      await touchOpen(db, p.id, now());
-      return undefined;
-    }
-    const session = await sessionById(db, p.sessionId);
-    if (!session) return undefined;
-    if (found) {
-      const r = await settlePaid(
-        session,
-        { ...p, rail: found.rail ?? p.rail },
-        found.txRef,
-        p.sba ? JSON.parse(p.sba) : undefined,
-      );
-      return r.committed ? 'committed' : undefined;
-    }
-    return (await release(db, p.id, now())) ? 'released' : undefined;
-  }
 }
 
 export type PaymentService = ReturnType<typeof createPaymentService>;

@@ -28,6 +28,7 @@ import {
   utf8Encode,
   verifyPolicyGrant,
   type PolicyGrant,
+  type SignedBudgetAuthorization,
   type PublicJwk,
   type VerifyCtlResult,
 } from '../../src/index.js';
@@ -254,10 +255,10 @@ export async function createHumanSession(
         ceiling: BigInt(grant.maxAmountMinor),
         expiresAt,
         createdAt: now,
-        config: config as unknown as Record<string, unknown>,
+        config,
         policyHash: grant.policyHash,
         grantId: grant.grantId,
-        grant: grant as unknown as Record<string, unknown>,
+        grant,
         actorKeyPem: reserved.actor_key,
         softLimit: null,
         maxPerHour: config.velocity?.maxPaymentsPerHour ?? null,
@@ -318,12 +319,12 @@ export async function createHumanSession(
  */
 export async function humanChainRefusal(
   session: SessionRecord,
-  sba: Record<string, unknown>,
+  sba: SignedBudgetAuthorization,
   payment: { amount: string; currency: string; merchantId: string; rail: string; purpose: string },
   now: () => number,
   trust: HumanTrust | undefined,
 ): Promise<{ code: CtlError['code']; message: string } | undefined> {
-  const grant = session.grant as unknown as PolicyGrant;
+  const grant = session.grant;
   if (grant.profile !== 'human-agent') return undefined;
   if (!authorityOf(trust, grant))
     return {

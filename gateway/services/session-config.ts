@@ -24,20 +24,8 @@ import {
   MAX_RANGE,
 } from './host-glob.js';
 
-export interface SessionConfig {
-  budget: { amount: string; currency: string };
-  purposes: string[];
-  expiresAt: string;
-  label: string;
-  merchantAllowlist: string[];
-  merchantBlocklist: string[];
-  velocity?: { maxPaymentsPerHour?: number; maxAmountPerMerchantPerDay?: string };
-  softLimit?: { amount: string };
-  webhookUrl?: string;
-  /** Percentages of the ceiling whose crossing emits session.threshold_crossed (spec §6). */
-  thresholds: number[];
-  trustLevel: 0 | 1;
-}
+export type { SessionConfig } from '../store/sessions.js';
+import type { SessionConfig } from '../store/sessions.js';
 
 const FIELDS = new Set([
   'budget',

@@ -3,17 +3,15 @@
  * the configured Rail (the ledger by default), the retry carries `X-Payment-Receipt` (and
  * `X-Ctl-Sba` at trust level 1).
  */
-import { base64Encode, utf8Encode } from '../../../src/index.js';
+import { base64Encode, utf8Encode, type SignedBudgetAuthorization } from '../../../src/index.js';
 import type { SessionRecord } from '../../store/sessions.js';
 import type { PaymentService } from '../service.js';
 import { parsePaymentTerms, type PaymentTerms } from '../terms/x-payment.js';
 import { paidResponseLost, type PaymentProtocol } from './protocol.js';
 
 /** spec §1 trust level 1: the SBA rides along on the paid retry for merchants that can check it. */
-export function sbaHeaders(session: SessionRecord, sba: Record<string, unknown>): Record<string, string> {
-  return (session.config as { trustLevel?: number }).trustLevel === 1
-    ? { 'x-ctl-sba': base64Encode(utf8Encode(JSON.stringify(sba))) }
-    : {};
+export function sbaHeaders(session: SessionRecord, sba: SignedBudgetAuthorization): Record<string, string> {
+  return session.config.trustLevel === 1 ? { 'x-ctl-sba': base64Encode(utf8Encode(JSON.stringify(sba))) } : {};
 }
 
 export function createXPaymentProtocol(payments: PaymentService): PaymentProtocol<PaymentTerms> {
@@ -25,7 +23,7 @@ export function createXPaymentProtocol(payments: PaymentService): PaymentProtoco
     },
     async pay(terms, x) {
       const paid = await payments.pay(x.session, terms, x.host, x.purpose);
-      const receiptId = String(paid.receipt.receiptId);
+      const receiptId = paid.receipt.receiptId;
       try {
         const response = await x.retry({ 'x-payment-receipt': paid.txRef, ...sbaHeaders(x.session, paid.sba) });
         return { response, receiptId };

@@ -122,7 +122,7 @@ export function createX402Protocol(o: X402ProtocolOptions): PaymentProtocol<X402
           // the session's checks and the reservation, before any signature exists.
           auth = await o.payments.authorize(
             x.session,
-            { amount: chosen.amount.toString(), currency: x.session.currency, address: chosen.payTo },
+            { amount: chosen.amount, currency: x.session.currency, address: chosen.payTo },
             x.host,
             x.purpose,
             X402_RAIL,

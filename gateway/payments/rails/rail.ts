@@ -17,6 +17,11 @@ export interface PaymentOrder {
 
 export interface Rail {
   readonly name: string;
+  /**
+   * The rail lives in the gateway's own database (the ledger): its payment is made in the change
+   * that commits it (store.ts payLedgerInCommit), never before.
+   */
+  readonly local?: true;
   /** Pays once per paymentId and returns `txid:<reference>`; throws RailError when refused. */
   pay(order: PaymentOrder): Promise<{ txRef: string }>;
   /**

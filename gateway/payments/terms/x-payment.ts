@@ -6,7 +6,8 @@ import { CtlError, parseStrictJson, isAmount, isCurrency } from '../../../src/in
 import { MAX_AMOUNT } from '../amount.js';
 
 export interface PaymentTerms {
-  amount: string;
+  /** Minor units (PROTOCOL.md §1), at most MAX_AMOUNT. */
+  amount: bigint;
   currency: string;
   address: string;
 }
@@ -29,9 +30,10 @@ export function parsePaymentTerms(header: string | string[] | undefined): Paymen
   for (const k of Object.keys(t))
     if (!['amount', 'currency', 'address'].includes(k)) throw refuse(`unknown field '${k}'`);
   if (!isAmount(t.amount) || t.amount === '0') throw refuse('amount must be a positive decimal string of minor units');
-  if (BigInt(t.amount) > MAX_AMOUNT) throw refuse('amount is too large');
+  const amount = BigInt(t.amount);
+  if (amount > MAX_AMOUNT) throw refuse('amount is too large');
   if (!isCurrency(t.currency)) throw refuse('currency must be a currency code');
   if (typeof t.address !== 'string' || !/^[\x21-\x7e]{1,256}$/.test(t.address))
     throw refuse('address must be printable ASCII, 1–256 characters');
-  return { amount: t.amount, currency: t.currency, address: t.address };
+  return { amount, currency: t.currency, address: t.address };
 }
