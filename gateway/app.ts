@@ -30,7 +30,7 @@ import { expireDue, nextExpiry, sessionById } from './store/sessions.js';
 import { createLedgerRail } from './payments/rails/ledger.js';
 import type { Rail } from './payments/rails/rail.js';
 import { createXPaymentProtocol } from './payments/protocols/x-payment.js';
-import { createX402Protocol } from './payments/protocols/x402.js';
+import { createX402Protocol, holdCap } from './payments/protocols/x402.js';
 import {
   createX402Rail,
   X402_RAIL,
@@ -39,6 +39,8 @@ import {
 } from './payments/rails/x402/rail.js';
 import { X402_MIGRATIONS } from './payments/rails/x402/store.js';
 import { DEFAULT_MAX_TIMEOUT_SECONDS, type X402AssetMap } from './payments/rails/x402/assets.js';
+import { createMppProtocol, createMppRail, MPP_RAIL } from './payments/protocols/mpp.js';
+import { MPP_MIGRATIONS } from './payments/rails/mpp/store.js';
 import { generatePrivateKey } from 'viem/accounts';
 import { createKeyRing, sharedSecret, type ExternalKey } from './services/keys.js';
 import { createSessionKeys } from './services/session-keys.js';
@@ -170,6 +172,7 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
     auditLogMigration('gw_audit_log'),
     auditStagingMigration('gw_audit_log'),
     webhookOutboxMigration('gw_webhook_dispatches'),
+    ...MPP_MIGRATIONS,
   ]);
   // Each payment writes a few pages (its receipt carries the SBA and grant): checkpoint the WAL
   // less often, so its fsync is paid once per ~40 MB rather than every ~200 payments.
@@ -307,6 +310,8 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
   }
 
   const x402Rail = createX402Rail(db, now, deps.x402?.chain, deps.x402?.expiryMarginMs);
+  // MPP's `evm` charge is an EIP-3009 authorization too: same chains, same margin (payments/protocols/mpp.ts).
+  const mppRail = createMppRail(db, now, deps.x402?.chain, deps.x402?.expiryMarginMs);
   const limits = gatewayRateLimits(
     db,
     deps.rateLimits ?? DEFAULT_GATEWAY_RATE_LIMITS,
@@ -320,7 +325,7 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
       events,
       issuer,
       railName: rail.name,
-      extraRails: [X402_RAIL],
+      extraRails: [X402_RAIL, MPP_RAIL],
       continuationSecret,
       targets,
       humans,
@@ -340,7 +345,7 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
   const payments = createPaymentService({
     db,
     rail,
-    otherRails: [x402Rail],
+    otherRails: [x402Rail, mppRail],
     keys,
     sessionKeys,
     events,
@@ -373,7 +378,26 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
       (deps.reconcileStaleMs ?? 120_000) +
       (deps.reconcileIntervalMs ?? 30_000),
   });
-  const protocols = [x402, createXPaymentProtocol(payments)];
+  const ctl = createXPaymentProtocol(payments);
+  // MPP first: the stock mppx server offers x402 terms beside its own, and MPP is what it prefers.
+  const mpp = createMppProtocol({
+    db,
+    payments,
+    privateKey: evmKey,
+    assets: deps.x402?.assets ?? new Map(),
+    // x402's cap on how long one signed authorization may hold a budget (payments/protocols/x402.ts holdCap).
+    maxTimeoutSeconds: holdCap({
+      maxTimeoutSeconds: deps.x402?.maxTimeoutSeconds ?? DEFAULT_MAX_TIMEOUT_SECONDS,
+      maxHoldSeconds: deps.x402?.maxHoldSeconds,
+      settleDelayMs:
+        (deps.x402?.expiryMarginMs ?? DEFAULT_EXPIRY_MARGIN_MS) +
+        (deps.reconcileStaleMs ?? 120_000) +
+        (deps.reconcileIntervalMs ?? 30_000),
+    }),
+    now,
+    fallback: [x402, ctl],
+  });
+  const protocols = [mpp, x402, ctl];
   const auth = limits.auth;
 
   const app = new Koa();

@@ -1,6 +1,6 @@
 /**
  * How receipts are stored: the grant inside each receipt's SBA is kept apart, once per grant
- * (store/payments.ts ReceiptRow), and every reader puts it back, so a receipt reads whole and
+ * (payments/store.ts ReceiptRow), and every reader puts it back, so a receipt reads whole and
  * verifies exactly as signed. receipt-storage-pg.test.ts runs this file on PostgreSQL.
  */
 import { test } from 'uvu';

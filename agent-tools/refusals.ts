@@ -2,6 +2,7 @@
  * The gateway's refusals as tool results an agent can act on. Every refusal carries its
  * PROTOCOL.md §9 code; a paused session (spec §3 paused row) is not a failure of the tool but a
  * question for the budget owner, so it comes back as an ordinary result saying who must do what.
+ * Shared by every adapter of the tools (MCP, AI SDK, LangChain).
  */
 
 /** What the agent is told to do next, per code (the gateway's message says what happened). */
@@ -27,12 +28,12 @@ const NEXT_STEP: Record<string, string> = {
   rate_limited: 'Too many requests for this session: wait retryAfterSeconds, then retry.',
   conflict:
     'This idempotencyKey is in use by another request or still running; wait, or use a new key for a different request.',
-  unauthorized: "The gateway does not accept this server's session token (CTL_SESSION_TOKEN): tell the budget owner.",
+  unauthorized: "The gateway does not accept this agent's session token: tell the budget owner.",
   payload_too_large: 'The request body is larger than the gateway accepts.',
 };
 
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { CtlError, GatewayError, isServiceErrorCode } from '../src/index.js';
+import type { ToolAnswer } from './tools/tool.js';
 
 export interface Refusal {
   outcome: 'refused';
@@ -133,14 +134,27 @@ export function describeRefusal(
 }
 
 /**
- * A read tool's failure (its output schema describes the session, not an error): isError with
- * the §9 code in the text, or the gateway being unreachable.
- * @example failedReadResult(new GatewayError(401, 'unauthorized', 'the session token is not valid'), url)
+ * A read tool's failure: the gateway's refusal with its §9 code, or the gateway being unreachable.
+ * Its value is not the tool's output shape (that describes the session), so the lead says it all.
+ * @example failedRead(new GatewayError(401, 'unauthorized', 'the session token is not valid'), url).value.code
  */
-export function failedReadResult(e: unknown, gatewayUrl: string): CallToolResult {
+export function failedRead(e: unknown, gatewayUrl: string): ToolAnswer {
   const r = refusalOf(e);
-  const text = r
-    ? `Refused by the gateway (${r.code}${r.status ? `, HTTP ${r.status}` : ''}): ${r.message}. ${NEXT_STEP[r.code] ?? ''}`.trim()
-    : `${unreachableMessage(e, gatewayUrl)} (unavailable)`;
-  return { content: [{ type: 'text', text }], isError: true };
+  if (!r) {
+    const message = unreachableMessage(e, gatewayUrl);
+    return {
+      value: {
+        outcome: 'failed',
+        code: 'unavailable',
+        message,
+        nextStep: 'Retry later; if it persists, tell the budget owner.',
+      },
+      lead: `${message} (unavailable)`,
+    };
+  }
+  const value = describeRefusal(r, gatewayUrl, undefined);
+  return {
+    value: { ...value },
+    lead: `Refused by the gateway (${r.code}${r.status ? `, HTTP ${r.status}` : ''}): ${r.message}. ${value.nextStep}`,
+  };
 }

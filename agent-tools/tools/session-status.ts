@@ -3,10 +3,8 @@
  * what is left and until when, so an agent can check before it pays.
  */
 import { z } from 'zod';
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { AgentSession } from '../../src/index.js';
-import { ownerActionForPause, failedReadResult } from '../refusals.js';
-import { toolResult } from '../tool-result.js';
+import { ownerActionForPause, failedRead } from '../refusals.js';
+import { defineTool } from './tool.js';
 
 const output = {
   sessionId: z.string(),
@@ -36,29 +34,26 @@ const output = {
 
 const list = (v: unknown) => (Array.isArray(v) && v.length > 0 ? (v as string[]) : undefined);
 
-/** Registers `session_status` on `server`. */
-export function registerSessionStatus(server: McpServer, session: AgentSession, gatewayUrl: string) {
-  server.registerTool(
-    'session_status',
-    {
-      title: 'Spending session status',
-      description:
-        "The state of this agent's spending session: active/paused/revoked/expired, budget, amount spent and remaining (minor units, e.g. cents), expiry and the purposes paid_fetch may use. Costs nothing.",
-      inputSchema: {},
-      outputSchema: output,
-      annotations: { readOnlyHint: true, openWorldHint: false },
-    },
-    async () => {
-      let v;
-      try {
-        v = await session.status();
-      } catch (e) {
-        return failedReadResult(e, gatewayUrl);
-      }
-      const allow = list(v.merchantAllowlist);
-      const block = list(v.merchantBlocklist);
-      const soft = (v.softLimit as { amount?: unknown } | undefined)?.amount;
-      return toolResult({
+export const sessionStatus = defineTool({
+  name: 'session_status',
+  title: 'Spending session status',
+  description:
+    "The state of this agent's spending session: active/paused/revoked/expired, budget, amount spent and remaining (minor units, e.g. cents), expiry and the purposes paid_fetch may use. Costs nothing.",
+  input: {},
+  output,
+  annotations: { readOnlyHint: true, openWorldHint: false },
+  async run(_args, { session, gatewayUrl }) {
+    let v;
+    try {
+      v = await session.status();
+    } catch (e) {
+      return failedRead(e, gatewayUrl);
+    }
+    const allow = list(v.merchantAllowlist);
+    const block = list(v.merchantBlocklist);
+    const soft = (v.softLimit as { amount?: unknown } | undefined)?.amount;
+    return {
+      value: {
         sessionId: v.sessionId,
         state: v.state,
         ...(v.label ? { label: v.label } : {}),
@@ -73,7 +68,7 @@ export function registerSessionStatus(server: McpServer, session: AgentSession, 
         ...(allow ? { merchantAllowlist: allow } : {}),
         ...(block ? { merchantBlocklist: block } : {}),
         ...(v.state === 'paused' ? { ownerAction: ownerActionForPause(gatewayUrl, v.sessionId) } : {}),
-      });
-    },
-  );
-}
+      },
+    };
+  },
+});

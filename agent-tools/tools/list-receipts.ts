@@ -3,10 +3,8 @@
  * whom, for which purpose, when.
  */
 import { z } from 'zod';
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { AgentSession } from '../../src/index.js';
-import { failedReadResult } from '../refusals.js';
-import { toolResult } from '../tool-result.js';
+import { failedRead } from '../refusals.js';
+import { defineTool } from './tool.js';
 
 const receipt = z.object({
   receiptId: z.string(),
@@ -28,43 +26,34 @@ const receipt = z.object({
 
 const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
 
-/** Registers `list_receipts` on `server`. */
-export function registerListReceipts(server: McpServer, session: AgentSession, gatewayUrl: string) {
-  server.registerTool(
-    'list_receipts',
-    {
-      title: 'Payment receipts of this session',
-      description:
-        "The gateway's signed receipts for the payments this agent's session made, newest first: receipt id, amount (minor units, e.g. cents), merchant, purpose, time. Costs nothing.",
-      inputSchema: {
-        limit: z
-          .number()
-          .int()
-          .min(1)
-          .max(500)
-          .default(50)
-          .describe('How many of the newest receipts to return (1–500).'),
-        includeSigned: z
-          .boolean()
-          .default(false)
-          .describe('Also return each whole signed receipt (large: it embeds the payment authorization).'),
-      },
-      outputSchema: {
-        sessionId: z.string(),
-        total: z.number().int().describe('Receipts in the session.'),
-        receipts: z.array(receipt),
-      },
-      annotations: { readOnlyHint: true, openWorldHint: false },
-    },
-    async ({ limit, includeSigned }) => {
-      let all;
-      try {
-        all = await session.receipts();
-      } catch (e) {
-        return failedReadResult(e, gatewayUrl);
-      }
-      const newest = all.receipts.slice(-limit).reverse();
-      return toolResult({
+export const listReceipts = defineTool({
+  name: 'list_receipts',
+  title: 'Payment receipts of this session',
+  description:
+    "The gateway's signed receipts for the payments this agent's session made, newest first: receipt id, amount (minor units, e.g. cents), merchant, purpose, time. Costs nothing.",
+  input: {
+    limit: z.number().int().min(1).max(500).default(50).describe('How many of the newest receipts to return (1–500).'),
+    includeSigned: z
+      .boolean()
+      .default(false)
+      .describe('Also return each whole signed receipt (large: it embeds the payment authorization).'),
+  },
+  output: {
+    sessionId: z.string(),
+    total: z.number().int().describe('Receipts in the session.'),
+    receipts: z.array(receipt),
+  },
+  annotations: { readOnlyHint: true, openWorldHint: false },
+  async run({ limit, includeSigned }, { session, gatewayUrl }) {
+    let all;
+    try {
+      all = await session.receipts();
+    } catch (e) {
+      return failedRead(e, gatewayUrl);
+    }
+    const newest = all.receipts.slice(-limit).reverse();
+    return {
+      value: {
         sessionId: all.sessionId,
         total: all.receipts.length,
         receipts: newest.map((r) => {
@@ -81,7 +70,7 @@ export function registerListReceipts(server: McpServer, session: AgentSession, g
             ...(includeSigned ? { signed: r } : {}),
           };
         }),
-      });
-    },
-  );
-}
+      },
+    };
+  },
+});
