@@ -51,7 +51,7 @@ const view = async (id: string) => (await call(gw.url, 'GET', `/sessions/${id}`,
 const receiptsOf = async (id: string) =>
   (await call(gw.url, 'GET', `/sessions/${id}/receipts`, { key: gw.ownerKey })).body.receipts;
 
-test('the stock merchant asks in both dialects; the gateway answers in MPP', async () => {
+test('the stock merchant asks in both protocols; the gateway answers in MPP', async () => {
   const res = await fetch(`${merchant.url}/data`);
   assert.is(res.status, 402);
   assert.match(
@@ -181,7 +181,7 @@ test('terms the gateway will not sign are refused with nothing reserved', async 
   assert.is(long.status, 502, long.text);
   assert.is(long.body.error.code, 'payment_terms_refused');
   assert.match(long.body.error.message, /expires is \d+ s ahead/);
-  // A method the gateway does not pay (mppx's tempo): an unknown dialect stays refused.
+  // A method the gateway does not pay (mppx's tempo): an unknown method stays refused.
   const tempo = await proxy(gw, s.sessionToken, `${merchant.url}/tempo`, { purpose: 'api:search', method: 'GET' });
   assert.is(tempo.status, 502, tempo.text);
   assert.is(tempo.body.error.code, 'payment_terms_refused');

@@ -1,12 +1,12 @@
 /**
- * Reading an MPP 402 (gateway/rails/mpp/terms.ts): challenges written by mppx's own serialiser,
- * what is paid (an `evm` charge), what falls to the next dialect and what is refused.
+ * Reading an MPP 402 (gateway/payments/terms/mpp.ts): challenges written by mppx's own serialiser,
+ * what is paid (an `evm` charge), what falls to the next protocol and what is refused.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Challenge } from 'mppx';
 import { CtlError } from '../../../src/index.js';
-import { detectMpp, chooseCharge, loadMpp } from '../../../gateway/rails/mpp/terms.js';
+import { detectMpp, chooseCharge, loadMpp } from '../../../gateway/payments/terms/mpp.js';
 
 test.before(() => loadMpp());
 
@@ -62,7 +62,7 @@ test('not MPP: no 402, no Payment scheme, or "Payment" only inside another schem
   assert.is(detectMpp(res402({ 'www-authenticate': 'Bearer error_description="a, Payment needed"' })), undefined);
 });
 
-test('an unknown method or intent is refused; beside x402 terms it is left to the x402 dialect', () => {
+test('an unknown method or intent is refused; beside x402 terms it is left to the x402 protocol', () => {
   const tempo = challenge({ method: 'tempo', request: { amount: '1', currency: USDC, recipient: PAYEE } });
   assert.is(
     code(() => detectMpp(res402({ 'www-authenticate': tempo }))),

@@ -8,7 +8,7 @@
  *   1. the challenges are read with mppx's parser and the terms policy picks one (terms.ts) —
  *      nothing reserved, nothing signed;
  *   2. the stock client prepares that challenge without signing (`preparePayment`); the session's
- *      checks and the atomic reservation run (services/payments.ts authorize); a refusal ends
+ *      checks and the atomic reservation run (payments/service.ts authorize); a refusal ends
  *      here, so no credential ever exists;
  *   3. the client signs the credential, the gateway checks it against the chosen terms, records
  *      it (store.ts) and marks the payment `paying` before it leaves in `Authorization: Payment`;
@@ -24,15 +24,16 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { privateKeyToAccount } from 'viem/accounts';
 import { CtlError } from '../../../src/index.js';
 import { HttpError, type SqlDatabase } from '../../../service-kit/index.js';
-import type { Authorization, PaymentService } from '../../services/payments.js';
+import type { Authorization, PaymentService } from '../service.js';
 import type { ForwardResponse } from '../../services/forwarder.js';
-import { sbaHeaders } from '../ctl-dialect.js';
-import { RailError, type PaymentDialect, type Rail } from '../rail.js';
-import type { X402AssetMap } from '../x402/assets.js';
-import { DEFAULT_EXPIRY_MARGIN_MS, type X402ChainReader } from '../x402/rail.js';
-import * as terms from './terms.js';
-import type { MppCharge } from './terms.js';
-import { insertMpp, mppById, recordMppOutcome } from './store.js';
+import { sbaHeaders } from './x-payment.js';
+import { RailError, type Rail } from '../rails/rail.js';
+import type { PaymentProtocol } from './protocol.js';
+import type { X402AssetMap } from '../rails/x402/assets.js';
+import { DEFAULT_EXPIRY_MARGIN_MS, type X402ChainReader } from '../rails/x402/rail.js';
+import * as terms from '../terms/mpp.js';
+import type { MppCharge } from '../terms/mpp.js';
+import { insertMpp, mppById, recordMppOutcome } from '../rails/mpp/store.js';
 
 export const MPP_RAIL = 'mpp';
 
@@ -58,7 +59,7 @@ export function mppReceiptRail(c: Pick<MppCharge, 'network' | 'asset'>): string 
 }
 
 /**
- * The settling half (services/payments.ts reconcile), as for x402: a payment whose credential
+ * The settling half (payments/reconcile.ts), as for x402: a payment whose credential
  * was never recorded was never sent (void); one the merchant's `Payment-Receipt` named a
  * transaction for is paid; any other is alive until `validBefore` + margin, then EIP-3009
  * `authorizationState` on the chain reader decides (unused: released; used: committed). With no
@@ -75,7 +76,7 @@ export function createMppRail(
     async pay() {
       throw new RailError('MPP payments are settled by the merchant on the paid retry');
     },
-    async settle(paymentId) {
+    async outcome(paymentId) {
       const r = await mppById(db, paymentId);
       if (!r) return undefined;
       const rail = mppReceiptRail(r);
@@ -101,7 +102,7 @@ export function createMppRail(
   };
 }
 
-export interface MppDialectOptions {
+export interface MppProtocolOptions {
   db: SqlDatabase;
   payments: PaymentService;
   /** `CTL_GATEWAY_EVM_PRIVATE_KEY`: the account that signs EIP-3009 authorizations (x402's). */
@@ -112,10 +113,10 @@ export interface MppDialectOptions {
   maxTimeoutSeconds: number;
   now: () => number;
   /**
-   * The dialects after this one, for a 402 that only looked like MPP (a `Payment` token inside
+   * The protocols after this one, for a 402 that only looked like MPP (a `Payment` token inside
    * another scheme's value) or whose MPP challenges are all unpayable beside x402 terms.
    */
-  fallback?: PaymentDialect[];
+  fallback?: PaymentProtocol[];
 }
 
 /** A 402 with a `Payment` challenge in `WWW-Authenticate`, read in full (terms.ts) when paid. */
@@ -138,8 +139,8 @@ interface SignedAuthorization {
   nonce: string;
 }
 
-/** The MPP PaymentDialect (`evm` `charge`). */
-export function createMppDialect(o: MppDialectOptions): PaymentDialect<MppOffer> {
+/** The MPP PaymentProtocol (`evm` `charge`). */
+export function createMppProtocol(o: MppProtocolOptions): PaymentProtocol<MppOffer> {
   const account = privateKeyToAccount(o.privateKey);
   let loaded: ReturnType<typeof load> | undefined;
   async function load() {
@@ -172,7 +173,7 @@ export function createMppDialect(o: MppDialectOptions): PaymentDialect<MppOffer>
       const { mppx, client } = await loaded;
       const read = terms.detectMpp(offer.res);
       if (!read) {
-        // Not MPP after all, or only unpayable MPP beside x402 terms: the next dialect that knows it.
+        // Not MPP after all, or only unpayable MPP beside x402 terms: the next protocol that knows it.
         for (const d of o.fallback ?? []) {
           const other = d.detect(offer.res);
           if (other !== undefined) return d.pay(other, x);
@@ -202,7 +203,7 @@ export function createMppDialect(o: MppDialectOptions): PaymentDialect<MppOffer>
       // The session's checks and the reservation, before any credential exists.
       const auth = await o.payments.authorize(
         x.session,
-        { amount: chosen.amount.toString(), currency: x.session.currency, address: chosen.payTo },
+        { amount: chosen.amount, currency: x.session.currency, address: chosen.payTo },
         x.host,
         x.purpose,
         MPP_RAIL,
@@ -283,7 +284,7 @@ export function createMppDialect(o: MppDialectOptions): PaymentDialect<MppOffer>
     auth: Authorization,
     held: string,
     started: number,
-    session: Parameters<PaymentDialect['pay']>[1]['session'],
+    session: Parameters<PaymentProtocol['pay']>[1]['session'],
   ) {
     if (receipt) {
       await recordMppOutcome(o.db, auth.paymentId, 'paid', receipt.reference);

@@ -4,7 +4,7 @@
  * (`valid_before`) and whether the merchant's `Payment-Receipt` ever named a transaction for it.
  * Written before the credential leaves the gateway, so reconcile() never forgets one that is out.
  */
-import type { Migration, SqlExecutor } from '../../../service-kit/index.js';
+import type { Migration, SqlExecutor } from '../../../../service-kit/index.js';
 
 export const MPP_MIGRATIONS: Migration[] = [
   {

@@ -10,8 +10,8 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Challenge } from 'mppx';
 import { CtlError } from '../../../src/index.js';
-import { MAX_AMOUNT } from '../../services/session-config.js';
-import { CAIP2_EVM, assetAllowed, type X402AssetMap } from '../x402/assets.js';
+import { MAX_AMOUNT } from '../amount.js';
+import { CAIP2_EVM, assetAllowed, type X402AssetMap } from '../rails/x402/assets.js';
 
 /** One `evm` `charge` challenge, normalised (lower-case addresses, CAIP-2 network, atomic amount). */
 export interface MppCharge {
@@ -40,7 +40,7 @@ const refuse = (why: string) => new CtlError('payment_terms_refused', `MPP: ${wh
 
 /**
  * Recognises an MPP 402: undefined when it carries no `Payment` challenge, or when none of its
- * challenges is an `evm` `charge` and the merchant also offers x402 terms (the next dialect pays
+ * challenges is an `evm` `charge` and the merchant also offers x402 terms (the next protocol pays
  * those). Throws `payment_terms_refused` for a `Payment` challenge that cannot be read, or one
  * whose every challenge is a method or intent the gateway does not pay.
  * @example detectMpp({ status: 402, headers: { 'www-authenticate': 'Payment id="…", …' }, body })
