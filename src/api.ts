@@ -37,9 +37,15 @@ import { humanAgentProfile } from './entries/human-agent.js';
 import { onlineChecks } from './entries/online.js';
 import { createExpressMiddleware, createKoaMiddleware, type MiddlewareOptions } from './verifier/middleware.js';
 import { verifyDecisionWith, type DecisionOptions, type DecisionResult } from './verifier/decision.js';
+import {
+  createDelegationWith,
+  type CreateDelegationOptions,
+  type DelegationFields,
+} from './artifacts/delegation.js';
 import { createRevocationWith, verifyRevocationWith, type VerifyRevocationOptions } from './artifacts/revocation.js';
 import type {
   PolicyGrant,
+  Delegation,
   Receipt,
   SignedBudgetAuthorization,
   SignedRevocation,
@@ -97,10 +103,10 @@ export function verifyPolicyGrant(
  * Signs an SBA drawn from `fields.grant` with the wallet key (spec §4.4); the grant's fields are copied.
  * @example const sba = await createSignedSessionBudgetAuthorization({ grant, sessionId, actorId: 'agent-1', maxAmountMinor: '30' }, { signingKey })
  */
-export function createSignedSessionBudgetAuthorization(
-  fields: SbaFields,
+export function createSignedSessionBudgetAuthorization<G extends PolicyGrant | Delegation = PolicyGrant>(
+  fields: SbaFields & { grant: G },
   options: SignSbaOptions = {},
-): Promise<SignedBudgetAuthorization> {
+): Promise<SignedBudgetAuthorization<G>> {
   return createSbaWith(defaultCrypto, fields, options);
 }
 
@@ -147,8 +153,25 @@ export function verifyReceipt(
  * A wallet session under a grant (spec §2.8).
  * @example const s = createSession(grant, { actorId: 'vehicle-42', signingKey: pem, ceiling: { amount: '5000', currency: 'USD' } }); const sba = await s.createSba({ amount: '30', currency: 'USD', rail: 'x402' })
  */
-export function createSession(grant: PolicyGrant | string, options: SessionOptions): WalletSession {
-  return createSessionWith(defaultCrypto, grant, options);
+export function createSession<G extends PolicyGrant | Delegation = PolicyGrant>(
+  grant: G | string,
+  options: SessionOptions,
+): WalletSession<G> {
+  return createSessionWith<G>(defaultCrypto, grant, options);
+}
+
+/**
+ * A sub-grant (`ctl-delegation/1`, PROTOCOL.md §14) under `parent` (a PolicyGrant or a delegation),
+ * signed by the parent's `actorKey`; it only narrows (else `CtlError('delegation_invalid')` naming
+ * the member). The holder of `fields.actorKey` opens a session with it as with a grant.
+ * @example const d = await createDelegation(grant, { actorKey: subAgentJwk, maxAmountMinor: '2000', expiresAt }, { signingKey: agentKey })
+ */
+export function createDelegation(
+  parent: PolicyGrant | Delegation,
+  fields: DelegationFields,
+  options: CreateDelegationOptions,
+): Promise<Delegation> {
+  return createDelegationWith(defaultCrypto, parent, fields, options);
 }
 
 /**
