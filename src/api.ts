@@ -37,7 +37,15 @@ import { humanAgentProfile } from './entries/human-agent.js';
 import { onlineChecks } from './entries/online.js';
 import { createExpressMiddleware, createKoaMiddleware, type MiddlewareOptions } from './verifier/middleware.js';
 import { verifyDecisionWith, type DecisionOptions, type DecisionResult } from './verifier/decision.js';
+import { readClock, timeOption } from './values.js';
+import { hostNow } from './host.js';
+import { toErrorInfo } from './errors.js';
+import { walkDelegationChain } from './verifier/delegation-chain.js';
+import { artifactData } from './encoding/frozen-copy.js';
 import {
+  chainOf,
+  checkDelegation,
+  type DelegationChain,
   createDelegationWith,
   type CreateDelegationOptions,
   type DelegationFields,
@@ -158,6 +166,29 @@ export function createSession<G extends PolicyGrant | Delegation = PolicyGrant>(
   options: SessionOptions,
 ): WalletSession<G> {
   return createSessionWith<G>(defaultCrypto, grant, options);
+}
+
+/**
+ * Checks a delegation chain on its own (PROTOCOL.md §14): shape, each link's signature by its
+ * parent's `actorKey`, narrowing, depth, times. Not the root grant's signature: the caller holds
+ * that grant (an authority compares it with its own) or verifies it with `verifyPolicyGrant`. Never throws.
+ * @example const r = await verifyDelegation(body.delegation); if (r.valid) console.log(r.root.grantId)
+ */
+export async function verifyDelegation(
+  input: unknown,
+  options: { now?: () => number; clockToleranceMs?: number } = {},
+): Promise<Verified<DelegationChain>> {
+  try {
+    const d = artifactData(input);
+    checkDelegation(d);
+    const now = readClock(options?.now ?? hostNow, 'options.now');
+    const tol = timeOption(options?.clockToleranceMs, 'options.clockToleranceMs', 0);
+    const chain = chainOf(d);
+    await walkDelegationChain(defaultCrypto, chain, now, tol);
+    return { valid: true, ...chain };
+  } catch (e) {
+    return { valid: false, error: toErrorInfo(e) };
+  }
 }
 
 /**

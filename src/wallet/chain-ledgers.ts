@@ -14,12 +14,13 @@ export function chainIds(chain: DelegationChain): string[] {
 
 /**
  * The revocation URL of a link: its id asked at the root grant's `revocationUrl` base
- * (PROTOCOL.md §14), `<base>/revoke?grantId=<id>`.
+ * (PROTOCOL.md §14), `<base>/revoke?grantId=<id>&rootGrantId=<root id>`.
  */
 export function linkRevocationUrl(root: PolicyGrant, id: string): string {
   const q = root.revocationUrl.indexOf('?');
   const base = q < 0 ? root.revocationUrl : root.revocationUrl.slice(0, q);
-  return `${base}?grantId=${encodeURIComponent(id)}`;
+  // The root's id beside it: an authority that never saw the delegation knows the root it hangs from.
+  return `${base}?grantId=${encodeURIComponent(id)}&rootGrantId=${encodeURIComponent(root.grantId)}`;
 }
 
 /**
