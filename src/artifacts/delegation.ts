@@ -29,7 +29,7 @@ import { checkWindowRules, windows } from './windows.js';
 import { signArtifact } from './signing.js';
 import { canonicalize } from '../encoding/jcs.js';
 import { fail } from '../errors.js';
-import { formatTimestamp, parseTimestamp, purposeAllowed, readClock } from '../values.js';
+import { formatTimestamp, isAmount, parseTimestamp, purposeAllowed, readClock } from '../values.js';
 import { hostNow } from '../host.js';
 import { newId } from '../ids.js';
 
@@ -269,8 +269,18 @@ export async function createDelegationWith(
     allowedRails: fields.allowedRails ?? parent.allowedRails,
     allowedAssets: fields.allowedAssets ?? parent.allowedAssets,
     destinationAllowlist: fields.destinationAllowlist ?? parent.destinationAllowlist,
-    windows: fields.windows,
-    windowsStart: fields.windowsStart,
+    // Left unset, the parent's windows are kept as they are, counted from the same start (PROTOCOL.md §13).
+    windows:
+      fields.windows ??
+      // Each kept at most the child's own ceiling (§13: no window above the artifact's maxAmountMinor).
+      parent.windows?.map((w) =>
+        isAmount(fields.maxAmountMinor) && BigInt(w.maxAmountMinor) > BigInt(fields.maxAmountMinor)
+          ? { ...w, maxAmountMinor: fields.maxAmountMinor }
+          : w,
+      ),
+    windowsStart:
+      fields.windowsStart ??
+      (fields.windows === undefined && parent.windows ? (parent.windowsStart ?? parent.issuedAt) : undefined),
     keyId: await c.jwkThumbprint(parent.actorKey),
   };
   // Left unset, a list the parent restricts is inherited as it is: the narrowest choice that is not a refusal.
