@@ -203,7 +203,7 @@ const paths: OpenApiDocument['paths'] = {
         queryParam('grantId', 'The grant id, or a delegation id (PROTOCOL.md §14)', { type: 'string' }, true),
         queryParam(
           'rootGrantId',
-          'Beside a delegation id: the root grant it hangs from; a delegation never revoked is then "not revoked" (404 without it)',
+          'Beside a delegation id: its root grant; a delegation never revoked is then "not revoked" (else 404)',
           { type: 'string' },
         ),
         queryParam(
@@ -216,8 +216,8 @@ const paths: OpenApiDocument['paths'] = {
     }),
     post: operation({
       summary:
-        "Revokes a grant: with an API key, or a `ctl-revocation/1` signed by the grant's DID; a delegation (PROTOCOL.md §14): " +
-        "with its chain, and an API key or a `ctl-revocation/1` signed by its parent's actorKey",
+        "Revokes a grant: with an API key, or a `ctl-revocation/1` signed by the grant's DID; " +
+        "a delegation (PROTOCOL.md §14): with its chain, and an API key or a revocation signed by its parent's actorKey",
       description: scoped('grants:revoke'),
       tags: ['grants'],
       operationId: 'revokeGrant',

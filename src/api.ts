@@ -195,7 +195,8 @@ export async function verifyDelegation(
  * A sub-grant (`ctl-delegation/1`, PROTOCOL.md §14) under `parent` (a PolicyGrant or a delegation),
  * signed by the parent's `actorKey`; it only narrows (else `CtlError('delegation_invalid')` naming
  * the member). The holder of `fields.actorKey` opens a session with it as with a grant.
- * @example const d = await createDelegation(grant, { actorKey: subAgentJwk, maxAmountMinor: '2000', expiresAt }, { signingKey: agentKey })
+ * @example
+ * const d = await createDelegation(grant, { actorKey: subJwk, maxAmountMinor: '2000', expiresAt }, { signingKey })
  */
 export function createDelegation(
   parent: PolicyGrant | Delegation,

@@ -1,4 +1,4 @@
-/** Delegation chains for tests (PROTOCOL.md §14): signed honestly, or signed as given (to build what a signer refuses). */
+/** Delegation chains for tests (PROTOCOL.md §14): signed honestly, or as given (what a signer refuses). */
 import {
   createDelegation,
   createSession,

@@ -161,7 +161,7 @@ test('createDelegation refuses to sign a widening link, naming the member, and p
   }
 });
 
-test("a link signed by a key other than its parent's actorKey, or with another keyId, is delegation_invalid", async () => {
+test('a link not signed by its parent actorKey, or with another keyId, is delegation_invalid', async () => {
   const c = await chain(k, 1);
   const stranger = await generateKeyPair();
   const h = await generateKeyPair();
