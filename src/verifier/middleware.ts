@@ -11,7 +11,7 @@
  * its `sba` is taken as it is, or refused with `requireRawBody`.
  */
 import type { VerifyCtl, VerifyCtlOptions } from './verify.js';
-import type { PolicyGrant, SignedBudgetAuthorization } from '../artifacts/types.js';
+import type { Delegation, PolicyGrant, SignedBudgetAuthorization } from '../artifacts/types.js';
 import { decodeSbaHeader, sbaFromBodyText } from './presentation.js';
 import { toErrorInfo, malformed, type CtlErrorInfo } from '../errors.js';
 
@@ -42,7 +42,7 @@ export interface MiddlewareOptions<R> extends Omit<VerifyCtlOptions, 'amount' | 
 export interface CtlRequestState {
   valid: true;
   grant: PolicyGrant;
-  sba: SignedBudgetAuthorization;
+  sba: SignedBudgetAuthorization<PolicyGrant | Delegation>;
   amount: string;
   currency: string;
 }
