@@ -53,6 +53,7 @@ const distFiles = [
   'human-agent.js',
   'online.js',
   'testing.js',
+  'server.js',
 ].map((f) => join(root, 'dist', f));
 const srcTime = newest(join(root, 'src'));
 if (distFiles.some((f) => !existsSync(f) || statSync(f).mtimeMs < srcTime)) {

@@ -12,7 +12,7 @@ import { CtlError, formatTimestamp, parseStrictJson, isAmount, isCurrency } from
 import { createSbaSigner, type SbaSigner } from '../../src/entries/wallet.js';
 // A receipt per payment, each embedding an SBA over the signer's frozen grant: that grant checked
 // and canonicalised once (kept out of the `ctl` barrel's size budget, so imported from its module).
-import { signReceiptPrepared } from '../../src/artifacts/receipt.js';
+import { signReceiptPrepared } from '../../src/entries/server.js';
 import { HttpError, idleCache, timeOrderedId, type SqlDatabase } from '../../service-kit/index.js';
 import {
   reserve,
