@@ -126,10 +126,10 @@ export function notRevokedFetch(grantId: string) {
 
 /**
  * A property's run count by tier: `npm test` runs a quarter of the long ones (every property, a
- * shorter search), `npm run test:slow` all of them (the .slow.test.ts twins set CTL_LONG_FUZZ).
+ * shorter search), `npm run test:slow` all of them (the .slow.test.ts twins set CTL_TEST_LONG).
  * @example runs(7000) // 1750 under npm test, 7000 under test:slow
  */
-export const runs = (n: number) => (process.env['CTL_LONG_FUZZ'] === '1' ? n : Math.ceil(n / 4));
+export const runs = (n: number) => (process.env['CTL_TEST_LONG'] === '1' ? n : Math.ceil(n / 4));
 
 /** fast-check parameters: explicit run count, and the seed printed with every failure. */
 export function params(numRuns: number) {
