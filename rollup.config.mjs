@@ -99,7 +99,7 @@ export default [
   },
   {
     // The compact (CBOR) form in its own entry, so the core verifier never carries cbor-x.
-    input: 'src/compact.ts',
+    input: 'src/entries/compact.ts',
     output: [
       { file: 'dist/compact.js', format: 'esm', sourcemap: true },
       { file: 'dist/compact.cjs', format: 'cjs', sourcemap: true, exports: 'named' },

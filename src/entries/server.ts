@@ -1,7 +1,7 @@
 /**
- * `ctl/server` (`dist/server.js`): what only a service or a host tool needs beside `ctl`: receipt
- * signing per payment (a gateway), a verifier with caches of its own, compact artifact files (the
- * CLI). A device never loads it. See docs/sdk-api.md.
+ * `ctl/server` (`dist/server.js`): what only a service needs beside `ctl`: receipt signing per
+ * payment (a gateway) and a verifier with caches of its own. A device never loads it. See
+ * docs/sdk-api.md.
  */
 import { defaultCrypto } from '../crypto/index.js';
 import { createVerifier, type VerifyCtl } from '../verifier/verify.js';
@@ -9,8 +9,6 @@ import { humanAgentProfile } from './human-agent.js';
 import { onlineChecks } from './online.js';
 
 export { signReceiptPrepared, type ReceiptFields } from '../artifacts/receipt.js';
-// The CLI reads artifact files in either form (PROTOCOL.md §6).
-export { decodeCompact, type CompactKind } from '../compact.js';
 export type { FetchLike } from '../net/fetch-json.js';
 export type { VerifyCtl };
 
