@@ -74,6 +74,8 @@ export default [
   // Opt-in verifier modules (src/verifier/features.ts) the role verifiers do not carry by default.
   pair('human-agent'),
   pair('online'),
+  // What only a service or a host tool takes beside `ctl` (receipt signing per payment); no IIFE.
+  pair('server'),
   // The SpendStorage conformance suite an integrator runs against its own storage (test-time only).
   pair('testing'),
   iife('ctl-verify.iife.js', 'src/entries/verify.ts', 'CTL', ['embedded', 'verifyOnly']),
@@ -97,7 +99,7 @@ export default [
   },
   {
     // The compact (CBOR) form in its own entry, so the core verifier never carries cbor-x.
-    input: 'src/compact.ts',
+    input: 'src/entries/compact.ts',
     output: [
       { file: 'dist/compact.js', format: 'esm', sourcemap: true },
       { file: 'dist/compact.cjs', format: 'cjs', sourcemap: true, exports: 'named' },

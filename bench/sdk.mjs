@@ -157,6 +157,7 @@ for (const f of [
   'dist/human-agent.js',
   'dist/p256.js',
   'dist/compact.js',
+  'dist/server.js',
 ]) {
   const buf = readFileSync(root + f);
   sizes[f] = { min: buf.length, gzip: gzipSync(buf, { level: 9 }).length };

@@ -3,12 +3,7 @@
  * the Trust Bundle root key as PEM, for provisioning devices. Both read the same
  * environment (PORT, DATABASE_URL, CTL_* of spec §4.3) through authority/config.ts.
  */
-import { readAuthorityConfig } from '../authority/config.js';
-import { createKeyRing } from '../authority/keys.js';
-import { openAuthorityKek, openAuthoritySigners } from '../authority/signers.js';
-import { startAuthority } from '../authority/server.js';
-import { openAuthorityStore } from '../authority/store/open.js';
-import { createLogger } from '../service-kit/index.js';
+import type { readAuthorityConfig } from '../authority/config.js';
 import { guard, parseArgs, UsageError } from './device/args.js';
 import { packageVersion, variableLines, webhookVariables, type VariableHelp } from './service/help.js';
 import { preflight, runUntilSignal, startFailure, warnNoAdminKey } from './service/lifecycle.js';
@@ -90,6 +85,8 @@ export async function main(args: string[], program = 'ctl authority'): Promise<n
     const p = parseArgs(args, {});
     if (p.positionals.length > 1 || (sub !== undefined && sub !== 'root-key'))
       throw new UsageError(`unknown subcommand ${p.positionals.join(' ')}`);
+    // The service's modules load only to run it: --help, --version and a usage error answer without them.
+    const { readAuthorityConfig } = await import('../authority/config.js');
     let config;
     try {
       config = readAuthorityConfig(process.env);
@@ -100,6 +97,7 @@ export async function main(args: string[], program = 'ctl authority'): Promise<n
     const refused = await preflight(program, config.databaseUrl);
     if (refused !== undefined) return refused;
     if (sub === 'root-key') return printRootKey(config, program);
+    const { startAuthority } = await import('../authority/server.js');
     let authority;
     try {
       authority = await startAuthority(config);
@@ -113,6 +111,13 @@ export async function main(args: string[], program = 'ctl authority'): Promise<n
 }
 
 async function printRootKey(config: ReturnType<typeof readAuthorityConfig>, program: string): Promise<number> {
+  const [{ createLogger }, { openAuthorityKek, openAuthoritySigners }, { openAuthorityStore }, { createKeyRing }] =
+    await Promise.all([
+      import('../service-kit/index.js'),
+      import('../authority/signers.js'),
+      import('../authority/store/open.js'),
+      import('../authority/keys.js'),
+    ]);
   // Logs go to stderr so stdout is exactly the PEM (`ctl authority root-key > root.pem`).
   const logger = createLogger({ name: 'ctl-authority', level: config.logLevel, destination: process.stderr });
   let signers;

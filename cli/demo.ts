@@ -11,9 +11,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { verifyReceipt } from '../src/index.js';
 import { createGatewayClient } from '../src/index.js';
-import { openDatabase, listen, silentLogger } from '../service-kit/index.js';
-import { createGatewayApp } from '../gateway/app.js';
-import { startX402Demo } from './demo/x402-step.js';
 import { startDemoMerchant, DEMO_MERCHANT_ADDRESS } from './demo/merchant.js';
 import { formatMinor as money } from './demo/money.js';
 
@@ -26,6 +23,12 @@ export async function main(args: string[]): Promise<number | void> {
       console.error(`${args[0]!.startsWith('-') ? 'unknown option' : 'unexpected argument'} ${args[0]}\n\n${USAGE}`),
       2
     );
+  // The gateway's modules load only to run the demo: --help and a usage error answer without them.
+  const [{ openDatabase, listen, silentLogger }, { createGatewayApp }, { startX402Demo }] = await Promise.all([
+    import('../service-kit/index.js'),
+    import('../gateway/app.js'),
+    import('./demo/x402-step.js'),
+  ]);
   let failures = 0;
   const step = (n: number, text: string) => console.log(`\n${n}. ${text}`);
   const show = (text: string) => console.log(`   ${text}`);

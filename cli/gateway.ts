@@ -1,7 +1,6 @@
 /**
  * `ctl gateway` / `npm run gateway`: the payment gateway from the environment (gateway/server.ts).
  */
-import { gatewayOptionsFromEnv, startGateway } from '../gateway/server.js';
 import { guard, one, parseArgs, readText, required, UsageError, writeAtomic } from './device/args.js';
 import { packageVersion, variableLines, webhookVariables, type VariableHelp } from './service/help.js';
 import { preflight, runUntilSignal, startFailure, warnNoAdminKey } from './service/lifecycle.js';
@@ -87,6 +86,8 @@ export async function main(args: string[], program = 'ctl gateway'): Promise<num
   return guard(USAGE, async () => {
     const p = parseArgs(args, {});
     if (p.positionals.length) throw new UsageError(`unexpected argument ${p.positionals[0]}`);
+    // The service's modules load only to run it: --help, --version and a usage error answer without them.
+    const { gatewayOptionsFromEnv, startGateway } = await import('../gateway/server.js');
     let options;
     try {
       options = gatewayOptionsFromEnv(process.env);

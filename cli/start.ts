@@ -13,10 +13,6 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { readAuthorityConfig } from '../authority/config.js';
-import { startAuthority } from '../authority/server.js';
-import { createLogger } from '../service-kit/index.js';
-import { gatewayOptionsFromEnv, startGateway } from '../gateway/server.js';
 import { guard, one, parseArgs, UsageError } from './device/args.js';
 import { startDemoMerchant, type DemoMerchant } from './demo/merchant.js';
 import { formatMinor } from './demo/money.js';
@@ -90,6 +86,14 @@ export async function main(args: string[]): Promise<number> {
   return guard(USAGE, async () => {
     const p = parseArgs(args, { values: ['data'], flags: ['no-demo-merchant'] });
     if (p.positionals.length) throw new UsageError(`unexpected argument ${p.positionals[0]}`);
+    // The services' modules load only to run them: --help and a usage error answer without them.
+    const [{ readAuthorityConfig }, { startAuthority }, { createLogger }, { gatewayOptionsFromEnv, startGateway }] =
+      await Promise.all([
+        import('../authority/config.js'),
+        import('../authority/server.js'),
+        import('../service-kit/index.js'),
+        import('../gateway/server.js'),
+      ]);
     const dataDir = resolve(one(p, 'data') ?? './data');
     const { keys, file: keysFile } = devKeys(dataDir);
     const env = startEnvironments(process.env, dataDir, keys);

@@ -7,7 +7,7 @@
  */
 import { decodeSbaHeader, parseStrictJson, verifyCtl, type VerifyCtlOptions } from '../src/index.js';
 import type { SignedBudgetAuthorization } from '../src/index.js';
-import { decodeCompact } from '../src/compact.js';
+import { decodeCompact } from '../src/entries/compact.js';
 import { isCompact, readBundle, readBytes } from './device/artifact-files.js';
 import { clock, guard, one, parseArgs, readText, UsageError } from './device/args.js';
 import { readChainFile } from './device/root-rotate.js';

@@ -43,9 +43,10 @@ const PUBLISHED = [
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
 if (Object.keys(pkg.dependencies ?? {}).length)
   throw new Error('sdk-package: the SDK has runtime dependencies; list them in the published manifest first');
-for (const f of ['index.js', 'index.cjs', 'types/index.d.ts', 'cli']) {
-  if (!existsSync(join(root, 'dist', f)))
-    throw new Error(`sdk-package: dist/${f} is missing: run \`npm run build\` first`);
+// Every file `exports` names (ctl, ctl/wallet, ctl/server…), and the device commands.
+const targets = Object.values(pkg.exports).flatMap((t) => (typeof t === 'string' ? [t] : Object.values(t)));
+for (const f of [...targets.map((t) => t.replace(/^\.\//, '')), 'dist/cli']) {
+  if (!existsSync(join(root, f))) throw new Error(`sdk-package: ${f} is missing: run \`npm run build\` first`);
 }
 const manifest = Object.fromEntries(PUBLISHED.filter((k) => pkg[k] !== undefined).map((k) => [k, pkg[k]]));
 manifest.files = ['dist', 'bin'];

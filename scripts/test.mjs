@@ -8,7 +8,7 @@
 // either tier by path, so one file runs alone: `node scripts/test.mjs test/resilience/campaign`.
 // Usage: node scripts/test.mjs [--slow] [substring filter ...]   CTL_TEST_JOBS=N (default 2)
 import { spawn, spawnSync } from 'node:child_process';
-import { readdirSync, statSync, existsSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync, existsSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -57,6 +57,7 @@ const distFiles = [
   'human-agent.js',
   'online.js',
   'testing.js',
+  'server.js',
 ].map((f) => join(root, 'dist', f));
 const srcTime = newest(join(root, 'src'));
 if (distFiles.some((f) => !existsSync(f) || statSync(f).mtimeMs < srcTime)) {
@@ -79,6 +80,15 @@ const files = collect(testRoot, []).filter((f) =>
     ? isSlow(f) === slowTier
     : filters.some((s) => relative(root, f).includes(s)) && (!slowTier || isSlow(f)),
 );
+// Longest first, by the times of the last run here (build/test-times.json; files it has not seen
+// go first): with two workers, a long file started last would run on alone while the other idles.
+const timesFile = join(root, 'build', 'test-times.json');
+let lastTimes = {};
+try {
+  lastTimes = JSON.parse(readFileSync(timesFile, 'utf8'));
+} catch {}
+const lastTime = (f) => lastTimes[relative(root, f)] ?? Infinity;
+files.sort((a, b) => lastTime(b) - lastTime(a) || (a < b ? -1 : 1));
 const startedAt = Date.now();
 const strip = (s) => s.replace(/\x1b\[[0-9;]*m/g, '');
 
@@ -168,6 +178,11 @@ async function worker() {
   }
 }
 await Promise.all(Array.from({ length: Math.min(jobs, files.length) }, worker));
+
+for (const r of results) lastTimes[r.file] = r.ms;
+try {
+  writeFileSync(timesFile, JSON.stringify(lastTimes, null, 1) + '\n');
+} catch {}
 
 const passed = results.reduce((a, r) => a + r.passed, 0);
 const failed = results.reduce((a, r) => a + r.failed, 0);

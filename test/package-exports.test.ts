@@ -24,6 +24,7 @@ test('the ESM entries are the ones the SDK ships', () => {
     './human-agent',
     './online',
     './p256',
+    './server',
     './testing',
     './verify',
     './wallet',

@@ -3,7 +3,7 @@
  * (`encodeCompact` of ctl/compact, PROTOCOL.md §6).
  */
 import { readFileSync } from 'node:fs';
-import { decodeCompact } from '../../src/compact.js';
+import { decodeCompact } from '../../src/entries/compact.js';
 import type { TrustBundle } from '../../src/index.js';
 import { UsageError } from './args.js';
 

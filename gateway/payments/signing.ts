@@ -14,8 +14,8 @@ import {
 // Prepared signing, as a signing service imports it (ctl/wallet): the grant checked and canonicalised once per session.
 import { createSbaSigner, type SbaSigner } from '../../src/entries/wallet.js';
 // A receipt per payment, each embedding an SBA over the signer's frozen grant: that grant checked
-// and canonicalised once (kept out of the `ctl` barrel's size budget, so imported from its module).
-import { signReceiptPrepared } from '../../src/artifacts/receipt.js';
+// and canonicalised once (services-only signing: the `ctl/server` entry).
+import { signReceiptPrepared } from '../../src/entries/server.js';
 import { idleCache, timeOrderedId } from '../../service-kit/index.js';
 import type { SessionRecord } from '../store/sessions.js';
 import type { KeyRing } from '../services/keys.js';

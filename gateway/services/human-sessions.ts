@@ -32,11 +32,7 @@ import {
   type PublicJwk,
   type VerifyCtlResult,
 } from '../../src/index.js';
-import { createVerifier } from '../../src/verifier/verify.js';
-import { defaultCrypto } from '../../src/crypto/index.js';
-import { humanAgentProfile } from '../../src/entries/human-agent.js';
-import { onlineChecks } from '../../src/entries/online.js';
-import type { FetchLike } from '../../src/net/fetch-json.js';
+import { createVerifyCtl, type FetchLike } from '../../src/entries/server.js';
 import {
   HttpError,
   badRequest,
@@ -332,7 +328,7 @@ export async function humanChainRefusal(
       code: 'issuer_not_trusted',
       message: "the person's grant is not from an authority this gateway trusts (CTL_GATEWAY_HUMAN_AUTHORITIES)",
     };
-  const verify = createVerifier(defaultCrypto, { humanAgent: humanAgentProfile, online: onlineChecks });
+  const verify = createVerifyCtl();
   const r: VerifyCtlResult = await verify(sba, {
     ...payment,
     trustedHumans: [grant.issuer],

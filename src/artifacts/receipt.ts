@@ -93,8 +93,7 @@ const frozenGrants = new WeakMap<object, string>();
  * `SbaSigner` signs embeds its own frozen copy, `SbaSigner.grant`) has that grant checked and
  * canonicalized once, by object. The receipt's own members and the SBA's authorization are
  * checked every time, and the bytes signed are `signedBytes('receipt', receipt)`. No grant text
- * is taken from the caller, so none can disagree with the receipt. Not in the `ctl` barrel (its
- * size budget); imported from this module.
+ * is taken from the caller, so none can disagree with the receipt. Exported by `ctl/server`.
  * @example await signReceiptPrepared({ receiptId, sessionId, grantId, purpose, amount, merchant, paidAt, txRef, rail, sba: await sbaSigner.sign(…) }, { signingKey, keyId })
  */
 export async function signReceiptPrepared(

@@ -118,6 +118,9 @@ export function pkcs8(alg: Alg, d: Uint8Array, pub?: Uint8Array): Uint8Array {
 export function concat(...parts: Uint8Array[]): Uint8Array {
   const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
   let at = 0;
-  for (const p of parts) out.set(p, (at += p.length) - p.length);
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
   return out;
 }

@@ -37,9 +37,16 @@ function pow(b: bigint, e: bigint): bigint {
 
 /** Inverse mod p by the extended Euclidean algorithm (several times faster than b^(p−2) in BigInt). */
 function inv(a: bigint): bigint {
-  let [b, x, u] = [P, 0n, 1n];
-  for (a = m(a); a !== 0n;) [b, a, x, u] = [a, b % a, u, x - u * (b / a)];
-  return m(x);
+  let r0 = P;
+  let r1 = m(a);
+  let x0 = 0n;
+  let x1 = 1n;
+  while (r1 !== 0n) {
+    const q = r0 / r1;
+    [r0, r1] = [r1, r0 - q * r1];
+    [x0, x1] = [x1, x0 - q * x1];
+  }
+  return m(x0);
 }
 
 /** a + b (add-2008-hwcd-3 for a = −1: complete, so it doubles and adds the identity too). */

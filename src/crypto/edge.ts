@@ -1,6 +1,6 @@
 /**
- * The crypto facade of `dist/edge.js`: WebCrypto only, nothing from @noble, and small (the edge
- * bundle has a size budget). Public keys go through the same code and the same strict checks
+ * The crypto facade of `dist/edge.js`: WebCrypto only, nothing from @noble, and small (an edge
+ * runtime loads it per cold start). Public keys go through the same code and the same strict checks
  * (PROTOCOL.md §3) as the default facade (public-keys.ts, backend.ts); private keys, which an
  * edge verifier rarely holds, are parsed by WebCrypto itself rather than by der.ts's PKCS#8
  * reader (~0.8 KB gzip less). So on edge a private key is whatever PKCS#8 / JWK the runtime's

@@ -23,7 +23,11 @@ function encode(bytes: Uint8Array, alphabet: string, pad: boolean): string {
   let bits = 0;
   for (let i = 0; i < bytes.length; i++) {
     acc = ((acc << 8) | bytes[i]!) & 0xfff;
-    for (bits += 8; bits >= 6;) out += alphabet[(acc >> (bits -= 6)) & 63]!;
+    bits += 8;
+    while (bits >= 6) {
+      bits -= 6;
+      out += alphabet[(acc >> bits) & 63]!;
+    }
   }
   if (bits) out += alphabet[(acc << (6 - bits)) & 63]!;
   return pad ? out + '=='.slice(0, (4 - (out.length % 4)) % 4) : out;

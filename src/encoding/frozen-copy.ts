@@ -53,7 +53,8 @@ export function ownData(value: unknown, maxMembers = 10_000): unknown {
     // Each length and key list read once: what is counted is what is copied.
     const keys = array ? undefined : Object.keys(v);
     const n = keys ? keys.length : (v as unknown[]).length;
-    if (depth > 64 || (left -= n) < 0) malformed('too large or too deeply nested');
+    left -= n;
+    if (depth > 64 || left < 0) malformed('too large or too deeply nested');
     if (!keys) {
       const out: unknown[] = [];
       for (let i = 0; i < n; i++) out.push(copy((v as unknown[])[i], depth + 1));

@@ -29,8 +29,14 @@ export function utf8Encode(text: string): Uint8Array {
     return malformed('lone surrogate in text');
   }
   const out: number[] = [];
-  for (let i = 0; i < e.length; i++)
-    out.push(e[i] === '%' ? parseInt(e.slice(i + 1, (i += 2) + 1), 16) : e.charCodeAt(i));
+  for (let i = 0; i < e.length; i++) {
+    if (e[i] === '%') {
+      out.push(parseInt(e.slice(i + 1, i + 3), 16));
+      i += 2;
+    } else {
+      out.push(e.charCodeAt(i));
+    }
+  }
   return Uint8Array.from(out);
 }
 

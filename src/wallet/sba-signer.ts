@@ -1,6 +1,6 @@
 /**
  * Many SBAs under one grant, for a party that signs them at volume (a gateway session, a fleet
- * wallet service): exported by `ctl/wallet`, kept out of the `ctl` barrel's size budget.
+ * wallet service): exported by `ctl/wallet`.
  */
 import { defaultCrypto } from '../crypto/index.js';
 import { prepareSbaSigning, signPreparedSba, type SbaFields, type SignSbaOptions } from '../artifacts/sba.js';

@@ -76,8 +76,11 @@ test('ctl --help and -h print the usage and exit 0', async () => {
 
 for (const path of paths) {
   test(`ctl ${path.join(' ')} --help prints its usage on stdout and exits 0`, async () => {
-    for (const flag of ['--help', '-h']) {
-      const r = await ctl([...path, flag]);
+    // Each flag in its own process, run side by side: a spawn is mostly Node starting.
+    const flags = ['--help', '-h'];
+    const runs = await Promise.all(flags.map((flag) => ctl([...path, flag])));
+    for (const [i, r] of runs.entries()) {
+      const flag = flags[i]!;
       assert.is(r.code, 0, `${path.join(' ')} ${flag}: exit ${r.code}\n${r.out}${r.err}`);
       assert.match(r.out, new RegExp(`^usage: ctl ${path[0]}`), r.out);
       if (path[1]) assert.ok(r.out.includes(`ctl ${path.join(' ')}`), `usage names ${path.join(' ')}:\n${r.out}`);
@@ -85,8 +88,10 @@ for (const path of paths) {
   });
 
   test(`ctl ${path.join(' ')} --no-such-flag (and -z) exits 2 naming the flag`, async () => {
-    for (const flag of ['--no-such-flag', '-z']) {
-      const r = await ctl([...path, flag]);
+    const flags = ['--no-such-flag', '-z'];
+    const runs = await Promise.all(flags.map((flag) => ctl([...path, flag])));
+    for (const [i, r] of runs.entries()) {
+      const flag = flags[i]!;
       assert.is(r.code, 2, `${path.join(' ')} ${flag}: exit ${r.code}\n${r.out}${r.err}`);
       assert.ok(r.err.includes(flag), `${path.join(' ')}: ${r.err}`);
     }

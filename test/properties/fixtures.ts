@@ -124,6 +124,13 @@ export function notRevokedFetch(grantId: string) {
   return async () => ({ ok: true, status: 200, text: async () => JSON.stringify({ grantId, revoked: false }) });
 }
 
+/**
+ * A property's run count by tier: `npm test` runs a quarter of the long ones (every property, a
+ * shorter search), `npm run test:slow` all of them (the .slow.test.ts twins set CTL_TEST_LONG).
+ * @example runs(7000) // 1750 under npm test, 7000 under test:slow
+ */
+export const runs = (n: number) => (process.env['CTL_TEST_LONG'] === '1' ? n : Math.ceil(n / 4));
+
 /** fast-check parameters: explicit run count, and the seed printed with every failure. */
 export function params(numRuns: number) {
   return { numRuns, verbose: 1 as const, includeErrorInReport: true };

@@ -2,7 +2,8 @@
  * No overspend under any interleaving (PROTOCOL.md §7): fast-check's scheduler reorders every
  * step of an async SpendStorage (the moment a reservation takes effect and the moment its answer
  * arrives) and the revocation fetch, across concurrent `session.createSba` calls and concurrent
- * `verifyCtl({ trackSpend: true })` presentations. Over 10,000 scheduled runs in total.
+ * `verifyCtl({ trackSpend: true })` presentations. Over 10,000 scheduled runs in total under
+ * `npm run test:slow`, a quarter of them under `npm test` (fixtures.ts `runs`).
  */
 import { test } from 'uvu';
 import fc from 'fast-check';
@@ -15,7 +16,7 @@ import { createVerifier } from '../../src/verifier/verify.js';
 import { ALL_FEATURES } from '../helpers/features.js';
 import { createMemorySpendStorage, type SpendStorage } from '../../src/wallet/spend-storage.js';
 import type { SignedBudgetAuthorization } from '../../src/artifacts/types.js';
-import { baseGrantFields, ISSUER, makeKey, now, params } from './fixtures.js';
+import { baseGrantFields, ISSUER, makeKey, now, params, runs } from './fixtures.js';
 
 const c = createCtlCrypto('native');
 let started = 0;
@@ -29,11 +30,11 @@ const authority = makeKey('EdDSA');
 const actor = makeKey('EdDSA');
 const signer = await c.importSigningKey(actor.privateKeyPem);
 
-const WALLET_RUNS = 7000;
-const SAME_SBA_RUNS = 1500;
-const DISTINCT_RUNS = 1500;
-const OFFLINE_RUNS = 1000;
-const REPLAY_RUNS = 500;
+const WALLET_RUNS = runs(7000);
+const SAME_SBA_RUNS = runs(1500);
+const DISTINCT_RUNS = runs(1500);
+const OFFLINE_RUNS = runs(1000);
+const REPLAY_RUNS = runs(500);
 
 /**
  * The scheduler lets every in-flight call run to its next scheduled step (one macrotask) before it

@@ -14,7 +14,7 @@ import { createSbaWith } from '../../src/artifacts/sba.js';
 import { createBundleWith, verifyBundleWith } from '../../src/artifacts/bundle.js';
 import { signReceiptWith, verifyReceiptWith } from '../../src/artifacts/receipt.js';
 import { createVerifier } from '../../src/verifier/verify.js';
-import { makeKey, material, now as fixedNow, params, type TestKey } from './fixtures.js';
+import { makeKey, material, now as fixedNow, params, runs, type TestKey } from './fixtures.js';
 import { registerP256 } from '../../src/crypto/algorithm-support.js';
 import { nobleP256 } from '../../src/entries/p256.js';
 
@@ -174,7 +174,7 @@ async function chain(c: CtlCrypto, s: typeof scenario extends fc.Arbitrary<infer
 }
 
 for (const signer of names) {
-  test(`chain (grant + SBA, PEM / bundle / JWKS trust): signed on ${signer}, verified on both (80 runs)`, async () => {
+  test(`chain (grant + SBA, PEM / bundle / JWKS trust): signed on ${signer}, verified on both (${runs(80)} runs)`, async () => {
     const c = backends[signer];
     await fc.assert(
       fc.asyncProperty(scenario, async (s) => {
@@ -191,11 +191,11 @@ for (const signer of names) {
             throw new Error(`${verifier} (text): ${JSON.stringify(t)}, expected ${want}`);
         }
       }),
-      params(80),
+      params(runs(80)),
     );
   });
 
-  test(`Trust Bundle: signed on ${signer}, verified on both (150 runs)`, async () => {
+  test(`Trust Bundle: signed on ${signer}, verified on both (${runs(150)} runs)`, async () => {
     const c = backends[signer];
     const keyEntry = fc
       .tuple(
@@ -248,11 +248,11 @@ for (const signer of names) {
           if (!r.valid) throw new Error(`${verifier}: ${JSON.stringify(r.error)}`);
         }
       }),
-      params(150),
+      params(runs(150)),
     );
   });
 
-  test(`Receipt: signed on ${signer}, verified on both by PEM and JWKS (150 runs)`, async () => {
+  test(`Receipt: signed on ${signer}, verified on both by PEM and JWKS (${runs(150)} runs)`, async () => {
     const c = backends[signer];
     const m = await material(c);
     const fields = fc.record({
@@ -296,7 +296,7 @@ for (const signer of names) {
           if (!a.valid || !b.valid) throw new Error(`${verifier}: ${JSON.stringify([a, b])}`);
         }
       }),
-      params(150),
+      params(runs(150)),
     );
   });
 }
@@ -306,7 +306,7 @@ for (const signer of names) {
 
 const PRINTABLE = Array.from({ length: 0x7f - 0x20 }, (_, i) => String.fromCharCode(0x20 + i));
 
-async function mutationProperty(text: string, verify: (t: string) => Promise<{ valid: boolean }>, runs: number) {
+async function mutationProperty(text: string, verify: (t: string) => Promise<{ valid: boolean }>, count: number) {
   const positions = fc.nat({ max: text.length - 1 });
   await fc.assert(
     fc.asyncProperty(positions, fc.constantFrom(...PRINTABLE), async (i, ch) => {
@@ -321,7 +321,7 @@ async function mutationProperty(text: string, verify: (t: string) => Promise<{ v
       if (r.valid)
         throw new Error(`accepted after changing byte ${i} from ${JSON.stringify(text[i])} to ${JSON.stringify(ch)}`);
     }),
-    { ...params(runs), maxSkipsPerRun: 1000 },
+    { ...params(count), maxSkipsPerRun: 1000 },
   );
 }
 
@@ -348,27 +348,27 @@ for (const backend of names) {
     now: fixedNow,
   });
 
-  test(`${backend}: any single-byte change of a signed SBA (grant inside) → invalid (600 runs)`, async () => {
+  test(`${backend}: any single-byte change of a signed SBA (grant inside) → invalid (${runs(600)} runs)`, async () => {
     const text = JSON.stringify(m.sba);
     if (!(await verifyCtl(text, ctlOptions)).valid) throw new Error('the unmutated SBA must verify');
-    await mutationProperty(text, (t) => verifyCtl(t, ctlOptions), 600);
+    await mutationProperty(text, (t) => verifyCtl(t, ctlOptions), runs(600));
   });
 
-  test(`${backend}: any single-byte change of a signed Trust Bundle → invalid, alone and as the chain's key source (400 + 200 runs)`, async () => {
+  test(`${backend}: any single-byte change of a signed Trust Bundle → invalid, alone and as the chain's key source (${runs(400)} + ${runs(200)} runs)`, async () => {
     const text = JSON.stringify(m.bundle);
     if (!(await verifyBundleWith(c, text, m.root.publicKeyPem, { now: fixedNow })).valid)
       throw new Error('the unmutated bundle must verify');
     if (!(await verifyCtl(m.sba, bundleChain)).valid) throw new Error('the unmutated chain must verify');
-    await mutationProperty(text, (t) => verifyBundleWith(c, t, m.root.publicKeyPem, { now: fixedNow }), 400);
+    await mutationProperty(text, (t) => verifyBundleWith(c, t, m.root.publicKeyPem, { now: fixedNow }), runs(400));
     // A mutated bundle can never vouch for the grant: a fresh verifier each time (no cache).
-    await mutationProperty(text, (t) => createVerifier(c)(m.sba, { ...bundleChain, trustBundles: [t] }), 200);
+    await mutationProperty(text, (t) => createVerifier(c)(m.sba, { ...bundleChain, trustBundles: [t] }), runs(200));
   });
 
-  test(`${backend}: any single-byte change of a signed receipt → invalid (400 runs)`, async () => {
+  test(`${backend}: any single-byte change of a signed receipt → invalid (${runs(400)} runs)`, async () => {
     const text = JSON.stringify(m.receipt);
     if (!(await verifyReceiptWith(c, text, { publicKey: m.gateway.publicKeyPem })).valid)
       throw new Error('the unmutated receipt must verify');
-    await mutationProperty(text, (t) => verifyReceiptWith(c, t, { publicKey: m.gateway.publicKeyPem }), 400);
+    await mutationProperty(text, (t) => verifyReceiptWith(c, t, { publicKey: m.gateway.publicKeyPem }), runs(400));
   });
 }
 
