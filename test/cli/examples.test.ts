@@ -39,6 +39,21 @@ const expected: Record<string, RegExp[]> = {
     /doc 7 not paid: session_paused/,
     /6 calls paid, spent 150/,
   ],
+  'vehicle-lends-unit': [
+    /unit pays 9\.00 EUR at the terminal \(offline\): accepted/,
+    /unit asks 5\.00 EUR for energy:charging: refused by its wallet \(budget_exceeded\)/,
+    /reset unit pays 5\.00 EUR at the terminal \(offline\): refused \(budget_exceeded\)/,
+    /bundle sequence 2 lists revoked: dlg_/,
+    /after revocation: 3\.00 EUR at the terminal \(offline\): refused \(grant_revoked\)/,
+    /3 payments, 47\.00 EUR of the 100\.00 EUR offline allowance/,
+  ],
+  'agent-sub-agents': [
+    /delegated 80\.00 EUR for travel:hotel/,
+    /delegated 80\.00 EUR for travel:rail/,
+    /train pays 25\.00 EUR: refused \(budget_exceeded/,
+    /16 × 1\.00 EUR at once: 10 accepted, 6 refused \(budget_exceeded\)/,
+    /together: 100\.00 EUR of the parent's 100\.00 EUR/,
+  ],
   'bundle-refresh': [
     /t\+0h: updated, holding sequence 1, next refresh from t\+/,
     /t\+2h: fresh/,
