@@ -5,6 +5,7 @@
 //   verifyCtl (grant cached) ÷ one bare node:crypto Ed25519 verify   (native backend)
 //   verifyCtl (grant cached) ÷ one bare noble Ed25519 verify          (noble backend)
 //   createSba ÷ one bare sign, on each backend
+//   verifyCtl on a delegation chain of depth 2 ÷ verifyCtl on depth 0 (PROTOCOL.md §14; a figure)
 //   min+gzip size of each dist file, beside two anchors (reported, not gated)
 //
 // Targets (device-class SDK): native createSba ≥ 0.8 × bare sign, native verifyCtl (grant cached)
@@ -54,7 +55,8 @@ const grant = await CTL.createSignedPolicyGrant(
 const okFetch = async (url) => ({
   ok: true,
   status: 200,
-  text: async () => JSON.stringify({ grantId: grant.grantId, revoked: false }),
+  // The id asked for: a delegation chain asks about each link (PROTOCOL.md §14).
+  text: async () => JSON.stringify({ grantId: new URL(url).searchParams.get('grantId'), revoked: false }),
 });
 const session = CTL.createSession(grant, { actorId: 'bench', signingKey: actor.privateKeyPem, fetch: okFetch });
 const sba = await session.createSba({
@@ -96,6 +98,42 @@ rows.push(
     () => crypto.verify(null, msg, pub, sig),
     async () => check(await CTL.verifyCtl(sba, verifyOpts)),
   ),
+);
+// A chain of depth 2 (PROTOCOL.md §14: root grant → delegation → delegation, the SBA signed by the
+// leaf's key) beside an SBA straight under the same delegable grant, both verified the same way.
+const delegable = await CTL.createSignedPolicyGrant(
+  { ...CTL.parseGrant(JSON.stringify(grant)), delegation: { maxDepth: 2 } },
+  { issuer: 'authority.bench', signingKey: authority.privateKeyPem, revocationBaseUrl: 'https://authority.bench' },
+);
+const mid = await CTL.generateKeyPair({ alg: 'EdDSA' });
+const leaf = await CTL.generateKeyPair({ alg: 'EdDSA' });
+const sbaUnder = (g, key) =>
+  CTL.createSession(g, { actorId: 'bench', signingKey: key.privateKeyPem, fetch: okFetch }).createSba({
+    amount: '1',
+    currency: 'USD',
+    rail: 'x402',
+    merchantId: 'merchant-a',
+    purpose: 'api:x',
+  });
+const slice = { maxAmountMinor: '1000000', expiresAt: CTL.formatTimestamp(now + 3600000) };
+const link1 = await CTL.createDelegation(
+  delegable,
+  { ...slice, actorKey: mid.publicJwk },
+  { signingKey: actor.privateKeyPem },
+);
+const link2 = await CTL.createDelegation(
+  link1,
+  { ...slice, actorKey: leaf.publicJwk },
+  { signingKey: mid.privateKeyPem },
+);
+const depth0 = await sbaUnder(delegable, actor);
+const depth2 = await sbaUnder(link2, leaf);
+await check(await CTL.verifyCtl(depth0, verifyOpts));
+await check(await CTL.verifyCtl(depth2, verifyOpts));
+const chainRow = await compare(
+  'native: verifyCtl chain depth 2 ÷ depth 0',
+  async () => check(await CTL.verifyCtl(depth0, verifyOpts)),
+  async () => check(await CTL.verifyCtl(depth2, verifyOpts)),
 );
 let i = 0;
 const pay = () =>
@@ -165,7 +203,12 @@ for (const f of [
 }
 const verdict = (ok) => (ok ? 'met' : 'MISSED');
 const [nv, ns] = rows;
+rows.push(chainRow);
 console.log(
   `\nTargets: native verifyCtl ≥ 0.85 × bare verify: ${verdict(nv.ratio >= 0.85)} (${nv.ratio.toFixed(2)}); native createSba ≥ 0.8 × bare sign: ${verdict(ns.ratio >= 0.8)} (${ns.ratio.toFixed(2)})`,
+);
+console.log(
+  `Delegation (figure, not a gate): verifyCtl on a chain of depth 2 runs at ${chainRow.ratio.toFixed(2)} × depth 0` +
+    ` (${chainRow.subject}/s vs ${chainRow.baseline}/s; link signatures cached by value, as grants are)`,
 );
 if (process.env.BENCH_JSON) console.log(JSON.stringify({ rows, sizes }));
