@@ -3,11 +3,10 @@
  * (`-x`, `--proxy-user`, `--cacert`) and Python `requests` (HTTP_PROXY / HTTPS_PROXY,
  * REQUESTS_CA_BUNDLE). Each pays over HTTP and HTTPS and is refused past its session's ceiling.
  */
-import { existsSync } from 'node:fs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { agentSession, proxyUrl, startStand, type Stand } from './stand.js';
 
