@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { verifyReceipt } from '../src/index.js';
 import { createGatewayClient } from '../src/index.js';
 import { openDatabase, listen, silentLogger } from '../service-kit/index.js';
-import { createGatewayApp } from '../gateway/app.js';
+import { openGateway } from '../gateway/server.js';
 import { startX402Demo } from './demo/x402-step.js';
 import { startDemoMerchant, DEMO_MERCHANT_ADDRESS } from './demo/merchant.js';
 import { formatMinor as money } from './demo/money.js';
@@ -44,7 +44,7 @@ export async function main(args: string[]): Promise<number | void> {
   // A second merchant that only knows the official x402 packages.
   const x402 = await startX402Demo();
   // Private targets stay refused; only the demo merchants' exact host:port are let through.
-  const gateway = await createGatewayApp({
+  const gateway = await openGateway({
     db,
     adminKey,
     logger: silentLogger(),

@@ -1,22 +1,16 @@
 /**
- * The transparent payment gateway (spec §1 part 1): `createGatewayApp(deps)` builds the
- * Koa app and its background work (expiry timer, reconciliation) without listening; server.ts
- * listens. Everything shared between instances lives in the database, so any number of
+ * The transparent payment gateway (spec §1 part 1): `createGatewayApp(deps, parts)` builds the
+ * Koa app with no side effects, as the authority's does; server.ts migrates the database, prepares
+ * the parts, starts the background work (expiry timer, reconciliation, webhooks) and listens. Everything shared between instances lives in the database, so any number of
  * instances can serve one PostgreSQL database.
  */
 import Koa from 'koa';
 import Router from '@koa/router';
-import { randomBytes } from 'node:crypto';
 import {
   errorMiddleware,
   requestGuard,
   createMetrics,
   HttpError,
-  migrate,
-  dispatchLogMigration,
-  webhookOutboxMigration,
-  auditLogMigration,
-  auditStagingMigration,
   silentLogger,
   type SqlDatabase,
   type Logger,
@@ -25,7 +19,6 @@ import {
 import { readinessHandler } from '../service-kit/readiness.js';
 import { serveOpenApi } from '../service-kit/openapi.js';
 import { GATEWAY_OPENAPI } from './openapi.js';
-import { GATEWAY_MIGRATIONS } from './store/schema.js';
 import { expireDue, nextExpiry, sessionById } from './store/sessions.js';
 import { createLedgerRail } from './rails/ledger.js';
 import type { Rail } from './rails/rail.js';
@@ -37,12 +30,9 @@ import {
   DEFAULT_EXPIRY_MARGIN_MS,
   type X402ChainReader,
 } from './rails/x402/rail.js';
-import { X402_MIGRATIONS } from './rails/x402/store.js';
 import { DEFAULT_MAX_TIMEOUT_SECONDS, type X402AssetMap } from './rails/x402/assets.js';
-import { generatePrivateKey } from 'viem/accounts';
-import { createKeyRing, sharedSecret, type ExternalKey } from './services/keys.js';
-import { createSessionKeys } from './services/session-keys.js';
-import { gatewayKek } from './services/custody.js';
+import type { ExternalKey, KeyRing } from './services/keys.js';
+import type { SessionKeys } from './services/session-keys.js';
 import type { SecretSealer } from '../service-kit/secrets/index.js';
 import { createGatewayEvents, type GatewayEventType } from './services/events.js';
 import { createPaymentService } from './services/payments.js';
@@ -148,6 +138,11 @@ export interface GatewayApp {
   expireNow(): Promise<string[]>;
   /** Pins the base URL to the listen address when no public URL is configured (server.ts, once listening). */
   pinListenUrl(url: string): void;
+  /**
+   * Starts the background work: the webhook outbox and audit sealer, a reconcile pass and its
+   * timer, the expiry sweep and timer. `close()` stops it.
+   */
+  start(): Promise<void>;
   /** Resolves when queued webhook deliveries are done. */
   idle(): Promise<void>;
   close(): Promise<void>;
@@ -156,46 +151,35 @@ export interface GatewayApp {
 // Gateway statuses where they differ from service-kit's defaults.
 const STATUS_BY_CODE = { session_paused: 409, currency_mismatch: 402, payment_failed: 502 };
 
-export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
+/**
+ * What the database holds for the app, read (or made, once per database) by prepareGateway in
+ * server.ts after the migrations: the sealer, the initialised key ring and the stored secrets.
+ */
+export interface GatewayParts {
+  sealer: SecretSealer;
+  /** Initialised (`await keys.init()`). */
+  keys: KeyRing;
+  sessionKeys: SessionKeys;
+  /** The continuation HMAC key (README "Secrets at rest"). */
+  continuationSecret: Buffer;
+  /** The EVM account x402 merchants are paid from: configured, or made once and kept. */
+  evmPrivateKey: `0x${string}`;
+}
+
+/**
+ * Builds the app from prepared parts without touching the database, starting a timer or
+ * listening: `start()` begins the background work, server.ts (openGateway) does both.
+ * @example const gw = createGatewayApp(deps, await prepareGateway(deps)); await gw.start()
+ */
+export function createGatewayApp(deps: GatewayDeps, parts: GatewayParts): GatewayApp {
   const { db } = deps;
   const now = deps.now ?? Date.now;
   const logger = deps.logger ?? silentLogger();
   const issuer = deps.issuer ?? 'ctl-gateway';
   const targets = deps.targets ?? { allowPrivate: false };
-  await migrate(db, [
-    ...GATEWAY_MIGRATIONS,
-    dispatchLogMigration('gw_webhook_dispatches'),
-    ...X402_MIGRATIONS,
-    // Durable events: the audit chain and the webhook outbox, written in each change's transaction (services/events.ts).
-    auditLogMigration('gw_audit_log'),
-    auditStagingMigration('gw_audit_log'),
-    webhookOutboxMigration('gw_webhook_dispatches'),
-  ]);
-  // Each payment writes a few pages (its receipt carries the SBA and grant): checkpoint the WAL
-  // less often, so its fsync is paid once per ~40 MB rather than every ~200 payments.
-  if (db.dialect === 'sqlite') await db.exec('PRAGMA wal_autocheckpoint = 10000');
-
   const ledger = createLedgerRail(db, now);
   const rail = deps.rail ?? ledger;
-  let sealer = deps.sealer;
-  if (!sealer) {
-    const kek = await gatewayKek({}, db.description);
-    logger.warn(
-      { kek: kek.sealer.description },
-      'no CTL_GATEWAY_KEK: stored keys and secrets are sealed under a development KEK (set CTL_GATEWAY_KEK or CTL_GATEWAY_KEK_PKCS11_URI in production)',
-    );
-    sealer = kek.sealer;
-  }
-  const keys = createKeyRing(db, now, {
-    sealer,
-    external: { ...deps.externalKeys, ...(deps.receiptKey ? { receipt: deps.receiptKey } : {}) },
-  });
-  await keys.init(); // seals keys found in the clear, holds the external key, makes the key set on first start
-  const sessionKeys = await createSessionKeys(db, sealer);
-  const continuationSecret = Buffer.from(
-    await sharedSecret(db, 'continuation-hmac', () => randomBytes(32).toString('base64url'), sealer),
-    'base64url',
-  );
+  const { keys, sessionKeys, continuationSecret } = parts;
   const metrics = createMetrics({ prefix: 'ctl_gateway_' });
   const business = gatewayMetrics(metrics.registry, db);
   const forwarder = createForwarder({
@@ -248,8 +232,6 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
       deps.onEvent?.(type, data);
     },
   });
-  // Tokens logged in the clear by an earlier version: withheld like new ones ("Secrets at rest").
-  await events.withholdLoggedTokens();
   // The base URL written into grants (revocationUrl) and responses never comes from a request
   // (a Host header would let a caller point a grant's revocation check at its own server): the
   // configured public URL, else the listen address pinned by server.ts, else the address the
@@ -259,6 +241,7 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
 
   let expiryTimer: ReturnType<typeof setTimeout> | undefined;
   let expiryAt = Infinity;
+  let started = false;
   let closed = false;
   const maxSleep = deps.expiryMaxSleepMs ?? 30_000;
 
@@ -285,7 +268,7 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
   }
   // spec §3 last row: `expiresAt` revokes the session on time, with or without traffic.
   function scheduleExpiry(at: number) {
-    if (closed || at >= expiryAt) return;
+    if (!started || closed || at >= expiryAt) return;
     if (expiryTimer) clearTimeout(expiryTimer);
     expiryAt = at;
     expiryTimer = setTimeout(
@@ -355,14 +338,10 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
     onReconcileError: (paymentId, err) =>
       logger.warn({ err, paymentId }, 'reconcile: payment left open, retried next pass'),
   });
-  // The gateway's EVM account, like its other keys: configured, or made once and kept.
-  const evmKey =
-    deps.x402?.privateKey ??
-    ((await sharedSecret(db, 'evm-private-key', () => generatePrivateKey(), sealer)) as `0x${string}`);
   const x402 = createX402Dialect({
     db,
     payments,
-    privateKey: evmKey,
+    privateKey: parts.evmPrivateKey,
     assets: deps.x402?.assets ?? new Map(),
     maxTimeoutSeconds: deps.x402?.maxTimeoutSeconds ?? DEFAULT_MAX_TIMEOUT_SECONDS,
     now,
@@ -430,15 +409,7 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
 
   const staleMs = deps.reconcileStaleMs ?? 120_000;
   const reconcile = (ms = staleMs) => payments.reconcile(ms);
-  await reconcile().catch((e) => logger.error({ err: e }, 'reconcile failed'));
-  const reconcileTimer = setInterval(() => {
-    reconcile().catch((e) => logger.error({ err: e }, 'reconcile failed'));
-    idempotency.prune().catch((e) => logger.error({ err: e }, 'pruning idempotency keys failed'));
-  }, deps.reconcileIntervalMs ?? 30_000);
-  reconcileTimer.unref?.();
-  await expireNow();
-  const first = await nextExpiry(db);
-  if (first !== undefined) scheduleExpiry(first);
+  let reconcileTimer: ReturnType<typeof setInterval> | undefined;
 
   return {
     app,
@@ -447,6 +418,23 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
     expireNow,
     pinListenUrl(url) {
       if (!deps.publicUrl) pinnedBase = url.replace(/\/+$/, '');
+    },
+    async start() {
+      if (started || closed) return;
+      started = true;
+      // Tokens logged in the clear by an earlier version: withheld like new ones ("Secrets at rest").
+      await events.withholdLoggedTokens();
+      events.start();
+      // Payments left open by a crash are settled before the first request's (spec §3 "reconcile").
+      await reconcile().catch((e) => logger.error({ err: e }, 'reconcile failed'));
+      reconcileTimer = setInterval(() => {
+        reconcile().catch((e) => logger.error({ err: e }, 'reconcile failed'));
+        idempotency.prune().catch((e) => logger.error({ err: e }, 'pruning idempotency keys failed'));
+      }, deps.reconcileIntervalMs ?? 30_000);
+      reconcileTimer.unref?.();
+      await expireNow();
+      const first = await nextExpiry(db);
+      if (first !== undefined) scheduleExpiry(first);
     },
     idle: () => events.idle(),
     async close() {

@@ -38,7 +38,7 @@ if (role === 'merchant') {
   server.listen(0, '127.0.0.1', () => console.log(JSON.stringify({ port: server.address().port })));
 } else if (role === 'gateway') {
   const { openDatabase, listen, silentLogger } = await import(build('service-kit/index.js'));
-  const { createGatewayApp } = await import(build('gateway/app.js'));
+  const { openGateway } = await import(build('gateway/server.js'));
   const db = await openDatabase(process.env.BENCH_DB, {
     schema: process.env.BENCH_SCHEMA || undefined,
     poolSize: Number(process.env.BENCH_POOL_SIZE ?? 20),
@@ -63,7 +63,7 @@ if (role === 'merchant') {
   const { gatewayOptionsFromEnv } = await import(build('gateway/server.js'));
   const fromEnv = gatewayOptionsFromEnv(process.env);
   const envMs = (name) => (process.env[name] ? Number(process.env[name]) : undefined);
-  const gw = await createGatewayApp({
+  const gw = await openGateway({
     db,
     adminKey: ADMIN_KEY,
     logger: silentLogger(),
