@@ -32,7 +32,7 @@ import { adminRoutes } from './routes/admin.js';
 import { healthRoutes } from './routes/health.js';
 import { trustRootRoutes } from './routes/trust-root.js';
 import { createTrustRoot, type TrustRoot } from './trust-root.js';
-import { authorityRateLimits, DEFAULT_AUTHORITY_RATE_LIMITS, type AuthorityRateLimits } from './rate-limits.js';
+import { authorityRateLimits, DEFAULT_AUTHORITY_RATE_LIMITS, type AuthorityRateLimits } from '../service-kit/service-limits.js';
 import { authorityMetrics } from './business-metrics.js';
 import { AUTHORITY_OPENAPI } from './openapi.js';
 import { serveOpenApi } from '../service-kit/openapi.js';
@@ -59,7 +59,7 @@ export interface AuthorityDeps {
   webhooks?: AuditWebhooks;
   anchors?: AnchorQueue;
   metrics?: Metrics;
-  /** Per API key and per client address (rate-limits.ts); default DEFAULT_AUTHORITY_RATE_LIMITS, a missing entry is no limit. */
+  /** Per API key and per client address (service-kit/service-limits.ts); default DEFAULT_AUTHORITY_RATE_LIMITS, a missing entry is no limit. */
   rateLimits?: AuthorityRateLimits;
 }
 

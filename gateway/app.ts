@@ -55,9 +55,9 @@ import { eventAdminRoutes } from './routes/events-admin.js';
 import {
   gatewayRateLimits,
   DEFAULT_GATEWAY_RATE_LIMITS,
-  DEFAULT_MAX_SESSION_SECONDS,
   type GatewayRateLimits,
-} from './services/rate-limits.js';
+} from '../service-kit/service-limits.js';
+import { DEFAULT_MAX_SESSION_SECONDS } from './services/session-config.js';
 
 export interface GatewayDeps {
   db: SqlDatabase;
@@ -118,7 +118,7 @@ export interface GatewayDeps {
   externalKeys?: Partial<Record<'grant' | 'receipt' | 'bundle', ExternalKey>>;
   /** `Idempotency-Key` on /proxy (README "Idempotency-Key"): lease (default reconcileStaleMs), 24 h ttl, stored body bound. */
   idempotency?: IdempotencyOptions;
-  /** Per budget owner and per session (services/rate-limits.ts); default DEFAULT_GATEWAY_RATE_LIMITS, a missing entry is no limit. */
+  /** Per budget owner and per session (service-kit/service-limits.ts); default DEFAULT_GATEWAY_RATE_LIMITS, a missing entry is no limit. */
   rateLimits?: GatewayRateLimits;
   /** `CTL_GATEWAY_MAX_SESSION_SECONDS`: how far ahead `expiresAt` may be (default 30 days). */
   maxSessionSeconds?: number;

@@ -23,6 +23,7 @@ import { generatePrivateKey } from 'viem/accounts';
 import {
   openDatabase,
   createLogger,
+  formatRateLimit,
   listen,
   migrate,
   requestLogger,
@@ -44,7 +45,12 @@ import { createSessionKeys } from './services/session-keys.js';
 import { parseAssetMap, parseMaxHoldSeconds, parseMaxTimeoutSeconds } from './rails/x402/assets.js';
 import { chainReaders, parseRpcUrls } from './rails/x402/chain.js';
 import { externalKeysFromEnv, gatewayKek } from './services/custody.js';
-import { gatewayRateLimitsFromEnv, maxSessionSecondsFromEnv, describeLimits } from './services/rate-limits.js';
+import {
+  gatewayRateLimitsFromEnv,
+  DEFAULT_GATEWAY_RATE_LIMITS,
+  type GatewayRateLimits,
+} from '../service-kit/service-limits.js';
+import { DEFAULT_MAX_SESSION_SECONDS, maxSessionSecondsFromEnv } from './services/session-config.js';
 
 export interface RunningGateway {
   gateway: GatewayApp;
@@ -278,5 +284,16 @@ export async function startGateway(opts: GatewayStartOptions): Promise<RunningGa
       await closeKeys();
       await kek?.close();
     },
+  };
+}
+
+/** The effective limits, for the start-up log line. */
+function describeLimits(o: { rateLimits?: GatewayRateLimits; maxSessionSeconds?: number }) {
+  const l = o.rateLimits ?? DEFAULT_GATEWAY_RATE_LIMITS;
+  return {
+    rateLimitOwner: formatRateLimit(l.owner),
+    rateLimitSession: formatRateLimit(l.session),
+    rateLimitCharge: formatRateLimit(l.charge),
+    maxSessionSeconds: o.maxSessionSeconds ?? DEFAULT_MAX_SESSION_SECONDS,
   };
 }

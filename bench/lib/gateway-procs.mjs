@@ -50,7 +50,7 @@ if (role === 'merchant') {
     countSql(db, counts);
     process.on('SIGUSR2', () => writeFileSync(process.env.BENCH_SQL_COUNTS, JSON.stringify(counts)));
   }
-  const { gatewayRateLimitsFromEnv } = await import(build('gateway/services/rate-limits.js'));
+  const { gatewayRateLimitsFromEnv } = await import(build('service-kit/service-limits.js'));
   // One session takes thousands of requests a second here: no rate limit unless the environment
   // sets one (bench/rate-limit.mjs measures what counting costs).
   const rateLimits = gatewayRateLimitsFromEnv({

@@ -14,7 +14,7 @@ import { MAX_AMOUNT } from '../services/session-config.js';
 type Ledger = ReturnType<typeof createLedgerRail>;
 
 /**
- * `limit`: spent by every `POST /charge` before its body is read (services/rate-limits.ts: per
+ * `limit`: spent by every `POST /charge` before its body is read (service-kit/service-limits.ts: per
  * client address, since the route takes no key and each charge is a row).
  */
 export function merchantRoutes(o: {
