@@ -11,12 +11,13 @@ import {
   requestGuard,
   createMetrics,
   HttpError,
+  requireScope,
+  ADMIN_SCOPE,
   silentLogger,
   type SqlDatabase,
   type Logger,
   type WebhookRetrySettings,
 } from '../service-kit/index.js';
-import { readinessHandler } from '../service-kit/readiness.js';
 import { serveOpenApi } from '../service-kit/openapi.js';
 import { GATEWAY_OPENAPI } from './openapi.js';
 import { expireDue, nextExpiry, sessionById } from './store/sessions.js';
@@ -51,7 +52,8 @@ import { keyRoutes } from './routes/keys.js';
 import { consoleRoutes, observeSessionWrites } from './routes/console.js';
 import { createConsoleStreams } from './services/console-stream.js';
 import { createIdempotencyService, type IdempotencyOptions } from './services/idempotency.js';
-import { eventAdminRoutes } from './routes/events-admin.js';
+import { eventAdminRoutes } from '../service-kit/event-admin.js';
+import { healthRoutes } from './routes/health.js';
 import {
   gatewayRateLimits,
   DEFAULT_GATEWAY_RATE_LIMITS,
@@ -375,37 +377,32 @@ export function createGatewayApp(deps: GatewayDeps, parts: GatewayParts): Gatewa
   });
   app.use(observeSessionWrites(consoleStreams));
 
-  const health = new Router();
-  health.get('/healthz', (ctx) => {
-    ctx.body = { ok: true };
+  const router = new Router();
+  healthRoutes(router, { db, keys, metrics });
+  adminRoutes(router, { db, auth, keys, sessions, events, now });
+  sessionRoutes(router, { db, auth, sessions, baseUrl });
+  proxyRoutes(router, {
+    sessions,
+    dialects,
+    forwarder,
+    now,
+    maxBodyBytes: deps.maxBodyBytes ?? 1024 * 1024,
+    idempotency,
   });
-  // The same shape as the authority's: { status, checks: { database, keys } }.
-  health.get(
-    '/readyz',
-    readinessHandler({
-      database: () => db.ping(),
-      keys: async () => Boolean((await keys.active('grant')) && (await keys.active('receipt'))),
-    }),
-  );
-  health.get('/metrics', metrics.handler);
-  serveOpenApi(health, GATEWAY_OPENAPI);
-
-  const routers = [
-    health,
-    adminRoutes({ db, auth, keys, sessions, events, now }),
-    sessionRoutes({ db, auth, sessions, baseUrl }),
-    proxyRoutes({ sessions, dialects, forwarder, now, maxBodyBytes: deps.maxBodyBytes ?? 1024 * 1024, idempotency }),
-    agentSessionRoutes({ db, sessions }),
-    merchantRoutes({ db, ledger, now, baseUrl, limit: limits.charges }),
-    keyRoutes({ db, keys, issuer, now }),
-    consoleRoutes({ db, auth, sessions, streams: consoleStreams, dir: deps.console?.dir }),
-    eventAdminRoutes({ auth, events }),
-  ];
-  app.use(requestGuard(routers));
-  for (const r of routers) {
-    app.use(r.routes());
-    app.use(r.allowedMethods());
-  }
+  agentSessionRoutes(router, { db, sessions });
+  merchantRoutes(router, { db, ledger, now, baseUrl, limit: limits.charges });
+  keyRoutes(router, { db, keys, issuer, now });
+  consoleRoutes(router, { db, auth, sessions, streams: consoleStreams, dir: deps.console?.dir });
+  eventAdminRoutes(router, {
+    admin: requireScope(auth, ADMIN_SCOPE),
+    audit: events.audit,
+    dispatches: events.outbox.log,
+    redeliver: (id) => events.outbox.redeliver(id),
+  });
+  serveOpenApi(router, GATEWAY_OPENAPI);
+  app.use(requestGuard([router]));
+  app.use(router.routes());
+  app.use(router.allowedMethods());
 
   const staleMs = deps.reconcileStaleMs ?? 120_000;
   const reconcile = (ms = staleMs) => payments.reconcile(ms);
