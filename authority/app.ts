@@ -65,7 +65,10 @@ export interface AuthorityDeps {
   webhooks?: AuditWebhooks;
   anchors?: AnchorQueue;
   metrics?: Metrics;
-  /** Per API key and per client address (service-kit/service-limits.ts); default DEFAULT_AUTHORITY_RATE_LIMITS, a missing entry is no limit. */
+  /**
+   * Per API key and per client address (service-kit/service-limits.ts); default
+   * DEFAULT_AUTHORITY_RATE_LIMITS, a missing entry is no limit.
+   */
   rateLimits?: AuthorityRateLimits;
 }
 

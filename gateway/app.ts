@@ -1,8 +1,9 @@
 /**
  * The transparent payment gateway (spec §1 part 1): `createGatewayApp(deps, parts)` builds the
  * Koa app with no side effects, as the authority's does; server.ts migrates the database, prepares
- * the parts, starts the background work (expiry timer, reconciliation, webhooks) and listens. Everything shared between instances lives in the database, so any number of
- * instances can serve one PostgreSQL database.
+ * the parts, starts the background work (expiry timer, reconciliation, webhooks) and listens.
+ * Everything shared between instances lives in the database, so any number of instances can serve
+ * one PostgreSQL database.
  */
 import Koa from 'koa';
 import Router from '@koa/router';
@@ -120,7 +121,10 @@ export interface GatewayDeps {
   externalKeys?: Partial<Record<'grant' | 'receipt' | 'bundle', ExternalKey>>;
   /** `Idempotency-Key` on /proxy (README "Idempotency-Key"): lease (default reconcileStaleMs), 24 h ttl, stored body bound. */
   idempotency?: IdempotencyOptions;
-  /** Per budget owner and per session (service-kit/service-limits.ts); default DEFAULT_GATEWAY_RATE_LIMITS, a missing entry is no limit. */
+  /**
+   * Per budget owner and per session (service-kit/service-limits.ts); default
+   * DEFAULT_GATEWAY_RATE_LIMITS, a missing entry is no limit.
+   */
   rateLimits?: GatewayRateLimits;
   /** `CTL_GATEWAY_MAX_SESSION_SECONDS`: how far ahead `expiresAt` may be (default 30 days). */
   maxSessionSeconds?: number;

@@ -175,7 +175,8 @@ export async function prepareGateway(deps: GatewayDeps): Promise<GatewayParts> {
     const kek = await gatewayKek({}, db.description);
     logger.warn(
       { kek: kek.sealer.description },
-      'no CTL_GATEWAY_KEK: stored keys and secrets are sealed under a development KEK (set CTL_GATEWAY_KEK or CTL_GATEWAY_KEK_PKCS11_URI in production)',
+      'no CTL_GATEWAY_KEK: stored keys and secrets are sealed under a development KEK ' +
+        '(set CTL_GATEWAY_KEK or CTL_GATEWAY_KEK_PKCS11_URI in production)',
     );
     sealer = kek.sealer;
   }

@@ -34,7 +34,10 @@ function count(value: unknown, field: string, fallback: number): number {
   return Number(value);
 }
 
-/** @example eventAdminRoutes(router, { admin, audit, dispatches: outbox.log, redeliver: (id) => outbox.redeliver(id) }) */
+/**
+ * Mounts the four routes (and the deprecated audit path, if any) on `router`.
+ * @example eventAdminRoutes(router, { admin, audit, dispatches: outbox.log, redeliver: (id) => outbox.redeliver(id) })
+ */
 export function eventAdminRoutes(router: Router, d: EventAdminDeps): void {
   const auditPage: Middleware = async (ctx) => {
     const entries = await d.audit.list({

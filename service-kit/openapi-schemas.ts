@@ -318,7 +318,8 @@ export function eventLogPaths(
     const note = old
       ? {
           deprecated: true,
-          description: `Deprecated: served at \`${AUDIT_PATH}\` in both services; answered with a \`Deprecation\` header.`,
+          description:
+            `Deprecated: served at \`${AUDIT_PATH}\` in both services; ` + 'answered with a `Deprecation` header.',
         }
       : {};
     const suffix = old ? 'Deprecated' : '';
