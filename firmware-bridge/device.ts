@@ -201,6 +201,9 @@ export function createDevice(sdk: DeviceSdk, abi: HostAbi): Device {
     commit: (key, id) => guard('spend storage', () => ledgers.commit(key, id)),
     release: (key, id) => guard('spend storage', () => ledgers.release(key, id)),
     total: (key) => guard('spend storage', () => ledgers.total(key)),
+    reserveMany: (id, counters, o) => guard('spend storage', () => ledgers.reserveMany!(id, counters, o)),
+    commitMany: (id, captured, o) => guard('spend storage', () => ledgers.commitMany!(id, captured, o)),
+    releaseMany: (id) => guard('spend storage', () => ledgers.releaseMany!(id)),
   };
   const bindHead = () => {
     if (counter) bindCounterHead(storage, counter);

@@ -589,6 +589,7 @@ function spendLedgers(
     ledgers.push({
       key: `offline-count:${key}`,
       amount: 1n,
+      count: true,
       ceiling: BigInt(offline.maxPayments),
       code: 'offline_limit_exceeded',
       what: 'the offline payment count',
