@@ -11,8 +11,12 @@ import {
   CtlError,
   formatTimestamp,
   verifyCtl,
+  ctl,
+  encodeSbaHeader,
   type SpendStorage,
 } from '../../src/index.js';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { keys, grant, fakeAuthority, T0, HOUR, type Keys } from '../helpers/fixtures.js';
 
 let k: Keys;
@@ -198,6 +202,35 @@ test('the verifier records a hold at its maximum and captures it once, at most t
   t = Date.parse(h3.authorization.expiresAt) + 1;
   assert.is(await codeOfCapture(h3, '1'), 'hold_expired', 'after expiry');
   assert.is(await storage.total(`offline-amount:${h3.grant.grantId}@0`), 4000n);
+});
+
+test('the middleware gives a hold req.ctl.capture: at most the hold, once', async () => {
+  const { hold } = await walletWith();
+  const h = await hold('3000');
+  const mw = ctl({
+    amount: '3000',
+    currency: 'USD',
+    offline: true,
+    signingKeyPem: k.authority.publicKeyPem,
+    spendStorage: createMemorySpendStorage(),
+    now: () => T0,
+  });
+  const server = http.createServer((req: any, res) =>
+    mw(req, res, async () => {
+      const above = await req.ctl.capture('3001');
+      const used = await req.ctl.capture('1234');
+      const again = await req.ctl.capture('1234');
+      res.end(JSON.stringify([above.error?.code, used.amountMinor, again.error?.code]));
+    }),
+  );
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  try {
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const r = await fetch(url, { method: 'POST', headers: { authorization: encodeSbaHeader(h) } });
+    assert.equal(await r.json(), ['capture_exceeds_hold', '1234', 'replay']);
+  } finally {
+    server.close();
+  }
 });
 
 test.run();
