@@ -65,6 +65,10 @@ export {
   type SpendStorage,
   type ReserveResult,
   type ReserveOptions,
+  type SpendCounter,
+  type ReserveManyOptions,
+  type ReserveManyResult,
+  type CommitManyResult,
 } from './wallet/spend-storage.js';
 export { createMemoryTimeFloor, type TimeFloor } from './verifier/time-floor.js';
 export { encodeSbaHeader, encodeSbaBase64, decodeSbaHeader } from './verifier/presentation.js';
