@@ -200,7 +200,12 @@ const paths: OpenApiDocument['paths'] = {
       operationId: 'revocationStatus',
       security: [],
       parameters: [
-        queryParam('grantId', 'The grant id', { type: 'string' }, true),
+        queryParam('grantId', 'The grant id, or a delegation id (PROTOCOL.md §14)', { type: 'string' }, true),
+        queryParam(
+          'rootGrantId',
+          'Beside a delegation id: its root grant; a delegation never revoked is then "not revoked" (else 404)',
+          { type: 'string' },
+        ),
         queryParam(
           'grantHash',
           "Optional: SHA-256 (hex) of the grant's canonical JSON; a grant held under this id with other content is 404, as an unknown one",
@@ -210,7 +215,9 @@ const paths: OpenApiDocument['paths'] = {
       responses: { 200: jsonResponse('The status', ref('RevocationStatus'), cacheControl) },
     }),
     post: operation({
-      summary: "Revokes a grant: with an API key, or a `ctl-revocation/1` signed by the grant's DID",
+      summary:
+        "Revokes a grant: with an API key, or a `ctl-revocation/1` signed by the grant's DID; " +
+        "a delegation (PROTOCOL.md §14): with its chain, and an API key or a revocation signed by its parent's actorKey",
       description: scoped('grants:revoke'),
       tags: ['grants'],
       operationId: 'revokeGrant',
@@ -219,6 +226,14 @@ const paths: OpenApiDocument['paths'] = {
         oneOf: [
           object({ grantId: string(), reason: string({ maxLength: 500 }) }, ['grantId']),
           ref('SignedRevocation'),
+          object(
+            {
+              delegation: { type: 'object', description: 'The ctl-delegation/1 to revoke, its chain inside' },
+              revocation: ref('SignedRevocation'),
+              reason: string({ maxLength: 500 }),
+            },
+            ['delegation'],
+          ),
         ],
       }),
       responses: { 200: jsonResponse('Revoked', ref('Revoked')) },

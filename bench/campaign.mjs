@@ -4,7 +4,7 @@
 // @x402/express fixture on an in-memory EVM ledger) and an X-Payment merchant, each counting what
 // it was paid; agents driving many small-ceiling sessions under Idempotency-Keys; a webhook
 // receiver that is down for part of the run. At seeded random points a gateway is SIGKILLed and
-// restarted, reconcile runs (at start and on its timer, services/payments.ts reconcile), and the
+// restarted, reconcile runs (at start and on its timer, gateway/payments/reconcile.ts), and the
 // books are checked across the merchants, the receipts and the sessions (lib/campaign-books.mjs).
 // Once per full run PostgreSQL itself is restarted.
 //

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Gateway throughput and latency: paid requests per second through the gateway and p50/p99
 // latency, each beside a direct unpaid request to the same merchant measured in the same run, at
-// 1 and 50 connections, on SQLite and PostgreSQL, with each target printed beside its figure.
+// 1 and 50 connections, on SQLite and PostgreSQL, with each target printed beside its figure; and
+// the same paid request from undici's ProxyAgent through the egress proxy to an HTTPS merchant.
 // The gateway and the merchant run in their own processes; this process is the load generator
 // (closed loop, keep-alive).
 //
@@ -120,6 +121,38 @@ async function measure(conns, seconds, send, gatewayPid) {
 }
 
 /**
+ * Paid requests through the egress proxy to an HTTPS merchant: undici's ProxyAgent (what an agent
+ * on HTTPS_PROXY uses) trusting the gateway's CA, one keep-alive tunnel per connection, its own
+ * session (default purpose, no X-Ctl-Purpose header: the client is unmodified).
+ */
+async function measureEgress(conns, seconds, gw, owner, tlsShop, pid, sessions) {
+  const { ProxyAgent, request: undiciRequest } = await import('undici');
+  const caPem = await (await fetch(`${gw.info.url}/ca.pem`, { headers: { authorization: `Bearer ${owner}` } })).text();
+  const session = await createSession(gw.info.url, owner, undefined, { defaultPurpose: 'api:search' });
+  sessions.push(session);
+  const { sessionToken } = session;
+  const dispatcher = new ProxyAgent({
+    uri: `http://agent:${sessionToken}@127.0.0.1:${gw.info.egressPort}`,
+    requestTls: { ca: caPem },
+    connections: conns,
+  });
+  try {
+    return await measure(
+      conns,
+      seconds,
+      async () => {
+        const r = await undiciRequest(`${tlsShop}/search`, { dispatcher });
+        await r.body.dump();
+        return r.statusCode;
+      },
+      pid,
+    );
+  } finally {
+    await dispatcher.close();
+  }
+}
+
+/**
  * The throughput targets, each beside its figure from this run: paid ÷ unpaid through the same
  * gateway at 50 connections (one session, and spread over many) ≥ 0.35; the p50 a paid request
  * adds over the direct unpaid request at one connection ≤ 1 ms (SQLite) / 1.5 ms (PostgreSQL).
@@ -144,7 +177,7 @@ function printTargets(store, rows, probes) {
   const at = (conns, kind) => rows.find((r) => r.conns === conns && r.kind.startsWith(kind));
   const verdict = (ok) => (ok ? 'met' : 'MISSED');
   const lines = [];
-  for (const r of rows.filter((x) => x.conns > 1 && x.kind.includes('PAID'))) {
+  for (const r of rows.filter((x) => x.conns > 1 && x.kind.includes('PAID') && !x.kind.includes('egress'))) {
     const unpaid = at(r.conns, 'via gateway, unpaid');
     const ratio = r.rps / unpaid.rps;
     // The same ratio from the gateway's event-loop CPU per request, which the load of other jobs
@@ -242,6 +275,7 @@ async function runBench() {
   const pgUrl = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
   const merchant = await startMerchant();
   const shop = `http://127.0.0.1:${merchant.info.port}`;
+  const tlsShop = `https://127.0.0.1:${merchant.info.tlsPort}`;
   const { dir, stores, cleanup } = await benchStores(pgUrl, 'ctl-bench-');
 
   console.log(
@@ -259,7 +293,7 @@ async function runBench() {
   const rows = [];
   try {
     for (const store of stores.filter((s) => !only || only.includes(s.name))) {
-      const gw = await startGateway(store.env, gatewayNodeArgs);
+      const gw = await startGateway({ ...store.env, BENCH_UPSTREAM_CA: merchant.info.caPem }, gatewayNodeArgs);
       try {
         const owner = await createOwner(gw.info.url);
         const session = await createSession(gw.info.url, owner);
@@ -270,6 +304,7 @@ async function runBench() {
         for (let i = 0; i < Number(process.env.BENCH_SESSIONS ?? 50); i++)
           spread.push(await createSession(gw.info.url, owner));
         let sr = 0;
+        const egressSessions = [];
         // BENCH_INSTANCES=2: a second gateway process on the same database, connections split between them.
         const extraGws = [];
         for (let i = 1; i < Number(process.env.BENCH_INSTANCES ?? 1); i++)
@@ -310,10 +345,14 @@ async function runBench() {
               ),
             pid,
           );
+          // The same paid request from an unmodified client through the egress proxy to the HTTPS
+          // shop: CONNECT, TLS with the gateway's minted certificate, the gateway's own TLS onwards.
+          const paidHttps = await measureEgress(conns, seconds, gw, owner, tlsShop, pid, egressSessions);
           const kinds = [
             ['direct (unpaid)', direct],
             ['via gateway, unpaid', proxied],
             ['via gateway, PAID', paid],
+            ['PAID, HTTPS egress', paidHttps],
           ];
           if (conns > 1 && spread.length) {
             const paidSpread = await measure(
@@ -339,7 +378,7 @@ async function runBench() {
             // Paid rows also as a fraction of the unpaid request through the same gateway.
             const ratio = kind.startsWith('direct')
               ? ''
-              : `${(r.rps / direct.rps).toFixed(2)}×, +${(r.p50 - direct.p50).toFixed(2)} ms${kind.includes('PAID') ? `; ${(r.rps / proxied.rps).toFixed(2)}× unpaid via gateway` : ''}`;
+              : `${(r.rps / direct.rps).toFixed(2)}×, +${(r.p50 - direct.p50).toFixed(2)} ms${kind.includes('PAID') ? `; ${(r.rps / proxied.rps).toFixed(2)}× unpaid via gateway` : ''}${kind.includes('egress') ? `; ${(r.rps / paid.rps).toFixed(2)}× PAID via /proxy` : ''}`;
             const cpu =
               r.cpuLoop === undefined
                 ? ''
@@ -356,7 +395,9 @@ async function runBench() {
           probes,
         );
         // Every paid request must be in the books: spent = number of paid 200s (1 minor unit each).
-        const views = await Promise.all([session, ...spread].map((x) => sessionView(gw.info.url, owner, x.sessionId)));
+        const views = await Promise.all(
+          [session, ...spread, ...egressSessions].map((x) => sessionView(gw.info.url, owner, x.sessionId)),
+        );
         const view = {
           spentMinor: String(views.reduce((a, v) => a + BigInt(v.spentMinor), 0n)),
           reservedMinor: String(views.reduce((a, v) => a + BigInt(v.reservedMinor), 0n)),

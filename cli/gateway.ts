@@ -2,7 +2,7 @@
  * `ctl gateway` / `npm run gateway`: the payment gateway from the environment (gateway/server.ts).
  */
 import { gatewayOptionsFromEnv, startGateway } from '../gateway/server.js';
-import { guard, parseArgs, UsageError } from './device/args.js';
+import { guard, one, parseArgs, readText, required, UsageError, writeAtomic } from './device/args.js';
 import { packageVersion, variableLines, webhookVariables, type VariableHelp } from './service/help.js';
 import { preflight, runUntilSignal, startFailure, warnNoAdminKey } from './service/lifecycle.js';
 
@@ -59,10 +59,16 @@ const VARIABLES: VariableHelp[] = [
   ['CTL_GATEWAY_RATE_LIMIT_SESSION', '1200/60s', 'agent requests per session (/proxy); 0: none'],
   ['CTL_GATEWAY_RATE_LIMIT_CHARGE', '1200/60s', 'POST /charge per client address; 0: none'],
   ['CTL_GATEWAY_MAX_SESSION_SECONDS', '2592000', 'longest session: expiresAt at most this far ahead (30 days)'],
+  ['CTL_GATEWAY_EGRESS_PORT', undefined, "the egress proxy's port (HTTP(S)_PROXY for agents); unset: off"],
+  ['CTL_GATEWAY_EGRESS_HOST', 'HOST', 'the address the egress proxy listens on'],
+  ['CTL_GATEWAY_EGRESS_PASS_THROUGH', undefined, 'glob,... hosts the egress proxy tunnels untouched (nothing paid)'],
   ...webhookVariables('session webhooks'),
 ];
 
 const usage = (program: string) => `usage: ${program}            run the payment gateway
+       ${program} ca [--url URL] --key-file FILE [--out FILE]
+                  the egress proxy's CA certificate (PEM) for agents to trust, from GET /ca.pem
+                  with a budget owner's API key; --url default http://127.0.0.1:8402
        ${program} --help     this text
        ${program} --version  the version
 
@@ -77,6 +83,7 @@ export async function main(args: string[], program = 'ctl gateway'): Promise<num
   const USAGE = usage(program);
   if (args.includes('--help') || args.includes('-h')) return (console.log(USAGE), 0);
   if (args.includes('--version') || args.includes('-V')) return (console.log(packageVersion(import.meta.url)), 0);
+  if (args[0] === 'ca') return guard(USAGE, () => printCa(program, args.slice(1)));
   return guard(USAGE, async () => {
     const p = parseArgs(args, {});
     if (p.positionals.length) throw new UsageError(`unexpected argument ${p.positionals[0]}`);
@@ -99,4 +106,37 @@ export async function main(args: string[], program = 'ctl gateway'): Promise<num
       warnNoAdminKey(running.logger, 'CTL_GATEWAY_ADMIN_KEY', 'no budget owner can be created (POST /admin/owners)');
     return runUntilSignal(running.logger, () => running.close());
   });
+}
+
+/**
+ * `ctl gateway ca`: the egress CA certificate from a running gateway (GET /ca.pem), printed or
+ * written to --out. The owner key comes from a file so it stays out of the process list.
+ */
+async function printCa(program: string, args: string[]): Promise<number> {
+  const p = parseArgs(args, { values: ['url', 'key-file', 'out'] });
+  if (p.positionals.length) throw new UsageError(`unexpected argument ${p.positionals[0]}`);
+  const base = (one(p, 'url') ?? 'http://127.0.0.1:8402').replace(/\/+$/, '');
+  const key = readText(required(p, 'key-file'), 'the owner key').trim();
+  let res: Response;
+  try {
+    res = await fetch(`${base}/ca.pem`, { headers: { authorization: `Bearer ${key}` } });
+  } catch (e) {
+    console.error(`${program} ca: ${base} cannot be reached: ${(e as Error & { cause?: Error }).cause?.message ?? e}`);
+    return 1;
+  }
+  const text = await res.text();
+  if (res.status !== 200) {
+    let message = text;
+    try {
+      message = (JSON.parse(text) as { error: { message: string } }).error.message;
+    } catch {}
+    console.error(`${program} ca: ${res.status} ${message}`);
+    return 1;
+  }
+  const out = one(p, 'out');
+  if (out) {
+    writeAtomic(out, text);
+    console.error(`wrote ${out} (SHA-256 ${res.headers.get('x-ctl-ca-fingerprint') ?? '?'})`);
+  } else process.stdout.write(text);
+  return 0;
 }

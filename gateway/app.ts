@@ -27,25 +27,27 @@ import { serveOpenApi } from '../service-kit/openapi.js';
 import { GATEWAY_OPENAPI } from './openapi.js';
 import { GATEWAY_MIGRATIONS } from './store/schema.js';
 import { expireDue, nextExpiry, sessionById } from './store/sessions.js';
-import { createLedgerRail } from './rails/ledger.js';
-import type { Rail } from './rails/rail.js';
-import { createCtlDialect } from './rails/ctl-dialect.js';
+import { createLedgerRail } from './payments/rails/ledger.js';
+import type { Rail } from './payments/rails/rail.js';
+import { createXPaymentProtocol } from './payments/protocols/x-payment.js';
+import { createX402Protocol, holdCap } from './payments/protocols/x402.js';
 import {
   createX402Rail,
-  createX402Dialect,
   X402_RAIL,
   DEFAULT_EXPIRY_MARGIN_MS,
   type X402ChainReader,
-} from './rails/x402/rail.js';
-import { X402_MIGRATIONS } from './rails/x402/store.js';
-import { DEFAULT_MAX_TIMEOUT_SECONDS, type X402AssetMap } from './rails/x402/assets.js';
+} from './payments/rails/x402/rail.js';
+import { X402_MIGRATIONS } from './payments/rails/x402/store.js';
+import { DEFAULT_MAX_TIMEOUT_SECONDS, type X402AssetMap } from './payments/rails/x402/assets.js';
+import { createMppProtocol, createMppRail, MPP_RAIL } from './payments/protocols/mpp.js';
+import { MPP_MIGRATIONS } from './payments/rails/mpp/store.js';
 import { generatePrivateKey } from 'viem/accounts';
 import { createKeyRing, sharedSecret, type ExternalKey } from './services/keys.js';
 import { createSessionKeys } from './services/session-keys.js';
 import { gatewayKek } from './services/custody.js';
 import type { SecretSealer } from '../service-kit/secrets/index.js';
 import { createGatewayEvents, type GatewayEventType } from './services/events.js';
-import { createPaymentService } from './services/payments.js';
+import { createPaymentService } from './payments/service.js';
 import { gatewayMetrics } from './services/business-metrics.js';
 import { createSessionService } from './services/sessions.js';
 import { createForwarder, guardedFetch } from './services/forwarder.js';
@@ -62,6 +64,9 @@ import { consoleRoutes, observeSessionWrites } from './routes/console.js';
 import { createConsoleStreams } from './services/console-stream.js';
 import { createIdempotencyService, type IdempotencyOptions } from './services/idempotency.js';
 import { eventAdminRoutes } from './routes/events-admin.js';
+import { createEgressCa } from './egress/ca.js';
+import { caRoutes } from './egress/ca-routes.js';
+import type { EgressHooks } from './egress/proxy-server.js';
 import {
   gatewayRateLimits,
   DEFAULT_GATEWAY_RATE_LIMITS,
@@ -83,6 +88,11 @@ export interface GatewayDeps {
   /** DNS for the forwarder (tests). */
   resolve?: LookupFn;
   /**
+   * CA certificates (PEM) the forwarder trusts for merchants' TLS instead of Node's bundled roots
+   * (a private merchant CA, tests); default Node's roots plus NODE_EXTRA_CA_CERTS.
+   */
+  upstreamCa?: string[];
+  /**
    * Base URLs of the policy authorities whose people's grants may back sessions
    * (CTL_GATEWAY_HUMAN_AUTHORITIES; services/human-sessions.ts). Reached through the address
    * guard like every outbound request: an authority on a private address needs its host:port in
@@ -101,9 +111,9 @@ export interface GatewayDeps {
     maxTimeoutSeconds?: number;
     privateKey?: `0x${string}`;
     chain?: (network: string) => X402ChainReader | undefined;
-    /** `CTL_X402_MAX_HOLD_SECONDS` (600): the longest one payment may hold its amount of a session's budget (rails/x402/rail.ts holdCap). */
+    /** `CTL_X402_MAX_HOLD_SECONDS` (600): the longest one payment may hold its amount of a session's budget (payments/protocols/x402.ts holdCap). */
     maxHoldSeconds?: number;
-    /** Clock skew allowed past an authorization's `validBefore` before the chain is asked (default 60 s; rails/x402/rail.ts). */
+    /** Clock skew allowed past an authorization's `validBefore` before the chain is asked (default 60 s; payments/rails/x402/rail.ts). */
     expiryMarginMs?: number;
   };
   now?: () => number;
@@ -150,6 +160,8 @@ export interface GatewayApp {
   pinListenUrl(url: string): void;
   /** Resolves when queued webhook deliveries are done. */
   idle(): Promise<void>;
+  /** What the egress proxy needs besides `app` (egress/proxy-server.ts; server.ts starts it when configured). */
+  egress: EgressHooks;
   close(): Promise<void>;
 }
 
@@ -170,6 +182,7 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
     auditLogMigration('gw_audit_log'),
     auditStagingMigration('gw_audit_log'),
     webhookOutboxMigration('gw_webhook_dispatches'),
+    ...MPP_MIGRATIONS,
   ]);
   // Each payment writes a few pages (its receipt carries the SBA and grant): checkpoint the WAL
   // less often, so its fsync is paid once per ~40 MB rather than every ~200 payments.
@@ -203,6 +216,7 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
     timeoutMs: deps.forwardTimeoutMs,
     maxResponseBytes: deps.maxResponseBytes,
     resolve: deps.resolve,
+    ca: deps.upstreamCa,
   });
   // Webhook URLs are the owner's, but they are still outbound requests from inside: same guard.
   const hookForwarder = createForwarder({
@@ -307,28 +321,31 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
   }
 
   const x402Rail = createX402Rail(db, now, deps.x402?.chain, deps.x402?.expiryMarginMs);
+  // MPP's `evm` charge is an EIP-3009 authorization too: same chains, same margin (payments/protocols/mpp.ts).
+  const mppRail = createMppRail(db, now, deps.x402?.chain, deps.x402?.expiryMarginMs);
   const limits = gatewayRateLimits(
     db,
     deps.rateLimits ?? DEFAULT_GATEWAY_RATE_LIMITS,
     createOwnerAuth(db, deps.adminKey),
   );
-  const sessions = limits.sessions(
-    createSessionService({
-      db,
-      keys,
-      sessionKeys,
-      events,
-      issuer,
-      railName: rail.name,
-      extraRails: [X402_RAIL],
-      continuationSecret,
-      targets,
-      humans,
-      now,
-      onCreated: (at) => scheduleExpiry(at),
-      maxSessionSeconds: deps.maxSessionSeconds ?? DEFAULT_MAX_SESSION_SECONDS,
-    }),
-  );
+  const sessionService = createSessionService({
+    db,
+    keys,
+    sessionKeys,
+    events,
+    issuer,
+    railName: rail.name,
+    extraRails: [X402_RAIL, MPP_RAIL],
+    continuationSecret,
+    targets,
+    humans,
+    now,
+    onCreated: (at) => scheduleExpiry(at),
+    maxSessionSeconds: deps.maxSessionSeconds ?? DEFAULT_MAX_SESSION_SECONDS,
+  });
+  const sessions = limits.sessions(sessionService);
+  // Made on first use (GET /ca.pem, the first CONNECT), kept sealed like the other secrets.
+  const egressCa = createEgressCa({ db, sealer, issuer, now });
   const idempotency = createIdempotencyService({
     db,
     now,
@@ -340,7 +357,7 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
   const payments = createPaymentService({
     db,
     rail,
-    otherRails: [x402Rail],
+    otherRails: [x402Rail, mppRail],
     keys,
     sessionKeys,
     events,
@@ -359,7 +376,7 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
   const evmKey =
     deps.x402?.privateKey ??
     ((await sharedSecret(db, 'evm-private-key', () => generatePrivateKey(), sealer)) as `0x${string}`);
-  const x402 = createX402Dialect({
+  const x402 = createX402Protocol({
     db,
     payments,
     privateKey: evmKey,
@@ -373,7 +390,26 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
       (deps.reconcileStaleMs ?? 120_000) +
       (deps.reconcileIntervalMs ?? 30_000),
   });
-  const dialects = [x402, createCtlDialect(payments)];
+  const ctl = createXPaymentProtocol(payments);
+  // MPP first: the stock mppx server offers x402 terms beside its own, and MPP is what it prefers.
+  const mpp = createMppProtocol({
+    db,
+    payments,
+    privateKey: evmKey,
+    assets: deps.x402?.assets ?? new Map(),
+    // x402's cap on how long one signed authorization may hold a budget (payments/protocols/x402.ts holdCap).
+    maxTimeoutSeconds: holdCap({
+      maxTimeoutSeconds: deps.x402?.maxTimeoutSeconds ?? DEFAULT_MAX_TIMEOUT_SECONDS,
+      maxHoldSeconds: deps.x402?.maxHoldSeconds,
+      settleDelayMs:
+        (deps.x402?.expiryMarginMs ?? DEFAULT_EXPIRY_MARGIN_MS) +
+        (deps.reconcileStaleMs ?? 120_000) +
+        (deps.reconcileIntervalMs ?? 30_000),
+    }),
+    now,
+    fallback: [x402, ctl],
+  });
+  const protocols = [mpp, x402, ctl];
   const auth = limits.auth;
 
   const app = new Koa();
@@ -415,12 +451,13 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
     health,
     adminRoutes({ db, auth, keys, sessions, events, now }),
     sessionRoutes({ db, auth, sessions, baseUrl }),
-    proxyRoutes({ sessions, dialects, forwarder, now, maxBodyBytes: deps.maxBodyBytes ?? 1024 * 1024, idempotency }),
+    proxyRoutes({ sessions, protocols, forwarder, now, maxBodyBytes: deps.maxBodyBytes ?? 1024 * 1024, idempotency }),
     agentSessionRoutes({ db, sessions }),
     merchantRoutes({ db, ledger, now, baseUrl, limit: limits.charges }),
     keyRoutes({ db, keys, issuer, now }),
     consoleRoutes({ db, auth, sessions, streams: consoleStreams, dir: deps.console?.dir }),
     eventAdminRoutes({ auth, events }),
+    caRoutes({ auth, ca: egressCa }),
   ];
   app.use(requestGuard(routers));
   for (const r of routers) {
@@ -449,6 +486,13 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
       if (!deps.publicUrl) pinnedBase = url.replace(/\/+$/, '');
     },
     idle: () => events.idle(),
+    egress: {
+      sessionByToken: (token) => sessionService.byToken(token),
+      ca: egressCa,
+      targets,
+      resolve: deps.resolve,
+      now,
+    },
     async close() {
       closed = true;
       if (expiryTimer) clearTimeout(expiryTimer);

@@ -62,6 +62,9 @@ const sessionOptions = {
     },
   ),
   trustLevel: { enum: [0, 1] },
+  defaultPurpose: string({
+    description: "The purpose of a payment whose request sends no X-Ctl-Purpose (one of the session's purposes)",
+  }),
 };
 
 const schemas = {
@@ -112,6 +115,7 @@ const schemas = {
       webhookUrl: string(),
       thresholds: array({ type: 'integer' }),
       trustLevel: { enum: [0, 1] },
+      defaultPurpose: string(),
       policyHash: string(),
       grantId: string(),
       revokedBy: { enum: ['owner', 'admin'] },
@@ -206,7 +210,8 @@ const proxyOperation = (method: string): OpenApiOperation =>
         name: 'X-Ctl-Purpose',
         in: 'header',
         schema: string(),
-        description: "The purpose the payment is for (one of the session's purposes)",
+        description:
+          "The purpose the payment is for (one of the session's purposes); default the session's defaultPurpose",
       },
       {
         name: 'Idempotency-Key',
@@ -342,6 +347,32 @@ const paths: OpenApiDocument['paths'] = {
       security: admin,
       parameters: [sessionIdParam],
       responses: { 200: jsonResponse('The session, revoked', ref('Session')) },
+    }),
+  },
+  '/admin/egress/ca/rotate': {
+    post: operation({
+      summary: "Replaces the egress proxy's CA: every agent must install the new certificate",
+      tags: ['admin'],
+      operationId: 'rotateEgressCa',
+      security: admin,
+      responses: {
+        200: jsonResponse("The new CA's SHA-256 fingerprint", object({ fingerprint: string() }, ['fingerprint'])),
+      },
+    }),
+  },
+  '/ca.pem': {
+    get: operation({
+      summary: 'The egress proxy\'s CA certificate, for agents to trust (gateway/README.md "Egress proxy")',
+      tags: ['keys'],
+      operationId: 'getEgressCa',
+      security: owner,
+      responses: {
+        200: {
+          description: 'The certificate (PEM)',
+          headers: { 'X-Ctl-Ca-Fingerprint': { schema: string() } },
+          content: { 'application/x-pem-file': { schema: string() } },
+        },
+      },
     }),
   },
   '/admin/keys/rotate': {

@@ -7,7 +7,8 @@
  * limits: CTL_GATEWAY_RATE_LIMIT_OWNER (6000/60s), CTL_GATEWAY_RATE_LIMIT_SESSION (1200/60s), `0` for
  * none, and CTL_GATEWAY_MAX_SESSION_SECONDS (2592000, 30 days); custody (services/custody.ts):
  * CTL_GATEWAY_KEK or CTL_GATEWAY_KEK_PKCS11_URI, CTL_GATEWAY_RECEIPT_KEY_PKCS11_URI
- * (or _PRIVATE_KEY_FILE, _PRIVATE_KEY_PEM), CTL_PKCS11_MODULE.
+ * (or _PRIVATE_KEY_FILE, _PRIVATE_KEY_PEM), CTL_PKCS11_MODULE; egress proxy (egress/config.ts):
+ * CTL_GATEWAY_EGRESS_PORT (unset: off), CTL_GATEWAY_EGRESS_HOST, CTL_GATEWAY_EGRESS_PASS_THROUGH.
  */
 import {
   ConfigError,
@@ -28,14 +29,18 @@ import {
   type Logger,
 } from '../service-kit/index.js';
 import { createGatewayApp, type GatewayApp, type GatewayDeps } from './app.js';
-import { parseAssetMap, parseMaxHoldSeconds, parseMaxTimeoutSeconds } from './rails/x402/assets.js';
-import { chainReaders, parseRpcUrls } from './rails/x402/chain.js';
+import { parseAssetMap, parseMaxHoldSeconds, parseMaxTimeoutSeconds } from './payments/rails/x402/assets.js';
+import { chainReaders, parseRpcUrls } from './payments/rails/x402/chain.js';
 import { externalKeysFromEnv, gatewayKek } from './services/custody.js';
 import { gatewayRateLimitsFromEnv, maxSessionSecondsFromEnv, describeLimits } from './services/rate-limits.js';
+import { egressFromEnv, type EgressConfig } from './egress/config.js';
+import { startEgressProxy, type EgressProxy } from './egress/proxy-server.js';
 
 export interface RunningGateway {
   gateway: GatewayApp;
   server: Listening;
+  /** The egress proxy, when configured. */
+  egress?: EgressProxy;
   logger: Logger;
   close(): Promise<void>;
 }
@@ -48,6 +53,8 @@ export type GatewayStartOptions = Partial<GatewayDeps> & {
   logger?: Logger;
   /** Where the custody variables are read (CTL_GATEWAY_KEK…, *_PKCS11_URI); default process.env. */
   env?: Record<string, string | undefined>;
+  /** The egress proxy's listener (egress/proxy-server.ts); unset: off. */
+  egress?: EgressConfig;
 };
 
 /**
@@ -88,6 +95,7 @@ export function gatewayOptionsFromEnv(env: Record<string, string | undefined>): 
     rateLimits: gatewayRateLimitsFromEnv(env),
     maxSessionSeconds: maxSessionSecondsFromEnv(env),
     humanAuthorities: humanAuthoritiesFromEnv(env.CTL_GATEWAY_HUMAN_AUTHORITIES),
+    egress: egressFromEnv(env),
   };
 }
 
@@ -163,7 +171,8 @@ export async function startGateway(opts: GatewayStartOptions): Promise<RunningGa
     );
   }
   let gateway: GatewayApp | undefined;
-  let server: Listening;
+  let server: Listening | undefined;
+  let egress: EgressProxy | undefined;
   try {
     gateway = await createGatewayApp({ ...opts, db, logger, sealer: opts.sealer ?? kek!.sealer, externalKeys });
     for (const [purpose, k] of Object.entries(externalKeys)) {
@@ -178,7 +187,18 @@ export async function startGateway(opts: GatewayStartOptions): Promise<RunningGa
       requestLogger(logger, { quietPaths: ['/healthz', '/readyz', '/metrics', '/.well-known/ctl-keys.json'] }),
     );
     server = await listen(gateway.app, { port: opts.port, host: opts.host });
+    // The handler is taken once the middleware above is in place: proxied requests are logged alike.
+    if (opts.egress)
+      egress = await startEgressProxy({
+        handle: gateway.app.callback(),
+        hooks: gateway.egress,
+        passThrough: opts.egress.passThrough,
+        port: opts.egress.port,
+        host: opts.egress.host ?? opts.host,
+        logger,
+      });
   } catch (e) {
+    await server?.close();
     await gateway?.close();
     await db.close();
     await closeKeys();
@@ -187,13 +207,21 @@ export async function startGateway(opts: GatewayStartOptions): Promise<RunningGa
   }
   gateway.pinListenUrl(server.url);
   logger.info({ url: server.url, database: db.description, ...describeLimits(opts) }, 'gateway listening');
+  if (egress)
+    logger.info(
+      { url: egress.url, passThrough: opts.egress?.passThrough, ca: await gateway.egress.ca.fingerprint() },
+      'egress proxy listening (agents trust GET /ca.pem)',
+    );
   const app = gateway;
+  const listening = server;
   return {
     gateway: app,
-    server,
+    server: listening,
+    egress,
     logger,
     async close() {
-      await server.close();
+      await egress?.close();
+      await listening.close();
       await app.close();
       await db.close();
       await closeKeys();

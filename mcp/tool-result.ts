@@ -1,19 +1,24 @@
 /**
  * One shape for every tool's answer (MCP "Structured content"): `structuredContent` for clients
- * that read it, the same JSON as text for those that do not, and an optional first sentence that
- * says what matters before the data.
+ * that read it, the same JSON as text for those that do not, and the answer's lead first.
  */
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { z } from 'zod';
+import { isFailure, type ToolAnswer } from '../agent-tools/tools/index.js';
 
 /**
- * @example toolResult({ outcome: 'refused', code: 'budget_exceeded' }, { isError: true, lead: 'Refused: budget_exceeded' })
+ * `answer` as an MCP result. A client validates `structuredContent` against the tool's output
+ * schema even on an error, so a value of another shape (a read tool's refusal) travels as text only.
+ * @example toolResult({ value: { outcome: 'refused', code: 'budget_exceeded' }, lead: 'Refused: …' }, output)
  */
-export function toolResult(
-  structured: Record<string, unknown>,
-  o: { isError?: boolean; lead?: string } = {},
-): CallToolResult {
+export function toolResult(answer: ToolAnswer, output: z.ZodTypeAny): CallToolResult {
   const content: CallToolResult['content'] = [];
-  if (o.lead) content.push({ type: 'text', text: o.lead });
-  content.push({ type: 'text', text: JSON.stringify(structured) });
-  return { content, structuredContent: structured, ...(o.isError ? { isError: true } : {}) };
+  if (answer.lead) content.push({ type: 'text', text: answer.lead });
+  content.push({ type: 'text', text: JSON.stringify(answer.value) });
+  const fits = output.safeParse(answer.value).success;
+  return {
+    content,
+    ...(fits ? { structuredContent: answer.value } : {}),
+    ...(isFailure(answer.value) ? { isError: true } : {}),
+  };
 }

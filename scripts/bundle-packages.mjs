@@ -7,11 +7,15 @@
 //  - ctl-authority, ctl-gateway, ctl-mcp (workspaces): the command as <dir>/dist/<bin>.mjs with
 //    service-kit/ and src/ inlined and its npm libraries left as imports, so they install as the
 //    workspace's declared `dependencies` (one copy, audited and updated by npm, native ones such
-//    as better-sqlite3 built for the host). An import the workspace does not declare fails the build.
+//    as better-sqlite3 built for the host). An import the workspace does not declare fails the build;
+//  - ctl-agent-tools (a library, no bin): one ESM module per entry (<dir>/dist/<entry>.js, a shared
+//    chunk beside them) with src/ inlined, its declared and peer libraries left as imports, and
+//    the entries' declarations from tsc in <dir>/dist/types.
 // Usage: node scripts/bundle-packages.mjs [ctl|licenses|<service workspace dir> ...]   (default: all)
 //        node scripts/bundle-packages.mjs <service workspace dir> --out <dir>   (the bundle elsewhere, for a test)
 // Each workspace's `prepack` runs it for itself, so `npm pack --workspaces` packs fresh bundles.
 import { build } from 'esbuild';
+import { spawnSync } from 'node:child_process';
 import { copyFileSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -33,6 +37,15 @@ const SERVICES = {
   authority: { command: 'cli/authority.ts' },
   gateway: { command: 'cli/gateway.ts', console: true },
   mcp: { entry: 'mcp/main.ts', inlineUndeclared: true },
+};
+
+/**
+ * Libraries: the modules each entry point of the package's `exports` is built from. Every import
+ * of a library the package does not declare (in `dependencies` or `peerDependencies`) is inlined;
+ * the frameworks stay peers, so the application's own copy of `ai` or `@langchain/core` is used.
+ */
+const LIBRARIES = {
+  'agent-tools': { entries: ['agent-tools/ai.ts', 'agent-tools/langchain.ts'] },
 };
 
 const common = {
@@ -107,6 +120,35 @@ async function bundleService(dir, outdir = join(root, dir, 'dist')) {
   if (outdir === join(root, dir, 'dist')) copyLicense(dir);
 }
 
+async function bundleLibrary(dir, outdir = join(root, dir, 'dist')) {
+  const pkg = JSON.parse(readFileSync(join(root, dir, 'package.json'), 'utf8'));
+  const declared = Object.keys({ ...pkg.dependencies, ...pkg.peerDependencies });
+  rmSync(outdir, { recursive: true, force: true });
+  await build({
+    ...common,
+    entryPoints: LIBRARIES[dir].entries,
+    outdir,
+    outbase: dir,
+    splitting: true,
+    chunkNames: 'chunks/[name]-[hash]',
+    external: declared.flatMap((p) => [p, `${p}/*`]),
+  });
+  // Declarations of the entries and what they name (the SDK's among them), as tsc writes them.
+  const tsc = spawnSync(
+    process.execPath,
+    [
+      join(root, 'node_modules', 'typescript', 'bin', 'tsc'),
+      '-p',
+      join(root, dir, 'tsconfig.build.json'),
+      '--declarationDir',
+      join(outdir, 'types'),
+    ],
+    { cwd: root, encoding: 'utf8' },
+  );
+  if (tsc.status !== 0) throw new Error(`bundle-packages: declarations of ${dir} failed\n${tsc.stdout}${tsc.stderr}`);
+  if (outdir === join(root, dir, 'dist')) copyLicense(dir);
+}
+
 /** npm ships a LICENSE found at a package's root (not a symlink); the workspace folders keep none in git. */
 function copyLicense(dir) {
   copyFileSync(join(root, 'LICENSE'), join(root, dir, 'LICENSE'));
@@ -119,10 +161,11 @@ const out = args.indexOf('--out');
 if (out >= 0) {
   if (args.length !== 3 || out !== 1)
     throw new Error('bundle-packages: --out takes one service: <service workspace dir> --out <dir>');
-  await bundleService(args[0], args[2]);
+  await (LIBRARIES[args[0]] ? bundleLibrary : bundleService)(args[0], args[2]);
 } else {
-  for (const t of args.length ? args : ['ctl', ...Object.keys(SERVICES), 'licenses']) {
+  for (const t of args.length ? args : ['ctl', ...Object.keys(SERVICES), ...Object.keys(LIBRARIES), 'licenses']) {
     if (t === 'ctl') await bundleSdkCli();
+    else if (LIBRARIES[t]) await bundleLibrary(t);
     // Every workspace gets the LICENSE (npm ships one found at a package's root).
     else if (t === 'licenses') workspaces().forEach(copyLicense);
     else await bundleService(t);

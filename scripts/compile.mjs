@@ -11,7 +11,18 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 // Under the test runner (CTL_TEST_RUNNER, set by scripts/test.mjs for every test process) build/
 // was compiled before the first test started: a test that starts `npm start` or `npm pack` (whose
 // prepare script compiles) must not rewrite modules that parallel tests are importing.
-const roots = ['src', 'authority', 'gateway', 'service-kit', 'firmware-bridge', 'cli', 'mcp', 'test', 'examples'];
+const roots = [
+  'src',
+  'authority',
+  'gateway',
+  'service-kit',
+  'firmware-bridge',
+  'cli',
+  'mcp',
+  'agent-tools',
+  'test',
+  'examples',
+];
 
 function collect(dir, out, ending = '.ts') {
   if (!existsSync(dir)) return out;

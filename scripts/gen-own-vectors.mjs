@@ -189,7 +189,7 @@ const ok = { valid: true };
 const no = (code) => ({ valid: false, code });
 
 function files() {
-  return { grant: [], sba: [], bundle: [], receipt: [] };
+  return { grant: [], sba: [], bundle: [], receipt: [], delegation: [] };
 }
 const out = files();
 let n = 0;
@@ -2367,6 +2367,283 @@ const revokedUrl = (g) => ({ status: 200, body: { grantId: g.grantId, revoked: f
   );
 }
 
+// ===== delegation (chain kind: an SBA drawn under a ctl-delegation/1 chain, PROTOCOL.md §14) =====
+// Holders of the links: keys only delegation.json lists (the other files keep their key set).
+const subKeys = {};
+for (let i = 1; i <= 5; i++) subKeys[`sub${i}`] = await edKey(`sub${i}`, `holder of delegation link ${i} (Ed25519)`);
+{
+  const f = 'delegation';
+  const k = (name) => subKeys[name] ?? keys[name];
+  const DGRANT = 'grant-own-deleg';
+  const rootOf = (maxDepth, over = {}) =>
+    grant({
+      grantId: DGRANT,
+      revocationUrl: `https://authority.example/revoke?grantId=${DGRANT}`,
+      windows: [{ every: 'P1D', maxAmountMinor: '1000' }],
+      ...(maxDepth ? { delegation: { maxDepth } } : {}),
+      ...over,
+    });
+  /** A link signed exactly as given (the narrowing unchecked), by the parent's holder. */
+  const link = async (parent, signer, holder, over = {}) => {
+    const unsigned = {
+      version: 1,
+      delegationId: over.delegationId ?? `dlg-own-${holder}`,
+      parent,
+      actorKey: k(holder).publicJwk,
+      maxAmountMinor: String(BigInt(parent.maxAmountMinor) - 100n),
+      issuedAt: parent.issuedAt,
+      expiresAt: parent.expiresAt,
+      allowedPurposes: parent.allowedPurposes,
+      allowedRails: parent.allowedRails,
+      allowedAssets: parent.allowedAssets,
+      destinationAllowlist: parent.destinationAllowlist,
+      windows: parent.windows,
+      keyId: await ctl.jwkThumbprint(parent.actorKey),
+      ...over,
+    };
+    for (const key of Object.keys(unsigned)) if (unsigned[key] === undefined) delete unsigned[key];
+    const signerKey = await ctl.importSigningKey(k(signer).privateKeyPem);
+    const sig = await signerKey.sign(ctl.signedBytes('delegation', unsigned));
+    return { ...unsigned, signature: ctl.base64urlEncode(sig) };
+  };
+  const resignAs = async (type, obj, name) => {
+    const { signature: _s, ...rest } = obj;
+    const signer = await ctl.importSigningKey(k(name).privateKeyPem);
+    return { ...rest, signature: ctl.base64urlEncode(await signer.sign(ctl.signedBytes(type, rest))) };
+  };
+  const sbaUnder = (leaf, holder, over = {}) =>
+    ctl.createSignedSessionBudgetAuthorization(
+      {
+        grant: leaf,
+        sessionId: 'sess-own-deleg',
+        actorId: 'sub-agent',
+        maxAmountMinor: '30',
+        budgetScope: 'SESSION',
+        budgetId: `bud-own-${String(++budgetSeq).padStart(4, '0')}`,
+        issuedAt: '2026-05-31T23:55:00Z',
+        expiresAt: '2026-06-01T00:05:00Z',
+        rail: 'x402',
+        merchantId: 'merchant-a',
+        purpose: 'ev:charging',
+        ...over,
+      },
+      { signingKey: k(holder).privateKeyPem, keyId: k(holder).kid },
+    );
+  const root4 = await rootOf(4);
+  const holders = ['actor', 'sub1', 'sub2', 'sub3', 'sub4'];
+  const chainOf = [root4];
+  for (let i = 1; i <= 4; i++) chainOf.push(await link(chainOf[i - 1], holders[i - 1], holders[i]));
+  for (let depth = 1; depth <= 4; depth++) {
+    add(
+      f,
+      `valid-depth-${depth}`,
+      `Valid: an SBA under a chain of ${depth} delegation(s) below a grant allowing 4; each link narrower by 100.`,
+      'chain',
+      { sba: await sbaUnder(chainOf[depth], holders[depth]) },
+      chainOpts(),
+      ok,
+    );
+  }
+  {
+    const p1 = await link(root4, 'actor', 'actorP256');
+    const p2 = await link(p1, 'actorP256', 'sub2');
+    add(
+      f,
+      'valid-p256-holder',
+      'Valid: the middle holder is a P-256 key; the link below it is ES256-signed (the algorithm comes from the key).',
+      'chain',
+      { sba: await sbaUnder(p2, 'sub2') },
+      chainOpts(),
+      ok,
+    );
+  }
+  add(
+    f,
+    'valid-trust-bundle',
+    'Valid: a depth-2 chain, the root grant key resolved from a Trust Bundle; offline.',
+    'chain',
+    { sba: await sbaUnder(chainOf[2], 'sub2'), trustBundles: [B] },
+    chainOpts({ trust: viaBundle }),
+    ok,
+  );
+  {
+    const root2 = await rootOf(2);
+    const a = await link(root2, 'actor', 'sub1');
+    const b = await link(a, 'sub1', 'sub2');
+    const c = await link(b, 'sub2', 'sub3');
+    add(
+      f,
+      'depth-beyond-max',
+      'Three links below a grant whose delegation.maxDepth is 2.',
+      'chain',
+      { sba: await sbaUnder(c, 'sub3') },
+      chainOpts(),
+      no('delegation_invalid'),
+    );
+    const plain = await rootOf(0);
+    add(
+      f,
+      'no-delegation-allowed',
+      'A link below a grant without a delegation member: nothing may be delegated from it.',
+      'chain',
+      { sba: await sbaUnder(await link(plain, 'actor', 'sub1'), 'sub1') },
+      chainOpts(),
+      no('delegation_invalid'),
+    );
+  }
+  // Each narrowing rule, broken by the second link (so the walk goes past a good first one), and at its limit.
+  const d1 = chainOf[1];
+  const rules = [
+    ['maxAmountMinor', { maxAmountMinor: '4901' }, { maxAmountMinor: '4900' }],
+    ['expiresAt', { expiresAt: '2026-12-01T00:00:01Z' }, { expiresAt: '2026-12-01T00:00:00Z' }],
+    ['issuedAt', { issuedAt: '2026-04-30T23:59:59Z' }, { issuedAt: '2026-05-01T00:00:00Z' }],
+    ['allowedPurposes-wider', { allowedPurposes: ['ev:*', 'api:*'] }, { allowedPurposes: ['ev:charging'] }],
+    ['allowedPurposes-absent', { allowedPurposes: undefined }, { allowedPurposes: ['ev:*'] }],
+    ['allowedRails', { allowedRails: ['x402', 'card', 'ach'] }, { allowedRails: ['x402'] }],
+    ['allowedAssets', { allowedAssets: [{ standard: 'iso4217', code: 'EUR' }] }, {}],
+    [
+      'destinationAllowlist',
+      { destinationAllowlist: ['merchant-a', 'merchant-z'] },
+      { destinationAllowlist: ['merchant-a'] },
+    ],
+    [
+      'windows-larger',
+      { windows: [{ every: 'P1D', maxAmountMinor: '1001' }] },
+      { windows: [{ every: 'P1D', maxAmountMinor: '1000' }] },
+    ],
+    [
+      'windows-missing',
+      { windows: [{ every: 'PT1H', maxAmountMinor: '100' }] },
+      {
+        windows: [
+          { every: 'P1D', maxAmountMinor: '1000' },
+          { every: 'PT1H', maxAmountMinor: '100' },
+        ],
+      },
+    ],
+    ['actorKey-ancestor', { actorKey: keys.actor.publicJwk }, {}],
+    ['delegationId-ancestor', { delegationId: DGRANT }, { delegationId: 'dlg-own-fresh' }],
+  ];
+  for (const [name, wide, limit] of rules) {
+    const holder = wide.actorKey ? 'actor' : 'sub2';
+    const w = await link(d1, 'sub1', 'sub2', wide);
+    add(
+      f,
+      `widens-${name}`,
+      `The second link widens its parent (${name.split('-')[0]}): delegation_invalid naming the member.`,
+      'chain',
+      { sba: await sbaUnder(w, holder) },
+      chainOpts(),
+      no('delegation_invalid'),
+    );
+    add(
+      f,
+      `at-limit-${name}`,
+      `The second link at the limit of the ${name.split('-')[0]} rule: accepted.`,
+      'chain',
+      { sba: await sbaUnder(await link(d1, 'sub1', 'sub2', limit), 'sub2') },
+      chainOpts(),
+      ok,
+    );
+  }
+  add(
+    f,
+    'link-signed-by-stranger',
+    "The second link is signed by a key other than its parent's actorKey.",
+    'chain',
+    { sba: await sbaUnder(await link(d1, 'stranger', 'sub2'), 'sub2') },
+    chainOpts(),
+    no('delegation_invalid'),
+  );
+  add(
+    f,
+    'link-edited-after-signing',
+    "The first link's ceiling is raised after it was signed (the SBA re-signed around it).",
+    'chain',
+    {
+      sba: await (async () => {
+        const c = structuredClone(await sbaUnder(chainOf[2], 'sub2'));
+        c.grant.parent.maxAmountMinor = '4950';
+        return resignAs('sba', c, 'sub2');
+      })(),
+    },
+    chainOpts(),
+    no('delegation_invalid'),
+  );
+  {
+    const late = await link(d1, 'sub1', 'sub2', { expiresAt: '2026-05-31T23:00:00Z' });
+    add(
+      f,
+      'link-expired',
+      'The second link expired before now (the SBA inside it was made before that).',
+      'chain',
+      {
+        sba: await sbaUnder(late, 'sub2', {
+          issuedAt: '2026-05-31T22:55:00Z',
+          expiresAt: '2026-05-31T22:59:00Z',
+        }),
+      },
+      chainOpts(),
+      no('grant_expired'),
+    );
+    const early = await link(d1, 'sub1', 'sub2', { issuedAt: '2026-06-01T00:01:00Z' });
+    add(
+      f,
+      'link-not-yet-valid',
+      'The second link is issued after now.',
+      'chain',
+      { sba: await sbaUnder(early, 'sub2', { issuedAt: '2026-06-01T00:01:00Z', expiresAt: '2026-06-01T00:06:00Z' }) },
+      chainOpts(),
+      no('not_yet_valid'),
+    );
+  }
+  add(
+    f,
+    'revoked-middle-link-offline',
+    'A depth-3 chain whose second link a Trust Bundle lists in revokedGrants: the leaf is refused offline.',
+    'chain',
+    { sba: await sbaUnder(chainOf[3], 'sub3'), trustBundles: [await bundle({ revokedGrants: ['dlg-own-sub2'] })] },
+    chainOpts({ trust: viaBundle }),
+    no('grant_revoked'),
+  );
+  {
+    const c = structuredClone(await sbaUnder(chainOf[1], 'sub1'));
+    c.authorization.grantId = DGRANT;
+    add(
+      f,
+      'authorization-names-root',
+      "authorization.grantId names the root grant, not the leaf's delegationId.",
+      'chain',
+      { sba: await resignAs('sba', c, 'sub1') },
+      chainOpts(),
+      no('malformed'),
+    );
+  }
+  add(
+    f,
+    'sba-signed-by-parent',
+    "The SBA under the second link is signed by the first link's holder, not the leaf's.",
+    'chain',
+    { sba: await resignAs('sba', await sbaUnder(chainOf[2], 'sub2'), 'sub1') },
+    chainOpts(),
+    no('sba_signature_invalid'),
+  );
+  {
+    const rootOff = await rootOf(2, { offline: { maxPayments: 1 } });
+    const x = await link(rootOff, 'actor', 'sub1');
+    const y = await link(rootOff, 'actor', 'sub2', { delegationId: 'dlg-own-sibling' });
+    add(
+      f,
+      'offline-allowance-whole-tree',
+      "The root's offline.maxPayments of 1 is spent by one sibling; the other sibling's payment is refused.",
+      'chain',
+      { prior: [{ sba: await sbaUnder(x, 'sub1') }], sba: await sbaUnder(y, 'sub2') },
+      chainOpts(),
+      no('offline_limit_exceeded'),
+    );
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Write (or check)
 
@@ -2376,6 +2653,8 @@ const DESCRIPTIONS = {
   sba: 'SignedBudgetAuthorization cases: shape and consistency with the grant, signature, expiry, the payment in front of the merchant, spend tracking and replay.',
   bundle: 'Trust Bundle cases for verifyTrustBundle(bundle, rootPublicKeyPem, { now, minSequence }).',
   receipt: 'Receipt cases for verifyReceipt(receipt, { publicKey | jwks }).',
+  delegation:
+    'Delegation cases (PROTOCOL.md §14): SBAs drawn under ctl-delegation/1 chains of depth 1–4, each narrowing rule broken and at its limit, depth, link signatures and times, revocation of a middle link offline, the root offline allowance over siblings.',
 };
 
 let changed = 0;
@@ -2385,7 +2664,7 @@ for (const [name, cases] of Object.entries(out)) {
       {
         version: 1,
         description: `CTL own vectors (${name}). ${DESCRIPTIONS[name]} Generated by scripts/gen-own-vectors.mjs; format: test/vectors/own/README.md. Keys are test-only.`,
-        keys,
+        keys: name === 'delegation' ? { ...keys, ...subKeys } : keys,
         cases,
       },
       null,

@@ -10,7 +10,18 @@ import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const stamp = join(root, 'build', '.compiled');
-const roots = ['src', 'authority', 'gateway', 'service-kit', 'firmware-bridge', 'cli', 'mcp', 'test', 'examples'];
+const roots = [
+  'src',
+  'authority',
+  'gateway',
+  'service-kit',
+  'firmware-bridge',
+  'cli',
+  'mcp',
+  'agent-tools',
+  'test',
+  'examples',
+];
 
 function newestSource(dir) {
   let t = 0;

@@ -15,7 +15,11 @@ import { fileURLToPath } from 'node:url';
 const root = fileURLToPath(new URL('..', import.meta.url));
 const testRoot = join(root, 'build', 'test');
 const slowTier = process.argv.includes('--slow');
-const filters = process.argv.slice(2).filter((a) => a !== '--slow');
+// A filter may name the source (`test/x/y.test.ts`): it matches the compiled file.
+const filters = process.argv
+  .slice(2)
+  .filter((a) => a !== '--slow')
+  .map((a) => a.replace(/\.ts$/, '.js'));
 const isSlow = (f) => f.endsWith('.slow.test.js');
 const jobs = Math.max(1, Number(process.env.CTL_TEST_JOBS) || 2);
 
@@ -168,7 +172,11 @@ await Promise.all(Array.from({ length: Math.min(jobs, files.length) }, worker));
 const passed = results.reduce((a, r) => a + r.passed, 0);
 const failed = results.reduce((a, r) => a + r.failed, 0);
 const skipped = results.reduce((a, r) => a + r.skipped, 0);
-if (files.length === 0) console.log('no test files found under build/test');
+if (files.length === 0) {
+  // A filter that matches nothing is a typo, not a pass.
+  console.log(`no test files found under build/test${filters.length ? ` for ${filters.join(' ')}` : ''}`);
+  process.exit(1);
+}
 const seconds = Math.round((Date.now() - startedAt) / 1000);
 console.log(
   `${files.length} files (${slowTier ? 'slow tier' : filters.length ? 'filtered' : 'npm test tier'}) in ${Math.floor(seconds / 60)} min ${seconds % 60} s`,

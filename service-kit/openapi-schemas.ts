@@ -28,6 +28,8 @@ const offline = object({
   maxPayments: { type: 'integer' },
   maxBundleAgeMs: { type: 'integer' },
 });
+/** PROTOCOL.md §14: how many signed delegations may hang below a grant. */
+const delegation = object({ maxDepth: { type: 'integer', minimum: 1, maximum: 4 } }, ['maxDepth']);
 /** PROTOCOL.md §13: 1–4 fixed windows, each period at most once. */
 const windows = array(
   object(
@@ -62,6 +64,7 @@ const GRANT_MEMBERS: Record<string, Schema> = {
   windows,
   windowsStart: timestamp(),
   profile: { const: 'human-agent' },
+  delegation,
 };
 const GRANT_REQUIRED = [
   'version',
@@ -117,6 +120,7 @@ export const ARTIFACT_SCHEMAS: Record<string, Schema> = {
       offline,
       windows,
       windowsStart: timestamp(),
+      delegation,
     },
     ['policyHash', 'actorKey', 'allowedRails', 'allowedAssets', 'maxAmountMinor', 'currency', 'expiresAt'],
   ),

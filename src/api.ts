@@ -38,9 +38,23 @@ import { humanAgentProfile } from './entries/human-agent.js';
 import { onlineChecks } from './entries/online.js';
 import { createExpressMiddleware, createKoaMiddleware, type MiddlewareOptions } from './verifier/middleware.js';
 import { verifyDecisionWith, type DecisionOptions, type DecisionResult } from './verifier/decision.js';
+import { readClock, timeOption } from './values.js';
+import { hostNow } from './host.js';
+import { toErrorInfo } from './errors.js';
+import { walkDelegationChain } from './verifier/delegation-chain.js';
+import { artifactData } from './encoding/frozen-copy.js';
+import {
+  chainOf,
+  checkDelegation,
+  type DelegationChain,
+  createDelegationWith,
+  type CreateDelegationOptions,
+  type DelegationFields,
+} from './artifacts/delegation.js';
 import { createRevocationWith, verifyRevocationWith, type VerifyRevocationOptions } from './artifacts/revocation.js';
 import type {
   PolicyGrant,
+  Delegation,
   Receipt,
   SignedBudgetAuthorization,
   SignedRevocation,
@@ -98,10 +112,10 @@ export function verifyPolicyGrant(
  * Signs an SBA drawn from `fields.grant` with the wallet key (spec §4.4); the grant's fields are copied.
  * @example const sba = await createSignedSessionBudgetAuthorization({ grant, sessionId, actorId: 'agent-1', maxAmountMinor: '30' }, { signingKey })
  */
-export function createSignedSessionBudgetAuthorization(
-  fields: SbaFields,
+export function createSignedSessionBudgetAuthorization<G extends PolicyGrant | Delegation = PolicyGrant>(
+  fields: SbaFields & { grant: G },
   options: SignSbaOptions = {},
-): Promise<SignedBudgetAuthorization> {
+): Promise<SignedBudgetAuthorization<G>> {
   return createSbaWith(defaultCrypto, fields, options);
 }
 
@@ -148,8 +162,49 @@ export function verifyReceipt(
  * A wallet session under a grant (spec §2.8).
  * @example const s = createSession(grant, { actorId: 'vehicle-42', signingKey: pem, ceiling: { amount: '5000', currency: 'USD' } }); const sba = await s.createSba({ amount: '30', currency: 'USD', rail: 'x402' })
  */
-export function createSession(grant: PolicyGrant | string, options: SessionOptions): WalletSession {
-  return createSessionWith(defaultCrypto, grant, options);
+export function createSession<G extends PolicyGrant | Delegation = PolicyGrant>(
+  grant: G | string,
+  options: SessionOptions,
+): WalletSession<G> {
+  return createSessionWith<G>(defaultCrypto, grant, options);
+}
+
+/**
+ * Checks a delegation chain on its own (PROTOCOL.md §14): shape, each link's signature by its
+ * parent's `actorKey`, narrowing, depth, times. Not the root grant's signature: the caller holds
+ * that grant (an authority compares it with its own) or verifies it with `verifyPolicyGrant`. Never throws.
+ * @example const r = await verifyDelegation(body.delegation); if (r.valid) console.log(r.root.grantId)
+ */
+export async function verifyDelegation(
+  input: unknown,
+  options: { now?: () => number; clockToleranceMs?: number } = {},
+): Promise<Verified<DelegationChain>> {
+  try {
+    const d = artifactData(input);
+    checkDelegation(d);
+    const now = readClock(options?.now ?? hostNow, 'options.now');
+    const tol = timeOption(options?.clockToleranceMs, 'options.clockToleranceMs', 0);
+    const chain = chainOf(d);
+    await walkDelegationChain(defaultCrypto, chain, now, tol);
+    return { valid: true, ...chain };
+  } catch (e) {
+    return { valid: false, error: toErrorInfo(e) };
+  }
+}
+
+/**
+ * A sub-grant (`ctl-delegation/1`, PROTOCOL.md §14) under `parent` (a PolicyGrant or a delegation),
+ * signed by the parent's `actorKey`; it only narrows (else `CtlError('delegation_invalid')` naming
+ * the member). The holder of `fields.actorKey` opens a session with it as with a grant.
+ * @example
+ * const d = await createDelegation(grant, { actorKey: subJwk, maxAmountMinor: '2000', expiresAt }, { signingKey })
+ */
+export function createDelegation(
+  parent: PolicyGrant | Delegation,
+  fields: DelegationFields,
+  options: CreateDelegationOptions,
+): Promise<Delegation> {
+  return createDelegationWith(defaultCrypto, parent, fields, options);
 }
 
 /**

@@ -7,6 +7,7 @@ export type * from './artifacts/types.js';
 export type { GrantFields, SignGrantOptions, VerifyGrantOptions } from './artifacts/grant.js';
 export type { VerifyRevocationOptions } from './artifacts/revocation.js';
 export type { SbaFields, SignSbaOptions, PaymentIntent } from './artifacts/sba.js';
+export type { DelegationFields, CreateDelegationOptions } from './artifacts/delegation.js';
 export type { BundleFields, SignBundleOptions, VerifyBundleOptions } from './artifacts/bundle.js';
 export type { ReceiptFields, VerifyReceiptOptions } from './artifacts/receipt.js';
 export type { SessionOptions, PaymentRequest, WalletSession } from './wallet/session.js';

@@ -25,6 +25,7 @@ const GRANT_REQUEST = [
   'offline',
   'windows',
   'windowsStart',
+  'delegation',
 ] as const;
 
 /** A grant's custody view: the signed grant plus its state. */
@@ -55,6 +56,7 @@ export function grantRoutes(router: Router, d: RouteDeps): void {
       'offline',
       'windows',
       'windowsStart',
+      'delegation',
     ] as const)
       optional(body, f);
     if (!(await d.store.getPolicy(hash))) throw notFound(`no policy '${hash}': store it with POST /policies first`);

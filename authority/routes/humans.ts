@@ -89,7 +89,7 @@ function policyOf(g: Record<string, unknown>): Record<string, unknown> {
 /** A signed revocation older than this is refused: replaying a captured one later gains nothing. */
 export const REVOCATION_MAX_AGE_MS = 5 * 60_000;
 /** People's clocks drift: the freshness window allows this much either way. */
-const REVOCATION_TOLERANCE_MS = 60_000;
+export const REVOCATION_TOLERANCE_MS = 60_000;
 
 const PREPARE_REQUEST = [
   'issuer',

@@ -12,6 +12,7 @@ import { canonicalize, sha256Hex, utf8Encode } from '../../src/index.js';
 import { closedObject, identifier, optional, required, text } from '../validate.js';
 import { actorOf, type RouteDeps } from './context.js';
 import { humanRevocationGate } from './humans.js';
+import { delegationRevocationGate } from './delegations.js';
 
 /** Seconds a "not revoked" answer may be cached: the staleness an online verifier accepts. */
 export const REVOCATION_MAX_AGE_S = 5;
@@ -23,12 +24,25 @@ export function revocationRoutes(router: Router, d: RouteDeps): void {
     return g ? sha256Hex(utf8Encode(canonicalize(JSON.parse(g.grant)))) : undefined;
   };
 
+  /**
+   * An id that is no grant here may be a delegation's (PROTOCOL.md §14): revoked when a revocation
+   * was recorded; otherwise, asked beside the root grant it hangs from (`rootGrantId`, a grant
+   * held here), not revoked: the authority never sees a delegation until it is revoked.
+   */
+  const delegationStatus = async (root: unknown, id: string) => {
+    const r = await d.store.delegationRevocation(id);
+    if (r) return { revoked: true, revokedAt: r.revokedAt };
+    if (root === undefined) return undefined;
+    const rootId = identifier(root, 'rootGrantId');
+    return (await d.store.revocationStatus(rootId)) ? { revoked: false } : undefined;
+  };
+
   router.get('/revoke', async (ctx) => {
     const id = identifier(ctx.query['grantId'], 'grantId');
     const grantHash = ctx.query['grantHash'];
     if (grantHash !== undefined && (typeof grantHash !== 'string' || !/^[0-9a-f]{64}$/.test(grantHash)))
       throw badRequest('grantHash: must be 64 lowercase hex characters');
-    const status = await d.store.revocationStatus(id);
+    const status = (await d.store.revocationStatus(id)) ?? (await delegationStatus(ctx.query['rootGrantId'], id));
     d.counters.revocationCheck(!status ? 'unknown' : status.revoked ? 'revoked' : 'not_revoked');
     if (!status) throw notFound(`no grant '${id}'`);
     // Whoever asks with the grant in hand (a gateway taking a person's grant, PROTOCOL.md §10) learns
@@ -57,12 +71,19 @@ export function revocationRoutes(router: Router, d: RouteDeps): void {
   };
 
   // A ctl-revocation/1 signed by the grant's DID needs no API key (PROTOCOL.md §10): humanRevocationGate.
-  router.post('/revoke', d.body, humanRevocationGate(d), requireScope(d.authenticate, 'grants:revoke'), async (ctx) => {
-    const body = closedObject(ctx.request.body, 'body', ['grantId', 'reason']);
-    const id = identifier(required(body, 'grantId'), 'grantId');
-    const reason = optional(body, 'reason');
-    await revoke(ctx, id, reason === undefined ? undefined : text(reason, 'reason', 500));
-  });
+  router.post(
+    '/revoke',
+    d.body,
+    delegationRevocationGate(d),
+    humanRevocationGate(d),
+    requireScope(d.authenticate, 'grants:revoke'),
+    async (ctx) => {
+      const body = closedObject(ctx.request.body, 'body', ['grantId', 'reason']);
+      const id = identifier(required(body, 'grantId'), 'grantId');
+      const reason = optional(body, 'reason');
+      await revoke(ctx, id, reason === undefined ? undefined : text(reason, 'reason', 500));
+    },
+  );
 
   router.post('/grants/:grantId/revoke', requireScope(d.authenticate, 'grants:revoke'), d.body, async (ctx) => {
     const id = identifier(ctx.params['grantId'], 'grantId');

@@ -9,6 +9,7 @@ import {
   type Migration,
 } from '../../service-kit/index.js';
 import { HUMAN_MIGRATION } from './humans.js';
+import { DELEGATION_MIGRATION } from './delegations.js';
 
 export const AUTHORITY_MIGRATIONS: readonly Migration[] = [
   {
@@ -98,4 +99,6 @@ export const AUTHORITY_MIGRATIONS: readonly Migration[] = [
   webhookOutboxMigration('webhook_dispatches'),
   // Enrolled human DIDs and their grant drafts (PROTOCOL.md §10).
   HUMAN_MIGRATION,
+  // Revoked delegations (PROTOCOL.md §14).
+  DELEGATION_MIGRATION,
 ];

@@ -16,6 +16,7 @@ import {
 import { createTrustRootStore } from './trust-root-store.js';
 import { createRevocationCache, type CachedStatus, type RevocationCache } from './revocation-cache.js';
 import { activeHumans, createHumanStore } from './humans.js';
+import { createDelegationStore, REVOKED_DELEGATIONS_SQL } from './delegations.js';
 import type {
   ApiKeyRow,
   AuthorityStore,
@@ -207,8 +208,10 @@ export const REVOKED_AFTER_EXPIRY_MS = 86_400_000;
 
 async function revokedGrantIds(q: SqlExecutor, nowMs: number): Promise<string[]> {
   const rows = await q.all<{ grant_id: string }>(
-    'SELECT grant_id FROM grants WHERE revoked_at IS NOT NULL AND expires_at_ms > ? ORDER BY grant_id',
-    [nowMs - REVOKED_AFTER_EXPIRY_MS],
+    // Revoked delegations beside revoked grants (PROTOCOL.md §14), each until a day past its expiry.
+    `SELECT grant_id FROM grants WHERE revoked_at IS NOT NULL AND expires_at_ms > ?
+     UNION ${REVOKED_DELEGATIONS_SQL} ORDER BY grant_id`,
+    [nowMs - REVOKED_AFTER_EXPIRY_MS, nowMs - REVOKED_AFTER_EXPIRY_MS],
   );
   return rows.map((r) => r.grant_id);
 }
@@ -279,6 +282,7 @@ export function createSqlAuthorityStore(db: SqlDatabase, options: SqlAuthoritySt
     revocationCache: cache,
     ping: () => db.ping(),
     ...createHumanStore(db),
+    ...createDelegationStore(db),
     async close() {
       await subscription?.close();
       await db.close();

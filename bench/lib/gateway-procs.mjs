@@ -35,7 +35,29 @@ if (role === 'merchant') {
     res.end();
   });
   server.keepAliveTimeout = 60_000;
-  server.listen(0, '127.0.0.1', () => console.log(JSON.stringify({ port: server.address().port })));
+  // The same shop over HTTPS, its certificate from a CA of its own (the gateway is told to trust
+  // it, BENCH_UPSTREAM_CA): what the egress proxy's HTTPS leg costs (bench/gateway.mjs).
+  const { makeCa, mintLeaf, importSigningKey, x509Library } = await import(build('gateway/egress/ca.js'));
+  const { webcrypto } = await import('node:crypto');
+  const https = await import('node:https');
+  const ca = await makeCa('CN=bench merchant CA', Date.now());
+  const alg = { name: 'ECDSA', namedCurve: 'P-256' };
+  const keys = await webcrypto.subtle.generateKey(alg, true, ['sign', 'verify']);
+  const cert = await mintLeaf(
+    new (await x509Library()).X509Certificate(ca.certPem),
+    await importSigningKey(ca.keyPem),
+    keys.publicKey,
+    '127.0.0.1',
+    Date.now(),
+  );
+  const der = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', keys.privateKey)).toString('base64');
+  const key = `-----BEGIN PRIVATE KEY-----\n${der}\n-----END PRIVATE KEY-----\n`;
+  const tls = https.createServer({ key, cert }, server.listeners('request')[0]);
+  tls.keepAliveTimeout = 60_000;
+  await new Promise((r) => tls.listen(0, '127.0.0.1', r));
+  server.listen(0, '127.0.0.1', () =>
+    console.log(JSON.stringify({ port: server.address().port, tlsPort: tls.address().port, caPem: ca.certPem })),
+  );
 } else if (role === 'gateway') {
   const { openDatabase, listen, silentLogger } = await import(build('service-kit/index.js'));
   const { createGatewayApp } = await import(build('gateway/app.js'));
@@ -73,10 +95,14 @@ if (role === 'merchant') {
     x402: { ...fromEnv.x402, expiryMarginMs: envMs('BENCH_X402_EXPIRY_MARGIN_MS') },
     reconcileStaleMs: envMs('BENCH_RECONCILE_STALE_MS'),
     reconcileIntervalMs: envMs('BENCH_RECONCILE_INTERVAL_MS'),
+    upstreamCa: process.env.BENCH_UPSTREAM_CA ? [process.env.BENCH_UPSTREAM_CA] : undefined,
   });
   const srv = await listen(gw.app, { port: Number(process.env.BENCH_PORT ?? 0) });
   srv.server.keepAliveTimeout = 60_000;
-  console.log(JSON.stringify({ url: srv.url, pid: process.pid, evmAddress: gw.evmAddress }));
+  // The egress proxy beside it (gateway/egress/proxy-server.ts), as CTL_GATEWAY_EGRESS_PORT starts it.
+  const { startEgressProxy } = await import(build('gateway/egress/proxy-server.js'));
+  const egress = await startEgressProxy({ handle: gw.app.callback(), hooks: gw.egress, port: 0, host: '127.0.0.1' });
+  console.log(JSON.stringify({ url: srv.url, egressPort: egress.port, pid: process.pid, evmAddress: gw.evmAddress }));
   // BENCH_STATS_MS: one JSON line of this process's memory and event-loop delay per interval
   // (bench/soak.mjs reads them from stdout).
   if (process.env.BENCH_STATS_MS) {
@@ -104,6 +130,7 @@ if (role === 'merchant') {
   }
   process.on('SIGTERM', async () => {
     if (process.env.BENCH_SQL_COUNTS) writeFileSync(process.env.BENCH_SQL_COUNTS, JSON.stringify(counts));
+    await egress.close().catch(() => {});
     await srv.close().catch(() => {});
     await gw.close();
     await db.close();

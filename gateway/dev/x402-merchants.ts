@@ -11,6 +11,7 @@ import { x402Facilitator } from '@x402/core/facilitator';
 import { HTTPFacilitatorClient } from '@x402/core/server';
 import { paymentMiddleware, x402ResourceServer } from '@x402/express';
 import { registerExactEvmScheme } from '@x402/evm/exact/facilitator';
+import { UptoEvmScheme as UptoFacilitatorScheme } from '@x402/evm/upto/facilitator';
 import { ExactEvmScheme } from '@x402/evm/exact/server';
 import type { EvmLedger } from './evm-ledger.js';
 
@@ -32,7 +33,10 @@ async function serve(server: Server): Promise<Listening> {
   };
 }
 
-/** The stock facilitator over HTTP (`/verify`, `/settle`, `/supported`); `settleDelayMs` slows settle down. */
+/**
+ * The stock facilitator over HTTP (`/verify`, `/settle`, `/supported`) with the stock `exact` and
+ * `upto` EVM schemes; `settleDelayMs` slows settle down.
+ */
 export async function startFacilitator(
   ledger: EvmLedger,
   o: { settleDelayMs?: number } = {},
@@ -42,6 +46,7 @@ export async function startFacilitator(
     signer: ledger.signer,
     networks: `eip155:${ledger.token.chainId}` as `${string}:${string}`,
   });
+  facilitator.register(`eip155:${ledger.token.chainId}`, new UptoFacilitatorScheme(ledger.signer));
   const app = express();
   app.use(express.json());
   const state = { settles: 0 };
@@ -61,14 +66,12 @@ export async function startFacilitator(
     try {
       res.json(await facilitator.settle(req.body.paymentPayload, req.body.paymentRequirements));
     } catch (e) {
-      res
-        .status(400)
-        .json({
-          success: false,
-          errorReason: (e as Error).message,
-          transaction: '',
-          network: req.body.paymentRequirements?.network,
-        });
+      res.status(400).json({
+        success: false,
+        errorReason: (e as Error).message,
+        transaction: '',
+        network: req.body.paymentRequirements?.network,
+      });
     }
   });
   const l = await serve(createServer(app));

@@ -9,7 +9,7 @@ import { CtlError } from '../../src/index.js';
 import { HttpError, unauthorized, badRequest, readsBody } from '../../service-kit/index.js';
 import { effectiveState } from '../store/sessions.js';
 import { sessionTokenOf, type SessionService } from '../services/sessions.js';
-import type { PaymentDialect } from '../rails/rail.js';
+import type { PaymentProtocol } from '../payments/protocols/protocol.js';
 import { cleanRequestHeaders, cleanResponseHeaders, type Forwarder } from '../services/forwarder.js';
 import { bareHost } from '../services/address-guard.js';
 import { idempotencyKeyOf, type IdempotencyService } from '../services/idempotency.js';
@@ -41,7 +41,7 @@ function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
 
 export function proxyRoutes(o: {
   sessions: SessionService;
-  dialects: PaymentDialect<any>[];
+  protocols: PaymentProtocol<any>[];
   forwarder: Forwarder;
   now: () => number;
   maxBodyBytes: number;
@@ -73,7 +73,8 @@ export function proxyRoutes(o: {
       }
       const method = (ctx.get('x-target-method') || ctx.method).toUpperCase();
       if (!METHOD.test(method)) throw badRequest('X-Target-Method: not a supported method');
-      const purpose = ctx.get('x-ctl-purpose') || undefined;
+      // The session's default stands in for an agent that cannot send the header (the egress proxy).
+      const purpose = ctx.get('x-ctl-purpose') || (session.config as { defaultPurpose?: string }).defaultPurpose;
       const body = await readBody(ctx.req, o.maxBodyBytes);
       const headers = cleanRequestHeaders(ctx.req.headers);
       // The key is the gateway's: a merchant that honours keys would replay its 402 to the paid retry.
@@ -87,18 +88,28 @@ export function proxyRoutes(o: {
         let res = await o.forwarder.send({ url, method, headers, body: payload });
         let receiptId: string | undefined;
         if (res.status === 402) {
-          // The first dialect that recognises the 402 pays it; an unknown 402 passes through.
-          for (const dialect of o.dialects) {
-            const terms = dialect.detect(res);
+          // The first protocol that recognises the 402 pays it; an unknown 402 passes through.
+          for (const protocol of o.protocols) {
+            const terms = protocol.detect(res);
             if (terms === undefined) continue;
             const asked = res.url;
-            const paid = await dialect.pay(terms, {
-              session,
-              host: bareHost(asked),
-              purpose,
-              retry: (extra) =>
-                o.forwarder.send({ url: asked, method, headers: { ...headers, ...extra }, body: payload }),
-            });
+            const paid = await protocol
+              .pay(terms, {
+                session,
+                host: bareHost(asked),
+                purpose,
+                retry: (extra) =>
+                  o.forwarder.send({ url: asked, method, headers: { ...headers, ...extra }, body: payload }),
+              })
+              .catch((e) => {
+                // Refused (and recorded) for want of a purpose: say both ways to give one.
+                if (purpose === undefined && e instanceof CtlError && e.code === 'purpose_not_allowed')
+                  throw new CtlError(
+                    e.code,
+                    "a paid request needs a purpose: send X-Ctl-Purpose, or set the session's defaultPurpose",
+                  );
+                throw e;
+              });
             res = paid.response;
             receiptId = paid.receiptId;
             break;

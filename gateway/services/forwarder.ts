@@ -39,6 +39,8 @@ export interface ForwarderOptions {
   maxRedirects?: number;
   /** DNS, injectable so tests can play a rebinding resolver. */
   resolve?: LookupFn;
+  /** CA certificates (PEM) trusted for https targets instead of Node's default store. */
+  ca?: string[];
 }
 
 // RFC 9110 §7.6.1 hop-by-hop headers, plus the ones that must be recomputed per hop.
@@ -140,7 +142,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     open(h, { all: true }, (e, a) => (e ? cb(e) : o?.all ? cb(null, a) : cb(null, a[0]!.address, a[0]!.family)));
   const agents = {
     http: new http.Agent({ keepAlive: true, maxSockets: 512 }),
-    https: new https.Agent({ keepAlive: true, maxSockets: 512 }),
+    https: new https.Agent({ keepAlive: true, maxSockets: 512, ...(options.ca?.length ? { ca: options.ca } : {}) }),
   };
 
   function once(req: ForwardRequest): Promise<ForwardResponse> {

@@ -28,6 +28,7 @@ import {
   timestamp,
   url,
   version,
+  type Check,
   type Shape,
 } from './schema.js';
 import { didKeyFromJwk, didKeyToJwk, didKeyUrl, isDidKey } from '../encoding/did-key.js';
@@ -54,6 +55,11 @@ export const offlineShape: Shape = {
 
 const destination = printable(256);
 
+/** `delegation.maxDepth`: 1–4 links below the root grant (PROTOCOL.md §14). */
+const delegationDepth: Check = (v, f) => {
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > 4) bad(f, 'must be an integer from 1 to 4');
+};
+
 const grantShape: Shape = {
   version: [true, version],
   grantId: [true, identifier],
@@ -76,6 +82,7 @@ const grantShape: Shape = {
   windows: [false, windows],
   windowsStart: [false, timestamp],
   profile: [false, str(/^human-agent$/, '"human-agent"')],
+  delegation: [false, object({ maxDepth: [true, delegationDepth] })],
   signature: [true, signature],
 };
 
@@ -202,6 +209,7 @@ export async function createGrantWith(
     windows: fields.windows,
     windowsStart: fields.windowsStart,
     profile: fields.profile,
+    delegation: fields.delegation,
   };
   for (const k of Object.keys(unsigned)) if (unsigned[k] === undefined) delete unsigned[k];
   // Refuse to sign anything a verifier would refuse to read.

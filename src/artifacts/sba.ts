@@ -3,7 +3,7 @@
  * `actorKey`, carrying the full signed grant so one value verifies end to end.
  */
 import type { CtlCrypto, PrivateKeyInput, SigningKey } from '../crypto/types.js';
-import type { Authorization, BudgetScope, PolicyGrant, SignedBudgetAuthorization } from './types.js';
+import type { Authorization, BudgetScope, Delegation, PolicyGrant, SignedBudgetAuthorization } from './types.js';
 import {
   amount,
   arrayOf,
@@ -26,7 +26,7 @@ import {
   checked,
   type Shape,
 } from './schema.js';
-import { checkGrant } from './grant.js';
+import { checkGrantOrDelegation, effectiveGrant } from './delegation.js';
 import { fail } from '../errors.js';
 import { canonicalize, canonicalizeKnown, quoteJson } from '../encoding/jcs.js';
 import { ownData } from '../encoding/frozen-copy.js';
@@ -65,7 +65,8 @@ const authorizationKeys = Object.keys(authorizationShape).sort();
 const sbaShape: Shape = {
   version: [true, version],
   authorization: [true, (v, f) => checkShape(v, f, authorizationShape)],
-  grant: [true, (v, f) => checkGrant(v, f)],
+  // A grant, or the leaf of a delegation chain (PROTOCOL.md §14).
+  grant: [true, (v, f) => checkGrantOrDelegation(v, f)],
   issuer: [false, issuer],
   keyId: [true, identifier],
   signature: [true, signature],
@@ -102,7 +103,10 @@ const sbaUnsignedShape: Shape = {
  * `currency_mismatch` or `budget_exceeded`. `grantTextChecked`: the caller holds the embedded
  * grant's canonical text and has seen that text pass `checkGrant` (the verifier's hot path).
  */
-export function checkSba(value: unknown, grantTextChecked = false): asserts value is SignedBudgetAuthorization {
+export function checkSba(
+  value: unknown,
+  grantTextChecked = false,
+): asserts value is SignedBudgetAuthorization<PolicyGrant | Delegation> {
   checkVersion(value, 'sba');
   if (typeof value === 'object' && value !== null)
     checkVersion((value as Record<string, unknown>)['grant'], 'sba.grant');
@@ -113,7 +117,8 @@ export function checkSba(value: unknown, grantTextChecked = false): asserts valu
 /** PROTOCOL.md §4: the authorization agrees with its grant (both already of the right shape). */
 function checkConsistency(value: Record<string, unknown>): void {
   const a = value['authorization'] as Authorization;
-  const g = value['grant'] as PolicyGrant;
+  // Under a delegation: the leaf's id, ceiling, expiry and lists, the root's policy (PROTOCOL.md §14).
+  const g = effectiveGrant(value['grant'] as PolicyGrant | Delegation);
   if (a.grantId !== g.grantId) bad('sba.authorization.grantId', 'differs from the grant');
   if (a.policyHash !== g.policyHash)
     fail('policy_hash_mismatch', 'the authorization and its grant differ in policyHash');
@@ -145,7 +150,7 @@ function checkConsistency(value: Record<string, unknown>): void {
  * @example utf8Encode(sbaSignedText(sba, canonicalize(sba.grant))) // = signedBytes('sba', sba)
  */
 export function sbaSignedText(
-  sba: SignedBudgetAuthorization,
+  sba: SignedBudgetAuthorization<PolicyGrant | Delegation>,
   grantJcs: string,
   head = 'ctl-sba/1\n',
   signatureMember?: string,
@@ -194,7 +199,8 @@ export async function intentHashWith(c: CtlCrypto, intent: PaymentIntent): Promi
 const intentHashes = new WeakMap<CtlCrypto, Map<string, string>>();
 
 export interface SbaFields {
-  grant: PolicyGrant;
+  /** The grant, or the delegation (the leaf of a chain) the SBA draws on. */
+  grant: PolicyGrant | Delegation;
   sessionId: string;
   actorId: string;
   /** For a gateway SBA, the payment amount (spec §8). */
@@ -231,7 +237,9 @@ export const DEFAULT_SBA_TTL_MS = 5 * 60_000;
  * frozen copy of the grant once, so the text cannot go stale (PROTOCOL.md §12).
  */
 export interface PreparedSbaSigning {
-  grant: PolicyGrant;
+  grant: PolicyGrant | Delegation;
+  /** What `grant` allows as one grant (itself, or a chain's effective view: PROTOCOL.md §14). */
+  effective: PolicyGrant;
   /** The grant's canonical text. */
   grantJcs: string;
   grantExpiry: number;
@@ -242,10 +250,10 @@ export interface PreparedSbaSigning {
 /** @example const p = await prepareSbaSigning(c, frozenGrant, { signingKey }); await signPreparedSba(c, p, fields, Date.now()) */
 export async function prepareSbaSigning(
   c: CtlCrypto,
-  grant: PolicyGrant,
+  grant: PolicyGrant | Delegation,
   options: SignSbaOptions = {},
 ): Promise<PreparedSbaSigning> {
-  checkGrant(grant);
+  checkGrantOrDelegation(grant, 'grant');
   const key = options.signingKey ?? hostEnv('CTL_SBA_SIGNING_PRIVATE_KEY_PEM');
   if (!key)
     throw new TypeError(
@@ -262,6 +270,7 @@ export async function prepareSbaSigning(
   const keyId = options.keyId ?? hostEnv('CTL_SBA_SIGNING_KEY_ID') ?? (await c.jwkThumbprint(signer.publicJwk));
   return {
     grant,
+    effective: effectiveGrant(grant),
     grantJcs: canonicalize(grant),
     grantExpiry: parseTimestamp(grant.expiresAt, 'grant.expiresAt'),
     signer,
@@ -269,20 +278,20 @@ export async function prepareSbaSigning(
   };
 }
 
-export async function createSbaWith(
+export async function createSbaWith<G extends PolicyGrant | Delegation = PolicyGrant>(
   c: CtlCrypto,
-  fields: SbaFields,
+  fields: SbaFields & { grant: G },
   options: SignSbaOptions = {},
-): Promise<SignedBudgetAuthorization> {
+): Promise<SignedBudgetAuthorization<G>> {
   if (!fields || typeof fields !== 'object')
     throw new TypeError('createSignedSessionBudgetAuthorization: fields must be an object');
   // The grant's bytes are taken now, from the object as it is (PROTOCOL.md §12): a cache per
   // grant object would sign stale bytes for a grant replaced in place by a renewed one. Signed
   // from its own copy, each member read once: the members the SBA copies are the ones checked and
   // the ones in the signed text.
-  return signPreparedSba(
+  return signPreparedSba<G>(
     c,
-    await prepareSbaSigning(c, ownData(fields.grant) as PolicyGrant, options),
+    await prepareSbaSigning(c, ownData(fields.grant) as PolicyGrant | Delegation, options),
     fields,
     readClock(options.now ?? hostNow, 'options.now'),
   );
@@ -292,19 +301,19 @@ export async function createSbaWith(
  * Signs one SBA under a prepared grant: the authorization is built from the grant's fields and
  * checked (shape and consistency, PROTOCOL.md §4); the grant itself was checked when prepared.
  */
-export async function signPreparedSba(
+export async function signPreparedSba<G extends PolicyGrant | Delegation = PolicyGrant | Delegation>(
   c: CtlCrypto,
   p: PreparedSbaSigning,
   fields: Omit<SbaFields, 'grant'>,
   now: number,
-): Promise<SignedBudgetAuthorization> {
-  const { grant, grantExpiry, signer, keyId } = p;
+): Promise<SignedBudgetAuthorization<G>> {
+  const { grant, effective: e, grantExpiry, signer, keyId } = p;
   const expiresAt = fields.expiresAt ?? formatTimestamp(Math.min(now + DEFAULT_SBA_TTL_MS, grantExpiry));
   let intentHash = fields.intentHash;
   if (intentHash === undefined && fields.merchantId !== undefined && fields.rail !== undefined) {
     intentHash = await intentHashWith(c, {
       amount: fields.maxAmountMinor,
-      currency: grant.currency,
+      currency: e.currency,
       merchantId: fields.merchantId,
       rail: fields.rail,
       purpose: fields.purpose,
@@ -314,13 +323,13 @@ export async function signPreparedSba(
     budgetId: fields.budgetId ?? newId('bud_'),
     sessionId: fields.sessionId,
     actorId: fields.actorId,
-    grantId: grant.grantId,
-    policyHash: grant.policyHash,
-    currency: grant.currency,
+    grantId: e.grantId,
+    policyHash: e.policyHash,
+    currency: e.currency,
     maxAmountMinor: fields.maxAmountMinor,
-    allowedRails: grant.allowedRails,
-    allowedAssets: grant.allowedAssets,
-    destinationAllowlist: grant.destinationAllowlist ?? [],
+    allowedRails: e.allowedRails,
+    allowedAssets: e.allowedAssets,
+    destinationAllowlist: e.destinationAllowlist ?? [],
     budgetScope: fields.budgetScope ?? 'SESSION',
     issuedAt: fields.issuedAt ?? formatTimestamp(now),
     expiresAt,
@@ -335,7 +344,7 @@ export async function signPreparedSba(
   if (fields.issuer !== undefined) unsigned['issuer'] = fields.issuer;
   checkShape(unsigned, 'sba', sbaUnsignedShape);
   checkConsistency(unsigned);
-  const sba = unsigned as unknown as SignedBudgetAuthorization;
+  const sba = unsigned as unknown as SignedBudgetAuthorization<G>;
   sba.signature = base64urlEncode(await signer.sign(utf8Encode(sbaSignedText(sba, p.grantJcs))));
   return sba;
 }

@@ -9,8 +9,8 @@ import { utf8Encode } from '../encoding/utf8.js';
 import { base64urlDecode, base64urlEncode } from '../encoding/base64url.js';
 import { passUnsupported } from '../crypto/algorithm-support.js';
 
-/** `revocation`: a human's signed revocation of a grant they issued (PROTOCOL.md §10). */
-export type ArtifactType = 'grant' | 'sba' | 'bundle' | 'receipt' | 'revocation';
+/** `revocation`: a signed revocation (PROTOCOL.md §10, §14); `delegation`: a sub-grant (§14). */
+export type ArtifactType = 'grant' | 'sba' | 'bundle' | 'receipt' | 'revocation' | 'delegation';
 
 /** The exact bytes a signature of `type` covers. @example signedBytes('grant', grant) */
 export function signedBytes(type: ArtifactType, artifact: Record<string, unknown>): Uint8Array {

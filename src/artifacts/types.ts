@@ -49,6 +49,31 @@ export interface PolicyGrant {
   windowsStart?: string;
   /** `human-agent`: issued by a person's did:key (PROTOCOL.md §10); absent for the other profiles. */
   profile?: 'human-agent';
+  /** How many signed delegations may hang below this grant (PROTOCOL.md §14); absent: none. */
+  delegation?: { maxDepth: number };
+  signature: string;
+}
+
+/**
+ * A sub-grant (`ctl-delegation/1`, PROTOCOL.md §14), signed by its parent's `actorKey`; `keyId` is
+ * that key's RFC 7638 thumbprint. It only narrows its parent: never more, longer or wider.
+ */
+export interface Delegation {
+  version: 1;
+  delegationId: string;
+  /** The full signed parent: the root PolicyGrant or another delegation. */
+  parent: PolicyGrant | Delegation;
+  actorKey: PublicJwk;
+  maxAmountMinor: string;
+  issuedAt: string;
+  expiresAt: string;
+  allowedPurposes?: string[];
+  allowedRails?: string[];
+  allowedAssets?: Asset[];
+  destinationAllowlist?: string[];
+  windows?: BudgetWindow[];
+  windowsStart?: string;
+  keyId: string;
   signature: string;
 }
 
@@ -88,10 +113,12 @@ export interface Authorization {
   capture?: 'hold';
 }
 
-export interface SignedBudgetAuthorization {
+/** `G`: a `Delegation` for an SBA drawn under a chain (its leaf, PROTOCOL.md §14). */
+export interface SignedBudgetAuthorization<G extends PolicyGrant | Delegation = PolicyGrant> {
   version: 1;
   authorization: Authorization;
-  grant: PolicyGrant;
+  /** The grant drawn on, or the leaf of a delegation chain (PROTOCOL.md §14). */
+  grant: G;
   issuer?: string;
   keyId: string;
   signature: string;

@@ -78,6 +78,8 @@ export interface SessionConfig {
   webhookUrl?: string;
   thresholds?: number[];
   trustLevel?: 0 | 1;
+  /** The purpose of a payment whose request names none (an agent behind the gateway's egress proxy); one of `purposes`. */
+  defaultPurpose?: string;
 }
 
 export interface CreatedSession {

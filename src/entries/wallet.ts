@@ -14,7 +14,16 @@ export {
   type CtlErrorCode,
   type CtlErrorInfo,
 } from '../errors.js';
-export { createSession, createSignedSessionBudgetAuthorization, computeIntentHash, verifyTrustBundle } from '../api.js';
+export {
+  createSession,
+  createSignedSessionBudgetAuthorization,
+  computeIntentHash,
+  verifyTrustBundle,
+  // Delegation (PROTOCOL.md §14): hand a sub-agent a narrower slice; revoke it with a signed revocation.
+  createDelegation,
+  createSignedRevocation,
+} from '../api.js';
+export type { DelegationFields, CreateDelegationOptions } from '../artifacts/delegation.js';
 export { createSbaSigner, type SbaSigner } from '../wallet/sba-signer.js';
 // A wallet that installs bundles follows the root chain they come with (PROTOCOL.md §11).
 export { verifyRootChain } from '../root.js';
@@ -24,7 +33,7 @@ export { newId } from '../ids.js';
 export type { SessionOptions, PaymentRequest, WalletSession } from '../wallet/session.js';
 export type { WindowRemaining } from '../wallet/holds.js';
 export type { SbaFields, SignSbaOptions, PaymentIntent } from '../artifacts/sba.js';
-export type { PolicyGrant, SignedBudgetAuthorization, Asset } from '../artifacts/types.js';
+export type { PolicyGrant, Delegation, SignedBudgetAuthorization, Asset } from '../artifacts/types.js';
 export {
   createMemorySpendStorage,
   type SpendStorage,

@@ -9,7 +9,7 @@
  * last step. A payment the decision refuses records nothing: the SBA stays usable.
  */
 import type { VerifyCtl, VerifyCtlOptions } from './verify.js';
-import type { PolicyGrant, SignedBudgetAuthorization } from '../artifacts/types.js';
+import type { Delegation, PolicyGrant, SignedBudgetAuthorization } from '../artifacts/types.js';
 import { checkSba } from '../artifacts/sba.js';
 import { artifactData, ownData } from '../encoding/frozen-copy.js';
 import { toErrorInfo, type CtlErrorInfo, malformed, fail } from '../errors.js';
@@ -35,7 +35,7 @@ export interface DecisionOptions extends Omit<VerifyCtlOptions, 'amount' | 'curr
 }
 
 export type DecisionResult =
-  | { ok: true; grant: PolicyGrant; sba: SignedBudgetAuthorization; decisionId: string }
+  | { ok: true; grant: PolicyGrant; sba: SignedBudgetAuthorization<PolicyGrant | Delegation>; decisionId: string }
   | { ok: false; error: CtlErrorInfo };
 
 export async function verifyDecisionWith(

@@ -12,7 +12,7 @@
  */
 import type { CaptureResult } from './hold-book.js';
 import type { VerifyCtl, VerifyCtlOptions } from './verify.js';
-import type { PolicyGrant, SignedBudgetAuthorization } from '../artifacts/types.js';
+import type { Delegation, PolicyGrant, SignedBudgetAuthorization } from '../artifacts/types.js';
 import { decodeSbaHeader, sbaFromBodyText } from './presentation.js';
 import { toErrorInfo, malformed, type CtlErrorInfo } from '../errors.js';
 
@@ -43,7 +43,7 @@ export interface MiddlewareOptions<R> extends Omit<VerifyCtlOptions, 'amount' | 
 export interface CtlRequestState {
   valid: true;
   grant: PolicyGrant;
-  sba: SignedBudgetAuthorization;
+  sba: SignedBudgetAuthorization<PolicyGrant | Delegation>;
   amount: string;
   currency: string;
   /** For a hold (PROTOCOL.md §15): captures what was used, at most the hold, once. Never throws. */

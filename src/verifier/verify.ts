@@ -6,7 +6,14 @@
  * Built by `createVerifier(crypto)` so `dist/edge.js` can carry a WebCrypto-only copy.
  */
 import type { CtlCrypto, PublicJwk, PublicKeyInput } from '../crypto/types.js';
-import type { Asset, Jwks, PolicyGrant, SignedBudgetAuthorization, TrustBundle } from '../artifacts/types.js';
+import type {
+  Asset,
+  Delegation,
+  Jwks,
+  PolicyGrant,
+  SignedBudgetAuthorization,
+  TrustBundle,
+} from '../artifacts/types.js';
 import { checkSba, intentHashWith, sbaSignedText } from '../artifacts/sba.js';
 import { createBundleCache } from './bundle-cache.js';
 import { bundleSignersWith, type BundleSigners } from './root-chain.js';
@@ -43,6 +50,9 @@ import { readFlooredTime, type TimeFloor } from './time-floor.js';
 import { featureOf, viaModule, type VerifierFeatures } from './features.js';
 import { passUnsupported } from '../crypto/algorithm-support.js';
 import { remember } from '../crypto/cache.js';
+import { chainOf, effectiveGrant } from '../artifacts/delegation.js';
+import { walkDelegationChain, type LinkSignatureCache } from './delegation-chain.js';
+import { chainIds, linkLedgers, linkRevocationUrl } from '../wallet/chain-ledgers.js';
 
 export interface VerifyCtlOptions {
   /** The payment in front of the merchant, minor units. */
@@ -120,8 +130,10 @@ export interface VerifyCtlOptions {
 export type VerifyCtlResult =
   | {
       valid: true;
+      /** The root grant (under a delegation chain, the grant the chain hangs from). */
       grant: PolicyGrant;
-      sba: SignedBudgetAuthorization;
+      /** Its `grant` is a `Delegation` when drawn under a chain (PROTOCOL.md §14). */
+      sba: SignedBudgetAuthorization<PolicyGrant | Delegation>;
       amount: string;
       currency: string;
       merchantId?: string;
@@ -152,6 +164,7 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
   const turns = new Map<string, Promise<unknown>>();
   /** Walked chains, keyed by the bytes of root + chain (never by object): a payment does not re-verify the chain. */
   const signersCache = new Map<string, Promise<BundleSigners>>();
+  const linkSignatures: LinkSignatureCache = new Map();
 
   /**
    * The revocations of every bundle that passed its root check (PROTOCOL.md §12: revocations are
@@ -319,7 +332,10 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
     return ok;
   }
 
-  async function sbaSignatureOk(sba: SignedBudgetAuthorization, grantJcs: string): Promise<boolean> {
+  async function sbaSignatureOk(
+    sba: SignedBudgetAuthorization<PolicyGrant | Delegation>,
+    grantJcs: string,
+  ): Promise<boolean> {
     try {
       return await c.verifyWithJwk(
         sba.grant.actorKey,
@@ -358,8 +374,13 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
       let grantJcs = seen && sameCanonical(g, seen.value) ? seen.jcs : undefined;
       checkSba(sba, grantJcs !== undefined);
       const a = sba.authorization;
-      const grant = sba.grant;
+      // Under a delegation (PROTOCOL.md §14) the root grant is verified as any grant, then the
+      // chain; `eff` is what the leaf allows (its lists), `sbaGrantJcs` the text the SBA signed.
+      const chain = chainOf(sba.grant);
+      const grant = chain.root;
+      const eff = effectiveGrant(sba.grant);
       grantJcs ??= canonicalize(grant);
+      const sbaGrantJcs = chain.links.length === 0 ? grantJcs : canonicalize(sba.grant);
 
       // Step 1: the grant's signature, with the key resolved by issuer + keyId.
       let jwk: PublicJwk | undefined;
@@ -402,28 +423,35 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
       if (!(await grantSignatureOk(grant, grantJcs, jwk!)))
         fail('grant_signature_invalid', 'the grant signature does not verify');
       checkWindow(grant, 'grant', 'grant', 'grant_expired', now, tol);
+      if (chain.links.length > 0) await walkDelegationChain(c, chain, now, tol, linkSignatures);
 
       // Step 2: the SBA's signature, always against the key recorded in the grant.
-      if (!(await sbaSignatureOk(sba, grantJcs))) {
+      if (!(await sbaSignatureOk(sba, sbaGrantJcs))) {
         fail('sba_signature_invalid', 'the SBA is not signed by the grant actorKey');
       }
       checkWindow(a, 'SBA', 'authorization', 'sba_expired', now, tol);
 
       // Step 3: revocation — the bundles' list always, the grant's URL unless offline.
-      if (keptRevoked.has(grant.grantId) || isKept(o.keptRevocations, grant.grantId))
-        fail('grant_revoked', 'the grant is revoked (trust bundle)');
+      // Every id of a chain, root first: a revoked link revokes everything below it (PROTOCOL.md §14).
+      const ids = chain.links.length === 0 ? [grant.grantId] : chainIds(chain);
+      for (const id of ids)
+        if (keptRevoked.has(id) || isKept(o.keptRevocations, id))
+          fail('grant_revoked', `${id === grant.grantId ? 'the grant' : `delegation ${id}`} is revoked (trust bundle)`);
       if (!o.offline) {
         const online = featureOf(builtIn, 'online', 'revocation is checked online unless offline: true');
         revocation ??= online.createRevocationChecker();
-        const status = await viaModule(() =>
-          revocation!.check(grant.revocationUrl, grant.grantId, {
-            ttlMs: revocationTtl,
-            now,
-            fetch: o.fetch ?? online.hostFetch(),
-            timeoutMs: revocationTimeoutMs,
-          }),
-        );
-        if (status.revoked) fail('grant_revoked', 'the grant is revoked');
+        for (const id of ids) {
+          const status = await viaModule(() =>
+            revocation!.check(id === grant.grantId ? grant.revocationUrl : linkRevocationUrl(grant, id), id, {
+              ttlMs: revocationTtl,
+              now,
+              fetch: o.fetch ?? online.hostFetch(),
+              timeoutMs: revocationTimeoutMs,
+            }),
+          );
+          if (status.revoked)
+            fail('grant_revoked', `${id === grant.grantId ? 'the grant' : `delegation ${id}`} is revoked`);
+        }
       }
 
       // Step 4: amounts.
@@ -440,21 +468,21 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
       if (o.merchantId !== undefined && a.merchantId !== undefined && o.merchantId !== a.merchantId) {
         fail('destination_not_allowed', `the SBA is for merchant ${a.merchantId}, not ${o.merchantId}`);
       }
-      if (merchantId !== undefined && grant.destinationAllowlist && !grant.destinationAllowlist.includes(merchantId)) {
+      if (merchantId !== undefined && eff.destinationAllowlist && !eff.destinationAllowlist.includes(merchantId)) {
         fail('destination_not_allowed', `merchant ${merchantId} is not in the grant's destination allowlist`);
       }
       if (
         (o.rail !== undefined && a.rail !== undefined && o.rail !== a.rail) ||
-        (rail !== undefined && !grant.allowedRails.includes(rail))
+        (rail !== undefined && !eff.allowedRails.includes(rail))
       ) {
         fail('rail_not_allowed', `rail ${rail} is not allowed`);
       }
-      if (o.asset && !grant.allowedAssets.some((x) => x.standard === o.asset!.standard && x.code === o.asset!.code)) {
+      if (o.asset && !eff.allowedAssets.some((x) => x.standard === o.asset!.standard && x.code === o.asset!.code)) {
         fail('asset_not_allowed', `asset ${o.asset.standard}:${o.asset.code} is not allowed`);
       }
       if (
         (o.purpose !== undefined && a.purpose !== undefined && o.purpose !== a.purpose) ||
-        (purpose !== undefined && grant.allowedPurposes && !purposeAllowed(purpose, grant.allowedPurposes))
+        (purpose !== undefined && eff.allowedPurposes && !purposeAllowed(purpose, eff.allowedPurposes))
       ) {
         fail('purpose_not_allowed', `purpose ${purpose} is not allowed`);
       }
@@ -510,14 +538,12 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
             : 0n;
         // A hold is counted at its maximum until captured (PROTOCOL.md §15).
         const hold = a.capture === 'hold';
-        const ledgers = spendLedgers(
-          grant,
-          hold ? BigInt(a.maxAmountMinor) : amount,
-          merchantId,
-          now,
-          offlineAllowance,
-          epoch,
-        );
+        const held = hold ? BigInt(a.maxAmountMinor) : amount;
+        // Under a chain, every link too, leaf to root, in the one reservation (PROTOCOL.md §13, §14).
+        const ledgers = [
+          ...linkLedgers(chain, 'grant:', held, now).reverse(),
+          ...spendLedgers(grant, held, merchantId, now, offlineAllowance, epoch),
+        ];
         // The id may be forgotten once the SBA is refused as expired whatever the clock says: at
         // its expiry under a time floor, a day later without one (a clock stepped back less than
         // that cannot revive it).

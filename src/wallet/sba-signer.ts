@@ -26,8 +26,8 @@ export interface SbaSigner {
 export async function createSbaSigner(grant: PolicyGrant, options: SignSbaOptions = {}): Promise<SbaSigner> {
   const prepared = await prepareSbaSigning(defaultCrypto, frozenJsonCopy(grant), options);
   return {
-    grant: prepared.grant,
+    grant: prepared.grant as PolicyGrant, // checked as given: a grant, never a chain, by this signature
     grantJcs: prepared.grantJcs,
-    sign: (fields) => signPreparedSba(defaultCrypto, prepared, fields, (options.now ?? hostNow)()),
+    sign: (fields) => signPreparedSba<PolicyGrant>(defaultCrypto, prepared, fields, (options.now ?? hostNow)()),
   };
 }

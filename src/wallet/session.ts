@@ -6,8 +6,15 @@
  * releases the reservation.
  */
 import type { CtlCrypto, PrivateKeyInput, SigningKey } from '../crypto/types.js';
-import type { BudgetScope, PolicyGrant, SignedBudgetAuthorization } from '../artifacts/types.js';
-import { checkGrant } from '../artifacts/grant.js';
+import type { BudgetScope, Delegation, PolicyGrant, SignedBudgetAuthorization } from '../artifacts/types.js';
+import {
+  chainOf,
+  checkGrantOrDelegation,
+  createDelegationWith,
+  effectiveGrant,
+  type DelegationFields,
+} from '../artifacts/delegation.js';
+import { chainIds, linkLedgers, linkRevocationUrl } from './chain-ledgers.js';
 import { DEFAULT_SBA_TTL_MS, prepareSbaSigning, signPreparedSba, type PreparedSbaSigning } from '../artifacts/sba.js';
 import { frozenJsonCopy } from '../encoding/frozen-copy.js';
 import { CtlBudgetExceededError, CtlError, CtlGrantRevokedError } from '../errors.js';
@@ -90,14 +97,21 @@ export interface PaymentRequest {
   hold?: boolean;
 }
 
-export interface WalletSession {
+export interface WalletSession<G extends PolicyGrant | Delegation = PolicyGrant> {
   readonly sessionId: string;
-  readonly grant: PolicyGrant;
+  /** The grant, or the delegation (a chain's leaf) the session draws on (PROTOCOL.md §14). */
+  readonly grant: G;
   /** Signs the SBA for one payment, or throws `CtlBudgetExceededError` / `CtlGrantRevokedError` / `CtlError`. */
-  createSba(payment: PaymentRequest): Promise<SignedBudgetAuthorization>;
+  createSba(payment: PaymentRequest): Promise<SignedBudgetAuthorization<G>>;
+  /**
+   * Hands another key part of this session's grant (PROTOCOL.md §14): a `ctl-delegation/1` signed
+   * with this session's key, narrowing `grant`; the sub-agent opens its own session with it.
+   * @example const d = await session.delegate({ actorKey: subAgentPublicJwk, maxAmountMinor: '2000', expiresAt })
+   */
+  delegate(fields: DelegationFields): Promise<Delegation>;
   /**
    * What this session may still sign: the lower of its ceiling's and the grant's remaining totals,
-   * and each budget window's remaining amount and reset time (PROTOCOL.md §13).
+   * and each of the root grant's budget windows: remaining amount and reset time (PROTOCOL.md §13).
    */
   remaining(): Promise<{ remainingMinor: string; windows?: WindowRemaining[] }>;
   /**
@@ -110,15 +124,19 @@ export interface WalletSession {
 /** One checker per process: wallets of one grant share its cached answer. */
 const sharedRevocation: RevocationChecker = createRevocationChecker();
 
-export function createSessionWith(
+export function createSessionWith<G extends PolicyGrant | Delegation = PolicyGrant>(
   c: CtlCrypto,
-  grantInput: PolicyGrant | string,
+  grantInput: G | string,
   options: SessionOptions,
-): WalletSession {
-  const given = (typeof grantInput === 'string' ? parseStrictJson(grantInput) : grantInput) as PolicyGrant;
-  checkGrant(given);
+): WalletSession<G> {
+  const given = (typeof grantInput === 'string' ? parseStrictJson(grantInput) : grantInput) as G;
+  checkGrantOrDelegation(given, 'grant');
   // The session's own frozen copy: every SBA embeds it and signs its canonical text, taken once.
-  const grant = frozenJsonCopy(given);
+  const drawn = frozenJsonCopy(given);
+  // Under a delegation, what the leaf allows as one grant; the chain's links are charged too (PROTOCOL.md §14).
+  const grant = effectiveGrant(drawn);
+  const chain = chainOf(drawn);
+  const root = chain.root;
   if (!options || typeof options !== 'object') throw new TypeError('createSession: options are required');
   if (typeof options.actorId !== 'string' || options.actorId.length === 0)
     throw new TypeError('createSession: options.actorId is required');
@@ -140,7 +158,7 @@ export function createSessionWith(
   const storage = options.spendStorage ?? createMemorySpendStorage();
   // The grant's total is shared by every session of the grant on this storage (PROTOCOL.md §12);
   // the session's total bounds it by its own ceiling.
-  const grantKey = `wallet:${grant.grantId}`;
+  const grantKey = `wallet:${root.grantId}`;
   const sessionKey = `${grant.grantId}/${sessionId}`;
   const now = options.now ?? hostNow;
   const fetchFn = options.fetch ?? (hostFetch() as FetchLike | undefined);
@@ -155,7 +173,7 @@ export function createSessionWith(
   /** Holds signed and not yet captured: budgetId → reservation and expiry (PROTOCOL.md §15). */
   const holds = new Map<string, { id: string; expiresAt: number }>();
 
-  async function createSba(p: PaymentRequest): Promise<SignedBudgetAuthorization> {
+  async function createSba(p: PaymentRequest): Promise<SignedBudgetAuthorization<G>> {
     if (revoked) throw new CtlGrantRevokedError();
     if (!p || typeof p !== 'object') throw new TypeError('createSba: payment must be an object');
     const amount = parsePaymentAmount(p.amount, 'amount');
@@ -180,17 +198,20 @@ export function createSessionWith(
     }
     const t = readClock(now, 'options.now');
     if (t >= grantExpiry) throw new CtlError('grant_expired', `the grant expired at ${grant.expiresAt}`);
-    const status = fromBundles
-      ? await fromBundles(grant.grantId, t)
-      : await sharedRevocation.check(grant.revocationUrl, grant.grantId, {
-          ttlMs: ttl,
-          now: t,
-          fetch: fetchFn,
-          timeoutMs: revocationTimeoutMs,
-        });
-    if (status.revoked) {
-      revoked = true; // terminal (spec §7): no further attempt reaches the network
-      throw new CtlGrantRevokedError();
+    // Every id of a chain, root first: a revoked link revokes what hangs below it (PROTOCOL.md §14).
+    for (const id of chain.links.length === 0 ? [root.grantId] : chainIds(chain)) {
+      const status = fromBundles
+        ? await fromBundles(id, t)
+        : await sharedRevocation.check(id === root.grantId ? root.revocationUrl : linkRevocationUrl(root, id), id, {
+            ttlMs: ttl,
+            now: t,
+            fetch: fetchFn,
+            timeoutMs: revocationTimeoutMs,
+          });
+      if (status.revoked) {
+        revoked = true; // terminal (spec §7): no further attempt reaches the network
+        throw new CtlGrantRevokedError();
+      }
     }
     const budgetId = newId('bud_');
     // The session ceiling, the grant's total, its velocity and its budget windows at the SBA's
@@ -203,15 +224,17 @@ export function createSessionWith(
         code: 'budget_exceeded',
         what: `the session ceiling of ${ceiling} minor units`,
       },
+      // Each link of a chain, leaf to root, then the root grant (PROTOCOL.md §14).
+      ...linkLedgers(chain, 'wallet:', amount, t).reverse(),
       {
         key: grantKey,
         amount,
-        ceiling: grantMax,
+        ceiling: BigInt(root.maxAmountMinor),
         code: 'budget_exceeded',
-        what: `the grant's ${grantMax} minor units`,
+        what: `the grant's ${root.maxAmountMinor} minor units`,
       },
-      ...velocityLedgers(grant, amount, p.merchantId, t),
-      ...windowLedgers(grant, amount, t),
+      ...velocityLedgers(root, amount, p.merchantId, t),
+      ...windowLedgers(root, amount, t),
     ];
     // The wallet needs the id only until commit; it may forget it once the SBA has expired.
     const sbaExpiry = Math.min(t + sbaTtlMs, grantExpiry);
@@ -224,14 +247,14 @@ export function createSessionWith(
       throw new CtlError(r.ledger.code, `this payment would exceed ${r.ledger.what}`, { resetsAt: r.ledger.resetsAt });
     }
     try {
-      const ready = await (prepared ??= prepareSbaSigning(c, grant, {
+      const ready = await (prepared ??= prepareSbaSigning(c, drawn, {
         signingKey: options.signingKey,
         keyId: options.signingKeyId,
       }).catch((e) => {
         prepared = undefined; // a key that failed to import is not kept as the answer
         throw e;
       }));
-      const sba = await signPreparedSba(
+      const sba = await signPreparedSba<G>(
         c,
         ready,
         {
@@ -261,15 +284,20 @@ export function createSessionWith(
 
   return {
     sessionId,
-    grant,
+    grant: drawn,
     createSba,
+    delegate: (fields) => createDelegationWith(c, drawn, fields, { signingKey: options.signingKey, now }),
     async remaining() {
-      const inSession = ceiling - (await storage.total(sessionKey));
-      const inGrant = grantMax - (await storage.total(grantKey));
-      const left = inSession < inGrant ? inSession : inGrant;
+      let left = ceiling - (await storage.total(sessionKey));
+      const bounds = [{ key: grantKey, ceiling: BigInt(root.maxAmountMinor) }, ...linkLedgers(chain, 'wallet:', 0n, 0)];
+      for (const b of bounds) {
+        if (!b.key.startsWith('wallet:')) continue; // a link's windows
+        const l = b.ceiling - (await storage.total(b.key));
+        if (l < left) left = l;
+      }
       const remainingMinor = (left > 0n ? left : 0n).toString();
-      if (!grant.windows) return { remainingMinor };
-      return { remainingMinor, windows: await windowsRemaining(storage, grant, readClock(now, 'options.now')) };
+      if (!root.windows) return { remainingMinor };
+      return { remainingMinor, windows: await windowsRemaining(storage, root, readClock(now, 'options.now')) };
     },
     async capture(budgetId, amount) {
       const h = holds.get(budgetId);

@@ -47,7 +47,7 @@ function ctl(args: string[], env: Record<string, string> = {}, timeoutMs = 20_00
 const SUBCOMMANDS: Record<string, string[]> = {
   start: [],
   authority: ['root-key'],
-  gateway: [],
+  gateway: ['ca'],
   demo: [],
   keygen: [],
   root: ['init', 'show', 'rotate'],

@@ -3,6 +3,7 @@
  * PostgreSQL schema), listening on 127.0.0.1 port 0, and a tiny x402 merchant.
  */
 import { createServer, request as httpRequest, type IncomingMessage, type Server } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -204,10 +205,17 @@ export interface Merchant {
  * request carries `X-Payment-Receipt`, then 200. `/free` is always 200; `/redirect?to=` redirects.
  */
 export async function startMerchant(
-  o: { amount?: string | ((path: string) => string); currency?: string; address?: string; host?: string } = {},
+  o: {
+    amount?: string | ((path: string) => string);
+    currency?: string;
+    address?: string;
+    host?: string;
+    /** Serve HTTPS with this key and certificate (PEM). */
+    tls?: { key: string; cert: string };
+  } = {},
 ): Promise<Merchant> {
   const m: Merchant = { url: '', port: 0, seen: [], paid: [], connections: 0, close: async () => {} };
-  const server: Server = createServer((req, res) => {
+  const handler = (req: IncomingMessage, res: import('node:http').ServerResponse) => {
     const chunks: Buffer[] = [];
     req.on('data', (c) => chunks.push(c));
     req.on('end', () => {
@@ -235,12 +243,13 @@ export async function startMerchant(
       });
       res.end(JSON.stringify({ error: 'payment required' }));
     });
-  });
-  server.on('connection', () => m.connections++);
+  };
+  const server: Server = o.tls ? createHttpsServer(o.tls, handler) : createServer(handler);
+  server.on(o.tls ? 'secureConnection' : 'connection', () => m.connections++);
   server.keepAliveTimeout = 1000;
   await new Promise<void>((r) => server.listen(0, o.host ?? '127.0.0.1', r));
   m.port = (server.address() as AddressInfo).port;
-  m.url = `http://127.0.0.1:${m.port}`;
+  m.url = `${o.tls ? 'https' : 'http'}://127.0.0.1:${m.port}`;
   m.close = () =>
     new Promise((r) => {
       server.close(() => r());

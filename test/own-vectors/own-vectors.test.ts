@@ -26,7 +26,7 @@ const loaded = files.map((f) => ({ name: f, file: readOwnVectors(f) }));
 delete process.env['CTL_SBA_SIGNING_PUBLIC_KEY_PEM'];
 
 test('the committed files are there and hold cases of every kind', () => {
-  assert.equal(files, ['bundle.json', 'grant.json', 'human-agent.json', 'receipt.json', 'sba.json']);
+  assert.equal(files, ['bundle.json', 'delegation.json', 'grant.json', 'human-agent.json', 'receipt.json', 'sba.json']);
   const kinds = new Set(loaded.flatMap((l) => l.file.cases.map((k: any) => k.kind)));
   assert.equal([...kinds].sort(), ['bundle', 'chain', 'receipt', 'revocation']);
   for (const { name, file } of loaded) {

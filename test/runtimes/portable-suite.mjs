@@ -144,9 +144,15 @@ export async function run(CTL, report, fixtures, role, humanAgent) {
         b &&
         Array.isArray(b.revokedGrants) &&
         k.input.sba &&
-        k.input.sba.grant &&
-        b.revokedGrants.includes(k.input.sba.grant.grantId),
+        chainIds(k.input.sba.grant).some((id) => b.revokedGrants.includes(id)),
     );
+  // Every id of the grant or delegation chain an SBA carries (PROTOCOL.md §14), leaf first.
+  const chainIds = (g) => {
+    const ids = [];
+    for (let n = g, i = 0; n && typeof n === 'object' && i < 8; n = n.parent, i++)
+      ids.push(n.delegationId || n.grantId);
+    return ids;
+  };
   const verifyVector = (k) =>
     attempt(`vector ${k.id}`, async () => {
       const now = () => CTL.parseTimestamp(k.options.now, 'now');
@@ -203,6 +209,65 @@ export async function run(CTL, report, fixtures, role, humanAgent) {
       );
     });
   for (const k of fixtures.cases) if (roleVerifies(k.kind) && !revokes(k)) await verifyVector(k);
+
+  // Delegation (PROTOCOL.md §14), signed here under the delegation vectors' root grant: a wider
+  // link is refused naming the member, a narrower one signed; a session on it pays within it, and a
+  // verifying build accepts its SBA.
+  const delegRoot = fixtures.cases.find((c) => c.id.indexOf('delegation-') === 0 && c.expected.valid);
+  if (role !== 'verify' && delegRoot)
+    await attempt('delegation: sign, narrow, pay under a link', async () => {
+      const now = () => CTL.parseTimestamp('2026-06-01T00:00:00Z', 'now');
+      const grant = delegRoot.input.sba.grant.parent;
+      const sub = await CTL.generateKeyPair();
+      const fields = { actorKey: sub.publicJwk, maxAmountMinor: '6000', expiresAt: grant.expiresAt };
+      const make = (over) =>
+        CTL.createDelegation(grant, Object.assign({}, fields, over), {
+          signingKey: keys['own-actor'].privateKeyPem,
+          now,
+        });
+      let widened = 'signed';
+      try {
+        await make({});
+      } catch (e) {
+        widened = e.code + ':' + (String(e.message).indexOf('maxAmountMinor') >= 0);
+      }
+      const d = await make({ maxAmountMinor: '100' });
+      const s = CTL.createSession(d, {
+        actorId: 'sub',
+        signingKey: sub.privateKeyPem,
+        now,
+        // Each id of the chain asked online, and answered "not revoked".
+        fetch: async (url) => ({
+          ok: true,
+          status: 200,
+          text: async () =>
+            JSON.stringify({ grantId: decodeURIComponent(url.split('grantId=')[1].split('&')[0]), revoked: false }),
+        }),
+      });
+      const pay = { amount: '60', currency: 'USD', rail: 'x402', merchantId: 'merchant-a', purpose: 'ev:charging' };
+      const sba = await s.createSba(pay);
+      let second = 'signed';
+      try {
+        await s.createSba(pay);
+      } catch (e) {
+        second = e.code;
+      }
+      let verified = 'no verifier';
+      if (CTL.verifyCtl) {
+        const r = await CTL.verifyCtl(sba, {
+          amount: '60',
+          currency: 'USD',
+          offline: true,
+          now,
+          signingKeyPem: keys['own-authority'].publicKeyPem,
+          spendStorage: CTL.createMemorySpendStorage(),
+        });
+        verified = r.valid ? 'valid' : r.error.code;
+      }
+      const outcome = [widened, sba.authorization.grantId === d.delegationId, second, verified].join(' ');
+      const want = ['delegation_invalid:true', true, 'budget_exceeded', CTL.verifyCtl ? 'valid' : 'no verifier'];
+      check('delegation: sign, narrow, pay under a link', outcome === want.join(' '), outcome);
+    });
 
   // 3. Keys made here, the whole chain signed and verified here (randomness from the host, or
   //    from the firmware ABI through setRandomSource in QuickJS).

@@ -30,10 +30,20 @@ const shared = readVectorJson('ctl/vectors.json');
 // Our Human-Agent vectors (PROTOCOL.md §10) run on every target too: the offline ones without
 // earlier presentations (the suite verifies each case once, offline, with a fresh spend storage).
 const human = JSON.parse(readFileSync(join(root, 'test', 'vectors', 'own', 'human-agent.json'), 'utf8'));
+// And our delegation vectors (PROTOCOL.md §14), their keys renamed `own-<name>` beside the shared ones.
+const deleg = JSON.parse(readFileSync(join(root, 'test', 'vectors', 'own', 'delegation.json'), 'utf8'));
+const delegKeys = Object.fromEntries(Object.entries(deleg.keys).map(([n, v]) => [`own-${n}`, v]));
+const delegCases = deleg.cases
+  .filter((k: any) => k.options.offline !== false && !k.input.prior)
+  .map((k: any) => ({ ...k, options: { ...k.options, trust: k.options.trust.replace(':', ':own-') } }));
 const fixtures = {
   ...shared,
-  keys: { ...shared.keys, ...human.keys },
-  cases: [...shared.cases, ...human.cases.filter((k: any) => k.options.offline !== false && !k.input.prior)],
+  keys: { ...shared.keys, ...human.keys, ...delegKeys },
+  cases: [
+    ...shared.cases,
+    ...human.cases.filter((k: any) => k.options.offline !== false && !k.input.prior),
+    ...delegCases,
+  ],
 };
 const suitePath = join(root, 'test', 'runtimes', 'portable-suite.mjs');
 const dist = (f: string) => join(root, 'dist', f);

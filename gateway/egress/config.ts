@@ -1,0 +1,60 @@
+/**
+ * The egress proxy's configuration (gateway/README.md "Egress proxy"): off unless
+ * CTL_GATEWAY_EGRESS_PORT is set; CTL_GATEWAY_EGRESS_PASS_THROUGH lists the host globs tunnelled
+ * untouched (services/host-glob.ts syntax, as merchantAllowlist).
+ */
+import { ConfigError } from '../../service-kit/config.js';
+import { firstInertGlob, globProgramSizes, MAX_LIST_PROGRAM } from '../services/host-glob.js';
+
+export interface EgressConfig {
+  port: number;
+  /** Default: the gateway's HOST. */
+  host?: string;
+  passThrough: string[];
+}
+
+const GLOB = /^[a-z0-9.*?\-[\]{},!]{1,253}$/;
+
+/** Splits at commas outside `{…}` (a comma inside braces separates a glob's alternatives). */
+function splitTopLevel(v: string): string[] {
+  const out: string[] = [];
+  let depth = 0;
+  let cur = '';
+  for (const ch of v) {
+    if (ch === '{') depth++;
+    else if (ch === '}') depth = Math.max(0, depth - 1);
+    if (ch === ',' && depth === 0) {
+      out.push(cur);
+      cur = '';
+    } else cur += ch;
+  }
+  return [...out, cur];
+}
+
+/** Comma-separated host globs, e.g. `*.bank.example,pinned.example.{com,net}`. */
+export function parsePassThrough(v: string | undefined, variable = 'CTL_GATEWAY_EGRESS_PASS_THROUGH'): string[] {
+  const list = splitTopLevel(v ?? '')
+    .map((s) => s.trim().toLowerCase())
+    .filter(Boolean);
+  for (const g of list) if (!GLOB.test(g)) throw new ConfigError(variable, `'${g}' is not a host glob`);
+  const inert = firstInertGlob(list);
+  if (inert >= 0) throw new ConfigError(variable, `'${list[inert]}' can match no host`);
+  const total = globProgramSizes(list).reduce((a, b) => a + b, 0);
+  if (total > MAX_LIST_PROGRAM)
+    throw new ConfigError(variable, `the globs compile to ${total} states, at most ${MAX_LIST_PROGRAM}`);
+  return list;
+}
+
+/** The egress settings from the environment, or undefined when the proxy is off. */
+export function egressFromEnv(env: Record<string, string | undefined>): EgressConfig | undefined {
+  const portText = env.CTL_GATEWAY_EGRESS_PORT?.trim();
+  const passThrough = parsePassThrough(env.CTL_GATEWAY_EGRESS_PASS_THROUGH);
+  if (!portText) {
+    if (passThrough.length)
+      throw new ConfigError('CTL_GATEWAY_EGRESS_PASS_THROUGH', 'set CTL_GATEWAY_EGRESS_PORT too (the proxy is off)');
+    return undefined;
+  }
+  if (!/^[0-9]{1,5}$/.test(portText) || Number(portText) > 65535)
+    throw new ConfigError('CTL_GATEWAY_EGRESS_PORT', `expected 0–65535, got '${portText}'`);
+  return { port: Number(portText), host: env.CTL_GATEWAY_EGRESS_HOST?.trim() || undefined, passThrough };
+}

@@ -1,0 +1,65 @@
+/**
+ * What the gateway remembers of each x402 authorization it signed: enough to know
+ * when it stops being cashable (`valid_before`) and whether a transaction was ever named for it.
+ * Written before the payment header leaves the gateway, so reconcile() never forgets a signature
+ * that is out in the world.
+ */
+import type { Migration, SqlExecutor } from '../../../../service-kit/index.js';
+
+export const X402_MIGRATIONS: Migration[] = [
+  {
+    id: 'gateway-x402-001',
+    sql: `CREATE TABLE IF NOT EXISTS gw_x402_payments (
+        payment_id TEXT PRIMARY KEY, dialect TEXT NOT NULL, network TEXT NOT NULL, asset TEXT NOT NULL,
+        pay_to TEXT NOT NULL, payer TEXT NOT NULL, nonce TEXT NOT NULL, valid_before BIGINT NOT NULL,
+        tx TEXT, outcome TEXT, created_at BIGINT NOT NULL)`,
+  },
+];
+
+export interface X402Record {
+  paymentId: string;
+  /** The x402 version the 402 spoke (stored in column `dialect`). */
+  version: string;
+  network: string;
+  asset: string;
+  payTo: string;
+  payer: string;
+  nonce: string;
+  /** Epoch milliseconds: the authorization's `validBefore`. */
+  validBefore: number;
+  tx: string | null;
+  outcome: string | null;
+}
+
+export async function insertX402(q: SqlExecutor, r: Omit<X402Record, 'tx' | 'outcome'>, now: number): Promise<void> {
+  await q.run(
+    `INSERT INTO gw_x402_payments (payment_id, dialect, network, asset, pay_to, payer, nonce, valid_before, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    [r.paymentId, r.version, r.network, r.asset, r.payTo, r.payer, r.nonce, r.validBefore, now],
+  );
+}
+
+/** Records what the merchant said about the payment (`paid`, `refused`, `pending`, `unknown`) and any transaction. */
+export async function recordOutcome(q: SqlExecutor, paymentId: string, outcome: string, tx?: string): Promise<void> {
+  await q.run(`UPDATE gw_x402_payments SET outcome = ?, tx = COALESCE(?, tx) WHERE payment_id = ?`, [
+    outcome,
+    tx ?? null,
+    paymentId,
+  ]);
+}
+
+export async function x402ById(q: SqlExecutor, paymentId: string): Promise<X402Record | undefined> {
+  const r = await q.get(`SELECT * FROM gw_x402_payments WHERE payment_id = ?`, [paymentId]);
+  if (!r) return undefined;
+  return {
+    paymentId: r.payment_id as string,
+    version: r.dialect as string,
+    network: r.network as string,
+    asset: r.asset as string,
+    payTo: r.pay_to as string,
+    payer: r.payer as string,
+    nonce: r.nonce as string,
+    validBefore: Number(r.valid_before),
+    tx: (r.tx as string | null) ?? null,
+    outcome: (r.outcome as string | null) ?? null,
+  };
+}

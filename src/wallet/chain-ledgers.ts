@@ -1,0 +1,58 @@
+/**
+ * What a payment under a delegation chain touches besides the root grant (PROTOCOL.md §14): the
+ * ids revocation asks for, and each link's ledgers, charged leaf to root in the one reservation
+ * of §13. Shared by the wallet and the verifier.
+ */
+import type { PolicyGrant } from '../artifacts/types.js';
+import type { DelegationChain } from '../artifacts/delegation.js';
+import { windowLedgers, type Ledger } from './ledgers.js';
+
+/** Every id revocation must ask about, root first: a revoked link revokes everything below it. */
+export function chainIds(chain: DelegationChain): string[] {
+  return [chain.root.grantId, ...chain.links.map((l) => l.delegationId)];
+}
+
+/**
+ * The revocation URL of a link: its id asked at the root grant's `revocationUrl` base
+ * (PROTOCOL.md §14), `<base>/revoke?grantId=<id>&rootGrantId=<root id>`.
+ */
+export function linkRevocationUrl(root: PolicyGrant, id: string): string {
+  const q = root.revocationUrl.indexOf('?');
+  const base = q < 0 ? root.revocationUrl : root.revocationUrl.slice(0, q);
+  // The root's id beside it: an authority that never saw the delegation knows the root it hangs from.
+  return `${base}?grantId=${encodeURIComponent(id)}&rootGrantId=${encodeURIComponent(root.grantId)}`;
+}
+
+/**
+ * The ledgers of the links (the root's are the caller's): each link's ceiling and windows, keyed
+ * by its path from the root so that a link's total is its own and every payment below it adds to
+ * it (PROTOCOL.md §14: the sum spent below a link never exceeds its ceiling). `prefix` keeps the
+ * wallet's keys apart from a verifier's on one storage.
+ * @example reserveAll(storage, [...rootLedgers, ...linkLedgers(chain, 'grant:', amount, now)], budgetId)
+ */
+export function linkLedgers(chain: DelegationChain, prefix: string, amount: bigint, now: number): Ledger[] {
+  const out: Ledger[] = [];
+  let path = chain.root.grantId;
+  for (const link of chain.links) {
+    path += `/${link.delegationId}`;
+    out.push({
+      key: `${prefix}${path}`,
+      amount,
+      ceiling: BigInt(link.maxAmountMinor),
+      code: 'budget_exceeded',
+      what: `the ${link.maxAmountMinor} minor units of delegation ${link.delegationId}`,
+    });
+    if (link.windows) {
+      // Windows per link, counted from the link's own start, keyed by its path (PROTOCOL.md §13).
+      const asGrant = {
+        grantId: `${prefix}${path}`,
+        currency: chain.root.currency,
+        issuedAt: link.issuedAt,
+        windows: link.windows,
+        ...(link.windowsStart !== undefined ? { windowsStart: link.windowsStart } : {}),
+      } as unknown as PolicyGrant;
+      out.push(...windowLedgers(asGrant, amount, now));
+    }
+  }
+  return out;
+}

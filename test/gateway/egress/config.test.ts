@@ -1,0 +1,51 @@
+/**
+ * The egress proxy's variables: off unless CTL_GATEWAY_EGRESS_PORT is set; pass-through globs
+ * split at top-level commas (a brace's comma is the glob's), and a bad one refuses the start.
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { egressFromEnv, parsePassThrough } from '../../../gateway/egress/config.js';
+import { gatewayOptionsFromEnv } from '../../../gateway/server.js';
+import { proxyToken } from '../../../gateway/egress/auth.js';
+
+test('off unless the port is set; the port and globs read as ctl gateway reads them', () => {
+  assert.is(egressFromEnv({}), undefined);
+  assert.is(gatewayOptionsFromEnv({}).egress, undefined);
+  assert.equal(
+    gatewayOptionsFromEnv({
+      CTL_GATEWAY_EGRESS_PORT: '8403',
+      CTL_GATEWAY_EGRESS_PASS_THROUGH: '*.Bank.example, pinned.example.{com,net}',
+    }).egress,
+    { port: 8403, host: undefined, passThrough: ['*.bank.example', 'pinned.example.{com,net}'] },
+  );
+  assert.is(egressFromEnv({ CTL_GATEWAY_EGRESS_PORT: '0', CTL_GATEWAY_EGRESS_HOST: '0.0.0.0' })!.host, '0.0.0.0');
+});
+
+test('a bad value refuses the start naming the variable', () => {
+  for (const [env, variable] of [
+    [{ CTL_GATEWAY_EGRESS_PORT: '70000' }, 'CTL_GATEWAY_EGRESS_PORT'],
+    [{ CTL_GATEWAY_EGRESS_PORT: 'x' }, 'CTL_GATEWAY_EGRESS_PORT'],
+    [{ CTL_GATEWAY_EGRESS_PORT: '8403', CTL_GATEWAY_EGRESS_PASS_THROUGH: 'a b' }, 'CTL_GATEWAY_EGRESS_PASS_THROUGH'],
+    [{ CTL_GATEWAY_EGRESS_PORT: '8403', CTL_GATEWAY_EGRESS_PASS_THROUGH: 'x.{a}' }, 'CTL_GATEWAY_EGRESS_PASS_THROUGH'],
+    [{ CTL_GATEWAY_EGRESS_PASS_THROUGH: 'a.example' }, 'CTL_GATEWAY_EGRESS_PASS_THROUGH'],
+  ] as const) {
+    assert.throws(
+      () => egressFromEnv(env),
+      (e: Error) => e.message.startsWith(`${variable}:`),
+      JSON.stringify(env),
+    );
+  }
+  assert.equal(parsePassThrough(' , ,'), []);
+});
+
+test('the token of a Basic proxy credential: the password, else the user name', () => {
+  const basic = (s: string) => `Basic ${Buffer.from(s).toString('base64')}`;
+  assert.is(proxyToken(basic('agent:gw_sess_abc')), 'gw_sess_abc');
+  assert.is(proxyToken(basic('gw_sess_abc:')), 'gw_sess_abc');
+  assert.is(proxyToken(basic('agent:gw%5Fsess')), 'gw_sess');
+  assert.is(proxyToken('Bearer gw_sess_abc'), undefined);
+  assert.is(proxyToken(basic(':')), undefined);
+  assert.is(proxyToken(undefined), undefined);
+});
+
+test.run();
