@@ -174,6 +174,26 @@ function idle(m: ManyRecord, keep: ReadonlySet<string>): string[] {
   return Object.keys(m.c).filter((k) => m.c[k]![1] === null && !used.has(k));
 }
 
+/**
+ * A reservation id as stored: `<first key>|<rest>` (the scoping `reserveAll` gives) is kept as
+ * `|<rest>` when the first counter has no end (so it stays while the reservation lives): the
+ * record is written per payment and keys are long.
+ */
+function packId(id: string, first: SpendCounter): string {
+  const scope = first.key + '|';
+  return first.ledgerExpiresAt === undefined && id.startsWith(scope) ? id.slice(scope.length - 1) : escapeId(id);
+}
+
+/** An id kept whole: one starting with `|` or `~` gets a `~` before it, so it never reads as packed. */
+const escapeId = (id: string): string => (id.startsWith('|') || id.startsWith('~') ? '~' + id : id);
+
+/** The full id of a stored reservation. */
+function idOf(m: ManyRecord, r: Reservation): string {
+  if (r[0].startsWith('~')) return r[0].slice(1);
+  if (!r[0].startsWith('|')) return r[0];
+  return (keyOf(m, r[1][0]![0]) ?? '') + r[0];
+}
+
 /** Adds `delta` to a counter still kept (a dropped window limits nothing any more). */
 function addTo(m: ManyRecord, sid: number, delta: bigint): void {
   const key = keyOf(m, sid);
@@ -283,7 +303,7 @@ export function createKvSpendStorage(storage: ByteStorage, options: KvSpendStora
     keepCounter(m, key, r.total, ends);
     const sid = m.c[key]![2];
     // A single-counter id was scoped by its key; so is the id `reserveAll` gives (`<key>|<id>`).
-    for (const e of r.entries) m.r.push([`${key}|${e[0]}`, [[sid, e[1], 0]], e[2], e[3] ?? null, 0]);
+    for (const e of r.entries) m.r.push([escapeId(`${key}|${e[0]}`), [[sid, e[1], 0]], e[2], e[3] ?? null, 0]);
   }
 
   /** Writes idle counters' totals to their own records, stamped with the version they were read at. */
@@ -380,14 +400,14 @@ export function createKvSpendStorage(storage: ByteStorage, options: KvSpendStora
         if (now !== undefined) sweep(m, now);
         for (const c of counters) if (!m.c[c.key]) carry(m, c.key, c.ledgerExpiresAt);
         // A refusal writes nothing: what it swept or carried is swept or carried again next time.
-        if (m.r.some((r) => r[0] === id)) return { result: { result: 'duplicate' } };
+        if (m.r.some((r) => idOf(m, r) === id)) return { result: { result: 'duplicate' } };
         for (const c of counters)
           if (BigInt(m.c[c.key]![0]) + c.amount > c.ceiling) return { result: { result: 'exceeded', key: c.key } };
         if (m.r.length >= maxEntries) return { result: { result: 'exceeded', key: counters[0]!.key } };
         for (const c of counters) addTo(m, m.c[c.key]![2], c.amount);
         if (spilled) dropSpilled(m0, m, spilled, keep);
         const parts: Part[] = counters.map((c) => [m.c[c.key]![2], c.amount.toString(), c.count ? 1 : 0]);
-        m.r.push([id, parts, 0, expiresAt, o?.hold ? 1 : 0]);
+        m.r.push([packId(id, counters[0]!), parts, 0, expiresAt, o?.hold ? 1 : 0]);
         return { next: m, result: { result: 'reserved' } };
       });
     },
@@ -396,7 +416,7 @@ export function createKvSpendStorage(storage: ByteStorage, options: KvSpendStora
       return updateMany<CommitManyResult>((m0) => {
         const m = copyMany(m0);
         const swept = now !== undefined && sweep(m, now);
-        const i = m.r.findIndex((r) => r[0] === id);
+        const i = m.r.findIndex((r) => idOf(m, r) === id);
         const r = m.r[i];
         // An expired hold is released by the sweep, so it is unknown here: never captured late.
         if (!r) return swept ? { next: m, result: 'unknown' } : { result: 'unknown' };
@@ -410,17 +430,17 @@ export function createKvSpendStorage(storage: ByteStorage, options: KvSpendStora
           addTo(m, p[0], next[j]! - BigInt(p[1]));
           return [p[0], next[j]!.toString(), p[2]];
         });
-        m.r[i] = [id, parts, 1, r[3], r[4]];
+        m.r[i] = [r[0], parts, 1, r[3], r[4]];
         return { next: m, result: 'committed' };
       });
     },
     releaseMany(id) {
       updateMany((m0) => {
-        const r = m0.r.find((x) => x[0] === id);
+        const r = m0.r.find((x) => idOf(m0, x) === id);
         if (!r || r[2] === 1) return { result: undefined };
         const m = copyMany(m0);
         for (const p of r[1]) addTo(m, p[0], -BigInt(p[1]));
-        m.r = m.r.filter((x) => x[0] !== id);
+        m.r = m.r.filter((x) => x !== r);
         return { next: m, result: undefined };
       });
     },

@@ -73,6 +73,19 @@ test('a counter first kept by single-counter calls moves into the multi-counter 
   assert.throws(() => s.reserve('grant:g', 'x', 0n, 100n), /kept by reserveMany/);
 });
 
+test('ids are kept exactly, packed under their first counter or not', async () => {
+  const s = createKvSpendStorage(createMemoryByteStorage());
+  const c = [{ key: 'grant:g', amount: 1n, ceiling: 100n }];
+  for (const id of ['grant:g|bud_1', '|bud_1', '~x', 'bud_1', 'grant:g|', 'grant:h|bud_1']) {
+    assert.equal(s.reserveMany!(id, c), { result: 'reserved' }, id);
+    assert.equal(s.reserveMany!(id, c), { result: 'duplicate' }, id);
+  }
+  assert.is(s.commitMany!('|bud_1', 1n), 'committed');
+  assert.is(s.commitMany!('grant:g|bud_1', 1n), 'committed');
+  s.releaseMany!('~x');
+  assert.is(s.total('grant:g'), 5n);
+});
+
 test('the multi-counter record is exact when compare-and-set keeps losing', async () => {
   const flash = contended(createMemoryByteStorage());
   const s = createKvSpendStorage(flash);
