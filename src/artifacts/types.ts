@@ -127,6 +127,8 @@ export interface Receipt {
   grantId: string;
   purpose: string;
   amount: { amountMinor: string; currency: string };
+  /** For a hold (PROTOCOL.md §15): the amount authorized; `amount` is what was captured. */
+  authorizedAmountMinor?: string;
   merchant: string;
   paidAt: string;
   txRef: string;
