@@ -421,6 +421,9 @@ export function createPaymentService(deps: PaymentServiceDeps) {
   return {
     authorize,
 
+    /** The rail this service pays on (the X-Payment protocol's). */
+    railName: rail.name,
+
     /** reserved → paying: from here the payment may happen, so only the rail's answer releases it. */
     async markPaying(a: Authorization): Promise<boolean> {
       return markPaying(db, a.paymentId, JSON.stringify(a.sba), now());
