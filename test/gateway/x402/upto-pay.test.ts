@@ -29,6 +29,8 @@ let merchant: UptoMerchant;
 /** Forwards to the merchant, then drops the connection once the merchant has answered (its settle done). */
 let lossy: Server;
 let skewMs = 0;
+/** Whether the gateway has a chain reader (CTL_X402_RPC_URL) for the network. */
+let reading = true;
 
 test.before(async () => {
   ledger = createEvmLedger();
@@ -54,7 +56,7 @@ test.before(async () => {
   db = sqliteDb();
   gw = await startTestGateway(db, {
     now: () => Date.now() + skewMs,
-    x402: { assets: USDC_ASSETS, chain: () => ledger.reader as any },
+    x402: { assets: USDC_ASSETS, chain: () => (reading ? (ledger.reader as any) : undefined) },
   });
   ledger.mint(gw.gw.evmAddress, FUNDS);
   ledger.approve(gw.gw.evmAddress, PERMIT2_ADDRESS, FUNDS);
@@ -205,6 +207,29 @@ test('no Permit2 allowance: refused before anything is reserved or signed, and t
   }
   assert.is(signaturesSeen(), seen);
   assert.equal(await spentReserved(s.sessionId), ['0', '0']);
+});
+
+test("no Permit2 allowance and no reader: the merchant's 412 is reported as such, the permit held to its deadline", async () => {
+  const s = await session();
+  ledger.approve(gw.gw.evmAddress, PERMIT2_ADDRESS, 0n);
+  reading = false;
+  try {
+    const res = await pay(s.sessionToken, `${merchant.url}/metered?units=1`);
+    assert.is(res.status, 502, res.text);
+    assert.is(res.body.error.code, 'payment_unconfirmed');
+    assert.match(res.body.error.message, /has not approved Permit2 .* held until/);
+    assert.equal(await spentReserved(s.sessionId), ['0', MAX.toString()], 'the permit is out: held');
+  } finally {
+    ledger.approve(gw.gw.evmAddress, PERMIT2_ADDRESS, FUNDS);
+    reading = true;
+  }
+  skewMs = 15 * 60_000;
+  try {
+    await gw.gw.reconcile(0);
+  } finally {
+    skewMs = 0;
+  }
+  assert.equal(await spentReserved(s.sessionId), ['0', '0'], 'unused past its deadline: released');
 });
 
 test.run();
