@@ -30,7 +30,11 @@ function startHoldMerchant() {
     const hold = req.headers['x-payment-hold'];
     if (typeof hold !== 'string') {
       res.writeHead(402, {
-        'x-payment': JSON.stringify({ maxAmount: u.searchParams.get('max') ?? MAX, currency: 'USD', address: 'meter-1' }),
+        'x-payment': JSON.stringify({
+          maxAmount: u.searchParams.get('max') ?? MAX,
+          currency: 'USD',
+          address: 'meter-1',
+        }),
       });
       return res.end('{}');
     }
@@ -154,12 +158,13 @@ function suite(name: string, makeDb: () => Promise<TestDb | undefined>) {
     assert.equal(await view(s.sessionId), ['0', '0']);
   });
 
-  test(`${name}: a crash between the rail's payment of a capture and its commit: reconciled to the capture`, async () => {
+  test(`${name}: a crash between the rail's capture and its commit: reconciled to the capture`, async () => {
     if (!db) return;
     const s = await createSession(gw, { budget: { amount: '10000', currency: 'USD' } });
     const at = Date.now() - 10 * 60_000;
     await gw.db.run(
-      `INSERT INTO gw_payments (id, session_id, state, amount, currency, merchant, address, purpose, rail, sba, created_at, updated_at)
+      `INSERT INTO gw_payments
+         (id, session_id, state, amount, currency, merchant, address, purpose, rail, sba, created_at, updated_at)
        VALUES ('pay_hold_crash', ?, 'paying', 3000, 'USD', 'm.example', 'meter-1', 'api:search', 'ledger', NULL, ?, ?)`,
       [s.sessionId, at, at],
     );

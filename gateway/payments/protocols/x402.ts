@@ -170,7 +170,11 @@ export function createX402Protocol(o: X402ProtocolOptions): PaymentProtocol<X402
       await recordOutcome(o.db, auth.paymentId, 'pending', settle.transaction);
     }
     const why = settle?.errorReason ?? (settle ? 'no settled amount' : `HTTP ${res.status}, no settlement`);
-    throw new HttpError(502, 'payment_unconfirmed', `the merchant's facilitator did not settle the permit (${why}); ${held}`);
+    throw new HttpError(
+      502,
+      'payment_unconfirmed',
+      `the merchant's facilitator did not settle the permit (${why}); ${held}`,
+    );
   }
 
   return {
@@ -354,7 +358,10 @@ interface SignedAuthorization {
  * read (`to`, `value` the maximum, `validBefore` the deadline, `nonce` a decimal uint256), once its
  * own members match the chosen terms: the token, the upto proxy as spender, the facilitator named.
  */
-function signedPermit(p: PaymentPayload | PaymentPayloadV1, chosen: NormalisedRequirement): SignedAuthorization | undefined {
+function signedPermit(
+  p: PaymentPayload | PaymentPayloadV1,
+  chosen: NormalisedRequirement,
+): SignedAuthorization | undefined {
   const a = (p.payload as { permit2Authorization?: any } | undefined)?.permit2Authorization;
   const dec = (v: unknown) => typeof v === 'string' && /^[0-9]{1,78}$/.test(v);
   if (!a || typeof a !== 'object' || typeof a.from !== 'string' || !dec(a.nonce) || !dec(a.deadline)) return undefined;

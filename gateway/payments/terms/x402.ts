@@ -121,7 +121,8 @@ function common(a: Record<string, unknown>, network: string, amount: unknown): N
     payTo: a.payTo.toLowerCase(),
     maxTimeoutSeconds: a.maxTimeoutSeconds as number,
     transferMethod: typeof method === 'string' ? method : undefined,
-    facilitator: typeof facilitator === 'string' && EVM_ADDRESS.test(facilitator) ? facilitator.toLowerCase() : undefined,
+    facilitator:
+      typeof facilitator === 'string' && EVM_ADDRESS.test(facilitator) ? facilitator.toLowerCase() : undefined,
     raw: a as unknown as PaymentRequirements,
   };
 }
@@ -164,8 +165,9 @@ export function chooseRequirement(
   );
   if (payable.length === 0) {
     const seen = terms.requirements.map((r) => `${r.scheme} on ${r.network}`).concat(terms.malformed);
+    const payableKinds = 'exact EVM with EIP-3009, v2 upto EVM with Permit2';
     throw refuse(
-      `no x402 requirement the gateway can pay (exact EVM with EIP-3009, v2 upto EVM with Permit2)${seen.length ? `: ${seen.join('; ')}` : ''}`,
+      `no x402 requirement the gateway can pay (${payableKinds})${seen.length ? `: ${seen.join('; ')}` : ''}`,
     );
   }
   const mapped = payable.filter((r) => assetAllowed(o.assets, o.currency, r.network, r.asset));

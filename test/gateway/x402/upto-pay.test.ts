@@ -173,7 +173,7 @@ test('a 0 settle keeps the hold (the permit stays cashable); a late settle is le
   assert.equal([r.amount.amountMinor, r.authorizedAmountMinor], ['20000', '50000']);
 });
 
-test('a failed handler or a usage above the maximum: held until the deadline, then released (nonce unused)', async () => {
+test('a failed handler or a usage above the maximum: held to the deadline, then released (nonce unused)', async () => {
   const s = await session();
   const broken = await pay(s.sessionToken, `${merchant.url}/broken`);
   assert.is(broken.body.error.code, 'payment_unconfirmed', broken.text);
@@ -209,7 +209,7 @@ test('no Permit2 allowance: refused before anything is reserved or signed, and t
   assert.equal(await spentReserved(s.sessionId), ['0', '0']);
 });
 
-test("no Permit2 allowance and no reader: the merchant's 412 is reported as such, the permit held to its deadline", async () => {
+test("no Permit2 allowance, no reader: the merchant's 412 is reported, the permit held to its deadline", async () => {
   const s = await session();
   ledger.approve(gw.gw.evmAddress, PERMIT2_ADDRESS, 0n);
   reading = false;

@@ -107,7 +107,8 @@ export function createX402Rail(
    */
   async function uptoOutcome(r: X402Record) {
     const rail = receiptRail(r);
-    if (r.outcome === 'paid' && r.tx && r.settled !== null) return { txRef: `txid:${r.tx}`, rail, hold: true as const, captured: BigInt(r.settled) };
+    if (r.outcome === 'paid' && r.tx && r.settled !== null)
+      return { txRef: `txid:${r.tx}`, rail, hold: true as const, captured: BigInt(r.settled) };
     const reader = chain?.(r.network);
     const expired = now() >= r.validBefore + expiryMarginMs;
     if (reader) {

@@ -47,7 +47,9 @@ export async function insertX402(
   now: number,
 ): Promise<void> {
   await q.run(
-    `INSERT INTO gw_x402_payments (payment_id, dialect, network, asset, pay_to, payer, nonce, valid_before, created_at, scheme) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    `INSERT INTO gw_x402_payments
+       (payment_id, dialect, network, asset, pay_to, payer, nonce, valid_before, created_at, scheme)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     [r.paymentId, r.version, r.network, r.asset, r.payTo, r.payer, r.nonce, r.validBefore, now, r.scheme ?? null],
   );
 }
@@ -64,7 +66,8 @@ export async function recordOutcome(
   settled?: bigint,
 ): Promise<void> {
   await q.run(
-    `UPDATE gw_x402_payments SET outcome = ?, tx = COALESCE(?, tx), settled = COALESCE(?, settled) WHERE payment_id = ?`,
+    `UPDATE gw_x402_payments SET outcome = ?, tx = COALESCE(?, tx), settled = COALESCE(?, settled)
+     WHERE payment_id = ?`,
     [outcome, tx ?? null, settled?.toString() ?? null, paymentId],
   );
 }
