@@ -365,6 +365,7 @@ export function createGatewayApp(deps: GatewayDeps, parts: GatewayParts): Gatewa
     privateKey: parts.evmPrivateKey,
     assets: deps.x402?.assets ?? new Map(),
     maxTimeoutSeconds: deps.x402?.maxTimeoutSeconds ?? DEFAULT_MAX_TIMEOUT_SECONDS,
+    chain: deps.x402?.chain,
     now,
     maxHoldSeconds: deps.x402?.maxHoldSeconds,
     // After validBefore: the expiry margin, then a reconcile pass once the row is stale.

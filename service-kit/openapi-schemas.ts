@@ -165,6 +165,9 @@ export const ARTIFACT_SCHEMAS: Record<string, Schema> = {
       grantId: string(),
       purpose: string(),
       amount: object({ amountMinor: minorUnits(), currency: string() }, ['amountMinor', 'currency']),
+      authorizedAmountMinor: minorUnits(
+        'A hold (PROTOCOL.md §15): the amount authorized; `amount` is what was captured.',
+      ),
       merchant: string(),
       paidAt: timestamp(),
       txRef: string(),
