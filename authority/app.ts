@@ -7,6 +7,7 @@ import Router from '@koa/router';
 import {
   createApiKeyAuth,
   createMetrics,
+  requireScope,
   errorMiddleware,
   HttpError,
   jsonBody,
@@ -32,10 +33,15 @@ import { adminRoutes } from './routes/admin.js';
 import { healthRoutes } from './routes/health.js';
 import { trustRootRoutes } from './routes/trust-root.js';
 import { createTrustRoot, type TrustRoot } from './trust-root.js';
-import { authorityRateLimits, DEFAULT_AUTHORITY_RATE_LIMITS, type AuthorityRateLimits } from './rate-limits.js';
+import {
+  authorityRateLimits,
+  DEFAULT_AUTHORITY_RATE_LIMITS,
+  type AuthorityRateLimits,
+} from '../service-kit/service-limits.js';
 import { authorityMetrics } from './business-metrics.js';
 import { AUTHORITY_OPENAPI } from './openapi.js';
 import { serveOpenApi } from '../service-kit/openapi.js';
+import { eventAdminRoutes } from '../service-kit/event-admin.js';
 
 export interface AuthorityDeps {
   store: AuthorityStore;
@@ -59,7 +65,10 @@ export interface AuthorityDeps {
   webhooks?: AuditWebhooks;
   anchors?: AnchorQueue;
   metrics?: Metrics;
-  /** Per API key and per client address (rate-limits.ts); default DEFAULT_AUTHORITY_RATE_LIMITS, a missing entry is no limit. */
+  /**
+   * Per API key and per client address (service-kit/service-limits.ts); default
+   * DEFAULT_AUTHORITY_RATE_LIMITS, a missing entry is no limit.
+   */
   rateLimits?: AuthorityRateLimits;
 }
 
@@ -101,6 +110,14 @@ export function createAuthorityApp(deps: AuthorityDeps): Koa {
   trustBundleRoutes(router, routeDeps);
   trustRootRoutes(router, routeDeps);
   adminRoutes(router, routeDeps);
+  eventAdminRoutes(router, {
+    admin: requireScope(routeDeps.authenticate, 'admin'),
+    audit: deps.store.audit,
+    dispatches: deps.store.dispatchLog,
+    redeliver: async (id) => Boolean(routeDeps.outbox && (await routeDeps.outbox.redeliver(id))),
+    // Where the authority served its audit log before both services shared one path.
+    deprecatedAuditPath: '/audit',
+  });
   humanRoutes(router, routeDeps);
   serveOpenApi(router, AUTHORITY_OPENAPI);
 

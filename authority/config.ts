@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { secretBytes } from '../service-kit/webhook-signature.js';
 import { checkAdminKey, checkDatabaseUrl, checkHttpUrl, checkKek, checkLogLevel } from '../service-kit/config.js';
-import { authorityRateLimitsFromEnv, type AuthorityRateLimits } from './rate-limits.js';
+import { authorityRateLimitsFromEnv, type AuthorityRateLimits } from '../service-kit/service-limits.js';
 
 export interface AuthorityConfig {
   port: number;

@@ -376,7 +376,7 @@ const paths: OpenApiDocument['paths'] = {
       },
     }),
   },
-  ...eventLogPaths('/audit', key),
+  ...eventLogPaths(key, { deprecatedAuditPath: '/audit' }),
   '/humans': {
     post: operation({
       summary: "Enrols a person's did:key as a delegator (PROTOCOL.md §10)",

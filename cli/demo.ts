@@ -24,9 +24,9 @@ export async function main(args: string[]): Promise<number | void> {
       2
     );
   // The gateway's modules load only to run the demo: --help and a usage error answer without them.
-  const [{ openDatabase, listen, silentLogger }, { createGatewayApp }, { startX402Demo }] = await Promise.all([
+  const [{ openDatabase, listen, silentLogger }, { openGateway }, { startX402Demo }] = await Promise.all([
     import('../service-kit/index.js'),
-    import('../gateway/app.js'),
+    import('../gateway/server.js'),
     import('./demo/x402-step.js'),
   ]);
   let failures = 0;
@@ -47,7 +47,7 @@ export async function main(args: string[]): Promise<number | void> {
   // A second merchant that only knows the official x402 packages.
   const x402 = await startX402Demo();
   // Private targets stay refused; only the demo merchants' exact host:port are let through.
-  const gateway = await createGatewayApp({
+  const gateway = await openGateway({
     db,
     adminKey,
     logger: silentLogger(),

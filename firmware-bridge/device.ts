@@ -28,7 +28,7 @@ export type DeviceSdk = Pick<
   typeof Sdk,
   'verifyTrustBundle' | 'verifyRootChain' | 'canonicalize' | 'parseStrictJson' | 'parseTimestamp'
 > &
-  Partial<Pick<typeof Sdk, 'verifyCtl' | 'createSession' | 'generateKeyPair' | 'newId'>>;
+  Partial<Pick<typeof Sdk, 'verifyCtl' | 'captureCtl' | 'createSession' | 'generateKeyPair' | 'newId'>>;
 
 /** The roles a loaded SDK can play. @example deviceRoles(CTL) // ['verify', 'wallet'] */
 export function deviceRoles(sdk: DeviceSdk): Array<'verify' | 'wallet'> {
@@ -126,6 +126,15 @@ export interface Device {
     | { valid: true; grantId: string; budgetId: string; amount: string; currency: string }
     | { valid: false; error: { code: string; message: string } }
   >;
+  /**
+   * Captures a hold `verify` accepted (PROTOCOL.md §15): at most the hold, once, before the SBA
+   * expires; the offline allowance then counts the captured amount. Holds live in memory: after a
+   * reboot a hold cannot be captured and goes back at its expiry. Never throws on hostile input.
+   */
+  capture(args: {
+    budgetId: string;
+    amount: string;
+  }): Promise<{ captured: true; amountMinor: string } | { captured: false; error: { code: string; message: string } }>;
   /** Vehicle wallet: creates (once) the signing key and installs the grant to draw on. */
   provisionWallet(args: { actorId: string }): Promise<{ actorId: string; publicJwk: unknown }>;
   installGrant(args: { grant: unknown }): { grantId: string };
@@ -156,7 +165,7 @@ export function createDevice(sdk: DeviceSdk, abi: HostAbi): Device {
   checkHostAbi(abi);
   const roles = deviceRoles(sdk);
   /** The SDK part an op needs, or `unknown_op`: the loaded bundle has no such role. */
-  const part = <K extends 'verifyCtl' | 'createSession' | 'generateKeyPair' | 'newId'>(
+  const part = <K extends 'verifyCtl' | 'captureCtl' | 'createSession' | 'generateKeyPair' | 'newId'>(
     name: K,
     op: string,
   ): NonNullable<DeviceSdk[K]> => {
@@ -201,6 +210,9 @@ export function createDevice(sdk: DeviceSdk, abi: HostAbi): Device {
     commit: (key, id) => guard('spend storage', () => ledgers.commit(key, id)),
     release: (key, id) => guard('spend storage', () => ledgers.release(key, id)),
     total: (key) => guard('spend storage', () => ledgers.total(key)),
+    reserveMany: (id, counters, o) => guard('spend storage', () => ledgers.reserveMany!(id, counters, o)),
+    commitMany: (id, captured, o) => guard('spend storage', () => ledgers.commitMany!(id, captured, o)),
+    releaseMany: (id) => guard('spend storage', () => ledgers.releaseMany!(id)),
   };
   const bindHead = () => {
     if (counter) bindCounterHead(storage, counter);
@@ -444,6 +456,19 @@ export function createDevice(sdk: DeviceSdk, abi: HostAbi): Device {
           error: { code: typeof err?.code === 'string' ? err.code : 'malformed', message: String(err?.message ?? e) },
         };
       }
+    },
+
+    async capture(req) {
+      hostFailure = undefined;
+      const captureCtl = part('captureCtl', 'capture');
+      if (typeof req !== 'object' || req === null)
+        throw new DeviceError('bad_request', 'capture: expected { budgetId, amount }');
+      const r = await captureCtl(req.budgetId, req.amount, { now: clockNow, timeFloor });
+      if (!r.captured && hostFailure !== undefined)
+        return { captured: false, error: { code: 'host_failure', message: hostFailure } };
+      if (!r.captured) return { captured: false, error: { code: r.error.code, message: r.error.message } };
+      abi.log('info', `hold ${req.budgetId} captured at ${r.amountMinor}`);
+      return r;
     },
 
     async provisionWallet({ actorId }) {

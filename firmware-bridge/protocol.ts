@@ -77,6 +77,7 @@ export const OPS: Record<string, Op> = {
       rail: a['rail'],
       purpose: a['purpose'],
     }),
+  capture: (d, a) => d.capture({ budgetId: a['budgetId'], amount: a['amount'] }),
   provisionWallet: (d, a) => d.provisionWallet({ actorId: a['actorId'] }),
   installGrant: (d, a) => d.installGrant({ grant: a['grant'] }),
   createSba: (d, a) =>

@@ -1,31 +1,26 @@
 /**
- * The transparent payment gateway (spec §1 part 1): `createGatewayApp(deps)` builds the
- * Koa app and its background work (expiry timer, reconciliation) without listening; server.ts
- * listens. Everything shared between instances lives in the database, so any number of
- * instances can serve one PostgreSQL database.
+ * The transparent payment gateway (spec §1 part 1): `createGatewayApp(deps, parts)` builds the
+ * Koa app with no side effects, as the authority's does; server.ts migrates the database, prepares
+ * the parts, starts the background work (expiry timer, reconciliation, webhooks) and listens.
+ * Everything shared between instances lives in the database, so any number of instances can serve
+ * one PostgreSQL database.
  */
 import Koa from 'koa';
 import Router from '@koa/router';
-import { randomBytes } from 'node:crypto';
 import {
   errorMiddleware,
   requestGuard,
   createMetrics,
   HttpError,
-  migrate,
-  dispatchLogMigration,
-  webhookOutboxMigration,
-  auditLogMigration,
-  auditStagingMigration,
+  requireScope,
+  ADMIN_SCOPE,
   silentLogger,
   type SqlDatabase,
   type Logger,
   type WebhookRetrySettings,
 } from '../service-kit/index.js';
-import { readinessHandler } from '../service-kit/readiness.js';
 import { serveOpenApi } from '../service-kit/openapi.js';
 import { GATEWAY_OPENAPI } from './openapi.js';
-import { GATEWAY_MIGRATIONS } from './store/schema.js';
 import { expireDue, nextExpiry, sessionById } from './store/sessions.js';
 import { createLedgerRail } from './payments/rails/ledger.js';
 import type { Rail } from './payments/rails/rail.js';
@@ -37,14 +32,10 @@ import {
   DEFAULT_EXPIRY_MARGIN_MS,
   type X402ChainReader,
 } from './payments/rails/x402/rail.js';
-import { X402_MIGRATIONS } from './payments/rails/x402/store.js';
 import { DEFAULT_MAX_TIMEOUT_SECONDS, type X402AssetMap } from './payments/rails/x402/assets.js';
 import { createMppProtocol, createMppRail, MPP_RAIL } from './payments/protocols/mpp.js';
-import { MPP_MIGRATIONS } from './payments/rails/mpp/store.js';
-import { generatePrivateKey } from 'viem/accounts';
-import { createKeyRing, sharedSecret, type ExternalKey } from './services/keys.js';
-import { createSessionKeys } from './services/session-keys.js';
-import { gatewayKek } from './services/custody.js';
+import type { ExternalKey, KeyRing } from './services/keys.js';
+import type { SessionKeys } from './services/session-keys.js';
 import type { SecretSealer } from '../service-kit/secrets/index.js';
 import { createGatewayEvents, type GatewayEventType } from './services/events.js';
 import { createPaymentService } from './payments/service.js';
@@ -63,16 +54,17 @@ import { keyRoutes } from './routes/keys.js';
 import { consoleRoutes, observeSessionWrites } from './routes/console.js';
 import { createConsoleStreams } from './services/console-stream.js';
 import { createIdempotencyService, type IdempotencyOptions } from './services/idempotency.js';
-import { eventAdminRoutes } from './routes/events-admin.js';
+import { eventAdminRoutes } from '../service-kit/event-admin.js';
+import { healthRoutes } from './routes/health.js';
 import { createEgressCa } from './egress/ca.js';
 import { caRoutes } from './egress/ca-routes.js';
 import type { EgressHooks } from './egress/proxy-server.js';
 import {
   gatewayRateLimits,
   DEFAULT_GATEWAY_RATE_LIMITS,
-  DEFAULT_MAX_SESSION_SECONDS,
   type GatewayRateLimits,
-} from './services/rate-limits.js';
+} from '../service-kit/service-limits.js';
+import { DEFAULT_MAX_SESSION_SECONDS } from './services/session-config.js';
 
 export interface GatewayDeps {
   db: SqlDatabase;
@@ -138,7 +130,10 @@ export interface GatewayDeps {
   externalKeys?: Partial<Record<'grant' | 'receipt' | 'bundle', ExternalKey>>;
   /** `Idempotency-Key` on /proxy (README "Idempotency-Key"): lease (default reconcileStaleMs), 24 h ttl, stored body bound. */
   idempotency?: IdempotencyOptions;
-  /** Per budget owner and per session (services/rate-limits.ts); default DEFAULT_GATEWAY_RATE_LIMITS, a missing entry is no limit. */
+  /**
+   * Per budget owner and per session (service-kit/service-limits.ts); default
+   * DEFAULT_GATEWAY_RATE_LIMITS, a missing entry is no limit.
+   */
   rateLimits?: GatewayRateLimits;
   /** `CTL_GATEWAY_MAX_SESSION_SECONDS`: how far ahead `expiresAt` may be (default 30 days). */
   maxSessionSeconds?: number;
@@ -158,6 +153,11 @@ export interface GatewayApp {
   expireNow(): Promise<string[]>;
   /** Pins the base URL to the listen address when no public URL is configured (server.ts, once listening). */
   pinListenUrl(url: string): void;
+  /**
+   * Starts the background work: the webhook outbox and audit sealer, a reconcile pass and its
+   * timer, the expiry sweep and timer. `close()` stops it.
+   */
+  start(): Promise<void>;
   /** Resolves when queued webhook deliveries are done. */
   idle(): Promise<void>;
   /** What the egress proxy needs besides `app` (egress/proxy-server.ts; server.ts starts it when configured). */
@@ -168,47 +168,35 @@ export interface GatewayApp {
 // Gateway statuses where they differ from service-kit's defaults.
 const STATUS_BY_CODE = { session_paused: 409, currency_mismatch: 402, payment_failed: 502 };
 
-export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
+/**
+ * What the database holds for the app, read (or made, once per database) by prepareGateway in
+ * server.ts after the migrations: the sealer, the initialised key ring and the stored secrets.
+ */
+export interface GatewayParts {
+  sealer: SecretSealer;
+  /** Initialised (`await keys.init()`). */
+  keys: KeyRing;
+  sessionKeys: SessionKeys;
+  /** The continuation HMAC key (README "Secrets at rest"). */
+  continuationSecret: Buffer;
+  /** The EVM account x402 merchants are paid from: configured, or made once and kept. */
+  evmPrivateKey: `0x${string}`;
+}
+
+/**
+ * Builds the app from prepared parts without touching the database, starting a timer or
+ * listening: `start()` begins the background work, server.ts (openGateway) does both.
+ * @example const gw = createGatewayApp(deps, await prepareGateway(deps)); await gw.start()
+ */
+export function createGatewayApp(deps: GatewayDeps, parts: GatewayParts): GatewayApp {
   const { db } = deps;
   const now = deps.now ?? Date.now;
   const logger = deps.logger ?? silentLogger();
   const issuer = deps.issuer ?? 'ctl-gateway';
   const targets = deps.targets ?? { allowPrivate: false };
-  await migrate(db, [
-    ...GATEWAY_MIGRATIONS,
-    dispatchLogMigration('gw_webhook_dispatches'),
-    ...X402_MIGRATIONS,
-    // Durable events: the audit chain and the webhook outbox, written in each change's transaction (services/events.ts).
-    auditLogMigration('gw_audit_log'),
-    auditStagingMigration('gw_audit_log'),
-    webhookOutboxMigration('gw_webhook_dispatches'),
-    ...MPP_MIGRATIONS,
-  ]);
-  // Each payment writes a few pages (its receipt carries the SBA and grant): checkpoint the WAL
-  // less often, so its fsync is paid once per ~40 MB rather than every ~200 payments.
-  if (db.dialect === 'sqlite') await db.exec('PRAGMA wal_autocheckpoint = 10000');
-
   const ledger = createLedgerRail(db, now);
   const rail = deps.rail ?? ledger;
-  let sealer = deps.sealer;
-  if (!sealer) {
-    const kek = await gatewayKek({}, db.description);
-    logger.warn(
-      { kek: kek.sealer.description },
-      'no CTL_GATEWAY_KEK: stored keys and secrets are sealed under a development KEK (set CTL_GATEWAY_KEK or CTL_GATEWAY_KEK_PKCS11_URI in production)',
-    );
-    sealer = kek.sealer;
-  }
-  const keys = createKeyRing(db, now, {
-    sealer,
-    external: { ...deps.externalKeys, ...(deps.receiptKey ? { receipt: deps.receiptKey } : {}) },
-  });
-  await keys.init(); // seals keys found in the clear, holds the external key, makes the key set on first start
-  const sessionKeys = await createSessionKeys(db, sealer);
-  const continuationSecret = Buffer.from(
-    await sharedSecret(db, 'continuation-hmac', () => randomBytes(32).toString('base64url'), sealer),
-    'base64url',
-  );
+  const { keys, sessionKeys, continuationSecret } = parts;
   const metrics = createMetrics({ prefix: 'ctl_gateway_' });
   const business = gatewayMetrics(metrics.registry, db);
   const forwarder = createForwarder({
@@ -262,8 +250,6 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
       deps.onEvent?.(type, data);
     },
   });
-  // Tokens logged in the clear by an earlier version: withheld like new ones ("Secrets at rest").
-  await events.withholdLoggedTokens();
   // The base URL written into grants (revocationUrl) and responses never comes from a request
   // (a Host header would let a caller point a grant's revocation check at its own server): the
   // configured public URL, else the listen address pinned by server.ts, else the address the
@@ -273,6 +259,7 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
 
   let expiryTimer: ReturnType<typeof setTimeout> | undefined;
   let expiryAt = Infinity;
+  let started = false;
   let closed = false;
   const maxSleep = deps.expiryMaxSleepMs ?? 30_000;
 
@@ -299,7 +286,7 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
   }
   // spec §3 last row: `expiresAt` revokes the session on time, with or without traffic.
   function scheduleExpiry(at: number) {
-    if (closed || at >= expiryAt) return;
+    if (!started || closed || at >= expiryAt) return;
     if (expiryTimer) clearTimeout(expiryTimer);
     expiryAt = at;
     expiryTimer = setTimeout(
@@ -345,7 +332,7 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
   });
   const sessions = limits.sessions(sessionService);
   // Made on first use (GET /ca.pem, the first CONNECT), kept sealed like the other secrets.
-  const egressCa = createEgressCa({ db, sealer, issuer, now });
+  const egressCa = createEgressCa({ db, sealer: parts.sealer, issuer, now });
   const idempotency = createIdempotencyService({
     db,
     now,
@@ -372,16 +359,13 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
     onReconcileError: (paymentId, err) =>
       logger.warn({ err, paymentId }, 'reconcile: payment left open, retried next pass'),
   });
-  // The gateway's EVM account, like its other keys: configured, or made once and kept.
-  const evmKey =
-    deps.x402?.privateKey ??
-    ((await sharedSecret(db, 'evm-private-key', () => generatePrivateKey(), sealer)) as `0x${string}`);
   const x402 = createX402Protocol({
     db,
     payments,
-    privateKey: evmKey,
+    privateKey: parts.evmPrivateKey,
     assets: deps.x402?.assets ?? new Map(),
     maxTimeoutSeconds: deps.x402?.maxTimeoutSeconds ?? DEFAULT_MAX_TIMEOUT_SECONDS,
+    chain: deps.x402?.chain,
     now,
     maxHoldSeconds: deps.x402?.maxHoldSeconds,
     // After validBefore: the expiry margin, then a reconcile pass once the row is stale.
@@ -395,7 +379,7 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
   const mpp = createMppProtocol({
     db,
     payments,
-    privateKey: evmKey,
+    privateKey: parts.evmPrivateKey,
     assets: deps.x402?.assets ?? new Map(),
     // x402's cap on how long one signed authorization may hold a budget (payments/protocols/x402.ts holdCap).
     maxTimeoutSeconds: holdCap({
@@ -432,50 +416,37 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
   });
   app.use(observeSessionWrites(consoleStreams));
 
-  const health = new Router();
-  health.get('/healthz', (ctx) => {
-    ctx.body = { ok: true };
+  const router = new Router();
+  healthRoutes(router, { db, keys, metrics });
+  adminRoutes(router, { db, auth, keys, sessions, events, now });
+  sessionRoutes(router, { db, auth, sessions, baseUrl });
+  proxyRoutes(router, {
+    sessions,
+    protocols,
+    forwarder,
+    now,
+    maxBodyBytes: deps.maxBodyBytes ?? 1024 * 1024,
+    idempotency,
   });
-  // The same shape as the authority's: { status, checks: { database, keys } }.
-  health.get(
-    '/readyz',
-    readinessHandler({
-      database: () => db.ping(),
-      keys: async () => Boolean((await keys.active('grant')) && (await keys.active('receipt'))),
-    }),
-  );
-  health.get('/metrics', metrics.handler);
-  serveOpenApi(health, GATEWAY_OPENAPI);
-
-  const routers = [
-    health,
-    adminRoutes({ db, auth, keys, sessions, events, now }),
-    sessionRoutes({ db, auth, sessions, baseUrl }),
-    proxyRoutes({ sessions, protocols, forwarder, now, maxBodyBytes: deps.maxBodyBytes ?? 1024 * 1024, idempotency }),
-    agentSessionRoutes({ db, sessions }),
-    merchantRoutes({ db, ledger, now, baseUrl, limit: limits.charges }),
-    keyRoutes({ db, keys, issuer, now }),
-    consoleRoutes({ db, auth, sessions, streams: consoleStreams, dir: deps.console?.dir }),
-    eventAdminRoutes({ auth, events }),
-    caRoutes({ auth, ca: egressCa }),
-  ];
-  app.use(requestGuard(routers));
-  for (const r of routers) {
-    app.use(r.routes());
-    app.use(r.allowedMethods());
-  }
+  agentSessionRoutes(router, { db, sessions });
+  merchantRoutes(router, { db, ledger, now, baseUrl, limit: limits.charges });
+  keyRoutes(router, { db, keys, issuer, now });
+  consoleRoutes(router, { db, auth, sessions, streams: consoleStreams, dir: deps.console?.dir });
+  eventAdminRoutes(router, {
+    admin: requireScope(auth, ADMIN_SCOPE),
+    audit: events.audit,
+    dispatches: events.outbox.log,
+    redeliver: (id) => events.outbox.redeliver(id),
+  });
+  caRoutes(router, { auth, ca: egressCa });
+  serveOpenApi(router, GATEWAY_OPENAPI);
+  app.use(requestGuard([router]));
+  app.use(router.routes());
+  app.use(router.allowedMethods());
 
   const staleMs = deps.reconcileStaleMs ?? 120_000;
   const reconcile = (ms = staleMs) => payments.reconcile(ms);
-  await reconcile().catch((e) => logger.error({ err: e }, 'reconcile failed'));
-  const reconcileTimer = setInterval(() => {
-    reconcile().catch((e) => logger.error({ err: e }, 'reconcile failed'));
-    idempotency.prune().catch((e) => logger.error({ err: e }, 'pruning idempotency keys failed'));
-  }, deps.reconcileIntervalMs ?? 30_000);
-  reconcileTimer.unref?.();
-  await expireNow();
-  const first = await nextExpiry(db);
-  if (first !== undefined) scheduleExpiry(first);
+  let reconcileTimer: ReturnType<typeof setInterval> | undefined;
 
   return {
     app,
@@ -484,6 +455,23 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
     expireNow,
     pinListenUrl(url) {
       if (!deps.publicUrl) pinnedBase = url.replace(/\/+$/, '');
+    },
+    async start() {
+      if (started || closed) return;
+      started = true;
+      // Tokens logged in the clear by an earlier version: withheld like new ones ("Secrets at rest").
+      await events.withholdLoggedTokens();
+      events.start();
+      // Payments left open by a crash are settled before the first request's (spec §3 "reconcile").
+      await reconcile().catch((e) => logger.error({ err: e }, 'reconcile failed'));
+      reconcileTimer = setInterval(() => {
+        reconcile().catch((e) => logger.error({ err: e }, 'reconcile failed'));
+        idempotency.prune().catch((e) => logger.error({ err: e }, 'pruning idempotency keys failed'));
+      }, deps.reconcileIntervalMs ?? 30_000);
+      reconcileTimer.unref?.();
+      await expireNow();
+      const first = await nextExpiry(db);
+      if (first !== undefined) scheduleExpiry(first);
     },
     idle: () => events.idle(),
     egress: {

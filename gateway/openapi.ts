@@ -390,7 +390,7 @@ const paths: OpenApiDocument['paths'] = {
       },
     }),
   },
-  ...eventLogPaths('/admin/audit', admin),
+  ...eventLogPaths(admin),
   '/sessions': {
     post: operation({
       summary: 'Opens a session: a budget, purposes and an expiry for one agent (spec §4.1)',

@@ -19,20 +19,40 @@ import {
   checkKek,
   checkLogLevel,
 } from '../service-kit/config.js';
+import { randomBytes } from 'node:crypto';
+import { generatePrivateKey } from 'viem/accounts';
 import {
   openDatabase,
   createLogger,
+  formatRateLimit,
   listen,
+  migrate,
   requestLogger,
+  silentLogger,
   webhookRetryFromEnv,
+  dispatchLogMigration,
+  webhookOutboxMigration,
+  auditLogMigration,
+  auditStagingMigration,
   type Listening,
   type Logger,
+  type Migration,
 } from '../service-kit/index.js';
-import { createGatewayApp, type GatewayApp, type GatewayDeps } from './app.js';
+import { createGatewayApp, type GatewayApp, type GatewayDeps, type GatewayParts } from './app.js';
+import { GATEWAY_MIGRATIONS } from './store/schema.js';
+import { X402_MIGRATIONS } from './payments/rails/x402/store.js';
+import { MPP_MIGRATIONS } from './payments/rails/mpp/store.js';
+import { createKeyRing, sharedSecret } from './services/keys.js';
+import { createSessionKeys } from './services/session-keys.js';
 import { parseAssetMap, parseMaxHoldSeconds, parseMaxTimeoutSeconds } from './payments/rails/x402/assets.js';
 import { chainReaders, parseRpcUrls } from './payments/rails/x402/chain.js';
 import { externalKeysFromEnv, gatewayKek } from './services/custody.js';
-import { gatewayRateLimitsFromEnv, maxSessionSecondsFromEnv, describeLimits } from './services/rate-limits.js';
+import {
+  gatewayRateLimitsFromEnv,
+  DEFAULT_GATEWAY_RATE_LIMITS,
+  type GatewayRateLimits,
+} from '../service-kit/service-limits.js';
+import { DEFAULT_MAX_SESSION_SECONDS, maxSessionSecondsFromEnv } from './services/session-config.js';
 import { egressFromEnv, type EgressConfig } from './egress/config.js';
 import { startEgressProxy, type EgressProxy } from './egress/proxy-server.js';
 
@@ -135,6 +155,74 @@ function evmPrivateKey(v: string | undefined): `0x${string}` | undefined {
   return v as `0x${string}`;
 }
 
+/** Every table the gateway reads or writes, in order (run by prepareGateway, never by createGatewayApp). */
+export const GATEWAY_ALL_MIGRATIONS: readonly Migration[] = [
+  ...GATEWAY_MIGRATIONS,
+  dispatchLogMigration('gw_webhook_dispatches'),
+  ...X402_MIGRATIONS,
+  // Durable events: the audit chain and the webhook outbox, written in each change's transaction (services/events.ts).
+  auditLogMigration('gw_audit_log'),
+  auditStagingMigration('gw_audit_log'),
+  webhookOutboxMigration('gw_webhook_dispatches'),
+  ...MPP_MIGRATIONS,
+];
+
+/**
+ * Migrates the database and reads (or makes, once per database) what the app is built from: the
+ * key ring, the session-key master, the continuation key and the EVM account.
+ * @example const parts = await prepareGateway({ db })
+ */
+export async function prepareGateway(deps: GatewayDeps): Promise<GatewayParts> {
+  const { db } = deps;
+  const now = deps.now ?? Date.now;
+  const logger = deps.logger ?? silentLogger();
+  await migrate(db, [...GATEWAY_ALL_MIGRATIONS]);
+  // Each payment writes a few pages (its receipt carries the SBA and grant): checkpoint the WAL
+  // less often, so its fsync is paid once per ~40 MB rather than every ~200 payments.
+  if (db.dialect === 'sqlite') await db.exec('PRAGMA wal_autocheckpoint = 10000');
+  let sealer = deps.sealer;
+  if (!sealer) {
+    const kek = await gatewayKek({}, db.description);
+    logger.warn(
+      { kek: kek.sealer.description },
+      'no CTL_GATEWAY_KEK: stored keys and secrets are sealed under a development KEK ' +
+        '(set CTL_GATEWAY_KEK or CTL_GATEWAY_KEK_PKCS11_URI in production)',
+    );
+    sealer = kek.sealer;
+  }
+  const keys = createKeyRing(db, now, {
+    sealer,
+    external: { ...deps.externalKeys, ...(deps.receiptKey ? { receipt: deps.receiptKey } : {}) },
+  });
+  await keys.init(); // seals keys found in the clear, holds the external key, makes the key set on first start
+  const sessionKeys = await createSessionKeys(db, sealer);
+  const continuationSecret = Buffer.from(
+    await sharedSecret(db, 'continuation-hmac', () => randomBytes(32).toString('base64url'), sealer),
+    'base64url',
+  );
+  // The gateway's EVM account, like its other keys: configured, or made once and kept.
+  const evmPrivateKey =
+    deps.x402?.privateKey ??
+    ((await sharedSecret(db, 'evm-private-key', () => generatePrivateKey(), sealer)) as `0x${string}`);
+  return { sealer, keys, sessionKeys, continuationSecret, evmPrivateKey };
+}
+
+/**
+ * The gateway on an open database, without listening: prepared, built and started (server entry,
+ * `ctl demo`, tests). `close()` stops its work; the database stays open.
+ * @example const gw = await openGateway({ db, adminKey }); await listen(gw.app, { port: 0 })
+ */
+export async function openGateway(deps: GatewayDeps): Promise<GatewayApp> {
+  const gateway = createGatewayApp(deps, await prepareGateway(deps));
+  try {
+    await gateway.start();
+  } catch (e) {
+    await gateway.close();
+    throw e;
+  }
+  return gateway;
+}
+
 /**
  * Opens the keys and the database, builds the app and listens; `close()` drains requests in
  * flight, then closes the database and the keys.
@@ -174,7 +262,7 @@ export async function startGateway(opts: GatewayStartOptions): Promise<RunningGa
   let server: Listening | undefined;
   let egress: EgressProxy | undefined;
   try {
-    gateway = await createGatewayApp({ ...opts, db, logger, sealer: opts.sealer ?? kek!.sealer, externalKeys });
+    gateway = await openGateway({ ...opts, db, logger, sealer: opts.sealer ?? kek!.sealer, externalKeys });
     for (const [purpose, k] of Object.entries(externalKeys)) {
       if (k)
         logger.info(
@@ -227,5 +315,16 @@ export async function startGateway(opts: GatewayStartOptions): Promise<RunningGa
       await closeKeys();
       await kek?.close();
     },
+  };
+}
+
+/** The effective limits, for the start-up log line. */
+function describeLimits(o: { rateLimits?: GatewayRateLimits; maxSessionSeconds?: number }) {
+  const l = o.rateLimits ?? DEFAULT_GATEWAY_RATE_LIMITS;
+  return {
+    rateLimitOwner: formatRateLimit(l.owner),
+    rateLimitSession: formatRateLimit(l.session),
+    rateLimitCharge: formatRateLimit(l.charge),
+    maxSessionSeconds: o.maxSessionSeconds ?? DEFAULT_MAX_SESSION_SECONDS,
   };
 }

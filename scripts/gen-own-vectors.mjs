@@ -1456,6 +1456,112 @@ const revokedUrl = (g) => ({ status: 200, body: { grantId: g.grantId, revoked: f
     chainOpts({ trackSpend: true }),
     no('replay'),
   );
+  // Budget windows (PROTOCOL.md §13): counted on what this verifier saw, at its clock (`now`).
+  const GW = await grant({
+    windowsStart: '2026-05-01T00:00:00Z',
+    windows: [
+      { every: 'P1D', maxAmountMinor: '50', maxPayments: 2 },
+      { every: 'P1M', maxAmountMinor: '1000' },
+    ],
+  });
+  add(
+    f,
+    'window-valid',
+    "A grant with a day and a month window: 30 of the day's 50.",
+    'chain',
+    { sba: await sba(GW) },
+    chainOpts({ trackSpend: true }),
+    ok,
+  );
+  add(
+    f,
+    'window-exceeded-amount',
+    'trackSpend: 30 accepted today (input.prior); 21 more would pass the day window of 50 (resetsAt: the next day).',
+    'chain',
+    { prior: [{ sba: await sba(GW), amount: '30' }], sba: await sba(GW, { maxAmountMinor: '21' }) },
+    chainOpts({ trackSpend: true, amount: '21' }),
+    no('window_exceeded'),
+  );
+  add(
+    f,
+    'window-at-limit',
+    'trackSpend: 30 accepted today; 20 more is exactly the day window of 50.',
+    'chain',
+    { prior: [{ sba: await sba(GW), amount: '30' }], sba: await sba(GW, { maxAmountMinor: '20' }) },
+    chainOpts({ trackSpend: true, amount: '20' }),
+    ok,
+  );
+  add(
+    f,
+    'window-exceeded-payments',
+    'trackSpend: two payments of 1 accepted today; a third passes maxPayments 2 of the day window.',
+    'chain',
+    {
+      prior: [
+        { sba: await sba(GW, { maxAmountMinor: '1' }), amount: '1' },
+        { sba: await sba(GW, { maxAmountMinor: '1' }), amount: '1' },
+      ],
+      sba: await sba(GW, { maxAmountMinor: '1' }),
+    },
+    chainOpts({ trackSpend: true, amount: '1' }),
+    no('window_exceeded'),
+  );
+  add(
+    f,
+    'window-above-grant',
+    "A window whose maxAmountMinor is above the grant's (signed anyway): malformed.",
+    'chain',
+    { sba: await withGrant(S, (g) => void (g.windows = [{ every: 'P1D', maxAmountMinor: '5001' }])) },
+    chainOpts(),
+    no('malformed'),
+  );
+  // Holds (PROTOCOL.md §15): verified at the maximum, then captured once (input.capture).
+  const H = await sba(G, { hold: true, maxAmountMinor: '3000' });
+  add(
+    f,
+    'hold-valid',
+    'A hold of 3000, verified for its maximum.',
+    'chain',
+    { sba: H },
+    chainOpts({ trackSpend: true, amount: '3000' }),
+    ok,
+  );
+  add(
+    f,
+    'hold-capture-below',
+    'A hold of 3000 captured at 1234.',
+    'chain',
+    { sba: await sba(G, { hold: true, maxAmountMinor: '3000' }), capture: '1234' },
+    chainOpts({ trackSpend: true, amount: '3000' }),
+    ok,
+  );
+  add(
+    f,
+    'hold-capture-at',
+    'A hold of 3000 captured at 3000.',
+    'chain',
+    { sba: await sba(G, { hold: true, maxAmountMinor: '3000' }), capture: '3000' },
+    chainOpts({ trackSpend: true, amount: '3000' }),
+    ok,
+  );
+  add(
+    f,
+    'hold-capture-above',
+    'A hold of 3000 captured at 3001.',
+    'chain',
+    { sba: await sba(G, { hold: true, maxAmountMinor: '3000' }), capture: '3001' },
+    chainOpts({ trackSpend: true, amount: '3000' }),
+    no('capture_exceeds_hold'),
+  );
+  add(
+    f,
+    'hold-capture-bad-value',
+    'authorization.capture is "auth": only "hold" is defined.',
+    'chain',
+    { sba: await sbaEdited(H, (c) => void (c.authorization.capture = 'auth')) },
+    chainOpts({ trackSpend: true, amount: '3000' }),
+    no('malformed'),
+  );
   add(
     f,
     'replay-smaller-amount',

@@ -20,6 +20,7 @@ import {
   type OpenApiResponse,
   type Schema,
 } from './openapi.js';
+import { AUDIT_PATH } from './event-admin.js';
 
 const asset = object({ standard: string(), code: string() }, ['standard', 'code']);
 const velocity = object({ maxPaymentsPerHour: { type: 'integer' }, maxAmountPerMerchantPerDay: minorUnits() });
@@ -164,6 +165,9 @@ export const ARTIFACT_SCHEMAS: Record<string, Schema> = {
       grantId: string(),
       purpose: string(),
       amount: object({ amountMinor: minorUnits(), currency: string() }, ['amountMinor', 'currency']),
+      authorizedAmountMinor: minorUnits(
+        'A hold (PROTOCOL.md §15): the amount authorized; `amount` is what was captured.',
+      ),
       merchant: string(),
       paidAt: timestamp(),
       txRef: string(),
@@ -307,33 +311,55 @@ export function probePaths(title: string): OpenApiDocument['paths'] {
   };
 }
 
-/** The audit chain and the webhook dispatch log (the outbox), admin only, under `auditPath` and `/admin/webhooks/dispatches`. */
-export function eventLogPaths(auditPath: string, security: Array<Record<string, string[]>>): OpenApiDocument['paths'] {
+/**
+ * The audit chain and the webhook dispatch log (the outbox), admin only, at the same paths in both
+ * services (service-kit/event-admin.ts); `deprecatedAuditPath`: an older path still answered.
+ */
+export function eventLogPaths(
+  security: Array<Record<string, string[]>>,
+  options: { deprecatedAuditPath?: string } = {},
+): OpenApiDocument['paths'] {
   const count = (name: string, description: string) =>
     queryParam(name, description, { type: 'string', pattern: '^[0-9]{1,15}$' });
+  const audit = (path: string, old: boolean): OpenApiDocument['paths'] => {
+    const note = old
+      ? {
+          deprecated: true,
+          description:
+            `Deprecated: served at \`${AUDIT_PATH}\` in both services; ` + 'answered with a `Deprecation` header.',
+        }
+      : {};
+    const suffix = old ? 'Deprecated' : '';
+    return {
+      [path]: {
+        get: operation({
+          summary: 'A page of the hash-chained audit log',
+          ...note,
+          tags: ['audit'],
+          operationId: `listAudit${suffix}`,
+          security,
+          parameters: [
+            count('afterSeq', 'Entries after this sequence number (default 0)'),
+            count('limit', 'At most this many (default 100)'),
+          ],
+          responses: { 200: jsonResponse('Entries, oldest first', ref('AuditPage')) },
+        }),
+      },
+      [`${path}/verify`]: {
+        get: operation({
+          summary: 'Walks the audit chain and checks every hash',
+          ...note,
+          tags: ['audit'],
+          operationId: `verifyAudit${suffix}`,
+          security,
+          responses: { 200: jsonResponse('The verdict', ref('AuditVerification')) },
+        }),
+      },
+    };
+  };
   return {
-    [auditPath]: {
-      get: operation({
-        summary: 'A page of the hash-chained audit log',
-        tags: ['audit'],
-        operationId: 'listAudit',
-        security,
-        parameters: [
-          count('afterSeq', 'Entries after this sequence number (default 0)'),
-          count('limit', 'At most this many (default 100)'),
-        ],
-        responses: { 200: jsonResponse('Entries, oldest first', ref('AuditPage')) },
-      }),
-    },
-    [`${auditPath}/verify`]: {
-      get: operation({
-        summary: 'Walks the audit chain and checks every hash',
-        tags: ['audit'],
-        operationId: 'verifyAudit',
-        security,
-        responses: { 200: jsonResponse('The verdict', ref('AuditVerification')) },
-      }),
-    },
+    ...audit(AUDIT_PATH, false),
+    ...(options.deprecatedAuditPath ? audit(options.deprecatedAuditPath, true) : {}),
     '/admin/webhooks/dispatches': {
       get: operation({
         summary: 'The webhook dispatch log (`failed` is the dead letter)',

@@ -19,6 +19,8 @@ export interface OpenApiOperation {
   description?: string;
   tags?: string[];
   operationId?: string;
+  /** Still answered, to be removed in a later release. */
+  deprecated?: boolean;
   security?: Array<Record<string, string[]>>;
   parameters?: unknown[];
   requestBody?: unknown;

@@ -33,6 +33,7 @@ import {
 } from './artifacts/receipt.js';
 import { createSessionWith, type SessionOptions, type WalletSession } from './wallet/session.js';
 import { createVerifier, type VerifyCtlOptions, type VerifyCtlResult } from './verifier/verify.js';
+import type { CaptureCtl } from './verifier/hold-book.js';
 import { humanAgentProfile } from './entries/human-agent.js';
 import { onlineChecks } from './entries/online.js';
 import { createExpressMiddleware, createKoaMiddleware, type MiddlewareOptions } from './verifier/middleware.js';
@@ -210,8 +211,19 @@ export function createDelegation(
  * The merchant verifier (spec §4.4, PROTOCOL.md §5). Never throws.
  * @example const r = await verifyCtl(sba, { amount: '30', currency: 'USD', merchantId: 'm-1', jwksUrl }); if (!r.valid) console.log(r.error.code)
  */
-export const verifyCtl: (sba: unknown, options: VerifyCtlOptions) => Promise<VerifyCtlResult> =
-  /* @__PURE__ */ createVerifier(defaultCrypto, { humanAgent: humanAgentProfile, online: onlineChecks });
+const defaultVerifier = /* @__PURE__ */ createVerifier(defaultCrypto, {
+  humanAgent: humanAgentProfile,
+  online: onlineChecks,
+});
+export const verifyCtl: (sba: unknown, options: VerifyCtlOptions) => Promise<VerifyCtlResult> = defaultVerifier;
+
+/**
+ * Captures a hold that `verifyCtl` (or the decision verifier) accepted (PROTOCOL.md §15): at most
+ * the hold, once, before the SBA expires; the rest goes back to every counter. Never throws.
+ * @example const r = await captureCtl(sba.authorization.budgetId, '1234'); if (!r.captured) console.log(r.error.code)
+ */
+export const captureCtl: CaptureCtl = (budgetId, amount, options) =>
+  defaultVerifier.captureCtl!(budgetId, amount, options);
 
 /**
  * Express/Connect middleware: verifies the SBA of `Authorization: CTL …` or `body.sba`, sets
@@ -221,7 +233,7 @@ export const verifyCtl: (sba: unknown, options: VerifyCtlOptions) => Promise<Ver
  * @example app.post('/pay', ctl({ amount: '30', currency: 'USD', jwksUrl, trackSpend: true }), (req, res) => res.json({ grantId: req.ctl?.grant.grantId }))
  */
 export function ctl(options: MiddlewareOptions<any>) {
-  return createExpressMiddleware(verifyCtl, options);
+  return createExpressMiddleware(defaultVerifier, options);
 }
 
 /**
@@ -230,7 +242,7 @@ export function ctl(options: MiddlewareOptions<any>) {
  * @example router.post('/pay', ctlKoa({ amount: '30', currency: 'USD', jwksUrl, trackSpend: true }), (ctx) => { ctx.body = ctx.state.ctl })
  */
 export function ctlKoa(options: MiddlewareOptions<any>) {
-  return createKoaMiddleware(verifyCtl, options);
+  return createKoaMiddleware(defaultVerifier, options);
 }
 
 /**

@@ -12,6 +12,8 @@ export type { BundleFields, SignBundleOptions, VerifyBundleOptions } from './art
 export type { ReceiptFields, VerifyReceiptOptions } from './artifacts/receipt.js';
 export type { SessionOptions, PaymentRequest, WalletSession } from './wallet/session.js';
 export type { VerifyCtlOptions, VerifyCtlResult } from './verifier/verify.js';
+export type { CaptureCtl, CaptureOptions, CaptureResult } from './verifier/hold-book.js';
+export type { WindowRemaining } from './wallet/holds.js';
 export type { MiddlewareOptions, CtlRequestState } from './verifier/middleware.js';
 export type { Decision, DecisionOptions, DecisionResult } from './verifier/decision.js';
 export { parseGrant } from './artifacts/grant.js';
@@ -64,6 +66,10 @@ export {
   type SpendStorage,
   type ReserveResult,
   type ReserveOptions,
+  type SpendCounter,
+  type ReserveManyOptions,
+  type ReserveManyResult,
+  type CommitManyResult,
 } from './wallet/spend-storage.js';
 export { createMemoryTimeFloor, type TimeFloor } from './verifier/time-floor.js';
 export { encodeSbaHeader, encodeSbaBase64, decodeSbaHeader } from './verifier/presentation.js';

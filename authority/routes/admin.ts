@@ -1,7 +1,7 @@
 /**
  * The multi-key admin API (spec §4.3): POST /admin/keys (the key is shown once),
- * DELETE /admin/keys/{keyId}, GET /admin/keys; GET /audit and /audit/verify; the webhook dispatch log
- * (the outbox: pending, delivered, failed = dead letter) and the redelivery of a dead letter.
+ * DELETE /admin/keys/{keyId}, GET /admin/keys. The audit log and the webhook dispatch log are
+ * service-kit/event-admin.ts, at the same paths as the gateway's.
  */
 import type Router from '@koa/router';
 import { badRequest, generateApiKey, notFound, requireScope } from '../../service-kit/index.js';
@@ -16,13 +16,6 @@ function scopesOf(value: unknown): string[] {
       throw badRequest(`scopes: unknown scope ${JSON.stringify(s).slice(0, 64)} (known: ${SCOPES.join(', ')})`);
   if (new Set(value).size !== value.length) throw badRequest('scopes: duplicates');
   return value as string[];
-}
-
-function count(value: unknown, field: string, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'string' || !/^[0-9]{1,15}$/.test(value))
-    throw badRequest(`${field}: must be a non-negative integer`);
-  return Number(value);
 }
 
 export function adminRoutes(router: Router, d: RouteDeps): void {
@@ -57,38 +50,5 @@ export function adminRoutes(router: Router, d: RouteDeps): void {
     );
     if (!r) throw notFound(`no API key '${keyId}'`);
     ctx.body = { keyId, revokedAt: r.revokedAt };
-  });
-
-  router.get('/audit', admin, async (ctx) => {
-    const entries = await d.store.audit.list({
-      afterSeq: count(ctx.query['afterSeq'], 'afterSeq', 0),
-      limit: count(ctx.query['limit'], 'limit', 100),
-    });
-    ctx.body = {
-      entries: entries.map((e) => ({ ...e, data: JSON.parse(e.data) })),
-      next: entries.length ? entries[entries.length - 1].seq : null,
-    };
-  });
-
-  router.get('/audit/verify', admin, async (ctx) => {
-    ctx.body = await d.store.audit.verify();
-  });
-
-  router.get('/admin/webhooks/dispatches', admin, async (ctx) => {
-    const status = ctx.query['status'];
-    if (status !== undefined && status !== 'pending' && status !== 'delivered' && status !== 'failed') {
-      throw badRequest('status: pending, delivered or failed');
-    }
-    ctx.body = {
-      dispatches: await d.store.dispatchLog.list({ status, limit: count(ctx.query['limit'], 'limit', 100) }),
-    };
-  });
-
-  // A dead letter (`failed`: attempts exhausted) sent again, with its webhook-id.
-  router.post('/admin/webhooks/dispatches/:id/redeliver', admin, async (ctx) => {
-    const id = identifier(ctx.params['id'], 'id');
-    if (!d.outbox || !(await d.outbox.redeliver(id))) throw notFound(`no dead-lettered delivery '${id}'`);
-    ctx.status = 202;
-    ctx.body = { id, status: 'pending' };
   });
 }

@@ -115,7 +115,7 @@ export type SignedBundle = Omit<BundleRecord, 'scopeKey' | 'sequence'>;
 export interface AuthorityStore extends TrustRootStore {
   readonly dialect: 'sqlite' | 'postgres';
   readonly description: string;
-  /** PostgreSQL only: the store's pool, for the rate limits' counters (rate-limits.ts). */
+  /** PostgreSQL only: the store's pool, for the rate limits' counters (service-kit/service-limits.ts). */
   readonly pgPool?: SqlDatabase['pgPool'];
   ping(): Promise<boolean>;
   close(): Promise<void>;

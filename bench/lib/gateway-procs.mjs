@@ -60,7 +60,7 @@ if (role === 'merchant') {
   );
 } else if (role === 'gateway') {
   const { openDatabase, listen, silentLogger } = await import(build('service-kit/index.js'));
-  const { createGatewayApp } = await import(build('gateway/app.js'));
+  const { openGateway } = await import(build('gateway/server.js'));
   const db = await openDatabase(process.env.BENCH_DB, {
     schema: process.env.BENCH_SCHEMA || undefined,
     poolSize: Number(process.env.BENCH_POOL_SIZE ?? 20),
@@ -72,7 +72,7 @@ if (role === 'merchant') {
     countSql(db, counts);
     process.on('SIGUSR2', () => writeFileSync(process.env.BENCH_SQL_COUNTS, JSON.stringify(counts)));
   }
-  const { gatewayRateLimitsFromEnv } = await import(build('gateway/services/rate-limits.js'));
+  const { gatewayRateLimitsFromEnv } = await import(build('service-kit/service-limits.js'));
   // One session takes thousands of requests a second here: no rate limit unless the environment
   // sets one (bench/rate-limit.mjs measures what counting costs).
   const rateLimits = gatewayRateLimitsFromEnv({
@@ -85,7 +85,7 @@ if (role === 'merchant') {
   const { gatewayOptionsFromEnv } = await import(build('gateway/server.js'));
   const fromEnv = gatewayOptionsFromEnv(process.env);
   const envMs = (name) => (process.env[name] ? Number(process.env[name]) : undefined);
-  const gw = await createGatewayApp({
+  const gw = await openGateway({
     db,
     adminKey: ADMIN_KEY,
     logger: silentLogger(),

@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createGatewayClient, CtlError, GatewayError } from '../../src/index.js';
 import { openDatabase, listen, silentLogger } from '../../service-kit/index.js';
-import { createGatewayApp } from '../../gateway/app.js';
+import { openGateway } from '../../gateway/server.js';
 import { expect } from '../shared/local-authority.js';
 
 // A summarisation API at 0.25 USD a call that only speaks the spec's x402 dialect.
@@ -31,7 +31,7 @@ const apiHost = `127.0.0.1:${(api.address() as AddressInfo).port}`;
 
 const dir = mkdtempSync(join(tmpdir(), 'ctl-ai-agent-'));
 const adminKey = 'example-admin-key-0123456789';
-const gateway = await createGatewayApp({
+const gateway = await openGateway({
   db: await openDatabase(`sqlite:${join(dir, 'gateway.db')}`),
   adminKey,
   logger: silentLogger(),

@@ -7,8 +7,7 @@ import { ADMIN_SCOPE, requireScope, type Authenticate } from '../../service-kit/
 import { OWNER_SCOPE } from '../routes/sessions.js';
 import type { EgressCa } from './ca.js';
 
-export function caRoutes(o: { auth: Authenticate; ca: EgressCa }) {
-  const r = new Router();
+export function caRoutes(r: Router, o: { auth: Authenticate; ca: EgressCa }): void {
   r.get('/ca.pem', requireScope(o.auth, OWNER_SCOPE), async (ctx) => {
     ctx.type = 'application/x-pem-file';
     ctx.set('X-Ctl-Ca-Fingerprint', await o.ca.fingerprint());
@@ -17,5 +16,4 @@ export function caRoutes(o: { auth: Authenticate; ca: EgressCa }) {
   r.post('/admin/egress/ca/rotate', requireScope(o.auth, ADMIN_SCOPE), async (ctx) => {
     ctx.body = { fingerprint: await o.ca.rotate() };
   });
-  return r;
 }

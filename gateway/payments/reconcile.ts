@@ -26,6 +26,7 @@ export interface ReconcileDeps {
     p: PaymentRecord,
     txRef: string,
     sba: SignedBudgetAuthorization | undefined,
+    captured?: bigint,
   ): Promise<boolean>;
   /** A reconcile pass ended, with the payments it settled (metrics). */
   onReconciled?: (settled: { committed: number; released: number }) => void;
@@ -82,7 +83,8 @@ async function reconcileOne(deps: ReconcileDeps, p: PaymentRecord): Promise<'com
   if (!session) return undefined;
   if (found) {
     const sba = p.sba ? (JSON.parse(p.sba) as SignedBudgetAuthorization) : undefined;
-    const done = await deps.commitPaid(session, { ...p, rail: found.rail ?? p.rail }, found.txRef, sba);
+    const captured = found.hold ? (found.captured ?? p.amount) : undefined;
+    const done = await deps.commitPaid(session, { ...p, rail: found.rail ?? p.rail }, found.txRef, sba, captured);
     return done ? 'committed' : undefined;
   }
   return (await release(db, p.id, now())) ? 'released' : undefined;

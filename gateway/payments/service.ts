@@ -14,6 +14,7 @@ import {
   reserve,
   markPaying,
   commit,
+  commitCaptured,
   release,
   payLedgerInCommit,
   type PaymentRecord,
@@ -21,7 +22,7 @@ import {
   type CommitRecord,
 } from './store.js';
 import { sessionById, type SessionRecord } from '../store/sessions.js';
-import type { Rail } from './rails/rail.js';
+import type { PaymentOrder, Rail } from './rails/rail.js';
 import type { PaymentTerms } from './terms/x-payment.js';
 import { createPaymentSigning, type PaymentFields } from './signing.js';
 import { reconcile } from './reconcile.js';
@@ -111,7 +112,13 @@ export function createPaymentService(deps: PaymentServiceDeps) {
    * only from the new total, so a session with thresholds records them from the result. Which
    * form the store writes (rows in the commit statement, or a transaction's effects) is its own.
    */
-  function commitRecord(session: SessionRecord, p: PaymentFields, receiptId: string, txRef: string): CommitRecord {
+  function commitRecord(
+    session: SessionRecord,
+    p: PaymentFields,
+    receiptId: string,
+    txRef: string,
+    captured?: bigint,
+  ): CommitRecord {
     const completed = [
       {
         session,
@@ -120,7 +127,8 @@ export function createPaymentService(deps: PaymentServiceDeps) {
         data: {
           paymentId: p.id,
           receiptId,
-          amountMinor: p.amount.toString(),
+          amountMinor: (captured ?? p.amount).toString(),
+          ...(captured !== undefined ? { authorizedAmountMinor: p.amount.toString() } : {}),
           currency: p.currency,
           merchant: p.merchant,
           purpose: p.purpose,
@@ -167,20 +175,24 @@ export function createPaymentService(deps: PaymentServiceDeps) {
       ];
     });
 
-  /** Commit + receipt for a payment the rail has made; safe to call from any path, commits once. */
+  /**
+   * Commit + receipt for a payment the rail has made; safe to call from any path, commits once.
+   * With `captured`, `p.amount` was a hold (PROTOCOL.md §15): `captured` is spent, the rest released.
+   */
   async function commitPaid(
     session: SessionRecord,
     p: PaymentFields,
     txRef: string,
     sba: SignedBudgetAuthorization | undefined,
+    captured?: bigint,
   ) {
     const paidAt = now();
-    const { receiptId, receipt, row, committed } = await signing.receipt(session, p, txRef, paidAt, sba);
-    const c = await commit(
-      db,
-      { ...row, sessionId: session.id, amount: p.amount, txRef },
-      commitRecord(session, p, receiptId, txRef),
-    );
+    const { receiptId, receipt, row, committed } = await signing.receipt(session, p, txRef, paidAt, sba, captured);
+    const record = commitRecord(session, p, receiptId, txRef, captured);
+    const c =
+      captured === undefined
+        ? await commit(db, { ...row, sessionId: session.id, amount: p.amount, txRef }, record)
+        : await commitCaptured(db, { ...row, sessionId: session.id, hold: p.amount, captured, txRef }, record);
     if (c.committed) committed();
     return { committed: c.committed, receipt };
   }
@@ -367,17 +379,22 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     if (!(await markPaying(db, a.paymentId, JSON.stringify(a.sba), now()))) {
       throw new HttpError(409, 'conflict', 'the payment was settled by reconciliation before it was made');
     }
-    let txRef: string;
+    const txRef = await payOnRail({
+      paymentId: p.id,
+      amount: p.amount,
+      currency: p.currency,
+      address: terms.address,
+      merchant: host,
+    });
+    const { receipt } = await commitPaid(session, p, txRef, a.sba);
+    return { paymentId: p.id, txRef, sba: a.sba, receipt };
+  }
+
+  /** The rail paid for a payment marked `paying`; an answer that never came is asked of the rail, never guessed. */
+  async function payOnRail(order: PaymentOrder): Promise<string> {
+    const p = { id: order.paymentId };
     try {
-      txRef = (
-        await rail.pay({
-          paymentId: p.id,
-          amount: p.amount,
-          currency: p.currency,
-          address: terms.address,
-          merchant: host,
-        })
-      ).txRef;
+      return (await rail.pay(order)).txRef;
     } catch (e) {
       // Paid or not? Ask the rail, which also voids the id if it was not (rail.ts). An outcome
       // that throws answers nothing: the payment may have been made, so it is held as pending
@@ -395,10 +412,8 @@ export function createPaymentService(deps: PaymentServiceDeps) {
       // Neither paid nor void: the reservation stays for reconcile() to settle.
       if (found === 'pending')
         throw new HttpError(502, 'payment_unconfirmed', `the ${rail.name} rail has not confirmed the payment yet`);
-      txRef = found.txRef;
+      return found.txRef;
     }
-    const { receipt } = await commitPaid(session, p, txRef, a.sba);
-    return { paymentId: p.id, txRef, sba: a.sba, receipt };
   }
 
   const rails = new Map<string, Rail>([rail, ...(deps.otherRails ?? [])].map((r) => [r.name, r]));
@@ -406,16 +421,68 @@ export function createPaymentService(deps: PaymentServiceDeps) {
   return {
     authorize,
 
+    /** The rail this service pays on (the X-Payment protocol's). */
+    railName: rail.name,
+
     /** reserved → paying: from here the payment may happen, so only the rail's answer releases it. */
     async markPaying(a: Authorization): Promise<boolean> {
       return markPaying(db, a.paymentId, JSON.stringify(a.sba), now());
     },
 
-    /** Commits an authorized payment that was paid (`txRef` = `txid:<reference>`) with its signed receipt. */
-    async complete(session: SessionRecord, a: Authorization, txRef: string, receiptRail: string, startedAt?: number) {
-      const r = await commitPaid(session, { id: a.paymentId, ...a, rail: receiptRail }, txRef, a.sba);
+    /**
+     * Commits an authorized payment that was paid (`txRef` = `txid:<reference>`) with its signed
+     * receipt; with `captured`, an authorized hold captured at that amount (the rest released).
+     */
+    async complete(
+      session: SessionRecord,
+      a: Authorization,
+      txRef: string,
+      receiptRail: string,
+      startedAt?: number,
+      captured?: bigint,
+    ) {
+      const r = await commitPaid(session, { id: a.paymentId, ...a, rail: receiptRail }, txRef, a.sba, captured);
       if (startedAt !== undefined) deps.onPaid?.(performance.now() - startedAt, receiptRail.split(':')[0]!);
       return r;
+    },
+
+    /**
+     * A hold authorized on this service's rail (the X-Payment protocol's `maxAmount`) captured at
+     * `captured` (PROTOCOL.md §15): 0 releases it, nothing paid; above the hold it is released and
+     * refused (`capture_exceeds_hold`), nothing paid; else `paying` is written, the rail pays
+     * `captured` (idempotent by payment id), and the capture commits with the rest released.
+     * Undefined when nothing was captured.
+     */
+    async capture(
+      session: SessionRecord,
+      a: Authorization,
+      address: string,
+      captured: bigint,
+    ): Promise<PaidResult | undefined> {
+      const started = performance.now();
+      if (captured === 0n) {
+        await release(db, a.paymentId, now());
+        return undefined;
+      }
+      if (captured > a.amount) {
+        await release(db, a.paymentId, now());
+        return refuse(
+          rail.name,
+          session,
+          'capture_exceeds_hold',
+          `the merchant captured ${captured}, above the hold of ${a.amount}; nothing was paid`,
+          { merchant: a.merchant, amountMinor: captured.toString(), currency: a.currency, purpose: a.purpose },
+        );
+      }
+      if (!(await markPaying(db, a.paymentId, JSON.stringify(a.sba), now()))) {
+        throw new HttpError(409, 'conflict', 'the payment was settled by reconciliation before it was captured');
+      }
+      const order = { paymentId: a.paymentId, amount: captured, currency: a.currency, address, merchant: a.merchant };
+      const txRef = await payOnRail(order);
+      const p: PaymentFields = { id: a.paymentId, ...a, rail: rail.name };
+      const { receipt } = await commitPaid(session, p, txRef, a.sba, captured);
+      deps.onPaid?.(performance.now() - started, rail.name);
+      return { paymentId: a.paymentId, txRef, sba: a.sba, receipt };
     },
 
     /** Gives an authorized payment's reservation back: only when it provably never happened. */
@@ -449,8 +516,8 @@ export function createPaymentService(deps: PaymentServiceDeps) {
           db,
           now,
           rails,
-          commitPaid: async (session, p: PaymentRecord, txRef, sba) =>
-            (await commitPaid(session, p, txRef, sba)).committed,
+          commitPaid: async (session, p: PaymentRecord, txRef, sba, captured) =>
+            (await commitPaid(session, p, txRef, sba, captured)).committed,
           onReconciled: deps.onReconciled,
           onReconcileError: deps.onReconcileError,
         },

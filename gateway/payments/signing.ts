@@ -139,13 +139,17 @@ export function createPaymentSigning(deps: { keys: KeyRing; sessionKeys: Session
       });
     },
 
-    /** The receipt of a payment made (`txRef`), embedding its SBA, and the row that stores it. */
+    /**
+     * The receipt of a payment made (`txRef`), embedding its SBA, and the row that stores it;
+     * with `captured`, the receipt of a hold of `p.amount` captured at that amount.
+     */
     async receipt(
       session: SessionRecord,
       p: PaymentFields,
       txRef: string,
       paidAt: number,
       sba: SignedBudgetAuthorization | undefined,
+      captured?: bigint,
     ): Promise<SignedReceipt> {
       const receiptId = `rcpt_${timeOrderedId()}`;
       const rk = await keys.active('receipt');
@@ -154,7 +158,9 @@ export function createPaymentSigning(deps: { keys: KeyRing; sessionKeys: Session
         sessionId: session.id,
         grantId: session.grantId,
         purpose: p.purpose,
-        amount: { amountMinor: p.amount.toString(), currency: p.currency },
+        // A hold's receipt: what was captured, beside the hold (PROTOCOL.md §15).
+        amount: { amountMinor: (captured ?? p.amount).toString(), currency: p.currency },
+        ...(captured !== undefined ? { authorizedAmountMinor: p.amount.toString() } : {}),
         merchant: p.merchant,
         paidAt: formatTimestamp(paidAt),
         txRef,

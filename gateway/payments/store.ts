@@ -480,6 +480,57 @@ export async function commit(
 }
 
 /**
+ * Capture of a hold (PROTOCOL.md §15), for the session's single counter: as `commit`, with
+ * `captured` ≤ `hold` spent and the whole hold given back to `reserved`; the payment row keeps
+ * the captured amount (what velocity sums from then on). Conditional on the row still holding
+ * `hold`, so a capture happens once whoever calls it. NARROW on purpose: the session's one
+ * `spent`/`reserved` pair; the multi-counter store (windows, ancestors) extends this function.
+ */
+export async function commitCaptured(
+  q: SqlDatabase,
+  p: ReceiptRow & { sessionId: string; hold: bigint; captured: bigint; txRef: string },
+  record: CommitRecord = {},
+): Promise<CommitResult> {
+  if (p.captured < 0n || p.captured > p.hold) throw new RangeError('a capture is between 0 and its hold');
+  const open = `id = ? AND state IN ('reserved', 'paying') AND amount = ?`;
+  if (q.dialect === 'postgres') {
+    const statement = (extra = NO_CTES) => {
+      const rc = receiptCtes(p);
+      return {
+        sql: `WITH pay AS (
+         UPDATE gw_payments SET state = 'paid', amount = ?::bigint, tx_ref = ?, updated_at = ?::bigint, sba = NULL
+         WHERE ${open.replace('amount = ?', 'amount = ?::bigint')} RETURNING session_id),
+       ses AS (
+         UPDATE gw_sessions SET spent = spent + ?::bigint, reserved = reserved - ?::bigint FROM pay
+         WHERE gw_sessions.id = pay.session_id RETURNING gw_sessions.spent, gw_sessions.ceiling),
+       ${rc.sql}${extra.sql}
+       SELECT spent, ceiling FROM ses`,
+        params: [p.captured, p.txRef, p.paidAt, p.paymentId, p.hold, p.captured, p.hold, ...rc.params, ...extra.params],
+      };
+    };
+    return commitOnPostgres(q, p.sessionId, statement, p.captured, record);
+  }
+  return changeWith(
+    q,
+    async (t) => {
+      const u = await t.run(
+        `UPDATE gw_payments SET state = 'paid', amount = ?, tx_ref = ?, updated_at = ?, sba = NULL WHERE ${open}`,
+        [p.captured, p.txRef, p.paidAt, p.paymentId, p.hold],
+      );
+      if (u.changes !== 1) throw new Rollback(NOT_COMMITTED);
+      const s = await t.get(
+        `UPDATE gw_sessions SET spent = spent + ?, reserved = reserved - ? WHERE id = ? RETURNING spent, ceiling`,
+        [p.captured, p.hold, p.sessionId],
+      );
+      await insertReceipt(t, p);
+      return committed(s!, p.captured);
+    },
+    record.effect,
+    { first: record.known?.effect },
+  );
+}
+
+/**
  * reserved|paying → released: gives the reservation back; only for payments the rail never made.
  * `states` narrows it: reconcile releases a stale row only while it is still `reserved` (nothing
  * reaches a rail before `paying`), so a row another instance has just marked `paying` stays.

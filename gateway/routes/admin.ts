@@ -4,7 +4,7 @@
  * owner (its keys and live sessions stop in one transaction), stops any session, and rotates
  * signing keys.
  */
-import Router from '@koa/router';
+import type Router from '@koa/router';
 import { randomBytes } from 'node:crypto';
 import { parseStrictJson, formatTimestamp } from '../../src/index.js';
 import {
@@ -30,15 +30,17 @@ import { OWNER_SCOPE, sessionsPage } from './sessions.js';
 /** Owner and key ids this gateway gives (legacy owner ids are key ids): anything else is unknown. */
 const ID = /^[A-Za-z0-9_-]{1,80}$/;
 
-export function adminRoutes(o: {
-  db: SqlDatabase;
-  auth: Authenticate;
-  keys: KeyRing;
-  sessions: SessionService;
-  events: GatewayEvents;
-  now: () => number;
-}) {
-  const r = new Router();
+export function adminRoutes(
+  router: Router,
+  o: {
+    db: SqlDatabase;
+    auth: Authenticate;
+    keys: KeyRing;
+    sessions: SessionService;
+    events: GatewayEvents;
+    now: () => number;
+  },
+): void {
   const admin = requireScope(o.auth, ADMIN_SCOPE);
   const body = jsonBody({ limit: '16kb', parse: parseStrictJson });
   const param = (ctx: any, name: string, what: string) => {
@@ -51,7 +53,7 @@ export function adminRoutes(o: {
     return { keyId, apiKey, key: { keyId, record } };
   };
 
-  r.post('/admin/owners', admin, body, async (ctx) => {
+  router.post('/admin/owners', admin, body, async (ctx) => {
     // Owner keys carry the one scope OWNER_SCOPE: a `scopes` member (or any other) is refused.
     const label = optionalText(closedBody(ctx.request.body, ['label']), 'label', 200);
     const ownerId = `own_${randomBytes(12).toString('base64url')}`;
@@ -66,7 +68,7 @@ export function adminRoutes(o: {
   });
 
   // Which keys an owner has (ids and dates only), to see what a rotation still has to revoke.
-  r.get('/admin/owners/:ownerId', admin, async (ctx) => {
+  router.get('/admin/owners/:ownerId', admin, async (ctx) => {
     const ownerId = param(ctx, 'ownerId', 'owner');
     const owner = await ownerWithKeys(o.db, ownerId);
     if (!owner) throw notFound(`no owner '${ownerId}'`);
@@ -86,14 +88,14 @@ export function adminRoutes(o: {
   });
 
   // What an owner's agents hold, for the admin's stop button (DELETE /admin/sessions/{id}).
-  r.get('/admin/owners/:ownerId/sessions', admin, async (ctx) => {
+  router.get('/admin/owners/:ownerId/sessions', admin, async (ctx) => {
     const ownerId = param(ctx, 'ownerId', 'owner');
     if (!(await ownerWithKeys(o.db, ownerId))) throw notFound(`no owner '${ownerId}'`);
     ctx.body = { ownerId, ...(await sessionsPage(o.db, o.sessions, ownerId, ctx.query)) };
   });
 
   // Key rotation: add a key, move the agents over, revoke the old one; the sessions stay the owner's.
-  r.post('/admin/owners/:ownerId/keys', admin, async (ctx) => {
+  router.post('/admin/owners/:ownerId/keys', admin, async (ctx) => {
     const ownerId = param(ctx, 'ownerId', 'owner');
     const { keyId, apiKey, key } = newKey();
     const added = await addOwnerKey(
@@ -109,7 +111,7 @@ export function adminRoutes(o: {
     ctx.body = { ownerId, keyId, apiKey };
   });
 
-  r.delete('/admin/owners/:ownerId/keys/:keyId', admin, async (ctx) => {
+  router.delete('/admin/owners/:ownerId/keys/:keyId', admin, async (ctx) => {
     const ownerId = param(ctx, 'ownerId', 'owner');
     const keyId = param(ctx, 'keyId', 'key');
     if (
@@ -126,7 +128,7 @@ export function adminRoutes(o: {
   });
 
   // Disabling an owner stops every key and every live session it owns, in one transaction.
-  r.delete('/admin/owners/:ownerId', admin, async (ctx) => {
+  router.delete('/admin/owners/:ownerId', admin, async (ctx) => {
     const ownerId = param(ctx, 'ownerId', 'owner');
     const at = o.now();
     const revoked = await disableOwner(
@@ -143,16 +145,15 @@ export function adminRoutes(o: {
   });
 
   // The admin's stop button: any session, recorded as the admin's (revokedBy, session.revoked).
-  r.delete('/admin/sessions/:id', admin, async (ctx) => {
+  router.delete('/admin/sessions/:id', admin, async (ctx) => {
     const id = param(ctx, 'id', 'session');
     ctx.body = await o.sessions.revoke(await o.sessions.byId(id), 'admin');
   });
 
-  r.post('/admin/keys/rotate', admin, body, async (ctx) => {
+  router.post('/admin/keys/rotate', admin, body, async (ctx) => {
     const purpose = (ctx.request.body as { purpose?: unknown } | undefined)?.purpose;
     if (!KEY_PURPOSES.includes(purpose as GatewayKeyPurpose))
       throw badRequest(`purpose: one of ${KEY_PURPOSES.join(', ')}`);
     ctx.body = { purpose, kid: await o.keys.rotate(purpose as GatewayKeyPurpose) };
   });
-  return r;
 }

@@ -4,16 +4,14 @@
  * check its state and spend before paying and show the receipts of what it paid. The session is
  * the token's: there is no id in the path to guess, and another session's receipt is 404.
  */
-import Router from '@koa/router';
+import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { notFound, unauthorized, type SqlDatabase } from '../../service-kit/index.js';
 import { receiptOf, receiptsOf } from '../payments/store.js';
 import { sessionById } from '../store/sessions.js';
 import { sessionTokenOf, type SessionService } from '../services/sessions.js';
 
-export function agentSessionRoutes(o: { db: SqlDatabase; sessions: SessionService }) {
-  const r = new Router();
-
+export function agentSessionRoutes(router: Router, o: { db: SqlDatabase; sessions: SessionService }): void {
   // Any state answers (a revoked or expired session says so): the agent learns why it cannot pay.
   async function tokenSession(ctx: Context) {
     const token = sessionTokenOf(ctx.get('authorization'));
@@ -25,23 +23,21 @@ export function agentSessionRoutes(o: { db: SqlDatabase; sessions: SessionServic
     return session;
   }
 
-  r.get('/session', async (ctx) => {
+  router.get('/session', async (ctx) => {
     // byToken's spend may be stale (it caches); the view reads the row as it is now.
     const s = await tokenSession(ctx);
     ctx.body = o.sessions.agentView((await sessionById(o.db, s.id)) ?? s);
   });
 
-  r.get('/session/receipts', async (ctx) => {
+  router.get('/session/receipts', async (ctx) => {
     const s = await tokenSession(ctx);
     ctx.body = { sessionId: s.id, receipts: await receiptsOf(o.db, s.id) };
   });
 
-  r.get('/session/receipts/:receiptId', async (ctx) => {
+  router.get('/session/receipts/:receiptId', async (ctx) => {
     const s = await tokenSession(ctx);
     const receipt = await receiptOf(o.db, s.id, ctx.params.receiptId!);
     if (!receipt) throw notFound(`no receipt '${ctx.params.receiptId}' in this session`);
     ctx.body = receipt;
   });
-
-  return r;
 }

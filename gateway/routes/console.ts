@@ -7,7 +7,7 @@
  * The page is served with a Content-Security-Policy that allows nothing but this origin (no
  * inline script or style, no frames, no external fetch) and the usual hardening headers.
  */
-import Router from '@koa/router';
+import type Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
@@ -69,14 +69,16 @@ export const DEFAULT_CONSOLE_DIR =
     .map((rel) => fileURLToPath(new URL(rel, import.meta.url)))
     .find((dir) => existsSync(join(dir, 'index.html'))) ?? fileURLToPath(new URL('../../console/', import.meta.url));
 
-export function consoleRoutes(o: {
-  db: SqlDatabase;
-  auth: Authenticate;
-  sessions: SessionService;
-  streams: ConsoleStreams;
-  dir?: string;
-}) {
-  const r = new Router();
+export function consoleRoutes(
+  router: Router,
+  o: {
+    db: SqlDatabase;
+    auth: Authenticate;
+    sessions: SessionService;
+    streams: ConsoleStreams;
+    dir?: string;
+  },
+): void {
   const dir = o.dir ?? DEFAULT_CONSOLE_DIR;
   const owner = requireScope(o.auth, OWNER_SCOPE);
   const ownerId = (ctx: Context) => {
@@ -90,7 +92,7 @@ export function consoleRoutes(o: {
   };
 
   for (const [path, [file, type]] of Object.entries(ASSETS)) {
-    r.get(path, harden, async (ctx) => {
+    router.get(path, harden, async (ctx) => {
       let bytes: Buffer;
       try {
         bytes = await readFile(join(dir, file));
@@ -105,7 +107,7 @@ export function consoleRoutes(o: {
 
   // One stream per owner tab, bounded (services/console-stream.ts). fetch() streaming carries the
   // key in the Authorization header: never in the URL, where logs and history would keep it.
-  r.get('/console/events', harden, owner, async (ctx) => {
+  router.get('/console/events', harden, owner, async (ctx) => {
     const id = ownerId(ctx);
     const opened = o.streams.open(ctx, id, bearerToken(ctx.get('authorization'))!);
     if (opened !== 'open') {
@@ -120,7 +122,7 @@ export function consoleRoutes(o: {
     }
   });
 
-  r.get('/sessions/:id/webhooks', owner, async (ctx) => {
+  router.get('/sessions/:id/webhooks', owner, async (ctx) => {
     const s = await o.sessions.owned(ownerId(ctx), ctx.params.id!);
     const limit = ctx.query.limit === undefined ? 100 : Number(ctx.query.limit);
     if (!Number.isInteger(limit) || limit < 1 || limit > 500) throw badRequest('limit: an integer 1–500');
@@ -130,7 +132,6 @@ export function consoleRoutes(o: {
       dispatches: s.webhookUrl ? await dispatchesOfSession(o.db, s.id, s.webhookUrl, limit) : [],
     };
   });
-  return r;
 }
 
 /**

@@ -3,15 +3,17 @@
  * retired), the Trust Bundle signed by the gateway's bundle root, and the revocation check
  * every internal grant names (PROTOCOL.md §5 step 3: `{ grantId, revoked, revokedAt? }`).
  */
-import Router from '@koa/router';
+import type Router from '@koa/router';
 import { formatTimestamp } from '../../src/index.js';
 import { notFound, badRequest, type SqlDatabase } from '../../service-kit/index.js';
 import { sessionByGrantId } from '../store/sessions.js';
 import type { KeyRing } from '../services/keys.js';
 import { createTrustBundlePublisher } from '../services/trust-bundle.js';
 
-export function keyRoutes(o: { db: SqlDatabase; keys: KeyRing; issuer: string; now: () => number }) {
-  const r = new Router();
+export function keyRoutes(
+  router: Router,
+  o: { db: SqlDatabase; keys: KeyRing; issuer: string; now: () => number },
+): void {
   const bundles = createTrustBundlePublisher({ db: o.db, issuer: o.issuer, now: o.now, signerOf: o.keys.signerOf });
 
   const published = async () =>
@@ -19,24 +21,24 @@ export function keyRoutes(o: { db: SqlDatabase; keys: KeyRing; issuer: string; n
       .filter((k) => k.purpose !== 'bundle')
       .map((k) => ({ ...k.publicJwk, kid: k.kid, alg: 'EdDSA', purposes: [k.purpose], status: k.status }));
 
-  r.get('/.well-known/ctl-keys.json', async (ctx) => {
+  router.get('/.well-known/ctl-keys.json', async (ctx) => {
     ctx.set('Cache-Control', 'max-age=60');
     ctx.body = { keys: await published() };
   });
 
   // Served at the database's current sequence (services/trust-bundle.ts): a revocation shows
   // here at once on every instance, so a client should not cache it long.
-  r.get('/.well-known/ctl-trust-bundle.json', async (ctx) => {
+  router.get('/.well-known/ctl-trust-bundle.json', async (ctx) => {
     ctx.set('Cache-Control', 'max-age=1');
     ctx.body = await bundles.current();
   });
 
-  r.get('/.well-known/ctl-bundle-root.json', async (ctx) => {
+  router.get('/.well-known/ctl-bundle-root.json', async (ctx) => {
     const root = await o.keys.active('bundle');
     ctx.body = { keys: [{ ...root.publicJwk, kid: root.kid, alg: 'EdDSA', purposes: ['bundle'] }] };
   });
 
-  r.get('/revoke', async (ctx) => {
+  router.get('/revoke', async (ctx) => {
     const grantId = ctx.query.grantId;
     if (typeof grantId !== 'string' || !grantId) throw badRequest('grantId: required');
     const s = await sessionByGrantId(o.db, grantId);
@@ -48,5 +50,4 @@ export function keyRoutes(o: { db: SqlDatabase; keys: KeyRing; issuer: string; n
       ...(s.state === 'revoked' && s.endedAt ? { revokedAt: formatTimestamp(s.endedAt) } : {}),
     };
   });
-  return r;
 }

@@ -3,7 +3,7 @@
  * rail (`POST /charge`), puts them in its 402 `X-Payment`, and checks the `X-Payment-Receipt`
  * it gets (`GET /charge/{id}/verify`, `{id}` a charge id or a `txid:` reference).
  */
-import Router from '@koa/router';
+import type Router from '@koa/router';
 import type { Middleware } from 'koa';
 import { randomBytes } from 'node:crypto';
 import { parseStrictJson, isAmount, isCurrency } from '../../src/index.js';
@@ -14,21 +14,23 @@ import { MAX_AMOUNT } from '../payments/amount.js';
 type Ledger = ReturnType<typeof createLedgerRail>;
 
 /**
- * `limit`: spent by every `POST /charge` before its body is read (services/rate-limits.ts: per
+ * `limit`: spent by every `POST /charge` before its body is read (service-kit/service-limits.ts: per
  * client address, since the route takes no key and each charge is a row).
  */
-export function merchantRoutes(o: {
-  db: SqlDatabase;
-  ledger: Ledger;
-  now: () => number;
-  baseUrl: (ctx: any) => string;
-  limit?: Middleware;
-}) {
-  const r = new Router();
+export function merchantRoutes(
+  router: Router,
+  o: {
+    db: SqlDatabase;
+    ledger: Ledger;
+    now: () => number;
+    baseUrl: (ctx: any) => string;
+    limit?: Middleware;
+  },
+): void {
   const body = jsonBody({ limit: '16kb', parse: parseStrictJson });
   const limit: Middleware = o.limit ?? ((_ctx, next) => next());
 
-  r.post('/charge', limit, body, async (ctx) => {
+  router.post('/charge', limit, body, async (ctx) => {
     const b = closedBody(ctx.request.body, ['amount', 'currency', 'description']);
     if (!isAmount(b.amount) || b.amount === '0' || BigInt(b.amount) > MAX_AMOUNT)
       throw badRequest('amount: a positive decimal string of minor units');
@@ -53,7 +55,7 @@ export function merchantRoutes(o: {
     };
   });
 
-  r.get('/charge/:id/verify', async (ctx) => {
+  router.get('/charge/:id/verify', async (ctx) => {
     const id = ctx.params.id!;
     if (id.startsWith('txid:')) {
       const e = await o.ledger.lookup(id);
@@ -83,7 +85,7 @@ export function merchantRoutes(o: {
     };
   });
 
-  r.get('/.well-known/x402-payment-info', (ctx) => {
+  router.get('/.well-known/x402-payment-info', (ctx) => {
     const base = o.baseUrl(ctx);
     ctx.body = {
       rails: ['ledger'],
@@ -96,5 +98,4 @@ export function merchantRoutes(o: {
       trustBundleUrl: `${base}/.well-known/ctl-trust-bundle.json`,
     };
   });
-  return r;
 }

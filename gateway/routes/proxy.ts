@@ -4,7 +4,7 @@
  * it gets the merchant's final response, or the gateway's refusal `{ error: { code, message } }`
  * (marked `X-Ctl-Gateway-Error`, app.ts).
  */
-import Router from '@koa/router';
+import type Router from '@koa/router';
 import { CtlError } from '../../src/index.js';
 import { HttpError, unauthorized, badRequest, readsBody } from '../../service-kit/index.js';
 import { effectiveState } from '../store/sessions.js';
@@ -39,17 +39,19 @@ function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   });
 }
 
-export function proxyRoutes(o: {
-  sessions: SessionService;
-  protocols: PaymentProtocol<any>[];
-  forwarder: Forwarder;
-  now: () => number;
-  maxBodyBytes: number;
-  idempotency: IdempotencyService;
-}) {
-  const r = new Router();
+export function proxyRoutes(
+  router: Router,
+  o: {
+    sessions: SessionService;
+    protocols: PaymentProtocol<any>[];
+    forwarder: Forwarder;
+    now: () => number;
+    maxBodyBytes: number;
+    idempotency: IdempotencyService;
+  },
+): void {
   // The agent's body is the merchant's, forwarded as bytes: this route reads a body of any type.
-  r.all(
+  router.all(
     '/proxy',
     readsBody(async (ctx) => {
       const token = sessionTokenOf(ctx.get('authorization'));
@@ -124,5 +126,4 @@ export function proxyRoutes(o: {
       });
     }),
   );
-  return r;
 }

@@ -1,7 +1,7 @@
 /**
  * Budget-owner side (spec §4.1): the session API, behind owner API keys.
  */
-import Router from '@koa/router';
+import type Router from '@koa/router';
 import { parseStrictJson } from '../../src/index.js';
 import {
   jsonBody,
@@ -49,13 +49,15 @@ export async function sessionsPage(
   };
 }
 
-export function sessionRoutes(o: {
-  db: SqlDatabase;
-  auth: Authenticate;
-  sessions: SessionService;
-  baseUrl: (ctx: any) => string;
-}) {
-  const r = new Router();
+export function sessionRoutes(
+  router: Router,
+  o: {
+    db: SqlDatabase;
+    auth: Authenticate;
+    sessions: SessionService;
+    baseUrl: (ctx: any) => string;
+  },
+): void {
   const owner = requireScope(o.auth, OWNER_SCOPE);
   const body = jsonBody({ limit: '64kb', parse: parseStrictJson });
   // Sessions belong to the owner, not to the key that made them (any of its keys reaches them).
@@ -68,33 +70,33 @@ export function sessionRoutes(o: {
     return id;
   };
 
-  r.post('/sessions', owner, body, async (ctx) => {
+  router.post('/sessions', owner, body, async (ctx) => {
     ctx.status = 201;
     ctx.body = await o.sessions.create(ownerId(ctx), ctx.request.body, o.baseUrl(ctx));
   });
 
   // The Human-Agent profile: a session key for a person to sign a grant for (services/human-sessions.ts).
-  r.post('/sessions/human/keys', owner, async (ctx) => {
+  router.post('/sessions/human/keys', owner, async (ctx) => {
     ctx.status = 201;
     ctx.set('Cache-Control', 'no-store');
     ctx.body = await o.sessions.prepareHumanKey(ownerId(ctx));
   });
 
-  r.get('/sessions', owner, async (ctx) => {
+  router.get('/sessions', owner, async (ctx) => {
     ctx.body = await sessionsPage(o.db, o.sessions, ownerId(ctx), ctx.query);
   });
 
-  r.get('/sessions/:id', owner, async (ctx) => {
+  router.get('/sessions/:id', owner, async (ctx) => {
     ctx.body = o.sessions.view(await o.sessions.owned(ownerId(ctx), ctx.params.id!));
   });
 
-  r.delete('/sessions/:id', owner, async (ctx) => {
+  router.delete('/sessions/:id', owner, async (ctx) => {
     ctx.body = await o.sessions.revoke(await o.sessions.owned(ownerId(ctx), ctx.params.id!), 'owner');
   });
 
   // The continuation token is the credential of its own (spec §5); the caller is the owner, or
   // the agent holding this session's token (the client's continueSession).
-  r.patch('/sessions/:id', body, async (ctx) => {
+  router.patch('/sessions/:id', body, async (ctx) => {
     const bearer = sessionTokenOf(ctx.get('authorization'));
     if (bearer) {
       const s = await o.sessions.byToken(bearer);
@@ -115,10 +117,8 @@ export function sessionRoutes(o: {
     });
   });
 
-  r.get('/sessions/:id/receipts', owner, async (ctx) => {
+  router.get('/sessions/:id/receipts', owner, async (ctx) => {
     const s = await o.sessions.owned(ownerId(ctx), ctx.params.id!);
     ctx.body = { sessionId: s.id, receipts: await receiptsOf(o.db, s.id) };
   });
-
-  return r;
 }

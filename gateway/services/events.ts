@@ -102,6 +102,8 @@ export interface GatewayEvents {
   readonly outbox: WebhookOutbox;
   /** Rewrites dispatch rows that hold a whole continuation token (written before tokens were withheld) to the withheld form; resolves to the rows rewritten. */
   withholdLoggedTokens(): Promise<number>;
+  /** Starts the outbox's deliveries and the timer that seals other instances' staged entries; `close()` stops both. */
+  start(): void;
   /** Resolves when every staged entry is sealed and no delivery is pending (each delivered or dead-lettered). */
   idle(): Promise<void>;
   close(): Promise<void>;
@@ -181,8 +183,6 @@ export function createGatewayEvents(options: EventOptions): GatewayEvents {
     );
     return { body: JSON.stringify(parsed), secret };
   }
-  outbox.start();
-
   // The sealer: after each commit that staged entries, and every second for other instances'.
   let sealing: Promise<void> | undefined;
   let sealAgain = false;
@@ -206,8 +206,7 @@ export function createGatewayEvents(options: EventOptions): GatewayEvents {
     })();
     return sealing;
   };
-  const sealTimer = setInterval(() => void sealNow(), options.pollMs ?? 1000);
-  sealTimer.unref?.();
+  let sealTimer: ReturnType<typeof setInterval> | undefined;
   // After a commit: a seal soon, one for all the commits of the next few milliseconds (a batch
   // per transaction, not a transaction per payment).
   let sealSoon: ReturnType<typeof setTimeout> | undefined;
@@ -323,6 +322,12 @@ export function createGatewayEvents(options: EventOptions): GatewayEvents {
         ).changes;
       }
       return n;
+    },
+    start() {
+      if (sealTimer || closed) return;
+      outbox.start();
+      sealTimer = setInterval(() => void sealNow(), options.pollMs ?? 1000);
+      sealTimer.unref?.();
     },
     async idle() {
       await sealNow();

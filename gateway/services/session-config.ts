@@ -221,3 +221,15 @@ export function createMerchantMatcher(
     return !blocked(h) && allowed(h);
   };
 }
+
+/** Longest a session may run (`expiresAt` at most this far ahead): 30 days. */
+export const DEFAULT_MAX_SESSION_SECONDS = 30 * 86_400;
+
+/** `CTL_GATEWAY_MAX_SESSION_SECONDS`: a positive integer (default 30 days). */
+export function maxSessionSecondsFromEnv(env: Record<string, string | undefined>): number {
+  const v = env.CTL_GATEWAY_MAX_SESSION_SECONDS?.trim();
+  if (!v) return DEFAULT_MAX_SESSION_SECONDS;
+  if (!/^[1-9][0-9]{0,9}$/.test(v))
+    throw new RangeError(`CTL_GATEWAY_MAX_SESSION_SECONDS: a positive integer of seconds, got '${v.slice(0, 40)}'`);
+  return Number(v);
+}

@@ -6,6 +6,7 @@ import type { CtlCrypto, PrivateKeyInput, PublicKeyInput, SigningKey } from '../
 import type { Jwks, Receipt, SignedBudgetAuthorization, Verified } from './types.js';
 import {
   amount,
+  bad,
   checkShape,
   checkVersion,
   currency,
@@ -38,6 +39,7 @@ const receiptShape: Shape = {
   grantId: [true, identifier],
   purpose: [true, purpose],
   amount: [true, object({ amountMinor: [true, amount], currency: [true, currency] })],
+  authorizedAmountMinor: [false, amount],
   merchant: [true, printable(256)],
   paidAt: [true, timestamp],
   txRef: [true, str(/^txid:[\x21-\x7e]{1,256}$/, '"txid:<reference>"')],
@@ -51,6 +53,10 @@ const receiptShape: Shape = {
 export function checkReceipt(value: unknown, shape = receiptShape): asserts value is Receipt {
   checkVersion(value, 'receipt');
   checkShape(value, 'receipt', shape);
+  // PROTOCOL.md §15: what a hold captured is never more than the hold.
+  const r = value as unknown as Receipt;
+  if (r.authorizedAmountMinor !== undefined && BigInt(r.amount.amountMinor) > BigInt(r.authorizedAmountMinor))
+    bad('receipt.amount.amountMinor', 'is above receipt.authorizedAmountMinor');
 }
 
 // What a signer checks before the signature exists (PROTOCOL.md §4); and the same when the

@@ -55,6 +55,8 @@ const authorizationShape: Shape = {
   merchantId: [false, printable(256)],
   purpose: [false, purpose],
   intentHash: [false, hash],
+  // PROTOCOL.md §15: `maxAmountMinor` is a hold, captured once at most, for no more than it.
+  capture: [false, str(/^hold$/, '"hold"')],
 };
 
 // The authorization is a closed object (PROTOCOL.md §4): its members' JCS order is fixed ahead.
@@ -214,6 +216,8 @@ export interface SbaFields {
   /** Computed when `merchantId` and `rail` are both known, unless given. */
   intentHash?: string;
   issuer?: string;
+  /** A hold (PROTOCOL.md §15): `maxAmountMinor` is the most the merchant may capture. */
+  hold?: boolean;
 }
 
 export interface SignSbaOptions {
@@ -333,6 +337,7 @@ export async function signPreparedSba<G extends PolicyGrant | Delegation = Polic
     merchantId: fields.merchantId,
     purpose: fields.purpose,
     intentHash,
+    capture: fields.hold ? 'hold' : undefined,
   };
   for (const k of Object.keys(authorization)) if (authorization[k] === undefined) delete authorization[k];
   const unsigned: Record<string, unknown> = { version: 1, authorization, grant, keyId };

@@ -109,6 +109,8 @@ export interface Authorization {
   merchantId?: string;
   purpose?: string;
   intentHash?: string;
+  /** PROTOCOL.md §15: `maxAmountMinor` is a hold, captured later at most once. */
+  capture?: 'hold';
 }
 
 /** `G`: a `Delegation` for an SBA drawn under a chain (its leaf, PROTOCOL.md §14). */
@@ -154,6 +156,8 @@ export interface Receipt {
   grantId: string;
   purpose: string;
   amount: { amountMinor: string; currency: string };
+  /** For a hold (PROTOCOL.md §15): the amount authorized; `amount` is what was captured. */
+  authorizedAmountMinor?: string;
   merchant: string;
   paidAt: string;
   txRef: string;

@@ -8,6 +8,7 @@
  */
 export { CtlError, ERROR_CODES, isCtlErrorCode, type CtlErrorCode, type CtlErrorInfo } from '../errors.js';
 export type { VerifyCtlOptions, VerifyCtlResult } from '../verifier/verify.js';
+export type { CaptureCtl, CaptureOptions, CaptureResult } from '../verifier/hold-book.js';
 export type { VerifyBundleOptions } from '../artifacts/bundle.js';
 export type { PolicyGrant, SignedBudgetAuthorization, TrustBundle, Jwks, Asset, Verified } from '../artifacts/types.js';
 export { decodeSbaHeader } from '../verifier/presentation.js';
@@ -37,6 +38,7 @@ export type { Alg, PublicJwk, PublishedJwk, PublicKeyInput, VerifyingKey } from 
 // Bound here to the verify-only facade (no private-key readers in this bundle); the same code as `ctl`'s.
 import { createVerifyOnlyCrypto } from '../crypto/index.js';
 import { createVerifier, type VerifyCtlOptions, type VerifyCtlResult } from '../verifier/verify.js';
+import type { CaptureCtl } from '../verifier/hold-book.js';
 import { verifyBundleWith, type VerifyBundleOptions } from '../artifacts/bundle.js';
 import { verifyRootChainWith, type RootChainResult, type VerifyRootChainOptions } from '../verifier/root-chain.js';
 import type { TrustBundle, Verified } from '../artifacts/types.js';
@@ -48,7 +50,11 @@ const crypto = createVerifyOnlyCrypto();
  * The merchant verifier (spec §4.4, PROTOCOL.md §5), as `verifyCtl` of `ctl`. Never throws.
  * @example const r = await verifyCtl(sba, { amount: '1250', currency: 'EUR', trustBundles: [bundle], rootPublicKeyPem, offline: true, trackSpend: true, timeFloor })
  */
-export const verifyCtl: (sba: unknown, options: VerifyCtlOptions) => Promise<VerifyCtlResult> = createVerifier(crypto);
+const verifier = createVerifier(crypto);
+export const verifyCtl: (sba: unknown, options: VerifyCtlOptions) => Promise<VerifyCtlResult> = verifier;
+
+/** Captures a hold `verifyCtl` accepted (PROTOCOL.md §15), as `captureCtl` of `ctl`. Never throws. */
+export const captureCtl: CaptureCtl = (budgetId, amount, options) => verifier.captureCtl!(budgetId, amount, options);
 
 /** Checks a bundle against the pinned root key, or the newest bundle keys of `rootChain` (PROTOCOL.md §4, §11). @example const r = await verifyTrustBundle(bundle, rootPem, { minSequence: 3, rootChain }) */
 export function verifyTrustBundle(

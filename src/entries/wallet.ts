@@ -31,6 +31,7 @@ export type { VerifyBundleOptions } from '../artifacts/bundle.js';
 export type { TrustBundle, Verified } from '../artifacts/types.js';
 export { newId } from '../ids.js';
 export type { SessionOptions, PaymentRequest, WalletSession } from '../wallet/session.js';
+export type { WindowRemaining } from '../wallet/holds.js';
 export type { SbaFields, SignSbaOptions, PaymentIntent } from '../artifacts/sba.js';
 export type { PolicyGrant, Delegation, SignedBudgetAuthorization, Asset } from '../artifacts/types.js';
 export {
@@ -38,6 +39,10 @@ export {
   type SpendStorage,
   type ReserveResult,
   type ReserveOptions,
+  type SpendCounter,
+  type ReserveManyOptions,
+  type ReserveManyResult,
+  type CommitManyResult,
 } from '../wallet/spend-storage.js';
 export { encodeSbaHeader, encodeSbaBase64 } from '../verifier/presentation.js';
 export { signedBytes } from '../artifacts/signing.js';

@@ -10,6 +10,7 @@
  * `ctx.request.body`. A body only available parsed (`express.json()` alone) has lost that check:
  * its `sba` is taken as it is, or refused with `requireRawBody`.
  */
+import type { CaptureResult } from './hold-book.js';
 import type { VerifyCtl, VerifyCtlOptions } from './verify.js';
 import type { Delegation, PolicyGrant, SignedBudgetAuthorization } from '../artifacts/types.js';
 import { decodeSbaHeader, sbaFromBodyText } from './presentation.js';
@@ -45,6 +46,8 @@ export interface CtlRequestState {
   sba: SignedBudgetAuthorization<PolicyGrant | Delegation>;
   amount: string;
   currency: string;
+  /** For a hold (PROTOCOL.md §15): captures what was used, at most the hold, once. Never throws. */
+  capture?: (amount: string) => Promise<CaptureResult>;
 }
 
 // Express users get `req.ctl` typed: Express declares the global `Express.Request` interface for
@@ -108,7 +111,13 @@ async function verifyRequest<R>(
     merchantId: merchantId === undefined ? undefined : await resolve(merchantId, req),
   });
   if (!r.valid) return { ok: false, error: r.error };
-  return { ok: true, state: { valid: true, grant: r.grant, sba: r.sba, amount: r.amount, currency: r.currency } };
+  const state: CtlRequestState = { valid: true, grant: r.grant, sba: r.sba, amount: r.amount, currency: r.currency };
+  const capture = verify.captureCtl;
+  if (r.sba.authorization.capture === 'hold' && capture) {
+    const { budgetId } = r.sba.authorization;
+    state.capture = (amount) => capture(budgetId, amount, { now: options.now, timeFloor: options.timeFloor });
+  }
+  return { ok: true, state };
 }
 
 /**

@@ -35,9 +35,11 @@ import {
 import { hostEnv, hostNow } from '../host.js';
 import type { RevocationChecker } from '../revocation.js';
 import type { FetchLike } from '../net/fetch-json.js';
+import { createHoldBook, type CaptureCtl } from './hold-book.js';
 import { createMemorySpendStorage, type SpendStorage } from '../wallet/spend-storage.js';
 import {
   commitAll,
+  reservationId,
   raiseRegister,
   reserveAll,
   velocityLedgers,
@@ -138,7 +140,10 @@ export type VerifyCtlResult =
     }
   | { valid: false; error: CtlErrorInfo };
 
-export type VerifyCtl = (sba: unknown, options: VerifyCtlOptions) => Promise<VerifyCtlResult>;
+export type VerifyCtl = ((sba: unknown, options: VerifyCtlOptions) => Promise<VerifyCtlResult>) & {
+  /** Captures a hold this verifier accepted (PROTOCOL.md §15). */
+  captureCtl?: CaptureCtl;
+};
 
 /**
  * A verifier with its own caches (grant signatures, bundles, JWKS, revocation, spend). `builtIn`:
@@ -155,6 +160,7 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
   const didKeys = new Map<string, PublicJwk>();
   let revocation: RevocationChecker | undefined;
   const defaultSpend = createMemorySpendStorage();
+  const holds = createHoldBook();
   const turns = new Map<string, Promise<unknown>>();
   /** Walked chains, keyed by the bytes of root + chain (never by object): a payment does not re-verify the chain. */
   const signersCache = new Map<string, Promise<BundleSigners>>();
@@ -342,7 +348,7 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
     }
   }
 
-  return async function verifyCtl(input, options) {
+  const verifyCtl: VerifyCtl = async function verifyCtl(input, options) {
     let clockSeen: number | undefined;
     try {
       const o = options ?? ({} as VerifyCtlOptions);
@@ -530,10 +536,13 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
                 now,
               )
             : 0n;
+        // A hold is counted at its maximum until captured (PROTOCOL.md §15).
+        const hold = a.capture === 'hold';
+        const held = hold ? BigInt(a.maxAmountMinor) : amount;
         // Under a chain, every link too, leaf to root, in the one reservation (PROTOCOL.md §13, §14).
         const ledgers = [
-          ...linkLedgers(chain, 'grant:', amount, now).reverse(),
-          ...spendLedgers(grant, amount, merchantId, now, offlineAllowance, epoch),
+          ...linkLedgers(chain, 'grant:', held, now).reverse(),
+          ...spendLedgers(grant, held, merchantId, now, offlineAllowance, epoch),
         ];
         // The id may be forgotten once the SBA is refused as expired whatever the clock says: at
         // its expiry under a time floor, a day later without one (a clock stepped back less than
@@ -548,8 +557,8 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
         // Presentations of one SBA take turns here: while one holds a reservation that may still
         // be given back, another must not read it as an accepted payment (`replay`).
         const r = await oneAtATime(`${grant.grantId}/${a.budgetId}`, async () => {
-          const res = await reserveAll(storage, ledgers, a.budgetId, forget);
-          if (res.ok) await commitAll(storage, ledgers, a.budgetId);
+          const res = await reserveAll(storage, ledgers, a.budgetId, { ...forget, hold });
+          if (res.ok && !hold) await commitAll(storage, ledgers, a.budgetId);
           return res;
         });
         if (!r.ok) {
@@ -557,6 +566,14 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
           throw new CtlError(r.ledger.code, `this payment would exceed ${r.ledger.what}`, {
             resetsAt: r.ledger.resetsAt,
           });
+        }
+        if (hold) {
+          const sbaExpiry = parseTimestamp(a.expiresAt, 'authorization.expiresAt') + tol;
+          holds.record(
+            a.budgetId,
+            { storage, reservation: reservationId(ledgers, a.budgetId), expiresAt: sbaExpiry },
+            now,
+          );
         }
       }
       return {
@@ -581,6 +598,8 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
       return { valid: false, error };
     }
   };
+  verifyCtl.captureCtl = holds.capture;
+  return verifyCtl;
 }
 
 const UNFLOORED_ID_RETENTION_MS = 86_400_000;
@@ -621,6 +640,7 @@ function spendLedgers(
     ledgers.push({
       key: `offline-count:${key}`,
       amount: 1n,
+      count: true,
       ceiling: BigInt(offline.maxPayments),
       code: 'offline_limit_exceeded',
       what: 'the offline payment count',

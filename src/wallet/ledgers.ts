@@ -1,10 +1,12 @@
 /**
  * One payment often counts against several running totals at once: the grant's budget, the
- * offline allowance (PROTOCOL.md §8 `offline`), velocity windows (§8 `velocity`). Each total is a
- * SpendStorage key reserved atomically; `reserveAll` takes them in order and gives back the ones
- * it took when a later one refuses, so no ledger keeps a payment that was not made.
+ * offline allowance (PROTOCOL.md §8 `offline`), velocity and budget windows (§8, §13). All of them
+ * are reserved in one atomic `reserveMany` of the SpendStorage, all or none (§13). A storage that
+ * only has the single-counter `reserve` keeps the old way for ledgers that allow it (taken in
+ * order, given back when a later one refuses) and refuses the ones that need the atomic reserve
+ * (windows, holds), rather than half-enforce them.
  */
-import type { CtlErrorCode } from '../errors.js';
+import { CtlError, type CtlErrorCode } from '../errors.js';
 import type { PolicyGrant } from '../artifacts/types.js';
 import { resetsAt, windowAt, windowsStartOf } from '../artifacts/windows.js';
 import type { ReserveOptions, ReserveResult, SpendStorage } from './spend-storage.js';
@@ -20,17 +22,69 @@ export interface Ledger {
   endsAt?: number;
   /** For a budget window: when the next one starts, named by a `window_exceeded` refusal (PROTOCOL.md §13). */
   resetsAt?: string;
+  /** Counts payments, not money: a capture leaves it as reserved (PROTOCOL.md §15). */
+  count?: boolean;
+  /** Only a storage with the atomic multi-counter reserve may hold it (PROTOCOL.md §13: windows, ancestors). */
+  needsAtomic?: boolean;
 }
 
 export type ReserveAllResult = { ok: true } | { ok: false; result: Exclude<ReserveResult, 'reserved'>; ledger: Ledger };
 
-/** Reserves `id` in every ledger or in none; `options` say when the id may be forgotten (PROTOCOL.md §12). */
+export interface ReserveAllOptions extends ReserveOptions {
+  /** The reservation is a hold, released if still uncaptured at `expiresAt` (PROTOCOL.md §15). */
+  hold?: boolean;
+}
+
+/**
+ * The reservation's id in the storage: a payment's id scoped by its first ledger (the grant's or
+ * the session's), as the single-counter calls scope ids by key. Another grant's SBA carrying the
+ * same `budgetId` is then not a replay of this one, and cannot burn its id in advance.
+ */
+export function reservationId(ledgers: readonly Ledger[], id: string): string {
+  return `${ledgers[0]!.key}|${id}`;
+}
+
+/** Whether `storage` has the atomic multi-counter reserve (PROTOCOL.md §13). */
+export function hasAtomicReserve(storage: SpendStorage): boolean {
+  return (
+    typeof storage.reserveMany === 'function' &&
+    typeof storage.commitMany === 'function' &&
+    typeof storage.releaseMany === 'function'
+  );
+}
+
+/**
+ * Reserves `id` in every ledger or in none; `options` say when the id may be forgotten (PROTOCOL.md
+ * §12) and whether it is a hold (§15). Throws `unsupported_feature` when the storage lacks the
+ * atomic reserve and a ledger or a hold needs it.
+ */
 export async function reserveAll(
   storage: SpendStorage,
   ledgers: readonly Ledger[],
   id: string,
-  options?: ReserveOptions,
+  options?: ReserveAllOptions,
 ): Promise<ReserveAllResult> {
+  if (ledgers.length === 0) return { ok: true };
+  if (hasAtomicReserve(storage)) {
+    const counters = ledgers.map((l) => ({
+      key: l.key,
+      amount: l.amount,
+      ceiling: l.ceiling,
+      ...(l.count ? { count: true } : {}),
+      ...(l.endsAt !== undefined ? { ledgerExpiresAt: l.endsAt } : {}),
+    }));
+    const r = await storage.reserveMany!(reservationId(ledgers, id), counters, options);
+    if (r.result === 'reserved') return { ok: true };
+    if (r.result === 'duplicate') return { ok: false, result: 'duplicate', ledger: ledgers[0]! };
+    const full = 'key' in r ? r.key : undefined;
+    return { ok: false, result: 'exceeded', ledger: ledgers.find((l) => l.key === full) ?? ledgers[0]! };
+  }
+  const needs = options?.hold ? 'a hold (PROTOCOL.md §15)' : ledgers.find((l) => l.needsAtomic)?.what;
+  if (needs !== undefined)
+    throw new CtlError(
+      'unsupported_feature',
+      `this SpendStorage has no atomic multi-counter reserve (reserveMany), needed for ${needs}`,
+    );
   const taken: Ledger[] = [];
   for (const ledger of ledgers) {
     const o = ledger.endsAt === undefined ? options : { ...options, ledgerExpiresAt: ledger.endsAt };
@@ -45,11 +99,15 @@ export async function reserveAll(
 }
 
 export async function commitAll(storage: SpendStorage, ledgers: readonly Ledger[], id: string): Promise<void> {
-  for (const l of ledgers) await storage.commit(l.key, id);
+  if (ledgers.length === 0) return;
+  if (hasAtomicReserve(storage)) await storage.commitMany!(reservationId(ledgers, id));
+  else for (const l of ledgers) await storage.commit(l.key, id);
 }
 
 export async function releaseAll(storage: SpendStorage, ledgers: readonly Ledger[], id: string): Promise<void> {
-  for (const l of ledgers) await storage.release(l.key, id);
+  if (ledgers.length === 0) return;
+  if (hasAtomicReserve(storage)) await storage.releaseMany!(reservationId(ledgers, id));
+  else for (const l of ledgers) await storage.release(l.key, id);
 }
 
 const HOUR = 3_600_000;
@@ -78,6 +136,7 @@ export function velocityLedgers(
       code: 'velocity_exceeded',
       what: `${v.maxPaymentsPerHour} payments per hour`,
       endsAt: (Math.floor(now / HOUR) + 1) * HOUR + WINDOW_RETENTION_MS,
+      count: true,
     });
   }
   if (v.maxAmountPerMerchantPerDay !== undefined) {
@@ -107,6 +166,7 @@ export function windowLedgers(grant: PolicyGrant, amount: bigint, now: number): 
     const key = `${grant.grantId}:${w.every}:${span.index}`;
     const common = {
       code: 'window_exceeded' as const,
+      needsAtomic: true,
       endsAt: span.endsAt + WINDOW_RETENTION_MS,
       resetsAt: resetsAt(span),
     };
@@ -124,6 +184,7 @@ export function windowLedgers(grant: PolicyGrant, amount: bigint, now: number): 
         ceiling: BigInt(w.maxPayments),
         what: `${w.maxPayments} payments per ${w.every} window`,
         ...common,
+        count: true,
       });
     }
   }

@@ -33,7 +33,16 @@ import {
 import { hostFetch, hostNow } from '../host.js';
 import { newId } from '../ids.js';
 import { createMemorySpendStorage, type SpendStorage } from './spend-storage.js';
-import { commitAll, releaseAll, reserveAll, velocityLedgers, windowLedgers, type Ledger } from './ledgers.js';
+import {
+  commitAll,
+  releaseAll,
+  reservationId,
+  reserveAll,
+  velocityLedgers,
+  windowLedgers,
+  type Ledger,
+} from './ledgers.js';
+import { captureHold, windowsRemaining, type WindowRemaining } from './holds.js';
 import { createRevocationChecker, type RevocationChecker } from '../revocation.js';
 import type { FetchLike } from '../net/fetch-json.js';
 import { bundleRevocation, type BundleRevocationOptions } from './bundle-revocation.js';
@@ -81,6 +90,11 @@ export interface PaymentRequest {
   rail: string;
   merchantId?: string;
   purpose?: string;
+  /**
+   * Sign a hold (PROTOCOL.md §15): `amount` is the most the merchant may capture; it stays
+   * reserved until `capture` settles it, or until the SBA expires.
+   */
+  hold?: boolean;
 }
 
 export interface WalletSession<G extends PolicyGrant | Delegation = PolicyGrant> {
@@ -95,8 +109,16 @@ export interface WalletSession<G extends PolicyGrant | Delegation = PolicyGrant>
    * @example const d = await session.delegate({ actorKey: subAgentPublicJwk, maxAmountMinor: '2000', expiresAt })
    */
   delegate(fields: DelegationFields): Promise<Delegation>;
-  /** What this session may still sign: the lower of its ceiling's and the grant's remaining totals. */
-  remaining(): Promise<{ remainingMinor: string }>;
+  /**
+   * What this session may still sign: the lower of its ceiling's and the grant's remaining totals,
+   * and each of the root grant's budget windows: remaining amount and reset time (PROTOCOL.md §13).
+   */
+  remaining(): Promise<{ remainingMinor: string; windows?: WindowRemaining[] }>;
+  /**
+   * Settles a hold signed by this session with what the merchant captured (a receipt's `amount`):
+   * the rest goes back to every counter. Throws `capture_exceeds_hold`, `replay`, `hold_expired`.
+   */
+  capture(budgetId: string, amount: string): Promise<void>;
 }
 
 /** One checker per process: wallets of one grant share its cached answer. */
@@ -148,6 +170,8 @@ export function createSessionWith<G extends PolicyGrant | Delegation = PolicyGra
   const fromBundles = options.revocationFromBundles && bundleRevocation(c, options.revocationFromBundles);
   let revoked = false;
   let prepared: Promise<PreparedSbaSigning> | undefined;
+  /** Holds signed and not yet captured: budgetId → reservation and expiry (PROTOCOL.md §15). */
+  const holds = new Map<string, { id: string; expiresAt: number }>();
 
   async function createSba(p: PaymentRequest): Promise<SignedBudgetAuthorization<G>> {
     if (revoked) throw new CtlGrantRevokedError();
@@ -214,7 +238,9 @@ export function createSessionWith<G extends PolicyGrant | Delegation = PolicyGra
     ];
     // The wallet needs the id only until commit; it may forget it once the SBA has expired.
     const sbaExpiry = Math.min(t + sbaTtlMs, grantExpiry);
-    const r = await reserveAll(storage, ledgers, budgetId, { expiresAt: sbaExpiry, now: t });
+    const hold = p.hold === true;
+    for (const [id, h] of holds) if (h.expiresAt <= t) holds.delete(id); // the storage released them
+    const r = await reserveAll(storage, ledgers, budgetId, { expiresAt: sbaExpiry, now: t, hold });
     if (!r.ok) {
       if (r.ledger.code === 'budget_exceeded')
         throw new CtlBudgetExceededError(`${p.amount} minor units of ${p.currency} would exceed ${r.ledger.what}`);
@@ -242,10 +268,13 @@ export function createSessionWith<G extends PolicyGrant | Delegation = PolicyGra
           purpose: p.purpose,
           issuer: options.issuer,
           expiresAt: formatTimestamp(sbaExpiry),
+          hold,
         },
         t,
       );
-      await commitAll(storage, ledgers, budgetId);
+      // A hold stays reserved until its capture, or its expiry (PROTOCOL.md §15).
+      if (hold) holds.set(budgetId, { id: reservationId(ledgers, budgetId), expiresAt: sbaExpiry });
+      else await commitAll(storage, ledgers, budgetId);
       return sba;
     } catch (e) {
       await releaseAll(storage, ledgers, budgetId);
@@ -266,7 +295,16 @@ export function createSessionWith<G extends PolicyGrant | Delegation = PolicyGra
         const l = b.ceiling - (await storage.total(b.key));
         if (l < left) left = l;
       }
-      return { remainingMinor: (left > 0n ? left : 0n).toString() };
+      const remainingMinor = (left > 0n ? left : 0n).toString();
+      if (!root.windows) return { remainingMinor };
+      return { remainingMinor, windows: await windowsRemaining(storage, root, readClock(now, 'options.now')) };
+    },
+    async capture(budgetId, amount) {
+      const h = holds.get(budgetId);
+      if (!h) throw new CtlError('hold_expired', `no hold ${budgetId} of this session to capture`);
+      const t = readClock(now, 'options.now');
+      // Kept until it expires, captured or not: a second capture is then `replay`, not unknown.
+      await captureHold(storage, h.id, amount, t, h.expiresAt);
     },
   };
 }

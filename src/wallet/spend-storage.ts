@@ -43,6 +43,82 @@ export interface SpendStorage {
   release(key: string, id: string): Promise<void> | void;
   /** Reserved + committed, in minor units. */
   total(key: string): Promise<bigint> | bigint;
+  /**
+   * Atomic over every counter (PROTOCOL.md §13): adds each counter's `amount` to its key's total
+   * iff every total stays within its ceiling, else changes nothing and names the first key that
+   * would pass. Ids are one namespace per storage, apart from the single-counter `reserve`: the
+   * same `id` twice is one reservation (`duplicate`, nothing added), whatever the counters.
+   * Optional: a storage without it cannot hold a grant with windows or a hold (refused, `unsupported_feature`).
+   */
+  reserveMany?(
+    id: string,
+    counters: readonly SpendCounter[],
+    options?: ReserveManyOptions,
+  ): Promise<ReserveManyResult> | ReserveManyResult;
+  /**
+   * Makes reservation `id` final, atomically. With `captured` (a hold's capture, PROTOCOL.md §15),
+   * every amount counter keeps `captured` and gets the rest back; count counters stay as reserved.
+   * `committed`: done now; `duplicate`: already committed (nothing changed: a second capture);
+   * `unknown`: no such live reservation (released, or a hold released at its expiry by `now`);
+   * `exceeded`: `captured` is above the reserved amount (nothing changed).
+   */
+  commitMany?(id: string, captured?: bigint, options?: { now?: number }): Promise<CommitManyResult> | CommitManyResult;
+  /**
+   * Gives reservation `id` back to every counter it was counted in, even a window that has since
+   * ended (PROTOCOL.md §13), unless it is committed or unknown (then nothing changes: idempotent).
+   */
+  releaseMany?(id: string): Promise<void> | void;
+}
+
+/** One running total a reservation counts in (PROTOCOL.md §13: lifetime, each window, each ancestor). */
+export interface SpendCounter {
+  key: string;
+  amount: bigint;
+  ceiling: bigint;
+  /** Counts payments, not money: a capture (PROTOCOL.md §15) leaves it as reserved. */
+  count?: boolean;
+  /** The whole counter (a window) means nothing once `now` reaches this: it may be dropped. */
+  ledgerExpiresAt?: number;
+}
+
+export interface ReserveManyOptions {
+  /** When the id may be forgotten (ms; PROTOCOL.md §12), judged against `now` of later calls. */
+  expiresAt?: number;
+  now?: number;
+  /**
+   * A hold (PROTOCOL.md §15): still uncommitted when `now` reaches `expiresAt`, it is released,
+   * not kept (a plain reservation never committed stays counted: the safe direction).
+   */
+  hold?: boolean;
+}
+
+export type ReserveManyResult = { result: 'reserved' | 'duplicate' } | { result: 'exceeded'; key: string };
+export type CommitManyResult = 'committed' | 'duplicate' | 'unknown' | 'exceeded';
+
+/** Checks a counter list before a reserve touches anything. Throws RangeError. */
+export function checkCounters(counters: readonly SpendCounter[]): void {
+  if (!Array.isArray(counters) || counters.length === 0) throw new RangeError('reserveMany: counters must be a list');
+  const seen = new Set<string>();
+  for (const c of counters) {
+    if (typeof c.key !== 'string' || seen.has(c.key)) throw new RangeError('reserveMany: each key at most once');
+    seen.add(c.key);
+    if (typeof c.amount !== 'bigint' || c.amount < 0n || typeof c.ceiling !== 'bigint')
+      throw new RangeError('reserveMany: amount and ceiling must be bigints, amount ≥ 0');
+  }
+}
+
+/**
+ * The capture of a reservation's amount counters at `captured`: the new amounts, or undefined
+ * when `captured` is above one of them. Shared by the storages so they agree to the unit.
+ */
+export function capturedAmounts(
+  parts: readonly { amount: bigint; count?: boolean }[],
+  captured: bigint | undefined,
+): bigint[] | undefined {
+  if (captured === undefined) return parts.map((p) => p.amount);
+  if (typeof captured !== 'bigint' || captured < 0n) throw new RangeError('commitMany: captured must be a bigint ≥ 0');
+  if (parts.some((p) => !p.count && captured > p.amount)) return undefined;
+  return parts.map((p) => (p.count ? p.amount : captured));
 }
 
 interface Ledger {
@@ -75,6 +151,8 @@ function forgetExpired(l: Ledger, now: number): void {
  */
 export function createMemorySpendStorage(): SpendStorage {
   const ledgers = new Map<string, Ledger>();
+  const many = new Map<string, Reservation>(); // reserveMany's ids, in the order they came
+  let manySwept = 0;
   const windows = new Map<string, number>(); // ledgers that end (velocity windows) → their end
   const ledger = (key: string) => {
     let l = ledgers.get(key);
@@ -86,12 +164,7 @@ export function createMemorySpendStorage(): SpendStorage {
       if (typeof amount !== 'bigint' || amount < 0n) throw new RangeError('reserve: amount must be a bigint ≥ 0');
       const now = options?.now;
       // Windows that have ended are dropped whole: their totals no longer limit anything.
-      if (now !== undefined)
-        for (const [k, end] of windows)
-          if (end <= now) {
-            windows.delete(k);
-            ledgers.delete(k);
-          }
+      if (now !== undefined) dropEnded(now);
       if (options?.ledgerExpiresAt !== undefined && !(now !== undefined && options.ledgerExpiresAt <= now))
         windows.set(key, options.ledgerExpiresAt);
       const l = ledger(key);
@@ -118,5 +191,88 @@ export function createMemorySpendStorage(): SpendStorage {
     total(key) {
       return ledgers.get(key)?.total ?? 0n;
     },
+    reserveMany(id, counters, options) {
+      checkCounters(counters);
+      const now = options?.now;
+      if (now !== undefined) {
+        dropEnded(now);
+        sweepMany(now);
+      }
+      if (many.has(id)) return { result: 'duplicate' };
+      for (const c of counters)
+        if ((ledgers.get(c.key)?.total ?? 0n) + c.amount > c.ceiling) return { result: 'exceeded', key: c.key };
+      for (const c of counters) {
+        if (c.ledgerExpiresAt !== undefined) windows.set(c.key, c.ledgerExpiresAt);
+        ledger(c.key).total += c.amount;
+      }
+      many.set(id, {
+        parts: counters.map((c) => ({ key: c.key, amount: c.amount, count: c.count })),
+        committed: false,
+        expiresAt: options?.expiresAt,
+        hold: options?.hold === true,
+      });
+      return { result: 'reserved' };
+    },
+    commitMany(id, captured, options) {
+      if (options?.now !== undefined) sweepMany(options.now);
+      const r = many.get(id);
+      if (!r) return 'unknown';
+      if (r.committed) return 'duplicate';
+      const now = options?.now;
+      if (r.hold && r.expiresAt !== undefined && now !== undefined && r.expiresAt <= now) {
+        giveBack(id, r); // out of order for the sweep, but expired all the same
+        return 'unknown';
+      }
+      const next = capturedAmounts(r.parts, captured);
+      if (!next) return 'exceeded';
+      r.parts.forEach((p, i) => {
+        const l = ledgers.get(p.key);
+        if (l) l.total -= p.amount - next[i]!;
+        p.amount = next[i]!;
+      });
+      r.committed = true;
+      return 'committed';
+    },
+    releaseMany(id) {
+      const r = many.get(id);
+      if (r && !r.committed) giveBack(id, r);
+    },
   };
+
+  function dropEnded(now: number): void {
+    for (const [k, end] of windows)
+      if (end <= now) {
+        windows.delete(k);
+        ledgers.delete(k);
+      }
+  }
+  /** Returns a reservation to the counters still kept (a dropped window limits nothing any more). */
+  function giveBack(id: string, r: Reservation): void {
+    for (const p of r.parts) {
+      const l = ledgers.get(p.key);
+      if (l) l.total -= p.amount;
+    }
+    many.delete(id);
+  }
+  /** Forgets expired ids (PROTOCOL.md §12) and releases the holds never captured (§15). */
+  function sweepMany(now: number): void {
+    // Amortized as `forgetExpired`: from the front until a live id, a full pass when doubled.
+    const full = many.size > 2 * manySwept + 64;
+    for (const [id, r] of many) {
+      if (r.expiresAt === undefined || r.expiresAt > now) {
+        if (full) continue;
+        break;
+      }
+      if (r.hold && !r.committed) giveBack(id, r);
+      else many.delete(id);
+    }
+    if (full) manySwept = many.size;
+  }
+}
+
+interface Reservation {
+  parts: { key: string; amount: bigint; count?: boolean }[];
+  committed: boolean;
+  expiresAt?: number;
+  hold: boolean;
 }

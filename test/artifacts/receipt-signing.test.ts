@@ -255,4 +255,14 @@ test('an SBA whose grant getter answers differently on a second read: the grant 
   assert.is(await codeOf(sdk({ ...fields(1), sba: { ...sba, grant: bad } }, key)), 'malformed');
 });
 
+test('a receipt for a hold carries authorizedAmountMinor, never below what was captured (PROTOCOL.md §15)', async () => {
+  const { key } = await setup();
+  const held = (amountMinor: string) =>
+    codeOf(sdk(fields(0, { amount: { amountMinor, currency: 'USD' }, authorizedAmountMinor: '3000' }), key));
+  assert.is(await held('1234'), 'accepted');
+  assert.is(await held('3000'), 'accepted');
+  assert.is(await held('3001'), 'malformed');
+  assert.is(await codeOf(sdk(fields(0, { authorizedAmountMinor: '12.5' }), key)), 'malformed');
+});
+
 test.run();

@@ -314,4 +314,17 @@ test('audit: every state change appended, hash chain verifies, GET /audit is adm
   isError(await t.call('GET', '/audit?limit=x'), 'malformed');
 });
 
+test('audit: GET /admin/audit is the path of both services; /audit still answers, deprecated', async () => {
+  const now = await t.call('GET', '/admin/audit?limit=1000');
+  const old = await t.call('GET', '/audit?limit=1000');
+  assert.equal(old.body, now.body);
+  assert.is(now.headers.get('deprecation'), null);
+  assert.is(old.headers.get('deprecation'), 'true');
+  assert.is(old.headers.get('link'), '</admin/audit>; rel="successor-version"');
+  const verify = await t.call('GET', '/audit/verify');
+  assert.equal(verify.body, (await t.call('GET', '/admin/audit/verify')).body);
+  assert.is(verify.headers.get('link'), '</admin/audit/verify>; rel="successor-version"');
+  isError(await t.call('GET', '/admin/audit', undefined, null), 'unauthorized');
+});
+
 test.run();

@@ -7,7 +7,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ADMIN_KEY, startTestAuthority, type TestAuthority } from './harness.js';
 import { PG_URL, dropSchema, freshSchema, pgAvailable } from '../service-kit/pg-fixture.js';
-import { authorityRateLimitsFromEnv } from '../../authority/rate-limits.js';
+import { authorityRateLimitsFromEnv } from '../../service-kit/service-limits.js';
 import { readAuthorityConfig } from '../../authority/config.js';
 
 // The key tests turn the address limit off (every request here comes from 127.0.0.1).

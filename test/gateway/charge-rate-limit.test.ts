@@ -4,7 +4,7 @@
  * address its whole budget. On SQLite and on PostgreSQL (one budget for instances on the database).
  */
 import { test } from 'uvu';
-import { clientKey } from '../../gateway/services/rate-limits.js';
+import { clientKey } from '../../service-kit/service-limits.js';
 import * as assert from 'uvu/assert';
 import { request } from 'node:http';
 import { postgresDb, sqliteDb, startTestGateway, type TestDb } from './helpers.js';

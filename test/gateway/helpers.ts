@@ -11,7 +11,8 @@ import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import pg from 'pg';
 import { openDatabase, listen, createLogger, silentLogger, type SqlDatabase } from '../../service-kit/index.js';
-import { createGatewayApp, type GatewayApp, type GatewayDeps } from '../../gateway/app.js';
+import { openGateway } from '../../gateway/server.js';
+import type { GatewayApp, GatewayDeps } from '../../gateway/app.js';
 import { GATEWAY_OPENAPI } from '../../gateway/openapi.js';
 import { compileOpenApi, expectErrorEnvelope, expectMatchesOpenApi } from '../helpers/openapi.js';
 
@@ -73,7 +74,7 @@ export async function startTestGateway(
 ): Promise<TestGateway> {
   const db = await testDb.open();
   const events: TestGateway['events'] = [];
-  const gw = await createGatewayApp({
+  const gw = await openGateway({
     db,
     adminKey: ADMIN_KEY,
     // CTL_TEST_LOG=error shows the stacks behind 500s.

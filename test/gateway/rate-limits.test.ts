@@ -21,11 +21,8 @@ import {
   type TestDb,
   type TestGateway,
 } from './helpers.js';
-import {
-  gatewayRateLimitsFromEnv,
-  maxSessionSecondsFromEnv,
-  DEFAULT_MAX_SESSION_SECONDS,
-} from '../../gateway/services/rate-limits.js';
+import { gatewayRateLimitsFromEnv } from '../../service-kit/service-limits.js';
+import { maxSessionSecondsFromEnv, DEFAULT_MAX_SESSION_SECONDS } from '../../gateway/services/session-config.js';
 import { gatewayOptionsFromEnv } from '../../gateway/server.js';
 import { formatTimestamp, createGatewayClient, CtlError } from '../../src/index.js';
 

@@ -44,9 +44,64 @@ for (const c of spendStorageConformance(() => {
     commit: (key, id) => pick().commit(key, id),
     release: (key, id) => pick().release(key, id),
     total: (key) => pick().total(key),
+    reserveMany: (id, counters, o) => pick().reserveMany!(id, counters, o),
+    commitMany: (id, captured, o) => pick().commitMany!(id, captured, o),
+    releaseMany: (id) => pick().releaseMany!(id),
   };
 }))
   test(`file flash, two handles: ${c.name}`, c.run);
+
+test('a counter first kept by single-counter calls moves into the multi-counter record whole', async () => {
+  const flash = createMemoryByteStorage();
+  const s = createKvSpendStorage(flash);
+  assert.is(s.reserve('grant:g', 'old', 40n, 100n, { expiresAt: 5000, now: 0 }), 'reserved');
+  s.commit('grant:g', 'old');
+  // The id kept in the old record (scoped by its key, as reserveAll scopes) still refuses a
+  // replay, and its amount still counts.
+  assert.equal(s.reserveMany!('grant:g|old', [{ key: 'grant:g', amount: 1n, ceiling: 100n }], { now: 1 }), {
+    result: 'duplicate',
+  });
+  assert.equal(s.reserveMany!('new', [{ key: 'grant:g', amount: 61n, ceiling: 100n }], { now: 1 }), {
+    result: 'exceeded',
+    key: 'grant:g',
+  });
+  assert.equal(s.reserveMany!('new', [{ key: 'grant:g', amount: 60n, ceiling: 100n }], { now: 1 }), {
+    result: 'reserved',
+  });
+  assert.is(s.total('grant:g'), 100n);
+  // From now on the counter is one record's: a single-counter call on it would split it.
+  assert.throws(() => s.reserve('grant:g', 'x', 0n, 100n), /kept by reserveMany/);
+});
+
+test('ids are kept exactly, packed under their first counter or not', async () => {
+  const s = createKvSpendStorage(createMemoryByteStorage());
+  const c = [{ key: 'grant:g', amount: 1n, ceiling: 100n }];
+  for (const id of ['grant:g|bud_1', '|bud_1', '~x', 'bud_1', 'grant:g|', 'grant:h|bud_1']) {
+    assert.equal(s.reserveMany!(id, c), { result: 'reserved' }, id);
+    assert.equal(s.reserveMany!(id, c), { result: 'duplicate' }, id);
+  }
+  assert.is(s.commitMany!('|bud_1', 1n), 'committed');
+  assert.is(s.commitMany!('grant:g|bud_1', 1n), 'committed');
+  s.releaseMany!('~x');
+  assert.is(s.total('grant:g'), 5n);
+});
+
+test('the multi-counter record is exact when compare-and-set keeps losing', async () => {
+  const flash = contended(createMemoryByteStorage());
+  const s = createKvSpendStorage(flash);
+  const c = (n: bigint) => [
+    { key: 'a', amount: n, ceiling: 10n },
+    { key: 'b', amount: 1n, ceiling: 3n, count: true },
+  ];
+  assert.equal(s.reserveMany!('x', c(4n)), { result: 'reserved' });
+  assert.equal(s.reserveMany!('y', c(4n)), { result: 'reserved' });
+  assert.equal(s.reserveMany!('z', c(4n)), { result: 'exceeded', key: 'a' });
+  assert.is(s.commitMany!('x', 1n), 'committed');
+  assert.equal(s.reserveMany!('z', c(4n)), { result: 'reserved' });
+  assert.equal(s.reserveMany!('w', c(0n)), { result: 'exceeded', key: 'b' });
+  assert.is(s.total('a'), 9n);
+  assert.ok(flash.lost > 0);
+});
 
 /** A storage whose CAS loses (as to another writer) every other time, after writing that writer's value. */
 function contended(inner: ByteStorage): ByteStorage & { lost: number } {

@@ -60,6 +60,11 @@ for (const backend of ['native', 'noble'] as const) {
             assert.ok(r.valid, `${k.id}: prior presentation ${i} must be accepted: ${JSON.stringify(r)}`);
           }
           result = await verify(k.input.sba, options);
+          // A hold's capture (PROTOCOL.md §15), once the SBA verified.
+          if (result.valid && k.input.capture !== undefined) {
+            const r = await verify.captureCtl!(k.input.sba.authorization.budgetId, k.input.capture, { now });
+            result = r.captured ? { valid: true } : { valid: false, error: r.error };
+          }
           if (k.options.offline !== false) assert.is(calls.n, 0, `${k.id}: an offline verifier made a network call`);
         } else if (k.kind === 'bundle') {
           const root = keys[k.options.trust.split(':')[1]]!.publicKeyPem;

@@ -348,6 +348,85 @@ export async function run(CTL, report, fixtures, role, humanAgent) {
     });
   }
 
+  // 3a'. Budget windows and a hold (PROTOCOL.md §13, §15) on every full build: a day window of 50
+  //     refuses its 51st unit with resetsAt; a hold of 30 is verified at its maximum, captured at
+  //     12 (the rest released, the offline allowance counts 12), then refused a second capture.
+  if (role === 'full') {
+    await attempt('windows and a hold', async () => {
+      const authority = await CTL.generateKeyPair({ alg: 'EdDSA' });
+      const wallet = await CTL.generateKeyPair({ alg: 'EdDSA' });
+      let t = CTL.parseTimestamp('2026-11-22T10:00:00Z', 't0');
+      const now = () => t;
+      const grant = await CTL.createSignedPolicyGrant(
+        {
+          policyHash: CTL.policyHash({ p: 'portable-windows' }),
+          actorKey: wallet.publicJwk,
+          allowedRails: ['x402'],
+          allowedAssets: [{ standard: 'iso4217', code: 'USD' }],
+          maxAmountMinor: '100',
+          currency: 'USD',
+          issuedAt: '2026-11-22T00:00:00Z',
+          expiresAt: '2026-11-25T00:00:00Z',
+          windows: [{ every: 'P1D', maxAmountMinor: '50' }],
+          offline: { maxAmountMinor: '40' },
+        },
+        {
+          issuer: 'authority.example',
+          signingKey: authority.privateKeyPem,
+          revocationBaseUrl: 'https://a.example',
+          now,
+        },
+      );
+      const fetch = async () => ({
+        ok: true,
+        status: 200,
+        text: async () => JSON.stringify({ grantId: grant.grantId, revoked: false }),
+      });
+      const session = CTL.createSession(grant, { actorId: 'agent-1', signingKey: wallet.privateKeyPem, fetch, now });
+      const code = async (f) => {
+        try {
+          await f();
+          return 'ok';
+        } catch (e) {
+          return e.code + (e.resetsAt ? '@' + e.resetsAt : '');
+        }
+      };
+      const hold = await session.createSba({ amount: '30', currency: 'USD', rail: 'x402', hold: true });
+      const verifyOptions = (amount) => ({
+        amount,
+        currency: 'USD',
+        signingKeyPem: authority.publicKeyPem,
+        offline: true,
+        now,
+        spendStorage: CTL.createMemorySpendStorage(),
+      });
+      const options = verifyOptions('30');
+      const verified = await CTL.verifyCtl(hold, options);
+      const first = await CTL.captureCtl(hold.authorization.budgetId, '12', { now });
+      const second = await CTL.captureCtl(hold.authorization.budgetId, '12', { now });
+      await session.capture(hold.authorization.budgetId, '12');
+      const day = await code(() => session.createSba({ amount: '39', currency: 'USD', rail: 'x402' }));
+      const left = await session.remaining();
+      t += 24 * 3600 * 1000;
+      const next = await code(() => session.createSba({ amount: '39', currency: 'USD', rail: 'x402' }));
+      const outcome = [
+        hold.authorization.capture,
+        verified.valid ? 'valid' : verified.error.code,
+        first.captured ? first.amountMinor : first.error.code,
+        second.captured ? second.amountMinor : second.error.code,
+        day,
+        left.remainingMinor,
+        left.windows[0].remainingMinor,
+        next,
+      ].join(' ');
+      check(
+        'windows and a hold',
+        outcome === 'hold valid 12 replay window_exceeded@2026-11-23T00:00:00Z 88 38 ok',
+        outcome,
+      );
+    });
+  }
+
   // 3b. The terminal (verify role): the vectors' signed SBA accepted once, then replay, then the wrong merchant.
   if (role === 'verify') {
     await attempt('terminal: accept, replay, wrong merchant', async () => {

@@ -118,6 +118,20 @@ test('the gateway: every route it registers is documented, and nothing else', as
   }
 });
 
+test('the audit and webhook admin routes are at the same paths in both documents', () => {
+  const eventPaths = (doc: OpenApiDocument) =>
+    Object.entries(doc.paths)
+      .filter(([p]) => p.startsWith('/admin/audit') || p.startsWith('/admin/webhooks'))
+      .map(([p, item]) => `${Object.keys(item).join(',')} ${p}`)
+      .sort();
+  assert.equal(eventPaths(GATEWAY_OPENAPI), eventPaths(AUTHORITY_OPENAPI));
+  assert.is(eventPaths(GATEWAY_OPENAPI).length, 4);
+  // The authority's older path is documented, and only as deprecated.
+  assert.is(AUTHORITY_OPENAPI.paths['/audit']?.get?.deprecated, true);
+  assert.is(AUTHORITY_OPENAPI.paths['/audit/verify']?.get?.deprecated, true);
+  assert.is(AUTHORITY_OPENAPI.paths['/admin/audit']?.get?.deprecated, undefined);
+});
+
 test('both services serve their document at GET /openapi.json: no credentials, JSON, cacheable', async () => {
   const t = await startTestAuthority();
   const db = sqliteDb();

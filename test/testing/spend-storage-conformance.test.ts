@@ -51,9 +51,9 @@ function shapedStore(shape: { yieldAfterLookUp: boolean; recordRefused: boolean 
   };
 }
 
-async function failures(factory: () => SpendStorage): Promise<string[]> {
+async function failures(factory: () => SpendStorage, atomicReserve = false): Promise<string[]> {
   const failed: string[] = [];
-  for (const c of spendStorageConformance(factory)) {
+  for (const c of spendStorageConformance(factory, { atomicReserve })) {
     try {
       await c.run();
     } catch {
@@ -78,6 +78,48 @@ test('a store that records a refused id fails the retry cases', async () => {
 
 test('the same shapes without the faults pass: the cases fail for the fault, not the shape', async () => {
   assert.equal(await failures(() => shapedStore({ yieldAfterLookUp: false, recordRefused: false })), []);
+});
+
+/**
+ * A multi-counter reserve built the old way: each counter reserved in turn (each a round trip),
+ * the ones taken given back when a later one refuses. No ceiling is ever passed, yet a racer sees
+ * the payment that is about to be given back and is refused for room that is free.
+ */
+function sequentialMany(): SpendStorage {
+  const s = createMemorySpendStorage();
+  const parts = new Map<string, { key: string; amount: bigint }[]>();
+  return {
+    ...s,
+    async reserveMany(id, counters) {
+      if (parts.has(id)) return { result: 'duplicate' };
+      const taken: { key: string; amount: bigint }[] = [];
+      for (const c of counters) {
+        await new Promise((r) => setTimeout(r, 1));
+        if ((await s.reserve(c.key, id, c.amount, c.ceiling)) !== 'reserved') {
+          for (const t of taken) await s.release(t.key, id);
+          return { result: 'exceeded', key: c.key };
+        }
+        taken.push(c);
+      }
+      parts.set(id, taken);
+      return { result: 'reserved' };
+    },
+    async commitMany(id) {
+      const p = parts.get(id);
+      if (!p) return 'unknown';
+      for (const c of p) await s.commit(c.key, id);
+      return 'committed';
+    },
+    async releaseMany(id) {
+      for (const c of parts.get(id) ?? []) await s.release(c.key, id);
+      parts.delete(id);
+    },
+  };
+}
+
+test('a multi-counter reserve taken counter by counter fails the atomic case', async () => {
+  const failed = await failures(sequentialMany, true);
+  assert.ok(failed.includes('multi: a reservation refused on one counter never holds another, even for a moment'));
 });
 
 for (const c of spendStorageConformance(() => createMemorySpendStorage()))

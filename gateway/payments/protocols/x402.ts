@@ -17,6 +17,14 @@
  *      when the payment is provably dead: after `validBefore` (+ margin) a chain read says the
  *      nonce is unused (reconcile). A refusal (402 again, a settlement failure with no
  *      transaction) is recorded, not believed: the reservation stays.
+ *
+ * x402 v2 `upto` (PROTOCOL.md §15) follows the same order with the stock `upto` client scheme: the
+ * terms' `amount` is a maximum, reserved whole in step 2 (a hold); the gateway signs a Permit2
+ * witness transfer for it (the payer must have approved Permit2 once: a merchant's 412
+ * `permit2_allowance_required` says it has not); PAYMENT-RESPONSE `amount` is what the
+ * facilitator settled, committed with the rest released, the receipt showing both. A 0 settle
+ * or a failed handler leaves the permit cashable by the named facilitator until its deadline:
+ * held, then settled by reconcile from Permit2's nonce bitmap and the proxy's settle calldata.
  */
 import { x402Client } from '@x402/core/client';
 import { x402HTTPClient, decodePaymentResponseHeader } from '@x402/core/http';
@@ -28,14 +36,16 @@ import type {
   SettleResponse,
 } from '@x402/core/types';
 import { registerExactEvmScheme } from '@x402/evm/exact/client';
+import { UptoEvmScheme } from '@x402/evm/upto/client';
 import { privateKeyToAccount } from 'viem/accounts';
 import { CtlError } from '../../../src/index.js';
 import { HttpError, type SqlDatabase } from '../../../service-kit/index.js';
 import type { ForwardResponse } from '../../services/forwarder.js';
 import type { PaymentService, Authorization } from '../service.js';
-import { chooseRequirement, detectX402, type X402Terms } from '../terms/x402.js';
+import { chooseRequirement, detectX402, type NormalisedRequirement, type X402Terms } from '../terms/x402.js';
 import { DEFAULT_MAX_HOLD_SECONDS, networksOf, type X402AssetMap } from '../rails/x402/assets.js';
-import { X402_RAIL, receiptRail } from '../rails/x402/rail.js';
+import { X402_RAIL, receiptRail, type X402ChainReader } from '../rails/x402/rail.js';
+import { PERMIT2_ADDRESS, UPTO_PROXY_ADDRESS, permit2Allowance } from '../rails/x402/permit2.js';
 import { insertX402, recordOutcome } from '../rails/x402/store.js';
 import { sbaHeaders } from './x-payment.js';
 import type { PaymentProtocol } from './protocol.js';
@@ -53,6 +63,8 @@ export interface X402ProtocolOptions {
   maxHoldSeconds?: number;
   /** How long after `validBefore` reconcile may take to settle a sent authorization: the expiry margin, its staleness and its interval. */
   settleDelayMs?: number;
+  /** `CTL_X402_RPC_URL`: with a reader, an `upto` payer's Permit2 allowance is checked before anything is reserved. */
+  chain?: (network: string) => X402ChainReader | undefined;
   now: () => number;
 }
 
@@ -80,6 +92,9 @@ export function createX402Protocol(o: X402ProtocolOptions): PaymentProtocol<X402
   // v2 for the networks of the asset map; the helper also registers v1 for the EVM networks it knows.
   const networks = networksOf(o.assets) as `${string}:${string}`[];
   registerExactEvmScheme(client, { signer: account, ...(networks.length ? { networks } : {}) });
+  // x402 v2 `upto` (Permit2 witness transfers) on the same networks, with the same account.
+  const upto = new UptoEvmScheme(account);
+  for (const n of networks.length ? networks : (['eip155:*'] as const)) client.register(n, upto);
   // The SDK's spend controls cap in USD per payment; the gateway's policy (asset map, session
   // budget in atomic units) already ran and is the stricter one, so they would only disagree.
   client.setSpendControls(false);
@@ -99,6 +114,69 @@ export function createX402Protocol(o: X402ProtocolOptions): PaymentProtocol<X402
   const http = new x402HTTPClient(client);
   const maxTimeoutSeconds = holdCap(o);
 
+  /**
+   * `upto` needs the payer's ERC-20 allowance to Permit2 (a one-time on-chain approve). Read
+   * before anything is reserved or signed when the network has a reader; without one, the
+   * merchant's 412 `permit2_allowance_required` says so after the permit was sent.
+   */
+  async function checkPermit2Allowance(network: string, asset: string, max: bigint): Promise<void> {
+    const reader = o.chain?.(network);
+    if (!reader) return;
+    const allowance = await permit2Allowance(reader, asset, account.address).catch(() => undefined);
+    if (allowance !== undefined && allowance < max)
+      throw new HttpError(502, 'payment_failed', permit2Missing(asset, 'nothing was reserved or signed'));
+  }
+
+  const permit2Missing = (asset: string, then: string) =>
+    `x402 upto: the gateway's account ${account.address} has not approved Permit2 (${PERMIT2_ADDRESS}) for ` +
+    `${asset}: send approve(Permit2, amount) from it once (CTL_GATEWAY_EVM_PRIVATE_KEY's account); ${then}`;
+
+  /**
+   * The paid retry's answer to an `upto` permit: the amount to capture when the facilitator
+   * settled one with a transaction (at most the hold); undefined when the agent gets the
+   * merchant's answer with the hold kept (a 0 settle: the permit stays cashable until its
+   * deadline, quirk 1 of the integration); throws `payment_unconfirmed` (held) otherwise.
+   */
+  async function settleHold(
+    settle: SettleResponse | undefined,
+    res: ForwardResponse,
+    auth: Authorization,
+    asset: string,
+    held: string,
+  ): Promise<bigint | undefined> {
+    const amount = settle?.amount;
+    const atomic = typeof amount === 'string' && /^(0|[1-9][0-9]{0,77})$/.test(amount) ? BigInt(amount) : undefined;
+    if (settle?.success === true && isTransaction(settle.transaction)) {
+      // No `amount`: a facilitator that settles the whole permit. Above the hold: no chain can
+      // have settled it (Permit2 caps it), so the answer is unreadable: held, reconcile reads the chain.
+      const captured = amount === undefined ? auth.amount : atomic;
+      if (captured !== undefined && captured > 0n && captured <= auth.amount) {
+        await recordOutcome(o.db, auth.paymentId, 'paid', settle.transaction, captured);
+        return captured;
+      }
+    }
+    if (settle?.success === true && atomic === 0n && !settle.transaction) {
+      await recordOutcome(o.db, auth.paymentId, 'zero', undefined, 0n);
+      if (res.status >= 200 && res.status < 300) return undefined;
+    }
+    if (res.status === 412 && refusalReason(res) === 'permit2_allowance_required') {
+      await recordOutcome(o.db, auth.paymentId, 'refused');
+      throw new HttpError(502, 'payment_unconfirmed', permit2Missing(asset, held));
+    }
+    if (settle?.transaction === undefined || settle.transaction === '') {
+      if (settle?.success !== true || atomic !== 0n) await recordOutcome(o.db, auth.paymentId, 'unknown');
+      if (res.status >= 200 && res.status < 300 && settle === undefined) return undefined;
+    } else {
+      await recordOutcome(o.db, auth.paymentId, 'pending', settle.transaction);
+    }
+    const why = settle?.errorReason ?? (settle ? 'no settled amount' : `HTTP ${res.status}, no settlement`);
+    throw new HttpError(
+      502,
+      'payment_unconfirmed',
+      `the merchant's facilitator did not settle the permit (${why}); ${held}`,
+    );
+  }
+
   return {
     name: X402_RAIL,
     address: account.address,
@@ -107,6 +185,8 @@ export function createX402Protocol(o: X402ProtocolOptions): PaymentProtocol<X402
     async pay(terms, x) {
       const started = performance.now();
       const chosen = chooseRequirement(terms, { currency: x.session.currency, assets: o.assets, maxTimeoutSeconds });
+      const hold = chosen.scheme === 'upto';
+      if (hold) await checkPermit2Allowance(chosen.network, chosen.asset, chosen.amount);
       // The client sees only the requirement the policy chose: its own selection cannot drift.
       const paymentRequired = { ...terms.paymentRequired, accepts: [chosen.raw] } as Parameters<
         typeof client.createPaymentPayload
@@ -145,7 +225,7 @@ export function createX402Protocol(o: X402ProtocolOptions): PaymentProtocol<X402
       }
       if (!auth) throw new Error("x402: a payload was created without the gateway's authorization hook");
 
-      const signed = signedAuthorization(payload);
+      const signed = hold ? signedPermit(payload, chosen) : signedAuthorization(payload);
       // The validity signed is the one the policy capped (a client that chose a longer one is refused; 5 s for the clock read).
       const tooLong =
         signed !== undefined && Number(signed.validBefore) * 1000 > o.now() + (chosen.maxTimeoutSeconds + 5) * 1000;
@@ -172,6 +252,7 @@ export function createX402Protocol(o: X402ProtocolOptions): PaymentProtocol<X402
           payer: signed.from.toLowerCase(),
           nonce: signed.nonce,
           validBefore,
+          ...(hold ? { scheme: 'upto' } : {}),
         },
         o.now(),
       );
@@ -199,6 +280,19 @@ export function createX402Protocol(o: X402ProtocolOptions): PaymentProtocol<X402
       }
 
       const settle = settlement(res);
+      if (hold) {
+        const captured = await settleHold(settle, res, auth, chosen.asset, held);
+        if (captured === undefined) return { response: res };
+        const { receipt } = await o.payments.complete(
+          x.session,
+          auth,
+          `txid:${settle!.transaction}`,
+          receiptRail(chosen),
+          started,
+          captured,
+        );
+        return { response: res, receiptId: String(receipt.receiptId) };
+      }
       if (settle?.success === true && isTransaction(settle.transaction)) {
         await recordOutcome(o.db, auth.paymentId, 'paid', settle.transaction);
         const { receipt } = await o.payments.complete(
@@ -257,6 +351,37 @@ interface SignedAuthorization {
   validAfter: string;
   validBefore: string;
   nonce: string;
+}
+
+/**
+ * The `upto` Permit2 witness transfer inside a v2 payload, in the EIP-3009 shape the checks above
+ * read (`to`, `value` the maximum, `validBefore` the deadline, `nonce` a decimal uint256), once its
+ * own members match the chosen terms: the token, the upto proxy as spender, the facilitator named.
+ */
+function signedPermit(
+  p: PaymentPayload | PaymentPayloadV1,
+  chosen: NormalisedRequirement,
+): SignedAuthorization | undefined {
+  const a = (p.payload as { permit2Authorization?: any } | undefined)?.permit2Authorization;
+  const dec = (v: unknown) => typeof v === 'string' && /^[0-9]{1,78}$/.test(v);
+  if (!a || typeof a !== 'object' || typeof a.from !== 'string' || !dec(a.nonce) || !dec(a.deadline)) return undefined;
+  if (!a.permitted || !dec(a.permitted.amount) || typeof a.permitted.token !== 'string') return undefined;
+  if (!a.witness || typeof a.witness.to !== 'string' || typeof a.witness.facilitator !== 'string') return undefined;
+  if (
+    a.permitted.token.toLowerCase() !== chosen.asset ||
+    String(a.spender).toLowerCase() !== UPTO_PROXY_ADDRESS.toLowerCase() ||
+    a.witness.facilitator.toLowerCase() !== chosen.facilitator ||
+    a.deadline.length > 20
+  )
+    return undefined;
+  return {
+    from: a.from,
+    to: a.witness.to,
+    value: a.permitted.amount,
+    validAfter: String(a.witness.validAfter),
+    validBefore: a.deadline,
+    nonce: a.nonce,
+  };
 }
 
 /** The EIP-3009 authorization inside a v2 or v1 payload (same place in both). */

@@ -61,8 +61,12 @@ export function createLedgerRail(
         `INSERT INTO gw_ledger (payment_id, status, created_at) VALUES (?, 'void', ?) ON CONFLICT DO NOTHING`,
         [paymentId, now()],
       );
-      const row = await q.get(`SELECT status, tx_ref FROM gw_ledger WHERE payment_id = ?`, [paymentId]);
-      return row?.status === 'paid' ? { txRef: row.tx_ref as string } : undefined;
+      const row = await q.get(`SELECT status, tx_ref, amount FROM gw_ledger WHERE payment_id = ?`, [paymentId]);
+      // Paid before its commit only as a hold's capture (payments/service.ts capture): its amount
+      // is what was captured. An exact payment is paid in its commit and never reconciled paid.
+      return row?.status === 'paid'
+        ? { txRef: row.tx_ref as string, hold: true as const, captured: BigInt(row.amount as string) }
+        : undefined;
     },
     async lookup(txRef) {
       const row = await q.get(`SELECT * FROM gw_ledger WHERE tx_ref = ? AND status = 'paid'`, [txRef]);

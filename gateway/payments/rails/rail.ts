@@ -28,9 +28,17 @@ export interface Rail {
    * After a crash or an unknown outcome: the txRef if the payment was made; undefined when it
    * provably never will be (the id is voided); `'pending'` when it may still happen (an x402
    * authorization signed and sent, not yet expired), so the reservation stays. `rail` is the
-   * receipt's `rail` when it is not the rail's name (x402: network and asset).
+   * receipt's `rail` when it is not the rail's name (x402: network and asset). `hold`: the payment
+   * was a hold (PROTOCOL.md §15), `captured` the amount that moved (absent: the whole hold).
    */
-  outcome(paymentId: string): Promise<{ txRef: string; rail?: string } | undefined | 'pending'>;
+  outcome(paymentId: string): Promise<RailOutcome | undefined | 'pending'>;
+}
+
+export interface RailOutcome {
+  txRef: string;
+  rail?: string;
+  hold?: true;
+  captured?: bigint;
 }
 
 export class RailError extends Error {

@@ -31,6 +31,8 @@ export interface NormalisedRequirement {
   maxTimeoutSeconds: number;
   /** `extra.assetTransferMethod` (absent means EIP-3009 for the exact EVM scheme). */
   transferMethod: string | undefined;
+  /** `extra.facilitatorAddress`, lower case: the only account an `upto` permit lets settle. */
+  facilitator: string | undefined;
   /** Exactly what the merchant sent: what the client signs against. */
   raw: PaymentRequirements | PaymentRequirementsV1;
 }
@@ -110,6 +112,7 @@ function common(a: Record<string, unknown>, network: string, amount: unknown): N
   const extra = a.extra;
   if (extra !== undefined && !isObject(extra)) return 'extra must be an object';
   const method = (extra as Record<string, unknown> | undefined)?.assetTransferMethod;
+  const facilitator = (extra as Record<string, unknown> | undefined)?.facilitatorAddress;
   return {
     scheme: a.scheme,
     network,
@@ -118,6 +121,8 @@ function common(a: Record<string, unknown>, network: string, amount: unknown): N
     payTo: a.payTo.toLowerCase(),
     maxTimeoutSeconds: a.maxTimeoutSeconds as number,
     transferMethod: typeof method === 'string' ? method : undefined,
+    facilitator:
+      typeof facilitator === 'string' && EVM_ADDRESS.test(facilitator) ? facilitator.toLowerCase() : undefined,
     raw: a as unknown as PaymentRequirements,
   };
 }
@@ -139,9 +144,11 @@ function normaliseV1(a: unknown): NormalisedRequirement | string {
 
 /**
  * The gateway's terms policy, run before any budget check or signature: the exact
- * EVM scheme with an EIP-3009 transfer, an asset the map allows for the session's currency, a
- * validity no longer than `maxTimeoutSeconds`. Of what is left, the cheapest. Throws
- * `asset_not_allowed` or `payment_terms_refused`.
+ * EVM scheme with an EIP-3009 transfer, or (v2) the `upto` EVM scheme with a Permit2 transfer and
+ * its facilitator named, whose `amount` is a maximum held then captured (PROTOCOL.md §15); an
+ * asset the map allows for the session's currency, a validity no longer than `maxTimeoutSeconds`.
+ * Of what is left, the cheapest (for `upto`, the lowest maximum). Throws `asset_not_allowed` or
+ * `payment_terms_refused`.
  */
 export function chooseRequirement(
   terms: X402Terms,
@@ -149,14 +156,18 @@ export function chooseRequirement(
 ): NormalisedRequirement {
   const payable = terms.requirements.filter(
     (r) =>
-      r.scheme === 'exact' &&
       CAIP2_EVM.test(r.network) &&
-      (r.transferMethod === undefined || r.transferMethod === 'eip3009'),
+      ((r.scheme === 'exact' && (r.transferMethod === undefined || r.transferMethod === 'eip3009')) ||
+        (r.scheme === 'upto' &&
+          terms.version === 'x402-v2' &&
+          r.transferMethod === 'permit2' &&
+          r.facilitator !== undefined)),
   );
   if (payable.length === 0) {
     const seen = terms.requirements.map((r) => `${r.scheme} on ${r.network}`).concat(terms.malformed);
+    const payableKinds = 'exact EVM with EIP-3009, v2 upto EVM with Permit2';
     throw refuse(
-      `no x402 requirement the gateway can pay (exact EVM, EIP-3009)${seen.length ? `: ${seen.join('; ')}` : ''}`,
+      `no x402 requirement the gateway can pay (${payableKinds})${seen.length ? `: ${seen.join('; ')}` : ''}`,
     );
   }
   const mapped = payable.filter((r) => assetAllowed(o.assets, o.currency, r.network, r.asset));

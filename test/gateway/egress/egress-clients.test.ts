@@ -6,7 +6,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { agentSession, proxyUrl, startStand, type Stand } from './stand.js';
 
@@ -106,8 +106,9 @@ test('curl -x --proxy-user --cacert: pays over HTTP and HTTPS, refused past the 
 test('Python requests from HTTP(S)_PROXY and REQUESTS_CA_BUNDLE: pays, refused past the ceiling', async () => {
   const { sessionToken } = await agentSession(s);
   const proxy = proxyUrl(s, sessionToken);
+  // Debian's python3-requests (.ci/run installs it) under Debian's interpreter, not a pip copy.
   const out = await run(
-    'python3',
+    existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3',
     ['-c', PYTHON, `${s.http.url}/search`, `${s.https.url}/search`, `${s.https.url}/search`],
     { HTTP_PROXY: proxy, HTTPS_PROXY: proxy, REQUESTS_CA_BUNDLE: s.caFile },
   );

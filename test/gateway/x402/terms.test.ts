@@ -172,4 +172,26 @@ test('CTL_X402_ASSETS and CTL_X402_MAX_TIMEOUT_SECONDS are checked at start', ()
   assert.throws(() => parseMaxTimeoutSeconds('1e3'));
 });
 
+test('upto: v2 with Permit2 and the facilitator named is payable (its amount the maximum); else refused', () => {
+  const facilitatorAddress = '0x5555555555555555555555555555555555555555';
+  const upto = (extra: Record<string, unknown>) =>
+    v2req({ scheme: 'upto', amount: '50000', extra: { name: 'USDC', version: '2', ...extra } });
+  const chosen = chooseRequirement(
+    detectX402(v2([upto({ assetTransferMethod: 'permit2', facilitatorAddress })]))!,
+    policy,
+  );
+  assert.equal([chosen.scheme, chosen.amount, chosen.facilitator], ['upto', 50000n, facilitatorAddress]);
+  const refused = (r: unknown) => code(() => chooseRequirement(detectX402(v2([r]))!, policy));
+  assert.is(refused(upto({ assetTransferMethod: 'permit2' })), 'payment_terms_refused', 'no facilitator named');
+  assert.is(refused(upto({ facilitatorAddress })), 'payment_terms_refused', 'not Permit2');
+  assert.is(refused(upto({ assetTransferMethod: 'eip3009', facilitatorAddress })), 'payment_terms_refused');
+  const v1upto = { ...upto({ assetTransferMethod: 'permit2', facilitatorAddress }), network: 'base-sepolia' };
+  const t1 = detectX402(v1([{ ...v1upto, amount: undefined, maxAmountRequired: '50000' }]))!;
+  assert.is(
+    code(() => chooseRequirement(t1, policy)),
+    'payment_terms_refused',
+    'upto is v2 only',
+  );
+});
+
 test.run();

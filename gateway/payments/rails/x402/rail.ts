@@ -6,7 +6,8 @@
 import type { SqlDatabase } from '../../../../service-kit/index.js';
 import { RailError, type Rail } from '../rail.js';
 import type { NormalisedRequirement } from '../../terms/x402.js';
-import { recordOutcome, x402ById } from './store.js';
+import { recordOutcome, x402ById, type X402Record } from './store.js';
+import { permit2NonceUsed, uptoSettlement } from './permit2.js';
 
 export const X402_RAIL = 'x402';
 
@@ -25,6 +26,13 @@ export interface X402ChainReader {
     functionName: string;
     args?: readonly unknown[];
   }): Promise<unknown>;
+  /** For `upto` (permit2.ts): the upto proxy's Settled events, then their transactions' calldata. */
+  getContractEvents?(args: {
+    address: `0x${string}`;
+    abi: readonly unknown[];
+    eventName: string;
+  }): Promise<readonly { transactionHash: `0x${string}` | null }[]>;
+  getTransaction?(args: { hash: `0x${string}` }): Promise<{ input: `0x${string}` }>;
 }
 
 const AUTHORIZATION_STATE_ABI = [
@@ -65,6 +73,7 @@ export function createX402Rail(
     async outcome(paymentId) {
       const r = await x402ById(db, paymentId);
       if (!r) return undefined;
+      if (r.scheme === 'upto') return uptoOutcome(r);
       const rail = receiptRail(r);
       if (r.outcome === 'paid' && r.tx) return { txRef: `txid:${r.tx}`, rail };
       if (now() < r.validBefore + expiryMarginMs) return 'pending';
@@ -87,6 +96,36 @@ export function createX402Rail(
       return { txRef, rail };
     },
   };
+
+  /**
+   * An `upto` permit (PROTOCOL.md §15): a settlement the merchant confirmed is captured at its
+   * amount. Otherwise the permit stays cashable, up to the hold, by the named facilitator until
+   * its deadline, even after a 0 settle or a failed handler: with a reader, a used Permit2 nonce
+   * is captured at what the proxy settled (learnt from the chain, before the deadline too); an
+   * unused one is released only past the deadline + margin. Without a reader, past the deadline
+   * the whole hold is counted spent (the side that never overspends).
+   */
+  async function uptoOutcome(r: X402Record) {
+    const rail = receiptRail(r);
+    if (r.outcome === 'paid' && r.tx && r.settled !== null)
+      return { txRef: `txid:${r.tx}`, rail, hold: true as const, captured: BigInt(r.settled) };
+    const reader = chain?.(r.network);
+    const expired = now() >= r.validBefore + expiryMarginMs;
+    if (reader) {
+      const nonce = BigInt(r.nonce);
+      if (await permit2NonceUsed(reader, r.payer, nonce)) {
+        const s = await uptoSettlement(reader, r.payer, nonce);
+        // Used, but no settle found (the reader lists no events): the whole hold, never less.
+        const found = s ?? { amount: undefined, tx: r.tx ?? `${r.network}/${r.asset}/${r.nonce}` };
+        await recordOutcome(db, r.paymentId, 'paid', s?.tx, s?.amount);
+        return { txRef: `txid:${found.tx}`, rail, hold: true as const, captured: found.amount };
+      }
+      return expired ? undefined : ('pending' as const);
+    }
+    if (!expired) return 'pending' as const;
+    await recordOutcome(db, r.paymentId, 'expired-unverified');
+    return { txRef: `txid:${r.tx ?? `${r.network}/${r.asset}/${r.nonce}`}`, rail, hold: true as const };
+  }
 }
 
 /** The receipt's `rail`: x402, network and asset (PROTOCOL.md §4 Receipt has no members of its own for them yet). */

@@ -14,6 +14,9 @@ export const X402_MIGRATIONS: Migration[] = [
         pay_to TEXT NOT NULL, payer TEXT NOT NULL, nonce TEXT NOT NULL, valid_before BIGINT NOT NULL,
         tx TEXT, outcome TEXT, created_at BIGINT NOT NULL)`,
   },
+  // x402 `upto` (PROTOCOL.md §15): a Permit2 permit for a maximum, of which the facilitator settles part.
+  { id: 'gateway-x402-002', sql: `ALTER TABLE gw_x402_payments ADD COLUMN scheme TEXT` },
+  { id: 'gateway-x402-003', sql: `ALTER TABLE gw_x402_payments ADD COLUMN settled TEXT` },
 ];
 
 export interface X402Record {
@@ -29,22 +32,44 @@ export interface X402Record {
   validBefore: number;
   tx: string | null;
   outcome: string | null;
+  /**
+   * `upto`: a Permit2 witness transfer of at most the payment's amount (`nonce` a decimal uint256,
+   * `validBefore` its deadline); null: `exact`, an EIP-3009 authorization of the whole amount.
+   */
+  scheme: string | null;
+  /** `upto`: the atomic amount the merchant's facilitator said it settled. */
+  settled: string | null;
 }
 
-export async function insertX402(q: SqlExecutor, r: Omit<X402Record, 'tx' | 'outcome'>, now: number): Promise<void> {
+export async function insertX402(
+  q: SqlExecutor,
+  r: Omit<X402Record, 'tx' | 'outcome' | 'scheme' | 'settled'> & { scheme?: string },
+  now: number,
+): Promise<void> {
   await q.run(
-    `INSERT INTO gw_x402_payments (payment_id, dialect, network, asset, pay_to, payer, nonce, valid_before, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    [r.paymentId, r.version, r.network, r.asset, r.payTo, r.payer, r.nonce, r.validBefore, now],
+    `INSERT INTO gw_x402_payments
+       (payment_id, dialect, network, asset, pay_to, payer, nonce, valid_before, created_at, scheme)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    [r.paymentId, r.version, r.network, r.asset, r.payTo, r.payer, r.nonce, r.validBefore, now, r.scheme ?? null],
   );
 }
 
-/** Records what the merchant said about the payment (`paid`, `refused`, `pending`, `unknown`) and any transaction. */
-export async function recordOutcome(q: SqlExecutor, paymentId: string, outcome: string, tx?: string): Promise<void> {
-  await q.run(`UPDATE gw_x402_payments SET outcome = ?, tx = COALESCE(?, tx) WHERE payment_id = ?`, [
-    outcome,
-    tx ?? null,
-    paymentId,
-  ]);
+/**
+ * Records what the merchant said about the payment (`paid`, `refused`, `pending`, `unknown`,
+ * `upto`'s `zero`), any transaction and, for `upto`, the amount settled.
+ */
+export async function recordOutcome(
+  q: SqlExecutor,
+  paymentId: string,
+  outcome: string,
+  tx?: string,
+  settled?: bigint,
+): Promise<void> {
+  await q.run(
+    `UPDATE gw_x402_payments SET outcome = ?, tx = COALESCE(?, tx), settled = COALESCE(?, settled)
+     WHERE payment_id = ?`,
+    [outcome, tx ?? null, settled?.toString() ?? null, paymentId],
+  );
 }
 
 export async function x402ById(q: SqlExecutor, paymentId: string): Promise<X402Record | undefined> {
@@ -61,5 +86,7 @@ export async function x402ById(q: SqlExecutor, paymentId: string): Promise<X402R
     validBefore: Number(r.valid_before),
     tx: (r.tx as string | null) ?? null,
     outcome: (r.outcome as string | null) ?? null,
+    scheme: (r.scheme as string | null) ?? null,
+    settled: (r.settled as string | null) ?? null,
   };
 }

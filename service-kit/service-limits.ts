@@ -1,5 +1,17 @@
 /**
- * The gateway's rate limits (spec §8 "a per-owner rate limit is planned"): per budget owner on
+ * Each service's rate limits, in one place so both count the same way: the authority's and the
+ * gateway's limit sets over service-kit's limiter (rate-limit.ts), their defaults and the
+ * environment variables that set them.
+ *
+ * The authority: per API key on every authenticated route (counted after the key
+ * verifies, the bootstrap admin key excepted; in the authority's database on PostgreSQL, so
+ * instances sharing it share each key's budget; in memory on SQLite, the one-instance case),
+ * and per client address on every request (the only limit of the public routes: GET /revoke,
+ * the JWKS, Trust Bundles). Revocation checks are the highest-volume traffic, answered from an
+ * in-process cache: the address limit is generous and counted in each instance's memory, so it
+ * adds no database write to that path.
+ *
+ * The gateway (spec §8 "a per-owner rate limit is planned"): per budget owner on
  * the owner API, whichever of its keys is used (an owner's keys share one budget, so adding a
  * key never raises the limit; the operator's bootstrap admin key is not limited), and per
  * session on everything an agent calls with its token (`/proxy`, its continuation). Both count
@@ -11,16 +23,75 @@
  */
 import { isIP } from 'node:net';
 import type { Middleware } from 'koa';
+import type { Authenticate, Principal } from './api-keys.js';
 import {
   createLimiter,
-  formatRateLimit,
   limitAuthenticate,
   parseRateLimit,
   rateLimit,
   type RateLimit,
   type RateLimitBackend,
-} from '../../service-kit/index.js';
-import type { OwnerPrincipal } from './owner-auth.js';
+} from './rate-limit.js';
+
+export interface AuthorityRateLimits {
+  /** Requests per API key (undefined: no limit). */
+  key?: RateLimit;
+  /** Requests per client address, per instance (undefined: no limit). */
+  address?: RateLimit;
+}
+
+/**
+ * 100 requests a second per key on average (an issuing backend granting a fleet, a bulk
+ * revocation); 1000 a second per address, so a depot of terminals behind one NAT is not
+ * refused while one runaway client is.
+ */
+export const DEFAULT_AUTHORITY_RATE_LIMITS: Readonly<Required<AuthorityRateLimits>> = {
+  key: { points: 6000, seconds: 60 },
+  address: { points: 60000, seconds: 60 },
+};
+
+/** The principal createApiKeyAuth gives the bootstrap key. */
+const BOOTSTRAP_KEY_ID = 'bootstrap';
+
+/** Probes and scrapes are never limited: an orchestrator must always see the truth. */
+const UNLIMITED_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
+
+/** `CTL_AUTHORITY_RATE_LIMIT_KEY`, `CTL_AUTHORITY_RATE_LIMIT_ADDRESS`: `N/Ss`, or `0` for none. */
+export function authorityRateLimitsFromEnv(env: Record<string, string | undefined>): AuthorityRateLimits {
+  return {
+    key: parseRateLimit(
+      env['CTL_AUTHORITY_RATE_LIMIT_KEY'],
+      'CTL_AUTHORITY_RATE_LIMIT_KEY',
+      DEFAULT_AUTHORITY_RATE_LIMITS.key,
+    ),
+    address: parseRateLimit(
+      env['CTL_AUTHORITY_RATE_LIMIT_ADDRESS'],
+      'CTL_AUTHORITY_RATE_LIMIT_ADDRESS',
+      DEFAULT_AUTHORITY_RATE_LIMITS.address,
+    ),
+  };
+}
+
+/** The key check that spends the key's budget, and the middleware that spends the client address's. */
+export function authorityRateLimits(
+  backend: RateLimitBackend,
+  limits: AuthorityRateLimits,
+  authenticate: Authenticate,
+): { authenticate: Authenticate; addresses: Middleware } {
+  const keys = createLimiter(backend, limits.key, { name: 'au_key', what: 'API key' });
+  const addresses = createLimiter(backend, limits.address, { name: 'au_address', what: 'client address', local: true });
+  return {
+    // The bootstrap CTL_ADMIN_API_KEY is the operator's break-glass credential and never
+    // limited: revoking a compromised fleet's grants in bulk must not wait for a window.
+    authenticate: limitAuthenticate(authenticate, keys, (p) => (p.keyId === BOOTSTRAP_KEY_ID ? undefined : p.keyId)),
+    // Every request but the probes, with a key or not (an Authorization header, real or made
+    // up, must not be a way around it). app.proxy is false: the address is the connection's
+    // (behind a proxy, the proxy's).
+    addresses: rateLimit(addresses, (ctx) =>
+      UNLIMITED_PATHS.has(ctx.path) ? undefined : (ctx.socket.remoteAddress ?? 'unknown'),
+    ),
+  };
+}
 
 export interface GatewayRateLimits {
   /** Owner API requests per owner (undefined: no limit). */
@@ -41,9 +112,6 @@ export const DEFAULT_GATEWAY_RATE_LIMITS: Readonly<Required<GatewayRateLimits>> 
   session: { points: 1200, seconds: 60 },
   charge: { points: 1200, seconds: 60 },
 };
-
-/** Longest a session may run (`expiresAt` at most this far ahead): 30 days. */
-export const DEFAULT_MAX_SESSION_SECONDS = 30 * 86_400;
 
 /** `CTL_GATEWAY_RATE_LIMIT_OWNER`, `CTL_GATEWAY_RATE_LIMIT_SESSION`, `CTL_GATEWAY_RATE_LIMIT_CHARGE`: `N/Ss`, or `0` for none. */
 export function gatewayRateLimitsFromEnv(env: Record<string, string | undefined>): GatewayRateLimits {
@@ -66,31 +134,11 @@ export function gatewayRateLimitsFromEnv(env: Record<string, string | undefined>
   };
 }
 
-/** `CTL_GATEWAY_MAX_SESSION_SECONDS`: a positive integer (default 30 days). */
-export function maxSessionSecondsFromEnv(env: Record<string, string | undefined>): number {
-  const v = env.CTL_GATEWAY_MAX_SESSION_SECONDS?.trim();
-  if (!v) return DEFAULT_MAX_SESSION_SECONDS;
-  if (!/^[1-9][0-9]{0,9}$/.test(v))
-    throw new RangeError(`CTL_GATEWAY_MAX_SESSION_SECONDS: a positive integer of seconds, got '${v.slice(0, 40)}'`);
-  return Number(v);
-}
-
-/** The effective limits, for the start-up log line. */
-export function describeLimits(o: { rateLimits?: GatewayRateLimits; maxSessionSeconds?: number }) {
-  const l = o.rateLimits ?? DEFAULT_GATEWAY_RATE_LIMITS;
-  return {
-    rateLimitOwner: formatRateLimit(l.owner),
-    rateLimitSession: formatRateLimit(l.session),
-    rateLimitCharge: formatRateLimit(l.charge),
-    maxSessionSeconds: o.maxSessionSeconds ?? DEFAULT_MAX_SESSION_SECONDS,
-  };
-}
-
 /** The owner check that spends the owner's budget, the session lookup that spends a session's, and the per-address limit of `POST /charge`. */
-export function gatewayRateLimits(
+export function gatewayRateLimits<P extends Principal & { ownerId?: string }>(
   db: RateLimitBackend,
   limits: GatewayRateLimits,
-  auth: (apiKey: string) => Promise<OwnerPrincipal | undefined>,
+  auth: (apiKey: string) => Promise<P | undefined>,
 ) {
   const owners = createLimiter(db, limits.owner, { name: 'gw_owner', what: 'budget owner' });
   const perSession = createLimiter(db, limits.session, { name: 'gw_session', what: 'session' });
