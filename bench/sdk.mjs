@@ -215,6 +215,6 @@ console.log(
 );
 console.log(
   `Delegation (figure, not a gate): verifyCtl on a chain of depth 2 runs at ${chainRow.ratio.toFixed(2)} × depth 0` +
-    ` (${chainRow.subject}/s vs ${chainRow.baseline}/s; link signatures cached by value, as grants are)`,
+    ` (${chainRow.subject}/s vs ${chainRow.baseline}/s; each link's signature verdict cached)`,
 );
 if (process.env.BENCH_JSON) console.log(JSON.stringify({ rows, sizes }));
