@@ -27,25 +27,25 @@ import { serveOpenApi } from '../service-kit/openapi.js';
 import { GATEWAY_OPENAPI } from './openapi.js';
 import { GATEWAY_MIGRATIONS } from './store/schema.js';
 import { expireDue, nextExpiry, sessionById } from './store/sessions.js';
-import { createLedgerRail } from './rails/ledger.js';
-import type { Rail } from './rails/rail.js';
-import { createCtlDialect } from './rails/ctl-dialect.js';
+import { createLedgerRail } from './payments/rails/ledger.js';
+import type { Rail } from './payments/rails/rail.js';
+import { createXPaymentProtocol } from './payments/protocols/x-payment.js';
+import { createX402Protocol } from './payments/protocols/x402.js';
 import {
   createX402Rail,
-  createX402Dialect,
   X402_RAIL,
   DEFAULT_EXPIRY_MARGIN_MS,
   type X402ChainReader,
-} from './rails/x402/rail.js';
-import { X402_MIGRATIONS } from './rails/x402/store.js';
-import { DEFAULT_MAX_TIMEOUT_SECONDS, type X402AssetMap } from './rails/x402/assets.js';
+} from './payments/rails/x402/rail.js';
+import { X402_MIGRATIONS } from './payments/rails/x402/store.js';
+import { DEFAULT_MAX_TIMEOUT_SECONDS, type X402AssetMap } from './payments/rails/x402/assets.js';
 import { generatePrivateKey } from 'viem/accounts';
 import { createKeyRing, sharedSecret, type ExternalKey } from './services/keys.js';
 import { createSessionKeys } from './services/session-keys.js';
 import { gatewayKek } from './services/custody.js';
 import type { SecretSealer } from '../service-kit/secrets/index.js';
 import { createGatewayEvents, type GatewayEventType } from './services/events.js';
-import { createPaymentService } from './services/payments.js';
+import { createPaymentService } from './payments/service.js';
 import { gatewayMetrics } from './services/business-metrics.js';
 import { createSessionService } from './services/sessions.js';
 import { createForwarder, guardedFetch } from './services/forwarder.js';
@@ -101,9 +101,9 @@ export interface GatewayDeps {
     maxTimeoutSeconds?: number;
     privateKey?: `0x${string}`;
     chain?: (network: string) => X402ChainReader | undefined;
-    /** `CTL_X402_MAX_HOLD_SECONDS` (600): the longest one payment may hold its amount of a session's budget (rails/x402/rail.ts holdCap). */
+    /** `CTL_X402_MAX_HOLD_SECONDS` (600): the longest one payment may hold its amount of a session's budget (payments/protocols/x402.ts holdCap). */
     maxHoldSeconds?: number;
-    /** Clock skew allowed past an authorization's `validBefore` before the chain is asked (default 60 s; rails/x402/rail.ts). */
+    /** Clock skew allowed past an authorization's `validBefore` before the chain is asked (default 60 s; payments/rails/x402/rail.ts). */
     expiryMarginMs?: number;
   };
   now?: () => number;
@@ -359,7 +359,7 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
   const evmKey =
     deps.x402?.privateKey ??
     ((await sharedSecret(db, 'evm-private-key', () => generatePrivateKey(), sealer)) as `0x${string}`);
-  const x402 = createX402Dialect({
+  const x402 = createX402Protocol({
     db,
     payments,
     privateKey: evmKey,
@@ -373,7 +373,7 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
       (deps.reconcileStaleMs ?? 120_000) +
       (deps.reconcileIntervalMs ?? 30_000),
   });
-  const dialects = [x402, createCtlDialect(payments)];
+  const protocols = [x402, createXPaymentProtocol(payments)];
   const auth = limits.auth;
 
   const app = new Koa();
@@ -415,7 +415,7 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
     health,
     adminRoutes({ db, auth, keys, sessions, events, now }),
     sessionRoutes({ db, auth, sessions, baseUrl }),
-    proxyRoutes({ sessions, dialects, forwarder, now, maxBodyBytes: deps.maxBodyBytes ?? 1024 * 1024, idempotency }),
+    proxyRoutes({ sessions, protocols, forwarder, now, maxBodyBytes: deps.maxBodyBytes ?? 1024 * 1024, idempotency }),
     agentSessionRoutes({ db, sessions }),
     merchantRoutes({ db, ledger, now, baseUrl, limit: limits.charges }),
     keyRoutes({ db, keys, issuer, now }),

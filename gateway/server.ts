@@ -28,8 +28,8 @@ import {
   type Logger,
 } from '../service-kit/index.js';
 import { createGatewayApp, type GatewayApp, type GatewayDeps } from './app.js';
-import { parseAssetMap, parseMaxHoldSeconds, parseMaxTimeoutSeconds } from './rails/x402/assets.js';
-import { chainReaders, parseRpcUrls } from './rails/x402/chain.js';
+import { parseAssetMap, parseMaxHoldSeconds, parseMaxTimeoutSeconds } from './payments/rails/x402/assets.js';
+import { chainReaders, parseRpcUrls } from './payments/rails/x402/chain.js';
 import { externalKeysFromEnv, gatewayKek } from './services/custody.js';
 import { gatewayRateLimitsFromEnv, maxSessionSecondsFromEnv, describeLimits } from './services/rate-limits.js';
 

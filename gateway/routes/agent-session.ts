@@ -7,7 +7,7 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import { notFound, unauthorized, type SqlDatabase } from '../../service-kit/index.js';
-import { receiptOf, receiptsOf } from '../store/payments.js';
+import { receiptOf, receiptsOf } from '../payments/store.js';
 import { sessionById } from '../store/sessions.js';
 import { sessionTokenOf, type SessionService } from '../services/sessions.js';
 

@@ -9,7 +9,7 @@ import { CtlError } from '../../src/index.js';
 import { HttpError, unauthorized, badRequest, readsBody } from '../../service-kit/index.js';
 import { effectiveState } from '../store/sessions.js';
 import { sessionTokenOf, type SessionService } from '../services/sessions.js';
-import type { PaymentDialect } from '../rails/rail.js';
+import type { PaymentProtocol } from '../payments/protocols/protocol.js';
 import { cleanRequestHeaders, cleanResponseHeaders, type Forwarder } from '../services/forwarder.js';
 import { bareHost } from '../services/address-guard.js';
 import { idempotencyKeyOf, type IdempotencyService } from '../services/idempotency.js';
@@ -41,7 +41,7 @@ function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
 
 export function proxyRoutes(o: {
   sessions: SessionService;
-  dialects: PaymentDialect<any>[];
+  protocols: PaymentProtocol<any>[];
   forwarder: Forwarder;
   now: () => number;
   maxBodyBytes: number;
@@ -87,12 +87,12 @@ export function proxyRoutes(o: {
         let res = await o.forwarder.send({ url, method, headers, body: payload });
         let receiptId: string | undefined;
         if (res.status === 402) {
-          // The first dialect that recognises the 402 pays it; an unknown 402 passes through.
-          for (const dialect of o.dialects) {
-            const terms = dialect.detect(res);
+          // The first protocol that recognises the 402 pays it; an unknown 402 passes through.
+          for (const protocol of o.protocols) {
+            const terms = protocol.detect(res);
             if (terms === undefined) continue;
             const asked = res.url;
-            const paid = await dialect.pay(terms, {
+            const paid = await protocol.pay(terms, {
               session,
               host: bareHost(asked),
               purpose,

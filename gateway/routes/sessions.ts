@@ -12,7 +12,7 @@ import {
   type SqlDatabase,
 } from '../../service-kit/index.js';
 import { listSessions } from '../store/sessions.js';
-import { receiptsOf } from '../store/payments.js';
+import { receiptsOf } from '../payments/store.js';
 import type { SessionService } from '../services/sessions.js';
 import { hashToken, sessionTokenOf } from '../services/sessions.js';
 import type { OwnerPrincipal } from '../services/owner-auth.js';

@@ -28,6 +28,7 @@ import {
   utf8Encode,
   verifyPolicyGrant,
   type PolicyGrant,
+  type SignedBudgetAuthorization,
   type PublicJwk,
   type VerifyCtlResult,
 } from '../../src/index.js';
@@ -101,13 +102,6 @@ async function askAuthority(trust: HumanTrust, grant: PolicyGrant): Promise<'act
   }
   throw new CtlError('revocation_unavailable', `humanGrant: ${AUTHORITY_UNAVAILABLE}`);
 }
-
-export const HUMAN_SESSION_MIGRATION = {
-  id: 'gateway-human-001',
-  sql: `CREATE TABLE gw_human_session_reservations (
-        session_id TEXT PRIMARY KEY, owner_id TEXT NOT NULL, kid TEXT NOT NULL UNIQUE, actor_key TEXT NOT NULL,
-        created_at BIGINT NOT NULL, expires_at BIGINT NOT NULL, used_at BIGINT)`,
-};
 
 /**
  * The key of a session to be created with `sessionId`, and what its `actor_key_pem` will hold.
@@ -261,10 +255,10 @@ export async function createHumanSession(
         ceiling: BigInt(grant.maxAmountMinor),
         expiresAt,
         createdAt: now,
-        config: config as unknown as Record<string, unknown>,
+        config,
         policyHash: grant.policyHash,
         grantId: grant.grantId,
-        grant: grant as unknown as Record<string, unknown>,
+        grant,
         actorKeyPem: reserved.actor_key,
         softLimit: null,
         maxPerHour: config.velocity?.maxPaymentsPerHour ?? null,
@@ -325,12 +319,12 @@ export async function createHumanSession(
  */
 export async function humanChainRefusal(
   session: SessionRecord,
-  sba: Record<string, unknown>,
+  sba: SignedBudgetAuthorization,
   payment: { amount: string; currency: string; merchantId: string; rail: string; purpose: string },
   now: () => number,
   trust: HumanTrust | undefined,
 ): Promise<{ code: CtlError['code']; message: string } | undefined> {
-  const grant = session.grant as unknown as PolicyGrant;
+  const grant = session.grant;
   if (grant.profile !== 'human-agent') return undefined;
   if (!authorityOf(trust, grant))
     return {

@@ -26,7 +26,7 @@ import {
   type SqlDatabase,
   type Logger,
 } from '../../service-kit/index.js';
-import { paidResponseLost } from '../rails/rail.js';
+import { paidResponseLost } from '../payments/protocols/protocol.js';
 import {
   claimKey,
   keyRecord,
@@ -101,7 +101,7 @@ export function requestHash(r: Pick<KeyedRequest, 'method' | 'target' | 'purpose
 }
 
 const token = () => randomId(16);
-// Time-ordered as every other payment id (services/payments.ts): new rows land at the end of the
+// Time-ordered as every other payment id (payments/service.ts): new rows land at the end of the
 // primary key's index instead of at random pages of it.
 const newPaymentId = () => `pay_${timeOrderedId()}`;
 
@@ -257,7 +257,7 @@ export function createIdempotencyService(deps: IdempotencyDeps) {
   }
 
   return {
-    /** The payment id of the request running in this async context (services/payments.ts authorize). */
+    /** The payment id of the request running in this async context (payments/service.ts authorize). */
     paymentId: (): string | undefined => current.getStore()?.paymentId,
 
     /**

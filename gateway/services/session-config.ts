@@ -14,6 +14,7 @@ import {
   formatTimestamp,
 } from '../../src/index.js';
 import { badRequest, optionalText } from '../../service-kit/index.js';
+import { MAX_AMOUNT } from '../payments/amount.js';
 import {
   firstInertGlob,
   globProgramSizes,
@@ -23,23 +24,8 @@ import {
   MAX_RANGE,
 } from './host-glob.js';
 
-export interface SessionConfig {
-  budget: { amount: string; currency: string };
-  purposes: string[];
-  expiresAt: string;
-  label: string;
-  merchantAllowlist: string[];
-  merchantBlocklist: string[];
-  velocity?: { maxPaymentsPerHour?: number; maxAmountPerMerchantPerDay?: string };
-  softLimit?: { amount: string };
-  webhookUrl?: string;
-  /** Percentages of the ceiling whose crossing emits session.threshold_crossed (spec §6). */
-  thresholds: number[];
-  trustLevel: 0 | 1;
-}
-
-/** SQLite returns integers as JS numbers, so every stored amount stays a safe integer. */
-export const MAX_AMOUNT = BigInt(Number.MAX_SAFE_INTEGER);
+export type { SessionConfig } from '../store/sessions.js';
+import type { SessionConfig } from '../store/sessions.js';
 
 const FIELDS = new Set([
   'budget',

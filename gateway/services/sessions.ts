@@ -4,7 +4,7 @@
  * continuation are single conditional UPDATEs in the store, and the view hides secrets.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { createSignedPolicyGrant, policyHash, formatTimestamp, CtlError } from '../../src/index.js';
+import { createSignedPolicyGrant, policyHash, formatTimestamp, CtlError, type PublicJwk } from '../../src/index.js';
 import {
   bearerToken,
   changeWith,
@@ -25,7 +25,8 @@ import {
   type SessionRecord,
   type RevokedBy,
 } from '../store/sessions.js';
-import { parseSessionConfig, MAX_AMOUNT, type SessionConfig } from './session-config.js';
+import { parseSessionConfig, type SessionConfig } from './session-config.js';
+import { MAX_AMOUNT } from '../payments/amount.js';
 import { continuationToken, continuationNonce } from './continuation.js';
 import { checkTargetUrl, type TargetPolicy } from './address-guard.js';
 import type { KeyRing } from './keys.js';
@@ -81,11 +82,11 @@ export function createSessionService(deps: SessionServiceDeps) {
   const byTokenCache = idleCache<string, { version: string; record: SessionRecord }>();
 
   async function mintGrant(
-    s: { grantId: string; policyHash: string; config: SessionConfig; ceiling: bigint; actorJwk: unknown },
+    s: { grantId: string; policyHash: string; config: SessionConfig; ceiling: bigint; actorJwk: PublicJwk },
     baseUrl: string,
   ) {
     const gk = await keys.active('grant');
-    return (await createSignedPolicyGrant(
+    return await createSignedPolicyGrant(
       {
         grantId: s.grantId,
         policyHash: s.policyHash,
@@ -95,17 +96,17 @@ export function createSessionService(deps: SessionServiceDeps) {
         allowedPurposes: s.config.purposes,
         maxAmountMinor: s.ceiling.toString(),
         currency: s.config.budget.currency,
-        actorKey: s.actorJwk as any,
+        actorKey: s.actorJwk,
         ...(s.config.velocity && Object.keys(s.config.velocity).length ? { velocity: s.config.velocity } : {}),
       },
       { issuer: deps.issuer, keyId: gk.kid, signingKey: gk.signingKey, revocationBaseUrl: baseUrl, now },
-    )) as unknown as Record<string, unknown>;
+    );
   }
 
   /** The owner's view; the continuation token only while paused. */
   function view(s: SessionRecord) {
     const state = effectiveState(s, now());
-    const c = s.config as unknown as SessionConfig;
+    const c = s.config;
     const remaining = s.ceiling - s.spent - s.reserved;
     return {
       sessionId: s.id,
@@ -209,7 +210,7 @@ export function createSessionService(deps: SessionServiceDeps) {
           ceiling,
           expiresAt,
           createdAt: now(),
-          config: config as unknown as Record<string, unknown>,
+          config,
           policyHash: hash,
           grantId,
           grant,
@@ -271,7 +272,7 @@ export function createSessionService(deps: SessionServiceDeps) {
      * The session of an agent's token. Every call reads the live state, expiry and ceiling; the
      * large immutable parts (config, grant, keys) come from a cache keyed by id and ceiling, the
      * only mutable input of the grant (re-minted at continuation). `spent`/`reserved` of the
-     * result may be stale: money decisions are made in the store (store/payments.ts).
+     * result may be stale: money decisions are made in the store (payments/store.ts).
      */
     async byToken(token: string): Promise<SessionRecord | undefined> {
       const hash = hashToken(token);
@@ -330,7 +331,7 @@ export function createSessionService(deps: SessionServiceDeps) {
       }
       const newCeiling = s.ceiling + raise;
       if (newCeiling > MAX_AMOUNT) throw new CtlError('malformed', 'the raised ceiling would be too large');
-      const config = s.config as unknown as SessionConfig;
+      const config = s.config;
       const actorJwk = s.grant.actorKey;
       const grant = await mintGrant(
         { grantId: s.grantId, policyHash: s.policyHash, config, ceiling: newCeiling, actorJwk },

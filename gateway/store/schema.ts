@@ -5,7 +5,6 @@
  * Payment states: reserved → paying → paid | released. 'paying' is written before the rail is
  * called, so a crash leaves a record that reconcile() settles with the rail.
  */
-import { HUMAN_SESSION_MIGRATION } from '../services/human-sessions.js';
 import type { Migration } from '../../service-kit/index.js';
 import { IDEMPOTENCY_MIGRATION } from './idempotency.js';
 
@@ -107,7 +106,7 @@ const ownerKeys = (d: 'sqlite' | 'postgres') => [
 const keyCustody = [`ALTER TABLE gw_keys ADD COLUMN custody TEXT NOT NULL DEFAULT 'database'`];
 
 /**
- * Open payments only (reserved or paying), in reconcile's order (store/payments.ts openPayments,
+ * Open payments only (reserved or paying), in reconcile's order (payments/store.ts openPayments,
  * whose WHERE names these states literally, so both planners use it). The index it replaces held
  * every payment ever made, and each paid one cost an index entry that only reconcile's scan of
  * open rows ever read; a payment now leaves this index when it is paid or released.
@@ -122,10 +121,18 @@ const openPaymentsIndex = [
 ];
 
 /**
- * Receipts keep their SBA's grant apart, once per grant (store/payments.ts ReceiptRow): the grant
+ * Receipts keep their SBA's grant apart, once per grant (payments/store.ts ReceiptRow): the grant
  * was a third of every receipt row. Receipts stored before keep their grant inline (no
  * `grant_hash`); readers put a kept-apart grant back, so both read the same.
  */
+/** Session keys prepared for a person's grant (PROTOCOL.md §10; services/human-sessions.ts). */
+const HUMAN_SESSION_MIGRATION: Migration = {
+  id: 'gateway-human-001',
+  sql: `CREATE TABLE gw_human_session_reservations (
+        session_id TEXT PRIMARY KEY, owner_id TEXT NOT NULL, kid TEXT NOT NULL UNIQUE, actor_key TEXT NOT NULL,
+        created_at BIGINT NOT NULL, expires_at BIGINT NOT NULL, used_at BIGINT)`,
+};
+
 const receiptGrants = [
   `CREATE TABLE IF NOT EXISTS gw_receipt_grants (hash TEXT PRIMARY KEY, body TEXT NOT NULL)`,
   `ALTER TABLE gw_receipts ADD COLUMN grant_hash TEXT`,
@@ -150,7 +157,6 @@ export const GATEWAY_MIGRATIONS: Migration[] = [
   { id: 'gateway-003-owner-keys', ...perDialect(ownerKeys) },
   { id: 'gateway-keys-custody', sql: keyCustody.join(';\n') },
   IDEMPOTENCY_MIGRATION,
-  // Session keys prepared for a person's grant (PROTOCOL.md §10).
   HUMAN_SESSION_MIGRATION,
   { id: 'gateway-payments-open-only', sql: openPaymentsIndex.join(';\n') },
   { id: 'gateway-receipt-grants', sql: receiptGrants.join(';\n') },

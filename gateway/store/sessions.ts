@@ -2,6 +2,7 @@
  * Sessions in the store. State changes are single conditional UPDATEs (revoke, expire,
  * continue), so two gateway instances on one database agree without any in-memory state.
  */
+import type { PolicyGrant } from '../../src/index.js';
 import { changeWith, type SqlDatabase, type SqlExecutor, type Row, type TxEffect } from '../../service-kit/index.js';
 import { forUpdate } from './lock.js';
 import { raiseBundleSequence } from './bundle-sequence.js';
@@ -9,6 +10,22 @@ import { raiseBundleSequence } from './bundle-sequence.js';
 export type SessionState = 'active' | 'paused' | 'revoked' | 'expired';
 /** Who stopped a session: its owner (DELETE /sessions/:id) or the admin (a session or the whole owner). */
 export type RevokedBy = 'owner' | 'admin';
+
+/** A session's controls as the owner set them (POST /sessions; services/session-config.ts reads them). */
+export interface SessionConfig {
+  budget: { amount: string; currency: string };
+  purposes: string[];
+  expiresAt: string;
+  label: string;
+  merchantAllowlist: string[];
+  merchantBlocklist: string[];
+  velocity?: { maxPaymentsPerHour?: number; maxAmountPerMerchantPerDay?: string };
+  softLimit?: { amount: string };
+  webhookUrl?: string;
+  /** Percentages of the ceiling whose crossing emits session.threshold_crossed (spec §6). */
+  thresholds: number[];
+  trustLevel: 0 | 1;
+}
 
 export interface SessionRecord {
   id: string;
@@ -24,10 +41,10 @@ export interface SessionRecord {
   createdAt: number;
   endedAt: number | null;
   revokedBy: RevokedBy | null;
-  config: Record<string, unknown>;
+  config: SessionConfig;
   policyHash: string;
   grantId: string;
-  grant: Record<string, unknown>;
+  grant: PolicyGrant;
   actorKeyPem: string;
   softLimit: bigint | null;
   continuationNonce: string | null;
@@ -245,7 +262,7 @@ export async function nextExpiry(q: SqlExecutor): Promise<number | undefined> {
  */
 export async function continueSession(
   q: SqlExecutor,
-  p: { id: string; nonce: string; oldCeiling: bigint; newCeiling: bigint; grant: Record<string, unknown>; now: number },
+  p: { id: string; nonce: string; oldCeiling: bigint; newCeiling: bigint; grant: PolicyGrant; now: number },
 ): Promise<boolean> {
   const r = await q.run(
     `UPDATE gw_sessions SET state = 'active', ceiling = ?, continuation_nonce = NULL, grant_json = ?

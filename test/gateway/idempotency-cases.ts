@@ -3,9 +3,9 @@
  * key, never paid again, also after a restart and after a crash mid-payment.
  */
 import * as assert from 'uvu/assert';
-import { createLedgerRail } from '../../gateway/rails/ledger.js';
+import { createLedgerRail } from '../../gateway/payments/rails/ledger.js';
 import { claimKey, pruneExpiredKeys } from '../../gateway/store/idempotency.js';
-import type { Rail } from '../../gateway/rails/rail.js';
+import type { Rail } from '../../gateway/payments/rails/rail.js';
 import {
   startTestGateway,
   createSession,
@@ -45,7 +45,7 @@ export function slowRail(gwDb: () => TestGateway['db'], ms: number): Rail {
       await sleep(ms);
       return l().pay(o);
     },
-    settle: (id) => l().settle(id),
+    outcome: (id) => l().outcome(id),
   };
 }
 
@@ -107,7 +107,7 @@ export async function crashThenRetry(db: TestDb, m: Merchant, payFirst: boolean)
       if (payFirst) await ledger!.pay(o);
       return never();
     },
-    settle: (id) => ledger!.settle(id),
+    outcome: (id) => ledger!.outcome(id),
   };
   const a = await startTestGateway(db, { rail, idempotency: { leaseMs: 200 } });
   ledger = createLedgerRail(a.db);

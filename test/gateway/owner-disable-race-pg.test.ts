@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { generateApiKey, migrate } from '../../service-kit/index.js';
 import { GATEWAY_MIGRATIONS } from '../../gateway/store/schema.js';
 import { insertOwner, disableOwner } from '../../gateway/store/owners.js';
-import { insertOwnedSession, sessionById } from '../../gateway/store/sessions.js';
+import { insertOwnedSession, sessionById, type SessionRecord } from '../../gateway/store/sessions.js';
 import { postgresDb, PG_URL } from './helpers.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -35,10 +35,10 @@ test('a session created while its owner is being disabled is revoked with the ot
       ceiling: 100n,
       expiresAt: Date.now() + 3600_000,
       createdAt: Date.now(),
-      config: {},
+      config: {} as SessionRecord['config'], // a placeholder: this test reads no session's controls
       policyHash: 'h',
       grantId,
-      grant: {},
+      grant: {} as SessionRecord['grant'],
       actorKeyPem: 'pem',
       softLimit: null,
       maxPerHour: null,

@@ -7,8 +7,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createHash } from 'node:crypto';
 import { canonicalize, verifyReceipt } from '../../src/index.js';
-import { createLedgerRail } from '../../gateway/rails/ledger.js';
-import type { Rail } from '../../gateway/rails/rail.js';
+import { createLedgerRail } from '../../gateway/payments/rails/ledger.js';
+import type { Rail } from '../../gateway/payments/rails/rail.js';
 import { RECEIPT_GRANTS_INLINE_SQL } from '../../gateway/store/schema.js';
 import {
   sqliteDb,
@@ -152,7 +152,7 @@ test('every commit keeps the grant apart and reads whole: a rail paid before its
   // local commits after it paid (commit()); velocity limits take payLedgerAndCommit; thresholds
   // make a PostgreSQL commit a transaction instead of one statement.
   let ledger: ReturnType<typeof createLedgerRail> | undefined;
-  const rail: Rail = { name: 'ledger', pay: (o) => ledger!.pay(o), settle: (id) => ledger!.settle(id) };
+  const rail: Rail = { name: 'ledger', pay: (o) => ledger!.pay(o), outcome: (id) => ledger!.outcome(id) };
   const remote = await startTestGateway(db, { rail }, gw.ownerKey);
   ledger = createLedgerRail(remote.db);
   try {

@@ -1,6 +1,6 @@
 /**
  * Review findings 4 and 6: reconcile() must reach every open payment (rows still pending at the
- * rail rotate to the back, a row whose settle throws does not end the pass), and must never
+ * rail rotate to the back, a row whose rail outcome throws does not end the pass), and must never
  * release a row that turned `paying` between its read and its release. On SQLite, and on a fresh
  * PostgreSQL schema when one is reachable.
  */
@@ -8,8 +8,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { sqliteDb, postgresDb, startTestGateway, createSession, call, type TestDb } from './helpers.js';
 import type { SqlDatabase } from '../../service-kit/index.js';
-import { insertX402 } from '../../gateway/rails/x402/store.js';
-import { OPEN_PAYMENTS_SQL } from '../../gateway/store/payments.js';
+import { insertX402 } from '../../gateway/payments/rails/x402/store.js';
+import { OPEN_PAYMENTS_SQL } from '../../gateway/payments/store.js';
 
 const PAYEE = '0x4444444444444444444444444444444444444444';
 const USDC = '0x036cbd53842c5426634e7929541ec2318f3dcf7e';
@@ -32,7 +32,7 @@ async function openRow(
 }
 
 for (const kind of ['sqlite', 'postgres'] as const) {
-  test(`${kind}: 200+ pending rows and a row whose settle throws do not starve a stale reservation; pending rows rotate`, async () => {
+  test(`${kind}: 200+ pending rows and a row whose rail outcome throws do not starve a stale reservation; pending rows rotate`, async () => {
     const tdb = kind === 'sqlite' ? sqliteDb() : await postgresDb('reconcile pass on PostgreSQL');
     if (!tdb) return;
     const gw = await startTestGateway(tdb, {
@@ -63,7 +63,7 @@ for (const kind of ['sqlite', 'postgres'] as const) {
         gw.db,
         {
           paymentId: 'pay_throws',
-          dialect: 'v2',
+          version: 'v2',
           network: 'eip155:84532',
           asset: USDC,
           payTo: PAYEE,
@@ -81,7 +81,7 @@ for (const kind of ['sqlite', 'postgres'] as const) {
           gw.db,
           {
             paymentId: id,
-            dialect: 'v2',
+            version: 'v2',
             network: 'eip155:84532',
             asset: USDC,
             payTo: PAYEE,
@@ -104,7 +104,7 @@ for (const kind of ['sqlite', 'postgres'] as const) {
       assert.is(Number(pend!.n), 210, 'pending rows are kept');
       assert.ok(Number(pend!.lo) >= started, 'pending rows went to the back of the queue');
       const throws = await gw.db.get(`SELECT state FROM gw_payments WHERE id = 'pay_throws'`);
-      assert.is(throws!.state, 'paying', 'a row whose settle threw stays open for the next pass');
+      assert.is(throws!.state, 'paying', 'a row whose rail outcome threw stays open for the next pass');
     } finally {
       await gw.close();
       await tdb.drop();

@@ -6,9 +6,9 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { createLedgerRail } from '../../gateway/rails/ledger.js';
-import type { Rail } from '../../gateway/rails/rail.js';
-import { reserve, payLedgerAndCommit } from '../../gateway/store/payments.js';
+import { createLedgerRail } from '../../gateway/payments/rails/ledger.js';
+import type { Rail } from '../../gateway/payments/rails/rail.js';
+import { reserve, payLedgerAndCommit } from '../../gateway/payments/store.js';
 import { sqliteDb, startTestGateway, startMerchant, createSession, call, type TestDb } from './helpers.js';
 
 const never = () => new Promise<never>(() => {});
@@ -23,7 +23,7 @@ async function crashDuringPayment(db: TestDb, payFirst: boolean) {
       if (payFirst) await ledger!.pay(o);
       return never();
     },
-    settle: (id) => ledger!.settle(id),
+    outcome: (id) => ledger!.outcome(id),
   };
   const a = await startTestGateway(db, { rail });
   ledger = createLedgerRail(a.db);

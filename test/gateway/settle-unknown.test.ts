@@ -1,5 +1,5 @@
 /**
- * Review finding 5: an external rail whose pay() lost its answer and whose settle() cannot be
+ * Review finding 5: an external rail whose pay() lost its answer and whose outcome() cannot be
  * reached says nothing about the payment. It may have been made, so the reservation is held
  * (`payment_unconfirmed`) for reconcile, never released: the agent cannot make the rail pay past
  * the budget by retrying.
@@ -7,9 +7,9 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { sqliteDb, startTestGateway, createSession, proxy, call, startMerchant } from './helpers.js';
-import type { Rail } from '../../gateway/rails/rail.js';
+import type { Rail } from '../../gateway/payments/rails/rail.js';
 
-test('pay() times out and settle() throws: payment_unconfirmed, reserved, and the rail never pays past the budget', async () => {
+test('pay() times out and outcome() throws: payment_unconfirmed, reserved, and the rail never pays past the budget', async () => {
   const paid = new Map<string, bigint>();
   let reachable = false;
   const rail: Rail = {
@@ -18,7 +18,7 @@ test('pay() times out and settle() throws: payment_unconfirmed, reserved, and th
       paid.set(o.paymentId, o.amount);
       throw new Error('ETIMEDOUT reading response');
     },
-    async settle(id) {
+    async outcome(id) {
       if (!reachable) throw new Error('ECONNRESET');
       return paid.has(id) ? { txRef: `txid:${id}` } : undefined;
     },

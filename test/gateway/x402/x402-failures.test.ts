@@ -14,7 +14,7 @@ import {
   type Listening,
   type StockMerchant,
 } from '../../../gateway/dev/x402-merchants.js';
-import { insertX402, recordOutcome } from '../../../gateway/rails/x402/store.js';
+import { insertX402, recordOutcome } from '../../../gateway/payments/rails/x402/store.js';
 
 const PAYEE = '0x4444444444444444444444444444444444444444';
 
@@ -162,7 +162,7 @@ test('a named transaction that never confirmed: held until expiry, then the chai
     gw.db,
     {
       paymentId: 'pay_stuck',
-      dialect: 'v2',
+      version: 'v2',
       network: 'eip155:84532',
       asset: USDC,
       payTo: PAYEE.toLowerCase(),

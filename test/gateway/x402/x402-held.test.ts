@@ -19,8 +19,8 @@ import {
   type Listening,
   type StockMerchant,
 } from '../../../gateway/dev/x402-merchants.js';
-import { insertX402, recordOutcome } from '../../../gateway/rails/x402/store.js';
-import { parseRpcUrls, chainReaders } from '../../../gateway/rails/x402/chain.js';
+import { insertX402, recordOutcome } from '../../../gateway/payments/rails/x402/store.js';
+import { parseRpcUrls, chainReaders } from '../../../gateway/payments/rails/x402/chain.js';
 import { gatewayOptionsFromEnv } from '../../../gateway/server.js';
 
 const PAYEE = '0x4444444444444444444444444444444444444444';
@@ -180,7 +180,7 @@ test("finding 3: a crash between the merchant's confirmed transaction and the co
     gw.db,
     {
       paymentId: 'pay_crash_paid',
-      dialect: 'v2',
+      version: 'v2',
       network: 'eip155:84532',
       asset: USDC,
       payTo: PAYEE.toLowerCase(),

@@ -1,10 +1,10 @@
 /**
  * The `ledger` rail: a real local rail backed by the gateway's own store. A payment
- * is one row keyed by the payment id, so pay() is idempotent and settle() can void an id that
+ * is one row keyed by the payment id, so pay() is idempotent and outcome() can void an id that
  * never got paid. Merchants check a `txid` with GET /charge/{id}/verify (routes/merchant.ts).
  */
 import { randomBytes } from 'node:crypto';
-import type { SqlExecutor } from '../../service-kit/index.js';
+import type { SqlExecutor } from '../../../service-kit/index.js';
 import { RailError, type Rail } from './rail.js';
 
 export interface LedgerEntry {
@@ -34,7 +34,7 @@ export function createLedgerRail(
   });
   return {
     name: 'ledger',
-    // In the gateway's own database: services/payments.ts pays and commits it in one change.
+    // In the gateway's own database: payments/service.ts pays and commits it in one change.
     local: true,
     async pay(order) {
       const txRef = `txid:${randomBytes(16).toString('base64url')}`;
@@ -56,7 +56,7 @@ export function createLedgerRail(
       }
       return { txRef: row.tx_ref as string };
     },
-    async settle(paymentId) {
+    async outcome(paymentId) {
       await q.run(
         `INSERT INTO gw_ledger (payment_id, status, created_at) VALUES (?, 'void', ?) ON CONFLICT DO NOTHING`,
         [paymentId, now()],

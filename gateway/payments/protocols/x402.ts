@@ -1,15 +1,15 @@
 /**
- * The x402 rail: the gateway pays merchants built with the official x402 packages, v2
+ * The x402 protocol: the gateway pays merchants built with the official x402 packages, v2
  * and v1, with the official client (`@x402/core` + the `exact` EVM scheme of `@x402/evm`) and a
  * viem local account. The money moves when the merchant's facilitator settles the signed
  * EIP-3009 authorization, so the order of things is what keeps the budget:
  *
- *   1. the 402 is read and its requirements normalised (dialect.ts), the terms policy picks one
+ *   1. the 402 is read and its requirements normalised (terms/x402.ts), the terms policy picks one
  *      (asset map, validity, scheme) — nothing reserved, nothing signed;
  *   2. inside the client's `onBeforePaymentCreation` hook, the session's checks and the atomic
- *      reservation run (services/payments.ts authorize); a refusal aborts the hook, so no
+ *      reservation run (payments/service.ts authorize); a refusal aborts the hook, so no
  *      signature and no header ever exist;
- *   3. the signed authorization is recorded (store.ts) and the payment marked `paying` before the
+ *   3. the signed authorization is recorded (rails/x402/store.ts) and the payment marked `paying` before the
  *      header leaves; the retry carries `PAYMENT-SIGNATURE` (v2) or `X-PAYMENT` (v1);
  *   4. `PAYMENT-RESPONSE` / `X-PAYMENT-RESPONSE` with a transaction commits the spend and a receipt
  *      `txRef: txid:<transaction>`. A signed authorization can be cashed until it expires,
@@ -31,96 +31,16 @@ import { registerExactEvmScheme } from '@x402/evm/exact/client';
 import { privateKeyToAccount } from 'viem/accounts';
 import { CtlError } from '../../../src/index.js';
 import { HttpError, type SqlDatabase } from '../../../service-kit/index.js';
-import type { PaymentService, Authorization } from '../../services/payments.js';
 import type { ForwardResponse } from '../../services/forwarder.js';
-import { sbaHeaders } from '../ctl-dialect.js';
-import { RailError, type PaymentDialect, type Rail } from '../rail.js';
-import { DEFAULT_MAX_HOLD_SECONDS, networksOf, type X402AssetMap } from './assets.js';
-import { chooseRequirement, detectX402, type NormalisedRequirement, type X402Terms } from './dialect.js';
-import { insertX402, recordOutcome, x402ById } from './store.js';
+import type { PaymentService, Authorization } from '../service.js';
+import { chooseRequirement, detectX402, type X402Terms } from '../terms/x402.js';
+import { DEFAULT_MAX_HOLD_SECONDS, networksOf, type X402AssetMap } from '../rails/x402/assets.js';
+import { X402_RAIL, receiptRail } from '../rails/x402/rail.js';
+import { insertX402, recordOutcome } from '../rails/x402/store.js';
+import { sbaHeaders } from './x-payment.js';
+import type { PaymentProtocol } from './protocol.js';
 
-export const X402_RAIL = 'x402';
-
-/**
- * Clock skew allowed between the gateway and the chain before an authorization past its
- * `validBefore` counts as dead (a block at `validBefore - 1` may carry a timestamp ahead of ours).
- * A chain on the gateway's own clock (a local ledger) may be given a smaller one.
- */
-export const DEFAULT_EXPIRY_MARGIN_MS = 60_000;
-
-/** Read access to the chains the gateway pays on (optional): a viem PublicClient fits. */
-export interface X402ChainReader {
-  readContract(args: {
-    address: `0x${string}`;
-    abi: readonly unknown[];
-    functionName: string;
-    args?: readonly unknown[];
-  }): Promise<unknown>;
-}
-
-const AUTHORIZATION_STATE_ABI = [
-  {
-    type: 'function',
-    name: 'authorizationState',
-    stateMutability: 'view',
-    inputs: [
-      { name: 'authorizer', type: 'address' },
-      { name: 'nonce', type: 'bytes32' },
-    ],
-    outputs: [{ name: '', type: 'bool' }],
-  },
-] as const;
-
-/**
- * The settling half (services/payments.ts reconcile): an x402 payment that never got its
- * signature recorded was never sent (void: the record is written before `paying`, and the header
- * only leaves after `paying`). One the merchant confirmed with a transaction is paid (a crash
- * between that answer and the commit is completed here). Any other was sent and is alive until
- * its authorization expires, whatever the merchant said (a 402, a failure, a transaction that
- * never confirmed). After `validBefore` + margin, with a chain reader, EIP-3009
- * `authorizationState` says whether it was cashed: unused is the only proof of death (released);
- * used is committed. Without a reader (no `CTL_X402_RPC_URL` for that network) it is counted
- * spent: the side that never overspends.
- */
-export function createX402Rail(
-  db: SqlDatabase,
-  now: () => number,
-  chain?: (network: string) => X402ChainReader | undefined,
-  expiryMarginMs = DEFAULT_EXPIRY_MARGIN_MS,
-): Rail {
-  return {
-    name: X402_RAIL,
-    async pay() {
-      throw new RailError("x402 payments are settled by the merchant's facilitator on the paid retry");
-    },
-    async settle(paymentId) {
-      const r = await x402ById(db, paymentId);
-      if (!r) return undefined;
-      const rail = receiptRail(r);
-      if (r.outcome === 'paid' && r.tx) return { txRef: `txid:${r.tx}`, rail };
-      if (now() < r.validBefore + expiryMarginMs) return 'pending';
-      // A transaction hash names the payment when the merchant gave one; else the authorization.
-      const txRef = r.tx ? `txid:${r.tx}` : `txid:${r.network}/${r.asset}/${r.nonce}`;
-      const reader = chain?.(r.network);
-      if (!reader) {
-        await recordOutcome(db, paymentId, 'expired-unverified');
-        return { txRef, rail };
-      }
-      const used = await reader.readContract({
-        address: r.asset as `0x${string}`,
-        abi: AUTHORIZATION_STATE_ABI,
-        functionName: 'authorizationState',
-        args: [r.payer, r.nonce],
-      });
-      if (used === false) return undefined;
-      if (used !== true) throw new Error(`x402: authorizationState answered ${String(used)}`);
-      await recordOutcome(db, paymentId, 'paid');
-      return { txRef, rail };
-    },
-  };
-}
-
-export interface X402DialectOptions {
+export interface X402ProtocolOptions {
   db: SqlDatabase;
   payments: PaymentService;
   /** `CTL_GATEWAY_EVM_PRIVATE_KEY`: the account that signs EIP-3009 authorizations. */
@@ -143,7 +63,9 @@ export interface X402DialectOptions {
  * `maxHoldSeconds` of a budget per request, so the validity is capped at that minus the delay,
  * and at `maxTimeoutSeconds`; terms above the cap are `payment_terms_refused`.
  */
-export function holdCap(o: Pick<X402DialectOptions, 'maxTimeoutSeconds' | 'maxHoldSeconds' | 'settleDelayMs'>): number {
+export function holdCap(
+  o: Pick<X402ProtocolOptions, 'maxTimeoutSeconds' | 'maxHoldSeconds' | 'settleDelayMs'>,
+): number {
   const hold = o.maxHoldSeconds ?? DEFAULT_MAX_HOLD_SECONDS;
   // 0 when reconcile alone takes longer than the hold: every x402 402 is then refused.
   return Math.max(0, Math.min(o.maxTimeoutSeconds, Math.floor(hold - (o.settleDelayMs ?? 0) / 1000)));
@@ -151,8 +73,8 @@ export function holdCap(o: Pick<X402DialectOptions, 'maxTimeoutSeconds' | 'maxHo
 
 type Job = { run: (selected: PaymentRequirements | PaymentRequirementsV1) => Promise<void>; error?: unknown };
 
-/** The x402 PaymentDialect (v2 and v1). The gateway's address is `address`. */
-export function createX402Dialect(o: X402DialectOptions): PaymentDialect<X402Terms> & { address: `0x${string}` } {
+/** The x402 PaymentProtocol (v2 and v1). The gateway's address is `address`. */
+export function createX402Protocol(o: X402ProtocolOptions): PaymentProtocol<X402Terms> & { address: `0x${string}` } {
   const account = privateKeyToAccount(o.privateKey);
   const client = new x402Client();
   // v2 for the networks of the asset map; the helper also registers v1 for the EVM networks it knows.
@@ -200,7 +122,7 @@ export function createX402Dialect(o: X402DialectOptions): PaymentDialect<X402Ter
           // the session's checks and the reservation, before any signature exists.
           auth = await o.payments.authorize(
             x.session,
-            { amount: chosen.amount.toString(), currency: x.session.currency, address: chosen.payTo },
+            { amount: chosen.amount, currency: x.session.currency, address: chosen.payTo },
             x.host,
             x.purpose,
             X402_RAIL,
@@ -243,7 +165,7 @@ export function createX402Dialect(o: X402DialectOptions): PaymentDialect<X402Ter
         o.db,
         {
           paymentId: auth.paymentId,
-          dialect: terms.dialect,
+          version: terms.version,
           network: chosen.network,
           asset: chosen.asset,
           payTo: chosen.payTo,
@@ -326,11 +248,6 @@ export function createX402Dialect(o: X402DialectOptions): PaymentDialect<X402Ter
       );
     },
   };
-}
-
-/** The receipt's `rail`: x402, network and asset (PROTOCOL.md §4 Receipt has no members of its own for them yet). */
-export function receiptRail(r: Pick<NormalisedRequirement, 'network' | 'asset'>): string {
-  return `${X402_RAIL}:${r.network}:${r.asset}`;
 }
 
 interface SignedAuthorization {

@@ -5,7 +5,7 @@
  * `asset_not_allowed`: the session's budget is in minor units of its currency, and PROTOCOL.md §1
  * ties that unit to the token's atomic unit only for the assets named here.
  */
-import { isCurrency } from '../../../src/index.js';
+import { isCurrency } from '../../../../src/index.js';
 
 export interface X402Asset {
   /** CAIP-2, `eip155:<chain id>`. */

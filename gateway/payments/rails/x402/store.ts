@@ -4,7 +4,7 @@
  * Written before the payment header leaves the gateway, so reconcile() never forgets a signature
  * that is out in the world.
  */
-import type { Migration, SqlExecutor } from '../../../service-kit/index.js';
+import type { Migration, SqlExecutor } from '../../../../service-kit/index.js';
 
 export const X402_MIGRATIONS: Migration[] = [
   {
@@ -18,7 +18,8 @@ export const X402_MIGRATIONS: Migration[] = [
 
 export interface X402Record {
   paymentId: string;
-  dialect: string;
+  /** The x402 version the 402 spoke (stored in column `dialect`). */
+  version: string;
   network: string;
   asset: string;
   payTo: string;
@@ -33,7 +34,7 @@ export interface X402Record {
 export async function insertX402(q: SqlExecutor, r: Omit<X402Record, 'tx' | 'outcome'>, now: number): Promise<void> {
   await q.run(
     `INSERT INTO gw_x402_payments (payment_id, dialect, network, asset, pay_to, payer, nonce, valid_before, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    [r.paymentId, r.dialect, r.network, r.asset, r.payTo, r.payer, r.nonce, r.validBefore, now],
+    [r.paymentId, r.version, r.network, r.asset, r.payTo, r.payer, r.nonce, r.validBefore, now],
   );
 }
 
@@ -51,7 +52,7 @@ export async function x402ById(q: SqlExecutor, paymentId: string): Promise<X402R
   if (!r) return undefined;
   return {
     paymentId: r.payment_id as string,
-    dialect: r.dialect as string,
+    version: r.dialect as string,
     network: r.network as string,
     asset: r.asset as string,
     payTo: r.pay_to as string,

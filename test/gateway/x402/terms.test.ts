@@ -1,8 +1,8 @@
 /** 402 detection, normalisation to one shape, the terms policy, the asset map. */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { detectX402, chooseRequirement } from '../../../gateway/rails/x402/dialect.js';
-import { parseAssetMap, parseMaxTimeoutSeconds } from '../../../gateway/rails/x402/assets.js';
+import { detectX402, chooseRequirement } from '../../../gateway/payments/terms/x402.js';
+import { parseAssetMap, parseMaxTimeoutSeconds } from '../../../gateway/payments/rails/x402/assets.js';
 
 const USDC = '0x036CbD53842c5426634e7929541eC2318f3dCF7e';
 const PAYEE = '0x2222222222222222222222222222222222222222';
@@ -44,8 +44,8 @@ const code = (f: () => unknown) => {
 test('v2 and v1 normalise to the same shape', () => {
   const a = detectX402(v2([v2req()]))!;
   const b = detectX402(v1([{ ...v2req(), network: 'base-sepolia', amount: undefined, maxAmountRequired: '10000' }]))!;
-  assert.is(a.dialect, 'x402-v2');
-  assert.is(b.dialect, 'x402-v1');
+  assert.is(a.version, 'x402-v2');
+  assert.is(b.version, 'x402-v1');
   const shape = (r: any) => ({
     scheme: r.scheme,
     network: r.network,
@@ -66,7 +66,7 @@ test('v2 and v1 normalise to the same shape', () => {
   assert.equal(shape(b.requirements[0]), expected);
 });
 
-test('detection: not a 402, the spec X-Payment dialect, an ordinary 402 → not x402', () => {
+test('detection: not a 402, the spec X-Payment terms, an ordinary 402 → not x402', () => {
   assert.is(detectX402({ ...v2([v2req()]), status: 200 }), undefined);
   assert.is(
     detectX402({

@@ -1,8 +1,8 @@
 /**
  * Which 402 is this? x402 v2 puts its terms in a `PAYMENT-REQUIRED` header (base64
  * JSON, `accepts[].amount`); x402 v1 in a JSON body `{ x402Version: 1, accepts }` (`accepts[]
- * .maxAmountRequired`, network names such as `base-sepolia`); the spec's own dialect in
- * `X-Payment` (spec §2.6, services/payments.ts). Every x402 requirement is normalised to one shape
+ * .maxAmountRequired`, network names such as `base-sepolia`); the spec's own terms in
+ * `X-Payment` (spec §2.6, x-payment.ts). Every x402 requirement is normalised to one shape
  * (amount in atomic units, asset, network in CAIP-2, payee) before any policy looks at it, so the
  * policy below is written once for both versions.
  */
@@ -11,10 +11,11 @@ import { decodePaymentRequiredHeader } from '@x402/core/http';
 import type { PaymentRequired, PaymentRequirements, PaymentRequiredV1, PaymentRequirementsV1 } from '@x402/core/types';
 import { EVM_NETWORK_CHAIN_ID_MAP } from '@x402/evm/v1';
 import { CtlError } from '../../../src/index.js';
-import { MAX_AMOUNT } from '../../services/session-config.js';
-import { CAIP2_EVM, EVM_ADDRESS, assetAllowed, type X402AssetMap } from './assets.js';
+import { MAX_AMOUNT } from '../amount.js';
+import { CAIP2_EVM, EVM_ADDRESS, assetAllowed, type X402AssetMap } from '../rails/x402/assets.js';
 
-export type X402Dialect = 'x402-v2' | 'x402-v1';
+/** Which x402 protocol version a 402 spoke. */
+export type X402Version = 'x402-v2' | 'x402-v1';
 
 /** One accepted way to pay, whatever the version it came in. */
 export interface NormalisedRequirement {
@@ -35,7 +36,7 @@ export interface NormalisedRequirement {
 }
 
 export interface X402Terms {
-  dialect: X402Dialect;
+  version: X402Version;
   paymentRequired: PaymentRequired | PaymentRequiredV1;
   /** Well-formed requirements, in the merchant's order. */
   requirements: NormalisedRequirement[];
@@ -74,7 +75,7 @@ export function detectX402(res: { status: number; headers: IncomingHttpHeaders; 
       throw refuse('PAYMENT-REQUIRED: not an x402 v2 PaymentRequired (x402Version 2, accepts)');
     return normalise('x402-v2', pr);
   }
-  if (res.headers['x-payment'] !== undefined) return undefined; // the spec's dialect
+  if (res.headers['x-payment'] !== undefined) return undefined; // the spec's X-Payment terms
   if (res.body.length === 0 || res.body.length > MAX_V1_BODY || res.body[0] !== 0x7b /* { */) return undefined;
   let body: unknown;
   try {
@@ -87,15 +88,15 @@ export function detectX402(res: { status: number; headers: IncomingHttpHeaders; 
   return normalise('x402-v1', body as unknown as PaymentRequiredV1);
 }
 
-function normalise(dialect: X402Dialect, pr: PaymentRequired | PaymentRequiredV1): X402Terms {
+function normalise(version: X402Version, pr: PaymentRequired | PaymentRequiredV1): X402Terms {
   const requirements: NormalisedRequirement[] = [];
   const malformed: string[] = [];
   (pr.accepts as unknown[]).slice(0, 32).forEach((a, i) => {
-    const r = dialect === 'x402-v2' ? normaliseV2(a) : normaliseV1(a);
+    const r = version === 'x402-v2' ? normaliseV2(a) : normaliseV1(a);
     if (typeof r === 'string') malformed.push(`accepts[${i}]: ${r}`);
     else requirements.push(r);
   });
-  return { dialect, paymentRequired: pr, requirements, malformed };
+  return { version, paymentRequired: pr, requirements, malformed };
 }
 
 function common(a: Record<string, unknown>, network: string, amount: unknown): NormalisedRequirement | string {

@@ -15,7 +15,7 @@ import {
   type Row,
   type TxEffect,
 } from '../../service-kit/index.js';
-import { forUpdate } from './lock.js';
+import { forUpdate } from '../store/lock.js';
 
 export type PaymentState = 'reserved' | 'paying' | 'paid' | 'released';
 
@@ -275,12 +275,17 @@ export interface CommitResult {
 const NOT_COMMITTED: CommitResult = { committed: false, spentBefore: 0n, spentAfter: 0n, ceiling: 0n };
 
 /**
- * How a commit records itself: effects in a transaction (`first` before the session row is
- * locked, `effect` after, from the result), or, on PostgreSQL, `rows` folded into the commit's
- * own statement (written only if it commits), which keeps the hot session row locked for one
- * statement instead of a transaction of round trips.
+ * How a commit records itself (spec §6 events, in the commit's own change). `known` is what is
+ * known before the commit (payment.completed), in two forms; `effect` what only the result tells
+ * (thresholds crossed). Which form runs is the store's choice: on PostgreSQL, with no `effect`,
+ * the known rows ride in the commit's own statement (written only if it commits), which keeps the
+ * hot session row locked for one statement instead of a transaction of round trips; otherwise a
+ * transaction runs `known.effect` before the session row is locked and `effect` after.
  */
-export type CommitRecord = { effect?: TxEffect<CommitResult>; first?: TxEffect<void> } | { rows: RowInsert[] };
+export interface CommitRecord {
+  known?: { effect: TxEffect<void>; rows: () => { rows: RowInsert[]; after: () => void } };
+  effect?: TxEffect<CommitResult>;
+}
 
 /** The CTE members inserting `rows` when `pay` has a row. */
 function recordingCtes(rows: RowInsert[]): { sql: string; params: unknown[] } {
@@ -380,9 +385,10 @@ function ledgerCommitStatement(
 }
 
 /**
- * A commit statement on PostgreSQL: with rows to record it is one statement (they ride in it as
- * CTEs); otherwise its transaction carries the effect (audit entry, events) and rolls back when
- * the payment was no longer open. Payment state, spend and receipt change together or not at all.
+ * A commit statement on PostgreSQL: with only known rows to record it is one statement (they
+ * ride in it as CTEs, `after` runs once it committed); otherwise its transaction carries the
+ * effects (audit entry, events) and rolls back when the payment was no longer open. Payment
+ * state, spend and receipt change together or not at all.
  */
 async function commitOnPostgres(
   q: SqlDatabase,
@@ -391,10 +397,13 @@ async function commitOnPostgres(
   amount: bigint,
   record: CommitRecord,
 ): Promise<CommitResult> {
-  if ('rows' in record) {
-    const st = statement(recordingCtes(record.rows));
+  if (!record.effect) {
+    const known = record.known?.rows() ?? { rows: [], after: () => {} };
+    const st = statement(recordingCtes(known.rows));
     const row = await q.getGrouped(sessionId, st.sql, st.params);
-    return row ? committed(row, amount) : NOT_COMMITTED;
+    if (!row) return NOT_COMMITTED;
+    known.after();
+    return committed(row, amount);
   }
   return changeWith(
     q,
@@ -405,7 +414,7 @@ async function commitOnPostgres(
       return committed(row, amount);
     },
     record.effect,
-    { first: record.first },
+    { first: record.known?.effect },
   );
 }
 
@@ -453,7 +462,6 @@ export async function commit(
   p: ReceiptRow & { sessionId: string; amount: bigint; txRef: string },
   record: CommitRecord = {},
 ): Promise<CommitResult> {
-  const { effect, first } = 'rows' in record ? ({} as { effect?: undefined; first?: undefined }) : record;
   if (q.dialect === 'postgres')
     return commitOnPostgres(q, p.sessionId, (extra) => commitStatement(p, extra), p.amount, record);
   return changeWith(
@@ -466,8 +474,8 @@ export async function commit(
       if (u.changes !== 1) throw new Rollback(NOT_COMMITTED);
       return bookSpendAndReceipt(t, p);
     },
-    effect,
-    { first },
+    record.effect,
+    { first: record.known?.effect },
   );
 }
 
@@ -585,7 +593,6 @@ export async function payLedgerAndCommit(
   record: CommitRecord = {},
 ): Promise<CommitResult> {
   // The SBA is not stored on the payment row here: the receipt, written in the same change, carries it.
-  const { effect, first } = 'rows' in record ? ({} as { effect?: undefined; first?: undefined }) : record;
   if (q.dialect === 'postgres')
     return commitOnPostgres(q, p.sessionId, (extra) => ledgerCommitStatement(p, extra), p.amount, record);
   return changeWith(
@@ -603,13 +610,13 @@ export async function payLedgerAndCommit(
       if (l.changes !== 1) throw new Error(`ledger id ${p.paymentId} already settled`); // rolls the payment back
       return bookSpendAndReceipt(t, p);
     },
-    effect,
-    { first },
+    record.effect,
+    { first: record.known?.effect },
   );
 }
 
-/** A ledger payment made in the same change as its reservation (reserveAndPayLedger). */
-export type LedgerPaymentInput = Omit<ReserveInput, 'velocity'> & ReceiptRow & { txRef: string };
+/** A ledger payment made in the change that commits it (payLedgerInCommit). */
+export type LedgerPaymentInput = ReserveInput & ReceiptRow & { txRef: string };
 
 /**
  * PostgreSQL, one statement: the budget guard of reserveOneStatement moving `amount` straight to
@@ -658,22 +665,49 @@ function reserveAndPayStatement(p: LedgerPaymentInput, extra = NO_CTES): { sql: 
   };
 }
 
+/** A ledger payment refused before anything was written (reserve()'s refusal). */
+export type LedgerRefusal = Extract<ReserveResult, { ok: false }>;
+
+/**
+ * The ledger rail lives in this database: its payment is paid in the change that commits it,
+ * receipt signed beforehand. For a session without velocity limits, reservation, payment, spend
+ * and receipt are one change (reserveAndPayLedger); when its guard refuses, or the session has
+ * velocity limits (they need the transaction's reads), reserve() decides, and tells why it
+ * refuses (pausing the session at a soft ceiling, recorded by `paused`), then payLedgerAndCommit.
+ * The guards are reserve()'s and the commit's own. `committed: false` means reconcile settled the
+ * reservation before the payment was made.
+ */
+export async function payLedgerInCommit(
+  q: SqlDatabase,
+  p: LedgerPaymentInput,
+  record: CommitRecord = {},
+  paused?: TxEffect<void>,
+): Promise<CommitResult | LedgerRefusal> {
+  if (!p.velocity) {
+    const once = await reserveAndPayLedger(q, p, record);
+    // Refused by the guard: the reservation below says why, or pays after all when a
+    // reservation was given back meanwhile.
+    if (once.committed) return once;
+  }
+  const r = await reserve(q, p, paused);
+  if (!r.ok) return r;
+  return payLedgerAndCommit(q, p, record);
+}
+
 /**
  * The ledger rail for a session without velocity limits: reservation, payment, spend and receipt
  * as one change (one statement on PostgreSQL, one transaction on SQLite), with the same guard as
  * reserve() (state, expiry, ceiling) in the session row's UPDATE, so no check-then-set. One
  * change per payment instead of two: one commit, and the hot session row locked once.
- * `committed: false` means the guard refused and nothing was written: reserve() then tells why
- * (and pauses the session at a soft ceiling).
+ * `committed: false` means the guard refused and nothing was written.
  */
-export async function reserveAndPayLedger(
+async function reserveAndPayLedger(
   q: SqlDatabase,
   p: LedgerPaymentInput,
   record: CommitRecord = {},
 ): Promise<CommitResult> {
   if (q.dialect === 'postgres')
     return commitOnPostgres(q, p.sessionId, (extra) => reserveAndPayStatement(p, extra), p.amount, record);
-  const { effect, first } = 'rows' in record ? ({} as { effect?: undefined; first?: undefined }) : record;
   return changeWith(
     q,
     async (t) => {
@@ -706,7 +740,7 @@ export async function reserveAndPayLedger(
       await insertReceipt(t, p);
       return committed(s, p.amount);
     },
-    effect,
-    { first },
+    record.effect,
+    { first: record.known?.effect },
   );
 }

@@ -1,0 +1,96 @@
+/**
+ * The gateway's import arrows run one way (ARCHITECTURE.md): rails and 402 terms parsers know
+ * nothing of the services that use them, and no store imports a service. A static scan of the
+ * sources: every relative import (`from '…'`, `import('…')`) resolved to its file.
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { readdirSync, readFileSync, statSync, existsSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { repoRoot } from '../helpers/vectors.js';
+
+const gateway = join(repoRoot, 'gateway');
+
+function sources(dir: string, out: string[] = []): string[] {
+  if (!existsSync(dir)) return out;
+  for (const name of readdirSync(dir)) {
+    if (name === 'node_modules') continue;
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) sources(path, out);
+    else if (name.endsWith('.ts')) out.push(path);
+  }
+  return out;
+}
+
+/** The files under gateway/ that `file` imports, as paths relative to gateway/. */
+export function importsOf(file: string): string[] {
+  const text = readFileSync(file, 'utf8');
+  const specs = [
+    ...text.matchAll(/\bfrom\s+'([^']+)'/g),
+    ...text.matchAll(/\bimport\s*\(\s*'([^']+)'\s*\)/g),
+    ...text.matchAll(/^\s*import\s+'([^']+)'/gm),
+  ].map((m) => m[1]!);
+  return specs
+    .filter((s) => s.startsWith('.'))
+    .map((s) =>
+      relative(gateway, resolve(dirname(file), s))
+        .replace(/\.js$/, '.ts')
+        .split('\\')
+        .join('/'),
+    );
+}
+
+const rel = (f: string) => relative(gateway, f).split('\\').join('/');
+const under = (prefixes: string[]) => (f: string) => prefixes.some((p) => f === p || f.startsWith(p));
+
+/** A service: anything that uses rails, terms or stores to decide (and so may not be used by them). */
+const isService = under([
+  'services/',
+  'routes/',
+  'payments/service.ts',
+  'payments/reconcile.ts',
+  'payments/signing.ts',
+  'payments/protocols/',
+  'app.ts',
+  'server.ts',
+]);
+
+function violations(files: string[]): string[] {
+  return files.flatMap((f) =>
+    importsOf(f)
+      .filter(isService)
+      .map((t) => `${rel(f)} → ${t}`),
+  );
+}
+
+test('the payments room exists: rails, terms parsers, store, service', () => {
+  for (const f of ['payments/service.ts', 'payments/store.ts', 'payments/rails/rail.ts', 'payments/terms/x402.ts'])
+    assert.ok(existsSync(join(gateway, f)), `gateway/${f}`);
+});
+
+test('rails and terms parsers import no service, route or payment protocol', () => {
+  const files = [...sources(join(gateway, 'payments', 'rails')), ...sources(join(gateway, 'payments', 'terms'))];
+  assert.ok(files.length >= 6, `found ${files.length} files`);
+  assert.equal(violations(files), []);
+});
+
+test('no store imports a service', () => {
+  const files = [
+    ...sources(join(gateway, 'store')),
+    join(gateway, 'payments', 'store.ts'),
+    ...sources(join(gateway, 'payments', 'rails')).filter((f) => f.endsWith('store.ts')),
+  ];
+  assert.ok(files.length >= 8, `found ${files.length} files`);
+  assert.equal(violations(files), []);
+});
+
+test('the scan sees an upward import when there is one', () => {
+  // The protocols pay through the service: the scan must report exactly that kind of arrow.
+  const found = violations([join(gateway, 'payments', 'protocols', 'x-payment.ts')]);
+  assert.ok(
+    found.some((v) => v.endsWith('payments/service.ts')),
+    found.join(', '),
+  );
+});
+
+test.run();
