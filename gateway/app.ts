@@ -132,6 +132,8 @@ export interface GatewayDeps {
   rateLimits?: GatewayRateLimits;
   /** `CTL_GATEWAY_MAX_SESSION_SECONDS`: how far ahead `expiresAt` may be (default 30 days). */
   maxSessionSeconds?: number;
+  /** `CTL_GATEWAY_MAX_SESSION_DEPTH`: levels of child sessions below a root session (PROTOCOL.md §14; default 4). */
+  maxSessionDepth?: number;
   /** Told of every event (tests, logs). */
   onEvent?: (type: GatewayEventType, data: Record<string, unknown>) => void;
   /** The console (/console): its built files (default build/console/) and live-stream bounds. */
@@ -327,6 +329,7 @@ export async function createGatewayApp(deps: GatewayDeps): Promise<GatewayApp> {
       now,
       onCreated: (at) => scheduleExpiry(at),
       maxSessionSeconds: deps.maxSessionSeconds ?? DEFAULT_MAX_SESSION_SECONDS,
+      maxSessionDepth: deps.maxSessionDepth,
     }),
   );
   const idempotency = createIdempotencyService({

@@ -32,6 +32,7 @@ import { parseAssetMap, parseMaxHoldSeconds, parseMaxTimeoutSeconds } from './pa
 import { chainReaders, parseRpcUrls } from './payments/rails/x402/chain.js';
 import { externalKeysFromEnv, gatewayKek } from './services/custody.js';
 import { gatewayRateLimitsFromEnv, maxSessionSecondsFromEnv, describeLimits } from './services/rate-limits.js';
+import { maxSessionDepthFromEnv } from './services/child-config.js';
 
 export interface RunningGateway {
   gateway: GatewayApp;
@@ -87,6 +88,7 @@ export function gatewayOptionsFromEnv(env: Record<string, string | undefined>): 
     },
     rateLimits: gatewayRateLimitsFromEnv(env),
     maxSessionSeconds: maxSessionSecondsFromEnv(env),
+    maxSessionDepth: maxSessionDepthFromEnv(env),
     humanAuthorities: humanAuthoritiesFromEnv(env.CTL_GATEWAY_HUMAN_AUTHORITIES),
   };
 }

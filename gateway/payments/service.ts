@@ -20,7 +20,7 @@ import {
   type CommitResult,
   type CommitRecord,
 } from './store.js';
-import { sessionById, type SessionRecord } from '../store/sessions.js';
+import { chainOf, sessionById, type SessionRecord } from '../store/sessions.js';
 import type { Rail } from './rails/rail.js';
 import type { PaymentTerms } from './terms/x-payment.js';
 import { createPaymentSigning, type PaymentFields } from './signing.js';
@@ -78,6 +78,14 @@ export interface PaidResult {
   receipt: Receipt;
 }
 
+/**
+ * The chain a payment of `session` reserves on (PROTOCOL.md §13, §14): itself and its ancestors,
+ * when it counts on more than its own lifetime total; undefined for the single-counter path.
+ */
+export function counterChain(session: SessionRecord): string[] | undefined {
+  return session.parentId !== null || session.config.windows?.length ? chainOf(session) : undefined;
+}
+
 export function createPaymentService(deps: PaymentServiceDeps) {
   const { db, rail, events, now } = deps;
   const signing = createPaymentSigning(deps);
@@ -99,10 +107,13 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     code: CtlError['code'],
     message: string,
     details: Record<string, unknown>,
+    resetsAt?: string,
   ): Promise<never> {
     deps.onRefused?.(code, railName);
-    await events.emit(session, 'payment.denied', { code, message, ...details });
-    throw new CtlError(code, message);
+    await events.emit(session, 'payment.denied', { code, message, ...details, ...(resetsAt ? { resetsAt } : {}) });
+    if (code === 'window_exceeded' && resetsAt)
+      await events.emit(session, 'window.exhausted', { message, resetsAt, ...details });
+    throw new CtlError(code, message, resetsAt ? { resetsAt } : undefined);
   }
 
   /**
@@ -178,7 +189,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     const { receiptId, receipt, row, committed } = await signing.receipt(session, p, txRef, paidAt, sba);
     const c = await commit(
       db,
-      { ...row, sessionId: session.id, amount: p.amount, txRef },
+      { ...row, sessionId: session.id, amount: p.amount, txRef, multi: counterChain(session) !== undefined },
       commitRecord(session, p, receiptId, txRef),
     );
     if (c.committed) committed();
@@ -286,10 +297,11 @@ export function createPaymentService(deps: PaymentServiceDeps) {
         rail: railName,
         now: now(),
         velocity: session.maxPerHour !== null || session.maxPerMerchantDay !== null,
+        chain: counterChain(session),
       },
       pausedRecord(session),
     );
-    if (!r.ok) await refuse(railName, session, r.code, r.message, details);
+    if (!r.ok) await refuse(railName, session, r.code, r.message, details, r.resetsAt);
 
     // Signed only now: the reservation above re-read the revocation state (spec §3 rule 1).
     let sba: SignedBudgetAuthorization;
@@ -340,12 +352,13 @@ export function createPaymentService(deps: PaymentServiceDeps) {
         rail: rail.name,
         now: paidAt,
         velocity: session.maxPerHour !== null || session.maxPerMerchantDay !== null,
+        chain: counterChain(session),
         txRef,
       },
       commitRecord(session, p, receiptId, txRef),
       pausedRecord(session),
     );
-    if ('ok' in c) return refuse(rail.name, session, c.code, c.message, details);
+    if ('ok' in c) return refuse(rail.name, session, c.code, c.message, details, c.resetsAt);
     if (!c.committed)
       throw new HttpError(409, 'conflict', 'the payment was settled by reconciliation before it was made');
     committed();

@@ -16,6 +16,7 @@ import {
   type TxEffect,
 } from '../../service-kit/index.js';
 import { forUpdate } from '../store/lock.js';
+import { reserveOnCounters, settleCounters, type PaymentCounters } from './counters.js';
 
 export type PaymentState = 'reserved' | 'paying' | 'paid' | 'released';
 
@@ -54,9 +55,15 @@ export function toPayment(r: Row): PaymentRecord {
 }
 
 export type ReserveRefusal =
-  'session_revoked' | 'session_expired' | 'session_paused' | 'velocity_exceeded' | 'budget_exceeded';
+  | 'session_revoked'
+  | 'session_expired'
+  | 'session_paused'
+  | 'velocity_exceeded'
+  | 'budget_exceeded'
+  | 'window_exceeded';
 
-export type ReserveResult = { ok: true } | { ok: false; code: ReserveRefusal; message: string; pausedNow?: boolean };
+export type ReserveResult =
+  { ok: true } | { ok: false; code: ReserveRefusal; message: string; pausedNow?: boolean; resetsAt?: string };
 
 const HOUR = 3_600_000;
 const DAY = 86_400_000;
@@ -74,10 +81,16 @@ export type ReserveInput = Pick<
   now: number;
   /** The session has velocity limits: they need the transaction path. */
   velocity: boolean;
+  /**
+   * The paying session first, then its ancestors, when it counts on more than its own lifetime
+   * total (windows, or a parent): the multi-counter path (counters.ts). Absent: the session alone.
+   */
+  chain?: string[];
 };
 
 /** `paused`: recorded in the transaction that pauses the session (its audit entry and event). */
 export async function reserve(q: SqlDatabase, p: ReserveInput, paused?: TxEffect<void>): Promise<ReserveResult> {
+  if (p.chain) return reserveChain(q, p, p.chain, paused);
   if (q.dialect === 'postgres' && !p.velocity) {
     for (let attempt = 0; attempt < 2; attempt++) {
       const r = await reserveOneStatement(q, p, paused);
@@ -166,6 +179,47 @@ async function reserveOneStatement(
     code: 'budget_exceeded',
     message: `the payment of ${p.amount} exceeds the remaining budget of ${remaining}`,
   };
+}
+
+/** Every counter of the chain in one transaction (counters.ts), the payment row written with them. */
+async function reserveChain(
+  q: SqlDatabase,
+  p: ReserveInput,
+  chain: string[],
+  paused?: TxEffect<void>,
+): Promise<ReserveResult> {
+  return changeWith(
+    q,
+    async (t): Promise<ReserveResult> => {
+      const r = await reserveOnCounters(t, {
+        paymentId: p.paymentId,
+        chain,
+        amount: p.amount,
+        merchant: p.merchant,
+        now: p.now,
+      });
+      if (!r.ok) return r;
+      await t.run(
+        `INSERT INTO gw_payments (id, session_id, state, amount, currency, merchant, address, purpose, rail, created_at, updated_at, counters)
+       VALUES (?, ?, 'reserved', ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        [
+          p.paymentId,
+          p.sessionId,
+          p.amount,
+          p.currency,
+          p.merchant,
+          p.address,
+          p.purpose,
+          p.rail,
+          p.now,
+          p.now,
+          JSON.stringify(r.counters),
+        ],
+      );
+      return { ok: true };
+    },
+    paused && (async (t, r) => (!r.ok && r.pausedNow ? paused(t) : undefined)),
+  );
 }
 
 async function reserveInTx(q: SqlDatabase, p: ReserveInput, paused?: TxEffect<void>): Promise<ReserveResult> {
@@ -427,14 +481,20 @@ function committed(row: Record<string, unknown>, amount: bigint): CommitResult {
 /** SQLite, inside the commit's transaction: the session's spend and the receipt, once the payment row moved to paid. */
 async function bookSpendAndReceipt(
   t: SqlExecutor,
-  p: ReceiptRow & { amount: bigint; sessionId: string },
+  p: ReceiptRow & { amount: bigint; sessionId: string; captured?: bigint },
+  counters?: string | null,
 ): Promise<CommitResult> {
+  const spend = p.captured ?? p.amount;
+  await insertReceipt(t, p);
+  if (counters) {
+    const c = await settleCounters(t, JSON.parse(counters) as PaymentCounters, p.amount, spend);
+    return committed({ spent: c.spent.toString(), ceiling: c.ceiling.toString() }, spend);
+  }
   const s = await t.get(
     `UPDATE gw_sessions SET spent = spent + ?, reserved = reserved - ? WHERE id = ? RETURNING spent, ceiling`,
-    [p.amount, p.amount, p.sessionId],
+    [spend, p.amount, p.sessionId],
   );
-  await insertReceipt(t, p);
-  return committed(s!, p.amount);
+  return committed(s!, spend);
 }
 
 /** SQLite: the signed receipt of a payment, and its grant when that text comes with it (ReceiptRow). */
@@ -459,20 +519,33 @@ async function insertReceipt(t: SqlExecutor, p: ReceiptRow & { sessionId: string
  */
 export async function commit(
   q: SqlDatabase,
-  p: ReceiptRow & { sessionId: string; amount: bigint; txRef: string },
+  p: ReceiptRow & {
+    sessionId: string;
+    amount: bigint;
+    txRef: string;
+    /** A hold captured below its maximum (PROTOCOL.md §15): the rest goes back to every counter. */
+    captured?: bigint;
+    /** The payment was reserved on several counters (ReserveInput.chain). */
+    multi?: boolean;
+  },
   record: CommitRecord = {},
 ): Promise<CommitResult> {
-  if (q.dialect === 'postgres')
+  if (p.captured !== undefined && (p.captured < 0n || p.captured > p.amount))
+    throw new Error(`a capture of ${p.captured} is outside the hold of ${p.amount}`);
+  if (q.dialect === 'postgres' && !p.multi && (p.captured === undefined || p.captured === p.amount))
     return commitOnPostgres(q, p.sessionId, (extra) => commitStatement(p, extra), p.amount, record);
+  const spend = p.captured ?? p.amount;
   return changeWith(
     q,
     async (t) => {
-      const u = await t.run(
-        `UPDATE gw_payments SET state = 'paid', tx_ref = ?, updated_at = ?, sba = NULL WHERE id = ? AND state IN ('reserved', 'paying')`,
-        [p.txRef, p.paidAt, p.paymentId],
+      // The payment row first, then the session rows in the reservation's order (counters.ts).
+      const u = await t.get<{ counters: string | null }>(
+        `UPDATE gw_payments SET state = 'paid', tx_ref = ?, updated_at = ?, sba = NULL, amount = ?
+         WHERE id = ? AND state IN ('reserved', 'paying') RETURNING counters`,
+        [p.txRef, p.paidAt, spend, p.paymentId],
       );
-      if (u.changes !== 1) throw new Rollback(NOT_COMMITTED);
-      return bookSpendAndReceipt(t, p);
+      if (!u) throw new Rollback(NOT_COMMITTED);
+      return bookSpendAndReceipt(t, p, u.counters);
     },
     record.effect,
     { first: record.known?.effect },
@@ -492,10 +565,10 @@ export async function release(
 ): Promise<boolean> {
   const inStates = `state IN (${states.map(() => '?').join(', ')})`;
   return q.tx(async (t) => {
-    const p = await t.get(`SELECT session_id, amount FROM gw_payments WHERE id = ? AND ${inStates}${forUpdate(t)}`, [
-      paymentId,
-      ...states,
-    ]);
+    const p = await t.get(
+      `SELECT session_id, amount, counters FROM gw_payments WHERE id = ? AND ${inStates}${forUpdate(t)}`,
+      [paymentId, ...states],
+    );
     if (!p) return false;
     const u = await t.run(`UPDATE gw_payments SET state = 'released', updated_at = ? WHERE id = ? AND ${inStates}`, [
       now,
@@ -503,6 +576,16 @@ export async function release(
       ...states,
     ]);
     if (u.changes !== 1) return false;
+    // Back to every counter it was counted in, a window that has ended too (PROTOCOL.md §13).
+    if (p.counters) {
+      await settleCounters(
+        t,
+        JSON.parse(p.counters as string) as PaymentCounters,
+        BigInt(p.amount as string),
+        'released',
+      );
+      return true;
+    }
     await t.run(`UPDATE gw_sessions SET reserved = reserved - ? WHERE id = ?`, [
       BigInt(p.amount as string),
       p.session_id as string,
@@ -589,26 +672,33 @@ export async function receiptOf(q: SqlExecutor, sessionId: string, receiptId: st
  */
 export async function payLedgerAndCommit(
   q: SqlDatabase,
-  p: ReceiptRow & { sessionId: string; amount: bigint; currency: string; address: string; txRef: string },
+  p: ReceiptRow & {
+    sessionId: string;
+    amount: bigint;
+    currency: string;
+    address: string;
+    txRef: string;
+    multi?: boolean;
+  },
   record: CommitRecord = {},
 ): Promise<CommitResult> {
   // The SBA is not stored on the payment row here: the receipt, written in the same change, carries it.
-  if (q.dialect === 'postgres')
+  if (q.dialect === 'postgres' && !p.multi)
     return commitOnPostgres(q, p.sessionId, (extra) => ledgerCommitStatement(p, extra), p.amount, record);
   return changeWith(
     q,
     async (t) => {
-      const u = await t.run(
-        `UPDATE gw_payments SET state = 'paid', tx_ref = ?, updated_at = ? WHERE id = ? AND state = 'reserved'`,
+      const u = await t.get<{ counters: string | null }>(
+        `UPDATE gw_payments SET state = 'paid', tx_ref = ?, updated_at = ? WHERE id = ? AND state = 'reserved' RETURNING counters`,
         [p.txRef, p.paidAt, p.paymentId],
       );
-      if (u.changes !== 1) throw new Rollback(NOT_COMMITTED);
+      if (!u) throw new Rollback(NOT_COMMITTED);
       const l = await t.run(
         `INSERT INTO gw_ledger (payment_id, status, tx_ref, address, amount, currency, created_at) VALUES (?, 'paid', ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
         [p.paymentId, p.txRef, p.address, p.amount, p.currency, p.paidAt],
       );
       if (l.changes !== 1) throw new Error(`ledger id ${p.paymentId} already settled`); // rolls the payment back
-      return bookSpendAndReceipt(t, p);
+      return bookSpendAndReceipt(t, p, u.counters);
     },
     record.effect,
     { first: record.known?.effect },
@@ -683,7 +773,7 @@ export async function payLedgerInCommit(
   record: CommitRecord = {},
   paused?: TxEffect<void>,
 ): Promise<CommitResult | LedgerRefusal> {
-  if (!p.velocity) {
+  if (!p.velocity && !p.chain) {
     const once = await reserveAndPayLedger(q, p, record);
     // Refused by the guard: the reservation below says why, or pays after all when a
     // reservation was given back meanwhile.
@@ -691,7 +781,7 @@ export async function payLedgerInCommit(
   }
   const r = await reserve(q, p, paused);
   if (!r.ok) return r;
-  return payLedgerAndCommit(q, p, record);
+  return payLedgerAndCommit(q, { ...p, multi: p.chain !== undefined }, record);
 }
 
 /**
