@@ -12,6 +12,10 @@
 // 0.28 / 0.27 and 0.28 / 0.29, with PostgreSQL's own server CPU 279–296 µs per paid request against
 // 39 unpaid; added p50 at one connection SQLite +1.58 / +1.51 ms, PostgreSQL +1.85 / +1.69 ms.
 // Earlier rounds and what they changed: docs/scaling.md.
+// Beside the plain paid row, the same paid request on a session with two budget windows (P1D and
+// P1M, PROTOCOL.md §13: every payment reserves on the lifetime total and both windows at once)
+// and on a child session (PROTOCOL.md §14: on the child and its parent at once), each as a
+// fraction of the plain paid row of the same run (target for windows: ≥ 0.90).
 //   BENCH_STORES=PostgreSQL (or SQLite): only that store.
 //   BENCH_PG_URL=postgres://postgres@127.0.0.1:5432/test (unreachable → SKIPPED line)
 import http from 'node:http';
@@ -257,6 +261,7 @@ async function runBench() {
   );
   console.log('store       conns  kind                     req/s     p50 ms   p99 ms   vs direct (req/s, +p50)');
   const rows = [];
+  const counterRatios = [];
   try {
     for (const store of stores.filter((s) => !only || only.includes(s.name))) {
       const gw = await startGateway(store.env, gatewayNodeArgs);
@@ -264,6 +269,22 @@ async function runBench() {
         const owner = await createOwner(gw.info.url);
         const session = await createSession(gw.info.url, owner);
         const token = session.sessionToken;
+        // Two windows, far above what the run spends: every payment counts in both.
+        const windowed = await createSession(gw.info.url, owner, undefined, {
+          windows: [
+            { every: 'P1D', maxAmountMinor: '9000000000000000' },
+            { every: 'P1M', maxAmountMinor: '9000000000000000' },
+          ],
+        });
+        const parent = await createSession(gw.info.url, owner);
+        const child = await (
+          await fetch(`${gw.info.url}/sessions/${parent.sessionId}/children`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${parent.sessionToken}`, 'content-type': 'application/json' },
+            body: JSON.stringify({ budget: { amount: '9000000000000000' } }),
+          })
+        ).json();
+        if (!child.sessionToken) throw new Error(`child session: ${JSON.stringify(child)}`);
         // BENCH_SESSIONS (default 50): at 50 connections, paid traffic spread over that many
         // sessions as well, so one hot session row is not the whole story.
         const spread = [];
@@ -310,11 +331,39 @@ async function runBench() {
               ),
             pid,
           );
+          const paidBy = (t) =>
+            measure(
+              conns,
+              seconds,
+              (a) =>
+                request(
+                  a,
+                  `${pick()}/proxy`,
+                  {
+                    authorization: `Bearer ${t}`,
+                    'x-target-url': `${shop}/search`,
+                    'x-target-method': 'GET',
+                    'x-ctl-purpose': 'api:search',
+                  },
+                  'POST',
+                ),
+              pid,
+            );
+          const paidWindows = await paidBy(windowed.sessionToken);
+          const paidChild = await paidBy(child.sessionToken);
           const kinds = [
             ['direct (unpaid)', direct],
             ['via gateway, unpaid', proxied],
             ['via gateway, PAID', paid],
+            ['PAID, two windows', paidWindows],
+            ['PAID, child session', paidChild],
           ];
+          counterRatios.push({
+            store: store.name,
+            conns,
+            windows: paidWindows.rps / paid.rps,
+            child: paidChild.rps / paid.rps,
+          });
           if (conns > 1 && spread.length) {
             const paidSpread = await measure(
               conns,
@@ -355,8 +404,17 @@ async function runBench() {
           rows.filter((r) => r.store === store.name),
           probes,
         );
+        for (const c of counterRatios.filter((x) => x.store === store.name))
+          console.log(
+            `${store.name.padEnd(11)} target  at ${c.conns} conns: two windows ÷ none ${c.windows.toFixed(2)} ` +
+              `(target ≥ 0.90: ${c.windows >= 0.9 ? 'met' : 'MISSED'}); ` +
+              `child session ÷ root session ${c.child.toFixed(2)}`,
+          );
         // Every paid request must be in the books: spent = number of paid 200s (1 minor unit each).
-        const views = await Promise.all([session, ...spread].map((x) => sessionView(gw.info.url, owner, x.sessionId)));
+        // The child's spend is in its parent's too: counted once, from the parent.
+        const views = await Promise.all(
+          [session, windowed, parent, ...spread].map((x) => sessionView(gw.info.url, owner, x.sessionId)),
+        );
         const view = {
           spentMinor: String(views.reduce((a, v) => a + BigInt(v.spentMinor), 0n)),
           reservedMinor: String(views.reduce((a, v) => a + BigInt(v.reservedMinor), 0n)),

@@ -150,7 +150,8 @@ export async function reserveOnCounters(t: SqlExecutor, p: CounterReservation): 
       ok: false,
       code: 'window_exceeded',
       message: amountFull
-        ? `the payment of ${p.amount} exceeds what the ${w.every} window of ${whose} has left (${w.maxAmount - w.spent - w.reserved})`
+        ? `the payment of ${p.amount} exceeds what the ${w.every} window of ${whose} has left ` +
+          `(${w.maxAmount - w.spent - w.reserved})`
         : `the ${w.every} window of ${whose} allows ${w.maxPayments} payments`,
       resetsAt: formatTimestamp(w.endsAt),
     };
@@ -193,7 +194,8 @@ async function velocityRefusal(
   }
   if (s.maxPerMerchantDay !== null) {
     const c = await t.get<{ total: unknown }>(
-      `SELECT COALESCE(SUM(amount), 0) AS total FROM gw_payments WHERE session_id = ? AND merchant = ? AND created_at > ? AND state <> 'released'`,
+      `SELECT COALESCE(SUM(amount), 0) AS total FROM gw_payments
+       WHERE session_id = ? AND merchant = ? AND created_at > ? AND state <> 'released'`,
       [s.id, p.merchant, p.now - DAY],
     );
     if (BigInt(String(c?.total ?? 0)) + p.amount > s.maxPerMerchantDay)
@@ -205,14 +207,16 @@ async function velocityRefusal(
 /** Pauses the paying session at a soft limit: its ceiling, or (with `window`) one window until it ends. */
 async function pause(t: SqlExecutor, id: string, window: PausedWindow | null): Promise<CounterResult> {
   const r = await t.run(
-    `UPDATE gw_sessions SET state = 'paused', continuation_nonce = ?, paused_window = ? WHERE id = ? AND state = 'active'`,
+    `UPDATE gw_sessions SET state = 'paused', continuation_nonce = ?, paused_window = ?
+     WHERE id = ? AND state = 'active'`,
     [randomBytes(16).toString('base64url'), window ? JSON.stringify(window) : null, id],
   );
   return {
     ok: false,
     code: 'session_paused',
     message: window
-      ? `the payment would cross the soft limit of the ${window.every} window: the session is paused until ${formatTimestamp(window.endsAt)}`
+      ? `the payment would cross the soft limit of the ${window.every} window: ` +
+        `the session is paused until ${formatTimestamp(window.endsAt)}`
       : 'the payment would cross the soft ceiling: the session is paused',
     pausedNow: r.changes === 1,
     ...(window ? { resetsAt: formatTimestamp(window.endsAt) } : {}),

@@ -200,7 +200,8 @@ async function reserveChain(
       });
       if (!r.ok) return r;
       await t.run(
-        `INSERT INTO gw_payments (id, session_id, state, amount, currency, merchant, address, purpose, rail, created_at, updated_at, counters)
+        `INSERT INTO gw_payments
+         (id, session_id, state, amount, currency, merchant, address, purpose, rail, created_at, updated_at, counters)
        VALUES (?, ?, 'reserved', ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         [
           p.paymentId,
@@ -689,7 +690,8 @@ export async function payLedgerAndCommit(
     q,
     async (t) => {
       const u = await t.get<{ counters: string | null }>(
-        `UPDATE gw_payments SET state = 'paid', tx_ref = ?, updated_at = ? WHERE id = ? AND state = 'reserved' RETURNING counters`,
+        `UPDATE gw_payments SET state = 'paid', tx_ref = ?, updated_at = ?
+         WHERE id = ? AND state = 'reserved' RETURNING counters`,
         [p.txRef, p.paidAt, p.paymentId],
       );
       if (!u) throw new Rollback(NOT_COMMITTED);
@@ -773,7 +775,10 @@ export async function payLedgerInCommit(
   record: CommitRecord = {},
   paused?: TxEffect<void>,
 ): Promise<CommitResult | LedgerRefusal> {
-  if (!p.velocity && !p.chain) {
+  if (p.chain) {
+    const once = await reserveAndPayChain(q, p, p.chain, record);
+    if (once.committed) return once;
+  } else if (!p.velocity) {
     const once = await reserveAndPayLedger(q, p, record);
     // Refused by the guard: the reservation below says why, or pays after all when a
     // reservation was given back meanwhile.
@@ -782,6 +787,63 @@ export async function payLedgerInCommit(
   const r = await reserve(q, p, paused);
   if (!r.ok) return r;
   return payLedgerAndCommit(q, { ...p, multi: p.chain !== undefined }, record);
+}
+
+/**
+ * The ledger rail for a payment on several counters (ReserveInput.chain): the reservation over
+ * all of them (counters.ts), the payment, the ledger row, the receipt and the spend, in one
+ * transaction, so one commit per payment as on a single counter. `committed: false`: a counter
+ * refused and nothing was written; payLedgerInCommit then asks reserve() why (it may pause).
+ */
+async function reserveAndPayChain(
+  q: SqlDatabase,
+  p: LedgerPaymentInput,
+  chain: string[],
+  record: CommitRecord,
+): Promise<CommitResult> {
+  return changeWith(
+    q,
+    async (t) => {
+      const r = await reserveOnCounters(t, {
+        paymentId: p.paymentId,
+        chain,
+        amount: p.amount,
+        merchant: p.merchant,
+        now: p.now,
+      });
+      if (!r.ok) throw new Rollback(NOT_COMMITTED);
+      await t.run(
+        `INSERT INTO gw_payments
+       (id, session_id, state, amount, currency, merchant, address, purpose, rail, tx_ref, created_at, updated_at,
+        counters)
+       VALUES (?, ?, 'paid', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        [
+          p.paymentId,
+          p.sessionId,
+          p.amount,
+          p.currency,
+          p.merchant,
+          p.address,
+          p.purpose,
+          p.rail,
+          p.txRef,
+          p.now,
+          p.paidAt,
+          JSON.stringify(r.counters),
+        ],
+      );
+      await t.run(
+        `INSERT INTO gw_ledger (payment_id, status, tx_ref, address, amount, currency, created_at)
+         VALUES (?, 'paid', ?, ?, ?, ?, ?)`,
+        [p.paymentId, p.txRef, p.address, p.amount, p.currency, p.paidAt],
+      );
+      await insertReceipt(t, p);
+      const c = await settleCounters(t, r.counters, p.amount, p.amount);
+      return committed({ spent: c.spent.toString(), ceiling: c.ceiling.toString() }, p.amount);
+    },
+    record.effect,
+    { first: record.known?.effect },
+  );
 }
 
 /**

@@ -268,7 +268,8 @@ export function createSessionService(deps: SessionServiceDeps) {
     if (parent.grant.profile === 'human-agent')
       throw new CtlError(
         'unsupported_feature',
-        "a session under a person's grant has no child sessions on this gateway: the person delegates with a signed delegation",
+        "a session under a person's grant has no child sessions on this gateway: " +
+          'the person delegates with a signed delegation',
       );
     const maxDepth = deps.maxSessionDepth ?? 4;
     if (parent.depth + 1 > maxDepth)
