@@ -241,21 +241,21 @@ function suite(name: string, open: () => Promise<TestDb | undefined>) {
     await bad({ windows: [{ every: 'P1D', maxAmountMinor: '1' }], windowsStart: 'yesterday' }, /windowsStart/);
   });
 
-  test(`${name}: two instances racing 200 payments at a window's edge never pass it`, async () => {
+  test(`${name}: two instances racing 50 payments at a window's edge never pass it`, async () => {
     if (!e?.gw2) return;
     const edge = T0 + 50 * DAY;
     e.clock.t = edge - 1;
     const s = await createSession(e.gw, {
       budget: { amount: '100000', currency: 'USD' },
       expiresAt: FAR,
-      windows: [{ every: 'PT1H', maxAmountMinor: '500', maxPayments: 40 }],
+      windows: [{ every: 'PT1H', maxAmountMinor: '100', maxPayments: 8 }],
       windowsStart: formatTimestamp(T0),
     });
     const paidBefore = e.m.paid.length;
     // The clock crosses the edge halfway through: both windows are raced.
     const results = await Promise.all(
-      Array.from({ length: 200 }, async (_, i) => {
-        if (i === 100) e!.clock.t = edge;
+      Array.from({ length: 50 }, async (_, i) => {
+        if (i === 25) e!.clock.t = edge;
         return pay(e!, s.sessionToken, 10, i % 2 ? e!.gw2 : e!.gw);
       }),
     );
@@ -270,14 +270,14 @@ function suite(name: string, open: () => Promise<TestDb | undefined>) {
     );
     let total = 0;
     for (const w of rows) {
-      assert.ok(Number(w.spent) <= 500 && Number(w.payments) <= 40, JSON.stringify(w));
+      assert.ok(Number(w.spent) <= 100 && Number(w.payments) <= 8, JSON.stringify(w));
       assert.is(Number(w.reserved), 0);
       assert.is(Number(w.spent), 10 * Number(w.payments));
       total += Number(w.payments);
     }
     assert.is(ok, total);
     assert.is(e.m.paid.length - paidBefore, ok);
-    assert.ok(ok >= 40, `${ok} paid: the first window filled`);
+    assert.ok(ok >= 8, `${ok} paid: the first window filled`);
     const v = await call(e.gw.url, 'GET', `/sessions/${s.sessionId}`, { key: e.gw.ownerKey });
     assert.is(v.body.spentMinor, String(10 * ok));
   });
