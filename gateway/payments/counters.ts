@@ -345,3 +345,53 @@ export async function currentWindows(
   }
   return out;
 }
+
+/** One window row a payment at some time counts in, with the limits a new row starts with. */
+export interface ChainWindow {
+  sessionId: string;
+  every: SessionWindow['every'];
+  startsAt: number;
+  endsAt: number;
+  maxAmount: bigint;
+  maxPayments: number | null;
+}
+
+/** The current window of every window of `sessions` (a chain) at `now`. */
+export function chainWindowKeys(
+  sessions: { id: string; windows: SessionWindow[]; windowsStart: number | null }[],
+  now: number,
+): ChainWindow[] {
+  const out: ChainWindow[] = [];
+  for (const s of sessions)
+    for (const w of s.windows) {
+      const span = windowAt(w.every, s.windowsStart ?? 0, now);
+      out.push({
+        sessionId: s.id,
+        every: w.every,
+        startsAt: span.startsAt,
+        endsAt: span.endsAt,
+        maxAmount: BigInt(w.maxAmountMinor),
+        maxPayments: w.maxPayments ?? null,
+      });
+    }
+  return out;
+}
+
+// Window rows known to exist (rows are never deleted): made once per process, not per payment.
+const made = new Set<string>();
+
+/**
+ * Makes the window rows a payment will count in, zero and with their configured limits, when
+ * missing: a statement of its own, before any lock is taken; it moves no money.
+ */
+export async function ensureWindowRows(q: SqlExecutor, rows: ChainWindow[]): Promise<void> {
+  const missing = rows.filter((r) => !made.has(`${r.sessionId}\u0000${r.every}\u0000${r.startsAt}`));
+  if (missing.length === 0) return;
+  await q.run(
+    `INSERT INTO gw_session_windows (session_id, every, starts_at, ends_at, max_amount, max_payments)
+     VALUES ${missing.map(() => '(?, ?, ?, ?, ?, ?)').join(', ')} ON CONFLICT DO NOTHING`,
+    missing.flatMap((r) => [r.sessionId, r.every, r.startsAt, r.endsAt, r.maxAmount, r.maxPayments]),
+  );
+  if (made.size > 100_000) made.clear();
+  for (const r of missing) made.add(`${r.sessionId}\u0000${r.every}\u0000${r.startsAt}`);
+}

@@ -20,7 +20,8 @@ import {
   type CommitResult,
   type CommitRecord,
 } from './store.js';
-import { chainOf, sessionById, type SessionRecord } from '../store/sessions.js';
+import { chainOf, sessionById, type SessionRecord, type SessionWindow } from '../store/sessions.js';
+import { chainWindowKeys } from './counters.js';
 import type { Rail } from './rails/rail.js';
 import type { PaymentTerms } from './terms/x-payment.js';
 import { createPaymentSigning, type PaymentFields } from './signing.js';
@@ -91,6 +92,26 @@ export function createPaymentService(deps: PaymentServiceDeps) {
   const signing = createPaymentSigning(deps);
   // Per session, bounded by the sessions in use (service-kit/idle-cache.ts): made again on demand.
   const matchers = idleCache<string, (host: string) => boolean>();
+  // The windows of each chain in use (they never change; only a window row's limit may).
+  const chainWindowsOf = idleCache<string, { id: string; windows: SessionWindow[]; windowsStart: number | null }[]>();
+
+  /** The window rows a payment of `session`'s chain at `at` counts in (counters.ts). */
+  async function chainWindows(session: SessionRecord, chain: string[], at: number) {
+    let sessions = chainWindowsOf.get(session.id);
+    if (!sessions) {
+      const rows = await db.all<{ id: string; config: string; windows_start: unknown }>(
+        `SELECT id, config, windows_start FROM gw_sessions WHERE id IN (${chain.map(() => '?').join(', ')})`,
+        chain,
+      );
+      sessions = rows.map((r) => ({
+        id: r.id,
+        windows: (JSON.parse(r.config) as SessionRecord['config']).windows ?? [],
+        windowsStart: r.windows_start == null ? null : Number(r.windows_start),
+      }));
+      chainWindowsOf.set(session.id, sessions);
+    }
+    return chainWindowKeys(sessions, at);
+  }
 
   function merchantAllowed(session: SessionRecord, host: string): boolean {
     let m = matchers.get(session.id);
@@ -338,6 +359,8 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     await personRefusal(session, sba, p, details);
     const txRef = `txid:${timeOrderedId()}`;
     const paidAt = now();
+    const chain = counterChain(session);
+    const velocity = session.maxPerHour !== null || session.maxPerMerchantDay !== null;
     const { receiptId, receipt, row, committed } = await signing.receipt(session, p, txRef, paidAt, sba);
     const c = await payLedgerInCommit(
       db,
@@ -351,8 +374,9 @@ export function createPaymentService(deps: PaymentServiceDeps) {
         purpose: p.purpose,
         rail: rail.name,
         now: paidAt,
-        velocity: session.maxPerHour !== null || session.maxPerMerchantDay !== null,
-        chain: counterChain(session),
+        velocity,
+        chain,
+        ...(chain && !velocity ? { chainWindows: await chainWindows(session, chain, paidAt) } : {}),
         txRef,
       },
       commitRecord(session, p, receiptId, txRef),

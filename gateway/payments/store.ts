@@ -16,7 +16,13 @@ import {
   type TxEffect,
 } from '../../service-kit/index.js';
 import { forUpdate } from '../store/lock.js';
-import { reserveOnCounters, settleCounters, type PaymentCounters } from './counters.js';
+import {
+  ensureWindowRows,
+  type ChainWindow,
+  reserveOnCounters,
+  settleCounters,
+  type PaymentCounters,
+} from './counters.js';
 
 export type PaymentState = 'reserved' | 'paying' | 'paid' | 'released';
 
@@ -86,6 +92,11 @@ export type ReserveInput = Pick<
    * total (windows, or a parent): the multi-counter path (counters.ts). Absent: the session alone.
    */
   chain?: string[];
+  /**
+   * With `chain` and no velocity limits: the window of every window of the chain at `now`
+   * (counters.ts chainWindowKeys), which lets PostgreSQL reserve and pay in one statement.
+   */
+  chainWindows?: ChainWindow[];
 };
 
 /** `paused`: recorded in the transaction that pauses the session (its audit entry and event). */
@@ -801,6 +812,17 @@ async function reserveAndPayChain(
   chain: string[],
   record: CommitRecord,
 ): Promise<CommitResult> {
+  if (q.dialect === 'postgres' && p.chainWindows) {
+    await ensureWindowRows(q, p.chainWindows);
+    const counters: PaymentCounters = { s: chain, w: p.chainWindows.map((w) => [w.sessionId, w.every, w.startsAt]) };
+    return commitOnPostgres(
+      q,
+      p.sessionId,
+      (extra) => reserveAndPayChainStatement(p, counters, extra),
+      p.amount,
+      record,
+    );
+  }
   return changeWith(
     q,
     async (t) => {
@@ -844,6 +866,96 @@ async function reserveAndPayChain(
     record.effect,
     { first: record.known?.effect },
   );
+}
+
+/**
+ * PostgreSQL, one statement, for a chain without velocity limits: the session rows of the chain
+ * locked in id order (`ls`), then their current window rows (`lw`, only once `ls` holds its
+ * locks), both read as they are after any wait (FOR UPDATE returns the newest version); `ok` is
+ * true only when every counter has room, and everything else hangs on it: the spend on every
+ * counter, the payment, the ledger row, the receipt, then `extra`. No row: a counter refused (or a
+ * window row is missing), and nothing was written.
+ */
+function reserveAndPayChainStatement(
+  p: LedgerPaymentInput,
+  counters: PaymentCounters,
+  extra = NO_CTES,
+): { sql: string; params: unknown[] } {
+  const rc = receiptCtes(p);
+  const ids = [...new Set(counters.s)];
+  const w = counters.w;
+  return {
+    sql: `WITH ls AS (
+         SELECT id, state, expires_at, spent, reserved, ceiling FROM gw_sessions WHERE id = ANY(?::text[])
+         ORDER BY id FOR UPDATE),
+       lw AS (
+         SELECT session_id, every, starts_at, spent, reserved, max_amount, max_payments, payments
+         FROM gw_session_windows
+         WHERE (SELECT count(*) FROM ls) > 0
+           AND (session_id, every, starts_at) IN (SELECT * FROM unnest(?::text[], ?::text[], ?::bigint[]))
+         ORDER BY session_id, every FOR UPDATE),
+       ok AS (
+         SELECT (SELECT count(*) FROM ls WHERE state = 'active' AND expires_at > ?::bigint
+                   AND spent + reserved + ?::bigint <= ceiling) = ?::bigint
+            AND (SELECT count(*) FROM lw WHERE spent + reserved + ?::bigint <= max_amount
+                   AND (max_payments IS NULL OR payments + 1 <= max_payments)) = ?::bigint AS go),
+       ses AS (
+         UPDATE gw_sessions s SET spent = s.spent + ?::bigint FROM ok
+         WHERE ok.go AND s.id = ANY(?::text[]) RETURNING s.id, s.spent, s.ceiling),
+       win AS (
+         UPDATE gw_session_windows w SET spent = w.spent + ?::bigint, payments = w.payments + 1 FROM ok
+         WHERE ok.go AND (w.session_id, w.every, w.starts_at) IN (SELECT * FROM unnest(?::text[], ?::text[], ?::bigint[]))
+         RETURNING 1),
+       pay AS (
+         INSERT INTO gw_payments
+           (id, session_id, state, amount, currency, merchant, address, purpose, rail, tx_ref, created_at, updated_at,
+            counters)
+         SELECT ?, ?, 'paid', ?::bigint, ?, ?, ?, ?, ?, ?, ?::bigint, ?::bigint, ? FROM ok WHERE ok.go
+         RETURNING session_id, amount),
+       led AS (
+         INSERT INTO gw_ledger (payment_id, status, tx_ref, address, amount, currency, created_at)
+         SELECT ?, 'paid', ?, ?, ?::bigint, ?, ?::bigint FROM pay),
+       ${rc.sql}${extra.sql}
+       SELECT spent, ceiling FROM ses WHERE id = ?`,
+    params: [
+      ids,
+      w.map((x) => x[0]),
+      w.map((x) => x[1]),
+      w.map((x) => x[2]),
+      p.now,
+      p.amount,
+      ids.length,
+      p.amount,
+      w.length,
+      p.amount,
+      ids,
+      p.amount,
+      w.map((x) => x[0]),
+      w.map((x) => x[1]),
+      w.map((x) => x[2]),
+      p.paymentId,
+      p.sessionId,
+      p.amount,
+      p.currency,
+      p.merchant,
+      p.address,
+      p.purpose,
+      p.rail,
+      p.txRef,
+      p.now,
+      p.paidAt,
+      JSON.stringify(counters),
+      p.paymentId,
+      p.txRef,
+      p.address,
+      p.amount,
+      p.currency,
+      p.paidAt,
+      ...rc.params,
+      ...extra.params,
+      p.sessionId,
+    ],
+  };
 }
 
 /**

@@ -61,9 +61,6 @@ export function proxyRoutes(o: {
       const state = effectiveState(session, o.now());
       if (state === 'revoked') throw new CtlError('session_revoked', 'the session has been revoked');
       if (state === 'expired') throw new CtlError('session_expired', 'the session has expired');
-      // A child session stops with any ancestor (PROTOCOL.md §14), before anything is forwarded.
-      const stop = await o.sessions.ancestorStop(session);
-      if (stop) throw stop;
       const key = idempotencyKeyOf(ctx.req);
 
       const target = ctx.get('x-target-url');

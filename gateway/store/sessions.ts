@@ -276,11 +276,23 @@ export async function revokeLive(
           [which.id, which.id, `/${which.id}/`],
         ]
       : ['owner_id = ?', [which.ownerId]];
-  const rows = await t.all(
-    `UPDATE gw_sessions SET state = 'revoked', ended_at = ?, continuation_nonce = NULL, revoked_by = ?
-     WHERE ${where} AND state IN ('active', 'paused') AND expires_at > ? RETURNING *`,
-    [now, by, ...params, now],
-  );
+  const revoke = (w: string, p: unknown[]) =>
+    t.all(
+      `UPDATE gw_sessions SET state = 'revoked', ended_at = ?, continuation_nonce = NULL, revoked_by = ?
+       WHERE ${w} AND state IN ('active', 'paused') AND expires_at > ? RETURNING *`,
+      [now, by, ...p, now],
+    );
+  const rows = await revoke(where, params);
+  // A child inserted while this UPDATE waited for its parent's row (a child is made under a
+  // share lock on its live parent) is not in that UPDATE's snapshot: a second statement, with a
+  // snapshot of its own, stops it too, so no live session is ever left below a revoked one.
+  if ('id' in which && t.dialect === 'postgres')
+    rows.push(
+      ...(await revoke(`owner_id = (SELECT owner_id FROM gw_sessions WHERE id = ?) AND strpos(path, ?) > 0`, [
+        which.id,
+        `/${which.id}/`,
+      ])),
+    );
   if (rows.length) await raiseBundleSequence(t);
   return rows.map(toSession);
 }
