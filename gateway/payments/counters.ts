@@ -30,7 +30,7 @@ export type CounterRefusal =
   | 'window_exceeded';
 
 export type CounterResult =
-  | { ok: true; counters: PaymentCounters }
+  | { ok: true; counters: PaymentCounters; spent: bigint; ceiling: bigint }
   | { ok: false; code: CounterRefusal; message: string; pausedNow?: boolean; resetsAt?: string };
 
 export interface CounterReservation {
@@ -40,9 +40,16 @@ export interface CounterReservation {
   amount: bigint;
   merchant: string;
   now: number;
+  /** Spent at once instead of reserved: a payment made in the change that reserves it (the ledger). */
+  spend?: boolean;
 }
 
 const HOUR = 3_600_000;
+
+// Window rows known to exist (rows are never deleted; only committed inserts are added): made
+// once per process, not per payment.
+const made = new Set<string>();
+const windowKey = (id: string, every: string, startsAt: number) => `${id}\u0000${every}\u0000${startsAt}`;
 const DAY = 86_400_000;
 
 interface ChainRow {
@@ -157,25 +164,31 @@ export async function reserveOnCounters(t: SqlExecutor, p: CounterReservation): 
     };
   }
 
+  const column = p.spend ? 'spent' : 'reserved';
   // Every limit is repeated in the WHERE clause of its own UPDATE: whatever was read above, no
   // counter can pass its limit; a guard that fails throws, and the transaction rolls back.
   for (const id of [...p.chain].sort()) {
     const u = await t.run(
-      `UPDATE gw_sessions SET reserved = reserved + ? WHERE id = ? AND spent + reserved + ? <= ceiling`,
+      `UPDATE gw_sessions SET ${column} = ${column} + ? WHERE id = ? AND spent + reserved + ? <= ceiling`,
       [p.amount, id, p.amount],
     );
     if (u.changes !== 1) throw new Error(`reservation guard failed for session ${id}`);
   }
   for (const w of windows) {
     const u = await t.run(
-      `UPDATE gw_session_windows SET reserved = reserved + ?, payments = payments + 1
+      `UPDATE gw_session_windows SET ${column} = ${column} + ?, payments = payments + 1
        WHERE session_id = ? AND every = ? AND starts_at = ? AND spent + reserved + ? <= max_amount
          AND (max_payments IS NULL OR payments + 1 <= max_payments)`,
       [p.amount, w.sessionId, w.every, w.startsAt, p.amount],
     );
     if (u.changes !== 1) throw new Error(`reservation guard failed for window ${w.every} of ${w.sessionId}`);
   }
-  return { ok: true, counters: { s: p.chain, w: windows.map((w) => [w.sessionId, w.every, w.startsAt]) } };
+  return {
+    ok: true,
+    counters: { s: p.chain, w: windows.map((w) => [w.sessionId, w.every, w.startsAt]) },
+    spent: self.spent + (p.spend ? p.amount : 0n),
+    ceiling: self.ceiling,
+  };
 }
 
 /** PROTOCOL.md §8 velocity of the paying session, as the single-counter path reads it. */
@@ -251,15 +264,22 @@ async function lockWindows(
     const s = rows.get(id)!;
     for (const w of [...s.windows].sort((a, b) => (a.every < b.every ? -1 : 1))) {
       const span = windowAt(w.every, s.windowsStart, now);
-      await t.run(
-        `INSERT INTO gw_session_windows (session_id, every, starts_at, ends_at, max_amount, max_payments)
-         VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-        [id, w.every, span.startsAt, span.endsAt, BigInt(w.maxAmountMinor), w.maxPayments ?? null],
-      );
-      const r = await t.get(
-        `SELECT * FROM gw_session_windows WHERE session_id = ? AND every = ? AND starts_at = ?${forUpdate(t)}`,
-        [id, w.every, span.startsAt],
-      );
+      const read = () =>
+        t.get(`SELECT * FROM gw_session_windows WHERE session_id = ? AND every = ? AND starts_at = ?${forUpdate(t)}`, [
+          id,
+          w.every,
+          span.startsAt,
+        ]);
+      // A row known to exist is only read; otherwise made first (the session rows are locked).
+      let r = made.has(windowKey(id, w.every, span.startsAt)) ? await read() : undefined;
+      if (!r) {
+        await t.run(
+          `INSERT INTO gw_session_windows (session_id, every, starts_at, ends_at, max_amount, max_payments)
+           VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+          [id, w.every, span.startsAt, span.endsAt, BigInt(w.maxAmountMinor), w.maxPayments ?? null],
+        );
+        r = await read();
+      }
       out.push(toWindowRow(r!));
     }
   }
@@ -377,15 +397,12 @@ export function chainWindowKeys(
   return out;
 }
 
-// Window rows known to exist (rows are never deleted): made once per process, not per payment.
-const made = new Set<string>();
-
 /**
  * Makes the window rows a payment will count in, zero and with their configured limits, when
  * missing: a statement of its own, before any lock is taken; it moves no money.
  */
 export async function ensureWindowRows(q: SqlExecutor, rows: ChainWindow[]): Promise<void> {
-  const missing = rows.filter((r) => !made.has(`${r.sessionId}\u0000${r.every}\u0000${r.startsAt}`));
+  const missing = rows.filter((r) => !made.has(windowKey(r.sessionId, r.every, r.startsAt)));
   if (missing.length === 0) return;
   await q.run(
     `INSERT INTO gw_session_windows (session_id, every, starts_at, ends_at, max_amount, max_payments)
@@ -393,5 +410,5 @@ export async function ensureWindowRows(q: SqlExecutor, rows: ChainWindow[]): Pro
     missing.flatMap((r) => [r.sessionId, r.every, r.startsAt, r.endsAt, r.maxAmount, r.maxPayments]),
   );
   if (made.size > 100_000) made.clear();
-  for (const r of missing) made.add(`${r.sessionId}\u0000${r.every}\u0000${r.startsAt}`);
+  for (const r of missing) made.add(windowKey(r.sessionId, r.every, r.startsAt));
 }

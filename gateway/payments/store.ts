@@ -812,8 +812,8 @@ async function reserveAndPayChain(
   chain: string[],
   record: CommitRecord,
 ): Promise<CommitResult> {
+  if (p.chainWindows) await ensureWindowRows(q, p.chainWindows);
   if (q.dialect === 'postgres' && p.chainWindows) {
-    await ensureWindowRows(q, p.chainWindows);
     const counters: PaymentCounters = { s: chain, w: p.chainWindows.map((w) => [w.sessionId, w.every, w.startsAt]) };
     return commitOnPostgres(
       q,
@@ -832,6 +832,7 @@ async function reserveAndPayChain(
         amount: p.amount,
         merchant: p.merchant,
         now: p.now,
+        spend: true,
       });
       if (!r.ok) throw new Rollback(NOT_COMMITTED);
       await t.run(
@@ -860,8 +861,7 @@ async function reserveAndPayChain(
         [p.paymentId, p.txRef, p.address, p.amount, p.currency, p.paidAt],
       );
       await insertReceipt(t, p);
-      const c = await settleCounters(t, r.counters, p.amount, p.amount);
-      return committed({ spent: c.spent.toString(), ceiling: c.ceiling.toString() }, p.amount);
+      return committed({ spent: r.spent.toString(), ceiling: r.ceiling.toString() }, p.amount);
     },
     record.effect,
     { first: record.known?.effect },
