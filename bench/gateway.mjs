@@ -360,11 +360,16 @@ async function runBench() {
             ['PAID, two windows', paidWindows],
             ['PAID, child session', paidChild],
           ];
+          // By event-loop CPU per request too, which the load of other jobs hardly moves.
+          const byCpu = (r) =>
+            r.cpuLoop && paid.cpuLoop ? ` (by event-loop CPU ${(paid.cpuLoop / r.cpuLoop).toFixed(2)})` : '';
           counterRatios.push({
             store: store.name,
             conns,
             windows: paidWindows.rps / paid.rps,
             child: paidChild.rps / paid.rps,
+            windowsCpu: byCpu(paidWindows),
+            childCpu: byCpu(paidChild),
           });
           if (conns > 1 && spread.length) {
             const paidSpread = await measure(
@@ -408,9 +413,10 @@ async function runBench() {
         );
         for (const c of counterRatios.filter((x) => x.store === store.name))
           console.log(
-            `${store.name.padEnd(11)} target  at ${c.conns} conns: two windows ÷ none ${c.windows.toFixed(2)} ` +
+            `${store.name.padEnd(11)} target  at ${c.conns} conns: ` +
+              `two windows ÷ none ${c.windows.toFixed(2)}${c.windowsCpu} ` +
               `(target ≥ 0.90: ${c.windows >= 0.9 ? 'met' : 'MISSED'}); ` +
-              `child session ÷ root session ${c.child.toFixed(2)}`,
+              `child session ÷ root session ${c.child.toFixed(2)}${c.childCpu}`,
           );
         // Every paid request must be in the books: spent = number of paid 200s (1 minor unit each).
         // The child's spend is in its parent's too: counted once, from the parent.
