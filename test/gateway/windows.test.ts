@@ -19,7 +19,7 @@ import {
   type TestDb,
   type TestGateway,
 } from './helpers.js';
-import { reserve, release } from '../../gateway/payments/store.js';
+import { reserve, release, commit } from '../../gateway/payments/store.js';
 import { formatTimestamp } from '../../src/index.js';
 
 const HOUR = 3_600_000;
@@ -157,6 +157,96 @@ function suite(name: string, open: () => Promise<TestDb | undefined>) {
     const v = await call(e.gw.url, 'GET', `/sessions/${s.sessionId}`, { key: e.gw.ownerKey });
     assert.is(v.body.reservedMinor, '0');
     assert.is((await pay(e, s.sessionToken, 500)).status, 200);
+  });
+
+  test(`${name}: a hold committed below its maximum gives the rest back to every counter`, async () => {
+    if (!e) return;
+    e.clock.t = T0 + 35 * DAY;
+    const p = await createSession(e.gw, {
+      budget: { amount: '1000', currency: 'USD' },
+      expiresAt: FAR,
+      windows: [{ every: 'P1D', maxAmountMinor: '600' }],
+    });
+    const c = await call(e.gw.url, 'POST', `/sessions/${p.sessionId}/children`, {
+      key: p.sessionToken,
+      body: {
+        budget: { amount: '500' },
+        windows: [
+          { every: 'PT1H', maxAmountMinor: '450' },
+          { every: 'P1D', maxAmountMinor: '500' },
+        ],
+      },
+    });
+    assert.is(c.status, 201, c.text);
+    const chain = [c.body.sessionId, p.sessionId];
+    const r = await reserve(e.gw.db, {
+      paymentId: 'pay_wnd_capture',
+      sessionId: c.body.sessionId,
+      amount: 400n,
+      currency: 'USD',
+      merchant: 'm.example',
+      address: 'a',
+      purpose: 'api:search',
+      rail: 'ledger',
+      velocity: false,
+      chain,
+      now: e.clock.t,
+    });
+    assert.ok(r.ok);
+    const done = await commit(e.gw.db, {
+      receiptId: 'rcpt_wnd_capture',
+      paymentId: 'pay_wnd_capture',
+      paidAt: e.clock.t,
+      receipt: '{}',
+      sessionId: c.body.sessionId,
+      amount: 400n,
+      captured: 150n,
+      txRef: 'txid:capture',
+      multi: true,
+    });
+    assert.ok(done.committed);
+    assert.is(done.spentAfter, 150n);
+    const counters = async () => ({
+      sessions: (
+        await e!.gw.db.all(`SELECT id, spent, reserved FROM gw_sessions WHERE id IN (?, ?) ORDER BY depth`, [
+          p.sessionId,
+          c.body.sessionId,
+        ])
+      ).map((x) => [Number(x.spent), Number(x.reserved)]),
+      windows: (
+        await e!.gw.db.all(
+          `SELECT spent, reserved, payments FROM gw_session_windows WHERE session_id IN (?, ?) ORDER BY session_id, every`,
+          [p.sessionId, c.body.sessionId],
+        )
+      ).map((x) => [Number(x.spent), Number(x.reserved), Number(x.payments)]),
+    });
+    const after = await counters();
+    assert.equal(after.sessions, [
+      [150, 0],
+      [150, 0],
+    ]);
+    assert.equal(after.windows, [
+      [150, 0, 1],
+      [150, 0, 1],
+      [150, 0, 1],
+    ]);
+    // Committed once: a second commit changes nothing.
+    assert.not.ok(
+      (
+        await commit(e.gw.db, {
+          receiptId: 'rcpt_2',
+          paymentId: 'pay_wnd_capture',
+          paidAt: e.clock.t,
+          receipt: '{}',
+          sessionId: c.body.sessionId,
+          amount: 400n,
+          captured: 150n,
+          txRef: 'txid:capture',
+          multi: true,
+        })
+      ).committed,
+    );
+    assert.equal(await counters(), after);
   });
 
   test(`${name}: a month window from the 31st`, async () => {
