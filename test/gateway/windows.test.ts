@@ -215,7 +215,8 @@ function suite(name: string, open: () => Promise<TestDb | undefined>) {
       ).map((x) => [Number(x.spent), Number(x.reserved)]),
       windows: (
         await e!.gw.db.all(
-          `SELECT spent, reserved, payments FROM gw_session_windows WHERE session_id IN (?, ?) ORDER BY session_id, every`,
+          `SELECT spent, reserved, payments FROM gw_session_windows
+           WHERE session_id IN (?, ?) ORDER BY session_id, every`,
           [p.sessionId, c.body.sessionId],
         )
       ).map((x) => [Number(x.spent), Number(x.reserved), Number(x.payments)]),
