@@ -13,6 +13,10 @@
 // 0.28 / 0.27 and 0.28 / 0.29, with PostgreSQL's own server CPU 279–296 µs per paid request against
 // 39 unpaid; added p50 at one connection SQLite +1.58 / +1.51 ms, PostgreSQL +1.85 / +1.69 ms.
 // Earlier rounds and what they changed: docs/scaling.md.
+// Beside the plain paid row, the same paid request on a session with two budget windows (P1D and
+// P1M, PROTOCOL.md §13: every payment reserves on the lifetime total and both windows at once)
+// and on a child session (PROTOCOL.md §14: on the child and its parent at once), each as a
+// fraction of the plain paid row of the same run (target for windows: ≥ 0.90).
 //   BENCH_STORES=PostgreSQL (or SQLite): only that store.
 //   BENCH_PG_URL=postgres://postgres@127.0.0.1:5432/test (unreachable → SKIPPED line)
 import http from 'node:http';
@@ -177,7 +181,10 @@ function printTargets(store, rows, probes) {
   const at = (conns, kind) => rows.find((r) => r.conns === conns && r.kind.startsWith(kind));
   const verdict = (ok) => (ok ? 'met' : 'MISSED');
   const lines = [];
-  for (const r of rows.filter((x) => x.conns > 1 && x.kind.includes('PAID') && !x.kind.includes('egress'))) {
+  // The windows, child and egress rows are compared with the plain paid row instead (counterRatios).
+  const plain = (x) =>
+    x.kind.includes('PAID') && !x.kind.includes('windows') && !x.kind.includes('child') && !x.kind.includes('egress');
+  for (const r of rows.filter((x) => x.conns > 1 && plain(x))) {
     const unpaid = at(r.conns, 'via gateway, unpaid');
     const ratio = r.rps / unpaid.rps;
     // The same ratio from the gateway's event-loop CPU per request, which the load of other jobs
@@ -291,6 +298,7 @@ async function runBench() {
   );
   console.log('store       conns  kind                     req/s     p50 ms   p99 ms   vs direct (req/s, +p50)');
   const rows = [];
+  const counterRatios = [];
   try {
     for (const store of stores.filter((s) => !only || only.includes(s.name))) {
       const gw = await startGateway({ ...store.env, BENCH_UPSTREAM_CA: merchant.info.caPem }, gatewayNodeArgs);
@@ -298,6 +306,22 @@ async function runBench() {
         const owner = await createOwner(gw.info.url);
         const session = await createSession(gw.info.url, owner);
         const token = session.sessionToken;
+        // Two windows, far above what the run spends: every payment counts in both.
+        const windowed = await createSession(gw.info.url, owner, undefined, {
+          windows: [
+            { every: 'P1D', maxAmountMinor: '9000000000000000' },
+            { every: 'P1M', maxAmountMinor: '9000000000000000' },
+          ],
+        });
+        const parent = await createSession(gw.info.url, owner);
+        const child = await (
+          await fetch(`${gw.info.url}/sessions/${parent.sessionId}/children`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${parent.sessionToken}`, 'content-type': 'application/json' },
+            body: JSON.stringify({ budget: { amount: '9000000000000000' } }),
+          })
+        ).json();
+        if (!child.sessionToken) throw new Error(`child session: ${JSON.stringify(child)}`);
         // BENCH_SESSIONS (default 50): at 50 connections, paid traffic spread over that many
         // sessions as well, so one hot session row is not the whole story.
         const spread = [];
@@ -348,12 +372,45 @@ async function runBench() {
           // The same paid request from an unmodified client through the egress proxy to the HTTPS
           // shop: CONNECT, TLS with the gateway's minted certificate, the gateway's own TLS onwards.
           const paidHttps = await measureEgress(conns, seconds, gw, owner, tlsShop, pid, egressSessions);
+          const paidBy = (t) =>
+            measure(
+              conns,
+              seconds,
+              (a) =>
+                request(
+                  a,
+                  `${pick()}/proxy`,
+                  {
+                    authorization: `Bearer ${t}`,
+                    'x-target-url': `${shop}/search`,
+                    'x-target-method': 'GET',
+                    'x-ctl-purpose': 'api:search',
+                  },
+                  'POST',
+                ),
+              pid,
+            );
+          const paidWindows = await paidBy(windowed.sessionToken);
+          const paidChild = await paidBy(child.sessionToken);
           const kinds = [
             ['direct (unpaid)', direct],
             ['via gateway, unpaid', proxied],
             ['via gateway, PAID', paid],
             ['PAID, HTTPS egress', paidHttps],
+            ['PAID, two windows', paidWindows],
+            ['PAID, child session', paidChild],
           ];
+          // By event-loop CPU per request too, which the load of other jobs hardly moves.
+          const byCpu = (r) =>
+            r.cpuLoop && paid.cpuLoop ? ` (by event-loop CPU ${(paid.cpuLoop / r.cpuLoop).toFixed(2)})` : '';
+          counterRatios.push({
+            store: store.name,
+            conns,
+            windows: paidWindows.rps / paid.rps,
+            child: paidChild.rps / paid.rps,
+            windowsCpu: byCpu(paidWindows),
+            childCpu: byCpu(paidChild),
+          });
           if (conns > 1 && spread.length) {
             const paidSpread = await measure(
               conns,
@@ -394,9 +451,19 @@ async function runBench() {
           rows.filter((r) => r.store === store.name),
           probes,
         );
+        for (const c of counterRatios.filter((x) => x.store === store.name))
+          console.log(
+            `${store.name.padEnd(11)} target  at ${c.conns} conns: ` +
+              `two windows ÷ none ${c.windows.toFixed(2)}${c.windowsCpu} ` +
+              `(target ≥ 0.90: ${c.windows >= 0.9 ? 'met' : 'MISSED'}); ` +
+              `child session ÷ root session ${c.child.toFixed(2)}${c.childCpu}`,
+          );
         // Every paid request must be in the books: spent = number of paid 200s (1 minor unit each).
+        // The child's spend is in its parent's too: counted once, from the parent.
         const views = await Promise.all(
-          [session, ...spread, ...egressSessions].map((x) => sessionView(gw.info.url, owner, x.sessionId)),
+          [session, windowed, parent, ...spread, ...egressSessions].map((x) =>
+            sessionView(gw.info.url, owner, x.sessionId),
+          ),
         );
         const view = {
           spentMinor: String(views.reduce((a, v) => a + BigInt(v.spentMinor), 0n)),

@@ -137,6 +137,8 @@ export interface GatewayDeps {
   rateLimits?: GatewayRateLimits;
   /** `CTL_GATEWAY_MAX_SESSION_SECONDS`: how far ahead `expiresAt` may be (default 30 days). */
   maxSessionSeconds?: number;
+  /** `CTL_GATEWAY_MAX_SESSION_DEPTH`: levels of child sessions below a root session (PROTOCOL.md §14; default 4). */
+  maxSessionDepth?: number;
   /** Told of every event (tests, logs). */
   onEvent?: (type: GatewayEventType, data: Record<string, unknown>) => void;
   /** The console (/console): its built files (default build/console/) and live-stream bounds. */
@@ -329,6 +331,7 @@ export function createGatewayApp(deps: GatewayDeps, parts: GatewayParts): Gatewa
     now,
     onCreated: (at) => scheduleExpiry(at),
     maxSessionSeconds: deps.maxSessionSeconds ?? DEFAULT_MAX_SESSION_SECONDS,
+    maxSessionDepth: deps.maxSessionDepth,
   });
   const sessions = limits.sessions(sessionService);
   // Made on first use (GET /ca.pem, the first CONNECT), kept sealed like the other secrets.

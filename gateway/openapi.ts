@@ -48,6 +48,24 @@ const velocity = object({
   maxPaymentsPerHour: { type: 'integer', minimum: 1 },
   maxAmountPerMerchantPerDay: minorUnits(),
 });
+const PERIODS = ['PT1H', 'P1D', 'P7D', 'P1M', 'P1Y'];
+/** A budget window as set (PROTOCOL.md §13). */
+const windowLimit = object(
+  {
+    every: { enum: PERIODS },
+    maxAmountMinor: minorUnits(),
+    maxPayments: { type: 'integer', minimum: 1 },
+  },
+  ['every', 'maxAmountMinor'],
+);
+const windowsOptions = {
+  windows: array(windowLimit, {
+    minItems: 1,
+    maxItems: 4,
+    description: 'Fixed windows (PROTOCOL.md §13), each period at most once',
+  }),
+  windowsStart: timestamp(),
+};
 const sessionOptions = {
   label: string({ maxLength: 200 }),
   merchantAllowlist: array(string(), { description: 'Host globs the agent may pay' }),
@@ -78,10 +96,39 @@ const schemas = {
       purposes: array(string(), { minItems: 1 }),
       expiresAt: timestamp(),
       softLimit: object({ amount: minorUnits() }, ['amount']),
+      ...windowsOptions,
       ...sessionOptions,
     },
     ['budget', 'purposes', 'expiresAt'],
   ),
+  ChildSessionRequest: object(
+    {
+      budget: object({ amount: minorUnits(), currency: string() }, ['amount']),
+      purposes: array(string(), { minItems: 1 }),
+      expiresAt: timestamp(),
+      label: string({ maxLength: 200 }),
+      merchantAllowlist: array(string()),
+      merchantBlocklist: array(string()),
+      velocity,
+      ...windowsOptions,
+    },
+    ['budget'],
+  ),
+  SessionWindow: object(
+    {
+      every: { enum: PERIODS },
+      maxAmountMinor: minorUnits(),
+      maxPayments: { type: 'integer' },
+      spentMinor: minorUnits(),
+      reservedMinor: minorUnits(),
+      remainingMinor: minorUnits(),
+      payments: { type: 'integer' },
+      startedAt: timestamp(),
+      resetsAt: timestamp(),
+    },
+    ['every', 'maxAmountMinor', 'spentMinor', 'reservedMinor', 'remainingMinor', 'payments', 'startedAt', 'resetsAt'],
+  ),
+  SessionTree: object({ session: ref('Session'), children: array(ref('SessionTree')) }, ['session', 'children']),
   HumanSessionRequest: object({ humanGrant: ref('PolicyGrant'), ...sessionOptions }, ['humanGrant']),
   SessionCreated: object(
     {
@@ -93,6 +140,8 @@ const schemas = {
       expiresAt: timestamp(),
       webhookSecret: string({ description: 'Standard Webhooks secret, shown once' }),
       issuer: string(),
+      parentId: string({ description: 'A child session: the session it narrows (PROTOCOL.md §14)' }),
+      depth: { type: 'integer', minimum: 1 },
     },
     ['sessionToken', 'sessionId', 'revocationUrl', 'policyHash', 'grantId', 'expiresAt'],
   ),
@@ -120,6 +169,13 @@ const schemas = {
       grantId: string(),
       revokedBy: { enum: ['owner', 'admin'] },
       continuationToken: string({ description: 'Only while paused (spec §5)' }),
+      windows: array(ref('SessionWindow'), { description: 'Each window now (GET of one session)' }),
+      windowsStart: timestamp(),
+      parentId: string({ description: 'A child session: the session it narrows (PROTOCOL.md §14)' }),
+      depth: { type: 'integer', minimum: 1 },
+      pausedWindow: object({ every: { enum: PERIODS }, resetsAt: timestamp() }, ['every', 'resetsAt'], {
+        description: "Paused by this window's soft limit: active again at resetsAt",
+      }),
     },
     [
       'sessionId',
@@ -477,6 +533,30 @@ const paths: OpenApiDocument['paths'] = {
           object({ sessionId: string(), receipts: array(ref('Receipt')) }, ['sessionId', 'receipts']),
         ),
       },
+    }),
+  },
+  '/sessions/{id}/children': {
+    post: operation({
+      summary: 'Creates a child session that narrows this one (PROTOCOL.md §14), for a sub-agent',
+      description:
+        "Authorised by this session's token. Every field narrows the parent's (absent: the parent's); a widening " +
+        'field is 400 `delegation_invalid` naming it. Each payment of the child reserves on it and every ancestor.',
+      tags: ['agent'],
+      operationId: 'createChildSession',
+      security: [{ sessionToken: [] }],
+      parameters: [sessionIdParam],
+      requestBody: jsonBodyOf(ref('ChildSessionRequest')),
+      responses: { 201: jsonResponse('The child session and its token (shown once)', ref('SessionCreated')) },
+    }),
+  },
+  '/sessions/{id}/tree': {
+    get: operation({
+      summary: 'A session and every session below it, with what each spent',
+      tags: ['sessions'],
+      operationId: 'getSessionTree',
+      security: owner,
+      parameters: [sessionIdParam],
+      responses: { 200: jsonResponse('The tree', ref('SessionTree')) },
     }),
   },
   '/sessions/{id}/webhooks': {

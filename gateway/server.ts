@@ -55,6 +55,7 @@ import {
 import { DEFAULT_MAX_SESSION_SECONDS, maxSessionSecondsFromEnv } from './services/session-config.js';
 import { egressFromEnv, type EgressConfig } from './egress/config.js';
 import { startEgressProxy, type EgressProxy } from './egress/proxy-server.js';
+import { maxSessionDepthFromEnv } from './services/child-config.js';
 
 export interface RunningGateway {
   gateway: GatewayApp;
@@ -114,6 +115,7 @@ export function gatewayOptionsFromEnv(env: Record<string, string | undefined>): 
     },
     rateLimits: gatewayRateLimitsFromEnv(env),
     maxSessionSeconds: maxSessionSecondsFromEnv(env),
+    maxSessionDepth: maxSessionDepthFromEnv(env),
     humanAuthorities: humanAuthoritiesFromEnv(env.CTL_GATEWAY_HUMAN_AUTHORITIES),
     egress: egressFromEnv(env),
   };

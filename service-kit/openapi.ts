@@ -166,7 +166,22 @@ export function openApiDocument(o: {
           description: 'PROTOCOL.md §9: codes are API (added, never renamed).',
           enum: [...o.errorCodes],
         },
-        Error: object({ error: object({ code: ref('ErrorCode'), message: string() }, ['code', 'message']) }, ['error']),
+        Error: object(
+          {
+            error: object(
+              {
+                code: ref('ErrorCode'),
+                message: string(),
+                resetsAt: string({
+                  format: 'date-time',
+                  description: 'With `window_exceeded`: when the full window ends (PROTOCOL.md §13)',
+                }),
+              },
+              ['code', 'message'],
+            ),
+          },
+          ['error'],
+        ),
         ...o.schemas,
       },
       responses: { Error: jsonResponse('A refusal: `{ error: { code, message } }` (PROTOCOL.md §9)', ref('Error')) },

@@ -44,6 +44,7 @@ export {
   isIdentifier,
 } from './values.js';
 export { newId } from './ids.js';
+export { windowAt, WINDOW_PERIODS, type WindowPeriod, type WindowSpan } from './artifacts/windows.js';
 export {
   generateKeyPair,
   importSigningKey,

@@ -27,6 +27,11 @@ export const ownerKey = {
 /** What `GET /sessions/:id` answers: the gateway's own view, so the two cannot drift (type-only: erased from the bundle). */
 export type SessionView = ReturnType<ReturnType<typeof createSessionService>['view']>;
 
+/** `GET /sessions/:id`: the view with each window as it stands (PROTOCOL.md §13). */
+export type SessionDetail = Awaited<ReturnType<ReturnType<typeof createSessionService>['detail']>>;
+/** `GET /sessions/:id/tree`: a session and every child session below it. */
+export type SessionTree = Awaited<ReturnType<ReturnType<typeof createSessionService>['tree']>>;
+
 /** A receipt as the gateway signs it (the SDK's own type: erased from the bundle). */
 export type { Receipt };
 
@@ -77,7 +82,8 @@ export const listSessions = (cursor?: string) =>
     'GET',
     `/sessions?limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
   );
-export const getSession = (id: string) => api<SessionView>('GET', `/sessions/${encodeURIComponent(id)}`);
+export const getSession = (id: string) => api<SessionDetail>('GET', `/sessions/${encodeURIComponent(id)}`);
+export const treeOf = (id: string) => api<SessionTree>('GET', `/sessions/${encodeURIComponent(id)}/tree`);
 export const receiptsOf = (id: string) =>
   api<{ receipts: Receipt[] }>('GET', `/sessions/${encodeURIComponent(id)}/receipts`);
 export const dispatchesOf = (id: string) =>

@@ -14,14 +14,14 @@ import {
   reserve,
   markPaying,
   commit,
-  commitCaptured,
   release,
   payLedgerInCommit,
   type PaymentRecord,
   type CommitResult,
   type CommitRecord,
 } from './store.js';
-import { sessionById, type SessionRecord } from '../store/sessions.js';
+import { chainOf, sessionById, type SessionRecord, type SessionWindow } from '../store/sessions.js';
+import { chainWindowKeys } from './counters.js';
 import type { PaymentOrder, Rail } from './rails/rail.js';
 import type { PaymentTerms } from './terms/x-payment.js';
 import { createPaymentSigning, type PaymentFields } from './signing.js';
@@ -79,11 +79,39 @@ export interface PaidResult {
   receipt: Receipt;
 }
 
+/**
+ * The chain a payment of `session` reserves on (PROTOCOL.md §13, §14): itself and its ancestors,
+ * when it counts on more than its own lifetime total; undefined for the single-counter path.
+ */
+export function counterChain(session: SessionRecord): string[] | undefined {
+  return session.parentId !== null || session.config.windows?.length ? chainOf(session) : undefined;
+}
+
 export function createPaymentService(deps: PaymentServiceDeps) {
   const { db, rail, events, now } = deps;
   const signing = createPaymentSigning(deps);
   // Per session, bounded by the sessions in use (service-kit/idle-cache.ts): made again on demand.
   const matchers = idleCache<string, (host: string) => boolean>();
+  // The windows of each chain in use (they never change; only a window row's limit may).
+  const chainWindowsOf = idleCache<string, { id: string; windows: SessionWindow[]; windowsStart: number | null }[]>();
+
+  /** The window rows a payment of `session`'s chain at `at` counts in (counters.ts). */
+  async function chainWindows(session: SessionRecord, chain: string[], at: number) {
+    let sessions = chainWindowsOf.get(session.id);
+    if (!sessions) {
+      const rows = await db.all<{ id: string; config: string; windows_start: unknown }>(
+        `SELECT id, config, windows_start FROM gw_sessions WHERE id IN (${chain.map(() => '?').join(', ')})`,
+        chain,
+      );
+      sessions = rows.map((r) => ({
+        id: r.id,
+        windows: (JSON.parse(r.config) as SessionRecord['config']).windows ?? [],
+        windowsStart: r.windows_start == null ? null : Number(r.windows_start),
+      }));
+      chainWindowsOf.set(session.id, sessions);
+    }
+    return chainWindowKeys(sessions, at);
+  }
 
   function merchantAllowed(session: SessionRecord, host: string): boolean {
     let m = matchers.get(session.id);
@@ -100,10 +128,13 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     code: CtlError['code'],
     message: string,
     details: Record<string, unknown>,
+    resetsAt?: string,
   ): Promise<never> {
     deps.onRefused?.(code, railName);
-    await events.emit(session, 'payment.denied', { code, message, ...details });
-    throw new CtlError(code, message);
+    await events.emit(session, 'payment.denied', { code, message, ...details, ...(resetsAt ? { resetsAt } : {}) });
+    if (code === 'window_exceeded' && resetsAt)
+      await events.emit(session, 'window.exhausted', { message, resetsAt, ...details });
+    throw new CtlError(code, message, resetsAt ? { resetsAt } : undefined);
   }
 
   /**
@@ -188,11 +219,12 @@ export function createPaymentService(deps: PaymentServiceDeps) {
   ) {
     const paidAt = now();
     const { receiptId, receipt, row, committed } = await signing.receipt(session, p, txRef, paidAt, sba, captured);
-    const record = commitRecord(session, p, receiptId, txRef, captured);
-    const c =
-      captured === undefined
-        ? await commit(db, { ...row, sessionId: session.id, amount: p.amount, txRef }, record)
-        : await commitCaptured(db, { ...row, sessionId: session.id, hold: p.amount, captured, txRef }, record);
+    // A capture (PROTOCOL.md §15) spends `captured` and gives the rest of the hold back to every counter.
+    const c = await commit(
+      db,
+      { ...row, sessionId: session.id, amount: p.amount, txRef, captured, multi: counterChain(session) !== undefined },
+      commitRecord(session, p, receiptId, txRef, captured),
+    );
     if (c.committed) committed();
     return { committed: c.committed, receipt };
   }
@@ -298,10 +330,11 @@ export function createPaymentService(deps: PaymentServiceDeps) {
         rail: railName,
         now: now(),
         velocity: session.maxPerHour !== null || session.maxPerMerchantDay !== null,
+        chain: counterChain(session),
       },
       pausedRecord(session),
     );
-    if (!r.ok) await refuse(railName, session, r.code, r.message, details);
+    if (!r.ok) await refuse(railName, session, r.code, r.message, details, r.resetsAt);
 
     // Signed only now: the reservation above re-read the revocation state (spec §3 rule 1).
     let sba: SignedBudgetAuthorization;
@@ -338,6 +371,8 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     await personRefusal(session, sba, p, details);
     const txRef = `txid:${timeOrderedId()}`;
     const paidAt = now();
+    const chain = counterChain(session);
+    const velocity = session.maxPerHour !== null || session.maxPerMerchantDay !== null;
     const { receiptId, receipt, row, committed } = await signing.receipt(session, p, txRef, paidAt, sba);
     const c = await payLedgerInCommit(
       db,
@@ -351,13 +386,15 @@ export function createPaymentService(deps: PaymentServiceDeps) {
         purpose: p.purpose,
         rail: rail.name,
         now: paidAt,
-        velocity: session.maxPerHour !== null || session.maxPerMerchantDay !== null,
+        velocity,
+        chain,
+        ...(chain && !velocity ? { chainWindows: await chainWindows(session, chain, paidAt) } : {}),
         txRef,
       },
       commitRecord(session, p, receiptId, txRef),
       pausedRecord(session),
     );
-    if ('ok' in c) return refuse(rail.name, session, c.code, c.message, details);
+    if ('ok' in c) return refuse(rail.name, session, c.code, c.message, details, c.resetsAt);
     if (!c.committed)
       throw new HttpError(409, 'conflict', 'the payment was settled by reconciliation before it was made');
     committed();

@@ -16,6 +16,13 @@ import {
   type TxEffect,
 } from '../../service-kit/index.js';
 import { forUpdate } from '../store/lock.js';
+import {
+  ensureWindowRows,
+  type ChainWindow,
+  reserveOnCounters,
+  settleCounters,
+  type PaymentCounters,
+} from './counters.js';
 
 export type PaymentState = 'reserved' | 'paying' | 'paid' | 'released';
 
@@ -54,9 +61,15 @@ export function toPayment(r: Row): PaymentRecord {
 }
 
 export type ReserveRefusal =
-  'session_revoked' | 'session_expired' | 'session_paused' | 'velocity_exceeded' | 'budget_exceeded';
+  | 'session_revoked'
+  | 'session_expired'
+  | 'session_paused'
+  | 'velocity_exceeded'
+  | 'budget_exceeded'
+  | 'window_exceeded';
 
-export type ReserveResult = { ok: true } | { ok: false; code: ReserveRefusal; message: string; pausedNow?: boolean };
+export type ReserveResult =
+  { ok: true } | { ok: false; code: ReserveRefusal; message: string; pausedNow?: boolean; resetsAt?: string };
 
 const HOUR = 3_600_000;
 const DAY = 86_400_000;
@@ -74,10 +87,21 @@ export type ReserveInput = Pick<
   now: number;
   /** The session has velocity limits: they need the transaction path. */
   velocity: boolean;
+  /**
+   * The paying session first, then its ancestors, when it counts on more than its own lifetime
+   * total (windows, or a parent): the multi-counter path (counters.ts). Absent: the session alone.
+   */
+  chain?: string[];
+  /**
+   * With `chain` and no velocity limits: the window of every window of the chain at `now`
+   * (counters.ts chainWindowKeys), which lets PostgreSQL reserve and pay in one statement.
+   */
+  chainWindows?: ChainWindow[];
 };
 
 /** `paused`: recorded in the transaction that pauses the session (its audit entry and event). */
 export async function reserve(q: SqlDatabase, p: ReserveInput, paused?: TxEffect<void>): Promise<ReserveResult> {
+  if (p.chain) return reserveChain(q, p, p.chain, paused);
   if (q.dialect === 'postgres' && !p.velocity) {
     for (let attempt = 0; attempt < 2; attempt++) {
       const r = await reserveOneStatement(q, p, paused);
@@ -166,6 +190,48 @@ async function reserveOneStatement(
     code: 'budget_exceeded',
     message: `the payment of ${p.amount} exceeds the remaining budget of ${remaining}`,
   };
+}
+
+/** Every counter of the chain in one transaction (counters.ts), the payment row written with them. */
+async function reserveChain(
+  q: SqlDatabase,
+  p: ReserveInput,
+  chain: string[],
+  paused?: TxEffect<void>,
+): Promise<ReserveResult> {
+  return changeWith(
+    q,
+    async (t): Promise<ReserveResult> => {
+      const r = await reserveOnCounters(t, {
+        paymentId: p.paymentId,
+        chain,
+        amount: p.amount,
+        merchant: p.merchant,
+        now: p.now,
+      });
+      if (!r.ok) return r;
+      await t.run(
+        `INSERT INTO gw_payments
+         (id, session_id, state, amount, currency, merchant, address, purpose, rail, created_at, updated_at, counters)
+       VALUES (?, ?, 'reserved', ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        [
+          p.paymentId,
+          p.sessionId,
+          p.amount,
+          p.currency,
+          p.merchant,
+          p.address,
+          p.purpose,
+          p.rail,
+          p.now,
+          p.now,
+          JSON.stringify(r.counters),
+        ],
+      );
+      return { ok: true };
+    },
+    paused && (async (t, r) => (!r.ok && r.pausedNow ? paused(t) : undefined)),
+  );
 }
 
 async function reserveInTx(q: SqlDatabase, p: ReserveInput, paused?: TxEffect<void>): Promise<ReserveResult> {
@@ -427,14 +493,20 @@ function committed(row: Record<string, unknown>, amount: bigint): CommitResult {
 /** SQLite, inside the commit's transaction: the session's spend and the receipt, once the payment row moved to paid. */
 async function bookSpendAndReceipt(
   t: SqlExecutor,
-  p: ReceiptRow & { amount: bigint; sessionId: string },
+  p: ReceiptRow & { amount: bigint; sessionId: string; captured?: bigint },
+  counters?: string | null,
 ): Promise<CommitResult> {
+  const spend = p.captured ?? p.amount;
+  await insertReceipt(t, p);
+  if (counters) {
+    const c = await settleCounters(t, JSON.parse(counters) as PaymentCounters, p.amount, spend);
+    return committed({ spent: c.spent.toString(), ceiling: c.ceiling.toString() }, spend);
+  }
   const s = await t.get(
     `UPDATE gw_sessions SET spent = spent + ?, reserved = reserved - ? WHERE id = ? RETURNING spent, ceiling`,
-    [p.amount, p.amount, p.sessionId],
+    [spend, p.amount, p.sessionId],
   );
-  await insertReceipt(t, p);
-  return committed(s!, p.amount);
+  return committed(s!, spend);
 }
 
 /** SQLite: the signed receipt of a payment, and its grant when that text comes with it (ReceiptRow). */
@@ -459,71 +531,33 @@ async function insertReceipt(t: SqlExecutor, p: ReceiptRow & { sessionId: string
  */
 export async function commit(
   q: SqlDatabase,
-  p: ReceiptRow & { sessionId: string; amount: bigint; txRef: string },
+  p: ReceiptRow & {
+    sessionId: string;
+    amount: bigint;
+    txRef: string;
+    /** A hold captured below its maximum (PROTOCOL.md §15): the rest goes back to every counter. */
+    captured?: bigint;
+    /** The payment was reserved on several counters (ReserveInput.chain). */
+    multi?: boolean;
+  },
   record: CommitRecord = {},
 ): Promise<CommitResult> {
-  if (q.dialect === 'postgres')
+  if (p.captured !== undefined && (p.captured < 0n || p.captured > p.amount))
+    throw new Error(`a capture of ${p.captured} is outside the hold of ${p.amount}`);
+  if (q.dialect === 'postgres' && !p.multi && (p.captured === undefined || p.captured === p.amount))
     return commitOnPostgres(q, p.sessionId, (extra) => commitStatement(p, extra), p.amount, record);
+  const spend = p.captured ?? p.amount;
   return changeWith(
     q,
     async (t) => {
-      const u = await t.run(
-        `UPDATE gw_payments SET state = 'paid', tx_ref = ?, updated_at = ?, sba = NULL WHERE id = ? AND state IN ('reserved', 'paying')`,
-        [p.txRef, p.paidAt, p.paymentId],
+      // The payment row first, then the session rows in the reservation's order (counters.ts).
+      const u = await t.get<{ counters: string | null }>(
+        `UPDATE gw_payments SET state = 'paid', tx_ref = ?, updated_at = ?, sba = NULL, amount = ?
+         WHERE id = ? AND state IN ('reserved', 'paying') RETURNING counters`,
+        [p.txRef, p.paidAt, spend, p.paymentId],
       );
-      if (u.changes !== 1) throw new Rollback(NOT_COMMITTED);
-      return bookSpendAndReceipt(t, p);
-    },
-    record.effect,
-    { first: record.known?.effect },
-  );
-}
-
-/**
- * Capture of a hold (PROTOCOL.md §15), for the session's single counter: as `commit`, with
- * `captured` ≤ `hold` spent and the whole hold given back to `reserved`; the payment row keeps
- * the captured amount (what velocity sums from then on). Conditional on the row still holding
- * `hold`, so a capture happens once whoever calls it. NARROW on purpose: the session's one
- * `spent`/`reserved` pair; the multi-counter store (windows, ancestors) extends this function.
- */
-export async function commitCaptured(
-  q: SqlDatabase,
-  p: ReceiptRow & { sessionId: string; hold: bigint; captured: bigint; txRef: string },
-  record: CommitRecord = {},
-): Promise<CommitResult> {
-  if (p.captured < 0n || p.captured > p.hold) throw new RangeError('a capture is between 0 and its hold');
-  const open = `id = ? AND state IN ('reserved', 'paying') AND amount = ?`;
-  if (q.dialect === 'postgres') {
-    const statement = (extra = NO_CTES) => {
-      const rc = receiptCtes(p);
-      return {
-        sql: `WITH pay AS (
-         UPDATE gw_payments SET state = 'paid', amount = ?::bigint, tx_ref = ?, updated_at = ?::bigint, sba = NULL
-         WHERE ${open.replace('amount = ?', 'amount = ?::bigint')} RETURNING session_id),
-       ses AS (
-         UPDATE gw_sessions SET spent = spent + ?::bigint, reserved = reserved - ?::bigint FROM pay
-         WHERE gw_sessions.id = pay.session_id RETURNING gw_sessions.spent, gw_sessions.ceiling),
-       ${rc.sql}${extra.sql}
-       SELECT spent, ceiling FROM ses`,
-        params: [p.captured, p.txRef, p.paidAt, p.paymentId, p.hold, p.captured, p.hold, ...rc.params, ...extra.params],
-      };
-    };
-    return commitOnPostgres(q, p.sessionId, statement, p.captured, record);
-  }
-  return changeWith(
-    q,
-    async (t) => {
-      const u = await t.run(
-        `UPDATE gw_payments SET state = 'paid', amount = ?, tx_ref = ?, updated_at = ?, sba = NULL WHERE ${open}`,
-        [p.captured, p.txRef, p.paidAt, p.paymentId, p.hold],
-      );
-      if (u.changes !== 1) throw new Rollback(NOT_COMMITTED);
-      const s = await t.get(
-        `UPDATE gw_sessions SET spent = spent + ?, reserved = reserved - ? WHERE id = ? RETURNING spent, ceiling`,
-        [p.captured, p.hold, p.sessionId],
-      );
-      await insertReceipt(t, p);
-      return committed(s!, p.captured);
+      if (!u) throw new Rollback(NOT_COMMITTED);
+      return bookSpendAndReceipt(t, p, u.counters);
     },
     record.effect,
     { first: record.known?.effect },
@@ -543,10 +577,10 @@ export async function release(
 ): Promise<boolean> {
   const inStates = `state IN (${states.map(() => '?').join(', ')})`;
   return q.tx(async (t) => {
-    const p = await t.get(`SELECT session_id, amount FROM gw_payments WHERE id = ? AND ${inStates}${forUpdate(t)}`, [
-      paymentId,
-      ...states,
-    ]);
+    const p = await t.get(
+      `SELECT session_id, amount, counters FROM gw_payments WHERE id = ? AND ${inStates}${forUpdate(t)}`,
+      [paymentId, ...states],
+    );
     if (!p) return false;
     const u = await t.run(`UPDATE gw_payments SET state = 'released', updated_at = ? WHERE id = ? AND ${inStates}`, [
       now,
@@ -554,6 +588,16 @@ export async function release(
       ...states,
     ]);
     if (u.changes !== 1) return false;
+    // Back to every counter it was counted in, a window that has ended too (PROTOCOL.md §13).
+    if (p.counters) {
+      await settleCounters(
+        t,
+        JSON.parse(p.counters as string) as PaymentCounters,
+        BigInt(p.amount as string),
+        'released',
+      );
+      return true;
+    }
     await t.run(`UPDATE gw_sessions SET reserved = reserved - ? WHERE id = ?`, [
       BigInt(p.amount as string),
       p.session_id as string,
@@ -640,26 +684,34 @@ export async function receiptOf(q: SqlExecutor, sessionId: string, receiptId: st
  */
 export async function payLedgerAndCommit(
   q: SqlDatabase,
-  p: ReceiptRow & { sessionId: string; amount: bigint; currency: string; address: string; txRef: string },
+  p: ReceiptRow & {
+    sessionId: string;
+    amount: bigint;
+    currency: string;
+    address: string;
+    txRef: string;
+    multi?: boolean;
+  },
   record: CommitRecord = {},
 ): Promise<CommitResult> {
   // The SBA is not stored on the payment row here: the receipt, written in the same change, carries it.
-  if (q.dialect === 'postgres')
+  if (q.dialect === 'postgres' && !p.multi)
     return commitOnPostgres(q, p.sessionId, (extra) => ledgerCommitStatement(p, extra), p.amount, record);
   return changeWith(
     q,
     async (t) => {
-      const u = await t.run(
-        `UPDATE gw_payments SET state = 'paid', tx_ref = ?, updated_at = ? WHERE id = ? AND state = 'reserved'`,
+      const u = await t.get<{ counters: string | null }>(
+        `UPDATE gw_payments SET state = 'paid', tx_ref = ?, updated_at = ?
+         WHERE id = ? AND state = 'reserved' RETURNING counters`,
         [p.txRef, p.paidAt, p.paymentId],
       );
-      if (u.changes !== 1) throw new Rollback(NOT_COMMITTED);
+      if (!u) throw new Rollback(NOT_COMMITTED);
       const l = await t.run(
         `INSERT INTO gw_ledger (payment_id, status, tx_ref, address, amount, currency, created_at) VALUES (?, 'paid', ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
         [p.paymentId, p.txRef, p.address, p.amount, p.currency, p.paidAt],
       );
       if (l.changes !== 1) throw new Error(`ledger id ${p.paymentId} already settled`); // rolls the payment back
-      return bookSpendAndReceipt(t, p);
+      return bookSpendAndReceipt(t, p, u.counters);
     },
     record.effect,
     { first: record.known?.effect },
@@ -734,7 +786,10 @@ export async function payLedgerInCommit(
   record: CommitRecord = {},
   paused?: TxEffect<void>,
 ): Promise<CommitResult | LedgerRefusal> {
-  if (!p.velocity) {
+  if (p.chain) {
+    const once = await reserveAndPayChain(q, p, p.chain, record);
+    if (once.committed) return once;
+  } else if (!p.velocity) {
     const once = await reserveAndPayLedger(q, p, record);
     // Refused by the guard: the reservation below says why, or pays after all when a
     // reservation was given back meanwhile.
@@ -742,7 +797,165 @@ export async function payLedgerInCommit(
   }
   const r = await reserve(q, p, paused);
   if (!r.ok) return r;
-  return payLedgerAndCommit(q, p, record);
+  return payLedgerAndCommit(q, { ...p, multi: p.chain !== undefined }, record);
+}
+
+/**
+ * The ledger rail for a payment on several counters (ReserveInput.chain): the reservation over
+ * all of them (counters.ts), the payment, the ledger row, the receipt and the spend, in one
+ * transaction, so one commit per payment as on a single counter. `committed: false`: a counter
+ * refused and nothing was written; payLedgerInCommit then asks reserve() why (it may pause).
+ */
+async function reserveAndPayChain(
+  q: SqlDatabase,
+  p: LedgerPaymentInput,
+  chain: string[],
+  record: CommitRecord,
+): Promise<CommitResult> {
+  if (p.chainWindows) await ensureWindowRows(q, p.chainWindows);
+  if (q.dialect === 'postgres' && p.chainWindows) {
+    const counters: PaymentCounters = { s: chain, w: p.chainWindows.map((w) => [w.sessionId, w.every, w.startsAt]) };
+    return commitOnPostgres(
+      q,
+      p.sessionId,
+      (extra) => reserveAndPayChainStatement(p, counters, extra),
+      p.amount,
+      record,
+    );
+  }
+  return changeWith(
+    q,
+    async (t) => {
+      const r = await reserveOnCounters(t, {
+        paymentId: p.paymentId,
+        chain,
+        amount: p.amount,
+        merchant: p.merchant,
+        now: p.now,
+        spend: true,
+      });
+      if (!r.ok) throw new Rollback(NOT_COMMITTED);
+      await t.run(
+        `INSERT INTO gw_payments
+       (id, session_id, state, amount, currency, merchant, address, purpose, rail, tx_ref, created_at, updated_at,
+        counters)
+       VALUES (?, ?, 'paid', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        [
+          p.paymentId,
+          p.sessionId,
+          p.amount,
+          p.currency,
+          p.merchant,
+          p.address,
+          p.purpose,
+          p.rail,
+          p.txRef,
+          p.now,
+          p.paidAt,
+          JSON.stringify(r.counters),
+        ],
+      );
+      await t.run(
+        `INSERT INTO gw_ledger (payment_id, status, tx_ref, address, amount, currency, created_at)
+         VALUES (?, 'paid', ?, ?, ?, ?, ?)`,
+        [p.paymentId, p.txRef, p.address, p.amount, p.currency, p.paidAt],
+      );
+      await insertReceipt(t, p);
+      return committed({ spent: r.spent.toString(), ceiling: r.ceiling.toString() }, p.amount);
+    },
+    record.effect,
+    { first: record.known?.effect },
+  );
+}
+
+/**
+ * PostgreSQL, one statement, for a chain without velocity limits: the session rows of the chain
+ * locked in id order (`ls`), then their current window rows (`lw`, only once `ls` holds its
+ * locks), both read as they are after any wait (FOR UPDATE returns the newest version); `ok` is
+ * true only when every counter has room, and everything else hangs on it: the spend on every
+ * counter, the payment, the ledger row, the receipt, then `extra`. No row: a counter refused (or a
+ * window row is missing), and nothing was written.
+ */
+function reserveAndPayChainStatement(
+  p: LedgerPaymentInput,
+  counters: PaymentCounters,
+  extra = NO_CTES,
+): { sql: string; params: unknown[] } {
+  const rc = receiptCtes(p);
+  const ids = [...new Set(counters.s)];
+  const w = counters.w;
+  return {
+    sql: `WITH ls AS (
+         SELECT id, state, expires_at, spent, reserved, ceiling FROM gw_sessions WHERE id = ANY(?::text[])
+         ORDER BY id FOR UPDATE),
+       lw AS (
+         SELECT session_id, every, starts_at, spent, reserved, max_amount, max_payments, payments
+         FROM gw_session_windows
+         WHERE (SELECT count(*) FROM ls) > 0
+           AND (session_id, every, starts_at) IN (SELECT * FROM unnest(?::text[], ?::text[], ?::bigint[]))
+         ORDER BY session_id, every FOR UPDATE),
+       ok AS (
+         SELECT (SELECT count(*) FROM ls WHERE state = 'active' AND expires_at > ?::bigint
+                   AND spent + reserved + ?::bigint <= ceiling) = ?::bigint
+            AND (SELECT count(*) FROM lw WHERE spent + reserved + ?::bigint <= max_amount
+                   AND (max_payments IS NULL OR payments + 1 <= max_payments)) = ?::bigint AS go),
+       ses AS (
+         UPDATE gw_sessions s SET spent = s.spent + ?::bigint FROM ok
+         WHERE ok.go AND s.id = ANY(?::text[]) RETURNING s.id, s.spent, s.ceiling),
+       win AS (
+         UPDATE gw_session_windows w SET spent = w.spent + ?::bigint, payments = w.payments + 1 FROM ok
+         WHERE ok.go AND (w.session_id, w.every, w.starts_at) IN (SELECT * FROM unnest(?::text[], ?::text[], ?::bigint[]))
+         RETURNING 1),
+       pay AS (
+         INSERT INTO gw_payments
+           (id, session_id, state, amount, currency, merchant, address, purpose, rail, tx_ref, created_at, updated_at,
+            counters)
+         SELECT ?, ?, 'paid', ?::bigint, ?, ?, ?, ?, ?, ?, ?::bigint, ?::bigint, ? FROM ok WHERE ok.go
+         RETURNING session_id, amount),
+       led AS (
+         INSERT INTO gw_ledger (payment_id, status, tx_ref, address, amount, currency, created_at)
+         SELECT ?, 'paid', ?, ?, ?::bigint, ?, ?::bigint FROM pay),
+       ${rc.sql}${extra.sql}
+       SELECT spent, ceiling FROM ses WHERE id = ?`,
+    params: [
+      ids,
+      w.map((x) => x[0]),
+      w.map((x) => x[1]),
+      w.map((x) => x[2]),
+      p.now,
+      p.amount,
+      ids.length,
+      p.amount,
+      w.length,
+      p.amount,
+      ids,
+      p.amount,
+      w.map((x) => x[0]),
+      w.map((x) => x[1]),
+      w.map((x) => x[2]),
+      p.paymentId,
+      p.sessionId,
+      p.amount,
+      p.currency,
+      p.merchant,
+      p.address,
+      p.purpose,
+      p.rail,
+      p.txRef,
+      p.now,
+      p.paidAt,
+      JSON.stringify(counters),
+      p.paymentId,
+      p.txRef,
+      p.address,
+      p.amount,
+      p.currency,
+      p.paidAt,
+      ...rc.params,
+      ...extra.params,
+      p.sessionId,
+    ],
+  };
 }
 
 /**

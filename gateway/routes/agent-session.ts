@@ -26,7 +26,9 @@ export function agentSessionRoutes(router: Router, o: { db: SqlDatabase; session
   router.get('/session', async (ctx) => {
     // byToken's spend may be stale (it caches); the view reads the row as it is now.
     const s = await tokenSession(ctx);
-    ctx.body = o.sessions.agentView((await sessionById(o.db, s.id)) ?? s);
+    const now = (await sessionById(o.db, s.id)) ?? s;
+    const windows = await o.sessions.windowsOf(now);
+    ctx.body = { ...o.sessions.agentView(now), ...(windows ? { windows } : {}) };
   });
 
   router.get('/session/receipts', async (ctx) => {

@@ -8,6 +8,8 @@ import {
   requireScope,
   badRequest,
   forbidden,
+  notFound,
+  unauthorized,
   type Authenticate,
   type SqlDatabase,
 } from '../../service-kit/index.js';
@@ -87,7 +89,7 @@ export function sessionRoutes(
   });
 
   router.get('/sessions/:id', owner, async (ctx) => {
-    ctx.body = o.sessions.view(await o.sessions.owned(ownerId(ctx), ctx.params.id!));
+    ctx.body = await o.sessions.detail(await o.sessions.owned(ownerId(ctx), ctx.params.id!));
   });
 
   router.delete('/sessions/:id', owner, async (ctx) => {
@@ -115,6 +117,23 @@ export function sessionRoutes(
         o.baseUrl(ctx),
       );
     });
+  });
+
+  // A sub-agent's session (PROTOCOL.md §14): authorised by this session's own token, never the owner's key.
+  router.post('/sessions/:id/children', body, async (ctx) => {
+    const bearer = sessionTokenOf(ctx.get('authorization'));
+    if (!bearer) throw unauthorized("this session's token is required (Authorization: Bearer gw_sess_…)");
+    const s = await o.sessions.byToken(bearer);
+    if (!s || s.id !== ctx.params.id) throw notFound(`no session '${ctx.params.id}' for this token`);
+    const stop = await o.sessions.ancestorStop(s);
+    if (stop) throw stop;
+    ctx.status = 201;
+    ctx.set('Cache-Control', 'no-store');
+    ctx.body = await o.sessions.createChild(s, ctx.request.body, o.baseUrl(ctx));
+  });
+
+  router.get('/sessions/:id/tree', owner, async (ctx) => {
+    ctx.body = await o.sessions.tree(await o.sessions.owned(ownerId(ctx), ctx.params.id!));
   });
 
   router.get('/sessions/:id/receipts', owner, async (ctx) => {

@@ -38,7 +38,9 @@ export type GatewayEventType =
   | 'session.threshold_crossed'
   | 'session.paused'
   | 'session.revoked'
-  | 'session.expired';
+  | 'session.expired'
+  /** A payment found a window of the session full (PROTOCOL.md §13); `resetsAt` names its end. */
+  | 'window.exhausted';
 
 /** Changes recorded in the audit trail only. */
 export type GatewayAuditOnly = 'session.created' | 'session.continued';
@@ -50,6 +52,7 @@ const WEBHOOK_TYPES = new Set<string>([
   'session.paused',
   'session.revoked',
   'session.expired',
+  'window.exhausted',
 ]);
 
 /** Bearer secrets an event may carry to the owner's webhook, never into the audit log. */

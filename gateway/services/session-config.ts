@@ -25,7 +25,54 @@ import {
 } from './host-glob.js';
 
 export type { SessionConfig } from '../store/sessions.js';
-import type { SessionConfig } from '../store/sessions.js';
+import type { SessionConfig, SessionWindow } from '../store/sessions.js';
+
+const PERIODS = ['PT1H', 'P1D', 'P7D', 'P1M', 'P1Y'];
+
+/**
+ * `windows` (PROTOCOL.md §13): 1–4 of `{ every, maxAmountMinor, maxPayments? }`, each period at
+ * most once, none above the lifetime `ceiling`; `windowsStart` only beside them, a timestamp.
+ * Throws 400 `malformed` naming the field.
+ */
+export function parseWindows(
+  body: Record<string, unknown>,
+  ceiling: bigint,
+): { windows?: SessionWindow[]; windowsStart?: string } {
+  if (body.windows === undefined) {
+    if (body.windowsStart !== undefined) throw badRequest('windowsStart: only meaningful beside windows');
+    return {};
+  }
+  const list = body.windows;
+  if (!Array.isArray(list) || list.length < 1 || list.length > 4)
+    throw badRequest('windows: must be 1–4 windows { every, maxAmountMinor, maxPayments? }');
+  const seen = new Set<string>();
+  const windows = list.map((w, i): SessionWindow => {
+    const f = `windows[${i}]`;
+    if (!isObject(w)) throw badRequest(`${f}: must be { every, maxAmountMinor, maxPayments? }`);
+    closed(w, f, ['every', 'maxAmountMinor', 'maxPayments']);
+    if (typeof w.every !== 'string' || !PERIODS.includes(w.every))
+      throw badRequest(`${f}.every: one of ${PERIODS.join(', ')}`);
+    if (seen.has(w.every)) throw badRequest(`${f}.every: ${w.every} is given twice`);
+    seen.add(w.every);
+    const max = amountField(w.maxAmountMinor, `${f}.maxAmountMinor`);
+    if (BigInt(max) > ceiling) throw badRequest(`${f}.maxAmountMinor: above budget.amount`);
+    const out: SessionWindow = { every: w.every as SessionWindow['every'], maxAmountMinor: max };
+    if (w.maxPayments !== undefined) {
+      const n = w.maxPayments;
+      if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 1 || n > 1_000_000_000)
+        throw badRequest(`${f}.maxPayments: an integer 1–1000000000`);
+      out.maxPayments = n;
+    }
+    return out;
+  });
+  if (body.windowsStart === undefined) return { windows };
+  try {
+    parseTimestamp(body.windowsStart, 'windowsStart');
+  } catch {
+    throw badRequest('windowsStart: an RFC 3339 UTC timestamp such as "2030-01-01T00:00:00Z"');
+  }
+  return { windows, windowsStart: body.windowsStart as string };
+}
 
 const FIELDS = new Set([
   'budget',
@@ -35,6 +82,8 @@ const FIELDS = new Set([
   'merchantAllowlist',
   'merchantBlocklist',
   'velocity',
+  'windows',
+  'windowsStart',
   'softLimit',
   'webhookUrl',
   'thresholds',
@@ -43,13 +92,14 @@ const FIELDS = new Set([
 ]);
 const GLOB = /^[a-z0-9.*?\-[\]{},!]{1,253}$/;
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+export const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
 
-function closed(v: Record<string, unknown>, field: string, allowed: string[]) {
+export function closed(v: Record<string, unknown>, field: string, allowed: string[]) {
   for (const k of Object.keys(v)) if (!allowed.includes(k)) throw badRequest(`${field}.${k}: unknown field`);
 }
 
-function amountField(v: unknown, field: string, positive = true): string {
+export function amountField(v: unknown, field: string, positive = true): string {
   if (!isAmount(v)) throw badRequest(`${field}: must be a decimal string of minor units, e.g. "1500"`);
   const n = BigInt(v);
   if (positive && n === 0n) throw badRequest(`${field}: must be greater than zero`);
@@ -57,7 +107,7 @@ function amountField(v: unknown, field: string, positive = true): string {
   return v;
 }
 
-function globs(v: unknown, field: string): string[] {
+export function globs(v: unknown, field: string): string[] {
   if (v === undefined) return [];
   if (!Array.isArray(v) || v.length > 100) throw badRequest(`${field}: must be an array of at most 100 host globs`);
   const list = v.map((g, i) => {
@@ -160,6 +210,7 @@ export function parseSessionConfig(
       );
     }
   }
+  Object.assign(config, parseWindows(body, BigInt(amount)));
   if (body.softLimit !== undefined) {
     const s = body.softLimit;
     if (!isObject(s)) throw badRequest('softLimit: must be { amount }');

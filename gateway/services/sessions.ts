@@ -17,14 +17,20 @@ import {
 } from '../../service-kit/index.js';
 import {
   insertOwnedSession,
+  insertSession,
+  descendantsOf,
+  chainOf,
   sessionById,
   sessionByTokenHash,
   revokeSession,
   continueSession,
   effectiveState,
+  continueWindow,
   type SessionRecord,
   type RevokedBy,
 } from '../store/sessions.js';
+import { currentWindows } from '../payments/counters.js';
+import { parseChildConfig } from './child-config.js';
 import { parseSessionConfig, type SessionConfig } from './session-config.js';
 import { MAX_AMOUNT } from '../payments/amount.js';
 import { continuationToken, continuationNonce } from './continuation.js';
@@ -69,6 +75,8 @@ export interface SessionServiceDeps {
   onCreated?: (expiresAt: number) => void;
   /** How far ahead `expiresAt` may be, in seconds (session-config.ts; default none). */
   maxSessionSeconds?: number;
+  /** How many levels of child sessions below a root session (PROTOCOL.md §14; default 4). */
+  maxSessionDepth?: number;
 }
 
 function assetOf(currency: string) {
@@ -82,7 +90,14 @@ export function createSessionService(deps: SessionServiceDeps) {
   const byTokenCache = idleCache<string, { version: string; record: SessionRecord }>();
 
   async function mintGrant(
-    s: { grantId: string; policyHash: string; config: SessionConfig; ceiling: bigint; actorJwk: PublicJwk },
+    s: {
+      grantId: string;
+      policyHash: string;
+      config: SessionConfig;
+      ceiling: bigint;
+      actorJwk: PublicJwk;
+      windowsStart: number | null;
+    },
     baseUrl: string,
   ) {
     const gk = await keys.active('grant');
@@ -98,6 +113,9 @@ export function createSessionService(deps: SessionServiceDeps) {
         currency: s.config.budget.currency,
         actorKey: s.actorJwk,
         ...(s.config.velocity && Object.keys(s.config.velocity).length ? { velocity: s.config.velocity } : {}),
+        ...(s.config.windows && s.windowsStart !== null
+          ? { windows: s.config.windows, windowsStart: formatTimestamp(s.windowsStart) }
+          : {}),
       },
       { issuer: deps.issuer, keyId: gk.kid, signingKey: gk.signingKey, revocationBaseUrl: baseUrl, now },
     );
@@ -129,11 +147,44 @@ export function createSessionService(deps: SessionServiceDeps) {
       trustLevel: c.trustLevel,
       policyHash: s.policyHash,
       grantId: s.grantId,
+      ...(s.parentId ? { parentId: s.parentId, depth: s.depth } : {}),
+      ...(state === 'paused' && s.pausedWindow
+        ? { pausedWindow: { every: s.pausedWindow.every, resetsAt: formatTimestamp(s.pausedWindow.endsAt) } }
+        : {}),
       ...(state === 'revoked' && s.revokedBy ? { revokedBy: s.revokedBy } : {}),
       ...(state === 'paused' && s.continuationNonce
         ? { continuationToken: continuationToken(deps.continuationSecret, s.id, s.continuationNonce) }
         : {}),
     };
+  }
+
+  /**
+   * Each window as it stands now (PROTOCOL.md §13): its limits, what is spent and reserved in the
+   * current window, and when it resets.
+   */
+  async function windowsOf(s: SessionRecord) {
+    if (!s.config.windows?.length || s.windowsStart === null) return undefined;
+    const rows = await currentWindows(db, { id: s.id, windows: s.config.windows, windowsStart: s.windowsStart }, now());
+    return rows.map((w) => {
+      const left = w.maxAmount - w.spent - w.reserved;
+      return {
+        every: w.every,
+        maxAmountMinor: w.maxAmount.toString(),
+        ...(w.maxPayments !== null ? { maxPayments: Number(w.maxPayments) } : {}),
+        spentMinor: w.spent.toString(),
+        reservedMinor: w.reserved.toString(),
+        remainingMinor: (left > 0n ? left : 0n).toString(),
+        payments: Number(w.payments),
+        startedAt: formatTimestamp(w.startsAt),
+        resetsAt: formatTimestamp(w.endsAt),
+      };
+    });
+  }
+
+  /** The owner's view with each window's standing (GET /sessions/{id}). */
+  async function detail(s: SessionRecord) {
+    const windows = await windowsOf(s);
+    return { ...view(s), ...(windows ? { windows } : {}) };
   }
 
   /**
@@ -161,6 +212,33 @@ export function createSessionService(deps: SessionServiceDeps) {
       })),
     );
 
+  /**
+   * A session paused by a window's soft limit: the owner's continuation raises that window alone,
+   * by at most softLimit.amount, until it ends (the next window has the configured limit again).
+   */
+  async function continueWindowPause(s: SessionRecord, nonce: string, raise: bigint) {
+    const w = s.pausedWindow!;
+    const ok = await changeWith(
+      db,
+      (q) => continueWindow(q, { id: s.id, nonce, window: w, raise, now: now() }),
+      deps.events.effect((done: boolean) =>
+        done
+          ? [
+              {
+                session: s,
+                type: 'session.continued',
+                data: { window: w.every, raisedMinor: raise.toString(), resetsAt: formatTimestamp(w.endsAt) },
+                actor: 'agent',
+              },
+            ]
+          : [],
+      ),
+    );
+    if (!ok)
+      throw new CtlError('continuation_invalid', 'the continuation token has been used, or the session is not paused');
+    return view((await sessionById(db, s.id))!);
+  }
+
   // A person's grant names a key this gateway derives from the reserved session id, as it does for
   // every session: nothing private is stored for it (README "Secrets at rest").
   const humanDeps = {
@@ -177,9 +255,160 @@ export function createSessionService(deps: SessionServiceDeps) {
     }),
   };
 
+  /**
+   * A child session for a sub-agent (PROTOCOL.md §14), made by the holder of `parent`'s token:
+   * its configuration narrows the parent's (child-config.ts). Inserted while the parent row is
+   * share-locked and still live, so a revocation of the parent either comes after and stops it
+   * too, or makes this refuse; payments check every ancestor anyway (payments/counters.ts).
+   */
+  async function createChild(parent: SessionRecord, body: unknown, baseUrl: string) {
+    const at = now();
+    const state = effectiveState(parent, at);
+    if (state === 'revoked') throw new CtlError('session_revoked', 'the session has been revoked');
+    if (state === 'expired') throw new CtlError('session_expired', 'the session has expired');
+    if (parent.grant.profile === 'human-agent')
+      throw new CtlError(
+        'unsupported_feature',
+        "a session under a person's grant has no child sessions on this gateway: " +
+          'the person delegates with a signed delegation',
+      );
+    const maxDepth = deps.maxSessionDepth ?? 4;
+    if (parent.depth + 1 > maxDepth)
+      throw new CtlError(
+        'delegation_invalid',
+        `depth: at most ${maxDepth} levels of child sessions below a root session`,
+      );
+    const c = parseChildConfig(parent, body, at);
+    const id = `sess_${randomBytes(16).toString('base64url')}`;
+    const grantId = `grant_${randomBytes(16).toString('base64url')}`;
+    const token = `gw_sess_${randomBytes(32).toString('base64url')}`;
+    const hash = policyHash(c.config);
+    const actor = await deps.sessionKeys.derive(id);
+    const grant = await mintGrant(
+      {
+        grantId,
+        policyHash: hash,
+        config: c.config,
+        ceiling: c.ceiling,
+        actorJwk: actor.publicJwk,
+        windowsStart: c.windowsStart,
+      },
+      baseUrl,
+    );
+    const inserted = await changeWith(
+      db,
+      async (t) => {
+        const share = t.dialect === 'postgres' ? ' FOR SHARE' : '';
+        const live = await t.get(
+          `SELECT id FROM gw_sessions WHERE id = ? AND state IN ('active', 'paused') AND expires_at > ?${share}`,
+          [parent.id, at],
+        );
+        if (!live) return false;
+        await insertSession(t, {
+          id,
+          ownerId: parent.ownerId,
+          tokenHash: hashToken(token),
+          label: c.config.label,
+          currency: parent.currency,
+          ceiling: c.ceiling,
+          expiresAt: c.expiresAt,
+          createdAt: at,
+          config: c.config,
+          policyHash: hash,
+          grantId,
+          grant,
+          actorKeyPem: DERIVED_MARKER,
+          softLimit: null,
+          maxPerHour: c.config.velocity?.maxPaymentsPerHour ?? null,
+          maxPerMerchantDay: c.config.velocity?.maxAmountPerMerchantPerDay
+            ? BigInt(c.config.velocity.maxAmountPerMerchantPerDay)
+            : null,
+          // The owner's webhook hears the child's events, each naming the session that paid.
+          webhookUrl: parent.webhookUrl,
+          webhookSecret: parent.webhookSecret,
+          thresholds: [],
+          parentId: parent.id,
+          path: `${parent.path}${id}/`,
+          depth: parent.depth + 1,
+          windowsStart: c.windowsStart,
+        });
+        return true;
+      },
+      deps.events.effect((ok: boolean) =>
+        ok
+          ? [
+              {
+                session: { id, webhookUrl: null },
+                type: 'session.created',
+                data: {
+                  ownerId: parent.ownerId,
+                  parentId: parent.id,
+                  policyHash: hash,
+                  grantId,
+                  budget: c.config.budget,
+                },
+                actor: 'agent',
+              },
+            ]
+          : [],
+      ),
+    );
+    if (!inserted) throw new CtlError('session_revoked', 'the session has been revoked or has ended');
+    deps.onCreated?.(c.expiresAt);
+    return {
+      sessionToken: token,
+      sessionId: id,
+      revocationUrl: `${baseUrl}/sessions/${id}`,
+      policyHash: hash,
+      grantId,
+      expiresAt: c.config.expiresAt,
+      parentId: parent.id,
+      depth: parent.depth + 1,
+    };
+  }
+
+  /** A session and everything below it, each node with its spend (GET /sessions/{id}/tree). */
+  async function tree(s: SessionRecord) {
+    type Node = { session: ReturnType<typeof view>; children: Node[] };
+    const nodes = new Map<string, Node>([[s.id, { session: view(s), children: [] }]]);
+    for (const d of await descendantsOf(db, s)) {
+      const node = { session: view(d), children: [] };
+      nodes.set(d.id, node);
+      nodes.get(d.parentId!)?.children.push(node);
+    }
+    return nodes.get(s.id)!;
+  }
+
+  /**
+   * Why a child session cannot pay because of an ancestor (revoked, expired), read now: checked
+   * before anything is forwarded, so no merchant is contacted for it (PROTOCOL.md §14).
+   */
+  async function ancestorStop(s: SessionRecord): Promise<CtlError | undefined> {
+    if (s.parentId === null) return undefined;
+    const ids = chainOf(s).slice(1);
+    const rows = await db.all<{ id: string; state: string; expires_at: unknown }>(
+      `SELECT id, state, expires_at FROM gw_sessions WHERE id IN (${ids.map(() => '?').join(', ')})`,
+      ids,
+    );
+    const at = now();
+    for (const id of ids) {
+      const r = rows.find((x) => x.id === id);
+      if (!r || r.state === 'revoked')
+        return new CtlError('session_revoked', `its parent session ${id} has been revoked`);
+      if (r.state === 'expired' || Number(r.expires_at) <= at)
+        return new CtlError('session_expired', `its parent session ${id} has expired`);
+    }
+    return undefined;
+  }
+
   return {
     view,
+    detail,
+    createChild,
+    tree,
+    ancestorStop,
     agentView,
+    windowsOf,
 
     async create(ownerId: string, body: unknown, baseUrl: string) {
       // A person's signed grant backs the session instead of a budget (PROTOCOL.md §10).
@@ -198,7 +427,12 @@ export function createSessionService(deps: SessionServiceDeps) {
       const hash = policyHash(config);
       const actor = await deps.sessionKeys.derive(id);
       const ceiling = BigInt(config.budget.amount);
-      const grant = await mintGrant({ grantId, policyHash: hash, config, ceiling, actorJwk: actor.publicJwk }, baseUrl);
+      const createdAt = now();
+      const windowsStart = config.windows ? (config.windowsStart ? Date.parse(config.windowsStart) : createdAt) : null;
+      const grant = await mintGrant(
+        { grantId, policyHash: hash, config, ceiling, actorJwk: actor.publicJwk, windowsStart },
+        baseUrl,
+      );
       const expiresAt = Date.parse(config.expiresAt);
       const inserted = await insertOwnedSession(
         db,
@@ -210,7 +444,8 @@ export function createSessionService(deps: SessionServiceDeps) {
           currency: config.budget.currency,
           ceiling,
           expiresAt,
-          createdAt: now(),
+          createdAt,
+          windowsStart,
           config,
           policyHash: hash,
           grantId,
@@ -334,8 +569,16 @@ export function createSessionService(deps: SessionServiceDeps) {
       if (newCeiling > MAX_AMOUNT) throw new CtlError('malformed', 'the raised ceiling would be too large');
       const config = s.config;
       const actorJwk = s.grant.actorKey;
+      if (s.pausedWindow) return continueWindowPause(s, nonce, raise);
       const grant = await mintGrant(
-        { grantId: s.grantId, policyHash: s.policyHash, config, ceiling: newCeiling, actorJwk },
+        {
+          grantId: s.grantId,
+          policyHash: s.policyHash,
+          config,
+          ceiling: newCeiling,
+          actorJwk,
+          windowsStart: s.windowsStart,
+        },
         baseUrl,
       );
       const ok = await changeWith(

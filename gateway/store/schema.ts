@@ -151,6 +151,29 @@ export const RECEIPT_GRANTS_INLINE_SQL = {
      FROM gw_receipt_grants g WHERE g.hash = r.grant_hash`,
 };
 
+/**
+ * Budget counters beyond a session's lifetime total (PROTOCOL.md §13, §14): each fixed window of
+ * a session is a row made when its first payment comes (limits copied in, so a continuation can
+ * raise one window alone); a child session names its parent, and `path` its whole chain of
+ * ancestors (`/root/…/self/`), which a payment reserves on and a revocation stops below. A
+ * payment keeps the window rows it was counted in (`counters`), so a release or a capture finds
+ * them after the window ended. `paused_window`: the window whose soft limit paused the session.
+ */
+const budgetCounters = [
+  `ALTER TABLE gw_sessions ADD COLUMN parent_id TEXT`,
+  `ALTER TABLE gw_sessions ADD COLUMN path TEXT`,
+  `ALTER TABLE gw_sessions ADD COLUMN depth INTEGER NOT NULL DEFAULT 0`,
+  `ALTER TABLE gw_sessions ADD COLUMN windows_start BIGINT`,
+  `ALTER TABLE gw_sessions ADD COLUMN paused_window TEXT`,
+  `CREATE INDEX IF NOT EXISTS gw_sessions_parent ON gw_sessions (parent_id)`,
+  `CREATE TABLE IF NOT EXISTS gw_session_windows (
+        session_id TEXT NOT NULL, every TEXT NOT NULL, starts_at BIGINT NOT NULL, ends_at BIGINT NOT NULL,
+        max_amount BIGINT NOT NULL, max_payments BIGINT, spent BIGINT NOT NULL DEFAULT 0,
+        reserved BIGINT NOT NULL DEFAULT 0, payments BIGINT NOT NULL DEFAULT 0,
+        PRIMARY KEY (session_id, every, starts_at))`,
+  `ALTER TABLE gw_payments ADD COLUMN counters TEXT`,
+];
+
 export const GATEWAY_MIGRATIONS: Migration[] = [
   { id: 'gateway-001-initial', sql: initial.join(';\n') },
   { id: 'gateway-002-bundle-sequence', ...perDialect(bundleSequence) },
@@ -160,4 +183,5 @@ export const GATEWAY_MIGRATIONS: Migration[] = [
   HUMAN_SESSION_MIGRATION,
   { id: 'gateway-payments-open-only', sql: openPaymentsIndex.join(';\n') },
   { id: 'gateway-receipt-grants', sql: receiptGrants.join(';\n') },
+  { id: 'gateway-budget-counters', sql: budgetCounters.join(';\n') },
 ];

@@ -20,6 +20,9 @@ export interface SessionConfig {
   merchantAllowlist: string[];
   merchantBlocklist: string[];
   velocity?: { maxPaymentsPerHour?: number; maxAmountPerMerchantPerDay?: string };
+  /** Fixed budget windows (PROTOCOL.md §13), counted from `windowsStart` (default: creation). */
+  windows?: SessionWindow[];
+  windowsStart?: string;
   softLimit?: { amount: string };
   webhookUrl?: string;
   /** Percentages of the ceiling whose crossing emits session.threshold_crossed (spec §6). */
@@ -30,6 +33,20 @@ export interface SessionConfig {
    * proxy cannot send X-Ctl-Purpose): one of `purposes`, concrete.
    */
   defaultPurpose?: string;
+}
+
+/** One budget window of a session (PROTOCOL.md §13). */
+export interface SessionWindow {
+  every: 'PT1H' | 'P1D' | 'P7D' | 'P1M' | 'P1Y';
+  maxAmountMinor: string;
+  maxPayments?: number;
+}
+
+/** The window whose soft limit paused a session: it resumes by itself at `endsAt`. */
+export interface PausedWindow {
+  every: SessionWindow['every'];
+  startsAt: number;
+  endsAt: number;
 }
 
 export interface SessionRecord {
@@ -59,7 +76,18 @@ export interface SessionRecord {
   webhookSecret: string | null;
   /** Percent thresholds of the ceiling that emit session.threshold_crossed (spec §6). */
   thresholds: number[];
+  /** The session this child session narrows (PROTOCOL.md §14), or null for a root session. */
+  parentId: string | null;
+  /** `/root/…/self/`: the chain every payment reserves on. */
+  path: string;
+  depth: number;
+  /** Where the windows count from (ms), or null without windows. */
+  windowsStart: number | null;
+  pausedWindow: PausedWindow | null;
 }
+
+/** A session's chain, itself first, then each ancestor up to the root. */
+export const chainOf = (s: Pick<SessionRecord, 'path'>): string[] => s.path.split('/').filter(Boolean).reverse();
 
 const big = (v: unknown) => BigInt(v as string | number | bigint);
 const bigOrNull = (v: unknown) => (v == null ? null : big(v));
@@ -92,19 +120,43 @@ export function toSession(r: Row): SessionRecord {
     webhookUrl: (r.webhook_url as string | null) ?? null,
     webhookSecret: (r.webhook_secret as string | null) ?? null,
     thresholds: JSON.parse((r.thresholds as string) || '[]'),
+    parentId: (r.parent_id as string | null) ?? null,
+    path: (r.path as string | null) ?? `/${r.id as string}/`,
+    depth: r.depth == null ? 0 : num(r.depth),
+    windowsStart: r.windows_start == null ? null : num(r.windows_start),
+    pausedWindow: r.paused_window ? JSON.parse(r.paused_window as string) : null,
   };
 }
 
-/** The state a reader should see: an active or paused session past `expiresAt` is expired. */
-export function effectiveState(s: Pick<SessionRecord, 'state' | 'expiresAt'>, now: number): SessionState {
+/**
+ * The state a reader should see: an active or paused session past `expiresAt` is expired; a
+ * session paused by a window is active again once that window ended.
+ */
+export function effectiveState(
+  s: Pick<SessionRecord, 'state' | 'expiresAt'> & { pausedWindow?: PausedWindow | null },
+  now: number,
+): SessionState {
   if ((s.state === 'active' || s.state === 'paused') && now >= s.expiresAt) return 'expired';
+  if (s.state === 'paused' && s.pausedWindow && now >= s.pausedWindow.endsAt) return 'active';
   return s.state;
 }
 
+/** A new session; without `parentId`/`path`/`depth`, a root session, without `windowsStart`, no windows. */
 export type NewSession = Omit<
   SessionRecord,
-  'spent' | 'reserved' | 'endedAt' | 'revokedBy' | 'continuationNonce' | 'state'
->;
+  | 'spent'
+  | 'reserved'
+  | 'endedAt'
+  | 'revokedBy'
+  | 'continuationNonce'
+  | 'state'
+  | 'pausedWindow'
+  | 'parentId'
+  | 'path'
+  | 'depth'
+  | 'windowsStart'
+> &
+  Partial<Pick<SessionRecord, 'parentId' | 'path' | 'depth' | 'windowsStart'>>;
 
 /**
  * Inserts a session for an owner that is not disabled; false when it is. The owner row is
@@ -131,8 +183,8 @@ export async function insertSession(q: SqlExecutor, s: NewSession): Promise<void
   await q.run(
     `INSERT INTO gw_sessions (id, owner_id, token_hash, label, currency, ceiling, spent, reserved, state, expires_at,
        created_at, config, policy_hash, grant_id, grant_json, actor_key_pem, soft_limit, max_per_hour,
-       max_per_merchant_day, webhook_url, webhook_secret, thresholds)
-     VALUES (?, ?, ?, ?, ?, ?, 0, 0, 'active', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+       max_per_merchant_day, webhook_url, webhook_secret, thresholds, parent_id, path, depth, windows_start)
+     VALUES (?, ?, ?, ?, ?, ?, 0, 0, 'active', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     [
       s.id,
       s.ownerId,
@@ -153,6 +205,10 @@ export async function insertSession(q: SqlExecutor, s: NewSession): Promise<void
       s.webhookUrl,
       s.webhookSecret,
       JSON.stringify(s.thresholds),
+      s.parentId ?? null,
+      s.path ?? `/${s.id}/`,
+      s.depth ?? 0,
+      s.windowsStart ?? null,
     ],
   );
 }
@@ -217,13 +273,48 @@ export async function revokeLive(
   now: number,
   by: RevokedBy,
 ): Promise<SessionRecord[]> {
-  const [column, value] = 'id' in which ? ['id', which.id] : ['owner_id', which.ownerId];
-  const rows = await t.all(
-    `UPDATE gw_sessions SET state = 'revoked', ended_at = ?, continuation_nonce = NULL, revoked_by = ?
-     WHERE ${column} = ? AND state IN ('active', 'paused') AND expires_at > ? RETURNING *`,
-    [now, by, value, now],
-  );
+  // A session's revocation stops every session below it in the same UPDATE (PROTOCOL.md §14).
+  const [where, params] =
+    'id' in which
+      ? [
+          `(id = ? OR (owner_id = (SELECT owner_id FROM gw_sessions WHERE id = ?) AND ${contains(t)}(path, ?) > 0))`,
+          [which.id, which.id, `/${which.id}/`],
+        ]
+      : ['owner_id = ?', [which.ownerId]];
+  const revoke = (w: string, p: unknown[]) =>
+    t.all(
+      `UPDATE gw_sessions SET state = 'revoked', ended_at = ?, continuation_nonce = NULL, revoked_by = ?
+       WHERE ${w} AND state IN ('active', 'paused') AND expires_at > ? RETURNING *`,
+      [now, by, ...p, now],
+    );
+  const rows = await revoke(where, params);
+  // A child inserted while this UPDATE waited for its parent's row (a child is made under a
+  // share lock on its live parent) is not in that UPDATE's snapshot: a second statement, with a
+  // snapshot of its own, stops it too, so no live session is ever left below a revoked one.
+  if ('id' in which && t.dialect === 'postgres')
+    rows.push(
+      ...(await revoke(`owner_id = (SELECT owner_id FROM gw_sessions WHERE id = ?) AND strpos(path, ?) > 0`, [
+        which.id,
+        `/${which.id}/`,
+      ])),
+    );
   if (rows.length) await raiseBundleSequence(t);
+  return rows.map(toSession);
+}
+
+/** The SQL function that finds a substring (exact, case-sensitive, unlike LIKE on SQLite). */
+const contains = (q: SqlExecutor) => (q.dialect === 'postgres' ? 'strpos' : 'instr');
+
+/** Every session below `s` (its descendants), oldest first. */
+export async function descendantsOf(
+  q: SqlExecutor,
+  s: Pick<SessionRecord, 'id' | 'ownerId'>,
+): Promise<SessionRecord[]> {
+  const rows = await q.all(
+    `SELECT * FROM gw_sessions WHERE owner_id = ? AND ${contains(q)}(path, ?) > 0 AND id <> ?
+     ORDER BY depth, created_at, id`,
+    [s.ownerId, `/${s.id}/`, s.id],
+  );
   return rows.map(toSession);
 }
 
@@ -275,4 +366,25 @@ export async function continueSession(
     [p.newCeiling, JSON.stringify(p.grant), p.id, p.nonce, p.oldCeiling, p.now],
   );
   return r.changes === 1;
+}
+
+/**
+ * Continues a session a window's soft limit paused (PROTOCOL.md §8, §13): that window's row is
+ * raised by `raise` and the session is active again, single-use like continueSession.
+ */
+export async function continueWindow(
+  q: SqlExecutor,
+  p: { id: string; nonce: string; window: PausedWindow; raise: bigint; now: number },
+): Promise<boolean> {
+  const r = await q.run(
+    `UPDATE gw_sessions SET state = 'active', continuation_nonce = NULL, paused_window = NULL
+     WHERE id = ? AND state = 'paused' AND continuation_nonce = ? AND expires_at > ?`,
+    [p.id, p.nonce, p.now],
+  );
+  if (r.changes !== 1) return false;
+  await q.run(
+    `UPDATE gw_session_windows SET max_amount = max_amount + ? WHERE session_id = ? AND every = ? AND starts_at = ?`,
+    [p.raise, p.id, p.window.every, p.window.startsAt],
+  );
+  return true;
 }

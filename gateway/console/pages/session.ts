@@ -6,12 +6,15 @@
 import { h, clear, formatMoney, formatRemainingBudget, formatTime, toMinor, currencyDigits } from '../dom.js';
 import {
   getSession,
+  treeOf,
   receiptsOf,
   dispatchesOf,
   revokeSession,
   continueSession,
   ApiError,
   type SessionView,
+  type SessionDetail,
+  type SessionTree,
   type Receipt,
   type Dispatch,
 } from '../api.js';
@@ -68,9 +71,14 @@ export function sessionPage(id: string, o: { labels: Map<string, string> }): Pag
   let current: SessionView | undefined;
 
   async function load() {
-    let s: SessionView, receipts: Receipt[], dispatches: Dispatch[];
+    let s: SessionDetail, receipts: Receipt[], dispatches: Dispatch[], tree: SessionTree;
     try {
-      [s, { receipts }, { dispatches }] = await Promise.all([getSession(id), receiptsOf(id), dispatchesOf(id)]);
+      [s, { receipts }, { dispatches }, tree] = await Promise.all([
+        getSession(id),
+        receiptsOf(id),
+        dispatchesOf(id),
+        treeOf(id),
+      ]);
     } catch (e) {
       clear(head, heading('Session'));
       clear(body, errorBox(e), h('p', null, h('a', { href: '#/sessions' }, 'Back to sessions')));
@@ -80,10 +88,16 @@ export function sessionPage(id: string, o: { labels: Map<string, string> }): Pag
     current = s;
     o.labels.set(s.sessionId, s.label);
     document.title = `${s.label || s.sessionId} · CTL console`;
-    keepFocus(page, () => render(s, receipts, dispatches, changed));
+    keepFocus(page, () => render(s, receipts, dispatches, tree, changed));
   }
 
-  function render(s: SessionView, receipts: Receipt[], dispatches: Dispatch[], changed: boolean | undefined) {
+  function render(
+    s: SessionDetail,
+    receipts: Receipt[],
+    dispatches: Dispatch[],
+    tree: SessionTree,
+    changed: boolean | undefined,
+  ) {
     clear(
       head,
       h(
@@ -109,8 +123,17 @@ export function sessionPage(id: string, o: { labels: Map<string, string> }): Pag
         ? h(
             'div',
             { class: 'callout warn', role: 'note' },
-            h('strong', null, 'Paused at its ceiling. '),
-            `The agent's payments wait for you. Approving raises the ceiling by up to ${s.softLimit ? money(s.softLimit.amount) : 'the soft limit'}, once.`,
+            ...(s.pausedWindow
+              ? [
+                  h('strong', null, `Paused at its ${periodName(s.pausedWindow.every)} limit. `),
+                  `Payments resume by themselves at ${formatTime(s.pausedWindow.resetsAt)}, or approve to raise ` +
+                    `this window by up to ${s.softLimit ? money(s.softLimit.amount) : 'the soft limit'}, once.`,
+                ]
+              : [
+                  h('strong', null, 'Paused at its ceiling. '),
+                  "The agent's payments wait for you. Approving raises the ceiling by up to " +
+                    `${s.softLimit ? money(s.softLimit.amount) : 'the soft limit'}, once.`,
+                ]),
           )
         : null,
       s.state === 'revoked'
@@ -161,6 +184,8 @@ export function sessionPage(id: string, o: { labels: Map<string, string> }): Pag
           h('dl', { class: 'figures' }, dt('Expires', formatTime(s.expiresAt)), dt('Created', formatTime(s.createdAt))),
         ),
       ),
+      s.windows ? windowsCard(s.windows, cur, s.state) : null,
+      tree.children.length || s.parentId ? treeCard(tree, s) : null,
       h(
         'section',
         { class: 'card', 'aria-labelledby': 'bounds-h' },
@@ -447,6 +472,85 @@ function csvButton(s: SessionView, receipts: Receipt[]) {
     setTimeout(() => URL.revokeObjectURL(url), 1000);
   });
   return b;
+}
+
+const PERIOD_NAMES: Record<string, string> = {
+  PT1H: 'hourly',
+  P1D: 'daily',
+  P7D: 'weekly',
+  P1M: 'monthly',
+  P1Y: 'yearly',
+};
+const periodName = (every: string) => PERIOD_NAMES[every] ?? every;
+const capitalised = (t: string) => t.charAt(0).toUpperCase() + t.slice(1);
+
+/** Each budget window as a bar of its own, with when it resets (PROTOCOL.md §13). */
+function windowsCard(windows: NonNullable<SessionDetail['windows']>, cur: string, state: string) {
+  return h(
+    'section',
+    { class: 'card', 'aria-labelledby': 'windows-h' },
+    h('h2', { id: 'windows-h' }, 'Windows'),
+    ...windows.map((w) =>
+      h(
+        'div',
+        { class: 'window', 'data-window': w.every },
+        h(
+          'h3',
+          null,
+          `${capitalised(periodName(w.every))}: ${formatMoney(w.maxAmountMinor, cur)}`,
+          w.maxPayments !== undefined ? `, ${w.maxPayments} payments` : '',
+        ),
+        h('ctl-spend-bar', {
+          spent: w.spentMinor,
+          reserved: w.reservedMinor,
+          ceiling: w.maxAmountMinor,
+          currency: cur,
+          state,
+        }),
+        h(
+          'p',
+          { class: 'muted' },
+          `${w.payments} payment${w.payments === 1 ? '' : 's'} in this window · resets ${formatTime(w.resetsAt)} (`,
+          h('ctl-countdown', { at: w.resetsAt, state: 'active' }),
+          ')',
+        ),
+      ),
+    ),
+  );
+}
+
+/** The session's place in its tree of child sessions (PROTOCOL.md §14), each node with its spend. */
+function treeCard(tree: SessionTree, s: SessionDetail) {
+  const node = (n: SessionTree): HTMLElement =>
+    h(
+      'li',
+      { 'data-tree-session': n.session.sessionId },
+      h(
+        'div',
+        { class: 'tree-node' },
+        n.session.sessionId === s.sessionId
+          ? h('strong', null, n.session.label || n.session.sessionId)
+          : h('a', { href: `#/sessions/${n.session.sessionId}` }, n.session.label || n.session.sessionId),
+        ' ',
+        stateBadge(n.session.state),
+        h('ctl-spend-bar', {
+          spent: n.session.spentMinor,
+          reserved: n.session.reservedMinor,
+          ceiling: n.session.budget.amount,
+          currency: n.session.budget.currency,
+          state: n.session.state,
+          compact: '',
+        }),
+      ),
+      n.children.length ? h('ul', { class: 'tree' }, ...n.children.map(node)) : null,
+    );
+  return h(
+    'section',
+    { class: 'card', 'aria-labelledby': 'tree-h' },
+    h('h2', { id: 'tree-h' }, 'Child sessions'),
+    s.parentId ? h('p', null, 'A child of ', h('a', { href: `#/sessions/${s.parentId}` }, s.parentId), '.') : null,
+    h('ul', { class: 'tree' }, node(tree)),
+  );
 }
 
 function dt(term: string, value: Node | string) {
