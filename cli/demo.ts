@@ -3,8 +3,9 @@
  * merchant on this machine. A budget owner opens a session; an agent pays through the gateway;
  * a purpose outside the policy and a metadata address are refused; the soft ceiling pauses the
  * session and the owner's continuation resumes it; revocation stops the agent; the receipts
- * verify against the gateway's keys and the merchant checks a txid. Exits 1 if any step does
- * not behave as told.
+ * verify against the gateway's keys and the merchant checks a txid; last, with the SDK alone, a
+ * charger holds 30.00 and captures 12.34 under a daily window. Exits 1 if any step does not
+ * behave as told.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,6 +14,7 @@ import { verifyReceipt } from '../src/index.js';
 import { createGatewayClient } from '../src/index.js';
 import { startDemoMerchant, DEMO_MERCHANT_ADDRESS } from './demo/merchant.js';
 import { formatMinor as money } from './demo/money.js';
+import { chargerHoldStep } from './demo/charger-step.js';
 
 const USAGE = 'usage: ctl demo   (runs a gateway and a demo merchant on 127.0.0.1, temporary SQLite)';
 
@@ -191,6 +193,9 @@ export async function main(args: string[]): Promise<number | void> {
         );
       }
     }
+
+    step(9, 'A charger holds 30.00 USD and captures 12.34 USD (SDK wallet and verifier in this process, offline)');
+    await chargerHoldStep(show, expect);
   } finally {
     await x402?.close();
     await server.close();

@@ -38,6 +38,8 @@ test('ctl demo: amounts in decimals with their currency, never minor units', () 
   assert.not.match(out, /minor units|atomic|\$\d/, 'no amount in minor units or dollars-sign shorthand');
   assert.match(out, /ceiling now 4\.00 USD, spent 4\.00 USD/);
   assert.match(out, /4 receipts, total 4\.00 USD/);
+  assert.match(out, /✓ the wallet gets back all but 12\.34 USD: 187\.66 USD left, 37\.66 USD today/);
+  assert.match(out, /✓ a second hold of 40\.00 USD today: window_exceeded, resets \d{4}-/);
 });
 
 test.run();

@@ -31,6 +31,20 @@ const expected: Record<string, RegExp[]> = {
     /CtlBudgetExceededError \(budget_exceeded\)/,
     /after revocation: CtlGrantRevokedError \(grant_revoked\)/,
   ],
+  'ev-charger-hold': [
+    /wallet while held: remaining 170\.00 EUR, today 20\.00 EUR/,
+    /charger verifies the hold for 30\.00 EUR: accepted/,
+    /charger captures 31\.00 EUR: refused \(capture_exceeds_hold\)/,
+    /charger captures 12\.34 EUR: captured 12\.34 EUR/,
+    /charger captures 12\.34 EUR: refused \(replay\)/,
+    /wallet after the capture: remaining 187\.66 EUR, today 37\.66 EUR/,
+  ],
+  'daily-allowance': [
+    /pay 4\.00 EUR: refused \(window_exceeded, resetsAt \d{4}-\d\d-\d\dT\d\d:00:00Z\)/,
+    /day 2 \(the clock moved on by a day\)\n  remaining\(\): 40\.00 EUR in all, today 10\.00 EUR/,
+    /pay 7\.00 EUR: refused \(budget_exceeded\)/,
+    /remaining\(\): 0\.00 EUR in all/,
+  ],
   'ai-agent': [
     /doc 4 → .*HTTP 200/,
     /owner approves/,
