@@ -183,7 +183,7 @@ export async function createHumanSession(
   if (grant.windows)
     throw new CtlError(
       'unsupported_feature',
-      'humanGrant: budget windows (PROTOCOL.md §13) are not enforced by gateway sessions yet: issue the grant without windows',
+      'humanGrant: a person-backed session does not carry budget windows (PROTOCOL.md §13): issue the grant without windows',
     );
   // PROTOCOL.md §10: trust is not self-certifying. The person must be enrolled where this gateway
   // trusts, which the authority vouches for by holding the grant.
