@@ -1,0 +1,146 @@
+/**
+ * The part of a key ring both services share (authority/keys.ts, gateway/services/keys.ts):
+ * opening stored private keys sealed under the KEK (service-kit/secrets, bound to the key's row),
+ * one imported signer per kid, keys held outside the database (a PEM, a file or PKCS#11 key from
+ * the environment) beside stored ones, the active key of a purpose, and the JWKS entry a key
+ * publishes (spec §4.1). Where keys live (a store, SQL) and the rules of rotation stay with each
+ * service: the authority's leases and root (PROTOCOL.md §11), the gateway's bundle sequence (§12).
+ */
+import { generateKeyPair, importSigningKey, jwkThumbprint, type SigningKey } from '../src/index.js';
+import { isSealed, type SecretSealer } from './secrets/index.js';
+
+/** A stored key as the ring reads it: '' or null `privatePem` for a key held outside the database. */
+export interface StoredKey {
+  kid: string;
+  purpose: string;
+  status: 'active' | 'retired';
+  privatePem: string | null;
+}
+
+/** A new stored key: its private PEM sealed for its row, and the key imported from the clear PEM. */
+export interface GeneratedKey {
+  kid: string;
+  alg: 'EdDSA';
+  publicJwk: { kty: string; crv: string; x: string; y?: string };
+  sealedPem: string;
+  signingKey: SigningKey;
+}
+
+export interface KeyRingCoreOptions {
+  sealer: SecretSealer;
+  /** The table keys are stored in: a sealed key opens only in the row it was sealed for (`table:kid`). */
+  table: string;
+  /** Turns a key imported from a stored PEM into the signer to cache (the gateway signs off the loop). */
+  prepare?: (key: SigningKey, pem: string) => SigningKey;
+  /** The error for a stored key without a private key that this instance does not hold either. */
+  missing: (key: StoredKey) => Error;
+}
+
+export interface KeyRingCore {
+  /** Where the private key of `kid` is sealed (the AEAD context, service-kit/secrets). */
+  sealContext(kid: string): string;
+  /** Records a key this instance holds outside the database; signerOf answers it for that kid. */
+  hold(kid: string, signer: SigningKey): void;
+  /** The key held outside the database under `kid`, if this instance holds one. */
+  held(kid: string): SigningKey | undefined;
+  /** The signer of a stored key: a held key of that kid, else its private key opened (once per kid). */
+  signerOf(key: StoredKey): Promise<SigningKey>;
+  /**
+   * Seals every private key among `rows` still in the clear (a database from before sealing);
+   * `replace` is one conditional update (it changes the row only if it still holds `clear`).
+   * Returns how many were sealed.
+   */
+  sealClearKeys(
+    rows: StoredKey[],
+    replace: (kid: string, clear: string, sealed: string) => Promise<boolean>,
+  ): Promise<number>;
+  /** A new Ed25519 key, its kid the JWK thumbprint (RFC 7638), its private PEM sealed for its row. */
+  generate(): Promise<GeneratedKey>;
+}
+
+/** @example const ring = createKeyRingCore({ sealer, table: 'gw_keys', missing: (k) => new Error(k.kid) }) */
+export function createKeyRingCore(options: KeyRingCoreOptions): KeyRingCore {
+  const { sealer } = options;
+  const imported = new Map<string, Promise<SigningKey>>();
+  const external = new Map<string, SigningKey>();
+  const sealContext = (kid: string) => `${options.table}:${kid}`;
+
+  const signerOf = (key: StoredKey): Promise<SigningKey> => {
+    const ext = external.get(key.kid);
+    if (ext) return Promise.resolve(ext);
+    let s = imported.get(key.kid);
+    if (!s) {
+      const cell = key.privatePem;
+      if (!cell) return Promise.reject(options.missing(key));
+      s = (async () => {
+        const pem = isSealed(cell) ? await sealer.open(cell, sealContext(key.kid)) : cell;
+        const k = await importSigningKey(pem);
+        return options.prepare ? options.prepare(k, pem) : k;
+      })();
+      // A failed open is not cached: a later call (after the KEK is fixed) tries again.
+      s.catch(() => imported.delete(key.kid));
+      imported.set(key.kid, s);
+    }
+    return s;
+  };
+
+  return {
+    sealContext,
+    hold: (kid, signer) => void external.set(kid, signer),
+    held: (kid) => external.get(kid),
+    signerOf,
+    async sealClearKeys(rows, replace) {
+      let sealed = 0;
+      for (const k of rows) {
+        if (!k.privatePem || isSealed(k.privatePem)) continue;
+        if (await replace(k.kid, k.privatePem, await sealer.seal(k.privatePem, sealContext(k.kid)))) sealed++;
+      }
+      return sealed;
+    },
+    async generate() {
+      const pair = await generateKeyPair({ alg: 'EdDSA' });
+      const kid = await jwkThumbprint(pair.publicJwk);
+      return {
+        kid,
+        alg: 'EdDSA',
+        publicJwk: pair.publicJwk as GeneratedKey['publicJwk'],
+        sealedPem: await sealer.seal(pair.privateKeyPem, sealContext(kid)),
+        signingKey: await importSigningKey(pair.privateKeyPem),
+      };
+    },
+  };
+}
+
+/** The active key of `purpose` among `rows` (one per purpose: each store keeps it so), optionally narrowed by `where`. */
+export function activeKey<R extends { purpose: string; status: string }>(
+  rows: readonly R[],
+  purpose: R['purpose'],
+  where: (row: R) => boolean = () => true,
+): R | undefined {
+  return rows.find((k) => k.purpose === purpose && k.status === 'active' && where(k));
+}
+
+/** The JWKS entry of a key (spec §4.1): its public JWK members, then kid, alg, its one purpose and status. */
+export function jwksEntry(key: {
+  publicJwk: object;
+  kid: string;
+  alg: string;
+  purpose: string;
+  status?: 'active' | 'retired';
+}): JwksEntry {
+  return {
+    ...key.publicJwk,
+    kid: key.kid,
+    alg: key.alg,
+    purposes: [key.purpose],
+    ...(key.status !== undefined ? { status: key.status } : {}),
+  };
+}
+
+export interface JwksEntry {
+  [member: string]: unknown;
+  kid: string;
+  alg: string;
+  purposes: string[];
+  status?: 'active' | 'retired';
+}
