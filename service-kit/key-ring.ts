@@ -6,7 +6,7 @@
  * publishes (spec §4.1). Where keys live (a store, SQL) and the rules of rotation stay with each
  * service: the authority's leases and root (PROTOCOL.md §11), the gateway's bundle sequence (§12).
  */
-import { generateKeyPair, importSigningKey, jwkThumbprint, type SigningKey } from '../src/index.js';
+import { generateKeyPair, importSigningKey, jwkThumbprint, type PublicJwk, type SigningKey } from '../src/index.js';
 import { isSealed, type SecretSealer } from './secrets/index.js';
 
 /** A stored key as the ring reads it: '' or null `privatePem` for a key held outside the database. */
@@ -21,7 +21,7 @@ export interface StoredKey {
 export interface GeneratedKey {
   kid: string;
   alg: 'EdDSA';
-  publicJwk: { kty: string; crv: string; x: string; y?: string };
+  publicJwk: PublicJwk;
   sealedPem: string;
   signingKey: SigningKey;
 }
@@ -103,7 +103,7 @@ export function createKeyRingCore(options: KeyRingCoreOptions): KeyRingCore {
       return {
         kid,
         alg: 'EdDSA',
-        publicJwk: pair.publicJwk as GeneratedKey['publicJwk'],
+        publicJwk: pair.publicJwk,
         sealedPem: await sealer.seal(pair.privateKeyPem, sealContext(kid)),
         signingKey: await importSigningKey(pair.privateKeyPem),
       };
@@ -111,7 +111,7 @@ export function createKeyRingCore(options: KeyRingCoreOptions): KeyRingCore {
   };
 }
 
-/** The active key of `purpose` among `rows` (one per purpose: each store keeps it so), optionally narrowed by `where`. */
+/** The active key of `purpose` among `rows` (each store keeps one per purpose), optionally narrowed by `where`. */
 export function activeKey<R extends { purpose: string; status: string }>(
   rows: readonly R[],
   purpose: R['purpose'],
