@@ -22,7 +22,7 @@ import { canonicalize, jwkThumbprint, type PublishedJwk, type SigningKey } from 
 import { HttpError, type Logger, type TxEffect } from '../service-kit/index.js';
 import { pemSigner, type Signer } from '../service-kit/signers/index.js';
 import type { SecretSealer } from '../service-kit/secrets/index.js';
-import { createKeyRingCore, jwksEntry, type KeyRingCore } from '../service-kit/key-ring.js';
+import { createKeyRingCore, jwksEntry, type KeyRingCore, type KeyStore } from '../service-kit/key-ring.js';
 import type { AuthorityStore, KeyPurposeName, PublishedKeyRow, SigningKeyRow } from './store/types.js';
 
 /** How long a grant key from the environment stays held after an instance last renewed it. */
@@ -152,8 +152,19 @@ async function generatedRow(purpose: KeyPurposeName, at: string, ring: KeyRingCo
 export function createKeyRing(options: KeyRingOptions): KeyRing {
   const { store, logger } = options;
   const iso = () => new Date(options.now()).toISOString();
+  const keyStore: KeyStore<KeyPurposeName> = {
+    list: () => store.listSigningKeys(),
+    replacePrivatePem: (kid, from, to) => store.replacePrivatePem(kid, from, to),
+    async insertActive(purpose, key, effect) {
+      const row = await rowFor(purpose, key.signingKey, 'generated', iso(), key.kid, key.sealedPem);
+      // Stored inactive first (harmless if the activation never comes), then activated and audited together.
+      await store.putSigningKey(row);
+      await store.activateSigningKey(row.kid, purpose, iso(), effect);
+    },
+  };
   const ring = createKeyRingCore({
     sealer: options.sealer,
+    store: keyStore,
     table: 'signing_keys',
     missing: (k) => new Error(`the ${k.purpose} key '${k.kid}' has no private key here`),
   });
@@ -173,9 +184,7 @@ export function createKeyRing(options: KeyRingOptions): KeyRing {
 
   /** Seals every stored private key still in the clear (a database from before sealing); one conditional UPDATE each. */
   async function sealStoredKeys(): Promise<void> {
-    const sealed = await ring.sealClearKeys(await store.listSigningKeys(), (kid, clear, cell) =>
-      store.replacePrivatePem(kid, clear, cell),
-    );
+    const sealed = await ring.sealStored();
     if (sealed)
       logger.warn(
         { sealed, kek: options.sealer.kekId },
@@ -300,11 +309,9 @@ export function createKeyRing(options: KeyRingOptions): KeyRing {
           `the grant keys come from ${GRANT_VAR}: rotate by restarting the instances one by one with a new key and a new ${GRANT_KID_VAR}`,
         );
       }
-      const row = await generated('grant');
-      const result = { kid: row.kid, retired: [before.kid] };
-      // Stored inactive first (harmless if the activation never comes), then activated and audited together.
-      await store.putSigningKey(row);
-      await store.activateSigningKey(row.kid, 'grant', iso(), effect && ((q) => effect(q, result)));
+      const retired = [before.kid];
+      const key = await ring.rotate('grant', effect && ((q, k) => effect(q, { kid: k.kid, retired })));
+      const result = { kid: key.kid, retired };
       logger.info(result, 'grant signing key rotated');
       return result;
     },

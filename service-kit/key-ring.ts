@@ -3,11 +3,13 @@
  * opening stored private keys sealed under the KEK (service-kit/secrets, bound to the key's row),
  * one imported signer per kid, keys held outside the database (a PEM, a file or PKCS#11 key from
  * the environment) beside stored ones, the active key of a purpose, and the JWKS entry a key
- * publishes (spec §4.1). Where keys live (a store, SQL) and the rules of rotation stay with each
- * service: the authority's leases and root (PROTOCOL.md §11), the gateway's bundle sequence (§12).
+ * publishes (spec §4.1), sealing at start and rotation over a `KeyStore` each service implements
+ * on its own rows. What else a key change means stays with each service: the authority's leases
+ * and root (PROTOCOL.md §11), the gateway's bundle sequence (§12).
  */
 import { generateKeyPair, importSigningKey, jwkThumbprint, type PublicJwk, type SigningKey } from '../src/index.js';
 import { isSealed, type SecretSealer } from './secrets/index.js';
+import type { TxEffect } from './tx-effect.js';
 
 /** A stored key as the ring reads it: '' or null `privatePem` for a key held outside the database. */
 export interface StoredKey {
@@ -26,8 +28,22 @@ export interface GeneratedKey {
   signingKey: SigningKey;
 }
 
-export interface KeyRingCoreOptions {
+/** Where a service keeps its keys: the rows the ring reads and the two writes it makes. */
+export interface KeyStore<P extends string = string> {
+  /** Every stored key, active and retired. */
+  list(): Promise<StoredKey[]>;
+  /** Replaces a row's private key only while it still holds `from`; whether it did. */
+  replacePrivatePem(kid: string, from: string, to: string): Promise<boolean>;
+  /**
+   * Stores `key` as the active key of `purpose` and retires the active one (it keeps verifying,
+   * never signs again), with `effect` in the same transaction.
+   */
+  insertActive(purpose: P, key: GeneratedKey, effect?: TxEffect<void>): Promise<void>;
+}
+
+export interface KeyRingCoreOptions<P extends string = string> {
   sealer: SecretSealer;
+  store: KeyStore<P>;
   /** The table keys are stored in: a sealed key opens only in the row it was sealed for (`table:kid`). */
   table: string;
   /** Turns a key imported from a stored PEM into the signer to cache (the gateway signs off the loop). */
@@ -36,7 +52,7 @@ export interface KeyRingCoreOptions {
   missing: (key: StoredKey) => Error;
 }
 
-export interface KeyRingCore {
+export interface KeyRingCore<P extends string = string> {
   /** Where the private key of `kid` is sealed (the AEAD context, service-kit/secrets). */
   sealContext(kid: string): string;
   /** Records a key this instance holds outside the database; signerOf answers it for that kid. */
@@ -56,11 +72,15 @@ export interface KeyRingCore {
   ): Promise<number>;
   /** A new Ed25519 key, its kid the JWK thumbprint (RFC 7638), its private PEM sealed for its row. */
   generate(): Promise<GeneratedKey>;
+  /** sealClearKeys over every stored key, through the store. */
+  sealStored(): Promise<number>;
+  /** A new stored key made the active one of `purpose` (KeyStore.insertActive); `effect` learns its kid. */
+  rotate(purpose: P, effect?: TxEffect<GeneratedKey>): Promise<GeneratedKey>;
 }
 
 /** @example const ring = createKeyRingCore({ sealer, table: 'gw_keys', missing: (k) => new Error(k.kid) }) */
-export function createKeyRingCore(options: KeyRingCoreOptions): KeyRingCore {
-  const { sealer } = options;
+export function createKeyRingCore<P extends string>(options: KeyRingCoreOptions<P>): KeyRingCore<P> {
+  const { sealer, store } = options;
   const imported = new Map<string, Promise<SigningKey>>();
   const external = new Map<string, SigningKey>();
   const sealContext = (kid: string) => `${options.table}:${kid}`;
@@ -84,18 +104,28 @@ export function createKeyRingCore(options: KeyRingCoreOptions): KeyRingCore {
     return s;
   };
 
-  return {
+  const sealClearKeys: KeyRingCore['sealClearKeys'] = async (rows, replace) => {
+    let sealed = 0;
+    for (const k of rows) {
+      if (!k.privatePem || isSealed(k.privatePem)) continue;
+      if (await replace(k.kid, k.privatePem, await sealer.seal(k.privatePem, sealContext(k.kid)))) sealed++;
+    }
+    return sealed;
+  };
+
+  const ring: KeyRingCore<P> = {
     sealContext,
     hold: (kid, signer) => void external.set(kid, signer),
     held: (kid) => external.get(kid),
     signerOf,
-    async sealClearKeys(rows, replace) {
-      let sealed = 0;
-      for (const k of rows) {
-        if (!k.privatePem || isSealed(k.privatePem)) continue;
-        if (await replace(k.kid, k.privatePem, await sealer.seal(k.privatePem, sealContext(k.kid)))) sealed++;
-      }
-      return sealed;
+    sealClearKeys,
+    async sealStored() {
+      return sealClearKeys(await store.list(), (kid, from, to) => store.replacePrivatePem(kid, from, to));
+    },
+    async rotate(purpose, effect) {
+      const key = await ring.generate();
+      await store.insertActive(purpose, key, effect && ((q) => effect(q, key)));
+      return key;
     },
     async generate() {
       const pair = await generateKeyPair({ alg: 'EdDSA' });
@@ -109,6 +139,7 @@ export function createKeyRingCore(options: KeyRingCoreOptions): KeyRingCore {
       };
     },
   };
+  return ring;
 }
 
 /** The active key of `purpose` among `rows` (each store keeps one per purpose), optionally narrowed by `where`. */

@@ -17,7 +17,14 @@ import { jwkThumbprint, type SigningKey } from '../../src/index.js';
 import { HttpError, type SqlDatabase } from '../../service-kit/index.js';
 import { isSealed, type SecretSealer } from '../../service-kit/secrets/index.js';
 import { signingOffThread, ed25519KeyObject, type Signer } from '../../service-kit/signers/index.js';
-import { activeKey, createKeyRingCore, jwksEntry, type JwksEntry } from '../../service-kit/key-ring.js';
+import {
+  activeKey,
+  createKeyRingCore,
+  jwksEntry,
+  type JwksEntry,
+  type KeyStore,
+  type StoredKey,
+} from '../../service-kit/key-ring.js';
 import { raiseBundleSequence } from '../store/bundle-sequence.js';
 
 export type GatewayKeyPurpose = 'grant' | 'receipt' | 'bundle';
@@ -68,8 +75,34 @@ export function createKeyRing(db: SqlDatabase, now: () => number, options: KeyRi
   let cache: { at: number; keys: GatewayKey[] } | undefined;
   /** This instance's keys held outside the database, by kid (their signers are held by the ring too). */
   const external = new Map<string, ExternalKey & { purpose: GatewayKeyPurpose }>();
+  /** gw_keys for the shared ring; a key change raises the bundle sequence with it (PROTOCOL.md §12). */
+  const keyStore: KeyStore<GatewayKeyPurpose> = {
+    async list() {
+      const rows = await db.all<{ kid: string; purpose: string; status: StoredKey['status']; private_pem: string }>(
+        `SELECT kid, purpose, status, private_pem FROM gw_keys`,
+      );
+      return rows.map((r) => ({ kid: r.kid, purpose: r.purpose, status: r.status, privatePem: r.private_pem }));
+    },
+    replacePrivatePem: async (kid, from, to) =>
+      (await db.run(`UPDATE gw_keys SET private_pem = ? WHERE kid = ? AND private_pem = ?`, [to, kid, from]))
+        .changes === 1,
+    async insertActive(purpose, k, effect) {
+      let after: (() => void) | undefined;
+      await db.tx(async (t) => {
+        await t.run(`UPDATE gw_keys SET status = 'retired' WHERE purpose = ? AND status = 'active'`, [purpose]);
+        await t.run(
+          `INSERT INTO gw_keys (kid, purpose, alg, private_pem, public_jwk, status, created_at) VALUES (?, ?, 'EdDSA', ?, ?, 'active', ?)`,
+          [k.kid, purpose, k.sealedPem, JSON.stringify(k.publicJwk), now()],
+        );
+        await raiseBundleSequence(t);
+        if (effect) after = (await effect(t)) || undefined;
+      });
+      if (after) after();
+    },
+  };
   const ring = createKeyRingCore({
     sealer: options.sealer,
+    store: keyStore,
     table: 'gw_keys',
     // Signs on the thread pool (service-kit/signers/off-thread.ts): one receipt per paid request.
     prepare: (key, pem) => {
@@ -130,13 +163,7 @@ export function createKeyRing(db: SqlDatabase, now: () => number, options: KeyRi
 
   /** Private keys in the clear (a database from before sealing): sealed, one conditional UPDATE each. */
   async function sealStoredKeys(): Promise<void> {
-    const rows = await db.all<{ kid: string; private_pem: string }>(`SELECT kid, private_pem FROM gw_keys`);
-    await ring.sealClearKeys(
-      rows.map((r) => ({ kid: r.kid, purpose: '', status: 'active', privatePem: r.private_pem })),
-      async (kid, clear, sealed) =>
-        (await db.run(`UPDATE gw_keys SET private_pem = ? WHERE kid = ? AND private_pem = ?`, [sealed, kid, clear]))
-          .changes === 1,
-    );
+    await ring.sealStored();
     cache = undefined;
   }
 
@@ -208,15 +235,7 @@ export function createKeyRing(db: SqlDatabase, now: () => number, options: KeyRi
           `the ${purpose} key is held outside the database (${held.variable}): rotate it by giving every instance the new key's ${held.variable}`,
         );
       }
-      const k = await newKey(purpose);
-      await db.tx(async (t) => {
-        await t.run(`UPDATE gw_keys SET status = 'retired' WHERE purpose = ? AND status = 'active'`, [purpose]);
-        await t.run(
-          `INSERT INTO gw_keys (kid, purpose, alg, private_pem, public_jwk, status, created_at) VALUES (?, ?, 'EdDSA', ?, ?, 'active', ?)`,
-          [k.kid, purpose, k.privatePem, JSON.stringify(k.publicJwk), now()],
-        );
-        await raiseBundleSequence(t);
-      });
+      const k = await ring.rotate(purpose);
       await load(true);
       return k.kid;
     },

@@ -4,10 +4,28 @@ import * as assert from 'uvu/assert';
 import { randomBytes } from 'node:crypto';
 import { generateKeyPair, importSigningKey, jwkThumbprint } from '../../src/index.js';
 import { aesKeyWrapper, createSealer, isSealed } from '../../service-kit/secrets/index.js';
-import { activeKey, createKeyRingCore, jwksEntry, type StoredKey } from '../../service-kit/key-ring.js';
+import { activeKey, createKeyRingCore, jwksEntry, type KeyStore, type StoredKey } from '../../service-kit/key-ring.js';
 
 const sealer = createSealer(aesKeyWrapper(randomBytes(32), 'TEST_KEK'), 'TEST_KEK');
 const missing = (k: StoredKey) => new Error(`no private key for '${k.kid}'`);
+
+/** A KeyStore over an array, as a service implements one over its table. */
+function memoryStore(rows: StoredKey[] = []): KeyStore & { rows: StoredKey[] } {
+  return {
+    rows,
+    list: async () => rows.map((r) => ({ ...r })),
+    async replacePrivatePem(kid, from, to) {
+      const r = rows.find((k) => k.kid === kid && k.privatePem === from);
+      if (r) r.privatePem = to;
+      return Boolean(r);
+    },
+    async insertActive(purpose, key, effect) {
+      for (const r of rows) if (r.purpose === purpose && r.status === 'active') r.status = 'retired';
+      rows.push({ kid: key.kid, purpose, status: 'active', privatePem: key.sealedPem });
+      if (effect) await effect(null as never);
+    },
+  };
+}
 const refused = async (p: Promise<unknown>) => {
   try {
     await p;
@@ -18,7 +36,7 @@ const refused = async (p: Promise<unknown>) => {
 };
 
 test('generate: kid is the thumbprint; the private key is sealed for its row and opens to the same key', async () => {
-  const ring = createKeyRingCore({ sealer, table: 'keys_a', missing });
+  const ring = createKeyRingCore({ sealer, store: memoryStore(), table: 'keys_a', missing });
   const k = await ring.generate();
   assert.is(k.kid, await jwkThumbprint(k.publicJwk));
   assert.ok(isSealed(k.sealedPem));
@@ -26,7 +44,7 @@ test('generate: kid is the thumbprint; the private key is sealed for its row and
   const signer = await ring.signerOf({ kid: k.kid, purpose: 'grant', status: 'active', privatePem: k.sealedPem });
   assert.equal(signer.publicJwk, k.signingKey.publicJwk);
   // Sealed for `keys_a:<kid>`: another table's ring, or another kid, does not open it.
-  const other = createKeyRingCore({ sealer, table: 'keys_b', missing });
+  const other = createKeyRingCore({ sealer, store: memoryStore(), table: 'keys_b', missing });
   await refused(other.signerOf({ kid: k.kid, purpose: 'grant', status: 'active', privatePem: k.sealedPem }));
   await refused(ring.signerOf({ kid: 'moved', purpose: 'grant', status: 'active', privatePem: k.sealedPem }));
 });
@@ -35,6 +53,7 @@ test('signerOf: one import per kid, failed opens not cached, held keys first, a 
   const prepared: string[] = [];
   const ring = createKeyRingCore({
     sealer,
+    store: memoryStore(),
     table: 't',
     missing,
     prepare: (key, pem) => (prepared.push(pem), key),
@@ -59,7 +78,7 @@ test('signerOf: one import per kid, failed opens not cached, held keys first, a 
 });
 
 test('sealClearKeys: seals only keys in the clear, by the conditional replace; counts what it changed', async () => {
-  const ring = createKeyRingCore({ sealer, table: 't', missing });
+  const ring = createKeyRingCore({ sealer, store: memoryStore(), table: 't', missing });
   const pair = await generateKeyPair({ alg: 'EdDSA' });
   const calls: [string, string, string][] = [];
   const n = await ring.sealClearKeys(
@@ -81,6 +100,34 @@ test('sealClearKeys: seals only keys in the clear, by the conditional replace; c
     ],
   );
   assert.is(await sealer.open(calls[0][2], 't:clear'), pair.privateKeyPem);
+});
+
+test('rotate: the new key active through the store, the old one retired; the effect learns it', async () => {
+  const store = memoryStore([{ kid: 'old', purpose: 'grant', status: 'active', privatePem: null }]);
+  const ring = createKeyRingCore({ sealer, store, table: 't', missing });
+  const seen: string[] = [];
+  const k = await ring.rotate('grant', async (_q, key) => void seen.push(key.kid));
+  assert.equal(seen, [k.kid]);
+  assert.equal(
+    store.rows.map((r) => [r.kid, r.status]),
+    [
+      ['old', 'retired'],
+      [k.kid, 'active'],
+    ],
+  );
+  assert.is(activeKey(await store.list(), 'grant')?.kid, k.kid);
+  const signer = await ring.signerOf(activeKey(await store.list(), 'grant')!);
+  assert.equal(signer.publicJwk, k.signingKey.publicJwk);
+});
+
+test("sealStored: seals the store's clear keys in place", async () => {
+  const pair = await generateKeyPair({ alg: 'EdDSA' });
+  const store = memoryStore([{ kid: 'k', purpose: 'grant', status: 'active', privatePem: pair.privateKeyPem }]);
+  const ring = createKeyRingCore({ sealer, store, table: 't', missing });
+  assert.is(await ring.sealStored(), 1);
+  assert.ok(isSealed(store.rows[0].privatePem!));
+  assert.is(await ring.sealStored(), 0);
+  assert.is(await sealer.open(store.rows[0].privatePem!, 't:k'), pair.privateKeyPem);
 });
 
 test('activeKey and jwksEntry', () => {
