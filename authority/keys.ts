@@ -18,7 +18,7 @@
  * their JWKS entries, are service-kit/key-ring.ts's; leases and the root's rules are this file's.
  */
 import { createPublicKey } from 'node:crypto';
-import { canonicalize, jwkThumbprint, type PublishedJwk, type SigningKey } from '../src/index.js';
+import { canonicalize, jwkThumbprint, type PublicJwk, type PublishedJwk, type SigningKey } from '../src/index.js';
 import { HttpError, type Logger, type TxEffect } from '../service-kit/index.js';
 import { pemSigner, type Signer } from '../service-kit/signers/index.js';
 import type { SecretSealer } from '../service-kit/secrets/index.js';
@@ -98,15 +98,14 @@ export function grantKeysFrom(rows: PublishedKeyRow[], nowMs: number): Published
     .filter(
       (k) => k.purpose === 'grant' && (held(k, nowMs) || (k.lastGrantExpiryMs !== null && k.lastGrantExpiryMs > nowMs)),
     )
-    .map(
-      (k) =>
-        jwksEntry({
-          publicJwk: JSON.parse(k.publicJwk) as object,
-          kid: k.kid,
-          alg: k.alg,
-          purpose: 'grant',
-          status: held(k, nowMs) ? 'active' : 'retired',
-        }) as unknown as PublishedJwk,
+    .map((k) =>
+      jwksEntry({
+        publicJwk: JSON.parse(k.publicJwk) as PublicJwk,
+        kid: k.kid,
+        alg: k.alg,
+        purpose: 'grant',
+        status: held(k, nowMs) ? 'active' : 'retired',
+      }),
     );
 }
 

@@ -7,7 +7,16 @@
  * on its own rows. What else a key change means stays with each service: the authority's leases
  * and root (PROTOCOL.md §11), the gateway's bundle sequence (§12).
  */
-import { generateKeyPair, importSigningKey, jwkThumbprint, type PublicJwk, type SigningKey } from '../src/index.js';
+import {
+  generateKeyPair,
+  importSigningKey,
+  jwkThumbprint,
+  type Alg,
+  type KeyPurpose,
+  type PublicJwk,
+  type PublishedJwk,
+  type SigningKey,
+} from '../src/index.js';
 import { isSealed, type SecretSealer } from './secrets/index.js';
 import type { TxEffect } from './tx-effect.js';
 
@@ -153,12 +162,12 @@ export function activeKey<R extends { purpose: string; status: string }>(
 
 /** The JWKS entry of a key (spec §4.1): its public JWK members, then kid, alg, its one purpose and status. */
 export function jwksEntry(key: {
-  publicJwk: object;
+  publicJwk: PublicJwk;
   kid: string;
-  alg: string;
-  purpose: string;
+  alg: Alg;
+  purpose: KeyPurpose;
   status?: 'active' | 'retired';
-}): JwksEntry {
+}): PublishedJwk {
   return {
     ...key.publicJwk,
     kid: key.kid,
@@ -166,12 +175,4 @@ export function jwksEntry(key: {
     purposes: [key.purpose],
     ...(key.status !== undefined ? { status: key.status } : {}),
   };
-}
-
-export interface JwksEntry {
-  [member: string]: unknown;
-  kid: string;
-  alg: string;
-  purposes: string[];
-  status?: 'active' | 'retired';
 }

@@ -13,18 +13,11 @@
  * Opening, caching and generating keys, and their JWKS entries, are service-kit/key-ring.ts's;
  * the rows (gw_keys) and the bundle sequence a key change raises are this file's.
  */
-import { jwkThumbprint, type SigningKey } from '../../src/index.js';
+import { jwkThumbprint, type PublicJwk, type PublishedJwk, type SigningKey } from '../../src/index.js';
 import { HttpError, type SqlDatabase } from '../../service-kit/index.js';
 import { isSealed, type SecretSealer } from '../../service-kit/secrets/index.js';
 import { signingOffThread, ed25519KeyObject, type Signer } from '../../service-kit/signers/index.js';
-import {
-  activeKey,
-  createKeyRingCore,
-  jwksEntry,
-  type JwksEntry,
-  type KeyStore,
-  type StoredKey,
-} from '../../service-kit/key-ring.js';
+import { activeKey, createKeyRingCore, jwksEntry, type KeyStore, type StoredKey } from '../../service-kit/key-ring.js';
 import { raiseBundleSequence } from '../store/bundle-sequence.js';
 
 export type GatewayKeyPurpose = 'grant' | 'receipt' | 'bundle';
@@ -34,7 +27,7 @@ export interface GatewayKey {
   kid: string;
   purpose: GatewayKeyPurpose;
   status: 'active' | 'retired';
-  publicJwk: { kty: string; crv: string; x: string; y?: string };
+  publicJwk: PublicJwk;
   /** Sealed (or, before start-up sealing, in the clear); '' for a key held outside the database. */
   privatePem: string;
   custody: 'database' | 'pkcs11' | 'file';
@@ -62,7 +55,7 @@ export interface KeyRing {
   /** Every key, active and retired. */
   all(): Promise<GatewayKey[]>;
   /** The JWKS (spec §4.1): the grant and receipt keys, active and retired; the bundle root is published apart. */
-  published(): Promise<JwksEntry[]>;
+  published(): Promise<PublishedJwk[]>;
   /** Retires the active key of `purpose` and makes a new one; returns the new kid. */
   rotate(purpose: GatewayKeyPurpose): Promise<string>;
   /** The signer of a stored key row (its sealed private key, or this instance's external key of that kid). */

@@ -2,7 +2,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { randomBytes } from 'node:crypto';
-import { generateKeyPair, importSigningKey, jwkThumbprint } from '../../src/index.js';
+import { generateKeyPair, importSigningKey, jwkThumbprint, type PublicJwk } from '../../src/index.js';
 import { aesKeyWrapper, createSealer, isSealed } from '../../service-kit/secrets/index.js';
 import { activeKey, createKeyRingCore, jwksEntry, type KeyStore, type StoredKey } from '../../service-kit/key-ring.js';
 
@@ -140,7 +140,7 @@ test('activeKey and jwksEntry', () => {
   assert.is(activeKey(rows, 'grant')?.kid, 'b');
   assert.is(activeKey(rows, 'grant', (k) => k.source === 'generated')?.kid, 'c');
   assert.is(activeKey(rows, 'receipt'), undefined);
-  const jwk = { kty: 'OKP', crv: 'Ed25519', x: 'AA' };
+  const jwk: PublicJwk = { kty: 'OKP', crv: 'Ed25519', x: 'AA' };
   assert.equal(jwksEntry({ publicJwk: jwk, kid: 'k', alg: 'EdDSA', purpose: 'grant', status: 'retired' }), {
     ...jwk,
     kid: 'k',
