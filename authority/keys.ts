@@ -14,20 +14,15 @@
  *   a signed root rotation, PROTOCOL.md §11).
  * Keys from the environment are never stored; generated ones are, sealed under the KEK
  * (service-kit/secrets: AES-256-GCM, bound to the key's kid), and one found in the clear (a
- * database from before sealing) is sealed at start.
+ * database from before sealing) is sealed at start. Opening, caching and generating keys, and
+ * their JWKS entries, are service-kit/key-ring.ts's; leases and the root's rules are this file's.
  */
 import { createPublicKey } from 'node:crypto';
-import {
-  canonicalize,
-  generateKeyPair,
-  importSigningKey,
-  jwkThumbprint,
-  type PublishedJwk,
-  type SigningKey,
-} from '../src/index.js';
+import { canonicalize, jwkThumbprint, type PublicJwk, type PublishedJwk, type SigningKey } from '../src/index.js';
 import { HttpError, type Logger, type TxEffect } from '../service-kit/index.js';
 import { pemSigner, type Signer } from '../service-kit/signers/index.js';
-import { isSealed, type SecretSealer } from '../service-kit/secrets/index.js';
+import type { SecretSealer } from '../service-kit/secrets/index.js';
+import { createKeyRingCore, jwksEntry, type KeyRingCore, type KeyStore } from '../service-kit/key-ring.js';
 import type { AuthorityStore, KeyPurposeName, PublishedKeyRow, SigningKeyRow } from './store/types.js';
 
 /** How long a grant key from the environment stays held after an instance last renewed it. */
@@ -103,15 +98,14 @@ export function grantKeysFrom(rows: PublishedKeyRow[], nowMs: number): Published
     .filter(
       (k) => k.purpose === 'grant' && (held(k, nowMs) || (k.lastGrantExpiryMs !== null && k.lastGrantExpiryMs > nowMs)),
     )
-    .map(
-      (k) =>
-        ({
-          ...(JSON.parse(k.publicJwk) as object),
-          kid: k.kid,
-          alg: k.alg,
-          purposes: ['grant'],
-          status: held(k, nowMs) ? 'active' : 'retired',
-        }) as PublishedJwk,
+    .map((k) =>
+      jwksEntry({
+        publicJwk: JSON.parse(k.publicJwk) as PublicJwk,
+        kid: k.kid,
+        alg: k.alg,
+        purpose: 'grant',
+        status: held(k, nowMs) ? 'active' : 'retired',
+      }),
     );
 }
 
@@ -147,30 +141,34 @@ async function rowFor(
   };
 }
 
-/** Where a stored private key is sealed: its row, so a sealed value moved to another row does not open. */
-const sealContext = (kid: string) => `signing_keys:${kid}`;
-
-async function generatedRow(purpose: KeyPurposeName, at: string, sealer: SecretSealer): Promise<SigningKeyRow> {
-  const pair = await generateKeyPair({ alg: 'EdDSA' });
-  const row = await rowFor(
-    purpose,
-    await importSigningKey(pair.privateKeyPem),
-    'generated',
-    at,
-    undefined,
-    pair.privateKeyPem,
-  );
-  return { ...row, privatePem: await sealer.seal(pair.privateKeyPem, sealContext(row.kid)) };
+/** A new stored key; its private key is sealed for its row, so a sealed value moved to another row does not open. */
+async function generatedRow(purpose: KeyPurposeName, at: string, ring: KeyRingCore): Promise<SigningKeyRow> {
+  const k = await ring.generate();
+  return rowFor(purpose, k.signingKey, 'generated', at, k.kid, k.sealedPem);
 }
 
 /** @example const keys = createKeyRing({ store, logger, now: Date.now }); await keys.init() */
 export function createKeyRing(options: KeyRingOptions): KeyRing {
   const { store, logger } = options;
   const iso = () => new Date(options.now()).toISOString();
-  const imported = new Map<string, Promise<SigningKey>>();
+  const keyStore: KeyStore<KeyPurposeName> = {
+    list: () => store.listSigningKeys(),
+    replacePrivatePem: (kid, from, to) => store.replacePrivatePem(kid, from, to),
+    async insertActive(purpose, key, effect) {
+      const row = await rowFor(purpose, key.signingKey, 'generated', iso(), key.kid, key.sealedPem);
+      // Stored inactive first (harmless if the activation never comes), then activated and audited together.
+      await store.putSigningKey(row);
+      await store.activateSigningKey(row.kid, purpose, iso(), effect);
+    },
+  };
+  const ring = createKeyRingCore({
+    sealer: options.sealer,
+    store: keyStore,
+    table: 'signing_keys',
+    missing: (k) => new Error(`the ${k.purpose} key '${k.kid}' has no private key here`),
+  });
   /** This instance's keys from the environment, once init() checked them against the database. */
   let envGrant: ActiveSigner | undefined;
-  let envRoot: ActiveSigner | undefined;
   const grantEnv =
     options.grantSigner ??
     (options.grantSigningKeyPem ? { pem: options.grantSigningKeyPem, variable: GRANT_VAR } : undefined);
@@ -180,34 +178,12 @@ export function createKeyRing(options: KeyRingOptions): KeyRing {
   const signerOf = async (e: { signer: Signer } | { pem: string; variable: string }): Promise<Signer> =>
     'signer' in e ? e.signer : pemSigner(e.pem, e.variable);
 
-  const storedSigner = (row: SigningKeyRow, pem: string | null | undefined): Promise<SigningKey> => {
-    let s = imported.get(row.kid);
-    if (!s) {
-      if (!pem) throw new Error(`the ${row.purpose} key '${row.kid}' has no private key here`);
-      const cell = pem;
-      s = (async () =>
-        importSigningKey(isSealed(cell) ? await options.sealer.open(cell, sealContext(row.kid)) : cell))();
-      s.catch(() => imported.delete(row.kid));
-      imported.set(row.kid, s);
-    }
-    return s;
-  };
-  const generated = (purpose: KeyPurposeName) => generatedRow(purpose, iso(), options.sealer);
+  const storedSigner = (row: SigningKeyRow): Promise<SigningKey> => ring.signerOf(row);
+  const generated = (purpose: KeyPurposeName) => generatedRow(purpose, iso(), ring);
 
   /** Seals every stored private key still in the clear (a database from before sealing); one conditional UPDATE each. */
   async function sealStoredKeys(): Promise<void> {
-    const clear = (await store.listSigningKeys()).filter((k) => k.privatePem && !isSealed(k.privatePem));
-    let sealed = 0;
-    for (const k of clear) {
-      if (
-        await store.replacePrivatePem(
-          k.kid,
-          k.privatePem!,
-          await options.sealer.seal(k.privatePem!, sealContext(k.kid)),
-        )
-      )
-        sealed++;
-    }
+    const sealed = await ring.sealStored();
     if (sealed)
       logger.warn(
         { sealed, kek: options.sealer.kekId },
@@ -215,7 +191,7 @@ export function createKeyRing(options: KeyRingOptions): KeyRing {
       );
     // Every sealed key must open here: a KEK other than the one they were sealed under stops the start.
     for (const k of await store.listSigningKeys()) {
-      if (k.privatePem && k.status === 'active') await storedSigner(k, k.privatePem);
+      if (k.privatePem && k.status === 'active') await storedSigner(k);
     }
   }
 
@@ -236,6 +212,7 @@ export function createKeyRing(options: KeyRingOptions): KeyRing {
     }
     await store.holdSigningKey(row.kid, options.now());
     envGrant = { kid: row.kid, signer };
+    ring.hold(row.kid, signer);
     logger.info(
       { kid: row.kid, purpose: 'grant', custody: signer.custody, key: signer.description },
       `grant signing key from ${variable}`,
@@ -283,7 +260,8 @@ export function createKeyRing(options: KeyRingOptions): KeyRing {
         `${ROOT_VAR} (or ${ROOT_VAR.replace('_PRIVATE_KEY_PEM', '_KEY_PKCS11_URI')}) is not set, but the Trust Bundle root key on this database (kid '${row.kid}') comes from it: set it here too.`,
       );
     }
-    if (mine) envRoot = { kid: row.kid, signer: env!.signer };
+    // Held beside the stored keys: rootSigner() signs with it while it is the database's root.
+    if (mine) ring.hold(row.kid, env!.signer);
     if (created && !mine) {
       logger.warn(
         { kid: row.kid, purpose: 'bundle', database: store.description },
@@ -313,13 +291,12 @@ export function createKeyRing(options: KeyRingOptions): KeyRing {
       if (envGrant) return envGrant;
       const row = await store.activeSigningKey('grant', 'generated');
       if (!row) throw new Error('no stored grant key: call keys.init() first');
-      return { kid: row.kid, signer: await storedSigner(row, row.privatePem) };
+      return { kid: row.kid, signer: await storedSigner(row) };
     },
     async rootSigner() {
       const row = await store.activeSigningKey('bundle');
       if (!row) throw new Error('no root key: call keys.init() first');
-      if (envRoot?.kid === row.kid) return { kid: row.kid, signer: envRoot.signer, publicKeyPem: row.publicPem };
-      return { kid: row.kid, signer: await storedSigner(row, row.privatePem), publicKeyPem: row.publicPem };
+      return { kid: row.kid, signer: await storedSigner(row), publicKeyPem: row.publicPem };
     },
     async rotateGrantKey(effect) {
       // Decided by the database, so every instance answers alike: only the stored key rotates.
@@ -331,11 +308,9 @@ export function createKeyRing(options: KeyRingOptions): KeyRing {
           `the grant keys come from ${GRANT_VAR}: rotate by restarting the instances one by one with a new key and a new ${GRANT_KID_VAR}`,
         );
       }
-      const row = await generated('grant');
-      const result = { kid: row.kid, retired: [before.kid] };
-      // Stored inactive first (harmless if the activation never comes), then activated and audited together.
-      await store.putSigningKey(row);
-      await store.activateSigningKey(row.kid, 'grant', iso(), effect && ((q) => effect(q, result)));
+      const retired = [before.kid];
+      const key = await ring.rotate('grant', effect && ((q, k) => effect(q, { kid: k.kid, retired })));
+      const result = { kid: key.kid, retired };
       logger.info(result, 'grant signing key rotated');
       return result;
     },

@@ -7,6 +7,7 @@ import type Router from '@koa/router';
 import { formatTimestamp } from '../../src/index.js';
 import { notFound, badRequest, type SqlDatabase } from '../../service-kit/index.js';
 import { sessionByGrantId } from '../store/sessions.js';
+import { jwksEntry } from '../../service-kit/key-ring.js';
 import type { KeyRing } from '../services/keys.js';
 import { createTrustBundlePublisher } from '../services/trust-bundle.js';
 
@@ -16,14 +17,9 @@ export function keyRoutes(
 ): void {
   const bundles = createTrustBundlePublisher({ db: o.db, issuer: o.issuer, now: o.now, signerOf: o.keys.signerOf });
 
-  const published = async () =>
-    (await o.keys.all())
-      .filter((k) => k.purpose !== 'bundle')
-      .map((k) => ({ ...k.publicJwk, kid: k.kid, alg: 'EdDSA', purposes: [k.purpose], status: k.status }));
-
   router.get('/.well-known/ctl-keys.json', async (ctx) => {
     ctx.set('Cache-Control', 'max-age=60');
-    ctx.body = { keys: await published() };
+    ctx.body = { keys: await o.keys.published() };
   });
 
   // Served at the database's current sequence (services/trust-bundle.ts): a revocation shows
@@ -35,7 +31,7 @@ export function keyRoutes(
 
   router.get('/.well-known/ctl-bundle-root.json', async (ctx) => {
     const root = await o.keys.active('bundle');
-    ctx.body = { keys: [{ ...root.publicJwk, kid: root.kid, alg: 'EdDSA', purposes: ['bundle'] }] };
+    ctx.body = { keys: [jwksEntry({ publicJwk: root.publicJwk, kid: root.kid, alg: 'EdDSA', purpose: 'bundle' })] };
   });
 
   router.get('/revoke', async (ctx) => {

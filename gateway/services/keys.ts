@@ -10,11 +10,14 @@
  * receipt key from CTL_GATEWAY_RECEIPT_KEY_PKCS11_URI, a file or a PEM) is recorded by its public
  * half only (`custody` 'pkcs11' or 'file', `private_pem` empty) and made the active key of its
  * purpose at start; every instance on the database must then hold it (one HSM key, one URI).
+ * Opening, caching and generating keys, and their JWKS entries, are service-kit/key-ring.ts's;
+ * the rows (gw_keys) and the bundle sequence a key change raises are this file's.
  */
-import { generateKeyPair, importSigningKey, jwkThumbprint, type SigningKey } from '../../src/index.js';
+import { jwkThumbprint, type PublicJwk, type PublishedJwk, type SigningKey } from '../../src/index.js';
 import { HttpError, type SqlDatabase } from '../../service-kit/index.js';
 import { isSealed, type SecretSealer } from '../../service-kit/secrets/index.js';
 import { signingOffThread, ed25519KeyObject, type Signer } from '../../service-kit/signers/index.js';
+import { activeKey, createKeyRingCore, jwksEntry, type KeyStore, type StoredKey } from '../../service-kit/key-ring.js';
 import { raiseBundleSequence } from '../store/bundle-sequence.js';
 
 export type GatewayKeyPurpose = 'grant' | 'receipt' | 'bundle';
@@ -24,7 +27,7 @@ export interface GatewayKey {
   kid: string;
   purpose: GatewayKeyPurpose;
   status: 'active' | 'retired';
-  publicJwk: { kty: string; crv: string; x: string; y?: string };
+  publicJwk: PublicJwk;
   /** Sealed (or, before start-up sealing, in the clear); '' for a key held outside the database. */
   privatePem: string;
   custody: 'database' | 'pkcs11' | 'file';
@@ -44,15 +47,15 @@ export interface KeyRingOptions {
   external?: Partial<Record<GatewayKeyPurpose, ExternalKey>>;
 }
 
-const sealContext = (kid: string) => `gw_keys:${kid}`;
-
 export interface KeyRing {
   /** The active key of a purpose, imported and ready to sign. */
   active(
     purpose: GatewayKeyPurpose,
   ): Promise<{ kid: string; signingKey: SigningKey; publicJwk: GatewayKey['publicJwk'] }>;
-  /** Every key, active and retired, for the JWKS. */
+  /** Every key, active and retired. */
   all(): Promise<GatewayKey[]>;
+  /** The JWKS (spec §4.1): the grant and receipt keys, active and retired; the bundle root is published apart. */
+  published(): Promise<PublishedJwk[]>;
   /** Retires the active key of `purpose` and makes a new one; returns the new kid. */
   rotate(purpose: GatewayKeyPurpose): Promise<string>;
   /** The signer of a stored key row (its sealed private key, or this instance's external key of that kid). */
@@ -63,50 +66,61 @@ export interface KeyRing {
 
 export function createKeyRing(db: SqlDatabase, now: () => number, options: KeyRingOptions, refreshMs = 5000): KeyRing {
   let cache: { at: number; keys: GatewayKey[] } | undefined;
-  const imported = new Map<string, Promise<SigningKey>>();
-  const { sealer } = options;
+  /** This instance's keys held outside the database, by kid (their signers are held by the ring too). */
   const external = new Map<string, ExternalKey & { purpose: GatewayKeyPurpose }>();
+  /** gw_keys for the shared ring; a key change raises the bundle sequence with it (PROTOCOL.md §12). */
+  const keyStore: KeyStore<GatewayKeyPurpose> = {
+    async list() {
+      const rows = await db.all<{ kid: string; purpose: string; status: StoredKey['status']; private_pem: string }>(
+        `SELECT kid, purpose, status, private_pem FROM gw_keys`,
+      );
+      return rows.map((r) => ({ kid: r.kid, purpose: r.purpose, status: r.status, privatePem: r.private_pem }));
+    },
+    replacePrivatePem: async (kid, from, to) =>
+      (await db.run(`UPDATE gw_keys SET private_pem = ? WHERE kid = ? AND private_pem = ?`, [to, kid, from]))
+        .changes === 1,
+    async insertActive(purpose, k, effect) {
+      let after: (() => void) | undefined;
+      await db.tx(async (t) => {
+        await t.run(`UPDATE gw_keys SET status = 'retired' WHERE purpose = ? AND status = 'active'`, [purpose]);
+        await t.run(
+          `INSERT INTO gw_keys (kid, purpose, alg, private_pem, public_jwk, status, created_at) VALUES (?, ?, 'EdDSA', ?, ?, 'active', ?)`,
+          [k.kid, purpose, k.sealedPem, JSON.stringify(k.publicJwk), now()],
+        );
+        await raiseBundleSequence(t);
+        if (effect) after = (await effect(t)) || undefined;
+      });
+      if (after) after();
+    },
+  };
+  const ring = createKeyRingCore({
+    sealer: options.sealer,
+    store: keyStore,
+    table: 'gw_keys',
+    // Signs on the thread pool (service-kit/signers/off-thread.ts): one receipt per paid request.
+    prepare: (key, pem) => {
+      if (key.alg !== 'EdDSA') return key;
+      try {
+        return signingOffThread(key, ed25519KeyObject(pem));
+      } catch {
+        return key; // a stored form node:crypto does not read: signed on the loop as before
+      }
+    },
+    missing: ({ kid }) => {
+      const purpose = cache?.keys.find((k) => k.kid === kid)?.purpose ?? 'receipt';
+      return new Error(
+        `the ${purpose} key '${kid}' is held outside the database and not by this instance: set CTL_GATEWAY_${purpose.toUpperCase()}_KEY_PKCS11_URI (or _PRIVATE_KEY_FILE) here too`,
+      );
+    },
+  });
 
   async function newKey(purpose: GatewayKeyPurpose) {
-    const pair = await generateKeyPair({ alg: 'EdDSA' });
-    const kid = await jwkThumbprint(pair.publicJwk);
-    return {
-      kid,
-      purpose,
-      privatePem: await sealer.seal(pair.privateKeyPem, sealContext(kid)),
-      publicJwk: pair.publicJwk,
-    };
+    const k = await ring.generate();
+    return { kid: k.kid, purpose, privatePem: k.sealedPem, publicJwk: k.publicJwk };
   }
 
-  function signerOf(kid: string, privatePem: string): Promise<SigningKey> {
-    const ext = external.get(kid);
-    if (ext) return Promise.resolve(ext.signer);
-    let sk = imported.get(kid);
-    if (!sk) {
-      if (!privatePem) {
-        const purpose = cache?.keys.find((k) => k.kid === kid)?.purpose ?? 'receipt';
-        return Promise.reject(
-          new Error(
-            `the ${purpose} key '${kid}' is held outside the database and not by this instance: set CTL_GATEWAY_${purpose.toUpperCase()}_KEY_PKCS11_URI (or _PRIVATE_KEY_FILE) here too`,
-          ),
-        );
-      }
-      sk = (async () => {
-        const pem = isSealed(privatePem) ? await sealer.open(privatePem, sealContext(kid)) : privatePem;
-        // Signs on the thread pool (service-kit/signers/off-thread.ts): one receipt per paid request.
-        const key = await importSigningKey(pem);
-        if (key.alg !== 'EdDSA') return key;
-        try {
-          return signingOffThread(key, ed25519KeyObject(pem));
-        } catch {
-          return key; // a stored form node:crypto does not read: signed on the loop as before
-        }
-      })();
-      sk.catch(() => imported.delete(kid));
-      imported.set(kid, sk);
-    }
-    return sk;
-  }
+  const signerOf = (kid: string, privatePem: string): Promise<SigningKey> =>
+    ring.signerOf({ kid, purpose: '', status: 'active', privatePem });
 
   async function load(force = false): Promise<GatewayKey[]> {
     if (!force && cache && now() - cache.at < refreshMs) return cache.keys;
@@ -142,15 +156,7 @@ export function createKeyRing(db: SqlDatabase, now: () => number, options: KeyRi
 
   /** Private keys in the clear (a database from before sealing): sealed, one conditional UPDATE each. */
   async function sealStoredKeys(): Promise<void> {
-    const rows = await db.all<{ kid: string; private_pem: string }>(`SELECT kid, private_pem FROM gw_keys`);
-    for (const r of rows) {
-      if (r.private_pem === '' || isSealed(r.private_pem)) continue;
-      await db.run(`UPDATE gw_keys SET private_pem = ? WHERE kid = ? AND private_pem = ?`, [
-        await sealer.seal(r.private_pem, sealContext(r.kid)),
-        r.kid,
-        r.private_pem,
-      ]);
-    }
+    await ring.sealStored();
     cache = undefined;
   }
 
@@ -162,6 +168,7 @@ export function createKeyRing(db: SqlDatabase, now: () => number, options: KeyRi
   async function holdExternal(purpose: GatewayKeyPurpose, ext: ExternalKey): Promise<void> {
     const kid = await jwkThumbprint(ext.signer.publicJwk);
     external.set(kid, { ...ext, purpose });
+    ring.hold(kid, ext.signer);
     await db.tx(
       async (t) => {
         const row = await t.get<{ purpose: string; status: string }>(
@@ -190,11 +197,18 @@ export function createKeyRing(db: SqlDatabase, now: () => number, options: KeyRi
 
   return {
     async active(purpose) {
-      const key = (await load()).find((k) => k.purpose === purpose && k.status === 'active');
+      const key = activeKey(await load(), purpose);
       if (!key) throw new Error(`no active ${purpose} key`);
       return { kid: key.kid, signingKey: await signerOf(key.kid, key.privatePem), publicJwk: key.publicJwk };
     },
     all: () => load(),
+    async published() {
+      return (await load())
+        .filter((k) => k.purpose !== 'bundle')
+        .map((k) =>
+          jwksEntry({ publicJwk: k.publicJwk, kid: k.kid, alg: 'EdDSA', purpose: k.purpose, status: k.status }),
+        );
+    },
     signerOf,
     async init() {
       await sealStoredKeys();
@@ -214,15 +228,7 @@ export function createKeyRing(db: SqlDatabase, now: () => number, options: KeyRi
           `the ${purpose} key is held outside the database (${held.variable}): rotate it by giving every instance the new key's ${held.variable}`,
         );
       }
-      const k = await newKey(purpose);
-      await db.tx(async (t) => {
-        await t.run(`UPDATE gw_keys SET status = 'retired' WHERE purpose = ? AND status = 'active'`, [purpose]);
-        await t.run(
-          `INSERT INTO gw_keys (kid, purpose, alg, private_pem, public_jwk, status, created_at) VALUES (?, ?, 'EdDSA', ?, ?, 'active', ?)`,
-          [k.kid, purpose, k.privatePem, JSON.stringify(k.publicJwk), now()],
-        );
-        await raiseBundleSequence(t);
-      });
+      const k = await ring.rotate(purpose);
       await load(true);
       return k.kid;
     },
