@@ -31,7 +31,7 @@ export function keyRoutes(
 
   router.get('/.well-known/ctl-bundle-root.json', async (ctx) => {
     const root = await o.keys.active('bundle');
-    ctx.body = { keys: [jwksEntry({ publicJwk: root.publicJwk, kid: root.kid, alg: 'EdDSA', purpose: 'bundle' })] };
+    ctx.body = { keys: [jwksEntry({ publicJwk: root.publicJwk, kid: root.kid, alg: root.alg, purpose: 'bundle' })] };
   });
 
   router.get('/revoke', async (ctx) => {

@@ -13,7 +13,7 @@
  * Opening, caching and generating keys, and their JWKS entries, are service-kit/key-ring.ts's;
  * the rows (gw_keys) and the bundle sequence a key change raises are this file's.
  */
-import { jwkThumbprint, type PublicJwk, type PublishedJwk, type SigningKey } from '../../src/index.js';
+import { jwkThumbprint, type Alg, type PublicJwk, type PublishedJwk, type SigningKey } from '../../src/index.js';
 import { HttpError, type SqlDatabase } from '../../service-kit/index.js';
 import { isSealed, type SecretSealer } from '../../service-kit/secrets/index.js';
 import { signingOffThread, ed25519KeyObject, type Signer } from '../../service-kit/signers/index.js';
@@ -28,6 +28,8 @@ export interface GatewayKey {
   purpose: GatewayKeyPurpose;
   status: 'active' | 'retired';
   publicJwk: PublicJwk;
+  /** What signs with it: EdDSA for stored keys; an HSM or file key may be ES256. */
+  alg: Alg;
   /** Sealed (or, before start-up sealing, in the clear); '' for a key held outside the database. */
   privatePem: string;
   custody: 'database' | 'pkcs11' | 'file';
@@ -51,7 +53,7 @@ export interface KeyRing {
   /** The active key of a purpose, imported and ready to sign. */
   active(
     purpose: GatewayKeyPurpose,
-  ): Promise<{ kid: string; signingKey: SigningKey; publicJwk: GatewayKey['publicJwk'] }>;
+  ): Promise<{ kid: string; alg: Alg; signingKey: SigningKey; publicJwk: GatewayKey['publicJwk'] }>;
   /** Every key, active and retired. */
   all(): Promise<GatewayKey[]>;
   /** The JWKS (spec §4.1): the grant and receipt keys, active and retired; the bundle root is published apart. */
@@ -146,6 +148,7 @@ export function createKeyRing(db: SqlDatabase, now: () => number, options: KeyRi
       purpose: r.purpose as GatewayKeyPurpose,
       status: r.status as 'active' | 'retired',
       publicJwk: JSON.parse(r.public_jwk as string),
+      alg: ((r.alg as string | null) ?? 'EdDSA') as Alg,
       privatePem: r.private_pem as string,
       custody: ((r.custody as string | undefined) ?? 'database') as GatewayKey['custody'],
       createdAt: Number(r.created_at),
@@ -199,14 +202,19 @@ export function createKeyRing(db: SqlDatabase, now: () => number, options: KeyRi
     async active(purpose) {
       const key = activeKey(await load(), purpose);
       if (!key) throw new Error(`no active ${purpose} key`);
-      return { kid: key.kid, signingKey: await signerOf(key.kid, key.privatePem), publicJwk: key.publicJwk };
+      return {
+        kid: key.kid,
+        alg: key.alg,
+        signingKey: await signerOf(key.kid, key.privatePem),
+        publicJwk: key.publicJwk,
+      };
     },
     all: () => load(),
     async published() {
       return (await load())
         .filter((k) => k.purpose !== 'bundle')
         .map((k) =>
-          jwksEntry({ publicJwk: k.publicJwk, kid: k.kid, alg: 'EdDSA', purpose: k.purpose, status: k.status }),
+          jwksEntry({ publicJwk: k.publicJwk, kid: k.kid, alg: k.alg, purpose: k.purpose, status: k.status }),
         );
     },
     signerOf,
