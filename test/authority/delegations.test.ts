@@ -156,7 +156,8 @@ async function hostileIdReuse(t: TestAuthority) {
     { actorKey: leafKey.publicJwk, maxAmountMinor: '500', expiresAt: victimRoot.expiresAt },
     { signingKey: victimAgent.privateKeyPem },
   );
-  const hostileAgent = await generateKeyPair();
+  // A P-256 delegator (its did:key is zDn...) revokes as an Ed25519 one does.
+  const hostileAgent = await generateKeyPair({ alg: 'ES256' });
   const hostileRoot = (
     await t.call('POST', '/grants', await grantRequest(t, hostileAgent.publicJwk, { delegation: { maxDepth: 1 } }))
   ).body as PolicyGrant;
@@ -182,6 +183,27 @@ async function hostileIdReuse(t: TestAuthority) {
     );
     assert.is(r.status, 200, JSON.stringify(r.body));
   }
+  // Its own link is revoked, by its revocation id only.
+  const own = await createDelegation(
+    hostileRoot,
+    { actorKey: (await generateKeyPair()).publicJwk, maxAmountMinor: '1', expiresAt: hostileRoot.expiresAt },
+    { signingKey: hostileAgent.privateKeyPem },
+  );
+  const ownRevoked = await t.call(
+    'POST',
+    '/revoke',
+    {
+      delegation: own,
+      revocation: await createSignedRevocation(
+        { grantId: own.delegationId },
+        { signingKey: hostileAgent.privateKeyPem },
+      ),
+    },
+    null,
+  );
+  assert.is(ownRevoked.body.revocationId, linkRevocationId(own));
+  const asked = await t.call('GET', `/revoke?grantId=${linkRevocationId(own)}`, undefined, null);
+  assert.is(asked.body.revoked, true);
   const fetch = (url: string) => globalThis.fetch(url);
   const s = createSession(victim, { actorId: 'leaf', signingKey: leafKey.privateKeyPem, fetch });
   const sba = await s.createSba({ amount: '10', currency: 'USD', rail: 'x402' });
