@@ -6,6 +6,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import {
   createMemorySpendStorage,
+  createSession,
+  formatTimestamp,
   generateKeyPair,
   verifyCtl,
   verifyDelegation,
@@ -14,7 +16,7 @@ import {
 } from '../../src/index.js';
 import { signArtifact } from '../../src/artifacts/signing.js';
 import { defaultCrypto } from '../../src/crypto/index.js';
-import { keys, fakeAuthority, T0, type Keys } from '../helpers/fixtures.js';
+import { keys, grant, fakeAuthority, T0, HOUR, type Keys } from '../helpers/fixtures.js';
 import { chain, rawDelegation, sbaUnder } from '../helpers/delegation-fixtures.js';
 
 let k: Keys;
@@ -117,6 +119,38 @@ test('a chain nested far past maxDepth is refused at once, without a stack overf
   sba.grant = node;
   const v = await verifyCtl(sba, opts());
   assert.ok(['delegation_invalid', 'malformed'].includes(code(v)), JSON.stringify(v));
+});
+
+test("a link's windows counted from another start never lift its parent's window", async () => {
+  const root = await grant(k, { delegation: { maxDepth: 2 } });
+  const midKey = await generateKeyPair();
+  const mid = await rawDelegation(root, k.actor, {
+    actorKey: midKey.publicJwk,
+    delegationId: 'mid',
+    windows: [{ every: 'P1D', maxAmountMinor: '100' }],
+    windowsStart: formatTimestamp(T0 - 1000),
+  });
+  const leafKey = await generateKeyPair();
+  const leaf = await rawDelegation(mid, midKey, {
+    actorKey: leafKey.publicJwk,
+    delegationId: 'leaf',
+    windows: [{ every: 'P1D', maxAmountMinor: '100' }],
+    windowsStart: formatTimestamp(T0 + 12 * HOUR),
+  });
+  const storage = createMemorySpendStorage();
+  const pay = async (at: number) => {
+    const s = createSession(leaf, {
+      actorId: 'leaf',
+      signingKey: leafKey.privateKeyPem,
+      now: () => at,
+      fetch: fakeAuthority(k).fetch,
+    });
+    const sba = await s.createSba({ amount: '100', currency: 'USD', rail: 'x402', merchantId: 'merchant-a' });
+    return verifyCtl(sba, opts({ amount: '100', now: () => at, trackSpend: true, spendStorage: storage }));
+  };
+  assert.is(code(await pay(T0 + 11 * HOUR)), 'valid');
+  // The leaf's window has turned; its parent's day has not.
+  assert.is(code(await pay(T0 + 13 * HOUR)), 'window_exceeded');
 });
 
 test.run();
