@@ -62,11 +62,16 @@ const schemas = {
     },
     ['version', 'grantId', 'issuer', 'keyId', 'issuedAt', 'signature'],
   ),
-  Revoked: object({ grantId: string(), revoked: { const: true }, revokedAt: timestamp() }, [
-    'grantId',
-    'revoked',
-    'revokedAt',
-  ]),
+  Revoked: object(
+    {
+      grantId: string(),
+      // A delegation's: the id bundles and GET /revoke know it by (PROTOCOL.md §14).
+      revocationId: string({ pattern: '^[0-9a-f]{64}$' }),
+      revoked: { const: true },
+      revokedAt: timestamp(),
+    },
+    ['grantId', 'revoked', 'revokedAt'],
+  ),
   Scope: { enum: [...SCOPES] },
   ApiKey: object(
     {
@@ -200,10 +205,15 @@ const paths: OpenApiDocument['paths'] = {
       operationId: 'revocationStatus',
       security: [],
       parameters: [
-        queryParam('grantId', 'The grant id, or a delegation id (PROTOCOL.md §14)', { type: 'string' }, true),
+        queryParam(
+          'grantId',
+          "The grant id, or a delegation's revocation id (hex SHA-256 of what the link signs, PROTOCOL.md §14)",
+          { type: 'string' },
+          true,
+        ),
         queryParam(
           'rootGrantId',
-          'Beside a delegation id: its root grant; a delegation never revoked is then "not revoked" (else 404)',
+          'Beside a delegation revocation id: its root grant; a delegation never revoked is then "not revoked" (else 404)',
           { type: 'string' },
         ),
         queryParam(

@@ -2600,11 +2600,27 @@ for (let i = 1; i <= 5; i++) subKeys[`sub${i}`] = await edKey(`sub${i}`, `holder
   add(
     f,
     'revoked-middle-link-offline',
-    'A depth-3 chain whose second link a Trust Bundle lists in revokedGrants: the leaf is refused offline.',
+    'A depth-3 chain whose second link a Trust Bundle lists in revokedGrants (by its revocation id, the ' +
+      'hash of what it signs; never its delegationId, which anyone may copy): the leaf is refused offline.',
     'chain',
-    { sba: await sbaUnder(chainOf[3], 'sub3'), trustBundles: [await bundle({ revokedGrants: ['dlg-own-sub2'] })] },
+    {
+      sba: await sbaUnder(chainOf[3], 'sub3'),
+      trustBundles: [await bundle({ revokedGrants: [ctl.linkRevocationId(chainOf[2])] })],
+    },
     chainOpts({ trust: viaBundle }),
     no('grant_revoked'),
+  );
+  add(
+    f,
+    'bare-delegation-id-revokes-nothing',
+    "A Trust Bundle listing a link's delegationId (another tree may use it too): the link still pays.",
+    'chain',
+    {
+      sba: await sbaUnder(chainOf[1], 'sub1'),
+      trustBundles: [await bundle({ revokedGrants: ['dlg-own-sub1'] })],
+    },
+    chainOpts({ trust: viaBundle }),
+    ok,
   );
   {
     const c = structuredClone(await sbaUnder(chainOf[1], 'sub1'));

@@ -11,6 +11,7 @@ import { DEFAULT_STATUS_BY_CODE, HttpError, notFound, requireScope } from '../..
 import {
   canonicalize,
   didKeyToJwk,
+  linkRevocationId,
   verifyDelegation,
   verifySignedRevocation,
   type Delegation,
@@ -46,7 +47,10 @@ export function delegationRevocationGate(d: RouteDeps): Middleware {
     if (!stored || canonicalize(JSON.parse(stored.grant)) !== canonicalize(v.root))
       throw notFound(`no grant '${v.root.grantId}' here with this content`);
     const record = async (actor: string) => {
+      // Keyed by what the link signs, never by its id alone: any delegator may copy an id (PROTOCOL.md §14).
+      const revocationId = linkRevocationId(leaf);
       const r = await d.store.revokeDelegation({
+        revocationId,
         delegationId: leaf.delegationId,
         rootGrantId: v.root.grantId,
         expiresAtMs: Date.parse(leaf.expiresAt),
@@ -57,12 +61,13 @@ export function delegationRevocationGate(d: RouteDeps): Middleware {
       if (r.changed) {
         await d.audit.record(actor, 'delegation.revoke', leaf.delegationId, {
           rootGrantId: v.root.grantId,
+          revocationId,
           ...(reason ? { reason } : {}),
           ...(b['revocation'] ? { revocation: b['revocation'] } : {}),
         });
         d.counters.grantRevoked(b['revocation'] ? 'signed' : 'api');
       }
-      ctx.body = { grantId: leaf.delegationId, revoked: true, revokedAt: r.revokedAt };
+      ctx.body = { grantId: leaf.delegationId, revocationId, revoked: true, revokedAt: r.revokedAt };
     };
     if (b['revocation'] === undefined) {
       // The root grant's owner: an API key allowed to revoke grants.

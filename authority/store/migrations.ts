@@ -9,7 +9,7 @@ import {
   type Migration,
 } from '../../service-kit/index.js';
 import { HUMAN_MIGRATION } from './humans.js';
-import { DELEGATION_MIGRATION } from './delegations.js';
+import { DELEGATION_BY_HASH_MIGRATION, DELEGATION_MIGRATION } from './delegations.js';
 
 export const AUTHORITY_MIGRATIONS: readonly Migration[] = [
   {
@@ -101,4 +101,5 @@ export const AUTHORITY_MIGRATIONS: readonly Migration[] = [
   HUMAN_MIGRATION,
   // Revoked delegations (PROTOCOL.md §14).
   DELEGATION_MIGRATION,
+  DELEGATION_BY_HASH_MIGRATION,
 ];

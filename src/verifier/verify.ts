@@ -433,14 +433,14 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
 
       // Step 3: revocation — the bundles' list always, the grant's URL unless offline.
       // Every id of a chain, root first: a revoked link revokes everything below it (PROTOCOL.md §14).
-      const ids = chain.links.length === 0 ? [grant.grantId] : chainIds(chain);
-      for (const id of ids)
+      const ids = chainIds(chain);
+      for (const { id, name } of ids)
         if (keptRevoked.has(id) || isKept(o.keptRevocations, id))
-          fail('grant_revoked', `${id === grant.grantId ? 'the grant' : `delegation ${id}`} is revoked (trust bundle)`);
+          fail('grant_revoked', `${name} is revoked (trust bundle)`);
       if (!o.offline) {
         const online = featureOf(builtIn, 'online', 'revocation is checked online unless offline: true');
         revocation ??= online.createRevocationChecker();
-        for (const id of ids) {
+        for (const { id, name } of ids) {
           const status = await viaModule(() =>
             revocation!.check(id === grant.grantId ? grant.revocationUrl : linkRevocationUrl(grant, id), id, {
               ttlMs: revocationTtl,
@@ -449,8 +449,7 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
               timeoutMs: revocationTimeoutMs,
             }),
           );
-          if (status.revoked)
-            fail('grant_revoked', `${id === grant.grantId ? 'the grant' : `delegation ${id}`} is revoked`);
+          if (status.revoked) fail('grant_revoked', `${name} is revoked`);
         }
       }
 

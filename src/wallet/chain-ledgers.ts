@@ -3,13 +3,34 @@
  * ids revocation asks for, and each link's ledgers, charged leaf to root in the one reservation
  * of §13. Shared by the wallet and the verifier.
  */
-import type { PolicyGrant } from '../artifacts/types.js';
+import type { Delegation, PolicyGrant } from '../artifacts/types.js';
 import type { DelegationChain } from '../artifacts/delegation.js';
+import { canonicalize } from '../encoding/jcs.js';
+import { utf8Encode } from '../encoding/utf8.js';
+import { sha256HexSync } from '../crypto/index.js';
 import { windowLedgers, type Ledger } from './ledgers.js';
 
-/** Every id revocation must ask about, root first: a revoked link revokes everything below it. */
-export function chainIds(chain: DelegationChain): string[] {
-  return [chain.root.grantId, ...chain.links.map((l) => l.delegationId)];
+/**
+ * The id a link is revoked by (PROTOCOL.md §14): hex SHA-256 of JCS of the link without its
+ * signature, so of everything it signs, its whole chain included. Never its `delegationId` alone:
+ * any delegator may give its own link another tree's delegation id, or a grant's id, and revoke
+ * it; the signature is left out because an ES256 signature can be re-encoded by anyone (§3).
+ * @example linkRevocationId(sba.grant) // '3f1c...' (64 hex)
+ */
+export function linkRevocationId(link: Delegation): string {
+  const { signature: _s, ...signed } = link;
+  return sha256HexSync(utf8Encode(canonicalize(signed)));
+}
+
+/**
+ * Every id revocation must ask about, root first (the root grant's id, then each link's
+ * `linkRevocationId`), with a name for messages: a revoked link revokes everything below it.
+ */
+export function chainIds(chain: DelegationChain): { id: string; name: string }[] {
+  return [
+    { id: chain.root.grantId, name: 'the grant' },
+    ...chain.links.map((l) => ({ id: linkRevocationId(l), name: `delegation ${l.delegationId}` })),
+  ];
 }
 
 /**

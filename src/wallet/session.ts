@@ -199,7 +199,7 @@ export function createSessionWith<G extends PolicyGrant | Delegation = PolicyGra
     const t = readClock(now, 'options.now');
     if (t >= grantExpiry) throw new CtlError('grant_expired', `the grant expired at ${grant.expiresAt}`);
     // Every id of a chain, root first: a revoked link revokes what hangs below it (PROTOCOL.md §14).
-    for (const id of chain.links.length === 0 ? [root.grantId] : chainIds(chain)) {
+    for (const { id } of chainIds(chain)) {
       const status = fromBundles
         ? await fromBundles(id, t)
         : await sharedRevocation.check(id === root.grantId ? root.revocationUrl : linkRevocationUrl(root, id), id, {

@@ -11,6 +11,7 @@ import {
   createSession,
   createSignedRevocation,
   generateKeyPair,
+  linkRevocationId,
   verifyCtl,
   type Delegation,
   type PolicyGrant,
@@ -114,7 +115,8 @@ async function scenario(t: TestAuthority) {
   );
   assert.is(byDelegator.status, 200, JSON.stringify(byDelegator.body));
   assert.is(byDelegator.body.grantId, d1.delegationId);
-  const status = await t.call('GET', `/revoke?grantId=${d1.delegationId}`, undefined, null);
+  assert.is(byDelegator.body.revocationId, linkRevocationId(d1));
+  const status = await t.call('GET', `/revoke?grantId=${linkRevocationId(d1)}`, undefined, null);
   assert.is(status.body.revoked, true, 'a revoked delegation answers without its root');
   // Online: the leaf below the revoked middle link is refused.
   const online = await verifyCtl(sba, { amount: '10', currency: 'USD', jwksUrl, fetch, revocationTtl: 0 });
@@ -133,9 +135,103 @@ async function scenario(t: TestAuthority) {
 
   // Bundles list revoked delegation ids beside grant ids.
   const bundle = (await t.call('POST', '/trust-bundles', { scope: { category: 'deleg' }, expiresAt })).body;
-  assert.ok(bundle.revokedGrants.includes(d1.delegationId), JSON.stringify(bundle.revokedGrants));
-  assert.ok(bundle.revokedGrants.includes(other.delegationId));
+  // By their revocation ids (what the link signs), never by delegation id alone.
+  assert.ok(bundle.revokedGrants.includes(linkRevocationId(d1)), JSON.stringify(bundle.revokedGrants));
+  assert.ok(bundle.revokedGrants.includes(linkRevocationId(other)));
+  assert.not.ok(bundle.revokedGrants.includes(d1.delegationId));
 }
+
+/**
+ * A delegator in one tree can name its own link with any id, another tree's delegation id or a
+ * grant id included, and revoke it without an API key: that must stop only its own link.
+ */
+async function hostileIdReuse(t: TestAuthority) {
+  const victimAgent = await generateKeyPair();
+  const victimRoot = (
+    await t.call('POST', '/grants', await grantRequest(t, victimAgent.publicJwk, { delegation: { maxDepth: 1 } }))
+  ).body as PolicyGrant;
+  const leafKey = await generateKeyPair();
+  const victim = await createDelegation(
+    victimRoot,
+    { actorKey: leafKey.publicJwk, maxAmountMinor: '500', expiresAt: victimRoot.expiresAt },
+    { signingKey: victimAgent.privateKeyPem },
+  );
+  // A P-256 delegator (its did:key is zDn...) revokes as an Ed25519 one does.
+  const hostileAgent = await generateKeyPair({ alg: 'ES256' });
+  const hostileRoot = (
+    await t.call('POST', '/grants', await grantRequest(t, hostileAgent.publicJwk, { delegation: { maxDepth: 1 } }))
+  ).body as PolicyGrant;
+  for (const id of [victim.delegationId, victimRoot.grantId]) {
+    const copy = await createDelegation(
+      hostileRoot,
+      {
+        actorKey: (await generateKeyPair()).publicJwk,
+        delegationId: id,
+        maxAmountMinor: '1',
+        expiresAt: hostileRoot.expiresAt,
+      },
+      { signingKey: hostileAgent.privateKeyPem },
+    );
+    const r = await t.call(
+      'POST',
+      '/revoke',
+      {
+        delegation: copy,
+        revocation: await createSignedRevocation({ grantId: id }, { signingKey: hostileAgent.privateKeyPem }),
+      },
+      null,
+    );
+    assert.is(r.status, 200, JSON.stringify(r.body));
+  }
+  // Its own link is revoked, by its revocation id only.
+  const own = await createDelegation(
+    hostileRoot,
+    { actorKey: (await generateKeyPair()).publicJwk, maxAmountMinor: '1', expiresAt: hostileRoot.expiresAt },
+    { signingKey: hostileAgent.privateKeyPem },
+  );
+  const ownRevoked = await t.call(
+    'POST',
+    '/revoke',
+    {
+      delegation: own,
+      revocation: await createSignedRevocation(
+        { grantId: own.delegationId },
+        { signingKey: hostileAgent.privateKeyPem },
+      ),
+    },
+    null,
+  );
+  assert.is(ownRevoked.body.revocationId, linkRevocationId(own));
+  const asked = await t.call('GET', `/revoke?grantId=${linkRevocationId(own)}`, undefined, null);
+  assert.is(asked.body.revoked, true);
+  const fetch = (url: string) => globalThis.fetch(url);
+  const s = createSession(victim, { actorId: 'leaf', signingKey: leafKey.privateKeyPem, fetch });
+  const sba = await s.createSba({ amount: '10', currency: 'USD', rail: 'x402' });
+  const jwksUrl = `${t.url}/.well-known/ctl-keys.json`;
+  const online = await verifyCtl(sba, { amount: '10', currency: 'USD', jwksUrl, fetch, revocationTtl: 0 });
+  assert.ok(online.valid, JSON.stringify(!online.valid && online.error));
+  const bundle = (
+    await t.call('POST', '/trust-bundles', { scope: { category: 'hostile' }, expiresAt: victimRoot.expiresAt })
+  ).body;
+  const rootPublicKeyPem = (await t.authority.keys.rootSigner()).publicKeyPem;
+  const offline = await verifyCtl(sba, {
+    amount: '10',
+    currency: 'USD',
+    trustBundles: [bundle],
+    rootPublicKeyPem,
+    offline: true,
+  });
+  assert.ok(offline.valid, JSON.stringify(!offline.valid && offline.error));
+}
+
+test("sqlite: a hostile delegator reusing another tree's ids revokes only its own link", async () => {
+  const t = await startTestAuthority();
+  try {
+    await hostileIdReuse(t);
+  } finally {
+    await t.close();
+  }
+});
 
 test('sqlite: grant with delegation, revocation by owner and by delegator, GET /revoke, bundles', async () => {
   const t = await startTestAuthority();

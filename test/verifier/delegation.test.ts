@@ -8,6 +8,7 @@ import {
   verifyCtl,
   type Delegation,
   type PolicyGrant,
+  linkRevocationId,
 } from '../../src/index.js';
 import { verifyCtlEdge } from '../../src/edge.js';
 import { keys, grant, bundle, fakeAuthority, T0, HOUR, type Keys } from '../helpers/fixtures.js';
@@ -207,7 +208,10 @@ test('a revoked middle link stops the leaf online (asked at the root base) and o
   const a = fakeAuthority(k);
   const sba = await sbaUnder(k, c.leaf, c.holders[3]!, '30', a.fetch);
   assert.ok((await verifyCtl(sba, opts({ fetch: a.fetch }))).valid);
+  // A bare delegation id revokes nothing: any delegator may copy it (PROTOCOL.md §14).
   a.revoke('dlg-2');
+  assert.ok((await verifyCtl(sba, opts({ fetch: a.fetch, revocationTtl: 0 }))).valid);
+  a.revoke(linkRevocationId(c.links[1]!));
   const online = await verifyCtl(sba, opts({ fetch: a.fetch, revocationTtl: 0 }));
   assert.is(!online.valid && online.error.code, 'grant_revoked');
   assert.match(!online.valid ? online.error.message : '', 'dlg-2');
@@ -224,7 +228,15 @@ test('a revoked middle link stops the leaf online (asked at the root base) and o
     signingKeyPem: undefined,
   });
   assert.ok(clean.valid, JSON.stringify(!clean.valid && clean.error));
-  const b = await bundle(k, { revokedGrants: ['dlg-2'] });
+  const byId = await verifyCtl(sba, {
+    ...opts(),
+    offline: true,
+    trustBundles: [await bundle(k, { revokedGrants: ['dlg-2'] })],
+    rootPublicKeyPem: k.root.publicKeyPem,
+    signingKeyPem: undefined,
+  });
+  assert.ok(byId.valid, JSON.stringify(!byId.valid && byId.error));
+  const b = await bundle(k, { revokedGrants: [linkRevocationId(c.links[1]!)] });
   const offline = await verifyCtl(sba, {
     ...opts(),
     offline: true,

@@ -9,6 +9,7 @@ import {
   CtlGrantRevokedError,
   type Delegation,
   type WalletSession,
+  linkRevocationId,
 } from '../../src/index.js';
 import { createDelegation as walletCreateDelegation } from '../../src/entries/wallet.js';
 import { keys, grant, bundle, fakeAuthority, T0, type Keys } from '../helpers/fixtures.js';
@@ -109,14 +110,17 @@ test('a revoked middle link stops the leaf wallet online and offline (bundles)',
     revocationTtl: 0,
   });
   await s.createSba(pay);
+  // A bare delegation id revokes nothing (any delegator may copy it); the link's revocation id does.
   a.revoke('dlg-2');
+  await s.createSba(pay);
+  a.revoke(linkRevocationId(c.links[1]!));
   try {
     await s.createSba(pay);
     assert.unreachable();
   } catch (e) {
     assert.instance(e, CtlGrantRevokedError);
   }
-  const b = await bundle(k, { revokedGrants: ['dlg-2'] });
+  const b = await bundle(k, { revokedGrants: ['dlg-2', linkRevocationId(c.links[1]!)] });
   const off = createSession(c.leaf, {
     actorId: 'leaf',
     signingKey: c.holders[3]!.privateKeyPem,
