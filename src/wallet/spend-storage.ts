@@ -104,7 +104,22 @@ export function checkCounters(counters: readonly SpendCounter[]): void {
     seen.add(c.key);
     if (typeof c.amount !== 'bigint' || c.amount < 0n || typeof c.ceiling !== 'bigint')
       throw new RangeError('reserveMany: amount and ceiling must be bigints, amount ≥ 0');
+    checkTime(c.ledgerExpiresAt, 'ledgerExpiresAt');
   }
+}
+
+/**
+ * Time is a number or nothing (PROTOCOL.md §12): a `now` of NaN reads every id as expired (each
+ * `expiresAt > now` is false), so it would forget every id and release every hold. Throws RangeError.
+ */
+export function checkTimes(options: { now?: number; expiresAt?: number } | undefined): void {
+  checkTime(options?.now, 'now');
+  checkTime(options?.expiresAt, 'expiresAt');
+}
+
+function checkTime(t: unknown, name: string): void {
+  if (t !== undefined && (typeof t !== 'number' || !Number.isFinite(t)))
+    throw new RangeError(`spend storage: ${name} must be a finite number of ms`);
 }
 
 /**
@@ -162,6 +177,8 @@ export function createMemorySpendStorage(): SpendStorage {
   return {
     reserve(key, id, amount, ceiling, options) {
       if (typeof amount !== 'bigint' || amount < 0n) throw new RangeError('reserve: amount must be a bigint ≥ 0');
+      checkTimes(options);
+      checkTime(options?.ledgerExpiresAt, 'ledgerExpiresAt');
       const now = options?.now;
       // Windows that have ended are dropped whole: their totals no longer limit anything.
       if (now !== undefined) dropEnded(now);
@@ -193,6 +210,7 @@ export function createMemorySpendStorage(): SpendStorage {
     },
     reserveMany(id, counters, options) {
       checkCounters(counters);
+      checkTimes(options);
       const now = options?.now;
       if (now !== undefined) {
         dropEnded(now);
@@ -214,6 +232,7 @@ export function createMemorySpendStorage(): SpendStorage {
       return { result: 'reserved' };
     },
     commitMany(id, captured, options) {
+      checkTimes(options);
       if (options?.now !== undefined) sweepMany(options.now);
       const r = many.get(id);
       if (!r) return 'unknown';

@@ -7,7 +7,10 @@ import {
   createMemorySpendStorage,
   createSignedSessionBudgetAuthorization,
   verifyCtl,
+  type SpendStorage,
 } from '../../src/index.js';
+import { createKvSpendStorage } from '../../firmware-bridge/kv-spend-storage.js';
+import { createNodeAbi } from '../../firmware-bridge/node/test-abi.js';
 import { keys, grant, T0, HOUR, type Keys } from '../helpers/fixtures.js';
 
 let k: Keys;
@@ -55,5 +58,45 @@ test("another grant's hold under the same budgetId cannot take over the capture 
   assert.equal(c, { captured: true, amountMinor: '1234' }, 'the capture settles the hold the merchant served');
   assert.is(await storage.total('grant:grant_victim_h1'), 1234n);
 });
+
+const kvStorage = (): SpendStorage => createKvSpendStorage(createNodeAbi({ now: T0 }).storage);
+
+for (const [name, make] of [
+  ['memory', createMemorySpendStorage],
+  ['kv', kvStorage],
+] as const) {
+  test(`${name}: a time that is not a finite number forgets no id and releases no hold`, async () => {
+    const s = make();
+    const c = [{ key: 'grant:g', amount: 10n, ceiling: 100n }];
+    assert.equal(await s.reserveMany!('grant:g|b1', c, { now: T0, expiresAt: T0 + HOUR, hold: true }), {
+      result: 'reserved',
+    });
+    for (const now of [NaN, Infinity, -Infinity, '1' as unknown as number]) {
+      let threw = false;
+      try {
+        await s.reserveMany!('grant:g|b2', c, { now, expiresAt: T0 + HOUR });
+      } catch (e) {
+        threw = e instanceof RangeError;
+      }
+      assert.ok(threw, `reserveMany refuses now=${String(now)}`);
+      threw = false;
+      try {
+        await s.commitMany!('grant:g|b1', 5n, { now });
+      } catch (e) {
+        threw = e instanceof RangeError;
+      }
+      assert.ok(threw, `commitMany refuses now=${String(now)}`);
+      threw = false;
+      try {
+        await s.reserveMany!('grant:g|b3', c, { now: T0, expiresAt: now });
+      } catch (e) {
+        threw = e instanceof RangeError;
+      }
+      assert.ok(threw, `reserveMany refuses expiresAt=${String(now)}`);
+    }
+    assert.is(await s.total('grant:g'), 10n, 'the hold is still reserved');
+    assert.equal(await s.reserveMany!('grant:g|b1', c, { now: T0 }), { result: 'duplicate' }, 'its id still refuses');
+  });
+}
 
 test.run();
