@@ -224,7 +224,7 @@ export function createMemorySpendStorage(): SpendStorage {
         ledger(c.key).total += c.amount;
       }
       many.set(id, {
-        parts: counters.map((c) => ({ key: c.key, amount: c.amount, count: c.count })),
+        parts: counters.map((c) => ({ ledger: ledger(c.key), amount: c.amount, count: c.count })),
         committed: false,
         expiresAt: options?.expiresAt,
         hold: options?.hold === true,
@@ -245,8 +245,7 @@ export function createMemorySpendStorage(): SpendStorage {
       const next = capturedAmounts(r.parts, captured);
       if (!next) return 'exceeded';
       r.parts.forEach((p, i) => {
-        const l = ledgers.get(p.key);
-        if (l) l.total -= p.amount - next[i]!;
+        p.ledger.total -= p.amount - next[i]!;
         p.amount = next[i]!;
       });
       r.committed = true;
@@ -265,12 +264,12 @@ export function createMemorySpendStorage(): SpendStorage {
         ledgers.delete(k);
       }
   }
-  /** Returns a reservation to the counters still kept (a dropped window limits nothing any more). */
+  /**
+   * Returns a reservation to the ledgers it was counted in. A dropped window limits nothing any
+   * more; one made again under its key (a clock stepped back) never counted this reservation.
+   */
   function giveBack(id: string, r: Reservation): void {
-    for (const p of r.parts) {
-      const l = ledgers.get(p.key);
-      if (l) l.total -= p.amount;
-    }
+    for (const p of r.parts) p.ledger.total -= p.amount;
     many.delete(id);
   }
   /** Forgets expired ids (PROTOCOL.md §12) and releases the holds never captured (§15). */
@@ -290,7 +289,8 @@ export function createMemorySpendStorage(): SpendStorage {
 }
 
 interface Reservation {
-  parts: { key: string; amount: bigint; count?: boolean }[];
+  /** The ledger objects, not their keys: what a release gives back goes where it was taken. */
+  parts: { ledger: Ledger; amount: bigint; count?: boolean }[];
   committed: boolean;
   expiresAt?: number;
   hold: boolean;

@@ -97,6 +97,26 @@ for (const [name, make] of [
     assert.is(await s.total('grant:g'), 10n, 'the hold is still reserved');
     assert.equal(await s.reserveMany!('grant:g|b1', c, { now: T0 }), { result: 'duplicate' }, 'its id still refuses');
   });
+
+  test(`${name}: a release after the clock stepped back never gives a window back what it did not take`, async () => {
+    const s = make();
+    const w = (amount: bigint) => [{ key: 'window:g:PT1H:0', amount, ceiling: 10n, ledgerExpiresAt: T0 + HOUR }];
+    // A hold of the whole window, alive for two days.
+    assert.equal(await s.reserveMany!('a', w(10n), { now: T0, expiresAt: T0 + 48 * HOUR, hold: true }), {
+      result: 'reserved',
+    });
+    // The clock reads past the window's retention: its ledger is dropped.
+    await s.reserveMany!('b', [{ key: 'grant:g', amount: 1n, ceiling: 100n }], { now: T0 + 2 * HOUR });
+    // Then it steps back into the window: a new ledger for it, taking the whole window again.
+    assert.equal(await s.reserveMany!('c', w(10n), { now: T0 + 1000 }), { result: 'reserved' });
+    await s.releaseMany!('a'); // the first hold, counted in the dropped ledger, goes back
+    assert.equal(
+      await s.reserveMany!('d', w(1n), { now: T0 + 2000 }),
+      { result: 'exceeded', key: 'window:g:PT1H:0' },
+      'the window still holds 10 of 10',
+    );
+    assert.is(await s.total('window:g:PT1H:0'), 10n);
+  });
 }
 
 test.run();
