@@ -5,13 +5,15 @@ import * as assert from 'uvu/assert';
 import {
   captureCtl,
   createMemorySpendStorage,
+  createSession,
   createSignedSessionBudgetAuthorization,
+  generateKeyPair,
   verifyCtl,
   type SpendStorage,
 } from '../../src/index.js';
 import { createKvSpendStorage } from '../../firmware-bridge/kv-spend-storage.js';
 import { createNodeAbi } from '../../firmware-bridge/node/test-abi.js';
-import { keys, grant, T0, HOUR, type Keys } from '../helpers/fixtures.js';
+import { keys, grant, fakeAuthority, T0, HOUR, type Keys } from '../helpers/fixtures.js';
 
 let k: Keys;
 test.before(async () => {
@@ -118,5 +120,35 @@ for (const [name, make] of [
     assert.is(await s.total('window:g:PT1H:0'), 10n);
   });
 }
+
+test('a storage with only the single-counter reserve refuses a delegation rather than half-enforce it', async () => {
+  const full = createMemorySpendStorage();
+  const old: SpendStorage = { reserve: full.reserve, commit: full.commit, release: full.release, total: full.total };
+  const root = await grant(k, { grantId: 'grant_root_single', delegation: { maxDepth: 2 } });
+  const a = fakeAuthority(k);
+  const agent = createSession(root, {
+    actorId: 'planner',
+    signingKey: k.actor.privateKeyPem,
+    fetch: a.fetch,
+    now: () => T0,
+  });
+  const sub = await generateKeyPair();
+  const d = await agent.delegate({ actorKey: sub.publicJwk, maxAmountMinor: '500', expiresAt: root.expiresAt });
+  const s = createSession(d, {
+    actorId: 'sub',
+    signingKey: sub.privateKeyPem,
+    fetch: a.fetch,
+    now: () => T0,
+    spendStorage: old,
+  });
+  let code = 'ok';
+  try {
+    await s.createSba({ amount: '10', currency: 'USD', rail: 'x402' });
+  } catch (e) {
+    code = (e as { code?: string }).code ?? String(e);
+  }
+  assert.is(code, 'unsupported_feature', 'PROTOCOL.md §13: a delegation needs the atomic reserve');
+  assert.is(await full.total('wallet:grant_root_single'), 0n, 'nothing half counted');
+});
 
 test.run();
