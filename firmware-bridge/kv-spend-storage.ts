@@ -41,7 +41,7 @@ import type {
   SpendCounter,
   SpendStorage,
 } from '../src/wallet/spend-storage.js';
-import { capturedAmounts, checkCounters } from '../src/wallet/spend-storage.js';
+import { capturedAmounts, checkCounters, checkTimes } from '../src/wallet/spend-storage.js';
 import { utf8Decode, utf8Encode } from '../src/encoding/utf8.js';
 
 export interface KvSpendStorageOptions {
@@ -344,6 +344,7 @@ export function createKvSpendStorage(storage: ByteStorage, options: KvSpendStora
   return {
     reserve(key, id, amount, ceiling, o?: ReserveOptions): ReserveResult {
       if (typeof amount !== 'bigint' || amount < 0n) throw new RangeError('reserve: amount must be a bigint ≥ 0');
+      checkTimes(o);
       const now = o?.now;
       const expiresAt = o?.expiresAt !== undefined && Number.isFinite(o.expiresAt) ? Math.ceil(o.expiresAt) : undefined;
       return update<ReserveResult>(key, (r0) => {
@@ -390,6 +391,7 @@ export function createKvSpendStorage(storage: ByteStorage, options: KvSpendStora
     },
     reserveMany(id, counters: readonly SpendCounter[], o): ReserveManyResult {
       checkCounters(counters);
+      checkTimes(o);
       const now = o?.now;
       const expiresAt = o?.expiresAt !== undefined && Number.isFinite(o.expiresAt) ? Math.ceil(o.expiresAt) : null;
       const keep = new Set(counters.map((c) => c.key));
@@ -412,6 +414,7 @@ export function createKvSpendStorage(storage: ByteStorage, options: KvSpendStora
       });
     },
     commitMany(id, captured, o): CommitManyResult {
+      checkTimes(o);
       const now = o?.now;
       return updateMany<CommitManyResult>((m0) => {
         const m = copyMany(m0);

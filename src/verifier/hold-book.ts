@@ -50,10 +50,16 @@ export function createHoldBook() {
     }
   };
   return {
-    /** Keeps a hold that was just reserved, for its capture. */
-    record(budgetId: string, h: Held, now: number): void {
+    /**
+     * Keeps a hold that was just reserved, for its capture. False when a live hold of another
+     * grant already answers to `budgetId`: a capture names only the budgetId, which is on the
+     * wire, so a second hold under it would take over the first one's capture.
+     */
+    record(budgetId: string, h: Held, now: number): boolean {
       forgetExpired(now);
+      if (held.has(budgetId)) return false;
       held.set(budgetId, h);
+      return true;
     },
     capture,
   };

@@ -39,6 +39,7 @@ import { createHoldBook, type CaptureCtl } from './hold-book.js';
 import { createMemorySpendStorage, type SpendStorage } from '../wallet/spend-storage.js';
 import {
   commitAll,
+  releaseAll,
   reservationId,
   raiseRegister,
   reserveAll,
@@ -568,11 +569,11 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
         }
         if (hold) {
           const sbaExpiry = parseTimestamp(a.expiresAt, 'authorization.expiresAt') + tol;
-          holds.record(
-            a.budgetId,
-            { storage, reservation: reservationId(ledgers, a.budgetId), expiresAt: sbaExpiry },
-            now,
-          );
+          const reservation = reservationId(ledgers, a.budgetId);
+          if (!holds.record(a.budgetId, { storage, reservation, expiresAt: sbaExpiry }, now)) {
+            await releaseAll(storage, ledgers, a.budgetId);
+            fail('replay', `budgetId ${a.budgetId} is a live hold already`);
+          }
         }
       }
       return {

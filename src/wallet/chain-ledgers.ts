@@ -62,6 +62,8 @@ export function linkLedgers(chain: DelegationChain, prefix: string, amount: bigi
       ceiling: BigInt(link.maxAmountMinor),
       code: 'budget_exceeded',
       what: `the ${link.maxAmountMinor} minor units of delegation ${link.delegationId}`,
+      // One payment counts in every link and the root, all or none (PROTOCOL.md §13, §14).
+      needsAtomic: true,
     });
     if (link.windows) {
       // Windows per link, counted from the link's own start, keyed by its path (PROTOCOL.md §13).

@@ -104,7 +104,22 @@ export function checkCounters(counters: readonly SpendCounter[]): void {
     seen.add(c.key);
     if (typeof c.amount !== 'bigint' || c.amount < 0n || typeof c.ceiling !== 'bigint')
       throw new RangeError('reserveMany: amount and ceiling must be bigints, amount ≥ 0');
+    checkTime(c.ledgerExpiresAt, 'ledgerExpiresAt');
   }
+}
+
+/**
+ * Time is a number or nothing (PROTOCOL.md §12): a `now` of NaN reads every id as expired (each
+ * `expiresAt > now` is false), so it would forget every id and release every hold. Throws RangeError.
+ */
+export function checkTimes(options: { now?: number; expiresAt?: number } | undefined): void {
+  checkTime(options?.now, 'now');
+  checkTime(options?.expiresAt, 'expiresAt');
+}
+
+function checkTime(t: unknown, name: string): void {
+  if (t !== undefined && (typeof t !== 'number' || !Number.isFinite(t)))
+    throw new RangeError(`spend storage: ${name} must be a finite number of ms`);
 }
 
 /**
@@ -162,6 +177,8 @@ export function createMemorySpendStorage(): SpendStorage {
   return {
     reserve(key, id, amount, ceiling, options) {
       if (typeof amount !== 'bigint' || amount < 0n) throw new RangeError('reserve: amount must be a bigint ≥ 0');
+      checkTimes(options);
+      checkTime(options?.ledgerExpiresAt, 'ledgerExpiresAt');
       const now = options?.now;
       // Windows that have ended are dropped whole: their totals no longer limit anything.
       if (now !== undefined) dropEnded(now);
@@ -193,6 +210,7 @@ export function createMemorySpendStorage(): SpendStorage {
     },
     reserveMany(id, counters, options) {
       checkCounters(counters);
+      checkTimes(options);
       const now = options?.now;
       if (now !== undefined) {
         dropEnded(now);
@@ -206,7 +224,7 @@ export function createMemorySpendStorage(): SpendStorage {
         ledger(c.key).total += c.amount;
       }
       many.set(id, {
-        parts: counters.map((c) => ({ key: c.key, amount: c.amount, count: c.count })),
+        parts: counters.map((c) => ({ ledger: ledger(c.key), amount: c.amount, count: c.count })),
         committed: false,
         expiresAt: options?.expiresAt,
         hold: options?.hold === true,
@@ -214,6 +232,7 @@ export function createMemorySpendStorage(): SpendStorage {
       return { result: 'reserved' };
     },
     commitMany(id, captured, options) {
+      checkTimes(options);
       if (options?.now !== undefined) sweepMany(options.now);
       const r = many.get(id);
       if (!r) return 'unknown';
@@ -226,8 +245,7 @@ export function createMemorySpendStorage(): SpendStorage {
       const next = capturedAmounts(r.parts, captured);
       if (!next) return 'exceeded';
       r.parts.forEach((p, i) => {
-        const l = ledgers.get(p.key);
-        if (l) l.total -= p.amount - next[i]!;
+        p.ledger.total -= p.amount - next[i]!;
         p.amount = next[i]!;
       });
       r.committed = true;
@@ -246,12 +264,12 @@ export function createMemorySpendStorage(): SpendStorage {
         ledgers.delete(k);
       }
   }
-  /** Returns a reservation to the counters still kept (a dropped window limits nothing any more). */
+  /**
+   * Returns a reservation to the ledgers it was counted in. A dropped window limits nothing any
+   * more; one made again under its key (a clock stepped back) never counted this reservation.
+   */
   function giveBack(id: string, r: Reservation): void {
-    for (const p of r.parts) {
-      const l = ledgers.get(p.key);
-      if (l) l.total -= p.amount;
-    }
+    for (const p of r.parts) p.ledger.total -= p.amount;
     many.delete(id);
   }
   /** Forgets expired ids (PROTOCOL.md §12) and releases the holds never captured (§15). */
@@ -271,7 +289,8 @@ export function createMemorySpendStorage(): SpendStorage {
 }
 
 interface Reservation {
-  parts: { key: string; amount: bigint; count?: boolean }[];
+  /** The ledger objects, not their keys: what a release gives back goes where it was taken. */
+  parts: { ledger: Ledger; amount: bigint; count?: boolean }[];
   committed: boolean;
   expiresAt?: number;
   hold: boolean;
