@@ -25,7 +25,7 @@ export type CaptureCtl = (budgetId: string, amount: string, options?: CaptureOpt
 interface Held {
   storage: SpendStorage;
   reservation: string;
-  /** When the hold can no longer be captured: the SBA's expiry plus the clock tolerance. */
+  /** When the hold can no longer be captured: the SBA's expiry (PROTOCOL.md §15). */
   expiresAt: number;
 }
 

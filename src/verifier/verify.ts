@@ -568,7 +568,9 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
           });
         }
         if (hold) {
-          const sbaExpiry = parseTimestamp(a.expiresAt, 'authorization.expiresAt') + tol;
+          // Captured before the SBA's own expiry (PROTOCOL.md §15), never in the clock tolerance:
+          // the wallet gives an uncaptured hold back soon after that instant.
+          const sbaExpiry = parseTimestamp(a.expiresAt, 'authorization.expiresAt');
           const reservation = reservationId(ledgers, a.budgetId);
           if (!holds.record(a.budgetId, { storage, reservation, expiresAt: sbaExpiry }, now)) {
             await releaseAll(storage, ledgers, a.budgetId);

@@ -47,6 +47,12 @@ import { createRevocationChecker, type RevocationChecker } from '../revocation.j
 import type { FetchLike } from '../net/fetch-json.js';
 import { bundleRevocation, type BundleRevocationOptions } from './bundle-revocation.js';
 
+/**
+ * How long past its SBA's expiry the wallet keeps an uncaptured hold: the widest clock skew it
+ * allows a merchant (a verifier's clock tolerance is a few minutes at most in practice).
+ */
+export const HOLD_GRACE_MS = 10 * 60_000;
+
 export interface SessionOptions {
   /** Agent or wallet identity, copied into every SBA. */
   actorId: string;
@@ -239,8 +245,12 @@ export function createSessionWith<G extends PolicyGrant | Delegation = PolicyGra
     // The wallet needs the id only until commit; it may forget it once the SBA has expired.
     const sbaExpiry = Math.min(t + sbaTtlMs, grantExpiry);
     const hold = p.hold === true;
+    // A merchant captures until the SBA's expiry by its own clock (PROTOCOL.md §15), which may run
+    // behind ours: the wallet keeps a hold a grace period longer, so no capture lands after the
+    // wallet gave the amount back and signed it again.
+    const heldUntil = hold ? sbaExpiry + HOLD_GRACE_MS : sbaExpiry;
     for (const [id, h] of holds) if (h.expiresAt <= t) holds.delete(id); // the storage released them
-    const r = await reserveAll(storage, ledgers, budgetId, { expiresAt: sbaExpiry, now: t, hold });
+    const r = await reserveAll(storage, ledgers, budgetId, { expiresAt: heldUntil, now: t, hold });
     if (!r.ok) {
       if (r.ledger.code === 'budget_exceeded')
         throw new CtlBudgetExceededError(`${p.amount} minor units of ${p.currency} would exceed ${r.ledger.what}`);
@@ -273,7 +283,7 @@ export function createSessionWith<G extends PolicyGrant | Delegation = PolicyGra
         t,
       );
       // A hold stays reserved until its capture, or its expiry (PROTOCOL.md §15).
-      if (hold) holds.set(budgetId, { id: reservationId(ledgers, budgetId), expiresAt: sbaExpiry });
+      if (hold) holds.set(budgetId, { id: reservationId(ledgers, budgetId), expiresAt: heldUntil });
       else await commitAll(storage, ledgers, budgetId);
       return sba;
     } catch (e) {

@@ -15,6 +15,7 @@ import {
   encodeSbaHeader,
   type SpendStorage,
 } from '../../src/index.js';
+import { HOLD_GRACE_MS } from '../../src/wallet/session.js';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { keys, grant, fakeAuthority, T0, HOUR, type Keys } from '../helpers/fixtures.js';
@@ -62,14 +63,44 @@ test('a wallet hold: signed as a hold, captured below, at, above, twice, after e
   assert.is(await codeOf(() => s.capture(h2.authorization.budgetId, '1000')), 'ok', 'at the hold');
   assert.is((await s.remaining()).remainingMinor, '2766');
   const h3 = await hold('2000');
-  clock.t = Date.parse(h3.authorization.expiresAt);
+  clock.t = Date.parse(h3.authorization.expiresAt) + HOLD_GRACE_MS;
   assert.is(await codeOf(() => s.capture(h3.authorization.budgetId, '1')), 'hold_expired', 'after expiry');
   const h4 = await hold('2000'); // never captured
   assert.is((await s.remaining()).remainingMinor, '766');
-  clock.t = Date.parse(h4.authorization.expiresAt) + 1;
+  clock.t = Date.parse(h4.authorization.expiresAt) + HOLD_GRACE_MS + 1;
   await s.createSba({ amount: '1', currency: 'USD', rail: 'x402' }); // the next reservation sweeps
   assert.is((await s.remaining()).remainingMinor, '2765', 'the uncaptured holds went back at their expiry');
   assert.is(await codeOf(() => s.capture('bud_unknown', '1')), 'hold_expired');
+});
+
+test('a merchant whose clock runs behind captures at its expiry: the wallet still holds it, never re-spends it', async () => {
+  const { s, clock, hold } = await walletWith();
+  const h = await hold('3000');
+  // The merchant's clock is 5 minutes behind: it captures at what is, for the wallet, expiry + 5 min.
+  clock.t = Date.parse(h.authorization.expiresAt) + 5 * 60_000;
+  assert.is((await s.remaining()).remainingMinor, '2000', 'the hold is still reserved');
+  assert.is(await codeOf(() => s.createSba({ amount: '2001', currency: 'USD', rail: 'x402' })), 'budget_exceeded');
+  assert.is(await codeOf(() => s.capture(h.authorization.budgetId, '3000')), 'ok', 'the capture is learned');
+  assert.is((await s.remaining()).remainingMinor, '2000', 'spent once, at the captured amount');
+});
+
+test('a verifier captures a hold before the SBA expiry, not in its clock tolerance', async () => {
+  const { hold } = await walletWith();
+  const h = await hold('3000');
+  const expiry = Date.parse(h.authorization.expiresAt);
+  const storage = createMemorySpendStorage();
+  const r = await verifyCtl(h, {
+    amount: '3000',
+    currency: 'USD',
+    signingKeyPem: k.authority.publicKeyPem,
+    offline: true,
+    spendStorage: storage,
+    clockToleranceMs: 60_000,
+    now: () => expiry - 1000,
+  });
+  assert.ok(r.valid, JSON.stringify(r));
+  const late = await captureCtl(h.authorization.budgetId, '100', { now: () => expiry + 30_000 });
+  assert.is(late.captured ? 'ok' : late.error.code, 'hold_expired');
 });
 
 test('a hold is counted in every window at its maximum, and its capture gives the windows the rest', async () => {
