@@ -88,9 +88,14 @@ test('an agent turn: the model pays through the gateway, sees the spend, and is 
   );
   assert.is(messages.at(-1)!.content, 'The report is paid; the big one is over budget.');
 
-  // The model was bound to the three tools with their JSON schemas (OpenAI style).
+  // The model was bound to the four tools with their JSON schemas (OpenAI style).
   const specs = bound[0] as { function: { name: string; parameters: any } }[];
-  assert.equal(specs.map((t) => t.function.name).sort(), ['list_receipts', 'paid_fetch', 'session_status']);
+  assert.equal(specs.map((t) => t.function.name).sort(), [
+    'delegate_budget',
+    'list_receipts',
+    'paid_fetch',
+    'session_status',
+  ]);
   const fetchSpec = specs.find((t) => t.function.name === 'paid_fetch')!.function.parameters;
   assert.equal(fetchSpec.required, ['url']);
   assert.is(fetchSpec.properties.purpose.type, 'string');
