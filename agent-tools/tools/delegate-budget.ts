@@ -10,6 +10,8 @@ import { describeRefusal, refusalOf, unreachableMessage } from '../refusals.js';
 import { defineTool } from './tool.js';
 
 const MINOR = /^[1-9][0-9]{0,17}$/;
+// Far past any session's expiry (the child is refused past its parent's anyway), and a date JS can write.
+const MAX_DURATION_SECONDS = 10 * 366 * 86_400;
 
 const input = {
   amountMinor: z
@@ -33,6 +35,7 @@ const input = {
     .number()
     .int()
     .min(1)
+    .max(MAX_DURATION_SECONDS)
     .optional()
     .describe('Instead of expiresAt: the session ends this many seconds from now.'),
   label: z.string().max(200).optional().describe('A name for the sub-agent\'s session, e.g. "hotel booking".'),
