@@ -56,7 +56,7 @@ test.after(async () => {
   await new Promise((r) => meter.close(r));
 });
 
-test('session_status shows each window; a full window is refused with its reset', async () => {
+test('a hold shows held and captured; session_status shows each window; a full window is refused', async () => {
   const s = await createSession(env.gw, {
     windows: [
       { every: 'PT1H', maxAmountMinor: '300', maxPayments: 5 },
@@ -64,8 +64,15 @@ test('session_status shows each window; a full window is refused with its reset'
     ],
   });
   const tool = await agentFor(s.sessionToken);
-  const paid = await tool('paid_fetch', { url: `${env.merchant.url}/p250`, purpose: 'api:search' });
-  assert.is(paid.structuredContent.amountPaid.amountMinor, '250');
+  // A metered merchant holds 200 (it fits the hour's 300), captures 50: the rest goes back to every window.
+  const held = (await tool('paid_fetch', { url: `${meterUrl}/charge?max=200&capture=50`, purpose: 'api:search' }))
+    .structuredContent;
+  assert.is(held.outcome, 'response');
+  assert.match(held.receiptId, /^rcpt_/);
+  assert.equal(held.amountHeld, { amountMinor: '200', currency: 'USD' });
+  assert.equal(held.amountPaid, { amountMinor: '50', currency: 'USD' });
+  const paid = await tool('paid_fetch', { url: `${env.merchant.url}/p200`, purpose: 'api:search' });
+  assert.is(paid.structuredContent.amountPaid.amountMinor, '200');
   assert.is(paid.structuredContent.amountHeld, undefined, 'a fixed price is no hold');
 
   const st = (await tool('session_status')).structuredContent;
@@ -73,11 +80,12 @@ test('session_status shows each window; a full window is refused with its reset'
   const [hour, day] = st.windows;
   assert.equal(
     [hour.every, hour.limitMinor, hour.maxPayments, hour.spentMinor, hour.remainingMinor, hour.payments],
-    ['PT1H', '300', 5, '250', '50', 1],
+    ['PT1H', '300', 5, '250', '50', 2],
   );
   assert.equal([day.every, day.limitMinor, day.spentMinor, day.remainingMinor], ['P1D', '500', '250', '250']);
   assert.ok(nearly(hour.resetsAt, 3_600_000), hour.resetsAt);
   assert.ok(nearly(day.resetsAt, 86_400_000), day.resetsAt);
+  assert.equal([hour.reservedMinor, day.reservedMinor, st.reservedMinor], ['0', '0', '0'], 'the rest released');
   assert.is(st.remainingMinor, '750', 'the lifetime budget beside the windows');
 
   const paidBefore = env.merchant.paid.length;
@@ -107,19 +115,6 @@ test("a window's soft limit is a pause of kind window, resuming by itself at its
   const st = (await tool('session_status')).structuredContent;
   assert.is(st.state, 'paused');
   assert.equal(st.pausedWindow, { every: 'P1D', resetsAt: p.resetsAt });
-});
-
-test('paid_fetch on a metered merchant reports the hold and what was captured', async () => {
-  const s = await createSession(env.gw);
-  const tool = await agentFor(s.sessionToken);
-  const r = (await tool('paid_fetch', { url: `${meterUrl}/charge?max=300&capture=123`, purpose: 'api:search' }))
-    .structuredContent;
-  assert.is(r.outcome, 'response');
-  assert.match(r.receiptId, /^rcpt_/);
-  assert.equal(r.amountHeld, { amountMinor: '300', currency: 'USD' });
-  assert.equal(r.amountPaid, { amountMinor: '123', currency: 'USD' });
-  const st = (await tool('session_status')).structuredContent;
-  assert.equal([st.spentMinor, st.reservedMinor, st.remainingMinor], ['123', '0', '877'], 'the rest released');
 });
 
 test.run();
