@@ -11,6 +11,10 @@ const NEXT_STEP: Record<string, string> = {
   destination_not_allowed: 'The budget owner does not allow paying this merchant; do not retry it.',
   budget_exceeded: "The session's budget cannot cover this payment. Tell the budget owner; do not retry.",
   velocity_exceeded: "The session's rate of payments is used up for now; wait before paying again.",
+  window_exceeded:
+    "This period's budget window is used up: wait until resetsAt (retryAfterSeconds), then retry; session_status shows each window.",
+  delegation_invalid:
+    "A child session can only narrow this one: lower the field the message names (session_status shows this session's limits).",
   currency_mismatch: 'The merchant asks for a currency this session cannot pay in.',
   asset_not_allowed: 'The merchant asks for an asset this session cannot pay in.',
   session_revoked: 'The budget owner revoked this session: stop paying and tell the owner.',
@@ -43,6 +47,8 @@ export interface Refusal {
   retryAfterSeconds?: number;
   /** The payment a `paid_response_lost` refusal made. */
   receiptId?: string;
+  /** `window_exceeded`: when the full window ends (PROTOCOL.md §13). */
+  resetsAt?: string;
   nextStep: string;
 }
 
@@ -51,6 +57,9 @@ export interface PauseNotice {
   code: 'session_paused';
   message: string;
   httpStatus: number;
+  /** `window`: one budget window's soft limit, which lifts by itself at `resetsAt`; `ceiling`: the session's. */
+  pauseKind: 'window' | 'ceiling';
+  resetsAt?: string;
   sessionId?: string;
   ownerAction: string;
   nextStep: string;
@@ -73,7 +82,16 @@ export function ownerActionForPause(gatewayUrl: string, sessionId: string | unde
 /** A thrown gateway refusal's code, status and Retry-After (the SDK client's CtlError / GatewayError), or undefined for anything else. */
 export function refusalOf(
   e: unknown,
-): { code: string; message: string; status?: number; retryAfterSeconds?: number; receiptId?: string } | undefined {
+):
+  | {
+      code: string;
+      message: string;
+      status?: number;
+      retryAfterSeconds?: number;
+      receiptId?: string;
+      resetsAt?: string;
+    }
+  | undefined {
   // Only the gateway's answers: a Node system error also has a string `code` (ECONNREFUSED).
   if (!(e instanceof CtlError || e instanceof GatewayError)) return undefined;
   // A CtlError with a service code is the client's own "no answer" (src/client: the gateway was not reached).
@@ -84,6 +102,7 @@ export function refusalOf(
     status?: unknown;
     retryAfterSeconds?: unknown;
     receiptId?: unknown;
+    resetsAt?: unknown;
   };
   return {
     code: err.code,
@@ -91,6 +110,7 @@ export function refusalOf(
     ...(typeof err.status === 'number' ? { status: err.status } : {}),
     ...(typeof err.retryAfterSeconds === 'number' ? { retryAfterSeconds: err.retryAfterSeconds } : {}),
     ...(typeof err.receiptId === 'string' ? { receiptId: err.receiptId } : {}),
+    ...(typeof err.resetsAt === 'string' ? { resetsAt: err.resetsAt } : {}),
   };
 }
 
@@ -111,15 +131,23 @@ export function describeRefusal(
   sessionId: string | undefined,
 ): Refusal | PauseNotice {
   if (r.code === 'session_paused') {
+    // A window's pause (PROTOCOL.md §13) names its reset: waiting for it is an answer too.
+    const wait = r.resetsAt
+      ? ` Or wait until ${r.resetsAt}, when this budget window resets and the session resumes by itself.`
+      : '';
     return {
       outcome: 'paused',
       code: 'session_paused',
       message: r.message,
       httpStatus: r.status ?? 409,
+      pauseKind: r.resetsAt ? 'window' : 'ceiling',
+      ...(r.resetsAt ? { resetsAt: r.resetsAt } : {}),
       ...(sessionId ? { sessionId } : {}),
       ownerAction: ownerActionForPause(gatewayUrl, sessionId),
       nextStep:
-        "Nothing was paid and the merchant's paid answer was not obtained. Ask your budget owner to approve (ownerAction says how); once they have, call paid_fetch again with the same arguments. Do not look for another way to pay.",
+        "Nothing was paid and the merchant's paid answer was not obtained. Ask your budget owner to approve (ownerAction says how); once they have, call paid_fetch again with the same arguments." +
+        wait +
+        ' Do not look for another way to pay.',
     };
   }
   return {
@@ -129,6 +157,7 @@ export function describeRefusal(
     ...(r.status !== undefined ? { httpStatus: r.status } : {}),
     ...(r.retryAfterSeconds !== undefined ? { retryAfterSeconds: r.retryAfterSeconds } : {}),
     ...(r.receiptId !== undefined ? { receiptId: r.receiptId } : {}),
+    ...(r.resetsAt !== undefined ? { resetsAt: r.resetsAt } : {}),
     nextStep: NEXT_STEP[r.code] ?? 'The gateway refused the call; see code and message.',
   };
 }

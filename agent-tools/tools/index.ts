@@ -1,16 +1,16 @@
 /**
- * Every tool of a gateway session, in the order adapters offer them. A new tool (e.g.
- * `delegate_budget`, once a session can give part of its budget to a child session) is one more
+ * Every tool of a gateway session, in the order adapters offer them. A new tool is one more
  * definition file and one more entry here: MCP, the AI SDK and LangChain then all serve it.
  */
 import type { CtlTool } from './tool.js';
 import { paidFetch } from './paid-fetch.js';
 import { sessionStatus } from './session-status.js';
 import { listReceipts } from './list-receipts.js';
+import { delegateBudget } from './delegate-budget.js';
 
-export const CTL_TOOLS: readonly CtlTool[] = [paidFetch, sessionStatus, listReceipts];
+export const CTL_TOOLS: readonly CtlTool[] = [paidFetch, sessionStatus, listReceipts, delegateBudget];
 
-export type CtlToolName = 'paid_fetch' | 'session_status' | 'list_receipts';
+export type CtlToolName = 'paid_fetch' | 'session_status' | 'list_receipts' | 'delegate_budget';
 
 /**
  * The tools named in `only` (all of them without it); an unknown name is a RangeError naming it.

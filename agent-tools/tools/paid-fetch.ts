@@ -78,6 +78,11 @@ const output = {
     .describe(
       'What this call paid; absent when nothing was paid. On a replayed answer, what the original call paid (not paid again).',
     ),
+  amountHeld: money
+    .optional()
+    .describe(
+      'When the merchant billed by use (a hold, then a capture): the most this call could have paid, held while it ran. amountPaid is what was captured; the rest was released to the budget.',
+    ),
   replayed: z
     .boolean()
     .optional()
@@ -102,6 +107,16 @@ const output = {
     .string()
     .optional()
     .describe('outcome paused: what the budget owner must do so this session can pay again.'),
+  pauseKind: z
+    .enum(['window', 'ceiling'])
+    .optional()
+    .describe(
+      "outcome paused: 'window' when one budget window (e.g. a day's) reached its soft limit (it resumes by itself at resetsAt), 'ceiling' when the session's whole budget did.",
+    ),
+  resetsAt: z
+    .string()
+    .optional()
+    .describe('When the budget window that refused (window_exceeded) or paused this call resets, ISO 8601 UTC.'),
   nextStep: z.string().optional().describe('What to do next.'),
 };
 
@@ -172,14 +187,19 @@ export const paidFetch = defineTool({
     const limited = limitBody(full, args.maxBodyBytes);
     const encoded = encodeBody(limited.bytes, res.headers.get('content-type'));
     let amountPaid: { amountMinor: string; currency: string } | undefined;
+    let amountHeld: { amountMinor: string; currency: string } | undefined;
     let note: string | undefined;
     if (receiptId) {
-      // The signed receipt is the record of what was paid (spec §2.4).
+      // The signed receipt is the record of what was paid (spec §2.4); a hold's receipt also
+      // carries the maximum it authorised beside what was captured (PROTOCOL.md §15).
       try {
-        const amount = (await session.receipt(receiptId)).amount as
-          { amountMinor?: unknown; currency?: unknown } | undefined;
-        if (typeof amount?.amountMinor === 'string' && typeof amount.currency === 'string')
+        const receipt = await session.receipt(receiptId);
+        const amount = receipt.amount as { amountMinor?: unknown; currency?: unknown } | undefined;
+        if (typeof amount?.amountMinor === 'string' && typeof amount.currency === 'string') {
           amountPaid = { amountMinor: amount.amountMinor, currency: amount.currency };
+          if (typeof receipt.authorizedAmountMinor === 'string')
+            amountHeld = { amountMinor: receipt.authorizedAmountMinor, currency: amount.currency };
+        }
       } catch (e) {
         note = `paid (receipt ${receiptId}), but the receipt could not be read: ${(e as Error).message}; list_receipts shows it`;
       }
@@ -192,6 +212,7 @@ export const paidFetch = defineTool({
       ...(limited.truncated ? { truncated: true, bodyBytes: full.length } : {}),
       ...(receiptId ? { receiptId } : {}),
       ...(amountPaid ? { amountPaid } : {}),
+      ...(amountHeld ? { amountHeld } : {}),
       ...(res.headers.get('idempotent-replayed') === 'true' ? { replayed: true } : {}),
       ...(session.sessionId ? { sessionId: session.sessionId } : {}),
       idempotencyKey,

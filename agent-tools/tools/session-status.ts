@@ -29,6 +29,31 @@ const output = {
     .optional()
     .describe('Merchant host patterns this session may pay (absent: any).'),
   merchantBlocklist: z.array(z.string()).optional().describe('Merchant host patterns this session may not pay.'),
+  windows: z
+    .array(
+      z.object({
+        every: z.string().describe('The period: PT1H (hour), P1D (day), P7D (week), P1M (month), P1Y (year).'),
+        limitMinor: z.string().describe('The most this window may pay, minor units.'),
+        maxPayments: z.number().int().optional().describe('The most payments in this window.'),
+        spentMinor: z.string(),
+        reservedMinor: z.string(),
+        remainingMinor: z.string().describe('What this window can still pay until it resets, minor units.'),
+        payments: z.number().int(),
+        resetsAt: z.string().describe('When the current window ends and its spend starts again from 0, ISO 8601 UTC.'),
+      }),
+    )
+    .optional()
+    .describe(
+      'Budget windows (e.g. 10.00 a day): each limits what is paid per period on top of the whole budget. A payment must fit every window and the budget.',
+    ),
+  pausedWindow: z
+    .object({ every: z.string(), resetsAt: z.string() })
+    .optional()
+    .describe('state paused at a window: which one, and when the session resumes by itself.'),
+  parentId: z
+    .string()
+    .optional()
+    .describe('This session is a share of that session (delegated to this agent); its payments also count there.'),
   ownerAction: z.string().optional().describe('state paused: what the budget owner must do.'),
 };
 
@@ -38,7 +63,7 @@ export const sessionStatus = defineTool({
   name: 'session_status',
   title: 'Spending session status',
   description:
-    "The state of this agent's spending session: active/paused/revoked/expired, budget, amount spent and remaining (minor units, e.g. cents), expiry and the purposes paid_fetch may use. Costs nothing.",
+    "The state of this agent's spending session: active/paused/revoked/expired, budget, amount spent and remaining (minor units, e.g. cents), each budget window (per hour/day/week/month) with its reset time, expiry and the purposes paid_fetch may use. Costs nothing.",
   input: {},
   output,
   annotations: { readOnlyHint: true, openWorldHint: false },
@@ -67,6 +92,22 @@ export const sessionStatus = defineTool({
         ...(typeof soft === 'string' ? { softLimitMinor: soft } : {}),
         ...(allow ? { merchantAllowlist: allow } : {}),
         ...(block ? { merchantBlocklist: block } : {}),
+        ...(v.windows?.length
+          ? {
+              windows: v.windows.map((w) => ({
+                every: w.every,
+                limitMinor: w.maxAmountMinor,
+                ...(w.maxPayments !== undefined ? { maxPayments: w.maxPayments } : {}),
+                spentMinor: w.spentMinor,
+                reservedMinor: w.reservedMinor,
+                remainingMinor: w.remainingMinor,
+                payments: w.payments,
+                resetsAt: w.resetsAt,
+              })),
+            }
+          : {}),
+        ...(v.pausedWindow ? { pausedWindow: v.pausedWindow } : {}),
+        ...(v.parentId ? { parentId: v.parentId } : {}),
         ...(v.state === 'paused' ? { ownerAction: ownerActionForPause(gatewayUrl, v.sessionId) } : {}),
       },
     };

@@ -7,6 +7,7 @@
 import { CtlError, CtlBudgetExceededError, isCtlErrorCode, isServiceErrorCode } from '../errors.js';
 import { hostFetch, hostSleep } from '../host.js';
 import { newId } from '../ids.js';
+import type { BudgetWindow } from '../artifacts/types.js';
 
 type Fetch = typeof fetch;
 
@@ -41,10 +42,19 @@ function unreachable(url: string, e: unknown): unknown {
   });
 }
 
-/** What `onSoftLimit` is told when a payment would cross the soft ceiling (spec §3 "paused"). */
+/**
+ * What `onSoftLimit` is told when a payment would cross a soft limit (spec §3 "paused"). `kind`
+ * says which: the session's `ceiling` (only the owner's continuation resumes it), or one budget
+ * `window` (PROTOCOL.md §13), which resumes by itself at `resetsAt` unless the owner raises it sooner.
+ */
 export interface SoftLimitInfo {
   sessionId: string | undefined;
   code: 'session_paused';
+  kind: 'window' | 'ceiling';
+  /** kind `window`: the paused window's period (`PT1H`, `P1D`, …), when the gateway's view names it. */
+  every?: string;
+  /** kind `window`: when the window ends and payments resume without the owner (RFC 3339 UTC). */
+  resetsAt?: string;
   message: string;
   /** The target the agent was calling. */
   url: string;
@@ -80,6 +90,34 @@ export interface SessionConfig {
   trustLevel?: 0 | 1;
   /** The purpose of a payment whose request names none (an agent behind the gateway's egress proxy); one of `purposes`. */
   defaultPurpose?: string;
+  windows?: BudgetWindow[];
+  windowsStart?: string;
+}
+
+/** A window as it stands now (GET /session, GET /sessions/{id}). */
+export interface WindowView extends BudgetWindow {
+  spentMinor: string;
+  reservedMinor: string;
+  remainingMinor: string;
+  payments: number;
+  startedAt: string;
+  resetsAt: string;
+}
+
+/**
+ * A sub-agent's share of a session (PROTOCOL.md §14, POST /sessions/{id}/children): every field
+ * narrows the parent's and is the parent's when absent; a widening one is `delegation_invalid`.
+ */
+export interface ChildSessionConfig {
+  budget: { amount: string; currency?: string };
+  purposes?: string[];
+  expiresAt?: string;
+  label?: string;
+  merchantAllowlist?: string[];
+  merchantBlocklist?: string[];
+  velocity?: { maxPaymentsPerHour?: number; maxAmountPerMerchantPerDay?: string };
+  windows?: BudgetWindow[];
+  windowsStart?: string;
 }
 
 export interface CreatedSession {
@@ -90,6 +128,12 @@ export interface CreatedSession {
   grantId: string;
   expiresAt: string;
   webhookSecret?: string;
+}
+
+/** A child session made by `session.delegate(...)`: its token is the sub-agent's. */
+export interface CreatedChildSession extends CreatedSession {
+  parentId: string;
+  depth: number;
 }
 
 /** What an agent's token may read of its session (GET /session): the owner's view without the continuation token or webhook. */
@@ -105,6 +149,13 @@ export interface AgentSessionView {
   remainingMinor: string;
   policyHash: string;
   grantId: string;
+  /** Each budget window's standing, when the session has windows. */
+  windows?: WindowView[];
+  /** While paused at a window's soft limit: which window, and when it resumes by itself. */
+  pausedWindow?: { every: string; resetsAt: string };
+  /** A child session: its parent and depth below the root. */
+  parentId?: string;
+  depth?: number;
   [more: string]: unknown;
 }
 
@@ -138,8 +189,9 @@ export interface AgentSession {
   /**
    * Fetches `url` through the gateway. Merchant responses come back as they are; the gateway's
    * own refusals throw (`CtlBudgetExceededError` for `budget_exceeded`, else `GatewayError`
-   * with `code` and `status`; a `rate_limited` refusal (429) also has `retryAfterSeconds`). Each call sends one `Idempotency-Key` (random, or `idempotencyKey`)
-   * and reuses it on its own retries (network error, gateway 5xx, 409 in flight, the soft-limit
+   * with `code` and `status`; a `rate_limited` refusal (429) also has `retryAfterSeconds`, a full
+   * window's `window_exceeded` also `resetsAt`). Each call sends one `Idempotency-Key` (random, or
+   * `idempotencyKey`) and reuses it on its own retries (network error, gateway 5xx, 409 in flight, the soft-limit
    * continuation), so a retried call is paid at most once; a replayed answer has `Idempotent-Replayed: true`.
    * @example const res = await session.fetch('https://api.example/search?q=x', { purpose: 'api:search' })
    * @example await session.fetch(url, { purpose: 'api:search', method: 'POST', body, idempotencyKey: orderId })
@@ -157,6 +209,13 @@ export interface AgentSession {
   receipts(): Promise<{ sessionId: string; receipts: Record<string, unknown>[] }>;
   /** One signed receipt of this session, e.g. the `X-Ctl-Receipt-Id` of a paid call (GET /session/receipts/{id}). */
   receipt(receiptId: string): Promise<Record<string, unknown>>;
+  /**
+   * Gives a sub-agent part of this session's budget: a child session (POST /sessions/{id}/children,
+   * authorised by this session's token) that only narrows this one. Each payment of the child also
+   * counts here, so children together never spend more than this session can.
+   * @example const { sessionToken } = await session.delegate({ budget: { amount: '500' }, purposes: ['api:search'] })
+   */
+  delegate(config: ChildSessionConfig): Promise<CreatedChildSession>;
 }
 
 const IDEMPOTENCY_KEY = /^[\x20-\x7e]{1,255}$/;
@@ -189,19 +248,22 @@ function resendable(body: unknown): boolean {
 async function errorOf(res: Response): Promise<Error> {
   let code = 'internal';
   let message = `HTTP ${res.status}`;
+  let resetsAt: string | undefined;
   try {
-    const body = (await res.json()) as { error?: { code?: unknown; message?: unknown } };
+    const body = (await res.json()) as { error?: { code?: unknown; message?: unknown; resetsAt?: unknown } };
     if (typeof body?.error?.code === 'string') code = body.error.code;
     if (typeof body?.error?.message === 'string') message = body.error.message;
+    if (typeof body?.error?.resetsAt === 'string') resetsAt = body.error.resetsAt;
   } catch {
     // not JSON: keep the status line
   }
-  // 429 `rate_limited`: `retryAfterSeconds` (from Retry-After) is when to try again.
-  const retry = res.status === 429 ? Number(res.headers.get('retry-after') ?? NaN) : NaN;
-  const extra =
-    Number.isSafeInteger(retry) && retry >= 0
-      ? { status: res.status, retryAfterSeconds: retry }
-      : { status: res.status };
+  // 429 `rate_limited`, a full or paused window (PROTOCOL.md §13): Retry-After says when to try again.
+  const retry = res.headers.get('retry-after') === null ? NaN : Number(res.headers.get('retry-after'));
+  const extra = {
+    status: res.status,
+    ...(Number.isSafeInteger(retry) && retry >= 0 ? { retryAfterSeconds: retry } : {}),
+    ...(resetsAt ? { resetsAt } : {}),
+  };
   if (code === 'budget_exceeded') return Object.assign(new CtlBudgetExceededError(message), extra);
   // A protocol refusal (budget, session state, policy) is a CtlError the agent can act on; a
   // service code (auth, not found, upstream) stays a GatewayError with the HTTP status.
@@ -278,6 +340,16 @@ export function createGatewayClient(options: GatewayClientOptions) {
     /** The agent's side: requests through `/proxy` with the session token. */
     session(token: string, o: { sessionId?: string; onSoftLimit?: OnSoftLimit } = {}): AgentSession {
       let sessionId = o.sessionId;
+      // A window pause names its reset (PROTOCOL.md §13); the session's view names the window.
+      const pauseKind = async (err: Error): Promise<Pick<SoftLimitInfo, 'kind' | 'every' | 'resetsAt'>> => {
+        const resetsAt = (err as { resetsAt?: unknown }).resetsAt;
+        if (typeof resetsAt !== 'string') return { kind: 'ceiling' };
+        const every = await agent.status().then(
+          (v) => v.pausedWindow?.every,
+          () => undefined,
+        );
+        return { kind: 'window', ...(every ? { every } : {}), resetsAt };
+      };
       const agent: AgentSession = {
         token,
         get sessionId() {
@@ -307,6 +379,10 @@ export function createGatewayClient(options: GatewayClientOptions) {
           ),
         receipt: (receiptId) =>
           owner<Record<string, unknown>>('GET', `/session/receipts/${encodeURIComponent(receiptId)}`, undefined, token),
+        async delegate(config) {
+          if (!sessionId) await agent.status();
+          return owner<CreatedChildSession>('POST', `/sessions/${id(sessionId!)}/children`, config, token);
+        },
         async fetch(url, init = {}) {
           const { purpose, method, headers, idempotencyKey, retries, ...rest } = init;
           // One key per logical request, reused by every retry below (gateway/README.md "Idempotency-Key").
@@ -352,6 +428,7 @@ export function createGatewayClient(options: GatewayClientOptions) {
             const continuation = await o.onSoftLimit({
               sessionId,
               code: 'session_paused',
+              ...(await pauseKind(err)),
               message: err.message,
               url: String(url),
             });

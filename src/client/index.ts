@@ -11,4 +11,7 @@ export type {
   SoftLimitInfo,
   OnSoftLimit,
   ProxyInit,
+  WindowView,
+  ChildSessionConfig,
+  CreatedChildSession,
 } from './gateway-client.js';

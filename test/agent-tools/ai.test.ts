@@ -80,9 +80,9 @@ test('an agent turn: the model pays through the gateway, sees the spend, and is 
   assert.is(result.text, 'The report is paid; the big one is over budget.');
   assert.is(result.steps.length, 4);
 
-  // The model was offered the three tools with their JSON schemas.
+  // The model was offered the four tools with their JSON schemas.
   const offered = model.doGenerateCalls[0]!.tools ?? [];
-  assert.equal(offered.map((t) => t.name).sort(), ['list_receipts', 'paid_fetch', 'session_status']);
+  assert.equal(offered.map((t) => t.name).sort(), ['delegate_budget', 'list_receipts', 'paid_fetch', 'session_status']);
   const fetchTool = offered.find((t) => t.name === 'paid_fetch') as { inputSchema: any; description?: string };
   assert.equal(fetchTool.inputSchema.required, ['url']);
   assert.is(fetchTool.inputSchema.properties.url.format, 'uri');
@@ -149,6 +149,29 @@ test('a paused session is an ordinary output telling the model to ask the budget
   assert.is(paused.type, 'json');
   assert.is(paused.value.outcome, 'paused');
   assert.ok(paused.value.ownerAction.includes(`PATCH ${env.gw.url}/sessions/${s.sessionId}`), paused.value.ownerAction);
+});
+
+test('delegate_budget: the model hands a sub-agent a child token whose tools see only its slice', async () => {
+  const s = await createSession(env.gw);
+  const model = new MockLanguageModelV3({
+    doGenerate: [
+      callsTool('d1', 'delegate_budget', { amountMinor: '150', durationSeconds: 300, label: 'train' }),
+      says('Delegated.'),
+    ],
+  });
+  await generateText({
+    model,
+    tools: ctlAiTools({ gatewayUrl: env.gw.url, sessionToken: s.sessionToken }),
+    stopWhen: stepCountIs(3),
+    prompt: 'Give the train sub-agent 1.50.',
+  });
+  const d = shown(model.doGenerateCalls[1]!.prompt, 'd1');
+  assert.is(d.type, 'json');
+  assert.equal([d.value.outcome, d.value.parentId, d.value.budgetMinor], ['delegated', s.sessionId, '150']);
+  // The sub-agent's own tools, with the child token: its slice, not the parent's budget.
+  const sub = ctlAiTools({ gatewayUrl: env.gw.url, sessionToken: d.value.sessionToken, tools: ['session_status'] });
+  const st = (await sub.session_status!.execute!({}, { toolCallId: 's1', messages: [] })) as Record<string, any>;
+  assert.equal([st.sessionId, st.budgetMinor, st.parentId], [d.value.sessionId, '150', s.sessionId]);
 });
 
 test('a bad gateway URL, token or tool name is refused when the tools are made, naming the option', () => {

@@ -49,6 +49,7 @@ test('the entries build, import only declared packages, and give each framework 
 
     const ai = await import(pathToFileURL(join(dir, 'ai.js')).href);
     assert.equal(Object.keys(ai.ctlAiTools({ gatewayUrl: 'http://127.0.0.1:9', sessionToken: TOKEN })).sort(), [
+      'delegate_budget',
       'list_receipts',
       'paid_fetch',
       'session_status',
@@ -58,7 +59,7 @@ test('the entries build, import only declared packages, and give each framework 
       lc
         .ctlLangChainTools({ gatewayUrl: 'http://127.0.0.1:9', sessionToken: TOKEN })
         .map((t: { name: string }) => t.name),
-      ['paid_fetch', 'session_status', 'list_receipts'],
+      ['paid_fetch', 'session_status', 'list_receipts', 'delegate_budget'],
     );
     assert.throws(() => lc.ctlLangChainTools({ gatewayUrl: 'http://gw.example', sessionToken: TOKEN }), /gatewayUrl/);
   } finally {

@@ -88,9 +88,14 @@ test('an agent turn: the model pays through the gateway, sees the spend, and is 
   );
   assert.is(messages.at(-1)!.content, 'The report is paid; the big one is over budget.');
 
-  // The model was bound to the three tools with their JSON schemas (OpenAI style).
+  // The model was bound to the four tools with their JSON schemas (OpenAI style).
   const specs = bound[0] as { function: { name: string; parameters: any } }[];
-  assert.equal(specs.map((t) => t.function.name).sort(), ['list_receipts', 'paid_fetch', 'session_status']);
+  assert.equal(specs.map((t) => t.function.name).sort(), [
+    'delegate_budget',
+    'list_receipts',
+    'paid_fetch',
+    'session_status',
+  ]);
   const fetchSpec = specs.find((t) => t.function.name === 'paid_fetch')!.function.parameters;
   assert.equal(fetchSpec.required, ['url']);
   assert.is(fetchSpec.properties.purpose.type, 'string');
@@ -149,6 +154,32 @@ test('a paused session is a success telling the model to ask the budget owner, n
   assert.is(out.outcome, 'paused');
   assert.ok(out.ownerAction.includes(`PATCH ${env.gw.url}/sessions/${s.sessionId}`), out.ownerAction);
   assert.match(paused.content as string, /^PAUSED, nothing paid/);
+});
+
+test('delegate_budget invoked with plain arguments answers the child token; a widening field is refused', async () => {
+  const s = await createSession(env.gw);
+  const [delegate] = ctlLangChainTools({
+    gatewayUrl: env.gw.url,
+    sessionToken: s.sessionToken,
+    tools: ['delegate_budget'],
+  });
+  const made = JSON.parse((await delegate!.invoke({ amountMinor: '200', purposes: ['api:search'] })) as string);
+  assert.equal([made.outcome, made.parentId, made.depth], ['delegated', s.sessionId, 1]);
+  const [status] = ctlLangChainTools({
+    gatewayUrl: env.gw.url,
+    sessionToken: made.sessionToken,
+    tools: ['session_status'],
+  });
+  const st = JSON.parse((await status!.invoke({})) as string);
+  assert.equal([st.budgetMinor, st.remainingMinor, st.parentId], ['200', '200', s.sessionId]);
+  const wide = (await delegate!.invoke({
+    id: 'w1',
+    name: 'delegate_budget',
+    args: { amountMinor: '1001' },
+    type: 'tool_call',
+  })) as ToolMessage;
+  assert.is(wide.status, 'error');
+  assert.is((wide.artifact as { code: string }).code, 'delegation_invalid');
 });
 
 test('invoked with plain arguments, a tool answers the content text', async () => {

@@ -35,6 +35,7 @@ test('the bundle builds and lists the tools over stdio', async () => {
     );
     try {
       assert.equal((await client.listTools()).tools.map((t) => t.name).sort(), [
+        'delegate_budget',
         'list_receipts',
         'paid_fetch',
         'session_status',

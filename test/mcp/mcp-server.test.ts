@@ -58,11 +58,11 @@ test.after(async () => {
   await new Promise((r) => files.close(r));
 });
 
-test('the three tools are listed with input schemas an LLM can fill in', async () => {
+test('the four tools are listed with input schemas an LLM can fill in', async () => {
   const s = await createSession(env.gw);
   const client = await connect({ CTL_GATEWAY_URL: env.gw.url, CTL_SESSION_TOKEN: s.sessionToken });
   const { tools } = await client.listTools();
-  assert.equal(tools.map((t) => t.name).sort(), ['list_receipts', 'paid_fetch', 'session_status']);
+  assert.equal(tools.map((t) => t.name).sort(), ['delegate_budget', 'list_receipts', 'paid_fetch', 'session_status']);
   const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
   for (const t of tools) {
     assert.ok((t.description ?? '').length > 60, `${t.name} has a description`);
@@ -229,6 +229,8 @@ test('a paused session is a structured result telling the agent to ask its owner
   assert.is(p.outcome, 'paused');
   assert.is(p.code, 'session_paused');
   assert.is(p.httpStatus, 409);
+  assert.is(p.pauseKind, 'ceiling', 'the session ceiling, not a window');
+  assert.is(p.resetsAt, undefined);
   assert.is(p.sessionId, s.sessionId);
   assert.is(p.receiptId, undefined);
   assert.ok(p.ownerAction.includes(`PATCH ${env.gw.url}/sessions/${s.sessionId}`), p.ownerAction);
@@ -360,7 +362,7 @@ test('a gateway that cannot be reached: a tool error saying so, never a crash of
   const status = (await client.callTool({ name: 'session_status', arguments: {} })) as Result;
   assert.is(status.isError, true);
   assert.match(status.content[0]!.text, /could not be reached/);
-  assert.equal((await client.listTools()).tools.length, 3, 'the server is still there');
+  assert.equal((await client.listTools()).tools.length, 4, 'the server is still there');
 });
 
 test('missing or invalid configuration: one line on stderr naming the variable, a non-zero exit', async () => {
