@@ -79,7 +79,8 @@ async function runBench() {
             const bad = r.bad ? `  (${r.bad} not 200)` : '';
             console.log(
               `${store.name.padEnd(11)} ${String(conns).padStart(5)}  ${kind.padEnd(26)} ` +
-                `${r.rps.toFixed(0).padStart(6)}  ${r.p50.toFixed(2).padStart(7)}   ${ratio}×, ${sign}${added} ms${bad}`,
+                `${r.rps.toFixed(0).padStart(6)}  ${r.p50.toFixed(2).padStart(7)}   ` +
+                `${ratio}×, ${sign}${added} ms${bad}`,
             );
           }
         }

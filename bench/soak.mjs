@@ -162,7 +162,8 @@ try {
     ? 'the books match'
     : `MISMATCH in ${mismatched.length} sessions\n  ${mismatched.slice(0, 10).join('\n  ')}`;
   console.log(
-    `books: ${sessions.length} sessions, ${paid} paid answers, spent ${spent} minor units, reserved ${reserved}: ${books}`,
+    `books: ${sessions.length} sessions, ${paid} paid answers, spent ${spent} minor units, ` +
+      `reserved ${reserved}: ${books}`,
   );
   // SQLite: what the database file (and its WAL) hold per paid answer, sessions and all.
   if (dbKind !== 'postgres') {

@@ -158,8 +158,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
         clearTimeout(timer);
         r.destroy();
         if (e instanceof TargetRefused || e instanceof HttpError) reject(e);
-        else
-        {
+        else {
           const reason = (e as NodeJS.ErrnoException)?.code ?? (e as Error)?.message ?? 'error';
           reject(upstreamError(`the merchant could not be reached: ${reason}`));
         }

@@ -274,9 +274,7 @@ export async function openPkcs11Signer(uriText: string, options: Pkcs11SignerOpt
     if (keys.length !== 1) {
       const found = keys.length === 0 ? 'no private key' : `${keys.length} private keys`;
       const hint = keys.length === 0 && pin === undefined ? ' (no PIN given: add pin-source= or pin-value=)' : '';
-      throw new Error(
-        `${found} match ${uri.redacted}${hint}`,
-      );
+      throw new Error(`${found} match ${uri.redacted}${hint}`);
     }
     key = keys[0];
     const [type] = m.p.C_GetAttributeValue(first, key, [{ type: m.lib.CKA_KEY_TYPE }]);

@@ -141,12 +141,10 @@ function validator(c: Compiled, id: string, schema: Schema): ValidateFunction {
 function validate(c: Compiled, id: string, schema: Schema, body: unknown, where: string): void {
   const v = validator(c, id, schema);
   if (!v(body)) {
-    const errors = (v.errors ?? [])
-      .slice(0, 5)
-      .map((e) => {
-        const extra = e.params && 'additionalProperty' in e.params ? ` '${e.params.additionalProperty}'` : '';
-        return `${e.instancePath || '/'} ${e.message}${extra}`;
-      });
+    const errors = (v.errors ?? []).slice(0, 5).map((e) => {
+      const extra = e.params && 'additionalProperty' in e.params ? ` '${e.params.additionalProperty}'` : '';
+      return `${e.instancePath || '/'} ${e.message}${extra}`;
+    });
     throw new Error(
       `OpenAPI: ${where}: body does not match the document: ${errors.join('; ')}\nbody: ${JSON.stringify(body).slice(0, 400)}`,
     );
