@@ -3,8 +3,22 @@
  * given as UTF-8 text and anything else (an image, a PDF, bytes that are not UTF-8) as base64.
  */
 
-const TEXTUAL =
-  /^\s*(text\/|application\/(json|xml|javascript|ecmascript|x-www-form-urlencoded|graphql|yaml|x-yaml|x-ndjson|problem\+json)\b|[^;\s]+\/[^;\s]+\+(json|xml)\b)/i;
+const TEXTUAL_APPLICATION = [
+  'json',
+  'xml',
+  'javascript',
+  'ecmascript',
+  'x-www-form-urlencoded',
+  'graphql',
+  'yaml',
+  'x-yaml',
+  'x-ndjson',
+  'problem\\+json',
+].join('|');
+const TEXTUAL = new RegExp(
+  '^\\s*(text\\/|application\\/(' + TEXTUAL_APPLICATION + ')\\b|[^;\\s]+\\/[^;\\s]+\\+(json|xml)\\b)',
+  'i',
+);
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 export interface EncodedBody {

@@ -226,11 +226,15 @@ export function createKeyRing(options: KeyRingOptions): KeyRing {
       // generated key here would be a development key signing production grants.
       const fromEnv = (await store.listSigningKeys()).filter((k) => k.purpose === 'grant' && k.source === 'env');
       if (fromEnv.length > 0) {
+        const uriVar = GRANT_VAR.replace('_PRIVATE_KEY_PEM', '_KEY_PKCS11_URI');
+        const kids = fromEnv
+          .slice(-3)
+          .map((k) => `'${k.kid}'`)
+          .join(', ');
+        const more = fromEnv.length > 3 ? ', …' : '';
         throw new Error(
-          `${GRANT_VAR} (or ${GRANT_VAR.replace('_PRIVATE_KEY_PEM', '_KEY_PKCS11_URI')}) is not set, but the grant keys on this database come from it (kid ${fromEnv
-            .slice(-3)
-            .map((k) => `'${k.kid}'`)
-            .join(', ')}${fromEnv.length > 3 ? ', …' : ''}): set it here too.`,
+          `${GRANT_VAR} (or ${uriVar}) is not set, but the grant keys on this database come from it ` +
+            `(kid ${kids}${more}): set it here too.`,
         );
       }
     }

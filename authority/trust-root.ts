@@ -133,8 +133,10 @@ export function createTrustRoot(o: TrustRootOptions): TrustRoot {
       }
       const entry = await mine(c.bundleKeys);
       if (!entry) {
+        const kids = c.bundleKeys.map((k) => k.kid).join(', ');
         throw new Error(
-          `${keyVar} is not one of the bundleKeys of root version ${c.rootVersion} (${c.bundleKeys.map((k) => k.kid).join(', ')}): devices that follow the chain would refuse its bundles (PROTOCOL.md §11)`,
+          `${keyVar} is not one of the bundleKeys of root version ${c.rootVersion} (${kids}): ` +
+            'devices that follow the chain would refuse its bundles (PROTOCOL.md §11)',
         );
       }
       o.logger.info(

@@ -201,8 +201,10 @@ function printTargets(store, rows, probes) {
   if (paid1) {
     const added = paid1.p50 - at(1, 'direct').p50;
     const limit = TARGETS.addedP50[store];
+    const overUnpaid = (paid1.p50 - at(1, 'via gateway, unpaid').p50).toFixed(2);
     lines.push(
-      `added p50 at 1 conn: +${added.toFixed(2)} ms over direct, +${(paid1.p50 - at(1, 'via gateway, unpaid').p50).toFixed(2)} ms over unpaid via gateway  (target ≤ ${limit} ms over direct: ${verdict(added <= limit)})`,
+      `added p50 at 1 conn: +${added.toFixed(2)} ms over direct, +${overUnpaid} ms over unpaid via gateway  ` +
+        `(target ≤ ${limit} ms over direct: ${verdict(added <= limit)})`,
     );
     const commitMs = probes.durableCommitMs[store];
     if (commitMs !== undefined) {
@@ -293,8 +295,11 @@ async function runBench() {
   const only = process.env.BENCH_STORES?.split(',');
   if (stores.some((s) => s.name === 'PostgreSQL') && (!only || only.includes('PostgreSQL')))
     probes.durableCommitMs.PostgreSQL = await pgCommitLatencyMs(pgUrl);
+  const pgCommit = probes.durableCommitMs.PostgreSQL;
+  const pgCommitText = pgCommit === undefined ? '' : `; one PostgreSQL commit: ${pgCommit.toFixed(2)} ms`;
   console.log(
-    `one durable SQLite commit (fsync) on this disk now: ${probes.durableCommitMs.SQLite.toFixed(2)} ms at p50${probes.durableCommitMs.PostgreSQL === undefined ? '' : `; one PostgreSQL commit: ${probes.durableCommitMs.PostgreSQL.toFixed(2)} ms`}; one Ed25519 signature: ${(probes.signMs * 1000).toFixed(0)} µs`,
+    `one durable SQLite commit (fsync) on this disk now: ${probes.durableCommitMs.SQLite.toFixed(2)} ms at p50` +
+      `${pgCommitText}; one Ed25519 signature: ${(probes.signMs * 1000).toFixed(0)} µs`,
   );
   console.log('store       conns  kind                     req/s     p50 ms   p99 ms   vs direct (req/s, +p50)');
   const rows = [];
@@ -433,15 +438,24 @@ async function runBench() {
           }
           for (const [kind, r] of kinds) {
             // Paid rows also as a fraction of the unpaid request through the same gateway.
+            const vsUnpaid = kind.includes('PAID') ? `; ${(r.rps / proxied.rps).toFixed(2)}× unpaid via gateway` : '';
+            const vsPaid = kind.includes('egress') ? `; ${(r.rps / paid.rps).toFixed(2)}× PAID via /proxy` : '';
             const ratio = kind.startsWith('direct')
               ? ''
-              : `${(r.rps / direct.rps).toFixed(2)}×, +${(r.p50 - direct.p50).toFixed(2)} ms${kind.includes('PAID') ? `; ${(r.rps / proxied.rps).toFixed(2)}× unpaid via gateway` : ''}${kind.includes('egress') ? `; ${(r.rps / paid.rps).toFixed(2)}× PAID via /proxy` : ''}`;
+              : `${(r.rps / direct.rps).toFixed(2)}×, +${(r.p50 - direct.p50).toFixed(2)} ms${vsUnpaid}${vsPaid}`;
+            const pgCpu =
+              store.name === 'PostgreSQL' && r.cpuPostgres !== undefined
+                ? `; postgres ${r.cpuPostgres.toFixed(0)} µs`
+                : '';
             const cpu =
               r.cpuLoop === undefined
                 ? ''
-                : `  [gw CPU/req: loop ${r.cpuLoop.toFixed(0)} µs, all ${r.cpuAll.toFixed(0)} µs${store.name === 'PostgreSQL' && r.cpuPostgres !== undefined ? `; postgres ${r.cpuPostgres.toFixed(0)} µs` : ''}]`;
+                : `  [gw CPU/req: loop ${r.cpuLoop.toFixed(0)} µs, all ${r.cpuAll.toFixed(0)} µs${pgCpu}]`;
+            const bad = r.bad ? `  (${r.bad} non-200!)` : '';
             console.log(
-              `${store.name.padEnd(11)} ${String(conns).padStart(5)}  ${kind.padEnd(22)} ${r.rps.toFixed(0).padStart(7)}  ${r.p50.toFixed(2).padStart(8)} ${r.p99.toFixed(2).padStart(8)}   ${ratio}${r.bad ? `  (${r.bad} non-200!)` : ''}${cpu}`,
+              `${store.name.padEnd(11)} ${String(conns).padStart(5)}  ${kind.padEnd(22)} ` +
+                `${r.rps.toFixed(0).padStart(7)}  ${r.p50.toFixed(2).padStart(8)} ${r.p99.toFixed(2).padStart(8)}   ` +
+                `${ratio}${bad}${cpu}`,
             );
             rows.push({ store: store.name, conns, kind, ...r });
           }
@@ -473,8 +487,10 @@ async function runBench() {
           .filter((r) => r.store === store.name && r.kind.includes('PAID'))
           .reduce((a, r) => a + r.ok200, 0);
         for (const g of extraGws) await stop(g.child);
+        const booksMatch = String(paidCount) === view.spentMinor && view.reservedMinor === '0';
         console.log(
-          `${store.name}: ${paidCount} paid answers, sessions spent ${view.spentMinor} minor units, reserved ${view.reservedMinor}: ${String(paidCount) === view.spentMinor && view.reservedMinor === '0' ? 'the books match' : 'MISMATCH'}`,
+          `${store.name}: ${paidCount} paid answers, sessions spent ${view.spentMinor} minor units, ` +
+            `reserved ${view.reservedMinor}: ${booksMatch ? 'the books match' : 'MISMATCH'}`,
         );
       } finally {
         await stop(gw.child);

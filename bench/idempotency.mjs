@@ -75,8 +75,12 @@ async function runBench() {
           ]) {
             const ratio = (r.rps / plain.rps).toFixed(2);
             const added = (r.p50 - plain.p50).toFixed(2);
+            const sign = added.startsWith('-') ? '' : '+';
+            const bad = r.bad ? `  (${r.bad} not 200)` : '';
             console.log(
-              `${store.name.padEnd(11)} ${String(conns).padStart(5)}  ${kind.padEnd(26)} ${r.rps.toFixed(0).padStart(6)}  ${r.p50.toFixed(2).padStart(7)}   ${ratio}×, ${added.startsWith('-') ? '' : '+'}${added} ms${r.bad ? `  (${r.bad} not 200)` : ''}`,
+              `${store.name.padEnd(11)} ${String(conns).padStart(5)}  ${kind.padEnd(26)} ` +
+                `${r.rps.toFixed(0).padStart(6)}  ${r.p50.toFixed(2).padStart(7)}   ` +
+                `${ratio}×, ${sign}${added} ms${bad}`,
             );
           }
         }

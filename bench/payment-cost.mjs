@@ -118,7 +118,8 @@ try {
     );
   if (calls.length || /total|attached/.test(straceOut))
     console.log(
-      `  fsync-family calls (gateway process) per payment: ${calls.map((x) => `${x[2]} ${(Number(x[1]) / n).toFixed(3)}`).join(', ') || '0'}`,
+      `  fsync-family calls (gateway process) per payment: ` +
+        (calls.map((x) => `${x[2]} ${(Number(x[1]) / n).toFixed(3)}`).join(', ') || '0'),
     );
   else console.log(`  fsync count: strace could not attach (${straceOut.trim().split('\n')[0] || 'no output'})`);
 } finally {

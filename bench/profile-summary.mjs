@@ -14,8 +14,10 @@ if (!files.length) throw new Error('usage: node bench/profile-summary.mjs <file.
 /** Where a function lives: "pkg" for node_modules, "ours:gateway/…" for build/, node internals, V8 pseudo-frames. */
 function moduleOf(url, name) {
   if (!url) return name.startsWith('(') ? name : '(native)';
-  if (url.startsWith('node:'))
-    return `node:${url.slice(5).split('/')[0] === 'internal' ? url.slice(5).split('/').slice(0, 2).join('/') : url.slice(5)}`;
+  if (url.startsWith('node:')) {
+    const path = url.slice(5);
+    return `node:${path.split('/')[0] === 'internal' ? path.split('/').slice(0, 2).join('/') : path}`;
+  }
   const nm = url.lastIndexOf('/node_modules/');
   if (nm >= 0) {
     const rest = url.slice(nm + 14).split('/');

@@ -84,8 +84,12 @@ async function runBench() {
             }
             const rps = (k) => sum[k].n / sum[k].t;
             const p50 = (k) => sum[k].p50.reduce((x, y) => x + y, 0) / sum[k].p50.length;
+            const ratio = (rps('on') / rps('off')).toFixed(2);
+            const added = (p50('on') - p50('off')).toFixed(2);
             console.log(
-              `${store.name.padEnd(11)} ${name.padEnd(21)} ${String(conns).padStart(5)}   ${rps('off').toFixed(0).padStart(15)} ${rps('on').toFixed(0).padStart(14)}   ${(rps('on') / rps('off')).toFixed(2).padStart(5)}   ${(p50('on') - p50('off')).toFixed(2).padStart(7)}`,
+              `${store.name.padEnd(11)} ${name.padEnd(21)} ${String(conns).padStart(5)}   ` +
+                `${rps('off').toFixed(0).padStart(15)} ${rps('on').toFixed(0).padStart(14)}   ` +
+                `${ratio.padStart(5)}   ${added.padStart(7)}`,
             );
           }
         }

@@ -102,7 +102,21 @@ const fixture = { sba, bundle, rootPem: rootKey.publicKeyPem, now: T0 };
 // The measured body, identical everywhere: verify for `ms` milliseconds (or `n` times), count.
 const BODY = `
 async function bench(CTL, fx, ms, n) {
-  const o = { amount: '1200', currency: 'EUR', offline: true, spendStorage: { reserve: function () { return 'reserved'; }, commit: function () {}, release: function () {}, total: function () { return 0n; } }, trustBundles: [fx.bundle], rootPublicKeyPem: fx.rootPem, now: function () { return fx.now; } };
+  const spendStorage = {
+    reserve: function () { return 'reserved'; },
+    commit: function () {},
+    release: function () {},
+    total: function () { return 0n; },
+  };
+  const o = {
+    amount: '1200',
+    currency: 'EUR',
+    offline: true,
+    spendStorage: spendStorage,
+    trustBundles: [fx.bundle],
+    rootPublicKeyPem: fx.rootPem,
+    now: function () { return fx.now; },
+  };
   const first = await CTL.verifyCtl(fx.sba, o);
   if (!first.valid) throw new Error('fixture does not verify: ' + JSON.stringify(first.error));
   let count = 0;
@@ -303,8 +317,11 @@ const coldVerify = await coldStartBest('ctl-verify.iife.js');
 const coldFull = await coldStartBest('ctl.iife.js');
 const qRatio = med(rates.sdk) / med(rates.bare);
 console.log(`\nDevice-class SDK in QuickJS (dist/ctl-verify.iife.js; dist/ctl.iife.js beside it):`);
+const kib = (bytes) => (bytes / 1024).toFixed(0);
 console.log(
-  `  heap footprint (bundle + 100 offline verifications − empty runtime + context): ${(fpVerify / 1024).toFixed(0)} KiB, of which the bundle evaluated alone ${(footprintLoaded['ctl-verify.iife.js'] / 1024).toFixed(0)} KiB (ctl.iife.js: ${(fpFull / 1024).toFixed(0)} / ${(footprintLoaded['ctl.iife.js'] / 1024).toFixed(0)} KiB)`,
+  `  heap footprint (bundle + 100 offline verifications − empty runtime + context): ${kib(fpVerify)} KiB, ` +
+    `of which the bundle evaluated alone ${kib(footprintLoaded['ctl-verify.iife.js'])} KiB ` +
+    `(ctl.iife.js: ${kib(fpFull)} / ${kib(footprintLoaded['ctl.iife.js'])} KiB)`,
 );
 console.log(
   `  cold start, best of 5 (new runtime → bundle evaluated → first offline verification valid): ${coldVerify.toFixed(1)} ms (ctl.iife.js: ${coldFull.toFixed(1)} ms)`,

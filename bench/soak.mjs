@@ -73,8 +73,12 @@ async function newBatch() {
 }
 let current = await newBatch();
 
+const sessionPlan = rotate
+  ? `${sessionsPerInterval} new sessions every ${intervalS} s`
+  : `the same ${sessionsPerInterval} sessions throughout`;
 console.log(
-  `soak: ${seconds} s, ${conns} connections of paid traffic, ${rotate ? `${sessionsPerInterval} new sessions every ${intervalS} s` : `the same ${sessionsPerInterval} sessions throughout`}, ${dbKind === 'postgres' ? 'PostgreSQL' : 'SQLite'}, Node ${process.version}`,
+  `soak: ${seconds} s, ${conns} connections of paid traffic, ${sessionPlan}, ` +
+    `${dbKind === 'postgres' ? 'PostgreSQL' : 'SQLite'}, Node ${process.version}`,
 );
 console.log('  t s   paid/s   p50 ms   p99 ms   rss MB  heap MB  ext MB   eld p50  eld p99  eld max ms  non-200');
 const agent = new http.Agent({ keepAlive: true, maxSockets: conns });
@@ -122,7 +126,11 @@ const sampler = (async () => {
     };
     samples.push(row);
     console.log(
-      `${row.t.toFixed(0).padStart(5)} ${row.rps.toFixed(0).padStart(8)} ${row.p50.toFixed(2).padStart(8)} ${row.p99.toFixed(2).padStart(8)} ${mb(g.rss ?? 0).padStart(8)} ${mb(g.heapUsed ?? 0).padStart(8)} ${mb(g.external ?? 0).padStart(7)} ${(g.eldP50 ?? 0).toFixed(1).padStart(9)} ${(g.eldP99 ?? 0).toFixed(1).padStart(8)} ${(g.eldMax ?? 0).toFixed(1).padStart(11)} ${String(windowBad).padStart(8)}`,
+      `${row.t.toFixed(0).padStart(5)} ${row.rps.toFixed(0).padStart(8)} ` +
+        `${row.p50.toFixed(2).padStart(8)} ${row.p99.toFixed(2).padStart(8)} ` +
+        `${mb(g.rss ?? 0).padStart(8)} ${mb(g.heapUsed ?? 0).padStart(8)} ${mb(g.external ?? 0).padStart(7)} ` +
+        `${(g.eldP50 ?? 0).toFixed(1).padStart(9)} ${(g.eldP99 ?? 0).toFixed(1).padStart(8)} ` +
+        `${(g.eldMax ?? 0).toFixed(1).padStart(11)} ${String(windowBad).padStart(8)}`,
     );
     last = now;
     if (rotate && performance.now() < end - 1000) current = await newBatch();
@@ -150,8 +158,12 @@ try {
   }
   const booksOk = mismatched.length === 0;
   ok &&= booksOk;
+  const books = booksOk
+    ? 'the books match'
+    : `MISMATCH in ${mismatched.length} sessions\n  ${mismatched.slice(0, 10).join('\n  ')}`;
   console.log(
-    `books: ${sessions.length} sessions, ${paid} paid answers, spent ${spent} minor units, reserved ${reserved}: ${booksOk ? 'the books match' : `MISMATCH in ${mismatched.length} sessions\n  ${mismatched.slice(0, 10).join('\n  ')}`}`,
+    `books: ${sessions.length} sessions, ${paid} paid answers, spent ${spent} minor units, ` +
+      `reserved ${reserved}: ${books}`,
   );
   // SQLite: what the database file (and its WAL) hold per paid answer, sessions and all.
   if (dbKind !== 'postgres') {

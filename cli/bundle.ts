@@ -15,11 +15,13 @@ import { clock, guard, one, parseArgs, readText, required, UsageError, writeAtom
 import { readChainFile } from './device/root-rotate.js';
 import { followRootChain } from './device/root-follow.js';
 
-const USAGE = `usage: ctl bundle verify FILE --root PEM [--chain FILE] [--min-root-version N] [--min-sequence N] [--now ISO]
-       ctl bundle refresh --authority URL [--category C] [--region R] [--merchant M] --root PEM --store DIR
+const USAGE =
+  'usage: ctl bundle verify FILE --root PEM [--chain FILE] [--min-root-version N] [--min-sequence N] [--now ISO]\n' +
+  `       ctl bundle refresh --authority URL [--category C] [--region R] [--merchant M] --root PEM --store DIR
                           [--chain FILE] [--refresh-before MS] [--force] [--now ISO]
 
-  verify   FILE is JSON or compact CBOR; exit 0 if the bundle verifies against the root key, 1 if not (the reason is printed)
+  verify   FILE is JSON or compact CBOR; exit 0 if the bundle verifies against the root key, 1 if not
+           (the reason is printed)
   refresh  keep DIR/bundle.json current: exit 0 when it is (fresh or just replaced), 1 when the
            refresh failed but the old bundle is still valid, 3 when there is no valid bundle.
            One bundle per DIR: a stored bundle of another scope (category/region/merchant) is

@@ -31,8 +31,8 @@ ${ROTATE_LINE}
   show   print the public PEM and the key id of an existing root
   --force  replace an existing root key (every device pinned to the old one must be re-provisioned)
   --pkcs11 generate the root inside a PKCS#11 token (RFC 7512 URI: token=, object=<new label>, pin-source= or
-           pin-value=); Ed25519 (or --alg ES256), never extractable. The public PEM goes to DIR/root.pub.pem (stdout without --out);
-           the authority then signs with CTL_TRUST_BUNDLE_ROOT_KEY_PKCS11_URI=<the same URI>
+           pin-value=); Ed25519 (or --alg ES256), never extractable. The public PEM goes to DIR/root.pub.pem
+           (stdout without --out); the authority then signs with CTL_TRUST_BUNDLE_ROOT_KEY_PKCS11_URI=<the same URI>
   --module the PKCS#11 library (default CTL_PKCS11_MODULE, else ${DEFAULT_PKCS11_MODULE})
 ${ROTATE_HELP}`;
 

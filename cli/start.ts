@@ -23,10 +23,10 @@ const USAGE = `usage: ctl start [--data <dir>] [--no-demo-merchant]
 Runs the policy authority (AUTHORITY_PORT, default 8700; AUTHORITY_DATABASE_URL) and the gateway
 (PORT, default 8402; GATEWAY_DATABASE_URL) on SQLite files in <dir> (default ./data), with
 development keys made on first start, and a demo merchant to pay (DEMO_MERCHANT_PORT, default any
-free port; 1.00 USD a search; not started with --no-demo-merchant or NODE_ENV=production). Every other variable of \`ctl authority --help\` and
-\`ctl gateway --help\` applies as it does there. Logs are JSON lines on stdout (LOG_LEVEL, default
-info); the how-to is printed on stderr. SIGTERM or SIGINT stops both: requests in flight finish
-(at most 10 s), then it exits 0.`;
+free port; 1.00 USD a search; not started with --no-demo-merchant or NODE_ENV=production). Every
+other variable of \`ctl authority --help\` and \`ctl gateway --help\` applies as it does there. Logs
+are JSON lines on stdout (LOG_LEVEL, default info); the how-to is printed on stderr. SIGTERM or
+SIGINT stops both: requests in flight finish (at most 10 s), then it exits 0.`;
 
 interface DevKeys {
   authorityAdminKey: string;
@@ -188,26 +188,34 @@ function printHowTo(
 ): void {
   const expires = new Date(Date.now() + 3600_000).toISOString().replace(/\.\d+Z$/, 'Z');
   const target = merchant ? `${merchant.url}/search?q=ctl` : 'https://merchant.example/data';
+  const sessionBody = JSON.stringify({
+    budget: { amount: '5000', currency: 'USD' },
+    purposes: ['api:search'],
+    expiresAt: expires,
+    softLimit: { amount: '1000' },
+  });
   console.error(`CTL is running.
   policy authority  ${authorityUrl}   (admin key in ${keysFile})
   payment gateway   ${gw}   (data in ${dataDir})
   owner console     ${gw}/console   (sign in with the owner key: ${ownerKey})
 ${
   merchant
-    ? `  demo merchant     ${merchant.url}   (DEMO, development only: ${formatMinor(merchant.price, 'USD')} a search; off with --no-demo-merchant or NODE_ENV=production)
-`
+    ? `  demo merchant     ${merchant.url}   (DEMO, development only: ` +
+      `${formatMinor(merchant.price, 'USD')} a search; ` +
+      `off with --no-demo-merchant or NODE_ENV=production)\n`
     : ''
 }
 Pay the ${merchant ? 'demo merchant' : 'merchant'} through a session (paste into a shell):
   TOKEN=$(curl -s -X POST ${gw}/sessions \\
     -H 'authorization: Bearer ${ownerKey}' -H 'content-type: application/json' \\
-    -d '{"budget":{"amount":"5000","currency":"USD"},"purposes":["api:search"],"expiresAt":"${expires}","softLimit":{"amount":"1000"}}' \\
+    -d '${sessionBody}' \\
     | node -p 'JSON.parse(require("fs").readFileSync(0, "utf8")).sessionToken')
   curl -s -i -w '\\n' ${gw}/proxy -H "authorization: Bearer $TOKEN" \\
     -H 'x-target-url: ${target}' -H 'x-ctl-purpose: api:search'
   curl -s -w '\\n' ${gw}/session/receipts -H "authorization: Bearer $TOKEN"
 
-The budget owner's view: GET ${gw}/sessions/<sessionId>/receipts, or the console; revoke: DELETE ${gw}/sessions/<sessionId>
+The budget owner's view: GET ${gw}/sessions/<sessionId>/receipts, or the console;
+revoke: DELETE ${gw}/sessions/<sessionId>
 (private targets are refused; set CTL_GATEWAY_ALLOW_TARGETS=127.0.0.1:<port> to try another merchant on this machine)
 Ctrl-C stops ${merchant ? 'all three' : 'both'}.`);
 }

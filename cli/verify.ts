@@ -13,8 +13,9 @@ import { clock, guard, one, parseArgs, readText, UsageError } from './device/arg
 import { readChainFile } from './device/root-rotate.js';
 import { formatMinor } from '../service-kit/money.js';
 
-const USAGE = `usage: ctl verify SBA.json [--bundle FILE]... [--root PEM] [--chain FILE] [--signing-key PEM] [--trusted-human DID]...
-                  [--amount N] [--currency C] [--merchant M] [--rail R] [--purpose P] [--online] [--now ISO] [--explain]
+const USAGE = `usage: ctl verify SBA.json [--bundle FILE]... [--root PEM] [--chain FILE] [--signing-key PEM]
+                  [--trusted-human DID]... [--amount N] [--currency C] [--merchant M] [--rail R]
+                  [--purpose P] [--online] [--now ISO] [--explain]
 
   SBA.json        the SBA as JSON, an "Authorization: CTL <base64>" value, or compact CBOR (ctl/compact)
   --bundle/--root resolve the authority's key from Trust Bundles (JSON or compact CBOR) checked
@@ -88,8 +89,14 @@ function passedDetail(step: number, sba: SignedBudgetAuthorization, o: VerifyCtl
   switch (step) {
     case 0:
       return `SBA ${a.budgetId} drawn from grant ${g.grantId} (${g.issuer})`;
-    case 1:
-      return `grant signed by key ${g.keyId} of ${g.issuer}, ${bundles ? `trusted through ${bundles} bundle(s) under the root` : g.profile === 'human-agent' ? 'a person trusted by --trusted-human' : 'the given signing key'}; valid ${g.issuedAt} → ${g.expiresAt}`;
+    case 1: {
+      const trusted = bundles
+        ? `trusted through ${bundles} bundle(s) under the root`
+        : g.profile === 'human-agent'
+          ? 'a person trusted by --trusted-human'
+          : 'the given signing key';
+      return `grant signed by key ${g.keyId} of ${g.issuer}, ${trusted}; valid ${g.issuedAt} → ${g.expiresAt}`;
+    }
     case 2:
       return `signed by the grant's actorKey (${g.actorKey.crv}); valid ${a.issuedAt} → ${a.expiresAt}`;
     case 3:

@@ -93,7 +93,8 @@ export function checkAdminKey(value: string | undefined, variable: string): stri
   if (v !== undefined && v.length < 16)
     throw new ConfigError(
       variable,
-      `at least 16 characters (got ${v.length}); make one with: node -e "console.log(require('crypto').randomBytes(24).toString('base64url'))"`,
+      `at least 16 characters (got ${v.length}); make one with: ` +
+        `node -e "console.log(require('crypto').randomBytes(24).toString('base64url'))"`,
     );
   return v;
 }

@@ -38,8 +38,18 @@ const LOST_ERRNO = new Set([
   'ECONNABORTED',
 ]);
 /** pg's own errors for a lost, closed or never-made connection carry no code, only these messages. */
-const LOST_MESSAGE =
-  /^(Connection terminated|Client has encountered a connection error|Client was closed and is not queryable|timeout exceeded when trying to connect|Query read timeout|Cannot use a pool after calling end)/;
+const LOST_MESSAGE = new RegExp(
+  '^(' +
+    [
+      'Connection terminated',
+      'Client has encountered a connection error',
+      'Client was closed and is not queryable',
+      'timeout exceeded when trying to connect',
+      'Query read timeout',
+      'Cannot use a pool after calling end',
+    ].join('|') +
+    ')',
+);
 
 /**
  * true when `e` says the connection to PostgreSQL failed rather than the statement itself.

@@ -33,8 +33,9 @@ export function insertSelectSql(r: RowInsert, from: string): { sql: string; para
   checkTableName(r.table);
   const cols = Object.keys(r.values);
   const big = new Set(r.bigint ?? []);
+  const placeholders = cols.map((c) => (big.has(c) ? '?::bigint' : '?::text')).join(', ');
   return {
-    sql: `INSERT INTO ${r.table} (${cols.join(', ')}) SELECT ${cols.map((c) => (big.has(c) ? '?::bigint' : '?::text')).join(', ')} FROM ${from}`,
+    sql: `INSERT INTO ${r.table} (${cols.join(', ')}) SELECT ${placeholders} FROM ${from}`,
     params: cols.map((c) => r.values[c]),
   };
 }

@@ -48,7 +48,12 @@ const pending = () => {
   } catch { return undefined; }
 };
 const checkpoint = (mode) => {
-  try { return db.pragma('wal_checkpoint(' + mode + ')')[0]; } catch (e) { if (e && e.code === 'SQLITE_BUSY') return undefined; throw e; }
+  try {
+    return db.pragma('wal_checkpoint(' + mode + ')')[0];
+  } catch (e) {
+    if (e && e.code === 'SQLITE_BUSY') return undefined;
+    throw e;
+  }
 };
 parentPort.on('message', (m) => {
   if (m === 'stop') stopped = true;

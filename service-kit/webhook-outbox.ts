@@ -257,11 +257,13 @@ export function createWebhookOutbox(options: WebhookOutboxOptions): WebhookOutbo
   const claimSql =
     db.dialect === 'postgres'
       ? `UPDATE ${table} SET lease_until_ms = ?, lease_owner = ? WHERE id IN (
-           SELECT id FROM ${table} WHERE status = 'pending' AND next_attempt_ms <= ? AND (lease_until_ms IS NULL OR lease_until_ms < ?)
+           SELECT id FROM ${table} WHERE status = 'pending' AND next_attempt_ms <= ? AND (lease_until_ms IS NULL OR
+           lease_until_ms < ?)
            ORDER BY next_attempt_ms LIMIT ? FOR UPDATE SKIP LOCKED)
          AND status = 'pending' AND (lease_until_ms IS NULL OR lease_until_ms < ?) RETURNING *`
       : `UPDATE ${table} SET lease_until_ms = ?, lease_owner = ? WHERE id IN (
-           SELECT id FROM ${table} WHERE status = 'pending' AND next_attempt_ms <= ? AND (lease_until_ms IS NULL OR lease_until_ms < ?)
+           SELECT id FROM ${table} WHERE status = 'pending' AND next_attempt_ms <= ? AND (lease_until_ms IS NULL OR
+           lease_until_ms < ?)
            ORDER BY next_attempt_ms LIMIT ?)
          AND status = 'pending' AND (lease_until_ms IS NULL OR lease_until_ms < ?) RETURNING *`;
 
@@ -278,7 +280,8 @@ export function createWebhookOutbox(options: WebhookOutboxOptions): WebhookOutbo
         ? 'failed'
         : 'pending';
     const done = await db.run(
-      `UPDATE ${table} SET status = ?, attempts = ?, last_status = ?, last_error = ?, updated_at = ?, next_attempt_ms = ?,
+      `UPDATE ${table} SET status = ?, attempts = ?, last_status = ?, last_error = ?, updated_at = ?,
+        next_attempt_ms = ?,
          lease_until_ms = NULL, lease_owner = NULL
        WHERE id = ? AND lease_owner = ? AND status = 'pending'`,
       [
@@ -437,7 +440,8 @@ export function createWebhookOutbox(options: WebhookOutboxOptions): WebhookOutbo
     async redeliver(id) {
       const iso = new Date(now()).toISOString();
       const { changes } = await db.run(
-        `UPDATE ${table} SET status = 'pending', attempts = 0, next_attempt_ms = ?, updated_at = ?, lease_until_ms = NULL, lease_owner = NULL
+        `UPDATE ${table} SET status = 'pending', attempts = 0, next_attempt_ms = ?, updated_at = ?,
+          lease_until_ms = NULL, lease_owner = NULL
          WHERE id = ? AND status = 'failed'`,
         [now(), iso, id],
       );

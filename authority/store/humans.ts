@@ -205,10 +205,13 @@ export function createHumanStore(db: SqlDatabase): HumanStore {
           if (listed > MAX_PEOPLE_PER_BUNDLE) return { created: false, reason: 'bundle_full', listed };
           // Insert, or revive a removed record; an enrolled one is left as it is (RETURNING is empty).
           const rows = await q.all(
-            `INSERT INTO humans (did, label, category, merchant, region, public_jwk, enrolled_at, enrolled_by, removed_at)
+            `INSERT INTO humans (did, label, category, merchant, region, public_jwk, enrolled_at, enrolled_by,
+              removed_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)
-         ON CONFLICT (did) DO UPDATE SET label = excluded.label, category = excluded.category, merchant = excluded.merchant,
-           region = excluded.region, enrolled_at = excluded.enrolled_at, enrolled_by = excluded.enrolled_by, removed_at = NULL
+         ON CONFLICT (did) DO UPDATE SET label = excluded.label, category = excluded.category,
+           merchant = excluded.merchant,
+           region = excluded.region, enrolled_at = excluded.enrolled_at, enrolled_by = excluded.enrolled_by,
+           removed_at = NULL
          WHERE humans.removed_at IS NOT NULL
          RETURNING did`,
             [

@@ -166,7 +166,8 @@ function followGrantChanges(db: SqlDatabase, cache: RevocationCache) {
 
 async function insertKey(q: SqlExecutor, k: SigningKeyRow): Promise<boolean> {
   const rows = await q.all(
-    `INSERT INTO signing_keys (kid, purpose, alg, status, public_jwk, public_pem, private_pem, source, created_at, retired_at)
+    `INSERT INTO signing_keys (kid, purpose, alg, status, public_jwk, public_pem, private_pem, source, created_at,
+      retired_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (kid) DO NOTHING RETURNING kid`,
     [k.kid, k.purpose, k.alg, k.status, k.publicJwk, k.publicPem, k.privatePem, k.source, k.createdAt, k.retiredAt],
   );
@@ -239,7 +240,8 @@ async function nextSequence(q: SqlExecutor, scopeKey: string): Promise<number> {
 
 async function insertBundle(q: SqlExecutor, b: BundleRecord): Promise<void> {
   await q.run(
-    `INSERT INTO bundles (bundle_id, scope_key, category, merchant, region, sequence, issued_at, expires_at_ms, bundle_json)
+    `INSERT INTO bundles (bundle_id, scope_key, category, merchant, region, sequence, issued_at, expires_at_ms,
+      bundle_json)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     [
       b.bundleId,

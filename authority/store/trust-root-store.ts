@@ -42,7 +42,8 @@ export function createTrustRootStore(db: SqlDatabase): TrustRootStore {
         db,
         async (q) => {
           const inserted = await q.all<{ root_version: number | string }>(
-            `INSERT INTO trust_root_statements (root_version, statement_json, published_at, published_by) VALUES (?, ?, ?, ?)
+            `INSERT INTO trust_root_statements (root_version, statement_json, published_at, published_by)
+              VALUES (?, ?, ?, ?)
            ON CONFLICT (root_version) DO NOTHING RETURNING root_version`,
             [rootVersion, statement, at, by],
           );

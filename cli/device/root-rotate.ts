@@ -33,10 +33,12 @@ import {
 } from '../../service-kit/signers/index.js';
 import { HttpError } from '../../service-kit/http-error.js';
 
-export const ROTATE_LINE = `       ctl root rotate --chain FILE --from DIR… --to DIR… [--threshold K] [--bundle-key DIR…] [--root PEM] [--now ISO]
-                       [--from-pkcs11 URI…] [--to-pkcs11 URI…] [--bundle-key-pkcs11 URI…] [--pin-source FILE] [--module PATH]`;
-export const ROTATE_HELP = `  rotate   append root version n+1 to FILE (created at the first rotation). Each DIR is a key
-           directory of \`ctl root init\` (root.pub.pem, and root.key.pem where this machine holds
+export const ROTATE_LINE = `       ctl root rotate --chain FILE --from DIR… --to DIR… [--threshold K]
+                       [--bundle-key DIR…] [--root PEM] [--now ISO] [--from-pkcs11 URI…] [--to-pkcs11 URI…]
+                       [--bundle-key-pkcs11 URI…] [--pin-source FILE] [--module PATH]`;
+export const ROTATE_HELP =
+  '  rotate   append root version n+1 to FILE (created at the first rotation). Each DIR is a key\n' +
+  `           directory of \`ctl root init\` (root.pub.pem, and root.key.pem where this machine holds
            the private half; or root.json's pkcs11 URI, from \`ctl root init --pkcs11\`, whose key
            signs inside the token). --from: the keys of version n (version 1: the pinned root), of which
            at least threshold(n) must sign; --to: the keys of version n+1, of which at least K sign.

@@ -31,7 +31,10 @@ let t0 = 0;
 const offset = (iso: string) => `t+${Math.round(((Date.parse(iso) - t0) / HOUR) * 100) / 100}h`;
 const show = (label: string, r: Awaited<ReturnType<typeof refreshTrustBundle>>) =>
   console.log(
-    `${label}: ${r.action}${r.bundle ? `, holding sequence ${r.bundle.sequence}` : ', no valid bundle'}${r.reason ? ` (${r.reason})` : ''}${r.refreshAt ? `, next refresh from ${offset(r.refreshAt)} (${r.refreshAt})` : ''}`,
+    `${label}: ${r.action}` +
+      (r.bundle ? `, holding sequence ${r.bundle.sequence}` : ', no valid bundle') +
+      (r.reason ? ` (${r.reason})` : '') +
+      (r.refreshAt ? `, next refresh from ${offset(r.refreshAt)} (${r.refreshAt})` : ''),
   );
 try {
   // The authority signs at its own (wall) clock; the device's clock is simulated: a bundle issued

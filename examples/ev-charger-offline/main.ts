@@ -68,9 +68,8 @@ try {
     }
     const r = await dev.verify({ sba, amount, currency: 'EUR' });
     results.push(r.valid ? 'ok' : r.error.code);
-    console.log(
-      `session ${i + 1}: ${(Number(amount) / 100).toFixed(2)} EUR → ${r.valid ? 'accepted' : `refused (${r.error.code})`}`,
-    );
+    const outcome = r.valid ? 'accepted' : `refused (${r.error.code})`;
+    console.log(`session ${i + 1}: ${(Number(amount) / 100).toFixed(2)} EUR → ${outcome}`);
   }
   const again = await dev.verify({ sba: sbas[0]![1], amount: '2500', currency: 'EUR' });
   console.log(`the first SBA presented again → ${again.valid ? 'accepted' : `refused (${again.error.code})`}`);
@@ -78,9 +77,8 @@ try {
   expect(results.join(',') === 'ok,ok,ok,offline_limit_exceeded', `outcomes ${results}`);
   expect(!again.valid && again.error.code === 'replay', 'replay refused');
   const status = (await charger().status({ grantId: grant.grantId }))['grant'] as Record<string, string>;
-  console.log(
-    `counters in flash: ${status['offlinePayments']} payments, ${(Number(status['offlineAmountMinor']) / 100).toFixed(2)} EUR`,
-  );
+  const offlineEur = (Number(status['offlineAmountMinor']) / 100).toFixed(2);
+  console.log(`counters in flash: ${status['offlinePayments']} payments, ${offlineEur} EUR`);
   console.log('exposure bound of this terminal for this grant: min(60.00 EUR, 3 × 500.00 EUR) = 60.00 EUR');
   console.log('OK ev-charger-offline');
 } finally {

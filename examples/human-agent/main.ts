@@ -131,9 +131,8 @@ try {
   // 6. A payment with a wrong intent: an SBA made for the hotel, presented to the kiosk.
   const snack = await pay('hotel.example', '100');
   const r3 = await kiosk(snack, '100');
-  console.log(
-    `an SBA for the hotel presented at the kiosk: ${r3.valid ? 'accepted' : `refused (${r3.error.code}: ${r3.error.message})`}`,
-  );
+  const kioskOutcome = r3.valid ? 'accepted' : `refused (${r3.error.code}: ${r3.error.message})`;
+  console.log(`an SBA for the hotel presented at the kiosk: ${kioskOutcome}`);
   expect(!r3.valid && r3.error.code === 'destination_not_allowed', 'wrong intent refused');
 
   // 7. Alex revokes with the same key, no API key; the next online payment is refused.

@@ -29,7 +29,11 @@ export function spendChart(receipts: Receipt[], ceilingMinor: string, currency: 
     last = p.v;
   }
   d += ` H${x(end).toFixed(1)}`;
-  const summary = `Spend over time: ${steps.length} payment${steps.length === 1 ? '' : 's'}, ${formatMoney(last.toString(), currency)} of a ${formatMoney(ceilingMinor, currency)} ceiling, from ${formatTime(startIso)} to now.`;
+  const payments = `${steps.length} payment${steps.length === 1 ? '' : 's'}`;
+  const spent = formatMoney(last.toString(), currency);
+  const summary =
+    `Spend over time: ${payments}, ${spent} of a ${formatMoney(ceilingMinor, currency)} ceiling, ` +
+    `from ${formatTime(startIso)} to now.`;
   return s(
     'svg',
     { viewBox: `0 0 ${W} ${H}`, class: 'chart', role: 'img', 'aria-label': summary },

@@ -23,9 +23,12 @@ export class SpendBar extends HTMLElement {
     const remaining = !ended && ceiling > spent + reserved ? ceiling - spent - reserved : 0n;
     // Percent with one decimal, from BigInt: never a float over money.
     const pct = (v: bigint) => (ceiling > 0n ? Number((v * 1000n) / ceiling) / 10 : 0);
+    const left = ended
+      ? `nothing remaining (${this.getAttribute('state')})`
+      : `${formatMoney(remaining.toString(), cur)} remaining`;
     const label =
       `Spent ${formatMoney(spent.toString(), cur)} of ${formatMoney(ceiling.toString(), cur)}; ` +
-      `${formatMoney(reserved.toString(), cur)} reserved; ${ended ? `nothing remaining (${this.getAttribute('state')})` : `${formatMoney(remaining.toString(), cur)} remaining`}`;
+      `${formatMoney(reserved.toString(), cur)} reserved; ${left}`;
     const bar = h('div', { class: 'bar', role: 'img', 'aria-label': label, title: label });
     const seg = (cls: string, p: number) => {
       const el = h('span', { class: `seg ${cls}` });

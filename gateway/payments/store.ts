@@ -132,7 +132,8 @@ async function reserveOneStatement(
        UPDATE gw_sessions SET reserved = reserved + ?::bigint
        WHERE id = ? AND state = 'active' AND expires_at > ?::bigint AND spent + reserved + ?::bigint <= ceiling
        RETURNING id)
-     INSERT INTO gw_payments (id, session_id, state, amount, currency, merchant, address, purpose, rail, created_at, updated_at)
+     INSERT INTO gw_payments (id, session_id, state, amount, currency, merchant, address, purpose, rail, created_at,
+     updated_at)
      SELECT ?, s.id, 'reserved', ?::bigint, ?, ?, ?, ?, ?, ?::bigint, ?::bigint FROM s RETURNING id`,
     [
       p.amount,
@@ -304,7 +305,8 @@ async function reserveInTx(q: SqlDatabase, p: ReserveInput, paused?: TxEffect<vo
         } as const;
       }
       await t.run(
-        `INSERT INTO gw_payments (id, session_id, state, amount, currency, merchant, address, purpose, rail, created_at, updated_at)
+        `INSERT INTO gw_payments (id, session_id, state, amount, currency, merchant, address, purpose, rail,
+          created_at, updated_at)
        VALUES (?, ?, 'reserved', ?, ?, ?, ?, ?, ?, ?, ?)`,
         [p.paymentId, p.sessionId, p.amount, p.currency, p.merchant, p.address, p.purpose, p.rail, p.now, p.now],
       );
@@ -387,7 +389,8 @@ export interface ReceiptRow {
  */
 function receiptCtes(p: ReceiptRow): { sql: string; params: unknown[] } {
   const rc = `rc AS (
-         INSERT INTO gw_receipts (id, session_id, payment_id, paid_at, body, grant_hash) SELECT ?, pay.session_id, ?, ?::bigint, ?, ? FROM pay)`;
+         INSERT INTO gw_receipts (id, session_id, payment_id, paid_at, body, grant_hash) SELECT ?, pay.session_id, ?,
+         ?::bigint, ?, ? FROM pay)`;
   const params = [p.receiptId, p.paymentId, p.paidAt, p.receipt, p.grant?.hash ?? null];
   if (p.grant?.text === undefined) return { sql: rc, params };
   return {
@@ -425,7 +428,8 @@ function commitStatement(p: ReceiptRow & { txRef: string }, extra = NO_CTES): { 
   const tail = spendAndReceiptCtes(p, extra);
   return {
     sql: `WITH pay AS (
-         UPDATE gw_payments SET state = 'paid', tx_ref = ?, updated_at = ?::bigint, sba = NULL WHERE id = ? AND state IN ('reserved', 'paying')
+         UPDATE gw_payments SET state = 'paid', tx_ref = ?, updated_at = ?::bigint,
+         sba = NULL WHERE id = ? AND state IN ('reserved', 'paying')
          RETURNING session_id, amount),
        ${tail.sql}`,
     params: [p.txRef, p.paidAt, p.paymentId, ...tail.params],
@@ -444,7 +448,8 @@ function ledgerCommitStatement(
          VALUES (?, 'paid', ?, ?, ?::bigint, ?, ?::bigint) ON CONFLICT DO NOTHING RETURNING payment_id),
        pay AS (
          UPDATE gw_payments SET state = 'paid', tx_ref = ?, updated_at = ?::bigint FROM led
-         WHERE gw_payments.id = led.payment_id AND gw_payments.state = 'reserved' RETURNING gw_payments.session_id, gw_payments.amount),
+         WHERE gw_payments.id = led.payment_id AND gw_payments.state = 'reserved' RETURNING gw_payments.session_id,
+         gw_payments.amount),
        ${tail.sql}`,
     params: [p.paymentId, p.txRef, p.address, p.amount, p.currency, p.paidAt, p.txRef, p.paidAt, ...tail.params],
   };
@@ -615,7 +620,8 @@ export async function paymentById(q: SqlExecutor, id: string): Promise<PaymentRe
  * The page of open payments reconcile reads: its WHERE names the states of the partial index
  * `gw_payments_open_only` (store/schema.ts) literally, which is what lets a planner use it.
  */
-export const OPEN_PAYMENTS_SQL = `SELECT * FROM gw_payments WHERE state IN ('reserved', 'paying') AND updated_at <= ? AND (updated_at > ? OR (updated_at = ? AND id > ?))
+export const OPEN_PAYMENTS_SQL = `SELECT * FROM gw_payments WHERE state IN ('reserved', 'paying')
+  AND updated_at <= ? AND (updated_at > ? OR (updated_at = ? AND id > ?))
      ORDER BY updated_at, id LIMIT ?`;
 
 /**
@@ -734,8 +740,10 @@ function reserveAndPayStatement(p: LedgerPaymentInput, extra = NO_CTES): { sql: 
          WHERE id = ? AND state = 'active' AND expires_at > ?::bigint AND spent + reserved + ?::bigint <= ceiling
          RETURNING id, spent, ceiling),
        pay AS (
-         INSERT INTO gw_payments (id, session_id, state, amount, currency, merchant, address, purpose, rail, tx_ref, created_at, updated_at)
-         SELECT ?, ses.id, 'paid', ?::bigint, ?, ?, ?, ?, ?, ?, ?::bigint, ?::bigint FROM ses RETURNING session_id, amount),
+         INSERT INTO gw_payments (id, session_id, state, amount, currency, merchant, address, purpose, rail, tx_ref,
+         created_at, updated_at)
+         SELECT ?, ses.id, 'paid', ?::bigint, ?, ?, ?, ?, ?, ?, ?::bigint, ?::bigint FROM ses RETURNING session_id,
+         amount),
        led AS (
          INSERT INTO gw_ledger (payment_id, status, tx_ref, address, amount, currency, created_at)
          SELECT ?, 'paid', ?, ?, ?::bigint, ?, ?::bigint FROM pay),
@@ -904,7 +912,8 @@ function reserveAndPayChainStatement(
          WHERE ok.go AND s.id = ANY(?::text[]) RETURNING s.id, s.spent, s.ceiling),
        win AS (
          UPDATE gw_session_windows w SET spent = w.spent + ?::bigint, payments = w.payments + 1 FROM ok
-         WHERE ok.go AND (w.session_id, w.every, w.starts_at) IN (SELECT * FROM unnest(?::text[], ?::text[], ?::bigint[]))
+         WHERE ok.go AND (w.session_id, w.every, w.starts_at) IN (SELECT * FROM unnest(?::text[], ?::text[],
+         ?::bigint[]))
          RETURNING 1),
        pay AS (
          INSERT INTO gw_payments
@@ -981,7 +990,8 @@ async function reserveAndPayLedger(
       );
       if (!s) throw new Rollback(NOT_COMMITTED);
       await t.run(
-        `INSERT INTO gw_payments (id, session_id, state, amount, currency, merchant, address, purpose, rail, tx_ref, created_at, updated_at)
+        `INSERT INTO gw_payments (id, session_id, state, amount, currency, merchant, address, purpose, rail, tx_ref,
+          created_at, updated_at)
        VALUES (?, ?, 'paid', ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         [
           p.paymentId,

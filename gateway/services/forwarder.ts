@@ -77,7 +77,8 @@ export function cleanRequestHeaders(incoming: http.IncomingHttpHeaders): Record<
     if (v === undefined || HOP_BY_HOP.has(name) || named.has(name)) continue;
     if (name === 'authorization' || name === 'cookie' || name.startsWith('x-ctl-') || name.startsWith('x-target-'))
       continue;
-    if (name.startsWith('x-payment') || name === 'payment-signature') continue; // payment headers are the gateway's to write
+    // Payment headers are the gateway's to write.
+    if (name.startsWith('x-payment') || name === 'payment-signature') continue;
     if (name === 'x-forwarded-for' || name === 'forwarded' || name === 'x-real-ip') continue;
     out[name] = v;
   }
@@ -157,12 +158,10 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
         clearTimeout(timer);
         r.destroy();
         if (e instanceof TargetRefused || e instanceof HttpError) reject(e);
-        else
-          reject(
-            upstreamError(
-              `the merchant could not be reached: ${(e as NodeJS.ErrnoException)?.code ?? (e as Error)?.message ?? 'error'}`,
-            ),
-          );
+        else {
+          const reason = (e as NodeJS.ErrnoException)?.code ?? (e as Error)?.message ?? 'error';
+          reject(upstreamError(`the merchant could not be reached: ${reason}`));
+        }
       };
       const headers: Record<string, string | string[]> = { ...req.headers, host: url.host };
       if (req.body && req.body.length > 0) headers['content-length'] = String(req.body.length);

@@ -81,10 +81,12 @@ export interface ClaimInput {
  */
 export async function claimKey(q: SqlExecutor, c: ClaimInput): Promise<boolean> {
   const row = await q.get<{ attempt: string }>(
-    `INSERT INTO gw_idempotency (session_id, idem_key, request_hash, state, attempt, payment_id, lease_until, created_at, expires_at)
+    `INSERT INTO gw_idempotency (session_id, idem_key, request_hash, state, attempt, payment_id, lease_until,
+      created_at, expires_at)
      VALUES (?, ?, ?, 'in_flight', ?, ?, ?, ?, ?)
      ON CONFLICT (session_id, idem_key) DO UPDATE SET
-       request_hash = excluded.request_hash, state = 'in_flight', attempt = excluded.attempt, payment_id = excluded.payment_id,
+       request_hash = excluded.request_hash, state = 'in_flight', attempt = excluded.attempt,
+       payment_id = excluded.payment_id,
        lease_until = excluded.lease_until, status = NULL, headers = NULL, body = NULL, body_bytes = NULL,
        created_at = excluded.created_at, expires_at = excluded.expires_at
      WHERE gw_idempotency.expires_at <= excluded.created_at

@@ -145,9 +145,11 @@ const receiptGrants = [
  * older one (gateway/README.md "Upgrading"). Idempotent.
  */
 export const RECEIPT_GRANTS_INLINE_SQL = {
-  sqlite: `UPDATE gw_receipts SET body = json_set(body, '$.sba.grant', json((SELECT g.body FROM gw_receipt_grants g WHERE g.hash = gw_receipts.grant_hash))), grant_hash = NULL
+  sqlite: `UPDATE gw_receipts SET body = json_set(body, '$.sba.grant',
+    json((SELECT g.body FROM gw_receipt_grants g WHERE g.hash = gw_receipts.grant_hash))), grant_hash = NULL
      WHERE grant_hash IS NOT NULL AND EXISTS (SELECT 1 FROM gw_receipt_grants g WHERE g.hash = gw_receipts.grant_hash)`,
-  postgres: `UPDATE gw_receipts r SET body = jsonb_set(r.body::jsonb, '{sba,grant}', g.body::jsonb)::text, grant_hash = NULL
+  postgres: `UPDATE gw_receipts r SET body = jsonb_set(r.body::jsonb, '{sba,grant}', g.body::jsonb)::text,
+    grant_hash = NULL
      FROM gw_receipt_grants g WHERE g.hash = r.grant_hash`,
 };
 

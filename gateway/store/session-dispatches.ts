@@ -28,7 +28,8 @@ export async function dispatchesOfSession(
   const needle = `%"sessionId":"${sessionId.replace(/[\\%_]/g, (c) => `\\${c}`)}"%`;
   const rows = await q.all<Record<string, unknown>>(
     `SELECT id, message_id, event_type, body, status, attempts, last_status, last_error, created_at, updated_at
-     FROM gw_webhook_dispatches WHERE endpoint = ? AND body LIKE ? ESCAPE '\\' ORDER BY created_at DESC, id DESC LIMIT ?`,
+     FROM gw_webhook_dispatches WHERE endpoint = ? AND body LIKE ? ESCAPE '\\' ORDER BY created_at DESC,
+     id DESC LIMIT ?`,
     [webhookUrl, needle, limit],
   );
   return rows

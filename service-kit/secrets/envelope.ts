@@ -89,7 +89,8 @@ export function createSealer(wrapper: KeyWrapper, variable: string): SecretSeale
       try {
         const wrapped = await wrapper.wrap(dek, dekAad(context));
         const body = gcmSeal(dek, enc.encode(plaintext), enc.encode(context));
-        return `${PREFIX}${wrapper.id}.${Buffer.from(wrapped).toString('base64url')}.${Buffer.from(body).toString('base64url')}`;
+        const b64 = (bytes: Uint8Array) => Buffer.from(bytes).toString('base64url');
+        return `${PREFIX}${wrapper.id}.${b64(wrapped)}.${b64(body)}`;
       } finally {
         dek.fill(0);
       }

@@ -272,9 +272,9 @@ export async function openPkcs11Signer(uriText: string, options: Pkcs11SignerOpt
   try {
     const keys = findObjects(m, first, keyTemplate(m, uri, m.lib.CKO_PRIVATE_KEY));
     if (keys.length !== 1) {
-      throw new Error(
-        `${keys.length === 0 ? 'no private key' : `${keys.length} private keys`} match ${uri.redacted}${keys.length === 0 && pin === undefined ? ' (no PIN given: add pin-source= or pin-value=)' : ''}`,
-      );
+      const found = keys.length === 0 ? 'no private key' : `${keys.length} private keys`;
+      const hint = keys.length === 0 && pin === undefined ? ' (no PIN given: add pin-source= or pin-value=)' : '';
+      throw new Error(`${found} match ${uri.redacted}${hint}`);
     }
     key = keys[0];
     const [type] = m.p.C_GetAttributeValue(first, key, [{ type: m.lib.CKA_KEY_TYPE }]);

@@ -69,7 +69,8 @@ const L = '(?:81)?[0-9a-f]{2}';
 // Both with the groups version, key, [0] curve (P-256 only: `()` for Ed25519), public key.
 const ED = new RegExp(`^30${L}02010([01])3005${OID_ED25519}04${L}0420([0-9a-f]{64})()(?:812100([0-9a-f]{64}))?$`);
 const EC = new RegExp(
-  `^30${L}02010([01])3013${OID_EC}${OID_P256}04${L}30${L}0201010420([0-9a-f]{64})(a00a${OID_P256})?(?:a1${L}03${L}00([0-9a-f]+))?$`,
+  `^30${L}02010([01])3013${OID_EC}${OID_P256}04${L}30${L}0201010420([0-9a-f]{64})` +
+    `(a00a${OID_P256})?(?:a1${L}03${L}00([0-9a-f]+))?$`,
 );
 
 /** A DER TLV in hex with a minimal definite length (bodies here are under 256 bytes). */

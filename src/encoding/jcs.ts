@@ -120,8 +120,12 @@ export interface StrictJsonOptions {
 // One token, after JSON white space: a string (JSON's escapes, no raw control character), a
 // number (JSON's grammar), a literal or a punctuator. JSON.parse and Number then read string and
 // number tokens, so their values are exactly JSON's; this parser adds what JSON.parse lets pass.
-const TOKEN =
-  /[ \t\n\r]*("[^"\\\x00-\x1f]*(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*)*"|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false|null|[{}[\]:,])/y;
+const STRING_TOKEN = '"[^"\\\\\\x00-\\x1f]*(?:\\\\(?:["\\\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\\\\x00-\\x1f]*)*"';
+const NUMBER_TOKEN = '-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][+-]?[0-9]+)?';
+const TOKEN = new RegExp(
+  '[ \\t\\n\\r]*(' + [STRING_TOKEN, NUMBER_TOKEN, 'true|false|null', '[{}[\\]:,]'].join('|') + ')',
+  'y',
+);
 const WS = /^[ \t\n\r]*$/;
 
 /**

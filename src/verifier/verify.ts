@@ -276,11 +276,10 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
     }
     if (vouching.length === 0) {
       if (expiredLists) fail('trust_bundle_expired', `the only bundles listing ${grant.issuer} have expired`);
-      if (invalidLists)
-        fail(
-          'trust_bundle_invalid',
-          `the bundle listing ${grant.issuer} is not signed by the pinned root${signers.rootVersion > 1 ? ` (root version ${signers.rootVersion}: one of its bundle keys)` : ''}`,
-        );
+      if (invalidLists) {
+        const which = signers.rootVersion > 1 ? ` (root version ${signers.rootVersion}: one of its bundle keys)` : '';
+        fail('trust_bundle_invalid', `the bundle listing ${grant.issuer} is not signed by the pinned root${which}`);
+      }
       fail('issuer_not_trusted', `no trust bundle lists issuer ${grant.issuer}`);
     }
     const keys = vouching.flatMap((b) => b.issuers.filter((i) => i.issuer === grant.issuer).flatMap((i) => i.keys));

@@ -43,7 +43,8 @@ export const bundleRevocation = (c: CtlCrypto, o: BundleRevocationOptions) => {
     let keys: BundleSigners;
     try {
       const root = o.rootPublicKeyPem;
-      const id = `${typeof root === 'string' ? root : JSON.stringify(await c.toPublicJwk(root))}\u0000${JSON.stringify(o.rootChain ?? null)}\u0000${o.minRootVersion ?? ''}`;
+      const rootId = typeof root === 'string' ? root : JSON.stringify(await c.toPublicJwk(root));
+      const id = `${rootId}\u0000${JSON.stringify(o.rootChain ?? null)}\u0000${o.minRootVersion ?? ''}`;
       if (signers?.id !== id) signers = { id, keys: bundleSignersWith(c, root, o.rootChain, o.minRootVersion) };
       keys = await signers.keys;
     } catch {

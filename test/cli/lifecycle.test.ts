@@ -18,7 +18,10 @@ const { runUntilSignal } = await import(${JSON.stringify(lifecycle)});
 const { createLogger } = await import(${JSON.stringify(kit)});
 const logger = createLogger({ name: 'lifecycle-test', level: 'info' });
 setInterval(() => {}, 1000); // what a listening server does: keeps the process alive
-void runUntilSignal(logger, async () => { await new Promise((r) => setTimeout(r, 400)); console.error('stop finished'); });
+void runUntilSignal(logger, async () => {
+  await new Promise((r) => setTimeout(r, 400));
+  console.error('stop finished');
+});
 console.error('ready');
 `;
 

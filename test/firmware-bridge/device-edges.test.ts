@@ -34,7 +34,8 @@ async function terminals() {
       const b = await handlePayload(node, payload);
       assert.ok(
         a.length === b.length && a.every((x, j) => x === b[j]),
-        `${op}: QuickJS and Node answer differently:\n${JSON.stringify(cborDecode(a))}\n${JSON.stringify(cborDecode(b))}`,
+        `${op}: QuickJS and Node answer differently:\n` +
+          `${JSON.stringify(cborDecode(a))}\n${JSON.stringify(cborDecode(b))}`,
       );
       return cborDecode(a);
     },

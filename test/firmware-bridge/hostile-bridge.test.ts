@@ -32,7 +32,11 @@ process.stdin.on('data', (d) => {
   while (buf.length >= 4 && buf.length >= 4 + buf.readUInt32BE(0)) {
     buf = buf.subarray(4 + buf.readUInt32BE(0));
     if (mode === '--raw') process.stdout.write(answer);
-    else { const len = Buffer.alloc(4); len.writeUInt32BE(answer.length); process.stdout.write(Buffer.concat([len, answer])); }
+    else {
+      const len = Buffer.alloc(4);
+      len.writeUInt32BE(answer.length);
+      process.stdout.write(Buffer.concat([len, answer]));
+    }
   }
 });
 process.stdin.on('end', () => process.exit(0));

@@ -105,8 +105,9 @@ if (!chromiumPath) {
     await db?.drop();
     // Lines starting ARTIFACTS are echoed by scripts/test.mjs even when the file passes.
     writeFileSync(join(shotsDir, 'index.txt'), shots.join('\n') + '\n');
+    const listed = shots.map((s) => `ARTIFACTS   ${s}`).join('\n');
     console.log(
-      `\nARTIFACTS console screenshots (${shots.length}, one per page) in ${shotsDir} (index.txt):\n${shots.map((s) => `ARTIFACTS   ${s}`).join('\n')}`,
+      `\nARTIFACTS console screenshots (${shots.length}, one per page) in ${shotsDir} (index.txt):\n${listed}`,
     );
   });
 

@@ -39,7 +39,8 @@ test.after(async () => {
 });
 
 for (const velocity of [false, true]) {
-  test(`expired between the request and the signature: 410 session_expired, nothing paid${velocity ? ' (reservation path)' : ''}`, async () => {
+  const which = velocity ? ' (reservation path)' : '';
+  test(`expired between request and signature: 410 session_expired, nothing paid${which}`, async () => {
     const s = await createSession(gw, velocity ? { velocity: { maxPaymentsPerHour: 10 } } : {});
     expireOn402 = 3_600_000 + 1000; // one hour and a second: past the session's expiresAt
     try {

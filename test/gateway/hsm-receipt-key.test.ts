@@ -177,7 +177,10 @@ test('an instance without the HSM receipt key on that database is refused, namin
   const m = await refusal(start({}));
   assert.match(
     m,
-    /the receipt key '.+' is held outside the database and not by this instance: set CTL_GATEWAY_RECEIPT_KEY_PKCS11_URI/,
+    new RegExp(
+      "the receipt key '.+' is held outside the database and not by this instance: " +
+        'set CTL_GATEWAY_RECEIPT_KEY_PKCS11_URI',
+    ),
   );
 });
 

@@ -50,7 +50,8 @@ test('a session created while its owner is being disabled is revoked with the ot
     await blocker.connect();
     await blocker.query('BEGIN');
     await blocker.query(
-      `INSERT INTO gw_sessions (id, owner_id, token_hash, label, currency, ceiling, state, expires_at, created_at, config, policy_hash, grant_id, grant_json, actor_key_pem)
+      `INSERT INTO gw_sessions (id, owner_id, token_hash, label, currency, ceiling, state, expires_at, created_at,
+        config, policy_hash, grant_id, grant_json, actor_key_pem)
        VALUES ('sess_blocker', 'nobody', $1, 'x', 'USD', 1, 'active', $2, $3, '{}', 'h', 'grant_blocker', '{}', 'pem')`,
       [tokenHash, Date.now() + 3600_000, Date.now()],
     );

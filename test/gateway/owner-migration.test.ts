@@ -36,7 +36,8 @@ async function legacySession(db: SqlDatabase, ownerId: string) {
     trustLevel: 0,
   };
   await db.run(
-    `INSERT INTO gw_sessions (id, owner_id, token_hash, label, currency, ceiling, state, expires_at, created_at, config, policy_hash, grant_id, grant_json, actor_key_pem)
+    `INSERT INTO gw_sessions (id, owner_id, token_hash, label, currency, ceiling, state, expires_at, created_at,
+      config, policy_hash, grant_id, grant_json, actor_key_pem)
      VALUES (?, ?, ?, 'old', 'USD', 1000, 'active', ?, ?, ?, 'h', ?, '{}', 'pem')`,
     [
       id,

@@ -24,7 +24,8 @@ async function openRow(
   amount = 1,
 ) {
   await db.run(
-    `INSERT INTO gw_payments (id, session_id, state, amount, currency, merchant, address, purpose, rail, created_at, updated_at)
+    `INSERT INTO gw_payments (id, session_id, state, amount, currency, merchant, address, purpose, rail, created_at,
+      updated_at)
     VALUES (?, ?, ?, ?, 'USDC', 'm', ?, 'api:search', 'x402', ?, ?)`,
     [id, sessionId, state, amount, PAYEE, at, at],
   );

@@ -234,7 +234,7 @@ test('velocity: payments per hour and amount per merchant per day → 402 veloci
   );
 });
 
-test('merchant terms: another currency → 402 currency_mismatch; bad X-Payment → 502 payment_terms_refused', async () => {
+test('merchant terms: other currency → 402 currency_mismatch; bad X-Payment → 502 payment_terms_refused', async () => {
   const eur = await startMerchant({ amount: '100', currency: 'EUR' });
   const bad = await startMerchant({ amount: '1.5' });
   try {

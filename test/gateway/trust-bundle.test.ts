@@ -55,7 +55,8 @@ test('every revoked grant that has not expired is listed: 1,200 of them, none ca
           const grantId = `grant_${randomBytes(12).toString('base64url')}`;
           ids.push(grantId);
           await q.run(
-            `INSERT INTO gw_sessions (id, owner_id, token_hash, label, currency, ceiling, state, expires_at, created_at, ended_at, config, policy_hash, grant_id, grant_json, actor_key_pem)
+            `INSERT INTO gw_sessions (id, owner_id, token_hash, label, currency, ceiling, state, expires_at,
+              created_at, ended_at, config, policy_hash, grant_id, grant_json, actor_key_pem)
              VALUES (?, 'o', ?, 'x', 'USD', 10, 'revoked', ?, ?, ?, '{}', 'h', ?, '{}', 'pem')`,
             [
               `sess_${randomBytes(12).toString('base64url')}`,

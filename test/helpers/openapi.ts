@@ -108,7 +108,8 @@ export function expectMatchesOpenApi(
   const key = [String(status), `${String(status)[0]}XX`, 'default'].find((k) => k in op.responses);
   if (!key)
     throw new Error(
-      `OpenAPI: ${where}: status not documented for ${method} ${template} (documented: ${Object.keys(op.responses).join(', ')})`,
+      `OpenAPI: ${where}: status not documented for ${method} ${template} ` +
+        `(documented: ${Object.keys(op.responses).join(', ')})`,
     );
   let response = op.responses[key]! as { $ref?: string; content?: Record<string, { schema: Schema }> };
   if (response.$ref) response = doc.components.responses[response.$ref.split('/').pop()!] as typeof response;
@@ -117,7 +118,8 @@ export function expectMatchesOpenApi(
   const entry = response.content[media] ?? response.content['*/*'];
   if (!entry)
     throw new Error(
-      `OpenAPI: ${where}: content type '${media}' not documented (documented: ${Object.keys(response.content).join(', ')})`,
+      `OpenAPI: ${where}: content type '${media}' not documented ` +
+        `(documented: ${Object.keys(response.content).join(', ')})`,
     );
   if (media !== 'application/json') return;
   validate(c, `${method.toUpperCase()} ${template} ${key}`, entry.schema, body, where);
@@ -139,12 +141,10 @@ function validator(c: Compiled, id: string, schema: Schema): ValidateFunction {
 function validate(c: Compiled, id: string, schema: Schema, body: unknown, where: string): void {
   const v = validator(c, id, schema);
   if (!v(body)) {
-    const errors = (v.errors ?? [])
-      .slice(0, 5)
-      .map(
-        (e) =>
-          `${e.instancePath || '/'} ${e.message}${e.params && 'additionalProperty' in e.params ? ` '${e.params.additionalProperty}'` : ''}`,
-      );
+    const errors = (v.errors ?? []).slice(0, 5).map((e) => {
+      const extra = e.params && 'additionalProperty' in e.params ? ` '${e.params.additionalProperty}'` : '';
+      return `${e.instancePath || '/'} ${e.message}${extra}`;
+    });
     throw new Error(
       `OpenAPI: ${where}: body does not match the document: ${errors.join('; ')}\nbody: ${JSON.stringify(body).slice(0, 400)}`,
     );

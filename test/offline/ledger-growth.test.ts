@@ -80,7 +80,8 @@ test(`${PAYMENTS} payments on one grant at one charger, one every 6 minutes: all
 
   const s = await device.status({ grantId: fleet.grant.grantId });
   const g = s['grant'] as Record<string, string>;
-  // The offline allowance counts since the newest bundle (a fresh one restores it, PROTOCOL.md §8); the grant's total, forever.
+  // The offline allowance counts since the newest bundle (a fresh one restores it, PROTOCOL.md §8);
+  // the grant's total, forever.
   const sinceLastBundle = PAYMENTS - Math.floor((PAYMENTS - 1) / 240) * 240;
   assert.is(g['offlinePayments'], String(sinceLastBundle), 'the offline count restarts with each fresh bundle');
   assert.is(g['acceptedMinor'], String(PAYMENTS * 100));

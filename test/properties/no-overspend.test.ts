@@ -223,7 +223,8 @@ test(`verifier: the same SBA presented N times concurrently is accepted exactly 
         const replays = rs.filter((r) => !r.valid && r.error.code === 'replay').length;
         if (accepted !== 1 || replays !== n - 1)
           throw new Error(
-            `accepted ${accepted}, replay ${replays} of ${n}: ${JSON.stringify(rs.map((r) => (r.valid ? 'ok' : r.error.code)))}`,
+            `accepted ${accepted}, replay ${replays} of ${n}: ` +
+              JSON.stringify(rs.map((r) => (r.valid ? 'ok' : r.error.code))),
           );
       },
     ),

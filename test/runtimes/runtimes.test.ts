@@ -133,7 +133,8 @@ function parseResult(
   const line = out.stdout.split('\n').find((l) => l.startsWith('RESULT '));
   if (!line)
     throw new Error(
-      `${target}: no result (exit ${out.status}${out.error ? ', ' + out.error.message : ''})\n${out.stdout}\n${out.stderr}`,
+      `${target}: no result (exit ${out.status}${out.error ? ', ' + out.error.message : ''})\n` +
+        `${out.stdout}\n${out.stderr}`,
     );
   return JSON.parse(line.slice(7));
 }

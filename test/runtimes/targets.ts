@@ -112,9 +112,15 @@ export async function runInBareVm(
     ),
   );
   run(suiteScript(suiteSource), 'portable-suite.js');
+  const fixturesJson = JSON.stringify(JSON.stringify(fixtures));
+  const roleJson = JSON.stringify(o.role ?? 'full');
   const out = await run(
-    `var __failures = []; run(CTL, function (n, ok, d) { if (!ok) __failures.push(n + ': ' + d); }, JSON.parse(${JSON.stringify(JSON.stringify(fixtures))}), ${JSON.stringify(o.role ?? 'full')}, typeof CTLHumanAgent === 'object' ? CTLHumanAgent : undefined)
-    .then(function (r) { return JSON.stringify({ result: r, failures: __failures, backend: CTL.getCryptoBackendName() }); })`,
+    `var __failures = [];
+    run(CTL, function (n, ok, d) { if (!ok) __failures.push(n + ': ' + d); },
+      JSON.parse(${fixturesJson}), ${roleJson}, typeof CTLHumanAgent === 'object' ? CTLHumanAgent : undefined)
+    .then(function (r) {
+      return JSON.stringify({ result: r, failures: __failures, backend: CTL.getCryptoBackendName() });
+    })`,
     'run.js',
   );
   const parsed = JSON.parse(out as string);

@@ -78,7 +78,8 @@ export async function terminateBackends(url: string): Promise<{ ended: number; b
   try {
     const r = await c.query(
       `SELECT count(*) FILTER (WHERE ended) AS ended, count(*) FILTER (WHERE ended AND state <> 'idle') AS busy
-       FROM (SELECT pg_terminate_backend(pid) AS ended, state FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()) t`,
+       FROM (SELECT pg_terminate_backend(pid) AS ended, state FROM pg_stat_activity WHERE datname = current_database()
+       AND pid <> pg_backend_pid()) t`,
     );
     return { ended: Number(r.rows[0].ended), busy: Number(r.rows[0].busy) };
   } finally {

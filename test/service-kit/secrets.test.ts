@@ -43,7 +43,10 @@ test('seal/open: the value round-trips, is not in the sealed text, and opens onl
   const other = createSealer(aesKeyWrapper(randomBytes(32), 'CTL_GATEWAY_KEK'), 'CTL_GATEWAY_KEK');
   assert.match(
     await refused(other.open(sealed, 'gw_keys:k1')),
-    /sealed under KEK [0-9a-f]{16}, but CTL_GATEWAY_KEK here is KEK [0-9a-f]{16}.*give every instance the same CTL_GATEWAY_KEK/,
+    new RegExp(
+      'sealed under KEK [0-9a-f]{16}, but CTL_GATEWAY_KEK here is KEK [0-9a-f]{16}' +
+        '.*give every instance the same CTL_GATEWAY_KEK',
+    ),
   );
   const parts = sealed.split('.');
   const body = Buffer.from(parts[3], 'base64url');

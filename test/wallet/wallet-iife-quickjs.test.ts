@@ -33,7 +33,10 @@ const threeStarts = (amount: string) =>
   for (let i = 0; i < 3; i++) {
     const s = CTL.createSession(G, { actorId: 'vehicle-42', signingKey: KEY, spendStorage: storage, now: () => ${T0},
       revocationFromBundles: { trustBundles: BUNDLES, rootPublicKeyPem: ROOT } });
-    try { out.push((await s.createSba({ amount: '${amount}', currency: 'USD', rail: 'card' })).authorization.maxAmountMinor); }
+    try {
+      const sba = await s.createSba({ amount: '${amount}', currency: 'USD', rail: 'card' });
+      out.push(sba.authorization.maxAmountMinor);
+    }
     catch (e) { out.push(e.code); }
   }
   return out;
@@ -48,7 +51,7 @@ test('QuickJS wallet IIFE: offline from a bundle, three sessions of a 5,000 gran
   assert.equal(threeStarts('5000'), ['5000', 'budget_exceeded', 'budget_exceeded']);
 });
 
-test('QuickJS wallet IIFE: a bundle revoking the grant is grant_revoked; no bundle is revocation_unavailable', async () => {
+test('QuickJS wallet IIFE: bundle revoking the grant → grant_revoked; no bundle → revocation_unavailable', async () => {
   const g = await grant(k);
   set('G', g);
   set('BUNDLES', [await bundle(k, { revokedGrants: [g.grantId] })]);

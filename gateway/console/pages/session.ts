@@ -413,7 +413,8 @@ export function sessionPage(id: string, o: { labels: Map<string, string> }): Pag
           'p',
           null,
           h('strong', null, s.label || s.sessionId),
-          ` has spent ${formatMoney(s.spentMinor, s.budget.currency)} of ${formatMoney(s.budget.amount, s.budget.currency)}.`,
+          ` has spent ${formatMoney(s.spentMinor, s.budget.currency)} ` +
+            `of ${formatMoney(s.budget.amount, s.budget.currency)}.`,
         ),
         'Revoking stops it now, on every gateway instance: the agent’s next payment is refused, and verifiers see the grant revoked. This cannot be undone.',
       ],

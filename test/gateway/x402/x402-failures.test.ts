@@ -140,7 +140,8 @@ test('a reservation whose signature was never recorded is void at once (crash be
   const s = await usdcSession();
   // What a crash between the reservation and the recorded signature leaves: a reserved x402 row.
   await gw.db.run(
-    `INSERT INTO gw_payments (id, session_id, state, amount, currency, merchant, address, purpose, rail, created_at, updated_at)
+    `INSERT INTO gw_payments (id, session_id, state, amount, currency, merchant, address, purpose, rail, created_at,
+      updated_at)
     VALUES ('pay_crash', ?, 'reserved', 500, 'USDC', 'm', ?, 'api:search', 'x402', 0, 0)`,
     [s.sessionId, PAYEE],
   );
@@ -153,7 +154,8 @@ test('a named transaction that never confirmed: held until expiry, then the chai
   const s = await usdcSession();
   const at = Date.now();
   await gw.db.run(
-    `INSERT INTO gw_payments (id, session_id, state, amount, currency, merchant, address, purpose, rail, created_at, updated_at)
+    `INSERT INTO gw_payments (id, session_id, state, amount, currency, merchant, address, purpose, rail, created_at,
+      updated_at)
     VALUES ('pay_stuck', ?, 'paying', 500, 'USDC', 'm', ?, 'api:search', 'x402', ?, ?)`,
     [s.sessionId, PAYEE, at, at],
   );

@@ -171,7 +171,8 @@ test("finding 3: a crash between the merchant's confirmed transaction and the co
   const tx = `0x${'cd'.repeat(32)}`;
   // What the crash leaves: the payment `paying`, its authorization recorded with outcome 'paid'.
   await gw.db.run(
-    `INSERT INTO gw_payments (id, session_id, state, amount, currency, merchant, address, purpose, rail, sba, created_at, updated_at)
+    `INSERT INTO gw_payments (id, session_id, state, amount, currency, merchant, address, purpose, rail, sba,
+      created_at, updated_at)
     VALUES ('pay_crash_paid', ?, 'paying', ?, 'USDC', 'm.example', ?, 'api:search', 'x402', NULL, ?, ?)`,
     [s.sessionId, PRICE, PAYEE, at, at],
   );
