@@ -1,5 +1,6 @@
 // The SDK bundles (ARCHITECTURE.md): noble and cbor-x are inlined, so the published package has
-// no runtime dependencies. Every ESM entry has a CommonJS twin (.cjs) for `require` users. Types come from `tsc -p tsconfig.build.json` (typescript 7 has no JS API).
+// no runtime dependencies. Every ESM entry has a CommonJS twin (.cjs) for `require` users. Types come from `tsc -p
+// tsconfig.build.json` (typescript 7 has no JS API).
 import esbuild from 'rollup-plugin-esbuild';
 import { nodeResolve } from '@rollup/plugin-node-resolve';
 import terser from '@rollup/plugin-terser';

@@ -12,9 +12,11 @@ const NEXT_STEP: Record<string, string> = {
   budget_exceeded: "The session's budget cannot cover this payment. Tell the budget owner; do not retry.",
   velocity_exceeded: "The session's rate of payments is used up for now; wait before paying again.",
   window_exceeded:
-    "This period's budget window is used up: wait until resetsAt (retryAfterSeconds), then retry; session_status shows each window.",
+    "This period's budget window is used up: wait until resetsAt (retryAfterSeconds), " +
+    'then retry; session_status shows each window.',
   delegation_invalid:
-    "A child session can only narrow this one: lower the field the message names (session_status shows this session's limits).",
+    'A child session can only narrow this one: lower the field the message names (session_status ' +
+    "shows this session's limits).",
   currency_mismatch: 'The merchant asks for a currency this session cannot pay in.',
   asset_not_allowed: 'The merchant asks for an asset this session cannot pay in.',
   session_revoked: 'The budget owner revoked this session: stop paying and tell the owner.',
@@ -24,14 +26,17 @@ const NEXT_STEP: Record<string, string> = {
   payment_terms_refused: "The gateway will not pay the merchant's payment terms.",
   payment_failed: 'The payment was not made and nothing was spent; the same call may be retried.',
   payment_unconfirmed:
-    "The payment's outcome is not known yet and its amount stays reserved. Retry later with the same idempotencyKey (never a new one), or it may be paid twice.",
+    "The payment's outcome is not known yet and its amount stays reserved. Retry later " +
+    'with the same idempotencyKey (never a new one), or it may be paid twice.',
   paid_response_lost:
-    "The payment was made (receiptId) but the merchant's answer was lost. Do not call again: a new call pays again. list_receipts shows the receipt; tell the budget owner.",
+    "The payment was made (receiptId) but the merchant's answer was lost. Do not call " +
+    'again: a new call pays again. list_receipts shows the receipt; tell the budget owner.',
   upstream_error: 'The merchant could not be reached or answered too much; retry with the same idempotencyKey.',
   upstream_timeout: 'The merchant did not answer in time; retry with the same idempotencyKey.',
   rate_limited: 'Too many requests for this session: wait retryAfterSeconds, then retry.',
   conflict:
-    'This idempotencyKey is in use by another request or still running; wait, or use a new key for a different request.',
+    'This idempotencyKey is in use by another request or still running; wait, or use a ' +
+    'new key for a different request.',
   unauthorized: "The gateway does not accept this agent's session token: tell the budget owner.",
   payload_too_large: 'The request body is larger than the gateway accepts.',
 };
@@ -73,16 +78,19 @@ export interface PauseNotice {
 export function ownerActionForPause(gatewayUrl: string, sessionId: string | undefined): string {
   const id = sessionId ?? '<session id>';
   return (
-    `The budget owner must approve more spending for session ${id}: in the gateway console (${gatewayUrl}/console, open the session, approve its continuation), ` +
-    `or with their owner API key: read continuationToken from GET ${gatewayUrl}/sessions/${id} and send PATCH ${gatewayUrl}/sessions/${id} ` +
+    `The budget owner must approve more spending for session ${id}: in the gateway console ` +
+    `(${gatewayUrl}/console, open the session, approve its continuation), ` +
+    (`or with their owner API key: read continuationToken from GET ${gatewayUrl}/sessions/${id} ` +
+      `and send PATCH ${gatewayUrl}/sessions/${id} `) +
     `with {"continuationToken": "<that token>"} (the session.paused webhook carries the same token).`
   );
 }
 
-/** A thrown gateway refusal's code, status and Retry-After (the SDK client's CtlError / GatewayError), or undefined for anything else. */
-export function refusalOf(
-  e: unknown,
-):
+/**
+ * A thrown gateway refusal's code, status and Retry-After (the SDK client's CtlError / GatewayError), or undefined for
+ * anything else.
+ */
+export function refusalOf(e: unknown):
   | {
       code: string;
       message: string;
@@ -145,7 +153,9 @@ export function describeRefusal(
       ...(sessionId ? { sessionId } : {}),
       ownerAction: ownerActionForPause(gatewayUrl, sessionId),
       nextStep:
-        "Nothing was paid and the merchant's paid answer was not obtained. Ask your budget owner to approve (ownerAction says how); once they have, call paid_fetch again with the same arguments." +
+        "Nothing was paid and the merchant's paid answer was not obtained. Ask your budget " +
+        'owner to approve (ownerAction says how); once they have, call paid_fetch again with ' +
+        'the same arguments.' +
         wait +
         ' Do not look for another way to pay.',
     };

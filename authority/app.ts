@@ -73,7 +73,8 @@ export interface AuthorityDeps {
 }
 
 /**
- * @example const app = createAuthorityApp({ store, keys, issuer: 'fleet.example', revocationBaseUrl: 'https://a.example' })
+ * @example const app = createAuthorityApp({ store, keys, issuer: 'fleet.example', revocationBaseUrl:
+ * 'https://a.example' })
  */
 export function createAuthorityApp(deps: AuthorityDeps): Koa {
   const logger = deps.logger ?? silentLogger();

@@ -28,7 +28,10 @@ export interface AuditTrail {
     data?: unknown | ((result: R) => unknown),
     when?: (result: R) => boolean,
   ): TxEffect<R>;
-  /** An entry (and its deliveries) in a transaction of its own: for an action whose change is not a store call here (prefer `entry`). */
+  /**
+   * An entry (and its deliveries) in a transaction of its own: for an action whose change is not a store call here
+   * (prefer `entry`).
+   */
   record(actor: string, action: string, subject: string, data?: unknown): Promise<AuditEntry>;
 }
 

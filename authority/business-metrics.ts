@@ -16,7 +16,10 @@ export interface AuthorityMetrics {
 
 const byRegistry = new WeakMap<Registry, AuthorityMetrics>();
 
-/** Once per registry (an app given a shared Metrics reuses its counters). @example authorityMetrics(metrics.registry).bundleIssued() */
+/**
+ * Once per registry (an app given a shared Metrics reuses its counters). @example
+ * authorityMetrics(metrics.registry).bundleIssued()
+ */
 export function authorityMetrics(registry: Registry): AuthorityMetrics {
   const known = byRegistry.get(registry);
   if (known) return known;

@@ -20,9 +20,15 @@ export interface AuthorityConfig {
   grantSigningKeyId?: string;
   /** CTL_TRUST_BUNDLE_ROOT_PRIVATE_KEY_PEM: the root key that signs bundles; generated and stored when absent. */
   rootSigningKeyPem?: string;
-  /** CTL_TRUST_BUNDLE_SIGNING_KEY_PEM or _FILE: the bundle key that signs bundles once the root is rotated (PROTOCOL.md §11, trust-root.ts). */
+  /**
+   * CTL_TRUST_BUNDLE_SIGNING_KEY_PEM or _FILE: the bundle key that signs bundles once the root is rotated (PROTOCOL.md
+   * §11, trust-root.ts).
+   */
   bundleSigningKeyPem?: string;
-  /** CTL_TRUST_BUNDLE_SIGNING_KEY_PKCS11_URI: the bundle key in a PKCS#11 token instead (with CTL_PKCS11_MODULE; signers.ts). */
+  /**
+   * CTL_TRUST_BUNDLE_SIGNING_KEY_PKCS11_URI: the bundle key in a PKCS#11 token instead (with CTL_PKCS11_MODULE;
+   * signers.ts).
+   */
   bundleSigningKeyPkcs11Uri?: string;
   /**
    * The same keys in an HSM or a file (authority/signers.ts): CTL_POLICY_GRANT_SIGNING_KEY_PKCS11_URI,

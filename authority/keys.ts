@@ -45,11 +45,17 @@ export interface KeyRing {
    * a start that would change the database's root, or that could not sign (see the module comment).
    */
   init(): Promise<void>;
-  /** The grant key this instance signs with: its own from the environment, else the database's stored key (re-read each call). */
+  /**
+   * The grant key this instance signs with: its own from the environment, else the database's stored key (re-read each
+   * call).
+   */
   grantSigner(): Promise<ActiveSigner>;
   /** The root key that signs Trust Bundles. */
   rootSigner(): Promise<ActiveSigner & { publicKeyPem: string }>;
-  /** New stored grant key; the previous stored one is retired (published while its grants live). Keys from the environment are untouched. */
+  /**
+   * New stored grant key; the previous stored one is retired (published while its grants live). Keys from the
+   * environment are untouched.
+   */
   /** Activates a new stored grant key; `effect` (the audit entry) commits with the activation. */
   rotateGrantKey(effect?: TxEffect<{ kid: string; retired: string[] }>): Promise<{ kid: string; retired: string[] }>;
   /** JWKS entries: see grantKeysFrom. */
@@ -181,7 +187,9 @@ export function createKeyRing(options: KeyRingOptions): KeyRing {
   const storedSigner = (row: SigningKeyRow): Promise<SigningKey> => ring.signerOf(row);
   const generated = (purpose: KeyPurposeName) => generatedRow(purpose, iso(), ring);
 
-  /** Seals every stored private key still in the clear (a database from before sealing); one conditional UPDATE each. */
+  /**
+   * Seals every stored private key still in the clear (a database from before sealing); one conditional UPDATE each.
+   */
   async function sealStoredKeys(): Promise<void> {
     const sealed = await ring.sealStored();
     if (sealed)
@@ -205,8 +213,10 @@ export function createKeyRing(options: KeyRingOptions): KeyRing {
       if (stored && (stored.purpose !== 'grant' || !samePublicKey(stored.publicJwk, row.publicJwk))) {
         const named = kid !== undefined ? `${GRANT_KID_VAR}='${row.kid}'` : `kid '${row.kid}'`;
         throw new Error(
-          `${variable} does not match the ${stored.purpose} key already stored as ${named}: a kid must never change its key. ` +
-            `Either restore the previous ${variable}, or give the new key a new ${GRANT_KID_VAR} (the old key stays published while grants it signed live).`,
+          `${variable} does not match the ${stored.purpose} key already stored as ${named}: ` +
+            'a kid must never change its key. ' +
+            (`Either restore the previous ${variable}, or give the new key a new ${GRANT_KID_VAR} ` +
+              '(the old key stays published while grants it signed live).'),
         );
       }
     }
@@ -242,7 +252,8 @@ export function createKeyRing(options: KeyRingOptions): KeyRing {
     if (created) {
       logger.warn(
         { kid: row.kid, purpose: 'grant', database: store.description },
-        `no ${GRANT_VAR}: generated a development grant signing key and stored it in the database (set ${GRANT_VAR} in production)`,
+        `no ${GRANT_VAR}: generated a development grant signing key and stored it in the database ` +
+          `(set ${GRANT_VAR} in production)`,
       );
     } else {
       logger.info({ kid: row.kid, purpose: 'grant', source: row.source }, 'grant signing key loaded from the database');
@@ -256,12 +267,16 @@ export function createKeyRing(options: KeyRingOptions): KeyRing {
     const { row, created } = await store.ensureActiveSigningKey('bundle', async () => mine ?? generated('bundle'));
     if (mine && !samePublicKey(row.publicJwk, mine.publicJwk)) {
       throw new Error(
-        `${variable} is not the Trust Bundle root key stored in the database (kid '${row.kid}'), which devices pin: restore the previous ${variable}; the root changes only by a signed root rotation (PROTOCOL.md §11).`,
+        `${variable} is not the Trust Bundle root key stored in the database (kid '${row.kid}'), ` +
+          `which devices pin: restore the previous ${variable}; the root changes only by a signed ` +
+          'root rotation (PROTOCOL.md §11).',
       );
     }
     if (!mine && !row.privatePem && !options.rootPrivateKeyOptional) {
       throw new Error(
-        `${ROOT_VAR} (or ${ROOT_VAR.replace('_PRIVATE_KEY_PEM', '_KEY_PKCS11_URI')}) is not set, but the Trust Bundle root key on this database (kid '${row.kid}') comes from it: set it here too.`,
+        `${ROOT_VAR} (or ${ROOT_VAR.replace('_PRIVATE_KEY_PEM', '_KEY_PKCS11_URI')}) is not ` +
+          `set, but the Trust Bundle root key on this database (kid '${row.kid}') comes from ` +
+          'it: set it here too.',
       );
     }
     // Held beside the stored keys: rootSigner() signs with it while it is the database's root.
@@ -269,7 +284,8 @@ export function createKeyRing(options: KeyRingOptions): KeyRing {
     if (created && !mine) {
       logger.warn(
         { kid: row.kid, purpose: 'bundle', database: store.description },
-        `no ${ROOT_VAR}: generated a development Trust Bundle root key and stored it in the database (set ${ROOT_VAR} in production)`,
+        `no ${ROOT_VAR}: generated a development Trust Bundle root key and stored it in the ` +
+          `database (set ${ROOT_VAR} in production)`,
       );
     } else {
       logger.info(
@@ -309,7 +325,8 @@ export function createKeyRing(options: KeyRingOptions): KeyRing {
         throw new HttpError(
           409,
           'conflict',
-          `the grant keys come from ${GRANT_VAR}: rotate by restarting the instances one by one with a new key and a new ${GRANT_KID_VAR}`,
+          `the grant keys come from ${GRANT_VAR}: rotate by restarting the instances one by ` +
+            `one with a new key and a new ${GRANT_KID_VAR}`,
         );
       }
       const retired = [before.kid];

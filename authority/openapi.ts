@@ -120,7 +120,9 @@ const paths: OpenApiDocument['paths'] = {
   '/grants': {
     post: operation({
       summary: 'Issues a PolicyGrant for a stored policy (or records one signed by an enrolled person)',
-      description: `${scoped('grants:write')} A \`human-agent\` grant prepared by POST /grants/human/prepare and signed by the person needs no key (PROTOCOL.md §10).`,
+      description:
+        `${scoped('grants:write')} A \`human-agent\` grant prepared by POST /grants/human/prepare ` +
+        'and signed by the person needs no key (PROTOCOL.md §10).',
       tags: ['grants'],
       operationId: 'issueGrant',
       security: keyOrSigned,
@@ -200,7 +202,8 @@ const paths: OpenApiDocument['paths'] = {
     get: operation({
       summary: 'Revocation status of a grant (PROTOCOL.md §5 step 3)',
       description:
-        'Public; the asker may keep a "not revoked" answer a few seconds (private: no shared cache), a revoked one an hour.',
+        'Public; the asker may keep a "not revoked" answer a few seconds (private: no shared ' +
+        'cache), a revoked one an hour.',
       tags: ['grants'],
       operationId: 'revocationStatus',
       security: [],
@@ -213,12 +216,14 @@ const paths: OpenApiDocument['paths'] = {
         ),
         queryParam(
           'rootGrantId',
-          'Beside a delegation revocation id: its root grant; a delegation never revoked is then "not revoked" (else 404)',
+          'Beside a delegation revocation id: its root grant; a delegation never revoked is ' +
+            'then "not revoked" (else 404)',
           { type: 'string' },
         ),
         queryParam(
           'grantHash',
-          "Optional: SHA-256 (hex) of the grant's canonical JSON; a grant held under this id with other content is 404, as an unknown one",
+          "Optional: SHA-256 (hex) of the grant's canonical JSON; a grant held under this id " +
+            'with other content is 404, as an unknown one',
           { type: 'string', pattern: '^[0-9a-f]{64}$' },
         ),
       ],
@@ -227,7 +232,8 @@ const paths: OpenApiDocument['paths'] = {
     post: operation({
       summary:
         "Revokes a grant: with an API key, or a `ctl-revocation/1` signed by the grant's DID; " +
-        "a delegation (PROTOCOL.md §14): with its chain, and an API key or a revocation signed by its parent's actorKey",
+        ('a delegation (PROTOCOL.md §14): with its chain, and an API key or a revocation signed ' +
+          "by its parent's actorKey"),
       description: scoped('grants:revoke'),
       tags: ['grants'],
       operationId: 'revokeGrant',
@@ -435,7 +441,9 @@ export const AUTHORITY_OPENAPI: OpenApiDocument = openApiDocument({
   title: TITLE,
   version: '1.0.0',
   description:
-    'Issues PolicyGrants and Trust Bundles, answers revocation checks, keeps grants in custody (spec §1 part 2, §4.3). Refusals are `{ error: { code, message } }` with a PROTOCOL.md §9 code.',
+    'Issues PolicyGrants and Trust Bundles, answers revocation checks, keeps grants in ' +
+    'custody (spec §1 part 2, §4.3). Refusals are `{ error: { code, message } }` with ' +
+    'a PROTOCOL.md §9 code.',
   errorCodes: ERROR_CODES,
   paths,
   schemas,

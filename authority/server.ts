@@ -76,7 +76,9 @@ export async function createAuthority(
   if (kek.source === 'dev-file') {
     logger.warn(
       { kek: kek.devFile },
-      'no CTL_AUTHORITY_KEK: stored private keys are sealed under a development KEK kept in a 0600 file beside the database (set CTL_AUTHORITY_KEK or CTL_AUTHORITY_KEK_PKCS11_URI in production)',
+      'no CTL_AUTHORITY_KEK: stored private keys are sealed under a development KEK kept ' +
+        'in a 0600 file beside the database (set CTL_AUTHORITY_KEK or CTL_AUTHORITY_KEK_PKCS11_URI ' +
+        'in production)',
     );
   }
   let lease: ReturnType<typeof setInterval> | undefined;

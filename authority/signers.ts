@@ -37,7 +37,10 @@ export async function openAuthorityKek(config: AuthorityConfig): Promise<KekSour
   return { ...(await kekFromEnv(env, 'CTL_AUTHORITY_KEK', devFile)), devFile };
 }
 
-/** @example const s = await openAuthoritySigners(readAuthorityConfig()); createKeyRing({ ..., grantSigner: s.grant, rootSigner: s.root }) */
+/**
+ * @example const s = await openAuthoritySigners(readAuthorityConfig()); createKeyRing({ ..., grantSigner: s.grant,
+ * rootSigner: s.root })
+ */
 export async function openAuthoritySigners(config: AuthorityConfig): Promise<AuthoritySigners> {
   const env = {
     CTL_PKCS11_MODULE: config.pkcs11Module,

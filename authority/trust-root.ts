@@ -48,7 +48,10 @@ export interface TrustRoot {
     actor: string,
     effect?: TxEffect<{ rootVersion: number }>,
   ): Promise<{ rootVersion: number; changed: boolean; signsBundles: boolean }>;
-  /** The key that signs the next bundle: the root at version 1, else this instance's bundle key if the newest version lists it. */
+  /**
+   * The key that signs the next bundle: the root at version 1, else this instance's bundle key if the newest version
+   * lists it.
+   */
   bundleSigner(): Promise<BundleSigner>;
 }
 
@@ -59,7 +62,10 @@ export interface TrustRootOptions {
   now: () => number;
   /** This instance's bundle key (a PEM, or a `SigningKey` such as an HSM-held one). */
   bundleSigningKey?: PrivateKeyInput | SigningKey;
-  /** The variable the bundle key came from, for errors and logs (default CTL_TRUST_BUNDLE_SIGNING_KEY_PEM; the PKCS#11 URI's name for a token key). */
+  /**
+   * The variable the bundle key came from, for errors and logs (default CTL_TRUST_BUNDLE_SIGNING_KEY_PEM; the PKCS#11
+   * URI's name for a token key).
+   */
   bundleKeyVariable?: string;
 }
 
@@ -68,7 +74,10 @@ const sameKey = (a: { kty: string; crv: string; x: string; y?: string }, b: Root
   canonicalize({ kty: a.kty, crv: a.crv, x: a.x, y: a.y ?? null }) ===
   canonicalize({ kty: b.kty, crv: b.crv, x: b.x, y: b.y ?? null });
 
-/** @example const trustRoot = createTrustRoot({ store, keys, logger, now: Date.now, bundleSigningKey: pem }); await trustRoot.init() */
+/**
+ * @example const trustRoot = createTrustRoot({ store, keys, logger, now: Date.now, bundleSigningKey: pem }); await
+ * trustRoot.init()
+ */
 export function createTrustRoot(o: TrustRootOptions): TrustRoot {
   const bundleKey =
     o.bundleSigningKey === undefined ? undefined : importSigningKey(o.bundleSigningKey as PrivateKeyInput);
@@ -128,7 +137,9 @@ export function createTrustRoot(o: TrustRootOptions): TrustRoot {
       }
       if (!bundleKey) {
         throw new Error(
-          `root version ${c.rootVersion} is published on this database: set ${BUNDLE_KEY_VAR} (or ${BUNDLE_KEY_FILE_VAR}, or CTL_TRUST_BUNDLE_SIGNING_KEY_PKCS11_URI) to one of its bundleKeys (${c.bundleKeys.map((k) => k.kid).join(', ')})`,
+          `root version ${c.rootVersion} is published on this database: set ${BUNDLE_KEY_VAR} ` +
+            `(or ${BUNDLE_KEY_FILE_VAR}, or CTL_TRUST_BUNDLE_SIGNING_KEY_PKCS11_URI) to one of ` +
+            `its bundleKeys (${c.bundleKeys.map((k) => k.kid).join(', ')})`,
         );
       }
       const entry = await mine(c.bundleKeys);
@@ -164,7 +175,8 @@ export function createTrustRoot(o: TrustRootOptions): TrustRoot {
         throw new HttpError(
           409,
           'conflict',
-          `root version ${v} is already published (the chain is at version ${c.rootVersion}); the next statement is version ${c.rootVersion + 1}`,
+          `root version ${v} is already published (the chain is at version ${c.rootVersion}); ` +
+            `the next statement is version ${c.rootVersion + 1}`,
         );
       }
       const r = await verifyRootChain(await pinnedRootPem(), [...c.statements, input]);
@@ -203,7 +215,8 @@ export function createTrustRoot(o: TrustRootOptions): TrustRoot {
         throw new HttpError(
           503,
           'unavailable',
-          `this instance's bundle key is not one of root version ${c.rootVersion}'s bundleKeys: restart it with one of ${c.bundleKeys.map((k) => k.kid).join(', ')} in ${keyVar}`,
+          `this instance's bundle key is not one of root version ${c.rootVersion}'s bundleKeys: ` +
+            `restart it with one of ${c.bundleKeys.map((k) => k.kid).join(', ')} in ${keyVar}`,
         );
       }
       return { kid: entry.kid, signer: await bundleKey!, rootVersion: c.rootVersion };

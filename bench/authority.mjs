@@ -191,16 +191,19 @@ async function main() {
   const median = (k) => [...rows].map((r) => r[k]).sort((a, b) => a - b)[Math.floor(rows.length / 2)];
   const fmt = (x) => Math.round(x).toLocaleString('en-US');
   console.log(
-    `authority bench: node ${process.version}, ${connections} keep-alive connections, ${seconds} s per measure, ${rounds} rounds, database ${urls.database}`,
+    `authority bench: node ${process.version}, ${connections} keep-alive connections, ` +
+      `${seconds} s per measure, ${rounds} rounds, database ${urls.database}`,
   );
   for (const [i, r] of rows.entries()) {
     console.log(
-      `  round ${i + 1}: bare ${fmt(r.bare)} req/s, revocation ${fmt(r.revocation)} req/s (${r.revRatio.toFixed(2)}), grants ${fmt(r.grants)} req/s (${r.grantRatio.toFixed(3)})`,
+      `  round ${i + 1}: bare ${fmt(r.bare)} req/s, revocation ${fmt(r.revocation)} req/s ` +
+        `(${r.revRatio.toFixed(2)}), grants ${fmt(r.grants)} req/s (${r.grantRatio.toFixed(3)})`,
     );
   }
   console.log(`  median: bare Koa JSON route ${fmt(median('bare'))} req/s`);
   console.log(
-    `          GET /revoke?grantId=  ${fmt(median('revocation'))} req/s   ratio ${median('revRatio').toFixed(2)}   (target ≥ 0.50)`,
+    `          GET /revoke?grantId=  ${fmt(median('revocation'))} req/s   ratio ${median('revRatio').toFixed(2)} ` +
+      '  (target ≥ 0.50)',
   );
   console.log(
     `          POST /grants (signed) ${fmt(median('grants'))} req/s   ratio ${median('grantRatio').toFixed(3)}`,

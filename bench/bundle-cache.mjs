@@ -90,7 +90,8 @@ for (let r = 0; r < ROUNDS; r++) {
 }
 const ratio = median(b) / median(s); // time per payment, large ÷ empty
 console.log(
-  `CTL bundle cache bench (node ${process.version}, ${BACKEND} backend, ${DURATION_MS} ms × ${ROUNDS} interleaved rounds, medians)`,
+  `CTL bundle cache bench (node ${process.version}, ${BACKEND} backend, ${DURATION_MS} ` +
+    `ms × ${ROUNDS} interleaved rounds, medians)`,
 );
 console.log(`  verifyCtl, bundle with ${REVOKED} revoked grants: ${Math.round(median(s))}/s`);
 console.log(`  verifyCtl, bundle with none:                ${Math.round(median(b))}/s`);

@@ -344,16 +344,21 @@ export async function runCampaign({
 
 export function printFigures(f, log = console.log) {
   log(
-    `stores ${f.stores.join(' + ')}; seed ${f.seed}; ${f.kills} kills, ${f.pgRestarts} PostgreSQL restart(s), ${f.diedUnbidden} gateway(s) died unbidden; ${f.durationS} s`,
+    `stores ${f.stores.join(' + ')}; seed ${f.seed}; ${f.kills} kills, ${f.pgRestarts} ` +
+      `PostgreSQL restart(s), ${f.diedUnbidden} gateway(s) died unbidden; ${f.durationS} s`,
   );
   log(
-    `requests ${f.requests}: paid ${f.paid}, refused ${f.refused} ${JSON.stringify(f.refusedBy)}; retries ${f.retries}, parked until the end ${f.parked}; sessions ${f.sessions}`,
+    `requests ${f.requests}: paid ${f.paid}, refused ${f.refused} ${JSON.stringify(f.refusedBy)}; ` +
+      `retries ${f.retries}, parked until the end ${f.parked}; sessions ${f.sessions}`,
   );
   log(
-    `money: ${f.transfers} transfers (ledger rail + EVM), ${f.receipts} receipts; reconciled ${f.reconciled.committed} committed, ${f.reconciled.released} released; x402 reservations held at kill checks ${f.heldAtKills}`,
+    `money: ${f.transfers} transfers (ledger rail + EVM), ${f.receipts} receipts; reconciled ` +
+      `${f.reconciled.committed} committed, ${f.reconciled.released} released; x402 reservations ` +
+      `held at kill checks ${f.heldAtKills}`,
   );
   log(
-    `webhooks: ${f.webhooks.received} deliveries, ${f.webhooks.distinct} distinct ids, ${f.webhooks.duplicates} repeated deliveries of an id`,
+    `webhooks: ${f.webhooks.received} deliveries, ${f.webhooks.distinct} distinct ids, ` +
+      `${f.webhooks.duplicates} repeated deliveries of an id`,
   );
   for (const [n, r] of Object.entries(f.invariants))
     log(`  ${n.padEnd(24)} after each kill ${r.afterEachKill}; final ${r.final}`);

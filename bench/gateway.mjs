@@ -191,10 +191,12 @@ function printTargets(store, rows, probes) {
     // on a shared machine hardly moves (the loop is what saturates at 50 connections).
     const byCpu =
       r.cpuLoop && unpaid.cpuLoop
-        ? `; by event-loop CPU per request ${(unpaid.cpuLoop / r.cpuLoop).toFixed(2)} (${unpaid.cpuLoop.toFixed(0)} ÷ ${r.cpuLoop.toFixed(0)} µs)`
+        ? `; by event-loop CPU per request ${(unpaid.cpuLoop / r.cpuLoop).toFixed(2)} (${unpaid.cpuLoop.toFixed(0)} ` +
+          `÷ ${r.cpuLoop.toFixed(0)} µs)`
         : '';
     lines.push(
-      `${r.kind} at ${r.conns} conns: paid ÷ unpaid ${ratio.toFixed(2)}  (target ≥ ${TARGETS.ratio}: ${verdict(ratio >= TARGETS.ratio)})${byCpu}`,
+      `${r.kind} at ${r.conns} conns: paid ÷ unpaid ${ratio.toFixed(2)}  (target ≥ ${TARGETS.ratio}: ` +
+        `${verdict(ratio >= TARGETS.ratio)})${byCpu}`,
     );
   }
   const paid1 = at(1, 'via gateway, PAID');
@@ -214,7 +216,10 @@ function printTargets(store, rows, probes) {
           ? `the target is below it: out of reach on this machine`
           : `${(limit - floor).toFixed(2)} ms of the target left for the gateway's own work`;
       lines.push(
-        `  estimated floor under that: 2 × direct p50 ${at(1, 'direct').p50.toFixed(2)} + one durable commit ${commitMs.toFixed(2)} + 2 × Ed25519 sign ${probes.signMs.toFixed(3)} = ${floor.toFixed(2)} ms; ${reach}; the gateway adds ${(added - floor).toFixed(2)} ms over the floor`,
+        `  estimated floor under that: 2 × direct p50 ${at(1, 'direct').p50.toFixed(2)} + ` +
+          `one durable commit ${commitMs.toFixed(2)} + 2 × Ed25519 sign ${probes.signMs.toFixed(3)} ` +
+          `= ${floor.toFixed(2)} ms; ${reach}; the gateway adds ${(added - floor).toFixed(2)} ` +
+          'ms over the floor',
       );
     }
   }
@@ -288,7 +293,8 @@ async function runBench() {
   const { dir, stores, cleanup } = await benchStores(pgUrl, 'ctl-bench-');
 
   console.log(
-    `gateway bench: ${seconds} s per measurement, Node ${process.version}, merchant and ${process.env.BENCH_INSTANCES ?? 1} gateway process(es) in their own processes`,
+    `gateway bench: ${seconds} s per measurement, Node ${process.version}, merchant and ` +
+      `${process.env.BENCH_INSTANCES ?? 1} gateway process(es) in their own processes`,
   );
   const probes = { durableCommitMs: { SQLite: await commitLatencyMs(dir) }, signMs: await signLatencyMs() };
   // BENCH_STORES=PostgreSQL (or SQLite): only those stores, e.g. to alternate two builds on one.

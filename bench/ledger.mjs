@@ -75,5 +75,6 @@ console.log(`device ledger, ${PAYMENTS} payments on one grant, one every 6 min (
 console.log(`  payments 1-100:           ${early.ms.toFixed(3)} ms, ${early.bytes} bytes written`);
 console.log(`  payments ${PAYMENTS - 99}-${PAYMENTS}:     ${late.ms.toFixed(3)} ms, ${late.bytes} bytes written`);
 console.log(
-  `  ratio late ÷ early: time ${(late.ms / early.ms).toFixed(2)}, bytes ${(late.bytes / early.bytes).toFixed(2)} (flat ≈ 1)`,
+  `  ratio late ÷ early: time ${(late.ms / early.ms).toFixed(2)}, bytes ${(late.bytes / early.bytes).toFixed(2)} ` +
+    '(flat ≈ 1)',
 );

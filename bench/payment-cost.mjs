@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // What one paid request costs the gateway: SQL transactions and statements (counted by wrapping
 // the SqlDatabase in the bench gateway process), fsync/fdatasync calls of the gateway process
-// (strace, when it can attach; on PostgreSQL also the server's WAL syncs), and HTTP round trips to the merchant (the merchant counts).
-// N paid requests after a warm-up (sequential, or on --conns connections); figures are per payment.
+// (strace, when it can attach; on PostgreSQL also the server's WAL syncs), and HTTP round trips to the merchant (the
+// merchant counts). N paid requests after a warm-up (sequential, or on --conns connections); figures are per payment.
 //
 //   npm run compile && node bench/payment-cost.mjs [--n 1000] [--db postgres] [--conns 50]
 import http from 'node:http';
@@ -89,14 +89,17 @@ try {
   agent.destroy();
   const per = (x, y) => ((y - x) / n).toFixed(2);
   console.log(
-    `${pg ? 'PostgreSQL' : 'SQLite'}: ${n} paid requests on ${conns} connection(s) (${ok} answered 200), ${((ms / n) * conns).toFixed(2)} ms each`,
+    `${pg ? 'PostgreSQL' : 'SQLite'}: ${n} paid requests on ${conns} connection(s) (${ok} ` +
+      `answered 200), ${((ms / n) * conns).toFixed(2)} ms each`,
   );
   console.log(`  SQL transactions per payment   ${per(a.sql.tx, b.sql.tx)}`);
   console.log(
-    `  statements in a group commit  ${per(a.sql.grouped ?? 0, b.sql.grouped ?? 0)} (their transactions are shared: see the WAL syncs / fsyncs)`,
+    `  statements in a group commit  ${per(a.sql.grouped ?? 0, b.sql.grouped ?? 0)} (their ` +
+      'transactions are shared: see the WAL syncs / fsyncs)',
   );
   console.log(
-    `  SQL statements per payment     ${per(a.sql.statements, b.sql.statements)} (outside a transaction: ${per(a.sql.outsideTx, b.sql.outsideTx)})`,
+    `  SQL statements per payment     ${per(a.sql.statements, b.sql.statements)} (outside ` +
+      `a transaction: ${per(a.sql.outsideTx, b.sql.outsideTx)})`,
   );
   for (const v of Object.keys(b.sql.byVerb).sort())
     console.log(`    ${v.padEnd(10)} ${per(a.sql.byVerb[v] ?? 0, b.sql.byVerb[v])}`);
@@ -107,7 +110,8 @@ try {
     .sort((x, y) => y[1] - x[1]))
     console.log(`    ${c.toFixed(2)}  ${text}`);
   console.log(
-    `  gateway → merchant per payment ${per(a.m.unpaid402 + a.m.paid, b.m.unpaid402 + b.m.paid)} (402: ${per(a.m.unpaid402, b.m.unpaid402)}, paid retry: ${per(a.m.paid, b.m.paid)})`,
+    `  gateway → merchant per payment ${per(a.m.unpaid402 + a.m.paid, b.m.unpaid402 + b.m.paid)} ` +
+      `(402: ${per(a.m.unpaid402, b.m.unpaid402)}, paid retry: ${per(a.m.paid, b.m.paid)})`,
   );
   const calls = [...straceOut.matchAll(/^\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?(\w+)\s*$/gm)].filter(
     (x) => x[2] !== 'total',

@@ -56,7 +56,8 @@ const show = (title, map, n) => {
   console.log(`\n${title} (self time; % of all samples / % of non-idle)`);
   for (const [k, us] of [...map].sort((a, b) => b[1] - a[1]).slice(0, n))
     console.log(
-      `${(us / 1000).toFixed(0).padStart(8)} ms ${((us / total) * 100).toFixed(1).padStart(5)}% ${k === '(idle)' ? '     ' : `${((us / busy) * 100).toFixed(1).padStart(5)}%`}  ${k}`,
+      `${(us / 1000).toFixed(0).padStart(8)} ms ${((us / total) * 100).toFixed(1).padStart(5)}% ` +
+        `${k === '(idle)' ? '     ' : `${((us / busy) * 100).toFixed(1).padStart(5)}%`}  ${k}`,
     );
 };
 console.log(`${files.length} profile(s), ${(total / 1e6).toFixed(1)} s sampled, ${(busy / 1e6).toFixed(1)} s not idle`);

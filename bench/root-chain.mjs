@@ -110,7 +110,8 @@ for (let i = 0; i < ROUNDS; i++) {
 }
 const ratio = median(p) / median(r);
 console.log(
-  `CTL root chain bench (node ${process.version}, ${BACKEND} backend, ${DURATION_MS} ms × ${ROUNDS} interleaved rounds, medians)`,
+  `CTL root chain bench (node ${process.version}, ${BACKEND} backend, ${DURATION_MS} ` +
+    `ms × ${ROUNDS} interleaved rounds, medians)`,
 );
 console.log(`  verifyCtl, rotated root (version 4, 3 statements):   ${Math.round(median(r))}/s`);
 console.log(`  verifyCtl, unrotated root:                           ${Math.round(median(p))}/s`);

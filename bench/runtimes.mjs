@@ -177,11 +177,16 @@ const engine = await createQuickJsEngine({ abi: createNodeAbi({ now: T0 }) });
 engine.evalScript(iife, 'ctl.iife.js');
 const loadedMs = performance.now() - coldStart;
 engine.evalScript(
-  `CTL.setRandomSource(function (n) { return new Uint8Array(ctlHost.randomBytes(n)); });${BODY}; var fx = ${JSON.stringify(fixture)};`,
+  'CTL.setRandomSource(function (n) { return new Uint8Array(ctlHost.randomBytes(n)); ' +
+    `});${BODY}; var fx = ${JSON.stringify(fixture)};`,
   'bench.js',
 );
 engine.evalSync(
-  "CTL.verifyCtl(fx.sba, { amount: '1200', currency: 'EUR', offline: true, spendStorage: { reserve: function () { return 'reserved'; }, commit: function () {}, release: function () {}, total: function () { return 0n; } }, trustBundles: [fx.bundle], rootPublicKeyPem: fx.rootPem, now: function () { return fx.now; } }).then(function (r) { if (!r.valid) throw new Error(r.error.code); return r.valid; })",
+  "CTL.verifyCtl(fx.sba, { amount: '1200', currency: 'EUR', offline: true, spendStorage: " +
+    "{ reserve: function () { return 'reserved'; }, commit: function () {}, release: function " +
+    '() {}, total: function () { return 0n; } }, trustBundles: [fx.bundle], rootPublicKeyPem: ' +
+    'fx.rootPem, now: function () { return fx.now; } }).then(function (r) { if (!r.valid) ' +
+    'throw new Error(r.error.code); return r.valid; })',
 );
 const coldMs = performance.now() - coldStart;
 const qStart = performance.now();
@@ -209,18 +214,26 @@ for (const r of rows) {
 const gz = gzipSync(readFileSync(join(root, 'dist/ctl.iife.js'))).length;
 const qps = rows.at(-1).perSecond;
 console.log(
-  `\nQuickJS cold start: ${coldMs.toFixed(0)} ms (new runtime → dist/ctl.iife.js evaluated in ${loadedMs.toFixed(0)} ms → first verification done); WASM module load before it: ${wasmMs.toFixed(0)} ms`,
+  `\nQuickJS cold start: ${coldMs.toFixed(0)} ms (new runtime → dist/ctl.iife.js evaluated ` +
+    `in ${loadedMs.toFixed(0)} ms → first verification done); WASM module load before ` +
+    `it: ${wasmMs.toFixed(0)} ms`,
 );
 console.log(
-  `QuickJS peak heap: ${(mem.peakBytes / 1024).toFixed(0)} KiB (sampled at every job drain), ${(mem.usedBytes / 1024).toFixed(0)} KiB at the end`,
+  `QuickJS peak heap: ${(mem.peakBytes / 1024).toFixed(0)} KiB (sampled at every job ` +
+    `drain), ${(mem.usedBytes / 1024).toFixed(0)} KiB at the end`,
 );
 console.log(`dist/ctl.iife.js: ${(gz / 1024).toFixed(1)} KiB gzip`);
 const verdict = (ok) => (ok ? 'met' : 'MISSED');
 
 // --- the device-class SDK: dist/ctl-verify.iife.js in QuickJS ---
 const OPTS =
-  "{ amount: '1200', currency: 'EUR', offline: true, spendStorage: { reserve: function () { return 'reserved'; }, commit: function () {}, release: function () {}, total: function () { return 0n; } }, trustBundles: [fx.bundle], rootPublicKeyPem: fx.rootPem, now: function () { return fx.now; } }";
-const setup = `CTL.setRandomSource(function (n) { return new Uint8Array(ctlHost.randomBytes(n)); });${BODY}; var fx = ${JSON.stringify(fixture)};`;
+  "{ amount: '1200', currency: 'EUR', offline: true, spendStorage: { reserve: function " +
+  "() { return 'reserved'; }, commit: function () {}, release: function () {}, total: " +
+  'function () { return 0n; } }, trustBundles: [fx.bundle], rootPublicKeyPem: fx.rootPem, ' +
+  'now: function () { return fx.now; } }';
+const setup =
+  'CTL.setRandomSource(function (n) { return new Uint8Array(ctlHost.randomBytes(n)); ' +
+  `});${BODY}; var fx = ${JSON.stringify(fixture)};`;
 const engineMemory = (e) => e.memory().usedBytes;
 const footprint = async (file) => {
   const empty = await createQuickJsEngine({ abi: createNodeAbi({ now: T0 }) });
@@ -260,7 +273,9 @@ const nobleIife = (
   await build({
     stdin: {
       contents:
-        "import * as ed from '@noble/ed25519'; import { sha512 } from '@noble/hashes/sha2.js'; ed.hashes.sha512 = sha512; globalThis.NOBLE = { verify: (s, m, p) => ed.verify(s, m, p, { zip215: false }) };",
+        "import * as ed from '@noble/ed25519'; import { sha512 } from '@noble/hashes/sha2.js'; " +
+        'ed.hashes.sha512 = sha512; globalThis.NOBLE = { verify: (s, m, p) => ed.verify(s, ' +
+        'm, p, { zip215: false }) };',
       resolveDir: root,
     },
     bundle: true,
@@ -293,11 +308,14 @@ for (let round = 0; round < 3; round++) {
       (e) => {
         e.evalScript(nobleIife, 'noble.js');
         e.evalScript(
-          `var m = new Uint8Array(${JSON.stringify(sbaMsg)}), s = new Uint8Array(${JSON.stringify(sbaSig)}), p = new Uint8Array(${JSON.stringify(actorPub)});`,
+          `var m = new Uint8Array(${JSON.stringify(sbaMsg)}), s = new Uint8Array(${JSON.stringify(sbaSig)}), ` +
+            `p = new Uint8Array(${JSON.stringify(actorPub)});`,
           'fx.js',
         );
       },
-      `(function () { if (!NOBLE.verify(s, m, p)) throw new Error('bare verify'); var n = 0, t = Date.now(); while (Date.now() - t < ${seconds * 500}) { NOBLE.verify(s, m, p); n++; } return { count: n, ms: Date.now() - t }; })()`,
+      `(function () { if (!NOBLE.verify(s, m, p)) throw new Error('bare verify'); var n ` +
+        `= 0, t = Date.now(); while (Date.now() - t < ${seconds * 500}) { NOBLE.verify(s, ` +
+        'm, p); n++; } return { count: n, ms: Date.now() - t }; })()',
     ),
   );
   rates.sdk.push(
@@ -324,15 +342,21 @@ console.log(
     `(ctl.iife.js: ${kib(fpFull)} / ${kib(footprintLoaded['ctl.iife.js'])} KiB)`,
 );
 console.log(
-  `  cold start, best of 5 (new runtime → bundle evaluated → first offline verification valid): ${coldVerify.toFixed(1)} ms (ctl.iife.js: ${coldFull.toFixed(1)} ms)`,
+  '  cold start, best of 5 (new runtime → bundle evaluated → first offline verification ' +
+    `valid): ${coldVerify.toFixed(1)} ms (ctl.iife.js: ${coldFull.toFixed(1)} ms)`,
 );
 console.log(
-  `  verifications/s: ${med(rates.sdk).toFixed(0)} vs bare noble verify ${med(rates.bare).toFixed(0)}/s: ratio ${qRatio.toFixed(2)} (medians of 3 interleaved rounds)`,
+  `  verifications/s: ${med(rates.sdk).toFixed(0)} vs bare noble verify ${med(rates.bare).toFixed(0)}/s: ` +
+    `ratio ${qRatio.toFixed(2)} (medians of 3 interleaved rounds)`,
 );
 console.log(
-  `Device-class targets: footprint ≤ 160 KiB: ${verdict(fpVerify <= 160 * 1024)} (${(fpVerify / 1024).toFixed(0)} KiB); cold start ≤ 25 ms: ${verdict(coldVerify <= 25)} (${coldVerify.toFixed(1)} ms); verif/s ≥ 0.9 × bare noble: ${verdict(qRatio >= 0.9)} (${qRatio.toFixed(2)})`,
+  `Device-class targets: footprint ≤ 160 KiB: ${verdict(fpVerify <= 160 * 1024)} (${(fpVerify / 1024).toFixed(0)} ` +
+    `KiB); cold start ≤ 25 ms: ${verdict(coldVerify <= 25)} (${coldVerify.toFixed(1)} ` +
+    `ms); verif/s ≥ 0.9 × bare noble: ${verdict(qRatio >= 0.9)} (${qRatio.toFixed(2)})`,
 );
 console.log(
-  `\nTargets: QuickJS ≥ 50 verif/s: ${verdict(qps >= 50)} (${qps.toFixed(0)}); cold start ≤ 250 ms: ${verdict(coldMs <= 250)} (${coldMs.toFixed(0)} ms); iife ≤ 16 KiB gzip: ${verdict(gz <= 16 * 1024)} (${(gz / 1024).toFixed(1)} KiB)`,
+  `\nTargets: QuickJS ≥ 50 verif/s: ${verdict(qps >= 50)} (${qps.toFixed(0)}); cold ` +
+    `start ≤ 250 ms: ${verdict(coldMs <= 250)} (${coldMs.toFixed(0)} ms); iife ≤ 16 KiB ` +
+    `gzip: ${verdict(gz <= 16 * 1024)} (${(gz / 1024).toFixed(1)} KiB)`,
 );
 rmSync(tmp, { recursive: true, force: true });

@@ -185,7 +185,8 @@ const nobleAlone = esbuild.buildSync({
 }).outputFiles[0].contents;
 const kb = (n) => `${(n / 1024).toFixed(1).padStart(5)} KB`;
 console.log(
-  `  anchors: @noble/ed25519 alone ${kb(gzipSync(nobleAlone, { level: 9 }).length)} gzip; MPCP merchant SDK edge target 40.0 KB gzip`,
+  `  anchors: @noble/ed25519 alone ${kb(gzipSync(nobleAlone, { level: 9 }).length)} ` +
+    'gzip; MPCP merchant SDK edge target 40.0 KB gzip',
 );
 const sizes = {};
 for (const f of [
@@ -211,7 +212,8 @@ const verdict = (ok) => (ok ? 'met' : 'MISSED');
 const [nv, ns] = rows;
 rows.push(chainRow);
 console.log(
-  `\nTargets: native verifyCtl ≥ 0.85 × bare verify: ${verdict(nv.ratio >= 0.85)} (${nv.ratio.toFixed(2)}); native createSba ≥ 0.8 × bare sign: ${verdict(ns.ratio >= 0.8)} (${ns.ratio.toFixed(2)})`,
+  `\nTargets: native verifyCtl ≥ 0.85 × bare verify: ${verdict(nv.ratio >= 0.85)} (${nv.ratio.toFixed(2)}); ` +
+    `native createSba ≥ 0.8 × bare sign: ${verdict(ns.ratio >= 0.8)} (${ns.ratio.toFixed(2)})`,
 );
 console.log(
   `Delegation (figure, not a gate): verifyCtl on a chain of depth 2 runs at ${chainRow.ratio.toFixed(2)} × depth 0` +

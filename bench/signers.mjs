@@ -104,7 +104,8 @@ console.log(
 console.log('round | file signer | PKCS#11, 1 in flight | PKCS#11, 16 in flight | bare pkcs11js C_Sign');
 rows.forEach((x, i) =>
   console.log(
-    `${i + 1}     | ${per(x.base)} | ${per(x.h1)} (${fmt(x.h1 / x.base)}) | ${per(x.h16)} (${fmt(x.h16 / x.base16)} of file at 16) | ${per(x.raw)} (${fmt(x.raw / x.base)})`,
+    `${i + 1}     | ${per(x.base)} | ${per(x.h1)} (${fmt(x.h1 / x.base)}) | ${per(x.h16)} ` +
+      `(${fmt(x.h16 / x.base16)} of file at 16) | ${per(x.raw)} (${fmt(x.raw / x.base)})`,
   ),
 );
 

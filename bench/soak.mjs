@@ -171,7 +171,8 @@ try {
     const db = size(join(dir, 'gateway.db'));
     const wal = size(join(dir, 'gateway.db-wal'));
     console.log(
-      `storage: database ${(db / 1e6).toFixed(1)} MB (${(db / Math.max(1, paid) / 1e3).toFixed(2)} KB per paid answer), WAL ${(wal / 1e6).toFixed(1)} MB`,
+      `storage: database ${(db / 1e6).toFixed(1)} MB (${(db / Math.max(1, paid) / 1e3).toFixed(2)} ` +
+        `KB per paid answer), WAL ${(wal / 1e6).toFixed(1)} MB`,
     );
   }
 
@@ -192,7 +193,8 @@ try {
       const b = floor(steady.slice(-third), k);
       const change = (b - a) / a;
       parts.push(
-        `${k} floor ${mb(a)} → ${mb(b)} MB (${change >= 0 ? '+' : ''}${(change * 100).toFixed(1)}%), mean ${mb(mean(steady.slice(0, third), k))} → ${mb(mean(steady.slice(-third), k))}`,
+        `${k} floor ${mb(a)} → ${mb(b)} MB (${change >= 0 ? '+' : ''}${(change * 100).toFixed(1)}%), ` +
+          `mean ${mb(mean(steady.slice(0, third), k))} → ${mb(mean(steady.slice(-third), k))}`,
       );
       if (change > FLAT && b - a > 2 ** 20) grew.push(k);
     }

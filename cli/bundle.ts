@@ -70,7 +70,8 @@ function refreshAt(b: TrustBundle, before?: number): number {
 /**
  * One run of the refresh job. Never throws for network or authority failures: they are a
  * `failed` result with the old bundle kept.
- * @example const r = await refreshTrustBundle({ authority, scope: { region: 'eu' }, rootPublicKeyPem, storeDir: '/var/lib/ctl' })
+ * @example const r = await refreshTrustBundle({ authority, scope: { region: 'eu' }, rootPublicKeyPem, storeDir:
+ * '/var/lib/ctl' })
  */
 export async function refreshTrustBundle(o: RefreshOptions): Promise<RefreshResult> {
   const now = o.now ?? Date.now;
@@ -196,7 +197,8 @@ async function verifyCommand(args: string[]): Promise<number> {
   const b = r.bundle;
   console.log(
     r.rootVersion > 1
-      ? `✓ ${file}: bundle ${b.bundleId} sequence ${b.sequence}, signed by bundle key ${b.keyId} of root version ${r.rootVersion} (${b.issuer})`
+      ? `✓ ${file}: bundle ${b.bundleId} sequence ${b.sequence}, signed by bundle key ${b.keyId} ` +
+          `of root version ${r.rootVersion} (${b.issuer})`
       : `✓ ${file}: bundle ${b.bundleId} sequence ${b.sequence}, signed by root ${b.keyId} (${b.issuer})`,
   );
   console.log(`  scope ${canonicalize(b.scope)}; valid ${b.issuedAt} → ${b.expiresAt}`);

@@ -72,7 +72,8 @@ export async function main(args: string[]): Promise<number | void> {
 
     step(
       1,
-      `The budget owner opens a session: ${money('300', 'USD')}, purpose api:search, soft ceiling +${money('100', 'USD')}, one hour`,
+      `The budget owner opens a session: ${money('300', 'USD')}, purpose api:search, soft ` +
+        `ceiling +${money('100', 'USD')}, one hour`,
     );
     const expiresAt = new Date(Date.now() + 3600_000).toISOString().replace(/\.\d+Z$/, 'Z');
     const created = await owner.createSession({
@@ -127,7 +128,8 @@ export async function main(args: string[]): Promise<number | void> {
     const afterContinue = await owner.getSession(created.sessionId);
     const usd = (minor: string) => money(minor, afterContinue.budget.currency);
     show(
-      `ceiling now ${usd(afterContinue.budget.amount)}, spent ${usd(afterContinue.spentMinor)}, state ${afterContinue.state}`,
+      `ceiling now ${usd(afterContinue.budget.amount)}, spent ${usd(afterContinue.spentMinor)}, ` +
+        `state ${afterContinue.state}`,
     );
 
     step(6, 'The owner revokes the session; the agent is stopped at once');
@@ -146,7 +148,8 @@ export async function main(args: string[]): Promise<number | void> {
       const v = await verifyReceipt(r, { jwks: jwks as any });
       const amount = r.amount as { amountMinor: string; currency: string };
       show(
-        `${r.receiptId}  ${money(amount.amountMinor, amount.currency)}  ${r.merchant}  ${r.txRef}  signature ${v.valid ? 'valid' : 'INVALID'}`,
+        `${r.receiptId}  ${money(amount.amountMinor, amount.currency)}  ${r.merchant}  ${r.txRef} ` +
+          ` signature ${v.valid ? 'valid' : 'INVALID'}`,
       );
       if (!v.valid) failures++;
     }
@@ -161,7 +164,8 @@ export async function main(args: string[]): Promise<number | void> {
 
     step(
       8,
-      'An unmodified x402 merchant (stock @x402/express, stock facilitator, in-memory chain): the agent pays it in USDC',
+      'An unmodified x402 merchant (stock @x402/express, stock facilitator, in-memory chain): ' +
+        'the agent pays it in USDC',
     );
     if (!x402) show('skipped: the x402 development dependencies are not installed');
     else {
@@ -189,7 +193,8 @@ export async function main(args: string[]): Promise<number | void> {
       } catch (e) {
         expect(
           (e as { code?: string }).code === 'budget_exceeded',
-          `a second ${money('10000', 'USDC')} does not fit the ${money('15000', 'USDC')} budget: refused before anything was signed`,
+          `a second ${money('10000', 'USDC')} does not fit the ${money('15000', 'USDC')} budget: ` +
+            'refused before anything was signed',
         );
       }
     }

@@ -187,7 +187,8 @@ async function grant(p: Parsed): Promise<number> {
   if (out) writeAtomic(out, text);
   else process.stdout.write(text);
   console.error(
-    `grant ${signed.grantId}: ${formatMinor(amount, currency)} for ${purposes.join(', ')} until ${expiresAt}, signed by ${did}${out ? ` → ${out}` : ''}`,
+    `grant ${signed.grantId}: ${formatMinor(amount, currency)} for ${purposes.join(', ')} ` +
+      `until ${expiresAt}, signed by ${did}${out ? ` → ${out}` : ''}`,
   );
   return 0;
 }

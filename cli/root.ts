@@ -55,7 +55,8 @@ async function initInToken(
   const files = dir ? { pub: join(dir, 'root.pub.pem'), meta: join(dir, 'root.json') } : undefined;
   if (files && existsSync(files.meta)) {
     console.error(
-      `ctl root: ${files.meta} exists; a fleet root is never replaced in place (devices pinned to it must be re-provisioned)`,
+      `ctl root: ${files.meta} exists; a fleet root is never replaced in place (devices ` +
+        'pinned to it must be re-provisioned)',
     );
     return 1;
   }
@@ -96,7 +97,8 @@ async function initInToken(
     );
     console.log(`root key ${kid} (${signer.alg})`);
     console.log(
-      `  private: in the token, ${signer.description} (never leaves it; the authority's CTL_TRUST_BUNDLE_ROOT_KEY_PKCS11_URI)`,
+      `  private: in the token, ${signer.description} (never leaves it; the authority's ` +
+        'CTL_TRUST_BUNDLE_ROOT_KEY_PKCS11_URI)',
     );
     console.log(`  public:  ${files.pub} (install on devices at manufacture)`);
     return 0;
@@ -143,7 +145,8 @@ export async function main(args: string[]): Promise<number> {
     if (alg !== 'EdDSA' && alg !== 'ES256') return (console.error(`--alg must be EdDSA or ES256`), 2);
     if (existsSync(files.key) && !p.flags.has('force')) {
       console.error(
-        `ctl root: ${files.key} exists; a fleet root is replaced only with --force (devices pinned to it must be re-provisioned)`,
+        `ctl root: ${files.key} exists; a fleet root is replaced only with --force (devices ` +
+          'pinned to it must be re-provisioned)',
       );
       return 1;
     }

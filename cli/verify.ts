@@ -104,7 +104,10 @@ function passedDetail(step: number, sba: SignedBudgetAuthorization, o: VerifyCtl
         ? `not in the bundles' revokedGrants (offline${bundles ? '' : '; no bundle: not checked'})`
         : `not revoked at ${g.revocationUrl}`;
     case 4:
-      return `${formatMinor(o.amount, o.currency)} ≤ ${formatMinor(a.maxAmountMinor, a.currency)} authorized (grant ceiling ${formatMinor(g.maxAmountMinor, g.currency)})`;
+      return (
+        `${formatMinor(o.amount, o.currency)} ≤ ${formatMinor(a.maxAmountMinor, a.currency)} ` +
+        `authorized (grant ceiling ${formatMinor(g.maxAmountMinor, g.currency)})`
+      );
     default: {
       const m = o.merchantId ?? a.merchantId;
       const parts = [
@@ -184,7 +187,8 @@ export async function main(args: string[]): Promise<number> {
     }
     if (r.valid) {
       console.log(
-        `VALID: ${formatMinor(options.amount, options.currency)} under grant ${r.grant.grantId} (budget ${r.sba.authorization.budgetId})`,
+        `VALID: ${formatMinor(options.amount, options.currency)} under grant ${r.grant.grantId} ` +
+          `(budget ${r.sba.authorization.budgetId})`,
       );
       return 0;
     }

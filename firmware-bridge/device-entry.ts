@@ -32,7 +32,8 @@ const raw = g['ctlHost'] as RawHost;
 const sdk = g['CTL'] as DeviceSdk & { setRandomSource(fn: (n: number) => Uint8Array): void };
 if (!raw || !sdk)
   throw new Error(
-    'device-entry: evaluate an SDK bundle (dist/ctl-verify.iife.js, ctl-wallet.iife.js or ctl.iife.js) first and inject ctlHost',
+    'device-entry: evaluate an SDK bundle (dist/ctl-verify.iife.js, ctl-wallet.iife.js ' +
+      'or ctl.iife.js) first and inject ctlHost',
   );
 
 const toAb = (u: Uint8Array): ArrayBuffer => u.slice().buffer as ArrayBuffer;

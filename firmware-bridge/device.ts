@@ -80,7 +80,10 @@ export class DeviceError extends Error {
 const KEY_ROOT = 'ctl/root';
 const KEY_BUNDLES = 'ctl/bundles';
 const KEY_WALLET = 'ctl/wallet';
-/** `{ rootVersion, statements }`: the highest root version accepted and the chain that reaches it (PROTOCOL.md §11); only ever raised, by CAS. */
+/**
+ * `{ rootVersion, statements }`: the highest root version accepted and the chain that reaches it (PROTOCOL.md §11);
+ * only ever raised, by CAS.
+ */
 const KEY_ROOT_CHAIN = 'ctl/root-chain';
 /**
  * Grant ids revoked by any bundle its root signed (PROTOCOL.md §12: revocations are permanent), a
@@ -109,17 +112,27 @@ export interface BundleInfo {
 }
 
 export interface Device {
-  /** Pins the root public key (PEM) at manufacture. Idempotent for the same key; a different one is `already_provisioned`. */
+  /**
+   * Pins the root public key (PEM) at manufacture. Idempotent for the same key; a different one is
+   * `already_provisioned`.
+   */
   provisionRoot(args: { rootPublicKeyPem: string }): { provisioned: true };
   /**
-   * Verifies a bundle against the pinned root and the persisted floor of its scope, then keeps it (the old one stays until a new one verifies).
-   * With `rootChain` (PROTOCOL.md §11), the chain is walked from the pinned root first and must not end below the stored root version;
-   * when the bundle then verifies against the newest version's bundle keys, the chain's version is stored before the bundle.
+   * Verifies a bundle against the pinned root and the persisted floor of its scope, then keeps it (the old one stays
+   * until a new one verifies). With `rootChain` (PROTOCOL.md §11), the chain is walked from the pinned root first and
+   * must not end below the stored root version; when the bundle then verifies against the newest version's bundle keys,
+   * the chain's version is stored before the bundle.
    */
   installBundle(args: { bundle: unknown; rootChain?: unknown }): Promise<BundleInfo & { rootVersion: number }>;
-  /** Follows a root chain without a bundle (PROTOCOL.md §11): walked from the pinned root, refused below the stored version, stored when higher. */
+  /**
+   * Follows a root chain without a bundle (PROTOCOL.md §11): walked from the pinned root, refused below the stored
+   * version, stored when higher.
+   */
   updateRoot(args: { rootChain: unknown }): Promise<{ rootVersion: number; changed: boolean }>;
-  /** Verifies one offline payment (spec §4.4, offline, spend tracked and counted against `grant.offline`). Never throws on hostile input. */
+  /**
+   * Verifies one offline payment (spec §4.4, offline, spend tracked and counted against `grant.offline`). Never throws
+   * on hostile input.
+   */
   verify(
     args: VerifyRequest,
   ): Promise<
@@ -159,7 +172,8 @@ function artifactValue(sdk: DeviceSdk, v: unknown, what: string): unknown {
 }
 
 /**
- * @example const device = createDevice(CTL, abi); device.provisionRoot({ rootPublicKeyPem }); await device.installBundle({ bundle }); await device.verify({ sba, amount: '1200', currency: 'EUR' })
+ * @example const device = createDevice(CTL, abi); device.provisionRoot({ rootPublicKeyPem }); await
+ * device.installBundle({ bundle }); await device.verify({ sba, amount: '1200', currency: 'EUR' })
  */
 export function createDevice(sdk: DeviceSdk, abi: HostAbi): Device {
   checkHostAbi(abi);
@@ -309,7 +323,10 @@ export function createDevice(sdk: DeviceSdk, abi: HostAbi): Device {
     });
   };
 
-  /** The wallet's revocation source offline: installed bundles' `revokedGrants` and those kept (fail closed without a live bundle). */
+  /**
+   * The wallet's revocation source offline: installed bundles' `revokedGrants` and those kept (fail closed without a
+   * live bundle).
+   */
   const bundleRevocationFetch = async (url: string) => {
     const grant = readJson(KEY_WALLET)?.grant as PolicyGrant | undefined;
     const now = flooredNow();

@@ -229,7 +229,8 @@ function sweep(m: ManyRecord, now: number): boolean {
 }
 
 /**
- * @example const spend = createKvSpendStorage(abi.storage); await verifyCtl(sba, { …, offline: true, spendStorage: spend })
+ * @example const spend = createKvSpendStorage(abi.storage); await verifyCtl(sba, { …, offline: true, spendStorage:
+ * spend })
  */
 export function createKvSpendStorage(storage: ByteStorage, options: KvSpendStorageOptions = {}): SpendStorage {
   const prefix = options.prefix ?? 'spend/';
@@ -492,7 +493,8 @@ function counterBinding(
       if (head === c + 1) c = counter.increment(); // finish a write cut short after its head
       if (head !== c) {
         throw new Error(
-          `spend storage: flash ledgers are at counter ${head}, the hardware counter at ${c}: a restored or altered flash is refused`,
+          `spend storage: flash ledgers are at counter ${head}, the hardware counter at ${c}: ` +
+            'a restored or altered flash is refused',
         );
       }
       return c;

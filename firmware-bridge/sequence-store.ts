@@ -14,7 +14,9 @@ export interface SequenceStore {
   raise(scopeKey: string, sequence: number): boolean;
 }
 
-/** @example const seq = createSequenceStore(abi.storage); verifyTrustBundle(b, root, { minSequence: seq.min(scopeKey) }) */
+/**
+ * @example const seq = createSequenceStore(abi.storage); verifyTrustBundle(b, root, { minSequence: seq.min(scopeKey) })
+ */
 export function createSequenceStore(storage: ByteStorage, prefix = 'bundle-seq/'): SequenceStore {
   const key = (scope: string) => utf8Encode(prefix + scope);
   const read = (raw: Uint8Array | null): number => {

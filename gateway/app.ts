@@ -103,9 +103,15 @@ export interface GatewayDeps {
     maxTimeoutSeconds?: number;
     privateKey?: `0x${string}`;
     chain?: (network: string) => X402ChainReader | undefined;
-    /** `CTL_X402_MAX_HOLD_SECONDS` (600): the longest one payment may hold its amount of a session's budget (payments/protocols/x402.ts holdCap). */
+    /**
+     * `CTL_X402_MAX_HOLD_SECONDS` (600): the longest one payment may hold its amount of a session's budget
+     * (payments/protocols/x402.ts holdCap).
+     */
     maxHoldSeconds?: number;
-    /** Clock skew allowed past an authorization's `validBefore` before the chain is asked (default 60 s; payments/rails/x402/rail.ts). */
+    /**
+     * Clock skew allowed past an authorization's `validBefore` before the chain is asked (default 60 s;
+     * payments/rails/x402/rail.ts).
+     */
     expiryMarginMs?: number;
   };
   now?: () => number;
@@ -126,9 +132,15 @@ export interface GatewayDeps {
   sealer?: SecretSealer;
   /** The receipt key when held outside the database (CTL_GATEWAY_RECEIPT_KEY_PKCS11_URI, …). */
   receiptKey?: ExternalKey;
-  /** Keys held outside the database by purpose (CTL_GATEWAY_<PURPOSE>_KEY_PKCS11_URI, …); `receiptKey` is `externalKeys.receipt`. */
+  /**
+   * Keys held outside the database by purpose (CTL_GATEWAY_<PURPOSE>_KEY_PKCS11_URI, …); `receiptKey` is
+   * `externalKeys.receipt`.
+   */
   externalKeys?: Partial<Record<'grant' | 'receipt' | 'bundle', ExternalKey>>;
-  /** `Idempotency-Key` on /proxy (README "Idempotency-Key"): lease (default reconcileStaleMs), 24 h ttl, stored body bound. */
+  /**
+   * `Idempotency-Key` on /proxy (README "Idempotency-Key"): lease (default reconcileStaleMs), 24 h ttl, stored body
+   * bound.
+   */
   idempotency?: IdempotencyOptions;
   /**
    * Per budget owner and per session (service-kit/service-limits.ts); default

@@ -242,9 +242,12 @@ const proxyOperation = (method: string): OpenApiOperation =>
   operation({
     summary: `Forwards a ${method} to X-Target-Url, paying a 402 within the session (spec §4.1)`,
     description:
-      "The merchant's status, headers and body come back as they are; the gateway adds `X-Ctl-Session-Id` and, after a payment, `X-Ctl-Receipt-Id`. " +
-      "A refusal of the gateway's own carries `X-Ctl-Gateway-Error` and the §9 envelope; `502 paid_response_lost` (with `X-Ctl-Receipt-Id`) " +
-      "means the payment was made and the merchant's answer to the paid request was lost: sending the request again pays again.",
+      "The merchant's status, headers and body come back as they are; the gateway adds `X-Ctl-Session-Id` " +
+      'and, after a payment, `X-Ctl-Receipt-Id`. ' +
+      ("A refusal of the gateway's own carries `X-Ctl-Gateway-Error` and the §9 envelope; " +
+        '`502 paid_response_lost` (with `X-Ctl-Receipt-Id`) ') +
+      ("means the payment was made and the merchant's answer to the paid request was lost: " +
+        'sending the request again pays again.'),
     tags: ['agent'],
     operationId: `proxy${method[0]}${method.slice(1).toLowerCase()}`,
     security: [{ sessionToken: [] }],
@@ -279,7 +282,8 @@ const proxyOperation = (method: string): OpenApiOperation =>
     ...(method === 'GET' || method === 'HEAD' || method === 'DELETE'
       ? {}
       : { requestBody: { required: false, content: { '*/*': { schema: {} } } } }),
-    // Any status may be the merchant's own (its 4xx and 5xx too): only X-Ctl-Gateway-Error tells the gateway's refusals apart.
+    // Any status may be the merchant's own (its 4xx and 5xx too): only X-Ctl-Gateway-Error tells the gateway's refusals
+    // apart.
     responses: Object.fromEntries(['default', '4XX', '5XX'].map((k) => [k, merchantAnswer])),
   });
 
@@ -582,7 +586,8 @@ const paths: OpenApiDocument['paths'] = {
     get: operation({
       summary: "The agent's own session, by its token",
       description:
-        "The owner's view without `continuationToken` and `webhookUrl`: the agent sees it is paused, never the token that continues it.",
+        "The owner's view without `continuationToken` and `webhookUrl`: the agent sees it " +
+        'is paused, never the token that continues it.',
       tags: ['agent'],
       operationId: 'getOwnSession',
       security: [{ sessionToken: [] }],
@@ -773,7 +778,8 @@ export const GATEWAY_OPENAPI: OpenApiDocument = openApiDocument({
   title: TITLE,
   version: '1.0.0',
   description:
-    "Sessions with a budget for AI agents, and the proxy that pays merchants' 402s within them (spec §1 part 1, §4.1). Refusals are `{ error: { code, message } }` with a PROTOCOL.md §9 code.",
+    "Sessions with a budget for AI agents, and the proxy that pays merchants' 402s within " +
+    'them (spec §1 part 1, §4.1). Refusals are `{ error: { code, message } }` with a PROTOCOL.md §9 code.',
   errorCodes: ERROR_CODES,
   paths,
   schemas,

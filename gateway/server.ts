@@ -3,12 +3,12 @@
  * DATABASE_URL (sqlite:./data/gateway.db or postgres://…), CTL_GATEWAY_ADMIN_KEY,
  * CTL_GATEWAY_PUBLIC_URL, CTL_GATEWAY_ISSUER, CTL_GATEWAY_ALLOW_PRIVATE_TARGETS=1,
  * CTL_GATEWAY_ALLOW_TARGETS=host:port,…, LOG_LEVEL; x402: CTL_X402_ASSETS,
- * CTL_X402_MAX_TIMEOUT_SECONDS, CTL_X402_MAX_HOLD_SECONDS, CTL_GATEWAY_EVM_PRIVATE_KEY, CTL_X402_RPC_URL; webhooks: CTL_WEBHOOK_*;
- * limits: CTL_GATEWAY_RATE_LIMIT_OWNER (6000/60s), CTL_GATEWAY_RATE_LIMIT_SESSION (1200/60s), `0` for
- * none, and CTL_GATEWAY_MAX_SESSION_SECONDS (2592000, 30 days); custody (services/custody.ts):
- * CTL_GATEWAY_KEK or CTL_GATEWAY_KEK_PKCS11_URI, CTL_GATEWAY_RECEIPT_KEY_PKCS11_URI
- * (or _PRIVATE_KEY_FILE, _PRIVATE_KEY_PEM), CTL_PKCS11_MODULE; egress proxy (egress/config.ts):
- * CTL_GATEWAY_EGRESS_PORT (unset: off), CTL_GATEWAY_EGRESS_HOST, CTL_GATEWAY_EGRESS_PASS_THROUGH.
+ * CTL_X402_MAX_TIMEOUT_SECONDS, CTL_X402_MAX_HOLD_SECONDS, CTL_GATEWAY_EVM_PRIVATE_KEY, CTL_X402_RPC_URL; webhooks:
+ * CTL_WEBHOOK_*; limits: CTL_GATEWAY_RATE_LIMIT_OWNER (6000/60s), CTL_GATEWAY_RATE_LIMIT_SESSION (1200/60s), `0` for
+ * none, and CTL_GATEWAY_MAX_SESSION_SECONDS (2592000, 30 days); custody (services/custody.ts): CTL_GATEWAY_KEK or
+ * CTL_GATEWAY_KEK_PKCS11_URI, CTL_GATEWAY_RECEIPT_KEY_PKCS11_URI (or _PRIVATE_KEY_FILE, _PRIVATE_KEY_PEM),
+ * CTL_PKCS11_MODULE; egress proxy (egress/config.ts): CTL_GATEWAY_EGRESS_PORT (unset: off), CTL_GATEWAY_EGRESS_HOST,
+ * CTL_GATEWAY_EGRESS_PASS_THROUGH.
  */
 import {
   ConfigError,
@@ -121,7 +121,10 @@ export function gatewayOptionsFromEnv(env: Record<string, string | undefined>): 
   };
 }
 
-/** CTL_GATEWAY_HUMAN_AUTHORITIES: comma-separated http(s) base URLs of the authorities whose people's grants are accepted. */
+/**
+ * CTL_GATEWAY_HUMAN_AUTHORITIES: comma-separated http(s) base URLs of the authorities whose people's grants are
+ * accepted.
+ */
 function humanAuthoritiesFromEnv(v: string | undefined): string[] {
   const list = (v ?? '')
     .split(',')
@@ -257,7 +260,9 @@ export async function startGateway(opts: GatewayStartOptions): Promise<RunningGa
   if (kek?.source === 'dev-file') {
     logger.warn(
       { kek: kek.sealer.description },
-      'no CTL_GATEWAY_KEK: stored keys and secrets are sealed under a development KEK in a 0600 file beside the database (set CTL_GATEWAY_KEK or CTL_GATEWAY_KEK_PKCS11_URI in production)',
+      'no CTL_GATEWAY_KEK: stored keys and secrets are sealed under a development KEK in ' +
+        'a 0600 file beside the database (set CTL_GATEWAY_KEK or CTL_GATEWAY_KEK_PKCS11_URI ' +
+        'in production)',
     );
   }
   let gateway: GatewayApp | undefined;

@@ -22,7 +22,8 @@ export function createCtlMcpServer(config: McpConfig, o: { fetch?: typeof fetch 
   const server = new McpServer(SERVER_INFO, {
     instructions:
       'Tools to pay for HTTP resources from a spending session a budget owner gave this agent (CTL payment gateway). ' +
-      'Use paid_fetch for any URL that may ask for payment; check session_status for the budget left and the allowed purposes. ' +
+      ('Use paid_fetch for any URL that may ask for payment; check session_status for the ' +
+        'budget left and the allowed purposes. ') +
       'If a result says the session is paused, stop and ask the budget owner to approve (the result says how).',
   });
   for (const t of CTL_TOOLS) {

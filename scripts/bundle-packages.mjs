@@ -92,7 +92,9 @@ async function bundleService(dir, outdir = join(root, dir, 'dist')) {
       ? { entryPoints: [service.entry] }
       : {
           stdin: {
-            contents: `import { main } from './${service.command}';\nprocess.exitCode = await main(process.argv.slice(2), '${bin}');\n`,
+            contents:
+              `import { main } from './${service.command}';\nprocess.exitCode = await main(process.argv.slice(2), ` +
+              `'${bin}');\n`,
             resolveDir: root,
             sourcefile: `${bin}.ts`,
             loader: 'ts',

@@ -377,7 +377,8 @@ const f4 = await statement(
 );
 chainCase(
   'root-fork-walks-from-pin',
-  'A fork signed by the leaked retired version-2 key: the walk from the pin alone accepts it (PROTOCOL.md §11 as written).',
+  'A fork signed by the leaked retired version-2 key: the walk from the pin alone accepts ' +
+    'it (PROTOCOL.md §11 as written).',
   [s2, f3, f4],
   ok(4),
   { minVersion: 3 },

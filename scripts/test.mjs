@@ -163,7 +163,8 @@ async function worker() {
     results.push(r);
     const mark = r.failed ? 'FAIL' : 'ok  ';
     console.log(
-      `${mark} ${r.file}  (${r.passed} passed, ${r.failed} failed${r.skipped ? `, ${r.skipped} skipped` : ''}, ${r.ms} ms)`,
+      `${mark} ${r.file}  (${r.passed} passed, ${r.failed} failed${r.skipped ? `, ${r.skipped} skipped` : ''}, ` +
+        `${r.ms} ms)`,
     );
     if (r.failed)
       console.log(
@@ -194,7 +195,8 @@ if (files.length === 0) {
 }
 const seconds = Math.round((Date.now() - startedAt) / 1000);
 console.log(
-  `${files.length} files (${slowTier ? 'slow tier' : filters.length ? 'filtered' : 'npm test tier'}) in ${Math.floor(seconds / 60)} min ${seconds % 60} s`,
+  `${files.length} files (${slowTier ? 'slow tier' : filters.length ? 'filtered' : 'npm test tier'}) ` +
+    `in ${Math.floor(seconds / 60)} min ${seconds % 60} s`,
 );
 console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
 process.exit(failed > 0 || files.length === 0 ? 1 : 0);

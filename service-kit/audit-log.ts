@@ -138,7 +138,8 @@ export interface AuditLog {
 }
 
 /**
- * @example const audit = createAuditLog(db); await audit.append({ actor: keyId, action: 'grant.revoke', subject: grantId })
+ * @example const audit = createAuditLog(db); await audit.append({ actor: keyId, action: 'grant.revoke', subject:
+ * grantId })
  */
 export function createAuditLog(db: SqlDatabase, table = 'audit_log'): AuditLog {
   checkTableName(table);
@@ -229,7 +230,8 @@ export function createAuditLog(db: SqlDatabase, table = 'audit_log'): AuditLog {
           for (let i = 0; i < rows.length; i += 50) {
             const n = Math.min(50, rows.length - i);
             await q.run(
-              `INSERT INTO ${table} (seq, at, actor, action, subject, data, prev_hash, hash) VALUES ${Array(n).fill('(?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}`,
+              `INSERT INTO ${table} (seq, at, actor, action, subject, data, prev_hash, hash) VALUES ` +
+                `${Array(n).fill('(?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}`,
               values.slice(i * 8, (i + n) * 8),
             );
           }

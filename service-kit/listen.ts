@@ -96,7 +96,8 @@ export function answerClientError(err: Error & { code?: string }, socket: Duplex
   const body = JSON.stringify({ error: { code, message } });
   // Closed once written, so a client that never reads or closes cannot hold the socket.
   socket.end(
-    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ` +
+      `${Buffer.byteLength(body)}\r\n` +
       `Cache-Control: no-store\r\nConnection: close\r\n\r\n${body}`,
     () => socket.destroy(),
   );

@@ -34,7 +34,8 @@ export const RATE_LIMIT_TABLE = 'ctl_rate_limits';
 /**
  * Parses a limit setting: `N/Ss` or `N/S` (N requests per S seconds), `N` alone (per 60 s),
  * `0` (disabled: undefined), unset (the default). Throws a RangeError naming the variable.
- * @example parseRateLimit(env.CTL_GATEWAY_RATE_LIMIT_OWNER, 'CTL_GATEWAY_RATE_LIMIT_OWNER', { points: 6000, seconds: 60 })
+ * @example parseRateLimit(env.CTL_GATEWAY_RATE_LIMIT_OWNER, 'CTL_GATEWAY_RATE_LIMIT_OWNER', { points: 6000, seconds: 60
+ * })
  */
 export function parseRateLimit(
   value: string | undefined,
@@ -46,7 +47,8 @@ export function parseRateLimit(
   const m = /^(\d{1,12})(?:\/(\d{1,7})s?)?$/.exec(v);
   if (!m)
     throw new RangeError(
-      `${name}: expected N/Ss (N requests per S seconds, e.g. 6000/60s), N (per 60 s) or 0 (no limit), got '${v.slice(0, 40)}'`,
+      `${name}: expected N/Ss (N requests per S seconds, e.g. 6000/60s), N (per 60 s) or ` +
+        `0 (no limit), got '${v.slice(0, 40)}'`,
     );
   const points = Number(m[1]);
   const seconds = m[2] === undefined ? 60 : Number(m[2]);
@@ -157,7 +159,8 @@ export function createLimiter(
 export async function createCounterTable(pool: Pick<pg.Pool, 'query'>): Promise<void> {
   try {
     await pool.query(
-      `CREATE UNLOGGED TABLE IF NOT EXISTS ${RATE_LIMIT_TABLE} (key varchar(255) PRIMARY KEY, points integer NOT NULL DEFAULT 0, expire bigint)`,
+      `CREATE UNLOGGED TABLE IF NOT EXISTS ${RATE_LIMIT_TABLE} (key varchar(255) PRIMARY ` +
+        'KEY, points integer NOT NULL DEFAULT 0, expire bigint)',
     );
   } catch (e) {
     // Instances creating it at once: IF NOT EXISTS does not serialise them, and the loser fails

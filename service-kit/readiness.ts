@@ -40,7 +40,10 @@ export async function readiness(checks: Record<string, ReadinessCheck>, timeoutM
   return body;
 }
 
-/** The handler. @example router.get('/readyz', readinessHandler({ database: () => db.ping(), keys: async () => !!(await keys.active('grant')) })) */
+/**
+ * The handler. @example router.get('/readyz', readinessHandler({ database: () => db.ping(), keys: async () => !!(await
+ * keys.active('grant')) }))
+ */
 export function readinessHandler(checks: Record<string, ReadinessCheck>, timeoutMs?: number): Middleware {
   return async (ctx) => {
     const body = await readiness(checks, timeoutMs);

@@ -113,7 +113,10 @@ export const DEFAULT_GATEWAY_RATE_LIMITS: Readonly<Required<GatewayRateLimits>> 
   charge: { points: 1200, seconds: 60 },
 };
 
-/** `CTL_GATEWAY_RATE_LIMIT_OWNER`, `CTL_GATEWAY_RATE_LIMIT_SESSION`, `CTL_GATEWAY_RATE_LIMIT_CHARGE`: `N/Ss`, or `0` for none. */
+/**
+ * `CTL_GATEWAY_RATE_LIMIT_OWNER`, `CTL_GATEWAY_RATE_LIMIT_SESSION`, `CTL_GATEWAY_RATE_LIMIT_CHARGE`: `N/Ss`, or `0` for
+ * none.
+ */
 export function gatewayRateLimitsFromEnv(env: Record<string, string | undefined>): GatewayRateLimits {
   return {
     owner: parseRateLimit(
@@ -134,7 +137,10 @@ export function gatewayRateLimitsFromEnv(env: Record<string, string | undefined>
   };
 }
 
-/** The owner check that spends the owner's budget, the session lookup that spends a session's, and the per-address limit of `POST /charge`. */
+/**
+ * The owner check that spends the owner's budget, the session lookup that spends a session's, and the per-address limit
+ * of `POST /charge`.
+ */
 export function gatewayRateLimits<P extends Principal & { ownerId?: string }>(
   db: RateLimitBackend,
   limits: GatewayRateLimits,

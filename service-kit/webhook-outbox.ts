@@ -118,7 +118,9 @@ const toRecord = (r: Row): DispatchRecord => ({
     r.status === 'pending' && r.next_attempt_ms != null ? new Date(Number(r.next_attempt_ms)).toISOString() : null,
 });
 
-/** @example const log = createSqlDispatchLog(db) (after migrate(db, [dispatchLogMigration(), webhookOutboxMigration()])) */
+/**
+ * @example const log = createSqlDispatchLog(db) (after migrate(db, [dispatchLogMigration(), webhookOutboxMigration()]))
+ */
 export function createSqlDispatchLog(db: SqlDatabase, table = 'webhook_dispatches'): DispatchLog {
   checkTableName(table);
   return {
@@ -225,7 +227,8 @@ export function webhookRetryFromEnv(env: Record<string, string | undefined>): We
 /**
  * @example
  * const outbox = createWebhookOutbox({ db, resolve: (url) => ({ secret }) }); outbox.start()
- * await db.tx(async (q) => { await change(q); await outbox.enqueue(q, { type: 'x.y', data }, [{ url, target: url }]) }); outbox.kick()
+ * await db.tx(async (q) => { await change(q); await outbox.enqueue(q, { type: 'x.y', data }, [{ url, target: url }])
+ * }); outbox.kick()
  */
 export function createWebhookOutbox(options: WebhookOutboxOptions): WebhookOutbox {
   const { db } = options;

@@ -37,7 +37,8 @@ function sign(secret: string, id: string, timestamp: number, body: string): stri
 
 /**
  * The three headers for one delivery.
- * @example fetch(url, { method: 'POST', body, headers: { ...signWebhook(secret, id, ts, body), 'content-type': 'application/json' } })
+ * @example fetch(url, { method: 'POST', body, headers: { ...signWebhook(secret, id, ts, body), 'content-type':
+ * 'application/json' } })
  */
 export function signWebhook(secret: string, id: string, timestampSeconds: number, body: string): WebhookHeaders {
   return {

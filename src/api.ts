@@ -65,7 +65,9 @@ import type { PrivateKeyInput, PublicKeyInput, SigningKey } from './crypto/types
 
 /**
  * Signs a PolicyGrant (spec §4.4). `grantId` and `issuedAt` are generated when absent.
- * @example const grant = await createSignedPolicyGrant({ policyHash, actorKey, allowedRails: ['x402'], allowedAssets: [{ standard: 'iso4217', code: 'USD' }], maxAmountMinor: '5000', currency: 'USD', expiresAt }, { issuer: 'authority.example', signingKey: pem })
+ * @example const grant = await createSignedPolicyGrant({ policyHash, actorKey, allowedRails: ['x402'], allowedAssets:
+ * [{ standard: 'iso4217', code: 'USD' }], maxAmountMinor: '5000', currency: 'USD', expiresAt }, { issuer:
+ * 'authority.example', signingKey: pem })
  */
 export function createSignedPolicyGrant(fields: GrantFields, options: SignGrantOptions = {}): Promise<PolicyGrant> {
   return createGrantWith(defaultCrypto, fields, options);
@@ -82,7 +84,8 @@ export function signPreparedGrant(prepared: unknown, signingKey: PrivateKeyInput
 }
 
 /**
- * A human's signed revocation of a grant they issued (`ctl-revocation/1`, PROTOCOL.md §10), for `POST /revoke` without an API key.
+ * A human's signed revocation of a grant they issued (`ctl-revocation/1`, PROTOCOL.md §10), for `POST /revoke` without
+ * an API key.
  * @example const revocation = await createSignedRevocation({ grantId }, { signingKey: humanKeyPem })
  */
 export function createSignedRevocation(
@@ -92,7 +95,10 @@ export function createSignedRevocation(
   return createRevocationWith(defaultCrypto, fields, options);
 }
 
-/** Checks a human's revocation: shape, its DID's signature, freshness (default five minutes). Never throws. @example const r = await verifySignedRevocation(body, { maxAgeMs: 300_000 }) */
+/**
+ * Checks a human's revocation: shape, its DID's signature, freshness (default five minutes). Never throws. @example
+ * const r = await verifySignedRevocation(body, { maxAgeMs: 300_000 })
+ */
 export function verifySignedRevocation(
   revocation: unknown,
   options?: VerifyRevocationOptions,
@@ -100,7 +106,10 @@ export function verifySignedRevocation(
   return verifyRevocationWith(defaultCrypto, revocation, options);
 }
 
-/** Checks a grant on its own: shape, signature, expiry (PROTOCOL.md §5 steps 0–1). @example const r = await verifyPolicyGrant(grant, { jwks }) */
+/**
+ * Checks a grant on its own: shape, signature, expiry (PROTOCOL.md §5 steps 0–1). @example const r = await
+ * verifyPolicyGrant(grant, { jwks })
+ */
 export function verifyPolicyGrant(
   grant: unknown,
   options: VerifyGrantOptions,
@@ -110,7 +119,8 @@ export function verifyPolicyGrant(
 
 /**
  * Signs an SBA drawn from `fields.grant` with the wallet key (spec §4.4); the grant's fields are copied.
- * @example const sba = await createSignedSessionBudgetAuthorization({ grant, sessionId, actorId: 'agent-1', maxAmountMinor: '30' }, { signingKey })
+ * @example const sba = await createSignedSessionBudgetAuthorization({ grant, sessionId, actorId: 'agent-1',
+ * maxAmountMinor: '30' }, { signingKey })
  */
 export function createSignedSessionBudgetAuthorization<G extends PolicyGrant | Delegation = PolicyGrant>(
   fields: SbaFields & { grant: G },
@@ -119,12 +129,18 @@ export function createSignedSessionBudgetAuthorization<G extends PolicyGrant | D
   return createSbaWith(defaultCrypto, fields, options);
 }
 
-/** hex SHA-256 of JCS of one payment (PROTOCOL.md §4). @example await computeIntentHash({ amount: '30', currency: 'USD', merchantId: 'm-1', rail: 'x402' }) */
+/**
+ * hex SHA-256 of JCS of one payment (PROTOCOL.md §4). @example await computeIntentHash({ amount: '30', currency: 'USD',
+ * merchantId: 'm-1', rail: 'x402' })
+ */
 export function computeIntentHash(intent: PaymentIntent): Promise<string> {
   return intentHashWith(defaultCrypto, intent);
 }
 
-/** Signs a Trust Bundle with the root key. @example await createTrustBundle({ sequence: 1, scope: { region: 'eu' }, issuers, revokedGrants: [], expiresAt }, { signingKey: rootPem, issuer: 'fleet.example' }) */
+/**
+ * Signs a Trust Bundle with the root key. @example await createTrustBundle({ sequence: 1, scope: { region: 'eu' },
+ * issuers, revokedGrants: [], expiresAt }, { signingKey: rootPem, issuer: 'fleet.example' })
+ */
 export function createTrustBundle(fields: BundleFields, options: SignBundleOptions): Promise<TrustBundle> {
   return createBundleWith(defaultCrypto, fields, options);
 }
@@ -132,7 +148,8 @@ export function createTrustBundle(fields: BundleFields, options: SignBundleOptio
 /**
  * Checks a bundle against the pinned root key (PROTOCOL.md §4), or, with `rootChain`, against the
  * bundle keys of the newest root version the chain reaches from it (§11).
- * @example const r = await verifyTrustBundle(bundle, rootPem, { minSequence: 3, rootChain: statements, minRootVersion: 2 })
+ * @example const r = await verifyTrustBundle(bundle, rootPem, { minSequence: 3, rootChain: statements, minRootVersion:
+ * 2 })
  */
 export function verifyTrustBundle(
   bundle: unknown,
@@ -160,7 +177,8 @@ export function verifyReceipt(
 
 /**
  * A wallet session under a grant (spec §2.8).
- * @example const s = createSession(grant, { actorId: 'vehicle-42', signingKey: pem, ceiling: { amount: '5000', currency: 'USD' } }); const sba = await s.createSba({ amount: '30', currency: 'USD', rail: 'x402' })
+ * @example const s = createSession(grant, { actorId: 'vehicle-42', signingKey: pem, ceiling: { amount: '5000',
+ * currency: 'USD' } }); const sba = await s.createSba({ amount: '30', currency: 'USD', rail: 'x402' })
  */
 export function createSession<G extends PolicyGrant | Delegation = PolicyGrant>(
   grant: G | string,
@@ -209,7 +227,8 @@ export function createDelegation(
 
 /**
  * The merchant verifier (spec §4.4, PROTOCOL.md §5). Never throws.
- * @example const r = await verifyCtl(sba, { amount: '30', currency: 'USD', merchantId: 'm-1', jwksUrl }); if (!r.valid) console.log(r.error.code)
+ * @example const r = await verifyCtl(sba, { amount: '30', currency: 'USD', merchantId: 'm-1', jwksUrl }); if (!r.valid)
+ * console.log(r.error.code)
  */
 const defaultVerifier = /* @__PURE__ */ createVerifier(defaultCrypto, {
   humanAgent: humanAgentProfile,
@@ -230,7 +249,8 @@ export const captureCtl: CaptureCtl = (budgetId, amount, options) =>
  * `req.ctl` (typed on Express's `Request`) or answers 402 `{ error }`. Defaults: `trackSpend`
  * off (turn it on to refuse replays and keep cumulative spend), revocation answers cached
  * `revocationTtl` = 60 000 ms, JWKS cached `jwksTtl` = 300 000 ms.
- * @example app.post('/pay', ctl({ amount: '30', currency: 'USD', jwksUrl, trackSpend: true }), (req, res) => res.json({ grantId: req.ctl?.grant.grantId }))
+ * @example app.post('/pay', ctl({ amount: '30', currency: 'USD', jwksUrl, trackSpend: true }), (req, res) => res.json({
+ * grantId: req.ctl?.grant.grantId }))
  */
 export function ctl(options: MiddlewareOptions<any>) {
   return createExpressMiddleware(defaultVerifier, options);
@@ -239,7 +259,8 @@ export function ctl(options: MiddlewareOptions<any>) {
 /**
  * Koa middleware: as `ctl()`, setting `ctx.state.ctl`; the same defaults (`trackSpend` off,
  * `revocationTtl` 60 000 ms, `jwksTtl` 300 000 ms).
- * @example router.post('/pay', ctlKoa({ amount: '30', currency: 'USD', jwksUrl, trackSpend: true }), (ctx) => { ctx.body = ctx.state.ctl })
+ * @example router.post('/pay', ctlKoa({ amount: '30', currency: 'USD', jwksUrl, trackSpend: true }), (ctx) => {
+ * ctx.body = ctx.state.ctl })
  */
 export function ctlKoa(options: MiddlewareOptions<any>) {
   return createKoaMiddleware(defaultVerifier, options);
@@ -247,7 +268,8 @@ export function ctlKoa(options: MiddlewareOptions<any>) {
 
 /**
  * The spec's decision-bound check: the SBA verifies and agrees with an ALLOW decision.
- * @example const r = await verifySignedSessionBudgetAuthorizationForDecision(sba, { sessionId, decision, trustBundles, rootPublicKeyPem, cumulativeSpentMinor: '0' })
+ * @example const r = await verifySignedSessionBudgetAuthorizationForDecision(sba, { sessionId, decision, trustBundles,
+ * rootPublicKeyPem, cumulativeSpentMinor: '0' })
  */
 export function verifySignedSessionBudgetAuthorizationForDecision(
   sba: unknown,

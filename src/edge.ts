@@ -19,7 +19,8 @@ export { registerHumanAgent } from './verifier/features.js';
 
 /**
  * As `verifyCtl`, on WebCrypto. On failure answer HTTP 402 `{ error }` (spec §7).
- * @example const r = await verifyCtlEdge(decodeSbaHeader(req.headers.get('authorization')), { amount: '30', currency: 'USD', jwksUrl })
+ * @example const r = await verifyCtlEdge(decodeSbaHeader(req.headers.get('authorization')), { amount: '30', currency:
+ * 'USD', jwksUrl })
  */
 export const verifyCtlEdge: (sba: unknown, options: VerifyCtlOptions) => Promise<VerifyCtlResult> = createVerifier(
   edgeCrypto,

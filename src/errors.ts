@@ -131,7 +131,10 @@ export function isCtlErrorCode(value: unknown): value is CtlErrorCode {
   return typeof value === 'string' && (ERROR_CODES as readonly string[]).includes(value);
 }
 
-/** Throws a CtlError: one call instead of a `throw new` at each refusal. @example if (!ok) fail('grant_expired', 'the grant expired') */
+/**
+ * Throws a CtlError: one call instead of a `throw new` at each refusal. @example if (!ok) fail('grant_expired', 'the
+ * grant expired')
+ */
 export function fail(code: CtlErrorCode, message: string): never {
   throw new CtlError(code, message);
 }

@@ -64,7 +64,10 @@ export function hostTextEncode(): ((s: string) => Uint8Array) | undefined {
   return (s) => enc.encode(s);
 }
 
-/** Duck-typed: the global CryptoKey class is a host object (ARCHITECTURE.md rule 2). @example isCryptoKey(pair.privateKey) // true */
+/**
+ * Duck-typed: the global CryptoKey class is a host object (ARCHITECTURE.md rule 2). @example
+ * isCryptoKey(pair.privateKey) // true
+ */
 export function isCryptoKey(v: unknown): v is CryptoKey {
   const k = v as CryptoKey;
   return (

@@ -28,7 +28,10 @@ export interface RevocationChecker {
   markRevoked(url: string): void;
 }
 
-/** @example const rc = createRevocationChecker(); await rc.check(grant.revocationUrl, grant.grantId, { ttlMs: 60000, now: Date.now(), fetch }) */
+/**
+ * @example const rc = createRevocationChecker(); await rc.check(grant.revocationUrl, grant.grantId, { ttlMs: 60000,
+ * now: Date.now(), fetch })
+ */
 export function createRevocationChecker(maxEntries = 4096): RevocationChecker {
   const cache = new Map<string, Entry>();
   const inflight = new Map<string, Promise<RevocationStatus>>();

@@ -20,8 +20,8 @@ import type { RootStatement } from './artifacts/types.js';
  * `rootVersion` (only ever raised) to refuse an older chain after a reboot; store the chain itself
  * and pass it as `accepted` to refuse a fork signed by a retired root key that leaked later.
  * @example
- * const r = await verifyRootChain(pinnedRootPem, statements, { minVersion: stored.rootVersion, accepted: stored.statements })
- * if (!r.valid) refuse(r.error.code) // 'root_rotation_invalid' | 'root_rollback' | 'malformed'
+ * const r = await verifyRootChain(pinnedRootPem, statements, { minVersion: stored.rootVersion, accepted:
+ * stored.statements }) if (!r.valid) refuse(r.error.code) // 'root_rotation_invalid' | 'root_rollback' | 'malformed'
  * else { stored.rootVersion = r.rootVersion; console.log(r.bundleKeys.map((k) => k.kid)) }
  */
 export function verifyRootChain(

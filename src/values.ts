@@ -52,21 +52,29 @@ export function isPurpose(value: unknown): value is string {
   return at > 0 && PURPOSE_PART.test(value.slice(0, at)) && PURPOSE_PART.test(value.slice(at + 1));
 }
 
-/** A purpose or `<domain>:*` (an allow-list entry; a bare `*` is not one). @example isPurposePattern('api:*') // true */
+/**
+ * A purpose or `<domain>:*` (an allow-list entry; a bare `*` is not one). @example isPurposePattern('api:*') // true
+ */
 export function isPurposePattern(value: unknown): value is string {
   if (typeof value !== 'string') return false;
   if (value.endsWith(':*')) return PURPOSE_PART.test(value.slice(0, -2));
   return isPurpose(value);
 }
 
-/** Whether an allow list admits a purpose; an empty list admits nothing. @example purposeAllowed('api:search', ['api:*']) // true */
+/**
+ * Whether an allow list admits a purpose; an empty list admits nothing. @example purposeAllowed('api:search',
+ * ['api:*']) // true
+ */
 export function purposeAllowed(purpose: string, allowList: readonly string[]): boolean {
   const domain = purpose.slice(0, purpose.indexOf(':'));
   for (const p of allowList) if (p === purpose || p === domain + ':*') return true;
   return false;
 }
 
-/** RFC 3339 UTC with `Z` → milliseconds (with sub-ms fraction kept). @example parseTimestamp('2026-11-22T10:00:00Z', 'expiresAt') */
+/**
+ * RFC 3339 UTC with `Z` → milliseconds (with sub-ms fraction kept). @example parseTimestamp('2026-11-22T10:00:00Z',
+ * 'expiresAt')
+ */
 export function parseTimestamp(value: unknown, field: string): number {
   // Artifacts repeat the same few timestamps on every verification: remember recent ones.
   const hit = typeof value === 'string' ? recentTimestamps.get(value) : undefined;
@@ -169,7 +177,10 @@ export function isTimestamp(value: unknown): value is string {
   }
 }
 
-/** Milliseconds → `2026-11-22T10:00:00Z` (a `.sss` fraction only when non-zero). @example formatTimestamp(0) // '1970-01-01T00:00:00Z' */
+/**
+ * Milliseconds → `2026-11-22T10:00:00Z` (a `.sss` fraction only when non-zero). @example formatTimestamp(0) //
+ * '1970-01-01T00:00:00Z'
+ */
 export function formatTimestamp(ms: number): string {
   const iso = new Date(Math.floor(ms)).toISOString();
   return iso.endsWith('.000Z') ? iso.slice(0, -5) + 'Z' : iso;

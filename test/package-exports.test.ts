@@ -64,61 +64,65 @@ test('the CommonJS builds work, not only load', async () => {
   assert.equal(compact.decodeCompact(compact.encodeCompact(bundle), 'bundle'), bundle);
 });
 
-test('the role entries by require: the wallet signs, the verifier accepts, P-256 registers; each carries only its role', async () => {
-  const wallet = requireFromPackage(`${pkg.name}/wallet`);
-  const verify = requireFromPackage(`${pkg.name}/verify`);
-  const p256 = requireFromPackage(`${pkg.name}/p256`);
-  for (const absent of ['createSession', 'createSignedPolicyGrant', 'createGatewayClient'])
-    assert.is(verify[absent], undefined, `ctl/verify exports ${absent}`);
-  for (const absent of ['verifyCtl', 'createGatewayClient', 'createSignedPolicyGrant'])
-    assert.is(wallet[absent], undefined, `ctl/wallet exports ${absent}`);
-  assert.equal(Object.keys(p256).sort(), ['nobleP256']);
-  verify.registerP256(p256.nobleP256); // a no-op on Node (native P-256), but accepted
-  const core = requireFromPackage(pkg.name);
-  const authority = await core.generateKeyPair({ alg: 'EdDSA' });
-  const actor = await wallet.generateKeyPair({ alg: 'ES256' });
-  const grant = await core.createSignedPolicyGrant(
-    {
-      policyHash: 'a'.repeat(64),
-      actorKey: actor.publicJwk,
-      allowedRails: ['x402'],
-      allowedAssets: [{ standard: 'iso4217', code: 'USD' }],
-      maxAmountMinor: '100',
+test(
+  'the role entries by require: the wallet signs, the verifier accepts, P-256 registers; ' +
+    'each carries only its role',
+  async () => {
+    const wallet = requireFromPackage(`${pkg.name}/wallet`);
+    const verify = requireFromPackage(`${pkg.name}/verify`);
+    const p256 = requireFromPackage(`${pkg.name}/p256`);
+    for (const absent of ['createSession', 'createSignedPolicyGrant', 'createGatewayClient'])
+      assert.is(verify[absent], undefined, `ctl/verify exports ${absent}`);
+    for (const absent of ['verifyCtl', 'createGatewayClient', 'createSignedPolicyGrant'])
+      assert.is(wallet[absent], undefined, `ctl/wallet exports ${absent}`);
+    assert.equal(Object.keys(p256).sort(), ['nobleP256']);
+    verify.registerP256(p256.nobleP256); // a no-op on Node (native P-256), but accepted
+    const core = requireFromPackage(pkg.name);
+    const authority = await core.generateKeyPair({ alg: 'EdDSA' });
+    const actor = await wallet.generateKeyPair({ alg: 'ES256' });
+    const grant = await core.createSignedPolicyGrant(
+      {
+        policyHash: 'a'.repeat(64),
+        actorKey: actor.publicJwk,
+        allowedRails: ['x402'],
+        allowedAssets: [{ standard: 'iso4217', code: 'USD' }],
+        maxAmountMinor: '100',
+        currency: 'USD',
+        expiresAt: '2999-01-01T00:00:00Z',
+      },
+      {
+        issuer: 'authority.example',
+        signingKey: authority.privateKeyPem,
+        revocationBaseUrl: 'https://authority.example',
+      },
+    );
+    const fetch = async () => ({
+      ok: true,
+      status: 200,
+      text: async () => JSON.stringify({ grantId: grant.grantId, revoked: false }),
+    });
+    const session = wallet.createSession(grant, {
+      actorId: 'a-1',
+      signingKey: actor.privateKeyPem,
+      signingKeyId: 'w',
+      fetch,
+    });
+    const sba = await session.createSba({ amount: '30', currency: 'USD', rail: 'x402' });
+    const r = await verify.verifyCtl(verify.decodeSbaHeader(wallet.encodeSbaHeader(sba)), {
+      amount: '30',
       currency: 'USD',
-      expiresAt: '2999-01-01T00:00:00Z',
-    },
-    {
-      issuer: 'authority.example',
-      signingKey: authority.privateKeyPem,
-      revocationBaseUrl: 'https://authority.example',
-    },
-  );
-  const fetch = async () => ({
-    ok: true,
-    status: 200,
-    text: async () => JSON.stringify({ grantId: grant.grantId, revoked: false }),
-  });
-  const session = wallet.createSession(grant, {
-    actorId: 'a-1',
-    signingKey: actor.privateKeyPem,
-    signingKeyId: 'w',
-    fetch,
-  });
-  const sba = await session.createSba({ amount: '30', currency: 'USD', rail: 'x402' });
-  const r = await verify.verifyCtl(verify.decodeSbaHeader(wallet.encodeSbaHeader(sba)), {
-    amount: '30',
-    currency: 'USD',
-    signingKeyPem: authority.publicKeyPem,
-    offline: true,
-  });
-  assert.ok(r.valid, JSON.stringify(r));
-  // ctl/verify holds no private-key reader: a private key is refused, not parsed.
-  const refused = await verify.importVerifyingKey(actor.privateKeyPem).then(
-    () => 'accepted',
-    (e: { code?: string }) => e.code,
-  );
-  assert.is(refused, 'malformed');
-  assert.equal(await verify.toPublicJwk(authority.publicKeyPem), authority.publicJwk);
-});
+      signingKeyPem: authority.publicKeyPem,
+      offline: true,
+    });
+    assert.ok(r.valid, JSON.stringify(r));
+    // ctl/verify holds no private-key reader: a private key is refused, not parsed.
+    const refused = await verify.importVerifyingKey(actor.privateKeyPem).then(
+      () => 'accepted',
+      (e: { code?: string }) => e.code,
+    );
+    assert.is(refused, 'malformed');
+    assert.equal(await verify.toPublicJwk(authority.publicKeyPem), authority.publicJwk);
+  },
+);
 
 test.run();

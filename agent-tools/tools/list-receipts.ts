@@ -30,7 +30,8 @@ export const listReceipts = defineTool({
   name: 'list_receipts',
   title: 'Payment receipts of this session',
   description:
-    "The gateway's signed receipts for the payments this agent's session made, newest first: receipt id, amount (minor units, e.g. cents), merchant, purpose, time. Costs nothing.",
+    "The gateway's signed receipts for the payments this agent's session made, newest " +
+    'first: receipt id, amount (minor units, e.g. cents), merchant, purpose, time. Costs nothing.',
   input: {
     limit: z.number().int().min(1).max(500).default(50).describe('How many of the newest receipts to return (1–500).'),
     includeSigned: z

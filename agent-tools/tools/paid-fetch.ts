@@ -25,7 +25,8 @@ const input = {
     .record(z.string())
     .optional()
     .describe(
-      'Request headers for the merchant, e.g. {"content-type": "application/json"}. The gateway does not forward Authorization, Cookie, X-Payment*, X-Ctl-* or hop-by-hop headers.',
+      'Request headers for the merchant, e.g. {"content-type": "application/json"}. The ' +
+        'gateway does not forward Authorization, Cookie, X-Payment*, X-Ctl-* or hop-by-hop headers.',
     ),
   body: z.string().optional().describe('Request body: text, or base64 when bodyEncoding is "base64".'),
   bodyEncoding: z
@@ -37,7 +38,8 @@ const input = {
     .refine(isPurpose, 'a purpose is <domain>:<kind>, lower case, e.g. api:search')
     .optional()
     .describe(
-      "Why this is paid, as <domain>:<kind> (e.g. api:search). Required for any call that costs money: it must be one of the session's purposes (session_status lists them).",
+      'Why this is paid, as <domain>:<kind> (e.g. api:search). Required for any call that ' +
+        "costs money: it must be one of the session's purposes (session_status lists them).",
     ),
   maxBodyBytes: z
     .number()
@@ -46,14 +48,19 @@ const input = {
     .max(MAX_BODY_BYTES)
     .default(DEFAULT_MAX_BODY_BYTES)
     .describe(
-      `The most of the response body to return, in bytes (default ${DEFAULT_MAX_BODY_BYTES}). A longer body is cut (truncated: true, bodyBytes: its full size); to get more, call again with a larger value and the same idempotencyKey: the stored answer is replayed, not paid again.`,
+      `The most of the response body to return, in bytes (default ${DEFAULT_MAX_BODY_BYTES}). ` +
+        'A longer body is cut (truncated: true, bodyBytes: its full size); to get more, call ' +
+        'again with a larger value and the same idempotencyKey: the stored answer is replayed, ' +
+        'not paid again.',
     ),
   idempotencyKey: z
     .string()
     .regex(/^[\x20-\x7e]{1,255}$/)
     .optional()
     .describe(
-      'Printable ASCII, 1–255 characters. Reuse the key of an earlier call to retry that same request: the gateway pays it at most once and replays its answer. Default: a new key per call (returned in the result).',
+      'Printable ASCII, 1–255 characters. Reuse the key of an earlier call to retry that ' +
+        'same request: the gateway pays it at most once and replays its answer. Default: a ' +
+        'new key per call (returned in the result).',
     ),
 };
 
@@ -61,7 +68,9 @@ const output = {
   outcome: z
     .enum(['response', 'paused', 'refused', 'failed'])
     .describe(
-      'response: the merchant answered (any HTTP status; paid or free). paused: the session hit its soft limit and the budget owner must approve (ownerAction). refused: the gateway refused (code). failed: the gateway could not be reached or the input was unusable.',
+      'response: the merchant answered (any HTTP status; paid or free). paused: the session ' +
+        'hit its soft limit and the budget owner must approve (ownerAction). refused: the ' +
+        'gateway refused (code). failed: the gateway could not be reached or the input was unusable.',
     ),
   status: z.number().int().optional().describe("The merchant's HTTP status (outcome response)."),
   headers: z.record(z.string()).optional().describe("The merchant's response headers."),
@@ -76,12 +85,15 @@ const output = {
   amountPaid: money
     .optional()
     .describe(
-      'What this call paid; absent when nothing was paid. On a replayed answer, what the original call paid (not paid again).',
+      'What this call paid; absent when nothing was paid. On a replayed answer, what the ' +
+        'original call paid (not paid again).',
     ),
   amountHeld: money
     .optional()
     .describe(
-      'When the merchant billed by use (a hold, then a capture): the most this call could have paid, held while it ran. amountPaid is what was captured; the rest was released to the budget.',
+      'When the merchant billed by use (a hold, then a capture): the most this call could ' +
+        'have paid, held while it ran. amountPaid is what was captured; the rest was released ' +
+        'to the budget.',
     ),
   replayed: z
     .boolean()
@@ -111,7 +123,8 @@ const output = {
     .enum(['window', 'ceiling'])
     .optional()
     .describe(
-      "outcome paused: 'window' when one budget window (e.g. a day's) reached its soft limit (it resumes by itself at resetsAt), 'ceiling' when the session's whole budget did.",
+      "outcome paused: 'window' when one budget window (e.g. a day's) reached its soft limit " +
+        "(it resumes by itself at resetsAt), 'ceiling' when the session's whole budget did.",
     ),
   resetsAt: z
     .string()
@@ -124,10 +137,14 @@ export const paidFetch = defineTool({
   name: 'paid_fetch',
   title: 'Fetch a URL, paying for it if the merchant asks (HTTP 402)',
   description:
-    "Sends one HTTP request through the CTL payment gateway. If the merchant answers 402 Payment Required, the gateway pays it from this agent's " +
-    "session budget (only for an allowed purpose, merchant and amount) and returns the merchant's final answer, with the receipt id and amount paid. " +
-    'Free resources come back unchanged. The budget owner sets the limits; if the session is paused at its soft limit the result says so (outcome "paused") ' +
-    'and what the owner must do: ask them, never try to get around a limit. Refusals carry a code (e.g. budget_exceeded, purpose_not_allowed).',
+    'Sends one HTTP request through the CTL payment gateway. If the merchant answers 402 ' +
+    "Payment Required, the gateway pays it from this agent's " +
+    ('session budget (only for an allowed purpose, merchant and amount) and returns the ' +
+      "merchant's final answer, with the receipt id and amount paid. ") +
+    ('Free resources come back unchanged. The budget owner sets the limits; if the session ' +
+      'is paused at its soft limit the result says so (outcome "paused") ') +
+    ('and what the owner must do: ask them, never try to get around a limit. Refusals carry ' +
+      'a code (e.g. budget_exceeded, purpose_not_allowed).'),
   input,
   output,
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
@@ -201,7 +218,9 @@ export const paidFetch = defineTool({
             amountHeld = { amountMinor: receipt.authorizedAmountMinor, currency: amount.currency };
         }
       } catch (e) {
-        note = `paid (receipt ${receiptId}), but the receipt could not be read: ${(e as Error).message}; list_receipts shows it`;
+        note =
+          `paid (receipt ${receiptId}), but the receipt could not be read: ${(e as Error).message}; ` +
+          'list_receipts shows it';
       }
     }
     const value = {
@@ -220,7 +239,9 @@ export const paidFetch = defineTool({
         ? {
             nextStep:
               note ??
-              `The body was cut at ${limited.bytes.length} of ${full.length} bytes: call again with a larger maxBodyBytes and idempotencyKey "${idempotencyKey}" to get more (replayed, not paid again).`,
+              `The body was cut at ${limited.bytes.length} of ${full.length} bytes: call again with ` +
+                `a larger maxBodyBytes and idempotencyKey "${idempotencyKey}" to get more (replayed, ` +
+                'not paid again).',
           }
         : {}),
     };

@@ -11,7 +11,8 @@ const output = {
   state: z
     .enum(['active', 'paused', 'revoked', 'expired'])
     .describe(
-      'active: can pay. paused: at its soft limit, the budget owner must approve (ownerAction). revoked / expired: can no longer pay.',
+      'active: can pay. paused: at its soft limit, the budget owner must approve (ownerAction). ' +
+        'revoked / expired: can no longer pay.',
     ),
   label: z.string().optional(),
   currency: z.string(),
@@ -44,7 +45,8 @@ const output = {
     )
     .optional()
     .describe(
-      'Budget windows (e.g. 10.00 a day): each limits what is paid per period on top of the whole budget. A payment must fit every window and the budget.',
+      'Budget windows (e.g. 10.00 a day): each limits what is paid per period on top of ' +
+        'the whole budget. A payment must fit every window and the budget.',
     ),
   pausedWindow: z
     .object({ every: z.string(), resetsAt: z.string() })
@@ -63,7 +65,9 @@ export const sessionStatus = defineTool({
   name: 'session_status',
   title: 'Spending session status',
   description:
-    "The state of this agent's spending session: active/paused/revoked/expired, budget, amount spent and remaining (minor units, e.g. cents), each budget window (per hour/day/week/month) with its reset time, expiry and the purposes paid_fetch may use. Costs nothing.",
+    "The state of this agent's spending session: active/paused/revoked/expired, budget, " +
+    'amount spent and remaining (minor units, e.g. cents), each budget window (per hour/day/week/month) ' +
+    'with its reset time, expiry and the purposes paid_fetch may use. Costs nothing.',
   input: {},
   output,
   annotations: { readOnlyHint: true, openWorldHint: false },

@@ -190,7 +190,9 @@ export function humanRoutes(router: Router, d: RouteDeps): void {
       throw new HttpError(
         409,
         'conflict',
-        `a Trust Bundle lists at most ${MAX_PEOPLE_PER_BUNDLE} people (${MAX_PEOPLE_PER_BUNDLE + 1} issuers with the authority) and one listing this person would list ${enrolment.listed}: give people narrower scopes (category, merchant, region) or remove some`,
+        `a Trust Bundle lists at most ${MAX_PEOPLE_PER_BUNDLE} people (${MAX_PEOPLE_PER_BUNDLE + 1} ` +
+          `issuers with the authority) and one listing this person would list ${enrolment.listed}: ` +
+          'give people narrower scopes (category, merchant, region) or remove some',
       );
     }
     await d.audit.record(actorOf(ctx.state), 'human.enrol', did, { label, scope });
@@ -327,7 +329,8 @@ export function humanGrantGate(d: RouteDeps): Middleware {
       throw new HttpError(
         409,
         'conflict',
-        `the grant was prepared at ${grant.issuedAt} and not signed within ${DRAFT_TTL_MS / 60_000} minutes: prepare it again`,
+        `the grant was prepared at ${grant.issuedAt} and not signed within ${DRAFT_TTL_MS / 60_000} ` +
+          'minutes: prepare it again',
       );
     }
     const v = await verifyPolicyGrant(grant, { now: d.now });

@@ -26,8 +26,8 @@ export function revocationRoutes(router: Router, d: RouteDeps): void {
 
   /**
    * An id that is no grant here may be a delegation's revocation id (PROTOCOL.md §14, the hash of
-   * what the link signs): revoked when a revocation was recorded; otherwise, asked beside the root grant it hangs from (`rootGrantId`, a grant
-   * held here), not revoked: the authority never sees a delegation until it is revoked.
+   * what the link signs): revoked when a revocation was recorded; otherwise, asked beside the root grant it hangs from
+   * (`rootGrantId`, a grant held here), not revoked: the authority never sees a delegation until it is revoked.
    */
   const delegationStatus = async (root: unknown, id: string) => {
     const r = await d.store.delegationRevocation(id);

@@ -19,7 +19,9 @@ export interface EnrolledHuman {
   removedAt: string | null;
 }
 
-/** What an enrolment did: enrolled, or nothing because the DID is enrolled already or a bundle it would join is full. */
+/**
+ * What an enrolment did: enrolled, or nothing because the DID is enrolled already or a bundle it would join is full.
+ */
 export type Enrolment =
   | { created: true }
   | { created: false; reason: 'enrolled' }
@@ -116,7 +118,9 @@ export const MAX_PEOPLE_PER_BUNDLE = 255;
 const SCOPE_FIELDS = ['category', 'merchant', 'region'] as const;
 type ScopeField = (typeof SCOPE_FIELDS)[number];
 
-/** The largest number of `humans` one bundle can list, over every value of the scope fields `free` (the others fixed). */
+/**
+ * The largest number of `humans` one bundle can list, over every value of the scope fields `free` (the others fixed).
+ */
 function fullest(humans: readonly EnrolledHuman[], free: readonly ScopeField[]): number {
   if (free.length === 0) return humans.length;
   if (free.length === 1) {
@@ -189,7 +193,10 @@ export function fullestBundleWith(others: readonly EnrolledHuman[], scope: Bundl
   );
 }
 
-/** Held while an enrolment counts the people a bundle would list and inserts (PostgreSQL advisory lock; SQLite's writer lock). */
+/**
+ * Held while an enrolment counts the people a bundle would list and inserts (PostgreSQL advisory lock; SQLite's writer
+ * lock).
+ */
 const ENROL_LOCK = 'ctl_humans_enrol';
 
 export function createHumanStore(db: SqlDatabase): HumanStore {

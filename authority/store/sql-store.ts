@@ -195,7 +195,8 @@ async function activeKey(
   source?: SigningKeyRow['source'],
 ): Promise<KeyRow | undefined> {
   return q.get<KeyRow>(
-    `SELECT * FROM signing_keys WHERE purpose = ? AND status = 'active' ${source ? 'AND source = ?' : ''} ORDER BY created_at DESC, kid DESC LIMIT 1`,
+    `SELECT * FROM signing_keys WHERE purpose = ? AND status = 'active' ${source ? 'AND source = ?' : ''} ` +
+      'ORDER BY created_at DESC, kid DESC LIMIT 1',
     source ? [purpose, source] : [purpose],
   );
 }
@@ -299,7 +300,8 @@ export function createSqlAuthorityStore(db: SqlDatabase, options: SqlAuthoritySt
         db,
         async (q) => {
           const inserted = await q.all<{ stored_at: string }>(
-            'INSERT INTO policies (policy_hash, document, stored_at) VALUES (?, ?, ?) ON CONFLICT (policy_hash) DO NOTHING RETURNING stored_at',
+            'INSERT INTO policies (policy_hash, document, stored_at) VALUES (?, ?, ?) ON CONFLICT ' +
+              '(policy_hash) DO NOTHING RETURNING stored_at',
             [policyHash, document, at],
           );
           if (inserted.length === 1) return { policyHash, storedAt: inserted[0].stored_at, created: true };
@@ -320,7 +322,9 @@ export function createSqlAuthorityStore(db: SqlDatabase, options: SqlAuthoritySt
     },
 
     async putGrant(g: GrantRecord, effect) {
-      const insert = `INSERT INTO grants (grant_id, policy_hash, key_id, grant_json, issued_at, expires_at_ms, created_by) VALUES (?, ?, ?, ?, ?, ?, ?)`;
+      const insert =
+        'INSERT INTO grants (grant_id, policy_hash, key_id, grant_json, issued_at, expires_at_ms, ' +
+        'created_by) VALUES (?, ?, ?, ?, ?, ?, ?)';
       const values = [g.grantId, g.policyHash, g.keyId, g.grant, g.issuedAt, g.expiresAtMs, g.createdBy];
       // A process may hold "unknown grant" for this id: the insert tells every process, in the
       // same statement (one round trip, notification at its commit). Not waited for: a stale
@@ -350,7 +354,8 @@ export function createSqlAuthorityStore(db: SqlDatabase, options: SqlAuthoritySt
     async listGrants(options = {}) {
       const limit = Math.min(Math.max(1, options.limit ?? 100), 1000);
       const rows = await db.all<GrantRow>(
-        `SELECT * FROM grants WHERE grant_id > ? ${options.includeDeleted ? '' : 'AND deleted_at IS NULL'} ORDER BY grant_id LIMIT ?`,
+        `SELECT * FROM grants WHERE grant_id > ? ${options.includeDeleted ? '' : 'AND deleted_at IS NULL'} ` +
+          'ORDER BY grant_id LIMIT ?',
         [options.afterGrantId ?? '', limit],
       );
       return rows.map(grantFrom);
@@ -365,7 +370,8 @@ export function createSqlAuthorityStore(db: SqlDatabase, options: SqlAuthoritySt
         result = await db.tx(async (q) => {
           // One conditional UPDATE: the first revocation wins and later ones change nothing.
           const { changes } = await q.run(
-            'UPDATE grants SET revoked_at = ?, revoked_by = ?, revoke_reason = ? WHERE grant_id = ? AND revoked_at IS NULL',
+            'UPDATE grants SET revoked_at = ?, revoked_by = ?, revoke_reason = ? WHERE grant_id ' +
+              '= ? AND revoked_at IS NULL',
             [by.at, by.actor, by.reason ?? null, grantId],
           );
           const r = await q.get<{ revoked_at: string | null }>('SELECT revoked_at FROM grants WHERE grant_id = ?', [
@@ -417,7 +423,8 @@ export function createSqlAuthorityStore(db: SqlDatabase, options: SqlAuthoritySt
         db,
         async (q) => {
           await q.run(
-            'INSERT INTO api_keys (key_id, hash, scopes, label, created_at, created_by, revoked_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+            'INSERT INTO api_keys (key_id, hash, scopes, label, created_at, created_by, revoked_at) ' +
+              'VALUES (?, ?, ?, ?, ?, ?, ?)',
             [k.keyId, k.hash, JSON.stringify(k.scopes), k.label, k.createdAt, k.createdBy, k.revokedAt],
           );
         },

@@ -25,7 +25,9 @@ export interface TrustRootStore {
 
 type Row = { root_version: number | string; statement_json: string; published_at: string; published_by: string };
 
-/** @example const roots = createTrustRootStore(db); await roots.appendRootStatement(2, JSON.stringify(s2), at, 'admin') */
+/**
+ * @example const roots = createTrustRootStore(db); await roots.appendRootStatement(2, JSON.stringify(s2), at, 'admin')
+ */
 export function createTrustRootStore(db: SqlDatabase): TrustRootStore {
   return {
     async listRootStatements() {

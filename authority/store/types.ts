@@ -168,7 +168,9 @@ export interface AuthorityStore extends TrustRootStore {
 
   /** Inserts a key unless its kid exists (two processes generating at once keep one). */
   putSigningKey(row: SigningKeyRow): Promise<boolean>;
-  /** Replaces a stored private key's text (sealing one stored in the clear) only if it is still `from`: false otherwise. */
+  /**
+   * Replaces a stored private key's text (sealing one stored in the clear) only if it is still `from`: false otherwise.
+   */
   replacePrivatePem(kid: string, from: string, to: string): Promise<boolean>;
   getSigningKey(kid: string): Promise<SigningKeyRow | undefined>;
   /** The newest active key of `purpose` (of that `source` when given). */

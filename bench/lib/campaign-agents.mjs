@@ -9,7 +9,10 @@ import { createSession, exchange } from './gateway-procs.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-/** POST /proxy; resolves with status, the gateway's error code and receipt id, or `{ error }` when the connection failed. */
+/**
+ * POST /proxy; resolves with status, the gateway's error code and receipt id, or `{ error }` when the connection
+ * failed.
+ */
 function proxy(agent, gatewayUrl, token, target, key) {
   const headers = {
     authorization: `Bearer ${token}`,

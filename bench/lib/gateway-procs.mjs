@@ -234,7 +234,10 @@ async function post(base, path, key, body) {
 export async function createOwner(gatewayUrl, label = 'bench') {
   return (await post(gatewayUrl, '/admin/owners', ADMIN_KEY, { label })).apiKey;
 }
-/** A session allowed `api:search` for an hour; `budgetMinor` as a decimal string; `extra` more of its config (webhookUrl, …). */
+/**
+ * A session allowed `api:search` for an hour; `budgetMinor` as a decimal string; `extra` more of its config
+ * (webhookUrl, …).
+ */
 export async function createSession(gatewayUrl, ownerKey, budgetMinor = '9000000000000000', extra = {}) {
   return post(gatewayUrl, '/sessions', ownerKey, {
     budget: { amount: budgetMinor, currency: 'USD' },

@@ -42,7 +42,8 @@ export async function compare(label, baseline, subject, width = 52) {
   }
   const row = { label, baseline: Math.round(median(b)), subject: Math.round(median(s)), ratio: median(s) / median(b) };
   console.log(
-    `${label.padEnd(width)} ${String(row.subject).padStart(7)}/s vs ${String(row.baseline).padStart(7)}/s  ratio ${row.ratio.toFixed(2)}`,
+    `${label.padEnd(width)} ${String(row.subject).padStart(7)}/s vs ${String(row.baseline).padStart(7)}/s ` +
+      ` ratio ${row.ratio.toFixed(2)}`,
   );
   return row;
 }

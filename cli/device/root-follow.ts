@@ -18,7 +18,9 @@ export interface FollowResult {
   problem?: string;
 }
 
-/** @example const f = await followRootChain({ authority, rootPublicKeyPem, chainFile: '/var/lib/ctl/root-chain.json' }) */
+/**
+ * @example const f = await followRootChain({ authority, rootPublicKeyPem, chainFile: '/var/lib/ctl/root-chain.json' })
+ */
 export async function followRootChain(o: {
   authority: string;
   rootPublicKeyPem: string;

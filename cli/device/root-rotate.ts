@@ -96,7 +96,10 @@ const spkiPem = (jwk: PublicJwk) =>
     .export({ type: 'spki', format: 'pem' })
     .toString();
 
-/** A key directory of `ctl root init`: the public half always, the private half where this machine holds it (a file, or the token root.json names). */
+/**
+ * A key directory of `ctl root init`: the public half always, the private half where this machine holds it (a file, or
+ * the token root.json names).
+ */
 async function loadKeyDirs(flag: string, dirs: string[], o: TokenOptions, sign: boolean): Promise<RotationKey[]> {
   const out: RotationKey[] = [];
   for (const dir of dirs) {
@@ -164,7 +167,10 @@ export function readChainFile(path: string): { pinnedRootPem?: string; statement
   };
 }
 
-/** @example await rotateCommand(['--chain', 'chain.json', '--from', 'root-v1', '--to', 'root-a', '--bundle-key', 'bundle-2']) */
+/**
+ * @example await rotateCommand(['--chain', 'chain.json', '--from', 'root-v1', '--to', 'root-a', '--bundle-key',
+ * 'bundle-2'])
+ */
 export async function rotateCommand(args: string[]): Promise<number> {
   if (args.includes('--help') || args.includes('-h'))
     return (console.log(`usage:${ROTATE_LINE.slice('      '.length)}\n\n${ROTATE_HELP}`), 0);
@@ -280,7 +286,8 @@ async function rotate(
   );
   console.log(`  bundle keys: ${next.bundleKeys.map((k) => k.kid).join(', ')}`);
   console.log(
-    `  publish: POST /trust-root { "statement": <the last statement> } (admin), then start the authority with one bundle key`,
+    '  publish: POST /trust-root { "statement": <the last statement> } (admin), then start ' +
+      'the authority with one bundle key',
   );
   return 0;
 }

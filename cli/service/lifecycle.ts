@@ -57,7 +57,10 @@ function parentPid(): number | undefined {
   }
 }
 
-/** The shell npm started this process through, read when the module loads: the shell may be gone before the service is up. */
+/**
+ * The shell npm started this process through, read when the module loads: the shell may be gone before the service is
+ * up.
+ */
 const wrapperShell = ((): number | undefined => {
   if (!process.env['npm_lifecycle_event']) return undefined;
   const parent = parentPid();

@@ -89,7 +89,8 @@ try {
   const view = await owner.getSession(sessionId);
   const { receipts } = await owner.receipts(sessionId);
   console.log(
-    `owner: ${done} calls paid, spent ${view.spentMinor} of ${view.budget.amount} minor units, state ${view.state}, ${receipts.length} receipts`,
+    `owner: ${done} calls paid, spent ${view.spentMinor} of ${view.budget.amount} minor ` +
+      `units, state ${view.state}, ${receipts.length} receipts`,
   );
   expect(done === 6, 'four calls within 1.00, two more after the one approved extension');
   expect(view.spentMinor === '150' && receipts.length === 6, 'spent exactly the budget plus the extension');

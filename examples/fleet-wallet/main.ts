@@ -70,7 +70,8 @@ try {
   const rebooted = vehicle();
   const s = (await rebooted.status())['grant'] as Record<string, string>;
   console.log(
-    `after a reboot: spent ${(Number(s['walletSpentMinor']) / 100).toFixed(2)} EUR, remaining ${(Number(s['walletRemainingMinor']) / 100).toFixed(2)} EUR`,
+    `after a reboot: spent ${(Number(s['walletSpentMinor']) / 100).toFixed(2)} EUR, remaining ` +
+      `${(Number(s['walletRemainingMinor']) / 100).toFixed(2)} EUR`,
   );
   expect(s['walletRemainingMinor'] === '2500', 'remaining persisted');
   try {

@@ -68,7 +68,8 @@ try {
     "the grant is Alex's",
   );
   console.log(
-    `Alex signed grant ${grant.grantId}: ${eur(grant.maxAmountMinor)} for ${grant.allowedPurposes!.join(', ')}, revocable at ${grant.revocationUrl}`,
+    `Alex signed grant ${grant.grantId}: ${eur(grant.maxAmountMinor)} for ${grant.allowedPurposes!.join(', ')}, ` +
+      `revocable at ${grant.revocationUrl}`,
   );
 
   // 3. Merchants: a hotel online (trusts Alex's DID, asks the revocation URL), a rail kiosk

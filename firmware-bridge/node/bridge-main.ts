@@ -3,7 +3,8 @@
  * running inside QuickJS with the firmware ABI backed by a file (flash) and node:crypto (TRNG).
  * Logs go to stderr; stdout carries frames only.
  *
- *   node build/firmware-bridge/node/bridge-main.js --flash FILE [--engine quickjs|node] [--bundle verify|wallet|full] [--p256] [--human-agent] [--now ISO]
+ * node build/firmware-bridge/node/bridge-main.js --flash FILE [--engine quickjs|node] [--bundle verify|wallet|full]
+ * [--p256] [--human-agent] [--now ISO]
  *
  * `--bundle` picks the SDK a device carries: `verify` (dist/ctl-verify.iife.js) for a terminal
  * that only verifies, `wallet` (dist/ctl-wallet.iife.js) for one that only signs, `full` (default).
@@ -20,7 +21,8 @@ function arg(name: string): string | undefined {
 const flash = arg('--flash');
 if (!flash) {
   process.stderr.write(
-    'usage: bridge-main --flash FILE [--engine quickjs|node] [--bundle verify|wallet|full] [--p256] [--human-agent] [--now ISO]\n',
+    'usage: bridge-main --flash FILE [--engine quickjs|node] [--bundle verify|wallet|full] ' +
+      '[--p256] [--human-agent] [--now ISO]\n',
   );
   process.exit(2);
 }

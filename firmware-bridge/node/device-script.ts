@@ -18,7 +18,10 @@ export const root = (() => {
 /** Which SDK bundle a device loads: the verifier alone, the wallet alone, or everything. */
 export type DeviceBundle = 'verify' | 'wallet' | 'full';
 
-/** The IIFE of each role (global `CTL`), and the opt-in modules: pure-JS P-256 (`CTLP256`), the Human-Agent profile (`CTLHumanAgent`). */
+/**
+ * The IIFE of each role (global `CTL`), and the opt-in modules: pure-JS P-256 (`CTLP256`), the Human-Agent profile
+ * (`CTLHumanAgent`).
+ */
 export const IIFE_FILES: Record<DeviceBundle | 'p256' | 'human-agent', string> = {
   verify: 'ctl-verify.iife.js',
   wallet: 'ctl-wallet.iife.js',
@@ -41,7 +44,8 @@ export function readIife(bundle: DeviceBundle | 'p256' | 'human-agent' = 'full')
 export function assertGlobalCtl(engine: { evalSync(expression: string): unknown }): void {
   if (engine.evalSync('typeof CTL') !== 'object') {
     throw new Error(
-      'dist/ctl.iife.js defines no global CTL (was it minified with terser `module: true`? the IIFE build needs `module: false`)',
+      'dist/ctl.iife.js defines no global CTL (was it minified with terser `module: true`? ' +
+        'the IIFE build needs `module: false`)',
     );
   }
 }

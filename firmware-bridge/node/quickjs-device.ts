@@ -12,7 +12,10 @@ export interface QuickJsDeviceOptions {
   bundle?: DeviceBundle;
   /** Also load dist/ctl-p256.iife.js and register it: for P-256 keys on a host without native P-256. */
   p256?: boolean;
-  /** Also load dist/ctl-human-agent.iife.js and register it: for grants issued by a person's did:key (PROTOCOL.md §10), opt-in in the role bundles. */
+  /**
+   * Also load dist/ctl-human-agent.iife.js and register it: for grants issued by a person's did:key (PROTOCOL.md §10),
+   * opt-in in the role bundles.
+   */
   humanAgent?: boolean;
 }
 
@@ -23,7 +26,10 @@ export interface QuickJsDevice {
   dispose(): void;
 }
 
-/** @example const dev = await createQuickJsDevice(abi, { bundle: 'verify' }); const res = dev.request(cborEncode({ id: 1, op: 'status' })) */
+/**
+ * @example const dev = await createQuickJsDevice(abi, { bundle: 'verify' }); const res = dev.request(cborEncode({ id:
+ * 1, op: 'status' }))
+ */
 export async function createQuickJsDevice(abi: HostAbi, o: QuickJsDeviceOptions = {}): Promise<QuickJsDevice> {
   const bundle = o.bundle ?? 'full';
   const engine = await createQuickJsEngine({ abi });

@@ -30,7 +30,10 @@ export interface QuickJsOptions {
   memoryLimitBytes?: number;
 }
 
-/** @example const qjs = await createQuickJsEngine({ abi }); qjs.evalScript(iife, 'ctl.iife.js'); qjs.evalSync('CTL.sha256Hex(CTL.utf8Encode("abc"))') */
+/**
+ * @example const qjs = await createQuickJsEngine({ abi }); qjs.evalScript(iife, 'ctl.iife.js');
+ * qjs.evalSync('CTL.sha256Hex(CTL.utf8Encode("abc"))')
+ */
 export async function createQuickJsEngine(o: QuickJsOptions = {}): Promise<QuickJsEngine> {
   const QuickJS = await getQuickJS();
   const runtime = QuickJS.newRuntime();

@@ -24,7 +24,10 @@ export const ownerKey = {
   clear: () => sessionStorage.removeItem(KEY),
 };
 
-/** What `GET /sessions/:id` answers: the gateway's own view, so the two cannot drift (type-only: erased from the bundle). */
+/**
+ * What `GET /sessions/:id` answers: the gateway's own view, so the two cannot drift (type-only: erased from the
+ * bundle).
+ */
 export type SessionView = ReturnType<ReturnType<typeof createSessionService>['view']>;
 
 /** `GET /sessions/:id`: the view with each window as it stands (PROTOCOL.md §13). */

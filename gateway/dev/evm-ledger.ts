@@ -47,8 +47,10 @@ export const TOKEN_ABI = parseAbi([
   'function decimals() view returns (uint8)',
   'function allowance(address owner, address spender) view returns (uint256)',
   'function authorizationState(address authorizer, bytes32 nonce) view returns (bool)',
-  'function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, uint8 v, bytes32 r, bytes32 s)',
-  'function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, bytes signature)',
+  // transferWithAuthorization(from, to, value, validAfter, validBefore, nonce, v, r, s | signature):
+  // parameter names left out so each signature stays one literal (parseAbi infers its types from it).
+  'function transferWithAuthorization(address, address, uint256, uint256, uint256, bytes32, uint8, bytes32, bytes32)',
+  'function transferWithAuthorization(address, address, uint256, uint256, uint256, bytes32, bytes)',
   'event Transfer(address indexed from, address indexed to, uint256 value)',
   'event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)',
 ]);
@@ -58,7 +60,7 @@ export const LEDGER_ABI = [...TOKEN_ABI, ...PERMIT2_ABI, ...UPTO_PROXY_ABI];
 
 const MULTICALL3 = '0xca11bde05977b3631167028862be2a173976ca11';
 const MULTICALL_ABI = parseAbi([
-  'function tryAggregate(bool requireSuccess, (address target, bytes callData)[] calls) payable returns ((bool success, bytes returnData)[] returnData)',
+  'function tryAggregate(bool, (address target, bytes callData)[]) returns ((bool success, bytes returnData)[])',
 ]);
 
 const TRANSFER_TYPES = {

@@ -31,7 +31,9 @@ export function proxyToken(header: string | undefined): string | undefined {
   }
 }
 
-/** The session behind a proxy credential, or why there is none (spec §3: revoked and expired sessions forward nothing). */
+/**
+ * The session behind a proxy credential, or why there is none (spec §3: revoked and expired sessions forward nothing).
+ */
 export async function authenticateProxy(
   header: string | undefined,
   sessionByToken: (token: string) => Promise<SessionRecord | undefined>,

@@ -160,7 +160,8 @@ function prefixed(socket: Socket, first: Buffer): Duplex {
 
 /**
  * Starts the egress proxy listener.
- * @example const egress = await startEgressProxy({ handle: gw.app.callback(), hooks: gw.egress, port: 0, host: '127.0.0.1' })
+ * @example const egress = await startEgressProxy({ handle: gw.app.callback(), hooks: gw.egress, port: 0, host:
+ * '127.0.0.1' })
  */
 export async function startEgressProxy(o: EgressOptions): Promise<EgressProxy> {
   const { hooks } = o;
@@ -202,7 +203,8 @@ export async function startEgressProxy(o: EgressOptions): Promise<EgressProxy> {
           status: 400,
           code: 'malformed',
           message:
-            "this is the gateway's egress proxy: send absolute-form requests (GET http://host/path) or CONNECT host:port",
+            "this is the gateway's egress proxy: send absolute-form requests (GET http://host/path) " +
+            'or CONNECT host:port',
         });
       }
       const auth = await authenticateProxy(req.headers['proxy-authorization'], hooks.sessionByToken, hooks.now());

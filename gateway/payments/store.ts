@@ -171,7 +171,8 @@ async function reserveOneStatement(
   if (s.soft_limit != null) {
     const update = (t: SqlExecutor) =>
       t.run(
-        `UPDATE gw_sessions SET state = 'paused', continuation_nonce = ? WHERE id = ? AND state = 'active' AND spent + reserved + ?::bigint > ceiling`,
+        `UPDATE gw_sessions SET state = 'paused', continuation_nonce = ? WHERE id = ? AND ` +
+          `state = 'active' AND spent + reserved + ?::bigint > ceiling`,
         [randomBytes(16).toString('base64url'), p.sessionId, p.amount],
       );
     const r = paused
@@ -271,7 +272,8 @@ async function reserveInTx(q: SqlDatabase, p: ReserveInput, paused?: TxEffect<vo
       }
       if (s.max_per_merchant_day != null) {
         const c = await t.get<{ total: unknown }>(
-          `SELECT COALESCE(SUM(amount), 0) AS total FROM gw_payments WHERE session_id = ? AND merchant = ? AND created_at > ? AND state <> 'released'`,
+          'SELECT COALESCE(SUM(amount), 0) AS total FROM gw_payments WHERE session_id = ? AND ' +
+            `merchant = ? AND created_at > ? AND state <> 'released'`,
           [p.sessionId, p.merchant, p.now - DAY],
         );
         if (BigInt(String(c?.total ?? 0)) + p.amount > BigInt(s.max_per_merchant_day as string)) {
@@ -313,7 +315,8 @@ async function reserveInTx(q: SqlDatabase, p: ReserveInput, paused?: TxEffect<vo
       // The guard is repeated in the WHERE clause: the reservation can never pass the ceiling,
       // whatever happened above.
       const u = await t.run(
-        `UPDATE gw_sessions SET reserved = reserved + ? WHERE id = ? AND state = 'active' AND expires_at > ? AND spent + reserved + ? <= ceiling`,
+        `UPDATE gw_sessions SET reserved = reserved + ? WHERE id = ? AND state = 'active' ` +
+          'AND expires_at > ? AND spent + reserved + ? <= ceiling',
         [p.amount, p.sessionId, p.now, p.amount],
       );
       if (u.changes !== 1) throw new Error('reservation guard failed inside the transaction');
@@ -323,7 +326,10 @@ async function reserveInTx(q: SqlDatabase, p: ReserveInput, paused?: TxEffect<vo
   );
 }
 
-/** reserved → paying, with the SBA the payment is made under (reconcile's, until the payment is paid); written before the rail is called. */
+/**
+ * reserved → paying, with the SBA the payment is made under (reconcile's, until the payment is paid); written before
+ * the rail is called.
+ */
 export async function markPaying(q: SqlExecutor, paymentId: string, sba: string, now: number): Promise<boolean> {
   const r = await q.run(
     `UPDATE gw_payments SET state = 'paying', sba = ?, updated_at = ? WHERE id = ? AND state = 'reserved'`,
@@ -648,7 +654,9 @@ export async function touchOpen(q: SqlExecutor, paymentId: string, now: number):
 }
 
 /** The receipt columns, with the grant a receipt keeps apart (ReceiptRow), of `gw_receipts r`. */
-const RECEIPT_SELECT = `SELECT r.body, r.grant_hash, g.body AS grant_body FROM gw_receipts r LEFT JOIN gw_receipt_grants g ON g.hash = r.grant_hash`;
+const RECEIPT_SELECT =
+  'SELECT r.body, r.grant_hash, g.body AS grant_body FROM gw_receipts r LEFT JOIN gw_receipt_grants ' +
+  'g ON g.hash = r.grant_hash';
 type ReceiptSelected = { body: string; grant_hash: string | null; grant_body: string | null };
 
 /** A stored receipt whole: its SBA's grant put back when it was kept apart (ReceiptRow). */
@@ -713,7 +721,8 @@ export async function payLedgerAndCommit(
       );
       if (!u) throw new Rollback(NOT_COMMITTED);
       const l = await t.run(
-        `INSERT INTO gw_ledger (payment_id, status, tx_ref, address, amount, currency, created_at) VALUES (?, 'paid', ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+        'INSERT INTO gw_ledger (payment_id, status, tx_ref, address, amount, currency, created_at) ' +
+          `VALUES (?, 'paid', ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
         [p.paymentId, p.txRef, p.address, p.amount, p.currency, p.paidAt],
       );
       if (l.changes !== 1) throw new Error(`ledger id ${p.paymentId} already settled`); // rolls the payment back
@@ -985,7 +994,8 @@ async function reserveAndPayLedger(
     q,
     async (t) => {
       const s = await t.get(
-        `UPDATE gw_sessions SET spent = spent + ? WHERE id = ? AND state = 'active' AND expires_at > ? AND spent + reserved + ? <= ceiling RETURNING spent, ceiling`,
+        `UPDATE gw_sessions SET spent = spent + ? WHERE id = ? AND state = 'active' AND expires_at ` +
+          '> ? AND spent + reserved + ? <= ceiling RETURNING spent, ceiling',
         [p.amount, p.sessionId, p.now, p.amount],
       );
       if (!s) throw new Rollback(NOT_COMMITTED);
@@ -1008,7 +1018,8 @@ async function reserveAndPayLedger(
         ],
       );
       await t.run(
-        `INSERT INTO gw_ledger (payment_id, status, tx_ref, address, amount, currency, created_at) VALUES (?, 'paid', ?, ?, ?, ?, ?)`,
+        'INSERT INTO gw_ledger (payment_id, status, tx_ref, address, amount, currency, created_at) ' +
+          `VALUES (?, 'paid', ?, ?, ?, ?, ?)`,
         [p.paymentId, p.txRef, p.address, p.amount, p.currency, p.paidAt],
       );
       await insertReceipt(t, p);

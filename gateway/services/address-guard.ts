@@ -45,7 +45,10 @@ for (const [net, bits] of [
 ] as const)
   blocked6.addSubnet(net, bits, 'ipv6');
 
-/** Options of the guard: everything private refused unless `allowPrivate`; `allowHosts` lists exact `host:port` exceptions. */
+/**
+ * Options of the guard: everything private refused unless `allowPrivate`; `allowHosts` lists exact `host:port`
+ * exceptions.
+ */
 export interface TargetPolicy {
   allowPrivate: boolean;
   allowHosts?: string[];

@@ -103,7 +103,10 @@ export interface GatewayEvents {
   emit(session: EventSession, type: GatewayEventType, data: Record<string, unknown>): Promise<void>;
   readonly audit: AuditLog;
   readonly outbox: WebhookOutbox;
-  /** Rewrites dispatch rows that hold a whole continuation token (written before tokens were withheld) to the withheld form; resolves to the rows rewritten. */
+  /**
+   * Rewrites dispatch rows that hold a whole continuation token (written before tokens were withheld) to the withheld
+   * form; resolves to the rows rewritten.
+   */
   withholdLoggedTokens(): Promise<number>;
   /** Starts the outbox's deliveries and the timer that seals other instances' staged entries; `close()` stops both. */
   start(): void;

@@ -149,7 +149,8 @@ export async function prepareHumanSessionKey(d: HumanSessionDeps, ownerId: strin
   const kid = await jwkThumbprint(publicJwk);
   const now = d.now();
   await d.db.run(
-    'INSERT INTO gw_human_session_reservations (session_id, owner_id, kid, actor_key, created_at, expires_at, used_at) VALUES (?, ?, ?, ?, ?, ?, NULL)',
+    'INSERT INTO gw_human_session_reservations (session_id, owner_id, kid, actor_key, ' +
+      'created_at, expires_at, used_at) VALUES (?, ?, ?, ?, ?, ?, NULL)',
     [sessionId, ownerId, kid, stored, now, now + HUMAN_KEY_TTL_MS],
   );
   return {
@@ -183,21 +184,24 @@ export async function createHumanSession(
   if (grant.windows)
     throw new CtlError(
       'unsupported_feature',
-      'humanGrant: a person-backed session does not carry budget windows (PROTOCOL.md §13): issue the grant without windows',
+      'humanGrant: a person-backed session does not carry budget windows (PROTOCOL.md §13): ' +
+        'issue the grant without windows',
     );
   // PROTOCOL.md §10: trust is not self-certifying. The person must be enrolled where this gateway
   // trusts, which the authority vouches for by holding the grant.
   if (!authorityOf(d.humans, grant)) {
     throw new CtlError(
       'issuer_not_trusted',
-      'humanGrant: not issued at an authority this gateway trusts (CTL_GATEWAY_HUMAN_AUTHORITIES): its revocationUrl must be <authority>/revoke?grantId=<grantId>',
+      'humanGrant: not issued at an authority this gateway trusts (CTL_GATEWAY_HUMAN_AUTHORITIES): ' +
+        'its revocationUrl must be <authority>/revoke?grantId=<grantId>',
     );
   }
   const held = await askAuthority(d.humans!, grant);
   if (held === 'unknown')
     throw new CtlError(
       'issuer_not_trusted',
-      `humanGrant: the authority has no record of grant '${grant.grantId}' (the person is not enrolled there, or the grant was not submitted to it)`,
+      `humanGrant: the authority has no record of grant '${grant.grantId}' (the person is ` +
+        'not enrolled there, or the grant was not submitted to it)',
     );
   if (held === 'revoked') throw new CtlError('grant_revoked', `humanGrant: grant '${grant.grantId}' has been revoked`);
   const { humanGrant: _g, ...extra } = body;
@@ -222,14 +226,16 @@ export async function createHumanSession(
   const kid = await jwkThumbprint(grant.actorKey as PublicJwk);
   // Claimed once, by its owner, while fresh: one statement, so two requests cannot both claim it.
   const { changes } = await d.db.run(
-    'UPDATE gw_human_session_reservations SET used_at = ? WHERE kid = ? AND owner_id = ? AND used_at IS NULL AND expires_at > ?',
+    'UPDATE gw_human_session_reservations SET used_at = ? WHERE kid = ? AND owner_id = ' +
+      '? AND used_at IS NULL AND expires_at > ?',
     [now, kid, ownerId, now],
   );
   if (changes !== 1) {
     throw new HttpError(
       409,
       'conflict',
-      'humanGrant.actorKey: not a session key this owner prepared (POST /sessions/human/keys), or already used or lapsed',
+      'humanGrant.actorKey: not a session key this owner prepared (POST /sessions/human/keys), ' +
+        'or already used or lapsed',
     );
   }
   const reserved = (await d.db.get<{ session_id: string; actor_key: string }>(

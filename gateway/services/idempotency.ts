@@ -40,7 +40,10 @@ import {
 } from '../store/idempotency.js';
 
 export interface IdempotencyOptions {
-  /** How long a claim holds the key before a retry may settle it from its payment (default 120 s: longer than a request lives). */
+  /**
+   * How long a claim holds the key before a retry may settle it from its payment (default 120 s: longer than a request
+   * lives).
+   */
   leaseMs?: number;
   /** How long a key answers (default 24 h); older keys are pruned. */
   ttlMs?: number;
@@ -122,7 +125,9 @@ export function createIdempotencyService(deps: IdempotencyDeps) {
       throw new HttpError(
         409,
         'conflict',
-        `Idempotency-Key: the first answer (HTTP ${a.status}, ${a.bodyBytes} bytes) is larger than the ${maxStored} bytes kept for a replay; it is not sent again and nothing is paid again`,
+        `Idempotency-Key: the first answer (HTTP ${a.status}, ${a.bodyBytes} bytes) is larger ` +
+          `than the ${maxStored} bytes kept for a replay; it is not sent again and nothing is ` +
+          'paid again',
       );
     }
     ctx.status = a.status;
@@ -169,7 +174,9 @@ export function createIdempotencyService(deps: IdempotencyDeps) {
 
   /** The settled outcome of a first attempt that paid and stopped before its answer was stored. */
   const lostAnswer = (sessionId: string, receiptId: string | null): StoredAnswer => {
-    const message = `the payment was made${receiptId ? ` (receipt ${receiptId})` : ''} but the first attempt stopped before the merchant's answer was kept; this key will not pay again`;
+    const message =
+      `the payment was made${receiptId ? ` (receipt ${receiptId})` : ''} but the first attempt ` +
+      `stopped before the merchant's answer was kept; this key will not pay again`;
     const body = Buffer.from(JSON.stringify({ error: { code: 'paid_response_lost', message } }));
     const headers: Record<string, string> = {
       'content-type': 'application/json; charset=utf-8',
@@ -310,7 +317,8 @@ export function createIdempotencyService(deps: IdempotencyDeps) {
           throw new HttpError(
             409,
             'payment_unconfirmed',
-            'Idempotency-Key: the first attempt stopped mid-payment; its outcome is not settled yet (reconcile settles it), retry later',
+            'Idempotency-Key: the first attempt stopped mid-payment; its outcome is not settled ' +
+              'yet (reconcile settles it), retry later',
           );
         }
         if (p?.state === 'paid') {

@@ -62,7 +62,9 @@ export interface KeyRing {
   rotate(purpose: GatewayKeyPurpose): Promise<string>;
   /** The signer of a stored key row (its sealed private key, or this instance's external key of that kid). */
   signerOf(kid: string, privatePem: string): Promise<SigningKey>;
-  /** Seals stored keys still in the clear, records and activates external keys, checks every active key can sign here. */
+  /**
+   * Seals stored keys still in the clear, records and activates external keys, checks every active key can sign here.
+   */
   init(): Promise<void>;
 }
 
@@ -86,7 +88,8 @@ export function createKeyRing(db: SqlDatabase, now: () => number, options: KeyRi
       await db.tx(async (t) => {
         await t.run(`UPDATE gw_keys SET status = 'retired' WHERE purpose = ? AND status = 'active'`, [purpose]);
         await t.run(
-          `INSERT INTO gw_keys (kid, purpose, alg, private_pem, public_jwk, status, created_at) VALUES (?, ?, 'EdDSA', ?, ?, 'active', ?)`,
+          'INSERT INTO gw_keys (kid, purpose, alg, private_pem, public_jwk, status, created_at) ' +
+            `VALUES (?, ?, 'EdDSA', ?, ?, 'active', ?)`,
           [k.kid, purpose, k.sealedPem, JSON.stringify(k.publicJwk), now()],
         );
         await raiseBundleSequence(t);
@@ -111,7 +114,8 @@ export function createKeyRing(db: SqlDatabase, now: () => number, options: KeyRi
     missing: ({ kid }) => {
       const purpose = cache?.keys.find((k) => k.kid === kid)?.purpose ?? 'receipt';
       return new Error(
-        `the ${purpose} key '${kid}' is held outside the database and not by this instance: set CTL_GATEWAY_${purpose.toUpperCase()}_KEY_PKCS11_URI (or _PRIVATE_KEY_FILE) here too`,
+        `the ${purpose} key '${kid}' is held outside the database and not by this instance: ` +
+          `set CTL_GATEWAY_${purpose.toUpperCase()}_KEY_PKCS11_URI (or _PRIVATE_KEY_FILE) here too`,
       );
     },
   });
@@ -135,7 +139,8 @@ export function createKeyRing(db: SqlDatabase, now: () => number, options: KeyRi
         const k = await newKey(p);
         await db.tx(async (t) => {
           const r = await t.run(
-            `INSERT INTO gw_keys (kid, purpose, alg, private_pem, public_jwk, status, created_at) VALUES (?, ?, 'EdDSA', ?, ?, 'active', ?) ON CONFLICT DO NOTHING`,
+            'INSERT INTO gw_keys (kid, purpose, alg, private_pem, public_jwk, status, created_at) ' +
+              `VALUES (?, ?, 'EdDSA', ?, ?, 'active', ?) ON CONFLICT DO NOTHING`,
             [k.kid, p, k.privatePem, JSON.stringify(k.publicJwk), now()],
           );
           if (r.changes === 1) await raiseBundleSequence(t);
@@ -187,7 +192,8 @@ export function createKeyRing(db: SqlDatabase, now: () => number, options: KeyRi
         if (row) await t.run(`UPDATE gw_keys SET status = 'active' WHERE kid = ?`, [kid]);
         else {
           await t.run(
-            `INSERT INTO gw_keys (kid, purpose, alg, private_pem, public_jwk, status, created_at, custody) VALUES (?, ?, ?, '', ?, 'active', ?, ?)`,
+            'INSERT INTO gw_keys (kid, purpose, alg, private_pem, public_jwk, status, created_at, ' +
+              `custody) VALUES (?, ?, ?, '', ?, 'active', ?, ?)`,
             [kid, purpose, ext.signer.alg, JSON.stringify(ext.signer.publicJwk), now(), ext.signer.custody],
           );
         }
@@ -233,7 +239,8 @@ export function createKeyRing(db: SqlDatabase, now: () => number, options: KeyRi
         throw new HttpError(
           409,
           'conflict',
-          `the ${purpose} key is held outside the database (${held.variable}): rotate it by giving every instance the new key's ${held.variable}`,
+          `the ${purpose} key is held outside the database (${held.variable}): rotate it by ` +
+            `giving every instance the new key's ${held.variable}`,
         );
       }
       const k = await ring.rotate(purpose);

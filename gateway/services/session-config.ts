@@ -120,7 +120,9 @@ export function globs(v: unknown, field: string): string[] {
   const inert = firstInertGlob(list);
   if (inert >= 0)
     throw badRequest(
-      `${field}[${inert}]: "${list[inert]}" can match no host: a [ or { that is not glob syntax (left open, {x} without a comma, or a range over ${MAX_RANGE} values), or a [set] of no host character`,
+      `${field}[${inert}]: "${list[inert]}" can match no host: a [ or { that is not glob ` +
+        `syntax (left open, {x} without a comma, or a range over ${MAX_RANGE} values), or ` +
+        'a [set] of no host character',
     );
   // Matching is linear in the host times the compiled size (services/host-glob.ts): bound the size.
   const sizes = globProgramSizes(list);
@@ -140,7 +142,8 @@ export function globs(v: unknown, field: string): string[] {
  * Parses the body of POST /sessions; throws 400 `malformed` naming the field. `maxSessionSeconds`
  * bounds how far ahead `expiresAt` may be (a session's token and grant must not outlive what the
  * operator reviews; CTL_GATEWAY_MAX_SESSION_SECONDS).
- * @example parseSessionConfig({ budget: { amount: '1000', currency: 'USD' }, purposes: ['api:search'], expiresAt: '2030-01-01T00:00:00Z' }, Date.now())
+ * @example parseSessionConfig({ budget: { amount: '1000', currency: 'USD' }, purposes: ['api:search'], expiresAt:
+ * '2030-01-01T00:00:00Z' }, Date.now())
  */
 export function parseSessionConfig(
   body: unknown,
@@ -175,7 +178,8 @@ export function parseSessionConfig(
   const max = options.maxSessionSeconds;
   if (max !== undefined && expires > now + max * 1000) {
     throw badRequest(
-      `expiresAt: at most ${max} s (${formatTimestamp(now + max * 1000)}) ahead; this gateway's longest session is CTL_GATEWAY_MAX_SESSION_SECONDS=${max}`,
+      `expiresAt: at most ${max} s (${formatTimestamp(now + max * 1000)}) ahead; this gateway's ` +
+        `longest session is CTL_GATEWAY_MAX_SESSION_SECONDS=${max}`,
     );
   }
 

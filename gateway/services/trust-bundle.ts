@@ -26,7 +26,9 @@ export interface TrustBundleOptions {
   db: SqlDatabase;
   issuer: string;
   now: () => number;
-  /** A bundle older than this is re-issued (new `issuedAt`, expired grants dropped) under a new sequence (default 60 s). */
+  /**
+   * A bundle older than this is re-issued (new `issuedAt`, expired grants dropped) under a new sequence (default 60 s).
+   */
   refreshMs?: number;
   /** `expiresAt` − `issuedAt` (default 24 h). */
   lifetimeMs?: number;

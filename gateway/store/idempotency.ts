@@ -127,7 +127,8 @@ export async function takeOverKey(
 /** The request's final answer: the key replays it from now on. */
 export async function finishKey(q: SqlExecutor, h: Held, a: StoredAnswer): Promise<boolean> {
   const r = await q.run(
-    `UPDATE gw_idempotency SET state = 'done', status = ?, headers = ?, body = ?, body_bytes = ?, lease_until = 0 WHERE ${HELD}`,
+    `UPDATE gw_idempotency SET state = 'done', status = ?, headers = ?, body = ?, body_bytes ` +
+      `= ?, lease_until = 0 WHERE ${HELD}`,
     [a.status, JSON.stringify(a.headers), a.body, a.bodyBytes, ...held(h)],
   );
   return r.changes === 1;
@@ -143,13 +144,16 @@ export async function endLease(q: SqlExecutor, h: Held, now: number): Promise<vo
   await q.run(`UPDATE gw_idempotency SET lease_until = ? WHERE ${HELD}`, [now, ...held(h)]);
 }
 
-/** The state of the payment a request reserved under its key (and its receipt), or undefined if it never reserved one. */
+/**
+ * The state of the payment a request reserved under its key (and its receipt), or undefined if it never reserved one.
+ */
 export async function paymentOutcome(
   q: SqlExecutor,
   paymentId: string,
 ): Promise<{ state: string; receiptId: string | null } | undefined> {
   const r = await q.get<{ state: string; receipt_id: string | null }>(
-    `SELECT p.state, r.id AS receipt_id FROM gw_payments p LEFT JOIN gw_receipts r ON r.payment_id = p.id WHERE p.id = ?`,
+    'SELECT p.state, r.id AS receipt_id FROM gw_payments p LEFT JOIN gw_receipts r ON ' +
+      'r.payment_id = p.id WHERE p.id = ?',
     [paymentId],
   );
   return r ? { state: r.state, receiptId: r.receipt_id ?? null } : undefined;

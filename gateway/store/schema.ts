@@ -116,7 +116,8 @@ const openPaymentsIndex = [
   // lock then lasts only for the drop (both in the migration's one transaction). On a large
   // table, `CREATE INDEX CONCURRENTLY` of the same definition ahead of the upgrade leaves this
   // migration only the drop.
-  `CREATE INDEX IF NOT EXISTS gw_payments_open_only ON gw_payments (updated_at, id) WHERE state IN ('reserved', 'paying')`,
+  'CREATE INDEX IF NOT EXISTS gw_payments_open_only ON gw_payments (updated_at, id) ' +
+    `WHERE state IN ('reserved', 'paying')`,
   `DROP INDEX IF EXISTS gw_payments_open`,
 ];
 

@@ -327,13 +327,15 @@ export async function expireDue(q: SqlDatabase, now: number, effect?: TxEffect<s
     q,
     async (t) => {
       const due = await t.all<{ id: string }>(
-        `SELECT id FROM gw_sessions WHERE state IN ('active', 'paused') AND expires_at <= ? ORDER BY expires_at LIMIT 500${forUpdate(t)}`,
+        `SELECT id FROM gw_sessions WHERE state IN ('active', 'paused') AND expires_at <= ` +
+          `? ORDER BY expires_at LIMIT 500${forUpdate(t)}`,
         [now],
       );
       const ended: string[] = [];
       for (const { id } of due) {
         const r = await t.run(
-          `UPDATE gw_sessions SET state = 'expired', ended_at = ?, continuation_nonce = NULL WHERE id = ? AND state IN ('active', 'paused')`,
+          `UPDATE gw_sessions SET state = 'expired', ended_at = ?, continuation_nonce = NULL ` +
+            `WHERE id = ? AND state IN ('active', 'paused')`,
           [now, id],
         );
         if (r.changes === 1) ended.push(id);

@@ -76,7 +76,8 @@ export function aesKeyWrapper(kek: Uint8Array, description: string): KeyWrapper 
 
 /**
  * Seals and opens values under `wrapper`; `variable` is named when a value was sealed under another KEK.
- * @example const s = createSealer(aesKeyWrapper(kek, 'CTL_GATEWAY_KEK'), 'CTL_GATEWAY_KEK'); await s.open(await s.seal(pem, 'gw_keys:k1'), 'gw_keys:k1')
+ * @example const s = createSealer(aesKeyWrapper(kek, 'CTL_GATEWAY_KEK'), 'CTL_GATEWAY_KEK'); await s.open(await
+ * s.seal(pem, 'gw_keys:k1'), 'gw_keys:k1')
  */
 export function createSealer(wrapper: KeyWrapper, variable: string): SecretSealer {
   const enc = new TextEncoder();
@@ -102,7 +103,8 @@ export function createSealer(wrapper: KeyWrapper, variable: string): SecretSeale
       const [kekId, wrapped, body] = parts;
       if (kekId !== wrapper.id) {
         throw new Error(
-          `the stored secret '${context}' is sealed under KEK ${kekId}, but ${variable} here is KEK ${wrapper.id} (${wrapper.description}): give every instance the same ${variable}`,
+          `the stored secret '${context}' is sealed under KEK ${kekId}, but ${variable} here ` +
+            `is KEK ${wrapper.id} (${wrapper.description}): give every instance the same ${variable}`,
         );
       }
       let dek: Uint8Array | undefined;
@@ -111,7 +113,8 @@ export function createSealer(wrapper: KeyWrapper, variable: string): SecretSeale
         return new TextDecoder().decode(gcmOpen(dek, Buffer.from(body, 'base64url'), enc.encode(context)));
       } catch (e) {
         throw new Error(
-          `the stored secret '${context}' does not open under ${variable} (tampered, or moved from another row): ${(e as Error).message}`,
+          `the stored secret '${context}' does not open under ${variable} (tampered, or moved ` +
+            `from another row): ${(e as Error).message}`,
         );
       } finally {
         dek?.fill(0);

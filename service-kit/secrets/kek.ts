@@ -36,11 +36,14 @@ export function parseKek(text: string, variable: string): Uint8Array {
     if (b.length === 32 && b.toString('base64url') === t) return b;
   }
   throw new RangeError(
-    `${variable}: expected 32 random bytes as base64url (43 characters) or hex (64 digits); make one with: node -e "console.log(require('crypto').randomBytes(32).toString('base64url'))"`,
+    `${variable}: expected 32 random bytes as base64url (43 characters) or hex (64 digits); ` +
+      `make one with: node -e "console.log(require('crypto').randomBytes(32).toString('base64url'))"`,
   );
 }
 
-/** Reads the development KEK file, or creates it (mode 0600, never overwritten; two processes racing read the same one). */
+/**
+ * Reads the development KEK file, or creates it (mode 0600, never overwritten; two processes racing read the same one).
+ */
 export function devKek(path: string): Uint8Array {
   mkdirSync(dirname(path), { recursive: true });
   try {

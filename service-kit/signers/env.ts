@@ -35,7 +35,8 @@ export function signerConfigured(env: Env, prefix: string): boolean {
 
 /**
  * The signer `env` configures for `prefix`, or undefined when none of its variables is set.
- * @example const grant = await signerFromEnv(process.env, 'CTL_POLICY_GRANT_SIGNING') // { signer, variable } | undefined
+ * @example const grant = await signerFromEnv(process.env, 'CTL_POLICY_GRANT_SIGNING') // { signer, variable } |
+ * undefined
  */
 export async function signerFromEnv(env: Env, prefix: string): Promise<EnvSigner | undefined>;
 /** The same, reading process.env: `signerFromEnv('CTL_GATEWAY_RECEIPT')`. */

@@ -180,7 +180,8 @@ export function openSession(
         }
         if (already)
           throw new Error(
-            `logging in to ${uri.redacted}: this process is logged in to that token with another PIN (one of them is wrong)`,
+            `logging in to ${uri.redacted}: this process is logged in to that token with another ` +
+              'PIN (one of them is wrong)',
           );
         throw explain(e, `logging in to ${uri.redacted}`);
       }
@@ -224,7 +225,8 @@ function publicJwkOf(m: LoadedModule, session: Handle, uri: Pkcs11Uri): PublicJw
   const pubs = findObjects(m, session, keyTemplate(m, uri, m.lib.CKO_PUBLIC_KEY));
   if (pubs.length !== 1) {
     throw new Error(
-      `${pubs.length === 0 ? 'no' : pubs.length} public key object${pubs.length === 1 ? '' : 's'} match ${uri.redacted}: the signer needs exactly one beside the private key, to publish it`,
+      `${pubs.length === 0 ? 'no' : pubs.length} public key object${pubs.length === 1 ? '' : 's'} ` +
+        `match ${uri.redacted}: the signer needs exactly one beside the private key, to publish it`,
     );
   }
   const [params, point] = m.p.C_GetAttributeValue(session, pubs[0], [
@@ -251,7 +253,8 @@ export interface Pkcs11SignerOptions {
  * Opens the Ed25519 key a `pkcs11:` URI names, checks it signs for the public key beside it (one
  * signature verified with node:crypto), and returns it as a Signer. Throws one line naming the
  * defect: module not loadable, no such token, PIN refused, no such key, not Ed25519.
- * @example const s = await openPkcs11Signer('pkcs11:token=ctl;object=grant?pin-source=/run/secrets/pin'); await s.sign(bytes)
+ * @example const s = await openPkcs11Signer('pkcs11:token=ctl;object=grant?pin-source=/run/secrets/pin'); await
+ * s.sign(bytes)
  */
 export async function openPkcs11Signer(uriText: string, options: Pkcs11SignerOptions = {}): Promise<Signer> {
   const uri = parsePkcs11Uri(uriText);
@@ -382,8 +385,8 @@ export async function openPkcs11Signer(uriText: string, options: Pkcs11SignerOpt
 }
 
 /**
- * Generates an Ed25519 (or, with `alg: 'ES256'`, P-256) key pair inside the token (manufacturing: `ctl root init --pkcs11`): the
- * private half is sensitive and non-extractable, so it never leaves the token; the public half is
+ * Generates an Ed25519 (or, with `alg: 'ES256'`, P-256) key pair inside the token (manufacturing: `ctl root init
+ * --pkcs11`): the private half is sensitive and non-extractable, so it never leaves the token; the public half is
  * stored beside it under the same label and id. Refuses when the label is taken.
  * @example const s = await generatePkcs11Ed25519Key('pkcs11:token=ctl;object=root-1?pin-source=/run/pin'); s.publicJwk
  */

@@ -178,7 +178,8 @@ export async function createGrantWith(
     const base = options.revocationBaseUrl ?? hostEnv('CTL_REVOCATION_BASE_URL');
     if (!base)
       throw new TypeError(
-        'createSignedPolicyGrant: fields.revocationUrl or options.revocationBaseUrl (or CTL_REVOCATION_BASE_URL) is required',
+        'createSignedPolicyGrant: fields.revocationUrl or options.revocationBaseUrl (or CTL_REVOCATION_BASE_URL) ' +
+          'is required',
       );
     revocationUrl = `${base.replace(/\/+$/, '')}/revoke?grantId=${encodeURIComponent(grantId)}`;
   }

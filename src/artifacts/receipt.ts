@@ -49,7 +49,10 @@ const receiptShape: Shape = {
   signature: [true, signature],
 };
 
-/** A receipt's shape and value rules (PROTOCOL.md §4); `shape` for one not signed yet. @example checkReceipt(parseStrictJson(text)) */
+/**
+ * A receipt's shape and value rules (PROTOCOL.md §4); `shape` for one not signed yet. @example
+ * checkReceipt(parseStrictJson(text))
+ */
 export function checkReceipt(value: unknown, shape = receiptShape): asserts value is Receipt {
   checkVersion(value, 'receipt');
   checkShape(value, 'receipt', shape);
@@ -67,7 +70,10 @@ const unsignedOfKnownGrantShape: Shape = { ...unsignedShape, sba: [false, (v) =>
 
 export type ReceiptFields = Omit<Receipt, 'version' | 'keyId' | 'signature'>;
 
-/** @example await signReceiptWith(c, { receiptId, sessionId, grantId, purpose, amount, merchant, paidAt, txRef, rail }, { signingKey, keyId }) */
+/**
+ * @example await signReceiptWith(c, { receiptId, sessionId, grantId, purpose, amount, merchant, paidAt, txRef, rail },
+ * { signingKey, keyId })
+ */
 export async function signReceiptWith(
   c: CtlCrypto,
   fields: ReceiptFields,
@@ -100,7 +106,8 @@ const frozenGrants = new WeakMap<object, string>();
  * canonicalized once, by object. The receipt's own members and the SBA's authorization are
  * checked every time, and the bytes signed are `signedBytes('receipt', receipt)`. No grant text
  * is taken from the caller, so none can disagree with the receipt. Exported by `ctl/server`.
- * @example await signReceiptPrepared({ receiptId, sessionId, grantId, purpose, amount, merchant, paidAt, txRef, rail, sba: await sbaSigner.sign(…) }, { signingKey, keyId })
+ * @example await signReceiptPrepared({ receiptId, sessionId, grantId, purpose, amount, merchant, paidAt, txRef, rail,
+ * sba: await sbaSigner.sign(…) }, { signingKey, keyId })
  */
 export async function signReceiptPrepared(
   fields: ReceiptFields,
@@ -122,8 +129,9 @@ export async function signReceiptPrepared(
 }
 
 /**
- * `signedBytes('receipt', receipt)` for a checked receipt whose SBA's grant text is at hand: JCS orders members by name (PROTOCOL.md §2), so the SBA's text goes between the receipt's
- * members named below "sba" and those above it (both sides hold required members: amount, version).
+ * `signedBytes('receipt', receipt)` for a checked receipt whose SBA's grant text is at hand: JCS orders members by name
+ * (PROTOCOL.md §2), so the SBA's text goes between the receipt's members named below "sba" and those above it (both
+ * sides hold required members: amount, version).
  */
 function receiptSignedBytes(receipt: Record<string, unknown>, grantJcs: string): Uint8Array {
   const { sba, signature: _omit, ...rest } = receipt;

@@ -63,12 +63,18 @@ const statementShape: Shape = {
   signatures: [true, arrayOf(signatureEntry, { min: 1, max: 2 * MAX_ROOT_KEYS })],
 };
 
-/** The thumbprint members of a root or bundle key: what the crypto layer imports. @example coreOf(statement.bundleKeys[0]) */
+/**
+ * The thumbprint members of a root or bundle key: what the crypto layer imports. @example
+ * coreOf(statement.bundleKeys[0])
+ */
 export function coreOf(k: RootKey): PublicJwk {
   return k.kty === 'EC' ? { kty: k.kty, crv: k.crv, x: k.x, y: k.y } : { kty: k.kty, crv: k.crv, x: k.x };
 }
 
-/** Structure and value rules of a statement; throws `CtlError` (`malformed`, `unsupported_version`). @example checkRootStatement(JSON.parse(text)) */
+/**
+ * Structure and value rules of a statement; throws `CtlError` (`malformed`, `unsupported_version`). @example
+ * checkRootStatement(JSON.parse(text))
+ */
 export function checkRootStatement(value: unknown): asserts value is RootStatement {
   checkVersion(value, 'root');
   checkShape(value, 'root', statementShape);
@@ -119,7 +125,8 @@ async function withKid(c: CtlCrypto, k: PublicJwk & { kid?: string }, f: string)
 /**
  * Builds and signs a root statement. It does not check that the signers reach the thresholds:
  * `verifyRootChain` does, on the chain the statement is appended to.
- * @example await createRootStatementWith(crypto, { rootVersion: 2, keys: [k2.publicJwk], threshold: 1, bundleKeys: [bk.publicJwk] }, { signers: [{ key: rootPem }, { key: k2Pem }] })
+ * @example await createRootStatementWith(crypto, { rootVersion: 2, keys: [k2.publicJwk], threshold: 1, bundleKeys:
+ * [bk.publicJwk] }, { signers: [{ key: rootPem }, { key: k2Pem }] })
  */
 export async function createRootStatementWith(
   c: CtlCrypto,

@@ -178,7 +178,10 @@ export interface PaymentIntent {
   purpose?: string;
 }
 
-/** hex SHA-256 of JCS of the payment intent. @example await intentHashWith(c, { amount: '30', currency: 'USD', merchantId: 'm', rail: 'x402' }) */
+/**
+ * hex SHA-256 of JCS of the payment intent. @example await intentHashWith(c, { amount: '30', currency: 'USD',
+ * merchantId: 'm', rail: 'x402' })
+ */
 export async function intentHashWith(c: CtlCrypto, intent: PaymentIntent): Promise<string> {
   const doc: Record<string, string> = {
     amount: intent.amount,
@@ -247,7 +250,10 @@ export interface PreparedSbaSigning {
   keyId: string;
 }
 
-/** @example const p = await prepareSbaSigning(c, frozenGrant, { signingKey }); await signPreparedSba(c, p, fields, Date.now()) */
+/**
+ * @example const p = await prepareSbaSigning(c, frozenGrant, { signingKey }); await signPreparedSba(c, p, fields,
+ * Date.now())
+ */
 export async function prepareSbaSigning(
   c: CtlCrypto,
   grant: PolicyGrant | Delegation,

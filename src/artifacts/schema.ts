@@ -163,7 +163,10 @@ export const publishedJwk: Check = (v, f) => {
     bad(`${f}.status`, 'must be "active" or "retired"');
 };
 
-/** `expiresAt` after `issuedAt` (both already timestamps); gives `expiresAt` in ms. @example checkTimeOrder(grant, 'grant') */
+/**
+ * `expiresAt` after `issuedAt` (both already timestamps); gives `expiresAt` in ms. @example checkTimeOrder(grant,
+ * 'grant')
+ */
 export function checkTimeOrder(value: Record<string, unknown>, field: string): number {
   const expires = parseTimestamp(value['expiresAt'], `${field}.expiresAt`);
   if (expires <= parseTimestamp(value['issuedAt'], `${field}.issuedAt`))

@@ -88,7 +88,9 @@ export interface SessionConfig {
   webhookUrl?: string;
   thresholds?: number[];
   trustLevel?: 0 | 1;
-  /** The purpose of a payment whose request names none (an agent behind the gateway's egress proxy); one of `purposes`. */
+  /**
+   * The purpose of a payment whose request names none (an agent behind the gateway's egress proxy); one of `purposes`.
+   */
   defaultPurpose?: string;
   windows?: BudgetWindow[];
   windowsStart?: string;
@@ -136,7 +138,10 @@ export interface CreatedChildSession extends CreatedSession {
   depth: number;
 }
 
-/** What an agent's token may read of its session (GET /session): the owner's view without the continuation token or webhook. */
+/**
+ * What an agent's token may read of its session (GET /session): the owner's view without the continuation token or
+ * webhook.
+ */
 export interface AgentSessionView {
   sessionId: string;
   label: string;
@@ -228,7 +233,8 @@ function retryDelay(res: Response, attempt: number): number | undefined {
   const code = res.headers.get('x-ctl-gateway-error');
   if (code === null || res.headers.get('idempotent-replayed') !== null) return undefined;
   if (res.status === 409 && code === 'conflict') {
-    // In flight: the gateway says when to ask again (the other 409, another request under this key, has no Retry-After).
+    // In flight: the gateway says when to ask again (the other 409, another request under this key, has no
+    // Retry-After).
     const after = Number(res.headers.get('retry-after'));
     return res.headers.get('retry-after') !== null && Number.isFinite(after)
       ? Math.min(after * 1000, MAX_WAIT_MS)

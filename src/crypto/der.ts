@@ -36,7 +36,10 @@ export interface RawPublicKey {
   key: Uint8Array;
 }
 
-/** Unwraps PEM; tolerates `\n` written literally, as env files often hold it. @example pemBody(pem).label // 'PUBLIC KEY' */
+/**
+ * Unwraps PEM; tolerates `\n` written literally, as env files often hold it. @example pemBody(pem).label // 'PUBLIC
+ * KEY'
+ */
 export function pemBody(text: string): { label: string; der: Uint8Array } {
   if (typeof text !== 'string' || text.length > 16384) return bad('not a PEM');
   const m = /^\s*-----BEGIN ([A-Z ]+)-----([A-Za-z0-9+/=\s]*)-----END \1-----\s*$/.exec(text.replace(/\\n/g, '\n'));
@@ -102,7 +105,10 @@ export function spki(alg: Alg, key: Uint8Array): Uint8Array {
   return concat(hexDecode(prefix), key);
 }
 
-/** PKCS#8 DER (v1) of a raw private key; for P-256 the 65-byte public key is included when given. @example pkcs8('EdDSA', seed) */
+/**
+ * PKCS#8 DER (v1) of a raw private key; for P-256 the 65-byte public key is included when given. @example
+ * pkcs8('EdDSA', seed)
+ */
 export function pkcs8(alg: Alg, d: Uint8Array, pub?: Uint8Array): Uint8Array {
   if (alg === 'EdDSA') return concat(hexDecode(PKCS8_ED25519), d);
   return pub

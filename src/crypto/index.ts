@@ -71,7 +71,8 @@ function currentBackend(): Backend | Promise<Backend> {
 }
 
 /**
- * Chooses the backend: `auto` (default), `native` or `noble`, probing the host afresh. Throws if `native` is not available here.
+ * Chooses the backend: `auto` (default), `native` or `noble`, probing the host afresh. Throws if `native` is not
+ * available here.
  * @example setCryptoBackend('noble') // pure JS everywhere, e.g. to match the firmware
  */
 export function setCryptoBackend(name: BackendChoice): void {
@@ -130,13 +131,21 @@ export const importSigningKey: CtlCrypto['importSigningKey'] = importer.importSi
  */
 export const importVerifyingKey: CtlCrypto['importVerifyingKey'] = importer.importVerifyingKey;
 
-/** Verifies with a JWK, importing it once; `false` for any defect, never throws. @example await verifyWithJwk(jwk, msg, sig) // true */
+/**
+ * Verifies with a JWK, importing it once; `false` for any defect, never throws. @example await verifyWithJwk(jwk, msg,
+ * sig) // true
+ */
 export const verifyWithJwk: CtlCrypto['verifyWithJwk'] = importer.verifyWithJwk;
 
-/** The thumbprint members of any key input. @example await toPublicJwk(pem) // { kty: 'OKP', crv: 'Ed25519', x: '...' } */
+/**
+ * The thumbprint members of any key input. @example await toPublicJwk(pem) // { kty: 'OKP', crv: 'Ed25519', x: '...' }
+ */
 export const toPublicJwk: CtlCrypto['toPublicJwk'] = importer.toPublicJwk;
 
-/** SHA-256, synchronous: node:crypto where present, else our own (sha2.ts). @example sha256Sync(utf8Encode('abc')).length // 32 */
+/**
+ * SHA-256, synchronous: node:crypto where present, else our own (sha2.ts). @example
+ * sha256Sync(utf8Encode('abc')).length // 32
+ */
 export function sha256Sync(data: Uint8Array): Uint8Array {
   const nc = nodeCrypto();
   return nc ? new Uint8Array(nc.createHash('sha256').update(data).digest()) : jsSha256(data);
@@ -147,7 +156,9 @@ export async function sha256(data: Uint8Array): Promise<Uint8Array> {
   return nodeCrypto() ? sha256Sync(data) : (await currentBackend()).sha256(data);
 }
 
-/** Lowercase hex SHA-256, synchronous (PROTOCOL.md §1 hash). @example sha256HexSync(utf8Encode('abc')) // 'ba7816bf...' */
+/**
+ * Lowercase hex SHA-256, synchronous (PROTOCOL.md §1 hash). @example sha256HexSync(utf8Encode('abc')) // 'ba7816bf...'
+ */
 export function sha256HexSync(data: Uint8Array): string {
   return hexEncode(sha256Sync(data));
 }
@@ -163,12 +174,17 @@ export function hmacSha256(key: Uint8Array, data: Uint8Array): Uint8Array {
   return nc ? new Uint8Array(nc.createHmac('sha256', key).update(data).digest()) : jsHmacSha256(key, data);
 }
 
-/** RFC 7638 thumbprint, base64url (the `kid` of CTL keys). @example await jwkThumbprint(jwk) // 'kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k' */
+/**
+ * RFC 7638 thumbprint, base64url (the `kid` of CTL keys). @example await jwkThumbprint(jwk) //
+ * 'kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k'
+ */
 export async function jwkThumbprint(jwk: PublicJwk): Promise<string> {
   return jwkThumbprintSync(jwk);
 }
 
-/** RFC 7638 thumbprint, synchronous. @example jwkThumbprintSync(jwk) // 'kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k' */
+/**
+ * RFC 7638 thumbprint, synchronous. @example jwkThumbprintSync(jwk) // 'kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k'
+ */
 export function jwkThumbprintSync(jwk: PublicJwk): string {
   return base64urlEncode(sha256Sync(utf8Encode(thumbprintInput(thumbprintMembers(jwk)))));
 }
@@ -201,7 +217,9 @@ export function createCtlCrypto(name: 'native' | 'noble'): CtlCrypto {
   return { ...k, sha256: (d) => b.sha256(d), jwkThumbprint, randomBytes };
 }
 
-/** The default facade the artifacts, wallet and verifier use. @example await defaultCrypto.verifyWithJwk(jwk, msg, sig) */
+/**
+ * The default facade the artifacts, wallet and verifier use. @example await defaultCrypto.verifyWithJwk(jwk, msg, sig)
+ */
 export const defaultCrypto: CtlCrypto = {
   importSigningKey,
   importVerifyingKey,

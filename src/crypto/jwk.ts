@@ -50,7 +50,8 @@ export function jwkAlg(jwk: unknown): Alg {
  * it under §3: canonical, on the curve, not of small order. Throws `CtlError('malformed')`.
  * `onCurve = false` skips the one costly step (an exponentiation) for keys a backend derived
  * itself from a private key, which are on the curve by construction.
- * @example checkPublicJwk({ kty: 'OKP', crv: 'Ed25519', x: '11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo' }).alg // 'EdDSA'
+ * @example checkPublicJwk({ kty: 'OKP', crv: 'Ed25519', x: '11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo' }).alg //
+ * 'EdDSA'
  */
 export function checkPublicJwk(input: unknown, onCurve = true): CheckedPublicKey {
   const alg = jwkAlg(input);
@@ -85,7 +86,9 @@ export function checkRawPublic(alg: Alg, key: Uint8Array): CheckedPublicKey {
   });
 }
 
-/** The private scalar or seed of a JWK with `d`, with its claimed public half. @example privateJwk(jwk).d.length // 32 */
+/**
+ * The private scalar or seed of a JWK with `d`, with its claimed public half. @example privateJwk(jwk).d.length // 32
+ */
 export function privateJwk(input: unknown): { alg: Alg; d: Uint8Array; claimed: CheckedPublicKey | undefined } {
   const alg = jwkAlg(input);
   const j = input as Record<string, unknown>;
@@ -109,7 +112,10 @@ export function thumbprintInput(members: Record<string, string>): string {
   );
 }
 
-/** The thumbprint members of a public JWK, shape-checked (lengths, base64url), no curve maths. @example thumbprintMembers(jwk) */
+/**
+ * The thumbprint members of a public JWK, shape-checked (lengths, base64url), no curve maths. @example
+ * thumbprintMembers(jwk)
+ */
 export function thumbprintMembers(jwk: PublicJwk): Record<string, string> {
   const alg = jwkAlg(jwk);
   coord(jwk.x, 'x');

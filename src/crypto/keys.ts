@@ -22,7 +22,10 @@ export interface ImporterOptions {
   cacheSize?: number;
 }
 
-/** SPKI PEM of a public JWK. @example publicKeyPemFromJwk({ kty: 'OKP', crv: 'Ed25519', x }) // '-----BEGIN PUBLIC KEY-----\n...' */
+/**
+ * SPKI PEM of a public JWK. @example publicKeyPemFromJwk({ kty: 'OKP', crv: 'Ed25519', x }) // '-----BEGIN PUBLIC
+ * KEY-----\n...'
+ */
 export function publicKeyPemFromJwk(jwk: PublicJwk): string {
   const c = checkPublicJwk(jwk);
   return pem('PUBLIC KEY', spki(c.alg, c.raw));

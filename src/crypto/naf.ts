@@ -3,7 +3,10 @@
  * Ed25519 verifiers (ed25519-verify.ts, noble-backend.ts). Variable time: public scalars only.
  */
 
-/** Width-5 NAF digits of a scalar, least significant first: odd digits in (-16, 16), mostly zeros. @example naf5(7n)[0] // 7 */
+/**
+ * Width-5 NAF digits of a scalar, least significant first: odd digits in (-16, 16), mostly zeros. @example naf5(7n)[0]
+ * // 7
+ */
 export function naf5(k: bigint): Int8Array {
   const out = new Int8Array(258);
   for (let i = 0; k > 0n; i++, k >>= 1n) {

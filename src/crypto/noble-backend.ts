@@ -78,7 +78,8 @@ function ed25519Verifier(pub: Uint8Array): (msg: Uint8Array, sig: Uint8Array) =>
 
 /** The noble backend. @example const b = createNobleBackend(); await b.sha256(bytes) */
 export function createNobleBackend(): Backend {
-  // @noble/ed25519 v3 needs a synchronous SHA-512 for its sync API; set here, not at import, to keep the module side-effect free.
+  // @noble/ed25519 v3 needs a synchronous SHA-512 for its sync API; set here, not at import, to keep the module
+  // side-effect free.
   if (!ed.hashes.sha512) ed.hashes.sha512 = sha512 as NonNullable<typeof ed.hashes.sha512>;
   const publicOf = (alg: Alg, d: Uint8Array): PublicJwk =>
     alg === 'EdDSA'

@@ -12,7 +12,9 @@ import type { Alg, PublicJwk } from './types.js';
 const P1363 = 'ieee-p1363';
 const u8 = (b: Uint8Array): Uint8Array => new Uint8Array(b); // a plain copy, never a Node buffer
 
-/** The node:crypto backend over the given module (from `hostNodeCrypto()`). @example createNodeBackend(hostNodeCrypto()) */
+/**
+ * The node:crypto backend over the given module (from `hostNodeCrypto()`). @example createNodeBackend(hostNodeCrypto())
+ */
 export function createNodeBackend(nc: any): Backend {
   const privateKeyObject = (alg: Alg, d: Uint8Array) =>
     nc.createPrivateKey({ key: pkcs8(alg, d), format: 'der', type: 'pkcs8' });

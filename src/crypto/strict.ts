@@ -71,7 +71,10 @@ function equalLE(a: Uint8Array, b: Uint8Array, masked: boolean): boolean {
   return true;
 }
 
-/** An encoded Ed25519 point that is canonical (y < p) and not one of the 8 small-order points. @example ed25519ShapeOk(pub32) // true */
+/**
+ * An encoded Ed25519 point that is canonical (y < p) and not one of the 8 small-order points. @example
+ * ed25519ShapeOk(pub32) // true
+ */
 export function ed25519ShapeOk(b: Uint8Array): boolean {
   if (b.length !== 32 || !lessLE(b, P_LE, true)) return false;
   for (const small of SMALL_LE) if (equalLE(b, small, true)) return false;

@@ -8,7 +8,10 @@ import { pkcs8 } from './der.js';
 import { ownPublicKey, signer, strictVerifier, type Backend, type VerifyBackend } from './backend.js';
 import type { Alg, PublicJwk } from './types.js';
 
-/** WebCrypto's name for an algorithm: `Ed25519`, or ECDSA on P-256 with SHA-256. @example webAlg('ES256').name // 'ECDSA' */
+/**
+ * WebCrypto's name for an algorithm: `Ed25519`, or ECDSA on P-256 with SHA-256. @example webAlg('ES256').name //
+ * 'ECDSA'
+ */
 export function webAlg(alg: Alg): { name: string; namedCurve?: string; hash?: string } {
   return alg === 'EdDSA' ? { name: 'Ed25519' } : { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' };
 }
@@ -16,7 +19,10 @@ export function webAlg(alg: Alg): { name: string; namedCurve?: string; hash?: st
 // TypeScript's DOM types want ArrayBuffer-backed views; ours always are.
 const buf = (b: Uint8Array) => b as Uint8Array<ArrayBuffer>;
 
-/** Verification and SHA-256 over WebCrypto: all a verify-only build (dist/edge.js) needs. @example createSubtleVerifyBackend(hostSubtle()!) */
+/**
+ * Verification and SHA-256 over WebCrypto: all a verify-only build (dist/edge.js) needs. @example
+ * createSubtleVerifyBackend(hostSubtle()!)
+ */
 export function createSubtleVerifyBackend(subtle: SubtleCrypto): VerifyBackend {
   return {
     name: 'native',
@@ -31,7 +37,9 @@ export function createSubtleVerifyBackend(subtle: SubtleCrypto): VerifyBackend {
   };
 }
 
-/** The WebCrypto backend over the given SubtleCrypto (from `hostSubtle()`). @example createSubtleBackend(hostSubtle()!) */
+/**
+ * The WebCrypto backend over the given SubtleCrypto (from `hostSubtle()`). @example createSubtleBackend(hostSubtle()!)
+ */
 export function createSubtleBackend(subtle: SubtleCrypto): Backend {
   // Extractable, to read the public half: the private bytes are in this process's memory already.
   const importPrivate = (alg: Alg, d: Uint8Array) =>
@@ -52,7 +60,9 @@ export function createSubtleBackend(subtle: SubtleCrypto): Backend {
   };
 }
 
-/** A SigningKey over a private CryptoKey (also a non-extractable one). @example subtleSigner(subtle, 'EdDSA', jwk, key) */
+/**
+ * A SigningKey over a private CryptoKey (also a non-extractable one). @example subtleSigner(subtle, 'EdDSA', jwk, key)
+ */
 export function subtleSigner(subtle: SubtleCrypto, alg: Alg, publicJwk: PublicJwk, key: CryptoKey) {
   return signer(alg, publicJwk, async (m) => new Uint8Array(await subtle.sign(webAlg(alg), key, buf(m))));
 }

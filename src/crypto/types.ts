@@ -23,7 +23,10 @@ export interface PublishedJwk extends PublicJwk {
   status?: 'active' | 'retired';
 }
 
-/** Anything that holds a private key: PKCS#8 PEM, a private JWK (`d`), raw bytes, a CryptoKey, or an imported SigningKey. */
+/**
+ * Anything that holds a private key: PKCS#8 PEM, a private JWK (`d`), raw bytes, a CryptoKey, or an imported
+ * SigningKey.
+ */
 export type PrivateKeyInput = string | JsonWebKey | Uint8Array | CryptoKey | SigningKey;
 
 /** Anything that holds a public key: SPKI PEM, a public JWK, raw bytes, a CryptoKey, or an imported VerifyingKey. */
@@ -80,7 +83,10 @@ export interface CtlCrypto {
   importSigningKey(input: PrivateKeyInput, options?: ImportOptions): Promise<SigningKey>;
   /** Throws `CtlError('malformed')` for a key that is not a valid public key under PROTOCOL.md §3's strict rules. */
   importVerifyingKey(input: PublicKeyInput, options?: ImportOptions): Promise<VerifyingKey>;
-  /** Verifies with a JWK, importing it once (cached). `false` for any defect of key or signature; throws only `unsupported_algorithm` (no backend for the key's algorithm). */
+  /**
+   * Verifies with a JWK, importing it once (cached). `false` for any defect of key or signature; throws only
+   * `unsupported_algorithm` (no backend for the key's algorithm).
+   */
   verifyWithJwk(jwk: PublicJwk, message: Uint8Array, signature: Uint8Array): Promise<boolean>;
   sha256(data: Uint8Array): Promise<Uint8Array>;
   /** RFC 7638 thumbprint, base64url without padding. */

@@ -25,7 +25,9 @@ export function base58Encode(bytes: Uint8Array): string {
   return out;
 }
 
-/** Throws `CtlError('malformed')` on a character outside the alphabet. @example base58Decode('12') // Uint8Array [0, 1] */
+/**
+ * Throws `CtlError('malformed')` on a character outside the alphabet. @example base58Decode('12') // Uint8Array [0, 1]
+ */
 export function base58Decode(text: string, what = 'base58'): Uint8Array {
   if (typeof text !== 'string') malformed(`${what}: not a string`);
   const bytes: number[] = [];

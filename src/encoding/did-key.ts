@@ -61,7 +61,8 @@ export function didKeyUrl(did: string): string {
  * The public JWK a did:key names (its thumbprint members), checked under PROTOCOL.md §3's strict
  * rules. Throws `CtlError('malformed')` for a malformed DID or key and `unsupported_algorithm`
  * for a curve this build does not speak (P-384, P-521, secp256k1…).
- * @example didKeyToJwk('did:key:z6MkiTBz1ymuepAQ4HEHYSF1H8quG5GLVVQR3djdX3mDooWp') // { kty: 'OKP', crv: 'Ed25519', x: 'O2onvM62pC1io6jQKm8Nc2UyFXcd4kOmOsBIoYtZ2ik' }
+ * @example didKeyToJwk('did:key:z6MkiTBz1ymuepAQ4HEHYSF1H8quG5GLVVQR3djdX3mDooWp') // { kty: 'OKP', crv: 'Ed25519', x:
+ * 'O2onvM62pC1io6jQKm8Nc2UyFXcd4kOmOsBIoYtZ2ik' }
  */
 export function didKeyToJwk(did: string): PublicJwk {
   if (typeof did !== 'string' || !did.startsWith('did:key:')) return malformed('must start with "did:key:"');
@@ -89,7 +90,8 @@ export function didKeyToJwk(did: string): PublicJwk {
 
 /**
  * The did:key of an Ed25519 or P-256 public JWK (P-256 compressed, as the method requires).
- * @example didKeyFromJwk({ kty: 'OKP', crv: 'Ed25519', x: 'O2onvM62pC1io6jQKm8Nc2UyFXcd4kOmOsBIoYtZ2ik' }) // 'did:key:z6MkiTBz1ymuepAQ4HEHYSF1H8quG5GLVVQR3djdX3mDooWp'
+ * @example didKeyFromJwk({ kty: 'OKP', crv: 'Ed25519', x: 'O2onvM62pC1io6jQKm8Nc2UyFXcd4kOmOsBIoYtZ2ik' }) //
+ * 'did:key:z6MkiTBz1ymuepAQ4HEHYSF1H8quG5GLVVQR3djdX3mDooWp'
  */
 export function didKeyFromJwk(jwk: PublicJwk): string {
   const { alg, raw } = checkPublicJwk(jwk);

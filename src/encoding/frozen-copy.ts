@@ -12,7 +12,10 @@ export function frozenJsonCopy<T>(value: T): T {
   return deepFreeze(parseStrictJson(canonicalize(value))) as T;
 }
 
-/** Freezes fresh data in place (what `parseStrictJson` returned: no copy needed). @example deepFreeze(parseStrictJson(text)) */
+/**
+ * Freezes fresh data in place (what `parseStrictJson` returned: no copy needed). @example
+ * deepFreeze(parseStrictJson(text))
+ */
 export function deepFreeze(v: unknown): unknown {
   if (typeof v === 'object' && v !== null) {
     for (const x of Object.values(v)) deepFreeze(x);

@@ -89,7 +89,10 @@ export function sameCanonical(value: unknown, known: unknown): boolean {
   return n === Object.keys(known).length;
 }
 
-/** A JSON object as data: not an array, prototype Object.prototype or null (no class instance, no Map). @example isPlainObject({}) // true */
+/**
+ * A JSON object as data: not an array, prototype Object.prototype or null (no class instance, no Map). @example
+ * isPlainObject({}) // true
+ */
 export function isPlainObject(v: unknown): v is Record<string, unknown> {
   if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
   const p = Object.getPrototypeOf(v);
@@ -98,7 +101,8 @@ export function isPlainObject(v: unknown): v is Record<string, unknown> {
 
 // A high surrogate not followed by a low one, or a low one not preceded by a high one (I-JSON, RFC 7493 §2.1).
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
-// Printable ASCII but `"` and `\`: written as is (ids, amounts, timestamps, base64url: nearly every string of an artifact).
+// Printable ASCII but `"` and `\`: written as is (ids, amounts, timestamps, base64url: nearly every string of an
+// artifact).
 const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
 
 /** A JSON string literal as RFC 8785 §3.2.2.2 writes it. @example quoteJson('a"b') // '"a\\"b"' */

@@ -4,7 +4,8 @@
  * terminal that accepts grants issued by a person's did:key registers it with the entry it
  * verifies with (`ctl` and `ctl/edge` carry it already):
  *
- *   import { registerHumanAgent } from 'ctl/verify'; import { humanAgentProfile } from 'ctl/human-agent'; registerHumanAgent(humanAgentProfile);
+ * import { registerHumanAgent } from 'ctl/verify'; import { humanAgentProfile } from 'ctl/human-agent';
+ * registerHumanAgent(humanAgentProfile);
  */
 import { didKeyToJwk } from '../encoding/did-key.js';
 import type { HumanAgentSupport } from '../verifier/features.js';

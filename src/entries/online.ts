@@ -4,7 +4,8 @@
  * verifies without `offline: true` registers it with the entry it verifies with (`ctl` and
  * `ctl/edge` carry it already; an embedded engine without fetch verifies offline):
  *
- *   import { registerOnlineChecks } from 'ctl/verify'; import { onlineChecks } from 'ctl/online'; registerOnlineChecks(onlineChecks);
+ * import { registerOnlineChecks } from 'ctl/verify'; import { onlineChecks } from 'ctl/online';
+ * registerOnlineChecks(onlineChecks);
  */
 import { createRevocationChecker } from '../revocation.js';
 import { fetchJson } from '../net/fetch-json.js';

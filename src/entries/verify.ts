@@ -48,7 +48,8 @@ const crypto = createVerifyOnlyCrypto();
 
 /**
  * The merchant verifier (spec §4.4, PROTOCOL.md §5), as `verifyCtl` of `ctl`. Never throws.
- * @example const r = await verifyCtl(sba, { amount: '1250', currency: 'EUR', trustBundles: [bundle], rootPublicKeyPem, offline: true, trackSpend: true, timeFloor })
+ * @example const r = await verifyCtl(sba, { amount: '1250', currency: 'EUR', trustBundles: [bundle], rootPublicKeyPem,
+ * offline: true, trackSpend: true, timeFloor })
  */
 const verifier = createVerifier(crypto);
 export const verifyCtl: (sba: unknown, options: VerifyCtlOptions) => Promise<VerifyCtlResult> = verifier;
@@ -56,7 +57,10 @@ export const verifyCtl: (sba: unknown, options: VerifyCtlOptions) => Promise<Ver
 /** Captures a hold `verifyCtl` accepted (PROTOCOL.md §15), as `captureCtl` of `ctl`. Never throws. */
 export const captureCtl: CaptureCtl = (budgetId, amount, options) => verifier.captureCtl!(budgetId, amount, options);
 
-/** Checks a bundle against the pinned root key, or the newest bundle keys of `rootChain` (PROTOCOL.md §4, §11). @example const r = await verifyTrustBundle(bundle, rootPem, { minSequence: 3, rootChain }) */
+/**
+ * Checks a bundle against the pinned root key, or the newest bundle keys of `rootChain` (PROTOCOL.md §4, §11). @example
+ * const r = await verifyTrustBundle(bundle, rootPem, { minSequence: 3, rootChain })
+ */
 export function verifyTrustBundle(
   bundle: unknown,
   rootPublicKeyPem: PublicKeyInput,
@@ -67,7 +71,8 @@ export function verifyTrustBundle(
 
 /**
  * Walks a root chain from the pinned version-1 root (PROTOCOL.md §11), as `verifyRootChain` of `ctl`. Never throws.
- * @example const r = await verifyRootChain(rootPem, statements, { minVersion: stored.rootVersion, accepted: stored.statements })
+ * @example const r = await verifyRootChain(rootPem, statements, { minVersion: stored.rootVersion, accepted:
+ * stored.statements })
  */
 export function verifyRootChain(
   pinnedRootPem: PublicKeyInput,
@@ -77,7 +82,9 @@ export function verifyRootChain(
   return verifyRootChainWith(crypto, pinnedRootPem, statements, options);
 }
 
-/** A public key (SPKI PEM, JWK, raw, CryptoKey), checked under §3. @example const k = await importVerifyingKey(rootPem) */
+/**
+ * A public key (SPKI PEM, JWK, raw, CryptoKey), checked under §3. @example const k = await importVerifyingKey(rootPem)
+ */
 export const importVerifyingKey = crypto.importVerifyingKey;
 
 /** The thumbprint members of a public key. @example await toPublicJwk(rootPem) // { kty: 'OKP', crv: 'Ed25519', x } */

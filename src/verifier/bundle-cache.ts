@@ -58,7 +58,8 @@ const MAX_TEXTS = 16;
 
 /**
  * A cache of checked Trust Bundles for one verifier.
- * @example const bundles = createBundleCache(crypto); const b = await bundles.check(bundle, await bundleSignersWith(crypto, rootPem)); if (b?.signatureOk) use(b.bundle)
+ * @example const bundles = createBundleCache(crypto); const b = await bundles.check(bundle, await
+ * bundleSignersWith(crypto, rootPem)); if (b?.signatureOk) use(b.bundle)
  */
 export function createBundleCache(c: CtlCrypto): BundleCache {
   const byObject = new WeakMap<object, Entry>();

@@ -2,8 +2,10 @@
  * What a verifier may carry beyond the offline core: a device gets what a device needs, and the
  * rest is registered by the caller, as P-256 is (crypto/algorithm-support.ts):
  *
- *   import { registerHumanAgent } from 'ctl/verify'; import { humanAgentProfile } from 'ctl/human-agent'; registerHumanAgent(humanAgentProfile);
- *   import { registerOnlineChecks } from 'ctl/verify'; import { onlineChecks } from 'ctl/online'; registerOnlineChecks(onlineChecks);
+ * import { registerHumanAgent } from 'ctl/verify'; import { humanAgentProfile } from 'ctl/human-agent';
+ * registerHumanAgent(humanAgentProfile);
+ * import { registerOnlineChecks } from 'ctl/verify'; import { onlineChecks } from 'ctl/online';
+ * registerOnlineChecks(onlineChecks);
  *
  * - the Human-Agent profile (PROTOCOL.md §10): did:key resolution of a human issuer's key;
  * - online checks (spec §4.4 step 3, PROTOCOL.md §5): revocation by `revocationUrl`, JWKS by URL.

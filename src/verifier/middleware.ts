@@ -122,7 +122,8 @@ async function verifyRequest<R>(
 
 /**
  * Express/Connect middleware.
- * @example app.post('/charge', express.json({ verify: (req, _res, buf) => { req.rawBody = buf } }), ctl({ amount: '500', currency: 'USD', jwksUrl }), handler)
+ * @example app.post('/charge', express.json({ verify: (req, _res, buf) => { req.rawBody = buf } }), ctl({ amount:
+ * '500', currency: 'USD', jwksUrl }), handler)
  */
 export function createExpressMiddleware(verify: VerifyCtl, options: MiddlewareOptions<any>) {
   return async (req: any, res: any, next: (err?: unknown) => void) => {
@@ -148,7 +149,10 @@ export function createExpressMiddleware(verify: VerifyCtl, options: MiddlewareOp
   };
 }
 
-/** Koa middleware. @example app.use(bodyParser()); app.use(ctlKoa({ amount: (ctx) => price(ctx), currency: 'USD', jwksUrl })) */
+/**
+ * Koa middleware. @example app.use(bodyParser()); app.use(ctlKoa({ amount: (ctx) => price(ctx), currency: 'USD',
+ * jwksUrl }))
+ */
 export function createKoaMiddleware(verify: VerifyCtl, options: MiddlewareOptions<any>) {
   return async (ctx: any, next: () => Promise<unknown>) => {
     const request = ctx.request;

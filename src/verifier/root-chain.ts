@@ -38,7 +38,10 @@ export type RootChainResult =
       valid: true;
       /** The version the chain reaches (1: the pinned root, no statement). */
       rootVersion: number;
-      /** The keys allowed to sign Trust Bundles at `rootVersion` (version 1: the pinned root, with its thumbprint as kid). */
+      /**
+       * The keys allowed to sign Trust Bundles at `rootVersion` (version 1: the pinned root, with its thumbprint as
+       * kid).
+       */
       bundleKeys: RootKey[];
       /** The root set at `rootVersion` and its threshold: what must sign the next statement. */
       rootKeys: RootKey[];
@@ -74,7 +77,10 @@ async function signedBy(
   return n;
 }
 
-/** The pinned root as version 1 of the chain. Throws `malformed` for a key that is not one. @example (await pinnedRootSet(crypto, pem)).keys[0].kid */
+/**
+ * The pinned root as version 1 of the chain. Throws `malformed` for a key that is not one. @example (await
+ * pinnedRootSet(crypto, pem)).keys[0].kid
+ */
 export async function pinnedRootSet(c: CtlCrypto, pinned: PublicKeyInput): Promise<RootSet> {
   let jwk: PublicJwk;
   try {
@@ -131,7 +137,8 @@ export async function verifyRootChainWith(
       if (byOld < current.threshold) {
         fail(
           'root_rotation_invalid',
-          `root version ${want} is signed by ${byOld} of version ${current.version}'s keys, threshold ${current.threshold}`,
+          `root version ${want} is signed by ${byOld} of version ${current.version}'s keys, ` +
+            `threshold ${current.threshold}`,
         );
       }
       const byNew = await signedBy(c, statement.keys, statement.signatures, bytes);
@@ -190,7 +197,10 @@ export async function verifyRootChainWith(
 export interface BundleSigners {
   /** Canonical JSON of `keys`: two sets are the same exactly when their ids are equal. */
   readonly id: string;
-  /** `kid` absent: the pinned version-1 root, which signs whatever `keyId` the bundle names (as before rotation existed). */
+  /**
+   * `kid` absent: the pinned version-1 root, which signs whatever `keyId` the bundle names (as before rotation
+   * existed).
+   */
   readonly keys: ReadonlyArray<{ jwk: PublicJwk; kid?: string }>;
   /** The root version these keys belong to. */
   readonly rootVersion: number;

@@ -87,7 +87,10 @@ export interface VerifyCtlOptions {
   jwks?: Jwks;
   jwksUrl?: string;
   jwksTtl?: number;
-  /** The authority's grant key (spec §4.4 key fallback; `CTL_SBA_SIGNING_PUBLIC_KEY_PEM` where the host has an environment). */
+  /**
+   * The authority's grant key (spec §4.4 key fallback; `CTL_SBA_SIGNING_PUBLIC_KEY_PEM` where the host has an
+   * environment).
+   */
   signingKeyPem?: PublicKeyInput;
   /**
    * No network at all: revocation comes from the bundles' `revokedGrants` only, `grant.offline`
@@ -105,10 +108,17 @@ export interface VerifyCtlOptions {
   /** Milliseconds a revocation answer is cached (default 60 000, the spec's merchant example). */
   revocationTtl?: number;
   revocationTimeoutMs?: number;
-  /** Record each `budgetId` once, keep cumulative spend per grant within `maxAmountMinor`, and enforce the grant's `velocity`. Default `false` online (the same SBA then verifies every time it is presented); always on with `offline`. */
+  /**
+   * Record each `budgetId` once, keep cumulative spend per grant within `maxAmountMinor`, and enforce the grant's
+   * `velocity`. Default `false` online (the same SBA then verifies every time it is presented); always on with
+   * `offline`.
+   */
   trackSpend?: boolean;
   spendStorage?: SpendStorage;
-  /** Recompute `intentHash` from this payment and refuse without it (spec's Full profile; always on under a human-agent grant). */
+  /**
+   * Recompute `intentHash` from this payment and refuse without it (spec's Full profile; always on under a human-agent
+   * grant).
+   */
   requireIntentHash?: boolean;
   /**
    * did:key DIDs of the people whose human-agent grants this merchant accepts (PROTOCOL.md §10), besides
@@ -495,7 +505,8 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
           if ((await intentHashWith(c, { ...intent, amount: a.maxAmountMinor })) === a.intentHash) {
             fail(
               'amount_exceeds_authorization',
-              `the SBA authorizes a payment of exactly ${a.maxAmountMinor} minor units of ${a.currency}, not ${o.amount}`,
+              `the SBA authorizes a payment of exactly ${a.maxAmountMinor} minor units of ${a.currency}, ` +
+                `not ${o.amount}`,
             );
           }
           fail(

@@ -21,7 +21,8 @@ export interface SbaSigner {
  * The grant is checked, copied frozen and canonicalised once, the key imported and matched to
  * `grant.actorKey` once; each `sign` builds and checks only the authorization. Later edits to the
  * caller's grant object change nothing (PROTOCOL.md §12): a renewed grant needs a new signer.
- * @example const signer = await createSbaSigner(grant, { signingKey }); const sba = await signer.sign({ sessionId, actorId: 'agent-1', maxAmountMinor: '30' })
+ * @example const signer = await createSbaSigner(grant, { signingKey }); const sba = await signer.sign({ sessionId,
+ * actorId: 'agent-1', maxAmountMinor: '30' })
  */
 export async function createSbaSigner(grant: PolicyGrant, options: SignSbaOptions = {}): Promise<SbaSigner> {
   const prepared = await prepareSbaSigning(defaultCrypto, frozenJsonCopy(grant), options);

@@ -41,26 +41,29 @@ test('health, readiness and metrics answer without a key', async () => {
   );
 });
 
-test('bad requests: malformed JSON 400, duplicate keys 400, oversize 413, not JSON 415, unknown route 404', async () => {
-  isError(await t.call('POST', '/policies', '{"policy":'), 'malformed');
-  const dup = await t.call('POST', '/policies', '{"policy":{"a":1,"a":2}}');
-  assert.is(dup.status, 400);
-  isError(dup, 'malformed');
-  const big = await t.call('POST', '/policies', JSON.stringify({ policy: { pad: 'x'.repeat(70_000) } }));
-  assert.is(big.status, 413);
-  isError(big, 'payload_too_large');
-  const form = await t.call('POST', '/policies', 'a=1', ADMIN_KEY, {
-    'content-type': 'application/x-www-form-urlencoded',
-  });
-  assert.is(form.status, 415);
-  isError(form, 'unsupported_media_type');
-  const nf = await t.call('GET', '/nowhere');
-  assert.is(nf.status, 404);
-  isError(nf, 'not_found');
-  const wrongMethod = await t.call('PUT', '/policies', {});
-  assert.is(wrongMethod.status, 405);
-  isError(wrongMethod, 'method_not_allowed');
-});
+test(
+  'bad requests: malformed JSON 400, duplicate keys 400, oversize 413, not JSON 415, ' + 'unknown route 404',
+  async () => {
+    isError(await t.call('POST', '/policies', '{"policy":'), 'malformed');
+    const dup = await t.call('POST', '/policies', '{"policy":{"a":1,"a":2}}');
+    assert.is(dup.status, 400);
+    isError(dup, 'malformed');
+    const big = await t.call('POST', '/policies', JSON.stringify({ policy: { pad: 'x'.repeat(70_000) } }));
+    assert.is(big.status, 413);
+    isError(big, 'payload_too_large');
+    const form = await t.call('POST', '/policies', 'a=1', ADMIN_KEY, {
+      'content-type': 'application/x-www-form-urlencoded',
+    });
+    assert.is(form.status, 415);
+    isError(form, 'unsupported_media_type');
+    const nf = await t.call('GET', '/nowhere');
+    assert.is(nf.status, 404);
+    isError(nf, 'not_found');
+    const wrongMethod = await t.call('PUT', '/policies', {});
+    assert.is(wrongMethod.status, 405);
+    isError(wrongMethod, 'method_not_allowed');
+  },
+);
 
 test('API keys: missing or wrong key 401, wrong scope 403, revoked key 401; keys stored only as hashes', async () => {
   const none = await t.call('POST', '/policies', { policy: {} }, null);
@@ -129,76 +132,83 @@ test('policies: hash of the document alone (JCS), the same document twice is one
   isError(await t.call('POST', '/policies', {}), 'malformed');
 });
 
-test('grants: signed per PROTOCOL.md §4, carrying the revocation URL; unknown policy 404; bad fields named', async () => {
-  const req = await grantRequest(t, actorJwk, {
-    allowedPurposes: ['fuel:*'],
-    destinationAllowlist: ['m-1'],
-    velocity: { maxPaymentsPerHour: 3 },
-  });
-  const r = await t.call('POST', '/grants', req);
-  assert.is(r.status, 201, JSON.stringify(r.body));
-  const g = r.body;
-  assert.is(g.version, 1);
-  assert.is(g.issuer, 'authority.test');
-  assert.is(g.policyHash, req.policyHash);
-  assert.is(g.revocationUrl, `${t.url}/revoke?grantId=${encodeURIComponent(g.grantId)}`);
-  assert.equal(g.actorKey, actorJwk);
-  assert.equal(g.allowedPurposes, ['fuel:*']);
-  const jwks = await t.call('GET', '/.well-known/ctl-keys.json', undefined, null);
-  assert.ok(
-    jwks.body.keys.some((k: any) => k.kid === g.keyId && k.status === 'active' && k.purposes.includes('grant')),
-  );
-  const custody = await t.call('GET', `/grants/${g.grantId}`);
-  assert.equal(custody.body, { grant: g, revoked: false });
+test(
+  'grants: signed per PROTOCOL.md §4, carrying the revocation URL; unknown policy 404; ' + 'bad fields named',
+  async () => {
+    const req = await grantRequest(t, actorJwk, {
+      allowedPurposes: ['fuel:*'],
+      destinationAllowlist: ['m-1'],
+      velocity: { maxPaymentsPerHour: 3 },
+    });
+    const r = await t.call('POST', '/grants', req);
+    assert.is(r.status, 201, JSON.stringify(r.body));
+    const g = r.body;
+    assert.is(g.version, 1);
+    assert.is(g.issuer, 'authority.test');
+    assert.is(g.policyHash, req.policyHash);
+    assert.is(g.revocationUrl, `${t.url}/revoke?grantId=${encodeURIComponent(g.grantId)}`);
+    assert.equal(g.actorKey, actorJwk);
+    assert.equal(g.allowedPurposes, ['fuel:*']);
+    const jwks = await t.call('GET', '/.well-known/ctl-keys.json', undefined, null);
+    assert.ok(
+      jwks.body.keys.some((k: any) => k.kid === g.keyId && k.status === 'active' && k.purposes.includes('grant')),
+    );
+    const custody = await t.call('GET', `/grants/${g.grantId}`);
+    assert.equal(custody.body, { grant: g, revoked: false });
 
-  isError(await t.call('POST', '/grants', { ...req, policyHash: 'f'.repeat(64) }), 'not_found');
-  const bad: Array<[Record<string, unknown>, RegExp]> = [
-    [{ maxAmountMinor: 5000 }, /^maxAmountMinor/],
-    [{ maxAmountMinor: '01' }, /^maxAmountMinor/],
-    [{ currency: 'usd' }, /^currency/],
-    [{ expiresAt: '2020-01-01T00:00:00Z' }, /^expiresAt: must be in the future/],
-    [{ expiresAt: '2030-01-01T00:00:00+00:00' }, /^expiresAt/],
-    [{ allowedRails: 'x402' }, /^allowedRails/],
-    [{ allowedAssets: [{ standard: 'iso4217' }] }, /^allowedAssets/],
-    [{ actorKey: { kty: 'OKP', crv: 'Ed25519', x: 'short' } }, /^actorKey/],
-    [{ destinationAllowlist: [] }, /^destinationAllowlist/],
-    [{ allowedPurposes: ['*'] }, /^allowedPurposes/],
-    [{ policyHash: 'ABC' }, /^policyHash/],
-    [{ velocity: null }, /^velocity: must not be null/],
-    [{ surprise: true }, /unknown member "surprise"/],
-  ];
-  for (const [over, message] of bad) {
-    const res = await t.call('POST', '/grants', { ...req, ...over });
-    assert.is(res.status, 400, JSON.stringify(over));
-    isError(res, 'malformed');
-    assert.match(res.body.error.message, message, JSON.stringify(over));
-  }
-  const { currency: _c, ...missing } = req;
-  assert.match((await t.call('POST', '/grants', missing)).body.error.message, /^currency: required/);
-});
+    isError(await t.call('POST', '/grants', { ...req, policyHash: 'f'.repeat(64) }), 'not_found');
+    const bad: Array<[Record<string, unknown>, RegExp]> = [
+      [{ maxAmountMinor: 5000 }, /^maxAmountMinor/],
+      [{ maxAmountMinor: '01' }, /^maxAmountMinor/],
+      [{ currency: 'usd' }, /^currency/],
+      [{ expiresAt: '2020-01-01T00:00:00Z' }, /^expiresAt: must be in the future/],
+      [{ expiresAt: '2030-01-01T00:00:00+00:00' }, /^expiresAt/],
+      [{ allowedRails: 'x402' }, /^allowedRails/],
+      [{ allowedAssets: [{ standard: 'iso4217' }] }, /^allowedAssets/],
+      [{ actorKey: { kty: 'OKP', crv: 'Ed25519', x: 'short' } }, /^actorKey/],
+      [{ destinationAllowlist: [] }, /^destinationAllowlist/],
+      [{ allowedPurposes: ['*'] }, /^allowedPurposes/],
+      [{ policyHash: 'ABC' }, /^policyHash/],
+      [{ velocity: null }, /^velocity: must not be null/],
+      [{ surprise: true }, /unknown member "surprise"/],
+    ];
+    for (const [over, message] of bad) {
+      const res = await t.call('POST', '/grants', { ...req, ...over });
+      assert.is(res.status, 400, JSON.stringify(over));
+      isError(res, 'malformed');
+      assert.match(res.body.error.message, message, JSON.stringify(over));
+    }
+    const { currency: _c, ...missing } = req;
+    assert.match((await t.call('POST', '/grants', missing)).body.error.message, /^currency: required/);
+  },
+);
 
-test('revocation: GET is public and cacheable briefly; POST /revoke and /grants/{id}/revoke are immediate and idempotent', async () => {
-  const g = (await t.call('POST', '/grants', await grantRequest(t, actorJwk))).body;
-  const before = await t.call('GET', `/revoke?grantId=${g.grantId}`, undefined, null);
-  assert.equal(before.body, { grantId: g.grantId, revoked: false });
-  assert.match(
-    before.headers.get('cache-control')!,
-    /^private, max-age=5$/,
-    'a "not revoked" answer is no shared cache\'s to keep',
-  );
-  const r1 = await t.call('POST', '/revoke', { grantId: g.grantId, reason: 'vehicle sold' });
-  assert.is(r1.status, 200);
-  assert.is(r1.body.revoked, true);
-  const after = await t.call('GET', `/revoke?grantId=${g.grantId}`, undefined, null);
-  assert.equal(after.body, { grantId: g.grantId, revoked: true, revokedAt: r1.body.revokedAt });
-  const r2 = await t.call('POST', `/grants/${g.grantId}/revoke`);
-  assert.equal(r2.body, r1.body, 'the first revokedAt stays');
-  isError(await t.call('GET', '/revoke?grantId=unknown', undefined, null), 'not_found');
-  isError(await t.call('GET', '/revoke', undefined, null), 'malformed');
-  isError(await t.call('GET', '/revoke?grantId=' + encodeURIComponent('a b'), undefined, null), 'malformed');
-  isError(await t.call('POST', '/grants/unknown/revoke', {}), 'not_found');
-  isError(await t.call('POST', '/revoke', { grantId: g.grantId, reason: 7 }), 'malformed');
-});
+test(
+  'revocation: GET is public and cacheable briefly; POST /revoke and /grants/{id}/revoke ' +
+    'are immediate and idempotent',
+  async () => {
+    const g = (await t.call('POST', '/grants', await grantRequest(t, actorJwk))).body;
+    const before = await t.call('GET', `/revoke?grantId=${g.grantId}`, undefined, null);
+    assert.equal(before.body, { grantId: g.grantId, revoked: false });
+    assert.match(
+      before.headers.get('cache-control')!,
+      /^private, max-age=5$/,
+      'a "not revoked" answer is no shared cache\'s to keep',
+    );
+    const r1 = await t.call('POST', '/revoke', { grantId: g.grantId, reason: 'vehicle sold' });
+    assert.is(r1.status, 200);
+    assert.is(r1.body.revoked, true);
+    const after = await t.call('GET', `/revoke?grantId=${g.grantId}`, undefined, null);
+    assert.equal(after.body, { grantId: g.grantId, revoked: true, revokedAt: r1.body.revokedAt });
+    const r2 = await t.call('POST', `/grants/${g.grantId}/revoke`);
+    assert.equal(r2.body, r1.body, 'the first revokedAt stays');
+    isError(await t.call('GET', '/revoke?grantId=unknown', undefined, null), 'not_found');
+    isError(await t.call('GET', '/revoke', undefined, null), 'malformed');
+    isError(await t.call('GET', '/revoke?grantId=' + encodeURIComponent('a b'), undefined, null), 'malformed');
+    isError(await t.call('POST', '/grants/unknown/revoke', {}), 'not_found');
+    isError(await t.call('POST', '/revoke', { grantId: g.grantId, reason: 7 }), 'malformed');
+  },
+);
 
 test('custody: DELETE /grants/{id} revokes and soft-deletes; the record and the revocation answer remain', async () => {
   const g = (await t.call('POST', '/grants', await grantRequest(t, actorJwk))).body;
@@ -211,77 +221,83 @@ test('custody: DELETE /grants/{id} revokes and soft-deletes; the record and the 
   assert.is((await t.call('GET', `/revoke?grantId=${g.grantId}`, undefined, null)).body.revoked, true);
 });
 
-test('key rotation: new active key; the retired one stays published while its grants live and never signs again', async () => {
-  const old = (await t.call('POST', '/grants', await grantRequest(t, actorJwk))).body;
-  const rot = await t.call('POST', '/admin/keys/rotate');
-  assert.is(rot.status, 201);
-  assert.ok(rot.body.retired.includes(old.keyId));
-  assert.is.not(rot.body.kid, old.keyId);
-  const jwks = (await t.call('GET', '/.well-known/ctl-keys.json', undefined, null)).body.keys;
-  assert.is(jwks.find((k: any) => k.kid === old.keyId)?.status, 'retired');
-  assert.is(jwks.find((k: any) => k.kid === rot.body.kid)?.status, 'active');
-  const fresh = (await t.call('POST', '/grants', await grantRequest(t, actorJwk))).body;
-  assert.is(fresh.keyId, rot.body.kid);
-  // Once everything the retired key signed has expired, it is no longer published.
-  const later = Date.now() + 2 * 3600_000;
-  const published = await t.authority.keys.publishedGrantKeys(later);
-  assert.not.ok(published.some((k) => k.kid === old.keyId));
-  assert.ok(published.some((k) => k.kid === rot.body.kid));
-  isError(
-    await t.call(
-      'POST',
-      '/admin/keys/rotate',
-      undefined,
-      (await t.call('POST', '/admin/keys', { scopes: ['grants:write'], label: 'g' })).body.apiKey,
-    ),
-    'forbidden',
-  );
-});
+test(
+  'key rotation: new active key; the retired one stays published while its grants live ' + 'and never signs again',
+  async () => {
+    const old = (await t.call('POST', '/grants', await grantRequest(t, actorJwk))).body;
+    const rot = await t.call('POST', '/admin/keys/rotate');
+    assert.is(rot.status, 201);
+    assert.ok(rot.body.retired.includes(old.keyId));
+    assert.is.not(rot.body.kid, old.keyId);
+    const jwks = (await t.call('GET', '/.well-known/ctl-keys.json', undefined, null)).body.keys;
+    assert.is(jwks.find((k: any) => k.kid === old.keyId)?.status, 'retired');
+    assert.is(jwks.find((k: any) => k.kid === rot.body.kid)?.status, 'active');
+    const fresh = (await t.call('POST', '/grants', await grantRequest(t, actorJwk))).body;
+    assert.is(fresh.keyId, rot.body.kid);
+    // Once everything the retired key signed has expired, it is no longer published.
+    const later = Date.now() + 2 * 3600_000;
+    const published = await t.authority.keys.publishedGrantKeys(later);
+    assert.not.ok(published.some((k) => k.kid === old.keyId));
+    assert.ok(published.some((k) => k.kid === rot.body.kid));
+    isError(
+      await t.call(
+        'POST',
+        '/admin/keys/rotate',
+        undefined,
+        (await t.call('POST', '/admin/keys', { scopes: ['grants:write'], label: 'g' })).body.apiKey,
+      ),
+      'forbidden',
+    );
+  },
+);
 
-test('trust bundles: root-signed, issuer keys + revoked grants, sequence grows per scope, newest per scope served', async () => {
-  const { verifyTrustBundle } = await import('../../src/index.js');
-  const root = await t.authority.keys.rootSigner();
-  const revoked = (await t.call('POST', '/grants', await grantRequest(t, actorJwk))).body;
-  await t.call('POST', '/revoke', { grantId: revoked.grantId });
-  const expiresAt = new Date(Date.now() + 86_400_000).toISOString();
-  const b1 = await t.call('POST', '/trust-bundles', { scope: { category: 'fuel' }, expiresAt });
-  assert.is(b1.status, 201, JSON.stringify(b1.body));
-  const b2 = (await t.call('POST', '/trust-bundles', { scope: { category: 'fuel' }, expiresAt })).body;
-  const eu = (await t.call('POST', '/trust-bundles', { scope: { region: 'eu' }, expiresAt })).body;
-  assert.is(b2.sequence, b1.body.sequence + 1);
-  assert.is(eu.sequence, 1);
-  assert.ok(b2.revokedGrants.includes(revoked.grantId));
-  assert.equal(b2.issuers[0].issuer, 'authority.test');
-  const jwks = (await t.call('GET', '/.well-known/ctl-keys.json', undefined, null)).body.keys;
-  assert.equal(b2.issuers[0].keys, jwks);
-  const v = await verifyTrustBundle(b2, root.publicKeyPem, { minSequence: b1.body.sequence });
-  assert.is(v.valid, true);
-  const other = await generateKeyPair({ alg: 'EdDSA' });
-  assert.is((await verifyTrustBundle(b2, other.publicKeyPem)).valid, false);
+test(
+  'trust bundles: root-signed, issuer keys + revoked grants, sequence grows per scope, ' + 'newest per scope served',
+  async () => {
+    const { verifyTrustBundle } = await import('../../src/index.js');
+    const root = await t.authority.keys.rootSigner();
+    const revoked = (await t.call('POST', '/grants', await grantRequest(t, actorJwk))).body;
+    await t.call('POST', '/revoke', { grantId: revoked.grantId });
+    const expiresAt = new Date(Date.now() + 86_400_000).toISOString();
+    const b1 = await t.call('POST', '/trust-bundles', { scope: { category: 'fuel' }, expiresAt });
+    assert.is(b1.status, 201, JSON.stringify(b1.body));
+    const b2 = (await t.call('POST', '/trust-bundles', { scope: { category: 'fuel' }, expiresAt })).body;
+    const eu = (await t.call('POST', '/trust-bundles', { scope: { region: 'eu' }, expiresAt })).body;
+    assert.is(b2.sequence, b1.body.sequence + 1);
+    assert.is(eu.sequence, 1);
+    assert.ok(b2.revokedGrants.includes(revoked.grantId));
+    assert.equal(b2.issuers[0].issuer, 'authority.test');
+    const jwks = (await t.call('GET', '/.well-known/ctl-keys.json', undefined, null)).body.keys;
+    assert.equal(b2.issuers[0].keys, jwks);
+    const v = await verifyTrustBundle(b2, root.publicKeyPem, { minSequence: b1.body.sequence });
+    assert.is(v.valid, true);
+    const other = await generateKeyPair({ alg: 'EdDSA' });
+    assert.is((await verifyTrustBundle(b2, other.publicKeyPem)).valid, false);
 
-  const fuel = (await t.call('GET', '/trust-bundles?category=fuel', undefined, null)).body.bundles;
-  assert.equal(
-    fuel.map((b: any) => b.bundleId).sort(),
-    [b2.bundleId, eu.bundleId].sort(),
-    'newest fuel + region-only (category unset matches)',
-  );
-  const parking = (await t.call('GET', '/trust-bundles?category=parking&region=eu', undefined, null)).body.bundles;
-  assert.equal(
-    parking.map((b: any) => b.bundleId),
-    [eu.bundleId],
-  );
-  isError(await t.call('POST', '/trust-bundles', { scope: { planet: 'mars' }, expiresAt }), 'malformed');
-  isError(await t.call('POST', '/trust-bundles', { scope: {}, expiresAt: '2001-01-01T00:00:00Z' }), 'malformed');
-  isError(
-    await t.call('POST', '/trust-bundles', {
-      scope: {},
-      expiresAt: new Date(Date.now() + 90 * 86_400_000).toISOString(),
-    }),
-    'malformed',
-  );
-  isError(await t.call('POST', '/trust-bundles', { scope: { region: 'e u' }, expiresAt }), 'malformed');
-  isError(await t.call('POST', '/trust-bundles', { scope: {}, expiresAt }, null), 'unauthorized');
-});
+    const fuel = (await t.call('GET', '/trust-bundles?category=fuel', undefined, null)).body.bundles;
+    assert.equal(
+      fuel.map((b: any) => b.bundleId).sort(),
+      [b2.bundleId, eu.bundleId].sort(),
+      'newest fuel + region-only (category unset matches)',
+    );
+    const parking = (await t.call('GET', '/trust-bundles?category=parking&region=eu', undefined, null)).body.bundles;
+    assert.equal(
+      parking.map((b: any) => b.bundleId),
+      [eu.bundleId],
+    );
+    isError(await t.call('POST', '/trust-bundles', { scope: { planet: 'mars' }, expiresAt }), 'malformed');
+    isError(await t.call('POST', '/trust-bundles', { scope: {}, expiresAt: '2001-01-01T00:00:00Z' }), 'malformed');
+    isError(
+      await t.call('POST', '/trust-bundles', {
+        scope: {},
+        expiresAt: new Date(Date.now() + 90 * 86_400_000).toISOString(),
+      }),
+      'malformed',
+    );
+    isError(await t.call('POST', '/trust-bundles', { scope: { region: 'e u' }, expiresAt }), 'malformed');
+    isError(await t.call('POST', '/trust-bundles', { scope: {}, expiresAt }, null), 'unauthorized');
+  },
+);
 
 test('audit: every state change appended, hash chain verifies, GET /audit is admin-only', async () => {
   const entries: any[] = [];

@@ -13,70 +13,73 @@ import { generateWebhookSecret, verifyWebhook } from '../../service-kit/index.js
 import { createLocalAnchor, type Anchor } from '../../authority/anchor.js';
 import { startTestAuthority } from './harness.js';
 
-test('state changes reach the webhook (after a failed attempt) and the anchor; the anchor holds the chain head', async () => {
-  const got: Array<{ headers: IncomingHttpHeaders; body: string }> = [];
-  let calls = 0;
-  const hook = createServer((req, res) => {
-    let body = '';
-    req.on('data', (c) => (body += c));
-    req.on('end', () => {
-      calls++;
-      if (calls === 1) return void res.writeHead(503).end(); // the first delivery fails, the retry succeeds
-      got.push({ headers: req.headers, body });
-      res.writeHead(200).end();
+test(
+  'state changes reach the webhook (after a failed attempt) and the anchor; the anchor ' + 'holds the chain head',
+  async () => {
+    const got: Array<{ headers: IncomingHttpHeaders; body: string }> = [];
+    let calls = 0;
+    const hook = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c) => (body += c));
+      req.on('end', () => {
+        calls++;
+        if (calls === 1) return void res.writeHead(503).end(); // the first delivery fails, the retry succeeds
+        got.push({ headers: req.headers, body });
+        res.writeHead(200).end();
+      });
     });
-  });
-  await new Promise<void>((r) => hook.listen(0, '127.0.0.1', r));
-  const secret = generateWebhookSecret();
-  const hookUrl = `http://127.0.0.1:${(hook.address() as AddressInfo).port}/audit`;
-  // An anchor that has not answered must not hold issuance: the local anchor behind a gate
-  // opened only after the requests have been answered.
-  const dir = mkdtempSync(join(tmpdir(), 'ctl-anchor-'));
-  const local = createLocalAnchor(join(dir, 'anchor.jsonl'));
-  let open!: () => void;
-  const gate = new Promise<void>((res) => (open = res));
-  const slow: Anchor = { kind: 'gated-local', anchor: async (r) => (await gate, local.anchor(r)) };
-  const t = await startTestAuthority({
-    env: { CTL_AUDIT_WEBHOOK_URLS: hookUrl, CTL_AUDIT_WEBHOOK_SECRET: secret },
-    webhookRetry: { baseDelayMs: 5, maxAttempts: 4 },
-    anchors: [slow],
-  });
-  try {
-    const p = await t.call('POST', '/policies', { policy: { anchored: true } });
-    assert.is(p.status, 201, 'answered while the anchor is still waiting: anchoring is fire-and-forget');
-    await t.call('POST', '/admin/keys', { scopes: ['grants:write'], label: 'l' });
-    assert.is((await local.read()).length, 0, 'not anchored yet');
-    open();
-    await t.authority.settle();
+    await new Promise<void>((r) => hook.listen(0, '127.0.0.1', r));
+    const secret = generateWebhookSecret();
+    const hookUrl = `http://127.0.0.1:${(hook.address() as AddressInfo).port}/audit`;
+    // An anchor that has not answered must not hold issuance: the local anchor behind a gate
+    // opened only after the requests have been answered.
+    const dir = mkdtempSync(join(tmpdir(), 'ctl-anchor-'));
+    const local = createLocalAnchor(join(dir, 'anchor.jsonl'));
+    let open!: () => void;
+    const gate = new Promise<void>((res) => (open = res));
+    const slow: Anchor = { kind: 'gated-local', anchor: async (r) => (await gate, local.anchor(r)) };
+    const t = await startTestAuthority({
+      env: { CTL_AUDIT_WEBHOOK_URLS: hookUrl, CTL_AUDIT_WEBHOOK_SECRET: secret },
+      webhookRetry: { baseDelayMs: 5, maxAttempts: 4 },
+      anchors: [slow],
+    });
+    try {
+      const p = await t.call('POST', '/policies', { policy: { anchored: true } });
+      assert.is(p.status, 201, 'answered while the anchor is still waiting: anchoring is fire-and-forget');
+      await t.call('POST', '/admin/keys', { scopes: ['grants:write'], label: 'l' });
+      assert.is((await local.read()).length, 0, 'not anchored yet');
+      open();
+      await t.authority.settle();
 
-    const entries = (await t.call('GET', '/audit')).body.entries;
-    assert.is(entries.length, 2);
-    const anchored = await local.read();
-    assert.equal(
-      anchored.map((a) => [a.seq, a.hash]),
-      entries.map((e: any) => [e.seq, e.hash]),
-    );
-
-    assert.is(got.length, 2);
-    for (const g of got)
-      assert.ok(
-        verifyWebhook(secret, g.headers as Record<string, string>, g.body),
-        'signed with the configured secret',
+      const entries = (await t.call('GET', '/audit')).body.entries;
+      assert.is(entries.length, 2);
+      const anchored = await local.read();
+      assert.equal(
+        anchored.map((a) => [a.seq, a.hash]),
+        entries.map((e: any) => [e.seq, e.hash]),
       );
-    const bodies = got.map((g) => JSON.parse(g.body)).sort((x, y) => x.data.seq - y.data.seq);
-    assert.equal(
-      bodies.map((b) => [b.type, b.data.action, b.data.hash]),
-      entries.map((e: any) => ['audit.appended', e.action, e.hash]),
-    );
-    const log = (await t.call('GET', '/admin/webhooks/dispatches')).body.dispatches;
-    assert.is(log.length, 2);
-    assert.is(log.filter((d: any) => d.status === 'delivered').length, 2);
-    assert.equal(log.map((d: any) => d.attempts).sort(), [1, 2]);
-  } finally {
-    await t.close();
-    rmSync(dir, { recursive: true, force: true });
-    await new Promise<void>((r) => hook.close(() => r()));
-  }
-});
+
+      assert.is(got.length, 2);
+      for (const g of got)
+        assert.ok(
+          verifyWebhook(secret, g.headers as Record<string, string>, g.body),
+          'signed with the configured secret',
+        );
+      const bodies = got.map((g) => JSON.parse(g.body)).sort((x, y) => x.data.seq - y.data.seq);
+      assert.equal(
+        bodies.map((b) => [b.type, b.data.action, b.data.hash]),
+        entries.map((e: any) => ['audit.appended', e.action, e.hash]),
+      );
+      const log = (await t.call('GET', '/admin/webhooks/dispatches')).body.dispatches;
+      assert.is(log.length, 2);
+      assert.is(log.filter((d: any) => d.status === 'delivered').length, 2);
+      assert.equal(log.map((d: any) => d.attempts).sort(), [1, 2]);
+    } finally {
+      await t.close();
+      rmSync(dir, { recursive: true, force: true });
+      await new Promise<void>((r) => hook.close(() => r()));
+    }
+  },
+);
 
 test.run();

@@ -112,7 +112,8 @@ test('Content-Length: -1 on the production listener gets the JSON envelope', asy
   try {
     const res = await rawHttp(
       a.url,
-      `POST /policies HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${ADMIN_KEY}\r\nContent-Type: application/json\r\nContent-Length: -1\r\n\r\n{}`,
+      `POST /policies HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${ADMIN_KEY}\r\nContent-Type: ` +
+        'application/json\r\nContent-Length: -1\r\n\r\n{}',
     );
     const [head, body] = res.split('\r\n\r\n');
     assert.match(head, /^HTTP\/1\.1 400 /);

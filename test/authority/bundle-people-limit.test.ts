@@ -64,7 +64,8 @@ async function insertPeople(
     const k = await generateKeyPair({ alg: 'EdDSA' });
     const s = scope(i);
     await db.run(
-      'INSERT INTO humans (did, label, category, merchant, region, public_jwk, enrolled_at, enrolled_by, removed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)',
+      'INSERT INTO humans (did, label, category, merchant, region, public_jwk, enrolled_at, ' +
+        'enrolled_by, removed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)',
       [
         didKeyFromJwk(k.publicJwk),
         `p${i}`,
@@ -116,23 +117,29 @@ function suite(kind: 'sqlite' | 'postgres') {
     }
   }
 
-  test(`${kind}: the enrolment that would overflow a bundle is 409 naming the limit; every bundle is still issued`, () =>
-    withAuthorities(async (a, _b, db) => {
-      await insertPeople(db, MAX_PEOPLE_PER_BUNDLE - 1);
-      assert.is((await a.call('POST', '/humans', { did: await newDid() })).status, 201, 'the 255th person fits');
-      for (const scope of [undefined, { category: 'travel' }, { merchant: 'm1', region: 'eu' }]) {
-        const refused = await a.call('POST', '/humans', { did: await newDid(), ...(scope ? { scope } : {}) });
-        assert.is(refused.status, 409, JSON.stringify(refused.body));
-        assert.is(refused.body.error.code, 'conflict');
-        assert.match(refused.body.error.message, `at most ${MAX_PEOPLE_PER_BUNDLE} people`);
-      }
-      for (const scope of [{}, { category: 'travel' }, { merchant: 'm1', region: 'eu' }] as Record<string, string>[]) {
-        const bundle = await issue(a, scope);
-        assert.is(bundle.status, 201, JSON.stringify(bundle.body));
-        assert.is(bundle.body.issuers.length, MAX_PEOPLE_PER_BUNDLE + 1);
-      }
-      assert.is((await a.call('GET', '/humans')).body.humans.length, MAX_PEOPLE_PER_BUNDLE);
-    }));
+  test(
+    `${kind}: the enrolment that would overflow a bundle is 409 naming the limit; every ` + 'bundle is still issued',
+    () =>
+      withAuthorities(async (a, _b, db) => {
+        await insertPeople(db, MAX_PEOPLE_PER_BUNDLE - 1);
+        assert.is((await a.call('POST', '/humans', { did: await newDid() })).status, 201, 'the 255th person fits');
+        for (const scope of [undefined, { category: 'travel' }, { merchant: 'm1', region: 'eu' }]) {
+          const refused = await a.call('POST', '/humans', { did: await newDid(), ...(scope ? { scope } : {}) });
+          assert.is(refused.status, 409, JSON.stringify(refused.body));
+          assert.is(refused.body.error.code, 'conflict');
+          assert.match(refused.body.error.message, `at most ${MAX_PEOPLE_PER_BUNDLE} people`);
+        }
+        for (const scope of [{}, { category: 'travel' }, { merchant: 'm1', region: 'eu' }] as Record<
+          string,
+          string
+        >[]) {
+          const bundle = await issue(a, scope);
+          assert.is(bundle.status, 201, JSON.stringify(bundle.body));
+          assert.is(bundle.body.issuers.length, MAX_PEOPLE_PER_BUNDLE + 1);
+        }
+        assert.is((await a.call('GET', '/humans')).body.humans.length, MAX_PEOPLE_PER_BUNDLE);
+      }),
+  );
 
   test(`${kind}: people scoped apart are not counted together`, () =>
     withAuthorities(async (a, _b, db) => {
@@ -178,65 +185,73 @@ function suite(kind: 'sqlite' | 'postgres') {
       assert.is((await a.call('GET', '/humans')).body.humans.length, MAX_PEOPLE_PER_BUNDLE);
     }));
 
-  test(`${kind}: a database that already holds more people than a bundle lists still issues, with the earliest enrolled`, () =>
-    withAuthorities(async (a, _b, db) => {
-      await insertPeople(db, MAX_PEOPLE_PER_BUNDLE + 20);
-      const earliest = (
-        await db.all<{ did: string }>('SELECT did FROM humans ORDER BY enrolled_at LIMIT ?', [MAX_PEOPLE_PER_BUNDLE])
-      )
-        .map((r) => r.did)
-        .sort();
-      const bundle = await issue(a, { region: 'eu' });
-      assert.is(bundle.status, 201, JSON.stringify(bundle.body));
-      assert.is(bundle.body.issuers.length, MAX_PEOPLE_PER_BUNDLE + 1);
-      assert.equal(
-        bundle.body.issuers
-          .slice(1)
-          .map((i: { issuer: string }) => i.issuer)
-          .sort(),
-        earliest,
-      );
-      assert.is((await a.call('POST', '/humans', { did: await newDid() })).status, 409);
-    }));
+  test(
+    `${kind}: a database that already holds more people than a bundle lists still issues, ` +
+      'with the earliest enrolled',
+    () =>
+      withAuthorities(async (a, _b, db) => {
+        await insertPeople(db, MAX_PEOPLE_PER_BUNDLE + 20);
+        const earliest = (
+          await db.all<{ did: string }>('SELECT did FROM humans ORDER BY enrolled_at LIMIT ?', [MAX_PEOPLE_PER_BUNDLE])
+        )
+          .map((r) => r.did)
+          .sort();
+        const bundle = await issue(a, { region: 'eu' });
+        assert.is(bundle.status, 201, JSON.stringify(bundle.body));
+        assert.is(bundle.body.issuers.length, MAX_PEOPLE_PER_BUNDLE + 1);
+        assert.equal(
+          bundle.body.issuers
+            .slice(1)
+            .map((i: { issuer: string }) => i.issuer)
+            .sort(),
+          earliest,
+        );
+        assert.is((await a.call('POST', '/humans', { did: await newDid() })).status, 409);
+      }),
+  );
 }
 
-test('more live grant keys than a bundle issuer holds (many rotations): the bundle is issued with the held key and those whose grants run longest', async () => {
-  const a = await startTestAuthority();
-  try {
-    const wallet = await generateKeyPair({ alg: 'EdDSA' });
-    const extra = 3;
-    // A grant under each key, each expiring later than the one before: every key stays published.
-    const signedBy: string[] = [];
-    for (let i = 0; i < MAX_ISSUER_KEYS + extra; i++) {
-      const expiresAt = new Date(Date.now() + 3600_000 + i * 60_000).toISOString();
-      const grant = await a.call('POST', '/grants', await grantRequest(a, wallet.publicJwk, { expiresAt }));
-      assert.is(grant.status, 201);
-      signedBy.push(grant.body.keyId);
-      assert.is((await a.call('POST', '/admin/keys/rotate')).status, 201);
+test(
+  'more live grant keys than a bundle issuer holds (many rotations): the bundle is issued ' +
+    'with the held key and those whose grants run longest',
+  async () => {
+    const a = await startTestAuthority();
+    try {
+      const wallet = await generateKeyPair({ alg: 'EdDSA' });
+      const extra = 3;
+      // A grant under each key, each expiring later than the one before: every key stays published.
+      const signedBy: string[] = [];
+      for (let i = 0; i < MAX_ISSUER_KEYS + extra; i++) {
+        const expiresAt = new Date(Date.now() + 3600_000 + i * 60_000).toISOString();
+        const grant = await a.call('POST', '/grants', await grantRequest(a, wallet.publicJwk, { expiresAt }));
+        assert.is(grant.status, 201);
+        signedBy.push(grant.body.keyId);
+        assert.is((await a.call('POST', '/admin/keys/rotate')).status, 201);
+      }
+      assert.is(new Set(signedBy).size, MAX_ISSUER_KEYS + extra);
+      const published = (await a.call('GET', '/.well-known/ctl-keys.json')).body.keys as {
+        kid: string;
+        status: string;
+      }[];
+      assert.is(published.length, MAX_ISSUER_KEYS + extra + 1);
+      const bundle = await issue(a, {});
+      assert.is(bundle.status, 201, JSON.stringify(bundle.body));
+      const kids = bundle.body.issuers[0].keys as { kid: string; status: string }[];
+      assert.is(kids.length, MAX_ISSUER_KEYS);
+      assert.ok(
+        kids.some((k) => k.status === 'active'),
+        'the key that signs now is carried',
+      );
+      // Kept: the active key (it signed nothing yet) and the 63 whose grants expire last; left out the first ones.
+      assert.equal(
+        kids.map((k) => k.kid).sort(),
+        [...published.filter((k) => k.status === 'active').map((k) => k.kid), ...signedBy.slice(extra + 1)].sort(),
+      );
+    } finally {
+      await a.close();
     }
-    assert.is(new Set(signedBy).size, MAX_ISSUER_KEYS + extra);
-    const published = (await a.call('GET', '/.well-known/ctl-keys.json')).body.keys as {
-      kid: string;
-      status: string;
-    }[];
-    assert.is(published.length, MAX_ISSUER_KEYS + extra + 1);
-    const bundle = await issue(a, {});
-    assert.is(bundle.status, 201, JSON.stringify(bundle.body));
-    const kids = bundle.body.issuers[0].keys as { kid: string; status: string }[];
-    assert.is(kids.length, MAX_ISSUER_KEYS);
-    assert.ok(
-      kids.some((k) => k.status === 'active'),
-      'the key that signs now is carried',
-    );
-    // Kept: the active key (it signed nothing yet) and the 63 whose grants expire last; left out the first ones.
-    assert.equal(
-      kids.map((k) => k.kid).sort(),
-      [...published.filter((k) => k.status === 'active').map((k) => k.kid), ...signedBy.slice(extra + 1)].sort(),
-    );
-  } finally {
-    await a.close();
-  }
-});
+  },
+);
 
 suite('sqlite');
 suite('postgres');

@@ -145,9 +145,12 @@ async function storm(ts: TestAuthority[], region: string): Promise<void> {
   test('SQLite: a slow root signer between two issues: the higher sequence carries the revocation', async () => {
     await reviewerRace(t, t, 'sq1');
   });
-  test('SQLite: a slow signature holds the scope: the next bundle carries the revocation and the rotated key', async () => {
-    await slowSignature(t, t, 'sq2');
-  });
+  test(
+    'SQLite: a slow signature holds the scope: the next bundle carries the revocation ' + 'and the rotated key',
+    async () => {
+      await slowSignature(t, t, 'sq2');
+    },
+  );
   test('SQLite: concurrent issues with revocations: sequences 1..n, revocations never lost', async () => {
     await storm([t], 'sq3');
   });
@@ -179,9 +182,12 @@ if (!available) {
   test('PostgreSQL, two instances: a slow signature on A holds the scope for B too', async () => {
     await slowSignature(a, b, 'pg3');
   });
-  test('PostgreSQL, two instances: concurrent issues with revocations: sequences 1..n, revocations never lost', async () => {
-    await storm([a, b], 'pg4');
-  });
+  test(
+    'PostgreSQL, two instances: concurrent issues with revocations: sequences 1..n, revocations ' + 'never lost',
+    async () => {
+      await storm([a, b], 'pg4');
+    },
+  );
 }
 
 test.run();

@@ -106,32 +106,39 @@ async function killAndResume(
   }
 }
 
-test('SQLite: SIGKILL with audit deliveries pending and the receiver down; after restart every entry arrives with its id', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'ctl-durable-'));
-  const url = `sqlite:${join(dir, 'authority.db')}`;
-  try {
-    await killAndResume(url, () => openDatabase(url), { CTL_TEST_DIR: dir }, 1);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-});
+test(
+  'SQLite: SIGKILL with audit deliveries pending and the receiver down; after restart ' +
+    'every entry arrives with its id',
+  async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ctl-durable-'));
+    const url = `sqlite:${join(dir, 'authority.db')}`;
+    try {
+      await killAndResume(url, () => openDatabase(url), { CTL_TEST_DIR: dir }, 1);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  },
+);
 
-test('PostgreSQL, two processes: SIGKILL both with deliveries pending; every entry arrives once per id, one chain', async () => {
-  if (!(await pgAvailable())) return console.log('SKIPPED: no PostgreSQL at', PG_URL);
-  const schema = freshSchema();
-  const dir = mkdtempSync(join(tmpdir(), 'ctl-durable-'));
-  try {
-    await killAndResume(
-      PG_URL,
-      () => openDatabase(PG_URL, { schema }),
-      { CTL_TEST_PG_SCHEMA: schema, CTL_TEST_DIR: dir },
-      2,
-    );
-  } finally {
-    await dropSchema(schema);
-    rmSync(dir, { recursive: true, force: true });
-  }
-});
+test(
+  'PostgreSQL, two processes: SIGKILL both with deliveries pending; every entry arrives ' + 'once per id, one chain',
+  async () => {
+    if (!(await pgAvailable())) return console.log('SKIPPED: no PostgreSQL at', PG_URL);
+    const schema = freshSchema();
+    const dir = mkdtempSync(join(tmpdir(), 'ctl-durable-'));
+    try {
+      await killAndResume(
+        PG_URL,
+        () => openDatabase(PG_URL, { schema }),
+        { CTL_TEST_PG_SCHEMA: schema, CTL_TEST_DIR: dir },
+        2,
+      );
+    } finally {
+      await dropSchema(schema);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  },
+);
 
 test('a change whose audit entry cannot be written does not commit, nor does its delivery', async () => {
   const hook = await downReceiver();

@@ -22,7 +22,10 @@ export interface TestAuthority {
   url: string;
   authority: Authority;
   dir: string;
-  /** fetch + JSON: `{ status, body, headers }`, checked against authority/openapi.json; `key` defaults to the admin key (`null` sends none). */
+  /**
+   * fetch + JSON: `{ status, body, headers }`, checked against authority/openapi.json; `key` defaults to the admin key
+   * (`null` sends none).
+   */
   call(
     method: string,
     path: string,

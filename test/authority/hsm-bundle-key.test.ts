@@ -96,31 +96,34 @@ test('a token key the newest root statement does not list is refused naming the 
   assert.ok(msg.startsWith(`${URI_VAR} is not one of the bundleKeys of root version 2`), msg);
 });
 
-test('bundles signed by the bundle key in the token verify through the chain from the pinned version-1 root', async () => {
-  const t = await startTestAuthority({
-    dir,
-    keepDir: true,
-    env: { CTL_PKCS11_MODULE: SOFTHSM_MODULE, [URI_VAR]: hsm.uri('bundle-2') },
-  });
-  try {
-    const r = await t.call('POST', '/trust-bundles', {
-      scope: { region: 'eu' },
-      expiresAt: new Date(Date.now() + 3600_000).toISOString(),
+test(
+  'bundles signed by the bundle key in the token verify through the chain from the pinned ' + 'version-1 root',
+  async () => {
+    const t = await startTestAuthority({
+      dir,
+      keepDir: true,
+      env: { CTL_PKCS11_MODULE: SOFTHSM_MODULE, [URI_VAR]: hsm.uri('bundle-2') },
     });
-    assert.is(r.status, 201, JSON.stringify(r.body));
-    const rootChain = (await t.call('GET', '/trust-root', undefined, null)).body.statements;
-    const ok = await verifyTrustBundle(r.body, root1.publicKeyPem, { rootChain });
-    assert.ok(ok.valid, JSON.stringify(ok));
-    assert.is(
-      JSON.stringify(r.body).includes(await jwkThumbprint(bundleJwk)),
-      true,
-      'signed under the kid of the key in the token',
-    );
-    // Without the chain the same bundle is not the root's: it was signed by the token's key.
-    assert.not.ok((await verifyTrustBundle(r.body, root1.publicKeyPem)).valid);
-  } finally {
-    await t.close();
-  }
-});
+    try {
+      const r = await t.call('POST', '/trust-bundles', {
+        scope: { region: 'eu' },
+        expiresAt: new Date(Date.now() + 3600_000).toISOString(),
+      });
+      assert.is(r.status, 201, JSON.stringify(r.body));
+      const rootChain = (await t.call('GET', '/trust-root', undefined, null)).body.statements;
+      const ok = await verifyTrustBundle(r.body, root1.publicKeyPem, { rootChain });
+      assert.ok(ok.valid, JSON.stringify(ok));
+      assert.is(
+        JSON.stringify(r.body).includes(await jwkThumbprint(bundleJwk)),
+        true,
+        'signed under the kid of the key in the token',
+      );
+      // Without the chain the same bundle is not the root's: it was signed by the token's key.
+      assert.not.ok((await verifyTrustBundle(r.body, root1.publicKeyPem)).valid);
+    } finally {
+      await t.close();
+    }
+  },
+);
 
 test.run();

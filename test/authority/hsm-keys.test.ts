@@ -56,33 +56,36 @@ const refusal = startRefusal;
 
 // First, while no session of this process is logged in to the spare token (a token's login is
 // shared by all of a process's sessions, so a wrong PIN is only seen by the first login).
-test('a wrong PIN or a missing key is a start-up error naming the variable, never a fall-back to the stored key', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'ctl-hsm-auth-'));
-  try {
-    const dev = await startTestAuthority({ dir, keepDir: true }); // the database now holds a generated grant key
-    await dev.close();
-    const wrongPin = await refusal(() =>
-      startTestAuthority({ dir, keepDir: true, env: env({ [GRANT_URI]: spareUri('grant', '9999') }) }),
-    );
-    assert.ok(wrongPin.startsWith(`${GRANT_URI}: `), wrongPin);
-    assert.match(wrongPin, /CKR_PIN_INCORRECT/);
-    assert.not.match(wrongPin, /\n/);
-    const noKey = await refusal(() =>
-      startTestAuthority({ dir, keepDir: true, env: env({ [ROOT_URI]: hsm.uri('no-such-root') }) }),
-    );
-    assert.ok(noKey.startsWith(`${ROOT_URI}: no private key match`), noKey);
-    const noModule = await refusal(() =>
-      startTestAuthority({
-        dir,
-        keepDir: true,
-        env: { [GRANT_URI]: hsm.uri('grant-a'), CTL_PKCS11_MODULE: join(dir, 'missing.so') },
-      }),
-    );
-    assert.ok(noModule.startsWith(`${GRANT_URI}: PKCS#11 module`), noModule);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-});
+test(
+  'a wrong PIN or a missing key is a start-up error naming the variable, never a fall-back ' + 'to the stored key',
+  async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ctl-hsm-auth-'));
+    try {
+      const dev = await startTestAuthority({ dir, keepDir: true }); // the database now holds a generated grant key
+      await dev.close();
+      const wrongPin = await refusal(() =>
+        startTestAuthority({ dir, keepDir: true, env: env({ [GRANT_URI]: spareUri('grant', '9999') }) }),
+      );
+      assert.ok(wrongPin.startsWith(`${GRANT_URI}: `), wrongPin);
+      assert.match(wrongPin, /CKR_PIN_INCORRECT/);
+      assert.not.match(wrongPin, /\n/);
+      const noKey = await refusal(() =>
+        startTestAuthority({ dir, keepDir: true, env: env({ [ROOT_URI]: hsm.uri('no-such-root') }) }),
+      );
+      assert.ok(noKey.startsWith(`${ROOT_URI}: no private key match`), noKey);
+      const noModule = await refusal(() =>
+        startTestAuthority({
+          dir,
+          keepDir: true,
+          env: { [GRANT_URI]: hsm.uri('grant-a'), CTL_PKCS11_MODULE: join(dir, 'missing.so') },
+        }),
+      );
+      assert.ok(noModule.startsWith(`${GRANT_URI}: PKCS#11 module`), noModule);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  },
+);
 
 test('`ctl authority` with a wrong PIN exits non-zero with one line naming the variable', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'ctl-hsm-cli-'));
@@ -108,7 +111,8 @@ test('`ctl authority` with a wrong PIN exits non-zero with one line naming the v
     assert.is(exit.stderr.trim().split('\n').length, 1, exit.stderr);
     assert.match(
       exit.stderr,
-      `ctl authority: ${GRANT_URI}: logging in to pkcs11:token=spare;object=grant?pin-value=***: the token refused the PIN (CKR_PIN_INCORRECT)`,
+      `ctl authority: ${GRANT_URI}: logging in to pkcs11:token=spare;object=grant?pin-value=***: ` +
+        'the token refused the PIN (CKR_PIN_INCORRECT)',
     );
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -164,60 +168,66 @@ test('a KEK inside the token (CTL_AUTHORITY_KEK_PKCS11_URI) seals the keys the a
   }
 });
 
-test('a token that stops answering after start: the grant is refused 503 unavailable, nothing is signed elsewhere', async () => {
-  const t = await startTestAuthority({ env: env({ [GRANT_URI]: hsm.uri('grant-a'), [ROOT_URI]: hsm.uri('root') }) });
-  try {
-    await issue(t);
-    closePkcs11Modules(); // the library finalised under the signer: every call now fails
-    const wallet = await generateKeyPair({ alg: 'EdDSA' });
-    const r = await t.call('POST', '/grants', await grantRequest(t, wallet.publicJwk));
-    assert.is(r.status, 503);
-    assert.is(r.body.error.code, 'unavailable');
-    assert.match(r.body.error.message, /token did not sign \(.+\)/, r.body.error.message);
-  } finally {
-    await t.close();
-  }
-});
-
-test('PostgreSQL: two instances with different HSM grant keys both sign and publish both; the root is one', async () => {
-  if (!(await pgAvailable())) {
-    console.log('SKIPPED: PostgreSQL unreachable');
-    return;
-  }
-  const schema = freshSchema();
-  const open = (grant: string) =>
-    startTestAuthority({
-      databaseUrl: PG_URL,
-      schema,
-      env: env({ [GRANT_URI]: hsm.uri(grant), [ROOT_URI]: hsm.uri('root') }),
-    });
-  const a = await open('grant-a');
-  const b = await open('grant-b');
-  try {
-    const issued = [await issue(a), await issue(b), await issue(a)];
-    assert.is.not(issued[0].keyId, issued[1].keyId);
-    for (const t of [a, b]) {
-      const jwks = (await t.call('GET', '/.well-known/ctl-keys.json', undefined, null)).body;
-      assert.equal(
-        jwks.keys.map((k: { status: string }) => k.status),
-        ['active', 'active'],
-      );
-      for (const g of issued) assert.ok((await verifyPolicyGrant(g, { jwks })).valid, `${g.keyId} on ${t.url}`);
+test(
+  'a token that stops answering after start: the grant is refused 503 unavailable, nothing ' + 'is signed elsewhere',
+  async () => {
+    const t = await startTestAuthority({ env: env({ [GRANT_URI]: hsm.uri('grant-a'), [ROOT_URI]: hsm.uri('root') }) });
+    try {
+      await issue(t);
+      closePkcs11Modules(); // the library finalised under the signer: every call now fails
+      const wallet = await generateKeyPair({ alg: 'EdDSA' });
+      const r = await t.call('POST', '/grants', await grantRequest(t, wallet.publicJwk));
+      assert.is(r.status, 503);
+      assert.is(r.body.error.code, 'unavailable');
+      assert.match(r.body.error.message, /token did not sign \(.+\)/, r.body.error.message);
+    } finally {
+      await t.close();
     }
-    // A root from the token other than the stored one is refused (PROTOCOL.md §11), naming the URI variable.
-    const other = await refusal(() =>
+  },
+);
+
+test(
+  'PostgreSQL: two instances with different HSM grant keys both sign and publish both; ' + 'the root is one',
+  async () => {
+    if (!(await pgAvailable())) {
+      console.log('SKIPPED: PostgreSQL unreachable');
+      return;
+    }
+    const schema = freshSchema();
+    const open = (grant: string) =>
       startTestAuthority({
         databaseUrl: PG_URL,
         schema,
-        env: env({ [GRANT_URI]: hsm.uri('grant-a'), [ROOT_URI]: hsm.uri('grant-b') }),
-      }),
-    );
-    assert.ok(other.startsWith(`${ROOT_URI} is not the Trust Bundle root key stored in the database`), other);
-  } finally {
-    await a.close();
-    await b.close();
-    await dropSchema(schema);
-  }
-});
+        env: env({ [GRANT_URI]: hsm.uri(grant), [ROOT_URI]: hsm.uri('root') }),
+      });
+    const a = await open('grant-a');
+    const b = await open('grant-b');
+    try {
+      const issued = [await issue(a), await issue(b), await issue(a)];
+      assert.is.not(issued[0].keyId, issued[1].keyId);
+      for (const t of [a, b]) {
+        const jwks = (await t.call('GET', '/.well-known/ctl-keys.json', undefined, null)).body;
+        assert.equal(
+          jwks.keys.map((k: { status: string }) => k.status),
+          ['active', 'active'],
+        );
+        for (const g of issued) assert.ok((await verifyPolicyGrant(g, { jwks })).valid, `${g.keyId} on ${t.url}`);
+      }
+      // A root from the token other than the stored one is refused (PROTOCOL.md §11), naming the URI variable.
+      const other = await refusal(() =>
+        startTestAuthority({
+          databaseUrl: PG_URL,
+          schema,
+          env: env({ [GRANT_URI]: hsm.uri('grant-a'), [ROOT_URI]: hsm.uri('grant-b') }),
+        }),
+      );
+      assert.ok(other.startsWith(`${ROOT_URI} is not the Trust Bundle root key stored in the database`), other);
+    } finally {
+      await a.close();
+      await b.close();
+      await dropSchema(schema);
+    }
+  },
+);
 
 test.run();

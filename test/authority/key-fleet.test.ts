@@ -159,34 +159,36 @@ function scenarios(name: string, makeDb: () => Db): void {
     }
   });
 
-  it('an instance with a stored (generated) key keeps it when one with a key from the environment starts, and rotation moves only the stored key', async ({
-    open,
-  }) => {
-    const k2 = await generateKeyPair({ alg: 'EdDSA' });
-    const a = await open();
-    const stored = (await issue(a)).grant.keyId;
-    const b = await open(grantEnv(k2.privateKeyPem, 'env-2'));
-    try {
-      const issued = [await issue(a), await issue(b)];
-      assert.is(issued[0].grant.keyId, stored);
-      assert.is(issued[1].grant.keyId, 'env-2');
-      // Rotation is of the database's stored key, whichever instance is asked: both agree.
-      for (const via of [b, a]) {
-        const rot = await via.call('POST', '/admin/keys/rotate');
-        assert.is(rot.status, 201, JSON.stringify(rot.body));
-        const fromA = await issue(a);
-        const fromB = await issue(b);
-        assert.is(fromA.grant.keyId, rot.body.kid, 'A picks the rotated key up from the database');
-        assert.is(fromB.grant.keyId, 'env-2', 'a rotation never touches a key from the environment');
-        issued.push(fromA, fromB);
+  it(
+    'an instance with a stored (generated) key keeps it when one with a key from the environment ' +
+      'starts, and rotation moves only the stored key',
+    async ({ open }) => {
+      const k2 = await generateKeyPair({ alg: 'EdDSA' });
+      const a = await open();
+      const stored = (await issue(a)).grant.keyId;
+      const b = await open(grantEnv(k2.privateKeyPem, 'env-2'));
+      try {
+        const issued = [await issue(a), await issue(b)];
+        assert.is(issued[0].grant.keyId, stored);
+        assert.is(issued[1].grant.keyId, 'env-2');
+        // Rotation is of the database's stored key, whichever instance is asked: both agree.
+        for (const via of [b, a]) {
+          const rot = await via.call('POST', '/admin/keys/rotate');
+          assert.is(rot.status, 201, JSON.stringify(rot.body));
+          const fromA = await issue(a);
+          const fromB = await issue(b);
+          assert.is(fromA.grant.keyId, rot.body.kid, 'A picks the rotated key up from the database');
+          assert.is(fromB.grant.keyId, 'env-2', 'a rotation never touches a key from the environment');
+          issued.push(fromA, fromB);
+        }
+        await allVerify(issued, [a, b]);
+        assert.equal(await jwksOf(a), await jwksOf(b));
+      } finally {
+        await a.close();
+        await b.close();
       }
-      await allVerify(issued, [a, b]);
-      assert.equal(await jwksOf(a), await jwksOf(b));
-    } finally {
-      await a.close();
-      await b.close();
-    }
-  });
+    },
+  );
 
   it('keys only from the environment: rotation is refused (409) by every instance, naming the variable', async ({
     open,
@@ -203,50 +205,54 @@ function scenarios(name: string, makeDb: () => Db): void {
     }
   });
 
-  it('an instance without the grant variable is refused on a database whose grant keys come from it; the others keep answering', async ({
-    open,
-  }) => {
-    const k1 = await generateKeyPair({ alg: 'EdDSA' });
-    const a = await open(grantEnv(k1.privateKeyPem, 'g1'));
-    try {
-      const message = await startError(() => open());
-      assert.match(message, GRANT_PEM);
-      assert.not.match(message, '\n');
-      assert.is((await issue(a)).grant.keyId, 'g1');
-    } finally {
-      await a.close();
-    }
-  });
+  it(
+    'an instance without the grant variable is refused on a database whose grant keys ' +
+      'come from it; the others keep answering',
+    async ({ open }) => {
+      const k1 = await generateKeyPair({ alg: 'EdDSA' });
+      const a = await open(grantEnv(k1.privateKeyPem, 'g1'));
+      try {
+        const message = await startError(() => open());
+        assert.match(message, GRANT_PEM);
+        assert.not.match(message, '\n');
+        assert.is((await issue(a)).grant.keyId, 'g1');
+      } finally {
+        await a.close();
+      }
+    },
+  );
 
-  it("a different Trust Bundle root than the database's is refused at start, in one line naming the variable and §11; the root is unchanged", async ({
-    open,
-  }) => {
-    const r1 = await generateKeyPair({ alg: 'EdDSA' });
-    const r2 = await generateKeyPair({ alg: 'EdDSA' });
-    const a = await open({ [ROOT_PEM]: r1.privateKeyPem });
-    try {
-      const message = await startError(() => open({ [ROOT_PEM]: r2.privateKeyPem }));
-      assert.match(message, ROOT_PEM);
-      assert.match(message, '§11');
-      assert.not.match(message, '\n');
-      // Without the variable, on a database whose root comes from it: refused too (it could not sign bundles).
-      assert.match(await startError(() => open()), ROOT_PEM);
-      // A still signs bundles with the root the devices pinned.
-      const bundle = await a.call('POST', '/trust-bundles', {
-        scope: { region: 'eu' },
-        expiresAt: new Date(Date.now() + 86_400_000).toISOString(),
-      });
-      assert.is(bundle.status, 201);
-      const rootPem = createPublicKey(r1.privateKeyPem).export({ type: 'spki', format: 'pem' }).toString();
-      assert.ok((await verifyTrustBundle(bundle.body, rootPem)).valid);
-      assert.is((await a.authority.keys.rootSigner()).publicKeyPem, rootPem);
-      // The same root again starts.
-      const again = await open({ [ROOT_PEM]: r1.privateKeyPem });
-      await again.close();
-    } finally {
-      await a.close();
-    }
-  });
+  it(
+    "a different Trust Bundle root than the database's is refused at start, in one line " +
+      'naming the variable and §11; the root is unchanged',
+    async ({ open }) => {
+      const r1 = await generateKeyPair({ alg: 'EdDSA' });
+      const r2 = await generateKeyPair({ alg: 'EdDSA' });
+      const a = await open({ [ROOT_PEM]: r1.privateKeyPem });
+      try {
+        const message = await startError(() => open({ [ROOT_PEM]: r2.privateKeyPem }));
+        assert.match(message, ROOT_PEM);
+        assert.match(message, '§11');
+        assert.not.match(message, '\n');
+        // Without the variable, on a database whose root comes from it: refused too (it could not sign bundles).
+        assert.match(await startError(() => open()), ROOT_PEM);
+        // A still signs bundles with the root the devices pinned.
+        const bundle = await a.call('POST', '/trust-bundles', {
+          scope: { region: 'eu' },
+          expiresAt: new Date(Date.now() + 86_400_000).toISOString(),
+        });
+        assert.is(bundle.status, 201);
+        const rootPem = createPublicKey(r1.privateKeyPem).export({ type: 'spki', format: 'pem' }).toString();
+        assert.ok((await verifyTrustBundle(bundle.body, rootPem)).valid);
+        assert.is((await a.authority.keys.rootSigner()).publicKeyPem, rootPem);
+        // The same root again starts.
+        const again = await open({ [ROOT_PEM]: r1.privateKeyPem });
+        await again.close();
+      } finally {
+        await a.close();
+      }
+    },
+  );
 
   it('a root PEM on a database whose root was generated is refused too', async ({ open }) => {
     const a = await open();
@@ -294,48 +300,52 @@ function scenarios(name: string, makeDb: () => Db): void {
 
 scenarios('SQLite', sqliteDb);
 
-test("SQLite: `ctl authority` with another root on the running instance's database exits non-zero with the refusal; the instance is unaffected", async () => {
-  const db = sqliteDb();
-  try {
-    const r1 = await generateKeyPair({ alg: 'EdDSA' });
-    const r2 = await generateKeyPair({ alg: 'EdDSA' });
-    const a = await db.open({ [ROOT_PEM]: r1.privateKeyPem });
-    const env = {
-      ...process.env,
-      PORT: '0',
-      DATABASE_URL: `sqlite:${join(a.dir, 'authority.db')}`,
-      LOG_LEVEL: 'silent',
-      [ROOT_PEM]: r2.privateKeyPem,
-    };
-    const exit = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
-      const child = execFile(
-        process.execPath,
-        [join(process.cwd(), 'bin', 'ctl.mjs'), 'authority'],
-        { env, timeout: 20_000 },
-        (e, _out, stderr) => resolve({ code: e ? (typeof e.code === 'number' ? e.code : -1) : 0, stderr }),
+test(
+  "SQLite: `ctl authority` with another root on the running instance's database exits " +
+    'non-zero with the refusal; the instance is unaffected',
+  async () => {
+    const db = sqliteDb();
+    try {
+      const r1 = await generateKeyPair({ alg: 'EdDSA' });
+      const r2 = await generateKeyPair({ alg: 'EdDSA' });
+      const a = await db.open({ [ROOT_PEM]: r1.privateKeyPem });
+      const env = {
+        ...process.env,
+        PORT: '0',
+        DATABASE_URL: `sqlite:${join(a.dir, 'authority.db')}`,
+        LOG_LEVEL: 'silent',
+        [ROOT_PEM]: r2.privateKeyPem,
+      };
+      const exit = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+        const child = execFile(
+          process.execPath,
+          [join(process.cwd(), 'bin', 'ctl.mjs'), 'authority'],
+          { env, timeout: 20_000 },
+          (e, _out, stderr) => resolve({ code: e ? (typeof e.code === 'number' ? e.code : -1) : 0, stderr }),
+        );
+        child.stdin?.end();
+      });
+      assert.is.not(exit.code, 0, 'the process must not start');
+      assert.match(exit.stderr, `${ROOT_PEM} is not the Trust Bundle root key stored in the database`);
+      assert.match(exit.stderr, 'PROTOCOL.md §11');
+      const bundle = await a.call('POST', '/trust-bundles', {
+        scope: {},
+        expiresAt: new Date(Date.now() + 86_400_000).toISOString(),
+      });
+      assert.is(bundle.status, 201);
+      assert.ok(
+        (
+          await verifyTrustBundle(
+            bundle.body,
+            createPublicKey(r1.privateKeyPem).export({ type: 'spki', format: 'pem' }).toString(),
+          )
+        ).valid,
       );
-      child.stdin?.end();
-    });
-    assert.is.not(exit.code, 0, 'the process must not start');
-    assert.match(exit.stderr, `${ROOT_PEM} is not the Trust Bundle root key stored in the database`);
-    assert.match(exit.stderr, 'PROTOCOL.md §11');
-    const bundle = await a.call('POST', '/trust-bundles', {
-      scope: {},
-      expiresAt: new Date(Date.now() + 86_400_000).toISOString(),
-    });
-    assert.is(bundle.status, 201);
-    assert.ok(
-      (
-        await verifyTrustBundle(
-          bundle.body,
-          createPublicKey(r1.privateKeyPem).export({ type: 'spki', format: 'pem' }).toString(),
-        )
-      ).valid,
-    );
-  } finally {
-    await db.cleanup();
-  }
-});
+    } finally {
+      await db.cleanup();
+    }
+  },
+);
 
 if (!(await pgAvailable())) {
   console.log(`SKIPPED key fleet on PostgreSQL: ${PG_URL} is unreachable`);

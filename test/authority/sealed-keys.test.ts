@@ -41,51 +41,56 @@ test('generated keys are stored sealed; a development KEK is made beside the dat
   }
 });
 
-test('a database with keys in the clear is sealed at start, same kids; another KEK is refused naming the variable', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'ctl-sealed-'));
-  const kek = randomBytes(32).toString('base64url');
-  try {
-    const a = await startTestAuthority({ dir, keepDir: true, env: { CTL_AUTHORITY_KEK: kek } });
-    const before = await issue(a);
-    // Turn the database into one from before sealing: each private key back in the clear.
-    const sealer = createSealer(aesKeyWrapper(parseKek(kek, 'k'), 'k'), 'k');
-    for (const r of await a.authority.store.listSigningKeys()) {
-      const clear = await sealer.open(r.privatePem!, `signing_keys:${r.kid}`);
-      assert.ok(await a.authority.store.replacePrivatePem(r.kid, r.privatePem!, clear));
-    }
-    assert.ok(
-      (await a.authority.store.listSigningKeys()).every((r) => r.privatePem!.startsWith('-----BEGIN PRIVATE KEY-----')),
-    );
-    await a.close();
-
-    const b = await startTestAuthority({ dir, keepDir: true, env: { CTL_AUTHORITY_KEK: kek } });
-    const rows = await b.authority.store.listSigningKeys();
-    assert.ok(
-      rows.every((r) => isSealed(r.privatePem!)),
-      'sealed at start',
-    );
-    const after = await issue(b);
-    assert.is(after.keyId, before.keyId, 'the same grant key, now sealed');
-    const jwks = (await b.call('GET', '/.well-known/ctl-keys.json', undefined, null)).body;
-    for (const g of [before, after]) assert.ok((await verifyPolicyGrant(g, { jwks })).valid);
-    await b.close();
-
-    let message = '';
+test(
+  'a database with keys in the clear is sealed at start, same kids; another KEK is refused ' + 'naming the variable',
+  async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ctl-sealed-'));
+    const kek = randomBytes(32).toString('base64url');
     try {
-      const c = await startTestAuthority({
-        dir,
-        keepDir: true,
-        env: { CTL_AUTHORITY_KEK: randomBytes(32).toString('hex') },
-      });
-      await c.close();
-    } catch (e) {
-      message = (e as Error).message;
+      const a = await startTestAuthority({ dir, keepDir: true, env: { CTL_AUTHORITY_KEK: kek } });
+      const before = await issue(a);
+      // Turn the database into one from before sealing: each private key back in the clear.
+      const sealer = createSealer(aesKeyWrapper(parseKek(kek, 'k'), 'k'), 'k');
+      for (const r of await a.authority.store.listSigningKeys()) {
+        const clear = await sealer.open(r.privatePem!, `signing_keys:${r.kid}`);
+        assert.ok(await a.authority.store.replacePrivatePem(r.kid, r.privatePem!, clear));
+      }
+      assert.ok(
+        (await a.authority.store.listSigningKeys()).every((r) =>
+          r.privatePem!.startsWith('-----BEGIN PRIVATE KEY-----'),
+        ),
+      );
+      await a.close();
+
+      const b = await startTestAuthority({ dir, keepDir: true, env: { CTL_AUTHORITY_KEK: kek } });
+      const rows = await b.authority.store.listSigningKeys();
+      assert.ok(
+        rows.every((r) => isSealed(r.privatePem!)),
+        'sealed at start',
+      );
+      const after = await issue(b);
+      assert.is(after.keyId, before.keyId, 'the same grant key, now sealed');
+      const jwks = (await b.call('GET', '/.well-known/ctl-keys.json', undefined, null)).body;
+      for (const g of [before, after]) assert.ok((await verifyPolicyGrant(g, { jwks })).valid);
+      await b.close();
+
+      let message = '';
+      try {
+        const c = await startTestAuthority({
+          dir,
+          keepDir: true,
+          env: { CTL_AUTHORITY_KEK: randomBytes(32).toString('hex') },
+        });
+        await c.close();
+      } catch (e) {
+        message = (e as Error).message;
+      }
+      assert.match(message, /is sealed under KEK [0-9a-f]{16}, but CTL_AUTHORITY_KEK here is KEK/);
+      assert.not.match(message, /\n/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
-    assert.match(message, /is sealed under KEK [0-9a-f]{16}, but CTL_AUTHORITY_KEK here is KEK/);
-    assert.not.match(message, /\n/);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-});
+  },
+);
 
 test.run();

@@ -244,7 +244,8 @@ export function storeConformance(name: string, open: () => Promise<Harness>): vo
   });
 
   t(
-    "signing keys: a stored key's activation leaves keys held from an environment alone; a hold touches no other key and its lease only grows",
+    "signing keys: a stored key's activation leaves keys held from an environment alone; " +
+      'a hold touches no other key and its lease only grows',
     async ({ h }) => {
       const env = (kid: string): SigningKeyRow => ({
         ...keyRow(kid),

@@ -90,46 +90,52 @@ if (!available) {
   const status = async (t: TestAuthority, id: string) =>
     (await t.call('GET', `/revoke?grantId=${id}`, undefined, null)).body.revoked;
 
-  test('revoked on A, answered as revoked by B at the very next check, again and again (B answering from its cache)', async () => {
-    await until(() => a.authority.store.revocationCache.live && b.authority.store.revocationCache.live);
-    for (let i = 0; i < 30; i++) {
-      const id = await issue(i % 2 ? a : b);
-      await until(async () => (await b.call('GET', `/revoke?grantId=${id}`, undefined, null)).status === 200);
-      assert.is(await status(b, id), false);
-      assert.is(await status(b, id), false); // now a cache hit on B
-      const [from, to] = i % 3 ? [a, b] : [b, a];
-      if (from === b) assert.is(await status(a, id), false);
-      assert.is((await from.call('POST', '/revoke', { grantId: id })).status, 200);
-      assert.is(await status(to, id), true, `check ${i}`);
-    }
-    assert.ok(b.authority.store.revocationCache.size >= 20);
-  });
-
-  test('under a stream of checks on B, every check that starts after A answered the revocation says revoked', async () => {
-    const id = await issue(a);
-    await until(async () => (await status(b, id)) === false);
-    let revokedAnswered = false;
-    let stop = false;
-    const late: boolean[] = [];
-    const loops = Array.from({ length: 8 }, async () => {
-      while (!stop) {
-        const after = revokedAnswered;
-        const revoked = await status(b, id);
-        if (after) late.push(revoked);
+  test(
+    'revoked on A, answered as revoked by B at the very next check, again and again (B ' + 'answering from its cache)',
+    async () => {
+      await until(() => a.authority.store.revocationCache.live && b.authority.store.revocationCache.live);
+      for (let i = 0; i < 30; i++) {
+        const id = await issue(i % 2 ? a : b);
+        await until(async () => (await b.call('GET', `/revoke?grantId=${id}`, undefined, null)).status === 200);
+        assert.is(await status(b, id), false);
+        assert.is(await status(b, id), false); // now a cache hit on B
+        const [from, to] = i % 3 ? [a, b] : [b, a];
+        if (from === b) assert.is(await status(a, id), false);
+        assert.is((await from.call('POST', '/revoke', { grantId: id })).status, 200);
+        assert.is(await status(to, id), true, `check ${i}`);
       }
-    });
-    await new Promise((r) => setTimeout(r, 50));
-    assert.is((await a.call('POST', '/revoke', { grantId: id })).status, 200);
-    revokedAnswered = true;
-    await new Promise((r) => setTimeout(r, 100));
-    stop = true;
-    await Promise.all(loops);
-    assert.ok(late.length > 8);
-    assert.ok(
-      late.every((x) => x === true),
-      `${late.filter((x) => !x).length} of ${late.length} late checks said not revoked`,
-    );
-  });
+      assert.ok(b.authority.store.revocationCache.size >= 20);
+    },
+  );
+
+  test(
+    'under a stream of checks on B, every check that starts after A answered the revocation ' + 'says revoked',
+    async () => {
+      const id = await issue(a);
+      await until(async () => (await status(b, id)) === false);
+      let revokedAnswered = false;
+      let stop = false;
+      const late: boolean[] = [];
+      const loops = Array.from({ length: 8 }, async () => {
+        while (!stop) {
+          const after = revokedAnswered;
+          const revoked = await status(b, id);
+          if (after) late.push(revoked);
+        }
+      });
+      await new Promise((r) => setTimeout(r, 50));
+      assert.is((await a.call('POST', '/revoke', { grantId: id })).status, 200);
+      revokedAnswered = true;
+      await new Promise((r) => setTimeout(r, 100));
+      stop = true;
+      await Promise.all(loops);
+      assert.ok(late.length > 8);
+      assert.ok(
+        late.every((x) => x === true),
+        `${late.filter((x) => !x).length} of ${late.length} late checks said not revoked`,
+      );
+    },
+  );
 
   test('listener lost: caches are dropped and not trusted until it is back, then revocations flow again', async () => {
     const id = await issue(a);

@@ -71,58 +71,73 @@ if (!available) {
     await dropSchema(schema);
   });
 
-  test('revoked on A, revoked on B within the propagation bound and for good, 50 times (B answering from its cache until then)', async () => {
-    const wallet = await generateKeyPair({ alg: 'EdDSA' });
-    const body = await grantRequest(a, wallet.publicJwk);
-    for (let i = 0; i < 50; i++) {
-      const id = (await a.call('POST', '/grants', body)).body.grantId as string;
-      await until(async () => (await onB(id)).status === 200);
-      assert.is((await onB(id)).revoked, false);
-      assert.is((await onB(id)).revoked, false);
-      assert.is((await a.call('POST', '/revoke', { grantId: id })).status, 200);
-      await revokedOnBWithin(id);
-      assert.is((await onB(id)).revoked, true, `check ${i}: revoked stays revoked`);
-    }
-    assert.ok((await ask('size')).size >= 50, 'B cached what it answered');
-  });
+  test(
+    'revoked on A, revoked on B within the propagation bound and for good, 50 times (B ' +
+      'answering from its cache until then)',
+    async () => {
+      const wallet = await generateKeyPair({ alg: 'EdDSA' });
+      const body = await grantRequest(a, wallet.publicJwk);
+      for (let i = 0; i < 50; i++) {
+        const id = (await a.call('POST', '/grants', body)).body.grantId as string;
+        await until(async () => (await onB(id)).status === 200);
+        assert.is((await onB(id)).revoked, false);
+        assert.is((await onB(id)).revoked, false);
+        assert.is((await a.call('POST', '/revoke', { grantId: id })).status, 200);
+        await revokedOnBWithin(id);
+        assert.is((await onB(id)).revoked, true, `check ${i}: revoked stays revoked`);
+      }
+      assert.ok((await ask('size')).size >= 50, 'B cached what it answered');
+    },
+  );
 
-  test('under a stream of checks on B, once B has said revoked it never says otherwise, and it says so within the bound', async () => {
-    const wallet = await generateKeyPair({ alg: 'EdDSA' });
-    for (let round = 0; round < 5; round++) {
-      const id = (await a.call('POST', '/grants', await grantRequest(a, wallet.publicJwk))).body.grantId as string;
-      await until(async () => (await onB(id)).revoked === false);
-      let answered = false;
-      let stop = false;
-      // Per loop, the answers given to checks that started after A answered, in order.
-      const late: boolean[][] = [];
-      const loops = Array.from({ length: 8 }, async (_, n) => {
-        late[n] = [];
-        while (!stop) {
-          const after = answered;
-          const { revoked } = await onB(id);
-          if (after) late[n]!.push(revoked === true);
+  test(
+    'under a stream of checks on B, once B has said revoked it never says otherwise, and ' +
+      'it says so within the bound',
+    async () => {
+      const wallet = await generateKeyPair({ alg: 'EdDSA' });
+      for (let round = 0; round < 5; round++) {
+        const id = (await a.call('POST', '/grants', await grantRequest(a, wallet.publicJwk))).body.grantId as string;
+        await until(async () => (await onB(id)).revoked === false);
+        let answered = false;
+        let stop = false;
+        // Per loop, the answers given to checks that started after A answered, in order.
+        const late: boolean[][] = [];
+        const loops = Array.from({ length: 8 }, async (_, n) => {
+          late[n] = [];
+          while (!stop) {
+            const after = answered;
+            const { revoked } = await onB(id);
+            if (after) late[n]!.push(revoked === true);
+          }
+        });
+        await new Promise((r) => setTimeout(r, 30));
+        assert.is((await a.call('POST', '/revoke', { grantId: id })).status, 200);
+        answered = true;
+        await revokedOnBWithin(id);
+        // Let every loop make a few checks after B first said revoked (a busy machine can hold
+        // one loop's request longer than a fixed pause), bounded so a loop that never sees it fails.
+        for (
+          let t = 0;
+          t < 100 && !late.every((l) => l.lastIndexOf(true) >= 0 && l.length - l.indexOf(true) >= 3);
+          t++
+        ) {
+          await new Promise((r) => setTimeout(r, 50));
         }
-      });
-      await new Promise((r) => setTimeout(r, 30));
-      assert.is((await a.call('POST', '/revoke', { grantId: id })).status, 200);
-      answered = true;
-      await revokedOnBWithin(id);
-      // Let every loop make a few checks after B first said revoked (a busy machine can hold
-      // one loop's request longer than a fixed pause), bounded so a loop that never sees it fails.
-      for (let t = 0; t < 100 && !late.every((l) => l.lastIndexOf(true) >= 0 && l.length - l.indexOf(true) >= 3); t++) {
-        await new Promise((r) => setTimeout(r, 50));
+        stop = true;
+        await Promise.all(loops);
+        const all = late.flat();
+        assert.ok(all.length > 8);
+        for (const answers of late) {
+          const first = answers.indexOf(true);
+          assert.ok(first >= 0, `round ${round}: a loop never saw the revocation`);
+          assert.ok(
+            answers.slice(first).every(Boolean),
+            `round ${round}: B said not revoked after it had said revoked`,
+          );
+        }
       }
-      stop = true;
-      await Promise.all(loops);
-      const all = late.flat();
-      assert.ok(all.length > 8);
-      for (const answers of late) {
-        const first = answers.indexOf(true);
-        assert.ok(first >= 0, `round ${round}: a loop never saw the revocation`);
-        assert.ok(answers.slice(first).every(Boolean), `round ${round}: B said not revoked after it had said revoked`);
-      }
-    }
-  });
+    },
+  );
 }
 
 test.run();

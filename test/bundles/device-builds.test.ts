@@ -94,20 +94,23 @@ test('the module swaps hold: the role IIFEs probe no host, ctl/verify carries no
   assert.ok(read('ctl-wallet.iife.js').includes('noble-ed25519'), 'the wallet signs with noble');
 });
 
-test('the opt-in modules stay out until registered: a verifier IIFE has no did:key resolver or fetch of its own', () => {
-  const text = read('ctl-verify.iife.js');
-  // did-key.ts's base58btc alphabet and fetch-json.ts's reader are the modules' own.
-  assert.not.ok(
-    text.includes('123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz'),
-    'ctl-verify.iife.js carries did:key resolution (ctl/human-agent)',
-  );
-  assert.ok(
-    read('ctl-human-agent.iife.js').includes('123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz'),
-    "the marker is did-key.ts's",
-  );
-  const g = iifeGlobal('ctl-verify.iife.js');
-  assert.is(typeof g['registerHumanAgent'], 'function');
-  assert.is(typeof g['registerOnlineChecks'], 'function');
-});
+test(
+  'the opt-in modules stay out until registered: a verifier IIFE has no did:key resolver ' + 'or fetch of its own',
+  () => {
+    const text = read('ctl-verify.iife.js');
+    // did-key.ts's base58btc alphabet and fetch-json.ts's reader are the modules' own.
+    assert.not.ok(
+      text.includes('123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz'),
+      'ctl-verify.iife.js carries did:key resolution (ctl/human-agent)',
+    );
+    assert.ok(
+      read('ctl-human-agent.iife.js').includes('123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz'),
+      "the marker is did-key.ts's",
+    );
+    const g = iifeGlobal('ctl-verify.iife.js');
+    assert.is(typeof g['registerHumanAgent'], 'function');
+    assert.is(typeof g['registerOnlineChecks'], 'function');
+  },
+);
 
 test.run();

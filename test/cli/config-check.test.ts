@@ -150,7 +150,8 @@ test('an unreachable PostgreSQL is described, not left to the driver', async () 
   assert.match(
     r.err,
     new RegExp(
-      `DATABASE_URL: cannot connect to PostgreSQL at 127\\.0\\.0\\.1:${port}/test: nothing listens there \\(ECONNREFUSED\\)`,
+      `DATABASE_URL: cannot connect to PostgreSQL at 127\\.0\\.0\\.1:${port}/test: nothing ` +
+        'listens there \\(ECONNREFUSED\\)',
     ),
   );
   assert.not.match(r.err, /secret/);

@@ -225,40 +225,43 @@ const refresh = (at: number, ...extra: string[]) =>
     ...extra,
   );
 
-test('ctl bundle refresh: fetch, keep while fresh, refresh before expiry, never roll back, keep the old on failure', async () => {
-  served = 'down';
-  const none = await refresh(T0);
-  assert.is(none.code, 3, none.out + none.err);
-  served = [await fleet.bundle(5), await fleet.bundle(9, { scope: { region: 'us' } })];
-  const first = await refresh(T0);
-  assert.is(first.code, 0, first.out + first.err);
-  assert.match(first.out, /updated: bundle .* sequence 5/);
-  assert.match(requests.at(-1)!, /category=ev-charging/);
-  assert.match(requests.at(-1)!, /region=eu/);
-  const count = requests.length;
-  const fresh = await refresh(T0 + HOUR);
-  assert.match(fresh.out, /✓ fresh: .*sequence 5/);
-  assert.is(requests.length, count, 'no request while the bundle is fresh');
-  // In the last quarter of its life (issued T0-1h, expires T0+23h: window from T0+17h) the job refreshes.
-  served = [await fleet.bundle(4, { issuedAt: T0 + 17 * HOUR })]; // a rollback attempt
-  const rolled = await refresh(T0 + 18 * HOUR);
-  assert.is(rolled.code, 1, rolled.out);
-  assert.match(rolled.out, /✗ refresh failed: .*trust_bundle_rollback.*kept bundle .* sequence 5/);
-  served = 'down';
-  const down = await refresh(T0 + 18 * HOUR);
-  assert.is(down.code, 1);
-  served = [await fleet.bundle(6, { issuedAt: T0 + 17 * HOUR })];
-  const next = await refresh(T0 + 18 * HOUR);
-  assert.is(next.code, 0, next.out);
-  assert.match(next.out, /updated: .*sequence 6/);
-  assert.is(JSON.parse(readFileSync(f('device/bundle.json'), 'utf8')).sequence, 6);
-  assert.equal(Object.values(JSON.parse(readFileSync(f('device/floor.json'), 'utf8'))), [6]);
-  // Past expiry with the authority down: no valid bundle, the device must refuse offline payments.
-  served = 'down';
-  const dead = await refresh(T0 + 60 * HOUR);
-  assert.is(dead.code, 3);
-  assert.ok(existsSync(f('device/bundle.json')), 'the old file stays (it is just no longer valid)');
-});
+test(
+  'ctl bundle refresh: fetch, keep while fresh, refresh before expiry, never roll back, ' + 'keep the old on failure',
+  async () => {
+    served = 'down';
+    const none = await refresh(T0);
+    assert.is(none.code, 3, none.out + none.err);
+    served = [await fleet.bundle(5), await fleet.bundle(9, { scope: { region: 'us' } })];
+    const first = await refresh(T0);
+    assert.is(first.code, 0, first.out + first.err);
+    assert.match(first.out, /updated: bundle .* sequence 5/);
+    assert.match(requests.at(-1)!, /category=ev-charging/);
+    assert.match(requests.at(-1)!, /region=eu/);
+    const count = requests.length;
+    const fresh = await refresh(T0 + HOUR);
+    assert.match(fresh.out, /✓ fresh: .*sequence 5/);
+    assert.is(requests.length, count, 'no request while the bundle is fresh');
+    // In the last quarter of its life (issued T0-1h, expires T0+23h: window from T0+17h) the job refreshes.
+    served = [await fleet.bundle(4, { issuedAt: T0 + 17 * HOUR })]; // a rollback attempt
+    const rolled = await refresh(T0 + 18 * HOUR);
+    assert.is(rolled.code, 1, rolled.out);
+    assert.match(rolled.out, /✗ refresh failed: .*trust_bundle_rollback.*kept bundle .* sequence 5/);
+    served = 'down';
+    const down = await refresh(T0 + 18 * HOUR);
+    assert.is(down.code, 1);
+    served = [await fleet.bundle(6, { issuedAt: T0 + 17 * HOUR })];
+    const next = await refresh(T0 + 18 * HOUR);
+    assert.is(next.code, 0, next.out);
+    assert.match(next.out, /updated: .*sequence 6/);
+    assert.is(JSON.parse(readFileSync(f('device/bundle.json'), 'utf8')).sequence, 6);
+    assert.equal(Object.values(JSON.parse(readFileSync(f('device/floor.json'), 'utf8'))), [6]);
+    // Past expiry with the authority down: no valid bundle, the device must refuse offline payments.
+    served = 'down';
+    const dead = await refresh(T0 + 60 * HOUR);
+    assert.is(dead.code, 3);
+    assert.ok(existsSync(f('device/bundle.json')), 'the old file stays (it is just no longer valid)');
+  },
+);
 
 test('ctl bundle refresh: a stored bundle of another scope is neither fresh nor a rollback floor', async () => {
   const eu = ['--category', scope.category, '--region', scope.region];

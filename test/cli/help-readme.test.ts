@@ -61,7 +61,10 @@ interface Row {
   defaults: (string | undefined)[];
 }
 
-/** The rows of the first table whose header starts `| variable |`: names from the first cell, defaults from a `default` column. */
+/**
+ * The rows of the first table whose header starts `| variable |`: names from the first cell, defaults from a `default`
+ * column.
+ */
 function configTable(markdown: string): Row[] {
   const lines = markdown.split('\n');
   const head = lines.findIndex((l) => /^\| variable \|/.test(l));

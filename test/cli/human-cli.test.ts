@@ -200,26 +200,29 @@ test('grant signed alone (--revocation-base) verifies for a merchant trusting th
   assert.match(badAmount.err, /maxAmountMinor/);
 });
 
-test('revoke --print signs a fresh ctl-revocation/1; revoke against an unreachable authority is one line, exit 1', async () => {
-  await ctl('keygen', '--out', f('r.key.pem'));
-  const r = await ctl('revoke', '--key', f('r.key.pem'), '--grant', f('grant.json'), '--print');
-  assert.is(r.code, 0, r.err);
-  const rev = JSON.parse(r.out);
-  const v = await CTL.verifySignedRevocation(rev);
-  assert.ok(v.valid, JSON.stringify(v));
-  const down = await ctl(
-    'revoke',
-    '--key',
-    f('r.key.pem'),
-    '--grant-id',
-    'grant_x',
-    '--authority',
-    'http://127.0.0.1:9',
-  );
-  assert.is(down.code, 1);
-  assert.match(down.err, /^ctl human revoke: POST http:\/\/127\.0\.0\.1:9\/revoke: /);
-  assert.is(down.err.trim().split('\n').length, 1);
-});
+test(
+  'revoke --print signs a fresh ctl-revocation/1; revoke against an unreachable authority ' + 'is one line, exit 1',
+  async () => {
+    await ctl('keygen', '--out', f('r.key.pem'));
+    const r = await ctl('revoke', '--key', f('r.key.pem'), '--grant', f('grant.json'), '--print');
+    assert.is(r.code, 0, r.err);
+    const rev = JSON.parse(r.out);
+    const v = await CTL.verifySignedRevocation(rev);
+    assert.ok(v.valid, JSON.stringify(v));
+    const down = await ctl(
+      'revoke',
+      '--key',
+      f('r.key.pem'),
+      '--grant-id',
+      'grant_x',
+      '--authority',
+      'http://127.0.0.1:9',
+    );
+    assert.is(down.code, 1);
+    assert.match(down.err, /^ctl human revoke: POST http:\/\/127\.0\.0\.1:9\/revoke: /);
+    assert.is(down.err.trim().split('\n').length, 1);
+  },
+);
 
 test.after(() => rmSync(dir, { recursive: true, force: true }));
 test.run();

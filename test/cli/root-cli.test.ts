@@ -136,155 +136,162 @@ test('ctl root rotate: short of the threshold or with a foreign key, nothing is 
   assert.match((await ctl('root', '--help')).out, /ctl root rotate --chain FILE --from DIR… --to DIR…/);
 });
 
-test('ctl bundle verify --chain: the newest bundle key passes, a retired root is trust_bundle_invalid, an old chain root_rollback', async () => {
-  writeFileSync(f('b3.json'), JSON.stringify(await bundleBy('bk3', 3)));
-  writeFileSync(f('b1.json'), JSON.stringify(await bundleBy('root1', 4)));
-  const now = ['--now', iso(T0)];
-  const ok = await ctl(
-    'bundle',
-    'verify',
-    f('b3.json'),
-    '--root',
-    f('root1/root.pub.pem'),
-    '--chain',
-    f('chain.json'),
-    ...now,
-  );
-  assert.is(ok.code, 0, ok.out + ok.err);
-  assert.match(ok.out, /bundle key .* of root version 3/);
-  const retired = await ctl(
-    'bundle',
-    'verify',
-    f('b1.json'),
-    '--root',
-    f('root1/root.pub.pem'),
-    '--chain',
-    f('chain.json'),
-    ...now,
-  );
-  assert.is(retired.code, 1);
-  assert.match(retired.out, /trust_bundle_invalid/);
-  writeFileSync(f('old-chain.json'), JSON.stringify({ statements: chainOf().statements.slice(0, 1) }));
-  const old = await ctl(
-    'bundle',
-    'verify',
-    f('b3.json'),
-    '--root',
-    f('root1/root.pub.pem'),
-    '--chain',
-    f('old-chain.json'),
-    '--min-root-version',
-    '3',
-    ...now,
-  );
-  assert.match(old.out, /root_rollback/);
-  assert.is(
-    (await ctl('bundle', 'verify', f('b3.json'), '--root', f('root1/root.pub.pem'), ...now)).code,
-    1,
-    'without the chain: not the pinned root',
-  );
-  // ctl verify --chain: an SBA whose grant key is vouched for by the version-3 bundle.
-  const fleet = await makeFleet(CTL);
-  const vouching = await CTL.createTrustBundle(
-    {
-      sequence: 5,
-      scope: { region: 'eu' },
-      issuers: [
-        {
-          issuer: fleet.issuer,
-          keys: [{ ...fleet.authority.publicJwk, kid: fleet.kid, alg: 'EdDSA', purposes: ['grant'] }],
-        },
-      ],
-      revokedGrants: [],
-      issuedAt: iso(T0 - HOUR),
-      expiresAt: iso(T0 + 24 * HOUR),
-    },
-    { signingKey: key('bk3'), issuer: 'fleet.example' },
-  );
-  writeFileSync(f('vouching.json'), JSON.stringify(vouching));
-  writeFileSync(f('sba.json'), JSON.stringify(await fleet.sba('500')));
-  const args = ['verify', f('sba.json'), '--bundle', f('vouching.json'), '--root', f('root1/root.pub.pem'), ...now];
-  assert.is((await ctl(...args, '--chain', f('chain.json'))).code, 0);
-  const refused = await ctl(...args);
-  assert.is(refused.code, 1);
-  assert.match(refused.out + refused.err, /trust_bundle_invalid/);
-});
-
-test('ctl bundle refresh --chain: follows the authority to version 3, then ignores a replayed older chain', async () => {
-  const state = { statements: chainOf().statements as unknown[], bundles: [await bundleBy('bk3', 3)] as unknown[] };
-  const server = createServer((req, res) => {
-    const body = req.url!.startsWith('/trust-root') ? { statements: state.statements } : { bundles: state.bundles };
-    res.setHeader('content-type', 'application/json');
-    res.end(JSON.stringify(body));
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const authority = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const refresh = (...extra: string[]) =>
-    ctl(
+test(
+  'ctl bundle verify --chain: the newest bundle key passes, a retired root is trust_bundle_invalid, ' +
+    'an old chain root_rollback',
+  async () => {
+    writeFileSync(f('b3.json'), JSON.stringify(await bundleBy('bk3', 3)));
+    writeFileSync(f('b1.json'), JSON.stringify(await bundleBy('root1', 4)));
+    const now = ['--now', iso(T0)];
+    const ok = await ctl(
       'bundle',
-      'refresh',
-      '--authority',
-      authority,
-      '--region',
-      'eu',
+      'verify',
+      f('b3.json'),
       '--root',
       f('root1/root.pub.pem'),
-      '--store',
-      f('device'),
       '--chain',
-      f('device/root-chain.json'),
-      '--now',
-      iso(T0),
-      ...extra,
+      f('chain.json'),
+      ...now,
     );
-  try {
-    const first = await refresh();
-    assert.is(first.code, 0, first.out + first.err);
-    assert.match(first.out, /updated: .*sequence 3.*root version 3 \(just accepted\)/);
-    assert.is(JSON.parse(readFileSync(f('device/root-chain.json'), 'utf8')).statements.length, 2);
-    // The authority (or someone in the middle) now serves the version-2 chain and a newer bundle of its key.
-    state.statements = state.statements.slice(0, 1);
-    state.bundles = [await bundleBy('bk2', 9)];
-    const replay = await refresh('--force');
-    assert.is(replay.code, 1, replay.out);
-    assert.match(replay.out, /refresh failed: .*trust_bundle_invalid.*root chain: root_rollback/);
-    assert.match(replay.out, /kept bundle \S+ sequence 3, expires \S+; root version 3$/m);
+    assert.is(ok.code, 0, ok.out + ok.err);
+    assert.match(ok.out, /bundle key .* of root version 3/);
+    const retired = await ctl(
+      'bundle',
+      'verify',
+      f('b1.json'),
+      '--root',
+      f('root1/root.pub.pem'),
+      '--chain',
+      f('chain.json'),
+      ...now,
+    );
+    assert.is(retired.code, 1);
+    assert.match(retired.out, /trust_bundle_invalid/);
+    writeFileSync(f('old-chain.json'), JSON.stringify({ statements: chainOf().statements.slice(0, 1) }));
+    const old = await ctl(
+      'bundle',
+      'verify',
+      f('b3.json'),
+      '--root',
+      f('root1/root.pub.pem'),
+      '--chain',
+      f('old-chain.json'),
+      '--min-root-version',
+      '3',
+      ...now,
+    );
+    assert.match(old.out, /root_rollback/);
     assert.is(
-      JSON.parse(readFileSync(f('device/root-chain.json'), 'utf8')).statements.length,
-      2,
-      'the stored chain is never shortened',
+      (await ctl('bundle', 'verify', f('b3.json'), '--root', f('root1/root.pub.pem'), ...now)).code,
+      1,
+      'without the chain: not the pinned root',
     );
-    // The retired version-2 key leaks: a fork to version 4 walks from the pin but does not extend the stored chain.
-    const thief = await CTL.generateKeyPair({ alg: 'EdDSA' });
-    const f3 = await CTL.createRootStatement(
-      { rootVersion: 3, keys: [thief.publicJwk], threshold: 1, bundleKeys: [thief.publicJwk] },
-      { signers: [{ key: key('r2') }, { key: thief.privateKeyPem }] },
+    // ctl verify --chain: an SBA whose grant key is vouched for by the version-3 bundle.
+    const fleet = await makeFleet(CTL);
+    const vouching = await CTL.createTrustBundle(
+      {
+        sequence: 5,
+        scope: { region: 'eu' },
+        issuers: [
+          {
+            issuer: fleet.issuer,
+            keys: [{ ...fleet.authority.publicJwk, kid: fleet.kid, alg: 'EdDSA', purposes: ['grant'] }],
+          },
+        ],
+        revokedGrants: [],
+        issuedAt: iso(T0 - HOUR),
+        expiresAt: iso(T0 + 24 * HOUR),
+      },
+      { signingKey: key('bk3'), issuer: 'fleet.example' },
     );
-    const f4 = await CTL.createRootStatement(
-      { rootVersion: 4, keys: [thief.publicJwk], threshold: 1, bundleKeys: [thief.publicJwk] },
-      { signers: [{ key: thief.privateKeyPem }] },
-    );
-    state.statements = [chainOf().statements[0], f3, f4];
-    state.bundles = [
-      await CTL.createTrustBundle(
-        {
-          sequence: 10,
-          scope: { region: 'eu' },
-          issuers: [],
-          revokedGrants: [],
-          issuedAt: iso(T0 - HOUR),
-          expiresAt: iso(T0 + 24 * HOUR),
-        },
-        { signingKey: thief.privateKeyPem, issuer: 'fleet.example' },
-      ),
-    ];
-    const fork = await refresh('--force');
-    assert.is(fork.code, 1, fork.out);
-    assert.match(fork.out, /root chain: root_rotation_invalid: .*a fork/);
-    assert.is(JSON.parse(readFileSync(f('device/root-chain.json'), 'utf8')).statements.length, 2);
-  } finally {
-    server.close();
-  }
-});
+    writeFileSync(f('vouching.json'), JSON.stringify(vouching));
+    writeFileSync(f('sba.json'), JSON.stringify(await fleet.sba('500')));
+    const args = ['verify', f('sba.json'), '--bundle', f('vouching.json'), '--root', f('root1/root.pub.pem'), ...now];
+    assert.is((await ctl(...args, '--chain', f('chain.json'))).code, 0);
+    const refused = await ctl(...args);
+    assert.is(refused.code, 1);
+    assert.match(refused.out + refused.err, /trust_bundle_invalid/);
+  },
+);
+
+test(
+  'ctl bundle refresh --chain: follows the authority to version 3, then ignores a replayed ' + 'older chain',
+  async () => {
+    const state = { statements: chainOf().statements as unknown[], bundles: [await bundleBy('bk3', 3)] as unknown[] };
+    const server = createServer((req, res) => {
+      const body = req.url!.startsWith('/trust-root') ? { statements: state.statements } : { bundles: state.bundles };
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify(body));
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const authority = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const refresh = (...extra: string[]) =>
+      ctl(
+        'bundle',
+        'refresh',
+        '--authority',
+        authority,
+        '--region',
+        'eu',
+        '--root',
+        f('root1/root.pub.pem'),
+        '--store',
+        f('device'),
+        '--chain',
+        f('device/root-chain.json'),
+        '--now',
+        iso(T0),
+        ...extra,
+      );
+    try {
+      const first = await refresh();
+      assert.is(first.code, 0, first.out + first.err);
+      assert.match(first.out, /updated: .*sequence 3.*root version 3 \(just accepted\)/);
+      assert.is(JSON.parse(readFileSync(f('device/root-chain.json'), 'utf8')).statements.length, 2);
+      // The authority (or someone in the middle) now serves the version-2 chain and a newer bundle of its key.
+      state.statements = state.statements.slice(0, 1);
+      state.bundles = [await bundleBy('bk2', 9)];
+      const replay = await refresh('--force');
+      assert.is(replay.code, 1, replay.out);
+      assert.match(replay.out, /refresh failed: .*trust_bundle_invalid.*root chain: root_rollback/);
+      assert.match(replay.out, /kept bundle \S+ sequence 3, expires \S+; root version 3$/m);
+      assert.is(
+        JSON.parse(readFileSync(f('device/root-chain.json'), 'utf8')).statements.length,
+        2,
+        'the stored chain is never shortened',
+      );
+      // The retired version-2 key leaks: a fork to version 4 walks from the pin but does not extend the stored chain.
+      const thief = await CTL.generateKeyPair({ alg: 'EdDSA' });
+      const f3 = await CTL.createRootStatement(
+        { rootVersion: 3, keys: [thief.publicJwk], threshold: 1, bundleKeys: [thief.publicJwk] },
+        { signers: [{ key: key('r2') }, { key: thief.privateKeyPem }] },
+      );
+      const f4 = await CTL.createRootStatement(
+        { rootVersion: 4, keys: [thief.publicJwk], threshold: 1, bundleKeys: [thief.publicJwk] },
+        { signers: [{ key: thief.privateKeyPem }] },
+      );
+      state.statements = [chainOf().statements[0], f3, f4];
+      state.bundles = [
+        await CTL.createTrustBundle(
+          {
+            sequence: 10,
+            scope: { region: 'eu' },
+            issuers: [],
+            revokedGrants: [],
+            issuedAt: iso(T0 - HOUR),
+            expiresAt: iso(T0 + 24 * HOUR),
+          },
+          { signingKey: thief.privateKeyPem, issuer: 'fleet.example' },
+        ),
+      ];
+      const fork = await refresh('--force');
+      assert.is(fork.code, 1, fork.out);
+      assert.match(fork.out, /root chain: root_rotation_invalid: .*a fork/);
+      assert.is(JSON.parse(readFileSync(f('device/root-chain.json'), 'utf8')).statements.length, 2);
+    } finally {
+      server.close();
+    }
+  },
+);
 
 test.run();

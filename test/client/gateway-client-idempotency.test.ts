@@ -108,25 +108,31 @@ test("a caller's own key: the second call with it is the replay, paid once", asy
   );
 });
 
-test('a network error after the gateway ran the call: the retry with the same key gets the answer, not a second payment', async () => {
-  const s = await newSession();
-  let lost = 1;
-  const r = recording(async (u, i) => {
-    const res = await fetch(u, i);
-    if (lost-- > 0) throw new TypeError('fetch failed (the answer was lost)');
-    return res;
-  });
-  const agent = createGatewayClient({ baseUrl: gw.url, fetch: r.fetch, sleep: async () => {} }).session(s.sessionToken);
-  const paidBefore = merchant.paid.length;
-  const res = await agent.fetch(`${merchant.url}/lost`, { purpose: 'api:search' });
-  assert.is(res.status, 200);
-  assert.is(res.headers.get('idempotent-replayed'), 'true');
-  assert.is(r.keys.length, 2);
-  assert.is(r.keys[0], r.keys[1]);
-  assert.is(merchant.paid.length - paidBefore, 1);
-  const b = await books(gw, s.sessionId);
-  assert.equal([b.spent, b.reserved], ['100', '0']);
-});
+test(
+  'a network error after the gateway ran the call: the retry with the same key gets ' +
+    'the answer, not a second payment',
+  async () => {
+    const s = await newSession();
+    let lost = 1;
+    const r = recording(async (u, i) => {
+      const res = await fetch(u, i);
+      if (lost-- > 0) throw new TypeError('fetch failed (the answer was lost)');
+      return res;
+    });
+    const agent = createGatewayClient({ baseUrl: gw.url, fetch: r.fetch, sleep: async () => {} }).session(
+      s.sessionToken,
+    );
+    const paidBefore = merchant.paid.length;
+    const res = await agent.fetch(`${merchant.url}/lost`, { purpose: 'api:search' });
+    assert.is(res.status, 200);
+    assert.is(res.headers.get('idempotent-replayed'), 'true');
+    assert.is(r.keys.length, 2);
+    assert.is(r.keys[0], r.keys[1]);
+    assert.is(merchant.paid.length - paidBefore, 1);
+    const b = await books(gw, s.sessionId);
+    assert.equal([b.spent, b.reserved], ['100', '0']);
+  },
+);
 
 test('409 while the first attempt is in flight: the client waits Retry-After and gets the answer', async () => {
   const s = await newSession();

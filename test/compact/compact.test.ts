@@ -110,35 +110,39 @@ test('decoding refuses non-canonical encodings of a valid SBA', () => {
   );
 });
 
-test('property: any CBOR the encoder makes decodes to the same value; any one-byte change that still decodes re-encodes identically', () => {
-  const json = fc.letrec((tie) => ({
-    v: fc.oneof(
-      { depthSize: 'small' },
-      fc.string(),
-      fc.integer(),
-      fc.boolean(),
-      fc.constant(null),
-      fc.array(tie('v'), { maxLength: 4 }),
-      fc.dictionary(fc.string({ maxLength: 8 }), tie('v'), { maxKeys: 4 }),
-    ),
-  })).v;
-  fc.assert(
-    fc.property(json, fc.nat(), fc.integer({ min: 0, max: 255 }), (v, pos, byte) => {
-      const bytes = cborEncode(v);
-      assert.equal(cborDecode(bytes), JSON.parse(JSON.stringify(v)));
-      const m = bytes.slice();
-      m[pos % m.length] = byte;
-      let d: unknown;
-      try {
-        d = cborDecode(m);
-      } catch {
-        return true;
-      }
-      return hex(cborEncode(d)) === hex(m); // whatever decodes is canonical by construction
-    }),
-    { numRuns: 500 },
-  );
-});
+test(
+  'property: any CBOR the encoder makes decodes to the same value; any one-byte change ' +
+    'that still decodes re-encodes identically',
+  () => {
+    const json = fc.letrec((tie) => ({
+      v: fc.oneof(
+        { depthSize: 'small' },
+        fc.string(),
+        fc.integer(),
+        fc.boolean(),
+        fc.constant(null),
+        fc.array(tie('v'), { maxLength: 4 }),
+        fc.dictionary(fc.string({ maxLength: 8 }), tie('v'), { maxKeys: 4 }),
+      ),
+    })).v;
+    fc.assert(
+      fc.property(json, fc.nat(), fc.integer({ min: 0, max: 255 }), (v, pos, byte) => {
+        const bytes = cborEncode(v);
+        assert.equal(cborDecode(bytes), JSON.parse(JSON.stringify(v)));
+        const m = bytes.slice();
+        m[pos % m.length] = byte;
+        let d: unknown;
+        try {
+          d = cborDecode(m);
+        } catch {
+          return true;
+        }
+        return hex(cborEncode(d)) === hex(m); // whatever decodes is canonical by construction
+      }),
+      { numRuns: 500 },
+    );
+  },
+);
 
 test('sizes of a typical SBA: JSON, base64 header, CBOR', () => {
   const json = new TextEncoder().encode(CTL.canonicalize(sba)).length;
@@ -147,7 +151,8 @@ test('sizes of a typical SBA: JSON, base64 header, CBOR', () => {
   const bundleJson = new TextEncoder().encode(CTL.canonicalize(bundle)).length;
   const bundleCbor = encodeCompact(bundle).length;
   console.log(
-    `SIZES typical SBA (Ed25519, grant embedded): JSON ${json} B, "Authorization: CTL <base64>" ${header} B, CBOR ${cbor} B (${Math.round((100 * cbor) / json)}% of JSON)`,
+    `SIZES typical SBA (Ed25519, grant embedded): JSON ${json} B, "Authorization: CTL ` +
+      `<base64>" ${header} B, CBOR ${cbor} B (${Math.round((100 * cbor) / json)}% of JSON)`,
   );
   console.log(`SIZES one-issuer bundle: JSON ${bundleJson} B, CBOR ${bundleCbor} B`);
   assert.ok(cbor < json && json < header, 'CBOR < JSON < base64 header');

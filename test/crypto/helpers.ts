@@ -51,7 +51,10 @@ export const facades: [string, CtlCrypto][] = [
   ['edge', edgeCrypto],
 ];
 
-/** ctl/verify's noble backend (our BigInt Ed25519 verify, no noble: what the verifier bundles run on an engine without native crypto); it verifies only. */
+/**
+ * ctl/verify's noble backend (our BigInt Ed25519 verify, no noble: what the verifier bundles run on an engine without
+ * native crypto); it verifies only.
+ */
 const verifyOnly = createNobleVerifyBackend();
 export const nobleVerifyOnly = {
   ...createKeyImporter(() => verifyOnly),

@@ -44,32 +44,36 @@ test('randomBytes: a clear error until the firmware installs a source', async ()
   assert.is(c.randomBytes(16).length, 16);
 });
 
-test('without a registered P-256: Ed25519 works, P-256 is unsupported_algorithm (a result from the verifier, never a pass)', async () => {
-  const ed = await c.generateKeyPair({ alg: 'EdDSA' });
-  const edSig = await (await c.defaultCrypto.importSigningKey(ed.privateKeyPem)).sign(msg);
-  assert.ok(await c.defaultCrypto.verifyWithJwk(ed.publicJwk, msg, edSig));
-  const unsupported = async (p: Promise<unknown>, what: string) => {
-    try {
-      await p;
-      assert.unreachable(`${what}: accepted without a P-256 backend`);
-    } catch (e) {
-      assert.is((e as { code?: string }).code, 'unsupported_algorithm', what);
-    }
-  };
-  await unsupported(c.generateKeyPair({ alg: 'ES256' }), 'generateKeyPair ES256');
-  const p256Pem = nodeCrypto.generateKeyPairSync('ec', { namedCurve: 'P-256' });
-  const p256Jwk = p256Pem.publicKey.export({ format: 'jwk' }) as any;
-  const sig = new Uint8Array(nodeCrypto.sign('sha256', msg, { key: p256Pem.privateKey, dsaEncoding: 'ieee-p1363' }));
-  await unsupported(
-    c.defaultCrypto.verifyWithJwk({ kty: 'EC', crv: 'P-256', x: p256Jwk.x, y: p256Jwk.y }, msg, sig),
-    'verifyWithJwk ES256',
-  );
-  await unsupported(
-    c.importSigningKey(p256Pem.privateKey.export({ format: 'pem', type: 'pkcs8' }) as string),
-    'importSigningKey ES256',
-  );
-  assert.throws(() => registerP256({} as never), /publicKey, sign and verify/);
-});
+test(
+  'without a registered P-256: Ed25519 works, P-256 is unsupported_algorithm (a result ' +
+    'from the verifier, never a pass)',
+  async () => {
+    const ed = await c.generateKeyPair({ alg: 'EdDSA' });
+    const edSig = await (await c.defaultCrypto.importSigningKey(ed.privateKeyPem)).sign(msg);
+    assert.ok(await c.defaultCrypto.verifyWithJwk(ed.publicJwk, msg, edSig));
+    const unsupported = async (p: Promise<unknown>, what: string) => {
+      try {
+        await p;
+        assert.unreachable(`${what}: accepted without a P-256 backend`);
+      } catch (e) {
+        assert.is((e as { code?: string }).code, 'unsupported_algorithm', what);
+      }
+    };
+    await unsupported(c.generateKeyPair({ alg: 'ES256' }), 'generateKeyPair ES256');
+    const p256Pem = nodeCrypto.generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    const p256Jwk = p256Pem.publicKey.export({ format: 'jwk' }) as any;
+    const sig = new Uint8Array(nodeCrypto.sign('sha256', msg, { key: p256Pem.privateKey, dsaEncoding: 'ieee-p1363' }));
+    await unsupported(
+      c.defaultCrypto.verifyWithJwk({ kty: 'EC', crv: 'P-256', x: p256Jwk.x, y: p256Jwk.y }, msg, sig),
+      'verifyWithJwk ES256',
+    );
+    await unsupported(
+      c.importSigningKey(p256Pem.privateKey.export({ format: 'pem', type: 'pkcs8' }) as string),
+      'importSigningKey ES256',
+    );
+    assert.throws(() => registerP256({} as never), /publicKey, sign and verify/);
+  },
+);
 
 test('noble signs and verifies both algorithms once P-256 is registered; OpenSSL agrees', async () => {
   registerP256(nobleP256);

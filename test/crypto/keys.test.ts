@@ -51,7 +51,8 @@ function der(tag: number, ...parts: Uint8Array[]): Uint8Array {
 }
 
 const pemOf = (label: string, bytes: Uint8Array) =>
-  `-----BEGIN ${label}-----\n${Buffer.from(bytes).toString('base64').replace(/.{64}/g, '$&\n')}\n-----END ${label}-----\n`;
+  `-----BEGIN ${label}-----\n${Buffer.from(bytes).toString('base64').replace(/.{64}/g, '$&\n')}\n-----END ` +
+  `${label}-----\n`;
 
 test('RFC 7638 §3.1: the RSA example thumbprint (canonical JSON + SHA-256 + base64url)', () => {
   const members = {
@@ -238,7 +239,8 @@ for (const [name, c] of facades) {
     for (const algo of [{ name: 'Ed25519' }, { name: 'ECDSA', namedCurve: 'P-256' }]) {
       for (const extractable of [true, false]) {
         const pair = (await subtle.generateKey(algo, extractable, ['sign', 'verify'])) as CryptoKeyPair;
-        // Browsers cannot derive the public half of a non-extractable key; node:crypto can, the edge facade does not try.
+        // Browsers cannot derive the public half of a non-extractable key; node:crypto can, the edge facade does not
+        // try.
         if (name === 'edge' && !extractable)
           await malformed(c.importSigningKey(pair.privateKey), 'edge: non-extractable without options.publicKey');
         const s = await c.importSigningKey(pair.privateKey, name === 'edge' ? { publicKey: pair.publicKey } : {});

@@ -138,13 +138,16 @@ async function outcomes(): Promise<Record<string, string>> {
   };
 }
 
-test('without a P-256 backend, every P-256 artifact is unsupported_algorithm: a result, not a throw, never a pass', async () => {
-  registerP256(undefined);
-  const r = await outcomes();
-  for (const [path, outcome] of Object.entries(r)) assert.is(outcome, 'unsupported_algorithm', path);
-  // Ed25519 is unaffected: the Ed25519-root bundle itself verifies.
-  assert.ok((await verifyBundleWith(noble, edRootBundle, edRoot.pub, { now })).valid);
-});
+test(
+  'without a P-256 backend, every P-256 artifact is unsupported_algorithm: a result, ' + 'not a throw, never a pass',
+  async () => {
+    registerP256(undefined);
+    const r = await outcomes();
+    for (const [path, outcome] of Object.entries(r)) assert.is(outcome, 'unsupported_algorithm', path);
+    // Ed25519 is unaffected: the Ed25519-root bundle itself verifies.
+    assert.ok((await verifyBundleWith(noble, edRootBundle, edRoot.pub, { now })).valid);
+  },
+);
 
 test('registerP256(nobleP256): the same artifacts verify', async () => {
   registerP256(nobleP256);
@@ -159,20 +162,23 @@ test('the native backend never needed the registration', async () => {
   assert.ok(r.valid, JSON.stringify(r));
 });
 
-test('a root chain whose keys are P-256 is unsupported_algorithm without a backend, valid with one (PROTOCOL.md §11)', async () => {
-  const { readFileSync } = await import('node:fs');
-  const { join } = await import('node:path');
-  const { repoRoot } = await import('../helpers/vectors.js');
-  const { verifyRootChainWith } = await import('../../src/verifier/root-chain.js');
-  const file = JSON.parse(readFileSync(join(repoRoot, 'test', 'vectors', 'own', 'root-chain', 'root.json'), 'utf8'));
-  const k = file.cases.find((x: { id: string }) => x.id === 'root-valid-p256-set');
-  const walk = () => verifyRootChainWith(noble, file.keys[k.options.root].publicKeyPem, k.input.statements, {});
-  registerP256(undefined);
-  const without = await walk();
-  assert.is(without.valid ? 'valid' : without.error.code, 'unsupported_algorithm');
-  registerP256(nobleP256);
-  assert.ok((await walk()).valid);
-  registerP256(undefined);
-});
+test(
+  'a root chain whose keys are P-256 is unsupported_algorithm without a backend, valid ' + 'with one (PROTOCOL.md §11)',
+  async () => {
+    const { readFileSync } = await import('node:fs');
+    const { join } = await import('node:path');
+    const { repoRoot } = await import('../helpers/vectors.js');
+    const { verifyRootChainWith } = await import('../../src/verifier/root-chain.js');
+    const file = JSON.parse(readFileSync(join(repoRoot, 'test', 'vectors', 'own', 'root-chain', 'root.json'), 'utf8'));
+    const k = file.cases.find((x: { id: string }) => x.id === 'root-valid-p256-set');
+    const walk = () => verifyRootChainWith(noble, file.keys[k.options.root].publicKeyPem, k.input.statements, {});
+    registerP256(undefined);
+    const without = await walk();
+    assert.is(without.valid ? 'valid' : without.error.code, 'unsupported_algorithm');
+    registerP256(nobleP256);
+    assert.ok((await walk()).valid);
+    registerP256(undefined);
+  },
+);
 
 test.run();

@@ -81,7 +81,8 @@ for (const [name, crypto] of facades) {
     assert.is(accepted, 174);
     if (name === 'native')
       console.log(
-        `  ${DER}: ${read} read, ${verified} verified as raw r‖s, ${unexpressible} DER-invalid or not expressible (refused by construction)`,
+        `  ${DER}: ${read} read, ${verified} verified as raw r‖s, ${unexpressible} DER-invalid ` +
+          'or not expressible (refused by construction)',
       );
   });
 }

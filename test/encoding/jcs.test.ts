@@ -81,32 +81,36 @@ function sha256Hex(text: string) {
   return createHash('sha256').update(text, 'utf8').digest('hex');
 }
 
-test('sameCanonical: only what canonicalize writes is a member (non-enumerable, inherited __proto__, a getter read once)', () => {
-  const known = parseStrictJson('{"a":1}');
-  const hidden = { zzz: 5 };
-  Object.defineProperty(hidden, 'a', { value: 1, enumerable: false });
-  assert.is(canonicalize(hidden), '{"zzz":5}');
-  assert.is(sameCanonical(hidden, known), false, 'a non-enumerable member is none');
-  // parseStrictJson keeps __proto__ as an own member; a value without it only inherits one.
-  const withProto = parseStrictJson('{"__proto__":{},"a":1}');
-  assert.is(sameCanonical(JSON.parse('{"a":1,"zzz":2}'), withProto), false);
-  assert.is(sameCanonical(parseStrictJson('{"__proto__":{},"a":1}'), withProto), true);
-  // A getter that answers differently on a second read is read once.
-  let reads = 0;
-  const flaky = {
-    get a() {
-      return reads++ === 0 ? 1 : 2;
-    },
-  };
-  assert.is(sameCanonical(flaky, known), true);
-  assert.is(reads, 1);
-  assert.is(
-    sameCanonical({ a: 1, b: undefined }, known),
-    true,
-    'an undefined member is left out, as canonicalize does',
-  );
-  assert.is(sameCanonical({ a: -0 }, known), false);
-  assert.is(sameCanonical({ a: -0 }, parseStrictJson('{"a":0}')), true, '-0 writes 0');
-});
+test(
+  'sameCanonical: only what canonicalize writes is a member (non-enumerable, inherited ' +
+    '__proto__, a getter read once)',
+  () => {
+    const known = parseStrictJson('{"a":1}');
+    const hidden = { zzz: 5 };
+    Object.defineProperty(hidden, 'a', { value: 1, enumerable: false });
+    assert.is(canonicalize(hidden), '{"zzz":5}');
+    assert.is(sameCanonical(hidden, known), false, 'a non-enumerable member is none');
+    // parseStrictJson keeps __proto__ as an own member; a value without it only inherits one.
+    const withProto = parseStrictJson('{"__proto__":{},"a":1}');
+    assert.is(sameCanonical(JSON.parse('{"a":1,"zzz":2}'), withProto), false);
+    assert.is(sameCanonical(parseStrictJson('{"__proto__":{},"a":1}'), withProto), true);
+    // A getter that answers differently on a second read is read once.
+    let reads = 0;
+    const flaky = {
+      get a() {
+        return reads++ === 0 ? 1 : 2;
+      },
+    };
+    assert.is(sameCanonical(flaky, known), true);
+    assert.is(reads, 1);
+    assert.is(
+      sameCanonical({ a: 1, b: undefined }, known),
+      true,
+      'an undefined member is left out, as canonicalize does',
+    );
+    assert.is(sameCanonical({ a: -0 }, known), false);
+    assert.is(sameCanonical({ a: -0 }, parseStrictJson('{"a":0}')), true, '-0 writes 0');
+  },
+);
 
 test.run();

@@ -106,38 +106,42 @@ test('QuickJS device and Node device give the same bytes for the same requests',
   }
 });
 
-test('QuickJS device with a hardware monotonic counter (ctlHost.counterRead/counterIncrement): a restored flash is refused', async () => {
-  const fleet = await makeFleet(CTL, { offline: { maxPayments: 5 } });
-  const counter = { value: 100, read: () => counter.value, increment: () => ++counter.value };
-  const flash = createMemoryByteStorage();
-  const call = (dev: Awaited<ReturnType<typeof createQuickJsDevice>>, op: string, args: Record<string, unknown>) =>
-    cborDecode(dev.request(cborEncode({ id: 1, op, args }))) as any;
-  const qjs = await createQuickJsDevice({ ...createNodeAbi({ now: T0, storage: flash }), monotonicCounter: counter });
-  let snapshot: ReturnType<typeof createMemoryByteStorage>;
-  try {
-    assert.ok(call(qjs, 'provisionRoot', { rootPublicKeyPem: fleet.root.publicKeyPem }).ok);
-    assert.ok(call(qjs, 'installBundle', { bundle: await fleet.bundle(1) }).ok);
-    snapshot = createMemoryByteStorage();
-    for (const [k, v] of flash.entries()) snapshot.put(k, v);
-    const paid = call(qjs, 'verify', { sba: await fleet.sba('100'), amount: '100', currency: 'EUR' });
-    assert.is(paid.result.valid, true, JSON.stringify(paid));
-    assert.ok(counter.value > 100, 'the ledger writes advanced the hardware counter');
-  } finally {
-    qjs.dispose();
-  }
-  const restored = await createQuickJsDevice({
-    ...createNodeAbi({ now: T0, storage: snapshot }),
-    monotonicCounter: counter,
-  });
-  try {
-    const again = call(restored, 'verify', { sba: await fleet.sba('100'), amount: '100', currency: 'EUR' });
-    assert.is(again.result.valid, false);
-    assert.is(again.result.error.code, 'host_failure', JSON.stringify(again.result));
-    assert.match(again.result.error.message, /restored or altered flash/);
-  } finally {
-    restored.dispose();
-  }
-});
+test(
+  'QuickJS device with a hardware monotonic counter (ctlHost.counterRead/counterIncrement): ' +
+    'a restored flash is refused',
+  async () => {
+    const fleet = await makeFleet(CTL, { offline: { maxPayments: 5 } });
+    const counter = { value: 100, read: () => counter.value, increment: () => ++counter.value };
+    const flash = createMemoryByteStorage();
+    const call = (dev: Awaited<ReturnType<typeof createQuickJsDevice>>, op: string, args: Record<string, unknown>) =>
+      cborDecode(dev.request(cborEncode({ id: 1, op, args }))) as any;
+    const qjs = await createQuickJsDevice({ ...createNodeAbi({ now: T0, storage: flash }), monotonicCounter: counter });
+    let snapshot: ReturnType<typeof createMemoryByteStorage>;
+    try {
+      assert.ok(call(qjs, 'provisionRoot', { rootPublicKeyPem: fleet.root.publicKeyPem }).ok);
+      assert.ok(call(qjs, 'installBundle', { bundle: await fleet.bundle(1) }).ok);
+      snapshot = createMemoryByteStorage();
+      for (const [k, v] of flash.entries()) snapshot.put(k, v);
+      const paid = call(qjs, 'verify', { sba: await fleet.sba('100'), amount: '100', currency: 'EUR' });
+      assert.is(paid.result.valid, true, JSON.stringify(paid));
+      assert.ok(counter.value > 100, 'the ledger writes advanced the hardware counter');
+    } finally {
+      qjs.dispose();
+    }
+    const restored = await createQuickJsDevice({
+      ...createNodeAbi({ now: T0, storage: snapshot }),
+      monotonicCounter: counter,
+    });
+    try {
+      const again = call(restored, 'verify', { sba: await fleet.sba('100'), amount: '100', currency: 'EUR' });
+      assert.is(again.result.valid, false);
+      assert.is(again.result.error.code, 'host_failure', JSON.stringify(again.result));
+      assert.match(again.result.error.message, /restored or altered flash/);
+    } finally {
+      restored.dispose();
+    }
+  },
+);
 
 test('frames split at every byte boundary reassemble; an oversized frame is skipped by length', () => {
   const payloads = [cborEncode({ id: 1, op: 'ping' }), cborEncode({ id: 2, op: 'status', args: { grantId: 'g' } })];

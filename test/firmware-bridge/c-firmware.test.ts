@@ -1,9 +1,9 @@
 /**
  * The C firmware stub (test/firmware-bridge/firmware.c, built here with the machine's gcc)
  * drives the reference bridge, a child process running the verifier bundle alone
- * (dist/ctl-verify.iife.js: a terminal only verifies) inside QuickJS: provision root → install a compact bundle → verify a compact SBA → replay refused →
- * hostile frames each answered with an error frame → still serving → clean exit. The runs use a
- * build with AddressSanitizer and its leak checker on (as a firmware vendor's CI would), so a
+ * (dist/ctl-verify.iife.js: a terminal only verifies) inside QuickJS: provision root → install a compact bundle →
+ * verify a compact SBA → replay refused → hostile frames each answered with an error frame → still serving → clean
+ * exit. The runs use a build with AddressSanitizer and its leak checker on (as a firmware vendor's CI would), so a
  * buffer the stub forgets to free fails the test.
  */
 import { test } from 'uvu';

@@ -53,54 +53,57 @@ test('terminal on the verifier bundle: the same bytes as on Node, wallet ops are
   }
 });
 
-test('vehicle on the wallet bundle: signs offline under its grant (verified on Node), verify is unknown_op', async () => {
-  const fleet = await makeFleet(CTL);
-  const qjs = await createQuickJsDevice(createNodeAbi({ now: T0 }), { bundle: 'wallet' });
-  try {
-    assert.ok(call(qjs, 'provisionRoot', { rootPublicKeyPem: fleet.root.publicKeyPem }).ok);
-    assert.ok(
-      call(qjs, 'installBundle', { bundle: await fleet.bundle(1) }).ok,
-      'the wallet bundle checks bundles (its offline revocation source)',
-    );
-    const { publicJwk } = call(qjs, 'provisionWallet', { actorId: 'vehicle-42' }).result;
-    const grant = await CTL.createSignedPolicyGrant(
-      {
-        policyHash: 'b'.repeat(64),
-        actorKey: publicJwk,
-        allowedRails: ['card'],
-        allowedAssets: [{ standard: 'iso4217', code: 'EUR' }],
-        maxAmountMinor: '5000',
+test(
+  'vehicle on the wallet bundle: signs offline under its grant (verified on Node), verify ' + 'is unknown_op',
+  async () => {
+    const fleet = await makeFleet(CTL);
+    const qjs = await createQuickJsDevice(createNodeAbi({ now: T0 }), { bundle: 'wallet' });
+    try {
+      assert.ok(call(qjs, 'provisionRoot', { rootPublicKeyPem: fleet.root.publicKeyPem }).ok);
+      assert.ok(
+        call(qjs, 'installBundle', { bundle: await fleet.bundle(1) }).ok,
+        'the wallet bundle checks bundles (its offline revocation source)',
+      );
+      const { publicJwk } = call(qjs, 'provisionWallet', { actorId: 'vehicle-42' }).result;
+      const grant = await CTL.createSignedPolicyGrant(
+        {
+          policyHash: 'b'.repeat(64),
+          actorKey: publicJwk,
+          allowedRails: ['card'],
+          allowedAssets: [{ standard: 'iso4217', code: 'EUR' }],
+          maxAmountMinor: '5000',
+          currency: 'EUR',
+          issuedAt: '2026-11-22T08:00:00Z',
+          expiresAt: '2026-12-22T08:00:00Z',
+        },
+        {
+          issuer: fleet.issuer,
+          keyId: fleet.kid,
+          signingKey: fleet.authority.privateKeyPem,
+          revocationBaseUrl: 'https://authority.fleet.example',
+        },
+      );
+      assert.ok(call(qjs, 'installGrant', { grant }).ok);
+      const signed = call(qjs, 'createSba', { amount: '1200', currency: 'EUR', rail: 'card' });
+      assert.ok(signed.ok, JSON.stringify(signed));
+      const r = await CTL.verifyCtl(signed.result, {
+        amount: '1200',
         currency: 'EUR',
-        issuedAt: '2026-11-22T08:00:00Z',
-        expiresAt: '2026-12-22T08:00:00Z',
-      },
-      {
-        issuer: fleet.issuer,
-        keyId: fleet.kid,
-        signingKey: fleet.authority.privateKeyPem,
-        revocationBaseUrl: 'https://authority.fleet.example',
-      },
-    );
-    assert.ok(call(qjs, 'installGrant', { grant }).ok);
-    const signed = call(qjs, 'createSba', { amount: '1200', currency: 'EUR', rail: 'card' });
-    assert.ok(signed.ok, JSON.stringify(signed));
-    const r = await CTL.verifyCtl(signed.result, {
-      amount: '1200',
-      currency: 'EUR',
-      offline: true,
-      now: () => T0,
-      trustBundles: [await fleet.bundle(1)],
-      rootPublicKeyPem: fleet.root.publicKeyPem,
-    });
-    assert.ok(r.valid, JSON.stringify(r));
-    const v = call(qjs, 'verify', { sba: signed.result, amount: '1200', currency: 'EUR' });
-    assert.is(v.error?.code, 'unknown_op');
-    assert.equal(call(qjs, 'status').result.roles, ['wallet']);
-    assert.is(qjs.engine.evalSync('typeof CTL.verifyCtl'), 'undefined');
-  } finally {
-    qjs.dispose();
-  }
-});
+        offline: true,
+        now: () => T0,
+        trustBundles: [await fleet.bundle(1)],
+        rootPublicKeyPem: fleet.root.publicKeyPem,
+      });
+      assert.ok(r.valid, JSON.stringify(r));
+      const v = call(qjs, 'verify', { sba: signed.result, amount: '1200', currency: 'EUR' });
+      assert.is(v.error?.code, 'unknown_op');
+      assert.equal(call(qjs, 'status').result.roles, ['wallet']);
+      assert.is(qjs.engine.evalSync('typeof CTL.verifyCtl'), 'undefined');
+    } finally {
+      qjs.dispose();
+    }
+  },
+);
 
 test('QuickJS terminal with a P-256 grant key: unsupported_algorithm until the host registers ctl-p256', async () => {
   const root = await CTL.generateKeyPair({ alg: 'EdDSA' });
@@ -157,78 +160,82 @@ test('QuickJS terminal with a P-256 grant key: unsupported_algorithm until the h
   assert.is(await outcome(true), 'valid');
 });
 
-test("QuickJS terminal meeting a grant issued by a person's did:key: unsupported_feature until it loads ctl-human-agent", async () => {
-  // PROTOCOL.md §10 through the terminal's bundle: the root lists the person's DID as an issuer, with the DID's key.
-  const root = await CTL.generateKeyPair({ alg: 'EdDSA' });
-  const person = await CTL.generateKeyPair({ alg: 'EdDSA' });
-  const agent = await CTL.generateKeyPair({ alg: 'EdDSA' });
-  const did = CTL.didKeyFromJwk(person.publicJwk);
-  const bundle = await CTL.createTrustBundle(
-    {
-      sequence: 1,
-      scope: {},
-      revokedGrants: [],
-      issuedAt: '2026-11-22T00:00:00Z',
-      expiresAt: '2026-11-24T00:00:00Z',
-      issuers: [
-        { issuer: did, keys: [{ ...person.publicJwk, kid: CTL.didKeyUrl(did), alg: 'EdDSA', purposes: ['grant'] }] },
-      ],
-    },
-    { signingKey: root.privateKeyPem, issuer: 'root.example' },
-  );
-  const grant = await CTL.createSignedPolicyGrant(
-    {
-      profile: 'human-agent',
-      policyHash: 'd'.repeat(64),
-      actorKey: agent.publicJwk,
-      allowedRails: ['card'],
-      allowedAssets: [{ standard: 'iso4217', code: 'EUR' }],
-      maxAmountMinor: '5000',
+test(
+  "QuickJS terminal meeting a grant issued by a person's did:key: unsupported_feature " +
+    'until it loads ctl-human-agent',
+  async () => {
+    // PROTOCOL.md §10 through the terminal's bundle: the root lists the person's DID as an issuer, with the DID's key.
+    const root = await CTL.generateKeyPair({ alg: 'EdDSA' });
+    const person = await CTL.generateKeyPair({ alg: 'EdDSA' });
+    const agent = await CTL.generateKeyPair({ alg: 'EdDSA' });
+    const did = CTL.didKeyFromJwk(person.publicJwk);
+    const bundle = await CTL.createTrustBundle(
+      {
+        sequence: 1,
+        scope: {},
+        revokedGrants: [],
+        issuedAt: '2026-11-22T00:00:00Z',
+        expiresAt: '2026-11-24T00:00:00Z',
+        issuers: [
+          { issuer: did, keys: [{ ...person.publicJwk, kid: CTL.didKeyUrl(did), alg: 'EdDSA', purposes: ['grant'] }] },
+        ],
+      },
+      { signingKey: root.privateKeyPem, issuer: 'root.example' },
+    );
+    const grant = await CTL.createSignedPolicyGrant(
+      {
+        profile: 'human-agent',
+        policyHash: 'd'.repeat(64),
+        actorKey: agent.publicJwk,
+        allowedRails: ['card'],
+        allowedAssets: [{ standard: 'iso4217', code: 'EUR' }],
+        maxAmountMinor: '5000',
+        currency: 'EUR',
+        issuedAt: '2026-11-22T08:00:00Z',
+        expiresAt: '2026-11-23T08:00:00Z',
+      },
+      { signingKey: person.privateKeyPem, revocationBaseUrl: 'https://a.example' },
+    );
+    const intentHash = await CTL.computeIntentHash({
+      amount: '100',
       currency: 'EUR',
-      issuedAt: '2026-11-22T08:00:00Z',
-      expiresAt: '2026-11-23T08:00:00Z',
-    },
-    { signingKey: person.privateKeyPem, revocationBaseUrl: 'https://a.example' },
-  );
-  const intentHash = await CTL.computeIntentHash({
-    amount: '100',
-    currency: 'EUR',
-    merchantId: 'charger-1',
-    rail: 'card',
-  });
-  const sba = await CTL.createSignedSessionBudgetAuthorization(
-    {
-      grant,
-      sessionId: 's1',
-      actorId: 'assistant',
-      maxAmountMinor: '100',
       merchantId: 'charger-1',
       rail: 'card',
-      intentHash,
-      issuedAt: '2026-11-22T09:00:00Z',
-      expiresAt: '2026-11-22T11:00:00Z',
-    } as never,
-    { signingKey: agent.privateKeyPem, keyId: 'a' },
-  );
-  const outcome = async (humanAgent: boolean) => {
-    const dev = await createQuickJsDevice(createNodeAbi({ now: T0 }), { bundle: 'verify', humanAgent });
-    try {
-      assert.ok(call(dev, 'provisionRoot', { rootPublicKeyPem: root.publicKeyPem }).ok);
-      assert.ok(call(dev, 'installBundle', { bundle }).ok);
-      const r = call(dev, 'verify', {
-        sba,
-        amount: '100',
-        currency: 'EUR',
+    });
+    const sba = await CTL.createSignedSessionBudgetAuthorization(
+      {
+        grant,
+        sessionId: 's1',
+        actorId: 'assistant',
+        maxAmountMinor: '100',
         merchantId: 'charger-1',
         rail: 'card',
-      }).result;
-      return r.valid ? 'valid' : r.error.code;
-    } finally {
-      dev.dispose();
-    }
-  };
-  assert.is(await outcome(false), 'unsupported_feature');
-  assert.is(await outcome(true), 'valid');
-});
+        intentHash,
+        issuedAt: '2026-11-22T09:00:00Z',
+        expiresAt: '2026-11-22T11:00:00Z',
+      } as never,
+      { signingKey: agent.privateKeyPem, keyId: 'a' },
+    );
+    const outcome = async (humanAgent: boolean) => {
+      const dev = await createQuickJsDevice(createNodeAbi({ now: T0 }), { bundle: 'verify', humanAgent });
+      try {
+        assert.ok(call(dev, 'provisionRoot', { rootPublicKeyPem: root.publicKeyPem }).ok);
+        assert.ok(call(dev, 'installBundle', { bundle }).ok);
+        const r = call(dev, 'verify', {
+          sba,
+          amount: '100',
+          currency: 'EUR',
+          merchantId: 'charger-1',
+          rail: 'card',
+        }).result;
+        return r.valid ? 'valid' : r.error.code;
+      } finally {
+        dev.dispose();
+      }
+    };
+    assert.is(await outcome(false), 'unsupported_feature');
+    assert.is(await outcome(true), 'valid');
+  },
+);
 
 test.run();

@@ -78,7 +78,8 @@ async function life(boot: () => Promise<Call>, s: Awaited<ReturnType<typeof scen
   // Skipped version and a statement short of its threshold.
   codes.push(codeOf(await call('updateRoot', { rootChain: [r.s2, s4] })));
   codes.push(codeOf(await call('updateRoot', { rootChain: [r.s2, r.s3, short] })));
-  // A fork signed by the retired version-2 key reaches version 4: it walks from the pin, but does not extend the stored chain.
+  // A fork signed by the retired version-2 key reaches version 4: it walks from the pin, but does not extend the stored
+  // chain.
   codes.push(codeOf(await call('updateRoot', { rootChain: fork })));
   codes.push(
     codeOf(await call('installBundle', { bundle: await fleet.bundle(20, { signer: thief }), rootChain: fork })),

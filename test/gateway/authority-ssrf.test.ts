@@ -90,30 +90,33 @@ test.after(async () => {
   }
 });
 
-test('session creation: an authority name that resolves to this machine is refused at connect time, listener or not', async () => {
-  const victim = await serve(recordsAll);
-  const none = await freePort();
-  const db = sqliteDb();
-  const gw = await startTestGateway(db, {
-    targets: { allowPrivate: false },
-    resolve,
-    humanAuthorities: [`http://auth.test:${victim.port}`, `http://auth.test:${none}`],
-  });
-  try {
-    const listening = await askSession(gw, `http://auth.test:${victim.port}`);
-    const silent = await askSession(gw, `http://auth.test:${none}`);
-    assert.is(listening.body?.error?.code, 'revocation_unavailable', listening.text);
-    assert.equal(
-      [silent.status, silent.body.error],
-      [listening.status, listening.body.error],
-      'the same refusal whatever listens',
-    );
-    assert.is(victim.connections(), 0, 'the authority behind the name saw no connection');
-  } finally {
-    await gw.close();
-    await db.drop();
-  }
-});
+test(
+  'session creation: an authority name that resolves to this machine is refused at connect ' + 'time, listener or not',
+  async () => {
+    const victim = await serve(recordsAll);
+    const none = await freePort();
+    const db = sqliteDb();
+    const gw = await startTestGateway(db, {
+      targets: { allowPrivate: false },
+      resolve,
+      humanAuthorities: [`http://auth.test:${victim.port}`, `http://auth.test:${none}`],
+    });
+    try {
+      const listening = await askSession(gw, `http://auth.test:${victim.port}`);
+      const silent = await askSession(gw, `http://auth.test:${none}`);
+      assert.is(listening.body?.error?.code, 'revocation_unavailable', listening.text);
+      assert.equal(
+        [silent.status, silent.body.error],
+        [listening.status, listening.body.error],
+        'the same refusal whatever listens',
+      );
+      assert.is(victim.connections(), 0, 'the authority behind the name saw no connection');
+    } finally {
+      await gw.close();
+      await db.drop();
+    }
+  },
+);
 
 test('a refusal never echoes what the authority answered: one text for every failure', async () => {
   const secret = 'internal-secret-7f3a';
@@ -129,7 +132,8 @@ test('a refusal never echoes what the authority answered: one text for every fai
   ];
   const bases = [...answers.map((a) => `http://127.0.0.1:${a.port}`), `http://127.0.0.1:${await freePort()}`];
   const db = sqliteDb();
-  const gw = await startTestGateway(db, { humanAuthorities: bases }); // private addresses allowed: the authorities are reached
+  // private addresses allowed: the authorities are reached
+  const gw = await startTestGateway(db, { humanAuthorities: bases });
   try {
     const refusals = [];
     for (const base of bases) refusals.push(await askSession(gw, base));
@@ -148,67 +152,78 @@ test('a refusal never echoes what the authority answered: one text for every fai
   }
 });
 
-test('before each payment, on another instance: the revocation request is guarded there too, and its refusal is the same text', async () => {
-  const authority = await serve(recordsAll);
-  const base = `http://auth.test:${authority.port}`;
-  const db = sqliteDb();
-  // Instance A may reach the authority (its host:port is an operator's exception); B may not.
-  const a = await startTestGateway(db, {
-    targets: { allowPrivate: false, allowHosts: [`auth.test:${authority.port}`, `127.0.0.1:${merchant.port}`] },
-    resolve,
-    humanAuthorities: [base],
-  });
-  const b = await startTestGateway(
-    db,
-    { targets: { allowPrivate: false, allowHosts: [`127.0.0.1:${merchant.port}`] }, resolve, humanAuthorities: [base] },
-    a.ownerKey,
-  );
-  try {
-    const created = await askSession(a, base);
-    assert.is(created.status, 201, created.text);
-    const token = created.body.sessionToken;
-    assert.is((await proxy(a, token, `${merchant.url}/a`, { purpose: 'api:search' })).status, 200, 'A pays');
-    const paid = merchant.paid.length;
-    const seen = authority.connections();
-    const refused = await proxy(b, token, `${merchant.url}/b`, { purpose: 'api:search' });
-    assert.is(refused.body?.error?.code, 'revocation_unavailable', refused.text);
-    assert.match(refused.body.error.message, /the person's authority could not be asked about this grant$/);
-    assert.is(merchant.paid.length, paid, 'nothing paid');
-    assert.is(authority.connections(), seen, 'B never connected to the authority');
-  } finally {
-    await b.close();
-    await a.close();
-    await db.drop();
-  }
-});
-
-test('an authority named by a private IP address is reached by the authority checks alone, never through /proxy', async () => {
-  const authority = await serve(recordsAll);
-  const base = `http://127.0.0.1:${authority.port}`;
-  const db = sqliteDb();
-  const gw = await startTestGateway(db, {
-    targets: { allowPrivate: false, allowHosts: [`127.0.0.1:${merchant.port}`] },
-    humanAuthorities: [base],
-  });
-  try {
-    const created = await askSession(gw, base);
-    assert.is(created.status, 201, created.text);
-    assert.is(
-      (await proxy(gw, created.body.sessionToken, `${merchant.url}/p`, { purpose: 'api:search' })).status,
-      200,
-      'the person-backed session pays',
+test(
+  'before each payment, on another instance: the revocation request is guarded there ' +
+    'too, and its refusal is the same text',
+  async () => {
+    const authority = await serve(recordsAll);
+    const base = `http://auth.test:${authority.port}`;
+    const db = sqliteDb();
+    // Instance A may reach the authority (its host:port is an operator's exception); B may not.
+    const a = await startTestGateway(db, {
+      targets: { allowPrivate: false, allowHosts: [`auth.test:${authority.port}`, `127.0.0.1:${merchant.port}`] },
+      resolve,
+      humanAuthorities: [base],
+    });
+    const b = await startTestGateway(
+      db,
+      {
+        targets: { allowPrivate: false, allowHosts: [`127.0.0.1:${merchant.port}`] },
+        resolve,
+        humanAuthorities: [base],
+      },
+      a.ownerKey,
     );
-    const seen = authority.connections();
-    const s = await createSession(gw);
-    const agent = await proxy(gw, s.sessionToken, `${base}/revoke?grantId=x`, { purpose: 'api:search' });
-    assert.is(agent.status, 403, agent.text);
-    assert.is(agent.body?.error?.code, 'target_not_allowed');
-    assert.is(authority.connections(), seen, 'no agent request reached the authority');
-  } finally {
-    await gw.close();
-    await db.drop();
-  }
-});
+    try {
+      const created = await askSession(a, base);
+      assert.is(created.status, 201, created.text);
+      const token = created.body.sessionToken;
+      assert.is((await proxy(a, token, `${merchant.url}/a`, { purpose: 'api:search' })).status, 200, 'A pays');
+      const paid = merchant.paid.length;
+      const seen = authority.connections();
+      const refused = await proxy(b, token, `${merchant.url}/b`, { purpose: 'api:search' });
+      assert.is(refused.body?.error?.code, 'revocation_unavailable', refused.text);
+      assert.match(refused.body.error.message, /the person's authority could not be asked about this grant$/);
+      assert.is(merchant.paid.length, paid, 'nothing paid');
+      assert.is(authority.connections(), seen, 'B never connected to the authority');
+    } finally {
+      await b.close();
+      await a.close();
+      await db.drop();
+    }
+  },
+);
+
+test(
+  'an authority named by a private IP address is reached by the authority checks alone, ' + 'never through /proxy',
+  async () => {
+    const authority = await serve(recordsAll);
+    const base = `http://127.0.0.1:${authority.port}`;
+    const db = sqliteDb();
+    const gw = await startTestGateway(db, {
+      targets: { allowPrivate: false, allowHosts: [`127.0.0.1:${merchant.port}`] },
+      humanAuthorities: [base],
+    });
+    try {
+      const created = await askSession(gw, base);
+      assert.is(created.status, 201, created.text);
+      assert.is(
+        (await proxy(gw, created.body.sessionToken, `${merchant.url}/p`, { purpose: 'api:search' })).status,
+        200,
+        'the person-backed session pays',
+      );
+      const seen = authority.connections();
+      const s = await createSession(gw);
+      const agent = await proxy(gw, s.sessionToken, `${base}/revoke?grantId=x`, { purpose: 'api:search' });
+      assert.is(agent.status, 403, agent.text);
+      assert.is(agent.body?.error?.code, 'target_not_allowed');
+      assert.is(authority.connections(), seen, 'no agent request reached the authority');
+    } finally {
+      await gw.close();
+      await db.drop();
+    }
+  },
+);
 
 test('the fetch the gateway hands the SDK refuses a JWKS URL whose name resolves to this machine', async () => {
   const jwks = await serve((_q, r) => r.writeHead(200, { 'content-type': 'application/json' }).end('{"keys":[]}'));

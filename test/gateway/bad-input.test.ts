@@ -119,19 +119,22 @@ test('an owner takes only a label: scopes (known or not) and other members are r
   assert.equal([ok.status, ok.body.label], [201, ''], 'no body is still an owner without a label');
 });
 
-test('PATCH /sessions/:id: a body that is not an object, or a null member, is malformed (not continuation_invalid)', async () => {
-  const s = await createSession(gw, { softLimit: { amount: '100' } });
-  const patch = (raw: string) =>
-    call(gw.url, 'PATCH', `/sessions/${s.sessionId}`, {
-      key: gw.ownerKey,
-      raw,
-      headers: { 'content-type': 'application/json' },
-    });
-  malformed(await patch('"junk"'), /^body: must be a JSON object/);
-  malformed(await patch('null'), /^body: must be a JSON object/);
-  malformed(await patch('{"continuationToken":null}'), /^continuationToken: must not be null/);
-  malformed(await patch('{"continuationToken":"t","amount":null}'), /^amount: must not be null/);
-});
+test(
+  'PATCH /sessions/:id: a body that is not an object, or a null member, is malformed ' + '(not continuation_invalid)',
+  async () => {
+    const s = await createSession(gw, { softLimit: { amount: '100' } });
+    const patch = (raw: string) =>
+      call(gw.url, 'PATCH', `/sessions/${s.sessionId}`, {
+        key: gw.ownerKey,
+        raw,
+        headers: { 'content-type': 'application/json' },
+      });
+    malformed(await patch('"junk"'), /^body: must be a JSON object/);
+    malformed(await patch('null'), /^body: must be a JSON object/);
+    malformed(await patch('{"continuationToken":null}'), /^continuationToken: must not be null/);
+    malformed(await patch('{"continuationToken":"t","amount":null}'), /^amount: must not be null/);
+  },
+);
 
 test('a body sent to a route that takes none is refused before the route runs', async () => {
   const s = await createSession(gw);
@@ -181,7 +184,8 @@ test('a body sent to a route that takes none is refused before the route runs', 
 test('Content-Length: -1 (refused by the HTTP parser) gets the JSON envelope', async () => {
   const res = await rawHttp(
     gw.url,
-    `POST /sessions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${gw.ownerKey}\r\nContent-Type: application/json\r\nContent-Length: -1\r\n\r\n{}`,
+    `POST /sessions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${gw.ownerKey}\r\nContent-Type: ` +
+      'application/json\r\nContent-Length: -1\r\n\r\n{}',
   );
   const [head, body] = res.split('\r\n\r\n');
   assert.match(head, /^HTTP\/1\.1 400 /);

@@ -46,39 +46,43 @@ function charge(
 }
 
 function suite(name: string, makeDb: () => Promise<TestDb | undefined>) {
-  test(`${name}: a burst of POST /charge from one address is limited (429 rate_limited, Retry-After); another address is not`, async () => {
-    const testDb = await makeDb();
-    if (!testDb) return;
-    const gw = await startTestGateway(testDb, { rateLimits: { charge: CHARGE } });
-    try {
-      const burst = await Promise.all(Array.from({ length: 3 * CHARGE.points }, () => charge(gw.url, '127.0.0.1')));
-      assert.is(burst.filter((r) => r.status === 201).length, CHARGE.points, burst.map((r) => r.status).join(','));
-      const refused = burst.filter((r) => r.status !== 201);
-      assert.is(refused.length, 2 * CHARGE.points);
-      for (const r of refused) {
-        assert.is(r.status, 429);
-        assert.is(r.body.error.code, 'rate_limited');
-        assert.match(r.body.error.message, /client address/);
-        assert.ok(
-          r.retryAfter !== undefined && /^[1-9][0-9]*$/.test(r.retryAfter) && Number(r.retryAfter) <= CHARGE.seconds,
-          `Retry-After: ${r.retryAfter}`,
-        );
-        assert.is(r.gatewayError, 'rate_limited');
+  test(
+    `${name}: a burst of POST /charge from one address is limited (429 rate_limited, Retry-After); ` +
+      'another address is not',
+    async () => {
+      const testDb = await makeDb();
+      if (!testDb) return;
+      const gw = await startTestGateway(testDb, { rateLimits: { charge: CHARGE } });
+      try {
+        const burst = await Promise.all(Array.from({ length: 3 * CHARGE.points }, () => charge(gw.url, '127.0.0.1')));
+        assert.is(burst.filter((r) => r.status === 201).length, CHARGE.points, burst.map((r) => r.status).join(','));
+        const refused = burst.filter((r) => r.status !== 201);
+        assert.is(refused.length, 2 * CHARGE.points);
+        for (const r of refused) {
+          assert.is(r.status, 429);
+          assert.is(r.body.error.code, 'rate_limited');
+          assert.match(r.body.error.message, /client address/);
+          assert.ok(
+            r.retryAfter !== undefined && /^[1-9][0-9]*$/.test(r.retryAfter) && Number(r.retryAfter) <= CHARGE.seconds,
+            `Retry-After: ${r.retryAfter}`,
+          );
+          assert.is(r.gatewayError, 'rate_limited');
+        }
+        // Refused requests wrote nothing.
+        assert.is(Number((await gw.db.get<{ n: unknown }>('SELECT COUNT(*) AS n FROM gw_charges'))!.n), CHARGE.points);
+        // Another address has its whole budget, then is limited in its turn.
+        for (let i = 0; i < CHARGE.points; i++)
+          assert.is((await charge(gw.url, '127.0.0.2')).status, 201, `other address, request ${i + 1}`);
+        assert.is((await charge(gw.url, '127.0.0.2')).status, 429);
+        // Verifying a charge is a read and stays open.
+        const id = burst.find((r) => r.status === 201)!.body.chargeId as string;
+        assert.is((await fetch(`${gw.url}/charge/${id}/verify`)).status, 200);
+      } finally {
+        await gw.close();
+        await testDb.drop();
       }
-      // Refused requests wrote nothing.
-      assert.is(Number((await gw.db.get<{ n: unknown }>('SELECT COUNT(*) AS n FROM gw_charges'))!.n), CHARGE.points);
-      // Another address has its whole budget, then is limited in its turn.
-      for (let i = 0; i < CHARGE.points; i++)
-        assert.is((await charge(gw.url, '127.0.0.2')).status, 201, `other address, request ${i + 1}`);
-      assert.is((await charge(gw.url, '127.0.0.2')).status, 429);
-      // Verifying a charge is a read and stays open.
-      const id = burst.find((r) => r.status === 201)!.body.chargeId as string;
-      assert.is((await fetch(`${gw.url}/charge/${id}/verify`)).status, 200);
-    } finally {
-      await gw.close();
-      await testDb.drop();
-    }
-  });
+    },
+  );
 }
 
 suite('SQLite', async () => sqliteDb());

@@ -48,7 +48,8 @@ async function fiftyOnTen(
   assert.is(rc.body.receipts.length, 10);
   assert.is(new Set(rc.body.receipts.map((r: any) => r.txRef)).size, 10);
   const ledger = await db.get(
-    `SELECT COUNT(*) AS n, SUM(l.amount) AS total FROM gw_ledger l JOIN gw_payments p ON p.id = l.payment_id WHERE p.session_id = '${s.sessionId}' AND l.status = 'paid'`,
+    'SELECT COUNT(*) AS n, SUM(l.amount) AS total FROM gw_ledger l JOIN gw_payments p ' +
+      `ON p.id = l.payment_id WHERE p.session_id = '${s.sessionId}' AND l.status = 'paid'`,
   );
   assert.is(Number(ledger.n), 10);
   assert.is(Number(ledger.total), 1000);

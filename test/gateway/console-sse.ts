@@ -1,4 +1,7 @@
-/** A reader of the console's event stream (GET /console/events) for the tests, as the browser reads it: fetch + Authorization. */
+/**
+ * A reader of the console's event stream (GET /console/events) for the tests, as the browser reads it: fetch +
+ * Authorization.
+ */
 export interface SseEvent {
   event: string;
   data: any;

@@ -50,92 +50,101 @@ test.after(async () => {
   await db.drop();
 });
 
-test('an owner sees its own sessions change live, and nothing of another owner; no continuation token on the wire', async () => {
-  const a = await openStream(gw.url, gw.ownerKey);
-  const b = await openStream(gw.url, ownerB.apiKey);
-  assert.is(a.status, 200);
-  assert.match(a.headers.get('content-type') ?? '', /^text\/event-stream/);
-  assert.is(a.headers.get('cache-control'), 'no-store');
-  await a.waitFor((e) => e.event === 'ready');
-  await b.waitFor((e) => e.event === 'ready');
+test(
+  'an owner sees its own sessions change live, and nothing of another owner; no continuation ' + 'token on the wire',
+  async () => {
+    const a = await openStream(gw.url, gw.ownerKey);
+    const b = await openStream(gw.url, ownerB.apiKey);
+    assert.is(a.status, 200);
+    assert.match(a.headers.get('content-type') ?? '', /^text\/event-stream/);
+    assert.is(a.headers.get('cache-control'), 'no-store');
+    await a.waitFor((e) => e.event === 'ready');
+    await b.waitFor((e) => e.event === 'ready');
 
-  const s = await createSession(gw, { budget: { amount: '200', currency: 'USD' }, softLimit: { amount: '100' } });
-  await a.waitFor(
-    (e) => e.event === 'session' && e.data.type === 'session.created' && e.data.sessionId === s.sessionId,
-  );
-  assert.is((await proxy(gw, s.sessionToken, `${merchant.url}/a`, { purpose: 'api:search' })).status, 200);
-  const paid = await a.waitFor((e) => e.data.type === 'payment.completed');
-  assert.is(paid.data.sessionId, s.sessionId);
-  assert.is(paid.data.amountMinor, '100');
-  assert.match(paid.data.receiptId, /^rcpt_/);
-  assert.is((await proxy(gw, s.sessionToken, `${merchant.url}/a`, { purpose: 'api:search' })).status, 200);
-  assert.is((await proxy(gw, s.sessionToken, `${merchant.url}/a`, { purpose: 'api:search' })).status, 409);
-  const paused = await a.waitFor((e) => e.data.type === 'session.paused');
-  assert.is(paused.data.continuationToken, undefined, 'the continuation token never rides the stream');
-  assert.not.match(JSON.stringify(a.events), /continuationToken/);
-  const view = (await call(gw.url, 'GET', `/sessions/${s.sessionId}`, { key: gw.ownerKey })).body;
-  assert.is(
-    (
-      await call(gw.url, 'PATCH', `/sessions/${s.sessionId}`, {
-        key: gw.ownerKey,
-        body: { continuationToken: view.continuationToken },
-      })
-    ).status,
-    200,
-  );
-  await a.waitFor((e) => e.data.type === 'session.continued' && e.data.sessionId === s.sessionId);
-  assert.is((await call(gw.url, 'DELETE', `/sessions/${s.sessionId}`, { key: gw.ownerKey })).status, 200);
-  const revoked = await a.waitFor((e) => e.data.type === 'session.revoked');
-  assert.is(revoked.data.revokedBy, 'owner');
+    const s = await createSession(gw, { budget: { amount: '200', currency: 'USD' }, softLimit: { amount: '100' } });
+    await a.waitFor(
+      (e) => e.event === 'session' && e.data.type === 'session.created' && e.data.sessionId === s.sessionId,
+    );
+    assert.is((await proxy(gw, s.sessionToken, `${merchant.url}/a`, { purpose: 'api:search' })).status, 200);
+    const paid = await a.waitFor((e) => e.data.type === 'payment.completed');
+    assert.is(paid.data.sessionId, s.sessionId);
+    assert.is(paid.data.amountMinor, '100');
+    assert.match(paid.data.receiptId, /^rcpt_/);
+    assert.is((await proxy(gw, s.sessionToken, `${merchant.url}/a`, { purpose: 'api:search' })).status, 200);
+    assert.is((await proxy(gw, s.sessionToken, `${merchant.url}/a`, { purpose: 'api:search' })).status, 409);
+    const paused = await a.waitFor((e) => e.data.type === 'session.paused');
+    assert.is(paused.data.continuationToken, undefined, 'the continuation token never rides the stream');
+    assert.not.match(JSON.stringify(a.events), /continuationToken/);
+    const view = (await call(gw.url, 'GET', `/sessions/${s.sessionId}`, { key: gw.ownerKey })).body;
+    assert.is(
+      (
+        await call(gw.url, 'PATCH', `/sessions/${s.sessionId}`, {
+          key: gw.ownerKey,
+          body: { continuationToken: view.continuationToken },
+        })
+      ).status,
+      200,
+    );
+    await a.waitFor((e) => e.data.type === 'session.continued' && e.data.sessionId === s.sessionId);
+    assert.is((await call(gw.url, 'DELETE', `/sessions/${s.sessionId}`, { key: gw.ownerKey })).status, 200);
+    const revoked = await a.waitFor((e) => e.data.type === 'session.revoked');
+    assert.is(revoked.data.revokedBy, 'owner');
 
-  await new Promise((r) => setTimeout(r, 300));
-  assert.equal(
-    b.events.filter((e) => e.event === 'session'),
-    [],
-    "owner B saw none of owner A's events",
-  );
-  a.close();
-  b.close();
-});
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(
+      b.events.filter((e) => e.event === 'session'),
+      [],
+      "owner B saw none of owner A's events",
+    );
+    a.close();
+    b.close();
+  },
+);
 
-test('authenticated by the owner key in the header: none → 401, the admin key → 403, a key in the URL is not a key', async () => {
-  const none = await openStream(gw.url, undefined);
-  assert.is(none.status, 401);
-  assert.is(none.body.error.code, 'unauthorized');
-  const admin = await openStream(gw.url, ADMIN_KEY);
-  assert.is(admin.status, 403);
-  assert.is(admin.body.error.code, 'forbidden');
-  const inUrl = await fetch(`${gw.url}/console/events?key=${encodeURIComponent(gw.ownerKey)}`);
-  assert.is(inUrl.status, 401);
-  await inUrl.body?.cancel();
-});
+test(
+  'authenticated by the owner key in the header: none → 401, the admin key → 403, a ' + 'key in the URL is not a key',
+  async () => {
+    const none = await openStream(gw.url, undefined);
+    assert.is(none.status, 401);
+    assert.is(none.body.error.code, 'unauthorized');
+    const admin = await openStream(gw.url, ADMIN_KEY);
+    assert.is(admin.status, 403);
+    assert.is(admin.body.error.code, 'forbidden');
+    const inUrl = await fetch(`${gw.url}/console/events?key=${encodeURIComponent(gw.ownerKey)}`);
+    assert.is(inUrl.status, 401);
+    await inUrl.body?.cancel();
+  },
+);
 
-test('bounded: a cap on streams per owner (429 rate_limited with Retry-After); a closed stream frees its place', async () => {
-  const one = await openStream(gw.url, ownerB.apiKey);
-  const two = await openStream(gw.url, ownerB.apiKey);
-  const three = await openStream(gw.url, ownerB.apiKey);
-  assert.is(one.status, 200);
-  assert.is(two.status, 200);
-  assert.is(three.status, 429);
-  assert.is(three.body.error.code, 'rate_limited');
-  assert.ok(Number(three.headers.get('retry-after')) > 0);
-  const otherOwner = await openStream(gw.url, gw.ownerKey);
-  assert.is(otherOwner.status, 200, 'the cap is per owner');
-  one.close();
-  await new Promise((r) => setTimeout(r, 100));
-  const again = await openStream(gw.url, ownerB.apiKey);
-  assert.is(again.status, 200);
-  // Heartbeats keep idle proxies from closing the stream.
-  const raw = await fetch(`${gw.url}/console/events`, { headers: { authorization: `Bearer ${gw.ownerKey}` } });
-  const reader = raw.body!.getReader();
-  let text = '';
-  const until = Date.now() + 2000;
-  while (!text.includes(': heartbeat') && Date.now() < until)
-    text += new TextDecoder().decode((await reader.read()).value);
-  assert.match(text, /: heartbeat/);
-  await reader.cancel();
-  for (const s of [two, again, otherOwner]) s.close();
-});
+test(
+  'bounded: a cap on streams per owner (429 rate_limited with Retry-After); a closed ' + 'stream frees its place',
+  async () => {
+    const one = await openStream(gw.url, ownerB.apiKey);
+    const two = await openStream(gw.url, ownerB.apiKey);
+    const three = await openStream(gw.url, ownerB.apiKey);
+    assert.is(one.status, 200);
+    assert.is(two.status, 200);
+    assert.is(three.status, 429);
+    assert.is(three.body.error.code, 'rate_limited');
+    assert.ok(Number(three.headers.get('retry-after')) > 0);
+    const otherOwner = await openStream(gw.url, gw.ownerKey);
+    assert.is(otherOwner.status, 200, 'the cap is per owner');
+    one.close();
+    await new Promise((r) => setTimeout(r, 100));
+    const again = await openStream(gw.url, ownerB.apiKey);
+    assert.is(again.status, 200);
+    // Heartbeats keep idle proxies from closing the stream.
+    const raw = await fetch(`${gw.url}/console/events`, { headers: { authorization: `Bearer ${gw.ownerKey}` } });
+    const reader = raw.body!.getReader();
+    let text = '';
+    const until = Date.now() + 2000;
+    while (!text.includes(': heartbeat') && Date.now() < until)
+      text += new TextDecoder().decode((await reader.read()).value);
+    assert.match(text, /: heartbeat/);
+    await reader.cancel();
+    for (const s of [two, again, otherOwner]) s.close();
+  },
+);
 
 test('bounded per instance too: past maxStreams, any owner gets 429', async () => {
   const smallDb = sqliteDb();

@@ -173,195 +173,205 @@ if (!chromiumPath) {
   let token = '';
   const pay = () => proxy(gw, token, `${merchant.url}/search`, { purpose: 'api:search' });
 
-  test('sign in, create, live payment, receipt check mark, pause and continue, revoke, refused: keyboard only, no console errors', async () => {
-    const page = await openPage('owner A');
-    await page.waitForSelector('#owner-key');
-    await shot(page, '01-sign-in.png', 'sign-in page');
+  test(
+    'sign in, create, live payment, receipt check mark, pause and continue, revoke, refused: ' +
+      'keyboard only, no console errors',
+    async () => {
+      const page = await openPage('owner A');
+      await page.waitForSelector('#owner-key');
+      await shot(page, '01-sign-in.png', 'sign-in page');
 
-    // A wrong key: a clear message, nothing stored.
-    await tabTo(page, (e) => e.id === 'owner-key');
-    await page.keyboard.type('ctlk_wrongwrongwrong_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA');
-    await page.keyboard.press('Enter');
-    await page.waitForSelector('#owner-key-error:has-text("not accepted")');
-    assert.is(await page.evaluate(() => sessionStorage.length), 0);
-    await shot(page, '02-sign-in-wrong-key.png', 'sign-in: a wrong key is refused with a message');
-    const wrong = takeErrors('owner A');
-    assert.ok(
-      wrong.every((e) => /401/.test(e.text)),
-      `only the wrong key's 401: ${JSON.stringify(wrong)}`,
-    );
+      // A wrong key: a clear message, nothing stored.
+      await tabTo(page, (e) => e.id === 'owner-key');
+      await page.keyboard.type('ctlk_wrongwrongwrong_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA');
+      await page.keyboard.press('Enter');
+      await page.waitForSelector('#owner-key-error:has-text("not accepted")');
+      assert.is(await page.evaluate(() => sessionStorage.length), 0);
+      await shot(page, '02-sign-in-wrong-key.png', 'sign-in: a wrong key is refused with a message');
+      const wrong = takeErrors('owner A');
+      assert.ok(
+        wrong.every((e) => /401/.test(e.text)),
+        `only the wrong key's 401: ${JSON.stringify(wrong)}`,
+      );
 
-    await page.keyboard.press('Control+A');
-    await page.keyboard.type(gw.ownerKey);
-    await page.keyboard.press('Enter');
-    await page.waitForSelector('h1:has-text("Sessions")');
-    await page.waitForSelector('.live-live');
-    assert.is(
-      await page.evaluate(() => sessionStorage.getItem('ctl.console.ownerKey')),
-      gw.ownerKey,
-      "the key is in this tab's session storage",
-    );
-    assert.is(await page.evaluate(() => localStorage.length), 0, 'and nowhere else');
+      await page.keyboard.press('Control+A');
+      await page.keyboard.type(gw.ownerKey);
+      await page.keyboard.press('Enter');
+      await page.waitForSelector('h1:has-text("Sessions")');
+      await page.waitForSelector('.live-live');
+      assert.is(
+        await page.evaluate(() => sessionStorage.getItem('ctl.console.ownerKey')),
+        gw.ownerKey,
+        "the key is in this tab's session storage",
+      );
+      assert.is(await page.evaluate(() => localStorage.length), 0, 'and nowhere else');
 
-    // New session, by keyboard: validation first, then a real one.
-    await tabTo(page, (e) => e.tag === 'a' && e.text === 'New session');
-    await page.keyboard.press('Enter');
-    await page.waitForSelector('h1:has-text("New session")');
-    await tabTo(page, (e) => e.id === 'f-label');
-    await page.keyboard.type('Research agent');
-    await tabTo(page, (e) => e.id === 'f-purposes');
-    await page.keyboard.press('Enter');
-    await page.waitForSelector('#f-amount-error:has-text("Ceiling: required")');
-    assert.match((await page.textContent('#f-purposes-error')) ?? '', /Purposes: at least one/);
-    assert.is(await focusedId(page), 'f-amount', 'focus goes to the first field to fix');
-    await shot(page, '03-create-validation.png', 'create form: validation messages name the fields');
-    await page.keyboard.type('3.00'); // 300 minor units: three payments of 1.00
-    await page.keyboard.press('Tab');
-    await page.keyboard.type('api:search');
-    await tabTo(page, (e) => e.id === 'f-softLimit');
-    await page.keyboard.type('2');
-    await tabTo(page, (e) => e.id === 'f-merchantAllowlist');
-    await page.keyboard.type('bad_host'); // passes the page's checks; the gateway refuses it, naming the field
-    await tabTo(page, (e) => e.id === 'f-thresholds');
-    await page.keyboard.type('50, 100');
-    await tabTo(page, (e) => e.id === 'f-webhookUrl');
-    await page.keyboard.type(hookUrl);
-    await page.keyboard.press('Enter');
-    await page.waitForSelector('#f-merchantAllowlist-error:has-text("Merchants allowed: must be a host glob")');
-    assert.is(await focusedId(page), 'f-merchantAllowlist');
-    const refusedByGateway = takeErrors('owner A');
-    assert.ok(
-      refusedByGateway.every((e) => /400/.test(e.text)),
-      `only the gateway's 400: ${JSON.stringify(refusedByGateway)}`,
-    );
-    await page.keyboard.press('Control+A');
-    await page.keyboard.type('127.0.0.1');
-    await tabTo(page, (e) => e.text === 'Create session');
-    await page.keyboard.press('Enter');
-    await page.waitForSelector('h1:has-text("Session created")');
-    token = await page.inputValue('#token');
-    assert.match(token, /^gw_sess_/);
-    await tabTo(page, (e) => e.text === 'Copy session token');
-    await page.keyboard.press('Enter');
-    await page.waitForSelector('text=Copied.');
-    assert.is(await page.evaluate(() => navigator.clipboard.readText()), token, 'the copy button copies the token');
-    await shot(page, '04-session-created.png', 'session created: the token shown once, with a copy button');
-    await tabTo(page, (e) => e.text === 'Open the session');
-    await page.keyboard.press('Enter');
-    await page.waitForSelector('h1:has-text("Research agent")');
-    sessionId = decodeURIComponent(new URL(page.url()).hash.split('/')[2]!);
-    assert.match(sessionId, /^sess_/);
-    await page.waitForSelector('text=Receipts (0)');
-    await page.evaluate(() => ((window as any).__noReload = true));
+      // New session, by keyboard: validation first, then a real one.
+      await tabTo(page, (e) => e.tag === 'a' && e.text === 'New session');
+      await page.keyboard.press('Enter');
+      await page.waitForSelector('h1:has-text("New session")');
+      await tabTo(page, (e) => e.id === 'f-label');
+      await page.keyboard.type('Research agent');
+      await tabTo(page, (e) => e.id === 'f-purposes');
+      await page.keyboard.press('Enter');
+      await page.waitForSelector('#f-amount-error:has-text("Ceiling: required")');
+      assert.match((await page.textContent('#f-purposes-error')) ?? '', /Purposes: at least one/);
+      assert.is(await focusedId(page), 'f-amount', 'focus goes to the first field to fix');
+      await shot(page, '03-create-validation.png', 'create form: validation messages name the fields');
+      await page.keyboard.type('3.00'); // 300 minor units: three payments of 1.00
+      await page.keyboard.press('Tab');
+      await page.keyboard.type('api:search');
+      await tabTo(page, (e) => e.id === 'f-softLimit');
+      await page.keyboard.type('2');
+      await tabTo(page, (e) => e.id === 'f-merchantAllowlist');
+      await page.keyboard.type('bad_host'); // passes the page's checks; the gateway refuses it, naming the field
+      await tabTo(page, (e) => e.id === 'f-thresholds');
+      await page.keyboard.type('50, 100');
+      await tabTo(page, (e) => e.id === 'f-webhookUrl');
+      await page.keyboard.type(hookUrl);
+      await page.keyboard.press('Enter');
+      await page.waitForSelector('#f-merchantAllowlist-error:has-text("Merchants allowed: must be a host glob")');
+      assert.is(await focusedId(page), 'f-merchantAllowlist');
+      const refusedByGateway = takeErrors('owner A');
+      assert.ok(
+        refusedByGateway.every((e) => /400/.test(e.text)),
+        `only the gateway's 400: ${JSON.stringify(refusedByGateway)}`,
+      );
+      await page.keyboard.press('Control+A');
+      await page.keyboard.type('127.0.0.1');
+      await tabTo(page, (e) => e.text === 'Create session');
+      await page.keyboard.press('Enter');
+      await page.waitForSelector('h1:has-text("Session created")');
+      token = await page.inputValue('#token');
+      assert.match(token, /^gw_sess_/);
+      await tabTo(page, (e) => e.text === 'Copy session token');
+      await page.keyboard.press('Enter');
+      await page.waitForSelector('text=Copied.');
+      assert.is(await page.evaluate(() => navigator.clipboard.readText()), token, 'the copy button copies the token');
+      await shot(page, '04-session-created.png', 'session created: the token shown once, with a copy button');
+      await tabTo(page, (e) => e.text === 'Open the session');
+      await page.keyboard.press('Enter');
+      await page.waitForSelector('h1:has-text("Research agent")');
+      sessionId = decodeURIComponent(new URL(page.url()).hash.split('/')[2]!);
+      assert.match(sessionId, /^sess_/);
+      await page.waitForSelector('text=Receipts (0)');
+      await page.evaluate(() => ((window as any).__noReload = true));
 
-    // A payment through /proxy appears without reload, with a verified check mark.
-    const paid = await pay();
-    assert.is(paid.status, 200, paid.text);
-    await page.waitForSelector('text=Receipts (1)', { timeout: 5000 });
-    await page.waitForSelector('[data-receipt-check][data-valid="true"]');
-    assert.is(await page.getAttribute('[data-receipt-check]', 'data-method'), 'WebCrypto Ed25519');
-    assert.is(await page.getAttribute('ctl-spend-bar', 'spent'), '100');
-    assert.ok(await page.evaluate(() => (window as any).__noReload === true), 'no reload');
+      // A payment through /proxy appears without reload, with a verified check mark.
+      const paid = await pay();
+      assert.is(paid.status, 200, paid.text);
+      await page.waitForSelector('text=Receipts (1)', { timeout: 5000 });
+      await page.waitForSelector('[data-receipt-check][data-valid="true"]');
+      assert.is(await page.getAttribute('[data-receipt-check]', 'data-method'), 'WebCrypto Ed25519');
+      assert.is(await page.getAttribute('ctl-spend-bar', 'spent'), '100');
+      assert.ok(await page.evaluate(() => (window as any).__noReload === true), 'no reload');
 
-    await tabTo(page, (e) => e.label.startsWith('Open receipt'));
-    await page.keyboard.press('Enter');
-    await page.waitForSelector('h1:has-text("Receipt 1.00 USD")');
-    await page.waitForSelector('.title-row [data-receipt-check][data-valid="true"]');
-    assert.match((await page.textContent('pre.raw')) ?? '', /"txRef": "txid:/);
-    await shot(page, '05-receipt.png', 'a receipt: fields, signature verified in the browser, the signed JSON');
-    await tabTo(page, (e) => e.tag === 'a' && e.text === 'Research agent');
-    await page.keyboard.press('Enter');
-    await page.waitForSelector('h1:has-text("Research agent")');
+      await tabTo(page, (e) => e.label.startsWith('Open receipt'));
+      await page.keyboard.press('Enter');
+      await page.waitForSelector('h1:has-text("Receipt 1.00 USD")');
+      await page.waitForSelector('.title-row [data-receipt-check][data-valid="true"]');
+      assert.match((await page.textContent('pre.raw')) ?? '', /"txRef": "txid:/);
+      await shot(page, '05-receipt.png', 'a receipt: fields, signature verified in the browser, the signed JSON');
+      await tabTo(page, (e) => e.tag === 'a' && e.text === 'Research agent');
+      await page.keyboard.press('Enter');
+      await page.waitForSelector('h1:has-text("Research agent")');
 
-    // A live update keeps the keyboard focus where it was.
-    await tabTo(page, (e) => e.label.startsWith('Open receipt'));
-    assert.is((await pay()).status, 200);
-    await page.waitForSelector('text=Receipts (2)', { timeout: 5000 });
-    assert.match(
-      await page.evaluate(() => document.activeElement?.getAttribute('aria-label') ?? ''),
-      /^Open receipt/,
-      'focus kept across the live update',
-    );
+      // A live update keeps the keyboard focus where it was.
+      await tabTo(page, (e) => e.label.startsWith('Open receipt'));
+      assert.is((await pay()).status, 200);
+      await page.waitForSelector('text=Receipts (2)', { timeout: 5000 });
+      assert.match(
+        await page.evaluate(() => document.activeElement?.getAttribute('aria-label') ?? ''),
+        /^Open receipt/,
+        'focus kept across the live update',
+      );
 
-    // Up to the ceiling, then the soft limit pauses the session: the page turns paused live.
-    assert.is((await pay()).status, 200);
-    const paused = await pay();
-    assert.is(paused.status, 409);
-    assert.is(paused.body.error.code, 'session_paused');
-    await page.waitForSelector('.title-row .state-paused', { timeout: 5000 });
-    await page.waitForSelector('text=Receipts (3)');
-    await page.waitForSelector('[data-action="continue"]');
-    // The receipts as CSV, by keyboard.
-    await tabTo(page, (e) => e.text === 'Download CSV');
-    const [download] = await Promise.all([page.waitForEvent('download'), page.keyboard.press('Enter')]);
-    const csv = await (await download.createReadStream()).toArray().then((c) => Buffer.concat(c).toString('utf8'));
-    const lines = csv.trim().split('\r\n');
-    assert.is(lines.length, 4);
-    assert.match(lines[0]!, /^"paidAt","receiptId","amountMinor","amount","currency"/);
-    assert.match(lines[1]!, /,"100","1.00","USD","127.0.0.1","api:search","txid:/);
-    await shot(
-      page,
-      '06-session-paused.png',
-      'session page, paused at its ceiling: bounds, spend chart, receipts, webhook log',
-    );
+      // Up to the ceiling, then the soft limit pauses the session: the page turns paused live.
+      assert.is((await pay()).status, 200);
+      const paused = await pay();
+      assert.is(paused.status, 409);
+      assert.is(paused.body.error.code, 'session_paused');
+      await page.waitForSelector('.title-row .state-paused', { timeout: 5000 });
+      await page.waitForSelector('text=Receipts (3)');
+      await page.waitForSelector('[data-action="continue"]');
+      // The receipts as CSV, by keyboard.
+      await tabTo(page, (e) => e.text === 'Download CSV');
+      const [download] = await Promise.all([page.waitForEvent('download'), page.keyboard.press('Enter')]);
+      const csv = await (await download.createReadStream()).toArray().then((c) => Buffer.concat(c).toString('utf8'));
+      const lines = csv.trim().split('\r\n');
+      assert.is(lines.length, 4);
+      assert.match(lines[0]!, /^"paidAt","receiptId","amountMinor","amount","currency"/);
+      assert.match(lines[1]!, /,"100","1.00","USD","127.0.0.1","api:search","txid:/);
+      await shot(
+        page,
+        '06-session-paused.png',
+        'session page, paused at its ceiling: bounds, spend chart, receipts, webhook log',
+      );
 
-    await tabTo(page, (e) => e.text.startsWith('Approve continuation'));
-    await page.keyboard.press('Enter');
-    await page.waitForSelector('dialog[open] h2:has-text("Approve continuation")');
-    assert.is(
-      await page.evaluate(() => document.activeElement?.textContent),
-      'Cancel',
-      'the safe choice has the focus',
-    );
-    await shot(page, '07-approve-dialog.png', 'approve continuation dialog');
-    await tabTo(page, (e) => e.text === 'Approve');
-    await page.keyboard.press('Enter');
-    await page.waitForSelector('.title-row .state-active', { timeout: 5000 });
-    assert.match((await page.textContent('.figures')) ?? '', /5\.00 USD/, 'the ceiling rose by the soft limit');
-    assert.is((await pay()).status, 200, 'the agent pays again');
-    await page.waitForSelector('text=Receipts (4)', { timeout: 5000 });
+      await tabTo(page, (e) => e.text.startsWith('Approve continuation'));
+      await page.keyboard.press('Enter');
+      await page.waitForSelector('dialog[open] h2:has-text("Approve continuation")');
+      assert.is(
+        await page.evaluate(() => document.activeElement?.textContent),
+        'Cancel',
+        'the safe choice has the focus',
+      );
+      await shot(page, '07-approve-dialog.png', 'approve continuation dialog');
+      await tabTo(page, (e) => e.text === 'Approve');
+      await page.keyboard.press('Enter');
+      await page.waitForSelector('.title-row .state-active', { timeout: 5000 });
+      assert.match((await page.textContent('.figures')) ?? '', /5\.00 USD/, 'the ceiling rose by the soft limit');
+      assert.is((await pay()).status, 200, 'the agent pays again');
+      await page.waitForSelector('text=Receipts (4)', { timeout: 5000 });
 
-    // Revoke, confirmed; the next payment is refused.
-    await tabTo(page, (e) => e.text.startsWith('Revoke session'));
-    await page.keyboard.press('Enter');
-    await page.waitForSelector('dialog[open] h2:has-text("Revoke this session?")');
-    await shot(page, '08-revoke-dialog.png', 'revoke confirmation');
-    await tabTo(page, (e) => e.text === 'Revoke session');
-    await page.keyboard.press('Enter');
-    await page.waitForSelector('.title-row .state-revoked', { timeout: 5000 });
-    const refused = await pay();
-    assert.is(refused.status, 410);
-    assert.is(refused.body.error.code, 'session_revoked');
-    await gw.gw.idle();
+      // Revoke, confirmed; the next payment is refused.
+      await tabTo(page, (e) => e.text.startsWith('Revoke session'));
+      await page.keyboard.press('Enter');
+      await page.waitForSelector('dialog[open] h2:has-text("Revoke this session?")');
+      await shot(page, '08-revoke-dialog.png', 'revoke confirmation');
+      await tabTo(page, (e) => e.text === 'Revoke session');
+      await page.keyboard.press('Enter');
+      await page.waitForSelector('.title-row .state-revoked', { timeout: 5000 });
+      const refused = await pay();
+      assert.is(refused.status, 410);
+      assert.is(refused.body.error.code, 'session_revoked');
+      await gw.gw.idle();
 
-    // The list: filter by state, by keyboard; then back to the session for its webhook log.
-    await tabTo(page, (e) => e.tag === 'a' && e.text === 'Sessions');
-    await page.keyboard.press('Enter');
-    await page.waitForSelector(`tr[data-session="${sessionId}"]`);
-    await tabTo(page, (e) => e.tag === 'button' && e.text.startsWith('Revoked'));
-    await page.keyboard.press('Enter');
-    await page.waitForSelector('button[aria-pressed="true"]:has-text("Revoked")');
-    assert.is(await page.locator('tbody tr').count(), 1);
-    const feed = (await page.textContent('.feed')) ?? '';
-    for (const t of ['payment.completed', 'session.paused', 'session.continued', 'session.revoked', 'session.created'])
-      assert.ok(feed.includes(t), `live activity shows ${t}`);
-    await shot(page, '09-sessions-list.png', 'sessions list, filtered to revoked, with live activity');
-    await tabTo(page, (e) => e.tag === 'a' && e.text === 'Research agent');
-    await page.keyboard.press('Enter');
-    await page.waitForSelector('text=Receipts (4)');
-    const deliveries = await page.locator('#hooks-h + .table-wrap tbody tr').count();
-    assert.ok(deliveries >= 5 && hooks.length >= 5, `webhook deliveries listed: ${deliveries}`);
-    await shot(page, '10-session-revoked.png', 'session page after revocation, with the webhook dispatch log');
+      // The list: filter by state, by keyboard; then back to the session for its webhook log.
+      await tabTo(page, (e) => e.tag === 'a' && e.text === 'Sessions');
+      await page.keyboard.press('Enter');
+      await page.waitForSelector(`tr[data-session="${sessionId}"]`);
+      await tabTo(page, (e) => e.tag === 'button' && e.text.startsWith('Revoked'));
+      await page.keyboard.press('Enter');
+      await page.waitForSelector('button[aria-pressed="true"]:has-text("Revoked")');
+      assert.is(await page.locator('tbody tr').count(), 1);
+      const feed = (await page.textContent('.feed')) ?? '';
+      for (const t of [
+        'payment.completed',
+        'session.paused',
+        'session.continued',
+        'session.revoked',
+        'session.created',
+      ])
+        assert.ok(feed.includes(t), `live activity shows ${t}`);
+      await shot(page, '09-sessions-list.png', 'sessions list, filtered to revoked, with live activity');
+      await tabTo(page, (e) => e.tag === 'a' && e.text === 'Research agent');
+      await page.keyboard.press('Enter');
+      await page.waitForSelector('text=Receipts (4)');
+      const deliveries = await page.locator('#hooks-h + .table-wrap tbody tr').count();
+      assert.ok(deliveries >= 5 && hooks.length >= 5, `webhook deliveries listed: ${deliveries}`);
+      await shot(page, '10-session-revoked.png', 'session page after revocation, with the webhook dispatch log');
 
-    // Sign out clears the key.
-    await tabTo(page, (e) => e.text === 'Sign out');
-    await page.keyboard.press('Enter');
-    await page.waitForSelector('#owner-key');
-    assert.is(await page.evaluate(() => sessionStorage.length), 0);
-    const left = takeErrors('owner A');
-    assert.equal(left, [], `console errors: ${JSON.stringify(left)}`);
-    await page.context().close();
-  });
+      // Sign out clears the key.
+      await tabTo(page, (e) => e.text === 'Sign out');
+      await page.keyboard.press('Enter');
+      await page.waitForSelector('#owner-key');
+      assert.is(await page.evaluate(() => sessionStorage.length), 0);
+      const left = takeErrors('owner A');
+      assert.equal(left, [], `console errors: ${JSON.stringify(left)}`);
+      await page.context().close();
+    },
+  );
 
   test('owner B never sees owner A: not in the list, not by id, not on the live feed', async () => {
     const b = await openPage('owner B', async (p) => {
@@ -396,54 +406,57 @@ if (!chromiumPath) {
     await b.context().close();
   });
 
-  test('check marks are real: an altered receipt is marked invalid; without WebCrypto Ed25519 the SDK verifies', async () => {
-    const init = async (p: Page) => {
-      await p.addInitScript((k) => sessionStorage.setItem('ctl.console.ownerKey', k), gw.ownerKey);
-    };
-    let tamper = false;
-    const tampered = await openPage('tamper', async (p) => {
-      await init(p);
-      await p.route('**/sessions/*/receipts', async (route) => {
-        const res = await route.fetch();
-        const body = await res.json();
-        if (tamper) body.receipts[0].amount.amountMinor = '1';
-        await route.fulfill({ response: res, json: body });
+  test(
+    'check marks are real: an altered receipt is marked invalid; without WebCrypto Ed25519 ' + 'the SDK verifies',
+    async () => {
+      const init = async (p: Page) => {
+        await p.addInitScript((k) => sessionStorage.setItem('ctl.console.ownerKey', k), gw.ownerKey);
+      };
+      let tamper = false;
+      const tampered = await openPage('tamper', async (p) => {
+        await init(p);
+        await p.route('**/sessions/*/receipts', async (route) => {
+          const res = await route.fetch();
+          const body = await res.json();
+          if (tamper) body.receipts[0].amount.amountMinor = '1';
+          await route.fulfill({ response: res, json: body });
+        });
       });
-    });
-    await tampered.goto(`${gw.url}/console#/sessions/${sessionId}`);
-    await tampered.waitForSelector('text=Receipts (4)');
-    await tampered.waitForFunction(
-      () => document.querySelectorAll('[data-receipt-check][data-valid="true"]').length === 4,
-    );
-    // The same receipt, altered after it was verified once in this page: checked again, not taken from a cache.
-    tamper = true;
-    await tampered.evaluate(() => (location.hash = '#/sessions'));
-    await tampered.waitForSelector('h1:has-text("Sessions")');
-    await tampered.evaluate((id) => (location.hash = `#/sessions/${id}`), sessionId);
-    await tampered.waitForSelector('[data-receipt-check][data-valid="false"]');
-    assert.is(
-      await tampered.locator('[data-receipt-check][data-valid="true"]').count(),
-      3,
-      'the untouched ones still verify',
-    );
-    await tampered.context().close();
+      await tampered.goto(`${gw.url}/console#/sessions/${sessionId}`);
+      await tampered.waitForSelector('text=Receipts (4)');
+      await tampered.waitForFunction(
+        () => document.querySelectorAll('[data-receipt-check][data-valid="true"]').length === 4,
+      );
+      // The same receipt, altered after it was verified once in this page: checked again, not taken from a cache.
+      tamper = true;
+      await tampered.evaluate(() => (location.hash = '#/sessions'));
+      await tampered.waitForSelector('h1:has-text("Sessions")');
+      await tampered.evaluate((id) => (location.hash = `#/sessions/${id}`), sessionId);
+      await tampered.waitForSelector('[data-receipt-check][data-valid="false"]');
+      assert.is(
+        await tampered.locator('[data-receipt-check][data-valid="true"]').count(),
+        3,
+        'the untouched ones still verify',
+      );
+      await tampered.context().close();
 
-    const noEd = await openPage('sdk fallback', async (p) => {
-      await init(p);
-      await p.addInitScript(() => {
-        const real = crypto.subtle.importKey.bind(crypto.subtle);
-        (crypto.subtle as any).importKey = (format: any, key: any, alg: any, ...rest: any[]) =>
-          (alg?.name ?? alg) === 'Ed25519'
-            ? Promise.reject(new DOMException('Ed25519 unsupported', 'NotSupportedError'))
-            : (real as any)(format, key, alg, ...rest);
+      const noEd = await openPage('sdk fallback', async (p) => {
+        await init(p);
+        await p.addInitScript(() => {
+          const real = crypto.subtle.importKey.bind(crypto.subtle);
+          (crypto.subtle as any).importKey = (format: any, key: any, alg: any, ...rest: any[]) =>
+            (alg?.name ?? alg) === 'Ed25519'
+              ? Promise.reject(new DOMException('Ed25519 unsupported', 'NotSupportedError'))
+              : (real as any)(format, key, alg, ...rest);
+        });
       });
-    });
-    await noEd.goto(`${gw.url}/console#/sessions/${sessionId}`);
-    await noEd.waitForSelector('[data-receipt-check][data-valid="true"]');
-    assert.is(await noEd.locator('[data-receipt-check][data-method="CTL SDK"][data-valid="true"]').count(), 4);
-    await noEd.context().close();
-    assert.equal(takeErrors(''), []);
-  });
+      await noEd.goto(`${gw.url}/console#/sessions/${sessionId}`);
+      await noEd.waitForSelector('[data-receipt-check][data-valid="true"]');
+      assert.is(await noEd.locator('[data-receipt-check][data-method="CTL SDK"][data-valid="true"]').count(), 4);
+      await noEd.context().close();
+      assert.equal(takeErrors(''), []);
+    },
+  );
 
   test('a revoked session shows nothing remaining: list, page and spend bar', async () => {
     const page = await openPage('revoked remaining', async (p) => {
@@ -467,96 +480,102 @@ if (!chromiumPath) {
     await page.context().close();
   });
 
-  test('the console fits a phone (390 px): Sign out, spend and expiry on screen, nothing wider than the screen', async () => {
-    // A live session with a payment, so that its spend and expiry have something to show.
-    const live = await call(gw.url, 'POST', '/sessions', {
-      key: gw.ownerKey,
-      body: {
-        budget: { amount: '1000', currency: 'USD' },
-        purposes: ['api:search'],
-        expiresAt: new Date(Date.now() + 3600_000).toISOString().replace(/\.\d+Z$/, 'Z'),
-        label: 'Phone check',
-      },
-    });
-    assert.is(live.status, 201);
-    assert.is(
-      (await proxy(gw, live.body.sessionToken, `${merchant.url}/search`, { purpose: 'api:search' })).status,
-      200,
-    );
-    const page = await openPage(
-      'phone',
-      async (p) => {
-        await p.addInitScript((k) => sessionStorage.setItem('ctl.console.ownerKey', k), gw.ownerKey);
-      },
-      PHONE,
-    );
-    /** Each selector's first match lies inside the viewport horizontally (and is shown); the page does not scroll sideways. */
-    const onScreen = async (where: string, selectors: string[]) => {
-      const width = PHONE.viewport.width;
-      // The elements that stick out, outermost first, name what to fix.
-      const wide = await page.evaluate(
-        (w) =>
-          [...document.querySelectorAll('body *')]
-            .filter(
-              (el) =>
-                el.getBoundingClientRect().right > w + 0.5 &&
-                !(el.parentElement && el.parentElement.getBoundingClientRect().right > w + 0.5),
-            )
-            .slice(0, 5)
-            .map(
-              (el) =>
-                `${el.tagName.toLowerCase()}.${el.className} (${Math.round(el.getBoundingClientRect().right)} px)`,
-            ),
-        width,
+  test(
+    'the console fits a phone (390 px): Sign out, spend and expiry on screen, nothing ' + 'wider than the screen',
+    async () => {
+      // A live session with a payment, so that its spend and expiry have something to show.
+      const live = await call(gw.url, 'POST', '/sessions', {
+        key: gw.ownerKey,
+        body: {
+          budget: { amount: '1000', currency: 'USD' },
+          purposes: ['api:search'],
+          expiresAt: new Date(Date.now() + 3600_000).toISOString().replace(/\.\d+Z$/, 'Z'),
+          label: 'Phone check',
+        },
+      });
+      assert.is(live.status, 201);
+      assert.is(
+        (await proxy(gw, live.body.sessionToken, `${merchant.url}/search`, { purpose: 'api:search' })).status,
+        200,
       );
-      assert.ok(
-        (await page.evaluate(() => document.documentElement.scrollWidth)) <= width,
-        `${where}: the page is wider than ${width} px: ${wide.join(', ')}`,
+      const page = await openPage(
+        'phone',
+        async (p) => {
+          await p.addInitScript((k) => sessionStorage.setItem('ctl.console.ownerKey', k), gw.ownerKey);
+        },
+        PHONE,
       );
-      for (const sel of selectors) {
-        const box = await page.locator(sel).first().boundingBox();
-        assert.ok(box && box.width > 0 && box.height > 0, `${where}: ${sel} is not shown`);
-        assert.ok(
-          box!.x >= 0 && box!.x + box!.width <= width + 0.5,
-          `${where}: ${sel} is cut (x ${box!.x}, width ${box!.width})`,
+      /**
+       * Each selector's first match lies inside the viewport horizontally (and is shown); the page does not scroll
+       * sideways.
+       */
+      const onScreen = async (where: string, selectors: string[]) => {
+        const width = PHONE.viewport.width;
+        // The elements that stick out, outermost first, name what to fix.
+        const wide = await page.evaluate(
+          (w) =>
+            [...document.querySelectorAll('body *')]
+              .filter(
+                (el) =>
+                  el.getBoundingClientRect().right > w + 0.5 &&
+                  !(el.parentElement && el.parentElement.getBoundingClientRect().right > w + 0.5),
+              )
+              .slice(0, 5)
+              .map(
+                (el) =>
+                  `${el.tagName.toLowerCase()}.${el.className} (${Math.round(el.getBoundingClientRect().right)} px)`,
+              ),
+          width,
         );
-      }
-    };
-    const row = `tr[data-session="${live.body.sessionId}"]`;
-    await page.waitForSelector(row);
-    await onScreen('sessions list', [
-      'button:has-text("Sign out")',
-      `${row} a`,
-      `${row} ctl-spend-bar .bar`,
-      `${row} ctl-spend-bar .bar-figures`,
-      `${row} td.remaining`,
-      `${row} ctl-countdown`,
-      'a:has-text("New session")',
-    ]);
-    await shot(
-      page,
-      '12-phone-sessions.png',
-      'sessions list on a phone (390 px): stacked rows, spend and expiry on screen',
-    );
-    await page.goto(`${gw.url}/console#/sessions/${live.body.sessionId}`);
-    await page.waitForSelector('h1:has-text("Phone check")');
-    await page.waitForSelector('text=Receipts (1)');
-    await onScreen('session page', [
-      'button:has-text("Sign out")',
-      'ctl-spend-bar.large .bar',
-      'ctl-spend-bar.large .bar-figures',
-      'ctl-countdown',
-      'button:has-text("Revoke session")',
-      'dl.figures',
-    ]);
-    await shot(page, '13-phone-session.png', 'a session on a phone (390 px)');
-    await page.goto(`${gw.url}/console#/new`);
-    await page.waitForSelector('h1:has-text("New session")');
-    await onScreen('new session', ['button:has-text("Sign out")', '#f-amount', 'button:has-text("Create session")']);
-    await shot(page, '14-phone-create.png', 'the create form on a phone (390 px)');
-    assert.equal(takeErrors('phone'), []);
-    await page.context().close();
-  });
+        assert.ok(
+          (await page.evaluate(() => document.documentElement.scrollWidth)) <= width,
+          `${where}: the page is wider than ${width} px: ${wide.join(', ')}`,
+        );
+        for (const sel of selectors) {
+          const box = await page.locator(sel).first().boundingBox();
+          assert.ok(box && box.width > 0 && box.height > 0, `${where}: ${sel} is not shown`);
+          assert.ok(
+            box!.x >= 0 && box!.x + box!.width <= width + 0.5,
+            `${where}: ${sel} is cut (x ${box!.x}, width ${box!.width})`,
+          );
+        }
+      };
+      const row = `tr[data-session="${live.body.sessionId}"]`;
+      await page.waitForSelector(row);
+      await onScreen('sessions list', [
+        'button:has-text("Sign out")',
+        `${row} a`,
+        `${row} ctl-spend-bar .bar`,
+        `${row} ctl-spend-bar .bar-figures`,
+        `${row} td.remaining`,
+        `${row} ctl-countdown`,
+        'a:has-text("New session")',
+      ]);
+      await shot(
+        page,
+        '12-phone-sessions.png',
+        'sessions list on a phone (390 px): stacked rows, spend and expiry on screen',
+      );
+      await page.goto(`${gw.url}/console#/sessions/${live.body.sessionId}`);
+      await page.waitForSelector('h1:has-text("Phone check")');
+      await page.waitForSelector('text=Receipts (1)');
+      await onScreen('session page', [
+        'button:has-text("Sign out")',
+        'ctl-spend-bar.large .bar',
+        'ctl-spend-bar.large .bar-figures',
+        'ctl-countdown',
+        'button:has-text("Revoke session")',
+        'dl.figures',
+      ]);
+      await shot(page, '13-phone-session.png', 'a session on a phone (390 px)');
+      await page.goto(`${gw.url}/console#/new`);
+      await page.waitForSelector('h1:has-text("New session")');
+      await onScreen('new session', ['button:has-text("Sign out")', '#f-amount', 'button:has-text("Create session")']);
+      await shot(page, '14-phone-create.png', 'the create form on a phone (390 px)');
+      assert.equal(takeErrors('phone'), []);
+      await page.context().close();
+    },
+  );
 
   test('served with a strict CSP and no inline script', async () => {
     const res = await fetch(`${gw.url}/console`);

@@ -51,17 +51,21 @@ test.after(async () => {
 });
 
 for (const kind of ['sqlite', 'postgres'] as const) {
-  test(`${kind}: session.paused: the receiver gets the token (signed, after a retry too); the dispatch log holds no token`, async () => {
-    const db = kind === 'sqlite' ? sqliteDb() : await postgresDb('continuation tokens at rest on PostgreSQL');
-    if (!db) return;
-    const gw = await startTestGateway(db, { webhooks: { baseDelayMs: 20, maxAttempts: 4 } });
-    try {
-      await pausedScenario(db, gw);
-    } finally {
-      await gw.close();
-      await db.drop();
-    }
-  });
+  test(
+    `${kind}: session.paused: the receiver gets the token (signed, after a retry too); ` +
+      'the dispatch log holds no token',
+    async () => {
+      const db = kind === 'sqlite' ? sqliteDb() : await postgresDb('continuation tokens at rest on PostgreSQL');
+      if (!db) return;
+      const gw = await startTestGateway(db, { webhooks: { baseDelayMs: 20, maxAttempts: 4 } });
+      try {
+        await pausedScenario(db, gw);
+      } finally {
+        await gw.close();
+        await db.drop();
+      }
+    },
+  );
 }
 
 async function pausedScenario(db: TestDb, gw: TestGateway) {

@@ -146,24 +146,31 @@ async function killAndResume(db: TestDb, instances: number) {
   }
 }
 
-test('SQLite: SIGKILL with deliveries pending and the receiver down; after restart every event arrives with its id', async () => {
-  const db = sqliteDb();
-  try {
-    await killAndResume(db, 1);
-  } finally {
-    await db.drop();
-  }
-});
+test(
+  'SQLite: SIGKILL with deliveries pending and the receiver down; after restart every ' + 'event arrives with its id',
+  async () => {
+    const db = sqliteDb();
+    try {
+      await killAndResume(db, 1);
+    } finally {
+      await db.drop();
+    }
+  },
+);
 
-test('PostgreSQL, two processes: SIGKILL both with deliveries pending; after restart every event arrives once per id, one chain', async () => {
-  const db = await postgresDb('durable events on PostgreSQL');
-  if (!db) return;
-  try {
-    await killAndResume(db, 2);
-  } finally {
-    await db.drop();
-  }
-});
+test(
+  'PostgreSQL, two processes: SIGKILL both with deliveries pending; after restart every ' +
+    'event arrives once per id, one chain',
+  async () => {
+    const db = await postgresDb('durable events on PostgreSQL');
+    if (!db) return;
+    try {
+      await killAndResume(db, 2);
+    } finally {
+      await db.drop();
+    }
+  },
+);
 
 test('a change whose audit entry cannot be written does not commit (same transaction)', async () => {
   const db = sqliteDb();
@@ -192,54 +199,63 @@ test('a change whose audit entry cannot be written does not commit (same transac
   }
 });
 
-test('dead letters: after the last attempt, visible in the dispatch log; redelivered with the same webhook-id; the audit log is served and verifies', async () => {
-  const db = sqliteDb();
-  const hook = await downReceiver();
-  const merchant = await startMerchant({ amount: '100' });
-  const gw = await startTestGateway(db, { webhooks: { maxAttempts: 2, baseDelayMs: 10, pollMs: 20 } });
-  try {
-    const s = await createSession(gw, { webhookUrl: hook.url });
-    assert.is((await proxy(gw, s.sessionToken, `${merchant.url}/a`, { purpose: 'api:search' })).status, 200);
-    await gw.gw.idle();
-    const dead = (await call(gw.url, 'GET', '/admin/webhooks/dispatches?status=failed', { key: ADMIN_KEY })).body
-      .dispatches;
-    assert.is(dead.length, 1);
-    assert.equal([dead[0].eventType, dead[0].attempts, dead[0].nextAttemptAt], ['payment.completed', 2, null]);
-    assert.match(dead[0].lastError, /fetch failed|ECONNREFUSED|connect/i);
-    assert.is((await call(gw.url, 'GET', '/admin/webhooks/dispatches?status=dead', { key: ADMIN_KEY })).status, 400);
-    assert.is((await call(gw.url, 'GET', '/admin/webhooks/dispatches', { key: gw.ownerKey })).status, 403);
-    await hook.up();
-    const again = await call(gw.url, 'POST', `/admin/webhooks/dispatches/${encodeURIComponent(dead[0].id)}/redeliver`, {
-      key: ADMIN_KEY,
-    });
-    assert.is(again.status, 202);
-    assert.is(
-      (
-        await call(gw.url, 'POST', `/admin/webhooks/dispatches/${encodeURIComponent(dead[0].id)}/redeliver`, {
+test(
+  'dead letters: after the last attempt, visible in the dispatch log; redelivered with ' +
+    'the same webhook-id; the audit log is served and verifies',
+  async () => {
+    const db = sqliteDb();
+    const hook = await downReceiver();
+    const merchant = await startMerchant({ amount: '100' });
+    const gw = await startTestGateway(db, { webhooks: { maxAttempts: 2, baseDelayMs: 10, pollMs: 20 } });
+    try {
+      const s = await createSession(gw, { webhookUrl: hook.url });
+      assert.is((await proxy(gw, s.sessionToken, `${merchant.url}/a`, { purpose: 'api:search' })).status, 200);
+      await gw.gw.idle();
+      const dead = (await call(gw.url, 'GET', '/admin/webhooks/dispatches?status=failed', { key: ADMIN_KEY })).body
+        .dispatches;
+      assert.is(dead.length, 1);
+      assert.equal([dead[0].eventType, dead[0].attempts, dead[0].nextAttemptAt], ['payment.completed', 2, null]);
+      assert.match(dead[0].lastError, /fetch failed|ECONNREFUSED|connect/i);
+      assert.is((await call(gw.url, 'GET', '/admin/webhooks/dispatches?status=dead', { key: ADMIN_KEY })).status, 400);
+      assert.is((await call(gw.url, 'GET', '/admin/webhooks/dispatches', { key: gw.ownerKey })).status, 403);
+      await hook.up();
+      const again = await call(
+        gw.url,
+        'POST',
+        `/admin/webhooks/dispatches/${encodeURIComponent(dead[0].id)}/redeliver`,
+        {
           key: ADMIN_KEY,
-        })
-      ).status,
-      404,
-    );
-    await gw.gw.idle();
-    assert.equal([...hook.ids()], [dead[0].messageId]);
-    const audit = (await call(gw.url, 'GET', '/admin/audit', { key: ADMIN_KEY })).body.entries;
-    // The owner made by the test harness, then the session and its payment.
-    assert.equal(
-      audit.map((e: { action: string }) => e.action),
-      ['owner.create', 'session.created', 'payment.completed'],
-    );
-    assert.equal((await call(gw.url, 'GET', '/admin/audit/verify', { key: ADMIN_KEY })).body, {
-      ok: true,
-      count: 3,
-      headHash: audit[2].hash,
-    });
-  } finally {
-    await gw.close();
-    await merchant.close();
-    await hook.close();
-    await db.drop();
-  }
-});
+        },
+      );
+      assert.is(again.status, 202);
+      assert.is(
+        (
+          await call(gw.url, 'POST', `/admin/webhooks/dispatches/${encodeURIComponent(dead[0].id)}/redeliver`, {
+            key: ADMIN_KEY,
+          })
+        ).status,
+        404,
+      );
+      await gw.gw.idle();
+      assert.equal([...hook.ids()], [dead[0].messageId]);
+      const audit = (await call(gw.url, 'GET', '/admin/audit', { key: ADMIN_KEY })).body.entries;
+      // The owner made by the test harness, then the session and its payment.
+      assert.equal(
+        audit.map((e: { action: string }) => e.action),
+        ['owner.create', 'session.created', 'payment.completed'],
+      );
+      assert.equal((await call(gw.url, 'GET', '/admin/audit/verify', { key: ADMIN_KEY })).body, {
+        ok: true,
+        count: 3,
+        headHash: audit[2].hash,
+      });
+    } finally {
+      await gw.close();
+      await merchant.close();
+      await hook.close();
+      await db.drop();
+    }
+  },
+);
 
 test.run();

@@ -55,49 +55,52 @@ test.after(async () => {
   await db.drop();
 });
 
-test('payment.completed, threshold_crossed, payment.denied, session.paused, session.revoked: signed and logged', async () => {
-  const s = await createSession(gw, {
-    budget: { amount: '200', currency: 'USD' },
-    webhookUrl: hookUrl,
-    thresholds: [50, 100],
-    softLimit: { amount: '100' },
-  });
-  assert.match(s.webhookSecret!, /^whsec_/);
-  for (let i = 0; i < 2; i++)
-    assert.is((await proxy(gw, s.sessionToken, `${merchant.url}/w`, { purpose: 'api:search' })).status, 200);
-  assert.is((await proxy(gw, s.sessionToken, `${merchant.url}/w`, { purpose: 'api:other' })).status, 402);
-  assert.is((await proxy(gw, s.sessionToken, `${merchant.url}/w`, { purpose: 'api:search' })).status, 409);
-  assert.is((await call(gw.url, 'DELETE', `/sessions/${s.sessionId}`, { key: gw.ownerKey })).status, 200);
-  await gw.gw.idle();
-  const events = received.map((r) => {
-    assert.ok(verifyWebhook(s.webhookSecret!, r.headers, r.body), 'Standard Webhooks signature verifies');
-    assert.not.ok(verifyWebhook(s.webhookSecret!, r.headers, r.body + ' '), 'and fails on a changed body');
-    return JSON.parse(r.body) as { type: string; data: Record<string, unknown> };
-  });
-  const types = events.map((e) => e.type);
-  assert.is(types.filter((t) => t === 'payment.completed').length, 2);
-  const thresholds = events
-    .filter((e) => e.type === 'session.threshold_crossed')
-    .map((e) => e.data.threshold)
-    .sort();
-  assert.equal(thresholds, [100, 50]);
-  assert.ok(events.some((e) => e.type === 'payment.denied' && e.data.code === 'purpose_not_allowed'));
-  assert.ok(events.some((e) => e.type === 'payment.denied' && e.data.code === 'session_paused'));
-  const paused = events.find((e) => e.type === 'session.paused');
-  assert.match(String(paused?.data.continuationToken), /^ctn_/);
-  assert.ok(types.includes('session.revoked'));
-  assert.ok(events.every((e) => e.data.sessionId === s.sessionId));
-  // The first delivery failed with 500 and was retried; the dispatch log says so.
-  const log = await gw.db.all<{ status: string; attempts: number }>(
-    `SELECT status, attempts FROM gw_webhook_dispatches`,
-  );
-  assert.is(log.length, events.length);
-  assert.ok(log.every((r) => r.status === 'delivered'));
-  assert.ok(
-    log.some((r) => Number(r.attempts) === 2),
-    'one delivery needed a retry',
-  );
-});
+test(
+  'payment.completed, threshold_crossed, payment.denied, session.paused, session.revoked: ' + 'signed and logged',
+  async () => {
+    const s = await createSession(gw, {
+      budget: { amount: '200', currency: 'USD' },
+      webhookUrl: hookUrl,
+      thresholds: [50, 100],
+      softLimit: { amount: '100' },
+    });
+    assert.match(s.webhookSecret!, /^whsec_/);
+    for (let i = 0; i < 2; i++)
+      assert.is((await proxy(gw, s.sessionToken, `${merchant.url}/w`, { purpose: 'api:search' })).status, 200);
+    assert.is((await proxy(gw, s.sessionToken, `${merchant.url}/w`, { purpose: 'api:other' })).status, 402);
+    assert.is((await proxy(gw, s.sessionToken, `${merchant.url}/w`, { purpose: 'api:search' })).status, 409);
+    assert.is((await call(gw.url, 'DELETE', `/sessions/${s.sessionId}`, { key: gw.ownerKey })).status, 200);
+    await gw.gw.idle();
+    const events = received.map((r) => {
+      assert.ok(verifyWebhook(s.webhookSecret!, r.headers, r.body), 'Standard Webhooks signature verifies');
+      assert.not.ok(verifyWebhook(s.webhookSecret!, r.headers, r.body + ' '), 'and fails on a changed body');
+      return JSON.parse(r.body) as { type: string; data: Record<string, unknown> };
+    });
+    const types = events.map((e) => e.type);
+    assert.is(types.filter((t) => t === 'payment.completed').length, 2);
+    const thresholds = events
+      .filter((e) => e.type === 'session.threshold_crossed')
+      .map((e) => e.data.threshold)
+      .sort();
+    assert.equal(thresholds, [100, 50]);
+    assert.ok(events.some((e) => e.type === 'payment.denied' && e.data.code === 'purpose_not_allowed'));
+    assert.ok(events.some((e) => e.type === 'payment.denied' && e.data.code === 'session_paused'));
+    const paused = events.find((e) => e.type === 'session.paused');
+    assert.match(String(paused?.data.continuationToken), /^ctn_/);
+    assert.ok(types.includes('session.revoked'));
+    assert.ok(events.every((e) => e.data.sessionId === s.sessionId));
+    // The first delivery failed with 500 and was retried; the dispatch log says so.
+    const log = await gw.db.all<{ status: string; attempts: number }>(
+      `SELECT status, attempts FROM gw_webhook_dispatches`,
+    );
+    assert.is(log.length, events.length);
+    assert.ok(log.every((r) => r.status === 'delivered'));
+    assert.ok(
+      log.some((r) => Number(r.attempts) === 2),
+      'one delivery needed a retry',
+    );
+  },
+);
 
 test('a webhookUrl on a private address is refused unless private targets are allowed', async () => {
   const db2 = sqliteDb();

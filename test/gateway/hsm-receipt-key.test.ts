@@ -79,7 +79,8 @@ test('`ctl gateway` with a wrong PIN exits 1 with one line naming the variable',
   assert.is(exit.stderr.trim().split('\n').length, 1, exit.stderr);
   assert.match(
     exit.stderr,
-    `ctl gateway: ${VAR}: logging in to pkcs11:token=spare;object=receipt?pin-value=***: the token refused the PIN (CKR_PIN_INCORRECT)`,
+    `ctl gateway: ${VAR}: logging in to pkcs11:token=spare;object=receipt?pin-value=***: ` +
+      'the token refused the PIN (CKR_PIN_INCORRECT)',
   );
 });
 

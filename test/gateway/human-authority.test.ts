@@ -109,53 +109,60 @@ test('a person removed from the authority: their session stops at the next payme
   assert.is(next.body?.error?.code, 'grant_revoked', next.text);
 });
 
-test('a person not enrolled at the trusted authority: a self-signed grant naming it is refused at session creation', async () => {
-  const stranger = await generateKeyPair({ alg: 'ES256' });
-  const key = (await call(gw.url, 'POST', '/sessions/human/keys', { key: gw.ownerKey })).body;
-  const grant = await createSignedPolicyGrant(
-    {
-      profile: 'human-agent',
-      policyHash: policyHash({ delegate: 'search' }),
-      actorKey: key.actorKey,
-      allowedRails: ['ledger'],
-      allowedAssets: [{ standard: 'iso4217', code: 'USD' }],
-      allowedPurposes: ['api:search'],
-      maxAmountMinor: '1000',
-      currency: 'USD',
-      expiresAt: formatTimestamp(Date.now() + 3600_000),
-    } as any,
-    { signingKey: stranger.privateKeyPem, revocationBaseUrl: authority.url },
-  );
-  const r = await call(gw.url, 'POST', '/sessions', { key: gw.ownerKey, body: { humanGrant: grant } });
-  assert.is(r.body?.error?.code, 'issuer_not_trusted', r.text);
-});
+test(
+  'a person not enrolled at the trusted authority: a self-signed grant naming it is ' + 'refused at session creation',
+  async () => {
+    const stranger = await generateKeyPair({ alg: 'ES256' });
+    const key = (await call(gw.url, 'POST', '/sessions/human/keys', { key: gw.ownerKey })).body;
+    const grant = await createSignedPolicyGrant(
+      {
+        profile: 'human-agent',
+        policyHash: policyHash({ delegate: 'search' }),
+        actorKey: key.actorKey,
+        allowedRails: ['ledger'],
+        allowedAssets: [{ standard: 'iso4217', code: 'USD' }],
+        allowedPurposes: ['api:search'],
+        maxAmountMinor: '1000',
+        currency: 'USD',
+        expiresAt: formatTimestamp(Date.now() + 3600_000),
+      } as any,
+      { signingKey: stranger.privateKeyPem, revocationBaseUrl: authority.url },
+    );
+    const r = await call(gw.url, 'POST', '/sessions', { key: gw.ownerKey, body: { humanGrant: grant } });
+    assert.is(r.body?.error?.code, 'issuer_not_trusted', r.text);
+  },
+);
 
-test("a stranger's grant bearing an enrolled person's grant id is refused: the authority is asked about that grant, not its id", async () => {
-  const person = await enrol();
-  const real = await enrolledGrant(person);
-  const stranger = await generateKeyPair({ alg: 'ES256' });
-  const key = (await call(gw.url, 'POST', '/sessions/human/keys', { key: gw.ownerKey })).body;
-  const copy = await createSignedPolicyGrant(
-    {
-      grantId: real.grantId,
-      profile: 'human-agent',
-      policyHash: policyHash({ delegate: 'search' }),
-      actorKey: key.actorKey,
-      allowedRails: ['ledger'],
-      allowedAssets: [{ standard: 'iso4217', code: 'USD' }],
-      allowedPurposes: ['api:search'],
-      maxAmountMinor: '100000',
-      currency: 'USD',
-      expiresAt: formatTimestamp(Date.now() + 3600_000),
-    } as any,
-    { signingKey: stranger.privateKeyPem, revocationBaseUrl: authority.url },
-  );
-  assert.is(copy.revocationUrl, real.revocationUrl);
-  const r = await call(gw.url, 'POST', '/sessions', { key: gw.ownerKey, body: { humanGrant: copy } });
-  assert.is(r.body?.error?.code, 'issuer_not_trusted', r.text);
-  // The person's own grant still backs a session.
-  assert.is((await call(gw.url, 'POST', '/sessions', { key: gw.ownerKey, body: { humanGrant: real } })).status, 201);
-});
+test(
+  "a stranger's grant bearing an enrolled person's grant id is refused: the authority " +
+    'is asked about that grant, not its id',
+  async () => {
+    const person = await enrol();
+    const real = await enrolledGrant(person);
+    const stranger = await generateKeyPair({ alg: 'ES256' });
+    const key = (await call(gw.url, 'POST', '/sessions/human/keys', { key: gw.ownerKey })).body;
+    const copy = await createSignedPolicyGrant(
+      {
+        grantId: real.grantId,
+        profile: 'human-agent',
+        policyHash: policyHash({ delegate: 'search' }),
+        actorKey: key.actorKey,
+        allowedRails: ['ledger'],
+        allowedAssets: [{ standard: 'iso4217', code: 'USD' }],
+        allowedPurposes: ['api:search'],
+        maxAmountMinor: '100000',
+        currency: 'USD',
+        expiresAt: formatTimestamp(Date.now() + 3600_000),
+      } as any,
+      { signingKey: stranger.privateKeyPem, revocationBaseUrl: authority.url },
+    );
+    assert.is(copy.revocationUrl, real.revocationUrl);
+    const r = await call(gw.url, 'POST', '/sessions', { key: gw.ownerKey, body: { humanGrant: copy } });
+    assert.is(r.body?.error?.code, 'issuer_not_trusted', r.text);
+    // The person's own grant still backs a session.
+    assert.is((await call(gw.url, 'POST', '/sessions', { key: gw.ownerKey, body: { humanGrant: real } })).status, 201);
+  },
+);
 
 test('CTL_GATEWAY_HUMAN_AUTHORITIES: a list of http(s) base URLs, a mistake named by its variable', () => {
   assert.equal(

@@ -45,7 +45,8 @@ const person = await generateKeyPair({ alg: 'ES256' });
 const did = didKeyFromJwk(person.publicJwk);
 
 test.before(async () => {
-  // The person's authority, reduced to its revocation answer (spec §4.3 GET /revoke; 404 for a grant it never recorded).
+  // The person's authority, reduced to its revocation answer (spec §4.3 GET /revoke; 404 for a grant it never
+  // recorded).
   authority = createServer((req, res) => {
     authorityAsked++;
     const id = new URL(req.url!, 'http://x').searchParams.get('grantId')!;
@@ -103,48 +104,51 @@ async function humanSession(over: Record<string, unknown> = {}, grantOver: Recor
   return { key: key.body, grant, res };
 }
 
-test("the gateway prepares a session key; the person delegates to it; the session carries the person's bounds", async () => {
-  const { key, grant, res } = await humanSession();
-  assert.ok(key.actorDid.startsWith('did:key:z6Mk') && key.actorKey.kty === 'OKP');
-  assert.is(res.status, 201, res.text);
-  assert.match(res.body.sessionToken, /^gw_sess_/);
-  assert.is(res.body.grantId, grant.grantId);
-  assert.is(res.body.issuer, did);
-  const view = await call(gw.url, 'GET', `/sessions/${res.body.sessionId}`, { key: gw.ownerKey });
-  assert.equal(view.body.budget, { amount: '250', currency: 'USD' });
-  assert.equal(view.body.purposes, ['api:search']);
-  assert.is(view.body.expiresAt, grant.expiresAt);
-  assert.is(view.body.policyHash, grant.policyHash);
+test(
+  'the gateway prepares a session key; the person delegates to it; the session carries ' + "the person's bounds",
+  async () => {
+    const { key, grant, res } = await humanSession();
+    assert.ok(key.actorDid.startsWith('did:key:z6Mk') && key.actorKey.kty === 'OKP');
+    assert.is(res.status, 201, res.text);
+    assert.match(res.body.sessionToken, /^gw_sess_/);
+    assert.is(res.body.grantId, grant.grantId);
+    assert.is(res.body.issuer, did);
+    const view = await call(gw.url, 'GET', `/sessions/${res.body.sessionId}`, { key: gw.ownerKey });
+    assert.equal(view.body.budget, { amount: '250', currency: 'USD' });
+    assert.equal(view.body.purposes, ['api:search']);
+    assert.is(view.body.expiresAt, grant.expiresAt);
+    assert.is(view.body.policyHash, grant.policyHash);
 
-  // Two payments fit; receipts carry the SBA, which verifies end to end under the person's DID.
-  for (let i = 0; i < 2; i++) {
-    const paid = await proxy(gw, res.body.sessionToken, `${merchant.url}/search?q=${i}`, { purpose: 'api:search' });
-    assert.is(paid.status, 200, paid.text);
-  }
-  const receipts = (await call(gw.url, 'GET', `/sessions/${res.body.sessionId}/receipts`, { key: gw.ownerKey })).body
-    .receipts;
-  assert.is(receipts.length, 2);
-  const sba = receipts[0].sba;
-  assert.is(sba.grant.issuer, did);
-  assert.match(sba.authorization.intentHash, /^[0-9a-f]{64}$/);
-  const v = await verifyCtl(sba, {
-    amount: '100',
-    currency: 'USD',
-    merchantId: '127.0.0.1',
-    trustedHumans: [did],
-    offline: true,
-  });
-  assert.ok(v.valid, JSON.stringify(v));
-  // The third would pass the person's 2.50 USD ceiling.
-  const third = await proxy(gw, res.body.sessionToken, `${merchant.url}/search?q=3`, { purpose: 'api:search' });
-  assert.is(third.body?.error?.code, 'budget_exceeded', third.text);
-  // Another purpose than the person allowed is refused before anything is signed.
-  const other = await proxy(gw, res.body.sessionToken, `${merchant.url}/shop`, { purpose: 'shopping:gifts' });
-  assert.is(other.body?.error?.code, 'purpose_not_allowed', other.text);
-  // The key was claimed: it backs no second session, nor does the grant.
-  const again = await call(gw.url, 'POST', '/sessions', { key: gw.ownerKey, body: { humanGrant: grant } });
-  assert.is(again.status, 409, again.text);
-});
+    // Two payments fit; receipts carry the SBA, which verifies end to end under the person's DID.
+    for (let i = 0; i < 2; i++) {
+      const paid = await proxy(gw, res.body.sessionToken, `${merchant.url}/search?q=${i}`, { purpose: 'api:search' });
+      assert.is(paid.status, 200, paid.text);
+    }
+    const receipts = (await call(gw.url, 'GET', `/sessions/${res.body.sessionId}/receipts`, { key: gw.ownerKey })).body
+      .receipts;
+    assert.is(receipts.length, 2);
+    const sba = receipts[0].sba;
+    assert.is(sba.grant.issuer, did);
+    assert.match(sba.authorization.intentHash, /^[0-9a-f]{64}$/);
+    const v = await verifyCtl(sba, {
+      amount: '100',
+      currency: 'USD',
+      merchantId: '127.0.0.1',
+      trustedHumans: [did],
+      offline: true,
+    });
+    assert.ok(v.valid, JSON.stringify(v));
+    // The third would pass the person's 2.50 USD ceiling.
+    const third = await proxy(gw, res.body.sessionToken, `${merchant.url}/search?q=3`, { purpose: 'api:search' });
+    assert.is(third.body?.error?.code, 'budget_exceeded', third.text);
+    // Another purpose than the person allowed is refused before anything is signed.
+    const other = await proxy(gw, res.body.sessionToken, `${merchant.url}/shop`, { purpose: 'shopping:gifts' });
+    assert.is(other.body?.error?.code, 'purpose_not_allowed', other.text);
+    // The key was claimed: it backs no second session, nor does the grant.
+    const again = await call(gw.url, 'POST', '/sessions', { key: gw.ownerKey, body: { humanGrant: grant } });
+    assert.is(again.status, 409, again.text);
+  },
+);
 
 test('a person-backed session is audited when created and signs its webhooks like any session', async () => {
   const received: Array<{ headers: Record<string, string>; body: string }> = [];
@@ -269,48 +273,51 @@ test("a merchant outside the person's destination list is refused by the chain c
   assert.is(r.body?.error?.code, 'destination_not_allowed', r.text);
 });
 
-test("refusals: owner-only, the person's bounds cannot be widened, forged or foreign grants, keys of another owner", async () => {
-  const key = (await call(gw.url, 'POST', '/sessions/human/keys', { key: gw.ownerKey })).body;
-  assert.is((await call(gw.url, 'POST', '/sessions/human/keys', {})).status, 401);
-  const grant = await personGrants(key.actorKey);
-  for (const extra of [
-    { budget: { amount: '999999', currency: 'USD' } },
-    { purposes: ['api:*'] },
-    { expiresAt: '2099-01-01T00:00:00Z' },
-    { softLimit: { amount: '100' } },
-  ]) {
-    const r = await call(gw.url, 'POST', '/sessions', { key: gw.ownerKey, body: { humanGrant: grant, ...extra } });
-    assert.is(r.status, 400, `${JSON.stringify(extra)}: ${r.text}`);
-  }
-  const raised = await call(gw.url, 'POST', '/sessions', {
-    key: gw.ownerKey,
-    body: { humanGrant: { ...grant, maxAmountMinor: '999999' } },
-  });
-  assert.is(raised.body?.error?.code, 'grant_signature_invalid', raised.text);
-  const stranger = await generateKeyPair();
-  const s = await importSigningKey(stranger.privateKeyPem);
-  const { signature: _s, ...unsigned } = grant;
-  const forged = { ...unsigned, signature: base64urlEncode(await s.sign(signedBytes('grant', unsigned))) };
-  assert.is(
-    (await call(gw.url, 'POST', '/sessions', { key: gw.ownerKey, body: { humanGrant: forged } })).body?.error?.code,
-    'grant_signature_invalid',
-  );
-  const noPurposes = await personGrants(key.actorKey, { allowedPurposes: undefined });
-  assert.is(
-    (await call(gw.url, 'POST', '/sessions', { key: gw.ownerKey, body: { humanGrant: noPurposes } })).status,
-    400,
-  );
-  // A key the gateway never made, and a key of another owner.
-  const own = await personGrants((await generateKeyPair()).publicJwk);
-  assert.is((await call(gw.url, 'POST', '/sessions', { key: gw.ownerKey, body: { humanGrant: own } })).status, 409);
-  const other = await call(gw.url, 'POST', '/admin/owners', {
-    key: 'test-admin-key-0123456789',
-    body: { label: 'other owner' },
-  });
-  const r = await call(gw.url, 'POST', '/sessions', { key: other.body.apiKey, body: { humanGrant: grant } });
-  assert.is(r.status, 409, r.text);
-  // Still usable by its owner afterwards.
-  assert.is((await call(gw.url, 'POST', '/sessions', { key: gw.ownerKey, body: { humanGrant: grant } })).status, 201);
-});
+test(
+  "refusals: owner-only, the person's bounds cannot be widened, forged or foreign grants, " + 'keys of another owner',
+  async () => {
+    const key = (await call(gw.url, 'POST', '/sessions/human/keys', { key: gw.ownerKey })).body;
+    assert.is((await call(gw.url, 'POST', '/sessions/human/keys', {})).status, 401);
+    const grant = await personGrants(key.actorKey);
+    for (const extra of [
+      { budget: { amount: '999999', currency: 'USD' } },
+      { purposes: ['api:*'] },
+      { expiresAt: '2099-01-01T00:00:00Z' },
+      { softLimit: { amount: '100' } },
+    ]) {
+      const r = await call(gw.url, 'POST', '/sessions', { key: gw.ownerKey, body: { humanGrant: grant, ...extra } });
+      assert.is(r.status, 400, `${JSON.stringify(extra)}: ${r.text}`);
+    }
+    const raised = await call(gw.url, 'POST', '/sessions', {
+      key: gw.ownerKey,
+      body: { humanGrant: { ...grant, maxAmountMinor: '999999' } },
+    });
+    assert.is(raised.body?.error?.code, 'grant_signature_invalid', raised.text);
+    const stranger = await generateKeyPair();
+    const s = await importSigningKey(stranger.privateKeyPem);
+    const { signature: _s, ...unsigned } = grant;
+    const forged = { ...unsigned, signature: base64urlEncode(await s.sign(signedBytes('grant', unsigned))) };
+    assert.is(
+      (await call(gw.url, 'POST', '/sessions', { key: gw.ownerKey, body: { humanGrant: forged } })).body?.error?.code,
+      'grant_signature_invalid',
+    );
+    const noPurposes = await personGrants(key.actorKey, { allowedPurposes: undefined });
+    assert.is(
+      (await call(gw.url, 'POST', '/sessions', { key: gw.ownerKey, body: { humanGrant: noPurposes } })).status,
+      400,
+    );
+    // A key the gateway never made, and a key of another owner.
+    const own = await personGrants((await generateKeyPair()).publicJwk);
+    assert.is((await call(gw.url, 'POST', '/sessions', { key: gw.ownerKey, body: { humanGrant: own } })).status, 409);
+    const other = await call(gw.url, 'POST', '/admin/owners', {
+      key: 'test-admin-key-0123456789',
+      body: { label: 'other owner' },
+    });
+    const r = await call(gw.url, 'POST', '/sessions', { key: other.body.apiKey, body: { humanGrant: grant } });
+    assert.is(r.status, 409, r.text);
+    // Still usable by its owner afterwards.
+    assert.is((await call(gw.url, 'POST', '/sessions', { key: gw.ownerKey, body: { humanGrant: grant } })).status, 201);
+  },
+);
 
 test.run();

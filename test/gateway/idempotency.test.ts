@@ -140,23 +140,26 @@ test('a refusal that moved no money frees the key: the soft-limit continuation r
     assert.equal(await books(gw, s.sessionId), { spent: '200', reserved: '0', ledgerPaid: 2 });
   }));
 
-test('an answer above the stored bound is delivered once; the replay is 409 naming its size, never a second payment', () =>
-  withGateway(
-    async (gw, m) => {
-      const s = await createSession(gw);
-      const first = await keyed(gw, s.sessionToken, `${m.url}/big`, 'k-big');
-      assert.is(first.status, 200);
-      const again = await keyed(gw, s.sessionToken, `${m.url}/big`, 'k-big');
-      assert.is(again.status, 409);
-      assert.is(again.body.error.code, 'conflict');
-      assert.match(again.body.error.message, /bytes kept for a replay/);
-      assert.is(again.headers.get('idempotent-replayed'), 'true');
-      assert.is(again.headers.get('x-ctl-receipt-id'), first.headers.get('x-ctl-receipt-id'));
-      assert.is(again.headers.get('retry-after'), null);
-      assert.is(m.paid.length, 1);
-    },
-    { idempotency: { maxStoredBytes: 10 } },
-  ));
+test(
+  'an answer above the stored bound is delivered once; the replay is 409 naming its ' + 'size, never a second payment',
+  () =>
+    withGateway(
+      async (gw, m) => {
+        const s = await createSession(gw);
+        const first = await keyed(gw, s.sessionToken, `${m.url}/big`, 'k-big');
+        assert.is(first.status, 200);
+        const again = await keyed(gw, s.sessionToken, `${m.url}/big`, 'k-big');
+        assert.is(again.status, 409);
+        assert.is(again.body.error.code, 'conflict');
+        assert.match(again.body.error.message, /bytes kept for a replay/);
+        assert.is(again.headers.get('idempotent-replayed'), 'true');
+        assert.is(again.headers.get('x-ctl-receipt-id'), first.headers.get('x-ctl-receipt-id'));
+        assert.is(again.headers.get('retry-after'), null);
+        assert.is(m.paid.length, 1);
+      },
+      { idempotency: { maxStoredBytes: 10 } },
+    ),
+);
 
 test('after a restart (a new app on the same database) the key still answers', async () => {
   const db = sqliteDb();
@@ -170,16 +173,19 @@ test('after a restart (a new app on the same database) the key still answers', a
 });
 
 for (const payFirst of [true, false]) {
-  test(`a kill mid-payment (${payFirst ? 'after' : 'before'} the rail paid), reconcile, retry: no second payment`, async () => {
-    const db = sqliteDb();
-    const m = await startMerchant({ amount: '100' });
-    try {
-      await crashThenRetry(db, m, payFirst);
-    } finally {
-      await m.close();
-      await db.drop();
-    }
-  });
+  test(
+    `a kill mid-payment (${payFirst ? 'after' : 'before'} the rail paid), reconcile, retry: ` + 'no second payment',
+    async () => {
+      const db = sqliteDb();
+      const m = await startMerchant({ amount: '100' });
+      try {
+        await crashThenRetry(db, m, payFirst);
+      } finally {
+        await m.close();
+        await db.drop();
+      }
+    },
+  );
 }
 
 test('expired keys: a claim over one past its 24 h starts afresh; pruning deletes them', () =>
@@ -214,29 +220,32 @@ async function flakyMerchant() {
   return m;
 }
 
-test("a gateway error after the payment was made is the key's answer: replayed with its receipt, never paid again", () =>
-  withGateway(async (gw) => {
-    const m = await flakyMerchant();
-    try {
-      const s = await createSession(gw);
-      m.drop.add('paid');
-      const first = await keyed(gw, s.sessionToken, `${m.url}/p`, 'k-paid-error');
-      assert.is(first.status, 502, first.text);
-      assert.is(first.body.error.code, 'paid_response_lost');
-      assert.ok(first.headers.get('x-ctl-receipt-id'), 'the live answer names the receipt');
-      m.drop.clear();
-      const again = await keyed(gw, s.sessionToken, `${m.url}/p`, 'k-paid-error');
-      assert.is(again.status, 502);
-      assert.is(again.text, first.text);
-      assert.is(again.headers.get('idempotent-replayed'), 'true');
-      assert.is(again.headers.get('x-ctl-receipt-id'), first.headers.get('x-ctl-receipt-id'));
-      assert.is(again.headers.get('x-ctl-gateway-error'), 'paid_response_lost');
-      assert.equal([m.unpaid, m.paid], [1, 1], 'the merchant was not asked again');
-      assert.equal(await books(gw, s.sessionId), { spent: '100', reserved: '0', ledgerPaid: 1 });
-    } finally {
-      await m.close();
-    }
-  }));
+test(
+  "a gateway error after the payment was made is the key's answer: replayed with its " + 'receipt, never paid again',
+  () =>
+    withGateway(async (gw) => {
+      const m = await flakyMerchant();
+      try {
+        const s = await createSession(gw);
+        m.drop.add('paid');
+        const first = await keyed(gw, s.sessionToken, `${m.url}/p`, 'k-paid-error');
+        assert.is(first.status, 502, first.text);
+        assert.is(first.body.error.code, 'paid_response_lost');
+        assert.ok(first.headers.get('x-ctl-receipt-id'), 'the live answer names the receipt');
+        m.drop.clear();
+        const again = await keyed(gw, s.sessionToken, `${m.url}/p`, 'k-paid-error');
+        assert.is(again.status, 502);
+        assert.is(again.text, first.text);
+        assert.is(again.headers.get('idempotent-replayed'), 'true');
+        assert.is(again.headers.get('x-ctl-receipt-id'), first.headers.get('x-ctl-receipt-id'));
+        assert.is(again.headers.get('x-ctl-gateway-error'), 'paid_response_lost');
+        assert.equal([m.unpaid, m.paid], [1, 1], 'the merchant was not asked again');
+        assert.equal(await books(gw, s.sessionId), { spent: '100', reserved: '0', ledgerPaid: 1 });
+      } finally {
+        await m.close();
+      }
+    }),
+);
 
 test('a gateway error that moved no money frees the key: the retry runs and pays once', () =>
   withGateway(async (gw) => {

@@ -46,38 +46,42 @@ function losingCommitAck() {
   return { tdb, state };
 }
 
-test('a commit whose acknowledgement is lost answers paid_response_lost with the receipt; the client does not pay again', async () => {
-  const { tdb, state } = losingCommitAck();
-  const gw = await startTestGateway(tdb);
-  const merchant = await startMerchant({ amount: '100' });
-  try {
-    const s = await createSession(gw);
-    state.armed = true;
-    const session = createGatewayClient({ baseUrl: gw.url }).session(s.sessionToken);
-    let err: unknown;
+test(
+  'a commit whose acknowledgement is lost answers paid_response_lost with the receipt; ' +
+    'the client does not pay again',
+  async () => {
+    const { tdb, state } = losingCommitAck();
+    const gw = await startTestGateway(tdb);
+    const merchant = await startMerchant({ amount: '100' });
     try {
-      await session.fetch(`${merchant.url}/a`, { purpose: 'api:search' });
-    } catch (e) {
-      err = e;
+      const s = await createSession(gw);
+      state.armed = true;
+      const session = createGatewayClient({ baseUrl: gw.url }).session(s.sessionToken);
+      let err: unknown;
+      try {
+        await session.fetch(`${merchant.url}/a`, { purpose: 'api:search' });
+      } catch (e) {
+        err = e;
+      }
+      assert.ok(err instanceof GatewayError, String(err));
+      assert.is((err as GatewayError).code, 'paid_response_lost');
+      assert.match(String((err as GatewayError).receiptId), /^rcpt_/);
+      assert.not.match(
+        (err as GatewayError).message,
+        /Connection terminated/,
+        "the database's own text is the operator's, not the agent's",
+      );
+      const receipts = (await call(gw.url, 'GET', `/sessions/${s.sessionId}/receipts`, { key: gw.ownerKey })).body
+        .receipts;
+      assert.is(receipts.length, 1, 'one payment, one receipt');
+      assert.is(receipts[0].receiptId, (err as GatewayError).receiptId);
+    } finally {
+      await merchant.close();
+      await gw.close();
+      await tdb.drop();
     }
-    assert.ok(err instanceof GatewayError, String(err));
-    assert.is((err as GatewayError).code, 'paid_response_lost');
-    assert.match(String((err as GatewayError).receiptId), /^rcpt_/);
-    assert.not.match(
-      (err as GatewayError).message,
-      /Connection terminated/,
-      "the database's own text is the operator's, not the agent's",
-    );
-    const receipts = (await call(gw.url, 'GET', `/sessions/${s.sessionId}/receipts`, { key: gw.ownerKey })).body
-      .receipts;
-    assert.is(receipts.length, 1, 'one payment, one receipt');
-    assert.is(receipts[0].receiptId, (err as GatewayError).receiptId);
-  } finally {
-    await merchant.close();
-    await gw.close();
-    await tdb.drop();
-  }
-});
+  },
+);
 
 test('without an Idempotency-Key too (curl): the answer says it paid and names the receipt', async () => {
   const { tdb, state } = losingCommitAck();

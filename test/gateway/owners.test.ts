@@ -100,63 +100,67 @@ test('POST /admin/owners answers { ownerId, keyId, apiKey }; a second key reache
   assert.is((await call(gw.url, 'POST', `/admin/owners/${o.ownerId}/keys`, { key: k2.body.apiKey })).status, 403);
 });
 
-test('DELETE /admin/owners/:id: every key stops, every live session is revoked at once (payment, /revoke, bundle, event)', async () => {
-  if (!db) return;
-  const o = await newOwner('leaving');
-  const k2 = (await admin('POST', `/admin/owners/${o.ownerId}/keys`)).body;
-  const a = await sessionOf(o.apiKey);
-  const b = await sessionOf(k2.apiKey);
-  const done = await sessionOf(o.apiKey);
-  assert.is((await call(gw.url, 'DELETE', `/sessions/${done.sessionId}`, { key: o.apiKey })).status, 200);
-  assert.is(
-    (await proxy(gw, a.sessionToken, `${merchant.url}/x`, { purpose: 'api:search' })).status,
-    200,
-    'it pays before',
-  );
-  const bystander = await sessionOf(gw.ownerKey);
+test(
+  'DELETE /admin/owners/:id: every key stops, every live session is revoked at once ' +
+    '(payment, /revoke, bundle, event)',
+  async () => {
+    if (!db) return;
+    const o = await newOwner('leaving');
+    const k2 = (await admin('POST', `/admin/owners/${o.ownerId}/keys`)).body;
+    const a = await sessionOf(o.apiKey);
+    const b = await sessionOf(k2.apiKey);
+    const done = await sessionOf(o.apiKey);
+    assert.is((await call(gw.url, 'DELETE', `/sessions/${done.sessionId}`, { key: o.apiKey })).status, 200);
+    assert.is(
+      (await proxy(gw, a.sessionToken, `${merchant.url}/x`, { purpose: 'api:search' })).status,
+      200,
+      'it pays before',
+    );
+    const bystander = await sessionOf(gw.ownerKey);
 
-  const before = gw.events.length;
-  const res = await admin('DELETE', `/admin/owners/${o.ownerId}`);
-  assert.is(res.status, 200, res.text);
-  assert.equal(res.body, { ownerId: o.ownerId, disabled: true, revoked: true, revokedSessions: 2 });
+    const before = gw.events.length;
+    const res = await admin('DELETE', `/admin/owners/${o.ownerId}`);
+    assert.is(res.status, 200, res.text);
+    assert.equal(res.body, { ownerId: o.ownerId, disabled: true, revoked: true, revokedSessions: 2 });
 
-  for (const key of [o.apiKey, k2.apiKey]) assert.is((await call(gw.url, 'GET', '/sessions', { key })).status, 401);
-  const seen = (await admin('GET', `/admin/owners/${o.ownerId}`)).body;
-  assert.is(seen.disabled, true);
-  assert.ok(
-    seen.keys.every((k: { revoked: boolean }) => k.revoked),
-    'every key marked revoked',
-  );
-  for (const s of [a, b]) {
-    const pay = await proxy(gw, s.sessionToken, `${merchant.url}/x`, { purpose: 'api:search' });
-    assert.is(pay.status, 410, pay.text);
-    assert.is(pay.body.error.code, 'session_revoked');
-    const rv = await call(gw.url, 'GET', `/revoke?grantId=${s.grantId}`);
-    assert.is(rv.body.revoked, true);
-    assert.type(rv.body.revokedAt, 'string');
-  }
-  const grants = await bundleGrants();
-  for (const s of [a, b, done]) assert.ok(grants.includes(s.grantId), `the bundle lists ${s.grantId}`);
-  assert.not.ok(grants.includes(bystander.grantId));
-  assert.is(
-    (await proxy(gw, bystander.sessionToken, `${merchant.url}/x`, { purpose: 'api:search' })).status,
-    200,
-    "another owner's session goes on",
-  );
+    for (const key of [o.apiKey, k2.apiKey]) assert.is((await call(gw.url, 'GET', '/sessions', { key })).status, 401);
+    const seen = (await admin('GET', `/admin/owners/${o.ownerId}`)).body;
+    assert.is(seen.disabled, true);
+    assert.ok(
+      seen.keys.every((k: { revoked: boolean }) => k.revoked),
+      'every key marked revoked',
+    );
+    for (const s of [a, b]) {
+      const pay = await proxy(gw, s.sessionToken, `${merchant.url}/x`, { purpose: 'api:search' });
+      assert.is(pay.status, 410, pay.text);
+      assert.is(pay.body.error.code, 'session_revoked');
+      const rv = await call(gw.url, 'GET', `/revoke?grantId=${s.grantId}`);
+      assert.is(rv.body.revoked, true);
+      assert.type(rv.body.revokedAt, 'string');
+    }
+    const grants = await bundleGrants();
+    for (const s of [a, b, done]) assert.ok(grants.includes(s.grantId), `the bundle lists ${s.grantId}`);
+    assert.not.ok(grants.includes(bystander.grantId));
+    assert.is(
+      (await proxy(gw, bystander.sessionToken, `${merchant.url}/x`, { purpose: 'api:search' })).status,
+      200,
+      "another owner's session goes on",
+    );
 
-  const revokedEvents = gw.events.slice(before).filter((e) => e.type === 'session.revoked');
-  assert.equal(revokedEvents.map((e) => e.data.sessionId).sort(), [a.sessionId, b.sessionId].sort());
-  for (const e of revokedEvents) {
-    assert.is(e.data.revokedBy, 'admin');
-    assert.is(e.data.reason, 'owner_disabled');
-  }
-  // Repeated: still 200, nothing more to revoke; no new key for a disabled owner.
-  assert.equal((await admin('DELETE', `/admin/owners/${o.ownerId}`)).body.revokedSessions, 0);
-  const late = await admin('POST', `/admin/owners/${o.ownerId}/keys`);
-  assert.is(late.status, 409);
-  assert.is(late.body.error.code, 'conflict');
-  assert.is((await admin('DELETE', '/admin/owners/nosuchowner')).status, 404);
-});
+    const revokedEvents = gw.events.slice(before).filter((e) => e.type === 'session.revoked');
+    assert.equal(revokedEvents.map((e) => e.data.sessionId).sort(), [a.sessionId, b.sessionId].sort());
+    for (const e of revokedEvents) {
+      assert.is(e.data.revokedBy, 'admin');
+      assert.is(e.data.reason, 'owner_disabled');
+    }
+    // Repeated: still 200, nothing more to revoke; no new key for a disabled owner.
+    assert.equal((await admin('DELETE', `/admin/owners/${o.ownerId}`)).body.revokedSessions, 0);
+    const late = await admin('POST', `/admin/owners/${o.ownerId}/keys`);
+    assert.is(late.status, 409);
+    assert.is(late.body.error.code, 'conflict');
+    assert.is((await admin('DELETE', '/admin/owners/nosuchowner')).status, 404);
+  },
+);
 
 test('DELETE /admin/sessions/:id: the admin stops any session, recorded as the admin did it', async () => {
   if (!db) return;

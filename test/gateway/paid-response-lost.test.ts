@@ -49,7 +49,8 @@ test.before(async () => {
   merchantUrl = `http://127.0.0.1:${port}`;
   db = sqliteDb();
   gw = await startTestGateway(db, {
-    // Only the merchant is reachable: its redirect to another local port is refused (403 target_not_allowed before the fix).
+    // Only the merchant is reachable: its redirect to another local port is refused (403 target_not_allowed before the
+    // fix).
     targets: { allowPrivate: false, allowHosts: [`127.0.0.1:${port}`] },
     forwardTimeoutMs: 400,
     maxResponseBytes: 4096,
@@ -82,7 +83,8 @@ for (const [path, cause] of [
   test(`paid, then the answer is lost (${path.slice(1)}): 502 paid_response_lost naming the receipt`, async () => {
     const s = await createSession(gw);
     const before = paidRetries.length;
-    const res = await proxy(gw, s.sessionToken, `${merchantUrl}${path}`, { purpose: 'api:search' }); // no Idempotency-Key
+    // no Idempotency-Key
+    const res = await proxy(gw, s.sessionToken, `${merchantUrl}${path}`, { purpose: 'api:search' });
     assert.is(res.status, 502, res.text);
     assert.is(res.body.error.code, 'paid_response_lost');
     assert.is(res.headers.get('x-ctl-gateway-error'), 'paid_response_lost');

@@ -31,49 +31,55 @@ function createWithHost(base: string, key: string, host: string): Promise<{ stat
   });
 }
 
-test('no public URL: a Host header does not choose the revocationUrl (startGateway pins the listen address)', async () => {
-  const db = sqliteDb();
-  const running = await startGateway({
-    port: 0,
-    host: '127.0.0.1',
-    databaseUrl: db.url,
-    adminKey: ADMIN_KEY,
-    logger: silentLogger(),
-  });
-  try {
-    const owner = await fetch(`${running.server.url}/admin/owners`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' },
-      body: '{"label":"o"}',
-    }).then((r) => r.json() as Promise<{ apiKey: string }>);
-    const res = await createWithHost(running.server.url, owner.apiKey, 'attacker.example');
-    assert.is(res.status, 201, JSON.stringify(res.body));
-    assert.ok(res.body.revocationUrl.startsWith(`${running.server.url}/`), res.body.revocationUrl);
-    assert.not.match(res.body.revocationUrl, /attacker/);
-  } finally {
-    await running.close();
-    await db.drop();
-  }
-});
+test(
+  'no public URL: a Host header does not choose the revocationUrl (startGateway pins ' + 'the listen address)',
+  async () => {
+    const db = sqliteDb();
+    const running = await startGateway({
+      port: 0,
+      host: '127.0.0.1',
+      databaseUrl: db.url,
+      adminKey: ADMIN_KEY,
+      logger: silentLogger(),
+    });
+    try {
+      const owner = await fetch(`${running.server.url}/admin/owners`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' },
+        body: '{"label":"o"}',
+      }).then((r) => r.json() as Promise<{ apiKey: string }>);
+      const res = await createWithHost(running.server.url, owner.apiKey, 'attacker.example');
+      assert.is(res.status, 201, JSON.stringify(res.body));
+      assert.ok(res.body.revocationUrl.startsWith(`${running.server.url}/`), res.body.revocationUrl);
+      assert.not.match(res.body.revocationUrl, /attacker/);
+    } finally {
+      await running.close();
+      await db.drop();
+    }
+  },
+);
 
-test("an app listened on directly (no pin): the connection's local address, not the Host header; a public URL wins", async () => {
-  const db = sqliteDb();
-  const gw = await startTestGateway(db);
-  try {
-    const res = await createWithHost(gw.url, gw.ownerKey, 'attacker.example:80');
-    assert.is(res.status, 201);
-    assert.ok(res.body.revocationUrl.startsWith(`${gw.url}/`), res.body.revocationUrl);
-  } finally {
-    await gw.close();
-  }
-  const pub = await startTestGateway(db, { publicUrl: 'https://gw.example/' });
-  try {
-    const res = await createWithHost(pub.url, pub.ownerKey, 'attacker.example');
-    assert.ok(res.body.revocationUrl.startsWith('https://gw.example/'), res.body.revocationUrl);
-  } finally {
-    await pub.close();
-    await db.drop();
-  }
-});
+test(
+  "an app listened on directly (no pin): the connection's local address, not the Host " + 'header; a public URL wins',
+  async () => {
+    const db = sqliteDb();
+    const gw = await startTestGateway(db);
+    try {
+      const res = await createWithHost(gw.url, gw.ownerKey, 'attacker.example:80');
+      assert.is(res.status, 201);
+      assert.ok(res.body.revocationUrl.startsWith(`${gw.url}/`), res.body.revocationUrl);
+    } finally {
+      await gw.close();
+    }
+    const pub = await startTestGateway(db, { publicUrl: 'https://gw.example/' });
+    try {
+      const res = await createWithHost(pub.url, pub.ownerKey, 'attacker.example');
+      assert.ok(res.body.revocationUrl.startsWith('https://gw.example/'), res.body.revocationUrl);
+    } finally {
+      await pub.close();
+      await db.drop();
+    }
+  },
+);
 
 test.run();

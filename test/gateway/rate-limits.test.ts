@@ -60,36 +60,40 @@ function suite(name: string, makeDb: () => Promise<TestDb | undefined>) {
     await testDb?.drop();
   });
 
-  test(`${name}: an owner's requests past its limit get 429 rate_limited with Retry-After, whichever of its keys; another owner is untouched`, async () => {
-    if (!testDb) return;
-    const gw = await startTestGateway(testDb, limited());
-    try {
-      const a = await newOwner(gw);
-      const b = await newOwner(gw);
-      const second = await call(gw.url, 'POST', `/admin/owners/${a.ownerId}/keys`, { key: ADMIN_KEY });
-      assert.is(second.status, 201, second.text);
-      // Five requests over both keys of owner A, then each of its keys is refused, on any route.
-      for (let i = 0; i < OWNER.points; i++)
-        assert.is((await listSessions(gw, i % 2 ? second.body.apiKey : a.apiKey)).status, 200, `request ${i + 1}`);
-      assertLimited(await listSessions(gw, a.apiKey), /budget owner/);
-      assertLimited(await listSessions(gw, second.body.apiKey), /budget owner/);
-      const create = await call(gw.url, 'POST', '/sessions', {
-        key: a.apiKey,
-        body: { budget: { amount: '1', currency: 'USD' }, purposes: ['a:b'], expiresAt: inOneHour() },
-      });
-      assertLimited(create, /budget owner/);
-      assert.is(create.body.error.message.includes('5 requests per 60 s'), true, create.body.error.message);
-      // Owner B has its own budget, all of it.
-      for (let i = 0; i < OWNER.points; i++)
-        assert.is((await listSessions(gw, b.apiKey)).status, 200, `owner B request ${i + 1}`);
-      assertLimited(await listSessions(gw, b.apiKey), /budget owner/);
-      // The operator's admin key is never limited (an incident must not wait for a window).
-      for (let i = 0; i < 3 * OWNER.points; i++)
-        assert.is((await call(gw.url, 'GET', `/admin/owners/${a.ownerId}`, { key: ADMIN_KEY })).status, 200);
-    } finally {
-      await gw.close();
-    }
-  });
+  test(
+    `${name}: an owner's requests past its limit get 429 rate_limited with Retry-After, ` +
+      'whichever of its keys; another owner is untouched',
+    async () => {
+      if (!testDb) return;
+      const gw = await startTestGateway(testDb, limited());
+      try {
+        const a = await newOwner(gw);
+        const b = await newOwner(gw);
+        const second = await call(gw.url, 'POST', `/admin/owners/${a.ownerId}/keys`, { key: ADMIN_KEY });
+        assert.is(second.status, 201, second.text);
+        // Five requests over both keys of owner A, then each of its keys is refused, on any route.
+        for (let i = 0; i < OWNER.points; i++)
+          assert.is((await listSessions(gw, i % 2 ? second.body.apiKey : a.apiKey)).status, 200, `request ${i + 1}`);
+        assertLimited(await listSessions(gw, a.apiKey), /budget owner/);
+        assertLimited(await listSessions(gw, second.body.apiKey), /budget owner/);
+        const create = await call(gw.url, 'POST', '/sessions', {
+          key: a.apiKey,
+          body: { budget: { amount: '1', currency: 'USD' }, purposes: ['a:b'], expiresAt: inOneHour() },
+        });
+        assertLimited(create, /budget owner/);
+        assert.is(create.body.error.message.includes('5 requests per 60 s'), true, create.body.error.message);
+        // Owner B has its own budget, all of it.
+        for (let i = 0; i < OWNER.points; i++)
+          assert.is((await listSessions(gw, b.apiKey)).status, 200, `owner B request ${i + 1}`);
+        assertLimited(await listSessions(gw, b.apiKey), /budget owner/);
+        // The operator's admin key is never limited (an incident must not wait for a window).
+        for (let i = 0; i < 3 * OWNER.points; i++)
+          assert.is((await call(gw.url, 'GET', `/admin/owners/${a.ownerId}`, { key: ADMIN_KEY })).status, 200);
+      } finally {
+        await gw.close();
+      }
+    },
+  );
 
   test(`${name}: a key or token that does not verify spends nothing of anyone's budget`, async () => {
     if (!testDb) return;
@@ -177,60 +181,64 @@ function suite(name: string, makeDb: () => Promise<TestDb | undefined>) {
     }
   });
 
-  test(`${name}: expiresAt at most CTL_GATEWAY_MAX_SESSION_SECONDS ahead: accepted at the limit, refused one second past it`, async () => {
-    if (!testDb) return;
-    const T = Math.floor(Date.now() / 1000) * 1000;
-    const max = 3600;
-    const gw = await startTestGateway(testDb, { now: () => T, maxSessionSeconds: max });
-    try {
-      const body = (at: number) => ({
-        budget: { amount: '10', currency: 'USD' },
-        purposes: ['api:search'],
-        expiresAt: formatTimestamp(at),
-      });
-      const past = await call(gw.url, 'POST', '/sessions', { key: gw.ownerKey, body: body(T + max * 1000 + 1000) });
-      assert.is(past.status, 400, past.text);
-      assert.is(past.body.error.code, 'malformed');
-      assert.match(past.body.error.message, /^expiresAt: /);
-      assert.match(past.body.error.message, /3600/);
-      const far = await call(gw.url, 'POST', '/sessions', {
-        key: gw.ownerKey,
-        body: body(Date.parse('9999-12-31T23:59:59Z')),
-      });
-      assert.is(far.status, 400);
-      assert.match(far.body.error.message, /^expiresAt: .*CTL_GATEWAY_MAX_SESSION_SECONDS/);
-      const at = await call(gw.url, 'POST', '/sessions', { key: gw.ownerKey, body: body(T + max * 1000) });
-      assert.is(at.status, 201, at.text);
-    } finally {
-      await gw.close();
-    }
-    // The default: 30 days.
-    const dflt = await startTestGateway(testDb);
-    try {
-      const day = 86_400_000;
-      const refused = await call(dflt.url, 'POST', '/sessions', {
-        key: dflt.ownerKey,
-        body: {
+  test(
+    `${name}: expiresAt at most CTL_GATEWAY_MAX_SESSION_SECONDS ahead: accepted at the ` +
+      'limit, refused one second past it',
+    async () => {
+      if (!testDb) return;
+      const T = Math.floor(Date.now() / 1000) * 1000;
+      const max = 3600;
+      const gw = await startTestGateway(testDb, { now: () => T, maxSessionSeconds: max });
+      try {
+        const body = (at: number) => ({
           budget: { amount: '10', currency: 'USD' },
-          purposes: ['a:b'],
-          expiresAt: formatTimestamp(Date.now() + 31 * day),
-        },
-      });
-      assert.is(refused.status, 400);
-      assert.match(refused.body.error.message, /^expiresAt: at most 2592000 s/);
-      const ok = await call(dflt.url, 'POST', '/sessions', {
-        key: dflt.ownerKey,
-        body: {
-          budget: { amount: '10', currency: 'USD' },
-          purposes: ['a:b'],
-          expiresAt: formatTimestamp(Date.now() + 29 * day),
-        },
-      });
-      assert.is(ok.status, 201, ok.text);
-    } finally {
-      await dflt.close();
-    }
-  });
+          purposes: ['api:search'],
+          expiresAt: formatTimestamp(at),
+        });
+        const past = await call(gw.url, 'POST', '/sessions', { key: gw.ownerKey, body: body(T + max * 1000 + 1000) });
+        assert.is(past.status, 400, past.text);
+        assert.is(past.body.error.code, 'malformed');
+        assert.match(past.body.error.message, /^expiresAt: /);
+        assert.match(past.body.error.message, /3600/);
+        const far = await call(gw.url, 'POST', '/sessions', {
+          key: gw.ownerKey,
+          body: body(Date.parse('9999-12-31T23:59:59Z')),
+        });
+        assert.is(far.status, 400);
+        assert.match(far.body.error.message, /^expiresAt: .*CTL_GATEWAY_MAX_SESSION_SECONDS/);
+        const at = await call(gw.url, 'POST', '/sessions', { key: gw.ownerKey, body: body(T + max * 1000) });
+        assert.is(at.status, 201, at.text);
+      } finally {
+        await gw.close();
+      }
+      // The default: 30 days.
+      const dflt = await startTestGateway(testDb);
+      try {
+        const day = 86_400_000;
+        const refused = await call(dflt.url, 'POST', '/sessions', {
+          key: dflt.ownerKey,
+          body: {
+            budget: { amount: '10', currency: 'USD' },
+            purposes: ['a:b'],
+            expiresAt: formatTimestamp(Date.now() + 31 * day),
+          },
+        });
+        assert.is(refused.status, 400);
+        assert.match(refused.body.error.message, /^expiresAt: at most 2592000 s/);
+        const ok = await call(dflt.url, 'POST', '/sessions', {
+          key: dflt.ownerKey,
+          body: {
+            budget: { amount: '10', currency: 'USD' },
+            purposes: ['a:b'],
+            expiresAt: formatTimestamp(Date.now() + 29 * day),
+          },
+        });
+        assert.is(ok.status, 201, ok.text);
+      } finally {
+        await dflt.close();
+      }
+    },
+  );
 }
 
 test('the environment: defaults, N/Ss, 0 disables, a bad value names its variable', () => {

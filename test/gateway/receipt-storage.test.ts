@@ -147,49 +147,52 @@ test('a payment refused in its own change wrote no grant: the next one writes it
   assert.ok((await verifyReceipt(receipts.body.receipts[0], { jwks: jwks as any })).valid);
 });
 
-test('every commit keeps the grant apart and reads whole: a rail paid before its commit, velocity limits, thresholds', async () => {
-  // The tests above pay on the ledger rail in one change (reserveAndPayLedger). A rail that is not
-  // local commits after it paid (commit()); velocity limits take payLedgerAndCommit; thresholds
-  // make a PostgreSQL commit a transaction instead of one statement.
-  let ledger: ReturnType<typeof createLedgerRail> | undefined;
-  const rail: Rail = { name: 'ledger', pay: (o) => ledger!.pay(o), outcome: (id) => ledger!.outcome(id) };
-  const remote = await startTestGateway(db, { rail }, gw.ownerKey);
-  ledger = createLedgerRail(remote.db);
-  try {
-    for (const [what, via, config] of [
-      ['commit', remote, {}],
-      ['commit, thresholds', remote, { thresholds: [50] }],
-      ['payLedgerAndCommit', gw, { velocity: { maxPaymentsPerHour: 100 } }],
-      ['payLedgerAndCommit, thresholds', gw, { velocity: { maxPaymentsPerHour: 100 }, thresholds: [50] }],
-      ['reserveAndPayLedger, thresholds', gw, { thresholds: [50] }],
-    ] as const) {
-      const s = await createSession(via, { budget: { amount: '10000', currency: 'USD' }, ...config });
-      const paid = await Promise.all(
-        [0, 1, 2].map((i) => proxy(via, s.sessionToken, `${merchant.url}/${i}`, { purpose: 'api:search' })),
-      );
-      for (const r of paid) assert.is(r.status, 200, `${what}: ${r.text}`);
-      const rows = await rowsOf(s.sessionId);
-      assert.is(rows.length, 3, what);
-      for (const r of rows) assert.type(r.grant_hash, 'string', `${what}: the grant kept apart`);
-      const receipts = await receiptsOf(s.sessionId);
-      assert.is(receipts.length, 3, what);
-      for (const r of receipts) assert.ok((await verifyReceipt(r, { jwks: jwks as any })).valid, what);
-      // The SBA a rail paid under was held on its payment row for reconcile (markPaying); once
-      // paid, the receipt is its one copy.
-      const payments = await via.db.all<{ state: string; sba: string | null }>(
-        `SELECT state, sba FROM gw_payments WHERE session_id = ?`,
-        [s.sessionId],
-      );
-      assert.equal(
-        payments,
-        [0, 1, 2].map(() => ({ state: 'paid', sba: null })),
-        `${what}: paid rows hold no SBA`,
-      );
+test(
+  'every commit keeps the grant apart and reads whole: a rail paid before its commit, ' + 'velocity limits, thresholds',
+  async () => {
+    // The tests above pay on the ledger rail in one change (reserveAndPayLedger). A rail that is not
+    // local commits after it paid (commit()); velocity limits take payLedgerAndCommit; thresholds
+    // make a PostgreSQL commit a transaction instead of one statement.
+    let ledger: ReturnType<typeof createLedgerRail> | undefined;
+    const rail: Rail = { name: 'ledger', pay: (o) => ledger!.pay(o), outcome: (id) => ledger!.outcome(id) };
+    const remote = await startTestGateway(db, { rail }, gw.ownerKey);
+    ledger = createLedgerRail(remote.db);
+    try {
+      for (const [what, via, config] of [
+        ['commit', remote, {}],
+        ['commit, thresholds', remote, { thresholds: [50] }],
+        ['payLedgerAndCommit', gw, { velocity: { maxPaymentsPerHour: 100 } }],
+        ['payLedgerAndCommit, thresholds', gw, { velocity: { maxPaymentsPerHour: 100 }, thresholds: [50] }],
+        ['reserveAndPayLedger, thresholds', gw, { thresholds: [50] }],
+      ] as const) {
+        const s = await createSession(via, { budget: { amount: '10000', currency: 'USD' }, ...config });
+        const paid = await Promise.all(
+          [0, 1, 2].map((i) => proxy(via, s.sessionToken, `${merchant.url}/${i}`, { purpose: 'api:search' })),
+        );
+        for (const r of paid) assert.is(r.status, 200, `${what}: ${r.text}`);
+        const rows = await rowsOf(s.sessionId);
+        assert.is(rows.length, 3, what);
+        for (const r of rows) assert.type(r.grant_hash, 'string', `${what}: the grant kept apart`);
+        const receipts = await receiptsOf(s.sessionId);
+        assert.is(receipts.length, 3, what);
+        for (const r of receipts) assert.ok((await verifyReceipt(r, { jwks: jwks as any })).valid, what);
+        // The SBA a rail paid under was held on its payment row for reconcile (markPaying); once
+        // paid, the receipt is its one copy.
+        const payments = await via.db.all<{ state: string; sba: string | null }>(
+          `SELECT state, sba FROM gw_payments WHERE session_id = ?`,
+          [s.sessionId],
+        );
+        assert.equal(
+          payments,
+          [0, 1, 2].map(() => ({ state: 'paid', sba: null })),
+          `${what}: paid rows hold no SBA`,
+        );
+      }
+    } finally {
+      await remote.close();
     }
-  } finally {
-    await remote.close();
-  }
-});
+  },
+);
 
 test('going back below the migration: RECEIPT_GRANTS_INLINE_SQL puts every grant back into its body', async () => {
   const s = await createSession(gw);

@@ -33,84 +33,89 @@ async function openRow(
 }
 
 for (const kind of ['sqlite', 'postgres'] as const) {
-  test(`${kind}: 200+ pending rows and a row whose rail outcome throws do not starve a stale reservation; pending rows rotate`, async () => {
-    const tdb = kind === 'sqlite' ? sqliteDb() : await postgresDb('reconcile pass on PostgreSQL');
-    if (!tdb) return;
-    const gw = await startTestGateway(tdb, {
-      x402: {
-        assets: new Map([['USDC', [{ network: 'eip155:84532', asset: USDC }]]]),
-        chain: () => ({
-          readContract: async () => {
-            throw new Error('RPC down');
-          },
-        }),
-      },
-    });
-    try {
-      const attacker = await createSession(gw, {
-        budget: { amount: '100000', currency: 'USDC' },
-        purposes: ['api:search'],
-        expiresAt: later(),
-      });
-      const victim = await createSession(gw, {
-        budget: { amount: '1000', currency: 'USDC' },
-        purposes: ['api:search'],
-        expiresAt: later(),
-      });
-      const t0 = Date.now() - 3600_000;
-      // The oldest: an expired authorization whose chain read throws.
-      await openRow(gw.db, 'pay_throws', attacker.sessionId, 'paying', t0 - 1);
-      await insertX402(
-        gw.db,
-        {
-          paymentId: 'pay_throws',
-          version: 'v2',
-          network: 'eip155:84532',
-          asset: USDC,
-          payTo: PAYEE,
-          payer: PAYEE,
-          nonce: `0x${'03'.repeat(32)}`,
-          validBefore: t0,
+  test(
+    `${kind}: 200+ pending rows and a row whose rail outcome throws do not starve a stale ` +
+      'reservation; pending rows rotate',
+    async () => {
+      const tdb = kind === 'sqlite' ? sqliteDb() : await postgresDb('reconcile pass on PostgreSQL');
+      if (!tdb) return;
+      const gw = await startTestGateway(tdb, {
+        x402: {
+          assets: new Map([['USDC', [{ network: 'eip155:84532', asset: USDC }]]]),
+          chain: () => ({
+            readContract: async () => {
+              throw new Error('RPC down');
+            },
+          }),
         },
-        t0,
-      );
-      // 210 sent authorizations, still cashable: pending, every pass.
-      for (let i = 0; i < 210; i++) {
-        const id = `pay_pending_${String(i).padStart(3, '0')}`;
-        await openRow(gw.db, id, attacker.sessionId, 'paying', t0);
+      });
+      try {
+        const attacker = await createSession(gw, {
+          budget: { amount: '100000', currency: 'USDC' },
+          purposes: ['api:search'],
+          expiresAt: later(),
+        });
+        const victim = await createSession(gw, {
+          budget: { amount: '1000', currency: 'USDC' },
+          purposes: ['api:search'],
+          expiresAt: later(),
+        });
+        const t0 = Date.now() - 3600_000;
+        // The oldest: an expired authorization whose chain read throws.
+        await openRow(gw.db, 'pay_throws', attacker.sessionId, 'paying', t0 - 1);
         await insertX402(
           gw.db,
           {
-            paymentId: id,
+            paymentId: 'pay_throws',
             version: 'v2',
             network: 'eip155:84532',
             asset: USDC,
             payTo: PAYEE,
             payer: PAYEE,
-            nonce: `0x${i.toString(16).padStart(64, '0')}`,
-            validBefore: Date.now() + 3600_000,
+            nonce: `0x${'03'.repeat(32)}`,
+            validBefore: t0,
           },
           t0,
         );
+        // 210 sent authorizations, still cashable: pending, every pass.
+        for (let i = 0; i < 210; i++) {
+          const id = `pay_pending_${String(i).padStart(3, '0')}`;
+          await openRow(gw.db, id, attacker.sessionId, 'paying', t0);
+          await insertX402(
+            gw.db,
+            {
+              paymentId: id,
+              version: 'v2',
+              network: 'eip155:84532',
+              asset: USDC,
+              payTo: PAYEE,
+              payer: PAYEE,
+              nonce: `0x${i.toString(16).padStart(64, '0')}`,
+              validBefore: Date.now() + 3600_000,
+            },
+            t0,
+          );
+        }
+        // The newest stale row: a reservation that never reached the rail.
+        await openRow(gw.db, 'pay_crash', victim.sessionId, 'reserved', t0 + 1, 500);
+        const started = Date.now();
+        assert.equal(await gw.gw.reconcile(60_000), { committed: 0, released: 1 });
+        const v = (await call(gw.url, 'GET', `/sessions/${victim.sessionId}`, { key: gw.ownerKey })).body;
+        assert.is(v.reservedMinor, '0', 'the never-sent reservation is released in the same pass');
+        const pend = await gw.db.get(
+          `SELECT MIN(updated_at) AS lo, COUNT(*) AS n FROM gw_payments WHERE id LIKE 'pay_pending_%' ` +
+            `AND state = 'paying'`,
+        );
+        assert.is(Number(pend!.n), 210, 'pending rows are kept');
+        assert.ok(Number(pend!.lo) >= started, 'pending rows went to the back of the queue');
+        const throws = await gw.db.get(`SELECT state FROM gw_payments WHERE id = 'pay_throws'`);
+        assert.is(throws!.state, 'paying', 'a row whose rail outcome threw stays open for the next pass');
+      } finally {
+        await gw.close();
+        await tdb.drop();
       }
-      // The newest stale row: a reservation that never reached the rail.
-      await openRow(gw.db, 'pay_crash', victim.sessionId, 'reserved', t0 + 1, 500);
-      const started = Date.now();
-      assert.equal(await gw.gw.reconcile(60_000), { committed: 0, released: 1 });
-      const v = (await call(gw.url, 'GET', `/sessions/${victim.sessionId}`, { key: gw.ownerKey })).body;
-      assert.is(v.reservedMinor, '0', 'the never-sent reservation is released in the same pass');
-      const pend = await gw.db.get(
-        `SELECT MIN(updated_at) AS lo, COUNT(*) AS n FROM gw_payments WHERE id LIKE 'pay_pending_%' AND state = 'paying'`,
-      );
-      assert.is(Number(pend!.n), 210, 'pending rows are kept');
-      assert.ok(Number(pend!.lo) >= started, 'pending rows went to the back of the queue');
-      const throws = await gw.db.get(`SELECT state FROM gw_payments WHERE id = 'pay_throws'`);
-      assert.is(throws!.state, 'paying', 'a row whose rail outcome threw stays open for the next pass');
-    } finally {
-      await gw.close();
-      await tdb.drop();
-    }
-  });
+    },
+  );
 
   test(`${kind}: reconcile's page of open payments is read through the index of open rows only`, async () => {
     const tdb = kind === 'sqlite' ? sqliteDb() : await postgresDb('open-payments index on PostgreSQL');
@@ -140,7 +145,8 @@ for (const kind of ['sqlite', 'postgres'] as const) {
               `SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'gw_payments' AND sql IS NOT NULL`,
             )
           : await gw.db.all<{ sql: string }>(
-              `SELECT indexdef AS sql FROM pg_indexes WHERE tablename = 'gw_payments' AND schemaname = current_schema()`,
+              `SELECT indexdef AS sql FROM pg_indexes WHERE tablename = 'gw_payments' AND schemaname ` +
+                '= current_schema()',
             );
       // No index left that holds every payment ever made by its state.
       assert.not.ok(

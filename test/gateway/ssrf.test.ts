@@ -98,15 +98,19 @@ test('loopback, private, link-local, metadata and mapped addresses are refused w
   assert.is(victimConnections, 0, 'the victim saw no connection');
 });
 
-test('a name that resolves inside the network and one that does not resolve get the same answer: no oracle of internal names', async () => {
-  const answer = async (host: string) => {
-    const r = await proxy(gw, token, `http://${host}:${victimPort}/`, { purpose: 'api:search' });
-    return [r.status, r.body?.error?.code, String(r.body?.error?.message).replace(host, 'HOST')];
-  };
-  const internal = await answer('rebind.test');
-  assert.equal(internal.slice(0, 2), [403, 'target_not_allowed']);
-  assert.equal(await answer('nowhere.test'), internal);
-});
+test(
+  'a name that resolves inside the network and one that does not resolve get the same ' +
+    'answer: no oracle of internal names',
+  async () => {
+    const answer = async (host: string) => {
+      const r = await proxy(gw, token, `http://${host}:${victimPort}/`, { purpose: 'api:search' });
+      return [r.status, r.body?.error?.code, String(r.body?.error?.message).replace(host, 'HOST')];
+    };
+    const internal = await answer('rebind.test');
+    assert.equal(internal.slice(0, 2), [403, 'target_not_allowed']);
+    assert.equal(await answer('nowhere.test'), internal);
+  },
+);
 
 test('a redirect to a forbidden address is refused at that hop', async () => {
   const P = victimPort;

@@ -86,22 +86,26 @@ test('every revoked grant that has not expired is listed: 1,200 of them, none ca
   }
 });
 
-test('a revocation is in the served bundle within 5 s, on this instance and another on the same SQLite file', async () => {
-  const db = sqliteDb();
-  const a = await startTestGateway(db);
-  const b = await startTestGateway(db, {}, a.ownerKey);
-  try {
-    const before = [await bundleOf(a), await bundleOf(b)]; // both have served (and cached) a bundle
-    const s = await createSession(a);
-    assert.is((await revoke(a, s.sessionId)).status, 200);
-    for (const gw of [a, b]) assert.ok((await msUntilListed(gw, s.grantId)) <= 5000, `listed by ${gw.url} within 5 s`);
-    for (const gw of [a, b]) assert.ok((await bundleOf(gw)).sequence > before[0]!.sequence, 'a higher sequence');
-  } finally {
-    await b.close();
-    await a.close();
-    await db.drop();
-  }
-});
+test(
+  'a revocation is in the served bundle within 5 s, on this instance and another on ' + 'the same SQLite file',
+  async () => {
+    const db = sqliteDb();
+    const a = await startTestGateway(db);
+    const b = await startTestGateway(db, {}, a.ownerKey);
+    try {
+      const before = [await bundleOf(a), await bundleOf(b)]; // both have served (and cached) a bundle
+      const s = await createSession(a);
+      assert.is((await revoke(a, s.sessionId)).status, 200);
+      for (const gw of [a, b])
+        assert.ok((await msUntilListed(gw, s.grantId)) <= 5000, `listed by ${gw.url} within 5 s`);
+      for (const gw of [a, b]) assert.ok((await bundleOf(gw)).sequence > before[0]!.sequence, 'a higher sequence');
+    } finally {
+      await b.close();
+      await a.close();
+      await db.drop();
+    }
+  },
+);
 
 test('a bundle past its refresh time is re-issued under a higher sequence, keeping every revocation', async () => {
   const db = sqliteDb();
@@ -124,44 +128,47 @@ test('a bundle past its refresh time is re-issued under a higher sequence, keepi
   }
 });
 
-test('two instances on one PostgreSQL database, clocks 30 s apart: sequences only grow, one bundle per sequence', async () => {
-  const pg = await postgresDb('Trust Bundle sequence across instances');
-  if (!pg) return;
-  const ahead = await startTestGateway(pg, { now: () => Date.now() + 30_000 });
-  const behind = await startTestGateway(pg, {}, ahead.ownerKey);
-  try {
-    const sessions = await Promise.all(Array.from({ length: 8 }, () => createSession(ahead)));
-    const seen: Bundle[] = [await bundleOf(ahead)];
-    for (let i = 0; i < sessions.length; i++) {
-      const s = sessions[i]!;
-      const by = i % 2 ? ahead : behind;
-      assert.is((await revoke(by, s.sessionId)).status, 200);
-      // In turn from each instance: none goes back, each lists all revoked so far.
-      for (const gw of i % 2 ? [behind, ahead] : [ahead, behind]) {
-        const bundle = await bundleOf(gw);
-        const last = seen[seen.length - 1]!;
-        assert.ok(bundle.sequence >= last.sequence, `sequence ${bundle.sequence} after ${last.sequence}`);
-        if (bundle.sequence === last.sequence) assert.equal(bundle, last, 'one sequence, one bundle');
-        for (const done of sessions.slice(0, i + 1))
-          assert.ok(bundle.revokedGrants.includes(done.grantId), `revocation ${i} listed`);
-        seen.push(bundle);
+test(
+  'two instances on one PostgreSQL database, clocks 30 s apart: sequences only grow, ' + 'one bundle per sequence',
+  async () => {
+    const pg = await postgresDb('Trust Bundle sequence across instances');
+    if (!pg) return;
+    const ahead = await startTestGateway(pg, { now: () => Date.now() + 30_000 });
+    const behind = await startTestGateway(pg, {}, ahead.ownerKey);
+    try {
+      const sessions = await Promise.all(Array.from({ length: 8 }, () => createSession(ahead)));
+      const seen: Bundle[] = [await bundleOf(ahead)];
+      for (let i = 0; i < sessions.length; i++) {
+        const s = sessions[i]!;
+        const by = i % 2 ? ahead : behind;
+        assert.is((await revoke(by, s.sessionId)).status, 200);
+        // In turn from each instance: none goes back, each lists all revoked so far.
+        for (const gw of i % 2 ? [behind, ahead] : [ahead, behind]) {
+          const bundle = await bundleOf(gw);
+          const last = seen[seen.length - 1]!;
+          assert.ok(bundle.sequence >= last.sequence, `sequence ${bundle.sequence} after ${last.sequence}`);
+          if (bundle.sequence === last.sequence) assert.equal(bundle, last, 'one sequence, one bundle');
+          for (const done of sessions.slice(0, i + 1))
+            assert.ok(bundle.revokedGrants.includes(done.grantId), `revocation ${i} listed`);
+          seen.push(bundle);
+        }
       }
+      // A key rotation on one instance raises the sequence the other serves, with the new key.
+      const rotated = await call(ahead.url, 'POST', '/admin/keys/rotate', {
+        key: ADMIN_KEY,
+        body: { purpose: 'receipt' },
+      });
+      assert.is(rotated.status, 200, rotated.text);
+      const after = await bundleOf(behind);
+      assert.ok(after.sequence > seen[seen.length - 1]!.sequence);
+      assert.ok(after.issuers[0]!.keys.some((k) => k.kid === rotated.body.kid));
+      await verified(behind, after);
+    } finally {
+      await behind.close();
+      await ahead.close();
+      await pg.drop();
     }
-    // A key rotation on one instance raises the sequence the other serves, with the new key.
-    const rotated = await call(ahead.url, 'POST', '/admin/keys/rotate', {
-      key: ADMIN_KEY,
-      body: { purpose: 'receipt' },
-    });
-    assert.is(rotated.status, 200, rotated.text);
-    const after = await bundleOf(behind);
-    assert.ok(after.sequence > seen[seen.length - 1]!.sequence);
-    assert.ok(after.issuers[0]!.keys.some((k) => k.kid === rotated.body.kid));
-    await verified(behind, after);
-  } finally {
-    await behind.close();
-    await ahead.close();
-    await pg.drop();
-  }
-});
+  },
+);
 
 test.run();

@@ -68,7 +68,8 @@ for (const [service, base, paths] of [
         await new Promise((r) => setImmediate(r));
         const loud = lines.filter((l) => l.level >= 40);
         assert.equal(loud, [], `${method} ${path} logged above info`);
-        // The authority's request log (the gateway's is server.ts's): one line at info, or debug for its quiet probe paths.
+        // The authority's request log (the gateway's is server.ts's): one line at info, or debug for its quiet probe
+        // paths.
         if (service === 'authority')
           assert.ok(
             lines.some((l) => l.level === (path === '/healthz' ? 20 : 30) && l.method === method && l.status === 405),

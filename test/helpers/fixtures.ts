@@ -74,7 +74,10 @@ export async function bundle(
   );
 }
 
-/** A newer bundle (sequence 2, same scope) in which the authority's grant key was rotated to a fresh one: the current key is dropped. */
+/**
+ * A newer bundle (sequence 2, same scope) in which the authority's grant key was rotated to a fresh one: the current
+ * key is dropped.
+ */
 export async function rotatedKeyBundle(k: Keys, now = T0) {
   const rotated = await generateKeyPair({ alg: 'EdDSA' });
   return createTrustBundle(

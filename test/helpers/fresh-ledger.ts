@@ -6,7 +6,10 @@
  */
 import { createMemorySpendStorage } from '../../src/index.js';
 
-/** `o` (a copy) whose `spendStorage` is a new memory ledger at every read. @example verifyCtl(sba, withFreshLedger({ ...opts, offline: true })) */
+/**
+ * `o` (a copy) whose `spendStorage` is a new memory ledger at every read. @example verifyCtl(sba, withFreshLedger({
+ * ...opts, offline: true }))
+ */
 export function withFreshLedger<T extends object>(o: T): T {
   return Object.defineProperty({ ...o }, 'spendStorage', { get: () => createMemorySpendStorage(), enumerable: true });
 }

@@ -66,10 +66,11 @@ export function pathTemplate(doc: OpenApiDocument, path: string): string | undef
 
 /**
  * Throws when the answer to `method path` is not what `doc` says: an undocumented route answering
- * other than a refusal (an unknown route's 404 is the §9 envelope too), an undocumented status, or a JSON body that does
- * not match the response schema; with `request` (its parsed JSON body), an accepted request whose
- * body the document does not allow. `body` is the parsed JSON, or the text when it is not JSON.
- * @example expectMatchesOpenApi(GATEWAY_OPENAPI, 'GET', '/sessions/sess_1', 200, res.body, res.headers.get('content-type'))
+ * other than a refusal (an unknown route's 404 is the §9 envelope too), an undocumented status, or a JSON body that
+ * does not match the response schema; with `request` (its parsed JSON body), an accepted request whose body the
+ * document does not allow. `body` is the parsed JSON, or the text when it is not JSON.
+ * @example expectMatchesOpenApi(GATEWAY_OPENAPI, 'GET', '/sessions/sess_1', 200, res.body,
+ * res.headers.get('content-type'))
  */
 export function expectMatchesOpenApi(
   doc: OpenApiDocument,
@@ -146,7 +147,8 @@ function validate(c: Compiled, id: string, schema: Schema, body: unknown, where:
       return `${e.instancePath || '/'} ${e.message}${extra}`;
     });
     throw new Error(
-      `OpenAPI: ${where}: body does not match the document: ${errors.join('; ')}\nbody: ${JSON.stringify(body).slice(0, 400)}`,
+      `OpenAPI: ${where}: body does not match the document: ${errors.join('; ')}\nbody: ` +
+        `${JSON.stringify(body).slice(0, 400)}`,
     );
   }
 }

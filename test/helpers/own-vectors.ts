@@ -34,7 +34,10 @@ export function fakeRevocationFetch(spec: any, calls: { n: number } = { n: 0 }):
   };
 }
 
-/** The trust a case's `options.trust` names (`form:keyName`). @example chainTrust('signingKeyPem:authority', k.input, keys) */
+/**
+ * The trust a case's `options.trust` names (`form:keyName`). @example chainTrust('signingKeyPem:authority', k.input,
+ * keys)
+ */
 export function chainTrust(trust: string, input: any, keys: OwnKeys): Partial<VerifyCtlOptions> {
   const [form, name] = trust.split(':') as [string, string | undefined];
   if (form === 'signingKeyPem') return { signingKeyPem: keys[name!]!.publicKeyPem };

@@ -11,7 +11,10 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
-/** Whether something accepts connections at `url`'s host and port. @example await portOpen(gatewayUrl) // false once stopped */
+/**
+ * Whether something accepts connections at `url`'s host and port. @example await portOpen(gatewayUrl) // false once
+ * stopped
+ */
 export function portOpen(url: string): Promise<boolean> {
   return new Promise<boolean>((resolve) => {
     const u = new URL(url);

@@ -1,4 +1,7 @@
-/** What a service start that must be refused says: its error message (a start that succeeds is closed and fails the test). */
+/**
+ * What a service start that must be refused says: its error message (a start that succeeds is closed and fails the
+ * test).
+ */
 export async function startRefusal(start: () => Promise<{ close(): Promise<unknown> }>): Promise<string> {
   let started: { close(): Promise<unknown> };
   try {

@@ -214,51 +214,54 @@ test('a refused call is a tool error carrying its PROTOCOL.md §9 code; nothing 
   assert.is((await tool('session_status')).structuredContent.state, 'revoked');
 });
 
-test('a paused session is a structured result telling the agent to ask its owner, and the owner action works', async () => {
-  const s = await createSession(env.gw, { budget: { amount: '200', currency: 'USD' }, softLimit: { amount: '100' } });
-  const tool = await agentFor(s.sessionToken);
-  for (let i = 0; i < 2; i++)
-    assert.ok(
-      (await tool('paid_fetch', { url: `${env.merchant.url}/data`, purpose: 'api:search' })).structuredContent
-        .receiptId,
-    );
-  const paidBefore = env.merchant.paid.length;
-  const paused = await tool('paid_fetch', { url: `${env.merchant.url}/data`, purpose: 'api:search' });
-  assert.not.ok(paused.isError, 'a pause is not a failure of the tool');
-  const p = paused.structuredContent;
-  assert.is(p.outcome, 'paused');
-  assert.is(p.code, 'session_paused');
-  assert.is(p.httpStatus, 409);
-  assert.is(p.pauseKind, 'ceiling', 'the session ceiling, not a window');
-  assert.is(p.resetsAt, undefined);
-  assert.is(p.sessionId, s.sessionId);
-  assert.is(p.receiptId, undefined);
-  assert.ok(p.ownerAction.includes(`PATCH ${env.gw.url}/sessions/${s.sessionId}`), p.ownerAction);
-  assert.ok(p.ownerAction.includes(`${env.gw.url}/console`), p.ownerAction);
-  assert.match(p.nextStep, /budget owner/);
-  assert.match(paused.content[0]!.text, /^PAUSED/);
-  assert.is(env.merchant.paid.length, paidBefore);
+test(
+  'a paused session is a structured result telling the agent to ask its owner, and the ' + 'owner action works',
+  async () => {
+    const s = await createSession(env.gw, { budget: { amount: '200', currency: 'USD' }, softLimit: { amount: '100' } });
+    const tool = await agentFor(s.sessionToken);
+    for (let i = 0; i < 2; i++)
+      assert.ok(
+        (await tool('paid_fetch', { url: `${env.merchant.url}/data`, purpose: 'api:search' })).structuredContent
+          .receiptId,
+      );
+    const paidBefore = env.merchant.paid.length;
+    const paused = await tool('paid_fetch', { url: `${env.merchant.url}/data`, purpose: 'api:search' });
+    assert.not.ok(paused.isError, 'a pause is not a failure of the tool');
+    const p = paused.structuredContent;
+    assert.is(p.outcome, 'paused');
+    assert.is(p.code, 'session_paused');
+    assert.is(p.httpStatus, 409);
+    assert.is(p.pauseKind, 'ceiling', 'the session ceiling, not a window');
+    assert.is(p.resetsAt, undefined);
+    assert.is(p.sessionId, s.sessionId);
+    assert.is(p.receiptId, undefined);
+    assert.ok(p.ownerAction.includes(`PATCH ${env.gw.url}/sessions/${s.sessionId}`), p.ownerAction);
+    assert.ok(p.ownerAction.includes(`${env.gw.url}/console`), p.ownerAction);
+    assert.match(p.nextStep, /budget owner/);
+    assert.match(paused.content[0]!.text, /^PAUSED/);
+    assert.is(env.merchant.paid.length, paidBefore);
 
-  const status = await tool('session_status');
-  assert.is(status.structuredContent.state, 'paused');
-  assert.is(status.structuredContent.ownerAction, p.ownerAction);
-  // The continuation token is the owner's approval: the agent never sees it.
-  const owner = (await call(env.gw.url, 'GET', `/sessions/${s.sessionId}`, { key: env.gw.ownerKey })).body;
-  assert.match(owner.continuationToken, /^ctn_/);
-  assert.not.ok(JSON.stringify([paused, status]).includes(owner.continuationToken));
+    const status = await tool('session_status');
+    assert.is(status.structuredContent.state, 'paused');
+    assert.is(status.structuredContent.ownerAction, p.ownerAction);
+    // The continuation token is the owner's approval: the agent never sees it.
+    const owner = (await call(env.gw.url, 'GET', `/sessions/${s.sessionId}`, { key: env.gw.ownerKey })).body;
+    assert.match(owner.continuationToken, /^ctn_/);
+    assert.not.ok(JSON.stringify([paused, status]).includes(owner.continuationToken));
 
-  // The owner does what ownerAction says; the same call then pays.
-  const approved = await call(env.gw.url, 'PATCH', `/sessions/${s.sessionId}`, {
-    key: env.gw.ownerKey,
-    body: { continuationToken: owner.continuationToken },
-  });
-  assert.is(approved.status, 200);
-  const after = (await tool('paid_fetch', { url: `${env.merchant.url}/data`, purpose: 'api:search' }))
-    .structuredContent;
-  assert.is(after.outcome, 'response');
-  assert.match(after.receiptId, /^rcpt_/);
-  assert.is(env.merchant.paid.length, paidBefore + 1);
-});
+    // The owner does what ownerAction says; the same call then pays.
+    const approved = await call(env.gw.url, 'PATCH', `/sessions/${s.sessionId}`, {
+      key: env.gw.ownerKey,
+      body: { continuationToken: owner.continuationToken },
+    });
+    assert.is(approved.status, 200);
+    const after = (await tool('paid_fetch', { url: `${env.merchant.url}/data`, purpose: 'api:search' }))
+      .structuredContent;
+    assert.is(after.outcome, 'response');
+    assert.match(after.receiptId, /^rcpt_/);
+    assert.is(env.merchant.paid.length, paidBefore + 1);
+  },
+);
 
 test('binary bodies travel as base64 both ways', async () => {
   const s = await createSession(env.gw);
@@ -286,51 +289,55 @@ test('binary bodies travel as base64 both ways', async () => {
   assert.is(bad.structuredContent.code, 'malformed');
 });
 
-test('a long body is cut at maxBodyBytes on a character boundary; the same key with a larger limit replays it whole, unpaid', async () => {
-  const s = await createSession(env.gw);
-  const tool = await agentFor(s.sessionToken);
-  const long = 'é'.repeat(5000); // 10,000 bytes of UTF-8, echoed back by the merchant in JSON
-  const cut = (
-    await tool('paid_fetch', { url: `${env.merchant.url}/free`, method: 'PUT', body: long, maxBodyBytes: 101 })
-  ).structuredContent;
-  assert.is(cut.truncated, true);
-  assert.is(cut.bodyEncoding, 'text', 'cut before a split character, so still text');
-  assert.ok(
-    Buffer.byteLength(cut.body) <= 101 && Buffer.byteLength(cut.body) >= 98,
-    String(Buffer.byteLength(cut.body)),
-  );
-  assert.ok(cut.bodyBytes > 10_000, String(cut.bodyBytes));
-  assert.match(cut.nextStep, /maxBodyBytes/);
+test(
+  'a long body is cut at maxBodyBytes on a character boundary; the same key with a larger ' +
+    'limit replays it whole, unpaid',
+  async () => {
+    const s = await createSession(env.gw);
+    const tool = await agentFor(s.sessionToken);
+    const long = 'é'.repeat(5000); // 10,000 bytes of UTF-8, echoed back by the merchant in JSON
+    const cut = (
+      await tool('paid_fetch', { url: `${env.merchant.url}/free`, method: 'PUT', body: long, maxBodyBytes: 101 })
+    ).structuredContent;
+    assert.is(cut.truncated, true);
+    assert.is(cut.bodyEncoding, 'text', 'cut before a split character, so still text');
+    assert.ok(
+      Buffer.byteLength(cut.body) <= 101 && Buffer.byteLength(cut.body) >= 98,
+      String(Buffer.byteLength(cut.body)),
+    );
+    assert.ok(cut.bodyBytes > 10_000, String(cut.bodyBytes));
+    assert.match(cut.nextStep, /maxBodyBytes/);
 
-  const paidBefore = env.merchant.paid.length;
-  const small = (
-    await tool('paid_fetch', {
-      url: `${env.merchant.url}/data`,
-      purpose: 'api:search',
-      idempotencyKey: 'cut-1',
-      maxBodyBytes: 8,
-    })
-  ).structuredContent;
-  assert.is(small.truncated, true);
-  assert.is(small.body.length, 8);
-  const whole = (
-    await tool('paid_fetch', {
-      url: `${env.merchant.url}/data`,
-      purpose: 'api:search',
-      idempotencyKey: 'cut-1',
-      maxBodyBytes: 65_536,
-    })
-  ).structuredContent;
-  assert.is(whole.replayed, true);
-  assert.is(whole.truncated, undefined);
-  assert.is(JSON.parse(whole.body).paid, true);
-  assert.is(env.merchant.paid.length, paidBefore + 1, 'paid once');
-  assert.is(
-    (await tool('paid_fetch', { url: `${env.merchant.url}/free`, maxBodyBytes: 0 })).isError,
-    true,
-    'a limit below 1 is refused by the schema',
-  );
-});
+    const paidBefore = env.merchant.paid.length;
+    const small = (
+      await tool('paid_fetch', {
+        url: `${env.merchant.url}/data`,
+        purpose: 'api:search',
+        idempotencyKey: 'cut-1',
+        maxBodyBytes: 8,
+      })
+    ).structuredContent;
+    assert.is(small.truncated, true);
+    assert.is(small.body.length, 8);
+    const whole = (
+      await tool('paid_fetch', {
+        url: `${env.merchant.url}/data`,
+        purpose: 'api:search',
+        idempotencyKey: 'cut-1',
+        maxBodyBytes: 65_536,
+      })
+    ).structuredContent;
+    assert.is(whole.replayed, true);
+    assert.is(whole.truncated, undefined);
+    assert.is(JSON.parse(whole.body).paid, true);
+    assert.is(env.merchant.paid.length, paidBefore + 1, 'paid once');
+    assert.is(
+      (await tool('paid_fetch', { url: `${env.merchant.url}/free`, maxBodyBytes: 0 })).isError,
+      true,
+      'a limit below 1 is refused by the schema',
+    );
+  },
+);
 
 test('a token the gateway does not know: every tool says unauthorized', async () => {
   const tool = await agentFor('gw_sess_' + 'A'.repeat(43));

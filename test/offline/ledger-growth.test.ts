@@ -41,56 +41,61 @@ function metered(inner: ByteStorage = createMemoryByteStorage()) {
 const PAYMENTS = process.env['CTL_TEST_LONG'] === '1' ? 5000 : 1200;
 const EVERY = 6 * 60_000; // one payment every 6 minutes: 5,000 payments over about three weeks
 
-test(`${PAYMENTS} payments on one grant at one charger, one every 6 minutes: all pass, bytes per payment flat`, async () => {
-  const fleet = await makeFleet(CTL, {
-    offline: { maxPayments: 1_000_000, maxAmountMinor: '100000000' },
-    maxAmountMinor: '100000000',
-    bundleTtlMs: 48 * HOUR,
-  });
-  const flash = metered();
-  const abi = createNodeAbi({ now: T0, storage: flash });
-  const device = createDevice(CTL, abi);
-  device.provisionRoot({ rootPublicKeyPem: fleet.root.publicKeyPem });
-  const perPayment: number[] = [];
-  const largestPerPayment: number[] = [];
-  let sequence = 0;
-  let first: unknown;
-  let last: unknown;
-  for (let i = 0; i < PAYMENTS; i++) {
-    const at = T0 + i * EVERY;
-    abi.setNow(at);
-    if (i % 240 === 0) await device.installBundle({ bundle: await fleet.bundle(++sequence, { issuedAt: at - HOUR }) }); // a fresh bundle daily
-    const sba = await fleet.sba('100', at);
-    first ??= sba;
-    last = sba;
-    const before = flash.written;
-    flash.largest = 0;
-    const r = await device.verify({ sba, amount: '100', currency: 'EUR' });
-    if (!r.valid) assert.unreachable(`payment ${i + 1} refused: ${JSON.stringify(r)}`);
-    perPayment.push(flash.written - before);
-    largestPerPayment.push(flash.largest);
-  }
-  const max = (xs: number[]) => Math.max(...xs);
-  const early = max(perPayment.slice(100, 200));
-  const late = max(perPayment.slice(PAYMENTS - 100));
-  // Ids grow by a digit or two over the run (bud_150_100 → bud_4950_100); nothing else may grow.
-  assert.ok(late <= early * 1.2, `bytes per payment grew with the history: ${early} early, ${late} late`);
-  assert.ok(max(perPayment) <= 8 * 1024, `a payment wrote ${max(perPayment)} bytes`);
-  assert.ok(max(largestPerPayment.slice(PAYMENTS - 100)) <= 1024, `one write of ${max(largestPerPayment)} bytes`);
+test(
+  `${PAYMENTS} payments on one grant at one charger, one every 6 minutes: all pass, ` + 'bytes per payment flat',
+  async () => {
+    const fleet = await makeFleet(CTL, {
+      offline: { maxPayments: 1_000_000, maxAmountMinor: '100000000' },
+      maxAmountMinor: '100000000',
+      bundleTtlMs: 48 * HOUR,
+    });
+    const flash = metered();
+    const abi = createNodeAbi({ now: T0, storage: flash });
+    const device = createDevice(CTL, abi);
+    device.provisionRoot({ rootPublicKeyPem: fleet.root.publicKeyPem });
+    const perPayment: number[] = [];
+    const largestPerPayment: number[] = [];
+    let sequence = 0;
+    let first: unknown;
+    let last: unknown;
+    for (let i = 0; i < PAYMENTS; i++) {
+      const at = T0 + i * EVERY;
+      abi.setNow(at);
+      // a fresh bundle daily
+      if (i % 240 === 0)
+        await device.installBundle({ bundle: await fleet.bundle(++sequence, { issuedAt: at - HOUR }) });
+      const sba = await fleet.sba('100', at);
+      first ??= sba;
+      last = sba;
+      const before = flash.written;
+      flash.largest = 0;
+      const r = await device.verify({ sba, amount: '100', currency: 'EUR' });
+      if (!r.valid) assert.unreachable(`payment ${i + 1} refused: ${JSON.stringify(r)}`);
+      perPayment.push(flash.written - before);
+      largestPerPayment.push(flash.largest);
+    }
+    const max = (xs: number[]) => Math.max(...xs);
+    const early = max(perPayment.slice(100, 200));
+    const late = max(perPayment.slice(PAYMENTS - 100));
+    // Ids grow by a digit or two over the run (bud_150_100 → bud_4950_100); nothing else may grow.
+    assert.ok(late <= early * 1.2, `bytes per payment grew with the history: ${early} early, ${late} late`);
+    assert.ok(max(perPayment) <= 8 * 1024, `a payment wrote ${max(perPayment)} bytes`);
+    assert.ok(max(largestPerPayment.slice(PAYMENTS - 100)) <= 1024, `one write of ${max(largestPerPayment)} bytes`);
 
-  const s = await device.status({ grantId: fleet.grant.grantId });
-  const g = s['grant'] as Record<string, string>;
-  // The offline allowance counts since the newest bundle (a fresh one restores it, PROTOCOL.md §8);
-  // the grant's total, forever.
-  const sinceLastBundle = PAYMENTS - Math.floor((PAYMENTS - 1) / 240) * 240;
-  assert.is(g['offlinePayments'], String(sinceLastBundle), 'the offline count restarts with each fresh bundle');
-  assert.is(g['acceptedMinor'], String(PAYMENTS * 100));
-  // Forgetting an id never lets its SBA through again: a live one is a replay, an old one expired.
-  const again = await device.verify({ sba: last, amount: '100', currency: 'EUR' });
-  assert.is(!again.valid && again.error.code, 'replay');
-  const old = await device.verify({ sba: first, amount: '100', currency: 'EUR' });
-  assert.is(!old.valid && old.error.code, 'sba_expired');
-});
+    const s = await device.status({ grantId: fleet.grant.grantId });
+    const g = s['grant'] as Record<string, string>;
+    // The offline allowance counts since the newest bundle (a fresh one restores it, PROTOCOL.md §8);
+    // the grant's total, forever.
+    const sinceLastBundle = PAYMENTS - Math.floor((PAYMENTS - 1) / 240) * 240;
+    assert.is(g['offlinePayments'], String(sinceLastBundle), 'the offline count restarts with each fresh bundle');
+    assert.is(g['acceptedMinor'], String(PAYMENTS * 100));
+    // Forgetting an id never lets its SBA through again: a live one is a replay, an old one expired.
+    const again = await device.verify({ sba: last, amount: '100', currency: 'EUR' });
+    assert.is(!again.valid && again.error.code, 'replay');
+    const old = await device.verify({ sba: first, amount: '100', currency: 'EUR' });
+    assert.is(!old.valid && old.error.code, 'sba_expired');
+  },
+);
 
 for (const [name, make] of [
   ['device ledger (flash)', () => createKvSpendStorage(createMemoryByteStorage())],
@@ -135,13 +140,16 @@ test('SDK memory ledger: a velocity window is dropped whole once it has ended, n
   assert.is(await spend.total('grant:g'), 5n, 'a ledger that does not end is kept forever');
 });
 
-test('device ledger: more live SBAs at once than the bound is refused (fail closed), expired ones make room', async () => {
-  const spend = createKvSpendStorage(createMemoryByteStorage(), { maxEntriesPerKey: 3 });
-  for (const id of ['a', 'b', 'c'])
-    assert.is(await spend.reserve('k', id, 0n, 100n, { expiresAt: 100, now: 0 }), 'reserved');
-  assert.is(await spend.reserve('k', 'd', 0n, 100n, { expiresAt: 200, now: 99 }), 'exceeded');
-  assert.is(await spend.reserve('k', 'd', 0n, 100n, { expiresAt: 200, now: 100 }), 'reserved');
-});
+test(
+  'device ledger: more live SBAs at once than the bound is refused (fail closed), expired ' + 'ones make room',
+  async () => {
+    const spend = createKvSpendStorage(createMemoryByteStorage(), { maxEntriesPerKey: 3 });
+    for (const id of ['a', 'b', 'c'])
+      assert.is(await spend.reserve('k', id, 0n, 100n, { expiresAt: 100, now: 0 }), 'reserved');
+    assert.is(await spend.reserve('k', 'd', 0n, 100n, { expiresAt: 200, now: 99 }), 'exceeded');
+    assert.is(await spend.reserve('k', 'd', 0n, 100n, { expiresAt: 200, now: 100 }), 'reserved');
+  },
+);
 
 /** A counter as a TPM NV counter behaves: it only goes up, whatever happens to the flash. */
 function hardwareCounter(start = 41): MonotonicCounter & { value: number } {
@@ -155,23 +163,26 @@ const copyOf = (from: ReturnType<typeof createMemoryByteStorage>) => {
   return to;
 };
 
-test('hardware monotonic counter: a restored flash snapshot is refused instead of giving back spent allowance', async () => {
-  const counter = hardwareCounter();
-  const flash = createMemoryByteStorage();
-  const spend = createKvSpendStorage(flash, { counter });
-  assert.is(await spend.reserve('offline-count:g', 'p1', 1n, 2n), 'reserved');
-  const snapshot = copyOf(flash);
-  await spend.commit('offline-count:g', 'p1');
-  assert.is(await spend.reserve('offline-count:g', 'p2', 1n, 2n), 'reserved');
-  assert.is(await spend.reserve('offline-count:g', 'p3', 1n, 2n), 'exceeded');
-  assert.ok(counter.value > 41, 'writes advanced the counter');
-  // The attacker puts the old flash back; the counter cannot be put back.
-  const restored = createKvSpendStorage(snapshot, { counter });
-  assert.throws(() => restored.reserve('offline-count:g', 'p3', 1n, 2n), /restored or altered flash/);
-  // Without a counter the same restore goes unnoticed: what README.md says the bound does not cover.
-  const unbound = createKvSpendStorage(copyOf(snapshot));
-  assert.is(await unbound.reserve('offline-count:g', 'p3', 1n, 2n), 'reserved');
-});
+test(
+  'hardware monotonic counter: a restored flash snapshot is refused instead of giving ' + 'back spent allowance',
+  async () => {
+    const counter = hardwareCounter();
+    const flash = createMemoryByteStorage();
+    const spend = createKvSpendStorage(flash, { counter });
+    assert.is(await spend.reserve('offline-count:g', 'p1', 1n, 2n), 'reserved');
+    const snapshot = copyOf(flash);
+    await spend.commit('offline-count:g', 'p1');
+    assert.is(await spend.reserve('offline-count:g', 'p2', 1n, 2n), 'reserved');
+    assert.is(await spend.reserve('offline-count:g', 'p3', 1n, 2n), 'exceeded');
+    assert.ok(counter.value > 41, 'writes advanced the counter');
+    // The attacker puts the old flash back; the counter cannot be put back.
+    const restored = createKvSpendStorage(snapshot, { counter });
+    assert.throws(() => restored.reserve('offline-count:g', 'p3', 1n, 2n), /restored or altered flash/);
+    // Without a counter the same restore goes unnoticed: what README.md says the bound does not cover.
+    const unbound = createKvSpendStorage(copyOf(snapshot));
+    assert.is(await unbound.reserve('offline-count:g', 'p3', 1n, 2n), 'reserved');
+  },
+);
 
 test('hardware monotonic counter: with the head bound at provisioning, a deleted head is refused too', async () => {
   const counter = hardwareCounter();
@@ -185,21 +196,25 @@ test('hardware monotonic counter: with the head bound at provisioning, a deleted
   assert.throws(() => again.reserve('k', 'b', 1n, 5n), /head record is missing/);
 });
 
-test('hardware monotonic counter: a write cut short between its head record and the counter is completed, not refused', async () => {
-  const counter = hardwareCounter(7);
-  const flash = createMemoryByteStorage();
-  const failing = {
-    read: () => counter.read(),
-    increment: () => {
-      throw new Error('power cut');
-    },
-  };
-  const spend = createKvSpendStorage(flash, { counter: failing });
-  assert.throws(() => spend.reserve('k', 'a', 1n, 10n), /power cut/); // ledger and head written, counter not
-  const after = createKvSpendStorage(flash, { counter });
-  assert.is(await after.reserve('k', 'a', 1n, 10n), 'duplicate', 'the cut write stands');
-  assert.is(await after.reserve('k', 'b', 1n, 10n), 'reserved');
-  assert.is(counter.value, 9);
-});
+test(
+  'hardware monotonic counter: a write cut short between its head record and the counter ' +
+    'is completed, not refused',
+  async () => {
+    const counter = hardwareCounter(7);
+    const flash = createMemoryByteStorage();
+    const failing = {
+      read: () => counter.read(),
+      increment: () => {
+        throw new Error('power cut');
+      },
+    };
+    const spend = createKvSpendStorage(flash, { counter: failing });
+    assert.throws(() => spend.reserve('k', 'a', 1n, 10n), /power cut/); // ledger and head written, counter not
+    const after = createKvSpendStorage(flash, { counter });
+    assert.is(await after.reserve('k', 'a', 1n, 10n), 'duplicate', 'the cut write stands');
+    assert.is(await after.reserve('k', 'b', 1n, 10n), 'reserved');
+    assert.is(counter.value, 9);
+  },
+);
 
 test.run();

@@ -121,20 +121,23 @@ test('a rolled-back bundle is refused, after a restart too (the floor is persist
   ]);
 });
 
-test('a grant revoked in a newer bundle is refused offline; the old bundle is kept until a new one verifies', async () => {
-  const fleet = await makeFleet(CTL);
-  const { device } = await terminal(fleet);
-  await device.installBundle({ bundle: await fleet.bundle(1) });
-  const forged = { ...(await fleet.bundle(2, { revokedGrants: [] })), sequence: 3 };
-  await device.installBundle({ bundle: forged }).then(
-    () => assert.unreachable('forged bundle'),
-    (e) => assert.is(e.code, 'trust_bundle_invalid'),
-  );
-  assert.ok((await pay(device, await fleet.sba('100'), '100')).valid, 'the failed install left bundle 1 in place');
-  await device.installBundle({ bundle: await fleet.bundle(2, { revokedGrants: [fleet.grant.grantId] }) });
-  const r = await pay(device, await fleet.sba('100'), '100');
-  assert.is(!r.valid && r.error.code, 'grant_revoked');
-});
+test(
+  'a grant revoked in a newer bundle is refused offline; the old bundle is kept until ' + 'a new one verifies',
+  async () => {
+    const fleet = await makeFleet(CTL);
+    const { device } = await terminal(fleet);
+    await device.installBundle({ bundle: await fleet.bundle(1) });
+    const forged = { ...(await fleet.bundle(2, { revokedGrants: [] })), sequence: 3 };
+    await device.installBundle({ bundle: forged }).then(
+      () => assert.unreachable('forged bundle'),
+      (e) => assert.is(e.code, 'trust_bundle_invalid'),
+    );
+    assert.ok((await pay(device, await fleet.sba('100'), '100')).valid, 'the failed install left bundle 1 in place');
+    await device.installBundle({ bundle: await fleet.bundle(2, { revokedGrants: [fleet.grant.grantId] }) });
+    const r = await pay(device, await fleet.sba('100'), '100');
+    assert.is(!r.valid && r.error.code, 'grant_revoked');
+  },
+);
 
 test('maxBundleAgeMs: a bundle older than the grant allows offline refuses the grant', async () => {
   const fleet = await makeFleet(CTL, { offline: { maxBundleAgeMs: 2 * HOUR } });

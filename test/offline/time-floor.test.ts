@@ -98,30 +98,33 @@ test('device: the stored floor only rises', () => {
   assert.is(writes, 1, 'lowering writes nothing');
 });
 
-test('SDK: verifyCtl with a timeFloor refuses an SBA seen expired after the clock is set back; without one it cannot', async () => {
-  const fleet = await makeFleet(CTL, { bundleTtlMs: 48 * HOUR });
-  const bundle = await fleet.bundle(1);
-  const sba = await fleet.sba('100', T0); // expires T0+1h
-  let clock = T0 + 2 * HOUR;
-  const floor = CTL.createMemoryTimeFloor();
-  const options = (timeFloor?: CTL.TimeFloor) => ({
-    amount: '100',
-    currency: 'EUR',
-    offline: true,
-    trustBundles: [bundle],
-    rootPublicKeyPem: fleet.root.publicKeyPem,
-    now: () => clock,
-    ...(timeFloor ? { timeFloor } : {}),
-  });
-  const expired = await CTL.verifyCtl(sba, options(floor));
-  assert.is(!expired.valid && expired.error.code, 'sba_expired');
-  assert.ok((await floor.get()) >= T0 + 2 * HOUR, 'the reading that saw it expire is kept');
-  clock = T0 + 10 * MIN;
-  const back = await CTL.verifyCtl(sba, options(floor));
-  assert.is(!back.valid && back.error.code, 'sba_expired');
-  const noFloor = await CTL.verifyCtl(sba, options());
-  assert.ok(noFloor.valid, 'without a floor the clock alone decides (what the option is for)');
-});
+test(
+  'SDK: verifyCtl with a timeFloor refuses an SBA seen expired after the clock is set ' + 'back; without one it cannot',
+  async () => {
+    const fleet = await makeFleet(CTL, { bundleTtlMs: 48 * HOUR });
+    const bundle = await fleet.bundle(1);
+    const sba = await fleet.sba('100', T0); // expires T0+1h
+    let clock = T0 + 2 * HOUR;
+    const floor = CTL.createMemoryTimeFloor();
+    const options = (timeFloor?: CTL.TimeFloor) => ({
+      amount: '100',
+      currency: 'EUR',
+      offline: true,
+      trustBundles: [bundle],
+      rootPublicKeyPem: fleet.root.publicKeyPem,
+      now: () => clock,
+      ...(timeFloor ? { timeFloor } : {}),
+    });
+    const expired = await CTL.verifyCtl(sba, options(floor));
+    assert.is(!expired.valid && expired.error.code, 'sba_expired');
+    assert.ok((await floor.get()) >= T0 + 2 * HOUR, 'the reading that saw it expire is kept');
+    clock = T0 + 10 * MIN;
+    const back = await CTL.verifyCtl(sba, options(floor));
+    assert.is(!back.valid && back.error.code, 'sba_expired');
+    const noFloor = await CTL.verifyCtl(sba, options());
+    assert.ok(noFloor.valid, 'without a floor the clock alone decides (what the option is for)');
+  },
+);
 
 test('SDK without a timeFloor: a clock stepped forward then back does not let an SBA through twice', async () => {
   const fleet = await makeFleet(CTL, { bundleTtlMs: 48 * HOUR });
@@ -148,55 +151,59 @@ test('SDK without a timeFloor: a clock stepped forward then back does not let an
   assert.is(!again.valid && again.error.code, 'replay', 'ids outlive their SBA by a day when there is no floor');
 });
 
-test('SDK: an accepted payment records the clock; other readings at most once a minute; an unreadable floor fails closed', async () => {
-  const fleet = await makeFleet(CTL, { bundleTtlMs: 48 * HOUR });
-  const bundle = await fleet.bundle(1);
-  const raises: number[] = [];
-  let value = 0;
-  const floor: CTL.TimeFloor = {
-    get: () => value,
-    raise: (ms) => {
-      raises.push(ms);
-      value = Math.max(value, ms);
-    },
-  };
-  let clock = T0;
-  const verify = async (at: number) =>
-    CTL.verifyCtl(await fleet.sba('100', at), {
+test(
+  'SDK: an accepted payment records the clock; other readings at most once a minute; ' +
+    'an unreadable floor fails closed',
+  async () => {
+    const fleet = await makeFleet(CTL, { bundleTtlMs: 48 * HOUR });
+    const bundle = await fleet.bundle(1);
+    const raises: number[] = [];
+    let value = 0;
+    const floor: CTL.TimeFloor = {
+      get: () => value,
+      raise: (ms) => {
+        raises.push(ms);
+        value = Math.max(value, ms);
+      },
+    };
+    let clock = T0;
+    const verify = async (at: number) =>
+      CTL.verifyCtl(await fleet.sba('100', at), {
+        amount: '100',
+        currency: 'EUR',
+        offline: true,
+        trustBundles: [bundle],
+        rootPublicKeyPem: fleet.root.publicKeyPem,
+        now: () => clock,
+        timeFloor: floor,
+      });
+    assert.ok((await verify(T0)).valid);
+    assert.is(value, T0, 'an accepted payment records the clock');
+    clock = T0 + 30_000;
+    const refused = await CTL.verifyCtl('{}', {
+      amount: '100',
+      currency: 'EUR',
+      offline: true,
+      now: () => clock,
+      timeFloor: floor,
+    });
+    assert.not.ok(refused.valid);
+    assert.is(value, T0, 'a reading within the minute of the floor is not written');
+    clock = T0 + 2 * MIN;
+    await CTL.verifyCtl('{}', { amount: '100', currency: 'EUR', offline: true, now: () => clock, timeFloor: floor });
+    assert.is(value, T0 + 2 * MIN, 'a reading a minute past the floor is');
+    const broken: CTL.TimeFloor = { get: () => Number.NaN, raise: () => undefined };
+    const r = await CTL.verifyCtl(await fleet.sba('100', clock), {
       amount: '100',
       currency: 'EUR',
       offline: true,
       trustBundles: [bundle],
       rootPublicKeyPem: fleet.root.publicKeyPem,
       now: () => clock,
-      timeFloor: floor,
+      timeFloor: broken,
     });
-  assert.ok((await verify(T0)).valid);
-  assert.is(value, T0, 'an accepted payment records the clock');
-  clock = T0 + 30_000;
-  const refused = await CTL.verifyCtl('{}', {
-    amount: '100',
-    currency: 'EUR',
-    offline: true,
-    now: () => clock,
-    timeFloor: floor,
-  });
-  assert.not.ok(refused.valid);
-  assert.is(value, T0, 'a reading within the minute of the floor is not written');
-  clock = T0 + 2 * MIN;
-  await CTL.verifyCtl('{}', { amount: '100', currency: 'EUR', offline: true, now: () => clock, timeFloor: floor });
-  assert.is(value, T0 + 2 * MIN, 'a reading a minute past the floor is');
-  const broken: CTL.TimeFloor = { get: () => Number.NaN, raise: () => undefined };
-  const r = await CTL.verifyCtl(await fleet.sba('100', clock), {
-    amount: '100',
-    currency: 'EUR',
-    offline: true,
-    trustBundles: [bundle],
-    rootPublicKeyPem: fleet.root.publicKeyPem,
-    now: () => clock,
-    timeFloor: broken,
-  });
-  assert.not.ok(r.valid, 'an unreadable floor fails closed');
-});
+    assert.not.ok(r.valid, 'an unreadable floor fails closed');
+  },
+);
 
 test.run();

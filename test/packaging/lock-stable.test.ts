@@ -65,7 +65,8 @@ test('npm install after lock-platforms rewrites nothing', () => {
     const b = after.split('\n');
     const at = a.findIndex((l, i) => l !== b[i]);
     assert.unreachable(
-      `npm rewrote package-lock.json from line ${at + 1}:\n- ${a.slice(at, at + 6).join('\n- ')}\n+ ${b.slice(at, at + 6).join('\n+ ')}`,
+      `npm rewrote package-lock.json from line ${at + 1}:\n- ${a.slice(at, at + 6).join('\n- ')}\n+ ` +
+        `${b.slice(at, at + 6).join('\n+ ')}`,
     );
   }
 });

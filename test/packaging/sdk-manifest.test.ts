@@ -78,7 +78,8 @@ test('error classes keep their names in the minified builds (ESM, CJS and IIFE)'
     process.execPath,
     [
       '-e',
-      `const m = require(${JSON.stringify(join(out, 'dist', 'index.cjs'))}); for (const C of [m.CtlError, m.CtlBudgetExceededError, m.CtlGrantRevokedError]) console.log(C.name)`,
+      `const m = require(${JSON.stringify(join(out, 'dist', 'index.cjs'))}); for (const ` +
+        'C of [m.CtlError, m.CtlBudgetExceededError, m.CtlGrantRevokedError]) console.log(C.name)',
     ],
     { encoding: 'utf8' },
   );

@@ -1,10 +1,10 @@
 /**
  * The packages as a user gets them: the SDK `ctl` (its publish directory, scripts/sdk-package.mjs)
- * and every workspace (`npm pack --workspaces`) packed into a temporary directory, installed from those tarballs into an empty
- * project (their dependencies from the registry; better-sqlite3 builds there, about a minute),
- * then each service's bin started on SQLite answers /healthz and exits 0 on SIGTERM. The tarballs
- * carry what runs: no tests, no compiled tree, no TypeScript sources, no source maps but the SDK
- * bundles' own; the SDK's manifest runs nothing at install.
+ * and every workspace (`npm pack --workspaces`) packed into a temporary directory, installed from those tarballs into
+ * an empty project (their dependencies from the registry; better-sqlite3 builds there, about a minute), then each
+ * service's bin started on SQLite answers /healthz and exits 0 on SIGTERM. The tarballs carry what runs: no tests, no
+ * compiled tree, no TypeScript sources, no source maps but the SDK bundles' own; the SDK's manifest runs nothing at
+ * install.
  *
  * A new workspace is packed and checked for what it carries with no change here; its bin is
  * started by adding one line to BINS.
@@ -222,7 +222,8 @@ test('the SDK package: `ctl` runs a device command, points to the service packag
       '--enable-source-maps',
       '--input-type=module',
       '-e',
-      "const m = await import('ctl'); try { m.parseStrictJson('{') } catch (e) { console.log(e.constructor.name); console.log(e.stack) }",
+      "const m = await import('ctl'); try { m.parseStrictJson('{') } catch (e) { console.log(e.constructor.name); " +
+        'console.log(e.stack) }',
     ],
     { cwd: project, encoding: 'utf8', env: baseEnv },
   );
@@ -231,7 +232,10 @@ test('the SDK package: `ctl` runs a device command, points to the service packag
   assert.match(stack.join('\n'), /src\/encoding\/jcs\.ts/, err.stdout);
 });
 
-/** A service on its own SQLite file and a free port; a stdio server gets a gateway address nothing listens on (starting must not need one). */
+/**
+ * A service on its own SQLite file and a free port; a stdio server gets a gateway address nothing listens on (starting
+ * must not need one).
+ */
 function serviceEnv(bin: string) {
   return {
     PORT: '0',
@@ -269,7 +273,9 @@ async function httpHealth(child: Started, output: () => string): Promise<void> {
   assert.equal(await res.json(), { ok: true });
 }
 
-/** A Model Context Protocol server on stdio: `initialize` (JSON-RPC, one message a line) answers with its serverInfo. */
+/**
+ * A Model Context Protocol server on stdio: `initialize` (JSON-RPC, one message a line) answers with its serverInfo.
+ */
 async function mcpInitialize(child: Started, output: () => string): Promise<void> {
   child.stdin.write(
     `${JSON.stringify({

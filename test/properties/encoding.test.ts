@@ -173,20 +173,23 @@ function reference(v: unknown): string {
   return JSON.stringify(v);
 }
 
-test('canonicalize(parseStrictJson(canonicalize(x))) === canonicalize(x), and equals an independent JCS (5000 runs)', () => {
-  fc.assert(
-    fc.property(safeJson, (x) => {
-      const text = canonicalize(x);
-      if (canonicalize(parseStrictJson(text)) !== text) throw new Error('round trip changed the text');
-      if (text !== reference(x))
-        throw new Error(`canonical text differs from the reference: ${text} vs ${reference(x)}`);
-      // and the same through JSON.parse of pretty-printed text (white space is not significant)
-      if (canonicalize(parseStrictJson(JSON.stringify(JSON.parse(text), null, 2))) !== text)
-        throw new Error('pretty round trip');
-    }),
-    params(5000),
-  );
-});
+test(
+  'canonicalize(parseStrictJson(canonicalize(x))) === canonicalize(x), and equals an ' + 'independent JCS (5000 runs)',
+  () => {
+    fc.assert(
+      fc.property(safeJson, (x) => {
+        const text = canonicalize(x);
+        if (canonicalize(parseStrictJson(text)) !== text) throw new Error('round trip changed the text');
+        if (text !== reference(x))
+          throw new Error(`canonical text differs from the reference: ${text} vs ${reference(x)}`);
+        // and the same through JSON.parse of pretty-printed text (white space is not significant)
+        if (canonicalize(parseStrictJson(JSON.stringify(JSON.parse(text), null, 2))) !== text)
+          throw new Error('pretty round trip');
+      }),
+      params(5000),
+    );
+  },
+);
 
 /**
  * A copy of `v` that canonicalizes the same (keys shuffled, undefined members added, 0 as -0) or,
@@ -241,30 +244,33 @@ function variant(v: unknown, edit: number, pick: () => number): unknown {
   return v === 0 ? -0 : v;
 }
 
-test('sameCanonical(y, parsed text of x) is exactly canonicalize(y) === canonicalize(x), on near copies (5000 runs)', () => {
-  let equal = 0;
-  let differ = 0;
-  fc.assert(
-    fc.property(safeJson, fc.nat(17), fc.array(fc.nat(), { minLength: 64, maxLength: 64 }), (x, edit, rolls) => {
-      let r = 0;
-      const y = variant(x, edit, () => rolls[r++ % rolls.length]!);
-      const text = canonicalize(x);
-      let expected: boolean;
-      try {
-        expected = canonicalize(y) === text;
-      } catch {
-        expected = false; // canonicalize refuses it: never a match
-      }
-      if (sameCanonical(y, parseStrictJson(text)) !== expected)
-        throw new Error(`sameCanonical disagrees (${expected}) for ${text}`);
-      if (expected) equal++;
-      else differ++;
-    }),
-    params(5000),
-  );
-  // Both answers were exercised, or the property proves little.
-  assert.ok(equal > 500 && differ > 500, `equal ${equal}, differ ${differ}`);
-});
+test(
+  'sameCanonical(y, parsed text of x) is exactly canonicalize(y) === canonicalize(x), ' + 'on near copies (5000 runs)',
+  () => {
+    let equal = 0;
+    let differ = 0;
+    fc.assert(
+      fc.property(safeJson, fc.nat(17), fc.array(fc.nat(), { minLength: 64, maxLength: 64 }), (x, edit, rolls) => {
+        let r = 0;
+        const y = variant(x, edit, () => rolls[r++ % rolls.length]!);
+        const text = canonicalize(x);
+        let expected: boolean;
+        try {
+          expected = canonicalize(y) === text;
+        } catch {
+          expected = false; // canonicalize refuses it: never a match
+        }
+        if (sameCanonical(y, parseStrictJson(text)) !== expected)
+          throw new Error(`sameCanonical disagrees (${expected}) for ${text}`);
+        if (expected) equal++;
+        else differ++;
+      }),
+      params(5000),
+    );
+    // Both answers were exercised, or the property proves little.
+    assert.ok(equal > 500 && differ > 500, `equal ${equal}, differ ${differ}`);
+  },
+);
 
 test('numbers: any finite double round-trips with numbers: "finite" (5000 runs)', () => {
   fc.assert(

@@ -94,62 +94,66 @@ const walletGrant = await createGrantWith(
   { issuer: ISSUER, keyId: 'authority-1', signingKey: authority.privateKeyPem },
 );
 
-test(`wallet: concurrent createSba never issues past the ceiling, remaining() = ceiling − issued (${WALLET_RUNS} scheduled runs)`, async () => {
-  await fc.assert(
-    fc.asyncProperty(
-      scheduler(),
-      fc.array(fc.integer({ min: 1, max: 120 }), { minLength: 1, maxLength: 5 }),
-      fc.integer({ min: 0, max: 300 }),
-      async (s, amounts, ceilingN) => {
-        const ceiling = BigInt(ceilingN);
-        const { storage, inner } = scheduledStorage(s);
-        const revocation = scheduledFetch(s, walletGrant.grantId);
-        const session = createSessionWith(c, walletGrant, {
-          actorId: 'agent-1',
-          signingKey: signer,
-          signingKeyId: 'actor-1',
-          ceiling: { amount: String(ceiling), currency: 'USD' },
-          spendStorage: storage,
-          fetch: revocation.fetch as any,
-          revocationTtl: 0,
-          now,
-        });
-        const attempts = amounts.map((a) =>
-          session.createSba({ amount: String(a), currency: 'USD', rail: 'x402' }).then(
-            (sba) => ({ a: BigInt(a), sba }),
-            (error) => ({ a: BigInt(a), error }),
-          ),
-        );
-        const results = await s.waitFor(Promise.all(attempts));
-        let issued = 0n;
-        const ids = new Set<string>();
-        for (const r of results) {
-          if ('sba' in r) {
-            if (BigInt(r.sba.authorization.maxAmountMinor) !== r.a)
-              throw new Error('SBA amount differs from the request');
-            ids.add(r.sba.authorization.budgetId);
-            issued += r.a;
-          } else if (!(r.error instanceof CtlBudgetExceededError) || r.error.code !== 'budget_exceeded') {
-            throw new Error(`unexpected refusal: ${String(r.error)}`);
+test(
+  'wallet: concurrent createSba never issues past the ceiling, remaining() = ceiling ' +
+    `− issued (${WALLET_RUNS} scheduled runs)`,
+  async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        scheduler(),
+        fc.array(fc.integer({ min: 1, max: 120 }), { minLength: 1, maxLength: 5 }),
+        fc.integer({ min: 0, max: 300 }),
+        async (s, amounts, ceilingN) => {
+          const ceiling = BigInt(ceilingN);
+          const { storage, inner } = scheduledStorage(s);
+          const revocation = scheduledFetch(s, walletGrant.grantId);
+          const session = createSessionWith(c, walletGrant, {
+            actorId: 'agent-1',
+            signingKey: signer,
+            signingKeyId: 'actor-1',
+            ceiling: { amount: String(ceiling), currency: 'USD' },
+            spendStorage: storage,
+            fetch: revocation.fetch as any,
+            revocationTtl: 0,
+            now,
+          });
+          const attempts = amounts.map((a) =>
+            session.createSba({ amount: String(a), currency: 'USD', rail: 'x402' }).then(
+              (sba) => ({ a: BigInt(a), sba }),
+              (error) => ({ a: BigInt(a), error }),
+            ),
+          );
+          const results = await s.waitFor(Promise.all(attempts));
+          let issued = 0n;
+          const ids = new Set<string>();
+          for (const r of results) {
+            if ('sba' in r) {
+              if (BigInt(r.sba.authorization.maxAmountMinor) !== r.a)
+                throw new Error('SBA amount differs from the request');
+              ids.add(r.sba.authorization.budgetId);
+              issued += r.a;
+            } else if (!(r.error instanceof CtlBudgetExceededError) || r.error.code !== 'budget_exceeded') {
+              throw new Error(`unexpected refusal: ${String(r.error)}`);
+            }
           }
-        }
-        if (ids.size !== results.filter((r) => 'sba' in r).length) throw new Error('two SBAs share a budgetId');
-        if (issued > ceiling) throw new Error(`overspend: issued ${issued} > ceiling ${ceiling}`);
-        // No spurious refusal: totals only grow, so every refused amount must not fit next to what was issued.
-        for (const r of results)
-          if ('error' in r && issued + r.a <= ceiling)
-            throw new Error(`refused ${r.a} though ${issued} + ${r.a} ≤ ${ceiling}`);
-        if ((await inner.total(`${walletGrant.grantId}/${session.sessionId}`)) !== issued)
-          throw new Error('the ledger total differs from what was issued');
-        const { remainingMinor } = await s.waitFor(session.remaining());
-        if (remainingMinor !== String(ceiling - issued))
-          throw new Error(`remaining ${remainingMinor} ≠ ${ceiling} − ${issued}`);
-        if (revocation.calls() < 1) throw new Error('no revocation check before signing');
-      },
-    ),
-    params(WALLET_RUNS),
-  );
-});
+          if (ids.size !== results.filter((r) => 'sba' in r).length) throw new Error('two SBAs share a budgetId');
+          if (issued > ceiling) throw new Error(`overspend: issued ${issued} > ceiling ${ceiling}`);
+          // No spurious refusal: totals only grow, so every refused amount must not fit next to what was issued.
+          for (const r of results)
+            if ('error' in r && issued + r.a <= ceiling)
+              throw new Error(`refused ${r.a} though ${issued} + ${r.a} ≤ ${ceiling}`);
+          if ((await inner.total(`${walletGrant.grantId}/${session.sessionId}`)) !== issued)
+            throw new Error('the ledger total differs from what was issued');
+          const { remainingMinor } = await s.waitFor(session.remaining());
+          if (remainingMinor !== String(ceiling - issued))
+            throw new Error(`remaining ${remainingMinor} ≠ ${ceiling} − ${issued}`);
+          if (revocation.calls() < 1) throw new Error('no revocation check before signing');
+        },
+      ),
+      params(WALLET_RUNS),
+    );
+  },
+);
 
 // ---------------------------------------------------------------------------------------------
 // Verifier: concurrent presentations with trackSpend
@@ -200,37 +204,41 @@ const offlinePool = await pool(offlineGrant);
 
 const baseOptions = { currency: 'USD', signingKeyPem: authority.publicKeyPem, trackSpend: true, now, revocationTtl: 0 };
 
-test(`verifier: the same SBA presented N times concurrently is accepted exactly once, the rest replay (${SAME_SBA_RUNS} scheduled runs)`, async () => {
-  await fc.assert(
-    fc.asyncProperty(
-      scheduler(),
-      fc.nat({ max: AMOUNTS.length - 1 }),
-      fc.integer({ min: 2, max: 6 }),
-      async (s, pick, n) => {
-        const sba = onlinePool[pick]!;
-        const { storage } = scheduledStorage(s);
-        const revocation = scheduledFetch(s, verifierGrant.grantId);
-        const verify = createVerifier(c, ALL_FEATURES);
-        const amount = sba.authorization.maxAmountMinor;
-        const rs = await s.waitFor(
-          Promise.all(
-            Array.from({ length: n }, () =>
-              verify(sba, { ...baseOptions, amount, spendStorage: storage, fetch: revocation.fetch as any }),
+test(
+  'verifier: the same SBA presented N times concurrently is accepted exactly once, the ' +
+    `rest replay (${SAME_SBA_RUNS} scheduled runs)`,
+  async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        scheduler(),
+        fc.nat({ max: AMOUNTS.length - 1 }),
+        fc.integer({ min: 2, max: 6 }),
+        async (s, pick, n) => {
+          const sba = onlinePool[pick]!;
+          const { storage } = scheduledStorage(s);
+          const revocation = scheduledFetch(s, verifierGrant.grantId);
+          const verify = createVerifier(c, ALL_FEATURES);
+          const amount = sba.authorization.maxAmountMinor;
+          const rs = await s.waitFor(
+            Promise.all(
+              Array.from({ length: n }, () =>
+                verify(sba, { ...baseOptions, amount, spendStorage: storage, fetch: revocation.fetch as any }),
+              ),
             ),
-          ),
-        );
-        const accepted = rs.filter((r) => r.valid).length;
-        const replays = rs.filter((r) => !r.valid && r.error.code === 'replay').length;
-        if (accepted !== 1 || replays !== n - 1)
-          throw new Error(
-            `accepted ${accepted}, replay ${replays} of ${n}: ` +
-              JSON.stringify(rs.map((r) => (r.valid ? 'ok' : r.error.code))),
           );
-      },
-    ),
-    params(SAME_SBA_RUNS),
-  );
-});
+          const accepted = rs.filter((r) => r.valid).length;
+          const replays = rs.filter((r) => !r.valid && r.error.code === 'replay').length;
+          if (accepted !== 1 || replays !== n - 1)
+            throw new Error(
+              `accepted ${accepted}, replay ${replays} of ${n}: ` +
+                JSON.stringify(rs.map((r) => (r.valid ? 'ok' : r.error.code))),
+            );
+        },
+      ),
+      params(SAME_SBA_RUNS),
+    );
+  },
+);
 
 /** Checks one run of presentations against the grant's bounds; `limits` adds the offline ledgers. */
 function checkRun(
@@ -283,88 +291,100 @@ const presentations = (p: SignedBudgetAuthorization[]) =>
     { minLength: 1, maxLength: 6 },
   );
 
-test(`verifier: distinct and repeated SBAs presented concurrently never exceed the grant in total (${DISTINCT_RUNS} scheduled runs)`, async () => {
-  await fc.assert(
-    fc.asyncProperty(scheduler(), presentations(onlinePool), async (s, ps) => {
-      const { storage } = scheduledStorage(s);
-      const revocation = scheduledFetch(s, verifierGrant.grantId);
-      const verify = createVerifier(c, ALL_FEATURES);
-      const rs = await s.waitFor(
-        Promise.all(
-          ps.map((p) =>
-            verify(p.sba, {
-              ...baseOptions,
-              amount: String(p.amount),
-              spendStorage: storage,
-              fetch: revocation.fetch as any,
-            }),
+test(
+  'verifier: distinct and repeated SBAs presented concurrently never exceed the grant ' +
+    `in total (${DISTINCT_RUNS} scheduled runs)`,
+  async () => {
+    await fc.assert(
+      fc.asyncProperty(scheduler(), presentations(onlinePool), async (s, ps) => {
+        const { storage } = scheduledStorage(s);
+        const revocation = scheduledFetch(s, verifierGrant.grantId);
+        const verify = createVerifier(c, ALL_FEATURES);
+        const rs = await s.waitFor(
+          Promise.all(
+            ps.map((p) =>
+              verify(p.sba, {
+                ...baseOptions,
+                amount: String(p.amount),
+                spendStorage: storage,
+                fetch: revocation.fetch as any,
+              }),
+            ),
           ),
-        ),
-      );
-      checkRun(ps, rs, 100n);
-    }),
-    params(DISTINCT_RUNS),
-  );
-});
+        );
+        checkRun(ps, rs, 100n);
+      }),
+      params(DISTINCT_RUNS),
+    );
+  },
+);
 
-test(`verifier offline: trackSpend + grant.offline ledgers stay within every bound, all or nothing (${OFFLINE_RUNS} scheduled runs)`, async () => {
-  await fc.assert(
-    fc.asyncProperty(scheduler(), presentations(offlinePool), async (s, ps) => {
-      const { storage, inner } = scheduledStorage(s);
-      const verify = createVerifier(c, ALL_FEATURES);
-      const rs = await s.waitFor(
-        Promise.all(
-          ps.map((p) =>
-            verify(p.sba, { ...baseOptions, amount: String(p.amount), spendStorage: storage, offline: true }),
+test(
+  'verifier offline: trackSpend + grant.offline ledgers stay within every bound, all ' +
+    `or nothing (${OFFLINE_RUNS} scheduled runs)`,
+  async () => {
+    await fc.assert(
+      fc.asyncProperty(scheduler(), presentations(offlinePool), async (s, ps) => {
+        const { storage, inner } = scheduledStorage(s);
+        const verify = createVerifier(c, ALL_FEATURES);
+        const rs = await s.waitFor(
+          Promise.all(
+            ps.map((p) =>
+              verify(p.sba, { ...baseOptions, amount: String(p.amount), spendStorage: storage, offline: true }),
+            ),
           ),
-        ),
-      );
-      checkRun(ps, rs, 100n, { count: 3, amount: 80n }, false);
-      // All or nothing: every ledger holds exactly the accepted payments.
-      const accepted = new Map<string, bigint>();
-      rs.forEach((r, i) => {
-        if (r.valid) accepted.set(ps[i]!.sba.authorization.budgetId, ps[i]!.amount);
-      });
-      const total = [...accepted.values()].reduce((a, b) => a + b, 0n);
-      const g = offlineGrant.grantId;
-      // The offline allowance of epoch 0: no bundle vouched here (a pinned key), so no refresh to count from.
-      const ledgers = [
-        await inner.total(`grant:${g}`),
-        await inner.total(`offline-amount:${g}@0`),
-        await inner.total(`offline-count:${g}@0`),
-      ];
-      if (ledgers[0] !== total || ledgers[1] !== total || ledgers[2] !== BigInt(accepted.size)) {
-        throw new Error(`ledgers ${ledgers.join('/')} ≠ accepted ${total}/${total}/${accepted.size}`);
-      }
-    }),
-    params(OFFLINE_RUNS),
-  );
-});
+        );
+        checkRun(ps, rs, 100n, { count: 3, amount: 80n }, false);
+        // All or nothing: every ledger holds exactly the accepted payments.
+        const accepted = new Map<string, bigint>();
+        rs.forEach((r, i) => {
+          if (r.valid) accepted.set(ps[i]!.sba.authorization.budgetId, ps[i]!.amount);
+        });
+        const total = [...accepted.values()].reduce((a, b) => a + b, 0n);
+        const g = offlineGrant.grantId;
+        // The offline allowance of epoch 0: no bundle vouched here (a pinned key), so no refresh to count from.
+        const ledgers = [
+          await inner.total(`grant:${g}`),
+          await inner.total(`offline-amount:${g}@0`),
+          await inner.total(`offline-count:${g}@0`),
+        ];
+        if (ledgers[0] !== total || ledgers[1] !== total || ledgers[2] !== BigInt(accepted.size)) {
+          throw new Error(`ledgers ${ledgers.join('/')} ≠ accepted ${total}/${total}/${accepted.size}`);
+        }
+      }),
+      params(OFFLINE_RUNS),
+    );
+  },
+);
 
-test(`verifier offline: one SBA presented for 100 (over the offline allowance of 80) and for 10 at once: one of them is accepted (${REPLAY_RUNS} scheduled runs)`, async () => {
-  // Sequentially either order accepts exactly one: 100 first is refused offline_limit_exceeded and
-  // released, then 10 is accepted; 10 first is accepted, then 100 is a replay. PROTOCOL.md §7/§8:
-  // a refused payment leaves nothing in any ledger, so it cannot make a later one a "replay".
-  const sba = offlinePool[AMOUNTS.indexOf(100)]!;
-  // The verifier lets presentations of one SBA take turns at the ledgers, so the order of the calls
-  // decides who goes first; every storage step inside a turn is ordered by the scheduler.
-  await fc.assert(
-    fc.asyncProperty(scheduler(), fc.boolean(), async (s, bigFirst) => {
-      const { storage } = scheduledStorage(s);
-      const verify = createVerifier(c, ALL_FEATURES);
-      const amounts = bigFirst ? ['100', '10'] : ['10', '100'];
-      const rs = await s.waitFor(
-        Promise.all(
-          amounts.map((amount) => verify(sba, { ...baseOptions, amount, spendStorage: storage, offline: true })),
-        ),
-      );
-      const codes = rs.map((r) => (r.valid ? 'ok' : r.error.code));
-      if (codes.filter((x) => x === 'ok').length !== 1)
-        throw new Error(`amounts ${amounts.join(', ')} → ${codes.join(', ')}: the SBA was never accepted`);
-    }),
-    params(REPLAY_RUNS),
-  );
-});
+test(
+  'verifier offline: one SBA presented for 100 (over the offline allowance of 80) and ' +
+    `for 10 at once: one of them is accepted (${REPLAY_RUNS} scheduled runs)`,
+  async () => {
+    // Sequentially either order accepts exactly one: 100 first is refused offline_limit_exceeded and
+    // released, then 10 is accepted; 10 first is accepted, then 100 is a replay. PROTOCOL.md §7/§8:
+    // a refused payment leaves nothing in any ledger, so it cannot make a later one a "replay".
+    const sba = offlinePool[AMOUNTS.indexOf(100)]!;
+    // The verifier lets presentations of one SBA take turns at the ledgers, so the order of the calls
+    // decides who goes first; every storage step inside a turn is ordered by the scheduler.
+    await fc.assert(
+      fc.asyncProperty(scheduler(), fc.boolean(), async (s, bigFirst) => {
+        const { storage } = scheduledStorage(s);
+        const verify = createVerifier(c, ALL_FEATURES);
+        const amounts = bigFirst ? ['100', '10'] : ['10', '100'];
+        const rs = await s.waitFor(
+          Promise.all(
+            amounts.map((amount) => verify(sba, { ...baseOptions, amount, spendStorage: storage, offline: true })),
+          ),
+        );
+        const codes = rs.map((r) => (r.valid ? 'ok' : r.error.code));
+        if (codes.filter((x) => x === 'ok').length !== 1)
+          throw new Error(`amounts ${amounts.join(', ')} → ${codes.join(', ')}: the SBA was never accepted`);
+      }),
+      params(REPLAY_RUNS),
+    );
+  },
+);
 
 void CtlError;
 test.run();

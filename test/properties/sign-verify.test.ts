@@ -174,26 +174,29 @@ async function chain(c: CtlCrypto, s: typeof scenario extends fc.Arbitrary<infer
 }
 
 for (const signer of names) {
-  test(`chain (grant + SBA, PEM / bundle / JWKS trust): signed on ${signer}, verified on both (${runs(80)} runs)`, async () => {
-    const c = backends[signer];
-    await fc.assert(
-      fc.asyncProperty(scenario, async (s) => {
-        const { sba, options } = await chain(c, s);
-        // A bundle-age limit offline with no bundle to vouch (a pinned key, a JWKS) refuses (PROTOCOL.md §12).
-        const want =
-          s.offline?.maxBundleAgeMs !== undefined && s.trust !== 'bundle' ? 'offline_limit_exceeded' : 'valid';
-        for (const verifier of names) {
-          const r = await createVerifier(backends[verifier])(sba, options);
-          if ((r.valid ? 'valid' : r.error.code) !== want)
-            throw new Error(`${verifier}: ${JSON.stringify(r)}, expected ${want}`);
-          const t = await createVerifier(backends[verifier])(JSON.stringify(sba), options);
-          if ((t.valid ? 'valid' : t.error.code) !== want)
-            throw new Error(`${verifier} (text): ${JSON.stringify(t)}, expected ${want}`);
-        }
-      }),
-      params(runs(80)),
-    );
-  });
+  test(
+    `chain (grant + SBA, PEM / bundle / JWKS trust): signed on ${signer}, verified on ` + `both (${runs(80)} runs)`,
+    async () => {
+      const c = backends[signer];
+      await fc.assert(
+        fc.asyncProperty(scenario, async (s) => {
+          const { sba, options } = await chain(c, s);
+          // A bundle-age limit offline with no bundle to vouch (a pinned key, a JWKS) refuses (PROTOCOL.md §12).
+          const want =
+            s.offline?.maxBundleAgeMs !== undefined && s.trust !== 'bundle' ? 'offline_limit_exceeded' : 'valid';
+          for (const verifier of names) {
+            const r = await createVerifier(backends[verifier])(sba, options);
+            if ((r.valid ? 'valid' : r.error.code) !== want)
+              throw new Error(`${verifier}: ${JSON.stringify(r)}, expected ${want}`);
+            const t = await createVerifier(backends[verifier])(JSON.stringify(sba), options);
+            if ((t.valid ? 'valid' : t.error.code) !== want)
+              throw new Error(`${verifier} (text): ${JSON.stringify(t)}, expected ${want}`);
+          }
+        }),
+        params(runs(80)),
+      );
+    },
+  );
 
   test(`Trust Bundle: signed on ${signer}, verified on both (${runs(150)} runs)`, async () => {
     const c = backends[signer];
@@ -354,15 +357,19 @@ for (const backend of names) {
     await mutationProperty(text, (t) => verifyCtl(t, ctlOptions), runs(600));
   });
 
-  test(`${backend}: any single-byte change of a signed Trust Bundle → invalid, alone and as the chain's key source (${runs(400)} + ${runs(200)} runs)`, async () => {
-    const text = JSON.stringify(m.bundle);
-    if (!(await verifyBundleWith(c, text, m.root.publicKeyPem, { now: fixedNow })).valid)
-      throw new Error('the unmutated bundle must verify');
-    if (!(await verifyCtl(m.sba, bundleChain)).valid) throw new Error('the unmutated chain must verify');
-    await mutationProperty(text, (t) => verifyBundleWith(c, t, m.root.publicKeyPem, { now: fixedNow }), runs(400));
-    // A mutated bundle can never vouch for the grant: a fresh verifier each time (no cache).
-    await mutationProperty(text, (t) => createVerifier(c)(m.sba, { ...bundleChain, trustBundles: [t] }), runs(200));
-  });
+  test(
+    `${backend}: any single-byte change of a signed Trust Bundle → invalid, alone and ` +
+      `as the chain's key source (${runs(400)} + ${runs(200)} runs)`,
+    async () => {
+      const text = JSON.stringify(m.bundle);
+      if (!(await verifyBundleWith(c, text, m.root.publicKeyPem, { now: fixedNow })).valid)
+        throw new Error('the unmutated bundle must verify');
+      if (!(await verifyCtl(m.sba, bundleChain)).valid) throw new Error('the unmutated chain must verify');
+      await mutationProperty(text, (t) => verifyBundleWith(c, t, m.root.publicKeyPem, { now: fixedNow }), runs(400));
+      // A mutated bundle can never vouch for the grant: a fresh verifier each time (no cache).
+      await mutationProperty(text, (t) => createVerifier(c)(m.sba, { ...bundleChain, trustBundles: [t] }), runs(200));
+    },
+  );
 
   test(`${backend}: any single-byte change of a signed receipt → invalid (${runs(400)} runs)`, async () => {
     const text = JSON.stringify(m.receipt);

@@ -118,7 +118,8 @@ function entryFor(libPath: string, role: SuiteRole): string {
       `import { run } from ${JSON.stringify(pathToFileURL(suitePath).href)};`,
       `const fixtures = ${JSON.stringify(fixtures)};`,
       `const failures = [];`,
-      `const r = await run(CTL, (n, ok, d) => { if (!ok) failures.push(n + ': ' + d); }, fixtures, ${JSON.stringify(role)}, humanAgent);`,
+      `const r = await run(CTL, (n, ok, d) => { if (!ok) failures.push(n + ': ' + d); }, ` +
+        `fixtures, ${JSON.stringify(role)}, humanAgent);`,
       `for (const f of failures) console.log('FAILED ' + f);`,
       `console.log('RESULT ' + JSON.stringify(r));`,
     ].join('\n'),
@@ -143,7 +144,8 @@ const runtimes = (['bun', 'deno'] as const).map((name) => {
   const exe = findRuntime(name);
   if (!exe)
     console.log(
-      `SKIPPED ${name}: no ${name} binary (node_modules/.bin/${name} or PATH); install the devDependency to run this target`,
+      `SKIPPED ${name}: no ${name} binary (node_modules/.bin/${name} or PATH); install the ` +
+        'devDependency to run this target',
     );
   return { name, exe };
 });

@@ -65,12 +65,15 @@ export async function runInQuickJs(
       'random.js',
     );
     const hostObjects = engine.evalSync(
-      '({ crypto: typeof crypto, TextEncoder: typeof TextEncoder, fetch: typeof fetch, setTimeout: typeof setTimeout, process: typeof process, ctlHost: typeof ctlHost })',
+      '({ crypto: typeof crypto, TextEncoder: typeof TextEncoder, fetch: typeof fetch, setTimeout: ' +
+        'typeof setTimeout, process: typeof process, ctlHost: typeof ctlHost })',
     ) as Record<string, string>;
     engine.evalScript(suiteScript(suiteSource), 'portable-suite.js');
     engine.evalScript(`var __fixtures = ${JSON.stringify(fixtures)}; var __failures = [];`, 'fixtures.js');
     const result = engine.evalSync(
-      `run(CTL, function (n, ok, d) { if (!ok) __failures.push(n + ': ' + d); }, __fixtures, ${JSON.stringify(o.role ?? 'full')}, typeof CTLHumanAgent === 'object' ? CTLHumanAgent : undefined)`,
+      `run(CTL, function (n, ok, d) { if (!ok) __failures.push(n + ': ' + d); }, __fixtures, ` +
+        `${JSON.stringify(o.role ?? 'full')}, typeof CTLHumanAgent === 'object' ? CTLHumanAgent ` +
+        ': undefined)',
     ) as QuickJsRun['result'];
     const failures = engine.evalSync('__failures') as string[];
     const backend = engine.evalSync('CTL.getCryptoBackendName()') as string;
@@ -102,12 +105,14 @@ export async function runInBareVm(
   }
   if (o.humanAgentIife) run(o.humanAgentIife, 'ctl-human-agent.iife.js');
   run(
-    '(function (r) { CTL.setRandomSource(function (n) { return new Uint8Array(r(n)); }); })(__hostRandom); delete globalThis.__hostRandom;',
+    '(function (r) { CTL.setRandomSource(function (n) { return new Uint8Array(r(n)); }); ' +
+      '})(__hostRandom); delete globalThis.__hostRandom;',
     'random.js',
   );
   const hostObjects = JSON.parse(
     run(
-      'JSON.stringify({ crypto: typeof crypto, TextEncoder: typeof TextEncoder, fetch: typeof fetch, setTimeout: typeof setTimeout, process: typeof process })',
+      'JSON.stringify({ crypto: typeof crypto, TextEncoder: typeof TextEncoder, fetch: typeof ' +
+        'fetch, setTimeout: typeof setTimeout, process: typeof process })',
       'probe.js',
     ),
   );

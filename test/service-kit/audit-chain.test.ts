@@ -38,7 +38,10 @@ async function concurrentChanges(dbs: SqlDatabase[], n: number) {
   return logs[0];
 }
 
-/** Two pools on one fresh PostgreSQL schema with SCHEMA migrated, closed and dropped after `fn`; skipped without PostgreSQL. */
+/**
+ * Two pools on one fresh PostgreSQL schema with SCHEMA migrated, closed and dropped after `fn`; skipped without
+ * PostgreSQL.
+ */
 async function withTwoPools(fn: (a: SqlDatabase, b: SqlDatabase) => Promise<void>): Promise<void> {
   if (!(await pgAvailable())) return console.log('SKIPPED: no PostgreSQL at', PG_URL);
   const schema = freshSchema();
@@ -82,28 +85,32 @@ test('PostgreSQL, two pools: 120 concurrent audited changes make one unforked ch
   });
 });
 
-test('PostgreSQL, two pools: entries staged by 120 concurrent changes, sealed by both pools at once, make one chain of 120', async () => {
-  await withTwoPools(async (a, b) => {
-    const logs = [createAuditLog(a, 'audit_log'), createAuditLog(b, 'audit_log')];
-    await Promise.all(
-      Array.from({ length: 120 }, async (_, i) => {
-        await changeWith(
-          [a, b][i % 2],
-          (q) => q.run('INSERT INTO things (id) VALUES (?)', [`t${i}`]),
-          async (q) => {
-            await logs[i % 2].stage({ actor: 'test', action: 'thing.add', subject: `t${i}` }, q);
-          },
-        );
-        await logs[i % 2].seal(7); // small batches, interleaved between pools
-      }),
-    );
-    while ((await logs[0].seal()) > 0);
-    const v = await logs[0].verify();
-    assert.ok(v.ok, JSON.stringify(v));
-    assert.is(v.ok && v.count, 120);
-    assert.is(new Set((await logs[1].list({ limit: 1000 })).map((e) => e.subject)).size, 120, 'each change once');
-    assert.equal(await a.all('SELECT id FROM audit_log_staged'), []);
-  });
-});
+test(
+  'PostgreSQL, two pools: entries staged by 120 concurrent changes, sealed by both pools ' +
+    'at once, make one chain of 120',
+  async () => {
+    await withTwoPools(async (a, b) => {
+      const logs = [createAuditLog(a, 'audit_log'), createAuditLog(b, 'audit_log')];
+      await Promise.all(
+        Array.from({ length: 120 }, async (_, i) => {
+          await changeWith(
+            [a, b][i % 2],
+            (q) => q.run('INSERT INTO things (id) VALUES (?)', [`t${i}`]),
+            async (q) => {
+              await logs[i % 2].stage({ actor: 'test', action: 'thing.add', subject: `t${i}` }, q);
+            },
+          );
+          await logs[i % 2].seal(7); // small batches, interleaved between pools
+        }),
+      );
+      while ((await logs[0].seal()) > 0);
+      const v = await logs[0].verify();
+      assert.ok(v.ok, JSON.stringify(v));
+      assert.is(v.ok && v.count, 120);
+      assert.is(new Set((await logs[1].list({ limit: 1000 })).map((e) => e.subject)).size, 120, 'each change once');
+      assert.equal(await a.all('SELECT id FROM audit_log_staged'), []);
+    });
+  },
+);
 
 test.run();

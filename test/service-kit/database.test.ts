@@ -128,41 +128,44 @@ dbSuite('sqlite file', async () => {
   };
 });
 
-test('sqlite: concurrent transactions share one commit, each rolled back alone, each answered once durable', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'ctl-db-'));
-  const file = join(dir, 'db.sqlite');
-  const db = await openDatabase(`sqlite:${file}`);
-  // A second connection sees only what was committed.
-  const other = new Database(file, { readonly: true });
-  try {
-    await db.exec('CREATE TABLE g (k TEXT PRIMARY KEY)');
-    const seenByOther: number[] = [];
-    const answered: string[] = [];
-    const txs = Array.from({ length: 10 }, (_, i) =>
-      db
-        .tx(async (q) => {
-          await q.run('INSERT INTO g (k) VALUES (?)', [`k${i}`]);
-          // Inside the group: the writes of the transactions before this one are not committed yet.
-          seenByOther.push((other.prepare('SELECT COUNT(*) AS n FROM g').get() as { n: number }).n);
-          if (i === 4) throw new Error('abort 4');
-          return i;
-        })
-        .then(
-          (v) => answered.push(`ok${v}`),
-          (e: Error) => answered.push(e.message),
-        ),
-    );
-    await Promise.all(txs);
-    assert.equal(seenByOther, Array(10).fill(0), 'one commit for the whole group');
-    assert.equal(answered.sort(), ['abort 4', 'ok0', 'ok1', 'ok2', 'ok3', 'ok5', 'ok6', 'ok7', 'ok8', 'ok9']);
-    const keys = (other.prepare('SELECT k FROM g ORDER BY k').all() as { k: string }[]).map((r) => r.k);
-    assert.equal(keys, ['k0', 'k1', 'k2', 'k3', 'k5', 'k6', 'k7', 'k8', 'k9'], 'the failed one alone rolled back');
-  } finally {
-    other.close();
-    await db.close();
-    rmSync(dir, { recursive: true, force: true });
-  }
-});
+test(
+  'sqlite: concurrent transactions share one commit, each rolled back alone, each answered ' + 'once durable',
+  async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ctl-db-'));
+    const file = join(dir, 'db.sqlite');
+    const db = await openDatabase(`sqlite:${file}`);
+    // A second connection sees only what was committed.
+    const other = new Database(file, { readonly: true });
+    try {
+      await db.exec('CREATE TABLE g (k TEXT PRIMARY KEY)');
+      const seenByOther: number[] = [];
+      const answered: string[] = [];
+      const txs = Array.from({ length: 10 }, (_, i) =>
+        db
+          .tx(async (q) => {
+            await q.run('INSERT INTO g (k) VALUES (?)', [`k${i}`]);
+            // Inside the group: the writes of the transactions before this one are not committed yet.
+            seenByOther.push((other.prepare('SELECT COUNT(*) AS n FROM g').get() as { n: number }).n);
+            if (i === 4) throw new Error('abort 4');
+            return i;
+          })
+          .then(
+            (v) => answered.push(`ok${v}`),
+            (e: Error) => answered.push(e.message),
+          ),
+      );
+      await Promise.all(txs);
+      assert.equal(seenByOther, Array(10).fill(0), 'one commit for the whole group');
+      assert.equal(answered.sort(), ['abort 4', 'ok0', 'ok1', 'ok2', 'ok3', 'ok5', 'ok6', 'ok7', 'ok8', 'ok9']);
+      const keys = (other.prepare('SELECT k FROM g ORDER BY k').all() as { k: string }[]).map((r) => r.k);
+      assert.equal(keys, ['k0', 'k1', 'k2', 'k3', 'k5', 'k6', 'k7', 'k8', 'k9'], 'the failed one alone rolled back');
+    } finally {
+      other.close();
+      await db.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  },
+);
 
 /** A WAL flush the test releases by hand: each call waits until `release` (or `fail`) is called. */
 function heldFlush() {
@@ -207,60 +210,66 @@ const settledYet = async (p: Promise<unknown>) => {
   return done;
 };
 
-test('sqlite: nobody hears of a commit before the WAL flush that covers it, and one flush covers a whole group', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'ctl-db-'));
-  const held = heldFlush();
-  const db = await openDatabase(`sqlite:${join(dir, 'db.sqlite')}`, { flushWal: held.flush });
-  try {
-    const setup = db.exec('CREATE TABLE g (k TEXT PRIMARY KEY)');
-    assert.equal(await settledYet(setup), false, 'DDL outside a transaction waits for its flush');
-    await held.release();
-    await setup;
-    const txs = Array.from({ length: 5 }, (_, i) => db.tx((q) => q.run('INSERT INTO g (k) VALUES (?)', [`k${i}`])));
-    assert.equal(await settledYet(Promise.race(txs)), false, 'committed but not flushed: no transaction answered');
-    // A read outside any transaction sees the commit, so its answer waits for the flush as well.
-    const read = db.get<{ n: number }>('SELECT COUNT(*) AS n FROM g');
-    assert.equal(await settledYet(read), false, 'a read of unflushed commits waits');
-    const before = held.calls;
-    await held.release();
-    await Promise.all(txs);
-    assert.equal((await read)?.n, 5);
-    assert.ok(held.calls - before <= 1, 'one flush for the group');
-    // Nothing written since the last flush: a read answers without one.
-    const calls = held.calls;
-    assert.equal((await db.get<{ n: number }>('SELECT COUNT(*) AS n FROM g'))?.n, 5);
-    assert.equal(held.calls, calls);
-  } finally {
-    if (held.waiting) await held.release();
-    await db.close();
-    rmSync(dir, { recursive: true, force: true });
-  }
-});
+test(
+  'sqlite: nobody hears of a commit before the WAL flush that covers it, and one flush ' + 'covers a whole group',
+  async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ctl-db-'));
+    const held = heldFlush();
+    const db = await openDatabase(`sqlite:${join(dir, 'db.sqlite')}`, { flushWal: held.flush });
+    try {
+      const setup = db.exec('CREATE TABLE g (k TEXT PRIMARY KEY)');
+      assert.equal(await settledYet(setup), false, 'DDL outside a transaction waits for its flush');
+      await held.release();
+      await setup;
+      const txs = Array.from({ length: 5 }, (_, i) => db.tx((q) => q.run('INSERT INTO g (k) VALUES (?)', [`k${i}`])));
+      assert.equal(await settledYet(Promise.race(txs)), false, 'committed but not flushed: no transaction answered');
+      // A read outside any transaction sees the commit, so its answer waits for the flush as well.
+      const read = db.get<{ n: number }>('SELECT COUNT(*) AS n FROM g');
+      assert.equal(await settledYet(read), false, 'a read of unflushed commits waits');
+      const before = held.calls;
+      await held.release();
+      await Promise.all(txs);
+      assert.equal((await read)?.n, 5);
+      assert.ok(held.calls - before <= 1, 'one flush for the group');
+      // Nothing written since the last flush: a read answers without one.
+      const calls = held.calls;
+      assert.equal((await db.get<{ n: number }>('SELECT COUNT(*) AS n FROM g'))?.n, 5);
+      assert.equal(held.calls, calls);
+    } finally {
+      if (held.waiting) await held.release();
+      await db.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  },
+);
 
-test('sqlite: a failed WAL flush fails the transactions it covered and every later one; readiness says so', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'ctl-db-'));
-  const held = heldFlush();
-  const db = await openDatabase(`sqlite:${join(dir, 'db.sqlite')}`, { flushWal: held.flush });
-  try {
-    const setup = db.exec('CREATE TABLE g (k TEXT PRIMARY KEY)');
-    await settledYet(setup);
-    await held.release();
-    await setup;
-    const tx = db.tx((q) => q.run('INSERT INTO g (k) VALUES (?)', ['a']));
-    await settledYet(tx);
-    await held.fail(new Error('EIO: the disk failed'));
-    await rejects(tx, /EIO/);
-    await rejects(
-      db.tx((q) => q.run('INSERT INTO g (k) VALUES (?)', ['b'])),
-      /EIO/,
-    );
-    await rejects(db.get('SELECT 1 AS x'), /EIO/);
-    assert.equal(await db.ping(), false);
-  } finally {
-    await db.close().catch(() => {});
-    rmSync(dir, { recursive: true, force: true });
-  }
-});
+test(
+  'sqlite: a failed WAL flush fails the transactions it covered and every later one; ' + 'readiness says so',
+  async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ctl-db-'));
+    const held = heldFlush();
+    const db = await openDatabase(`sqlite:${join(dir, 'db.sqlite')}`, { flushWal: held.flush });
+    try {
+      const setup = db.exec('CREATE TABLE g (k TEXT PRIMARY KEY)');
+      await settledYet(setup);
+      await held.release();
+      await setup;
+      const tx = db.tx((q) => q.run('INSERT INTO g (k) VALUES (?)', ['a']));
+      await settledYet(tx);
+      await held.fail(new Error('EIO: the disk failed'));
+      await rejects(tx, /EIO/);
+      await rejects(
+        db.tx((q) => q.run('INSERT INTO g (k) VALUES (?)', ['b'])),
+        /EIO/,
+      );
+      await rejects(db.get('SELECT 1 AS x'), /EIO/);
+      assert.equal(await db.ping(), false);
+    } finally {
+      await db.close().catch(() => {});
+      rmSync(dir, { recursive: true, force: true });
+    }
+  },
+);
 
 test('openDatabase refuses unknown URLs without echoing passwords', async () => {
   await rejects(
@@ -329,63 +338,66 @@ if (pgUp) {
   console.log(`SKIPPED database suite on PostgreSQL: ${PG_URL} is unreachable`);
 }
 
-test('sqlite: WAL checkpoints run on a worker, and under steady writes the WAL still starts again from the top', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'ctl-db-'));
-  const file = join(dir, 'db.sqlite');
-  const db = new Database(file);
-  db.pragma('journal_mode = WAL');
-  db.exec('CREATE TABLE g (k INTEGER PRIMARY KEY, v TEXT)');
-  let busy = false;
-  const claim = async () => {
-    while (busy) await new Promise((r) => setImmediate(r));
-    busy = true;
-    return () => void (busy = false);
-  };
-  const windows: number[] = [];
-  const cp = startWalCheckpointer(file, {
-    selfCheckpoint: (on) => db.pragma(`wal_autocheckpoint = ${on ? 1000 : 0}`),
-    claim: async () => {
-      const release = await claim();
-      windows.push(Date.now());
-      return release;
-    },
-    intervalMs: 1,
-    checkpointPages: 50,
-    restartPages: 100,
-  });
-  try {
-    assert.equal(
-      db.pragma('wal_autocheckpoint', { simple: true }),
-      0,
-      'the writer no longer checkpoints inside COMMIT',
-    );
-    const insert = db.prepare('INSERT INTO g (v) VALUES (?)');
-    const page = 'x'.repeat(4000);
-    // Steady writes, 50 pages a transaction, until the worker has had a restart window and a few
-    // more after it (bounded by count, not time).
-    let txs = 0;
-    let after = 0;
-    while (after < 5 && txs < 5000) {
-      const release = await claim();
-      db.transaction(() => {
-        for (let j = 0; j < 50; j++) insert.run(page);
-      })();
-      release();
-      txs++;
-      if (windows.length > 0) after++;
-      await new Promise((r) => setTimeout(r, 1));
+test(
+  'sqlite: WAL checkpoints run on a worker, and under steady writes the WAL still starts ' + 'again from the top',
+  async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ctl-db-'));
+    const file = join(dir, 'db.sqlite');
+    const db = new Database(file);
+    db.pragma('journal_mode = WAL');
+    db.exec('CREATE TABLE g (k INTEGER PRIMARY KEY, v TEXT)');
+    let busy = false;
+    const claim = async () => {
+      while (busy) await new Promise((r) => setImmediate(r));
+      busy = true;
+      return () => void (busy = false);
+    };
+    const windows: number[] = [];
+    const cp = startWalCheckpointer(file, {
+      selfCheckpoint: (on) => db.pragma(`wal_autocheckpoint = ${on ? 1000 : 0}`),
+      claim: async () => {
+        const release = await claim();
+        windows.push(Date.now());
+        return release;
+      },
+      intervalMs: 1,
+      checkpointPages: 50,
+      restartPages: 100,
+    });
+    try {
+      assert.equal(
+        db.pragma('wal_autocheckpoint', { simple: true }),
+        0,
+        'the writer no longer checkpoints inside COMMIT',
+      );
+      const insert = db.prepare('INSERT INTO g (v) VALUES (?)');
+      const page = 'x'.repeat(4000);
+      // Steady writes, 50 pages a transaction, until the worker has had a restart window and a few
+      // more after it (bounded by count, not time).
+      let txs = 0;
+      let after = 0;
+      while (after < 5 && txs < 5000) {
+        const release = await claim();
+        db.transaction(() => {
+          for (let j = 0; j < 50; j++) insert.run(page);
+        })();
+        release();
+        txs++;
+        if (windows.length > 0) after++;
+        await new Promise((r) => setTimeout(r, 1));
+      }
+      assert.ok(windows.length > 0, 'a restart window was asked for');
+      // Frames now in the WAL: a WAL that never started again would hold every frame written.
+      const { log } = (db.pragma('wal_checkpoint(PASSIVE)') as { log: number }[])[0]!;
+      assert.ok(log < txs * 50, `the WAL started again (${log} frames in it, ${txs * 50} pages written)`);
+      assert.equal((db.prepare('SELECT COUNT(*) AS n FROM g').get() as { n: number }).n, txs * 50);
+    } finally {
+      await cp.close();
+      db.close();
+      rmSync(dir, { recursive: true, force: true });
     }
-    assert.ok(windows.length > 0, 'a restart window was asked for');
-    // Frames now in the WAL: a WAL that never started again would hold every frame written.
-    const { log } = (db.pragma('wal_checkpoint(PASSIVE)') as { log: number }[])[0]!;
-    assert.ok(log < txs * 50, `the WAL started again (${log} frames in it, ${txs * 50} pages written)`);
-    assert.equal((db.prepare('SELECT COUNT(*) AS n FROM g').get() as { n: number }).n, txs * 50);
-  } finally {
-    await cp.close();
-    db.close();
-    rmSync(dir, { recursive: true, force: true });
-  }
-});
+  },
+);
 
 test('sqlite: the checkpoint worker passes on the count the -shm header gives: the frames not yet copied', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'ctl-db-'));

@@ -93,56 +93,63 @@ test('errors: protocol codes, HttpError, and unexpected errors without leaking',
   assert.is(describeError('a string').code, 'internal');
 });
 
-test('JSON bodies: strict parsing (duplicate keys refused), size limit 413, other types 415, no body undefined', async () => {
-  assert.equal((await call('POST', '/echo', '{"a":[1,"x"]}')).body, { got: { a: [1, 'x'] } });
-  const dup = await call('POST', '/echo', '{"a":1,"a":2}');
-  assert.equal([dup.status, dup.body.error.code], [400, 'malformed']);
-  assert.match(dup.body.error.message, /^body: /);
-  assert.equal(await call('POST', '/echo', '{"a":').then((r) => [r.status, r.body.error.code]), [400, 'malformed']);
-  assert.equal(
-    await call('POST', '/echo', JSON.stringify({ a: 'x'.repeat(300) })).then((r) => [r.status, r.body.error.code]),
-    [413, 'payload_too_large'],
-  );
-  assert.equal(
-    await call('POST', '/echo', 'a', { 'content-type': 'text/plain' }).then((r) => [r.status, r.body.error.code]),
-    [415, 'unsupported_media_type'],
-  );
-  assert.equal(
-    await call('POST', '/echo', '{"a":1}', { 'content-type': 'application/merge-patch+json' }).then((r) => r.body),
-    { got: { a: 1 } },
-  );
-  const empty = await fetch(srv.url + '/echo', { method: 'POST' });
-  assert.equal(await empty.json(), { got: null });
-});
+test(
+  'JSON bodies: strict parsing (duplicate keys refused), size limit 413, other types ' + '415, no body undefined',
+  async () => {
+    assert.equal((await call('POST', '/echo', '{"a":[1,"x"]}')).body, { got: { a: [1, 'x'] } });
+    const dup = await call('POST', '/echo', '{"a":1,"a":2}');
+    assert.equal([dup.status, dup.body.error.code], [400, 'malformed']);
+    assert.match(dup.body.error.message, /^body: /);
+    assert.equal(await call('POST', '/echo', '{"a":').then((r) => [r.status, r.body.error.code]), [400, 'malformed']);
+    assert.equal(
+      await call('POST', '/echo', JSON.stringify({ a: 'x'.repeat(300) })).then((r) => [r.status, r.body.error.code]),
+      [413, 'payload_too_large'],
+    );
+    assert.equal(
+      await call('POST', '/echo', 'a', { 'content-type': 'text/plain' }).then((r) => [r.status, r.body.error.code]),
+      [415, 'unsupported_media_type'],
+    );
+    assert.equal(
+      await call('POST', '/echo', '{"a":1}', { 'content-type': 'application/merge-patch+json' }).then((r) => r.body),
+      { got: { a: 1 } },
+    );
+    const empty = await fetch(srv.url + '/echo', { method: 'POST' });
+    assert.equal(await empty.json(), { got: null });
+  },
+);
 
-test('API keys: only hashes stored, constant-time match, 401 without a valid key, 403 without the scope, admin implies all', async () => {
-  assert.match(writer.apiKey, /^ctlk_[A-Za-z0-9-]+_[A-Za-z0-9_-]{43}$/);
-  assert.is(writer.record.hash, hashApiKey(writer.apiKey));
-  assert.not.ok(JSON.stringify(writer.record).includes(writer.apiKey.split('_').slice(2).join('_')));
-  assert.ok(apiKeyMatches(writer.apiKey, writer.record.hash));
-  assert.not.ok(apiKeyMatches(writer.apiKey + 'x', writer.record.hash));
-  const bearer = (k: string) => ({ authorization: `Bearer ${k}` });
-  assert.equal((await call('POST', '/things', undefined, bearer(writer.apiKey))).body, { by: writer.keyId });
-  assert.equal((await call('POST', '/things', undefined, bearer(admin.apiKey))).body, { by: admin.keyId });
-  assert.equal((await call('POST', '/things', undefined, bearer('bootstrap-key-0123456789'))).body, {
-    by: 'bootstrap',
-  });
-  const none = await call('POST', '/things');
-  assert.equal(
-    [none.status, none.body.error.code, none.headers.get('www-authenticate')],
-    [401, 'unauthorized', 'Bearer'],
-  );
-  const forged = writer.apiKey.slice(0, -2) + (writer.apiKey.endsWith('AA') ? 'BB' : 'AA');
-  assert.is((await call('POST', '/things', undefined, bearer(forged))).status, 401);
-  assert.is((await call('POST', '/things', undefined, { authorization: `Basic ${writer.apiKey}` })).status, 401);
-  const reader = generateApiKey(['things:read']);
-  keys.set(reader.keyId, reader.record);
-  const f = await call('POST', '/things', undefined, bearer(reader.apiKey));
-  assert.equal([f.status, f.body.error.code], [403, 'forbidden']);
-  keys.set(reader.keyId, { ...reader.record, scopes: ['things:write'], revokedAt: '2026-01-01T00:00:00Z' });
-  assert.is((await call('POST', '/things', undefined, bearer(reader.apiKey))).status, 401, 'revoked');
-  assert.throws(() => createApiKeyAuth({ findKey: () => undefined, bootstrapKey: 'short' }), /16/);
-});
+test(
+  'API keys: only hashes stored, constant-time match, 401 without a valid key, 403 without ' +
+    'the scope, admin implies all',
+  async () => {
+    assert.match(writer.apiKey, /^ctlk_[A-Za-z0-9-]+_[A-Za-z0-9_-]{43}$/);
+    assert.is(writer.record.hash, hashApiKey(writer.apiKey));
+    assert.not.ok(JSON.stringify(writer.record).includes(writer.apiKey.split('_').slice(2).join('_')));
+    assert.ok(apiKeyMatches(writer.apiKey, writer.record.hash));
+    assert.not.ok(apiKeyMatches(writer.apiKey + 'x', writer.record.hash));
+    const bearer = (k: string) => ({ authorization: `Bearer ${k}` });
+    assert.equal((await call('POST', '/things', undefined, bearer(writer.apiKey))).body, { by: writer.keyId });
+    assert.equal((await call('POST', '/things', undefined, bearer(admin.apiKey))).body, { by: admin.keyId });
+    assert.equal((await call('POST', '/things', undefined, bearer('bootstrap-key-0123456789'))).body, {
+      by: 'bootstrap',
+    });
+    const none = await call('POST', '/things');
+    assert.equal(
+      [none.status, none.body.error.code, none.headers.get('www-authenticate')],
+      [401, 'unauthorized', 'Bearer'],
+    );
+    const forged = writer.apiKey.slice(0, -2) + (writer.apiKey.endsWith('AA') ? 'BB' : 'AA');
+    assert.is((await call('POST', '/things', undefined, bearer(forged))).status, 401);
+    assert.is((await call('POST', '/things', undefined, { authorization: `Basic ${writer.apiKey}` })).status, 401);
+    const reader = generateApiKey(['things:read']);
+    keys.set(reader.keyId, reader.record);
+    const f = await call('POST', '/things', undefined, bearer(reader.apiKey));
+    assert.equal([f.status, f.body.error.code], [403, 'forbidden']);
+    keys.set(reader.keyId, { ...reader.record, scopes: ['things:write'], revokedAt: '2026-01-01T00:00:00Z' });
+    assert.is((await call('POST', '/things', undefined, bearer(reader.apiKey))).status, 401, 'revoked');
+    assert.throws(() => createApiKeyAuth({ findKey: () => undefined, bootstrapKey: 'short' }), /16/);
+  },
+);
 
 test('metrics: counter and histogram per route pattern with final statuses', async () => {
   await call('GET', '/nope');

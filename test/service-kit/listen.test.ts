@@ -20,24 +20,28 @@ const get = (url: string) =>
       .end();
   });
 
-test('close(): the request in flight finishes, a keep-alive socket does not hold close() open, no new connection is accepted', async () => {
-  const app = new Koa();
-  app.use(async (ctx) => {
-    await new Promise((r) => setTimeout(r, 300));
-    ctx.body = 'done';
-  });
-  const srv = await listen(app, { port: 0 });
-  const inflight = fetch(srv.url).then(async (r) => ({ status: r.status, body: await r.text() }));
-  await new Promise((r) => setTimeout(r, 50));
-  const started = Date.now();
-  const closed = srv.close();
-  assert.equal(await inflight, { status: 200, body: 'done' });
-  await closed;
-  // fetch keeps its socket alive: close() must not wait for the 5 s keep-alive timeout.
-  assert.ok(Date.now() - started < 2000, `closed after ${Date.now() - started} ms`);
-  const after = await get(srv.url);
-  assert.equal(after, { error: 'ECONNREFUSED' });
-});
+test(
+  'close(): the request in flight finishes, a keep-alive socket does not hold close() ' +
+    'open, no new connection is accepted',
+  async () => {
+    const app = new Koa();
+    app.use(async (ctx) => {
+      await new Promise((r) => setTimeout(r, 300));
+      ctx.body = 'done';
+    });
+    const srv = await listen(app, { port: 0 });
+    const inflight = fetch(srv.url).then(async (r) => ({ status: r.status, body: await r.text() }));
+    await new Promise((r) => setTimeout(r, 50));
+    const started = Date.now();
+    const closed = srv.close();
+    assert.equal(await inflight, { status: 200, body: 'done' });
+    await closed;
+    // fetch keeps its socket alive: close() must not wait for the 5 s keep-alive timeout.
+    assert.ok(Date.now() - started < 2000, `closed after ${Date.now() - started} ms`);
+    const after = await get(srv.url);
+    assert.equal(after, { error: 'ECONNREFUSED' });
+  },
+);
 
 test('close(): a request still busy after the grace period is cut, and close() resolves', async () => {
   assert.is(DEFAULT_CLOSE_GRACE_MS, 10_000);

@@ -37,37 +37,44 @@ test('parseRateLimit: N/Ss, N/S, N (per 60 s), 0 and unset; anything else names 
     assert.throws(() => parseRateLimit(bad, 'CTL_SOME_LIMIT', d), /CTL_SOME_LIMIT/, bad);
 });
 
-test('in memory: N pass, then 429 rate_limited with Retry-After; keys are independent; no limit, no limiter', async () => {
-  const l = createLimiter(undefined, { points: 3, seconds: 60 }, { name: 'm', what: 'thing' })!;
-  assert.is(await passed(l, 'a', 10), 3);
-  assert.is(await passed(l, 'b', 2), 2);
-  const e = await l.consume('a').then(
-    () => undefined,
-    (x) => x as HttpError,
-  );
-  assert.match(e!.message, /3 requests per 60 s for this thing/);
-  assert.is(createLimiter(undefined, undefined, { name: 'm', what: 'thing' }), undefined);
-  assert.throws(() => createLimiter(undefined, { points: 0, seconds: 1 }, { name: 'm', what: 'x' }), /positive/);
-});
-
-test('counter table: a creator that loses the race (42710, 23505, 42P07) goes on when the table is there, fails when it is not', async () => {
-  for (const code of ['42710', '23505', '42P07']) {
-    const lost = Object.assign(new Error('lost the race'), { code });
-    const fake = (exists: boolean) =>
-      ({
-        async query(sql: string) {
-          if (sql.startsWith('CREATE')) throw lost;
-          return { rows: [{ found: exists }] };
-        },
-      }) as unknown as Parameters<typeof createCounterTable>[0];
-    await createCounterTable(fake(true));
-    const e = await createCounterTable(fake(false)).then(
+test(
+  'in memory: N pass, then 429 rate_limited with Retry-After; keys are independent; ' + 'no limit, no limiter',
+  async () => {
+    const l = createLimiter(undefined, { points: 3, seconds: 60 }, { name: 'm', what: 'thing' })!;
+    assert.is(await passed(l, 'a', 10), 3);
+    assert.is(await passed(l, 'b', 2), 2);
+    const e = await l.consume('a').then(
       () => undefined,
-      (x) => x,
+      (x) => x as HttpError,
     );
-    assert.is(e, lost, code);
-  }
-});
+    assert.match(e!.message, /3 requests per 60 s for this thing/);
+    assert.is(createLimiter(undefined, undefined, { name: 'm', what: 'thing' }), undefined);
+    assert.throws(() => createLimiter(undefined, { points: 0, seconds: 1 }, { name: 'm', what: 'x' }), /positive/);
+  },
+);
+
+test(
+  'counter table: a creator that loses the race (42710, 23505, 42P07) goes on when the ' +
+    'table is there, fails when it is not',
+  async () => {
+    for (const code of ['42710', '23505', '42P07']) {
+      const lost = Object.assign(new Error('lost the race'), { code });
+      const fake = (exists: boolean) =>
+        ({
+          async query(sql: string) {
+            if (sql.startsWith('CREATE')) throw lost;
+            return { rows: [{ found: exists }] };
+          },
+        }) as unknown as Parameters<typeof createCounterTable>[0];
+      await createCounterTable(fake(true));
+      const e = await createCounterTable(fake(false)).then(
+        () => undefined,
+        (x) => x,
+      );
+      assert.is(e, lost, code);
+    }
+  },
+);
 
 const pgUp = await pgAvailable();
 if (!pgUp) console.log(`SKIPPED rate limits on PostgreSQL: ${PG_URL} is unreachable`);
@@ -86,7 +93,8 @@ test('PostgreSQL: 60 concurrent requests over two pools against a limit of 10: e
     assert.ok(row && Number(row.points) >= 10, JSON.stringify(row));
     // UNLOGGED: no WAL flush per request.
     const rel = await a.get<{ p: string }>(
-      "SELECT c.relpersistence AS p FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relname = 'ctl_rate_limits' AND n.nspname = current_schema()",
+      'SELECT c.relpersistence AS p FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace ' +
+        "WHERE c.relname = 'ctl_rate_limits' AND n.nspname = current_schema()",
     );
     assert.is(rel?.p, 'u');
     // `local` limiters never touch the table.
@@ -100,26 +108,29 @@ test('PostgreSQL: 60 concurrent requests over two pools against a limit of 10: e
   }
 });
 
-test('PostgreSQL: when the database fails, the limit is still counted (in memory), never a 500 nor a free pass', async () => {
-  if (!pgUp) return;
-  const schema = freshSchema();
-  const db = await openDatabase(PG_URL, { schema, poolSize: 2 });
-  const l = createLimiter(db, { points: 4, seconds: 60 }, { name: 'ins', what: 'key' })!;
-  try {
-    assert.is(await passed(l, 'k', 1), 1);
-  } finally {
-    await db.close(); // from here every query of this pool fails
-    await dropSchema(schema);
-  }
-  assert.is(await passed(l, 'k', 10), 4);
-  // A database unreachable from the start: the table cannot be made, memory counts.
-  const down = await openDatabase('postgres://postgres@127.0.0.1:1/none');
-  try {
-    const l2 = createLimiter(down, { points: 2, seconds: 60 }, { name: 'down', what: 'key' })!;
-    assert.is(await passed(l2, 'k', 5), 2);
-  } finally {
-    await down.close();
-  }
-});
+test(
+  'PostgreSQL: when the database fails, the limit is still counted (in memory), never ' + 'a 500 nor a free pass',
+  async () => {
+    if (!pgUp) return;
+    const schema = freshSchema();
+    const db = await openDatabase(PG_URL, { schema, poolSize: 2 });
+    const l = createLimiter(db, { points: 4, seconds: 60 }, { name: 'ins', what: 'key' })!;
+    try {
+      assert.is(await passed(l, 'k', 1), 1);
+    } finally {
+      await db.close(); // from here every query of this pool fails
+      await dropSchema(schema);
+    }
+    assert.is(await passed(l, 'k', 10), 4);
+    // A database unreachable from the start: the table cannot be made, memory counts.
+    const down = await openDatabase('postgres://postgres@127.0.0.1:1/none');
+    try {
+      const l2 = createLimiter(down, { points: 2, seconds: 60 }, { name: 'down', what: 'key' })!;
+      assert.is(await passed(l2, 'k', 5), 2);
+    } finally {
+      await down.close();
+    }
+  },
+);
 
 test.run();

@@ -1,4 +1,7 @@
-/** Envelope encryption of stored secrets (service-kit/secrets): local KEK, development file, PKCS#11 AES key in SoftHSM2. */
+/**
+ * Envelope encryption of stored secrets (service-kit/secrets): local KEK, development file, PKCS#11 AES key in
+ * SoftHSM2.
+ */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { randomBytes } from 'node:crypto';
@@ -30,32 +33,35 @@ const refused = async (p: Promise<unknown>) => {
   throw new Error('expected a refusal');
 };
 
-test('seal/open: the value round-trips, is not in the sealed text, and opens only in its own row under its own KEK', async () => {
-  const kek = randomBytes(32);
-  const s = createSealer(aesKeyWrapper(kek, 'CTL_GATEWAY_KEK'), 'CTL_GATEWAY_KEK');
-  const secret = '-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIA==\n-----END PRIVATE KEY-----\n';
-  const sealed = await s.seal(secret, 'gw_keys:k1');
-  assert.ok(isSealed(sealed));
-  assert.not.ok(sealed.includes('PRIVATE'));
-  assert.is.not(await s.seal(secret, 'gw_keys:k1'), sealed, 'a fresh data key and IV each time');
-  assert.is(await s.open(sealed, 'gw_keys:k1'), secret);
-  assert.match(await refused(s.open(sealed, 'gw_keys:k2')), /does not open under CTL_GATEWAY_KEK/);
-  const other = createSealer(aesKeyWrapper(randomBytes(32), 'CTL_GATEWAY_KEK'), 'CTL_GATEWAY_KEK');
-  assert.match(
-    await refused(other.open(sealed, 'gw_keys:k1')),
-    new RegExp(
-      'sealed under KEK [0-9a-f]{16}, but CTL_GATEWAY_KEK here is KEK [0-9a-f]{16}' +
-        '.*give every instance the same CTL_GATEWAY_KEK',
-    ),
-  );
-  const parts = sealed.split('.');
-  const body = Buffer.from(parts[3], 'base64url');
-  body[body.length - 1] ^= 1;
-  assert.match(
-    await refused(s.open([...parts.slice(0, 3), body.toString('base64url')].join('.'), 'gw_keys:k1')),
-    /does not open/,
-  );
-});
+test(
+  'seal/open: the value round-trips, is not in the sealed text, and opens only in its ' + 'own row under its own KEK',
+  async () => {
+    const kek = randomBytes(32);
+    const s = createSealer(aesKeyWrapper(kek, 'CTL_GATEWAY_KEK'), 'CTL_GATEWAY_KEK');
+    const secret = '-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIA==\n-----END PRIVATE KEY-----\n';
+    const sealed = await s.seal(secret, 'gw_keys:k1');
+    assert.ok(isSealed(sealed));
+    assert.not.ok(sealed.includes('PRIVATE'));
+    assert.is.not(await s.seal(secret, 'gw_keys:k1'), sealed, 'a fresh data key and IV each time');
+    assert.is(await s.open(sealed, 'gw_keys:k1'), secret);
+    assert.match(await refused(s.open(sealed, 'gw_keys:k2')), /does not open under CTL_GATEWAY_KEK/);
+    const other = createSealer(aesKeyWrapper(randomBytes(32), 'CTL_GATEWAY_KEK'), 'CTL_GATEWAY_KEK');
+    assert.match(
+      await refused(other.open(sealed, 'gw_keys:k1')),
+      new RegExp(
+        'sealed under KEK [0-9a-f]{16}, but CTL_GATEWAY_KEK here is KEK [0-9a-f]{16}' +
+          '.*give every instance the same CTL_GATEWAY_KEK',
+      ),
+    );
+    const parts = sealed.split('.');
+    const body = Buffer.from(parts[3], 'base64url');
+    body[body.length - 1] ^= 1;
+    assert.match(
+      await refused(s.open([...parts.slice(0, 3), body.toString('base64url')].join('.'), 'gw_keys:k1')),
+      /does not open/,
+    );
+  },
+);
 
 test('parseKek: 32 bytes as base64url or hex, anything else refused naming the variable', () => {
   const k = randomBytes(32);
@@ -87,27 +93,30 @@ test('the development KEK is made once, mode 0600, and reused', async () => {
   );
 });
 
-test('a KEK inside the token (PKCS#11 AES-GCM) seals and opens; a missing key is one line naming the variable', async () => {
-  await generatePkcs11AesKey(hsm.uri('gateway-kek'), { modulePath: SOFTHSM_MODULE });
-  const env = { CTL_GATEWAY_KEK_PKCS11_URI: hsm.uri('gateway-kek'), CTL_PKCS11_MODULE: SOFTHSM_MODULE };
-  const src = await kekFromEnv(env, 'CTL_GATEWAY_KEK', join(hsm.dir, 'unused.kek'));
-  assert.is(src.source, 'pkcs11');
-  assert.is(src.sealer.kekId, 'p11:gateway-kek');
-  const sealed = await src.sealer.seal('session master', 'gw_secrets:m');
-  assert.is(await src.sealer.open(sealed, 'gw_secrets:m'), 'session master');
-  assert.match(await refused(src.sealer.open(sealed, 'gw_secrets:other')), /does not open/);
-  await src.close();
-  const again = await kekFromEnv(env, 'CTL_GATEWAY_KEK', join(hsm.dir, 'unused.kek'));
-  assert.is(
-    await again.sealer.open(sealed, 'gw_secrets:m'),
-    'session master',
-    'another process with the same token key opens it',
-  );
-  await again.close();
-  const missing = await refused(
-    kekFromEnv({ ...env, CTL_GATEWAY_KEK_PKCS11_URI: hsm.uri('nope') }, 'CTL_GATEWAY_KEK', ''),
-  );
-  assert.ok(missing.startsWith('CTL_GATEWAY_KEK_PKCS11_URI: no secret keys match'), missing);
-});
+test(
+  'a KEK inside the token (PKCS#11 AES-GCM) seals and opens; a missing key is one line ' + 'naming the variable',
+  async () => {
+    await generatePkcs11AesKey(hsm.uri('gateway-kek'), { modulePath: SOFTHSM_MODULE });
+    const env = { CTL_GATEWAY_KEK_PKCS11_URI: hsm.uri('gateway-kek'), CTL_PKCS11_MODULE: SOFTHSM_MODULE };
+    const src = await kekFromEnv(env, 'CTL_GATEWAY_KEK', join(hsm.dir, 'unused.kek'));
+    assert.is(src.source, 'pkcs11');
+    assert.is(src.sealer.kekId, 'p11:gateway-kek');
+    const sealed = await src.sealer.seal('session master', 'gw_secrets:m');
+    assert.is(await src.sealer.open(sealed, 'gw_secrets:m'), 'session master');
+    assert.match(await refused(src.sealer.open(sealed, 'gw_secrets:other')), /does not open/);
+    await src.close();
+    const again = await kekFromEnv(env, 'CTL_GATEWAY_KEK', join(hsm.dir, 'unused.kek'));
+    assert.is(
+      await again.sealer.open(sealed, 'gw_secrets:m'),
+      'session master',
+      'another process with the same token key opens it',
+    );
+    await again.close();
+    const missing = await refused(
+      kekFromEnv({ ...env, CTL_GATEWAY_KEK_PKCS11_URI: hsm.uri('nope') }, 'CTL_GATEWAY_KEK', ''),
+    );
+    assert.ok(missing.startsWith('CTL_GATEWAY_KEK_PKCS11_URI: no secret keys match'), missing);
+  },
+);
 
 test.run();

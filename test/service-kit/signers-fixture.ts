@@ -7,7 +7,9 @@ export function createHsm() {
   return {
     ...token,
     module: SOFTHSM_MODULE,
-    /** CKA_VALUE of the private key labelled `label`: the CKR_ code the token answers, or 'READ' if it gave the bytes. */
+    /**
+     * CKA_VALUE of the private key labelled `label`: the CKR_ code the token answers, or 'READ' if it gave the bytes.
+     */
     readPrivateValue(label: string): string {
       const lib = createRequire(import.meta.url)('pkcs11js');
       const p = new lib.PKCS11();

@@ -179,52 +179,56 @@ test('concurrent signatures each get a session of their own and all verify', asy
   assert.match(await refused(s.sign(msgs[0])), /closed/);
 });
 
-test('signerFromEnv: a wrong PIN, an absent token or key, or a module that cannot load is one line naming the variable', async () => {
-  await (await generatePkcs11Ed25519Key(hsm.uri('named'), { modulePath: hsm.module })).close();
-  const V = 'CTL_POLICY_GRANT_SIGNING_KEY_PKCS11_URI';
-  const env = (uri: string, module = hsm.module) => ({ [V]: uri, CTL_PKCS11_MODULE: module });
-  const wrongPin = await refused(
-    signerFromEnv(env(`pkcs11:token=${hsm.label};object=named?pin-value=9999`), 'CTL_POLICY_GRANT_SIGNING'),
-  );
-  assert.ok(wrongPin.startsWith(`${V}: `), wrongPin);
-  assert.match(wrongPin, /CKR_PIN_INCORRECT/);
-  assert.not.match(wrongPin, /9999/);
-  assert.not.match(wrongPin, /\n/);
-  assert.match(
-    await refused(
-      signerFromEnv(env(`pkcs11:token=nope;object=named?pin-value=${hsm.pin}`), 'CTL_POLICY_GRANT_SIGNING'),
-    ),
-    /^CTL_POLICY_GRANT_SIGNING_KEY_PKCS11_URI: no PKCS#11 token matches .*tokens present: 'ctl'/,
-  );
-  assert.match(
-    await refused(signerFromEnv(env(hsm.uri('absent')), 'CTL_POLICY_GRANT_SIGNING')),
-    /^CTL_POLICY_GRANT_SIGNING_KEY_PKCS11_URI: no private key match/,
-  );
-  assert.match(
-    await refused(signerFromEnv(env(hsm.uri('named'), '/nonexistent/libpkcs11.so'), 'CTL_POLICY_GRANT_SIGNING')),
-    /^CTL_POLICY_GRANT_SIGNING_KEY_PKCS11_URI: PKCS#11 module '\/nonexistent\/libpkcs11.so' cannot be loaded/,
-  );
-  const pinFile = join(hsm.dir, 'pin');
-  writeFileSync(pinFile, `${hsm.pin}\n`, { mode: 0o600 });
-  const ok = await signerFromEnv(
-    env(`pkcs11:token=${hsm.label};object=named?pin-source=${pinFile}`),
-    'CTL_POLICY_GRANT_SIGNING',
-  );
-  assert.is(ok?.variable, V);
-  assert.is(ok?.signer.custody, 'pkcs11');
-  await ok?.signer.close();
-  const pair = await generateKeyPair({ alg: 'EdDSA' });
-  assert.match(
-    await refused(
-      signerFromEnv(
-        { [V]: hsm.uri('named'), CTL_POLICY_GRANT_SIGNING_PRIVATE_KEY_PEM: pair.privateKeyPem },
-        'CTL_POLICY_GRANT_SIGNING',
+test(
+  'signerFromEnv: a wrong PIN, an absent token or key, or a module that cannot load ' +
+    'is one line naming the variable',
+  async () => {
+    await (await generatePkcs11Ed25519Key(hsm.uri('named'), { modulePath: hsm.module })).close();
+    const V = 'CTL_POLICY_GRANT_SIGNING_KEY_PKCS11_URI';
+    const env = (uri: string, module = hsm.module) => ({ [V]: uri, CTL_PKCS11_MODULE: module });
+    const wrongPin = await refused(
+      signerFromEnv(env(`pkcs11:token=${hsm.label};object=named?pin-value=9999`), 'CTL_POLICY_GRANT_SIGNING'),
+    );
+    assert.ok(wrongPin.startsWith(`${V}: `), wrongPin);
+    assert.match(wrongPin, /CKR_PIN_INCORRECT/);
+    assert.not.match(wrongPin, /9999/);
+    assert.not.match(wrongPin, /\n/);
+    assert.match(
+      await refused(
+        signerFromEnv(env(`pkcs11:token=nope;object=named?pin-value=${hsm.pin}`), 'CTL_POLICY_GRANT_SIGNING'),
       ),
-    ),
-    /both set/,
-  );
-  assert.is(await signerFromEnv({}, 'CTL_POLICY_GRANT_SIGNING'), undefined);
-});
+      /^CTL_POLICY_GRANT_SIGNING_KEY_PKCS11_URI: no PKCS#11 token matches .*tokens present: 'ctl'/,
+    );
+    assert.match(
+      await refused(signerFromEnv(env(hsm.uri('absent')), 'CTL_POLICY_GRANT_SIGNING')),
+      /^CTL_POLICY_GRANT_SIGNING_KEY_PKCS11_URI: no private key match/,
+    );
+    assert.match(
+      await refused(signerFromEnv(env(hsm.uri('named'), '/nonexistent/libpkcs11.so'), 'CTL_POLICY_GRANT_SIGNING')),
+      /^CTL_POLICY_GRANT_SIGNING_KEY_PKCS11_URI: PKCS#11 module '\/nonexistent\/libpkcs11.so' cannot be loaded/,
+    );
+    const pinFile = join(hsm.dir, 'pin');
+    writeFileSync(pinFile, `${hsm.pin}\n`, { mode: 0o600 });
+    const ok = await signerFromEnv(
+      env(`pkcs11:token=${hsm.label};object=named?pin-source=${pinFile}`),
+      'CTL_POLICY_GRANT_SIGNING',
+    );
+    assert.is(ok?.variable, V);
+    assert.is(ok?.signer.custody, 'pkcs11');
+    await ok?.signer.close();
+    const pair = await generateKeyPair({ alg: 'EdDSA' });
+    assert.match(
+      await refused(
+        signerFromEnv(
+          { [V]: hsm.uri('named'), CTL_POLICY_GRANT_SIGNING_PRIVATE_KEY_PEM: pair.privateKeyPem },
+          'CTL_POLICY_GRANT_SIGNING',
+        ),
+      ),
+      /both set/,
+    );
+    assert.is(await signerFromEnv({}, 'CTL_POLICY_GRANT_SIGNING'), undefined);
+  },
+);
 
 test('a wrong PIN is refused even while this process is logged in to the token with the right one', async () => {
   const s = await generatePkcs11Ed25519Key(hsm.uri('logged-in'), { modulePath: hsm.module });
@@ -274,33 +278,40 @@ test('file signer: same signatures as the PEM, refused when others may read the 
   assert.ok(viaEnv.startsWith('CTL_GATEWAY_RECEIPT_PRIVATE_KEY_FILE: '), viaEnv);
 });
 
-test('signingOffThread: the same Ed25519 signature as the key signing on the loop, from a seed or a PEM; another key is refused', async () => {
-  const pair = await generateKeyPair({ alg: 'EdDSA' });
-  const onLoop = await importSigningKey(pair.privateKeyPem);
-  const fromPem = signingOffThread(onLoop, ed25519KeyObject(pair.privateKeyPem));
-  // RFC 8032 §7.1 TEST 1: a seed whose public key is published, so the key the wrapper reports is
-  // checked against a source independent of both the SDK and node:crypto.
-  const rfc = readVectorJson<{ priv: string; pub: string }[]>('ed25519/rfc8032-ed25519.json')[0]!;
-  const seed = new Uint8Array(Buffer.from(rfc.priv, 'hex'));
-  const seedKey = await importSigningKey(seed, { alg: 'EdDSA' });
-  const fromSeed = signingOffThread(seedKey, ed25519KeyObject(seed));
-  const msg = new TextEncoder().encode('{"a":1}');
-  const sig = await fromPem.sign(msg);
-  assert.ok(!Buffer.isBuffer(sig) && sig instanceof Uint8Array);
-  assert.equal(Array.from(sig), Array.from(await onLoop.sign(msg)), 'deterministic: the same bytes');
-  assert.equal(Array.from(await fromSeed.sign(msg)), Array.from(await seedKey.sign(msg)));
-  assert.ok(await verifyWithJwk(pair.publicJwk, msg, sig));
-  // The published key is the key pair's own (not the wrapped key's field compared with itself).
-  assert.equal(fromPem.publicJwk, pair.publicJwk);
-  assert.equal(fromSeed.publicJwk, {
-    kty: 'OKP',
-    crv: 'Ed25519',
-    x: Buffer.from(rfc.pub, 'hex').toString('base64url'),
-  });
-  assert.match(await refused((async () => signingOffThread(onLoop, ed25519KeyObject(seed)))()), /not the signing key/);
-  // An artifact signed through it verifies like any other.
-  assert.ok(await grantSignedByVerifies(fromSeed, pair.publicJwk, 'off-thread.test'));
-});
+test(
+  'signingOffThread: the same Ed25519 signature as the key signing on the loop, from ' +
+    'a seed or a PEM; another key is refused',
+  async () => {
+    const pair = await generateKeyPair({ alg: 'EdDSA' });
+    const onLoop = await importSigningKey(pair.privateKeyPem);
+    const fromPem = signingOffThread(onLoop, ed25519KeyObject(pair.privateKeyPem));
+    // RFC 8032 §7.1 TEST 1: a seed whose public key is published, so the key the wrapper reports is
+    // checked against a source independent of both the SDK and node:crypto.
+    const rfc = readVectorJson<{ priv: string; pub: string }[]>('ed25519/rfc8032-ed25519.json')[0]!;
+    const seed = new Uint8Array(Buffer.from(rfc.priv, 'hex'));
+    const seedKey = await importSigningKey(seed, { alg: 'EdDSA' });
+    const fromSeed = signingOffThread(seedKey, ed25519KeyObject(seed));
+    const msg = new TextEncoder().encode('{"a":1}');
+    const sig = await fromPem.sign(msg);
+    assert.ok(!Buffer.isBuffer(sig) && sig instanceof Uint8Array);
+    assert.equal(Array.from(sig), Array.from(await onLoop.sign(msg)), 'deterministic: the same bytes');
+    assert.equal(Array.from(await fromSeed.sign(msg)), Array.from(await seedKey.sign(msg)));
+    assert.ok(await verifyWithJwk(pair.publicJwk, msg, sig));
+    // The published key is the key pair's own (not the wrapped key's field compared with itself).
+    assert.equal(fromPem.publicJwk, pair.publicJwk);
+    assert.equal(fromSeed.publicJwk, {
+      kty: 'OKP',
+      crv: 'Ed25519',
+      x: Buffer.from(rfc.pub, 'hex').toString('base64url'),
+    });
+    assert.match(
+      await refused((async () => signingOffThread(onLoop, ed25519KeyObject(seed)))()),
+      /not the signing key/,
+    );
+    // An artifact signed through it verifies like any other.
+    assert.ok(await grantSignedByVerifies(fromSeed, pair.publicJwk, 'off-thread.test'));
+  },
+);
 
 test('randomId: base64url of the asked length, never the same twice across pool refills', () => {
   const seen = new Set<string>();

@@ -152,51 +152,55 @@ test('outbox: retried with backoff until delivered, the same webhook-id each tim
   await db.close();
 });
 
-test('outbox: a rolled-back event is never delivered; dead letters after maxAttempts; redeliver keeps the id', async () => {
-  const db = await sqlite();
-  const r = await receiver([500]);
-  const outbox = outboxOn(db, generateWebhookSecret(), { maxAttempts: 3, baseDelayMs: 1 });
-  await db
-    .tx(async (q) => {
-      await outbox.enqueue(q, { type: 'x', data: { lost: true } }, [{ url: r.url, target: 'a' }]);
-      throw new Error('the change failed');
-    })
-    .catch(() => {});
-  const id = await db.tx((q) =>
-    outbox.enqueue(q, { type: 'x', data: {} }, [
-      { url: r.url, target: 'a' },
-      { url: 'http://127.0.0.1:1/none', target: 'b' },
-    ]),
-  );
-  outbox.start();
-  await outbox.idle();
-  assert.ok(
-    r.seen.every((s) => !s.body.includes('lost')),
-    'the rolled-back event was not sent',
-  );
-  const rows = await outbox.log.list({ status: 'failed' });
-  assert.is(rows.length, 2);
-  assert.ok(rows.every((x) => x.attempts === 3 && x.messageId === id && x.nextAttemptAt === null));
-  assert.ok(rows.some((x) => x.lastStatus === 500 && x.lastError === 'HTTP 500'));
-  assert.ok(
-    rows.some((x) => x.lastStatus === null && x.lastError !== null),
-    'network errors count',
-  );
+test(
+  'outbox: a rolled-back event is never delivered; dead letters after maxAttempts; redeliver ' + 'keeps the id',
+  async () => {
+    const db = await sqlite();
+    const r = await receiver([500]);
+    const outbox = outboxOn(db, generateWebhookSecret(), { maxAttempts: 3, baseDelayMs: 1 });
+    await db
+      .tx(async (q) => {
+        await outbox.enqueue(q, { type: 'x', data: { lost: true } }, [{ url: r.url, target: 'a' }]);
+        throw new Error('the change failed');
+      })
+      .catch(() => {});
+    const id = await db.tx((q) =>
+      outbox.enqueue(q, { type: 'x', data: {} }, [
+        { url: r.url, target: 'a' },
+        { url: 'http://127.0.0.1:1/none', target: 'b' },
+      ]),
+    );
+    outbox.start();
+    await outbox.idle();
+    assert.ok(
+      r.seen.every((s) => !s.body.includes('lost')),
+      'the rolled-back event was not sent',
+    );
+    const rows = await outbox.log.list({ status: 'failed' });
+    assert.is(rows.length, 2);
+    assert.ok(rows.every((x) => x.attempts === 3 && x.messageId === id && x.nextAttemptAt === null));
+    assert.ok(rows.some((x) => x.lastStatus === 500 && x.lastError === 'HTTP 500'));
+    assert.ok(
+      rows.some((x) => x.lastStatus === null && x.lastError !== null),
+      'network errors count',
+    );
 
-  const dead = rows.find((x) => x.endpoint === r.url)!;
-  r.seen.length = 0;
-  const ok = await receiver([204]);
-  await db.run(`UPDATE webhook_dispatches SET endpoint = ? WHERE id = ?`, [ok.url, dead.id]); // the receiver moved and is back
-  assert.is(await outbox.redeliver(dead.id), true);
-  assert.is(await outbox.redeliver(dead.id), false, 'only a dead letter is redelivered');
-  await outbox.idle();
-  assert.is(ok.seen.length, 1);
-  assert.is(ok.seen[0].headers['webhook-id'], id, 'the same webhook-id');
-  await outbox.close();
-  await r.close();
-  await ok.close();
-  await db.close();
-});
+    const dead = rows.find((x) => x.endpoint === r.url)!;
+    r.seen.length = 0;
+    const ok = await receiver([204]);
+    // the receiver moved and is back
+    await db.run(`UPDATE webhook_dispatches SET endpoint = ? WHERE id = ?`, [ok.url, dead.id]);
+    assert.is(await outbox.redeliver(dead.id), true);
+    assert.is(await outbox.redeliver(dead.id), false, 'only a dead letter is redelivered');
+    await outbox.idle();
+    assert.is(ok.seen.length, 1);
+    assert.is(ok.seen[0].headers['webhook-id'], id, 'the same webhook-id');
+    await outbox.close();
+    await r.close();
+    await ok.close();
+    await db.close();
+  },
+);
 
 test('outbox: rows left pending by a stopped instance are delivered by the next one, with their ids', async () => {
   const dir = (await import('node:fs')).mkdtempSync(
@@ -233,62 +237,68 @@ test('outbox: rows left pending by a stopped instance are delivered by the next 
   (await import('node:fs')).rmSync(dir, { recursive: true, force: true });
 });
 
-test("outbox on PostgreSQL: two instances share the work, each event delivered once, never attempted by two at a time; a dead instance's lease is taken over", async () => {
-  if (!(await pgAvailable())) return console.log('SKIPPED: no PostgreSQL at', PG_URL);
-  const schema = freshSchema();
-  const a = await openDatabase(PG_URL, { schema });
-  const b = await openDatabase(PG_URL, { schema });
-  try {
-    await Promise.all([
-      migrate(a, [dispatchLogMigration(), webhookOutboxMigration()]),
-      migrate(b, [dispatchLogMigration(), webhookOutboxMigration()]),
-    ]);
-    const r = await receiver([204], 15);
-    const secret = generateWebhookSecret();
-    const oa = outboxOn(a, secret, { batch: 4 });
-    const ob = outboxOn(b, secret, { batch: 4 });
-    const ids = new Set<string>();
-    for (let i = 0; i < 40; i++)
-      ids.add(
-        (await (i % 2 ? a : b).tx((q) =>
-          (i % 2 ? oa : ob).enqueue(q, { type: 'e', data: { i } }, [{ url: r.url, target: 't' }]),
-        ))!,
+test(
+  'outbox on PostgreSQL: two instances share the work, each event delivered once, never ' +
+    "attempted by two at a time; a dead instance's lease is taken over",
+  async () => {
+    if (!(await pgAvailable())) return console.log('SKIPPED: no PostgreSQL at', PG_URL);
+    const schema = freshSchema();
+    const a = await openDatabase(PG_URL, { schema });
+    const b = await openDatabase(PG_URL, { schema });
+    try {
+      await Promise.all([
+        migrate(a, [dispatchLogMigration(), webhookOutboxMigration()]),
+        migrate(b, [dispatchLogMigration(), webhookOutboxMigration()]),
+      ]);
+      const r = await receiver([204], 15);
+      const secret = generateWebhookSecret();
+      const oa = outboxOn(a, secret, { batch: 4 });
+      const ob = outboxOn(b, secret, { batch: 4 });
+      const ids = new Set<string>();
+      for (let i = 0; i < 40; i++)
+        ids.add(
+          (await (i % 2 ? a : b).tx((q) =>
+            (i % 2 ? oa : ob).enqueue(q, { type: 'e', data: { i } }, [{ url: r.url, target: 't' }]),
+          ))!,
+        );
+      oa.start();
+      ob.start();
+      await Promise.all([oa.idle(), ob.idle()]);
+      const got = r.seen.map((s) => String(s.headers['webhook-id']));
+      assert.is(got.length, 40, 'each event once (no failure, so no redelivery)');
+      assert.equal(new Set(got), ids);
+      assert.is(r.maxInFlightPerId, 1);
+      const owners = await a.all<{ n: number }>(
+        `SELECT COUNT(*) AS n FROM webhook_dispatches WHERE status = 'delivered'`,
       );
-    oa.start();
-    ob.start();
-    await Promise.all([oa.idle(), ob.idle()]);
-    const got = r.seen.map((s) => String(s.headers['webhook-id']));
-    assert.is(got.length, 40, 'each event once (no failure, so no redelivery)');
-    assert.equal(new Set(got), ids);
-    assert.is(r.maxInFlightPerId, 1);
-    const owners = await a.all<{ n: number }>(
-      `SELECT COUNT(*) AS n FROM webhook_dispatches WHERE status = 'delivered'`,
-    );
-    assert.is(Number(owners[0].n), 40);
-    await oa.close();
-    await ob.close();
+      assert.is(Number(owners[0].n), 40);
+      await oa.close();
+      await ob.close();
 
-    // An instance that claimed a row and died: nobody else attempts it until its lease runs out.
-    const slowClock = { t: Date.now() };
-    const dying = outboxOn(a, secret, {
-      leaseMs: 60_000,
-      now: () => slowClock.t,
-      fetch: () => new Promise<Response>(() => {}),
-    });
-    const id = await a.tx((q) => dying.enqueue(q, { type: 'e', data: { last: true } }, [{ url: r.url, target: 't' }]));
-    void dying.runOnce(); // claims, then hangs forever (as a killed process would)
-    await new Promise((res) => setTimeout(res, 100));
-    const heir = outboxOn(b, secret, { now: () => slowClock.t });
-    assert.is(await heir.runOnce(), 0, 'leased by the dying instance');
-    const heirLater = outboxOn(b, secret, { now: () => slowClock.t + 61_000 });
-    assert.is(await heirLater.runOnce(), 1, 'taken over after the lease');
-    assert.is(r.seen.at(-1)?.headers['webhook-id'], id);
-    await r.close();
-  } finally {
-    await a.close();
-    await b.close();
-    await dropSchema(schema);
-  }
-});
+      // An instance that claimed a row and died: nobody else attempts it until its lease runs out.
+      const slowClock = { t: Date.now() };
+      const dying = outboxOn(a, secret, {
+        leaseMs: 60_000,
+        now: () => slowClock.t,
+        fetch: () => new Promise<Response>(() => {}),
+      });
+      const id = await a.tx((q) =>
+        dying.enqueue(q, { type: 'e', data: { last: true } }, [{ url: r.url, target: 't' }]),
+      );
+      void dying.runOnce(); // claims, then hangs forever (as a killed process would)
+      await new Promise((res) => setTimeout(res, 100));
+      const heir = outboxOn(b, secret, { now: () => slowClock.t });
+      assert.is(await heir.runOnce(), 0, 'leased by the dying instance');
+      const heirLater = outboxOn(b, secret, { now: () => slowClock.t + 61_000 });
+      assert.is(await heirLater.runOnce(), 1, 'taken over after the lease');
+      assert.is(r.seen.at(-1)?.headers['webhook-id'], id);
+      await r.close();
+    } finally {
+      await a.close();
+      await b.close();
+      await dropSchema(schema);
+    }
+  },
+);
 
 test.run();

@@ -146,24 +146,27 @@ for (const [name, verify] of [
     assert.is(code(await verify(sba, { ...offline(), trustBundles: [tampered] })), 'trust_bundle_invalid');
   });
 
-  test(`${name}: a hostile bundle object (throwing getters, a revoked Proxy) is unreadable, never a throw`, async () => {
-    const sba = await signedSba();
-    const b = await bundle(k);
-    assert.is(code(await verify(sba, { ...offline(), trustBundles: [b] })), 'valid');
-    let reads = 0;
-    Object.defineProperty(b, 'revokedGrants', {
-      get() {
-        if (++reads > 1) throw new Error('boom');
-        return [];
-      },
-      enumerable: true,
-    });
-    const r = await verify(sba, { ...offline(), trustBundles: [b] });
-    assert.is.not(code(r), 'valid');
-    const { proxy, revoke } = Proxy.revocable(await bundle(k), {});
-    revoke();
-    assert.is(code(await verify(sba, { ...offline(), trustBundles: [proxy] })), 'issuer_not_trusted');
-  });
+  test(
+    `${name}: a hostile bundle object (throwing getters, a revoked Proxy) is unreadable, ` + 'never a throw',
+    async () => {
+      const sba = await signedSba();
+      const b = await bundle(k);
+      assert.is(code(await verify(sba, { ...offline(), trustBundles: [b] })), 'valid');
+      let reads = 0;
+      Object.defineProperty(b, 'revokedGrants', {
+        get() {
+          if (++reads > 1) throw new Error('boom');
+          return [];
+        },
+        enumerable: true,
+      });
+      const r = await verify(sba, { ...offline(), trustBundles: [b] });
+      assert.is.not(code(r), 'valid');
+      const { proxy, revoke } = Proxy.revocable(await bundle(k), {});
+      revoke();
+      assert.is(code(await verify(sba, { ...offline(), trustBundles: [proxy] })), 'issuer_not_trusted');
+    },
+  );
 }
 
 /** The default facade, counting bundle-signature checks (one `verifyWithJwk` each). */

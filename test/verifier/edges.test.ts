@@ -342,66 +342,75 @@ test('ctl: an expired grant bearing a revoked id unrevokes nothing, on any path'
   assert.is(code(await v(await pay(s), o(t, { signingKeyPem: k.authority.publicKeyPem }))), 'grant_revoked');
 });
 
-test("a root chain is the verifier's: a fork signed by a leaked retired root is refused given the accepted chain", async () => {
-  const r = await rotatedRoot(k);
-  // The device accepted version 2 (r.s2). Root version 1's key, retired since, leaks: the thief
-  // signs another version 2 with keys of its own and a bundle with its bundle key.
-  const thief = await generateKeyPair({ alg: 'EdDSA' });
-  const thiefBundleKey = await generateKeyPair({ alg: 'EdDSA' });
-  const fork = await createRootStatement(
-    {
-      rootVersion: 2,
-      keys: [thief.publicJwk],
-      threshold: 1,
-      bundleKeys: [thiefBundleKey.publicJwk],
-      issuedAt: formatTimestamp(T0 - HOUR),
-    },
-    { signers: [{ key: k.root.privateKeyPem }, { key: thief.privateKeyPem }] },
-  );
-  const evil = await bundleBy(k, thiefBundleKey);
-  const now = () => T0;
-  const opts = { now, minRootVersion: 2 };
-  // Without the accepted chain the fork is a valid walk from the pin: the caller's mail decides.
-  assert.is(code(await verifyTrustBundle(evil, k.root.publicKeyPem, { ...opts, rootChain: [fork] })), 'valid');
-  assert.is(
-    code(await verifyTrustBundle(evil, k.root.publicKeyPem, { ...opts, rootChain: [fork], acceptedRootChain: [r.s2] })),
-    'root_rotation_invalid',
-  );
-  const genuine = await bundleBy(k, r.bk2);
-  assert.is(
-    code(
-      await verifyTrustBundle(genuine, k.root.publicKeyPem, { ...opts, rootChain: [r.s2], acceptedRootChain: [r.s2] }),
-    ),
-    'valid',
-  );
-  assert.is(
-    code(await verifyTrustBundle(genuine, k.root.publicKeyPem, { ...opts, acceptedRootChain: [r.s2] })),
-    'root_rollback',
-    'no chain below the accepted one',
-  );
-  for (const verify of [verifyCtl, verifyCtlEdge]) {
-    const { s } = await wallet();
-    const sba: SignedBudgetAuthorization = await pay(s);
-    const base = {
-      amount: '10',
-      currency: 'USD',
-      merchantId: 'merchant-a',
-      offline: true,
-      now,
-      rootPublicKeyPem: k.root.publicKeyPem,
-      minRootVersion: 2,
-      spendStorage: createMemorySpendStorage(),
-    };
+test(
+  "a root chain is the verifier's: a fork signed by a leaked retired root is refused " + 'given the accepted chain',
+  async () => {
+    const r = await rotatedRoot(k);
+    // The device accepted version 2 (r.s2). Root version 1's key, retired since, leaks: the thief
+    // signs another version 2 with keys of its own and a bundle with its bundle key.
+    const thief = await generateKeyPair({ alg: 'EdDSA' });
+    const thiefBundleKey = await generateKeyPair({ alg: 'EdDSA' });
+    const fork = await createRootStatement(
+      {
+        rootVersion: 2,
+        keys: [thief.publicJwk],
+        threshold: 1,
+        bundleKeys: [thiefBundleKey.publicJwk],
+        issuedAt: formatTimestamp(T0 - HOUR),
+      },
+      { signers: [{ key: k.root.privateKeyPem }, { key: thief.privateKeyPem }] },
+    );
+    const evil = await bundleBy(k, thiefBundleKey);
+    const now = () => T0;
+    const opts = { now, minRootVersion: 2 };
+    // Without the accepted chain the fork is a valid walk from the pin: the caller's mail decides.
+    assert.is(code(await verifyTrustBundle(evil, k.root.publicKeyPem, { ...opts, rootChain: [fork] })), 'valid');
     assert.is(
-      code(await verify(sba, { ...base, trustBundles: [evil], rootChain: [fork], acceptedRootChain: [r.s2] })),
+      code(
+        await verifyTrustBundle(evil, k.root.publicKeyPem, { ...opts, rootChain: [fork], acceptedRootChain: [r.s2] }),
+      ),
       'root_rotation_invalid',
     );
+    const genuine = await bundleBy(k, r.bk2);
     assert.is(
-      code(await verify(sba, { ...base, trustBundles: [genuine], rootChain: [r.s2], acceptedRootChain: [r.s2] })),
+      code(
+        await verifyTrustBundle(genuine, k.root.publicKeyPem, {
+          ...opts,
+          rootChain: [r.s2],
+          acceptedRootChain: [r.s2],
+        }),
+      ),
       'valid',
     );
-  }
-});
+    assert.is(
+      code(await verifyTrustBundle(genuine, k.root.publicKeyPem, { ...opts, acceptedRootChain: [r.s2] })),
+      'root_rollback',
+      'no chain below the accepted one',
+    );
+    for (const verify of [verifyCtl, verifyCtlEdge]) {
+      const { s } = await wallet();
+      const sba: SignedBudgetAuthorization = await pay(s);
+      const base = {
+        amount: '10',
+        currency: 'USD',
+        merchantId: 'merchant-a',
+        offline: true,
+        now,
+        rootPublicKeyPem: k.root.publicKeyPem,
+        minRootVersion: 2,
+        spendStorage: createMemorySpendStorage(),
+      };
+      assert.is(
+        code(await verify(sba, { ...base, trustBundles: [evil], rootChain: [fork], acceptedRootChain: [r.s2] })),
+        'root_rotation_invalid',
+      );
+      assert.is(
+        code(await verify(sba, { ...base, trustBundles: [genuine], rootChain: [r.s2], acceptedRootChain: [r.s2] })),
+        'valid',
+      );
+    }
+  },
+);
 
 test('verifyTrustBundle and verifyPolicyGrant: a clock or tolerance that is not a number refuses', async () => {
   const b = await bundle(k, { expiresAt: formatTimestamp(T0 + HOUR) });

@@ -1,7 +1,7 @@
 // The opt-in verifier modules (src/verifier/features.ts): a verifier built without the Human-Agent
 // profile or online checks refuses every case that needs one with `unsupported_feature` (PROTOCOL.md
-// §16), the message naming the module, never a pass and never a throw; once the module is registered, our own vectors give exactly their
-// verdicts; a module from another bundle (its own CtlError class) keeps its codes.
+// §16), the message naming the module, never a pass and never a throw; once the module is registered, our own vectors
+// give exactly their verdicts; a module from another bundle (its own CtlError class) keeps its codes.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { chainOptions, readOwnVectors } from '../helpers/own-vectors.js';
@@ -39,7 +39,10 @@ async function verdicts(): Promise<Record<string, string>> {
 }
 const expected = (k: any) => (k.expected.valid ? 'valid' : k.expected.code);
 
-/** The refusal of a verifier lacking `human` and/or `online`: the Human-Agent profile is asked for first (key resolution precedes revocation). */
+/**
+ * The refusal of a verifier lacking `human` and/or `online`: the Human-Agent profile is asked for first (key resolution
+ * precedes revocation).
+ */
 const lacking = (needs: string, human: boolean, online: boolean) =>
   (needs !== 'online' && !human) || (needs !== 'human' && !online) ? 'unsupported_feature' : undefined;
 
@@ -48,21 +51,25 @@ for (const [human, online] of [
   [true, false],
   [false, true],
 ] as const) {
-  test(`human-agent ${human ? 'registered' : 'absent'}, online ${online ? 'registered' : 'absent'}: what needs an absent module is refused, the rest keeps its verdict`, async () => {
-    registerHumanAgent(human ? humanAgentProfile : undefined);
-    registerOnlineChecks(online ? onlineChecks : undefined);
-    const got = await verdicts();
-    let refused = 0;
-    for (const { k, needs } of cases) {
-      const code = lacking(needs, human, online);
-      if (code) assert.is.not(got[k.id], 'valid', `${k.id} passed without the module it needs`);
-      if (code && got[k.id] === code) refused++;
-      // A grant malformed as a grant is refused as such before any module is asked for.
-      else assert.is(got[k.id], expected(k), k.id);
-      if (code && k.expected.valid) assert.is(got[k.id], code, k.id);
-    }
-    if (!human && !online) assert.ok(refused >= 30, `only ${refused} cases needed a module`);
-  });
+  test(
+    `human-agent ${human ? 'registered' : 'absent'}, online ${online ? 'registered' : 'absent'}: ` +
+      'what needs an absent module is refused, the rest keeps its verdict',
+    async () => {
+      registerHumanAgent(human ? humanAgentProfile : undefined);
+      registerOnlineChecks(online ? onlineChecks : undefined);
+      const got = await verdicts();
+      let refused = 0;
+      for (const { k, needs } of cases) {
+        const code = lacking(needs, human, online);
+        if (code) assert.is.not(got[k.id], 'valid', `${k.id} passed without the module it needs`);
+        if (code && got[k.id] === code) refused++;
+        // A grant malformed as a grant is refused as such before any module is asked for.
+        else assert.is(got[k.id], expected(k), k.id);
+        if (code && k.expected.valid) assert.is(got[k.id], code, k.id);
+      }
+      if (!human && !online) assert.ok(refused >= 30, `only ${refused} cases needed a module`);
+    },
+  );
 }
 
 test('registered: every case gives exactly its committed verdict', async () => {

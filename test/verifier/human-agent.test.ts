@@ -117,56 +117,69 @@ for (const alg of ['EdDSA', 'ES256'] as const) {
   });
 }
 
-test('trust is not self-certifying: without trustedHumans or a bundle listing the DID, issuer_not_trusted', async () => {
-  const s = await setup();
-  const other = await generateKeyPair();
-  for (const o of [{}, { trustedHumans: [didKeyFromJwk(other.publicJwk)] }, { signingKeyPem: s.human.publicKeyPem }]) {
-    const r = await verifyCtl(await s.sba(), { ...pay, offline: true, ...o });
-    assert.is(!r.valid && r.error.code, 'issuer_not_trusted', JSON.stringify(o));
-  }
-  // A bundle that lists someone else does not vouch for this person.
-  const b = await s.bundle([
-    {
-      ...s.entry,
-      issuer: didKeyFromJwk(other.publicJwk),
-      keys: [{ ...other.publicJwk, kid: didKeyUrl(didKeyFromJwk(other.publicJwk)), alg: 'EdDSA', purposes: ['grant'] }],
-    },
-  ]);
-  const r = await verifyCtl(await s.sba(), {
-    ...pay,
-    offline: true,
-    trustBundles: [b],
-    rootPublicKeyPem: s.root.publicKeyPem,
-  });
-  assert.is(!r.valid && r.error.code, 'issuer_not_trusted');
-});
+test(
+  'trust is not self-certifying: without trustedHumans or a bundle listing the DID, ' + 'issuer_not_trusted',
+  async () => {
+    const s = await setup();
+    const other = await generateKeyPair();
+    for (const o of [
+      {},
+      { trustedHumans: [didKeyFromJwk(other.publicJwk)] },
+      { signingKeyPem: s.human.publicKeyPem },
+    ]) {
+      const r = await verifyCtl(await s.sba(), { ...pay, offline: true, ...o });
+      assert.is(!r.valid && r.error.code, 'issuer_not_trusted', JSON.stringify(o));
+    }
+    // A bundle that lists someone else does not vouch for this person.
+    const b = await s.bundle([
+      {
+        ...s.entry,
+        issuer: didKeyFromJwk(other.publicJwk),
+        keys: [
+          { ...other.publicJwk, kid: didKeyUrl(didKeyFromJwk(other.publicJwk)), alg: 'EdDSA', purposes: ['grant'] },
+        ],
+      },
+    ]);
+    const r = await verifyCtl(await s.sba(), {
+      ...pay,
+      offline: true,
+      trustBundles: [b],
+      rootPublicKeyPem: s.root.publicKeyPem,
+    });
+    assert.is(!r.valid && r.error.code, 'issuer_not_trusted');
+  },
+);
 
-test('offline through a bundle listing the DID; its revokedGrants refuse; a bundle listing another key is unknown_key', async () => {
-  const s = await setup();
-  const o = { ...pay, offline: true, rootPublicKeyPem: s.root.publicKeyPem };
-  assert.ok((await verifyCtl(await s.sba(), { ...o, trustBundles: [await s.bundle([s.entry])] })).valid);
-  const revoked = await verifyCtl(await s.sba(), {
-    ...o,
-    trustBundles: [await s.bundle([s.entry], [s.grant.grantId])],
-  });
-  assert.is(!revoked.valid && revoked.error.code, 'grant_revoked');
-  // trustedHumans with a bundle that does not list the DID: trusted, and the bundle's revocations still count.
-  const listed = await verifyCtl(await s.sba(), {
-    ...o,
-    trustedHumans: [s.did],
-    trustBundles: [await s.bundle([], [s.grant.grantId])],
-  });
-  assert.is(!listed.valid && listed.error.code, 'grant_revoked');
-  const wrongKey = await generateKeyPair();
-  const lying = await s.bundle([
-    { ...s.entry, keys: [{ ...wrongKey.publicJwk, kid: s.grant.keyId, alg: 'EdDSA', purposes: ['grant'] }] },
-  ]);
-  const r = await verifyCtl(await s.sba(), { ...o, trustBundles: [lying] });
-  assert.is(!r.valid && r.error.code, 'unknown_key');
-  const noPurpose = await s.bundle([{ ...s.entry, keys: [{ ...s.entry.keys[0], purposes: ['sba'] }] }]);
-  const p = await verifyCtl(await s.sba(), { ...o, trustBundles: [noPurpose] });
-  assert.is(!p.valid && p.error.code, 'key_purpose_mismatch');
-});
+test(
+  'offline through a bundle listing the DID; its revokedGrants refuse; a bundle listing ' +
+    'another key is unknown_key',
+  async () => {
+    const s = await setup();
+    const o = { ...pay, offline: true, rootPublicKeyPem: s.root.publicKeyPem };
+    assert.ok((await verifyCtl(await s.sba(), { ...o, trustBundles: [await s.bundle([s.entry])] })).valid);
+    const revoked = await verifyCtl(await s.sba(), {
+      ...o,
+      trustBundles: [await s.bundle([s.entry], [s.grant.grantId])],
+    });
+    assert.is(!revoked.valid && revoked.error.code, 'grant_revoked');
+    // trustedHumans with a bundle that does not list the DID: trusted, and the bundle's revocations still count.
+    const listed = await verifyCtl(await s.sba(), {
+      ...o,
+      trustedHumans: [s.did],
+      trustBundles: [await s.bundle([], [s.grant.grantId])],
+    });
+    assert.is(!listed.valid && listed.error.code, 'grant_revoked');
+    const wrongKey = await generateKeyPair();
+    const lying = await s.bundle([
+      { ...s.entry, keys: [{ ...wrongKey.publicJwk, kid: s.grant.keyId, alg: 'EdDSA', purposes: ['grant'] }] },
+    ]);
+    const r = await verifyCtl(await s.sba(), { ...o, trustBundles: [lying] });
+    assert.is(!r.valid && r.error.code, 'unknown_key');
+    const noPurpose = await s.bundle([{ ...s.entry, keys: [{ ...s.entry.keys[0], purposes: ['sba'] }] }]);
+    const p = await verifyCtl(await s.sba(), { ...o, trustBundles: [noPurpose] });
+    assert.is(!p.valid && p.error.code, 'key_purpose_mismatch');
+  },
+);
 
 test('intentHash is enforced under a human grant whatever the options say', async () => {
   const s = await setup();
@@ -191,57 +204,60 @@ test('intentHash is enforced under a human grant whatever the options say', asyn
   assert.is(!r.valid && r.error.code, 'malformed');
 });
 
-test('the signed profile cannot be stripped or added: the signature covers it, and the keyId must be the DID URL', async () => {
-  const s = await setup();
-  const stripped = { ...s.grant } as any;
-  delete stripped.profile;
-  assert.throws(
-    () => parseGrant(stripped),
-    (e: unknown) => e instanceof CtlError && e.code === 'malformed',
-    'a DID URL keyId needs the profile',
-  );
-  const k = await keys();
-  const plain = await createSignedPolicyGrant(
-    {
-      policyHash: s.grant.policyHash,
-      actorKey: s.agent.publicJwk,
-      allowedRails: ['x402'],
-      allowedAssets: [{ standard: 'iso4217', code: 'EUR' }],
-      maxAmountMinor: '10',
-      currency: 'EUR',
-      expiresAt: s.grant.expiresAt,
-    },
-    { issuer: 'authority.test', signingKey: k.authority.privateKeyPem, revocationBaseUrl: 'https://a.test', now },
-  );
-  assert.throws(
-    () => parseGrant({ ...plain, profile: 'human-agent' }),
-    (e: unknown) => e instanceof CtlError && e.code === 'malformed',
-  );
-  assert.throws(
-    () => parseGrant({ ...s.grant, profile: 'human' }),
-    (e: unknown) => e instanceof CtlError && e.code === 'malformed',
-  );
-  assert.throws(
-    () => parseGrant({ ...s.grant, keyId: `${s.did}#z6Mkother` }),
-    (e: unknown) => e instanceof CtlError && e.code === 'malformed',
-  );
-  // Raised ceiling, or signed by someone else under the person's DID: the DID's key does not verify it.
-  const raised = await verifyPolicyGrant({ ...s.grant, maxAmountMinor: '999999' }, { now });
-  assert.is(!raised.valid && raised.error.code, 'grant_signature_invalid');
-  const mallory = await generateKeyPair();
-  const byMallory = await createSignedPolicyGrant(
-    { ...(s.grant as any), maxAmountMinor: '999999' },
-    { signingKey: mallory.privateKeyPem },
-  );
-  const r = await verifyPolicyGrant({ ...byMallory, issuer: s.did, keyId: s.grant.keyId }, { now });
-  assert.is(!r.valid && r.error.code, 'grant_signature_invalid');
-  const sba = await s.sba();
-  const m = await verifyCtl(
-    { ...sba, grant: { ...byMallory, issuer: s.did, keyId: s.grant.keyId } },
-    { ...pay, offline: true, trustedHumans: [s.did] },
-  );
-  assert.ok(!m.valid);
-});
+test(
+  'the signed profile cannot be stripped or added: the signature covers it, and the ' + 'keyId must be the DID URL',
+  async () => {
+    const s = await setup();
+    const stripped = { ...s.grant } as any;
+    delete stripped.profile;
+    assert.throws(
+      () => parseGrant(stripped),
+      (e: unknown) => e instanceof CtlError && e.code === 'malformed',
+      'a DID URL keyId needs the profile',
+    );
+    const k = await keys();
+    const plain = await createSignedPolicyGrant(
+      {
+        policyHash: s.grant.policyHash,
+        actorKey: s.agent.publicJwk,
+        allowedRails: ['x402'],
+        allowedAssets: [{ standard: 'iso4217', code: 'EUR' }],
+        maxAmountMinor: '10',
+        currency: 'EUR',
+        expiresAt: s.grant.expiresAt,
+      },
+      { issuer: 'authority.test', signingKey: k.authority.privateKeyPem, revocationBaseUrl: 'https://a.test', now },
+    );
+    assert.throws(
+      () => parseGrant({ ...plain, profile: 'human-agent' }),
+      (e: unknown) => e instanceof CtlError && e.code === 'malformed',
+    );
+    assert.throws(
+      () => parseGrant({ ...s.grant, profile: 'human' }),
+      (e: unknown) => e instanceof CtlError && e.code === 'malformed',
+    );
+    assert.throws(
+      () => parseGrant({ ...s.grant, keyId: `${s.did}#z6Mkother` }),
+      (e: unknown) => e instanceof CtlError && e.code === 'malformed',
+    );
+    // Raised ceiling, or signed by someone else under the person's DID: the DID's key does not verify it.
+    const raised = await verifyPolicyGrant({ ...s.grant, maxAmountMinor: '999999' }, { now });
+    assert.is(!raised.valid && raised.error.code, 'grant_signature_invalid');
+    const mallory = await generateKeyPair();
+    const byMallory = await createSignedPolicyGrant(
+      { ...(s.grant as any), maxAmountMinor: '999999' },
+      { signingKey: mallory.privateKeyPem },
+    );
+    const r = await verifyPolicyGrant({ ...byMallory, issuer: s.did, keyId: s.grant.keyId }, { now });
+    assert.is(!r.valid && r.error.code, 'grant_signature_invalid');
+    const sba = await s.sba();
+    const m = await verifyCtl(
+      { ...sba, grant: { ...byMallory, issuer: s.did, keyId: s.grant.keyId } },
+      { ...pay, offline: true, trustedHumans: [s.did] },
+    );
+    assert.ok(!m.valid);
+  },
+);
 
 test('signPreparedGrant signs exactly what was prepared, and only with the DID it names', async () => {
   const s = await setup();

@@ -123,23 +123,27 @@ test('a "__proto__" member stays a member: the object is refused as its JSON tex
   const text = JSON.stringify(sba).replace('"authorization":{', '"authorization":{"__proto__":null,');
   const opts = { ...base(), amount: '30' };
   assert.is(outcome(await verifyCtl(text, opts)), 'malformed');
-  // JSON.parse makes "__proto__" an own member too; a copy made by assignment would set the prototype instead and lose it.
+  // JSON.parse makes "__proto__" an own member too; a copy made by assignment would set the prototype instead and lose
+  // it.
   assert.is(outcome(await verifyCtl(JSON.parse(text), opts)), 'malformed');
 });
 
-test('a Trust Bundle is read once: a getter cannot show the signature its revocations and the caller none', async () => {
-  const signed = await bundle(k, { revokedGrants: ['grant_revoked_1'] });
-  const o = structuredClone(signed);
-  // Lies on every read but the one the signature would take (the second): its revocations erased.
-  let n = 0;
-  Object.defineProperty(o, 'revokedGrants', { enumerable: true, get: () => (++n === 2 ? ['grant_revoked_1'] : []) });
-  const r = await verifyTrustBundle(o, k.root.publicKeyPem, { now: () => T0 });
-  assert.ok(
-    !r.valid || r.bundle.revokedGrants.includes('grant_revoked_1'),
-    'a valid bundle keeps the revocation it was signed with',
-  );
-  assert.is(r.valid ? 'valid' : r.error.code, 'trust_bundle_invalid');
-});
+test(
+  'a Trust Bundle is read once: a getter cannot show the signature its revocations and ' + 'the caller none',
+  async () => {
+    const signed = await bundle(k, { revokedGrants: ['grant_revoked_1'] });
+    const o = structuredClone(signed);
+    // Lies on every read but the one the signature would take (the second): its revocations erased.
+    let n = 0;
+    Object.defineProperty(o, 'revokedGrants', { enumerable: true, get: () => (++n === 2 ? ['grant_revoked_1'] : []) });
+    const r = await verifyTrustBundle(o, k.root.publicKeyPem, { now: () => T0 });
+    assert.ok(
+      !r.valid || r.bundle.revokedGrants.includes('grant_revoked_1'),
+      'a valid bundle keeps the revocation it was signed with',
+    );
+    assert.is(r.valid ? 'valid' : r.error.code, 'trust_bundle_invalid');
+  },
+);
 
 test('a graph that shares one child at every level is refused without being expanded', async () => {
   const sba = await signedSba();
@@ -152,16 +156,19 @@ test('a graph that shares one child at every level is refused without being expa
   assert.is(outcome(r), 'malformed');
 });
 
-test('the one-shot signer signs from its own copy of the grant: a hidden member is neither copied nor signed', async () => {
-  const g = await grant(k, { destinationAllowlist: undefined });
-  // Hidden, and not even a list: before, it was skipped by the check and still copied into the SBA.
-  Object.defineProperty(g, 'destinationAllowlist', { value: 'merchant-a,merchant-b', enumerable: false });
-  const sba = await createSignedSessionBudgetAuthorization(
-    { grant: g, sessionId: 'sess_1', actorId: 'v', maxAmountMinor: '30', rail: 'x402', merchantId: 'merchant-a' },
-    { signingKey: k.actor.privateKeyPem, now: () => T0 },
-  );
-  assert.equal(sba.authorization.destinationAllowlist, []);
-  assert.is(outcome(await verifyCtl(JSON.stringify(sba), { ...base(), amount: '30' })), 'valid');
-});
+test(
+  'the one-shot signer signs from its own copy of the grant: a hidden member is neither ' + 'copied nor signed',
+  async () => {
+    const g = await grant(k, { destinationAllowlist: undefined });
+    // Hidden, and not even a list: before, it was skipped by the check and still copied into the SBA.
+    Object.defineProperty(g, 'destinationAllowlist', { value: 'merchant-a,merchant-b', enumerable: false });
+    const sba = await createSignedSessionBudgetAuthorization(
+      { grant: g, sessionId: 'sess_1', actorId: 'v', maxAmountMinor: '30', rail: 'x402', merchantId: 'merchant-a' },
+      { signingKey: k.actor.privateKeyPem, now: () => T0 },
+    );
+    assert.equal(sba.authorization.destinationAllowlist, []);
+    assert.is(outcome(await verifyCtl(JSON.stringify(sba), { ...base(), amount: '30' })), 'valid');
+  },
+);
 
 test.run();

@@ -91,95 +91,106 @@ test('a verifier pinned at version 1 follows the chain: the version-3 bundle key
   }
 });
 
-test('a bundle signed by a retired root (version 1 or 2) is trust_bundle_invalid once version 3 is accepted', async () => {
-  const s = await sba();
-  const chain = [r.s2, r.s3];
-  for (const signer of [k.root, r.bk2, r.r2, r.a]) {
-    const b = await bundleBy(k, signer);
+test(
+  'a bundle signed by a retired root (version 1 or 2) is trust_bundle_invalid once version ' + '3 is accepted',
+  async () => {
+    const s = await sba();
+    const chain = [r.s2, r.s3];
+    for (const signer of [k.root, r.bk2, r.r2, r.a]) {
+      const b = await bundleBy(k, signer);
+      assert.is(
+        codeOf(await verifyTrustBundle(b, k.root.publicKeyPem, { now, rootChain: chain })),
+        'trust_bundle_invalid',
+      );
+      assert.is(
+        codeOf(
+          await verifyCtl(s, {
+            ...offline,
+            trustBundles: [b],
+            rootPublicKeyPem: k.root.publicKeyPem,
+            rootChain: chain,
+          }),
+        ),
+        'trust_bundle_invalid',
+      );
+    }
+    // Before rotation the pinned root signs bundles directly, as it always did.
     assert.is(
-      codeOf(await verifyTrustBundle(b, k.root.publicKeyPem, { now, rootChain: chain })),
-      'trust_bundle_invalid',
+      codeOf(await verifyTrustBundle(await bundleBy(k, k.root), k.root.publicKeyPem, { now, rootChain: [] })),
+      'valid',
     );
+    assert.is(
+      codeOf(await verifyTrustBundle(await bundleBy(k, r.bk2), k.root.publicKeyPem, { now, rootChain: [r.s2] })),
+      'valid',
+    );
+  },
+);
+
+test(
+  'a statement short of the threshold is root_rotation_invalid (old set, new set, and ' + 'a key counted twice)',
+  async () => {
+    // New set 2-of-3 but only a signs (with the old root r2): possession not proven.
+    const shortNew = await createRootStatement(
+      {
+        rootVersion: 3,
+        keys: [r.a.publicJwk, r.b.publicJwk, r.c.publicJwk],
+        threshold: 2,
+        bundleKeys: [r.bk3.publicJwk],
+        issuedAt: r.s3.issuedAt,
+      },
+      { signers: [{ key: r.r2.privateKeyPem }, { key: r.a.privateKeyPem }] },
+    );
+    // Old set not signing at all.
+    const noOld = await createRootStatement(
+      {
+        rootVersion: 3,
+        keys: [r.a.publicJwk, r.b.publicJwk, r.c.publicJwk],
+        threshold: 2,
+        bundleKeys: [r.bk3.publicJwk],
+        issuedAt: r.s3.issuedAt,
+      },
+      { signers: [{ key: r.a.privateKeyPem }, { key: r.b.privateKeyPem }] },
+    );
+    // Version 4 signed by one key of the 2-of-3 set (twice, under a second keyId: it still counts once).
+    const fields4 = {
+      rootVersion: 4,
+      keys: [r.b.publicJwk],
+      threshold: 1,
+      bundleKeys: [r.bk4.publicJwk],
+      issuedAt: r.s3.issuedAt,
+    };
+    const oneOfThree = await createRootStatement(fields4, { signers: [{ key: r.b.privateKeyPem }] });
+    const bytes = rootSignedBytes(oneOfThree as unknown as Record<string, unknown>);
+    const sigA = base64urlEncode(await (await importSigningKey(r.b.privateKeyPem)).sign(bytes));
+    const twice = {
+      ...oneOfThree,
+      signatures: [...oneOfThree.signatures, { keyId: await jwkThumbprint(r.a.publicJwk), signature: sigA }],
+    };
+    for (const chain of [
+      [r.s2, shortNew],
+      [r.s2, noOld],
+      [r.s2, r.s3, oneOfThree],
+      [r.s2, r.s3, twice],
+    ]) {
+      const v = await verifyRootChain(k.root.publicKeyPem, chain);
+      assert.is(codeOf(v), 'root_rotation_invalid', JSON.stringify(chain.map((s) => s.rootVersion)));
+    }
+    // verifyCtl refuses a broken chain with its code, whatever bundle comes with it.
+    const s = await sba();
+    const b3 = await bundleBy(k, r.bk3);
     assert.is(
       codeOf(
-        await verifyCtl(s, { ...offline, trustBundles: [b], rootPublicKeyPem: k.root.publicKeyPem, rootChain: chain }),
+        await verifyCtl(s, {
+          ...offline,
+          trustBundles: [b3],
+          rootPublicKeyPem: k.root.publicKeyPem,
+          rootChain: [r.s2, shortNew],
+        }),
       ),
-      'trust_bundle_invalid',
+      'root_rotation_invalid',
     );
-  }
-  // Before rotation the pinned root signs bundles directly, as it always did.
-  assert.is(
-    codeOf(await verifyTrustBundle(await bundleBy(k, k.root), k.root.publicKeyPem, { now, rootChain: [] })),
-    'valid',
-  );
-  assert.is(
-    codeOf(await verifyTrustBundle(await bundleBy(k, r.bk2), k.root.publicKeyPem, { now, rootChain: [r.s2] })),
-    'valid',
-  );
-});
-
-test('a statement short of the threshold is root_rotation_invalid (old set, new set, and a key counted twice)', async () => {
-  // New set 2-of-3 but only a signs (with the old root r2): possession not proven.
-  const shortNew = await createRootStatement(
-    {
-      rootVersion: 3,
-      keys: [r.a.publicJwk, r.b.publicJwk, r.c.publicJwk],
-      threshold: 2,
-      bundleKeys: [r.bk3.publicJwk],
-      issuedAt: r.s3.issuedAt,
-    },
-    { signers: [{ key: r.r2.privateKeyPem }, { key: r.a.privateKeyPem }] },
-  );
-  // Old set not signing at all.
-  const noOld = await createRootStatement(
-    {
-      rootVersion: 3,
-      keys: [r.a.publicJwk, r.b.publicJwk, r.c.publicJwk],
-      threshold: 2,
-      bundleKeys: [r.bk3.publicJwk],
-      issuedAt: r.s3.issuedAt,
-    },
-    { signers: [{ key: r.a.privateKeyPem }, { key: r.b.privateKeyPem }] },
-  );
-  // Version 4 signed by one key of the 2-of-3 set (twice, under a second keyId: it still counts once).
-  const fields4 = {
-    rootVersion: 4,
-    keys: [r.b.publicJwk],
-    threshold: 1,
-    bundleKeys: [r.bk4.publicJwk],
-    issuedAt: r.s3.issuedAt,
-  };
-  const oneOfThree = await createRootStatement(fields4, { signers: [{ key: r.b.privateKeyPem }] });
-  const bytes = rootSignedBytes(oneOfThree as unknown as Record<string, unknown>);
-  const sigA = base64urlEncode(await (await importSigningKey(r.b.privateKeyPem)).sign(bytes));
-  const twice = {
-    ...oneOfThree,
-    signatures: [...oneOfThree.signatures, { keyId: await jwkThumbprint(r.a.publicJwk), signature: sigA }],
-  };
-  for (const chain of [
-    [r.s2, shortNew],
-    [r.s2, noOld],
-    [r.s2, r.s3, oneOfThree],
-    [r.s2, r.s3, twice],
-  ]) {
-    const v = await verifyRootChain(k.root.publicKeyPem, chain);
-    assert.is(codeOf(v), 'root_rotation_invalid', JSON.stringify(chain.map((s) => s.rootVersion)));
-  }
-  // verifyCtl refuses a broken chain with its code, whatever bundle comes with it.
-  const s = await sba();
-  const b3 = await bundleBy(k, r.bk3);
-  assert.is(
-    codeOf(
-      await verifyCtl(s, {
-        ...offline,
-        trustBundles: [b3],
-        rootPublicKeyPem: k.root.publicKeyPem,
-        rootChain: [r.s2, shortNew],
-      }),
-    ),
-    'root_rotation_invalid',
-  );
-});
+  },
+);
 
 test('a skipped version is root_rotation_invalid, however well signed', async () => {
   // Version 3 signed by the pinned root itself and by a and c: every signature is good, but 2 is missing.
@@ -230,33 +241,39 @@ test('a replayed older chain is root_rollback once a higher version was stored',
   assert.is(codeOf(await verifyRootChain(k.root.publicKeyPem, [r.s2, r.s3], { minVersion: 3 })), 'valid');
 });
 
-test('accepted: a fork signed by a leaked retired root key walks from the pin, but does not extend the accepted chain', async () => {
-  const thief = await generateKeyPair({ alg: 'EdDSA' });
-  const f3 = await createRootStatement(
-    { rootVersion: 3, keys: [thief.publicJwk], threshold: 1, bundleKeys: [thief.publicJwk] },
-    { signers: [{ key: r.r2.privateKeyPem }, { key: thief.privateKeyPem }], now },
-  );
-  const f4 = await createRootStatement(
-    { rootVersion: 4, keys: [thief.publicJwk], threshold: 1, bundleKeys: [thief.publicJwk] },
-    { signers: [{ key: thief.privateKeyPem }], now },
-  );
-  // The spec's walk from the pin alone accepts it (r2 did sign version 3) …
-  assert.is(codeOf(await verifyRootChain(k.root.publicKeyPem, [r.s2, f3, f4], { minVersion: 3 })), 'valid');
-  // … a verifier that keeps the chain it accepted refuses it.
-  assert.is(
-    codeOf(await verifyRootChain(k.root.publicKeyPem, [r.s2, f3, f4], { accepted: [r.s2, r.s3] })),
-    'root_rotation_invalid',
-  );
-  assert.is(codeOf(await verifyRootChain(k.root.publicKeyPem, [r.s2], { accepted: [r.s2, r.s3] })), 'root_rollback');
-  const s4 = await rotate4(r);
-  const ext = await verifyRootChain(k.root.publicKeyPem, [r.s2, r.s3, s4], { accepted: JSON.stringify([r.s2, r.s3]) });
-  assert.ok(ext.valid && ext.rootVersion === 4);
-  assert.is(codeOf(await verifyRootChain(k.root.publicKeyPem, [r.s2, r.s3], { accepted: [r.s2, r.s3] })), 'valid');
-  assert.is(
-    codeOf(await verifyRootChain(k.root.publicKeyPem, [r.s2, r.s3], { accepted: { not: 'a list' } })),
-    'malformed',
-  );
-});
+test(
+  'accepted: a fork signed by a leaked retired root key walks from the pin, but does ' +
+    'not extend the accepted chain',
+  async () => {
+    const thief = await generateKeyPair({ alg: 'EdDSA' });
+    const f3 = await createRootStatement(
+      { rootVersion: 3, keys: [thief.publicJwk], threshold: 1, bundleKeys: [thief.publicJwk] },
+      { signers: [{ key: r.r2.privateKeyPem }, { key: thief.privateKeyPem }], now },
+    );
+    const f4 = await createRootStatement(
+      { rootVersion: 4, keys: [thief.publicJwk], threshold: 1, bundleKeys: [thief.publicJwk] },
+      { signers: [{ key: thief.privateKeyPem }], now },
+    );
+    // The spec's walk from the pin alone accepts it (r2 did sign version 3) …
+    assert.is(codeOf(await verifyRootChain(k.root.publicKeyPem, [r.s2, f3, f4], { minVersion: 3 })), 'valid');
+    // … a verifier that keeps the chain it accepted refuses it.
+    assert.is(
+      codeOf(await verifyRootChain(k.root.publicKeyPem, [r.s2, f3, f4], { accepted: [r.s2, r.s3] })),
+      'root_rotation_invalid',
+    );
+    assert.is(codeOf(await verifyRootChain(k.root.publicKeyPem, [r.s2], { accepted: [r.s2, r.s3] })), 'root_rollback');
+    const s4 = await rotate4(r);
+    const ext = await verifyRootChain(k.root.publicKeyPem, [r.s2, r.s3, s4], {
+      accepted: JSON.stringify([r.s2, r.s3]),
+    });
+    assert.ok(ext.valid && ext.rootVersion === 4);
+    assert.is(codeOf(await verifyRootChain(k.root.publicKeyPem, [r.s2, r.s3], { accepted: [r.s2, r.s3] })), 'valid');
+    assert.is(
+      codeOf(await verifyRootChain(k.root.publicKeyPem, [r.s2, r.s3], { accepted: { not: 'a list' } })),
+      'malformed',
+    );
+  },
+);
 
 test('a compromised bundle key is recovered by a rotation: same pinned root, the old key refused', async () => {
   const s4 = await rotate4(r);

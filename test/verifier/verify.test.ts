@@ -388,41 +388,44 @@ test('the grant signature cache never vouches for a tampered grant carrying a ca
   assert.is(!other.valid && other.error.code, 'grant_signature_invalid', 'cached under one key, not under another');
 });
 
-test('a grant text seen before skips only its own re-check: a changed grant or a bad authorization is still refused', async () => {
-  const sba = await signedSba();
-  const opts = withFreshLedger({ ...base(), offline: true, signingKeyPem: k.authority.publicKeyPem });
-  assert.ok((await verifyCtl(sba, opts)).valid); // its grant text is now remembered
-  const code = async (v: unknown) => {
-    const r = await verifyCtl(v, opts);
-    return !r.valid && r.error;
-  };
-  // Same signature, another text: checked in full (an unknown member, a null, a wrong prototype).
-  const extra = { ...sba, grant: { ...sba.grant, extra: 1 } };
-  assert.equal(await code(extra), { code: 'malformed', message: 'sba.grant: unknown member "extra"' });
-  const nulled = { ...sba, grant: { ...sba.grant, destinationAllowlist: null } };
-  assert.is(((await code(nulled)) as { code: string }).code, 'malformed');
-  const odd = { ...sba, grant: Object.assign(Object.create({ inherited: true }), sba.grant) };
-  assert.is(((await code(odd)) as { code: string }).code, 'malformed');
-  // A known signature on an object graph that shares one child at every level (2^40 leaves):
-  // no match with the grant seen before (the walk stops at the first difference), then refused by
-  // the full check before any JCS, never expanded.
-  let shared: unknown = 'x402';
-  for (let i = 0; i < 40; i++) shared = [shared, shared];
-  const exploding = { ...sba, grant: { ...sba.grant, allowedRails: shared } };
-  assert.is(((await code(exploding)) as { code: string }).code, 'malformed');
-  // A member of the signed text hidden (non-enumerable) and one the issuer never signed added:
-  // not the grant seen before, so checked in full and refused, as a fresh verifier refuses it: a
-  // hidden member is absent (canonicalize would not write it), and this one is required.
-  const hiding = structuredClone(sba);
-  const url = hiding.grant.revocationUrl;
-  delete (hiding.grant as { revocationUrl?: string }).revocationUrl;
-  Object.defineProperty(hiding.grant, 'revocationUrl', { value: url, enumerable: false });
-  (hiding.grant as unknown as Record<string, unknown>).velocity = { maxPaymentsPerHour: 1000000 };
-  assert.equal(await code(hiding), { code: 'malformed', message: 'sba.grant: missing member "revocationUrl"' });
-  // Same grant text, a defective authorization: the authorization is checked every time.
-  const auth = { ...sba, authorization: { ...sba.authorization, budgetScope: 'FOREVER' } };
-  assert.is(((await code(auth)) as { code: string }).code, 'malformed');
-  assert.ok((await verifyCtl(sba, opts)).valid);
-});
+test(
+  'a grant text seen before skips only its own re-check: a changed grant or a bad authorization ' + 'is still refused',
+  async () => {
+    const sba = await signedSba();
+    const opts = withFreshLedger({ ...base(), offline: true, signingKeyPem: k.authority.publicKeyPem });
+    assert.ok((await verifyCtl(sba, opts)).valid); // its grant text is now remembered
+    const code = async (v: unknown) => {
+      const r = await verifyCtl(v, opts);
+      return !r.valid && r.error;
+    };
+    // Same signature, another text: checked in full (an unknown member, a null, a wrong prototype).
+    const extra = { ...sba, grant: { ...sba.grant, extra: 1 } };
+    assert.equal(await code(extra), { code: 'malformed', message: 'sba.grant: unknown member "extra"' });
+    const nulled = { ...sba, grant: { ...sba.grant, destinationAllowlist: null } };
+    assert.is(((await code(nulled)) as { code: string }).code, 'malformed');
+    const odd = { ...sba, grant: Object.assign(Object.create({ inherited: true }), sba.grant) };
+    assert.is(((await code(odd)) as { code: string }).code, 'malformed');
+    // A known signature on an object graph that shares one child at every level (2^40 leaves):
+    // no match with the grant seen before (the walk stops at the first difference), then refused by
+    // the full check before any JCS, never expanded.
+    let shared: unknown = 'x402';
+    for (let i = 0; i < 40; i++) shared = [shared, shared];
+    const exploding = { ...sba, grant: { ...sba.grant, allowedRails: shared } };
+    assert.is(((await code(exploding)) as { code: string }).code, 'malformed');
+    // A member of the signed text hidden (non-enumerable) and one the issuer never signed added:
+    // not the grant seen before, so checked in full and refused, as a fresh verifier refuses it: a
+    // hidden member is absent (canonicalize would not write it), and this one is required.
+    const hiding = structuredClone(sba);
+    const url = hiding.grant.revocationUrl;
+    delete (hiding.grant as { revocationUrl?: string }).revocationUrl;
+    Object.defineProperty(hiding.grant, 'revocationUrl', { value: url, enumerable: false });
+    (hiding.grant as unknown as Record<string, unknown>).velocity = { maxPaymentsPerHour: 1000000 };
+    assert.equal(await code(hiding), { code: 'malformed', message: 'sba.grant: missing member "revocationUrl"' });
+    // Same grant text, a defective authorization: the authorization is checked every time.
+    const auth = { ...sba, authorization: { ...sba.authorization, budgetScope: 'FOREVER' } };
+    assert.is(((await code(auth)) as { code: string }).code, 'malformed');
+    assert.ok((await verifyCtl(sba, opts)).valid);
+  },
+);
 
 test.run();

@@ -73,16 +73,19 @@ test('a wallet hold: signed as a hold, captured below, at, above, twice, after e
   assert.is(await codeOf(() => s.capture('bud_unknown', '1')), 'hold_expired');
 });
 
-test('a merchant whose clock runs behind captures at its expiry: the wallet still holds it, never re-spends it', async () => {
-  const { s, clock, hold } = await walletWith();
-  const h = await hold('3000');
-  // The merchant's clock is 5 minutes behind: it captures at what is, for the wallet, expiry + 5 min.
-  clock.t = Date.parse(h.authorization.expiresAt) + 5 * 60_000;
-  assert.is((await s.remaining()).remainingMinor, '2000', 'the hold is still reserved');
-  assert.is(await codeOf(() => s.createSba({ amount: '2001', currency: 'USD', rail: 'x402' })), 'budget_exceeded');
-  assert.is(await codeOf(() => s.capture(h.authorization.budgetId, '3000')), 'ok', 'the capture is learned');
-  assert.is((await s.remaining()).remainingMinor, '2000', 'spent once, at the captured amount');
-});
+test(
+  'a merchant whose clock runs behind captures at its expiry: the wallet still holds ' + 'it, never re-spends it',
+  async () => {
+    const { s, clock, hold } = await walletWith();
+    const h = await hold('3000');
+    // The merchant's clock is 5 minutes behind: it captures at what is, for the wallet, expiry + 5 min.
+    clock.t = Date.parse(h.authorization.expiresAt) + 5 * 60_000;
+    assert.is((await s.remaining()).remainingMinor, '2000', 'the hold is still reserved');
+    assert.is(await codeOf(() => s.createSba({ amount: '2001', currency: 'USD', rail: 'x402' })), 'budget_exceeded');
+    assert.is(await codeOf(() => s.capture(h.authorization.budgetId, '3000')), 'ok', 'the capture is learned');
+    assert.is((await s.remaining()).remainingMinor, '2000', 'spent once, at the captured amount');
+  },
+);
 
 test('a verifier captures a hold before the SBA expiry, not in its clock tolerance', async () => {
   const { hold } = await walletWith();
@@ -176,24 +179,27 @@ test('a month window from the 31st: the next window starts on the last day of a 
   assert.is(await pay('1'), 'ok', 'March 31st: back to the 31st');
 });
 
-test('a storage with only the single-counter reserve refuses windows and holds, and still pays plain grants', async () => {
-  const full = createMemorySpendStorage();
-  const old: SpendStorage = {
-    reserve: full.reserve,
-    commit: full.commit,
-    release: full.release,
-    total: full.total,
-  };
-  const plain = await walletWith({}, old);
-  assert.is(await codeOf(() => plain.s.createSba({ amount: '5', currency: 'USD', rail: 'x402' })), 'ok');
-  assert.is(await codeOf(() => plain.hold('5')), 'unsupported_feature');
-  const windowed = await walletWith({ windows: [{ every: 'P1D', maxAmountMinor: '10' }] }, old);
-  assert.is(
-    await codeOf(() => windowed.s.createSba({ amount: '5', currency: 'USD', rail: 'x402' })),
-    'unsupported_feature',
-  );
-  assert.is(await full.total(`grant:${windowed.g.grantId}`), 0n, 'nothing half counted');
-});
+test(
+  'a storage with only the single-counter reserve refuses windows and holds, and still ' + 'pays plain grants',
+  async () => {
+    const full = createMemorySpendStorage();
+    const old: SpendStorage = {
+      reserve: full.reserve,
+      commit: full.commit,
+      release: full.release,
+      total: full.total,
+    };
+    const plain = await walletWith({}, old);
+    assert.is(await codeOf(() => plain.s.createSba({ amount: '5', currency: 'USD', rail: 'x402' })), 'ok');
+    assert.is(await codeOf(() => plain.hold('5')), 'unsupported_feature');
+    const windowed = await walletWith({ windows: [{ every: 'P1D', maxAmountMinor: '10' }] }, old);
+    assert.is(
+      await codeOf(() => windowed.s.createSba({ amount: '5', currency: 'USD', rail: 'x402' })),
+      'unsupported_feature',
+    );
+    assert.is(await full.total(`grant:${windowed.g.grantId}`), 0n, 'nothing half counted');
+  },
+);
 
 test('the verifier records a hold at its maximum and captures it once, at most the hold, before expiry', async () => {
   const { hold } = await walletWith({ maxAmountMinor: '10000', offline: { maxAmountMinor: '4000', maxPayments: 10 } });

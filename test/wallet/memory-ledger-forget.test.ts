@@ -16,18 +16,21 @@ test('in-order expiries are forgotten as soon as they pass; live ids never', asy
   assert.is(await s.total('g'), 3n, 'the totals are kept forever');
 });
 
-test('an out-of-order expiry is kept a little longer (still refused as a replay), then forgotten at the full pass', async () => {
-  const s = createMemorySpendStorage();
-  await s.reserve('g', 'late', 1n, C, { expiresAt: 1_000_000, now: 0 });
-  await s.reserve('g', 'early', 1n, C, { expiresAt: 50, now: 0 });
-  assert.is(await s.reserve('g', 'early', 1n, C, { expiresAt: 50, now: 60 }), 'duplicate', 'behind a live id: kept');
-  for (let i = 0; i < 100; i++) await s.reserve('g', `x${i}`, 1n, C, { expiresAt: 1_000_000, now: 60 });
-  assert.is(await s.reserve('g', 'early', 1n, C, { expiresAt: 500, now: 60 }), 'reserved', 'the full pass forgot it');
-  assert.is(
-    await s.reserve('g', 'late', 1n, C, { expiresAt: 1_000_000, now: 60 }),
-    'duplicate',
-    'live ids survive the full pass',
-  );
-});
+test(
+  'an out-of-order expiry is kept a little longer (still refused as a replay), then ' + 'forgotten at the full pass',
+  async () => {
+    const s = createMemorySpendStorage();
+    await s.reserve('g', 'late', 1n, C, { expiresAt: 1_000_000, now: 0 });
+    await s.reserve('g', 'early', 1n, C, { expiresAt: 50, now: 0 });
+    assert.is(await s.reserve('g', 'early', 1n, C, { expiresAt: 50, now: 60 }), 'duplicate', 'behind a live id: kept');
+    for (let i = 0; i < 100; i++) await s.reserve('g', `x${i}`, 1n, C, { expiresAt: 1_000_000, now: 60 });
+    assert.is(await s.reserve('g', 'early', 1n, C, { expiresAt: 500, now: 60 }), 'reserved', 'the full pass forgot it');
+    assert.is(
+      await s.reserve('g', 'late', 1n, C, { expiresAt: 1_000_000, now: 60 }),
+      'duplicate',
+      'live ids survive the full pass',
+    );
+  },
+);
 
 test.run();

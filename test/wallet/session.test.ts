@@ -31,28 +31,32 @@ async function rejects(p: Promise<unknown>, check: (e: unknown) => boolean, why:
 for (const c of spendStorageConformance(() => createMemorySpendStorage()))
   test(`memory SpendStorage: ${c.name}`, c.run);
 
-test('a signing key that failed to prepare is not kept: the next createSba prepares again, and the failed one spent nothing', async () => {
-  const g = await grant(k);
-  const a = fakeAuthority(k);
-  const options = {
-    actorId: 'vehicle-42',
-    signingKey: k.authority.privateKeyPem,
-    ceiling: { amount: '100', currency: 'USD' },
-    fetch: a.fetch,
-    now: () => T0,
-  };
-  const s = createSession(g, options);
-  const pay = { amount: '60', currency: 'USD', rail: 'x402', merchantId: 'merchant-a', purpose: 'api:search' };
-  await rejects(
-    s.createSba(pay),
-    (e) => e instanceof RangeError && /grant\.actorKey/.test((e as Error).message),
-    'a key other than grant.actorKey',
-  );
-  assert.equal(await s.remaining(), { remainingMinor: '100' });
-  options.signingKey = k.actor.privateKeyPem;
-  assert.is((await s.createSba(pay)).authorization.maxAmountMinor, '60');
-  assert.equal(await s.remaining(), { remainingMinor: '40' });
-});
+test(
+  'a signing key that failed to prepare is not kept: the next createSba prepares again, ' +
+    'and the failed one spent nothing',
+  async () => {
+    const g = await grant(k);
+    const a = fakeAuthority(k);
+    const options = {
+      actorId: 'vehicle-42',
+      signingKey: k.authority.privateKeyPem,
+      ceiling: { amount: '100', currency: 'USD' },
+      fetch: a.fetch,
+      now: () => T0,
+    };
+    const s = createSession(g, options);
+    const pay = { amount: '60', currency: 'USD', rail: 'x402', merchantId: 'merchant-a', purpose: 'api:search' };
+    await rejects(
+      s.createSba(pay),
+      (e) => e instanceof RangeError && /grant\.actorKey/.test((e as Error).message),
+      'a key other than grant.actorKey',
+    );
+    assert.equal(await s.remaining(), { remainingMinor: '100' });
+    options.signingKey = k.actor.privateKeyPem;
+    assert.is((await s.createSba(pay)).authorization.maxAmountMinor, '60');
+    assert.equal(await s.remaining(), { remainingMinor: '40' });
+  },
+);
 
 test('createSba signs SBAs a merchant verifies, and never passes the ceiling', async () => {
   const g = await grant(k);
@@ -149,34 +153,37 @@ test('revocation: refused before signing, terminal for the session, cached for r
   assert.equal(await s.remaining(), { remainingMinor: '4998' });
 });
 
-test('revocation check fails closed: unreachable or slow authority → revocation_unavailable, nothing reserved', async () => {
-  const g = await grant(k);
-  const a = fakeAuthority(k);
-  a.state.fail = true;
-  const s = createSession(g, { actorId: 'agent', signingKey: k.actor.privateKeyPem, fetch: a.fetch, now: () => T0 });
-  await rejects(
-    s.createSba({ amount: '5', currency: 'USD', rail: 'card' }),
-    codeOf('revocation_unavailable'),
-    'unreachable',
-  );
-  const g2 = await grant(k);
-  const b = fakeAuthority(k);
-  b.state.stallMs = 300;
-  const s2 = createSession(g2, {
-    actorId: 'agent',
-    signingKey: k.actor.privateKeyPem,
-    fetch: b.fetch,
-    now: () => T0,
-    revocationTimeoutMs: 50,
-  });
-  await rejects(
-    s2.createSba({ amount: '5', currency: 'USD', rail: 'card' }),
-    codeOf('revocation_unavailable'),
-    'timeout',
-  );
-  assert.is(b.state.calls, 0, 'refused by the timeout, before the stalled answer came');
-  assert.equal(await s.remaining(), { remainingMinor: '5000' });
-});
+test(
+  'revocation check fails closed: unreachable or slow authority → revocation_unavailable, ' + 'nothing reserved',
+  async () => {
+    const g = await grant(k);
+    const a = fakeAuthority(k);
+    a.state.fail = true;
+    const s = createSession(g, { actorId: 'agent', signingKey: k.actor.privateKeyPem, fetch: a.fetch, now: () => T0 });
+    await rejects(
+      s.createSba({ amount: '5', currency: 'USD', rail: 'card' }),
+      codeOf('revocation_unavailable'),
+      'unreachable',
+    );
+    const g2 = await grant(k);
+    const b = fakeAuthority(k);
+    b.state.stallMs = 300;
+    const s2 = createSession(g2, {
+      actorId: 'agent',
+      signingKey: k.actor.privateKeyPem,
+      fetch: b.fetch,
+      now: () => T0,
+      revocationTimeoutMs: 50,
+    });
+    await rejects(
+      s2.createSba({ amount: '5', currency: 'USD', rail: 'card' }),
+      codeOf('revocation_unavailable'),
+      'timeout',
+    );
+    assert.is(b.state.calls, 0, 'refused by the timeout, before the stalled answer came');
+    assert.equal(await s.remaining(), { remainingMinor: '5000' });
+  },
+);
 
 test('local policy refusals carry their codes and reserve nothing', async () => {
   const g = await grant(k);

@@ -63,7 +63,8 @@ test('QuickJS wallet IIFE: bundle revoking the grant → grant_revoked; no bundl
 
 test('QuickJS wallet IIFE: a ceiling in another currency is currency_mismatch', () => {
   const code = qjs.evalSync(
-    `(() => { try { CTL.createSession(G, { actorId: 'a', signingKey: KEY, ceiling: { amount: '1', currency: 'EUR' } }); return 'created'; } catch (e) { return e.code || String(e); } })()`,
+    `(() => { try { CTL.createSession(G, { actorId: 'a', signingKey: KEY, ceiling: { amount: ` +
+      `'1', currency: 'EUR' } }); return 'created'; } catch (e) { return e.code || String(e); } })()`,
   );
   assert.is(code, 'currency_mismatch');
 });

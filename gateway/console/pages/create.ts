@@ -241,7 +241,9 @@ export function createPage(o: { created: (id: string, label: string) => void }):
       f.error.textContent = `${f.label}: ${msg}.`;
       f.input.setAttribute('aria-invalid', 'true');
     }
-    formError.textContent = `Please correct ${problems.length === 1 ? 'one field' : `${new Set(problems.map((p) => p[0])).size} fields`}: each problem is named under its field.`;
+    formError.textContent =
+      `Please correct ${problems.length === 1 ? 'one field' : `${new Set(problems.map((p) => p[0])).size} fields`}: ` +
+      'each problem is named under its field.';
     fields.get(problems[0]![0])!.input.focus();
   }
 
@@ -289,7 +291,8 @@ export function createPage(o: { created: (id: string, label: string) => void }):
           'p',
           { id: 'once', class: 'callout warn' },
           h('strong', null, 'Shown once. '),
-          'Give this token to the agent now (its secret store). The gateway keeps only a hash: it cannot show it again. If it is lost, revoke the session and create another.',
+          'Give this token to the agent now (its secret store). The gateway keeps only a hash: ' +
+            'it cannot show it again. If it is lost, revoke the session and create another.',
         ),
         secret('Session token', res.sessionToken, 'token'),
         res.webhookSecret ? secret('Webhook secret', res.webhookSecret, 'whsec') : null,

@@ -50,7 +50,8 @@ export function receiptPage(sessionId: string, receiptId: string, o: { labels: M
         h(
           'p',
           { class: 'help' },
-          'Checked in this browser against the gateway’s published keys (/.well-known/ctl-keys.json), over the exact bytes below: the receipt’s canonical JSON (RFC 8785) with the “ctl-receipt/1” prefix.',
+          'Checked in this browser against the gateway’s published keys (/.well-known/ctl-keys.json), ' +
+            'over the exact bytes below: the receipt’s canonical JSON (RFC 8785) with the “ctl-receipt/1” prefix.',
         ),
       ),
       h(

@@ -367,7 +367,8 @@ export function sessionPage(id: string, o: { labels: Map<string, string> }): Pag
     confirmDialog({
       title: 'Approve continuation',
       body: [
-        `“${s.label}” paused at ${formatMoney(s.budget.amount, s.budget.currency)}. Approving lets it spend again, up to a new ceiling. The approval can be used once.`,
+        `“${s.label}” paused at ${formatMoney(s.budget.amount, s.budget.currency)}. Approving ` +
+          'lets it spend again, up to a new ceiling. The approval can be used once.',
       ],
       fields: [
         h(
@@ -416,7 +417,8 @@ export function sessionPage(id: string, o: { labels: Map<string, string> }): Pag
           ` has spent ${formatMoney(s.spentMinor, s.budget.currency)} ` +
             `of ${formatMoney(s.budget.amount, s.budget.currency)}.`,
         ),
-        'Revoking stops it now, on every gateway instance: the agent’s next payment is refused, and verifiers see the grant revoked. This cannot be undone.',
+        'Revoking stops it now, on every gateway instance: the agent’s next payment is refused, ' +
+          'and verifiers see the grant revoked. This cannot be undone.',
       ],
       confirm: 'Revoke session',
       danger: true,

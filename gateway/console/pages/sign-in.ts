@@ -28,7 +28,8 @@ export function signInPage(o: { notice?: string; signedIn: () => void }): Page {
       h(
         'p',
         { id: 'owner-key-help', class: 'help' },
-        'The budget owner key (ctlk_…) from your gateway administrator. It is kept in this browser tab only and is forgotten when you sign out or close the tab.',
+        'The budget owner key (ctlk_…) from your gateway administrator. It is kept in this ' +
+          'browser tab only and is forgotten when you sign out or close the tab.',
       ),
       error,
     ),

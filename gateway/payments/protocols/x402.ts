@@ -61,7 +61,10 @@ export interface X402ProtocolOptions {
   maxTimeoutSeconds: number;
   /** `CTL_X402_MAX_HOLD_SECONDS` (default 600): the longest one payment may hold its amount of a budget (holdCap). */
   maxHoldSeconds?: number;
-  /** How long after `validBefore` reconcile may take to settle a sent authorization: the expiry margin, its staleness and its interval. */
+  /**
+   * How long after `validBefore` reconcile may take to settle a sent authorization: the expiry margin, its staleness
+   * and its interval.
+   */
   settleDelayMs?: number;
   /** `CTL_X402_RPC_URL`: with a reader, an `upto` payer's Permit2 allowance is checked before anything is reserved. */
   chain?: (network: string) => X402ChainReader | undefined;
@@ -226,7 +229,8 @@ export function createX402Protocol(o: X402ProtocolOptions): PaymentProtocol<X402
       if (!auth) throw new Error("x402: a payload was created without the gateway's authorization hook");
 
       const signed = hold ? signedPermit(payload, chosen) : signedAuthorization(payload);
-      // The validity signed is the one the policy capped (a client that chose a longer one is refused; 5 s for the clock read).
+      // The validity signed is the one the policy capped (a client that chose a longer one is refused; 5 s for the
+      // clock read).
       const tooLong =
         signed !== undefined && Number(signed.validBefore) * 1000 > o.now() + (chosen.maxTimeoutSeconds + 5) * 1000;
       if (
@@ -319,7 +323,8 @@ export function createX402Protocol(o: X402ProtocolOptions): PaymentProtocol<X402
         throw new HttpError(
           502,
           'payment_unconfirmed',
-          `settlement of transaction ${settle.transaction} is not confirmed (${settle.errorReason ?? 'pending'}); the reservation is held`,
+          `settlement of transaction ${settle.transaction} is not confirmed (${settle.errorReason ?? 'pending'}); ` +
+            'the reservation is held',
         );
       }
       if (res.status === 402) {

@@ -181,7 +181,8 @@ export function chooseRequirement(
   const timely = mapped.filter((r) => r.maxTimeoutSeconds <= o.maxTimeoutSeconds);
   if (timely.length === 0) {
     throw refuse(
-      `maxTimeoutSeconds ${mapped[0]!.maxTimeoutSeconds} is above the gateway's ${o.maxTimeoutSeconds}: a signed authorization would stay cashable, and hold the session's budget, too long`,
+      `maxTimeoutSeconds ${mapped[0]!.maxTimeoutSeconds} is above the gateway's ${o.maxTimeoutSeconds}: ` +
+        `a signed authorization would stay cashable, and hold the session's budget, too long`,
     );
   }
   const sized = timely.filter((r) => r.amount <= MAX_AMOUNT);

@@ -126,17 +126,21 @@ test('finding 1: a merchant that cashes the authorization and answers 402 again 
   assert.equal([v.spentMinor, v.reservedMinor], ['0', PRICE.toString()], 'held until reconcile decides');
 });
 
-test('finding 2: with no chain reader, an expired sent authorization is counted spent, not released (a merchant that cashes and serves without PAYMENT-RESPONSE)', async () => {
-  const { s, codes, paid } = await drain('200', true);
-  assert.equal(codes, ['200', 'budget_exceeded', 'budget_exceeded', 'budget_exceeded', 'budget_exceeded']);
-  assert.is(paid, PRICE, 'the merchant received exactly the budget');
-  const v = await view(s.sessionId);
-  assert.equal([v.spentMinor, v.reservedMinor], [PRICE.toString(), '0'], 'committed at expiry, not released');
-  const { receipts } = (await call(gw.url, 'GET', `/sessions/${s.sessionId}/receipts`, { key: gw.ownerKey })).body;
-  assert.is(receipts.length, 1);
-  assert.match(receipts[0].txRef, /^txid:eip155:84532\/0x[0-9a-f]{40}\/0x[0-9a-f]{64}$/);
-  assert.is(receipts[0].rail, `x402:eip155:84532:${USDC}`);
-});
+test(
+  'finding 2: with no chain reader, an expired sent authorization is counted spent, ' +
+    'not released (a merchant that cashes and serves without PAYMENT-RESPONSE)',
+  async () => {
+    const { s, codes, paid } = await drain('200', true);
+    assert.equal(codes, ['200', 'budget_exceeded', 'budget_exceeded', 'budget_exceeded', 'budget_exceeded']);
+    assert.is(paid, PRICE, 'the merchant received exactly the budget');
+    const v = await view(s.sessionId);
+    assert.equal([v.spentMinor, v.reservedMinor], [PRICE.toString(), '0'], 'committed at expiry, not released');
+    const { receipts } = (await call(gw.url, 'GET', `/sessions/${s.sessionId}/receipts`, { key: gw.ownerKey })).body;
+    assert.is(receipts.length, 1);
+    assert.match(receipts[0].txRef, /^txid:eip155:84532\/0x[0-9a-f]{40}\/0x[0-9a-f]{64}$/);
+    assert.is(receipts[0].rail, `x402:eip155:84532:${USDC}`);
+  },
+);
 
 test('finding 2: CTL_X402_RPC_URL configures a chain reader per network', () => {
   assert.is(gatewayOptionsFromEnv({}).x402?.chain, undefined);
@@ -149,58 +153,70 @@ test('finding 2: CTL_X402_RPC_URL configures a chain reader per network', () => 
   assert.throws(() => parseRpcUrls('{"eip155:1":"ftp://x"}'), /http/);
 });
 
-test('finding 3: a named transaction that never confirms is not held forever: at expiry, with no reader, it is committed', async () => {
-  const { s, codes, paid } = await drain('stuck', true);
-  assert.equal(codes, [
-    'payment_unconfirmed',
-    'budget_exceeded',
-    'budget_exceeded',
-    'budget_exceeded',
-    'budget_exceeded',
-  ]);
-  assert.is(paid, 0n);
-  const v = await view(s.sessionId);
-  assert.equal([v.spentMinor, v.reservedMinor], [PRICE.toString(), '0'], 'settled (counted spent), not stuck reserved');
-  const { receipts } = (await call(gw.url, 'GET', `/sessions/${s.sessionId}/receipts`, { key: gw.ownerKey })).body;
-  assert.is(receipts[0].txRef, `txid:0x${'ab'.repeat(32)}`);
-});
+test(
+  'finding 3: a named transaction that never confirms is not held forever: at expiry, ' +
+    'with no reader, it is committed',
+  async () => {
+    const { s, codes, paid } = await drain('stuck', true);
+    assert.equal(codes, [
+      'payment_unconfirmed',
+      'budget_exceeded',
+      'budget_exceeded',
+      'budget_exceeded',
+      'budget_exceeded',
+    ]);
+    assert.is(paid, 0n);
+    const v = await view(s.sessionId);
+    assert.equal(
+      [v.spentMinor, v.reservedMinor],
+      [PRICE.toString(), '0'],
+      'settled (counted spent), not stuck reserved',
+    );
+    const { receipts } = (await call(gw.url, 'GET', `/sessions/${s.sessionId}/receipts`, { key: gw.ownerKey })).body;
+    assert.is(receipts[0].txRef, `txid:0x${'ab'.repeat(32)}`);
+  },
+);
 
-test("finding 3: a crash between the merchant's confirmed transaction and the commit is completed by reconcile (commit, receipt, event)", async () => {
-  const s = await oneCallSession();
-  const at = Date.now() + skewMs;
-  const tx = `0x${'cd'.repeat(32)}`;
-  // What the crash leaves: the payment `paying`, its authorization recorded with outcome 'paid'.
-  await gw.db.run(
-    `INSERT INTO gw_payments (id, session_id, state, amount, currency, merchant, address, purpose, rail, sba,
+test(
+  "finding 3: a crash between the merchant's confirmed transaction and the commit is " +
+    'completed by reconcile (commit, receipt, event)',
+  async () => {
+    const s = await oneCallSession();
+    const at = Date.now() + skewMs;
+    const tx = `0x${'cd'.repeat(32)}`;
+    // What the crash leaves: the payment `paying`, its authorization recorded with outcome 'paid'.
+    await gw.db.run(
+      `INSERT INTO gw_payments (id, session_id, state, amount, currency, merchant, address, purpose, rail, sba,
       created_at, updated_at)
     VALUES ('pay_crash_paid', ?, 'paying', ?, 'USDC', 'm.example', ?, 'api:search', 'x402', NULL, ?, ?)`,
-    [s.sessionId, PRICE, PAYEE, at, at],
-  );
-  await gw.db.run(`UPDATE gw_sessions SET reserved = reserved + ? WHERE id = ?`, [PRICE, s.sessionId]);
-  await insertX402(
-    gw.db,
-    {
-      paymentId: 'pay_crash_paid',
-      version: 'v2',
-      network: 'eip155:84532',
-      asset: USDC,
-      payTo: PAYEE.toLowerCase(),
-      payer: gw.gw.evmAddress.toLowerCase(),
-      nonce: `0x${'01'.repeat(32)}`,
-      validBefore: at + 600_000,
-    },
-    at,
-  );
-  await recordOutcome(gw.db, 'pay_crash_paid', 'paid', tx);
-  const r = await gw.gw.reconcile(0);
-  assert.ok(r.committed >= 1, JSON.stringify(r));
-  const v = await view(s.sessionId);
-  assert.equal([v.spentMinor, v.reservedMinor], [PRICE.toString(), '0']);
-  const { receipts } = (await call(gw.url, 'GET', `/sessions/${s.sessionId}/receipts`, { key: gw.ownerKey })).body;
-  assert.is(receipts.length, 1);
-  assert.is(receipts[0].txRef, `txid:${tx}`);
-  assert.is(receipts[0].rail, `x402:eip155:84532:${USDC}`);
-  assert.ok(gw.events.some((e) => e.type === 'payment.completed' && e.data.paymentId === 'pay_crash_paid'));
-});
+      [s.sessionId, PRICE, PAYEE, at, at],
+    );
+    await gw.db.run(`UPDATE gw_sessions SET reserved = reserved + ? WHERE id = ?`, [PRICE, s.sessionId]);
+    await insertX402(
+      gw.db,
+      {
+        paymentId: 'pay_crash_paid',
+        version: 'v2',
+        network: 'eip155:84532',
+        asset: USDC,
+        payTo: PAYEE.toLowerCase(),
+        payer: gw.gw.evmAddress.toLowerCase(),
+        nonce: `0x${'01'.repeat(32)}`,
+        validBefore: at + 600_000,
+      },
+      at,
+    );
+    await recordOutcome(gw.db, 'pay_crash_paid', 'paid', tx);
+    const r = await gw.gw.reconcile(0);
+    assert.ok(r.committed >= 1, JSON.stringify(r));
+    const v = await view(s.sessionId);
+    assert.equal([v.spentMinor, v.reservedMinor], [PRICE.toString(), '0']);
+    const { receipts } = (await call(gw.url, 'GET', `/sessions/${s.sessionId}/receipts`, { key: gw.ownerKey })).body;
+    assert.is(receipts.length, 1);
+    assert.is(receipts[0].txRef, `txid:${tx}`);
+    assert.is(receipts[0].rail, `x402:eip155:84532:${USDC}`);
+    assert.ok(gw.events.some((e) => e.type === 'payment.completed' && e.data.paymentId === 'pay_crash_paid'));
+  },
+);
 
 test.run();

@@ -178,22 +178,26 @@ test('purpose and merchant refusals: no payment header', async () => {
   assert.ok(gw.events.some((e) => e.type === 'payment.denied' && e.data.code === 'purpose_not_allowed'));
 });
 
-test('terms refused before any policy: an asset outside CTL_X402_ASSETS, a validity above the maximum, a currency with no mapped asset', async () => {
-  const before = paidHeaders(merchant).length;
-  const s = await usdcSession();
-  const other = await proxy(gw, s.sessionToken, `${merchant.url}/other`, { purpose: 'api:search', method: 'GET' });
-  assert.is(other.status, 402, other.text);
-  assert.is(other.body.error.code, 'asset_not_allowed');
-  const long = await proxy(gw, s.sessionToken, `${merchant.url}/long`, { purpose: 'api:search', method: 'GET' });
-  assert.is(long.status, 502, long.text);
-  assert.is(long.body.error.code, 'payment_terms_refused');
-  assert.match(long.body.error.message, /maxTimeoutSeconds 3600/);
-  const usd = await createSession(gw, { budget: { amount: '100000', currency: 'USD' } });
-  const u = await proxy(gw, usd.sessionToken, `${merchant.url}/data`, { purpose: 'api:search', method: 'GET' });
-  assert.is(u.body.error.code, 'asset_not_allowed', 'a USD budget is not paid in USDC unless the map says so');
-  assert.is(paidHeaders(merchant).length, before);
-  assert.equal([(await view(s.sessionId)).reservedMinor, (await view(usd.sessionId)).reservedMinor], ['0', '0']);
-});
+test(
+  'terms refused before any policy: an asset outside CTL_X402_ASSETS, a validity above ' +
+    'the maximum, a currency with no mapped asset',
+  async () => {
+    const before = paidHeaders(merchant).length;
+    const s = await usdcSession();
+    const other = await proxy(gw, s.sessionToken, `${merchant.url}/other`, { purpose: 'api:search', method: 'GET' });
+    assert.is(other.status, 402, other.text);
+    assert.is(other.body.error.code, 'asset_not_allowed');
+    const long = await proxy(gw, s.sessionToken, `${merchant.url}/long`, { purpose: 'api:search', method: 'GET' });
+    assert.is(long.status, 502, long.text);
+    assert.is(long.body.error.code, 'payment_terms_refused');
+    assert.match(long.body.error.message, /maxTimeoutSeconds 3600/);
+    const usd = await createSession(gw, { budget: { amount: '100000', currency: 'USD' } });
+    const u = await proxy(gw, usd.sessionToken, `${merchant.url}/data`, { purpose: 'api:search', method: 'GET' });
+    assert.is(u.body.error.code, 'asset_not_allowed', 'a USD budget is not paid in USDC unless the map says so');
+    assert.is(paidHeaders(merchant).length, before);
+    assert.equal([(await view(s.sessionId)).reservedMinor, (await view(usd.sessionId)).reservedMinor], ['0', '0']);
+  },
+);
 
 test('a replayed or tampered payment is refused by the facilitator; the ledger does not move', async () => {
   const s = await usdcSession();
@@ -270,20 +274,24 @@ test('N parallel paid calls against a budget for fewer: exactly the budget is pa
   assert.equal([v.spentMinor, v.reservedMinor], [(PRICE * BigInt(fits)).toString(), '0']);
 });
 
-test('a payer without funds: the facilitator refuses, the agent gets payment_unconfirmed, the reservation is held (the sent authorization stays cashable)', async () => {
-  const poor = await startTestGateway(sqliteDb(), { x402: { assets: USDC_ASSETS } });
-  try {
-    const s = await createSession(poor, { budget: { amount: '100000', currency: 'USDC' } });
-    const res = await proxy(poor, s.sessionToken, `${merchant.url}/data`, { purpose: 'api:search', method: 'GET' });
-    assert.is(res.status, 502, res.text);
-    assert.is(res.body.error.code, 'payment_unconfirmed');
-    assert.match(res.body.error.message, /insufficient|balance/i);
-    const v = (await call(poor.url, 'GET', `/sessions/${s.sessionId}`, { key: poor.ownerKey })).body;
-    assert.equal([v.spentMinor, v.reservedMinor], ['0', PRICE.toString()]);
-  } finally {
-    await poor.close();
-  }
-});
+test(
+  'a payer without funds: the facilitator refuses, the agent gets payment_unconfirmed, ' +
+    'the reservation is held (the sent authorization stays cashable)',
+  async () => {
+    const poor = await startTestGateway(sqliteDb(), { x402: { assets: USDC_ASSETS } });
+    try {
+      const s = await createSession(poor, { budget: { amount: '100000', currency: 'USDC' } });
+      const res = await proxy(poor, s.sessionToken, `${merchant.url}/data`, { purpose: 'api:search', method: 'GET' });
+      assert.is(res.status, 502, res.text);
+      assert.is(res.body.error.code, 'payment_unconfirmed');
+      assert.match(res.body.error.message, /insufficient|balance/i);
+      const v = (await call(poor.url, 'GET', `/sessions/${s.sessionId}`, { key: poor.ownerKey })).body;
+      assert.equal([v.spentMinor, v.reservedMinor], ['0', PRICE.toString()]);
+    } finally {
+      await poor.close();
+    }
+  },
+);
 
 test('the agent cannot smuggle its own payment headers to the merchant', async () => {
   const s = await usdcSession();
