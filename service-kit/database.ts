@@ -443,39 +443,40 @@ async function openPostgres(url: string, options: OpenOptions): Promise<SqlDatab
   };
   const base = on(pool);
   const grouped = pgGroupCommit(pool, on, base);
+  async function txOnce<T>(fn: (q: SqlExecutor) => Promise<T>, txOptions: { lock?: string }): Promise<T> {
+    const client = await pool.connect().catch((e: unknown) => {
+      throw asUnavailable(e);
+    });
+    // A checked-out client is outside the pool's error listener: a connection the server ends
+    // between two queries (a restart) would be an unhandled 'error' and end the process. Heard
+    // here, it fails this transaction (its next query throws) and the client is discarded.
+    let lost: Error | undefined;
+    const onError = (e: Error) => {
+      lost = e;
+    };
+    client.on('error', onError);
+    try {
+      await client.query('BEGIN');
+      if (txOptions.lock) await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [txOptions.lock]);
+      const out = await fn(on(client));
+      await client.query('COMMIT');
+      return out;
+    } catch (e) {
+      await client.query('ROLLBACK').catch(() => {});
+      // A transaction whose connection was lost failed for that, whatever plain error the
+      // callback made of it; a refusal with a code (an HttpError, a protocol error) stands.
+      const coded = e instanceof HttpError || typeof (e as { code?: unknown })?.code === 'string';
+      throw lost !== undefined && !coded ? new DatabaseUnavailableError(lost) : asUnavailable(e);
+    } finally {
+      client.off('error', onError);
+      client.release(lost);
+    }
+  }
+
   return {
     ...base,
     getGrouped: grouped.get,
-    async tx(fn, txOptions = {}) {
-      const client = await pool.connect().catch((e: unknown) => {
-        throw asUnavailable(e);
-      });
-      // A checked-out client is outside the pool's error listener: a connection the server ends
-      // between two queries (a restart) would be an unhandled 'error' and end the process. Heard
-      // here, it fails this transaction (its next query throws) and the client is discarded.
-      let lost: Error | undefined;
-      const onError = (e: Error) => {
-        lost = e;
-      };
-      client.on('error', onError);
-      try {
-        await client.query('BEGIN');
-        if (txOptions.lock)
-          await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [txOptions.lock]);
-        const out = await fn(on(client));
-        await client.query('COMMIT');
-        return out;
-      } catch (e) {
-        await client.query('ROLLBACK').catch(() => {});
-        // A transaction whose connection was lost failed for that, whatever plain error the
-        // callback made of it; a refusal with a code (an HttpError, a protocol error) stands.
-        const coded = e instanceof HttpError || typeof (e as { code?: unknown })?.code === 'string';
-        throw lost !== undefined && !coded ? new DatabaseUnavailableError(lost) : asUnavailable(e);
-      } finally {
-        client.off('error', onError);
-        client.release(lost);
-      }
-    },
+    tx: (fn, txOptions = {}) => retryDeadlock(() => txOnce(fn, txOptions)),
     async ping() {
       try {
         await pool.query('SELECT 1');
@@ -491,6 +492,27 @@ async function openPostgres(url: string, options: OpenOptions): Promise<SqlDatab
     listen: (channel, handlers) => sharedListener(url).subscribe(channel, handlers),
     pgPool: pool,
   };
+}
+
+/**
+ * PostgreSQL aborts one transaction of a lock cycle (40P01) and, at higher isolation, one of a
+ * serialization conflict (40001); the aborted one changed nothing, and the documented answer is
+ * to run it again. Locks taken in key order make cycles rare, not impossible: a group of
+ * statements on several sessions and a payment charged up a chain of sessions lock rows that
+ * no single order covers.
+ */
+async function retryDeadlock<T>(run: () => Promise<T>, attempts = 5): Promise<T> {
+  for (let i = 1; ; i++) {
+    try {
+      return await run();
+    } catch (e) {
+      const code = (e as { code?: unknown; cause?: { code?: unknown } })?.code;
+      const causeCode = (e as { cause?: { code?: unknown } })?.cause?.code;
+      const aborted = [code, causeCode].some((c) => c === '40P01' || c === '40001');
+      if (!aborted || i >= attempts) throw e;
+      await new Promise((r) => setTimeout(r, Math.random() * 10 * i));
+    }
+  }
 }
 
 /** One statement waiting for the next PostgreSQL group. */
@@ -521,7 +543,7 @@ function pgGroupCommit(pool: pg.Pool, on: (c: pg.PoolClient) => SqlExecutor, alo
     if (group.length === 1) {
       // Alone: its own autocommit, without the round trips of BEGIN and COMMIT.
       const s = group[0]!;
-      return alone.get(s.sql, s.params).then(s.resolve, s.reject);
+      return retryDeadlock(() => alone.get(s.sql, s.params)).then(s.resolve, s.reject);
     }
     group.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
     let rows: unknown[] | undefined;
@@ -550,7 +572,7 @@ function pgGroupCommit(pool: pg.Pool, on: (c: pg.PoolClient) => SqlExecutor, alo
       client?.release();
     }
     if (rows) group.forEach((s, i) => s.resolve(rows![i]));
-    else for (const s of group) alone.get(s.sql, s.params).then(s.resolve, s.reject);
+    else for (const s of group) retryDeadlock(() => alone.get(s.sql, s.params)).then(s.resolve, s.reject);
   }
 
   function pump() {

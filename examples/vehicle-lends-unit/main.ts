@@ -145,8 +145,12 @@ try {
   expect(res.ok, `revoke: ${res.status} ${await res.clone().text()}`);
   console.log(`vehicle-42 revoked ${slice.delegationId} (signed revocation, no API key): HTTP ${res.status}`);
   const bundle2 = await newBundle();
-  expect(bundle2.revokedGrants.includes(slice.delegationId), 'the new bundle lists the delegation');
-  console.log(`bundle sequence ${bundle2.sequence} lists revoked: ${bundle2.revokedGrants.join(', ')}`);
+  expect(bundle2.revokedGrants.includes(CTL.linkRevocationId(slice)), 'the new bundle lists the delegation');
+  // A link is revoked by the hash of its chain (linkRevocationId), never by its id alone: ids are the
+  // delegator's to choose, so another tree could carry the same one.
+  console.log(
+    `bundle sequence ${bundle2.sequence} lists revoked: the slice's link (${CTL.linkRevocationId(slice).slice(0, 16)}…)`,
+  );
   await authority.close();
   await terminal().installBundle({ bundle: bundle2 });
   console.log('terminal installed it; network down again');

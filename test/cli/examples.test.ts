@@ -57,7 +57,7 @@ const expected: Record<string, RegExp[]> = {
     /unit pays 9\.00 EUR at the terminal \(offline\): accepted/,
     /unit asks 5\.00 EUR for energy:charging: refused by its wallet \(budget_exceeded\)/,
     /reset unit pays 5\.00 EUR at the terminal \(offline\): refused \(budget_exceeded\)/,
-    /bundle sequence 2 lists revoked: dlg_/,
+    /bundle sequence 2 lists revoked: the slice's link \([0-9a-f]{16}…\)/,
     /after revocation: 3\.00 EUR at the terminal \(offline\): refused \(grant_revoked\)/,
     /3 payments, 47\.00 EUR of the 100\.00 EUR offline allowance/,
   ],
