@@ -148,9 +148,8 @@ try {
   expect(bundle2.revokedGrants.includes(CTL.linkRevocationId(slice)), 'the new bundle lists the delegation');
   // A link is revoked by the hash of its chain (linkRevocationId), never by its id alone: ids are the
   // delegator's to choose, so another tree could carry the same one.
-  console.log(
-    `bundle sequence ${bundle2.sequence} lists revoked: the slice's link (${CTL.linkRevocationId(slice).slice(0, 16)}…)`,
-  );
+  const link = CTL.linkRevocationId(slice).slice(0, 16);
+  console.log(`bundle sequence ${bundle2.sequence} lists revoked: the slice's link (${link}…)`);
   await authority.close();
   await terminal().installBundle({ bundle: bundle2 });
   console.log('terminal installed it; network down again');
