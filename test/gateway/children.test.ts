@@ -234,6 +234,25 @@ function suite(name: string, open: () => Promise<TestDb | undefined>) {
     assert.is(pv.body.spentMinor, '95');
   });
 
+  test(`${name}: siblings racing on two instances never pass their parent's hourly payment count`, async () => {
+    if (!e) return;
+    const p = await createSession(e.gw, {
+      budget: { amount: '1000', currency: 'USD' },
+      expiresAt: FAR,
+      velocity: { maxPaymentsPerHour: 10 },
+    });
+    const a = await made(e.gw, p, { budget: { amount: '500' } });
+    const b = await made(e.gw2, p, { budget: { amount: '500' } });
+    const results = await Promise.all(
+      Array.from({ length: 40 }, (_, i) =>
+        proxy(i % 2 ? e!.gw2 : e!.gw, (i % 4 < 2 ? a : b).sessionToken, `${e!.m.url}/p1`, { purpose: 'api:search' }),
+      ),
+    );
+    assert.is(results.filter((r) => r.status === 200).length, 10, results.map((r) => r.status).join(','));
+    const odd = results.filter((r) => r.status !== 200 && r.body?.error?.code !== 'velocity_exceeded');
+    assert.ok(odd.length === 0, JSON.stringify(odd.map((r) => [r.status, r.body])));
+  });
+
   test(`${name}: a revoked parent stops every descendant before any merchant is contacted`, async () => {
     if (!e) return;
     const p = await root();
