@@ -85,13 +85,20 @@ function chainRow(r: Row): ChainRow {
   };
 }
 
+/**
+ * PostgreSQL orders text by the database's collation (en_US, ICU: `_` and case are not code-point
+ * order) while settleCounters and lockWindows lock in JavaScript's order: byte order ("C") here
+ * keeps every path on the one order, so no lock cycle forms between them.
+ */
+const byteOrder = (t: SqlExecutor) => (t.dialect === 'postgres' ? ' COLLATE "C"' : '');
+
 /** Locks the session rows of `ids` in id order (the one order every path takes) and reads them. */
 async function lockSessions(t: SqlExecutor, ids: string[]): Promise<Map<string, ChainRow>> {
   const sorted = [...new Set(ids)].sort();
   const rows = await t.all(
     `SELECT id, state, expires_at, ceiling, spent, reserved, soft_limit, max_per_hour, max_per_merchant_day,
        config, windows_start, paused_window, created_at
-     FROM gw_sessions WHERE id IN (${sorted.map(() => '?').join(', ')}) ORDER BY id${forUpdate(t)}`,
+     FROM gw_sessions WHERE id IN (${sorted.map(() => '?').join(', ')}) ORDER BY id${byteOrder(t)}${forUpdate(t)}`,
     sorted,
   );
   return new Map(rows.map((r) => [r.id as string, chainRow(r)]));

@@ -891,13 +891,13 @@ function reserveAndPayChainStatement(
   return {
     sql: `WITH ls AS (
          SELECT id, state, expires_at, spent, reserved, ceiling FROM gw_sessions WHERE id = ANY(?::text[])
-         ORDER BY id FOR UPDATE),
+         ORDER BY id COLLATE "C" FOR UPDATE),
        lw AS (
          SELECT session_id, every, starts_at, spent, reserved, max_amount, max_payments, payments
          FROM gw_session_windows
          WHERE (SELECT count(*) FROM ls) > 0
            AND (session_id, every, starts_at) IN (SELECT * FROM unnest(?::text[], ?::text[], ?::bigint[]))
-         ORDER BY session_id, every FOR UPDATE),
+         ORDER BY session_id COLLATE "C", every COLLATE "C" FOR UPDATE),
        ok AS (
          SELECT (SELECT count(*) FROM ls WHERE state = 'active' AND expires_at > ?::bigint
                    AND spent + reserved + ?::bigint <= ceiling) = ?::bigint
