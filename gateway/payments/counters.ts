@@ -85,13 +85,20 @@ function chainRow(r: Row): ChainRow {
   };
 }
 
+/**
+ * PostgreSQL orders text by the database's collation (en_US, ICU: `_` and case are not code-point
+ * order) while settleCounters and lockWindows lock in JavaScript's order: byte order ("C") here
+ * keeps every path on the one order, so no lock cycle forms between them.
+ */
+const byteOrder = (t: SqlExecutor) => (t.dialect === 'postgres' ? ' COLLATE "C"' : '');
+
 /** Locks the session rows of `ids` in id order (the one order every path takes) and reads them. */
 async function lockSessions(t: SqlExecutor, ids: string[]): Promise<Map<string, ChainRow>> {
   const sorted = [...new Set(ids)].sort();
   const rows = await t.all(
     `SELECT id, state, expires_at, ceiling, spent, reserved, soft_limit, max_per_hour, max_per_merchant_day,
        config, windows_start, paused_window, created_at
-     FROM gw_sessions WHERE id IN (${sorted.map(() => '?').join(', ')}) ORDER BY id${forUpdate(t)}`,
+     FROM gw_sessions WHERE id IN (${sorted.map(() => '?').join(', ')}) ORDER BY id${byteOrder(t)}${forUpdate(t)}`,
     sorted,
   );
   return new Map(rows.map((r) => [r.id as string, chainRow(r)]));
@@ -127,7 +134,7 @@ export async function reserveOnCounters(t: SqlExecutor, p: CounterReservation): 
         return { ok: false, code: 'session_paused', message: id === self.id ? pausedMessage : `${whose} is paused` };
     }
   }
-  const velocity = await velocityRefusal(t, self, p);
+  const velocity = await velocityRefusal(t, p.chain, rows, p);
   if (velocity) return velocity;
 
   for (const id of p.chain) {
@@ -191,30 +198,67 @@ export async function reserveOnCounters(t: SqlExecutor, p: CounterReservation): 
   };
 }
 
-/** PROTOCOL.md §8 velocity of the paying session, as the single-counter path reads it. */
+/**
+ * PROTOCOL.md §8 velocity of every session of the chain: a session's limits count the payments of
+ * its descendants too (paymentsOf), so sub-agents never widen them (§14). Every ancestor's row is
+ * locked by any payment below it, so the counts cannot race.
+ */
 async function velocityRefusal(
   t: SqlExecutor,
-  s: ChainRow,
+  chain: string[],
+  rows: Map<string, ChainRow>,
   p: CounterReservation,
 ): Promise<Extract<CounterResult, { ok: false }> | undefined> {
-  if (s.maxPerHour !== null) {
-    const c = await t.get<{ n: unknown }>(
-      `SELECT COUNT(*) AS n FROM gw_payments WHERE session_id = ? AND created_at > ? AND state <> 'released'`,
-      [s.id, p.now - HOUR],
-    );
-    if (Number(c?.n ?? 0) >= s.maxPerHour)
-      return { ok: false, code: 'velocity_exceeded', message: `at most ${s.maxPerHour} payments per hour` };
-  }
-  if (s.maxPerMerchantDay !== null) {
-    const c = await t.get<{ total: unknown }>(
-      `SELECT COALESCE(SUM(amount), 0) AS total FROM gw_payments
-       WHERE session_id = ? AND merchant = ? AND created_at > ? AND state <> 'released'`,
-      [s.id, p.merchant, p.now - DAY],
-    );
-    if (BigInt(String(c?.total ?? 0)) + p.amount > s.maxPerMerchantDay)
-      return { ok: false, code: 'velocity_exceeded', message: `at most ${s.maxPerMerchantDay} per merchant per day` };
+  for (const id of chain) {
+    const s = rows.get(id)!;
+    if (s.maxPerHour === null && s.maxPerMerchantDay === null) continue;
+    const whose = id === chain[0] ? '' : ` (its parent session ${id})`;
+    const v = await velocityUsed(t, id, p.merchant, p.now);
+    if (s.maxPerHour !== null && v.hourCount >= s.maxPerHour)
+      return { ok: false, code: 'velocity_exceeded', message: `at most ${s.maxPerHour} payments per hour${whose}` };
+    if (s.maxPerMerchantDay !== null && v.merchantDay + p.amount > s.maxPerMerchantDay)
+      return {
+        ok: false,
+        code: 'velocity_exceeded',
+        message: `at most ${s.maxPerMerchantDay} per merchant per day${whose}`,
+      };
   }
   return undefined;
+}
+
+/**
+ * What a session's velocity limits have used (PROTOCOL.md §8): payments in the last hour, and
+ * to `merchant` in the last day, of the session and of every session below it (§14).
+ */
+export async function velocityUsed(
+  t: SqlExecutor,
+  id: string,
+  merchant: string,
+  now: number,
+): Promise<{ hourCount: number; merchantDay: bigint }> {
+  const of = await paymentsOf(t, id);
+  const c = await t.get<{ n: unknown }>(
+    `SELECT COUNT(*) AS n FROM gw_payments WHERE ${of.sql} AND created_at > ? AND state <> 'released'`,
+    [...of.params, now - HOUR],
+  );
+  const m = await t.get<{ total: unknown }>(
+    `SELECT COALESCE(SUM(amount), 0) AS total FROM gw_payments
+     WHERE ${of.sql} AND merchant = ? AND created_at > ? AND state <> 'released'`,
+    [...of.params, merchant, now - DAY],
+  );
+  return { hourCount: Number(c?.n ?? 0), merchantDay: BigInt(String(m?.total ?? 0)) };
+}
+
+/** The payments of a session and its descendants: only its own while it has no child session. */
+async function paymentsOf(t: SqlExecutor, id: string): Promise<{ sql: string; params: unknown[] }> {
+  const child = await t.get(`SELECT 1 AS x FROM gw_sessions WHERE parent_id = ? LIMIT 1`, [id]);
+  if (!child) return { sql: 'session_id = ?', params: [id] };
+  const contains = t.dialect === 'postgres' ? 'strpos' : 'instr';
+  return {
+    sql: `session_id IN (SELECT id FROM gw_sessions
+      WHERE owner_id = (SELECT owner_id FROM gw_sessions WHERE id = ?) AND (id = ? OR ${contains}(path, ?) > 0))`,
+    params: [id, id, `/${id}/`],
+  };
 }
 
 /** Pauses the paying session at a soft limit: its ceiling, or (with `window`) one window until it ends. */

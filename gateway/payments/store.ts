@@ -21,6 +21,7 @@ import {
   type ChainWindow,
   reserveOnCounters,
   settleCounters,
+  velocityUsed,
   type PaymentCounters,
 } from './counters.js';
 
@@ -70,9 +71,6 @@ export type ReserveRefusal =
 
 export type ReserveResult =
   { ok: true } | { ok: false; code: ReserveRefusal; message: string; pausedNow?: boolean; resetsAt?: string };
-
-const HOUR = 3_600_000;
-const DAY = 86_400_000;
 
 /**
  * Checks state, expiry, velocity and remaining budget and reserves `amount`, all in one
@@ -257,32 +255,21 @@ async function reserveInTx(q: SqlDatabase, p: ReserveInput, paused?: TxEffect<vo
           code: 'session_paused',
           message: 'the session is paused at its soft ceiling; continue it with the continuation token',
         } as const;
-      if (s.max_per_hour != null) {
-        const c = await t.get<{ n: unknown }>(
-          `SELECT COUNT(*) AS n FROM gw_payments WHERE session_id = ? AND created_at > ? AND state <> 'released'`,
-          [p.sessionId, p.now - HOUR],
-        );
-        if (Number(c?.n ?? 0) >= Number(s.max_per_hour)) {
+      if (s.max_per_hour != null || s.max_per_merchant_day != null) {
+        // Its children's payments count too (counters.ts velocityUsed, PROTOCOL.md §14).
+        const v = await velocityUsed(t, p.sessionId, p.merchant, p.now);
+        if (s.max_per_hour != null && v.hourCount >= Number(s.max_per_hour))
           return {
             ok: false,
             code: 'velocity_exceeded',
             message: `at most ${s.max_per_hour} payments per hour`,
           } as const;
-        }
-      }
-      if (s.max_per_merchant_day != null) {
-        const c = await t.get<{ total: unknown }>(
-          'SELECT COALESCE(SUM(amount), 0) AS total FROM gw_payments WHERE session_id = ? AND ' +
-            `merchant = ? AND created_at > ? AND state <> 'released'`,
-          [p.sessionId, p.merchant, p.now - DAY],
-        );
-        if (BigInt(String(c?.total ?? 0)) + p.amount > BigInt(s.max_per_merchant_day as string)) {
+        if (s.max_per_merchant_day != null && v.merchantDay + p.amount > BigInt(s.max_per_merchant_day as string))
           return {
             ok: false,
             code: 'velocity_exceeded',
             message: `at most ${s.max_per_merchant_day} per merchant per day`,
           } as const;
-        }
       }
       const ceiling = BigInt(s.ceiling as string);
       const spent = BigInt(s.spent as string);
@@ -904,13 +891,13 @@ function reserveAndPayChainStatement(
   return {
     sql: `WITH ls AS (
          SELECT id, state, expires_at, spent, reserved, ceiling FROM gw_sessions WHERE id = ANY(?::text[])
-         ORDER BY id FOR UPDATE),
+         ORDER BY id COLLATE "C" FOR UPDATE),
        lw AS (
          SELECT session_id, every, starts_at, spent, reserved, max_amount, max_payments, payments
          FROM gw_session_windows
          WHERE (SELECT count(*) FROM ls) > 0
            AND (session_id, every, starts_at) IN (SELECT * FROM unnest(?::text[], ?::text[], ?::bigint[]))
-         ORDER BY session_id, every FOR UPDATE),
+         ORDER BY session_id COLLATE "C", every COLLATE "C" FOR UPDATE),
        ok AS (
          SELECT (SELECT count(*) FROM ls WHERE state = 'active' AND expires_at > ?::bigint
                    AND spent + reserved + ?::bigint <= ceiling) = ?::bigint

@@ -212,6 +212,47 @@ function suite(name: string, open: () => Promise<TestDb | undefined>) {
     assert.is(BigInt(views[1]!.body.spentMinor) + BigInt(views[2]!.body.spentMinor), 1000n);
   });
 
+  test(`${name}: a parent's velocity limits count its children's payments too`, async () => {
+    if (!e) return;
+    const p = await createSession(e.gw, {
+      budget: { amount: '1000', currency: 'USD' },
+      expiresAt: FAR,
+      velocity: { maxPaymentsPerHour: 3, maxAmountPerMerchantPerDay: '100' },
+    });
+    const a = await made(e.gw, p, { budget: { amount: '500' } });
+    const b = await made(e.gw, p, { budget: { amount: '500' } });
+    const pay = (s: { sessionToken: string }, n: number) =>
+      proxy(e!.gw, s.sessionToken, `${e!.m.url}/p${n}`, { purpose: 'api:search' });
+    assert.is((await pay(a, 60)).status, 200);
+    const over = await pay(b, 60);
+    assert.is(over.body?.error?.code, 'velocity_exceeded', "the per-merchant day limit is the parent's too");
+    assert.is((await pay(b, 30)).status, 200);
+    assert.is((await pay(p, 5)).status, 200);
+    const fourth = await pay(a, 1);
+    assert.is(fourth.body?.error?.code, 'velocity_exceeded', "the hourly count is the parent's too");
+    const pv = await call(e.gw.url, 'GET', `/sessions/${p.sessionId}`, { key: e.gw.ownerKey });
+    assert.is(pv.body.spentMinor, '95');
+  });
+
+  test(`${name}: siblings racing on two instances never pass their parent's hourly payment count`, async () => {
+    if (!e) return;
+    const p = await createSession(e.gw, {
+      budget: { amount: '1000', currency: 'USD' },
+      expiresAt: FAR,
+      velocity: { maxPaymentsPerHour: 10 },
+    });
+    const a = await made(e.gw, p, { budget: { amount: '500' } });
+    const b = await made(e.gw2, p, { budget: { amount: '500' } });
+    const results = await Promise.all(
+      Array.from({ length: 40 }, (_, i) =>
+        proxy(i % 2 ? e!.gw2 : e!.gw, (i % 4 < 2 ? a : b).sessionToken, `${e!.m.url}/p1`, { purpose: 'api:search' }),
+      ),
+    );
+    assert.is(results.filter((r) => r.status === 200).length, 10, results.map((r) => r.status).join(','));
+    const odd = results.filter((r) => r.status !== 200 && r.body?.error?.code !== 'velocity_exceeded');
+    assert.ok(odd.length === 0, JSON.stringify(odd.map((r) => [r.status, r.body])));
+  });
+
   test(`${name}: a revoked parent stops every descendant before any merchant is contacted`, async () => {
     if (!e) return;
     const p = await root();
