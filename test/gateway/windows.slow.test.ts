@@ -5,25 +5,9 @@
  * Slow tier: about 10 s per store on a shared machine (windows.test.ts races 50).
  */
 import { test } from 'uvu';
-import * as assert from 'uvu/assert';
-import { sqliteDb, postgresDb, startTestGateway, startMerchant, createSession, proxy, call } from './helpers.js';
-import type { Merchant, TestDb, TestGateway } from './helpers.js';
-import { formatTimestamp } from '../../src/index.js';
-
-const DAY = 86_400_000;
-const T0 = Date.parse('2026-01-31T00:00:00Z');
-const FAR = '2036-01-01T00:00:00Z';
-
-interface Env {
-  db: TestDb;
-  gw: TestGateway;
-  gw2?: TestGateway;
-  m: Merchant;
-  clock: { t: number };
-}
-
-const pay = (e: Env, token: string, amount: number, gw: { url: string } = e.gw) =>
-  proxy(gw, token, `${e.m.url}/p${amount}`, { purpose: 'api:search' });
+import { sqliteDb, postgresDb, startTestGateway, startMerchant } from './helpers.js';
+import type { TestDb } from './helpers.js';
+import { raceAtWindowEdge, T0, type WindowEnv as Env } from './window-race.js';
 
 function suite(name: string, open: () => Promise<TestDb | undefined>) {
   let e: Env | undefined;
@@ -47,43 +31,7 @@ function suite(name: string, open: () => Promise<TestDb | undefined>) {
 
   test(`${name}: two instances racing 200 payments at a window's edge never pass it`, async () => {
     if (!e?.gw2) return;
-    const edge = T0 + 50 * DAY;
-    e.clock.t = edge - 1;
-    const s = await createSession(e.gw, {
-      budget: { amount: '100000', currency: 'USD' },
-      expiresAt: FAR,
-      windows: [{ every: 'PT1H', maxAmountMinor: '500', maxPayments: 40 }],
-      windowsStart: formatTimestamp(T0),
-    });
-    const paidBefore = e.m.paid.length;
-    // The clock crosses the edge halfway through: both windows are raced.
-    const results = await Promise.all(
-      Array.from({ length: 200 }, async (_, i) => {
-        if (i === 100) e!.clock.t = edge;
-        return pay(e!, s.sessionToken, 10, i % 2 ? e!.gw2 : e!.gw);
-      }),
-    );
-    const ok = results.filter((r) => r.status === 200).length;
-    assert.ok(
-      results.every((r) => r.status === 200 || r.body.error.code === 'window_exceeded'),
-      results.map((r) => r.status).join(','),
-    );
-    const rows = await e.gw.db.all(
-      `SELECT starts_at, spent, reserved, payments FROM gw_session_windows WHERE session_id = ? ORDER BY starts_at`,
-      [s.sessionId],
-    );
-    let total = 0;
-    for (const w of rows) {
-      assert.ok(Number(w.spent) <= 500 && Number(w.payments) <= 40, JSON.stringify(w));
-      assert.is(Number(w.reserved), 0);
-      assert.is(Number(w.spent), 10 * Number(w.payments));
-      total += Number(w.payments);
-    }
-    assert.is(ok, total);
-    assert.is(e.m.paid.length - paidBefore, ok);
-    assert.ok(ok >= 40, `${ok} paid: the first window filled`);
-    const v = await call(e.gw.url, 'GET', `/sessions/${s.sessionId}`, { key: e.gw.ownerKey });
-    assert.is(v.body.spentMinor, String(10 * ok));
+    await raceAtWindowEdge({ ...e, gw2: e.gw2 }, { payments: 200, maxAmountMinor: 500, maxPayments: 40 });
   });
 }
 

@@ -20,6 +20,7 @@ import {
   type TestGateway,
 } from './helpers.js';
 import { reserve, release, commit } from '../../gateway/payments/store.js';
+import { raceAtWindowEdge } from './window-race.js';
 import { formatTimestamp } from '../../src/index.js';
 
 const HOUR = 3_600_000;
@@ -334,43 +335,7 @@ function suite(name: string, open: () => Promise<TestDb | undefined>) {
 
   test(`${name}: two instances racing 50 payments at a window's edge never pass it`, async () => {
     if (!e?.gw2) return;
-    const edge = T0 + 50 * DAY;
-    e.clock.t = edge - 1;
-    const s = await createSession(e.gw, {
-      budget: { amount: '100000', currency: 'USD' },
-      expiresAt: FAR,
-      windows: [{ every: 'PT1H', maxAmountMinor: '100', maxPayments: 8 }],
-      windowsStart: formatTimestamp(T0),
-    });
-    const paidBefore = e.m.paid.length;
-    // The clock crosses the edge halfway through: both windows are raced.
-    const results = await Promise.all(
-      Array.from({ length: 50 }, async (_, i) => {
-        if (i === 25) e!.clock.t = edge;
-        return pay(e!, s.sessionToken, 10, i % 2 ? e!.gw2 : e!.gw);
-      }),
-    );
-    const ok = results.filter((r) => r.status === 200).length;
-    assert.ok(
-      results.every((r) => r.status === 200 || r.body.error.code === 'window_exceeded'),
-      results.map((r) => r.status).join(','),
-    );
-    const rows = await e.gw.db.all(
-      `SELECT starts_at, spent, reserved, payments FROM gw_session_windows WHERE session_id = ? ORDER BY starts_at`,
-      [s.sessionId],
-    );
-    let total = 0;
-    for (const w of rows) {
-      assert.ok(Number(w.spent) <= 100 && Number(w.payments) <= 8, JSON.stringify(w));
-      assert.is(Number(w.reserved), 0);
-      assert.is(Number(w.spent), 10 * Number(w.payments));
-      total += Number(w.payments);
-    }
-    assert.is(ok, total);
-    assert.is(e.m.paid.length - paidBefore, ok);
-    assert.ok(ok >= 8, `${ok} paid: the first window filled`);
-    const v = await call(e.gw.url, 'GET', `/sessions/${s.sessionId}`, { key: e.gw.ownerKey });
-    assert.is(v.body.spentMinor, String(10 * ok));
+    await raceAtWindowEdge({ ...e, gw2: e.gw2 }, { payments: 50, maxAmountMinor: 100, maxPayments: 8 });
   });
 }
 
