@@ -127,7 +127,10 @@ const paths: OpenApiDocument['paths'] = {
       operationId: 'issueGrant',
       security: keyOrSigned,
       requestBody: jsonBodyOf({ oneOf: [ref('PolicyGrantFields'), ref('PolicyGrant')] }),
-      responses: { 201: jsonResponse('The signed grant', ref('PolicyGrant')) },
+      responses: {
+        201: jsonResponse('The signed grant', ref('PolicyGrant')),
+        403: jsonResponse("`issuer_not_trusted`: a human grant's DID is not enrolled here", ref('Error')),
+      },
     }),
   },
   '/grants/{grantId}': {
@@ -195,6 +198,7 @@ const paths: OpenApiDocument['paths'] = {
           'The grant to sign, unchanged, before `signBefore`',
           object({ grant: ref('UnsignedGrant'), signBefore: timestamp() }, ['grant', 'signBefore']),
         ),
+        403: jsonResponse('`issuer_not_trusted`: the DID is not enrolled here', ref('Error')),
       },
     }),
   },

@@ -459,7 +459,13 @@ const paths: OpenApiDocument['paths'] = {
       operationId: 'createSession',
       security: owner,
       requestBody: jsonBodyOf({ oneOf: [ref('SessionRequest'), ref('HumanSessionRequest')] }),
-      responses: { 201: jsonResponse('The session and its token (shown once)', ref('SessionCreated')) },
+      responses: {
+        201: jsonResponse('The session and its token (shown once)', ref('SessionCreated')),
+        403: jsonResponse(
+          '`issuer_not_trusted`: the `humanGrant` is not recorded at an authority this gateway trusts',
+          ref('Error'),
+        ),
+      },
     }),
     get: operation({
       summary: "The owner's sessions, newest first",

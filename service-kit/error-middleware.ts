@@ -17,7 +17,9 @@ export const DEFAULT_STATUS_BY_CODE: Readonly<Record<string, number>> = {
   receipt_signature_invalid: 401,
   unknown_key: 401,
   key_purpose_mismatch: 401,
-  issuer_not_trusted: 401,
+  // The artifact's signer is known and not trusted here: a refusal (RFC 9110 §15.5.4), not the
+  // caller's failed authentication (§15.5.2), so 403 and no challenge a new credential could meet.
+  issuer_not_trusted: 403,
   trust_bundle_invalid: 401,
   trust_bundle_expired: 401,
   trust_bundle_rollback: 409,

@@ -61,7 +61,7 @@ async function scenario(t: TestAuthority) {
   };
   isError(
     await t.call('POST', '/grants/human/prepare', { ...request, issuer: didKeyFromJwk(agent.publicJwk) }, null),
-    401,
+    403,
     'issuer_not_trusted',
   );
   isError(
@@ -177,7 +177,7 @@ async function scenario(t: TestAuthority) {
   assert.is((await t.call('GET', `/revoke?grantId=${g2.grantId}`, undefined, null)).body.revoked, true);
   isError(
     await t.call('POST', '/grants/human/prepare', { ...request, issuer: otherDid }, null),
-    401,
+    403,
     'issuer_not_trusted',
   );
   const again = await t.call('DELETE', `/humans/${otherDid}`);

@@ -224,10 +224,14 @@ test('a person not enrolled where the gateway trusts: refused at session creatio
   const unenrolled = await personGrants(key.actorKey, {}, { record: false, signingKey: stranger.privateKeyPem });
   const r1 = await call(gw.url, 'POST', '/sessions', { key: gw.ownerKey, body: { humanGrant: unenrolled } });
   assert.is(r1.body?.error?.code, 'issuer_not_trusted', r1.text);
+  // Refused, not unauthenticated: the owner's key was fine (gateway/README.md: 403).
+  assert.is(r1.status, 403);
+  assert.is(r1.headers.get('www-authenticate'), null);
   // Recorded by an authority the gateway was not told to trust (its own revocation URL).
   const elsewhere = await personGrants(key.actorKey, {}, { base: `${authorityUrl}/other` });
   const r2 = await call(gw.url, 'POST', '/sessions', { key: gw.ownerKey, body: { humanGrant: elsewhere } });
   assert.is(r2.body?.error?.code, 'issuer_not_trusted', r2.text);
+  assert.is(r2.status, 403);
   // Revoked before the session was asked for.
   const gone = await personGrants(key.actorKey);
   revoked.add(gone.grantId);
