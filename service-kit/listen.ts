@@ -26,6 +26,7 @@ export function listen(app: Koa<any, any>, options: { port?: number; host?: stri
   const host = options.host ?? '127.0.0.1';
   const server = createServer(app.callback());
   server.on('clientError', answerClientError);
+  server.on('connect', answerConnect);
   // Keep-alive clients (benchmarks, pooled fetch) must not hold close() open forever.
   server.keepAliveTimeout = 5000;
   let closing: Promise<void> | undefined;
@@ -65,6 +66,22 @@ export function listen(app: Koa<any, any>, options: { port?: number; host?: stri
       });
     });
   });
+}
+
+/**
+ * A CONNECT to a service port, which tunnels nothing (the gateway's egress proxy has its own
+ * port): 405 with the JSON envelope, where Node would close the connection without a word.
+ */
+export function answerConnect(_req: unknown, socket: Duplex): void {
+  const body = JSON.stringify({
+    error: { code: 'method_not_allowed', message: 'this port does not tunnel: CONNECT is not allowed' },
+  });
+  socket.on('error', () => socket.destroy());
+  socket.end(
+    `HTTP/1.1 405 Method Not Allowed\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ` +
+      `${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n${body}`,
+    () => socket.destroy(),
+  );
 }
 
 /**

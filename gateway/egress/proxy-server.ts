@@ -20,6 +20,7 @@ import { Duplex } from 'node:stream';
 import { lookup as dnsLookup } from 'node:dns';
 import type { AddressInfo } from 'node:net';
 import { describeError } from '../../service-kit/error-middleware.js';
+import { answerClientError } from '../../service-kit/listen.js';
 import type { Logger } from '../../service-kit/index.js';
 import type { SessionRecord } from '../store/sessions.js';
 import {
@@ -242,10 +243,11 @@ export async function startEgressProxy(o: EgressOptions): Promise<EgressProxy> {
   async function onConnect(req: IncomingMessage, socket: Socket, head: Buffer) {
     socket.on('error', () => socket.destroy());
     try {
-      const auth = await authenticateProxy(req.headers['proxy-authorization'], hooks.sessionByToken, hooks.now());
-      if (!auth.ok) return refuseSocket(socket, { status: 407, code: auth.code, message: auth.message });
+      // A target that is no host:port is a malformed request, whoever sends it (as the main port's 400).
       const target = connectTarget(req.url);
       if (!target) return refuseSocket(socket, { status: 400, code: 'malformed', message: 'CONNECT needs host:port' });
+      const auth = await authenticateProxy(req.headers['proxy-authorization'], hooks.sessionByToken, hooks.now());
+      if (!auth.ok) return refuseSocket(socket, { status: 407, code: auth.code, message: auth.message });
       checkTargetUrl(target, hooks.targets); // names of this machine and private literals: refused here
       const address = await guardedAddress(target); // and names that resolve inside the network
       const host = bareHost(target).toLowerCase().replace(/\.$/, '');
@@ -305,11 +307,12 @@ export async function startEgressProxy(o: EgressOptions): Promise<EgressProxy> {
     socket.on('close', () => upstream.destroy());
   }
 
+  // What the HTTP parser refuses is answered as on the main port (400, 431…), outside and inside tunnels.
   const inner = http.createServer(onTunnelRequest);
-  inner.on('clientError', (_e, s) => s.destroy());
+  inner.on('clientError', answerClientError);
   const server = http.createServer((req, res) => void onRequest(req, res));
   server.on('connect', (req, socket, head) => void onConnect(req, socket as Socket, head));
-  server.on('clientError', (_e, s) => s.destroy());
+  server.on('clientError', answerClientError);
   server.on('connection', (s: Socket) => {
     sockets.add(s);
     s.on('close', () => sockets.delete(s));
