@@ -123,6 +123,20 @@ export function cleanResponseHeaders(incoming: http.IncomingHttpHeaders): Record
   return out;
 }
 
+/**
+ * What the gateway adds to a request to pay for it: proofs and credentials for the origin that
+ * asked (a receipt, the SBA, the hold's payment id, an x402 signature, an MPP credential in
+ * `Authorization`). None of it follows a redirect to another origin (as fetch drops Authorization).
+ */
+const isPaymentCredential = (name: string) =>
+  name === 'authorization' || name === 'payment-signature' || name.startsWith('x-payment') || name.startsWith('x-ctl-');
+
+/**
+ * A merchant's word on a payment it received: a capture, an x402 settlement, an MPP receipt. From
+ * an origin that was never sent the payment, it is nobody's word, and is dropped.
+ */
+const PAYMENT_ANSWERS = ['x-payment-captured', 'payment-response', 'x-payment-response', 'payment-receipt'];
+
 export const upstreamTimeout = (ms: number) =>
   new HttpError(504, 'upstream_timeout', `the merchant did not answer within ${ms} ms`);
 export const upstreamError = (message: string) => new HttpError(502, 'upstream_error', message);
@@ -130,6 +144,14 @@ export const upstreamError = (message: string) => new HttpError(502, 'upstream_e
 export interface Forwarder {
   send(req: ForwardRequest): Promise<ForwardResponse>;
   close(): void;
+}
+
+/** The final answer of a chain: payment answers dropped when another origin than the paid one gave it. */
+function answerOf(res: ForwardResponse, asked: URL, paid: boolean): ForwardResponse {
+  if (!paid || res.url.origin === asked.origin) return res;
+  const headers = { ...res.headers };
+  for (const k of PAYMENT_ANSWERS) delete headers[k];
+  return { ...res, headers };
 }
 
 export function createForwarder(options: ForwarderOptions): Forwarder {
@@ -203,10 +225,11 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
   return {
     async send(first) {
       let req = { ...first, url: checkTargetUrl(first.url, policy) };
+      const paid = Object.keys(first.headers).some((k) => isPaymentCredential(k.toLowerCase()));
       for (let hop = 0; ; hop++) {
         const res = await once(req);
         const location = res.headers.location;
-        if (![301, 302, 303, 307, 308].includes(res.status) || !location) return res;
+        if (![301, 302, 303, 307, 308].includes(res.status) || !location) return answerOf(res, first.url, paid);
         if (hop >= maxRedirects) throw upstreamError(`more than ${maxRedirects} redirects`);
         let next: URL;
         try {
@@ -218,11 +241,12 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
         const toGet = res.status === 303 || ((res.status === 301 || res.status === 302) && req.method === 'POST');
         const headers = { ...req.headers };
         if (next.origin !== req.url.origin) {
+          // A hold's capture is the holding origin's answer (PROTOCOL.md §15): its redirect away
+          // is that answer, with its own X-Payment-Captured if any; the agent follows it unheld.
+          if (Object.keys(headers).some((k) => k.toLowerCase() === 'x-payment-hold'))
+            return answerOf(res, first.url, paid);
           // The payment proof is for the merchant that asked for it, not for whoever it redirects to.
-          delete headers['x-payment-receipt'];
-          delete headers['x-ctl-sba'];
-          delete headers['payment-signature']; // x402 v2
-          delete headers['x-payment']; // x402 v1
+          for (const k of Object.keys(headers)) if (isPaymentCredential(k.toLowerCase())) delete headers[k];
         }
         if (toGet) {
           delete headers['content-type'];
