@@ -61,6 +61,7 @@ const VARIABLES: VariableHelp[] = [
   ['CTL_GATEWAY_EGRESS_PORT', undefined, "the egress proxy's port (HTTP(S)_PROXY for agents); unset: off"],
   ['CTL_GATEWAY_EGRESS_HOST', 'HOST', 'the address the egress proxy listens on'],
   ['CTL_GATEWAY_EGRESS_PASS_THROUGH', undefined, 'glob,... hosts the egress proxy tunnels untouched (nothing paid)'],
+  ['CTL_GATEWAY_EGRESS_CONNECT_LIMIT', '120/60s', 'CONNECTs per session to the egress proxy; 0: none'],
   ...webhookVariables('session webhooks'),
 ];
 

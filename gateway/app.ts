@@ -59,6 +59,7 @@ import { healthRoutes } from './routes/health.js';
 import { createEgressCa } from './egress/ca.js';
 import { caRoutes } from './egress/ca-routes.js';
 import type { EgressHooks } from './egress/proxy-server.js';
+import { createSessionEnds } from './egress/tunnel-watch.js';
 import {
   gatewayRateLimits,
   DEFAULT_GATEWAY_RATE_LIMITS,
@@ -251,6 +252,8 @@ export function createGatewayApp(deps: GatewayDeps, parts: GatewayParts): Gatewa
     ownerOfKey: async (key) => (await auth(key))?.ownerId,
     onError: (e) => logger.warn({ err: e }, 'console stream'),
   });
+  // Sessions revoked or expired here: the egress proxy closes their tunnels (egress/tunnel-watch.ts).
+  const sessionEnds = createSessionEnds(db, now);
   const events = createGatewayEvents({
     db,
     now,
@@ -260,6 +263,8 @@ export function createGatewayApp(deps: GatewayDeps, parts: GatewayParts): Gatewa
     onError: (e) => logger.warn({ err: e }, 'webhook delivery failed'),
     onDelivery: business.delivery,
     onEvent: (type, data) => {
+      if ((type === 'session.revoked' || type === 'session.expired') && typeof data.sessionId === 'string')
+        sessionEnds.ended(data.sessionId, type === 'session.revoked' ? 'revoked' : 'expired');
       consoleStreams.publish(type, data);
       deps.onEvent?.(type, data);
     },
@@ -495,6 +500,8 @@ export function createGatewayApp(deps: GatewayDeps, parts: GatewayParts): Gatewa
       targets,
       resolve: deps.resolve,
       now,
+      ends: sessionEnds,
+      rateLimitBackend: db,
     },
     async close() {
       closed = true;

@@ -288,6 +288,8 @@ export async function startGateway(opts: GatewayStartOptions): Promise<RunningGa
         handle: gateway.app.callback(),
         hooks: gateway.egress,
         passThrough: opts.egress.passThrough,
+        connectLimit: opts.egress.connectLimit,
+        sessionRecheckMs: opts.egress.sessionRecheckMs,
         port: opts.egress.port,
         host: opts.egress.host ?? opts.host,
         logger,

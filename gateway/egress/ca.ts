@@ -10,6 +10,7 @@ import { isIP } from 'node:net';
 import { createSecureContext, type SecureContext } from 'node:tls';
 import type { SqlDatabase } from '../../service-kit/index.js';
 import type { SecretSealer } from '../../service-kit/secrets/index.js';
+import { LRUCache } from 'lru-cache';
 import { sharedSecret } from '../services/keys.js';
 
 let library: Promise<typeof X509> | undefined;
@@ -33,7 +34,11 @@ export const CA_SECRET = 'egress-ca';
 const CA_YEARS = 10;
 /** Leaves are short-lived: a rotated CA stops being served within this, and nothing revokes leaves. */
 const LEAF_MS = 7 * 24 * 3600_000;
-const MAX_LEAVES = 2000;
+/**
+ * Leaves kept (least recently used evicted first): an agent that CONNECTs to ever new hosts costs
+ * one signature each (its CONNECT rate limit bounds how fast), never unbounded memory.
+ */
+export const DEFAULT_MAX_LEAVES = 1000;
 /** How often an instance looks whether another rotated the CA. */
 const RECHECK_MS = 30_000;
 
@@ -46,6 +51,8 @@ export interface EgressCa {
   contextFor(host: string): Promise<SecureContext>;
   /** A new CA replaces the stored one: certificates of the old one stop being served (owner must re-distribute). */
   rotate(): Promise<string>;
+  /** Leaves cached now (at most the bound). */
+  readonly cachedLeaves: number;
 }
 
 interface Authority {
@@ -55,7 +62,7 @@ interface Authority {
   key: CryptoKey;
   leafKeys: CryptoKeyPair;
   leafKeyPem: string;
-  leaves: Map<string, { at: number; ctx: Promise<SecureContext> }>;
+  leaves: LRUCache<string, { at: number; ctx: Promise<SecureContext> }>;
 }
 
 const pem = (label: string, der: ArrayBuffer) =>
@@ -147,8 +154,12 @@ export function createEgressCa(o: {
   sealer: SecretSealer;
   issuer: string;
   now: () => number;
+  /** Leaf cache bound (default DEFAULT_MAX_LEAVES). */
+  maxLeaves?: number;
 }): EgressCa {
+  const maxLeaves = o.maxLeaves ?? DEFAULT_MAX_LEAVES;
   let current: Promise<Authority> | undefined;
+  let cache: Authority['leaves'] | undefined;
   let checkedAt = 0;
 
   async function load(): Promise<Authority> {
@@ -164,7 +175,7 @@ export function createEgressCa(o: {
       key: await importSigningKey(keyPem),
       leafKeys,
       leafKeyPem: pem('PRIVATE KEY', await webcrypto.subtle.exportKey('pkcs8', leafKeys.privateKey)),
-      leaves: new Map(),
+      leaves: (cache = new LRUCache({ max: maxLeaves })),
     };
   }
 
@@ -200,13 +211,16 @@ export function createEgressCa(o: {
       const hit = a.leaves.get(key);
       // Re-minted a day before the leaf runs out, so no client meets an expired one.
       if (hit && t - hit.at < LEAF_MS - 24 * 3600_000) return hit.ctx;
-      if (a.leaves.size >= MAX_LEAVES) a.leaves.delete(a.leaves.keys().next().value!);
       const ctx = mintLeaf(a.cert, a.key, a.leafKeys.publicKey, key, t).then((cert) =>
         createSecureContext({ key: a.leafKeyPem, cert }),
       );
-      a.leaves.set(key, { at: t, ctx });
-      ctx.catch(() => a.leaves.delete(key));
+      const entry = { at: t, ctx };
+      a.leaves.set(key, entry);
+      ctx.catch(() => a.leaves.peek(key) === entry && a.leaves.delete(key));
       return ctx;
+    },
+    get cachedLeaves() {
+      return cache?.size ?? 0;
     },
     async rotate() {
       await o.db.run(`DELETE FROM gw_secrets WHERE name = ?`, [CA_SECRET]);

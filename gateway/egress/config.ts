@@ -4,6 +4,7 @@
  * untouched (services/host-glob.ts syntax, as merchantAllowlist).
  */
 import { ConfigError } from '../../service-kit/config.js';
+import { parseRateLimit, type RateLimit } from '../../service-kit/rate-limit.js';
 import { firstInertGlob, globProgramSizes, MAX_LIST_PROGRAM } from '../services/host-glob.js';
 
 export interface EgressConfig {
@@ -11,7 +12,17 @@ export interface EgressConfig {
   /** Default: the gateway's HOST. */
   host?: string;
   passThrough: string[];
+  /** CONNECTs per session (pass-through or not); `false`: none. Default DEFAULT_CONNECT_LIMIT. */
+  connectLimit?: RateLimit | false;
+  /** How often open tunnels' sessions are read again (ends on other instances); default 2 s. */
+  sessionRecheckMs?: number;
 }
+
+/**
+ * An agent opens a tunnel per host and keeps it (HTTP keep-alive): 120 CONNECTs a minute is far
+ * above that, and far below minting a certificate per made-up host as fast as one can ask.
+ */
+export const DEFAULT_CONNECT_LIMIT: RateLimit = { points: 120, seconds: 60 };
 
 const GLOB = /^[a-z0-9.*?\-[\]{},!]{1,253}$/;
 
@@ -49,12 +60,27 @@ export function parsePassThrough(v: string | undefined, variable = 'CTL_GATEWAY_
 export function egressFromEnv(env: Record<string, string | undefined>): EgressConfig | undefined {
   const portText = env.CTL_GATEWAY_EGRESS_PORT?.trim();
   const passThrough = parsePassThrough(env.CTL_GATEWAY_EGRESS_PASS_THROUGH);
+  const limitText = env.CTL_GATEWAY_EGRESS_CONNECT_LIMIT;
+  let connectLimit: RateLimit | undefined;
+  try {
+    connectLimit = parseRateLimit(limitText, 'CTL_GATEWAY_EGRESS_CONNECT_LIMIT', DEFAULT_CONNECT_LIMIT);
+  } catch (e) {
+    throw new ConfigError('CTL_GATEWAY_EGRESS_CONNECT_LIMIT', (e as Error).message.replace(/^[A-Z_]+: /, ''));
+  }
   if (!portText) {
-    if (passThrough.length)
-      throw new ConfigError('CTL_GATEWAY_EGRESS_PASS_THROUGH', 'set CTL_GATEWAY_EGRESS_PORT too (the proxy is off)');
+    for (const [name, set] of [
+      ['CTL_GATEWAY_EGRESS_PASS_THROUGH', passThrough.length > 0],
+      ['CTL_GATEWAY_EGRESS_CONNECT_LIMIT', Boolean(limitText?.trim())],
+    ] as const)
+      if (set) throw new ConfigError(name, 'set CTL_GATEWAY_EGRESS_PORT too (the proxy is off)');
     return undefined;
   }
   if (!/^[0-9]{1,5}$/.test(portText) || Number(portText) > 65535)
     throw new ConfigError('CTL_GATEWAY_EGRESS_PORT', `expected 0–65535, got '${portText}'`);
-  return { port: Number(portText), host: env.CTL_GATEWAY_EGRESS_HOST?.trim() || undefined, passThrough };
+  return {
+    port: Number(portText),
+    host: env.CTL_GATEWAY_EGRESS_HOST?.trim() || undefined,
+    passThrough,
+    connectLimit: connectLimit ?? false,
+  };
 }

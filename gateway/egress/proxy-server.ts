@@ -12,6 +12,8 @@
  * - Hosts the owner lists as pass-through (CTL_GATEWAY_EGRESS_PASS_THROUGH) are tunnelled as
  *   bytes: their TLS is the client's own, so nothing there can be read, changed or paid.
  * - The address guard applies to every CONNECT target, pass-through or not.
+ * - CONNECTs are counted per session (`connectLimit`), and a tunnel closes when its session ends
+ *   (tunnel-watch.ts): a CONNECT is authenticated once, a pass-through tunnel is never read.
  */
 import http, { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import net, { type Socket } from 'node:net';
@@ -20,7 +22,9 @@ import { Duplex } from 'node:stream';
 import { lookup as dnsLookup } from 'node:dns';
 import type { AddressInfo } from 'node:net';
 import { describeError } from '../../service-kit/error-middleware.js';
+import { HttpError } from '../../service-kit/http-error.js';
 import { answerClientError } from '../../service-kit/listen.js';
+import { createLimiter, type RateLimit, type RateLimitBackend } from '../../service-kit/rate-limit.js';
 import type { Logger } from '../../service-kit/index.js';
 import type { SessionRecord } from '../store/sessions.js';
 import {
@@ -34,6 +38,8 @@ import {
 import { hostGlobList } from '../services/host-glob.js';
 import { authenticateProxy, PROXY_REALM } from './auth.js';
 import type { EgressCa } from './ca.js';
+import { DEFAULT_CONNECT_LIMIT } from './config.js';
+import { createTunnelWatch, type SessionEnds } from './tunnel-watch.js';
 
 /** What the proxy needs of the gateway app (GatewayApp.egress) besides its request handler. */
 export interface EgressHooks {
@@ -43,6 +49,10 @@ export interface EgressHooks {
   targets: TargetPolicy;
   resolve?: LookupFn;
   now: () => number;
+  /** Sessions ending (here at once, elsewhere by a re-read): their tunnels close. */
+  ends: SessionEnds;
+  /** Where the CONNECT counters live (the gateway's database: shared by its instances); default memory. */
+  rateLimitBackend?: RateLimitBackend;
 }
 
 export interface EgressOptions {
@@ -57,6 +67,10 @@ export interface EgressOptions {
   /** Connecting to a pass-through host, and an idle tunnel (default 10 s and 5 min). */
   connectTimeoutMs?: number;
   idleTimeoutMs?: number;
+  /** CONNECTs per session (default DEFAULT_CONNECT_LIMIT); `false`: none. */
+  connectLimit?: RateLimit | false;
+  /** How often the sessions of open tunnels are read again (tunnel-watch.ts; default 2 s). */
+  sessionRecheckMs?: number;
 }
 
 export interface EgressProxy {
@@ -70,11 +84,14 @@ interface Refusal {
   status: number;
   code: string;
   message: string;
+  /** An HttpError's own headers (Retry-After of a 429). */
+  headers?: Record<string, string>;
 }
 
 const refusalOf = (e: unknown): Refusal => {
   const d = describeError(e);
-  return { status: d.status, code: d.code, message: d.message };
+  const headers = e instanceof HttpError ? e.headers : undefined;
+  return { status: d.status, code: d.code, message: d.message, ...(headers ? { headers } : {}) };
 };
 
 function refusalHead(r: Refusal, body: string): Record<string, string> {
@@ -82,6 +99,7 @@ function refusalHead(r: Refusal, body: string): Record<string, string> {
     'content-type': 'application/json; charset=utf-8',
     'content-length': String(Buffer.byteLength(body)),
     'x-ctl-gateway-error': r.code,
+    ...Object.fromEntries(Object.entries(r.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v])),
     ...(r.status === 407 ? { 'proxy-authenticate': `Basic realm="${PROXY_REALM}"` } : {}),
   };
 }
@@ -111,6 +129,36 @@ function connectTarget(authority: string | undefined): URL | undefined {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * A tunnel as the tunnel watch ends it: a pass-through one at once (nothing in it can be seen),
+ * a decrypted one once the requests it is serving are answered (a payment made before the end
+ * keeps its answer, as on /proxy); what it is asked after the end, /proxy refuses.
+ */
+interface TunnelLife {
+  /** A request inside the tunnel starts; its response's close ends it. */
+  begin(res: ServerResponse): void;
+  destroy(): void;
+  once(event: 'close', fn: () => void): unknown;
+}
+
+function tunnelLife(socket: Socket): TunnelLife {
+  let inFlight = 0;
+  let ending = false;
+  return {
+    begin(res) {
+      inFlight++;
+      res.once('close', () => {
+        if (--inFlight === 0 && ending) socket.destroy();
+      });
+    },
+    destroy() {
+      ending = true;
+      if (inFlight === 0) socket.destroy();
+    },
+    once: (event, fn) => socket.once(event, fn),
+  };
 }
 
 /** The first bytes the client sends into a tunnel, or undefined if it closes first. */
@@ -175,8 +223,16 @@ export async function startEgressProxy(o: EgressOptions): Promise<EgressProxy> {
     open(h, { all: true }, (e, a) => (e ? cb(e) : opts?.all ? cb(null, a) : cb(null, a[0]!.address, a[0]!.family)));
   const lookupFor = (url: URL) => (hooks.targets.allowPrivate || isExcepted(url, hooks.targets) ? openLookup : guarded);
   const sockets = new Set<Socket>();
-  /** The CONNECT a decrypted socket came from: its target and the token that opened it. */
-  const tunnels = new WeakMap<object, { origin: string; token: string }>();
+  const limit = o.connectLimit === false ? undefined : (o.connectLimit ?? DEFAULT_CONNECT_LIMIT);
+  const connects = createLimiter(hooks.rateLimitBackend, limit, { name: 'gw_connect', what: "session's CONNECTs" });
+  const watch = createTunnelWatch({
+    ends: hooks.ends,
+    now: hooks.now,
+    recheckMs: o.sessionRecheckMs,
+    onError: (e) => o.logger?.warn({ err: e }, 'egress proxy: re-reading the sessions of open tunnels failed'),
+  });
+  /** The CONNECT a decrypted socket came from: its target, the token that opened it, its requests. */
+  const tunnels = new WeakMap<object, { origin: string; token: string; life: TunnelLife }>();
 
   /** Hands a request to the gateway as `/proxy` would receive it from the same agent. */
   function dispatch(req: IncomingMessage, res: ServerResponse, target: URL, token: string) {
@@ -227,6 +283,7 @@ export async function startEgressProxy(o: EgressOptions): Promise<EgressProxy> {
   function onTunnelRequest(req: IncomingMessage, res: ServerResponse) {
     const tunnel = tunnels.get(req.socket);
     if (!tunnel) return refuse(res, { status: 400, code: 'malformed', message: 'not a tunnel' });
+    tunnel.life.begin(res);
     const path = req.url ?? '';
     // The tunnel's host is the target, whatever the Host header says: it is what the address guard checked.
     if (!path.startsWith('/'))
@@ -248,11 +305,18 @@ export async function startEgressProxy(o: EgressOptions): Promise<EgressProxy> {
       if (!target) return refuseSocket(socket, { status: 400, code: 'malformed', message: 'CONNECT needs host:port' });
       const auth = await authenticateProxy(req.headers['proxy-authorization'], hooks.sessionByToken, hooks.now());
       if (!auth.ok) return refuseSocket(socket, { status: 407, code: auth.code, message: auth.message });
+      // Counted once the token is found: a made-up token spends nobody's budget.
+      await connects?.consume(auth.session.id);
+      const life = tunnelLife(socket);
+      const ended = watch.add(auth.session, life);
+      if (ended)
+        return refuseSocket(socket, { status: 407, code: `session_${ended}`, message: `the session has ${ended}` });
       checkTargetUrl(target, hooks.targets); // names of this machine and private literals: refused here
       const address = await guardedAddress(target); // and names that resolve inside the network
       const host = bareHost(target).toLowerCase().replace(/\.$/, '');
       const port = Number(target.port || 443);
       if (passThrough(host)) return tunnelUntouched(socket, head, address, port);
+      if (socket.destroyed) return; // ended while the leaf was looked up
       const secureContext = await hooks.ca.contextFor(host);
       socket.write('HTTP/1.1 200 Connection Established\r\n\r\n');
       socket.setTimeout(idleTimeoutMs, () => socket.destroy());
@@ -261,13 +325,13 @@ export async function startEgressProxy(o: EgressOptions): Promise<EgressProxy> {
       const stream = prefixed(socket, first);
       // Some clients (undici's ProxyAgent) tunnel plain http too: a TLS record starts with 0x16.
       if (first[0] !== 0x16) {
-        tunnels.set(stream, { origin: `http://${target.hostname}:${port}`, token: auth.token });
+        tunnels.set(stream, { origin: `http://${target.hostname}:${port}`, token: auth.token, life });
         return void inner.emit('connection', stream);
       }
       // No ALPN: the client speaks HTTP/1.1 inside, which the inner server reads.
       const secure = new tls.TLSSocket(stream as Socket, { isServer: true, secureContext });
       secure.on('error', () => secure.destroy());
-      tunnels.set(secure, { origin: `https://${target.host}`, token: auth.token });
+      tunnels.set(secure, { origin: `https://${target.host}`, token: auth.token, life });
       inner.emit('connection', secure);
     } catch (e) {
       refuseSocket(socket, refusalOf(e));
@@ -327,6 +391,7 @@ export async function startEgressProxy(o: EgressOptions): Promise<EgressProxy> {
     url: `http://${shown}:${addr.port}`,
     port: addr.port,
     async close() {
+      watch.close();
       const closed = new Promise<void>((r) => server.close(() => r()));
       for (const s of sockets) s.destroy();
       await closed;

@@ -1,10 +1,11 @@
 /**
  * The egress proxy's variables: off unless CTL_GATEWAY_EGRESS_PORT is set; pass-through globs
- * split at top-level commas (a brace's comma is the glob's), and a bad one refuses the start.
+ * split at top-level commas (a brace's comma is the glob's), and a bad one refuses the start; the
+ * CONNECT rate limit per session.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { egressFromEnv, parsePassThrough } from '../../../gateway/egress/config.js';
+import { DEFAULT_CONNECT_LIMIT, egressFromEnv, parsePassThrough } from '../../../gateway/egress/config.js';
 import { gatewayOptionsFromEnv } from '../../../gateway/server.js';
 import { proxyToken } from '../../../gateway/egress/auth.js';
 
@@ -16,8 +17,17 @@ test('off unless the port is set; the port and globs read as ctl gateway reads t
       CTL_GATEWAY_EGRESS_PORT: '8403',
       CTL_GATEWAY_EGRESS_PASS_THROUGH: '*.Bank.example, pinned.example.{com,net}',
     }).egress,
-    { port: 8403, host: undefined, passThrough: ['*.bank.example', 'pinned.example.{com,net}'] },
+    {
+      port: 8403,
+      host: undefined,
+      passThrough: ['*.bank.example', 'pinned.example.{com,net}'],
+      connectLimit: DEFAULT_CONNECT_LIMIT,
+    },
   );
+  // CONNECTs per session: N/Ss as the other rate limits, 0 for none.
+  const limit = (v: string) => egressFromEnv({ CTL_GATEWAY_EGRESS_PORT: '0', CTL_GATEWAY_EGRESS_CONNECT_LIMIT: v });
+  assert.equal(limit('30/10s')!.connectLimit, { points: 30, seconds: 10 });
+  assert.is(limit('0')!.connectLimit, false);
   assert.is(egressFromEnv({ CTL_GATEWAY_EGRESS_PORT: '0', CTL_GATEWAY_EGRESS_HOST: '0.0.0.0' })!.host, '0.0.0.0');
 });
 
@@ -28,6 +38,8 @@ test('a bad value refuses the start naming the variable', () => {
     [{ CTL_GATEWAY_EGRESS_PORT: '8403', CTL_GATEWAY_EGRESS_PASS_THROUGH: 'a b' }, 'CTL_GATEWAY_EGRESS_PASS_THROUGH'],
     [{ CTL_GATEWAY_EGRESS_PORT: '8403', CTL_GATEWAY_EGRESS_PASS_THROUGH: 'x.{a}' }, 'CTL_GATEWAY_EGRESS_PASS_THROUGH'],
     [{ CTL_GATEWAY_EGRESS_PASS_THROUGH: 'a.example' }, 'CTL_GATEWAY_EGRESS_PASS_THROUGH'],
+    [{ CTL_GATEWAY_EGRESS_PORT: '8403', CTL_GATEWAY_EGRESS_CONNECT_LIMIT: 'lots' }, 'CTL_GATEWAY_EGRESS_CONNECT_LIMIT'],
+    [{ CTL_GATEWAY_EGRESS_CONNECT_LIMIT: '10/1s' }, 'CTL_GATEWAY_EGRESS_CONNECT_LIMIT'],
   ] as const) {
     assert.throws(
       () => egressFromEnv(env),

@@ -8,12 +8,15 @@ import { lookup as dnsLookup } from 'node:dns';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { connect } from 'node:net';
+import { connect, isIP, type Socket } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
 import { webcrypto } from 'node:crypto';
 import { silentLogger } from '../../../service-kit/index.js';
 import { startGateway, type RunningGateway } from '../../../gateway/server.js';
 import { makeCa, mintLeaf, importSigningKey, x509Library } from '../../../gateway/egress/ca.js';
 import type { LookupFn } from '../../../gateway/services/address-guard.js';
+import type { EgressConfig } from '../../../gateway/egress/config.js';
+import type { GatewayRateLimits } from '../../../service-kit/service-limits.js';
 import { ADMIN_KEY, call, inOneHour, sqliteDb, startMerchant, type Merchant, type TestDb } from '../helpers.js';
 
 export interface Stand {
@@ -50,7 +53,9 @@ async function merchantTls(caCertPem: string, caKeyPem: string, host: string) {
   return { key, cert };
 }
 
-export async function startStand(o: { amount?: string } = {}): Promise<Stand> {
+export async function startStand(
+  o: { amount?: string; egress?: Partial<EgressConfig>; rateLimits?: GatewayRateLimits } = {},
+): Promise<Stand> {
   const dir = mkdtempSync(join(tmpdir(), 'ctl-egress-'));
   const merchantCa = await makeCa('CN=merchant test CA', Date.now());
   const http = await startMerchant({ amount: o.amount ?? '100' });
@@ -82,7 +87,8 @@ export async function startStand(o: { amount?: string } = {}): Promise<Stand> {
       allowHosts: [`127.0.0.1:${http.port}`, `127.0.0.1:${https.port}`, `pinned.test:${pinned.port}`],
     },
     upstreamCa: [merchantCa.certPem],
-    egress: { port: 0, passThrough: ['pinned.test'] },
+    egress: { port: 0, passThrough: ['pinned.test'], ...o.egress },
+    ...(o.rateLimits ? { rateLimits: o.rateLimits } : {}),
   });
   const url = running.server.url;
   const owner = await call(url, 'POST', '/admin/owners', { key: ADMIN_KEY, body: { label: 'egress' } });
@@ -157,3 +163,95 @@ export function rawConnect(
     sock.on('error', reject);
   });
 }
+
+/** An open CONNECT tunnel that carries HTTP/1.1 requests one after another on one connection. */
+export interface Tunnel {
+  /** One GET on the tunnel: the answer's status, or undefined when the tunnel is (or gets) closed. */
+  get(path: string): Promise<number | undefined>;
+  /** Resolves when the tunnel's connection has closed. */
+  closed: Promise<void>;
+  isClosed(): boolean;
+  destroy(): void;
+}
+
+/**
+ * A tunnel opened by hand (CONNECT, then TLS when `tls` is given), as an agent's HTTP client keeps
+ * one open: what matters is what the tunnel still carries after its session ended.
+ */
+export async function openTunnel(
+  proxyPort: number,
+  authority: string,
+  token: string,
+  /** TLS inside the tunnel, verifying the certificate for `host` (the authority's host by default). */
+  tls?: { ca: string; host?: string },
+): Promise<Tunnel> {
+  const raw = connect(proxyPort, '127.0.0.1');
+  raw.on('error', () => {});
+  const auth = Buffer.from(`agent:${token}`).toString('base64');
+  raw.write(`CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\nProxy-Authorization: Basic ${auth}\r\n\r\n`);
+  const head = await new Promise<string>((resolve, reject) => {
+    let text = '';
+    const onData = (c: Buffer) => {
+      text += c.toString('latin1');
+      if (!text.includes('\r\n\r\n')) return;
+      raw.off('data', onData);
+      raw.pause();
+      resolve(text);
+    };
+    raw.on('data', onData);
+    raw.once('close', () => reject(new Error(`CONNECT ${authority}: closed after '${text.slice(0, 80)}'`)));
+  });
+  if (!/^HTTP\/1\.1 200 /.test(head)) throw new Error(`CONNECT ${authority}: ${head.split('\r\n')[0]}`);
+  let sock: Socket = raw;
+  if (tls) {
+    const name = tls.host ?? authority.replace(/:\d+$/, '');
+    const secure = tlsConnect({ socket: raw, ca: tls.ca, host: name, servername: isIP(name) ? undefined : name });
+    await new Promise<void>((resolve, reject) => {
+      secure.once('secureConnect', () => resolve());
+      secure.once('error', reject);
+    });
+    secure.on('error', () => {});
+    sock = secure;
+  }
+  let isClosed = false;
+  const closed = new Promise<void>((resolve) =>
+    sock.once('close', () => {
+      isClosed = true;
+      resolve();
+    }),
+  );
+  const host = authority.replace(/:\d+$/, '');
+  return {
+    closed,
+    isClosed: () => isClosed,
+    destroy: () => sock.destroy(),
+    get(path) {
+      if (isClosed || sock.destroyed) return Promise.resolve(undefined);
+      return new Promise((resolve) => {
+        let buf = Buffer.alloc(0);
+        const done = (status: number | undefined) => {
+          sock.off('data', onData);
+          sock.off('close', onClose);
+          resolve(status);
+        };
+        const onData = (c: Buffer) => {
+          buf = Buffer.concat([buf, c]);
+          const end = buf.indexOf('\r\n\r\n');
+          if (end < 0) return;
+          const text = buf.subarray(0, end).toString('latin1');
+          const length = Number(/\r\ncontent-length: *(\d+)/i.exec(text)?.[1] ?? 0);
+          if (buf.length >= end + 4 + length) done(Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1]));
+        };
+        const onClose = () => done(undefined);
+        sock.on('data', onData);
+        sock.once('close', onClose);
+        sock.resume();
+        sock.write(`GET ${path} HTTP/1.1\r\nHost: ${host}\r\n\r\n`);
+      });
+    },
+  };
+}
+
+/** Whether `p` settles within `ms` (a bound for a test to wait, not a measure of speed). */
+export const settlesWithin = (p: Promise<unknown>, ms: number) =>
+  Promise.race([p.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), ms).unref())]);
