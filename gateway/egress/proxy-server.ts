@@ -207,6 +207,58 @@ function prefixed(socket: Socket, first: Buffer): Duplex {
   return d;
 }
 
+/** Pass-through: bytes both ways to the address the guard checked, the client's TLS end to end. */
+function tunnelUntouched(
+  socket: Socket,
+  head: Buffer,
+  address: string,
+  port: number,
+  t: { connectTimeoutMs: number; idleTimeoutMs: number },
+) {
+  const upstream = net.connect({ host: address, port });
+  let connected = false;
+  const timer = setTimeout(() => {
+    upstream.destroy();
+    refuseSocket(socket, {
+      status: 504,
+      code: 'upstream_timeout',
+      message: 'the host did not accept the connection',
+    });
+  }, t.connectTimeoutMs);
+  upstream.once('connect', () => {
+    clearTimeout(timer);
+    connected = true;
+    socket.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+    if (head.length) upstream.write(head);
+    socket.pipe(upstream).pipe(socket);
+    socket.setTimeout(t.idleTimeoutMs, () => socket.destroy());
+  });
+  upstream.on('error', (e) => {
+    clearTimeout(timer);
+    if (connected || !socket.writable) return socket.destroy();
+    refuseSocket(socket, {
+      status: 502,
+      code: 'upstream_error',
+      message: `the host could not be reached: ${(e as NodeJS.ErrnoException).code ?? 'error'}`,
+    });
+  });
+  upstream.on('close', () => socket.destroy());
+  socket.on('close', () => upstream.destroy());
+}
+
+/** Resolves a CONNECT target's host through the address guard (refusing as /proxy does), for an early answer. */
+function guardedAddressOf(hooks: EgressHooks): (url: URL) => Promise<string> {
+  const guarded = guardedLookup(hooks.targets, hooks.resolve);
+  const open = hooks.resolve ?? (dnsLookup as unknown as LookupFn);
+  const openLookup = (h: string, opts: any, cb: any) =>
+    open(h, { all: true }, (e, a) => (e ? cb(e) : opts?.all ? cb(null, a) : cb(null, a[0]!.address, a[0]!.family)));
+  const lookupFor = (url: URL) => (hooks.targets.allowPrivate || isExcepted(url, hooks.targets) ? openLookup : guarded);
+  return (url) =>
+    new Promise((resolve, reject) =>
+      lookupFor(url)(bareHost(url), {}, (err: Error | null, address: string) => (err ? reject(err) : resolve(address))),
+    );
+}
+
 /**
  * Starts the egress proxy listener.
  * @example const egress = await startEgressProxy({ handle: gw.app.callback(), hooks: gw.egress, port: 0, host:
@@ -215,13 +267,8 @@ function prefixed(socket: Socket, first: Buffer): Duplex {
 export async function startEgressProxy(o: EgressOptions): Promise<EgressProxy> {
   const { hooks } = o;
   const passThrough = o.passThrough?.length ? hostGlobList(o.passThrough) : () => false;
-  const connectTimeoutMs = o.connectTimeoutMs ?? 10_000;
-  const idleTimeoutMs = o.idleTimeoutMs ?? 300_000;
-  const guarded = guardedLookup(hooks.targets, hooks.resolve);
-  const open = hooks.resolve ?? (dnsLookup as unknown as LookupFn);
-  const openLookup = (h: string, opts: any, cb: any) =>
-    open(h, { all: true }, (e, a) => (e ? cb(e) : opts?.all ? cb(null, a) : cb(null, a[0]!.address, a[0]!.family)));
-  const lookupFor = (url: URL) => (hooks.targets.allowPrivate || isExcepted(url, hooks.targets) ? openLookup : guarded);
+  const timeouts = { connectTimeoutMs: o.connectTimeoutMs ?? 10_000, idleTimeoutMs: o.idleTimeoutMs ?? 300_000 };
+  const guardedAddress = guardedAddressOf(hooks);
   const sockets = new Set<Socket>();
   const limit = o.connectLimit === false ? undefined : (o.connectLimit ?? DEFAULT_CONNECT_LIMIT);
   const connects = createLimiter(hooks.rateLimitBackend, limit, { name: 'gw_connect', what: "session's CONNECTs" });
@@ -243,13 +290,6 @@ export async function startEgressProxy(o: EgressOptions): Promise<EgressProxy> {
     headers['x-target-url'] = target.href;
     req.url = '/proxy';
     o.handle(req, res);
-  }
-
-  /** Resolves `url`'s host through the address guard (refusing as /proxy does), for an early answer to CONNECT. */
-  function guardedAddress(url: URL): Promise<string> {
-    return new Promise((resolve, reject) =>
-      lookupFor(url)(bareHost(url), {}, (err: Error | null, address: string) => (err ? reject(err) : resolve(address))),
-    );
   }
 
   async function onRequest(req: IncomingMessage, res: ServerResponse) {
@@ -315,11 +355,12 @@ export async function startEgressProxy(o: EgressOptions): Promise<EgressProxy> {
       const address = await guardedAddress(target); // and names that resolve inside the network
       const host = bareHost(target).toLowerCase().replace(/\.$/, '');
       const port = Number(target.port || 443);
-      if (passThrough(host)) return tunnelUntouched(socket, head, address, port);
-      if (socket.destroyed) return; // ended while the leaf was looked up
+      if (socket.destroyed) return; // the session ended (or the client left) meanwhile
+      if (passThrough(host)) return tunnelUntouched(socket, head, address, port, timeouts);
       const secureContext = await hooks.ca.contextFor(host);
+      if (socket.destroyed) return;
       socket.write('HTTP/1.1 200 Connection Established\r\n\r\n');
-      socket.setTimeout(idleTimeoutMs, () => socket.destroy());
+      socket.setTimeout(timeouts.idleTimeoutMs, () => socket.destroy());
       const first = head.length ? head : await firstBytes(socket);
       if (!first) return socket.destroy();
       const stream = prefixed(socket, first);
@@ -336,39 +377,6 @@ export async function startEgressProxy(o: EgressOptions): Promise<EgressProxy> {
     } catch (e) {
       refuseSocket(socket, refusalOf(e));
     }
-  }
-
-  /** Pass-through: bytes both ways to the address the guard checked, the client's TLS end to end. */
-  function tunnelUntouched(socket: Socket, head: Buffer, address: string, port: number) {
-    const upstream = net.connect({ host: address, port });
-    let connected = false;
-    const timer = setTimeout(() => {
-      upstream.destroy();
-      refuseSocket(socket, {
-        status: 504,
-        code: 'upstream_timeout',
-        message: 'the host did not accept the connection',
-      });
-    }, connectTimeoutMs);
-    upstream.once('connect', () => {
-      clearTimeout(timer);
-      connected = true;
-      socket.write('HTTP/1.1 200 Connection Established\r\n\r\n');
-      if (head.length) upstream.write(head);
-      socket.pipe(upstream).pipe(socket);
-      socket.setTimeout(idleTimeoutMs, () => socket.destroy());
-    });
-    upstream.on('error', (e) => {
-      clearTimeout(timer);
-      if (connected || !socket.writable) return socket.destroy();
-      refuseSocket(socket, {
-        status: 502,
-        code: 'upstream_error',
-        message: `the host could not be reached: ${(e as NodeJS.ErrnoException).code ?? 'error'}`,
-      });
-    });
-    upstream.on('close', () => socket.destroy());
-    socket.on('close', () => upstream.destroy());
   }
 
   // What the HTTP parser refuses is answered as on the main port (400, 431…), outside and inside tunnels.

@@ -35,7 +35,10 @@ export interface SessionEnds {
   stopped(ids: readonly string[]): Promise<Set<string>>;
 }
 
-/** @example const ends = createSessionEnds(db, now); events.onEvent = (t, d) => t === 'session.revoked' && ends.ended(d.sessionId) */
+/**
+ * The app's end of the watch: `ended` from its session events, `stopped` over its database.
+ * @example const ends = createSessionEnds(db, now); ends.ended('sess_…', 'revoked')
+ */
 export function createSessionEnds(db: SqlDatabase, now: () => number): SessionEnds {
   const listeners = new Set<(id: string, how: Ending) => void>();
   return {
