@@ -164,7 +164,8 @@ export function createTunnelWatch(o: {
     w.timer = setTimeout(
       () => {
         if (!watched.has(socket)) return;
-        if (wait > MAX_TIMER_MS) return armExpiry(socket, w, expiresAt);
+        // Past setTimeout's range, or a timer that fired a little early: wait again.
+        if (o.now() < expiresAt) return armExpiry(socket, w, expiresAt);
         void check([w.chain[0]!]);
       },
       Math.min(wait, MAX_TIMER_MS),
