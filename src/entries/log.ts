@@ -33,6 +33,7 @@ export {
   tilePath,
   parseTilePath,
   tileFor,
+  tilesOfTree,
   parseEntryBundle,
   formatEntryBundle,
   createTileHashReader,

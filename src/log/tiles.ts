@@ -122,6 +122,24 @@ export function tileFor(tileLevel: number, size: number, first: number): TileRef
   return { level: tileLevel, index, width };
 }
 
+/**
+ * Every tile (and entry bundle) of a tree of `size` entries, as a client that mirrors or audits
+ * the whole log fetches them: per level, the full tiles then the partial one, up to the level
+ * whose tiles are all partial.
+ * @example tilesOfTree(256).map(tilePath) // ['tile/0/000', 'tile/1/000.p/1', 'tile/entries/000']
+ */
+export function tilesOfTree(size: number): TileRef[] {
+  if (!isCount(size)) throw new RangeError('tilesOfTree(size): a safe integer ≥ 0');
+  const out: TileRef[] = [];
+  const add = (level: number | 'entries', hashes: number) => {
+    for (let n = 0; n < Math.floor(hashes / TILE_WIDTH); n++) out.push({ level, index: n, width: TILE_WIDTH });
+    if (hashes % TILE_WIDTH) out.push({ level, index: Math.floor(hashes / TILE_WIDTH), width: hashes % TILE_WIDTH });
+  };
+  for (let level = 0, hashes = size; hashes > 0; level++, hashes = Math.floor(hashes / TILE_WIDTH)) add(level, hashes);
+  add('entries', size);
+  return out;
+}
+
 /** The hash of a perfect subtree from its 2^j hashes at its bottom level (pairwise, level by level). */
 function perfectRoot(hashes: Hash[]): Hash {
   let level = hashes;
