@@ -167,27 +167,22 @@ export async function appendLeafHashes(
   if (!Array.isArray(leafHashes) || !leafHashes.every(isHash))
     throw new TypeError('appendLeafHashes(leafHashes): an array of 32-byte hashes');
   if (!Number.isSafeInteger(size + leafHashes.length)) throw new RangeError('appendLeafHashes: the tree outgrows 2^53');
-  const known = new Map<string, Hash>();
-  const key = (level: number, index: number) => `${level}/${index}`;
+  // The full subtrees of [0, size), largest first: the left siblings every new leaf can meet.
+  // A new node merges with the top of this stack while both are of one level (a right child
+  // completes its parent), so each append costs its own hashes and nothing else.
   const before = rangeNodes(0, size);
-  (await readAll(before, readHashes)).forEach((h, i) => known.set(key(before[i]!.level, before[i]!.index), h));
+  const hashes = await readAll(before, readHashes);
+  const stack = before.map((n, i) => ({ level: n.level, hash: hashes[i]! }));
   const out: StoredHash[] = [];
   leafHashes.forEach((leaf, j) => {
-    let index = size + j;
-    let level = 0;
-    let hash = leaf;
-    out.push({ level, index, hash });
-    known.set(key(level, index), hash);
-    // A right child completes its parent.
-    while (index % 2 === 1) {
-      const left = known.get(key(level, index - 1));
-      if (!left) throw new Error(`appendLeafHashes: no hash for ${level}/${index - 1}`);
-      hash = nodeHash(left, hash);
-      level++;
-      index = (index - 1) / 2;
-      out.push({ level, index, hash });
-      known.set(key(level, index), hash);
+    let node = { level: 0, index: size + j, hash: leaf };
+    out.push(node);
+    while (stack.length && stack[stack.length - 1]!.level === node.level) {
+      const left = stack.pop()!;
+      node = { level: node.level + 1, index: (node.index - 1) / 2, hash: nodeHash(left.hash, node.hash) };
+      out.push(node);
     }
+    stack.push(node);
   });
   return out;
 }
