@@ -21,7 +21,8 @@ const CTL = await import(root + 'dist/index.js');
 // The tree: every stored hash, one array per level (level l holds the full subtrees of 2^l entries).
 const levels = [];
 const read = (nodes) => nodes.map(({ level, index }) => levels[level][index]);
-const entry = (i) => L.utf8Encode(`{"receiptId":"rcpt_${i.toString(36).padStart(8, '0')}","amountMinor":"${i % 9999}"}`);
+const entry = (i) =>
+  L.utf8Encode(`{"receiptId":"rcpt_${i.toString(36).padStart(8, '0')}","amountMinor":"${i % 9999}"}`);
 let t0 = performance.now();
 for (let lo = 0; lo < N; lo += 65_536) {
   const batch = [];
@@ -31,9 +32,13 @@ for (let lo = 0; lo < N; lo += 65_536) {
 const buildMs = performance.now() - t0;
 const rootHash = await L.treeRoot(N, read);
 
-const key = async () => CTL.importSigningKey(generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }));
+const key = async () =>
+  CTL.importSigningKey(generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }));
 const log = L.createNoteSigner('ctl.example/gateway-log', await key());
-const witnesses = [L.createCosigner('witness.example/a', await key()), L.createCosigner('witness.example/b', await key())];
+const witnesses = [
+  L.createCosigner('witness.example/a', await key()),
+  L.createCosigner('witness.example/b', await key()),
+];
 const note = await L.signCheckpoint({ origin: log.name, size: N, rootHash }, [log]);
 const text = L.parseNote(note).text;
 const cosigned = note + (await Promise.all(witnesses.map((w) => w.cosign(text, 1_800_000_000)))).join('');

@@ -84,7 +84,11 @@ export function createLogOps(
         requireCosignatures: requireCosignatures as number,
       };
       if (p.logKeys.length === 0) fail('bad_request', 'logKeys: at least one');
-      if (!Number.isInteger(p.requireCosignatures) || p.requireCosignatures < 0 || p.requireCosignatures > p.witnessKeys.length)
+      if (
+        !Number.isInteger(p.requireCosignatures) ||
+        p.requireCosignatures < 0 ||
+        p.requireCosignatures > p.witnessKeys.length
+      )
         fail('bad_request', 'requireCosignatures: an integer from 0 to the number of witness keys');
       const bytes = utf8Encode(JSON.stringify(p));
       if (storage.compareAndSet(utf8Encode(KEY_LOG), null, bytes)) return p;
@@ -100,7 +104,8 @@ export function createLogOps(
           fail('bad_request', 'proof: the tlog-proof text (or its UTF-8 bytes)');
         let bytes: Uint8Array;
         if (entry !== undefined) {
-          if (!(entry instanceof Uint8Array) || receipt !== undefined) fail('bad_request', 'entry: bytes, without receipt');
+          if (!(entry instanceof Uint8Array) || receipt !== undefined)
+            fail('bad_request', 'entry: bytes, without receipt');
           bytes = entry as Uint8Array;
         } else {
           if (typeof type !== 'string') fail('bad_request', 'type: an artifact type such as "receipt"');

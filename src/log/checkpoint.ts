@@ -76,7 +76,8 @@ export function parseCheckpoint(text: string): Checkpoint {
     malformed('checkpoint: the size is not a decimal below 2^53 without leading zeros');
   const rootHash = base64Decode(rootText);
   if (rootHash.length !== 32) malformed('checkpoint: the root hash is not 32 bytes');
-  if (sizeText === '0' && !equalBytes(rootHash, emptyRoot())) malformed('checkpoint: an empty tree has the root SHA-256()');
+  if (sizeText === '0' && !equalBytes(rootHash, emptyRoot()))
+    malformed('checkpoint: an empty tree has the root SHA-256()');
   return { origin, size: Number(sizeText), rootHash, extensions, text };
 }
 
@@ -134,8 +135,7 @@ async function checkSignatures(
   note: Note,
   known: readonly VerifierKey[],
 ): Promise<
-  | { ok: true; text: string; signedBy: Set<string>; cosigned: Map<string, Cosignature> }
-  | { ok: false; message: string }
+  { ok: true; text: string; signedBy: Set<string>; cosigned: Map<string, Cosignature> } | { ok: false; message: string }
 > {
   const bytes = utf8Encode(note.text);
   const signedBy = new Set<string>();
@@ -146,13 +146,15 @@ async function checkSignatures(
     if (!key) continue;
     const vk = await crypto.importVerifyingKey(key.publicKey, { alg: 'EdDSA' });
     if (key.type === NOTE_ED25519) {
-      if (!(await vk.verify(bytes, sig.signature))) return { ok: false, message: `the signature of ${keyName(key)} does not verify` };
+      if (!(await vk.verify(bytes, sig.signature)))
+        return { ok: false, message: `the signature of ${keyName(key)} does not verify` };
       signedBy.add(keyName(key));
     } else {
       const c = splitCosignature(sig.signature);
       if (!c || !(await vk.verify(cosignatureMessage(note.text, c.timestamp), c.signature)))
         return { ok: false, message: `the cosignature of ${keyName(key)} does not verify` };
-      if (!cosigned.has(keyName(key))) cosigned.set(keyName(key), { name: key.name, keyId: key.keyId, timestamp: c.timestamp });
+      if (!cosigned.has(keyName(key)))
+        cosigned.set(keyName(key), { name: key.name, keyId: key.keyId, timestamp: c.timestamp });
     }
   }
   if (signedBy.size === 0 && cosigned.size === 0) return { ok: false, message: 'no valid signature of a known key' };
@@ -236,7 +238,14 @@ export function verifyCheckpointConsistency(
   proof: readonly Hash[],
 ): LogCheck {
   try {
-    if (!older || !newer || !isHash(older.rootHash) || !isHash(newer.rootHash) || !isCount(older.size) || !isCount(newer.size))
+    if (
+      !older ||
+      !newer ||
+      !isHash(older.rootHash) ||
+      !isHash(newer.rootHash) ||
+      !isCount(older.size) ||
+      !isCount(newer.size)
+    )
       return refusal('malformed', 'checkpoints: { origin, size, rootHash }');
     if (older.origin !== newer.origin) return refusal('checkpoint_origin_mismatch', 'checkpoints of two logs');
     if (newer.size < older.size)
@@ -244,7 +253,9 @@ export function verifyCheckpointConsistency(
     if (newer.size === older.size && !equalBytes(newer.rootHash, older.rootHash))
       return refusal('log_inconsistent', `two different trees of ${newer.size} entries, both signed`);
     if (older.size === 0)
-      return proof.length === 0 ? { valid: true } : refusal('log_proof_invalid', 'every tree extends the empty one, without a proof');
+      return proof.length === 0
+        ? { valid: true }
+        : refusal('log_proof_invalid', 'every tree extends the empty one, without a proof');
     return verifyConsistency(older.size, newer.size, proof, older.rootHash, newer.rootHash);
   } catch (e) {
     return { valid: false, error: toErrorInfo(e) };

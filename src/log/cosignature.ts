@@ -13,7 +13,8 @@ import type { SigningKey } from '../crypto/types.js';
 const isTimestamp = (t: unknown): t is number => typeof t === 'number' && Number.isSafeInteger(t) && t >= 0;
 
 /**
- * The message a v1 cosignature signs. @example cosignatureMessage(cp.text, 1679315147) // "cosignature/v1\ntime 1679315147\n…"
+ * The message a v1 cosignature signs.
+ * @example cosignatureMessage(cp.text, 1679315147) // "cosignature/v1\ntime 1679315147\n…"
  */
 export function cosignatureMessage(checkpointText: string, timestamp: number): Uint8Array {
   if (!isTimestamp(timestamp)) throw new RangeError('cosignature timestamp: a safe integer ≥ 0 (seconds)');

@@ -122,7 +122,13 @@ const odd = (x: number): boolean => x % 2 === 1;
  * `root`, by RFC 9162 §2.1.3.2. Never throws.
  * @example verifyInclusion(leafHash(entry), 7, checkpoint.size, proof, checkpoint.rootHash) // { valid: true }
  */
-export function verifyInclusion(leafHash: Hash, index: number, size: number, proof: readonly Hash[], root: Hash): LogCheck {
+export function verifyInclusion(
+  leafHash: Hash,
+  index: number,
+  size: number,
+  proof: readonly Hash[],
+  root: Hash,
+): LogCheck {
   return guarded(() => {
     if (!isHash(leafHash)) return refuse('malformed', 'leafHash: not a 32-byte hash');
     if (!isHash(root)) return refuse('malformed', 'root: not a 32-byte hash');
@@ -222,8 +228,10 @@ export function verifyConsistency(
     }
     // 7.
     if (sn !== 0) return refuse('log_proof_invalid', 'consistency proof: too few hashes');
-    if (!equalBytes(fr, root1)) return refuse('log_proof_invalid', 'consistency proof: does not lead to the first root');
-    if (!equalBytes(sr, root2)) return refuse('log_proof_invalid', 'consistency proof: does not lead to the second root');
+    if (!equalBytes(fr, root1))
+      return refuse('log_proof_invalid', 'consistency proof: does not lead to the first root');
+    if (!equalBytes(sr, root2))
+      return refuse('log_proof_invalid', 'consistency proof: does not lead to the second root');
     return { valid: true };
   });
 }

@@ -100,7 +100,8 @@ export function parseVerifierKey(vkey: string): VerifierKey {
  */
 export function formatVerifierKey(key: { name: string; type: number; publicKey: Uint8Array }): string {
   if (!isNoteName(key.name)) throw new RangeError('formatVerifierKey: the name has a space or a +');
-  if (!Number.isInteger(key.type) || key.type < 0 || key.type > 255) throw new RangeError('formatVerifierKey: type, a byte');
+  if (!Number.isInteger(key.type) || key.type < 0 || key.type > 255)
+    throw new RangeError('formatVerifierKey: type, a byte');
   const raw = new Uint8Array(33);
   raw[0] = key.type;
   raw.set(key.publicKey, 1);

@@ -138,7 +138,8 @@ export async function proveInclusion(index: number, size: number, readHashes: Re
  */
 export async function proveConsistency(size1: number, size2: number, readHashes: ReadHashes): Promise<Hash[]> {
   checkCounts('proveConsistency(size1, size2)', size1, size2);
-  if (size1 === 0 || size1 > size2) throw new RangeError(`proveConsistency: need 0 < size1 ≤ size2 (${size1}, ${size2})`);
+  if (size1 === 0 || size1 > size2)
+    throw new RangeError(`proveConsistency: need 0 < size1 ≤ size2 (${size1}, ${size2})`);
   if (size1 === size2) return [];
   return hashRanges(consistencyRanges(size1, size2), readHashes);
 }

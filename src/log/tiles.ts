@@ -60,7 +60,11 @@ export function parseTilePath(path: string): TileRef {
   const digits = m[2]!.replace(/[x/]/g, '') + m[3]!;
   const index = Number(digits);
   const width = m[4] === undefined ? TILE_WIDTH : Number(m[4]);
-  if ((level !== 'entries' && level > 63) || (m[4] !== undefined && width >= TILE_WIDTH) || !Number.isSafeInteger(index))
+  if (
+    (level !== 'entries' && level > 63) ||
+    (m[4] !== undefined && width >= TILE_WIDTH) ||
+    !Number.isSafeInteger(index)
+  )
     malformed('tile path: out of range');
   const tile: TileRef = { level, index, width };
   if (tilePath(tile) !== path) malformed('tile path: not canonical');

@@ -37,7 +37,8 @@ export interface TlogProof {
 }
 
 /**
- * Writes a tlog-proof. @example formatTlogProof({ index: 7, proof, checkpoint: note }) // 'c2sp.org/tlog-proof@v1\nindex 7\n…'
+ * Writes a tlog-proof.
+ * @example formatTlogProof({ index: 7, proof, checkpoint: note }) // 'c2sp.org/tlog-proof@v1\nindex 7\n…'
  */
 export function formatTlogProof(p: TlogProof): string {
   if (!isCount(p.index)) throw new RangeError('formatTlogProof: index, a safe integer ≥ 0');
@@ -98,7 +99,13 @@ export async function verifyTlogProofWith(
     if (!cp.valid) return cp;
     const r = verifyInclusion(leaf, p.index, cp.checkpoint.size, p.proof, cp.checkpoint.rootHash);
     if (!r.valid) return r;
-    return { valid: true, index: p.index, checkpoint: cp.checkpoint, signedBy: cp.signedBy, cosignatures: cp.cosignatures };
+    return {
+      valid: true,
+      index: p.index,
+      checkpoint: cp.checkpoint,
+      signedBy: cp.signedBy,
+      cosignatures: cp.cosignatures,
+    };
   } catch (e) {
     return { valid: false, error: toErrorInfo(e) };
   }

@@ -27,7 +27,9 @@ const receipt = {
   merchant: 'charger-17',
   signature: 'c2lnbmF0dXJl',
 };
-const entries = Array.from({ length: 40 }, (_, i) => (i === 33 ? L.logEntry('receipt', receipt) : L.utf8Encode(`e${i}`)));
+const entries = Array.from({ length: 40 }, (_, i) =>
+  i === 33 ? L.logEntry('receipt', receipt) : L.utf8Encode(`e${i}`),
+);
 const leaves = entries.map(L.leafHash);
 const read: L.ReadHashes = (nodes) =>
   nodes.map((n) => L.rootFromLeafHashes(leaves.slice(n.index * 2 ** n.level, (n.index + 1) * 2 ** n.level)));
@@ -94,7 +96,13 @@ test('terminal on the verifier bundle: pin the log, then check receipts; the sam
       'malformed',
     ]);
     const ok = cborDecode(qjs.request(cborEncode({ id: 99, op: 'verifyLogProof', args: { proof, receipt } }))) as any;
-    assert.equal(ok.result, { valid: true, origin: ORIGIN, size: 40, index: 33, cosignedBy: ['w1.example', 'w2.example'] });
+    assert.equal(ok.result, {
+      valid: true,
+      origin: ORIGIN,
+      size: 40,
+      index: 33,
+      cosignedBy: ['w1.example', 'w2.example'],
+    });
     // after a reboot (a new engine on the same flash) the pins are still there
     const again = await createQuickJsDevice(abi, { bundle: 'verify' });
     try {
@@ -111,7 +119,10 @@ test('the wallet bundle has no log verifier: unknown_op', async () => {
   const qjs: Dev = await createQuickJsDevice(createNodeAbi(), { bundle: 'wallet' });
   try {
     assert.is(outcome(qjs.request(cborEncode({ id: 1, op: 'provisionLog', args: pins }))), 'unknown_op');
-    assert.is(outcome(qjs.request(cborEncode({ id: 2, op: 'verifyLogProof', args: { proof, receipt } }))), 'unknown_op');
+    assert.is(
+      outcome(qjs.request(cborEncode({ id: 2, op: 'verifyLogProof', args: { proof, receipt } }))),
+      'unknown_op',
+    );
   } finally {
     qjs.dispose();
   }

@@ -35,7 +35,8 @@ const b64 = L.base64Decode;
 const enc = L.base64Encode;
 const entry = (i: number) => L.utf8Encode(`ctl xcheck entry ${i}\n`);
 /** The Ed25519 seed of an x/mod signer key `PRIVATE+KEY+<name>+<hash>+base64(0x01 ‖ seed)`. */
-const seedOf = (k: { Name: string; Skey: string }) => b64(k.Skey.slice(`PRIVATE+KEY+${k.Name}+12345678+`.length)).slice(1);
+const seedOf = (k: { Name: string; Skey: string }) =>
+  b64(k.Skey.slice(`PRIVATE+KEY+${k.Name}+12345678+`.length)).slice(1);
 const flip = (h: Uint8Array, bit = 0) => {
   const c = h.slice();
   c[bit >> 3] ^= 1 << (bit & 7);
@@ -69,7 +70,8 @@ if (!available) {
       [1, 40_000],
       [40_000, size],
     ] as const)
-      for (const s of await L.appendLeafHashes(lo, leaves.slice(lo, hi), read)) stored.set(`${s.level}/${s.index}`, s.hash);
+      for (const s of await L.appendLeafHashes(lo, leaves.slice(lo, hi), read))
+        stored.set(`${s.level}/${s.index}`, s.hash);
     assert.equal(await L.treeRoot(size, read), L.rootFromLeafHashes(leaves));
   });
 
@@ -87,9 +89,7 @@ if (!available) {
   test('x/mod notes: each verifies, and our signers write them byte for byte', async () => {
     assert.ok(gen.notes.length >= 6);
     const signers = await Promise.all(
-      gen.keys.map(async (k: any) =>
-        L.createNoteSigner(k.Name, await importSigningKey(seedOf(k), { alg: 'EdDSA' })),
-      ),
+      gen.keys.map(async (k: any) => L.createNoteSigner(k.Name, await importSigningKey(seedOf(k), { alg: 'EdDSA' }))),
     );
     for (const n of gen.notes) {
       const r = await L.verifyNote(n.Note, n.Vkeys);
@@ -111,7 +111,10 @@ if (!available) {
       const root = b64(p.Root);
       assert.equal(L.verifyInclusion(leaves[p.Index]!, p.Index, p.Size, proof, root), { valid: true });
       assert.equal(await L.proveInclusion(p.Index, p.Size, read), proof);
-      if (proof.length) assert.not.ok(L.verifyInclusion(leaves[p.Index]!, p.Index, p.Size, [flip(proof[0]), ...proof.slice(1)], root).valid);
+      if (proof.length)
+        assert.not.ok(
+          L.verifyInclusion(leaves[p.Index]!, p.Index, p.Size, [flip(proof[0]), ...proof.slice(1)], root).valid,
+        );
       assert.not.ok(L.verifyInclusion(flip(leaves[p.Index]!), p.Index, p.Size, proof, root).valid);
     }
   });
@@ -142,7 +145,10 @@ if (!available) {
       const level = ref.level as number;
       const ours = new Uint8Array(ref.width * 32);
       for (let i = 0; i < ref.width; i++) ours.set(stored.get(`${level * 8}/${ref.index * 256 + i}`)!, i * 32);
-      assert.ok(data.every((b: number, i: number) => b === ours[i]), t.Path);
+      assert.ok(
+        data.every((b: number, i: number) => b === ours[i]),
+        t.Path,
+      );
     }
     const reader = L.createTileHashReader(size, (t) => tiles.get(L.tilePath(t))!);
     for (const p of gen.inclusion.filter((p: any) => p.Size === size))
@@ -171,7 +177,8 @@ if (!available) {
         [both, vkeys],
         [both, [vkeys[1]!]],
         [both.replace('\n\n\u2014', '\n\n\u2014 x.example AAAAAAA=\n\u2014'), vkeys], // an unknown key's line
-        [both.replace(/ (\S{30})(\S)(\S*)\n$/, (_m, a, c, r) => ` ${a}${c === 'A' ? 'B' : 'A'}${r}\n`), vkeys], // bad sig
+        // a bad signature: one base64 character of the signature changed
+        [both.replace(/ (\S{30})(\S)(\S*)\n$/, (_m, a, c, r) => ` ${a}${c === 'A' ? 'B' : 'A'}${r}\n`), vkeys],
       ] as const) {
         notes.push({ Note: note, Vkeys: [...keysGiven] });
         const r = await L.verifyNote(note, keysGiven);
@@ -210,8 +217,16 @@ if (!available) {
       L.tilePath({ level: 0, index, width: 256 }),
       L.tilePath({ level: 2, index, width: 17 }),
     ]);
-    const trees = [L.formatCheckpoint({ origin: 'go.sum database tree', size, rootHash: await L.treeRoot(size, read) })];
-    const go = run('verify', { Notes: notes, Trees: trees.map((Text) => ({ Text })), Records: records, Prefixes: prefixes, TilePaths: tilePaths });
+    const trees = [
+      L.formatCheckpoint({ origin: 'go.sum database tree', size, rootHash: await L.treeRoot(size, read) }),
+    ];
+    const go = run('verify', {
+      Notes: notes,
+      Trees: trees.map((Text) => ({ Text })),
+      Records: records,
+      Prefixes: prefixes,
+      TilePaths: tilePaths,
+    });
     assert.equal(
       go.notes.map((v: string) => (v.startsWith('ok') ? v : 'refused')),
       ours,

@@ -48,7 +48,7 @@ test('a checkpoint signed by the log verifies; its fields are read back', async 
   assert.is(L.parseVerifierKey(witnesses[0]!.verifierKey).type, L.COSIGNATURE_ED25519);
 });
 
-test('signatures: an unknown key is ignored, a known key that fails refuses the note, a repeat counts once', async () => {
+test('signatures: unknown keys ignored, a known key that fails refuses the note, a repeat counts once', async () => {
   const withOther = (await L.signNote(text, [other, signer])).toString();
   assert.is(code(await L.verifyCheckpoint(withOther, [signer.verifierKey])), 'valid');
   assert.is(code(await L.verifyCheckpoint(withOther, [other.verifierKey])), 'checkpoint_origin_mismatch');
@@ -60,29 +60,50 @@ test('signatures: an unknown key is ignored, a known key that fails refuses the 
   const forged = checkpoint.replace('\n10\n', '\n11\n');
   assert.is(code(await L.verifyCheckpoint(forged, [signer.verifierKey])), 'checkpoint_signature_invalid');
   const otherTextSig = (await L.signNote('ctl.example/gateway-log\n11\nAAAA\n', [signer])).split('\n\n')[1]!;
-  assert.is(code(await L.verifyCheckpoint(`${checkpoint}${otherTextSig}`, [signer.verifierKey])), 'checkpoint_signature_invalid');
+  assert.is(
+    code(await L.verifyCheckpoint(`${checkpoint}${otherTextSig}`, [signer.verifierKey])),
+    'checkpoint_signature_invalid',
+  );
   // the same name and key ID as a trusted key, another key: refused, never confused
   const impostor = L.createNoteSigner(ORIGIN, log2);
-  assert.is(code(await L.verifyCheckpoint(await L.signNote(text, [impostor]), [signer.verifierKey])), 'checkpoint_signature_invalid');
+  assert.is(
+    code(await L.verifyCheckpoint(await L.signNote(text, [impostor]), [signer.verifierKey])),
+    'checkpoint_signature_invalid',
+  );
 });
 
 test('origin: the log key names it by default; options.origin overrides', async () => {
   const elsewhere = await L.signCheckpoint({ origin: 'another.example/log', size: 10, rootHash: root }, [signer]);
   assert.is(code(await L.verifyCheckpoint(elsewhere, [signer.verifierKey])), 'checkpoint_origin_mismatch');
-  assert.is(code(await L.verifyCheckpoint(elsewhere, [signer.verifierKey], { origin: 'another.example/log' })), 'valid');
-  assert.is(code(await L.verifyCheckpoint(checkpoint, [signer.verifierKey], { origin: 'x' })), 'checkpoint_origin_mismatch');
+  assert.is(
+    code(await L.verifyCheckpoint(elsewhere, [signer.verifierKey], { origin: 'another.example/log' })),
+    'valid',
+  );
+  assert.is(
+    code(await L.verifyCheckpoint(checkpoint, [signer.verifierKey], { origin: 'x' })),
+    'checkpoint_origin_mismatch',
+  );
 });
 
 test('cosignatures: k of n distinct witnesses; a bad cosignature of a known witness refuses', async () => {
   const opts = (k: number) => ({ witnessKeys: wkeys, requireCosignatures: k });
   assert.is(code(await L.verifyCheckpoint(await cosigned(2), [signer.verifierKey], opts(2))), 'valid');
-  assert.is(code(await L.verifyCheckpoint(await cosigned(1), [signer.verifierKey], opts(2))), 'checkpoint_cosignatures_insufficient');
-  assert.is(code(await L.verifyCheckpoint(checkpoint, [signer.verifierKey], opts(1))), 'checkpoint_cosignatures_insufficient');
+  assert.is(
+    code(await L.verifyCheckpoint(await cosigned(1), [signer.verifierKey], opts(2))),
+    'checkpoint_cosignatures_insufficient',
+  );
+  assert.is(
+    code(await L.verifyCheckpoint(checkpoint, [signer.verifierKey], opts(1))),
+    'checkpoint_cosignatures_insufficient',
+  );
   const r = await L.verifyCheckpoint(await cosigned(3, 1_700_000_123), [signer.verifierKey], opts(3));
   assert.ok(r.valid && r.cosignatures.map((c) => c.timestamp).every((t) => t === 1_700_000_123));
   // one witness cosigning twice (two lines, or two timestamps) is one witness
   const twice = (await cosigned(1)) + (await witnesses[0]!.cosign(text, 1_800_000_001));
-  assert.is(code(await L.verifyCheckpoint(twice, [signer.verifierKey], opts(2))), 'checkpoint_cosignatures_insufficient');
+  assert.is(
+    code(await L.verifyCheckpoint(twice, [signer.verifierKey], opts(2))),
+    'checkpoint_cosignatures_insufficient',
+  );
   // a cosignature whose timestamp was changed no longer verifies: the note is refused
   const line = await witnesses[1]!.cosign(text, 1_800_000_000);
   const raw = L.base64Decode(line.trim().split(' ')[2]!);
@@ -91,7 +112,10 @@ test('cosignatures: k of n distinct witnesses; a bad cosignature of a known witn
   assert.is(code(await L.verifyCheckpoint(tampered, [signer.verifierKey], opts(0))), 'checkpoint_signature_invalid');
   // a cosignature is not a note signature: a witness key given as a log key, and the reverse, are malformed
   assert.is(code(await L.verifyCheckpoint(await cosigned(1), [wkeys[0]!])), 'malformed');
-  assert.is(code(await L.verifyCheckpoint(checkpoint, [signer.verifierKey], { witnessKeys: [signer.verifierKey] })), 'malformed');
+  assert.is(
+    code(await L.verifyCheckpoint(checkpoint, [signer.verifierKey], { witnessKeys: [signer.verifierKey] })),
+    'malformed',
+  );
   assert.is(code(await L.verifyCheckpoint(checkpoint, [signer.verifierKey], opts(4))), 'malformed');
   // unknown witnesses' lines are ignored
   assert.is(code(await L.verifyCheckpoint(await cosigned(3), [signer.verifierKey])), 'valid');
@@ -122,19 +146,36 @@ test('note syntax: what x/mod and the spec refuse, refused as malformed', async 
   assert.is(code(await L.verifyCheckpoint(null as any, null as any, null as any)), 'malformed');
 });
 
-test('checkpoint text: three lines and extensions; sizes without leading zeros; the empty tree has its root', async () => {
+test('checkpoint text: three lines, extensions, sizes without leading zeros, the empty root', async () => {
   const b = L.base64Encode(root);
   assert.equal(L.parseCheckpoint(`o\n5\n${b}\next one\n`).extensions, ['ext one']);
-  for (const bad of [`o\n05\n${b}\n`, `o\n-1\n${b}\n`, `o\n5\n${b}`, `o\n5\n\n${b}\n`, `\n5\n${b}\n`, `o\n5\n${b}\n\n`,
-    `o\n5\nAAAA\n`, `o\n99999999999999999\n${b}\n`, `o\n0\n${b}\n`])
-    assert.is(throwsCode(() => L.parseCheckpoint(bad)), 'malformed', JSON.stringify(bad));
+  for (const bad of [
+    `o\n05\n${b}\n`,
+    `o\n-1\n${b}\n`,
+    `o\n5\n${b}`,
+    `o\n5\n\n${b}\n`,
+    `\n5\n${b}\n`,
+    `o\n5\n${b}\n\n`,
+    `o\n5\nAAAA\n`,
+    `o\n99999999999999999\n${b}\n`,
+    `o\n0\n${b}\n`,
+  ])
+    assert.is(
+      throwsCode(() => L.parseCheckpoint(bad)),
+      'malformed',
+      JSON.stringify(bad),
+    );
   assert.is(L.parseCheckpoint(`o\n0\n${L.base64Encode(L.emptyRoot())}\n`).size, 0);
   assert.is(L.formatCheckpoint({ origin: 'o', size: 5, rootHash: root, extensions: ['e'] }), `o\n5\n${b}\ne\n`);
 });
 
 test('vkeys: the key ID must match; Ed25519 only; a name without spaces or +', () => {
   const vk = signer.verifierKey;
-  const [name, id, k] = [vk.slice(0, vk.indexOf('+')), vk.split('+')[1]!, vk.slice(vk.indexOf('+', vk.indexOf('+') + 1) + 1)];
+  const [name, id, k] = [
+    vk.slice(0, vk.indexOf('+')),
+    vk.split('+')[1]!,
+    vk.slice(vk.indexOf('+', vk.indexOf('+') + 1) + 1),
+  ];
   assert.is(L.parseVerifierKey(`${name}+${id.toUpperCase()}+${k}`).keyId, signer.keyId);
   const wrongId = ((signer.keyId ^ 1) >>> 0).toString(16).padStart(8, '0');
   const raw = L.base64Decode(k);
@@ -148,7 +189,11 @@ test('vkeys: the key ID must match; Ed25519 only; a name without spaces or +', (
     `${name}+${id}`,
     '',
   ])
-    assert.is(throwsCode(() => L.parseVerifierKey(bad)), 'malformed', bad);
+    assert.is(
+      throwsCode(() => L.parseVerifierKey(bad)),
+      'malformed',
+      bad,
+    );
 });
 
 test('consistency between two checkpoints: rollback and split view are log_inconsistent', async () => {
@@ -170,7 +215,7 @@ test('consistency between two checkpoints: rollback and split view are log_incon
   assert.is(code(L.verifyCheckpointConsistency(empty, first, proof)), 'log_proof_invalid');
 });
 
-test('tlog-proof: a receipt entry proven under a cosigned checkpoint; any other entry, index or note is refused', async () => {
+test('tlog-proof: a receipt proven under a cosigned checkpoint; another entry, index or note refused', async () => {
   const receipt = { receiptId: 'rcpt_1', amount: { amountMinor: '1250', currency: 'EUR' }, signature: 'sig' };
   const logged = [...entries.slice(0, 7), L.logEntry('receipt', receipt), ...entries.slice(8)];
   const leaves = logged.map(L.leafHash);
@@ -185,10 +230,22 @@ test('tlog-proof: a receipt entry proven under a cosigned checkpoint; any other 
   assert.is(code(await L.verifyTlogProof(proof, { leafHash: leaves[7]! }, [signer.verifierKey])), 'valid');
   const changed = L.logEntry('receipt', { ...receipt, amount: { amountMinor: '1251', currency: 'EUR' } });
   assert.is(code(await L.verifyTlogProof(proof, changed, [signer.verifierKey])), 'log_proof_invalid');
-  assert.is(code(await L.verifyTlogProof(proof.replace('index 7', 'index 6'), logged[7]!, [signer.verifierKey])), 'log_proof_invalid');
-  assert.is(code(await L.verifyTlogProof(proof, logged[7]!, [signer.verifierKey], { ...opts, requireCosignatures: 2 })), 'checkpoint_cosignatures_insufficient');
-  assert.is(code(await L.verifyTlogProof(proof.replace('\n10\n', '\n11\n'), logged[7]!, [signer.verifierKey])), 'checkpoint_signature_invalid');
-  assert.is(code(await L.verifyTlogProof(proof.replace('index 7', 'index 07'), logged[7]!, [signer.verifierKey])), 'malformed');
+  assert.is(
+    code(await L.verifyTlogProof(proof.replace('index 7', 'index 6'), logged[7]!, [signer.verifierKey])),
+    'log_proof_invalid',
+  );
+  assert.is(
+    code(await L.verifyTlogProof(proof, logged[7]!, [signer.verifierKey], { ...opts, requireCosignatures: 2 })),
+    'checkpoint_cosignatures_insufficient',
+  );
+  assert.is(
+    code(await L.verifyTlogProof(proof.replace('\n10\n', '\n11\n'), logged[7]!, [signer.verifierKey])),
+    'checkpoint_signature_invalid',
+  );
+  assert.is(
+    code(await L.verifyTlogProof(proof.replace('index 7', 'index 07'), logged[7]!, [signer.verifierKey])),
+    'malformed',
+  );
   assert.is(code(await L.verifyTlogProof(proof, 'x' as any, [signer.verifierKey])), 'malformed');
   const withExtra = L.formatTlogProof({ ...L.parseTlogProof(proof), extra: L.utf8Encode('rcpt_1') });
   assert.equal(L.parseTlogProof(withExtra).extra, L.utf8Encode('rcpt_1'));
@@ -199,9 +256,22 @@ test('log entries: "ctl-<type>/1\\n" + JCS of the artifact, read back strictly',
   const e = L.logEntry('grant', { b: 1, a: 'x' });
   assert.is(L.utf8Decode(e), 'ctl-grant/1\n{"a":"x","b":1}');
   assert.equal(L.parseLogEntry(e), { type: 'grant', artifact: { a: 'x', b: 1 } });
-  for (const bad of ['ctl-grant/1\n{"b":1,"a":"x"}', 'ctl-grant/2\n{}', 'grant\n{}', 'ctl-grant/1\n[1]', 'ctl-grant/1\n{"a":1,"a":1}'])
-    assert.is(throwsCode(() => L.parseLogEntry(L.utf8Encode(bad))), 'malformed', bad);
-  assert.is(throwsCode(() => L.logEntry('receipt', [1])), 'malformed');
+  for (const bad of [
+    'ctl-grant/1\n{"b":1,"a":"x"}',
+    'ctl-grant/2\n{}',
+    'grant\n{}',
+    'ctl-grant/1\n[1]',
+    'ctl-grant/1\n{"a":1,"a":1}',
+  ])
+    assert.is(
+      throwsCode(() => L.parseLogEntry(L.utf8Encode(bad))),
+      'malformed',
+      bad,
+    );
+  assert.is(
+    throwsCode(() => L.logEntry('receipt', [1])),
+    'malformed',
+  );
 });
 
 test('tiles: paths as C2SP writes them, read back only in that spelling; entry bundles', () => {
@@ -216,24 +286,64 @@ test('tiles: paths as C2SP writes them, read back only in that spelling; entry b
     assert.is(L.tilePath(ref), path);
     assert.equal(L.parseTilePath(path), ref);
   }
-  for (const bad of ['tile/0/x000/005', 'tile/00/005', 'tile/0/005.p/256', 'tile/0/005.p/0', 'tile/0/005.p/012',
-    'tile/64/000', 'tile/0/5', 'tile/0/0005', 'tile/data/000', '/tile/0/000', 'tile/0/000/', 'tile/0/x001'])
-    assert.is(throwsCode(() => L.parseTilePath(bad)), 'malformed', bad);
+  for (const bad of [
+    'tile/0/x000/005',
+    'tile/00/005',
+    'tile/0/005.p/256',
+    'tile/0/005.p/0',
+    'tile/0/005.p/012',
+    'tile/64/000',
+    'tile/0/5',
+    'tile/0/0005',
+    'tile/data/000',
+    '/tile/0/000',
+    'tile/0/000/',
+    'tile/0/x001',
+  ])
+    assert.is(
+      throwsCode(() => L.parseTilePath(bad)),
+      'malformed',
+      bad,
+    );
   const bundle = L.formatEntryBundle([L.utf8Encode('a'), new Uint8Array(0), new Uint8Array(300).fill(7)]);
-  assert.equal(L.parseEntryBundle(bundle).map((e) => e.length), [1, 0, 300]);
-  assert.is(throwsCode(() => L.parseEntryBundle(bundle.subarray(0, bundle.length - 1))), 'malformed');
-  assert.is(throwsCode(() => L.parseEntryBundle(new Uint8Array([0]))), 'malformed');
-  assert.is(throwsCode(() => L.parseEntryBundle(new Uint8Array(2 * 257))), 'malformed');
+  assert.equal(
+    L.parseEntryBundle(bundle).map((e) => e.length),
+    [1, 0, 300],
+  );
+  assert.is(
+    throwsCode(() => L.parseEntryBundle(bundle.subarray(0, bundle.length - 1))),
+    'malformed',
+  );
+  assert.is(
+    throwsCode(() => L.parseEntryBundle(new Uint8Array([0]))),
+    'malformed',
+  );
+  assert.is(
+    throwsCode(() => L.parseEntryBundle(new Uint8Array(2 * 257))),
+    'malformed',
+  );
   assert.equal(L.tilesOfTree(0), []);
   assert.equal(L.tilesOfTree(1).map(L.tilePath), ['tile/0/000.p/1', 'tile/entries/000.p/1']);
+});
+
+test('base64 in notes and checkpoints is standard, padded and canonical (RFC 4648 §4)', () => {
+  assert.equal(L.base64Decode('AQ=='), new Uint8Array([1]));
+  assert.equal(L.base64Decode('AQI='), new Uint8Array([1, 2]));
+  assert.equal(L.base64Decode(''), new Uint8Array(0));
+  for (const bad of ['AQ', 'AQ=', 'AR==', 'AQJ=', 'A===', ' AQ==', 'AQ==\n', '-_8=', 'AQ==AQ=='])
+    assert.is(throwsCode(() => L.base64Decode(bad)), 'malformed', JSON.stringify(bad));
 });
 
 test('hostile text: the verifiers answer, never throw; the parsers throw only CtlError', async () => {
   const noteish = fc.oneof(
     fc.string({ maxLength: 300 }),
-    fc.constantFrom(checkpoint, text).chain((base) =>
-      fc.tuple(fc.nat(base.length), fc.string({ maxLength: 8 })).map(([at, s]) => base.slice(0, at) + s + base.slice(at)),
-    ),
+    fc
+      .constantFrom(checkpoint, text)
+      .chain((base) =>
+        fc
+          .tuple(fc.nat(base.length), fc.string({ maxLength: 8 }))
+          .map(([at, s]) => base.slice(0, at) + s + base.slice(at)),
+      ),
   );
   await fc.assert(
     fc.asyncProperty(noteish, async (s) => {
@@ -241,7 +351,12 @@ test('hostile text: the verifiers answer, never throw; the parsers throw only Ct
       assert.ok(typeof r.valid === 'boolean');
       const p = await L.verifyTlogProof(s, new Uint8Array(1), [signer.verifierKey]);
       assert.ok(!p.valid);
-      for (const f of [() => L.parseNote(s), () => L.parseTilePath(s), () => L.parseTlogProof(s), () => L.parseVerifierKey(s)]) {
+      for (const f of [
+        () => L.parseNote(s),
+        () => L.parseTilePath(s),
+        () => L.parseTlogProof(s),
+        () => L.parseVerifierKey(s),
+      ]) {
         const c = throwsCode(f);
         assert.ok(c === 'returned' || c === 'malformed', c);
       }

@@ -113,7 +113,10 @@ test('signed-note: the example vkey verifies the example note; a changed byte do
 test('tlog-checkpoint and tlog-cosignature: the examples parse; the cosignature holds its timestamp', () => {
   const cp = L.parseNote(codeBlocks(spec('tlog-checkpoint.md'))[0]!);
   const checkpoint = L.parseCheckpoint(cp.text);
-  assert.equal([checkpoint.origin, checkpoint.size, checkpoint.extensions], ['example.com/behind-the-sofa', 20852163, []]);
+  assert.equal(
+    [checkpoint.origin, checkpoint.size, checkpoint.extensions],
+    ['example.com/behind-the-sofa', 20852163, []],
+  );
   assert.is(L.formatCheckpoint(checkpoint), cp.text);
   const blocks = codeBlocks(spec('tlog-cosignature.md'));
   const cosigned = L.parseNote(blocks[0]!);
@@ -136,17 +139,30 @@ test('tlog-tiles: the path and tile-count examples', () => {
   const t = sentence(
     md,
     'a tree of size ([\\d,]+) will be represented by (\\d+) full level 0 tiles, one partial level 0 tile of width ' +
-      '(\\d+), one full level 1 tile, one partial level 1 tile of width (\\d+), and one partial level 2 tile of width (\\d+)',
+      '(\\d+), one full level 1 tile, one partial level 1 tile of width (\\d+), and one partial level 2 tile ' +
+      'of width (\\d+)',
   );
   const tiles = L.tilesOfTree(Number(t[1]!.replace(/,/g, ''))).filter((x) => x.level !== 'entries');
   const at = (level: number, full: boolean) => tiles.filter((x) => x.level === level && (x.width === 256) === full);
   assert.is(at(0, true).length, Number(t[2]));
-  assert.equal(at(0, false).map((x) => x.width), [Number(t[3])]);
+  assert.equal(
+    at(0, false).map((x) => x.width),
+    [Number(t[3])],
+  );
   assert.is(at(1, true).length, 1);
-  assert.equal(at(1, false).map((x) => x.width), [Number(t[4])]);
-  assert.equal(at(2, false).map((x) => x.width), [Number(t[5])]);
+  assert.equal(
+    at(1, false).map((x) => x.width),
+    [Number(t[4])],
+  );
+  assert.equal(
+    at(2, false).map((x) => x.width),
+    [Number(t[5])],
+  );
   assert.is(tiles.length, Number(t[2]) + 4);
-  const small = sentence(md, 'a tree of size (\\d+) will be represented by a full level 0 tile and a partial level 1 tile of width (\\d+)');
+  const small = sentence(
+    md,
+    'a tree of size (\\d+) will be represented by a full level 0 tile and a partial level 1 tile of width (\\d+)',
+  );
   assert.equal(
     L.tilesOfTree(Number(small[1])).filter((x) => x.level !== 'entries'),
     [
@@ -157,7 +173,7 @@ test('tlog-tiles: the path and tile-count examples', () => {
   c2spChecks += 3;
 });
 
-test('tlog-proof: the example parses (index, five hashes, the checkpoint); its elided signatures are refused', async () => {
+test('tlog-proof: the example parses (index, five hashes, checkpoint); its elided signatures refused', async () => {
   const text = codeBlocks(spec('tlog-proof.md'))[0]!;
   const p = L.parseTlogProof(text);
   assert.is(p.index, 73894);

@@ -42,7 +42,8 @@ function probes(kind: 'inclusion' | 'consistency') {
     for (const name of readdirSync(d).sort()) {
       const path = join(d, name);
       if (statSync(path).isDirectory()) walk(path);
-      else if (name.endsWith('.json')) out.push({ name: path.slice(dir.length + 1), ...JSON.parse(readFileSync(path, 'utf8')) });
+      else if (name.endsWith('.json'))
+        out.push({ name: path.slice(dir.length + 1), ...JSON.parse(readFileSync(path, 'utf8')) });
     }
   };
   walk(dir);
@@ -63,7 +64,10 @@ const inclusion = probes('inclusion').map((p) => ({
   size: p.treeSize,
   proof: (p.proof ?? []).map(b64),
   root: b64(p.root),
-  expected: expected(L.verifyInclusion(dec(p.leafHash), p.leafIdx, p.treeSize, (p.proof ?? []).map(dec), dec(p.root)), p),
+  expected: expected(
+    L.verifyInclusion(dec(p.leafHash), p.leafIdx, p.treeSize, (p.proof ?? []).map(dec), dec(p.root)),
+    p,
+  ),
 }));
 const consistency = probes('consistency').map((p) => ({
   name: p.name,
@@ -81,13 +85,22 @@ const log = L.createNoteSigner(ORIGIN, await key());
 const stranger = L.createNoteSigner(ORIGIN, await key());
 const witnesses = [L.createCosigner('w1.example', await key()), L.createCosigner('w2.example', await key())];
 const wkeys = witnesses.map((w) => w.verifierKey);
-const receipt = { version: 1, receiptId: 'rcpt_runtime', amount: { amountMinor: '1250', currency: 'EUR' }, signature: 'c2ln' };
-const entries = Array.from({ length: 300 }, (_, i) => (i === 201 ? L.logEntry('receipt', receipt) : L.utf8Encode(`entry ${i}`)));
+const receipt = {
+  version: 1,
+  receiptId: 'rcpt_runtime',
+  amount: { amountMinor: '1250', currency: 'EUR' },
+  signature: 'c2ln',
+};
+const entries = Array.from({ length: 300 }, (_, i) =>
+  i === 201 ? L.logEntry('receipt', receipt) : L.utf8Encode(`entry ${i}`),
+);
 const leaves = entries.map(L.leafHash);
 const read: L.ReadHashes = (nodes) =>
   nodes.map((n) => L.rootFromLeafHashes(leaves.slice(n.index * 2 ** n.level, (n.index + 1) * 2 ** n.level)));
 async function checkpointOf(size: number, cosigners = witnesses, rootHash?: Uint8Array) {
-  const note = await L.signCheckpoint({ origin: ORIGIN, size, rootHash: rootHash ?? (await L.treeRoot(size, read)) }, [log]);
+  const note = await L.signCheckpoint({ origin: ORIGIN, size, rootHash: rootHash ?? (await L.treeRoot(size, read)) }, [
+    log,
+  ]);
   const text = L.parseNote(note).text;
   return note + (await Promise.all(cosigners.map((w) => w.cosign(text, 1_800_000_000)))).join('');
 }
@@ -97,22 +110,72 @@ const withW = { witnessKeys: wkeys, requireCosignatures: 2 };
 const checkpoints = [
   { name: 'signed and cosigned', note: cp300, logKeys: [log.verifierKey], options: withW, expected: 'valid 300 2' },
   { name: 'no witness asked', note: cp250, logKeys: [log.verifierKey], expected: 'valid 250 0' },
-  { name: 'two witnesses asked, none', note: cp250, logKeys: [log.verifierKey], options: withW, expected: 'checkpoint_cosignatures_insufficient' },
+  {
+    name: 'two witnesses asked, none',
+    note: cp250,
+    logKeys: [log.verifierKey],
+    options: withW,
+    expected: 'checkpoint_cosignatures_insufficient',
+  },
   { name: 'another key', note: cp300, logKeys: [stranger.verifierKey], expected: 'checkpoint_signature_invalid' },
-  { name: 'a changed size', note: cp300.replace('\n300\n', '\n301\n'), logKeys: [log.verifierKey], expected: 'checkpoint_signature_invalid' },
-  { name: 'another origin', note: cp300, logKeys: [log.verifierKey], options: { origin: 'x.example' }, expected: 'checkpoint_origin_mismatch' },
+  {
+    name: 'a changed size',
+    note: cp300.replace('\n300\n', '\n301\n'),
+    logKeys: [log.verifierKey],
+    expected: 'checkpoint_signature_invalid',
+  },
+  {
+    name: 'another origin',
+    note: cp300,
+    logKeys: [log.verifierKey],
+    options: { origin: 'x.example' },
+    expected: 'checkpoint_origin_mismatch',
+  },
   { name: 'not a note', note: 'hello', logKeys: [log.verifierKey], expected: 'malformed' },
 ];
 const proofOf = async (index: number, note = cp300) =>
-  L.formatTlogProof({ index, proof: await L.proveInclusion(index, L.parseCheckpoint(L.parseNote(note).text).size, read), checkpoint: note });
+  L.formatTlogProof({
+    index,
+    proof: await L.proveInclusion(index, L.parseCheckpoint(L.parseNote(note).text).size, read),
+    checkpoint: note,
+  });
 const tlogProofs = [
-  { name: 'entry 0', proof: await proofOf(0), entry: arr(entries[0]!), logKeys: [log.verifierKey], options: withW, expected: 'valid' },
-  { name: 'entry 299', proof: await proofOf(299), entry: arr(entries[299]!), logKeys: [log.verifierKey], expected: 'valid' },
-  { name: 'another entry', proof: await proofOf(5), entry: arr(entries[6]!), logKeys: [log.verifierKey], expected: 'log_proof_invalid' },
-  { name: 'under 250', proof: await proofOf(249, cp250), entry: arr(entries[249]!), logKeys: [log.verifierKey], expected: 'valid' },
+  {
+    name: 'entry 0',
+    proof: await proofOf(0),
+    entry: arr(entries[0]!),
+    logKeys: [log.verifierKey],
+    options: withW,
+    expected: 'valid',
+  },
+  {
+    name: 'entry 299',
+    proof: await proofOf(299),
+    entry: arr(entries[299]!),
+    logKeys: [log.verifierKey],
+    expected: 'valid',
+  },
+  {
+    name: 'another entry',
+    proof: await proofOf(5),
+    entry: arr(entries[6]!),
+    logKeys: [log.verifierKey],
+    expected: 'log_proof_invalid',
+  },
+  {
+    name: 'under 250',
+    proof: await proofOf(249, cp250),
+    entry: arr(entries[249]!),
+    logKeys: [log.verifierKey],
+    expected: 'valid',
+  },
 ];
 const older = cp250;
-const fork = await checkpointOf(300, [], L.rootFromLeafHashes([...leaves.slice(0, 299), L.leafHash(L.utf8Encode('forged'))]));
+const fork = await checkpointOf(
+  300,
+  [],
+  L.rootFromLeafHashes([...leaves.slice(0, 299), L.leafHash(L.utf8Encode('forged'))]),
+);
 const fixtures = {
   inclusion,
   consistency,
@@ -130,7 +193,10 @@ const fixtures = {
 
 test('fixtures: every published probe read, with its published verdict', () => {
   assert.ok(inclusion.length >= 98 && consistency.length >= 98, `${inclusion.length} ${consistency.length}`);
-  assert.equal([...inclusion, ...consistency].filter((p) => p.expected === 'MISMATCH').map((p) => p.name), []);
+  assert.equal(
+    [...inclusion, ...consistency].filter((p) => p.expected === 'MISMATCH').map((p) => p.name),
+    [],
+  );
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -146,7 +212,13 @@ const dist = (f: string) => {
 };
 const ROLES = {
   log: { src: '../../src/entries/log.js', esm: 'log.js', cjs: 'log.cjs', iife: 'ctl-log.iife.js', global: 'CTLLog' },
-  verify: { src: '../../src/entries/verify.js', esm: 'verify.js', cjs: 'verify.cjs', iife: 'ctl-verify.iife.js', global: 'CTL' },
+  verify: {
+    src: '../../src/entries/verify.js',
+    esm: 'verify.js',
+    cjs: 'verify.cjs',
+    iife: 'ctl-verify.iife.js',
+    global: 'CTL',
+  },
   full: { src: '../../src/index.js', esm: 'index.js', cjs: 'index.cjs', iife: 'ctl.iife.js', global: 'CTL' },
 } as const;
 let reference: Outcomes | undefined;
@@ -195,12 +267,21 @@ for (const [role, t] of Object.entries(ROLES)) {
         [
           `import * as LIB from ${JSON.stringify(pathToFileURL(dist(t.esm)).href)};`,
           `import { run } from ${JSON.stringify(pathToFileURL(suitePath).href)};`,
-          `const r = await run(LIB, (n, ok, d) => { if (!ok) console.log('FAILED ' + n + ': ' + d); }, ${JSON.stringify(fixtures)});`,
+          `const report = (n, ok, d) => { if (!ok) console.log('FAILED ' + n + ': ' + d); };`,
+          `const r = await run(LIB, report, ${JSON.stringify(fixtures)});`,
           `console.log('RESULT ' + JSON.stringify(r));`,
         ].join('\n'),
       );
-      const args = name === 'deno' ? ['run', '--quiet', '--no-prompt', '--no-config', `--allow-read=${root},${tmp}`, entry] : [entry];
-      const out = spawnSync(exe, args, { cwd: tmp, encoding: 'utf8', timeout: 120_000, env: { ...process.env, NO_COLOR: '1' } });
+      const args =
+        name === 'deno'
+          ? ['run', '--quiet', '--no-prompt', '--no-config', `--allow-read=${root},${tmp}`, entry]
+          : [entry];
+      const out = spawnSync(exe, args, {
+        cwd: tmp,
+        encoding: 'utf8',
+        timeout: 120_000,
+        env: { ...process.env, NO_COLOR: '1' },
+      });
       const line = out.stdout.split('\n').find((l) => l.startsWith('RESULT '));
       if (!line) throw new Error(`${name}: no result (exit ${out.status})\n${out.stdout}\n${out.stderr}`);
       judge(`${role}: ${name} dist/${t.esm}`, JSON.parse(line.slice(7)));
@@ -230,7 +311,10 @@ for (const [role, t] of Object.entries(ROLES)) {
     const context = createContext({});
     const run = (code: string, filename: string) => runInContext(code, context, { filename });
     run(readFileSync(dist(t.iife), 'utf8'), t.iife);
-    assert.is(run('[typeof crypto, typeof TextEncoder, typeof process].join()', 'probe.js'), 'undefined,undefined,undefined');
+    assert.is(
+      run('[typeof crypto, typeof TextEncoder, typeof process].join()', 'probe.js'),
+      'undefined,undefined,undefined',
+    );
     run(suiteScript(suiteSource), 'log-suite.js');
     const out = await run(
       `run(${t.global}, function () {}, JSON.parse(${JSON.stringify(JSON.stringify(fixtures))})).then(JSON.stringify)`,

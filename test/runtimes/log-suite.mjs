@@ -90,7 +90,11 @@ export async function run(LIB, report, fixtures) {
       LIB.verifyInclusion(null, -1, 'x', null, {}),
       LIB.verifyConsistency(1, 0, [new Uint8Array(3)], null, null),
     ].map(verdict);
-    check('hostile input is refused, not thrown', r.every((c) => c !== 'valid'), r.join(' '));
+    check(
+      'hostile input is refused, not thrown',
+      r.every((c) => c !== 'valid'),
+      r.join(' '),
+    );
   });
   return { passed, failed, outcomes };
 }
