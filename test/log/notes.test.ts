@@ -331,7 +331,11 @@ test('base64 in notes and checkpoints is standard, padded and canonical (RFC 464
   assert.equal(L.base64Decode('AQI='), new Uint8Array([1, 2]));
   assert.equal(L.base64Decode(''), new Uint8Array(0));
   for (const bad of ['AQ', 'AQ=', 'AR==', 'AQJ=', 'A===', ' AQ==', 'AQ==\n', '-_8=', 'AQ==AQ=='])
-    assert.is(throwsCode(() => L.base64Decode(bad)), 'malformed', JSON.stringify(bad));
+    assert.is(
+      throwsCode(() => L.base64Decode(bad)),
+      'malformed',
+      JSON.stringify(bad),
+    );
 });
 
 test('hostile text: the verifiers answer, never throw; the parsers throw only CtlError', async () => {
