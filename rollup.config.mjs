@@ -79,10 +79,14 @@ export default [
   pair('server'),
   // The SpendStorage conformance suite an integrator runs against its own storage (test-time only).
   pair('testing'),
+  // The transparency log (RFC 9162, C2SP checkpoints, tiles, tlog-proof): services, the CLI, clients.
+  // It signs only with a SigningKey it is handed, so the verify-only backend serves it.
+  pair('log', undefined, ['verifyOnly']),
   iife('ctl-verify.iife.js', 'src/entries/verify.ts', 'CTL', ['embedded', 'verifyOnly']),
   iife('ctl-wallet.iife.js', 'src/entries/wallet.ts'),
   iife('ctl-p256.iife.js', 'src/entries/p256.ts', 'CTLP256'),
   iife('ctl-human-agent.iife.js', 'src/entries/human-agent.ts', 'CTLHumanAgent'),
+  iife('ctl-log.iife.js', 'src/entries/log.ts', 'CTLLog', ['embedded', 'verifyOnly']),
   {
     input: 'src/index.ts',
     output: [

@@ -203,6 +203,8 @@ for (const f of [
   'dist/p256.js',
   'dist/compact.js',
   'dist/server.js',
+  'dist/log.js',
+  'dist/ctl-log.iife.js',
 ]) {
   const buf = readFileSync(root + f);
   sizes[f] = { min: buf.length, gzip: gzipSync(buf, { level: 9 }).length };

@@ -16,6 +16,7 @@ import { checkHostAbi } from './abi.js';
 import { bindCounterHead, createKvSpendStorage } from './kv-spend-storage.js';
 import { createSequenceStore } from './sequence-store.js';
 import { createTimeFloorStore } from './time-floor-store.js';
+import { createLogOps, type LogOps, type LogSdk } from './log-ops.js';
 import { cborDecode } from '../src/encoding/cbor.js';
 import { utf8Decode, utf8Encode } from '../src/encoding/utf8.js';
 
@@ -28,7 +29,8 @@ export type DeviceSdk = Pick<
   typeof Sdk,
   'verifyTrustBundle' | 'verifyRootChain' | 'canonicalize' | 'parseStrictJson' | 'parseTimestamp'
 > &
-  Partial<Pick<typeof Sdk, 'verifyCtl' | 'captureCtl' | 'createSession' | 'generateKeyPair' | 'newId'>>;
+  Partial<Pick<typeof Sdk, 'verifyCtl' | 'captureCtl' | 'createSession' | 'generateKeyPair' | 'newId'>> &
+  LogSdk;
 
 /** The roles a loaded SDK can play. @example deviceRoles(CTL) // ['verify', 'wallet'] */
 export function deviceRoles(sdk: DeviceSdk): Array<'verify' | 'wallet'> {
@@ -111,7 +113,7 @@ export interface BundleInfo {
   expired: boolean;
 }
 
-export interface Device {
+export interface Device extends LogOps {
   /**
    * Pins the root public key (PEM) at manufacture. Idempotent for the same key; a different one is
    * `already_provisioned`.
@@ -338,7 +340,11 @@ export function createDevice(sdk: DeviceSdk, abi: HostAbi): Device {
     return { ok: true, status: 200, text: async () => JSON.stringify({ grantId: grant.grantId, revoked }) };
   };
 
+  const deviceFail = (code: string, message: string): never => {
+    throw new DeviceError(code, message);
+  };
   return {
+    ...createLogOps(sdk, storage, deviceFail, (v, what) => artifactValue(sdk, v, what)),
     provisionRoot({ rootPublicKeyPem }) {
       if (typeof rootPublicKeyPem !== 'string' || !rootPublicKeyPem.includes('PUBLIC KEY')) {
         throw new DeviceError('bad_request', 'rootPublicKeyPem must be an SPKI PEM public key');

@@ -89,6 +89,14 @@ export const OPS: Record<string, Op> = {
       purpose: a['purpose'],
     }),
   status: (d, a) => d.status({ grantId: a['grantId'] }),
+  provisionLog: (d, a) =>
+    d.provisionLog({
+      logKeys: a['logKeys'],
+      witnessKeys: a['witnessKeys'],
+      requireCosignatures: a['requireCosignatures'],
+    }),
+  verifyLogProof: (d, a) =>
+    d.verifyLogProof({ proof: a['proof'], receipt: a['receipt'], type: a['type'], entry: a['entry'] }),
   ping: () => ({ pong: true }),
 };
 

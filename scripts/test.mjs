@@ -51,6 +51,7 @@ const distFiles = [
   'ctl-wallet.iife.js',
   'ctl-p256.iife.js',
   'ctl-human-agent.iife.js',
+  'ctl-log.iife.js',
   'verify.js',
   'wallet.js',
   'p256.js',
@@ -58,6 +59,7 @@ const distFiles = [
   'online.js',
   'testing.js',
   'server.js',
+  'log.js',
 ].map((f) => join(root, 'dist', f));
 const srcTime = newest(join(root, 'src'));
 if (distFiles.some((f) => !existsSync(f) || statSync(f).mtimeMs < srcTime)) {

@@ -68,6 +68,15 @@ export const ERROR_CODES = [
   'capture_exceeds_hold',
   'hold_expired',
   'unsupported_feature',
+  // Transparency logs (docs/sdk-api.md "Transparency log"; RFC 9162, C2SP tlog-checkpoint):
+  // a proof that does not lead to the root, two signed trees that cannot both be true (a split
+  // view or a rewritten history), a checkpoint without a valid signature of a trusted log key,
+  // fewer valid witness cosignatures than required, a checkpoint of another log.
+  'log_proof_invalid',
+  'log_inconsistent',
+  'checkpoint_signature_invalid',
+  'checkpoint_cosignatures_insufficient',
+  'checkpoint_origin_mismatch',
   ...SERVICE_ERROR_CODES,
 ] as const;
 

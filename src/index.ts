@@ -84,3 +84,15 @@ export {
   type SignRootOptions,
 } from './artifacts/root.js';
 export type { RootChainResult, VerifyRootChainOptions } from './verifier/root-chain.js';
+// The transparency log's verifying half (docs/sdk-api.md "Transparency log"); all of it is in ctl/log.
+export { verifyInclusion, verifyConsistency, leafHash, type Hash, type LogCheck } from './log/merkle.js';
+export {
+  verifyCheckpointConsistency,
+  parseCheckpoint,
+  type Checkpoint,
+  type CheckpointResult,
+} from './log/checkpoint.js';
+export { parseTlogProof, logEntry, parseLogEntry, type TlogProofResult } from './log/tlog-proof.js';
+export { parseVerifierKey, type VerifierKey } from './log/note.js';
+export type { VerifyCheckpointOptions, Cosignature } from './log/checkpoint.js';
+export { verifyCheckpoint, verifyTlogProof } from './log/api.js';

@@ -22,6 +22,7 @@ test('the ESM entries are the ones the SDK ships', () => {
     './compact',
     './edge',
     './human-agent',
+    './log',
     './online',
     './p256',
     './server',

@@ -54,7 +54,15 @@ export function assertGlobalCtl(engine: { evalSync(expression: string): unknown 
 export async function deviceScript(): Promise<string> {
   const out = join(root, 'build', 'firmware-bridge', 'device.iife.js');
   const srcDir = join(root, 'firmware-bridge');
-  const newest = ['device-entry.ts', 'device.ts', 'protocol.ts', 'kv-spend-storage.ts', 'sequence-store.ts', 'abi.ts']
+  const newest = [
+    'device-entry.ts',
+    'device.ts',
+    'log-ops.ts',
+    'protocol.ts',
+    'kv-spend-storage.ts',
+    'sequence-store.ts',
+    'abi.ts',
+  ]
     .map((f) => statSync(join(srcDir, f)).mtimeMs)
     .concat(statSync(join(root, 'src', 'encoding', 'cbor.ts')).mtimeMs)
     .reduce((a, b) => Math.max(a, b), 0);

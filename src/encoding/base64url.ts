@@ -72,6 +72,18 @@ export function base64Encode(bytes: Uint8Array): string {
 }
 
 /**
+ * Strict standard base64 (RFC 4648 §4): padding required and exact, canonical trailing bits, no
+ * white space, as the C2SP signed-note and checkpoint formats write it. Throws `CtlError('malformed')`.
+ * @example base64Decode('AQ==') // Uint8Array [1]
+ */
+export function base64Decode(text: string): Uint8Array {
+  if (typeof text !== 'string' || text.length % 4 !== 0) malformed('base64: bad length');
+  const body = text.replace(/={1,2}$/, '');
+  if (body.length % 4 === 1) malformed('base64: bad padding');
+  return decode(body, STD_LOOKUP, 'base64');
+}
+
+/**
  * Decodes standard base64 (padding optional but, when present, exact) or base64url, as the
  * HTTP presentation allows both (PROTOCOL.md §6). @example base64DecodeLenient('AQ==')
  */

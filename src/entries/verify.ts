@@ -35,6 +35,19 @@ export {
 } from '../verifier/features.js';
 export type { Alg, PublicJwk, PublishedJwk, PublicKeyInput, VerifyingKey } from '../crypto/types.js';
 
+// The transparency log's verifying half (docs/sdk-api.md "Transparency log"); all of it is in ctl/log.
+export { verifyInclusion, verifyConsistency, leafHash, type Hash, type LogCheck } from '../log/merkle.js';
+export {
+  verifyCheckpointConsistency,
+  parseCheckpoint,
+  type Checkpoint,
+  type CheckpointResult,
+} from '../log/checkpoint.js';
+export { parseTlogProof, logEntry, parseLogEntry, type TlogProofResult } from '../log/tlog-proof.js';
+export { parseVerifierKey, type VerifierKey } from '../log/note.js';
+export type { VerifyCheckpointOptions, Cosignature } from '../log/checkpoint.js';
+export { verifyCheckpoint, verifyTlogProof } from '../log/api.js';
+
 // Bound here to the verify-only facade (no private-key readers in this bundle); the same code as `ctl`'s.
 import { createVerifyOnlyCrypto } from '../crypto/index.js';
 import { createVerifier, type VerifyCtlOptions, type VerifyCtlResult } from '../verifier/verify.js';
