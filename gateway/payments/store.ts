@@ -16,6 +16,7 @@ import {
   type TxEffect,
 } from '../../service-kit/index.js';
 import { forUpdate } from '../store/lock.js';
+import { formatMinor } from '../../service-kit/money.js';
 import {
   ensureWindowRows,
   type ChainWindow,
@@ -188,7 +189,7 @@ async function reserveOneStatement(
   return {
     ok: false,
     code: 'budget_exceeded',
-    message: `the payment of ${p.amount} exceeds the remaining budget of ${remaining}`,
+    message: `the payment of ${formatMinor(p.amount, p.currency)} exceeds the remaining budget of ${formatMinor(remaining, p.currency)}`,
   };
 }
 
@@ -206,6 +207,7 @@ async function reserveChain(
         paymentId: p.paymentId,
         chain,
         amount: p.amount,
+        currency: p.currency,
         merchant: p.merchant,
         now: p.now,
       });
@@ -268,7 +270,7 @@ async function reserveInTx(q: SqlDatabase, p: ReserveInput, paused?: TxEffect<vo
           return {
             ok: false,
             code: 'velocity_exceeded',
-            message: `at most ${s.max_per_merchant_day} per merchant per day`,
+            message: `at most ${formatMinor(BigInt(s.max_per_merchant_day as string), p.currency)} per merchant per day`,
           } as const;
       }
       const ceiling = BigInt(s.ceiling as string);
@@ -290,7 +292,9 @@ async function reserveInTx(q: SqlDatabase, p: ReserveInput, paused?: TxEffect<vo
         return {
           ok: false,
           code: 'budget_exceeded',
-          message: `the payment of ${p.amount} exceeds the remaining budget of ${ceiling - spent - reserved}`,
+          message:
+            `the payment of ${formatMinor(p.amount, p.currency)} exceeds the remaining budget of ` +
+            formatMinor(ceiling - spent - reserved, p.currency),
         } as const;
       }
       await t.run(
@@ -834,6 +838,7 @@ async function reserveAndPayChain(
         paymentId: p.paymentId,
         chain,
         amount: p.amount,
+        currency: p.currency,
         merchant: p.merchant,
         now: p.now,
         spend: true,
