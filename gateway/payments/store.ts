@@ -663,10 +663,19 @@ function receiptFromRow(r: ReceiptSelected, grants = new Map<string, unknown>())
   return receipt;
 }
 
-export async function receiptsOf(q: SqlExecutor, sessionId: string): Promise<unknown[]> {
-  const rows = await q.all<ReceiptSelected>(`${RECEIPT_SELECT} WHERE r.session_id = ? ORDER BY r.paid_at, r.id`, [
-    sessionId,
-  ]);
+/**
+ * The receipts of a session, oldest first; with `below` (its owner), also those of every session
+ * below it (PROTOCOL.md §14: the payments its spend counts).
+ */
+export async function receiptsOf(q: SqlExecutor, sessionId: string, below?: { ownerId: string }): Promise<unknown[]> {
+  const contains = q.dialect === 'postgres' ? 'strpos' : 'instr';
+  const [where, params] = below
+    ? [
+        `r.session_id IN (SELECT id FROM gw_sessions WHERE owner_id = ? AND (id = ? OR ${contains}(path, ?) > 0))`,
+        [below.ownerId, sessionId, `/${sessionId}/`],
+      ]
+    : ['r.session_id = ?', [sessionId]];
+  const rows = await q.all<ReceiptSelected>(`${RECEIPT_SELECT} WHERE ${where} ORDER BY r.paid_at, r.id`, params);
   const grants = new Map<string, unknown>();
   return rows.map((r) => receiptFromRow(r, grants));
 }

@@ -27,6 +27,7 @@ import {
   effectiveState,
   continueWindow,
   type SessionRecord,
+  type SessionState,
   type RevokedBy,
 } from '../store/sessions.js';
 import { currentWindows } from '../payments/counters.js';
@@ -79,6 +80,15 @@ export interface SessionServiceDeps {
   maxSessionDepth?: number;
 }
 
+/** The ancestor whose state a child session's payments meet (PROTOCOL.md §14), and that state. */
+interface Held {
+  state: SessionState;
+  from: string;
+}
+
+/** Which of two states stops more: a payment meets the strongest state of its chain. */
+const STATE_RANK: Record<SessionState, number> = { active: 0, paused: 1, expired: 2, revoked: 3 };
+
 function assetOf(currency: string) {
   // ISO 4217 codes are three letters; anything else (USDC, …) is a token asset code.
   return { standard: /^[A-Z]{3}$/.test(currency) ? 'iso4217' : 'token', code: currency };
@@ -121,9 +131,12 @@ export function createSessionService(deps: SessionServiceDeps) {
     );
   }
 
-  /** The owner's view; the continuation token only while paused. */
-  function view(s: SessionRecord) {
-    const state = effectiveState(s, now());
+  /**
+   * The owner's view; the continuation token only while paused. `held`: the paused or stopped
+   * ancestor whose state this session's payments meet (heldBy), which is then its `state`.
+   */
+  function view(s: SessionRecord, held?: Held) {
+    const state = held?.state ?? effectiveState(s, now());
     const c = s.config;
     const remaining = s.ceiling - s.spent - s.reserved;
     return {
@@ -148,6 +161,7 @@ export function createSessionService(deps: SessionServiceDeps) {
       policyHash: s.policyHash,
       grantId: s.grantId,
       ...(s.parentId ? { parentId: s.parentId, depth: s.depth } : {}),
+      ...(held ? { stateFrom: held.from } : {}),
       ...(state === 'paused' && s.pausedWindow
         ? { pausedWindow: { every: s.pausedWindow.every, resetsAt: formatTimestamp(s.pausedWindow.endsAt) } }
         : {}),
@@ -181,10 +195,60 @@ export function createSessionService(deps: SessionServiceDeps) {
     });
   }
 
+  /**
+   * For each child session of `list`, the nearest ancestor whose state stops or pauses its payments
+   * more than its own does (PROTOCOL.md §14: every payment checks every ancestor), read in one
+   * query; a session absent from the map reads its own state.
+   */
+  async function heldBy(list: SessionRecord[]): Promise<Map<string, Held>> {
+    const out = new Map<string, Held>();
+    const children = list.filter((x) => x.parentId !== null);
+    if (children.length === 0) return out;
+    const at = now();
+    const states = new Map(list.map((x) => [x.id, effectiveState(x, at)]));
+    const missing = [...new Set(children.flatMap((x) => chainOf(x).slice(1)))].filter((id) => !states.has(id));
+    for (let i = 0; i < missing.length; i += 500) {
+      const ids = missing.slice(i, i + 500);
+      const rows = await db.all<{ id: string; state: string; expires_at: unknown; paused_window: string | null }>(
+        `SELECT id, state, expires_at, paused_window FROM gw_sessions WHERE id IN (${ids.map(() => '?').join(', ')})`,
+        ids,
+      );
+      for (const r of rows)
+        states.set(
+          r.id,
+          effectiveState(
+            {
+              state: r.state as SessionRecord['state'],
+              expiresAt: Number(r.expires_at),
+              pausedWindow: r.paused_window ? JSON.parse(r.paused_window) : null,
+            },
+            at,
+          ),
+        );
+    }
+    for (const x of children) {
+      let best: Held | undefined;
+      let rank = STATE_RANK[states.get(x.id)!];
+      for (const id of chainOf(x).slice(1)) {
+        // An ancestor gone from the database stops its descendants (payments/counters.ts).
+        const st = states.get(id) ?? 'revoked';
+        if (STATE_RANK[st] > rank) [best, rank] = [{ state: st, from: id }, STATE_RANK[st]];
+      }
+      if (best) out.set(x.id, best);
+    }
+    return out;
+  }
+
+  /** The views of `list`, each with the state its payments meet (heldBy). */
+  async function views(list: SessionRecord[]) {
+    const held = await heldBy(list);
+    return list.map((x) => view(x, held.get(x.id)));
+  }
+
   /** The owner's view with each window's standing (GET /sessions/{id}). */
   async function detail(s: SessionRecord) {
     const windows = await windowsOf(s);
-    return { ...view(s), ...(windows ? { windows } : {}) };
+    return { ...(await views([s]))[0]!, ...(windows ? { windows } : {}) };
   }
 
   /**
@@ -192,12 +256,12 @@ export function createSessionService(deps: SessionServiceDeps) {
    * owner's to hold: the continuation token (the owner's approval, spec §3 paused row) and the
    * webhook address.
    */
-  function agentView(s: SessionRecord) {
+  async function agentView(s: SessionRecord) {
     const {
       continuationToken: _approval,
       webhookUrl: _hook,
       ...rest
-    } = view(s) as ReturnType<typeof view> & { continuationToken?: string; webhookUrl?: string };
+    } = (await views([s]))[0]! as ReturnType<typeof view> & { continuationToken?: string; webhookUrl?: string };
     return rest;
   }
 
@@ -236,7 +300,7 @@ export function createSessionService(deps: SessionServiceDeps) {
     );
     if (!ok)
       throw new CtlError('continuation_invalid', 'the continuation token has been used, or the session is not paused');
-    return view((await sessionById(db, s.id))!);
+    return (await views([(await sessionById(db, s.id))!]))[0]!;
   }
 
   // A person's grant names a key this gateway derives from the reserved session id, as it does for
@@ -370,12 +434,14 @@ export function createSessionService(deps: SessionServiceDeps) {
   /** A session and everything below it, each node with its spend (GET /sessions/{id}/tree). */
   async function tree(s: SessionRecord) {
     type Node = { session: ReturnType<typeof view>; children: Node[] };
-    const nodes = new Map<string, Node>([[s.id, { session: view(s), children: [] }]]);
-    for (const d of await descendantsOf(db, s)) {
-      const node = { session: view(d), children: [] };
+    const all = [s, ...(await descendantsOf(db, s))];
+    const shown = await views(all);
+    const nodes = new Map<string, Node>();
+    all.forEach((d, i) => {
+      const node = { session: shown[i]!, children: [] };
       nodes.set(d.id, node);
-      nodes.get(d.parentId!)?.children.push(node);
-    }
+      if (d !== s) nodes.get(d.parentId!)?.children.push(node);
+    });
     return nodes.get(s.id)!;
   }
 
@@ -403,6 +469,7 @@ export function createSessionService(deps: SessionServiceDeps) {
 
   return {
     view,
+    views,
     detail,
     createChild,
     tree,
@@ -540,7 +607,7 @@ export function createSessionService(deps: SessionServiceDeps) {
     async revoke(s: SessionRecord, by: RevokedBy) {
       const at = now();
       await revokeSession(db, s.id, at, by, revokedEvents(at, by));
-      return view((await sessionById(db, s.id))!);
+      return (await views([(await sessionById(db, s.id))!]))[0]!;
     },
 
     /** The effect recording sessions revoked by another change (an owner disabled), in its transaction. */
@@ -602,7 +669,7 @@ export function createSessionService(deps: SessionServiceDeps) {
           'continuation_invalid',
           'the continuation token has been used, or the session is not paused',
         );
-      return view((await sessionById(db, s.id))!);
+      return (await views([(await sessionById(db, s.id))!]))[0]!;
     },
   };
 }
