@@ -317,12 +317,15 @@ export async function startGateway(opts: GatewayStartOptions): Promise<RunningGa
     throw e;
   }
   gateway.pinListenUrl(server.url);
-  logger.info({ url: server.url, database: db.description, ...describeLimits(opts) }, 'gateway listening');
+  // The egress CA is made (or read) before the gateway says it listens: that line is the last of a
+  // start, which supervisors and `ctl start` take as ready. `proxy`, not `url`: a forward proxy
+  // answers no /healthz.
   if (egress)
     logger.info(
-      { url: egress.url, passThrough: opts.egress?.passThrough, ca: await gateway.egress.ca.fingerprint() },
+      { proxy: egress.url, passThrough: opts.egress?.passThrough, ca: await gateway.egress.ca.fingerprint() },
       'egress proxy listening (agents trust GET /ca.pem)',
     );
+  logger.info({ url: server.url, database: db.description, ...describeLimits(opts) }, 'gateway listening');
   const app = gateway;
   const listening = server;
   return {

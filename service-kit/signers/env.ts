@@ -49,7 +49,7 @@ export async function signerFromEnv(a: Env | string, b?: Env | string): Promise<
   const vars = signerVariables(prefix);
   const given = Object.values(vars).filter((v) => set(env[v]));
   if (given.length === 0) return undefined;
-  if (given.length > 1) throw new ConfigError(given.join(' and '), 'both are set: give the key one way');
+  if (given.length > 1) throw new ConfigError(given.join(' and '), 'both set: give the key one way');
   const variable = given[0];
   const value = env[variable]!.trim();
   try {
