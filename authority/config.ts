@@ -134,7 +134,6 @@ export const AUTHORITY_VARIABLES: readonly VariableHelp[] = [
   ['CTL_AUTHORITY_RATE_LIMIT_ADDRESS', '60000/60s', 'requests per client address, per instance; 0: none'],
 ];
 
-
 const nonEmpty = (v: string | undefined) => (v !== undefined && v.trim() !== '' ? v : undefined);
 
 /** A PEM from `<name>` (newlines may be `\n`) or from the file `<fileVar>` names; both set is an error. */
@@ -181,7 +180,8 @@ export function readAuthorityConfig(
   if (!/^[\x21-\x7e]{1,256}$/.test(issuer))
     throw new ConfigError('CTL_ISSUER_DOMAIN', 'printable ASCII without spaces, 1–256 characters (PROTOCOL.md §1)');
   const revocationBaseUrl = (
-    nonEmpty(env['CTL_REVOCATION_BASE_URL']) ?? (defaulted.push('CTL_REVOCATION_BASE_URL'), `http://${urlHost(host)}:${port}`)
+    nonEmpty(env['CTL_REVOCATION_BASE_URL']) ??
+    (defaulted.push('CTL_REVOCATION_BASE_URL'), `http://${urlHost(host)}:${port}`)
   ).replace(/\/+$/, '');
   // Devices and merchants fetch `<base>/revoke`: an http(s) URL (PROTOCOL.md §4).
   checkHttpUrl(revocationBaseUrl, 'CTL_REVOCATION_BASE_URL');

@@ -67,4 +67,3 @@ export const GATEWAY_VARIABLES: readonly VariableHelp[] = [
   ['CTL_GATEWAY_EGRESS_PASS_THROUGH', undefined, 'glob,... hosts the egress proxy tunnels untouched (nothing paid)'],
   ...webhookVariables('session webhooks'),
 ];
-

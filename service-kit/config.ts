@@ -183,7 +183,8 @@ export function webhookVariables(what: string): VariableHelp[] {
  * @example checkHost('0.0.0.0') // '0.0.0.0'
  */
 export function checkHost(value: string, variable = 'HOST'): string {
-  const name = /^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
+  const name =
+    /^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
   if (isIP(value) || name.test(value)) return value;
   throw new ConfigError(variable, `expected an IP address or a host name (127.0.0.1, ::, localhost), got '${value}'`);
 }

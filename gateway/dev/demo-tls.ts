@@ -36,7 +36,8 @@ export async function demoMerchantTls(host: string, now: number): Promise<DemoTl
     now,
   );
   const der = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', keys.privateKey));
-  const key = `-----BEGIN PRIVATE KEY-----\n${der.toString('base64').replace(/(.{64})/g, '$1\n')}\n-----END PRIVATE KEY-----\n`;
+  const body = der.toString('base64').replace(/(.{64})/g, '$1\n');
+  const key = `-----BEGIN PRIVATE KEY-----\n${body}\n-----END PRIVATE KEY-----\n`;
   return { caPem: ca.certPem, key, cert };
 }
 

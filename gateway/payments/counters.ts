@@ -173,7 +173,9 @@ export async function reserveOnCounters(t: SqlExecutor, p: CounterReservation): 
       return {
         ok: false,
         code: 'window_exceeded',
-        message: `${full}; it resets at ${formatTimestamp(w.endsAt)}, after this session ends at ${formatTimestamp(self.expiresAt)}`,
+        message:
+          `${full}; it resets at ${formatTimestamp(w.endsAt)}, ` +
+          `after this session ends at ${formatTimestamp(self.expiresAt)}`,
       };
     return { ok: false, code: 'window_exceeded', message: full, resetsAt: formatTimestamp(w.endsAt) };
   }

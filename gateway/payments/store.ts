@@ -189,7 +189,9 @@ async function reserveOneStatement(
   return {
     ok: false,
     code: 'budget_exceeded',
-    message: `the payment of ${formatMinor(p.amount, p.currency)} exceeds the remaining budget of ${formatMinor(remaining, p.currency)}`,
+    message:
+      `the payment of ${formatMinor(p.amount, p.currency)} exceeds the remaining budget of ` +
+      formatMinor(remaining, p.currency),
   };
 }
 
@@ -270,7 +272,7 @@ async function reserveInTx(q: SqlDatabase, p: ReserveInput, paused?: TxEffect<vo
           return {
             ok: false,
             code: 'velocity_exceeded',
-            message: `at most ${formatMinor(BigInt(s.max_per_merchant_day as string), p.currency)} per merchant per day`,
+            message: `at most ${formatMinor(String(s.max_per_merchant_day), p.currency)} per merchant per day`,
           } as const;
       }
       const ceiling = BigInt(s.ceiling as string);

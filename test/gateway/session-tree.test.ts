@@ -32,7 +32,10 @@ test("a child of a paused parent is paused with it, in every view; the parent's 
   const p = await createSession(env.gw, { budget: { amount: '300', currency: 'USD' }, softLimit: { amount: '100' } });
   const c = await child(p, { budget: { amount: '300' }, label: 'sub-agent' });
   assert.is(c.status, 201, c.text);
-  const g = await child({ sessionId: c.body.sessionId, sessionToken: c.body.sessionToken }, { budget: { amount: '200' } });
+  const g = await child(
+    { sessionId: c.body.sessionId, sessionToken: c.body.sessionToken },
+    { budget: { amount: '200' } },
+  );
   assert.is(g.status, 201, g.text);
   assert.is((await pay(p.sessionToken)).status, 200);
   assert.is((await pay(c.body.sessionToken)).status, 200);
@@ -87,14 +90,14 @@ test("a revoked parent's descendants read revoked everywhere, and cannot pay", a
   const c = await child(p, { budget: { amount: '500' } });
   assert.is((await call(env.gw.url, 'DELETE', `/sessions/${p.sessionId}`, { key: env.gw.ownerKey })).status, 200);
   assert.is((await owner(`/sessions/${c.body.sessionId}`)).body.state, 'revoked');
-  assert.equal(Object.values(treeStates((await owner(`/sessions/${p.sessionId}/tree`)).body)).map((x) => x[0]), [
-    'revoked',
-    'revoked',
-  ]);
+  assert.equal(
+    Object.values(treeStates((await owner(`/sessions/${p.sessionId}/tree`)).body)).map((x) => x[0]),
+    ['revoked', 'revoked'],
+  );
   assert.is((await pay(c.body.sessionToken)).body.error.code, 'session_revoked');
 });
 
-test("a parent's receipts with ?descendants=true are every receipt its spend counts, each naming its session", async () => {
+test("a parent's receipts with ?descendants=true are every receipt its spend counts, naming its payer", async () => {
   const p = await createSession(env.gw, { budget: { amount: '1000', currency: 'USD' } });
   const c = await child(p, { budget: { amount: '500' } });
   assert.is((await pay(p.sessionToken)).status, 200);
@@ -106,7 +109,11 @@ test("a parent's receipts with ?descendants=true are every receipt its spend cou
   const receipts = all.body.receipts as { sessionId: string; amount: { amountMinor: string } }[];
   assert.equal(receipts.map((r) => r.sessionId).sort(), [p.sessionId, c.body.sessionId, c.body.sessionId].sort());
   const sum = receipts.reduce((a, r) => a + BigInt(r.amount.amountMinor), 0n);
-  assert.is(sum.toString(), (await owner(`/sessions/${p.sessionId}`)).body.spentMinor, 'the receipts add up to the spend');
+  assert.is(
+    sum.toString(),
+    (await owner(`/sessions/${p.sessionId}`)).body.spentMinor,
+    'the receipts add up to the spend',
+  );
   const childOnly = await owner(`/sessions/${c.body.sessionId}/receipts?descendants=true`);
   assert.is(childOnly.body.receipts.length, 2);
   const bad = await owner(`/sessions/${p.sessionId}/receipts?descendants=yes`);
