@@ -9,7 +9,7 @@
  * reconcile.ts settles what a crash left open.
  */
 import { CtlError, formatTimestamp, type Receipt, type SignedBudgetAuthorization } from '../../src/index.js';
-import { HttpError, allEffects, timeOrderedId, type SqlDatabase, idleCache } from '../../service-kit/index.js';
+import { HttpError, timeOrderedId, type SqlDatabase, idleCache } from '../../service-kit/index.js';
 import { formatMinor } from '../../service-kit/money.js';
 import {
   reserve,
@@ -168,9 +168,9 @@ export function createPaymentService(deps: PaymentServiceDeps) {
       },
     ];
     const known = { effect: events.effect(() => completed), rows: () => events.rows(completed) };
-    const exhausted = windowed ? exhaustedRecord(p) : undefined;
-    if (session.thresholds.length === 0) return exhausted ? { known, effect: exhausted } : { known };
-    const crossed = events.effect((c: CommitResult) => {
+    const filled = windowed ? exhaustedRecord(p) : undefined;
+    if (session.thresholds.length === 0) return { known, ...(filled ? { filled } : {}) };
+    const effect = events.effect((c: CommitResult) => {
       if (!c.committed) return [];
       return session.thresholds
         .filter((pct) => {
@@ -184,7 +184,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
           data: { threshold: pct, spentMinor: c.spentAfter.toString(), ceilingMinor: c.ceiling.toString() },
         }));
     });
-    return { known, effect: allEffects(crossed, exhausted) };
+    return { known, effect, ...(filled ? { filled } : {}) };
   }
 
   /**

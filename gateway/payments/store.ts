@@ -7,6 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import {
   Rollback,
+  allEffects,
   changeWith,
   insertSelectSql,
   type RowInsert,
@@ -352,7 +353,17 @@ const NOT_COMMITTED: CommitResult = { committed: false, spentBefore: 0n, spentAf
 export interface CommitRecord {
   known?: { effect: TxEffect<void>; rows: () => { rows: RowInsert[]; after: () => void } };
   effect?: TxEffect<CommitResult>;
+  /**
+   * What a commit that fills a budget window records (window.exhausted): run in the commit's
+   * transaction. A one-statement path cannot run it, so its statement refuses a payment that would
+   * fill a window, which then takes the transaction path (at most once per window).
+   */
+  filled?: TxEffect<CommitResult>;
 }
+
+/** The effects a commit's transaction runs after its change. */
+const afterEffects = (record: CommitRecord) =>
+  record.filled ? allEffects(record.effect, record.filled) : record.effect;
 
 /** The CTE members inserting `rows` when `pay` has a row. */
 function recordingCtes(rows: RowInsert[]): { sql: string; params: unknown[] } {
@@ -483,7 +494,7 @@ async function commitOnPostgres(
       if (!row) throw new Rollback(NOT_COMMITTED);
       return committed(row, amount);
     },
-    record.effect,
+    afterEffects(record),
     { first: record.known?.effect },
   );
 }
@@ -563,7 +574,7 @@ export async function commit(
       if (!u) throw new Rollback(NOT_COMMITTED);
       return bookSpendAndReceipt(t, p, u.counters);
     },
-    record.effect,
+    afterEffects(record),
     { first: record.known?.effect },
   );
 }
@@ -730,7 +741,7 @@ export async function payLedgerAndCommit(
       if (l.changes !== 1) throw new Error(`ledger id ${p.paymentId} already settled`); // rolls the payment back
       return bookSpendAndReceipt(t, p, u.counters);
     },
-    record.effect,
+    afterEffects(record),
     { first: record.known?.effect },
   );
 }
@@ -834,10 +845,11 @@ async function reserveAndPayChain(
   if (p.chainWindows) await ensureWindowRows(q, p.chainWindows);
   if (q.dialect === 'postgres' && p.chainWindows) {
     const counters: PaymentCounters = { s: chain, w: p.chainWindows.map((w) => [w.sessionId, w.every, w.startsAt]) };
+    const refuseFill = record.filled !== undefined;
     return commitOnPostgres(
       q,
       p.sessionId,
-      (extra) => reserveAndPayChainStatement(p, counters, extra),
+      (extra) => reserveAndPayChainStatement(p, counters, extra, refuseFill),
       p.amount,
       record,
     );
@@ -883,7 +895,7 @@ async function reserveAndPayChain(
       await insertReceipt(t, p);
       return committed({ spent: r.spent.toString(), ceiling: r.ceiling.toString() }, p.amount);
     },
-    record.effect,
+    afterEffects(record),
     { first: record.known?.effect },
   );
 }
@@ -900,7 +912,14 @@ function reserveAndPayChainStatement(
   p: LedgerPaymentInput,
   counters: PaymentCounters,
   extra = NO_CTES,
+  refuseFill = false,
 ): { sql: string; params: unknown[] } {
+  // A payment that would fill a window (CommitRecord.filled) is left to the transaction path.
+  const fill = refuseFill
+    ? `
+            AND NOT EXISTS (SELECT 1 FROM lw WHERE reserved = 0 AND (spent + ?::bigint >= max_amount
+                   OR (max_payments IS NOT NULL AND payments + 1 >= max_payments)))`
+    : '';
   const rc = receiptCtes(p);
   const ids = [...new Set(counters.s)];
   const w = counters.w;
@@ -918,7 +937,7 @@ function reserveAndPayChainStatement(
          SELECT (SELECT count(*) FROM ls WHERE state = 'active' AND expires_at > ?::bigint
                    AND spent + reserved + ?::bigint <= ceiling) = ?::bigint
             AND (SELECT count(*) FROM lw WHERE spent + reserved + ?::bigint <= max_amount
-                   AND (max_payments IS NULL OR payments + 1 <= max_payments)) = ?::bigint AS go),
+                   AND (max_payments IS NULL OR payments + 1 <= max_payments)) = ?::bigint${fill} AS go),
        ses AS (
          UPDATE gw_sessions s SET spent = s.spent + ?::bigint FROM ok
          WHERE ok.go AND s.id = ANY(?::text[]) RETURNING s.id, s.spent, s.ceiling),
@@ -948,6 +967,7 @@ function reserveAndPayChainStatement(
       ids.length,
       p.amount,
       w.length,
+      ...(refuseFill ? [p.amount] : []),
       p.amount,
       ids,
       p.amount,
@@ -1028,7 +1048,7 @@ async function reserveAndPayLedger(
       await insertReceipt(t, p);
       return committed(s, p.amount);
     },
-    record.effect,
+    afterEffects(record),
     { first: record.known?.effect },
   );
 }
