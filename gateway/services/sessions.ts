@@ -27,11 +27,11 @@ import {
   effectiveState,
   continueWindow,
   type SessionRecord,
-  type SessionState,
   type RevokedBy,
 } from '../store/sessions.js';
 import { currentWindows } from '../payments/counters.js';
 import { parseChildConfig } from './child-config.js';
+import { heldBy, type Held } from './session-states.js';
 import { parseSessionConfig, type SessionConfig } from './session-config.js';
 import { MAX_AMOUNT } from '../payments/amount.js';
 import { continuationToken, continuationNonce } from './continuation.js';
@@ -79,15 +79,6 @@ export interface SessionServiceDeps {
   /** How many levels of child sessions below a root session (PROTOCOL.md §14; default 4). */
   maxSessionDepth?: number;
 }
-
-/** The ancestor whose state a child session's payments meet (PROTOCOL.md §14), and that state. */
-interface Held {
-  state: SessionState;
-  from: string;
-}
-
-/** Which of two states stops more: a payment meets the strongest state of its chain. */
-const STATE_RANK: Record<SessionState, number> = { active: 0, paused: 1, expired: 2, revoked: 3 };
 
 function assetOf(currency: string) {
   // ISO 4217 codes are three letters; anything else (USDC, …) is a token asset code.
@@ -195,53 +186,9 @@ export function createSessionService(deps: SessionServiceDeps) {
     });
   }
 
-  /**
-   * For each child session of `list`, the nearest ancestor whose state stops or pauses its payments
-   * more than its own does (PROTOCOL.md §14: every payment checks every ancestor), read in one
-   * query; a session absent from the map reads its own state.
-   */
-  async function heldBy(list: SessionRecord[]): Promise<Map<string, Held>> {
-    const out = new Map<string, Held>();
-    const children = list.filter((x) => x.parentId !== null);
-    if (children.length === 0) return out;
-    const at = now();
-    const states = new Map(list.map((x) => [x.id, effectiveState(x, at)]));
-    const missing = [...new Set(children.flatMap((x) => chainOf(x).slice(1)))].filter((id) => !states.has(id));
-    for (let i = 0; i < missing.length; i += 500) {
-      const ids = missing.slice(i, i + 500);
-      const rows = await db.all<{ id: string; state: string; expires_at: unknown; paused_window: string | null }>(
-        `SELECT id, state, expires_at, paused_window FROM gw_sessions WHERE id IN (${ids.map(() => '?').join(', ')})`,
-        ids,
-      );
-      for (const r of rows)
-        states.set(
-          r.id,
-          effectiveState(
-            {
-              state: r.state as SessionRecord['state'],
-              expiresAt: Number(r.expires_at),
-              pausedWindow: r.paused_window ? JSON.parse(r.paused_window) : null,
-            },
-            at,
-          ),
-        );
-    }
-    for (const x of children) {
-      let best: Held | undefined;
-      let rank = STATE_RANK[states.get(x.id)!];
-      for (const id of chainOf(x).slice(1)) {
-        // An ancestor gone from the database stops its descendants (payments/counters.ts).
-        const st = states.get(id) ?? 'revoked';
-        if (STATE_RANK[st] > rank) [best, rank] = [{ state: st, from: id }, STATE_RANK[st]];
-      }
-      if (best) out.set(x.id, best);
-    }
-    return out;
-  }
-
   /** The views of `list`, each with the state its payments meet (heldBy). */
   async function views(list: SessionRecord[]) {
-    const held = await heldBy(list);
+    const held = await heldBy(db, list, now());
     return list.map((x) => view(x, held.get(x.id)));
   }
 
