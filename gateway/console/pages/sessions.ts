@@ -44,6 +44,8 @@ export function sessionsPage(o: { filter: string | undefined; labels: Map<string
   function render() {
     const count = (st: Filter) => (st === 'all' ? sessions.length : sessions.filter((s) => s.state === st).length);
     const live = sessions.filter((s) => s.state === 'active' || s.state === 'paused');
+    // A child paused with its parent waits for the parent's approval, not one of its own.
+    const waiting = sessions.filter((s) => s.state === 'paused' && !s.stateFrom).length;
     const loaded = new Set(sessions.map((s) => s.sessionId));
     const spentBy = new Map<string, bigint>();
     // A parent's spend counts every payment below it (PROTOCOL.md §14): a child whose parent is
@@ -58,7 +60,9 @@ export function sessionsPage(o: { filter: string | undefined; labels: Map<string
       tile(
         'Paused',
         String(count('paused')),
-        count('paused') ? 'waiting for your approval' : 'none waiting',
+        waiting === 0
+          ? 'none waiting'
+          : `${waiting} waiting for your approval${waiting < count('paused') ? '; the others with a paused parent' : ''}`,
         count('paused') > 0,
       ),
       tile(
