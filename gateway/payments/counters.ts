@@ -296,7 +296,8 @@ async function pause(
         : `the payment would cross the soft limit of the ${window.every} window: the session is paused, and ` +
           `the window resets only after the session ends at ${formatTimestamp(endsAt)}`,
     pausedNow: r.changes === 1,
-    ...(window && window.endsAt < endsAt ? { resetsAt: formatTimestamp(window.endsAt) } : {}),
+    // Kept after the session's end too: it says the pause is the window's (the SDK's pauseKind).
+    ...(window ? { resetsAt: formatTimestamp(window.endsAt) } : {}),
   };
 }
 
