@@ -62,7 +62,8 @@ export function sessionsPage(o: { filter: string | undefined; labels: Map<string
         String(count('paused')),
         waiting === 0
           ? 'none waiting'
-          : `${waiting} waiting for your approval${waiting < count('paused') ? '; the others with a paused parent' : ''}`,
+          : `${waiting} waiting for your approval` +
+              (waiting < count('paused') ? '; the others with a paused parent' : ''),
         count('paused') > 0,
       ),
       tile(
