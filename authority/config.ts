@@ -3,7 +3,20 @@
  */
 import { readFileSync } from 'node:fs';
 import { secretBytes } from '../service-kit/webhook-signature.js';
-import { checkAdminKey, checkDatabaseUrl, checkHttpUrl, checkKek, checkLogLevel } from '../service-kit/config.js';
+import {
+  ConfigError,
+  checkAdminKey,
+  checkDatabaseUrl,
+  checkHost,
+  checkHttpUrl,
+  checkKek,
+  checkLogLevel,
+  checkVariableNames,
+  urlHost,
+  webhookVariables,
+  type ConfigWarning,
+  type VariableHelp,
+} from '../service-kit/config.js';
 import { authorityRateLimitsFromEnv, type AuthorityRateLimits } from '../service-kit/service-limits.js';
 
 export interface AuthorityConfig {
@@ -61,10 +74,65 @@ export interface AuthorityConfig {
   rateLimits: AuthorityRateLimits;
   /** Which settings fell back to development defaults, to say so in the log. */
   defaulted: string[];
+  /** CTL_* variables in the environment that nothing reads (misspelt?), to say so at start. */
+  warnings: ConfigWarning[];
   logLevel: string;
 }
 
 type Env = Record<string, string | undefined>;
+
+/**
+ * Every variable the authority reads: its `--help` lists them, a CTL_* variable not among them is
+ * named at start (checkVariableNames), and authority/README.md "Configuration" lists the same.
+ */
+export const AUTHORITY_VARIABLES: readonly VariableHelp[] = [
+  ['PORT', '8700', 'where it listens'],
+  ['HOST', '127.0.0.1', 'the address it listens on'],
+  ['DATABASE_URL', 'sqlite:./data/authority.db', 'or postgres://user@host:port/database (instances may share one)'],
+  ['LOG_LEVEL', 'info', 'trace, debug, info, warn, error, fatal or silent'],
+  ['CTL_ISSUER_DOMAIN', 'localhost', 'issuer of grants and bundles'],
+  [
+    'CTL_REVOCATION_BASE_URL',
+    'http://HOST:PORT',
+    'http(s) base of the revocation URL grants carry: <base>/revoke?grantId=...',
+  ],
+  ['CTL_ADMIN_API_KEY', undefined, 'bootstrap key with the admin scope (>= 16 characters)'],
+  [
+    'CTL_POLICY_GRANT_SIGNING_PRIVATE_KEY_PEM',
+    undefined,
+    "this instance's grant key (default: generated, stored sealed)",
+  ],
+  ['CTL_POLICY_GRANT_SIGNING_PRIVATE_KEY_FILE', undefined, 'the grant key as a PEM file (mode 0600)'],
+  ['CTL_POLICY_GRANT_SIGNING_KEY_PKCS11_URI', undefined, 'the grant key in an HSM (RFC 7512)'],
+  ['CTL_POLICY_GRANT_SIGNING_KEY_ID', undefined, "the grant key's kid (default: its RFC 7638 thumbprint)"],
+  [
+    'CTL_TRUST_BUNDLE_ROOT_PRIVATE_KEY_PEM',
+    undefined,
+    'the root key that signs bundles (default: generated, stored sealed)',
+  ],
+  ['CTL_TRUST_BUNDLE_ROOT_PRIVATE_KEY_FILE', undefined, 'the root key as a PEM file (mode 0600)'],
+  ['CTL_TRUST_BUNDLE_ROOT_KEY_PKCS11_URI', undefined, 'the root key in an HSM'],
+  [
+    'CTL_TRUST_BUNDLE_SIGNING_KEY_PEM',
+    undefined,
+    'the bundle key that signs bundles once the root is rotated (ctl root rotate)',
+  ],
+  ['CTL_TRUST_BUNDLE_SIGNING_KEY_FILE', undefined, 'the bundle key as a PEM file'],
+  ['CTL_TRUST_BUNDLE_SIGNING_KEY_PKCS11_URI', undefined, 'the bundle key in an HSM'],
+  ['CTL_PKCS11_MODULE', '/usr/lib/softhsm/libsofthsm2.so', 'the PKCS#11 library of the HSM'],
+  [
+    'CTL_AUTHORITY_KEK',
+    undefined,
+    '32 bytes (base64url or hex) sealing the stored private keys (unset: a dev KEK file beside the database)',
+  ],
+  ['CTL_AUTHORITY_KEK_PKCS11_URI', undefined, 'the KEK as an AES key in a PKCS#11 token instead'],
+  ['CTL_AUDIT_WEBHOOK_URLS', undefined, 'comma-separated URLs the audit entries are pushed to (Standard Webhooks)'],
+  ['CTL_AUDIT_WEBHOOK_SECRET', undefined, 'whsec_<base64>, signs them (required with the URLs)'],
+  ...webhookVariables('audit webhooks'),
+  ['CTL_ANCHOR_LOCAL_PATH', undefined, 'a local append-only anchor file of the audit chain head'],
+  ['CTL_AUTHORITY_RATE_LIMIT_KEY', '6000/60s', 'requests per API key, shared on PostgreSQL; 0: none'],
+  ['CTL_AUTHORITY_RATE_LIMIT_ADDRESS', '60000/60s', 'requests per client address, per instance; 0: none'],
+];
 
 const nonEmpty = (v: string | undefined) => (v !== undefined && v.trim() !== '' ? v : undefined);
 
@@ -72,34 +140,48 @@ const nonEmpty = (v: string | undefined) => (v !== undefined && v.trim() !== '' 
 function readPemVar(env: Env, name: string, fileVar: string): string | undefined {
   const inline = nonEmpty(env[name]);
   const file = nonEmpty(env[fileVar]);
-  if (inline && file) throw new RangeError(`${name} and ${fileVar}: set one, not both`);
+  if (inline && file) throw new ConfigError(`${name} and ${fileVar}`, 'set one, not both');
   if (inline) return inline.replace(/\\n/g, '\n');
   if (!file) return undefined;
   try {
     return readFileSync(file, 'utf8');
   } catch (e) {
-    throw new RangeError(
-      `${fileVar}: cannot read '${file}' (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`,
+    throw new ConfigError(
+      fileVar,
+      `cannot read '${file}' (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`,
     );
   }
 }
 
-/** @example const config = readAuthorityConfig(process.env) */
-export function readAuthorityConfig(env: Env = process.env): AuthorityConfig {
+/**
+ * The authority's configuration; a variable set wrongly throws a ConfigError naming it (exit 2).
+ * `alsoKnown`: CTL_* names another service reads from the same environment (`ctl start`).
+ * @example const config = readAuthorityConfig(process.env)
+ */
+export function readAuthorityConfig(
+  env: Env = process.env,
+  options: { alsoKnown?: Iterable<string> } = {},
+): AuthorityConfig {
+  const warnings = checkVariableNames(
+    env,
+    [...AUTHORITY_VARIABLES.map((v) => v[0]), ...(options.alsoKnown ?? [])],
+    'the authority',
+  );
   const defaulted: string[] = [];
   const portText = nonEmpty(env['PORT']) ?? '8700';
   if (!/^[0-9]{1,5}$/.test(portText) || Number(portText) > 65535)
-    throw new RangeError(`PORT: expected 0–65535, got '${portText}'`);
+    throw new ConfigError('PORT', `expected 0–65535, got '${portText}'`);
   const port = Number(portText);
-  const host = nonEmpty(env['HOST']) ?? '127.0.0.1';
+  const host = checkHost(nonEmpty(env['HOST'])?.trim() ?? '127.0.0.1');
   const databaseUrl = checkDatabaseUrl(
     nonEmpty(env['DATABASE_URL']) ?? (defaulted.push('DATABASE_URL'), 'sqlite:./data/authority.db'),
   );
   const issuer = nonEmpty(env['CTL_ISSUER_DOMAIN']) ?? (defaulted.push('CTL_ISSUER_DOMAIN'), 'localhost');
   if (!/^[\x21-\x7e]{1,256}$/.test(issuer))
-    throw new RangeError('CTL_ISSUER_DOMAIN: printable ASCII without spaces, 1–256 characters (PROTOCOL.md §1)');
+    throw new ConfigError('CTL_ISSUER_DOMAIN', 'printable ASCII without spaces, 1–256 characters (PROTOCOL.md §1)');
   const revocationBaseUrl = (
-    nonEmpty(env['CTL_REVOCATION_BASE_URL']) ?? (defaulted.push('CTL_REVOCATION_BASE_URL'), `http://${host}:${port}`)
+    nonEmpty(env['CTL_REVOCATION_BASE_URL']) ??
+    (defaulted.push('CTL_REVOCATION_BASE_URL'), `http://${urlHost(host)}:${port}`)
   ).replace(/\/+$/, '');
   // Devices and merchants fetch `<base>/revoke`: an http(s) URL (PROTOCOL.md §4).
   checkHttpUrl(revocationBaseUrl, 'CTL_REVOCATION_BASE_URL');
@@ -111,13 +193,13 @@ export function readAuthorityConfig(env: Env = process.env): AuthorityConfig {
     .filter(Boolean);
   const webhookSecret = nonEmpty(env['CTL_AUDIT_WEBHOOK_SECRET']);
   if (webhookUrls.length > 0 && !webhookSecret)
-    throw new RangeError('CTL_AUDIT_WEBHOOK_URLS needs CTL_AUDIT_WEBHOOK_SECRET (whsec_<base64>)');
+    throw new ConfigError('CTL_AUDIT_WEBHOOK_URLS', 'needs CTL_AUDIT_WEBHOOK_SECRET (whsec_<base64>)');
   if (webhookSecret !== undefined) {
     // Checked here, not at the first delivery: a bad secret would otherwise fail every webhook silently.
     try {
       secretBytes(webhookSecret);
     } catch (e) {
-      throw new RangeError(`CTL_AUDIT_WEBHOOK_SECRET: ${(e as Error).message.replace(/^webhook secret: /, '')}`);
+      throw new ConfigError('CTL_AUDIT_WEBHOOK_SECRET', (e as Error).message.replace(/^webhook secret: /, ''));
     }
   }
   const grantSigningKeyPem = nonEmpty(env['CTL_POLICY_GRANT_SIGNING_PRIVATE_KEY_PEM'])?.replace(/\\n/g, '\n');
@@ -128,7 +210,7 @@ export function readAuthorityConfig(env: Env = process.env): AuthorityConfig {
     const other = nonEmpty(env['CTL_TRUST_BUNDLE_SIGNING_KEY_PEM'])
       ? 'CTL_TRUST_BUNDLE_SIGNING_KEY_PEM'
       : 'CTL_TRUST_BUNDLE_SIGNING_KEY_FILE';
-    throw new RangeError(`CTL_TRUST_BUNDLE_SIGNING_KEY_PKCS11_URI and ${other}: set one, not both`);
+    throw new ConfigError(`CTL_TRUST_BUNDLE_SIGNING_KEY_PKCS11_URI and ${other}`, 'set one, not both');
   }
   return {
     port,
@@ -154,6 +236,7 @@ export function readAuthorityConfig(env: Env = process.env): AuthorityConfig {
     anchorLocalPath: nonEmpty(env['CTL_ANCHOR_LOCAL_PATH']),
     rateLimits: authorityRateLimitsFromEnv(env),
     defaulted,
+    warnings,
     logLevel: checkLogLevel(env['LOG_LEVEL']),
   };
 }

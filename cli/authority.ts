@@ -3,60 +3,10 @@
  * the Trust Bundle root key as PEM, for provisioning devices. Both read the same
  * environment (PORT, DATABASE_URL, CTL_* of spec §4.3) through authority/config.ts.
  */
-import type { readAuthorityConfig } from '../authority/config.js';
 import { guard, parseArgs, UsageError } from './device/args.js';
-import { packageVersion, variableLines, webhookVariables, type VariableHelp } from './service/help.js';
-import { preflight, runUntilSignal, startFailure, warnNoAdminKey } from './service/lifecycle.js';
-
-/** Every variable the authority reads (authority/README.md "Configuration" lists the same, with the same defaults). */
-const VARIABLES: VariableHelp[] = [
-  ['PORT', '8700', 'where it listens'],
-  ['HOST', '127.0.0.1', 'the address it listens on'],
-  ['DATABASE_URL', 'sqlite:./data/authority.db', 'or postgres://user@host:port/database (instances may share one)'],
-  ['LOG_LEVEL', 'info', 'trace, debug, info, warn, error, fatal or silent'],
-  ['CTL_ISSUER_DOMAIN', 'localhost', 'issuer of grants and bundles'],
-  [
-    'CTL_REVOCATION_BASE_URL',
-    'http://HOST:PORT',
-    'http(s) base of the revocation URL grants carry: <base>/revoke?grantId=...',
-  ],
-  ['CTL_ADMIN_API_KEY', undefined, 'bootstrap key with the admin scope (>= 16 characters)'],
-  [
-    'CTL_POLICY_GRANT_SIGNING_PRIVATE_KEY_PEM',
-    undefined,
-    "this instance's grant key (default: generated, stored sealed)",
-  ],
-  ['CTL_POLICY_GRANT_SIGNING_PRIVATE_KEY_FILE', undefined, 'the grant key as a PEM file (mode 0600)'],
-  ['CTL_POLICY_GRANT_SIGNING_KEY_PKCS11_URI', undefined, 'the grant key in an HSM (RFC 7512)'],
-  ['CTL_POLICY_GRANT_SIGNING_KEY_ID', undefined, "the grant key's kid (default: its RFC 7638 thumbprint)"],
-  [
-    'CTL_TRUST_BUNDLE_ROOT_PRIVATE_KEY_PEM',
-    undefined,
-    'the root key that signs bundles (default: generated, stored sealed)',
-  ],
-  ['CTL_TRUST_BUNDLE_ROOT_PRIVATE_KEY_FILE', undefined, 'the root key as a PEM file (mode 0600)'],
-  ['CTL_TRUST_BUNDLE_ROOT_KEY_PKCS11_URI', undefined, 'the root key in an HSM'],
-  [
-    'CTL_TRUST_BUNDLE_SIGNING_KEY_PEM',
-    undefined,
-    'the bundle key that signs bundles once the root is rotated (ctl root rotate)',
-  ],
-  ['CTL_TRUST_BUNDLE_SIGNING_KEY_FILE', undefined, 'the bundle key as a PEM file'],
-  ['CTL_TRUST_BUNDLE_SIGNING_KEY_PKCS11_URI', undefined, 'the bundle key in an HSM'],
-  ['CTL_PKCS11_MODULE', '/usr/lib/softhsm/libsofthsm2.so', 'the PKCS#11 library of the HSM'],
-  [
-    'CTL_AUTHORITY_KEK',
-    undefined,
-    '32 bytes (base64url or hex) sealing the stored private keys (unset: a dev KEK file beside the database)',
-  ],
-  ['CTL_AUTHORITY_KEK_PKCS11_URI', undefined, 'the KEK as an AES key in a PKCS#11 token instead'],
-  ['CTL_AUDIT_WEBHOOK_URLS', undefined, 'comma-separated URLs the audit entries are pushed to (Standard Webhooks)'],
-  ['CTL_AUDIT_WEBHOOK_SECRET', undefined, 'whsec_<base64>, signs them (required with the URLs)'],
-  ...webhookVariables('audit webhooks'),
-  ['CTL_ANCHOR_LOCAL_PATH', undefined, 'a local append-only anchor file of the audit chain head'],
-  ['CTL_AUTHORITY_RATE_LIMIT_KEY', '6000/60s', 'requests per API key, shared on PostgreSQL; 0: none'],
-  ['CTL_AUTHORITY_RATE_LIMIT_ADDRESS', '60000/60s', 'requests per client address, per instance; 0: none'],
-];
+import { packageVersion, variableLines } from './service/help.js';
+import { AUTHORITY_VARIABLES, readAuthorityConfig } from '../authority/config.js';
+import { preflight, runUntilSignal, startFailure, warnNoAdminKey, warnUnknownVariables } from './service/lifecycle.js';
 
 const usage = (program: string) => `usage: ${program}             run the policy authority
        ${program} root-key    print the Trust Bundle root public key (PEM) for device provisioning
@@ -67,7 +17,7 @@ SIGTERM or SIGINT stops it: requests in flight finish (at most 10 s), then it ex
 A variable set wrongly refuses the start with its name (exit 2).
 
 environment:
-${variableLines(VARIABLES)}`;
+${variableLines(AUTHORITY_VARIABLES)}`;
 
 const rootKeyUsage = (program: string) => `usage: ${program} root-key
 
@@ -86,10 +36,11 @@ export async function main(args: string[], program = 'ctl authority'): Promise<n
     if (p.positionals.length > 1 || (sub !== undefined && sub !== 'root-key'))
       throw new UsageError(`unknown subcommand ${p.positionals.join(' ')}`);
     // The service's modules load only to run it: --help, --version and a usage error answer without them.
-    const { readAuthorityConfig } = await import('../authority/config.js');
+    const { GATEWAY_VARIABLES } = await import('../gateway/config.js');
     let config;
     try {
-      config = readAuthorityConfig(process.env);
+      // The gateway's variables may share the environment: they are not misspellings here.
+      config = readAuthorityConfig(process.env, { alsoKnown: GATEWAY_VARIABLES.map((v) => v[0]) });
     } catch (e) {
       console.error(`${program}: ${(e as Error).message}`);
       return 2;
@@ -104,6 +55,7 @@ export async function main(args: string[], program = 'ctl authority'): Promise<n
     } catch (e) {
       return startFailure(program, e);
     }
+    warnUnknownVariables(authority.logger, config.warnings);
     if (!config.adminApiKey)
       warnNoAdminKey(authority.logger, 'CTL_ADMIN_API_KEY', 'no API key can be created (POST /admin/keys)');
     return runUntilSignal(authority.logger, () => authority.close());

@@ -16,17 +16,21 @@ import { randomBytes } from 'node:crypto';
 import { guard, one, parseArgs, UsageError } from './device/args.js';
 import { startDemoMerchant, type DemoMerchant } from './demo/merchant.js';
 import { formatMinor } from './demo/money.js';
-import { preflight, runUntilSignal, startFailure } from './service/lifecycle.js';
+import { preflight, runUntilSignal, startFailure, warnUnknownVariables } from './service/lifecycle.js';
+import { urlHost } from '../service-kit/config.js';
 
 const USAGE = `usage: ctl start [--data <dir>] [--no-demo-merchant]
 
 Runs the policy authority (AUTHORITY_PORT, default 8700; AUTHORITY_DATABASE_URL) and the gateway
 (PORT, default 8402; GATEWAY_DATABASE_URL) on SQLite files in <dir> (default ./data), with
-development keys made on first start, and a demo merchant to pay (DEMO_MERCHANT_PORT, default any
-free port; 1.00 USD a search; not started with --no-demo-merchant or NODE_ENV=production). Every
-other variable of \`ctl authority --help\` and \`ctl gateway --help\` applies as it does there. Logs
-are JSON lines on stdout (LOG_LEVEL, default info); the how-to is printed on stderr. SIGTERM or
-SIGINT stops both: requests in flight finish (at most 10 s), then it exits 0.`;
+development keys made on first start, the gateway's egress proxy (CTL_GATEWAY_EGRESS_PORT, default
+PORT + 1, 0 when PORT is 0; set it empty to turn it off; not by default under NODE_ENV=production),
+and a demo merchant to pay (DEMO_MERCHANT_PORT, default any free port; 1.00 USD a search; also over
+HTTPS on a free port, under a development CA the gateway trusts; not started with --no-demo-merchant
+or NODE_ENV=production). Every other variable of \`ctl authority --help\` and \`ctl gateway --help\`
+applies as it does there. Logs are JSON lines on stdout (LOG_LEVEL, default info); the how-to is
+printed on stderr. SIGTERM or SIGINT stops both: requests in flight finish (at most 10 s), then it
+exits 0.`;
 
 interface DevKeys {
   authorityAdminKey: string;
@@ -48,10 +52,18 @@ export function startEnvironments(env: Env, dataDir: string, keys: DevKeys): { a
   // grants' revocation URLs carry the authority's base. The gateway reaches a trusted authority on
   // loopback through its own exception, never opened to agents' /proxy (gateway/app.ts).
   const authorityPort = env.AUTHORITY_PORT || '8700';
-  const authorityBase = (env.CTL_REVOCATION_BASE_URL || `http://${env.HOST || '127.0.0.1'}:${authorityPort}`).replace(
-    /\/+$/,
-    '',
-  );
+  const host = env.HOST?.trim() || '127.0.0.1';
+  const authorityBase = (env.CTL_REVOCATION_BASE_URL || `http://${urlHost(host)}:${authorityPort}`).replace(/\/+$/, '');
+  // The egress proxy beside the gateway, so an unmodified agent can be tried (gateway/README.md
+  // "Egress proxy"): PORT + 1, or any free port when PORT is; set empty, off; opt-in in production.
+  const port = env.PORT || '8402';
+  const egressPort =
+    env.CTL_GATEWAY_EGRESS_PORT ??
+    (env.NODE_ENV === 'production' || !/^[0-9]{1,5}$/.test(port)
+      ? undefined
+      : port === '0'
+        ? '0'
+        : String(Math.min(65535, Number(port) + 1)));
   return {
     authority: {
       ...shared,
@@ -65,6 +77,7 @@ export function startEnvironments(env: Env, dataDir: string, keys: DevKeys): { a
       DATABASE_URL: env.GATEWAY_DATABASE_URL || `sqlite:${join(dataDir, 'gateway.db')}`,
       CTL_GATEWAY_ADMIN_KEY: env.CTL_GATEWAY_ADMIN_KEY || keys.gatewayAdminKey,
       CTL_GATEWAY_HUMAN_AUTHORITIES: env.CTL_GATEWAY_HUMAN_AUTHORITIES || authorityBase,
+      ...(egressPort !== undefined ? { CTL_GATEWAY_EGRESS_PORT: egressPort } : {}),
     },
   };
 }
@@ -87,26 +100,36 @@ export async function main(args: string[]): Promise<number> {
     const p = parseArgs(args, { values: ['data'], flags: ['no-demo-merchant'] });
     if (p.positionals.length) throw new UsageError(`unexpected argument ${p.positionals[0]}`);
     // The services' modules load only to run them: --help and a usage error answer without them.
-    const [{ readAuthorityConfig }, { startAuthority }, { createLogger }, { gatewayOptionsFromEnv, startGateway }] =
-      await Promise.all([
-        import('../authority/config.js'),
-        import('../authority/server.js'),
-        import('../service-kit/index.js'),
-        import('../gateway/server.js'),
-      ]);
+    const [
+      { readAuthorityConfig, AUTHORITY_VARIABLES },
+      { startAuthority },
+      { createLogger },
+      { gatewayOptionsFromEnv, startGateway },
+      { GATEWAY_VARIABLES },
+      { demoMerchantTls, trustedWith },
+    ] = await Promise.all([
+      import('../authority/config.js'),
+      import('../authority/server.js'),
+      import('../service-kit/index.js'),
+      import('../gateway/server.js'),
+      import('../gateway/config.js'),
+      import('../gateway/dev/demo-tls.js'),
+    ]);
+    const names = (list: readonly (readonly [string, ...unknown[]])[]) => list.map((v) => v[0]);
     const dataDir = resolve(one(p, 'data') ?? './data');
     const { keys, file: keysFile } = devKeys(dataDir);
     const env = startEnvironments(process.env, dataDir, keys);
     let authorityConfig, gatewayOptions;
     try {
-      authorityConfig = readAuthorityConfig(env.authority);
+      // One environment for both: each service's variables are known to the other.
+      authorityConfig = readAuthorityConfig(env.authority, { alsoKnown: names(GATEWAY_VARIABLES) });
     } catch (e) {
       // The reader names PORT / DATABASE_URL; under start the authority's are AUTHORITY_*.
       console.error(`ctl start: ${(e as Error).message.replace(/^(PORT|DATABASE_URL)\b/, 'AUTHORITY_$1')}`);
       return 2;
     }
     try {
-      gatewayOptions = gatewayOptionsFromEnv(env.gateway);
+      gatewayOptions = gatewayOptionsFromEnv(env.gateway, { alsoKnown: names(AUTHORITY_VARIABLES) });
     } catch (e) {
       console.error(`ctl start: ${(e as Error).message.replace(/^DATABASE_URL\b/, 'GATEWAY_DATABASE_URL')}`);
       return 2;
@@ -125,13 +148,16 @@ export async function main(args: string[]): Promise<number> {
     let merchant: DemoMerchant | undefined;
     if (withDemo) {
       try {
-        merchant = await startDemoMerchant({ port: Number(demoPort) });
+        const tls = await demoMerchantTls('127.0.0.1', Date.now());
+        merchant = await startDemoMerchant({ port: Number(demoPort), tls });
+        // Its HTTPS is under a development CA: the gateway trusts it beside the usual roots.
+        gatewayOptions.upstreamCa = trustedWith(tls.caPem, process.env);
       } catch (e) {
         return startFailure('ctl start', e);
       }
       gatewayOptions.targets = {
         allowPrivate: gatewayOptions.targets?.allowPrivate ?? false,
-        allowHosts: [...(gatewayOptions.targets?.allowHosts ?? []), merchant.hostPort],
+        allowHosts: [...(gatewayOptions.targets?.allowHosts ?? []), merchant.hostPort, merchant.httpsHostPort!],
       };
     }
     let authority, gateway;
@@ -150,9 +176,17 @@ export async function main(args: string[]): Promise<number> {
       await merchant?.close();
       return startFailure('ctl start', e);
     }
+    // Each reader knows both lists, so both find the same stray CTL_* variables: said once, for both.
+    warnUnknownVariables(
+      authority.logger,
+      authorityConfig.warnings.map((w) => ({
+        ...w,
+        message: w.message.replace('the authority', 'the authority or the gateway'),
+      })),
+    );
     if (merchant)
       createLogger({ name: 'ctl-demo-merchant', level: authorityConfig.logLevel }).info(
-        { url: merchant.url, demo: true },
+        { url: merchant.url, httpsUrl: merchant.httpsUrl, demo: true },
         'demo merchant (development only, not started in production)',
       );
     const gw = gateway.server.url;
@@ -165,7 +199,7 @@ export async function main(args: string[]): Promise<number> {
       keys.ownerKey = ((await res.json()) as { apiKey: string }).apiKey;
       writeFileSync(keysFile, JSON.stringify(keys, null, 2), { mode: 0o600 });
     }
-    printHowTo(authority.url, gw, keysFile, dataDir, keys.ownerKey, merchant);
+    printHowTo(authority.url, gw, gateway.egress?.url, keysFile, dataDir, keys.ownerKey, merchant);
     const running = { authority, gateway };
     return runUntilSignal(authority.logger, async () => {
       // Both drain at once: the 10 s bound holds for the pair, not for each in turn.
@@ -181,6 +215,7 @@ export async function main(args: string[]): Promise<number> {
 function printHowTo(
   authorityUrl: string,
   gw: string,
+  egress: string | undefined,
   keysFile: string,
   dataDir: string,
   ownerKey: string,
@@ -191,20 +226,33 @@ function printHowTo(
   const sessionBody = JSON.stringify({
     budget: { amount: '5000', currency: 'USD' },
     purposes: ['api:search'],
+    defaultPurpose: 'api:search',
     expiresAt: expires,
     softLimit: { amount: '1000' },
   });
+  const caFile = join(dataDir, 'gateway-ca.pem');
+  const httpsTarget = merchant?.httpsUrl ? `${merchant.httpsUrl}/search?q=ctl` : 'https://merchant.example/data';
+  // Three curl lines: the egress CA (once), a request as an unmodified agent sends it, the receipts.
+  const egressHowTo = egress
+    ? `
+Or as an agent that only knows HTTPS_PROXY (the same session; no X-Ctl-Purpose: its defaultPurpose):
+  curl -s -o ${caFile} ${gw}/ca.pem -H 'authorization: Bearer ${ownerKey}'
+  curl -s -i -w '\\n' --proxy ${egress} --proxy-user "agent:$TOKEN" --cacert ${caFile} '${httpsTarget}'
+  curl -s -w '\\n' ${gw}/session/receipts -H "authorization: Bearer $TOKEN"
+`
+    : '';
   console.error(`CTL is running.
   policy authority  ${authorityUrl}   (admin key in ${keysFile})
   payment gateway   ${gw}   (data in ${dataDir})
   owner console     ${gw}/console   (sign in with the owner key: ${ownerKey})
-${
-  merchant
-    ? `  demo merchant     ${merchant.url}   (DEMO, development only: ` +
-      `${formatMinor(merchant.price, 'USD')} a search; ` +
-      `off with --no-demo-merchant or NODE_ENV=production)\n`
-    : ''
-}
+${egress ? `  egress proxy      ${egress}   (HTTP(S)_PROXY for agents; they trust ${gw}/ca.pem)\n` : ''}${
+    merchant
+      ? `  demo merchant     ${merchant.url}   (DEMO, development only: ` +
+        `${formatMinor(merchant.price, 'USD')} a search; ` +
+        `off with --no-demo-merchant or NODE_ENV=production)\n` +
+        `                    ${merchant.httpsUrl}   (the same over HTTPS, under a development CA the gateway trusts)\n`
+      : ''
+  }
 Pay the ${merchant ? 'demo merchant' : 'merchant'} through a session (paste into a shell):
   TOKEN=$(curl -s -X POST ${gw}/sessions \\
     -H 'authorization: Bearer ${ownerKey}' -H 'content-type: application/json' \\
@@ -213,7 +261,7 @@ Pay the ${merchant ? 'demo merchant' : 'merchant'} through a session (paste into
   curl -s -i -w '\\n' ${gw}/proxy -H "authorization: Bearer $TOKEN" \\
     -H 'x-target-url: ${target}' -H 'x-ctl-purpose: api:search'
   curl -s -w '\\n' ${gw}/session/receipts -H "authorization: Bearer $TOKEN"
-
+${egressHowTo}
 The budget owner's view: GET ${gw}/sessions/<sessionId>/receipts, or the console;
 revoke: DELETE ${gw}/sessions/<sessionId>
 (private targets are refused; set CTL_GATEWAY_ALLOW_TARGETS=127.0.0.1:<port> to try another merchant on this machine)

@@ -111,6 +111,7 @@ const schemas = {
       merchantBlocklist: array(string()),
       velocity,
       ...windowsOptions,
+      defaultPurpose: string({ description: "One of the child's purposes; default the parent's, while allowed" }),
     },
     ['budget'],
   ),
@@ -173,6 +174,11 @@ const schemas = {
       windowsStart: timestamp(),
       parentId: string({ description: 'A child session: the session it narrows (PROTOCOL.md §14)' }),
       depth: { type: 'integer', minimum: 1 },
+      stateFrom: string({
+        description:
+          'The ancestor session whose state this is: a child of a paused, revoked or expired session is so too ' +
+          '(its payments meet every ancestor, PROTOCOL.md §14)',
+      }),
       pausedWindow: object({ every: { enum: PERIODS }, resetsAt: timestamp() }, ['every', 'resetsAt'], {
         description: "Paused by this window's soft limit: active again at resetsAt",
       }),
@@ -536,7 +542,14 @@ const paths: OpenApiDocument['paths'] = {
       tags: ['sessions'],
       operationId: 'listReceipts',
       security: owner,
-      parameters: [sessionIdParam],
+      parameters: [
+        sessionIdParam,
+        queryParam(
+          'descendants',
+          'true: also the receipts of every session below it, which its spend counts (each names its session)',
+          { enum: ['true', 'false'] },
+        ),
+      ],
       responses: {
         200: jsonResponse(
           'The receipts, oldest first',

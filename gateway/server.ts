@@ -14,11 +14,15 @@ import {
   ConfigError,
   checkAdminKey,
   checkDatabaseUrl,
+  checkHost,
   checkHostPortList,
   checkHttpUrl,
   checkKek,
   checkLogLevel,
+  checkVariableNames,
+  type ConfigWarning,
 } from '../service-kit/config.js';
+import { GATEWAY_VARIABLES } from './config.js';
 import { randomBytes } from 'node:crypto';
 import { generatePrivateKey } from 'viem/accounts';
 import {
@@ -76,17 +80,28 @@ export type GatewayStartOptions = Partial<GatewayDeps> & {
   env?: Record<string, string | undefined>;
   /** The egress proxy's listener (egress/proxy-server.ts); unset: off. */
   egress?: EgressConfig;
+  /** CTL_* variables in the environment that nothing reads (misspelt?), to say so at start. */
+  warnings?: ConfigWarning[];
 };
 
 /**
  * The gateway's configuration from the environment: the one reader `ctl gateway` and `ctl start`
- * both use. Throws an Error naming the variable when one is malformed.
+ * both use. Throws a ConfigError naming the variable when one is malformed (exit 2).
+ * `alsoKnown`: CTL_* names another service reads from the same environment (`ctl start`).
  * @example const options = gatewayOptionsFromEnv(process.env)
  */
-export function gatewayOptionsFromEnv(env: Record<string, string | undefined>): GatewayStartOptions {
+export function gatewayOptionsFromEnv(
+  env: Record<string, string | undefined>,
+  options: { alsoKnown?: Iterable<string> } = {},
+): GatewayStartOptions {
+  const warnings = checkVariableNames(
+    env,
+    [...GATEWAY_VARIABLES.map((v) => v[0]), ...(options.alsoKnown ?? [])],
+    'the gateway',
+  );
   const portText = env.PORT?.trim() || '8402';
   if (!/^[0-9]{1,5}$/.test(portText) || Number(portText) > 65535)
-    throw new RangeError(`PORT: expected 0–65535, got '${portText}'`);
+    throw new ConfigError('PORT', `expected 0–65535, got '${portText}'`);
   // Grants carry the public URL (PROTOCOL.md §10): a wrong one would fail every POST /sessions later.
   const publicUrl = env.CTL_GATEWAY_PUBLIC_URL?.trim()
     ? checkHttpUrl(env.CTL_GATEWAY_PUBLIC_URL.trim(), 'CTL_GATEWAY_PUBLIC_URL')
@@ -94,7 +109,7 @@ export function gatewayOptionsFromEnv(env: Record<string, string | undefined>): 
   checkKek(env, 'CTL_GATEWAY_KEK');
   return {
     port: Number(portText),
-    host: env.HOST || '127.0.0.1',
+    host: checkHost(env.HOST?.trim() || '127.0.0.1'),
     databaseUrl: checkDatabaseUrl(env.DATABASE_URL || 'sqlite:./data/gateway.db'),
     logLevel: checkLogLevel(env.LOG_LEVEL),
     adminKey: checkAdminKey(env.CTL_GATEWAY_ADMIN_KEY, 'CTL_GATEWAY_ADMIN_KEY'),
@@ -118,6 +133,7 @@ export function gatewayOptionsFromEnv(env: Record<string, string | undefined>): 
     maxSessionDepth: maxSessionDepthFromEnv(env),
     humanAuthorities: humanAuthoritiesFromEnv(env.CTL_GATEWAY_HUMAN_AUTHORITIES),
     egress: egressFromEnv(env),
+    warnings,
   };
 }
 
@@ -303,12 +319,15 @@ export async function startGateway(opts: GatewayStartOptions): Promise<RunningGa
     throw e;
   }
   gateway.pinListenUrl(server.url);
-  logger.info({ url: server.url, database: db.description, ...describeLimits(opts) }, 'gateway listening');
+  // The egress CA is made (or read) before the gateway says it listens: that line is the last of a
+  // start, which supervisors and `ctl start` take as ready. `proxy`, not `url`: a forward proxy
+  // answers no /healthz.
   if (egress)
     logger.info(
-      { url: egress.url, passThrough: opts.egress?.passThrough, ca: await gateway.egress.ca.fingerprint() },
+      { proxy: egress.url, passThrough: opts.egress?.passThrough, ca: await gateway.egress.ca.fingerprint() },
       'egress proxy listening (agents trust GET /ca.pem)',
     );
+  logger.info({ url: server.url, database: db.description, ...describeLimits(opts) }, 'gateway listening');
   const app = gateway;
   const listening = server;
   return {

@@ -3,6 +3,7 @@
  * with the name of the variable (docs/operations.md: exit 2), rather than surfacing later as a
  * driver's message or as every request failing.
  */
+import { isIP } from 'node:net';
 import { parseKek } from './secrets/kek.js';
 
 /** A variable that is set wrongly; `ctl` commands exit 2 on it. */
@@ -156,4 +157,119 @@ export async function checkDatabaseReachable(
   } finally {
     await client.end().catch(() => {});
   }
+}
+
+/** A variable, its default (omitted: none) and what it sets: one row of a service's known list. */
+export type VariableHelp = readonly [name: string, defaultValue: string | undefined, meaning: string];
+
+/**
+ * The webhook outbox's variables (service-kit's, read alike by both services); `what` names the
+ * webhooks in the first line.
+ * @example [...webhookVariables('session webhooks')]
+ */
+export function webhookVariables(what: string): VariableHelp[] {
+  return [
+    ['CTL_WEBHOOK_MAX_ATTEMPTS', '12', `${what}: attempts before the dead letter`],
+    ['CTL_WEBHOOK_BASE_DELAY_MS', '5000', 'first retry delay, doubled each attempt'],
+    ['CTL_WEBHOOK_MAX_DELAY_MS', '3600000', 'longest retry delay'],
+    ['CTL_WEBHOOK_TIMEOUT_MS', '5000', 'per-attempt timeout'],
+    ['CTL_WEBHOOK_POLL_MS', '1000', 'how often each instance looks for due deliveries'],
+  ];
+}
+
+/**
+ * The address a service listens on: an IP address or a host name. Checked on its own, so a bad
+ * HOST is named as HOST, not as a URL built from it.
+ * @example checkHost('0.0.0.0') // '0.0.0.0'
+ */
+export function checkHost(value: string, variable = 'HOST'): string {
+  const name =
+    /^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
+  if (isIP(value) || name.test(value)) return value;
+  throw new ConfigError(variable, `expected an IP address or a host name (127.0.0.1, ::, localhost), got '${value}'`);
+}
+
+/** `host` as a URL writes it: an IPv6 address in brackets. */
+export const urlHost = (host: string) => (isIP(host) === 6 ? `[${host}]` : host);
+
+/**
+ * CTL_* variables that CTL programs other than the services read (the MCP server and the agent
+ * tools, the tests), so an environment that holds them holds no misspelling.
+ */
+const READ_ELSEWHERE = new Set([
+  'CTL_GATEWAY_URL',
+  'CTL_SESSION_TOKEN',
+  'CTL_TOOLS',
+  'CTL_CHROMIUM',
+  'CTL_VECTORS_DIR',
+  'CTL_DESIGN_DIR',
+  'CTL_SEED',
+  'CTL_GATEWAY_TEST_PG',
+]);
+const READ_ELSEWHERE_PREFIXES = ['CTL_TEST_'];
+
+/** A CTL_* variable no CTL program reads, and the known name nearest to it. */
+export interface ConfigWarning {
+  variable: string;
+  nearest?: string;
+  message: string;
+}
+
+/** Edits (insert, delete, substitute, swap two neighbours) from `a` to `b`. */
+function editDistance(a: string, b: string): number {
+  const d = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array<number>(b.length).fill(0)]);
+  for (let j = 1; j <= b.length; j++) d[0]![j] = j;
+  for (let i = 1; i <= a.length; i++)
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      d[i]![j] = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
+        d[i]![j] = Math.min(d[i]![j]!, d[i - 2]![j - 2]! + 1);
+    }
+  return d[a.length]![b.length]!;
+}
+
+/**
+ * The known name nearest to `name`, when it is near enough to be what was meant (at most a
+ * quarter of its length in edits, at least 2).
+ * @example nearestName('CTL_GATEWAY_EGRES_PORT', ['CTL_GATEWAY_EGRESS_PORT']) // 'CTL_GATEWAY_EGRESS_PORT'
+ */
+export function nearestName(name: string, known: Iterable<string>): string | undefined {
+  let best: [string, number] | undefined;
+  for (const k of known) {
+    const d = editDistance(name, k);
+    if (!best || d < best[1]) best = [k, d];
+  }
+  return best && best[1] <= Math.max(2, Math.floor(name.length / 4)) ? best[0] : undefined;
+}
+
+/**
+ * The CTL_* variables of `env` that neither `service` (its `known` list) nor any other CTL
+ * program reads: most likely misspelt, and then silently ignored. Each is a warning naming the
+ * nearest known name; under NODE_ENV=production the first refuses the start (ConfigError, exit 2).
+ * @example const warnings = checkVariableNames(process.env, GATEWAY_VARIABLE_NAMES, 'the gateway')
+ */
+export function checkVariableNames(
+  env: Record<string, string | undefined>,
+  known: Iterable<string>,
+  service: string,
+): ConfigWarning[] {
+  const names = new Set(known);
+  const warnings: ConfigWarning[] = [];
+  for (const variable of Object.keys(env).sort()) {
+    if (!variable.startsWith('CTL_') || env[variable] === undefined || names.has(variable)) continue;
+    if (READ_ELSEWHERE.has(variable) || READ_ELSEWHERE_PREFIXES.some((p) => variable.startsWith(p))) continue;
+    const nearest = nearestName(variable, names);
+    const hint = nearest ? `did you mean ${nearest}?` : 'see --help for the variables it reads';
+    warnings.push({ variable, nearest, message: `not a variable ${service} reads (it is ignored): ${hint}` });
+  }
+  if (warnings.length && env.NODE_ENV === 'production') {
+    const [first, ...more] = warnings;
+    throw new ConfigError(
+      first!.variable,
+      `${first!.message.replace(' (it is ignored)', '')} (NODE_ENV=production refuses an unknown CTL_* variable` +
+        `${more.length ? `; also ${more.map((w) => w.variable).join(', ')}` : ''})`,
+    );
+  }
+  return warnings;
 }

@@ -7,23 +7,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-/** A variable, its default (omitted: none) and what it sets. */
-export type VariableHelp = readonly [name: string, defaultValue: string | undefined, meaning: string];
-
-/**
- * The webhook outbox's variables (service-kit's, read alike by both services); `what` names the
- * webhooks in the first line.
- * @example [...webhookVariables('session webhooks')]
- */
-export function webhookVariables(what: string): VariableHelp[] {
-  return [
-    ['CTL_WEBHOOK_MAX_ATTEMPTS', '12', `${what}: attempts before the dead letter`],
-    ['CTL_WEBHOOK_BASE_DELAY_MS', '5000', 'first retry delay, doubled each attempt'],
-    ['CTL_WEBHOOK_MAX_DELAY_MS', '3600000', 'longest retry delay'],
-    ['CTL_WEBHOOK_TIMEOUT_MS', '5000', 'per-attempt timeout'],
-    ['CTL_WEBHOOK_POLL_MS', '1000', 'how often each instance looks for due deliveries'],
-  ];
-}
+export { webhookVariables, type VariableHelp } from '../../service-kit/config.js';
+import type { VariableHelp } from '../../service-kit/config.js';
 
 /** @example variableLines([['PORT', '8402', 'where it listens']]) // '  PORT (8402)  where it listens' */
 export function variableLines(rows: readonly VariableHelp[]): string {

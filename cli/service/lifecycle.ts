@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import type { Logger } from '../../service-kit/index.js';
-import { ConfigError, checkDatabaseReachable } from '../../service-kit/config.js';
+import { ConfigError, checkDatabaseReachable, type ConfigWarning } from '../../service-kit/config.js';
 
 /** Above the 10 s drain of listen.ts: time for the database and queues to close after it. */
 const STOP_DEADLINE_MS = 15_000;
@@ -129,4 +129,14 @@ export function warnNoAdminKey(logger: Logger, variable: string, what: string): 
     { variable },
     `${variable} is not set: ${what} until it is (set it to a random string of at least 16 characters and restart)`,
   );
+}
+
+/**
+ * The CTL_* variables of the environment that nothing reads (service-kit/config.ts
+ * checkVariableNames): one warning each, naming the nearest known name.
+ * @example warnUnknownVariables(running.logger, options.warnings)
+ */
+export function warnUnknownVariables(logger: Logger, warnings: readonly ConfigWarning[] | undefined): void {
+  for (const w of warnings ?? [])
+    logger.warn({ variable: w.variable, ...(w.nearest ? { nearest: w.nearest } : {}) }, `${w.variable}: ${w.message}`);
 }

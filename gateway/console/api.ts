@@ -87,8 +87,12 @@ export const listSessions = (cursor?: string) =>
   );
 export const getSession = (id: string) => api<SessionDetail>('GET', `/sessions/${encodeURIComponent(id)}`);
 export const treeOf = (id: string) => api<SessionTree>('GET', `/sessions/${encodeURIComponent(id)}/tree`);
-export const receiptsOf = (id: string) =>
-  api<{ receipts: Receipt[] }>('GET', `/sessions/${encodeURIComponent(id)}/receipts`);
+/** A session's receipts; with `descendants`, also those of the sessions below it (its spend counts them). */
+export const receiptsOf = (id: string, descendants = false) =>
+  api<{ receipts: Receipt[] }>(
+    'GET',
+    `/sessions/${encodeURIComponent(id)}/receipts${descendants ? '?descendants=true' : ''}`,
+  );
 export const dispatchesOf = (id: string) =>
   api<{ dispatches: Dispatch[]; webhookUrl?: string }>('GET', `/sessions/${encodeURIComponent(id)}/webhooks`);
 export const revokeSession = (id: string) => api<SessionView>('DELETE', `/sessions/${encodeURIComponent(id)}`);

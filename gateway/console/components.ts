@@ -88,13 +88,18 @@ export function defineComponents() {
   if (!customElements.get('ctl-countdown')) customElements.define('ctl-countdown', Countdown);
 }
 
-/** A state badge: text and shape, not colour alone. */
-export function stateBadge(state: string) {
+/**
+ * A state badge: text and shape, not colour alone. `from`: the ancestor session whose state it is
+ * (a child of a paused parent is paused with it), named beside the state.
+ */
+export function stateBadge(state: string, from?: string) {
   const icon: Record<string, string> = { active: '●', paused: '❚❚', revoked: '■', expired: '○' };
   return h(
     'span',
-    { class: `badge state-${state}` },
+    { class: `badge state-${state}`, 'data-state-from': from, title: from ? `${state} with ${from}` : undefined },
     h('span', { 'aria-hidden': 'true' }, icon[state] ?? '•'),
     ` ${state}`,
+    from ? h('span', { class: 'badge-from' }, ' (inherited)') : null,
+    from ? h('span', { class: 'visually-hidden' }, `: the state of ${from}`) : null,
   );
 }

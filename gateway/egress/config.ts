@@ -3,7 +3,7 @@
  * CTL_GATEWAY_EGRESS_PORT is set; CTL_GATEWAY_EGRESS_PASS_THROUGH lists the host globs tunnelled
  * untouched (services/host-glob.ts syntax, as merchantAllowlist).
  */
-import { ConfigError } from '../../service-kit/config.js';
+import { ConfigError, checkHost } from '../../service-kit/config.js';
 import { parseRateLimit, type RateLimit } from '../../service-kit/rate-limit.js';
 import { firstInertGlob, globProgramSizes, MAX_LIST_PROGRAM } from '../services/host-glob.js';
 
@@ -77,9 +77,10 @@ export function egressFromEnv(env: Record<string, string | undefined>): EgressCo
   }
   if (!/^[0-9]{1,5}$/.test(portText) || Number(portText) > 65535)
     throw new ConfigError('CTL_GATEWAY_EGRESS_PORT', `expected 0–65535, got '${portText}'`);
+  const host = env.CTL_GATEWAY_EGRESS_HOST?.trim();
   return {
     port: Number(portText),
-    host: env.CTL_GATEWAY_EGRESS_HOST?.trim() || undefined,
+    host: host ? checkHost(host, 'CTL_GATEWAY_EGRESS_HOST') : undefined,
     passThrough,
     connectLimit: connectLimit ?? false,
   };

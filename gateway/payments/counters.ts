@@ -14,6 +14,7 @@ import { formatTimestamp, windowAt } from '../../src/index.js';
 import type { SqlExecutor, Row } from '../../service-kit/index.js';
 import type { PausedWindow, SessionConfig, SessionWindow } from '../store/sessions.js';
 import { forUpdate } from '../store/lock.js';
+import { formatMinor } from '../../service-kit/money.js';
 
 /** Where a payment was counted: the sessions of its chain and the window rows (session, every, start). */
 export interface PaymentCounters {
@@ -38,6 +39,8 @@ export interface CounterReservation {
   /** The paying session first, then each ancestor up to the root. */
   chain: string[];
   amount: bigint;
+  /** The session's currency, for the amounts a refusal names. */
+  currency: string;
   merchant: string;
   now: number;
   /** Spent at once instead of reserved: a payment made in the change that reserves it (the ledger). */
@@ -111,6 +114,7 @@ const pausedMessage = 'the session is paused at its soft ceiling; continue it wi
  * written when it refuses, except pausing the paying session at a soft limit (`pausedNow`).
  */
 export async function reserveOnCounters(t: SqlExecutor, p: CounterReservation): Promise<CounterResult> {
+  const money = (minor: bigint) => formatMinor(minor, p.currency);
   const rows = await lockSessions(t, p.chain);
   const self = rows.get(p.chain[0]!);
   if (!self) return { ok: false, code: 'session_revoked', message: 'no such session' };
@@ -141,14 +145,14 @@ export async function reserveOnCounters(t: SqlExecutor, p: CounterReservation): 
     const s = rows.get(id)!;
     if (s.spent + s.reserved + p.amount <= s.ceiling) continue;
     if (id === self.id && s.softLimit) return pause(t, self.id, null);
-    const left = s.ceiling - s.spent - s.reserved;
+    const [asked, left] = [money(p.amount), money(s.ceiling - s.spent - s.reserved)];
     return {
       ok: false,
       code: 'budget_exceeded',
       message:
         id === self.id
-          ? `the payment of ${p.amount} exceeds the remaining budget of ${left}`
-          : `the payment of ${p.amount} exceeds what its parent session ${id} has left (${left})`,
+          ? `the payment of ${asked} exceeds the remaining budget of ${left}`
+          : `the payment of ${asked} exceeds what its parent session ${id} has left (${left})`,
     };
   }
 
@@ -158,17 +162,22 @@ export async function reserveOnCounters(t: SqlExecutor, p: CounterReservation): 
     const countFull = w.maxPayments !== null && w.payments + 1n > w.maxPayments;
     if (!amountFull && !countFull) continue;
     if (w.sessionId === self.id && self.softLimit)
-      return pause(t, self.id, { every: w.every, startsAt: w.startsAt, endsAt: w.endsAt });
+      return pause(t, self.id, { every: w.every, startsAt: w.startsAt, endsAt: w.endsAt }, self.expiresAt);
     const whose = w.sessionId === self.id ? 'this session' : `its parent session ${w.sessionId}`;
-    return {
-      ok: false,
-      code: 'window_exceeded',
-      message: amountFull
-        ? `the payment of ${p.amount} exceeds what the ${w.every} window of ${whose} has left ` +
-          `(${w.maxAmount - w.spent - w.reserved})`
-        : `the ${w.every} window of ${whose} allows ${w.maxPayments} payments`,
-      resetsAt: formatTimestamp(w.endsAt),
-    };
+    const full = amountFull
+      ? `the payment of ${money(p.amount)} exceeds what the ${w.every} window of ${whose} has left ` +
+        `(${money(w.maxAmount - w.spent - w.reserved)})`
+      : `the ${w.every} window of ${whose} allows ${w.maxPayments} payments`;
+    // A reset after the paying session's end (the earliest of its chain) is no time to come back.
+    if (w.endsAt >= self.expiresAt)
+      return {
+        ok: false,
+        code: 'window_exceeded',
+        message:
+          `${full}; it resets at ${formatTimestamp(w.endsAt)}, ` +
+          `after this session ends at ${formatTimestamp(self.expiresAt)}`,
+      };
+    return { ok: false, code: 'window_exceeded', message: full, resetsAt: formatTimestamp(w.endsAt) };
   }
 
   const column = p.spend ? 'spent' : 'reserved';
@@ -220,7 +229,7 @@ async function velocityRefusal(
       return {
         ok: false,
         code: 'velocity_exceeded',
-        message: `at most ${s.maxPerMerchantDay} per merchant per day${whose}`,
+        message: `at most ${formatMinor(s.maxPerMerchantDay, p.currency)} per merchant per day${whose}`,
       };
   }
   return undefined;
@@ -261,8 +270,16 @@ async function paymentsOf(t: SqlExecutor, id: string): Promise<{ sql: string; pa
   };
 }
 
-/** Pauses the paying session at a soft limit: its ceiling, or (with `window`) one window until it ends. */
-async function pause(t: SqlExecutor, id: string, window: PausedWindow | null): Promise<CounterResult> {
+/**
+ * Pauses the paying session at a soft limit: its ceiling, or (with `window`) one window until it
+ * ends; a window that ends after the session (`endsAt`) resumes nothing by itself.
+ */
+async function pause(
+  t: SqlExecutor,
+  id: string,
+  window: PausedWindow | null,
+  endsAt = Infinity,
+): Promise<CounterResult> {
   const r = await t.run(
     `UPDATE gw_sessions SET state = 'paused', continuation_nonce = ?, paused_window = ?
      WHERE id = ? AND state = 'active'`,
@@ -271,11 +288,15 @@ async function pause(t: SqlExecutor, id: string, window: PausedWindow | null): P
   return {
     ok: false,
     code: 'session_paused',
-    message: window
-      ? `the payment would cross the soft limit of the ${window.every} window: ` +
-        `the session is paused until ${formatTimestamp(window.endsAt)}`
-      : 'the payment would cross the soft ceiling: the session is paused',
+    message: !window
+      ? 'the payment would cross the soft ceiling: the session is paused'
+      : window.endsAt < endsAt
+        ? `the payment would cross the soft limit of the ${window.every} window: ` +
+          `the session is paused until ${formatTimestamp(window.endsAt)}`
+        : `the payment would cross the soft limit of the ${window.every} window: the session is paused, and ` +
+          `the window resets only after the session ends at ${formatTimestamp(endsAt)}`,
     pausedNow: r.changes === 1,
+    // Kept after the session's end too: it says the pause is the window's (the SDK's pauseKind).
     ...(window ? { resetsAt: formatTimestamp(window.endsAt) } : {}),
   };
 }
@@ -376,6 +397,32 @@ export async function settleCounters(
     );
   }
   return self;
+}
+
+/**
+ * The windows a committed payment counted in that are now full (PROTOCOL.md §13): no amount or no
+ * payment left, and no other payment still reserved in them, so of the payments that filled a
+ * window only the commit that settles the last one finds it (a release after a fill makes room).
+ * Inside the commit's transaction, after its counters moved.
+ */
+export async function filledWindows(
+  q: SqlExecutor,
+  paymentId: string,
+): Promise<(WindowRow & { webhookUrl: string | null })[]> {
+  const pay = await q.get<{ counters: string | null }>(`SELECT counters FROM gw_payments WHERE id = ?`, [paymentId]);
+  const out = [];
+  for (const [id, every, startsAt] of pay?.counters ? (JSON.parse(pay.counters) as PaymentCounters).w : []) {
+    const r = await q.get(
+      `SELECT w.*, s.webhook_url FROM gw_session_windows w JOIN gw_sessions s ON s.id = w.session_id
+       WHERE w.session_id = ? AND w.every = ? AND w.starts_at = ?`,
+      [id, every, startsAt],
+    );
+    if (!r) continue;
+    const w = toWindowRow(r);
+    const full = w.spent >= w.maxAmount || (w.maxPayments !== null && w.payments >= w.maxPayments);
+    if (full && w.reserved === 0n) out.push({ ...w, webhookUrl: (r.webhook_url as string | null) ?? null });
+  }
+  return out;
 }
 
 /** The current window of each of a session's windows, as it stands (zero when no payment opened it). */

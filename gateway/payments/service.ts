@@ -8,8 +8,9 @@
  * and the ledger, which pays in the change that commits (store.ts payLedgerInCommit).
  * reconcile.ts settles what a crash left open.
  */
-import { CtlError, type Receipt, type SignedBudgetAuthorization } from '../../src/index.js';
+import { CtlError, formatTimestamp, type Receipt, type SignedBudgetAuthorization } from '../../src/index.js';
 import { HttpError, timeOrderedId, type SqlDatabase, idleCache } from '../../service-kit/index.js';
+import { formatMinor } from '../../service-kit/money.js';
 import {
   reserve,
   markPaying,
@@ -21,7 +22,7 @@ import {
   type CommitRecord,
 } from './store.js';
 import { chainOf, sessionById, type SessionRecord, type SessionWindow } from '../store/sessions.js';
-import { chainWindowKeys } from './counters.js';
+import { chainWindowKeys, filledWindows } from './counters.js';
 import type { PaymentOrder, Rail } from './rails/rail.js';
 import type { PaymentTerms } from './terms/x-payment.js';
 import { createPaymentSigning, type PaymentFields } from './signing.js';
@@ -132,8 +133,6 @@ export function createPaymentService(deps: PaymentServiceDeps) {
   ): Promise<never> {
     deps.onRefused?.(code, railName);
     await events.emit(session, 'payment.denied', { code, message, ...details, ...(resetsAt ? { resetsAt } : {}) });
-    if (code === 'window_exceeded' && resetsAt)
-      await events.emit(session, 'window.exhausted', { message, resetsAt, ...details });
     throw new CtlError(code, message, resetsAt ? { resetsAt } : undefined);
   }
 
@@ -149,6 +148,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     receiptId: string,
     txRef: string,
     captured?: bigint,
+    windowed = false,
   ): CommitRecord {
     const completed = [
       {
@@ -168,7 +168,8 @@ export function createPaymentService(deps: PaymentServiceDeps) {
       },
     ];
     const known = { effect: events.effect(() => completed), rows: () => events.rows(completed) };
-    if (session.thresholds.length === 0) return { known };
+    const filled = windowed ? exhaustedRecord(p) : undefined;
+    if (session.thresholds.length === 0) return { known, ...(filled ? { filled } : {}) };
     const effect = events.effect((c: CommitResult) => {
       if (!c.committed) return [];
       return session.thresholds
@@ -183,7 +184,43 @@ export function createPaymentService(deps: PaymentServiceDeps) {
           data: { threshold: pct, spentMinor: c.spentAfter.toString(), ceilingMinor: c.ceiling.toString() },
         }));
     });
-    return { known, effect };
+    return { known, effect, ...(filled ? { filled } : {}) };
+  }
+
+  /**
+   * `window.exhausted` for each window (the session's or an ancestor's) that the commit of `p`
+   * filled, told once by the commit that settles its last payment (counters.ts filledWindows).
+   */
+  const exhaustedRecord = (p: PaymentFields) =>
+    events.effect(async (c: CommitResult, q) =>
+      !c.committed
+        ? []
+        : (await filledWindows(q, p.id)).map((w) => {
+            const resetsAt = formatTimestamp(w.endsAt);
+            const spent = formatMinor(w.spent, p.currency);
+            return {
+              session: { id: w.sessionId, webhookUrl: w.webhookUrl },
+              type: 'window.exhausted' as const,
+              actor: 'agent',
+              data: {
+                every: w.every,
+                maxAmountMinor: w.maxAmount.toString(),
+                ...(w.maxPayments !== null ? { maxPayments: Number(w.maxPayments) } : {}),
+                spentMinor: w.spent.toString(),
+                payments: Number(w.payments),
+                currency: p.currency,
+                paymentId: p.id,
+                resetsAt,
+                message: `the ${w.every} window of this session is full (${spent}) until ${resetsAt}`,
+              },
+            };
+          }),
+    );
+
+  /** Whether a payment of `session` counts in a window, its own or an ancestor's (PROTOCOL.md §13, §14). */
+  async function windowed(session: SessionRecord, at: number): Promise<boolean> {
+    const chain = counterChain(session);
+    return chain !== undefined && (await chainWindows(session, chain, at)).length > 0;
   }
 
   /** Recorded in the transaction that pauses the session at its soft ceiling, from the row it wrote. */
@@ -223,7 +260,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     const c = await commit(
       db,
       { ...row, sessionId: session.id, amount: p.amount, txRef, captured, multi: counterChain(session) !== undefined },
-      commitRecord(session, p, receiptId, txRef, captured),
+      commitRecord(session, p, receiptId, txRef, captured, await windowed(session, paidAt)),
     );
     if (c.committed) committed();
     return { committed: c.committed, receipt };
@@ -391,7 +428,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
         ...(chain && !velocity ? { chainWindows: await chainWindows(session, chain, paidAt) } : {}),
         txRef,
       },
-      commitRecord(session, p, receiptId, txRef),
+      commitRecord(session, p, receiptId, txRef, undefined, await windowed(session, paidAt)),
       pausedRecord(session),
     );
     if ('ok' in c) return refuse(rail.name, session, c.code, c.message, details, c.resetsAt);

@@ -7,6 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import {
   Rollback,
+  allEffects,
   changeWith,
   insertSelectSql,
   type RowInsert,
@@ -16,6 +17,7 @@ import {
   type TxEffect,
 } from '../../service-kit/index.js';
 import { forUpdate } from '../store/lock.js';
+import { formatMinor } from '../../service-kit/money.js';
 import {
   ensureWindowRows,
   type ChainWindow,
@@ -188,7 +190,9 @@ async function reserveOneStatement(
   return {
     ok: false,
     code: 'budget_exceeded',
-    message: `the payment of ${p.amount} exceeds the remaining budget of ${remaining}`,
+    message:
+      `the payment of ${formatMinor(p.amount, p.currency)} exceeds the remaining budget of ` +
+      formatMinor(remaining, p.currency),
   };
 }
 
@@ -206,6 +210,7 @@ async function reserveChain(
         paymentId: p.paymentId,
         chain,
         amount: p.amount,
+        currency: p.currency,
         merchant: p.merchant,
         now: p.now,
       });
@@ -268,7 +273,7 @@ async function reserveInTx(q: SqlDatabase, p: ReserveInput, paused?: TxEffect<vo
           return {
             ok: false,
             code: 'velocity_exceeded',
-            message: `at most ${s.max_per_merchant_day} per merchant per day`,
+            message: `at most ${formatMinor(String(s.max_per_merchant_day), p.currency)} per merchant per day`,
           } as const;
       }
       const ceiling = BigInt(s.ceiling as string);
@@ -290,7 +295,9 @@ async function reserveInTx(q: SqlDatabase, p: ReserveInput, paused?: TxEffect<vo
         return {
           ok: false,
           code: 'budget_exceeded',
-          message: `the payment of ${p.amount} exceeds the remaining budget of ${ceiling - spent - reserved}`,
+          message:
+            `the payment of ${formatMinor(p.amount, p.currency)} exceeds the remaining budget of ` +
+            formatMinor(ceiling - spent - reserved, p.currency),
         } as const;
       }
       await t.run(
@@ -346,7 +353,17 @@ const NOT_COMMITTED: CommitResult = { committed: false, spentBefore: 0n, spentAf
 export interface CommitRecord {
   known?: { effect: TxEffect<void>; rows: () => { rows: RowInsert[]; after: () => void } };
   effect?: TxEffect<CommitResult>;
+  /**
+   * What a commit that fills a budget window records (window.exhausted): run in the commit's
+   * transaction. A one-statement path cannot run it, so its statement refuses a payment that would
+   * fill a window, which then takes the transaction path (at most once per window).
+   */
+  filled?: TxEffect<CommitResult>;
 }
+
+/** The effects a commit's transaction runs after its change. */
+const afterEffects = (record: CommitRecord) =>
+  record.filled ? allEffects(record.effect, record.filled) : record.effect;
 
 /** The CTE members inserting `rows` when `pay` has a row. */
 function recordingCtes(rows: RowInsert[]): { sql: string; params: unknown[] } {
@@ -477,7 +494,7 @@ async function commitOnPostgres(
       if (!row) throw new Rollback(NOT_COMMITTED);
       return committed(row, amount);
     },
-    record.effect,
+    afterEffects(record),
     { first: record.known?.effect },
   );
 }
@@ -557,7 +574,7 @@ export async function commit(
       if (!u) throw new Rollback(NOT_COMMITTED);
       return bookSpendAndReceipt(t, p, u.counters);
     },
-    record.effect,
+    afterEffects(record),
     { first: record.known?.effect },
   );
 }
@@ -659,10 +676,19 @@ function receiptFromRow(r: ReceiptSelected, grants = new Map<string, unknown>())
   return receipt;
 }
 
-export async function receiptsOf(q: SqlExecutor, sessionId: string): Promise<unknown[]> {
-  const rows = await q.all<ReceiptSelected>(`${RECEIPT_SELECT} WHERE r.session_id = ? ORDER BY r.paid_at, r.id`, [
-    sessionId,
-  ]);
+/**
+ * The receipts of a session, oldest first; with `below` (its owner), also those of every session
+ * below it (PROTOCOL.md §14: the payments its spend counts).
+ */
+export async function receiptsOf(q: SqlExecutor, sessionId: string, below?: { ownerId: string }): Promise<unknown[]> {
+  const contains = q.dialect === 'postgres' ? 'strpos' : 'instr';
+  const [where, params] = below
+    ? [
+        `r.session_id IN (SELECT id FROM gw_sessions WHERE owner_id = ? AND (id = ? OR ${contains}(path, ?) > 0))`,
+        [below.ownerId, sessionId, `/${sessionId}/`],
+      ]
+    : ['r.session_id = ?', [sessionId]];
+  const rows = await q.all<ReceiptSelected>(`${RECEIPT_SELECT} WHERE ${where} ORDER BY r.paid_at, r.id`, params);
   const grants = new Map<string, unknown>();
   return rows.map((r) => receiptFromRow(r, grants));
 }
@@ -715,7 +741,7 @@ export async function payLedgerAndCommit(
       if (l.changes !== 1) throw new Error(`ledger id ${p.paymentId} already settled`); // rolls the payment back
       return bookSpendAndReceipt(t, p, u.counters);
     },
-    record.effect,
+    afterEffects(record),
     { first: record.known?.effect },
   );
 }
@@ -819,10 +845,11 @@ async function reserveAndPayChain(
   if (p.chainWindows) await ensureWindowRows(q, p.chainWindows);
   if (q.dialect === 'postgres' && p.chainWindows) {
     const counters: PaymentCounters = { s: chain, w: p.chainWindows.map((w) => [w.sessionId, w.every, w.startsAt]) };
+    const refuseFill = record.filled !== undefined;
     return commitOnPostgres(
       q,
       p.sessionId,
-      (extra) => reserveAndPayChainStatement(p, counters, extra),
+      (extra) => reserveAndPayChainStatement(p, counters, extra, refuseFill),
       p.amount,
       record,
     );
@@ -834,6 +861,7 @@ async function reserveAndPayChain(
         paymentId: p.paymentId,
         chain,
         amount: p.amount,
+        currency: p.currency,
         merchant: p.merchant,
         now: p.now,
         spend: true,
@@ -867,7 +895,7 @@ async function reserveAndPayChain(
       await insertReceipt(t, p);
       return committed({ spent: r.spent.toString(), ceiling: r.ceiling.toString() }, p.amount);
     },
-    record.effect,
+    afterEffects(record),
     { first: record.known?.effect },
   );
 }
@@ -884,7 +912,14 @@ function reserveAndPayChainStatement(
   p: LedgerPaymentInput,
   counters: PaymentCounters,
   extra = NO_CTES,
+  refuseFill = false,
 ): { sql: string; params: unknown[] } {
+  // A payment that would fill a window (CommitRecord.filled) is left to the transaction path.
+  const fill = refuseFill
+    ? `
+            AND NOT EXISTS (SELECT 1 FROM lw WHERE reserved = 0 AND (spent + ?::bigint >= max_amount
+                   OR (max_payments IS NOT NULL AND payments + 1 >= max_payments)))`
+    : '';
   const rc = receiptCtes(p);
   const ids = [...new Set(counters.s)];
   const w = counters.w;
@@ -902,7 +937,7 @@ function reserveAndPayChainStatement(
          SELECT (SELECT count(*) FROM ls WHERE state = 'active' AND expires_at > ?::bigint
                    AND spent + reserved + ?::bigint <= ceiling) = ?::bigint
             AND (SELECT count(*) FROM lw WHERE spent + reserved + ?::bigint <= max_amount
-                   AND (max_payments IS NULL OR payments + 1 <= max_payments)) = ?::bigint AS go),
+                   AND (max_payments IS NULL OR payments + 1 <= max_payments)) = ?::bigint${fill} AS go),
        ses AS (
          UPDATE gw_sessions s SET spent = s.spent + ?::bigint FROM ok
          WHERE ok.go AND s.id = ANY(?::text[]) RETURNING s.id, s.spent, s.ceiling),
@@ -932,6 +967,7 @@ function reserveAndPayChainStatement(
       ids.length,
       p.amount,
       w.length,
+      ...(refuseFill ? [p.amount] : []),
       p.amount,
       ids,
       p.amount,
@@ -1012,7 +1048,7 @@ async function reserveAndPayLedger(
       await insertReceipt(t, p);
       return committed(s, p.amount);
     },
-    record.effect,
+    afterEffects(record),
     { first: record.known?.effect },
   );
 }

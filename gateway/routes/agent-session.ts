@@ -28,7 +28,7 @@ export function agentSessionRoutes(router: Router, o: { db: SqlDatabase; session
     const s = await tokenSession(ctx);
     const now = (await sessionById(o.db, s.id)) ?? s;
     const windows = await o.sessions.windowsOf(now);
-    ctx.body = { ...o.sessions.agentView(now), ...(windows ? { windows } : {}) };
+    ctx.body = { ...(await o.sessions.agentView(now)), ...(windows ? { windows } : {}) };
   });
 
   router.get('/session/receipts', async (ctx) => {

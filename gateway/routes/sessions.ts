@@ -13,7 +13,7 @@ import {
   type Authenticate,
   type SqlDatabase,
 } from '../../service-kit/index.js';
-import { listSessions } from '../store/sessions.js';
+import { listSessions, type SessionRecord } from '../store/sessions.js';
 import { receiptsOf } from '../payments/store.js';
 import type { SessionService } from '../services/sessions.js';
 import { hashToken, sessionTokenOf } from '../services/sessions.js';
@@ -44,7 +44,7 @@ export async function sessionsPage(
   const page = rows.slice(0, limit);
   const last = page[page.length - 1];
   return {
-    sessions: page.map(sessions.view),
+    sessions: await sessions.views(page),
     ...(rows.length > limit && last
       ? { nextCursor: Buffer.from(`${last.createdAt}.${last.id}`).toString('base64url') }
       : {}),
@@ -120,11 +120,18 @@ export function sessionRoutes(
   });
 
   // A sub-agent's session (PROTOCOL.md §14): authorised by this session's own token, never the owner's key.
-  router.post('/sessions/:id/children', body, async (ctx) => {
+  // The token is checked before the body is read: a bad token is 401 whatever it sends.
+  const sessionToken = async (ctx: any, next: () => Promise<unknown>) => {
     const bearer = sessionTokenOf(ctx.get('authorization'));
     if (!bearer) throw unauthorized("this session's token is required (Authorization: Bearer gw_sess_…)");
     const s = await o.sessions.byToken(bearer);
-    if (!s || s.id !== ctx.params.id) throw notFound(`no session '${ctx.params.id}' for this token`);
+    if (!s) throw unauthorized('the session token is not valid');
+    ctx.state.session = s;
+    return next();
+  };
+  router.post('/sessions/:id/children', sessionToken, body, async (ctx) => {
+    const s = ctx.state.session as SessionRecord;
+    if (s.id !== ctx.params.id) throw notFound(`no session '${ctx.params.id}' for this token`);
     const stop = await o.sessions.ancestorStop(s);
     if (stop) throw stop;
     ctx.status = 201;
@@ -136,8 +143,15 @@ export function sessionRoutes(
     ctx.body = await o.sessions.tree(await o.sessions.owned(ownerId(ctx), ctx.params.id!));
   });
 
+  // `?descendants=true`: also every receipt of the sessions below it, the payments its spend counts
+  // (PROTOCOL.md §14); each receipt names the session that paid.
   router.get('/sessions/:id/receipts', owner, async (ctx) => {
+    const below = ctx.query.descendants;
+    if (below !== undefined && below !== 'true' && below !== 'false') throw badRequest('descendants: true or false');
     const s = await o.sessions.owned(ownerId(ctx), ctx.params.id!);
-    ctx.body = { sessionId: s.id, receipts: await receiptsOf(o.db, s.id) };
+    ctx.body = {
+      sessionId: s.id,
+      receipts: await receiptsOf(o.db, s.id, below === 'true' ? { ownerId: s.ownerId } : undefined),
+    };
   });
 }

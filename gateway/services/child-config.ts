@@ -1,11 +1,12 @@
 /**
  * The configuration of a child session (POST /sessions/{id}/children): PROTOCOL.md §14's rules,
  * which only narrow. Every field is the parent's when absent; a field that would widen the
- * parent's is 400 `delegation_invalid` naming it; a malformed one is 400 `malformed`. The child's
+ * parent's is 400 `delegation_invalid` naming it; a malformed one is 400 `malformed`. The child
+ * keeps the parent's `defaultPurpose` while its purposes allow it, or names its own. The child's
  * payments also count on every ancestor (payments/counters.ts), so narrowing here is what the
  * sub-agent is told, and the ancestors' counters are what bounds the money.
  */
-import { CtlError, isPurposePattern, parseTimestamp, purposeAllowed } from '../../src/index.js';
+import { CtlError, isPurpose, isPurposePattern, parseTimestamp, purposeAllowed } from '../../src/index.js';
 import { badRequest } from '../../service-kit/index.js';
 import type { SessionRecord, SessionWindow } from '../store/sessions.js';
 import { amountField, closed, globs, isObject, parseWindows, type SessionConfig } from './session-config.js';
@@ -20,6 +21,7 @@ const FIELDS = [
   'velocity',
   'windows',
   'windowsStart',
+  'defaultPurpose',
 ];
 
 const widens = (field: string, why: string) => new CtlError('delegation_invalid', `${field}: ${why}`);
@@ -104,6 +106,16 @@ export function parseChildConfig(parent: SessionRecord, body: unknown, now: numb
   };
   if (body.label !== undefined && (typeof body.label !== 'string' || body.label.length > 200))
     throw badRequest('label: a string of at most 200 characters');
+
+  // A sub-agent behind the egress proxy sends no X-Ctl-Purpose: the parent's default holds while
+  // the child's purposes allow it, unless the child names its own.
+  if (body.defaultPurpose !== undefined) {
+    const d = body.defaultPurpose;
+    if (!isPurpose(d)) throw badRequest('defaultPurpose: must be a purpose "<domain>:<kind>", e.g. "api:search"');
+    if (!purposeAllowed(d, purposes)) throw badRequest(`defaultPurpose: '${d}' is not among the child's purposes`);
+    config.defaultPurpose = d;
+  } else if (pc.defaultPurpose && purposeAllowed(pc.defaultPurpose, purposes))
+    config.defaultPurpose = pc.defaultPurpose;
 
   const velocity = childVelocity(pc.velocity, body.velocity);
   if (velocity) config.velocity = velocity;

@@ -39,7 +39,7 @@ export type GatewayEventType =
   | 'session.paused'
   | 'session.revoked'
   | 'session.expired'
-  /** A payment found a window of the session full (PROTOCOL.md §13); `resetsAt` names its end. */
+  /** A payment's commit filled a window of the session (PROTOCOL.md §13); `resetsAt` names its end. */
   | 'window.exhausted';
 
 /** Changes recorded in the audit trail only. */

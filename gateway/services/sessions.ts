@@ -31,6 +31,7 @@ import {
 } from '../store/sessions.js';
 import { currentWindows } from '../payments/counters.js';
 import { parseChildConfig } from './child-config.js';
+import { heldBy, type Held } from './session-states.js';
 import { parseSessionConfig, type SessionConfig } from './session-config.js';
 import { MAX_AMOUNT } from '../payments/amount.js';
 import { continuationToken, continuationNonce } from './continuation.js';
@@ -121,9 +122,12 @@ export function createSessionService(deps: SessionServiceDeps) {
     );
   }
 
-  /** The owner's view; the continuation token only while paused. */
-  function view(s: SessionRecord) {
-    const state = effectiveState(s, now());
+  /**
+   * The owner's view; the continuation token only while paused. `held`: the paused or stopped
+   * ancestor whose state this session's payments meet (heldBy), which is then its `state`.
+   */
+  function view(s: SessionRecord, held?: Held) {
+    const state = held?.state ?? effectiveState(s, now());
     const c = s.config;
     const remaining = s.ceiling - s.spent - s.reserved;
     return {
@@ -148,6 +152,7 @@ export function createSessionService(deps: SessionServiceDeps) {
       policyHash: s.policyHash,
       grantId: s.grantId,
       ...(s.parentId ? { parentId: s.parentId, depth: s.depth } : {}),
+      ...(held ? { stateFrom: held.from } : {}),
       ...(state === 'paused' && s.pausedWindow
         ? { pausedWindow: { every: s.pausedWindow.every, resetsAt: formatTimestamp(s.pausedWindow.endsAt) } }
         : {}),
@@ -181,10 +186,16 @@ export function createSessionService(deps: SessionServiceDeps) {
     });
   }
 
+  /** The views of `list`, each with the state its payments meet (heldBy). */
+  async function views(list: SessionRecord[]) {
+    const held = await heldBy(db, list, now());
+    return list.map((x) => view(x, held.get(x.id)));
+  }
+
   /** The owner's view with each window's standing (GET /sessions/{id}). */
   async function detail(s: SessionRecord) {
     const windows = await windowsOf(s);
-    return { ...view(s), ...(windows ? { windows } : {}) };
+    return { ...(await views([s]))[0]!, ...(windows ? { windows } : {}) };
   }
 
   /**
@@ -192,12 +203,12 @@ export function createSessionService(deps: SessionServiceDeps) {
    * owner's to hold: the continuation token (the owner's approval, spec §3 paused row) and the
    * webhook address.
    */
-  function agentView(s: SessionRecord) {
+  async function agentView(s: SessionRecord) {
     const {
       continuationToken: _approval,
       webhookUrl: _hook,
       ...rest
-    } = view(s) as ReturnType<typeof view> & { continuationToken?: string; webhookUrl?: string };
+    } = (await views([s]))[0]! as ReturnType<typeof view> & { continuationToken?: string; webhookUrl?: string };
     return rest;
   }
 
@@ -236,7 +247,7 @@ export function createSessionService(deps: SessionServiceDeps) {
     );
     if (!ok)
       throw new CtlError('continuation_invalid', 'the continuation token has been used, or the session is not paused');
-    return view((await sessionById(db, s.id))!);
+    return (await views([(await sessionById(db, s.id))!]))[0]!;
   }
 
   // A person's grant names a key this gateway derives from the reserved session id, as it does for
@@ -370,12 +381,14 @@ export function createSessionService(deps: SessionServiceDeps) {
   /** A session and everything below it, each node with its spend (GET /sessions/{id}/tree). */
   async function tree(s: SessionRecord) {
     type Node = { session: ReturnType<typeof view>; children: Node[] };
-    const nodes = new Map<string, Node>([[s.id, { session: view(s), children: [] }]]);
-    for (const d of await descendantsOf(db, s)) {
-      const node = { session: view(d), children: [] };
+    const all = [s, ...(await descendantsOf(db, s))];
+    const shown = await views(all);
+    const nodes = new Map<string, Node>();
+    all.forEach((d, i) => {
+      const node = { session: shown[i]!, children: [] };
       nodes.set(d.id, node);
-      nodes.get(d.parentId!)?.children.push(node);
-    }
+      if (d !== s) nodes.get(d.parentId!)?.children.push(node);
+    });
     return nodes.get(s.id)!;
   }
 
@@ -403,6 +416,7 @@ export function createSessionService(deps: SessionServiceDeps) {
 
   return {
     view,
+    views,
     detail,
     createChild,
     tree,
@@ -540,7 +554,7 @@ export function createSessionService(deps: SessionServiceDeps) {
     async revoke(s: SessionRecord, by: RevokedBy) {
       const at = now();
       await revokeSession(db, s.id, at, by, revokedEvents(at, by));
-      return view((await sessionById(db, s.id))!);
+      return (await views([(await sessionById(db, s.id))!]))[0]!;
     },
 
     /** The effect recording sessions revoked by another change (an owner disabled), in its transaction. */
@@ -602,7 +616,7 @@ export function createSessionService(deps: SessionServiceDeps) {
           'continuation_invalid',
           'the continuation token has been used, or the session is not paused',
         );
-      return view((await sessionById(db, s.id))!);
+      return (await views([(await sessionById(db, s.id))!]))[0]!;
     },
   };
 }

@@ -8,11 +8,14 @@
  * - `<prefix>_PRIVATE_KEY_FILE`: a PEM file, mode 0600.
  *
  * At most one may be set. A failure is one line naming the variable, and never a fall-back to
- * another key: a service configured for an HSM that it cannot reach does not start.
+ * another key: a service configured for an HSM that it cannot reach does not start. A key that is
+ * given wrongly (both forms, a file that cannot be read or that others can, a PEM that is no key,
+ * a URI that does not parse) is a ConfigError (the commands exit 2); a token that fails is not.
  */
 import { fileSigner, pemSigner } from './file.js';
 import { DEFAULT_PKCS11_MODULE, openPkcs11Signer } from './pkcs11.js';
 import type { Signer } from './types.js';
+import { ConfigError } from '../config.js';
 
 export interface EnvSigner {
   signer: Signer;
@@ -46,7 +49,7 @@ export async function signerFromEnv(a: Env | string, b?: Env | string): Promise<
   const vars = signerVariables(prefix);
   const given = Object.values(vars).filter((v) => set(env[v]));
   if (given.length === 0) return undefined;
-  if (given.length > 1) throw new Error(`${given.join(' and ')} are both set: give the key one way`);
+  if (given.length > 1) throw new ConfigError(given.join(' and '), 'both set: give the key one way');
   const variable = given[0];
   const value = env[variable]!.trim();
   try {
@@ -57,6 +60,8 @@ export async function signerFromEnv(a: Env | string, b?: Env | string): Promise<
     if (variable === vars.pem) return { signer: await pemSigner(value.replace(/\\n/g, '\n'), variable), variable };
     return { signer: await fileSigner(value), variable };
   } catch (e) {
+    const configured = variable !== vars.pkcs11 || e instanceof RangeError;
+    if (configured) throw new ConfigError(variable, (e as Error).message);
     throw new Error(`${variable}: ${(e as Error).message}`);
   }
 }

@@ -1,13 +1,14 @@
 /**
  * Configuration is checked at start (docs/operations.md): every mistake below refuses the start
- * with exit 2 and one line naming its variable, before anything listens; an unreachable
+ * with exit 2 and one line naming its variable (a key file too), before anything listens; an unreachable
  * PostgreSQL names DATABASE_URL, not the driver's message; no admin key starts with a warning.
  * Through the real binary, for `ctl gateway`, `ctl authority` and `ctl start`.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { generateKeyPairSync } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { root } from '../../firmware-bridge/node/device-script.js';
@@ -42,6 +43,14 @@ function ctl(args: string[], env: Record<string, string>, until?: RegExp): Promi
 }
 
 const sqlite = (name: string) => `sqlite:${join(mkdtempSync(join(dir, 'db-')), name)}`;
+
+/** A real Ed25519 key in a PEM file of `mode`. */
+function keyFile(mode: number): string {
+  const file = join(mkdtempSync(join(dir, 'key-')), 'key.pem');
+  writeFileSync(file, generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }));
+  chmodSync(file, mode);
+  return file;
+}
 
 interface Case {
   what: string;
@@ -118,6 +127,44 @@ const cases: Case[] = [
     cmd: 'authority',
     env: () => ({ CTL_REVOCATION_BASE_URL: 'ftp://authority.example' }),
     variable: 'CTL_REVOCATION_BASE_URL',
+  },
+  { what: 'a HOST that is no address', cmd: 'gateway', env: () => ({ HOST: 'bad host' }), variable: 'HOST' },
+  { what: 'a HOST that is no address', cmd: 'authority', env: () => ({ HOST: 'bad host' }), variable: 'HOST' },
+  {
+    what: 'an egress host that is no address',
+    cmd: 'gateway',
+    env: () => ({ CTL_GATEWAY_EGRESS_PORT: '0', CTL_GATEWAY_EGRESS_HOST: 'no/host' }),
+    variable: 'CTL_GATEWAY_EGRESS_HOST',
+  },
+  {
+    what: 'a key file that does not exist',
+    cmd: 'gateway',
+    env: () => ({ CTL_GATEWAY_RECEIPT_PRIVATE_KEY_FILE: join(dir, 'missing.pem') }),
+    variable: 'CTL_GATEWAY_RECEIPT_PRIVATE_KEY_FILE',
+  },
+  {
+    what: 'a key file others can read',
+    cmd: 'gateway',
+    env: () => ({ CTL_GATEWAY_GRANT_PRIVATE_KEY_FILE: keyFile(0o644) }),
+    variable: 'CTL_GATEWAY_GRANT_PRIVATE_KEY_FILE',
+  },
+  {
+    what: 'a key PEM that is no key',
+    cmd: 'gateway',
+    env: () => ({ CTL_GATEWAY_BUNDLE_PRIVATE_KEY_PEM: 'not a key' }),
+    variable: 'CTL_GATEWAY_BUNDLE_PRIVATE_KEY_PEM',
+  },
+  {
+    what: 'a key file that does not exist',
+    cmd: 'authority',
+    env: () => ({ CTL_POLICY_GRANT_SIGNING_PRIVATE_KEY_FILE: join(dir, 'missing.pem') }),
+    variable: 'CTL_POLICY_GRANT_SIGNING_PRIVATE_KEY_FILE',
+  },
+  {
+    what: 'a key file others can read',
+    cmd: 'authority',
+    env: () => ({ CTL_TRUST_BUNDLE_ROOT_PRIVATE_KEY_FILE: keyFile(0o640) }),
+    variable: 'CTL_TRUST_BUNDLE_ROOT_PRIVATE_KEY_FILE',
   },
   {
     what: 'an unreachable PostgreSQL',

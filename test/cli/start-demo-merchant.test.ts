@@ -1,7 +1,9 @@
 /**
  * After `npm start` there is something to pay: the how-to's example, run as printed in a shell,
- * pays the demo merchant `npm start` runs beside the services and shows the receipt. The demo
- * merchant is marked as such, and is not started with --no-demo-merchant or NODE_ENV=production.
+ * pays the demo merchant `npm start` runs beside the services and shows the receipt; its three
+ * curl lines for the egress proxy pay the demo merchant over HTTPS as an unmodified agent would.
+ * The demo merchant is marked as such, and is not started with --no-demo-merchant or
+ * NODE_ENV=production (nor, by default, the egress proxy under NODE_ENV=production).
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -65,6 +67,51 @@ test('npm start: the printed example pays the demo merchant and shows the receip
   }
 });
 
+/** The indented lines under the first line starting with `heading`, up to the next blank line, unindented. */
+function block(howTo: string, heading: string): string {
+  const lines = howTo.split('\n');
+  const from = lines.findIndex((l) => l.startsWith(heading));
+  assert.ok(from >= 0, `no "${heading}" in:\n${howTo}`);
+  const to = lines.findIndex((l, i) => i > from && l.trim() === '');
+  return lines
+    .slice(from + 1, to)
+    .map((l) => l.replace(/^ {2}/, ''))
+    .join('\n');
+}
+
+test("npm start: the egress proxy's three curl lines pay the demo merchant over HTTPS", async () => {
+  const start = await npmStart([]);
+  try {
+    assert.match(start.howTo, /egress proxy\s+http:\/\/127\.0\.0\.1:\d+\s/, start.howTo);
+    const proxyLines = block(start.howTo, 'Or as an agent that only knows HTTPS_PROXY');
+    const curls = proxyLines.split('\n');
+    assert.is(curls.length, 3, proxyLines);
+    assert.ok(
+      curls.every((l) => l.startsWith('curl ')),
+      proxyLines,
+    );
+    assert.match(
+      curls[1]!,
+      /-w .* --proxy http:\/\/127\.0\.0\.1:\d+ --proxy-user "agent:\$TOKEN" --cacert \S+ 'https:\/\//,
+    );
+    // The session comes from the first snippet (TOKEN=…); its own curl lines run too.
+    const snippet = `${block(start.howTo, 'Pay the demo merchant')}\n${proxyLines}`;
+    const r = spawnSync('sh', ['-c', snippet], { encoding: 'utf8', timeout: 30_000 });
+    assert.is(r.status, 0, `${snippet}\n${r.stdout}${r.stderr}`);
+    const answers = r.stdout.split(/^(?=HTTP\/1\.1 )/m).filter((a) => /^HTTP\/1\.1 /.test(a));
+    const viaProxy = answers.at(-1)!;
+    assert.match(viaProxy, /^HTTP\/1\.1 200 /, r.stdout);
+    assert.match(viaProxy, /"demo":true/);
+    const receiptId = /^X-Ctl-Receipt-Id: (\S+)/im.exec(viaProxy)?.[1];
+    assert.ok(receiptId, `the answer through the proxy carries its receipt id:\n${viaProxy}`);
+    const receipts = JSON.parse(r.stdout.trim().split('\n').at(-1)!) as { receipts: { receiptId: string }[] };
+    assert.is(receipts.receipts.length, 2, 'one payment by /proxy, one through the egress proxy');
+    assert.is(receipts.receipts[1]!.receiptId, receiptId);
+  } finally {
+    await start.stop();
+  }
+});
+
 for (const [what, args, env] of [
   ['--no-demo-merchant', ['--no-demo-merchant'], {}],
   ['NODE_ENV=production', [], { NODE_ENV: 'production' }],
@@ -75,6 +122,7 @@ for (const [what, args, env] of [
       assert.match(start.howTo, /CTL is running/, start.howTo);
       assert.not.match(start.howTo, /demo merchant/i);
       assert.match(start.howTo, /stops both\./);
+      if (env.NODE_ENV === 'production') assert.not.match(start.howTo, /egress proxy/i, 'opt-in in production');
     } finally {
       await start.stop();
     }

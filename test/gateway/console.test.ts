@@ -415,7 +415,7 @@ if (!chromiumPath) {
       let tamper = false;
       const tampered = await openPage('tamper', async (p) => {
         await init(p);
-        await p.route('**/sessions/*/receipts', async (route) => {
+        await p.route('**/sessions/*/receipts?*', async (route) => {
           const res = await route.fetch();
           const body = await res.json();
           if (tamper) body.receipts[0].amount.amountMinor = '1';
@@ -573,6 +573,163 @@ if (!chromiumPath) {
       await onScreen('new session', ['button:has-text("Sign out")', '#f-amount', 'button:has-text("Create session")']);
       await shot(page, '14-phone-create.png', 'the create form on a phone (390 px)');
       assert.equal(takeErrors('phone'), []);
+      await page.context().close();
+    },
+  );
+
+  test(
+    'child sessions: the list shows the tree, the spend total counts each payment once, states and a ' +
+      "parent's receipts agree with the API; the create form makes windows",
+    async () => {
+      const key = gw.ownerKey;
+      const expiresAt = new Date(Date.now() + 3600_000).toISOString().replace(/\.\d+Z$/, 'Z');
+      const made = await call(gw.url, 'POST', '/sessions', {
+        key,
+        body: {
+          budget: { amount: '500', currency: 'USD' },
+          softLimit: { amount: '100' },
+          purposes: ['api:search'],
+          expiresAt,
+          label: 'Tree parent',
+        },
+      });
+      const parent = made.body as { sessionId: string; sessionToken: string };
+      const sub = async (of: { sessionId: string; sessionToken: string }, amount: string, label: string) => {
+        const r = await call(gw.url, 'POST', `/sessions/${of.sessionId}/children`, {
+          key: of.sessionToken,
+          body: { budget: { amount }, label },
+        });
+        assert.is(r.status, 201, r.text);
+        return r.body as { sessionId: string; sessionToken: string };
+      };
+      const child = await sub(parent, '400', 'Tree child');
+      const grandchild = await sub(child, '200', 'Tree grandchild');
+      for (const t of [parent, child, child, grandchild, grandchild])
+        assert.is((await proxy(gw, t.sessionToken, `${merchant.url}/search`, { purpose: 'api:search' })).status, 200);
+      const paused = await proxy(gw, parent.sessionToken, `${merchant.url}/search`, { purpose: 'api:search' });
+      assert.is(paused.body.error.code, 'session_paused', 'the parent is paused at its ceiling');
+
+      const api = (await call(gw.url, 'GET', '/sessions?limit=200', { key })).body.sessions as {
+        sessionId: string;
+        state: string;
+        stateFrom?: string;
+        parentId?: string;
+        spentMinor: string;
+        budget: { currency: string };
+      }[];
+      const byId = new Map(api.map((x) => [x.sessionId, x]));
+      const ids = [parent.sessionId, child.sessionId, grandchild.sessionId];
+      assert.equal(
+        ids.map((id) => [byId.get(id)!.state, byId.get(id)!.stateFrom]),
+        [
+          ['paused', undefined],
+          ['paused', parent.sessionId],
+          ['paused', parent.sessionId],
+        ],
+        'the API: a child of a paused parent is paused',
+      );
+      // What the live sessions spent: each payment once, in the root session that counts it.
+      const live = api.filter((x) => x.state === 'active' || x.state === 'paused');
+      const once = live.filter((x) => !x.parentId).reduce((a, x) => a + BigInt(x.spentMinor), 0n);
+      const twice = live.reduce((a, x) => a + BigInt(x.spentMinor), 0n);
+      assert.ok(twice > once, 'a sum over every live session would count the children twice');
+      const usd = (minor: bigint) =>
+        `${(Number(minor) / 100).toLocaleString('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 2 })} USD`;
+
+      const page = await openPage('tree', async (p) => {
+        await p.addInitScript((k) => sessionStorage.setItem('ctl.console.ownerKey', k), key);
+      });
+      await page.waitForSelector(`tr[data-session="${grandchild.sessionId}"]`);
+      const rows = await page.$$eval('tbody tr', (trs) =>
+        trs.map((tr) => ({
+          id: tr.getAttribute('data-session'),
+          parent: tr.getAttribute('data-parent'),
+          child: tr.classList.contains('child'),
+          state: tr.querySelector('.badge')?.className.replace(/^.*state-/, ''),
+          from: tr.querySelector('.badge')?.getAttribute('data-state-from') ?? undefined,
+        })),
+      );
+      const at = (id: string) => rows.findIndex((r) => r.id === id);
+      assert.ok(at(parent.sessionId) >= 0 && at(parent.sessionId) + 1 === at(child.sessionId), 'the child below it');
+      assert.is(at(child.sessionId) + 1, at(grandchild.sessionId), 'the grandchild below the child');
+      assert.equal(
+        rows.filter((r) => ids.includes(r.id!)).map((r) => [r.parent, r.child]),
+        [
+          [null, false],
+          [parent.sessionId, true],
+          [child.sessionId, true],
+        ],
+      );
+      for (const r of rows) assert.is(r.state, byId.get(r.id!)!.state, `the state of ${r.id} is the API's`);
+      assert.is(rows[at(child.sessionId)]!.from, 'Tree parent', 'and says whose it is');
+      const tile = await page.$$eval('.tile', (ts) =>
+        ts.map((t) => [t.querySelector('.tile-label')?.textContent, t.querySelector('.tile-value')?.textContent]),
+      );
+      assert.equal(tile.find((t) => t[0] === 'Spent in live sessions')?.[1], usd(once));
+      await shot(page, '15-sessions-tree.png', 'sessions list: child sessions below their parent, states inherited');
+
+      // The parent: its spend, chart and receipts count the same payments; each receipt names its payer.
+      await page.click(`tr[data-session="${parent.sessionId}"] th a`);
+      await page.waitForSelector('h1:has-text("Tree parent")');
+      await page.waitForSelector('text=Receipts (5)');
+      const detail = (await call(gw.url, 'GET', `/sessions/${parent.sessionId}`, { key })).body;
+      const all = (await call(gw.url, 'GET', `/sessions/${parent.sessionId}/receipts?descendants=true`, { key })).body
+        .receipts as { sessionId: string; amount: { amountMinor: string } }[];
+      assert.is(
+        all.reduce((a, r) => a + BigInt(r.amount.amountMinor), 0n).toString(),
+        detail.spentMinor,
+        'the API: the receipts add up to the spend',
+      );
+      assert.equal(
+        (await page.$$eval('[data-paid-by]', (tds) => tds.map((td) => td.getAttribute('data-paid-by')))).sort(),
+        all.map((r) => r.sessionId).sort(),
+      );
+      assert.is(await page.getAttribute('ctl-spend-bar.large', 'spent'), detail.spentMinor);
+      assert.match(
+        (await page.getAttribute('svg.chart', 'aria-label')) ?? '',
+        new RegExp(`5 payments, ${usd(BigInt(detail.spentMinor)).replace('.', '\\.')} of a`),
+      );
+      await page.waitForSelector(`[data-tree-session="${grandchild.sessionId}"] .state-paused`);
+      await shot(page, '16-session-parent.png', "a parent: its children's receipts in its chart and list");
+
+      // The child: paused with its parent, and says so.
+      await page.click(`[data-paid-by="${child.sessionId}"] a`);
+      await page.waitForSelector('h1:has-text("Tree child")');
+      await page.waitForSelector(`.title-row .state-paused[data-state-from]`);
+      await page.waitForSelector(`.callout[data-state-from="${parent.sessionId}"]`);
+      assert.is(await page.locator('[data-action="continue"]').count(), 0, "the approval is the parent's");
+      await shot(page, '17-session-child-paused.png', 'a child of a paused parent: paused with it');
+
+      // The create form's windows reach the API.
+      await page.goto(`${gw.url}/console#/new`);
+      await page.waitForSelector('h1:has-text("New session")');
+      await page.fill('#f-label', 'Windowed');
+      await page.fill('#f-amount', '50');
+      await page.fill('#f-purposes', 'api:search');
+      await page.fill('#f-window-P1D', '60');
+      await page.click('button:has-text("Create session")');
+      await page.waitForSelector('#f-window-P1D-error:has-text("at most the ceiling")');
+      await page.fill('#f-window-P1D', '20');
+      await page.fill('#f-windowPayments-P1D', '5');
+      await page.fill('#f-window-PT1H', '5');
+      await page.click('button:has-text("Create session")');
+      await page.waitForSelector('h1:has-text("Session created")');
+      const created = await page.getAttribute('a:has-text("Open the session")', 'href');
+      const windowed = await call(gw.url, 'GET', `/sessions/${created!.split('/')[2]}`, { key });
+      assert.equal(
+        windowed.body.windows.map((w: { every: string; maxAmountMinor: string; maxPayments?: number }) => [
+          w.every,
+          w.maxAmountMinor,
+          w.maxPayments,
+        ]),
+        [
+          ['PT1H', '500', undefined],
+          ['P1D', '2000', 5],
+        ],
+      );
+      await page.goto(`${gw.url}/console${created}`);
+      await page.waitForSelector('[data-window="P1D"]');
+      assert.equal(takeErrors('tree'), []);
       await page.context().close();
     },
   );

@@ -58,6 +58,8 @@ test.after(async () => {
 
 test('a hold shows held and captured; session_status shows each window; a full window is refused', async () => {
   const s = await createSession(env.gw, {
+    // Past the hour window's reset: a reset after the session's end gives no resetsAt (gateway/README.md).
+    expiresAt: new Date(Date.now() + 2 * 3_600_000).toISOString().replace(/\.\d+Z$/, 'Z'),
     windows: [
       { every: 'PT1H', maxAmountMinor: '300', maxPayments: 5 },
       { every: 'P1D', maxAmountMinor: '500' },

@@ -134,6 +134,39 @@ export function createPage(o: { created: (id: string, label: string) => void }):
         ),
       ),
     ),
+    h(
+      'fieldset',
+      null,
+      h('legend', null, 'Budget windows (optional)'),
+      h(
+        'p',
+        { class: 'help' },
+        'A limit per hour, day, week, month or year beside the ceiling (at most four). Windows are fixed, ' +
+          'counted from the start below; a payment that does not fit waits for the next window.',
+      ),
+      ...PERIODS.map(([every, name]) =>
+        h(
+          'div',
+          { class: 'row' },
+          field(`window-${every}`, `Per ${name}`, { inputmode: 'decimal', autocomplete: 'off', class: 'short' }),
+          field(`windowPayments-${every}`, `Payments per ${name}`, {
+            inputmode: 'numeric',
+            autocomplete: 'off',
+            class: 'short',
+          }),
+        ),
+      ),
+      h(
+        'div',
+        { class: 'row' },
+        field(
+          'windowsStart',
+          'Windows start',
+          { autocomplete: 'off', placeholder: '2026-11-26T23:00:00Z' },
+          'UTC, e.g. local midnight written in UTC; empty: now.',
+        ),
+      ),
+    ),
     h('div', { class: 'actions' }, h('a', { href: '#/sessions', class: 'btn' }, 'Cancel'), submit),
   );
   const el = h(
@@ -198,6 +231,21 @@ export function createPage(o: { created: (id: string, label: string) => void }):
     const perHourText = val('maxPaymentsPerHour');
     if (perHourText && !/^[1-9]\d{0,8}$/.test(perHourText))
       problems.push(['maxPaymentsPerHour', 'a whole number of at least 1']);
+    const windows: Record<string, unknown>[] = [];
+    for (const [every] of PERIODS) {
+      const max = money(`window-${every}`, false);
+      const count = val(`windowPayments-${every}`);
+      if (count && !/^[1-9]\d{0,8}$/.test(count))
+        problems.push([`windowPayments-${every}`, 'a whole number of at least 1']);
+      else if (count && !max) problems.push([`window-${every}`, 'required with a number of payments']);
+      if (max && amount && BigInt(max) > BigInt(amount)) problems.push([`window-${every}`, 'at most the ceiling']);
+      if (max) windows.push({ every, maxAmountMinor: max, ...(count ? { maxPayments: Number(count) } : {}) });
+    }
+    if (windows.length > 4) problems.push([`window-${windows[4]!.every}`, 'at most four windows']);
+    const windowsStart = val('windowsStart');
+    if (windowsStart && !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/.test(windowsStart))
+      problems.push(['windowsStart', 'a UTC time such as 2026-11-26T23:00:00Z']);
+    else if (windowsStart && !windows.length) problems.push(['windowsStart', 'only with a window']);
     const thresholds = splitList(val('thresholds')).map(Number);
     if (thresholds.some((t) => !Number.isInteger(t) || t < 1 || t > 100))
       problems.push(['thresholds', 'whole percentages from 1 to 100']);
@@ -216,6 +264,8 @@ export function createPage(o: { created: (id: string, label: string) => void }):
     if (allow.length) config.merchantAllowlist = allow;
     if (block.length) config.merchantBlocklist = block;
     if (thresholds.length) config.thresholds = thresholds;
+    if (windows.length) config.windows = windows;
+    if (windowsStart) config.windowsStart = windowsStart;
     if (val('webhookUrl')) config.webhookUrl = val('webhookUrl');
 
     submit.disabled = true;
@@ -226,7 +276,7 @@ export function createPage(o: { created: (id: string, label: string) => void }):
       const ae = err as ApiError;
       // The gateway names the field first ("budget.amount: …", "purposes[1]: …").
       const m = /^([A-Za-z.[\]0-9]+): (.*)$/.exec(ae.message);
-      const name = m ? fieldOf(m[1]!) : undefined;
+      const name = m ? fieldOf(m[1]!, windows) : undefined;
       if (name && fields.has(name)) show([[name, m![2]!]]);
       else formError.textContent = `The gateway refused this session: ${ae.message} (${ae.code}).`;
     } finally {
@@ -311,8 +361,19 @@ export function createPage(o: { created: (id: string, label: string) => void }):
   return { title: 'New session', el };
 }
 
-/** The form field a gateway message names ("budget.amount" → amount). */
-function fieldOf(path: string): string | undefined {
+/** The periods a window may have (PROTOCOL.md §13), as the form names them. */
+const PERIODS = [
+  ['PT1H', 'hour'],
+  ['P1D', 'day'],
+  ['P7D', 'week'],
+  ['P1M', 'month'],
+  ['P1Y', 'year'],
+] as const;
+
+/** The form field a gateway message names ("budget.amount" → amount; "windows[1]…" → the second window sent). */
+function fieldOf(path: string, windows: Record<string, unknown>[]): string | undefined {
+  const w = /^windows\[(\d+)\](\.maxPayments)?/.exec(path);
+  if (w) return `${w[2] ? 'windowPayments' : 'window'}-${windows[Number(w[1])]?.every}`;
   const root = path.replace(/\[\d+\]$/, '');
   const map: Record<string, string> = {
     'budget.amount': 'amount',
@@ -329,6 +390,7 @@ function fieldOf(path: string): string | undefined {
     merchantBlocklist: 'merchantBlocklist',
     thresholds: 'thresholds',
     webhookUrl: 'webhookUrl',
+    windowsStart: 'windowsStart',
   };
   return map[root];
 }

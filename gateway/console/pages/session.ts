@@ -69,13 +69,16 @@ export function sessionPage(id: string, o: { labels: Map<string, string> }): Pag
   const body = h('div', { class: 'detail' }, h('p', { class: 'muted' }, 'Loading…'));
   const status = h('p', { class: 'visually-hidden', role: 'status' });
   let current: SessionView | undefined;
+  /** The sessions whose events change this page: its tree, its parent, the ancestor it takes its state from. */
+  let related = new Set<string>([id]);
 
   async function load() {
     let s: SessionDetail, receipts: Receipt[], dispatches: Dispatch[], tree: SessionTree;
     try {
+      // The receipts of the sessions below it too: its spend counts them (PROTOCOL.md §14).
       [s, { receipts }, { dispatches }, tree] = await Promise.all([
         getSession(id),
-        receiptsOf(id),
+        receiptsOf(id, true),
         dispatchesOf(id),
         treeOf(id),
       ]);
@@ -86,7 +89,12 @@ export function sessionPage(id: string, o: { labels: Map<string, string> }): Pag
     }
     const changed = current && current.state !== s.state;
     current = s;
-    o.labels.set(s.sessionId, s.label);
+    related = new Set([...treeIds(tree), ...(s.parentId ? [s.parentId] : []), ...(s.stateFrom ? [s.stateFrom] : [])]);
+    const labelsOf = (n: SessionTree) => {
+      o.labels.set(n.session.sessionId, n.session.label);
+      n.children.forEach(labelsOf);
+    };
+    labelsOf(tree);
     document.title = `${s.label || s.sessionId} · CTL console`;
     keepFocus(page, () => render(s, receipts, dispatches, tree, changed));
   }
@@ -110,24 +118,51 @@ export function sessionPage(id: string, o: { labels: Map<string, string> }): Pag
           ' › ',
           s.label || s.sessionId,
         ),
-        h('div', { class: 'title-row' }, heading(s.label || '(no label)'), stateBadge(s.state)),
+        h(
+          'div',
+          { class: 'title-row' },
+          heading(s.label || '(no label)'),
+          stateBadge(s.state, s.stateFrom && (o.labels.get(s.stateFrom) ?? s.stateFrom)),
+        ),
       ),
       h('div', { class: 'actions' }, ...actions(s)),
     );
     if (changed) status.textContent = `Session is now ${s.state}.`;
     const cur = s.budget.currency;
     const money = (m: string) => formatMoney(m, cur);
+    const below = receipts.some((r) => r.sessionId !== s.sessionId);
+    const label = (sid: string) => o.labels.get(sid) || sid;
+    const viaAncestor = s.stateFrom
+      ? h(
+          'div',
+          { class: `callout ${s.state === 'paused' ? 'warn' : 'stop'}`, role: 'note', 'data-state-from': s.stateFrom },
+          h(
+            'strong',
+            null,
+            `${capitalised(s.state)} with ${s.stateFrom === s.parentId ? 'its parent' : 'an ancestor'}. `,
+          ),
+          h('a', { href: `#/sessions/${s.stateFrom}` }, label(s.stateFrom)),
+          s.state === 'paused'
+            ? ' is paused: every payment of this session waits until it is continued there.'
+            : ` is ${s.state}: every payment of this session is refused.`,
+        )
+      : null;
+    const ownEnd = (at: string) => Date.parse(at) >= Date.parse(s.expiresAt);
     clear(
       body,
-      s.state === 'paused'
+      viaAncestor,
+      s.state === 'paused' && !s.stateFrom
         ? h(
             'div',
             { class: 'callout warn', role: 'note' },
             ...(s.pausedWindow
               ? [
                   h('strong', null, `Paused at its ${periodName(s.pausedWindow.every)} limit. `),
-                  `Payments resume by themselves at ${formatTime(s.pausedWindow.resetsAt)}, or approve to raise ` +
-                    `this window by up to ${s.softLimit ? money(s.softLimit.amount) : 'the soft limit'}, once.`,
+                  ownEnd(s.pausedWindow.resetsAt)
+                    ? `The window resets only after the session ends (${formatTime(s.expiresAt)}): approve to ` +
+                      `raise this window by up to ${s.softLimit ? money(s.softLimit.amount) : 'the soft limit'}, once.`
+                    : `Payments resume by themselves at ${formatTime(s.pausedWindow.resetsAt)}, or approve to ` +
+                      `raise this window by up to ${s.softLimit ? money(s.softLimit.amount) : 'the soft limit'}, once.`,
                 ]
               : [
                   h('strong', null, 'Paused at its ceiling. '),
@@ -136,7 +171,7 @@ export function sessionPage(id: string, o: { labels: Map<string, string> }): Pag
                 ]),
           )
         : null,
-      s.state === 'revoked'
+      s.state === 'revoked' && !s.stateFrom
         ? h(
             'div',
             { class: 'callout stop', role: 'note' },
@@ -144,7 +179,7 @@ export function sessionPage(id: string, o: { labels: Map<string, string> }): Pag
             `Stopped by the ${s.revokedBy ?? 'owner'}: every further payment is refused.`,
           )
         : null,
-      s.state === 'expired'
+      s.state === 'expired' && !s.stateFrom
         ? h(
             'div',
             { class: 'callout', role: 'note' },
@@ -185,7 +220,7 @@ export function sessionPage(id: string, o: { labels: Map<string, string> }): Pag
         ),
       ),
       s.windows ? windowsCard(s.windows, cur, s.state) : null,
-      tree.children.length || s.parentId ? treeCard(tree, s) : null,
+      tree.children.length || s.parentId ? treeCard(tree, s, label) : null,
       h(
         'section',
         { class: 'card', 'aria-labelledby': 'bounds-h' },
@@ -227,6 +262,9 @@ export function sessionPage(id: string, o: { labels: Map<string, string> }): Pag
         { class: 'card', 'aria-labelledby': 'chart-h' },
         h('h2', { id: 'chart-h' }, 'Spend over time'),
         spendChart(receipts, s.budget.amount, cur, s.createdAt),
+        below
+          ? h('p', { class: 'muted' }, 'With the payments of the sessions below it, which its spend counts.')
+          : null,
       ),
       h(
         'section',
@@ -251,9 +289,9 @@ export function sessionPage(id: string, o: { labels: Map<string, string> }): Pag
                   h(
                     'tr',
                     null,
-                    ...['Paid at', 'Amount', 'Merchant', 'Purpose', 'Tx ref', 'Signature', ''].map((c) =>
-                      h('th', { scope: 'col' }, c),
-                    ),
+                    ...['Paid at', 'Amount', 'Merchant', 'Purpose', below ? 'Paid by' : null, 'Tx ref', 'Signature', '']
+                      .filter((c) => c !== null)
+                      .map((c) => h('th', { scope: 'col' }, c)),
                   ),
                 ),
                 h(
@@ -269,6 +307,15 @@ export function sessionPage(id: string, o: { labels: Map<string, string> }): Pag
                         h('td', { class: 'num' }, formatMoney(r.amount.amountMinor, r.amount.currency)),
                         h('td', null, r.merchant),
                         h('td', { class: 'mono' }, r.purpose),
+                        below
+                          ? h(
+                              'td',
+                              { 'data-paid-by': r.sessionId },
+                              r.sessionId === s.sessionId
+                                ? 'this session'
+                                : h('a', { href: `#/sessions/${r.sessionId}` }, label(r.sessionId)),
+                            )
+                          : null,
                         h('td', { class: 'mono ellipsis', title: r.txRef }, r.txRef),
                         h('td', null, checkMark(r)),
                         h(
@@ -277,7 +324,7 @@ export function sessionPage(id: string, o: { labels: Map<string, string> }): Pag
                           h(
                             'a',
                             {
-                              href: `#/sessions/${s.sessionId}/receipts/${r.receiptId}`,
+                              href: `#/sessions/${r.sessionId}/receipts/${r.receiptId}`,
                               'aria-label': `Open receipt ${r.receiptId}`,
                             },
                             'Open',
@@ -436,8 +483,9 @@ export function sessionPage(id: string, o: { labels: Map<string, string> }): Pag
     title: 'Session',
     el: page,
     refresh: load,
+    // A change of a session it does not know yet (an ancestor pausing) may change its state too.
     onLive: (e: LiveEvent) => {
-      if (e.sessionId === id) reload();
+      if (related.has(e.sessionId) || /^session\.(paused|continued|revoked|expired)$/.test(e.type)) reload();
     },
   };
 }
@@ -449,7 +497,19 @@ function csvButton(s: SessionView, receipts: Receipt[]) {
     // A leading =, +, - or @ would be a formula in a spreadsheet (CSV injection): quoted and prefixed.
     const cell = (v: string) => `"${(/^[=+\-@]/.test(v) ? `'${v}` : v).replace(/"/g, '""')}"`;
     const rows = [
-      ['paidAt', 'receiptId', 'amountMinor', 'amount', 'currency', 'merchant', 'purpose', 'txRef', 'rail', 'keyId'],
+      [
+        'paidAt',
+        'receiptId',
+        'amountMinor',
+        'amount',
+        'currency',
+        'merchant',
+        'purpose',
+        'txRef',
+        'rail',
+        'keyId',
+        'sessionId',
+      ],
     ];
     for (const r of [...receipts].sort((a, b) => a.paidAt.localeCompare(b.paidAt))) {
       rows.push([
@@ -463,6 +523,7 @@ function csvButton(s: SessionView, receipts: Receipt[]) {
         r.txRef,
         r.rail,
         r.keyId,
+        r.sessionId,
       ]);
     }
     const url = URL.createObjectURL(
@@ -523,7 +584,7 @@ function windowsCard(windows: NonNullable<SessionDetail['windows']>, cur: string
 }
 
 /** The session's place in its tree of child sessions (PROTOCOL.md §14), each node with its spend. */
-function treeCard(tree: SessionTree, s: SessionDetail) {
+function treeCard(tree: SessionTree, s: SessionDetail, label: (id: string) => string) {
   const node = (n: SessionTree): HTMLElement =>
     h(
       'li',
@@ -535,7 +596,7 @@ function treeCard(tree: SessionTree, s: SessionDetail) {
           ? h('strong', null, n.session.label || n.session.sessionId)
           : h('a', { href: `#/sessions/${n.session.sessionId}` }, n.session.label || n.session.sessionId),
         ' ',
-        stateBadge(n.session.state),
+        stateBadge(n.session.state, n.session.stateFrom && label(n.session.stateFrom)),
         h('ctl-spend-bar', {
           spent: n.session.spentMinor,
           reserved: n.session.reservedMinor,
@@ -551,9 +612,16 @@ function treeCard(tree: SessionTree, s: SessionDetail) {
     'section',
     { class: 'card', 'aria-labelledby': 'tree-h' },
     h('h2', { id: 'tree-h' }, 'Child sessions'),
-    s.parentId ? h('p', null, 'A child of ', h('a', { href: `#/sessions/${s.parentId}` }, s.parentId), '.') : null,
+    s.parentId
+      ? h('p', null, 'A child of ', h('a', { href: `#/sessions/${s.parentId}` }, label(s.parentId)), '.')
+      : null,
     h('ul', { class: 'tree' }, node(tree)),
   );
+}
+
+/** Every session id of a tree. */
+function treeIds(n: SessionTree): string[] {
+  return [n.session.sessionId, ...n.children.flatMap(treeIds)];
 }
 
 function dt(term: string, value: Node | string) {

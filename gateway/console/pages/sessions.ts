@@ -44,21 +44,32 @@ export function sessionsPage(o: { filter: string | undefined; labels: Map<string
   function render() {
     const count = (st: Filter) => (st === 'all' ? sessions.length : sessions.filter((s) => s.state === st).length);
     const live = sessions.filter((s) => s.state === 'active' || s.state === 'paused');
+    // A child paused with its parent waits for the parent's approval, not one of its own.
+    const waiting = sessions.filter((s) => s.state === 'paused' && !s.stateFrom).length;
+    const loaded = new Set(sessions.map((s) => s.sessionId));
     const spentBy = new Map<string, bigint>();
-    for (const s of live) spentBy.set(s.budget.currency, (spentBy.get(s.budget.currency) ?? 0n) + BigInt(s.spentMinor));
+    // A parent's spend counts every payment below it (PROTOCOL.md §14): a child whose parent is
+    // shown is counted there. Pages come newest first, so a child's ancestors are never on a page
+    // its parent is not.
+    for (const s of live)
+      if (!s.parentId || !loaded.has(s.parentId))
+        spentBy.set(s.budget.currency, (spentBy.get(s.budget.currency) ?? 0n) + BigInt(s.spentMinor));
     clear(
       summary,
       tile('Active', String(count('active')), 'sessions that can pay now'),
       tile(
         'Paused',
         String(count('paused')),
-        count('paused') ? 'waiting for your approval' : 'none waiting',
+        waiting === 0
+          ? 'none waiting'
+          : `${waiting} waiting for your approval` +
+              (waiting < count('paused') ? '; the others with a paused parent' : ''),
         count('paused') > 0,
       ),
       tile(
         'Spent in live sessions',
         [...spentBy].map(([c, v]) => formatMoney(v.toString(), c)).join(' · ') || '—',
-        'active and paused',
+        "active and paused; a child's spend counts in its parent's",
       ),
       tile('Sessions', String(sessions.length), nextCursor ? 'more not loaded yet' : 'all loaded'),
     );
@@ -81,7 +92,7 @@ export function sessionsPage(o: { filter: string | undefined; labels: Map<string
         return b;
       }),
     );
-    const shown = filter === 'all' ? sessions : sessions.filter((s) => s.state === filter);
+    const shown = asTree(filter === 'all' ? sessions : sessions.filter((s) => s.state === filter));
     clear(
       table,
       shown.length === 0
@@ -112,18 +123,31 @@ export function sessionsPage(o: { filter: string | undefined; labels: Map<string
     renderFeed();
   }
 
-  function row(s: SessionView) {
+  function row({ s, level }: { s: SessionView; level: number }) {
+    const parent = s.parentId ? (o.labels.get(s.parentId) ?? s.parentId) : undefined;
     return h(
       'tr',
-      { 'data-session': s.sessionId },
+      {
+        'data-session': s.sessionId,
+        'data-parent': s.parentId,
+        class: level ? `child level-${Math.min(level, 4)}` : undefined,
+      },
       h(
         'th',
         { scope: 'row' },
+        level ? h('span', { class: 'tree-mark', 'aria-hidden': 'true' }, '↳ ') : null,
         h('a', { href: `#/sessions/${s.sessionId}` }, s.label || '(no label)'),
         h('div', { class: 'mono muted' }, s.sessionId),
+        s.parentId
+          ? h('div', { class: 'muted parent-of' }, 'child of ', h('a', { href: `#/sessions/${s.parentId}` }, parent!))
+          : null,
       ),
       // data-label: the column's name, shown beside the value where the table is stacked (a phone).
-      h('td', { 'data-label': 'State' }, stateBadge(s.state)),
+      h(
+        'td',
+        { 'data-label': 'State' },
+        stateBadge(s.state, s.stateFrom && (o.labels.get(s.stateFrom) ?? s.stateFrom)),
+      ),
       h(
         'td',
         { class: 'spend-cell', 'data-label': 'Spend' },
@@ -202,6 +226,24 @@ export function sessionsPage(o: { filter: string | undefined; labels: Map<string
       reload();
     },
   };
+}
+
+/**
+ * The sessions in tree order: each below its parent when the parent is shown (depth first, in the
+ * list's order), the others at the top level; `level` is the indentation.
+ */
+function asTree(list: SessionView[]): { s: SessionView; level: number }[] {
+  const ids = new Set(list.map((s) => s.sessionId));
+  const below = new Map<string, SessionView[]>();
+  for (const s of list)
+    if (s.parentId && ids.has(s.parentId)) below.set(s.parentId, [...(below.get(s.parentId) ?? []), s]);
+  const out: { s: SessionView; level: number }[] = [];
+  const visit = (s: SessionView, level: number) => {
+    out.push({ s, level });
+    for (const c of below.get(s.sessionId) ?? []) visit(c, level + 1);
+  };
+  for (const s of list) if (!s.parentId || !ids.has(s.parentId)) visit(s, 0);
+  return out;
 }
 
 function tile(label: string, value: string, note: string, attention = false) {
