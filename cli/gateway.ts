@@ -58,6 +58,7 @@ const VARIABLES: VariableHelp[] = [
   ['CTL_GATEWAY_RATE_LIMIT_SESSION', '1200/60s', 'agent requests per session (/proxy); 0: none'],
   ['CTL_GATEWAY_RATE_LIMIT_CHARGE', '1200/60s', 'POST /charge per client address; 0: none'],
   ['CTL_GATEWAY_MAX_SESSION_SECONDS', '2592000', 'longest session: expiresAt at most this far ahead (30 days)'],
+  ['CTL_GATEWAY_MAX_SESSION_DEPTH', '4', 'levels of child sessions below a root session (1-16)'],
   ['CTL_GATEWAY_EGRESS_PORT', undefined, "the egress proxy's port (HTTP(S)_PROXY for agents); unset: off"],
   ['CTL_GATEWAY_EGRESS_HOST', 'HOST', 'the address the egress proxy listens on'],
   ['CTL_GATEWAY_EGRESS_PASS_THROUGH', undefined, 'glob,... hosts the egress proxy tunnels untouched (nothing paid)'],

@@ -159,8 +159,9 @@ async function worker() {
           .join('\n'),
       );
     // SKIPPED: what did not run; ARTIFACTS: where a passing test left files to look at (screenshots).
+    // (A failed file's whole output is above.)
     const skipLines = r.text.split('\n').filter((l) => l.startsWith('SKIPPED') || l.startsWith('ARTIFACTS'));
-    for (const l of skipLines) console.log('     ' + l);
+    if (!r.failed) for (const l of skipLines) console.log('     ' + l);
   }
 }
 await Promise.all(Array.from({ length: Math.min(jobs, files.length) }, worker));
