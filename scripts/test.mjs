@@ -194,7 +194,8 @@ if (skippingFiles.length) {
       reasons.set(reason, (reasons.get(reason) ?? new Set()).add(r.file));
     }
   console.log(`${skipped} tests skipped in ${skippingFiles.length} files, not run here:`);
-  for (const [reason, inFiles] of reasons) console.log(`  ${inFiles.size} file${inFiles.size > 1 ? 's' : ''}: ${reason}`);
+  for (const [reason, inFiles] of reasons)
+    console.log(`  ${inFiles.size} file${inFiles.size > 1 ? 's' : ''}: ${reason}`);
 }
 // CI reads this line; it stays the last one, exactly `N passed, N failed`.
 console.log(`${passed} passed, ${failed} failed`);

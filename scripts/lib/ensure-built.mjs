@@ -70,7 +70,9 @@ export function ensureBuilt(root) {
     const inputTime = Math.max(...b.inputs.map((i) => newest(join(root, i))));
     const stale = b.outputs.filter((o) => !existsSync(join(root, o)) || statSync(join(root, o)).mtimeMs < inputTime);
     if (!stale.length) continue;
-    console.log(`${stale[0]}${stale.length > 1 ? ` and ${stale.length - 1} more` : ''} missing or stale: building ${b.what}`);
+    console.log(
+      `${stale[0]}${stale.length > 1 ? ` and ${stale.length - 1} more` : ''} missing or stale: building ${b.what}`,
+    );
     const r = spawnSync(b.command[0], b.command.slice(1), { cwd: root, stdio: 'inherit' });
     if (r.status !== 0) {
       console.log(`building ${b.what} failed (${r.error?.message ?? `exit ${r.status ?? r.signal}`})`);
