@@ -1,9 +1,9 @@
 /**
- * The ctl-agent-tools package ships bundles (scripts/bundle-packages.mjs, its prepare), not the
+ * The ctl-agent-tools package ships bundles (scripts/bundle-packages.mjs, its prepack), not the
  * compiled tree: each entry builds with the SDK inlined, imports only the packages its
  * package.json declares (the frameworks as peers), serves the same tools, and has declarations.
- * In a clone the workspace is imported by its name, as an application would (`npm install` runs
- * its prepare; scripts/test.mjs rebuilds agent-tools/dist when it is older than its sources).
+ * In a clone the workspace is imported by its name, as an application would (the root's
+ * `prepare` builds it at `npm install`; scripts/test.mjs again when it is older than its sources).
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';

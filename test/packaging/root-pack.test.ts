@@ -1,12 +1,14 @@
 /**
  * `npm pack` at the repository root makes no tarball of the clone's own manifest (scripts,
  * workspaces, devDependencies, no declarations): its `prepack` stops it, naming the command that
- * packs the SDK (`npm run pack:sdk`, scripts/sdk-package.mjs) and the one for the workspaces.
+ * packs the SDK (`npm run pack:sdk`, scripts/sdk-package.mjs) and the one for the workspaces. A
+ * workspace's manifest is published as it is: it builds in `prepack`, never in a script npm runs
+ * at a consumer's install (npm 11 flags those, and `../scripts` is not there).
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { repoRoot } from '../helpers/vectors.js';
@@ -28,5 +30,14 @@ for (const args of [['pack'], ['pack', '--dry-run']]) {
     assert.equal(readdirSync(dest), []);
   });
 }
+
+test('no workspace manifest has a script that runs at install (preinstall, install, postinstall, prepare)', () => {
+  const root = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as { workspaces: string[] };
+  for (const w of root.workspaces) {
+    const scripts = JSON.parse(readFileSync(join(repoRoot, w, 'package.json'), 'utf8')).scripts ?? {};
+    const atInstall = ['preinstall', 'install', 'postinstall', 'prepare'].filter((k) => k in scripts);
+    assert.equal(atInstall, [], `${w}/package.json: ${atInstall.join(', ')}`);
+  }
+});
 
 test.run();
