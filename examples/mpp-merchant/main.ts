@@ -47,7 +47,8 @@ const gateway = await openGateway({
 });
 const server = await listen(gateway.app, { port: 0 });
 ledger.mint(gateway.evmAddress, 1_000_000n);
-console.log(`gateway: ${server.url}, paying from ${gateway.evmAddress} (${usdc(ledger.balanceOf(gateway.evmAddress))})`);
+const funds = usdc(ledger.balanceOf(gateway.evmAddress));
+console.log(`gateway: ${server.url}, paying from ${gateway.evmAddress} (${funds})`);
 try {
   // The budget owner: 0.025 USDC for searches, an hour.
   const { apiKey } = (await (
