@@ -1,16 +1,21 @@
 // Runs every compiled test file (build/test/**/*.test.js) in its own Node process, so one file
 // that crashes cannot hide the others, and prints the one closing line CI reads:
 // `N passed, N failed` (uvu's own per-file summary is parsed, not trusted to be last), with the
-// wall time on the line before it.
+// wall time and what was skipped, and why, on the lines before it.
+//
+// A test that needs what a machine may lack (a Debian package, test/helpers/system-packages.ts;
+// PostgreSQL) is skipped with a line starting `SKIPPED` that says what to install; under CI=true
+// (.ci/run installs everything) a file that skips anything counts as failed.
 //
 // Two tiers (ARCHITECTURE.md rule 12): `*.slow.test.ts` files (crash campaigns, soaks, tarball
 // installs, long fuzz runs) run only with `--slow`; the rest is `npm test`. A filter picks files of
 // either tier by path, so one file runs alone: `node scripts/test.mjs test/resilience/campaign`.
 // Usage: node scripts/test.mjs [--slow] [substring filter ...]   CTL_TEST_JOBS=N (default 2)
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync, statSync, existsSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ensureBuilt } from './lib/ensure-built.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const testRoot = join(root, 'build', 'test');
@@ -33,46 +38,11 @@ function collect(dir, out) {
   return out;
 }
 
-// The runtime and firmware-bridge tests run the built bundles: build them when missing or older
-// than the source, so `npm install && npm test` works on a fresh machine.
-function newest(dir) {
-  let t = 0;
-  for (const name of readdirSync(dir)) {
-    const path = join(dir, name);
-    const st = statSync(path);
-    t = Math.max(t, st.isDirectory() ? newest(path) : st.mtimeMs);
-  }
-  return t;
-}
-// Every bundle the tests load (the role bundles too): one missing or stale rebuilds them all.
-const distFiles = [
-  'ctl.iife.js',
-  'ctl-verify.iife.js',
-  'ctl-wallet.iife.js',
-  'ctl-p256.iife.js',
-  'ctl-human-agent.iife.js',
-  'ctl-log.iife.js',
-  'verify.js',
-  'wallet.js',
-  'p256.js',
-  'human-agent.js',
-  'online.js',
-  'testing.js',
-  'server.js',
-  'log.js',
-].map((f) => join(root, 'dist', f));
-const srcTime = newest(join(root, 'src'));
-if (distFiles.some((f) => !existsSync(f) || statSync(f).mtimeMs < srcTime)) {
-  console.log('dist/ is missing or older than src/: building it (rollup -c)');
-  const r = spawnSync(
-    process.execPath,
-    [join(root, 'node_modules', 'rollup', 'dist', 'bin', 'rollup'), '-c', '--silent'],
-    { cwd: root, stdio: 'inherit' },
-  );
-  if (r.status !== 0) {
-    console.log('0 passed, 1 failed');
-    process.exit(1);
-  }
+// What the tests import besides build/ (the SDK's dist/ and dist/types, ctl-agent-tools' bundle):
+// built when missing or older than its sources, so `npm install && npm test` works on a fresh clone.
+if (!ensureBuilt(root)) {
+  console.log('0 passed, 1 failed');
+  process.exit(1);
 }
 
 // Matched against the path from the repository root: the checkout's own path (a worktree named
@@ -126,6 +96,7 @@ function runFile(file) {
           passed: 0,
           failed: 1,
           skipped: 0,
+          skips: [],
           hung: true,
         });
       }
@@ -141,10 +112,18 @@ function runFile(file) {
         // No summary: the file crashed before or while running its suites.
         result = { passed: 0, failed: 1, skipped: 0, crashed: true };
       } else {
-        const failed = total - passed - skipped + (code !== 0 && total === passed + skipped ? 1 : 0);
+        // uvu's Total counts the tests that ran; a skipped one (test.skip) is in Skipped only.
+        const failed = total - passed + (code !== 0 && total === passed ? 1 : 0);
         result = { passed, failed, skipped };
       }
-      resolve({ file: relative(root, file), code, text, ms: Date.now() - started, ...result });
+      // SKIPPED lines: what the file did not run and why (a Debian package, PostgreSQL down).
+      const skips = text.split('\n').filter((l) => l.startsWith('SKIPPED'));
+      // CI has every package and PostgreSQL (.ci/run): there a skip is a failure, not a pass.
+      if (process.env.CI === 'true' && (skips.length || result.skipped)) {
+        result.failed += 1;
+        result.skippedUnderCi = true;
+      }
+      resolve({ file: relative(root, file), code, text, skips, ms: Date.now() - started, ...result });
     });
   });
 }
@@ -168,6 +147,10 @@ async function worker() {
       `${mark} ${r.file}  (${r.passed} passed, ${r.failed} failed${r.skipped ? `, ${r.skipped} skipped` : ''}, ` +
         `${r.ms} ms)`,
     );
+    if (r.skippedUnderCi) console.log('     skipped under CI=true: CI installs every package the tests need (.ci/run)');
+    // uvu does not print an error thrown by a test.before or test.after hook: say where to look.
+    else if (r.failed && !/FAIL|Error|exited with|HUNG/.test(r.text))
+      console.log('     no failure printed: a test.before or test.after hook threw (uvu swallows that error)');
     if (r.failed)
       console.log(
         r.text
@@ -176,8 +159,9 @@ async function worker() {
           .join('\n'),
       );
     // SKIPPED: what did not run; ARTIFACTS: where a passing test left files to look at (screenshots).
+    // (A failed file's whole output is above.)
     const skipLines = r.text.split('\n').filter((l) => l.startsWith('SKIPPED') || l.startsWith('ARTIFACTS'));
-    for (const l of skipLines) console.log('     ' + l);
+    if (!r.failed) for (const l of skipLines) console.log('     ' + l);
   }
 }
 await Promise.all(Array.from({ length: Math.min(jobs, files.length) }, worker));
@@ -190,6 +174,7 @@ try {
 const passed = results.reduce((a, r) => a + r.passed, 0);
 const failed = results.reduce((a, r) => a + r.failed, 0);
 const skipped = results.reduce((a, r) => a + r.skipped, 0);
+const skippingFiles = results.filter((r) => r.skipped || r.skips.length);
 if (files.length === 0) {
   // A filter that matches nothing is a typo, not a pass.
   console.log(`no test files found under build/test${filters.length ? ` for ${filters.join(' ')}` : ''}`);
@@ -200,5 +185,18 @@ console.log(
   `${files.length} files (${slowTier ? 'slow tier' : filters.length ? 'filtered' : 'npm test tier'}) ` +
     `in ${Math.floor(seconds / 60)} min ${seconds % 60} s`,
 );
-console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
+if (skippingFiles.length) {
+  // Why, once per reason: the text after `SKIPPED <what>: ` (e.g. "needs the Debian package softhsm2 …").
+  const reasons = new Map();
+  for (const r of skippingFiles)
+    for (const l of r.skips.length ? r.skips : ['SKIPPED (no reason printed)']) {
+      const reason = l.replace(/^SKIPPED:?\s*/, '').replace(/^[^:]*?: (?!\/\/)/, '');
+      reasons.set(reason, (reasons.get(reason) ?? new Set()).add(r.file));
+    }
+  console.log(`${skipped} tests skipped in ${skippingFiles.length} files, not run here:`);
+  for (const [reason, inFiles] of reasons)
+    console.log(`  ${inFiles.size} file${inFiles.size > 1 ? 's' : ''}: ${reason}`);
+}
+// CI reads this line; it stays the last one, exactly `N passed, N failed`.
+console.log(`${passed} passed, ${failed} failed`);
 process.exit(failed > 0 || files.length === 0 ? 1 : 0);

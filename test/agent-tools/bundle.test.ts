@@ -2,6 +2,8 @@
  * The ctl-agent-tools package ships bundles (scripts/bundle-packages.mjs, its prepack), not the
  * compiled tree: each entry builds with the SDK inlined, imports only the packages its
  * package.json declares (the frameworks as peers), serves the same tools, and has declarations.
+ * In a clone the workspace is imported by its name, as an application would (the root's
+ * `prepare` builds it at `npm install`; scripts/test.mjs again when it is older than its sources).
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -65,6 +67,18 @@ test('the entries build, import only declared packages, and give each framework 
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test('in the repository, `ctl-agent-tools/ai` and `/langchain` import by name (the workspace)', async () => {
+  const ai = await import('ctl-agent-tools/ai');
+  assert.equal(Object.keys(ai.ctlAiTools({ gatewayUrl: 'http://127.0.0.1:9', sessionToken: TOKEN })).sort(), [
+    'delegate_budget',
+    'list_receipts',
+    'paid_fetch',
+    'session_status',
+  ]);
+  const lc = await import('ctl-agent-tools/langchain');
+  assert.is(lc.ctlLangChainTools({ gatewayUrl: 'http://127.0.0.1:9', sessionToken: TOKEN }).length, 4);
 });
 
 test.run();

@@ -5,12 +5,12 @@
  * accepts. A wrong PIN, a key the newest statement does not list, or two sources for the key stop
  * the start with one line naming the variable, never a fall-back.
  */
-import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createSoftHsm, SOFTHSM_MODULE } from '../helpers/softhsm.js';
+import { testsNeeding } from '../helpers/system-packages.js';
 import { closePkcs11Modules, generatePkcs11Key } from '../../service-kit/signers/index.js';
 import {
   createRootStatement,
@@ -23,6 +23,8 @@ import {
 } from '../../src/index.js';
 import { startTestAuthority, type TestAuthority } from './harness.js';
 import { startRefusal } from '../helpers/refused-start.js';
+
+const test = testsNeeding('softhsm2', "the authority's bundle key in a SoftHSM2 token");
 
 const URI_VAR = 'CTL_TRUST_BUNDLE_SIGNING_KEY_PKCS11_URI';
 const hsm = createSoftHsm(['ctl', 'spare']);

@@ -5,7 +5,6 @@
  * README "Keys across instances"); a wrong PIN or a missing key stops the start with one line
  * naming the variable, never a fall-back to the database's key.
  */
-import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { execFile } from 'node:child_process';
 import { createPublicKey } from 'node:crypto';
@@ -13,12 +12,15 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createSoftHsm, SOFTHSM_MODULE } from '../helpers/softhsm.js';
+import { testsNeeding } from '../helpers/system-packages.js';
 import { closePkcs11Modules, generatePkcs11Ed25519Key } from '../../service-kit/signers/index.js';
 import { generatePkcs11AesKey } from '../../service-kit/secrets/index.js';
 import { generateKeyPair, jwkThumbprint, verifyPolicyGrant, verifyTrustBundle } from '../../src/index.js';
 import { grantRequest, startTestAuthority, type TestAuthority } from './harness.js';
 import { PG_URL, dropSchema, freshSchema, pgAvailable } from '../service-kit/pg-fixture.js';
 import { startRefusal } from '../helpers/refused-start.js';
+
+const test = testsNeeding('softhsm2', "the authority's keys in a SoftHSM2 token");
 
 const GRANT_URI = 'CTL_POLICY_GRANT_SIGNING_KEY_PKCS11_URI';
 const ROOT_URI = 'CTL_TRUST_BUNDLE_ROOT_KEY_PKCS11_URI';

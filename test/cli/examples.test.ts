@@ -68,6 +68,12 @@ const expected: Record<string, RegExp[]> = {
     /16 × 1\.00 EUR at once: 10 accepted, 6 refused \(budget_exceeded\)/,
     /together: 100\.00 EUR of the parent's 100\.00 EUR/,
   ],
+  'mpp-merchant': [
+    /agent: tides → HTTP 200 .*Payment-Receipt evm success 0x[0-9a-f]{8}…; CTL receipt rcpt_/,
+    /agent: swell not paid: budget_exceeded/,
+    /owner: spent 0\.02 USDC of 0\.025 USDC, 2 receipts \(mpp:eip155:84532:0x[0-9a-f]{40}, mpp:/,
+    /ledger: merchant received 0\.02 USDC in 2 transfers/,
+  ],
   'bundle-refresh': [
     /t\+0h: updated, holding sequence 1, next refresh from t\+/,
     /t\+2h: fresh/,

@@ -3,15 +3,17 @@
  * (SoftHSM2), only its public half is written, and the authority signs Trust Bundles with it
  * through CTL_TRUST_BUNDLE_ROOT_KEY_PKCS11_URI: they verify against the exported PEM.
  */
-import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createSoftHsm, SOFTHSM_MODULE } from '../helpers/softhsm.js';
+import { testsNeeding } from '../helpers/system-packages.js';
 import { closePkcs11Modules } from '../../service-kit/signers/index.js';
 import { jwkThumbprint, verifyTrustBundle } from '../../src/index.js';
 import { startTestAuthority } from '../authority/harness.js';
 import { runCtl } from '../helpers/run-ctl.js';
+
+const test = testsNeeding('softhsm2', '`ctl root init --pkcs11` (a root made in a SoftHSM2 token)');
 
 const hsm = createSoftHsm(['factory']);
 const pinFile = join(hsm.dir, 'pin');

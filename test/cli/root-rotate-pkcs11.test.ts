@@ -6,15 +6,17 @@
  * (--bundle-key-pkcs11); the next rotation signs with --from-pkcs11. A wrong PIN or a missing PIN
  * writes nothing; unknown flags exit 2.
  */
-import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createSoftHsm, SOFTHSM_MODULE } from '../helpers/softhsm.js';
+import { testsNeeding } from '../helpers/system-packages.js';
 import { closePkcs11Modules, generatePkcs11Key } from '../../service-kit/signers/index.js';
 import { jwkThumbprint, verifyRootChain, type PublicJwk } from '../../src/index.js';
 import { runCtl } from '../helpers/run-ctl.js';
+
+const test = testsNeeding('softhsm2', '`ctl root rotate` with keys in a SoftHSM2 token');
 
 const hsm = createSoftHsm(['fleet']); // sets SOFTHSM2_CONF, inherited by every ctl below
 const dir = mkdtempSync(join(tmpdir(), 'ctl-rotate-p11-'));

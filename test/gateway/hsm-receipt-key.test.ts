@@ -3,12 +3,12 @@
  * signed inside the token and verify against the JWKS; the database records the public half only;
  * an instance without the key, a wrong PIN, or a rotation through the API is refused by name.
  */
-import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createSoftHsm, SOFTHSM_MODULE } from '../helpers/softhsm.js';
+import { testsNeeding } from '../helpers/system-packages.js';
 import { closePkcs11Modules, generatePkcs11Ed25519Key } from '../../service-kit/signers/index.js';
 import { openDatabase, silentLogger } from '../../service-kit/index.js';
 import { jwkThumbprint, verifyPolicyGrant, verifyReceipt, verifyTrustBundle, type PublicJwk } from '../../src/index.js';
@@ -16,6 +16,8 @@ import { createPublicKey } from 'node:crypto';
 import { startGateway, type RunningGateway } from '../../gateway/server.js';
 import { ADMIN_KEY, call, createSession, proxy, startMerchant } from './helpers.js';
 import { startRefusal } from '../helpers/refused-start.js';
+
+const test = testsNeeding('softhsm2', "the gateway's keys in a SoftHSM2 token");
 
 const VAR = 'CTL_GATEWAY_RECEIPT_KEY_PKCS11_URI';
 const hsm = createSoftHsm(['ctl', 'spare']);

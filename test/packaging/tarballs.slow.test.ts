@@ -106,7 +106,7 @@ test('the SDK package keeps no runtime dependencies', () => {
 test('each tarball carries what runs: its bins and LICENSE; no test, compiled tree, source map or .ts source', () => {
   for (const p of packed) {
     const files = p.files.map((f) => f.path);
-    // Source maps: the SDK bundles' only (dist/<build>.map beside its build), sources inside.
+    // Source maps: the SDK bundles' only (dist/<build>.map beside its build), naming the sources without their text.
     const sdkMap = (f: string) =>
       p.name === rootPkg.name && /^dist\/[^/]+\.(c?js)\.map$/.test(f) && files.includes(f.slice(0, -4));
     const stray = files.filter(

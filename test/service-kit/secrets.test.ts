@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { statSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createSoftHsm, SOFTHSM_MODULE } from '../helpers/softhsm.js';
+import { testsNeeding } from '../helpers/system-packages.js';
 import {
   aesKeyWrapper,
   createSealer,
@@ -20,6 +21,7 @@ import {
 import { closePkcs11Modules } from '../../service-kit/signers/index.js';
 
 const hsm = createSoftHsm(['ctl']);
+const hsmTest = testsNeeding('softhsm2', 'a KEK inside a SoftHSM2 token');
 test.after(() => {
   closePkcs11Modules();
   hsm.remove();
@@ -93,7 +95,7 @@ test('the development KEK is made once, mode 0600, and reused', async () => {
   );
 });
 
-test(
+hsmTest(
   'a KEK inside the token (PKCS#11 AES-GCM) seals and opens; a missing key is one line ' + 'naming the variable',
   async () => {
     await generatePkcs11AesKey(hsm.uri('gateway-kek'), { modulePath: SOFTHSM_MODULE });

@@ -5,6 +5,7 @@ import { createPublicKey, verify } from 'node:crypto';
 import { chmodSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createHsm } from './signers-fixture.js';
+import { testsNeeding } from '../helpers/system-packages.js';
 import {
   closePkcs11Modules,
   fileSigner,
@@ -31,6 +32,7 @@ import { randomId, timeOrderedId } from '../../service-kit/index.js';
 import { readVectorJson } from '../helpers/vectors.js';
 
 const hsm = createHsm();
+const hsmTest = testsNeeding('softhsm2', 'the PKCS#11 signer against a SoftHSM2 token');
 const nodeVerifies = (jwk: object, msg: Uint8Array, sig: Uint8Array) =>
   verify(null, msg, createPublicKey({ key: { ...jwk } as never, format: 'jwk' }), sig);
 /**
@@ -113,7 +115,7 @@ test('parsePkcs11Uri: RFC 7512 path and query attributes, percent-decoded', () =
   );
 });
 
-test('a key generated in SoftHSM signs, node:crypto verifies, and its private half cannot be read', async () => {
+hsmTest('a key generated in SoftHSM signs, node:crypto verifies, and its private half cannot be read', async () => {
   const s = await generatePkcs11Ed25519Key(hsm.uri('root-a'), { modulePath: hsm.module });
   assert.is(s.custody, 'pkcs11');
   assert.is(s.alg, 'EdDSA');
@@ -131,14 +133,14 @@ test('a key generated in SoftHSM signs, node:crypto verifies, and its private ha
   await again.close();
 });
 
-test('a PKCS#11 signer is an SDK SigningKey: an artifact signed by it verifies', async () => {
+hsmTest('a PKCS#11 signer is an SDK SigningKey: an artifact signed by it verifies', async () => {
   const s = await generatePkcs11Ed25519Key(hsm.uri('grant-a'), { modulePath: hsm.module });
   const actor = await generateKeyPair({ alg: 'EdDSA' });
   assert.ok(await grantSignedByVerifies(s, actor.publicJwk, 'hsm.test'));
   await s.close();
 });
 
-test('ES256 in the token (for HSMs without EdDSA): signatures are raw r‖s, low-S, and verify', async () => {
+hsmTest('ES256 in the token (for HSMs without EdDSA): signatures are raw r‖s, low-S, and verify', async () => {
   const s = await generatePkcs11Key(hsm.uri('p256'), { modulePath: hsm.module, alg: 'ES256' });
   assert.is(s.alg, 'ES256');
   assert.is(s.publicJwk.crv, 'P-256');
@@ -158,7 +160,7 @@ test('ES256 in the token (for HSMs without EdDSA): signatures are raw r‖s, low
   await s.close();
 });
 
-test('concurrent signatures each get a session of their own and all verify', async () => {
+hsmTest('concurrent signatures each get a session of their own and all verify', async () => {
   const s = await generatePkcs11Ed25519Key(hsm.uri('busy'), { modulePath: hsm.module });
   const msgs = Array.from({ length: 40 }, (_, i) => new TextEncoder().encode(`message ${i}`));
   const sigs = await Promise.all(msgs.map((m) => s.sign(m)));
@@ -179,7 +181,7 @@ test('concurrent signatures each get a session of their own and all verify', asy
   assert.match(await refused(s.sign(msgs[0])), /closed/);
 });
 
-test(
+hsmTest(
   'signerFromEnv: a wrong PIN, an absent token or key, or a module that cannot load ' +
     'is one line naming the variable',
   async () => {
@@ -230,7 +232,7 @@ test(
   },
 );
 
-test('a wrong PIN is refused even while this process is logged in to the token with the right one', async () => {
+hsmTest('a wrong PIN is refused even while this process is logged in to the token with the right one', async () => {
   const s = await generatePkcs11Ed25519Key(hsm.uri('logged-in'), { modulePath: hsm.module });
   try {
     const m = await refused(
@@ -255,7 +257,7 @@ test('signerFromEnv(prefix) reads process.env', async () => {
   }
 });
 
-test('generating under a label already in the token is refused (a key is never overwritten)', async () => {
+hsmTest('generating under a label already in the token is refused (a key is never overwritten)', async () => {
   await (await generatePkcs11Ed25519Key(hsm.uri('once'), { modulePath: hsm.module })).close();
   assert.match(
     await refused(generatePkcs11Ed25519Key(hsm.uri('once'), { modulePath: hsm.module })),

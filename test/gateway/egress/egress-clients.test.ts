@@ -6,9 +6,13 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { execFile } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { agentSession, proxyUrl, startStand, type Stand } from './stand.js';
+import { PYTHON3, testsNeeding } from '../../helpers/system-packages.js';
+
+const curlTest = testsNeeding('curl', 'the egress proxy with curl');
+const requestsTest = testsNeeding('python3-requests', 'the egress proxy with Python requests');
 
 let s: Stand;
 test.before(async () => {
@@ -90,7 +94,7 @@ function expectPaidThenRefused(answers: Answer[], who: string) {
   assert.is(JSON.parse(c!.body).error.code, 'budget_exceeded');
 }
 
-test('curl -x --proxy-user --cacert: pays over HTTP and HTTPS, refused past the ceiling', async () => {
+curlTest('curl -x --proxy-user --cacert: pays over HTTP and HTTPS, refused past the ceiling', async () => {
   const { sessionToken } = await agentSession(s);
   const paidBefore = s.http.paid.length + s.https.paid.length;
   const answers = [];
@@ -103,12 +107,12 @@ test('curl -x --proxy-user --cacert: pays over HTTP and HTTPS, refused past the 
   assert.is(invalid.error, 'unauthorized');
 });
 
-test('Python requests from HTTP(S)_PROXY and REQUESTS_CA_BUNDLE: pays, refused past the ceiling', async () => {
+requestsTest('Python requests from HTTP(S)_PROXY and REQUESTS_CA_BUNDLE: pays, refused past the ceiling', async () => {
   const { sessionToken } = await agentSession(s);
   const proxy = proxyUrl(s, sessionToken);
   // Debian's python3-requests (.ci/run installs it) under Debian's interpreter, not a pip copy.
   const out = await run(
-    existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3',
+    PYTHON3,
     ['-c', PYTHON, `${s.http.url}/search`, `${s.https.url}/search`, `${s.https.url}/search`],
     { HTTP_PROXY: proxy, HTTPS_PROXY: proxy, REQUESTS_CA_BUNDLE: s.caFile },
   );
