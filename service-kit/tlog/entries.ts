@@ -1,0 +1,33 @@
+/**
+ * What the services log. Every entry is the UTF-8 JCS (RFC 8785) text of `{ "type", "body" }`:
+ *
+ * | log | type | body | ref (to find its index) |
+ * |---|---|---|---|
+ * | gateway | `receipt` | the signed receipt (`ctl-receipt/1`) as the agent got it | `receipt:<receiptId>` |
+ * | gateway | `session.created` | `{ sessionId, at, actor, ownerId, policyHash, grantId, budget, parentId? , expiresAt? }` (a child names its `parentId`) | `session:<sessionId>` |
+ * | gateway | `session.paused`, `session.continued`, `session.revoked`, `session.expired` | `{ sessionId, at, actor, …the event's data }` (never a continuation token) | `session:<sessionId>` |
+ * | authority | `grant` | the signed PolicyGrant (`ctl-grant/1`) | `grant:<grantId>` |
+ * | authority | `grant.revocation` | `{ grantId, at, actor, reason?, revocation? }` (`revocation`: the person's signed `ctl-revocation/1`) | `grant:<grantId>` |
+ * | authority | `link.revocation` | `{ delegationId, rootGrantId, revocationId, at, actor, reason?, revocation? }` | `link:<delegationId>` |
+ * | authority | `bundle` | the signed Trust Bundle (`ctl-bundle/1`) | `bundle:<bundleId>` |
+ *
+ * An entry is at most 65,535 bytes (tlog-tiles entry bundles); a larger one refuses its change.
+ */
+export type GatewayLogType =
+  | 'receipt'
+  | 'session.created'
+  | 'session.paused'
+  | 'session.continued'
+  | 'session.revoked'
+  | 'session.expired';
+
+export type AuthorityLogType = 'grant' | 'grant.revocation' | 'link.revocation' | 'bundle';
+
+/** The gateway session events that are logged (services/events.ts). */
+export const LOGGED_SESSION_EVENTS: ReadonlySet<string> = new Set([
+  'session.created',
+  'session.paused',
+  'session.continued',
+  'session.revoked',
+  'session.expired',
+]);
