@@ -11,8 +11,13 @@
  * | authority | `link.revocation` | `{ delegationId, rootGrantId, revocationId, at, actor, reason?, revocation? }` | `link:<delegationId>` |
  * | authority | `bundle` | the signed Trust Bundle (`ctl-bundle/1`) | `bundle:<bundleId>` |
  *
- * An entry is at most 65,535 bytes (tlog-tiles entry bundles); a larger one refuses its change.
+ * An entry is at most 65,535 bytes (tlog-tiles entry bundles): a larger record is logged as
+ * `<type>.digest` (entryOrDigest).
  */
+import { createHash } from 'node:crypto';
+import { canonicalize } from '../../src/encoding/jcs.js';
+import { encodeEntry, type LogEntry } from './log.js';
+
 export type GatewayLogType =
   | 'receipt'
   | 'session.created'
@@ -31,3 +36,18 @@ export const LOGGED_SESSION_EVENTS: ReadonlySet<string> = new Set([
   'session.revoked',
   'session.expired',
 ]);
+
+/** The largest entry a tlog-tiles entry bundle holds. */
+export const MAX_ENTRY_BYTES = 0xffff;
+
+/**
+ * `{ type, body }`, or when that would not fit an entry bundle, `{ type: '<type>.digest', body:
+ * { ...summary, sha256 } }` with the hex SHA-256 of the body's JCS text: the record is then
+ * committed to by its hash (a Trust Bundle listing thousands of revoked grants can be larger).
+ */
+export function entryOrDigest(type: string, body: unknown, summary: Record<string, unknown>): LogEntry {
+  const whole = { type, body };
+  if (encodeEntry(whole).length <= MAX_ENTRY_BYTES) return whole;
+  const sha256 = createHash('sha256').update(canonicalize(body)).digest('hex');
+  return { type: `${type}.digest`, body: { ...summary, sha256 } };
+}

@@ -10,3 +10,5 @@ export * from './witness.js';
 export * from './routes.js';
 export * from './service.js';
 export * from './entries.js';
+export * from './config.js';
+export * from './openapi.js';

@@ -9,7 +9,7 @@
  *   hashes; `size` defaults to the served checkpoint's, whose note comes with the proof;
  * - `GET /log/status`: the served checkpoint, the witnesses that cosigned it, and this service's
  *   own witness state with any split view it detected (`splitView: true`, for the console);
- * - `POST /witness/add-checkpoint` (C2SP tlog-witness) when this service witnesses other logs.
+ * - `POST /witness/add-checkpoint` (C2SP tlog-witness): 404 unless this service witnesses other logs.
  *
  * No credentials: the log is public by design (anyone may verify it).
  */
@@ -158,17 +158,17 @@ export function logRoutes(router: Router, o: LogRouteOptions): void {
     };
   });
 
-  if (o.witness) {
-    const witness = o.witness;
-    router.post(
-      '/witness/add-checkpoint',
-      readsBody(async (ctx) => {
-        const a = await witness.addCheckpoint(await readText(ctx, MAX_WITNESS_BODY));
-        ctx.status = a.status;
-        ctx.type = a.contentType;
-        ctx.body = a.body;
-      }),
-    );
-  }
+  // Always answered: a service that witnesses no log knows no origin (tlog-witness: 404).
+  router.post(
+    '/witness/add-checkpoint',
+    readsBody(async (ctx) => {
+      const body = await readText(ctx, MAX_WITNESS_BODY);
+      const a = o.witness
+        ? await o.witness.addCheckpoint(body)
+        : { status: 404, contentType: 'text/plain; charset=utf-8', body: 'this service witnesses no log\n' };
+      ctx.status = a.status;
+      ctx.type = a.contentType;
+      ctx.body = a.body;
+    }),
+  );
 }
-
