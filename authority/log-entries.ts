@@ -14,7 +14,10 @@ async function logged(q: SqlExecutor, e: AuditEntry): Promise<{ entry: LogEntry;
     case 'grant.issue': {
       const g = await q.get<{ grant_json: string }>('SELECT grant_json FROM grants WHERE grant_id = ?', [e.subject]);
       if (!g) throw new Error(`log: grant '${e.subject}' is not in this transaction`);
-      return { entry: entryOrDigest('grant', JSON.parse(g.grant_json), { grantId: e.subject }), ref: `grant:${e.subject}` };
+      return {
+        entry: entryOrDigest('grant', JSON.parse(g.grant_json), { grantId: e.subject }),
+        ref: `grant:${e.subject}`,
+      };
     }
     case 'grant.revoke':
       return {
@@ -27,9 +30,14 @@ async function logged(q: SqlExecutor, e: AuditEntry): Promise<{ entry: LogEntry;
         ref: `link:${e.subject}`,
       };
     case 'bundle.issue': {
-      const b = await q.get<{ bundle_json: string }>('SELECT bundle_json FROM bundles WHERE bundle_id = ?', [e.subject]);
+      const b = await q.get<{ bundle_json: string }>('SELECT bundle_json FROM bundles WHERE bundle_id = ?', [
+        e.subject,
+      ]);
       if (!b) throw new Error(`log: bundle '${e.subject}' is not in this transaction`);
-      return { entry: entryOrDigest('bundle', JSON.parse(b.bundle_json), { bundleId: e.subject }), ref: `bundle:${e.subject}` };
+      return {
+        entry: entryOrDigest('bundle', JSON.parse(b.bundle_json), { bundleId: e.subject }),
+        ref: `bundle:${e.subject}`,
+      };
     }
     default:
       return undefined;

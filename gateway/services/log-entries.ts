@@ -38,7 +38,11 @@ export async function receiptLogIndex(
   if (!log) return {};
   const ids = receipts.map((r) => (r as { receiptId?: string }).receiptId).filter((id): id is string => !!id);
   const found = await log.indicesOf(ids.map((id) => `receipt:${id}`));
-  return { logIndex: Object.fromEntries(ids.flatMap((id) => (found.has(`receipt:${id}`) ? [[id, found.get(`receipt:${id}`)!]] : []))) };
+  return {
+    logIndex: Object.fromEntries(
+      ids.flatMap((id) => (found.has(`receipt:${id}`) ? [[id, found.get(`receipt:${id}`)!]] : [])),
+    ),
+  };
 }
 
 /** How long a paid answer waits for its receipt's log index before it goes without it. */

@@ -19,12 +19,7 @@ import { canonicalize } from '../../src/encoding/jcs.js';
 import { encodeEntry, type LogEntry } from './log.js';
 
 export type GatewayLogType =
-  | 'receipt'
-  | 'session.created'
-  | 'session.paused'
-  | 'session.continued'
-  | 'session.revoked'
-  | 'session.expired';
+  'receipt' | 'session.created' | 'session.paused' | 'session.continued' | 'session.revoked' | 'session.expired';
 
 export type AuthorityLogType = 'grant' | 'grant.revocation' | 'link.revocation' | 'bundle';
 

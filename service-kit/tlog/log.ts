@@ -47,7 +47,11 @@ export function encodeEntry(e: LogEntry): Buffer {
 }
 
 /** What a witness answered for a checkpoint (witness.ts submitToWitnesses). */
-export type WitnessRound = (note: string, size: number, proofFrom: (old: number) => Promise<Buffer[]>) => Promise<string>;
+export type WitnessRound = (
+  note: string,
+  size: number,
+  proofFrom: (old: number) => Promise<Buffer[]>,
+) => Promise<string>;
 
 export interface TransparencyLogOptions {
   db: SqlDatabase;
@@ -106,7 +110,7 @@ export interface TransparencyLog {
 const MAX_CHUNK = 256;
 function chunks<T>(items: readonly T[]): T[][] {
   const out: T[][] = [];
-  for (let at = 0; at < items.length; ) {
+  for (let at = 0; at < items.length;) {
     let k = MAX_CHUNK;
     while (k > items.length - at) k /= 2;
     out.push(items.slice(at, at + k));
@@ -186,7 +190,9 @@ export function createTransparencyLog(options: TransparencyLogOptions): Transpar
         for (const want of partialTiles(t.size)) {
           const got = await readTile(q, want.level, want.n);
           if (!got || got.width !== want.width)
-            throw new Error(`${p}: tile ${want.level}/${want.n} has ${got?.width ?? 0} hashes, the tree needs ${want.width}`);
+            throw new Error(
+              `${p}: tile ${want.level}/${want.n} has ${got?.width ?? 0} hashes, the tree needs ${want.width}`,
+            );
           edge.push({ ...got, width: want.width, hashes: got.hashes.subarray(0, want.width * HASH_SIZE) });
         }
         const edgeMap = new Map(edge.map((e) => [`${e.level}/${e.n}`, e]));

@@ -11,7 +11,15 @@
  * - A cosignature signs `cosignature/v1\ntime <seconds>\n` followed by the checkpoint text, and its
  *   line carries base64(key id ‖ uint64 timestamp ‖ signature).
  */
-import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, sign, verify, type KeyObject } from 'node:crypto';
+import {
+  createHash,
+  createPrivateKey,
+  createPublicKey,
+  generateKeyPairSync,
+  sign,
+  verify,
+  type KeyObject,
+} from 'node:crypto';
 
 export const ED25519_NOTE = 0x01;
 export const COSIGNATURE_V1 = 0x04;
@@ -23,7 +31,13 @@ const PKCS8_PREFIX = Buffer.from('302e020100300506032b657004220420', 'hex');
 const SPKI_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
 
 export function keyId(name: string, type: number, publicKey: Uint8Array): Buffer {
-  return createHash('sha256').update(name).update('\n').update(Buffer.of(type)).update(publicKey).digest().subarray(0, 4);
+  return createHash('sha256')
+    .update(name)
+    .update('\n')
+    .update(Buffer.of(type))
+    .update(publicKey)
+    .digest()
+    .subarray(0, 4);
 }
 
 /** A note signer (a log's key, or a witness's cosigning key). */
@@ -46,6 +60,20 @@ export interface NoteVerifier {
   publicKey: Buffer;
   id: Buffer;
   key: KeyObject;
+}
+
+/** `text` split at its first `n - 1` plus signs: base64 keys contain '+' themselves. */
+function splitPlus(text: string, n: number): string[] {
+  const parts: string[] = [];
+  let rest = text;
+  while (parts.length < n - 1) {
+    const at = rest.indexOf('+');
+    if (at < 0) break;
+    parts.push(rest.slice(0, at));
+    rest = rest.slice(at + 1);
+  }
+  parts.push(rest);
+  return parts;
 }
 
 function checkName(name: string): string {
@@ -80,11 +108,12 @@ export function generateNoteSigner(name: string, type: NoteSigner['type'] = ED25
 
 /** The signer of a `PRIVATE+KEY+…` text; RangeError naming what is wrong. */
 export function parseNoteSigner(skey: string): NoteSigner {
-  const parts = skey.trim().split('+');
+  const parts = splitPlus(skey.trim(), 5);
   if (parts.length !== 5 || parts[0] !== 'PRIVATE' || parts[1] !== 'KEY')
     throw new RangeError('note signer key: expected PRIVATE+KEY+<name>+<id>+<key>');
   const name = checkName(parts[2]!);
   const raw = Buffer.from(parts[4]!, 'base64');
+  if (raw.toString('base64') !== parts[4]) throw new RangeError('note signer key: the key is not base64');
   const s = signerOf(name, raw[0]!, raw.subarray(1));
   if (s.id.toString('hex') !== parts[3]) throw new RangeError('note signer key: the key id does not match the key');
   return s;
@@ -92,10 +121,11 @@ export function parseNoteSigner(skey: string): NoteSigner {
 
 /** The verifier of a vkey text; RangeError naming what is wrong. */
 export function parseNoteVerifier(vkey: string): NoteVerifier {
-  const parts = vkey.trim().split('+');
+  const parts = splitPlus(vkey.trim(), 3);
   if (parts.length !== 3) throw new RangeError('note verifier key: expected <name>+<id>+<key>');
   const name = checkName(parts[0]!);
   const raw = Buffer.from(parts[2]!, 'base64');
+  if (raw.toString('base64') !== parts[2]) throw new RangeError('note verifier key: the key is not base64');
   const type = raw[0];
   const publicKey = raw.subarray(1);
   if ((type !== ED25519_NOTE && type !== COSIGNATURE_V1) || publicKey.length !== 32)
@@ -119,7 +149,9 @@ export function checkpointText(c: Checkpoint): string {
 }
 
 /** A note split into its text and signature lines; undefined when it is not a well-formed note. */
-export function splitNote(note: string): { text: string; signatures: Array<{ name: string; sig: Buffer }> } | undefined {
+export function splitNote(
+  note: string,
+): { text: string; signatures: Array<{ name: string; sig: Buffer }> } | undefined {
   const at = note.indexOf('\n\n');
   if (at < 0 || !note.endsWith('\n')) return undefined;
   const text = note.slice(0, at + 1);

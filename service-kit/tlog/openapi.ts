@@ -68,10 +68,13 @@ export function logPaths(refParams: Record<string, string>): OpenApiDocument['pa
         responses: {
           200: jsonResponse(
             'The proof',
-            object(
-              { index: size, size, leafHash: string(), hashes, entry: string(), checkpoint: string() },
-              ['index', 'size', 'leafHash', 'hashes', 'entry'],
-            ),
+            object({ index: size, size, leafHash: string(), hashes, entry: string(), checkpoint: string() }, [
+              'index',
+              'size',
+              'leafHash',
+              'hashes',
+              'entry',
+            ]),
           ),
         },
       }),
@@ -86,7 +89,9 @@ export function logPaths(refParams: Record<string, string>): OpenApiDocument['pa
           queryParam('from', 'The older size', size, true),
           queryParam('to', "The newer size (default: the served checkpoint's)", size),
         ],
-        responses: { 200: jsonResponse('The proof', object({ from: size, to: size, hashes }, ['from', 'to', 'hashes'])) },
+        responses: {
+          200: jsonResponse('The proof', object({ from: size, to: size, hashes }, ['from', 'to', 'hashes'])),
+        },
       }),
     },
     '/log/status': {
@@ -115,15 +120,15 @@ export function logPaths(refParams: Record<string, string>): OpenApiDocument['pa
     },
   };
   paths['/witness/add-checkpoint'] = {
-      post: operation({
-        summary: 'C2SP tlog-witness add-checkpoint: cosigns a consistent checkpoint of a log this service witnesses',
-        tags,
-        operationId: 'addCheckpoint',
-        security: [],
-        requestBody: { required: true, content: { 'text/plain': { schema: string() } } },
-        responses: { 200: text('Cosignature lines'), 409: text('The size last cosigned (text/x.tlog.size)') },
-      }),
-    };
+    post: operation({
+      summary: 'C2SP tlog-witness add-checkpoint: cosigns a consistent checkpoint of a log this service witnesses',
+      tags,
+      operationId: 'addCheckpoint',
+      security: [],
+      requestBody: { required: true, content: { 'text/plain': { schema: string() } } },
+      responses: { 200: text('Cosignature lines'), 409: text('The size last cosigned (text/x.tlog.size)') },
+    }),
+  };
   return paths;
 }
 

@@ -84,8 +84,7 @@ export function logRoutes(router: Router, o: LogRouteOptions): void {
   router.get('/log/tile/*rest', async (ctx) => {
     const t = parseTilePath(`tile/${ctx.params['rest']}`);
     if (!t) throw notFound('not a tile path (C2SP tlog-tiles)');
-    const bytes =
-      t.level === 'entries' ? await log.entryBundle(t.n, t.width) : await log.tile(t.level, t.n, t.width);
+    const bytes = t.level === 'entries' ? await log.entryBundle(t.n, t.width) : await log.tile(t.level, t.n, t.width);
     if (!bytes) throw notFound('no such tile in the log yet');
     ctx.set('Cache-Control', IMMUTABLE);
     ctx.type = 'application/octet-stream';

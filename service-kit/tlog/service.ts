@@ -15,7 +15,12 @@ import type { SqlDatabase } from '../database.js';
 import type { Migration } from '../migrate.js';
 import type { SecretSealer } from '../secrets/index.js';
 import type { Logger } from '../logger.js';
-import { createWebhookOutbox, dispatchLogMigration, webhookOutboxMigration, type WebhookOutbox } from '../webhook-outbox.js';
+import {
+  createWebhookOutbox,
+  dispatchLogMigration,
+  webhookOutboxMigration,
+  type WebhookOutbox,
+} from '../webhook-outbox.js';
 import { transparencyLogMigrations } from './schema.js';
 import { openLogKey } from './key.js';
 import { COSIGNATURE_V1, parseNoteVerifier, type NoteSigner } from './note.js';
@@ -180,7 +185,9 @@ export function createServiceLog(
         splitViews.inc({ origin: s.origin });
         o.logger.error({ origin: s.origin, size: s.size }, 'log: split view detected (two roots for one size)');
         alerts?.kick();
-        Promise.resolve(o.onSplitView?.(s)).catch((e) => o.logger.error({ err: e }, 'log: recording a split view failed'));
+        Promise.resolve(o.onSplitView?.(s)).catch((e) =>
+          o.logger.error({ err: e }, 'log: recording a split view failed'),
+        );
       },
     });
   let timer: ReturnType<typeof setInterval> | undefined;

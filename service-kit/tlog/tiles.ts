@@ -45,7 +45,10 @@ export function parseTilePath(path: string): TilePath | undefined {
   if (!m) return undefined;
   const level = m[1] === 'entries' ? 'entries' : Number(m[1]);
   if (level !== 'entries' && level > 63) return undefined;
-  const groups = m[2]!.split('/').filter(Boolean).map((g) => g.slice(1));
+  const groups = m[2]!
+    .split('/')
+    .filter(Boolean)
+    .map((g) => g.slice(1));
   // No leading zero group: each index has exactly one path (`x000/001` is not 1).
   if (groups.length > 0 && groups[0] === '000') return undefined;
   // At most 2^53: five groups of three digits.
@@ -133,7 +136,7 @@ export function encodeEntryBundle(entries: readonly Uint8Array[]): Buffer {
 export function decodeEntryBundle(bundle: Uint8Array): Buffer[] {
   const b = Buffer.from(bundle.buffer, bundle.byteOffset, bundle.byteLength);
   const out: Buffer[] = [];
-  for (let at = 0; at < b.length; ) {
+  for (let at = 0; at < b.length;) {
     if (at + 2 > b.length) throw new RangeError('entry bundle: truncated length');
     const len = b.readUInt16BE(at);
     if (at + 2 + len > b.length) throw new RangeError('entry bundle: truncated entry');

@@ -129,19 +129,22 @@ export function createWitness(o: {
           const headSize = head ? Number(head.size) : 0;
           if (same && !Buffer.from(same.root as Uint8Array).equals(cp.root)) {
             split = { origin, size: cp.size, noteA: same.note, noteB: sub.note, at };
-            await q.run(
-              `INSERT INTO ${p}_split_views (origin, size, note_a, note_b, at) VALUES (?, ?, ?, ?, ?)`,
-              [origin, cp.size, same.note, sub.note, at],
-            );
+            await q.run(`INSERT INTO ${p}_split_views (origin, size, note_a, note_b, at) VALUES (?, ?, ?, ?, ?)`, [
+              origin,
+              cp.size,
+              same.note,
+              sub.note,
+              at,
+            ]);
             await o.record?.(q, split);
             return text(409, `${headSize}\n`, 'text/x.tlog.size');
           }
           if (sub.old !== headSize) return text(409, `${headSize}\n`, 'text/x.tlog.size');
           if (sub.old > 0 && sub.old < cp.size) {
-            const from = await q.get<{ root: unknown }>(`SELECT root FROM ${p}_witnessed WHERE origin = ? AND size = ?`, [
-              origin,
-              sub.old,
-            ]);
+            const from = await q.get<{ root: unknown }>(
+              `SELECT root FROM ${p}_witnessed WHERE origin = ? AND size = ?`,
+              [origin, sub.old],
+            );
             const oldRoot = from ? Buffer.from(from.root as Uint8Array) : undefined;
             if (!oldRoot || !verifyConsistency(sub.old, cp.size, oldRoot, cp.root, sub.proof))
               return text(422, 'the consistency proof does not verify\n');
@@ -218,7 +221,8 @@ export function witnessRound(o: {
   const send = o.fetch ?? fetch;
   const witnesses = o.witnesses.map((w) => ({ url: w.url.replace(/\/+$/, ''), verifier: parseNoteVerifier(w.vkey) }));
   for (const w of witnesses)
-    if (w.verifier.type !== COSIGNATURE_V1) throw new RangeError(`witness ${w.url}: its vkey is not a cosignature/v1 key`);
+    if (w.verifier.type !== COSIGNATURE_V1)
+      throw new RangeError(`witness ${w.url}: its vkey is not a cosignature/v1 key`);
   return async (note, size, proofFrom) => {
     const lines = await Promise.all(
       witnesses.map(async (w) => {
