@@ -234,7 +234,10 @@ const merchantAnswer = {
     'X-Ctl-Gateway-Error': { schema: ref('ErrorCode'), description: "Set only on the gateway's own refusals" },
     'X-Ctl-Session-Id': { schema: string() },
     'X-Ctl-Receipt-Id': { schema: string(), description: 'After a payment' },
-    'X-Ctl-Log-Index': { schema: string(), description: "After a payment: its receipt's index in the gateway's log (/log/)" },
+    'X-Ctl-Log-Index': {
+      schema: string(),
+      description: "After a payment: its receipt's index in the gateway's log (/log/)",
+    },
   },
   content: { 'application/json': { schema: { anyOf: [ref('Error'), {}] } }, '*/*': { schema: {} } },
 };

@@ -1,15 +1,20 @@
 /**
  * What the services log. Every entry is the UTF-8 JCS (RFC 8785) text of `{ "type", "body" }`:
  *
- * | log | type | body | ref (to find its index) |
- * |---|---|---|---|
- * | gateway | `receipt` | the signed receipt (`ctl-receipt/1`) as the agent got it | `receipt:<receiptId>` |
- * | gateway | `session.created` | `{ sessionId, at, actor, ownerId, policyHash, grantId, budget, parentId? , expiresAt? }` (a child names its `parentId`) | `session:<sessionId>` |
- * | gateway | `session.paused`, `session.continued`, `session.revoked`, `session.expired` | `{ sessionId, at, actor, …the event's data }` (never a continuation token) | `session:<sessionId>` |
- * | authority | `grant` | the signed PolicyGrant (`ctl-grant/1`) | `grant:<grantId>` |
- * | authority | `grant.revocation` | `{ grantId, at, actor, reason?, revocation? }` (`revocation`: the person's signed `ctl-revocation/1`) | `grant:<grantId>` |
- * | authority | `link.revocation` | `{ delegationId, rootGrantId, revocationId, at, actor, reason?, revocation? }` | `link:<delegationId>` |
- * | authority | `bundle` | the signed Trust Bundle (`ctl-bundle/1`) | `bundle:<bundleId>` |
+ * Gateway (`ref` finds an entry's index again):
+ * - `receipt`: the signed receipt (`ctl-receipt/1`) as the agent got it; ref `receipt:<receiptId>`;
+ * - `session.created`: `{ sessionId, at, actor, ownerId, policyHash, grantId, budget, expiresAt? }`,
+ *   and `parentId` for a child session; ref `session:<sessionId>`;
+ * - `session.paused`, `session.continued`, `session.revoked`, `session.expired`: `{ sessionId, at,
+ *   actor, …the event's data }` (never a continuation token); ref `session:<sessionId>`.
+ *
+ * Authority:
+ * - `grant`: the signed PolicyGrant (`ctl-grant/1`); ref `grant:<grantId>`;
+ * - `grant.revocation`: `{ grantId, at, actor, reason?, revocation? }` (`revocation`: the person's
+ *   signed `ctl-revocation/1`); ref `revocation:<grantId>`;
+ * - `link.revocation`: `{ delegationId, rootGrantId, revocationId, at, actor, reason?, revocation? }`;
+ *   ref `link:<delegationId>`;
+ * - `bundle`: the signed Trust Bundle (`ctl-bundle/1`); ref `bundle:<bundleId>`.
  *
  * An entry is at most 65,535 bytes (tlog-tiles entry bundles): a larger record is logged as
  * `<type>.digest` (entryOrDigest).

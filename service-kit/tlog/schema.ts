@@ -42,7 +42,8 @@ export function transparencyLogMigrations(prefix: string): Migration[] {
         CREATE TABLE ${p}_pending (id INTEGER PRIMARY KEY AUTOINCREMENT, ref TEXT, entry TEXT NOT NULL);
         CREATE TABLE ${p}_split_views (id INTEGER PRIMARY KEY AUTOINCREMENT, origin TEXT NOT NULL, size BIGINT NOT NULL,
           note_a TEXT NOT NULL, note_b TEXT NOT NULL, at BIGINT NOT NULL);
-        INSERT INTO ${p}_tree (id, size, root) VALUES (1, 0, X'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855');
+        INSERT INTO ${p}_tree (id, size, root)
+          VALUES (1, 0, X'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855');
         CREATE TRIGGER ${p}_entries_fixed BEFORE UPDATE ON ${p}_entries BEGIN
           SELECT RAISE(ABORT, 'a log entry never changes'); END;
         CREATE TRIGGER ${p}_entries_kept BEFORE DELETE ON ${p}_entries BEGIN
@@ -55,7 +56,8 @@ export function transparencyLogMigrations(prefix: string): Migration[] {
         CREATE TABLE ${p}_pending (id BIGSERIAL PRIMARY KEY, ref TEXT, entry TEXT NOT NULL);
         CREATE TABLE ${p}_split_views (id BIGSERIAL PRIMARY KEY, origin TEXT NOT NULL, size BIGINT NOT NULL,
           note_a TEXT NOT NULL, note_b TEXT NOT NULL, at BIGINT NOT NULL);
-        INSERT INTO ${p}_tree (id, size, root) VALUES (1, 0, '\\xe3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855');
+        INSERT INTO ${p}_tree (id, size, root)
+          VALUES (1, 0, '\\xe3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855');
         CREATE FUNCTION ${p}_refuse() RETURNS trigger LANGUAGE plpgsql AS $$
           BEGIN RAISE EXCEPTION '% on %: log entries and full tiles never change', TG_OP, TG_TABLE_NAME; END $$;
         CREATE TRIGGER ${p}_entries_fixed BEFORE UPDATE OR DELETE ON ${p}_entries
