@@ -61,6 +61,8 @@ export interface TransparencyLogOptions {
   now?: () => number;
   /** Entries numbered per sequencing transaction (default 2048). */
   batch?: number;
+  /** Least time between the starts of two sequencing passes of this process (default 5 ms). */
+  passGapMs?: number;
   /** Collects witness cosignature lines for a new checkpoint (witness.ts); none: no witnesses. */
   witnesses?: WitnessRound;
 }
@@ -145,6 +147,7 @@ export function createTransparencyLog(options: TransparencyLogOptions): Transpar
   checkTableName(`${p}_split_views`);
   const now = options.now ?? Date.now;
   const batch = options.batch ?? 2048;
+  const gapMs = options.passGapMs ?? 5;
   const fullTiles = lru<Buffer>(2048);
   const fullBundles = lru<Buffer>(64);
   let closed = false;
@@ -198,8 +201,22 @@ export function createTransparencyLog(options: TransparencyLogOptions): Transpar
         );
         if (pending.length === 0) return { size: t.size, root: undefined, added: 0, numbered: undefined };
         const edge: Tile[] = [];
-        for (const want of partialTiles(t.size)) {
-          const got = await readTile(q, want.level, want.n);
+        const wanted = partialTiles(t.size);
+        // The right edge in one statement (full tiles of it come from the cache).
+        const rows = wanted.length
+          ? await q.all<{ level: unknown; n: unknown; width: unknown; hashes: unknown }>(
+              `SELECT level, n, width, hashes FROM ${p}_tiles WHERE ${wanted.map(() => '(level = ? AND n = ?)').join(' OR ')}`,
+              wanted.flatMap((w) => [w.level, w.n]),
+            )
+          : [];
+        const stored = new Map(
+          rows.map((r) => [
+            `${Number(r.level)}/${Number(r.n)}`,
+            { level: Number(r.level), n: Number(r.n), width: Number(r.width), hashes: asBuffer(r.hashes) },
+          ]),
+        );
+        for (const want of wanted) {
+          const got = stored.get(`${want.level}/${want.n}`);
           if (!got || got.width !== want.width)
             throw new Error(
               `${p}: tile ${want.level}/${want.n} has ${got?.width ?? 0} hashes, the tree needs ${want.width}`,
@@ -253,7 +270,13 @@ export function createTransparencyLog(options: TransparencyLogOptions): Transpar
   // sees every entry committed before that caller asked.
   let running: Promise<number> | undefined;
   let queued: Promise<number> | undefined;
+  // Passes start at most every `gapMs`: under load one pass numbers the entries of many commits
+  // (each pass is a transaction of several statements), at the price of that much latency.
+  let lastStart = 0;
   const runPass = async (): Promise<number> => {
+    const wait = lastStart + gapMs - performance.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    lastStart = performance.now();
     for (;;) {
       const r = await integrate();
       if (r.added < batch || closed) return r.size;
