@@ -89,7 +89,8 @@ try {
   if (!root.equals(ref.refOpenCheckpoint(cp.note, signer.vkey).root)) throw new Error('root differs');
   const auditMs = performance.now() - t;
   console.log(
-    `full audit of ${SIZE} entries: ${(auditMs / 1000).toFixed(1)} s (bundles read and hashed ${(readMs / 1000).toFixed(1)} s; ` +
+    `full audit of ${SIZE} entries: ${(auditMs / 1000).toFixed(1)} s ` +
+      `(bundles read and hashed ${(readMs / 1000).toFixed(1)} s; ` +
       `${tiles} tiles recomputed and compared, root recomputed and equal to the signed checkpoint's)`,
   );
   // Every checkpoint root a monitor would check, from the tiles alone (no entries): 1000 sizes.

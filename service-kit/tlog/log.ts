@@ -203,9 +203,10 @@ export function createTransparencyLog(options: TransparencyLogOptions): Transpar
         const edge: Tile[] = [];
         const wanted = partialTiles(t.size);
         // The right edge in one statement (full tiles of it come from the cache).
+        const where = wanted.map(() => '(level = ? AND n = ?)').join(' OR ');
         const rows = wanted.length
           ? await q.all<{ level: unknown; n: unknown; width: unknown; hashes: unknown }>(
-              `SELECT level, n, width, hashes FROM ${p}_tiles WHERE ${wanted.map(() => '(level = ? AND n = ?)').join(' OR ')}`,
+              `SELECT level, n, width, hashes FROM ${p}_tiles WHERE ${where}`,
               wanted.flatMap((w) => [w.level, w.n]),
             )
           : [];
