@@ -545,7 +545,8 @@ async function runLogCompare() {
           if (r.bad) throw new Error(`${r.bad} paid requests failed with the log ${mode}`);
           runs[mode].push(r);
           console.log(
-            `${store.name.padEnd(11)} log ${mode.padEnd(3)}  ${r.rps.toFixed(0).padStart(6)} req/s  p50 ${r.p50.toFixed(2)} ms` +
+            `${store.name.padEnd(11)} log ${mode.padEnd(3)}  ${r.rps.toFixed(0).padStart(6)} req/s` +
+              `  p50 ${r.p50.toFixed(2)} ms` +
               `  p99 ${r.p99.toFixed(2)} ms${r.cpuLoop ? `  event-loop CPU ${r.cpuLoop.toFixed(0)} µs/req` : ''}`,
           );
         } finally {
