@@ -44,13 +44,21 @@ export function logPaths(refParams: Record<string, string>): OpenApiDocument['pa
         responses: { 200: text('The vkey') },
       }),
     },
-    '/log/tile/{path}': {
+    '/log/tile/{rest}': {
       get: operation({
         summary: 'A tile `<L>/<N>[.p/<W>]` or entry bundle `entries/<N>[.p/<W>]` (C2SP tlog-tiles), immutable',
         tags,
         operationId: 'getLogTile',
         security: [],
-        parameters: [{ name: 'path', in: 'path', required: true, schema: string() }],
+        parameters: [
+          {
+            name: 'rest',
+            in: 'path',
+            required: true,
+            description: '`<L>/<N>[.p/<W>]` or `entries/<N>[.p/<W>]` (slashes included)',
+            schema: string(),
+          },
+        ],
         responses: { 200: bytes('Tile hashes (32 bytes each) or uint16-length-prefixed entries') },
       }),
     },

@@ -144,8 +144,10 @@ export function createServiceLog(
     name: `${o.metricPrefix}log_size`,
     help: 'Entries integrated into the transparency log',
     registers: [o.registry],
+    // A scrape while the database is unreachable still answers, without this sample.
     async collect() {
-      this.set((await log.tree()).size);
+      const t = await log.tree().catch(() => undefined);
+      if (t) this.set(t.size);
     },
   });
   new Gauge({
@@ -153,7 +155,8 @@ export function createServiceLog(
     help: 'Tree size of the checkpoint served at /log/checkpoint',
     registers: [o.registry],
     async collect() {
-      this.set((await log.checkpoint())?.size ?? 0);
+      const c = await log.checkpoint().catch(() => null);
+      if (c !== null) this.set(c?.size ?? 0);
     },
   });
   const alert = config.alert;
