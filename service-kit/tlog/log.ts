@@ -196,9 +196,14 @@ export function createTransparencyLog(options: TransparencyLogOptions): Transpar
     const r = await db.tx(
       async (q) => {
         const t = await tree(q);
-        const pending = await q.all<{ id: unknown; ref: string | null; entry: string }>(
-          `SELECT id, ref, entry FROM ${p}_pending ORDER BY id LIMIT ${batch}`,
-        );
+        // Taken in one statement: exactly the rows read are deleted, and only if this transaction
+        // commits with their numbering (a row committed meanwhile waits for the next pass).
+        const pending = (
+          await q.all<{ id: unknown; ref: string | null; entry: string }>(
+            `DELETE FROM ${p}_pending WHERE id IN (SELECT id FROM ${p}_pending ORDER BY id LIMIT ${batch})
+             RETURNING id, ref, entry`,
+          )
+        ).sort((x, y) => Number(x.id) - Number(y.id));
         if (pending.length === 0) return { size: t.size, root: undefined, added: 0, numbered: undefined };
         const edge: Tile[] = [];
         const wanted = partialTiles(t.size);
@@ -241,14 +246,12 @@ export function createTransparencyLog(options: TransparencyLogOptions): Transpar
             `INSERT INTO ${p}_entries (idx, ref, entry) VALUES ${c.map(() => '(?, ?, ?)').join(', ')}`,
             c.flat(),
           );
-        for (const x of touched)
+        for (const c of chunks(touched))
           await q.run(
-            `INSERT INTO ${p}_tiles (level, n, width, hashes) VALUES (?, ?, ?, ?)
+            `INSERT INTO ${p}_tiles (level, n, width, hashes) VALUES ${c.map(() => '(?, ?, ?, ?)').join(', ')}
              ON CONFLICT (level, n) DO UPDATE SET width = excluded.width, hashes = excluded.hashes`,
-            [x.level, x.n, x.width, x.hashes],
+            c.flatMap((x) => [x.level, x.n, x.width, x.hashes]),
           );
-        for (const c of chunks(pending.map((e) => e.id)))
-          await q.run(`DELETE FROM ${p}_pending WHERE id IN (${c.map(() => '?').join(', ')})`, c);
         const moved = await q.run(`UPDATE ${p}_tree SET size = ?, root = ? WHERE id = 1 AND size = ?`, [
           size,
           root,

@@ -116,7 +116,17 @@ export function logPaths(refParams: Record<string, string>): OpenApiDocument['pa
                 origin: string(),
                 vkey: string(),
                 checkpoint: { type: ['object', 'null'] },
-                witnesses: array(string()),
+                witnesses: array(
+                  object(
+                    {
+                      name: string(),
+                      cosignedSize: { type: ['integer', 'null'] },
+                      lastError: { type: ['string', 'null'] },
+                      at: { type: ['string', 'null'] },
+                    },
+                    ['name', 'cosignedSize', 'lastError', 'at'],
+                  ),
+                ),
                 witness: { type: ['object', 'null'] },
                 splitView: { type: 'boolean' },
               },

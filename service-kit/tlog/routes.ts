@@ -27,8 +27,11 @@ export interface LogRouteOptions {
   witness?: Witness;
   /** Query parameters that name a record instead of an index: parameter → ref prefix (`receiptId` → `receipt:`). */
   refParams?: Record<string, string>;
-  /** The witnesses this log asks (their names), for /log/status. */
-  witnessNames?: readonly string[];
+  /**
+   * The witnesses this log asks, for /log/status: the size each cosigned last (since this process
+   * started) and its last refusal or failure.
+   */
+  witnesses?: () => Array<{ name: string; cosignedSize: number | null; lastError: string | null; at: string | null }>;
 }
 
 const IMMUTABLE = 'public, max-age=31536000, immutable';
@@ -151,7 +154,7 @@ export function logRoutes(router: Router, o: LogRouteOptions): void {
             cosignedBy: [...new Set(sigs.map((s) => s.name).filter((n) => n !== log.origin))],
           }
         : null,
-      witnesses: o.witnessNames ?? [],
+      witnesses: o.witnesses?.() ?? [],
       witness: w ?? null,
       splitView: (w?.splitViews.length ?? 0) > 0,
     };

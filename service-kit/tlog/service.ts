@@ -122,6 +122,10 @@ export function createServiceLog(
     labelNames: ['witness'] as const,
     registers: [o.registry],
   });
+  // What each witness last did for this log, for /log/status (the console).
+  const witnessState = new Map<string, { cosignedSize: number | null; lastError: string | null; at: string }>();
+  for (const w of config.witnesses ?? [])
+    witnessState.set(parseNoteVerifier(w.vkey).name, { cosignedSize: null, lastError: null, at: '' });
   const log = createTransparencyLog({
     db,
     prefix: p,
@@ -133,7 +137,15 @@ export function createServiceLog(
           prefix: p,
           witnesses: config.witnesses,
           fetch: o.fetch,
+          onCosigned: (witness, size) =>
+            witnessState.set(witness, { cosignedSize: size, lastError: null, at: new Date().toISOString() }),
           onError: (witness, message) => {
+            const was = witnessState.get(witness);
+            witnessState.set(witness, {
+              cosignedSize: was?.cosignedSize ?? null,
+              lastError: message,
+              at: new Date().toISOString(),
+            });
             witnessFailures.inc({ witness });
             o.logger.warn({ witness, message }, 'log: witness did not cosign');
           },
@@ -204,7 +216,7 @@ export function createServiceLog(
         log,
         witness,
         refParams,
-        witnessNames: (config.witnesses ?? []).map((w) => parseNoteVerifier(w.vkey).name),
+        witnesses: () => [...witnessState].map(([name, w]) => ({ name, ...w, at: w.at || null })),
       });
     },
     start() {

@@ -216,6 +216,8 @@ export function witnessRound(o: {
   fetch?: typeof fetch;
   timeoutMs?: number;
   onError?: (witness: string, message: string) => void;
+  /** Told each cosignature kept, with the size cosigned. */
+  onCosigned?: (witness: string, size: number) => void;
 }): WitnessRound {
   const { db, prefix: p } = o;
   const send = o.fetch ?? fetch;
@@ -271,6 +273,7 @@ export function witnessRound(o: {
              ON CONFLICT (witness) DO UPDATE SET size = excluded.size`,
             [name, size],
           );
+          o.onCosigned?.(name, size);
           return good.join('');
         }
         return '';

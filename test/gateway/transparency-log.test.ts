@@ -22,6 +22,7 @@ import {
 import {
   call,
   createSession,
+  postgresDb,
   proxy,
   sqliteDb,
   startMerchant,
@@ -121,6 +122,11 @@ test('a paid receipt is in the gateway log, proven against a checkpoint the auth
   assert.match(cp.headers.get('content-type')!, /^text\/plain; charset=utf-8/);
   const checkpoint = refOpenCheckpoint(cp.text, vkey);
   assert.ok(refHasCosignature(cp.text, auWitness.vkey), "the authority's witness cosigned it");
+  const status = await call(gw.url, 'GET', '/log/status');
+  assert.is(status.body.checkpoint.size, checkpoint.size);
+  assert.equal(status.body.checkpoint.cosignedBy, [auWitness.name]);
+  const asked = status.body.witnesses.find((w: { name: string }) => w.name === auWitness.name);
+  assert.ok(asked.cosignedSize >= checkpoint.size && asked.lastError === null, JSON.stringify(asked));
 
   const proof = await call(gw.url, 'GET', `/log/proof/inclusion?receiptId=${receiptId}`);
   assert.is(proof.status, 200);
@@ -210,6 +216,35 @@ test("a fork of the gateway's log shown to the authority's witness is a split vi
   assert.is(alerted[0]?.type, 'log.split_view', 'a webhook');
   await fork.close();
   await forkDb.close();
+});
+
+test("PostgreSQL: a paid answer's log index and the receipt's inclusion proof", async () => {
+  const pgDb = await postgresDb('the gateway log on PostgreSQL');
+  if (!pgDb) return;
+  const key = generateNoteSigner('pg.gateway.test/ctl-gateway-log');
+  const g = await startTestGateway(pgDb, { log: { skey: key.skey } });
+  try {
+    const s = await createSession(g);
+    const indices: number[] = [];
+    for (const res of await Promise.all(
+      Array.from({ length: 8 }, () => proxy(g, s.sessionToken, `${merchant.url}/search`, { purpose: 'api:search' })),
+    )) {
+      assert.is(res.status, 200);
+      indices.push(Number(res.headers.get('x-ctl-log-index')));
+    }
+    assert.is(new Set(indices).size, 8, 'eight receipts, eight indices');
+    await g.gw.log!.log.publish();
+    const cp = refOpenCheckpoint((await text(`${g.url}/log/checkpoint`)).text, key.vkey);
+    for (const index of indices) {
+      const proof = await call(g.url, 'GET', `/log/proof/inclusion?index=${index}`);
+      assert.is(JSON.parse(proof.body.entry).type, 'receipt');
+      const hashes = proof.body.hashes.map((h: string) => Buffer.from(h, 'base64'));
+      assert.ok(refVerifyInclusion(index, cp.size, refLeafHash(Buffer.from(proof.body.entry)), hashes, cp.root));
+    }
+  } finally {
+    await g.close();
+    await pgDb.drop();
+  }
 });
 
 test('bad log requests are clear refusals', async () => {
