@@ -12,3 +12,5 @@ export * from './service.js';
 export * from './entries.js';
 export * from './config.js';
 export * from './openapi.js';
+export * from './store.js';
+export * from './sequencer.js';

@@ -14,7 +14,7 @@ export interface LogKeyOptions {
   /** A configured key (its name is the origin); else made once and stored. */
   skey?: string;
   sealer?: SecretSealer;
-  /** Which key: the log's (0x01, default) or its witness's cosigning key (0x04, stored as row 2). */
+  /** Which key: the log's (0x01, default) or its witness's cosigning key (0x04, in `<prefix>_witness_key`). */
   type?: typeof ED25519_NOTE | typeof COSIGNATURE_V1;
 }
 
@@ -25,9 +25,8 @@ export async function openLogKey(db: SqlDatabase, prefix: string, o: LogKeyOptio
     if (s.type !== type) throw new RangeError(`${prefix} key: expected a key of type ${type}, got ${s.type}`);
     return s;
   }
-  const id = type === ED25519_NOTE ? 1 : 2;
   const table = type === ED25519_NOTE ? `${prefix}_key` : `${prefix}_witness_key`;
-  const context = `${table}:${id}`;
+  const context = `${table}:1`;
   const read = async () => {
     const r = await db.get<{ origin: string; skey: string }>(`SELECT origin, skey FROM ${table} WHERE id = 1`);
     if (!r) return undefined;

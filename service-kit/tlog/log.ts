@@ -23,16 +23,9 @@ import { canonicalize } from '../../src/encoding/jcs.js';
 import type { SqlDatabase, SqlExecutor } from '../database.js';
 import type { RowInsert } from '../row-insert.js';
 import { checkTableName } from '../audit-log.js';
-import {
-  HASH_SIZE,
-  TILE_WIDTH,
-  consistencyProof,
-  inclusionProof,
-  leafHash,
-  treeRoot,
-  type TileRead,
-} from './merkle.js';
-import { appendToTiles, encodeEntryBundle, partialTiles, type Tile } from './tiles.js';
+import { consistencyProof, inclusionProof, leafHash } from './merkle.js';
+import { chunks, createTileStore } from './store.js';
+import { createSequencer } from './sequencer.js';
 import { parseCheckpointText, signCheckpoint, type NoteSigner } from './note.js';
 
 /** One log entry: a typed envelope, logged as the UTF-8 bytes of its JCS (RFC 8785) text. */
@@ -91,7 +84,10 @@ export interface TransparencyLog {
   indexOf(ref: string): Promise<number | undefined>;
   /** The indices of sequenced entries by ref, no waiting. */
   indicesOf(refs: readonly string[]): Promise<Map<string, number>>;
-  /** Signs and stores a checkpoint when the tree grew since the last one; resolves to its size, or undefined. */
+  /**
+   * Integrates what is pending, then signs and stores a checkpoint when the tree grew since the last
+   * one (a run that started after the call); resolves to its size, or undefined.
+   */
   publish(): Promise<number | undefined>;
   /** The newest checkpoint whose witness round is over, with its cosignatures; undefined before the first. */
   checkpoint(): Promise<{ size: number; note: string } | undefined>;
@@ -108,202 +104,21 @@ export interface TransparencyLog {
   close(): Promise<void>;
 }
 
-/** Statements take at most this many rows, in power-of-two chunks, so each size is one prepared statement. */
-const MAX_CHUNK = 256;
-function chunks<T>(items: readonly T[]): T[][] {
-  const out: T[][] = [];
-  for (let at = 0; at < items.length;) {
-    let k = MAX_CHUNK;
-    while (k > items.length - at) k /= 2;
-    out.push(items.slice(at, at + k));
-    at += k;
-  }
-  return out;
-}
-
-const asBuffer = (v: unknown): Buffer => (Buffer.isBuffer(v) ? v : Buffer.from(v as Uint8Array));
-
-/** A small least-recently-used map for immutable things (full tiles, full entry bundles). */
-function lru<V>(max: number) {
-  const m = new Map<string, V>();
-  return {
-    get(k: string) {
-      const v = m.get(k);
-      if (v !== undefined) {
-        m.delete(k);
-        m.set(k, v);
-      }
-      return v;
-    },
-    set(k: string, v: V) {
-      m.set(k, v);
-      if (m.size > max) m.delete(m.keys().next().value as string);
-    },
-  };
-}
-
 export function createTransparencyLog(options: TransparencyLogOptions): TransparencyLog {
   const { db, prefix: p, signer } = options;
   checkTableName(`${p}_split_views`);
   const now = options.now ?? Date.now;
-  const batch = options.batch ?? 2048;
-  const gapMs = options.passGapMs ?? 5;
-  const fullTiles = lru<Buffer>(2048);
-  const fullBundles = lru<Buffer>(64);
-  let closed = false;
-
-  async function readTile(q: SqlExecutor, level: number, n: number): Promise<Tile | undefined> {
-    const cached = fullTiles.get(`${level}/${n}`);
-    if (cached) return { level, n, width: TILE_WIDTH, hashes: cached };
-    const r = await q.get<{ width: number; hashes: unknown }>(
-      `SELECT width, hashes FROM ${p}_tiles WHERE level = ? AND n = ?`,
-      [level, n],
-    );
-    if (!r) return undefined;
-    const t = { level, n, width: Number(r.width), hashes: asBuffer(r.hashes) };
-    if (t.width === TILE_WIDTH) fullTiles.set(`${level}/${n}`, t.hashes);
-    return t;
-  }
-
-  /** Tile hashes from the database, refusing a tile narrower than asked (a damaged or unsequenced tree). */
-  const reader =
-    (q: SqlExecutor, overlay?: Map<string, Tile>): TileRead =>
-    async (level, n, width) => {
-      const t = overlay?.get(`${level}/${n}`) ?? (await readTile(q, level, n));
-      if (!t || t.width < width) throw new Error(`tile ${level}/${n}: ${t?.width ?? 0} hashes stored, ${width} needed`);
-      return t.hashes;
-    };
-
-  async function tree(q: SqlExecutor = db) {
-    const r = await q.get<{ size: unknown; root: unknown }>(`SELECT size, root FROM ${p}_tree WHERE id = 1`);
-    if (!r) throw new Error(`${p}_tree: no row (migrations not run)`);
-    return { size: Number(r.size), root: asBuffer(r.root) };
-  }
-
-  // The indices this process's passes gave, by ref (bounded): a paid answer finds its receipt's
-  // index here without a query.
-  const recent = new Map<string, number>();
-  const remember = (ref: string | null, idx: number) => {
-    if (ref === null) return;
-    recent.set(ref, idx);
-    if (recent.size > 16384) recent.delete(recent.keys().next().value as string);
-  };
-  // The tree this process last wrote: its tiles need no re-check before the next pass extends it.
-  let lastWritten: { size: number; root: Buffer } | undefined;
-
-  /** One sequencing transaction: up to `batch` pending entries numbered; resolves to the new size and how many. */
-  async function integrate(): Promise<{ size: number; added: number }> {
-    const r = await db.tx(
-      async (q) => {
-        const t = await tree(q);
-        // Taken in one statement: exactly the rows read are deleted, and only if this transaction
-        // commits with their numbering (a row committed meanwhile waits for the next pass).
-        const pending = (
-          await q.all<{ id: unknown; ref: string | null; entry: string }>(
-            `DELETE FROM ${p}_pending WHERE id IN (SELECT id FROM ${p}_pending ORDER BY id LIMIT ${batch})
-             RETURNING id, ref, entry`,
-          )
-        ).sort((x, y) => Number(x.id) - Number(y.id));
-        if (pending.length === 0) return { size: t.size, root: undefined, added: 0, numbered: undefined };
-        const edge: Tile[] = [];
-        const wanted = partialTiles(t.size);
-        // The right edge in one statement (full tiles of it come from the cache).
-        const where = wanted.map(() => '(level = ? AND n = ?)').join(' OR ');
-        const rows = wanted.length
-          ? await q.all<{ level: unknown; n: unknown; width: unknown; hashes: unknown }>(
-              `SELECT level, n, width, hashes FROM ${p}_tiles WHERE ${where}`,
-              wanted.flatMap((w) => [w.level, w.n]),
-            )
-          : [];
-        const stored = new Map(
-          rows.map((r) => [
-            `${Number(r.level)}/${Number(r.n)}`,
-            { level: Number(r.level), n: Number(r.n), width: Number(r.width), hashes: asBuffer(r.hashes) },
-          ]),
-        );
-        for (const want of wanted) {
-          const got = stored.get(`${want.level}/${want.n}`);
-          if (!got || got.width !== want.width)
-            throw new Error(
-              `${p}: tile ${want.level}/${want.n} has ${got?.width ?? 0} hashes, the tree needs ${want.width}`,
-            );
-          edge.push({ ...got, width: want.width, hashes: got.hashes.subarray(0, want.width * HASH_SIZE) });
-        }
-        const edgeMap = new Map(edge.map((e) => [`${e.level}/${e.n}`, e]));
-        // The stored right edge must give the stored root: never extend a tree that does not add up
-        // (checked whenever another writer, or nobody in this process, wrote the tree last).
-        const known = lastWritten && lastWritten.size === t.size && lastWritten.root.equals(t.root);
-        if (!known && !(await treeRoot(reader(q, edgeMap), t.size)).equals(t.root))
-          throw new Error(`${p}: the stored tiles do not hash to the stored root at size ${t.size}`);
-        const leaves = pending.map((e) => leafHash(Buffer.from(e.entry, 'utf8')));
-        const touched = appendToTiles(t.size, edge, leaves);
-        const size = t.size + pending.length;
-        for (const x of touched) edgeMap.set(`${x.level}/${x.n}`, x);
-        const root = await treeRoot(reader(q, edgeMap), size);
-        const numbered = pending.map((e, i) => [t.size + i, e.ref, e.entry] as const);
-        for (const c of chunks(numbered))
-          await q.run(
-            `INSERT INTO ${p}_entries (idx, ref, entry) VALUES ${c.map(() => '(?, ?, ?)').join(', ')}`,
-            c.flat(),
-          );
-        for (const c of chunks(touched))
-          await q.run(
-            `INSERT INTO ${p}_tiles (level, n, width, hashes) VALUES ${c.map(() => '(?, ?, ?, ?)').join(', ')}
-             ON CONFLICT (level, n) DO UPDATE SET width = excluded.width, hashes = excluded.hashes`,
-            c.flatMap((x) => [x.level, x.n, x.width, x.hashes]),
-          );
-        const moved = await q.run(`UPDATE ${p}_tree SET size = ?, root = ? WHERE id = 1 AND size = ?`, [
-          size,
-          root,
-          t.size,
-        ]);
-        if (moved.changes !== 1) throw new Error(`${p}: the tree moved under the sequencer's lock`);
-        return { size, root, added: pending.length, numbered };
-      },
-      { lock: `${p}_sequencer` },
-    );
-    // Only once committed: a pass that rolled back gave no index.
-    if (r.added > 0) {
-      lastWritten = { size: r.size, root: r.root! };
-      for (const [idx, ref] of r.numbered!) remember(ref, idx);
-    }
-    return { size: r.size, added: r.added };
-  }
-
-  // One pass at a time per process; a caller arriving during a pass waits for the next one, which
-  // sees every entry committed before that caller asked.
-  let running: Promise<number> | undefined;
-  let queued: Promise<number> | undefined;
-  // Passes start at most every `gapMs`: under load one pass numbers the entries of many commits
-  // (each pass is a transaction of several statements), at the price of that much latency.
-  let lastStart = 0;
-  const runPass = async (): Promise<number> => {
-    const wait = lastStart + gapMs - performance.now();
-    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-    lastStart = performance.now();
-    for (;;) {
-      const r = await integrate();
-      if (r.added < batch || closed) return r.size;
-    }
-  };
-  function sequence(): Promise<number> {
-    if (!running) {
-      running = runPass().finally(() => {
-        running = undefined;
-      });
-      return running;
-    }
-    if (!queued) {
-      queued = running
-        .catch(() => 0)
-        .then(() => {
-          queued = undefined;
-          return sequence();
-        });
-    }
-    return queued;
-  }
-  let kicked = false;
+  const tiles = createTileStore(db, p);
+  const reader = tiles.reader;
+  const tree = tiles.tree;
+  const sequencer = createSequencer({
+    db,
+    prefix: p,
+    tiles,
+    batch: options.batch ?? 2048,
+    gapMs: options.passGapMs ?? 5,
+  });
+  const sequence = sequencer.sequence;
 
   async function indicesOf(refs: readonly string[]): Promise<Map<string, number>> {
     const out = new Map<string, number>();
@@ -326,6 +141,7 @@ export function createTransparencyLog(options: TransparencyLogOptions): Transpar
   }
 
   let publishing: Promise<number | undefined> | undefined;
+  let publishQueued: Promise<number | undefined> | undefined;
   async function publishOnce(): Promise<number | undefined> {
     await sequence();
     const t = await tree();
@@ -361,47 +177,41 @@ export function createTransparencyLog(options: TransparencyLogOptions): Transpar
       await q.run(`INSERT INTO ${p}_pending (ref, entry) VALUES (?, ?)`, [r.values.ref, r.values.entry]);
     },
     sequence,
-    kick() {
-      if (kicked || closed) return;
-      kicked = true;
-      setImmediate(() => {
-        kicked = false;
-        sequence().catch(() => {});
-      });
-    },
+    kick: sequencer.kick,
     async indexOf(ref) {
-      const mine = recent.get(ref);
+      // The pass a commit kicked is usually running already and numbers this entry: wait for it
+      // before asking for another.
+      const mine = sequencer.remembered(ref);
       if (mine !== undefined) return mine;
+      await sequencer.settled();
+      const after = sequencer.remembered(ref);
+      if (after !== undefined) return after;
       await sequence();
-      return recent.get(ref) ?? (await indicesOf([ref])).get(ref);
+      return sequencer.remembered(ref) ?? (await indicesOf([ref])).get(ref);
     },
     indicesOf,
     publish() {
-      publishing ??= publishOnce().finally(() => {
-        publishing = undefined;
-      });
-      return publishing;
+      // One at a time per process; a caller arriving during one waits for the next, which
+      // covers every entry committed before it asked.
+      if (!publishing) {
+        publishing = publishOnce().finally(() => {
+          publishing = undefined;
+        });
+        return publishing;
+      }
+      publishQueued ??= publishing
+        .catch(() => undefined)
+        .then(() => {
+          publishQueued = undefined;
+          return this.publish();
+        });
+      return publishQueued;
     },
     checkpoint: () => storedCheckpoint(`WHERE witnessed = 1 ORDER BY size DESC LIMIT 1`, []),
     checkpointAt: async (size) => (await storedCheckpoint(`WHERE size = ?`, [size]))?.note,
     tree: (q) => tree(q),
-    async tile(level, n, width) {
-      const t = await readTile(db, level, n);
-      if (!t || t.width < width) return undefined;
-      return t.hashes.subarray(0, width * HASH_SIZE);
-    },
-    async entryBundle(n, width) {
-      const cached = width === TILE_WIDTH ? fullBundles.get(String(n)) : undefined;
-      if (cached) return cached;
-      const rows = await db.all<{ entry: string }>(
-        `SELECT entry FROM ${p}_entries WHERE idx >= ? AND idx < ? ORDER BY idx`,
-        [n * TILE_WIDTH, n * TILE_WIDTH + width],
-      );
-      if (rows.length < width) return undefined;
-      const bundle = encodeEntryBundle(rows.map((r) => Buffer.from(r.entry, 'utf8')));
-      if (width === TILE_WIDTH) fullBundles.set(String(n), bundle);
-      return bundle;
-    },
+    tile: tiles.tile,
+    entryBundle: tiles.entryBundle,
     async inclusion(index, size) {
       const entry = await db.get<{ entry: string }>(`SELECT entry FROM ${p}_entries WHERE idx = ?`, [index]);
       if (!entry) throw new RangeError(`no entry ${index}`);
@@ -410,8 +220,8 @@ export function createTransparencyLog(options: TransparencyLogOptions): Transpar
     },
     consistency: (from, to) => consistencyProof(reader(db), from, to),
     async close() {
-      closed = true;
-      await running?.catch(() => {});
+      await sequencer.close();
+      await publishQueued?.catch(() => {});
       await publishing?.catch(() => {});
     },
   };
