@@ -181,6 +181,19 @@ test('a grant the authority issues is in its log, cosigned by the gateway', asyn
   assert.is(proof.body.entry, canonicalize({ type: 'grant', body: g.body }));
   const hashes = proof.body.hashes.map((h: string) => Buffer.from(h, 'base64'));
   assert.ok(refVerifyInclusion(proof.body.index, cp.size, refLeafHash(Buffer.from(proof.body.entry)), hashes, cp.root));
+  // Its revocation and a Trust Bundle that lists it are logged too, in that order.
+  assert.is((await au.call('POST', '/revoke', { grantId: g.body.grantId, reason: 'test' })).status, 200);
+  const expiresAt = new Date(Date.now() + 86_400_000).toISOString();
+  const b = await au.call('POST', '/trust-bundles', { scope: { category: 'fuel' }, expiresAt });
+  assert.is(b.status, 201);
+  await au.authority.log!.log.publish();
+  const byBundle = await au.call('GET', `/log/proof/inclusion?bundleId=${b.body.bundleId}`, undefined, null);
+  assert.is(byBundle.body.entry, canonicalize({ type: 'bundle', body: b.body }));
+  const before = await au.call('GET', `/log/proof/inclusion?index=${byBundle.body.index - 1}`, undefined, null);
+  const revocation = JSON.parse(before.body.entry);
+  assert.is(revocation.type, 'grant.revocation');
+  assert.is(revocation.body.grantId, g.body.grantId);
+  assert.is(revocation.body.reason, 'test');
 });
 
 test("a fork of the gateway's log shown to the authority's witness is a split view", async () => {
