@@ -39,9 +39,10 @@ import {
   type AuthorityRateLimits,
 } from '../service-kit/service-limits.js';
 import { authorityMetrics } from './business-metrics.js';
-import { AUTHORITY_OPENAPI } from './openapi.js';
+import { AUTHORITY_OPENAPI, AUTHORITY_LOG_REFS } from './openapi.js';
 import { serveOpenApi } from '../service-kit/openapi.js';
 import { eventAdminRoutes } from '../service-kit/event-admin.js';
+import type { ServiceLog } from '../service-kit/tlog/index.js';
 
 export interface AuthorityDeps {
   store: AuthorityStore;
@@ -70,6 +71,8 @@ export interface AuthorityDeps {
    * DEFAULT_AUTHORITY_RATE_LIMITS, a missing entry is no limit.
    */
   rateLimits?: AuthorityRateLimits;
+  /** The transparency log of grants, revocations and bundles (service-kit/tlog; server.ts starts its timer). */
+  log?: ServiceLog;
 }
 
 /**
@@ -89,7 +92,14 @@ export function createAuthorityApp(deps: AuthorityDeps): Koa {
     store: deps.store,
     keys: deps.keys,
     trustRoot: deps.trustRoot ?? createTrustRoot({ store: deps.store, keys: deps.keys, logger, now }),
-    audit: createAuditTrail({ store: deps.store, webhooks: deps.webhooks, anchors: deps.anchors, logger, now }),
+    audit: createAuditTrail({
+      store: deps.store,
+      webhooks: deps.webhooks,
+      anchors: deps.anchors,
+      logger,
+      now,
+      log: deps.log?.log,
+    }),
     outbox: deps.webhooks?.outbox,
     issuer: deps.issuer,
     revocationBaseUrl: deps.revocationBaseUrl.replace(/\/+$/, ''),
@@ -120,6 +130,7 @@ export function createAuthorityApp(deps: AuthorityDeps): Koa {
     deprecatedAuditPath: '/audit',
   });
   humanRoutes(router, routeDeps);
+  deps.log?.routes(router, AUTHORITY_LOG_REFS);
   serveOpenApi(router, AUTHORITY_OPENAPI);
 
   const app = new Koa();

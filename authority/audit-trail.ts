@@ -8,6 +8,8 @@
 import type { AuditEntry, Logger, OutboxEndpoint, SqlExecutor, TxEffect, WebhookOutbox } from '../service-kit/index.js';
 import type { AnchorQueue } from './anchor.js';
 import type { AuthorityStore } from './store/types.js';
+import type { TransparencyLog } from '../service-kit/tlog/index.js';
+import { appendAuthorityLog } from './log-entries.js';
 
 /** The audit webhooks: the outbox and the endpoints every entry is delivered to (`target` = URL). */
 export interface AuditWebhooks {
@@ -41,8 +43,11 @@ export function createAuditTrail(deps: {
   anchors?: AnchorQueue;
   logger?: Logger;
   now: () => number;
+  /** The transparency log: grants, revocations and bundles are appended with their audit entry (log-entries.ts). */
+  log?: TransparencyLog;
 }): AuditTrail {
   const deliver = async (q: SqlExecutor, entry: AuditEntry) => {
+    await appendAuthorityLog(deps.log, q, entry);
     if (!deps.webhooks) return;
     await deps.webhooks.outbox.enqueue(
       q,
@@ -51,6 +56,7 @@ export function createAuditTrail(deps: {
     );
   };
   const committed = (entry: AuditEntry) => () => {
+    deps.log?.kick();
     deps.webhooks?.outbox.kick();
     deps.anchors?.submit({ seq: entry.seq, hash: entry.hash, at: entry.at });
   };

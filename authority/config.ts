@@ -1,6 +1,7 @@
 /**
  * The authority's configuration from the environment (spec §4.3 variables).
  */
+import { logVariables } from '../service-kit/tlog/config.js';
 import { readFileSync } from 'node:fs';
 import { secretBytes } from '../service-kit/webhook-signature.js';
 import {
@@ -129,6 +130,7 @@ export const AUTHORITY_VARIABLES: readonly VariableHelp[] = [
   ['CTL_AUDIT_WEBHOOK_URLS', undefined, 'comma-separated URLs the audit entries are pushed to (Standard Webhooks)'],
   ['CTL_AUDIT_WEBHOOK_SECRET', undefined, 'whsec_<base64>, signs them (required with the URLs)'],
   ...webhookVariables('audit webhooks'),
+  ...logVariables('CTL_AUTHORITY', 'ctl-authority-log'),
   ['CTL_ANCHOR_LOCAL_PATH', undefined, 'a local append-only anchor file of the audit chain head'],
   ['CTL_AUTHORITY_RATE_LIMIT_KEY', '6000/60s', 'requests per API key, shared on PostgreSQL; 0: none'],
   ['CTL_AUTHORITY_RATE_LIMIT_ADDRESS', '60000/60s', 'requests per client address, per instance; 0: none'],

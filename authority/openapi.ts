@@ -4,6 +4,7 @@
  * its paths with the routes the app registers, and the service tests validate every response
  * they receive against it.
  */
+import { LOG_TAG, logPaths } from '../service-kit/tlog/openapi.js';
 import { ERROR_CODES } from '../src/index.js';
 import {
   array,
@@ -90,7 +91,11 @@ const schemas = {
   ),
 };
 
+/** Record ids a log inclusion proof may be asked by (GET /log/proof/inclusion): parameter → entry ref prefix. */
+export const AUTHORITY_LOG_REFS = { grantId: 'grant:', bundleId: 'bundle:' };
+
 const paths: OpenApiDocument['paths'] = {
+  ...logPaths({ grantId: "a grant's id (its issue)", bundleId: "a Trust Bundle's id" }),
   ...probePaths(TITLE),
   '/policies': {
     post: operation({
@@ -460,6 +465,7 @@ export const AUTHORITY_OPENAPI: OpenApiDocument = openApiDocument({
   },
   tags: [
     ...SHARED_TAGS,
+    LOG_TAG,
     { name: 'policies', description: 'Policy documents' },
     { name: 'grants', description: 'PolicyGrants: issue, custody, revocation' },
     { name: 'humans', description: 'The Human-Agent profile (PROTOCOL.md §10)' },

@@ -21,6 +21,15 @@ import { openAuthorityKek, openAuthoritySigners } from './signers.js';
 import { openAuthorityStore } from './store/open.js';
 import { createTrustRoot, type TrustRoot } from './trust-root.js';
 import type { AuthorityStore } from './store/types.js';
+import { createMetrics } from '../service-kit/index.js';
+import { hostname } from 'node:os';
+import {
+  createServiceLog,
+  defaultLogOrigin,
+  prepareServiceLog,
+  serviceLogConfigFromEnv,
+  type ServiceLog,
+} from '../service-kit/tlog/index.js';
 
 export interface Authority {
   app: Koa;
@@ -32,6 +41,8 @@ export interface Authority {
   /** The audit webhooks' outbox (drained by every instance on the database). */
   outbox: WebhookOutbox;
   anchors: AnchorQueue;
+  /** The transparency log of grants, revocations and bundles (/log/); undefined with CTL_AUTHORITY_LOG=0. */
+  log?: ServiceLog;
   /** Waits until no webhook delivery is pending (each delivered or dead-lettered) and anchors are written (tests). */
   settle(): Promise<void>;
   close(): Promise<void>;
@@ -129,7 +140,11 @@ export async function createAuthority(
       [...anchorsFromEnv(options.env ?? process.env, logger), ...(options.anchors ?? [])],
       logger,
     );
+    const metrics = createMetrics({ prefix: 'ctl_authority_' });
+    const log = await openAuthorityLog(store, sealer, metrics.registry, logger, options, now);
     const app = createAuthorityApp({
+      log,
+      metrics,
       store,
       keys,
       trustRoot,
@@ -143,6 +158,8 @@ export async function createAuthority(
       anchors,
       rateLimits: config.rateLimits,
     });
+    // Integrates pending entries and signs a checkpoint every second (service-kit/tlog/service.ts).
+    log?.start();
     const settle = async () => {
       await outbox.idle();
       await anchors.idle();
@@ -156,10 +173,12 @@ export async function createAuthority(
       logger,
       outbox,
       anchors,
+      log,
       settle,
       async close() {
         clearInterval(lease);
         await renewing;
+        await log?.close();
         await outbox.close();
         await anchors.idle();
         await store.close();
@@ -208,4 +227,40 @@ export async function startAuthority(
       await authority.close();
     },
   };
+}
+
+/**
+ * The authority's transparency log (`CTL_AUTHORITY_LOG_*`, service-kit/tlog/config.ts), its keys
+ * read or made once; a split view it witnesses is an audit entry (and its webhook) as well.
+ */
+async function openAuthorityLog(
+  store: AuthorityStore,
+  sealer: Parameters<typeof prepareServiceLog>[2],
+  registry: ReturnType<typeof createMetrics>['registry'],
+  logger: Logger,
+  options: CreateAuthorityOptions,
+  now: () => number,
+): Promise<ServiceLog | undefined> {
+  const env = options.env ?? process.env;
+  const config = serviceLogConfigFromEnv(env, 'CTL_AUTHORITY', {
+    defaultOrigin: defaultLogOrigin(env.CTL_REVOCATION_BASE_URL, hostname(), 'ctl-authority-log'),
+  });
+  if (config === false) return undefined;
+  const parts = await prepareServiceLog(store.db, { ...config, prefix: 'au_log' }, sealer);
+  return createServiceLog(store.db, parts, {
+    registry,
+    metricPrefix: 'ctl_authority_',
+    logger,
+    now,
+    fetch: options.fetch,
+    onSplitView: async (s) => {
+      await store.audit.append({
+        actor: 'system',
+        action: 'log.split_view',
+        subject: s.origin,
+        data: s,
+        at: new Date(now()).toISOString(),
+      });
+    },
+  });
 }

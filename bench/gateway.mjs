@@ -19,6 +19,10 @@
 // fraction of the plain paid row of the same run (target for windows: ≥ 0.90).
 //   BENCH_STORES=PostgreSQL (or SQLite): only that store.
 //   BENCH_PG_URL=postgres://postgres@127.0.0.1:5432/test (unreachable → SKIPPED line)
+// The transparency log's cost (service-kit/tlog: each receipt appended in its commit, each paid
+// answer waiting for its index): BENCH_LOG=compare measures only the plain paid row at
+// BENCH_CONNS (default 50) with the log on and off (CTL_GATEWAY_LOG=0), alternating on/off/on/off,
+// and prints paid req/s with ÷ without per store (target ≥ 0.90).
 import http from 'node:http';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -508,4 +512,60 @@ async function runBench() {
   }
 }
 
-await runBench();
+/** Paid req/s with the log ÷ without, per store (BENCH_LOG=compare). */
+async function runLogCompare() {
+  const seconds = Number(process.env.BENCH_SECONDS ?? 5);
+  const conns = Number(process.env.BENCH_CONNS ?? 50);
+  const pgUrl = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+  const merchant = await startMerchant();
+  const shop = `http://127.0.0.1:${merchant.info.port}`;
+  const { stores, cleanup } = await benchStores(pgUrl, 'ctl-bench-log-');
+  const only = process.env.BENCH_STORES?.split(',');
+  console.log(`log cost: paid requests at ${conns} connections, ${seconds} s each, log on/off/on/off`);
+  try {
+    for (const store of stores.filter((s) => !only || only.includes(s.name))) {
+      const runs = { on: [], off: [] };
+      for (const mode of ['on', 'off', 'on', 'off']) {
+        const gw = await startGateway({ ...store.env, CTL_GATEWAY_LOG: mode === 'on' ? '1' : '0' }, gatewayNodeArgs);
+        try {
+          const owner = await createOwner(gw.info.url);
+          const { sessionToken } = await createSession(gw.info.url, owner);
+          const headers = {
+            authorization: `Bearer ${sessionToken}`,
+            'x-target-url': `${shop}/search`,
+            'x-target-method': 'GET',
+            'x-ctl-purpose': 'api:search',
+          };
+          const r = await measure(
+            conns,
+            seconds,
+            (a) => request(a, `${gw.info.url}/proxy`, headers, 'POST'),
+            gw.info.pid,
+          );
+          if (r.bad) throw new Error(`${r.bad} paid requests failed with the log ${mode}`);
+          runs[mode].push(r);
+          console.log(
+            `${store.name.padEnd(11)} log ${mode.padEnd(3)}  ${r.rps.toFixed(0).padStart(6)} req/s` +
+              `  p50 ${r.p50.toFixed(2)} ms` +
+              `  p99 ${r.p99.toFixed(2)} ms${r.cpuLoop ? `  event-loop CPU ${r.cpuLoop.toFixed(0)} µs/req` : ''}`,
+          );
+        } finally {
+          await stop(gw.child);
+        }
+      }
+      const mean = (k, f) => runs[k].reduce((a, r) => a + f(r), 0) / runs[k].length;
+      const ratio = mean('on', (r) => r.rps) / mean('off', (r) => r.rps);
+      const cpu = runs.on[0].cpuLoop ? mean('off', (r) => r.cpuLoop) / mean('on', (r) => r.cpuLoop) : undefined;
+      console.log(
+        `${store.name}: paid throughput with the log ÷ without ${ratio.toFixed(2)} (target ≥ 0.90)` +
+          `${cpu ? `; by event-loop CPU per request ${cpu.toFixed(2)}` : ''}`,
+      );
+    }
+  } finally {
+    await stop(merchant.child);
+    await cleanup();
+  }
+}
+
+if (process.env.BENCH_LOG === 'compare') await runLogCompare();
+else await runBench();

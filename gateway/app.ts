@@ -66,6 +66,12 @@ import {
   type GatewayRateLimits,
 } from '../service-kit/service-limits.js';
 import { DEFAULT_MAX_SESSION_SECONDS } from './services/session-config.js';
+import {
+  createServiceLog,
+  type ServiceLog,
+  type ServiceLogConfig,
+  type ServiceLogParts,
+} from '../service-kit/tlog/index.js';
 
 export interface GatewayDeps {
   db: SqlDatabase;
@@ -154,6 +160,11 @@ export interface GatewayDeps {
   maxSessionDepth?: number;
   /** Told of every event (tests, logs). */
   onEvent?: (type: GatewayEventType, data: Record<string, unknown>) => void;
+  /**
+   * The transparency log (service-kit/tlog, `CTL_GATEWAY_LOG_*`): settings beside the defaults, and the fetch its
+   * witness requests use; `false`: no log (development and the cost bench only).
+   */
+  log?: (Partial<Omit<ServiceLogConfig, 'prefix'>> & { fetch?: typeof fetch }) | false;
   /** The console (/console): its built files (default build/console/) and live-stream bounds. */
   console?: { dir?: string; maxStreamsPerOwner?: number; maxStreams?: number; heartbeatMs?: number };
 }
@@ -175,6 +186,8 @@ export interface GatewayApp {
   start(): Promise<void>;
   /** Resolves when queued webhook deliveries are done. */
   idle(): Promise<void>;
+  /** The transparency log (/log/…); server.ts starts its checkpoint timer. Undefined when the log is off. */
+  log?: ServiceLog;
   /** What the egress proxy needs besides `app` (egress/proxy-server.ts; server.ts starts it when configured). */
   egress: EgressHooks;
   close(): Promise<void>;
@@ -196,6 +209,8 @@ export interface GatewayParts {
   continuationSecret: Buffer;
   /** The EVM account x402 merchants are paid from: configured, or made once and kept. */
   evmPrivateKey: `0x${string}`;
+  /** The transparency log's keys (service-kit/tlog); absent: no log. */
+  log?: ServiceLogParts;
 }
 
 /**
@@ -254,9 +269,23 @@ export function createGatewayApp(deps: GatewayDeps, parts: GatewayParts): Gatewa
   });
   // Sessions revoked or expired here: the egress proxy closes their tunnels (egress/tunnel-watch.ts).
   const sessionEnds = createSessionEnds(db, now);
+  // Every receipt and session change is appended to it in its own transaction (services/log-entries.ts).
+  const serviceLog =
+    parts.log &&
+    createServiceLog(db, parts.log, {
+      registry: metrics.registry,
+      metricPrefix: 'ctl_gateway_',
+      logger,
+      now,
+      fetch: deps.log ? deps.log.fetch : undefined,
+      onSplitView: async (s) => {
+        await events.audit.append({ actor: 'system', action: 'log.split_view', subject: s.origin, data: s });
+      },
+    });
   const events = createGatewayEvents({
     db,
     now,
+    log: serviceLog?.log,
     continuationSecret,
     fetch: guardedFetch(hookForwarder),
     ...deps.webhooks,
@@ -439,7 +468,7 @@ export function createGatewayApp(deps: GatewayDeps, parts: GatewayParts): Gatewa
   const router = new Router();
   healthRoutes(router, { db, keys, metrics });
   adminRoutes(router, { db, auth, keys, sessions, events, now });
-  sessionRoutes(router, { db, auth, sessions, baseUrl });
+  sessionRoutes(router, { db, auth, sessions, baseUrl, log: serviceLog?.log });
   proxyRoutes(router, {
     sessions,
     protocols,
@@ -447,8 +476,10 @@ export function createGatewayApp(deps: GatewayDeps, parts: GatewayParts): Gatewa
     now,
     maxBodyBytes: deps.maxBodyBytes ?? 1024 * 1024,
     idempotency,
+    log: serviceLog?.log,
   });
-  agentSessionRoutes(router, { db, sessions });
+  agentSessionRoutes(router, { db, sessions, log: serviceLog?.log });
+  serviceLog?.routes(router, { receiptId: 'receipt:' });
   merchantRoutes(router, { db, ledger, now, baseUrl, limit: limits.charges });
   keyRoutes(router, { db, keys, issuer, now });
   consoleRoutes(router, { db, auth, sessions, streams: consoleStreams, dir: deps.console?.dir });
@@ -494,6 +525,7 @@ export function createGatewayApp(deps: GatewayDeps, parts: GatewayParts): Gatewa
       if (first !== undefined) scheduleExpiry(first);
     },
     idle: () => events.idle(),
+    log: serviceLog,
     egress: {
       sessionByToken: (token) => sessionService.byToken(token),
       ca: egressCa,
@@ -507,6 +539,7 @@ export function createGatewayApp(deps: GatewayDeps, parts: GatewayParts): Gatewa
       closed = true;
       if (expiryTimer) clearTimeout(expiryTimer);
       clearInterval(reconcileTimer);
+      await serviceLog?.close();
       await events.close();
       await consoleStreams.close();
       forwarder.close();

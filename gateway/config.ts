@@ -3,6 +3,7 @@
  * (`ctl gateway --help`, the check of unknown CTL_* names at start). The reader is
  * server.ts gatewayOptionsFromEnv; this module stays light, so `--help` loads nothing else.
  */
+import { logVariables } from '../service-kit/tlog/config.js';
 import { webhookVariables, type VariableHelp } from '../service-kit/config.js';
 
 /**
@@ -67,4 +68,5 @@ export const GATEWAY_VARIABLES: readonly VariableHelp[] = [
   ['CTL_GATEWAY_EGRESS_PASS_THROUGH', undefined, 'glob,... hosts the egress proxy tunnels untouched (nothing paid)'],
   ['CTL_GATEWAY_EGRESS_CONNECT_LIMIT', '120/60s', 'CONNECTs per session to the egress proxy; 0: none'],
   ...webhookVariables('session webhooks'),
+  ...logVariables('CTL_GATEWAY', 'ctl-gateway-log'),
 ];

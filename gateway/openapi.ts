@@ -29,6 +29,7 @@ import {
   probePaths,
 } from '../service-kit/openapi-schemas.js';
 import { KEY_PURPOSES } from './services/keys.js';
+import { LOG_TAG, logPaths } from '../service-kit/tlog/openapi.js';
 import { ASSETS as CONSOLE_ASSETS } from './routes/console.js';
 import { PROXY_METHODS } from './routes/proxy.js';
 
@@ -239,6 +240,10 @@ const merchantAnswer = {
     'X-Ctl-Gateway-Error': { schema: ref('ErrorCode'), description: "Set only on the gateway's own refusals" },
     'X-Ctl-Session-Id': { schema: string() },
     'X-Ctl-Receipt-Id': { schema: string(), description: 'After a payment' },
+    'X-Ctl-Log-Index': {
+      schema: string(),
+      description: "After a payment: its receipt's index in the gateway's log (/log/)",
+    },
   },
   content: { 'application/json': { schema: { anyOf: [ref('Error'), {}] } }, '*/*': { schema: {} } },
 };
@@ -292,6 +297,13 @@ const proxyOperation = (method: string): OpenApiOperation =>
     // apart.
     responses: Object.fromEntries(['default', '4XX', '5XX'].map((k) => [k, merchantAnswer])),
   });
+
+/** Each listed receipt's index in the gateway's transparency log, by receipt id (those sequenced so far). */
+const RECEIPT_LOG_INDEX = {
+  type: 'object',
+  additionalProperties: { type: 'integer', minimum: 0 },
+  description: "Each receipt's index in the gateway's transparency log (/log/), by receipt id",
+};
 
 const paths: OpenApiDocument['paths'] = {
   ...probePaths(TITLE),
@@ -457,6 +469,7 @@ const paths: OpenApiDocument['paths'] = {
     }),
   },
   ...eventLogPaths(admin),
+  ...logPaths({ receiptId: "a receipt's id" }),
   '/sessions': {
     post: operation({
       summary: 'Opens a session: a budget, purposes and an expiry for one agent (spec §4.1)',
@@ -553,7 +566,10 @@ const paths: OpenApiDocument['paths'] = {
       responses: {
         200: jsonResponse(
           'The receipts, oldest first',
-          object({ sessionId: string(), receipts: array(ref('Receipt')) }, ['sessionId', 'receipts']),
+          object({ sessionId: string(), receipts: array(ref('Receipt')), logIndex: RECEIPT_LOG_INDEX }, [
+            'sessionId',
+            'receipts',
+          ]),
         ),
       },
     }),
@@ -622,7 +638,10 @@ const paths: OpenApiDocument['paths'] = {
       responses: {
         200: jsonResponse(
           'The receipts, oldest first',
-          object({ sessionId: string(), receipts: array(ref('Receipt')) }, ['sessionId', 'receipts']),
+          object({ sessionId: string(), receipts: array(ref('Receipt')), logIndex: RECEIPT_LOG_INDEX }, [
+            'sessionId',
+            'receipts',
+          ]),
         ),
       },
     }),
@@ -809,6 +828,7 @@ export const GATEWAY_OPENAPI: OpenApiDocument = openApiDocument({
   },
   tags: [
     ...SHARED_TAGS,
+    LOG_TAG,
     { name: 'admin', description: 'Budget owners, keys, any session' },
     { name: 'sessions', description: "The budget owner's sessions" },
     { name: 'agent', description: 'What the agent calls with its session token' },

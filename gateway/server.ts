@@ -60,6 +60,13 @@ import { DEFAULT_MAX_SESSION_SECONDS, maxSessionSecondsFromEnv } from './service
 import { egressFromEnv, type EgressConfig } from './egress/config.js';
 import { startEgressProxy, type EgressProxy } from './egress/proxy-server.js';
 import { maxSessionDepthFromEnv } from './services/child-config.js';
+import { hostname } from 'node:os';
+import {
+  defaultLogOrigin,
+  prepareServiceLog,
+  serviceLogConfigFromEnv,
+  serviceLogMigrations,
+} from '../service-kit/tlog/index.js';
 
 export interface RunningGateway {
   gateway: GatewayApp;
@@ -134,8 +141,15 @@ export function gatewayOptionsFromEnv(
     humanAuthorities: humanAuthoritiesFromEnv(env.CTL_GATEWAY_HUMAN_AUTHORITIES),
     egress: egressFromEnv(env),
     warnings,
+    log: serviceLogConfigFromEnv(env, 'CTL_GATEWAY', {
+      defaultOrigin: defaultLogOrigin(publicUrl, hostname(), GATEWAY_LOG_NAME),
+    }),
   };
 }
+
+/** The gateway log's tables' prefix and the last part of its default origin. */
+const GATEWAY_LOG_PREFIX = 'gw_log';
+const GATEWAY_LOG_NAME = 'ctl-gateway-log';
 
 /**
  * CTL_GATEWAY_HUMAN_AUTHORITIES: comma-separated http(s) base URLs of the authorities whose people's grants are
@@ -186,6 +200,8 @@ export const GATEWAY_ALL_MIGRATIONS: readonly Migration[] = [
   auditStagingMigration('gw_audit_log'),
   webhookOutboxMigration('gw_webhook_dispatches'),
   ...MPP_MIGRATIONS,
+  // The transparency log: receipts and session changes, appended in their own transactions (service-kit/tlog).
+  ...serviceLogMigrations(GATEWAY_LOG_PREFIX),
 ];
 
 /**
@@ -225,7 +241,19 @@ export async function prepareGateway(deps: GatewayDeps): Promise<GatewayParts> {
   const evmPrivateKey =
     deps.x402?.privateKey ??
     ((await sharedSecret(db, 'evm-private-key', () => generatePrivateKey(), sealer)) as `0x${string}`);
-  return { sealer, keys, sessionKeys, continuationSecret, evmPrivateKey };
+  const log =
+    deps.log === false
+      ? undefined
+      : await prepareServiceLog(
+          db,
+          {
+            origin: defaultLogOrigin(deps.publicUrl, hostname(), GATEWAY_LOG_NAME),
+            ...deps.log,
+            prefix: GATEWAY_LOG_PREFIX,
+          },
+          sealer,
+        );
+  return { sealer, keys, sessionKeys, continuationSecret, evmPrivateKey, log };
 }
 
 /**
@@ -237,6 +265,8 @@ export async function openGateway(deps: GatewayDeps): Promise<GatewayApp> {
   const gateway = createGatewayApp(deps, await prepareGateway(deps));
   try {
     await gateway.start();
+    // Integrates the log's pending entries and signs a checkpoint every second (service-kit/tlog/service.ts).
+    gateway.log?.start();
   } catch (e) {
     await gateway.close();
     throw e;

@@ -215,11 +215,12 @@ export function humanRoutes(router: Router, d: RouteDeps): void {
     if (!removed) throw notFound(`${did} is not enrolled`);
     const revokedGrants: string[] = [];
     for (const id of await d.store.unrevokedGrantIdsOf(didKeyUrl(did))) {
-      const r = await d.store.revokeGrant(id, { at, actor, reason: 'issuer removed' });
-      if (r?.changed) {
-        revokedGrants.push(id);
-        await d.audit.record(actor, 'grant.revoke', id, { reason: 'issuer removed' });
-      }
+      const r = await d.store.revokeGrant(
+        id,
+        { at, actor, reason: 'issuer removed' },
+        d.audit.entry(actor, 'grant.revoke', id, { reason: 'issuer removed' }, (x) => x.changed),
+      );
+      if (r?.changed) revokedGrants.push(id);
     }
     if (removed.changed) await d.audit.record(actor, 'human.remove', did, { revokedGrants: revokedGrants.length });
     ctx.body = { did, removedAt: removed.removedAt, revokedGrants };
@@ -340,27 +341,30 @@ export function humanGrantGate(d: RouteDeps): Middleware {
       throw new HttpError(409, 'conflict', 'the grant does not implement the policy it names');
     await d.store.putPolicy(grant.policyHash, canonicalize(policy), new Date(now).toISOString());
     try {
-      await d.store.putGrant({
-        grantId: grant.grantId,
-        policyHash: grant.policyHash,
-        keyId: grant.keyId,
-        grant: JSON.stringify(grant),
-        issuedAt: grant.issuedAt,
-        expiresAtMs: Date.parse(grant.expiresAt),
-        createdBy: grant.issuer,
-      });
+      // Its audit entry (and transparency-log entry) in the grant's own transaction.
+      await d.store.putGrant(
+        {
+          grantId: grant.grantId,
+          policyHash: grant.policyHash,
+          keyId: grant.keyId,
+          grant: JSON.stringify(grant),
+          issuedAt: grant.issuedAt,
+          expiresAtMs: Date.parse(grant.expiresAt),
+          createdBy: grant.issuer,
+        },
+        d.audit.entry(grant.issuer, 'grant.issue', grant.grantId, {
+          profile: 'human-agent',
+          policyHash: grant.policyHash,
+          keyId: grant.keyId,
+          expiresAt: grant.expiresAt,
+        }),
+      );
     } catch (e) {
       // Two submissions at once: the grant's primary key lets one in.
       if (await d.store.getGrant(grant.grantId, { includeDeleted: true }))
         throw new HttpError(409, 'conflict', `grant '${grant.grantId}' was already submitted`);
       throw e;
     }
-    await d.audit.record(grant.issuer, 'grant.issue', grant.grantId, {
-      profile: 'human-agent',
-      policyHash: grant.policyHash,
-      keyId: grant.keyId,
-      expiresAt: grant.expiresAt,
-    });
     d.counters.grantIssued('person');
     ctx.status = 201;
     ctx.body = grant;
@@ -389,17 +393,20 @@ export function humanRevocationGate(d: RouteDeps): Middleware {
     const grant = JSON.parse(stored.grant) as PolicyGrant;
     if (grant.issuer !== r.issuer)
       throw new HttpError(403, 'forbidden', 'only the DID that issued a grant may revoke it with a signed revocation');
-    const res = await d.store.revokeGrant(r.grantId, {
-      at: new Date(d.now()).toISOString(),
-      actor: r.issuer,
-      reason: 'revoked by its issuer',
-    });
+    // The signed revocation itself is the evidence kept in the audit log, in the revocation's transaction.
+    const res = await d.store.revokeGrant(
+      r.grantId,
+      { at: new Date(d.now()).toISOString(), actor: r.issuer, reason: 'revoked by its issuer' },
+      d.audit.entry(
+        r.issuer,
+        'grant.revoke',
+        r.grantId,
+        { reason: 'revoked by its issuer', revocation: r },
+        (x) => x.changed,
+      ),
+    );
     if (!res) throw notFound(`no grant '${r.grantId}'`);
-    // The signed revocation itself is the evidence kept in the audit log.
-    if (res.changed) {
-      await d.audit.record(r.issuer, 'grant.revoke', r.grantId, { reason: 'revoked by its issuer', revocation: r });
-      d.counters.grantRevoked('signed');
-    }
+    if (res.changed) d.counters.grantRevoked('signed');
     ctx.body = { grantId: r.grantId, revoked: true, revokedAt: res.revokedAt };
   };
 }

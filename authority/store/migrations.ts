@@ -10,6 +10,7 @@ import {
 } from '../../service-kit/index.js';
 import { HUMAN_MIGRATION } from './humans.js';
 import { DELEGATION_BY_HASH_MIGRATION, DELEGATION_MIGRATION } from './delegations.js';
+import { serviceLogMigrations } from '../../service-kit/tlog/service.js';
 
 export const AUTHORITY_MIGRATIONS: readonly Migration[] = [
   {
@@ -102,4 +103,6 @@ export const AUTHORITY_MIGRATIONS: readonly Migration[] = [
   // Revoked delegations (PROTOCOL.md §14).
   DELEGATION_MIGRATION,
   DELEGATION_BY_HASH_MIGRATION,
+  // The transparency log of grants, revocations and bundles (service-kit/tlog).
+  ...serviceLogMigrations('au_log'),
 ];

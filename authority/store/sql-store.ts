@@ -282,6 +282,7 @@ export function createSqlAuthorityStore(db: SqlDatabase, options: SqlAuthoritySt
     dialect: db.dialect,
     description: db.description,
     pgPool: db.pgPool,
+    db,
     revocationCache: cache,
     ping: () => db.ping(),
     ...createHumanStore(db),

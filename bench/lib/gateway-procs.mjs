@@ -96,6 +96,8 @@ if (role === 'merchant') {
     reconcileStaleMs: envMs('BENCH_RECONCILE_STALE_MS'),
     reconcileIntervalMs: envMs('BENCH_RECONCILE_INTERVAL_MS'),
     upstreamCa: process.env.BENCH_UPSTREAM_CA ? [process.env.BENCH_UPSTREAM_CA] : undefined,
+    // CTL_GATEWAY_LOG=0: no transparency log (bench/gateway.mjs BENCH_LOG=compare measures its cost).
+    log: fromEnv.log,
   });
   const srv = await listen(gw.app, { port: Number(process.env.BENCH_PORT ?? 0) });
   srv.server.keepAliveTimeout = 60_000;

@@ -145,7 +145,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
   function commitRecord(
     session: SessionRecord,
     p: PaymentFields,
-    receiptId: string,
+    receipt: Receipt,
     txRef: string,
     captured?: bigint,
     windowed = false,
@@ -155,9 +155,11 @@ export function createPaymentService(deps: PaymentServiceDeps) {
         session,
         type: 'payment.completed' as const,
         actor: 'agent',
+        // Appended to the transparency log in this commit (services/log-entries.ts).
+        receipt,
         data: {
           paymentId: p.id,
-          receiptId,
+          receiptId: receipt.receiptId,
           amountMinor: (captured ?? p.amount).toString(),
           ...(captured !== undefined ? { authorizedAmountMinor: p.amount.toString() } : {}),
           currency: p.currency,
@@ -255,12 +257,12 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     captured?: bigint,
   ) {
     const paidAt = now();
-    const { receiptId, receipt, row, committed } = await signing.receipt(session, p, txRef, paidAt, sba, captured);
+    const { receipt, row, committed } = await signing.receipt(session, p, txRef, paidAt, sba, captured);
     // A capture (PROTOCOL.md §15) spends `captured` and gives the rest of the hold back to every counter.
     const c = await commit(
       db,
       { ...row, sessionId: session.id, amount: p.amount, txRef, captured, multi: counterChain(session) !== undefined },
-      commitRecord(session, p, receiptId, txRef, captured, await windowed(session, paidAt)),
+      commitRecord(session, p, receipt, txRef, captured, await windowed(session, paidAt)),
     );
     if (c.committed) committed();
     return { committed: c.committed, receipt };
@@ -410,7 +412,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     const paidAt = now();
     const chain = counterChain(session);
     const velocity = session.maxPerHour !== null || session.maxPerMerchantDay !== null;
-    const { receiptId, receipt, row, committed } = await signing.receipt(session, p, txRef, paidAt, sba);
+    const { receipt, row, committed } = await signing.receipt(session, p, txRef, paidAt, sba);
     const c = await payLedgerInCommit(
       db,
       {
@@ -428,7 +430,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
         ...(chain && !velocity ? { chainWindows: await chainWindows(session, chain, paidAt) } : {}),
         txRef,
       },
-      commitRecord(session, p, receiptId, txRef, undefined, await windowed(session, paidAt)),
+      commitRecord(session, p, receipt, txRef, undefined, await windowed(session, paidAt)),
       pausedRecord(session),
     );
     if ('ok' in c) return refuse(rail.name, session, c.code, c.message, details, c.resetsAt);

@@ -8,10 +8,15 @@ import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { notFound, unauthorized, type SqlDatabase } from '../../service-kit/index.js';
 import { receiptOf, receiptsOf } from '../payments/store.js';
+import { receiptLogIndex } from '../services/log-entries.js';
+import type { TransparencyLog } from '../../service-kit/tlog/index.js';
 import { sessionById } from '../store/sessions.js';
 import { sessionTokenOf, type SessionService } from '../services/sessions.js';
 
-export function agentSessionRoutes(router: Router, o: { db: SqlDatabase; sessions: SessionService }): void {
+export function agentSessionRoutes(
+  router: Router,
+  o: { db: SqlDatabase; sessions: SessionService; log?: TransparencyLog },
+): void {
   // Any state answers (a revoked or expired session says so): the agent learns why it cannot pay.
   async function tokenSession(ctx: Context) {
     const token = sessionTokenOf(ctx.get('authorization'));
@@ -33,7 +38,8 @@ export function agentSessionRoutes(router: Router, o: { db: SqlDatabase; session
 
   router.get('/session/receipts', async (ctx) => {
     const s = await tokenSession(ctx);
-    ctx.body = { sessionId: s.id, receipts: await receiptsOf(o.db, s.id) };
+    const receipts = await receiptsOf(o.db, s.id);
+    ctx.body = { sessionId: s.id, receipts, ...(await receiptLogIndex(o.log, receipts)) };
   });
 
   router.get('/session/receipts/:receiptId', async (ctx) => {

@@ -13,6 +13,8 @@ import type { PaymentProtocol } from '../payments/protocols/protocol.js';
 import { cleanRequestHeaders, cleanResponseHeaders, type Forwarder } from '../services/forwarder.js';
 import { bareHost } from '../services/address-guard.js';
 import { idempotencyKeyOf, type IdempotencyService } from '../services/idempotency.js';
+import { setReceiptLogIndex } from '../services/log-entries.js';
+import type { TransparencyLog } from '../../service-kit/tlog/index.js';
 import type { IncomingMessage } from 'node:http';
 
 /** The methods the proxy forwards (X-Target-Method, or the request's own). */
@@ -48,6 +50,8 @@ export function proxyRoutes(
     now: () => number;
     maxBodyBytes: number;
     idempotency: IdempotencyService;
+    /** The gateway's transparency log: a paid answer names its receipt's index (`X-Ctl-Log-Index`). */
+    log?: TransparencyLog;
   },
 ): void {
   // The agent's body is the merchant's, forwarded as bytes: this route reads a body of any type.
@@ -122,6 +126,7 @@ export function proxyRoutes(
         for (const [k, v] of Object.entries(cleanResponseHeaders(res.headers))) ctx.set(k, v as string | string[]);
         ctx.set('X-Ctl-Session-Id', session.id);
         if (receiptId) ctx.set('X-Ctl-Receipt-Id', receiptId);
+        if (receiptId) await setReceiptLogIndex(ctx, o.log, receiptId);
         ctx.body = res.body;
       });
     }),

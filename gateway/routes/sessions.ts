@@ -15,6 +15,8 @@ import {
 } from '../../service-kit/index.js';
 import { listSessions, type SessionRecord } from '../store/sessions.js';
 import { receiptsOf } from '../payments/store.js';
+import { receiptLogIndex } from '../services/log-entries.js';
+import type { TransparencyLog } from '../../service-kit/tlog/index.js';
 import type { SessionService } from '../services/sessions.js';
 import { hashToken, sessionTokenOf } from '../services/sessions.js';
 import type { OwnerPrincipal } from '../services/owner-auth.js';
@@ -58,6 +60,8 @@ export function sessionRoutes(
     auth: Authenticate;
     sessions: SessionService;
     baseUrl: (ctx: any) => string;
+    /** The gateway's transparency log: each listed receipt's index (`logIndex`, by receipt id). */
+    log?: TransparencyLog;
   },
 ): void {
   const owner = requireScope(o.auth, OWNER_SCOPE);
@@ -149,9 +153,7 @@ export function sessionRoutes(
     const below = ctx.query.descendants;
     if (below !== undefined && below !== 'true' && below !== 'false') throw badRequest('descendants: true or false');
     const s = await o.sessions.owned(ownerId(ctx), ctx.params.id!);
-    ctx.body = {
-      sessionId: s.id,
-      receipts: await receiptsOf(o.db, s.id, below === 'true' ? { ownerId: s.ownerId } : undefined),
-    };
+    const receipts = await receiptsOf(o.db, s.id, below === 'true' ? { ownerId: s.ownerId } : undefined);
+    ctx.body = { sessionId: s.id, receipts, ...(await receiptLogIndex(o.log, receipts)) };
   });
 }

@@ -29,7 +29,9 @@ import {
   type WebhookRetrySettings,
 } from '../../service-kit/index.js';
 import type { SessionRecord } from '../store/sessions.js';
+import type { TransparencyLog } from '../../service-kit/tlog/index.js';
 import { continuationToken } from './continuation.js';
+import { gatewayLogRows } from './log-entries.js';
 
 /** The event types delivered to a session's webhookUrl. */
 export type GatewayEventType =
@@ -78,6 +80,8 @@ export interface GatewayEvent {
   data: Record<string, unknown>;
   /** Who made the change: 'owner', 'admin', 'agent', 'system'. */
   actor: string;
+  /** payment.completed: the signed receipt, appended to the transparency log with the change (log-entries.ts). */
+  receipt?: { receiptId: string };
 }
 
 export interface GatewayEvents {
@@ -126,6 +130,8 @@ export interface EventOptions extends WebhookRetrySettings {
   onEvent?: (type: GatewayEventType, data: Record<string, unknown>) => void;
   /** The continuation HMAC key: completes the continuation tokens the dispatch log withholds, at delivery. */
   continuationSecret: Buffer;
+  /** The transparency log the logged events append to, in their change's transaction (log-entries.ts). */
+  log?: TransparencyLog;
 }
 
 export const GATEWAY_AUDIT_TABLE = 'gw_audit_log';
@@ -239,6 +245,7 @@ export function createGatewayEvents(options: EventOptions): GatewayEvents {
 
   const told = (list: Array<{ type: string; payload: Record<string, unknown> }>, delivered: boolean) => () => {
     kickSeal();
+    options.log?.kick();
     if (delivered) outbox.kick();
     for (const { type, payload } of list)
       if (WEBHOOK_TYPES.has(type)) options.onEvent?.(type as GatewayEventType, payload);
@@ -282,6 +289,7 @@ export function createGatewayEvents(options: EventOptions): GatewayEvents {
             at: new Date(at).toISOString(),
           }),
         );
+        rows.push(...gatewayLogRows(options.log, { ...e, data: audited }, at));
         done.push({ type: e.type, payload });
       }
       return { rows, after: told(done, delivered) };

@@ -27,7 +27,7 @@ const DOCS = { authority: AUTHORITY_OPENAPI, gateway: GATEWAY_OPENAPI } as const
  */
 const COMPARED = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
 
-/** `METHOD /path/{param}` of every layer of every router mounted on `app`. */
+/** `METHOD /path/{param}` of every layer of every router mounted on `app` (`:param` and a wildcard `*param`). */
 function appRoutes(app: Koa<any, any>): Set<string> {
   const out = new Set<string>();
   for (const mw of app.middleware as unknown as Array<{
@@ -36,7 +36,7 @@ function appRoutes(app: Koa<any, any>): Set<string> {
     for (const layer of mw.router?.stack ?? []) {
       if (typeof layer.path !== 'string') continue;
       for (const m of layer.methods)
-        if (COMPARED.includes(m)) out.add(`${m} ${layer.path.replace(/:([A-Za-z0-9_]+)/g, '{$1}')}`);
+        if (COMPARED.includes(m)) out.add(`${m} ${layer.path.replace(/[:*]([A-Za-z0-9_]+)/g, '{$1}')}`);
     }
   }
   return out;
