@@ -12,6 +12,9 @@ import * as VerifyEntry from '../../src/entries/verify.js';
 import { MAX_BUNDLE_MEMBERS } from '../../src/encoding/frozen-copy.js';
 import { keys, grant, bundle, fakeAuthority, T0, HOUR, type Keys } from '../helpers/fixtures.js';
 import { rawDelegation } from '../helpers/delegation-fixtures.js';
+import { windowedChain } from '../helpers/windowed-chain.js';
+import { createKvSpendStorage } from '../../firmware-bridge/kv-spend-storage.js';
+import { createMemoryByteStorage } from '../../firmware-bridge/abi.js';
 
 let k: Keys;
 test.before(async () => {
@@ -207,6 +210,36 @@ test('the decision verifier names the hold it accepted; captureCtl captures it o
   assert.ok(r.ok && r.holdId, JSON.stringify(r));
   const c = await CTL.captureCtl(r.ok ? r.holdId! : '', '100', { spendStorage, now: () => T0 });
   assert.equal(c, { captured: true, amountMinor: '100' });
+});
+
+test('a hold under a chain is named by its chain: captured by holdId or by the SBA, on memory and flash', async () => {
+  const fx = await windowedChain(CTL);
+  for (const spendStorage of [CTL.createMemorySpendStorage(), createKvSpendStorage(createMemoryByteStorage())]) {
+    const at = Date.parse(fx.link.issuedAt) + HOUR;
+    const hold = await fx.sba('5000', at, HOUR, { hold: true });
+    const o = {
+      amount: '5000',
+      currency: 'EUR',
+      offline: true,
+      trustBundles: [fx.bundle],
+      rootPublicKeyPem: fx.root.publicKeyPem,
+      spendStorage,
+      now: () => at,
+    };
+    const v = await CTL.verifyCtl(hold, o);
+    assert.ok(v.valid, JSON.stringify(v));
+    const holdId = v.valid ? v.holdId! : '';
+    assert.match(holdId, new RegExp(`^grant:${fx.grant.grantId}#[0-9a-f]{32}\\|${hold.authorization.budgetId}$`));
+    const window = `window:grant:${fx.grant.grantId}/dlg-hourly:PT1H:1`;
+    assert.is(await spendStorage.total(window), 5000n, "the link's hour holds the maximum");
+    assert.equal(await CTL.captureCtl(hold, '1200', { spendStorage, now: () => at }), {
+      captured: true,
+      amountMinor: '1200',
+    });
+    assert.is(await spendStorage.total(window), 1200n, 'the rest went back to the link');
+    const again = await CTL.captureCtl(holdId, '1', { spendStorage, now: () => at });
+    assert.is(!again.captured && again.error.code, 'replay');
+  }
 });
 
 test.run();
