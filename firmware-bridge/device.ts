@@ -138,29 +138,43 @@ export interface Device extends LogOps {
   verify(
     args: VerifyRequest,
   ): Promise<
-    | { valid: true; grantId: string; budgetId: string; amount: string; currency: string }
+    | { valid: true; grantId: string; budgetId: string; amount: string; currency: string; holdId?: string }
     | { valid: false; error: { code: string; message: string } }
   >;
   /**
-   * Captures a hold `verify` accepted (PROTOCOL.md §15): at most the hold, once, before the SBA
-   * expires; the offline allowance then counts the captured amount. Holds live in memory: after a
-   * reboot a hold cannot be captured and goes back at its expiry. Never throws on hostile input.
+   * Captures a hold `verify` accepted (PROTOCOL.md §15), named by the `holdId` `verify` answered
+   * (or the SBA): at most the hold, once, before the SBA expires; the offline allowance then
+   * counts the captured amount. Holds live in the flash ledger: a reboot between verify and capture
+   * changes nothing, and a hold never captured goes back at the SBA's expiry. Never throws on
+   * hostile input.
    */
   capture(args: {
-    budgetId: string;
+    holdId?: string;
+    sba?: unknown;
     amount: string;
   }): Promise<{ captured: true; amountMinor: string } | { captured: false; error: { code: string; message: string } }>;
   /** Vehicle wallet: creates (once) the signing key and installs the grant to draw on. */
   provisionWallet(args: { actorId: string }): Promise<{ actorId: string; publicJwk: unknown }>;
   installGrant(args: { grant: unknown }): { grantId: string };
-  /** Vehicle wallet: signs the SBA for one payment (spend persisted, revocation from the installed bundles). */
+  /**
+   * Vehicle wallet: signs the SBA for one payment (spend persisted, revocation from the installed
+   * bundles). With `hold`, the amount stays reserved in flash, whole, across reboots and past the
+   * SBA's expiry, until `settleHold` (PROTOCOL.md §15).
+   */
   createSba(args: {
     amount: string;
     currency: string;
     rail: string;
     merchantId?: string;
     purpose?: string;
+    hold?: boolean;
   }): Promise<unknown>;
+  /**
+   * Vehicle wallet: settles a hold it signed with what the merchant captured, as the merchant's
+   * receipt says ("0": a void); the rest goes back. Refused: `capture_exceeds_hold`, `replay`,
+   * `hold_expired` (no such hold).
+   */
+  settleHold(args: { budgetId: string; amount: string }): Promise<{ settled: true; amountMinor: string }>;
   /** Root, bundles with their floors, and for `grantId` the spend and offline counters. */
   status(args?: { grantId?: string }): Promise<Record<string, unknown>>;
 }
@@ -343,6 +357,24 @@ export function createDevice(sdk: DeviceSdk, abi: HostAbi): Device {
   const deviceFail = (code: string, message: string): never => {
     throw new DeviceError(code, message);
   };
+
+  /** The vehicle wallet's session over the flash ledger: a new object per call, as after a reboot. */
+  const walletSession = (op: string) => {
+    const createSession = part('createSession', op);
+    const w = readJson(KEY_WALLET);
+    if (!w?.privateKeyPem || !w.grant) throw new DeviceError('not_provisioned', 'the wallet has no key or no grant');
+    return createSession(w.grant, {
+      actorId: w.actorId,
+      signingKey: w.privateKeyPem,
+      sessionId: w.sessionId,
+      spendStorage: spend,
+      revocationTtl: 0,
+      fetch: bundleRevocationFetch as never,
+      now: flooredNow,
+      scope: 'TRIP',
+    });
+  };
+
   return {
     ...createLogOps(sdk, storage, deviceFail, (v, what) => artifactValue(sdk, v, what)),
     provisionRoot({ rootPublicKeyPem }) {
@@ -471,6 +503,7 @@ export function createDevice(sdk: DeviceSdk, abi: HostAbi): Device {
           budgetId: r.sba.authorization.budgetId,
           amount: r.amount,
           currency: r.currency,
+          ...(r.holdId !== undefined ? { holdId: r.holdId } : {}),
         };
       } catch (e) {
         const err = e as { code?: string; message?: string };
@@ -484,13 +517,18 @@ export function createDevice(sdk: DeviceSdk, abi: HostAbi): Device {
     async capture(req) {
       hostFailure = undefined;
       const captureCtl = part('captureCtl', 'capture');
-      if (typeof req !== 'object' || req === null)
-        throw new DeviceError('bad_request', 'capture: expected { budgetId, amount }');
-      const r = await captureCtl(req.budgetId, req.amount, { now: clockNow, timeFloor });
+      if (typeof req !== 'object' || req === null || (req.holdId === undefined && req.sba === undefined))
+        throw new DeviceError(
+          'bad_request',
+          'capture: expected { holdId, amount } (holdId from verify) or { sba, amount }',
+        );
+      const hold = req.holdId !== undefined ? req.holdId : (artifactValue(sdk, req.sba, 'sba') as object);
+      // The flash ledger the verification used, and its clock (PROTOCOL.md §15).
+      const r = await captureCtl(hold, req.amount, { spendStorage: spend, now: clockNow, timeFloor });
       if (!r.captured && hostFailure !== undefined)
         return { captured: false, error: { code: 'host_failure', message: hostFailure } };
       if (!r.captured) return { captured: false, error: { code: r.error.code, message: r.error.message } };
-      abi.log('info', `hold ${req.budgetId} captured at ${r.amountMinor}`);
+      abi.log('info', `hold ${typeof hold === 'string' ? hold : 'of the SBA given'} captured at ${r.amountMinor}`);
       return r;
     },
 
@@ -529,20 +567,17 @@ export function createDevice(sdk: DeviceSdk, abi: HostAbi): Device {
     },
 
     async createSba(payment) {
-      const createSession = part('createSession', 'createSba');
-      const w = readJson(KEY_WALLET);
-      if (!w?.privateKeyPem || !w.grant) throw new DeviceError('not_provisioned', 'the wallet has no key or no grant');
-      const session = createSession(w.grant, {
-        actorId: w.actorId,
-        signingKey: w.privateKeyPem,
-        sessionId: w.sessionId,
-        spendStorage: spend,
-        revocationTtl: 0,
-        fetch: bundleRevocationFetch as never,
-        now: flooredNow,
-        scope: 'TRIP',
-      });
-      return session.createSba(payment);
+      if (typeof payment !== 'object' || payment === null || !['boolean', 'undefined'].includes(typeof payment.hold))
+        throw new DeviceError('bad_request', 'createSba: expected { amount, currency, rail, …, hold?: boolean }');
+      return walletSession('createSba').createSba(payment);
+    },
+
+    async settleHold(args) {
+      if (typeof args !== 'object' || args === null)
+        throw new DeviceError('bad_request', 'settleHold: expected { budgetId, amount }');
+      await walletSession('settleHold').capture(args.budgetId, args.amount);
+      abi.log('info', `hold ${args.budgetId} settled at ${args.amount}`);
+      return { settled: true, amountMinor: args.amount };
     },
 
     async status(args = {}) {

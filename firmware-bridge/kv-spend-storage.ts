@@ -81,8 +81,16 @@ interface Record_ {
 
 /** [counter's short id, amount, count]: one counter a reservation counts in; count 1 for a payment count. */
 type Part = [number, string, 0 | 1];
-/** [id, parts, committed, expiresAt or null, hold]. */
-type Reservation = [string, Part[], 0 | 1, number | null, 0 | 1];
+/**
+ * [id, parts, state, expiresAt or null, hold, releaseAt or null]. State 0 reserved, 1 committed,
+ * 2 a hold released at its `releaseAt` (given back, its id kept until `expiresAt`). `releaseAt`
+ * only for a hold, null when only a capture or a release settles it; a record written before
+ * it existed (five members) released its hold at `expiresAt`, and still does.
+ */
+type Reservation = [string, Part[], 0 | 1 | 2, number | null, 0 | 1, (number | null)?];
+
+/** When an uncaptured hold goes back by itself, if ever. */
+const releaseAtOf = (r: Reservation): number | null => (r[4] !== 1 ? null : r.length > 5 ? (r[5] ?? null) : r[3]);
 
 /**
  * The multi-counter record: each counter's [total, ends or null, short id] and the live
@@ -204,7 +212,9 @@ function addTo(m: ManyRecord, sid: number, delta: bigint): void {
 
 /**
  * Drops windows that have ended and ids that can no longer be replayed (PROTOCOL.md §12); a hold
- * still uncaptured at its expiry goes back to its counters (§15). Returns whether anything changed.
+ * still uncaptured at its `releaseAt` goes back to its counters, its id kept until it expires
+ * (§15); an uncaptured hold without one is kept. Every record is looked at: none waits behind
+ * another. Returns whether anything changed.
  */
 function sweep(m: ManyRecord, now: number): boolean {
   let changed = false;
@@ -216,13 +226,16 @@ function sweep(m: ManyRecord, now: number): boolean {
     }
   }
   const live: Reservation[] = [];
-  for (const r of m.r) {
-    if (r[3] === null || r[3] > now) {
-      live.push(r);
-      continue;
+  for (let r of m.r) {
+    const releaseAt = releaseAtOf(r);
+    if (r[2] === 0 && releaseAt !== null && releaseAt <= now) {
+      for (const p of r[1]) addTo(m, p[0], -BigInt(p[1]));
+      r = [r[0], r[1], 2, r[3], 1, releaseAt];
+      changed = true;
     }
-    changed = true;
-    if (r[4] === 1 && r[2] === 0) for (const p of r[1]) addTo(m, p[0], -BigInt(p[1]));
+    const heldOpen = r[4] === 1 && r[2] === 0;
+    if (r[3] === null || r[3] > now || heldOpen) live.push(r);
+    else changed = true;
   }
   m.r = live;
   return changed;
@@ -400,17 +413,22 @@ export function createKvSpendStorage(storage: ByteStorage, options: KvSpendStora
       const spilled = now === undefined ? undefined : spillOut(keep, now);
       return updateMany<ReserveManyResult>((m0) => {
         const m = copyMany(m0);
-        if (now !== undefined) sweep(m, now);
+        const swept = now !== undefined && sweep(m, now);
         for (const c of counters) if (!m.c[c.key]) carry(m, c.key, c.ledgerExpiresAt);
-        // A refusal writes nothing: what it swept or carried is swept or carried again next time.
-        if (m.r.some((r) => idOf(m, r) === id)) return { result: { result: 'duplicate' } };
+        // A refusal records nothing; it writes what it swept (a hold given back at its releaseAt
+        // stops counting in `total` too), and what it carried is carried again next time.
+        const refuse = (result: ReserveManyResult) => ({ next: swept ? m : undefined, result });
+        if (m.r.some((r) => idOf(m, r) === id)) return refuse({ result: 'duplicate' });
         for (const c of counters)
-          if (BigInt(m.c[c.key]![0]) + c.amount > c.ceiling) return { result: { result: 'exceeded', key: c.key } };
-        if (m.r.length >= maxEntries) return { result: { result: 'exceeded', key: counters[0]!.key } };
+          if (BigInt(m.c[c.key]![0]) + c.amount > c.ceiling) return refuse({ result: 'exceeded', key: c.key });
+        if (m.r.length >= maxEntries) return refuse({ result: 'exceeded', key: counters[0]!.key });
         for (const c of counters) addTo(m, m.c[c.key]![2], c.amount);
         if (spilled) dropSpilled(m0, m, spilled, keep);
         const parts: Part[] = counters.map((c) => [m.c[c.key]![2], c.amount.toString(), c.count ? 1 : 0]);
-        m.r.push([packId(id, counters[0]!), parts, 0, expiresAt, o?.hold ? 1 : 0]);
+        const held: Reservation = o?.hold
+          ? [packId(id, counters[0]!), parts, 0, expiresAt, 1, o.releaseAt ?? null]
+          : [packId(id, counters[0]!), parts, 0, expiresAt, 0];
+        m.r.push(held);
         return { next: m, result: { result: 'reserved' } };
       });
     },
@@ -422,8 +440,8 @@ export function createKvSpendStorage(storage: ByteStorage, options: KvSpendStora
         const swept = now !== undefined && sweep(m, now);
         const i = m.r.findIndex((r) => idOf(m, r) === id);
         const r = m.r[i];
-        // An expired hold is released by the sweep, so it is unknown here: never captured late.
-        if (!r) return swept ? { next: m, result: 'unknown' } : { result: 'unknown' };
+        // A hold past its releaseAt is released by the sweep, so it is unknown here: never captured late.
+        if (!r || r[2] === 2) return swept ? { next: m, result: 'unknown' } : { result: 'unknown' };
         if (r[2] === 1) return { result: 'duplicate' };
         const next = capturedAmounts(
           r[1].map((p) => ({ amount: BigInt(p[1]), count: p[2] === 1 })),
@@ -434,14 +452,14 @@ export function createKvSpendStorage(storage: ByteStorage, options: KvSpendStora
           addTo(m, p[0], next[j]! - BigInt(p[1]));
           return [p[0], next[j]!.toString(), p[2]];
         });
-        m.r[i] = [r[0], parts, 1, r[3], r[4]];
+        m.r[i] = r[4] === 1 ? [r[0], parts, 1, r[3], 1, releaseAtOf(r)] : [r[0], parts, 1, r[3], 0];
         return { next: m, result: 'committed' };
       });
     },
     releaseMany(id) {
       updateMany((m0) => {
         const r = m0.r.find((x) => idOf(m0, x) === id);
-        if (!r || r[2] === 1) return { result: undefined };
+        if (!r || r[2] !== 0) return { result: undefined };
         const m = copyMany(m0);
         for (const p of r[1]) addTo(m, p[0], -BigInt(p[1]));
         m.r = m.r.filter((x) => x !== r);

@@ -77,7 +77,7 @@ export const OPS: Record<string, Op> = {
       rail: a['rail'],
       purpose: a['purpose'],
     }),
-  capture: (d, a) => d.capture({ budgetId: a['budgetId'], amount: a['amount'] }),
+  capture: (d, a) => d.capture({ holdId: a['holdId'], sba: a['sba'], amount: a['amount'] }),
   provisionWallet: (d, a) => d.provisionWallet({ actorId: a['actorId'] }),
   installGrant: (d, a) => d.installGrant({ grant: a['grant'] }),
   createSba: (d, a) =>
@@ -87,7 +87,9 @@ export const OPS: Record<string, Op> = {
       rail: a['rail'],
       merchantId: a['merchantId'],
       purpose: a['purpose'],
+      hold: a['hold'],
     }),
+  settleHold: (d, a) => d.settleHold({ budgetId: a['budgetId'], amount: a['amount'] }),
   status: (d, a) => d.status({ grantId: a['grantId'] }),
   provisionLog: (d, a) =>
     d.provisionLog({

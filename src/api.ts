@@ -33,7 +33,7 @@ import {
 } from './artifacts/receipt.js';
 import { createSessionWith, type SessionOptions, type WalletSession } from './wallet/session.js';
 import { createVerifier, type VerifyCtlOptions, type VerifyCtlResult } from './verifier/verify.js';
-import type { CaptureCtl } from './verifier/hold-book.js';
+import type { CaptureCtl } from './verifier/capture.js';
 import { humanAgentProfile } from './entries/human-agent.js';
 import { onlineChecks } from './entries/online.js';
 import { createExpressMiddleware, createKoaMiddleware, type MiddlewareOptions } from './verifier/middleware.js';
@@ -238,11 +238,12 @@ export const verifyCtl: (sba: unknown, options: VerifyCtlOptions) => Promise<Ver
 
 /**
  * Captures a hold that `verifyCtl` (or the decision verifier) accepted (PROTOCOL.md §15): at most
- * the hold, once, before the SBA expires; the rest goes back to every counter. Never throws.
- * @example const r = await captureCtl(sba.authorization.budgetId, '1234'); if (!r.captured) console.log(r.error.code)
+ * the hold, once, before the SBA expires; the rest goes back to every counter. The hold is named by
+ * the result's `holdId` (or the SBA) and found in `spendStorage`, the storage the verification
+ * used. Never throws.
+ * @example const r = await captureCtl(v.holdId, '1234', { spendStorage }); if (!r.captured) console.log(r.error.code)
  */
-export const captureCtl: CaptureCtl = (budgetId, amount, options) =>
-  defaultVerifier.captureCtl!(budgetId, amount, options);
+export const captureCtl: CaptureCtl = (hold, amount, options) => defaultVerifier.captureCtl!(hold, amount, options);
 
 /**
  * Express/Connect middleware: verifies the SBA of `Authorization: CTL …` or `body.sba`, sets

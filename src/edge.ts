@@ -4,12 +4,13 @@
  */
 import { createEdgeVerifyCrypto } from './crypto/edge.js';
 import { createVerifier, type VerifyCtlOptions, type VerifyCtlResult } from './verifier/verify.js';
+import type { CaptureCtl, CaptureOptions, CaptureResult } from './verifier/capture.js';
 import { decodeSbaHeader } from './verifier/presentation.js';
 import { onlineChecks } from './entries/online.js';
 import { verifyBundleWith, type VerifyBundleOptions } from './artifacts/bundle.js';
 import type { PublicKeyInput } from './crypto/types.js';
 
-export type { VerifyCtlOptions, VerifyCtlResult };
+export type { VerifyCtlOptions, VerifyCtlResult, CaptureCtl, CaptureOptions, CaptureResult };
 
 // Verify-only (no private-key import), as ctl/verify: an edge verifier never signs.
 const edgeCrypto = createEdgeVerifyCrypto();
@@ -22,10 +23,15 @@ export { registerHumanAgent } from './verifier/features.js';
  * @example const r = await verifyCtlEdge(decodeSbaHeader(req.headers.get('authorization')), { amount: '30', currency:
  * 'USD', jwksUrl })
  */
-export const verifyCtlEdge: (sba: unknown, options: VerifyCtlOptions) => Promise<VerifyCtlResult> = createVerifier(
-  edgeCrypto,
-  { online: onlineChecks },
-);
+const verifier = createVerifier(edgeCrypto, { online: onlineChecks });
+export const verifyCtlEdge: (sba: unknown, options: VerifyCtlOptions) => Promise<VerifyCtlResult> = verifier;
+
+/**
+ * Captures a hold `verifyCtlEdge` accepted (PROTOCOL.md §15), as `captureCtl` of `ctl`: named by
+ * the result's `holdId` (or the SBA), on the `spendStorage` the verification used. Never throws.
+ * @example const r = await captureCtl(v.holdId, '1234', { spendStorage, now }); if (!r.captured) log(r.error.code)
+ */
+export const captureCtl: CaptureCtl = (hold, amount, options) => verifier.captureCtl!(hold, amount, options);
 
 /** As `verifyTrustBundle`, on WebCrypto. */
 export function verifyTrustBundleEdge(

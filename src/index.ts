@@ -13,7 +13,7 @@ export type { BundleFields, SignBundleOptions, VerifyBundleOptions } from './art
 export type { ReceiptFields, VerifyReceiptOptions } from './artifacts/receipt.js';
 export type { SessionOptions, PaymentRequest, WalletSession } from './wallet/session.js';
 export type { VerifyCtlOptions, VerifyCtlResult } from './verifier/verify.js';
-export type { CaptureCtl, CaptureOptions, CaptureResult } from './verifier/hold-book.js';
+export type { CaptureCtl, CaptureOptions, CaptureResult } from './verifier/capture.js';
 export type { WindowRemaining } from './wallet/holds.js';
 export type { MiddlewareOptions, CtlRequestState } from './verifier/middleware.js';
 export type { Decision, DecisionOptions, DecisionResult } from './verifier/decision.js';

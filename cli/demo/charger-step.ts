@@ -69,16 +69,19 @@ export async function chargerHoldStep(
   const { budgetId } = hold.authorization;
   const held = await wallet.remaining();
   show(`the vehicle signs a hold of ${usd('3000')}: its wallet has ${usd(held.remainingMinor)} left`);
+  // The charger's ledger: the hold lives there until it is captured (PROTOCOL.md §15).
+  const chargerLedger = createMemorySpendStorage();
   const v = await verifyCtl(hold, {
     amount: '3000',
     currency: 'USD',
     offline: true,
     ...offline,
-    spendStorage: createMemorySpendStorage(),
+    spendStorage: chargerLedger,
   });
   expect(v.valid, `the charger verifies the hold offline for ${usd('3000')}, then charges`);
+  const holdId = v.valid ? v.holdId! : '';
   const capture = async (amount: string) => {
-    const r = await captureCtl(budgetId, amount);
+    const r = await captureCtl(holdId, amount, { spendStorage: chargerLedger });
     return r.captured ? `captured ${usd(r.amountMinor)}` : r.error.code;
   };
   expect((await capture('3100')) === 'capture_exceeds_hold', `a capture of ${usd('3100')}: capture_exceeds_hold`);

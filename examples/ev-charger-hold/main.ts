@@ -74,7 +74,7 @@ try {
 
   // 3. It captures what was used: never above the hold, once.
   const capture = async (amount: string) => {
-    const r = await charger.capture({ budgetId, amount });
+    const r = await charger.capture({ holdId: v.valid ? v.holdId : undefined, amount });
     console.log(
       `charger captures ${eur(amount)}: ${r.captured ? `captured ${eur(r.amountMinor)}` : `refused (${r.error.code})`}`,
     );

@@ -24,7 +24,7 @@ import {
 import { signArtifact } from './signing.js';
 import { bundleSignersWith, signedByBundleKey } from '../verifier/root-chain.js';
 import { toErrorInfo, fail } from '../errors.js';
-import { artifactData } from '../encoding/frozen-copy.js';
+import { artifactData, MAX_BUNDLE_MEMBERS } from '../encoding/frozen-copy.js';
 import { checkWindow, formatTimestamp, readClock, timeOption } from '../values.js';
 import { hostNow } from '../host.js';
 import { newId } from '../ids.js';
@@ -136,7 +136,7 @@ export async function verifyBundleWith(
   options: VerifyBundleOptions = {},
 ): Promise<Verified<{ bundle: TrustBundle; rootVersion: number }>> {
   try {
-    const bundle = artifactData(input);
+    const bundle = artifactData(input, MAX_BUNDLE_MEMBERS);
     checkBundle(bundle);
     const o = options ?? {};
     // Time is a number or nothing (PROTOCOL.md §12): checked before anything else is trusted.

@@ -73,7 +73,8 @@ export function checkDelegation(value: unknown, field = 'delegation'): asserts v
     checkVersion(node, path);
     checkShape(node, path, delegationShape);
     checkTimeOrder(node, path);
-    checkWindowRules(node, path);
+    // A window above the link's own ceiling widens the link (PROTOCOL.md §14), not its shape.
+    checkWindowRules(node, path, 'delegation_invalid');
     const parent = node['parent'];
     path += '.parent';
     if (!isDelegation(parent)) {

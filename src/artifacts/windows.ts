@@ -8,6 +8,7 @@
 import type { BudgetWindow } from './types.js';
 import { arrayOf, amount, bad, counter, object, str, type Check, type Shape } from './schema.js';
 import { formatTimestamp, parseTimestamp } from '../values.js';
+import { fail } from '../errors.js';
 
 /** The periods a window may have (ISO 8601 durations), shortest first. */
 export const WINDOW_PERIODS = ['PT1H', 'P1D', 'P7D', 'P1M', 'P1Y'] as const;
@@ -27,10 +28,15 @@ export const windows: Check = arrayOf(object(windowShape), { min: 1, max: 4 });
 
 /**
  * The rules of §13 a shape cannot say: each period at most once, no window above the artifact's
- * own `maxAmountMinor`, and `windowsStart` only beside `windows`. Throws `malformed`.
+ * own `maxAmountMinor`, and `windowsStart` only beside `windows`. Throws `malformed`; a window above
+ * the ceiling throws `aboveCeiling` (a delegation's: `delegation_invalid`, PROTOCOL.md §14).
  * @example checkWindowRules(grant, 'grant')
  */
-export function checkWindowRules(value: Record<string, unknown>, field: string): void {
+export function checkWindowRules(
+  value: Record<string, unknown>,
+  field: string,
+  aboveCeiling: 'malformed' | 'delegation_invalid' = 'malformed',
+): void {
   const list = value['windows'] as BudgetWindow[] | undefined;
   if (list === undefined) {
     if (value['windowsStart'] !== undefined) bad(`${field}.windowsStart`, 'is only meaningful beside windows');
@@ -41,8 +47,11 @@ export function checkWindowRules(value: Record<string, unknown>, field: string):
   list.forEach((w, i) => {
     if (seen.has(w.every)) bad(`${field}.windows[${i}].every`, `${w.every} is given twice`);
     seen.add(w.every);
-    if (BigInt(w.maxAmountMinor) > ceiling)
-      bad(`${field}.windows[${i}].maxAmountMinor`, `is above ${field}.maxAmountMinor`);
+    if (BigInt(w.maxAmountMinor) > ceiling) {
+      const where = `${field}.windows[${i}].maxAmountMinor`;
+      if (aboveCeiling === 'malformed') bad(where, `is above ${field}.maxAmountMinor`);
+      fail(aboveCeiling, `${where}: a window above the link's own maxAmountMinor widens it`);
+    }
   });
 }
 

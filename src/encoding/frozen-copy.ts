@@ -81,5 +81,12 @@ export function ownData(value: unknown, maxMembers = 10_000): unknown {
  * its own (`ownData`), so that what is checked is what is verified and returned (PROTOCOL.md §12).
  * @example const sba = artifactData(req.body.sba) // checks and signatures then read only `sba`
  */
-export const artifactData = (input: unknown): unknown =>
-  typeof input === 'string' ? parseStrictJson(input) : ownData(input);
+export const artifactData = (input: unknown, maxMembers?: number): unknown =>
+  typeof input === 'string' ? parseStrictJson(input) : ownData(input, maxMembers);
+
+/**
+ * The members a Trust Bundle given as an object may have in all, in every verifier that reads one
+ * (`verifyTrustBundle`, `verifyCtl`'s bundles): one limit, so no bundle is accepted by one and
+ * refused by the other. Room for a fleet's revocations (a million ids is some 30 MB of JSON).
+ */
+export const MAX_BUNDLE_MEMBERS = 1_000_000;

@@ -8,7 +8,7 @@
  */
 export { CtlError, ERROR_CODES, isCtlErrorCode, type CtlErrorCode, type CtlErrorInfo } from '../errors.js';
 export type { VerifyCtlOptions, VerifyCtlResult } from '../verifier/verify.js';
-export type { CaptureCtl, CaptureOptions, CaptureResult } from '../verifier/hold-book.js';
+export type { CaptureCtl, CaptureOptions, CaptureResult } from '../verifier/capture.js';
 export type { VerifyBundleOptions } from '../artifacts/bundle.js';
 export type { PolicyGrant, SignedBudgetAuthorization, TrustBundle, Jwks, Asset, Verified } from '../artifacts/types.js';
 export { decodeSbaHeader } from '../verifier/presentation.js';
@@ -51,7 +51,7 @@ export { verifyCheckpoint, verifyTlogProof } from '../log/api.js';
 // Bound here to the verify-only facade (no private-key readers in this bundle); the same code as `ctl`'s.
 import { createVerifyOnlyCrypto } from '../crypto/index.js';
 import { createVerifier, type VerifyCtlOptions, type VerifyCtlResult } from '../verifier/verify.js';
-import type { CaptureCtl } from '../verifier/hold-book.js';
+import type { CaptureCtl } from '../verifier/capture.js';
 import { verifyBundleWith, type VerifyBundleOptions } from '../artifacts/bundle.js';
 import { verifyRootChainWith, type RootChainResult, type VerifyRootChainOptions } from '../verifier/root-chain.js';
 import type { TrustBundle, Verified } from '../artifacts/types.js';
@@ -68,7 +68,7 @@ const verifier = createVerifier(crypto);
 export const verifyCtl: (sba: unknown, options: VerifyCtlOptions) => Promise<VerifyCtlResult> = verifier;
 
 /** Captures a hold `verifyCtl` accepted (PROTOCOL.md §15), as `captureCtl` of `ctl`. Never throws. */
-export const captureCtl: CaptureCtl = (budgetId, amount, options) => verifier.captureCtl!(budgetId, amount, options);
+export const captureCtl: CaptureCtl = (hold, amount, options) => verifier.captureCtl!(hold, amount, options);
 
 /**
  * Checks a bundle against the pinned root key, or the newest bundle keys of `rootChain` (PROTOCOL.md §4, §11). @example

@@ -24,8 +24,7 @@ import { checkBundle } from '../artifacts/bundle.js';
 import { isPlainObject } from '../artifacts/schema.js';
 import { signedByBundleKey, type BundleSigners } from './root-chain.js';
 import { parseStrictJson } from '../encoding/jcs.js';
-import { deepFreeze } from '../encoding/frozen-copy.js';
-import { malformed } from '../errors.js';
+import { deepFreeze, MAX_BUNDLE_MEMBERS, ownData } from '../encoding/frozen-copy.js';
 import { passUnsupported } from '../crypto/algorithm-support.js';
 import { remember } from '../crypto/cache.js';
 
@@ -100,7 +99,8 @@ export function createBundleCache(c: CtlCrypto): BundleCache {
         const hit = byObject.get(input);
         if (hit && hit.signersId === signers.id && sameAsCopy(input, hit)) return hit;
         const callerRevoked = (input as Record<string, unknown>)['revokedGrants'];
-        const entry = await checkCopy(frozenCopy(input, 0), signers, callerRevoked);
+        // Read once into data of its own, to the same member limit as verifyTrustBundle's.
+        const entry = await checkCopy(deepFreeze(ownData(input, MAX_BUNDLE_MEMBERS)), signers, callerRevoked);
         if (entry) byObject.set(input, entry);
         else byObject.delete(input);
         return entry;
@@ -110,22 +110,6 @@ export function createBundleCache(c: CtlCrypto): BundleCache {
       }
     },
   };
-}
-
-/** A deep, frozen copy of JSON-shaped data; anything else is kept as is and refused by `checkBundle`. */
-function frozenCopy(v: unknown, depth: number): unknown {
-  if (depth > MAX_DEPTH) malformed('bundle: nested too deeply');
-  if (Array.isArray(v)) {
-    const out = new Array(v.length);
-    for (let i = 0; i < v.length; i++) out[i] = frozenCopy(v[i], depth + 1);
-    return Object.freeze(out);
-  }
-  if (isPlainObject(v)) {
-    const out: Record<string, unknown> = {};
-    for (const key of Object.keys(v)) out[key] = frozenCopy(v[key], depth + 1);
-    return Object.freeze(out);
-  }
-  return v;
 }
 
 /** The caller's object still looks like the copy (see the module comment for what is compared). */

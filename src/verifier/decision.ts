@@ -35,7 +35,14 @@ export interface DecisionOptions extends Omit<VerifyCtlOptions, 'amount' | 'curr
 }
 
 export type DecisionResult =
-  | { ok: true; grant: PolicyGrant; sba: SignedBudgetAuthorization<PolicyGrant | Delegation>; decisionId: string }
+  | {
+      ok: true;
+      grant: PolicyGrant;
+      sba: SignedBudgetAuthorization<PolicyGrant | Delegation>;
+      decisionId: string;
+      /** A hold accepted with spend tracked: its name for `captureCtl` (PROTOCOL.md §15), as `verifyCtl`'s. */
+      holdId?: string;
+    }
   | { ok: false; error: CtlErrorInfo };
 
 export async function verifyDecisionWith(
@@ -81,7 +88,8 @@ export async function verifyDecisionWith(
     // Last: verifyCtl, whose own last step is the spend reservation.
     const r = await verify(sba, { ...rest, amount: price.amountMinor, currency: price.currency });
     if (!r.valid) return { ok: false, error: r.error };
-    return { ok: true, grant: r.grant, sba: r.sba, decisionId: decision.decisionId };
+    const held = r.holdId !== undefined ? { holdId: r.holdId } : {};
+    return { ok: true, grant: r.grant, sba: r.sba, decisionId: decision.decisionId, ...held };
   } catch (e) {
     const error = toErrorInfo(e);
     // As verifyCtl: a refusal by time keeps its clock reading at once, so a clock set back cannot

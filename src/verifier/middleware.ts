@@ -10,7 +10,7 @@
  * `ctx.request.body`. A body only available parsed (`express.json()` alone) has lost that check:
  * its `sba` is taken as it is, or refused with `requireRawBody`.
  */
-import type { CaptureResult } from './hold-book.js';
+import type { CaptureResult } from './capture.js';
 import type { VerifyCtl, VerifyCtlOptions } from './verify.js';
 import type { Delegation, PolicyGrant, SignedBudgetAuthorization } from '../artifacts/types.js';
 import { decodeSbaHeader, sbaFromBodyText } from './presentation.js';
@@ -46,8 +46,13 @@ export interface CtlRequestState {
   sba: SignedBudgetAuthorization<PolicyGrant | Delegation>;
   amount: string;
   currency: string;
-  /** For a hold (PROTOCOL.md §15): captures what was used, at most the hold, once. Never throws. */
+  /**
+   * For a hold accepted with spend tracked (PROTOCOL.md §15): captures what was used, at most the
+   * hold, once, on the storage and clock of the verification. Never throws.
+   */
   capture?: (amount: string) => Promise<CaptureResult>;
+  /** The hold's name for `captureCtl` after a restart (as `verifyCtl`'s result). */
+  holdId?: string;
 }
 
 // Express users get `req.ctl` typed: Express declares the global `Express.Request` interface for
@@ -113,9 +118,12 @@ async function verifyRequest<R>(
   if (!r.valid) return { ok: false, error: r.error };
   const state: CtlRequestState = { valid: true, grant: r.grant, sba: r.sba, amount: r.amount, currency: r.currency };
   const capture = verify.captureCtl;
-  if (r.sba.authorization.capture === 'hold' && capture) {
-    const { budgetId } = r.sba.authorization;
-    state.capture = (amount) => capture(budgetId, amount, { now: options.now, timeFloor: options.timeFloor });
+  const holdId = r.holdId;
+  if (holdId !== undefined && capture) {
+    // The storage and the clock the verification used (PROTOCOL.md §15).
+    const { spendStorage, now, timeFloor } = options;
+    state.holdId = holdId;
+    state.capture = (amount) => capture(holdId, amount, { spendStorage, now, timeFloor });
   }
   return { ok: true, state };
 }

@@ -35,11 +35,11 @@ import {
 import { hostEnv, hostNow } from '../host.js';
 import type { RevocationChecker } from '../revocation.js';
 import type { FetchLike } from '../net/fetch-json.js';
-import { createHoldBook, type CaptureCtl } from './hold-book.js';
+import { createCaptureCtl, type CaptureCtl } from './capture.js';
 import { createMemorySpendStorage, type SpendStorage } from '../wallet/spend-storage.js';
 import {
   commitAll,
-  releaseAll,
+  ledgerClock,
   reservationId,
   raiseRegister,
   reserveAll,
@@ -51,9 +51,9 @@ import { readFlooredTime, type TimeFloor } from './time-floor.js';
 import { featureOf, viaModule, type VerifierFeatures } from './features.js';
 import { passUnsupported } from '../crypto/algorithm-support.js';
 import { remember } from '../crypto/cache.js';
-import { chainOf, effectiveGrant } from '../artifacts/delegation.js';
+import { chainOf, effectiveGrant, type DelegationChain } from '../artifacts/delegation.js';
 import { walkDelegationChain, type LinkSignatureCache } from './delegation-chain.js';
-import { chainIds, linkLedgers, linkRevocationUrl } from '../wallet/chain-ledgers.js';
+import { chainIds, chainScope, linkLedgers, linkRevocationUrl } from '../wallet/chain-ledgers.js';
 
 export interface VerifyCtlOptions {
   /** The payment in front of the merchant, minor units. */
@@ -148,6 +148,12 @@ export type VerifyCtlResult =
       amount: string;
       currency: string;
       merchantId?: string;
+      /**
+       * For a hold accepted with spend tracked (PROTOCOL.md §15): the name of the hold in the
+       * `spendStorage`, for `captureCtl(holdId, amount, { spendStorage })`. Persist it to capture
+       * after a restart.
+       */
+      holdId?: string;
     }
   | { valid: false; error: CtlErrorInfo };
 
@@ -171,7 +177,6 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
   const didKeys = new Map<string, PublicJwk>();
   let revocation: RevocationChecker | undefined;
   const defaultSpend = createMemorySpendStorage();
-  const holds = createHoldBook();
   const turns = new Map<string, Promise<unknown>>();
   /** Walked chains, keyed by the bytes of root + chain (never by object): a payment does not re-verify the chain. */
   const signersCache = new Map<string, Promise<BundleSigners>>();
@@ -358,6 +363,73 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
     }
   }
 
+  /**
+   * PROTOCOL.md §5 step 4's stateful part, last of all: the payment (a hold at its maximum) is
+   * reserved in every ledger it counts in, one atomic reservation keyed by the SBA's id within
+   * its chain (`scope`), so it is accepted at most once, ever (§7). Returns the hold's id.
+   */
+  async function recordSpend(
+    storage: SpendStorage,
+    p: {
+      o: VerifyCtlOptions;
+      sba: SignedBudgetAuthorization<PolicyGrant | Delegation>;
+      chain: DelegationChain;
+      scope: string;
+    },
+    t: { amount: bigint; merchantId?: string; now: number; tol: number; bundleIssuedAt?: number },
+  ): Promise<string | undefined> {
+    const { o, chain } = p;
+    const a = p.sba.authorization;
+    const grant = chain.root;
+    const sbaExpiry = parseTimestamp(a.expiresAt, 'authorization.expiresAt');
+    // A ledger remembers the latest time it counted at (PROTOCOL.md §12, §13): without a host
+    // floor, the storage's own, so a clock set back reopens no window this ledger saw close.
+    const clock = o.timeFloor ? undefined : await ledgerClock(storage, LEDGER_CLOCK_KEY, t.now);
+    const at = clock?.now ?? t.now;
+    // A time the ledger has counted is a time the verifier has seen: an SBA expired by it is
+    // refused, though the clock was set back (its id may be forgotten by then).
+    if (at >= sbaExpiry + t.tol) fail('sba_expired', 'the SBA has expired (by the time this ledger has counted)');
+    const offlineAllowance = o.offline ? grant.offline : undefined;
+    // The offline allowance is counted per refresh (PROTOCOL.md §8: "before it must go online"):
+    // the newest bundle that vouched for the issuer, held in a register that only rises, so an
+    // older bundle, or none, never reopens a count already spent.
+    const epoch =
+      offlineAllowance && (offlineAllowance.maxPayments !== undefined || offlineAllowance.maxAmountMinor !== undefined)
+        ? await raiseRegister(storage, `offline-epoch:${grant.grantId}`, BigInt(Math.floor(t.bundleIssuedAt ?? 0)), at)
+        : 0n;
+    // A hold is counted at its maximum until captured (PROTOCOL.md §15).
+    const hold = a.capture === 'hold';
+    const held = hold ? BigInt(a.maxAmountMinor) : t.amount;
+    // Under a chain, every link too, leaf to root, in the one reservation (PROTOCOL.md §13, §14).
+    const ledgers = [
+      ...linkLedgers(chain, 'grant:', held, at).reverse(),
+      ...spendLedgers(grant, held, t.merchantId, at, offlineAllowance, epoch),
+    ];
+    const payment = { scope: p.scope, id: a.budgetId };
+    // The id may be forgotten once the SBA is refused as expired whatever the clock says: at its
+    // expiry under a time floor, a day later without one (a clock stepped back less than that
+    // cannot revive it). A hold goes back at the SBA's own expiry, uncaptured, never in the
+    // clock tolerance: the capture must come before it (PROTOCOL.md §15).
+    const options = {
+      expiresAt: sbaExpiry + t.tol + (o.timeFloor ? 0 : UNFLOORED_ID_RETENTION_MS),
+      now: at,
+      ...(hold ? { hold, releaseAt: sbaExpiry } : {}),
+    };
+    // Presentations of one SBA take turns here: while one holds a reservation that may still
+    // be given back, another must not read it as an accepted payment (`replay`).
+    const r = await oneAtATime(reservationId(payment), async () => {
+      const res = await reserveAll(storage, ledgers, payment, options);
+      if (res.ok && !hold) await commitAll(storage, ledgers, payment);
+      return res;
+    });
+    if (!r.ok) {
+      if (r.result === 'duplicate') fail('replay', `budgetId ${a.budgetId} was already accepted`);
+      throw new CtlError(r.ledger.code, `this payment would exceed ${r.ledger.what}`, { resetsAt: r.ledger.resetsAt });
+    }
+    await clock?.record();
+    return hold ? reservationId(payment) : undefined;
+  }
+
   const verifyCtl: VerifyCtl = async function verifyCtl(input, options) {
     let clockSeen: number | undefined;
     try {
@@ -531,62 +603,21 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
       // Every stateless check passed: record the time this payment proves (PROTOCOL.md §12), only
       // what the verifier trusts (its clock, its root's bundles), before any ledger forgets an id by it.
       if (o.timeFloor) await o.timeFloor.raise(Math.max(time.clock, bundleIssuedAt ?? 0));
+      let holdId: string | undefined;
       if (o.trackSpend || o.offline) {
         const storage = o.spendStorage ?? defaultSpend;
-        // The offline allowance is counted per refresh (PROTOCOL.md §8: "before it must go online"):
-        // the newest bundle that vouched for the issuer, held in a register that only rises, so an
-        // older bundle, or none, never reopens a count already spent.
-        const epoch =
-          offlineAllowance &&
-          (offlineAllowance.maxPayments !== undefined || offlineAllowance.maxAmountMinor !== undefined)
-            ? await raiseRegister(
-                storage,
-                `offline-epoch:${grant.grantId}`,
-                BigInt(Math.floor(bundleIssuedAt ?? 0)),
-                now,
-              )
-            : 0n;
-        // A hold is counted at its maximum until captured (PROTOCOL.md §15).
-        const hold = a.capture === 'hold';
-        const held = hold ? BigInt(a.maxAmountMinor) : amount;
-        // Under a chain, every link too, leaf to root, in the one reservation (PROTOCOL.md §13, §14).
-        const ledgers = [
-          ...linkLedgers(chain, 'grant:', held, now).reverse(),
-          ...spendLedgers(grant, held, merchantId, now, offlineAllowance, epoch),
-        ];
-        // The id may be forgotten once the SBA is refused as expired whatever the clock says: at
-        // its expiry under a time floor, a day later without one (a clock stepped back less than
-        // that cannot revive it).
-        const forget = {
-          expiresAt:
-            parseTimestamp(a.expiresAt, 'authorization.expiresAt') +
-            tol +
-            (o.timeFloor ? 0 : UNFLOORED_ID_RETENTION_MS),
-          now,
-        };
-        // Presentations of one SBA take turns here: while one holds a reservation that may still
-        // be given back, another must not read it as an accepted payment (`replay`).
-        const r = await oneAtATime(`${grant.grantId}/${a.budgetId}`, async () => {
-          const res = await reserveAll(storage, ledgers, a.budgetId, { ...forget, hold });
-          if (res.ok && !hold) await commitAll(storage, ledgers, a.budgetId);
-          return res;
-        });
-        if (!r.ok) {
-          if (r.result === 'duplicate') fail('replay', `budgetId ${a.budgetId} was already accepted`);
-          throw new CtlError(r.ledger.code, `this payment would exceed ${r.ledger.what}`, {
-            resetsAt: r.ledger.resetsAt,
-          });
-        }
-        if (hold) {
-          // Captured before the SBA's own expiry (PROTOCOL.md §15), never in the clock tolerance:
-          // the wallet gives an uncaptured hold back soon after that instant.
-          const sbaExpiry = parseTimestamp(a.expiresAt, 'authorization.expiresAt');
-          const reservation = reservationId(ledgers, a.budgetId);
-          if (!holds.record(a.budgetId, { storage, reservation, expiresAt: sbaExpiry }, now)) {
-            await releaseAll(storage, ledgers, a.budgetId);
-            fail('replay', `budgetId ${a.budgetId} is a live hold already`);
-          }
-        }
+        const leaf = ids.length > 1 ? ids[ids.length - 1]!.id : undefined;
+        holdId = await recordSpend(
+          storage,
+          { o, sba, chain, scope: chainScope(chain, 'grant:', leaf) },
+          {
+            amount,
+            merchantId,
+            now,
+            tol,
+            bundleIssuedAt,
+          },
+        );
       }
       return {
         valid: true,
@@ -595,6 +626,7 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
         amount: o.amount,
         currency,
         ...(merchantId !== undefined ? { merchantId } : {}),
+        ...(holdId !== undefined ? { holdId } : {}),
       };
     } catch (e) {
       const error = toErrorInfo(e);
@@ -610,11 +642,13 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
       return { valid: false, error };
     }
   };
-  verifyCtl.captureCtl = holds.capture;
+  verifyCtl.captureCtl = createCaptureCtl(defaultSpend);
   return verifyCtl;
 }
 
 const UNFLOORED_ID_RETENTION_MS = 86_400_000;
+/** Where a verifier without a host time floor keeps the latest time its ledger has counted at. */
+const LEDGER_CLOCK_KEY = 'ledger-clock:verifier';
 const TIME_REFUSALS = new Set<string>([
   'trust_bundle_expired',
   'grant_expired',

@@ -34,6 +34,21 @@ export function chainIds(chain: DelegationChain): { id: string; name: string }[]
 }
 
 /**
+ * The replay scope of an SBA (PROTOCOL.md §7): the chain that signed it, never anything that
+ * changes with time. Under a plain grant, `<prefix><grantId>` (the grant's own ledger key); under
+ * a chain, the root's id and the leaf's revocation id (128 bits of it: it covers every link above),
+ * so a stranger's chain, or a sibling given the same `delegationId`, never shares the scope.
+ * `leafRevocationId`: the leaf's `linkRevocationId` when the caller has it (`chainIds`).
+ * @example chainScope(chain, 'grant:') // 'grant:g1' or 'grant:g1#3f1c…'
+ */
+export function chainScope(chain: DelegationChain, prefix: string, leafRevocationId?: string): string {
+  const base = `${prefix}${chain.root.grantId}`;
+  const leaf = chain.links[chain.links.length - 1];
+  if (!leaf) return base;
+  return `${base}#${(leafRevocationId ?? linkRevocationId(leaf)).slice(0, 32)}`;
+}
+
+/**
  * The revocation URL of a link: its id asked at the root grant's `revocationUrl` base
  * (PROTOCOL.md §14), `<base>/revoke?grantId=<id>&rootGrantId=<root id>`.
  */

@@ -11,27 +11,27 @@ import { hasAtomicReserve, windowLedgers } from './ledgers.js';
 import { formatTimestamp } from '../values.js';
 
 /**
- * Captures `amount` (minor units, a decimal string) of the hold reserved under `reservation`, at
- * `now` (the caller's floored clock), if before `expiresAt`. Throws `capture_exceeds_hold` (the
- * hold stays), `replay` (captured already), `hold_expired` (past its expiry, or released).
- * @example await captureHold(storage, 'grant:g1|bud_1', '1234', Date.now(), sbaExpiry)
+ * Captures `amount` (minor units, a decimal string; 0 is a void) of the hold reserved under
+ * `reservation`, at `now` (the caller's floored clock). Whether it is too late is the storage's to
+ * say: a merchant's hold carries its `releaseAt` (the SBA's expiry), a wallet's none (it keeps the
+ * hold until it learns the capture, PROTOCOL.md §15). Throws `capture_exceeds_hold` (the hold
+ * stays), `replay` (captured already), `hold_expired` (released at its expiry, or no such hold).
+ * @example await captureHold(storage, 'grant:g1|bud_1', '1234', Date.now())
  */
 export async function captureHold(
   storage: SpendStorage,
   reservation: string,
   amount: string,
   now: number,
-  expiresAt: number,
 ): Promise<bigint> {
   const captured = parseAmount(amount, 'amount');
   if (!hasAtomicReserve(storage))
     throw new CtlError('unsupported_feature', 'this SpendStorage has no commitMany: it holds no hold to capture');
-  if (now >= expiresAt) throw new CtlError('hold_expired', 'the hold expired before this capture');
   const r = await storage.commitMany!(reservation, captured, { now });
   if (r === 'committed') return captured;
   if (r === 'exceeded') throw new CtlError('capture_exceeds_hold', `${amount} minor units is above the hold`);
   if (r === 'duplicate') throw new CtlError('replay', 'this hold was captured already');
-  throw new CtlError('hold_expired', 'no live hold to capture: it expired or was released');
+  throw new CtlError('hold_expired', 'no live hold to capture: it expired or was released, or was never held here');
 }
 
 /** One budget window where it stands (PROTOCOL.md §13), as `remaining()` reports it. */

@@ -31,17 +31,29 @@ export interface Ledger {
 export type ReserveAllResult = { ok: true } | { ok: false; result: Exclude<ReserveResult, 'reserved'>; ledger: Ledger };
 
 export interface ReserveAllOptions extends ReserveOptions {
-  /** The reservation is a hold, released if still uncaptured at `expiresAt` (PROTOCOL.md §15). */
+  /** The reservation is a hold, kept until captured (PROTOCOL.md §15). */
   hold?: boolean;
+  /** For a hold on a merchant's ledger: given back if still uncaptured when `now` reaches it. */
+  releaseAt?: number;
 }
 
 /**
- * The reservation's id in the storage: a payment's id scoped by its first ledger (the grant's or
- * the session's), as the single-counter calls scope ids by key. Another grant's SBA carrying the
- * same `budgetId` is then not a replay of this one, and cannot burn its id in advance.
+ * One payment as its ledgers know it: `id` (the SBA's `budgetId`) within `scope` (the chain that
+ * signed it, `chainScope`). The scope never changes with time, so the replay record of one SBA
+ * is one record, whatever windows its ledgers cross (PROTOCOL.md §7).
  */
-export function reservationId(ledgers: readonly Ledger[], id: string): string {
-  return `${ledgers[0]!.key}|${id}`;
+export interface PaymentRef {
+  scope: string;
+  id: string;
+}
+
+/**
+ * The reservation's id in the storage: the payment's id within its scope. Another chain's SBA
+ * carrying the same `budgetId` is then not a replay of this one, and cannot burn its id in advance.
+ * @example reservationId({ scope: 'grant:g1', id: 'bud_1' }) // 'grant:g1|bud_1'
+ */
+export function reservationId(payment: PaymentRef): string {
+  return `${payment.scope}|${payment.id}`;
 }
 
 /** Whether `storage` has the atomic multi-counter reserve (PROTOCOL.md §13). */
@@ -61,7 +73,7 @@ export function hasAtomicReserve(storage: SpendStorage): boolean {
 export async function reserveAll(
   storage: SpendStorage,
   ledgers: readonly Ledger[],
-  id: string,
+  payment: PaymentRef,
   options?: ReserveAllOptions,
 ): Promise<ReserveAllResult> {
   if (ledgers.length === 0) return { ok: true };
@@ -73,7 +85,7 @@ export async function reserveAll(
       ...(l.count ? { count: true } : {}),
       ...(l.endsAt !== undefined ? { ledgerExpiresAt: l.endsAt } : {}),
     }));
-    const r = await storage.reserveMany!(reservationId(ledgers, id), counters, options);
+    const r = await storage.reserveMany!(reservationId(payment), counters, options);
     if (r.result === 'reserved') return { ok: true };
     if (r.result === 'duplicate') return { ok: false, result: 'duplicate', ledger: ledgers[0]! };
     const full = 'key' in r ? r.key : undefined;
@@ -85,9 +97,13 @@ export async function reserveAll(
       'unsupported_feature',
       `this SpendStorage has no atomic multi-counter reserve (reserveMany), needed for ${needs}`,
     );
+  // The single-counter calls scope the id by each ledger's key; a payment without a ledger that
+  // needs the atomic reserve has the grant's own total among them, which never changes with time.
+  const { id } = payment;
   const taken: Ledger[] = [];
   for (const ledger of ledgers) {
-    const o = ledger.endsAt === undefined ? options : { ...options, ledgerExpiresAt: ledger.endsAt };
+    const { expiresAt, now } = options ?? {};
+    const o = { expiresAt, now, ...(ledger.endsAt === undefined ? {} : { ledgerExpiresAt: ledger.endsAt }) };
     const r = await storage.reserve(ledger.key, id, ledger.amount, ledger.ceiling, o);
     if (r !== 'reserved') {
       for (const t of taken) await storage.release(t.key, id);
@@ -98,16 +114,20 @@ export async function reserveAll(
   return { ok: true };
 }
 
-export async function commitAll(storage: SpendStorage, ledgers: readonly Ledger[], id: string): Promise<void> {
+export async function commitAll(storage: SpendStorage, ledgers: readonly Ledger[], payment: PaymentRef): Promise<void> {
   if (ledgers.length === 0) return;
-  if (hasAtomicReserve(storage)) await storage.commitMany!(reservationId(ledgers, id));
-  else for (const l of ledgers) await storage.commit(l.key, id);
+  if (hasAtomicReserve(storage)) await storage.commitMany!(reservationId(payment));
+  else for (const l of ledgers) await storage.commit(l.key, payment.id);
 }
 
-export async function releaseAll(storage: SpendStorage, ledgers: readonly Ledger[], id: string): Promise<void> {
+export async function releaseAll(
+  storage: SpendStorage,
+  ledgers: readonly Ledger[],
+  payment: PaymentRef,
+): Promise<void> {
   if (ledgers.length === 0) return;
-  if (hasAtomicReserve(storage)) await storage.releaseMany!(reservationId(ledgers, id));
-  else for (const l of ledgers) await storage.release(l.key, id);
+  if (hasAtomicReserve(storage)) await storage.releaseMany!(reservationId(payment));
+  else for (const l of ledgers) await storage.release(l.key, payment.id);
 }
 
 const HOUR = 3_600_000;
@@ -211,4 +231,31 @@ export async function raiseRegister(storage: SpendStorage, key: string, value: b
     current = await storage.total(key); // another raise moved it meanwhile
   }
   return current;
+}
+
+/** A ledger clock is written when it has moved this far: at most one write a minute. */
+const LEDGER_CLOCK_STEP_MS = 60_000;
+
+/**
+ * A ledger remembers the latest time it has counted at (PROTOCOL.md §12, §13), in a register of
+ * its own storage: a window's ledger is dropped a day after the window ends, so a clock set back
+ * further than that would find the window empty and open it again. Every time a payment is
+ * counted at is max(clock, this register), and `record` raises it to that time (when it moved a
+ * minute, so it lags by a minute at most, well inside the day a window is kept). For a wallet,
+ * which has no time floor, and a verifier whose host keeps none.
+ * @example const c = await ledgerClock(storage, 'ledger-clock:wallet', Date.now()); …; await c.record()
+ */
+export async function ledgerClock(
+  storage: SpendStorage,
+  key: string,
+  clock: number,
+): Promise<{ now: number; record(): Promise<void> }> {
+  const floor = Number(await storage.total(key));
+  const now = Math.max(clock, floor);
+  return {
+    now,
+    async record() {
+      if (now >= floor + LEDGER_CLOCK_STEP_MS) await raiseRegister(storage, key, BigInt(Math.floor(now)), now);
+    },
+  };
 }

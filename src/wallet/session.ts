@@ -14,7 +14,7 @@ import {
   effectiveGrant,
   type DelegationFields,
 } from '../artifacts/delegation.js';
-import { chainIds, linkLedgers, linkRevocationUrl } from './chain-ledgers.js';
+import { chainIds, chainScope, linkLedgers, linkRevocationUrl } from './chain-ledgers.js';
 import { DEFAULT_SBA_TTL_MS, prepareSbaSigning, signPreparedSba, type PreparedSbaSigning } from '../artifacts/sba.js';
 import { frozenJsonCopy } from '../encoding/frozen-copy.js';
 import { CtlBudgetExceededError, CtlError, CtlGrantRevokedError } from '../errors.js';
@@ -35,6 +35,7 @@ import { newId } from '../ids.js';
 import { createMemorySpendStorage, type SpendStorage } from './spend-storage.js';
 import {
   commitAll,
+  ledgerClock,
   releaseAll,
   reservationId,
   reserveAll,
@@ -47,11 +48,8 @@ import { createRevocationChecker, type RevocationChecker } from '../revocation.j
 import type { FetchLike } from '../net/fetch-json.js';
 import { bundleRevocation, type BundleRevocationOptions } from './bundle-revocation.js';
 
-/**
- * How long past its SBA's expiry the wallet keeps an uncaptured hold: the widest clock skew it
- * allows a merchant (a verifier's clock tolerance is a few minutes at most in practice).
- */
-export const HOLD_GRACE_MS = 10 * 60_000;
+/** Where a wallet's storage keeps the latest time it has counted a payment at (PROTOCOL.md §12, §13). */
+const LEDGER_CLOCK_KEY = 'ledger-clock:wallet';
 
 export interface SessionOptions {
   /** Agent or wallet identity, copied into every SBA. */
@@ -97,8 +95,9 @@ export interface PaymentRequest {
   merchantId?: string;
   purpose?: string;
   /**
-   * Sign a hold (PROTOCOL.md §15): `amount` is the most the merchant may capture; it stays
-   * reserved until `capture` settles it, or until the SBA expires.
+   * Sign a hold (PROTOCOL.md §15): `amount` is the most the merchant may capture. It stays
+   * reserved in the `spendStorage`, whole, also past the SBA's expiry and across restarts, until
+   * `capture` settles it with what the merchant signed it captured (0: a void).
    */
   hold?: boolean;
 }
@@ -121,8 +120,12 @@ export interface WalletSession<G extends PolicyGrant | Delegation = PolicyGrant>
    */
   remaining(): Promise<{ remainingMinor: string; windows?: WindowRemaining[] }>;
   /**
-   * Settles a hold signed by this session with what the merchant captured (a receipt's `amount`):
-   * the rest goes back to every counter. Throws `capture_exceeds_hold`, `replay`, `hold_expired`.
+   * Settles a hold signed under this session's grant (by this session or an earlier one on the same
+   * `spendStorage`: a restart changes nothing) with what the merchant captured, as a receipt it
+   * signed says (verify it first: `verifyReceipt`); "0" is a void. The rest goes back to every
+   * counter. Until then the whole hold stays counted, also past the SBA's expiry (PROTOCOL.md §15).
+   * Throws `capture_exceeds_hold` (the hold stays), `replay` (settled already), `hold_expired` (no
+   * such hold on this storage), `malformed` (not an identifier).
    */
   capture(budgetId: string, amount: string): Promise<void>;
 }
@@ -176,13 +179,15 @@ export function createSessionWith<G extends PolicyGrant | Delegation = PolicyGra
   const fromBundles = options.revocationFromBundles && bundleRevocation(c, options.revocationFromBundles);
   let revoked = false;
   let prepared: Promise<PreparedSbaSigning> | undefined;
-  /** Holds signed and not yet captured: budgetId → reservation and expiry (PROTOCOL.md §15). */
-  const holds = new Map<string, { id: string; expiresAt: number }>();
+  // An SBA's id within the chain it is signed under (PROTOCOL.md §7): the grant's, never the
+  // session's, so a session opened after a restart settles the holds of the one before.
+  const scope = chainScope(chain, 'wallet:');
 
   async function createSba(p: PaymentRequest): Promise<SignedBudgetAuthorization<G>> {
     if (revoked) throw new CtlGrantRevokedError();
     if (!p || typeof p !== 'object') throw new TypeError('createSba: payment must be an object');
     const amount = parsePaymentAmount(p.amount, 'amount');
+    if (p.hold !== undefined && typeof p.hold !== 'boolean') throw new TypeError('createSba: hold must be a boolean');
     if (parseCurrency(p.currency, 'currency') !== grant.currency) {
       throw new CtlError('currency_mismatch', `the grant is in ${grant.currency}, not ${p.currency}`);
     }
@@ -202,7 +207,10 @@ export function createSessionWith<G extends PolicyGrant | Delegation = PolicyGra
     if (p.purpose !== undefined && grant.allowedPurposes && !purposeAllowed(p.purpose, grant.allowedPurposes)) {
       throw new CtlError('purpose_not_allowed', `purpose "${p.purpose}" is not allowed by the grant`);
     }
-    const t = readClock(now, 'options.now');
+    // Every time is max(clock, the latest time this storage counted at): a clock set back reopens
+    // no window (PROTOCOL.md §12, §13); the SBA is signed at that time too.
+    const clock = await ledgerClock(storage, LEDGER_CLOCK_KEY, readClock(now, 'options.now'));
+    const t = clock.now;
     if (t >= grantExpiry) throw new CtlError('grant_expired', `the grant expired at ${grant.expiresAt}`);
     // Every id of a chain, root first: a revoked link revokes what hangs below it (PROTOCOL.md §14).
     for (const { id } of chainIds(chain)) {
@@ -242,20 +250,19 @@ export function createSessionWith<G extends PolicyGrant | Delegation = PolicyGra
       ...velocityLedgers(root, amount, p.merchantId, t),
       ...windowLedgers(root, amount, t),
     ];
-    // The wallet needs the id only until commit; it may forget it once the SBA has expired.
+    // The wallet needs the id only until commit; it may forget it once the SBA has expired. A
+    // hold it keeps, whole, until it learns the capture: the merchant may have captured all of it,
+    // and releasing an unknown outcome would let it pay past its grant (PROTOCOL.md §15).
     const sbaExpiry = Math.min(t + sbaTtlMs, grantExpiry);
     const hold = p.hold === true;
-    // A merchant captures until the SBA's expiry by its own clock (PROTOCOL.md §15), which may run
-    // behind ours: the wallet keeps a hold a grace period longer, so no capture lands after the
-    // wallet gave the amount back and signed it again.
-    const heldUntil = hold ? sbaExpiry + HOLD_GRACE_MS : sbaExpiry;
-    for (const [id, h] of holds) if (h.expiresAt <= t) holds.delete(id); // the storage released them
-    const r = await reserveAll(storage, ledgers, budgetId, { expiresAt: heldUntil, now: t, hold });
+    const payment = { scope, id: budgetId };
+    const r = await reserveAll(storage, ledgers, payment, { expiresAt: sbaExpiry, now: t, hold });
     if (!r.ok) {
       if (r.ledger.code === 'budget_exceeded')
         throw new CtlBudgetExceededError(`${p.amount} minor units of ${p.currency} would exceed ${r.ledger.what}`);
       throw new CtlError(r.ledger.code, `this payment would exceed ${r.ledger.what}`, { resetsAt: r.ledger.resetsAt });
     }
+    await clock.record();
     try {
       const ready = await (prepared ??= prepareSbaSigning(c, drawn, {
         signingKey: options.signingKey,
@@ -282,12 +289,11 @@ export function createSessionWith<G extends PolicyGrant | Delegation = PolicyGra
         },
         t,
       );
-      // A hold stays reserved until its capture, or its expiry (PROTOCOL.md §15).
-      if (hold) holds.set(budgetId, { id: reservationId(ledgers, budgetId), expiresAt: heldUntil });
-      else await commitAll(storage, ledgers, budgetId);
+      // A hold stays reserved, in the storage, until its capture (PROTOCOL.md §15).
+      if (!hold) await commitAll(storage, ledgers, payment);
       return sba;
     } catch (e) {
-      await releaseAll(storage, ledgers, budgetId);
+      await releaseAll(storage, ledgers, payment); // never signed: provably not paid
       throw e;
     }
   }
@@ -307,14 +313,14 @@ export function createSessionWith<G extends PolicyGrant | Delegation = PolicyGra
       }
       const remainingMinor = (left > 0n ? left : 0n).toString();
       if (!root.windows) return { remainingMinor };
-      return { remainingMinor, windows: await windowsRemaining(storage, root, readClock(now, 'options.now')) };
+      const clock = await ledgerClock(storage, LEDGER_CLOCK_KEY, readClock(now, 'options.now'));
+      return { remainingMinor, windows: await windowsRemaining(storage, root, clock.now) };
     },
     async capture(budgetId, amount) {
-      const h = holds.get(budgetId);
-      if (!h) throw new CtlError('hold_expired', `no hold ${budgetId} of this session to capture`);
-      const t = readClock(now, 'options.now');
-      // Kept until it expires, captured or not: a second capture is then `replay`, not unknown.
-      await captureHold(storage, h.id, amount, t, h.expiresAt);
+      if (!isIdentifier(budgetId)) throw new CtlError('malformed', 'capture: budgetId must be an identifier');
+      const clock = await ledgerClock(storage, LEDGER_CLOCK_KEY, readClock(now, 'options.now'));
+      // No deadline here: the wallet learns a capture whenever it learns it (PROTOCOL.md §15).
+      await captureHold(storage, reservationId({ scope, id: budgetId }), amount, clock.now);
     },
   };
 }

@@ -148,7 +148,14 @@ test('SDK without a timeFloor: a clock stepped forward then back does not let an
   assert.ok((await verify(await fleet.sba('100', clock))).valid);
   clock = T0 + 30 * MIN;
   const again = await verify(s1);
-  assert.is(!again.valid && again.error.code, 'replay', 'ids outlive their SBA by a day when there is no floor');
+  // The ledger has counted at T0+3h (PROTOCOL.md §12, §13): an SBA expired by then stays expired.
+  assert.is(!again.valid && again.error.code, 'sba_expired', 'the ledger remembers the latest time it counted');
+  clock = T0 + 30 * HOUR; // past the day its id is kept: the ledger forgets it
+  assert.ok((await verify(await fleet.sba('100', clock))).valid);
+  clock = T0 + 30 * MIN;
+  const later = await verify(s1);
+  assert.is(!later.valid && later.error.code, 'sba_expired', 'a forgotten id is still no second payment');
+  assert.is(await spendStorage.total(`grant:${fleet.grant.grantId}`), 300n, 'three payments, each once');
 });
 
 test(

@@ -7,7 +7,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { readdirSync } from 'node:fs';
 import { chainOptions, ownVectorsDir, readOwnVectors, type OwnKeys } from '../helpers/own-vectors.js';
-import { ERROR_CODES, parseTimestamp } from '../../src/index.js';
+import { ERROR_CODES, parseTimestamp, type SpendStorage } from '../../src/index.js';
 import { createVerifier } from '../../src/verifier/verify.js';
 import { ALL_FEATURES } from '../helpers/features.js';
 import { verifyBundleWith } from '../../src/artifacts/bundle.js';
@@ -62,7 +62,9 @@ for (const backend of ['native', 'noble'] as const) {
           result = await verify(k.input.sba, options);
           // A hold's capture (PROTOCOL.md §15), once the SBA verified.
           if (result.valid && k.input.capture !== undefined) {
-            const r = await verify.captureCtl!(k.input.sba.authorization.budgetId, k.input.capture, { now });
+            // Named by the SBA, on the storage the verification used (its own when the options give none).
+            const where = { now, spendStorage: (options as { spendStorage?: SpendStorage }).spendStorage };
+            const r = await verify.captureCtl!(k.input.sba, k.input.capture, where);
             result = r.captured ? { valid: true } : { valid: false, error: r.error };
           }
           if (k.options.offline !== false) assert.is(calls.n, 0, `${k.id}: an offline verifier made a network call`);

@@ -402,8 +402,10 @@ export async function run(CTL, report, fixtures, role, humanAgent) {
       });
       const options = verifyOptions('30');
       const verified = await CTL.verifyCtl(hold, options);
-      const first = await CTL.captureCtl(hold.authorization.budgetId, '12', { now });
-      const second = await CTL.captureCtl(hold.authorization.budgetId, '12', { now });
+      // The hold lives in the verification's storage, named by its holdId (PROTOCOL.md §15).
+      const where = { now, spendStorage: options.spendStorage };
+      const first = await CTL.captureCtl(verified.valid ? verified.holdId : hold, '12', where);
+      const second = await CTL.captureCtl(hold, '12', where);
       await session.capture(hold.authorization.budgetId, '12');
       const day = await code(() => session.createSba({ amount: '39', currency: 'USD', rail: 'x402' }));
       const left = await session.remaining();

@@ -7,6 +7,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spendStorageConformance } from '../../src/testing/spend-storage-conformance.js';
 import { createMemorySpendStorage, type SpendStorage } from '../../src/wallet/spend-storage.js';
+import { FAULTS, referenceStorage, type Fault } from './broken-storages.js';
 
 interface Ledger {
   total: bigint;
@@ -52,12 +53,16 @@ function shapedStore(shape: { yieldAfterLookUp: boolean; recordRefused: boolean 
 }
 
 async function failures(factory: () => SpendStorage, atomicReserve = false): Promise<string[]> {
-  const failed: string[] = [];
+  return (await failuresWhy(factory, atomicReserve)).map(([name]) => name);
+}
+
+async function failuresWhy(factory: () => SpendStorage, atomicReserve = true): Promise<Array<[string, string]>> {
+  const failed: Array<[string, string]> = [];
   for (const c of spendStorageConformance(factory, { atomicReserve })) {
     try {
       await c.run();
-    } catch {
-      failed.push(c.name);
+    } catch (e) {
+      failed.push([c.name, (e as Error).message]);
     }
   }
   return failed;
@@ -120,6 +125,61 @@ function sequentialMany(): SpendStorage {
 test('a multi-counter reserve taken counter by counter fails the atomic case', async () => {
   const failed = await failures(sequentialMany, true);
   assert.ok(failed.includes('multi: a reservation refused on one counter never holds another, even for a moment'));
+});
+
+/** The case each broken storage must fail: its rule is checked there (PROTOCOL.md §7, §12, §13, §15). */
+const CAUGHT_BY: Record<Fault, string> = {
+  'many-not-atomic': 'multi: a reservation refused on one counter never holds another, even for a moment',
+  'many-partial': 'multi: all counters or none, naming the counter that is full',
+  'many-id-per-counters': 'multi: the same id twice is one reservation; a refused id is not recorded',
+  'many-check-then-add': 'multi: 200 ids racing over overlapping counters never pass a ceiling, all or none each',
+  'many-releases-unsettled-at-expiry': 'multi: a plain reservation never committed stays counted past its expiry',
+  'many-racy-id': 'multi: 50 concurrent reserves of one id: exactly one reserved, counted once',
+  'many-records-refused': 'multi: 20 concurrent reserves of one id past a ceiling: all exceeded, nothing recorded',
+  'many-number-math': 'multi: amounts beyond 2^53 stay exact',
+  'many-forgets-committed-early':
+    'multi: an id is never forgotten before its expiry, committed or not; totals are never forgotten',
+  'many-forgets-totals':
+    'multi: an id is never forgotten before its expiry, committed or not; totals are never forgotten',
+  'many-accepts-nan': 'multi: a time that is not a finite number is refused, forgetting nothing and releasing nothing',
+  'many-drops-window-early': 'multi: a window is kept until its ledgerExpiresAt and dropped from then on',
+  'many-release-skips-windows':
+    'multi: a release goes back into a window that has ended, and a dropped window stays dropped',
+  'many-releases-committed': 'multi: release gives back every counter; committed or unknown ids stay as they are',
+  'hold-captures-above': 'multi: capture below, at and above the hold; a second capture changes nothing',
+  'hold-captures-twice': 'multi: capture below, at and above the hold; a second capture changes nothing',
+  'hold-capture-moves-count': 'multi: capture below, at and above the hold; a second capture changes nothing',
+  'hold-racy-capture': 'multi: 30 concurrent captures of one hold: exactly one committed',
+  'hold-released-late': 'multi: a hold with releaseAt goes back at that instant, even behind longer-lived reservations',
+  'hold-release-stops-at-live':
+    'multi: a hold with releaseAt goes back at that instant, even behind longer-lived reservations',
+  'hold-captured-after-release':
+    'multi: a hold released at its releaseAt keeps its id until expiresAt; release after it changes nothing',
+  'hold-released-forgets-id':
+    'multi: a hold released at its releaseAt keeps its id until expiresAt; release after it changes nothing',
+  'hold-wallet-released-at-expiry':
+    'multi: a hold without releaseAt stays whole past its expiresAt until captured or voided',
+};
+
+test('the reference storage the broken ones are made from passes the whole suite', async () => {
+  assert.equal(await failuresWhy(() => referenceStorage()), []);
+});
+
+for (const fault of Object.keys(FAULTS) as Fault[]) {
+  test(`a storage broken so (${fault}: ${FAULTS[fault]}) fails the suite where its rule is checked`, async () => {
+    const failed = await failuresWhy(() => referenceStorage(fault));
+    const names = failed.map(([name]) => name);
+    assert.ok(names.includes(CAUGHT_BY[fault]), `${fault} failed only: ${JSON.stringify(failed, null, 1)}`);
+  });
+}
+
+test('every case of the multi-counter path is shown to catch at least one broken storage', async () => {
+  const caught = new Set(Object.values(CAUGHT_BY));
+  const multi = spendStorageConformance(() => createMemorySpendStorage()).filter((c) => c.name.startsWith('multi:'));
+  assert.equal(
+    multi.map((c) => c.name).filter((n) => !caught.has(n)),
+    [],
+  );
 });
 
 for (const c of spendStorageConformance(() => createMemorySpendStorage()))

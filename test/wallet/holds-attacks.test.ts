@@ -36,30 +36,43 @@ const holdOf = (g: Awaited<ReturnType<typeof grant>>, amount: string, budgetId: 
     { signingKey: k.actor.privateKeyPem, now: () => T0 },
   );
 
-test("another grant's hold under the same budgetId cannot take over the capture of a live hold", async () => {
-  const storage = createMemorySpendStorage();
-  const verify = (sba: unknown, amount: string) =>
-    verifyCtl(sba, {
-      amount,
-      currency: 'USD',
-      signingKeyPem: k.authority.publicKeyPem,
-      offline: true,
-      spendStorage: storage,
-      now: () => T0,
-    });
-  const victim = await grant(k, { grantId: 'grant_victim_h1', maxAmountMinor: '5000' });
-  const other = await grant(k, { grantId: 'grant_other_h1', maxAmountMinor: '5000' });
-  const h = await holdOf(victim, '3000', 'bud_shared_h1');
-  assert.ok((await verify(h, '3000')).valid);
-  // The budgetId is on the wire: anyone holding a grant can sign an SBA that carries it.
-  const copy = await holdOf(other, '1', 'bud_shared_h1');
-  const r = await verify(copy, '1');
-  assert.is(!r.valid && r.error.code, 'replay', 'a live hold already answers to this budgetId');
-  assert.is(await storage.total('grant:grant_other_h1'), 0n, 'the refused hold keeps nothing reserved');
-  const c = await captureCtl('bud_shared_h1', '1234', { now: () => T0 });
-  assert.equal(c, { captured: true, amountMinor: '1234' }, 'the capture settles the hold the merchant served');
-  assert.is(await storage.total('grant:grant_victim_h1'), 1234n);
-});
+// PROTOCOL.md §7: replay records are scoped to the chain that signed them. A budgetId is on the
+// wire, and anyone holding a grant can sign an SBA that carries it: in either order, the victim's
+// SBA is accepted and each hold is captured on its own.
+for (const attackerFirst of [false, true]) {
+  const when = attackerFirst ? 'before' : 'after';
+  test(`another grant's hold under a live hold's budgetId (${when} it) changes nothing for the victim`, async () => {
+    const storage = createMemorySpendStorage();
+    const verify = (sba: unknown, amount: string) =>
+      verifyCtl(sba, {
+        amount,
+        currency: 'USD',
+        signingKeyPem: k.authority.publicKeyPem,
+        offline: true,
+        spendStorage: storage,
+        now: () => T0,
+      });
+    const suffix = attackerFirst ? 'b' : 'a';
+    const victim = await grant(k, { grantId: `grant_victim_${suffix}`, maxAmountMinor: '5000' });
+    const other = await grant(k, { grantId: `grant_other_${suffix}`, maxAmountMinor: '5000' });
+    const h = await holdOf(victim, '3000', 'bud_shared');
+    const copy = await holdOf(other, '1', 'bud_shared');
+    const first = await verify(attackerFirst ? copy : h, attackerFirst ? '1' : '3000');
+    const second = await verify(attackerFirst ? h : copy, attackerFirst ? '3000' : '1');
+    const [v, a] = attackerFirst ? [second, first] : [first, second];
+    assert.ok(v.valid, `the victim's hold is accepted: ${JSON.stringify(v)}`);
+    assert.ok(a.valid, "the other grant's SBA is its own payment, not a replay of the victim's");
+    assert.is.not(v.valid && v.holdId, a.valid && a.holdId, 'two holds, two names');
+    const c = await captureCtl(v.valid ? v.holdId! : '', '1234', { now: () => T0, spendStorage: storage });
+    assert.equal(c, { captured: true, amountMinor: '1234' }, 'the capture settles the hold the merchant served');
+    assert.is(await storage.total(`grant:${victim.grantId}`), 1234n);
+    assert.is(await storage.total(`grant:${other.grantId}`), 1n, 'the other hold is untouched');
+    const bare = await captureCtl('bud_shared', '1', { now: () => T0, spendStorage: storage });
+    assert.is(!bare.captured && bare.error.code, 'malformed', 'a bare budgetId names no hold');
+    const again = await verify(h, '3000');
+    assert.is(!again.valid && again.error.code, 'replay', "the victim's SBA again: a replay");
+  });
+}
 
 const kvStorage = (): SpendStorage => createKvSpendStorage(createNodeAbi({ now: T0 }).storage);
 
