@@ -6,6 +6,7 @@
 import type { readAuthorityConfig } from '../authority/config.js';
 import { guard, parseArgs, UsageError } from './device/args.js';
 import { packageVersion, variableLines, webhookVariables, type VariableHelp } from './service/help.js';
+import { backupCommand, backupUsage } from './service/backup.js';
 import { preflight, runUntilSignal, startFailure, warnNoAdminKey } from './service/lifecycle.js';
 
 /** Every variable the authority reads (authority/README.md "Configuration" lists the same, with the same defaults). */
@@ -54,12 +55,22 @@ const VARIABLES: VariableHelp[] = [
   ['CTL_AUDIT_WEBHOOK_SECRET', undefined, 'whsec_<base64>, signs them (required with the URLs)'],
   ...webhookVariables('audit webhooks'),
   ['CTL_ANCHOR_LOCAL_PATH', undefined, 'a local append-only anchor file of the audit chain head'],
+  [
+    'CTL_AUTHORITY_HIGH_WATER_FILE',
+    'DATABASE.high-water.json',
+    "the audit head kept outside the database (SQLite's default)",
+  ],
+  ['CTL_AUTHORITY_ACCEPT_ROLLBACK', '0', '1: serve from a database behind its high-water mark (a restore)'],
   ['CTL_AUTHORITY_RATE_LIMIT_KEY', '6000/60s', 'requests per API key, shared on PostgreSQL; 0: none'],
   ['CTL_AUTHORITY_RATE_LIMIT_ADDRESS', '60000/60s', 'requests per client address, per instance; 0: none'],
 ];
 
+const DEFAULT_DB = 'sqlite:./data/authority.db';
+
 const usage = (program: string) => `usage: ${program}             run the policy authority
        ${program} root-key    print the Trust Bundle root public key (PEM) for device provisioning
+       ${program} backup --out FILE
+                    an online backup of DATABASE_URL (docs/operations.md "Backups")
        ${program} --help      this text
        ${program} --version   the version
 
@@ -79,7 +90,11 @@ export async function main(args: string[], program = 'ctl authority'): Promise<n
   const help = args.includes('--help') || args.includes('-h');
   const sub = args.find((a) => !a.startsWith('-'));
   const USAGE = sub === 'root-key' ? rootKeyUsage(program) : usage(program);
-  if (help) return (console.log(USAGE), 0);
+  if (help) return (console.log(sub === 'backup' ? backupUsage(program, DEFAULT_DB) : USAGE), 0);
+  if (sub === 'backup') {
+    const rest = args.filter((a) => a !== 'backup');
+    return guard(backupUsage(program, DEFAULT_DB), () => backupCommand(program, rest, DEFAULT_DB));
+  }
   if (args.includes('--version') || args.includes('-V')) return (console.log(packageVersion(import.meta.url)), 0);
   return guard(USAGE, async () => {
     const p = parseArgs(args, {});

@@ -3,6 +3,7 @@
  */
 import { guard, one, parseArgs, readText, required, UsageError, writeAtomic } from './device/args.js';
 import { packageVersion, variableLines, webhookVariables, type VariableHelp } from './service/help.js';
+import { backupCommand, backupUsage } from './service/backup.js';
 import { preflight, runUntilSignal, startFailure, warnNoAdminKey } from './service/lifecycle.js';
 
 /** Every variable the gateway reads (gateway/README.md "Configuration" lists the same, with the same defaults). */
@@ -62,10 +63,20 @@ const VARIABLES: VariableHelp[] = [
   ['CTL_GATEWAY_EGRESS_HOST', 'HOST', 'the address the egress proxy listens on'],
   ['CTL_GATEWAY_EGRESS_PASS_THROUGH', undefined, 'glob,... hosts the egress proxy tunnels untouched (nothing paid)'],
   ['CTL_GATEWAY_EGRESS_CONNECT_LIMIT', '120/60s', 'CONNECTs per session to the egress proxy; 0: none'],
+  [
+    'CTL_GATEWAY_HIGH_WATER_FILE',
+    'DATABASE.high-water.json',
+    "the audit head kept outside the database (SQLite's default)",
+  ],
+  ['CTL_GATEWAY_ACCEPT_ROLLBACK', '0', '1: serve from a database behind its high-water mark (a restore)'],
   ...webhookVariables('session webhooks'),
 ];
 
+const DEFAULT_DB = 'sqlite:./data/gateway.db';
+
 const usage = (program: string) => `usage: ${program}            run the payment gateway
+       ${program} backup --out FILE
+                  an online backup of DATABASE_URL (docs/operations.md "Backups")
        ${program} ca [--url URL] --key-file FILE [--out FILE]
                   the egress proxy's CA certificate (PEM) for agents to trust, from GET /ca.pem
                   with a budget owner's API key; --url default http://127.0.0.1:8402
@@ -84,6 +95,8 @@ export async function main(args: string[], program = 'ctl gateway'): Promise<num
   if (args.includes('--help') || args.includes('-h')) return (console.log(USAGE), 0);
   if (args.includes('--version') || args.includes('-V')) return (console.log(packageVersion(import.meta.url)), 0);
   if (args[0] === 'ca') return guard(USAGE, () => printCa(program, args.slice(1)));
+  if (args[0] === 'backup')
+    return guard(backupUsage(program, DEFAULT_DB), () => backupCommand(program, args.slice(1), DEFAULT_DB));
   return guard(USAGE, async () => {
     const p = parseArgs(args, {});
     if (p.positionals.length) throw new UsageError(`unexpected argument ${p.positionals[0]}`);

@@ -38,6 +38,12 @@ import {
   type Logger,
   type Migration,
 } from '../service-kit/index.js';
+import {
+  auditChainReader,
+  guardRollback,
+  rollbackOptionsFromEnv,
+  type RollbackOptions,
+} from '../service-kit/rollback-guard.js';
 import { createGatewayApp, type GatewayApp, type GatewayDeps, type GatewayParts } from './app.js';
 import { GATEWAY_MIGRATIONS } from './store/schema.js';
 import { X402_MIGRATIONS } from './payments/rails/x402/store.js';
@@ -76,6 +82,8 @@ export type GatewayStartOptions = Partial<GatewayDeps> & {
   env?: Record<string, string | undefined>;
   /** The egress proxy's listener (egress/proxy-server.ts); unset: off. */
   egress?: EgressConfig;
+  /** The rollback check (service-kit/rollback-guard.ts): the high-water file, and the operator's consent. */
+  rollback?: RollbackOptions;
 };
 
 /**
@@ -118,6 +126,7 @@ export function gatewayOptionsFromEnv(env: Record<string, string | undefined>): 
     maxSessionDepth: maxSessionDepthFromEnv(env),
     humanAuthorities: humanAuthoritiesFromEnv(env.CTL_GATEWAY_HUMAN_AUTHORITIES),
     egress: egressFromEnv(env),
+    rollback: rollbackOptionsFromEnv(env, 'CTL_GATEWAY'),
   };
 }
 
@@ -268,8 +277,12 @@ export async function startGateway(opts: GatewayStartOptions): Promise<RunningGa
   let gateway: GatewayApp | undefined;
   let server: Listening | undefined;
   let egress: EgressProxy | undefined;
+  let highWater: Awaited<ReturnType<typeof guardRollback>>;
   try {
     gateway = await openGateway({ ...opts, db, logger, sealer: opts.sealer ?? kek!.sealer, externalKeys });
+    // Before serving: a database restored from an older backup would reopen spent budget.
+    const chain = auditChainReader(db, 'gw_audit_log', 'gw_audit_log_staged');
+    highWater = await guardRollback(db, chain, opts.rollback, logger);
     for (const [purpose, k] of Object.entries(externalKeys)) {
       if (k)
         logger.info(
@@ -320,6 +333,7 @@ export async function startGateway(opts: GatewayStartOptions): Promise<RunningGa
       await egress?.close();
       await listening.close();
       await app.close();
+      await highWater?.close();
       await db.close();
       await closeKeys();
       await kek?.close();
