@@ -14,7 +14,7 @@
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { SqlDatabase } from './database.js';
-import { checkTableName } from './audit-log.js';
+import { checkTableName, type AuditLog } from './audit-log.js';
 import { ConfigError } from './config.js';
 import type { Logger } from './logger.js';
 
@@ -67,6 +67,20 @@ export function auditChainReader(db: SqlDatabase, table: string, staged?: string
     },
     async hashAt(seq) {
       return (await db.get<{ hash: string }>(`SELECT hash FROM ${table} WHERE seq = ?`, [seq]))?.hash;
+    },
+  };
+}
+
+/** An audit log without staging (the authority's: every entry appended under the chain's lock). */
+export function auditLogChainReader(audit: Pick<AuditLog, 'head' | 'list'>): ChainReader {
+  return {
+    async head() {
+      const h = await audit.head();
+      return h ? { seq: h.seq, hash: h.hash, staged: 0 } : undefined;
+    },
+    async hashAt(seq) {
+      const [e] = await audit.list({ afterSeq: seq - 1, limit: 1 });
+      return e?.seq === seq ? e.hash : undefined;
     },
   };
 }
@@ -203,7 +217,7 @@ export function rollbackOptionsFromEnv(env: Record<string, string | undefined>, 
  * current (closed before the database). Throws RollbackRefusedError.
  */
 export async function guardRollback(
-  db: SqlDatabase,
+  db: Pick<SqlDatabase, 'description'>,
   chain: ChainReader,
   o: RollbackOptions = {},
   logger?: Pick<Logger, 'warn'>,

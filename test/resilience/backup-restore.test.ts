@@ -8,7 +8,7 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,6 +20,7 @@ import { silentLogger } from '../../service-kit/index.js';
 import { startGateway, type RunningGateway } from '../../gateway/server.js';
 import { ADMIN_KEY, call, createSession, proxy, startMerchant, type Merchant } from '../gateway/helpers.js';
 import { runCtl } from '../helpers/run-ctl.js';
+import { startTestAuthority } from '../authority/harness.js';
 import { root as repo } from '../../firmware-bridge/node/device-script.js';
 import { freePort } from '../helpers/ports.js';
 
@@ -37,6 +38,34 @@ const start = (dbFile: string, rollback: { highWaterFile: string; accept?: boole
     targets: { allowPrivate: true },
     rollback: { ...rollback, acceptVariable: 'CTL_GATEWAY_ACCEPT_ROLLBACK' },
   });
+
+/** The authority's check: its audit chain (no staging) against the same kind of mark. */
+test('the authority refuses a database behind its mark, and serves with consent', async () => {
+  const adir = mkdtempSync(join(tmpdir(), 'ctl-authority-restore-'));
+  const highWaterFile = join(adir, 'authority.high-water.json');
+  try {
+    const a = await startTestAuthority({ dir: adir, keepDir: true, rollback: { highWaterFile } });
+    const created = await a.call('POST', '/admin/keys', { label: 'drill', scopes: ['grants:revoke'] });
+    assert.is(created.status, 201, JSON.stringify(created.body));
+    await a.close();
+    const m = JSON.parse(readFileSync(highWaterFile, 'utf8')) as { seq: number; hash: string };
+    assert.ok(m.seq >= 1, 'the key creation was audited and recorded');
+    // As if the database had been restored to before that entry: the mark is one past its head.
+    writeFileSync(highWaterFile, JSON.stringify({ ...m, seq: m.seq + 1 }));
+    let refused: unknown;
+    try {
+      await (await startTestAuthority({ dir: adir, keepDir: true, rollback: { highWaterFile } })).close();
+    } catch (e) {
+      refused = e;
+    }
+    assert.instance(refused, RollbackRefusedError);
+    const ok = await startTestAuthority({ dir: adir, keepDir: true, rollback: { highWaterFile, accept: true } });
+    await ok.close();
+    assert.is(JSON.parse(readFileSync(highWaterFile, 'utf8')).seq, m.seq, 'consent resets the mark');
+  } finally {
+    rmSync(adir, { recursive: true, force: true });
+  }
+});
 
 /** Where a high-water file says the chain ends: sealed entries, then staged ones. */
 const end = (file: string) => {
