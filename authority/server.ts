@@ -55,7 +55,7 @@ export interface CreateAuthorityOptions {
   /** Over `CTL_WEBHOOK_*` (service-kit webhookRetryFromEnv). */
   webhookRetry?: WebhookRetrySettings;
   env?: Record<string, string | undefined>;
-  /** The rollback check (service-kit/rollback-guard.ts); default from CTL_AUTHORITY_HIGH_WATER_FILE, _ACCEPT_ROLLBACK. */
+  /** The rollback check (service-kit/rollback-guard.ts); default: CTL_AUTHORITY_HIGH_WATER_FILE, _ACCEPT_ROLLBACK. */
   rollback?: RollbackOptions;
 }
 

@@ -128,7 +128,9 @@ export async function rollbackFinding(chain: ChainReader, sources: HighWaterSour
       );
     // Staged entries have no hash yet: the sealed part is compared where both have it.
     if (mark.seq > 0 && mark.seq <= head!.seq && (await chain.hashAt(mark.seq)) !== mark.hash)
-      return `the database's audit entry ${mark.seq} is not the one ${s.name} saw: it was restored from another history`;
+      return (
+        `the database's audit entry ${mark.seq} is not the one ${s.name} saw: ` + 'it was restored from another history'
+      );
   }
   return undefined;
 }

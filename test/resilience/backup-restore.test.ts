@@ -15,7 +15,13 @@ import { join } from 'node:path';
 import { spawn } from 'node:child_process';
 import { aesKeyWrapper, createSealer } from '../../service-kit/secrets/index.js';
 import { backupDatabase } from '../../service-kit/backup.js';
-import { RollbackRefusedError } from '../../service-kit/rollback-guard.js';
+import {
+  rollbackFinding,
+  RollbackRefusedError,
+  type ChainPosition,
+  type ChainReader,
+  type HighWaterSource,
+} from '../../service-kit/rollback-guard.js';
 import { silentLogger } from '../../service-kit/index.js';
 import { startGateway, type RunningGateway } from '../../gateway/server.js';
 import { ADMIN_KEY, call, createSession, proxy, startMerchant, type Merchant } from '../gateway/helpers.js';
@@ -38,6 +44,25 @@ const start = (dbFile: string, rollback: { highWaterFile: string; accept?: boole
     targets: { allowPrivate: true },
     rollback: { ...rollback, acceptVariable: 'CTL_GATEWAY_ACCEPT_ROLLBACK' },
   });
+
+test('the check: behind, forked, staged entries and no mark', async () => {
+  const chain = (entries: string[], staged = 0): ChainReader => ({
+    head: async () =>
+      entries.length || staged ? { seq: entries.length, hash: entries.at(-1) ?? '', staged } : undefined,
+    hashAt: async (seq) => entries[seq - 1],
+  });
+  const mark = (p: ChainPosition | undefined): HighWaterSource => ({ name: 'the mark', read: async () => p });
+  assert.is(await rollbackFinding(chain(['a', 'b']), [mark(undefined)]), undefined, 'no mark yet: nothing to compare');
+  assert.is(await rollbackFinding(chain(['a', 'b']), [mark({ seq: 2, hash: 'b' })]), undefined);
+  assert.is(await rollbackFinding(chain(['a', 'b', 'c']), [mark({ seq: 2, hash: 'b' })]), undefined, 'ahead');
+  assert.match((await rollbackFinding(chain(['a']), [mark({ seq: 2, hash: 'b' })]))!, 'older backup');
+  assert.match((await rollbackFinding(chain([]), [mark({ seq: 1, hash: 'a' })]))!, 'older');
+  assert.match((await rollbackFinding(chain(['a', 'x', 'y']), [mark({ seq: 2, hash: 'b' })]))!, 'another history');
+  // Staged entries count toward where the chain ends; their hashes are compared once sealed.
+  assert.is(await rollbackFinding(chain(['a'], 2), [mark({ seq: 1, hash: 'a', staged: 2 })]), undefined);
+  assert.match((await rollbackFinding(chain(['a'], 1), [mark({ seq: 1, hash: 'a', staged: 2 })]))!, 'older');
+  assert.is(await rollbackFinding(chain(['a', 'b', 'c']), [mark({ seq: 1, hash: 'a', staged: 2 })]), undefined);
+});
 
 /** The authority's check: its audit chain (no staging) against the same kind of mark. */
 test('the authority refuses a database behind its mark, and serves with consent', async () => {
