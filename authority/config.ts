@@ -130,6 +130,12 @@ export const AUTHORITY_VARIABLES: readonly VariableHelp[] = [
   ['CTL_AUDIT_WEBHOOK_URLS', undefined, 'comma-separated URLs the audit entries are pushed to (Standard Webhooks)'],
   ['CTL_AUDIT_WEBHOOK_SECRET', undefined, 'whsec_<base64>, signs them (required with the URLs)'],
   ...webhookVariables('audit webhooks'),
+  [
+    'CTL_AUTHORITY_HIGH_WATER_FILE',
+    'DATABASE.high-water.json',
+    "the audit head kept outside the database (SQLite's default)",
+  ],
+  ['CTL_AUTHORITY_ACCEPT_ROLLBACK', '0', '1: serve from a database behind its high-water mark (a restore)'],
   ...logVariables('CTL_AUTHORITY', 'ctl-authority-log'),
   ['CTL_ANCHOR_LOCAL_PATH', undefined, 'a local append-only anchor file of the audit chain head'],
   ['CTL_AUTHORITY_RATE_LIMIT_KEY', '6000/60s', 'requests per API key, shared on PostgreSQL; 0: none'],

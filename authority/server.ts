@@ -13,6 +13,12 @@ import {
   type WebhookOutbox,
   type WebhookRetrySettings,
 } from '../service-kit/index.js';
+import {
+  auditLogChainReader,
+  guardRollback,
+  rollbackOptionsFromEnv,
+  type RollbackOptions,
+} from '../service-kit/rollback-guard.js';
 import { createAuthorityApp } from './app.js';
 import { anchorsFromEnv, createAnchorQueue, type Anchor, type AnchorQueue } from './anchor.js';
 import { readAuthorityConfig, type AuthorityConfig } from './config.js';
@@ -60,6 +66,8 @@ export interface CreateAuthorityOptions {
   /** Over `CTL_WEBHOOK_*` (service-kit webhookRetryFromEnv). */
   webhookRetry?: WebhookRetrySettings;
   env?: Record<string, string | undefined>;
+  /** The rollback check (service-kit/rollback-guard.ts); default: CTL_AUTHORITY_HIGH_WATER_FILE, _ACCEPT_ROLLBACK. */
+  rollback?: RollbackOptions;
 }
 
 /** @example const a = await createAuthority(readAuthorityConfig()); listen(a.app, { port: a.config.port }) */
@@ -93,6 +101,7 @@ export async function createAuthority(
     );
   }
   let lease: ReturnType<typeof setInterval> | undefined;
+  let highWater: Awaited<ReturnType<typeof guardRollback>>;
   try {
     const keys = createKeyRing({
       store,
@@ -116,6 +125,13 @@ export async function createAuthority(
         : { bundleSigningKey: config.bundleSigningKeyPem }),
     });
     await trustRoot.init();
+    // Before serving: a database restored from an older backup would undo revocations and keys.
+    highWater = await guardRollback(
+      store,
+      auditLogChainReader(store.audit),
+      options.rollback ?? rollbackOptionsFromEnv(options.env ?? process.env, 'CTL_AUTHORITY'),
+      logger,
+    );
     // Keeps this instance's grant key from the environment published while it runs (keys.ts).
     let renewing: Promise<void> = Promise.resolve();
     lease = setInterval(() => {
@@ -181,6 +197,7 @@ export async function createAuthority(
         await log?.close();
         await outbox.close();
         await anchors.idle();
+        await highWater?.close();
         await store.close();
         await signers.close();
         await closeKek();
@@ -188,6 +205,7 @@ export async function createAuthority(
     };
   } catch (e) {
     clearInterval(lease);
+    await highWater?.close();
     await store.close();
     await signers.close();
     await closeKek();

@@ -7,9 +7,14 @@ import { guard, parseArgs, UsageError } from './device/args.js';
 import { packageVersion, variableLines } from './service/help.js';
 import { AUTHORITY_VARIABLES, readAuthorityConfig } from '../authority/config.js';
 import { preflight, runUntilSignal, startFailure, warnNoAdminKey, warnUnknownVariables } from './service/lifecycle.js';
+import { backupCommand, backupUsage } from './service/backup.js';
+
+const DEFAULT_DB = 'sqlite:./data/authority.db';
 
 const usage = (program: string) => `usage: ${program}             run the policy authority
        ${program} root-key    print the Trust Bundle root public key (PEM) for device provisioning
+       ${program} backup --out FILE
+                    an online backup of DATABASE_URL (docs/operations.md "Backups")
        ${program} --help      this text
        ${program} --version   the version
 
@@ -29,7 +34,11 @@ export async function main(args: string[], program = 'ctl authority'): Promise<n
   const help = args.includes('--help') || args.includes('-h');
   const sub = args.find((a) => !a.startsWith('-'));
   const USAGE = sub === 'root-key' ? rootKeyUsage(program) : usage(program);
-  if (help) return (console.log(USAGE), 0);
+  if (help) return (console.log(sub === 'backup' ? backupUsage(program, DEFAULT_DB) : USAGE), 0);
+  if (sub === 'backup') {
+    const rest = args.filter((a) => a !== 'backup');
+    return guard(backupUsage(program, DEFAULT_DB), () => backupCommand(program, rest, DEFAULT_DB));
+  }
   if (args.includes('--version') || args.includes('-V')) return (console.log(packageVersion(import.meta.url)), 0);
   return guard(USAGE, async () => {
     const p = parseArgs(args, {});

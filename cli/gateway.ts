@@ -5,8 +5,13 @@ import { guard, one, parseArgs, readText, required, UsageError, writeAtomic } fr
 import { packageVersion, variableLines } from './service/help.js';
 import { GATEWAY_VARIABLES } from '../gateway/config.js';
 import { preflight, runUntilSignal, startFailure, warnNoAdminKey, warnUnknownVariables } from './service/lifecycle.js';
+import { backupCommand, backupUsage } from './service/backup.js';
+
+const DEFAULT_DB = 'sqlite:./data/gateway.db';
 
 const usage = (program: string) => `usage: ${program}            run the payment gateway
+       ${program} backup --out FILE
+                  an online backup of DATABASE_URL (docs/operations.md "Backups")
        ${program} ca [--url URL] --key-file FILE [--out FILE]
                   the egress proxy's CA certificate (PEM) for agents to trust, from GET /ca.pem
                   with a budget owner's API key; --url default http://127.0.0.1:8402
@@ -25,6 +30,8 @@ export async function main(args: string[], program = 'ctl gateway'): Promise<num
   if (args.includes('--help') || args.includes('-h')) return (console.log(USAGE), 0);
   if (args.includes('--version') || args.includes('-V')) return (console.log(packageVersion(import.meta.url)), 0);
   if (args[0] === 'ca') return guard(USAGE, () => printCa(program, args.slice(1)));
+  if (args[0] === 'backup')
+    return guard(backupUsage(program, DEFAULT_DB), () => backupCommand(program, args.slice(1), DEFAULT_DB));
   return guard(USAGE, async () => {
     const p = parseArgs(args, {});
     if (p.positionals.length) throw new UsageError(`unexpected argument ${p.positionals[0]}`);

@@ -68,5 +68,11 @@ export const GATEWAY_VARIABLES: readonly VariableHelp[] = [
   ['CTL_GATEWAY_EGRESS_PASS_THROUGH', undefined, 'glob,... hosts the egress proxy tunnels untouched (nothing paid)'],
   ['CTL_GATEWAY_EGRESS_CONNECT_LIMIT', '120/60s', 'CONNECTs per session to the egress proxy; 0: none'],
   ...webhookVariables('session webhooks'),
+  [
+    'CTL_GATEWAY_HIGH_WATER_FILE',
+    'DATABASE.high-water.json',
+    "the audit head kept outside the database (SQLite's default)",
+  ],
+  ['CTL_GATEWAY_ACCEPT_ROLLBACK', '0', '1: serve from a database behind its high-water mark (a restore)'],
   ...logVariables('CTL_GATEWAY', 'ctl-gateway-log'),
 ];

@@ -42,6 +42,12 @@ import {
   type Logger,
   type Migration,
 } from '../service-kit/index.js';
+import {
+  auditChainReader,
+  guardRollback,
+  rollbackOptionsFromEnv,
+  type RollbackOptions,
+} from '../service-kit/rollback-guard.js';
 import { createGatewayApp, type GatewayApp, type GatewayDeps, type GatewayParts } from './app.js';
 import { GATEWAY_MIGRATIONS } from './store/schema.js';
 import { X402_MIGRATIONS } from './payments/rails/x402/store.js';
@@ -89,6 +95,8 @@ export type GatewayStartOptions = Partial<GatewayDeps> & {
   egress?: EgressConfig;
   /** CTL_* variables in the environment that nothing reads (misspelt?), to say so at start. */
   warnings?: ConfigWarning[];
+  /** The rollback check (service-kit/rollback-guard.ts): the high-water file, and the operator's consent. */
+  rollback?: RollbackOptions;
 };
 
 /**
@@ -144,6 +152,7 @@ export function gatewayOptionsFromEnv(
     log: serviceLogConfigFromEnv(env, 'CTL_GATEWAY', {
       defaultOrigin: defaultLogOrigin(publicUrl, hostname(), GATEWAY_LOG_NAME),
     }),
+    rollback: rollbackOptionsFromEnv(env, 'CTL_GATEWAY'),
   };
 }
 
@@ -314,8 +323,12 @@ export async function startGateway(opts: GatewayStartOptions): Promise<RunningGa
   let gateway: GatewayApp | undefined;
   let server: Listening | undefined;
   let egress: EgressProxy | undefined;
+  let highWater: Awaited<ReturnType<typeof guardRollback>>;
   try {
     gateway = await openGateway({ ...opts, db, logger, sealer: opts.sealer ?? kek!.sealer, externalKeys });
+    // Before serving: a database restored from an older backup would reopen spent budget.
+    const chain = auditChainReader(db, 'gw_audit_log', 'gw_audit_log_staged');
+    highWater = await guardRollback(db, chain, opts.rollback, logger);
     for (const [purpose, k] of Object.entries(externalKeys)) {
       if (k)
         logger.info(
@@ -369,6 +382,7 @@ export async function startGateway(opts: GatewayStartOptions): Promise<RunningGa
       await egress?.close();
       await listening.close();
       await app.close();
+      await highWater?.close();
       await db.close();
       await closeKeys();
       await kek?.close();

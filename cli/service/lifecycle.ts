@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs';
 import type { Logger } from '../../service-kit/index.js';
 import { ConfigError, checkDatabaseReachable, type ConfigWarning } from '../../service-kit/config.js';
+import { RollbackRefusedError } from '../../service-kit/rollback-guard.js';
 
 /** Above the 10 s drain of listen.ts: time for the database and queues to close after it. */
 const STOP_DEADLINE_MS = 15_000;
@@ -102,6 +103,8 @@ export function startFailure(program: string, e: unknown): number {
   console.error(`${program}: ${err.message}`);
   if (/^(debug|trace)$/.test(process.env.LOG_LEVEL ?? '') && err.stack) console.error(err.stack);
   // A variable set wrongly is a configuration mistake (docs/operations.md: exit 2), not a failure.
+  // A database behind its high-water mark waits for the operator (docs/operations.md: exit 3).
+  if (err instanceof RollbackRefusedError) return 3;
   return err instanceof ConfigError ? 2 : 1;
 }
 
