@@ -99,11 +99,17 @@ export async function eip3009Check(
     return { tx: p.reportedTx }; // the chain cannot say now: the claim stands unchecked
   }
   if (!used) return { disagreement: { ...reported, settledAmountMinor: null, settledTx: null } };
-  if (!reader.getTransactionReceipt || (await usedIn(reader, p).catch(() => false))) return { tx: p.reportedTx };
+  // A receipt that cannot be read (a reader without receipts, a node behind the merchant's) says
+  // nothing: only a transaction the chain shows without this authorization contradicts the claim.
+  const named = reader.getTransactionReceipt ? await usedIn(reader, p).catch(() => undefined) : undefined;
+  if (named !== false) return { tx: p.reportedTx };
   return { disagreement: { ...reported, settledAmountMinor: p.value.toString(), settledTx: null } };
 }
 
-/** True when transaction `reportedTx` succeeded with the token's AuthorizationUsed(payer, nonce) log. */
+/**
+ * Whether transaction `reportedTx` succeeded with the token's AuthorizationUsed(payer, nonce) log
+ * (false: it did not, or it is no transaction hash); throws when the receipt cannot be read.
+ */
 async function usedIn(
   reader: X402ChainReader,
   p: { asset: string; payer: string; nonce: string; reportedTx: string },
