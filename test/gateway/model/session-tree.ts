@@ -293,9 +293,7 @@ async function adoptPauses(m: Model, r: Real) {
     if (s.softLimit === undefined || status(m, s) !== 'active') continue;
     const v = (await call(r.stand.gw.url, 'GET', `/sessions/${s.id}`, { key: owner(r) })).body;
     if (v.state !== 'paused') continue;
-    s.paused = v.pausedWindow
-      ? { every: v.pausedWindow.every, resetsAt: Date.parse(v.pausedWindow.resetsAt) }
-      : {};
+    s.paused = v.pausedWindow ? { every: v.pausedWindow.every, resetsAt: Date.parse(v.pausedWindow.resetsAt) } : {};
     count(v.pausedWindow ? `paused:${v.pausedWindow.every}` : 'paused:ceiling');
   }
 }
@@ -510,7 +508,12 @@ class Continue implements Cmd {
     });
     assert.is(res.status, 200, res.text);
     count(s.paused?.every ? 'continued:window' : 'continued:ceiling');
-    if (s.paused?.every) windowAt(m, s, s.windows.find((w) => w.every === s.paused!.every)!).inst.raised += amount;
+    if (s.paused?.every)
+      windowAt(
+        m,
+        s,
+        s.windows.find((w) => w.every === s.paused!.every)!,
+      ).inst.raised += amount;
     else s.ceiling += amount;
     s.paused = undefined;
   }
@@ -575,7 +578,9 @@ async function checkInvariants(m: Model, r: Real) {
   const all = [...receipts.values()].flat();
   for (const s of m.sessions) {
     const below = (x: MSession): boolean => x === s || (x.parent !== undefined && below(m.sessions[x.parent]!));
-    const sum = m.sessions.filter(below).reduce((a, x) => a + receipts.get(x.id)!.reduce((b, y) => b + amount(y), 0n), 0n);
+    const sum = m.sessions
+      .filter(below)
+      .reduce((a, x) => a + receipts.get(x.id)!.reduce((b, y) => b + amount(y), 0n), 0n);
     assert.is(sum.toString(), s.spent.toString(), `session ${s.id}: spent is the sum of its subtree's receipts`);
   }
   assert.is(all.length, m.paid, 'one receipt per paid request');
@@ -589,7 +594,11 @@ async function checkInvariants(m: Model, r: Real) {
   const ledgerReceipts = all.filter((x) => x.rail === 'ledger');
   assert.is(onLedger.size, ledgerReceipts.length, 'the ledger paid each X-Payment receipt, and nothing else');
   for (const x of ledgerReceipts)
-    assert.is(onLedger.get(x.sba.authorization.budgetId), amount(x), `the ledger paid what receipt ${x.receiptId} says`);
+    assert.is(
+      onLedger.get(x.sba.authorization.budgetId),
+      amount(x),
+      `the ledger paid what receipt ${x.receiptId} says`,
+    );
   const moved = r.stand.ledger.balanceOf(PAYEE) - r.payeeBefore;
   const uptoTotal = all.filter((x) => x.rail.startsWith('x402:')).reduce((a, x) => a + amount(x), 0n);
   assert.is(moved.toString(), uptoTotal.toString(), 'the chain moved what the x402 receipts say');
@@ -613,8 +622,12 @@ const rootConfig: fc.Arbitrary<RootConfig> = fc
       { arbitrary: fc.constant(undefined), weight: 2 },
       { arbitrary: fc.integer({ min: 1, max: 60 }), weight: 1 },
     ),
-    hour: fc.option(fc.record({ share: fc.integer({ min: 5, max: 100 }), n: fc.option(fc.integer({ min: 1, max: 6 })) })),
-    day: fc.option(fc.record({ share: fc.integer({ min: 10, max: 100 }), n: fc.option(fc.integer({ min: 2, max: 12 })) })),
+    hour: fc.option(
+      fc.record({ share: fc.integer({ min: 5, max: 100 }), n: fc.option(fc.integer({ min: 1, max: 6 })) }),
+    ),
+    day: fc.option(
+      fc.record({ share: fc.integer({ min: 10, max: 100 }), n: fc.option(fc.integer({ min: 2, max: 12 })) }),
+    ),
     lead: fc.integer({ min: 0, max: 24 * 60 - 1 }),
   })
   .map(({ budget, soft, hour, day, lead }) => ({
@@ -644,7 +657,11 @@ const commands = [
     )
     .map(([i, max, c, st]) => new Hold(i, max, c, st)),
   fc
-    .tuple(session, fc.integer({ min: 1, max: 50 }), fc.constantFrom<'truth' | 'absent' | 'low' | 'high'>('truth', 'absent', 'low', 'high'))
+    .tuple(
+      session,
+      fc.integer({ min: 1, max: 50 }),
+      fc.constantFrom<'truth' | 'absent' | 'low' | 'high'>('truth', 'absent', 'low', 'high'),
+    )
     .map(([i, u, rep]) => new Upto(i, u, rep)),
   fc
     .tuple(
@@ -754,7 +771,8 @@ export async function runSessionTreeModel(
   });
   if (result.failed) {
     console.log(
-      `${o.label}: the model failed; replay with CTL_MODEL_SEED=${result.seed} CTL_MODEL_PATH=${result.counterexamplePath}\n` +
+      `${o.label}: the model failed; replay with ` +
+        `CTL_MODEL_SEED=${result.seed} CTL_MODEL_PATH=${result.counterexamplePath}\n` +
         `counterexample: ${fc.stringify(result.counterexample)}`,
     );
     throw result.errorInstance instanceof Error ? result.errorInstance : new Error(String(result.errorInstance));
