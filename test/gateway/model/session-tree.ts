@@ -210,8 +210,14 @@ function chain(m: Model, s: MSession): MSession[] {
  * counter of every link has room, else each code a failing limit names; `mayPause`: a soft limit
  * failed, so the session that has it may now be paused (spec §3 "budget exhausted" row).
  */
-function reservation(m: Model, s: MSession, amount: bigint): { allowed: Set<string>; mayPause: boolean } {
+function reservation(
+  m: Model,
+  s: MSession,
+  amount: bigint,
+): { allowed: Set<string>; mayPause: boolean; resets: Set<string> } {
   const allowed = new Set<string>();
+  /** The ends of the full windows: what a `window_exceeded` may name as `resetsAt` (§13). */
+  const resets = new Set<string>();
   const links = chain(m, s);
   for (const [i, l] of links.entries()) {
     const st = status(m, l);
@@ -219,12 +225,12 @@ function reservation(m: Model, s: MSession, amount: bigint): { allowed: Set<stri
     if (st === 'revoked') allowed.add('session_revoked');
     if (st === 'expired') allowed.add('session_expired').add(i > 0 ? 'session_revoked' : 'session_expired');
   }
-  if (allowed.size) return { allowed, mayPause: false };
+  if (allowed.size) return { allowed, mayPause: false, resets };
   if (status(m, s) === 'paused') {
     allowed.add('session_paused');
     // More than the whole ceiling is refused as such too: no state of the session would let it pass.
     if (amount > s.ceiling) allowed.add('budget_exceeded');
-    return { allowed, mayPause: false };
+    return { allowed, mayPause: false, resets };
   }
   let mayPause = false;
   let room = true;
@@ -240,18 +246,22 @@ function reservation(m: Model, s: MSession, amount: bigint): { allowed: Set<stri
   for (const l of links) {
     if (l.spent + amount > l.ceiling) fail(l, 'budget_exceeded');
     for (const w of l.windows) {
-      const { inst } = windowAt(m, l, w);
-      if (inst.spent + amount > w.max + inst.raised) fail(l, 'window_exceeded');
-      else if (w.maxPayments !== undefined && inst.payments + 1 > w.maxPayments) fail(l, 'window_exceeded');
+      const { inst, end } = windowAt(m, l, w);
+      const full = inst.spent + amount > w.max + inst.raised;
+      if (full || (w.maxPayments !== undefined && inst.payments + 1 > w.maxPayments)) {
+        fail(l, 'window_exceeded');
+        resets.add(formatTimestamp(end));
+      }
     }
   }
-  // A paused ancestor: the spec says a paused session refuses its payments, not its children's.
+  // A paused ancestor: spec §3 says a paused session refuses its own payments; of its children's
+  // it says nothing, so either answer is allowed.
   if (links.slice(1).some((l) => status(m, l) === 'paused')) {
     allowed.add('session_paused');
     mayPause = true;
   }
   if (room) allowed.add('ok');
-  return { allowed, mayPause };
+  return { allowed, mayPause, resets };
 }
 
 /** A payment of `spent` committed by `s`: on every link's lifetime total and current windows (§13, §14). */
@@ -294,6 +304,12 @@ async function adoptPauses(m: Model, r: Real) {
     const v = (await call(r.stand.gw.url, 'GET', `/sessions/${s.id}`, { key: owner(r) })).body;
     if (v.state !== 'paused') continue;
     s.paused = v.pausedWindow ? { every: v.pausedWindow.every, resetsAt: Date.parse(v.pausedWindow.resetsAt) } : {};
+    if (v.pausedWindow) {
+      // §13: paused until the window's reset, the start of the next window.
+      const w = s.windows.find((x) => x.every === v.pausedWindow.every);
+      assert.ok(w, `${s.id} paused on a window it does not have: ${JSON.stringify(v.pausedWindow)}`);
+      assert.is(v.pausedWindow.resetsAt, formatTimestamp(windowAt(m, s, w).end), `${s.id}: pausedWindow.resetsAt`);
+    }
     count(v.pausedWindow ? `paused:${v.pausedWindow.every}` : 'paused:ceiling');
   }
 }
@@ -309,17 +325,28 @@ async function attempt(
   then: { outcome: string; spent: bigint },
   label: string,
 ) {
-  const { allowed, mayPause } = reservation(m, s, reserve);
+  const { allowed, mayPause, resets } = reservation(m, s, reserve);
   const expected = new Set([...allowed].map((c) => (c === 'ok' ? then.outcome : c)));
   const res = await proxyTo(r, s, url);
   const got = outcomeOf(res);
+  const what = `${label} by ${s.id}`;
   assert.ok(
     expected.has(got),
-    `${label} by ${s.id}: the gateway answered ${got}, the model allows ${[...expected].join(', ')} (${res.text})`,
+    `${what}: the gateway answered ${got}, the model allows ${[...expected].join(', ')} (${res.text})`,
   );
-  stats.set(`${label}:${got}`, (stats.get(`${label}:${got}`) ?? 0) + 1);
+  if (got === 'window_exceeded') {
+    assert.ok(
+      resets.has(res.body.error.resetsAt),
+      `${what}: resetsAt ${res.body.error.resetsAt}, not a full window's end`,
+    );
+    assert.ok(Number(res.headers.get('retry-after')) > 0, `${what}: Retry-After`);
+  }
+  count(`${label}:${got}`);
   if (got === 'paid') commitSpend(m, s, then.spent);
   if (mayPause) await adoptPauses(m, r);
+  // Its own soft limit crossed: the session that answers session_paused is paused now (spec §3).
+  if (got === 'session_paused' && s.softLimit !== undefined)
+    assert.is(status(m, s), 'paused', `${what}: answered session_paused, the session is not paused`);
   return got;
 }
 
