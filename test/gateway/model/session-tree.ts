@@ -476,6 +476,7 @@ class Child implements Cmd {
     if (parent.depth + 1 > MAX_DEPTH) {
       assert.is(res.status, 400, `a child below depth ${MAX_DEPTH}: ${res.text}`);
       assert.is(res.body.error.code, 'delegation_invalid');
+      count(`child:refused at depth ${parent.depth + 1}`);
       return;
     }
     assert.is(res.status, 201, `child of ${parent.id}: ${res.text}`);
