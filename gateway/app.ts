@@ -440,6 +440,7 @@ export function createGatewayApp(deps: GatewayDeps, parts: GatewayParts): Gatewa
         (deps.reconcileIntervalMs ?? 30_000),
     }),
     now,
+    chain: deps.x402?.chain,
     fallback: [x402, ctl],
   });
   const protocols = [mpp, x402, ctl];

@@ -105,3 +105,4 @@ export {
   checkDatabaseReachable,
   redactUrl,
 } from './config.js';
+export { canonicalHost, canonicalUrlHost } from './host-name.js';

@@ -9,7 +9,7 @@
  * reconcile.ts settles what a crash left open.
  */
 import { CtlError, formatTimestamp, type Receipt, type SignedBudgetAuthorization } from '../../src/index.js';
-import { HttpError, timeOrderedId, type SqlDatabase, idleCache } from '../../service-kit/index.js';
+import { HttpError, changeWith, timeOrderedId, type SqlDatabase, idleCache } from '../../service-kit/index.js';
 import { formatMinor } from '../../service-kit/money.js';
 import {
   reserve,
@@ -455,7 +455,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     if (!(await markPaying(db, a.paymentId, JSON.stringify(a.sba), now()))) {
       throw new HttpError(409, 'conflict', 'the payment was settled by reconciliation before it was made');
     }
-    const txRef = await payOnRail({
+    const { txRef } = await payOnRail({
       paymentId: p.id,
       amount: p.amount,
       currency: p.currency,
@@ -466,11 +466,14 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     return { paymentId: p.id, txRef, sba: a.sba, receipt };
   }
 
-  /** The rail paid for a payment marked `paying`; an answer that never came is asked of the rail, never guessed. */
-  async function payOnRail(order: PaymentOrder): Promise<string> {
+  /**
+   * The rail paid for a payment marked `paying`; an answer that never came is asked of the rail,
+   * never guessed. `moved`: what the rail says it paid, when its outcome had to be asked.
+   */
+  async function payOnRail(order: PaymentOrder): Promise<{ txRef: string; moved?: bigint }> {
     const p = { id: order.paymentId };
     try {
-      return (await rail.pay(order)).txRef;
+      return { txRef: (await rail.pay(order)).txRef };
     } catch (e) {
       // Paid or not? Ask the rail, which also voids the id if it was not (rail.ts). An outcome
       // that throws answers nothing: the payment may have been made, so it is held as pending
@@ -488,7 +491,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
       // Neither paid nor void: the reservation stays for reconcile() to settle.
       if (found === 'pending')
         throw new HttpError(502, 'payment_unconfirmed', `the ${rail.name} rail has not confirmed the payment yet`);
-      return found.txRef;
+      return { txRef: found.txRef, ...(found.captured !== undefined ? { moved: found.captured } : {}) };
     }
   }
 
@@ -554,11 +557,27 @@ export function createPaymentService(deps: PaymentServiceDeps) {
         throw new HttpError(409, 'conflict', 'the payment was settled by reconciliation before it was captured');
       }
       const order = { paymentId: a.paymentId, amount: captured, currency: a.currency, address, merchant: a.merchant };
-      const txRef = await payOnRail(order);
+      const { txRef, moved } = await payOnRail(order);
       const p: PaymentFields = { id: a.paymentId, ...a, rail: rail.name };
-      const { receipt } = await commitPaid(session, p, txRef, a.sba, captured);
+      // The rail's own record of what it paid, when it had to be asked, over the merchant's figure
+      // (at most the hold: the counters reserved no more).
+      const spent = moved === undefined ? captured : moved < a.amount ? moved : a.amount;
+      const { receipt } = await commitPaid(session, p, txRef, a.sba, spent);
       deps.onPaid?.(performance.now() - started, rail.name);
       return { paymentId: a.paymentId, txRef, sba: a.sba, receipt };
+    },
+
+    /**
+     * A merchant's report of what it settled that the chain contradicts (rails/x402/settled.ts):
+     * audited, and the `payment.settlement_mismatch` webhook naming the merchant. What is counted
+     * is the chain's (or the whole hold), whatever the report said.
+     */
+    async settlementMismatch(session: SessionRecord, data: Record<string, unknown> & { merchant: string }) {
+      await changeWith(
+        db,
+        async () => undefined,
+        events.effect(() => [{ session, type: 'payment.settlement_mismatch' as const, actor: 'system', data }]),
+      );
     },
 
     /** Gives an authorized payment's reservation back: only when it provably never happened. */

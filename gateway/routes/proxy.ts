@@ -6,12 +6,11 @@
  */
 import type Router from '@koa/router';
 import { CtlError } from '../../src/index.js';
-import { HttpError, unauthorized, badRequest, readsBody } from '../../service-kit/index.js';
+import { HttpError, unauthorized, badRequest, readsBody, canonicalUrlHost } from '../../service-kit/index.js';
 import { effectiveState } from '../store/sessions.js';
 import { sessionTokenOf, type SessionService } from '../services/sessions.js';
 import type { PaymentProtocol } from '../payments/protocols/protocol.js';
 import { cleanRequestHeaders, cleanResponseHeaders, type Forwarder } from '../services/forwarder.js';
-import { bareHost } from '../services/address-guard.js';
 import { idempotencyKeyOf, type IdempotencyService } from '../services/idempotency.js';
 import { setReceiptLogIndex } from '../services/log-entries.js';
 import type { TransparencyLog } from '../../service-kit/tlog/index.js';
@@ -99,10 +98,15 @@ export function proxyRoutes(
             const terms = protocol.detect(res);
             if (terms === undefined) continue;
             const asked = res.url;
+            // One spelling per merchant for its globs, limits, velocity and receipts
+            // (service-kit/host-name.ts); the forwarder's guard already refused a host that has none.
+            const host = canonicalUrlHost(asked);
+            if (host === undefined)
+              throw new CtlError('target_not_allowed', `the target host '${asked.hostname}' is malformed`);
             const paid = await protocol
               .pay(terms, {
                 session,
-                host: bareHost(asked),
+                host,
                 purpose,
                 retry: (extra) =>
                   o.forwarder.send({ url: asked, method, headers: { ...headers, ...extra }, body: payload }),

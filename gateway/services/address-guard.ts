@@ -7,6 +7,7 @@
  */
 import { BlockList, isIP } from 'node:net';
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import { canonicalUrlHost } from '../../service-kit/host-name.js';
 
 // Two lists: one BlockList would also match IPv4 addresses against the IPv6 mapped ranges.
 const blocked4 = new BlockList();
@@ -105,6 +106,10 @@ export function checkTargetUrl(raw: string | URL, policy: TargetPolicy): URL {
   if (url.protocol !== 'http:' && url.protocol !== 'https:')
     throw new TargetRefused('the target URL must be http or https');
   if (url.username || url.password) throw new TargetRefused('the target URL must not carry credentials');
+  // An empty label (`shop.example..`) names no host: refused, never folded into another name's
+  // spelling, so one merchant has one canonical host (service-kit/host-name.ts).
+  if (canonicalUrlHost(url) === undefined)
+    throw new TargetRefused(`the target host '${url.hostname}' is malformed (an empty label)`);
   if (policy.allowPrivate || isExcepted(url, policy)) return url;
   const host = bareHost(url);
   const name = host.replace(/\.+$/, '');

@@ -42,7 +42,9 @@ export type GatewayEventType =
   | 'session.revoked'
   | 'session.expired'
   /** A payment's commit filled a window of the session (PROTOCOL.md §13); `resetsAt` names its end. */
-  | 'window.exhausted';
+  | 'window.exhausted'
+  /** A merchant reported a settlement the chain contradicts (payments/rails/x402/settled.ts); names the merchant. */
+  | 'payment.settlement_mismatch';
 
 /** Changes recorded in the audit trail only. */
 export type GatewayAuditOnly = 'session.created' | 'session.continued';
@@ -55,6 +57,7 @@ const WEBHOOK_TYPES = new Set<string>([
   'session.revoked',
   'session.expired',
   'window.exhausted',
+  'payment.settlement_mismatch',
 ]);
 
 /** Bearer secrets an event may carry to the owner's webhook, never into the audit log. */

@@ -9,7 +9,9 @@
  *   but not `example.com`); `?` one character; `[abc]`, `[a-z]`, `[^a]` / `[!a]` one character of
  *   (or not of) a set; `{a,b}` alternatives, nestable; `{1..3}` / `{a..c}` a range (at most
  *   MAX_RANGE values); a leading `!` negates the glob. A `[` or `{` left open, and `{x}` without a
- *   comma, are literal text. Matching ignores case and a trailing dot of the host.
+ *   comma, are literal text. Hosts are matched in their canonical form (service-kit/host-name.ts:
+ *   lower case, IDNA to ASCII, no trailing dot, IPv4-mapped IPv6 as IPv4), which the session's
+ *   merchant matcher (session-config.ts) gives them in.
  */
 
 type Op =

@@ -13,7 +13,7 @@ import {
   parseTimestamp,
   formatTimestamp,
 } from '../../src/index.js';
-import { badRequest, optionalText } from '../../service-kit/index.js';
+import { badRequest, canonicalHost, optionalText } from '../../service-kit/index.js';
 import { MAX_AMOUNT } from '../payments/amount.js';
 import {
   firstInertGlob,
@@ -113,7 +113,8 @@ export function globs(v: unknown, field: string): string[] {
   const list = v.map((g, i) => {
     if (typeof g !== 'string' || !GLOB.test(g.toLowerCase()))
       throw badRequest(`${field}[${i}]: must be a host glob such as "*.example.com"`);
-    return g.toLowerCase();
+    // Hosts are matched in canonical form (service-kit/host-name.ts): no root dot at the end.
+    return g.length > 1 ? g.toLowerCase().replace(/\.$/, '') : g.toLowerCase();
   });
   // A bracket or brace that is not syntax would be matched as text no host holds: such an entry
   // could never match, and in a blocklist would block nothing without a word. Refused instead.
@@ -272,8 +273,9 @@ export function createMerchantMatcher(
   const blocked = config.merchantBlocklist.length ? hostGlobList(config.merchantBlocklist) : () => false;
   const allowed = config.merchantAllowlist.length ? hostGlobList(config.merchantAllowlist) : () => true;
   return (host) => {
-    const h = host.toLowerCase().replace(/\.$/, '');
-    return !blocked(h) && allowed(h);
+    // The canonical host (service-kit/host-name.ts): what limits, velocity and receipts name too.
+    const h = canonicalHost(host);
+    return h !== undefined && !blocked(h) && allowed(h);
   };
 }
 

@@ -34,6 +34,7 @@ import { DEFAULT_EXPIRY_MARGIN_MS, type X402ChainReader } from '../rails/x402/ra
 import * as terms from '../terms/mpp.js';
 import type { MppCharge } from '../terms/mpp.js';
 import { insertMpp, mppById, recordMppOutcome } from '../rails/mpp/store.js';
+import { eip3009Check } from '../rails/x402/settled.js';
 
 export const MPP_RAIL = 'mpp';
 
@@ -112,6 +113,8 @@ export interface MppProtocolOptions {
   /** The longest validity signed (x402's holdCap: `CTL_X402_MAX_TIMEOUT_SECONDS`, `CTL_X402_MAX_HOLD_SECONDS`). */
   maxTimeoutSeconds: number;
   now: () => number;
+  /** `CTL_X402_RPC_URL`: with a reader, a merchant's `Payment-Receipt` is checked against the chain (x402's reader). */
+  chain?: (network: string) => X402ChainReader | undefined;
   /**
    * The protocols after this one, for a 402 that only looked like MPP (a `Payment` token inside
    * another scheme's value) or whose MPP challenges are all unpayable beside x402 terms.
@@ -273,7 +276,7 @@ export function createMppProtocol(o: MppProtocolOptions): PaymentProtocol<MppOff
           `the merchant did not answer the paid retry (${(e as Error)?.message ?? 'error'}); ${held}`,
         );
       }
-      return answer(res, paymentReceipt(mppx.Receipt, res), chosen, auth, held, started, x.session);
+      return answer(res, paymentReceipt(mppx.Receipt, res), chosen, auth, signed, held, started, x.session);
     },
   };
 
@@ -282,20 +285,34 @@ export function createMppProtocol(o: MppProtocolOptions): PaymentProtocol<MppOff
     receipt: Receipt.Receipt | undefined,
     chosen: MppCharge,
     auth: Authorization,
+    signed: SignedAuthorization,
     held: string,
     started: number,
     session: Parameters<PaymentProtocol['pay']>[1]['session'],
   ) {
     if (receipt) {
-      await recordMppOutcome(o.db, auth.paymentId, 'paid', receipt.reference);
-      const { receipt: signed } = await o.payments.complete(
-        session,
-        auth,
-        `txid:${receipt.reference}`,
-        mppReceiptRail(chosen),
-        started,
-      );
-      return { response: res, receiptId: String(signed.receiptId) };
+      // Only the signed value can move, so it is committed; the chain checks the merchant's claim
+      // (rails/x402/settled.ts), and the receipt names its transaction only if the chain agrees.
+      const check = await eip3009Check(o.chain?.(chosen.network), {
+        asset: chosen.asset,
+        payer: signed.from,
+        nonce: signed.nonce,
+        value: auth.amount,
+        reportedTx: receipt.reference,
+      });
+      if (check.disagreement)
+        await o.payments.settlementMismatch(session, {
+          paymentId: auth.paymentId,
+          merchant: auth.merchant,
+          payTo: chosen.payTo,
+          rail: mppReceiptRail(chosen),
+          authorizedAmountMinor: auth.amount.toString(),
+          ...check.disagreement,
+        });
+      const tx = check.tx ?? `${chosen.network}/${chosen.asset}/${signed.nonce}`;
+      await recordMppOutcome(o.db, auth.paymentId, 'paid', tx);
+      const { receipt: ours } = await o.payments.complete(session, auth, `txid:${tx}`, mppReceiptRail(chosen), started);
+      return { response: res, receiptId: String(ours.receiptId) };
     }
     if (res.status === 402) {
       // Asked again instead of served: the merchant may still cash (or have cashed) the

@@ -21,8 +21,9 @@
  * x402 v2 `upto` (PROTOCOL.md §15) follows the same order with the stock `upto` client scheme: the
  * terms' `amount` is a maximum, reserved whole in step 2 (a hold); the gateway signs a Permit2
  * witness transfer for it (the payer must have approved Permit2 once: a merchant's 412
- * `permit2_allowance_required` says it has not); PAYMENT-RESPONSE `amount` is what the
- * facilitator settled, committed with the rest released, the receipt showing both. A 0 settle
+ * `permit2_allowance_required` says it has not); a PAYMENT-RESPONSE settlement is committed at what
+ * the chain shows moved (the whole hold without a reader; never the merchant's `amount`), the rest
+ * released, the receipt showing both (rails/x402/settled.ts). A 0 settle
  * or a failed handler leaves the permit cashable by the named facilitator until its deadline:
  * held, then settled by reconcile from Permit2's nonce bitmap and the proxy's settle calldata.
  */
@@ -47,6 +48,8 @@ import { DEFAULT_MAX_HOLD_SECONDS, networksOf, type X402AssetMap } from '../rail
 import { X402_RAIL, receiptRail, type X402ChainReader } from '../rails/x402/rail.js';
 import { PERMIT2_ADDRESS, UPTO_PROXY_ADDRESS, permit2Allowance } from '../rails/x402/permit2.js';
 import { insertX402, recordOutcome } from '../rails/x402/store.js';
+import { eip3009Check, uptoCapture, type ChainDisagreement, type UptoCapture } from '../rails/x402/settled.js';
+import type { SessionRecord } from '../../store/sessions.js';
 import { sbaHeaders } from './x-payment.js';
 import type { PaymentProtocol } from './protocol.js';
 
@@ -135,28 +138,44 @@ export function createX402Protocol(o: X402ProtocolOptions): PaymentProtocol<X402
     `${asset}: send approve(Permit2, amount) from it once (CTL_GATEWAY_EVM_PRIVATE_KEY's account); ${then}`;
 
   /**
-   * The paid retry's answer to an `upto` permit: the amount to capture when the facilitator
-   * settled one with a transaction (at most the hold); undefined when the agent gets the
-   * merchant's answer with the hold kept (a 0 settle: the permit stays cashable until its
-   * deadline, quirk 1 of the integration); throws `payment_unconfirmed` (held) otherwise.
+   * The paid retry's answer to an `upto` permit: what to capture when the merchant reports a
+   * settlement with a transaction — what the chain shows moved (rails/x402/settled.ts), or the
+   * whole hold without a reader, never the merchant's `amount` — with the report's disagreement
+   * with the chain; undefined when the agent gets the merchant's answer with the hold kept (a
+   * 0 settle: the permit stays cashable until its deadline, quirk 1 of the integration; a report
+   * the chain does not show yet); throws `payment_unconfirmed` (held) otherwise.
    */
   async function settleHold(
     settle: SettleResponse | undefined,
     res: ForwardResponse,
     auth: Authorization,
-    asset: string,
+    chosen: NormalisedRequirement,
+    signed: SignedAuthorization,
     held: string,
-  ): Promise<bigint | undefined> {
+    session: SessionRecord,
+  ): Promise<(UptoCapture & { captured: bigint }) | undefined> {
     const amount = settle?.amount;
     const atomic = typeof amount === 'string' && /^(0|[1-9][0-9]{0,77})$/.test(amount) ? BigInt(amount) : undefined;
     if (settle?.success === true && isTransaction(settle.transaction)) {
-      // No `amount`: a facilitator that settles the whole permit. Above the hold: no chain can
-      // have settled it (Permit2 caps it), so the answer is unreadable: held, reconcile reads the chain.
-      const captured = amount === undefined ? auth.amount : atomic;
-      if (captured !== undefined && captured > 0n && captured <= auth.amount) {
-        await recordOutcome(o.db, auth.paymentId, 'paid', settle.transaction, captured);
-        return captured;
+      // No `amount`: a facilitator that settles the whole permit. Only the report names it.
+      const reported = amount === undefined ? auth.amount : atomic;
+      const c = await uptoCapture(o.chain?.(chosen.network), {
+        hold: auth.amount,
+        owner: signed.from,
+        nonce: BigInt(signed.nonce),
+        token: chosen.asset,
+        reportedTx: settle.transaction,
+        ...(reported !== undefined ? { reportedAmount: reported } : {}),
+      });
+      if (c.disagreement) await o.payments.settlementMismatch(session, mismatchOf(auth, chosen, c.disagreement));
+      if (c.captured !== undefined) {
+        await recordOutcome(o.db, auth.paymentId, 'paid', c.tx, c.captured);
+        return c;
       }
+      // Not on the chain (yet): the merchant's word alone moves nothing; reconcile asks again.
+      await recordOutcome(o.db, auth.paymentId, 'pending', settle.transaction);
+      if (res.status >= 200 && res.status < 300) return undefined;
+      throw new HttpError(502, 'payment_unconfirmed', `the chain does not show the settlement yet; ${held}`);
     }
     if (settle?.success === true && atomic === 0n && !settle.transaction) {
       await recordOutcome(o.db, auth.paymentId, 'zero', undefined, 0n);
@@ -164,7 +183,7 @@ export function createX402Protocol(o: X402ProtocolOptions): PaymentProtocol<X402
     }
     if (res.status === 412 && refusalReason(res) === 'permit2_allowance_required') {
       await recordOutcome(o.db, auth.paymentId, 'refused');
-      throw new HttpError(502, 'payment_unconfirmed', permit2Missing(asset, held));
+      throw new HttpError(502, 'payment_unconfirmed', permit2Missing(chosen.asset, held));
     }
     if (settle?.transaction === undefined || settle.transaction === '') {
       if (settle?.success !== true || atomic !== 0n) await recordOutcome(o.db, auth.paymentId, 'unknown');
@@ -285,27 +304,32 @@ export function createX402Protocol(o: X402ProtocolOptions): PaymentProtocol<X402
 
       const settle = settlement(res);
       if (hold) {
-        const captured = await settleHold(settle, res, auth, chosen.asset, held);
-        if (captured === undefined) return { response: res };
+        const c = await settleHold(settle, res, auth, chosen, signed, held, x.session);
+        if (c === undefined) return { response: res };
         const { receipt } = await o.payments.complete(
           x.session,
           auth,
-          `txid:${settle!.transaction}`,
+          `txid:${c.tx}`,
           receiptRail(chosen),
           started,
-          captured,
+          c.captured,
         );
         return { response: res, receiptId: String(receipt.receiptId) };
       }
       if (settle?.success === true && isTransaction(settle.transaction)) {
-        await recordOutcome(o.db, auth.paymentId, 'paid', settle.transaction);
-        const { receipt } = await o.payments.complete(
-          x.session,
-          auth,
-          `txid:${settle.transaction}`,
-          receiptRail(chosen),
-          started,
-        );
+        // Only the signed value can move, so it is committed; the chain checks the merchant's claim.
+        const check = await eip3009Check(o.chain?.(chosen.network), {
+          asset: chosen.asset,
+          payer: signed.from,
+          nonce: signed.nonce,
+          value: auth.amount,
+          reportedTx: settle.transaction,
+        });
+        if (check.disagreement)
+          await o.payments.settlementMismatch(x.session, mismatchOf(auth, chosen, check.disagreement));
+        const tx = check.tx ?? `${chosen.network}/${chosen.asset}/${signed.nonce}`;
+        await recordOutcome(o.db, auth.paymentId, 'paid', tx);
+        const { receipt } = await o.payments.complete(x.session, auth, `txid:${tx}`, receiptRail(chosen), started);
         return { response: res, receiptId: String(receipt.receiptId) };
       }
       if (settle && settle.success !== true && !settle.transaction) {
@@ -346,6 +370,18 @@ export function createX402Protocol(o: X402ProtocolOptions): PaymentProtocol<X402
         `the merchant answered the paid retry with HTTP ${res.status} and no settlement; ${held}`,
       );
     },
+  };
+}
+
+/** The `payment.settlement_mismatch` event of a payment whose merchant's report the chain contradicts. */
+function mismatchOf(auth: Authorization, chosen: NormalisedRequirement, d: ChainDisagreement) {
+  return {
+    paymentId: auth.paymentId,
+    merchant: auth.merchant,
+    payTo: chosen.payTo,
+    rail: receiptRail(chosen),
+    authorizedAmountMinor: auth.amount.toString(),
+    ...d,
   };
 }
 

@@ -5,7 +5,7 @@
  * the proxy's Settled events to their transactions and decoding their `settle` calldata (owner,
  * nonce, amount): the x402 upto proxy as the stock facilitator calls it.
  */
-import { decodeFunctionData, getAddress, parseAbi } from 'viem';
+import { decodeEventLog, decodeFunctionData, getAddress, parseAbi } from 'viem';
 import { PERMIT2_ADDRESS, x402UptoPermit2ProxyABI, x402UptoPermit2ProxyAddress } from '@x402/evm';
 import type { X402ChainReader } from './rail.js';
 
@@ -13,6 +13,7 @@ export { PERMIT2_ADDRESS, x402UptoPermit2ProxyAddress as UPTO_PROXY_ADDRESS };
 
 const NONCE_BITMAP_ABI = parseAbi(['function nonceBitmap(address owner, uint256 wordPos) view returns (uint256)']);
 const ALLOWANCE_ABI = parseAbi(['function allowance(address owner, address spender) view returns (uint256)']);
+const TRANSFER_ABI = parseAbi(['event Transfer(address indexed from, address indexed to, uint256 value)']);
 
 /** Permit2's unordered nonce: bit `nonce & 255` of `nonceBitmap(owner, nonce >> 8)`. */
 export async function permit2NonceUsed(reader: X402ChainReader, owner: string, nonce: bigint): Promise<boolean> {
@@ -53,21 +54,71 @@ export async function uptoSettlement(
     abi: x402UptoPermit2ProxyABI,
     eventName: 'Settled',
   });
-  const who = getAddress(owner);
   for (const e of events) {
     if (!e.transactionHash) continue;
     const t = await reader.getTransaction({ hash: e.transactionHash });
-    let call;
-    try {
-      call = decodeFunctionData({ abi: x402UptoPermit2ProxyABI, data: t.input });
-    } catch {
-      continue; // another function of the proxy, or not the proxy's calldata
-    }
-    // settle(permit, amount, owner, …) and settleWithPermit(permit2612, permit, amount, owner, …)
-    const args = (call.functionName === 'settleWithPermit' ? call.args.slice(1) : call.args) as readonly unknown[];
-    if (call.functionName !== 'settle' && call.functionName !== 'settleWithPermit') continue;
-    const [permit, amount, from] = args as [{ nonce: bigint }, bigint, string];
-    if (getAddress(from) === who && permit.nonce === nonce) return { amount, tx: e.transactionHash };
+    const amount = settleCallAmount(t.input, owner, nonce);
+    if (amount !== undefined) return { amount, tx: e.transactionHash };
   }
   return undefined;
+}
+
+/** The amount of a proxy `settle` call for `owner`'s `nonce` in `input`; undefined for any other call. */
+function settleCallAmount(input: `0x${string}`, owner: string, nonce: bigint): bigint | undefined {
+  let call;
+  try {
+    call = decodeFunctionData({ abi: x402UptoPermit2ProxyABI, data: input });
+  } catch {
+    return undefined; // another function of the proxy, or not the proxy's calldata
+  }
+  // settle(permit, amount, owner, …) and settleWithPermit(permit2612, permit, amount, owner, …)
+  if (call.functionName !== 'settle' && call.functionName !== 'settleWithPermit') return undefined;
+  const args = (call.functionName === 'settleWithPermit' ? call.args.slice(1) : call.args) as readonly unknown[];
+  const [permit, amount, from] = args as [{ nonce: bigint }, bigint, string];
+  return getAddress(from) === getAddress(owner) && permit.nonce === nonce ? amount : undefined;
+}
+
+/**
+ * What moved under `owner`'s permit `nonce`, as the chain tells it: `{ used: false }` while Permit2
+ * has not consumed the nonce (nothing moved yet); else the amount and transaction of the settle
+ * that consumed it, found from the transaction the merchant named (mined successfully, a call of the
+ * proxy's `settle` for this owner and nonce; the larger of its amount and the token transfers out of
+ * `owner` in it) or else from the proxy's `Settled` events; `{ used: true }` alone when neither
+ * is found (the caller counts the whole hold). A reader that fails throws: nothing is known.
+ */
+export async function uptoMoved(
+  reader: X402ChainReader,
+  p: { owner: string; nonce: bigint; token: string; namedTx?: string },
+): Promise<{ used: false } | { used: true; amount?: bigint; tx?: string }> {
+  if (!(await permit2NonceUsed(reader, p.owner, p.nonce))) return { used: false };
+  const named = p.namedTx ? await settleInTransaction(reader, p, p.namedTx).catch(() => undefined) : undefined;
+  const found = named ?? (await uptoSettlement(reader, p.owner, p.nonce));
+  return found ? { used: true, ...found } : { used: true };
+}
+
+/** The settle of `p`'s permit in transaction `hash`, when the chain shows it there (uptoMoved). */
+async function settleInTransaction(
+  reader: X402ChainReader,
+  p: { owner: string; nonce: bigint; token: string },
+  hash: string,
+): Promise<{ amount: bigint; tx: string } | undefined> {
+  if (!reader.getTransaction || !reader.getTransactionReceipt || !/^0x[0-9a-fA-F]{64}$/.test(hash)) return undefined;
+  const receipt = await reader.getTransactionReceipt({ hash: hash as `0x${string}` });
+  if (receipt.status !== 'success') return undefined;
+  const t = await reader.getTransaction({ hash: hash as `0x${string}` });
+  if (!t.to || getAddress(t.to) !== getAddress(x402UptoPermit2ProxyAddress)) return undefined;
+  const asked = settleCallAmount(t.input, p.owner, p.nonce);
+  if (asked === undefined) return undefined;
+  // What left the owner's account in that transaction: the token's own Transfer logs.
+  let out = 0n;
+  for (const l of receipt.logs) {
+    if (getAddress(l.address) !== getAddress(p.token)) continue;
+    try {
+      const e = decodeEventLog({ abi: TRANSFER_ABI, data: l.data, topics: l.topics as any });
+      if (getAddress(e.args.from) === getAddress(p.owner)) out += e.args.value;
+    } catch {
+      // another event of the token
+    }
+  }
+  return { amount: out > asked ? out : asked, tx: hash };
 }

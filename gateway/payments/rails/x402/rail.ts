@@ -7,7 +7,7 @@ import type { SqlDatabase } from '../../../../service-kit/index.js';
 import { RailError, type Rail } from '../rail.js';
 import type { NormalisedRequirement } from '../../terms/x402.js';
 import { recordOutcome, x402ById, type X402Record } from './store.js';
-import { permit2NonceUsed, uptoSettlement } from './permit2.js';
+import { uptoMoved } from './permit2.js';
 
 export const X402_RAIL = 'x402';
 
@@ -32,7 +32,12 @@ export interface X402ChainReader {
     abi: readonly unknown[];
     eventName: string;
   }): Promise<readonly { transactionHash: `0x${string}` | null }[]>;
-  getTransaction?(args: { hash: `0x${string}` }): Promise<{ input: `0x${string}` }>;
+  getTransaction?(args: { hash: `0x${string}` }): Promise<{ input: `0x${string}`; to?: `0x${string}` | null }>;
+  /** A mined transaction's status and logs: what it moved (permit2.ts uptoMoved, eip3009.ts). */
+  getTransactionReceipt?(args: { hash: `0x${string}` }): Promise<{
+    status: 'success' | 'reverted';
+    logs: readonly { address: `0x${string}`; topics: readonly `0x${string}`[]; data: `0x${string}` }[];
+  }>;
 }
 
 const AUTHORIZATION_STATE_ABI = [
@@ -98,12 +103,14 @@ export function createX402Rail(
   };
 
   /**
-   * An `upto` permit (PROTOCOL.md §15): a settlement the merchant confirmed is captured at its
-   * amount. Otherwise the permit stays cashable, up to the hold, by the named facilitator until
-   * its deadline, even after a 0 settle or a failed handler: with a reader, a used Permit2 nonce
-   * is captured at what the proxy settled (learnt from the chain, before the deadline too); an
-   * unused one is released only past the deadline + margin. Without a reader, past the deadline
-   * the whole hold is counted spent (the side that never overspends).
+   * An `upto` permit (PROTOCOL.md §15): a settlement already read from the chain (or counted whole
+   * for want of a reader, protocols/x402.ts) is captured at that amount. Otherwise the permit
+   * stays cashable, up to the hold, by the named facilitator until its deadline, even after a 0
+   * settle or a failed handler: with a reader, a used Permit2 nonce is captured at what the chain
+   * shows moved (permit2.ts uptoMoved: the transaction the merchant named, else the proxy's
+   * settles; the whole hold when neither shows the amount), before the deadline too; an unused one
+   * is released only past the deadline + margin. Without a reader, past the deadline the whole
+   * hold is counted spent (the side that never overspends).
    */
   async function uptoOutcome(r: X402Record) {
     const rail = receiptRail(r);
@@ -111,20 +118,24 @@ export function createX402Rail(
       return { txRef: `txid:${r.tx}`, rail, hold: true as const, captured: BigInt(r.settled) };
     const reader = chain?.(r.network);
     const expired = now() >= r.validBefore + expiryMarginMs;
+    const authorization = `${r.network}/${r.asset}/${r.nonce}`;
     if (reader) {
-      const nonce = BigInt(r.nonce);
-      if (await permit2NonceUsed(reader, r.payer, nonce)) {
-        const s = await uptoSettlement(reader, r.payer, nonce);
-        // Used, but no settle found (the reader lists no events): the whole hold, never less.
-        const found = s ?? { amount: undefined, tx: r.tx ?? `${r.network}/${r.asset}/${r.nonce}` };
-        await recordOutcome(db, r.paymentId, 'paid', s?.tx, s?.amount);
-        return { txRef: `txid:${found.tx}`, rail, hold: true as const, captured: found.amount };
+      const moved = await uptoMoved(reader, {
+        owner: r.payer,
+        nonce: BigInt(r.nonce),
+        token: r.asset,
+        ...(r.tx ? { namedTx: r.tx } : {}),
+      });
+      if (moved.used) {
+        await recordOutcome(db, r.paymentId, 'paid', moved.tx, moved.amount);
+        // Used, but no settle found: the whole hold, never less.
+        return { txRef: `txid:${moved.tx ?? authorization}`, rail, hold: true as const, captured: moved.amount };
       }
       return expired ? undefined : ('pending' as const);
     }
     if (!expired) return 'pending' as const;
     await recordOutcome(db, r.paymentId, 'expired-unverified');
-    return { txRef: `txid:${r.tx ?? `${r.network}/${r.asset}/${r.nonce}`}`, rail, hold: true as const };
+    return { txRef: `txid:${r.tx ?? authorization}`, rail, hold: true as const };
   }
 }
 
