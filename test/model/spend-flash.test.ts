@@ -1,17 +1,16 @@
 /**
- * The spend state machine against its model (spend-model.ts, from PROTOCOL.md), on the SDK's
- * device's flash ledger (firmware-bridge/kv-spend-storage.ts over an in-memory byte
- * store): wallets, three merchant builds on one ledger, holds, captures, revocations,
- * delegations, restarts and clock moves (test/model/README.md). Replay a failure with the
- * CTL_MODEL_SEED / CTL_MODEL_PATH / CTL_MODEL_REPLAY line it prints.
+ * The spend state machine against its model (spend-model.ts, from PROTOCOL.md), on the device's
+ * flash ledger (firmware-bridge/kv-spend-storage.ts over an in-memory byte store): as
+ * spend-memory.test.ts, every SpendStorage of the sequence being a flash ledger
+ * (test/model/README.md). A failure prints the line that replays it.
  */
 import { test } from 'uvu';
 import { formatStats, runModel } from './spend-harness.js';
 
-const RUNS = 1000;
+const RUNS = 900;
 
 test(`the SDK on the flash ledger answers as the model, ${RUNS} sequences`, async () => {
-  const stats = await runModel({ storage: 'flash', runs: RUNS, maxCommands: 25 });
+  const stats = await runModel({ storage: 'flash', runs: RUNS, maxCommands: 30 });
   console.log(formatStats('flash ledger', stats));
 });
 

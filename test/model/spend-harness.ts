@@ -36,30 +36,36 @@ import {
   type World,
 } from './world.js';
 
+export type { StorageKind };
+
 /**
  * CTL_MODEL_EXCLUDE=a,b leaves steps out of the draw, to look past a known disagreement for the
- * next one: a command name (`restart`, `learn`, `capture`, `rawSign`, `delegate`, ...) or a
- * delegation's widening (`widen:windowAboveOwn`), a clock move (`clock:backFar`), a configuration (`sharedStorage`, `fewIds`), or
- * `captureElsewhere` (a capture then goes to the terminal that accepted the hold), `walletHold` (the
- * wallet signs no holds).
- * Never set in the suite itself.
+ * next one (test/model/README.md lists them). Never set in the suite itself:
+ * - a command: `restart`, `learn`, `capture`, `rawSign`, `delegate`, ...;
+ * - `widen:<kind>` a delegation's widening, `clock:<kind>` a clock move;
+ * - `sharedStorage`, `fewIds`, `linkWindows` (no windows at all): the sequence's configuration;
+ * - `captureElsewhere` (a capture goes to the terminal that accepted the hold), `walletHold` (the
+ *   wallet signs no holds), `holdReuse` (no hold takes another SBA's id), `captureFloor` (a capture
+ *   refused by time need not keep its reading in the time floor).
  */
 const excluded = new Set((process.env['CTL_MODEL_EXCLUDE'] ?? '').split(',').filter(Boolean));
+const windowsArb = fc
+  .uniqueArray(
+    fc.record({
+      every: fc.constantFrom(...EVERIES),
+      permille: fc.constantFrom(100, 300, 500, 1000),
+      maxPayments: fc.option(fc.integer({ min: 1, max: 4 }), { nil: undefined }),
+    }),
+    { maxLength: 3, selector: (w) => w.every },
+  )
+  .map((ws) => ws.map((w) => (w.maxPayments === undefined ? { every: w.every, permille: w.permille } : w)));
+
 const configArb: fc.Arbitrary<Config> = fc.record({
   grantMax: fc.constantFrom(1000, 3000, 5000),
-  windows: fc
-    .uniqueArray(
-      fc.record({
-        every: fc.constantFrom(...EVERIES),
-        permille: fc.constantFrom(100, 300, 500, 1000),
-        maxPayments: fc.option(fc.integer({ min: 1, max: 4 }), { nil: undefined }),
-      }),
-      { maxLength: 3, selector: (w) => w.every },
-    )
-    .map((ws) => ws.map((w) => (w.maxPayments === undefined ? { every: w.every, permille: w.permille } : w))),
+  windows: excluded.has('linkWindows') ? fc.constant([]) : windowsArb,
   windowsStart: fc.constantFrom(...WINDOWS_STARTS),
   maxDepth: fc.integer({ min: 1, max: 3 }),
-  sbaTtlMin: fc.constantFrom(5, 60, 20 * 60),
+  sbaTtlMin: fc.constantFrom(5, 60, 20 * 60, 20 * 60),
   sharedStorage: excluded.has('sharedStorage') ? fc.constant(false) : fc.constantFrom(false, false, false, true),
   fewIds: excluded.has('fewIds') ? fc.constant(false) : fc.boolean(),
 });
@@ -82,7 +88,7 @@ class SignCmd implements Cmd {
   run = (w: World) => sign(w, excluded.has('walletHold') ? { ...this.p, hold: false } : this.p);
   toString = () => `sign(link ${this.p.pick}, ${this.p.permille}‰${this.p.hold ? ', hold' : ''})`;
 }
-/** Sign outside any wallet (the holder's key, `createSignedSessionBudgetAuthorization`), maybe with another SBA's id. */
+/** Sign outside any wallet (the holder's key, `createSignedSessionBudgetAuthorization`), maybe with another's id. */
 class RawSignCmd implements Cmd {
   constructor(
     readonly p: { pick: number; permille: number; hold: boolean; issuedMin: number; ttlMin: number; reuse?: number },
@@ -131,7 +137,7 @@ export type DelegateParams = {
 class DelegateCmd implements Cmd {
   constructor(readonly p: DelegateParams) {}
   check = (w: World) => w.m.links.size < 7;
-  run = (w: World) => delegate(w, this.p);
+  run = (w: World) => delegate(w, excluded.has('linkWindows') ? { ...this.p, addWindow: undefined } : this.p);
   toString = () => `delegate(${JSON.stringify(this.p)})`;
 }
 class RestartCmd implements Cmd {
@@ -142,6 +148,7 @@ class RestartCmd implements Cmd {
 }
 export type ClockKind =
   | 'fwdMin'
+  | 'fwdMins'
   | 'fwdHour'
   | 'fwdDay'
   | 'backMin'
@@ -164,7 +171,9 @@ export function clockTarget(w: World, p: { kind: ClockKind; n: number; edge: -1 
   const edge = p.edge * MINUTE;
   switch (p.kind) {
     case 'fwdMin':
-      return t + (1 + (p.n % 59)) * MINUTE;
+      return t + (1 + (p.n % 9)) * MINUTE;
+    case 'fwdMins':
+      return t + (10 + (p.n % 50)) * MINUTE;
     case 'fwdHour':
       return t + (1 + (p.n % 30)) * HOUR;
     case 'fwdDay':
@@ -212,111 +221,109 @@ const keep = (c: Cmd) => {
   const { widen, kind } = (c as { p?: { widen?: string; kind?: string } }).p ?? {};
   return !excluded.has(name) && !(widen && excluded.has(`widen:${widen}`)) && !(kind && excluded.has(`clock:${kind}`));
 };
-const commandArb: fc.Arbitrary<Cmd> = fc.oneof(
-  {
-    weight: 5,
-    arbitrary: fc
-      .record({ pick: fc.nat(), permille: amountArb, hold: fc.boolean() })
-      .map((p) => new SignCmd(p) as Cmd),
-  },
-  {
-    weight: 2,
-    arbitrary: fc
-      .record(
-        {
+const commandArb: fc.Arbitrary<Cmd> = fc
+  .oneof(
+    {
+      weight: 5,
+      arbitrary: fc
+        .record({ pick: fc.nat(), permille: amountArb, hold: fc.boolean() })
+        .map((p) => new SignCmd(p) as Cmd),
+    },
+    {
+      weight: 2,
+      arbitrary: fc
+        .record(
+          {
+            pick: fc.nat(),
+            permille: amountArb,
+            hold: fc.boolean(),
+            issuedMin: fc.constantFrom(-90, -61, -2, 0, 0, 0, 2),
+            ttlMin: fc.constantFrom(5, 30, 61, 20 * 60, 20 * 60),
+            reuse: fc.nat(),
+          },
+          { requiredKeys: ['pick', 'permille', 'hold', 'issuedMin', 'ttlMin'] },
+        )
+        .map((p) => new RawSignCmd(p) as Cmd),
+    },
+    {
+      weight: 7,
+      arbitrary: fc
+        .record({
           pick: fc.nat(),
-          permille: amountArb,
-          hold: fc.boolean(),
-          issuedMin: fc.constantFrom(-90, -61, -2, 0, 0, 2),
-          ttlMin: fc.constantFrom(5, 30, 61, 20 * 60),
-          reuse: fc.nat(),
-        },
-        { requiredKeys: ['pick', 'permille', 'hold', 'issuedMin', 'ttlMin'] },
-      )
-      .map((p) => new RawSignCmd(p) as Cmd),
-  },
-  {
-    weight: 7,
-    arbitrary: fc
-      .record({ pick: fc.nat(), build, mode: fc.constantFrom('full' as const, 'full' as const, 'part' as const, 'over' as const) })
-      .map((p) => new VerifyCmd(p) as Cmd),
-  },
-  {
-    weight: 3,
-    arbitrary: fc
-      .record({ pick: fc.nat(), build, permille: fc.constantFrom(0, 0, 1, 500, 1000, 1001) })
-      .map((p) => new CaptureCmd(p) as Cmd),
-  },
-  {
-    weight: 2,
-    arbitrary: fc
-      .record({ pick: fc.nat(), mode: fc.constantFrom('receipt' as const, 'receipt' as const, 'over' as const) })
-      .map((p) => new LearnCmd(p) as Cmd),
-  },
-  { weight: 1, arbitrary: fc.record({ pick: fc.nat() }).map((p) => new RevokeCmd(p) as Cmd) },
-  {
-    weight: 3,
-    arbitrary: fc
-      .record(
-        {
-          pick: fc.nat(),
-          permille: fc.constantFrom(200, 500, 800, 1000),
-          expiry: fc.nat(),
-          windowPermille: fc.constantFrom(100, 500, 1000),
-          addWindow: fc.constantFrom(...EVERIES),
-          maxPayments: fc.integer({ min: 1, max: 3 }),
-          startIdx: fc.nat(),
-          id: fc.nat(),
-          // one delegation in four widens its parent on purpose (PROTOCOL.md §14: delegation_invalid)
-          widen: fc.oneof(
-            { weight: 3, arbitrary: fc.constant(undefined) },
-            {
-              weight: 1,
-              arbitrary: fc.constantFrom(
-                'amount' as const,
-                'expiry' as const,
-                'window' as const,
-                'windowAboveOwn' as const,
-                'dropWindow' as const,
-                'ancestorId' as const,
-              ),
-            },
+          build,
+          mode: fc.constantFrom('full' as const, 'full' as const, 'full' as const, 'part' as const, 'over' as const),
+        })
+        .map((p) => new VerifyCmd(p) as Cmd),
+    },
+    {
+      weight: 3,
+      arbitrary: fc
+        .record({ pick: fc.nat(), build, permille: fc.constantFrom(0, 0, 1, 500, 1000, 1001) })
+        .map((p) => new CaptureCmd(p) as Cmd),
+    },
+    {
+      weight: 2,
+      arbitrary: fc
+        .record({ pick: fc.nat(), mode: fc.constantFrom('receipt' as const, 'receipt' as const, 'over' as const) })
+        .map((p) => new LearnCmd(p) as Cmd),
+    },
+    { weight: 1, arbitrary: fc.record({ pick: fc.nat() }).map((p) => new RevokeCmd(p) as Cmd) },
+    {
+      weight: 3,
+      arbitrary: fc
+        .record(
+          {
+            pick: fc.nat(),
+            permille: fc.constantFrom(200, 500, 800, 1000),
+            expiry: fc.nat(),
+            windowPermille: fc.constantFrom(100, 500, 1000),
+            addWindow: fc.option(fc.constantFrom(...EVERIES), { freq: 4, nil: undefined }),
+            maxPayments: fc.integer({ min: 1, max: 3 }),
+            startIdx: fc.nat(),
+            id: fc.nat(),
+            // one delegation in four widens its parent on purpose (PROTOCOL.md §14: delegation_invalid)
+            widen: fc.oneof(
+              { weight: 3, arbitrary: fc.constant(undefined) },
+              {
+                weight: 1,
+                arbitrary: fc.constantFrom(
+                  'amount' as const,
+                  'expiry' as const,
+                  'window' as const,
+                  'windowAboveOwn' as const,
+                  'dropWindow' as const,
+                  'ancestorId' as const,
+                ),
+              },
+            ),
+          },
+          { requiredKeys: ['pick', 'permille', 'expiry', 'windowPermille', 'addWindow', 'startIdx', 'id', 'widen'] },
+        )
+        .map((p) => new DelegateCmd(p) as Cmd),
+    },
+    {
+      weight: 1,
+      arbitrary: fc
+        .constantFrom('wallet' as const, 'merchant' as const, 'both' as const)
+        .map((who) => new RestartCmd({ who }) as Cmd),
+    },
+    {
+      weight: 6,
+      arbitrary: fc
+        .record({
+          // mostly short steps and window ends; far jumps (days, months, back) now and then
+          kind: fc.oneof(
+            { weight: 4, arbitrary: fc.constantFrom<ClockKind>('fwdMin', 'windowEnd', 'sbaExpiry', 'backMin') },
+            { weight: 2, arbitrary: fc.constantFrom<ClockKind>('fwdMins', 'fwdHour', 'backHour', 'utcEnd') },
+            { weight: 1, arbitrary: fc.constantFrom<ClockKind>('fwdDay', 'backDays', 'backFar') },
           ),
-        },
-        { requiredKeys: ['pick', 'permille', 'expiry', 'windowPermille', 'startIdx', 'id', 'widen'] },
-      )
-      .map((p) => new DelegateCmd(p) as Cmd),
-  },
-  {
-    weight: 1,
-    arbitrary: fc
-      .constantFrom('wallet' as const, 'merchant' as const, 'both' as const)
-      .map((who) => new RestartCmd({ who }) as Cmd),
-  },
-  {
-    weight: 6,
-    arbitrary: fc
-      .record({
-        kind: fc.constantFrom<ClockKind>(
-          'fwdMin',
-          'fwdMin',
-          'fwdHour',
-          'fwdDay',
-          'backMin',
-          'backHour',
-          'backDays',
-          'backFar',
-          'utcEnd',
-          'windowEnd',
-          'windowEnd',
-          'sbaExpiry',
-        ),
-        n: fc.nat(),
-        edge: fc.constantFrom(-1 as const, 0 as const, 1 as const),
-      })
-      .map((p) => new ClockCmd(p) as Cmd),
-  },
-).filter(keep);
+          n: fc.nat(),
+          edge: fc.constantFrom(-1 as const, 0 as const, 1 as const),
+        })
+        .map((p) => new ClockCmd(p) as Cmd),
+    },
+  )
+  .filter(keep);
 
 // ---------------------------------------------------------------------------------------------
 // The run: fast-check drives, a failure prints its seed, path and replay path, and the trace.
@@ -328,6 +335,8 @@ export interface RunOptions {
   maxCommands: number;
   /** Fixes the seed when CTL_MODEL_SEED is not set (so a tier's run is the same each time). */
   seed?: number;
+  /** The test file, for the replay line. */
+  file?: string;
 }
 
 export interface RunStats {
@@ -384,13 +393,13 @@ export async function runModel(o: RunOptions): Promise<RunStats> {
   trace = last ? last.trace.join('\n') : '';
   const replay = /replayPath="([^"]*)"/.exec(String(cmds))?.[1] ?? '';
   // What shaped the draw must be given again to replay it.
-  const shaping = ['CTL_MODEL_EXCLUDE', 'CTL_MODEL_STEPS']
-    .filter((k) => env[k] !== undefined)
-    .map((k) => `${k}=${env[k]} `)
-    .join('');
-  const file = o.storage === 'memory' ? 'test/model/spend-memory.test.ts' : 'test/model/spend-flash.test.ts';
+  const exclude = env['CTL_MODEL_EXCLUDE'] ? `CTL_MODEL_EXCLUDE=${env['CTL_MODEL_EXCLUDE']} ` : '';
+  const shaping = `${exclude}CTL_MODEL_STORAGE=${o.storage} CTL_MODEL_STEPS=${maxCommands} `;
+  const file =
+    o.file ?? (o.storage === 'memory' ? 'test/model/spend-memory.test.ts' : 'test/model/spend-flash.test.ts');
   throw new Error(
-    `${fc.defaultReportMessage(details)}\n${String(details.errorInstance)}\n\nconfig: ${JSON.stringify(config)}\ntrace of the smallest failing sequence:\n` +
+    `${fc.defaultReportMessage(details)}\n${String(details.errorInstance)}\n\nconfig: ${JSON.stringify(config)}\n` +
+      `trace of the smallest failing sequence:\n` +
       `${trace}\n\nreplay: ${shaping}CTL_MODEL_SEED=${details.seed} CTL_MODEL_PATH=${details.counterexamplePath} ` +
       `CTL_MODEL_REPLAY='${replay}' node scripts/test.mjs ${file}`,
   );
@@ -399,5 +408,6 @@ export async function runModel(o: RunOptions): Promise<RunStats> {
 /** One line per tier for the log: sequences, steps, wall time, and how often each answer came. */
 export function formatStats(label: string, s: RunStats): string {
   const outcomes = [...s.outcomes.entries()].sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${v}`);
-  return `${label}: ${s.sequences} sequences, ${s.steps} steps, ${(s.ms / 1000).toFixed(1)} s\n  ${outcomes.join(', ')}`;
+  const head = `${label}: ${s.sequences} sequences, ${s.steps} steps, ${(s.ms / 1000).toFixed(1)} s`;
+  return `${head}\n  ${outcomes.join(', ')}`;
 }

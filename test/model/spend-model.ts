@@ -99,13 +99,20 @@ export class SpendModel {
   wallets = new Map<string, Ledger>();
   merchant: Ledger = { entries: [], releasesHoldsAtExpiry: true };
   clock: number;
-  /** The merchant's persisted time floor (§12): the highest clock reading it has seen. */
-  floor: number;
+  /**
+   * The merchant's persisted time floor (§12), as its store holds it: every time check uses
+   * max(clock, floor). Which readings it keeps is the verifier's choice ("at most once a minute"),
+   * within bounds: at least every reading at an accepted payment and at a refusal by time (else a
+   * clock set back revives what was seen expire), at most the highest reading (never a payer's time).
+   */
+  floor = 0;
+  floorRequired = 0;
+  clockSeen: number;
 
   constructor(root: Link, clock: number) {
     this.links.set(root.key, root);
     this.clock = clock;
-    this.floor = clock;
+    this.clockSeen = clock;
   }
 
   /** Leaf to root. */
@@ -165,7 +172,7 @@ export class SpendModel {
         }
       }
     }
-    if (codes.size) return { ok: false, codes: [...codes, ...maybe], resetsAt };
+    if (codes.size) return { ok: false, codes: [...codes, ...maybe], ...(resetsAt.length ? { resetsAt } : {}) };
     return maybe.size ? { ok: true, tolerate: [...maybe] } : { ok: true };
   }
 
@@ -189,10 +196,17 @@ export class SpendModel {
     ledger.entries.push(e);
   }
 
-  /** The merchant's floored clock (§12): every check uses max(clock, floor); each reading raises it. */
+  /** The merchant's floored clock (§12): every check uses max(clock, floor). */
   merchantNow(): number {
-    this.floor = Math.max(this.floor, this.clock);
-    return this.floor;
+    this.clockSeen = Math.max(this.clockSeen, this.clock);
+    return Math.max(this.clock, this.floor);
+  }
+
+  /** A reading the floor must keep: an accepted payment's, or a refusal by time (§12). */
+  static readonly TIME_REFUSALS = ['grant_expired', 'sba_expired', 'hold_expired'];
+  keepReading(accepted: boolean, code?: string): void {
+    if (accepted || SpendModel.TIME_REFUSALS.includes(code!))
+      this.floorRequired = Math.max(this.floorRequired, this.clock);
   }
 
   /** A live record of this SBA's id in its chain's scope (§7, §12: kept until its SBA expires). */
@@ -243,8 +257,7 @@ export class SpendModel {
    * the hold was accepted does not stop it (the goods were delivered under a valid authorization).
    */
   merchantCapture(e: Entry, amount: bigint): Verdict {
-    // Read against the floor, as a verification; whether the reading is stored is the verifier's choice.
-    const now = Math.max(this.clock, this.floor);
+    const now = this.merchantNow();
     const codes: string[] = [];
     if (now >= e.expiresAt) codes.push('hold_expired');
     if (e.captured !== undefined) codes.push('replay');

@@ -7,7 +7,7 @@
  * Each step runs on both, records what the SDK accepted into the model's ledgers (so the bounds
  * are counted over what really happened), checks the bounds and then the answer.
  */
-import { SpendModel, type Entry, type Every, type Link, type Verdict } from './spend-model.js';
+import { SpendModel, type Entry, type Every, type Link, type Verdict, type WindowRule } from './spend-model.js';
 import { createKvSpendStorage } from '../../firmware-bridge/kv-spend-storage.js';
 import { createMemoryByteStorage } from '../../firmware-bridge/abi.js';
 
@@ -47,6 +47,8 @@ export const WINDOWS_STARTS = [
   Date.UTC(2024, 1, 29, 12, 0),
 ];
 const ISSUER = 'authority.model.test';
+/** CTL_MODEL_EXCLUDE (spend-harness.ts); here `captureFloor`: a capture refused by time need not raise the floor. */
+const EXCLUDED = new Set((process.env['CTL_MODEL_EXCLUDE'] ?? '').split(',').filter(Boolean));
 const MAX_LINKS = 7;
 
 // ---------------------------------------------------------------------------------------------
@@ -107,6 +109,8 @@ export interface SbaRec {
   captured?: bigint;
   /** The terminal that accepted it. */
   acceptedOn?: Build;
+  /** The hold's name in the merchant's storage, when the verifier gives one (`holdId`). */
+  holdId?: string;
 }
 
 type Outcome = { ok: true } | { ok: false; code: string; message: string; resetsAt?: string };
@@ -143,7 +147,9 @@ export class World {
   }
 
   newStorage(): Storage {
-    return this.storageKind === 'memory' ? ctl0.createMemorySpendStorage() : createKvSpendStorage(createMemoryByteStorage());
+    return this.storageKind === 'memory'
+      ? ctl0.createMemorySpendStorage()
+      : createKvSpendStorage(createMemoryByteStorage());
   }
 
   canRestart(who: 'wallet' | 'merchant' | 'both'): boolean {
@@ -238,7 +244,9 @@ export class World {
     }
     if (out.ok) this.fail(`${step}: the SDK accepted; the model refuses (${verdict.codes.join(' | ')})`);
     if (!verdict.codes.includes(out.code))
-      this.fail(`${step}: the SDK refused with ${out.code} (${out.message}); the model's code: ${verdict.codes.join(' | ')}`);
+      this.fail(
+        `${step}: the SDK refused with ${out.code} (${out.message}); the model's code: ${verdict.codes.join(' | ')}`,
+      );
     if (out.code === 'window_exceeded') {
       const at = out.resetsAt === undefined ? NaN : Date.parse(out.resetsAt);
       if (!verdict.resetsAt?.includes(at))
@@ -247,6 +255,18 @@ export class World {
             (verdict.resetsAt ?? []).map(iso).join(' | '),
         );
     }
+  }
+
+  /**
+   * The time floor the merchant's store holds after a call: within what §12 allows (every reading
+   * it must keep, nothing above the clock readings it saw); the model then reads time against it.
+   */
+  async syncFloor(step: string): Promise<void> {
+    const f = await this.timeFloor.get();
+    if (f < this.m.floorRequired)
+      this.fail(`${step}: the time floor ${iso(f)} lost a reading it must keep, ${iso(this.m.floorRequired)} (§12)`);
+    if (f > this.m.clockSeen) this.fail(`${step}: the time floor ${iso(f)} is past every clock reading (§12)`);
+    this.m.floor = f;
   }
 
   fail(message: string): never {
@@ -315,7 +335,7 @@ export async function createWorld(config: Config, storageKind: StorageKind): Pro
   w.merchantStorage = config.sharedStorage ? w.storages.get('G')! : w.newStorage();
   await w.newBundle();
   w.log(
-    `grant ${grantId}: ${max} USD, windows ${JSON.stringify(windows, (_k, v) => (typeof v === 'bigint' ? String(v) : v))}` +
+    `grant ${grantId}: ${max} USD, windows ${windows.map((x) => `${x.every}:${x.max}/${x.maxPayments ?? '-'}`)}` +
       ` from ${iso(rootLink.windowsStart)}, maxDepth ${config.maxDepth}, SBA ttl ${config.sbaTtlMin} min, ` +
       `${storageKind} storage${config.sharedStorage ? ' (merchant on the root wallet store)' : ''}`,
   );
@@ -329,11 +349,21 @@ function refusal(e: unknown): Outcome {
   return { ok: false, code: `${x?.name ?? 'thrown'}`, message: String(x?.message ?? e) };
 }
 
-/** Half the picks fall on the last three SBAs (what a merchant sees next), the rest anywhere. */
-function recent(pick: number, length: number): number {
-  const k = Math.floor(pick / 2);
-  return pick % 2 === 0 ? length - 1 - (k % Math.min(3, length)) : k % length;
+/**
+ * A third of the picks fall on an SBA a terminal accepted and that is still alive (presented
+ * again: replay), a third on any live one (what a merchant sees next), a third on any: an
+ * expired one tests the expiry and nothing else.
+ */
+function pickSba(w: World, pick: number): number {
+  const k = Math.floor(pick / 3);
+  const live = w.sbas.flatMap((s, i) => (s.expiresAt > w.m.clock ? [i] : []));
+  const again = live.filter((i) => w.sbas[i]!.accepts > 0);
+  const from = pick % 3 === 0 && again.length ? again : pick % 3 !== 2 && live.length ? live : undefined;
+  return from ? from[k % from.length]! : k % w.sbas.length;
 }
+
+/** A hold authorises a maximum (a charger, an API bill): four times the share, at most the whole link. */
+const holdShare = (permille: number, hold: boolean) => (hold ? Math.min(1000, permille * 4) : permille);
 
 const share = (of: bigint, permille: number) => {
   const a = (of * BigInt(permille)) / 1000n;
@@ -349,7 +379,7 @@ export async function sign(w: World, p: { pick: number; permille: number; hold: 
   counters.steps++;
   const key = w.linkKeys[p.pick % w.linkKeys.length]!;
   const leaf = w.m.links.get(key)!;
-  const amount = share(leaf.max, p.permille);
+  const amount = share(leaf.max, holdShare(p.permille, p.hold));
   const verdict = w.m.sign(key, key, amount);
   let out: Outcome;
   let sba: any;
@@ -384,10 +414,14 @@ export async function sign(w: World, p: { pick: number; permille: number; hold: 
     };
     w.m.record(w.m.wallet(key), rec.walletEntry);
     w.sbas.push(rec);
-    w.log(`${step} → signed sba ${w.sbas.length - 1} ${rec.budgetId} until ${iso(rec.expiresAt)} ${verdictText(verdict)}`);
+    w.log(
+      `${step} → signed sba ${w.sbas.length - 1} ${rec.budgetId} until ${iso(rec.expiresAt)} ${verdictText(verdict)}`,
+    );
     w.checkBounds(step);
     if (rec.issuedAt !== w.m.clock || rec.expiresAt !== w.m.sbaExpiry(key, w.config.sbaTtlMin * MINUTE))
-      w.fail(`${step}: signed issuedAt ${a.issuedAt}, expiresAt ${a.expiresAt}; the model expects the clock and its ttl`);
+      w.fail(
+        `${step}: signed issuedAt ${a.issuedAt}, expiresAt ${a.expiresAt}; the model expects the clock and its ttl`,
+      );
     if (rec.hold !== p.hold || rec.max !== amount) w.fail(`${step}: signed ${a.maxAmountMinor} capture ${a.capture}`);
   } else {
     w.log(`${step} → ${out.code} ${verdictText(verdict)}`);
@@ -406,13 +440,16 @@ export async function rawSign(
   counters.steps++;
   const key = w.linkKeys[p.pick % w.linkKeys.length]!;
   const leaf = w.m.links.get(key)!;
-  const amount = share(leaf.max, p.permille);
+  const amount = share(leaf.max, holdShare(p.permille, p.hold));
   const issuedAt = Math.max(T0, w.m.clock + p.issuedMin * MINUTE);
   const expiresAt = Math.min(issuedAt + p.ttlMin * MINUTE, leaf.expiresAt);
-  // A hold never reuses an id: a capture names the budgetId alone (captureCtl), so two live holds
-  // under one id could not be told apart by any verifier.
-  const reuse = p.reuse !== undefined && !p.hold && w.sbas.length ? w.sbas[p.reuse % w.sbas.length] : undefined;
-  if (expiresAt <= issuedAt || (reuse?.hold && reuse.leaf !== key)) {
+  // Another SBA's id, maybe under another chain, maybe a hold: a capture names the hold by its
+  // chain and id (the verifier's holdId), so a stranger's hold under the same id is another one.
+  const reuse =
+    p.reuse !== undefined && w.sbas.length && !(p.hold && EXCLUDED.has('holdReuse'))
+      ? w.sbas[p.reuse % w.sbas.length]
+      : undefined;
+  if (expiresAt <= issuedAt) {
     w.log(`rawSign ${linkName(w, key)}: nothing to sign`);
     return;
   }
@@ -438,7 +475,17 @@ export async function rawSign(
     w.log(`rawSign ${linkName(w, key)}: the signer refused (${refusal(e).ok ? '' : (refusal(e) as any).code})`);
     return;
   }
-  w.sbas.push({ sba, leaf: key, budgetId, max: amount, issuedAt, expiresAt, hold: p.hold, fromWallet: false, accepts: 0 });
+  w.sbas.push({
+    sba,
+    leaf: key,
+    budgetId,
+    max: amount,
+    issuedAt,
+    expiresAt,
+    hold: p.hold,
+    fromWallet: false,
+    accepts: 0,
+  });
   w.log(
     `rawSign ${linkName(w, key)} ${amount}${p.hold ? ' hold' : ''} → sba ${w.sbas.length - 1} ${budgetId} ` +
       `${iso(issuedAt)}..${iso(expiresAt)}${reuse ? ` (the id of sba ${w.sbas.indexOf(reuse)})` : ''}`,
@@ -459,11 +506,11 @@ export async function verify(
   p: { pick: number; build: Build; mode: 'full' | 'part' | 'over' },
 ): Promise<void> {
   counters.steps++;
-  const n = recent(p.pick, w.sbas.length);
+  const n = pickSba(w, p.pick);
   const s = w.sbas[n]!;
   const requested = p.mode === 'over' ? s.max + 1n : p.mode === 'part' && !s.hold && s.max > 1n ? s.max / 2n : s.max;
+  const now = Math.max(w.m.clock, w.m.floor); // the floored clock of this verification (§12)
   const verdict = w.m.verify(s, requested);
-  const now = w.m.floor; // the model's floored clock of this verification
   let out: Outcome;
   try {
     const r = await verifierOf(w, p.build).verify(s.sba, {
@@ -477,14 +524,19 @@ export async function verify(
       timeFloor: w.timeFloor,
       now: () => w.m.clock,
     });
-    out = r.valid
-      ? { ok: true }
-      : { ok: false, code: r.error.code, message: r.error.message, ...resetsOf(r.error) };
+    if (r.valid) {
+      out = { ok: true };
+      // The hold's name in the storage, where the verifier gives one (a capture after a restart).
+      const holdId = (r as { holdId?: unknown }).holdId;
+      if (typeof holdId === 'string') s.holdId = holdId;
+    } else out = { ok: false, code: r.error.code, message: r.error.message, ...resetsOf(r.error) };
   } catch (e) {
     out = { ok: false, code: 'thrown', message: String(e) };
   }
   const step = `verify sba ${n} (${s.budgetId} under ${linkName(w, s.leaf)}) ${requested} on ${p.build}`;
   w.log(`${step} → ${out.ok ? 'accepted' : out.code} ${verdictText(verdict)}`);
+  w.m.keepReading(out.ok, out.ok ? undefined : out.code);
+  await w.syncFloor(step);
   if (out.ok) {
     s.accepts++;
     const e: Entry = {
@@ -524,13 +576,15 @@ export async function capture(
   let out: Outcome;
   try {
     const options = { now: () => w.m.clock, timeFloor: w.timeFloor, spendStorage: w.merchantStorage };
-    const r = await verifierOf(w, p.build).capture(s.budgetId, String(amount), options);
+    const r = await verifierOf(w, p.build).capture(s.holdId ?? s.budgetId, String(amount), options);
     out = r.captured ? { ok: true } : { ok: false, code: r.error.code, message: r.error.message };
   } catch (e) {
     out = { ok: false, code: 'thrown', message: String(e) };
   }
   const step = `${amount === 0n ? 'void' : 'capture'} sba ${w.sbas.indexOf(s)} (${s.budgetId}) ${amount} on ${p.build}`;
   w.log(`${step} → ${out.ok ? 'captured' : out.code} ${verdictText(verdict)}`);
+  if (!EXCLUDED.has('captureFloor')) w.m.keepReading(false, out.ok ? undefined : out.code);
+  await w.syncFloor(step);
   if (out.ok) {
     s.merchantEntry!.captured = amount;
     s.captured = amount;
@@ -569,9 +623,9 @@ export async function learn(w: World, p: { pick: number; mode: 'receipt' | 'over
 /** The root grant or a link is revoked: a new bundle lists it (§14: a link by its revocation id). */
 export async function revoke(w: World, p: { pick: number }): Promise<void> {
   counters.steps++;
-  // The root grant one time in four (it stops everything), a link otherwise.
-  const links = w.linkKeys.length > 1 && p.pick % 4 !== 0 ? w.linkKeys.slice(1) : w.linkKeys;
-  const key = links[Math.floor(p.pick / 4) % links.length]!;
+  // The root grant one time in eight (it stops everything), a link otherwise.
+  const links = w.linkKeys.length > 1 && p.pick % 8 !== 0 ? w.linkKeys.slice(1) : w.linkKeys;
+  const key = links[Math.floor(p.pick / 8) % links.length]!;
   const link = w.m.links.get(key)!;
   link.revoked = true;
   const id = key === 'G' ? w.grantId : ctl0.linkRevocationId(w.artifacts.get(key));
@@ -589,7 +643,9 @@ export async function delegate(w: World, p: import('./spend-harness.js').Delegat
   const max = p.widen === 'amount' ? parent.max + 1n : share(parent.max, p.permille);
   const expiries = [parent.expiresAt, T0 + 3 * HOUR, T0 + 2 * DAY, T0 + 40 * DAY, T0 + 200 * DAY];
   const expiresAt =
-    p.widen === 'expiry' ? parent.expiresAt + MINUTE : Math.min(parent.expiresAt, expiries[p.expiry % expiries.length]!);
+    p.widen === 'expiry'
+      ? parent.expiresAt + MINUTE
+      : Math.min(parent.expiresAt, expiries[p.expiry % expiries.length]!);
   const windows = parent.windows.map((pw) => {
     const lim = pw.max < max ? pw.max : max;
     return { every: pw.every, max: share(lim, p.windowPermille), maxPayments: pw.maxPayments };
@@ -615,7 +671,11 @@ export async function delegate(w: World, p: import('./spend-harness.js').Delegat
     max,
     issuedAt: T0,
     expiresAt,
-    windows: windows.map((x) => (x.maxPayments === undefined ? { every: x.every, max: x.max } : x)),
+    windows: windows.map((x): WindowRule =>
+      x.maxPayments === undefined
+        ? { every: x.every, max: x.max }
+        : { every: x.every, max: x.max, maxPayments: x.maxPayments },
+    ),
     windowsStart: windows.length ? windowsStart : T0,
   };
   const verdict = w.m.delegate(parentKey, child, w.config.maxDepth);
