@@ -350,16 +350,18 @@ function refusal(e: unknown): Outcome {
 }
 
 /**
- * A third of the picks fall on an SBA a terminal accepted and that is still alive (presented
- * again: replay), a third on any live one (what a merchant sees next), a third on any: an
- * expired one tests the expiry and nothing else.
+ * Which SBA a terminal is shown: mostly one still alive that no terminal took yet (what a merchant
+ * sees next), one time in five one it accepted and still alive (a replay), one in five any (an
+ * expired one tests the expiry and nothing else).
  */
 function pickSba(w: World, pick: number): number {
-  const k = Math.floor(pick / 3);
+  const k = Math.floor(pick / 5);
   const live = w.sbas.flatMap((s, i) => (s.expiresAt > w.m.clock ? [i] : []));
+  const fresh = live.filter((i) => w.sbas[i]!.accepts === 0);
   const again = live.filter((i) => w.sbas[i]!.accepts > 0);
-  const from = pick % 3 === 0 && again.length ? again : pick % 3 !== 2 && live.length ? live : undefined;
-  return from ? from[k % from.length]! : k % w.sbas.length;
+  const from = [again, fresh, fresh, fresh, []][pick % 5]!;
+  const or = from.length ? from : live.length && pick % 5 !== 4 ? live : undefined;
+  return or ? or[k % or.length]! : k % w.sbas.length;
 }
 
 /** A hold authorises a maximum (a charger, an API bill): four times the share, at most the whole link. */
