@@ -67,7 +67,7 @@ function accept(m: SpendModel, s: ReturnType<typeof sba>, hold = false) {
   return m.merchant.entries.at(-1)!;
 }
 
-test('§5, §7, §12, §13: an SBA counts once, in the window of the floored clock; a clock set back reopens nothing', () => {
+test('§5, §7, §12, §13: an SBA counts once, in the window of the floored clock; a clock set back reopens none', () => {
   const m = new SpendModel(root(), T0);
   accept(m, sba('a'));
   assert.equal(verifyAt(m, sba('a'), 60n), { ok: false, codes: ['replay'] });
