@@ -208,10 +208,13 @@ export function clockTarget(w: World, p: { kind: ClockKind; n: number; edge: -1 
       return windowStart(x.every, x.start, windowIndex(x.every, x.start, t) + 1) + edge;
     }
     case 'sbaExpiry': {
-      // to the expiry of a live SBA (a hold the merchant then releases, §15), just before, at or after
+      // release: to the expiry of a live hold (the merchant then gives it back, §15), else of a live
+      // SBA; a minute before, at or after
       const live = w.sbas.filter((s) => s.expiresAt > t);
-      if (live.length === 0) return t + MINUTE;
-      return live[p.n % live.length]!.expiresAt + edge;
+      const holds = live.filter((s) => s.hold);
+      const from = holds.length && p.n % 4 !== 0 ? holds : live;
+      if (from.length === 0) return t + MINUTE;
+      return from[Math.floor(p.n / 4) % from.length]!.expiresAt + edge;
     }
   }
 }

@@ -537,8 +537,6 @@ export async function verify(
   }
   const step = `verify sba ${n} (${s.budgetId} under ${linkName(w, s.leaf)}) ${requested} on ${p.build}`;
   w.log(`${step} → ${out.ok ? 'accepted' : out.code} ${verdictText(verdict)}`);
-  w.m.keepReading(out.ok, out.ok ? undefined : out.code);
-  await w.syncFloor(step);
   if (out.ok) {
     s.accepts++;
     const e: Entry = {
@@ -556,6 +554,8 @@ export async function verify(
     w.checkBounds(step);
   }
   w.compare(step, verdict, out);
+  w.m.keepReading(out.ok, out.ok ? undefined : out.code);
+  await w.syncFloor(step);
 }
 
 function resetsOf(error: { resetsAt?: string }): { resetsAt?: string } {
@@ -585,14 +585,14 @@ export async function capture(
   }
   const step = `${amount === 0n ? 'void' : 'capture'} sba ${w.sbas.indexOf(s)} (${s.budgetId}) ${amount} on ${p.build}`;
   w.log(`${step} → ${out.ok ? 'captured' : out.code} ${verdictText(verdict)}`);
-  if (!EXCLUDED.has('captureFloor')) w.m.keepReading(false, out.ok ? undefined : out.code);
-  await w.syncFloor(step);
   if (out.ok) {
     s.merchantEntry!.captured = amount;
     s.captured = amount;
     w.checkBounds(step);
   }
   w.compare(step, verdict, out);
+  if (!EXCLUDED.has('captureFloor')) w.m.keepReading(false, out.ok ? undefined : out.code);
+  await w.syncFloor(step);
 }
 
 /** The wallet learns a capture from the merchant's receipt (or an amount above the hold) (§15). */
