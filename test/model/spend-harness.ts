@@ -45,7 +45,7 @@ export type { StorageKind };
  * - `widen:<kind>` a delegation's widening, `clock:<kind>` a clock move;
  * - `sharedStorage`, `fewIds`, `linkWindows` (no windows at all): the sequence's configuration;
  * - `captureElsewhere` (a capture goes to the terminal that accepted the hold), `walletHold` (the
- *   wallet signs no holds), `holdReuse` (no hold takes another SBA's id), `captureFloor` (a capture
+ *   wallet signs no holds), `holds` (nobody does), `holdReuse` (no hold takes another SBA's id), `captureFloor` (a capture
  *   refused by time need not keep its reading in the time floor).
  */
 const excluded = new Set((process.env['CTL_MODEL_EXCLUDE'] ?? '').split(',').filter(Boolean));
@@ -86,7 +86,8 @@ const amountArb = fc.oneof(
 class SignCmd implements Cmd {
   constructor(readonly p: { pick: number; permille: number; hold: boolean }) {}
   check = () => true;
-  run = (w: World) => sign(w, excluded.has('walletHold') ? { ...this.p, hold: false } : this.p);
+  run = (w: World) =>
+    sign(w, excluded.has('walletHold') || excluded.has('holds') ? { ...this.p, hold: false } : this.p);
   toString = () => `sign(link ${this.p.pick}, ${this.p.permille}‰${this.p.hold ? ', hold' : ''})`;
 }
 /** Sign outside any wallet (the holder's key, `createSignedSessionBudgetAuthorization`), maybe with another's id. */
@@ -95,7 +96,7 @@ class RawSignCmd implements Cmd {
     readonly p: { pick: number; permille: number; hold: boolean; issuedMin: number; ttlMin: number; reuse?: number },
   ) {}
   check = () => true;
-  run = (w: World) => rawSign(w, this.p);
+  run = (w: World) => rawSign(w, excluded.has('holds') ? { ...this.p, hold: false } : this.p);
   toString = () =>
     `rawSign(link ${this.p.pick}, ${this.p.permille}‰${this.p.hold ? ', hold' : ''}, issued ${this.p.issuedMin} min, ` +
     `ttl ${this.p.ttlMin} min${this.p.reuse === undefined ? '' : `, id of sba ${this.p.reuse}`})`;
