@@ -45,8 +45,8 @@ export type { StorageKind };
  * - `widen:<kind>` a delegation's widening, `clock:<kind>` a clock move;
  * - `sharedStorage`, `fewIds`, `linkWindows` (no windows at all): the sequence's configuration;
  * - `captureElsewhere` (a capture goes to the terminal that accepted the hold), `walletHold` (the
- *   wallet signs no holds), `holds` (nobody does), `holdReuse` (no hold takes another SBA's id), `captureFloor` (a capture
- *   refused by time need not keep its reading in the time floor).
+ *   wallet signs no holds), `holds` (nobody does), `holdReuse` (no hold takes another SBA's id),
+ *   `captureFloor` (a capture refused by time need not keep its reading in the time floor).
  */
 const excluded = new Set((process.env['CTL_MODEL_EXCLUDE'] ?? '').split(',').filter(Boolean));
 const windowsArb = fc

@@ -488,9 +488,8 @@ export async function rawSign(
     fromWallet: false,
     accepts: 0,
   });
-  bump(
-    `rawSign: ${reuse ? (reuse.leaf === key ? 'id of its chain' : 'id of another chain') : 'own id'}${p.hold ? ', hold' : ''}`,
-  );
+  const kind = reuse ? (reuse.leaf === key ? 'id of its chain' : 'id of another chain') : 'own id';
+  bump(`rawSign: ${kind}${p.hold ? ', hold' : ''}`);
   w.log(
     `rawSign ${linkName(w, key)} ${amount}${p.hold ? ' hold' : ''} → sba ${w.sbas.length - 1} ${budgetId} ` +
       `${iso(issuedAt)}..${iso(expiresAt)}${reuse ? ` (the id of sba ${w.sbas.indexOf(reuse)})` : ''}`,
