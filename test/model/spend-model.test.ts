@@ -101,6 +101,26 @@ test('§15: a merchant releases an uncaptured hold at its expiry, a wallet keeps
   assert.equal(m.walletCapture(w.entries[0]!, 100n), { ok: false, codes: ['replay'] });
 });
 
+test("§12, §13: a wallet's clock set back signs at the latest time its ledger counted at", () => {
+  const m = new SpendModel(root(), T0);
+  const w = m.wallet('G');
+  m.clock = T0 + 2 * HOUR;
+  assert.is(m.walletNow('G'), T0 + 2 * HOUR);
+  m.record(w, {
+    scope: 'G',
+    budgetId: 'a',
+    chain: ['G'],
+    amount: 100n,
+    at: T0 + 2 * HOUR,
+    expiresAt: T0 + 3 * HOUR,
+    hold: false,
+  });
+  m.clock = T0; // set back two hours: the window of 10:00 does not open again
+  assert.is(m.walletNow('G'), T0 + 2 * HOUR);
+  assert.equal(m.sign('G', 'G', 1n), { ok: false, codes: ['window_exceeded'], resetsAt: [T0 + 3 * HOUR] });
+  assert.is(m.sbaExpiry('G', 'G', HOUR), T0 + 3 * HOUR);
+});
+
 test('§14: every link counts; replay is scoped to the chain that signed; narrowing is checked', () => {
   const m = new SpendModel(root({ windows: [] }), T0);
   const child = { id: 'd', max: 500n, issuedAt: T0, expiresAt: T0 + 10 * HOUR, windows: [], windowsStart: T0 };

@@ -14,9 +14,9 @@
  *   window's `maxPayments` is not said (§13: "a release returns the amount"): either answer passes,
  *   and the bound is checked on the payments that moved something;
  * - replay records are scoped to the chain that signed them (issue item 7): the leaf link;
- * - the wallet has no time floor (§12 gives one to offline verifiers): it counts a payment in the
- *   windows of the SBA's `issuedAt` (§13), and a window's total is remembered forever, so a clock
- *   set back into a window that has closed may spend only what that window has left.
+ * - a wallet's time is max(clock, the latest time its ledger counted at): it has no host-kept
+ *   floor (§12 gives one to offline verifiers), but its ledger keeps a clock set back from
+ *   reopening a window (issue 33 item 6), and it signs at that time.
  */
 
 export type Every = 'PT1H' | 'P1D' | 'P7D' | 'P1M' | 'P1Y';
@@ -176,10 +176,20 @@ export class SpendModel {
     return maybe.size ? { ok: true, tolerate: [...maybe] } : { ok: true };
   }
 
-  /** The wallet signs under `leaf` at the host clock (§12–§14; spec §3 rule 1: revocation first). */
+  /**
+   * A wallet's time: max(host clock, the latest time its ledger counted a payment at). A wallet has
+   * no host-kept floor, but its ledger is one (§12: setting the clock back revives nothing; issue 33
+   * item 6: no window it has seen close opens again); it signs at that time too (§13: a payment
+   * counts in the window of its SBA's issuedAt).
+   */
+  walletNow(holder: string): number {
+    return this.wallet(holder).entries.reduce((t, e) => Math.max(t, e.at), this.clock);
+  }
+
+  /** The wallet signs under `leaf` (§12–§14; spec §3 rule 1: revocation is checked before signing). */
   sign(holder: string, leaf: string, amount: bigint): Verdict {
     const chain = this.chain(leaf);
-    const t = this.clock;
+    const t = this.walletNow(holder);
     const codes: string[] = [];
     if (chain.some((l) => l.revoked)) codes.push('grant_revoked');
     if (chain.some((l) => t >= l.expiresAt)) codes.push('grant_expired');
@@ -188,8 +198,8 @@ export class SpendModel {
   }
 
   /** The SBA's expiry as the wallet signs it: its lifetime, never past the leaf (§4). */
-  sbaExpiry(leaf: string, ttl: number): number {
-    return Math.min(this.clock + ttl, this.chain(leaf)[0]!.expiresAt);
+  sbaExpiry(holder: string, leaf: string, ttl: number): number {
+    return Math.min(this.walletNow(holder) + ttl, this.chain(leaf)[0]!.expiresAt);
   }
 
   record(ledger: Ledger, e: Entry): void {

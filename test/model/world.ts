@@ -382,6 +382,9 @@ export async function sign(w: World, p: { pick: number; permille: number; hold: 
   const key = w.linkKeys[p.pick % w.linkKeys.length]!;
   const leaf = w.m.links.get(key)!;
   const amount = share(leaf.max, holdShare(p.permille, p.hold));
+  // When and until when the model's wallet signs (its time, before this payment is counted).
+  const signAt = w.m.walletNow(key);
+  const until = w.m.sbaExpiry(key, key, w.config.sbaTtlMin * MINUTE);
   const verdict = w.m.sign(key, key, amount);
   let out: Outcome;
   let sba: any;
@@ -420,10 +423,8 @@ export async function sign(w: World, p: { pick: number; permille: number; hold: 
       `${step} → signed sba ${w.sbas.length - 1} ${rec.budgetId} until ${iso(rec.expiresAt)} ${verdictText(verdict)}`,
     );
     w.checkBounds(step);
-    if (rec.issuedAt !== w.m.clock || rec.expiresAt !== w.m.sbaExpiry(key, w.config.sbaTtlMin * MINUTE))
-      w.fail(
-        `${step}: signed issuedAt ${a.issuedAt}, expiresAt ${a.expiresAt}; the model expects the clock and its ttl`,
-      );
+    if (rec.issuedAt !== signAt || rec.expiresAt !== until)
+      w.fail(`${step}: signed at ${a.issuedAt} until ${a.expiresAt}; the model: at ${iso(signAt)} until ${iso(until)}`);
     if (rec.hold !== p.hold || rec.max !== amount) w.fail(`${step}: signed ${a.maxAmountMinor} capture ${a.capture}`);
   } else {
     w.log(`${step} → ${out.code} ${verdictText(verdict)}`);
