@@ -46,7 +46,8 @@ export type { StorageKind };
  * - `sharedStorage`, `fewIds`, `linkWindows` (no windows at all): the sequence's configuration;
  * - `captureElsewhere` (a capture goes to the terminal that accepted the hold), `walletHold` (the
  *   wallet signs no holds), `holds` (nobody does), `holdReuse` (no hold takes another SBA's id),
- *   `captureFloor` (a capture refused by time need not keep its reading in the time floor).
+ *   `captureFloor` (a capture refused by time need not keep its reading in the time floor),
+ *   `walletTime` (the model's wallet signs at the host clock, not at its ledger's latest time).
  */
 const excluded = new Set((process.env['CTL_MODEL_EXCLUDE'] ?? '').split(',').filter(Boolean));
 const windowsArb = fc

@@ -183,8 +183,12 @@ export class SpendModel {
    * counts in the window of its SBA's issuedAt).
    */
   walletNow(holder: string): number {
+    if (!this.walletLedgerClock) return this.clock;
     return this.wallet(holder).entries.reduce((t, e) => Math.max(t, e.at), this.clock);
   }
+
+  /** Off: a wallet signs at the host clock (to look past item 6 at what a set-back clock costs). */
+  walletLedgerClock = true;
 
   /** The wallet signs under `leaf` (§12–§14; spec §3 rule 1: revocation is checked before signing). */
   sign(holder: string, leaf: string, amount: bigint): Verdict {

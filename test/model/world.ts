@@ -303,6 +303,7 @@ export async function createWorld(config: Config, storageKind: StorageKind): Pro
     depth: 0,
   };
   const w = new World(config, storageKind, grantId, rootLink);
+  w.m.walletLedgerClock = !EXCLUDED.has('walletTime');
   await w.useProcesses();
   const grant = await ctl0.createSignedPolicyGrant(
     {
