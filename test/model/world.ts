@@ -47,7 +47,7 @@ export const WINDOWS_STARTS = [
   Date.UTC(2024, 1, 29, 12, 0),
 ];
 const ISSUER = 'authority.model.test';
-/** CTL_MODEL_EXCLUDE (spend-harness.ts); here `captureFloor`: a capture refused by time need not raise the floor. */
+/** CTL_MODEL_EXCLUDE (spend-harness.ts); read here: `captureFloor`, `walletTime`, `holdReuse`. */
 const EXCLUDED = new Set((process.env['CTL_MODEL_EXCLUDE'] ?? '').split(',').filter(Boolean));
 const MAX_LINKS = 7;
 
@@ -742,7 +742,3 @@ export async function restart(w: World, who: 'wallet' | 'merchant' | 'both'): Pr
 function verdictText(v: Verdict): string {
   return v.ok ? '(model: ok)' : `(model: ${v.codes.join(' | ')})`;
 }
-
-// One place for the built `ctl` the raw signer and the bundles use (process 0, never restarted).
-const ctlForTools = ctl0;
-export { ctlForTools as ctl0 };
