@@ -98,7 +98,11 @@ test('§15: a merchant releases an uncaptured hold at its expiry, a wallet keeps
   assert.equal(m.walletCapture(w.entries[0]!, 100n), { ok: true });
   w.entries[0]!.captured = 100n;
   assert.equal(m.sign('G', 'G', 200n), { ok: true });
-  assert.equal(m.walletCapture(w.entries[0]!, 100n), { ok: false, codes: ['replay'] });
+  assert.equal(
+    m.walletCapture(w.entries[0]!, 100n),
+    { ok: false, codes: ['replay', 'hold_expired'] },
+    'a second capture, past the expiry',
+  );
 });
 
 test("§12, §13: a wallet's clock set back signs at the latest time its ledger counted at", () => {
