@@ -75,7 +75,7 @@ for (const [name, make] of storages) {
     const first = verify(await sba('4000'), { ...o, amount: '4000' });
     await gap.inGap;
     // The id of a plain payment, built from what the SBA shows.
-    const forged = await verify.captureCtl!(`grant:${fleet.grant.grantId}|bud_r1`, '0', {
+    const forged = await CTL.captureCtl(`grant:${fleet.grant.grantId}|bud_r1`, '0', {
       spendStorage: gap.storage,
       now: () => T0,
     });

@@ -9,8 +9,9 @@ import * as assert from 'uvu/assert';
 import * as CTL from '../../src/index.js';
 import { makeFleet, T0, HOUR, iso } from '../offline/fleet.js';
 
-// Not fixed yet (ledger keys and holdIds need the issuer): skipped so the fast tier stays green.
-test.skip('another issuer reusing a grantId does not eat the first grant budget', async () => {
+// Not fixed yet (ledger keys and holdIds need the issuer). It fails today; the runner picks up only
+// *.test.ts, so rename this file to review-issuers.test.ts with the fix: `node build/test/verifier/review-issuers.pending.js`.
+test('another issuer reusing a grantId does not eat the first grant budget', async () => {
   const victim = await makeFleet(CTL, { maxAmountMinor: '1000' });
   const other = await makeFleet(CTL);
   // The other authority (or a person trusted by did:key) signs a grant with the victim's id.
