@@ -441,7 +441,9 @@ export function createKvSpendStorage(storage: ByteStorage, options: KvSpendStora
         const i = m.r.findIndex((r) => idOf(m, r) === id);
         const r = m.r[i];
         // A hold past its releaseAt is released by the sweep, so it is unknown here: never captured late.
-        if (!r || r[2] === 2) return swept ? { next: m, result: 'unknown' } : { result: 'unknown' };
+        // A capture settles only a hold: a plain payment is committed whole (PROTOCOL.md §15).
+        if (!r || r[2] === 2 || (captured !== undefined && r[4] !== 1))
+          return swept ? { next: m, result: 'unknown' } : { result: 'unknown' };
         if (r[2] === 1) return { result: 'duplicate' };
         const next = capturedAmounts(
           r[1].map((p) => ({ amount: BigInt(p[1]), count: p[2] === 1 })),

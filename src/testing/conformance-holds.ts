@@ -42,6 +42,12 @@ export function holdCases(factory: Factory, k: () => string): ConformanceCase[] 
         expect((await s.commit('h4', 0n)) === 'committed', 'a void: a capture of 0');
         expect((await s.total(a)) === 24n && (await s.total(n)) === 4n, 'nothing kept but the count');
         expect((await s.commit('nothing', 1n)) === 'unknown', 'an unknown id');
+        // A capture settles only a hold: a plain payment's id is public in its SBA, and one
+        // captured between its reserve and its commit would be counted at less than was accepted.
+        await s.reserve('p1', [{ key: a, amount: 10n, ceiling: 100n }]);
+        expect((await s.commit('p1', 0n)) === 'unknown', 'a capture of a reservation that is not a hold');
+        expect((await s.total(a)) === 34n, 'the plain payment still counts whole');
+        expect((await s.commit('p1')) === 'committed', 'and is committed whole');
       },
     },
     {

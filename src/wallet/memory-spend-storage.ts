@@ -192,7 +192,8 @@ export function createMemorySpendStorage(): SpendStorage {
       checkTimes(options);
       if (options?.now !== undefined) sweepMany(options.now);
       const r = many.get(id);
-      if (!r || r.state === 'released') return 'unknown';
+      // A capture settles only a hold: a plain payment is committed whole (PROTOCOL.md §15).
+      if (!r || r.state === 'released' || (captured !== undefined && !r.hold)) return 'unknown';
       if (r.state === 'committed') return 'duplicate';
       const next = capturedAmounts(r.parts, captured);
       if (!next) return 'exceeded';

@@ -61,7 +61,8 @@ export interface SpendStorage {
    * every amount counter keeps `captured` and gets the rest back; count counters stay as reserved.
    * A capture of 0 is a void. `committed`: done now; `duplicate`: already committed (nothing
    * changed: a second capture); `unknown`: no such live reservation (never reserved, released, or
-   * a hold released at its `releaseAt` by `now`); `exceeded`: `captured` is above the reserved
+   * a hold released at its `releaseAt` by `now`; with `captured`, any reservation not a hold, whose
+   * id anyone can name from its SBA); `exceeded`: `captured` is above the reserved
    * amount (nothing changed).
    */
   commitMany?(id: string, captured?: bigint, options?: { now?: number }): Promise<CommitManyResult> | CommitManyResult;

@@ -77,8 +77,9 @@ test('ids are kept exactly, packed under their first counter or not', async () =
   const s = createKvSpendStorage(createMemoryByteStorage());
   const c = [{ key: 'grant:g', amount: 1n, ceiling: 100n }];
   for (const id of ['grant:g|bud_1', '|bud_1', '~x', 'bud_1', 'grant:g|', 'grant:h|bud_1']) {
-    assert.equal(s.reserveMany!(id, c), { result: 'reserved' }, id);
-    assert.equal(s.reserveMany!(id, c), { result: 'duplicate' }, id);
+    // Holds: a capture settles only a hold (PROTOCOL.md §15).
+    assert.equal(s.reserveMany!(id, c, { hold: true }), { result: 'reserved' }, id);
+    assert.equal(s.reserveMany!(id, c, { hold: true }), { result: 'duplicate' }, id);
   }
   assert.is(s.commitMany!('|bud_1', 1n), 'committed');
   assert.is(s.commitMany!('grant:g|bud_1', 1n), 'committed');
@@ -93,8 +94,8 @@ test('the multi-counter record is exact when compare-and-set keeps losing', asyn
     { key: 'a', amount: n, ceiling: 10n },
     { key: 'b', amount: 1n, ceiling: 3n, count: true },
   ];
-  assert.equal(s.reserveMany!('x', c(4n)), { result: 'reserved' });
-  assert.equal(s.reserveMany!('y', c(4n)), { result: 'reserved' });
+  assert.equal(s.reserveMany!('x', c(4n), { hold: true }), { result: 'reserved' });
+  assert.equal(s.reserveMany!('y', c(4n), { hold: true }), { result: 'reserved' });
   assert.equal(s.reserveMany!('z', c(4n)), { result: 'exceeded', key: 'a' });
   assert.is(s.commitMany!('x', 1n), 'committed');
   assert.equal(s.reserveMany!('z', c(4n)), { result: 'reserved' });

@@ -24,6 +24,7 @@ export const FAULTS = {
   'many-releases-committed': '§7: a committed reservation can be given back',
   'hold-captures-above': '§15: a capture above the hold is kept',
   'hold-captures-twice': '§15: a second capture is applied',
+  'hold-captures-plain': '§15: a capture settles a reservation that is not a hold',
   'hold-capture-moves-count': '§15: a capture changes payment counts',
   'hold-racy-capture': '§15: the state read, a yield, then the capture applied',
   'hold-released-late': '§15: a hold with releaseAt goes back at its expiresAt',
@@ -192,6 +193,7 @@ export function referenceStorage(fault?: Fault): SpendStorage {
       const r = find(id);
       if (!r) return 'unknown';
       if (r.state === 'released' && fault !== 'hold-captured-after-release') return 'unknown';
+      if (captured !== undefined && !r.hold && fault !== 'hold-captures-plain') return 'unknown';
       if (r.state === 'committed' && fault !== 'hold-captures-twice') return 'duplicate';
       const before = r.state;
       if (fault === 'hold-racy-capture') await tick();

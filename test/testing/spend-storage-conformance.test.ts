@@ -148,6 +148,7 @@ const CAUGHT_BY: Record<Fault, string> = {
   'many-releases-committed': 'multi: release gives back every counter; committed or unknown ids stay as they are',
   'hold-captures-above': 'multi: capture below, at and above the hold; a second capture changes nothing',
   'hold-captures-twice': 'multi: capture below, at and above the hold; a second capture changes nothing',
+  'hold-captures-plain': 'multi: capture below, at and above the hold; a second capture changes nothing',
   'hold-capture-moves-count': 'multi: capture below, at and above the hold; a second capture changes nothing',
   'hold-racy-capture': 'multi: 30 concurrent captures of one hold: exactly one committed',
   'hold-released-late': 'multi: a hold with releaseAt goes back at that instant, even behind longer-lived reservations',
