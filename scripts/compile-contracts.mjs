@@ -62,7 +62,10 @@ export function compileContracts() {
       contractName: name,
       source: posix.join(...unit(f).split('/')),
       sourceSha256: createHash('sha256').update(source).digest('hex'),
-      compiler: { solc: solc.version(), settings: { optimizer: SOLC_SETTINGS.optimizer, evmVersion: SOLC_SETTINGS.evmVersion } },
+      compiler: {
+        solc: solc.version(),
+        settings: { optimizer: SOLC_SETTINGS.optimizer, evmVersion: SOLC_SETTINGS.evmVersion },
+      },
       abi: c.abi,
       bytecode: `0x${c.evm.bytecode.object}`,
       deployedBytecode: `0x${c.evm.deployedBytecode.object}`,
@@ -83,7 +86,7 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
     if (same) continue;
     differ++;
     if (check) console.error(`${path}: differs from a fresh compile`);
-    else writeFileSync(file, text), console.log(`wrote ${path}`);
+    else (writeFileSync(file, text), console.log(`wrote ${path}`));
   }
   if (check && differ) process.exit(1);
   if (!differ) console.log('contracts: every artifact matches its source');

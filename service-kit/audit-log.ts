@@ -132,6 +132,8 @@ export interface AuditLog {
   seal(limit?: number): Promise<number>;
   /** Entries with seq > afterSeq, oldest first, at most `limit` (default 100, max 1000). */
   list(options?: { afterSeq?: number; limit?: number }): Promise<AuditEntry[]>;
+  /** The newest entry's `seq` and hash (what anchoring commits to); undefined while the log is empty. */
+  head(): Promise<{ seq: number; hash: string } | undefined>;
   /** Recomputes the chain; `{ ok: false, badSeq }` names the first entry that does not fit. */
   verify(): Promise<{ ok: true; count: number; headHash: string } | { ok: false; badSeq: number; reason: string }>;
   readonly lockName: string;
@@ -259,6 +261,12 @@ export function createAuditLog(db: SqlDatabase, table = 'audit_log'): AuditLog {
         limit,
       ]);
       return rows.map(fromRow);
+    },
+    async head() {
+      const h = await db.get<{ seq: number | string; hash: string }>(
+        `SELECT seq, hash FROM ${table} ORDER BY seq DESC LIMIT 1`,
+      );
+      return h ? { seq: Number(h.seq), hash: h.hash } : undefined;
     },
     async verify() {
       let prev = AUDIT_GENESIS_HASH;

@@ -140,7 +140,9 @@ export async function openPkcs11EvmSigner(uriText: string, options: { modulePath
       { type: m.lib.CKA_EC_POINT },
     ]);
     if (!params.value.equals(SECP256K1_OID))
-      throw new Error(`the key at ${uri.redacted} is not a secp256k1 key (CKA_EC_PARAMS ${params.value.toString('hex')})`);
+      throw new Error(
+        `the key at ${uri.redacted} is not a secp256k1 key (CKA_EC_PARAMS ${params.value.toString('hex')})`,
+      );
     const xy = uncompressedPoint(point.value).subarray(1);
     address = `0x${keccak256(xy).slice(-40)}` as Hex;
     const { getAddress } = await viem();
@@ -212,10 +214,7 @@ export async function openPkcs11EvmSigner(uriText: string, options: { modulePath
  * label; refuses a label that is taken. Resolves to its signer.
  * @example const s = await generatePkcs11EvmKey('pkcs11:token=ctl;object=anchor?pin-value=1234'); s.address
  */
-export async function generatePkcs11EvmKey(
-  uriText: string,
-  options: { modulePath?: string } = {},
-): Promise<EvmSigner> {
+export async function generatePkcs11EvmKey(uriText: string, options: { modulePath?: string } = {}): Promise<EvmSigner> {
   const uri = parsePkcs11Uri(uriText);
   if (uri.object === undefined) throw new Error(`${uri.redacted}: give the new key a label (object=<label>)`);
   const pin = readPin(uri);
