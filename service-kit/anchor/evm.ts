@@ -88,8 +88,7 @@ export async function createEvmLedger(o: EvmLedgerOptions): Promise<Ledger> {
     const reverted =
       typeof err?.walk === 'function'
         ? (err.walk((x) => x instanceof viem.ContractFunctionRevertedError) as
-            | InstanceType<typeof viem.ContractFunctionRevertedError>
-            | undefined)
+            InstanceType<typeof viem.ContractFunctionRevertedError> | undefined)
         : undefined;
     const custom = reverted?.data ? `${reverted.data.errorName}(${(reverted.data.args ?? []).join(', ')})` : undefined;
     return [err?.shortMessage ?? err?.message, custom ?? err?.details].filter(Boolean).join(': ');

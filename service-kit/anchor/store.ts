@@ -125,11 +125,23 @@ export function toRecord(r: JobRow): ChainJobRecord {
 const subjectOf = (job: ChainJob) => (job.kind === 'anchor' ? job.head.origin : job.id);
 
 /** A new pending row's values: waiting since `since`, next attempt at `next` after `attempts` failed ones. */
-function newRow(chain: string, job: ChainJob, now: number, since = now, next = now, attempts = 0) {
-  return [timeOrderedId(now), chain, job.kind, subjectOf(job), JSON.stringify(job), now, since, now, next, attempts];
+function newRow(chain: string, job: ChainJob, now: number, since = now, next = now, attempts = 0, alerted = 0) {
+  return [
+    timeOrderedId(now),
+    chain,
+    job.kind,
+    subjectOf(job),
+    JSON.stringify(job),
+    now,
+    since,
+    now,
+    next,
+    attempts,
+    alerted,
+  ];
 }
 const INSERT_COLUMNS = `(id, chain, kind, subject, job, status, created_ms, since_ms, updated_ms, next_attempt_ms,
-  attempts, seen, confirmations, alerted) VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, 0, 0, 0)`;
+  attempts, seen, confirmations, alerted) VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, 0, 0, ?)`;
 
 /** Row-level statements of the outbox (the worker's logic is in outbox.ts). */
 export function createChainOutboxStore(db: SqlDatabase, table: string) {
@@ -156,10 +168,11 @@ export function createChainOutboxStore(db: SqlDatabase, table: string) {
           since_ms: number | string;
           attempts: number | string;
           next_attempt_ms: number | string;
+          alerted: number | string;
         }>(
           `UPDATE ${table} SET status = 'superseded', updated_ms = ?
            WHERE chain = ? AND kind = 'anchor' AND subject = ? AND status = 'pending' AND txid IS NULL
-           RETURNING since_ms, attempts, next_attempt_ms`,
+           RETURNING since_ms, attempts, next_attempt_ms, alerted`,
           [now, chain, head.origin],
         );
         // The new head takes over the wait and the backoff of the ones it replaces: a node that is
@@ -167,9 +180,10 @@ export function createChainOutboxStore(db: SqlDatabase, table: string) {
         const since = Math.min(now, ...older.map((o) => Number(o.since_ms)));
         const next = Math.max(now, ...older.map((o) => Number(o.next_attempt_ms)));
         const attempts = Math.max(0, ...older.map((o) => Number(o.attempts)));
+        const alerted = Math.max(0, ...older.map((o) => Number(o.alerted)));
         await q.run(
           `INSERT INTO ${table} ${INSERT_COLUMNS}`,
-          newRow(chain, { kind: 'anchor', head }, now, since, next, attempts),
+          newRow(chain, { kind: 'anchor', head }, now, since, next, attempts, alerted),
         );
         return true;
       });
