@@ -19,7 +19,7 @@ import {
 } from '../service-kit/index.js';
 import { parseStrictJson } from '../src/index.js';
 import { createAuditTrail, type AuditWebhooks } from './audit-trail.js';
-import type { AnchorQueue } from './anchor.js';
+import type { AnchorSource, ChainOutbox } from '../service-kit/anchor/index.js';
 import type { KeyRing } from './keys.js';
 import type { AuthorityStore } from './store/types.js';
 import type { RouteDeps } from './routes/context.js';
@@ -63,7 +63,9 @@ export interface AuthorityDeps {
   maxBundleTtlMs?: number;
   /** The outbox every audit entry is delivered through, and its endpoints. */
   webhooks?: AuditWebhooks;
-  anchors?: AnchorQueue;
+  /** The chain outbox (anchors, revocation tokens) and the logs it anchors, for GET /admin/anchors. */
+  chain?: ChainOutbox;
+  anchorSources?: AnchorSource[];
   metrics?: Metrics;
   /**
    * Per API key and per client address (service-kit/service-limits.ts); default
@@ -89,7 +91,7 @@ export function createAuthorityApp(deps: AuthorityDeps): Koa {
     store: deps.store,
     keys: deps.keys,
     trustRoot: deps.trustRoot ?? createTrustRoot({ store: deps.store, keys: deps.keys, logger, now }),
-    audit: createAuditTrail({ store: deps.store, webhooks: deps.webhooks, anchors: deps.anchors, logger, now }),
+    audit: createAuditTrail({ store: deps.store, webhooks: deps.webhooks, chain: deps.chain, logger, now }),
     outbox: deps.webhooks?.outbox,
     issuer: deps.issuer,
     revocationBaseUrl: deps.revocationBaseUrl.replace(/\/+$/, ''),
@@ -118,6 +120,7 @@ export function createAuthorityApp(deps: AuthorityDeps): Koa {
     redeliver: async (id) => Boolean(routeDeps.outbox && (await routeDeps.outbox.redeliver(id))),
     // Where the authority served its audit log before both services shared one path.
     deprecatedAuditPath: '/audit',
+    anchors: deps.chain && { outbox: deps.chain, sources: deps.anchorSources ?? [] },
   });
   humanRoutes(router, routeDeps);
   serveOpenApi(router, AUTHORITY_OPENAPI);

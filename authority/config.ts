@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { secretBytes } from '../service-kit/webhook-signature.js';
 import { checkAdminKey, checkDatabaseUrl, checkHttpUrl, checkKek, checkLogLevel } from '../service-kit/config.js';
 import { authorityRateLimitsFromEnv, type AuthorityRateLimits } from '../service-kit/service-limits.js';
+import { anchorSettingsFromEnv, type AnchorSettings } from '../service-kit/anchor/config.js';
 
 export interface AuthorityConfig {
   port: number;
@@ -51,8 +52,11 @@ export interface AuthorityConfig {
   /** CTL_AUDIT_WEBHOOK_URLS (comma-separated) and CTL_AUDIT_WEBHOOK_SECRET (`whsec_…`). */
   webhookUrls: string[];
   webhookSecret?: string;
-  /** CTL_ANCHOR_LOCAL_PATH: the local append-only anchor file (optional). */
-  anchorLocalPath?: string;
+  /**
+   * CTL_ANCHOR_EVM_*, CTL_ANCHOR_BTC_*, CTL_ANCHOR_LOCAL_PATH, CTL_ANCHOR_*_MS: the ledgers the audit
+   * chain's head is anchored on and revocation tokens minted on (service-kit/anchor/config.ts).
+   */
+  anchoring: AnchorSettings & { unknown: string[] };
   /**
    * CTL_AUTHORITY_RATE_LIMIT_KEY (6000/60s: per API key, shared by instances on one PostgreSQL)
    * and CTL_AUTHORITY_RATE_LIMIT_ADDRESS (60000/60s: requests per client address, per instance);
@@ -151,7 +155,7 @@ export function readAuthorityConfig(env: Env = process.env): AuthorityConfig {
     adminApiKey,
     webhookUrls,
     webhookSecret,
-    anchorLocalPath: nonEmpty(env['CTL_ANCHOR_LOCAL_PATH']),
+    anchoring: anchorSettingsFromEnv(env),
     rateLimits: authorityRateLimitsFromEnv(env),
     defaulted,
     logLevel: checkLogLevel(env['LOG_LEVEL']),

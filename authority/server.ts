@@ -14,7 +14,15 @@ import {
   type WebhookRetrySettings,
 } from '../service-kit/index.js';
 import { createAuthorityApp } from './app.js';
-import { anchorsFromEnv, createAnchorQueue, type Anchor, type AnchorQueue } from './anchor.js';
+import {
+  auditHeadSource,
+  openServiceAnchoring,
+  type ChainEvent,
+  type ChainOutbox,
+  type ChainOutboxOptions,
+  type Ledger,
+} from '../service-kit/anchor/index.js';
+import { createMetrics } from '../service-kit/metrics.js';
 import { readAuthorityConfig, type AuthorityConfig } from './config.js';
 import { GRANT_KEY_RENEW_MS, createKeyRing, type KeyRing } from './keys.js';
 import { openAuthorityKek, openAuthoritySigners } from './signers.js';
@@ -31,8 +39,9 @@ export interface Authority {
   logger: Logger;
   /** The audit webhooks' outbox (drained by every instance on the database). */
   outbox: WebhookOutbox;
-  anchors: AnchorQueue;
-  /** Waits until no webhook delivery is pending (each delivered or dead-lettered) and anchors are written (tests). */
+  /** Anchors of the audit chain's head and revocation tokens (service-kit/anchor/outbox.ts). */
+  chain: ChainOutbox;
+  /** Waits until no webhook delivery is pending (each delivered or dead-lettered) (tests). */
   settle(): Promise<void>;
   close(): Promise<void>;
 }
@@ -41,8 +50,14 @@ export interface CreateAuthorityOptions {
   logger?: Logger;
   logRequests?: boolean;
   now?: () => number;
-  /** Anchors in addition to those the environment configures. */
-  anchors?: Anchor[];
+  /** Ledgers in addition to those the environment configures (tests). */
+  ledgers?: Ledger[];
+  /** Over CTL_ANCHOR_*_MS (tests). */
+  anchorTiming?: Partial<
+    Pick<ChainOutboxOptions, 'anchorIntervalMs' | 'pollMs' | 'baseDelayMs' | 'maxDelayMs' | 'alertAfterMs'>
+  >;
+  /** Told each anchoring event (tests). */
+  onChainEvent?: (e: ChainEvent) => void;
   /** PostgreSQL schema (tests). */
   schema?: string;
   fetch?: typeof fetch;
@@ -125,10 +140,25 @@ export async function createAuthority(
     });
     outbox.start();
     const webhooks = { outbox, endpoints: config.webhookUrls.map((url) => ({ url, target: url })) };
-    const anchors = createAnchorQueue(
-      [...anchorsFromEnv(options.env ?? process.env, logger), ...(options.anchors ?? [])],
+    // What is anchored: the audit chain's head, under the issuer's name (service-kit/anchor/).
+    const metrics = createMetrics({ prefix: 'ctl_authority_' });
+    const anchorSources = [auditHeadSource(store.audit, `${config.issuer}/ctl-authority-audit`)];
+    const { outbox: chain } = await openServiceAnchoring({
+      db: store.db,
+      table: 'chain_outbox',
+      sources: anchorSources,
+      settings: config.anchoring,
+      env: options.env ?? process.env,
+      revocations: true,
+      ledgers: options.ledgers,
       logger,
-    );
+      metrics: { registry: metrics.registry, prefix: 'ctl_authority_' },
+      now,
+      fetch: options.fetch,
+      timing: options.anchorTiming,
+      onEvent: options.onChainEvent,
+    });
+    chain.start();
     const app = createAuthorityApp({
       store,
       keys,
@@ -140,13 +170,12 @@ export async function createAuthority(
       logRequests: options.logRequests,
       now,
       webhooks,
-      anchors,
+      chain,
+      anchorSources,
+      metrics,
       rateLimits: config.rateLimits,
     });
-    const settle = async () => {
-      await outbox.idle();
-      await anchors.idle();
-    };
+    const settle = () => outbox.idle();
     return {
       app,
       store,
@@ -155,13 +184,13 @@ export async function createAuthority(
       config,
       logger,
       outbox,
-      anchors,
+      chain,
       settle,
       async close() {
         clearInterval(lease);
         await renewing;
         await outbox.close();
-        await anchors.idle();
+        await chain.close();
         await store.close();
         await signers.close();
         await closeKek();

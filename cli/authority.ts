@@ -5,7 +5,7 @@
  */
 import type { readAuthorityConfig } from '../authority/config.js';
 import { guard, parseArgs, UsageError } from './device/args.js';
-import { packageVersion, variableLines, webhookVariables, type VariableHelp } from './service/help.js';
+import { packageVersion, variableLines, webhookVariables, anchorVariables, type VariableHelp } from './service/help.js';
 import { preflight, runUntilSignal, startFailure, warnNoAdminKey } from './service/lifecycle.js';
 
 /** Every variable the authority reads (authority/README.md "Configuration" lists the same, with the same defaults). */
@@ -53,7 +53,7 @@ const VARIABLES: VariableHelp[] = [
   ['CTL_AUDIT_WEBHOOK_URLS', undefined, 'comma-separated URLs the audit entries are pushed to (Standard Webhooks)'],
   ['CTL_AUDIT_WEBHOOK_SECRET', undefined, 'whsec_<base64>, signs them (required with the URLs)'],
   ...webhookVariables('audit webhooks'),
-  ['CTL_ANCHOR_LOCAL_PATH', undefined, 'a local append-only anchor file of the audit chain head'],
+  ...anchorVariables('the audit chain head', true),
   ['CTL_AUTHORITY_RATE_LIMIT_KEY', '6000/60s', 'requests per API key, shared on PostgreSQL; 0: none'],
   ['CTL_AUTHORITY_RATE_LIMIT_ADDRESS', '60000/60s', 'requests per client address, per instance; 0: none'],
 ];

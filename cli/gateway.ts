@@ -2,7 +2,7 @@
  * `ctl gateway` / `npm run gateway`: the payment gateway from the environment (gateway/server.ts).
  */
 import { guard, one, parseArgs, readText, required, UsageError, writeAtomic } from './device/args.js';
-import { packageVersion, variableLines, webhookVariables, type VariableHelp } from './service/help.js';
+import { anchorVariables, packageVersion, variableLines, webhookVariables, type VariableHelp } from './service/help.js';
 import { preflight, runUntilSignal, startFailure, warnNoAdminKey } from './service/lifecycle.js';
 
 /** Every variable the gateway reads (gateway/README.md "Configuration" lists the same, with the same defaults). */
@@ -63,6 +63,7 @@ const VARIABLES: VariableHelp[] = [
   ['CTL_GATEWAY_EGRESS_PASS_THROUGH', undefined, 'glob,... hosts the egress proxy tunnels untouched (nothing paid)'],
   ['CTL_GATEWAY_EGRESS_CONNECT_LIMIT', '120/60s', 'CONNECTs per session to the egress proxy; 0: none'],
   ...webhookVariables('session webhooks'),
+  ...anchorVariables('the audit chain head'),
 ];
 
 const usage = (program: string) => `usage: ${program}            run the payment gateway

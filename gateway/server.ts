@@ -56,6 +56,7 @@ import { DEFAULT_MAX_SESSION_SECONDS, maxSessionSecondsFromEnv } from './service
 import { egressFromEnv, type EgressConfig } from './egress/config.js';
 import { startEgressProxy, type EgressProxy } from './egress/proxy-server.js';
 import { maxSessionDepthFromEnv } from './services/child-config.js';
+import { anchorSettingsFromEnv, chainOutboxMigration, openServiceLedgers } from '../service-kit/anchor/index.js';
 
 export interface RunningGateway {
   gateway: GatewayApp;
@@ -118,6 +119,7 @@ export function gatewayOptionsFromEnv(env: Record<string, string | undefined>): 
     maxSessionDepth: maxSessionDepthFromEnv(env),
     humanAuthorities: humanAuthoritiesFromEnv(env.CTL_GATEWAY_HUMAN_AUTHORITIES),
     egress: egressFromEnv(env),
+    anchoring: anchorSettingsFromEnv(env),
   };
 }
 
@@ -170,6 +172,8 @@ export const GATEWAY_ALL_MIGRATIONS: readonly Migration[] = [
   auditStagingMigration('gw_audit_log'),
   webhookOutboxMigration('gw_webhook_dispatches'),
   ...MPP_MIGRATIONS,
+  // Anchors of the audit chain's head on ledgers (service-kit/anchor/).
+  chainOutboxMigration('gw_chain_outbox'),
 ];
 
 /**
@@ -209,7 +213,14 @@ export async function prepareGateway(deps: GatewayDeps): Promise<GatewayParts> {
   const evmPrivateKey =
     deps.x402?.privateKey ??
     ((await sharedSecret(db, 'evm-private-key', () => generatePrivateKey(), sealer)) as `0x${string}`);
-  return { sealer, keys, sessionKeys, continuationSecret, evmPrivateKey };
+  // Ledgers last: their signers (an HSM) are opened once the database is ready.
+  const ledgers = [
+    ...(deps.anchoring
+      ? await openServiceLedgers({ settings: deps.anchoring, env: deps.anchoringEnv ?? {}, logger })
+      : []),
+    ...(deps.ledgers ?? []),
+  ];
+  return { sealer, keys, sessionKeys, continuationSecret, evmPrivateKey, ledgers };
 }
 
 /**
@@ -269,7 +280,14 @@ export async function startGateway(opts: GatewayStartOptions): Promise<RunningGa
   let server: Listening | undefined;
   let egress: EgressProxy | undefined;
   try {
-    gateway = await openGateway({ ...opts, db, logger, sealer: opts.sealer ?? kek!.sealer, externalKeys });
+    gateway = await openGateway({
+      ...opts,
+      db,
+      logger,
+      sealer: opts.sealer ?? kek!.sealer,
+      externalKeys,
+      anchoringEnv: env,
+    });
     for (const [purpose, k] of Object.entries(externalKeys)) {
       if (k)
         logger.info(

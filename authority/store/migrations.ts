@@ -8,6 +8,7 @@ import {
   webhookOutboxMigration,
   type Migration,
 } from '../../service-kit/index.js';
+import { chainOutboxMigration } from '../../service-kit/anchor/store.js';
 import { HUMAN_MIGRATION } from './humans.js';
 import { DELEGATION_BY_HASH_MIGRATION, DELEGATION_MIGRATION } from './delegations.js';
 
@@ -102,4 +103,6 @@ export const AUTHORITY_MIGRATIONS: readonly Migration[] = [
   // Revoked delegations (PROTOCOL.md §14).
   DELEGATION_MIGRATION,
   DELEGATION_BY_HASH_MIGRATION,
+  // Anchors of the audit chain and revocation tokens on ledgers (service-kit/anchor/).
+  chainOutboxMigration('chain_outbox'),
 ];

@@ -294,6 +294,7 @@ export function createSqlAuthorityStore(db: SqlDatabase, options: SqlAuthoritySt
     dispatchLog: createSqlDispatchLog(db, 'webhook_dispatches'),
     ...createTrustRootStore(db),
     webhookOutbox: (options) => createWebhookOutbox({ ...options, db, table: 'webhook_dispatches' }),
+    db,
 
     putPolicy(policyHash, document, at, effect) {
       return changeWith(

@@ -226,4 +226,6 @@ export interface AuthorityStore extends TrustRootStore {
   readonly dispatchLog: DispatchLog;
   /** The webhook outbox on this store's database (table `webhook_dispatches`). */
   webhookOutbox(options: Omit<WebhookOutboxOptions, 'db' | 'table'>): WebhookOutbox;
+  /** The database, for service-kit parts that keep their own table on it (the chain outbox, `chain_outbox`). */
+  readonly db: SqlDatabase;
 }

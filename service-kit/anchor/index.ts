@@ -34,7 +34,14 @@ export {
   type EvmAnchorSettings,
   type BtcAnchorSettings,
 } from './config.js';
-export { auditHeadSource, auditOrigin, openServiceAnchoring, type ServiceAnchoringOptions } from './service.js';
+export {
+  auditHeadSource,
+  auditOrigin,
+  openServiceAnchoring,
+  openServiceLedgers,
+  createServiceChainOutbox,
+  type ServiceAnchoringOptions,
+} from './service.js';
 export {
   verifyAnchors,
   type AnchorCheck,

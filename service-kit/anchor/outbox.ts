@@ -81,7 +81,10 @@ export interface ChainOutbox {
   start(): void;
   /** A pass soon. */
   kick(): void;
-  /** One pass over every ledger (heads read when due); the timer calls it, tests too (with their clock). */
+  /**
+   * One pass over every ledger; the heads are read when `anchorIntervalMs` has passed, or when
+   * `readHeads` asks. The timer calls it, tests too (with their clock).
+   */
   runOnce(options?: { readHeads?: boolean }): Promise<void>;
   list(options?: Parameters<ReturnType<typeof createChainOutboxStore>['list']>[0]): Promise<ChainJobRecord[]>;
   close(): Promise<void>;
@@ -289,7 +292,10 @@ export function createChainOutbox(options: ChainOutboxOptions): ChainOutbox {
     for (const r of fresh) emit(r.kind === 'anchor' ? 'anchor.stalled' : 'revocation.stalled', r);
   }
 
+  /** A pass asked to read the heads whatever the interval says (honoured by the pass that runs next). */
+  let headsWanted = false;
   function runOnce(o: { readHeads?: boolean } = {}): Promise<void> {
+    if (o.readHeads) headsWanted = true;
     if (running) {
       again = true;
       return running;
@@ -298,7 +304,8 @@ export function createChainOutbox(options: ChainOutboxOptions): ChainOutbox {
       try {
         do {
           again = false;
-          const readHeads = o.readHeads ?? now() >= nextHeads;
+          const readHeads = headsWanted || now() >= nextHeads;
+          headsWanted = false;
           if (readHeads) nextHeads = now() + anchorEvery;
           for (const L of options.ledgers) await passLedger(L, readHeads).catch((e) => report(e, L.name));
         } while (again && !closed);

@@ -49,6 +49,8 @@ export interface ServiceAnchoringOptions {
   db: SqlDatabase;
   table: string;
   sources: AnchorSource[];
+  /** The settings read with the service's configuration, or the environment to read them from. */
+  settings?: AnchorSettings & { unknown: string[] };
   env: Env;
   /** The authority mints revocation tokens; the gateway does not. */
   revocations?: boolean;
@@ -88,27 +90,26 @@ function logEvent(logger: Logger, e: ChainEvent) {
   else logger.info(fields, e.type);
 }
 
+export interface ServiceChainOutboxOptions extends Pick<
+  ServiceAnchoringOptions,
+  'db' | 'table' | 'sources' | 'logger' | 'metrics' | 'now' | 'timing' | 'onEvent'
+> {
+  ledgers: Ledger[];
+  settings?: Pick<AnchorSettings, 'timing'>;
+}
+
 /**
- * Opens the configured ledgers and the outbox (not started: the server starts it). With nothing
- * configured the outbox has no ledger and does nothing.
- * @example const anchoring = await openServiceAnchoring({ db, table: 'chain_outbox', sources, env, logger })
+ * The outbox over opened ledgers, its events logged (a service's createApp: nothing started).
+ * @example const chain = createServiceChainOutbox({ db, table: 'gw_chain_outbox', ledgers, sources, logger })
  */
-export async function openServiceAnchoring(
-  o: ServiceAnchoringOptions,
-): Promise<{ outbox: ChainOutbox; settings: AnchorSettings }> {
-  const settings = anchorSettingsFromEnv(o.env);
-  for (const name of settings.unknown)
-    o.logger.warn(
-      { variable: name },
-      `${name}: not an anchoring variable (ledger kinds: EVM, BTC, LOCAL_PATH): ignored`,
-    );
-  const ledgers = [...(anchoringConfigured(settings) ? await openLedgers(settings, o) : []), ...(o.ledgers ?? [])];
-  const outbox = createChainOutbox({
+export function createServiceChainOutbox(o: ServiceChainOutboxOptions): ChainOutbox {
+  const timing = Object.fromEntries(Object.entries(o.settings?.timing ?? {}).filter(([, v]) => v !== undefined));
+  return createChainOutbox({
     db: o.db,
     table: o.table,
-    ledgers,
+    ledgers: o.ledgers,
     sources: o.sources,
-    ...Object.fromEntries(Object.entries(settings.timing).filter(([, v]) => v !== undefined)),
+    ...timing,
     ...o.timing,
     now: o.now,
     metrics: o.metrics,
@@ -119,10 +120,42 @@ export async function openServiceAnchoring(
     onError: (e, chain) =>
       o.logger.warn({ chain, err: (e as Error)?.message ?? String(e) }, 'ledger attempt failed (retried)'),
   });
+}
+
+/**
+ * The ledgers the settings configure, opened (signers included), with the unknown variables
+ * warned about; none when nothing is configured.
+ */
+export async function openServiceLedgers(o: {
+  settings: AnchorSettings & { unknown: string[] };
+  env: Env;
+  revocations?: boolean;
+  logger: Logger;
+  fetch?: typeof fetch;
+}): Promise<Ledger[]> {
+  for (const name of o.settings.unknown)
+    o.logger.warn(
+      { variable: name },
+      `${name}: not an anchoring variable (ledger kinds: EVM, BTC, LOCAL_PATH): ignored`,
+    );
+  const ledgers = anchoringConfigured(o.settings) ? await openLedgers(o.settings, o) : [];
   if (ledgers.length)
     o.logger.info(
       { ledgers: ledgers.map((l) => ({ chain: l.name, kinds: l.kinds, confirmations: l.confirmations })) },
       'anchoring configured',
     );
-  return { outbox, settings };
+  return ledgers;
+}
+
+/**
+ * Opens the configured ledgers and the outbox (not started: the server starts it). With nothing
+ * configured the outbox has no ledger and does nothing.
+ * @example const { outbox } = await openServiceAnchoring({ db, table: 'chain_outbox', sources, env, logger })
+ */
+export async function openServiceAnchoring(
+  o: ServiceAnchoringOptions,
+): Promise<{ outbox: ChainOutbox; settings: AnchorSettings }> {
+  const settings = o.settings ?? anchorSettingsFromEnv(o.env);
+  const ledgers = [...(await openServiceLedgers({ ...o, settings })), ...(o.ledgers ?? [])];
+  return { outbox: createServiceChainOutbox({ ...o, ledgers, settings }), settings };
 }
