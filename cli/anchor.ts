@@ -79,7 +79,9 @@ async function verifyCommand(args: string[], env: Record<string, string | undefi
   const serviceUrl = one(p, 'service');
   const keyFile = one(p, 'admin-key-file');
   if (serviceUrl && !keyFile) throw new UsageError('--service needs --admin-key-file (an admin API key)');
-  const service = serviceUrl ? serviceClient(serviceUrl, readText(keyFile!, 'the admin key').trim(), doFetch) : undefined;
+  const service = serviceUrl
+    ? serviceClient(serviceUrl, readText(keyFile!, 'the admin key').trim(), doFetch)
+    : undefined;
   const listed = service ? await service.anchors() : undefined;
 
   let head: AnchorHead;
@@ -96,7 +98,8 @@ async function verifyCommand(args: string[], env: Record<string, string | undefi
   } else {
     const logs = listed?.logs.filter((l) => !one(p, 'origin') || l.origin === one(p, 'origin')) ?? [];
     if (!service) throw new UsageError('give --checkpoint, --origin/--size/--root, or --service');
-    if (!logs[0]?.head) throw new UsageError(`the service has no head to check${one(p, 'origin') ? ' of that origin' : ''}`);
+    if (!logs[0]?.head)
+      throw new UsageError(`the service has no head to check${one(p, 'origin') ? ' of that origin' : ''}`);
     head = logs[0].head;
   }
   const refs: AnchorRef[] = [...(p.options.get('tx') ?? []).map(refOf)];
@@ -104,7 +107,8 @@ async function verifyCommand(args: string[], env: Record<string, string | undefi
     if (j.txid && j.chain === 'btc' && j.kind === 'anchor' && j.subject === head.origin)
       refs.push({ chain: j.chain, txid: j.txid, blockHash: j.blockHash });
   const need = one(p, 'confirmations');
-  if (need !== undefined && !/^[1-9][0-9]{0,5}$/.test(need)) throw new UsageError('--confirmations: a positive integer');
+  if (need !== undefined && !/^[1-9][0-9]{0,5}$/.test(need))
+    throw new UsageError('--confirmations: a positive integer');
   // The head checked must be part of the service's log too, when it is given.
   const headHeld = service ? await service.holds(head) : true;
   const checks = await verifyAnchors({
@@ -120,7 +124,8 @@ async function verifyCommand(args: string[], env: Record<string, string | undefi
   if (p.flags.has('json')) console.log(JSON.stringify({ ok, head, headInServiceLog: headHeld, checks }, null, 2));
   else {
     console.log(`${head.origin} size ${head.size} root ${head.root}`);
-    if (!headHeld) console.log('  service: REFUSED: the service log does not hold this head (or its chain does not verify)');
+    if (!headHeld)
+      console.log('  service: REFUSED: the service log does not hold this head (or its chain does not verify)');
     for (const c of checks)
       console.log(
         c.ok
@@ -170,7 +175,8 @@ async function deployCommand(args: string[], env: Record<string, string | undefi
       receipt = await pub.getTransactionReceipt({ hash }).catch(() => undefined);
       if (!receipt) await new Promise((r) => setTimeout(r, 500));
     }
-    if (!receipt?.contractAddress || receipt.status !== 'success') throw new Error(`${name}: deployment ${hash} failed or not mined`);
+    if (!receipt?.contractAddress || receipt.status !== 'success')
+      throw new Error(`${name}: deployment ${hash} failed or not mined`);
     console.log(`${name} deployed at ${receipt.contractAddress} (tx ${hash}, block ${receipt.blockNumber})`);
     console.log(`${variable}=${receipt.contractAddress}`);
     return 0;
@@ -188,7 +194,8 @@ export async function main(
   return guard(USAGE, async () => {
     const [sub, ...rest] = args;
     if (!sub) return (console.error(USAGE), 2);
-    if (sub === '--help' || sub === '-h' || rest.includes('--help') || rest.includes('-h')) return (console.log(USAGE), 0);
+    if (sub === '--help' || sub === '-h' || rest.includes('--help') || rest.includes('-h'))
+      return (console.log(USAGE), 0);
     try {
       if (sub === 'verify') return await verifyCommand(rest, env, doFetch);
       if (sub === 'deploy') return await deployCommand(rest, env);
