@@ -265,14 +265,30 @@ export function createChainOutbox(options: ChainOutboxOptions): ChainOutbox {
   }
 
   async function passLedger(L: Ledger, readHeads: boolean): Promise<void> {
-    if (!(await store.lease(L.name, owner, now(), leaseMs))) return;
+    // Reads first: a pass with nothing to do writes nothing (no lease renewal, no commit on the
+    // service's database), so an idle outbox costs the requests that share the database nothing.
+    const heads: AnchorHead[] = [];
     if (readHeads && L.kinds.includes('anchor'))
       for (const s of options.sources ?? []) {
         const head = await s.head();
-        if (head) await store.queueHead(L.name, head, now());
+        if (head && (await store.headIsNew(L.name, head))) heads.push(head);
       }
+    let rows = await store.work(L.name);
+    const t = now();
+    const late = rows.filter((r) => Number(r.since_ms) <= t - alertAfter);
+    metrics?.stalled.set({ chain: L.name }, late.length);
+    const unreported = late.filter((r) => Number(r.alerted) === 0);
+    if (heads.length === 0 && unreported.length === 0 && !rows.some((r) => Number(r.next_attempt_ms) <= t)) return;
+    if (!(await store.lease(L.name, owner, t, leaseMs))) return;
+    for (const r of await store.markStalled(
+      unreported.map((r) => r.id),
+      t,
+    ))
+      emit(r.kind === 'anchor' ? 'anchor.stalled' : 'revocation.stalled', r);
+    for (const head of heads) await store.queueHead(L.name, head, now());
+    if (heads.length) rows = await store.work(L.name);
     let mayPrepare = true;
-    for (const r of await store.work(L.name)) {
+    for (const r of rows) {
       if (closed) return;
       if (Number(r.next_attempt_ms) > now()) {
         // Waiting: a pending row keeps the rows after it waiting too (order), as does a sent one the node never saw.
@@ -287,9 +303,6 @@ export function createChainOutbox(options: ChainOutboxOptions): ChainOutbox {
         if (!(await send(L, r))) break;
       }
     }
-    const { fresh, late } = await store.stalled(L.name, now() - alertAfter, now());
-    metrics?.stalled.set({ chain: L.name }, late);
-    for (const r of fresh) emit(r.kind === 'anchor' ? 'anchor.stalled' : 'revocation.stalled', r);
   }
 
   /** A pass asked to read the heads whatever the interval says (honoured by the pass that runs next). */

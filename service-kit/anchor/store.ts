@@ -214,17 +214,23 @@ export function createChainOutboxStore(db: SqlDatabase, table: string) {
       return changes === 1;
     },
     /** Rows unconfirmed since before `before` not reported yet, marked reported; and how many are late in all. */
-    async stalled(chain: string, before: number, now: number): Promise<{ fresh: JobRow[]; late: number }> {
-      const fresh = await db.all<JobRow>(
-        `UPDATE ${table} SET alerted = 1, updated_ms = ?
-         WHERE chain = ? AND status IN ('pending', 'sent') AND alerted = 0 AND since_ms <= ? RETURNING *`,
-        [now, chain, before],
+    /** Marks rows reported as stalled; resolves to those this call marked (another instance may have). */
+    markStalled: (ids: string[], now: number) =>
+      ids.length === 0
+        ? Promise.resolve([] as JobRow[])
+        : db.all<JobRow>(
+            `UPDATE ${table} SET alerted = 1, updated_ms = ? WHERE id IN (${ids.map(() => '?').join(', ')})
+             AND alerted = 0 RETURNING *`,
+            [now, ...ids],
+          ),
+    /** Whether `head` would be queued (read only: most passes find the log as it was). */
+    async headIsNew(chain: string, head: AnchorHead): Promise<boolean> {
+      const last = await db.get<{ job: string }>(
+        `SELECT job FROM ${table} WHERE chain = ? AND kind = 'anchor' AND subject = ? AND status <> 'superseded'
+         ORDER BY created_ms DESC, id DESC LIMIT 1`,
+        [chain, head.origin],
       );
-      const late = await db.get<{ n: number | string }>(
-        `SELECT COUNT(*) AS n FROM ${table} WHERE chain = ? AND status IN ('pending', 'sent') AND since_ms <= ?`,
-        [chain, before],
-      );
-      return { fresh, late: Number(late?.n ?? 0) };
+      return !last || (JSON.parse(last.job) as { head: AnchorHead }).head.size < head.size;
     },
     async list(options: { chain?: string; kind?: JobKind; status?: ChainJobStatus; limit?: number } = {}) {
       const where: string[] = [];
