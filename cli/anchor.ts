@@ -17,7 +17,8 @@ import {
   type ChainJobRecord,
 } from '../service-kit/anchor/index.js';
 
-const USAGE = `usage: ctl anchor verify [--service URL --admin-key-file FILE] [--checkpoint FILE | --origin O --size N --root HEX]
+const USAGE = `usage: ctl anchor verify [--service URL --admin-key-file FILE]
+                         [--checkpoint FILE | --origin O --size N --root HEX]
                          [--tx evm:HASH|btc:TXID ...] [--confirmations N] [--json]
        ctl anchor deploy anchor|revocations [--anchorer ADDRESS | --authority ADDRESS] [--burn-grace SECONDS]
 

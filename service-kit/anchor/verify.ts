@@ -183,7 +183,8 @@ async function btcCandidates(s: BtcAnchorSettings, input: VerifyAnchorsInput): P
       tx = await rpc<RawTx>('getrawtransaction', [ref.txid, true]);
     } catch (e) {
       if (!(e instanceof JsonRpcError) || !e.answered) throw e;
-      c.refused = `transaction ${ref.txid} is not known to the node (not on the chain; a verifying node needs -txindex)`;
+      c.refused =
+        `transaction ${ref.txid} is not known to the node ` + '(not on the chain; a verifying node needs -txindex)';
       continue;
     }
     c.confirmations = tx.confirmations ?? 0;
@@ -209,7 +210,8 @@ async function btcCandidates(s: BtcAnchorSettings, input: VerifyAnchorsInput): P
       const prev = await rpc<RawTx>('getrawtransaction', [vin.txid, true]);
       const from = addressesOf(prev.vout.find((o) => o.n === vin.vout)!);
       if (from.length !== 1 || from[0] !== s.address) {
-        c.refused = `${ref.txid} spends a coin of ${from.join(',') || 'an unknown script'}, not the pinned address ${s.address}`;
+        const who = from.join(',') || 'an unknown script';
+        c.refused = `${ref.txid} spends a coin of ${who}, not the pinned address ${s.address}`;
         break;
       }
     }

@@ -75,7 +75,7 @@ async function forge(at: `0x${string}`, from: number, head: AnchorHead) {
   return hash;
 }
 
-test('a real anchor verifies, found by its events or by the recorded txid; a later head consistent with it too', async () => {
+test('a real anchor verifies, found by its events or its txid; a later head consistent with it too', async () => {
   const { d, head, txid } = await anchored(4);
   try {
     const [byEvents] = await verifyAnchors({ head, evm: pinned() });

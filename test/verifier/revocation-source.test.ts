@@ -41,7 +41,7 @@ const opts = (over: Record<string, unknown> = {}) => ({
   ...over,
 });
 
-test('the helpers: token id is the grant hash (the link revocation id for a link), call data, strict result', async () => {
+test('helpers: token id is the grant hash (a link: its revocation id), call data, strict result', async () => {
   const g = await grant(k);
   const { signature: _s, ...unsigned } = g;
   assert.is(revocationTokenId(g), await sha256Hex(utf8Encode(canonicalize(unsigned))));
