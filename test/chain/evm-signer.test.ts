@@ -2,6 +2,7 @@
  * secp256k1 signers for EVM transactions: a key file and a key made inside SoftHSM2 (PKCS#11,
  * CKM_ECDSA on secp256k1). Each signs a transaction that anvil accepts from its address; a key
  * file others can read, a token key of another curve and a missing key are refused with one line.
+ * The token's key anchors through the EVM ledger as a key file does.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -10,7 +11,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createPublicClient, createWalletClient, http, parseEther, recoverAddress, keccak256, defineChain } from 'viem';
 import { createSoftHsm, SOFTHSM_MODULE } from '../helpers/softhsm.js';
-import { startAnvil, type Anvil } from '../helpers/anvil.js';
+import { startAnvil, deployContract, type Anvil } from '../helpers/anvil.js';
+import { createEvmLedger } from '../../service-kit/anchor/index.js';
 import { closePkcs11Modules, generatePkcs11Key } from '../../service-kit/signers/index.js';
 import {
   evmAccount,
@@ -82,7 +84,20 @@ test('a secp256k1 key made in SoftHSM2 signs low-S, recoverable transactions anv
     assert.is((await recoverAddress({ hash: digest, signature: sig })).toLowerCase(), address.toLowerCase());
   }
   await sendsOnAnvil(s);
-  await s.close();
+  // And as the anchoring signer: the EVM ledger anchors with the token's key.
+  const contract = await deployContract(anvil, 'CtlAnchor', [s.address]);
+  const ledger = await createEvmLedger({
+    rpcUrl: anvil.url,
+    chainId: anvil.chainId,
+    signer: s,
+    anchorContract: contract,
+    confirmations: 1,
+  });
+  const tx = await ledger.prepare({ kind: 'anchor', head: { origin: 'hsm.test/log', size: 1, root: 'ab'.repeat(32) } });
+  await ledger.broadcast(tx);
+  const st = await ledger.status(tx);
+  assert.is(st.state, 'mined');
+  await ledger.close!(); // closes the signer
   await generatePkcs11EvmKey(hsm.uri('anchor'), { modulePath: SOFTHSM_MODULE }).then(
     () => assert.unreachable('a taken label was overwritten'),
     (e: Error) => assert.match(e.message, /already holds a key labelled 'anchor'/),
