@@ -91,6 +91,9 @@ async function conclude(chain: string, input: VerifyAnchorsInput, found: AnchorC
   };
 }
 
+/** Blocks per eth_getLogs call (public nodes refuse ranges much wider). */
+const LOG_WINDOW = 5000n;
+
 async function evmCandidates(s: EvmAnchorSettings, input: VerifyAnchorsInput): Promise<AnchorCandidate[] | string> {
   if (!s.contract) return 'CTL_ANCHOR_EVM_CONTRACT (the pinned anchoring contract) is not set';
   if (!s.address) return 'CTL_ANCHOR_EVM_ADDRESS (the pinned anchoring address) is not set';
@@ -106,17 +109,19 @@ async function evmCandidates(s: EvmAnchorSettings, input: VerifyAnchorsInput): P
   const anchored = viem.toEventSelector('Anchored(bytes32,uint64,bytes32,string)');
   const originHash = viem.keccak256(viem.toBytes(input.head.origin));
   const refs = (input.refs ?? []).filter((r) => r.chain === 'evm');
-  const hashes = refs.length
-    ? refs.map((r) => r.txid as Hex)
-    : (
-        await client.getLogs({
-          address: s.contract,
-          event: ANCHORED_EVENT,
-          args: { originHash },
-          fromBlock: BigInt(s.fromBlock),
-          toBlock: 'latest',
-        })
-      ).map((l) => l.transactionHash!);
+  const hashes: Hex[] = refs.map((r) => r.txid as Hex);
+  // Found by the pinned contract's events, in windows: public nodes bound a getLogs range.
+  for (let from = BigInt(s.fromBlock); !refs.length && from <= tip; from += LOG_WINDOW) {
+    const to = from + LOG_WINDOW - 1n < tip ? from + LOG_WINDOW - 1n : tip;
+    const logs = await client.getLogs({
+      address: s.contract,
+      event: ANCHORED_EVENT,
+      args: { originHash },
+      fromBlock: from,
+      toBlock: to,
+    });
+    hashes.push(...logs.map((l) => l.transactionHash!));
+  }
   const out: AnchorCandidate[] = [];
   for (const hash of [...new Set(hashes)]) {
     const c: AnchorCandidate = { txid: hash };
