@@ -59,15 +59,17 @@ async function conclude(chain: string, input: VerifyAnchorsInput, found: AnchorC
   const { head } = input;
   const valid = found.filter((c) => !c.refused) as Array<AnchorCandidate & { size: number; root: string }>;
   const sameSize = valid.filter((c) => c.size === head.size);
-  const exact = sameSize.find((c) => c.root === head.root);
-  if (exact) return { chain, ok: true, anchor: exact, candidates: found };
-  if (sameSize.length > 0)
+  // Another root for this size, by the pinned anchorer itself, is a log that forked (or was rewritten).
+  const other = sameSize.find((c) => c.root !== head.root);
+  if (other)
     return {
       chain,
       ok: false,
-      reason: `the chain anchors size ${head.size} of ${head.origin} with root ${sameSize[0]!.root}, not ${head.root}`,
+      reason: `the chain anchors size ${head.size} of ${head.origin} with root ${other.root}, not ${head.root}`,
       candidates: found,
     };
+  const exact = sameSize[0];
+  if (exact) return { chain, ok: true, anchor: exact, candidates: found };
   const earlier = valid.filter((c) => c.size < head.size).sort((a, b) => b.size - a.size)[0];
   if (earlier) {
     const anchored = { origin: head.origin, size: earlier.size, root: earlier.root };

@@ -134,12 +134,17 @@ test('forged: a sender that is not the pinned address is refused', async () => {
   }
 });
 
-test('forged: another root for the anchored size is refused', async () => {
+test('forged: another root for the anchored size is refused, and so is a head anchored with two roots', async () => {
   const { d, head } = await anchored(5);
   try {
     const [check] = await verifyAnchors({ head: { ...head, root: 'ee'.repeat(32) }, evm: pinned() });
     assert.not.ok(check!.ok);
     assert.match(check!.reason!, new RegExp(`anchors size 5 of .* with root ${head.root}`));
+    // The anchorer itself anchoring a second root for the same size (a fork): the real head is refused too.
+    await forge(contract, 1, { ...head, root: 'dd'.repeat(32) });
+    const [forked] = await verifyAnchors({ head, evm: pinned() });
+    assert.not.ok(forked!.ok);
+    assert.match(forked!.reason!, new RegExp(`anchors size 5 of .* with root ${'dd'.repeat(32)}, not ${head.root}`));
   } finally {
     await d.close();
   }
