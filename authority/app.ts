@@ -19,7 +19,7 @@ import {
 } from '../service-kit/index.js';
 import { parseStrictJson } from '../src/index.js';
 import { createAuditTrail, type AuditWebhooks } from './audit-trail.js';
-import type { AnchorQueue } from './anchor.js';
+import type { AnchorSource, ChainOutbox } from '../service-kit/anchor/index.js';
 import type { KeyRing } from './keys.js';
 import type { AuthorityStore } from './store/types.js';
 import type { RouteDeps } from './routes/context.js';
@@ -64,7 +64,9 @@ export interface AuthorityDeps {
   maxBundleTtlMs?: number;
   /** The outbox every audit entry is delivered through, and its endpoints. */
   webhooks?: AuditWebhooks;
-  anchors?: AnchorQueue;
+  /** The chain outbox (anchors, revocation tokens) and the logs it anchors, for GET /admin/anchors. */
+  chain?: ChainOutbox;
+  anchorSources?: AnchorSource[];
   metrics?: Metrics;
   /**
    * Per API key and per client address (service-kit/service-limits.ts); default
@@ -95,7 +97,7 @@ export function createAuthorityApp(deps: AuthorityDeps): Koa {
     audit: createAuditTrail({
       store: deps.store,
       webhooks: deps.webhooks,
-      anchors: deps.anchors,
+      chain: deps.chain,
       logger,
       now,
       log: deps.log?.log,
@@ -128,6 +130,7 @@ export function createAuthorityApp(deps: AuthorityDeps): Koa {
     redeliver: async (id) => Boolean(routeDeps.outbox && (await routeDeps.outbox.redeliver(id))),
     // Where the authority served its audit log before both services shared one path.
     deprecatedAuditPath: '/audit',
+    anchors: deps.chain && { outbox: deps.chain, sources: deps.anchorSources ?? [] },
   });
   humanRoutes(router, routeDeps);
   deps.log?.routes(router, AUTHORITY_LOG_REFS);

@@ -3,10 +3,12 @@
  * store change runs before it commits (store/types.ts), which appends one entry to the hash
  * chain and writes one webhook delivery per configured endpoint to the outbox. So a change that
  * commits has its entry and its deliveries, and one that rolls back has neither. After the
- * commit the outbox is woken and the new chain head is anchored (off the request path).
+ * commit the outbox is woken. A revocation's entry also queues its revocation token in the chain
+ * outbox (revocation-tokens.ts); the chain's head is anchored by that outbox's timer, never here.
  */
 import type { AuditEntry, Logger, OutboxEndpoint, SqlExecutor, TxEffect, WebhookOutbox } from '../service-kit/index.js';
-import type { AnchorQueue } from './anchor.js';
+import type { ChainOutbox } from '../service-kit/anchor/index.js';
+import { revocationTokenHook } from './revocation-tokens.js';
 import type { AuthorityStore } from './store/types.js';
 import type { TransparencyLog } from '../service-kit/tlog/index.js';
 import { appendAuthorityLog } from './log-entries.js';
@@ -40,14 +42,18 @@ export interface AuditTrail {
 export function createAuditTrail(deps: {
   store: AuthorityStore;
   webhooks?: AuditWebhooks;
-  anchors?: AnchorQueue;
+  /** Anchors and revocation tokens (service-kit/anchor/outbox.ts). */
+  chain?: ChainOutbox;
   logger?: Logger;
   now: () => number;
   /** The transparency log: grants, revocations and bundles are appended with their audit entry (log-entries.ts). */
   log?: TransparencyLog;
 }): AuditTrail {
+  const mint = deps.chain ? revocationTokenHook(deps.chain) : undefined;
+  /** What an entry causes in its transaction: a revocation token, its webhook deliveries. */
   const deliver = async (q: SqlExecutor, entry: AuditEntry) => {
     await appendAuthorityLog(deps.log, q, entry);
+    if (mint) await mint(q, entry);
     if (!deps.webhooks) return;
     await deps.webhooks.outbox.enqueue(
       q,
@@ -58,7 +64,8 @@ export function createAuditTrail(deps: {
   const committed = (entry: AuditEntry) => () => {
     deps.log?.kick();
     deps.webhooks?.outbox.kick();
-    deps.anchors?.submit({ seq: entry.seq, hash: entry.hash, at: entry.at });
+    // A revocation's token goes out soon, not at the next tick of the anchoring interval.
+    if (entry.action.endsWith('.revoke')) deps.chain?.kick();
   };
   return {
     entry(actor, action, subject, data, when) {

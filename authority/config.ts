@@ -14,11 +14,13 @@ import {
   checkLogLevel,
   checkVariableNames,
   urlHost,
+  anchorVariables,
   webhookVariables,
   type ConfigWarning,
   type VariableHelp,
 } from '../service-kit/config.js';
 import { authorityRateLimitsFromEnv, type AuthorityRateLimits } from '../service-kit/service-limits.js';
+import { anchorSettingsFromEnv, type AnchorSettings } from '../service-kit/anchor/config.js';
 
 export interface AuthorityConfig {
   port: number;
@@ -65,8 +67,11 @@ export interface AuthorityConfig {
   /** CTL_AUDIT_WEBHOOK_URLS (comma-separated) and CTL_AUDIT_WEBHOOK_SECRET (`whsec_…`). */
   webhookUrls: string[];
   webhookSecret?: string;
-  /** CTL_ANCHOR_LOCAL_PATH: the local append-only anchor file (optional). */
-  anchorLocalPath?: string;
+  /**
+   * CTL_ANCHOR_EVM_*, CTL_ANCHOR_BTC_*, CTL_ANCHOR_LOCAL_PATH, CTL_ANCHOR_*_MS: the ledgers the audit
+   * chain's head is anchored on and revocation tokens minted on (service-kit/anchor/config.ts).
+   */
+  anchoring: AnchorSettings & { unknown: string[] };
   /**
    * CTL_AUTHORITY_RATE_LIMIT_KEY (6000/60s: per API key, shared by instances on one PostgreSQL)
    * and CTL_AUTHORITY_RATE_LIMIT_ADDRESS (60000/60s: requests per client address, per instance);
@@ -130,6 +135,7 @@ export const AUTHORITY_VARIABLES: readonly VariableHelp[] = [
   ['CTL_AUDIT_WEBHOOK_URLS', undefined, 'comma-separated URLs the audit entries are pushed to (Standard Webhooks)'],
   ['CTL_AUDIT_WEBHOOK_SECRET', undefined, 'whsec_<base64>, signs them (required with the URLs)'],
   ...webhookVariables('audit webhooks'),
+  ...anchorVariables('the audit chain head', true),
   [
     'CTL_AUTHORITY_HIGH_WATER_FILE',
     'DATABASE.high-water.json',
@@ -137,7 +143,6 @@ export const AUTHORITY_VARIABLES: readonly VariableHelp[] = [
   ],
   ['CTL_AUTHORITY_ACCEPT_ROLLBACK', '0', '1: serve from a database behind its high-water mark (a restore)'],
   ...logVariables('CTL_AUTHORITY', 'ctl-authority-log'),
-  ['CTL_ANCHOR_LOCAL_PATH', undefined, 'a local append-only anchor file of the audit chain head'],
   ['CTL_AUTHORITY_RATE_LIMIT_KEY', '6000/60s', 'requests per API key, shared on PostgreSQL; 0: none'],
   ['CTL_AUTHORITY_RATE_LIMIT_ADDRESS', '60000/60s', 'requests per client address, per instance; 0: none'],
 ];
@@ -241,7 +246,7 @@ export function readAuthorityConfig(
     adminApiKey,
     webhookUrls,
     webhookSecret,
-    anchorLocalPath: nonEmpty(env['CTL_ANCHOR_LOCAL_PATH']),
+    anchoring: anchorSettingsFromEnv(env),
     rateLimits: authorityRateLimitsFromEnv(env),
     defaulted,
     warnings,

@@ -20,7 +20,14 @@ import {
   type RollbackOptions,
 } from '../service-kit/rollback-guard.js';
 import { createAuthorityApp } from './app.js';
-import { anchorsFromEnv, createAnchorQueue, type Anchor, type AnchorQueue } from './anchor.js';
+import {
+  auditHeadSource,
+  openServiceAnchoring,
+  type ChainEvent,
+  type ChainOutbox,
+  type ChainOutboxOptions,
+  type Ledger,
+} from '../service-kit/anchor/index.js';
 import { readAuthorityConfig, type AuthorityConfig } from './config.js';
 import { GRANT_KEY_RENEW_MS, createKeyRing, type KeyRing } from './keys.js';
 import { openAuthorityKek, openAuthoritySigners } from './signers.js';
@@ -46,10 +53,11 @@ export interface Authority {
   logger: Logger;
   /** The audit webhooks' outbox (drained by every instance on the database). */
   outbox: WebhookOutbox;
-  anchors: AnchorQueue;
   /** The transparency log of grants, revocations and bundles (/log/); undefined with CTL_AUTHORITY_LOG=0. */
   log?: ServiceLog;
   /** Waits until no webhook delivery is pending (each delivered or dead-lettered) and anchors are written (tests). */
+  /** Anchors of the audit chain's head and revocation tokens (service-kit/anchor/outbox.ts). */
+  chain: ChainOutbox;
   settle(): Promise<void>;
   close(): Promise<void>;
 }
@@ -58,8 +66,14 @@ export interface CreateAuthorityOptions {
   logger?: Logger;
   logRequests?: boolean;
   now?: () => number;
-  /** Anchors in addition to those the environment configures. */
-  anchors?: Anchor[];
+  /** Ledgers in addition to those the environment configures (tests). */
+  ledgers?: Ledger[];
+  /** Over CTL_ANCHOR_*_MS (tests). */
+  anchorTiming?: Partial<
+    Pick<ChainOutboxOptions, 'anchorIntervalMs' | 'pollMs' | 'baseDelayMs' | 'maxDelayMs' | 'alertAfterMs'>
+  >;
+  /** Told each anchoring event (tests). */
+  onChainEvent?: (e: ChainEvent) => void;
   /** PostgreSQL schema (tests). */
   schema?: string;
   fetch?: typeof fetch;
@@ -152,11 +166,25 @@ export async function createAuthority(
     });
     outbox.start();
     const webhooks = { outbox, endpoints: config.webhookUrls.map((url) => ({ url, target: url })) };
-    const anchors = createAnchorQueue(
-      [...anchorsFromEnv(options.env ?? process.env, logger), ...(options.anchors ?? [])],
-      logger,
-    );
+    // What is anchored: the audit chain's head, under the issuer's name (service-kit/anchor/).
     const metrics = createMetrics({ prefix: 'ctl_authority_' });
+    const anchorSources = [auditHeadSource(store.audit, `${config.issuer}/ctl-authority-audit`)];
+    const { outbox: chain } = await openServiceAnchoring({
+      db: store.db,
+      table: 'chain_outbox',
+      sources: anchorSources,
+      settings: config.anchoring,
+      env: options.env ?? process.env,
+      revocations: true,
+      ledgers: options.ledgers,
+      logger,
+      metrics: { registry: metrics.registry, prefix: 'ctl_authority_' },
+      now,
+      fetch: options.fetch,
+      timing: options.anchorTiming,
+      onEvent: options.onChainEvent,
+    });
+    chain.start();
     const log = await openAuthorityLog(store, sealer, metrics.registry, logger, options, now);
     const app = createAuthorityApp({
       log,
@@ -171,15 +199,13 @@ export async function createAuthority(
       logRequests: options.logRequests,
       now,
       webhooks,
-      anchors,
+      chain,
+      anchorSources,
       rateLimits: config.rateLimits,
     });
     // Integrates pending entries and signs a checkpoint every second (service-kit/tlog/service.ts).
     log?.start();
-    const settle = async () => {
-      await outbox.idle();
-      await anchors.idle();
-    };
+    const settle = () => outbox.idle();
     return {
       app,
       store,
@@ -188,15 +214,15 @@ export async function createAuthority(
       config,
       logger,
       outbox,
-      anchors,
       log,
+      chain,
       settle,
       async close() {
         clearInterval(lease);
         await renewing;
         await log?.close();
         await outbox.close();
-        await anchors.idle();
+        await chain.close();
         await highWater?.close();
         await store.close();
         await signers.close();

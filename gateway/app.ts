@@ -55,6 +55,16 @@ import { consoleRoutes, observeSessionWrites } from './routes/console.js';
 import { createConsoleStreams } from './services/console-stream.js';
 import { createIdempotencyService, type IdempotencyOptions } from './services/idempotency.js';
 import { eventAdminRoutes } from '../service-kit/event-admin.js';
+import {
+  auditHeadSource,
+  auditOrigin,
+  createServiceChainOutbox,
+  type AnchorSettings,
+  type ChainEvent,
+  type ChainOutbox,
+  type Ledger,
+  type ServiceAnchoringOptions,
+} from '../service-kit/anchor/index.js';
 import { healthRoutes } from './routes/health.js';
 import { createEgressCa } from './egress/ca.js';
 import { caRoutes } from './egress/ca-routes.js';
@@ -167,6 +177,14 @@ export interface GatewayDeps {
   log?: (Partial<Omit<ServiceLogConfig, 'prefix'>> & { fetch?: typeof fetch }) | false;
   /** The console (/console): its built files (default build/console/) and live-stream bounds. */
   console?: { dir?: string; maxStreamsPerOwner?: number; maxStreams?: number; heartbeatMs?: number };
+  /** `CTL_ANCHOR_*`: where the audit chain's head is anchored (service-kit/anchor/config.ts). */
+  anchoring?: AnchorSettings & { unknown: string[] };
+  /** Where CTL_PKCS11_MODULE is read for an anchoring key in a token (default none: the module default). */
+  anchoringEnv?: Record<string, string | undefined>;
+  /** Ledgers besides the configured ones, and timing over CTL_ANCHOR_*_MS (tests). */
+  ledgers?: Ledger[];
+  anchorTiming?: ServiceAnchoringOptions['timing'];
+  onChainEvent?: (e: ChainEvent) => void;
 }
 
 export interface GatewayApp {
@@ -188,6 +206,8 @@ export interface GatewayApp {
   idle(): Promise<void>;
   /** The transparency log (/log/…); server.ts starts its checkpoint timer. Undefined when the log is off. */
   log?: ServiceLog;
+  /** Anchors of the audit chain's head (service-kit/anchor/outbox.ts). */
+  chain: ChainOutbox;
   /** What the egress proxy needs besides `app` (egress/proxy-server.ts; server.ts starts it when configured). */
   egress: EgressHooks;
   close(): Promise<void>;
@@ -211,6 +231,8 @@ export interface GatewayParts {
   evmPrivateKey: `0x${string}`;
   /** The transparency log's keys (service-kit/tlog); absent: no log. */
   log?: ServiceLogParts;
+  /** The ledgers the audit chain's head is anchored on (opened: their signers included). */
+  ledgers?: Ledger[];
 }
 
 /**
@@ -297,6 +319,26 @@ export function createGatewayApp(deps: GatewayDeps, parts: GatewayParts): Gatewa
       consoleStreams.publish(type, data);
       deps.onEvent?.(type, data);
     },
+  });
+  // The audit chain's head, anchored by the chain outbox's timer under a stable name: the public
+  // URL's host, else the issuer (service-kit/anchor/).
+  const anchorSources = [
+    auditHeadSource(
+      events.audit,
+      deps.publicUrl ? auditOrigin(deps.publicUrl, 'gateway') : `${issuer}/ctl-gateway-audit`,
+    ),
+  ];
+  const chain = createServiceChainOutbox({
+    db,
+    table: 'gw_chain_outbox',
+    ledgers: parts.ledgers ?? [],
+    sources: anchorSources,
+    settings: deps.anchoring,
+    timing: deps.anchorTiming,
+    logger,
+    metrics: { registry: metrics.registry, prefix: 'ctl_gateway_' },
+    now,
+    onEvent: deps.onChainEvent,
   });
   // The base URL written into grants (revocationUrl) and responses never comes from a request
   // (a Host header would let a caller point a grant's revocation check at its own server): the
@@ -489,6 +531,7 @@ export function createGatewayApp(deps: GatewayDeps, parts: GatewayParts): Gatewa
     audit: events.audit,
     dispatches: events.outbox.log,
     redeliver: (id) => events.outbox.redeliver(id),
+    anchors: { outbox: chain, sources: anchorSources },
   });
   caRoutes(router, { auth, ca: egressCa });
   serveOpenApi(router, GATEWAY_OPENAPI);
@@ -514,6 +557,7 @@ export function createGatewayApp(deps: GatewayDeps, parts: GatewayParts): Gatewa
       // Tokens logged in the clear by an earlier version: withheld like new ones ("Secrets at rest").
       await events.withholdLoggedTokens();
       events.start();
+      chain.start();
       // Payments left open by a crash are settled before the first request's (spec §3 "reconcile").
       await reconcile().catch((e) => logger.error({ err: e }, 'reconcile failed'));
       reconcileTimer = setInterval(() => {
@@ -527,6 +571,7 @@ export function createGatewayApp(deps: GatewayDeps, parts: GatewayParts): Gatewa
     },
     idle: () => events.idle(),
     log: serviceLog,
+    chain,
     egress: {
       sessionByToken: (token) => sessionService.byToken(token),
       ca: egressCa,
@@ -541,6 +586,7 @@ export function createGatewayApp(deps: GatewayDeps, parts: GatewayParts): Gatewa
       if (expiryTimer) clearTimeout(expiryTimer);
       clearInterval(reconcileTimer);
       await serviceLog?.close();
+      await chain.close();
       await events.close();
       await consoleStreams.close();
       forwarder.close();

@@ -4,7 +4,7 @@
  * server.ts gatewayOptionsFromEnv; this module stays light, so `--help` loads nothing else.
  */
 import { logVariables } from '../service-kit/tlog/config.js';
-import { webhookVariables, type VariableHelp } from '../service-kit/config.js';
+import { anchorVariables, webhookVariables, type VariableHelp } from '../service-kit/config.js';
 
 /**
  * Every variable the gateway reads: its `--help` lists them, a CTL_* variable not among them is
@@ -68,6 +68,7 @@ export const GATEWAY_VARIABLES: readonly VariableHelp[] = [
   ['CTL_GATEWAY_EGRESS_PASS_THROUGH', undefined, 'glob,... hosts the egress proxy tunnels untouched (nothing paid)'],
   ['CTL_GATEWAY_EGRESS_CONNECT_LIMIT', '120/60s', 'CONNECTs per session to the egress proxy; 0: none'],
   ...webhookVariables('session webhooks'),
+  ...anchorVariables('the audit chain head'),
   [
     'CTL_GATEWAY_HIGH_WATER_FILE',
     'DATABASE.high-water.json',

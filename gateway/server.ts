@@ -73,6 +73,7 @@ import {
   serviceLogConfigFromEnv,
   serviceLogMigrations,
 } from '../service-kit/tlog/index.js';
+import { anchorSettingsFromEnv, chainOutboxMigration, openServiceLedgers } from '../service-kit/anchor/index.js';
 
 export interface RunningGateway {
   gateway: GatewayApp;
@@ -153,6 +154,7 @@ export function gatewayOptionsFromEnv(
       defaultOrigin: defaultLogOrigin(publicUrl, hostname(), GATEWAY_LOG_NAME),
     }),
     rollback: rollbackOptionsFromEnv(env, 'CTL_GATEWAY'),
+    anchoring: anchorSettingsFromEnv(env),
   };
 }
 
@@ -211,6 +213,8 @@ export const GATEWAY_ALL_MIGRATIONS: readonly Migration[] = [
   ...MPP_MIGRATIONS,
   // The transparency log: receipts and session changes, appended in their own transactions (service-kit/tlog).
   ...serviceLogMigrations(GATEWAY_LOG_PREFIX),
+  // Anchors of the audit chain's head on ledgers (service-kit/anchor/).
+  chainOutboxMigration('gw_chain_outbox'),
 ];
 
 /**
@@ -262,7 +266,14 @@ export async function prepareGateway(deps: GatewayDeps): Promise<GatewayParts> {
           },
           sealer,
         );
-  return { sealer, keys, sessionKeys, continuationSecret, evmPrivateKey, log };
+  // Ledgers last: their signers (an HSM) are opened once the database is ready.
+  const ledgers = [
+    ...(deps.anchoring
+      ? await openServiceLedgers({ settings: deps.anchoring, env: deps.anchoringEnv ?? {}, logger })
+      : []),
+    ...(deps.ledgers ?? []),
+  ];
+  return { sealer, keys, sessionKeys, continuationSecret, evmPrivateKey, log, ledgers };
 }
 
 /**
@@ -329,6 +340,14 @@ export async function startGateway(opts: GatewayStartOptions): Promise<RunningGa
     // Before serving: a database restored from an older backup would reopen spent budget.
     const chain = auditChainReader(db, 'gw_audit_log', 'gw_audit_log_staged');
     highWater = await guardRollback(db, chain, opts.rollback, logger);
+    gateway = await openGateway({
+      ...opts,
+      db,
+      logger,
+      sealer: opts.sealer ?? kek!.sealer,
+      externalKeys,
+      anchoringEnv: env,
+    });
     for (const [purpose, k] of Object.entries(externalKeys)) {
       if (k)
         logger.info(

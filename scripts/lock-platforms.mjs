@@ -1,9 +1,10 @@
 #!/usr/bin/env node
 // The package registry reachable here serves only this platform's builds of packages such as
-// rollup, esbuild and deno, so npm leaves the other platforms' optional packages out of
-// package-lock.json, and `npm ci` then refuses the lock as out of sync. This adds the missing
-// optional entries (version only: npm skips or tolerates optional packages it cannot fetch),
-// so `npm ci` works here and on a machine that reaches the full registry.
+// rollup, esbuild, deno and @foundry-rs/anvil (a 40 MB binary per platform), so npm leaves the
+// other platforms' optional packages out of package-lock.json, and `npm ci` then refuses the lock
+// as out of sync. This adds the missing optional entries (version only: npm skips or tolerates
+// optional packages it cannot fetch), so `npm ci` works here and on a machine that reaches the
+// full registry.
 // The lock is written exactly as npm writes it (json-stringify-nice with npm's key order, as
 // @npmcli/arborist's Shrinkwrap does), so a later `npm install` finds nothing to rewrite.
 // Run after any `npm install` that changes the lock: node scripts/lock-platforms.mjs [LOCKFILE]

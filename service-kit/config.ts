@@ -178,6 +178,41 @@ export function webhookVariables(what: string): VariableHelp[] {
 }
 
 /**
+ * The anchoring variables (service-kit/anchor/config.ts), the same in both services; `revocations`
+ * adds the revocation-token contract (the authority).
+ * @example [...anchorVariables('the audit chain head', true)]
+ */
+export function anchorVariables(what: string, revocations = false): VariableHelp[] {
+  return [
+    ['CTL_ANCHOR_EVM_RPC_URL', undefined, `an EVM node's JSON-RPC: ${what} is anchored there`],
+    ['CTL_ANCHOR_EVM_CHAIN_ID', undefined, 'its chain id (pinned: a node of another chain is refused)'],
+    ['CTL_ANCHOR_EVM_CONTRACT', undefined, 'the CtlAnchor contract (ctl anchor deploy)'],
+    ...(revocations
+      ? ([
+          ['CTL_ANCHOR_EVM_REVOCATION_CONTRACT', undefined, 'the CtlRevocationTokens contract: a token per revocation'],
+        ] as VariableHelp[])
+      : []),
+    ['CTL_ANCHOR_EVM_KEY_FILE', undefined, 'the signing key: a secp256k1 private key as 64 hex, mode 0600'],
+    ['CTL_ANCHOR_EVM_PKCS11_URI', undefined, 'or the key in a PKCS#11 token (secp256k1, CKM_ECDSA)'],
+    ['CTL_ANCHOR_EVM_ADDRESS', undefined, 'the pinned anchoring address: the signer must be it'],
+    ['CTL_ANCHOR_EVM_CONFIRMATIONS', '12', 'depth at which a transaction counts'],
+    ['CTL_ANCHOR_BTC_RPC_URL', undefined, `a bitcoind-RPC node (Bitcoin, Litecoin): ${what} as an OP_RETURN`],
+    ['CTL_ANCHOR_BTC_RPC_USER', undefined, 'its RPC user (with _PASSWORD), or'],
+    ['CTL_ANCHOR_BTC_RPC_PASSWORD', undefined, 'its RPC password'],
+    ['CTL_ANCHOR_BTC_RPC_COOKIE_FILE', undefined, "the node's .cookie file instead"],
+    ['CTL_ANCHOR_BTC_WALLET', undefined, "the node's wallet holding the address's key"],
+    ['CTL_ANCHOR_BTC_ADDRESS', undefined, 'the pinned anchoring address: coins from it, change to it'],
+    ['CTL_ANCHOR_BTC_CONFIRMATIONS', '6', 'depth at which an anchor counts'],
+    ['CTL_ANCHOR_BTC_FEE_RATE', undefined, "sat/vB (unset: the node's estimate)"],
+    ['CTL_ANCHOR_LOCAL_PATH', undefined, `a local append-only file of ${what} (development)`],
+    ['CTL_ANCHOR_INTERVAL_MS', '60000', 'how often the head is read and anchored when it grew'],
+    ['CTL_ANCHOR_POLL_MS', '5000', 'how often a sent transaction is looked at until deep enough'],
+    ['CTL_ANCHOR_MAX_DELAY_MS', '300000', 'longest delay between retries (a node that is down)'],
+    ['CTL_ANCHOR_ALERT_AFTER_MS', '1800000', 'unconfirmed this long: reported once (log, metric)'],
+  ];
+}
+
+/**
  * The address a service listens on: an IP address or a host name. Checked on its own, so a bad
  * HOST is named as HOST, not as a URL built from it.
  * @example checkHost('0.0.0.0') // '0.0.0.0'

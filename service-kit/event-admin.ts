@@ -3,7 +3,9 @@
  * hash-chained audit log (GET /admin/audit, GET /admin/audit/verify) and the webhook outbox as
  * the dispatch log (GET /admin/webhooks/dispatches?status=pending|delivered|failed; `failed` is
  * the dead letter), with POST /admin/webhooks/dispatches/{id}/redeliver to send a dead letter
- * again (same webhook-id).
+ * again (same webhook-id). GET /admin/anchors lists the chain outbox (anchors of the audit chain's
+ * head, revocation tokens: service-kit/anchor/) and the heads of the logs anchored, what
+ * `ctl anchor verify --service` checks on the chains.
  *
  * `deprecatedAuditPath` also answers the audit routes at an older path for one release, with a
  * `Deprecation` header (RFC 9745) and a `Link` to the successor (RFC 8288).
@@ -13,6 +15,8 @@ import type { Middleware } from 'koa';
 import { badRequest, notFound } from './http-error.js';
 import type { AuditLog } from './audit-log.js';
 import type { DispatchLog } from './webhook-outbox.js';
+import type { AnchorSource, ChainOutbox } from './anchor/outbox.js';
+import type { ChainJobStatus } from './anchor/store.js';
 
 export const AUDIT_PATH = '/admin/audit';
 
@@ -25,7 +29,11 @@ export interface EventAdminDeps {
   redeliver(id: string): Promise<boolean>;
   /** An older path of the audit routes, still answered (deprecated). */
   deprecatedAuditPath?: string;
+  /** The chain outbox and the logs it anchors (none: GET /admin/anchors answers empty lists). */
+  anchors?: { outbox: Pick<ChainOutbox, 'list'>; sources: AnchorSource[] };
 }
+
+const JOB_STATUSES: readonly ChainJobStatus[] = ['pending', 'sent', 'confirmed', 'superseded'];
 
 function count(value: unknown, field: string, fallback: number): number {
   if (value === undefined) return fallback;
@@ -74,6 +82,23 @@ export function eventAdminRoutes(router: Router, d: EventAdminDeps): void {
       throw badRequest('status: pending, delivered or failed');
     ctx.body = {
       dispatches: await d.dispatches.list({ status, limit: count(ctx.query['limit'], 'limit', 100) }),
+    };
+  });
+
+  router.get('/admin/anchors', d.admin, async (ctx) => {
+    const status = ctx.query['status'];
+    if (status !== undefined && !(JOB_STATUSES as readonly unknown[]).includes(status))
+      throw badRequest(`status: ${JOB_STATUSES.join(', ')}`);
+    const kind = ctx.query['kind'];
+    if (kind !== undefined && kind !== 'anchor' && kind !== 'revocation')
+      throw badRequest('kind: anchor or revocation');
+    const limit = count(ctx.query['limit'], 'limit', 100);
+    const a = d.anchors;
+    ctx.body = {
+      logs: a
+        ? await Promise.all(a.sources.map(async (s) => ({ origin: s.origin, head: (await s.head()) ?? null })))
+        : [],
+      jobs: a ? await a.outbox.list({ status: status as ChainJobStatus | undefined, kind, limit }) : [],
     };
   });
 

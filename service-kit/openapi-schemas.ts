@@ -266,6 +266,45 @@ export const SERVICE_SCHEMAS: Record<string, Schema> = {
     ['id', 'messageId', 'endpoint', 'eventType', 'body', 'status', 'attempts', 'createdAt', 'updatedAt'],
   ),
   WebhookDispatches: object({ dispatches: array(ref('WebhookDispatch')) }, ['dispatches']),
+  AnchorHead: object(
+    {
+      origin: string({ description: 'The log, e.g. `authority.example.com/ctl-authority-audit`.' }),
+      size: { type: 'integer', description: 'Entries (a hash chain: the last `seq`).' },
+      root: string({ description: 'The root hash, 64 hex (a hash chain: the head entry hash).' }),
+    },
+    ['origin', 'size', 'root'],
+  ),
+  ChainJob: object(
+    {
+      id: string(),
+      chain: string({ description: '`evm`, `btc` or `file`.' }),
+      kind: { enum: ['anchor', 'revocation'] },
+      subject: string({ description: 'The origin anchored, or the revocation token id.' }),
+      job: { description: '`{ kind: anchor, head }` or `{ kind: revocation, id, expiresAt }`.' },
+      status: { enum: ['pending', 'sent', 'confirmed', 'superseded'] },
+      attempts: { type: 'integer' },
+      lastError: { type: ['string', 'null'] },
+      txid: { type: ['string', 'null'] },
+      blockNumber: { type: ['integer', 'null'] },
+      blockHash: { type: ['string', 'null'] },
+      confirmations: { type: 'integer' },
+      createdAt: timestamp(),
+      since: timestamp(),
+      sentAt: { type: ['string', 'null'], format: 'date-time' },
+      confirmedAt: { type: ['string', 'null'], format: 'date-time' },
+      alerted: { type: 'boolean' },
+    },
+    ['id', 'chain', 'kind', 'subject', 'job', 'status', 'attempts', 'txid', 'confirmations', 'createdAt', 'since'],
+  ),
+  Anchors: object(
+    {
+      logs: array(
+        object({ origin: string(), head: { oneOf: [ref('AnchorHead'), { type: 'null' }] } }, ['origin', 'head']),
+      ),
+      jobs: array(ref('ChainJob')),
+    },
+    ['logs', 'jobs'],
+  ),
   Redelivery: object({ id: string(), status: { const: 'pending' } }, ['id', 'status']),
 };
 
@@ -371,6 +410,20 @@ export function eventLogPaths(
           count('limit', 'At most this many (default 100)'),
         ],
         responses: { 200: jsonResponse('The deliveries', ref('WebhookDispatches')) },
+      }),
+    },
+    '/admin/anchors': {
+      get: operation({
+        summary: 'The logs anchored (their heads now) and the chain outbox: anchors and revocation tokens',
+        tags: ['audit'],
+        operationId: 'listAnchors',
+        security,
+        parameters: [
+          queryParam('status', 'Only this status', { enum: ['pending', 'sent', 'confirmed', 'superseded'] }),
+          queryParam('kind', 'Only this kind', { enum: ['anchor', 'revocation'] }),
+          count('limit', 'At most this many jobs, newest first (default 100)'),
+        ],
+        responses: { 200: jsonResponse('The logs and the jobs', ref('Anchors')) },
       }),
     },
     '/admin/webhooks/dispatches/{id}/redeliver': {

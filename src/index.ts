@@ -9,6 +9,14 @@ export type { VerifyRevocationOptions } from './artifacts/revocation.js';
 export type { SbaFields, SignSbaOptions, PaymentIntent } from './artifacts/sba.js';
 export type { DelegationFields, CreateDelegationOptions } from './artifacts/delegation.js';
 export { linkRevocationId } from './wallet/chain-ledgers.js';
+export {
+  revocationTokenId,
+  revocationTokenCallData,
+  parseRevocationTokenResult,
+  IS_REVOKED_SELECTOR,
+  type RevocationSource,
+  type RevocationQuery,
+} from './revocation-source.js';
 export type { BundleFields, SignBundleOptions, VerifyBundleOptions } from './artifacts/bundle.js';
 export type { ReceiptFields, VerifyReceiptOptions } from './artifacts/receipt.js';
 export type { SessionOptions, PaymentRequest, WalletSession } from './wallet/session.js';

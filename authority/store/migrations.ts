@@ -8,6 +8,7 @@ import {
   webhookOutboxMigration,
   type Migration,
 } from '../../service-kit/index.js';
+import { chainOutboxMigration } from '../../service-kit/anchor/store.js';
 import { HUMAN_MIGRATION } from './humans.js';
 import { DELEGATION_BY_HASH_MIGRATION, DELEGATION_MIGRATION } from './delegations.js';
 import { serviceLogMigrations } from '../../service-kit/tlog/service.js';
@@ -105,4 +106,6 @@ export const AUTHORITY_MIGRATIONS: readonly Migration[] = [
   DELEGATION_BY_HASH_MIGRATION,
   // The transparency log of grants, revocations and bundles (service-kit/tlog).
   ...serviceLogMigrations('au_log'),
+  // Anchors of the audit chain and revocation tokens on ledgers (service-kit/anchor/).
+  chainOutboxMigration('chain_outbox'),
 ];

@@ -117,7 +117,7 @@ export interface AuthorityStore extends TrustRootStore {
   readonly description: string;
   /** PostgreSQL only: the store's pool, for the rate limits' counters (service-kit/service-limits.ts). */
   readonly pgPool?: SqlDatabase['pgPool'];
-  /** The database itself: the transparency log's tables live beside the store's (service-kit/tlog). */
+  /** The database itself: the transparency log's and the chain outbox's tables live beside the store's. */
   readonly db: SqlDatabase;
   ping(): Promise<boolean>;
   close(): Promise<void>;

@@ -7,7 +7,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-export { webhookVariables, type VariableHelp } from '../../service-kit/config.js';
+export { anchorVariables, webhookVariables, type VariableHelp } from '../../service-kit/config.js';
 import type { VariableHelp } from '../../service-kit/config.js';
 
 /** @example variableLines([['PORT', '8402', 'where it listens']]) // '  PORT (8402)  where it listens' */

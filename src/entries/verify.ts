@@ -13,6 +13,13 @@ export type { VerifyBundleOptions } from '../artifacts/bundle.js';
 export type { PolicyGrant, SignedBudgetAuthorization, TrustBundle, Jwks, Asset, Verified } from '../artifacts/types.js';
 export { decodeSbaHeader } from '../verifier/presentation.js';
 export {
+  revocationTokenId,
+  revocationTokenCallData,
+  parseRevocationTokenResult,
+  type RevocationSource,
+  type RevocationQuery,
+} from '../revocation-source.js';
+export {
   createMemorySpendStorage,
   type SpendStorage,
   type ReserveResult,

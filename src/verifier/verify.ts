@@ -34,6 +34,7 @@ import {
 } from '../values.js';
 import { hostEnv, hostNow } from '../host.js';
 import type { RevocationChecker } from '../revocation.js';
+import { createSourceChecker, revocationTokenId, type RevocationSource } from '../revocation-source.js';
 import type { FetchLike } from '../net/fetch-json.js';
 import { createCaptureCtl, type CaptureCtl } from './capture.js';
 import { createMemorySpendStorage, type SpendStorage } from '../wallet/spend-storage.js';
@@ -105,6 +106,13 @@ export interface VerifyCtlOptions {
    * across restarts.
    */
   keptRevocations?: ReadonlySet<string> | readonly string[];
+  /**
+   * Where revocation is read instead of the grant's `revocationUrl` (PROTOCOL.md §5 step 3): the
+   * host's source, e.g. a chain's revocation tokens (`revocationTokenCallData`), asked for every
+   * id of the chain, cached `revocationTtl`; a source that throws is `revocation_unavailable`.
+   * Bundles' revocations still apply; asked even with `offline` (the host chose the source).
+   */
+  revocationSource?: RevocationSource;
   /** Milliseconds a revocation answer is cached (default 60 000, the spec's merchant example). */
   revocationTtl?: number;
   revocationTimeoutMs?: number;
@@ -176,6 +184,7 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
   const jwksCache = new Map<string, { at: number; jwks: Jwks }>();
   const didKeys = new Map<string, PublicJwk>();
   let revocation: RevocationChecker | undefined;
+  let askSource: ReturnType<typeof createSourceChecker> | undefined;
   const defaultSpend = createMemorySpendStorage();
   const turns = new Map<string, Promise<unknown>>();
   /** Walked chains, keyed by the bytes of root + chain (never by object): a payment does not re-verify the chain. */
@@ -519,7 +528,19 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
       for (const { id, name } of ids)
         if (keptRevoked.has(id) || isKept(o.keptRevocations, id))
           fail('grant_revoked', `${name} is revoked (trust bundle)`);
-      if (!o.offline) {
+      if (o.revocationSource !== undefined) {
+        // The host's source (a chain's revocation tokens) instead of the URL (src/revocation-source.ts).
+        if (typeof o.revocationSource !== 'function') fail('malformed', 'options.revocationSource must be a function');
+        askSource ??= createSourceChecker();
+        for (const [i, { id, name }] of ids.entries()) {
+          const q =
+            i === 0
+              ? { kind: 'grant' as const, id, tokenId: revocationTokenId(grant), grant }
+              : { kind: 'delegation' as const, id, tokenId: id, grant };
+          if ((await askSource(o.revocationSource, q, revocationTtl, now)).revoked)
+            fail('grant_revoked', `${name} is revoked (revocation source)`);
+        }
+      } else if (!o.offline) {
         const online = featureOf(builtIn, 'online', 'revocation is checked online unless offline: true');
         revocation ??= online.createRevocationChecker();
         for (const { id, name } of ids) {

@@ -1,6 +1,7 @@
 /**
  * Audit entries pushed to webhooks signed the Standard Webhooks way, with retries and a dispatch
- * log, and anchored off the request path to the local append-only anchor (spec §4.3, §6).
+ * log, and the chain's head anchored off the request path, by the chain outbox's timer, to the
+ * local append-only anchor file (spec §4.3, §6).
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -10,7 +11,7 @@ import { join } from 'node:path';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { generateWebhookSecret, verifyWebhook } from '../../service-kit/index.js';
-import { createLocalAnchor, type Anchor } from '../../authority/anchor.js';
+import { createFileLedger, type Ledger } from '../../service-kit/anchor/index.js';
 import { startTestAuthority } from './harness.js';
 
 test(
@@ -34,14 +35,15 @@ test(
     // An anchor that has not answered must not hold issuance: the local anchor behind a gate
     // opened only after the requests have been answered.
     const dir = mkdtempSync(join(tmpdir(), 'ctl-anchor-'));
-    const local = createLocalAnchor(join(dir, 'anchor.jsonl'));
+    const local = createFileLedger(join(dir, 'anchor.jsonl'));
     let open!: () => void;
     const gate = new Promise<void>((res) => (open = res));
-    const slow: Anchor = { kind: 'gated-local', anchor: async (r) => (await gate, local.anchor(r)) };
+    const slow: Ledger = { ...local, name: 'gated-file', broadcast: async (tx) => (await gate, local.broadcast(tx)) };
     const t = await startTestAuthority({
       env: { CTL_AUDIT_WEBHOOK_URLS: hookUrl, CTL_AUDIT_WEBHOOK_SECRET: secret },
       webhookRetry: { baseDelayMs: 5, maxAttempts: 4 },
-      anchors: [slow],
+      ledgers: [slow],
+      anchorTiming: { anchorIntervalMs: 1000, pollMs: 1 },
     });
     try {
       const p = await t.call('POST', '/policies', { policy: { anchored: true } });
@@ -50,13 +52,30 @@ test(
       assert.is((await local.read()).length, 0, 'not anchored yet');
       open();
       await t.authority.settle();
+      // The timer reads the head and anchors it when it grew: each anchor is a head of the chain, the last the newest.
+      await t.authority.chain.runOnce({ readHeads: true });
+      await t.authority.chain.runOnce({ readHeads: false });
 
       const entries = (await t.call('GET', '/audit')).body.entries;
       assert.is(entries.length, 2);
       const anchored = await local.read();
-      assert.equal(
-        anchored.map((a) => [a.seq, a.hash]),
-        entries.map((e: any) => [e.seq, e.hash]),
+      const bySeq = new Map(entries.map((e: any) => [e.seq, e.hash]));
+      for (const a of anchored) assert.is(a.root, bySeq.get(a.size), `anchor of size ${a.size}`);
+      assert.is(anchored[anchored.length - 1]!.size, 2);
+      const listed = (await t.call('GET', '/admin/anchors')).body;
+      assert.equal(listed.logs, [
+        {
+          origin: 'authority.test/ctl-authority-audit',
+          head: { origin: 'authority.test/ctl-authority-audit', size: 2, root: entries[1].hash },
+        },
+      ]);
+      assert.equal(listed.jobs[0].job.head, {
+        origin: 'authority.test/ctl-authority-audit',
+        size: 2,
+        root: entries[1].hash,
+      });
+      assert.ok(
+        listed.jobs.every((j: any) => j.chain === 'gated-file' && j.kind === 'anchor' && j.status === 'confirmed'),
       );
 
       assert.is(got.length, 2);
