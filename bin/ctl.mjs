@@ -19,7 +19,8 @@ commands:
   root init|show|rotate         the fleet's Trust Bundle root key; its rotation (PROTOCOL.md §11)
   bundle verify|refresh         check a Trust Bundle; keep a device's bundle current
   verify                        the merchant verification of an SBA (JSON, header or compact CBOR)
-  human keygen|grant|revoke     a person delegating a budget to an AI agent (did:key, PROTOCOL.md §10)`;
+  human keygen|grant|revoke     a person delegating a budget to an AI agent (did:key, PROTOCOL.md §10)
+  log audit|monitor             a service's transparency log checked from outside (pinned --vkey)`;
 
 if (cmd === '--version' || cmd === '-V') {
   console.log(JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).version);

@@ -34,12 +34,14 @@ function pinnedKey(v: string): string {
 
 export async function main(args: string[]): Promise<number> {
   return guard(USAGE, async () => {
-    const [sub, ...rest] = args;
-    if (sub === '--help' || sub === undefined) {
+    if (args.includes('--help') || args.includes('-h')) {
       console.log(USAGE);
-      return sub ? 0 : 2;
+      return 0;
     }
+    const [sub, ...rest] = args;
+    if (sub === undefined) throw new UsageError('audit or monitor?');
     const p = parseArgs(rest, { values: ['vkey', 'jwks', 'state', 'interval'], flags: ['json', 'once'] });
+    if (sub.startsWith('-')) throw new UsageError(`unknown option ${sub}`);
     const [url, extra] = p.positionals;
     if (!url || extra !== undefined) throw new UsageError('one <url>');
     if (!/^https?:\/\//.test(url)) throw new UsageError(`<url>: http(s) URL expected, got ${url}`);
