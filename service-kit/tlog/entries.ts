@@ -20,7 +20,7 @@
  * `<type>.digest` (entryOrDigest).
  */
 import { createHash } from 'node:crypto';
-import { canonicalize } from '../../src/encoding/jcs.js';
+import { canonicalize } from '../../src/index.js';
 import { encodeEntry, type LogEntry } from './log.js';
 
 export type GatewayLogType =
