@@ -65,7 +65,8 @@ export async function auditLog(base: string, o: AuditOptions): Promise<AuditRepo
     return new Uint8Array(await res.arrayBuffer());
   };
 
-  const served = utf8Decode(await get('/log/vkey')).trim();
+  // Byte for byte (one final newline aside): any other edit of the served key is a discrepancy.
+  const served = utf8Decode(await get('/log/vkey')).replace(/\n$/, '');
   if (served !== o.vkey.trim()) problem(`/log/vkey serves ${served}, not the pinned key`);
   const cp = await verifyCheckpoint(await get('/log/checkpoint'), [o.vkey.trim()]);
   if (!cp.valid) {
