@@ -20,7 +20,8 @@ commands:
   bundle verify|refresh         check a Trust Bundle; keep a device's bundle current
   verify                        the merchant verification of an SBA (JSON, header or compact CBOR)
   human keygen|grant|revoke     a person delegating a budget to an AI agent (did:key, PROTOCOL.md §10)
-  anchor verify|deploy          check a log's anchors on the chains; deploy the anchoring contracts`;
+  anchor verify|deploy          check a log's anchors on the chains; deploy the anchoring contracts
+  log audit|monitor             a service's transparency log checked from outside (pinned --vkey)`;
 
 if (cmd === '--version' || cmd === '-V') {
   console.log(JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).version);

@@ -480,7 +480,17 @@ export function createSessionService(deps: SessionServiceDeps) {
                 {
                   session: { id, webhookUrl: null },
                   type: 'session.created',
-                  data: { ownerId, policyHash: hash, grantId, expiresAt: config.expiresAt, budget: config.budget },
+                  // The windows ride along so an outside audit (ctl log audit) can sum them.
+                  data: {
+                    ownerId,
+                    policyHash: hash,
+                    grantId,
+                    expiresAt: config.expiresAt,
+                    budget: config.budget,
+                    ...(config.windows && windowsStart !== null
+                      ? { windows: config.windows, windowsStart: formatTimestamp(windowsStart) }
+                      : {}),
+                  },
                   actor: 'owner',
                 },
               ]

@@ -3,8 +3,8 @@
  *
  * Gateway (`ref` finds an entry's index again):
  * - `receipt`: the signed receipt (`ctl-receipt/1`) as the agent got it; ref `receipt:<receiptId>`;
- * - `session.created`: `{ sessionId, at, actor, ownerId, policyHash, grantId, budget, expiresAt? }`,
- *   and `parentId` for a child session; ref `session:<sessionId>`;
+ * - `session.created`: `{ sessionId, at, actor, ownerId, policyHash, grantId, budget, expiresAt?,
+ *   windows?, windowsStart? }`, and `parentId` for a child session; ref `session:<sessionId>`;
  * - `session.paused`, `session.continued`, `session.revoked`, `session.expired`: `{ sessionId, at,
  *   actor, …the event's data }` (never a continuation token); ref `session:<sessionId>`.
  *
@@ -20,7 +20,7 @@
  * `<type>.digest` (entryOrDigest).
  */
 import { createHash } from 'node:crypto';
-import { canonicalize } from '../../src/encoding/jcs.js';
+import { canonicalize } from '../../src/index.js';
 import { encodeEntry, type LogEntry } from './log.js';
 
 export type GatewayLogType =

@@ -19,7 +19,7 @@
  * every second while entries arrive), asks the configured witnesses to cosign it, and stores it:
  * `/log/checkpoint` serves the newest whose witness round is over.
  */
-import { canonicalize } from '../../src/encoding/jcs.js';
+import { canonicalize } from '../../src/index.js';
 import type { SqlDatabase, SqlExecutor } from '../database.js';
 import type { RowInsert } from '../row-insert.js';
 import { checkTableName } from '../audit-log.js';

@@ -4,6 +4,7 @@
  * `session.fetch()` that goes through the gateway's `/proxy`, so the agent never sees the
  * payment exchange. Portable: no host objects beyond an injectable `fetch` (the host's by default).
  */
+import { createLogFollower, type CheckpointStore, type LogFollower } from './log-follower.js';
 import { CtlError, CtlBudgetExceededError, isCtlErrorCode, isServiceErrorCode } from '../errors.js';
 import { hostFetch, hostSleep } from '../host.js';
 import { newId } from '../ids.js';
@@ -321,6 +322,16 @@ export function createGatewayClient(options: GatewayClientOptions) {
   const id = (sessionId: string) => encodeURIComponent(sessionId);
 
   const client = {
+    /**
+     * The gateway's transparency log as this client sees it, under the log key it pins (the
+     * vkey published out of band, never taken from the gateway alone): `refresh()` keeps each new
+     * checkpoint only when consistent with the last (kept in `store`, else memory);
+     * `verifyReceiptIncluded(receipt, logIndex?)` proves a receipt is in it.
+     * @example const log = client.log(vkey); await log.refresh(); await log.verifyReceiptIncluded(receipt)
+     */
+    log(vkey: string, store?: CheckpointStore): LogFollower {
+      return createLogFollower({ baseUrl: base, vkey, fetch: doFetch, ...(store ? { store } : {}) });
+    },
     createSession: (config: SessionConfig) => owner<CreatedSession>('POST', '/sessions', config),
     getSession: (sessionId: string) => owner<SessionView>('GET', `/sessions/${id(sessionId)}`),
     listSessions: (o: { limit?: number; cursor?: string } = {}) => {

@@ -1,5 +1,6 @@
 /** Agent-side gateway client (spec §4.4). */
 export { createGatewayClient, GatewayError } from './gateway-client.js';
+export { createLogFollower, type CheckpointStore, type LogFollower, type LogCheckResult } from './log-follower.js';
 export type {
   GatewayClient,
   GatewayClientOptions,

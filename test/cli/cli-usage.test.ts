@@ -54,6 +54,7 @@ const SUBCOMMANDS: Record<string, string[]> = {
   bundle: ['verify', 'refresh'],
   verify: [],
   human: ['keygen', 'grant', 'revoke'],
+  log: ['audit', 'monitor'],
 };
 const commands = readdirSync(join(root, 'cli'))
   .filter((f) => f.endsWith('.ts'))

@@ -10,7 +10,8 @@ import * as CTL from '../../src/index.js';
 import { makeFleet, T0, HOUR, iso } from '../offline/fleet.js';
 
 // Not fixed yet (ledger keys and holdIds need the issuer). It fails today; the runner picks up only
-// *.test.ts, so rename this file to review-issuers.test.ts with the fix: `node build/test/verifier/review-issuers.pending.js`.
+// *.test.ts, so rename this file to review-issuers.test.ts with the fix:
+// `node build/test/verifier/review-issuers.pending.js`.
 test('another issuer reusing a grantId does not eat the first grant budget', async () => {
   const victim = await makeFleet(CTL, { maxAmountMinor: '1000' });
   const other = await makeFleet(CTL);

@@ -1,0 +1,7 @@
+/**
+ * The full tamper campaign (slow tier): 10,000 random edits to the gateway log's served
+ * checkpoint, tiles and entry bundles, each caught by `ctl log audit` (log-audit.test.ts runs
+ * 300 of them in the fast tier).
+ */
+process.env.CTL_LOG_TAMPER_EDITS ??= '10000';
+await import('./log-audit.test.js');
