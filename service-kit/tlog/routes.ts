@@ -160,14 +160,14 @@ export function logRoutes(router: Router, o: LogRouteOptions): void {
     };
   });
 
-  // Always answered: a service that witnesses no log knows no origin (tlog-witness: 404).
+  // Always answered: a service that witnesses no log knows no origin (tlog-witness: 404), said in
+  // the §9 envelope as every other refusal of the service.
   router.post(
     '/witness/add-checkpoint',
     readsBody(async (ctx) => {
+      if (!o.witness) throw notFound('this service witnesses no log');
       const body = await readText(ctx, MAX_WITNESS_BODY);
-      const a = o.witness
-        ? await o.witness.addCheckpoint(body)
-        : { status: 404, contentType: 'text/plain; charset=utf-8', body: 'this service witnesses no log\n' };
+      const a = await o.witness.addCheckpoint(body);
       ctx.status = a.status;
       ctx.type = a.contentType;
       ctx.body = a.body;
