@@ -50,7 +50,7 @@ export function registeredP256(): P256Provider {
 export function unsupportedAlgorithm(alg: string): never {
   fail(
     'unsupported_algorithm',
-    `${alg}: no backend in this build (without native P-256: registerP256(nobleP256) from "ctl/p256")`,
+    `${alg}: no backend in this build (without native P-256: registerP256(nobleP256), nobleP256 of "ctl/p256")`,
   );
 }
 
