@@ -139,9 +139,10 @@ async function verifyCommand(args: string[], env: Record<string, string | undefi
 }
 
 async function deployCommand(args: string[], env: Record<string, string | undefined>) {
-  const [what, ...rest] = args;
+  // Options first: an unknown flag is named even where the contract is missing.
+  const what = args[0]?.startsWith('-') ? undefined : args[0];
+  const p = parseArgs(what === undefined ? args : args.slice(1), { values: ['anchorer', 'authority', 'burn-grace'] });
   if (what !== 'anchor' && what !== 'revocations') throw new UsageError('deploy: anchor or revocations');
-  const p = parseArgs(rest, { values: ['anchorer', 'authority', 'burn-grace'] });
   const settings = anchorSettingsFromEnv(env);
   if (!settings.evm) throw new UsageError('deploy: set CTL_ANCHOR_EVM_RPC_URL, _CHAIN_ID and the signer');
   const signer = await openEvmAnchorSigner(settings.evm, env);

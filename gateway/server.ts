@@ -336,10 +336,6 @@ export async function startGateway(opts: GatewayStartOptions): Promise<RunningGa
   let egress: EgressProxy | undefined;
   let highWater: Awaited<ReturnType<typeof guardRollback>>;
   try {
-    gateway = await openGateway({ ...opts, db, logger, sealer: opts.sealer ?? kek!.sealer, externalKeys });
-    // Before serving: a database restored from an older backup would reopen spent budget.
-    const chain = auditChainReader(db, 'gw_audit_log', 'gw_audit_log_staged');
-    highWater = await guardRollback(db, chain, opts.rollback, logger);
     gateway = await openGateway({
       ...opts,
       db,
@@ -348,6 +344,9 @@ export async function startGateway(opts: GatewayStartOptions): Promise<RunningGa
       externalKeys,
       anchoringEnv: env,
     });
+    // Before serving: a database restored from an older backup would reopen spent budget.
+    const chain = auditChainReader(db, 'gw_audit_log', 'gw_audit_log_staged');
+    highWater = await guardRollback(db, chain, opts.rollback, logger);
     for (const [purpose, k] of Object.entries(externalKeys)) {
       if (k)
         logger.info(

@@ -55,6 +55,7 @@ const SUBCOMMANDS: Record<string, string[]> = {
   verify: [],
   human: ['keygen', 'grant', 'revoke'],
   log: ['audit', 'monitor'],
+  anchor: ['verify', 'deploy'],
 };
 const commands = readdirSync(join(root, 'cli'))
   .filter((f) => f.endsWith('.ts'))

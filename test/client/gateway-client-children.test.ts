@@ -64,7 +64,8 @@ test('a full window throws window_exceeded with resetsAt and retryAfterSeconds',
   const s = await owner().createSession({
     budget: { amount: '1000', currency: 'USD' },
     purposes: ['api:search'],
-    expiresAt: inOneHour(),
+    // Past the window's reset: a reset after the session's end is named as none (the session ends first).
+    expiresAt: new Date(Date.now() + 2 * 3_600_000).toISOString(),
     windows: [{ every: 'PT1H', maxAmountMinor: '100' }],
   });
   const agent = agentClient().session(s.sessionToken);
