@@ -55,9 +55,11 @@ export type { StorageKind };
  * - `sharedStorage`: a wallet and a merchant verifier on one SpendStorage share the root grant's
  *   window keys (`window:<grantId>:…`), so the merchant refuses a payment that fits;
  * - `holdReuse`: a hold that takes the id of another SBA of the same chain: the SDK keys a hold by
- *   chain and `budgetId` (§7) and captures the live one, the model by the SBA it was shown.
+ *   chain and `budgetId` (§7) and captures the live one, the model by the SBA it was shown;
+ * - `fewIds`: ids drawn from a few, so siblings share a `delegationId`: the SDK keys link counters
+ *   by the path of ids, so siblings with one id share a ceiling (§14 forbids only an ancestor's id).
  */
-export const OPEN_FINDINGS = ['sharedStorage', 'holdReuse'];
+export const OPEN_FINDINGS = ['sharedStorage', 'holdReuse', 'fewIds'];
 const excluded = new Set([
   ...(process.env['CTL_MODEL_EXCLUDE'] ?? '').split(',').filter(Boolean),
   ...(process.env['CTL_MODEL_ALL'] === '1' ? [] : OPEN_FINDINGS),
