@@ -48,7 +48,8 @@ const write = async (i: number, functionName: 'mint' | 'burn', args: readonly un
     functionName,
     args,
   } as never);
-  return pub().getTransactionReceipt({ hash });
+  // anvil mines at once, but the receipt can trail the hash on a loaded machine: wait for it.
+  return pub().waitForTransactionReceipt({ hash, pollingInterval: 50, timeout: 20_000 });
 };
 const refused = (p: Promise<unknown>, error: RegExp) =>
   p.then(

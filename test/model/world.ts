@@ -578,7 +578,12 @@ export async function capture(
   // Any terminal of the merchant may capture: they share one ledger (PROTOCOL.md §15, holds live in it).
   if (sameTerminal) p = { ...p, build: s.acceptedOn! };
   const amount = p.permille > 1000 ? s.max + 1n : (s.max * BigInt(p.permille)) / 1000n;
-  const verdict = w.m.merchantCapture(s.merchantEntry!, amount);
+  // A hold is named by its chain and budgetId (PROTOCOL.md §7): of the accepted holds that share the
+  // name, the capture meets the live one, if any.
+  const now = w.m.clock;
+  const named = w.sbas.filter((t) => t.hold && t.merchantEntry && t.leaf === s.leaf && t.budgetId === s.budgetId);
+  const held = named.find((t) => t.merchantEntry!.captured === undefined && now < t.merchantEntry!.expiresAt) ?? s;
+  const verdict = w.m.merchantCapture(held.merchantEntry!, amount);
   let out: Outcome;
   try {
     const options = { now: () => w.m.clock, timeFloor: w.timeFloor, spendStorage: w.merchantStorage };
@@ -590,8 +595,8 @@ export async function capture(
   const step = `${amount === 0n ? 'void' : 'capture'} sba ${w.sbas.indexOf(s)} (${s.budgetId}) ${amount} on ${p.build}`;
   w.log(`${step} → ${out.ok ? 'captured' : out.code} ${verdictText(verdict)}`);
   if (out.ok) {
-    s.merchantEntry!.captured = amount;
-    s.captured = amount;
+    held.merchantEntry!.captured = amount;
+    held.captured = amount;
     w.checkBounds(step);
   }
   w.compare(step, verdict, out);
