@@ -287,10 +287,10 @@ export class SpendModel {
    * also after the SBA expired (only what the merchant signs releases a hold).
    */
   walletCapture(e: Entry, amount: bigint): Verdict {
-    // A second capture is `replay`; once the SBA has expired the ledger may have forgotten the id
-    // (§12: ledgers forget what can no longer be replayed), and §15 names that case hold_expired.
-    if (e.captured !== undefined)
-      return { ok: false, codes: this.clock >= e.expiresAt ? ['replay', 'hold_expired'] : ['replay'] };
+    // A second capture is `replay`; once the SBA has expired (by the wallet's ledger clock, which a
+    // clock set back does not lower) the ledger may have forgotten the id (§12: ledgers forget what
+    // can no longer be replayed), and §15 names that case hold_expired: either refuses, nothing moves.
+    if (e.captured !== undefined) return { ok: false, codes: ['replay', 'hold_expired'] };
     if (amount > e.amount) return { ok: false, codes: ['capture_exceeds_hold'] };
     return { ok: true };
   }
