@@ -35,6 +35,8 @@ import {
   type StorageKind,
   type World,
 } from './world.js';
+import { EXCLUDED, OPEN_FINDINGS } from './world.js';
+export { OPEN_FINDINGS };
 
 export type { StorageKind };
 
@@ -49,21 +51,7 @@ export type { StorageKind };
  *   `captureFloor` (a capture refused by time need not keep its reading in the time floor),
  *   `walletTime` (the model's wallet signs at the host clock, not at its ledger's latest time).
  */
-/**
- * Draws the suite leaves out until they are settled, each an open finding (test/model/README.md);
- * `CTL_MODEL_ALL=1` draws them too:
- * - `sharedStorage`: a wallet and a merchant verifier on one SpendStorage share the root grant's
- *   window keys (`window:<grantId>:…`), so the merchant refuses a payment that fits;
- * - `holdReuse`: a hold that takes the id of another SBA of the same chain: the SDK keys a hold by
- *   chain and `budgetId` (§7) and captures the live one, the model by the SBA it was shown;
- * - `fewIds`: ids drawn from a few, so siblings share a `delegationId`: the SDK keys link counters
- *   by the path of ids, so siblings with one id share a ceiling (§14 forbids only an ancestor's id).
- */
-export const OPEN_FINDINGS = ['sharedStorage', 'holdReuse', 'fewIds'];
-const excluded = new Set([
-  ...(process.env['CTL_MODEL_EXCLUDE'] ?? '').split(',').filter(Boolean),
-  ...(process.env['CTL_MODEL_ALL'] === '1' ? [] : OPEN_FINDINGS),
-]);
+const excluded = EXCLUDED;
 const windowsArb = fc
   .uniqueArray(
     fc.record({
