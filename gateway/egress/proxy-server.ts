@@ -23,6 +23,7 @@ import { lookup as dnsLookup } from 'node:dns';
 import type { AddressInfo } from 'node:net';
 import { describeError } from '../../service-kit/error-middleware.js';
 import { HttpError } from '../../service-kit/http-error.js';
+import { canonicalHost } from '../../service-kit/host-name.js';
 import { answerClientError } from '../../service-kit/listen.js';
 import { createLimiter, type RateLimit, type RateLimitBackend } from '../../service-kit/rate-limit.js';
 import type { Logger } from '../../service-kit/index.js';
@@ -353,7 +354,15 @@ export async function startEgressProxy(o: EgressOptions): Promise<EgressProxy> {
         return refuseSocket(socket, { status: 407, code: `session_${ended}`, message: `the session has ${ended}` });
       checkTargetUrl(target, hooks.targets); // names of this machine and private literals: refused here
       const address = await guardedAddress(target); // and names that resolve inside the network
-      const host = bareHost(target).toLowerCase().replace(/\.$/, '');
+      // The one canonical host the payment path uses (service-kit/host-name.ts): globs and the leaf
+      // certificate see the same name a merchant limit does.
+      const host = canonicalHost(bareHost(target));
+      if (host === undefined)
+        return refuseSocket(socket, {
+          status: 400,
+          code: 'malformed',
+          message: 'the CONNECT target is not a host name',
+        });
       const port = Number(target.port || 443);
       if (socket.destroyed) return; // the session ended (or the client left) meanwhile
       if (passThrough(host)) return tunnelUntouched(socket, head, address, port, timeouts);
