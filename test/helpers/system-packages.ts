@@ -8,7 +8,10 @@ import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { test as uvuTest, type Test } from 'uvu';
 
-export type DebianPackage = 'softhsm2' | 'python3-requests' | 'curl';
+export type DebianPackage = 'softhsm2' | 'python3-requests' | 'curl' | 'golang-golang-x-mod-dev';
+
+/** Where Debian's golang-golang-x-mod-dev puts golang.org/x/mod's source, its tests included. */
+export const XMOD_SOURCE = '/usr/share/gocode/src/golang.org/x/mod';
 
 /** The PKCS#11 module the SoftHSM2 tests load (Debian's softhsm2 puts it here). */
 export const SOFTHSM_MODULE = process.env.CTL_PKCS11_MODULE || '/usr/lib/softhsm/libsofthsm2.so';
@@ -34,6 +37,8 @@ const PROBES: Record<DebianPackage, () => string | undefined> = {
     return status === null ? `no ${PYTHON3}` : status !== 0 ? `${PYTHON3} cannot import requests` : undefined;
   },
   curl: () => (runs('curl', ['--version']) === null ? 'no curl on the PATH' : undefined),
+  'golang-golang-x-mod-dev': () =>
+    existsSync(`${XMOD_SOURCE}/sumdb/note/note_test.go`) ? undefined : `no ${XMOD_SOURCE}/sumdb/note/note_test.go`,
 };
 
 const probed = new Map<DebianPackage, string | undefined>();

@@ -9,13 +9,12 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { createContext, runInContext } from 'node:vm';
-import { vectorsDir } from '../helpers/vectors.js';
 import { root } from '../../firmware-bridge/node/device-script.js';
 import { createQuickJsEngine } from '../../firmware-bridge/node/quickjs.js';
 import { createNodeAbi } from '../../firmware-bridge/node/test-abi.js';
@@ -31,54 +30,9 @@ interface SuiteResult {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Fixtures: the published Merkle probes, and notes the driver signs with fresh keys.
+// Fixtures: Merkle probes over the entries below, and notes the driver signs with fresh keys.
 
 const arr = (b: Uint8Array) => Array.from(b);
-const b64 = (s: string) => arr(L.base64Decode(s));
-function probes(kind: 'inclusion' | 'consistency') {
-  const dir = join(vectorsDir, 'tlog', 'merkle', kind);
-  const out: any[] = [];
-  const walk = (d: string) => {
-    for (const name of readdirSync(d).sort()) {
-      const path = join(d, name);
-      if (statSync(path).isDirectory()) walk(path);
-      else if (name.endsWith('.json'))
-        out.push({ name: path.slice(dir.length + 1), ...JSON.parse(readFileSync(path, 'utf8')) });
-    }
-  };
-  walk(dir);
-  return out;
-}
-const STRICTER = new Set(['additional/sizes-are-equal-one-and-proof-is-empty.json']); // vectors.test.ts
-/** The published verdict, with the source's code for a refusal; MISMATCH where the source disagrees. */
-function expected(r: L.LogCheck, p: { name: string; wantErr: boolean }): string {
-  if (STRICTER.has(p.name)) return r.valid ? 'MISMATCH' : r.error.code;
-  if (r.valid === p.wantErr) return 'MISMATCH';
-  return r.valid ? 'valid' : r.error.code;
-}
-const dec = (s: string) => L.base64Decode(s);
-const inclusion = probes('inclusion').map((p) => ({
-  name: p.name,
-  leafHash: b64(p.leafHash),
-  index: p.leafIdx,
-  size: p.treeSize,
-  proof: (p.proof ?? []).map(b64),
-  root: b64(p.root),
-  expected: expected(
-    L.verifyInclusion(dec(p.leafHash), p.leafIdx, p.treeSize, (p.proof ?? []).map(dec), dec(p.root)),
-    p,
-  ),
-}));
-const consistency = probes('consistency').map((p) => ({
-  name: p.name,
-  size1: p.size1,
-  size2: p.size2,
-  proof: (p.proof ?? []).map(b64),
-  root1: b64(p.root1),
-  root2: b64(p.root2),
-  expected: expected(L.verifyConsistency(p.size1, p.size2, (p.proof ?? []).map(dec), dec(p.root1), dec(p.root2)), p),
-}));
-
 const key = async () => importSigningKey((await generateKeyPair()).privateKeyPem);
 const ORIGIN = 'ctl.example/gateway-log';
 const log = L.createNoteSigner(ORIGIN, await key());
@@ -104,6 +58,69 @@ async function checkpointOf(size: number, cosigners = witnesses, rootHash?: Uint
   const text = L.parseNote(note).text;
   return note + (await Promise.all(cosigners.map((w) => w.cosign(text, 1_800_000_000)))).join('');
 }
+
+/**
+ * Inclusion and consistency probes over these 300 entries: each reference proof (valid by RFC 9162
+ * §2.1.3) and its mutants (a flipped bit in each hash, one hash more or fewer, another index or
+ * root), invalid by construction. The verdict each target must give is the source's on Node.
+ */
+const flip = (h: Uint8Array) => Uint8Array.from(h, (x, i) => (i === 0 ? x ^ 1 : x));
+const mutants = (proof: Uint8Array[]) => [
+  ...proof.map((_, k) => ({ name: `bit ${k}`, proof: proof.map((h, j) => (j === k ? flip(h) : h)) })),
+  { name: 'one more', proof: [...proof, leaves[0]!] },
+  ...(proof.length ? [{ name: 'one fewer', proof: proof.slice(0, -1) }] : []),
+];
+const verdict = (r: L.LogCheck) => (r.valid ? 'valid' : r.error.code);
+const inclusion: any[] = [];
+const consistency: any[] = [];
+for (const size of [1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 31, 32, 33, 64, 100, 255, 256, 257, 300]) {
+  const root = await L.treeRoot(size, read);
+  for (const index of new Set([0, size >> 1, size - 1])) {
+    const proof = await L.proveInclusion(index, size, read);
+    const probe = (
+      name: string,
+      over: Partial<{ index: number; size: number; proof: Uint8Array[]; root: Uint8Array }>,
+    ) => {
+      const p = { index, size, proof, root, ...over };
+      const r = L.verifyInclusion(leaves[index]!, p.index, p.size, p.proof, p.root);
+      inclusion.push({
+        ...p,
+        name: `${size}/${index} ${name}`,
+        leafHash: arr(leaves[index]!),
+        proof: p.proof.map(arr),
+        root: arr(p.root),
+        expected: verdict(r),
+        reference: name === 'reference',
+      });
+    };
+    probe('reference', {});
+    for (const m of mutants(proof)) probe(m.name, { proof: m.proof });
+    if (index + 1 < size) probe('next index', { index: index + 1 });
+    probe('another root', { root: flip(root) });
+  }
+  for (const size1 of new Set([1, size >> 1 || 1, size - 1 || 1, size])) {
+    const root1 = await L.treeRoot(size1, read);
+    const proof = await L.proveConsistency(size1, size, read);
+    const probe = (name: string, over: Partial<{ size1: number; proof: Uint8Array[]; root1: Uint8Array }>) => {
+      const p = { size1, size2: size, proof, root1, root2: root, ...over };
+      const r = L.verifyConsistency(p.size1, p.size2, p.proof, p.root1, p.root2);
+      consistency.push({
+        ...p,
+        name: `${size1}→${size} ${name}`,
+        proof: p.proof.map(arr),
+        root1: arr(p.root1),
+        root2: arr(p.root2),
+        expected: verdict(r),
+        reference: name === 'reference',
+      });
+    };
+    probe('reference', {});
+    for (const m of mutants(proof)) probe(m.name, { proof: m.proof });
+    if (size1 > 1) probe('size1 - 1', { size1: size1 - 1 });
+    probe('another old root', { root1: flip(root1) });
+  }
+}
+
 const cp300 = await checkpointOf(300);
 const cp250 = await checkpointOf(250, []);
 const withW = { witnessKeys: wkeys, requireCosignatures: 2 };
@@ -191,14 +208,14 @@ const fixtures = {
   },
 };
 
-test('fixtures: every published probe read, with its published verdict', () => {
-  assert.ok(inclusion.length >= 98 && consistency.length >= 98, `${inclusion.length} ${consistency.length}`);
+test('fixtures: every reference proof valid, every mutant refused (on Node, from the source)', () => {
+  assert.ok(inclusion.length >= 300 && consistency.length >= 300, `${inclusion.length} ${consistency.length}`);
+  const wrong = [...inclusion, ...consistency].filter((p) => (p.expected === 'valid') !== p.reference);
   assert.equal(
-    [...inclusion, ...consistency].filter((p) => p.expected === 'MISMATCH').map((p) => p.name),
+    wrong.map((p) => `${p.name}: ${p.expected}`),
     [],
   );
 });
-
 // ---------------------------------------------------------------------------------------------
 // Targets
 

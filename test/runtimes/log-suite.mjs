@@ -6,8 +6,8 @@
  *
  *   const out = await run(LIB, report, fixtures)   // out = { passed, failed, outcomes }
  *
- * `fixtures`: transparency-dev/merkle's probes (bytes as arrays of numbers, so no decoder is
- * needed), checkpoints and tlog-proofs signed by the driver with their expected codes, and a
+ * `fixtures`: Merkle probes over 300 entries, reference proofs and their mutants (bytes as arrays of
+ * numbers, so no decoder is needed), checkpoints and tlog-proofs signed by the driver with their expected codes, and a
  * receipt logged as `logEntry('receipt', receipt)`. Plain ES2020, no imports, no host objects;
  * evaluated as a classic script in QuickJS with its one `export` removed.
  */
@@ -31,7 +31,7 @@ export async function run(LIB, report, fixtures) {
   const bytes = (a) => new Uint8Array(a);
   const verdict = (r) => (r.valid ? 'valid' : r.error.code);
 
-  // 1. RFC 9162 proofs: every transparency-dev/merkle probe.
+  // 1. RFC 9162 proofs: every reference proof and its mutants.
   for (const p of fixtures.inclusion) {
     await attempt('inclusion ' + p.name, async () => {
       const r = LIB.verifyInclusion(bytes(p.leafHash), p.index, p.size, p.proof.map(bytes), bytes(p.root));
