@@ -12,7 +12,7 @@
 import { toErrorInfo, malformed, type CtlErrorInfo } from '../errors.js';
 import { captureHold } from '../wallet/holds.js';
 import type { SpendStorage } from '../wallet/spend-storage.js';
-import { reservationId } from '../wallet/ledgers.js';
+import { LEDGER_CLOCK_KEYS, ledgerNow, reservationId } from '../wallet/ledgers.js';
 import { chainScope } from '../wallet/chain-ledgers.js';
 import { checkSba } from '../artifacts/sba.js';
 import { chainOf } from '../artifacts/delegation.js';
@@ -63,9 +63,12 @@ export function createCaptureCtl(defaultStorage: SpendStorage): CaptureCtl {
   return async (hold, amount, options) => {
     try {
       const id = holdIdOf(hold);
-      // The same reading of time as the verification: max(clock, floor) (PROTOCOL.md §12).
-      const { now } = await readFlooredTime(options?.now ?? hostNow, options?.timeFloor);
-      const captured = await captureHold(options?.spendStorage ?? defaultStorage, id, amount, now);
+      // The same reading of time as the verification: max(clock, floor) (PROTOCOL.md §12), and
+      // without a host floor the ledger's own, raised before the storage drops what ended.
+      const storage = options?.spendStorage ?? defaultStorage;
+      const floored = (await readFlooredTime(options?.now ?? hostNow, options?.timeFloor)).now;
+      const now = options?.timeFloor ? floored : await ledgerNow(storage, LEDGER_CLOCK_KEYS.verifier, floored);
+      const captured = await captureHold(storage, id, amount, now);
       return { captured: true, amountMinor: captured.toString() };
     } catch (e) {
       return { captured: false, error: toErrorInfo(e) };

@@ -40,7 +40,8 @@ import { createCaptureCtl, type CaptureCtl } from './capture.js';
 import { createMemorySpendStorage, type SpendStorage } from '../wallet/spend-storage.js';
 import {
   commitAll,
-  ledgerClock,
+  LEDGER_CLOCK_KEYS,
+  ledgerNow,
   reservationId,
   raiseRegister,
   reserveAll,
@@ -393,8 +394,7 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
     const sbaExpiry = parseTimestamp(a.expiresAt, 'authorization.expiresAt');
     // A ledger remembers the latest time it counted at (PROTOCOL.md §12, §13): without a host
     // floor, the storage's own, so a clock set back reopens no window this ledger saw close.
-    const clock = o.timeFloor ? undefined : await ledgerClock(storage, LEDGER_CLOCK_KEY, t.now);
-    const at = clock?.now ?? t.now;
+    const at = o.timeFloor ? t.now : await ledgerNow(storage, LEDGER_CLOCK_KEY, t.now);
     // A time the ledger has counted is a time the verifier has seen: an SBA expired by it is
     // refused, though the clock was set back (its id may be forgotten by then).
     if (at >= sbaExpiry + t.tol) fail('sba_expired', 'the SBA has expired (by the time this ledger has counted)');
@@ -435,7 +435,6 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
       if (r.result === 'duplicate') fail('replay', `budgetId ${a.budgetId} was already accepted`);
       throw new CtlError(r.ledger.code, `this payment would exceed ${r.ledger.what}`, { resetsAt: r.ledger.resetsAt });
     }
-    await clock?.record();
     return hold ? reservationId(payment) : undefined;
   }
 
@@ -669,7 +668,7 @@ export function createVerifier(c: CtlCrypto, builtIn: VerifierFeatures = {}): Ve
 
 const UNFLOORED_ID_RETENTION_MS = 86_400_000;
 /** Where a verifier without a host time floor keeps the latest time its ledger has counted at. */
-const LEDGER_CLOCK_KEY = 'ledger-clock:verifier';
+const LEDGER_CLOCK_KEY = LEDGER_CLOCK_KEYS.verifier;
 const TIME_REFUSALS = new Set<string>([
   'trust_bundle_expired',
   'grant_expired',

@@ -233,29 +233,25 @@ export async function raiseRegister(storage: SpendStorage, key: string, value: b
   return current;
 }
 
+/** Where a wallet's and a verifier's ledger keep their clock, apart: one storage may serve both. */
+export const LEDGER_CLOCK_KEYS = { wallet: 'ledger-clock:wallet', verifier: 'ledger-clock:verifier' } as const;
+
 /** A ledger clock is written when it has moved this far: at most one write a minute. */
 const LEDGER_CLOCK_STEP_MS = 60_000;
 
 /**
- * A ledger remembers the latest time it has counted at (PROTOCOL.md §12, §13), in a register of
- * its own storage: a window's ledger is dropped a day after the window ends, so a clock set back
- * further than that would find the window empty and open it again. Every time a payment is
- * counted at is max(clock, this register), and `record` raises it to that time (when it moved a
- * minute, so it lags by a minute at most, well inside the day a window is kept). For a wallet,
- * which has no time floor, and a verifier whose host keeps none.
- * @example const c = await ledgerClock(storage, 'ledger-clock:wallet', Date.now()); …; await c.record()
+ * A ledger remembers the latest time it has used (PROTOCOL.md §12, §13), in a register of its own
+ * storage: a window's ledger is dropped a day after the window ends, so a clock set back further
+ * than that would find the window empty and open it again. Every time a payment is counted at is
+ * max(clock, this register), and the register is raised to it before the storage is touched: a
+ * refused payment or a capture drops ended ledgers as surely as an accepted one. It is written when
+ * it has moved a minute, so it lags by a minute at most, well inside the day a window is kept. For
+ * a wallet, which has no time floor, and a verifier whose host keeps none.
+ * @example const now = await ledgerNow(storage, 'ledger-clock:wallet', Date.now())
  */
-export async function ledgerClock(
-  storage: SpendStorage,
-  key: string,
-  clock: number,
-): Promise<{ now: number; record(): Promise<void> }> {
+export async function ledgerNow(storage: SpendStorage, key: string, clock: number): Promise<number> {
   const floor = Number(await storage.total(key));
   const now = Math.max(clock, floor);
-  return {
-    now,
-    async record() {
-      if (now >= floor + LEDGER_CLOCK_STEP_MS) await raiseRegister(storage, key, BigInt(Math.floor(now)), now);
-    },
-  };
+  if (now >= floor + LEDGER_CLOCK_STEP_MS) await raiseRegister(storage, key, BigInt(Math.floor(now)), now);
+  return now;
 }

@@ -35,7 +35,8 @@ import { newId } from '../ids.js';
 import { createMemorySpendStorage, type SpendStorage } from './spend-storage.js';
 import {
   commitAll,
-  ledgerClock,
+  LEDGER_CLOCK_KEYS,
+  ledgerNow,
   releaseAll,
   reservationId,
   reserveAll,
@@ -49,7 +50,7 @@ import type { FetchLike } from '../net/fetch-json.js';
 import { bundleRevocation, type BundleRevocationOptions } from './bundle-revocation.js';
 
 /** Where a wallet's storage keeps the latest time it has counted a payment at (PROTOCOL.md §12, §13). */
-const LEDGER_CLOCK_KEY = 'ledger-clock:wallet';
+const LEDGER_CLOCK_KEY = LEDGER_CLOCK_KEYS.wallet;
 
 export interface SessionOptions {
   /** Agent or wallet identity, copied into every SBA. */
@@ -209,8 +210,7 @@ export function createSessionWith<G extends PolicyGrant | Delegation = PolicyGra
     }
     // Every time is max(clock, the latest time this storage counted at): a clock set back reopens
     // no window (PROTOCOL.md §12, §13); the SBA is signed at that time too.
-    const clock = await ledgerClock(storage, LEDGER_CLOCK_KEY, readClock(now, 'options.now'));
-    const t = clock.now;
+    const t = await ledgerNow(storage, LEDGER_CLOCK_KEY, readClock(now, 'options.now'));
     if (t >= grantExpiry) throw new CtlError('grant_expired', `the grant expired at ${grant.expiresAt}`);
     // Every id of a chain, root first: a revoked link revokes what hangs below it (PROTOCOL.md §14).
     for (const { id } of chainIds(chain)) {
@@ -262,7 +262,6 @@ export function createSessionWith<G extends PolicyGrant | Delegation = PolicyGra
         throw new CtlBudgetExceededError(`${p.amount} minor units of ${p.currency} would exceed ${r.ledger.what}`);
       throw new CtlError(r.ledger.code, `this payment would exceed ${r.ledger.what}`, { resetsAt: r.ledger.resetsAt });
     }
-    await clock.record();
     try {
       const ready = await (prepared ??= prepareSbaSigning(c, drawn, {
         signingKey: options.signingKey,
@@ -313,14 +312,14 @@ export function createSessionWith<G extends PolicyGrant | Delegation = PolicyGra
       }
       const remainingMinor = (left > 0n ? left : 0n).toString();
       if (!root.windows) return { remainingMinor };
-      const clock = await ledgerClock(storage, LEDGER_CLOCK_KEY, readClock(now, 'options.now'));
-      return { remainingMinor, windows: await windowsRemaining(storage, root, clock.now) };
+      const t = await ledgerNow(storage, LEDGER_CLOCK_KEY, readClock(now, 'options.now'));
+      return { remainingMinor, windows: await windowsRemaining(storage, root, t) };
     },
     async capture(budgetId, amount) {
       if (!isIdentifier(budgetId)) throw new CtlError('malformed', 'capture: budgetId must be an identifier');
-      const clock = await ledgerClock(storage, LEDGER_CLOCK_KEY, readClock(now, 'options.now'));
+      const t = await ledgerNow(storage, LEDGER_CLOCK_KEY, readClock(now, 'options.now'));
       // No deadline here: the wallet learns a capture whenever it learns it (PROTOCOL.md §15).
-      await captureHold(storage, reservationId({ scope, id: budgetId }), amount, clock.now);
+      await captureHold(storage, reservationId({ scope, id: budgetId }), amount, t);
     },
   };
 }

@@ -177,23 +177,37 @@ export class SpendModel {
   }
 
   /**
-   * A wallet's time: max(host clock, the latest time its ledger counted a payment at). A wallet has
-   * no host-kept floor, but its ledger is one (§12: setting the clock back revives nothing; issue 33
-   * item 6: no window it has seen close opens again); it signs at that time too (§13: a payment
-   * counts in the window of its SBA's issuedAt).
+   * A wallet's time: max(host clock, its ledger's floor). A wallet has no host-kept floor, but its
+   * ledger is one (§12: setting the clock back revives nothing, no window it has seen close opens
+   * again), and it signs at that time (§13: a payment counts in the window of its SBA's issuedAt).
+   * The floor holds at least the time of every payment the ledger counted and at most the highest
+   * clock reading it was used at ("stored at most once a minute, and on every accepted payment"):
+   * which readings in between it keeps is the wallet's choice, so a wallet's time is a range.
    */
   walletNow(holder: string): number {
     if (!this.walletLedgerClock) return this.clock;
     return this.wallet(holder).entries.reduce((t, e) => Math.max(t, e.at), this.clock);
   }
 
-  /** Off: a wallet signs at the host clock (to look past item 6 at what a set-back clock costs). */
+  /** The latest time a wallet may sign at: its clock readings kept too (see walletNow). */
+  walletLatest(holder: string): number {
+    if (!this.walletLedgerClock) return this.clock;
+    return Math.max(this.walletNow(holder), this.walletSeen.get(holder) ?? 0);
+  }
+
+  /** The wallet's ledger was used at the clock's reading (a signature tried, a capture learnt). */
+  walletTouch(holder: string): void {
+    this.walletSeen.set(holder, Math.max(this.walletSeen.get(holder) ?? 0, this.walletLatest(holder)));
+  }
+
+  walletSeen = new Map<string, number>();
+
+  /** Off: a wallet signs at the host clock (to look past §12 at what a set-back clock costs). */
   walletLedgerClock = true;
 
-  /** The wallet signs under `leaf` (§12–§14; spec §3 rule 1: revocation is checked before signing). */
-  sign(holder: string, leaf: string, amount: bigint): Verdict {
+  /** The wallet signs under `leaf` at its time `t` (§12–§14; spec §3 rule 1: revocation is checked before signing). */
+  sign(holder: string, leaf: string, amount: bigint, t = this.walletNow(holder)): Verdict {
     const chain = this.chain(leaf);
-    const t = this.walletNow(holder);
     const codes: string[] = [];
     if (chain.some((l) => l.revoked)) codes.push('grant_revoked');
     if (chain.some((l) => t >= l.expiresAt)) codes.push('grant_expired');
@@ -201,9 +215,9 @@ export class SpendModel {
     return SpendModel.overLimits(this.wallet(holder), chain, amount, t, t);
   }
 
-  /** The SBA's expiry as the wallet signs it: its lifetime, never past the leaf (§4). */
-  sbaExpiry(holder: string, leaf: string, ttl: number): number {
-    return Math.min(this.walletNow(holder) + ttl, this.chain(leaf)[0]!.expiresAt);
+  /** The SBA's expiry as the wallet signs it at `t`: its lifetime, never past the leaf (§4). */
+  sbaExpiry(holder: string, leaf: string, ttl: number, t = this.walletNow(holder)): number {
+    return Math.min(t + ttl, this.chain(leaf)[0]!.expiresAt);
   }
 
   record(ledger: Ledger, e: Entry): void {

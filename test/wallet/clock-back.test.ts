@@ -75,6 +75,34 @@ for (const [name, make] of storages) {
   });
 }
 
+for (const [name, make] of storages) {
+  test(`${name}: a refused payment two days on counts as time seen; the clock set back finds day 0 spent`, async () => {
+    const g = await windowed();
+    const storage = make();
+    let clock = D0 + HOUR;
+    const wallet = () =>
+      CTL.createSession(g, {
+        actorId: 'v',
+        signingKey: k.actor.privateKeyPem,
+        fetch: fakeAuthority(k).fetch,
+        now: () => clock,
+        spendStorage: storage,
+      });
+    const pay = (amount: string, hold = false) =>
+      codeOf(() => wallet().createSba({ amount, currency: 'USD', rail: 'x402', hold }));
+    assert.is(await pay('51'), 'ok', 'day 0');
+    clock += 30_000; // within the minute: the ledger clock is not written for it
+    assert.is(await pay('10', true), 'ok', 'a hold on day 0');
+    clock = D0 + 2 * DAY + HOUR; // day 2: a refused payment drops day 0's ledger (kept a day past its end)
+    assert.is(await pay('6000'), 'budget_exceeded');
+    clock = D0 - 300 * DAY; // far back: counted at the latest time this ledger has seen, day 2
+    const sba = await wallet().createSba({ amount: '50', currency: 'USD', rail: 'x402' });
+    // Day 0 holds 61 of its 100: the 50 must count on day 2, never again on day 0.
+    assert.is(sba.authorization.issuedAt, CTL.formatTimestamp(D0 + 2 * DAY + HOUR));
+    assert.is(await pay('51'), 'window_exceeded', 'day 2 has 50 of 100');
+  });
+}
+
 for (const [name, verify] of [
   ['ctl', CTL.verifyCtl],
   ['ctl/edge', verifyCtlEdge],
