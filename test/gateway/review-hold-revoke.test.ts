@@ -80,7 +80,7 @@ for (const engine of ['sqlite', 'postgres'] as const) {
   const pay = (token: string, capture: string) =>
     proxy(gw, token, `${url}/meter?capture=${capture}`, { purpose: 'api:search' });
 
-  test(`${engine}: the session revoked while its hold is out: the capture is honoured once, the rest released`, async () => {
+  test(`${engine}: the session revoked while its hold is out: the capture is honoured once`, async () => {
     if (!db) return;
     const s = await createSession(gw, { budget: { amount: '10000', currency: 'USD' } });
     revokeNext = s.sessionId;

@@ -58,7 +58,7 @@ test('holds, captures and releases raced on two instances never pass a limit of 
     budget: { amount: '1000', currency: 'USD' },
     windows: [{ every: 'P1D', maxAmountMinor: '800' }],
   });
-  const kids = [];
+  const kids: { sessionId: string; sessionToken: string }[] = [];
   for (let i = 0; i < 2; i++) {
     const r = await call(gw1.url, 'POST', `/sessions/${parent.sessionId}/children`, {
       key: parent.sessionToken,
