@@ -5,7 +5,7 @@
  */
 import { ConfigError, checkHost } from '../../service-kit/config.js';
 import { parseRateLimit, type RateLimit } from '../../service-kit/rate-limit.js';
-import { firstInertGlob, globProgramSizes, MAX_LIST_PROGRAM } from '../services/host-glob.js';
+import { canonicalGlob, firstInertGlob, globProgramSizes, MAX_LIST_PROGRAM } from '../services/host-glob.js';
 
 export interface EgressConfig {
   port: number;
@@ -23,8 +23,6 @@ export interface EgressConfig {
  * above that, and far below minting a certificate per made-up host as fast as one can ask.
  */
 export const DEFAULT_CONNECT_LIMIT: RateLimit = { points: 120, seconds: 60 };
-
-const GLOB = /^[a-z0-9.*?\-[\]{},!]{1,253}$/;
 
 /** Splits at commas outside `{…}` (a comma inside braces separates a glob's alternatives). */
 function splitTopLevel(v: string): string[] {
@@ -44,10 +42,15 @@ function splitTopLevel(v: string): string[] {
 
 /** Comma-separated host globs, e.g. `*.bank.example,pinned.example.{com,net}`. */
 export function parsePassThrough(v: string | undefined, variable = 'CTL_GATEWAY_EGRESS_PASS_THROUGH'): string[] {
+  // Hosts are matched in canonical form (service-kit/host-name.ts), and so are the globs.
   const list = splitTopLevel(v ?? '')
-    .map((s) => s.trim().toLowerCase())
-    .filter(Boolean);
-  for (const g of list) if (!GLOB.test(g)) throw new ConfigError(variable, `'${g}' is not a host glob`);
+    .map((s) => s.trim())
+    .filter(Boolean)
+    .map((g) => {
+      const c = canonicalGlob(g);
+      if (c === undefined) throw new ConfigError(variable, `'${g}' is not a host name, an address or a host glob`);
+      return c;
+    });
   const inert = firstInertGlob(list);
   if (inert >= 0) throw new ConfigError(variable, `'${list[inert]}' can match no host`);
   const total = globProgramSizes(list).reduce((a, b) => a + b, 0);

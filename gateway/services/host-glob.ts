@@ -14,6 +14,9 @@
  *   merchant matcher (session-config.ts) gives them in.
  */
 
+import { domainToASCII } from 'node:url';
+import { canonicalHost } from '../../service-kit/host-name.js';
+
 type Op =
   | { op: 'char'; c: string }
   | { op: 'any' }
@@ -253,7 +256,8 @@ export function compileHostGlob(glob: string): CompiledGlob {
 
 /** A list of globs as one predicate: true when any glob matches (picomatch's list semantics). */
 export function hostGlobList(globs: readonly string[]): (host: string, steps?: { n: number }) => boolean {
-  const compiled = globs.map((g) => compileHostGlob(g.toLowerCase()));
+  // Callers pass globs checked by canonicalGlob; one more pass costs nothing and holds if one did not.
+  const compiled = globs.map((g) => compileHostGlob(canonicalGlob(g) ?? g.toLowerCase()));
   return (host, steps) => compiled.some((g) => g.test(host, steps));
 }
 
@@ -265,4 +269,55 @@ export function globProgramSizes(globs: readonly string[]): number[] {
 /** The index of the first glob that can match no host (CompiledGlob.inert), or -1. */
 export function firstInertGlob(globs: readonly string[]): number {
   return globs.findIndex((g) => compileHostGlob(g.toLowerCase()).inert);
+}
+
+/** Glob syntax: a pattern with none of it names one host. */
+const GLOB_SYNTAX = /[*?[\]{},!]/;
+/** What a glob may be spelt with once canonical: host characters and glob syntax. */
+const GLOB_TEXT = /^[a-z0-9.*?\-[\]{},!]{1,253}$/;
+
+/**
+ * A glob as hosts are matched (service-kit/host-name.ts), or undefined when it can name no host.
+ * Without glob syntax it is a host, and its canonical form is the host's (`127.1`, `2130706433` and
+ * `0x7f.0.0.1` are `127.0.0.1`; `Shop.Example.` is `shop.example`; `[::1]` is `::1`), else the
+ * owner's block would block nothing and an allowance admit nothing. With syntax: lower case, no
+ * root dot, a label of other letters in IDNA ASCII (`*.bücher.example` → `*.xn--bcher-kva.example`).
+ * @example canonicalGlob('0177.0.0.1') // '127.0.0.1'
+ */
+export function canonicalGlob(glob: string): string | undefined {
+  if (typeof glob !== 'string' || glob.length === 0 || glob.length > 253) return undefined;
+  const bangs = /^!*/.exec(glob)![0];
+  const rest = glob.slice(bangs.length);
+  if (rest === '') return undefined;
+  // `[::1]` is an IPv6 address in brackets, not a set: a set of hosts' characters holds no colon.
+  if (!GLOB_SYNTAX.test(rest) || /^\[[0-9a-f:.]*:[0-9a-f:.]*\]$/i.test(rest)) {
+    const host = canonicalHost(rest);
+    return host === undefined ? undefined : bangs + host;
+  }
+  const lower = rest.toLowerCase();
+  const bare = lower.length > 1 && lower.endsWith('.') ? lower.slice(0, -1) : lower;
+  const labels = labelsOf(bare).map((l) =>
+    GLOB_SYNTAX.test(l) || /^[a-z0-9-]+$/.test(l) ? l : domainToASCII(l) || undefined,
+  );
+  if (labels.some((l) => l === undefined)) return undefined;
+  const out = bangs + labels.join('.');
+  return GLOB_TEXT.test(out) ? out : undefined;
+}
+
+/** A glob's labels: split at the dots outside `{…}` and `[…]` (`{1..9}` is one range, not three labels). */
+function labelsOf(glob: string): string[] {
+  const out: string[] = [];
+  let depth = 0;
+  let from = 0;
+  for (let i = 0; i < glob.length; i++) {
+    const c = glob[i];
+    if (c === '{' || c === '[') depth++;
+    else if ((c === '}' || c === ']') && depth > 0) depth--;
+    else if (c === '.' && depth === 0) {
+      out.push(glob.slice(from, i));
+      from = i + 1;
+    }
+  }
+  out.push(glob.slice(from));
+  return out;
 }

@@ -16,6 +16,7 @@ import {
 import { badRequest, canonicalHost, optionalText } from '../../service-kit/index.js';
 import { MAX_AMOUNT } from '../payments/amount.js';
 import {
+  canonicalGlob,
   firstInertGlob,
   globProgramSizes,
   hostGlobList,
@@ -90,7 +91,6 @@ const FIELDS = new Set([
   'trustLevel',
   'defaultPurpose',
 ]);
-const GLOB = /^[a-z0-9.*?\-[\]{},!]{1,253}$/;
 
 export const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -110,11 +110,12 @@ export function amountField(v: unknown, field: string, positive = true): string 
 export function globs(v: unknown, field: string): string[] {
   if (v === undefined) return [];
   if (!Array.isArray(v) || v.length > 100) throw badRequest(`${field}: must be an array of at most 100 host globs`);
+  // Hosts are matched in canonical form (service-kit/host-name.ts), and so are the globs.
   const list = v.map((g, i) => {
-    if (typeof g !== 'string' || !GLOB.test(g.toLowerCase()))
-      throw badRequest(`${field}[${i}]: must be a host glob such as "*.example.com"`);
-    // Hosts are matched in canonical form (service-kit/host-name.ts): no root dot at the end.
-    return g.length > 1 ? g.toLowerCase().replace(/\.$/, '') : g.toLowerCase();
+    const c = typeof g === 'string' ? canonicalGlob(g) : undefined;
+    if (c === undefined)
+      throw badRequest(`${field}[${i}]: must be a host name, an address or a host glob such as "*.example.com"`);
+    return c;
   });
   // A bracket or brace that is not syntax would be matched as text no host holds: such an entry
   // could never match, and in a blocklist would block nothing without a word. Refused instead.

@@ -1,15 +1,11 @@
 /**
- * Review (adversarial): globs are matched against the canonical host (service-kit/host-name.ts), but
- * the globs themselves are not put in canonical form. A session's `merchantBlocklist` /
- * `merchantAllowlist` entry written as another spelling of an IPv4 address (`127.1`, `2130706433`,
- * `0x7f.0.0.1`, `0177.0.0.1`: the same forms canonicalHost folds on the target side) is accepted at
- * `POST /sessions` and then matches no host at all: a blocklist blocks nothing (money to a merchant
- * the owner blocked), an allowlist admits nothing. The egress pass-through list keeps a root dot
- * (`pinned.example.`), which the session globs strip, so that host is intercepted instead of tunnelled.
- *
- * Expected: such an entry is put in canonical form (it then blocks/admits `127.0.0.1`), or refused
- * at `POST /sessions` with `malformed` (400) and at start with a ConfigError naming the variable.
- * Pending: fails today (the payment to the blocked merchant is made).
+ * Globs are matched against the canonical host (service-kit/host-name.ts), so the globs are put in
+ * that form too (gateway/services/host-glob.ts canonicalGlob) where they are read. A session's
+ * `merchantBlocklist` / `merchantAllowlist` entry written as another spelling of an IPv4 address
+ * (`127.1`, `2130706433`, `0x7f.0.0.1`, `0177.0.0.1`) would otherwise match no host at all: a
+ * blocklist blocking nothing (money to a merchant the owner blocked), an allowlist admitting
+ * nothing; a pass-through entry keeping its root dot (`pinned.example.`) would be intercepted
+ * instead of tunnelled. Such an entry blocks/admits `127.0.0.1`, or is refused with `malformed`.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -26,7 +22,7 @@ import {
   type TestGateway,
 } from './helpers.js';
 import { parsePassThrough } from '../../gateway/egress/config.js';
-import { hostGlobList } from '../../gateway/services/host-glob.js';
+import { canonicalGlob, hostGlobList } from '../../gateway/services/host-glob.js';
 import { canonicalHost } from '../../service-kit/index.js';
 
 let db: TestDb;
@@ -104,6 +100,17 @@ test('pass-through globs are in the canonical form the CONNECT host is matched i
   const matches = hostGlobList(list);
   assert.ok(matches('pinned.example'), `${JSON.stringify(list)} does not match pinned.example`);
   assert.ok(matches('127.0.0.1'), `${JSON.stringify(list)} does not match 127.0.0.1`);
+});
+
+test('canonicalGlob: one spelling per host, IPv6 and IDNA included; what names no host refused', () => {
+  assert.is(canonicalGlob('[0:0::1]'), '::1');
+  assert.is(canonicalGlob('::FFFF:127.0.0.1'), '127.0.0.1');
+  assert.is(canonicalGlob('*.Bücher.Example.'), '*.xn--bcher-kva.example');
+  assert.is(canonicalGlob('!0x7f.1'), '!127.0.0.1');
+  assert.is(canonicalGlob('127.0.0.*'), '127.0.0.*');
+  for (const bad of ['', 'a..b', '!', 'shop.example:443', 'a b', '%2e.example', '*.a..b'])
+    assert.is(canonicalGlob(bad), undefined, bad);
+  assert.ok(hostGlobList(['[::1]'])('::1'));
 });
 
 test.run();
