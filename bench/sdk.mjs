@@ -9,9 +9,10 @@
 //
 // The chain, by profile (node --cpu-prof, build/src, 2-core EPYC, 2026-11-27): 181 → 363 µs a call.
 // Each link's signature verdict is cached, so one Ed25519 verify per call still (133 → 167 µs: the
-// SBA's signed text carries the whole chain, 1.6 → 2.7 KB); the rest is JCS of the links on every
-// call (9 % of the time: a link's text embeds its parents, so depth d canonicalises d(d+1)/2 of
-// them), the chain's shape checks, the narrowing walk and the garbage they leave.
+// SBA's signed text carries the whole chain, 1.6 → 2.7 KB); the rest was JCS of the links on every
+// call (9 % of the time: a link's text embeds its parents, so depth d canonicalised d(d+1)/2 of
+// them; now each link once, artifacts/chain-text.ts, test/verifier/canonical-once.test.ts), the
+// chain's shape checks, the narrowing walk and the garbage they leave.
 //   min+gzip size of each dist file, beside two anchors (reported, not gated)
 //
 // Targets (device-class SDK): native createSba ≥ 0.8 × bare sign, native verifyCtl (grant cached)

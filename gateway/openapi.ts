@@ -4,7 +4,7 @@
  * its paths with the routes the app registers, and the service tests validate every response
  * they receive against it.
  */
-import { ERROR_CODES } from '../src/index.js';
+import { ERROR_CODES, WINDOW_PERIODS } from '../src/index.js';
 import {
   array,
   jsonBodyOf,
@@ -49,7 +49,7 @@ const velocity = object({
   maxPaymentsPerHour: { type: 'integer', minimum: 1 },
   maxAmountPerMerchantPerDay: minorUnits(),
 });
-const PERIODS = ['PT1H', 'P1D', 'P7D', 'P1M', 'P1Y'];
+const PERIODS = [...WINDOW_PERIODS];
 /** A budget window as set (PROTOCOL.md §13). */
 const windowLimit = object(
   {

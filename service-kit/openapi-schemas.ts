@@ -21,6 +21,7 @@ import {
   type Schema,
 } from './openapi.js';
 import { AUDIT_PATH } from './event-admin.js';
+import { WINDOW_PERIODS } from '../src/index.js';
 
 const asset = object({ standard: string(), code: string() }, ['standard', 'code']);
 const velocity = object({ maxPaymentsPerHour: { type: 'integer' }, maxAmountPerMerchantPerDay: minorUnits() });
@@ -35,7 +36,7 @@ const delegation = object({ maxDepth: { type: 'integer', minimum: 1, maximum: 4 
 const windows = array(
   object(
     {
-      every: { enum: ['PT1H', 'P1D', 'P7D', 'P1M', 'P1Y'] },
+      every: { enum: [...WINDOW_PERIODS] },
       maxAmountMinor: minorUnits(),
       maxPayments: { type: 'integer' },
     },

@@ -32,6 +32,7 @@ import {
   type VerifyReceiptOptions,
 } from './artifacts/receipt.js';
 import { createSessionWith, type SessionOptions, type WalletSession } from './wallet/session.js';
+import { linkTexts } from './artifacts/chain-text.js';
 import { createVerifier, type VerifyCtlOptions, type VerifyCtlResult } from './verifier/verify.js';
 import type { CaptureCtl } from './verifier/capture.js';
 import { humanAgentProfile } from './entries/human-agent.js';
@@ -203,7 +204,7 @@ export async function verifyDelegation(
     const now = readClock(options?.now ?? hostNow, 'options.now');
     const tol = timeOption(options?.clockToleranceMs, 'options.clockToleranceMs', 0);
     const chain = chainOf(d);
-    await walkDelegationChain(defaultCrypto, chain, now, tol);
+    await walkDelegationChain(defaultCrypto, chain, linkTexts(chain), now, tol);
     return { valid: true, ...chain };
   } catch (e) {
     return { valid: false, error: toErrorInfo(e) };

@@ -8,7 +8,7 @@ export type { GrantFields, SignGrantOptions, VerifyGrantOptions } from './artifa
 export type { VerifyRevocationOptions } from './artifacts/revocation.js';
 export type { SbaFields, SignSbaOptions, PaymentIntent } from './artifacts/sba.js';
 export type { DelegationFields, CreateDelegationOptions } from './artifacts/delegation.js';
-export { linkRevocationId } from './wallet/chain-ledgers.js';
+export { linkRevocationId } from './artifacts/link-revocation.js';
 export {
   revocationTokenId,
   revocationTokenCallData,

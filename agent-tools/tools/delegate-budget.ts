@@ -5,7 +5,7 @@
  * sub-agents spend together never passes what this agent may spend.
  */
 import { z } from 'zod';
-import { formatTimestamp, isPurpose } from '../../src/index.js';
+import { formatTimestamp, isPurpose, WINDOW_PERIODS } from '../../src/index.js';
 import { describeRefusal, refusalOf, unreachableMessage } from '../refusals.js';
 import { defineTool } from './tool.js';
 
@@ -42,7 +42,7 @@ const input = {
   windows: z
     .array(
       z.object({
-        every: z.enum(['PT1H', 'P1D', 'P7D', 'P1M', 'P1Y']),
+        every: z.enum(WINDOW_PERIODS),
         maxAmountMinor: z.string().regex(MINOR),
         maxPayments: z.number().int().min(1).optional(),
       }),

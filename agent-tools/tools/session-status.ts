@@ -3,6 +3,7 @@
  * what is left and until when, so an agent can check before it pays.
  */
 import { z } from 'zod';
+import { WINDOW_PERIODS } from '../../src/index.js';
 import { ownerActionForPause, failedRead } from '../refusals.js';
 import { defineTool } from './tool.js';
 
@@ -33,7 +34,7 @@ const output = {
   windows: z
     .array(
       z.object({
-        every: z.string().describe('The period: PT1H (hour), P1D (day), P7D (week), P1M (month), P1Y (year).'),
+        every: z.string().describe(`The period (ISO 8601, an hour to a year): one of ${WINDOW_PERIODS.join(', ')}.`),
         limitMinor: z.string().describe('The most this window may pay, minor units.'),
         maxPayments: z.number().int().optional().describe('The most payments in this window.'),
         spentMinor: z.string(),

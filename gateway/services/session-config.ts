@@ -12,6 +12,7 @@ import {
   purposeAllowed,
   parseTimestamp,
   formatTimestamp,
+  WINDOW_PERIODS,
 } from '../../src/index.js';
 import { badRequest, canonicalHost, optionalText } from '../../service-kit/index.js';
 import { MAX_AMOUNT } from '../payments/amount.js';
@@ -28,7 +29,7 @@ import {
 export type { SessionConfig } from '../store/sessions.js';
 import type { SessionConfig, SessionWindow } from '../store/sessions.js';
 
-const PERIODS = ['PT1H', 'P1D', 'P7D', 'P1M', 'P1Y'];
+const PERIODS: readonly string[] = WINDOW_PERIODS;
 
 /**
  * `windows` (PROTOCOL.md §13): 1–4 of `{ every, maxAmountMinor, maxPayments? }`, each period at

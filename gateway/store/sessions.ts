@@ -2,7 +2,7 @@
  * Sessions in the store. State changes are single conditional UPDATEs (revoke, expire,
  * continue), so two gateway instances on one database agree without any in-memory state.
  */
-import type { PolicyGrant } from '../../src/index.js';
+import type { PolicyGrant, WindowPeriod } from '../../src/index.js';
 import { changeWith, type SqlDatabase, type SqlExecutor, type Row, type TxEffect } from '../../service-kit/index.js';
 import { forUpdate } from './lock.js';
 import { raiseBundleSequence } from './bundle-sequence.js';
@@ -37,7 +37,7 @@ export interface SessionConfig {
 
 /** One budget window of a session (PROTOCOL.md §13). */
 export interface SessionWindow {
-  every: 'PT1H' | 'P1D' | 'P7D' | 'P1M' | 'P1Y';
+  every: WindowPeriod;
   maxAmountMinor: string;
   maxPayments?: number;
 }

@@ -54,6 +54,9 @@ const delegationShape: Shape = {
   signature: [true, signature],
 };
 
+/** A delegation's members in JCS order (a closed object, PROTOCOL.md §3): chain-text.ts writes them. */
+export const DELEGATION_MEMBERS: readonly string[] = Object.keys(delegationShape).sort();
+
 /** A delegation rather than a grant: it names itself by `delegationId`. */
 export function isDelegation(value: unknown): value is Delegation {
   return isPlainObject(value) && Object.prototype.hasOwnProperty.call(value, 'delegationId');

@@ -37,9 +37,28 @@ export async function verifyArtifactSignature(
   artifact: Record<string, unknown>,
   key: PublicJwk | VerifyingKey,
 ): Promise<boolean> {
+  let msg: Uint8Array;
   try {
-    const sig = base64urlDecode(artifact['signature'] as string);
-    const msg = signedBytes(type, artifact);
+    msg = signedBytes(type, artifact);
+  } catch {
+    return false;
+  }
+  return verifySignedText(c, msg, artifact['signature'], key);
+}
+
+/**
+ * Verifies `signature` over signed bytes already at hand (`signedBytes`, or the same text built
+ * without canonicalizing again, chain-text.ts). Throws only `unsupported_algorithm`.
+ * @example await verifySignedText(c, utf8Encode(`ctl-delegation/1\n${text.signed}`), link.signature, parentKey)
+ */
+export async function verifySignedText(
+  c: CtlCrypto,
+  msg: Uint8Array,
+  signature: unknown,
+  key: PublicJwk | VerifyingKey,
+): Promise<boolean> {
+  try {
+    const sig = base64urlDecode(signature as string);
     return 'kind' in key && key.kind === 'verifying'
       ? await key.verify(msg, sig)
       : await c.verifyWithJwk(key as PublicJwk, msg, sig);

@@ -1,5 +1,6 @@
 /** The artifacts of PROTOCOL.md §4, as JSON values. Money is a decimal string on the wire. */
 import type { PublicJwk, PublishedJwk } from '../crypto/types.js';
+import type { WindowPeriod } from './windows.js';
 
 export interface Asset {
   standard: string;
@@ -13,7 +14,7 @@ export interface Velocity {
 
 /** At most `maxAmountMinor` (and `maxPayments`) in each fixed window of `every` (PROTOCOL.md §13). */
 export interface BudgetWindow {
-  every: 'PT1H' | 'P1D' | 'P7D' | 'P1M' | 'P1Y';
+  every: WindowPeriod;
   maxAmountMinor: string;
   maxPayments?: number;
 }

@@ -18,7 +18,7 @@ const FIXED_MS: Partial<Record<WindowPeriod, number>> = { PT1H: 3_600_000, P1D: 
 const MONTHS: Partial<Record<WindowPeriod, number>> = { P1M: 1, P1Y: 12 };
 
 const windowShape: Shape = {
-  every: [true, str(/^(PT1H|P1D|P7D|P1M|P1Y)$/, 'one of PT1H, P1D, P7D, P1M, P1Y')],
+  every: [true, str(new RegExp(`^(${WINDOW_PERIODS.join('|')})$`), `one of ${WINDOW_PERIODS.join(', ')}`)],
   maxAmountMinor: [true, amount],
   maxPayments: [false, counter],
 };

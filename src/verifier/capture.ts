@@ -13,7 +13,7 @@ import { toErrorInfo, malformed, type CtlErrorInfo } from '../errors.js';
 import { captureHold } from '../wallet/holds.js';
 import type { SpendStorage } from '../wallet/spend-storage.js';
 import { LEDGER_CLOCK_KEYS, ledgerNow, reservationId } from '../wallet/ledgers.js';
-import { chainScope } from '../wallet/chain-ledgers.js';
+import { chainScope } from '../artifacts/link-revocation.js';
 import { checkSba } from '../artifacts/sba.js';
 import { chainOf } from '../artifacts/delegation.js';
 import { artifactData } from '../encoding/frozen-copy.js';

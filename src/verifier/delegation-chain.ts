@@ -1,15 +1,16 @@
 /**
  * The walk of a delegation chain after the root grant's signature (PROTOCOL.md §14): each link's
- * signature by its parent's `actorKey`, its narrowing, depth, expiry and `issuedAt`. The ids
- * revocation asks for and the ledgers of the links are in wallet/chain-ledgers.ts (the wallet's too).
+ * signature by its parent's `actorKey`, its narrowing, depth, expiry and `issuedAt`. Each link's
+ * signed text is the one step 0 wrote (artifacts/chain-text.ts), never written again here.
  */
 import type { CtlCrypto } from '../crypto/types.js';
 import type { Delegation, PolicyGrant } from '../artifacts/types.js';
 import { checkNarrowing, type DelegationChain } from '../artifacts/delegation.js';
-import { verifyArtifactSignature } from '../artifacts/signing.js';
+import type { LinkText } from '../artifacts/chain-text.js';
+import { verifySignedText } from '../artifacts/signing.js';
 import { fail } from '../errors.js';
 import { checkWindow } from '../values.js';
-import { canonicalize } from '../encoding/jcs.js';
+import { utf8Encode } from '../encoding/utf8.js';
 import { remember } from '../crypto/cache.js';
 
 /** Signature verdicts by the link's signed text and its parent's key: never by object (PROTOCOL.md §12). */
@@ -18,11 +19,13 @@ export type LinkSignatureCache = Map<string, { text: string; ok: boolean }>;
 /**
  * Walks `chain` root to leaf; throws `CtlError` (`delegation_invalid` naming the link and member,
  * `grant_expired`, `not_yet_valid`). The root grant's own signature and times are checked before.
- * @example await walkDelegationChain(c, chainOf(sba.grant), now, tol, cache)
+ * `texts`: the chain's `linkTexts`.
+ * @example await walkDelegationChain(c, chain, linkTexts(chain, rootText), now, tol, cache)
  */
 export async function walkDelegationChain(
   c: CtlCrypto,
   chain: DelegationChain,
+  texts: readonly LinkText[],
   now: number,
   tol: number,
   cache?: LinkSignatureCache,
@@ -43,7 +46,7 @@ export async function walkDelegationChain(
     const field = `delegation[${i + 1}]`;
     if (link.keyId !== (await c.jwkThumbprint(parent.actorKey)))
       fail('delegation_invalid', `${field}.keyId is not the thumbprint of its parent's actorKey`);
-    if (!(await linkSignatureOk(c, link, parent, cache)))
+    if (!(await linkSignatureOk(c, link, texts[i]!, parent, cache)))
       fail('delegation_invalid', `${field}.signature does not verify with its parent's actorKey`);
     checkNarrowing(parent, ancestors, link, field);
     checkWindow(link, `delegation ${link.delegationId}`, field, 'grant_expired', now, tol);
@@ -54,14 +57,16 @@ export async function walkDelegationChain(
 async function linkSignatureOk(
   c: CtlCrypto,
   link: Delegation,
+  linkText: LinkText,
   parent: PolicyGrant | Delegation,
   cache: LinkSignatureCache | undefined,
 ): Promise<boolean> {
   const k = parent.actorKey;
-  const text = `${k.kty}:${k.crv}:${k.x}:${k.y ?? ''}\n${canonicalize(link)}`;
+  const text = `${k.kty}:${k.crv}:${k.x}:${k.y ?? ''}\n${linkText.whole}`;
   const hit = cache?.get(link.signature);
   if (hit && hit.text === text) return hit.ok;
-  const ok = await verifyArtifactSignature(c, 'delegation', link as unknown as Record<string, unknown>, k);
+  // The signed bytes of PROTOCOL.md §3 and §14: UTF-8("ctl-delegation/1\n") || JCS(link without signature).
+  const ok = await verifySignedText(c, utf8Encode(`ctl-delegation/1\n${linkText.signed}`), link.signature, k);
   if (cache) remember(cache, link.signature, { text, ok }, 256);
   return ok;
 }

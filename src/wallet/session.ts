@@ -14,7 +14,8 @@ import {
   effectiveGrant,
   type DelegationFields,
 } from '../artifacts/delegation.js';
-import { chainIds, chainScope, linkLedgers, linkRevocationUrl } from './chain-ledgers.js';
+import { linkLedgers } from './chain-ledgers.js';
+import { chainIds, chainScope, linkRevocationUrl } from '../artifacts/link-revocation.js';
 import { DEFAULT_SBA_TTL_MS, prepareSbaSigning, signPreparedSba, type PreparedSbaSigning } from '../artifacts/sba.js';
 import { frozenJsonCopy } from '../encoding/frozen-copy.js';
 import { CtlBudgetExceededError, CtlError, CtlGrantRevokedError } from '../errors.js';

@@ -6,6 +6,7 @@
 import { h, clear, formatMoney, formatTime, toMinor, currencyDigits } from '../dom.js';
 import { createSession, ApiError } from '../api.js';
 import { heading, type Page } from '../page.js';
+import { WINDOW_PERIODS, type WindowPeriod } from '../../../src/index.js';
 
 interface Field {
   name: string;
@@ -361,14 +362,9 @@ export function createPage(o: { created: (id: string, label: string) => void }):
   return { title: 'New session', el };
 }
 
-/** The periods a window may have (PROTOCOL.md §13), as the form names them. */
-const PERIODS = [
-  ['PT1H', 'hour'],
-  ['P1D', 'day'],
-  ['P7D', 'week'],
-  ['P1M', 'month'],
-  ['P1Y', 'year'],
-] as const;
+/** The periods a window may have (PROTOCOL.md §13), as the form names them: every one named. */
+const PERIOD_NAMES: Record<WindowPeriod, string> = { PT1H: 'hour', P1D: 'day', P7D: 'week', P1M: 'month', P1Y: 'year' };
+const PERIODS = WINDOW_PERIODS.map((every) => [every, PERIOD_NAMES[every]] as const);
 
 /** The form field a gateway message names ("budget.amount" → amount; "windows[1]…" → the second window sent). */
 function fieldOf(path: string, windows: Record<string, unknown>[]): string | undefined {

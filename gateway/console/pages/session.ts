@@ -22,7 +22,7 @@ import { stateBadge } from '../components.js';
 import { spendChart } from '../chart.js';
 import { confirmDialog } from '../dialog.js';
 import { checkReceipt, type ReceiptCheck } from '../receipt-check.js';
-import { canonicalize } from '../../../src/index.js';
+import { canonicalize, type WindowPeriod } from '../../../src/index.js';
 import { heading, errorBox, debounce, keepFocus, type Page } from '../page.js';
 import type { LiveEvent } from '../live.js';
 
@@ -538,14 +538,15 @@ function csvButton(s: SessionView, receipts: Receipt[]) {
   return b;
 }
 
-const PERIOD_NAMES: Record<string, string> = {
+// Every period named: a new one fails the typecheck until it has a name here.
+const PERIOD_NAMES: Record<WindowPeriod, string> = {
   PT1H: 'hourly',
   P1D: 'daily',
   P7D: 'weekly',
   P1M: 'monthly',
   P1Y: 'yearly',
 };
-const periodName = (every: string) => PERIOD_NAMES[every] ?? every;
+const periodName = (every: string) => PERIOD_NAMES[every as WindowPeriod] ?? every;
 const capitalised = (t: string) => t.charAt(0).toUpperCase() + t.slice(1);
 
 /** Each budget window as a bar of its own, with when it resets (PROTOCOL.md §13). */
