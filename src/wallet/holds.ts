@@ -7,7 +7,7 @@ import { CtlError } from '../errors.js';
 import type { PolicyGrant } from '../artifacts/types.js';
 import { parseAmount } from '../values.js';
 import type { SpendStorage } from './spend-storage.js';
-import { hasAtomicReserve, windowLedgers, type KeySpace, type Ledger } from './ledgers.js';
+import { hasAtomicReserve, windowLedgers } from './ledgers.js';
 import { formatTimestamp } from '../values.js';
 
 /**
@@ -44,30 +44,25 @@ export interface WindowRemaining {
   resetsAt: string;
 }
 
-/** Each window of `grant` at `now` in the wallet's `keys`: what it still takes and when it resets. */
+/** Each window of `grant` at `now`: what it still takes and when it resets. */
 export async function windowsRemaining(
   storage: SpendStorage,
   grant: PolicyGrant,
   now: number,
-  keys: KeySpace,
 ): Promise<WindowRemaining[]> {
   const out: WindowRemaining[] = [];
-  const ledgers = windowLedgers(grant, 0n, now, keys);
-  const left = async (l: Ledger) =>
-    l.ceiling - (await storage.total(l.key)) - (l.legacyKey === undefined ? 0n : await storage.total(l.legacyKey));
+  const ledgers = windowLedgers(grant, 0n, now);
   for (const w of grant.windows ?? []) {
-    const mine = (kind: string) => (l: Ledger) =>
-      l.key.startsWith(`${keys.prefix}${kind}:${grant.grantId}:${w.every}:`);
-    const amount = ledgers.find(mine('window'))!;
-    const count = ledgers.find(mine('window-count'));
-    const minor = await left(amount);
+    const amount = ledgers.find((l) => !l.count && l.key.startsWith(`window:${grant.grantId}:${w.every}:`))!;
+    const count = ledgers.find((l) => l.count && l.key.startsWith(`window-count:${grant.grantId}:${w.every}:`));
+    const left = amount.ceiling - (await storage.total(amount.key));
     const entry: WindowRemaining = {
       every: w.every,
-      remainingMinor: (minor > 0n ? minor : 0n).toString(),
+      remainingMinor: (left > 0n ? left : 0n).toString(),
       resetsAt: amount.resetsAt ?? formatTimestamp(now),
     };
     if (count) {
-      const n = await left(count);
+      const n = count.ceiling - (await storage.total(count.key));
       entry.remainingPayments = Number(n > 0n ? n : 0n);
     }
     out.push(entry);

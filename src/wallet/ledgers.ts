@@ -26,24 +26,7 @@ export interface Ledger {
   count?: boolean;
   /** Only a storage with the atomic multi-counter reserve may hold it (PROTOCOL.md §13: windows, ancestors). */
   needsAtomic?: boolean;
-  /**
-   * Where an earlier version of this SDK counted this ledger (KeySpace): its total, which nothing
-   * writes any more, counts against the ceiling too, so an upgrade reopens no window.
-   */
-  legacyKey?: string;
 }
-
-/**
- * How a role names its window and velocity ledgers in a SpendStorage: a wallet's under `wallet:`,
- * apart from a verifier's on the same storage (a device that pays and takes payments). A storage
- * an earlier wallet wrote kept them unprefixed: windows that began before `legacyBefore` read
- * that key too (the KeySpace of a verifier has neither).
- */
-export interface KeySpace {
-  prefix: string;
-  legacyBefore?: number;
-}
-const VERIFIER_KEYS: KeySpace = { prefix: '' };
 
 export type ReserveAllResult = { ok: true } | { ok: false; result: Exclude<ReserveResult, 'reserved'>; ledger: Ledger };
 
@@ -94,7 +77,6 @@ export async function reserveAll(
   options?: ReserveAllOptions,
 ): Promise<ReserveAllResult> {
   if (ledgers.length === 0) return { ok: true };
-  ledgers = await withLegacyTotals(storage, ledgers);
   if (hasAtomicReserve(storage)) {
     const counters = ledgers.map((l) => ({
       key: l.key,
@@ -132,18 +114,6 @@ export async function reserveAll(
   return { ok: true };
 }
 
-/** Ledgers with a legacy key, their ceiling lowered by what that key still holds (Ledger.legacyKey). */
-async function withLegacyTotals(storage: SpendStorage, ledgers: readonly Ledger[]): Promise<readonly Ledger[]> {
-  if (!ledgers.some((l) => l.legacyKey !== undefined)) return ledgers;
-  return Promise.all(
-    ledgers.map(async (l) => {
-      if (l.legacyKey === undefined) return l;
-      const left = l.ceiling - (await storage.total(l.legacyKey));
-      return { ...l, ceiling: left > 0n ? left : 0n };
-    }),
-  );
-}
-
 export async function commitAll(storage: SpendStorage, ledgers: readonly Ledger[], payment: PaymentRef): Promise<void> {
   if (ledgers.length === 0) return;
   if (hasAtomicReserve(storage)) await storage.commitMany!(reservationId(payment));
@@ -174,14 +144,13 @@ export function velocityLedgers(
   amount: bigint,
   merchantId: string | undefined,
   now: number,
-  keys: KeySpace = VERIFIER_KEYS,
 ): Ledger[] {
   const v = grant.velocity;
   const out: Ledger[] = [];
   if (!v) return out;
   if (v.maxPaymentsPerHour !== undefined) {
     out.push({
-      ...keyed(keys, `velocity-hour:${grant.grantId}:${Math.floor(now / HOUR)}`, Math.floor(now / HOUR) * HOUR),
+      key: `velocity-hour:${grant.grantId}:${Math.floor(now / HOUR)}`,
       amount: 1n,
       ceiling: BigInt(v.maxPaymentsPerHour),
       code: 'velocity_exceeded',
@@ -192,11 +161,7 @@ export function velocityLedgers(
   }
   if (v.maxAmountPerMerchantPerDay !== undefined) {
     out.push({
-      ...keyed(
-        keys,
-        `velocity-day:${grant.grantId}:${merchantId ?? '*'}:${Math.floor(now / DAY)}`,
-        Math.floor(now / DAY) * DAY,
-      ),
+      key: `velocity-day:${grant.grantId}:${merchantId ?? '*'}:${Math.floor(now / DAY)}`,
       amount,
       ceiling: BigInt(v.maxAmountPerMerchantPerDay),
       code: 'velocity_exceeded',
@@ -207,18 +172,12 @@ export function velocityLedgers(
   return out;
 }
 
-/** A ledger's key in `keys`, with the legacy key for a span that began before the key space did. */
-function keyed(keys: KeySpace, key: string, spanStart: number): { key: string; legacyKey?: string } {
-  const legacy = keys.legacyBefore !== undefined && spanStart < keys.legacyBefore;
-  return { key: `${keys.prefix}${key}`, ...(legacy ? { legacyKey: key } : {}) };
-}
-
 /**
  * The budget windows of a grant that a payment at `now` falls in (PROTOCOL.md §13): for each, its
  * amount and, with `maxPayments`, its count, each a ledger of its own, kept a day past the window.
  * @example reserveAll(storage, [...windowLedgers(grant, 1250n, Date.now())], budgetId)
  */
-export function windowLedgers(grant: PolicyGrant, amount: bigint, now: number, keys = VERIFIER_KEYS): Ledger[] {
+export function windowLedgers(grant: PolicyGrant, amount: bigint, now: number): Ledger[] {
   const out: Ledger[] = [];
   if (!grant.windows) return out;
   const start = windowsStartOf(grant, 'grant');
@@ -232,7 +191,7 @@ export function windowLedgers(grant: PolicyGrant, amount: bigint, now: number, k
       resetsAt: resetsAt(span),
     };
     out.push({
-      ...keyed(keys, `window:${key}`, span.startsAt),
+      key: `window:${key}`,
       amount,
       ceiling: BigInt(w.maxAmountMinor),
       what: `${w.maxAmountMinor} minor units of ${grant.currency} per ${w.every} window`,
@@ -240,7 +199,7 @@ export function windowLedgers(grant: PolicyGrant, amount: bigint, now: number, k
     });
     if (w.maxPayments !== undefined) {
       out.push({
-        ...keyed(keys, `window-count:${key}`, span.startsAt),
+        key: `window-count:${key}`,
         amount: 1n,
         ceiling: BigInt(w.maxPayments),
         what: `${w.maxPayments} payments per ${w.every} window`,
@@ -272,23 +231,6 @@ export async function raiseRegister(storage: SpendStorage, key: string, value: b
     current = await storage.total(key); // another raise moved it meanwhile
   }
   return current;
-}
-
-/**
- * A wallet's KeySpace for the grant whose own total is `grantKey`: `wallet:` keys, and since when.
- * Fixed at its first payment under this SDK: a grant the storage has counted nothing for has no
- * earlier keys; one it has was counted by an earlier wallet, whose windows then open are read at
- * their old keys too (Ledger.legacyKey).
- * @example velocityLedgers(grant, amount, merchantId, now, await walletKeySpace(storage, `wallet:${grantId}`, now))
- */
-export async function walletKeySpace(storage: SpendStorage, grantKey: string, now: number): Promise<KeySpace> {
-  const mark = `${grantKey}:key-space`;
-  let since = await storage.total(mark); // the time + 1: a register's 0 is "never written"
-  if (since === 0n) {
-    const fresh = (await storage.total(grantKey)) === 0n;
-    since = await raiseRegister(storage, mark, fresh ? 1n : BigInt(Math.floor(now)) + 1n, now);
-  }
-  return { prefix: 'wallet:', legacyBefore: Number(since) - 1 };
 }
 
 /** Where a wallet's and a verifier's ledger keep their clock, apart: one storage may serve both. */

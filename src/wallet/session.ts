@@ -42,7 +42,6 @@ import {
   reservationId,
   reserveAll,
   velocityLedgers,
-  walletKeySpace,
   windowLedgers,
   type Ledger,
 } from './ledgers.js';
@@ -230,8 +229,6 @@ export function createSessionWith<G extends PolicyGrant | Delegation = PolicyGra
       }
     }
     const budgetId = newId('bud_');
-    // The wallet's window and velocity ledgers, apart from a verifier's on the same storage.
-    const keys = root.windows || root.velocity ? await walletKeySpace(storage, grantKey, t) : undefined;
     // The session ceiling, the grant's total, its velocity and its budget windows at the SBA's
     // issuedAt (PROTOCOL.md §8, §12, §13), all or nothing.
     const ledgers: Ledger[] = [
@@ -251,8 +248,8 @@ export function createSessionWith<G extends PolicyGrant | Delegation = PolicyGra
         code: 'budget_exceeded',
         what: `the grant's ${root.maxAmountMinor} minor units`,
       },
-      ...velocityLedgers(root, amount, p.merchantId, t, keys),
-      ...windowLedgers(root, amount, t, keys),
+      ...velocityLedgers(root, amount, p.merchantId, t),
+      ...windowLedgers(root, amount, t),
     ];
     // The wallet needs the id only until commit; it may forget it once the SBA has expired. A
     // hold it keeps, whole, until it learns the capture: the merchant may have captured all of it,
@@ -317,10 +314,7 @@ export function createSessionWith<G extends PolicyGrant | Delegation = PolicyGra
       const remainingMinor = (left > 0n ? left : 0n).toString();
       if (!root.windows) return { remainingMinor };
       const t = await ledgerNow(storage, LEDGER_CLOCK_KEY, readClock(now, 'options.now'));
-      return {
-        remainingMinor,
-        windows: await windowsRemaining(storage, root, t, await walletKeySpace(storage, grantKey, t)),
-      };
+      return { remainingMinor, windows: await windowsRemaining(storage, root, t) };
     },
     async capture(budgetId, amount) {
       if (!isIdentifier(budgetId)) throw new CtlError('malformed', 'capture: budgetId must be an identifier');

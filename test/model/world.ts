@@ -61,7 +61,7 @@ const ISSUER = 'authority.model.test';
  *   window whose `maxPayments` is spent (slow tier, CTL_MODEL_SEED=-1566521680 replays the run; not yet
  *   understood: the wallet's ledger clock or the model's count of holds).
  */
-export const OPEN_FINDINGS = ['holdReuse', 'fewIds'];
+export const OPEN_FINDINGS = ['sharedStorage', 'holdReuse', 'fewIds'];
 export const EXCLUDED = new Set([
   ...(process.env['CTL_MODEL_EXCLUDE'] ?? '').split(',').filter(Boolean),
   ...(process.env['CTL_MODEL_ALL'] === '1' ? [] : OPEN_FINDINGS),
