@@ -12,7 +12,7 @@
 import { toErrorInfo, malformed, type CtlErrorInfo } from '../errors.js';
 import { captureHold } from '../wallet/holds.js';
 import type { SpendStorage } from '../wallet/spend-storage.js';
-import { LEDGER_CLOCK_KEYS, ledgerNow, reservationId } from '../wallet/ledgers.js';
+import { claimStorage, LEDGER_CLOCK_KEYS, ledgerNow, reservationId } from '../wallet/ledgers.js';
 import { chainScope } from '../artifacts/link-revocation.js';
 import { checkSba } from '../artifacts/sba.js';
 import { chainOf } from '../artifacts/delegation.js';
@@ -66,6 +66,7 @@ export function createCaptureCtl(defaultStorage: SpendStorage): CaptureCtl {
       // The same reading of time as the verification: max(clock, floor) (PROTOCOL.md §12), and
       // without a host floor the ledger's own, raised before the storage drops what ended.
       const storage = options?.spendStorage ?? defaultStorage;
+      await claimStorage(storage, 'verifier');
       const floored = (await readFlooredTime(options?.now ?? hostNow, options?.timeFloor)).now;
       const now = options?.timeFloor ? floored : await ledgerNow(storage, LEDGER_CLOCK_KEYS.verifier, floored);
       const captured = await captureHold(storage, id, amount, now);

@@ -15,6 +15,7 @@ import { parseTimestamp } from '../values.js';
 import { createMemorySpendStorage, type SpendStorage } from '../wallet/spend-storage.js';
 import {
   commitAll,
+  claimStorage,
   LEDGER_CLOCK_KEYS,
   ledgerNow,
   reservationId,
@@ -78,6 +79,7 @@ export function createSpendRecorder(): SpendRecorder {
     t: { amount: bigint; merchantId?: string; now: number; tol: number; bundleIssuedAt?: number },
   ): Promise<string | undefined> {
     const { o, chain } = p;
+    await claimStorage(storage, 'verifier'); // one role per storage (claimStorage says why)
     const a = p.sba.authorization;
     const grant = chain.root;
     const sbaExpiry = parseTimestamp(a.expiresAt, 'authorization.expiresAt');

@@ -233,6 +233,36 @@ export async function raiseRegister(storage: SpendStorage, key: string, value: b
   return current;
 }
 
+/** Where a SpendStorage records the one role it serves (claimStorage). */
+const STORAGE_ROLE_KEY = 'storage-role';
+/** Storages this process has seen claimed, and by whom: the claim is for good, so one check will do. */
+const claimed = new WeakMap<SpendStorage, 'wallet' | 'verifier'>();
+
+/**
+ * A SpendStorage serves one role, a wallet's or a verifier's. Each drops what has expired by its
+ * own reading of time (PROTOCOL.md §12: a verifier's floor, a wallet's ledger clock), so on one
+ * storage a wallet's later clock would forget a verifier's replay record while the verifier's
+ * floor still holds the SBA valid: one SBA accepted twice. The first role to use a storage claims
+ * it, atomically and for good; the other is refused (`unsupported_feature`). A device that pays
+ * and takes payments gives each a storage of its own (`createKvSpendStorage(…, { prefix })`).
+ * @example await claimStorage(storage, 'wallet')
+ */
+export async function claimStorage(storage: SpendStorage, role: 'wallet' | 'verifier'): Promise<void> {
+  if (claimed.get(storage) === role) return;
+  // The role is the reservation's id under a ceiling of one: a second role exceeds it.
+  const r = await storage.reserve(STORAGE_ROLE_KEY, role, 1n, 1n);
+  if (r === 'exceeded') {
+    const other = role === 'wallet' ? 'verifier' : 'wallet';
+    throw new CtlError(
+      'unsupported_feature',
+      `this SpendStorage already serves a ${other}: give the ${role} a storage of its own ` +
+        `(e.g. createKvSpendStorage(storage, { prefix: '${role}/' }))`,
+    );
+  }
+  if (r === 'reserved') await storage.commit(STORAGE_ROLE_KEY, role);
+  claimed.set(storage, role);
+}
+
 /** Where a wallet's and a verifier's ledger keep their clock, apart: one storage may serve both. */
 export const LEDGER_CLOCK_KEYS = { wallet: 'ledger-clock:wallet', verifier: 'ledger-clock:verifier' } as const;
 

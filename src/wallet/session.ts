@@ -37,6 +37,7 @@ import { createMemorySpendStorage, type SpendStorage } from './spend-storage.js'
 import {
   commitAll,
   LEDGER_CLOCK_KEYS,
+  claimStorage,
   ledgerNow,
   releaseAll,
   reservationId,
@@ -185,6 +186,12 @@ export function createSessionWith<G extends PolicyGrant | Delegation = PolicyGra
   // session's, so a session opened after a restart settles the holds of the one before.
   const scope = chainScope(chain, 'wallet:');
 
+  /** The time this wallet counts at, on a storage that serves it alone (claimStorage, ledgerNow). */
+  async function walletTime(): Promise<number> {
+    await claimStorage(storage, 'wallet');
+    return ledgerNow(storage, LEDGER_CLOCK_KEY, readClock(now, 'options.now'));
+  }
+
   async function createSba(p: PaymentRequest): Promise<SignedBudgetAuthorization<G>> {
     if (revoked) throw new CtlGrantRevokedError();
     if (!p || typeof p !== 'object') throw new TypeError('createSba: payment must be an object');
@@ -211,7 +218,7 @@ export function createSessionWith<G extends PolicyGrant | Delegation = PolicyGra
     }
     // Every time is max(clock, the latest time this storage counted at): a clock set back reopens
     // no window (PROTOCOL.md §12, §13); the SBA is signed at that time too.
-    const t = await ledgerNow(storage, LEDGER_CLOCK_KEY, readClock(now, 'options.now'));
+    const t = await walletTime();
     if (t >= grantExpiry) throw new CtlError('grant_expired', `the grant expired at ${grant.expiresAt}`);
     // Every id of a chain, root first: a revoked link revokes what hangs below it (PROTOCOL.md §14).
     for (const { id } of chainIds(chain)) {
@@ -304,6 +311,7 @@ export function createSessionWith<G extends PolicyGrant | Delegation = PolicyGra
     createSba,
     delegate: (fields) => createDelegationWith(c, drawn, fields, { signingKey: options.signingKey, now }),
     async remaining() {
+      await claimStorage(storage, 'wallet'); // what it reads is this wallet's only on its own storage
       let left = ceiling - (await storage.total(sessionKey));
       const bounds = [{ key: grantKey, ceiling: BigInt(root.maxAmountMinor) }, ...linkLedgers(chain, 'wallet:', 0n, 0)];
       for (const b of bounds) {
@@ -313,12 +321,12 @@ export function createSessionWith<G extends PolicyGrant | Delegation = PolicyGra
       }
       const remainingMinor = (left > 0n ? left : 0n).toString();
       if (!root.windows) return { remainingMinor };
-      const t = await ledgerNow(storage, LEDGER_CLOCK_KEY, readClock(now, 'options.now'));
+      const t = await walletTime();
       return { remainingMinor, windows: await windowsRemaining(storage, root, t) };
     },
     async capture(budgetId, amount) {
       if (!isIdentifier(budgetId)) throw new CtlError('malformed', 'capture: budgetId must be an identifier');
-      const t = await ledgerNow(storage, LEDGER_CLOCK_KEY, readClock(now, 'options.now'));
+      const t = await walletTime();
       // No deadline here: the wallet learns a capture whenever it learns it (PROTOCOL.md §15).
       await captureHold(storage, reservationId({ scope, id: budgetId }), amount, t);
     },

@@ -45,7 +45,7 @@ export type { StorageKind };
  * next one (test/model/README.md lists them). Never set in the suite itself:
  * - a command: `restart`, `learn`, `capture`, `rawSign`, `delegate`, ...;
  * - `widen:<kind>` a delegation's widening, `clock:<kind>` a clock move;
- * - `sharedStorage`, `fewIds`, `linkWindows` (no windows at all): the sequence's configuration;
+ * - `fewIds`, `linkWindows` (no windows at all): the sequence's configuration;
  * - `captureElsewhere` (a capture goes to the terminal that accepted the hold), `walletHold` (the
  *   wallet signs no holds), `holds` (nobody does), `holdReuse` (no hold takes another SBA's id),
  *   `captureFloor` (a capture refused by time need not keep its reading in the time floor),
@@ -69,7 +69,6 @@ const configArb: fc.Arbitrary<Config> = fc.record({
   windowsStart: fc.constantFrom(...WINDOWS_STARTS),
   maxDepth: fc.integer({ min: 1, max: 3 }),
   sbaTtlMin: fc.constantFrom(5, 60, 20 * 60, 20 * 60),
-  sharedStorage: excluded.has('sharedStorage') ? fc.constant(false) : fc.constantFrom(false, false, false, true),
   fewIds: excluded.has('fewIds') ? fc.constant(false) : fc.boolean(),
 });
 
