@@ -20,11 +20,11 @@ import {
   type PaymentRecord,
   type CommitResult,
   type CommitRecord,
-} from './store.js';
+} from './store/payments.js';
 import { chainOf, sessionById, type SessionRecord, type SessionWindow } from '../store/sessions.js';
-import { chainWindowKeys, filledWindows } from './counters.js';
-import type { PaymentOrder, Rail } from './rails/rail.js';
-import type { PaymentTerms } from './terms/x-payment.js';
+import { chainWindowKeys, filledWindows } from './store/counters.js';
+import type { PaymentOrder, Rail } from './rail.js';
+import type { PaymentTerms } from './schemes/x-payment/terms.js';
 import { createPaymentSigning, type PaymentFields } from './signing.js';
 import { reconcile } from './reconcile.js';
 import type { KeyRing } from '../services/keys.js';
@@ -568,7 +568,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     },
 
     /**
-     * A merchant's report of what it settled that the chain contradicts (rails/x402/settled.ts):
+     * A merchant's report of what it settled that the chain contradicts (payments/evm/settled.ts):
      * audited, and the `payment.settlement_mismatch` webhook naming the merchant. What is counted
      * is the chain's (or the whole hold), whatever the report said.
      */

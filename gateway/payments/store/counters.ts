@@ -10,11 +10,11 @@
  * release returns the amount to a window that has since ended.
  */
 import { randomBytes } from 'node:crypto';
-import { formatTimestamp, windowAt } from '../../src/index.js';
-import type { SqlExecutor, Row } from '../../service-kit/index.js';
-import type { PausedWindow, SessionConfig, SessionWindow } from '../store/sessions.js';
-import { forUpdate } from '../store/lock.js';
-import { formatMinor } from '../../service-kit/money.js';
+import { formatTimestamp, windowAt } from '../../../src/index.js';
+import type { SqlExecutor, Row } from '../../../service-kit/index.js';
+import type { PausedWindow, SessionConfig, SessionWindow } from '../../store/sessions.js';
+import { forUpdate } from '../../store/lock.js';
+import { formatMinor } from '../../../service-kit/money.js';
 
 /** Where a payment was counted: the sessions of its chain and the window rows (session, every, start). */
 export interface PaymentCounters {

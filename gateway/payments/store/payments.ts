@@ -15,9 +15,9 @@ import {
   type SqlExecutor,
   type Row,
   type TxEffect,
-} from '../../service-kit/index.js';
-import { forUpdate } from '../store/lock.js';
-import { formatMinor } from '../../service-kit/money.js';
+} from '../../../service-kit/index.js';
+import { forUpdate } from '../../store/lock.js';
+import { formatMinor } from '../../../service-kit/money.js';
 import {
   ensureWindowRows,
   type ChainWindow,

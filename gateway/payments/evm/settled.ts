@@ -13,7 +13,7 @@
  *   and the named transaction's `AuthorizationUsed` log) to catch a merchant's false report.
  */
 import { decodeEventLog, getAddress, parseAbi } from 'viem';
-import type { X402ChainReader } from './rail.js';
+import type { X402ChainReader } from '../schemes/x402/rail.js';
 import { uptoMoved } from './permit2.js';
 
 /** A merchant's report that the chain contradicts: what it said, what the chain shows (null: nothing moved). */

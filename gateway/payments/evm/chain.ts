@@ -6,7 +6,7 @@
  */
 import { createPublicClient, http } from 'viem';
 import { CAIP2_EVM } from './assets.js';
-import type { X402ChainReader } from './rail.js';
+import type { X402ChainReader } from '../schemes/x402/rail.js';
 
 export function parseRpcUrls(json: string | undefined): ReadonlyMap<string, string> {
   const map = new Map<string, string>();

@@ -1,13 +1,13 @@
 /**
  * The x402 rail: the settling half of an x402 payment (the paid exchange is
- * protocols/x402.ts). The money moves when the merchant's facilitator settles the signed
+ * payments/schemes/x402/protocol.ts). The money moves when the merchant's facilitator settles the signed
  * EIP-3009 authorization; this rail only answers, after the fact, whether it did.
  */
 import type { SqlDatabase } from '../../../../service-kit/index.js';
-import { RailError, type Rail } from '../rail.js';
-import type { NormalisedRequirement } from '../../terms/x402.js';
+import { RailError, type Rail } from '../../rail.js';
+import type { NormalisedRequirement } from './terms.js';
 import { recordOutcome, x402ById, type X402Record } from './store.js';
-import { uptoMoved } from './permit2.js';
+import { uptoMoved } from '../../evm/permit2.js';
 
 export const X402_RAIL = 'x402';
 
@@ -104,7 +104,7 @@ export function createX402Rail(
 
   /**
    * An `upto` permit (PROTOCOL.md §15): a settlement already read from the chain (or counted whole
-   * for want of a reader, protocols/x402.ts) is captured at that amount. Otherwise the permit
+   * for want of a reader, payments/schemes/x402/protocol.ts) is captured at that amount. Otherwise the permit
    * stays cashable, up to the hold, by the named facilitator until its deadline, even after a 0
    * settle or a failed handler: with a reader, a used Permit2 nonce is captured at what the chain
    * shows moved (permit2.ts uptoMoved: the transaction the merchant named, else the proxy's

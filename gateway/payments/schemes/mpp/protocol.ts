@@ -22,19 +22,19 @@
 import type { Receipt } from 'mppx';
 import type { IncomingHttpHeaders } from 'node:http';
 import { privateKeyToAccount } from 'viem/accounts';
-import { CtlError } from '../../../src/index.js';
-import { HttpError, type SqlDatabase } from '../../../service-kit/index.js';
-import type { Authorization, PaymentService } from '../service.js';
-import type { ForwardResponse } from '../../services/forwarder.js';
-import { sbaHeaders } from './x-payment.js';
-import { RailError, type Rail } from '../rails/rail.js';
-import type { PaymentProtocol } from './protocol.js';
-import type { X402AssetMap } from '../rails/x402/assets.js';
-import { DEFAULT_EXPIRY_MARGIN_MS, type X402ChainReader } from '../rails/x402/rail.js';
-import * as terms from '../terms/mpp.js';
-import type { MppCharge } from '../terms/mpp.js';
-import { insertMpp, mppById, recordMppOutcome } from '../rails/mpp/store.js';
-import { eip3009Check } from '../rails/x402/settled.js';
+import { CtlError } from '../../../../src/index.js';
+import { HttpError, type SqlDatabase } from '../../../../service-kit/index.js';
+import type { Authorization, PaymentService } from '../../service.js';
+import type { ForwardResponse } from '../../../services/forwarder.js';
+import { sbaHeaders } from '../x-payment/protocol.js';
+import { RailError, type Rail } from '../../rail.js';
+import type { PaymentProtocol } from '../scheme.js';
+import type { X402AssetMap } from '../../evm/assets.js';
+import { DEFAULT_EXPIRY_MARGIN_MS, type X402ChainReader } from '../x402/rail.js';
+import * as terms from './terms.js';
+import type { MppCharge } from './terms.js';
+import { insertMpp, mppById, recordMppOutcome } from './store.js';
+import { eip3009Check } from '../../evm/settled.js';
 
 export const MPP_RAIL = 'mpp';
 
@@ -292,7 +292,7 @@ export function createMppProtocol(o: MppProtocolOptions): PaymentProtocol<MppOff
   ) {
     if (receipt) {
       // Only the signed value can move, so it is committed; the chain checks the merchant's claim
-      // (rails/x402/settled.ts), and the receipt names its transaction only if the chain agrees.
+      // (payments/evm/settled.ts), and the receipt names its transaction only if the chain agrees.
       const check = await eip3009Check(o.chain?.(chosen.network), {
         asset: chosen.asset,
         payer: signed.from,

@@ -7,7 +7,7 @@
  */
 import { decodeEventLog, decodeFunctionData, getAddress, parseAbi } from 'viem';
 import { PERMIT2_ADDRESS, x402UptoPermit2ProxyABI, x402UptoPermit2ProxyAddress } from '@x402/evm';
-import type { X402ChainReader } from './rail.js';
+import type { X402ChainReader } from '../schemes/x402/rail.js';
 
 export { PERMIT2_ADDRESS, x402UptoPermit2ProxyAddress as UPTO_PROXY_ADDRESS };
 
