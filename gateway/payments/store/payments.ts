@@ -26,6 +26,7 @@ import {
   velocityUsed,
   type PaymentCounters,
 } from './counters.js';
+import { CHAIN_REFUSED, counterCtes, moveCounters, type GuardInput } from './guard.js';
 
 export type PaymentState = 'reserved' | 'paying' | 'paid' | 'released';
 
@@ -831,10 +832,11 @@ export async function payLedgerInCommit(
 }
 
 /**
- * The ledger rail for a payment on several counters (ReserveInput.chain): the reservation over
- * all of them (counters.ts), the payment, the ledger row, the receipt and the spend, in one
- * transaction, so one commit per payment as on a single counter. `committed: false`: a counter
- * refused and nothing was written; payLedgerInCommit then asks reserve() why (it may pause).
+ * The ledger rail for a payment on several counters (ReserveInput.chain): every counter moved
+ * by the one budget guard (guard.ts), the payment, the ledger row, the receipt and the spend, as
+ * one change (one statement on PostgreSQL, one transaction on SQLite), so one commit per payment
+ * as on a single counter. `committed: false`: a counter refused and nothing was written;
+ * payLedgerInCommit then asks reserve() why (it may pause, or resume a window's pause).
  */
 async function reserveAndPayChain(
   q: SqlDatabase,
@@ -842,138 +844,117 @@ async function reserveAndPayChain(
   chain: string[],
   record: CommitRecord,
 ): Promise<CommitResult> {
-  if (p.chainWindows) await ensureWindowRows(q, p.chainWindows);
-  if (q.dialect === 'postgres' && p.chainWindows) {
-    const counters: PaymentCounters = { s: chain, w: p.chainWindows.map((w) => [w.sessionId, w.every, w.startsAt]) };
-    const refuseFill = record.filled !== undefined;
-    return commitOnPostgres(
+  const windows = p.chainWindows;
+  if (!windows) {
+    // Velocity limits need the transaction's reads (counters.ts reserveOnCounters).
+    return changeWith(
       q,
-      p.sessionId,
-      (extra) => reserveAndPayChainStatement(p, counters, extra, refuseFill),
-      p.amount,
-      record,
+      async (t) => {
+        const r = await reserveOnCounters(t, { ...p, chain, spend: true });
+        if (!r.ok) throw new Rollback(NOT_COMMITTED);
+        await insertPaidOnChain(t, p, r.counters);
+        return committed({ spent: r.spent.toString(), ceiling: r.ceiling.toString() }, p.amount);
+      },
+      afterEffects(record),
+      { first: record.known?.effect },
     );
+  }
+  await ensureWindowRows(q, windows);
+  const counters: PaymentCounters = { s: chain, w: windows.map((w) => [w.sessionId, w.every, w.startsAt]) };
+  const guard: GuardInput = {
+    chain,
+    windows,
+    amount: p.amount,
+    now: p.now,
+    column: 'spent',
+    refuseFill: record.filled !== undefined,
+  };
+  if (q.dialect === 'postgres') {
+    try {
+      return await commitOnPostgres(
+        q,
+        p.sessionId,
+        (extra) => reserveAndPayChainStatement(p, counters, guard, extra),
+        p.amount,
+        record,
+      );
+    } catch (e) {
+      if ((e as { code?: unknown })?.code === CHAIN_REFUSED) return NOT_COMMITTED;
+      throw e;
+    }
   }
   return changeWith(
     q,
     async (t) => {
-      const r = await reserveOnCounters(t, {
-        paymentId: p.paymentId,
-        chain,
-        amount: p.amount,
-        currency: p.currency,
-        merchant: p.merchant,
-        now: p.now,
-        spend: true,
-      });
-      if (!r.ok) throw new Rollback(NOT_COMMITTED);
-      await t.run(
-        `INSERT INTO gw_payments
-       (id, session_id, state, amount, currency, merchant, address, purpose, rail, tx_ref, created_at, updated_at,
-        counters)
-       VALUES (?, ?, 'paid', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-        [
-          p.paymentId,
-          p.sessionId,
-          p.amount,
-          p.currency,
-          p.merchant,
-          p.address,
-          p.purpose,
-          p.rail,
-          p.txRef,
-          p.now,
-          p.paidAt,
-          JSON.stringify(r.counters),
-        ],
-      );
-      await t.run(
-        `INSERT INTO gw_ledger (payment_id, status, tx_ref, address, amount, currency, created_at)
-         VALUES (?, 'paid', ?, ?, ?, ?, ?)`,
-        [p.paymentId, p.txRef, p.address, p.amount, p.currency, p.paidAt],
-      );
-      await insertReceipt(t, p);
-      return committed({ spent: r.spent.toString(), ceiling: r.ceiling.toString() }, p.amount);
+      const self = await moveCounters(t, guard);
+      if (!self) throw new Rollback(NOT_COMMITTED);
+      await insertPaidOnChain(t, p, counters);
+      return committed(self, p.amount);
     },
     afterEffects(record),
     { first: record.known?.effect },
   );
 }
 
+/** SQLite (or a transaction): a chain's ledger payment, paid, with its ledger row and receipt. */
+async function insertPaidOnChain(t: SqlExecutor, p: LedgerPaymentInput, counters: PaymentCounters) {
+  await t.run(
+    `INSERT INTO gw_payments
+     (id, session_id, state, amount, currency, merchant, address, purpose, rail, tx_ref, created_at, updated_at,
+      counters)
+     VALUES (?, ?, 'paid', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    [
+      p.paymentId,
+      p.sessionId,
+      p.amount,
+      p.currency,
+      p.merchant,
+      p.address,
+      p.purpose,
+      p.rail,
+      p.txRef,
+      p.now,
+      p.paidAt,
+      JSON.stringify(counters),
+    ],
+  );
+  await t.run(
+    `INSERT INTO gw_ledger (payment_id, status, tx_ref, address, amount, currency, created_at)
+     VALUES (?, 'paid', ?, ?, ?, ?, ?)`,
+    [p.paymentId, p.txRef, p.address, p.amount, p.currency, p.paidAt],
+  );
+  await insertReceipt(t, p);
+}
+
 /**
- * PostgreSQL, one statement, for a chain without velocity limits: the session rows of the chain
- * locked in id order (`ls`), then their current window rows (`lw`, only once `ls` holds its
- * locks), both read as they are after any wait (FOR UPDATE returns the newest version); `ok` is
- * true only when every counter has room, and everything else hangs on it: the spend on every
- * counter, the payment, the ledger row, the receipt, then `extra`. No row: a counter refused (or a
- * window row is missing), and nothing was written.
+ * PostgreSQL, one statement, for a chain without velocity limits: every counter moved by the
+ * budget guard's CTEs (guard.ts counterCtes), and hanging on the last of them the payment, the
+ * ledger row, the receipt, then `extra`. No row: the first counter refused and nothing was
+ * written; a later refusal fails the statement (CHAIN_REFUSED), undoing the counters moved.
  */
 function reserveAndPayChainStatement(
   p: LedgerPaymentInput,
   counters: PaymentCounters,
+  guard: GuardInput,
   extra = NO_CTES,
-  refuseFill = false,
 ): { sql: string; params: unknown[] } {
-  // A payment that would fill a window (CommitRecord.filled) is left to the transaction path.
-  const fill = refuseFill
-    ? `
-            AND NOT EXISTS (SELECT 1 FROM lw WHERE reserved = 0 AND (spent + ?::bigint >= max_amount
-                   OR (max_payments IS NOT NULL AND payments + 1 >= max_payments)))`
-    : '';
+  const g = counterCtes(guard);
   const rc = receiptCtes(p);
-  const ids = [...new Set(counters.s)];
-  const w = counters.w;
   return {
-    sql: `WITH ls AS (
-         SELECT id, state, expires_at, spent, reserved, ceiling FROM gw_sessions WHERE id = ANY(?::text[])
-         ORDER BY id COLLATE "C" FOR UPDATE),
-       lw AS (
-         SELECT session_id, every, starts_at, spent, reserved, max_amount, max_payments, payments
-         FROM gw_session_windows
-         WHERE (SELECT count(*) FROM ls) > 0
-           AND (session_id, every, starts_at) IN (SELECT * FROM unnest(?::text[], ?::text[], ?::bigint[]))
-         ORDER BY session_id COLLATE "C", every COLLATE "C" FOR UPDATE),
-       ok AS (
-         SELECT (SELECT count(*) FROM ls WHERE state = 'active' AND expires_at > ?::bigint
-                   AND spent + reserved + ?::bigint <= ceiling) = ?::bigint
-            AND (SELECT count(*) FROM lw WHERE spent + reserved + ?::bigint <= max_amount
-                   AND (max_payments IS NULL OR payments + 1 <= max_payments)) = ?::bigint${fill} AS go),
-       ses AS (
-         UPDATE gw_sessions s SET spent = s.spent + ?::bigint FROM ok
-         WHERE ok.go AND s.id = ANY(?::text[]) RETURNING s.id, s.spent, s.ceiling),
-       win AS (
-         UPDATE gw_session_windows w SET spent = w.spent + ?::bigint, payments = w.payments + 1 FROM ok
-         WHERE ok.go AND (w.session_id, w.every, w.starts_at) IN (SELECT * FROM unnest(?::text[], ?::text[],
-         ?::bigint[]))
-         RETURNING 1),
+    sql: `WITH ${g.sql},
        pay AS (
          INSERT INTO gw_payments
            (id, session_id, state, amount, currency, merchant, address, purpose, rail, tx_ref, created_at, updated_at,
             counters)
-         SELECT ?, ?, 'paid', ?::bigint, ?, ?, ?, ?, ?, ?, ?::bigint, ?::bigint, ? FROM ok WHERE ok.go
+         SELECT ?, ?, 'paid', ?::bigint, ?, ?, ?, ?, ?, ?, ?::bigint, ?::bigint, ? FROM ${g.last}
          RETURNING session_id, amount),
        led AS (
          INSERT INTO gw_ledger (payment_id, status, tx_ref, address, amount, currency, created_at)
          SELECT ?, 'paid', ?, ?, ?::bigint, ?, ?::bigint FROM pay),
        ${rc.sql}${extra.sql}
-       SELECT spent, ceiling FROM ses WHERE id = ?`,
+       ${g.select}`,
     params: [
-      ids,
-      w.map((x) => x[0]),
-      w.map((x) => x[1]),
-      w.map((x) => x[2]),
-      p.now,
-      p.amount,
-      ids.length,
-      p.amount,
-      w.length,
-      ...(refuseFill ? [p.amount] : []),
-      p.amount,
-      ids,
-      p.amount,
-      w.map((x) => x[0]),
-      w.map((x) => x[1]),
-      w.map((x) => x[2]),
+      ...g.params,
       p.paymentId,
       p.sessionId,
       p.amount,
@@ -994,7 +975,6 @@ function reserveAndPayChainStatement(
       p.paidAt,
       ...rc.params,
       ...extra.params,
-      p.sessionId,
     ],
   };
 }
