@@ -4,7 +4,7 @@
 // total and both windows) and a child session (§14: on the child and its parent). Per payment:
 // SQL transactions, statements and round trips to the database (counted by wrapping the
 // SqlDatabase in the bench gateway process; a round trip is a statement, or a BEGIN or COMMIT),
-// PostgreSQL's own server CPU (every postgres process, from /proc: run on a quiet server), the
+// the CPU of the PostgreSQL backends serving the gateway (from /proc, other clients excluded), the
 // fsync/fdatasync calls of the gateway process (strace, when it can attach; on PostgreSQL also
 // the server's WAL syncs) and the HTTP round trips to the merchant. N paid requests after a
 // warm-up (sequential, or on --conns connections).
@@ -16,7 +16,7 @@
 // this one's: `git worktree add /tmp/main main && (cd /tmp/main && npm run compile)`.
 import http from 'node:http';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -36,22 +36,52 @@ const { startMerchant, startGateway, stop, createOwner, createSession, paidReque
 const pgUrl = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 if (pg && !(await pgReachable(pgUrl))) throw new Error(`${pgUrl} is unreachable`);
 
-/** Clock ticks (10 ms) of every PostgreSQL server process, exited children included (as bench/gateway.mjs). */
-function postgresTicks() {
-  let sum = 0;
-  for (const pid of readdirSync('/proc')) {
-    if (!/^\d+$/.test(pid)) continue;
+/** The local ports of `pid`'s TCP connections to port 5432 (Linux /proc: its socket inodes, found in /proc/net/tcp). */
+function pgClientPorts(pid) {
+  const inodes = new Set();
+  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
     try {
-      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() !== 'postgres') continue;
-      const f = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
+      if (m) inodes.add(m[1]);
+    } catch {
+      // closed meanwhile
+    }
+  }
+  const ports = new Set();
+  for (const file of ['/proc/net/tcp', '/proc/net/tcp6'])
+    for (const line of readFileSync(file, 'utf8').split('\n').slice(1)) {
+      const f = line.trim().split(/\s+/);
+      if (f.length > 9 && inodes.has(f[9]) && f[2].endsWith(':1538')) ports.add(parseInt(f[1].split(':')[1], 16));
+    }
+  return ports;
+}
+
+/**
+ * Clock ticks (10 ms) of the PostgreSQL backends serving the gateway process `pid`, by backend
+ * pid (their command line names the client's port): the database's work for this gateway only,
+ * whatever else the server runs meanwhile (other databases' backends, its background writers).
+ */
+function backendTicks(pid) {
+  const ports = pgClientPorts(pid);
+  const out = new Map();
+  for (const p of readdirSync('/proc')) {
+    if (!/^\d+$/.test(p)) continue;
+    try {
+      if (readFileSync(`/proc/${p}/comm`, 'utf8').trim() !== 'postgres') continue;
+      const port = /\((\d+)\)/.exec(readFileSync(`/proc/${p}/cmdline`, 'utf8'))?.[1];
+      if (!port || !ports.has(Number(port))) continue;
+      const f = readFileSync(`/proc/${p}/stat`, 'utf8');
       const r = f.slice(f.lastIndexOf(')') + 2).split(' ');
-      sum += Number(r[11]) + Number(r[12]) + Number(r[13]) + Number(r[14]);
+      out.set(p, Number(r[11]) + Number(r[12]));
     } catch {
       // exited meanwhile
     }
   }
-  return sum;
+  return out;
 }
+
+/** Ticks used between two backendTicks() samples (a backend that appeared meanwhile counts from 0). */
+const ticksBetween = (a, b) => [...b].reduce((sum, [p, t]) => sum + t - (a.get(p) ?? 0), 0);
 
 /** A session of `kind`, its budget far above what the run spends. */
 async function sessionOf(kind, url, owner) {
@@ -120,7 +150,7 @@ async function runCase(kind) {
     tracer.on('error', () => {});
     await new Promise((r) => setTimeout(r, 500));
     let ok = 0;
-    const pg0 = pg ? postgresTicks() : 0;
+    const pg0 = pg ? backendTicks(gw.info.pid) : undefined;
     const t0 = performance.now();
     let sent = 0;
     await Promise.all(
@@ -129,7 +159,7 @@ async function runCase(kind) {
       }),
     );
     const ms = performance.now() - t0;
-    const pg1 = pg ? postgresTicks() : 0;
+    const pg1 = pg ? backendTicks(gw.info.pid) : undefined;
     tracer.kill('SIGINT');
     await new Promise((r) => tracer.once('exit', r).once('error', r));
     const b = await snapshot();
@@ -146,7 +176,7 @@ async function runCase(kind) {
     console.log(
       `  per payment: transactions ${(d('tx') / n).toFixed(2)}, statements ${(d('statements') / n).toFixed(2)}, ` +
         `round trips ${((d('statements') + 2 * d('tx')) / n).toFixed(2)}` +
-        (pg ? `, PostgreSQL CPU ${(((pg1 - pg0) * 10_000) / n).toFixed(0)} µs` : ''),
+        (pg ? `, PostgreSQL CPU ${((ticksBetween(pg0, pg1) * 10_000) / n).toFixed(0)} µs` : ''),
     );
     console.log(
       `  statements in a group commit  ${per(a.sql.grouped ?? 0, b.sql.grouped ?? 0)} (outside a transaction: ` +
