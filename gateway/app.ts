@@ -26,12 +26,8 @@ import { createLedgerRail } from './payments/ledger.js';
 import type { Rail } from './payments/rail.js';
 import { createXPaymentProtocol } from './payments/schemes/x-payment/protocol.js';
 import { createX402Protocol, holdCap } from './payments/schemes/x402/protocol.js';
-import {
-  createX402Rail,
-  X402_RAIL,
-  DEFAULT_EXPIRY_MARGIN_MS,
-  type X402ChainReader,
-} from './payments/schemes/x402/rail.js';
+import { createX402Rail, X402_RAIL } from './payments/schemes/x402/rail.js';
+import { DEFAULT_EXPIRY_MARGIN_MS, type EvmChainReader } from './payments/evm/chain.js';
 import { DEFAULT_MAX_TIMEOUT_SECONDS, type X402AssetMap } from './payments/evm/assets.js';
 import { createMppProtocol, createMppRail, MPP_RAIL } from './payments/schemes/mpp/protocol.js';
 import type { ExternalKey, KeyRing } from './services/keys.js';
@@ -119,7 +115,7 @@ export interface GatewayDeps {
     assets?: X402AssetMap;
     maxTimeoutSeconds?: number;
     privateKey?: `0x${string}`;
-    chain?: (network: string) => X402ChainReader | undefined;
+    chain?: (network: string) => EvmChainReader | undefined;
     /**
      * `CTL_X402_MAX_HOLD_SECONDS` (600): the longest one payment may hold its amount of a session's budget
      * (payments/schemes/x402/protocol.ts holdCap).

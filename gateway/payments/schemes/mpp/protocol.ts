@@ -30,7 +30,7 @@ import { sbaHeaders } from '../x-payment/protocol.js';
 import { RailError, type Rail } from '../../rail.js';
 import type { PaymentProtocol } from '../scheme.js';
 import type { X402AssetMap } from '../../evm/assets.js';
-import { DEFAULT_EXPIRY_MARGIN_MS, type X402ChainReader } from '../x402/rail.js';
+import { DEFAULT_EXPIRY_MARGIN_MS, type EvmChainReader } from '../../evm/chain.js';
 import * as terms from './terms.js';
 import type { MppCharge } from './terms.js';
 import { insertMpp, mppById, recordMppOutcome } from './store.js';
@@ -69,7 +69,7 @@ export function mppReceiptRail(c: Pick<MppCharge, 'network' | 'asset'>): string 
 export function createMppRail(
   db: SqlDatabase,
   now: () => number,
-  chain?: (network: string) => X402ChainReader | undefined,
+  chain?: (network: string) => EvmChainReader | undefined,
   expiryMarginMs = DEFAULT_EXPIRY_MARGIN_MS,
 ): Rail {
   return {
@@ -114,7 +114,7 @@ export interface MppProtocolOptions {
   maxTimeoutSeconds: number;
   now: () => number;
   /** `CTL_X402_RPC_URL`: with a reader, a merchant's `Payment-Receipt` is checked against the chain (x402's reader). */
-  chain?: (network: string) => X402ChainReader | undefined;
+  chain?: (network: string) => EvmChainReader | undefined;
   /**
    * The protocols after this one, for a 402 that only looked like MPP (a `Payment` token inside
    * another scheme's value) or whose MPP challenges are all unpayable beside x402 terms.

@@ -45,7 +45,8 @@ import type { ForwardResponse } from '../../../services/forwarder.js';
 import type { PaymentService, Authorization } from '../../service.js';
 import { chooseRequirement, detectX402, type NormalisedRequirement, type X402Terms } from './terms.js';
 import { DEFAULT_MAX_HOLD_SECONDS, networksOf, type X402AssetMap } from '../../evm/assets.js';
-import { X402_RAIL, receiptRail, type X402ChainReader } from './rail.js';
+import { X402_RAIL, receiptRail } from './rail.js';
+import type { EvmChainReader } from '../../evm/chain.js';
 import { PERMIT2_ADDRESS, UPTO_PROXY_ADDRESS, permit2Allowance } from '../../evm/permit2.js';
 import { insertX402, recordOutcome } from './store.js';
 import { eip3009Check, uptoCapture, type ChainDisagreement, type UptoCapture } from '../../evm/settled.js';
@@ -70,7 +71,7 @@ export interface X402ProtocolOptions {
    */
   settleDelayMs?: number;
   /** `CTL_X402_RPC_URL`: with a reader, an `upto` payer's Permit2 allowance is checked before anything is reserved. */
-  chain?: (network: string) => X402ChainReader | undefined;
+  chain?: (network: string) => EvmChainReader | undefined;
   now: () => number;
 }
 
