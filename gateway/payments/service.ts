@@ -22,7 +22,7 @@ import {
   type CommitRecord,
 } from './store/payments.js';
 import { chainOf, sessionById, type SessionRecord, type SessionWindow } from '../store/sessions.js';
-import { chainWindowKeys, filledWindows } from './store/counters.js';
+import { chainWindowKeys, filledWindows, windowsOfChain } from './store/counters.js';
 import type { PaymentOrder, Rail } from './rail.js';
 import type { PaymentTerms } from './schemes/x-payment/terms.js';
 import { createPaymentSigning, type PaymentFields } from './signing.js';
@@ -100,15 +100,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
   async function chainWindows(session: SessionRecord, chain: string[], at: number) {
     let sessions = chainWindowsOf.get(session.id);
     if (!sessions) {
-      const rows = await db.all<{ id: string; config: string; windows_start: unknown }>(
-        `SELECT id, config, windows_start FROM gw_sessions WHERE id IN (${chain.map(() => '?').join(', ')})`,
-        chain,
-      );
-      sessions = rows.map((r) => ({
-        id: r.id,
-        windows: (JSON.parse(r.config) as SessionRecord['config']).windows ?? [],
-        windowsStart: r.windows_start == null ? null : Number(r.windows_start),
-      }));
+      sessions = await windowsOfChain(db, chain);
       chainWindowsOf.set(session.id, sessions);
     }
     return chainWindowKeys(sessions, at);

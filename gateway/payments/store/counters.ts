@@ -460,6 +460,22 @@ export interface ChainWindow {
   maxPayments: number | null;
 }
 
+/** The windows of every session of `chain` and where they start (they never change once made). */
+export async function windowsOfChain(
+  q: SqlExecutor,
+  chain: string[],
+): Promise<{ id: string; windows: SessionWindow[]; windowsStart: number | null }[]> {
+  const rows = await q.all<{ id: string; config: string; windows_start: unknown }>(
+    `SELECT id, config, windows_start FROM gw_sessions WHERE id IN (${chain.map(() => '?').join(', ')})`,
+    chain,
+  );
+  return rows.map((r) => ({
+    id: r.id,
+    windows: (JSON.parse(r.config) as SessionConfig).windows ?? [],
+    windowsStart: r.windows_start == null ? null : Number(r.windows_start),
+  }));
+}
+
 /** The current window of every window of `sessions` (a chain) at `now`. */
 export function chainWindowKeys(
   sessions: { id: string; windows: SessionWindow[]; windowsStart: number | null }[],

@@ -100,6 +100,48 @@ export type ReserveInput = Pick<
   chainWindows?: ChainWindow[];
 };
 
+/** A payment row as it is first written: reserved (paid later), or paid in the change that reserves it. */
+type NewPayment = Pick<ReserveInput, 'paymentId' | 'sessionId' | 'amount' | 'currency' | 'merchant' | 'address'> &
+  Pick<ReserveInput, 'purpose' | 'rail' | 'now'> & {
+    /** Paid in this change (the ledger): its transaction reference and when it was paid. */
+    paid?: { txRef: string; paidAt: number };
+    /** Where it was counted, when on more than the session's own lifetime total (counters.ts). */
+    counters?: PaymentCounters;
+  };
+
+/**
+ * The one payment insert, for both engines: VALUES, or (PostgreSQL) `SELECT … FROM from`, one
+ * row when that CTE moved the budget and none when it refused, `RETURNING returning`.
+ */
+function paymentInsert(
+  p: NewPayment,
+  pg: boolean,
+  from?: { cte: string; returning: string },
+): { sql: string; params: unknown[] } {
+  const big = pg ? '?::bigint' : '?';
+  const values = `?, ?, '${p.paid ? 'paid' : 'reserved'}', ${big}, ?, ?, ?, ?, ?, ?, ${big}, ${big}, ?`;
+  return {
+    sql:
+      `INSERT INTO gw_payments (id, session_id, state, amount, currency, merchant, address, purpose, rail, tx_ref, ` +
+      `created_at, updated_at, counters) ` +
+      (from ? `SELECT ${values} FROM ${from.cte} RETURNING ${from.returning}` : `VALUES (${values})`),
+    params: [
+      p.paymentId,
+      p.sessionId,
+      p.amount,
+      p.currency,
+      p.merchant,
+      p.address,
+      p.purpose,
+      p.rail,
+      p.paid?.txRef ?? null,
+      p.now,
+      p.paid?.paidAt ?? p.now,
+      p.counters ? JSON.stringify(p.counters) : null,
+    ],
+  };
+}
+
 /** `paused`: recorded in the transaction that pauses the session (its audit entry and event). */
 export async function reserve(q: SqlDatabase, p: ReserveInput, paused?: TxEffect<void>): Promise<ReserveResult> {
   if (p.chain) return reserveChain(q, p, p.chain, paused);
@@ -126,6 +168,7 @@ async function reserveOneStatement(
   p: ReserveInput,
   paused?: TxEffect<void>,
 ): Promise<ReserveResult | undefined> {
+  const pay = paymentInsert(p, true, { cte: 's', returning: 'id' });
   // Group commit (database.ts): concurrent reservations share one transaction and WAL flush.
   const row = await q.getGrouped(
     p.sessionId,
@@ -133,24 +176,8 @@ async function reserveOneStatement(
        UPDATE gw_sessions SET reserved = reserved + ?::bigint
        WHERE id = ? AND state = 'active' AND expires_at > ?::bigint AND spent + reserved + ?::bigint <= ceiling
        RETURNING id)
-     INSERT INTO gw_payments (id, session_id, state, amount, currency, merchant, address, purpose, rail, created_at,
-     updated_at)
-     SELECT ?, s.id, 'reserved', ?::bigint, ?, ?, ?, ?, ?, ?::bigint, ?::bigint FROM s RETURNING id`,
-    [
-      p.amount,
-      p.sessionId,
-      p.now,
-      p.amount,
-      p.paymentId,
-      p.amount,
-      p.currency,
-      p.merchant,
-      p.address,
-      p.purpose,
-      p.rail,
-      p.now,
-      p.now,
-    ],
+     ${pay.sql}`,
+    [p.amount, p.sessionId, p.now, p.amount, ...pay.params],
   );
   if (row) return { ok: true };
   const s = await q.get(
@@ -216,24 +243,8 @@ async function reserveChain(
         now: p.now,
       });
       if (!r.ok) return r;
-      await t.run(
-        `INSERT INTO gw_payments
-         (id, session_id, state, amount, currency, merchant, address, purpose, rail, created_at, updated_at, counters)
-       VALUES (?, ?, 'reserved', ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-        [
-          p.paymentId,
-          p.sessionId,
-          p.amount,
-          p.currency,
-          p.merchant,
-          p.address,
-          p.purpose,
-          p.rail,
-          p.now,
-          p.now,
-          JSON.stringify(r.counters),
-        ],
-      );
+      const pay = paymentInsert({ ...p, counters: r.counters }, t.dialect === 'postgres');
+      await t.run(pay.sql, pay.params);
       return { ok: true };
     },
     paused && (async (t, r) => (!r.ok && r.pausedNow ? paused(t) : undefined)),
@@ -301,12 +312,8 @@ async function reserveInTx(q: SqlDatabase, p: ReserveInput, paused?: TxEffect<vo
             formatMinor(ceiling - spent - reserved, p.currency),
         } as const;
       }
-      await t.run(
-        `INSERT INTO gw_payments (id, session_id, state, amount, currency, merchant, address, purpose, rail,
-          created_at, updated_at)
-       VALUES (?, ?, 'reserved', ?, ?, ?, ?, ?, ?, ?, ?)`,
-        [p.paymentId, p.sessionId, p.amount, p.currency, p.merchant, p.address, p.purpose, p.rail, p.now, p.now],
-      );
+      const pay = paymentInsert(p, t.dialect === 'postgres');
+      await t.run(pay.sql, pay.params);
       // The guard is repeated in the WHERE clause: the reservation can never pass the ceiling,
       // whatever happened above.
       const u = await t.run(
@@ -747,6 +754,24 @@ export async function payLedgerAndCommit(
   );
 }
 
+/**
+ * The ledger rail's row of a payment paid in the change that writes it: VALUES, or (PostgreSQL)
+ * one row per row of the `pay` CTE. A second row for the same payment id is a unique violation.
+ */
+function ledgerInsert(
+  p: { paymentId: string; txRef: string; address: string; amount: bigint; currency: string; paidAt: number },
+  form: 'values' | 'pay',
+): { sql: string; params: unknown[] } {
+  const big = form === 'pay' ? '?::bigint' : '?';
+  const values = `?, 'paid', ?, ?, ${big}, ?, ${big}`;
+  return {
+    sql:
+      'INSERT INTO gw_ledger (payment_id, status, tx_ref, address, amount, currency, created_at) ' +
+      (form === 'pay' ? `SELECT ${values} FROM pay` : `VALUES (${values})`),
+    params: [p.paymentId, p.txRef, p.address, p.amount, p.currency, p.paidAt],
+  };
+}
+
 /** A ledger payment made in the change that commits it (payLedgerInCommit). */
 export type LedgerPaymentInput = ReserveInput & ReceiptRow & { txRef: string };
 
@@ -756,46 +781,19 @@ export type LedgerPaymentInput = ReserveInput & ReceiptRow & { txRef: string };
  * unique violation: nothing at all is written) and the receipt, then `extra` CTEs.
  */
 function reserveAndPayStatement(p: LedgerPaymentInput, extra = NO_CTES): { sql: string; params: unknown[] } {
+  const pay = paymentInsert({ ...p, paid: p }, true, { cte: 'ses', returning: 'session_id, amount' });
+  const led = ledgerInsert(p, 'pay');
   const rc = receiptCtes(p);
   return {
     sql: `WITH ses AS (
          UPDATE gw_sessions SET spent = spent + ?::bigint
          WHERE id = ? AND state = 'active' AND expires_at > ?::bigint AND spent + reserved + ?::bigint <= ceiling
          RETURNING id, spent, ceiling),
-       pay AS (
-         INSERT INTO gw_payments (id, session_id, state, amount, currency, merchant, address, purpose, rail, tx_ref,
-         created_at, updated_at)
-         SELECT ?, ses.id, 'paid', ?::bigint, ?, ?, ?, ?, ?, ?, ?::bigint, ?::bigint FROM ses RETURNING session_id,
-         amount),
-       led AS (
-         INSERT INTO gw_ledger (payment_id, status, tx_ref, address, amount, currency, created_at)
-         SELECT ?, 'paid', ?, ?, ?::bigint, ?, ?::bigint FROM pay),
+       pay AS (${pay.sql}),
+       led AS (${led.sql}),
        ${rc.sql}${extra.sql}
        SELECT spent, ceiling FROM ses`,
-    params: [
-      p.amount,
-      p.sessionId,
-      p.now,
-      p.amount,
-      p.paymentId,
-      p.amount,
-      p.currency,
-      p.merchant,
-      p.address,
-      p.purpose,
-      p.rail,
-      p.txRef,
-      p.now,
-      p.paidAt,
-      p.paymentId,
-      p.txRef,
-      p.address,
-      p.amount,
-      p.currency,
-      p.paidAt,
-      ...rc.params,
-      ...extra.params,
-    ],
+    params: [p.amount, p.sessionId, p.now, p.amount, ...pay.params, ...led.params, ...rc.params, ...extra.params],
   };
 }
 
@@ -852,7 +850,7 @@ async function reserveAndPayChain(
       async (t) => {
         const r = await reserveOnCounters(t, { ...p, chain, spend: true });
         if (!r.ok) throw new Rollback(NOT_COMMITTED);
-        await insertPaidOnChain(t, p, r.counters);
+        await insertPaid(t, p, r.counters);
         return committed({ spent: r.spent.toString(), ceiling: r.ceiling.toString() }, p.amount);
       },
       afterEffects(record),
@@ -888,7 +886,7 @@ async function reserveAndPayChain(
     async (t) => {
       const self = await moveCounters(t, guard);
       if (!self) throw new Rollback(NOT_COMMITTED);
-      await insertPaidOnChain(t, p, counters);
+      await insertPaid(t, p, counters);
       return committed(self, p.amount);
     },
     afterEffects(record),
@@ -896,33 +894,12 @@ async function reserveAndPayChain(
   );
 }
 
-/** SQLite (or a transaction): a chain's ledger payment, paid, with its ledger row and receipt. */
-async function insertPaidOnChain(t: SqlExecutor, p: LedgerPaymentInput, counters: PaymentCounters) {
-  await t.run(
-    `INSERT INTO gw_payments
-     (id, session_id, state, amount, currency, merchant, address, purpose, rail, tx_ref, created_at, updated_at,
-      counters)
-     VALUES (?, ?, 'paid', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    [
-      p.paymentId,
-      p.sessionId,
-      p.amount,
-      p.currency,
-      p.merchant,
-      p.address,
-      p.purpose,
-      p.rail,
-      p.txRef,
-      p.now,
-      p.paidAt,
-      JSON.stringify(counters),
-    ],
-  );
-  await t.run(
-    `INSERT INTO gw_ledger (payment_id, status, tx_ref, address, amount, currency, created_at)
-     VALUES (?, 'paid', ?, ?, ?, ?, ?)`,
-    [p.paymentId, p.txRef, p.address, p.amount, p.currency, p.paidAt],
-  );
+/** In a transaction: a ledger payment, paid, with its ledger row and receipt (`counters`: on a chain). */
+async function insertPaid(t: SqlExecutor, p: LedgerPaymentInput, counters?: PaymentCounters) {
+  const pay = paymentInsert({ ...p, paid: p, counters }, t.dialect === 'postgres');
+  await t.run(pay.sql, pay.params);
+  const led = ledgerInsert(p, 'values');
+  await t.run(led.sql, led.params);
   await insertReceipt(t, p);
 }
 
@@ -939,43 +916,16 @@ function reserveAndPayChainStatement(
   extra = NO_CTES,
 ): { sql: string; params: unknown[] } {
   const g = counterCtes(guard);
+  const pay = paymentInsert({ ...p, paid: p, counters }, true, { cte: g.last, returning: 'session_id, amount' });
+  const led = ledgerInsert(p, 'pay');
   const rc = receiptCtes(p);
   return {
     sql: `WITH ${g.sql},
-       pay AS (
-         INSERT INTO gw_payments
-           (id, session_id, state, amount, currency, merchant, address, purpose, rail, tx_ref, created_at, updated_at,
-            counters)
-         SELECT ?, ?, 'paid', ?::bigint, ?, ?, ?, ?, ?, ?, ?::bigint, ?::bigint, ? FROM ${g.last}
-         RETURNING session_id, amount),
-       led AS (
-         INSERT INTO gw_ledger (payment_id, status, tx_ref, address, amount, currency, created_at)
-         SELECT ?, 'paid', ?, ?, ?::bigint, ?, ?::bigint FROM pay),
+       pay AS (${pay.sql}),
+       led AS (${led.sql}),
        ${rc.sql}${extra.sql}
        ${g.select}`,
-    params: [
-      ...g.params,
-      p.paymentId,
-      p.sessionId,
-      p.amount,
-      p.currency,
-      p.merchant,
-      p.address,
-      p.purpose,
-      p.rail,
-      p.txRef,
-      p.now,
-      p.paidAt,
-      JSON.stringify(counters),
-      p.paymentId,
-      p.txRef,
-      p.address,
-      p.amount,
-      p.currency,
-      p.paidAt,
-      ...rc.params,
-      ...extra.params,
-    ],
+    params: [...g.params, ...pay.params, ...led.params, ...rc.params, ...extra.params],
   };
 }
 
@@ -1002,30 +952,7 @@ async function reserveAndPayLedger(
         [p.amount, p.sessionId, p.now, p.amount],
       );
       if (!s) throw new Rollback(NOT_COMMITTED);
-      await t.run(
-        `INSERT INTO gw_payments (id, session_id, state, amount, currency, merchant, address, purpose, rail, tx_ref,
-          created_at, updated_at)
-       VALUES (?, ?, 'paid', ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-        [
-          p.paymentId,
-          p.sessionId,
-          p.amount,
-          p.currency,
-          p.merchant,
-          p.address,
-          p.purpose,
-          p.rail,
-          p.txRef,
-          p.now,
-          p.paidAt,
-        ],
-      );
-      await t.run(
-        'INSERT INTO gw_ledger (payment_id, status, tx_ref, address, amount, currency, created_at) ' +
-          `VALUES (?, 'paid', ?, ?, ?, ?, ?)`,
-        [p.paymentId, p.txRef, p.address, p.amount, p.currency, p.paidAt],
-      );
-      await insertReceipt(t, p);
+      await insertPaid(t, p);
       return committed(s, p.amount);
     },
     afterEffects(record),
