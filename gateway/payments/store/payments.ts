@@ -889,7 +889,9 @@ async function reserveAndPayChain(
       await insertPaid(t, p, counters);
       return committed(self, p.amount);
     },
-    afterEffects(record),
+    // The guard refused any payment that would fill a window (refuseFill): nothing for
+    // `record.filled` to find, as on PostgreSQL's one statement.
+    record.effect,
     { first: record.known?.effect },
   );
 }
