@@ -348,6 +348,9 @@ export function createPaymentService(deps: PaymentServiceDeps) {
       purpose: allowed,
       rail: railName,
     };
+    const at = now();
+    const chain = counterChain(session);
+    const velocity = session.maxPerHour !== null || session.maxPerMerchantDay !== null;
     const r = await reserve(
       db,
       {
@@ -359,9 +362,10 @@ export function createPaymentService(deps: PaymentServiceDeps) {
         address: terms.address,
         purpose: p.purpose,
         rail: railName,
-        now: now(),
-        velocity: session.maxPerHour !== null || session.maxPerMerchantDay !== null,
-        chain: counterChain(session),
+        now: at,
+        velocity,
+        chain,
+        ...(chain && !velocity ? { chainWindows: await chainWindows(session, chain, at) } : {}),
       },
       pausedRecord(session),
     );

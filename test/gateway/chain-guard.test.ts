@@ -11,7 +11,7 @@ import type { SqlDatabase } from '../../service-kit/index.js';
 import { migrate } from '../../service-kit/migrate.js';
 import { GATEWAY_ALL_MIGRATIONS } from '../../gateway/server.js';
 import { insertSession, type NewSession } from '../../gateway/store/sessions.js';
-import { payLedgerInCommit } from '../../gateway/payments/store/payments.js';
+import { payLedgerInCommit, reserve } from '../../gateway/payments/store/payments.js';
 import { chainWindowKeys } from '../../gateway/payments/store/counters.js';
 import { sqliteDb, postgresDb, type TestDb } from './helpers.js';
 
@@ -62,6 +62,24 @@ function pay(db: SqlDatabase, chain: string[], amount: bigint, windows: ReturnTy
     receiptId: `rcpt_${id}`,
     paidAt: NOW,
     receipt: '{}',
+  });
+}
+
+/** A reservation of `amount` on `chain` (the x402 and MPP path: paid later, or released). */
+function hold(db: SqlDatabase, chain: string[], amount: bigint, windows: ReturnType<typeof chainWindowKeys> = []) {
+  return reserve(db, {
+    paymentId: `pay_${randomBytes(6).toString('hex')}`,
+    sessionId: chain[0]!,
+    amount,
+    currency: 'USD',
+    merchant: 'm.example',
+    address: 'a',
+    purpose: 'api:search',
+    rail: 'x402',
+    now: NOW,
+    velocity: false,
+    chain,
+    chainWindows: windows,
   });
 }
 
@@ -116,6 +134,30 @@ function suite(name: string, open: () => Promise<TestDb | undefined>) {
     const before = await counters(t.db);
     const r = await pay(t.db, chain, 5n);
     assert.ok('ok' in r && r.code === 'budget_exceeded', JSON.stringify(r));
+    assert.equal(await counters(t.db), before);
+  });
+
+  test(`${name}: a reservation refused by a full window or parent moves nothing`, async () => {
+    if (!t) return;
+    const windows = [{ every: 'P1D' as const, maxAmountMinor: '10' }];
+    await insertSession(
+      t.db,
+      session('sess_w', 1000n, { config: { windows } as NewSession['config'], windowsStart: NOW }),
+    );
+    await insertSession(t.db, session('sess_b_parent', 10n));
+    await insertSession(
+      t.db,
+      session('sess_a_child', 100n, { parentId: 'sess_b_parent', path: '/sess_b_parent/sess_a_child/', depth: 1 }),
+    );
+    const keys = chainWindowKeys([{ id: 'sess_w', windows, windowsStart: NOW }], NOW);
+    const chain = ['sess_a_child', 'sess_b_parent'];
+    assert.ok((await hold(t.db, ['sess_w'], 8n, keys)).ok);
+    assert.ok((await hold(t.db, chain, 8n)).ok);
+    const before = await counters(t.db);
+    const w = await hold(t.db, ['sess_w'], 5n, keys);
+    assert.ok(!w.ok && w.code === 'window_exceeded', JSON.stringify(w));
+    const c = await hold(t.db, chain, 5n);
+    assert.ok(!c.ok && c.code === 'budget_exceeded', JSON.stringify(c));
     assert.equal(await counters(t.db), before);
   });
 }

@@ -95,7 +95,8 @@ export type ReserveInput = Pick<
   chain?: string[];
   /**
    * With `chain` and no velocity limits: the window of every window of the chain at `now`
-   * (counters.ts chainWindowKeys), which lets PostgreSQL reserve and pay in one statement.
+   * (counters.ts chainWindowKeys), which lets the budget guard (guard.ts) reserve, or reserve and
+   * pay, without reading the counters first.
    */
   chainWindows?: ChainWindow[];
 };
@@ -224,13 +225,19 @@ async function reserveOneStatement(
   };
 }
 
-/** Every counter of the chain in one transaction (counters.ts), the payment row written with them. */
+/**
+ * Every counter of the chain, the payment row written with them: on PostgreSQL without velocity
+ * limits one statement (the budget guard's CTEs, guard.ts); otherwise, or when that refuses, one
+ * transaction (counters.ts reserveOnCounters) that also says why and pauses at a soft limit.
+ */
 async function reserveChain(
   q: SqlDatabase,
   p: ReserveInput,
   chain: string[],
   paused?: TxEffect<void>,
 ): Promise<ReserveResult> {
+  if (q.dialect === 'postgres' && p.chainWindows && (await reserveChainInOneStatement(q, p, chain, p.chainWindows)))
+    return { ok: true };
   return changeWith(
     q,
     async (t): Promise<ReserveResult> => {
@@ -249,6 +256,29 @@ async function reserveChain(
     },
     paused && (async (t, r) => (!r.ok && r.pausedNow ? paused(t) : undefined)),
   );
+}
+
+/** PostgreSQL: the chain's counters reserved and the payment row written in one statement; false when refused. */
+async function reserveChainInOneStatement(
+  q: SqlDatabase,
+  p: ReserveInput,
+  chain: string[],
+  windows: ChainWindow[],
+): Promise<boolean> {
+  await ensureWindowRows(q, windows);
+  const g = counterCtes({ chain, windows, amount: p.amount, now: p.now, column: 'reserved' });
+  const counters: PaymentCounters = { s: chain, w: windows.map((w) => [w.sessionId, w.every, w.startsAt]) };
+  const pay = paymentInsert({ ...p, counters }, true, { cte: g.last, returning: 'id' });
+  try {
+    const row = await q.getGrouped(p.sessionId, `WITH ${g.sql},\n       pay AS (${pay.sql})\n       ${g.select}`, [
+      ...g.params,
+      ...pay.params,
+    ]);
+    return row !== undefined;
+  } catch (e) {
+    if ((e as { code?: unknown })?.code === CHAIN_REFUSED) return false;
+    throw e;
+  }
 }
 
 async function reserveInTx(q: SqlDatabase, p: ReserveInput, paused?: TxEffect<void>): Promise<ReserveResult> {
