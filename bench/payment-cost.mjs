@@ -16,7 +16,7 @@
 // this one's: `git worktree add /tmp/main main && (cd /tmp/main && npm run compile)`.
 import http from 'node:http';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -32,56 +32,20 @@ const root = argOf('root', undefined);
 const procs = root
   ? await import(pathToFileURL(join(resolve(root), 'bench', 'lib', 'gateway-procs.mjs')).href)
   : await import('./lib/gateway-procs.mjs');
-const { startMerchant, startGateway, stop, createOwner, createSession, paidRequest, pgReachable, dropSchema } = procs;
+const {
+  startMerchant,
+  startGateway,
+  stop,
+  createOwner,
+  createSession,
+  paidRequest,
+  pgReachable,
+  dropSchema,
+  backendTicks,
+  ticksBetween,
+} = procs;
 const pgUrl = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 if (pg && !(await pgReachable(pgUrl))) throw new Error(`${pgUrl} is unreachable`);
-
-/** The local ports of `pid`'s TCP connections to port 5432 (Linux /proc: its socket inodes, found in /proc/net/tcp). */
-function pgClientPorts(pid) {
-  const inodes = new Set();
-  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
-    try {
-      const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
-      if (m) inodes.add(m[1]);
-    } catch {
-      // closed meanwhile
-    }
-  }
-  const ports = new Set();
-  for (const file of ['/proc/net/tcp', '/proc/net/tcp6'])
-    for (const line of readFileSync(file, 'utf8').split('\n').slice(1)) {
-      const f = line.trim().split(/\s+/);
-      if (f.length > 9 && inodes.has(f[9]) && f[2].endsWith(':1538')) ports.add(parseInt(f[1].split(':')[1], 16));
-    }
-  return ports;
-}
-
-/**
- * Clock ticks (10 ms) of the PostgreSQL backends serving the gateway process `pid`, by backend
- * pid (their command line names the client's port): the database's work for this gateway only,
- * whatever else the server runs meanwhile (other databases' backends, its background writers).
- */
-function backendTicks(pid) {
-  const ports = pgClientPorts(pid);
-  const out = new Map();
-  for (const p of readdirSync('/proc')) {
-    if (!/^\d+$/.test(p)) continue;
-    try {
-      if (readFileSync(`/proc/${p}/comm`, 'utf8').trim() !== 'postgres') continue;
-      const port = /\((\d+)\)/.exec(readFileSync(`/proc/${p}/cmdline`, 'utf8'))?.[1];
-      if (!port || !ports.has(Number(port))) continue;
-      const f = readFileSync(`/proc/${p}/stat`, 'utf8');
-      const r = f.slice(f.lastIndexOf(')') + 2).split(' ');
-      out.set(p, Number(r[11]) + Number(r[12]));
-    } catch {
-      // exited meanwhile
-    }
-  }
-  return out;
-}
-
-/** Ticks used between two backendTicks() samples (a backend that appeared meanwhile counts from 0). */
-const ticksBetween = (a, b) => [...b].reduce((sum, [p, t]) => sum + t - (a.get(p) ?? 0), 0);
 
 /** A session of `kind`, its budget far above what the run spends. */
 async function sessionOf(kind, url, owner) {
