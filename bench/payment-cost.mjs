@@ -10,7 +10,13 @@
 // warm-up (sequential, or on --conns connections).
 //
 //   npm run compile && node bench/payment-cost.mjs [--n 1000] [--db postgres] [--conns 50]
-//     [--cases plain,windows,child] [--root <another checkout, compiled>]
+//     [--cases plain,windows,child] [--root <another checkout, compiled>] [--store-only]
+//
+// --store-only (PostgreSQL): no gateway, merchant or HTTP, only the store's paid-payment change
+// (payLedgerInCommit: the budget guard, the payment, the ledger row, a 1.5 KB receipt), run --n
+// times in a row per case on one connection, rounds alternating between cases: the CPU of that
+// one backend per payment, the database's own cost of a payment without the rest of a request
+// (sessions read, the audit and transparency logs), which a loaded machine hardly moves.
 //
 // --root runs another checkout's gateway (its build/ and its bench/lib), e.g. main's code beside
 // this one's: `git worktree add /tmp/main main && (cd /tmp/main && npm run compile)`.
@@ -179,5 +185,92 @@ async function runCase(kind) {
   }
 }
 
+/** The store's paid-payment change alone, per case (--store-only). */
+async function storeOnly() {
+  const build = (p) => import(pathToFileURL(join(root ? resolve(root) : process.cwd(), 'build', p)).href);
+  const [{ openDatabase }, { migrate }, { GATEWAY_ALL_MIGRATIONS }, { insertSession }] = await Promise.all([
+    build('service-kit/index.js'),
+    build('service-kit/migrate.js'),
+    build('gateway/server.js'),
+    build('gateway/store/sessions.js'),
+  ]);
+  // Where the store lived before payments/store/ (so --root can name an older checkout).
+  const store = await build('gateway/payments/store/payments.js').catch(() => build('gateway/payments/store.js'));
+  const counters = await build('gateway/payments/store/counters.js').catch(() => build('gateway/payments/counters.js'));
+  const schema = `ctl_cost_${randomBytes(4).toString('hex')}`;
+  const db = await openDatabase(pgUrl, { schema, poolSize: 1 });
+  try {
+    await migrate(db, [...GATEWAY_ALL_MIGRATIONS]);
+    const backend = (await db.get('SELECT pg_backend_pid() AS p')).p;
+    const ticks = () => {
+      const f = readFileSync(`/proc/${backend}/stat`, 'utf8');
+      const r = f.slice(f.lastIndexOf(')') + 2).split(' ');
+      return Number(r[11]) + Number(r[12]);
+    };
+    const now = Date.now();
+    const big = '9000000000000000';
+    const windows = [
+      { every: 'P1D', maxAmountMinor: big },
+      { every: 'P1M', maxAmountMinor: big },
+    ];
+    const session = (id, extra = {}) =>
+      insertSession(db, {
+        ...{ id, ownerId: 'own_cost', tokenHash: `t_${id}`, label: id, currency: 'USD', ceiling: BigInt(big) },
+        ...{ expiresAt: now + 86_400_000, createdAt: now, config: {}, policyHash: 'h', grantId: `g_${id}` },
+        ...{ grant: {}, actorKeyPem: 'k', softLimit: null, maxPerHour: null, maxPerMerchantDay: null },
+        ...{ webhookUrl: null, webhookSecret: null, thresholds: [] },
+        ...extra,
+      });
+    await session('sess_plain');
+    await session('sess_windows', { config: { windows }, windowsStart: now });
+    await session('sess_parent');
+    await session('sess_child', { parentId: 'sess_parent', path: '/sess_parent/sess_child/', depth: 1 });
+    const inputs = {
+      plain: { sessionId: 'sess_plain' },
+      windows: {
+        sessionId: 'sess_windows',
+        chain: ['sess_windows'],
+        chainWindows: counters.chainWindowKeys([{ id: 'sess_windows', windows, windowsStart: now }], now),
+      },
+      child: { sessionId: 'sess_child', chain: ['sess_child', 'sess_parent'], chainWindows: [] },
+    };
+    let k = 0;
+    const pay = async (kind) => {
+      const id = `pay_${k++}_${randomBytes(4).toString('hex')}`;
+      const input = { ...inputs[kind], paymentId: id, amount: 1n, currency: 'USD', merchant: 'm', address: 'a' };
+      const paid = { txRef: `txid:${id}`, receiptId: `rcpt_${id}`, receipt: 'x'.repeat(1500) };
+      const r = await store.payLedgerInCommit(db, {
+        ...input,
+        ...paid,
+        purpose: 'api:search',
+        rail: 'ledger',
+        now: Date.now(),
+        paidAt: Date.now(),
+        velocity: false,
+      });
+      if (!r.committed) throw new Error(`${kind}: not committed`);
+    };
+    const used = Object.fromEntries(cases.map((c) => [c, 0]));
+    for (const kind of cases) for (let i = 0; i < 100; i++) await pay(kind);
+    const rounds = 4;
+    for (let round = 0; round < rounds; round++)
+      for (const kind of cases) {
+        const t0 = ticks();
+        for (let i = 0; i < n / rounds; i++) await pay(kind);
+        used[kind] += ticks() - t0;
+      }
+    const per = (kind) => (used[kind] * 10_000) / n;
+    for (const kind of cases)
+      console.log(
+        `${kind.padEnd(8)} PostgreSQL backend CPU per payment ${per(kind).toFixed(0).padStart(5)} µs` +
+          (cases[0] === 'plain' && kind !== 'plain' ? ` (${(per(kind) / per('plain')).toFixed(2)}× plain)` : ''),
+      );
+  } finally {
+    await db.exec(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch(() => {});
+    await db.close();
+  }
+}
+
 console.log(`gateway: ${root ? resolve(root) : 'this checkout'}`);
-for (const kind of cases) await runCase(kind);
+if (process.argv.includes('--store-only')) await storeOnly();
+else for (const kind of cases) await runCase(kind);
