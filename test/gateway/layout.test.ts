@@ -101,6 +101,18 @@ test('no store imports a service', () => {
   assert.equal(violations(files), []);
 });
 
+test("a scheme's folder imports no other scheme's folder", () => {
+  const files = sources(join(gateway, 'payments', 'schemes')).filter((f) => !f.endsWith('scheme.ts'));
+  const folder = (f: string) => /^payments\/schemes\/([^/]+)\//.exec(f)?.[1];
+  assert.ok(files.length >= 8, `found ${files.length} files`);
+  const crossing = files.flatMap((f) =>
+    importsOf(f)
+      .filter((t) => folder(t) !== undefined && folder(t) !== folder(rel(f)))
+      .map((t) => `${rel(f)} → ${t}`),
+  );
+  assert.equal(crossing, []);
+});
+
 test('the scan sees an upward import when there is one', () => {
   // The protocols pay through the service: the scan must report exactly that kind of arrow.
   const found = violations([join(gateway, 'payments', 'schemes', 'x-payment', 'protocol.ts')]);

@@ -51,8 +51,7 @@ import { PERMIT2_ADDRESS, UPTO_PROXY_ADDRESS, permit2Allowance } from '../../evm
 import { insertX402, recordOutcome } from './store.js';
 import { eip3009Check, uptoCapture, type ChainDisagreement, type UptoCapture } from '../../evm/settled.js';
 import type { SessionRecord } from '../../../store/sessions.js';
-import { sbaHeaders } from '../x-payment/protocol.js';
-import type { PaymentProtocol } from '../scheme.js';
+import { sbaHeaders, type PaymentProtocol } from '../scheme.js';
 
 export interface X402ProtocolOptions {
   db: SqlDatabase;
