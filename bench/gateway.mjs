@@ -35,6 +35,8 @@ import {
   createOwner,
   createSession,
   sessionView,
+  backendTicks,
+  ticksBetween,
 } from './lib/gateway-procs.mjs';
 
 // BENCH_NODE_ARGS (e.g. --cpu-prof) goes to the gateway process only, for profiling.
@@ -62,6 +64,8 @@ function cpuTicks(pid) {
 }
 
 /**
+ * (With several gateway instances; one gateway's rows count only the backends serving it, as
+ * lib/gateway-procs.mjs backendTicks finds them, so other clients of a shared server do not.)
  * CPU time (clock ticks of 10 ms) of every PostgreSQL server process, the ones that exited since
  * counted through the postmaster's children: on one machine the database's work per request
  * competes for the same cores as the gateway's. Undefined where /proc is not readable.
@@ -96,7 +100,9 @@ async function measure(conns, seconds, send, gatewayPid) {
   const end = performance.now() + seconds * 1000;
   const started = performance.now();
   const cpu0 = gatewayPid ? cpuTicks(gatewayPid) : undefined;
-  const pg0 = postgresTicks();
+  // The backends serving this gateway when there is one; else (several instances) the whole server.
+  const pgTicks = () => (gatewayPid ? backendTicks(gatewayPid) : postgresTicks());
+  const pg0 = pgTicks();
   await Promise.all(
     Array.from({ length: conns }, async () => {
       while (performance.now() < end) {
@@ -109,7 +115,7 @@ async function measure(conns, seconds, send, gatewayPid) {
   );
   const elapsed = (performance.now() - started) / 1000;
   const cpu1 = gatewayPid ? cpuTicks(gatewayPid) : undefined;
-  const pg1 = postgresTicks();
+  const pg1 = pgTicks();
   agent.destroy();
   lat.sort((a, b) => a - b);
   const q = (p) => lat[Math.min(lat.length - 1, Math.floor(p * lat.length))];
@@ -124,7 +130,10 @@ async function measure(conns, seconds, send, gatewayPid) {
     ok200: lat.length - bad + warm200,
     cpuLoop: perReq('loop'),
     cpuAll: perReq('all'),
-    cpuPostgres: pg0 !== undefined && pg1 !== undefined ? ((pg1 - pg0) * 10_000) / lat.length : undefined,
+    cpuPostgres:
+      pg0 === undefined || pg1 === undefined
+        ? undefined
+        : ((typeof pg0 === 'number' ? pg1 - pg0 : ticksBetween(pg0, pg1)) * 10_000) / lat.length,
   };
 }
 

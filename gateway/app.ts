@@ -22,18 +22,14 @@ import {
 import { serveOpenApi } from '../service-kit/openapi.js';
 import { GATEWAY_OPENAPI } from './openapi.js';
 import { expireDue, nextExpiry, sessionById } from './store/sessions.js';
-import { createLedgerRail } from './payments/rails/ledger.js';
-import type { Rail } from './payments/rails/rail.js';
-import { createXPaymentProtocol } from './payments/protocols/x-payment.js';
-import { createX402Protocol, holdCap } from './payments/protocols/x402.js';
-import {
-  createX402Rail,
-  X402_RAIL,
-  DEFAULT_EXPIRY_MARGIN_MS,
-  type X402ChainReader,
-} from './payments/rails/x402/rail.js';
-import { DEFAULT_MAX_TIMEOUT_SECONDS, type X402AssetMap } from './payments/rails/x402/assets.js';
-import { createMppProtocol, createMppRail, MPP_RAIL } from './payments/protocols/mpp.js';
+import { createLedgerRail } from './payments/ledger.js';
+import type { Rail } from './payments/rail.js';
+import { createXPaymentProtocol } from './payments/schemes/x-payment/protocol.js';
+import { createX402Protocol, holdCap } from './payments/schemes/x402/protocol.js';
+import { createX402Rail, X402_RAIL } from './payments/schemes/x402/rail.js';
+import { DEFAULT_EXPIRY_MARGIN_MS, type EvmChainReader } from './payments/evm/chain.js';
+import { DEFAULT_MAX_TIMEOUT_SECONDS, type X402AssetMap } from './payments/evm/assets.js';
+import { createMppProtocol, createMppRail, MPP_RAIL } from './payments/schemes/mpp/protocol.js';
 import type { ExternalKey, KeyRing } from './services/keys.js';
 import type { SessionKeys } from './services/session-keys.js';
 import type { SecretSealer } from '../service-kit/secrets/index.js';
@@ -119,15 +115,15 @@ export interface GatewayDeps {
     assets?: X402AssetMap;
     maxTimeoutSeconds?: number;
     privateKey?: `0x${string}`;
-    chain?: (network: string) => X402ChainReader | undefined;
+    chain?: (network: string) => EvmChainReader | undefined;
     /**
      * `CTL_X402_MAX_HOLD_SECONDS` (600): the longest one payment may hold its amount of a session's budget
-     * (payments/protocols/x402.ts holdCap).
+     * (payments/schemes/x402/protocol.ts holdCap).
      */
     maxHoldSeconds?: number;
     /**
      * Clock skew allowed past an authorization's `validBefore` before the chain is asked (default 60 s;
-     * payments/rails/x402/rail.ts).
+     * payments/schemes/x402/rail.ts).
      */
     expiryMarginMs?: number;
   };
@@ -398,7 +394,7 @@ export function createGatewayApp(deps: GatewayDeps, parts: GatewayParts): Gatewa
   }
 
   const x402Rail = createX402Rail(db, now, deps.x402?.chain, deps.x402?.expiryMarginMs);
-  // MPP's `evm` charge is an EIP-3009 authorization too: same chains, same margin (payments/protocols/mpp.ts).
+  // MPP's `evm` charge is an EIP-3009 authorization too: same chains, same margin (payments/schemes/mpp/protocol.ts).
   const mppRail = createMppRail(db, now, deps.x402?.chain, deps.x402?.expiryMarginMs);
   const limits = gatewayRateLimits(
     db,
@@ -472,7 +468,7 @@ export function createGatewayApp(deps: GatewayDeps, parts: GatewayParts): Gatewa
     payments,
     privateKey: parts.evmPrivateKey,
     assets: deps.x402?.assets ?? new Map(),
-    // x402's cap on how long one signed authorization may hold a budget (payments/protocols/x402.ts holdCap).
+    // x402's cap on how long one signed authorization may hold a budget (payments/schemes/x402/protocol.ts holdCap).
     maxTimeoutSeconds: holdCap({
       maxTimeoutSeconds: deps.x402?.maxTimeoutSeconds ?? DEFAULT_MAX_TIMEOUT_SECONDS,
       maxHoldSeconds: deps.x402?.maxHoldSeconds,

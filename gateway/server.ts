@@ -50,12 +50,12 @@ import {
 } from '../service-kit/rollback-guard.js';
 import { createGatewayApp, type GatewayApp, type GatewayDeps, type GatewayParts } from './app.js';
 import { GATEWAY_MIGRATIONS } from './store/schema.js';
-import { X402_MIGRATIONS } from './payments/rails/x402/store.js';
-import { MPP_MIGRATIONS } from './payments/rails/mpp/store.js';
+import { X402_MIGRATIONS } from './payments/schemes/x402/store.js';
+import { MPP_MIGRATIONS } from './payments/schemes/mpp/store.js';
 import { createKeyRing, sharedSecret } from './services/keys.js';
 import { createSessionKeys } from './services/session-keys.js';
-import { parseAssetMap, parseMaxHoldSeconds, parseMaxTimeoutSeconds } from './payments/rails/x402/assets.js';
-import { chainReaders, parseRpcUrls } from './payments/rails/x402/chain.js';
+import { parseAssetMap, parseMaxHoldSeconds, parseMaxTimeoutSeconds } from './payments/evm/assets.js';
+import { chainReaders, parseRpcUrls } from './payments/evm/chain.js';
 import { externalKeysFromEnv, gatewayKek } from './services/custody.js';
 import {
   gatewayRateLimitsFromEnv,

@@ -4,7 +4,7 @@
 // - the receipts, through the owner API (GET /sessions/{id}/receipts);
 // - the sessions' spent and reserved, through the owner API (GET /sessions/{id}).
 // The gateway's own tables are read only to tell an x402 authorization still cashable (its
-// reservation is held by design, gateway/payments/protocols/x402.ts) from a reservation left behind.
+// reservation is held by design, gateway/payments/schemes/x402/protocol.ts) from a reservation left behind.
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 

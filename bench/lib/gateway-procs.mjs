@@ -5,7 +5,7 @@
 // and bench/rate-limit.mjs (what a key and counting limits cost).
 import { spawn } from 'node:child_process';
 import http from 'node:http';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, readdirSync, readlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
@@ -177,6 +177,53 @@ function countSql(db, counts) {
     }, options);
   };
 }
+
+/** The local ports of `pid`'s TCP connections to port 5432 (Linux /proc: its socket inodes, found in /proc/net/tcp). */
+function pgClientPorts(pid) {
+  const inodes = new Set();
+  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+    try {
+      const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
+      if (m) inodes.add(m[1]);
+    } catch {
+      // closed meanwhile
+    }
+  }
+  const ports = new Set();
+  for (const file of ['/proc/net/tcp', '/proc/net/tcp6'])
+    for (const line of readFileSync(file, 'utf8').split('\n').slice(1)) {
+      const f = line.trim().split(/\s+/);
+      if (f.length > 9 && inodes.has(f[9]) && f[2].endsWith(':1538')) ports.add(parseInt(f[1].split(':')[1], 16));
+    }
+  return ports;
+}
+
+/**
+ * Clock ticks (10 ms) of the PostgreSQL backends serving the gateway process `pid`, by backend
+ * pid (their command line names the client's port): the database's work for this gateway only,
+ * whatever else the server runs meanwhile (other databases' backends, its background writers).
+ */
+export function backendTicks(pid) {
+  const ports = pgClientPorts(pid);
+  const out = new Map();
+  for (const p of readdirSync('/proc')) {
+    if (!/^\d+$/.test(p)) continue;
+    try {
+      if (readFileSync(`/proc/${p}/comm`, 'utf8').trim() !== 'postgres') continue;
+      const port = /\((\d+)\)/.exec(readFileSync(`/proc/${p}/cmdline`, 'utf8'))?.[1];
+      if (!port || !ports.has(Number(port))) continue;
+      const f = readFileSync(`/proc/${p}/stat`, 'utf8');
+      const r = f.slice(f.lastIndexOf(')') + 2).split(' ');
+      out.set(p, Number(r[11]) + Number(r[12]));
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return out;
+}
+
+/** Ticks used between two backendTicks() samples (a backend that appeared meanwhile counts from 0). */
+export const ticksBetween = (a, b) => [...b].reduce((sum, [p, t]) => sum + t - (a.get(p) ?? 0), 0);
 
 /** Starts this file as `--role=…` in a child process; resolves with its first JSON line. */
 export function child(args, env = {}, nodeArgs = []) {

@@ -8,8 +8,8 @@
 import type { SqlDatabase } from '../../service-kit/index.js';
 import type { SignedBudgetAuthorization } from '../../src/index.js';
 import { sessionById, type SessionRecord } from '../store/sessions.js';
-import type { Rail } from './rails/rail.js';
-import { openPayments, release, touchOpen, type PaymentRecord } from './store.js';
+import type { Rail } from './rail.js';
+import { openPayments, release, touchOpen, type PaymentRecord } from './store/payments.js';
 
 /** Reconcile reads open payments 200 at a time, up to 10 000 a pass (the rest rotate to later passes). */
 const RECONCILE_PAGE = 200;

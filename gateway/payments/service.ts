@@ -20,11 +20,11 @@ import {
   type PaymentRecord,
   type CommitResult,
   type CommitRecord,
-} from './store.js';
+} from './store/payments.js';
 import { chainOf, sessionById, type SessionRecord, type SessionWindow } from '../store/sessions.js';
-import { chainWindowKeys, filledWindows } from './counters.js';
-import type { PaymentOrder, Rail } from './rails/rail.js';
-import type { PaymentTerms } from './terms/x-payment.js';
+import { chainWindowKeys, filledWindows, windowsOfChain } from './store/counters.js';
+import type { PaymentOrder, Rail } from './rail.js';
+import type { PaymentTerms } from './schemes/x-payment/terms.js';
 import { createPaymentSigning, type PaymentFields } from './signing.js';
 import { reconcile } from './reconcile.js';
 import type { KeyRing } from '../services/keys.js';
@@ -100,15 +100,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
   async function chainWindows(session: SessionRecord, chain: string[], at: number) {
     let sessions = chainWindowsOf.get(session.id);
     if (!sessions) {
-      const rows = await db.all<{ id: string; config: string; windows_start: unknown }>(
-        `SELECT id, config, windows_start FROM gw_sessions WHERE id IN (${chain.map(() => '?').join(', ')})`,
-        chain,
-      );
-      sessions = rows.map((r) => ({
-        id: r.id,
-        windows: (JSON.parse(r.config) as SessionRecord['config']).windows ?? [],
-        windowsStart: r.windows_start == null ? null : Number(r.windows_start),
-      }));
+      sessions = await windowsOfChain(db, chain);
       chainWindowsOf.set(session.id, sessions);
     }
     return chainWindowKeys(sessions, at);
@@ -356,6 +348,9 @@ export function createPaymentService(deps: PaymentServiceDeps) {
       purpose: allowed,
       rail: railName,
     };
+    const at = now();
+    const chain = counterChain(session);
+    const velocity = session.maxPerHour !== null || session.maxPerMerchantDay !== null;
     const r = await reserve(
       db,
       {
@@ -367,9 +362,10 @@ export function createPaymentService(deps: PaymentServiceDeps) {
         address: terms.address,
         purpose: p.purpose,
         rail: railName,
-        now: now(),
-        velocity: session.maxPerHour !== null || session.maxPerMerchantDay !== null,
-        chain: counterChain(session),
+        now: at,
+        velocity,
+        chain,
+        ...(chain && !velocity ? { chainWindows: await chainWindows(session, chain, at) } : {}),
       },
       pausedRecord(session),
     );
@@ -568,7 +564,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     },
 
     /**
-     * A merchant's report of what it settled that the chain contradicts (rails/x402/settled.ts):
+     * A merchant's report of what it settled that the chain contradicts (payments/evm/settled.ts):
      * audited, and the `payment.settlement_mismatch` webhook naming the merchant. What is counted
      * is the chain's (or the whole hold), whatever the report said.
      */

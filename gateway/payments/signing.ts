@@ -20,7 +20,7 @@ import { idleCache, timeOrderedId } from '../../service-kit/index.js';
 import type { SessionRecord } from '../store/sessions.js';
 import type { KeyRing } from '../services/keys.js';
 import type { SessionKeys } from '../services/session-keys.js';
-import type { ReceiptRow } from './store.js';
+import type { ReceiptRow } from './store/payments.js';
 
 const SBA_LIFETIME_MS = 5 * 60_000;
 

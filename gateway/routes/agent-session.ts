@@ -7,7 +7,7 @@
 import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { notFound, unauthorized, type SqlDatabase } from '../../service-kit/index.js';
-import { receiptOf, receiptsOf } from '../payments/store.js';
+import { receiptOf, receiptsOf } from '../payments/store/payments.js';
 import { receiptLogIndex } from '../services/log-entries.js';
 import type { TransparencyLog } from '../../service-kit/tlog/index.js';
 import { sessionById } from '../store/sessions.js';

@@ -8,7 +8,7 @@ import type { Middleware } from 'koa';
 import { randomBytes } from 'node:crypto';
 import { parseStrictJson, isAmount, isCurrency } from '../../src/index.js';
 import { jsonBody, badRequest, notFound, closedBody, optionalText, type SqlDatabase } from '../../service-kit/index.js';
-import type { createLedgerRail } from '../payments/rails/ledger.js';
+import type { createLedgerRail } from '../payments/ledger.js';
 import { MAX_AMOUNT } from '../payments/amount.js';
 
 type Ledger = ReturnType<typeof createLedgerRail>;

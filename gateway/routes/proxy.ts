@@ -9,7 +9,7 @@ import { CtlError } from '../../src/index.js';
 import { HttpError, unauthorized, badRequest, readsBody, canonicalUrlHost } from '../../service-kit/index.js';
 import { effectiveState } from '../store/sessions.js';
 import { sessionTokenOf, type SessionService } from '../services/sessions.js';
-import type { PaymentProtocol } from '../payments/protocols/protocol.js';
+import type { PaymentProtocol } from '../payments/schemes/scheme.js';
 import { cleanRequestHeaders, cleanResponseHeaders, type Forwarder } from '../services/forwarder.js';
 import { idempotencyKeyOf, type IdempotencyService } from '../services/idempotency.js';
 import { setReceiptLogIndex } from '../services/log-entries.js';

@@ -14,7 +14,7 @@ import {
   type SqlDatabase,
 } from '../../service-kit/index.js';
 import { listSessions, type SessionRecord } from '../store/sessions.js';
-import { receiptsOf } from '../payments/store.js';
+import { receiptsOf } from '../payments/store/payments.js';
 import { receiptLogIndex } from '../services/log-entries.js';
 import type { TransparencyLog } from '../../service-kit/tlog/index.js';
 import type { SessionService } from '../services/sessions.js';

@@ -3,7 +3,7 @@
  * which only narrow. Every field is the parent's when absent; a field that would widen the
  * parent's is 400 `delegation_invalid` naming it; a malformed one is 400 `malformed`. The child
  * keeps the parent's `defaultPurpose` while its purposes allow it, or names its own. The child's
- * payments also count on every ancestor (payments/counters.ts), so narrowing here is what the
+ * payments also count on every ancestor (payments/store/counters.ts), so narrowing here is what the
  * sub-agent is told, and the ancestors' counters are what bounds the money.
  */
 import { CtlError, isPurpose, isPurposePattern, parseTimestamp, purposeAllowed } from '../../src/index.js';

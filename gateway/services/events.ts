@@ -43,7 +43,7 @@ export type GatewayEventType =
   | 'session.expired'
   /** A payment's commit filled a window of the session (PROTOCOL.md §13); `resetsAt` names its end. */
   | 'window.exhausted'
-  /** A merchant reported a settlement the chain contradicts (payments/rails/x402/settled.ts); names the merchant. */
+  /** A merchant reported a settlement the chain contradicts (payments/evm/settled.ts); names the merchant. */
   | 'payment.settlement_mismatch';
 
 /** Changes recorded in the audit trail only. */

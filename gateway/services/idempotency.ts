@@ -26,7 +26,7 @@ import {
   type SqlDatabase,
   type Logger,
 } from '../../service-kit/index.js';
-import { paidResponseLost } from '../payments/protocols/protocol.js';
+import { paidResponseLost } from '../payments/schemes/scheme.js';
 import {
   claimKey,
   keyRecord,

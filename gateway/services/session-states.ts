@@ -47,7 +47,7 @@ export async function heldBy(q: SqlExecutor, list: SessionRecord[], at: number):
     let held: Held | undefined;
     let rank = STATE_RANK[states.get(x.id)!];
     for (const id of chainOf(x).slice(1)) {
-      // An ancestor gone from the database stops its descendants, as payments/counters.ts refuses.
+      // An ancestor gone from the database stops its descendants, as payments/store/counters.ts refuses.
       const st = states.get(id) ?? 'revoked';
       if (STATE_RANK[st] > rank) [held, rank] = [{ state: st, from: id }, STATE_RANK[st]];
     }

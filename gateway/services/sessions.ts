@@ -29,7 +29,7 @@ import {
   type SessionRecord,
   type RevokedBy,
 } from '../store/sessions.js';
-import { currentWindows } from '../payments/counters.js';
+import { currentWindows } from '../payments/store/counters.js';
 import { parseChildConfig } from './child-config.js';
 import { heldBy, type Held } from './session-states.js';
 import { parseSessionConfig, type SessionConfig } from './session-config.js';
@@ -270,7 +270,7 @@ export function createSessionService(deps: SessionServiceDeps) {
    * A child session for a sub-agent (PROTOCOL.md §14), made by the holder of `parent`'s token:
    * its configuration narrows the parent's (child-config.ts). Inserted while the parent row is
    * share-locked and still live, so a revocation of the parent either comes after and stops it
-   * too, or makes this refuse; payments check every ancestor anyway (payments/counters.ts).
+   * too, or makes this refuse; payments check every ancestor anyway (payments/store/counters.ts).
    */
   async function createChild(parent: SessionRecord, body: unknown, baseUrl: string) {
     const at = now();
@@ -532,7 +532,7 @@ export function createSessionService(deps: SessionServiceDeps) {
      * The session of an agent's token. Every call reads the live state, expiry and ceiling; the
      * large immutable parts (config, grant, keys) come from a cache keyed by id and ceiling, the
      * only mutable input of the grant (re-minted at continuation). `spent`/`reserved` of the
-     * result may be stale: money decisions are made in the store (payments/store.ts).
+     * result may be stale: money decisions are made in the store (payments/store/payments.ts).
      */
     async byToken(token: string): Promise<SessionRecord | undefined> {
       const hash = hashToken(token);

@@ -106,7 +106,7 @@ const ownerKeys = (d: 'sqlite' | 'postgres') => [
 const keyCustody = [`ALTER TABLE gw_keys ADD COLUMN custody TEXT NOT NULL DEFAULT 'database'`];
 
 /**
- * Open payments only (reserved or paying), in reconcile's order (payments/store.ts openPayments,
+ * Open payments only (reserved or paying), in reconcile's order (payments/store/payments.ts openPayments,
  * whose WHERE names these states literally, so both planners use it). The index it replaces held
  * every payment ever made, and each paid one cost an index entry that only reconcile's scan of
  * open rows ever read; a payment now leaves this index when it is paid or released.
@@ -122,7 +122,7 @@ const openPaymentsIndex = [
 ];
 
 /**
- * Receipts keep their SBA's grant apart, once per grant (payments/store.ts ReceiptRow): the grant
+ * Receipts keep their SBA's grant apart, once per grant (payments/store/payments.ts ReceiptRow): the grant
  * was a third of every receipt row. Receipts stored before keep their grant inline (no
  * `grant_hash`); readers put a kept-apart grant back, so both read the same.
  */

@@ -7,7 +7,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import pg from 'pg';
 import { postgresDb, startTestGateway, createSession, call, type TestDb, type TestGateway } from './helpers.js';
-import { reserve } from '../../gateway/payments/store.js';
+import { reserve } from '../../gateway/payments/store/payments.js';
 
 let e: { db: TestDb; gw: TestGateway } | undefined;
 

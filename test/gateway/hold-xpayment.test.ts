@@ -18,7 +18,7 @@ import {
   type TestGateway,
   type TestDb,
 } from './helpers.js';
-import { parsePaymentTerms, parseCaptured } from '../../gateway/payments/terms/x-payment.js';
+import { parsePaymentTerms, parseCaptured } from '../../gateway/payments/schemes/x-payment/terms.js';
 
 const MAX = '3000';
 

@@ -3,9 +3,9 @@
  * key, never paid again, also after a restart and after a crash mid-payment.
  */
 import * as assert from 'uvu/assert';
-import { createLedgerRail } from '../../gateway/payments/rails/ledger.js';
+import { createLedgerRail } from '../../gateway/payments/ledger.js';
 import { claimKey, pruneExpiredKeys } from '../../gateway/store/idempotency.js';
-import type { Rail } from '../../gateway/payments/rails/rail.js';
+import type { Rail } from '../../gateway/payments/rail.js';
 import {
   startTestGateway,
   createSession,

@@ -50,7 +50,9 @@ const isService = under([
   'payments/service.ts',
   'payments/reconcile.ts',
   'payments/signing.ts',
-  'payments/protocols/',
+  'payments/schemes/x402/protocol.ts',
+  'payments/schemes/mpp/protocol.ts',
+  'payments/schemes/x-payment/protocol.ts',
   'app.ts',
   'server.ts',
 ]);
@@ -63,13 +65,28 @@ function violations(files: string[]): string[] {
   );
 }
 
-test('the payments room exists: rails, terms parsers, store, service', () => {
-  for (const f of ['payments/service.ts', 'payments/store.ts', 'payments/rails/rail.ts', 'payments/terms/x402.ts'])
+test('the payments room exists: schemes, the EVM home, store, service', () => {
+  for (const f of [
+    'payments/service.ts',
+    'payments/store/payments.ts',
+    'payments/rail.ts',
+    'payments/schemes/x402/terms.ts',
+    'payments/evm/chain.ts',
+  ])
     assert.ok(existsSync(join(gateway, f)), `gateway/${f}`);
 });
 
+/** A scheme's files other than its protocol (the terms parser, the rail, the store). */
+const schemeParts = () =>
+  sources(join(gateway, 'payments', 'schemes')).filter((f) => !f.endsWith('protocol.ts') && !f.endsWith('scheme.ts'));
+
 test('rails and terms parsers import no service, route or payment protocol', () => {
-  const files = [...sources(join(gateway, 'payments', 'rails')), ...sources(join(gateway, 'payments', 'terms'))];
+  const files = [
+    ...sources(join(gateway, 'payments', 'evm')),
+    ...schemeParts(),
+    join(gateway, 'payments', 'rail.ts'),
+    join(gateway, 'payments', 'ledger.ts'),
+  ];
   assert.ok(files.length >= 6, `found ${files.length} files`);
   assert.equal(violations(files), []);
 });
@@ -77,16 +94,28 @@ test('rails and terms parsers import no service, route or payment protocol', () 
 test('no store imports a service', () => {
   const files = [
     ...sources(join(gateway, 'store')),
-    join(gateway, 'payments', 'store.ts'),
-    ...sources(join(gateway, 'payments', 'rails')).filter((f) => f.endsWith('store.ts')),
+    ...sources(join(gateway, 'payments', 'store')),
+    ...sources(join(gateway, 'payments', 'schemes')).filter((f) => f.endsWith('store.ts')),
   ];
   assert.ok(files.length >= 8, `found ${files.length} files`);
   assert.equal(violations(files), []);
 });
 
+test("a scheme's folder imports no other scheme's folder", () => {
+  const files = sources(join(gateway, 'payments', 'schemes')).filter((f) => !f.endsWith('scheme.ts'));
+  const folder = (f: string) => /^payments\/schemes\/([^/]+)\//.exec(f)?.[1];
+  assert.ok(files.length >= 8, `found ${files.length} files`);
+  const crossing = files.flatMap((f) =>
+    importsOf(f)
+      .filter((t) => folder(t) !== undefined && folder(t) !== folder(rel(f)))
+      .map((t) => `${rel(f)} → ${t}`),
+  );
+  assert.equal(crossing, []);
+});
+
 test('the scan sees an upward import when there is one', () => {
   // The protocols pay through the service: the scan must report exactly that kind of arrow.
-  const found = violations([join(gateway, 'payments', 'protocols', 'x-payment.ts')]);
+  const found = violations([join(gateway, 'payments', 'schemes', 'x-payment', 'protocol.ts')]);
   assert.ok(
     found.some((v) => v.endsWith('payments/service.ts')),
     found.join(', '),

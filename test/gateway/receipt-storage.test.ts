@@ -1,14 +1,14 @@
 /**
  * How receipts are stored: the grant inside each receipt's SBA is kept apart, once per grant
- * (payments/store.ts ReceiptRow), and every reader puts it back, so a receipt reads whole and
+ * (payments/store/payments.ts ReceiptRow), and every reader puts it back, so a receipt reads whole and
  * verifies exactly as signed. receipt-storage-pg.test.ts runs this file on PostgreSQL.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createHash } from 'node:crypto';
 import { canonicalize, verifyReceipt } from '../../src/index.js';
-import { createLedgerRail } from '../../gateway/payments/rails/ledger.js';
-import type { Rail } from '../../gateway/payments/rails/rail.js';
+import { createLedgerRail } from '../../gateway/payments/ledger.js';
+import type { Rail } from '../../gateway/payments/rail.js';
 import { RECEIPT_GRANTS_INLINE_SQL } from '../../gateway/store/schema.js';
 import {
   sqliteDb,

@@ -8,8 +8,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { sqliteDb, postgresDb, startTestGateway, createSession, call, type TestDb } from './helpers.js';
 import type { SqlDatabase } from '../../service-kit/index.js';
-import { insertX402 } from '../../gateway/payments/rails/x402/store.js';
-import { OPEN_PAYMENTS_SQL } from '../../gateway/payments/store.js';
+import { insertX402 } from '../../gateway/payments/schemes/x402/store.js';
+import { OPEN_PAYMENTS_SQL } from '../../gateway/payments/store/payments.js';
 
 const PAYEE = '0x4444444444444444444444444444444444444444';
 const USDC = '0x036cbd53842c5426634e7929541ec2318f3dcf7e';

@@ -6,9 +6,9 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { createLedgerRail } from '../../gateway/payments/rails/ledger.js';
-import type { Rail } from '../../gateway/payments/rails/rail.js';
-import { reserve, payLedgerAndCommit } from '../../gateway/payments/store.js';
+import { createLedgerRail } from '../../gateway/payments/ledger.js';
+import type { Rail } from '../../gateway/payments/rail.js';
+import { reserve, payLedgerAndCommit } from '../../gateway/payments/store/payments.js';
 import { sqliteDb, startTestGateway, startMerchant, createSession, call, type TestDb } from './helpers.js';
 
 const never = () => new Promise<never>(() => {});

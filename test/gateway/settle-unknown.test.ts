@@ -7,7 +7,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { sqliteDb, startTestGateway, createSession, proxy, call, startMerchant } from './helpers.js';
-import type { Rail } from '../../gateway/payments/rails/rail.js';
+import type { Rail } from '../../gateway/payments/rail.js';
 
 test(
   'pay() times out and outcome() throws: payment_unconfirmed, reserved, and the rail ' + 'never pays past the budget',

@@ -19,7 +19,7 @@ import {
   type TestDb,
   type TestGateway,
 } from './helpers.js';
-import { reserve, release, commit } from '../../gateway/payments/store.js';
+import { reserve, release, commit } from '../../gateway/payments/store/payments.js';
 import { raceAtWindowEdge } from './window-race.js';
 import { formatTimestamp } from '../../src/index.js';
 

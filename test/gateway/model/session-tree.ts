@@ -100,7 +100,7 @@ async function startXPaymentMerchant(): Promise<Listening> {
 export async function startStand(db: TestDb): Promise<Stand> {
   // The gateway's clock moves only when a command moves it, and starts a day ahead of the wall
   // clock: the x402 client signs validities from the wall clock, which the gateway refuses to
-  // see later than its own clock allows (payments/protocols/x402.ts).
+  // see later than its own clock allows (payments/schemes/x402/protocol.ts).
   const clock = { t: Math.floor(Date.now() / 1000) * 1000 + DAY };
   const ledger = createEvmLedger();
   const facilitator = await startFacilitator(ledger);

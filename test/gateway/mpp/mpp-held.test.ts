@@ -11,7 +11,7 @@ import { sqliteDb, startTestGateway, createSession, proxy, call, type TestGatewa
 import { createEvmLedger, BASE_SEPOLIA_USDC, type EvmLedger } from '../../../gateway/dev/evm-ledger.js';
 import { startFacilitator, type Listening } from '../../../gateway/dev/x402-merchants.js';
 import { startMppMerchant, type MppMerchant } from '../../../gateway/dev/mpp-merchants.js';
-import { insertMpp, recordMppOutcome } from '../../../gateway/payments/rails/mpp/store.js';
+import { insertMpp, recordMppOutcome } from '../../../gateway/payments/schemes/mpp/store.js';
 
 const PAYEE = '0x6666666666666666666666666666666666666666';
 const PRICE = 10000n;

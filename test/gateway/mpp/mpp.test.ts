@@ -45,7 +45,7 @@ const usdcSession = (config: Record<string, unknown> = {}) =>
 /** Requests that reached the merchant carrying a credential (MPP or x402). */
 const credentialed = () =>
   merchant.seen.filter((s) => s.headers.authorization !== undefined || s.headers['payment-signature'] !== undefined);
-/** Credentials the gateway signed: each is recorded before it is sent (rails/mpp/store.ts). */
+/** Credentials the gateway signed: each is recorded before it is sent (payments/schemes/mpp/store.ts). */
 const signed = async () => Number((await gw.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM gw_mpp_payments`))!.n);
 const view = async (id: string) => (await call(gw.url, 'GET', `/sessions/${id}`, { key: gw.ownerKey })).body;
 const receiptsOf = async (id: string) =>

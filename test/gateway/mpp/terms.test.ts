@@ -1,12 +1,12 @@
 /**
- * Reading an MPP 402 (gateway/payments/terms/mpp.ts): challenges written by mppx's own serialiser,
+ * Reading an MPP 402 (payments/schemes/mpp/terms.ts): challenges written by mppx's own serialiser,
  * what is paid (an `evm` charge), what falls to the next protocol and what is refused.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Challenge } from 'mppx';
 import { CtlError } from '../../../src/index.js';
-import { detectMpp, chooseCharge, loadMpp } from '../../../gateway/payments/terms/mpp.js';
+import { detectMpp, chooseCharge, loadMpp } from '../../../gateway/payments/schemes/mpp/terms.js';
 
 test.before(() => loadMpp());
 

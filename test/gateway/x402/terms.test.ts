@@ -1,8 +1,8 @@
 /** 402 detection, normalisation to one shape, the terms policy, the asset map. */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { detectX402, chooseRequirement } from '../../../gateway/payments/terms/x402.js';
-import { parseAssetMap, parseMaxTimeoutSeconds } from '../../../gateway/payments/rails/x402/assets.js';
+import { detectX402, chooseRequirement } from '../../../gateway/payments/schemes/x402/terms.js';
+import { parseAssetMap, parseMaxTimeoutSeconds } from '../../../gateway/payments/evm/assets.js';
 
 const USDC = '0x036CbD53842c5426634e7929541eC2318f3dCF7e';
 const PAYEE = '0x2222222222222222222222222222222222222222';

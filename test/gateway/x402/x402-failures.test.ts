@@ -14,7 +14,7 @@ import {
   type Listening,
   type StockMerchant,
 } from '../../../gateway/dev/x402-merchants.js';
-import { insertX402, recordOutcome } from '../../../gateway/payments/rails/x402/store.js';
+import { insertX402, recordOutcome } from '../../../gateway/payments/schemes/x402/store.js';
 
 const PAYEE = '0x4444444444444444444444444444444444444444';
 

@@ -19,8 +19,8 @@ import {
   type Listening,
   type StockMerchant,
 } from '../../../gateway/dev/x402-merchants.js';
-import { insertX402, recordOutcome } from '../../../gateway/payments/rails/x402/store.js';
-import { parseRpcUrls, chainReaders } from '../../../gateway/payments/rails/x402/chain.js';
+import { insertX402, recordOutcome } from '../../../gateway/payments/schemes/x402/store.js';
+import { parseRpcUrls, chainReaders } from '../../../gateway/payments/evm/chain.js';
 import { gatewayOptionsFromEnv } from '../../../gateway/server.js';
 
 const PAYEE = '0x4444444444444444444444444444444444444444';

@@ -15,8 +15,8 @@ import {
   type Listening,
   type StockMerchant,
 } from '../../../gateway/dev/x402-merchants.js';
-import { holdCap } from '../../../gateway/payments/protocols/x402.js';
-import { parseMaxHoldSeconds } from '../../../gateway/payments/rails/x402/assets.js';
+import { holdCap } from '../../../gateway/payments/schemes/x402/protocol.js';
+import { parseMaxHoldSeconds } from '../../../gateway/payments/evm/assets.js';
 import { USDC_ASSETS } from './stand.js';
 
 const PAYEE = '0x3333333333333333333333333333333333333333';

@@ -4,7 +4,7 @@
  * never got paid. Merchants check a `txid` with GET /charge/{id}/verify (routes/merchant.ts).
  */
 import { randomBytes } from 'node:crypto';
-import type { SqlExecutor } from '../../../service-kit/index.js';
+import type { SqlExecutor } from '../../service-kit/index.js';
 import { RailError, type Rail } from './rail.js';
 
 export interface LedgerEntry {

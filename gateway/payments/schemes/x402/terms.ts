@@ -10,9 +10,9 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { decodePaymentRequiredHeader } from '@x402/core/http';
 import type { PaymentRequired, PaymentRequirements, PaymentRequiredV1, PaymentRequirementsV1 } from '@x402/core/types';
 import { EVM_NETWORK_CHAIN_ID_MAP } from '@x402/evm/v1';
-import { CtlError } from '../../../src/index.js';
-import { MAX_AMOUNT } from '../amount.js';
-import { CAIP2_EVM, EVM_ADDRESS, assetAllowed, type X402AssetMap } from '../rails/x402/assets.js';
+import { CtlError } from '../../../../src/index.js';
+import { MAX_AMOUNT } from '../../amount.js';
+import { CAIP2_EVM, EVM_ADDRESS, assetAllowed, type X402AssetMap } from '../../evm/assets.js';
 
 /** Which x402 protocol version a 402 spoke. */
 export type X402Version = 'x402-v2' | 'x402-v1';

@@ -13,7 +13,7 @@
  *   and the named transaction's `AuthorizationUsed` log) to catch a merchant's false report.
  */
 import { decodeEventLog, getAddress, parseAbi } from 'viem';
-import type { X402ChainReader } from './rail.js';
+import type { EvmChainReader } from './chain.js';
 import { uptoMoved } from './permit2.js';
 
 /** A merchant's report that the chain contradicts: what it said, what the chain shows (null: nothing moved). */
@@ -39,7 +39,7 @@ const sameTx = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
  * is kept for reconcile, which asks again).
  */
 export async function uptoCapture(
-  reader: X402ChainReader | undefined,
+  reader: EvmChainReader | undefined,
   p: { hold: bigint; owner: string; nonce: bigint; token: string; reportedTx: string; reportedAmount?: bigint },
 ): Promise<UptoCapture> {
   if (!reader) return { captured: p.hold, tx: p.reportedTx };
@@ -66,7 +66,7 @@ const AUTHORIZATION_ABI = parseAbi([
 
 /** EIP-3009 `authorizationState(payer, nonce)`: whether the authorization was used. */
 export async function authorizationUsed(
-  reader: X402ChainReader,
+  reader: EvmChainReader,
   p: { asset: string; payer: string; nonce: string },
 ): Promise<boolean> {
   const used = await reader.readContract({
@@ -87,7 +87,7 @@ export async function authorizationUsed(
  * reference the receipt may name (undefined: the chain contradicts the merchant's).
  */
 export async function eip3009Check(
-  reader: X402ChainReader | undefined,
+  reader: EvmChainReader | undefined,
   p: { asset: string; payer: string; nonce: string; value: bigint; reportedTx: string },
 ): Promise<{ tx?: string; disagreement?: ChainDisagreement }> {
   if (!reader) return { tx: p.reportedTx };
@@ -111,7 +111,7 @@ export async function eip3009Check(
  * (false: it did not, or it is no transaction hash); throws when the receipt cannot be read.
  */
 async function usedIn(
-  reader: X402ChainReader,
+  reader: EvmChainReader,
   p: { asset: string; payer: string; nonce: string; reportedTx: string },
 ): Promise<boolean> {
   if (!/^0x[0-9a-fA-F]{64}$/.test(p.reportedTx)) return false;

@@ -22,19 +22,18 @@
 import type { Receipt } from 'mppx';
 import type { IncomingHttpHeaders } from 'node:http';
 import { privateKeyToAccount } from 'viem/accounts';
-import { CtlError } from '../../../src/index.js';
-import { HttpError, type SqlDatabase } from '../../../service-kit/index.js';
-import type { Authorization, PaymentService } from '../service.js';
-import type { ForwardResponse } from '../../services/forwarder.js';
-import { sbaHeaders } from './x-payment.js';
-import { RailError, type Rail } from '../rails/rail.js';
-import type { PaymentProtocol } from './protocol.js';
-import type { X402AssetMap } from '../rails/x402/assets.js';
-import { DEFAULT_EXPIRY_MARGIN_MS, type X402ChainReader } from '../rails/x402/rail.js';
-import * as terms from '../terms/mpp.js';
-import type { MppCharge } from '../terms/mpp.js';
-import { insertMpp, mppById, recordMppOutcome } from '../rails/mpp/store.js';
-import { eip3009Check } from '../rails/x402/settled.js';
+import { CtlError } from '../../../../src/index.js';
+import { HttpError, type SqlDatabase } from '../../../../service-kit/index.js';
+import type { Authorization, PaymentService } from '../../service.js';
+import type { ForwardResponse } from '../../../services/forwarder.js';
+import { RailError, type Rail } from '../../rail.js';
+import { sbaHeaders, type PaymentProtocol } from '../scheme.js';
+import type { X402AssetMap } from '../../evm/assets.js';
+import { DEFAULT_EXPIRY_MARGIN_MS, type EvmChainReader } from '../../evm/chain.js';
+import * as terms from './terms.js';
+import type { MppCharge } from './terms.js';
+import { insertMpp, mppById, recordMppOutcome } from './store.js';
+import { eip3009Check } from '../../evm/settled.js';
 
 export const MPP_RAIL = 'mpp';
 
@@ -69,7 +68,7 @@ export function mppReceiptRail(c: Pick<MppCharge, 'network' | 'asset'>): string 
 export function createMppRail(
   db: SqlDatabase,
   now: () => number,
-  chain?: (network: string) => X402ChainReader | undefined,
+  chain?: (network: string) => EvmChainReader | undefined,
   expiryMarginMs = DEFAULT_EXPIRY_MARGIN_MS,
 ): Rail {
   return {
@@ -114,7 +113,7 @@ export interface MppProtocolOptions {
   maxTimeoutSeconds: number;
   now: () => number;
   /** `CTL_X402_RPC_URL`: with a reader, a merchant's `Payment-Receipt` is checked against the chain (x402's reader). */
-  chain?: (network: string) => X402ChainReader | undefined;
+  chain?: (network: string) => EvmChainReader | undefined;
   /**
    * The protocols after this one, for a 402 that only looked like MPP (a `Payment` token inside
    * another scheme's value) or whose MPP challenges are all unpayable beside x402 terms.
@@ -292,7 +291,7 @@ export function createMppProtocol(o: MppProtocolOptions): PaymentProtocol<MppOff
   ) {
     if (receipt) {
       // Only the signed value can move, so it is committed; the chain checks the merchant's claim
-      // (rails/x402/settled.ts), and the receipt names its transaction only if the chain agrees.
+      // (payments/evm/settled.ts), and the receipt names its transaction only if the chain agrees.
       const check = await eip3009Check(o.chain?.(chosen.network), {
         asset: chosen.asset,
         payer: signed.from,

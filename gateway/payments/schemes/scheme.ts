@@ -10,6 +10,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { HttpError } from '../../../service-kit/http-error.js';
 import { DEFAULT_STATUS_BY_CODE } from '../../../service-kit/error-middleware.js';
+import { base64Encode, utf8Encode, type SignedBudgetAuthorization } from '../../../src/index.js';
 import type { SessionRecord } from '../../store/sessions.js';
 import type { ForwardResponse } from '../../services/forwarder.js';
 
@@ -57,4 +58,9 @@ export function paidResponseLost(receiptId: string, cause?: unknown): HttpError 
     `the payment was made (receipt ${receiptId}) but ${why}; sending the request again pays again`,
     { 'X-Ctl-Receipt-Id': receiptId },
   );
+}
+
+/** spec §1 trust level 1: the SBA rides along on the paid retry for merchants that can check it. */
+export function sbaHeaders(session: SessionRecord, sba: SignedBudgetAuthorization): Record<string, string> {
+  return session.config.trustLevel === 1 ? { 'x-ctl-sba': base64Encode(utf8Encode(JSON.stringify(sba))) } : {};
 }

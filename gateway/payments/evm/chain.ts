@@ -6,7 +6,35 @@
  */
 import { createPublicClient, http } from 'viem';
 import { CAIP2_EVM } from './assets.js';
-import type { X402ChainReader } from './rail.js';
+
+/**
+ * Clock skew allowed between the gateway and the chain before an authorization past its
+ * `validBefore` counts as dead (a block at `validBefore - 1` may carry a timestamp ahead of ours).
+ * A chain on the gateway's own clock (a local ledger) may be given a smaller one.
+ */
+export const DEFAULT_EXPIRY_MARGIN_MS = 60_000;
+
+/** Read access to the chains the gateway pays on (optional): a viem PublicClient fits. */
+export interface EvmChainReader {
+  readContract(args: {
+    address: `0x${string}`;
+    abi: readonly unknown[];
+    functionName: string;
+    args?: readonly unknown[];
+  }): Promise<unknown>;
+  /** For `upto` (permit2.ts): the upto proxy's Settled events, then their transactions' calldata. */
+  getContractEvents?(args: {
+    address: `0x${string}`;
+    abi: readonly unknown[];
+    eventName: string;
+  }): Promise<readonly { transactionHash: `0x${string}` | null }[]>;
+  getTransaction?(args: { hash: `0x${string}` }): Promise<{ input: `0x${string}`; to?: `0x${string}` | null }>;
+  /** A mined transaction's status and logs: what it moved (permit2.ts uptoMoved, eip3009.ts). */
+  getTransactionReceipt?(args: { hash: `0x${string}` }): Promise<{
+    status: 'success' | 'reverted';
+    logs: readonly { address: `0x${string}`; topics: readonly `0x${string}`[]; data: `0x${string}` }[];
+  }>;
+}
 
 export function parseRpcUrls(json: string | undefined): ReadonlyMap<string, string> {
   const map = new Map<string, string>();
@@ -31,15 +59,15 @@ export function parseRpcUrls(json: string | undefined): ReadonlyMap<string, stri
 /** One viem PublicClient per configured network (made on first use); undefined for the others. */
 export function chainReaders(
   urls: ReadonlyMap<string, string>,
-): ((network: string) => X402ChainReader | undefined) | undefined {
+): ((network: string) => EvmChainReader | undefined) | undefined {
   if (urls.size === 0) return undefined;
-  const clients = new Map<string, X402ChainReader>();
+  const clients = new Map<string, EvmChainReader>();
   return (network) => {
     const url = urls.get(network);
     if (!url) return undefined;
     let c = clients.get(network);
     if (!c) {
-      c = createPublicClient({ transport: http(url, { timeout: 10_000 }) }) as unknown as X402ChainReader;
+      c = createPublicClient({ transport: http(url, { timeout: 10_000 }) }) as unknown as EvmChainReader;
       clients.set(network, c);
     }
     return c;

@@ -4,12 +4,12 @@
  * viem local account. The money moves when the merchant's facilitator settles the signed
  * EIP-3009 authorization, so the order of things is what keeps the budget:
  *
- *   1. the 402 is read and its requirements normalised (terms/x402.ts), the terms policy picks one
+ *   1. the 402 is read and its requirements normalised (payments/schemes/x402/terms.ts), the terms policy picks one
  *      (asset map, validity, scheme) — nothing reserved, nothing signed;
  *   2. inside the client's `onBeforePaymentCreation` hook, the session's checks and the atomic
  *      reservation run (payments/service.ts authorize); a refusal aborts the hook, so no
  *      signature and no header ever exist;
- *   3. the signed authorization is recorded (rails/x402/store.ts) and the payment marked `paying` before the
+ *   3. the signed authorization is recorded (payments/schemes/x402/store.ts) and the payment marked `paying` before the
  *      header leaves; the retry carries `PAYMENT-SIGNATURE` (v2) or `X-PAYMENT` (v1);
  *   4. `PAYMENT-RESPONSE` / `X-PAYMENT-RESPONSE` with a transaction commits the spend and a receipt
  *      `txRef: txid:<transaction>`. A signed authorization can be cashed until it expires,
@@ -23,7 +23,7 @@
  * witness transfer for it (the payer must have approved Permit2 once: a merchant's 412
  * `permit2_allowance_required` says it has not); a PAYMENT-RESPONSE settlement is committed at what
  * the chain shows moved (the whole hold without a reader; never the merchant's `amount`), the rest
- * released, the receipt showing both (rails/x402/settled.ts). A 0 settle
+ * released, the receipt showing both (payments/evm/settled.ts). A 0 settle
  * or a failed handler leaves the permit cashable by the named facilitator until its deadline:
  * held, then settled by reconcile from Permit2's nonce bitmap and the proxy's settle calldata.
  */
@@ -39,19 +39,19 @@ import type {
 import { registerExactEvmScheme } from '@x402/evm/exact/client';
 import { UptoEvmScheme } from '@x402/evm/upto/client';
 import { privateKeyToAccount } from 'viem/accounts';
-import { CtlError } from '../../../src/index.js';
-import { HttpError, type SqlDatabase } from '../../../service-kit/index.js';
-import type { ForwardResponse } from '../../services/forwarder.js';
-import type { PaymentService, Authorization } from '../service.js';
-import { chooseRequirement, detectX402, type NormalisedRequirement, type X402Terms } from '../terms/x402.js';
-import { DEFAULT_MAX_HOLD_SECONDS, networksOf, type X402AssetMap } from '../rails/x402/assets.js';
-import { X402_RAIL, receiptRail, type X402ChainReader } from '../rails/x402/rail.js';
-import { PERMIT2_ADDRESS, UPTO_PROXY_ADDRESS, permit2Allowance } from '../rails/x402/permit2.js';
-import { insertX402, recordOutcome } from '../rails/x402/store.js';
-import { eip3009Check, uptoCapture, type ChainDisagreement, type UptoCapture } from '../rails/x402/settled.js';
-import type { SessionRecord } from '../../store/sessions.js';
-import { sbaHeaders } from './x-payment.js';
-import type { PaymentProtocol } from './protocol.js';
+import { CtlError } from '../../../../src/index.js';
+import { HttpError, type SqlDatabase } from '../../../../service-kit/index.js';
+import type { ForwardResponse } from '../../../services/forwarder.js';
+import type { PaymentService, Authorization } from '../../service.js';
+import { chooseRequirement, detectX402, type NormalisedRequirement, type X402Terms } from './terms.js';
+import { DEFAULT_MAX_HOLD_SECONDS, networksOf, type X402AssetMap } from '../../evm/assets.js';
+import { X402_RAIL, receiptRail } from './rail.js';
+import type { EvmChainReader } from '../../evm/chain.js';
+import { PERMIT2_ADDRESS, UPTO_PROXY_ADDRESS, permit2Allowance } from '../../evm/permit2.js';
+import { insertX402, recordOutcome } from './store.js';
+import { eip3009Check, uptoCapture, type ChainDisagreement, type UptoCapture } from '../../evm/settled.js';
+import type { SessionRecord } from '../../../store/sessions.js';
+import { sbaHeaders, type PaymentProtocol } from '../scheme.js';
 
 export interface X402ProtocolOptions {
   db: SqlDatabase;
@@ -70,7 +70,7 @@ export interface X402ProtocolOptions {
    */
   settleDelayMs?: number;
   /** `CTL_X402_RPC_URL`: with a reader, an `upto` payer's Permit2 allowance is checked before anything is reserved. */
-  chain?: (network: string) => X402ChainReader | undefined;
+  chain?: (network: string) => EvmChainReader | undefined;
   now: () => number;
 }
 
@@ -139,7 +139,7 @@ export function createX402Protocol(o: X402ProtocolOptions): PaymentProtocol<X402
 
   /**
    * The paid retry's answer to an `upto` permit: what to capture when the merchant reports a
-   * settlement with a transaction — what the chain shows moved (rails/x402/settled.ts), or the
+   * settlement with a transaction — what the chain shows moved (payments/evm/settled.ts), or the
    * whole hold without a reader, never the merchant's `amount` — with the report's disagreement
    * with the chain; undefined when the agent gets the merchant's answer with the hold kept (a
    * 0 settle: the permit stays cashable until its deadline, quirk 1 of the integration; a report

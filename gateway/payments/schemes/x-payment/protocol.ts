@@ -11,17 +11,10 @@
  * answer withheld; a 2xx answer without the header captures the whole hold (as an x402 `upto`
  * settle without an amount does), any other answer without it captures nothing.
  */
-import { base64Encode, utf8Encode, type SignedBudgetAuthorization } from '../../../src/index.js';
-import type { SessionRecord } from '../../store/sessions.js';
-import type { PaymentService } from '../service.js';
-import { parseCaptured, parsePaymentTerms, type PaymentTerms } from '../terms/x-payment.js';
-import type { PaidExchange, PaidExchangeContext } from './protocol.js';
-import { paidResponseLost, type PaymentProtocol } from './protocol.js';
-
-/** spec §1 trust level 1: the SBA rides along on the paid retry for merchants that can check it. */
-export function sbaHeaders(session: SessionRecord, sba: SignedBudgetAuthorization): Record<string, string> {
-  return session.config.trustLevel === 1 ? { 'x-ctl-sba': base64Encode(utf8Encode(JSON.stringify(sba))) } : {};
-}
+import type { PaymentService } from '../../service.js';
+import { parseCaptured, parsePaymentTerms, type PaymentTerms } from './terms.js';
+import type { PaidExchange, PaidExchangeContext } from '../scheme.js';
+import { paidResponseLost, sbaHeaders, type PaymentProtocol } from '../scheme.js';
 
 export function createXPaymentProtocol(payments: PaymentService): PaymentProtocol<PaymentTerms> {
   return {

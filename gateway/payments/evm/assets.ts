@@ -5,7 +5,7 @@
  * `asset_not_allowed`: the session's budget is in minor units of its currency, and PROTOCOL.md §1
  * ties that unit to the token's atomic unit only for the assets named here.
  */
-import { isCurrency } from '../../../../src/index.js';
+import { isCurrency } from '../../../src/index.js';
 
 export interface X402Asset {
   /** CAIP-2, `eip155:<chain id>`. */
@@ -26,7 +26,7 @@ export const DEFAULT_MAX_TIMEOUT_SECONDS = 600;
 /**
  * Default of `CTL_X402_MAX_HOLD_SECONDS`: how long one x402 payment may hold its amount of a
  * session's budget, from the signature to reconcile settling it (validity, the expiry margin and
- * reconcile's delay; rails/x402/rail.ts holdCap).
+ * reconcile's delay; payments/schemes/x402/rail.ts holdCap).
  */
 export const DEFAULT_MAX_HOLD_SECONDS = 600;
 

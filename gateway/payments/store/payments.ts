@@ -15,9 +15,9 @@ import {
   type SqlExecutor,
   type Row,
   type TxEffect,
-} from '../../service-kit/index.js';
-import { forUpdate } from '../store/lock.js';
-import { formatMinor } from '../../service-kit/money.js';
+} from '../../../service-kit/index.js';
+import { forUpdate } from '../../store/lock.js';
+import { formatMinor } from '../../../service-kit/money.js';
 import {
   ensureWindowRows,
   type ChainWindow,
@@ -26,6 +26,7 @@ import {
   velocityUsed,
   type PaymentCounters,
 } from './counters.js';
+import { CHAIN_REFUSED, counterCtes, moveCounters, type GuardInput } from './guard.js';
 
 export type PaymentState = 'reserved' | 'paying' | 'paid' | 'released';
 
@@ -94,10 +95,53 @@ export type ReserveInput = Pick<
   chain?: string[];
   /**
    * With `chain` and no velocity limits: the window of every window of the chain at `now`
-   * (counters.ts chainWindowKeys), which lets PostgreSQL reserve and pay in one statement.
+   * (counters.ts chainWindowKeys), which lets the budget guard (guard.ts) reserve, or reserve and
+   * pay, without reading the counters first.
    */
   chainWindows?: ChainWindow[];
 };
+
+/** A payment row as it is first written: reserved (paid later), or paid in the change that reserves it. */
+type NewPayment = Pick<ReserveInput, 'paymentId' | 'sessionId' | 'amount' | 'currency' | 'merchant' | 'address'> &
+  Pick<ReserveInput, 'purpose' | 'rail' | 'now'> & {
+    /** Paid in this change (the ledger): its transaction reference and when it was paid. */
+    paid?: { txRef: string; paidAt: number };
+    /** Where it was counted, when on more than the session's own lifetime total (counters.ts). */
+    counters?: PaymentCounters;
+  };
+
+/**
+ * The one payment insert, for both engines: VALUES, or (PostgreSQL) `SELECT … FROM from`, one
+ * row when that CTE moved the budget and none when it refused, `RETURNING returning`.
+ */
+function paymentInsert(
+  p: NewPayment,
+  pg: boolean,
+  from?: { cte: string; returning: string },
+): { sql: string; params: unknown[] } {
+  const big = pg ? '?::bigint' : '?';
+  const values = `?, ?, '${p.paid ? 'paid' : 'reserved'}', ${big}, ?, ?, ?, ?, ?, ?, ${big}, ${big}, ?`;
+  return {
+    sql:
+      `INSERT INTO gw_payments (id, session_id, state, amount, currency, merchant, address, purpose, rail, tx_ref, ` +
+      `created_at, updated_at, counters) ` +
+      (from ? `SELECT ${values} FROM ${from.cte} RETURNING ${from.returning}` : `VALUES (${values})`),
+    params: [
+      p.paymentId,
+      p.sessionId,
+      p.amount,
+      p.currency,
+      p.merchant,
+      p.address,
+      p.purpose,
+      p.rail,
+      p.paid?.txRef ?? null,
+      p.now,
+      p.paid?.paidAt ?? p.now,
+      p.counters ? JSON.stringify(p.counters) : null,
+    ],
+  };
+}
 
 /** `paused`: recorded in the transaction that pauses the session (its audit entry and event). */
 export async function reserve(q: SqlDatabase, p: ReserveInput, paused?: TxEffect<void>): Promise<ReserveResult> {
@@ -125,6 +169,7 @@ async function reserveOneStatement(
   p: ReserveInput,
   paused?: TxEffect<void>,
 ): Promise<ReserveResult | undefined> {
+  const pay = paymentInsert(p, true, { cte: 's', returning: 'id' });
   // Group commit (database.ts): concurrent reservations share one transaction and WAL flush.
   const row = await q.getGrouped(
     p.sessionId,
@@ -132,24 +177,8 @@ async function reserveOneStatement(
        UPDATE gw_sessions SET reserved = reserved + ?::bigint
        WHERE id = ? AND state = 'active' AND expires_at > ?::bigint AND spent + reserved + ?::bigint <= ceiling
        RETURNING id)
-     INSERT INTO gw_payments (id, session_id, state, amount, currency, merchant, address, purpose, rail, created_at,
-     updated_at)
-     SELECT ?, s.id, 'reserved', ?::bigint, ?, ?, ?, ?, ?, ?::bigint, ?::bigint FROM s RETURNING id`,
-    [
-      p.amount,
-      p.sessionId,
-      p.now,
-      p.amount,
-      p.paymentId,
-      p.amount,
-      p.currency,
-      p.merchant,
-      p.address,
-      p.purpose,
-      p.rail,
-      p.now,
-      p.now,
-    ],
+     ${pay.sql}`,
+    [p.amount, p.sessionId, p.now, p.amount, ...pay.params],
   );
   if (row) return { ok: true };
   const s = await q.get(
@@ -196,13 +225,19 @@ async function reserveOneStatement(
   };
 }
 
-/** Every counter of the chain in one transaction (counters.ts), the payment row written with them. */
+/**
+ * Every counter of the chain, the payment row written with them: on PostgreSQL without velocity
+ * limits one statement (the budget guard's CTEs, guard.ts); otherwise, or when that refuses, one
+ * transaction (counters.ts reserveOnCounters) that also says why and pauses at a soft limit.
+ */
 async function reserveChain(
   q: SqlDatabase,
   p: ReserveInput,
   chain: string[],
   paused?: TxEffect<void>,
 ): Promise<ReserveResult> {
+  if (q.dialect === 'postgres' && p.chainWindows && (await reserveChainInOneStatement(q, p, chain, p.chainWindows)))
+    return { ok: true };
   return changeWith(
     q,
     async (t): Promise<ReserveResult> => {
@@ -215,28 +250,35 @@ async function reserveChain(
         now: p.now,
       });
       if (!r.ok) return r;
-      await t.run(
-        `INSERT INTO gw_payments
-         (id, session_id, state, amount, currency, merchant, address, purpose, rail, created_at, updated_at, counters)
-       VALUES (?, ?, 'reserved', ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-        [
-          p.paymentId,
-          p.sessionId,
-          p.amount,
-          p.currency,
-          p.merchant,
-          p.address,
-          p.purpose,
-          p.rail,
-          p.now,
-          p.now,
-          JSON.stringify(r.counters),
-        ],
-      );
+      const pay = paymentInsert({ ...p, counters: r.counters }, t.dialect === 'postgres');
+      await t.run(pay.sql, pay.params);
       return { ok: true };
     },
     paused && (async (t, r) => (!r.ok && r.pausedNow ? paused(t) : undefined)),
   );
+}
+
+/** PostgreSQL: the chain's counters reserved and the payment row written in one statement; false when refused. */
+async function reserveChainInOneStatement(
+  q: SqlDatabase,
+  p: ReserveInput,
+  chain: string[],
+  windows: ChainWindow[],
+): Promise<boolean> {
+  await ensureWindowRows(q, windows);
+  const g = counterCtes({ chain, windows, amount: p.amount, now: p.now, column: 'reserved' });
+  const counters: PaymentCounters = { s: chain, w: windows.map((w) => [w.sessionId, w.every, w.startsAt]) };
+  const pay = paymentInsert({ ...p, counters }, true, { cte: g.last, returning: 'id' });
+  try {
+    const row = await q.getGrouped(p.sessionId, `WITH ${g.sql},\n       pay AS (${pay.sql})\n       ${g.select}`, [
+      ...g.params,
+      ...pay.params,
+    ]);
+    return row !== undefined;
+  } catch (e) {
+    if ((e as { code?: unknown })?.code === CHAIN_REFUSED) return false;
+    throw e;
+  }
 }
 
 async function reserveInTx(q: SqlDatabase, p: ReserveInput, paused?: TxEffect<void>): Promise<ReserveResult> {
@@ -300,12 +342,8 @@ async function reserveInTx(q: SqlDatabase, p: ReserveInput, paused?: TxEffect<vo
             formatMinor(ceiling - spent - reserved, p.currency),
         } as const;
       }
-      await t.run(
-        `INSERT INTO gw_payments (id, session_id, state, amount, currency, merchant, address, purpose, rail,
-          created_at, updated_at)
-       VALUES (?, ?, 'reserved', ?, ?, ?, ?, ?, ?, ?, ?)`,
-        [p.paymentId, p.sessionId, p.amount, p.currency, p.merchant, p.address, p.purpose, p.rail, p.now, p.now],
-      );
+      const pay = paymentInsert(p, t.dialect === 'postgres');
+      await t.run(pay.sql, pay.params);
       // The guard is repeated in the WHERE clause: the reservation can never pass the ceiling,
       // whatever happened above.
       const u = await t.run(
@@ -746,6 +784,24 @@ export async function payLedgerAndCommit(
   );
 }
 
+/**
+ * The ledger rail's row of a payment paid in the change that writes it: VALUES, or (PostgreSQL)
+ * one row per row of the `pay` CTE. A second row for the same payment id is a unique violation.
+ */
+function ledgerInsert(
+  p: { paymentId: string; txRef: string; address: string; amount: bigint; currency: string; paidAt: number },
+  form: 'values' | 'pay',
+): { sql: string; params: unknown[] } {
+  const big = form === 'pay' ? '?::bigint' : '?';
+  const values = `?, 'paid', ?, ?, ${big}, ?, ${big}`;
+  return {
+    sql:
+      'INSERT INTO gw_ledger (payment_id, status, tx_ref, address, amount, currency, created_at) ' +
+      (form === 'pay' ? `SELECT ${values} FROM pay` : `VALUES (${values})`),
+    params: [p.paymentId, p.txRef, p.address, p.amount, p.currency, p.paidAt],
+  };
+}
+
 /** A ledger payment made in the change that commits it (payLedgerInCommit). */
 export type LedgerPaymentInput = ReserveInput & ReceiptRow & { txRef: string };
 
@@ -755,46 +811,19 @@ export type LedgerPaymentInput = ReserveInput & ReceiptRow & { txRef: string };
  * unique violation: nothing at all is written) and the receipt, then `extra` CTEs.
  */
 function reserveAndPayStatement(p: LedgerPaymentInput, extra = NO_CTES): { sql: string; params: unknown[] } {
+  const pay = paymentInsert({ ...p, paid: p }, true, { cte: 'ses', returning: 'session_id, amount' });
+  const led = ledgerInsert(p, 'pay');
   const rc = receiptCtes(p);
   return {
     sql: `WITH ses AS (
          UPDATE gw_sessions SET spent = spent + ?::bigint
          WHERE id = ? AND state = 'active' AND expires_at > ?::bigint AND spent + reserved + ?::bigint <= ceiling
          RETURNING id, spent, ceiling),
-       pay AS (
-         INSERT INTO gw_payments (id, session_id, state, amount, currency, merchant, address, purpose, rail, tx_ref,
-         created_at, updated_at)
-         SELECT ?, ses.id, 'paid', ?::bigint, ?, ?, ?, ?, ?, ?, ?::bigint, ?::bigint FROM ses RETURNING session_id,
-         amount),
-       led AS (
-         INSERT INTO gw_ledger (payment_id, status, tx_ref, address, amount, currency, created_at)
-         SELECT ?, 'paid', ?, ?, ?::bigint, ?, ?::bigint FROM pay),
+       pay AS (${pay.sql}),
+       led AS (${led.sql}),
        ${rc.sql}${extra.sql}
        SELECT spent, ceiling FROM ses`,
-    params: [
-      p.amount,
-      p.sessionId,
-      p.now,
-      p.amount,
-      p.paymentId,
-      p.amount,
-      p.currency,
-      p.merchant,
-      p.address,
-      p.purpose,
-      p.rail,
-      p.txRef,
-      p.now,
-      p.paidAt,
-      p.paymentId,
-      p.txRef,
-      p.address,
-      p.amount,
-      p.currency,
-      p.paidAt,
-      ...rc.params,
-      ...extra.params,
-    ],
+    params: [p.amount, p.sessionId, p.now, p.amount, ...pay.params, ...led.params, ...rc.params, ...extra.params],
   };
 }
 
@@ -831,10 +860,11 @@ export async function payLedgerInCommit(
 }
 
 /**
- * The ledger rail for a payment on several counters (ReserveInput.chain): the reservation over
- * all of them (counters.ts), the payment, the ledger row, the receipt and the spend, in one
- * transaction, so one commit per payment as on a single counter. `committed: false`: a counter
- * refused and nothing was written; payLedgerInCommit then asks reserve() why (it may pause).
+ * The ledger rail for a payment on several counters (ReserveInput.chain): every counter moved
+ * by the one budget guard (guard.ts), the payment, the ledger row, the receipt and the spend, as
+ * one change (one statement on PostgreSQL, one transaction on SQLite), so one commit per payment
+ * as on a single counter. `committed: false`: a counter refused and nothing was written;
+ * payLedgerInCommit then asks reserve() why (it may pause, or resume a window's pause).
  */
 async function reserveAndPayChain(
   q: SqlDatabase,
@@ -842,160 +872,92 @@ async function reserveAndPayChain(
   chain: string[],
   record: CommitRecord,
 ): Promise<CommitResult> {
-  if (p.chainWindows) await ensureWindowRows(q, p.chainWindows);
-  if (q.dialect === 'postgres' && p.chainWindows) {
-    const counters: PaymentCounters = { s: chain, w: p.chainWindows.map((w) => [w.sessionId, w.every, w.startsAt]) };
-    const refuseFill = record.filled !== undefined;
-    return commitOnPostgres(
+  const windows = p.chainWindows;
+  if (!windows) {
+    // Velocity limits need the transaction's reads (counters.ts reserveOnCounters).
+    return changeWith(
       q,
-      p.sessionId,
-      (extra) => reserveAndPayChainStatement(p, counters, extra, refuseFill),
-      p.amount,
-      record,
+      async (t) => {
+        const r = await reserveOnCounters(t, { ...p, chain, spend: true });
+        if (!r.ok) throw new Rollback(NOT_COMMITTED);
+        await insertPaid(t, p, r.counters);
+        return committed({ spent: r.spent.toString(), ceiling: r.ceiling.toString() }, p.amount);
+      },
+      afterEffects(record),
+      { first: record.known?.effect },
     );
+  }
+  await ensureWindowRows(q, windows);
+  const counters: PaymentCounters = { s: chain, w: windows.map((w) => [w.sessionId, w.every, w.startsAt]) };
+  const guard: GuardInput = {
+    chain,
+    windows,
+    amount: p.amount,
+    now: p.now,
+    column: 'spent',
+    refuseFill: record.filled !== undefined,
+  };
+  if (q.dialect === 'postgres') {
+    try {
+      return await commitOnPostgres(
+        q,
+        p.sessionId,
+        (extra) => reserveAndPayChainStatement(p, counters, guard, extra),
+        p.amount,
+        record,
+      );
+    } catch (e) {
+      if ((e as { code?: unknown })?.code === CHAIN_REFUSED) return NOT_COMMITTED;
+      throw e;
+    }
   }
   return changeWith(
     q,
     async (t) => {
-      const r = await reserveOnCounters(t, {
-        paymentId: p.paymentId,
-        chain,
-        amount: p.amount,
-        currency: p.currency,
-        merchant: p.merchant,
-        now: p.now,
-        spend: true,
-      });
-      if (!r.ok) throw new Rollback(NOT_COMMITTED);
-      await t.run(
-        `INSERT INTO gw_payments
-       (id, session_id, state, amount, currency, merchant, address, purpose, rail, tx_ref, created_at, updated_at,
-        counters)
-       VALUES (?, ?, 'paid', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-        [
-          p.paymentId,
-          p.sessionId,
-          p.amount,
-          p.currency,
-          p.merchant,
-          p.address,
-          p.purpose,
-          p.rail,
-          p.txRef,
-          p.now,
-          p.paidAt,
-          JSON.stringify(r.counters),
-        ],
-      );
-      await t.run(
-        `INSERT INTO gw_ledger (payment_id, status, tx_ref, address, amount, currency, created_at)
-         VALUES (?, 'paid', ?, ?, ?, ?, ?)`,
-        [p.paymentId, p.txRef, p.address, p.amount, p.currency, p.paidAt],
-      );
-      await insertReceipt(t, p);
-      return committed({ spent: r.spent.toString(), ceiling: r.ceiling.toString() }, p.amount);
+      const self = await moveCounters(t, guard);
+      if (!self) throw new Rollback(NOT_COMMITTED);
+      await insertPaid(t, p, counters);
+      return committed(self, p.amount);
     },
-    afterEffects(record),
+    // The guard refused any payment that would fill a window (refuseFill): nothing for
+    // `record.filled` to find, as on PostgreSQL's one statement.
+    record.effect,
     { first: record.known?.effect },
   );
 }
 
+/** In a transaction: a ledger payment, paid, with its ledger row and receipt (`counters`: on a chain). */
+async function insertPaid(t: SqlExecutor, p: LedgerPaymentInput, counters?: PaymentCounters) {
+  const pay = paymentInsert({ ...p, paid: p, counters }, t.dialect === 'postgres');
+  await t.run(pay.sql, pay.params);
+  const led = ledgerInsert(p, 'values');
+  await t.run(led.sql, led.params);
+  await insertReceipt(t, p);
+}
+
 /**
- * PostgreSQL, one statement, for a chain without velocity limits: the session rows of the chain
- * locked in id order (`ls`), then their current window rows (`lw`, only once `ls` holds its
- * locks), both read as they are after any wait (FOR UPDATE returns the newest version); `ok` is
- * true only when every counter has room, and everything else hangs on it: the spend on every
- * counter, the payment, the ledger row, the receipt, then `extra`. No row: a counter refused (or a
- * window row is missing), and nothing was written.
+ * PostgreSQL, one statement, for a chain without velocity limits: every counter moved by the
+ * budget guard's CTEs (guard.ts counterCtes), and hanging on the last of them the payment, the
+ * ledger row, the receipt, then `extra`. No row: the first counter refused and nothing was
+ * written; a later refusal fails the statement (CHAIN_REFUSED), undoing the counters moved.
  */
 function reserveAndPayChainStatement(
   p: LedgerPaymentInput,
   counters: PaymentCounters,
+  guard: GuardInput,
   extra = NO_CTES,
-  refuseFill = false,
 ): { sql: string; params: unknown[] } {
-  // A payment that would fill a window (CommitRecord.filled) is left to the transaction path.
-  const fill = refuseFill
-    ? `
-            AND NOT EXISTS (SELECT 1 FROM lw WHERE reserved = 0 AND (spent + ?::bigint >= max_amount
-                   OR (max_payments IS NOT NULL AND payments + 1 >= max_payments)))`
-    : '';
+  const g = counterCtes(guard);
+  const pay = paymentInsert({ ...p, paid: p, counters }, true, { cte: g.last, returning: 'session_id, amount' });
+  const led = ledgerInsert(p, 'pay');
   const rc = receiptCtes(p);
-  const ids = [...new Set(counters.s)];
-  const w = counters.w;
   return {
-    sql: `WITH ls AS (
-         SELECT id, state, expires_at, spent, reserved, ceiling FROM gw_sessions WHERE id = ANY(?::text[])
-         ORDER BY id COLLATE "C" FOR UPDATE),
-       lw AS (
-         SELECT session_id, every, starts_at, spent, reserved, max_amount, max_payments, payments
-         FROM gw_session_windows
-         WHERE (SELECT count(*) FROM ls) > 0
-           AND (session_id, every, starts_at) IN (SELECT * FROM unnest(?::text[], ?::text[], ?::bigint[]))
-         ORDER BY session_id COLLATE "C", every COLLATE "C" FOR UPDATE),
-       ok AS (
-         SELECT (SELECT count(*) FROM ls WHERE state = 'active' AND expires_at > ?::bigint
-                   AND spent + reserved + ?::bigint <= ceiling) = ?::bigint
-            AND (SELECT count(*) FROM lw WHERE spent + reserved + ?::bigint <= max_amount
-                   AND (max_payments IS NULL OR payments + 1 <= max_payments)) = ?::bigint${fill} AS go),
-       ses AS (
-         UPDATE gw_sessions s SET spent = s.spent + ?::bigint FROM ok
-         WHERE ok.go AND s.id = ANY(?::text[]) RETURNING s.id, s.spent, s.ceiling),
-       win AS (
-         UPDATE gw_session_windows w SET spent = w.spent + ?::bigint, payments = w.payments + 1 FROM ok
-         WHERE ok.go AND (w.session_id, w.every, w.starts_at) IN (SELECT * FROM unnest(?::text[], ?::text[],
-         ?::bigint[]))
-         RETURNING 1),
-       pay AS (
-         INSERT INTO gw_payments
-           (id, session_id, state, amount, currency, merchant, address, purpose, rail, tx_ref, created_at, updated_at,
-            counters)
-         SELECT ?, ?, 'paid', ?::bigint, ?, ?, ?, ?, ?, ?, ?::bigint, ?::bigint, ? FROM ok WHERE ok.go
-         RETURNING session_id, amount),
-       led AS (
-         INSERT INTO gw_ledger (payment_id, status, tx_ref, address, amount, currency, created_at)
-         SELECT ?, 'paid', ?, ?, ?::bigint, ?, ?::bigint FROM pay),
+    sql: `WITH ${g.sql},
+       pay AS (${pay.sql}),
+       led AS (${led.sql}),
        ${rc.sql}${extra.sql}
-       SELECT spent, ceiling FROM ses WHERE id = ?`,
-    params: [
-      ids,
-      w.map((x) => x[0]),
-      w.map((x) => x[1]),
-      w.map((x) => x[2]),
-      p.now,
-      p.amount,
-      ids.length,
-      p.amount,
-      w.length,
-      ...(refuseFill ? [p.amount] : []),
-      p.amount,
-      ids,
-      p.amount,
-      w.map((x) => x[0]),
-      w.map((x) => x[1]),
-      w.map((x) => x[2]),
-      p.paymentId,
-      p.sessionId,
-      p.amount,
-      p.currency,
-      p.merchant,
-      p.address,
-      p.purpose,
-      p.rail,
-      p.txRef,
-      p.now,
-      p.paidAt,
-      JSON.stringify(counters),
-      p.paymentId,
-      p.txRef,
-      p.address,
-      p.amount,
-      p.currency,
-      p.paidAt,
-      ...rc.params,
-      ...extra.params,
-      p.sessionId,
-    ],
+       ${g.select}`,
+    params: [...g.params, ...pay.params, ...led.params, ...rc.params, ...extra.params],
   };
 }
 
@@ -1022,30 +984,7 @@ async function reserveAndPayLedger(
         [p.amount, p.sessionId, p.now, p.amount],
       );
       if (!s) throw new Rollback(NOT_COMMITTED);
-      await t.run(
-        `INSERT INTO gw_payments (id, session_id, state, amount, currency, merchant, address, purpose, rail, tx_ref,
-          created_at, updated_at)
-       VALUES (?, ?, 'paid', ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-        [
-          p.paymentId,
-          p.sessionId,
-          p.amount,
-          p.currency,
-          p.merchant,
-          p.address,
-          p.purpose,
-          p.rail,
-          p.txRef,
-          p.now,
-          p.paidAt,
-        ],
-      );
-      await t.run(
-        'INSERT INTO gw_ledger (payment_id, status, tx_ref, address, amount, currency, created_at) ' +
-          `VALUES (?, 'paid', ?, ?, ?, ?, ?)`,
-        [p.paymentId, p.txRef, p.address, p.amount, p.currency, p.paidAt],
-      );
-      await insertReceipt(t, p);
+      await insertPaid(t, p);
       return committed(s, p.amount);
     },
     afterEffects(record),

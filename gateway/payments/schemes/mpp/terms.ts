@@ -9,9 +9,9 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Challenge } from 'mppx';
-import { CtlError } from '../../../src/index.js';
-import { MAX_AMOUNT } from '../amount.js';
-import { CAIP2_EVM, assetAllowed, type X402AssetMap } from '../rails/x402/assets.js';
+import { CtlError } from '../../../../src/index.js';
+import { MAX_AMOUNT } from '../../amount.js';
+import { CAIP2_EVM, assetAllowed, type X402AssetMap } from '../../evm/assets.js';
 
 /** One `evm` `charge` challenge, normalised (lower-case addresses, CAIP-2 network, atomic amount). */
 export interface MppCharge {

@@ -4,8 +4,8 @@
  * `{ maxAmount, currency, address }`: a hold of `maxAmount`, of which the merchant's paid answer
  * names what it captured (`X-Payment-Captured`).
  */
-import { CtlError, parseStrictJson, isAmount, isCurrency } from '../../../src/index.js';
-import { MAX_AMOUNT } from '../amount.js';
+import { CtlError, parseStrictJson, isAmount, isCurrency } from '../../../../src/index.js';
+import { MAX_AMOUNT } from '../../amount.js';
 
 export interface PaymentTerms {
   /** Minor units (PROTOCOL.md §1), at most MAX_AMOUNT; with `hold`, the maximum. */

@@ -10,11 +10,12 @@
  * release returns the amount to a window that has since ended.
  */
 import { randomBytes } from 'node:crypto';
-import { formatTimestamp, windowAt } from '../../src/index.js';
-import type { SqlExecutor, Row } from '../../service-kit/index.js';
-import type { PausedWindow, SessionConfig, SessionWindow } from '../store/sessions.js';
-import { forUpdate } from '../store/lock.js';
-import { formatMinor } from '../../service-kit/money.js';
+import { formatTimestamp, windowAt } from '../../../src/index.js';
+import type { SqlExecutor, Row } from '../../../service-kit/index.js';
+import type { PausedWindow, SessionConfig, SessionWindow } from '../../store/sessions.js';
+import { forUpdate } from '../../store/lock.js';
+import { formatMinor } from '../../../service-kit/money.js';
+import { moveCounters } from './guard.js';
 
 /** Where a payment was counted: the sessions of its chain and the window rows (session, every, start). */
 export interface PaymentCounters {
@@ -180,25 +181,17 @@ export async function reserveOnCounters(t: SqlExecutor, p: CounterReservation): 
     return { ok: false, code: 'window_exceeded', message: full, resetsAt: formatTimestamp(w.endsAt) };
   }
 
-  const column = p.spend ? 'spent' : 'reserved';
-  // Every limit is repeated in the WHERE clause of its own UPDATE: whatever was read above, no
-  // counter can pass its limit; a guard that fails throws, and the transaction rolls back.
-  for (const id of [...p.chain].sort()) {
-    const u = await t.run(
-      `UPDATE gw_sessions SET ${column} = ${column} + ? WHERE id = ? AND spent + reserved + ? <= ceiling`,
-      [p.amount, id, p.amount],
-    );
-    if (u.changes !== 1) throw new Error(`reservation guard failed for session ${id}`);
-  }
-  for (const w of windows) {
-    const u = await t.run(
-      `UPDATE gw_session_windows SET ${column} = ${column} + ?, payments = payments + 1
-       WHERE session_id = ? AND every = ? AND starts_at = ? AND spent + reserved + ? <= max_amount
-         AND (max_payments IS NULL OR payments + 1 <= max_payments)`,
-      [p.amount, w.sessionId, w.every, w.startsAt, p.amount],
-    );
-    if (u.changes !== 1) throw new Error(`reservation guard failed for window ${w.every} of ${w.sessionId}`);
-  }
+  // The one budget guard (guard.ts): every bound repeated in the WHERE clause of its counter's
+  // UPDATE, so whatever was read above, no counter can pass its bound; a guard that fails
+  // throws, and the transaction rolls back.
+  const moved = await moveCounters(t, {
+    chain: p.chain,
+    windows,
+    amount: p.amount,
+    now: p.now,
+    column: p.spend ? 'spent' : 'reserved',
+  });
+  if (!moved) throw new Error(`reservation guard failed for the chain of session ${self.id}`);
   return {
     ok: true,
     counters: { s: p.chain, w: windows.map((w) => [w.sessionId, w.every, w.startsAt]) },
@@ -465,6 +458,22 @@ export interface ChainWindow {
   endsAt: number;
   maxAmount: bigint;
   maxPayments: number | null;
+}
+
+/** The windows of every session of `chain` and where they start (they never change once made). */
+export async function windowsOfChain(
+  q: SqlExecutor,
+  chain: string[],
+): Promise<{ id: string; windows: SessionWindow[]; windowsStart: number | null }[]> {
+  const rows = await q.all<{ id: string; config: string; windows_start: unknown }>(
+    `SELECT id, config, windows_start FROM gw_sessions WHERE id IN (${chain.map(() => '?').join(', ')})`,
+    chain,
+  );
+  return rows.map((r) => ({
+    id: r.id,
+    windows: (JSON.parse(r.config) as SessionConfig).windows ?? [],
+    windowsStart: r.windows_start == null ? null : Number(r.windows_start),
+  }));
 }
 
 /** The current window of every window of `sessions` (a chain) at `now`. */

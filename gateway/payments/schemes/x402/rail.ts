@@ -1,57 +1,17 @@
 /**
  * The x402 rail: the settling half of an x402 payment (the paid exchange is
- * protocols/x402.ts). The money moves when the merchant's facilitator settles the signed
+ * payments/schemes/x402/protocol.ts). The money moves when the merchant's facilitator settles the signed
  * EIP-3009 authorization; this rail only answers, after the fact, whether it did.
  */
 import type { SqlDatabase } from '../../../../service-kit/index.js';
-import { RailError, type Rail } from '../rail.js';
-import type { NormalisedRequirement } from '../../terms/x402.js';
+import { RailError, type Rail } from '../../rail.js';
+import type { NormalisedRequirement } from './terms.js';
 import { recordOutcome, x402ById, type X402Record } from './store.js';
-import { uptoMoved } from './permit2.js';
+import { uptoMoved } from '../../evm/permit2.js';
+import { DEFAULT_EXPIRY_MARGIN_MS, type EvmChainReader } from '../../evm/chain.js';
+import { authorizationUsed } from '../../evm/settled.js';
 
 export const X402_RAIL = 'x402';
-
-/**
- * Clock skew allowed between the gateway and the chain before an authorization past its
- * `validBefore` counts as dead (a block at `validBefore - 1` may carry a timestamp ahead of ours).
- * A chain on the gateway's own clock (a local ledger) may be given a smaller one.
- */
-export const DEFAULT_EXPIRY_MARGIN_MS = 60_000;
-
-/** Read access to the chains the gateway pays on (optional): a viem PublicClient fits. */
-export interface X402ChainReader {
-  readContract(args: {
-    address: `0x${string}`;
-    abi: readonly unknown[];
-    functionName: string;
-    args?: readonly unknown[];
-  }): Promise<unknown>;
-  /** For `upto` (permit2.ts): the upto proxy's Settled events, then their transactions' calldata. */
-  getContractEvents?(args: {
-    address: `0x${string}`;
-    abi: readonly unknown[];
-    eventName: string;
-  }): Promise<readonly { transactionHash: `0x${string}` | null }[]>;
-  getTransaction?(args: { hash: `0x${string}` }): Promise<{ input: `0x${string}`; to?: `0x${string}` | null }>;
-  /** A mined transaction's status and logs: what it moved (permit2.ts uptoMoved, eip3009.ts). */
-  getTransactionReceipt?(args: { hash: `0x${string}` }): Promise<{
-    status: 'success' | 'reverted';
-    logs: readonly { address: `0x${string}`; topics: readonly `0x${string}`[]; data: `0x${string}` }[];
-  }>;
-}
-
-const AUTHORIZATION_STATE_ABI = [
-  {
-    type: 'function',
-    name: 'authorizationState',
-    stateMutability: 'view',
-    inputs: [
-      { name: 'authorizer', type: 'address' },
-      { name: 'nonce', type: 'bytes32' },
-    ],
-    outputs: [{ name: '', type: 'bool' }],
-  },
-] as const;
 
 /**
  * The settling half (payments/reconcile.ts): an x402 payment that never got its
@@ -67,7 +27,7 @@ const AUTHORIZATION_STATE_ABI = [
 export function createX402Rail(
   db: SqlDatabase,
   now: () => number,
-  chain?: (network: string) => X402ChainReader | undefined,
+  chain?: (network: string) => EvmChainReader | undefined,
   expiryMarginMs = DEFAULT_EXPIRY_MARGIN_MS,
 ): Rail {
   return {
@@ -89,14 +49,7 @@ export function createX402Rail(
         await recordOutcome(db, paymentId, 'expired-unverified');
         return { txRef, rail };
       }
-      const used = await reader.readContract({
-        address: r.asset as `0x${string}`,
-        abi: AUTHORIZATION_STATE_ABI,
-        functionName: 'authorizationState',
-        args: [r.payer, r.nonce],
-      });
-      if (used === false) return undefined;
-      if (used !== true) throw new Error(`x402: authorizationState answered ${String(used)}`);
+      if (!(await authorizationUsed(reader, r))) return undefined;
       await recordOutcome(db, paymentId, 'paid');
       return { txRef, rail };
     },
@@ -104,7 +57,7 @@ export function createX402Rail(
 
   /**
    * An `upto` permit (PROTOCOL.md §15): a settlement already read from the chain (or counted whole
-   * for want of a reader, protocols/x402.ts) is captured at that amount. Otherwise the permit
+   * for want of a reader, payments/schemes/x402/protocol.ts) is captured at that amount. Otherwise the permit
    * stays cashable, up to the hold, by the named facilitator until its deadline, even after a 0
    * settle or a failed handler: with a reader, a used Permit2 nonce is captured at what the chain
    * shows moved (permit2.ts uptoMoved: the transaction the merchant named, else the proxy's

@@ -7,7 +7,7 @@
  */
 import { decodeEventLog, decodeFunctionData, getAddress, parseAbi } from 'viem';
 import { PERMIT2_ADDRESS, x402UptoPermit2ProxyABI, x402UptoPermit2ProxyAddress } from '@x402/evm';
-import type { X402ChainReader } from './rail.js';
+import type { EvmChainReader } from './chain.js';
 
 export { PERMIT2_ADDRESS, x402UptoPermit2ProxyAddress as UPTO_PROXY_ADDRESS };
 
@@ -16,7 +16,7 @@ const ALLOWANCE_ABI = parseAbi(['function allowance(address owner, address spend
 const TRANSFER_ABI = parseAbi(['event Transfer(address indexed from, address indexed to, uint256 value)']);
 
 /** Permit2's unordered nonce: bit `nonce & 255` of `nonceBitmap(owner, nonce >> 8)`. */
-export async function permit2NonceUsed(reader: X402ChainReader, owner: string, nonce: bigint): Promise<boolean> {
+export async function permit2NonceUsed(reader: EvmChainReader, owner: string, nonce: bigint): Promise<boolean> {
   const word = await reader.readContract({
     address: PERMIT2_ADDRESS,
     abi: NONCE_BITMAP_ABI,
@@ -28,7 +28,7 @@ export async function permit2NonceUsed(reader: X402ChainReader, owner: string, n
 }
 
 /** The payer's ERC-20 allowance to Permit2: the one on-chain step `upto` needs before any permit works. */
-export async function permit2Allowance(reader: X402ChainReader, token: string, owner: string): Promise<bigint> {
+export async function permit2Allowance(reader: EvmChainReader, token: string, owner: string): Promise<bigint> {
   const a = await reader.readContract({
     address: token as `0x${string}`,
     abi: ALLOWANCE_ABI,
@@ -44,7 +44,7 @@ export async function permit2Allowance(reader: X402ChainReader, token: string, o
  * none is found (the reader cannot list events, or Permit2 consumed it otherwise).
  */
 export async function uptoSettlement(
-  reader: X402ChainReader,
+  reader: EvmChainReader,
   owner: string,
   nonce: bigint,
 ): Promise<{ amount: bigint; tx: string } | undefined> {
@@ -87,7 +87,7 @@ function settleCallAmount(input: `0x${string}`, owner: string, nonce: bigint): b
  * is found (the caller counts the whole hold). A reader that fails throws: nothing is known.
  */
 export async function uptoMoved(
-  reader: X402ChainReader,
+  reader: EvmChainReader,
   p: { owner: string; nonce: bigint; token: string; namedTx?: string },
 ): Promise<{ used: false } | { used: true; amount?: bigint; tx?: string }> {
   if (!(await permit2NonceUsed(reader, p.owner, p.nonce))) return { used: false };
@@ -98,7 +98,7 @@ export async function uptoMoved(
 
 /** The settle of `p`'s permit in transaction `hash`, when the chain shows it there (uptoMoved). */
 async function settleInTransaction(
-  reader: X402ChainReader,
+  reader: EvmChainReader,
   p: { owner: string; nonce: bigint; token: string },
   hash: string,
 ): Promise<{ amount: bigint; tx: string } | undefined> {
