@@ -94,7 +94,11 @@ type Env = Record<string, string | undefined>;
 export const AUTHORITY_VARIABLES: readonly VariableHelp[] = [
   ['PORT', '8700', 'where it listens'],
   ['HOST', '127.0.0.1', 'the address it listens on'],
-  ['DATABASE_URL', 'sqlite:./data/authority.db', 'or postgres://user@host:port/database (instances may share one)'],
+  [
+    'DATABASE_URL',
+    'sqlite:./data/authority.db',
+    'or postgres://user@host:port[,host:port…]/database[?target_session_attrs=read-write] (instances may share one)',
+  ],
   ['LOG_LEVEL', 'info', 'trace, debug, info, warn, error, fatal or silent'],
   ['CTL_ISSUER_DOMAIN', 'localhost', 'issuer of grants and bundles'],
   [

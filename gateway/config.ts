@@ -13,7 +13,11 @@ import { anchorVariables, webhookVariables, type VariableHelp } from '../service
 export const GATEWAY_VARIABLES: readonly VariableHelp[] = [
   ['PORT', '8402', 'where it listens'],
   ['HOST', '127.0.0.1', 'the address it listens on'],
-  ['DATABASE_URL', 'sqlite:./data/gateway.db', 'or postgres://user@host:port/database (instances may share one)'],
+  [
+    'DATABASE_URL',
+    'sqlite:./data/gateway.db',
+    'or postgres://user@host:port[,host:port…]/database[?target_session_attrs=read-write] (instances may share one)',
+  ],
   ['LOG_LEVEL', 'info', 'trace, debug, info, warn, error, fatal or silent'],
   [
     'CTL_GATEWAY_ADMIN_KEY',

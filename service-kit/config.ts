@@ -137,16 +137,23 @@ export async function checkDatabaseReachable(
   timeoutMs = 10_000,
 ): Promise<void> {
   if (!/^postgres(ql)?:\/\//.test(url)) return;
-  const { default: pg } = await import('pg');
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: timeoutMs });
-  // A connection that fails emits 'error' as well as rejecting connect(): handled here.
-  client.on('error', () => {});
+  const { parsePostgresUrl, connectToAnyHost, NotReadWriteError } = await import('./pg-hosts.js');
+  let target: ReturnType<typeof parsePostgresUrl>;
   try {
-    await client.connect();
+    target = parsePostgresUrl(url);
+  } catch (e) {
+    throw new ConfigError(variable, (e as Error).message);
+  }
+  let client: Awaited<ReturnType<typeof connectToAnyHost>> | undefined;
+  try {
+    // Several hosts: one that will do is enough (read-write when the URL asks for it).
+    client = await connectToAnyHost(url, { connectionTimeoutMillis: timeoutMs });
   } catch (e) {
     const err = e as Error & { code?: string };
-    const u = new URL(url);
-    const where = `${u.hostname || 'localhost'}:${u.port || '5432'}${u.pathname}`;
+    const path = new URL(target.urlFor(0)).pathname;
+    const where = target.hosts.map((h) => `${h.host}:${h.port}`).join(',') + path;
+    if (e instanceof NotReadWriteError)
+      throw new ConfigError(variable, `cannot connect to PostgreSQL at ${where}: no host accepts writes`);
     const why =
       (err.code && CONNECT_FAILURES[err.code]) ??
       (/timeout/i.test(err.message) ? 'the connection timed out' : err.message);
@@ -155,7 +162,7 @@ export async function checkDatabaseReachable(
       `cannot connect to PostgreSQL at ${where}: ${why}${err.code ? ` (${err.code})` : ''}`,
     );
   } finally {
-    await client.end().catch(() => {});
+    await client?.end().catch(() => {});
   }
 }
 

@@ -13,6 +13,7 @@ import { createWalFlusher, type FlushFile, type WalFlusher } from './wal-flush.j
 import { startWalCheckpointer } from './wal-checkpointer.js';
 import { HttpError } from './http-error.js';
 import { DatabaseUnavailableError, isConnectionLoss } from './connection-loss.js';
+import { createHostRotation, isHostFailure, isMultiHost, parsePostgresUrl, rotatingClient } from './pg-hosts.js';
 
 export type Row = Record<string, unknown>;
 export type Dialect = 'sqlite' | 'postgres';
@@ -351,6 +352,9 @@ const asUnavailable = (e: unknown): unknown =>
  * stand-in). `query` checks out through `connect`, so both paths wait.
  */
 class PatientPool extends pg.Pool {
+  /** How many hosts the URL names (pg-hosts.ts): a checkout that fails on one tries the next at once. */
+  hostCount = 1;
+
   // pg-pool calls connect(callback) from query(); callers call connect() for a promise.
   override connect(): Promise<pg.PoolClient>;
   override connect(
@@ -372,11 +376,25 @@ class PatientPool extends pg.Pool {
     const giveUpAt = Date.now() + BUSY_PATIENCE_MS;
     for (let delayMs = 20; ; delayMs = Math.min(delayMs * 2, 500)) {
       try {
-        return await super.connect();
+        return await this.checkoutAnyHost();
       } catch (e) {
         const code = (e as { code?: string }).code;
         if (code === undefined || !BUSY_SERVER.has(code) || Date.now() + delayMs > giveUpAt) throw e;
         await new Promise((r) => setTimeout(r, delayMs / 2 + Math.random() * delayMs));
+      }
+    }
+  }
+
+  /**
+   * Another host of the list may serve (a failover): each is tried once before the caller hears
+   * `unavailable`, so no request waits on a promotion that may take long.
+   */
+  private async checkoutAnyHost(): Promise<pg.PoolClient> {
+    for (let tried = 1; ; tried++) {
+      try {
+        return await super.connect();
+      } catch (e) {
+        if (!isHostFailure(e) || tried >= this.hostCount) throw e;
       }
     }
   }
@@ -386,11 +404,14 @@ async function openPostgres(url: string, options: OpenOptions): Promise<SqlDatab
   const schema = options.schema;
   if (schema !== undefined && !SCHEMA_PATTERN.test(schema))
     throw new RangeError(`schema: expected ${SCHEMA_PATTERN}, got '${schema}'`);
+  // node-postgres refuses a URL with several hosts: those are connected to one at a time (pg-hosts.ts).
+  const rotation = isMultiHost(url) ? createHostRotation(parsePostgresUrl(url)) : undefined;
   const pool = new PatientPool({
-    connectionString: url,
+    ...(rotation ? { Client: rotatingClient(rotation) } : { connectionString: url }),
     max: options.poolSize ?? 10,
     ...(schema ? { options: `-c search_path=${schema}` } : {}),
   });
+  pool.hostCount = rotation?.target.hosts.length ?? 1;
   // An idle client's error (server restart) must not crash the process; the next query reconnects.
   pool.on('error', () => {});
   // Nor may a checked-out client's: pg-pool listens to a client only while it is idle, and
@@ -621,6 +642,8 @@ function sharedListener(url: string) {
   const existing = listeners.get(url);
   if (existing) return existing;
   const subs = new Map<string, Set<ListenHandlers>>();
+  // Several hosts: LISTEN where writes (and so NOTIFYs) happen; a standby refuses LISTEN anyway.
+  const Client = isMultiHost(url) ? rotatingClient(createHostRotation(parsePostgresUrl(url))) : pg.Client;
   const quote = (ch: string) => `"${ch.replace(/"/g, '""')}"`;
   let client: pg.Client | undefined;
   let live = false;
@@ -649,7 +672,7 @@ function sharedListener(url: string) {
     retry = undefined;
     // query_timeout bounds the probe: a silently dead TCP connection would otherwise keep
     // `live` true while notifications are lost.
-    const c = new pg.Client({
+    const c = new Client({
       connectionString: url,
       query_timeout: LISTEN_PROBE_MS,
       keepAlive: true,

@@ -45,6 +45,7 @@ export {
   type OpenOptions,
 } from './database.js';
 export { isConnectionLoss, DatabaseUnavailableError } from './connection-loss.js';
+export { parsePostgresUrl, createHostRotation, NotReadWriteError, type PgTarget, type PgHost } from './pg-hosts.js';
 export type { FlushFile } from './wal-flush.js';
 export { randomId, timeOrderedId } from './random-id.js';
 export { idleCache, type IdleCache } from './idle-cache.js';

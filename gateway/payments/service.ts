@@ -17,6 +17,7 @@ import {
   commit,
   release,
   payLedgerInCommit,
+  receiptOfPayment,
   type PaymentRecord,
   type CommitResult,
   type CommitRecord,
@@ -260,6 +261,28 @@ export function createPaymentService(deps: PaymentServiceDeps) {
     return { committed: c.committed, receipt };
   }
 
+  /**
+   * commitPaid for the request whose rail call paid: when reconcile settled the payment first (the
+   * rail answered after `staleMs`, a database failover in between), the receipt stored then is the
+   * payment's one; the receipt signed here was never stored and is dropped unseen, so a client is
+   * never handed a receipt its gateway does not keep. Released meanwhile (reconcile found nothing
+   * paid, then the rail said it paid): 409 conflict, and reconcile's record stands.
+   */
+  async function commitAnswered(
+    session: SessionRecord,
+    p: PaymentFields,
+    txRef: string,
+    sba: SignedBudgetAuthorization | undefined,
+    captured?: bigint,
+  ): Promise<{ committed: boolean; receipt: Receipt }> {
+    const r = await commitPaid(session, p, txRef, sba, captured);
+    if (r.committed) return r;
+    const stored = (await receiptOfPayment(db, p.id)) as Receipt | undefined;
+    if (stored === undefined)
+      throw new HttpError(409, 'conflict', 'the payment was settled by reconciliation while the rail answered');
+    return { committed: false, receipt: stored };
+  }
+
   /** The session's checks that never change while it lives (spec §3 row 3), in memory. */
   async function checkFixed(
     session: SessionRecord,
@@ -458,7 +481,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
       address: terms.address,
       merchant: host,
     });
-    const { receipt } = await commitPaid(session, p, txRef, a.sba);
+    const { receipt } = await commitAnswered(session, p, txRef, a.sba);
     return { paymentId: p.id, txRef, sba: a.sba, receipt };
   }
 
@@ -516,7 +539,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
       startedAt?: number,
       captured?: bigint,
     ) {
-      const r = await commitPaid(session, { id: a.paymentId, ...a, rail: receiptRail }, txRef, a.sba, captured);
+      const r = await commitAnswered(session, { id: a.paymentId, ...a, rail: receiptRail }, txRef, a.sba, captured);
       if (startedAt !== undefined) deps.onPaid?.(performance.now() - startedAt, receiptRail.split(':')[0]!);
       return r;
     },
@@ -558,7 +581,7 @@ export function createPaymentService(deps: PaymentServiceDeps) {
       // The rail's own record of what it paid, when it had to be asked, over the merchant's figure
       // (at most the hold: the counters reserved no more).
       const spent = moved === undefined ? captured : moved < a.amount ? moved : a.amount;
-      const { receipt } = await commitPaid(session, p, txRef, a.sba, spent);
+      const { receipt } = await commitAnswered(session, p, txRef, a.sba, spent);
       deps.onPaid?.(performance.now() - started, rail.name);
       return { paymentId: a.paymentId, txRef, sba: a.sba, receipt };
     },

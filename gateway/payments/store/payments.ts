@@ -731,6 +731,12 @@ export async function receiptsOf(q: SqlExecutor, sessionId: string, below?: { ow
   return rows.map((r) => receiptFromRow(r, grants));
 }
 
+/** The receipt stored for a payment, or undefined (not paid, or not yet). */
+export async function receiptOfPayment(q: SqlExecutor, paymentId: string): Promise<unknown | undefined> {
+  const r = await q.get<ReceiptSelected>(`${RECEIPT_SELECT} WHERE r.payment_id = ?`, [paymentId]);
+  return r ? receiptFromRow(r) : undefined;
+}
+
 /** One receipt of a session by its id, or undefined (another session's receipt is not found either). */
 export async function receiptOf(q: SqlExecutor, sessionId: string, receiptId: string): Promise<unknown | undefined> {
   const r = await q.get<ReceiptSelected>(`${RECEIPT_SELECT} WHERE r.id = ? AND r.session_id = ?`, [
