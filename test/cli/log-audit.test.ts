@@ -31,7 +31,7 @@ import { runCtl } from '../helpers/run-ctl.js';
 
 /** The slow tier (log-tamper.slow.test.ts) runs the full campaign. */
 const EDITS = Number(process.env.CTL_LOG_TAMPER_EDITS ?? 300);
-const key = generateNoteSigner('gateway.test/ctl-gateway-log');
+const key = await generateNoteSigner('gateway.test/ctl-gateway-log');
 const ctl = (...args: string[]) => runCtl({ cwd: tmpdir() }, ...args);
 let db: TestDb;
 let gw: TestGateway;
@@ -72,7 +72,7 @@ test('an honest log audits clean: every tile, the root, every receipt, every ses
 });
 
 test('the vkey is pinned: another key, or none, is refused', async () => {
-  const other = generateNoteSigner('gateway.test/ctl-gateway-log');
+  const other = await generateNoteSigner('gateway.test/ctl-gateway-log');
   const r = await auditLog(gw.url, { vkey: other.vkey, fetch });
   assert.ok(r.problems.some((m) => /not the pinned key/.test(m)));
   assert.ok(r.problems.some((m) => /checkpoint_signature_invalid/.test(m)));

@@ -41,10 +41,10 @@ import {
   refVerifyInclusion,
 } from '../helpers/tlog-reference.js';
 
-const gwKey = generateNoteSigner('gateway.test/ctl-gateway-log');
-const auKey = generateNoteSigner('authority.test/ctl-authority-log');
-const auWitness = generateNoteSigner('authority.test/witness', COSIGNATURE_V1);
-const gwWitness = generateNoteSigner('gateway.test/witness', COSIGNATURE_V1);
+const gwKey = await generateNoteSigner('gateway.test/ctl-gateway-log');
+const auKey = await generateNoteSigner('authority.test/ctl-authority-log');
+const auWitness = await generateNoteSigner('authority.test/witness', COSIGNATURE_V1);
+const gwWitness = await generateNoteSigner('gateway.test/witness', COSIGNATURE_V1);
 const ALERT_SECRET = `whsec_${Buffer.alloc(24, 7).toString('base64')}`;
 
 let db: TestDb;
@@ -234,7 +234,7 @@ test("a fork of the gateway's log shown to the authority's witness is a split vi
 test("PostgreSQL: a paid answer's log index and the receipt's inclusion proof", async () => {
   const pgDb = await postgresDb('the gateway log on PostgreSQL');
   if (!pgDb) return;
-  const key = generateNoteSigner('pg.gateway.test/ctl-gateway-log');
+  const key = await generateNoteSigner('pg.gateway.test/ctl-gateway-log');
   const g = await startTestGateway(pgDb, { log: { skey: key.skey } });
   try {
     const s = await createSession(g);
