@@ -236,7 +236,8 @@ export function createTransparencyLog(options: TransparencyLogOptions): Transpar
       return { index, size, leafHash: hash, hashes, entry: entry.entry };
     },
     consistency: async (from, to) => {
-      if (!(Number.isSafeInteger(from) && from >= 0 && from <= to)) throw new RangeError(`size ${from} is not at most ${to}`);
+      if (!(Number.isSafeInteger(from) && from >= 0 && from <= to))
+        throw new RangeError(`size ${from} is not at most ${to}`);
       return consistency(from, to);
     },
     async close() {

@@ -110,7 +110,6 @@ export function readVerifierKey(vkey: string, type: NoteKeyType): VerifierKey {
   } catch (e) {
     throw new RangeError((e as Error).message);
   }
-  if (k.type !== type)
-    throw new RangeError(`verifier key ${k.name}: type 0x0${k.type}, expected 0x0${type}`);
+  if (k.type !== type) throw new RangeError(`verifier key ${k.name}: type 0x0${k.type}, expected 0x0${type}`);
   return k;
 }

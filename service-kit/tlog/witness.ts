@@ -218,7 +218,11 @@ export function witnessRound(o: {
   const send = o.fetch ?? fetch;
   const witnesses = o.witnesses.map((w) => {
     try {
-      return { url: w.url.replace(/\/+$/, ''), vkey: w.vkey.trim(), name: readVerifierKey(w.vkey, COSIGNATURE_V1).name };
+      return {
+        url: w.url.replace(/\/+$/, ''),
+        vkey: w.vkey.trim(),
+        name: readVerifierKey(w.vkey, COSIGNATURE_V1).name,
+      };
     } catch (e) {
       throw new RangeError(`witness ${w.url}: ${(e as Error).message}`);
     }
