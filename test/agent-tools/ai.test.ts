@@ -80,9 +80,15 @@ test('an agent turn: the model pays through the gateway, sees the spend, and is 
   assert.is(result.text, 'The report is paid; the big one is over budget.');
   assert.is(result.steps.length, 4);
 
-  // The model was offered the four tools with their JSON schemas.
+  // The model was offered the five tools with their JSON schemas.
   const offered = model.doGenerateCalls[0]!.tools ?? [];
-  assert.equal(offered.map((t) => t.name).sort(), ['delegate_budget', 'list_receipts', 'paid_fetch', 'session_status']);
+  assert.equal(offered.map((t) => t.name).sort(), [
+    'check_log',
+    'delegate_budget',
+    'list_receipts',
+    'paid_fetch',
+    'session_status',
+  ]);
   const fetchTool = offered.find((t) => t.name === 'paid_fetch') as { inputSchema: any; description?: string };
   assert.equal(fetchTool.inputSchema.required, ['url']);
   assert.is(fetchTool.inputSchema.properties.url.format, 'uri');
