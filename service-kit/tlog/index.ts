@@ -12,3 +12,4 @@ export * from './config.js';
 export * from './openapi.js';
 export * from './store.js';
 export * from './sequencer.js';
+export * from './high-water.js';

@@ -30,6 +30,7 @@ import {
   proveConsistency,
   proveInclusion,
   signCheckpoint,
+  treeRoot,
   type Checkpoint,
 } from '../../src/entries/log.js';
 import { chunks, createTileStore } from './store.js';
@@ -106,6 +107,8 @@ export interface TransparencyLog {
   checkpointAt(size: number): Promise<string | undefined>;
   /** The integrated tree: size and root. */
   tree(q?: SqlExecutor): Promise<{ size: number; root: Buffer }>;
+  /** The root of the first `size` entries, recomputed from the stored tiles (`size` at most the tree's). */
+  rootAt(size: number): Promise<Buffer>;
   /** The first `width` hashes of tile `n` at `level`, or undefined when the tree does not have them yet. */
   tile(level: number, n: number, width: number): Promise<Buffer | undefined>;
   /** Entry bundle `n` of `width` entries, or undefined. */
@@ -226,6 +229,7 @@ export function createTransparencyLog(options: TransparencyLogOptions): Transpar
     checkpoint: () => storedCheckpoint(`WHERE witnessed = 1 ORDER BY size DESC LIMIT 1`, []),
     checkpointAt: async (size) => (await storedCheckpoint(`WHERE size = ?`, [size]))?.note,
     tree: (q) => tree(q),
+    rootAt: async (size) => Buffer.from(await treeRoot(size, tiles.hashes(size, db))),
     tile: tiles.tile,
     entryBundle: tiles.entryBundle,
     async inclusion(index, size) {

@@ -9,7 +9,9 @@
  *   hashes; `size` defaults to the served checkpoint's, whose note comes with the proof;
  * - `GET /log/status`: the served checkpoint, the witnesses that cosigned it, and this service's
  *   own witness state with any split view it detected (`splitView: true`, for the console);
- * - `POST /witness/add-checkpoint` (C2SP tlog-witness): 404 unless this service witnesses other logs.
+ * - `POST /witness/add-checkpoint` (C2SP tlog-witness): 404 unless this service witnesses other logs;
+ * - `GET /witness/checkpoint?origin=`: the newest checkpoint of that log this witness cosigned, as
+ *   the log signed it (a restored database of that log is caught against it at start).
  *
  * No credentials: the log is public by design (anyone may verify it).
  */
@@ -173,6 +175,16 @@ export function logRoutes(router: Router, o: LogRouteOptions): void {
       witness: w ?? null,
       splitView: (w?.splitViews.length ?? 0) > 0,
     };
+  });
+
+  router.get('/witness/checkpoint', async (ctx) => {
+    const origin = ctx.query['origin'];
+    if (typeof origin !== 'string' || origin === '' || origin.length > 1024) throw badRequest('origin: required');
+    const note = o.witness ? await o.witness.latest(origin) : undefined;
+    if (!note) throw notFound('this witness has cosigned no checkpoint of that log');
+    ctx.set('Cache-Control', 'no-store');
+    ctx.type = 'text/plain; charset=utf-8';
+    ctx.body = note;
   });
 
   // Always answered: a service that witnesses no log knows no origin (tlog-witness: 404), said in

@@ -27,6 +27,8 @@ import { COSIGNATURE_V1, readVerifierKey, type NoteSigner } from './note-key.js'
 import { createTransparencyLog, type TransparencyLog } from './log.js';
 import { createWitness, witnessRound, type SplitView, type Witness, type WitnessConfig } from './witness.js';
 import { logRoutes } from './routes.js';
+import { logCheckpointFile, witnessHighWater } from './high-water.js';
+import type { HighWaterSource } from '../rollback-guard.js';
 
 export interface ServiceLogConfig {
   /** Table prefix, e.g. `gw_log`. */
@@ -96,6 +98,11 @@ export interface ServiceLog {
   /** The integrate-and-sign timer (server.ts only); `close()` stops it. */
   start(): void;
   close(): Promise<void>;
+  /**
+   * Where the log's newest checkpoint is remembered outside the database (high-water.ts): the
+   * file `logFile` (kept current once the start-time check passed) and each witness this log asks.
+   */
+  highWaterSources(logFile: string | undefined): HighWaterSource[];
 }
 
 export function createServiceLog(
@@ -238,6 +245,13 @@ export function createServiceLog(
       clearInterval(timer);
       await log.close();
       await alerts?.close();
+    },
+    highWaterSources(logFile) {
+      const warn = (message: string) => o.logger.warn({ origin: log.origin }, message);
+      return [
+        ...(logFile ? [logCheckpointFile(log, logFile)] : []),
+        ...(config.witnesses ?? []).map((w) => witnessHighWater(log, w, { fetch: o.fetch, warn })),
+      ];
     },
   };
 }

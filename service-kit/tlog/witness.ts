@@ -38,6 +38,11 @@ export interface Witness {
   addCheckpoint(body: string): Promise<WitnessAnswer>;
   /** What the console shows: each witnessed log's latest cosigned size, and the split views seen. */
   status(): Promise<WitnessStatus>;
+  /**
+   * The newest checkpoint of `origin` this witness cosigned, as the log submitted it (signed by the
+   * log's key): what that log's service compares its database with at start (high-water.ts).
+   */
+  latest(origin: string): Promise<string | undefined>;
 }
 
 export interface WitnessStatus {
@@ -158,6 +163,14 @@ export function createWitness(o: {
       );
       if (split) o.onSplitView?.(split);
       return answer;
+    },
+    async latest(origin) {
+      const r = await db.get<{ note: string }>(
+        `SELECT w.note FROM ${p}_witness_head h JOIN ${p}_witnessed w ON w.origin = h.origin AND w.size = h.size
+         WHERE h.origin = ?`,
+        [origin],
+      );
+      return r?.note;
     },
     async status() {
       const heads = await db.all<{ origin: string; size: unknown; root: unknown; at: unknown }>(
