@@ -32,6 +32,7 @@ import {
   type TestGateway,
 } from './helpers.js';
 import { grantRequest, startTestAuthority, type TestAuthority } from '../authority/harness.js';
+import { auditLog } from '../../cli/log/audit.js';
 import {
   refConsistency,
   refHasCosignature,
@@ -194,6 +195,10 @@ test('a grant the authority issues is in its log, cosigned by the gateway', asyn
   assert.is(revocation.type, 'grant.revocation');
   assert.is(revocation.body.grantId, g.body.grantId);
   assert.is(revocation.body.reason, 'test');
+  // ctl log audit reads the authority's log as it reads the gateway's: every tile and the root.
+  const audited = await auditLog(au.url, { vkey: auKey.vkey, fetch });
+  assert.equal(audited.problems, []);
+  assert.ok(audited.entries >= 3 && audited.receipts === 0, JSON.stringify(audited));
 });
 
 test("a fork of the gateway's log shown to the authority's witness is a split view", async () => {
