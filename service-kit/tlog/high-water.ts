@@ -23,7 +23,7 @@ import type { WitnessConfig } from './witness.js';
 
 const TERMS = { chain: 'transparency log', position: 'size' };
 
-/** The log file's path beside the audit chain's high-water file. @example logCheckpointFileOf('/m/gw.high-water.json') */
+/** The log file beside the audit chain's high-water file. @example logCheckpointFileOf('/m/gw.high-water.json') */
 export function logCheckpointFileOf(highWaterFile: string): string {
   return `${highWaterFile.replace(/\.json$/, '')}.log-checkpoint`;
 }
