@@ -9,9 +9,9 @@
  *   at `GET <witness URL>/checkpoint?origin=` (`witnessHighWater`). A witness that cannot be
  *   reached is logged and skipped: the other service being down must not stop this one.
  *
- * A mark is compared with the database's log: its newest stored checkpoint must be at least as
- * large, and the tree recomputed from the stored tiles must have the mark's root at the mark's
- * size (else the database holds another history: a fork). Marks that do not verify under the
+ * A mark is compared with the database's log: its integrated tree must be at least as large, and
+ * the tree recomputed from the stored tiles must have the mark's root at the mark's size (else the
+ * database holds another history: a fork). Marks that do not verify under the
  * log's key are refused (the file) or ignored with a warning (a witness's answer).
  */
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
@@ -28,12 +28,16 @@ export function logCheckpointFileOf(highWaterFile: string): string {
   return `${highWaterFile.replace(/\.json$/, '')}.log-checkpoint`;
 }
 
-/** The database's log as a chain of positions: its newest checkpoint, and the root at any size. */
-export function logChain(log: Pick<TransparencyLog, 'checkpoint' | 'tree' | 'rootAt' | 'vkey'>): ChainReader {
+/**
+ * The database's log as a chain of positions: its integrated tree, and the root at any size. The
+ * tree, not the newest served checkpoint: a checkpoint a witness cosigned just before a crash may
+ * not be marked served yet, but its entries are in the tree.
+ */
+export function logChain(log: Pick<TransparencyLog, 'tree' | 'rootAt'>): ChainReader {
   return {
     async head() {
-      const c = await log.checkpoint();
-      return c ? await positionOf(c.note, log.vkey) : undefined;
+      const t = await log.tree();
+      return t.size > 0 ? { seq: t.size, hash: t.root.toString('hex') } : undefined;
     },
     async hashAt(size) {
       if (size > (await log.tree()).size) return undefined;

@@ -3,7 +3,8 @@
  * SQLite: a file kept with the newest checkpoint, and a witness that serves the newest it
  * cosigned, both compared with a database's log by rollbackFinding. A log behind the mark (a
  * restored backup) and a log of another history past it (a restore that went on) are findings; the
- * same log grown further is not; a file not signed by the log's key is refused; a witness that
+ * same log grown further is not, nor a checkpoint a witness cosigned that the log had not yet
+ * marked served (a crash in between); a file not signed by the log's key is refused; a witness that
  * cannot be reached is skipped with a warning.
  */
 import { test } from 'uvu';
@@ -102,6 +103,20 @@ test("a witness's newest cosigned checkpoint catches a log behind it; one unreac
   const skipped = witnessHighWater(behindLog, witness, { fetch: down, warn: (m) => warned.push(m) });
   assert.is(await rollbackFinding(audit, [skipped]), undefined);
   assert.match(warned.join('\n'), 'ECONNREFUSED');
+  // A checkpoint the witness cosigned just before a crash, before the log marked it served: its
+  // entries are in the tree, so the database is not behind.
+  await grow(behindLog, 5, 'c');
+  const t = await behindLog.tree();
+  assert.is((await behindLog.checkpoint())!.size, 9);
+  await dbs[logs.indexOf(behindLog)]!.tx(async (q) => behindLog.append(q, { type: 'test', body: { i: 9, tag: 'c' } }));
+  await behindLog.sequence();
+  const cosignedOnly = await signCheckpoint(
+    { origin: key.name, size: t.size + 1, rootHash: await behindLog.rootAt(t.size + 1) },
+    [key.note!],
+  );
+  const crashed = (async () => new Response(cosignedOnly)) as typeof fetch;
+  assert.is((await behindLog.checkpoint())!.size, 9, 'the newest served checkpoint is older');
+  assert.is(await rollbackFinding(audit, [witnessHighWater(behindLog, witness, { fetch: crashed })]), undefined);
   const none = (async () => new Response('', { status: 404 })) as typeof fetch;
   assert.is(await witnessHighWater(behindLog, witness, { fetch: none }).read(), undefined, 'nothing cosigned yet');
 });
