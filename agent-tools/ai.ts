@@ -36,7 +36,10 @@ export function ctlToolModelOutput(output: unknown): ToolResultOutput {
 export function ctlAiTools(
   options: CtlToolsOptions,
 ): Record<string, Tool<Record<string, unknown>, Record<string, unknown>>> {
-  const ctx = toolContext(checkGatewayConfig(options), 'ai_', { fetch: options.fetch });
+  const ctx = toolContext(checkGatewayConfig(options), 'ai_', {
+    fetch: options.fetch,
+    logStore: options.logStore,
+  });
   return Object.fromEntries(
     selectTools(options.tools).map((t) => [
       t.name,

@@ -3,7 +3,7 @@
  * same way for every adapter (the MCP server reads them from its environment, the AI SDK and
  * LangChain tools take them as options).
  */
-import { createGatewayClient } from '../src/index.js';
+import { createGatewayClient, parseVerifierKey, type CheckpointStore } from '../src/index.js';
 import type { ToolContext } from './tools/tool.js';
 import type { CtlToolName } from './tools/index.js';
 
@@ -12,6 +12,11 @@ export interface GatewayConfig {
   gatewayUrl: string;
   /** `gw_sess_…`, the bearer credential of one session (spec §2.2). */
   sessionToken: string;
+  /**
+   * The gateway log's verifier key (`/log/vkey`, pinned out of band): `check_log` follows the log
+   * under it. Without it, `check_log` answers `unsupported_feature`.
+   */
+  logVkey?: string;
 }
 
 /** The options of `ctlAiTools` and `ctlLangChainTools`. */
@@ -24,6 +29,10 @@ export interface CtlToolsOptions {
   tools?: readonly CtlToolName[];
   /** The `fetch` the gateway client uses (default the host's). */
   fetch?: typeof fetch;
+  /** The gateway log's verifier key, pinned out of band (`check_log`). */
+  logVkey?: string;
+  /** Where `check_log` keeps the last checkpoint it accepted (default: memory, for this process). */
+  logStore?: CheckpointStore;
 }
 
 /** A setting missing or malformed: the message names it and never repeats a secret's value. */
@@ -48,8 +57,11 @@ const LOOPBACK = /^(localhost|127(?:\.\d{1,3}){3}|\[::1\])$/;
  *   // 'https://gw.example'
  */
 export function checkGatewayConfig(
-  raw: { gatewayUrl?: string; sessionToken?: string },
-  names: { gatewayUrl: string; sessionToken: string } = { gatewayUrl: 'gatewayUrl', sessionToken: 'sessionToken' },
+  raw: { gatewayUrl?: string; sessionToken?: string; logVkey?: string },
+  names: { gatewayUrl: string; sessionToken: string; logVkey?: string } = {
+    gatewayUrl: 'gatewayUrl',
+    sessionToken: 'sessionToken',
+  },
 ): GatewayConfig {
   const rawUrl = typeof raw.gatewayUrl === 'string' ? raw.gatewayUrl.trim() : '';
   if (!rawUrl)
@@ -87,14 +99,32 @@ export function checkGatewayConfig(
       names.sessionToken,
       'not a session token: expected gw_sess_ followed by 1–128 characters of A–Z, a–z, 0–9, _ or -',
     );
-  return { gatewayUrl: url.href.replace(/\/+$/, ''), sessionToken: token };
+  const vkey = typeof raw.logVkey === 'string' ? raw.logVkey.trim() : '';
+  if (vkey) {
+    let type: number | undefined;
+    try {
+      type = parseVerifierKey(vkey).type;
+    } catch (e) {
+      throw new ConfigError(names.logVkey ?? 'logVkey', `not a log verifier key: ${(e as Error).message}`);
+    }
+    if (type !== 1)
+      throw new ConfigError(names.logVkey ?? 'logVkey', "a witness's key (type 0x04), not the log's (0x01)");
+  }
+  return { gatewayUrl: url.href.replace(/\/+$/, ''), sessionToken: token, ...(vkey ? { logVkey: vkey } : {}) };
 }
 
 /**
  * What the tools of one agent share: the SDK's agent-side client on one session (src/client).
  * @example toolContext(checkGatewayConfig({ gatewayUrl, sessionToken }), 'ai_')
  */
-export function toolContext(config: GatewayConfig, keyPrefix: string, o: { fetch?: typeof fetch } = {}): ToolContext {
-  const session = createGatewayClient({ baseUrl: config.gatewayUrl, fetch: o.fetch }).session(config.sessionToken);
-  return { session, gatewayUrl: config.gatewayUrl, keyPrefix };
+export function toolContext(
+  config: GatewayConfig,
+  keyPrefix: string,
+  o: { fetch?: typeof fetch; logStore?: CheckpointStore } = {},
+): ToolContext {
+  const client = createGatewayClient({ baseUrl: config.gatewayUrl, fetch: o.fetch });
+  const session = client.session(config.sessionToken);
+  // One follower per agent: every check_log call extends the checkpoint the last one kept.
+  const log = config.logVkey ? client.log(config.logVkey, o.logStore) : undefined;
+  return { session, gatewayUrl: config.gatewayUrl, keyPrefix, ...(log ? { log } : {}) };
 }

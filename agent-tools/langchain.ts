@@ -27,7 +27,10 @@ const contentOf = (a: ToolAnswer) => (a.lead ? `${a.lead}\n` : '') + JSON.string
  * @example const tools = ctlLangChainTools({ gatewayUrl, sessionToken, tools: ['paid_fetch', 'session_status'] })
  */
 export function ctlLangChainTools(options: CtlToolsOptions): DynamicStructuredTool[] {
-  const ctx = toolContext(checkGatewayConfig(options), 'lc_', { fetch: options.fetch });
+  const ctx = toolContext(checkGatewayConfig(options), 'lc_', {
+    fetch: options.fetch,
+    logStore: options.logStore,
+  });
   return selectTools(options.tools).map(
     (t) =>
       tool(

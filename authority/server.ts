@@ -16,6 +16,7 @@ import {
 import {
   auditLogChainReader,
   guardRollback,
+  highWaterFileOf,
   rollbackOptionsFromEnv,
   type RollbackOptions,
 } from '../service-kit/rollback-guard.js';
@@ -38,6 +39,7 @@ import { createMetrics } from '../service-kit/index.js';
 import { hostname } from 'node:os';
 import {
   createServiceLog,
+  logCheckpointFileOf,
   defaultLogOrigin,
   prepareServiceLog,
   serviceLogConfigFromEnv,
@@ -116,6 +118,7 @@ export async function createAuthority(
   }
   let lease: ReturnType<typeof setInterval> | undefined;
   let highWater: Awaited<ReturnType<typeof guardRollback>>;
+  let log: ServiceLog | undefined;
   try {
     const keys = createKeyRing({
       store,
@@ -139,11 +142,17 @@ export async function createAuthority(
         : { bundleSigningKey: config.bundleSigningKeyPem }),
     });
     await trustRoot.init();
-    // Before serving: a database restored from an older backup would undo revocations and keys.
+    const metrics = createMetrics({ prefix: 'ctl_authority_' });
+    log = await openAuthorityLog(store, sealer, metrics.registry, logger, options, now);
+    // Before serving: a database restored from an older backup would undo revocations and keys. The
+    // log's newest checkpoint is a mark too: in a file beside the audit chain's, and at each witness.
+    const rollback = options.rollback ?? rollbackOptionsFromEnv(options.env ?? process.env, 'CTL_AUTHORITY');
+    const markFile = highWaterFileOf(store, rollback);
+    const logMarks = log?.highWaterSources(markFile && logCheckpointFileOf(markFile)) ?? [];
     highWater = await guardRollback(
       store,
       auditLogChainReader(store.audit),
-      options.rollback ?? rollbackOptionsFromEnv(options.env ?? process.env, 'CTL_AUTHORITY'),
+      { ...rollback, sources: [...(rollback.sources ?? []), ...logMarks] },
       logger,
     );
     // Keeps this instance's grant key from the environment published while it runs (keys.ts).
@@ -167,7 +176,6 @@ export async function createAuthority(
     outbox.start();
     const webhooks = { outbox, endpoints: config.webhookUrls.map((url) => ({ url, target: url })) };
     // What is anchored: the audit chain's head, under the issuer's name (service-kit/anchor/).
-    const metrics = createMetrics({ prefix: 'ctl_authority_' });
     const anchorSources = [auditHeadSource(store.audit, `${config.issuer}/ctl-authority-audit`)];
     const { outbox: chain } = await openServiceAnchoring({
       db: store.db,
@@ -185,7 +193,6 @@ export async function createAuthority(
       onEvent: options.onChainEvent,
     });
     chain.start();
-    const log = await openAuthorityLog(store, sealer, metrics.registry, logger, options, now);
     const app = createAuthorityApp({
       log,
       metrics,
@@ -231,6 +238,7 @@ export async function createAuthority(
     };
   } catch (e) {
     clearInterval(lease);
+    await log?.close();
     await highWater?.close();
     await store.close();
     await signers.close();

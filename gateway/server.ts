@@ -45,6 +45,7 @@ import {
 import {
   auditChainReader,
   guardRollback,
+  highWaterFileOf,
   rollbackOptionsFromEnv,
   type RollbackOptions,
 } from '../service-kit/rollback-guard.js';
@@ -69,6 +70,7 @@ import { maxSessionDepthFromEnv } from './services/child-config.js';
 import { hostname } from 'node:os';
 import {
   defaultLogOrigin,
+  logCheckpointFileOf,
   prepareServiceLog,
   serviceLogConfigFromEnv,
   serviceLogMigrations,
@@ -345,8 +347,17 @@ export async function startGateway(opts: GatewayStartOptions): Promise<RunningGa
       anchoringEnv: env,
     });
     // Before serving: a database restored from an older backup would reopen spent budget.
+    // The log's newest checkpoint is a mark too: in a file beside the audit chain's, and at each witness.
     const chain = auditChainReader(db, 'gw_audit_log', 'gw_audit_log_staged');
-    highWater = await guardRollback(db, chain, opts.rollback, logger);
+    const rollback = opts.rollback ?? {};
+    const markFile = highWaterFileOf(db, rollback);
+    const logMarks = gateway.log?.highWaterSources(markFile && logCheckpointFileOf(markFile)) ?? [];
+    highWater = await guardRollback(
+      db,
+      chain,
+      { ...rollback, sources: [...(rollback.sources ?? []), ...logMarks] },
+      logger,
+    );
     for (const [purpose, k] of Object.entries(externalKeys)) {
       if (k)
         logger.info(

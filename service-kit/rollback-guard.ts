@@ -8,8 +8,8 @@
  *
  * A mark source is anything that remembers a position the database reached: a file on other
  * storage (`fileHighWater`, kept current by `startHighWaterRecorder`), the webhook receivers'
- * last sequence, or a cosigned checkpoint of the verifiable log. They all plug in as
- * `HighWaterSource`.
+ * last sequence, or a cosigned checkpoint of the verifiable log (service-kit/tlog/high-water.ts,
+ * compared with the log's tree rather than the audit chain). They all plug in as `HighWaterSource`.
  */
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
@@ -34,6 +34,13 @@ export interface HighWaterSource {
   readonly name: string;
   /** The newest position it knows, or undefined when it knows none yet. */
   read(): Promise<ChainPosition | undefined>;
+  /**
+   * The database's chain its marks are positions of, when not the audit chain the check is given
+   * (the transparency log's tree: size and root, service-kit/tlog/high-water.ts).
+   */
+  readonly chain?: ChainReader;
+  /** Words for the messages: the chain and its positions (default `audit chain`, `sequence`). */
+  readonly terms?: { chain: string; position: string };
 }
 
 /** A source the service itself keeps current. */
@@ -116,21 +123,25 @@ export function fileHighWater(path: string): HighWaterSink {
  * same chain.
  */
 export async function rollbackFinding(chain: ChainReader, sources: HighWaterSource[]): Promise<string | undefined> {
-  const head = await chain.head();
   const end = (p: ChainPosition | undefined) => (p ? p.seq + (p.staged ?? 0) : 0);
   for (const s of sources) {
     const mark = await s.read();
     if (!mark) continue;
+    const c = s.chain ?? chain;
+    const t = s.terms ?? { chain: 'audit chain', position: 'sequence' };
+    const head = await c.head();
     if (end(head) < end(mark))
       return (
-        `the database's audit chain ends at sequence ${end(head)}, but ${s.name} saw sequence ` +
+        `the database's ${t.chain} ends at ${t.position} ${end(head)}, but ${s.name} saw ${t.position} ` +
         `${end(mark)}: it was restored from an older backup`
       );
     // Staged entries have no hash yet: the sealed part is compared where both have it.
-    if (mark.seq > 0 && mark.seq <= head!.seq && (await chain.hashAt(mark.seq)) !== mark.hash)
-      return (
-        `the database's audit entry ${mark.seq} is not the one ${s.name} saw: ` + 'it was restored from another history'
-      );
+    if (mark.seq > 0 && mark.seq <= head!.seq && (await c.hashAt(mark.seq)) !== mark.hash)
+      return s.terms
+        ? `the database's ${t.chain} at ${t.position} ${mark.seq} is not the one ${s.name} saw: ` +
+            'it was restored from another history'
+        : `the database's audit entry ${mark.seq} is not the one ${s.name} saw: ` +
+            'it was restored from another history';
   }
   return undefined;
 }
@@ -154,8 +165,10 @@ export async function checkRollback(o: {
         `"Restoring a backup", then start with ${o.acceptVariable}=1 to serve from this database`,
     );
   o.warn(`${finding}; serving anyway (${o.acceptVariable}=1)`);
-  const head = await o.chain.head();
-  for (const s of o.sources) if (head && 'record' in s) await (s as HighWaterSink).record(head);
+  for (const s of o.sources) {
+    const head = await (s.chain ?? o.chain).head();
+    if (head && 'record' in s) await (s as HighWaterSink).record(head);
+  }
 }
 
 /**
@@ -224,11 +237,7 @@ export async function guardRollback(
   o: RollbackOptions = {},
   logger?: Pick<Logger, 'warn'>,
 ): Promise<{ close(): Promise<void> } | undefined> {
-  const file =
-    o.highWaterFile ??
-    (db.description.startsWith('sqlite:') && db.description !== 'sqlite::memory:'
-      ? `${db.description.slice('sqlite:'.length)}.high-water.json`
-      : undefined);
+  const file = highWaterFileOf(db, o);
   const sink = file ? fileHighWater(file) : undefined;
   const sources = [...(sink ? [sink] : []), ...(o.sources ?? [])];
   if (!sources.length) return undefined;
@@ -239,8 +248,31 @@ export async function guardRollback(
     acceptVariable: o.acceptVariable ?? 'ACCEPT_ROLLBACK',
     warn: (m) => logger?.warn({ highWater: sources.map((s) => s.name) }, m),
   });
-  if (!sink) return undefined;
-  return startHighWaterRecorder(chain, sink, 1000, (e) =>
-    logger?.warn({ err: e, file }, 'high-water mark not recorded'),
+  // Every mark this service keeps itself is kept current from now on, each from its own chain.
+  const recorders = sources
+    .filter((s): s is HighWaterSink => 'record' in s)
+    .map((s) =>
+      startHighWaterRecorder(s.chain ?? chain, s, 1000, (e) =>
+        logger?.warn({ err: e, file: s.name }, 'high-water mark not recorded'),
+      ),
+    );
+  if (!recorders.length) return undefined;
+  return {
+    async close() {
+      for (const r of recorders) await r.close();
+    },
+  };
+}
+
+/**
+ * The audit chain's high-water file: as configured, else for a SQLite file `<database>.high-water.json`.
+ * @example highWaterFileOf({ description: 'sqlite:/data/gw.db' }, {}) // '/data/gw.db.high-water.json'
+ */
+export function highWaterFileOf(db: Pick<SqlDatabase, 'description'>, o: RollbackOptions = {}): string | undefined {
+  return (
+    o.highWaterFile ??
+    (db.description.startsWith('sqlite:') && db.description !== 'sqlite::memory:'
+      ? `${db.description.slice('sqlite:'.length)}.high-water.json`
+      : undefined)
   );
 }

@@ -7,10 +7,11 @@ import { paidFetch } from './paid-fetch.js';
 import { sessionStatus } from './session-status.js';
 import { listReceipts } from './list-receipts.js';
 import { delegateBudget } from './delegate-budget.js';
+import { checkLog } from './check-log.js';
 
-export const CTL_TOOLS: readonly CtlTool[] = [paidFetch, sessionStatus, listReceipts, delegateBudget];
+export const CTL_TOOLS: readonly CtlTool[] = [paidFetch, sessionStatus, listReceipts, delegateBudget, checkLog];
 
-export type CtlToolName = 'paid_fetch' | 'session_status' | 'list_receipts' | 'delegate_budget';
+export type CtlToolName = 'paid_fetch' | 'session_status' | 'list_receipts' | 'delegate_budget' | 'check_log';
 
 /**
  * The tools named in `only` (all of them without it); an unknown name is a RangeError naming it.

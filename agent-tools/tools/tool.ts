@@ -5,7 +5,7 @@
  * which never throws: a refusal or a failure is an answer the model reads and acts on.
  */
 import type { z } from 'zod';
-import type { AgentSession } from '../../src/index.js';
+import type { AgentSession, LogFollower } from '../../src/index.js';
 
 /** What every tool of one agent works with. */
 export interface ToolContext {
@@ -14,6 +14,8 @@ export interface ToolContext {
   gatewayUrl: string;
   /** The start of the idempotency keys a tool makes (`mcp_`, `ai_`, `lc_`): whose call it was. */
   keyPrefix: string;
+  /** The gateway's transparency log under its pinned key (`check_log`); absent without a log vkey. */
+  log?: LogFollower;
 }
 
 /**

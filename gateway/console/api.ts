@@ -110,3 +110,25 @@ export const createSession = (config: Record<string, unknown>) =>
     grantId: string;
     webhookSecret?: string;
   }>('POST', '/sessions', config);
+
+/** `GET /log/status` (service-kit/tlog/routes.ts): the gateway's transparency log and its witnesses. Public. */
+export interface LogStatus {
+  origin: string;
+  vkey: string;
+  checkpoint: {
+    size: number;
+    root: string;
+    note: string;
+    signedAt: string;
+    cosignedBy: string[];
+    cosignatures: Array<{ name: string; time: string }>;
+  } | null;
+  witnesses: Array<{ name: string; cosignedSize: number | null; lastError: string | null; at: string | null }>;
+  witness: {
+    name: string;
+    logs: Array<{ origin: string; size: number; root: string | null; cosignedAt: string | null }>;
+    splitViews: Array<{ origin: string; size: number; detectedAt: string }>;
+  } | null;
+  splitView: boolean;
+}
+export const logStatus = () => api<LogStatus>('GET', '/log/status');

@@ -4,9 +4,13 @@
  *
  *   #/sessions[?state=]            the list          #/new                   create a session
  *   #/sessions/{id}                a session         #/sessions/{id}/receipts/{rid}   a receipt
+ *   #/log                          the transparency log and its witnesses
+ *
+ * A split view the gateway saw as a witness (two trees of one size signed by a log) is a banner
+ * above every page, checked on each navigation and every 30 seconds.
  */
 import { h, clear } from './dom.js';
-import { ownerKey, setUnauthorizedHandler } from './api.js';
+import { logStatus, ownerKey, setUnauthorizedHandler } from './api.js';
 import { connectLive, type LiveStatus } from './live.js';
 import { defineComponents } from './components.js';
 import type { Page } from './page.js';
@@ -15,6 +19,7 @@ import { sessionsPage, activity } from './pages/sessions.js';
 import { sessionPage } from './pages/session.js';
 import { receiptPage } from './pages/receipt.js';
 import { createPage } from './pages/create.js';
+import { logPage, splitViewBanner } from './pages/log.js';
 
 defineComponents();
 const top = document.getElementById('top')!;
@@ -24,6 +29,15 @@ let page: Page | undefined;
 let stopLive: (() => void) | undefined;
 let notice: string | undefined;
 const liveBadge = h('span', { class: 'live', role: 'status', 'aria-live': 'polite' });
+const banner = h('div', { id: 'log-banner' });
+
+/** Shows the split-view banner when the gateway reports one; a failed check changes nothing. */
+async function checkLog() {
+  if (!ownerKey.get()) return clear(banner);
+  const s = await logStatus().catch(() => undefined);
+  if (s) clear(banner, splitViewBanner(s));
+}
+setInterval(() => void checkLog(), 30_000);
 
 function setLive(s: LiveStatus, detail?: string) {
   const text: Record<LiveStatus, string> = {
@@ -70,6 +84,7 @@ function renderTop(signedIn: boolean) {
           { 'aria-label': 'Main' },
           nav('#/sessions', 'Sessions', /^#\/(sessions.*)?$/),
           nav('#/new', 'New session', /^#\/new/),
+          nav('#/log', 'Log', /^#\/log/),
         )
       : null,
     h('div', { class: 'spacer' }),
@@ -101,13 +116,15 @@ function route() {
     const [path, query] = (location.hash.replace(/^#/, '') || '/sessions').split('?');
     const parts = path!.split('/').filter(Boolean).map(decodeURIComponent);
     if (parts[0] === 'new') page = createPage({ created: (id, label) => labels.set(id, label) });
+    else if (parts[0] === 'log') page = logPage();
     else if (parts[0] === 'sessions' && parts[1] && parts[2] === 'receipts' && parts[3])
       page = receiptPage(parts[1], parts[3], { labels });
     else if (parts[0] === 'sessions' && parts[1]) page = sessionPage(parts[1], { labels });
     else page = sessionsPage({ filter: new URLSearchParams(query ?? '').get('state') ?? undefined, labels });
   }
   document.title = `${page.title} · CTL console`;
-  clear(main, page.el);
+  clear(main, banner, page.el);
+  void checkLog();
   (main.querySelector('h1') as HTMLElement | null)?.focus();
 }
 

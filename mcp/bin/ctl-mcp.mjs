@@ -14,13 +14,15 @@ if (arg === '--help' || arg === '-h') {
        ctl-mcp --help      this text
        ctl-mcp --version   the version
 
-Gives an AI agent a payment gateway session as three tools: paid_fetch, session_status,
-list_receipts. Logs go to stderr; stdout carries the protocol. It stops when the client closes stdin.
-A variable missing or set wrongly stops it with its name (exit 2).
+Gives an AI agent a payment gateway session as five tools: paid_fetch, session_status,
+list_receipts, delegate_budget, check_log. Logs go to stderr; stdout carries the protocol. It stops
+when the client closes stdin. A variable missing or set wrongly stops it with its name (exit 2).
 
 environment:
-  CTL_GATEWAY_URL     the gateway's base URL: https:// (plain http:// only for localhost)
-  CTL_SESSION_TOKEN   the session's gw_sess_… token, from the owner's POST /sessions (or the console)`);
+  CTL_GATEWAY_URL       the gateway's base URL: https:// (plain http:// only for localhost)
+  CTL_SESSION_TOKEN     the session's gw_sess_… token, from the owner's POST /sessions (or the console)
+  CTL_GATEWAY_LOG_VKEY  optional: the gateway log's verifier key (GET /log/vkey, checked out of band), for check_log
+  CTL_LOG_STATE_FILE    optional, with the key: where check_log keeps the last checkpoint it accepted`);
   process.exit(0);
 }
 if (arg !== undefined) {

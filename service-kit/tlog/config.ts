@@ -11,7 +11,7 @@
  *
  * Each error is one line starting with the variable's name.
  */
-import { COSIGNATURE_V1, ED25519_NOTE, parseNoteSigner, parseNoteVerifier } from './note.js';
+import { COSIGNATURE_V1, ED25519_NOTE, readNoteKeyText, readVerifierKey } from './note-key.js';
 import type { ServiceLogConfig } from './service.js';
 import type { VariableHelp } from '../config.js';
 
@@ -68,7 +68,7 @@ export function serviceLogConfigFromEnv(
   const skey = env[`${p}_LOG_PRIVATE_KEY`]?.trim() || undefined;
   if (skey) {
     try {
-      if (parseNoteSigner(skey).type !== ED25519_NOTE) fail(`${p}_LOG_PRIVATE_KEY`, 'not an Ed25519 note key');
+      if (readNoteKeyText(skey).type !== ED25519_NOTE) fail(`${p}_LOG_PRIVATE_KEY`, 'not an Ed25519 note key');
     } catch (e) {
       fail(`${p}_LOG_PRIVATE_KEY`, (e as Error).message);
     }
@@ -78,7 +78,7 @@ export function serviceLogConfigFromEnv(
     if (at < 0) fail(`${p}_LOG_WITNESSES`, `expected <url>=<vkey>, got '${item}'`);
     const vkey = item.slice(at + 1);
     try {
-      if (parseNoteVerifier(vkey).type !== COSIGNATURE_V1) fail(`${p}_LOG_WITNESSES`, 'a witness vkey has type 0x04');
+      readVerifierKey(vkey, COSIGNATURE_V1);
     } catch (e) {
       fail(`${p}_LOG_WITNESSES`, (e as Error).message);
     }
@@ -87,7 +87,7 @@ export function serviceLogConfigFromEnv(
   const witnessOf = list(env[`${p}_WITNESS_OF`]);
   for (const vkey of witnessOf) {
     try {
-      if (parseNoteVerifier(vkey).type !== ED25519_NOTE) fail(`${p}_WITNESS_OF`, 'a log vkey has type 0x01');
+      readVerifierKey(vkey, ED25519_NOTE);
     } catch (e) {
       fail(`${p}_WITNESS_OF`, (e as Error).message);
     }
@@ -96,7 +96,7 @@ export function serviceLogConfigFromEnv(
   const alertSecret = env[`${p}_LOG_ALERT_SECRET`]?.trim();
   if (!!alertUrl !== !!alertSecret) fail(`${p}_LOG_ALERT_URL`, `set it together with ${p}_LOG_ALERT_SECRET`);
   return {
-    origin: env[`${p}_LOG_ORIGIN`]?.trim() || (skey ? parseNoteSigner(skey).name : o.defaultOrigin),
+    origin: env[`${p}_LOG_ORIGIN`]?.trim() || (skey ? readNoteKeyText(skey).name : o.defaultOrigin),
     ...(skey ? { skey } : {}),
     ...(witnesses.length ? { witnesses } : {}),
     ...(witnessOf.length ? { witnessOf } : {}),

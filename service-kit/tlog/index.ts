@@ -1,8 +1,6 @@
 /** The services' transparency log (C2SP tlog-tiles, tlog-checkpoint, tlog-witness; RFC 9162). */
-export * from './merkle.js';
 export * from './tiles.js';
-export * from './note.js';
-export * from './verify.js';
+export * from './note-key.js';
 export * from './schema.js';
 export * from './key.js';
 export * from './log.js';
@@ -14,3 +12,4 @@ export * from './config.js';
 export * from './openapi.js';
 export * from './store.js';
 export * from './sequencer.js';
+export * from './high-water.js';

@@ -6,7 +6,7 @@
  */
 import type { SqlDatabase } from '../database.js';
 import type { SecretSealer } from '../secrets/index.js';
-import { generateNoteSigner, parseNoteSigner, type NoteSigner, COSIGNATURE_V1, ED25519_NOTE } from './note.js';
+import { generateNoteSigner, parseNoteSigner, type NoteSigner, type NoteKeyType, ED25519_NOTE } from './note-key.js';
 
 export interface LogKeyOptions {
   /** The origin for a new log, e.g. `gateway.example.com/ctl-gateway-log`. */
@@ -15,13 +15,13 @@ export interface LogKeyOptions {
   skey?: string;
   sealer?: SecretSealer;
   /** Which key: the log's (0x01, default) or its witness's cosigning key (0x04, in `<prefix>_witness_key`). */
-  type?: typeof ED25519_NOTE | typeof COSIGNATURE_V1;
+  type?: NoteKeyType;
 }
 
 export async function openLogKey(db: SqlDatabase, prefix: string, o: LogKeyOptions): Promise<NoteSigner> {
   const type = o.type ?? ED25519_NOTE;
   if (o.skey) {
-    const s = parseNoteSigner(o.skey);
+    const s = await parseNoteSigner(o.skey);
     if (s.type !== type) throw new RangeError(`${prefix} key: expected a key of type ${type}, got ${s.type}`);
     return s;
   }
@@ -34,7 +34,7 @@ export async function openLogKey(db: SqlDatabase, prefix: string, o: LogKeyOptio
   };
   const stored = await read();
   if (stored) return stored;
-  const made = generateNoteSigner(o.origin, type);
+  const made = await generateNoteSigner(o.origin, type);
   const sealed = o.sealer ? await o.sealer.seal(made.skey, context) : made.skey;
   // Two instances starting together: the first row stays, and both use it.
   await db.run(`INSERT INTO ${table} (id, origin, skey) VALUES (1, ?, ?) ON CONFLICT DO NOTHING`, [o.origin, sealed]);

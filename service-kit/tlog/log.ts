@@ -23,10 +23,19 @@ import { canonicalize } from '../../src/index.js';
 import type { SqlDatabase, SqlExecutor } from '../database.js';
 import type { RowInsert } from '../row-insert.js';
 import { checkTableName } from '../audit-log.js';
-import { consistencyProof, inclusionProof, leafHash } from './merkle.js';
+import {
+  leafHash,
+  parseCheckpoint,
+  parseNote,
+  proveConsistency,
+  proveInclusion,
+  signCheckpoint,
+  treeRoot,
+  type Checkpoint,
+} from '../../src/entries/log.js';
 import { chunks, createTileStore } from './store.js';
 import { createSequencer } from './sequencer.js';
-import { parseCheckpointText, signCheckpoint, type NoteSigner } from './note.js';
+import type { NoteSigner } from './note-key.js';
 
 /** One log entry: a typed envelope, logged as the UTF-8 bytes of its JCS (RFC 8785) text. */
 export interface LogEntry {
@@ -89,12 +98,17 @@ export interface TransparencyLog {
    * one (a run that started after the call); resolves to its size, or undefined.
    */
   publish(): Promise<number | undefined>;
-  /** The newest checkpoint whose witness round is over, with its cosignatures; undefined before the first. */
-  checkpoint(): Promise<{ size: number; note: string } | undefined>;
+  /**
+   * The newest checkpoint whose witness round is over, with its cosignatures and when it was signed
+   * (epoch ms); undefined before the first.
+   */
+  checkpoint(): Promise<{ size: number; note: string; at: number } | undefined>;
   /** The stored checkpoint of exactly `size` (with cosignatures), or undefined. */
   checkpointAt(size: number): Promise<string | undefined>;
   /** The integrated tree: size and root. */
   tree(q?: SqlExecutor): Promise<{ size: number; root: Buffer }>;
+  /** The root of the first `size` entries, recomputed from the stored tiles (`size` at most the tree's). */
+  rootAt(size: number): Promise<Buffer>;
   /** The first `width` hashes of tile `n` at `level`, or undefined when the tree does not have them yet. */
   tile(level: number, n: number, width: number): Promise<Buffer | undefined>;
   /** Entry bundle `n` of `width` entries, or undefined. */
@@ -107,10 +121,15 @@ export interface TransparencyLog {
 export function createTransparencyLog(options: TransparencyLogOptions): TransparencyLog {
   const { db, prefix: p, signer } = options;
   checkTableName(`${p}_split_views`);
+  if (!signer.note) throw new RangeError('transparency log: the key must be an Ed25519 note key (type 0x01)');
+  const noteSigner = signer.note;
   const now = options.now ?? Date.now;
   const tiles = createTileStore(db, p);
-  const reader = tiles.reader;
   const tree = tiles.tree;
+  const proof = async (make: Promise<Uint8Array[]>) => (await make).map((h) => Buffer.from(h));
+  /** RFC 9162 §2.1.4.1 from the stored tiles; none needed from the empty tree or to the same size. */
+  const consistency = async (from: number, to: number) =>
+    from === 0 || from === to ? [] : proof(proveConsistency(from, to, tiles.hashes(to, db)));
   const sequencer = createSequencer({
     db,
     prefix: p,
@@ -133,11 +152,11 @@ export function createTransparencyLog(options: TransparencyLogOptions): Transpar
   }
 
   async function storedCheckpoint(where: string, params: unknown[]) {
-    const r = await db.get<{ size: unknown; note: string; cosignatures: string }>(
-      `SELECT size, note, cosignatures FROM ${p}_checkpoints ${where}`,
+    const r = await db.get<{ size: unknown; note: string; cosignatures: string; at: unknown }>(
+      `SELECT size, note, cosignatures, at FROM ${p}_checkpoints ${where}`,
       params,
     );
-    return r && { size: Number(r.size), note: r.note + r.cosignatures };
+    return r && { size: Number(r.size), note: r.note + r.cosignatures, at: Number(r.at) };
   }
 
   let publishing: Promise<number | undefined> | undefined;
@@ -147,7 +166,7 @@ export function createTransparencyLog(options: TransparencyLogOptions): Transpar
     const t = await tree();
     const last = await db.get<{ size: unknown }>(`SELECT MAX(size) AS size FROM ${p}_checkpoints`);
     if (last?.size != null && Number(last.size) >= t.size) return undefined;
-    const note = signCheckpoint({ origin: signer.name, size: t.size, root: t.root, extensions: [] }, signer);
+    const note = await signCheckpoint({ origin: signer.name, size: t.size, rootHash: t.root }, [noteSigner]);
     // Several instances may sign the same tree: the same text, the same (deterministic) signature.
     const inserted = await db.run(
       `INSERT INTO ${p}_checkpoints (size, root, note, at, witnessed) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
@@ -156,7 +175,7 @@ export function createTransparencyLog(options: TransparencyLogOptions): Transpar
     if (inserted.changes === 0 || !options.witnesses) return t.size;
     let lines = '';
     try {
-      lines = await options.witnesses(note, t.size, (old) => consistencyProof(reader(db), old, t.size));
+      lines = await options.witnesses(note, t.size, (old) => consistency(old, t.size));
     } finally {
       await db.run(`UPDATE ${p}_checkpoints SET cosignatures = ?, witnessed = 1 WHERE size = ?`, [lines, t.size]);
     }
@@ -210,15 +229,21 @@ export function createTransparencyLog(options: TransparencyLogOptions): Transpar
     checkpoint: () => storedCheckpoint(`WHERE witnessed = 1 ORDER BY size DESC LIMIT 1`, []),
     checkpointAt: async (size) => (await storedCheckpoint(`WHERE size = ?`, [size]))?.note,
     tree: (q) => tree(q),
+    rootAt: async (size) => Buffer.from(await treeRoot(size, tiles.hashes(size, db))),
     tile: tiles.tile,
     entryBundle: tiles.entryBundle,
     async inclusion(index, size) {
       const entry = await db.get<{ entry: string }>(`SELECT entry FROM ${p}_entries WHERE idx = ?`, [index]);
       if (!entry) throw new RangeError(`no entry ${index}`);
-      const hashes = await inclusionProof(reader(db), index, size);
-      return { index, size, leafHash: leafHash(Buffer.from(entry.entry, 'utf8')), hashes, entry: entry.entry };
+      const hashes = await proof(proveInclusion(index, size, tiles.hashes(size, db)));
+      const hash = Buffer.from(leafHash(Buffer.from(entry.entry, 'utf8')));
+      return { index, size, leafHash: hash, hashes, entry: entry.entry };
     },
-    consistency: (from, to) => consistencyProof(reader(db), from, to),
+    consistency: async (from, to) => {
+      if (!(Number.isSafeInteger(from) && from >= 0 && from <= to))
+        throw new RangeError(`size ${from} is not at most ${to}`);
+      return consistency(from, to);
+    },
     async close() {
       await sequencer.close();
       await publishQueued?.catch(() => {});
@@ -228,6 +253,10 @@ export function createTransparencyLog(options: TransparencyLogOptions): Transpar
 }
 
 /** The checkpoint of a note this log signed (its text only; signatures are the reader's to check). */
-export function checkpointOfNote(note: string) {
-  return parseCheckpointText(note.slice(0, note.indexOf('\n\n') + 1));
+export function checkpointOfNote(note: string): Checkpoint | undefined {
+  try {
+    return parseCheckpoint(parseNote(note).text);
+  } catch {
+    return undefined;
+  }
 }

@@ -137,6 +137,16 @@ export function logPaths(refParams: Record<string, string>): OpenApiDocument['pa
       }),
     },
   };
+  paths['/witness/checkpoint'] = {
+    get: operation({
+      summary: 'The newest checkpoint of a log this service cosigned, as the log signed it',
+      tags,
+      operationId: 'getWitnessedCheckpoint',
+      security: [],
+      parameters: [queryParam('origin', "The log's origin (its key's name)", string(), true)],
+      responses: { 200: text('The checkpoint note') },
+    }),
+  };
   paths['/witness/add-checkpoint'] = {
     post: operation({
       summary: 'C2SP tlog-witness add-checkpoint: cosigns a consistent checkpoint of a log this service witnesses',

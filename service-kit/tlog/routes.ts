@@ -9,7 +9,9 @@
  *   hashes; `size` defaults to the served checkpoint's, whose note comes with the proof;
  * - `GET /log/status`: the served checkpoint, the witnesses that cosigned it, and this service's
  *   own witness state with any split view it detected (`splitView: true`, for the console);
- * - `POST /witness/add-checkpoint` (C2SP tlog-witness): 404 unless this service witnesses other logs.
+ * - `POST /witness/add-checkpoint` (C2SP tlog-witness): 404 unless this service witnesses other logs;
+ * - `GET /witness/checkpoint?origin=`: the newest checkpoint of that log this witness cosigned, as
+ *   the log signed it (a restored database of that log is caught against it at start).
  *
  * No credentials: the log is public by design (anyone may verify it).
  */
@@ -17,8 +19,7 @@ import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { HttpError, badRequest, notFound } from '../http-error.js';
 import { readsBody } from '../request-guard.js';
-import { parseTilePath } from './tiles.js';
-import { splitNote } from './note.js';
+import { parseNote, parseTilePath, verifyCheckpoint, type TileRef } from '../../src/entries/log.js';
 import { checkpointOfNote, type TransparencyLog } from './log.js';
 import type { Witness } from './witness.js';
 
@@ -32,6 +33,8 @@ export interface LogRouteOptions {
    * started) and its last refusal or failure.
    */
   witnesses?: () => Array<{ name: string; cosignedSize: number | null; lastError: string | null; at: string | null }>;
+  /** The vkeys (type 0x04) of the witnesses this log asks: /log/status lists their cosignatures that verify. */
+  witnessKeys?: readonly string[];
 }
 
 const IMMUTABLE = 'public, max-age=31536000, immutable';
@@ -85,9 +88,14 @@ export function logRoutes(router: Router, o: LogRouteOptions): void {
   });
 
   router.get('/log/tile/*rest', async (ctx) => {
-    const t = parseTilePath(`tile/${ctx.params['rest']}`);
-    if (!t) throw notFound('not a tile path (C2SP tlog-tiles)');
-    const bytes = t.level === 'entries' ? await log.entryBundle(t.n, t.width) : await log.tile(t.level, t.n, t.width);
+    let t: TileRef;
+    try {
+      t = parseTilePath(`tile/${ctx.params['rest']}`);
+    } catch {
+      throw notFound('not a tile path (C2SP tlog-tiles)');
+    }
+    const bytes =
+      t.level === 'entries' ? await log.entryBundle(t.index, t.width) : await log.tile(t.level, t.index, t.width);
     if (!bytes) throw notFound('no such tile in the log yet');
     ctx.set('Cache-Control', IMMUTABLE);
     ctx.type = 'application/octet-stream';
@@ -140,7 +148,12 @@ export function logRoutes(router: Router, o: LogRouteOptions): void {
   router.get('/log/status', async (ctx) => {
     const c = await log.checkpoint();
     const parsed = c && checkpointOfNote(c.note);
-    const sigs = c ? (splitNote(c.note)?.signatures ?? []) : [];
+    const sigs = parsed ? parseNote(c!.note).signatures : [];
+    // Each witness's cosignature that verifies, with the time it vouched for this tree.
+    const verified =
+      c && o.witnessKeys?.length
+        ? await verifyCheckpoint(c.note, [log.vkey], { witnessKeys: [...o.witnessKeys] })
+        : undefined;
     const w = o.witness ? await o.witness.status() : undefined;
     ctx.set('Cache-Control', 'no-store');
     ctx.body = {
@@ -149,15 +162,29 @@ export function logRoutes(router: Router, o: LogRouteOptions): void {
       checkpoint: parsed
         ? {
             size: parsed.size,
-            root: parsed.root.toString('base64'),
+            root: Buffer.from(parsed.rootHash).toString('base64'),
             note: c!.note,
+            signedAt: new Date(c!.at).toISOString(),
             cosignedBy: [...new Set(sigs.map((s) => s.name).filter((n) => n !== log.origin))],
+            cosignatures: verified?.valid
+              ? verified.cosignatures.map((x) => ({ name: x.name, time: new Date(x.timestamp * 1000).toISOString() }))
+              : [],
           }
         : null,
       witnesses: o.witnesses?.() ?? [],
       witness: w ?? null,
       splitView: (w?.splitViews.length ?? 0) > 0,
     };
+  });
+
+  router.get('/witness/checkpoint', async (ctx) => {
+    const origin = ctx.query['origin'];
+    if (typeof origin !== 'string' || origin === '' || origin.length > 1024) throw badRequest('origin: required');
+    const note = o.witness ? await o.witness.latest(origin) : undefined;
+    if (!note) throw notFound('this witness has cosigned no checkpoint of that log');
+    ctx.set('Cache-Control', 'no-store');
+    ctx.type = 'text/plain; charset=utf-8';
+    ctx.body = note;
   });
 
   // Always answered: a service that witnesses no log knows no origin (tlog-witness: 404), said in

@@ -5,8 +5,8 @@
  * without a query) and the tree it last wrote (whose right edge it need not hash again).
  */
 import type { SqlDatabase, SqlExecutor } from '../database.js';
-import { HASH_SIZE, leafHash, treeRoot } from './merkle.js';
-import { appendToTiles, partialTiles, type Tile } from './tiles.js';
+import { leafHash, treeRoot } from '../../src/entries/log.js';
+import { HASH_SIZE, appendToTiles, partialTiles, type Tile } from './tiles.js';
 import { asBuffer, chunks, type TileStore } from './store.js';
 
 export interface Sequencer {
@@ -54,13 +54,13 @@ export function createSequencer(o: {
         const edgeMap = new Map(edge.map((e) => [`${e.level}/${e.n}`, e]));
         // The stored right edge must give the stored root: never extend a tree that does not add up
         // (checked whenever another writer, or nobody in this process, wrote the tree last).
-        if (!known && !(await treeRoot(tiles.reader(q, edgeMap), t.size)).equals(t.root))
+        if (!known && !Buffer.from(await treeRoot(t.size, tiles.hashes(t.size, q, edgeMap))).equals(t.root))
           throw new Error(`${p}: the stored tiles do not hash to the stored root at size ${t.size}`);
-        const leaves = pending.map((e) => leafHash(Buffer.from(e.entry, 'utf8')));
+        const leaves = pending.map((e) => Buffer.from(leafHash(Buffer.from(e.entry, 'utf8'))));
         const touched = appendToTiles(t.size, edge, leaves);
         const size = t.size + pending.length;
         for (const x of touched) edgeMap.set(`${x.level}/${x.n}`, x);
-        const root = await treeRoot(tiles.reader(q, edgeMap), size);
+        const root = Buffer.from(await treeRoot(size, tiles.hashes(size, q, edgeMap)));
         const numbered = pending.map((e, i) => [t.size + i, e.ref, e.entry] as const);
         await writePass(q, p, { numbered, touched, from: t.size, size, root });
         const nextEdge = partialTiles(size).map((w) => {

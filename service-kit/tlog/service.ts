@@ -23,10 +23,12 @@ import {
 } from '../webhook-outbox.js';
 import { transparencyLogMigrations } from './schema.js';
 import { openLogKey } from './key.js';
-import { COSIGNATURE_V1, parseNoteVerifier, type NoteSigner } from './note.js';
+import { COSIGNATURE_V1, readVerifierKey, type NoteSigner } from './note-key.js';
 import { createTransparencyLog, type TransparencyLog } from './log.js';
 import { createWitness, witnessRound, type SplitView, type Witness, type WitnessConfig } from './witness.js';
 import { logRoutes } from './routes.js';
+import { logCheckpointFile, witnessHighWater } from './high-water.js';
+import type { HighWaterSource } from '../rollback-guard.js';
 
 export interface ServiceLogConfig {
   /** Table prefix, e.g. `gw_log`. */
@@ -71,8 +73,11 @@ export async function prepareServiceLog(
 ): Promise<ServiceLogParts> {
   const signer = await openLogKey(db, config.prefix, { origin: config.origin, skey: config.skey, sealer });
   for (const w of config.witnesses ?? []) {
-    const v = parseNoteVerifier(w.vkey);
-    if (v.type !== COSIGNATURE_V1) throw new RangeError(`witness ${w.url}: its vkey is not a cosignature/v1 key`);
+    try {
+      readVerifierKey(w.vkey, COSIGNATURE_V1);
+    } catch (e) {
+      throw new RangeError(`witness ${w.url}: ${(e as Error).message}`);
+    }
   }
   const witnessSigner = config.witnessOf?.length
     ? await openLogKey(db, config.prefix, {
@@ -93,6 +98,11 @@ export interface ServiceLog {
   /** The integrate-and-sign timer (server.ts only); `close()` stops it. */
   start(): void;
   close(): Promise<void>;
+  /**
+   * Where the log's newest checkpoint is remembered outside the database (high-water.ts): the
+   * file `logFile` (kept current once the start-time check passed) and each witness this log asks.
+   */
+  highWaterSources(logFile: string | undefined): HighWaterSource[];
 }
 
 export function createServiceLog(
@@ -125,7 +135,7 @@ export function createServiceLog(
   // What each witness last did for this log, for /log/status (the console).
   const witnessState = new Map<string, { cosignedSize: number | null; lastError: string | null; at: string }>();
   for (const w of config.witnesses ?? [])
-    witnessState.set(parseNoteVerifier(w.vkey).name, { cosignedSize: null, lastError: null, at: '' });
+    witnessState.set(readVerifierKey(w.vkey, COSIGNATURE_V1).name, { cosignedSize: null, lastError: null, at: '' });
   const log = createTransparencyLog({
     db,
     prefix: p,
@@ -135,6 +145,7 @@ export function createServiceLog(
       ? witnessRound({
           db,
           prefix: p,
+          logVkey: parts.signer.vkey,
           witnesses: config.witnesses,
           fetch: o.fetch,
           onCosigned: (witness, size) =>
@@ -217,6 +228,7 @@ export function createServiceLog(
         witness,
         refParams,
         witnesses: () => [...witnessState].map(([name, w]) => ({ name, ...w, at: w.at || null })),
+        witnessKeys: config.witnesses?.map((w) => w.vkey),
       });
     },
     start() {
@@ -233,6 +245,13 @@ export function createServiceLog(
       clearInterval(timer);
       await log.close();
       await alerts?.close();
+    },
+    highWaterSources(logFile) {
+      const warn = (message: string) => o.logger.warn({ origin: log.origin }, message);
+      return [
+        ...(logFile ? [logCheckpointFile(log, logFile)] : []),
+        ...(config.witnesses ?? []).map((w) => witnessHighWater(log, w, { fetch: o.fetch, warn })),
+      ];
     },
   };
 }

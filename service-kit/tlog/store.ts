@@ -4,8 +4,14 @@
  * size is one prepared statement.
  */
 import type { SqlDatabase, SqlExecutor } from '../database.js';
-import { HASH_SIZE, TILE_WIDTH, type TileRead } from './merkle.js';
-import { encodeEntryBundle, type Tile } from './tiles.js';
+import {
+  TILE_WIDTH,
+  createTileHashReader,
+  formatEntryBundle,
+  type ReadHashes,
+  type ReadTile,
+} from '../../src/entries/log.js';
+import { HASH_SIZE, type Tile } from './tiles.js';
 
 const MAX_CHUNK = 256;
 export function chunks<T>(items: readonly T[]): T[][] {
@@ -44,8 +50,10 @@ export interface TileStore {
   /** The integrated tree: size and root. */
   tree(q?: SqlExecutor): Promise<{ size: number; root: Buffer }>;
   readTile(q: SqlExecutor, level: number, n: number): Promise<Tile | undefined>;
-  /** Tile hashes for the Merkle functions, `overlay` first; a tile narrower than asked is an error. */
-  reader(q: SqlExecutor, overlay?: Map<string, Tile>): TileRead;
+  /** Stored tiles as the SDK reads them (`ReadTile`), `overlay` first; a tile narrower than asked is an error. */
+  reader(q: SqlExecutor, overlay?: Map<string, Tile>): ReadTile;
+  /** The SDK's `readHashes` (prove.ts) for the tree of `size` entries, over `reader(q, overlay)`. */
+  hashes(size: number, q: SqlExecutor, overlay?: Map<string, Tile>): ReadHashes;
   /** The first `width` hashes of tile `n` at `level`, or undefined. */
   tile(level: number, n: number, width: number): Promise<Buffer | undefined>;
   /** Entry bundle `n` of `width` entries, or undefined. */
@@ -67,6 +75,14 @@ export function createTileStore(db: SqlDatabase, p: string): TileStore {
     if (t.width === TILE_WIDTH) fullTiles.set(`${level}/${n}`, t.hashes);
     return t;
   }
+  const reader =
+    (q: SqlExecutor, overlay?: Map<string, Tile>): ReadTile =>
+    async ({ level, index: n, width }) => {
+      if (level === 'entries') throw new Error('entry bundles are not hashes');
+      const t = overlay?.get(`${level}/${n}`) ?? (await readTile(q, level, n));
+      if (!t || t.width < width) throw new Error(`tile ${level}/${n}: ${t?.width ?? 0} hashes stored, ${width} needed`);
+      return t.hashes.subarray(0, width * HASH_SIZE);
+    };
   return {
     async tree(q = db) {
       const r = await q.get<{ size: unknown; root: unknown }>(`SELECT size, root FROM ${p}_tree WHERE id = 1`);
@@ -74,11 +90,8 @@ export function createTileStore(db: SqlDatabase, p: string): TileStore {
       return { size: Number(r.size), root: asBuffer(r.root) };
     },
     readTile,
-    reader: (q, overlay) => async (level, n, width) => {
-      const t = overlay?.get(`${level}/${n}`) ?? (await readTile(q, level, n));
-      if (!t || t.width < width) throw new Error(`tile ${level}/${n}: ${t?.width ?? 0} hashes stored, ${width} needed`);
-      return t.hashes;
-    },
+    reader,
+    hashes: (size, q, overlay) => createTileHashReader(size, reader(q, overlay)),
     async tile(level, n, width) {
       const t = await readTile(db, level, n);
       if (!t || t.width < width) return undefined;
@@ -92,7 +105,7 @@ export function createTileStore(db: SqlDatabase, p: string): TileStore {
         [n * TILE_WIDTH, n * TILE_WIDTH + width],
       );
       if (rows.length < width) return undefined;
-      const bundle = encodeEntryBundle(rows.map((r) => Buffer.from(r.entry, 'utf8')));
+      const bundle = Buffer.from(formatEntryBundle(rows.map((r) => Buffer.from(r.entry, 'utf8'))));
       if (width === TILE_WIDTH) fullBundles.set(String(n), bundle);
       return bundle;
     },

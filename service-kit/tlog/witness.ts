@@ -13,17 +13,8 @@
  */
 import type { SqlDatabase, SqlExecutor } from '../database.js';
 import { checkTableName } from '../audit-log.js';
-import {
-  COSIGNATURE_V1,
-  cosign,
-  openCheckpoint,
-  parseNoteVerifier,
-  splitNote,
-  verifyCosignature,
-  type NoteSigner,
-  type NoteVerifier,
-} from './note.js';
-import { verifyConsistency } from './verify.js';
+import { verifyCheckpoint, verifyConsistency } from '../../src/entries/log.js';
+import { COSIGNATURE_V1, ED25519_NOTE, readVerifierKey, type NoteSigner } from './note-key.js';
 import type { WitnessRound } from './log.js';
 
 export interface SplitView {
@@ -47,6 +38,11 @@ export interface Witness {
   addCheckpoint(body: string): Promise<WitnessAnswer>;
   /** What the console shows: each witnessed log's latest cosigned size, and the split views seen. */
   status(): Promise<WitnessStatus>;
+  /**
+   * The newest checkpoint of `origin` this witness cosigned, as the log submitted it (signed by the
+   * log's key): what that log's service compares its database with at start (high-water.ts).
+   */
+  latest(origin: string): Promise<string | undefined>;
 }
 
 export interface WitnessStatus {
@@ -96,13 +92,12 @@ export function createWitness(o: {
 }): Witness {
   const { db, prefix: p } = o;
   checkTableName(`${p}_split_views`);
-  if (o.signer.type !== COSIGNATURE_V1) throw new RangeError('witness: the key must be a cosignature/v1 key');
+  const cosigner = o.signer.cosigner;
+  if (!cosigner) throw new RangeError('witness: the key must be a cosignature/v1 key');
   const now = o.now ?? Date.now;
-  const logs = new Map<string, NoteVerifier>();
-  for (const vkey of o.logs) {
-    const v = parseNoteVerifier(vkey);
-    logs.set(v.name, v);
-  }
+  // Each witnessed log by its origin, the name of its key.
+  const logs = new Map<string, string>();
+  for (const vkey of o.logs) logs.set(readVerifierKey(vkey, ED25519_NOTE).name, vkey.trim());
 
   return {
     name: o.signer.name,
@@ -111,11 +106,15 @@ export function createWitness(o: {
       const sub = parseSubmission(body);
       if (!sub) return text(400, 'malformed add-checkpoint request\n');
       const origin = sub.note.slice(0, sub.note.indexOf('\n'));
-      const verifier = logs.get(origin);
-      if (!verifier) return text(404, `unknown log origin\n`);
-      if (!splitNote(sub.note)) return text(400, 'malformed checkpoint\n');
-      const cp = openCheckpoint(sub.note, verifier);
-      if (!cp || cp.origin !== origin) return text(403, 'no valid signature by a known key for this origin\n');
+      const vkey = logs.get(origin);
+      if (!vkey) return text(404, `unknown log origin\n`);
+      const opened = await verifyCheckpoint(sub.note, [vkey], { origin });
+      if (!opened.valid)
+        return opened.error.code === 'malformed'
+          ? text(400, 'malformed checkpoint\n')
+          : text(403, 'no valid signature by a known key for this origin\n');
+      const cp = opened.checkpoint;
+      const root = Buffer.from(cp.rootHash);
       if (sub.old > cp.size) return text(400, 'old size is larger than the checkpoint size\n');
       const at = now();
       let split: SplitView | undefined;
@@ -127,7 +126,7 @@ export function createWitness(o: {
           );
           const head = await q.get<{ size: unknown }>(`SELECT size FROM ${p}_witness_head WHERE origin = ?`, [origin]);
           const headSize = head ? Number(head.size) : 0;
-          if (same && !Buffer.from(same.root as Uint8Array).equals(cp.root)) {
+          if (same && !Buffer.from(same.root as Uint8Array).equals(root)) {
             split = { origin, size: cp.size, noteA: same.note, noteB: sub.note, at };
             await q.run(`INSERT INTO ${p}_split_views (origin, size, note_a, note_b, at) VALUES (?, ?, ?, ?, ?)`, [
               origin,
@@ -146,25 +145,32 @@ export function createWitness(o: {
               [origin, sub.old],
             );
             const oldRoot = from ? Buffer.from(from.root as Uint8Array) : undefined;
-            if (!oldRoot || !verifyConsistency(sub.old, cp.size, oldRoot, cp.root, sub.proof))
+            if (!oldRoot || !verifyConsistency(sub.old, cp.size, sub.proof, oldRoot, root).valid)
               return text(422, 'the consistency proof does not verify\n');
           } else if (sub.proof.length > 0) return text(422, 'the consistency proof must be empty\n');
           await q.run(
             `INSERT INTO ${p}_witnessed (origin, size, root, note, at) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-            [origin, cp.size, cp.root, sub.note, at],
+            [origin, cp.size, root, sub.note, at],
           );
           await q.run(
             `INSERT INTO ${p}_witness_head (origin, size) VALUES (?, ?)
              ON CONFLICT (origin) DO UPDATE SET size = excluded.size`,
             [origin, cp.size],
           );
-          const checkpointText = sub.note.slice(0, sub.note.indexOf('\n\n') + 1);
-          return text(200, cosign(checkpointText, o.signer, Math.floor(at / 1000)));
+          return text(200, await cosigner.cosign(cp.text, Math.floor(at / 1000)));
         },
         { lock: `${p}_witness` },
       );
       if (split) o.onSplitView?.(split);
       return answer;
+    },
+    async latest(origin) {
+      const r = await db.get<{ note: string }>(
+        `SELECT w.note FROM ${p}_witness_head h JOIN ${p}_witnessed w ON w.origin = h.origin AND w.size = h.size
+         WHERE h.origin = ?`,
+        [origin],
+      );
+      return r?.note;
     },
     async status() {
       const heads = await db.all<{ origin: string; size: unknown; root: unknown; at: unknown }>(
@@ -212,6 +218,8 @@ export interface WitnessConfig {
 export function witnessRound(o: {
   db: SqlDatabase;
   prefix: string;
+  /** This log's vkey: a cosignature is checked on the note it signed. */
+  logVkey: string;
   witnesses: readonly WitnessConfig[];
   fetch?: typeof fetch;
   timeoutMs?: number;
@@ -221,14 +229,23 @@ export function witnessRound(o: {
 }): WitnessRound {
   const { db, prefix: p } = o;
   const send = o.fetch ?? fetch;
-  const witnesses = o.witnesses.map((w) => ({ url: w.url.replace(/\/+$/, ''), verifier: parseNoteVerifier(w.vkey) }));
-  for (const w of witnesses)
-    if (w.verifier.type !== COSIGNATURE_V1)
-      throw new RangeError(`witness ${w.url}: its vkey is not a cosignature/v1 key`);
+  const witnesses = o.witnesses.map((w) => {
+    try {
+      return {
+        url: w.url.replace(/\/+$/, ''),
+        vkey: w.vkey.trim(),
+        name: readVerifierKey(w.vkey, COSIGNATURE_V1).name,
+      };
+    } catch (e) {
+      throw new RangeError(`witness ${w.url}: ${(e as Error).message}`);
+    }
+  });
+  const cosignedBy = async (note: string, w: { vkey: string }) =>
+    (await verifyCheckpoint(note, [o.logVkey], { witnessKeys: [w.vkey], requireCosignatures: 1 })).valid;
   return async (note, size, proofFrom) => {
     const lines = await Promise.all(
       witnesses.map(async (w) => {
-        const name = w.verifier.name;
+        const name = w.name;
         const known = await db.get<{ size: unknown }>(`SELECT size FROM ${p}_witness_state WHERE witness = ?`, [name]);
         let old = known ? Number(known.size) : 0;
         for (let attempt = 0; attempt < 2; attempt++) {
@@ -259,11 +276,12 @@ export function witnessRound(o: {
             o.onError?.(name, `add-checkpoint answered ${res.status}: ${answer.slice(0, 200).trim()}`);
             return '';
           }
-          const good = answer
+          const lines = answer
             .split('\n')
             .filter((l) => l !== '')
-            .map((l) => `${l}\n`)
-            .filter((l) => verifyCosignature(`${note}${l}`, w.verifier) !== undefined);
+            .map((l) => `${l}\n`);
+          const good: string[] = [];
+          for (const l of lines) if (await cosignedBy(`${note}${l}`, w)) good.push(l);
           if (good.length === 0) {
             o.onError?.(name, 'no cosignature in the answer verifies under the configured vkey');
             return '';

@@ -80,9 +80,15 @@ test('an agent turn: the model pays through the gateway, sees the spend, and is 
   assert.is(result.text, 'The report is paid; the big one is over budget.');
   assert.is(result.steps.length, 4);
 
-  // The model was offered the four tools with their JSON schemas.
+  // The model was offered the five tools with their JSON schemas.
   const offered = model.doGenerateCalls[0]!.tools ?? [];
-  assert.equal(offered.map((t) => t.name).sort(), ['delegate_budget', 'list_receipts', 'paid_fetch', 'session_status']);
+  assert.equal(offered.map((t) => t.name).sort(), [
+    'check_log',
+    'delegate_budget',
+    'list_receipts',
+    'paid_fetch',
+    'session_status',
+  ]);
   const fetchTool = offered.find((t) => t.name === 'paid_fetch') as { inputSchema: any; description?: string };
   assert.equal(fetchTool.inputSchema.required, ['url']);
   assert.is(fetchTool.inputSchema.properties.url.format, 'uri');
@@ -174,12 +180,13 @@ test('delegate_budget: the model hands a sub-agent a child token whose tools see
   assert.equal([st.sessionId, st.budgetMinor, st.parentId], [d.value.sessionId, '150', s.sessionId]);
 });
 
-test('a bad gateway URL, token or tool name is refused when the tools are made, naming the option', () => {
+test('a bad gateway URL, token, tool name or log key is refused when the tools are made, naming the option', () => {
   const token = 'gw_sess_' + 'A'.repeat(43);
   const bad: [Parameters<typeof ctlAiTools>[0], RegExp][] = [
     [{ gatewayUrl: 'http://gateway.example.com', sessionToken: token }, /^gatewayUrl: must be https/],
     [{ gatewayUrl: env.gw.url, sessionToken: 'sk-secret-value-123' }, /^sessionToken: not a session token/],
     [{ gatewayUrl: env.gw.url, sessionToken: token, tools: ['pay_everything' as 'paid_fetch'] }, /pay_everything/],
+    [{ gatewayUrl: env.gw.url, sessionToken: token, logVkey: 'log+0000+AAAA' }, /^logVkey: not a log verifier key/],
   ];
   for (const [options, message] of bad) {
     try {

@@ -51,6 +51,7 @@ test('the entries build, import only declared packages, and give each framework 
 
     const ai = await import(pathToFileURL(join(dir, 'ai.js')).href);
     assert.equal(Object.keys(ai.ctlAiTools({ gatewayUrl: 'http://127.0.0.1:9', sessionToken: TOKEN })).sort(), [
+      'check_log',
       'delegate_budget',
       'list_receipts',
       'paid_fetch',
@@ -61,7 +62,7 @@ test('the entries build, import only declared packages, and give each framework 
       lc
         .ctlLangChainTools({ gatewayUrl: 'http://127.0.0.1:9', sessionToken: TOKEN })
         .map((t: { name: string }) => t.name),
-      ['paid_fetch', 'session_status', 'list_receipts', 'delegate_budget'],
+      ['paid_fetch', 'session_status', 'list_receipts', 'delegate_budget', 'check_log'],
     );
     assert.throws(() => lc.ctlLangChainTools({ gatewayUrl: 'http://gw.example', sessionToken: TOKEN }), /gatewayUrl/);
   } finally {
@@ -72,13 +73,14 @@ test('the entries build, import only declared packages, and give each framework 
 test('in the repository, `ctl-agent-tools/ai` and `/langchain` import by name (the workspace)', async () => {
   const ai = await import('ctl-agent-tools/ai');
   assert.equal(Object.keys(ai.ctlAiTools({ gatewayUrl: 'http://127.0.0.1:9', sessionToken: TOKEN })).sort(), [
+    'check_log',
     'delegate_budget',
     'list_receipts',
     'paid_fetch',
     'session_status',
   ]);
   const lc = await import('ctl-agent-tools/langchain');
-  assert.is(lc.ctlLangChainTools({ gatewayUrl: 'http://127.0.0.1:9', sessionToken: TOKEN }).length, 4);
+  assert.is(lc.ctlLangChainTools({ gatewayUrl: 'http://127.0.0.1:9', sessionToken: TOKEN }).length, 5);
 });
 
 test.run();

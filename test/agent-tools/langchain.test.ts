@@ -88,9 +88,10 @@ test('an agent turn: the model pays through the gateway, sees the spend, and is 
   );
   assert.is(messages.at(-1)!.content, 'The report is paid; the big one is over budget.');
 
-  // The model was bound to the four tools with their JSON schemas (OpenAI style).
+  // The model was bound to the five tools with their JSON schemas (OpenAI style).
   const specs = bound[0] as { function: { name: string; parameters: any } }[];
   assert.equal(specs.map((t) => t.function.name).sort(), [
+    'check_log',
     'delegate_budget',
     'list_receipts',
     'paid_fetch',

@@ -3,15 +3,17 @@
  * an honest log audits clean (tiles, root, receipts, books); a log whose books do not balance (a
  * session paid past the ceiling or a window its own entry logged) is caught even though every
  * signature is good; random edits to the served checkpoint, tiles, entry bundles and vkey are
- * each caught (the fast tier's slice of the tamper campaign); the monitor keeps a checkpoint and
- * alarms on a fork signed by the log's own key.
+ * each caught, and so are random edits to the stored rows (entries, tiles, the checkpoint) of a
+ * copy of the gateway's database (the fast tier's slice of the tamper campaigns); the monitor
+ * keeps a checkpoint and alarms on a fork signed by the log's own key.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { migrate, openDatabase } from '../../service-kit/index.js';
+import { backupDatabase } from '../../service-kit/backup.js';
 import { createTransparencyLog, generateNoteSigner, serviceLogMigrations } from '../../service-kit/tlog/index.js';
 import {
   call,
@@ -31,7 +33,9 @@ import { runCtl } from '../helpers/run-ctl.js';
 
 /** The slow tier (log-tamper.slow.test.ts) runs the full campaign. */
 const EDITS = Number(process.env.CTL_LOG_TAMPER_EDITS ?? 300);
-const key = generateNoteSigner('gateway.test/ctl-gateway-log');
+/** Edits to the stored rows (each reopens the log over them): a third as many. */
+const DB_EDITS = Math.ceil(EDITS / 3);
+const key = await generateNoteSigner('gateway.test/ctl-gateway-log');
 const ctl = (...args: string[]) => runCtl({ cwd: tmpdir() }, ...args);
 let db: TestDb;
 let gw: TestGateway;
@@ -72,7 +76,7 @@ test('an honest log audits clean: every tile, the root, every receipt, every ses
 });
 
 test('the vkey is pinned: another key, or none, is refused', async () => {
-  const other = generateNoteSigner('gateway.test/ctl-gateway-log');
+  const other = await generateNoteSigner('gateway.test/ctl-gateway-log');
   const r = await auditLog(gw.url, { vkey: other.vkey, fetch });
   assert.ok(r.problems.some((m) => /not the pinned key/.test(m)));
   assert.ok(r.problems.some((m) => /checkpoint_signature_invalid/.test(m)));
@@ -164,6 +168,133 @@ test(`tamper campaign: ${EDITS} random edits to served bytes, each caught`, asyn
     if (r.problems.length === 0) missed.push(`${path}@${at}`);
   }
   assert.equal(missed, [], 'every edit is caught');
+});
+
+/**
+ * Edits to the stored rows themselves, on a copy of the gateway's database whose triggers are
+ * dropped (an intruder with write access to the database): an entry's text changed, two entries
+ * swapped, an entry deleted, a byte of a stored tile flipped, a tile deleted, the stored
+ * checkpoint's note changed. Each is served by a fresh log over the edited rows (nothing cached)
+ * and must be caught by the audit; each edit is undone before the next.
+ */
+test(`tamper campaign: ${DB_EDITS} random edits to stored rows, each caught`, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'ctl-tamper-db-'));
+  const copy = join(dir, 'gateway.db');
+  await backupDatabase(db.url, copy);
+  const rows = await openDatabase(`sqlite:${copy}`);
+  const P = 'gw_log';
+  for (const t of ['entries_fixed', 'entries_kept', 'tiles_fixed', 'tiles_kept'])
+    await rows.run(`DROP TRIGGER ${P}_${t}`);
+  const jwks = (await call(gw.url, 'GET', '/.well-known/ctl-keys.json')).body;
+  const audit = async () => {
+    const log = createTransparencyLog({ db: rows, prefix: P, signer: key });
+    try {
+      const served = await snapshotLog(log, key.vkey, jwks).catch(() => undefined);
+      if (!served) return ['the log cannot be served'];
+      const r = await auditLog('http://rows.test', { vkey: key.vkey, fetch: createTamperedFetch(served) });
+      return r.problems;
+    } catch (e) {
+      return [(e as Error).message];
+    } finally {
+      await log.close();
+    }
+  };
+  try {
+    assert.equal(await audit(), [], 'the unedited rows audit clean: each edit below is what is caught');
+    const size = Number((await rows.get<{ size: number }>(`SELECT size FROM ${P}_tree`))!.size);
+    const tiles = await rows.all<{ level: number; n: number; width: number }>(`SELECT level, n, width FROM ${P}_tiles`);
+    const cp = (await rows.get<{ size: number }>(`SELECT MAX(size) AS size FROM ${P}_checkpoints`))!.size;
+    assert.is(Number(cp), size, 'the checkpoint covers every stored entry');
+    let seed = 0xdb36;
+    const rand = (n: number) => (seed = (seed * 1103515245 + 12345) >>> 0) % n;
+    /** `text` with the character at a random position replaced by another printable one. */
+    const changeChar = (text: string) => {
+      const at = rand(text.length);
+      let c = text.charCodeAt(at);
+      c = 0x20 + ((c - 0x20 + 1 + rand(94)) % 95);
+      return { at, text: text.slice(0, at) + String.fromCharCode(c) + text.slice(at + 1) };
+    };
+    const entry = async (idx: number) =>
+      (await rows.get<{ ref: string | null; entry: string }>(`SELECT ref, entry FROM ${P}_entries WHERE idx = ?`, [
+        idx,
+      ]))!;
+    const missed: string[] = [];
+    const kinds: Record<string, () => Promise<[string, () => Promise<void>]>> = {
+      async entry() {
+        const idx = rand(size);
+        const was = await entry(idx);
+        const edit = changeChar(was.entry);
+        await rows.run(`UPDATE ${P}_entries SET entry = ? WHERE idx = ?`, [edit.text, idx]);
+        return [
+          `entry ${idx}@${edit.at}`,
+          () => rows.run(`UPDATE ${P}_entries SET entry = ? WHERE idx = ?`, [was.entry, idx]).then(() => {}),
+        ];
+      },
+      async swap() {
+        const a = rand(size);
+        const b = (a + 1 + rand(size - 1)) % size;
+        const [ea, eb] = [await entry(a), await entry(b)];
+        const set = (idx: number, e: string) => rows.run(`UPDATE ${P}_entries SET entry = ? WHERE idx = ?`, [e, idx]);
+        await set(a, eb.entry);
+        await set(b, ea.entry);
+        return [`swap ${a} ${b}`, async () => (await set(a, ea.entry), void (await set(b, eb.entry)))];
+      },
+      async deleteEntry() {
+        const idx = rand(size);
+        const was = await entry(idx);
+        await rows.run(`DELETE FROM ${P}_entries WHERE idx = ?`, [idx]);
+        const put = `INSERT INTO ${P}_entries (idx, ref, entry) VALUES (?, ?, ?)`;
+        return [`delete entry ${idx}`, () => rows.run(put, [idx, was.ref, was.entry]).then(() => {})];
+      },
+      async tile() {
+        const t = tiles[rand(tiles.length)]!;
+        const where = `WHERE level = ? AND n = ?`;
+        const was = Buffer.from(
+          (await rows.get<{ hashes: Uint8Array }>(`SELECT hashes FROM ${P}_tiles ${where}`, [t.level, t.n]))!.hashes,
+        );
+        const edited = Buffer.from(was);
+        const at = rand(Number(t.width) * 32);
+        edited[at] = edited[at]! ^ (1 + rand(255));
+        await rows.run(`UPDATE ${P}_tiles SET hashes = ? ${where}`, [edited, t.level, t.n]);
+        return [
+          `tile ${t.level}/${t.n}@${at}`,
+          () => rows.run(`UPDATE ${P}_tiles SET hashes = ? ${where}`, [was, t.level, t.n]).then(() => {}),
+        ];
+      },
+      async deleteTile() {
+        const t = tiles[rand(tiles.length)]!;
+        const where = `WHERE level = ? AND n = ?`;
+        const was = (await rows.get<{ hashes: Uint8Array }>(`SELECT hashes FROM ${P}_tiles ${where}`, [t.level, t.n]))!;
+        await rows.run(`DELETE FROM ${P}_tiles ${where}`, [t.level, t.n]);
+        const put = `INSERT INTO ${P}_tiles (level, n, width, hashes) VALUES (?, ?, ?, ?)`;
+        return [
+          `delete tile ${t.level}/${t.n}`,
+          () => rows.run(put, [t.level, t.n, t.width, was.hashes]).then(() => {}),
+        ];
+      },
+      async checkpoint() {
+        const was = (await rows.get<{ note: string }>(`SELECT note FROM ${P}_checkpoints WHERE size = ?`, [size]))!
+          .note;
+        const edit = changeChar(was);
+        await rows.run(`UPDATE ${P}_checkpoints SET note = ? WHERE size = ?`, [edit.text, size]);
+        return [
+          `checkpoint@${edit.at}`,
+          () => rows.run(`UPDATE ${P}_checkpoints SET note = ? WHERE size = ?`, [was, size]).then(() => {}),
+        ];
+      },
+    };
+    const names = Object.keys(kinds);
+    for (let i = 0; i < DB_EDITS; i++) {
+      const [what, undo] = await kinds[names[i % names.length]!]!();
+      if ((await audit()).length === 0) missed.push(what);
+      await undo();
+    }
+    assert.equal(missed, [], 'every edit is caught');
+    assert.equal(await audit(), [], 'undone, the rows audit clean again');
+  } finally {
+    await rows.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 async function snapshotFromGateway(): Promise<Map<string, Uint8Array>> {

@@ -14,7 +14,7 @@ import { call, createSession, proxy, sqliteDb, startMerchant, startTestGateway }
 import { serveLog } from '../helpers/log-tamper.js';
 
 test('the client keeps a consistent checkpoint, proves a receipt, and catches a fork', async () => {
-  const key = generateNoteSigner('gateway.test/ctl-gateway-log');
+  const key = await generateNoteSigner('gateway.test/ctl-gateway-log');
   const merchant = await startMerchant({ amount: '100' });
   const db = sqliteDb();
   const gw = await startTestGateway(db, { log: { skey: key.skey } });

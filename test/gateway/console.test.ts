@@ -15,6 +15,14 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
+import { migrate, openDatabase, type SqlDatabase } from '../../service-kit/index.js';
+import {
+  COSIGNATURE_V1,
+  createWitness,
+  generateNoteSigner,
+  serviceLogMigrations,
+} from '../../service-kit/tlog/index.js';
+import { signCheckpoint } from '../../src/entries/log.js';
 import {
   sqliteDb,
   startTestGateway,
@@ -60,6 +68,10 @@ if (!chromiumPath) {
   let browser: Browser;
   let db: TestDb;
   let gw: TestGateway;
+  let witnessDb: SqlDatabase;
+  const gwLogKey = await generateNoteSigner('console.test/ctl-gateway-log');
+  const witnessKey = await generateNoteSigner('witness.test/w1', COSIGNATURE_V1);
+  const otherLog = await generateNoteSigner('other.test/log');
   let merchant: Merchant;
   let hook: Server;
   let hookUrl = '';
@@ -82,7 +94,22 @@ if (!chromiumPath) {
     await new Promise<void>((r) => hook.listen(0, '127.0.0.1', r));
     hookUrl = `http://127.0.0.1:${(hook.address() as AddressInfo).port}/hook`;
     db = sqliteDb();
-    gw = await startTestGateway(db, { console: { heartbeatMs: 500 } });
+    // The gateway's log asks a witness (in process, on its own database) and witnesses another log.
+    witnessDb = await openDatabase(`sqlite:${join(shotsDir, 'witness.db')}`);
+    await migrate(witnessDb, serviceLogMigrations('w_log'));
+    const witness = createWitness({ db: witnessDb, prefix: 'w_log', signer: witnessKey, logs: [gwLogKey.vkey] });
+    gw = await startTestGateway(db, {
+      console: { heartbeatMs: 500 },
+      log: {
+        skey: gwLogKey.skey,
+        witnesses: [{ url: 'http://witness.invalid/witness', vkey: witnessKey.vkey }],
+        witnessOf: [otherLog.vkey],
+        fetch: (async (_url: string, init: RequestInit) => {
+          const a = await witness.addCheckpoint(String(init.body));
+          return new Response(a.body, { status: a.status, headers: { 'content-type': a.contentType } });
+        }) as typeof fetch,
+      },
+    });
     merchant = await startMerchant({ amount: '100' });
     ownerB = (await call(gw.url, 'POST', '/admin/owners', { key: ADMIN_KEY, body: { label: 'owner B' } })).body.apiKey;
     browser = await pw.chromium.launch({
@@ -107,6 +134,7 @@ if (!chromiumPath) {
     await merchant?.close();
     await new Promise((r) => hook?.close(r));
     await db?.drop();
+    await witnessDb?.close();
     // Lines starting ARTIFACTS are echoed by scripts/test.mjs even when the file passes.
     writeFileSync(join(shotsDir, 'index.txt'), shots.join('\n') + '\n');
     const listed = shots.map((s) => `ARTIFACTS   ${s}`).join('\n');
@@ -737,6 +765,38 @@ if (!chromiumPath) {
       await page.context().close();
     },
   );
+
+  test('the log page: the latest checkpoint, its cosignature, and a split-view banner', async () => {
+    await gw.gw.log!.log.publish();
+    const status = (await call(gw.url, 'GET', '/log/status')).body;
+    assert.ok(status.checkpoint.size > 0, 'the payments above are in the log');
+    const page = await openPage('log', async (p) => {
+      await p.addInitScript((k) => sessionStorage.setItem('ctl.console.ownerKey', k), gw.ownerKey);
+    });
+    await page.waitForSelector('h1:has-text("Sessions")');
+    await page.click('nav a:has-text("Log")');
+    await page.waitForSelector('h1:has-text("Transparency log")');
+    const shown = await page.textContent('#log-checkpoint');
+    assert.match(shown!, String(status.checkpoint.size));
+    assert.match(shown!, status.checkpoint.root);
+    await page.waitForSelector('#log-verdict:has-text("Signed by the log")');
+    await page.waitForSelector(`#log-cosignatures:has-text("${witnessKey.name}")`);
+    assert.is(await page.locator('#split-view-banner').count(), 0, 'no split view yet');
+    await shot(page, '18-log.png', "the log page: latest checkpoint, signature checked, the witness's cosignature");
+
+    // Another log shows this gateway (its witness) two trees of size 1: a split view.
+    const root = (b: number) => new Uint8Array(32).fill(b);
+    const note = (b: number) => signCheckpoint({ origin: otherLog.name, size: 1, rootHash: root(b) }, [otherLog.note!]);
+    const add = (body: string) => fetch(`${gw.url}/witness/add-checkpoint`, { method: 'POST', body });
+    assert.is((await add(`old 0\n\n${await note(1)}`)).status, 200);
+    assert.is((await add(`old 1\n\n${await note(2)}`)).status, 409);
+    await page.click('nav a:has-text("Sessions")');
+    await page.waitForSelector('#split-view-banner:has-text("Split view detected")');
+    assert.match((await page.textContent('#split-view-banner'))!, `${otherLog.name} at size 1`);
+    await shot(page, '19-split-view.png', 'a split view seen as a witness: a banner above every page');
+    assert.equal(takeErrors('log'), []);
+    await page.context().close();
+  });
 
   test('served with a strict CSP and no inline script', async () => {
     const res = await fetch(`${gw.url}/console`);

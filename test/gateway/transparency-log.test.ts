@@ -32,6 +32,7 @@ import {
   type TestGateway,
 } from './helpers.js';
 import { grantRequest, startTestAuthority, type TestAuthority } from '../authority/harness.js';
+import { auditLog } from '../../cli/log/audit.js';
 import {
   refConsistency,
   refHasCosignature,
@@ -41,10 +42,10 @@ import {
   refVerifyInclusion,
 } from '../helpers/tlog-reference.js';
 
-const gwKey = generateNoteSigner('gateway.test/ctl-gateway-log');
-const auKey = generateNoteSigner('authority.test/ctl-authority-log');
-const auWitness = generateNoteSigner('authority.test/witness', COSIGNATURE_V1);
-const gwWitness = generateNoteSigner('gateway.test/witness', COSIGNATURE_V1);
+const gwKey = await generateNoteSigner('gateway.test/ctl-gateway-log');
+const auKey = await generateNoteSigner('authority.test/ctl-authority-log');
+const auWitness = await generateNoteSigner('authority.test/witness', COSIGNATURE_V1);
+const gwWitness = await generateNoteSigner('gateway.test/witness', COSIGNATURE_V1);
 const ALERT_SECRET = `whsec_${Buffer.alloc(24, 7).toString('base64')}`;
 
 let db: TestDb;
@@ -194,6 +195,10 @@ test('a grant the authority issues is in its log, cosigned by the gateway', asyn
   assert.is(revocation.type, 'grant.revocation');
   assert.is(revocation.body.grantId, g.body.grantId);
   assert.is(revocation.body.reason, 'test');
+  // ctl log audit reads the authority's log as it reads the gateway's: every tile and the root.
+  const audited = await auditLog(au.url, { vkey: auKey.vkey, fetch });
+  assert.equal(audited.problems, []);
+  assert.ok(audited.entries >= 3 && audited.receipts === 0, JSON.stringify(audited));
 });
 
 test("a fork of the gateway's log shown to the authority's witness is a split view", async () => {
@@ -234,7 +239,7 @@ test("a fork of the gateway's log shown to the authority's witness is a split vi
 test("PostgreSQL: a paid answer's log index and the receipt's inclusion proof", async () => {
   const pgDb = await postgresDb('the gateway log on PostgreSQL');
   if (!pgDb) return;
-  const key = generateNoteSigner('pg.gateway.test/ctl-gateway-log');
+  const key = await generateNoteSigner('pg.gateway.test/ctl-gateway-log');
   const g = await startTestGateway(pgDb, { log: { skey: key.skey } });
   try {
     const s = await createSession(g);

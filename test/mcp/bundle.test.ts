@@ -35,6 +35,7 @@ test('the bundle builds and lists the tools over stdio', async () => {
     );
     try {
       assert.equal((await client.listTools()).tools.map((t) => t.name).sort(), [
+        'check_log',
         'delegate_budget',
         'list_receipts',
         'paid_fetch',

@@ -58,11 +58,17 @@ test.after(async () => {
   await new Promise((r) => files.close(r));
 });
 
-test('the four tools are listed with input schemas an LLM can fill in', async () => {
+test('the five tools are listed with input schemas an LLM can fill in', async () => {
   const s = await createSession(env.gw);
   const client = await connect({ CTL_GATEWAY_URL: env.gw.url, CTL_SESSION_TOKEN: s.sessionToken });
   const { tools } = await client.listTools();
-  assert.equal(tools.map((t) => t.name).sort(), ['delegate_budget', 'list_receipts', 'paid_fetch', 'session_status']);
+  assert.equal(tools.map((t) => t.name).sort(), [
+    'check_log',
+    'delegate_budget',
+    'list_receipts',
+    'paid_fetch',
+    'session_status',
+  ]);
   const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
   for (const t of tools) {
     assert.ok((t.description ?? '').length > 60, `${t.name} has a description`);
@@ -369,7 +375,7 @@ test('a gateway that cannot be reached: a tool error saying so, never a crash of
   const status = (await client.callTool({ name: 'session_status', arguments: {} })) as Result;
   assert.is(status.isError, true);
   assert.match(status.content[0]!.text, /could not be reached/);
-  assert.equal((await client.listTools()).tools.length, 4, 'the server is still there');
+  assert.equal((await client.listTools()).tools.length, 5, 'the server is still there');
 });
 
 test('missing or invalid configuration: one line on stderr naming the variable, a non-zero exit', async () => {
@@ -387,6 +393,8 @@ test('missing or invalid configuration: one line on stderr naming the variable, 
     [{ CTL_GATEWAY_URL: 'http://gateway.example.com', CTL_SESSION_TOKEN: token }, 'CTL_GATEWAY_URL'],
     [{ CTL_GATEWAY_URL: env.gw.url }, 'CTL_SESSION_TOKEN'],
     [{ CTL_GATEWAY_URL: env.gw.url, CTL_SESSION_TOKEN: 'sk-secret-value-123' }, 'CTL_SESSION_TOKEN'],
+    [{ CTL_GATEWAY_URL: env.gw.url, CTL_SESSION_TOKEN: token, CTL_GATEWAY_LOG_VKEY: 'a+b+c' }, 'CTL_GATEWAY_LOG_VKEY'],
+    [{ CTL_GATEWAY_URL: env.gw.url, CTL_SESSION_TOKEN: token, CTL_LOG_STATE_FILE: '/tmp/x' }, 'CTL_LOG_STATE_FILE'],
   ];
   for (const [env, variable] of cases) {
     const r = run(env);

@@ -4,7 +4,8 @@
  * the same KEK, serves the same session and receipts, and answers a paid request retried with
  * its Idempotency-Key from the stored answer (the merchant is not paid again). The same backup
  * put back where a newer database was is refused at start (the high-water mark is ahead of it)
- * until the operator consents, by option and through `ctl gateway` (exit 3, then serving).
+ * until the operator consents, by option and through `ctl gateway` (exit 3, then serving); the
+ * transparency log's newest checkpoint, kept beside that mark, refuses it too on its own.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -192,6 +193,55 @@ test('a backup restores keys, sessions, receipts and stored answers; an older on
   await servesWithConsent({ ...env, CTL_GATEWAY_ACCEPT_ROLLBACK: '1' }, port);
   // Consent resets the mark to the database's head: the next start passes without it.
   assert.ok(end(mark) < markAfter);
+});
+
+test("the log's newest checkpoint alone catches an older backup: refused, exit 3, until consent", async () => {
+  const live = join(dir, 'log-live', 'gateway.db');
+  const mark = join(dir, 'log-marks', 'gateway.high-water.json');
+  const logMark = `${mark.replace(/\.json$/, '')}.log-checkpoint`;
+  const backup = join(dir, 'log-backup.db');
+  const g = await start(live, { highWaterFile: mark });
+  const gw = { url: urlOf(g), ownerKey: '' };
+  gw.ownerKey = (await call(gw.url, 'POST', '/admin/owners', { key: ADMIN_KEY, body: { label: 'log' } })).body.apiKey;
+  const s = await createSession(gw as never);
+  assert.is((await proxy(gw, s.sessionToken, `${merchant.url}/a`, { purpose: 'api:search' })).status, 200);
+  await g.gateway.log!.log.publish();
+  await backupDatabase(`sqlite:${live}`, backup);
+  assert.is((await proxy(gw, s.sessionToken, `${merchant.url}/b`, { purpose: 'api:search' })).status, 200);
+  const size = (await g.gateway.log!.log.publish()) ?? (await g.gateway.log!.log.checkpoint())!.size;
+  await g.close();
+  assert.match(readFileSync(logMark, 'utf8'), `\n${size}\n`, 'the newest checkpoint is kept beside the mark');
+
+  // The backup put back, and the audit chain's own mark lost with it: the log's mark still refuses.
+  copyFileSync(backup, live);
+  rmSync(`${live}-wal`, { force: true });
+  rmSync(`${live}-shm`, { force: true });
+  rmSync(mark);
+  let refused: unknown;
+  try {
+    await (await start(live, { highWaterFile: mark })).close();
+  } catch (e) {
+    refused = e;
+  }
+  assert.instance(refused, RollbackRefusedError, String(refused));
+  assert.match((refused as Error).message, `but ${logMark} saw size ${size}`);
+  rmSync(mark, { force: true });
+
+  const port = await freePort();
+  const env = {
+    DATABASE_URL: `sqlite:${live}`,
+    PORT: String(port),
+    CTL_GATEWAY_KEK: kek.toString('base64url'),
+    CTL_GATEWAY_HIGH_WATER_FILE: mark,
+    LOG_LEVEL: 'silent',
+  };
+  const refusedCli = await runCtl({ cwd: dir, env }, 'gateway');
+  assert.is(refusedCli.code, 3, refusedCli.err);
+  assert.match(refusedCli.err, 'transparency log ends at size');
+  await servesWithConsent({ ...env, CTL_GATEWAY_ACCEPT_ROLLBACK: '1' }, port);
+  // Consent resets the log's mark to the database's newest checkpoint: the next start passes.
+  const again = await start(live, { highWaterFile: mark });
+  await again.close();
 });
 
 test('a backup never overwrites a file; an in-memory database has none', async () => {

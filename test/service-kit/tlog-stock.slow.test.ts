@@ -37,7 +37,7 @@ test("Go's sumdb note and tlog verify a served log of 700 entries", async () => 
   const db = await openDatabase(`sqlite:${join(dir, 'log.db')}`);
   try {
     await migrate(db, serviceLogMigrations('s_log'));
-    const signer = generateNoteSigner('stock.example/ctl-log');
+    const signer = await generateNoteSigner('stock.example/ctl-log');
     const log = createTransparencyLog({ db, prefix: 's_log', signer });
     const add = (from: number, to: number) =>
       db.tx(async (q) => {

@@ -17,7 +17,6 @@ import {
   COSIGNATURE_V1,
   createTransparencyLog,
   createWitness,
-  decodeEntryBundle,
   generateNoteSigner,
   serviceLogMigrations,
   witnessRound,
@@ -25,6 +24,7 @@ import {
   type SplitView,
   type TransparencyLog,
 } from '../../service-kit/tlog/index.js';
+import { parseEntryBundle, signCheckpoint } from '../../src/entries/log.js';
 import { PG_URL, dropSchema, freshSchema, pgAvailable } from './pg-fixture.js';
 import {
   refConsistency,
@@ -144,7 +144,7 @@ async function suite(name: string, open: () => Promise<Pair>) {
   test(`${name}: two instances, 200 parallel appends: gapless, unique, every checkpoint consistent`, async () => {
     const pair = await open();
     try {
-      const signer = generateNoteSigner('log.example/ctl-test-log');
+      const signer = await generateNoteSigner('log.example/ctl-test-log');
       const logs = [pair.a, pair.b].map((db) => createTransparencyLog({ db, prefix: P, signer, batch: 16 }));
       let appending = true;
       // Both instances sequence and sign while the appends run.
@@ -185,7 +185,7 @@ async function suite(name: string, open: () => Promise<Pair>) {
   test(`${name}: served tiles and entry bundles equal a from-scratch recomputation`, async () => {
     const pair = await open();
     try {
-      const signer = generateNoteSigner('log.example/ctl-tiles');
+      const signer = await generateNoteSigner('log.example/ctl-tiles');
       const log = createTransparencyLog({ db: pair.a, prefix: P, signer, batch: 100 });
       // 600 entries: two full level-0 tiles, a partial one, and a partial level-1 tile.
       for (let from = 0; from < 600; from += 150) {
@@ -207,7 +207,7 @@ async function suite(name: string, open: () => Promise<Pair>) {
         [1, 256],
         [2, 88],
       ] as const) {
-        const bundle = decodeEntryBundle((await log.entryBundle(n, width))!);
+        const bundle = parseEntryBundle((await log.entryBundle(n, width))!).map((e) => Buffer.from(e));
         assert.is(bundle.length, width);
         bundle.forEach((e, i) => assert.ok(refLeafHash(e).equals(leaves[n * 256 + i]!), `bundle ${n} entry ${i}`));
       }
@@ -221,8 +221,8 @@ async function suite(name: string, open: () => Promise<Pair>) {
     const pair = await open();
     const fork = await open();
     try {
-      const signer = generateNoteSigner('log.example/ctl-witnessed');
-      const wSigner = generateNoteSigner('witness.example/w1', COSIGNATURE_V1);
+      const signer = await generateNoteSigner('log.example/ctl-witnessed');
+      const wSigner = await generateNoteSigner('witness.example/w1', COSIGNATURE_V1);
       const seen: SplitView[] = [];
       const witness = createWitness({
         db: pair.b,
@@ -239,6 +239,7 @@ async function suite(name: string, open: () => Promise<Pair>) {
       const witnesses = witnessRound({
         db: pair.a,
         prefix: P,
+        logVkey: signer.vkey,
         witnesses: [{ url: 'http://witness.test', vkey: wSigner.vkey }],
         fetch: viaWitness,
       });
@@ -263,13 +264,12 @@ async function suite(name: string, open: () => Promise<Pair>) {
       await appendMany([pair.a], [log], 30, 3);
       await log.sequence();
       const t = await log.tree();
-      const { signCheckpoint } = await import('../../service-kit/tlog/note.js');
-      const note33 = signCheckpoint({ origin: signer.name, size: t.size, root: t.root, extensions: [] }, signer);
+      const note33 = await signCheckpoint({ origin: signer.name, size: t.size, rootHash: t.root }, [signer.note!]);
       const badProof = await witness.addCheckpoint(`old 30\n${Buffer.alloc(32).toString('base64')}\n\n${note33}`);
       assert.is(badProof.status, 422);
       assert.is((await witness.addCheckpoint(`old 0\n\n${note33.replace('ctl-witnessed', 'other')}`)).status, 404);
-      const forged = generateNoteSigner(signer.name);
-      const notByLog = signCheckpoint({ origin: signer.name, size: t.size, root: t.root, extensions: [] }, forged);
+      const forged = await generateNoteSigner(signer.name);
+      const notByLog = await signCheckpoint({ origin: signer.name, size: t.size, rootHash: t.root }, [forged.note!]);
       assert.is((await witness.addCheckpoint(`old 30\n\n${notByLog}`)).status, 403);
       // A fork: the same key signs another tree of size 30.
       const forkLog = createTransparencyLog({ db: fork.a, prefix: P, signer });
