@@ -165,7 +165,7 @@ test('upto: Permit2 and the proxy on the node move what was used; the rest of th
   );
 });
 
-test('reconcile reads the node: a settle whose answer was lost is committed, a dead authorization released', async () => {
+test('reconcile reads the node: a lost answer to a settle is committed, a dead authorization released', async () => {
   // The merchant settles, then the connection drops: the gateway cannot know from the merchant.
   lossyTarget = merchant.url;
   const lost = await session();
