@@ -39,8 +39,8 @@ export async function startChainDemo(): Promise<ChainDemo> {
     ]);
   if (!anvilBinary())
     throw new Error(
-      `--chain needs anvil: the devDependency @foundry-rs/anvil has no binary for ${process.platform}-${process.arch} ` +
-        'here (npm install, with development dependencies)',
+      `--chain needs anvil: the devDependency @foundry-rs/anvil has no binary for ` +
+        `${process.platform}-${process.arch} here (npm install, with development dependencies)`,
     );
   const anvil = await startAnvil({ chainId: 84532 });
   const closers: (() => Promise<void>)[] = [() => anvil.stop()];
