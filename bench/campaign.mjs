@@ -6,9 +6,11 @@
 // receiver that is down for part of the run. At seeded random points a gateway is SIGKILLed and
 // restarted, reconcile runs (at start and on its timer, gateway/payments/reconcile.ts), and the
 // books are checked across the merchants, the receipts and the sessions (lib/campaign-books.mjs).
-// Once per full run PostgreSQL itself is restarted.
+// Once per full run PostgreSQL itself is restarted. With --node the x402 money moves on a real EVM
+// node (anvil, the stock facilitator settling over JSON-RPC) and the books are also checked
+// against the payer's balance on it.
 //
-//   npm run compile && node bench/campaign.mjs --kills 100 [--seed S] [--no-pg-restart]
+//   npm run compile && node bench/campaign.mjs --kills 100 [--seed S] [--no-pg-restart] [--node]
 //   BENCH_PG_URL=postgres://postgres@127.0.0.1:5432/test (unreachable → SQLite only, said so)
 // Exit status 1 on any invariant breach.
 import { execSync } from 'node:child_process';
@@ -112,19 +114,23 @@ export async function runCampaign({
   seed = randomBytes(4).readUInt32BE(0),
   pgRestart = true,
   pgUrl = 'postgres://postgres@127.0.0.1:5432/test',
+  x402Node = false,
   log = console.log,
   trace = () => {},
 } = {}) {
   const started = performance.now();
   const phase = (what) => trace(`${((performance.now() - started) / 1000).toFixed(1)} s: ${what}`);
   const rng = seeded(seed);
-  log(`crash campaign: ${kills} kills, seed ${seed}${pgRestart ? ', one PostgreSQL restart' : ''}`);
-  const world = await startX402World({ maxTimeoutSeconds: X402_VALID_S });
+  log(
+    `crash campaign: ${kills} kills, seed ${seed}${pgRestart ? ', one PostgreSQL restart' : ''}` +
+      `${x402Node ? ', x402 on an EVM node (anvil)' : ''}`,
+  );
+  const world = await startX402World({ maxTimeoutSeconds: X402_VALID_S, node: x402Node });
   const xpay = await startXPayMerchant();
   const hooks = await downReceiver();
   await hooks.up();
   const evmKey = generatePrivateKey();
-  world.fund(privateKeyToAccount(evmKey).address);
+  await world.fund(privateKeyToAccount(evmKey).address);
   const env = {
     CTL_X402_ASSETS: JSON.stringify({ USD: [{ network: X402_NETWORK, asset: world.asset }] }),
     CTL_X402_RPC_URL: JSON.stringify({ [X402_NETWORK]: world.rpcUrl }),
@@ -179,7 +185,7 @@ export async function runCampaign({
     // One at a time: the first start of a database runs its migrations.
     for (const g of gateways) {
       const info = await g.start();
-      world.fund(info.evmAddress);
+      await world.fund(info.evmAddress);
     }
     for (const s of stores) {
       s.gateways = () => s.gws.filter((g) => g.up).map((g) => g.url);
@@ -198,15 +204,19 @@ export async function runCampaign({
       s.sessionIds = () => a.tally.sessions;
       agents.push(a);
     }
-    const books = async (isFinal) =>
-      checkBooks({
-        stores: await Promise.all(stores.map((s) => readStore(s, hooks.url))),
+    const books = async (isFinal) => {
+      // Read first, the node last: what moved is never older than the books it is compared with.
+      const read = await Promise.all(stores.map((s) => readStore(s, hooks.url)));
+      await world.refresh?.();
+      return checkBooks({
+        stores: read,
         xpay,
         x402: world,
         webhooks: hooks,
         final: isFinal,
         holdMarginMs: X402_MARGIN_MS + STALE_MS,
       });
+    };
     /** Polls the books until they balance or `ms` pass (reconcile needs a pass or two); the last reading. */
     const settle = async (isFinal, ms) => {
       const end = Date.now() + ms;
@@ -335,6 +345,7 @@ export async function runCampaign({
       ]),
     ),
     heldAtKills: perKill.reduce((a, p) => a + (p.held ?? 0), 0),
+    ...(x402Node ? { chainMovedMinor: String(world.chainMoved) } : {}),
     durationS: Number(((performance.now() - started) / 1000).toFixed(1)),
   };
   // A gateway that dies of a fault it should ride out (a PostgreSQL restart) fails the run too.
@@ -356,6 +367,7 @@ export function printFigures(f, log = console.log) {
       `${f.reconciled.committed} committed, ${f.reconciled.released} released; x402 reservations ` +
       `held at kill checks ${f.heldAtKills}`,
   );
+  if (f.chainMovedMinor !== undefined) log(`x402 on the node: ${f.chainMovedMinor} minor units left the payer`);
   log(
     `webhooks: ${f.webhooks.received} deliveries, ${f.webhooks.distinct} distinct ids, ` +
       `${f.webhooks.duplicates} repeated deliveries of an id`,
@@ -374,6 +386,7 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
     seed: arg('seed') !== undefined ? Number(arg('seed')) : undefined,
     pgRestart: !process.argv.includes('--no-pg-restart'),
     pgUrl: process.env.BENCH_PG_URL,
+    x402Node: process.argv.includes('--node'),
     trace: process.argv.includes('--trace') ? console.log : undefined,
   });
   printFigures(r.figures);

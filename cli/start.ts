@@ -15,11 +15,12 @@ import { join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { guard, one, parseArgs, UsageError } from './device/args.js';
 import { startDemoMerchant, type DemoMerchant } from './demo/merchant.js';
+import type { ChainDemo } from './demo/chain-step.js';
 import { formatMinor } from './demo/money.js';
 import { preflight, runUntilSignal, startFailure, warnUnknownVariables } from './service/lifecycle.js';
 import { urlHost } from '../service-kit/config.js';
 
-const USAGE = `usage: ctl start [--data <dir>] [--no-demo-merchant]
+const USAGE = `usage: ctl start [--data <dir>] [--no-demo-merchant] [--chain]
 
 Runs the policy authority (AUTHORITY_PORT, default 8700; AUTHORITY_DATABASE_URL) and the gateway
 (PORT, default 8402; GATEWAY_DATABASE_URL) on SQLite files in <dir> (default ./data), with
@@ -27,7 +28,11 @@ development keys made on first start, the gateway's egress proxy (CTL_GATEWAY_EG
 PORT + 1, 0 when PORT is 0; set it empty to turn it off; not by default under NODE_ENV=production),
 and a demo merchant to pay (DEMO_MERCHANT_PORT, default any free port; 1.00 USD a search; also over
 HTTPS on a free port, under a development CA the gateway trusts; not started with --no-demo-merchant
-or NODE_ENV=production). Every other variable of \`ctl authority --help\` and \`ctl gateway --help\`
+or NODE_ENV=production). With --chain (development only), a local EVM node beside them: anvil, from
+the devDependency @foundry-rs/anvil, as chain 84532 with USDC (EIP-3009), Permit2 and x402's upto
+proxy, and stock x402 merchants whose stock facilitator settles on it; the gateway pays them in
+USDC from an account funded there (CTL_X402_ASSETS and CTL_X402_RPC_URL default to that node).
+Every other variable of \`ctl authority --help\` and \`ctl gateway --help\`
 applies as it does there. Logs are JSON lines on stdout (LOG_LEVEL, default info); the how-to is
 printed on stderr. SIGTERM or SIGINT stops both: requests in flight finish (at most 10 s), then it
 exits 0.`;
@@ -97,7 +102,7 @@ function devKeys(dataDir: string): { keys: DevKeys; file: string } {
 export async function main(args: string[]): Promise<number> {
   if (args.includes('--help') || args.includes('-h')) return (console.log(USAGE), 0);
   return guard(USAGE, async () => {
-    const p = parseArgs(args, { values: ['data'], flags: ['no-demo-merchant'] });
+    const p = parseArgs(args, { values: ['data'], flags: ['no-demo-merchant', 'chain'] });
     if (p.positionals.length) throw new UsageError(`unexpected argument ${p.positionals[0]}`);
     // The services' modules load only to run them: --help and a usage error answer without them.
     const [
@@ -138,10 +143,27 @@ export async function main(args: string[]): Promise<number> {
       (await preflight('ctl start', authorityConfig.databaseUrl, 'AUTHORITY_DATABASE_URL')) ??
       (await preflight('ctl start', gatewayOptions.databaseUrl, 'GATEWAY_DATABASE_URL'));
     if (refused !== undefined) return refused;
+    let chain: ChainDemo | undefined;
+    if (p.flags.has('chain')) {
+      if (process.env.NODE_ENV === 'production') {
+        console.error('ctl start: --chain runs a local development node; not under NODE_ENV=production');
+        return 2;
+      }
+      try {
+        chain = await (await import('./demo/chain-step.js')).startChainDemo();
+        // The node's asset map and reader, unless the operator set their own.
+        for (const [k, v] of Object.entries(chain.env)) if (!env.gateway[k]) env.gateway[k] = v;
+        gatewayOptions = gatewayOptionsFromEnv(env.gateway, { alsoKnown: names(AUTHORITY_VARIABLES) });
+      } catch (e) {
+        await chain?.close();
+        return startFailure('ctl start', e);
+      }
+    }
     // The demo merchant first: the gateway must be let through to its exact host:port.
     const demoPort = process.env.DEMO_MERCHANT_PORT?.trim() || '0';
     if (!/^[0-9]{1,5}$/.test(demoPort) || Number(demoPort) > 65535) {
       console.error(`ctl start: DEMO_MERCHANT_PORT: expected 0–65535, got '${demoPort}'`);
+      await chain?.close();
       return 2;
     }
     const withDemo = !p.flags.has('no-demo-merchant') && process.env.NODE_ENV !== 'production';
@@ -153,13 +175,16 @@ export async function main(args: string[]): Promise<number> {
         // Its HTTPS is under a development CA: the gateway trusts it beside the usual roots.
         gatewayOptions.upstreamCa = trustedWith(tls.caPem, process.env);
       } catch (e) {
+        await chain?.close();
         return startFailure('ctl start', e);
       }
+    }
+    const demoHosts = [...(merchant ? [merchant.hostPort, merchant.httpsHostPort!] : []), ...(chain?.hostPorts ?? [])];
+    if (demoHosts.length)
       gatewayOptions.targets = {
         allowPrivate: gatewayOptions.targets?.allowPrivate ?? false,
-        allowHosts: [...(gatewayOptions.targets?.allowHosts ?? []), merchant.hostPort, merchant.httpsHostPort!],
+        allowHosts: [...(gatewayOptions.targets?.allowHosts ?? []), ...demoHosts],
       };
-    }
     let authority, gateway;
     try {
       authority = await startAuthority(authorityConfig, {
@@ -167,13 +192,18 @@ export async function main(args: string[]): Promise<number> {
       });
     } catch (e) {
       await merchant?.close();
+      await chain?.close();
       return startFailure('ctl start', e);
     }
     try {
       gateway = await startGateway(gatewayOptions);
+      // The gateway's paying account holds 100 USDC on the node, and has approved Permit2 (upto).
+      await chain?.fund(gateway.gateway.evmAddress, 100_000_000n);
     } catch (e) {
+      await gateway?.close();
       await authority.close();
       await merchant?.close();
+      await chain?.close();
       return startFailure('ctl start', e);
     }
     // Each reader knows both lists, so both find the same stray CTL_* variables: said once, for both.
@@ -199,11 +229,12 @@ export async function main(args: string[]): Promise<number> {
       keys.ownerKey = ((await res.json()) as { apiKey: string }).apiKey;
       writeFileSync(keysFile, JSON.stringify(keys, null, 2), { mode: 0o600 });
     }
-    printHowTo(authority.url, gw, gateway.egress?.url, keysFile, dataDir, keys.ownerKey, merchant);
+    printHowTo(authority.url, gw, gateway.egress?.url, keysFile, dataDir, keys.ownerKey, merchant, chain);
     const running = { authority, gateway };
     return runUntilSignal(authority.logger, async () => {
       // Both drain at once: the 10 s bound holds for the pair, not for each in turn.
       await Promise.all([running.gateway.close(), running.authority.close(), merchant?.close()]);
+      await chain?.close();
     });
   });
 }
@@ -220,6 +251,7 @@ function printHowTo(
   dataDir: string,
   ownerKey: string,
   merchant: DemoMerchant | undefined,
+  chain?: ChainDemo,
 ): void {
   const expires = new Date(Date.now() + 3600_000).toISOString().replace(/\.\d+Z$/, 'Z');
   const target = merchant ? `${merchant.url}/search?q=ctl` : 'https://merchant.example/data';
@@ -241,6 +273,30 @@ Or as an agent that only knows HTTPS_PROXY (the same session; no X-Ctl-Purpose: 
   curl -s -w '\\n' ${gw}/session/receipts -H "authorization: Bearer $TOKEN"
 `
     : '';
+  const chainSession = JSON.stringify({
+    budget: { amount: '100000', currency: 'USDC' },
+    purposes: ['api:search', 'api:meter'],
+    expiresAt: expires,
+  });
+  const rpcCall = (method: string, params: string) =>
+    `curl -s -w '\\n' ${chain?.rpcUrl} -H 'content-type: application/json' ` +
+    `-d '{"jsonrpc":"2.0","id":1,"method":"${method}","params":${params}}'`;
+  const chainHowTo = chain
+    ? `
+Pay on the EVM node (--chain): a USDC session; the merchant's facilitator settles on ${chain.network}:
+  CTOKEN=$(curl -s -X POST ${gw}/sessions \\
+    -H 'authorization: Bearer ${ownerKey}' -H 'content-type: application/json' \\
+    -d '${chainSession}' \\
+    | node -p 'JSON.parse(require("fs").readFileSync(0, "utf8")).sessionToken')
+  curl -s -i -w '\\n' ${gw}/proxy -H "authorization: Bearer $CTOKEN" \\
+    -H 'x-target-url: ${chain.merchantUrl}/data?q=ctl' -H 'x-ctl-purpose: api:search'
+  curl -s -w '\\n' ${gw}/proxy -H "authorization: Bearer $CTOKEN" \\
+    -H 'x-target-url: ${chain.uptoUrl}/metered?units=12' -H 'x-ctl-purpose: api:meter'
+  curl -s -w '\\n' ${gw}/session/receipts -H "authorization: Bearer $CTOKEN"
+
+Each receipt's txRef is a transaction on the node: ${rpcCall('eth_getTransactionReceipt', '["<0x…>"]')}
+`
+    : '';
   console.error(`CTL is running.
   policy authority  ${authorityUrl}   (admin key in ${keysFile})
   payment gateway   ${gw}   (data in ${dataDir})
@@ -252,6 +308,12 @@ ${egress ? `  egress proxy      ${egress}   (HTTP(S)_PROXY for agents; they trus
         `off with --no-demo-merchant or NODE_ENV=production)\n` +
         `                    ${merchant.httpsUrl}   (the same over HTTPS, under a development CA the gateway trusts)\n`
       : ''
+  }${
+    chain
+      ? `  EVM node          ${chain.rpcUrl}   (anvil, ${chain.network}, development only; USDC ${chain.usdc})\n` +
+        `  x402 merchants    ${chain.merchantUrl}/data   (exact, 0.01 USDC) and ${chain.uptoUrl}/metered   ` +
+        `(upto, at most 0.05 USDC); their facilitator settles on the node\n`
+      : ''
   }
 Pay the ${merchant ? 'demo merchant' : 'merchant'} through a session (paste into a shell):
   TOKEN=$(curl -s -X POST ${gw}/sessions \\
@@ -261,7 +323,7 @@ Pay the ${merchant ? 'demo merchant' : 'merchant'} through a session (paste into
   curl -s -i -w '\\n' ${gw}/proxy -H "authorization: Bearer $TOKEN" \\
     -H 'x-target-url: ${target}' -H 'x-ctl-purpose: api:search'
   curl -s -w '\\n' ${gw}/session/receipts -H "authorization: Bearer $TOKEN"
-${egressHowTo}
+${egressHowTo}${chainHowTo}
 The budget owner's view: GET ${gw}/sessions/<sessionId>/receipts, or the console;
 revoke: DELETE ${gw}/sessions/<sessionId>
 (private targets are refused; set CTL_GATEWAY_ALLOW_TARGETS=127.0.0.1:<port> to try another merchant on this machine)

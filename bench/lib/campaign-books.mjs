@@ -70,6 +70,9 @@ export function checkBooks({ stores, xpay, x402, webhooks, final, holdMarginMs, 
     reservationsSettled: [],
     webhooksOnce: [],
   };
+  // On a real node (campaign-merchants.mjs startX402NodeWorld) the x402 books are checked against
+  // what left the payer's account on the chain, not only against the transfers seen.
+  if (x402.chainMoved !== undefined) inv.booksEqualChain = [];
   const receipts = stores.flatMap((s) => s.sessions.flatMap((x) => x.receipts));
   const byTxRef = new Map(receipts.map((r) => [r.txRef, r]));
   const held = new Set();
@@ -144,6 +147,25 @@ export function checkBooks({ stores, xpay, x402, webhooks, final, holdMarginMs, 
     if (reserved !== heldHere)
       inv.reservationsSettled.push(
         `${s.name}: ${reserved} reserved, ${heldHere} of it by cashable x402 authorizations`,
+      );
+  }
+
+  if (inv.booksEqualChain) {
+    const isX402 = (r) => String(r.rail ?? '').startsWith('x402');
+    const receipted = receipts.filter(isX402).reduce((a, r) => a + BigInt(r.amount.amountMinor), 0n);
+    const heldX402 = stores
+      .flatMap((s) => s.open)
+      .filter((p) => held.has(p.id))
+      .reduce((a, p) => a + BigInt(p.amount), 0n);
+    const transferred = transfers.reduce((a, t) => a + BigInt(t.value), 0n);
+    if (transferred !== x402.chainMoved)
+      inv.booksEqualChain.push(
+        `the node's transfers total ${transferred}, the payer's balance fell ${x402.chainMoved}`,
+      );
+    // Receipted money moved; only a held (still cashable) authorization may have moved unreceipted.
+    if (x402.chainMoved < receipted || x402.chainMoved > receipted + heldX402)
+      inv.booksEqualChain.push(
+        `x402 receipts total ${receipted} (${heldX402} held) while ${x402.chainMoved} left the payer on the node`,
       );
   }
 

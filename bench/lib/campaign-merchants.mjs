@@ -7,6 +7,9 @@
 //   request's URL, so a transfer's nonce leads back to the agent's request;
 // - a JSON-RPC `eth_call` endpoint on that ledger: the gateways' chain reader (CTL_X402_RPC_URL),
 //   so reconcile can ask whether an expired authorization was cashed.
+// With `node: true` the x402 money moves on a real EVM node instead (anvil with the contracts of
+// gateway/dev/x402-chain.ts): the facilitator settles over JSON-RPC, the gateways read the node,
+// and the transfers and the payer's balance are read back from its logs (`refresh()`).
 import http from 'node:http';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -56,7 +59,8 @@ export async function startXPayMerchant() {
  * The x402 side: ledger, facilitator, stock merchant (authorizations valid `maxTimeoutSeconds`)
  * and the chain endpoint. `fund(address)` mints the gateway's payer enough for the run.
  */
-export async function startX402World({ maxTimeoutSeconds = 10 } = {}) {
+export async function startX402World({ maxTimeoutSeconds = 10, node = false } = {}) {
+  if (node) return startX402NodeWorld({ maxTimeoutSeconds });
   const { createEvmLedger, BASE_SEPOLIA_USDC, TOKEN_ABI } = await build('gateway/dev/evm-ledger.js');
   const { startFacilitator, startStockMerchant } = await build('gateway/dev/x402-merchants.js');
   const { decodeFunctionData, encodeFunctionResult } = await import('viem');
@@ -98,30 +102,93 @@ export async function startX402World({ maxTimeoutSeconds = 10 } = {}) {
   });
   const rpcUrl = await listen(rpc);
 
-  /** Request id of each authorization nonce the merchant was sent (from its PAYMENT-SIGNATURE). */
-  function requestByNonce() {
-    const map = new Map();
-    for (const s of merchant.seen) {
-      const sig = s.headers['payment-signature'] ?? s.headers['x-payment'];
-      if (typeof sig !== 'string') continue;
-      const nonce = JSON.parse(Buffer.from(sig, 'base64').toString('utf8')).payload?.authorization?.nonce;
-      const id = new URL(s.url ?? s.path, 'http://x').searchParams.get('req');
-      if (nonce) map.set(nonce.toLowerCase(), id);
-    }
-    return map;
-  }
-
   return {
     ledger,
     merchantUrl: merchant.url,
     rpcUrl,
     asset: BASE_SEPOLIA_USDC.address.toLowerCase(),
     fund: (address) => ledger.mint(address, 10n ** 15n),
-    requestByNonce,
+    requestByNonce: () => requestByNonce(merchant),
     async close() {
       await merchant.close();
       await facilitator.close();
       await close(rpc);
     },
   };
+}
+
+/** Request id of each authorization nonce the merchant was sent (from its PAYMENT-SIGNATURE). */
+function requestByNonce(merchant) {
+  const map = new Map();
+  for (const s of merchant.seen) {
+    const sig = s.headers['payment-signature'] ?? s.headers['x-payment'];
+    if (typeof sig !== 'string') continue;
+    const nonce = JSON.parse(Buffer.from(sig, 'base64').toString('utf8')).payload?.authorization?.nonce;
+    const id = new URL(s.url ?? s.path, 'http://x').searchParams.get('req');
+    if (nonce) map.set(nonce.toLowerCase(), id);
+  }
+  return map;
+}
+
+/**
+ * The x402 side on a real node: anvil (chain id 84532) with USDC, Permit2, the upto proxy and
+ * Multicall3 (gateway/dev/x402-chain.ts), the stock facilitator settling over JSON-RPC, the stock
+ * merchant. `refresh()` reads the node: `ledger.transfers` from the token's AuthorizationUsed and
+ * Transfer logs, and `chainMoved`, what left the funded accounts (minted − balance).
+ */
+async function startX402NodeWorld({ maxTimeoutSeconds }) {
+  const { startAnvil } = await build('gateway/dev/anvil.js');
+  const { deployX402Chain, USDC_ABI } = await build('gateway/dev/x402-chain.js');
+  const { startFacilitator, startStockMerchant } = await build('gateway/dev/x402-merchants.js');
+  const anvil = await startAnvil({ chainId: 84532 });
+  try {
+    const chain = await deployX402Chain(anvil.url);
+    const facilitator = await startFacilitator(chain);
+    const merchant = await startStockMerchant({ facilitatorUrl: facilitator.url, payTo: PAYEE, maxTimeoutSeconds });
+    const minted = new Map();
+    const world = {
+      ledger: { transfers: [] },
+      chainMoved: 0n,
+      node: anvil,
+      merchantUrl: merchant.url,
+      rpcUrl: anvil.url,
+      asset: chain.usdc,
+      async fund(address) {
+        await chain.mint(address, 10n ** 15n);
+        const a = address.toLowerCase();
+        minted.set(a, (minted.get(a) ?? 0n) + 10n ** 15n);
+      },
+      requestByNonce: () => requestByNonce(merchant),
+      async refresh() {
+        const events = (eventName) =>
+          chain.client.getContractEvents({ address: chain.usdc, abi: USDC_ABI, eventName, fromBlock: 0n });
+        const [used, moves] = await Promise.all([events('AuthorizationUsed'), events('Transfer')]);
+        world.ledger.transfers = used.map((u) => {
+          const t = moves.find(
+            (m) =>
+              m.transactionHash === u.transactionHash && m.args.from.toLowerCase() === u.args.authorizer.toLowerCase(),
+          );
+          return {
+            tx: u.transactionHash,
+            from: u.args.authorizer,
+            to: t?.args.to,
+            value: t?.args.value ?? 0n,
+            nonce: u.args.nonce,
+          };
+        });
+        let moved = 0n;
+        for (const [a, n] of minted) moved += n - (await chain.balanceOf(a));
+        world.chainMoved = moved;
+      },
+      async close() {
+        await merchant.close();
+        await facilitator.close();
+        await anvil.stop();
+      },
+    };
+    return world;
+  } catch (e) {
+    await anvil.stop();
+    throw e;
+  }
 }

@@ -1,6 +1,7 @@
 /**
  * x402 merchants that know nothing of CTL, on loopback: the stock x402Facilitator
- * with the stock `exact` EVM scheme served over HTTP (its chain is the in-memory ledger), a stock
+ * with the stock `exact` EVM scheme served over HTTP (its chain is the in-memory ledger or a real node:
+ * x402-chain.ts), a stock
  * @x402/express merchant using it through the stock HTTPFacilitatorClient, and a small
  * hand-written x402 v1 merchant (a 402 JSON body with `accepts`, `X-PAYMENT`, `X-PAYMENT-RESPONSE`).
  */
@@ -35,10 +36,11 @@ async function serve(server: Server): Promise<Listening> {
 
 /**
  * The stock facilitator over HTTP (`/verify`, `/settle`, `/supported`) with the stock `exact` and
- * `upto` EVM schemes; `settleDelayMs` slows settle down.
+ * `upto` EVM schemes; `settleDelayMs` slows settle down. `ledger`: the in-memory ledger, or a node's
+ * (x402-chain.ts deployX402Chain).
  */
 export async function startFacilitator(
-  ledger: EvmLedger,
+  ledger: Pick<EvmLedger, 'signer'> & { token: { chainId: number } },
   o: { settleDelayMs?: number } = {},
 ): Promise<Listening & { settles: number }> {
   const facilitator = new x402Facilitator();

@@ -8,6 +8,7 @@ import * as assert from 'uvu/assert';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
+import { x402UptoPermit2ProxyABI } from '@x402/evm';
 import { CTL_ANCHOR_ABI, CTL_REVOCATION_TOKENS_ABI, contractArtifact } from '../../service-kit/chain/contracts.js';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
@@ -17,6 +18,8 @@ test('every committed artifact equals a fresh compile of its source', async () =
   const fresh = compileContracts() as Record<string, unknown>;
   assert.ok(Object.keys(fresh).includes('contracts/CtlAnchor.json'));
   assert.ok(Object.keys(fresh).includes('contracts/CtlRevocationTokens.json'));
+  assert.ok(Object.keys(fresh).includes('contracts/x402/UsdcEip3009.json'));
+  assert.ok(Object.keys(fresh).includes('contracts/x402/x402UptoPermit2Proxy.json'));
   for (const [path, artifact] of Object.entries(fresh))
     assert.is(
       readFileSync(`${root}${path}`, 'utf8'),
@@ -42,6 +45,10 @@ const items = (abi: readonly unknown[]) => abi.map(canonical).sort();
 test('the ABIs the services call are the compiled ones', () => {
   assert.equal(items(CTL_ANCHOR_ABI), items(contractArtifact('CtlAnchor').abi));
   assert.equal(items(CTL_REVOCATION_TOKENS_ABI), items(contractArtifact('CtlRevocationTokens').abi));
+});
+
+test("the upto proxy has the ABI @x402/evm calls at the proxy's canonical address", () => {
+  assert.equal(items(contractArtifact('x402/x402UptoPermit2Proxy').abi), items(x402UptoPermit2ProxyABI));
 });
 
 test.run();
