@@ -30,8 +30,8 @@ import {
   type StockMerchant,
 } from '../../gateway/dev/x402-merchants.js';
 import { startUptoMerchant, type UptoMerchant } from '../../gateway/dev/x402-upto-merchant.js';
-import { chainReaders, parseRpcUrls } from '../../gateway/payments/rails/x402/chain.js';
-import { permit2NonceUsed } from '../../gateway/payments/rails/x402/permit2.js';
+import { chainReaders, parseRpcUrls } from '../../gateway/payments/evm/chain.js';
+import { permit2NonceUsed } from '../../gateway/payments/evm/permit2.js';
 import { verifyReceipt } from '../../src/index.js';
 
 const PAYEE = '0x4444444444444444444444444444444444444444';

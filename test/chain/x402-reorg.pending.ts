@@ -28,8 +28,8 @@ import { startAnvil, type Anvil } from '../helpers/anvil.js';
 import { deployX402Chain, type X402Chain } from '../../gateway/dev/x402-chain.js';
 import { startFacilitator, type Listening } from '../../gateway/dev/x402-merchants.js';
 import { startUptoMerchant, type UptoMerchant } from '../../gateway/dev/x402-upto-merchant.js';
-import { chainReaders, parseRpcUrls } from '../../gateway/payments/rails/x402/chain.js';
-import { permit2NonceUsed } from '../../gateway/payments/rails/x402/permit2.js';
+import { chainReaders, parseRpcUrls } from '../../gateway/payments/evm/chain.js';
+import { permit2NonceUsed } from '../../gateway/payments/evm/permit2.js';
 
 const PAYEE = '0x4444444444444444444444444444444444444444';
 const MAX = 50_000n;
