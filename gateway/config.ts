@@ -37,6 +37,7 @@ export const GATEWAY_VARIABLES: readonly VariableHelp[] = [
     undefined,
     'x402: {"eip155:84532":"https://..."}, JSON-RPC per network to settle expired authorizations',
   ],
+  ['CTL_X402_CONFIRMATIONS', '2', 'x402: blocks deep (the head is 1) a read must be before it moves money'],
   [
     'CTL_GATEWAY_EVM_PRIVATE_KEY',
     undefined,

@@ -3,7 +3,8 @@
  * DATABASE_URL (sqlite:./data/gateway.db or postgres://…), CTL_GATEWAY_ADMIN_KEY,
  * CTL_GATEWAY_PUBLIC_URL, CTL_GATEWAY_ISSUER, CTL_GATEWAY_ALLOW_PRIVATE_TARGETS=1,
  * CTL_GATEWAY_ALLOW_TARGETS=host:port,…, LOG_LEVEL; x402: CTL_X402_ASSETS,
- * CTL_X402_MAX_TIMEOUT_SECONDS, CTL_X402_MAX_HOLD_SECONDS, CTL_GATEWAY_EVM_PRIVATE_KEY, CTL_X402_RPC_URL; webhooks:
+ * CTL_X402_MAX_TIMEOUT_SECONDS, CTL_X402_MAX_HOLD_SECONDS, CTL_GATEWAY_EVM_PRIVATE_KEY, CTL_X402_RPC_URL,
+ * CTL_X402_CONFIRMATIONS; webhooks:
  * CTL_WEBHOOK_*; limits: CTL_GATEWAY_RATE_LIMIT_OWNER (6000/60s), CTL_GATEWAY_RATE_LIMIT_SESSION (1200/60s), `0` for
  * none, and CTL_GATEWAY_MAX_SESSION_SECONDS (2592000, 30 days); custody (services/custody.ts): CTL_GATEWAY_KEK or
  * CTL_GATEWAY_KEK_PKCS11_URI, CTL_GATEWAY_RECEIPT_KEY_PKCS11_URI (or _PRIVATE_KEY_FILE, _PRIVATE_KEY_PEM),
@@ -56,7 +57,7 @@ import { MPP_MIGRATIONS } from './payments/schemes/mpp/store.js';
 import { createKeyRing, sharedSecret } from './services/keys.js';
 import { createSessionKeys } from './services/session-keys.js';
 import { parseAssetMap, parseMaxHoldSeconds, parseMaxTimeoutSeconds } from './payments/evm/assets.js';
-import { chainReaders, parseRpcUrls } from './payments/evm/chain.js';
+import { chainReaders, parseConfirmations, parseRpcUrls } from './payments/evm/chain.js';
 import { externalKeysFromEnv, gatewayKek } from './services/custody.js';
 import {
   gatewayRateLimitsFromEnv,
@@ -144,7 +145,7 @@ export function gatewayOptionsFromEnv(
       maxTimeoutSeconds: parseMaxTimeoutSeconds(env.CTL_X402_MAX_TIMEOUT_SECONDS),
       maxHoldSeconds: parseMaxHoldSeconds(env.CTL_X402_MAX_HOLD_SECONDS),
       privateKey: evmPrivateKey(env.CTL_GATEWAY_EVM_PRIVATE_KEY),
-      chain: chainReaders(parseRpcUrls(env.CTL_X402_RPC_URL)),
+      chain: chainReaders(parseRpcUrls(env.CTL_X402_RPC_URL), parseConfirmations(env.CTL_X402_CONFIRMATIONS)),
     },
     rateLimits: gatewayRateLimitsFromEnv(env),
     maxSessionSeconds: maxSessionSecondsFromEnv(env),

@@ -4,8 +4,9 @@
  * x402's `upto` proxy and Multicall3 placed where the stock x402 packages look for them
  * (gateway/dev/x402-chain.ts); the stock facilitator settles over JSON-RPC from an anvil account;
  * a stock @x402/express merchant charges $0.01 a search (`exact`) and a metered one up to $0.05
- * (`upto`). The gateway is given CTL_X402_ASSETS and CTL_X402_RPC_URL for that node (unless set),
- * and its paying account is funded with USDC once it is up. Development only, like the demo merchant.
+ * (`upto`). The gateway is given CTL_X402_ASSETS, CTL_X402_RPC_URL and CTL_X402_CONFIRMATIONS=1 for
+ * that node (unless set), and its paying account is funded with USDC once it is up. Development
+ * only, like the demo merchant.
  */
 export interface ChainDemo {
   /** The node's JSON-RPC URL. */
@@ -19,7 +20,7 @@ export interface ChainDemo {
   payTo: string;
   /** `host:port` of each merchant, the private targets the gateway must be let through to. */
   hostPorts: string[];
-  /** The variables the gateway needs for the node (CTL_X402_ASSETS, CTL_X402_RPC_URL). */
+  /** The variables the gateway needs for the node (CTL_X402_ASSETS, CTL_X402_RPC_URL, CTL_X402_CONFIRMATIONS). */
   env: Record<string, string>;
   /** Mints USDC to `address` and approves Permit2 from it (for `upto`). */
   fund(address: string, amount: bigint): Promise<void>;
@@ -66,6 +67,8 @@ export async function startChainDemo(): Promise<ChainDemo> {
       env: {
         CTL_X402_ASSETS: JSON.stringify({ USDC: [{ network: chain.network, asset: chain.usdc }] }),
         CTL_X402_RPC_URL: JSON.stringify({ [chain.network]: anvil.url }),
+        // One local node that mines each transaction on its own and never reorganises: the head is final.
+        CTL_X402_CONFIRMATIONS: '1',
       },
       async fund(address, amount) {
         await chain.mint(address, amount);

@@ -292,7 +292,9 @@ export function canonicalGlob(glob: string): string | undefined {
   // `[::1]` is an IPv6 address in brackets, not a set: a set of hosts' characters holds no colon.
   if (!GLOB_SYNTAX.test(rest) || /^\[[0-9a-f:.]*:[0-9a-f:.]*\]$/i.test(rest)) {
     const host = canonicalHost(rest);
-    return host === undefined ? undefined : bangs + host;
+    // A name of host characters (no `_`, which the URL parser lets through), or an IPv6 address.
+    if (host === undefined || !(/^[a-z0-9.-]+$/.test(host) || /^[0-9a-f:.]*:[0-9a-f:.]*$/.test(host))) return undefined;
+    return bangs + host;
   }
   const lower = rest.toLowerCase();
   const bare = lower.length > 1 && lower.endsWith('.') ? lower.slice(0, -1) : lower;

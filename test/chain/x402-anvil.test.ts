@@ -145,6 +145,10 @@ test('upto: Permit2 and the proxy on the node move what was used; the rest of th
   const res = await proxy(gw, s.sessionToken, `${upto.url}/metered?units=12`, { purpose: 'api:meter', method: 'GET' });
   assert.is(res.status, 200, res.text);
   assert.is((await chain.balanceOf(PAYEE)) - payee0, 12_000n, 'the proxy settled 12 units');
+  // The settle is at the head: the hold is kept until it is CTL_X402_CONFIRMATIONS (2) deep.
+  assert.equal(await books(s.sessionId), ['0', '50000']);
+  await anvil.rpc('evm_mine', []);
+  await gw.gw.reconcile(0);
   assert.equal(await books(s.sessionId), ['12000', '0']);
   const [r] = await receiptsOf(s.sessionId);
   assert.equal([r.amount.amountMinor, r.authorizedAmountMinor], ['12000', '50000']);

@@ -262,7 +262,9 @@ if (!chromiumPath) {
       await tabTo(page, (e) => e.id === 'f-webhookUrl');
       await page.keyboard.type(hookUrl);
       await page.keyboard.press('Enter');
-      await page.waitForSelector('#f-merchantAllowlist-error:has-text("Merchants allowed: must be a host glob")');
+      await page.waitForSelector(
+        '#f-merchantAllowlist-error:has-text("Merchants allowed: must be a host name, an address or a host glob")',
+      );
       assert.is(await focusedId(page), 'f-merchantAllowlist');
       const refusedByGateway = takeErrors('owner A');
       assert.ok(

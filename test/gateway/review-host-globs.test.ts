@@ -108,7 +108,7 @@ test('canonicalGlob: one spelling per host, IPv6 and IDNA included; what names n
   assert.is(canonicalGlob('*.Bücher.Example.'), '*.xn--bcher-kva.example');
   assert.is(canonicalGlob('!0x7f.1'), '!127.0.0.1');
   assert.is(canonicalGlob('127.0.0.*'), '127.0.0.*');
-  for (const bad of ['', 'a..b', '!', 'shop.example:443', 'a b', '%2e.example', '*.a..b'])
+  for (const bad of ['', 'a..b', '!', 'shop.example:443', 'a b', '%2e.example', '*.a..b', 'bad_host'])
     assert.is(canonicalGlob(bad), undefined, bad);
   assert.ok(hostGlobList(['[::1]'])('::1'));
 });

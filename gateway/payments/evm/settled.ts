@@ -14,7 +14,7 @@
  */
 import { decodeEventLog, getAddress, parseAbi } from 'viem';
 import type { EvmChainReader } from './chain.js';
-import { uptoMoved } from './permit2.js';
+import { permit2NonceUsed, uptoMoved } from './permit2.js';
 
 /** A merchant's report that the chain contradicts: what it said, what the chain shows (null: nothing moved). */
 export interface ChainDisagreement {
@@ -34,18 +34,35 @@ const sameTx = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
 /**
  * An `upto` merchant reported a settlement (`success`, a transaction, perhaps an amount): what
  * moved under the permit. No reader: the whole hold (`hold`), never less than could have moved.
- * With one: the chain's amount and transaction; nothing yet when the permit's nonce is unused
+ * With one: the chain's amount and transaction, read `confirmations` deep (chain.ts); nothing yet
+ * while the settle is not that deep, or when the permit's nonce is unused
  * (the merchant's report is false, or ahead of the chain) or the chain cannot be read (the hold
  * is kept for reconcile, which asks again).
  */
 export async function uptoCapture(
   reader: EvmChainReader | undefined,
-  p: { hold: bigint; owner: string; nonce: bigint; token: string; reportedTx: string; reportedAmount?: bigint },
+  p: {
+    hold: bigint;
+    owner: string;
+    nonce: bigint;
+    token: string;
+    reportedTx: string;
+    reportedAmount?: bigint;
+    fromBlock?: bigint;
+  },
 ): Promise<UptoCapture> {
   if (!reader) return { captured: p.hold, tx: p.reportedTx };
   let moved: Awaited<ReturnType<typeof uptoMoved>>;
   try {
-    moved = await uptoMoved(reader, { owner: p.owner, nonce: p.nonce, token: p.token, namedTx: p.reportedTx });
+    moved = await uptoMoved(reader, {
+      owner: p.owner,
+      nonce: p.nonce,
+      token: p.token,
+      namedTx: p.reportedTx,
+      fromBlock: p.fromBlock,
+    });
+    // Used at the head, not yet in a confirmed block: no disagreement, the hold kept for reconcile.
+    if (!moved.used && (await permit2NonceUsed(reader, p.owner, p.nonce))) return {};
   } catch {
     return {};
   }

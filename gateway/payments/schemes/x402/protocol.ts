@@ -145,6 +145,12 @@ export function createX402Protocol(o: X402ProtocolOptions): PaymentProtocol<X402
    * 0 settle: the permit stays cashable until its deadline, quirk 1 of the integration; a report
    * the chain does not show yet); throws `payment_unconfirmed` (held) otherwise.
    */
+  /** The chain's head on `network` (undefined without a reader that numbers blocks, or when it fails). */
+  async function headBlock(network: string): Promise<bigint | undefined> {
+    const reader = o.chain?.(network);
+    return reader?.getBlockNumber ? reader.getBlockNumber({ cacheTime: 0 }).catch(() => undefined) : undefined;
+  }
+
   async function settleHold(
     settle: SettleResponse | undefined,
     res: ForwardResponse,
@@ -153,6 +159,7 @@ export function createX402Protocol(o: X402ProtocolOptions): PaymentProtocol<X402
     signed: SignedAuthorization,
     held: string,
     session: SessionRecord,
+    fromBlock: bigint | undefined,
   ): Promise<(UptoCapture & { captured: bigint }) | undefined> {
     const amount = settle?.amount;
     const atomic = typeof amount === 'string' && /^(0|[1-9][0-9]{0,77})$/.test(amount) ? BigInt(amount) : undefined;
@@ -166,6 +173,7 @@ export function createX402Protocol(o: X402ProtocolOptions): PaymentProtocol<X402
         token: chosen.asset,
         reportedTx: settle.transaction,
         ...(reported !== undefined ? { reportedAmount: reported } : {}),
+        ...(fromBlock !== undefined ? { fromBlock } : {}),
       });
       if (c.disagreement) await o.payments.settlementMismatch(session, mismatchOf(auth, chosen, c.disagreement));
       if (c.captured !== undefined) {
@@ -263,6 +271,9 @@ export function createX402Protocol(o: X402ProtocolOptions): PaymentProtocol<X402
         throw new CtlError('payment_terms_refused', 'x402: the signed authorization does not match the chosen terms');
       }
       const validBefore = Number(signed.validBefore) * 1000;
+      // `upto`: the head now, before the permit leaves: no settle of it can be in an older block,
+      // so the search for its settle starts here (evm/permit2.ts uptoSettlement).
+      const fromBlock = hold ? await headBlock(chosen.network) : undefined;
       // Recorded, then `paying`, then sent: reconcile() always knows of a signature that is out.
       await insertX402(
         o.db,
@@ -276,6 +287,7 @@ export function createX402Protocol(o: X402ProtocolOptions): PaymentProtocol<X402
           nonce: signed.nonce,
           validBefore,
           ...(hold ? { scheme: 'upto' } : {}),
+          ...(fromBlock !== undefined ? { fromBlock } : {}),
         },
         o.now(),
       );
@@ -304,7 +316,7 @@ export function createX402Protocol(o: X402ProtocolOptions): PaymentProtocol<X402
 
       const settle = settlement(res);
       if (hold) {
-        const c = await settleHold(settle, res, auth, chosen, signed, held, x.session);
+        const c = await settleHold(settle, res, auth, chosen, signed, held, x.session, fromBlock);
         if (c === undefined) return { response: res };
         const { receipt } = await o.payments.complete(
           x.session,

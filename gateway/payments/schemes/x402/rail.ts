@@ -78,6 +78,7 @@ export function createX402Rail(
         nonce: BigInt(r.nonce),
         token: r.asset,
         ...(r.tx ? { namedTx: r.tx } : {}),
+        ...(r.fromBlock !== null ? { fromBlock: r.fromBlock } : {}),
       });
       if (moved.used) {
         await recordOutcome(db, r.paymentId, 'paid', moved.tx, moved.amount);

@@ -17,6 +17,8 @@ export const X402_MIGRATIONS: Migration[] = [
   // x402 `upto` (PROTOCOL.md §15): a Permit2 permit for a maximum, of which the facilitator settles part.
   { id: 'gateway-x402-002', sql: `ALTER TABLE gw_x402_payments ADD COLUMN scheme TEXT` },
   { id: 'gateway-x402-003', sql: `ALTER TABLE gw_x402_payments ADD COLUMN settled TEXT` },
+  // `upto`: the chain's head when the permit was signed, where the search for its settle starts.
+  { id: 'gateway-x402-004', sql: `ALTER TABLE gw_x402_payments ADD COLUMN from_block TEXT` },
 ];
 
 export interface X402Record {
@@ -39,18 +41,32 @@ export interface X402Record {
   scheme: string | null;
   /** `upto`: the atomic amount the merchant's facilitator said it settled. */
   settled: string | null;
+  /** `upto`: the chain's head when the permit was signed (null: no reader numbered blocks then). */
+  fromBlock: bigint | null;
 }
 
 export async function insertX402(
   q: SqlExecutor,
-  r: Omit<X402Record, 'tx' | 'outcome' | 'scheme' | 'settled'> & { scheme?: string },
+  r: Omit<X402Record, 'tx' | 'outcome' | 'scheme' | 'settled' | 'fromBlock'> & { scheme?: string; fromBlock?: bigint },
   now: number,
 ): Promise<void> {
   await q.run(
     `INSERT INTO gw_x402_payments
-       (payment_id, dialect, network, asset, pay_to, payer, nonce, valid_before, created_at, scheme)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    [r.paymentId, r.version, r.network, r.asset, r.payTo, r.payer, r.nonce, r.validBefore, now, r.scheme ?? null],
+       (payment_id, dialect, network, asset, pay_to, payer, nonce, valid_before, created_at, scheme, from_block)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    [
+      r.paymentId,
+      r.version,
+      r.network,
+      r.asset,
+      r.payTo,
+      r.payer,
+      r.nonce,
+      r.validBefore,
+      now,
+      r.scheme ?? null,
+      r.fromBlock?.toString() ?? null,
+    ],
   );
 }
 
@@ -88,5 +104,6 @@ export async function x402ById(q: SqlExecutor, paymentId: string): Promise<X402R
     outcome: (r.outcome as string | null) ?? null,
     scheme: (r.scheme as string | null) ?? null,
     settled: (r.settled as string | null) ?? null,
+    fromBlock: r.from_block === null || r.from_block === undefined ? null : BigInt(r.from_block as string),
   };
 }

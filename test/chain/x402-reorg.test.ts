@@ -1,16 +1,11 @@
 /**
- * Review finding, on a real node: an x402 `upto` capture is read once, at the chain's head, and is
- * final. The stock facilitator settles 1,000 of a 50,000 permit on anvil; the gateway reads the
- * settle (Permit2's nonce used, the proxy's settle call) and commits 1,000, releasing 49,000. Then
- * `anvil_reorg` drops the settle's block: on the chain that stays the permit's nonce is unused,
- * and the merchant, who kept the signed permit (every merchant sees it), settles it again for the
- * whole 50,000 before its deadline. Reconcile never reads a committed payment again: the session
- * counts 1,000 while 50,000 left the gateway's account.
- *
- * Expected: the books equal what moved on the chain that stays: a capture read at a depth that
- * cannot be reorganised (N confirmations, `safe`/`finalized`), the hold kept until then; or a
- * committed `upto` payment read again by reconcile until its deadline has passed and the reading
- * is final. Pending: fails today (spent 1,000, moved 50,000). Run: node build/test/chain/x402-reorg.pending.js
+ * An x402 `upto` settle is captured only once it is `CTL_X402_CONFIRMATIONS` deep (default 2), on a
+ * real node. The stock facilitator settles 1,000 of a 50,000 permit on anvil: the settle is at the
+ * head, so the gateway keeps the hold. `anvil_reorg` then drops that block: on the chain that stays
+ * the permit's nonce is unused, and the merchant, who kept the signed permit (every merchant sees
+ * it), settles it again for the whole 50,000 before its deadline. Read at the head and final, the
+ * gateway had counted 1,000 while 50,000 left its account; read two deep, reconcile captures what
+ * moved on the chain that stays. Without a reorganisation, the next block makes 1,000 final.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -70,28 +65,52 @@ const books = async (id: string) => {
   return { spent: BigInt(v.spentMinor), reserved: BigInt(v.reservedMinor) };
 };
 
-test('a settle reorganised away, then cashed in full: the books follow the chain that stays', async () => {
+/** The transaction the merchant's PAYMENT-RESPONSE names. */
+const settledTx = (res: { headers: Headers }) =>
+  JSON.parse(Buffer.from(String(res.headers.get('payment-response')), 'base64').toString('utf8')).transaction as Hex;
+
+const pay = async () => {
   const s = await createSession(gw, { budget: { amount: '100000', currency: 'USDC' }, purposes: ['api:meter'] });
-  const payer0 = await chain.balanceOf(gw.gw.evmAddress);
   const res = await proxy(gw, s.sessionToken, `${merchant.url}/metered?units=1`, {
     purpose: 'api:meter',
     method: 'GET',
   });
   assert.is(res.status, 200, res.text);
-  const atHead = await books(s.sessionId);
-  assert.equal(atHead, { spent: 1000n, reserved: 0n }, 'committed at the head: 1,000');
+  return { s, res };
+};
+
+test('a settle at the head keeps the hold; one block later it is final: 1,000 spent, the rest released', async () => {
+  const { s, res } = await pay();
+  const settle = await chain.client.getTransactionReceipt({ hash: settledTx(res) });
+  assert.is(settle.blockNumber, await chain.client.getBlockNumber(), 'the settle is at the head');
+  assert.equal(await books(s.sessionId), { spent: 0n, reserved: MAX }, 'one block deep: the hold is kept');
+  await gw.gw.reconcile(0);
+  assert.equal(await books(s.sessionId), { spent: 0n, reserved: MAX }, 'reconcile too waits for the depth');
+  await anvil.rpc('evm_mine', []);
+  await gw.gw.reconcile(0);
+  assert.equal(await books(s.sessionId), { spent: 1000n, reserved: 0n });
+  const receipts = (await call(gw.url, 'GET', `/sessions/${s.sessionId}/receipts`, { key: gw.ownerKey })).body.receipts;
+  assert.equal(
+    receipts.map((r: any) => [r.amount?.amountMinor ?? r.amountMinor, r.txRef]),
+    [['1000', `txid:${settledTx(res)}`]],
+  );
+});
+
+test('a settle reorganised away, then cashed in full: the books follow the chain that stays', async () => {
+  const payer0 = await chain.balanceOf(gw.gw.evmAddress);
+  const { s, res } = await pay();
+  assert.equal(await books(s.sessionId), { spent: 0n, reserved: MAX }, 'at the head: held, not captured');
 
   // The merchant kept the permit the gateway signed (it arrived in PAYMENT-SIGNATURE).
   const sig = [...merchant.seen].reverse().find((x) => x.headers['payment-signature'])!.headers['payment-signature'];
   const kept = JSON.parse(Buffer.from(String(sig), 'base64').toString('utf8'));
   const owner = gw.gw.evmAddress;
   const nonce = BigInt(kept.payload.permit2Authorization.nonce);
-  const reader = chainReaders(parseRpcUrls(JSON.stringify({ [chain.network]: anvil.url })))!(chain.network)!;
+  const reader = chainReaders(parseRpcUrls(JSON.stringify({ [chain.network]: anvil.url })), 1)!(chain.network)!;
   assert.ok(await permit2NonceUsed(reader, owner, nonce));
 
   // The settle's block (the head: automine gives it its own) is replaced by an empty one.
-  const [r] = (await call(gw.url, 'GET', `/sessions/${s.sessionId}/receipts`, { key: gw.ownerKey })).body.receipts;
-  const settle = await chain.client.getTransactionReceipt({ hash: r.txRef.replace(/^txid:/, '') as Hex });
+  const settle = await chain.client.getTransactionReceipt({ hash: settledTx(res) });
   assert.is(settle.blockNumber, await chain.client.getBlockNumber(), 'the settle is at the head');
   await anvil.rpc('anvil_reorg', [1, []]);
   assert.is(await permit2NonceUsed(reader, owner, nonce), false, 'on the chain that stays the permit is unused');
@@ -107,13 +126,9 @@ test('a settle reorganised away, then cashed in full: the books follow the chain
   const moved = payer0 - (await chain.balanceOf(gw.gw.evmAddress));
   assert.is(moved, MAX, 'the whole maximum left the gateway on the chain that stayed');
 
+  await anvil.rpc('evm_mine', []);
   await gw.gw.reconcile(0);
-  const after = await books(s.sessionId);
-  assert.is(
-    after.spent + after.reserved,
-    moved,
-    `the session counts ${after.spent} spent + ${after.reserved} held while ${moved} moved on the node`,
-  );
+  assert.equal(await books(s.sessionId), { spent: moved, reserved: 0n }, 'what moved on the chain that stays');
 });
 
 test.run();

@@ -1,19 +1,11 @@
 /**
- * Review (adversarial): when a merchant's `upto` report names a transaction that is not its
- * permit's settle (another payment's), the gateway looks for the settle among the upto proxy's
- * `Settled` events (rails/x402/permit2.ts uptoSettlement) without a block range. A viem
- * PublicClient (what CTL_X402_RPC_URL builds) sends eth_getLogs without `fromBlock`/`toBlock`,
- * which a node answers for the latest block only; by the time the gateway asks, the settle's
- * block is no longer the latest (a live chain mines every few seconds), so nothing is found, the
- * whole hold is committed, and reconcile never reads the committed payment again. A hostile
- * merchant thus makes a session count 50,000 for every 30,000 it is paid: the owner's budget is
- * burnt (wrongful refusals later), though the chain shows exactly what moved. (A node asked for
- * the whole history instead refuses the range on most providers: the reader throws and the hold
- * stays reserved forever.)
- *
- * Expected: the scan is bounded from the block at which the permit was signed (recorded with the
- * payment) to the chain's head, so the settle is found and its amount committed; while it is not
- * found the hold is kept for reconcile, not committed whole. Pending: fails today (50,000 spent).
+ * When a merchant's `upto` report names a transaction that is not its permit's settle (another
+ * payment's), the gateway looks for the settle among the upto proxy's `Settled` events
+ * (payments/evm/permit2.ts uptoSettlement), always over a block range: from the head when the
+ * permit was signed (recorded with the payment; block 0 without a reader that numbers blocks) to
+ * the confirmed block. A node asked with no `fromBlock` answers for the latest block only: the
+ * settle would be missed and the whole hold committed, a hostile merchant making a session count
+ * 50,000 for every 30,000 it is paid. The reader here answers as such a node does.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
