@@ -6,7 +6,14 @@
 import { guard, parseArgs, UsageError } from './device/args.js';
 import { packageVersion, variableLines } from './service/help.js';
 import { AUTHORITY_VARIABLES, readAuthorityConfig } from '../authority/config.js';
-import { preflight, runUntilSignal, startFailure, warnNoAdminKey, warnUnknownVariables } from './service/lifecycle.js';
+import {
+  holdSignalsWhileStarting,
+  preflight,
+  runUntilSignal,
+  startFailure,
+  warnNoAdminKey,
+  warnUnknownVariables,
+} from './service/lifecycle.js';
 import { backupCommand, backupUsage } from './service/backup.js';
 
 const DEFAULT_DB = 'sqlite:./data/authority.db';
@@ -57,6 +64,7 @@ export async function main(args: string[], program = 'ctl authority'): Promise<n
     const refused = await preflight(program, config.databaseUrl);
     if (refused !== undefined) return refused;
     if (sub === 'root-key') return printRootKey(config, program);
+    holdSignalsWhileStarting();
     const { startAuthority } = await import('../authority/server.js');
     let authority;
     try {

@@ -4,7 +4,14 @@
 import { guard, one, parseArgs, readText, required, UsageError, writeAtomic } from './device/args.js';
 import { packageVersion, variableLines } from './service/help.js';
 import { GATEWAY_VARIABLES } from '../gateway/config.js';
-import { preflight, runUntilSignal, startFailure, warnNoAdminKey, warnUnknownVariables } from './service/lifecycle.js';
+import {
+  holdSignalsWhileStarting,
+  preflight,
+  runUntilSignal,
+  startFailure,
+  warnNoAdminKey,
+  warnUnknownVariables,
+} from './service/lifecycle.js';
 import { backupCommand, backupUsage } from './service/backup.js';
 
 const DEFAULT_DB = 'sqlite:./data/gateway.db';
@@ -35,6 +42,7 @@ export async function main(args: string[], program = 'ctl gateway'): Promise<num
   return guard(USAGE, async () => {
     const p = parseArgs(args, {});
     if (p.positionals.length) throw new UsageError(`unexpected argument ${p.positionals[0]}`);
+    holdSignalsWhileStarting();
     // The service's modules load only to run it: --help, --version and a usage error answer without them.
     const [{ gatewayOptionsFromEnv, startGateway }, { AUTHORITY_VARIABLES }] = await Promise.all([
       import('../gateway/server.js'),

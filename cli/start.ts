@@ -17,7 +17,13 @@ import { guard, one, parseArgs, UsageError } from './device/args.js';
 import { startDemoMerchant, type DemoMerchant } from './demo/merchant.js';
 import type { ChainDemo } from './demo/chain-step.js';
 import { formatMinor } from './demo/money.js';
-import { preflight, runUntilSignal, startFailure, warnUnknownVariables } from './service/lifecycle.js';
+import {
+  holdSignalsWhileStarting,
+  preflight,
+  runUntilSignal,
+  startFailure,
+  warnUnknownVariables,
+} from './service/lifecycle.js';
 import { urlHost } from '../service-kit/config.js';
 
 const USAGE = `usage: ctl start [--data <dir>] [--no-demo-merchant] [--chain]
@@ -104,6 +110,7 @@ export async function main(args: string[]): Promise<number> {
   return guard(USAGE, async () => {
     const p = parseArgs(args, { values: ['data'], flags: ['no-demo-merchant', 'chain'] });
     if (p.positionals.length) throw new UsageError(`unexpected argument ${p.positionals[0]}`);
+    holdSignalsWhileStarting();
     // The services' modules load only to run them: --help and a usage error answer without them.
     const [
       { readAuthorityConfig, AUTHORITY_VARIABLES },

@@ -11,11 +11,28 @@ import { RollbackRefusedError } from '../../service-kit/rollback-guard.js';
 /** Above the 10 s drain of listen.ts: time for the database and queues to close after it. */
 const STOP_DEADLINE_MS = 15_000;
 
+/** A signal that came while a service was starting (holdSignalsWhileStarting). */
+let signalledWhileStarting: string | undefined;
+const rememberSignal = (signal: string) => {
+  signalledWhileStarting ??= signal;
+};
+
 /**
- * Waits for SIGTERM or SIGINT, then runs `stop` and exits: 0 when it finished, 1 when it failed or
- * took longer than the deadline. Further signals while stopping are ignored: Ctrl-C under
- * `npm start` delivers SIGINT twice at once (from the terminal to the process group, and
- * forwarded by npm), and the second must not cut the requests the first lets finish.
+ * Called before a service starts: a SIGTERM or SIGINT that comes while it starts (a supervisor
+ * that stops what it just started) is held, and stops the service cleanly once it is up
+ * (runUntilSignal), instead of killing it half-started.
+ */
+export function holdSignalsWhileStarting(): void {
+  process.on('SIGTERM', rememberSignal);
+  process.on('SIGINT', rememberSignal);
+}
+
+/**
+ * Waits for SIGTERM or SIGINT (or takes one held while starting), then runs `stop` and exits: 0
+ * when it finished, 1 when it failed or took longer than the deadline. Further signals while
+ * stopping are ignored: Ctrl-C under `npm start` delivers SIGINT twice at once (from the terminal
+ * to the process group, and forwarded by npm), and the second must not cut the requests the first
+ * lets finish.
  * @example await runUntilSignal(logger, () => service.close())
  */
 export function runUntilSignal(logger: Logger, stop: () => Promise<void>): Promise<never> {
@@ -43,6 +60,9 @@ export function runUntilSignal(logger: Logger, stop: () => Promise<void>): Promi
     };
     process.on('SIGTERM', onSignal);
     process.on('SIGINT', onSignal);
+    process.off('SIGTERM', rememberSignal);
+    process.off('SIGINT', rememberSignal);
+    if (signalledWhileStarting !== undefined) onSignal(signalledWhileStarting);
     watchWrapperShell(() => onSignal('SIGTERM to npm (its shell exited)'));
   });
 }

@@ -206,8 +206,9 @@ test('ctl start honours CTL_ISSUER_DOMAIN (authority) and CTL_GATEWAY_ALLOW_TARG
             throw new Error(`a plain line among the JSON logs: ${l}`);
           }
         });
-    for (let i = 0; i < 300 && lines().filter((l) => /listening/.test(l.msg)).length < 2; i++)
-      await new Promise((r) => setTimeout(r, 100));
+    // Both services by name: the egress proxy's "listening" line may come before the gateway's.
+    const up = () => ['policy authority listening', 'gateway listening'].every((m) => lines().some((l) => l.msg === m));
+    for (let i = 0; i < 300 && !up(); i++) await new Promise((r) => setTimeout(r, 100));
     const authority = lines().find((l) => l.msg === 'policy authority listening');
     const gateway = lines().find((l) => l.msg === 'gateway listening');
     assert.ok(authority && gateway, out);

@@ -19,8 +19,8 @@ import { AUTHORITY_VARIABLES } from '../../authority/config.js';
 const dir = mkdtempSync(join(tmpdir(), 'ctl-config-names-'));
 const sqlite = (name: string) => `sqlite:${join(mkdtempSync(join(dir, 'db-')), name)}`;
 
-/** Runs `ctl …` until it exits, or until `until` matches its stdout (then SIGTERM). */
-function ctl(args: string[], env: Record<string, string>, until?: RegExp) {
+/** Runs `ctl …` until it exits, or until `until` matches its stdout (then SIGTERM, `delayMs` later). */
+function ctl(args: string[], env: Record<string, string>, until?: RegExp, delayMs = 300) {
   return new Promise<{ code: number | null; out: string; err: string }>((resolve) => {
     const child = spawn(process.execPath, [join(root, 'bin', 'ctl.mjs'), ...args], {
       cwd: dir,
@@ -28,7 +28,7 @@ function ctl(args: string[], env: Record<string, string>, until?: RegExp) {
     });
     let [out, err, stopping] = ['', '', false];
     const check = () =>
-      until && !stopping && until.test(out) && ((stopping = true), setTimeout(() => child.kill('SIGTERM'), 300));
+      until && !stopping && until.test(out) && ((stopping = true), setTimeout(() => child.kill('SIGTERM'), delayMs));
     child.stdout.on('data', (d) => ((out += d), check()));
     child.stderr.on('data', (d) => (err += d));
     const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
@@ -95,6 +95,12 @@ test('ctl start: both services read one environment; a stray is said once', asyn
     [['CTL_GATWAY_ISSUER', 'CTL_GATEWAY_ISSUER']],
     r.out,
   );
+});
+
+test('ctl start: SIGTERM while it starts (the authority up, the gateway not yet) stops both cleanly', async () => {
+  const r = await ctl(['start', '--data', mkdtempSync(join(dir, 'start-'))], {}, /policy authority listening/, 0);
+  assert.is(r.code, 0, r.out + r.err);
+  assert.match(r.out, /"msg":"stopped"/);
 });
 
 test('the nearest known name, or none when nothing is close', () => {
