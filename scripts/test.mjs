@@ -10,7 +10,7 @@
 // Two tiers (ARCHITECTURE.md rule 12): `*.slow.test.ts` files (crash campaigns, soaks, tarball
 // installs, long fuzz runs) run only with `--slow`; the rest is `npm test`. A filter picks files of
 // either tier by path, so one file runs alone: `node scripts/test.mjs test/resilience/campaign`.
-// Usage: node scripts/test.mjs [--slow] [substring filter ...]   CTL_TEST_JOBS=N (default 3)
+// Usage: node scripts/test.mjs [--slow] [substring filter ...]   CTL_TEST_JOBS=N (default 3, 2 for --slow)
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync, statSync, existsSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -27,8 +27,9 @@ const filters = process.argv
   .map((a) => a.replace(/\.ts$/, '.js'));
 const isSlow = (f) => f.endsWith('.slow.test.js');
 // Three at once on two cores: most files wait on processes, sockets and timers (one run here:
-// 7 min 40 s with three, 9 min 36 s with two, the CPU 1.6 cores busy either way).
-const jobs = Math.max(1, Number(process.env.CTL_TEST_JOBS) || 3);
+// 7 min 40 s with three, 9 min 36 s with two, the CPU 1.6 cores busy either way). Campaigns
+// (the slow tier) load the machine themselves: two.
+const jobs = Math.max(1, Number(process.env.CTL_TEST_JOBS) || (slowTier ? 2 : 3));
 
 function collect(dir, out) {
   if (!existsSync(dir)) return out;
