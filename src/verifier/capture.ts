@@ -68,6 +68,9 @@ export function createCaptureCtl(defaultStorage: SpendStorage): CaptureCtl {
       const storage = options?.spendStorage ?? defaultStorage;
       await claimStorage(storage, 'verifier');
       const floored = (await readFlooredTime(options?.now ?? hostNow, options?.timeFloor)).now;
+      // The storage drops what has expired by `now` (a replay id kept only until its SBA's expiry
+      // under a host floor): the floor holds `now` first, so a clock set back revives none of it.
+      if (options?.timeFloor) await options.timeFloor.raise(floored);
       const now = options?.timeFloor ? floored : await ledgerNow(storage, LEDGER_CLOCK_KEYS.verifier, floored);
       const captured = await captureHold(storage, id, amount, now);
       return { captured: true, amountMinor: captured.toString() };
