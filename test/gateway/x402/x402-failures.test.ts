@@ -39,13 +39,14 @@ async function reconcileAfterExpiry() {
 
 test.before(async () => {
   ledger = createEvmLedger();
-  // Settles, but only after the merchant's facilitator client has given up (timeoutMs 300).
-  slowFacilitator = await startFacilitator(ledger, { settleDelayMs: 800 });
+  // Settles, but only after the merchant's facilitator client has given up. The client's timeout
+  // also bounds its first /supported request: 1.5 s leaves a loaded machine room for that one.
+  slowFacilitator = await startFacilitator(ledger, { settleDelayMs: 3000 });
   fastFacilitator = await startFacilitator(ledger);
   slowMerchant = await startStockMerchant({
     facilitatorUrl: slowFacilitator.url,
     payTo: PAYEE,
-    facilitatorTimeoutMs: 300,
+    facilitatorTimeoutMs: 1500,
   });
   merchant = await startStockMerchant({ facilitatorUrl: fastFacilitator.url, payTo: PAYEE });
   db = sqliteDb();
@@ -84,7 +85,7 @@ test(
     assert.equal([v.spentMinor, v.reservedMinor], ['0', '10000'], 'held, not released: the authorization is out');
     assert.equal(await paymentRow(s.sessionId), { state: 'paying', rail: 'x402' });
     // The late settlement lands on the ledger after the merchant gave up.
-    for (let i = 0; i < 40 && ledger.transfers.length === transfers; i++) await new Promise((r) => setTimeout(r, 50));
+    for (let i = 0; i < 200 && ledger.transfers.length === transfers; i++) await new Promise((r) => setTimeout(r, 50));
     assert.is(ledger.transfers.length, transfers + 1);
     // Before expiry reconcile leaves it alone, whatever it is.
     assert.equal(await gw.gw.reconcile(0), { committed: 0, released: 0 });
