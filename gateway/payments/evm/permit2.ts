@@ -92,8 +92,9 @@ function settleCallAmount(input: `0x${string}`, owner: string, nonce: bigint): b
 /**
  * What moved under `owner`'s permit `nonce`, as the chain tells it `confirmations` deep
  * (chain.ts confirmedBlock: a settle at the head may yet be reorganised away, and the permit cashed
- * again, for more): `{ used: false }` while Permit2 has not consumed the nonce in a confirmed block
- * (nothing moved yet, for good); else the amount and transaction of the settle that consumed it,
+ * again, for more): `{ used: false }` while Permit2 has not consumed the nonce in a confirmed block,
+ * `atHead` when it has at the head (a settle not yet deep enough: wait, whatever a deadline says);
+ * else the amount and transaction of the settle that consumed it,
  * found from the transaction the merchant named (mined successfully in a confirmed block, a call
  * of the proxy's `settle` for this owner and nonce; the larger of its amount and the token
  * transfers out of `owner` in it) or else from the proxy's `Settled` events since `fromBlock`;
@@ -103,9 +104,10 @@ function settleCallAmount(input: `0x${string}`, owner: string, nonce: bigint): b
 export async function uptoMoved(
   reader: EvmChainReader,
   p: { owner: string; nonce: bigint; token: string; namedTx?: string; fromBlock?: bigint },
-): Promise<{ used: false } | { used: true; amount?: bigint; tx?: string }> {
+): Promise<{ used: false; atHead: boolean } | { used: true; amount?: bigint; tx?: string }> {
   const at = await confirmedBlock(reader);
-  if (!(await permit2NonceUsed(reader, p.owner, p.nonce, at))) return { used: false };
+  if (!(await permit2NonceUsed(reader, p.owner, p.nonce, at)))
+    return { used: false, atHead: at !== undefined && (await permit2NonceUsed(reader, p.owner, p.nonce)) };
   const named = p.namedTx ? await settleInTransaction(reader, p, p.namedTx, at).catch(() => undefined) : undefined;
   // A scan the node refuses (a range too long) finds nothing: the whole hold, never less.
   const found =

@@ -14,7 +14,7 @@
  */
 import { decodeEventLog, getAddress, parseAbi } from 'viem';
 import type { EvmChainReader } from './chain.js';
-import { permit2NonceUsed, uptoMoved } from './permit2.js';
+import { uptoMoved } from './permit2.js';
 
 /** A merchant's report that the chain contradicts: what it said, what the chain shows (null: nothing moved). */
 export interface ChainDisagreement {
@@ -62,7 +62,7 @@ export async function uptoCapture(
       fromBlock: p.fromBlock,
     });
     // Used at the head, not yet in a confirmed block: no disagreement, the hold kept for reconcile.
-    if (!moved.used && (await permit2NonceUsed(reader, p.owner, p.nonce))) return {};
+    if (!moved.used && moved.atHead) return {};
   } catch {
     return {};
   }

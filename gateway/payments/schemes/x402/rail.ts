@@ -7,7 +7,7 @@ import type { SqlDatabase } from '../../../../service-kit/index.js';
 import { RailError, type Rail } from '../../rail.js';
 import type { NormalisedRequirement } from './terms.js';
 import { recordOutcome, x402ById, type X402Record } from './store.js';
-import { permit2NonceUsed, uptoMoved } from '../../evm/permit2.js';
+import { uptoMoved } from '../../evm/permit2.js';
 import { DEFAULT_EXPIRY_MARGIN_MS, type EvmChainReader } from '../../evm/chain.js';
 import { authorizationUsed } from '../../evm/settled.js';
 
@@ -87,7 +87,7 @@ export function createX402Rail(
       }
       // Unused in a confirmed block but used at the head: a settle not yet deep enough, whatever
       // the deadline says (it was mined before it). Kept until it is final or reorganised away.
-      if (expired && !(await permit2NonceUsed(reader, r.payer, BigInt(r.nonce)))) return undefined;
+      if (expired && !moved.atHead) return undefined;
       return 'pending' as const;
     }
     if (!expired) return 'pending' as const;
