@@ -21,7 +21,7 @@
  */
 import { createHash } from 'node:crypto';
 import { canonicalize } from '../../src/index.js';
-import { encodeEntry, type LogEntry } from './log.js';
+import { encodeEntry, type EncodedEntry } from './log.js';
 
 export type GatewayLogType =
   'receipt' | 'session.created' | 'session.paused' | 'session.continued' | 'session.revoked' | 'session.expired';
@@ -45,9 +45,12 @@ export const MAX_ENTRY_BYTES = 0xffff;
  * { ...summary, sha256 } }` with the hex SHA-256 of the body's JCS text: the record is then
  * committed to by its hash (a Trust Bundle listing thousands of revoked grants can be larger).
  */
-export function entryOrDigest(type: string, body: unknown, summary: Record<string, unknown>): LogEntry {
+export function entryOrDigest(type: string, body: unknown, summary: Record<string, unknown>): EncodedEntry {
   const whole = { type, body };
-  if (encodeEntry(whole).length <= MAX_ENTRY_BYTES) return whole;
+  // Encoded once: the size check's bytes are the ones the log row keeps (log.ts row).
+  const bytes = encodeEntry(whole);
+  if (bytes.length <= MAX_ENTRY_BYTES) return { ...whole, bytes };
   const sha256 = createHash('sha256').update(canonicalize(body)).digest('hex');
-  return { type: `${type}.digest`, body: { ...summary, sha256 } };
+  const digest = { type: `${type}.digest`, body: { ...summary, sha256 } };
+  return { ...digest, bytes: encodeEntry(digest) };
 }

@@ -43,6 +43,11 @@ export interface LogEntry {
   body: unknown;
 }
 
+/** An entry with the bytes encodeEntry gave for it, so that it is canonicalised once. */
+export interface EncodedEntry extends LogEntry {
+  readonly bytes: Buffer;
+}
+
 /** The bytes a log entry is hashed and served as. */
 export function encodeEntry(e: LogEntry): Buffer {
   return Buffer.from(canonicalize({ type: e.type, body: e.body }), 'utf8');
@@ -82,7 +87,7 @@ export interface TransparencyLog {
   readonly vkey: string;
   readonly prefix: string;
   /** The pending row of `entry`, to write in the record's own transaction or statement; `ref` finds it again. */
-  row(entry: LogEntry, ref?: string): RowInsert;
+  row(entry: LogEntry | EncodedEntry, ref?: string): RowInsert;
   /** Writes `entry` in the transaction `q` of the record it logs. */
   append(q: SqlExecutor, entry: LogEntry, ref?: string): Promise<void>;
   /** Integrates every committed pending entry; resolves to the tree size after a pass that started after the call. */
@@ -187,7 +192,7 @@ export function createTransparencyLog(options: TransparencyLogOptions): Transpar
     vkey: signer.vkey,
     prefix: p,
     row(entry, ref) {
-      const text = encodeEntry(entry);
+      const text = 'bytes' in entry && Buffer.isBuffer(entry.bytes) ? entry.bytes : encodeEntry(entry);
       if (text.length > 0xffff) throw new RangeError(`a log entry of ${text.length} bytes (65535 at most)`);
       return { table: `${p}_pending`, values: { ref: ref ?? null, entry: text.toString('utf8') } };
     },
