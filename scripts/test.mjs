@@ -57,11 +57,17 @@ const files = collect(testRoot, []).filter((f) =>
 );
 // Longest first, by the times of the last run here (build/test-times.json; files it has not seen
 // go first): with two workers, a long file started last would run on alone while the other idles.
+// A fresh clone has no run of its own yet: it orders by scripts/test-times.json, a run's times
+// committed for that (`cp build/test-times.json scripts/` after a full run of both tiers).
 const timesFile = join(root, 'build', 'test-times.json');
-let lastTimes = {};
-try {
-  lastTimes = JSON.parse(readFileSync(timesFile, 'utf8'));
-} catch {}
+const readTimes = (f) => {
+  try {
+    return JSON.parse(readFileSync(f, 'utf8'));
+  } catch {
+    return undefined;
+  }
+};
+let lastTimes = readTimes(timesFile) ?? readTimes(join(root, 'scripts', 'test-times.json')) ?? {};
 const lastTime = (f) => lastTimes[relative(root, f)] ?? Infinity;
 files.sort((a, b) => lastTime(b) - lastTime(a) || (a < b ? -1 : 1));
 const startedAt = Date.now();
