@@ -139,7 +139,7 @@ export const AUTHORITY_VARIABLES: readonly VariableHelp[] = [
   ['CTL_AUDIT_WEBHOOK_URLS', undefined, 'comma-separated URLs the audit entries are pushed to (Standard Webhooks)'],
   ['CTL_AUDIT_WEBHOOK_SECRET', undefined, 'whsec_<base64>, signs them (required with the URLs)'],
   ...webhookVariables('audit webhooks'),
-  ...anchorVariables('the audit chain head', true),
+  ...anchorVariables("the log's checkpoint (the audit head with the log off)", true),
   [
     'CTL_AUTHORITY_HIGH_WATER_FILE',
     'DATABASE.high-water.json',

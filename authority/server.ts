@@ -23,6 +23,7 @@ import {
 import { createAuthorityApp } from './app.js';
 import {
   auditHeadSource,
+  checkpointSource,
   openServiceAnchoring,
   type ChainEvent,
   type ChainOutbox,
@@ -58,7 +59,7 @@ export interface Authority {
   /** The transparency log of grants, revocations and bundles (/log/); undefined with CTL_AUTHORITY_LOG=0. */
   log?: ServiceLog;
   /** Waits until no webhook delivery is pending (each delivered or dead-lettered) and anchors are written (tests). */
-  /** Anchors of the audit chain's head and revocation tokens (service-kit/anchor/outbox.ts). */
+  /** Anchors of the log's checkpoint (the audit head with the log off), revocation tokens (service-kit/anchor/). */
   chain: ChainOutbox;
   settle(): Promise<void>;
   close(): Promise<void>;
@@ -175,8 +176,11 @@ export async function createAuthority(
     });
     outbox.start();
     const webhooks = { outbox, endpoints: config.webhookUrls.map((url) => ({ url, target: url })) };
-    // What is anchored: the audit chain's head, under the issuer's name (service-kit/anchor/).
-    const anchorSources = [auditHeadSource(store.audit, `${config.issuer}/ctl-authority-audit`)];
+    // What is anchored: the log's signed checkpoint; with the log off, the audit chain's head under
+    // the issuer's name, the anchor records saying so (service-kit/anchor/service.ts).
+    const anchorSources = [
+      log ? checkpointSource(log.log) : auditHeadSource(store.audit, `${config.issuer}/ctl-authority-audit`),
+    ];
     const { outbox: chain } = await openServiceAnchoring({
       db: store.db,
       table: 'chain_outbox',

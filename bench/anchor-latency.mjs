@@ -2,7 +2,7 @@
 // Issuance latency with anchoring on ÷ off (spec §4.3: anchoring "does not affect issuance
 // latency"): three authorities on their own SQLite files issue grants (POST /grants over HTTP,
 // one at a time, each a signature, an insert and an audit entry): `off` without anchoring, `on`
-// anchoring its audit head on anvil (and on litecoind in regtest when installed) every second,
+// anchoring its log's checkpoint on anvil (and on litecoind in regtest when installed) every second,
 // and `down` configured for anvil at a port nothing listens on (every pass fails and retries,
 // backoff capped at one second). The three take turns grant by grant (the order rotating), so a
 // burst of load from elsewhere on the machine falls on all alike; each figure is the median and

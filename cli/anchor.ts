@@ -1,36 +1,44 @@
 /**
- * `ctl anchor verify` checks that a log's head (a C2SP checkpoint, or the service's current audit
- * head) is anchored on every chain the CTL_ANCHOR_* variables configure, trusting only the chain
- * and the pinned contract and address (service-kit/anchor/verify.ts). `ctl anchor deploy` deploys
- * the anchoring contract or the revocation-token contract with the configured signer.
+ * `ctl anchor verify` checks that a log's signed checkpoint (a file, the one a service serves, or
+ * the one a receipt's inclusion proof leads to) is anchored on every chain the CTL_ANCHOR_*
+ * variables configure, trusting only the chains, the pinned contract and address, and the pinned
+ * log key (service-kit/anchor/verify.ts); an anchor of another size counts when the log proves the
+ * two trees consistent. A service whose log is off anchors its audit chain's head, checked against
+ * that chain. `ctl anchor deploy` deploys the anchoring contract or the revocation-token contract
+ * with the configured signer.
  */
 import { guard, one, parseArgs, readText, UsageError } from './device/args.js';
 import { ConfigError } from '../service-kit/config.js';
 import {
   anchorSettingsFromEnv,
-  checkAnchorHead,
-  headOfCheckpoint,
   openEvmAnchorSigner,
   verifyAnchors,
   type AnchorHead,
   type AnchorRef,
-  type ChainJobRecord,
+  type VerifyAnchorsInput,
 } from '../service-kit/anchor/index.js';
+import { serviceClient, type ServiceClient } from './anchor/service.js';
+import { pinnedVkey, subjectToCheck, type Subject } from './anchor/subject.js';
 
-const USAGE = `usage: ctl anchor verify [--service URL --admin-key-file FILE]
-                         [--checkpoint FILE | --origin O --size N --root HEX]
+const USAGE = `usage: ctl anchor verify [--service URL [--admin-key-file FILE]] [--vkey VKEY|@FILE]
+                         [--receipt FILE | --grant FILE | --checkpoint FILE | --origin O --size N --root HEX]
                          [--tx evm:HASH|btc:TXID ...] [--confirmations N] [--json]
        ctl anchor deploy anchor|revocations [--anchorer ADDRESS | --authority ADDRESS] [--burn-grace SECONDS]
 
-  verify   checks the head on each chain CTL_ANCHOR_EVM_* / CTL_ANCHOR_BTC_* configure: the anchoring
-           transaction exists on the node's current chain, is --confirmations deep (default the
-           variables'), comes from the pinned address (CTL_ANCHOR_EVM_ADDRESS with the pinned contract
-           CTL_ANCHOR_EVM_CONTRACT; CTL_ANCHOR_BTC_ADDRESS) and carries this head, or an earlier head
-           the service's current log contains. Exit 0 when every chain holds, 1 when one does not.
-  --service  the gateway or authority (GET /admin/anchors with an admin key): its current head, the
-           transactions it recorded (a Bitcoin-family chain is checked by txid) and its log, to check
-           that an anchored head is part of it
-  --checkpoint  a C2SP checkpoint (origin, size, base64 root) instead of the current head
+  verify   checks a log's checkpoint on each chain CTL_ANCHOR_EVM_* / CTL_ANCHOR_BTC_* configure: the
+           anchoring transaction exists on the node's current chain, is --confirmations deep (default
+           the variables'), comes from the pinned address (CTL_ANCHOR_EVM_ADDRESS with the pinned
+           contract CTL_ANCHOR_EVM_CONTRACT; CTL_ANCHOR_BTC_ADDRESS) and anchors this checkpoint, or
+           one the log proves consistent with it (GET /log/proof/consistency). Exit 0 when every step
+           and chain holds, 1 when one does not, 2 usage.
+  --service  the gateway or authority: its log (public) proves consistency and serves the checkpoint
+           checked by default; with --admin-key-file (GET /admin/anchors) its anchor records too (a
+           Bitcoin-family chain is checked by the txids recorded), and its audit chain when its log
+           is off (what it then anchors)
+  --vkey   the log's note verifier key (pinned: never taken from the service), for any checkpoint
+  --receipt, --grant  a gateway receipt or an authority grant (JSON): its inclusion proof from
+           --service, checked, leads to the checkpoint checked; the anchor must cover its entry
+  --checkpoint  a C2SP checkpoint note (signed by --vkey) instead of the served one
   --tx     a transaction to check besides or instead of the service's records (EVM anchors are also
            found by the pinned contract's events from CTL_ANCHOR_EVM_FROM_BLOCK)
   deploy   deploys CtlAnchor (its anchorer: the signer's address unless --anchorer) or
@@ -39,39 +47,38 @@ const USAGE = `usage: ctl anchor verify [--service URL --admin-key-file FILE]
 
 type Fetch = typeof fetch;
 
-/** The service's admin API, read with the admin key. */
-function serviceClient(base: string, key: string, doFetch: Fetch) {
-  const get = async <T>(path: string): Promise<T> => {
-    const res = await doFetch(`${base.replace(/\/+$/, '')}${path}`, { headers: { authorization: `Bearer ${key}` } });
-    if (!res.ok) throw new Error(`${base}${path}: HTTP ${res.status}`);
-    return (await res.json()) as T;
-  };
-  return {
-    anchors: () =>
-      get<{ logs: Array<{ origin: string; head: AnchorHead | null }>; jobs: ChainJobRecord[] }>(
-        '/admin/anchors?kind=anchor&limit=1000',
-      ),
-    /** Whether the service's audit chain verifies and holds `h` (its entry at `size` has that hash). */
-    async holds(h: AnchorHead): Promise<boolean> {
-      const chain = await get<{ ok: boolean; count?: number }>('/admin/audit/verify');
-      if (!chain.ok || (chain.count ?? 0) < h.size) return false;
-      const page = await get<{ entries: Array<{ seq: number; hash: string }> }>(
-        `/admin/audit?afterSeq=${h.size - 1}&limit=1`,
-      );
-      return page.entries[0]?.seq === h.size && page.entries[0]?.hash === h.root;
-    },
-  };
-}
-
 function refOf(text: string): AnchorRef {
   const m = /^(evm|btc):([0-9a-fA-Fx]{64,66})$/.exec(text);
   if (!m) throw new UsageError(`--tx: expected evm:0x<64 hex> or btc:<64 hex>, got '${text}'`);
   return { chain: m[1]!, txid: m[2]! };
 }
 
+/** How an anchored head of another size is proven part of the subject's log, when the service can tell. */
+function consistencyOf(subject: Subject, service: ServiceClient | undefined): VerifyAnchorsInput['consistent'] {
+  if (!service) return undefined;
+  if (subject.source === 'checkpoint') return (older, newer) => service.logConsistent(older, newer);
+  if (!service.admin) return undefined;
+  return async (older, newer) => (await service.auditHolds(older)) && (await service.auditHolds(newer));
+}
+
+function report(head: AnchorHead, subject: Subject, checks: Awaited<ReturnType<typeof verifyAnchors>>) {
+  console.log(`${head.origin} size ${head.size} root ${head.root} (${subject.source})`);
+  for (const line of [...subject.steps, ...subject.problems]) console.log(`  ${line}`);
+  for (const c of checks)
+    console.log(
+      c.ok
+        ? `  ${c.chain}: ok: anchored size ${c.anchor!.size} in ${c.anchor!.txid} (block ${c.anchor!.blockNumber}, ` +
+            `${c.anchor!.confirmations} confirmations)`
+        : `  ${c.chain}: REFUSED: ${c.reason}`,
+    );
+}
+
 async function verifyCommand(args: string[], env: Record<string, string | undefined>, doFetch: Fetch) {
   const p = parseArgs(args, {
-    values: ['service', 'admin-key-file', 'checkpoint', 'origin', 'size', 'root', 'tx', 'confirmations'],
+    values: [
+      ...['service', 'admin-key-file', 'vkey', 'checkpoint', 'receipt', 'grant'],
+      ...['origin', 'size', 'root', 'tx', 'confirmations'],
+    ],
     flags: ['json'],
   });
   const settings = anchorSettingsFromEnv(env);
@@ -79,30 +86,23 @@ async function verifyCommand(args: string[], env: Record<string, string | undefi
     throw new UsageError('no chain to check: set CTL_ANCHOR_EVM_* or CTL_ANCHOR_BTC_* (docs/operations.md)');
   const serviceUrl = one(p, 'service');
   const keyFile = one(p, 'admin-key-file');
-  if (serviceUrl && !keyFile) throw new UsageError('--service needs --admin-key-file (an admin API key)');
-  const service = serviceUrl
-    ? serviceClient(serviceUrl, readText(keyFile!, 'the admin key').trim(), doFetch)
-    : undefined;
-  const listed = service ? await service.anchors() : undefined;
-
-  let head: AnchorHead;
-  const cp = one(p, 'checkpoint');
-  if (cp) head = headOfCheckpoint(readText(cp, 'the checkpoint'));
-  else if (one(p, 'size') !== undefined || one(p, 'root') !== undefined) {
-    const size = Number(one(p, 'size'));
-    head = { origin: one(p, 'origin') ?? '', size, root: (one(p, 'root') ?? '').toLowerCase() };
-    try {
-      checkAnchorHead(head);
-    } catch (e) {
-      throw new UsageError(`--origin/--size/--root: ${(e as Error).message}`);
-    }
-  } else {
-    const logs = listed?.logs.filter((l) => !one(p, 'origin') || l.origin === one(p, 'origin')) ?? [];
-    if (!service) throw new UsageError('give --checkpoint, --origin/--size/--root, or --service');
-    if (!logs[0]?.head)
-      throw new UsageError(`the service has no head to check${one(p, 'origin') ? ' of that origin' : ''}`);
-    head = logs[0].head;
-  }
+  if (keyFile && !serviceUrl) throw new UsageError('--admin-key-file goes with --service');
+  const adminKey = keyFile ? readText(keyFile, 'the admin key').trim() : undefined;
+  const service = serviceUrl ? serviceClient(serviceUrl, adminKey, doFetch) : undefined;
+  const listed = service?.admin ? await service.anchors() : undefined;
+  const vkey = one(p, 'vkey');
+  const subject = await subjectToCheck({
+    checkpoint: one(p, 'checkpoint'),
+    receipt: one(p, 'receipt'),
+    grant: one(p, 'grant'),
+    origin: one(p, 'origin'),
+    size: one(p, 'size'),
+    root: one(p, 'root'),
+    vkey: vkey === undefined ? undefined : pinnedVkey(vkey),
+    service,
+    listed,
+  });
+  const { head } = subject;
   const refs: AnchorRef[] = [...(p.options.get('tx') ?? []).map(refOf)];
   for (const j of listed?.jobs ?? [])
     if (j.txid && j.chain === 'btc' && j.kind === 'anchor' && j.subject === head.origin)
@@ -110,31 +110,29 @@ async function verifyCommand(args: string[], env: Record<string, string | undefi
   const need = one(p, 'confirmations');
   if (need !== undefined && !/^[1-9][0-9]{0,5}$/.test(need))
     throw new UsageError('--confirmations: a positive integer');
-  // The head checked must be part of the service's log too, when it is given.
-  const headHeld = service ? await service.holds(head) : true;
+  // An audit head checked must be part of the service's chain (a checkpoint is checked by its signature).
+  if (subject.source === 'audit-head' && service?.admin && !(await service.auditHolds(head)))
+    subject.problems.push('service: REFUSED: the service log does not hold this head (or its chain does not verify)');
   const checks = await verifyAnchors({
     head,
     evm: settings.evm,
     btc: settings.btc,
     refs,
     confirmations: need === undefined ? undefined : Number(need),
-    consistent: service ? (anchored) => service.holds(anchored) : undefined,
+    consistent: consistencyOf(subject, service),
+    minSize: subject.minSize,
     fetch: doFetch,
   });
-  const ok = headHeld && checks.every((c) => c.ok);
-  if (p.flags.has('json')) console.log(JSON.stringify({ ok, head, headInServiceLog: headHeld, checks }, null, 2));
-  else {
-    console.log(`${head.origin} size ${head.size} root ${head.root}`);
-    if (!headHeld)
-      console.log('  service: REFUSED: the service log does not hold this head (or its chain does not verify)');
-    for (const c of checks)
-      console.log(
-        c.ok
-          ? `  ${c.chain}: ok: anchored size ${c.anchor!.size} in ${c.anchor!.txid} (block ${c.anchor!.blockNumber}, ` +
-              `${c.anchor!.confirmations} confirmations)`
-          : `  ${c.chain}: REFUSED: ${c.reason}`,
-      );
-  }
+  const ok = subject.problems.length === 0 && checks.every((c) => c.ok);
+  if (p.flags.has('json'))
+    console.log(
+      JSON.stringify(
+        { ok, head, source: subject.source, steps: subject.steps, problems: subject.problems, checks },
+        null,
+        2,
+      ),
+    );
+  else report(head, subject, checks);
   return ok ? 0 : 1;
 }
 
@@ -204,7 +202,10 @@ export async function main(
     } catch (e) {
       if (e instanceof ConfigError) return (console.error(`ctl anchor: ${e.message}`), 2);
       if (e instanceof RangeError && !(e instanceof UsageError)) throw new UsageError(e.message);
-      throw e;
+      if (e instanceof UsageError || !(e instanceof Error)) throw e;
+      // A service or node that cannot answer (or answers nonsense): no verdict, said in one line.
+      console.error(`ctl anchor ${sub}: ${e.message}`);
+      return 1;
     }
     throw new UsageError(`unknown subcommand ${sub}`);
   });

@@ -54,6 +54,7 @@ import { eventAdminRoutes } from '../service-kit/event-admin.js';
 import {
   auditHeadSource,
   auditOrigin,
+  checkpointSource,
   createServiceChainOutbox,
   type AnchorSettings,
   type ChainEvent,
@@ -173,7 +174,7 @@ export interface GatewayDeps {
   log?: (Partial<Omit<ServiceLogConfig, 'prefix'>> & { fetch?: typeof fetch }) | false;
   /** The console (/console): its built files (default build/console/) and live-stream bounds. */
   console?: { dir?: string; maxStreamsPerOwner?: number; maxStreams?: number; heartbeatMs?: number };
-  /** `CTL_ANCHOR_*`: where the audit chain's head is anchored (service-kit/anchor/config.ts). */
+  /** `CTL_ANCHOR_*`: where the log's checkpoint (audit head, log off) is anchored (service-kit/anchor/config.ts). */
   anchoring?: AnchorSettings & { unknown: string[] };
   /** Where CTL_PKCS11_MODULE is read for an anchoring key in a token (default none: the module default). */
   anchoringEnv?: Record<string, string | undefined>;
@@ -202,7 +203,7 @@ export interface GatewayApp {
   idle(): Promise<void>;
   /** The transparency log (/log/…); server.ts starts its checkpoint timer. Undefined when the log is off. */
   log?: ServiceLog;
-  /** Anchors of the audit chain's head (service-kit/anchor/outbox.ts). */
+  /** Anchors of the log's checkpoint, or of the audit chain's head with the log off (service-kit/anchor/). */
   chain: ChainOutbox;
   /** What the egress proxy needs besides `app` (egress/proxy-server.ts; server.ts starts it when configured). */
   egress: EgressHooks;
@@ -227,7 +228,7 @@ export interface GatewayParts {
   evmPrivateKey: `0x${string}`;
   /** The transparency log's keys (service-kit/tlog); absent: no log. */
   log?: ServiceLogParts;
-  /** The ledgers the audit chain's head is anchored on (opened: their signers included). */
+  /** The ledgers the log's checkpoint is anchored on (opened: their signers included). */
   ledgers?: Ledger[];
 }
 
@@ -316,13 +317,16 @@ export function createGatewayApp(deps: GatewayDeps, parts: GatewayParts): Gatewa
       deps.onEvent?.(type, data);
     },
   });
-  // The audit chain's head, anchored by the chain outbox's timer under a stable name: the public
-  // URL's host, else the issuer (service-kit/anchor/).
+  // The log's signed checkpoint, anchored by the chain outbox's timer; with the log off, the audit
+  // chain's head under a stable name (the public URL's host, else the issuer), the anchor records
+  // saying which (service-kit/anchor/service.ts).
   const anchorSources = [
-    auditHeadSource(
-      events.audit,
-      deps.publicUrl ? auditOrigin(deps.publicUrl, 'gateway') : `${issuer}/ctl-gateway-audit`,
-    ),
+    serviceLog
+      ? checkpointSource(serviceLog.log)
+      : auditHeadSource(
+          events.audit,
+          deps.publicUrl ? auditOrigin(deps.publicUrl, 'gateway') : `${issuer}/ctl-gateway-audit`,
+        ),
   ];
   const chain = createServiceChainOutbox({
     db,

@@ -73,7 +73,7 @@ export const GATEWAY_VARIABLES: readonly VariableHelp[] = [
   ['CTL_GATEWAY_EGRESS_PASS_THROUGH', undefined, 'glob,... hosts the egress proxy tunnels untouched (nothing paid)'],
   ['CTL_GATEWAY_EGRESS_CONNECT_LIMIT', '120/60s', 'CONNECTs per session to the egress proxy; 0: none'],
   ...webhookVariables('session webhooks'),
-  ...anchorVariables('the audit chain head'),
+  ...anchorVariables("the log's checkpoint (the audit head with the log off)"),
   [
     'CTL_GATEWAY_HIGH_WATER_FILE',
     'DATABASE.high-water.json',

@@ -216,7 +216,7 @@ export const GATEWAY_ALL_MIGRATIONS: readonly Migration[] = [
   ...MPP_MIGRATIONS,
   // The transparency log: receipts and session changes, appended in their own transactions (service-kit/tlog).
   ...serviceLogMigrations(GATEWAY_LOG_PREFIX),
-  // Anchors of the audit chain's head on ledgers (service-kit/anchor/).
+  // Anchors of the log's checkpoint (the audit chain's head with the log off) on ledgers (service-kit/anchor/).
   chainOutboxMigration('gw_chain_outbox'),
 ];
 

@@ -187,7 +187,7 @@ export function webhookVariables(what: string): VariableHelp[] {
 /**
  * The anchoring variables (service-kit/anchor/config.ts), the same in both services; `revocations`
  * adds the revocation-token contract (the authority).
- * @example [...anchorVariables('the audit chain head', true)]
+ * @example [...anchorVariables("the log's checkpoint", true)]
  */
 export function anchorVariables(what: string, revocations = false): VariableHelp[] {
   return [
@@ -212,7 +212,7 @@ export function anchorVariables(what: string, revocations = false): VariableHelp
     ['CTL_ANCHOR_BTC_CONFIRMATIONS', '6', 'depth at which an anchor counts'],
     ['CTL_ANCHOR_BTC_FEE_RATE', undefined, "sat/vB (unset: the node's estimate)"],
     ['CTL_ANCHOR_LOCAL_PATH', undefined, `a local append-only file of ${what} (development)`],
-    ['CTL_ANCHOR_INTERVAL_MS', '60000', 'how often the head is read and anchored when it grew'],
+    ['CTL_ANCHOR_INTERVAL_MS', '60000', 'how often the checkpoint (or head) is read and anchored when it grew'],
     ['CTL_ANCHOR_POLL_MS', '5000', 'how often a sent transaction is looked at until deep enough'],
     ['CTL_ANCHOR_MAX_DELAY_MS', '300000', 'longest delay between retries (a node that is down)'],
     ['CTL_ANCHOR_ALERT_AFTER_MS', '1800000', 'unconfirmed this long: reported once (log, metric)'],

@@ -3,9 +3,10 @@
  * hash-chained audit log (GET /admin/audit, GET /admin/audit/verify) and the webhook outbox as
  * the dispatch log (GET /admin/webhooks/dispatches?status=pending|delivered|failed; `failed` is
  * the dead letter), with POST /admin/webhooks/dispatches/{id}/redeliver to send a dead letter
- * again (same webhook-id). GET /admin/anchors lists the chain outbox (anchors of the audit chain's
- * head, revocation tokens: service-kit/anchor/) and the heads of the logs anchored, what
- * `ctl anchor verify --service` checks on the chains.
+ * again (same webhook-id). GET /admin/anchors lists the chain outbox (anchors of the log's signed
+ * checkpoint, or of the audit chain's head when the log is off; revocation tokens:
+ * service-kit/anchor/) and the heads of the logs anchored, what `ctl anchor verify --service`
+ * checks on the chains.
  *
  * `deprecatedAuditPath` also answers the audit routes at an older path for one release, with a
  * `Deprecation` header (RFC 9745) and a `Link` to the successor (RFC 8288).
@@ -96,7 +97,17 @@ export function eventAdminRoutes(router: Router, d: EventAdminDeps): void {
     const a = d.anchors;
     ctx.body = {
       logs: a
-        ? await Promise.all(a.sources.map(async (s) => ({ origin: s.origin, head: (await s.head()) ?? null })))
+        ? await Promise.all(
+            a.sources.map(async (s) => {
+              const now = await s.read();
+              return {
+                origin: s.origin,
+                source: s.source,
+                head: now?.head ?? null,
+                ...(now?.checkpoint ? { checkpoint: now.checkpoint } : {}),
+              };
+            }),
+          )
         : [],
       jobs: a ? await a.outbox.list({ status: status as ChainJobStatus | undefined, kind, limit }) : [],
     };

@@ -269,9 +269,9 @@ export const SERVICE_SCHEMAS: Record<string, Schema> = {
   WebhookDispatches: object({ dispatches: array(ref('WebhookDispatch')) }, ['dispatches']),
   AnchorHead: object(
     {
-      origin: string({ description: 'The log, e.g. `authority.example.com/ctl-authority-audit`.' }),
-      size: { type: 'integer', description: 'Entries (a hash chain: the last `seq`).' },
-      root: string({ description: 'The root hash, 64 hex (a hash chain: the head entry hash).' }),
+      origin: string({ description: 'The log, e.g. `authority.example.com/ctl-authority-log`.' }),
+      size: { type: 'integer', description: 'Entries (the audit hash chain: the last `seq`).' },
+      root: string({ description: 'The root hash, 64 hex (the audit hash chain: the head entry hash).' }),
     },
     ['origin', 'size', 'root'],
   ),
@@ -281,7 +281,12 @@ export const SERVICE_SCHEMAS: Record<string, Schema> = {
       chain: string({ description: '`evm`, `btc` or `file`.' }),
       kind: { enum: ['anchor', 'revocation'] },
       subject: string({ description: 'The origin anchored, or the revocation token id.' }),
-      job: { description: '`{ kind: anchor, head }` or `{ kind: revocation, id, expiresAt }`.' },
+      job: {
+        description:
+          "`{ kind: anchor, head, source, checkpoint? }` (`source`: `checkpoint`, the log's signed checkpoint " +
+          "whose note is `checkpoint`, or `audit-head`, the audit chain's head when the log is off) or " +
+          '`{ kind: revocation, id, expiresAt }`.',
+      },
       status: { enum: ['pending', 'sent', 'confirmed', 'superseded'] },
       attempts: { type: 'integer' },
       lastError: { type: ['string', 'null'] },
@@ -300,7 +305,18 @@ export const SERVICE_SCHEMAS: Record<string, Schema> = {
   Anchors: object(
     {
       logs: array(
-        object({ origin: string(), head: { oneOf: [ref('AnchorHead'), { type: 'null' }] } }, ['origin', 'head']),
+        object(
+          {
+            origin: string(),
+            source: {
+              enum: ['checkpoint', 'audit-head'],
+              description: "What is anchored: the log's signed checkpoint, or the audit chain's head (log off).",
+            },
+            head: { oneOf: [ref('AnchorHead'), { type: 'null' }] },
+            checkpoint: string({ description: 'The signed checkpoint note the head was read from.' }),
+          },
+          ['origin', 'source', 'head'],
+        ),
       ),
       jobs: array(ref('ChainJob')),
     },

@@ -1,8 +1,10 @@
 /**
  * What is anchored: a log's head as `(origin, size, root)`, the three lines that open a C2SP
- * checkpoint (origin line, tree size, root hash). A hash chain's head fits the same shape: its
- * origin names the chain, its size is the last entry's `seq`, its root is that entry's hash. So
- * the audit chain anchored today and a transparency log's checkpoint later are one payload.
+ * checkpoint (origin line, tree size, root hash). Each service anchors its transparency log's
+ * signed checkpoint (service-kit/tlog/); a service whose log is turned off anchors its audit hash
+ * chain's head instead, in the same shape: its origin names the chain, its size is the last
+ * entry's `seq`, its root is that entry's hash. The anchor's record says which it is
+ * (`HeadSource`); the origins differ too (`…/ctl-gateway-log` against `…/ctl-gateway-audit`).
  *
  * On a Bitcoin-family chain the head is an OP_RETURN output of 76 bytes (standard: at most 80):
  * `"CTL" 0x01` ‖ SHA-256(origin) ‖ size (8 bytes, big-endian) ‖ root. On an EVM chain it is the
@@ -18,6 +20,13 @@ export interface AnchorHead {
   /** 64 lowercase hex: the root hash (a hash chain: the head entry's hash). */
   root: string;
 }
+
+/**
+ * What a head is the head of: `checkpoint`, a transparency log's signed checkpoint (checked with a
+ * consistency proof, RFC 9162 §2.1.4), or `audit-head`, the audit hash chain's last entry (the
+ * log turned off; checked against the service's audit chain).
+ */
+export type HeadSource = 'checkpoint' | 'audit-head';
 
 /** Throws a RangeError naming the defect; returns the head as given. */
 export function checkAnchorHead(h: AnchorHead): AnchorHead {

@@ -1,8 +1,8 @@
 /**
  * Anchoring logs on ledgers and minting revocation tokens (spec §4.3), shared by both services
- * and `ctl anchor`: the heads anchored (head.ts), the ledgers (evm.ts, btc.ts, file.ts), the
- * durable chain outbox (outbox.ts, store.ts), configuration (config.ts), wiring (service.ts) and
- * checking an anchor on its chain (verify.ts).
+ * and `ctl anchor`: the heads anchored (head.ts: a log's signed checkpoint, or the audit head),
+ * the ledgers (evm.ts, btc.ts, file.ts), the durable chain outbox (outbox.ts, store.ts),
+ * configuration (config.ts), wiring (service.ts) and checking an anchor on its chain (verify.ts).
  */
 export {
   checkAnchorHead,
@@ -11,8 +11,17 @@ export {
   parseBtcAnchorPayload,
   opReturnData,
   type AnchorHead,
+  type HeadSource,
 } from './head.js';
-export { TxRejected, type ChainJob, type JobKind, type Ledger, type PreparedTx, type TxStatus } from './ledger.js';
+export {
+  TxRejected,
+  type AnchorJob,
+  type ChainJob,
+  type JobKind,
+  type Ledger,
+  type PreparedTx,
+  type TxStatus,
+} from './ledger.js';
 export { createEvmLedger, type EvmLedgerOptions } from './evm.js';
 export { createBtcLedger, type BtcLedgerOptions } from './btc.js';
 export { createFileLedger, type FileLedger } from './file.js';
@@ -36,6 +45,7 @@ export {
 } from './config.js';
 export {
   auditHeadSource,
+  checkpointSource,
   auditOrigin,
   openServiceAnchoring,
   openServiceLedgers,

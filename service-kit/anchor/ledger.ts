@@ -5,11 +5,24 @@
  * rebroadcasts the same transaction rather than making another, and it counts a job done only
  * once the ledger shows the transaction `confirmations` deep.
  */
-import type { AnchorHead } from './head.js';
+import type { AnchorHead, HeadSource } from './head.js';
+
+/**
+ * An anchor: the head written on the ledger, what it is the head of, and for a checkpoint the
+ * signed note it was read from (the record an operator hands a verifier). Rows written before
+ * `source` existed anchored the audit head (store.ts reads them so).
+ */
+export interface AnchorJob {
+  kind: 'anchor';
+  head: AnchorHead;
+  source: HeadSource;
+  /** The C2SP checkpoint note, signatures included (`source: 'checkpoint'`). */
+  checkpoint?: string;
+}
 
 /** What the outbox writes: a log's head, or a revocation token (contracts/CtlRevocationTokens.sol). */
 export type ChainJob =
-  | { kind: 'anchor'; head: AnchorHead }
+  | AnchorJob
   /** `id`: 64 hex (the grant's hash or a link's revocation id); `expiresAt`: unix seconds. */
   | { kind: 'revocation'; id: string; expiresAt: number };
 

@@ -22,15 +22,19 @@
 import { randomBytes } from 'node:crypto';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { SqlDatabase, SqlExecutor } from '../database.js';
-import type { AnchorHead } from './head.js';
-import { TxRejected, type ChainJob, type Ledger } from './ledger.js';
+import type { AnchorHead, HeadSource } from './head.js';
+import { TxRejected, type AnchorJob, type ChainJob, type Ledger } from './ledger.js';
 import { createChainOutboxStore, toRecord, type ChainJobRecord, type JobRow } from './store.js';
 
-/** A log whose head is anchored: the audit chain today, a transparency log's checkpoint later. */
+/**
+ * A log whose head is anchored: a transparency log's signed checkpoint (service.ts
+ * `checkpointSource`), or the audit chain's head when the log is off (`auditHeadSource`).
+ */
 export interface AnchorSource {
   readonly origin: string;
-  /** The head now; undefined while the log is empty. */
-  head(): Promise<AnchorHead | undefined>;
+  readonly source: HeadSource;
+  /** The anchor of the head now; undefined while the log is empty. */
+  read(): Promise<AnchorJob | undefined>;
 }
 
 export type ChainEventType =
@@ -267,11 +271,11 @@ export function createChainOutbox(options: ChainOutboxOptions): ChainOutbox {
   async function passLedger(L: Ledger, readHeads: boolean): Promise<void> {
     // Reads first: a pass with nothing to do writes nothing (no lease renewal, no commit on the
     // service's database), so an idle outbox costs the requests that share the database nothing.
-    const heads: AnchorHead[] = [];
+    const heads: AnchorJob[] = [];
     if (readHeads && L.kinds.includes('anchor'))
       for (const s of options.sources ?? []) {
-        const head = await s.head();
-        if (head && (await store.headIsNew(L.name, head))) heads.push(head);
+        const job = await s.read();
+        if (job && (await store.headIsNew(L.name, job.head))) heads.push(job);
       }
     let rows = await store.work(L.name);
     const t = now();
@@ -285,7 +289,7 @@ export function createChainOutbox(options: ChainOutboxOptions): ChainOutbox {
       t,
     ))
       emit(r.kind === 'anchor' ? 'anchor.stalled' : 'revocation.stalled', r);
-    for (const head of heads) await store.queueHead(L.name, head, now());
+    for (const job of heads) await store.queueHead(L.name, job, now());
     if (heads.length) rows = await store.work(L.name);
     let mayPrepare = true;
     for (const r of rows) {

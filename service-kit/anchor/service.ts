@@ -1,13 +1,17 @@
 /**
  * Anchoring as both services wire it: the ledgers their environment configures, the chain
- * outbox on their database, events written to the log, metrics on their registry, and the head
- * of their audit chain as what is anchored (its origin `<host>/ctl-<service>-audit`).
+ * outbox on their database, events written to the log, metrics on their registry, and what is
+ * anchored: the transparency log's newest signed checkpoint (`checkpointSource`), or, when the
+ * service runs with its log turned off, the head of its audit chain (`auditHeadSource`, origin
+ * `<host>/ctl-<service>-audit`), said so in each anchor's record (`source`) and in a warning.
  */
 import type { Registry } from 'prom-client';
 import type { AuditLog } from '../audit-log.js';
 import type { SqlDatabase } from '../database.js';
 import type { Logger } from '../logger.js';
+import type { TransparencyLog } from '../tlog/log.js';
 import { anchorSettingsFromEnv, anchoringConfigured, openLedgers, type AnchorSettings } from './config.js';
+import { headOfCheckpoint } from './head.js';
 import type { Ledger } from './ledger.js';
 import {
   createChainOutbox,
@@ -26,9 +30,28 @@ type Env = Record<string, string | undefined>;
 export function auditHeadSource(audit: Pick<AuditLog, 'head'>, origin: string): AnchorSource {
   return {
     origin,
-    async head() {
+    source: 'audit-head',
+    async read() {
       const h = await audit.head();
-      return h ? { origin, size: h.seq, root: h.hash } : undefined;
+      return h ? { kind: 'anchor', head: { origin, size: h.seq, root: h.hash }, source: 'audit-head' } : undefined;
+    },
+  };
+}
+
+/**
+ * A transparency log's newest published checkpoint (the one /log/checkpoint serves, its witness
+ * round over) as an anchor source: its origin, size and root hash, and the signed note kept with
+ * the anchor. The empty tree is not anchored (its root is a constant).
+ * @example checkpointSource(serviceLog.log)
+ */
+export function checkpointSource(log: Pick<TransparencyLog, 'origin' | 'checkpoint'>): AnchorSource {
+  return {
+    origin: log.origin,
+    source: 'checkpoint',
+    async read() {
+      const c = await log.checkpoint();
+      if (!c || c.size === 0) return undefined;
+      return { kind: 'anchor', head: headOfCheckpoint(c.note), source: 'checkpoint', checkpoint: c.note };
     },
   };
 }
@@ -72,7 +95,7 @@ function logEvent(logger: Logger, e: ChainEvent) {
   const r = e.record;
   const what =
     r.job.kind === 'anchor'
-      ? { origin: r.job.head.origin, size: r.job.head.size, root: r.job.head.root }
+      ? { origin: r.job.head.origin, size: r.job.head.size, root: r.job.head.root, source: r.job.source }
       : { tokenId: r.job.id, expiresAt: r.job.expiresAt };
   const fields = {
     event: e.type,
@@ -103,6 +126,12 @@ export interface ServiceChainOutboxOptions extends Pick<
  * @example const chain = createServiceChainOutbox({ db, table: 'gw_chain_outbox', ledgers, sources, logger })
  */
 export function createServiceChainOutbox(o: ServiceChainOutboxOptions): ChainOutbox {
+  if (o.ledgers.some((L) => L.kinds.includes('anchor')))
+    for (const s of o.sources.filter((x) => x.source === 'audit-head'))
+      o.logger.warn(
+        { origin: s.origin, source: s.source },
+        'anchoring the audit chain head: the transparency log is off (each anchor record says source audit-head)',
+      );
   const timing = Object.fromEntries(Object.entries(o.settings?.timing ?? {}).filter(([, v]) => v !== undefined));
   return createChainOutbox({
     db: o.db,

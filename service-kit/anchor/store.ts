@@ -13,7 +13,7 @@ import type { Migration } from '../migrate.js';
 import { checkTableName } from '../audit-log.js';
 import { timeOrderedId } from '../random-id.js';
 import type { AnchorHead } from './head.js';
-import type { ChainJob, JobKind } from './ledger.js';
+import type { AnchorJob, ChainJob, JobKind } from './ledger.js';
 
 export type ChainJobStatus = 'pending' | 'sent' | 'confirmed' | 'superseded';
 
@@ -100,13 +100,19 @@ export type JobRow = {
 
 const iso = (ms: number | string | null) => (ms == null ? null : new Date(Number(ms)).toISOString());
 
+/** A stored job; an anchor recorded before `source` existed was of the audit head. */
+function jobOf(text: string): ChainJob {
+  const job = JSON.parse(text) as ChainJob;
+  return job.kind === 'anchor' && !job.source ? { ...job, source: 'audit-head' as const } : job;
+}
+
 export function toRecord(r: JobRow): ChainJobRecord {
   return {
     id: r.id,
     chain: r.chain,
     kind: r.kind,
     subject: r.subject,
-    job: JSON.parse(r.job) as ChainJob,
+    job: jobOf(r.job),
     status: r.status,
     attempts: Number(r.attempts),
     lastError: r.last_error,
@@ -152,10 +158,11 @@ export function createChainOutboxStore(db: SqlDatabase, table: string) {
       await q.run(`INSERT INTO ${table} ${INSERT_COLUMNS} ON CONFLICT DO NOTHING`, newRow(chain, job, now));
     },
     /**
-     * Queues `head` on `chain` unless an anchor of its origin as large is queued or done; a newer
+     * Queues the anchor `job` on `chain` unless an anchor of its origin as large is queued or done; a newer
      * head supersedes the unsigned one before it and inherits how long it has waited.
      */
-    async queueHead(chain: string, head: AnchorHead, now: number): Promise<boolean> {
+    async queueHead(chain: string, job: AnchorJob, now: number): Promise<boolean> {
+      const { head } = job;
       return db.tx(async (q) => {
         const last = await q.get<{ job: string }>(
           `SELECT job FROM ${table} WHERE chain = ? AND kind = 'anchor' AND subject = ? AND status <> 'superseded'
@@ -181,10 +188,7 @@ export function createChainOutboxStore(db: SqlDatabase, table: string) {
         const next = Math.max(now, ...older.map((o) => Number(o.next_attempt_ms)));
         const attempts = Math.max(0, ...older.map((o) => Number(o.attempts)));
         const alerted = Math.max(0, ...older.map((o) => Number(o.alerted)));
-        await q.run(
-          `INSERT INTO ${table} ${INSERT_COLUMNS}`,
-          newRow(chain, { kind: 'anchor', head }, now, since, next, attempts, alerted),
-        );
+        await q.run(`INSERT INTO ${table} ${INSERT_COLUMNS}`, newRow(chain, job, now, since, next, attempts, alerted));
         return true;
       });
     },

@@ -3,10 +3,11 @@
  * `ctl anchor verify` runs): the transaction exists on the node's current chain, is at least
  * N blocks deep, was sent by the pinned anchoring address (EVM: the transaction's sender and the
  * pinned contract's event; Bitcoin-family: every input spends a coin of the pinned address) and
- * carries this origin's head; and that anchored head is the head checked, or an earlier one the
- * current log is consistent with (`consistent`: for a hash chain, its entry at that size has that
- * hash; for a transparency log, a consistency proof). A service's own records (txids it lists)
- * only say where to look: each is checked like any other claim.
+ * carries this origin's head; and that anchored head is the head checked, or one the checked head
+ * is consistent with, before or after it (`consistent`: for a transparency log's checkpoint, an
+ * RFC 9162 consistency proof; for the audit head of a service whose log is off, the chain's entry
+ * at that size has that hash). A service's own records (txids it lists) only say where to look:
+ * each is checked like any other claim.
  */
 import type { Hex, PublicClient } from 'viem';
 import { ANCHORED_EVENT, CTL_ANCHOR_ABI } from '../chain/contracts.js';
@@ -44,8 +45,15 @@ export interface AnchorCheck {
 
 export interface VerifyAnchorsInput {
   head: AnchorHead;
-  /** Whether an earlier anchored head is part of the log whose head is `head` (default: never, exact anchors only). */
-  consistent?: (anchored: AnchorHead, head: AnchorHead) => Promise<boolean>;
+  /**
+   * Whether `older` is part of the log whose head is `newer` (one of them anchored, the other
+   * `head`): for a checkpoint, an RFC 9162 §2.1.4 consistency proof from the log; for the audit
+   * head, the chain's entries. True, or false or the reason it is not. Without it only an anchor
+   * of exactly `head` counts.
+   */
+  consistent?: (older: AnchorHead, newer: AnchorHead) => Promise<boolean | string>;
+  /** Entries the anchor must cover (a receipt logged at index i: i + 1); default none. */
+  minSize?: number;
   refs?: AnchorRef[];
   evm?: EvmAnchorSettings;
   btc?: BtcAnchorSettings;
@@ -54,43 +62,50 @@ export interface VerifyAnchorsInput {
   fetch?: typeof fetch;
 }
 
-/** Picks what the valid candidates prove about `head`. */
+type Anchored = AnchorCandidate & { size: number; root: string };
+
+/**
+ * Picks what the valid candidates prove about `head`: an anchor of exactly it, or the nearest
+ * anchors before and after it, each proven part of one log with it. The anchor after is checked
+ * too: one that is not consistent is a log that forked (or was rewritten) since `head`.
+ */
 async function conclude(chain: string, input: VerifyAnchorsInput, found: AnchorCandidate[]): Promise<AnchorCheck> {
   const { head } = input;
-  const valid = found.filter((c) => !c.refused) as Array<AnchorCandidate & { size: number; root: string }>;
-  const sameSize = valid.filter((c) => c.size === head.size);
+  const refuse = (reason: string): AnchorCheck => ({ chain, ok: false, reason, candidates: found });
+  const valid = found.filter((c) => !c.refused) as Anchored[];
   // Another root for this size, by the pinned anchorer itself, is a log that forked (or was rewritten).
-  const other = sameSize.find((c) => c.root !== head.root);
+  const other = valid.find((c) => c.size === head.size && c.root !== head.root);
   if (other)
-    return {
-      chain,
-      ok: false,
-      reason: `the chain anchors size ${head.size} of ${head.origin} with root ${other.root}, not ${head.root}`,
-      candidates: found,
-    };
-  const exact = sameSize[0];
-  if (exact) return { chain, ok: true, anchor: exact, candidates: found };
-  const earlier = valid.filter((c) => c.size < head.size).sort((a, b) => b.size - a.size)[0];
-  if (earlier) {
-    const anchored = { origin: head.origin, size: earlier.size, root: earlier.root };
-    if (input.consistent && (await input.consistent(anchored, head)))
-      return { chain, ok: true, anchor: earlier, candidates: found };
-    return {
-      chain,
-      ok: false,
-      reason: input.consistent
-        ? `the anchored head (size ${earlier.size}, root ${earlier.root}) is not part of this log`
-        : `no anchor of size ${head.size}; the newest anchored size is ${earlier.size}`,
-      candidates: found,
-    };
+    return refuse(`the chain anchors size ${head.size} of ${head.origin} with root ${other.root}, not ${head.root}`);
+  const exact = valid.find((c) => c.size === head.size);
+  const before = valid.filter((c) => c.size < head.size).sort((a, b) => b.size - a.size)[0];
+  const after = valid.filter((c) => c.size > head.size).sort((a, b) => a.size - b.size)[0];
+  if (!exact && !before && !after) {
+    const refused = found.filter((c) => c.refused);
+    return refuse(refused.length ? refused[refused.length - 1]!.refused! : `no anchor of ${head.origin} on this chain`);
   }
-  const refused = found.filter((c) => c.refused);
-  return {
-    chain,
-    ok: false,
-    reason: refused.length ? refused[refused.length - 1]!.refused : `no anchor of ${head.origin} on this chain`,
-    candidates: found,
-  };
+  const min = input.minSize ?? 0;
+  if (!input.consistent) {
+    if (exact) return { chain, ok: true, anchor: exact, candidates: found };
+    const near = [before, after].filter((c): c is Anchored => c !== undefined).map((c) => c.size);
+    return refuse(`no anchor of size ${head.size}; the nearest anchored sizes are ${near.join(' and ')}`);
+  }
+  for (const c of [before, after]) {
+    if (!c) continue;
+    const anchored = { origin: head.origin, size: c.size, root: c.root };
+    const verdict = c === before ? await input.consistent(anchored, head) : await input.consistent(head, anchored);
+    if (verdict === true) continue;
+    const why = typeof verdict === 'string' ? `: ${verdict}` : '';
+    return refuse(
+      c === before
+        ? `the anchored head (size ${c.size}, root ${c.root}) is not part of this log${why}`
+        : `this head is not part of the later anchored head (size ${c.size}, root ${c.root}): the log forked${why}`,
+    );
+  }
+  const covering = exact ?? (before && before.size >= min ? before : undefined) ?? after;
+  if (!covering)
+    return refuse(`the newest anchor (size ${before!.size}) does not cover entry ${min - 1} yet: anchored later`);
+  return { chain, ok: true, anchor: covering, candidates: found };
 }
 
 /** Blocks per eth_getLogs call (public nodes refuse ranges much wider). */

@@ -3,8 +3,8 @@
  * verifies with revocation read from the chain (`revocationSource`); revoking it at the authority
  * mints its token (the grant's hash) from CtlRevocationTokens, after which a verifier reading the
  * chain refuses `grant_revoked`; a revoked delegation link mints its revocation id and stops the
- * SBAs under it; a node that cannot answer is `revocation_unavailable`. The authority's audit head
- * is anchored on the same chain and listed at GET /admin/anchors.
+ * SBAs under it; a node that cannot answer is `revocation_unavailable`. The authority's log
+ * checkpoint (the grants and revocations) is anchored on the same chain and listed at GET /admin/anchors.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -181,23 +181,30 @@ test('a node that cannot answer, or another chain, is revocation_unavailable (fa
   assert.is(!r3.valid && r3.error.code, 'revocation_unavailable');
 });
 
-test("the authority's audit head is anchored on the chain and listed at GET /admin/anchors", async () => {
+test("the log's checkpoint is anchored, its size and root the log's, and listed at /admin/anchors", async () => {
+  const log = t.authority.log!.log;
+  await log.publish(); // the grants and revocations above, in a signed checkpoint
   await t.authority.chain.runOnce({ readHeads: true });
   await drain();
   const listed = (await t.call('GET', '/admin/anchors?kind=anchor')).body;
-  const head = listed.logs[0].head;
-  assert.is(listed.logs[0].origin, 'authority.test/ctl-authority-audit');
-  assert.equal(listed.jobs[0].job, { kind: 'anchor', head });
+  const { origin, source, head, checkpoint } = listed.logs[0];
+  assert.is(origin, log.origin);
+  assert.match(origin, /\/ctl-authority-log$/);
+  assert.is(source, 'checkpoint');
+  assert.equal(listed.jobs[0].job, { kind: 'anchor', head, source: 'checkpoint', checkpoint });
   assert.is(listed.jobs[0].status, 'confirmed');
   assert.ok(listed.jobs[0].txid);
+  // What was anchored is the log's: the checkpoint it serves, and its tree at that size.
+  const served = await (await globalThis.fetch(`${t.url}/log/checkpoint`)).text();
+  assert.is(checkpoint, served);
+  assert.is(head.size, (await log.tree()).size);
+  assert.is((await log.rootAt(head.size)).toString('hex'), head.root);
   const metrics = await (await globalThis.fetch(`${t.url}/metrics`)).text();
   assert.match(metrics, /ctl_authority_chain_jobs_confirmed_total\{chain="evm",kind="anchor"\} [1-9]/);
   assert.match(metrics, /ctl_authority_chain_jobs_confirmed_total\{chain="evm",kind="revocation"\} [1-9]/);
   assert.match(
     metrics,
-    new RegExp(
-      `ctl_authority_anchor_confirmed_size\\{chain="evm",origin="authority.test/ctl-authority-audit"\\} ${head.size}`,
-    ),
+    new RegExp(`ctl_authority_anchor_confirmed_size\\{chain="evm",origin="${origin}"\\} ${head.size}`),
   );
 });
 

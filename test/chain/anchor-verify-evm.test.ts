@@ -1,9 +1,12 @@
 /**
  * Checking an anchor on an EVM chain (anvil) with only the pinned configuration: a real anchor
  * passes, found by the contract's events or by the txid the service recorded, and so does a later
- * head consistent with it; forged ones are refused: an event of another contract (a copy deployed
- * by someone else), a sender that is not the pinned address, another root for the anchored size,
- * a block reorganised away (anvil_reorg), too few confirmations, another chain.
+ * head consistent with it; a transparency log's checkpoint is anchored as the log signed it, and a
+ * checkpoint before or after it passes by the log's consistency proof while one inconsistent with
+ * it (a split view) is refused, as is an entry the newest anchor does not cover; forged ones are
+ * refused: an event of another contract (a copy deployed by someone else), a sender that is not
+ * the pinned address, another root for the anchored size, a block reorganised away (anvil_reorg),
+ * too few confirmations, another chain.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -11,7 +14,10 @@ import { createWalletClient, http, defineChain } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { startAnvil, deployContract, type Anvil } from '../helpers/anvil.js';
 import { createChainOutbox, verifyAnchors, type AnchorHead } from '../../service-kit/anchor/index.js';
-import { auditHeadSource } from '../../service-kit/anchor/service.js';
+import { auditHeadSource, checkpointSource } from '../../service-kit/anchor/service.js';
+import { createTransparencyLog, generateNoteSigner, serviceLogMigrations } from '../../service-kit/tlog/index.js';
+import { hexDecode, verifyCheckpointConsistency } from '../../src/entries/log.js';
+import { migrate } from '../../service-kit/index.js';
 import { CTL_ANCHOR_ABI } from '../../service-kit/chain/contracts.js';
 import { ORIGIN, chainDb, evmLedger, testClock } from './fixtures.js';
 
@@ -93,6 +99,73 @@ test('a real anchor verifies, found by its events or its txid; a later head cons
     const [without] = await verifyAnchors({ head: later, evm: pinned() });
     assert.not.ok(without!.ok, 'without a consistency check only exact anchors count');
   } finally {
+    await d.close();
+  }
+});
+
+test("a log's checkpoint is anchored; checkpoints before and after it pass by its consistency proof", async () => {
+  const d = await chainDb();
+  const signer = await generateNoteSigner('tlog.example/ctl-gateway-log');
+  await migrate(d.db, serviceLogMigrations('t_log'));
+  const log = createTransparencyLog({ db: d.db, prefix: 't_log', signer });
+  const grow = async (n: number) => {
+    for (let i = 0; i < n; i++) await d.db.tx((q) => log.append(q, { type: 'test', body: { i, at: Math.random() } }));
+    await log.publish();
+    const t = await log.tree();
+    return { origin: log.origin, size: t.size, root: t.root.toString('hex') };
+  };
+  // What a verifier holding the log's proofs concludes (cli/anchor/service.ts does it over HTTP).
+  const consistent = async (older: AnchorHead, newer: AnchorHead) => {
+    const proof = older.size && older.size < newer.size ? await log.consistency(older.size, newer.size) : [];
+    const cp = (h: AnchorHead) => ({ origin: h.origin, size: h.size, rootHash: hexDecode(h.root) });
+    const r = verifyCheckpointConsistency(cp(older), cp(newer), proof);
+    return r.valid || r.error.message;
+  };
+  try {
+    const early = await grow(3);
+    const head = await grow(4);
+    const outbox = createChainOutbox({
+      db: d.db,
+      ledgers: [await evmLedger(anvil, { anchorContract: contract })],
+      sources: [checkpointSource(log)],
+      now: testClock().now,
+    });
+    await outbox.runOnce({ readHeads: true });
+    const [row] = await outbox.list();
+    await outbox.close();
+    await anvil.mine(2);
+    // The anchor is the checkpoint the log signed: its size and root, its note kept with it.
+    assert.equal(row!.job, { kind: 'anchor', head, source: 'checkpoint', checkpoint: (await log.checkpoint())!.note });
+    const [exact] = await verifyAnchors({ head, evm: pinned(), consistent });
+    assert.ok(exact!.ok, exact!.reason);
+    assert.is(exact!.anchor!.size, 7);
+    // Before the anchor (an entry in it is covered), and after it (up to the anchor only).
+    const [older] = await verifyAnchors({ head: early, evm: pinned(), consistent, minSize: 2 });
+    assert.ok(older!.ok, older!.reason);
+    assert.is(older!.anchor!.size, 7, 'the later anchor covers the earlier checkpoint');
+    const later = await grow(2);
+    const [newer] = await verifyAnchors({ head: later, evm: pinned(), consistent });
+    assert.ok(newer!.ok, newer!.reason);
+    assert.is(newer!.anchor!.size, 7);
+    const [uncovered] = await verifyAnchors({ head: later, evm: pinned(), consistent, minSize: 9 });
+    assert.not.ok(uncovered!.ok);
+    assert.match(uncovered!.reason!, /the newest anchor \(size 7\) does not cover entry 8 yet/);
+    // A split view: a tree of the same size with another root, before and after the anchor.
+    const [split] = await verifyAnchors({ head: { ...later, root: 'ab'.repeat(32) }, evm: pinned(), consistent });
+    assert.not.ok(split!.ok);
+    assert.match(split!.reason!, /the anchored head \(size 7, root [0-9a-f]{64}\) is not part of this log: /);
+    const [forkedBefore] = await verifyAnchors({
+      head: { ...early, root: 'cd'.repeat(32) },
+      evm: pinned(),
+      consistent,
+    });
+    assert.not.ok(forkedBefore!.ok);
+    assert.match(
+      forkedBefore!.reason!,
+      /this head is not part of the later anchored head \(size 7, root [0-9a-f]{64}\)/,
+    );
+  } finally {
+    await log.close();
     await d.close();
   }
 });

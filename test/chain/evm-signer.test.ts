@@ -93,7 +93,8 @@ test('a secp256k1 key made in SoftHSM2 signs low-S, recoverable transactions anv
     anchorContract: contract,
     confirmations: 1,
   });
-  const tx = await ledger.prepare({ kind: 'anchor', head: { origin: 'hsm.test/log', size: 1, root: 'ab'.repeat(32) } });
+  const head = { origin: 'hsm.test/log', size: 1, root: 'ab'.repeat(32) };
+  const tx = await ledger.prepare({ kind: 'anchor', head, source: 'checkpoint' });
   await ledger.broadcast(tx);
   const st = await ledger.status(tx);
   assert.is(st.state, 'mined');

@@ -89,7 +89,7 @@ export async function outageScenario(anvil: Anvil, contract: `0x${string}`, stor
     await outbox.runOnce({ readHeads: false });
     const done = await outbox.list({ status: 'confirmed' });
     assert.is(done.length, 1);
-    assert.equal(done[0]!.job, { kind: 'anchor', head });
+    assert.equal(done[0]!.job, { kind: 'anchor', head, source: 'audit-head' });
     assert.is(events.filter((e) => e.type === 'anchor.confirmed').length, 1);
     const logs = await createPublicClient({ transport: http(anvil.url) }).getLogs({
       address: contract,
