@@ -39,8 +39,8 @@ export interface PaymentScheme<Offer = any, Chosen = any> {
    */
   choose(offer: Offer, session: SessionRecord): Promise<Choice<Chosen> | undefined>;
   /**
-   * Signs the choice. `authorize()` runs the session's checks and the reservation and returns the
-   * SBA: the scheme calls it once, at the moment before a signature can exist, and lets its
+   * Signs the choice. `authorize()` runs the session's checks and the reservation and returns it
+   * with its SBA: the scheme calls it once, at the moment before a signature can exist, and lets its
    * refusal through untouched (then nothing was reserved and nothing may be signed).
    */
   sign(choice: Choice<Chosen>, authorize: () => Promise<Authorization>): Promise<Credential>;
@@ -80,6 +80,7 @@ export interface Credential {
     /** The scheme's table and what it writes there (evm/authorizations.ts). */
     table: string;
     record: Omit<AuthorizationInput, 'paymentId' | 'payer' | 'nonce' | 'validBefore'>;
+    /** The scheme's own columns of that row (x402: its version; MPP: the challenge). */
     extra: Record<string, string | number | null>;
   };
 }
