@@ -24,12 +24,10 @@ import { GATEWAY_OPENAPI } from './openapi.js';
 import { expireDue, nextExpiry, sessionById } from './store/sessions.js';
 import { createLedgerRail } from './payments/ledger.js';
 import type { Rail } from './payments/rail.js';
-import { createXPaymentProtocol } from './payments/schemes/x-payment/protocol.js';
-import { createX402Protocol, holdCap } from './payments/schemes/x402/protocol.js';
-import { createX402Rail, X402_RAIL } from './payments/schemes/x402/rail.js';
+import { createPaymentSchemes } from './payments/registry.js';
+import { createExchange } from './payments/exchange.js';
 import { DEFAULT_EXPIRY_MARGIN_MS, type EvmChainReader } from './payments/evm/chain.js';
-import { DEFAULT_MAX_TIMEOUT_SECONDS, type X402AssetMap } from './payments/evm/assets.js';
-import { createMppProtocol, createMppRail, MPP_RAIL } from './payments/schemes/mpp/protocol.js';
+import { DEFAULT_MAX_TIMEOUT_SECONDS, holdCap, type X402AssetMap } from './payments/evm/assets.js';
 import type { ExternalKey, KeyRing } from './services/keys.js';
 import type { SessionKeys } from './services/session-keys.js';
 import type { SecretSealer } from '../service-kit/secrets/index.js';
@@ -119,12 +117,12 @@ export interface GatewayDeps {
     chain?: (network: string) => EvmChainReader | undefined;
     /**
      * `CTL_X402_MAX_HOLD_SECONDS` (600): the longest one payment may hold its amount of a session's budget
-     * (payments/schemes/x402/protocol.ts holdCap).
+     * (payments/evm/assets.ts holdCap).
      */
     maxHoldSeconds?: number;
     /**
      * Clock skew allowed past an authorization's `validBefore` before the chain is asked (default 60 s;
-     * payments/schemes/x402/rail.ts).
+     * payments/evm/rail.ts).
      */
     expiryMarginMs?: number;
   };
@@ -397,9 +395,28 @@ export function createGatewayApp(deps: GatewayDeps, parts: GatewayParts): Gatewa
     expiryTimer.unref?.();
   }
 
-  const x402Rail = createX402Rail(db, now, deps.x402?.chain, deps.x402?.expiryMarginMs);
-  // MPP's `evm` charge is an EIP-3009 authorization too: same chains, same margin (payments/schemes/mpp/protocol.ts).
-  const mppRail = createMppRail(db, now, deps.x402?.chain, deps.x402?.expiryMarginMs);
+  // The 402 schemes (payments/registry.ts): x402 and MPP sign with one EVM account, on the same chains.
+  const paymentSchemes = createPaymentSchemes({
+    db,
+    now,
+    railName: rail.name,
+    evm: {
+      privateKey: parts.evmPrivateKey,
+      assets: deps.x402?.assets ?? new Map(),
+      // The cap on how long one signed authorization may hold a budget (payments/evm/assets.ts holdCap),
+      // after validBefore: the expiry margin, then a reconcile pass once the row is stale.
+      maxTimeoutSeconds: holdCap({
+        maxTimeoutSeconds: deps.x402?.maxTimeoutSeconds ?? DEFAULT_MAX_TIMEOUT_SECONDS,
+        maxHoldSeconds: deps.x402?.maxHoldSeconds,
+        settleDelayMs:
+          (deps.x402?.expiryMarginMs ?? DEFAULT_EXPIRY_MARGIN_MS) +
+          (deps.reconcileStaleMs ?? 120_000) +
+          (deps.reconcileIntervalMs ?? 30_000),
+      }),
+      chain: deps.x402?.chain,
+      expiryMarginMs: deps.x402?.expiryMarginMs,
+    },
+  });
   const limits = gatewayRateLimits(
     db,
     deps.rateLimits ?? DEFAULT_GATEWAY_RATE_LIMITS,
@@ -412,7 +429,7 @@ export function createGatewayApp(deps: GatewayDeps, parts: GatewayParts): Gatewa
     events,
     issuer,
     railName: rail.name,
-    extraRails: [X402_RAIL, MPP_RAIL],
+    extraRails: paymentSchemes.rails.map((r) => r.name),
     continuationSecret,
     targets,
     humans,
@@ -435,7 +452,7 @@ export function createGatewayApp(deps: GatewayDeps, parts: GatewayParts): Gatewa
   const payments = createPaymentService({
     db,
     rail,
-    otherRails: [x402Rail, mppRail],
+    otherRails: paymentSchemes.rails,
     keys,
     sessionKeys,
     events,
@@ -450,42 +467,7 @@ export function createGatewayApp(deps: GatewayDeps, parts: GatewayParts): Gatewa
     onReconcileError: (paymentId, err) =>
       logger.warn({ err, paymentId }, 'reconcile: payment left open, retried next pass'),
   });
-  const x402 = createX402Protocol({
-    db,
-    payments,
-    privateKey: parts.evmPrivateKey,
-    assets: deps.x402?.assets ?? new Map(),
-    maxTimeoutSeconds: deps.x402?.maxTimeoutSeconds ?? DEFAULT_MAX_TIMEOUT_SECONDS,
-    chain: deps.x402?.chain,
-    now,
-    maxHoldSeconds: deps.x402?.maxHoldSeconds,
-    // After validBefore: the expiry margin, then a reconcile pass once the row is stale.
-    settleDelayMs:
-      (deps.x402?.expiryMarginMs ?? DEFAULT_EXPIRY_MARGIN_MS) +
-      (deps.reconcileStaleMs ?? 120_000) +
-      (deps.reconcileIntervalMs ?? 30_000),
-  });
-  const ctl = createXPaymentProtocol(payments);
-  // MPP first: the stock mppx server offers x402 terms beside its own, and MPP is what it prefers.
-  const mpp = createMppProtocol({
-    db,
-    payments,
-    privateKey: parts.evmPrivateKey,
-    assets: deps.x402?.assets ?? new Map(),
-    // x402's cap on how long one signed authorization may hold a budget (payments/schemes/x402/protocol.ts holdCap).
-    maxTimeoutSeconds: holdCap({
-      maxTimeoutSeconds: deps.x402?.maxTimeoutSeconds ?? DEFAULT_MAX_TIMEOUT_SECONDS,
-      maxHoldSeconds: deps.x402?.maxHoldSeconds,
-      settleDelayMs:
-        (deps.x402?.expiryMarginMs ?? DEFAULT_EXPIRY_MARGIN_MS) +
-        (deps.reconcileStaleMs ?? 120_000) +
-        (deps.reconcileIntervalMs ?? 30_000),
-    }),
-    now,
-    chain: deps.x402?.chain,
-    fallback: [x402, ctl],
-  });
-  const protocols = [mpp, x402, ctl];
+  const protocols = createExchange({ db, payments, schemes: paymentSchemes.schemes, now });
   const auth = limits.auth;
 
   const app = new Koa();
@@ -545,7 +527,7 @@ export function createGatewayApp(deps: GatewayDeps, parts: GatewayParts): Gatewa
 
   return {
     app,
-    evmAddress: x402.address,
+    evmAddress: paymentSchemes.evmAddress,
     reconcile,
     expireNow,
     pinListenUrl(url) {

@@ -52,8 +52,7 @@ import {
 } from '../service-kit/rollback-guard.js';
 import { createGatewayApp, type GatewayApp, type GatewayDeps, type GatewayParts } from './app.js';
 import { GATEWAY_MIGRATIONS } from './store/schema.js';
-import { X402_MIGRATIONS } from './payments/schemes/x402/store.js';
-import { MPP_MIGRATIONS } from './payments/schemes/mpp/store.js';
+import { SCHEME_MIGRATIONS } from './payments/registry.js';
 import { createKeyRing, sharedSecret } from './services/keys.js';
 import { createSessionKeys } from './services/session-keys.js';
 import { parseAssetMap, parseMaxHoldSeconds, parseMaxTimeoutSeconds } from './payments/evm/assets.js';
@@ -208,12 +207,12 @@ function evmPrivateKey(v: string | undefined): `0x${string}` | undefined {
 export const GATEWAY_ALL_MIGRATIONS: readonly Migration[] = [
   ...GATEWAY_MIGRATIONS,
   dispatchLogMigration('gw_webhook_dispatches'),
-  ...X402_MIGRATIONS,
+  // The payment schemes' own tables (payments/registry.ts).
+  ...SCHEME_MIGRATIONS,
   // Durable events: the audit chain and the webhook outbox, written in each change's transaction (services/events.ts).
   auditLogMigration('gw_audit_log'),
   auditStagingMigration('gw_audit_log'),
   webhookOutboxMigration('gw_webhook_dispatches'),
-  ...MPP_MIGRATIONS,
   // The transparency log: receipts and session changes, appended in their own transactions (service-kit/tlog).
   ...serviceLogMigrations(GATEWAY_LOG_PREFIX),
   // Anchors of the log's checkpoint (the audit chain's head with the log off) on ledgers (service-kit/anchor/).

@@ -34,7 +34,7 @@ export function createLedgerRail(
   });
   return {
     name: 'ledger',
-    // In the gateway's own database: payments/service.ts pays and commits it in one change.
+    // In the gateway's own database: payments/own-rail.ts pays and commits it in one change.
     local: true,
     async pay(order) {
       const txRef = `txid:${randomBytes(16).toString('base64url')}`;
@@ -62,7 +62,7 @@ export function createLedgerRail(
         [paymentId, now()],
       );
       const row = await q.get(`SELECT status, tx_ref, amount FROM gw_ledger WHERE payment_id = ?`, [paymentId]);
-      // Paid before its commit only as a hold's capture (payments/service.ts capture): its amount
+      // Paid before its commit only as a hold's capture (payments/own-rail.ts capture): its amount
       // is what was captured. An exact payment is paid in its commit and never reconciled paid.
       return row?.status === 'paid'
         ? { txRef: row.tx_ref as string, hold: true as const, captured: BigInt(row.amount as string) }

@@ -26,7 +26,7 @@ import {
   type SqlDatabase,
   type Logger,
 } from '../../service-kit/index.js';
-import { paidResponseLost } from '../payments/schemes/scheme.js';
+import { paidResponseLost } from '../payments/exchange.js';
 import {
   claimKey,
   keyRecord,

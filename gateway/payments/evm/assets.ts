@@ -26,7 +26,7 @@ export const DEFAULT_MAX_TIMEOUT_SECONDS = 600;
 /**
  * Default of `CTL_X402_MAX_HOLD_SECONDS`: how long one x402 payment may hold its amount of a
  * session's budget, from the signature to reconcile settling it (validity, the expiry margin and
- * reconcile's delay; payments/schemes/x402/rail.ts holdCap).
+ * reconcile's delay; holdCap below).
  */
 export const DEFAULT_MAX_HOLD_SECONDS = 600;
 
@@ -66,6 +66,20 @@ export function parseAssetMap(json: string | undefined): X402AssetMap {
     );
   }
   return map;
+}
+
+/**
+ * The longest validity the gateway signs for (x402 and MPP). A sent authorization holds its
+ * amount of the session's budget until reconcile settles it: up to its validity + `settleDelayMs`
+ * (the expiry margin, then a reconcile pass once the row is stale). A merchant's terms may hold at
+ * most `maxHoldSeconds` of a budget per request, so the validity is capped at that minus the
+ * delay, and at `maxTimeoutSeconds`; terms above the cap are `payment_terms_refused`.
+ * @example holdCap({ maxTimeoutSeconds: 600, maxHoldSeconds: 600, settleDelayMs: 210_000 }) // 390
+ */
+export function holdCap(o: { maxTimeoutSeconds: number; maxHoldSeconds?: number; settleDelayMs?: number }): number {
+  const hold = o.maxHoldSeconds ?? DEFAULT_MAX_HOLD_SECONDS;
+  // 0 when reconcile alone takes longer than the hold: every x402 402 is then refused.
+  return Math.max(0, Math.min(o.maxTimeoutSeconds, Math.floor(hold - (o.settleDelayMs ?? 0) / 1000)));
 }
 
 /** Parses `CTL_X402_MAX_TIMEOUT_SECONDS` (default 600). */

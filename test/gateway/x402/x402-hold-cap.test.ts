@@ -15,7 +15,7 @@ import {
   type Listening,
   type StockMerchant,
 } from '../../../gateway/dev/x402-merchants.js';
-import { holdCap } from '../../../gateway/payments/schemes/x402/protocol.js';
+import { holdCap } from '../../../gateway/payments/evm/assets.js';
 import { parseMaxHoldSeconds } from '../../../gateway/payments/evm/assets.js';
 import { USDC_ASSETS } from './stand.js';
 

@@ -1,10 +1,12 @@
 /**
- * What the gateway remembers of each MPP credential it signed (an EIP-3009 authorization inside
- * an `Authorization: Payment` credential): enough to know when it stops being cashable
- * (`valid_before`) and whether the merchant's `Payment-Receipt` ever named a transaction for it.
- * Written before the credential leaves the gateway, so reconcile() never forgets one that is out.
+ * MPP's table of the credentials it signed (an EIP-3009 authorization inside an
+ * `Authorization: Payment` credential; evm/authorizations.ts writes and reads it): the common
+ * columns, plus the challenge the credential answers.
  */
 import type { Migration, SqlExecutor } from '../../../../service-kit/index.js';
+import { insertAuthorization, recordAuthorizationOutcome, type AuthorizationInput } from '../../evm/authorizations.js';
+
+export const MPP_TABLE = 'gw_mpp_payments';
 
 export const MPP_MIGRATIONS: Migration[] = [
   {
@@ -16,54 +18,22 @@ export const MPP_MIGRATIONS: Migration[] = [
   },
 ];
 
-export interface MppRecord {
-  paymentId: string;
-  challengeId: string;
-  realm: string;
-  method: string;
-  network: string;
-  asset: string;
-  payTo: string;
-  payer: string;
-  nonce: string;
-  /** Epoch milliseconds: the authorization's `validBefore`. */
-  validBefore: number;
-  tx: string | null;
-  outcome: string | null;
+/** MPP's own columns of a signed credential's row. */
+export function mppColumns(o: { challengeId: string; realm: string; method: string }) {
+  return { challenge_id: o.challengeId, realm: o.realm, method: o.method };
 }
 
-export async function insertMpp(q: SqlExecutor, r: Omit<MppRecord, 'tx' | 'outcome'>, now: number): Promise<void> {
-  await q.run(
-    `INSERT INTO gw_mpp_payments (payment_id, challenge_id, realm, method, network, asset, pay_to, payer, nonce,
-       valid_before, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    [r.paymentId, r.challengeId, r.realm, r.method, r.network, r.asset, r.payTo, r.payer, r.nonce, r.validBefore, now],
-  );
+/** Writes a signed MPP credential (the exchange does, before it leaves; tests set up crashes). */
+export async function insertMpp(
+  q: SqlExecutor,
+  r: AuthorizationInput & { challengeId: string; realm: string; method: string },
+  now: number,
+): Promise<void> {
+  const { challengeId, realm, method, ...common } = r;
+  await insertAuthorization(q, MPP_TABLE, common, mppColumns({ challengeId, realm, method }), now);
 }
 
-/** Records what the merchant said (`paid`, `refused`, `unknown`, `expired-unverified`) and any transaction. */
-export async function recordMppOutcome(q: SqlExecutor, paymentId: string, outcome: string, tx?: string): Promise<void> {
-  await q.run(`UPDATE gw_mpp_payments SET outcome = ?, tx = COALESCE(?, tx) WHERE payment_id = ?`, [
-    outcome,
-    tx ?? null,
-    paymentId,
-  ]);
-}
-
-export async function mppById(q: SqlExecutor, paymentId: string): Promise<MppRecord | undefined> {
-  const r = await q.get(`SELECT * FROM gw_mpp_payments WHERE payment_id = ?`, [paymentId]);
-  if (!r) return undefined;
-  return {
-    paymentId: r.payment_id as string,
-    challengeId: r.challenge_id as string,
-    realm: r.realm as string,
-    method: r.method as string,
-    network: r.network as string,
-    asset: r.asset as string,
-    payTo: r.pay_to as string,
-    payer: r.payer as string,
-    nonce: r.nonce as string,
-    validBefore: Number(r.valid_before),
-    tx: (r.tx as string | null) ?? null,
-    outcome: (r.outcome as string | null) ?? null,
-  };
+/** Records what the merchant said of an MPP payment (evm/authorizations.ts recordAuthorizationOutcome). */
+export function recordMppOutcome(q: SqlExecutor, paymentId: string, outcome: string, tx?: string) {
+  return recordAuthorizationOutcome(q, MPP_TABLE, paymentId, outcome, tx);
 }
