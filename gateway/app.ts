@@ -21,7 +21,7 @@ import {
 } from '../service-kit/index.js';
 import { serveOpenApi } from '../service-kit/openapi.js';
 import { GATEWAY_OPENAPI } from './openapi.js';
-import { expireDue, nextExpiry, sessionById } from './store/sessions.js';
+import { expireDue, nextExpiry, sessionById } from './sessions/store.js';
 import { createLedgerRail } from './payments/ledger.js';
 import type { Rail } from './payments/rail.js';
 import { createXPaymentProtocol } from './payments/schemes/x-payment/protocol.js';
@@ -30,26 +30,27 @@ import { createX402Rail, X402_RAIL } from './payments/schemes/x402/rail.js';
 import { DEFAULT_EXPIRY_MARGIN_MS, type EvmChainReader } from './payments/evm/chain.js';
 import { DEFAULT_MAX_TIMEOUT_SECONDS, type X402AssetMap } from './payments/evm/assets.js';
 import { createMppProtocol, createMppRail, MPP_RAIL } from './payments/schemes/mpp/protocol.js';
-import type { ExternalKey, KeyRing } from './services/keys.js';
-import type { SessionKeys } from './services/session-keys.js';
+import type { ExternalKey, KeyRing } from './keys/ring.js';
+import type { SessionKeys } from './sessions/actor-keys.js';
 import type { SecretSealer } from '../service-kit/secrets/index.js';
-import { createGatewayEvents, type GatewayEventType } from './services/events.js';
+import { createGatewayEvents, type GatewayEventType } from './sessions/events.js';
 import { createPaymentService } from './payments/service.js';
-import { gatewayMetrics } from './services/business-metrics.js';
-import { createSessionService } from './services/sessions.js';
-import { createForwarder, guardedFetch } from './services/forwarder.js';
+import { gatewayMetrics } from './business-metrics.js';
+import { createSessionService } from './sessions/service.js';
+import { currentWindows } from './payments/store/counters.js';
+import { createForwarder, guardedFetch } from './net/forwarder.js';
 import { isIP } from 'node:net';
-import { bareHost, type LookupFn, type TargetPolicy } from './services/address-guard.js';
+import { bareHost, type LookupFn, type TargetPolicy } from './net/address-guard.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { proxyRoutes } from './routes/proxy.js';
 import { agentSessionRoutes } from './routes/agent-session.js';
 import { adminRoutes } from './routes/admin.js';
-import { createOwnerAuth } from './services/owner-auth.js';
+import { createOwnerAuth } from './owners/auth.js';
 import { merchantRoutes } from './routes/merchant.js';
 import { keyRoutes } from './routes/keys.js';
 import { consoleRoutes, observeSessionWrites } from './routes/console.js';
-import { createConsoleStreams } from './services/console-stream.js';
-import { createIdempotencyService, type IdempotencyOptions } from './services/idempotency.js';
+import { createConsoleStreams } from './console/stream.js';
+import { createIdempotencyService, type IdempotencyOptions } from './idempotency/service.js';
 import { eventAdminRoutes } from '../service-kit/event-admin.js';
 import {
   auditHeadSource,
@@ -71,7 +72,7 @@ import {
   DEFAULT_GATEWAY_RATE_LIMITS,
   type GatewayRateLimits,
 } from '../service-kit/service-limits.js';
-import { DEFAULT_MAX_SESSION_SECONDS } from './services/session-config.js';
+import { DEFAULT_MAX_SESSION_SECONDS } from './sessions/config.js';
 import {
   createServiceLog,
   type ServiceLog,
@@ -99,7 +100,7 @@ export interface GatewayDeps {
   upstreamCa?: string[];
   /**
    * Base URLs of the policy authorities whose people's grants may back sessions
-   * (CTL_GATEWAY_HUMAN_AUTHORITIES; services/human-sessions.ts). Reached through the address
+   * (CTL_GATEWAY_HUMAN_AUTHORITIES; sessions/human.ts). Reached through the address
    * guard like every outbound request: an authority on a private address needs its host:port in
    * `targets.allowHosts`. Default none: every `humanGrant` is refused `issuer_not_trusted`.
    */
@@ -139,7 +140,7 @@ export interface GatewayDeps {
   /** Webhook delivery (`CTL_WEBHOOK_*`, service-kit webhookRetryFromEnv) and a fetch for tests. */
   webhooks?: WebhookRetrySettings & { fetch?: typeof fetch };
   /**
-   * Seals the private keys and secrets the gateway stores (services/custody.ts); default: the
+   * Seals the private keys and secrets the gateway stores (keys/custody.ts); default: the
    * development KEK file beside the SQLite database (./data/gateway.kek otherwise).
    */
   sealer?: SecretSealer;
@@ -287,7 +288,7 @@ export function createGatewayApp(deps: GatewayDeps, parts: GatewayParts): Gatewa
   });
   // Sessions revoked or expired here: the egress proxy closes their tunnels (egress/tunnel-watch.ts).
   const sessionEnds = createSessionEnds(db, now);
-  // Every receipt and session change is appended to it in its own transaction (services/log-entries.ts).
+  // Every receipt and session change is appended to it in its own transaction (log/entries.ts).
   const serviceLog =
     parts.log &&
     createServiceLog(db, parts.log, {
@@ -403,6 +404,7 @@ export function createGatewayApp(deps: GatewayDeps, parts: GatewayParts): Gatewa
   );
   const sessionService = createSessionService({
     db,
+    currentWindows,
     keys,
     sessionKeys,
     events,

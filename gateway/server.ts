@@ -6,7 +6,7 @@
  * CTL_X402_MAX_TIMEOUT_SECONDS, CTL_X402_MAX_HOLD_SECONDS, CTL_GATEWAY_EVM_PRIVATE_KEY, CTL_X402_RPC_URL,
  * CTL_X402_CONFIRMATIONS; webhooks:
  * CTL_WEBHOOK_*; limits: CTL_GATEWAY_RATE_LIMIT_OWNER (6000/60s), CTL_GATEWAY_RATE_LIMIT_SESSION (1200/60s), `0` for
- * none, and CTL_GATEWAY_MAX_SESSION_SECONDS (2592000, 30 days); custody (services/custody.ts): CTL_GATEWAY_KEK or
+ * none, and CTL_GATEWAY_MAX_SESSION_SECONDS (2592000, 30 days); custody (keys/custody.ts): CTL_GATEWAY_KEK or
  * CTL_GATEWAY_KEK_PKCS11_URI, CTL_GATEWAY_RECEIPT_KEY_PKCS11_URI (or _PRIVATE_KEY_FILE, _PRIVATE_KEY_PEM),
  * CTL_PKCS11_MODULE; egress proxy (egress/config.ts): CTL_GATEWAY_EGRESS_PORT (unset: off), CTL_GATEWAY_EGRESS_HOST,
  * CTL_GATEWAY_EGRESS_PASS_THROUGH.
@@ -51,23 +51,23 @@ import {
   type RollbackOptions,
 } from '../service-kit/rollback-guard.js';
 import { createGatewayApp, type GatewayApp, type GatewayDeps, type GatewayParts } from './app.js';
-import { GATEWAY_MIGRATIONS } from './store/schema.js';
+import { GATEWAY_MIGRATIONS } from './schema.js';
 import { X402_MIGRATIONS } from './payments/schemes/x402/store.js';
 import { MPP_MIGRATIONS } from './payments/schemes/mpp/store.js';
-import { createKeyRing, sharedSecret } from './services/keys.js';
-import { createSessionKeys } from './services/session-keys.js';
+import { createKeyRing, sharedSecret } from './keys/ring.js';
+import { createSessionKeys } from './sessions/actor-keys.js';
 import { parseAssetMap, parseMaxHoldSeconds, parseMaxTimeoutSeconds } from './payments/evm/assets.js';
 import { chainReaders, parseConfirmations, parseRpcUrls } from './payments/evm/chain.js';
-import { externalKeysFromEnv, gatewayKek } from './services/custody.js';
+import { externalKeysFromEnv, gatewayKek } from './keys/custody.js';
 import {
   gatewayRateLimitsFromEnv,
   DEFAULT_GATEWAY_RATE_LIMITS,
   type GatewayRateLimits,
 } from '../service-kit/service-limits.js';
-import { DEFAULT_MAX_SESSION_SECONDS, maxSessionSecondsFromEnv } from './services/session-config.js';
+import { DEFAULT_MAX_SESSION_SECONDS, maxSessionSecondsFromEnv } from './sessions/config.js';
 import { egressFromEnv, type EgressConfig } from './egress/config.js';
 import { startEgressProxy, type EgressProxy } from './egress/proxy-server.js';
-import { maxSessionDepthFromEnv } from './services/child-config.js';
+import { maxSessionDepthFromEnv } from './sessions/child-config.js';
 import { hostname } from 'node:os';
 import {
   defaultLogOrigin,
@@ -209,7 +209,7 @@ export const GATEWAY_ALL_MIGRATIONS: readonly Migration[] = [
   ...GATEWAY_MIGRATIONS,
   dispatchLogMigration('gw_webhook_dispatches'),
   ...X402_MIGRATIONS,
-  // Durable events: the audit chain and the webhook outbox, written in each change's transaction (services/events.ts).
+  // Durable events: the audit chain and the webhook outbox, written in each change's transaction (sessions/events.ts).
   auditLogMigration('gw_audit_log'),
   auditStagingMigration('gw_audit_log'),
   webhookOutboxMigration('gw_webhook_dispatches'),

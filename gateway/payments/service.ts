@@ -22,18 +22,18 @@ import {
   type CommitResult,
   type CommitRecord,
 } from './store/payments.js';
-import { chainOf, sessionById, type SessionRecord, type SessionWindow } from '../store/sessions.js';
+import { chainOf, sessionById, type SessionRecord, type SessionWindow } from '../sessions/store.js';
 import { chainWindowKeys, filledWindows, windowsOfChain } from './store/counters.js';
 import type { PaymentOrder, Rail } from './rail.js';
 import type { PaymentTerms } from './schemes/x-payment/terms.js';
 import { createPaymentSigning, type PaymentFields } from './signing.js';
 import { reconcile } from './reconcile.js';
-import type { KeyRing } from '../services/keys.js';
-import type { SessionKeys } from '../services/session-keys.js';
-import type { GatewayEvents } from '../services/events.js';
-import { createMerchantMatcher, purposeIsAllowed } from '../services/session-config.js';
-import { continuationToken } from '../services/continuation.js';
-import { humanChainRefusal, type HumanTrust } from '../services/human-sessions.js';
+import type { KeyRing } from '../keys/ring.js';
+import type { SessionKeys } from '../sessions/actor-keys.js';
+import type { GatewayEvents } from '../sessions/events.js';
+import { createMerchantMatcher, purposeIsAllowed } from '../sessions/config.js';
+import { continuationToken } from '../sessions/continuation.js';
+import { humanChainRefusal, type HumanTrust } from '../sessions/human.js';
 
 export interface PaymentServiceDeps {
   db: SqlDatabase;

@@ -2,7 +2,7 @@
 import type Router from '@koa/router';
 import type { Metrics, SqlDatabase } from '../../service-kit/index.js';
 import { readinessHandler } from '../../service-kit/readiness.js';
-import type { KeyRing } from '../services/keys.js';
+import type { KeyRing } from '../keys/ring.js';
 
 export function healthRoutes(router: Router, o: { db: SqlDatabase; keys: KeyRing; metrics: Metrics }): void {
   router.get('/healthz', (ctx) => {

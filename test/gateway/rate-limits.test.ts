@@ -22,7 +22,7 @@ import {
   type TestGateway,
 } from './helpers.js';
 import { gatewayRateLimitsFromEnv } from '../../service-kit/service-limits.js';
-import { maxSessionSecondsFromEnv, DEFAULT_MAX_SESSION_SECONDS } from '../../gateway/services/session-config.js';
+import { maxSessionSecondsFromEnv, DEFAULT_MAX_SESSION_SECONDS } from '../../gateway/sessions/config.js';
 import { gatewayOptionsFromEnv } from '../../gateway/server.js';
 import { formatTimestamp, createGatewayClient, CtlError } from '../../src/index.js';
 

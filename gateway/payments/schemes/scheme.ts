@@ -11,8 +11,8 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { HttpError } from '../../../service-kit/http-error.js';
 import { DEFAULT_STATUS_BY_CODE } from '../../../service-kit/error-middleware.js';
 import { base64Encode, utf8Encode, type SignedBudgetAuthorization } from '../../../src/index.js';
-import type { SessionRecord } from '../../store/sessions.js';
-import type { ForwardResponse } from '../../services/forwarder.js';
+import type { SessionRecord } from '../../sessions/store.js';
+import type { ForwardResponse } from '../../net/forwarder.js';
 
 export interface PaymentProtocol<Terms = unknown> {
   readonly name: string;

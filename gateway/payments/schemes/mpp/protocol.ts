@@ -25,7 +25,7 @@ import { privateKeyToAccount } from 'viem/accounts';
 import { CtlError } from '../../../../src/index.js';
 import { HttpError, type SqlDatabase } from '../../../../service-kit/index.js';
 import type { Authorization, PaymentService } from '../../service.js';
-import type { ForwardResponse } from '../../../services/forwarder.js';
+import type { ForwardResponse } from '../../../net/forwarder.js';
 import { RailError, type Rail } from '../../rail.js';
 import { sbaHeaders, type PaymentProtocol } from '../scheme.js';
 import type { X402AssetMap } from '../../evm/assets.js';

@@ -41,7 +41,7 @@ import { UptoEvmScheme } from '@x402/evm/upto/client';
 import { privateKeyToAccount } from 'viem/accounts';
 import { CtlError } from '../../../../src/index.js';
 import { HttpError, type SqlDatabase } from '../../../../service-kit/index.js';
-import type { ForwardResponse } from '../../../services/forwarder.js';
+import type { ForwardResponse } from '../../../net/forwarder.js';
 import type { PaymentService, Authorization } from '../../service.js';
 import { chooseRequirement, detectX402, type NormalisedRequirement, type X402Terms } from './terms.js';
 import { DEFAULT_MAX_HOLD_SECONDS, networksOf, type X402AssetMap } from '../../evm/assets.js';
@@ -50,7 +50,7 @@ import type { EvmChainReader } from '../../evm/chain.js';
 import { PERMIT2_ADDRESS, UPTO_PROXY_ADDRESS, permit2Allowance } from '../../evm/permit2.js';
 import { insertX402, recordOutcome } from './store.js';
 import { eip3009Check, uptoCapture, type ChainDisagreement, type UptoCapture } from '../../evm/settled.js';
-import type { SessionRecord } from '../../../store/sessions.js';
+import type { SessionRecord } from '../../../sessions/store.js';
 import { sbaHeaders, type PaymentProtocol } from '../scheme.js';
 
 export interface X402ProtocolOptions {

@@ -4,14 +4,14 @@
  */
 import type { PolicyGrant, WindowPeriod } from '../../src/index.js';
 import { changeWith, type SqlDatabase, type SqlExecutor, type Row, type TxEffect } from '../../service-kit/index.js';
-import { forUpdate } from './lock.js';
-import { raiseBundleSequence } from './bundle-sequence.js';
+import { forUpdate } from '../../service-kit/row-lock.js';
+import { raiseBundleSequence } from '../keys/bundle-sequence.js';
 
 export type SessionState = 'active' | 'paused' | 'revoked' | 'expired';
 /** Who stopped a session: its owner (DELETE /sessions/:id) or the admin (a session or the whole owner). */
 export type RevokedBy = 'owner' | 'admin';
 
-/** A session's controls as the owner set them (POST /sessions; services/session-config.ts reads them). */
+/** A session's controls as the owner set them (POST /sessions; sessions/config.ts reads them). */
 export interface SessionConfig {
   budget: { amount: string; currency: string };
   purposes: string[];

@@ -18,7 +18,7 @@ import { HttpError, type SqlDatabase } from '../../service-kit/index.js';
 import { isSealed, type SecretSealer } from '../../service-kit/secrets/index.js';
 import { signingOffThread, ed25519KeyObject, type Signer } from '../../service-kit/signers/index.js';
 import { activeKey, createKeyRingCore, jwksEntry, type KeyStore, type StoredKey } from '../../service-kit/key-ring.js';
-import { raiseBundleSequence } from '../store/bundle-sequence.js';
+import { raiseBundleSequence } from './bundle-sequence.js';
 
 export type GatewayKeyPurpose = 'grant' | 'receipt' | 'bundle';
 export const KEY_PURPOSES: GatewayKeyPurpose[] = ['grant', 'receipt', 'bundle'];

@@ -2,7 +2,7 @@
  * Each session's actor key (the wallet key its grant names as `actorKey`, PROTOCOL.md §4) is
  * derived, never stored: the Ed25519 seed is HKDF-SHA256 (RFC 5869) of the gateway's session-key
  * master secret over the session id. The master is a shared secret of the database, sealed under
- * the KEK (services/keys.ts sharedSecret), so every instance derives the same key and a dump of
+ * the KEK (keys/ring.ts sharedSecret), so every instance derives the same key and a dump of
  * the database holds no session key. `gw_sessions.actor_key_pem` keeps only the marker
  * DERIVED_MARKER; sessions from before derivation keep their own key, sealed at start.
  */
@@ -11,7 +11,7 @@ import { importSigningKey, jwkThumbprint, type SigningKey } from '../../src/inde
 import { idleCache, type SqlDatabase } from '../../service-kit/index.js';
 import { isSealed, type SecretSealer } from '../../service-kit/secrets/index.js';
 import { signingOffThread, ed25519KeyObject } from '../../service-kit/signers/index.js';
-import { sharedSecret } from './keys.js';
+import { sharedSecret } from '../keys/ring.js';
 
 /** What `actor_key_pem` holds for a derived key (versioned: a change of derivation is a new marker). */
 export const DERIVED_MARKER = 'derived:hkdf-sha256/1';
