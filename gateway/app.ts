@@ -1,7 +1,8 @@
 /**
  * The transparent payment gateway (spec §1 part 1): `createGatewayApp(deps, parts)` builds the
  * Koa app with no side effects, as the authority's does; server.ts migrates the database, prepares
- * the parts, starts the background work (expiry timer, reconciliation, webhooks) and listens.
+ * the parts, starts the background work (startGatewayWork: the expiry sweep, reconciliation,
+ * webhooks) and listens.
  * Everything shared between instances lives in the database, so any number of instances can serve
  * one PostgreSQL database.
  */
@@ -9,9 +10,7 @@ import Koa from 'koa';
 import Router from '@koa/router';
 import {
   errorMiddleware,
-  requestGuard,
   createMetrics,
-  HttpError,
   requireScope,
   ADMIN_SCOPE,
   silentLogger,
@@ -33,7 +32,7 @@ import { createMppProtocol, createMppRail, MPP_RAIL } from './payments/schemes/m
 import type { ExternalKey, KeyRing } from './keys/ring.js';
 import type { SessionKeys } from './sessions/actor-keys.js';
 import type { SecretSealer } from '../service-kit/secrets/index.js';
-import { createGatewayEvents, type GatewayEventType } from './sessions/events.js';
+import { createGatewayEvents, type GatewayEvents, type GatewayEventType } from './sessions/events.js';
 import { createPaymentService } from './payments/service.js';
 import { gatewayMetrics } from './business-metrics.js';
 import { createSessionService } from './sessions/service.js';
@@ -62,7 +61,7 @@ import {
   type Ledger,
   type ServiceAnchoringOptions,
 } from '../service-kit/anchor/index.js';
-import { healthRoutes } from './routes/health.js';
+import { healthRoutes, serveRouter } from '../service-kit/service-routes.js';
 import { createEgressCa } from './egress/ca.js';
 import { caRoutes } from './egress/ca-routes.js';
 import type { EgressHooks } from './egress/proxy-server.js';
@@ -134,9 +133,12 @@ export interface GatewayDeps {
   maxResponseBytes?: number;
   /** Payments open longer than this are settled by reconcile (default 120 s: longer than any forward). */
   reconcileStaleMs?: number;
+  /** How often server.ts's reconcile pass runs (default 30 s); also part of how long an x402 hold may last. */
   reconcileIntervalMs?: number;
-  /** Upper bound on the expiry timer's sleep (default 30 s; a new session reschedules it). */
+  /** Upper bound on the expiry sweep's sleep (server.ts; default 30 s; a new session reschedules it). */
   expiryMaxSleepMs?: number;
+  /** Told each new session's expiresAt (ms): server.ts's expiry sweep wakes by it. */
+  onSessionCreated?: (expiresAt: number) => void;
   /** Webhook delivery (`CTL_WEBHOOK_*`, service-kit webhookRetryFromEnv) and a fetch for tests. */
   webhooks?: WebhookRetrySettings & { fetch?: typeof fetch };
   /**
@@ -188,17 +190,18 @@ export interface GatewayApp {
   app: Koa;
   /** The address the gateway pays x402 merchants from (fund it with the mapped assets). */
   evmAddress: `0x${string}`;
-  /** Settles payments left open by a crash (run at start and on a timer). */
+  /** Settles payments left open by a crash (server.ts runs it at start and on a timer). */
   reconcile(staleMs?: number): Promise<{ committed: number; released: number }>;
-  /** Expires due sessions now (the timer calls it). */
+  /** Expires due sessions now (server.ts's expiry sweep calls it). */
   expireNow(): Promise<string[]>;
+  /** When the next session expires (ms), or undefined when none will. */
+  nextExpiry(): Promise<number | undefined>;
+  /** Drops `Idempotency-Key` answers past their ttl (server.ts, with each reconcile pass). */
+  pruneIdempotency(): Promise<unknown>;
   /** Pins the base URL to the listen address when no public URL is configured (server.ts, once listening). */
   pinListenUrl(url: string): void;
-  /**
-   * Starts the background work: the webhook outbox and audit sealer, a reconcile pass and its
-   * timer, the expiry sweep and timer. `close()` stops it.
-   */
-  start(): Promise<void>;
+  /** Session events: server.ts starts their webhook outbox and audit sealer (`events.start()`). */
+  events: GatewayEvents;
   /** Resolves when queued webhook deliveries are done. */
   idle(): Promise<void>;
   /** The transparency log (/log/…); server.ts starts its checkpoint timer. Undefined when the log is off. */
@@ -207,6 +210,7 @@ export interface GatewayApp {
   chain: ChainOutbox;
   /** What the egress proxy needs besides `app` (egress/proxy-server.ts; server.ts starts it when configured). */
   egress: EgressHooks;
+  /** Stops what the app built (forwarders, streams, the outboxes server.ts started); the database stays open. */
   close(): Promise<void>;
 }
 
@@ -234,8 +238,8 @@ export interface GatewayParts {
 
 /**
  * Builds the app from prepared parts without touching the database, starting a timer or
- * listening: `start()` begins the background work, server.ts (openGateway) does both.
- * @example const gw = createGatewayApp(deps, await prepareGateway(deps)); await gw.start()
+ * listening: server.ts (openGateway) starts the background work (startGatewayWork) and listens.
+ * @example const gw = createGatewayApp(deps, await prepareGateway(deps)); const work = await startGatewayWork(gw, deps)
  */
 export function createGatewayApp(deps: GatewayDeps, parts: GatewayParts): GatewayApp {
   const { db } = deps;
@@ -344,12 +348,6 @@ export function createGatewayApp(deps: GatewayDeps, parts: GatewayParts): Gatewa
   let pinnedBase = deps.publicUrl?.replace(/\/+$/, '');
   const baseUrl = (ctx: Koa.Context) => pinnedBase ?? localOrigin(ctx);
 
-  let expiryTimer: ReturnType<typeof setTimeout> | undefined;
-  let expiryAt = Infinity;
-  let started = false;
-  let closed = false;
-  const maxSleep = deps.expiryMaxSleepMs ?? 30_000;
-
   async function expireNow(): Promise<string[]> {
     return expireDue(
       db,
@@ -371,29 +369,6 @@ export function createGatewayApp(deps: GatewayDeps, parts: GatewayParts): Gatewa
       }),
     );
   }
-  // spec §3 last row: `expiresAt` revokes the session on time, with or without traffic.
-  function scheduleExpiry(at: number) {
-    if (!started || closed || at >= expiryAt) return;
-    if (expiryTimer) clearTimeout(expiryTimer);
-    expiryAt = at;
-    expiryTimer = setTimeout(
-      async () => {
-        expiryTimer = undefined;
-        expiryAt = Infinity;
-        try {
-          await expireNow();
-          const next = await nextExpiry(db);
-          scheduleExpiry(Math.min(next ?? Infinity, now() + maxSleep));
-        } catch (e) {
-          logger.error({ err: e }, 'expiry sweep failed');
-          scheduleExpiry(now() + 1000);
-        }
-      },
-      Math.max(0, Math.min(at - now(), maxSleep)),
-    );
-    expiryTimer.unref?.();
-  }
-
   const x402Rail = createX402Rail(db, now, deps.x402?.chain, deps.x402?.expiryMarginMs);
   // MPP's `evm` charge is an EIP-3009 authorization too: same chains, same margin (payments/schemes/mpp/protocol.ts).
   const mppRail = createMppRail(db, now, deps.x402?.chain, deps.x402?.expiryMarginMs);
@@ -415,7 +390,7 @@ export function createGatewayApp(deps: GatewayDeps, parts: GatewayParts): Gatewa
     targets,
     humans,
     now,
-    onCreated: (at) => scheduleExpiry(at),
+    onCreated: (at) => deps.onSessionCreated?.(at),
     maxSessionSeconds: deps.maxSessionSeconds ?? DEFAULT_MAX_SESSION_SECONDS,
     maxSessionDepth: deps.maxSessionDepth,
   });
@@ -497,17 +472,16 @@ export function createGatewayApp(deps: GatewayDeps, parts: GatewayParts): Gatewa
       ctx.set('X-Ctl-Gateway-Error', b.error.code);
   });
   app.use(errorMiddleware({ logger, statusByCode: STATUS_BY_CODE }));
-  // A method no route implements (PROPFIND, PURGE, …) is the caller's mistake, answered 405 and
-  // logged with the request at info, not the router's 501 logged as a failure.
-  app.use(async (ctx, next) => {
-    await next();
-    if (ctx.status === 501 && ctx.body == null)
-      throw new HttpError(405, 'method_not_allowed', `${ctx.method} is not a method this service answers`);
-  });
-  app.use(observeSessionWrites(consoleStreams));
 
   const router = new Router();
-  healthRoutes(router, { db, keys, metrics });
+  healthRoutes(router, {
+    // The same checks as the authority's: the database, and the keys it signs with.
+    ready: {
+      database: () => db.ping(),
+      keys: async () => Boolean((await keys.active('grant')) && (await keys.active('receipt'))),
+    },
+    metrics,
+  });
   adminRoutes(router, { db, auth, keys, sessions, events, now });
   sessionRoutes(router, { db, auth, sessions, baseUrl, log: serviceLog?.log });
   proxyRoutes(router, {
@@ -533,13 +507,10 @@ export function createGatewayApp(deps: GatewayDeps, parts: GatewayParts): Gatewa
   });
   caRoutes(router, { auth, ca: egressCa });
   serveOpenApi(router, GATEWAY_OPENAPI);
-  app.use(requestGuard([router]));
-  app.use(router.routes());
-  app.use(router.allowedMethods());
+  serveRouter(app, router, [observeSessionWrites(consoleStreams)]);
 
   const staleMs = deps.reconcileStaleMs ?? 120_000;
   const reconcile = (ms = staleMs) => payments.reconcile(ms);
-  let reconcileTimer: ReturnType<typeof setInterval> | undefined;
 
   return {
     app,
@@ -549,24 +520,9 @@ export function createGatewayApp(deps: GatewayDeps, parts: GatewayParts): Gatewa
     pinListenUrl(url) {
       if (!deps.publicUrl) pinnedBase = url.replace(/\/+$/, '');
     },
-    async start() {
-      if (started || closed) return;
-      started = true;
-      // Tokens logged in the clear by an earlier version: withheld like new ones ("Secrets at rest").
-      await events.withholdLoggedTokens();
-      events.start();
-      chain.start();
-      // Payments left open by a crash are settled before the first request's (spec §3 "reconcile").
-      await reconcile().catch((e) => logger.error({ err: e }, 'reconcile failed'));
-      reconcileTimer = setInterval(() => {
-        reconcile().catch((e) => logger.error({ err: e }, 'reconcile failed'));
-        idempotency.prune().catch((e) => logger.error({ err: e }, 'pruning idempotency keys failed'));
-      }, deps.reconcileIntervalMs ?? 30_000);
-      reconcileTimer.unref?.();
-      await expireNow();
-      const first = await nextExpiry(db);
-      if (first !== undefined) scheduleExpiry(first);
-    },
+    nextExpiry: () => nextExpiry(db),
+    pruneIdempotency: () => idempotency.prune(),
+    events,
     idle: () => events.idle(),
     log: serviceLog,
     chain,
@@ -580,9 +536,6 @@ export function createGatewayApp(deps: GatewayDeps, parts: GatewayParts): Gatewa
       rateLimitBackend: db,
     },
     async close() {
-      closed = true;
-      if (expiryTimer) clearTimeout(expiryTimer);
-      clearInterval(reconcileTimer);
       await serviceLog?.close();
       await chain.close();
       await events.close();

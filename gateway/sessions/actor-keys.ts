@@ -12,6 +12,7 @@ import { idleCache, type SqlDatabase } from '../../service-kit/index.js';
 import { isSealed, type SecretSealer } from '../../service-kit/secrets/index.js';
 import { signingOffThread, ed25519KeyObject } from '../../service-kit/signers/index.js';
 import { sharedSecret } from '../keys/ring.js';
+import { clearActorKeys, replaceActorKey } from './store.js';
 
 /** What `actor_key_pem` holds for a derived key (versioned: a change of derivation is a new marker). */
 export const DERIVED_MARKER = 'derived:hkdf-sha256/1';
@@ -73,16 +74,9 @@ export async function createSessionKeys(db: SqlDatabase, sealer: SecretSealer): 
 /** Sessions from before derivation: their PEM in the clear is sealed (conditional UPDATE, 500 a page). */
 async function sealStoredSessionKeys(db: SqlDatabase, sealer: SecretSealer): Promise<void> {
   for (;;) {
-    const rows = await db.all<{ id: string; actor_key_pem: string }>(
-      `SELECT id, actor_key_pem FROM gw_sessions WHERE actor_key_pem LIKE '-----BEGIN%' ORDER BY id LIMIT 500`,
-    );
+    const rows = await clearActorKeys(db);
     if (rows.length === 0) return;
-    for (const r of rows) {
-      await db.run(`UPDATE gw_sessions SET actor_key_pem = ? WHERE id = ? AND actor_key_pem = ?`, [
-        await sealer.seal(r.actor_key_pem, sealContext(r.id)),
-        r.id,
-        r.actor_key_pem,
-      ]);
-    }
+    for (const r of rows)
+      await replaceActorKey(db, r.id, r.actor_key_pem, await sealer.seal(r.actor_key_pem, sealContext(r.id)));
   }
 }

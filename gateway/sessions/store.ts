@@ -390,3 +390,15 @@ export async function continueWindow(
   );
   return true;
 }
+
+/** Up to 500 sessions whose actor key is still a PEM in the clear (from before derivation), by id. */
+export async function clearActorKeys(db: SqlDatabase): Promise<{ id: string; actor_key_pem: string }[]> {
+  return await db.all<{ id: string; actor_key_pem: string }>(
+    `SELECT id, actor_key_pem FROM gw_sessions WHERE actor_key_pem LIKE '-----BEGIN%' ORDER BY id LIMIT 500`,
+  );
+}
+
+/** Replaces a session's stored actor key if it is still `from` (sealing one found in the clear). */
+export async function replaceActorKey(db: SqlDatabase, id: string, from: string, to: string): Promise<void> {
+  await db.run(`UPDATE gw_sessions SET actor_key_pem = ? WHERE id = ? AND actor_key_pem = ?`, [to, id, from]);
+}
