@@ -14,7 +14,7 @@ import { requestGuard } from './request-guard.js';
 /**
  * GET /healthz (the process answers), GET /readyz (`ready`'s checks, service-kit/readiness.ts:
  * `{ status, checks: { database, keys } }` in both services) and GET /metrics.
- * @example healthRoutes(router, { ready: { database: () => db.ping(), keys: async () => !!(await keys.active('grant')) }, metrics })
+ * @example healthRoutes(router, { ready: { database: () => db.ping() }, metrics })
  */
 export function healthRoutes(
   router: Router<any, any>,

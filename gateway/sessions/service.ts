@@ -40,12 +40,7 @@ import { checkTargetUrl, type TargetPolicy } from '../net/address-guard.js';
 import type { KeyRing } from '../keys/ring.js';
 import { DERIVED_MARKER, type SessionKeys } from './actor-keys.js';
 import type { GatewayEvents } from './events.js';
-import {
-  createHumanSession,
-  isHumanSessionRequest,
-  prepareHumanSessionKey,
-  type HumanTrust,
-} from './human.js';
+import { createHumanSession, isHumanSessionRequest, prepareHumanSessionKey, type HumanTrust } from './human.js';
 
 export const hashToken = (token: string) => createHash('sha256').update(token, 'utf8').digest('hex');
 
@@ -191,7 +186,11 @@ export function createSessionService(deps: SessionServiceDeps) {
    */
   async function windowsOf(s: SessionRecord) {
     if (!s.config.windows?.length || s.windowsStart === null) return undefined;
-    const rows = await deps.currentWindows(db, { id: s.id, windows: s.config.windows, windowsStart: s.windowsStart }, now());
+    const rows = await deps.currentWindows(
+      db,
+      { id: s.id, windows: s.config.windows, windowsStart: s.windowsStart },
+      now(),
+    );
     return rows.map((w) => {
       const left = w.maxAmount - w.spent - w.reserved;
       return {
