@@ -46,7 +46,7 @@ export class ConfigError extends Error {
   }
 }
 
-// The gateway's own token syntax (gateway/services/sessions.ts sessionTokenOf).
+// The gateway's own token syntax (gateway/sessions/service.ts sessionTokenOf).
 const SESSION_TOKEN = /^gw_sess_[A-Za-z0-9_-]{1,128}$/;
 const LOOPBACK = /^(localhost|127(?:\.\d{1,3}){3}|\[::1\])$/;
 

@@ -9,9 +9,7 @@ import {
   createMetrics,
   requireScope,
   errorMiddleware,
-  HttpError,
   jsonBody,
-  requestGuard,
   requestLogger,
   silentLogger,
   type Logger,
@@ -30,7 +28,7 @@ import { keyRoutes } from './routes/keys.js';
 import { trustBundleRoutes } from './routes/trust-bundles.js';
 import { humanRoutes } from './routes/humans.js';
 import { adminRoutes } from './routes/admin.js';
-import { healthRoutes } from './routes/health.js';
+import { healthRoutes, serveRouter } from '../service-kit/service-routes.js';
 import { trustRootRoutes } from './routes/trust-root.js';
 import { createTrustRoot, type TrustRoot } from './trust-root.js';
 import {
@@ -115,7 +113,15 @@ export function createAuthorityApp(deps: AuthorityDeps): Koa {
   };
 
   const router = new Router();
-  healthRoutes(router, routeDeps, metrics);
+  healthRoutes(router, {
+    // The same checks as the gateway's: the database, and both keys the authority signs with (grants,
+    // the Trust Bundle root).
+    ready: {
+      database: () => deps.store.ping(),
+      keys: async () => Boolean((await deps.keys.grantSigner()) && (await deps.keys.rootSigner())),
+    },
+    metrics,
+  });
   policyRoutes(router, routeDeps);
   grantRoutes(router, routeDeps);
   revocationRoutes(router, routeDeps);
@@ -157,15 +163,6 @@ export function createAuthorityApp(deps: AuthorityDeps): Koa {
     );
   }
   app.use(errorMiddleware({ logger }));
-  // A method no route implements (PROPFIND, PURGE, …): 405, not the router's 501 logged as a failure.
-  app.use(async (ctx, next) => {
-    await next();
-    if (ctx.status === 501 && ctx.body == null)
-      throw new HttpError(405, 'method_not_allowed', `${ctx.method} is not a method this service answers`);
-  });
-  app.use(requestGuard([router]));
-  app.use(limits.addresses);
-  app.use(router.routes());
-  app.use(router.allowedMethods());
+  serveRouter(app, router, [limits.addresses]);
   return app;
 }

@@ -1,5 +1,8 @@
 /**
- * The authority's configuration from the environment (spec §4.3 variables).
+ * The authority's configuration from the environment (spec §4.3 variables): the one list of the
+ * variables it reads and the one reader, as gateway/config.ts is the gateway's; what both
+ * services read alike (PORT, HOST, DATABASE_URL, LOG_LEVEL, unknown names) is service-kit's
+ * readServiceBasics.
  */
 import { logVariables } from '../service-kit/tlog/config.js';
 import { readFileSync } from 'node:fs';
@@ -7,12 +10,9 @@ import { secretBytes } from '../service-kit/webhook-signature.js';
 import {
   ConfigError,
   checkAdminKey,
-  checkDatabaseUrl,
-  checkHost,
   checkHttpUrl,
   checkKek,
-  checkLogLevel,
-  checkVariableNames,
+  readServiceBasics,
   urlHost,
   anchorVariables,
   webhookVariables,
@@ -179,20 +179,11 @@ export function readAuthorityConfig(
   env: Env = process.env,
   options: { alsoKnown?: Iterable<string> } = {},
 ): AuthorityConfig {
-  const warnings = checkVariableNames(
-    env,
-    [...AUTHORITY_VARIABLES.map((v) => v[0]), ...(options.alsoKnown ?? [])],
-    'the authority',
-  );
-  const defaulted: string[] = [];
-  const portText = nonEmpty(env['PORT']) ?? '8700';
-  if (!/^[0-9]{1,5}$/.test(portText) || Number(portText) > 65535)
-    throw new ConfigError('PORT', `expected 0–65535, got '${portText}'`);
-  const port = Number(portText);
-  const host = checkHost(nonEmpty(env['HOST'])?.trim() ?? '127.0.0.1');
-  const databaseUrl = checkDatabaseUrl(
-    nonEmpty(env['DATABASE_URL']) ?? (defaulted.push('DATABASE_URL'), 'sqlite:./data/authority.db'),
-  );
+  const { port, host, databaseUrl, logLevel, warnings, defaulted } = readServiceBasics(env, {
+    service: 'the authority',
+    variables: AUTHORITY_VARIABLES,
+    alsoKnown: options.alsoKnown,
+  });
   const issuer = nonEmpty(env['CTL_ISSUER_DOMAIN']) ?? (defaulted.push('CTL_ISSUER_DOMAIN'), 'localhost');
   if (!/^[\x21-\x7e]{1,256}$/.test(issuer))
     throw new ConfigError('CTL_ISSUER_DOMAIN', 'printable ASCII without spaces, 1–256 characters (PROTOCOL.md §1)');
@@ -254,6 +245,6 @@ export function readAuthorityConfig(
     rateLimits: authorityRateLimitsFromEnv(env),
     defaulted,
     warnings,
-    logLevel: checkLogLevel(env['LOG_LEVEL']),
+    logLevel,
   };
 }

@@ -192,7 +192,8 @@ async function storeOnly() {
     build('service-kit/index.js'),
     build('service-kit/migrate.js'),
     build('gateway/server.js'),
-    build('gateway/store/sessions.js'),
+    // gateway/store/sessions.js before the rooms (an older checkout under --root).
+    build('gateway/sessions/store.js').catch(() => build('gateway/store/sessions.js')),
   ]);
   // Where the store lived before payments/store/ (so --root can name an older checkout).
   const store = await build('gateway/payments/store/payments.js').catch(() => build('gateway/payments/store.js'));

@@ -52,7 +52,7 @@ export async function main(args: string[], program = 'ctl authority'): Promise<n
     if (p.positionals.length > 1 || (sub !== undefined && sub !== 'root-key'))
       throw new UsageError(`unknown subcommand ${p.positionals.join(' ')}`);
     // The service's modules load only to run it: --help, --version and a usage error answer without them.
-    const { GATEWAY_VARIABLES } = await import('../gateway/config.js');
+    const { GATEWAY_VARIABLES } = await import('../gateway/variables.js');
     let config;
     try {
       // The gateway's variables may share the environment: they are not misspellings here.

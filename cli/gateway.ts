@@ -3,7 +3,7 @@
  */
 import { guard, one, parseArgs, readText, required, UsageError, writeAtomic } from './device/args.js';
 import { packageVersion, variableLines } from './service/help.js';
-import { GATEWAY_VARIABLES } from '../gateway/config.js';
+import { GATEWAY_VARIABLES } from '../gateway/variables.js';
 import {
   holdSignalsWhileStarting,
   preflight,
@@ -44,14 +44,15 @@ export async function main(args: string[], program = 'ctl gateway'): Promise<num
     if (p.positionals.length) throw new UsageError(`unexpected argument ${p.positionals[0]}`);
     holdSignalsWhileStarting();
     // The service's modules load only to run it: --help, --version and a usage error answer without them.
-    const [{ gatewayOptionsFromEnv, startGateway }, { AUTHORITY_VARIABLES }] = await Promise.all([
+    const [{ startGateway }, { readGatewayConfig }, { AUTHORITY_VARIABLES }] = await Promise.all([
       import('../gateway/server.js'),
+      import('../gateway/config.js'),
       import('../authority/config.js'),
     ]);
     let options;
     try {
       // The authority's variables may share the environment: they are not misspellings here.
-      options = gatewayOptionsFromEnv(process.env, { alsoKnown: AUTHORITY_VARIABLES.map((v) => v[0]) });
+      options = readGatewayConfig(process.env, { alsoKnown: AUTHORITY_VARIABLES.map((v) => v[0]) });
     } catch (e) {
       console.error(`${program}: ${(e as Error).message}`);
       return 2;

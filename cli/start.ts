@@ -7,7 +7,7 @@
  * KEKs sit beside the databases, so ./data as a whole is as secret as the keys.
  *
  * Each service reads its configuration through the very reader of `ctl authority` and
- * `ctl gateway` (readAuthorityConfig, gatewayOptionsFromEnv), so every variable they honour is
+ * `ctl gateway` (readAuthorityConfig, readGatewayConfig), so every variable they honour is
  * honoured here; start only supplies its defaults (ports, data files, dev keys) where unset.
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -116,8 +116,8 @@ export async function main(args: string[]): Promise<number> {
       { readAuthorityConfig, AUTHORITY_VARIABLES },
       { startAuthority },
       { createLogger },
-      { gatewayOptionsFromEnv, startGateway },
-      { GATEWAY_VARIABLES },
+      { startGateway },
+      { GATEWAY_VARIABLES, readGatewayConfig },
       { demoMerchantTls, trustedWith },
     ] = await Promise.all([
       import('../authority/config.js'),
@@ -141,7 +141,7 @@ export async function main(args: string[]): Promise<number> {
       return 2;
     }
     try {
-      gatewayOptions = gatewayOptionsFromEnv(env.gateway, { alsoKnown: names(AUTHORITY_VARIABLES) });
+      gatewayOptions = readGatewayConfig(env.gateway, { alsoKnown: names(AUTHORITY_VARIABLES) });
     } catch (e) {
       console.error(`ctl start: ${(e as Error).message.replace(/^DATABASE_URL\b/, 'GATEWAY_DATABASE_URL')}`);
       return 2;
@@ -160,7 +160,7 @@ export async function main(args: string[]): Promise<number> {
         chain = await (await import('./demo/chain-step.js')).startChainDemo();
         // The node's asset map and reader, unless the operator set their own.
         for (const [k, v] of Object.entries(chain.env)) if (!env.gateway[k]) env.gateway[k] = v;
-        gatewayOptions = gatewayOptionsFromEnv(env.gateway, { alsoKnown: names(AUTHORITY_VARIABLES) });
+        gatewayOptions = readGatewayConfig(env.gateway, { alsoKnown: names(AUTHORITY_VARIABLES) });
       } catch (e) {
         await chain?.close();
         return startFailure('ctl start', e);

@@ -10,15 +10,15 @@
  * `dist/ctl-wallet.iife.js`; an op the loaded bundle has no part for is `unknown_op`.
  */
 import type * as Sdk from '../src/index.js';
-import type { PolicyGrant, TrustBundle } from '../src/artifacts/types.js';
+import type { PolicyGrant, TrustBundle } from '../src/index.js';
 import type { HostAbi } from './abi.js';
 import { checkHostAbi } from './abi.js';
 import { bindCounterHead, createKvSpendStorage } from './kv-spend-storage.js';
 import { createSequenceStore } from './sequence-store.js';
 import { createTimeFloorStore } from './time-floor-store.js';
 import { createLogOps, type LogOps, type LogSdk } from './log-ops.js';
-import { cborDecode } from '../src/encoding/cbor.js';
-import { utf8Decode, utf8Encode } from '../src/encoding/utf8.js';
+import { cborDecode } from '../src/entries/compact.js';
+import { utf8Decode, utf8Encode } from '../src/index.js';
 
 /**
  * The part of the SDK the device uses: every role bundle has the common part and

@@ -40,9 +40,8 @@ import type {
   ReserveResult,
   SpendCounter,
   SpendStorage,
-} from '../src/wallet/spend-storage.js';
-import { capturedAmounts, checkCounters, checkTimes } from '../src/wallet/spend-storage.js';
-import { utf8Decode, utf8Encode } from '../src/encoding/utf8.js';
+} from '../src/index.js';
+import { capturedAmounts, checkCounters, checkTimes, utf8Decode, utf8Encode } from '../src/index.js';
 
 export interface KvSpendStorageOptions {
   /** Key prefix in the byte storage (default `spend/`). */

@@ -7,7 +7,7 @@
  * (`ctl-verify.iife.js` or `ctl.iife.js`); elsewhere `unknown_op`.
  */
 import type * as Sdk from '../src/index.js';
-import { utf8Decode, utf8Encode } from '../src/encoding/utf8.js';
+import { utf8Decode, utf8Encode } from '../src/index.js';
 
 /** The SDK part the log operations use (ctl/verify and ctl have it; ctl/wallet has not). */
 export type LogSdk = Partial<Pick<typeof Sdk, 'verifyTlogProof' | 'logEntry' | 'parseVerifierKey' | 'canonicalize'>>;

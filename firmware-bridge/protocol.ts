@@ -10,7 +10,7 @@
  * Nothing a peer sends can crash the bridge: an unreadable frame gets an error frame
  * (`bad_frame`), an oversized one is skipped by its declared length, then answered the same way.
  */
-import { cborDecode, cborEncode } from '../src/encoding/cbor.js';
+import { cborDecode, cborEncode } from '../src/entries/compact.js';
 import type { Device } from './device.js';
 
 /** Largest payload accepted (a bundle with hundreds of keys fits; a UART peer cannot exhaust memory). */

@@ -5,7 +5,7 @@
  * since-revoked grant or key; so the floor lives in the host storage and only ever rises (CAS).
  */
 import type { ByteStorage } from './abi.js';
-import { utf8Decode, utf8Encode } from '../src/encoding/utf8.js';
+import { utf8Decode, utf8Encode } from '../src/index.js';
 
 export interface SequenceStore {
   /** The lowest sequence still acceptable for `scopeKey` (0 when nothing was accepted yet). */

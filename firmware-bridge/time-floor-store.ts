@@ -5,8 +5,7 @@
  * of the device uses max(clock, floor).
  */
 import type { ByteStorage } from './abi.js';
-import type { TimeFloor } from '../src/verifier/time-floor.js';
-import { utf8Decode, utf8Encode } from '../src/encoding/utf8.js';
+import { utf8Decode, utf8Encode, type TimeFloor } from '../src/index.js';
 
 export interface TimeFloorStore extends TimeFloor {
   get(): number;

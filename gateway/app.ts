@@ -1,7 +1,8 @@
 /**
  * The transparent payment gateway (spec §1 part 1): `createGatewayApp(deps, parts)` builds the
  * Koa app with no side effects, as the authority's does; server.ts migrates the database, prepares
- * the parts, starts the background work (expiry timer, reconciliation, webhooks) and listens.
+ * the parts, starts the background work (startGatewayWork: the expiry sweep, reconciliation,
+ * webhooks) and listens.
  * Everything shared between instances lives in the database, so any number of instances can serve
  * one PostgreSQL database.
  */
@@ -9,9 +10,7 @@ import Koa from 'koa';
 import Router from '@koa/router';
 import {
   errorMiddleware,
-  requestGuard,
   createMetrics,
-  HttpError,
   requireScope,
   ADMIN_SCOPE,
   silentLogger,
@@ -21,33 +20,34 @@ import {
 } from '../service-kit/index.js';
 import { serveOpenApi } from '../service-kit/openapi.js';
 import { GATEWAY_OPENAPI } from './openapi.js';
-import { expireDue, nextExpiry, sessionById } from './store/sessions.js';
+import { expireDue, nextExpiry, sessionById } from './sessions/store.js';
 import { createLedgerRail } from './payments/ledger.js';
 import type { Rail } from './payments/rail.js';
 import { createPaymentSchemes } from './payments/registry.js';
 import { createExchange } from './payments/exchange.js';
 import { DEFAULT_EXPIRY_MARGIN_MS, type EvmChainReader } from './payments/evm/chain.js';
 import { DEFAULT_MAX_TIMEOUT_SECONDS, holdCap, type X402AssetMap } from './payments/evm/assets.js';
-import type { ExternalKey, KeyRing } from './services/keys.js';
-import type { SessionKeys } from './services/session-keys.js';
+import type { ExternalKey, KeyRing } from './keys/ring.js';
+import type { SessionKeys } from './sessions/actor-keys.js';
 import type { SecretSealer } from '../service-kit/secrets/index.js';
-import { createGatewayEvents, type GatewayEventType } from './services/events.js';
+import { createGatewayEvents, type GatewayEvents, type GatewayEventType } from './sessions/events.js';
 import { createPaymentService } from './payments/service.js';
-import { gatewayMetrics } from './services/business-metrics.js';
-import { createSessionService } from './services/sessions.js';
-import { createForwarder, guardedFetch } from './services/forwarder.js';
+import { gatewayMetrics } from './business-metrics.js';
+import { createSessionService } from './sessions/service.js';
+import { currentWindows } from './payments/store/counters.js';
+import { createForwarder, guardedFetch } from './net/forwarder.js';
 import { isIP } from 'node:net';
-import { bareHost, type LookupFn, type TargetPolicy } from './services/address-guard.js';
+import { bareHost, type LookupFn, type TargetPolicy } from './net/address-guard.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { proxyRoutes } from './routes/proxy.js';
 import { agentSessionRoutes } from './routes/agent-session.js';
 import { adminRoutes } from './routes/admin.js';
-import { createOwnerAuth } from './services/owner-auth.js';
+import { createOwnerAuth } from './owners/auth.js';
 import { merchantRoutes } from './routes/merchant.js';
 import { keyRoutes } from './routes/keys.js';
 import { consoleRoutes, observeSessionWrites } from './routes/console.js';
-import { createConsoleStreams } from './services/console-stream.js';
-import { createIdempotencyService, type IdempotencyOptions } from './services/idempotency.js';
+import { createConsoleStreams } from './console/stream.js';
+import { createIdempotencyService, type IdempotencyOptions } from './idempotency/service.js';
 import { eventAdminRoutes } from '../service-kit/event-admin.js';
 import {
   auditHeadSource,
@@ -60,7 +60,7 @@ import {
   type Ledger,
   type ServiceAnchoringOptions,
 } from '../service-kit/anchor/index.js';
-import { healthRoutes } from './routes/health.js';
+import { healthRoutes, serveRouter } from '../service-kit/service-routes.js';
 import { createEgressCa } from './egress/ca.js';
 import { caRoutes } from './egress/ca-routes.js';
 import type { EgressHooks } from './egress/proxy-server.js';
@@ -70,7 +70,7 @@ import {
   DEFAULT_GATEWAY_RATE_LIMITS,
   type GatewayRateLimits,
 } from '../service-kit/service-limits.js';
-import { DEFAULT_MAX_SESSION_SECONDS } from './services/session-config.js';
+import { DEFAULT_MAX_SESSION_SECONDS } from './sessions/config.js';
 import {
   createServiceLog,
   type ServiceLog,
@@ -98,7 +98,7 @@ export interface GatewayDeps {
   upstreamCa?: string[];
   /**
    * Base URLs of the policy authorities whose people's grants may back sessions
-   * (CTL_GATEWAY_HUMAN_AUTHORITIES; services/human-sessions.ts). Reached through the address
+   * (CTL_GATEWAY_HUMAN_AUTHORITIES; sessions/human.ts). Reached through the address
    * guard like every outbound request: an authority on a private address needs its host:port in
    * `targets.allowHosts`. Default none: every `humanGrant` is refused `issuer_not_trusted`.
    */
@@ -132,13 +132,16 @@ export interface GatewayDeps {
   maxResponseBytes?: number;
   /** Payments open longer than this are settled by reconcile (default 120 s: longer than any forward). */
   reconcileStaleMs?: number;
+  /** How often server.ts's reconcile pass runs (default 30 s); also part of how long an x402 hold may last. */
   reconcileIntervalMs?: number;
-  /** Upper bound on the expiry timer's sleep (default 30 s; a new session reschedules it). */
+  /** Upper bound on the expiry sweep's sleep (server.ts; default 30 s; a new session reschedules it). */
   expiryMaxSleepMs?: number;
+  /** Told each new session's expiresAt (ms): server.ts's expiry sweep wakes by it. */
+  onSessionCreated?: (expiresAt: number) => void;
   /** Webhook delivery (`CTL_WEBHOOK_*`, service-kit webhookRetryFromEnv) and a fetch for tests. */
   webhooks?: WebhookRetrySettings & { fetch?: typeof fetch };
   /**
-   * Seals the private keys and secrets the gateway stores (services/custody.ts); default: the
+   * Seals the private keys and secrets the gateway stores (keys/custody.ts); default: the
    * development KEK file beside the SQLite database (./data/gateway.kek otherwise).
    */
   sealer?: SecretSealer;
@@ -186,17 +189,18 @@ export interface GatewayApp {
   app: Koa;
   /** The address the gateway pays x402 merchants from (fund it with the mapped assets). */
   evmAddress: `0x${string}`;
-  /** Settles payments left open by a crash (run at start and on a timer). */
+  /** Settles payments left open by a crash (server.ts runs it at start and on a timer). */
   reconcile(staleMs?: number): Promise<{ committed: number; released: number }>;
-  /** Expires due sessions now (the timer calls it). */
+  /** Expires due sessions now (server.ts's expiry sweep calls it). */
   expireNow(): Promise<string[]>;
+  /** When the next session expires (ms), or undefined when none will. */
+  nextExpiry(): Promise<number | undefined>;
+  /** Drops `Idempotency-Key` answers past their ttl (server.ts, with each reconcile pass). */
+  pruneIdempotency(): Promise<unknown>;
   /** Pins the base URL to the listen address when no public URL is configured (server.ts, once listening). */
   pinListenUrl(url: string): void;
-  /**
-   * Starts the background work: the webhook outbox and audit sealer, a reconcile pass and its
-   * timer, the expiry sweep and timer. `close()` stops it.
-   */
-  start(): Promise<void>;
+  /** Session events: server.ts starts their webhook outbox and audit sealer (`events.start()`). */
+  events: GatewayEvents;
   /** Resolves when queued webhook deliveries are done. */
   idle(): Promise<void>;
   /** The transparency log (/log/…); server.ts starts its checkpoint timer. Undefined when the log is off. */
@@ -205,6 +209,7 @@ export interface GatewayApp {
   chain: ChainOutbox;
   /** What the egress proxy needs besides `app` (egress/proxy-server.ts; server.ts starts it when configured). */
   egress: EgressHooks;
+  /** Stops what the app built (forwarders, streams, the outboxes server.ts started); the database stays open. */
   close(): Promise<void>;
 }
 
@@ -232,8 +237,8 @@ export interface GatewayParts {
 
 /**
  * Builds the app from prepared parts without touching the database, starting a timer or
- * listening: `start()` begins the background work, server.ts (openGateway) does both.
- * @example const gw = createGatewayApp(deps, await prepareGateway(deps)); await gw.start()
+ * listening: server.ts (openGateway) starts the background work (startGatewayWork) and listens.
+ * @example const gw = createGatewayApp(deps, await prepareGateway(deps)); const work = await startGatewayWork(gw, deps)
  */
 export function createGatewayApp(deps: GatewayDeps, parts: GatewayParts): GatewayApp {
   const { db } = deps;
@@ -286,7 +291,7 @@ export function createGatewayApp(deps: GatewayDeps, parts: GatewayParts): Gatewa
   });
   // Sessions revoked or expired here: the egress proxy closes their tunnels (egress/tunnel-watch.ts).
   const sessionEnds = createSessionEnds(db, now);
-  // Every receipt and session change is appended to it in its own transaction (services/log-entries.ts).
+  // Every receipt and session change is appended to it in its own transaction (log/entries.ts).
   const serviceLog =
     parts.log &&
     createServiceLog(db, parts.log, {
@@ -345,12 +350,6 @@ export function createGatewayApp(deps: GatewayDeps, parts: GatewayParts): Gatewa
   let pinnedBase = deps.publicUrl?.replace(/\/+$/, '');
   const baseUrl = (ctx: Koa.Context) => pinnedBase ?? localOrigin(ctx);
 
-  let expiryTimer: ReturnType<typeof setTimeout> | undefined;
-  let expiryAt = Infinity;
-  let started = false;
-  let closed = false;
-  const maxSleep = deps.expiryMaxSleepMs ?? 30_000;
-
   async function expireNow(): Promise<string[]> {
     return expireDue(
       db,
@@ -372,29 +371,6 @@ export function createGatewayApp(deps: GatewayDeps, parts: GatewayParts): Gatewa
       }),
     );
   }
-  // spec §3 last row: `expiresAt` revokes the session on time, with or without traffic.
-  function scheduleExpiry(at: number) {
-    if (!started || closed || at >= expiryAt) return;
-    if (expiryTimer) clearTimeout(expiryTimer);
-    expiryAt = at;
-    expiryTimer = setTimeout(
-      async () => {
-        expiryTimer = undefined;
-        expiryAt = Infinity;
-        try {
-          await expireNow();
-          const next = await nextExpiry(db);
-          scheduleExpiry(Math.min(next ?? Infinity, now() + maxSleep));
-        } catch (e) {
-          logger.error({ err: e }, 'expiry sweep failed');
-          scheduleExpiry(now() + 1000);
-        }
-      },
-      Math.max(0, Math.min(at - now(), maxSleep)),
-    );
-    expiryTimer.unref?.();
-  }
-
   // The 402 schemes (payments/registry.ts): x402 and MPP sign with one EVM account, on the same chains.
   const paymentSchemes = createPaymentSchemes({
     db,
@@ -424,6 +400,7 @@ export function createGatewayApp(deps: GatewayDeps, parts: GatewayParts): Gatewa
   );
   const sessionService = createSessionService({
     db,
+    currentWindows,
     keys,
     sessionKeys,
     events,
@@ -434,7 +411,7 @@ export function createGatewayApp(deps: GatewayDeps, parts: GatewayParts): Gatewa
     targets,
     humans,
     now,
-    onCreated: (at) => scheduleExpiry(at),
+    onCreated: (at) => deps.onSessionCreated?.(at),
     maxSessionSeconds: deps.maxSessionSeconds ?? DEFAULT_MAX_SESSION_SECONDS,
     maxSessionDepth: deps.maxSessionDepth,
   });
@@ -481,17 +458,16 @@ export function createGatewayApp(deps: GatewayDeps, parts: GatewayParts): Gatewa
       ctx.set('X-Ctl-Gateway-Error', b.error.code);
   });
   app.use(errorMiddleware({ logger, statusByCode: STATUS_BY_CODE }));
-  // A method no route implements (PROPFIND, PURGE, …) is the caller's mistake, answered 405 and
-  // logged with the request at info, not the router's 501 logged as a failure.
-  app.use(async (ctx, next) => {
-    await next();
-    if (ctx.status === 501 && ctx.body == null)
-      throw new HttpError(405, 'method_not_allowed', `${ctx.method} is not a method this service answers`);
-  });
-  app.use(observeSessionWrites(consoleStreams));
 
   const router = new Router();
-  healthRoutes(router, { db, keys, metrics });
+  healthRoutes(router, {
+    // The same checks as the authority's: the database, and the keys it signs with.
+    ready: {
+      database: () => db.ping(),
+      keys: async () => Boolean((await keys.active('grant')) && (await keys.active('receipt'))),
+    },
+    metrics,
+  });
   adminRoutes(router, { db, auth, keys, sessions, events, now });
   sessionRoutes(router, { db, auth, sessions, baseUrl, log: serviceLog?.log });
   proxyRoutes(router, {
@@ -517,13 +493,10 @@ export function createGatewayApp(deps: GatewayDeps, parts: GatewayParts): Gatewa
   });
   caRoutes(router, { auth, ca: egressCa });
   serveOpenApi(router, GATEWAY_OPENAPI);
-  app.use(requestGuard([router]));
-  app.use(router.routes());
-  app.use(router.allowedMethods());
+  serveRouter(app, router, [observeSessionWrites(consoleStreams)]);
 
   const staleMs = deps.reconcileStaleMs ?? 120_000;
   const reconcile = (ms = staleMs) => payments.reconcile(ms);
-  let reconcileTimer: ReturnType<typeof setInterval> | undefined;
 
   return {
     app,
@@ -533,24 +506,9 @@ export function createGatewayApp(deps: GatewayDeps, parts: GatewayParts): Gatewa
     pinListenUrl(url) {
       if (!deps.publicUrl) pinnedBase = url.replace(/\/+$/, '');
     },
-    async start() {
-      if (started || closed) return;
-      started = true;
-      // Tokens logged in the clear by an earlier version: withheld like new ones ("Secrets at rest").
-      await events.withholdLoggedTokens();
-      events.start();
-      chain.start();
-      // Payments left open by a crash are settled before the first request's (spec §3 "reconcile").
-      await reconcile().catch((e) => logger.error({ err: e }, 'reconcile failed'));
-      reconcileTimer = setInterval(() => {
-        reconcile().catch((e) => logger.error({ err: e }, 'reconcile failed'));
-        idempotency.prune().catch((e) => logger.error({ err: e }, 'pruning idempotency keys failed'));
-      }, deps.reconcileIntervalMs ?? 30_000);
-      reconcileTimer.unref?.();
-      await expireNow();
-      const first = await nextExpiry(db);
-      if (first !== undefined) scheduleExpiry(first);
-    },
+    nextExpiry: () => nextExpiry(db),
+    pruneIdempotency: () => idempotency.prune(),
+    events,
     idle: () => events.idle(),
     log: serviceLog,
     chain,
@@ -564,9 +522,6 @@ export function createGatewayApp(deps: GatewayDeps, parts: GatewayParts): Gatewa
       rateLimitBackend: db,
     },
     async close() {
-      closed = true;
-      if (expiryTimer) clearTimeout(expiryTimer);
-      clearInterval(reconcileTimer);
       await serviceLog?.close();
       await chain.close();
       await events.close();

@@ -1,84 +1,128 @@
 /**
- * The gateway's configuration as an operator sees it: the one list of the variables it reads
- * (`ctl gateway --help`, the check of unknown CTL_* names at start). The reader is
- * server.ts gatewayOptionsFromEnv; this module stays light, so `--help` loads nothing else.
+ * The gateway's configuration: the one reader, readGatewayConfig, as authority/config.ts is the
+ * authority's; what both services read alike (PORT, HOST, DATABASE_URL, LOG_LEVEL, unknown names)
+ * is service-kit's readServiceBasics. The list of its variables is variables.ts, apart because
+ * the readers here load the chain client and the database drivers, and `ctl gateway --help`
+ * prints the list without them.
  */
-import { logVariables } from '../service-kit/tlog/config.js';
-import { anchorVariables, webhookVariables, type VariableHelp } from '../service-kit/config.js';
+import { hostname } from 'node:os';
+import { defaultLogOrigin, serviceLogConfigFromEnv } from '../service-kit/tlog/config.js';
+import {
+  ConfigError,
+  checkAdminKey,
+  checkHostPortList,
+  checkHttpUrl,
+  checkKek,
+  readServiceBasics,
+} from '../service-kit/config.js';
+import { webhookRetryFromEnv } from '../service-kit/webhook-outbox.js';
+import { rollbackOptionsFromEnv } from '../service-kit/rollback-guard.js';
+import { anchorSettingsFromEnv } from '../service-kit/anchor/config.js';
+import { gatewayRateLimitsFromEnv } from '../service-kit/service-limits.js';
+import { parseAssetMap, parseMaxHoldSeconds, parseMaxTimeoutSeconds } from './payments/evm/assets.js';
+import { chainReaders, parseConfirmations, parseRpcUrls } from './payments/evm/chain.js';
+import { maxSessionSecondsFromEnv } from './sessions/config.js';
+import { maxSessionDepthFromEnv } from './sessions/child-config.js';
+import { egressFromEnv } from './egress/config.js';
+import type { GatewayStartOptions } from './server.js';
+import { GATEWAY_VARIABLES } from './variables.js';
+
+export { GATEWAY_VARIABLES };
 
 /**
- * Every variable the gateway reads: its `--help` lists them, a CTL_* variable not among them is
- * named at start (checkVariableNames), and gateway/README.md lists the same, with the same defaults.
+ * The gateway's configuration from the environment: the one reader `ctl gateway` and `ctl start`
+ * both use, as readAuthorityConfig is the authority's. Throws a ConfigError naming the variable
+ * when one is malformed (exit 2). `alsoKnown`: CTL_* names another service reads from the same
+ * environment (`ctl start`).
+ * @example const options = readGatewayConfig(process.env)
  */
-export const GATEWAY_VARIABLES: readonly VariableHelp[] = [
-  ['PORT', '8402', 'where it listens'],
-  ['HOST', '127.0.0.1', 'the address it listens on'],
-  [
-    'DATABASE_URL',
-    'sqlite:./data/gateway.db',
-    'or postgres://user@host:port[,host:port…]/database[?target_session_attrs=read-write] (instances may share one)',
-  ],
-  ['LOG_LEVEL', 'info', 'trace, debug, info, warn, error, fatal or silent'],
-  [
-    'CTL_GATEWAY_ADMIN_KEY',
-    undefined,
-    'bootstrap key (>= 16 characters): POST /admin/owners { label } -> { ownerId, keyId, apiKey }',
-  ],
-  ['CTL_GATEWAY_PUBLIC_URL', 'the listen address', 'http(s) base URL written into grants and responses'],
-  ['CTL_GATEWAY_ISSUER', 'ctl-gateway', "issuer of the gateway's grants, receipts and Trust Bundle"],
-  ['CTL_GATEWAY_ALLOW_PRIVATE_TARGETS', '0', '1: let /proxy reach private addresses (tests, private deployments)'],
-  ['CTL_GATEWAY_ALLOW_TARGETS', undefined, 'host:port,... exact private targets to allow ([::1]:8080 for IPv6)'],
-  ['CTL_GATEWAY_HUMAN_AUTHORITIES', undefined, "url,... authorities whose people's grants may back sessions"],
-  ['CTL_X402_ASSETS', undefined, 'x402: {"USDC":[{"network":"eip155:84532","asset":"0x..."}]}, currency -> assets'],
-  ['CTL_X402_MAX_TIMEOUT_SECONDS', '600', 'x402: longest validity signed for an authorization'],
-  ['CTL_X402_MAX_HOLD_SECONDS', '600', "x402: longest one payment may hold a session's budget"],
-  [
-    'CTL_X402_RPC_URL',
-    undefined,
-    'x402: {"eip155:84532":"https://..."}, JSON-RPC per network to settle expired authorizations',
-  ],
-  ['CTL_X402_CONFIRMATIONS', '2', 'x402: blocks deep (the head is 1) a read must be before it moves money'],
-  [
-    'CTL_GATEWAY_EVM_PRIVATE_KEY',
-    undefined,
-    'x402: 0x + 64 hex digits, the paying account (default: made and kept sealed)',
-  ],
-  [
-    'CTL_GATEWAY_KEK',
-    undefined,
-    '32 bytes (base64url or hex) sealing the keys and secrets kept in the database (unset: a dev KEK file beside it)',
-  ],
-  ['CTL_GATEWAY_KEK_PKCS11_URI', undefined, 'the KEK as an AES key in a PKCS#11 token instead'],
-  [
-    'CTL_GATEWAY_RECEIPT_KEY_PKCS11_URI',
-    undefined,
-    'the receipt key in an HSM (RFC 7512); or _PRIVATE_KEY_FILE / _PRIVATE_KEY_PEM below',
-  ],
-  ['CTL_GATEWAY_RECEIPT_PRIVATE_KEY_FILE', undefined, 'the receipt key as a PEM file (mode 0600)'],
-  ['CTL_GATEWAY_RECEIPT_PRIVATE_KEY_PEM', undefined, 'the receipt key as PEM text'],
-  ['CTL_GATEWAY_GRANT_KEY_PKCS11_URI', undefined, 'the internal grant key in an HSM'],
-  ['CTL_GATEWAY_GRANT_PRIVATE_KEY_FILE', undefined, 'the internal grant key as a PEM file'],
-  ['CTL_GATEWAY_GRANT_PRIVATE_KEY_PEM', undefined, 'the internal grant key as PEM text'],
-  ['CTL_GATEWAY_BUNDLE_KEY_PKCS11_URI', undefined, 'the Trust Bundle root key in an HSM'],
-  ['CTL_GATEWAY_BUNDLE_PRIVATE_KEY_FILE', undefined, 'the Trust Bundle root key as a PEM file'],
-  ['CTL_GATEWAY_BUNDLE_PRIVATE_KEY_PEM', undefined, 'the Trust Bundle root key as PEM text'],
-  ['CTL_PKCS11_MODULE', '/usr/lib/softhsm/libsofthsm2.so', 'the PKCS#11 library of the HSM'],
-  ['CTL_GATEWAY_RATE_LIMIT_OWNER', '6000/60s', 'owner API requests per budget owner, all its keys together; 0: none'],
-  ['CTL_GATEWAY_RATE_LIMIT_SESSION', '1200/60s', 'agent requests per session (/proxy); 0: none'],
-  ['CTL_GATEWAY_RATE_LIMIT_CHARGE', '1200/60s', 'POST /charge per client address; 0: none'],
-  ['CTL_GATEWAY_MAX_SESSION_SECONDS', '2592000', 'longest session: expiresAt at most this far ahead (30 days)'],
-  ['CTL_GATEWAY_MAX_SESSION_DEPTH', '4', 'levels of child sessions below a root session (1-16)'],
-  ['CTL_GATEWAY_EGRESS_PORT', undefined, "the egress proxy's port (HTTP(S)_PROXY for agents); unset: off"],
-  ['CTL_GATEWAY_EGRESS_HOST', 'HOST', 'the address the egress proxy listens on'],
-  ['CTL_GATEWAY_EGRESS_PASS_THROUGH', undefined, 'glob,... hosts the egress proxy tunnels untouched (nothing paid)'],
-  ['CTL_GATEWAY_EGRESS_CONNECT_LIMIT', '120/60s', 'CONNECTs per session to the egress proxy; 0: none'],
-  ...webhookVariables('session webhooks'),
-  ...anchorVariables("the log's checkpoint (the audit head with the log off)"),
-  [
-    'CTL_GATEWAY_HIGH_WATER_FILE',
-    'DATABASE.high-water.json',
-    "the audit head kept outside the database (SQLite's default)",
-  ],
-  ['CTL_GATEWAY_ACCEPT_ROLLBACK', '0', '1: serve from a database behind its high-water mark (a restore)'],
-  ...logVariables('CTL_GATEWAY', 'ctl-gateway-log'),
-];
+export function readGatewayConfig(
+  env: Record<string, string | undefined> = process.env,
+  options: { alsoKnown?: Iterable<string> } = {},
+): GatewayStartOptions {
+  const { port, host, databaseUrl, logLevel, warnings } = readServiceBasics(env, {
+    service: 'the gateway',
+    variables: GATEWAY_VARIABLES,
+    alsoKnown: options.alsoKnown,
+  });
+  // Grants carry the public URL (PROTOCOL.md §10): a wrong one would fail every POST /sessions later.
+  const publicUrl = env.CTL_GATEWAY_PUBLIC_URL?.trim()
+    ? checkHttpUrl(env.CTL_GATEWAY_PUBLIC_URL.trim(), 'CTL_GATEWAY_PUBLIC_URL')
+    : undefined;
+  checkKek(env, 'CTL_GATEWAY_KEK');
+  return {
+    port,
+    host,
+    databaseUrl,
+    logLevel,
+    adminKey: checkAdminKey(env.CTL_GATEWAY_ADMIN_KEY, 'CTL_GATEWAY_ADMIN_KEY'),
+    publicUrl,
+    issuer: env.CTL_GATEWAY_ISSUER || undefined,
+    targets: {
+      allowPrivate: flag(env.CTL_GATEWAY_ALLOW_PRIVATE_TARGETS, 'CTL_GATEWAY_ALLOW_PRIVATE_TARGETS'),
+      allowHosts: checkHostPortList(env.CTL_GATEWAY_ALLOW_TARGETS, 'CTL_GATEWAY_ALLOW_TARGETS'),
+    },
+    // Webhook outbox: CTL_WEBHOOK_MAX_ATTEMPTS, _BASE_DELAY_MS, _MAX_DELAY_MS, _TIMEOUT_MS, _POLL_MS.
+    webhooks: webhookRetryFromEnv(env),
+    x402: {
+      assets: parseAssetMap(env.CTL_X402_ASSETS),
+      maxTimeoutSeconds: parseMaxTimeoutSeconds(env.CTL_X402_MAX_TIMEOUT_SECONDS),
+      maxHoldSeconds: parseMaxHoldSeconds(env.CTL_X402_MAX_HOLD_SECONDS),
+      privateKey: evmPrivateKey(env.CTL_GATEWAY_EVM_PRIVATE_KEY),
+      chain: chainReaders(parseRpcUrls(env.CTL_X402_RPC_URL), parseConfirmations(env.CTL_X402_CONFIRMATIONS)),
+    },
+    rateLimits: gatewayRateLimitsFromEnv(env),
+    maxSessionSeconds: maxSessionSecondsFromEnv(env),
+    maxSessionDepth: maxSessionDepthFromEnv(env),
+    humanAuthorities: humanAuthoritiesFromEnv(env.CTL_GATEWAY_HUMAN_AUTHORITIES),
+    egress: egressFromEnv(env),
+    warnings,
+    log: serviceLogConfigFromEnv(env, 'CTL_GATEWAY', {
+      defaultOrigin: defaultLogOrigin(publicUrl, hostname(), GATEWAY_LOG_NAME),
+    }),
+    rollback: rollbackOptionsFromEnv(env, 'CTL_GATEWAY'),
+    anchoring: anchorSettingsFromEnv(env),
+  };
+}
+
+/** The last part of the gateway log's default origin. */
+export const GATEWAY_LOG_NAME = 'ctl-gateway-log';
+
+/**
+ * CTL_GATEWAY_HUMAN_AUTHORITIES: comma-separated http(s) base URLs of the authorities whose people's grants are
+ * accepted.
+ */
+function humanAuthoritiesFromEnv(v: string | undefined): string[] {
+  const list = (v ?? '')
+    .split(',')
+    .map((s) => s.trim().replace(/\/+$/, ''))
+    .filter(Boolean);
+  for (const u of list) {
+    let ok = false;
+    try {
+      const url = new URL(u);
+      ok =
+        (url.protocol === 'http:' || url.protocol === 'https:') &&
+        !url.search &&
+        !url.hash &&
+        !url.username &&
+        !url.password;
+    } catch {}
+    if (!ok) throw new ConfigError('CTL_GATEWAY_HUMAN_AUTHORITIES', `'${u}' is not an http(s) base URL`);
+  }
+  return list;
+}
+
+/** `1` on, `0` or unset off; anything else (`true`, `yes`) is refused rather than read as off. */
+function flag(v: string | undefined, variable: string): boolean {
+  const t = v?.trim() ?? '';
+  if (t === '' || t === '0') return false;
+  if (t === '1') return true;
+  throw new ConfigError(variable, `expected 1 (on) or 0 (off), got '${t}'`);
+}
+
+function evmPrivateKey(v: string | undefined): `0x${string}` | undefined {
+  if (!v) return undefined;
+  if (!/^0x[0-9a-fA-F]{64}$/.test(v)) throw new ConfigError('CTL_GATEWAY_EVM_PRIVATE_KEY', '0x and 64 hex digits');
+  return v as `0x${string}`;
+}

@@ -28,7 +28,7 @@ import {
   eventLogPaths,
   probePaths,
 } from '../service-kit/openapi-schemas.js';
-import { KEY_PURPOSES } from './services/keys.js';
+import { KEY_PURPOSES } from './keys/ring.js';
 import { LOG_TAG, logPaths } from '../service-kit/tlog/openapi.js';
 import { ASSETS as CONSOLE_ASSETS } from './routes/console.js';
 import { PROXY_METHODS } from './routes/proxy.js';

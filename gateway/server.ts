@@ -1,29 +1,11 @@
 /**
- * Runs the gateway from the environment: PORT (8402), HOST (127.0.0.1),
- * DATABASE_URL (sqlite:./data/gateway.db or postgres://…), CTL_GATEWAY_ADMIN_KEY,
- * CTL_GATEWAY_PUBLIC_URL, CTL_GATEWAY_ISSUER, CTL_GATEWAY_ALLOW_PRIVATE_TARGETS=1,
- * CTL_GATEWAY_ALLOW_TARGETS=host:port,…, LOG_LEVEL; x402: CTL_X402_ASSETS,
- * CTL_X402_MAX_TIMEOUT_SECONDS, CTL_X402_MAX_HOLD_SECONDS, CTL_GATEWAY_EVM_PRIVATE_KEY, CTL_X402_RPC_URL,
- * CTL_X402_CONFIRMATIONS; webhooks:
- * CTL_WEBHOOK_*; limits: CTL_GATEWAY_RATE_LIMIT_OWNER (6000/60s), CTL_GATEWAY_RATE_LIMIT_SESSION (1200/60s), `0` for
- * none, and CTL_GATEWAY_MAX_SESSION_SECONDS (2592000, 30 days); custody (services/custody.ts): CTL_GATEWAY_KEK or
- * CTL_GATEWAY_KEK_PKCS11_URI, CTL_GATEWAY_RECEIPT_KEY_PKCS11_URI (or _PRIVATE_KEY_FILE, _PRIVATE_KEY_PEM),
- * CTL_PKCS11_MODULE; egress proxy (egress/config.ts): CTL_GATEWAY_EGRESS_PORT (unset: off), CTL_GATEWAY_EGRESS_HOST,
- * CTL_GATEWAY_EGRESS_PASS_THROUGH.
+ * The gateway's server entry, in the authority's shape: configuration (config.ts readGatewayConfig)
+ * → keys → database and migrations → app (app.ts createGatewayApp, which starts nothing) → the
+ * background work (startGatewayWork: webhooks, anchors, the log, reconciliation, the expiry sweep)
+ * → listen. `openGateway` does all but listening (tests, `ctl demo`).
  */
-import {
-  ConfigError,
-  checkAdminKey,
-  checkDatabaseUrl,
-  checkHost,
-  checkHostPortList,
-  checkHttpUrl,
-  checkKek,
-  checkLogLevel,
-  checkVariableNames,
-  type ConfigWarning,
-} from '../service-kit/config.js';
-import { GATEWAY_VARIABLES } from './config.js';
+import type { ConfigWarning } from '../service-kit/config.js';
+import { GATEWAY_LOG_NAME } from './config.js';
 import { randomBytes } from 'node:crypto';
 import { generatePrivateKey } from 'viem/accounts';
 import {
@@ -34,7 +16,6 @@ import {
   migrate,
   requestLogger,
   silentLogger,
-  webhookRetryFromEnv,
   dispatchLogMigration,
   webhookOutboxMigration,
   auditLogMigration,
@@ -47,35 +28,26 @@ import {
   auditChainReader,
   guardRollback,
   highWaterFileOf,
-  rollbackOptionsFromEnv,
   type RollbackOptions,
 } from '../service-kit/rollback-guard.js';
 import { createGatewayApp, type GatewayApp, type GatewayDeps, type GatewayParts } from './app.js';
-import { GATEWAY_MIGRATIONS } from './store/schema.js';
+import { GATEWAY_MIGRATIONS } from './schema.js';
 import { SCHEME_MIGRATIONS } from './payments/registry.js';
-import { createKeyRing, sharedSecret } from './services/keys.js';
-import { createSessionKeys } from './services/session-keys.js';
-import { parseAssetMap, parseMaxHoldSeconds, parseMaxTimeoutSeconds } from './payments/evm/assets.js';
-import { chainReaders, parseConfirmations, parseRpcUrls } from './payments/evm/chain.js';
-import { externalKeysFromEnv, gatewayKek } from './services/custody.js';
-import {
-  gatewayRateLimitsFromEnv,
-  DEFAULT_GATEWAY_RATE_LIMITS,
-  type GatewayRateLimits,
-} from '../service-kit/service-limits.js';
-import { DEFAULT_MAX_SESSION_SECONDS, maxSessionSecondsFromEnv } from './services/session-config.js';
-import { egressFromEnv, type EgressConfig } from './egress/config.js';
+import { createKeyRing, sharedSecret } from './keys/ring.js';
+import { createSessionKeys } from './sessions/actor-keys.js';
+import { externalKeysFromEnv, gatewayKek } from './keys/custody.js';
+import { DEFAULT_GATEWAY_RATE_LIMITS, type GatewayRateLimits } from '../service-kit/service-limits.js';
+import { DEFAULT_MAX_SESSION_SECONDS } from './sessions/config.js';
+import type { EgressConfig } from './egress/config.js';
 import { startEgressProxy, type EgressProxy } from './egress/proxy-server.js';
-import { maxSessionDepthFromEnv } from './services/child-config.js';
 import { hostname } from 'node:os';
 import {
   defaultLogOrigin,
   logCheckpointFileOf,
   prepareServiceLog,
-  serviceLogConfigFromEnv,
   serviceLogMigrations,
 } from '../service-kit/tlog/index.js';
-import { anchorSettingsFromEnv, chainOutboxMigration, openServiceLedgers } from '../service-kit/anchor/index.js';
+import { chainOutboxMigration, openServiceLedgers } from '../service-kit/anchor/index.js';
 
 export interface RunningGateway {
   gateway: GatewayApp;
@@ -102,106 +74,8 @@ export type GatewayStartOptions = Partial<GatewayDeps> & {
   rollback?: RollbackOptions;
 };
 
-/**
- * The gateway's configuration from the environment: the one reader `ctl gateway` and `ctl start`
- * both use. Throws a ConfigError naming the variable when one is malformed (exit 2).
- * `alsoKnown`: CTL_* names another service reads from the same environment (`ctl start`).
- * @example const options = gatewayOptionsFromEnv(process.env)
- */
-export function gatewayOptionsFromEnv(
-  env: Record<string, string | undefined>,
-  options: { alsoKnown?: Iterable<string> } = {},
-): GatewayStartOptions {
-  const warnings = checkVariableNames(
-    env,
-    [...GATEWAY_VARIABLES.map((v) => v[0]), ...(options.alsoKnown ?? [])],
-    'the gateway',
-  );
-  const portText = env.PORT?.trim() || '8402';
-  if (!/^[0-9]{1,5}$/.test(portText) || Number(portText) > 65535)
-    throw new ConfigError('PORT', `expected 0–65535, got '${portText}'`);
-  // Grants carry the public URL (PROTOCOL.md §10): a wrong one would fail every POST /sessions later.
-  const publicUrl = env.CTL_GATEWAY_PUBLIC_URL?.trim()
-    ? checkHttpUrl(env.CTL_GATEWAY_PUBLIC_URL.trim(), 'CTL_GATEWAY_PUBLIC_URL')
-    : undefined;
-  checkKek(env, 'CTL_GATEWAY_KEK');
-  return {
-    port: Number(portText),
-    host: checkHost(env.HOST?.trim() || '127.0.0.1'),
-    databaseUrl: checkDatabaseUrl(env.DATABASE_URL || 'sqlite:./data/gateway.db'),
-    logLevel: checkLogLevel(env.LOG_LEVEL),
-    adminKey: checkAdminKey(env.CTL_GATEWAY_ADMIN_KEY, 'CTL_GATEWAY_ADMIN_KEY'),
-    publicUrl,
-    issuer: env.CTL_GATEWAY_ISSUER || undefined,
-    targets: {
-      allowPrivate: flag(env.CTL_GATEWAY_ALLOW_PRIVATE_TARGETS, 'CTL_GATEWAY_ALLOW_PRIVATE_TARGETS'),
-      allowHosts: checkHostPortList(env.CTL_GATEWAY_ALLOW_TARGETS, 'CTL_GATEWAY_ALLOW_TARGETS'),
-    },
-    // Webhook outbox: CTL_WEBHOOK_MAX_ATTEMPTS, _BASE_DELAY_MS, _MAX_DELAY_MS, _TIMEOUT_MS, _POLL_MS.
-    webhooks: webhookRetryFromEnv(env),
-    x402: {
-      assets: parseAssetMap(env.CTL_X402_ASSETS),
-      maxTimeoutSeconds: parseMaxTimeoutSeconds(env.CTL_X402_MAX_TIMEOUT_SECONDS),
-      maxHoldSeconds: parseMaxHoldSeconds(env.CTL_X402_MAX_HOLD_SECONDS),
-      privateKey: evmPrivateKey(env.CTL_GATEWAY_EVM_PRIVATE_KEY),
-      chain: chainReaders(parseRpcUrls(env.CTL_X402_RPC_URL), parseConfirmations(env.CTL_X402_CONFIRMATIONS)),
-    },
-    rateLimits: gatewayRateLimitsFromEnv(env),
-    maxSessionSeconds: maxSessionSecondsFromEnv(env),
-    maxSessionDepth: maxSessionDepthFromEnv(env),
-    humanAuthorities: humanAuthoritiesFromEnv(env.CTL_GATEWAY_HUMAN_AUTHORITIES),
-    egress: egressFromEnv(env),
-    warnings,
-    log: serviceLogConfigFromEnv(env, 'CTL_GATEWAY', {
-      defaultOrigin: defaultLogOrigin(publicUrl, hostname(), GATEWAY_LOG_NAME),
-    }),
-    rollback: rollbackOptionsFromEnv(env, 'CTL_GATEWAY'),
-    anchoring: anchorSettingsFromEnv(env),
-  };
-}
-
-/** The gateway log's tables' prefix and the last part of its default origin. */
+/** The gateway log's tables' prefix. */
 const GATEWAY_LOG_PREFIX = 'gw_log';
-const GATEWAY_LOG_NAME = 'ctl-gateway-log';
-
-/**
- * CTL_GATEWAY_HUMAN_AUTHORITIES: comma-separated http(s) base URLs of the authorities whose people's grants are
- * accepted.
- */
-function humanAuthoritiesFromEnv(v: string | undefined): string[] {
-  const list = (v ?? '')
-    .split(',')
-    .map((s) => s.trim().replace(/\/+$/, ''))
-    .filter(Boolean);
-  for (const u of list) {
-    let ok = false;
-    try {
-      const url = new URL(u);
-      ok =
-        (url.protocol === 'http:' || url.protocol === 'https:') &&
-        !url.search &&
-        !url.hash &&
-        !url.username &&
-        !url.password;
-    } catch {}
-    if (!ok) throw new ConfigError('CTL_GATEWAY_HUMAN_AUTHORITIES', `'${u}' is not an http(s) base URL`);
-  }
-  return list;
-}
-
-/** `1` on, `0` or unset off; anything else (`true`, `yes`) is refused rather than read as off. */
-function flag(v: string | undefined, variable: string): boolean {
-  const t = v?.trim() ?? '';
-  if (t === '' || t === '0') return false;
-  if (t === '1') return true;
-  throw new ConfigError(variable, `expected 1 (on) or 0 (off), got '${t}'`);
-}
-
-function evmPrivateKey(v: string | undefined): `0x${string}` | undefined {
-  if (!v) return undefined;
-  if (!/^0x[0-9a-fA-F]{64}$/.test(v)) throw new ConfigError('CTL_GATEWAY_EVM_PRIVATE_KEY', '0x and 64 hex digits');
-  return v as `0x${string}`;
-}
 
 /** Every table the gateway reads or writes, in order (run by prepareGateway, never by createGatewayApp). */
 export const GATEWAY_ALL_MIGRATIONS: readonly Migration[] = [
@@ -209,7 +83,7 @@ export const GATEWAY_ALL_MIGRATIONS: readonly Migration[] = [
   dispatchLogMigration('gw_webhook_dispatches'),
   // The payment schemes' own tables (payments/registry.ts).
   ...SCHEME_MIGRATIONS,
-  // Durable events: the audit chain and the webhook outbox, written in each change's transaction (services/events.ts).
+  // Durable events: the audit chain and the webhook outbox, written in each change's transaction (sessions/events.ts).
   auditLogMigration('gw_audit_log'),
   auditStagingMigration('gw_audit_log'),
   webhookOutboxMigration('gw_webhook_dispatches'),
@@ -278,22 +152,126 @@ export async function prepareGateway(deps: GatewayDeps): Promise<GatewayParts> {
   return { sealer, keys, sessionKeys, continuationSecret, evmPrivateKey, log, ledgers };
 }
 
+/** What startGatewayWork started. */
+export interface GatewayWork {
+  /** A new session's expiresAt (ms): the expiry sweep wakes by it when it is the nearest. */
+  sessionExpiresAt(at: number): void;
+  /** Clears the timers; the app's close() stops the outboxes and the log. */
+  stop(): void;
+}
+
 /**
- * The gateway on an open database, without listening: prepared, built and started (server entry,
- * `ctl demo`, tests). `close()` stops its work; the database stays open.
+ * Starts the gateway's background work, as the authority's server.ts starts its own; the app
+ * starts none of it (ARCHITECTURE.md rule 11): the webhook outbox and audit sealer, the anchors,
+ * a reconcile pass and its timer (which also prunes idempotency keys), the expiry sweep, and the
+ * log's checkpoints.
+ * @example const work = await startGatewayWork(gw, deps); … work.stop(); await gw.close()
+ */
+export async function startGatewayWork(
+  gateway: GatewayApp,
+  o: Pick<GatewayDeps, 'logger' | 'now' | 'reconcileIntervalMs' | 'expiryMaxSleepMs'> = {},
+): Promise<GatewayWork> {
+  const logger = o.logger ?? silentLogger();
+  const now = o.now ?? Date.now;
+  // Tokens logged in the clear by an earlier version: withheld like new ones ("Secrets at rest").
+  await gateway.events.withholdLoggedTokens();
+  gateway.events.start();
+  gateway.chain.start();
+  // Payments left open by a crash are settled before the first request's (spec §3 "reconcile").
+  await gateway.reconcile().catch((e) => logger.error({ err: e }, 'reconcile failed'));
+  const reconcileTimer = setInterval(() => {
+    gateway.reconcile().catch((e) => logger.error({ err: e }, 'reconcile failed'));
+    gateway.pruneIdempotency().catch((e) => logger.error({ err: e }, 'pruning idempotency keys failed'));
+  }, o.reconcileIntervalMs ?? 30_000);
+  reconcileTimer.unref?.();
+  const expiry = expirySweep(gateway, { logger, now, maxSleepMs: o.expiryMaxSleepMs ?? 30_000 });
+  try {
+    await gateway.expireNow();
+    const first = await gateway.nextExpiry();
+    if (first !== undefined) expiry.schedule(first);
+    // Integrates the log's pending entries and signs a checkpoint every second (service-kit/tlog/service.ts).
+    gateway.log?.start();
+  } catch (e) {
+    clearInterval(reconcileTimer);
+    expiry.stop();
+    throw e;
+  }
+  return {
+    sessionExpiresAt: (at) => expiry.schedule(at),
+    stop() {
+      clearInterval(reconcileTimer);
+      expiry.stop();
+    },
+  };
+}
+
+/**
+ * spec §3 last row: `expiresAt` revokes the session on time, with or without traffic. One timer,
+ * set for the nearest expiry and at most `maxSleepMs` ahead; each wake expires what is due.
+ */
+function expirySweep(
+  gateway: Pick<GatewayApp, 'expireNow' | 'nextExpiry'>,
+  o: { logger: Logger; now: () => number; maxSleepMs: number },
+) {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let at = Infinity;
+  let stopped = false;
+  function schedule(when: number) {
+    if (stopped || when >= at) return;
+    if (timer) clearTimeout(timer);
+    at = when;
+    timer = setTimeout(
+      async () => {
+        timer = undefined;
+        at = Infinity;
+        try {
+          await gateway.expireNow();
+          const next = await gateway.nextExpiry();
+          schedule(Math.min(next ?? Infinity, o.now() + o.maxSleepMs));
+        } catch (e) {
+          o.logger.error({ err: e }, 'expiry sweep failed');
+          schedule(o.now() + 1000);
+        }
+      },
+      Math.max(0, Math.min(when - o.now(), o.maxSleepMs)),
+    );
+    timer.unref?.();
+  }
+  return {
+    schedule,
+    stop() {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+    },
+  };
+}
+
+/**
+ * The gateway on an open database, without listening: prepared, built and its work started
+ * (server entry, `ctl demo`, tests). `close()` stops its work; the database stays open.
  * @example const gw = await openGateway({ db, adminKey }); await listen(gw.app, { port: 0 })
  */
 export async function openGateway(deps: GatewayDeps): Promise<GatewayApp> {
-  const gateway = createGatewayApp(deps, await prepareGateway(deps));
+  let work: GatewayWork | undefined;
+  const onSessionCreated = (at: number) => {
+    work?.sessionExpiresAt(at);
+    deps.onSessionCreated?.(at);
+  };
+  const gateway = createGatewayApp({ ...deps, onSessionCreated }, await prepareGateway(deps));
   try {
-    await gateway.start();
-    // Integrates the log's pending entries and signs a checkpoint every second (service-kit/tlog/service.ts).
-    gateway.log?.start();
+    work = await startGatewayWork(gateway, deps);
   } catch (e) {
     await gateway.close();
     throw e;
   }
-  return gateway;
+  const started = work;
+  return {
+    ...gateway,
+    async close() {
+      started.stop();
+      await gateway.close();
+    },
+  };
 }
 
 /**

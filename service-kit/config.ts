@@ -315,3 +315,49 @@ export function checkVariableNames(
   }
   return warnings;
 }
+
+/** What every service reads alike from its environment (readServiceBasics). */
+export interface ServiceBasics {
+  port: number;
+  host: string;
+  /** `sqlite:<path>` or `postgres://…` (checkDatabaseUrl). */
+  databaseUrl: string;
+  logLevel: string;
+  /** CTL_* variables in the environment that nothing reads (misspelt?), to say so at start. */
+  warnings: ConfigWarning[];
+  /** Which settings fell back to their development defaults, to say so in the log. */
+  defaulted: string[];
+}
+
+/**
+ * The part of a service's configuration both services read the same way, with the defaults of
+ * its own variable list (the one `--help` prints): the unknown CTL_* names, PORT, HOST,
+ * DATABASE_URL and LOG_LEVEL. A malformed one throws a ConfigError naming it (exit 2).
+ * `alsoKnown`: CTL_* names another service reads from the same environment (`ctl start`).
+ * @example const basics = readServiceBasics(env, { service: 'the gateway', variables: GATEWAY_VARIABLES })
+ */
+export function readServiceBasics(
+  env: Record<string, string | undefined>,
+  o: { service: string; variables: readonly VariableHelp[]; alsoKnown?: Iterable<string> },
+): ServiceBasics {
+  const warnings = checkVariableNames(env, [...o.variables.map((v) => v[0]), ...(o.alsoKnown ?? [])], o.service);
+  const defaultOf = (name: string) => {
+    const d = o.variables.find((v) => v[0] === name)?.[1];
+    if (d === undefined) throw new TypeError(`readServiceBasics: ${name} has no default in the variable list`);
+    return d;
+  };
+  const set = (name: string) => (env[name]?.trim() ? env[name]!.trim() : undefined);
+  const defaulted: string[] = [];
+  const portText = set('PORT') ?? defaultOf('PORT');
+  if (!/^[0-9]{1,5}$/.test(portText) || Number(portText) > 65535)
+    throw new ConfigError('PORT', `expected 0–65535, got '${portText}'`);
+  const databaseUrl = set('DATABASE_URL') ?? (defaulted.push('DATABASE_URL'), defaultOf('DATABASE_URL'));
+  return {
+    port: Number(portText),
+    host: checkHost(set('HOST') ?? defaultOf('HOST')),
+    databaseUrl: checkDatabaseUrl(databaseUrl),
+    logLevel: checkLogLevel(env['LOG_LEVEL']),
+    warnings,
+    defaulted,
+  };
+}

@@ -1,5 +1,5 @@
 /**
- * The part of a key ring both services share (authority/keys.ts, gateway/services/keys.ts):
+ * The part of a key ring both services share (authority/keys.ts, gateway/keys/ring.ts):
  * opening stored private keys sealed under the KEK (service-kit/secrets, bound to the key's row),
  * one imported signer per kid, keys held outside the database (a PEM, a file or PKCS#11 key from
  * the environment) beside stored ones, the active key of a purpose, and the JWKS entry a key

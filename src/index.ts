@@ -81,6 +81,9 @@ export {
   type ReserveManyResult,
   type CommitManyResult,
 } from './wallet/spend-storage.js';
+// The argument checks and capture arithmetic every SpendStorage shares, for one written over a
+// device's own storage (firmware-bridge/kv-spend-storage.ts) to refuse what the memory one refuses.
+export { capturedAmounts, checkCounters, checkTimes } from './wallet/spend-checks.js';
 export { createMemoryTimeFloor, type TimeFloor } from './verifier/time-floor.js';
 export { encodeSbaHeader, encodeSbaBase64, decodeSbaHeader } from './verifier/presentation.js';
 export * from './client/index.js';

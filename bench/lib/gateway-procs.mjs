@@ -82,8 +82,8 @@ if (role === 'merchant') {
   });
   // The x402 and webhook variables as `ctl gateway` reads them (CTL_X402_*, CTL_WEBHOOK_*), and
   // the reconcile timings and a fixed port for bench/campaign.mjs, which kills and restarts gateways.
-  const { gatewayOptionsFromEnv } = await import(build('gateway/server.js'));
-  const fromEnv = gatewayOptionsFromEnv(process.env);
+  const { readGatewayConfig } = await import(build('gateway/config.js'));
+  const fromEnv = readGatewayConfig(process.env);
   const envMs = (name) => (process.env[name] ? Number(process.env[name]) : undefined);
   const gw = await openGateway({
     db,

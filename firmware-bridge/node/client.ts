@@ -4,7 +4,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { cborDecode, cborEncode } from '../../src/encoding/cbor.js';
+import { cborDecode, cborEncode } from '../../src/entries/compact.js';
 import { createFrameReader, frame, type Response } from '../protocol.js';
 
 export interface BridgeClient {

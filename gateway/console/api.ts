@@ -2,8 +2,8 @@
  * The owner API from the browser (gateway/routes/sessions.ts, as is): the owner key from this
  * tab's session storage as the bearer, errors as `ApiError { status, code, message }`.
  */
-import type { createSessionService } from '../services/sessions.js';
-import type { SessionDispatch } from '../store/session-dispatches.js';
+import type { createSessionService } from '../sessions/service.js';
+import type { SessionDispatch } from '../sessions/dispatches.js';
 import type { Receipt } from '../../src/index.js';
 
 const KEY = 'ctl.console.ownerKey';

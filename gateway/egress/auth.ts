@@ -4,7 +4,7 @@
  * `HTTPS_PROXY=http://<anything>:<session token>@gateway:port`. Every failure is a 407 with
  * `Proxy-Authenticate`, so a client asks for (or reports) credentials rather than retrying blind.
  */
-import { effectiveState, type SessionRecord } from '../store/sessions.js';
+import { effectiveState, type SessionRecord } from '../sessions/store.js';
 
 export const PROXY_REALM = 'ctl-gateway';
 

@@ -4,7 +4,7 @@
  */
 import Router from '@koa/router';
 import { ADMIN_SCOPE, requireScope, type Authenticate } from '../../service-kit/index.js';
-import { OWNER_SCOPE } from '../routes/sessions.js';
+import { OWNER_SCOPE } from '../owners/auth.js';
 import type { EgressCa } from './ca.js';
 
 export function caRoutes(r: Router, o: { auth: Authenticate; ca: EgressCa }): void {

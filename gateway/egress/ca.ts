@@ -1,7 +1,7 @@
 /**
  * The egress proxy's certificate authority (gateway/README.md "Egress proxy"): one ECDSA P-256 CA
- * whose key is kept sealed in the database like the gateway's other secrets (services/keys.ts
- * sharedSecret, under the KEK of services/custody.ts), and per-host leaf certificates minted on the
+ * whose key is kept sealed in the database like the gateway's other secrets (keys/ring.ts
+ * sharedSecret, under the KEK of keys/custody.ts), and per-host leaf certificates minted on the
  * fly for the hosts agents CONNECT to. Leaf keys and certificates live in memory only.
  */
 import type * as X509 from '@peculiar/x509';
@@ -11,7 +11,7 @@ import { createSecureContext, type SecureContext } from 'node:tls';
 import type { SqlDatabase } from '../../service-kit/index.js';
 import type { SecretSealer } from '../../service-kit/secrets/index.js';
 import { LRUCache } from 'lru-cache';
-import { sharedSecret } from '../services/keys.js';
+import { sharedSecret } from '../keys/ring.js';
 
 let library: Promise<typeof X509> | undefined;
 /**

@@ -1,11 +1,11 @@
 /**
  * The egress proxy's configuration (gateway/README.md "Egress proxy"): off unless
  * CTL_GATEWAY_EGRESS_PORT is set; CTL_GATEWAY_EGRESS_PASS_THROUGH lists the host globs tunnelled
- * untouched (services/host-glob.ts syntax, as merchantAllowlist).
+ * untouched (net/host-glob.ts syntax, as merchantAllowlist).
  */
 import { ConfigError, checkHost } from '../../service-kit/config.js';
 import { parseRateLimit, type RateLimit } from '../../service-kit/rate-limit.js';
-import { canonicalGlob, firstInertGlob, globProgramSizes, MAX_LIST_PROGRAM } from '../services/host-glob.js';
+import { canonicalGlob, firstInertGlob, globProgramSizes, MAX_LIST_PROGRAM } from '../net/host-glob.js';
 
 export interface EgressConfig {
   port: number;

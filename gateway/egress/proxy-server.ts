@@ -8,7 +8,7 @@
  *   for the address guard, the payment of 402s, receipts, idempotency, rate limits and refusals.
  * - `CONNECT host:port` is answered by terminating TLS with a certificate minted for `host` by
  *   the gateway's CA (ca.ts); the gateway then opens its own TLS connection to the merchant, which
- *   verifies the merchant's certificate as any client does (services/forwarder.ts).
+ *   verifies the merchant's certificate as any client does (net/forwarder.ts).
  * - Hosts the owner lists as pass-through (CTL_GATEWAY_EGRESS_PASS_THROUGH) are tunnelled as
  *   bytes: their TLS is the client's own, so nothing there can be read, changed or paid.
  * - The address guard applies to every CONNECT target, pass-through or not.
@@ -27,7 +27,7 @@ import { canonicalHost } from '../../service-kit/host-name.js';
 import { answerClientError } from '../../service-kit/listen.js';
 import { createLimiter, type RateLimit, type RateLimitBackend } from '../../service-kit/rate-limit.js';
 import type { Logger } from '../../service-kit/index.js';
-import type { SessionRecord } from '../store/sessions.js';
+import type { SessionRecord } from '../sessions/store.js';
 import {
   bareHost,
   checkTargetUrl,
@@ -35,8 +35,8 @@ import {
   isExcepted,
   type LookupFn,
   type TargetPolicy,
-} from '../services/address-guard.js';
-import { hostGlobList } from '../services/host-glob.js';
+} from '../net/address-guard.js';
+import { hostGlobList } from '../net/host-glob.js';
 import { authenticateProxy, PROXY_REALM } from './auth.js';
 import type { EgressCa } from './ca.js';
 import { DEFAULT_CONNECT_LIMIT } from './config.js';
@@ -60,7 +60,7 @@ export interface EgressOptions {
   /** The gateway app's handler (`app.callback()`), taken once its middleware is complete. */
   handle: (req: IncomingMessage, res: ServerResponse) => void;
   hooks: EgressHooks;
-  /** Host globs tunnelled untouched (services/host-glob.ts syntax). */
+  /** Host globs tunnelled untouched (net/host-glob.ts syntax). */
   passThrough?: readonly string[];
   port: number;
   host: string;

@@ -14,7 +14,7 @@
  *   long a tunnel outlives a revocation made on another instance.
  */
 import type { SqlDatabase } from '../../service-kit/index.js';
-import { chainOf, type SessionRecord } from '../store/sessions.js';
+import { chainOf, type SessionRecord } from '../sessions/store.js';
 
 export const DEFAULT_SESSION_RECHECK_MS = 2000;
 export type Ending = 'revoked' | 'expired';

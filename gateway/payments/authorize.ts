@@ -7,12 +7,12 @@
 import { CtlError, type SignedBudgetAuthorization } from '../../src/index.js';
 import { idleCache, timeOrderedId, type SqlDatabase } from '../../service-kit/index.js';
 import { reserve, release } from './store/payments.js';
-import type { SessionRecord } from '../store/sessions.js';
+import type { SessionRecord } from '../sessions/store.js';
 import type { PaymentTerms } from './schemes/x-payment/terms.js';
 import type { PaymentFields, PaymentSigning } from './signing.js';
-import type { GatewayEvents } from '../services/events.js';
-import { createMerchantMatcher, purposeIsAllowed } from '../services/session-config.js';
-import { humanChainRefusal, type HumanTrust } from '../services/human-sessions.js';
+import type { GatewayEvents } from '../sessions/events.js';
+import { createMerchantMatcher, purposeIsAllowed } from '../sessions/config.js';
+import { humanChainRefusal, type HumanTrust } from '../sessions/human.js';
 import type { CommitRecords } from './commit-records.js';
 import type { ChainWindows } from './windows.js';
 

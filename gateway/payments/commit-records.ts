@@ -6,9 +6,9 @@
  */
 import { formatTimestamp, type Receipt } from '../../src/index.js';
 import { formatMinor } from '../../service-kit/money.js';
-import { sessionById, type SessionRecord } from '../store/sessions.js';
-import type { GatewayEvents } from '../services/events.js';
-import { continuationToken } from '../services/continuation.js';
+import { sessionById, type SessionRecord } from '../sessions/store.js';
+import type { GatewayEvents } from '../sessions/events.js';
+import { continuationToken } from '../sessions/continuation.js';
 import { filledWindows } from './store/counters.js';
 import type { CommitRecord, CommitResult } from './store/payments.js';
 import type { PaymentFields } from './signing.js';

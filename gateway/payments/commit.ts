@@ -6,7 +6,7 @@
 import type { Receipt, SignedBudgetAuthorization } from '../../src/index.js';
 import { HttpError, type SqlDatabase } from '../../service-kit/index.js';
 import { commit, receiptOfPayment } from './store/payments.js';
-import type { SessionRecord } from '../store/sessions.js';
+import type { SessionRecord } from '../sessions/store.js';
 import type { PaymentFields, PaymentSigning } from './signing.js';
 import type { CommitRecords } from './commit-records.js';
 import { counterChain, type ChainWindows } from './windows.js';

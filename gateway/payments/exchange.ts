@@ -19,8 +19,8 @@
 import { CtlError, base64Encode, utf8Encode, type SignedBudgetAuthorization } from '../../src/index.js';
 import { HttpError, type SqlDatabase } from '../../service-kit/index.js';
 import { DEFAULT_STATUS_BY_CODE } from '../../service-kit/error-middleware.js';
-import type { SessionRecord } from '../store/sessions.js';
-import type { ForwardResponse } from '../services/forwarder.js';
+import type { SessionRecord } from '../sessions/store.js';
+import type { ForwardResponse } from '../net/forwarder.js';
 import type { Authorization, PaymentService } from './service.js';
 import { insertAuthorization, recordAuthorizationOutcome, signedAsChosen } from './evm/authorizations.js';
 import type {

@@ -7,7 +7,7 @@
 import type { SignedBudgetAuthorization } from '../../src/index.js';
 import { HttpError, timeOrderedId, type SqlDatabase } from '../../service-kit/index.js';
 import { markPaying, payLedgerInCommit, release } from './store/payments.js';
-import type { SessionRecord } from '../store/sessions.js';
+import type { SessionRecord } from '../sessions/store.js';
 import type { PaymentOrder, Rail } from './rail.js';
 import type { PaymentFields, PaymentSigning } from './signing.js';
 import type { Authorizer, PaymentRequest } from './authorize.js';

@@ -7,7 +7,7 @@
  */
 import type { SqlDatabase } from '../../service-kit/index.js';
 import type { SignedBudgetAuthorization } from '../../src/index.js';
-import { sessionById, type SessionRecord } from '../store/sessions.js';
+import { sessionById, type SessionRecord } from '../sessions/store.js';
 import type { Rail } from './rail.js';
 import { openPayments, release, touchOpen, type PaymentRecord } from './store/payments.js';
 

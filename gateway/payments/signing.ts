@@ -17,9 +17,9 @@ import { createSbaSigner, type SbaSigner } from '../../src/entries/wallet.js';
 // and canonicalised once (services-only signing: the `ctl/server` entry).
 import { signReceiptPrepared } from '../../src/entries/server.js';
 import { idleCache, timeOrderedId } from '../../service-kit/index.js';
-import type { SessionRecord } from '../store/sessions.js';
-import type { KeyRing } from '../services/keys.js';
-import type { SessionKeys } from '../services/session-keys.js';
+import type { SessionRecord } from '../sessions/store.js';
+import type { KeyRing } from '../keys/ring.js';
+import type { SessionKeys } from '../sessions/actor-keys.js';
 import type { ReceiptRow } from './store/payments.js';
 
 const SBA_LIFETIME_MS = 5 * 60_000;

@@ -4,7 +4,7 @@
  * window rows it counts in at that moment (store/counters.ts), and the velocity limits.
  */
 import { idleCache, type SqlDatabase } from '../../service-kit/index.js';
-import { chainOf, type SessionRecord, type SessionWindow } from '../store/sessions.js';
+import { chainOf, type SessionRecord, type SessionWindow } from '../sessions/store.js';
 import { chainWindowKeys, windowsOfChain } from './store/counters.js';
 
 /**

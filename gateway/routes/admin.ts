@@ -21,11 +21,12 @@ import {
   type Authenticate,
   type SqlDatabase,
 } from '../../service-kit/index.js';
-import { KEY_PURPOSES, type GatewayKeyPurpose, type KeyRing } from '../services/keys.js';
-import type { SessionService } from '../services/sessions.js';
-import type { GatewayEvents } from '../services/events.js';
-import { insertOwner, addOwnerKey, revokeOwnerKey, disableOwner, ownerWithKeys } from '../store/owners.js';
-import { OWNER_SCOPE, sessionsPage } from './sessions.js';
+import { KEY_PURPOSES, type GatewayKeyPurpose, type KeyRing } from '../keys/ring.js';
+import type { SessionService } from '../sessions/service.js';
+import type { GatewayEvents } from '../sessions/events.js';
+import { insertOwner, addOwnerKey, revokeOwnerKey, disableOwner, ownerWithKeys } from '../owners/store.js';
+import { sessionsPage } from './sessions.js';
+import { OWNER_SCOPE } from '../owners/auth.js';
 
 /** Owner and key ids this gateway gives (legacy owner ids are key ids): anything else is unknown. */
 const ID = /^[A-Za-z0-9_-]{1,80}$/;

@@ -8,10 +8,10 @@ import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { notFound, unauthorized, type SqlDatabase } from '../../service-kit/index.js';
 import { receiptOf, receiptsOf } from '../payments/store/payments.js';
-import { receiptLogIndex } from '../services/log-entries.js';
+import { receiptLogIndex } from '../log/entries.js';
 import type { TransparencyLog } from '../../service-kit/tlog/index.js';
-import { sessionById } from '../store/sessions.js';
-import { sessionTokenOf, type SessionService } from '../services/sessions.js';
+import { sessionById } from '../sessions/store.js';
+import { sessionTokenOf, type SessionService } from '../sessions/service.js';
 
 export function agentSessionRoutes(
   router: Router,

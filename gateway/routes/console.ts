@@ -22,11 +22,10 @@ import {
   type Authenticate,
   type SqlDatabase,
 } from '../../service-kit/index.js';
-import type { SessionService } from '../services/sessions.js';
-import type { OwnerPrincipal } from '../services/owner-auth.js';
-import type { ConsoleStreams } from '../services/console-stream.js';
-import { dispatchesOfSession } from '../store/session-dispatches.js';
-import { OWNER_SCOPE } from './sessions.js';
+import type { SessionService } from '../sessions/service.js';
+import { OWNER_SCOPE, type OwnerPrincipal } from '../owners/auth.js';
+import type { ConsoleStreams } from '../console/stream.js';
+import { dispatchesOfSession } from '../sessions/dispatches.js';
 
 export const CONSOLE_CSP = [
   "default-src 'self'",
@@ -105,7 +104,7 @@ export function consoleRoutes(
     });
   }
 
-  // One stream per owner tab, bounded (services/console-stream.ts). fetch() streaming carries the
+  // One stream per owner tab, bounded (console/stream.ts). fetch() streaming carries the
   // key in the Authorization header: never in the URL, where logs and history would keep it.
   router.get('/console/events', harden, owner, async (ctx) => {
     const id = ownerId(ctx);

@@ -6,10 +6,10 @@
 import type Router from '@koa/router';
 import { formatTimestamp } from '../../src/index.js';
 import { notFound, badRequest, type SqlDatabase } from '../../service-kit/index.js';
-import { sessionByGrantId } from '../store/sessions.js';
+import { sessionByGrantId } from '../sessions/store.js';
 import { jwksEntry } from '../../service-kit/key-ring.js';
-import type { KeyRing } from '../services/keys.js';
-import { createTrustBundlePublisher } from '../services/trust-bundle.js';
+import type { KeyRing } from '../keys/ring.js';
+import { createTrustBundlePublisher } from '../keys/trust-bundle.js';
 
 export function keyRoutes(
   router: Router,
@@ -22,7 +22,7 @@ export function keyRoutes(
     ctx.body = { keys: await o.keys.published() };
   });
 
-  // Served at the database's current sequence (services/trust-bundle.ts): a revocation shows
+  // Served at the database's current sequence (keys/trust-bundle.ts): a revocation shows
   // here at once on every instance, so a client should not cache it long.
   router.get('/.well-known/ctl-trust-bundle.json', async (ctx) => {
     ctx.set('Cache-Control', 'max-age=1');

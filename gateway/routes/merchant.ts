@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { parseStrictJson, isAmount, isCurrency } from '../../src/index.js';
 import { jsonBody, badRequest, notFound, closedBody, optionalText, type SqlDatabase } from '../../service-kit/index.js';
 import type { createLedgerRail } from '../payments/ledger.js';
-import { MAX_AMOUNT } from '../payments/amount.js';
+import { MAX_AMOUNT } from '../../service-kit/amount.js';
 
 type Ledger = ReturnType<typeof createLedgerRail>;
 

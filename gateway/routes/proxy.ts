@@ -7,12 +7,12 @@
 import type Router from '@koa/router';
 import { CtlError } from '../../src/index.js';
 import { HttpError, unauthorized, badRequest, readsBody, canonicalUrlHost } from '../../service-kit/index.js';
-import { effectiveState } from '../store/sessions.js';
-import { sessionTokenOf, type SessionService } from '../services/sessions.js';
+import { effectiveState } from '../sessions/store.js';
+import { sessionTokenOf, type SessionService } from '../sessions/service.js';
 import type { PaymentProtocol } from '../payments/schemes/scheme.js';
-import { cleanRequestHeaders, cleanResponseHeaders, type Forwarder } from '../services/forwarder.js';
-import { idempotencyKeyOf, type IdempotencyService } from '../services/idempotency.js';
-import { setReceiptLogIndex } from '../services/log-entries.js';
+import { cleanRequestHeaders, cleanResponseHeaders, type Forwarder } from '../net/forwarder.js';
+import { idempotencyKeyOf, type IdempotencyService } from '../idempotency/service.js';
+import { setReceiptLogIndex } from '../log/entries.js';
 import type { TransparencyLog } from '../../service-kit/tlog/index.js';
 import type { IncomingMessage } from 'node:http';
 

@@ -13,15 +13,13 @@ import {
   type Authenticate,
   type SqlDatabase,
 } from '../../service-kit/index.js';
-import { listSessions, type SessionRecord } from '../store/sessions.js';
+import { listSessions, type SessionRecord } from '../sessions/store.js';
 import { receiptsOf } from '../payments/store/payments.js';
-import { receiptLogIndex } from '../services/log-entries.js';
+import { receiptLogIndex } from '../log/entries.js';
 import type { TransparencyLog } from '../../service-kit/tlog/index.js';
-import type { SessionService } from '../services/sessions.js';
-import { hashToken, sessionTokenOf } from '../services/sessions.js';
-import type { OwnerPrincipal } from '../services/owner-auth.js';
-
-export const OWNER_SCOPE = 'sessions';
+import type { SessionService } from '../sessions/service.js';
+import { hashToken, sessionTokenOf } from '../sessions/service.js';
+import { OWNER_SCOPE, type OwnerPrincipal } from '../owners/auth.js';
 
 /**
  * One page of an owner's sessions, newest first (`?limit` 1–200, default 50; `?cursor` the
@@ -81,7 +79,7 @@ export function sessionRoutes(
     ctx.body = await o.sessions.create(ownerId(ctx), ctx.request.body, o.baseUrl(ctx));
   });
 
-  // The Human-Agent profile: a session key for a person to sign a grant for (services/human-sessions.ts).
+  // The Human-Agent profile: a session key for a person to sign a grant for (sessions/human.ts).
   router.post('/sessions/human/keys', owner, async (ctx) => {
     ctx.status = 201;
     ctx.set('Cache-Control', 'no-store');

@@ -28,7 +28,7 @@ export type GatewayLogType =
 
 export type AuthorityLogType = 'grant' | 'grant.revocation' | 'link.revocation' | 'bundle';
 
-/** The gateway session events that are logged (services/events.ts). */
+/** The gateway session events that are logged (sessions/events.ts). */
 export const LOGGED_SESSION_EVENTS: ReadonlySet<string> = new Set([
   'session.created',
   'session.paused',

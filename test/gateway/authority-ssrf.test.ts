@@ -10,8 +10,8 @@ import * as assert from 'uvu/assert';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createSignedPolicyGrant, generateKeyPair, policyHash, verifyCtl, type PolicyGrant } from '../../src/index.js';
-import { createForwarder, guardedFetch } from '../../gateway/services/forwarder.js';
-import type { LookupFn } from '../../gateway/services/address-guard.js';
+import { createForwarder, guardedFetch } from '../../gateway/net/forwarder.js';
+import type { LookupFn } from '../../gateway/net/address-guard.js';
 import {
   call,
   createSession,

@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import type { SqlDatabase } from '../../service-kit/index.js';
 import { migrate } from '../../service-kit/migrate.js';
 import { GATEWAY_ALL_MIGRATIONS } from '../../gateway/server.js';
-import { insertSession, type NewSession } from '../../gateway/store/sessions.js';
+import { insertSession, type NewSession } from '../../gateway/sessions/store.js';
 import { payLedgerInCommit, reserve } from '../../gateway/payments/store/payments.js';
 import { chainWindowKeys } from '../../gateway/payments/store/counters.js';
 import { sqliteDb, postgresDb, type TestDb } from './helpers.js';

@@ -1,6 +1,6 @@
 /**
  * Two gateway instances on one PostgreSQL database: a console stream on instance B sees a session
- * created, paid and revoked through instance A, by LISTEN/NOTIFY (services/console-stream.ts).
+ * created, paid and revoked through instance A, by LISTEN/NOTIFY (console/stream.ts).
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';

@@ -8,8 +8,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Worker } from 'node:worker_threads';
 import picomatch from 'picomatch';
-import { compileHostGlob, hostGlobList, MAX_GLOB_PROGRAM } from '../../gateway/services/host-glob.js';
-import { createMerchantMatcher, parseSessionConfig } from '../../gateway/services/session-config.js';
+import { compileHostGlob, hostGlobList, MAX_GLOB_PROGRAM } from '../../gateway/net/host-glob.js';
+import { createMerchantMatcher, parseSessionConfig } from '../../gateway/sessions/config.js';
 
 // 253 characters, the longest DNS name: labels of 'a' that end nowhere near example.com.
 const LONG = `${'a'.repeat(62)}.${'a'.repeat(62)}.${'a'.repeat(62)}.${'a'.repeat(62)}.b`;
@@ -48,7 +48,7 @@ test('hostile globs against 253-character hosts: at most (host length + 1) × pr
 // takes minutes on these (8.7 s was measured on a 40-character host), so only a regression to one
 // can reach the stop; the linear matcher is done in milliseconds on any machine.
 test("the payment path's matcher answers the hostile globs (worker, hard stop at 60 s)", async () => {
-  const moduleUrl = new URL('../../gateway/services/session-config.js', import.meta.url).href;
+  const moduleUrl = new URL('../../gateway/sessions/config.js', import.meta.url).href;
   const code = `
     const { parentPort, workerData } = require('node:worker_threads');
     import(workerData.moduleUrl).then(({ createMerchantMatcher }) => {

@@ -17,7 +17,7 @@ import {
   type PolicyGrant,
 } from '../../src/index.js';
 import { startTestAuthority, type TestAuthority } from '../authority/harness.js';
-import { gatewayOptionsFromEnv } from '../../gateway/server.js';
+import { readGatewayConfig } from '../../gateway/config.js';
 import {
   call,
   proxy,
@@ -166,14 +166,13 @@ test(
 
 test('CTL_GATEWAY_HUMAN_AUTHORITIES: a list of http(s) base URLs, a mistake named by its variable', () => {
   assert.equal(
-    gatewayOptionsFromEnv({ CTL_GATEWAY_HUMAN_AUTHORITIES: 'https://a.example/, http://10.0.0.5:8700' })
-      .humanAuthorities,
+    readGatewayConfig({ CTL_GATEWAY_HUMAN_AUTHORITIES: 'https://a.example/, http://10.0.0.5:8700' }).humanAuthorities,
     ['https://a.example', 'http://10.0.0.5:8700'],
   );
-  assert.equal(gatewayOptionsFromEnv({}).humanAuthorities, []);
+  assert.equal(readGatewayConfig({}).humanAuthorities, []);
   for (const bad of ['authority.example', 'ftp://a.example', 'https://a.example/?x=1', 'https://u:p@a.example']) {
     assert.throws(
-      () => gatewayOptionsFromEnv({ CTL_GATEWAY_HUMAN_AUTHORITIES: bad }),
+      () => readGatewayConfig({ CTL_GATEWAY_HUMAN_AUTHORITIES: bad }),
       /^CTL_GATEWAY_HUMAN_AUTHORITIES/,
       bad,
     );

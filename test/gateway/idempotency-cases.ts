@@ -4,7 +4,7 @@
  */
 import * as assert from 'uvu/assert';
 import { createLedgerRail } from '../../gateway/payments/ledger.js';
-import { claimKey, pruneExpiredKeys } from '../../gateway/store/idempotency.js';
+import { claimKey, pruneExpiredKeys } from '../../gateway/idempotency/store.js';
 import type { Rail } from '../../gateway/payments/rail.js';
 import {
   startTestGateway,

@@ -9,9 +9,9 @@ import * as assert from 'uvu/assert';
 import pg from 'pg';
 import { randomBytes } from 'node:crypto';
 import { generateApiKey, migrate } from '../../service-kit/index.js';
-import { GATEWAY_MIGRATIONS } from '../../gateway/store/schema.js';
-import { insertOwner, disableOwner } from '../../gateway/store/owners.js';
-import { insertOwnedSession, sessionById, type SessionRecord } from '../../gateway/store/sessions.js';
+import { GATEWAY_MIGRATIONS } from '../../gateway/schema.js';
+import { insertOwner, disableOwner } from '../../gateway/owners/store.js';
+import { insertOwnedSession, sessionById, type SessionRecord } from '../../gateway/sessions/store.js';
 import { postgresDb, PG_URL } from './helpers.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

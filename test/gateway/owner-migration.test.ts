@@ -9,7 +9,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { randomBytes } from 'node:crypto';
 import { generateApiKey, migrate, type SqlDatabase } from '../../service-kit/index.js';
-import { GATEWAY_MIGRATIONS } from '../../gateway/store/schema.js';
+import { GATEWAY_MIGRATIONS } from '../../gateway/schema.js';
 import { sqliteDb, postgresDb, startTestGateway, call, ADMIN_KEY, inOneHour, type TestDb } from './helpers.js';
 
 async function legacyOwner(db: SqlDatabase, revokedAt: number | null) {

@@ -22,8 +22,8 @@ import {
   type TestGateway,
 } from './helpers.js';
 import { gatewayRateLimitsFromEnv } from '../../service-kit/service-limits.js';
-import { maxSessionSecondsFromEnv, DEFAULT_MAX_SESSION_SECONDS } from '../../gateway/services/session-config.js';
-import { gatewayOptionsFromEnv } from '../../gateway/server.js';
+import { maxSessionSecondsFromEnv, DEFAULT_MAX_SESSION_SECONDS } from '../../gateway/sessions/config.js';
+import { readGatewayConfig } from '../../gateway/config.js';
 import { formatTimestamp, createGatewayClient, CtlError } from '../../src/index.js';
 
 const OWNER = { points: 5, seconds: 60 };
@@ -280,8 +280,8 @@ test('the environment: defaults, N/Ss, 0 disables, a bad value names its variabl
     () => maxSessionSecondsFromEnv({ CTL_GATEWAY_MAX_SESSION_SECONDS: '-1' }),
     /CTL_GATEWAY_MAX_SESSION_SECONDS/,
   );
-  // `ctl gateway` reads them through gatewayOptionsFromEnv.
-  const o = gatewayOptionsFromEnv({ CTL_GATEWAY_RATE_LIMIT_OWNER: '7/7s', CTL_GATEWAY_MAX_SESSION_SECONDS: '60' });
+  // `ctl gateway` reads them through readGatewayConfig.
+  const o = readGatewayConfig({ CTL_GATEWAY_RATE_LIMIT_OWNER: '7/7s', CTL_GATEWAY_MAX_SESSION_SECONDS: '60' });
   assert.equal(o.rateLimits?.owner, { points: 7, seconds: 7 });
   assert.is(o.maxSessionSeconds, 60);
 });

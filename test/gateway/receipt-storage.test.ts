@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import { canonicalize, verifyReceipt } from '../../src/index.js';
 import { createLedgerRail } from '../../gateway/payments/ledger.js';
 import type { Rail } from '../../gateway/payments/rail.js';
-import { RECEIPT_GRANTS_INLINE_SQL } from '../../gateway/store/schema.js';
+import { RECEIPT_GRANTS_INLINE_SQL } from '../../gateway/schema.js';
 import {
   sqliteDb,
   postgresDb,

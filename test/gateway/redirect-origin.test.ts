@@ -9,7 +9,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createForwarder } from '../../gateway/services/forwarder.js';
+import { createForwarder } from '../../gateway/net/forwarder.js';
 import {
   call,
   createSession,

@@ -1,6 +1,6 @@
 /**
  * Globs are matched against the canonical host (service-kit/host-name.ts), so the globs are put in
- * that form too (gateway/services/host-glob.ts canonicalGlob) where they are read. A session's
+ * that form too (gateway/net/host-glob.ts canonicalGlob) where they are read. A session's
  * `merchantBlocklist` / `merchantAllowlist` entry written as another spelling of an IPv4 address
  * (`127.1`, `2130706433`, `0x7f.0.0.1`, `0177.0.0.1`) would otherwise match no host at all: a
  * blocklist blocking nothing (money to a merchant the owner blocked), an allowlist admitting
@@ -22,7 +22,7 @@ import {
   type TestGateway,
 } from './helpers.js';
 import { parsePassThrough } from '../../gateway/egress/config.js';
-import { canonicalGlob, hostGlobList } from '../../gateway/services/host-glob.js';
+import { canonicalGlob, hostGlobList } from '../../gateway/net/host-glob.js';
 import { canonicalHost } from '../../service-kit/index.js';
 
 let db: TestDb;

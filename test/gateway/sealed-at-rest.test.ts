@@ -8,7 +8,7 @@ import * as assert from 'uvu/assert';
 import { createPrivateKey, randomBytes } from 'node:crypto';
 import { canonicalize, verifyReceipt, verifyWithJwk } from '../../src/index.js';
 import { aesKeyWrapper, createSealer, isSealed, type SecretSealer } from '../../service-kit/secrets/index.js';
-import { DERIVED_MARKER, deriveSessionSeed } from '../../gateway/services/session-keys.js';
+import { DERIVED_MARKER, deriveSessionSeed } from '../../gateway/sessions/actor-keys.js';
 import {
   call,
   createSession,

@@ -7,7 +7,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { isPublicAddress } from '../../gateway/services/address-guard.js';
+import { isPublicAddress } from '../../gateway/net/address-guard.js';
 import {
   sqliteDb,
   startTestGateway,

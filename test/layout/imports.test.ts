@@ -1,36 +1,15 @@
-// The services, the MCP server and the CLI take the SDK as any user does: through its public entries
-// (`ctl` = src/index.ts, `ctl/wallet`, `ctl/server`… = src/entries/*), never a module behind them, so
-// what a service needs is part of the published API (docs/sdk-api.md).
+// The services, the MCP server, the CLI, the agent tools, the examples and the firmware bridge take
+// the SDK as any user does: through its public entries (`ctl` = src/index.ts, `ctl/wallet`,
+// `ctl/server`… = src/entries/*), never a module behind them, so what they need is part of the
+// published API (docs/sdk-api.md).
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { repoRoot } from '../helpers/vectors.js';
+import { sources, specifiers } from '../helpers/imports.js';
 
-const FOLDERS = ['gateway', 'authority', 'service-kit', 'mcp', 'cli'];
-const SOURCE = /\.(ts|mts|cts|js|mjs|cjs)$/;
-
-function sources(dir: string, out: string[] = []): string[] {
-  for (const name of readdirSync(dir)) {
-    if (name === 'node_modules' || name.startsWith('.')) continue;
-    const path = join(dir, name);
-    if (statSync(path).isDirectory()) sources(path, out);
-    else if (SOURCE.test(name) && !name.endsWith('.d.ts')) out.push(path);
-  }
-  return out;
-}
-
-/** Every module specifier of a file: static and type imports, re-exports, `import()` and `require()`. */
-export function specifiers(text: string): string[] {
-  const found: string[] = [];
-  const patterns = [
-    /\b(?:import|export)\s[^'"`;]*?\bfrom\s*['"]([^'"]+)['"]/g,
-    /\bimport\s*['"]([^'"]+)['"]/g,
-    /\b(?:import|require)\s*\(\s*['"]([^'"]+)['"]\s*\)/g,
-  ];
-  for (const re of patterns) for (const m of text.matchAll(re)) found.push(m[1]!);
-  return found;
-}
+const FOLDERS = ['gateway', 'authority', 'service-kit', 'mcp', 'cli', 'agent-tools', 'examples', 'firmware-bridge'];
 
 /** The repository path a relative specifier names, or undefined when it is a package. */
 function target(file: string, spec: string): string | undefined {
@@ -66,19 +45,21 @@ test('the scanner sees every kind of import', () => {
   assert.is(allowed(target(file, '../src/entries/../compact.js')!), false);
 });
 
-test('gateway/, authority/, service-kit/, mcp/ and cli/ import src/ only through its public entries', () => {
+test(`${FOLDERS.join('/, ')}/ import src/ only through its public entries`, () => {
   const bad: string[] = [];
-  let files = 0;
+  const files = new Map(FOLDERS.map((f) => [f, 0]));
   for (const folder of FOLDERS) {
     for (const file of sources(join(repoRoot, folder))) {
-      files++;
+      files.set(folder, files.get(folder)! + 1);
       for (const spec of specifiers(readFileSync(file, 'utf8'))) {
         const path = target(file, spec);
         if (path?.startsWith('src/') && !allowed(path)) bad.push(`${relative(repoRoot, file)}: ${spec}`);
       }
     }
   }
-  assert.ok(files > 100, `only ${files} files scanned`);
+  const total = [...files.values()].reduce((a, b) => a + b, 0);
+  assert.ok(total > 150, `only ${total} files scanned`);
+  for (const [folder, n] of files) assert.ok(n > 0, `no file scanned in ${folder}/`);
   assert.equal(bad, [], `imports past src/index.ts and src/entries/*:\n  ${bad.join('\n  ')}`);
 });
 

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { WINDOW_PERIODS } from '../../src/index.js';
 import { AUTHORITY_OPENAPI } from '../../authority/openapi.js';
 import { GATEWAY_OPENAPI } from '../../gateway/openapi.js';
-import { parseWindows } from '../../gateway/services/session-config.js';
+import { parseWindows } from '../../gateway/sessions/config.js';
 
 const root = new URL('../../../', import.meta.url).pathname;
 

@@ -1,7 +1,8 @@
 /**
  * Both services build their app the same way: `createAuthorityApp(deps)` and
  * `createGatewayApp(deps, parts)` touch no database, start no timer or worker and listen on
- * nothing. Migrations, background work and listening belong to each server.ts.
+ * nothing. Migrations, background work and listening belong to each server.ts (the gateway's
+ * startGatewayWork, the authority's createAuthority).
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -12,7 +13,7 @@ import { join } from 'node:path';
 import { openDatabase, silentLogger, type SqlDatabase } from '../../service-kit/index.js';
 import { aesKeyWrapper, createSealer } from '../../service-kit/secrets/index.js';
 import { createGatewayApp } from '../../gateway/app.js';
-import { prepareGateway } from '../../gateway/server.js';
+import { prepareGateway, startGatewayWork } from '../../gateway/server.js';
 import { createAuthorityApp } from '../../authority/app.js';
 import { createKeyRing } from '../../authority/keys.js';
 import { openAuthorityStore } from '../../authority/store/open.js';
@@ -118,16 +119,17 @@ test('createGatewayApp on an empty database: no statement, no table, no timer', 
   await prepared.close();
 });
 
-test('gateway.start() begins the work and close() ends it', async () => {
+test("server.ts's startGatewayWork begins the work; stop() and the app's close() end it", async () => {
   const db = await openDatabase(`sqlite:${join(dir, 'started.db')}`);
   const gw = createGatewayApp({ db, logger: silentLogger() }, await prepareGateway({ db, logger: silentLogger() }));
   const timers = watchTimers();
   try {
-    await gw.start();
-    assert.ok(timers.live() > 0, 'start() set no timer');
+    const work = await startGatewayWork(gw, { logger: silentLogger() });
+    assert.ok(timers.live() > 0, 'startGatewayWork set no timer');
+    work.stop();
     await gw.close();
     await tick();
-    assert.is(timers.live(), 0, 'timers left after close()');
+    assert.is(timers.live(), 0, 'timers left after stop() and close()');
   } finally {
     timers.stop();
   }

@@ -11,8 +11,8 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { PrivateKeyAccount } from 'viem/accounts';
 import type { Migration, SqlDatabase } from '../../../service-kit/index.js';
-import type { SessionRecord } from '../../store/sessions.js';
-import type { ForwardResponse } from '../../services/forwarder.js';
+import type { SessionRecord } from '../../sessions/store.js';
+import type { ForwardResponse } from '../../net/forwarder.js';
 import type { Rail } from '../rail.js';
 import type { Authorization } from '../service.js';
 import type { X402AssetMap } from '../evm/assets.js';

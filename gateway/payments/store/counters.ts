@@ -12,8 +12,8 @@
 import { randomBytes } from 'node:crypto';
 import { formatTimestamp, windowAt } from '../../../src/index.js';
 import type { SqlExecutor, Row } from '../../../service-kit/index.js';
-import type { PausedWindow, SessionConfig, SessionWindow } from '../../store/sessions.js';
-import { forUpdate } from '../../store/lock.js';
+import type { PausedWindow, SessionConfig, SessionWindow } from '../../sessions/store.js';
+import { forUpdate } from '../../../service-kit/row-lock.js';
 import { formatMinor } from '../../../service-kit/money.js';
 import { moveCounters } from './guard.js';
 

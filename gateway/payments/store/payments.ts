@@ -16,7 +16,7 @@ import {
   type Row,
   type TxEffect,
 } from '../../../service-kit/index.js';
-import { forUpdate } from '../../store/lock.js';
+import { forUpdate } from '../../../service-kit/row-lock.js';
 import { formatMinor } from '../../../service-kit/money.js';
 import {
   ensureWindowRows,

@@ -6,14 +6,14 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { DEFAULT_CONNECT_LIMIT, egressFromEnv, parsePassThrough } from '../../../gateway/egress/config.js';
-import { gatewayOptionsFromEnv } from '../../../gateway/server.js';
+import { readGatewayConfig } from '../../../gateway/config.js';
 import { proxyToken } from '../../../gateway/egress/auth.js';
 
 test('off unless the port is set; the port and globs read as ctl gateway reads them', () => {
   assert.is(egressFromEnv({}), undefined);
-  assert.is(gatewayOptionsFromEnv({}).egress, undefined);
+  assert.is(readGatewayConfig({}).egress, undefined);
   assert.equal(
-    gatewayOptionsFromEnv({
+    readGatewayConfig({
       CTL_GATEWAY_EGRESS_PORT: '8403',
       CTL_GATEWAY_EGRESS_PASS_THROUGH: '*.Bank.example, pinned.example.{com,net}',
     }).egress,

@@ -14,7 +14,7 @@ import { webcrypto } from 'node:crypto';
 import { silentLogger } from '../../../service-kit/index.js';
 import { startGateway, type RunningGateway } from '../../../gateway/server.js';
 import { makeCa, mintLeaf, importSigningKey, x509Library } from '../../../gateway/egress/ca.js';
-import type { LookupFn } from '../../../gateway/services/address-guard.js';
+import type { LookupFn } from '../../../gateway/net/address-guard.js';
 import type { EgressConfig } from '../../../gateway/egress/config.js';
 import type { GatewayRateLimits } from '../../../service-kit/service-limits.js';
 import { ADMIN_KEY, call, inOneHour, sqliteDb, startMerchant, type Merchant, type TestDb } from '../helpers.js';

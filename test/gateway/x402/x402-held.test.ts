@@ -21,7 +21,7 @@ import {
 } from '../../../gateway/dev/x402-merchants.js';
 import { insertX402, recordOutcome } from '../../../gateway/payments/schemes/x402/store.js';
 import { parseRpcUrls, chainReaders } from '../../../gateway/payments/evm/chain.js';
-import { gatewayOptionsFromEnv } from '../../../gateway/server.js';
+import { readGatewayConfig } from '../../../gateway/config.js';
 
 const PAYEE = '0x4444444444444444444444444444444444444444';
 const PRICE = 10000n;
@@ -143,8 +143,8 @@ test(
 );
 
 test('finding 2: CTL_X402_RPC_URL configures a chain reader per network', () => {
-  assert.is(gatewayOptionsFromEnv({}).x402?.chain, undefined);
-  const chain = gatewayOptionsFromEnv({ CTL_X402_RPC_URL: '{"eip155:84532":"http://127.0.0.1:1"}' }).x402!.chain!;
+  assert.is(readGatewayConfig({}).x402?.chain, undefined);
+  const chain = readGatewayConfig({ CTL_X402_RPC_URL: '{"eip155:84532":"http://127.0.0.1:1"}' }).x402!.chain!;
   assert.type(chain('eip155:84532')?.readContract, 'function');
   assert.is(chain('eip155:8453'), undefined);
   assert.is(chainReaders(parseRpcUrls('{}')), undefined);

@@ -10,7 +10,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Challenge } from 'mppx';
 import { CtlError } from '../../../../src/index.js';
-import { MAX_AMOUNT } from '../../amount.js';
+import { MAX_AMOUNT } from '../../../../service-kit/amount.js';
 import { CAIP2_EVM, assetAllowed, type X402AssetMap } from '../../evm/assets.js';
 
 /** One `evm` `charge` challenge, normalised (lower-case addresses, CAIP-2 network, atomic amount). */

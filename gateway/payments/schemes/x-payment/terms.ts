@@ -5,7 +5,7 @@
  * names what it captured (`X-Payment-Captured`).
  */
 import { CtlError, parseStrictJson, isAmount, isCurrency } from '../../../../src/index.js';
-import { MAX_AMOUNT } from '../../amount.js';
+import { MAX_AMOUNT } from '../../../../service-kit/amount.js';
 
 export interface PaymentTerms {
   /** Minor units (PROTOCOL.md §1), at most MAX_AMOUNT; with `hold`, the maximum. */

@@ -11,7 +11,7 @@ import { decodePaymentRequiredHeader } from '@x402/core/http';
 import type { PaymentRequired, PaymentRequirements, PaymentRequiredV1, PaymentRequirementsV1 } from '@x402/core/types';
 import { EVM_NETWORK_CHAIN_ID_MAP } from '@x402/evm/v1';
 import { CtlError } from '../../../../src/index.js';
-import { MAX_AMOUNT } from '../../amount.js';
+import { MAX_AMOUNT } from '../../../../service-kit/amount.js';
 import { CAIP2_EVM, EVM_ADDRESS, assetAllowed, type X402AssetMap } from '../../evm/assets.js';
 
 /** Which x402 protocol version a 402 spoke. */

@@ -1,12 +1,12 @@
 /**
  * The gateway's tables. One SQL text serves SQLite and PostgreSQL: TEXT, INTEGER and BIGINT only,
  * times in epoch milliseconds, money in minor units as BIGINT. SQLite hands integers back as JS numbers, so
- * the gateway caps every amount at Number.MAX_SAFE_INTEGER (services/session-config.ts).
+ * the gateway caps every amount at Number.MAX_SAFE_INTEGER (sessions/config.ts).
  * Payment states: reserved → paying → paid | released. 'paying' is written before the rail is
  * called, so a crash leaves a record that reconcile() settles with the rail.
  */
-import type { Migration } from '../../service-kit/index.js';
-import { IDEMPOTENCY_MIGRATION } from './idempotency.js';
+import type { Migration } from '../service-kit/index.js';
+import { IDEMPOTENCY_MIGRATION } from './idempotency/store.js';
 
 const initial = [
   `CREATE TABLE IF NOT EXISTS gw_owners (
@@ -101,7 +101,7 @@ const ownerKeys = (d: 'sqlite' | 'postgres') => [
 
 /**
  * Where a key's private half lives: 'database' (sealed in `private_pem`), or outside it
- * ('pkcs11', 'file': `private_pem` is empty, services/keys.ts).
+ * ('pkcs11', 'file': `private_pem` is empty, keys/ring.ts).
  */
 const keyCustody = [`ALTER TABLE gw_keys ADD COLUMN custody TEXT NOT NULL DEFAULT 'database'`];
 
@@ -126,7 +126,7 @@ const openPaymentsIndex = [
  * was a third of every receipt row. Receipts stored before keep their grant inline (no
  * `grant_hash`); readers put a kept-apart grant back, so both read the same.
  */
-/** Session keys prepared for a person's grant (PROTOCOL.md §10; services/human-sessions.ts). */
+/** Session keys prepared for a person's grant (PROTOCOL.md §10; sessions/human.ts). */
 const HUMAN_SESSION_MIGRATION: Migration = {
   id: 'gateway-human-001',
   sql: `CREATE TABLE gw_human_session_reservations (

@@ -8,8 +8,8 @@
  */
 import { CtlError, isPurpose, isPurposePattern, parseTimestamp, purposeAllowed } from '../../src/index.js';
 import { badRequest } from '../../service-kit/index.js';
-import type { SessionRecord, SessionWindow } from '../store/sessions.js';
-import { amountField, closed, globs, isObject, parseWindows, type SessionConfig } from './session-config.js';
+import type { SessionRecord, SessionWindow } from './store.js';
+import { amountField, closed, globs, isObject, parseWindows, type SessionConfig } from './config.js';
 
 const FIELDS = [
   'budget',

@@ -28,10 +28,10 @@ import {
   type WebhookOutboxOptions,
   type WebhookRetrySettings,
 } from '../../service-kit/index.js';
-import type { SessionRecord } from '../store/sessions.js';
+import type { SessionRecord } from './store.js';
 import type { TransparencyLog } from '../../service-kit/tlog/index.js';
 import { continuationToken } from './continuation.js';
-import { gatewayLogRows } from './log-entries.js';
+import { gatewayLogRows } from '../log/entries.js';
 
 /** The event types delivered to a session's webhookUrl. */
 export type GatewayEventType =
@@ -83,7 +83,7 @@ export interface GatewayEvent {
   data: Record<string, unknown>;
   /** Who made the change: 'owner', 'admin', 'agent', 'system'. */
   actor: string;
-  /** payment.completed: the signed receipt, appended to the transparency log with the change (log-entries.ts). */
+  /** payment.completed: the signed receipt, appended to the transparency log with the change (log/entries.ts). */
   receipt?: { receiptId: string };
 }
 
@@ -133,7 +133,7 @@ export interface EventOptions extends WebhookRetrySettings {
   onEvent?: (type: GatewayEventType, data: Record<string, unknown>) => void;
   /** The continuation HMAC key: completes the continuation tokens the dispatch log withholds, at delivery. */
   continuationSecret: Buffer;
-  /** The transparency log the logged events append to, in their change's transaction (log-entries.ts). */
+  /** The transparency log the logged events append to, in their change's transaction (log/entries.ts). */
   log?: TransparencyLog;
 }
 

@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { aesKeyWrapper, createSealer, kekFromEnv, type KekSource } from '../../service-kit/secrets/index.js';
 import { signerFromEnv, type EnvSigner } from '../../service-kit/signers/index.js';
-import { KEY_PURPOSES, type GatewayKeyPurpose } from './keys.js';
+import { KEY_PURPOSES, type GatewayKeyPurpose } from './ring.js';
 
 type Env = Record<string, string | undefined>;
 

@@ -13,7 +13,7 @@
  * merchant would verify it (verifyCtl): the person's signature, intentHash, destination list, and
  * the grant's revocation at that authority, asked for every payment (no cached answer), so a
  * revocation the authority recorded stops the next payment. Every request to an authority goes
- * through the gateway's guarded forwarder (services/forwarder.ts), and a refusal never repeats
+ * through the gateway's guarded forwarder (net/forwarder.ts), and a refusal never repeats
  * what the authority answered.
  */
 import { randomBytes } from 'node:crypto';
@@ -40,10 +40,10 @@ import {
   unauthorized,
   type SqlDatabase,
 } from '../../service-kit/index.js';
-import { insertOwnedSession, sessionById, type SessionRecord } from '../store/sessions.js';
-import { parseSessionConfig } from './session-config.js';
-import { checkTargetUrl, type TargetPolicy } from './address-guard.js';
-import { hashToken } from './sessions.js';
+import { insertOwnedSession, sessionById, type SessionRecord } from './store.js';
+import { parseSessionConfig } from './config.js';
+import { checkTargetUrl, type TargetPolicy } from '../net/address-guard.js';
+import { hashToken } from './service.js';
 import type { GatewayEvents } from './events.js';
 
 /** How long a prepared session key waits for the person's grant. */
@@ -57,7 +57,7 @@ export interface HumanTrust {
    * for one of them. Empty: no person's grant is accepted.
    */
   authorities: readonly string[];
-  /** The gateway's guarded outbound fetch (services/forwarder.ts guardedFetch): the address guard at connect time. */
+  /** The gateway's guarded outbound fetch (net/forwarder.ts guardedFetch): the address guard at connect time. */
   fetch: FetchLike;
 }
 

@@ -14,7 +14,7 @@ import {
   storedBundle,
   storeBundle,
   type StoredBundle,
-} from '../store/bundle-sequence.js';
+} from './bundle-sequence.js';
 
 /**
  * How long a revoked grant stays listed after it expires: a verifier with a clock tolerance or a

@@ -4,14 +4,14 @@
  */
 import type { PolicyGrant, WindowPeriod } from '../../src/index.js';
 import { changeWith, type SqlDatabase, type SqlExecutor, type Row, type TxEffect } from '../../service-kit/index.js';
-import { forUpdate } from './lock.js';
-import { raiseBundleSequence } from './bundle-sequence.js';
+import { forUpdate } from '../../service-kit/row-lock.js';
+import { raiseBundleSequence } from '../keys/bundle-sequence.js';
 
 export type SessionState = 'active' | 'paused' | 'revoked' | 'expired';
 /** Who stopped a session: its owner (DELETE /sessions/:id) or the admin (a session or the whole owner). */
 export type RevokedBy = 'owner' | 'admin';
 
-/** A session's controls as the owner set them (POST /sessions; services/session-config.ts reads them). */
+/** A session's controls as the owner set them (POST /sessions; sessions/config.ts reads them). */
 export interface SessionConfig {
   budget: { amount: string; currency: string };
   purposes: string[];
@@ -389,4 +389,16 @@ export async function continueWindow(
     [p.raise, p.id, p.window.every, p.window.startsAt],
   );
   return true;
+}
+
+/** Up to 500 sessions whose actor key is still a PEM in the clear (from before derivation), by id. */
+export async function clearActorKeys(db: SqlDatabase): Promise<{ id: string; actor_key_pem: string }[]> {
+  return await db.all<{ id: string; actor_key_pem: string }>(
+    `SELECT id, actor_key_pem FROM gw_sessions WHERE actor_key_pem LIKE '-----BEGIN%' ORDER BY id LIMIT 500`,
+  );
+}
+
+/** Replaces a session's stored actor key if it is still `from` (sealing one found in the clear). */
+export async function replaceActorKey(db: SqlDatabase, id: string, from: string, to: string): Promise<void> {
+  await db.run(`UPDATE gw_sessions SET actor_key_pem = ? WHERE id = ? AND actor_key_pem = ?`, [to, id, from]);
 }

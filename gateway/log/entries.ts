@@ -1,7 +1,7 @@
 /**
  * The gateway's transparency-log entries (service-kit/tlog/entries.ts): each receipt, and each
  * session created (a child names its parent), paused, continued, revoked or expired. They are
- * rows written with the event that records the change (services/events.ts), so in the change's
+ * rows written with the event that records the change (sessions/events.ts), so in the change's
  * own transaction or statement.
  */
 import type { RowInsert } from '../../service-kit/index.js';

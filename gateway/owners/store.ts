@@ -11,7 +11,7 @@ import {
   type SqlExecutor,
   type TxEffect,
 } from '../../service-kit/index.js';
-import { revokeLive, type SessionRecord } from './sessions.js';
+import { revokeLive, type SessionRecord } from '../sessions/store.js';
 
 export interface NewKey {
   keyId: string;

@@ -4,8 +4,8 @@
  * names, session states, delivery outcomes; never an id, host or URL.
  */
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import type { DeliveryOutcome, SqlDatabase } from '../../service-kit/index.js';
-import type { SessionState } from '../store/sessions.js';
+import type { DeliveryOutcome, SqlDatabase } from '../service-kit/index.js';
+import type { SessionState } from './sessions/store.js';
 
 const SESSION_STATES: readonly SessionState[] = ['active', 'paused', 'revoked', 'expired'];
 

@@ -11,7 +11,7 @@
  *   MAX_RANGE values); a leading `!` negates the glob. A `[` or `{` left open, and `{x}` without a
  *   comma, are literal text. Hosts are matched in their canonical form (service-kit/host-name.ts:
  *   lower case, IDNA to ASCII, no trailing dot, IPv4-mapped IPv6 as IPv4), which the session's
- *   merchant matcher (session-config.ts) gives them in.
+ *   merchant matcher (sessions/config.ts) gives them in.
  */
 
 import { domainToASCII } from 'node:url';

@@ -3,7 +3,10 @@
  * over `gw_owner_keys`, plus the owner a key belongs to, which is what sessions are bound to.
  */
 import { createApiKeyAuth, type Authenticate, type Principal, type SqlDatabase } from '../../service-kit/index.js';
-import { ownerKeyRecord } from '../store/owners.js';
+import { ownerKeyRecord } from './store.js';
+
+/** The one scope of an owner key: its sessions, their keys and the console. */
+export const OWNER_SCOPE = 'sessions';
 
 /** A principal of an owner key carries its owner; the bootstrap admin key has none. */
 export interface OwnerPrincipal extends Principal {

@@ -2,7 +2,7 @@
  * Continuation tokens (spec §3 paused row, §5): `ctn_<nonce>.<mac>` with mac =
  * HMAC-SHA256(secret, "ctl-continuation/1\n" + sessionId + "\n" + nonce). The MAC proves the
  * gateway made it for this session; single use comes from the store, which clears the nonce in
- * the same UPDATE that resumes the session (store/sessions.ts continueSession).
+ * the same UPDATE that resumes the session (sessions/store.ts continueSession).
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 

@@ -2,7 +2,7 @@
  * Each session's actor key (the wallet key its grant names as `actorKey`, PROTOCOL.md §4) is
  * derived, never stored: the Ed25519 seed is HKDF-SHA256 (RFC 5869) of the gateway's session-key
  * master secret over the session id. The master is a shared secret of the database, sealed under
- * the KEK (services/keys.ts sharedSecret), so every instance derives the same key and a dump of
+ * the KEK (keys/ring.ts sharedSecret), so every instance derives the same key and a dump of
  * the database holds no session key. `gw_sessions.actor_key_pem` keeps only the marker
  * DERIVED_MARKER; sessions from before derivation keep their own key, sealed at start.
  */
@@ -11,7 +11,8 @@ import { importSigningKey, jwkThumbprint, type SigningKey } from '../../src/inde
 import { idleCache, type SqlDatabase } from '../../service-kit/index.js';
 import { isSealed, type SecretSealer } from '../../service-kit/secrets/index.js';
 import { signingOffThread, ed25519KeyObject } from '../../service-kit/signers/index.js';
-import { sharedSecret } from './keys.js';
+import { sharedSecret } from '../keys/ring.js';
+import { clearActorKeys, replaceActorKey } from './store.js';
 
 /** What `actor_key_pem` holds for a derived key (versioned: a change of derivation is a new marker). */
 export const DERIVED_MARKER = 'derived:hkdf-sha256/1';
@@ -73,16 +74,9 @@ export async function createSessionKeys(db: SqlDatabase, sealer: SecretSealer): 
 /** Sessions from before derivation: their PEM in the clear is sealed (conditional UPDATE, 500 a page). */
 async function sealStoredSessionKeys(db: SqlDatabase, sealer: SecretSealer): Promise<void> {
   for (;;) {
-    const rows = await db.all<{ id: string; actor_key_pem: string }>(
-      `SELECT id, actor_key_pem FROM gw_sessions WHERE actor_key_pem LIKE '-----BEGIN%' ORDER BY id LIMIT 500`,
-    );
+    const rows = await clearActorKeys(db);
     if (rows.length === 0) return;
-    for (const r of rows) {
-      await db.run(`UPDATE gw_sessions SET actor_key_pem = ? WHERE id = ? AND actor_key_pem = ?`, [
-        await sealer.seal(r.actor_key_pem, sealContext(r.id)),
-        r.id,
-        r.actor_key_pem,
-      ]);
-    }
+    for (const r of rows)
+      await replaceActorKey(db, r.id, r.actor_key_pem, await sealer.seal(r.actor_key_pem, sealContext(r.id)));
   }
 }

@@ -1,4 +1,4 @@
-import type { SqlExecutor } from '../../service-kit/index.js';
+import type { SqlExecutor } from './database.js';
 
 /**
  * Row lock for a read that a decision in the same transaction depends on: `FOR UPDATE` on

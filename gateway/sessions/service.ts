@@ -14,6 +14,7 @@ import {
   notFound,
   unauthorized,
   type SqlDatabase,
+  type SqlExecutor,
 } from '../../service-kit/index.js';
 import {
   insertOwnedSession,
@@ -27,24 +28,19 @@ import {
   effectiveState,
   continueWindow,
   type SessionRecord,
+  type SessionWindow,
   type RevokedBy,
-} from '../store/sessions.js';
-import { currentWindows } from '../payments/store/counters.js';
+} from './store.js';
 import { parseChildConfig } from './child-config.js';
-import { heldBy, type Held } from './session-states.js';
-import { parseSessionConfig, type SessionConfig } from './session-config.js';
-import { MAX_AMOUNT } from '../payments/amount.js';
+import { heldBy, type Held } from './states.js';
+import { parseSessionConfig, type SessionConfig } from './config.js';
+import { MAX_AMOUNT } from '../../service-kit/amount.js';
 import { continuationToken, continuationNonce } from './continuation.js';
-import { checkTargetUrl, type TargetPolicy } from './address-guard.js';
-import type { KeyRing } from './keys.js';
-import { DERIVED_MARKER, type SessionKeys } from './session-keys.js';
+import { checkTargetUrl, type TargetPolicy } from '../net/address-guard.js';
+import type { KeyRing } from '../keys/ring.js';
+import { DERIVED_MARKER, type SessionKeys } from './actor-keys.js';
 import type { GatewayEvents } from './events.js';
-import {
-  createHumanSession,
-  isHumanSessionRequest,
-  prepareHumanSessionKey,
-  type HumanTrust,
-} from './human-sessions.js';
+import { createHumanSession, isHumanSessionRequest, prepareHumanSessionKey, type HumanTrust } from './human.js';
 
 export const hashToken = (token: string) => createHash('sha256').update(token, 'utf8').digest('hex');
 
@@ -58,8 +54,29 @@ export function sessionTokenOf(header: string | undefined): string | undefined {
   return token && /^gw_sess_[A-Za-z0-9_-]{1,128}$/.test(token) ? token : undefined;
 }
 
+/** One window of a session as it stands now (PROTOCOL.md §13), as the money store reads it. */
+export interface WindowStanding {
+  every: SessionWindow['every'];
+  startsAt: number;
+  endsAt: number;
+  maxAmount: bigint;
+  maxPayments: bigint | null;
+  spent: bigint;
+  reserved: bigint;
+  payments: bigint;
+}
+
 export interface SessionServiceDeps {
   db: SqlDatabase;
+  /**
+   * Reads each window's standing (payments/store/counters.ts currentWindows): the window rows are
+   * the money store's, which sits above this room, so the app hands the reader in.
+   */
+  currentWindows: (
+    q: SqlExecutor,
+    s: { id: string; windows: SessionWindow[]; windowsStart: number },
+    now: number,
+  ) => Promise<WindowStanding[]>;
   keys: KeyRing;
   /** Derives each session's actor key (nothing stored). */
   sessionKeys: SessionKeys;
@@ -70,11 +87,11 @@ export interface SessionServiceDeps {
   extraRails?: string[];
   continuationSecret: Buffer;
   targets: TargetPolicy;
-  /** Where people's grants may come from (services/human-sessions.ts); absent: none accepted. */
+  /** Where people's grants may come from (sessions/human.ts); absent: none accepted. */
   humans?: HumanTrust;
   now: () => number;
   onCreated?: (expiresAt: number) => void;
-  /** How far ahead `expiresAt` may be, in seconds (session-config.ts; default none). */
+  /** How far ahead `expiresAt` may be, in seconds (config.ts; default none). */
   maxSessionSeconds?: number;
   /** How many levels of child sessions below a root session (PROTOCOL.md §14; default 4). */
   maxSessionDepth?: number;
@@ -169,7 +186,11 @@ export function createSessionService(deps: SessionServiceDeps) {
    */
   async function windowsOf(s: SessionRecord) {
     if (!s.config.windows?.length || s.windowsStart === null) return undefined;
-    const rows = await currentWindows(db, { id: s.id, windows: s.config.windows, windowsStart: s.windowsStart }, now());
+    const rows = await deps.currentWindows(
+      db,
+      { id: s.id, windows: s.config.windows, windowsStart: s.windowsStart },
+      now(),
+    );
     return rows.map((w) => {
       const left = w.maxAmount - w.spent - w.reserved;
       return {

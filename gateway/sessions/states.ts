@@ -5,7 +5,7 @@
  * and the agent read is what a payment meets.
  */
 import type { SqlExecutor } from '../../service-kit/index.js';
-import { chainOf, effectiveState, type SessionRecord, type SessionState } from '../store/sessions.js';
+import { chainOf, effectiveState, type SessionRecord, type SessionState } from './store.js';
 
 /** The ancestor whose state a child session's payments meet, and that state. */
 export interface Held {

@@ -15,7 +15,7 @@ import {
   WINDOW_PERIODS,
 } from '../../src/index.js';
 import { badRequest, canonicalHost, optionalText } from '../../service-kit/index.js';
-import { MAX_AMOUNT } from '../payments/amount.js';
+import { MAX_AMOUNT } from '../../service-kit/amount.js';
 import {
   canonicalGlob,
   firstInertGlob,
@@ -24,10 +24,10 @@ import {
   MAX_GLOB_PROGRAM,
   MAX_LIST_PROGRAM,
   MAX_RANGE,
-} from './host-glob.js';
+} from '../net/host-glob.js';
 
-export type { SessionConfig } from '../store/sessions.js';
-import type { SessionConfig, SessionWindow } from '../store/sessions.js';
+export type { SessionConfig } from './store.js';
+import type { SessionConfig, SessionWindow } from './store.js';
 
 const PERIODS: readonly string[] = WINDOW_PERIODS;
 
@@ -127,7 +127,7 @@ export function globs(v: unknown, field: string): string[] {
         `syntax (left open, {x} without a comma, or a range over ${MAX_RANGE} values), or ` +
         'a [set] of no host character',
     );
-  // Matching is linear in the host times the compiled size (services/host-glob.ts): bound the size.
+  // Matching is linear in the host times the compiled size (net/host-glob.ts): bound the size.
   const sizes = globProgramSizes(list);
   sizes.forEach((n, i) => {
     if (n > MAX_GLOB_PROGRAM)
@@ -267,7 +267,7 @@ export function purposeIsAllowed(purpose: string, allowed: string[]): boolean {
 
 /**
  * The merchant check over the target host (PROTOCOL.md §8): the blocklist wins; a non-empty
- * allowlist admits only the hosts it matches. Globs are matched in linear time (services/host-glob.ts).
+ * allowlist admits only the hosts it matches. Globs are matched in linear time (net/host-glob.ts).
  */
 export function createMerchantMatcher(
   config: Pick<SessionConfig, 'merchantAllowlist' | 'merchantBlocklist'>,

@@ -87,7 +87,7 @@ export function cleanRequestHeaders(incoming: http.IncomingHttpHeaders): Record<
 
 /**
  * Headers that are the gateway's word on a /proxy answer, besides its `X-Ctl-*` namespace (receipt
- * id, session id, refusal code): `Idempotent-Replayed` (services/idempotency.ts: "this answer was
+ * id, session id, refusal code): `Idempotent-Replayed` (idempotency/service.ts: "this answer was
  * stored, nothing was paid again") and `WWW-Authenticate` (errorMiddleware's challenge for the
  * session token; the agent cannot answer a merchant's, its Authorization never reaches the
  * merchant). `Retry-After` and `Cache-Control` stay: on a forwarded answer they describe the

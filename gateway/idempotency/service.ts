@@ -37,7 +37,7 @@ import {
   paymentOutcome,
   pruneExpiredKeys,
   type StoredAnswer,
-} from '../store/idempotency.js';
+} from './store.js';
 
 export interface IdempotencyOptions {
   /**

@@ -11,30 +11,29 @@
  * half only (`custody` 'pkcs11' or 'file', `private_pem` empty) and made the active key of its
  * purpose at start; every instance on the database must then hold it (one HSM key, one URI).
  * Opening, caching and generating keys, and their JWKS entries, are service-kit/key-ring.ts's;
- * the rows (gw_keys) and the bundle sequence a key change raises are this file's.
+ * the rows (gw_keys, gw_secrets) and the bundle sequence a key change raises are store.ts's.
  */
 import { jwkThumbprint, type Alg, type PublicJwk, type PublishedJwk, type SigningKey } from '../../src/index.js';
 import { HttpError, type SqlDatabase } from '../../service-kit/index.js';
 import { isSealed, type SecretSealer } from '../../service-kit/secrets/index.js';
 import { signingOffThread, ed25519KeyObject, type Signer } from '../../service-kit/signers/index.js';
-import { activeKey, createKeyRingCore, jwksEntry, type KeyStore, type StoredKey } from '../../service-kit/key-ring.js';
-import { raiseBundleSequence } from '../store/bundle-sequence.js';
+import { activeKey, createKeyRingCore, jwksEntry, type KeyStore } from '../../service-kit/key-ring.js';
+import {
+  activateExternalKey,
+  allKeys,
+  insertActiveKey,
+  insertFirstKey,
+  insertSecretOnce,
+  listStoredKeys,
+  replacePrivatePem,
+  replaceSecret,
+  secretValue,
+  type GatewayKey,
+  type GatewayKeyPurpose,
+} from './store.js';
 
-export type GatewayKeyPurpose = 'grant' | 'receipt' | 'bundle';
+export type { GatewayKey, GatewayKeyPurpose } from './store.js';
 export const KEY_PURPOSES: GatewayKeyPurpose[] = ['grant', 'receipt', 'bundle'];
-
-export interface GatewayKey {
-  kid: string;
-  purpose: GatewayKeyPurpose;
-  status: 'active' | 'retired';
-  publicJwk: PublicJwk;
-  /** What signs with it: EdDSA for stored keys; an HSM or file key may be ES256. */
-  alg: Alg;
-  /** Sealed (or, before start-up sealing, in the clear); '' for a key held outside the database. */
-  privatePem: string;
-  custody: 'database' | 'pkcs11' | 'file';
-  createdAt: number;
-}
 
 /** A key this instance holds outside the database, with the variable it came from. */
 export interface ExternalKey {
@@ -74,25 +73,12 @@ export function createKeyRing(db: SqlDatabase, now: () => number, options: KeyRi
   const external = new Map<string, ExternalKey & { purpose: GatewayKeyPurpose }>();
   /** gw_keys for the shared ring; a key change raises the bundle sequence with it (PROTOCOL.md §12). */
   const keyStore: KeyStore<GatewayKeyPurpose> = {
-    async list() {
-      const rows = await db.all<{ kid: string; purpose: string; status: StoredKey['status']; private_pem: string }>(
-        `SELECT kid, purpose, status, private_pem FROM gw_keys`,
-      );
-      return rows.map((r) => ({ kid: r.kid, purpose: r.purpose, status: r.status, privatePem: r.private_pem }));
-    },
-    replacePrivatePem: async (kid, from, to) =>
-      (await db.run(`UPDATE gw_keys SET private_pem = ? WHERE kid = ? AND private_pem = ?`, [to, kid, from]))
-        .changes === 1,
+    list: () => listStoredKeys(db),
+    replacePrivatePem: (kid, from, to) => replacePrivatePem(db, kid, from, to),
     async insertActive(purpose, k, effect) {
       let after: (() => void) | undefined;
       await db.tx(async (t) => {
-        await t.run(`UPDATE gw_keys SET status = 'retired' WHERE purpose = ? AND status = 'active'`, [purpose]);
-        await t.run(
-          'INSERT INTO gw_keys (kid, purpose, alg, private_pem, public_jwk, status, created_at) ' +
-            `VALUES (?, ?, 'EdDSA', ?, ?, 'active', ?)`,
-          [k.kid, purpose, k.sealedPem, JSON.stringify(k.publicJwk), now()],
-        );
-        await raiseBundleSequence(t);
+        await insertActiveKey(t, purpose, k, now());
         if (effect) after = (await effect(t)) || undefined;
       });
       if (after) after();
@@ -120,44 +106,18 @@ export function createKeyRing(db: SqlDatabase, now: () => number, options: KeyRi
     },
   });
 
-  async function newKey(purpose: GatewayKeyPurpose) {
-    const k = await ring.generate();
-    return { kid: k.kid, purpose, privatePem: k.sealedPem, publicJwk: k.publicJwk };
-  }
-
   const signerOf = (kid: string, privatePem: string): Promise<SigningKey> =>
     ring.signerOf({ kid, purpose: '', status: 'active', privatePem });
 
   async function load(force = false): Promise<GatewayKey[]> {
     if (!force && cache && now() - cache.at < refreshMs) return cache.keys;
-    let rows = await db.all(`SELECT * FROM gw_keys ORDER BY created_at`);
-    const missing = KEY_PURPOSES.filter((p) => !rows.some((r) => r.purpose === p && r.status === 'active'));
+    let keys = await allKeys(db);
+    const missing = KEY_PURPOSES.filter((p) => !keys.some((k) => k.purpose === p && k.status === 'active'));
     if (missing.length) {
       // Two instances may race here: the partial unique index keeps one active key per purpose.
-      // A key the bundle publishes is a change it reflects: the sequence rises with it (PROTOCOL.md §12).
-      for (const p of missing) {
-        const k = await newKey(p);
-        await db.tx(async (t) => {
-          const r = await t.run(
-            'INSERT INTO gw_keys (kid, purpose, alg, private_pem, public_jwk, status, created_at) ' +
-              `VALUES (?, ?, 'EdDSA', ?, ?, 'active', ?) ON CONFLICT DO NOTHING`,
-            [k.kid, p, k.privatePem, JSON.stringify(k.publicJwk), now()],
-          );
-          if (r.changes === 1) await raiseBundleSequence(t);
-        });
-      }
-      rows = await db.all(`SELECT * FROM gw_keys ORDER BY created_at`);
+      for (const p of missing) await insertFirstKey(db, p, await ring.generate(), now());
+      keys = await allKeys(db);
     }
-    const keys = rows.map((r) => ({
-      kid: r.kid as string,
-      purpose: r.purpose as GatewayKeyPurpose,
-      status: r.status as 'active' | 'retired',
-      publicJwk: JSON.parse(r.public_jwk as string),
-      alg: ((r.alg as string | null) ?? 'EdDSA') as Alg,
-      privatePem: r.private_pem as string,
-      custody: ((r.custody as string | undefined) ?? 'database') as GatewayKey['custody'],
-      createdAt: Number(r.created_at),
-    }));
     cache = { at: now(), keys };
     return keys;
   }
@@ -177,29 +137,11 @@ export function createKeyRing(db: SqlDatabase, now: () => number, options: KeyRi
     const kid = await jwkThumbprint(ext.signer.publicJwk);
     external.set(kid, { ...ext, purpose });
     ring.hold(kid, ext.signer);
-    await db.tx(
-      async (t) => {
-        const row = await t.get<{ purpose: string; status: string }>(
-          `SELECT purpose, status FROM gw_keys WHERE kid = ?`,
-          [kid],
-        );
-        if (row && row.purpose !== purpose)
-          throw new Error(
-            `${ext.variable}: this key is already the gateway's ${row.purpose} key; a key has one purpose`,
-          );
-        if (row?.status === 'active') return;
-        await t.run(`UPDATE gw_keys SET status = 'retired' WHERE purpose = ? AND status = 'active'`, [purpose]);
-        if (row) await t.run(`UPDATE gw_keys SET status = 'active' WHERE kid = ?`, [kid]);
-        else {
-          await t.run(
-            'INSERT INTO gw_keys (kid, purpose, alg, private_pem, public_jwk, status, created_at, ' +
-              `custody) VALUES (?, ?, ?, '', ?, 'active', ?, ?)`,
-            [kid, purpose, ext.signer.alg, JSON.stringify(ext.signer.publicJwk), now(), ext.signer.custody],
-          );
-        }
-        await raiseBundleSequence(t);
-      },
-      { lock: 'gw_keys' },
+    await activateExternalKey(
+      db,
+      { kid, purpose, alg: ext.signer.alg, publicJwk: ext.signer.publicJwk, custody: ext.signer.custody },
+      now(),
+      (other) => new Error(`${ext.variable}: this key is already the gateway's ${other} key; a key has one purpose`),
     );
     cache = undefined;
   }
@@ -261,16 +203,9 @@ export async function sharedSecret(
   sealer: SecretSealer,
 ): Promise<string> {
   const context = `gw_secrets:${name}`;
-  await db.run(`INSERT INTO gw_secrets (name, value) VALUES (?, ?) ON CONFLICT DO NOTHING`, [
-    name,
-    await sealer.seal(make(), context),
-  ]);
-  const r = await db.get<{ value: string }>(`SELECT value FROM gw_secrets WHERE name = ?`, [name]);
-  if (isSealed(r!.value)) return sealer.open(r!.value, context);
-  await db.run(`UPDATE gw_secrets SET value = ? WHERE name = ? AND value = ?`, [
-    await sealer.seal(r!.value, context),
-    name,
-    r!.value,
-  ]);
-  return r!.value;
+  await insertSecretOnce(db, name, await sealer.seal(make(), context));
+  const value = await secretValue(db, name);
+  if (isSealed(value)) return sealer.open(value, context);
+  await replaceSecret(db, name, value, await sealer.seal(value, context));
+  return value;
 }
