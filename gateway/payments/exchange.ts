@@ -80,7 +80,9 @@ async function payOnRetry(
   const out = credential.authorization;
   if (out) {
     // Checked, recorded, then `paying`, then sent: reconcile() always knows of a signature that is out.
-    if (!signedAsChosen(out.signed, out.chosen)) {
+    // Against what was reserved (payee and value), not only the scheme's record of its choice.
+    const reserved = { ...out.chosen, payTo: choice.address, amount: a.amount };
+    if (!signedAsChosen(out.signed, out.chosen) || !signedAsChosen(out.signed, reserved)) {
       await o.payments.abandon(a.paymentId, scheme.name);
       const why = `${scheme.title}: the signed authorization does not match the chosen terms`;
       throw new CtlError('payment_terms_refused', why);
