@@ -145,4 +145,37 @@ test('a signature for exactly what was reserved leaves, recorded and `paying` fi
   assert.is(row?.outcome, 'unknown');
 });
 
+/**
+ * A scheme that is not the gateway's own rail and names no signed authorization: the exchange
+ * takes that as "nothing cashable left" and gives the reservation back when the answer is lost.
+ * Only the gateway's own rail pays without one (schemes/scheme.ts Credential); any other is
+ * refused before its retry leaves, the reservation given back while nothing is out.
+ */
+function unrecordedScheme(): PaymentScheme {
+  return {
+    name: 'x402',
+    title: 'unrecorded',
+    detect: (res) => (res.status === 402 ? {} : undefined),
+    async choose() {
+      return { amount: RESERVED, currency: 'USD', address: PAY_TO, chosen: {} };
+    },
+    async sign(_c, authorize) {
+      await authorize();
+      return { headers: { 'payment-signature': 'signed, but not said so' } };
+    },
+    async read() {
+      return { kind: 'capture', amount: 0n };
+    },
+  };
+}
+
+test("only the gateway's own rail may send a credential that names no signed authorization", async () => {
+  const { asked, payments } = recordingPayments('unrecorded');
+  const [protocol] = createExchange({ db, payments, schemes: [unrecordedScheme()], now: Date.now });
+  const { x, sent } = exchangeContext();
+  await protocol!.pay(protocol!.detect(answer402)!, x).catch(() => undefined);
+  assert.is(sent.length, 0, 'a credential no record of which is kept left the gateway');
+  assert.equal(asked, [`authorize ${RESERVED}`, 'abandon pay_unrecorded_1']);
+});
+
 test.run();
