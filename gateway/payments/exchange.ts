@@ -78,9 +78,17 @@ async function payOnRetry(
   const started = performance.now();
   const { a, credential } = await authorizeAndSign(o.payments, scheme, choice, x);
   const out = credential.authorization;
+  if (!out && scheme.name !== o.payments.railName) {
+    // Only the gateway's own rail pays without a signed authorization: any other scheme's
+    // credential would leave unrecorded, and a lost answer would give its reservation back.
+    await o.payments.abandon(a.paymentId, scheme.name);
+    throw new Error(`${scheme.name}: a credential without a signed authorization`);
+  }
   if (out) {
     // Checked, recorded, then `paying`, then sent: reconcile() always knows of a signature that is out.
-    if (!signedAsChosen(out.signed, out.chosen)) {
+    // Against what was reserved (payee and value), not only the scheme's record of its choice.
+    const reserved = { ...out.chosen, payTo: choice.address, amount: a.amount };
+    if (!signedAsChosen(out.signed, out.chosen) || !signedAsChosen(out.signed, reserved)) {
       await o.payments.abandon(a.paymentId, scheme.name);
       const why = `${scheme.title}: the signed authorization does not match the chosen terms`;
       throw new CtlError('payment_terms_refused', why);
