@@ -17,7 +17,7 @@ import { createExchange } from '../../gateway/payments/exchange.js';
 import type { Authorization, PaymentService } from '../../gateway/payments/service.js';
 import { X402_MIGRATIONS, X402_TABLE, x402Columns } from '../../gateway/payments/schemes/x402/store.js';
 import type { PaidExchangeContext, PaymentScheme } from '../../gateway/payments/schemes/scheme.js';
-import type { SessionRecord } from '../../gateway/store/sessions.js';
+import type { SessionRecord } from '../../gateway/sessions/store.js';
 import { sqliteDb, type TestDb } from './helpers.js';
 
 const PAYER = '0x1111111111111111111111111111111111111111';
