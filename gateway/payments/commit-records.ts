@@ -32,7 +32,7 @@ export function createCommitRecords(events: GatewayEvents, continuationSecret: B
         session,
         type: 'payment.completed' as const,
         actor: 'agent',
-        // Appended to the transparency log in this commit (services/log-entries.ts).
+        // Appended to the transparency log in this commit (log/entries.ts).
         receipt,
         data: {
           paymentId: p.id,

@@ -29,7 +29,7 @@ export interface PaymentServiceDeps {
   /** Other rails whose payments reconcile() settles, by name (the x402 rail). */
   otherRails?: Rail[];
   keys: KeyRing;
-  /** Each session's actor key (derived, services/session-keys.ts). */
+  /** Each session's actor key (derived, sessions/actor-keys.ts). */
   sessionKeys: SessionKeys;
   events: GatewayEvents;
   continuationSecret: Buffer;
@@ -37,10 +37,10 @@ export interface PaymentServiceDeps {
   now: () => number;
   /**
    * The id the payment of the running request must carry, when it has one (an Idempotency-Key's,
-   * services/idempotency.ts): the payment table's primary key then refuses a second reservation.
+   * idempotency/service.ts): the payment table's primary key then refuses a second reservation.
    */
   paymentId?: () => string | undefined;
-  /** Where people's grants come from and how their authority is reached (services/human-sessions.ts). */
+  /** Where people's grants come from and how their authority is reached (sessions/human.ts). */
   humans?: HumanTrust;
   /** A payment committed after `ms`, on the rail named `rail` (metrics). */
   onPaid?: (ms: number, rail: string) => void;

@@ -2,7 +2,7 @@
  * x402 on a real EVM node: anvil (chain id 84532) carries the EIP-3009 USDC and the `upto` proxy
  * written here, Permit2 from its canonical bytecode and Multicall3 (gateway/dev/x402-chain.ts). The
  * gateway pays stock @x402/express merchants whose stock facilitator settles over JSON-RPC, and
- * reads outcomes from the node through its own reader (CTL_X402_RPC_URL, rails/x402/chain.ts):
+ * reads outcomes from the node through its own reader (CTL_X402_RPC_URL, payments/evm/chain.ts):
  * `authorizationState`, Permit2's nonce bitmap, the settle transaction and its logs. Every amount
  * the session's books show is what the node's balances moved.
  */
