@@ -43,7 +43,7 @@ import {
 import { insertOwnedSession, sessionById, type SessionRecord } from './store.js';
 import { parseSessionConfig } from './config.js';
 import { checkTargetUrl, type TargetPolicy } from '../net/address-guard.js';
-import { hashToken } from './service.js';
+import { hashToken } from './tokens.js';
 import type { GatewayEvents } from './events.js';
 
 /** How long a prepared session key waits for the person's grant. */
