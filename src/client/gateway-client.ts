@@ -7,8 +7,8 @@
 import { createLogFollower, type CheckpointStore, type LogFollower } from './log-follower.js';
 import { CtlError, CtlBudgetExceededError, isCtlErrorCode, isServiceErrorCode } from '../errors.js';
 import { hostFetch, hostSleep } from '../host.js';
-import { newId } from '../ids.js';
 import type { BudgetWindow } from '../artifacts/types.js';
+import { proxySender, unreachable, type GatewayTransport } from './proxy-send.js';
 
 type Fetch = typeof fetch;
 
@@ -28,19 +28,6 @@ export class GatewayError extends Error {
     this.code = code;
     if (receiptId) this.receiptId = receiptId;
   }
-}
-
-/**
- * A gateway that gave no answer at all (refused connection, DNS, TLS): `upstream_error` naming
- * the URL, the host's own error as `cause`. An abort stays the caller's own AbortError.
- */
-function unreachable(url: string, e: unknown): unknown {
-  const name = (e as Error)?.name;
-  if (name === 'AbortError' || name === 'TimeoutError') return e;
-  const detail = (e as { cause?: { code?: string } })?.cause?.code ?? (e as Error)?.message;
-  return Object.assign(new CtlError('upstream_error', `the gateway at ${url} could not be reached: ${detail}`), {
-    cause: e,
-  });
 }
 
 /**
@@ -224,34 +211,6 @@ export interface AgentSession {
   delegate(config: ChildSessionConfig): Promise<CreatedChildSession>;
 }
 
-const IDEMPOTENCY_KEY = /^[\x20-\x7e]{1,255}$/;
-// Gateway failures where nothing was paid under the key (the gateway freed it) or the key is held: a retry is safe.
-const RETRYABLE_5XX = new Set(['upstream_error', 'upstream_timeout', 'unavailable', 'internal']);
-const MAX_WAIT_MS = 5000;
-
-/** How long to wait before retrying this answer with the same key, or undefined not to retry it. */
-function retryDelay(res: Response, attempt: number): number | undefined {
-  const code = res.headers.get('x-ctl-gateway-error');
-  if (code === null || res.headers.get('idempotent-replayed') !== null) return undefined;
-  if (res.status === 409 && code === 'conflict') {
-    // In flight: the gateway says when to ask again (the other 409, another request under this key, has no
-    // Retry-After).
-    const after = Number(res.headers.get('retry-after'));
-    return res.headers.get('retry-after') !== null && Number.isFinite(after)
-      ? Math.min(after * 1000, MAX_WAIT_MS)
-      : undefined;
-  }
-  if (res.status >= 500 && RETRYABLE_5XX.has(code)) return backoff(attempt);
-  return undefined;
-}
-
-const backoff = (attempt: number) => Math.min(200 * 2 ** attempt, MAX_WAIT_MS);
-
-/** A body that can be sent again (not a one-shot stream). */
-function resendable(body: unknown): boolean {
-  return body == null || typeof (body as { getReader?: unknown }).getReader !== 'function';
-}
-
 async function errorOf(res: Response): Promise<Error> {
   let code = 'internal';
   let message = `HTTP ${res.status}`;
@@ -278,16 +237,6 @@ async function errorOf(res: Response): Promise<Error> {
   return new GatewayError(res.status, code, message, res.headers.get('x-ctl-receipt-id') ?? undefined);
 }
 
-function headerRecord(h: HeadersInit | undefined): Record<string, string> {
-  const out: Record<string, string> = {};
-  if (!h) return out;
-  if (Array.isArray(h)) for (const [k, v] of h) out[k.toLowerCase()] = v;
-  else if (typeof (h as Headers).forEach === 'function' && typeof (h as Headers).get === 'function')
-    (h as Headers).forEach((v, k) => (out[k.toLowerCase()] = v));
-  else for (const [k, v] of Object.entries(h as Record<string, string>)) out[k.toLowerCase()] = v;
-  return out;
-}
-
 /**
  * @example
  *   const owner = createGatewayClient({ baseUrl, ownerKey })
@@ -303,23 +252,7 @@ export function createGatewayClient(options: GatewayClientOptions) {
   const doFetch: Fetch | undefined = options.fetch ?? hostFetch();
   if (!doFetch) throw new TypeError('createGatewayClient: this host has no fetch; pass options.fetch');
   const sleep = options.sleep ?? hostSleep() ?? (async () => {});
-
-  async function owner<T>(method: string, path: string, body?: unknown, key = options.ownerKey): Promise<T> {
-    if (!key) throw new TypeError('createGatewayClient: options.ownerKey is required for the session API');
-    const headers: Record<string, string> = { authorization: `Bearer ${key}` };
-    if (body !== undefined) headers['content-type'] = 'application/json';
-    const res = await doFetch!(base + path, {
-      method,
-      headers,
-      body: body === undefined ? undefined : JSON.stringify(body),
-    }).catch((e) => {
-      throw unreachable(base + path, e);
-    });
-    if (!res.ok) throw await errorOf(res);
-    return (await res.json()) as T;
-  }
-
-  const id = (sessionId: string) => encodeURIComponent(sessionId);
+  const owner = ownerRequests(base, doFetch, options);
 
   const client = {
     /**
@@ -333,7 +266,7 @@ export function createGatewayClient(options: GatewayClientOptions) {
       return createLogFollower({ baseUrl: base, vkey, fetch: doFetch, ...(store ? { store } : {}) });
     },
     createSession: (config: SessionConfig) => owner<CreatedSession>('POST', '/sessions', config),
-    getSession: (sessionId: string) => owner<SessionView>('GET', `/sessions/${id(sessionId)}`),
+    getSession: (sessionId: string) => owner<SessionView>('GET', `/sessions/${idSegment(sessionId)}`),
     listSessions: (o: { limit?: number; cursor?: string } = {}) => {
       const q = [
         o.limit !== undefined ? `limit=${o.limit}` : '',
@@ -343,126 +276,128 @@ export function createGatewayClient(options: GatewayClientOptions) {
         .join('&');
       return owner<{ sessions: SessionView[]; nextCursor?: string }>('GET', `/sessions${q ? `?${q}` : ''}`);
     },
-    revokeSession: (sessionId: string) => owner<SessionView>('DELETE', `/sessions/${id(sessionId)}`),
+    revokeSession: (sessionId: string) => owner<SessionView>('DELETE', `/sessions/${idSegment(sessionId)}`),
     receipts: (sessionId: string) =>
-      owner<{ sessionId: string; receipts: Record<string, unknown>[] }>('GET', `/sessions/${id(sessionId)}/receipts`),
+      owner<{ sessionId: string; receipts: Record<string, unknown>[] }>(
+        'GET',
+        `/sessions/${idSegment(sessionId)}/receipts`,
+      ),
     /** The owner continues a paused session (spec §3 paused row). */
     continueSession: (sessionId: string, continuationToken: string, amount?: string) =>
       owner<SessionView>(
         'PATCH',
-        `/sessions/${id(sessionId)}`,
+        `/sessions/${idSegment(sessionId)}`,
         amount ? { continuationToken, amount } : { continuationToken },
       ),
 
     /** The agent's side: requests through `/proxy` with the session token. */
     session(token: string, o: { sessionId?: string; onSoftLimit?: OnSoftLimit } = {}): AgentSession {
-      let sessionId = o.sessionId;
-      // A window pause names its reset (PROTOCOL.md §13); the session's view names the window.
-      const pauseKind = async (err: Error): Promise<Pick<SoftLimitInfo, 'kind' | 'every' | 'resetsAt'>> => {
-        const resetsAt = (err as { resetsAt?: unknown }).resetsAt;
-        if (typeof resetsAt !== 'string') return { kind: 'ceiling' };
-        const every = await agent.status().then(
-          (v) => v.pausedWindow?.every,
-          () => undefined,
-        );
-        return { kind: 'window', ...(every ? { every } : {}), resetsAt };
-      };
-      const agent: AgentSession = {
-        token,
-        get sessionId() {
-          return sessionId;
-        },
-        async continueSession(continuationToken, amount) {
-          if (!sessionId)
-            throw new TypeError('continueSession: the session id is not known yet; pass options.sessionId');
-          return owner<SessionView>(
-            'PATCH',
-            `/sessions/${id(sessionId)}`,
-            amount ? { continuationToken, amount } : { continuationToken },
-            token,
-          );
-        },
-        async status() {
-          const v = await owner<AgentSessionView>('GET', '/session', undefined, token);
-          sessionId = v.sessionId;
-          return v;
-        },
-        receipts: () =>
-          owner<{ sessionId: string; receipts: Record<string, unknown>[] }>(
-            'GET',
-            '/session/receipts',
-            undefined,
-            token,
-          ),
-        receipt: (receiptId) =>
-          owner<Record<string, unknown>>('GET', `/session/receipts/${encodeURIComponent(receiptId)}`, undefined, token),
-        async delegate(config) {
-          if (!sessionId) await agent.status();
-          return owner<CreatedChildSession>('POST', `/sessions/${id(sessionId!)}/children`, config, token);
-        },
-        async fetch(url, init = {}) {
-          const { purpose, method, headers, idempotencyKey, retries, ...rest } = init;
-          // One key per logical request, reused by every retry below (gateway/README.md "Idempotency-Key").
-          const key = idempotencyKey ?? headerRecord(headers)['idempotency-key'] ?? newId();
-          if (typeof key !== 'string' || !IDEMPOTENCY_KEY.test(key))
-            throw new RangeError('session.fetch: idempotencyKey must be printable ASCII, 1–255 characters');
-          if (retries !== undefined && !(Number.isSafeInteger(retries) && retries >= 0 && retries <= 10))
-            throw new RangeError('session.fetch: retries must be an integer from 0 to 10');
-          const maxRetries = resendable(rest.body) ? (retries ?? 2) : 0;
-          const sendOnce = async () => {
-            const h = headerRecord(headers);
-            h.authorization = `Bearer ${token}`;
-            h['idempotency-key'] = key;
-            h['x-target-url'] = String(url);
-            h['x-target-method'] = (method ?? 'GET').toUpperCase();
-            if (purpose) h['x-ctl-purpose'] = purpose;
-            const res = await doFetch!(`${base}/proxy`, { ...rest, method: 'POST', headers: h });
-            sessionId = res.headers.get('x-ctl-session-id') ?? sessionId;
-            return res;
-          };
-          const send = async () => {
-            for (let attempt = 0; ; attempt++) {
-              let res: Response;
-              try {
-                res = await sendOnce();
-              } catch (e) {
-                // No answer (the connection failed): the gateway may have run it; the same key makes asking again safe.
-                if (rest.signal?.aborted) throw e;
-                if (attempt >= maxRetries) throw unreachable(`${base}/proxy`, e);
-                await sleep(backoff(attempt));
-                continue;
-              }
-              const wait = retryDelay(res, attempt);
-              if (wait === undefined || attempt >= maxRetries || rest.signal?.aborted) return res;
-              await res.body?.cancel().catch(() => {});
-              await sleep(wait);
-            }
-          };
-          let res = await send();
-          if (res.headers.get('x-ctl-gateway-error') === null) return res;
-          const err = await errorOf(res);
-          if ((err as { code?: string }).code === 'session_paused' && o.onSoftLimit) {
-            const continuation = await o.onSoftLimit({
-              sessionId,
-              code: 'session_paused',
-              ...(await pauseKind(err)),
-              message: err.message,
-              url: String(url),
-            });
-            if (typeof continuation === 'string' && continuation) {
-              await agent.continueSession(continuation);
-              res = await send();
-              if (res.headers.get('x-ctl-gateway-error') === null) return res;
-              throw await errorOf(res);
-            }
-          }
-          throw err;
-        },
-      };
-      return agent;
+      return agentSession({ base, doFetch, sleep, owner }, token, o);
     },
   };
   return client;
+}
+
+/** A session id as one segment of a path. */
+const idSegment = (sessionId: string) => encodeURIComponent(sessionId);
+
+/** One call of the gateway's session API under a bearer key: the owner's by default, or an agent's token. */
+type GatewayRequest = <T>(method: string, path: string, body?: unknown, key?: string) => Promise<T>;
+
+/** The client's parts share the gateway, its fetch and timer, and its session API. */
+interface ClientContext extends GatewayTransport {
+  owner: GatewayRequest;
+}
+
+function ownerRequests(base: string, doFetch: Fetch, options: GatewayClientOptions): GatewayRequest {
+  return async function owner<T>(method: string, path: string, body?: unknown, key = options.ownerKey): Promise<T> {
+    if (!key) throw new TypeError('createGatewayClient: options.ownerKey is required for the session API');
+    const headers: Record<string, string> = { authorization: `Bearer ${key}` };
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    const res = await doFetch(base + path, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+    }).catch((e) => {
+      throw unreachable(base + path, e);
+    });
+    if (!res.ok) throw await errorOf(res);
+    return (await res.json()) as T;
+  };
+}
+
+/** The agent's side of one session: its token's view of the session API and `fetch` through `/proxy`. */
+function agentSession(
+  ctx: ClientContext,
+  token: string,
+  o: { sessionId?: string; onSoftLimit?: OnSoftLimit },
+): AgentSession {
+  const { owner } = ctx;
+  let sessionId = o.sessionId;
+  // A window pause names its reset (PROTOCOL.md §13); the session's view names the window.
+  const pauseKind = async (err: Error): Promise<Pick<SoftLimitInfo, 'kind' | 'every' | 'resetsAt'>> => {
+    const resetsAt = (err as { resetsAt?: unknown }).resetsAt;
+    if (typeof resetsAt !== 'string') return { kind: 'ceiling' };
+    const every = await agent.status().then(
+      (v) => v.pausedWindow?.every,
+      () => undefined,
+    );
+    return { kind: 'window', ...(every ? { every } : {}), resetsAt };
+  };
+  const agent: AgentSession = {
+    token,
+    get sessionId() {
+      return sessionId;
+    },
+    async continueSession(continuationToken, amount) {
+      if (!sessionId) throw new TypeError('continueSession: the session id is not known yet; pass options.sessionId');
+      return owner<SessionView>(
+        'PATCH',
+        `/sessions/${idSegment(sessionId)}`,
+        amount ? { continuationToken, amount } : { continuationToken },
+        token,
+      );
+    },
+    async status() {
+      const v = await owner<AgentSessionView>('GET', '/session', undefined, token);
+      sessionId = v.sessionId;
+      return v;
+    },
+    receipts: () =>
+      owner<{ sessionId: string; receipts: Record<string, unknown>[] }>('GET', '/session/receipts', undefined, token),
+    receipt: (receiptId) =>
+      owner<Record<string, unknown>>('GET', `/session/receipts/${encodeURIComponent(receiptId)}`, undefined, token),
+    async delegate(config) {
+      if (!sessionId) await agent.status();
+      return owner<CreatedChildSession>('POST', `/sessions/${idSegment(sessionId!)}/children`, config, token);
+    },
+    async fetch(url, init = {}) {
+      const send = proxySender(ctx, token, url, init, (res) => {
+        sessionId = res.headers.get('x-ctl-session-id') ?? sessionId;
+      });
+      let res = await send();
+      if (res.headers.get('x-ctl-gateway-error') === null) return res;
+      const err = await errorOf(res);
+      if ((err as { code?: string }).code === 'session_paused' && o.onSoftLimit) {
+        const continuation = await o.onSoftLimit({
+          sessionId,
+          code: 'session_paused',
+          ...(await pauseKind(err)),
+          message: err.message,
+          url: String(url),
+        });
+        // The owner's continuation resumes the session; the call is sent again under the same key.
+        if (typeof continuation === 'string' && continuation) {
+          await agent.continueSession(continuation);
+          res = await send();
+          if (res.headers.get('x-ctl-gateway-error') === null) return res;
+          throw await errorOf(res);
+        }
+      }
+      throw err;
+    },
+  };
+  return agent;
 }
 
 export type GatewayClient = ReturnType<typeof createGatewayClient>;

@@ -7,33 +7,14 @@
  */
 import type { CtlCrypto, PrivateKeyInput, SigningKey } from '../crypto/types.js';
 import type { BudgetScope, Delegation, PolicyGrant, SignedBudgetAuthorization } from '../artifacts/types.js';
-import {
-  chainOf,
-  checkGrantOrDelegation,
-  createDelegationWith,
-  effectiveGrant,
-  type DelegationFields,
-} from '../artifacts/delegation.js';
+import { createDelegationWith, type DelegationFields } from '../artifacts/delegation.js';
 import { linkLedgers } from './chain-ledgers.js';
-import { chainIds, chainScope, linkRevocationUrl } from '../artifacts/link-revocation.js';
-import { DEFAULT_SBA_TTL_MS, prepareSbaSigning, signPreparedSba, type PreparedSbaSigning } from '../artifacts/sba.js';
-import { frozenJsonCopy } from '../encoding/frozen-copy.js';
+import { chainIds, linkRevocationUrl } from '../artifacts/link-revocation.js';
+import { prepareSbaSigning, signPreparedSba, type PreparedSbaSigning } from '../artifacts/sba.js';
 import { CtlBudgetExceededError, CtlError, CtlGrantRevokedError } from '../errors.js';
-import { parseStrictJson } from '../encoding/jcs.js';
-import {
-  formatTimestamp,
-  isIdentifier,
-  parseAmount,
-  parseCurrency,
-  parsePaymentAmount,
-  parseTimestamp,
-  purposeAllowed,
-  readClock,
-  timeOption,
-} from '../values.js';
-import { hostFetch, hostNow } from '../host.js';
+import { formatTimestamp, isIdentifier, readClock } from '../values.js';
 import { newId } from '../ids.js';
-import { createMemorySpendStorage, type SpendStorage } from './spend-storage.js';
+import type { SpendStorage } from './spend-storage.js';
 import {
   commitAll,
   LEDGER_CLOCK_KEYS,
@@ -49,7 +30,9 @@ import {
 import { captureHold, windowsRemaining, type WindowRemaining } from './holds.js';
 import { createRevocationChecker, type RevocationChecker } from '../revocation.js';
 import type { FetchLike } from '../net/fetch-json.js';
-import { bundleRevocation, type BundleRevocationOptions } from './bundle-revocation.js';
+import type { BundleRevocationOptions } from './bundle-revocation.js';
+import { sessionSettings, type SessionSettings } from './session-settings.js';
+import { checkPaymentPolicy } from './payment-policy.js';
 
 /** Where a wallet's storage keeps the latest time it has counted a payment at (PROTOCOL.md §12, §13). */
 const LEDGER_CLOCK_KEY = LEDGER_CLOCK_KEYS.wallet;
@@ -141,148 +124,43 @@ export function createSessionWith<G extends PolicyGrant | Delegation = PolicyGra
   grantInput: G | string,
   options: SessionOptions,
 ): WalletSession<G> {
-  const given = (typeof grantInput === 'string' ? parseStrictJson(grantInput) : grantInput) as G;
-  checkGrantOrDelegation(given, 'grant');
-  // The session's own frozen copy: every SBA embeds it and signs its canonical text, taken once.
-  const drawn = frozenJsonCopy(given);
-  // Under a delegation, what the leaf allows as one grant; the chain's links are charged too (PROTOCOL.md §14).
-  const grant = effectiveGrant(drawn);
-  const chain = chainOf(drawn);
-  const root = chain.root;
-  if (!options || typeof options !== 'object') throw new TypeError('createSession: options are required');
-  if (typeof options.actorId !== 'string' || options.actorId.length === 0)
-    throw new TypeError('createSession: options.actorId is required');
-  if (!options.signingKey) throw new TypeError('createSession: options.signingKey is required');
-  const sessionId = options.sessionId ?? newId('sess_');
-  if (!isIdentifier(sessionId)) throw new TypeError('createSession: options.sessionId must be an identifier');
-  const grantMax = BigInt(grant.maxAmountMinor);
-  let ceiling = grantMax;
-  if (options.ceiling) {
-    ceiling = parseAmount(options.ceiling.amount, 'ceiling.amount');
-    if (parseCurrency(options.ceiling.currency, 'ceiling.currency') !== grant.currency) {
-      throw new CtlError(
-        'currency_mismatch',
-        `createSession: ceiling currency ${options.ceiling.currency} differs from the grant's ${grant.currency}`,
-      );
-    }
-    if (ceiling > grantMax) throw new RangeError('createSession: ceiling exceeds the grant maxAmountMinor');
-  }
-  const storage = options.spendStorage ?? createMemorySpendStorage();
-  // The grant's total is shared by every session of the grant on this storage (PROTOCOL.md §12);
-  // the session's total bounds it by its own ceiling.
-  const grantKey = `wallet:${root.grantId}`;
-  const sessionKey = `${grant.grantId}/${sessionId}`;
-  const now = options.now ?? hostNow;
-  const fetchFn = options.fetch ?? (hostFetch() as FetchLike | undefined);
-  // Time is a number or nothing (PROTOCOL.md §12): each time option checked once, here.
-  const ttl = timeOption(options.revocationTtl, 'options.revocationTtl', 30_000);
-  const revocationTimeoutMs = timeOption(options.revocationTimeoutMs, 'options.revocationTimeoutMs', 3000);
-  const sbaTtlMs = timeOption(options.sbaTtlMs, 'options.sbaTtlMs', DEFAULT_SBA_TTL_MS);
-  const grantExpiry = parseTimestamp(grant.expiresAt, 'grant.expiresAt');
-  const fromBundles = options.revocationFromBundles && bundleRevocation(c, options.revocationFromBundles);
+  const s = sessionSettings(c, grantInput, options);
+  const { drawn, grant, storage, grantExpiry } = s;
   let revoked = false;
-  let prepared: Promise<PreparedSbaSigning> | undefined;
-  // An SBA's id within the chain it is signed under (PROTOCOL.md §7): the grant's, never the
-  // session's, so a session opened after a restart settles the holds of the one before.
-  const scope = chainScope(chain, 'wallet:');
+  const signing = lazySigning(c, drawn, options);
 
   /** The time this wallet counts at, on a storage that serves it alone (claimStorage, ledgerNow). */
   async function walletTime(): Promise<number> {
     await claimStorage(storage, 'wallet');
-    return ledgerNow(storage, LEDGER_CLOCK_KEY, readClock(now, 'options.now'));
+    return ledgerNow(storage, LEDGER_CLOCK_KEY, readClock(s.now, 'options.now'));
   }
 
   async function createSba(p: PaymentRequest): Promise<SignedBudgetAuthorization<G>> {
     if (revoked) throw new CtlGrantRevokedError();
-    if (!p || typeof p !== 'object') throw new TypeError('createSba: payment must be an object');
-    const amount = parsePaymentAmount(p.amount, 'amount');
-    if (p.hold !== undefined && typeof p.hold !== 'boolean') throw new TypeError('createSba: hold must be a boolean');
-    if (parseCurrency(p.currency, 'currency') !== grant.currency) {
-      throw new CtlError('currency_mismatch', `the grant is in ${grant.currency}, not ${p.currency}`);
-    }
-    if (typeof p.rail !== 'string' || !grant.allowedRails.includes(p.rail)) {
-      throw new CtlError('rail_not_allowed', `rail "${String(p.rail)}" is not allowed by the grant`);
-    }
-    if (
-      p.merchantId !== undefined &&
-      grant.destinationAllowlist &&
-      !grant.destinationAllowlist.includes(p.merchantId)
-    ) {
-      throw new CtlError(
-        'destination_not_allowed',
-        `merchant "${p.merchantId}" is not in the grant's destination allowlist`,
-      );
-    }
-    if (p.purpose !== undefined && grant.allowedPurposes && !purposeAllowed(p.purpose, grant.allowedPurposes)) {
-      throw new CtlError('purpose_not_allowed', `purpose "${p.purpose}" is not allowed by the grant`);
-    }
+    const amount = checkPaymentPolicy(grant, p);
     // Every time is max(clock, the latest time this storage counted at): a clock set back reopens
     // no window (PROTOCOL.md §12, §13); the SBA is signed at that time too.
     const t = await walletTime();
     if (t >= grantExpiry) throw new CtlError('grant_expired', `the grant expired at ${grant.expiresAt}`);
-    // Every id of a chain, root first: a revoked link revokes what hangs below it (PROTOCOL.md §14).
-    for (const { id } of chainIds(chain)) {
-      const status = fromBundles
-        ? await fromBundles(id, t)
-        : await sharedRevocation.check(id === root.grantId ? root.revocationUrl : linkRevocationUrl(root, id), id, {
-            ttlMs: ttl,
-            now: t,
-            fetch: fetchFn,
-            timeoutMs: revocationTimeoutMs,
-          });
-      if (status.revoked) {
-        revoked = true; // terminal (spec §7): no further attempt reaches the network
-        throw new CtlGrantRevokedError();
-      }
-    }
+    await checkChainRevocation(s, t, () => {
+      revoked = true; // terminal (spec §7): no further attempt reaches the network
+    });
     const budgetId = newId('bud_');
-    // The session ceiling, the grant's total, its velocity and its budget windows at the SBA's
-    // issuedAt (PROTOCOL.md §8, §12, §13), all or nothing.
-    const ledgers: Ledger[] = [
-      {
-        key: sessionKey,
-        amount,
-        ceiling,
-        code: 'budget_exceeded',
-        what: `the session ceiling of ${ceiling} minor units`,
-      },
-      // Each link of a chain, leaf to root, then the root grant (PROTOCOL.md §14).
-      ...linkLedgers(chain, 'wallet:', amount, t).reverse(),
-      {
-        key: grantKey,
-        amount,
-        ceiling: BigInt(root.maxAmountMinor),
-        code: 'budget_exceeded',
-        what: `the grant's ${root.maxAmountMinor} minor units`,
-      },
-      ...velocityLedgers(root, amount, p.merchantId, t),
-      ...windowLedgers(root, amount, t),
-    ];
+    const ledgers = paymentLedgers(s, amount, p.merchantId, t);
     // The wallet needs the id only until commit; it may forget it once the SBA has expired. A
     // hold it keeps, whole, until it learns the capture: the merchant may have captured all of it,
     // and releasing an unknown outcome would let it pay past its grant (PROTOCOL.md §15).
-    const sbaExpiry = Math.min(t + sbaTtlMs, grantExpiry);
+    const sbaExpiry = Math.min(t + s.sbaTtlMs, grantExpiry);
     const hold = p.hold === true;
-    const payment = { scope, id: budgetId };
+    const payment = { scope: s.scope, id: budgetId };
     const r = await reserveAll(storage, ledgers, payment, { expiresAt: sbaExpiry, now: t, hold });
-    if (!r.ok) {
-      if (r.ledger.code === 'budget_exceeded')
-        throw new CtlBudgetExceededError(`${p.amount} minor units of ${p.currency} would exceed ${r.ledger.what}`);
-      throw new CtlError(r.ledger.code, `this payment would exceed ${r.ledger.what}`, { resetsAt: r.ledger.resetsAt });
-    }
+    if (!r.ok) throw refusal(r.ledger, p);
     try {
-      const ready = await (prepared ??= prepareSbaSigning(c, drawn, {
-        signingKey: options.signingKey,
-        keyId: options.signingKeyId,
-      }).catch((e) => {
-        prepared = undefined; // a key that failed to import is not kept as the answer
-        throw e;
-      }));
       const sba = await signPreparedSba<G>(
         c,
-        ready,
+        await signing(),
         {
-          sessionId,
+          sessionId: s.sessionId,
           actorId: options.actorId,
           maxAmountMinor: p.amount,
           budgetScope: options.scope ?? 'SESSION',
@@ -306,29 +184,127 @@ export function createSessionWith<G extends PolicyGrant | Delegation = PolicyGra
   }
 
   return {
-    sessionId,
+    sessionId: s.sessionId,
     grant: drawn,
     createSba,
-    delegate: (fields) => createDelegationWith(c, drawn, fields, { signingKey: options.signingKey, now }),
+    delegate: (fields) => createDelegationWith(c, drawn, fields, { signingKey: options.signingKey, now: s.now }),
     async remaining() {
       await claimStorage(storage, 'wallet'); // what it reads is this wallet's only on its own storage
-      let left = ceiling - (await storage.total(sessionKey));
-      const bounds = [{ key: grantKey, ceiling: BigInt(root.maxAmountMinor) }, ...linkLedgers(chain, 'wallet:', 0n, 0)];
-      for (const b of bounds) {
-        if (!b.key.startsWith('wallet:')) continue; // a link's windows
-        const l = b.ceiling - (await storage.total(b.key));
-        if (l < left) left = l;
-      }
-      const remainingMinor = (left > 0n ? left : 0n).toString();
-      if (!root.windows) return { remainingMinor };
+      const remainingMinor = await remainingTotal(s);
+      if (!s.root.windows) return { remainingMinor };
       const t = await walletTime();
-      return { remainingMinor, windows: await windowsRemaining(storage, root, t) };
+      return { remainingMinor, windows: await windowsRemaining(storage, s.root, t) };
     },
     async capture(budgetId, amount) {
       if (!isIdentifier(budgetId)) throw new CtlError('malformed', 'capture: budgetId must be an identifier');
       const t = await walletTime();
       // No deadline here: the wallet learns a capture whenever it learns it (PROTOCOL.md §15).
-      await captureHold(storage, reservationId({ scope, id: budgetId }), amount, t);
+      await captureHold(storage, reservationId({ scope: s.scope, id: budgetId }), amount, t);
     },
   };
+}
+
+/**
+ * The signing key, imported at the first payment and kept; a key that failed to import is not
+ * kept as the answer, so the next payment tries again.
+ */
+function lazySigning(
+  c: CtlCrypto,
+  drawn: PolicyGrant | Delegation,
+  options: SessionOptions,
+): () => Promise<PreparedSbaSigning> {
+  let prepared: Promise<PreparedSbaSigning> | undefined;
+  return () =>
+    (prepared ??= prepareSbaSigning(c, drawn, {
+      signingKey: options.signingKey,
+      keyId: options.signingKeyId,
+    }).catch((e) => {
+      prepared = undefined;
+      throw e;
+    }));
+}
+
+/**
+ * Revocation is checked before each SBA is signed (spec §3 rule 1), for every id of the chain,
+ * root first: a revoked link revokes what hangs below it (PROTOCOL.md §14). Online at the grant's
+ * `revocationUrl`, or offline from installed Trust Bundles. Throws `CtlGrantRevokedError` after
+ * `markRevoked`.
+ */
+async function checkChainRevocation(
+  s: SessionSettings<PolicyGrant | Delegation>,
+  t: number,
+  markRevoked: () => void,
+): Promise<void> {
+  const { root, fromBundles } = s;
+  for (const { id } of chainIds(s.chain)) {
+    const status = fromBundles
+      ? await fromBundles(id, t)
+      : await sharedRevocation.check(id === root.grantId ? root.revocationUrl : linkRevocationUrl(root, id), id, {
+          ttlMs: s.ttl,
+          now: t,
+          fetch: s.fetchFn,
+          timeoutMs: s.revocationTimeoutMs,
+        });
+    if (status.revoked) {
+      markRevoked();
+      throw new CtlGrantRevokedError();
+    }
+  }
+}
+
+/**
+ * Every running total one payment counts against, reserved all or nothing: the session ceiling,
+ * the grant's total, its velocity and its budget windows at the SBA's issuedAt (PROTOCOL.md §8,
+ * §12, §13).
+ */
+function paymentLedgers(
+  s: SessionSettings<PolicyGrant | Delegation>,
+  amount: bigint,
+  merchantId: string | undefined,
+  t: number,
+): Ledger[] {
+  const { root, ceiling } = s;
+  return [
+    {
+      key: s.sessionKey,
+      amount,
+      ceiling,
+      code: 'budget_exceeded',
+      what: `the session ceiling of ${ceiling} minor units`,
+    },
+    // Each link of a chain, leaf to root, then the root grant (PROTOCOL.md §14).
+    ...linkLedgers(s.chain, 'wallet:', amount, t).reverse(),
+    {
+      key: s.grantKey,
+      amount,
+      ceiling: BigInt(root.maxAmountMinor),
+      code: 'budget_exceeded',
+      what: `the grant's ${root.maxAmountMinor} minor units`,
+    },
+    ...velocityLedgers(root, amount, merchantId, t),
+    ...windowLedgers(root, amount, t),
+  ];
+}
+
+/** The error for a payment a full ledger refused: a window's names when it resets (PROTOCOL.md §13). */
+function refusal(ledger: Ledger, p: PaymentRequest): Error {
+  if (ledger.code === 'budget_exceeded')
+    return new CtlBudgetExceededError(`${p.amount} minor units of ${p.currency} would exceed ${ledger.what}`);
+  return new CtlError(ledger.code, `this payment would exceed ${ledger.what}`, { resetsAt: ledger.resetsAt });
+}
+
+/** The lower of the session ceiling's and the grant's (and each link's) remaining totals, never below 0. */
+async function remainingTotal(s: SessionSettings<PolicyGrant | Delegation>): Promise<string> {
+  const { storage } = s;
+  let left = s.ceiling - (await storage.total(s.sessionKey));
+  const bounds = [
+    { key: s.grantKey, ceiling: BigInt(s.root.maxAmountMinor) },
+    ...linkLedgers(s.chain, 'wallet:', 0n, 0),
+  ];
+  for (const b of bounds) {
+    if (!b.key.startsWith('wallet:')) continue; // a link's windows
+    const l = b.ceiling - (await storage.total(b.key));
+    if (l < left) left = l;
+  }
+  return (left > 0n ? left : 0n).toString();
 }
