@@ -13,6 +13,7 @@ import { randomBytes } from 'node:crypto';
 import { formatTimestamp, windowAt } from '../../../src/index.js';
 import type { SqlExecutor, Row } from '../../../service-kit/index.js';
 import type { PausedWindow, SessionConfig, SessionWindow } from '../../sessions/store.js';
+import type { WindowStanding } from '../../sessions/views.js';
 import { forUpdate } from '../../../service-kit/row-lock.js';
 import { formatMinor } from '../../../service-kit/money.js';
 import { moveCounters } from './guard.js';
@@ -294,16 +295,9 @@ async function pause(
   };
 }
 
-interface WindowRow {
+/** A window row: the standing the session views show (sessions/views.ts), with its session. */
+interface WindowRow extends WindowStanding {
   sessionId: string;
-  every: SessionWindow['every'];
-  startsAt: number;
-  endsAt: number;
-  maxAmount: bigint;
-  maxPayments: bigint | null;
-  spent: bigint;
-  reserved: bigint;
-  payments: bigint;
 }
 
 /**
