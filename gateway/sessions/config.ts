@@ -14,7 +14,7 @@ import {
   formatTimestamp,
   WINDOW_PERIODS,
 } from '../../src/index.js';
-import { badRequest, canonicalHost, optionalText } from '../../service-kit/index.js';
+import { badRequest, canonicalHost, generateWebhookSecret, optionalText } from '../../service-kit/index.js';
 import { MAX_AMOUNT } from '../../service-kit/amount.js';
 import {
   canonicalGlob,
@@ -291,4 +291,21 @@ export function maxSessionSecondsFromEnv(env: Record<string, string | undefined>
   if (!/^[1-9][0-9]{0,9}$/.test(v))
     throw new RangeError(`CTL_GATEWAY_MAX_SESSION_SECONDS: a positive integer of seconds, got '${v.slice(0, 40)}'`);
   return Number(v);
+}
+
+/**
+ * The columns a new session's row takes from its configuration: velocity limits, the webhook (its
+ * signing secret made here, once) and thresholds. An owner's and a person's session alike.
+ * @example insertOwnedSession(db, { ...row, ...configColumns(config) }, effect)
+ */
+export function configColumns(config: SessionConfig) {
+  return {
+    maxPerHour: config.velocity?.maxPaymentsPerHour ?? null,
+    maxPerMerchantDay: config.velocity?.maxAmountPerMerchantPerDay
+      ? BigInt(config.velocity.maxAmountPerMerchantPerDay)
+      : null,
+    webhookUrl: config.webhookUrl ?? null,
+    webhookSecret: config.webhookUrl ? generateWebhookSecret() : null,
+    thresholds: config.thresholds,
+  };
 }

@@ -5,9 +5,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import { policyHash, formatTimestamp, CtlError } from '../../src/index.js';
-import { generateWebhookSecret, unauthorized, type SqlDatabase } from '../../service-kit/index.js';
+import { unauthorized, type SqlDatabase } from '../../service-kit/index.js';
 import { insertOwnedSession, sessionById } from './store.js';
-import { parseSessionConfig } from './config.js';
+import { configColumns, parseSessionConfig } from './config.js';
 import { checkTargetUrl, type TargetPolicy } from '../net/address-guard.js';
 import { DERIVED_MARKER, type SessionKeys } from './actor-keys.js';
 import type { GatewayEvents } from './events.js';
@@ -82,13 +82,7 @@ export async function createRootSession(
       grant,
       actorKeyPem: DERIVED_MARKER,
       softLimit: config.softLimit ? BigInt(config.softLimit.amount) : null,
-      maxPerHour: config.velocity?.maxPaymentsPerHour ?? null,
-      maxPerMerchantDay: config.velocity?.maxAmountPerMerchantPerDay
-        ? BigInt(config.velocity.maxAmountPerMerchantPerDay)
-        : null,
-      webhookUrl: config.webhookUrl ?? null,
-      webhookSecret: config.webhookUrl ? generateWebhookSecret() : null,
-      thresholds: config.thresholds,
+      ...configColumns(config),
     },
     deps.events.effect((ok: boolean) =>
       ok

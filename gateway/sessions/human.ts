@@ -33,15 +33,9 @@ import {
   type VerifyCtlResult,
 } from '../../src/index.js';
 import { createVerifyCtl, type FetchLike } from '../../src/entries/server.js';
-import {
-  HttpError,
-  badRequest,
-  generateWebhookSecret,
-  unauthorized,
-  type SqlDatabase,
-} from '../../service-kit/index.js';
+import { HttpError, badRequest, unauthorized, type SqlDatabase } from '../../service-kit/index.js';
 import { insertOwnedSession, sessionById, type SessionRecord } from './store.js';
-import { parseSessionConfig } from './config.js';
+import { configColumns, parseSessionConfig } from './config.js';
 import { checkTargetUrl, type TargetPolicy } from '../net/address-guard.js';
 import { hashToken } from './tokens.js';
 import type { GatewayEvents } from './events.js';
@@ -264,13 +258,7 @@ export async function createHumanSession(
         grant,
         actorKeyPem: reserved.actor_key,
         softLimit: null,
-        maxPerHour: config.velocity?.maxPaymentsPerHour ?? null,
-        maxPerMerchantDay: config.velocity?.maxAmountPerMerchantPerDay
-          ? BigInt(config.velocity.maxAmountPerMerchantPerDay)
-          : null,
-        webhookUrl: config.webhookUrl ?? null,
-        webhookSecret: config.webhookUrl ? generateWebhookSecret() : null,
-        thresholds: config.thresholds,
+        ...configColumns(config),
       },
       d.events?.effect((ok: boolean) =>
         ok
