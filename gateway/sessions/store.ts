@@ -42,6 +42,18 @@ export interface SessionWindow {
   maxPayments?: number;
 }
 
+/** One window of a session as it stands now (PROTOCOL.md §13), as the money store reads it. */
+export interface WindowStanding {
+  every: SessionWindow['every'];
+  startsAt: number;
+  endsAt: number;
+  maxAmount: bigint;
+  maxPayments: bigint | null;
+  spent: bigint;
+  reserved: bigint;
+  payments: bigint;
+}
+
 /** The window whose soft limit paused a session: it resumes by itself at `endsAt`. */
 export interface PausedWindow {
   every: SessionWindow['every'];

@@ -4,21 +4,11 @@
  */
 import { formatTimestamp } from '../../src/index.js';
 import type { SqlDatabase, SqlExecutor } from '../../service-kit/index.js';
-import { effectiveState, type SessionRecord, type SessionWindow } from './store.js';
+import { effectiveState, type SessionRecord, type SessionWindow, type WindowStanding } from './store.js';
 import { heldBy, type Held } from './states.js';
 import { continuationToken } from './continuation.js';
 
-/** One window of a session as it stands now (PROTOCOL.md §13), as the money store reads it. */
-export interface WindowStanding {
-  every: SessionWindow['every'];
-  startsAt: number;
-  endsAt: number;
-  maxAmount: bigint;
-  maxPayments: bigint | null;
-  spent: bigint;
-  reserved: bigint;
-  payments: bigint;
-}
+export type { WindowStanding } from './store.js';
 
 /**
  * The views of sessions, over `deps.currentWindows` (the money store's reader, handed in by the

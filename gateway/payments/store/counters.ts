@@ -12,8 +12,7 @@
 import { randomBytes } from 'node:crypto';
 import { formatTimestamp, windowAt } from '../../../src/index.js';
 import type { SqlExecutor, Row } from '../../../service-kit/index.js';
-import type { PausedWindow, SessionConfig, SessionWindow } from '../../sessions/store.js';
-import type { WindowStanding } from '../../sessions/views.js';
+import type { PausedWindow, SessionConfig, SessionWindow, WindowStanding } from '../../sessions/store.js';
 import { forUpdate } from '../../../service-kit/row-lock.js';
 import { formatMinor } from '../../../service-kit/money.js';
 import { moveCounters } from './guard.js';
@@ -295,7 +294,7 @@ async function pause(
   };
 }
 
-/** A window row: the standing the session views show (sessions/views.ts), with its session. */
+/** A window row: the standing the session views show, with its session. */
 interface WindowRow extends WindowStanding {
   sessionId: string;
 }
