@@ -5,7 +5,8 @@
  */
 import { guard, parseArgs, UsageError } from './device/args.js';
 import { packageVersion, variableLines } from './service/help.js';
-import { AUTHORITY_VARIABLES, readAuthorityConfig } from '../authority/config.js';
+import { readAuthorityConfig } from '../authority/config.js';
+import { AUTHORITY_VARIABLES } from '../authority/variables.js';
 import {
   holdSignalsWhileStarting,
   preflight,

@@ -44,10 +44,10 @@ export async function main(args: string[], program = 'ctl gateway'): Promise<num
     if (p.positionals.length) throw new UsageError(`unexpected argument ${p.positionals[0]}`);
     holdSignalsWhileStarting();
     // The service's modules load only to run it: --help, --version and a usage error answer without them.
-    const [{ startGateway }, { readGatewayConfig }, { AUTHORITY_VARIABLES }] = await Promise.all([
-      import('../gateway/server.js'),
+    // The configuration is read before the server's modules load: a refused start stays quick.
+    const [{ readGatewayConfig }, { AUTHORITY_VARIABLES }] = await Promise.all([
       import('../gateway/config.js'),
-      import('../authority/config.js'),
+      import('../authority/variables.js'),
     ]);
     let options;
     try {
@@ -59,6 +59,7 @@ export async function main(args: string[], program = 'ctl gateway'): Promise<num
     }
     const refused = await preflight(program, options.databaseUrl);
     if (refused !== undefined) return refused;
+    const { startGateway } = await import('../gateway/server.js');
     let running;
     try {
       running = await startGateway(options);

@@ -111,22 +111,15 @@ export async function main(args: string[]): Promise<number> {
     const p = parseArgs(args, { values: ['data'], flags: ['no-demo-merchant', 'chain'] });
     if (p.positionals.length) throw new UsageError(`unexpected argument ${p.positionals[0]}`);
     holdSignalsWhileStarting();
-    // The services' modules load only to run them: --help and a usage error answer without them.
-    const [
-      { readAuthorityConfig, AUTHORITY_VARIABLES },
-      { startAuthority },
-      { createLogger },
-      { startGateway },
-      { GATEWAY_VARIABLES, readGatewayConfig },
-      { demoMerchantTls, trustedWith },
-    ] = await Promise.all([
-      import('../authority/config.js'),
-      import('../authority/server.js'),
-      import('../service-kit/index.js'),
-      import('../gateway/server.js'),
-      import('../gateway/config.js'),
-      import('../gateway/dev/demo-tls.js'),
-    ]);
+    // The services' modules load only to run them: --help and a usage error answer without them,
+    // and a refused configuration is read before the servers load.
+    const [{ readAuthorityConfig }, { AUTHORITY_VARIABLES }, { readGatewayConfig }, { GATEWAY_VARIABLES }] =
+      await Promise.all([
+        import('../authority/config.js'),
+        import('../authority/variables.js'),
+        import('../gateway/config.js'),
+        import('../gateway/variables.js'),
+      ]);
     const names = (list: readonly (readonly [string, ...unknown[]])[]) => list.map((v) => v[0]);
     const dataDir = resolve(one(p, 'data') ?? './data');
     const { keys, file: keysFile } = devKeys(dataDir);
@@ -150,6 +143,13 @@ export async function main(args: string[]): Promise<number> {
       (await preflight('ctl start', authorityConfig.databaseUrl, 'AUTHORITY_DATABASE_URL')) ??
       (await preflight('ctl start', gatewayOptions.databaseUrl, 'GATEWAY_DATABASE_URL'));
     if (refused !== undefined) return refused;
+    const [{ startAuthority }, { createLogger }, { startGateway }, { demoMerchantTls, trustedWith }] =
+      await Promise.all([
+        import('../authority/server.js'),
+        import('../service-kit/logger.js'),
+        import('../gateway/server.js'),
+        import('../gateway/dev/demo-tls.js'),
+      ]);
     let chain: ChainDemo | undefined;
     if (p.flags.has('chain')) {
       if (process.env.NODE_ENV === 'production') {

@@ -7,7 +7,7 @@
  * sub-agent is told, and the ancestors' counters are what bounds the money.
  */
 import { CtlError, isPurpose, isPurposePattern, parseTimestamp, purposeAllowed } from '../../src/index.js';
-import { badRequest } from '../../service-kit/index.js';
+import { badRequest } from '../../service-kit/http-error.js';
 import type { SessionRecord, SessionWindow } from './store.js';
 import { amountField, closed, globs, isObject, parseWindows, type SessionConfig } from './config.js';
 

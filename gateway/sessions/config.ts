@@ -14,7 +14,10 @@ import {
   formatTimestamp,
   WINDOW_PERIODS,
 } from '../../src/index.js';
-import { badRequest, canonicalHost, generateWebhookSecret, optionalText } from '../../service-kit/index.js';
+import { badRequest } from '../../service-kit/http-error.js';
+import { canonicalHost } from '../../service-kit/host-name.js';
+import { optionalText } from '../../service-kit/text-field.js';
+import { generateWebhookSecret } from '../../service-kit/webhook-signature.js';
 import { MAX_AMOUNT } from '../../service-kit/amount.js';
 import {
   canonicalGlob,

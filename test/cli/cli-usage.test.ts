@@ -14,6 +14,8 @@ import { createServer, type Server } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { inspect } from 'node:util';
 import * as CTL from '../../src/index.js';
 import { encodeCompact } from '../../src/compact.js';
 import { makeFleet, iso, T0 } from '../offline/fleet.js';
@@ -76,29 +78,67 @@ test('ctl --help and -h print the usage and exit 0', async () => {
   }
 });
 
+/**
+ * Runs `ctl <command> …` in this process, as bin/ctl.mjs does (the command module's `main`), with
+ * its output captured: the matrix below is 100-odd runs, and a spawn is mostly Node starting. The
+ * binary's own dispatch is checked on a sample of the same paths (`through the binary` below).
+ */
+async function ctlHere(args: string[]): Promise<Run> {
+  const [cmd, ...rest] = args;
+  const mod = (await import(pathToFileURL(join(root, 'build', 'cli', `${cmd}.js`)).href)) as {
+    main(args: string[]): Promise<number | void>;
+  };
+  let out = '';
+  let err = '';
+  const saved = {
+    log: console.log,
+    error: console.error,
+    warn: console.warn,
+    out: process.stdout.write,
+    err: process.stderr.write,
+  };
+  const text = (a: unknown[]) => a.map((x) => (typeof x === 'string' ? x : inspect(x))).join(' ') + '\n';
+  console.log = (...a: unknown[]) => void (out += text(a));
+  console.error = console.warn = (...a: unknown[]) => void (err += text(a));
+  process.stdout.write = ((c: string | Uint8Array) => ((out += String(c)), true)) as typeof process.stdout.write;
+  process.stderr.write = ((c: string | Uint8Array) => ((err += String(c)), true)) as typeof process.stderr.write;
+  try {
+    const code = await mod.main(rest);
+    return { code: typeof code === 'number' ? code : 0, out, err };
+  } finally {
+    Object.assign(console, { log: saved.log, error: saved.error, warn: saved.warn });
+    process.stdout.write = saved.out;
+    process.stderr.write = saved.err;
+  }
+}
+
+const helpChecks = (path: string[], flag: string, r: Run) => {
+  assert.is(r.code, 0, `${path.join(' ')} ${flag}: exit ${r.code}\n${r.out}${r.err}`);
+  assert.match(r.out, new RegExp(`^usage: ctl ${path[0]}`), r.out);
+  if (path[1]) assert.ok(r.out.includes(`ctl ${path.join(' ')}`), `usage names ${path.join(' ')}:\n${r.out}`);
+};
+const unknownFlagChecks = (path: string[], flag: string, r: Run) => {
+  assert.is(r.code, 2, `${path.join(' ')} ${flag}: exit ${r.code}\n${r.out}${r.err}`);
+  assert.ok(r.err.includes(flag), `${path.join(' ')}: ${r.err}`);
+};
+
 for (const path of paths) {
   test(`ctl ${path.join(' ')} --help prints its usage on stdout and exits 0`, async () => {
-    // Each flag in its own process, run side by side: a spawn is mostly Node starting.
-    const flags = ['--help', '-h'];
-    const runs = await Promise.all(flags.map((flag) => ctl([...path, flag])));
-    for (const [i, r] of runs.entries()) {
-      const flag = flags[i]!;
-      assert.is(r.code, 0, `${path.join(' ')} ${flag}: exit ${r.code}\n${r.out}${r.err}`);
-      assert.match(r.out, new RegExp(`^usage: ctl ${path[0]}`), r.out);
-      if (path[1]) assert.ok(r.out.includes(`ctl ${path.join(' ')}`), `usage names ${path.join(' ')}:\n${r.out}`);
-    }
+    for (const flag of ['--help', '-h']) helpChecks(path, flag, await ctlHere([...path, flag]));
   });
 
   test(`ctl ${path.join(' ')} --no-such-flag (and -z) exits 2 naming the flag`, async () => {
-    const flags = ['--no-such-flag', '-z'];
-    const runs = await Promise.all(flags.map((flag) => ctl([...path, flag])));
-    for (const [i, r] of runs.entries()) {
-      const flag = flags[i]!;
-      assert.is(r.code, 2, `${path.join(' ')} ${flag}: exit ${r.code}\n${r.out}${r.err}`);
-      assert.ok(r.err.includes(flag), `${path.join(' ')}: ${r.err}`);
-    }
+    for (const flag of ['--no-such-flag', '-z']) unknownFlagChecks(path, flag, await ctlHere([...path, flag]));
   });
 }
+
+test('through the binary: a subcommand --help exits 0 and an unknown flag 2, as in process', async () => {
+  const [help, bad] = await Promise.all([ctl(['log', 'audit', '--help']), ctl(['anchor', 'verify', '-z'])]);
+  helpChecks(['log', 'audit'], '--help', help);
+  unknownFlagChecks(['anchor', 'verify'], '-z', bad);
+  const [helpHere, badHere] = [await ctlHere(['log', 'audit', '--help']), await ctlHere(['anchor', 'verify', '-z'])];
+  assert.equal([help.out, bad.err], [helpHere.out, badHere.err]);
+});
 
 test('ctl --version prints the package version; ctl --bogus exits 2 naming it', async () => {
   const v = await ctl(['--version']);

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { root } from '../../firmware-bridge/node/device-script.js';
 import { checkVariableNames, nearestName } from '../../service-kit/config.js';
 import { GATEWAY_VARIABLES } from '../../gateway/config.js';
-import { AUTHORITY_VARIABLES } from '../../authority/config.js';
+import { AUTHORITY_VARIABLES } from '../../authority/variables.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'ctl-config-names-'));
 const sqlite = (name: string) => `sqlite:${join(mkdtempSync(join(dir, 'db-')), name)}`;

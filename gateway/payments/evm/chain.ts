@@ -4,7 +4,6 @@
  * network → JSON-RPC URL, e.g. `{"eip155:84532":"https://sepolia.base.org"}`. A network with no
  * URL has no reader: its expired sent authorizations are counted spent (rail.ts settle).
  */
-import { createPublicClient, http } from 'viem';
 import { CAIP2_EVM } from './assets.js';
 
 /**
@@ -105,10 +104,29 @@ export function chainReaders(
     if (!url) return undefined;
     let c = clients.get(network);
     if (!c) {
-      const client = createPublicClient({ transport: http(url, { timeout: 10_000 }) });
-      c = Object.assign(client as unknown as EvmChainReader, { confirmations });
+      c = { ...viemReader(url), confirmations };
       clients.set(network, c);
     }
     return c;
+  };
+}
+
+/**
+ * A viem PublicClient over `url`, created at its first read: viem is some 400 modules, and a
+ * configuration that is only read (a refused start, `--help`) need not load them.
+ */
+function viemReader(url: string): Required<Omit<EvmChainReader, 'confirmations'>> {
+  let client: Promise<Required<EvmChainReader>> | undefined;
+  const viem = () =>
+    (client ??= import('viem').then(
+      ({ createPublicClient, http }) =>
+        createPublicClient({ transport: http(url, { timeout: 10_000 }) }) as unknown as Required<EvmChainReader>,
+    ));
+  return {
+    readContract: async (a) => (await viem()).readContract(a),
+    getContractEvents: async (a) => (await viem()).getContractEvents(a),
+    getTransaction: async (a) => (await viem()).getTransaction(a),
+    getTransactionReceipt: async (a) => (await viem()).getTransactionReceipt(a),
+    getBlockNumber: async (a) => (await viem()).getBlockNumber(a),
   };
 }
