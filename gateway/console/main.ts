@@ -15,10 +15,10 @@ import { connectLive, type LiveStatus } from './live.js';
 import { defineComponents } from './components.js';
 import type { Page } from './page.js';
 import { signInPage } from './pages/sign-in.js';
-import { sessionsPage, activity } from './pages/sessions.js';
-import { sessionPage } from './pages/session.js';
+import { sessionsPage, activity } from './pages/sessions/index.js';
+import { sessionPage } from './pages/session/index.js';
 import { receiptPage } from './pages/receipt.js';
-import { createPage } from './pages/create.js';
+import { createPage } from './pages/create/index.js';
 import { logPage, splitViewBanner } from './pages/log.js';
 
 defineComponents();

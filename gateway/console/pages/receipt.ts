@@ -2,7 +2,7 @@
 import { h, clear, formatMoney, formatTime } from '../dom.js';
 import { receiptsOf, type Receipt } from '../api.js';
 import { heading, errorBox, type Page } from '../page.js';
-import { checkOf, checkMark } from './session.js';
+import { checkOf, checkMark } from './session/check.js';
 
 export function receiptPage(sessionId: string, receiptId: string, o: { labels: Map<string, string> }): Page {
   const el = h('div', { class: 'page' }, h('p', { class: 'muted' }, 'Loading…'));
