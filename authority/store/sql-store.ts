@@ -22,8 +22,6 @@ import { createSigningKeyStore } from './signing-keys.js';
 import { createBundleStore } from './bundles.js';
 import type { AuthorityStore } from './types.js';
 
-export { GRANT_CHANNEL, REVOKED_AFTER_EXPIRY_MS } from './revocations.js';
-
 export interface SqlAuthorityStoreOptions {
   /** Most grants whose revocation status is cached in this process (default 10 000; 0 turns the cache off). */
   revocationCacheSize?: number;
