@@ -4,79 +4,45 @@
  * the parts, starts the background work (startGatewayWork: the expiry sweep, reconciliation,
  * webhooks) and listens.
  * Everything shared between instances lives in the database, so any number of instances can serve
- * one PostgreSQL database.
+ * one PostgreSQL database. The wiring is by concern: app-outbound.ts (the forwarders), app-log.ts
+ * (events, the transparency log, anchoring), app-services.ts (sessions and the money path) and
+ * app-http.ts (middleware and routes, in order).
  */
-import Koa from 'koa';
-import Router from '@koa/router';
+import type Koa from 'koa';
 import {
-  errorMiddleware,
   createMetrics,
-  requireScope,
-  ADMIN_SCOPE,
   silentLogger,
+  type Metrics,
   type SqlDatabase,
   type Logger,
   type WebhookRetrySettings,
 } from '../service-kit/index.js';
-import { serveOpenApi } from '../service-kit/openapi.js';
-import { GATEWAY_OPENAPI } from './openapi.js';
-import { expireDue, nextExpiry, sessionById } from './sessions/store.js';
+import { nextExpiry } from './sessions/store.js';
 import { createLedgerRail } from './payments/ledger.js';
 import type { Rail } from './payments/rail.js';
-import { createPaymentSchemes } from './payments/registry.js';
-import { createExchange } from './payments/exchange.js';
-import { DEFAULT_EXPIRY_MARGIN_MS, type EvmChainReader } from './payments/evm/chain.js';
-import { DEFAULT_MAX_TIMEOUT_SECONDS, holdCap, type X402AssetMap } from './payments/evm/assets.js';
+import type { EvmChainReader } from './payments/evm/chain.js';
+import type { X402AssetMap } from './payments/evm/assets.js';
 import type { ExternalKey, KeyRing } from './keys/ring.js';
 import type { SessionKeys } from './sessions/actor-keys.js';
 import type { SecretSealer } from '../service-kit/secrets/index.js';
-import { createGatewayEvents, type GatewayEvents, type GatewayEventType } from './sessions/events.js';
-import { createPaymentService } from './payments/service.js';
-import { gatewayMetrics } from './business-metrics.js';
-import { createSessionService } from './sessions/service.js';
-import { currentWindows } from './payments/store/counters.js';
-import { createForwarder, guardedFetch } from './net/forwarder.js';
-import { isIP } from 'node:net';
-import { bareHost, type LookupFn, type TargetPolicy } from './net/address-guard.js';
-import { sessionRoutes } from './routes/sessions.js';
-import { proxyRoutes } from './routes/proxy.js';
-import { agentSessionRoutes } from './routes/agent-session.js';
-import { adminRoutes } from './routes/admin.js';
-import { createOwnerAuth } from './owners/auth.js';
-import { merchantRoutes } from './routes/merchant.js';
-import { keyRoutes } from './routes/keys.js';
-import { consoleRoutes, observeSessionWrites } from './routes/console.js';
-import { createConsoleStreams } from './console/stream.js';
-import { createIdempotencyService, type IdempotencyOptions } from './idempotency/service.js';
-import { eventAdminRoutes } from '../service-kit/event-admin.js';
-import {
-  auditHeadSource,
-  auditOrigin,
-  checkpointSource,
-  createServiceChainOutbox,
-  type AnchorSettings,
-  type ChainEvent,
-  type ChainOutbox,
-  type Ledger,
-  type ServiceAnchoringOptions,
+import type { GatewayEvents, GatewayEventType } from './sessions/events.js';
+import { gatewayMetrics, type GatewayMetrics } from './business-metrics.js';
+import type { LookupFn, TargetPolicy } from './net/address-guard.js';
+import type { IdempotencyOptions } from './idempotency/service.js';
+import type {
+  AnchorSettings,
+  ChainEvent,
+  ChainOutbox,
+  Ledger,
+  ServiceAnchoringOptions,
 } from '../service-kit/anchor/index.js';
-import { healthRoutes, serveRouter } from '../service-kit/service-routes.js';
-import { createEgressCa } from './egress/ca.js';
-import { caRoutes } from './egress/ca-routes.js';
 import type { EgressHooks } from './egress/proxy-server.js';
-import { createSessionEnds } from './egress/tunnel-watch.js';
-import {
-  gatewayRateLimits,
-  DEFAULT_GATEWAY_RATE_LIMITS,
-  type GatewayRateLimits,
-} from '../service-kit/service-limits.js';
-import { DEFAULT_MAX_SESSION_SECONDS } from './sessions/config.js';
-import {
-  createServiceLog,
-  type ServiceLog,
-  type ServiceLogConfig,
-  type ServiceLogParts,
-} from '../service-kit/tlog/index.js';
+import type { GatewayRateLimits } from '../service-kit/service-limits.js';
+import type { ServiceLog, ServiceLogConfig, ServiceLogParts } from '../service-kit/tlog/index.js';
+import { createOutbound } from './app-outbound.js';
+import { createRecord, createSessionListeners } from './app-log.js';
+import { createServices, expireSessions } from './app-services.js';
+import { createHttpApp } from './app-http.js';
 
 export interface GatewayDeps {
   db: SqlDatabase;
@@ -213,9 +179,6 @@ export interface GatewayApp {
   close(): Promise<void>;
 }
 
-// Gateway statuses where they differ from service-kit's defaults.
-const STATUS_BY_CODE = { session_paused: 409, currency_mismatch: 402, payment_failed: 502 };
-
 /**
  * What the database holds for the app, read (or made, once per database) by prepareGateway in
  * server.ts after the migrations: the sealer, the initialised key ring and the stored secrets.
@@ -241,6 +204,82 @@ export interface GatewayParts {
  * @example const gw = createGatewayApp(deps, await prepareGateway(deps)); const work = await startGatewayWork(gw, deps)
  */
 export function createGatewayApp(deps: GatewayDeps, parts: GatewayParts): GatewayApp {
+  const core = gatewayCore(deps);
+  const { db, now } = core;
+  const outbound = createOutbound(deps, core.targets);
+  // A console stream is opened with an owner's API key, checked per request by the services' owner auth.
+  const listeners = createSessionListeners(deps, core, async (key) => (await services.auth(key))?.ownerId);
+  const record = createRecord(deps, parts, core, outbound.hookForwarder, listeners);
+  const { serviceLog, events, chain } = record;
+  // The base URL written into grants (revocationUrl) and responses never comes from a request
+  // (a Host header would let a caller point a grant's revocation check at its own server): the
+  // configured public URL, else the listen address pinned by server.ts, else the address the
+  // connection was accepted on.
+  let pinnedBase = deps.publicUrl?.replace(/\/+$/, '');
+  const baseUrl = (ctx: Koa.Context) => pinnedBase ?? localOrigin(ctx);
+  const services = createServices(deps, parts, core, outbound.humans, events);
+  const app = createHttpApp(deps, core, {
+    keys: parts.keys,
+    forwarder: outbound.forwarder,
+    record,
+    services,
+    consoleStreams: listeners.consoleStreams,
+    baseUrl,
+  });
+
+  const staleMs = deps.reconcileStaleMs ?? 120_000;
+  const reconcile = (ms = staleMs) => services.payments.reconcile(ms);
+
+  return {
+    app,
+    evmAddress: services.evmAddress,
+    reconcile,
+    expireNow: () => expireSessions(db, now, events),
+    pinListenUrl(url) {
+      if (!deps.publicUrl) pinnedBase = url.replace(/\/+$/, '');
+    },
+    nextExpiry: () => nextExpiry(db),
+    pruneIdempotency: () => services.idempotency.prune(),
+    events,
+    idle: () => events.idle(),
+    log: serviceLog,
+    chain,
+    egress: {
+      sessionByToken: (token) => services.sessionService.byToken(token),
+      ca: services.egressCa,
+      targets: core.targets,
+      resolve: deps.resolve,
+      now,
+      ends: listeners.sessionEnds,
+      rateLimitBackend: db,
+    },
+    async close() {
+      await serviceLog?.close();
+      await chain.close();
+      await events.close();
+      await listeners.consoleStreams.close();
+      outbound.close();
+    },
+  };
+}
+
+/** What every part of the wiring shares: the database, the clock, names, the rails, the metrics. */
+export interface GatewayCore {
+  db: SqlDatabase;
+  now: () => number;
+  logger: Logger;
+  issuer: string;
+  /** The address guard every outbound request passes (net/address-guard.ts). */
+  targets: TargetPolicy;
+  /** The ledger rail on this database: merchant mode's charges (routes/merchant.ts) are paid on it. */
+  ledger: ReturnType<typeof createLedgerRail>;
+  /** Pays merchants: `deps.rail`, else the ledger. */
+  rail: Rail;
+  metrics: Metrics;
+  business: GatewayMetrics;
+}
+
+function gatewayCore(deps: GatewayDeps): GatewayCore {
   const { db } = deps;
   const now = deps.now ?? Date.now;
   const logger = deps.logger ?? silentLogger();
@@ -248,309 +287,13 @@ export function createGatewayApp(deps: GatewayDeps, parts: GatewayParts): Gatewa
   const targets = deps.targets ?? { allowPrivate: false };
   const ledger = createLedgerRail(db, now);
   const rail = deps.rail ?? ledger;
-  const { keys, sessionKeys, continuationSecret } = parts;
   const metrics = createMetrics({ prefix: 'ctl_gateway_' });
   const business = gatewayMetrics(metrics.registry, db);
-  const forwarder = createForwarder({
-    policy: targets,
-    timeoutMs: deps.forwardTimeoutMs,
-    maxResponseBytes: deps.maxResponseBytes,
-    resolve: deps.resolve,
-    ca: deps.upstreamCa,
-  });
-  // Webhook URLs are the owner's, but they are still outbound requests from inside: same guard.
-  const hookForwarder = createForwarder({
-    policy: targets,
-    timeoutMs: 5000,
-    maxResponseBytes: 64 * 1024,
-    maxRedirects: 0,
-    resolve: deps.resolve,
-  });
-  // Revocation (and any JWKS) the SDK's verifier fetches for a person's grant: same guard, no
-  // redirects. A trusted authority the operator named by a private IP address (no DNS in between)
-  // is reachable by these checks alone, never opened to agents' /proxy or webhooks by it.
-  const authorityForwarder = createForwarder({
-    policy: {
-      ...targets,
-      allowHosts: [...(targets.allowHosts ?? []), ...authorityTargets(deps.humanAuthorities ?? [])],
-    },
-    timeoutMs: 3000,
-    maxResponseBytes: 64 * 1024,
-    maxRedirects: 0,
-    resolve: deps.resolve,
-  });
-  const humans = { authorities: deps.humanAuthorities ?? [], fetch: guardedFetch(authorityForwarder) };
-  const consoleStreams = createConsoleStreams({
-    db,
-    now,
-    maxPerOwner: deps.console?.maxStreamsPerOwner,
-    maxTotal: deps.console?.maxStreams,
-    heartbeatMs: deps.console?.heartbeatMs,
-    ownerOfKey: async (key) => (await auth(key))?.ownerId,
-    onError: (e) => logger.warn({ err: e }, 'console stream'),
-  });
-  // Sessions revoked or expired here: the egress proxy closes their tunnels (egress/tunnel-watch.ts).
-  const sessionEnds = createSessionEnds(db, now);
-  // Every receipt and session change is appended to it in its own transaction (log/entries.ts).
-  const serviceLog =
-    parts.log &&
-    createServiceLog(db, parts.log, {
-      registry: metrics.registry,
-      metricPrefix: 'ctl_gateway_',
-      logger,
-      now,
-      fetch: deps.log ? deps.log.fetch : undefined,
-      onSplitView: async (s) => {
-        await events.audit.append({ actor: 'system', action: 'log.split_view', subject: s.origin, data: s });
-      },
-    });
-  const events = createGatewayEvents({
-    db,
-    now,
-    log: serviceLog?.log,
-    continuationSecret,
-    fetch: guardedFetch(hookForwarder),
-    ...deps.webhooks,
-    onError: (e) => logger.warn({ err: e }, 'webhook delivery failed'),
-    onDelivery: business.delivery,
-    onEvent: (type, data) => {
-      if ((type === 'session.revoked' || type === 'session.expired') && typeof data.sessionId === 'string')
-        sessionEnds.ended(data.sessionId, type === 'session.revoked' ? 'revoked' : 'expired');
-      consoleStreams.publish(type, data);
-      deps.onEvent?.(type, data);
-    },
-  });
-  // The log's signed checkpoint, anchored by the chain outbox's timer; with the log off, the audit
-  // chain's head under a stable name (the public URL's host, else the issuer), the anchor records
-  // saying which (service-kit/anchor/service.ts).
-  const anchorSources = [
-    serviceLog
-      ? checkpointSource(serviceLog.log)
-      : auditHeadSource(
-          events.audit,
-          deps.publicUrl ? auditOrigin(deps.publicUrl, 'gateway') : `${issuer}/ctl-gateway-audit`,
-        ),
-  ];
-  const chain = createServiceChainOutbox({
-    db,
-    table: 'gw_chain_outbox',
-    ledgers: parts.ledgers ?? [],
-    sources: anchorSources,
-    settings: deps.anchoring,
-    timing: deps.anchorTiming,
-    logger,
-    metrics: { registry: metrics.registry, prefix: 'ctl_gateway_' },
-    now,
-    onEvent: deps.onChainEvent,
-  });
-  // The base URL written into grants (revocationUrl) and responses never comes from a request
-  // (a Host header would let a caller point a grant's revocation check at its own server): the
-  // configured public URL, else the listen address pinned by server.ts, else the address the
-  // connection was accepted on.
-  let pinnedBase = deps.publicUrl?.replace(/\/+$/, '');
-  const baseUrl = (ctx: Koa.Context) => pinnedBase ?? localOrigin(ctx);
-
-  async function expireNow(): Promise<string[]> {
-    return expireDue(
-      db,
-      now(),
-      events.effect(async (ended, q) => {
-        const sessions = await Promise.all(ended.map((id) => sessionById(q, id)));
-        return sessions.flatMap((s) =>
-          s
-            ? [
-                {
-                  session: s,
-                  type: 'session.expired' as const,
-                  data: { expiredAt: new Date(s.expiresAt).toISOString() },
-                  actor: 'system',
-                },
-              ]
-            : [],
-        );
-      }),
-    );
-  }
-  // The 402 schemes (payments/registry.ts): x402 and MPP sign with one EVM account, on the same chains.
-  const paymentSchemes = createPaymentSchemes({
-    db,
-    now,
-    railName: rail.name,
-    evm: {
-      privateKey: parts.evmPrivateKey,
-      assets: deps.x402?.assets ?? new Map(),
-      // The cap on how long one signed authorization may hold a budget (payments/evm/assets.ts holdCap),
-      // after validBefore: the expiry margin, then a reconcile pass once the row is stale.
-      maxTimeoutSeconds: holdCap({
-        maxTimeoutSeconds: deps.x402?.maxTimeoutSeconds ?? DEFAULT_MAX_TIMEOUT_SECONDS,
-        maxHoldSeconds: deps.x402?.maxHoldSeconds,
-        settleDelayMs:
-          (deps.x402?.expiryMarginMs ?? DEFAULT_EXPIRY_MARGIN_MS) +
-          (deps.reconcileStaleMs ?? 120_000) +
-          (deps.reconcileIntervalMs ?? 30_000),
-      }),
-      chain: deps.x402?.chain,
-      expiryMarginMs: deps.x402?.expiryMarginMs,
-    },
-  });
-  const limits = gatewayRateLimits(
-    db,
-    deps.rateLimits ?? DEFAULT_GATEWAY_RATE_LIMITS,
-    createOwnerAuth(db, deps.adminKey),
-  );
-  const sessionService = createSessionService({
-    db,
-    currentWindows,
-    keys,
-    sessionKeys,
-    events,
-    issuer,
-    railName: rail.name,
-    extraRails: paymentSchemes.rails.map((r) => r.name),
-    continuationSecret,
-    targets,
-    humans,
-    now,
-    onCreated: (at) => deps.onSessionCreated?.(at),
-    maxSessionSeconds: deps.maxSessionSeconds ?? DEFAULT_MAX_SESSION_SECONDS,
-    maxSessionDepth: deps.maxSessionDepth,
-  });
-  const sessions = limits.sessions(sessionService);
-  // Made on first use (GET /ca.pem, the first CONNECT), kept sealed like the other secrets.
-  const egressCa = createEgressCa({ db, sealer: parts.sealer, issuer, now });
-  const idempotency = createIdempotencyService({
-    db,
-    now,
-    statusByCode: STATUS_BY_CODE,
-    logger,
-    leaseMs: deps.reconcileStaleMs,
-    ...deps.idempotency,
-  });
-  const payments = createPaymentService({
-    db,
-    rail,
-    otherRails: paymentSchemes.rails,
-    keys,
-    sessionKeys,
-    events,
-    continuationSecret,
-    issuer,
-    now,
-    paymentId: idempotency.paymentId,
-    humans,
-    onPaid: business.paid,
-    onRefused: business.refused,
-    onReconciled: business.reconciled,
-    onReconcileError: (paymentId, err) =>
-      logger.warn({ err, paymentId }, 'reconcile: payment left open, retried next pass'),
-  });
-  const protocols = createExchange({ db, payments, schemes: paymentSchemes.schemes, now });
-  const auth = limits.auth;
-
-  const app = new Koa();
-  app.proxy = false;
-  app.use(metrics.middleware);
-  // The agent can tell the gateway's own refusals from a merchant's response.
-  app.use(async (ctx, next) => {
-    await next();
-    const b = ctx.body as { error?: { code?: unknown } } | undefined;
-    if (b && typeof b === 'object' && !Buffer.isBuffer(b) && typeof b.error?.code === 'string')
-      ctx.set('X-Ctl-Gateway-Error', b.error.code);
-  });
-  app.use(errorMiddleware({ logger, statusByCode: STATUS_BY_CODE }));
-
-  const router = new Router();
-  healthRoutes(router, {
-    // The same checks as the authority's: the database, and the keys it signs with.
-    ready: {
-      database: () => db.ping(),
-      keys: async () => Boolean((await keys.active('grant')) && (await keys.active('receipt'))),
-    },
-    metrics,
-  });
-  adminRoutes(router, { db, auth, keys, sessions, events, now });
-  sessionRoutes(router, { db, auth, sessions, baseUrl, log: serviceLog?.log });
-  proxyRoutes(router, {
-    sessions,
-    protocols,
-    forwarder,
-    now,
-    maxBodyBytes: deps.maxBodyBytes ?? 1024 * 1024,
-    idempotency,
-    log: serviceLog?.log,
-  });
-  agentSessionRoutes(router, { db, sessions, log: serviceLog?.log });
-  serviceLog?.routes(router, { receiptId: 'receipt:' });
-  merchantRoutes(router, { db, ledger, now, baseUrl, limit: limits.charges });
-  keyRoutes(router, { db, keys, issuer, now });
-  consoleRoutes(router, { db, auth, sessions, streams: consoleStreams, dir: deps.console?.dir });
-  eventAdminRoutes(router, {
-    admin: requireScope(auth, ADMIN_SCOPE),
-    audit: events.audit,
-    dispatches: events.outbox.log,
-    redeliver: (id) => events.outbox.redeliver(id),
-    anchors: { outbox: chain, sources: anchorSources },
-  });
-  caRoutes(router, { auth, ca: egressCa });
-  serveOpenApi(router, GATEWAY_OPENAPI);
-  serveRouter(app, router, [observeSessionWrites(consoleStreams)]);
-
-  const staleMs = deps.reconcileStaleMs ?? 120_000;
-  const reconcile = (ms = staleMs) => payments.reconcile(ms);
-
-  return {
-    app,
-    evmAddress: paymentSchemes.evmAddress,
-    reconcile,
-    expireNow,
-    pinListenUrl(url) {
-      if (!deps.publicUrl) pinnedBase = url.replace(/\/+$/, '');
-    },
-    nextExpiry: () => nextExpiry(db),
-    pruneIdempotency: () => idempotency.prune(),
-    events,
-    idle: () => events.idle(),
-    log: serviceLog,
-    chain,
-    egress: {
-      sessionByToken: (token) => sessionService.byToken(token),
-      ca: egressCa,
-      targets,
-      resolve: deps.resolve,
-      now,
-      ends: sessionEnds,
-      rateLimitBackend: db,
-    },
-    async close() {
-      await serviceLog?.close();
-      await chain.close();
-      await events.close();
-      await consoleStreams.close();
-      forwarder.close();
-      hookForwarder.close();
-      authorityForwarder.close();
-    },
-  };
+  return { db, now, logger, issuer, targets, ledger, rail, metrics, business };
 }
 
 /** `http://<local address>:<port>` of the accepted connection: the listen address, whatever the Host header says. */
 function localOrigin(ctx: Koa.Context): string {
   const a = (ctx.socket.localAddress ?? '127.0.0.1').replace(/^::ffff:(?=\d+\.)/, '');
   return `http://${a.includes(':') ? `[${a}]` : a}:${ctx.socket.localPort}`;
-}
-
-/**
- * The `ip:port` of each trusted authority whose base URL names an IP address, as the address guard's
- * allowHosts reads them. A name is not excepted: what it resolves to is not what the operator wrote.
- */
-function authorityTargets(bases: readonly string[]): string[] {
-  return bases.flatMap((base) => {
-    try {
-      const u = new URL(base);
-      if (!isIP(bareHost(u))) return [];
-      return [`${bareHost(u)}:${u.port || (u.protocol === 'https:' ? '443' : '80')}`];
-    } catch {
-      return [];
-    }
-  });
 }

@@ -66,6 +66,10 @@ const inServiceRooms = under([
   'payments/schemes/mpp/protocol.ts',
   'payments/schemes/x-payment/protocol.ts',
   'app.ts',
+  'app-outbound.ts',
+  'app-log.ts',
+  'app-services.ts',
+  'app-http.ts',
   'server.ts',
 ]);
 const isService = (f: string) => inServiceRooms(f) && !isStore(f);
