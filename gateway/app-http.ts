@@ -22,7 +22,7 @@ import { consoleRoutes, observeSessionWrites } from './routes/console.js';
 import { caRoutes } from './egress/ca-routes.js';
 import { STATUS_BY_CODE, type GatewayServices } from './app-services.js';
 import type { GatewayRecord } from './app-log.js';
-import type { GatewayCore, GatewayDeps } from './app.js';
+import type { GatewayCore, GatewayDeps } from './app-deps.js';
 
 export interface HttpWiring {
   keys: KeyRing;

@@ -17,7 +17,7 @@ import {
   type ChainOutbox,
 } from '../service-kit/anchor/index.js';
 import { createServiceLog, type ServiceLog } from '../service-kit/tlog/index.js';
-import type { GatewayCore, GatewayDeps, GatewayParts } from './app.js';
+import type { GatewayCore, GatewayDeps, GatewayParts } from './app-deps.js';
 
 /** Who hears of session changes besides the webhooks. */
 export interface SessionListeners {

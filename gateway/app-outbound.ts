@@ -7,7 +7,7 @@ import { isIP } from 'node:net';
 import { createForwarder, guardedFetch, type Forwarder } from './net/forwarder.js';
 import { bareHost, type TargetPolicy } from './net/address-guard.js';
 import type { HumanTrust } from './sessions/human.js';
-import type { GatewayDeps } from './app.js';
+import type { GatewayDeps } from './app-deps.js';
 
 export interface Outbound {
   /** /proxy: an agent's request to a merchant. */

@@ -19,7 +19,7 @@ import type { HumanTrust } from './sessions/human.js';
 import { createOwnerAuth } from './owners/auth.js';
 import { createEgressCa } from './egress/ca.js';
 import { createIdempotencyService } from './idempotency/service.js';
-import type { GatewayCore, GatewayDeps, GatewayParts } from './app.js';
+import type { GatewayCore, GatewayDeps, GatewayParts } from './app-deps.js';
 
 // Gateway statuses where they differ from service-kit's defaults.
 export const STATUS_BY_CODE = { session_paused: 409, currency_mismatch: 402, payment_failed: 502 };

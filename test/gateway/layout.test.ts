@@ -70,6 +70,7 @@ const inServiceRooms = under([
   'app-log.ts',
   'app-services.ts',
   'app-http.ts',
+  'app-deps.ts',
   'server.ts',
 ]);
 const isService = (f: string) => inServiceRooms(f) && !isStore(f);
