@@ -16,6 +16,25 @@ export interface Page {
 /** The page heading: focused on navigation, so keyboard and screen-reader users start there. */
 export const heading = (text: string, ...extra: (Node | string)[]) => h('h1', { tabindex: '-1' }, text, ...extra);
 
+/**
+ * A data table: one heading per column (`scope="col"` for screen readers), then the rows;
+ * `caption` names it for screen readers only.
+ * @example gridTable(['Time', 'Event'], rows.map(row))
+ */
+export function gridTable(
+  columns: string[],
+  rows: Node[],
+  o: { class?: string; caption?: string } = {},
+): HTMLTableElement {
+  return h(
+    'table',
+    { class: o.class ?? 'grid' },
+    o.caption ? h('caption', { class: 'visually-hidden' }, o.caption) : null,
+    h('thead', null, h('tr', null, ...columns.map((c) => h('th', { scope: 'col' }, c)))),
+    h('tbody', null, ...rows),
+  );
+}
+
 /** An error box for a failed load. */
 export function errorBox(e: unknown): HTMLElement {
   const msg =

@@ -6,14 +6,14 @@
  * (create-child.ts), both with their grant (grant.ts); the views (views.ts) and a session's
  * family (family.ts); revocation (revoke.ts), continuation (continue.ts), look-ups (lookup.ts).
  */
-import { bearerToken, type SqlDatabase, type SqlExecutor } from '../../service-kit/index.js';
-import type { SessionRecord, SessionWindow } from './store.js';
+import { bearerToken, type SqlDatabase } from '../../service-kit/index.js';
+import type { CurrentWindows, SessionRecord } from './store.js';
 import type { TargetPolicy } from '../net/address-guard.js';
 import type { KeyRing } from '../keys/ring.js';
 import { DERIVED_MARKER, type SessionKeys } from './actor-keys.js';
 import type { GatewayEvents } from './events.js';
 import { prepareHumanSessionKey, type HumanTrust } from './human.js';
-import { createSessionViews, type WindowStanding } from './views.js';
+import { createSessionViews } from './views.js';
 import { createSessionFamily } from './family.js';
 import { createRootSession } from './create.js';
 import { createChildSession } from './create-child.js';
@@ -22,7 +22,6 @@ import { continuePausedSession } from './continue.js';
 import { createSessionLookup } from './lookup.js';
 
 export { hashToken } from './tokens.js';
-export type { WindowStanding } from './views.js';
 
 /**
  * The session token of an Authorization header, or undefined: `Bearer gw_sess_…`, the scheme in
@@ -36,15 +35,7 @@ export function sessionTokenOf(header: string | undefined): string | undefined {
 
 export interface SessionServiceDeps {
   db: SqlDatabase;
-  /**
-   * Reads each window's standing (payments/store/counters.ts currentWindows): the window rows are
-   * the money store's, which sits above this room, so the app hands the reader in.
-   */
-  currentWindows: (
-    q: SqlExecutor,
-    s: { id: string; windows: SessionWindow[]; windowsStart: number },
-    now: number,
-  ) => Promise<WindowStanding[]>;
+  currentWindows: CurrentWindows;
   keys: KeyRing;
   /** Derives each session's actor key (nothing stored). */
   sessionKeys: SessionKeys;

@@ -54,6 +54,16 @@ export interface WindowStanding {
   payments: bigint;
 }
 
+/**
+ * Reads each window's standing of a session (the money store's currentWindows): the window rows
+ * are the money store's, which sits above the sessions room, so the app hands the reader in.
+ */
+export type CurrentWindows = (
+  q: SqlExecutor,
+  s: { id: string; windows: SessionWindow[]; windowsStart: number },
+  now: number,
+) => Promise<WindowStanding[]>;
+
 /** The window whose soft limit paused a session: it resumes by itself at `endsAt`. */
 export interface PausedWindow {
   every: SessionWindow['every'];

@@ -3,12 +3,10 @@
  * secrets, shows the state its payments meet (states.ts heldBy) and each window's standing.
  */
 import { formatTimestamp } from '../../src/index.js';
-import type { SqlDatabase, SqlExecutor } from '../../service-kit/index.js';
-import { effectiveState, type SessionRecord, type SessionWindow, type WindowStanding } from './store.js';
+import type { SqlDatabase } from '../../service-kit/index.js';
+import { effectiveState, type CurrentWindows, type SessionRecord } from './store.js';
 import { heldBy, type Held } from './states.js';
 import { continuationToken } from './continuation.js';
-
-export type { WindowStanding } from './store.js';
 
 /**
  * The views of sessions, over `deps.currentWindows` (the money store's reader, handed in by the
@@ -17,11 +15,7 @@ export type { WindowStanding } from './store.js';
  */
 export function createSessionViews(deps: {
   db: SqlDatabase;
-  currentWindows: (
-    q: SqlExecutor,
-    s: { id: string; windows: SessionWindow[]; windowsStart: number },
-    now: number,
-  ) => Promise<WindowStanding[]>;
+  currentWindows: CurrentWindows;
   continuationSecret: Buffer;
   now: () => number;
 }) {

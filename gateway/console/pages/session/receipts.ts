@@ -4,6 +4,7 @@
  */
 import { h, formatMoney, formatTime } from '../../dom.js';
 import type { Receipt, SessionDetail } from '../../api.js';
+import { gridTable } from '../../page.js';
 import { checkMark } from './check.js';
 import { csvButton } from './csv.js';
 
@@ -22,27 +23,9 @@ export function receiptsCard(s: SessionDetail, receipts: Receipt[], below: boole
       : h(
           'div',
           { class: 'table-wrap' },
-          h(
-            'table',
-            { class: 'grid' },
-            h(
-              'thead',
-              null,
-              h(
-                'tr',
-                null,
-                ...['Paid at', 'Amount', 'Merchant', 'Purpose', below ? 'Paid by' : null, 'Tx ref', 'Signature', '']
-                  .filter((c) => c !== null)
-                  .map((c) => h('th', { scope: 'col' }, c)),
-              ),
-            ),
-            h(
-              'tbody',
-              null,
-              ...[...receipts]
-                .sort((a, b) => b.paidAt.localeCompare(a.paidAt))
-                .map((r) => receiptRow(r, s, below, label)),
-            ),
+          gridTable(
+            ['Paid at', 'Amount', 'Merchant', 'Purpose', ...(below ? ['Paid by'] : []), 'Tx ref', 'Signature', ''],
+            [...receipts].sort((a, b) => b.paidAt.localeCompare(a.paidAt)).map((r) => receiptRow(r, s, below, label)),
           ),
         ),
   );

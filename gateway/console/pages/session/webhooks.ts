@@ -1,6 +1,7 @@
 /** A session's webhook deliveries: each signed event sent to its webhook URL, with how it went. */
 import { h, formatTime } from '../../dom.js';
 import type { Dispatch, SessionDetail } from '../../api.js';
+import { gridTable } from '../../page.js';
 
 export function webhooksCard(s: SessionDetail, dispatches: Dispatch[]) {
   return h(
@@ -14,20 +15,7 @@ export function webhooksCard(s: SessionDetail, dispatches: Dispatch[]) {
         : h(
             'div',
             { class: 'table-wrap' },
-            h(
-              'table',
-              { class: 'grid' },
-              h(
-                'thead',
-                null,
-                h(
-                  'tr',
-                  null,
-                  ...['Time', 'Event', 'Status', 'Attempts', 'Last response'].map((c) => h('th', { scope: 'col' }, c)),
-                ),
-              ),
-              h('tbody', null, ...dispatches.map(dispatchRow)),
-            ),
+            gridTable(['Time', 'Event', 'Status', 'Attempts', 'Last response'], dispatches.map(dispatchRow)),
           ),
   );
 }

@@ -4,6 +4,7 @@
  */
 import { h, formatRemainingBudget, formatTime } from '../../dom.js';
 import type { SessionView } from '../../api.js';
+import { gridTable } from '../../page.js';
 import { stateBadge } from '../../components.js';
 import type { Filter } from './filters.js';
 
@@ -16,22 +17,10 @@ export function sessionsTable(shown: SessionView[], filter: Filter, total: numbe
         { class: 'empty' },
         total === 0 ? 'No sessions yet. Create one to give an agent a budget.' : `No ${filter} sessions.`,
       )
-    : h(
-        'table',
-        { class: 'grid stackable' },
-        h('caption', { class: 'visually-hidden' }, `Sessions (${filter})`),
-        h(
-          'thead',
-          null,
-          h(
-            'tr',
-            null,
-            ...['Session', 'State', 'Spend', 'Remaining', 'Expires', 'Created'].map((c) =>
-              h('th', { scope: 'col' }, c),
-            ),
-          ),
-        ),
-        h('tbody', null, ...rows.map((r) => sessionRow(r, labels))),
+    : gridTable(
+        ['Session', 'State', 'Spend', 'Remaining', 'Expires', 'Created'],
+        rows.map((r) => sessionRow(r, labels)),
+        { class: 'grid stackable', caption: `Sessions (${filter})` },
       );
 }
 
